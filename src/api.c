@@ -1,0 +1,37 @@
+/* The public API of ckptcache.h over the engine; the only symbols besides
+ * the interposed ones that the shared library exports. */
+#include "config.h"
+
+#include <errno.h>
+
+#include "ckc.h"
+#include "ckptcache.h"
+
+#define CKC_PUBLIC __attribute__((visibility("default")))
+
+static int api_result(int rc)
+{
+	if (rc >= 0 || rc == -ENODEV)
+		return 0;
+	errno = -rc;
+	return -1;
+}
+
+CKC_PUBLIC int ckptcache_prefetch_enqueue(const char *path)
+{
+	if (!path) {
+		errno = EINVAL;
+		return -1;
+	}
+	return api_result(ckc_hint_enqueue(path));
+}
+
+CKC_PUBLIC int ckptcache_prefetch_start(void)
+{
+	return api_result(ckc_prefetch_start());
+}
+
+CKC_PUBLIC int ckptcache_wait_flushed(void)
+{
+	return api_result(ckc_wait_flushed());
+}

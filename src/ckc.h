@@ -1,0 +1,106 @@
+/* The engine API: what the interposer (and the public ckptcache.h API) calls.
+ * Paths are canonicalised here; every function is thread-safe. Errors are
+ * negative errno values; nothing here changes errno. */
+#ifndef CKC_H
+#define CKC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "conf.h"
+#include "stats.h"
+
+typedef struct ckc_handle ckc_handle_t;
+
+typedef struct ckc_stat {
+	uint64_t size;          /* bytes of the current version */
+	struct timespec mtime;  /* when it was last written */
+	bool complete;          /* closed by its writer */
+	bool at_home;           /* the real path holds this version */
+} ckc_stat_t;
+
+/* Reads the configuration from the environment and starts the engine.
+ * Returns 0 when the cache is active, 1 when it is disabled (no
+ * CKPTCACHE_PATHS, or a configuration error: everything passes through),
+ * or -errno when a tier could not be set up (then also disabled). Aborts
+ * only under CKPTCACHE_STRICT=1. Idempotent. */
+int ckc_init(void);
+
+/* Starts the engine with an explicit configuration (copied). Same returns. */
+int ckc_init_config(const ckc_config_t *c);
+
+/* Whether the engine is started and caching. */
+bool ckc_active(void);
+
+/* Drains every required flush, stops the threads, writes statistics and
+ * releases the tiers. Idempotent; the engine may be started again. */
+void ckc_shutdown(void);
+
+/* Starts a new version of path for writing (the previous version is
+ * retired). mode is used when the real file is created. Returns 0 or -errno. */
+int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **h);
+
+/* Writes len bytes at off of a writing handle. Returns len or -errno. */
+ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off);
+
+/* Opens the current version of path for reading: a cached object, or the
+ * real file (a checkpoint of an earlier run). Returns 0, or -ENOENT when
+ * neither exists, or -errno. */
+int ckc_open_read(const char *path, ckc_handle_t **h);
+
+/* Reads up to len bytes at off of a reading handle from the fastest tier
+ * holding them. Returns the number of bytes (0 at end) or -errno. */
+ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off);
+
+/* Current size of the object behind h. */
+uint64_t ckc_handle_size(const ckc_handle_t *h);
+
+/* Closes h: a writer completes its object (unused space is returned and
+ * flushing starts); a reader that read every byte consumes it. Returns 0 or
+ * -errno (a failed write-through to the real path). */
+int ckc_close(ckc_handle_t *h);
+
+/* Returns when the object behind h (its bytes so far) is durable at its real
+ * path; 0 or -errno. With CKPTCACHE_PERSIST=never it returns 0 at once. */
+int ckc_sync(ckc_handle_t *h);
+
+/* ckc_sync for the current version of path; -ENOENT if it is not cached. */
+int ckc_sync_path(const char *path);
+
+/* Drops the cached versions of path and removes the real file.
+ * Returns 0, or -errno from the real unlink (-ENOENT if neither existed). */
+int ckc_unlink(const char *path);
+
+/* Moves the cached object at from to to (retiring any object at to) and
+ * renames the real file if it exists. Returns 0, -ENOENT if from is not
+ * cached, or -errno. */
+int ckc_rename(const char *from, const char *to);
+
+/* Fills st for the current cached version of path. Returns 0 or -ENOENT. */
+int ckc_stat(const char *path, ckc_stat_t *st);
+
+/* Appends path to the restore queue. Returns 0 or -errno. */
+int ckc_hint_enqueue(const char *path);
+
+/* Starts prefetching now (otherwise: at the first read). Returns 0. */
+int ckc_prefetch_start(void);
+
+/* Returns when every flush the persistence mode requires is done; 0, or
+ * -EIO if some checkpoint could only be saved to a rescue file. */
+int ckc_wait_flushed(void);
+
+/* Name of the tier that would serve a read of path now ("host", "ssd",
+ * "home"), or NULL if path is unknown. For tools and tests. */
+const char *ckc_where(const char *path);
+
+/* Waits until the host tier's memory is fully populated (start-up never
+ * waits for it; benchmarks do). */
+void ckc_wait_ready(void);
+
+/* A copy of the engine's counters (what CKPTCACHE_STATS would hold now). */
+void ckc_stats_get(ckc_stats_t *s);
+
+#endif

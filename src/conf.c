@@ -1,0 +1,720 @@
+/* The configuration loader: reads every CKPTCACHE_* variable, resolves the
+ * defaults against the machine (memory, file-system space), and reports each
+ * bad value once. Also owns the size syntax and the rank/local-size lookup. */
+#include "config.h"
+
+#include "conf.h"
+#include "log.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <linux/magic.h>
+#include <sys/vfs.h>
+#endif
+
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
+#ifndef RAMFS_MAGIC
+#define RAMFS_MAGIC 0x858458f6
+#endif
+
+#define CONFIG_MIB (1024ULL * 1024)
+#define CONFIG_GIB (1024ULL * CONFIG_MIB)
+
+#define CONFIG_SIZE_HINT "use e.g. 512M, 4G or 10%%"
+
+typedef const char *(*config_get_fn)(const char *name, void *ctx);
+
+typedef struct config_loader {
+	ckc_config_t *c;
+	config_get_fn get;
+	void *ctx;
+	const ckc_sysinfo_t *sys;
+	int errors;
+} config_loader_t;
+
+typedef struct config_word {
+	const char *word;
+	int value;
+} config_word_t;
+
+static bool config_space(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f';
+}
+
+static bool config_digit(char ch)
+{
+	return ch >= '0' && ch <= '9';
+}
+
+static char config_lower(char ch)
+{
+	return ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
+}
+
+/* The value without surrounding whitespace, as a span: a fixed buffer could
+ * truncate a long value into one that happens to be valid. */
+static void config_span(const char *s, const char **start, size_t *len)
+{
+	while (config_space(*s))
+		s++;
+	size_t n = strlen(s);
+	while (n > 0 && config_space(s[n - 1]))
+		n--;
+	*start = s;
+	*len = n;
+}
+
+/* Set-but-blank counts as unset, so that `export CKPTCACHE_X=` restores the
+ * default instead of being an error. */
+static const char *config_value(config_loader_t *ld, const char *name)
+{
+	const char *v = ld->get(name, ld->ctx);
+	if (!v)
+		return NULL;
+	for (const char *p = v; *p; p++)
+		if (!config_space(*p))
+			return v;
+	return NULL;
+}
+
+static char *config_strdup(config_loader_t *ld, const char *s)
+{
+	char *d = strdup(s);
+	if (!d) {
+		ckc_error("configuration: out of memory");
+		ld->errors++;
+	}
+	return d;
+}
+
+/* Human-readable bytes for messages: exact when the value is a whole number
+ * of its unit, else one decimal. */
+static void config_human(uint64_t v, char *buf, size_t len)
+{
+	static const char *const unit[] = { "bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	int u = 0;
+	uint64_t div = 1;
+	while (u < 6 && v / div >= 1024) {
+		div *= 1024;
+		u++;
+	}
+	if (v % div == 0)
+		snprintf(buf, len, "%llu %s", (unsigned long long)(v / div), unit[u]);
+	else
+		snprintf(buf, len, "%.1f %s", (double)v / (double)div, unit[u]);
+}
+
+/* floor(frac * 2^shift) for the decimal fraction 0.<digits>, exactly: the
+ * fraction is doubled in decimal and each doubling's carry is one bit.
+ * Digits past the 40th cannot change the result because every multiple of
+ * 2^-40 has at most 40 decimals. */
+static uint64_t config_frac_bytes(const char *digits, size_t n, int shift)
+{
+	unsigned char d[40];
+	if (n > sizeof(d))
+		n = sizeof(d);
+	for (size_t i = 0; i < n; i++)
+		d[i] = (unsigned char)(digits[i] - '0');
+	uint64_t r = 0;
+	for (int b = 0; b < shift; b++) {
+		unsigned carry = 0;
+		for (size_t j = n; j-- > 0;) {
+			unsigned t = d[j] * 2u + carry;
+			d[j] = (unsigned char)(t % 10);
+			carry = t / 10;
+		}
+		r = r * 2 + carry;
+	}
+	return r;
+}
+
+/* The size grammar on s[0..n), without the 0..100 bound on percentages so
+ * that the loader can say "above 100" rather than "not a size". On success
+ * *pct is the percentage (>= 0), or -1 with *bytes set. */
+static int config_size_n(const char *s, size_t n, uint64_t *bytes, double *pct)
+{
+	size_t i = 0;
+	uint64_t ip = 0;
+	bool overflow = false;
+	double pv = 0;
+
+	if (n == 0 || !config_digit(s[0]))
+		return -EINVAL;
+	for (; i < n && config_digit(s[i]); i++) {
+		unsigned d = (unsigned)(s[i] - '0');
+		if (ip > (UINT64_MAX - d) / 10)
+			overflow = true;
+		else
+			ip = ip * 10 + d;
+		pv = pv * 10 + d;
+	}
+	const char *frac = NULL;
+	size_t nfrac = 0;
+	if (i < n && s[i] == '.') {
+		frac = s + ++i;
+		for (; i < n && config_digit(s[i]); i++)
+			nfrac++;
+		if (nfrac == 0)
+			return -EINVAL;
+	}
+
+	const char *suf = s + i;
+	size_t ns = n - i;
+	if (ns == 1 && suf[0] == '%') {
+		double f = 0, scale = 1;
+		for (size_t k = 0; k < nfrac && k < 17; k++) {
+			f = f * 10 + (frac[k] - '0');
+			scale *= 10;
+		}
+		*pct = pv + f / scale;
+		*bytes = 0;
+		return 0;
+	}
+
+	int shift = 0;
+	if (ns == 0) {
+		if (nfrac)
+			return -EINVAL; /* no fraction of a byte */
+	} else {
+		switch (config_lower(suf[0])) {
+		case 'k': shift = 10; break;
+		case 'm': shift = 20; break;
+		case 'g': shift = 30; break;
+		case 't': shift = 40; break;
+		default: return -EINVAL;
+		}
+		const char *r = suf + 1;
+		size_t nr = ns - 1;
+		bool ok = nr == 0 || (nr == 1 && config_lower(r[0]) == 'b') ||
+			  (nr == 2 && config_lower(r[0]) == 'i' && config_lower(r[1]) == 'b');
+		if (!ok)
+			return -EINVAL;
+	}
+	if (overflow || (shift && ip > (UINT64_MAX >> shift)))
+		return -ERANGE;
+	/* The low shift bits of ip << shift are zero and the fraction's bytes
+	 * are below 2^shift, so the sum cannot overflow. */
+	*bytes = (ip << shift) + (nfrac ? config_frac_bytes(frac, nfrac, shift) : 0);
+	*pct = -1;
+	return 0;
+}
+
+int ckc_parse_size(const char *s, uint64_t *bytes, double *pct)
+{
+	uint64_t b;
+	double p;
+
+	if (!s)
+		return -EINVAL;
+	int rc = config_size_n(s, strlen(s), &b, &p);
+	if (rc)
+		return rc;
+	if (p >= 0) {
+		if (p > 100 || !pct)
+			return -EINVAL;
+		*pct = p;
+		if (bytes)
+			*bytes = 0;
+	} else {
+		if (bytes)
+			*bytes = b;
+		if (pct)
+			*pct = -1;
+	}
+	return 0;
+}
+
+/* A decimal integer in [min, LONG_MAX]; with leading, only a prefix must be
+ * one (Slurm's "4(x2)"). */
+static bool config_long(const char *s, bool leading, long min, long *out)
+{
+	const char *p;
+	size_t n;
+
+	if (!s)
+		return false;
+	config_span(s, &p, &n);
+	if (n == 0 || !config_digit(p[0]))
+		return false;
+	long v = 0;
+	size_t i = 0;
+	for (; i < n && config_digit(p[i]); i++) {
+		int d = p[i] - '0';
+		if (v > (LONG_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	if (i < n && !leading)
+		return false;
+	if (v < min)
+		return false;
+	*out = v;
+	return true;
+}
+
+long ckc_config_rank(const char *(*get)(const char *name, void *ctx), void *ctx)
+{
+	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID",
+					    "PMIX_RANK" };
+	long v;
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		if (config_long(get(vars[i], ctx), false, 0, &v))
+			return v;
+	return 0;
+}
+
+static long config_local_size(config_get_fn get, void *ctx)
+{
+	long v;
+	if (config_long(get("OMPI_COMM_WORLD_LOCAL_SIZE", ctx), false, 1, &v))
+		return v;
+	if (config_long(get("MPI_LOCALNRANKS", ctx), false, 1, &v))
+		return v;
+	if (config_long(get("SLURM_NTASKS_PER_NODE", ctx), true, 1, &v))
+		return v;
+	return 1;
+}
+
+/* Reports an unknown word with the list of valid ones, in the given order. */
+static int config_word(config_loader_t *ld, const char *name, const config_word_t *words,
+		       size_t nwords, int def)
+{
+	const char *raw = config_value(ld, name);
+	if (!raw)
+		return def;
+	const char *p;
+	size_t n;
+	config_span(raw, &p, &n);
+	for (size_t i = 0; i < nwords; i++)
+		if (strlen(words[i].word) == n && strncasecmp(p, words[i].word, n) == 0)
+			return words[i].value;
+
+	char expected[128];
+	size_t off = 0;
+	expected[0] = '\0';
+	for (size_t i = 0; i < nwords && off < sizeof(expected); i++) {
+		const char *sep = i == 0 ? "" : i + 1 == nwords ? " or " : ", ";
+		int m = snprintf(expected + off, sizeof(expected) - off, "%s%s", sep, words[i].word);
+		if (m < 0)
+			break;
+		off += (size_t)m;
+	}
+	ckc_error("%s='%s': unknown value (expected %s)", name, raw, expected);
+	ld->errors++;
+	return def;
+}
+
+/* Parses a size variable; on a bad value reports it and returns false. */
+static bool config_size(config_loader_t *ld, const char *name, const char *raw, uint64_t *bytes,
+			double *pct)
+{
+	const char *p;
+	size_t n;
+	config_span(raw, &p, &n);
+	int rc = config_size_n(p, n, bytes, pct);
+	if (rc == -ERANGE)
+		ckc_error("%s='%s': too large (expected less than 16 EiB)", name, raw);
+	else if (rc)
+		ckc_error("%s='%s': not a size (" CONFIG_SIZE_HINT ")", name, raw);
+	else if (*pct > 100)
+		ckc_error("%s='%s': percentage above 100 (expected 0%% to 100%%)", name, raw);
+	else
+		return true;
+	ld->errors++;
+	return false;
+}
+
+static uint64_t config_pct_of(uint64_t total, double pct)
+{
+	return (uint64_t)((long double)total * pct / 100);
+}
+
+static char *config_string(config_loader_t *ld, const char *name)
+{
+	const char *raw = config_value(ld, name);
+	return raw ? config_strdup(ld, raw) : NULL;
+}
+
+static void config_log_level(config_loader_t *ld)
+{
+	static const config_word_t words[] = {
+		{ "error", CKC_LOG_ERROR }, { "warn", CKC_LOG_WARN },
+		{ "info", CKC_LOG_INFO },   { "debug", CKC_LOG_DEBUG },
+	};
+	ld->c->log_level = config_word(ld, "CKPTCACHE_LOG", words, 4, CKC_LOG_WARN);
+	ckc_log_threshold = ld->c->log_level;
+}
+
+static void config_strict(config_loader_t *ld)
+{
+	static const config_word_t words[] = { { "0", 0 }, { "1", 1 } };
+	ld->c->strict = config_word(ld, "CKPTCACHE_STRICT", words, 2, 0) == 1;
+}
+
+static void config_gpu(config_loader_t *ld)
+{
+	ckc_config_t *c = ld->c;
+	const char *raw = config_value(ld, "CKPTCACHE_GPU_CACHE");
+	uint64_t bytes;
+	double pct;
+
+	c->gpu_cache = 0;
+	c->gpu_cache_pct = 25;
+	if (!raw)
+		return;
+	if (!config_size(ld, "CKPTCACHE_GPU_CACHE", raw, &bytes, &pct))
+		return;
+	c->gpu_cache = bytes;
+	c->gpu_cache_pct = pct;
+}
+
+/* min(16 GiB, 10% of memory shared by the node's ranks), raised to 64 MiB
+ * where the machine has room for that. */
+static uint64_t config_host_default(uint64_t mem, long local_size)
+{
+	uint64_t d = mem / 10 / (uint64_t)local_size;
+	if (d > 16 * CONFIG_GIB)
+		d = 16 * CONFIG_GIB;
+	if (d < 64 * CONFIG_MIB && 64 * CONFIG_MIB <= mem / 2)
+		d = 64 * CONFIG_MIB;
+	return d;
+}
+
+static void config_host(config_loader_t *ld)
+{
+	ckc_config_t *c = ld->c;
+	uint64_t mem = ld->sys->mem_total;
+	const char *raw = config_value(ld, "CKPTCACHE_HOST_CACHE");
+	uint64_t bytes;
+	double pct;
+
+	c->host_cache = 0;
+	if (!raw) {
+		c->host_cache = config_host_default(mem, c->local_size);
+		return;
+	}
+	if (!config_size(ld, "CKPTCACHE_HOST_CACHE", raw, &bytes, &pct))
+		return;
+	if (pct >= 0) {
+		c->host_cache = config_pct_of(mem, pct);
+		return;
+	}
+	/* mem_total 0 means the machine's memory is unknown: nothing to compare. */
+	if (mem && bytes > mem) {
+		char h[32];
+		config_human(mem, h, sizeof(h));
+		ckc_error("CKPTCACHE_HOST_CACHE='%s': larger than this machine's memory (%s)", raw, h);
+		ld->errors++;
+		return;
+	}
+	c->host_cache = bytes;
+}
+
+/* The file-system facts for dir, or for its nearest existing ancestor when
+ * dir does not exist yet: that is where it will be created. */
+static int config_fs_facts(const ckc_sysinfo_t *sys, const char *dir, uint64_t *avail,
+			   bool *in_memory)
+{
+	char *p = strdup(dir);
+	if (!p)
+		return -ENOMEM;
+	int rc;
+	for (;;) {
+		rc = sys->fs_info(p, avail, in_memory);
+		if (rc != -ENOENT || strcmp(p, "/") == 0 || strcmp(p, ".") == 0)
+			break;
+		size_t n = strlen(p);
+		while (n > 1 && p[n - 1] == '/')
+			n--;
+		while (n > 0 && p[n - 1] != '/')
+			n--;
+		while (n > 1 && p[n - 1] == '/')
+			n--;
+		if (n == 0)
+			strcpy(p, ".");
+		else
+			p[n] = '\0';
+	}
+	free(p);
+	return rc;
+}
+
+/* mkdir -p with 0700 for the components it creates. Returns 0 or an errno. */
+static int config_mkdirs(const char *dir)
+{
+	char *p = strdup(dir);
+	if (!p)
+		return ENOMEM;
+	int err = 0;
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char save = *s;
+		*s = '\0';
+		if (mkdir(p, 0700) != 0 && errno != EEXIST) {
+			/* An existing ancestor in a read-only or foreign
+			 * directory fails with EACCES/EROFS rather than EEXIST. */
+			struct stat st;
+			int e = errno;
+			if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
+				err = e;
+				break;
+			}
+		}
+		*s = save;
+		if (!save)
+			break;
+	}
+	free(p);
+	return err;
+}
+
+/* Returns 0 when dir is (or has just been made) a writable directory, else
+ * the errno that explains why not. */
+static int config_usable_dir(const char *dir)
+{
+	struct stat st;
+	if (stat(dir, &st) != 0) {
+		if (errno != ENOENT)
+			return errno;
+		int err = config_mkdirs(dir);
+		if (err)
+			return err;
+		if (stat(dir, &st) != 0)
+			return errno;
+	}
+	if (!S_ISDIR(st.st_mode))
+		return ENOTDIR;
+	if (access(dir, W_OK | X_OK) != 0)
+		return errno;
+	return 0;
+}
+
+static void config_ssd_dir_error(config_loader_t *ld, const char *dir_raw, const char *cache_raw,
+				 int err)
+{
+	if (dir_raw)
+		ckc_error("CKPTCACHE_SSD_DIR='%s': not a writable directory (%s)", dir_raw,
+			  strerror(err));
+	else
+		ckc_error("CKPTCACHE_SSD_CACHE='%s': '%s' (the default, as CKPTCACHE_SSD_DIR is "
+			  "unset) is not a writable directory (%s)",
+			  cache_raw, ld->c->ssd_dir, strerror(err));
+	ld->errors++;
+}
+
+static void config_ssd(config_loader_t *ld)
+{
+	ckc_config_t *c = ld->c;
+	const char *dir_raw = config_value(ld, "CKPTCACHE_SSD_DIR");
+	const char *cache_raw = config_value(ld, "CKPTCACHE_SSD_CACHE");
+	const char *dir = dir_raw;
+
+	c->ssd_cache = 0;
+	if (!dir) {
+		dir = config_value(ld, "TMPDIR");
+		if (!dir)
+			dir = "/tmp";
+	}
+	c->ssd_dir = config_strdup(ld, dir);
+	if (!c->ssd_dir || (!dir_raw && !cache_raw))
+		return;
+
+	uint64_t avail = 0;
+	bool in_memory = false;
+	int fs_rc = config_fs_facts(ld->sys, dir, &avail, &in_memory);
+	uint64_t size;
+
+	if (cache_raw) {
+		uint64_t bytes;
+		double pct;
+		if (!config_size(ld, "CKPTCACHE_SSD_CACHE", cache_raw, &bytes, &pct))
+			return;
+		if (pct >= 0) {
+			if (fs_rc < 0) {
+				config_ssd_dir_error(ld, dir_raw, cache_raw, -fs_rc);
+				return;
+			}
+			size = config_pct_of(avail, pct);
+		} else {
+			/* Without the file system's facts the directory check
+			 * below reports the actual problem. */
+			if (fs_rc == 0 && bytes > avail) {
+				char h[32];
+				config_human(avail, h, sizeof(h));
+				ckc_error("CKPTCACHE_SSD_CACHE='%s': larger than the space available "
+					  "in '%s' (%s)",
+					  cache_raw, dir, h);
+				ld->errors++;
+				return;
+			}
+			size = bytes;
+		}
+	} else {
+		if (fs_rc < 0) {
+			config_ssd_dir_error(ld, dir_raw, cache_raw, -fs_rc);
+			return;
+		}
+		if (in_memory) {
+			/* Staging in RAM-backed storage would double-count the
+			 * host tier's memory. */
+			ckc_info("CKPTCACHE_SSD_DIR='%s' is on a memory-backed file system (tmpfs "
+				 "or ramfs): the ssd tier is off (set CKPTCACHE_SSD_CACHE to use it "
+				 "anyway)",
+				 dir_raw);
+			return;
+		}
+		size = avail / 4 / (uint64_t)c->local_size;
+		if (size > 64 * CONFIG_GIB)
+			size = 64 * CONFIG_GIB;
+	}
+
+	if (size > 0) {
+		int err = config_usable_dir(dir);
+		if (err) {
+			config_ssd_dir_error(ld, dir_raw, cache_raw, err);
+			return;
+		}
+	}
+	c->ssd_cache = size;
+}
+
+int ckc_config_load(ckc_config_t *c, const char *(*get)(const char *name, void *ctx),
+		    void *ctx, const ckc_sysinfo_t *sys)
+{
+	config_loader_t ld = { .c = c, .get = get, .ctx = ctx, .sys = sys, .errors = 0 };
+
+	memset(c, 0, sizeof(*c));
+	c->log_level = CKC_LOG_WARN;
+	c->gpu_cache_pct = 25;
+	c->rank = ckc_config_rank(get, ctx);
+	c->local_size = config_local_size(get, ctx);
+
+	const char *paths = config_value(&ld, "CKPTCACHE_PATHS");
+	if (!paths)
+		return 0;
+
+	/* First, so that every later message obeys it. */
+	config_log_level(&ld);
+	config_strict(&ld);
+	c->paths = config_strdup(&ld, paths);
+
+	static const config_word_t order[] = {
+		{ "reverse", CKC_ORDER_REVERSE },
+		{ "sequential", CKC_ORDER_SEQUENTIAL },
+		{ "none", CKC_ORDER_NONE },
+	};
+	c->order = config_word(&ld, "CKPTCACHE_ORDER", order, 3, CKC_ORDER_NONE);
+	c->hints = config_string(&ld, "CKPTCACHE_HINTS");
+
+	static const config_word_t capture[] = {
+		{ "copy", CKC_CAPTURE_COPY },
+		{ "device", CKC_CAPTURE_DEVICE },
+	};
+	c->capture = config_word(&ld, "CKPTCACHE_CAPTURE", capture, 2, CKC_CAPTURE_COPY);
+
+	config_gpu(&ld);
+	config_host(&ld);
+	config_ssd(&ld);
+
+	const char *rescue = config_value(&ld, "CKPTCACHE_RESCUE_DIR");
+	if (rescue)
+		c->rescue_dir = config_strdup(&ld, rescue);
+	else if (c->ssd_dir)
+		c->rescue_dir = config_strdup(&ld, c->ssd_dir);
+
+	static const config_word_t persist[] = {
+		{ "always", CKC_PERSIST_ALWAYS },
+		{ "unconsumed", CKC_PERSIST_UNCONSUMED },
+		{ "never", CKC_PERSIST_NEVER },
+	};
+	c->persist = config_word(&ld, "CKPTCACHE_PERSIST", persist, 3, CKC_PERSIST_ALWAYS);
+
+	static const config_word_t eviction[] = {
+		{ "score", CKC_EVICT_SCORE },
+		{ "fifo", CKC_EVICT_FIFO },
+		{ "lru", CKC_EVICT_LRU },
+	};
+	c->eviction = config_word(&ld, "CKPTCACHE_EVICTION", eviction, 3, CKC_EVICT_SCORE);
+
+	static const config_word_t prefetch[] = {
+		{ "auto", CKC_PREFETCH_AUTO },
+		{ "eager", CKC_PREFETCH_EAGER },
+		{ "off", CKC_PREFETCH_OFF },
+	};
+	c->prefetch = config_word(&ld, "CKPTCACHE_PREFETCH", prefetch, 3, CKC_PREFETCH_AUTO);
+
+	c->stats = config_string(&ld, "CKPTCACHE_STATS");
+	c->trace = config_string(&ld, "CKPTCACHE_TRACE");
+
+	if (ld.errors) {
+		c->enabled = false;
+		if (c->strict)
+			ckc_error("configuration errors: aborting (CKPTCACHE_STRICT=1)");
+		else
+			ckc_error("configuration errors: the cache is disabled and every call "
+				  "passes through");
+	} else {
+		c->enabled = true;
+	}
+	return ld.errors;
+}
+
+static const char *config_getenv(const char *name, void *ctx)
+{
+	(void)ctx;
+	return getenv(name);
+}
+
+static int config_fs_info(const char *dir, uint64_t *avail, bool *in_memory)
+{
+	struct statvfs v;
+	if (statvfs(dir, &v) != 0)
+		return -errno;
+	*avail = (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
+	*in_memory = false;
+#ifdef __linux__
+	struct statfs f;
+	if (statfs(dir, &f) == 0)
+		*in_memory = (uint32_t)f.f_type == (uint32_t)TMPFS_MAGIC ||
+			     (uint32_t)f.f_type == (uint32_t)RAMFS_MAGIC;
+#endif
+	return 0;
+}
+
+void ckc_sysinfo_default(ckc_sysinfo_t *sys)
+{
+	long pages = sysconf(_SC_PHYS_PAGES);
+	long page = sysconf(_SC_PAGESIZE);
+	sys->mem_total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+	sys->fs_info = config_fs_info;
+}
+
+int ckc_config_from_env(ckc_config_t *c)
+{
+	ckc_sysinfo_t sys;
+	ckc_sysinfo_default(&sys);
+	return ckc_config_load(c, config_getenv, NULL, &sys);
+}
+
+void ckc_config_free(ckc_config_t *c)
+{
+	free(c->paths);
+	free(c->hints);
+	free(c->ssd_dir);
+	free(c->rescue_dir);
+	free(c->stats);
+	free(c->trace);
+	c->paths = c->hints = c->ssd_dir = c->rescue_dir = c->stats = c->trace = NULL;
+}

@@ -1,0 +1,75 @@
+/* Configuration from the environment (CKPTCACHE_*), validated. ckptcache(7)
+ * and the README are the reference for every variable and default. */
+#ifndef CKC_CONF_H
+#define CKC_CONF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum ckc_order { CKC_ORDER_NONE, CKC_ORDER_REVERSE, CKC_ORDER_SEQUENTIAL } ckc_order_t;
+typedef enum ckc_capture { CKC_CAPTURE_COPY, CKC_CAPTURE_DEVICE } ckc_capture_t;
+typedef enum ckc_persist { CKC_PERSIST_ALWAYS, CKC_PERSIST_UNCONSUMED, CKC_PERSIST_NEVER } ckc_persist_t;
+typedef enum ckc_eviction { CKC_EVICT_SCORE, CKC_EVICT_FIFO, CKC_EVICT_LRU } ckc_eviction_t;
+typedef enum ckc_prefetch { CKC_PREFETCH_AUTO, CKC_PREFETCH_EAGER, CKC_PREFETCH_OFF } ckc_prefetch_t;
+
+typedef struct ckc_config {
+	bool enabled;          /* false: the library passes everything through */
+	bool strict;           /* CKPTCACHE_STRICT=1 */
+	char *paths;           /* CKPTCACHE_PATHS as given (colon-separated globs) */
+	ckc_order_t order;
+	char *hints;           /* hint file, or NULL */
+	ckc_capture_t capture;
+	uint64_t gpu_cache;    /* bytes; used when gpu_cache_pct < 0 */
+	double gpu_cache_pct;  /* percent of free device memory, or -1 */
+	uint64_t host_cache;   /* bytes, resolved; 0 disables the tier */
+	uint64_t ssd_cache;    /* bytes, resolved; 0 disables the tier */
+	char *ssd_dir;         /* node-local directory for the ssd tier */
+	char *rescue_dir;      /* where a failed home flush leaves its bytes */
+	ckc_persist_t persist;
+	ckc_eviction_t eviction;
+	ckc_prefetch_t prefetch;
+	char *stats;           /* JSON summary at exit, or NULL */
+	char *trace;           /* one line per operation, or NULL */
+	int log_level;         /* CKC_LOG_* */
+	long rank;             /* from the MPI/Slurm environment; 0 if none */
+	long local_size;       /* processes of this job on this node; 1 if unknown */
+} ckc_config_t;
+
+/* What the loader needs to know about the machine; tests pass their own. */
+typedef struct ckc_sysinfo {
+	uint64_t mem_total; /* bytes of physical memory */
+	/* Fills the bytes available to an unprivileged user in the file system
+	 * holding dir, and whether it is memory-backed (tmpfs/ramfs).
+	 * Returns 0 or -errno. */
+	int (*fs_info)(const char *dir, uint64_t *avail, bool *in_memory);
+} ckc_sysinfo_t;
+
+/* The real machine's facts (MemTotal, statfs). */
+void ckc_sysinfo_default(ckc_sysinfo_t *sys);
+
+/* Fills c from variables looked up with get (getenv-like; ctx is passed
+ * through). Every bad value is reported once, naming the variable and the
+ * value, and counted. Returns the number of errors; when it is not 0,
+ * c->enabled is false (the caller aborts instead if c->strict). c must be
+ * released with ckc_config_free whatever the result. */
+int ckc_config_load(ckc_config_t *c, const char *(*get)(const char *name, void *ctx),
+		    void *ctx, const ckc_sysinfo_t *sys);
+
+/* ckc_config_load with getenv and the real machine. */
+int ckc_config_from_env(ckc_config_t *c);
+
+/* Releases the strings of c. */
+void ckc_config_free(ckc_config_t *c);
+
+/* Parses a size: bytes, or a number with K, M, G, T (powers of 1024; an
+ * optional trailing "B" or "iB"), or a percentage "N%" (0..100, decimals
+ * allowed). On success returns 0 and sets *bytes, or *pct (>= 0) for a
+ * percentage with *bytes = 0; returns -EINVAL for anything else and
+ * -ERANGE on overflow. */
+int ckc_parse_size(const char *s, uint64_t *bytes, double *pct);
+
+/* The process's rank from OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID,
+ * PMIX_RANK (first one set and valid), looked up with get; 0 if none. */
+long ckc_config_rank(const char *(*get)(const char *name, void *ctx), void *ctx);
+
+#endif

@@ -1,0 +1,1260 @@
+/* The engine: start and stop, the object map (canonical path -> current
+ * version), and the operations the interposer calls: open, write, read,
+ * close, sync, unlink, rename, stat, hints. One mutex guards all metadata;
+ * bytes move outside it, with the copies they touch pinned. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+#include "log.h"
+#include "path.h"
+
+ckc_engine_t ckc_eng = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.cv = PTHREAD_COND_INITIALIZER,
+	.trace_fd = -1,
+};
+
+/* Serialises start and stop; never taken by the data path. */
+static pthread_mutex_t eng_life = PTHREAD_MUTEX_INITIALIZER;
+
+struct ckc_handle {
+	ckc_obj_t *o;
+	bool writer;
+	bool waited;       /* this reader already counted a wait */
+	int home_fd;       /* the real file, opened by the first read from it */
+	int nrange, caprange;
+	uint64_t (*range)[2]; /* bytes read so far: sorted, disjoint [a, b) */
+};
+
+uint64_t ckc_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- object map ---------------------------------------------------- */
+
+static uint64_t key_hash(const char *k)
+{
+	uint64_t h = 1469598103934665603ull;
+	while (*k)
+		h = (h ^ (unsigned char)*k++) * 1099511628211ull;
+	return h;
+}
+
+ckc_obj_t *ckc_map_find(const char *key)
+{
+	if (!ckc_eng.map_cap)
+		return NULL;
+	for (ckc_obj_t *o = ckc_eng.map[key_hash(key) & (ckc_eng.map_cap - 1)]; o; o = o->hnext)
+		if (strcmp(o->key, key) == 0)
+			return o;
+	return NULL;
+}
+
+static int map_insert(ckc_obj_t *o)
+{
+	if (ckc_eng.nobj + 1 > ckc_eng.map_cap / 2) {
+		size_t cap = ckc_eng.map_cap ? ckc_eng.map_cap * 2 : 256;
+		ckc_obj_t **m = calloc(cap, sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		for (size_t i = 0; i < ckc_eng.map_cap; i++)
+			for (ckc_obj_t *x = ckc_eng.map[i], *n; x; x = n) {
+				n = x->hnext;
+				size_t b = key_hash(x->key) & (cap - 1);
+				x->hnext = m[b];
+				m[b] = x;
+			}
+		free(ckc_eng.map);
+		ckc_eng.map = m;
+		ckc_eng.map_cap = cap;
+	}
+	size_t b = key_hash(o->key) & (ckc_eng.map_cap - 1);
+	o->hnext = ckc_eng.map[b];
+	ckc_eng.map[b] = o;
+	ckc_eng.nobj++;
+	return 0;
+}
+
+static void map_remove(ckc_obj_t *o)
+{
+	ckc_obj_t **pp = &ckc_eng.map[key_hash(o->key) & (ckc_eng.map_cap - 1)];
+	while (*pp && *pp != o)
+		pp = &(*pp)->hnext;
+	if (*pp) {
+		*pp = o->hnext;
+		ckc_eng.nobj--;
+	}
+	o->hnext = NULL;
+}
+
+/* ---- objects ------------------------------------------------------- */
+
+static ckc_obj_t *obj_new(const char *key)
+{
+	ckc_obj_t *o = calloc(1, sizeof(*o));
+	if (!o || !(o->key = strdup(key))) {
+		free(o);
+		return NULL;
+	}
+	o->version = ++ckc_eng.next_version;
+	o->refs = 1; /* the map's */
+	o->mode = 0644;
+	o->home_fd = -1;
+	o->flush_edge = -1;
+	o->wlevel = ckc_eng.ntier - 1;
+	if (map_insert(o)) {
+		free(o->key);
+		free(o);
+		return NULL;
+	}
+	ckc_eng.nlive++;
+	return o;
+}
+
+void ckc_obj_get(ckc_obj_t *o)
+{
+	o->refs++;
+}
+
+void ckc_obj_put(ckc_obj_t *o)
+{
+	if (--o->refs > 0)
+		return;
+	for (int l = 0; l < ckc_eng.ntier - 1; l++)
+		if (o->place[l].nexts)
+			ckc_place_free(o, l);
+	for (int l = 0; l < CKC_MAX_TIERS; l++)
+		free(o->place[l].ext);
+	if (o->home_fd >= 0) {
+		ckc_io.close(o->home_fd);
+		ckc_io.unlink(o->home_tmp);
+	}
+	free(o->home_tmp);
+	free(o->rescue);
+	free(o->key);
+	free(o);
+	ckc_eng.nlive--;
+}
+
+/* Replaces o by nothing: a newer version, an unlink or a rename took its
+ * path. Its queued flush is cancelled, a running one discarded, and its
+ * copies freed as soon as no transfer uses them. */
+static void obj_retire(ckc_obj_t *o)
+{
+	o->retired = true;
+	map_remove(o);
+	ckc_eng.st.objects_retired++;
+	ckc_flush_dequeue(o);
+	if (o->flushing)
+		o->flush_cancel = true;
+	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
+		ckc_place_t *p = &o->place[l];
+		if (p->pins == 0 && p->state != LC_INIT) {
+			ckc_place_free(o, l);
+			ckc_set_state(o, l, LC_EV_DROP);
+		}
+	}
+	ckc_trace("retire", o, 0, o->size, -1, 0);
+	pthread_cond_broadcast(&ckc_eng.cv);
+	ckc_obj_put(o);
+}
+
+ckc_obj_t *ckc_obj_import_home(const char *key)
+{
+	struct stat st;
+
+	if (ckc_io.stat(key, &st) != 0 || !S_ISREG(st.st_mode))
+		return NULL;
+	ckc_obj_t *o = obj_new(key);
+	if (!o)
+		return NULL;
+	o->size = (uint64_t)st.st_size;
+	o->complete = true;
+	o->at_home = true;
+	o->from_home = true;
+	o->mode = st.st_mode & 07777;
+	o->mtime = st.st_mtim;
+	return o;
+}
+
+/* ---- trace --------------------------------------------------------- */
+
+static uint64_t trace_off;
+
+void ckc_trace(const char *op, const ckc_obj_t *o, uint64_t off, uint64_t len, int level,
+	       uint64_t t0_ns)
+{
+	if (ckc_eng.trace_fd < 0)
+		return;
+	uint64_t now = ckc_now_ns();
+	char line[PATH_MAX + 160];
+	int n = snprintf(line, sizeof(line), "%.6f %s %s v%llu off=%llu len=%llu tier=%s us=%.1f\n",
+			 (double)(now - ckc_eng.t0_ns) / 1e9, op, o->key,
+			 (unsigned long long)o->version, (unsigned long long)off,
+			 (unsigned long long)len,
+			 level >= 0 && level < ckc_eng.ntier ? ckc_eng.tier[level].name : "-",
+			 t0_ns ? (double)(now - t0_ns) / 1e3 : 0.0);
+	if (n > 0 && (size_t)n < sizeof(line) &&
+	    ckc_io_pwrite_all(ckc_eng.trace_fd, line, (size_t)n, (off_t)trace_off) == 0)
+		trace_off += (uint64_t)n;
+}
+
+/* ---- start and stop ------------------------------------------------ */
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static void config_copy(ckc_config_t *dst, const ckc_config_t *src)
+{
+	*dst = *src;
+	dst->paths = dup_or_null(src->paths);
+	dst->hints = dup_or_null(src->hints);
+	dst->ssd_dir = dup_or_null(src->ssd_dir);
+	dst->rescue_dir = dup_or_null(src->rescue_dir);
+	dst->stats = dup_or_null(src->stats);
+	dst->trace = dup_or_null(src->trace);
+}
+
+static int tiers_open(void)
+{
+	const ckc_config_t *c = &ckc_eng.cfg;
+	int n = 0, rc;
+
+	if (c->host_cache) {
+		ckc_tier_t *t = &ckc_eng.tier[n];
+		t->name = "host";
+		t->kind = TIER_HOST;
+		rc = ckc_host_open(t, c->host_cache);
+		if (rc) {
+			ckc_error("CKPTCACHE_HOST_CACHE=%llu: cannot map the host tier (%s)",
+				  (unsigned long long)c->host_cache, strerror(-rc));
+			return rc;
+		}
+		n++;
+	}
+	if (c->ssd_cache) {
+		ckc_tier_t *t = &ckc_eng.tier[n];
+		t->name = "ssd";
+		t->kind = TIER_SSD;
+		rc = ckc_ssd_open(t, c->ssd_cache, c->ssd_dir);
+		if (rc) {
+			ckc_error("CKPTCACHE_SSD_DIR='%s': cannot create the ssd tier file of %llu bytes (%s)",
+				  c->ssd_dir, (unsigned long long)c->ssd_cache, strerror(-rc));
+			return rc;
+		}
+		n++;
+	}
+	ckc_tier_t *h = &ckc_eng.tier[n];
+	h->name = "home";
+	h->kind = TIER_HOME;
+	h->fd = -1;
+	n++;
+	ckc_eng.ntier = n;
+	for (int l = 0; l < n; l++) {
+		ckc_eng.tier[l].level = l;
+		ckc_eng.tier[l].bounded = l < n - 1;
+		ckc_eng.tier[l].st.capacity = ckc_eng.tier[l].arena.capacity;
+		/* first guesses until flushes are measured */
+		ckc_eng.edge[l].bw = ckc_eng.tier[l].kind == TIER_HOST && l + 1 < n - 1 ? 2e9 : 1e9;
+	}
+	return 0;
+}
+
+static void tiers_close(void)
+{
+	for (int l = 0; l < ckc_eng.ntier; l++) {
+		ckc_tier_t *t = &ckc_eng.tier[l];
+		if (t->kind == TIER_HOST)
+			ckc_host_close(t);
+		else if (t->kind == TIER_SSD)
+			ckc_ssd_close(t);
+	}
+}
+
+static void engine_reset(void)
+{
+	ckc_config_free(&ckc_eng.cfg);
+	free(ckc_eng.map);
+	if (ckc_eng.hq)
+		hq_free(ckc_eng.hq);
+	if (ckc_eng.hints_open)
+		hint_reader_close(&ckc_eng.hints);
+	if (ckc_eng.trace_fd >= 0)
+		ckc_io.close(ckc_eng.trace_fd);
+	pthread_mutex_t lock = ckc_eng.lock;
+	pthread_cond_t cv = ckc_eng.cv;
+	memset(&ckc_eng, 0, sizeof(ckc_eng));
+	ckc_eng.lock = lock;
+	ckc_eng.cv = cv;
+	ckc_eng.trace_fd = -1;
+	for (int l = 0; l < CKC_MAX_TIERS; l++)
+		ckc_eng.tier[l].fd = -1;
+	trace_off = 0;
+}
+
+static int engine_start(void)
+{
+	const ckc_config_t *c = &ckc_eng.cfg;
+	int rc;
+
+	ckc_log_threshold = c->log_level;
+	ckc_eng.t0_ns = ckc_now_ns();
+	for (int l = 0; l < CKC_MAX_TIERS; l++)
+		ckc_eng.tier[l].fd = -1;
+	if ((rc = tiers_open()) != 0) {
+		tiers_close();
+		return rc;
+	}
+	if (!(ckc_eng.hq = hq_new()))
+		return -ENOMEM;
+	if (c->hints && c->order != CKC_ORDER_NONE)
+		ckc_info("CKPTCACHE_HINTS is set: CKPTCACHE_ORDER is ignored");
+	if (c->trace) {
+		ckc_eng.trace_fd = ckc_io.open(c->trace, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (ckc_eng.trace_fd < 0)
+			ckc_warn("CKPTCACHE_TRACE='%s': %s; no trace is written", c->trace,
+				 strerror(errno));
+	}
+	ckc_eng.prefetch_started = c->prefetch == CKC_PREFETCH_EAGER;
+	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
+		if ((rc = ckc_flusher_start(l)) != 0)
+			return rc;
+	if (c->prefetch != CKC_PREFETCH_OFF && (rc = ckc_prefetcher_start()) != 0)
+		return rc;
+	ckc_eng.active = true;
+	ckc_info("cache active: %d tier(s) above home, persist=%d, eviction=%d",
+		 ckc_eng.ntier - 1, (int)c->persist, (int)c->eviction);
+	return 0;
+}
+
+static void threads_stop(void)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_eng.stopping = true;
+	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_prefetcher_stop();
+	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
+		ckc_flusher_stop(l);
+}
+
+int ckc_init_config(const ckc_config_t *c)
+{
+	pthread_mutex_lock(&eng_life);
+	if (ckc_eng.active) {
+		pthread_mutex_unlock(&eng_life);
+		return 0;
+	}
+	engine_reset();
+	config_copy(&ckc_eng.cfg, c);
+	int rc = c->enabled ? engine_start() : 1;
+	if (rc < 0) {
+		ckc_error("the cache is disabled and every call passes through");
+		threads_stop();
+		tiers_close();
+		engine_reset();
+		if (c->strict) {
+			ckc_error("aborting (CKPTCACHE_STRICT=1)");
+			abort();
+		}
+	}
+	pthread_mutex_unlock(&eng_life);
+	return rc;
+}
+
+int ckc_init(void)
+{
+	ckc_config_t c;
+	int errors = ckc_config_from_env(&c);
+
+	if (errors && c.strict)
+		abort();
+	int rc = ckc_init_config(&c);
+	ckc_config_free(&c);
+	return rc;
+}
+
+bool ckc_active(void)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	bool a = ckc_eng.active;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return a;
+}
+
+static void stats_collect(ckc_stats_t *s)
+{
+	*s = ckc_eng.st;
+	s->ntier = ckc_eng.ntier;
+	for (int l = 0; l < ckc_eng.ntier; l++) {
+		s->tier_name[l] = ckc_eng.tier[l].name;
+		s->tier[l] = ckc_eng.tier[l].st;
+		if (l + 1 < ckc_eng.ntier)
+			s->tier[l].flush_bw = ckc_eng.edge[l].bw;
+	}
+}
+
+static void stats_write(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	ckc_stats_t s;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return;
+	stats_collect(&s);
+	ckc_stats_write_json(&s, f);
+	fclose(f);
+	int fd = ckc_io.open(ckc_eng.cfg.stats, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || ckc_io_pwrite_all(fd, buf, len, 0) != 0)
+		ckc_warn("CKPTCACHE_STATS='%s': %s; no statistics written", ckc_eng.cfg.stats,
+			 strerror(errno));
+	if (fd >= 0)
+		ckc_io.close(fd);
+	free(buf);
+}
+
+static void close_writer_locked(ckc_obj_t *o);
+
+void ckc_shutdown(void)
+{
+	pthread_mutex_lock(&eng_life);
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (!ckc_eng.active) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		pthread_mutex_unlock(&eng_life);
+		return;
+	}
+	/* a writer the program never closed: its bytes so far are the file */
+	for (size_t i = 0; i < ckc_eng.map_cap; i++)
+		for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext)
+			if (!o->complete)
+				close_writer_locked(o);
+	ckc_eng.draining = true;
+	pthread_cond_broadcast(&ckc_eng.cv);
+	for (;;) {
+		bool busy = false;
+		for (int l = 0; l + 1 < ckc_eng.ntier; l++)
+			busy |= ckc_eng.edge[l].head || ckc_eng.edge[l].current;
+		if (!busy)
+			break;
+		for (int l = 0; l + 1 < ckc_eng.ntier; l++)
+			pthread_cond_signal(&ckc_eng.edge[l].cv);
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	threads_stop();
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (ckc_eng.cfg.stats)
+		stats_write();
+	for (size_t i = 0; i < ckc_eng.map_cap; i++)
+		while (ckc_eng.map[i]) {
+			ckc_obj_t *o = ckc_eng.map[i];
+			if (ckc_persist_wanted(o) && !o->at_home && !o->retired)
+				ckc_error("checkpoint %s did not reach its real path%s%s", o->key,
+					  o->rescue ? "; its bytes are in " : "",
+					  o->rescue ? o->rescue : "");
+			map_remove(o);
+			o->retired = true;
+			ckc_obj_put(o);
+		}
+	tiers_close();
+	ckc_eng.active = false;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	engine_reset();
+	pthread_mutex_unlock(&eng_life);
+}
+
+/* ---- writing ------------------------------------------------------- */
+
+static uint64_t predict_size(void)
+{
+	uint64_t m = 0;
+	for (int i = 0; i < ckc_eng.nrecent && i < CKC_PREDICT_SLOTS; i++)
+		m = ckc_eng.recent[i] > m ? ckc_eng.recent[i] : m;
+	return m;
+}
+
+static int canon(const char *path, char *out)
+{
+	return ckc_path_canon(path, NULL, out, PATH_MAX);
+}
+
+static ckc_handle_t *handle_new(ckc_obj_t *o, bool writer)
+{
+	ckc_handle_t *h = calloc(1, sizeof(*h));
+	if (!h)
+		return NULL;
+	h->o = o;
+	h->writer = writer;
+	h->home_fd = -1;
+	ckc_obj_get(o);
+	return h;
+}
+
+int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
+{
+	char key[PATH_MAX];
+	int rc = canon(path, key);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (!ckc_eng.active) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENODEV;
+	}
+	ckc_obj_t *old = ckc_map_find(key);
+	if (old)
+		obj_retire(old);
+	ckc_obj_t *o = obj_new(key);
+	ckc_handle_t *h = o ? handle_new(o, true) : NULL;
+	if (!h) {
+		if (o)
+			obj_retire(o);
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENOMEM;
+	}
+	o->mode = mode & 07777;
+	clock_gettime(CLOCK_REALTIME, &o->mtime);
+	o->wlevel = ckc_eng.ntier > 1 ? 0 : ckc_eng.ntier - 1;
+	if (o->wlevel < ckc_eng.ntier - 1) {
+		ckc_set_state(o, o->wlevel, LC_EV_WRITE_BEGIN);
+	} else if ((rc = ckc_home_temp(key, o->mode, &o->home_tmp, &o->home_fd)) != 0) {
+		obj_retire(o);
+		pthread_mutex_unlock(&ckc_eng.lock);
+		free(h);
+		return rc;
+	}
+	ckc_trace("open-write", o, 0, 0, o->wlevel, 0);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	*hp = h;
+	return 0;
+}
+
+/* Copies bytes [0, size) of src into o's copy at bounded level `to`
+ * (lock held; dropped while the bytes move). */
+static int copy_into_tier(ckc_obj_t *o, const ckc_src_t *src, int to, uint64_t size)
+{
+	ckc_src_t dst;
+	int rc = ckc_src_snapshot(o, to, &dst);
+
+	if (rc)
+		return rc;
+	o->place[to].pins++;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	for (uint64_t off = 0; !rc && off < size;) {
+		uint64_t a, b, na, nb;
+		if (!ckc_ext_run(src->ext, src->n, off, &a, &na) ||
+		    !ckc_ext_run(dst.ext, dst.n, off, &b, &nb)) {
+			rc = -EIO;
+			break;
+		}
+		uint64_t n = na < nb ? na : nb;
+		rc = ckc_tier_copy(src->t, a, &ckc_eng.tier[to], b, (size_t)n);
+		off += n;
+	}
+	pthread_mutex_lock(&ckc_eng.lock);
+	o->place[to].pins--;
+	ckc_src_release(&dst);
+	return rc;
+}
+
+/* Moves the bytes written so far from the write tier to the next tier that
+ * takes them (the object outgrew its tier, or the tier failed). Lock held;
+ * dropped while the bytes move. Returns 0 or -errno. */
+static int migrate_down(ckc_obj_t *o)
+{
+	int from = o->wlevel, home = ckc_eng.ntier - 1, rc = 0;
+	ckc_place_t *fp = &o->place[from];
+	ckc_src_t src;
+
+	o->migrating = true;
+	while (fp->pins > 0)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	ckc_eng.tier[from].st.bypasses++;
+	uint64_t size = o->size;
+	if ((rc = ckc_src_snapshot(o, from, &src)) != 0)
+		goto out;
+	int to;
+	for (to = from + 1; to < home; to++) {
+		rc = ckc_place_reserve(o, to, size ? size : 1, CKC_ALLOC_WRITE, 0);
+		if (rc == -ENOSPC) {
+			ckc_eng.tier[to].st.bypasses++;
+			continue;
+		}
+		if (rc)
+			break;
+		ckc_set_state(o, to, LC_EV_WRITE_BEGIN);
+		rc = copy_into_tier(o, &src, to, arena_round(&ckc_eng.tier[to].arena, size));
+		if (!rc)
+			break;
+		ckc_warn("%s tier: could not store %s (%s); trying the next tier",
+			 ckc_eng.tier[to].name, o->key, strerror(-rc));
+		ckc_eng.tier[to].st.flush_errors++;
+		ckc_place_free(o, to);
+		ckc_set_state(o, to, LC_EV_DROP);
+	}
+	if (to == home) {
+		rc = ckc_home_temp(o->key, o->mode, &o->home_tmp, &o->home_fd);
+		if (!rc) {
+			int fd = o->home_fd;
+			pthread_mutex_unlock(&ckc_eng.lock);
+			rc = ckc_home_fill(fd, &src, size, NULL, NULL);
+			pthread_mutex_lock(&ckc_eng.lock);
+		}
+	}
+	ckc_src_release(&src);
+	if (rc) {
+		ckc_error("checkpoint %s could not move out of the %s tier (%s)", o->key,
+			  ckc_eng.tier[from].name, strerror(-rc));
+		goto out;
+	}
+	ckc_place_free(o, from);
+	ckc_set_state(o, from, LC_EV_DROP);
+	o->wlevel = to;
+	ckc_trace("bypass", o, 0, size, to, 0);
+out:
+	o->migrating = false;
+	pthread_cond_broadcast(&ckc_eng.cv);
+	return rc;
+}
+
+/* Makes the write tier's copy of o hold end bytes. Lock held. */
+static int write_room(ckc_obj_t *o, uint64_t end)
+{
+	while (o->wlevel < ckc_eng.ntier - 1) {
+		ckc_place_t *p = &o->place[o->wlevel];
+		uint64_t have = ckc_place_bytes(p);
+		if (end <= have)
+			return 0;
+		uint64_t cap = ckc_eng.tier[o->wlevel].arena.capacity, need;
+		if (have == 0) {
+			uint64_t guess = predict_size();
+			need = end > guess ? end : guess;
+			if (need < CKC_MIN_RESERVE && end <= CKC_MIN_RESERVE)
+				need = CKC_MIN_RESERVE;
+		} else {
+			need = end > 2 * have ? end : 2 * have;
+		}
+		if (need > cap)
+			need = end;
+		int rc = ckc_place_reserve(o, o->wlevel, need, CKC_ALLOC_WRITE, 0);
+		if (rc == -ENOSPC && need > end)
+			rc = ckc_place_reserve(o, o->wlevel, end, CKC_ALLOC_WRITE, 0);
+		if (rc == 0)
+			return 0;
+		if (rc != -ENOSPC)
+			return rc;
+		if ((rc = migrate_down(o)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Copies buf into the write tier's copy at off (lock held; dropped while
+ * the bytes move). */
+static int write_bytes(ckc_obj_t *o, const void *buf, size_t len, uint64_t off)
+{
+	ckc_tier_t *t = &ckc_eng.tier[o->wlevel];
+	ckc_place_t *p = &o->place[o->wlevel];
+	ckc_ext_t seg[8];
+	const char *src = buf;
+
+	while (len > 0) {
+		int n = ckc_place_segments(p, off, len, seg, 8);
+		if (n == -E2BIG)
+			n = 8;
+		else if (n < 0)
+			return n;
+		p->pins++;
+		pthread_mutex_unlock(&ckc_eng.lock);
+		int rc = 0;
+		for (int i = 0; i < n && !rc; i++) {
+			rc = ckc_tier_put(t, seg[i].aoff, src, seg[i].alen);
+			src += seg[i].alen;
+			off += seg[i].alen;
+			len -= seg[i].alen;
+		}
+		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_unpin(o, t->level);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int zero_fill(ckc_obj_t *o, uint64_t from, uint64_t to)
+{
+	static const char zeros[CKC_ALIGN];
+	int rc = 0;
+
+	/* holes are rare: fill them with the lock held so no concurrent
+	 * writer of the same range can be overwritten */
+	while (!rc && from < to) {
+		size_t n = to - from < sizeof(zeros) ? (size_t)(to - from) : sizeof(zeros);
+		ckc_place_t *p = &o->place[o->wlevel];
+		ckc_ext_t seg;
+		if (ckc_place_segments(p, from, n, &seg, 1) != 1)
+			n = 1 + (size_t)((from | (CKC_ALIGN - 1)) - from);
+		rc = ckc_place_segments(p, from, n, &seg, 1) == 1 ?
+			     ckc_tier_put(&ckc_eng.tier[o->wlevel], seg.aoff, zeros, n) : -EIO;
+		from += n;
+	}
+	return rc;
+}
+
+ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off)
+{
+	if (!h->writer)
+		return -EBADF;
+	if (len == 0)
+		return 0;
+	ckc_obj_t *o = h->o;
+	uint64_t end = off + len, t0 = ckc_now_ns();
+	int rc;
+	if (end < off)
+		return -EFBIG;
+	pthread_mutex_lock(&ckc_eng.lock);
+	while (o->migrating)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (o->retired) {
+		/* a newer version replaced this one: its bytes go nowhere */
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return (ssize_t)len;
+	}
+	if ((rc = write_room(o, end)) != 0)
+		goto out;
+	if (o->wlevel == ckc_eng.ntier - 1) {
+		int fd = o->home_fd;
+		pthread_mutex_unlock(&ckc_eng.lock);
+		rc = ckc_io_pwrite_all(fd, buf, len, (off_t)off);
+		pthread_mutex_lock(&ckc_eng.lock);
+	} else {
+		/* a write past the end leaves a hole; writes still in flight
+		 * below it may fill it first, so let them land and look again */
+		int wl = o->wlevel;
+		while (off > o->size && o->place[wl].pins > 0)
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		if (o->migrating || o->wlevel != wl) {
+			pthread_mutex_unlock(&ckc_eng.lock);
+			return ckc_pwrite(h, buf, len, off);
+		}
+		if (off > o->size && (rc = zero_fill(o, o->size, off)) != 0)
+			goto out;
+		if (off > o->size)
+			o->size = off;
+		rc = write_bytes(o, buf, len, off);
+		if (rc && rc != -ENOMEM && !o->retired) {
+			/* the tier failed: move what is written down and retry */
+			ckc_warn("%s tier: write of %s failed (%s)", ckc_eng.tier[o->wlevel].name,
+				 o->key, strerror(-rc));
+			ckc_eng.tier[o->wlevel].st.flush_errors++;
+			if (migrate_down(o) == 0) {
+				pthread_mutex_unlock(&ckc_eng.lock);
+				return ckc_pwrite(h, buf, len, off);
+			}
+		}
+	}
+	if (!rc) {
+		if (end > o->size)
+			o->size = end;
+		ckc_tier_stats_t *st = &ckc_eng.tier[o->wlevel].st;
+		st->put_ops++;
+		st->put_bytes += len;
+		ckc_trace("write", o, off, len, o->wlevel, t0);
+	}
+out:
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc ? rc : (ssize_t)len;
+}
+
+static int close_home_writer(ckc_obj_t *o)
+{
+	int fd = o->home_fd;
+	char *tmp = o->home_tmp;
+
+	o->home_fd = -1;
+	o->home_tmp = NULL;
+	o->home_busy = true;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	int rc = ckc_home_commit(tmp, o->key, fd, false);
+	pthread_mutex_lock(&ckc_eng.lock);
+	o->home_busy = false;
+	free(tmp);
+	if (!rc)
+		o->at_home = true;
+	else
+		ckc_error("checkpoint %s could not be written to its real path (%s)", o->key,
+			  strerror(-rc));
+	pthread_cond_broadcast(&ckc_eng.cv);
+	return rc;
+}
+
+static void close_writer_locked(ckc_obj_t *o)
+{
+	int rc = 0;
+
+	while (o->migrating)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (o->complete || o->retired)
+		return;
+	clock_gettime(CLOCK_REALTIME, &o->mtime);
+	o->complete = true;
+	if (o->wlevel == ckc_eng.ntier - 1) {
+		rc = close_home_writer(o);
+	} else {
+		ckc_place_trim(o, o->wlevel, o->size);
+		ckc_set_state(o, o->wlevel, LC_EV_WRITE_END);
+		if (ckc_flush_wanted(o, o->wlevel))
+			ckc_flush_enqueue(o, o->wlevel);
+	}
+	(void)rc;
+	memmove(ckc_eng.recent + 1, ckc_eng.recent, sizeof(ckc_eng.recent) - sizeof(uint64_t));
+	ckc_eng.recent[0] = o->size;
+	if (ckc_eng.nrecent < CKC_PREDICT_SLOTS)
+		ckc_eng.nrecent++;
+	ckc_eng.st.objects_written++;
+	if (!ckc_eng.cfg.hints && ckc_eng.cfg.order != CKC_ORDER_NONE) {
+		hq_remove_all(ckc_eng.hq, o->key);
+		if (ckc_eng.cfg.order == CKC_ORDER_REVERSE)
+			hq_push_front(ckc_eng.hq, o->key);
+		else
+			hq_push_back(ckc_eng.hq, o->key);
+	}
+	ckc_trace("close-write", o, 0, o->size, o->wlevel, 0);
+	ckc_eng.prefetch_gen++;
+	pthread_cond_broadcast(&ckc_eng.cv);
+}
+
+/* ---- reading ------------------------------------------------------- */
+
+int ckc_open_read(const char *path, ckc_handle_t **hp)
+{
+	char key[PATH_MAX];
+	int rc = canon(path, key);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (!ckc_eng.active) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENODEV;
+	}
+	ckc_obj_t *o = ckc_map_find(key);
+	if (!o)
+		o = ckc_obj_import_home(key);
+	if (!o) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENOENT;
+	}
+	ckc_handle_t *h = handle_new(o, false);
+	if (!h) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENOMEM;
+	}
+	uint64_t d = ckc_dist(o);
+	ckc_eng.st.objects_opened_read++;
+	ckc_eng.st.dist_hist[ckc_stats_dist_bucket(d, d >= HQ_FAR)]++;
+	if (!ckc_eng.prefetch_started && ckc_eng.cfg.prefetch == CKC_PREFETCH_AUTO) {
+		ckc_eng.prefetch_started = true;
+		ckc_eng.prefetch_gen++;
+		pthread_cond_broadcast(&ckc_eng.cv);
+	}
+	ckc_trace("open-read", o, 0, o->size, ckc_best_level(o), 0);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	*hp = h;
+	return 0;
+}
+
+static void range_add(ckc_handle_t *h, uint64_t a, uint64_t b)
+{
+	int i = 0, j;
+
+	while (i < h->nrange && h->range[i][1] < a)
+		i++;
+	for (j = i; j < h->nrange && h->range[j][0] <= b; j++) {
+		a = h->range[j][0] < a ? h->range[j][0] : a;
+		b = h->range[j][1] > b ? h->range[j][1] : b;
+	}
+	/* ranges [i, j) merge into [a, b) */
+	if (i == j) {
+		if (h->nrange == h->caprange) {
+			int cap = h->caprange ? 2 * h->caprange : 4;
+			void *r = realloc(h->range, (size_t)cap * sizeof(*h->range));
+			if (!r)
+				return; /* only consumption accounting is lost */
+			h->range = r;
+			h->caprange = cap;
+		}
+		memmove(h->range + i + 1, h->range + i, (size_t)(h->nrange - i) * sizeof(*h->range));
+		h->nrange++;
+	} else if (j - i > 1) {
+		memmove(h->range + i + 1, h->range + j, (size_t)(h->nrange - j) * sizeof(*h->range));
+		h->nrange -= j - i - 1;
+	}
+	h->range[i][0] = a;
+	h->range[i][1] = b;
+}
+
+ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
+{
+	ckc_obj_t *o = h->o;
+	uint64_t t0 = ckc_now_ns();
+	ssize_t rc;
+
+	if (h->writer)
+		return -EBADF;
+	pthread_mutex_lock(&ckc_eng.lock);
+	for (;;) {
+		if (off >= o->size || len == 0) {
+			pthread_mutex_unlock(&ckc_eng.lock);
+			return 0;
+		}
+		/* a prefetch in flight is worth waiting for */
+		if (ckc_eng.ntier > 1 && o->place[0].state == LC_READ_IN_PROGRESS) {
+			if (!h->waited) {
+				h->waited = true;
+				ckc_eng.st.reads_waited++;
+			}
+			uint64_t w0 = ckc_now_ns();
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			ckc_eng.st.read_wait_s += (double)(ckc_now_ns() - w0) / 1e9;
+			continue;
+		}
+		if (o->migrating) {
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			continue;
+		}
+		break;
+	}
+	if (len > o->size - off)
+		len = (size_t)(o->size - off);
+	int level = ckc_best_level(o);
+	if (level < 0) {
+		ckc_error("checkpoint %s: no copy of its bytes is left", o->key);
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -EIO;
+	}
+	ckc_src_t src;
+	if ((rc = ckc_src_snapshot(o, level, &src)) != 0) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return rc;
+	}
+	bool bounded = level < ckc_eng.ntier - 1;
+	if (bounded) {
+		o->place[level].pins++;
+		o->place[level].seq_use = ++ckc_eng.seq;
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	rc = ckc_src_read(&src, off, buf, len, &h->home_fd);
+	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_src_release(&src);
+	if (bounded)
+		ckc_unpin(o, level);
+	if (rc == 0) {
+		ckc_tier_stats_t *st = &ckc_eng.tier[level].st;
+		st->read_ops++;
+		st->read_bytes += len;
+		st->hits++;
+		for (int l = 0; l < level; l++)
+			ckc_eng.tier[l].st.misses++;
+		range_add(h, off, off + len);
+		ckc_trace("read", o, off, len, level, t0);
+		rc = (ssize_t)len;
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+uint64_t ckc_handle_size(const ckc_handle_t *h)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	uint64_t s = h->o->size;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return s;
+}
+
+static void consume_locked(ckc_obj_t *o)
+{
+	if (!o->consumed) {
+		o->consumed = true;
+		ckc_eng.st.objects_consumed++;
+	}
+	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
+		lc_state_t s = o->place[l].state;
+		if (s == LC_WRITE_COMPLETE || s == LC_FLUSHED || s == LC_READ_COMPLETE)
+			ckc_set_state(o, l, LC_EV_CONSUME);
+	}
+	hq_consume(ckc_eng.hq, o->key);
+	/* a consumed checkpoint whose persistence is not required drops its
+	 * pending flush */
+	if (o->flush_edge >= 0 && !ckc_flush_wanted(o, o->flush_edge))
+		ckc_flush_dequeue(o);
+	ckc_trace("consume", o, 0, o->size, -1, 0);
+	ckc_eng.prefetch_gen++;
+	pthread_cond_broadcast(&ckc_eng.cv);
+}
+
+int ckc_close(ckc_handle_t *h)
+{
+	ckc_obj_t *o = h->o;
+	int rc = 0;
+
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (h->writer) {
+		if (!o->retired && !o->complete) {
+			close_writer_locked(o);
+			if (o->wlevel == ckc_eng.ntier - 1 && !o->at_home)
+				rc = -EIO;
+		}
+	} else if (o->complete && !o->retired &&
+		   (o->size == 0 ||
+		    (h->nrange == 1 && h->range[0][0] == 0 && h->range[0][1] >= o->size))) {
+		consume_locked(o);
+	}
+	ckc_obj_put(o);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	if (h->home_fd >= 0)
+		ckc_io.close(h->home_fd);
+	free(h->range);
+	free(h);
+	return rc;
+}
+
+/* ---- durability, names --------------------------------------------- */
+
+static int sync_locked(ckc_obj_t *o)
+{
+	if (ckc_eng.cfg.persist == CKC_PERSIST_NEVER)
+		return 0;
+	while (o->home_busy || o->migrating)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (o->at_home && !o->durable) {
+		int fd = ckc_io.open(o->key, O_RDONLY, 0);
+		int rc = fd < 0 ? -errno : ckc_io.fsync(fd) ? -errno : 0;
+		if (fd >= 0)
+			ckc_io.close(fd);
+		if (!rc)
+			rc = ckc_fsync_dir_of(o->key);
+		if (!rc)
+			o->durable = true;
+		return rc;
+	}
+	if (o->at_home)
+		return 0;
+	if (o->wlevel == ckc_eng.ntier - 1 && o->home_fd >= 0)
+		return ckc_io.fsync(o->home_fd) ? -errno : 0;
+	bool complete = o->complete;
+	int rc = ckc_flush_home_now(o, true);
+	if (!rc && !complete)
+		o->at_home = false; /* a snapshot: the final bytes come at close */
+	return rc;
+}
+
+int ckc_sync(ckc_handle_t *h)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	int rc = h->o->retired ? 0 : sync_locked(h->o);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+int ckc_sync_path(const char *path)
+{
+	char key[PATH_MAX];
+	int rc = canon(path, key);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_obj_t *o = ckc_eng.active ? ckc_map_find(key) : NULL;
+	rc = o ? sync_locked(o) : -ENOENT;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+int ckc_unlink(const char *path)
+{
+	char key[PATH_MAX];
+	int rc = canon(path, key);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_obj_t *o = ckc_eng.active ? ckc_map_find(key) : NULL;
+	bool cached = o != NULL;
+	if (o) {
+		while (o->home_busy)
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_trace("unlink", o, 0, o->size, -1, 0);
+		obj_retire(o);
+	}
+	if (ckc_eng.hq)
+		hq_remove_all(ckc_eng.hq, key);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	rc = ckc_io.unlink(key) ? -errno : 0;
+	return rc == -ENOENT && cached ? 0 : rc;
+}
+
+int ckc_rename(const char *from, const char *to)
+{
+	char kf[PATH_MAX], kt[PATH_MAX];
+	int rc = canon(from, kf);
+	if (!rc)
+		rc = canon(to, kt);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_obj_t *o = ckc_eng.active ? ckc_map_find(kf) : NULL;
+	if (!o) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENOENT;
+	}
+	if (strcmp(kf, kt) == 0) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return 0;
+	}
+	while (o->home_busy)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	ckc_obj_t *victim = ckc_map_find(kt);
+	if (victim)
+		obj_retire(victim);
+	char *nk = strdup(kt);
+	if (!nk) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENOMEM;
+	}
+	map_remove(o);
+	free(o->key);
+	o->key = nk;
+	if (map_insert(o) != 0) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENOMEM;
+	}
+	bool at_home = o->at_home;
+	o->home_busy = true;
+	ckc_trace("rename", o, 0, o->size, -1, 0);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	/* the real file follows the object; an older version left at the
+	 * old name must not survive the rename either */
+	if (at_home)
+		rc = ckc_io.rename(kf, kt) ? -errno : 0;
+	else
+		(void)ckc_io.unlink(kf);
+	pthread_mutex_lock(&ckc_eng.lock);
+	o->home_busy = false;
+	if (rc)
+		o->at_home = false;
+	pthread_cond_broadcast(&ckc_eng.cv);
+	if (rc && !o->retired && o->complete && ckc_persist_wanted(o)) {
+		/* the cache still has the bytes: publish them under the new name */
+		int lvl = ckc_best_level(o);
+		if (lvl >= 0 && lvl < ckc_eng.ntier - 1)
+			ckc_flush_enqueue(o, lvl);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+int ckc_stat(const char *path, ckc_stat_t *st)
+{
+	char key[PATH_MAX];
+	int rc = canon(path, key);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_obj_t *o = ckc_eng.active ? ckc_map_find(key) : NULL;
+	if (o) {
+		st->size = o->size;
+		st->mtime = o->mtime;
+		st->complete = o->complete;
+		st->at_home = o->at_home;
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return o ? 0 : -ENOENT;
+}
+
+const char *ckc_where(const char *path)
+{
+	char key[PATH_MAX];
+	const char *name = NULL;
+
+	if (canon(path, key))
+		return NULL;
+	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_obj_t *o = ckc_eng.active ? ckc_map_find(key) : NULL;
+	if (o) {
+		int l = ckc_best_level(o);
+		if (l < 0 && o->place[0].state == LC_READ_IN_PROGRESS)
+			l = 0;
+		name = l >= 0 ? ckc_eng.tier[l].name : NULL;
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return name;
+}
+
+/* ---- hints --------------------------------------------------------- */
+
+int ckc_hint_enqueue(const char *path)
+{
+	char key[PATH_MAX];
+	int rc = canon(path, key);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (ckc_eng.active) {
+		rc = hq_push_back(ckc_eng.hq, key);
+		ckc_eng.prefetch_gen++;
+		pthread_cond_broadcast(&ckc_eng.cv);
+	} else {
+		rc = -ENODEV;
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+int ckc_prefetch_start(void)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (ckc_eng.cfg.prefetch != CKC_PREFETCH_OFF)
+		ckc_eng.prefetch_started = true;
+	ckc_eng.prefetch_gen++;
+	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return 0;
+}
+
+int ckc_wait_flushed(void)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	for (;;) {
+		bool busy = false;
+		for (int l = 0; l + 1 < ckc_eng.ntier; l++)
+			busy |= ckc_eng.edge[l].head || ckc_eng.edge[l].current;
+		if (!busy || !ckc_eng.active)
+			break;
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	}
+	int rc = ckc_eng.st.rescued ? -EIO : 0;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+void ckc_stats_get(ckc_stats_t *s)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	stats_collect(s);
+	pthread_mutex_unlock(&ckc_eng.lock);
+}

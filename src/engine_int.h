@@ -1,0 +1,239 @@
+/* Internal state of the engine: objects, their per-tier copies, tiers,
+ * flush edges and the one engine lock. Shared by engine.c, object.c, the
+ * tier files, flusher.c and prefetcher.c; never seen by the interposer. */
+#ifndef CKC_ENGINE_INT_H
+#define CKC_ENGINE_INT_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "arena.h"
+#include "ckc.h"
+#include "conf.h"
+#include "evict.h"
+#include "hintfile.h"
+#include "io.h"
+#include "lifecycle.h"
+#include "queue.h"
+#include "stats.h"
+
+#define CKC_ALIGN 4096u
+#define CKC_PREDICT_SLOTS 4
+/* Smallest first reservation when nothing is known about sizes yet. */
+#define CKC_MIN_RESERVE (1u << 20)
+
+typedef enum tier_kind { TIER_HOST, TIER_SSD, TIER_HOME } tier_kind_t;
+
+typedef struct ckc_ext {
+	uint64_t aoff; /* offset in the tier's arena */
+	uint64_t alen; /* arena bytes (aligned); file bytes follow one another */
+} ckc_ext_t;
+
+/* One object's copy in one bounded tier. */
+typedef struct ckc_place {
+	lc_state_t state;
+	int pins;           /* transfers in or out of this copy running unlocked */
+	int nexts, capexts;
+	ckc_ext_t *ext;     /* in file order */
+	uint64_t seq_in;    /* FIFO age */
+	uint64_t seq_use;   /* LRU age */
+} ckc_place_t;
+
+typedef struct ckc_obj ckc_obj_t;
+
+struct ckc_obj {
+	char *key;           /* canonical absolute path */
+	uint64_t version;
+	ckc_obj_t *hnext;    /* object map chain */
+	int refs;            /* handles and transfers; freed at 0 once retired */
+	mode_t mode;
+
+	uint64_t size;       /* bytes written (end of the furthest write) */
+	bool complete;       /* its writer closed it */
+	bool retired;        /* a newer version or an unlink replaced it */
+	bool consumed;       /* read back whole at least once */
+	bool from_home;      /* imported from a file of an earlier run */
+	struct timespec mtime;
+
+	int wlevel;          /* tier receiving the writer's bytes */
+	bool migrating;      /* its bytes are moving to a lower tier */
+	int home_fd;         /* write-through at home: the temporary file */
+	char *home_tmp;
+
+	ckc_place_t place[CKC_MAX_TIERS];
+
+	bool at_home;        /* the real path holds this version */
+	bool durable;        /* ... and it was fsync'ed */
+	bool home_busy;      /* a transfer to the real path is running */
+	bool home_failed;    /* the real path could not be written */
+	char *rescue;        /* file holding the bytes after a failed flush */
+
+	int flush_edge;      /* edge whose queue holds it, or -1 */
+	bool flushing;       /* its flush is running */
+	bool flush_cancel;   /* the running flush must be discarded */
+	uint64_t flush_done; /* bytes of the running flush so far */
+	double flush_eta;    /* estimated seconds until its flush completes */
+	ckc_obj_t *fq_next;  /* edge queue link */
+};
+
+typedef struct ckc_tier {
+	const char *name;
+	tier_kind_t kind;
+	int level;
+	bool bounded;
+	arena_t arena;
+	ckc_tier_stats_t st;
+
+	/* host: one anonymous mapping, populated by a background thread */
+	char *base;
+	pthread_t toucher;
+	bool toucher_running;
+	atomic_uint_fast64_t populated;
+	atomic_bool toucher_stop;
+
+	/* ssd: one preallocated file of this process */
+	int fd;
+	bool direct;
+	char path[PATH_MAX];
+} ckc_tier_t;
+
+/* The flusher of the edge from tier `level` to the tier below it. */
+typedef struct ckc_edge {
+	int level;
+	ckc_obj_t *head, *tail; /* FIFO queue */
+	ckc_obj_t *current;     /* the object being flushed */
+	uint64_t queued_bytes;
+	pthread_t thread;
+	bool running;
+	pthread_cond_t cv;
+	double bw;              /* measured bytes/s, moving average */
+} ckc_edge_t;
+
+typedef struct ckc_engine {
+	pthread_mutex_t lock;   /* guards everything below; never held during bulk I/O */
+	pthread_cond_t cv;      /* broadcast on every state change others may wait for */
+	bool active;
+	bool stopping;
+	bool draining;
+	ckc_config_t cfg;
+
+	int ntier;              /* bounded tiers, then home */
+	ckc_tier_t tier[CKC_MAX_TIERS];
+	ckc_edge_t edge[CKC_MAX_TIERS];
+
+	ckc_obj_t **map;        /* key -> current version */
+	size_t map_cap, nobj;
+	uint64_t next_version;
+	uint64_t seq;           /* FIFO/LRU clock */
+	int nlive;              /* objects allocated (current and retired) */
+
+	uint64_t recent[CKC_PREDICT_SLOTS];
+	int nrecent;
+
+	hint_queue_t *hq;
+	hint_reader_t hints;
+	bool hints_open;
+	uint64_t hints_next_try_ns;
+	bool prefetch_started;
+	pthread_t prefetcher;
+	bool prefetcher_running;
+	uint64_t prefetch_gen;  /* bumped when room may have appeared */
+
+	int trace_fd;
+	uint64_t t0_ns;
+	ckc_stats_t st;
+} ckc_engine_t;
+
+extern ckc_engine_t ckc_eng;
+
+/* engine.c */
+uint64_t ckc_now_ns(void);
+void ckc_obj_get(ckc_obj_t *o);
+void ckc_obj_put(ckc_obj_t *o);               /* lock held */
+ckc_obj_t *ckc_map_find(const char *key);
+ckc_obj_t *ckc_obj_import_home(const char *key); /* lock held; NULL if no real file */
+void ckc_trace(const char *op, const ckc_obj_t *o, uint64_t off, uint64_t len, int level,
+	       uint64_t t0_ns);
+bool ckc_persist_wanted(const ckc_obj_t *o);  /* must it reach the real path? */
+
+/* object.c: copies, extents, room and eviction (lock held throughout;
+ * functions that may wait say so) */
+int ckc_place_reserve(ckc_obj_t *o, int level, uint64_t need, int mode, uint64_t dist_limit); /* may wait */
+void ckc_unpin(ckc_obj_t *o, int level);
+#define CKC_ALLOC_WRITE 0
+#define CKC_ALLOC_FLUSH 1
+#define CKC_ALLOC_PREFETCH 2
+void ckc_place_trim(ckc_obj_t *o, int level, uint64_t size);
+void ckc_place_free(ckc_obj_t *o, int level);
+uint64_t ckc_place_bytes(const ckc_place_t *p);
+bool ckc_lower_has(const ckc_obj_t *o, int level);
+/* Marks FLUSHED every complete copy whose bytes are now safe below it (in a
+ * lower tier, at the real path or in a rescue file). */
+void ckc_mark_safe(ckc_obj_t *o);
+int ckc_best_level(const ckc_obj_t *o);       /* readable copy; ntier-1 = home; -1 none */
+void ckc_set_state(ckc_obj_t *o, int level, lc_event_t ev);
+/* Segments of [off, off+len) of a copy: fills up to max (aoff, len) pairs. */
+int ckc_place_segments(const ckc_place_t *p, uint64_t off, uint64_t len, ckc_ext_t *seg, int max);
+/* Where file offset off of a copy lies in its arena, and how many bytes
+ * follow it in the same extent; false past the copy's end. */
+bool ckc_ext_run(const ckc_ext_t *ext, int n, uint64_t off, uint64_t *aoff, uint64_t *avail);
+uint64_t ckc_dist(const ckc_obj_t *o);        /* restore-queue distance, HQ_FAR if none */
+void ckc_refresh_flush_eta(int edge);
+
+/* tier_host.c / tier_ssd.c / tier_home.c */
+int ckc_host_open(ckc_tier_t *t, uint64_t capacity);
+void ckc_host_close(ckc_tier_t *t);
+int ckc_ssd_open(ckc_tier_t *t, uint64_t capacity, const char *dir);
+void ckc_ssd_close(ckc_tier_t *t);
+/* Moves bytes between a caller's buffer and a tier copy. Return 0 or -errno. */
+int ckc_tier_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len);
+int ckc_tier_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len);
+/* Copies len bytes of a copy to another bounded tier (both aligned). */
+int ckc_tier_copy(ckc_tier_t *from, uint64_t foff, ckc_tier_t *to, uint64_t toff, size_t len);
+/* A copy's extents, snapshotted under the lock so bytes can move unlocked. */
+typedef struct ckc_src {
+	ckc_tier_t *t;   /* NULL: the file at path */
+	ckc_ext_t *ext;
+	int n;
+	const char *path;
+} ckc_src_t;
+int ckc_src_snapshot(const ckc_obj_t *o, int level, ckc_src_t *s);
+void ckc_src_release(ckc_src_t *s);
+/* Reads [off, off+len) of a snapshot into buf. Returns 0 or -errno. */
+int ckc_src_read(const ckc_src_t *s, uint64_t off, void *buf, size_t len, int *fdp);
+/* Writes bytes [0, size) of src to fd; progress(done, ctx) after each chunk.
+ * Returns 0 or -errno. */
+int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,
+		  void (*progress)(uint64_t done, void *ctx), void *ctx);
+/* Creates a temporary file beside key (same directory, so the rename that
+ * publishes it is atomic). Returns 0 or -errno. */
+int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd);
+/* Fsyncs (if asked), closes fd and renames tmp to key; removes tmp on
+ * failure. Returns 0 or -errno. */
+int ckc_home_commit(char *tmp, const char *key, int fd, bool fsync_it);
+/* Reads from the file at path, opening it once into *fdp. Returns bytes read or -errno. */
+ssize_t ckc_home_read(const char *path, void *buf, size_t len, uint64_t off, int *fdp);
+/* Saves bytes [0, size) of src to a rescue file; *where gets its path.
+ * Returns 0 or -errno. */
+int ckc_home_rescue(const char *key, const ckc_src_t *src, uint64_t size, char **where);
+int ckc_fsync_dir_of(const char *path);
+
+/* flusher.c */
+int ckc_flusher_start(int level);
+void ckc_flusher_stop(int level);
+void ckc_flush_enqueue(ckc_obj_t *o, int level);  /* lock held */
+void ckc_flush_dequeue(ckc_obj_t *o);              /* lock held */
+bool ckc_flush_wanted(const ckc_obj_t *o, int level);
+int ckc_flush_home_now(ckc_obj_t *o, bool fsync_it); /* lock held; drops it while writing */
+
+/* prefetcher.c */
+int ckc_prefetcher_start(void);
+void ckc_prefetcher_stop(void);
+void ckc_hints_poll(void);                          /* lock held */
+
+#endif

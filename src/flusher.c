@@ -1,0 +1,348 @@
+/* Flushers: one thread per tier edge (host->ssd, ssd->home, or host->home
+ * without an ssd tier) moving completed copies down in FIFO order, measuring
+ * the edge's bandwidth for the p-score, and saving the bytes in a rescue file
+ * when the real path cannot be written. Bulk copies run without the engine
+ * lock; the copy being read is pinned so nothing evicts or frees it. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_int.h"
+#include "log.h"
+
+bool ckc_persist_wanted(const ckc_obj_t *o)
+{
+	switch (ckc_eng.cfg.persist) {
+	case CKC_PERSIST_ALWAYS:
+		return true;
+	case CKC_PERSIST_UNCONSUMED:
+		return !o->consumed;
+	default:
+		return false;
+	}
+}
+
+bool ckc_flush_wanted(const ckc_obj_t *o, int level)
+{
+	if (o->retired || !o->complete)
+		return false;
+	if (level + 1 >= ckc_eng.ntier - 1)
+		return ckc_persist_wanted(o) && !o->at_home;
+	/* to a lower cache tier: to reach home later, or to make room */
+	if (ckc_eng.cfg.persist == CKC_PERSIST_ALWAYS)
+		return !o->at_home || !o->consumed;
+	return !o->consumed;
+}
+
+void ckc_flush_enqueue(ckc_obj_t *o, int level)
+{
+	ckc_edge_t *e = &ckc_eng.edge[level];
+
+	if (o->flush_edge >= 0 || level >= ckc_eng.ntier - 1)
+		return;
+	o->flush_edge = level;
+	o->fq_next = NULL;
+	if (e->tail)
+		e->tail->fq_next = o;
+	else
+		e->head = o;
+	e->tail = o;
+	e->queued_bytes += o->size;
+	ckc_obj_get(o);
+	pthread_cond_signal(&e->cv);
+}
+
+void ckc_flush_dequeue(ckc_obj_t *o)
+{
+	if (o->flush_edge < 0)
+		return;
+	ckc_edge_t *e = &ckc_eng.edge[o->flush_edge];
+	ckc_obj_t **pp = &e->head, *prev = NULL;
+	while (*pp && *pp != o) {
+		prev = *pp;
+		pp = &(*pp)->fq_next;
+	}
+	if (*pp) {
+		*pp = o->fq_next;
+		if (e->tail == o)
+			e->tail = prev;
+		e->queued_bytes -= o->size;
+	}
+	o->flush_edge = -1;
+	o->fq_next = NULL;
+	ckc_obj_put(o);
+}
+
+static ckc_obj_t *edge_pop(ckc_edge_t *e)
+{
+	ckc_obj_t *o = e->head;
+
+	e->head = o->fq_next;
+	if (!e->head)
+		e->tail = NULL;
+	e->queued_bytes -= o->size;
+	o->flush_edge = -1;
+	o->fq_next = NULL;
+	return o; /* the queue's reference passes to the caller */
+}
+
+static void edge_progress(uint64_t done, void *ctx)
+{
+	ckc_obj_t *o = ctx;
+
+	pthread_mutex_lock(&ckc_eng.lock);
+	o->flush_done = done;
+	pthread_mutex_unlock(&ckc_eng.lock);
+}
+
+static void edge_measure(ckc_edge_t *e, uint64_t bytes, uint64_t ns)
+{
+	if (bytes < (1u << 16) || ns == 0)
+		return;
+	double bw = (double)bytes * 1e9 / (double)ns;
+	e->bw = e->bw > 0 ? 0.7 * e->bw + 0.3 * bw : bw;
+	ckc_eng.tier[e->level].st.flush_bw = e->bw;
+}
+
+/* Writes the copy at level to the real path (lock held; dropped while the
+ * bytes move). Returns 0, -ECANCELED if the object was retired meanwhile, or
+ * -errno from the file system. */
+static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
+{
+	ckc_src_t src;
+	char *tmp = NULL, *key = strdup(o->key);
+	int fd = -1, rc;
+
+	if (!key)
+		return -ENOMEM;
+	rc = ckc_src_snapshot(o, level, &src);
+	uint64_t size = o->size;
+	mode_t mode = o->mode;
+	if (rc) {
+		free(key);
+		return rc;
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	rc = ckc_home_temp(key, mode, &tmp, &fd);
+	if (!rc) {
+		rc = ckc_home_fill(fd, &src, size, edge_progress, o);
+		if (!rc && fsync_it && ckc_io.fsync(fd) != 0)
+			rc = -errno;
+		if (rc) {
+			ckc_io.close(fd);
+			ckc_io.unlink(tmp);
+		}
+	}
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (!rc && (o->retired || o->flush_cancel || strcmp(key, o->key) != 0)) {
+		/* retired or renamed meanwhile: this file must not be published
+		 * under the old name */
+		ckc_io.close(fd);
+		ckc_io.unlink(tmp);
+		rc = o->retired ? -ECANCELED : -EAGAIN;
+	} else if (!rc) {
+		while (o->home_busy)
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		o->home_busy = true;
+		pthread_mutex_unlock(&ckc_eng.lock);
+		rc = ckc_home_commit(tmp, key, fd, fsync_it);
+		pthread_mutex_lock(&ckc_eng.lock);
+		o->home_busy = false;
+		if (!rc) {
+			o->at_home = true;
+			o->durable |= fsync_it;
+		}
+		pthread_cond_broadcast(&ckc_eng.cv);
+	}
+	if (rc && rc != -ECANCELED && rc != -EAGAIN && !o->retired) {
+		ckc_error("could not write checkpoint %s (%s)", key, strerror(-rc));
+		if (level < ckc_eng.ntier - 1)
+			ckc_eng.tier[level].st.flush_errors++;
+		if (!o->rescue) {
+			pthread_mutex_unlock(&ckc_eng.lock);
+			char *where = NULL;
+			int r2 = ckc_home_rescue(key, &src, size, &where);
+			pthread_mutex_lock(&ckc_eng.lock);
+			if (!r2) {
+				o->rescue = where;
+				o->home_failed = true;
+				ckc_eng.st.rescued++;
+				ckc_error("checkpoint %s: its %llu bytes are saved in %s", key,
+					  (unsigned long long)size, where);
+			} else {
+				o->home_failed = true;
+				ckc_error("checkpoint %s could not be saved to a rescue file either (%s): "
+					  "it stays in the cache until the program ends",
+					  key, strerror(-r2));
+			}
+		}
+	}
+	ckc_mark_safe(o);
+	ckc_src_release(&src);
+	free(tmp);
+	free(key);
+	return rc;
+}
+
+int ckc_flush_home_now(ckc_obj_t *o, bool fsync_it)
+{
+	int level = ckc_best_level(o);
+
+	if (level < 0)
+		return -EIO;
+	if (level == ckc_eng.ntier - 1 && o->rescue && !o->at_home)
+		return -EIO; /* its bytes are only in the rescue file */
+	if (level < ckc_eng.ntier - 1)
+		o->place[level].pins++;
+	int rc = flush_to_home(o, level, fsync_it);
+	if (level < ckc_eng.ntier - 1)
+		ckc_unpin(o, level);
+	return rc;
+}
+
+/* Moves o's copy at level to the next bounded tier that takes it (lock
+ * held). Returns the level it reached, or -errno; -ENOSPC means no cache
+ * tier below had room. */
+static int flush_to_tier(ckc_obj_t *o, int level, int target)
+{
+	ckc_tier_t *to = &ckc_eng.tier[target];
+	int rc = ckc_place_reserve(o, target, o->size ? o->size : 1, CKC_ALLOC_FLUSH, 0);
+
+	if (rc)
+		return rc;
+	ckc_set_state(o, target, LC_EV_WRITE_BEGIN);
+	o->place[target].pins++;
+	ckc_src_t src;
+	rc = ckc_src_snapshot(o, level, &src);
+	ckc_src_t dst;
+	if (!rc)
+		rc = ckc_src_snapshot(o, target, &dst);
+	uint64_t size = arena_round(&to->arena, o->size);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	for (uint64_t off = 0; !rc && off < size;) {
+		uint64_t a, b, na, nb, n = size - off < (16u << 20) ? size - off : (16u << 20);
+		if (!ckc_ext_run(src.ext, src.n, off, &a, &na) ||
+		    !ckc_ext_run(dst.ext, dst.n, off, &b, &nb)) {
+			rc = -EIO;
+			break;
+		}
+		/* the largest run contiguous in both copies */
+		n = n < na ? n : na;
+		n = n < nb ? n : nb;
+		rc = ckc_tier_copy(src.t, a, to, b, (size_t)n);
+		off += n;
+		edge_progress(off, o);
+	}
+	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_src_release(&src);
+	ckc_src_release(&dst);
+	o->place[target].pins--;
+	if (rc || o->retired || o->flush_cancel) {
+		if (rc)
+			ckc_warn("%s tier: could not store %s (%s)", to->name, o->key, strerror(-rc));
+		if (o->place[target].state != LC_INIT) {
+			ckc_place_free(o, target);
+			ckc_set_state(o, target, LC_EV_DROP);
+		}
+		if (rc)
+			to->st.flush_errors++;
+		pthread_cond_broadcast(&ckc_eng.cv);
+		return rc ? -EIO : -ECANCELED;
+	}
+	ckc_set_state(o, target, LC_EV_WRITE_END);
+	pthread_cond_broadcast(&ckc_eng.cv);
+	return target;
+}
+
+/* One flush of o from level (lock held). */
+static void flush_one(ckc_edge_t *e, ckc_obj_t *o)
+{
+	int level = e->level, home = ckc_eng.ntier - 1;
+	ckc_place_t *p = &o->place[level];
+
+	if (!lc_readable(p->state) || !ckc_flush_wanted(o, level))
+		return;
+	p->pins++;
+	e->current = o;
+	o->flushing = true;
+	o->flush_done = 0;
+	o->flush_cancel = false;
+	uint64_t t0 = ckc_now_ns(), size = o->size;
+	int reached = -ENOSPC;
+	/* At shutdown every byte that must reach home goes there directly. */
+	bool direct = ckc_eng.draining && ckc_persist_wanted(o);
+	for (int target = level + 1; target < home && !direct; target++) {
+		reached = flush_to_tier(o, level, target);
+		if (reached >= 0 || reached == -ECANCELED)
+			break;
+		if (reached == -ENOSPC)
+			ckc_eng.tier[target].st.bypasses++;
+	}
+	if (reached < 0 && reached != -ECANCELED && ckc_persist_wanted(o) && !o->at_home) {
+		int rc = flush_to_home(o, level, false);
+		if (rc == -EAGAIN) /* renamed meanwhile: flush it again */
+			ckc_flush_enqueue(o, level);
+		reached = rc ? rc : home;
+	}
+	e->current = NULL;
+	o->flushing = false;
+	if (reached > level) {
+		uint64_t ns = ckc_now_ns() - t0;
+		edge_measure(e, size, ns);
+		ckc_eng.tier[level].st.flush_ops++;
+		ckc_eng.tier[level].st.flush_bytes += size;
+		ckc_trace("flush", o, 0, size, reached, t0);
+		ckc_mark_safe(o);
+		if (reached < home && ckc_flush_wanted(o, reached))
+			ckc_flush_enqueue(o, reached);
+	}
+	ckc_unpin(o, level);
+}
+
+static void *flusher_main(void *arg)
+{
+	ckc_edge_t *e = arg;
+
+	pthread_mutex_lock(&ckc_eng.lock);
+	for (;;) {
+		while (!e->head && !ckc_eng.stopping)
+			pthread_cond_wait(&e->cv, &ckc_eng.lock);
+		if (!e->head)
+			break;
+		ckc_obj_t *o = edge_pop(e);
+		flush_one(e, o);
+		ckc_obj_put(o);
+		pthread_cond_broadcast(&ckc_eng.cv);
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return NULL;
+}
+
+int ckc_flusher_start(int level)
+{
+	ckc_edge_t *e = &ckc_eng.edge[level];
+
+	e->level = level;
+	e->head = e->tail = e->current = NULL;
+	e->queued_bytes = 0;
+	pthread_cond_init(&e->cv, NULL);
+	int rc = pthread_create(&e->thread, NULL, flusher_main, e);
+	e->running = rc == 0;
+	return -rc;
+}
+
+void ckc_flusher_stop(int level)
+{
+	ckc_edge_t *e = &ckc_eng.edge[level];
+
+	if (!e->running)
+		return;
+	pthread_mutex_lock(&ckc_eng.lock);
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	pthread_join(e->thread, NULL);
+	e->running = false;
+	pthread_cond_destroy(&e->cv);
+}

@@ -1,0 +1,104 @@
+/* Default (libc) implementation of the engine's I/O table and the
+ * full-transfer helpers every tier uses. */
+#include "config.h"
+
+#include "io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+static int io_open(const char *path, int flags, mode_t mode)
+{
+	return open(path, flags | O_CLOEXEC, mode);
+}
+
+static int io_fallocate(int fd, int mode, off_t off, off_t len)
+{
+#ifdef HAVE_FALLOCATE
+	return fallocate(fd, mode, off, len);
+#else
+	(void)mode;
+	int rc = posix_fallocate(fd, off, len);
+	if (rc) {
+		errno = rc;
+		return -1;
+	}
+	return 0;
+#endif
+}
+
+static const ckc_io_t io_default = {
+	.open = io_open,
+	.close = close,
+	.pread = pread,
+	.pwrite = pwrite,
+	.fsync = fsync,
+	.ftruncate = ftruncate,
+	.fallocate = io_fallocate,
+	.rename = rename,
+	.unlink = unlink,
+	.stat = stat,
+	.fstat = fstat,
+	.mkdir = mkdir,
+};
+
+ckc_io_t ckc_io = {
+	.open = io_open,
+	.close = close,
+	.pread = pread,
+	.pwrite = pwrite,
+	.fsync = fsync,
+	.ftruncate = ftruncate,
+	.fallocate = io_fallocate,
+	.rename = rename,
+	.unlink = unlink,
+	.stat = stat,
+	.fstat = fstat,
+	.mkdir = mkdir,
+};
+
+void ckc_io_reset(void)
+{
+	ckc_io = io_default;
+}
+
+int ckc_io_pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = ckc_io.pwrite(fd, p, len, off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+ssize_t ckc_io_pread_all(int fd, void *buf, size_t len, off_t off)
+{
+	char *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = ckc_io.pread(fd, p + done, len - done, off + (off_t)done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}

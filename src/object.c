@@ -1,0 +1,411 @@
+/* Per-tier copies of objects: their extents in a tier's arena, room for new
+ * bytes (best-fit gap, else Algorithm 1 eviction, waiting or bypassing), and
+ * the scores that drive eviction. Every function runs with the engine lock
+ * held; ckc_place_reserve may wait on the engine condition variable. */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_int.h"
+#include "log.h"
+
+uint64_t ckc_place_bytes(const ckc_place_t *p)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < p->nexts; i++)
+		n += p->ext[i].alen;
+	return n;
+}
+
+void ckc_set_state(ckc_obj_t *o, int level, lc_event_t ev)
+{
+	if (!lc_apply(&o->place[level].state, ev))
+		ckc_debug("%s v%llu in %s", o->key, (unsigned long long)o->version,
+			  ckc_eng.tier[level].name);
+}
+
+uint64_t ckc_dist(const ckc_obj_t *o)
+{
+	return ckc_eng.hq ? hq_distance(ckc_eng.hq, o->key) : HQ_FAR;
+}
+
+void ckc_mark_safe(ckc_obj_t *o)
+{
+	for (int l = 0; l < ckc_eng.ntier - 1; l++)
+		if (o->place[l].state == LC_WRITE_COMPLETE && ckc_lower_has(o, l))
+			ckc_set_state(o, l, LC_EV_FLUSH_DONE);
+}
+
+bool ckc_lower_has(const ckc_obj_t *o, int level)
+{
+	for (int l = level + 1; l < ckc_eng.ntier - 1; l++)
+		if (lc_readable(o->place[l].state))
+			return true;
+	return o->at_home || o->rescue != NULL;
+}
+
+int ckc_best_level(const ckc_obj_t *o)
+{
+	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
+		const ckc_place_t *p = &o->place[l];
+		if (lc_readable(p->state))
+			return l;
+		/* bytes being written are readable by a concurrent reader */
+		if (p->state == LC_WRITE_IN_PROGRESS && l == o->wlevel && !o->migrating)
+			return l;
+	}
+	if (o->at_home || o->rescue || (o->from_home && !o->retired))
+		return ckc_eng.ntier - 1;
+	return -1;
+}
+
+int ckc_place_segments(const ckc_place_t *p, uint64_t off, uint64_t len, ckc_ext_t *seg, int max)
+{
+	uint64_t fstart = 0;
+	int n = 0;
+
+	for (int i = 0; i < p->nexts && len > 0; i++) {
+		const ckc_ext_t *e = &p->ext[i];
+		uint64_t fend = fstart + e->alen;
+		if (off < fend) {
+			uint64_t in = off - fstart;
+			uint64_t take = e->alen - in < len ? e->alen - in : len;
+			if (n == max)
+				return -E2BIG;
+			seg[n].aoff = e->aoff + in;
+			seg[n].alen = take;
+			n++;
+			off += take;
+			len -= take;
+		}
+		fstart = fend;
+	}
+	return len ? -ERANGE : n;
+}
+
+bool ckc_ext_run(const ckc_ext_t *ext, int n, uint64_t off, uint64_t *aoff, uint64_t *avail)
+{
+	uint64_t fstart = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (off < fstart + ext[i].alen) {
+			*aoff = ext[i].aoff + (off - fstart);
+			*avail = fstart + ext[i].alen - off;
+			return true;
+		}
+		fstart += ext[i].alen;
+	}
+	return false;
+}
+
+void ckc_place_free(ckc_obj_t *o, int level)
+{
+	ckc_place_t *p = &o->place[level];
+	arena_t *a = &ckc_eng.tier[level].arena;
+
+	for (int i = 0; i < p->nexts; i++) {
+		ssize_t idx = arena_index_of(a, p->ext[i].aoff);
+		if (idx >= 0 && a->frag[idx].owner == o)
+			arena_release(a, (size_t)idx);
+		else
+			ckc_error("arena of %s lost an extent of %s", ckc_eng.tier[level].name, o->key);
+	}
+	free(p->ext);
+	p->ext = NULL;
+	p->nexts = p->capexts = 0;
+}
+
+void ckc_unpin(ckc_obj_t *o, int level)
+{
+	ckc_place_t *p = &o->place[level];
+
+	if (--p->pins == 0 && o->retired && p->state != LC_INIT) {
+		ckc_place_free(o, level);
+		ckc_set_state(o, level, LC_EV_DROP);
+	}
+	pthread_cond_broadcast(&ckc_eng.cv);
+}
+
+void ckc_place_trim(ckc_obj_t *o, int level, uint64_t size)
+{
+	ckc_place_t *p = &o->place[level];
+	arena_t *a = &ckc_eng.tier[level].arena;
+	uint64_t keep = arena_round(a, size), fstart = 0;
+	int n = 0;
+
+	for (int i = 0; i < p->nexts; i++) {
+		ckc_ext_t *e = &p->ext[i];
+		ssize_t idx = arena_index_of(a, e->aoff);
+		if (idx < 0)
+			continue;
+		if (fstart >= keep) {
+			arena_release(a, (size_t)idx);
+		} else {
+			if (fstart + e->alen > keep) {
+				arena_shrink(a, (size_t)idx, keep - fstart);
+				e->alen = keep - fstart;
+			}
+			p->ext[n++] = *e;
+		}
+		fstart += e->alen;
+	}
+	p->nexts = n;
+}
+
+static int place_append(ckc_place_t *p, uint64_t aoff, uint64_t alen)
+{
+	if (p->nexts == p->capexts) {
+		int cap = p->capexts ? p->capexts * 2 : 1;
+		ckc_ext_t *e = realloc(p->ext, (size_t)cap * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		p->ext = e;
+		p->capexts = cap;
+	}
+	p->ext[p->nexts].aoff = aoff;
+	p->ext[p->nexts].alen = alen;
+	p->nexts++;
+	return 0;
+}
+
+/* Must this copy be kept until it is safe elsewhere? */
+static bool place_must_keep(const ckc_obj_t *o, int level)
+{
+	if (ckc_lower_has(o, level))
+		return false;
+	if (o->consumed && ckc_eng.cfg.persist != CKC_PERSIST_ALWAYS)
+		return false;
+	return true;
+}
+
+/* Estimated seconds until the copy at level may be evicted (the p-score);
+ * INFINITY when it must not be evicted at all. */
+static double place_p(const ckc_obj_t *o, int level)
+{
+	const ckc_place_t *p = &o->place[level];
+
+	if (p->pins > 0 || o->migrating)
+		return INFINITY;
+	switch (p->state) {
+	case LC_FLUSHED:
+		return 0;
+	case LC_WRITE_COMPLETE:
+	case LC_CONSUMED:
+		/* a complete copy that is safe below has been marked FLUSHED
+		 * (ckc_mark_safe), so only a consumed one can be free here */
+		if (p->state == LC_CONSUMED && !place_must_keep(o, level))
+			return 0;
+		if (o->flush_edge == level || ckc_eng.edge[level].current == o)
+			return o->flush_eta;
+		return INFINITY;
+	default:
+		return INFINITY;
+	}
+}
+
+void ckc_refresh_flush_eta(int level)
+{
+	ckc_edge_t *e = &ckc_eng.edge[level];
+	double bw = e->bw > 0 ? e->bw : 1e9, t = 0;
+
+	/* the running flush first: whatever is left of it, then the queue */
+	if (e->current) {
+		ckc_obj_t *c = e->current;
+		uint64_t left = c->size > c->flush_done ? c->size - c->flush_done : 0;
+		t = (double)left / bw;
+		c->flush_eta = t;
+	}
+	for (ckc_obj_t *o = e->head; o; o = o->fq_next) {
+		t += (double)o->size / bw;
+		o->flush_eta = t;
+	}
+}
+
+typedef struct frag_buf {
+	evict_frag_t *f;
+	size_t cap;
+} frag_buf_t;
+
+static frag_buf_t frag_bufs[CKC_MAX_TIERS];
+
+/* Scores of every fragment of tier level's arena for a placement. */
+static evict_frag_t *build_frags(int level, int mode, uint64_t dist_limit)
+{
+	arena_t *a = &ckc_eng.tier[level].arena;
+	frag_buf_t *b = &frag_bufs[level];
+	bool lru = ckc_eng.cfg.eviction == CKC_EVICT_LRU;
+
+	if (b->cap < a->nfrag) {
+		size_t cap = a->nfrag * 2;
+		evict_frag_t *f = realloc(b->f, cap * sizeof(*f));
+		if (!f)
+			return NULL;
+		b->f = f;
+		b->cap = cap;
+	}
+	for (size_t i = 0; i < a->nfrag; i++) {
+		evict_frag_t *f = &b->f[i];
+		ckc_obj_t *o = a->frag[i].owner;
+		f->len = a->frag[i].len;
+		if (!o) {
+			f->gap = true;
+			f->p = 0;
+			f->s = EVICT_FAR;
+			f->age = 0;
+			continue;
+		}
+		const ckc_place_t *p = &o->place[level];
+		uint64_t d = ckc_dist(o);
+		f->gap = false;
+		f->p = place_p(o, level);
+		f->s = d >= HQ_FAR ? EVICT_FAR : d;
+		f->age = lru ? p->seq_use : p->seq_in;
+		/* the prefetcher never evicts what the queue needs sooner */
+		if (mode == CKC_ALLOC_PREFETCH && d <= dist_limit)
+			f->p = INFINITY;
+	}
+	return b->f;
+}
+
+static evict_policy_t policy(void)
+{
+	switch (ckc_eng.cfg.eviction) {
+	case CKC_EVICT_FIFO:
+		return EVICT_FIFO;
+	case CKC_EVICT_LRU:
+		return EVICT_LRU;
+	default:
+		return EVICT_SCORE;
+	}
+}
+
+/* Evicts every object with an extent in fragments [first, last]. */
+static void evict_window(int level, size_t first, size_t last)
+{
+	ckc_tier_t *t = &ckc_eng.tier[level];
+	ckc_obj_t *victims[64];
+	size_t nv = 0;
+
+	for (size_t i = first; i <= last; i++) {
+		ckc_obj_t *o = t->arena.frag[i].owner;
+		bool seen = false;
+		if (!o)
+			continue;
+		for (size_t k = 0; k < nv; k++)
+			seen |= victims[k] == o;
+		if (!seen) {
+			if (nv == sizeof(victims) / sizeof(victims[0]))
+				break; /* the rest is evicted on the next round */
+			victims[nv++] = o;
+		}
+	}
+	for (size_t k = 0; k < nv; k++) {
+		ckc_obj_t *o = victims[k];
+		uint64_t bytes = ckc_place_bytes(&o->place[level]);
+		ckc_place_free(o, level);
+		ckc_set_state(o, level, LC_EV_EVICT);
+		t->st.evictions++;
+		t->st.evicted_bytes += bytes;
+		ckc_trace("evict", o, 0, bytes, level, 0);
+	}
+}
+
+static void timed_wait(double seconds)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t ns = (uint64_t)(seconds * 1e9);
+	ts.tv_sec += (time_t)(ns / 1000000000u);
+	ts.tv_nsec += (long)(ns % 1000000000u);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
+}
+
+/* Finds room for a new extent of want bytes in tier level. */
+static int find_room(ckc_obj_t *o, int level, uint64_t want, int mode, uint64_t dist_limit,
+		     ssize_t *gap)
+{
+	ckc_tier_t *t = &ckc_eng.tier[level];
+	bool waited = false;
+	uint64_t t0 = 0;
+
+	if (want > t->arena.capacity)
+		return mode == CKC_ALLOC_PREFETCH ? -EAGAIN : -ENOSPC;
+	for (;;) {
+		if (o->retired)
+			return -ECANCELED;
+		*gap = arena_find_gap(&t->arena, want);
+		if (*gap >= 0)
+			break;
+		ckc_refresh_flush_eta(level);
+		evict_frag_t *f = build_frags(level, mode, dist_limit);
+		if (!f)
+			return -ENOMEM;
+		evict_choice_t c;
+		evict_choose(f, t->arena.nfrag, want, policy(), &c);
+		if (!c.found)
+			return mode == CKC_ALLOC_PREFETCH ? -EAGAIN : -ENOSPC;
+		if (c.p == 0) {
+			evict_window(level, c.first, c.last);
+			continue;
+		}
+		if (mode == CKC_ALLOC_PREFETCH)
+			return -EAGAIN;
+		/* VeloC's rule: when waiting for this tier is predicted slower
+		 * than writing to the next one, write to the next one. */
+		double bw = ckc_eng.edge[level].bw > 0 ? ckc_eng.edge[level].bw : 1e9;
+		if (c.p > (double)want / bw)
+			return -ENOSPC;
+		if (!waited) {
+			waited = true;
+			t0 = ckc_now_ns();
+			t->st.waits++;
+		}
+		timed_wait(c.p < 0.05 ? c.p : 0.05);
+	}
+	if (waited)
+		t->st.wait_s += (double)(ckc_now_ns() - t0) / 1e9;
+	return 0;
+}
+
+int ckc_place_reserve(ckc_obj_t *o, int level, uint64_t need, int mode, uint64_t dist_limit)
+{
+	ckc_tier_t *t = &ckc_eng.tier[level];
+	ckc_place_t *p = &o->place[level];
+	uint64_t have = ckc_place_bytes(p);
+
+	if (need <= have)
+		return 0;
+	uint64_t want = arena_round(&t->arena, need - have);
+	if (p->nexts > 0) {
+		ckc_ext_t *last = &p->ext[p->nexts - 1];
+		ssize_t idx = arena_index_of(&t->arena, last->aoff);
+		if (idx >= 0 && arena_extend(&t->arena, (size_t)idx, last->alen + want) == 0) {
+			last->alen += want;
+			return 0;
+		}
+	}
+	ssize_t gap;
+	int rc = find_room(o, level, want, mode, dist_limit, &gap);
+	if (rc)
+		return rc;
+	uint64_t aoff = t->arena.frag[gap].off;
+	ssize_t idx = arena_take(&t->arena, (size_t)gap, want, o);
+	if (idx < 0)
+		return (int)idx;
+	rc = place_append(p, aoff, t->arena.frag[idx].len);
+	if (rc) {
+		arena_release(&t->arena, (size_t)idx);
+		return rc;
+	}
+	if (p->nexts == 1)
+		p->seq_in = p->seq_use = ++ckc_eng.seq;
+	return 0;
+}

@@ -1,0 +1,196 @@
+/* The prefetcher: one thread that follows the restore queue P from its head
+ * and promotes checkpoints (from the ssd tier, or from their real path, so a
+ * file of an earlier run counts too) into the top tier, as far ahead as room
+ * allows without evicting anything the queue needs sooner. It also picks up
+ * lines appended to the hint file. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_int.h"
+#include "log.h"
+#include "path.h"
+
+/* How far down the queue one pass looks. */
+#define PREFETCH_LOOKAHEAD 4096
+#define HINTS_POLL_NS 50000000ull
+
+static int hints_emit(void *ctx, const char *canon)
+{
+	(void)ctx;
+	return hq_push_back(ckc_eng.hq, canon);
+}
+
+static void hints_report(void *ctx, const char *file, unsigned line, const char *msg)
+{
+	(void)ctx;
+	ckc_warn("%s:%u: %s; line skipped", file, line, msg);
+}
+
+void ckc_hints_poll(void)
+{
+	if (!ckc_eng.cfg.hints)
+		return;
+	uint64_t now = ckc_now_ns();
+	if (!ckc_eng.hints_open) {
+		if (now < ckc_eng.hints_next_try_ns)
+			return;
+		int rc = hint_reader_open(&ckc_eng.hints, ckc_eng.cfg.hints, ckc_eng.cfg.rank,
+					  HINT_MAX_ENTRIES_DEFAULT);
+		if (rc) {
+			if (ckc_eng.hints_next_try_ns == 0)
+				ckc_warn("CKPTCACHE_HINTS='%s': %s; looking again every second",
+					 ckc_eng.cfg.hints, strerror(-rc));
+			ckc_eng.hints_next_try_ns = now + 1000000000ull;
+			return;
+		}
+		ckc_eng.hints_open = true;
+	}
+	long n = hint_reader_poll(&ckc_eng.hints, hints_emit, hints_report, NULL);
+	if (n > 0) {
+		ckc_eng.prefetch_gen++;
+		pthread_cond_broadcast(&ckc_eng.cv);
+	}
+}
+
+/* Promotes o into the top tier (lock held, dropped during the copy).
+ * Returns 0, -EAGAIN when there is no room for it now, or -errno. */
+static int promote(ckc_obj_t *o, uint64_t dist)
+{
+	int src = ckc_best_level(o);
+
+	if (src <= 0)
+		return 0;
+	int rc = ckc_place_reserve(o, 0, o->size ? o->size : 1, CKC_ALLOC_PREFETCH, dist);
+	if (rc)
+		return rc;
+	ckc_obj_get(o);
+	ckc_set_state(o, 0, LC_EV_READ_BEGIN);
+	o->place[0].pins++;
+	bool bounded = src < ckc_eng.ntier - 1;
+	if (bounded)
+		o->place[src].pins++;
+	ckc_src_t from;
+	rc = ckc_src_snapshot(o, src, &from);
+	ckc_ext_t *dst = NULL;
+	int ndst = o->place[0].nexts;
+	if (!rc && (dst = malloc((size_t)ndst * sizeof(*dst))) == NULL)
+		rc = -ENOMEM;
+	if (!rc)
+		memcpy(dst, o->place[0].ext, (size_t)ndst * sizeof(*dst));
+	uint64_t size = o->size, t0 = ckc_now_ns();
+	ckc_tier_t *top = &ckc_eng.tier[0];
+	pthread_mutex_unlock(&ckc_eng.lock);
+	int fd = -1;
+	for (uint64_t off = 0; !rc && off < size;) {
+		uint64_t aoff, avail;
+		if (!ckc_ext_run(dst, ndst, off, &aoff, &avail)) {
+			rc = -EIO;
+			break;
+		}
+		uint64_t n = size - off < avail ? size - off : avail;
+		if (top->kind == TIER_HOST) {
+			rc = ckc_src_read(&from, off, top->base + aoff, (size_t)n, &fd);
+		} else {
+			/* no host tier: stage through memory into the top tier */
+			n = n < (4u << 20) ? n : (4u << 20);
+			char *bounce = malloc((size_t)n);
+			rc = bounce ? ckc_src_read(&from, off, bounce, (size_t)n, &fd) : -ENOMEM;
+			if (!rc)
+				rc = ckc_tier_put(top, aoff, bounce, (size_t)n);
+			free(bounce);
+		}
+		off += n;
+	}
+	if (fd >= 0)
+		ckc_io.close(fd);
+	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_src_release(&from);
+	free(dst);
+	if (bounded)
+		ckc_unpin(o, src);
+	o->place[0].pins--;
+	if (rc || o->retired) {
+		if (rc)
+			ckc_warn("could not prefetch %s (%s)", o->key, strerror(-rc));
+		if (o->place[0].state != LC_INIT) {
+			ckc_place_free(o, 0);
+			ckc_set_state(o, 0, LC_EV_DROP);
+		}
+	} else {
+		ckc_set_state(o, 0, LC_EV_READ_END);
+		top->st.prefetch_ops++;
+		top->st.prefetch_bytes += size;
+		ckc_trace("prefetch", o, 0, size, 0, t0);
+	}
+	ckc_obj_put(o);
+	pthread_cond_broadcast(&ckc_eng.cv);
+	return rc == -EAGAIN ? -EIO : rc;
+}
+
+/* One walk down the queue. Returns true if it promoted something. */
+static bool prefetch_pass(void)
+{
+	uint64_t cursor = 0, dist;
+	const char *key;
+	int seen = 0;
+
+	if (ckc_eng.ntier < 2)
+		return false;
+	while (seen++ < PREFETCH_LOOKAHEAD && hq_next(ckc_eng.hq, &cursor, &key, &dist)) {
+		ckc_obj_t *o = ckc_map_find(key);
+		if (!o)
+			o = ckc_obj_import_home(key);
+		if (!o || !o->complete || o->retired || o->place[0].state != LC_INIT)
+			continue;
+		int rc = promote(o, dist);
+		if (rc == -EAGAIN)
+			return false; /* no room for the next one the queue needs */
+		if (rc == 0 && o->place[0].state == LC_READ_COMPLETE)
+			return true;  /* the queue may have changed while unlocked */
+	}
+	return false;
+}
+
+static void *prefetcher_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&ckc_eng.lock);
+	while (!ckc_eng.stopping) {
+		ckc_hints_poll();
+		uint64_t gen = ckc_eng.prefetch_gen;
+		if (ckc_eng.prefetch_started && !ckc_eng.draining && prefetch_pass())
+			continue;
+		/* sleep until room may have appeared or the queue changed */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)HINTS_POLL_NS;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		while (gen == ckc_eng.prefetch_gen && !ckc_eng.stopping &&
+		       pthread_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts) == 0)
+			;
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return NULL;
+}
+
+int ckc_prefetcher_start(void)
+{
+	int rc = pthread_create(&ckc_eng.prefetcher, NULL, prefetcher_main, NULL);
+
+	ckc_eng.prefetcher_running = rc == 0;
+	return -rc;
+}
+
+void ckc_prefetcher_stop(void)
+{
+	if (!ckc_eng.prefetcher_running)
+		return;
+	pthread_join(ckc_eng.prefetcher, NULL);
+	ckc_eng.prefetcher_running = false;
+}

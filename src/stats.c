@@ -1,0 +1,70 @@
+/* Distance buckets and the JSON summary written to CKPTCACHE_STATS. */
+#include "config.h"
+
+#include "stats.h"
+
+#include <errno.h>
+
+static const char *const dist_label[CKC_DIST_BUCKETS] = {
+	"0", "1", "2", "3", "4", "5", "6", "7", "8-15", "16-31", "32-63", "64+", "unhinted",
+};
+
+int ckc_stats_dist_bucket(uint64_t dist, int far)
+{
+	if (far)
+		return CKC_DIST_BUCKETS - 1;
+	if (dist < 8)
+		return (int)dist;
+	if (dist < 16)
+		return 8;
+	if (dist < 32)
+		return 9;
+	if (dist < 64)
+		return 10;
+	return 11;
+}
+
+int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
+{
+	fprintf(f, "{\n  \"tiers\": [\n");
+	for (int i = 0; i < s->ntier; i++) {
+		const ckc_tier_stats_t *t = &s->tier[i];
+		fprintf(f,
+			"    {\"name\": \"%s\", \"capacity\": %llu,"
+			" \"put_ops\": %llu, \"put_bytes\": %llu,"
+			" \"read_ops\": %llu, \"read_bytes\": %llu,"
+			" \"hits\": %llu, \"misses\": %llu,"
+			" \"flush_ops\": %llu, \"flush_bytes\": %llu, \"flush_errors\": %llu,"
+			" \"flush_bw\": %.0f,"
+			" \"prefetch_ops\": %llu, \"prefetch_bytes\": %llu,"
+			" \"evictions\": %llu, \"evicted_bytes\": %llu,"
+			" \"bypasses\": %llu, \"waits\": %llu, \"wait_s\": %.6f}%s\n",
+			s->tier_name[i], (unsigned long long)t->capacity,
+			(unsigned long long)t->put_ops, (unsigned long long)t->put_bytes,
+			(unsigned long long)t->read_ops, (unsigned long long)t->read_bytes,
+			(unsigned long long)t->hits, (unsigned long long)t->misses,
+			(unsigned long long)t->flush_ops, (unsigned long long)t->flush_bytes,
+			(unsigned long long)t->flush_errors, t->flush_bw,
+			(unsigned long long)t->prefetch_ops, (unsigned long long)t->prefetch_bytes,
+			(unsigned long long)t->evictions, (unsigned long long)t->evicted_bytes,
+			(unsigned long long)t->bypasses, (unsigned long long)t->waits, t->wait_s,
+			i + 1 < s->ntier ? "," : "");
+	}
+	fprintf(f, "  ],\n");
+	fprintf(f,
+		"  \"objects\": {\"written\": %llu, \"opened_for_read\": %llu, \"consumed\": %llu,"
+		" \"retired\": %llu, \"rescued\": %llu, \"lost\": %llu},\n",
+		(unsigned long long)s->objects_written, (unsigned long long)s->objects_opened_read,
+		(unsigned long long)s->objects_consumed, (unsigned long long)s->objects_retired,
+		(unsigned long long)s->rescued, (unsigned long long)s->lost);
+	fprintf(f, "  \"reads_waited_for_prefetch\": %llu,\n  \"read_wait_s\": %.6f,\n",
+		(unsigned long long)s->reads_waited, s->read_wait_s);
+	fprintf(f, "  \"prefetch_distance_at_read\": {");
+	for (int i = 0; i < CKC_DIST_BUCKETS; i++)
+		fprintf(f, "%s\"%s\": %llu", i ? ", " : "", dist_label[i],
+			(unsigned long long)s->dist_hist[i]);
+	fprintf(f, "}\n}\n");
+	if (fflush(f) == EOF || ferror(f))
+		return -(errno ? errno : EIO);
+	return 0;
+}

@@ -1,0 +1,46 @@
+/* Counters of the engine, per tier and global, and their JSON summary.
+ * Every counter is updated under the engine lock. */
+#ifndef CKC_STATS_H
+#define CKC_STATS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define CKC_MAX_TIERS 4
+/* Prefetch distance at each read: 0..7 exact, then 8-15, 16-31, 32-63,
+ * 64 and more, and reads of checkpoints that were not in the queue. */
+#define CKC_DIST_BUCKETS 13
+
+typedef struct ckc_tier_stats {
+	uint64_t capacity;
+	uint64_t put_ops, put_bytes;           /* program writes landing here */
+	uint64_t read_ops, read_bytes;         /* program reads served here */
+	uint64_t hits, misses;                 /* reads served here / from below */
+	uint64_t flush_ops, flush_bytes;       /* copies flushed out of this tier */
+	uint64_t flush_errors;
+	uint64_t prefetch_ops, prefetch_bytes; /* copies promoted into this tier */
+	uint64_t evictions, evicted_bytes;
+	uint64_t bypasses;                     /* objects sent past this tier */
+	uint64_t waits;                        /* placements that waited for room */
+	double wait_s;
+	double flush_bw;                       /* bytes/s out of this tier (moving average) */
+} ckc_tier_stats_t;
+
+typedef struct ckc_stats {
+	int ntier;
+	const char *tier_name[CKC_MAX_TIERS];
+	ckc_tier_stats_t tier[CKC_MAX_TIERS];
+	uint64_t objects_written, objects_opened_read, objects_consumed;
+	uint64_t objects_retired, rescued, lost;
+	uint64_t reads_waited;                 /* reads that waited for a prefetch */
+	double read_wait_s;
+	uint64_t dist_hist[CKC_DIST_BUCKETS];
+} ckc_stats_t;
+
+/* Bucket of a prefetch distance (far = not queued). */
+int ckc_stats_dist_bucket(uint64_t dist, int far);
+
+/* Writes s as one JSON object to f. Returns 0 or -errno. */
+int ckc_stats_write_json(const ckc_stats_t *s, FILE *f);
+
+#endif

@@ -1,0 +1,214 @@
+/* The home tier: the checkpoint's real path. A version is published by
+ * writing a temporary file in the same directory and renaming it into place,
+ * so no reader ever sees a partial file. Also rescue files, for bytes whose
+ * real path could not be written. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+#include "log.h"
+#include "path.h"
+
+#define HOME_CHUNK (16u << 20)
+
+static atomic_uint home_tmp_counter;
+
+int ckc_src_snapshot(const ckc_obj_t *o, int level, ckc_src_t *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (level >= ckc_eng.ntier - 1) {
+		s->path = o->rescue && !o->at_home ? o->rescue : o->key;
+		s->path = strdup(s->path);
+		return s->path ? 0 : -ENOMEM;
+	}
+	const ckc_place_t *p = &o->place[level];
+	s->t = &ckc_eng.tier[level];
+	s->n = p->nexts;
+	if (p->nexts) {
+		s->ext = malloc((size_t)p->nexts * sizeof(*s->ext));
+		if (!s->ext)
+			return -ENOMEM;
+		memcpy(s->ext, p->ext, (size_t)p->nexts * sizeof(*s->ext));
+	}
+	return 0;
+}
+
+void ckc_src_release(ckc_src_t *s)
+{
+	free(s->ext);
+	free((char *)s->path);
+	memset(s, 0, sizeof(*s));
+}
+
+int ckc_src_read(const ckc_src_t *s, uint64_t off, void *buf, size_t len, int *fdp)
+{
+	if (!s->t) {
+		ssize_t r = ckc_home_read(s->path, buf, len, off, fdp);
+		return r < 0 ? (int)r : (size_t)r == len ? 0 : -EIO;
+	}
+	ckc_place_t p = { .nexts = s->n, .ext = s->ext };
+	ckc_ext_t seg[16];
+	char *dst = buf;
+	while (len > 0) {
+		int n = ckc_place_segments(&p, off, len, seg, 16);
+		if (n == -E2BIG)
+			n = 16;
+		else if (n < 0)
+			return n;
+		for (int i = 0; i < n; i++) {
+			int rc = ckc_tier_get(s->t, seg[i].aoff, dst, seg[i].alen);
+			if (rc)
+				return rc;
+			dst += seg[i].alen;
+			off += seg[i].alen;
+			len -= seg[i].alen;
+		}
+	}
+	return 0;
+}
+
+int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,
+		  void (*progress)(uint64_t done, void *ctx), void *ctx)
+{
+	char *bounce = NULL;
+	int rc = 0, rfd = -1;
+
+	for (uint64_t off = 0; off < size && rc == 0;) {
+		size_t n = size - off < HOME_CHUNK ? (size_t)(size - off) : HOME_CHUNK;
+		if (src->t && src->t->kind == TIER_HOST) {
+			/* host memory goes straight to the file, run by run */
+			uint64_t aoff, avail;
+			if (!ckc_ext_run(src->ext, src->n, off, &aoff, &avail)) {
+				rc = -EIO;
+				break;
+			}
+			if (avail < n)
+				n = (size_t)avail;
+			rc = ckc_io_pwrite_all(fd, src->t->base + aoff, n, (off_t)off);
+		} else {
+			if (!bounce && posix_memalign((void **)&bounce, CKC_ALIGN, HOME_CHUNK)) {
+				rc = -ENOMEM;
+				break;
+			}
+			rc = ckc_src_read(src, off, bounce, n, &rfd);
+			if (!rc)
+				rc = ckc_io_pwrite_all(fd, bounce, n, (off_t)off);
+		}
+		off += n;
+		if (progress)
+			progress(off, ctx);
+	}
+	if (rfd >= 0)
+		ckc_io.close(rfd);
+	free(bounce);
+	return rc;
+}
+
+int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd)
+{
+	char dir[PATH_MAX];
+	const char *base = strrchr(key, '/');
+	int rc = ckc_path_dirname(key, dir, sizeof(dir));
+
+	if (rc)
+		return rc;
+	base = base ? base + 1 : key;
+	for (int tries = 0; tries < 16; tries++) {
+		char *name;
+		if (asprintf(&name, "%s/.%s.ckc%ld.%u", strcmp(dir, "/") ? dir : "", base,
+			     (long)getpid(), atomic_fetch_add(&home_tmp_counter, 1)) < 0)
+			return -ENOMEM;
+		int f = ckc_io.open(name, O_WRONLY | O_CREAT | O_EXCL, mode);
+		if (f >= 0) {
+			*tmp = name;
+			*fd = f;
+			return 0;
+		}
+		rc = -errno;
+		free(name);
+		if (rc != -EEXIST)
+			return rc;
+	}
+	return -EEXIST;
+}
+
+int ckc_fsync_dir_of(const char *path)
+{
+	char dir[PATH_MAX];
+	int rc = ckc_path_dirname(path, dir, sizeof(dir));
+
+	if (rc)
+		return rc;
+	int fd = ckc_io.open(dir, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return -errno;
+	rc = ckc_io.fsync(fd) ? -errno : 0;
+	ckc_io.close(fd);
+	return rc;
+}
+
+int ckc_home_commit(char *tmp, const char *key, int fd, bool fsync_it)
+{
+	int rc = 0;
+
+	if (fsync_it && ckc_io.fsync(fd) != 0)
+		rc = -errno;
+	if (ckc_io.close(fd) != 0 && !rc)
+		rc = -errno;
+	if (!rc && ckc_io.rename(tmp, key) != 0)
+		rc = -errno;
+	if (rc) {
+		ckc_io.unlink(tmp);
+		return rc;
+	}
+	if (fsync_it)
+		rc = ckc_fsync_dir_of(key);
+	return rc;
+}
+
+ssize_t ckc_home_read(const char *path, void *buf, size_t len, uint64_t off, int *fdp)
+{
+	if (*fdp < 0) {
+		*fdp = ckc_io.open(path, O_RDONLY, 0);
+		if (*fdp < 0)
+			return -errno;
+	}
+	return ckc_io_pread_all(*fdp, buf, len, (off_t)off);
+}
+
+int ckc_home_rescue(const char *key, const ckc_src_t *src, uint64_t size, char **where)
+{
+	const char *dir = ckc_eng.cfg.rescue_dir ? ckc_eng.cfg.rescue_dir : "/tmp";
+	char *name, *flat = strdup(key);
+
+	if (!flat)
+		return -ENOMEM;
+	for (char *c = flat; *c; c++)
+		if (*c == '/')
+			*c = '_';
+	int n = asprintf(&name, "%s/ckptcache-rescue.%ld%s", dir, (long)getpid(), flat);
+	free(flat);
+	if (n < 0)
+		return -ENOMEM;
+	int fd = ckc_io.open(name, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	int rc = fd < 0 ? -errno : ckc_home_fill(fd, src, size, NULL, NULL);
+	if (fd >= 0) {
+		if (!rc && ckc_io.fsync(fd) != 0)
+			rc = -errno;
+		ckc_io.close(fd);
+	}
+	if (rc) {
+		if (fd >= 0)
+			ckc_io.unlink(name);
+		free(name);
+		return rc;
+	}
+	*where = name;
+	return 0;
+}

@@ -1,0 +1,195 @@
+/* The ssd tier: one preallocated file per process in a private (0700)
+ * directory under CKPTCACHE_SSD_DIR, opened with O_DIRECT where the file
+ * system allows it, removed when the engine stops. Unaligned transfers go
+ * through an aligned bounce buffer. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+#include "log.h"
+
+#define SSD_BOUNCE (4u << 20)
+
+static int ssd_private_dir(const char *dir, char *out, size_t outlen)
+{
+	struct stat st;
+
+	if (snprintf(out, outlen, "%s/ckptcache-%u", dir, (unsigned)getuid()) >= (int)outlen)
+		return -ENAMETOOLONG;
+	if (ckc_io.mkdir(out, 0700) != 0 && errno != EEXIST)
+		return -errno;
+	/* refuse a directory someone else could read or replace */
+	if (lstat(out, &st) != 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid())
+		return -EPERM;
+	if ((st.st_mode & 0077) && chmod(out, 0700) != 0)
+		return -errno;
+	return 0;
+}
+
+int ckc_ssd_open(ckc_tier_t *t, uint64_t capacity, const char *dir)
+{
+	char pdir[PATH_MAX];
+	int rc = ssd_private_dir(dir, pdir, sizeof(pdir));
+	if (rc)
+		return rc;
+	if (snprintf(t->path, sizeof(t->path), "%s/ssd.%ld", pdir, (long)getpid()) >=
+	    (int)sizeof(t->path))
+		return -ENAMETOOLONG;
+	(void)ckc_io.unlink(t->path); /* left by a dead process with our pid */
+	int fd = ckc_io.open(t->path, O_RDWR | O_CREAT | O_EXCL | O_DIRECT, 0600);
+	t->direct = fd >= 0;
+	if (fd < 0 && errno == EINVAL)
+		fd = ckc_io.open(t->path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0)
+		return -errno;
+	rc = arena_init(&t->arena, capacity, CKC_ALIGN);
+	if (rc)
+		goto fail;
+	if (ckc_io.fallocate(fd, 0, 0, (off_t)t->arena.capacity) != 0) {
+		rc = -errno;
+		if (rc != -EOPNOTSUPP || ckc_io.ftruncate(fd, (off_t)t->arena.capacity) != 0) {
+			arena_fini(&t->arena);
+			goto fail;
+		}
+		rc = 0;
+	}
+	t->fd = fd;
+	return 0;
+fail:
+	ckc_io.close(fd);
+	ckc_io.unlink(t->path);
+	return rc;
+}
+
+void ckc_ssd_close(ckc_tier_t *t)
+{
+	if (t->fd >= 0) {
+		ckc_io.close(t->fd);
+		ckc_io.unlink(t->path);
+		char *slash = strrchr(t->path, '/');
+		if (slash) {
+			*slash = '\0';
+			(void)rmdir(t->path); /* only if no other process uses it */
+		}
+	}
+	t->fd = -1;
+	arena_fini(&t->arena);
+}
+
+static bool aligned(const void *buf, uint64_t off, size_t len)
+{
+	return ((uintptr_t)buf % CKC_ALIGN) == 0 && off % CKC_ALIGN == 0 && len % CKC_ALIGN == 0;
+}
+
+static int ssd_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len)
+{
+	if (!t->direct || aligned(buf, aoff, len))
+		return ckc_io_pwrite_all(t->fd, buf, len, (off_t)aoff);
+	/* O_DIRECT needs aligned memory, offsets and lengths: stage whole
+	 * blocks, reading back the edges another extent may share. */
+	char *bounce;
+	if (posix_memalign((void **)&bounce, CKC_ALIGN, SSD_BOUNCE))
+		return -ENOMEM;
+	int rc = 0;
+	const char *src = buf;
+	while (len > 0 && rc == 0) {
+		uint64_t start = aoff & ~(uint64_t)(CKC_ALIGN - 1);
+		uint64_t head = aoff - start;
+		size_t n = SSD_BOUNCE - head < len ? SSD_BOUNCE - head : len;
+		size_t span = (head + n + CKC_ALIGN - 1) & ~(size_t)(CKC_ALIGN - 1);
+		if (head || (n % CKC_ALIGN)) {
+			ssize_t r = ckc_io_pread_all(t->fd, bounce, span, (off_t)start);
+			if (r < 0) {
+				rc = (int)r;
+				break;
+			}
+		}
+		memcpy(bounce + head, src, n);
+		rc = ckc_io_pwrite_all(t->fd, bounce, span, (off_t)start);
+		src += n;
+		aoff += n;
+		len -= n;
+	}
+	free(bounce);
+	return rc;
+}
+
+static int ssd_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
+{
+	if (!t->direct || aligned(buf, aoff, len)) {
+		ssize_t r = ckc_io_pread_all(t->fd, buf, len, (off_t)aoff);
+		return r < 0 ? (int)r : (size_t)r == len ? 0 : -EIO;
+	}
+	char *bounce;
+	if (posix_memalign((void **)&bounce, CKC_ALIGN, SSD_BOUNCE))
+		return -ENOMEM;
+	int rc = 0;
+	char *dst = buf;
+	while (len > 0) {
+		uint64_t start = aoff & ~(uint64_t)(CKC_ALIGN - 1);
+		uint64_t head = aoff - start;
+		size_t n = SSD_BOUNCE - head < len ? SSD_BOUNCE - head : len;
+		size_t span = (head + n + CKC_ALIGN - 1) & ~(size_t)(CKC_ALIGN - 1);
+		ssize_t r = ckc_io_pread_all(t->fd, bounce, span, (off_t)start);
+		if (r < 0 || (size_t)r < head + n) {
+			rc = r < 0 ? (int)r : -EIO;
+			break;
+		}
+		memcpy(dst, bounce + head, n);
+		dst += n;
+		aoff += n;
+		len -= n;
+	}
+	free(bounce);
+	return rc;
+}
+
+int ckc_tier_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len)
+{
+	if (t->kind == TIER_HOST) {
+		memcpy(t->base + aoff, buf, len);
+		return 0;
+	}
+	return ssd_put(t, aoff, buf, len);
+}
+
+int ckc_tier_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
+{
+	if (t->kind == TIER_HOST) {
+		memcpy(buf, t->base + aoff, len);
+		return 0;
+	}
+	return ssd_get(t, aoff, buf, len);
+}
+
+int ckc_tier_copy(ckc_tier_t *from, uint64_t foff, ckc_tier_t *to, uint64_t toff, size_t len)
+{
+	if (from->kind == TIER_HOST)
+		return ckc_tier_put(to, toff, from->base + foff, len);
+	if (to->kind == TIER_HOST)
+		return ckc_tier_get(from, foff, to->base + toff, len);
+	char *bounce;
+	if (posix_memalign((void **)&bounce, CKC_ALIGN, SSD_BOUNCE))
+		return -ENOMEM;
+	int rc = 0;
+	while (len > 0 && rc == 0) {
+		size_t n = len < SSD_BOUNCE ? len : SSD_BOUNCE;
+		rc = ckc_tier_get(from, foff, bounce, n);
+		if (!rc)
+			rc = ckc_tier_put(to, toff, bounce, n);
+		foff += n;
+		toff += n;
+		len -= n;
+	}
+	free(bounce);
+	return rc;
+}

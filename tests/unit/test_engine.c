@@ -1,0 +1,640 @@
+/* The engine end to end, with its threads: histories of random sizes (some
+ * larger than the host tier, some larger than every tier) read back in
+ * sequential, reverse and random orders with no hints, one hint ahead and
+ * all hints; persistence modes; rewrite, unlink, rename; shutdown drain;
+ * concurrent writers and readers. Every byte read back is compared. */
+#include "config.h"
+
+#include <pthread.h>
+
+#include "engine_util.h"
+
+enum order { SEQ, REV, RND };
+enum hints { NONE, ONE_AHEAD, ALL };
+
+#define HIST_N 24
+
+struct plan {
+	uint64_t size[HIST_N];
+	int order[HIST_N];
+};
+
+static void make_plan(struct plan *p, enum order ord, uint64_t seed)
+{
+	uint64_t s = seed;
+	for (int i = 0; i < HIST_N; i++) {
+		/* mostly 64 KiB..2 MiB; one larger than the host tier, one larger
+		 * than every tier, one empty, one not a multiple of a page */
+		p->size[i] = 64 * 1024 + trand(&s) % (2 * MiB);
+		p->order[i] = i;
+	}
+	p->size[5] = 6 * MiB;
+	p->size[11] = 20 * MiB;
+	p->size[17] = 0;
+	p->size[20] = 12345;
+	if (ord == REV)
+		for (int i = 0; i < HIST_N; i++)
+			p->order[i] = HIST_N - 1 - i;
+	if (ord == RND)
+		for (int i = HIST_N - 1; i > 0; i--) {
+			int j = (int)(trand(&s) % (uint64_t)(i + 1));
+			int t = p->order[i];
+			p->order[i] = p->order[j];
+			p->order[j] = t;
+		}
+}
+
+static void run_history(enum order ord, enum hints hl)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 4 * MiB, 12 * MiB);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	struct plan p;
+	make_plan(&p, ord, 0x1234 + (uint64_t)ord * 7 + (uint64_t)hl);
+	char path[PATH_MAX];
+	for (int i = 0; i < HIST_N; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, p.size[i], 256 * 1024 + 17);
+	}
+	if (hl == ALL)
+		for (int k = 0; k < HIST_N; k++) {
+			tpath(&e, path, p.order[k]);
+			cr_assert_eq(ckc_hint_enqueue(path), 0);
+		}
+	for (int k = 0; k < HIST_N; k++) {
+		int i = p.order[k];
+		if (hl == ONE_AHEAD && k + 1 < HIST_N) {
+			tpath(&e, path, p.order[k + 1]);
+			cr_assert_eq(ckc_hint_enqueue(path), 0);
+		}
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i, p.size[i], 300 * 1000);
+	}
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert_eq(st.objects_written, HIST_N);
+	cr_assert_eq(st.objects_consumed, HIST_N);
+	cr_assert_gt(st.tier[0].evictions + st.tier[0].bypasses, 0, "the history must overflow the host tier");
+	cr_assert_gt(st.tier[0].hits, 0, "some reads must be served from the host tier");
+	ckc_shutdown();
+	for (int i = 0; i < HIST_N; i++) {
+		tpath(&e, path, i);
+		cr_assert(thome_matches(path, (uint64_t)i, p.size[i]), "%s missing at home", path);
+	}
+	tenv_clean(&e);
+}
+
+Test(history, sequential_no_hints) { run_history(SEQ, NONE); }
+Test(history, sequential_one_ahead) { run_history(SEQ, ONE_AHEAD); }
+Test(history, sequential_all_hints) { run_history(SEQ, ALL); }
+Test(history, reverse_no_hints) { run_history(REV, NONE); }
+Test(history, reverse_one_ahead) { run_history(REV, ONE_AHEAD); }
+Test(history, reverse_all_hints) { run_history(REV, ALL); }
+Test(history, random_no_hints) { run_history(RND, NONE); }
+Test(history, random_one_ahead) { run_history(RND, ONE_AHEAD); }
+Test(history, random_all_hints) { run_history(RND, ALL); }
+
+static void run_policy(ckc_eviction_t ev)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 3 * MiB, 0);
+	c.eviction = ev;
+	c.order = CKC_ORDER_REVERSE;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	for (int i = 0; i < 16; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i + 100, 700 * 1024, 64 * 1024);
+	}
+	for (int i = 15; i >= 0; i--) {
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i + 100, 700 * 1024, 100000);
+	}
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert_gt(st.tier[0].evictions, 0);
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
+Test(eviction, score) { run_policy(CKC_EVICT_SCORE); }
+Test(eviction, fifo) { run_policy(CKC_EVICT_FIFO); }
+Test(eviction, lru) { run_policy(CKC_EVICT_LRU); }
+
+Test(engine, write_read_where_stat)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	cr_assert(ckc_active());
+	char path[PATH_MAX];
+	tpath(&e, path, 1);
+	twrite(path, 1, 3 * MiB + 5, 1 * MiB);
+	cr_assert_str_eq(ckc_where(path), "host");
+	ckc_stat_t st;
+	cr_assert_eq(ckc_stat(path, &st), 0);
+	cr_assert_eq(st.size, 3 * MiB + 5);
+	cr_assert(st.complete);
+	tverify(path, 1, 3 * MiB + 5, 4096);
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	cr_assert(thome_matches(path, 1, 3 * MiB + 5));
+	cr_assert_eq(ckc_stat("/nonexistent/x", &st), -ENOENT);
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_read("/nonexistent/x", &h), -ENOENT);
+	ckc_shutdown();
+	cr_assert_not(ckc_active());
+	tenv_clean(&e);
+}
+
+Test(engine, relative_paths_are_canonical)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	cr_assert_eq(chdir(e.home), 0);
+	twrite("./a/../rel.bin", 9, 5000, 1000);
+	char abs[PATH_MAX];
+	snprintf(abs, sizeof(abs), "%s/rel.bin", e.home);
+	tverify(abs, 9, 5000, 777);
+	ckc_shutdown();
+	cr_assert(thome_matches(abs, 9, 5000));
+	cr_assert_eq(chdir("/"), 0);
+	tenv_clean(&e);
+}
+
+Test(engine, holes_read_as_zeros)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	tpath(&e, path, 0);
+	ckc_handle_t *h;
+	unsigned char buf[10000];
+	/* leave garbage behind in the arena first */
+	memset(buf, 0xAB, sizeof(buf));
+	cr_assert_eq(ckc_open_write(path, 0600, &h), 0);
+	cr_assert_eq(ckc_pwrite(h, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	cr_assert_eq(ckc_close(h), 0);
+	cr_assert_eq(ckc_unlink(path), 0);
+	cr_assert_eq(ckc_open_write(path, 0600, &h), 0);
+	memset(buf, 7, 100);
+	cr_assert_eq(ckc_pwrite(h, buf, 100, 5000), 100);
+	cr_assert_eq(ckc_close(h), 0);
+	cr_assert_eq(ckc_open_read(path, &h), 0);
+	unsigned char got[5100];
+	cr_assert_eq(ckc_pread(h, got, sizeof(got), 0), 5100);
+	for (int i = 0; i < 5000; i++)
+		cr_assert_eq(got[i], 0, "hole byte %d", i);
+	for (int i = 5000; i < 5100; i++)
+		cr_assert_eq(got[i], 7);
+	cr_assert_eq(ckc_close(h), 0);
+	ckc_shutdown();
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_size, 5100);
+	cr_assert_eq(st.st_mode & 0777, 0600);
+	tenv_clean(&e);
+}
+
+static void run_persist(ckc_persist_t mode)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 16 * MiB, 0);
+	c.persist = mode;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	for (int i = 0; i < 8; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 1 * MiB + (uint64_t)i * 1000, 128 * 1024);
+	}
+	/* read back the even ones only */
+	for (int i = 0; i < 8; i += 2) {
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i, 1 * MiB + (uint64_t)i * 1000, 1 * MiB);
+	}
+	ckc_shutdown();
+	for (int i = 0; i < 8; i++) {
+		tpath(&e, path, i);
+		uint64_t size = 1 * MiB + (uint64_t)i * 1000;
+		bool consumed = i % 2 == 0;
+		switch (mode) {
+		case CKC_PERSIST_ALWAYS:
+			cr_assert(thome_matches(path, (uint64_t)i, size), "%s must be at home", path);
+			break;
+		case CKC_PERSIST_UNCONSUMED:
+			if (consumed) /* it may have been flushed before its read */
+				(void)thome_matches(path, (uint64_t)i, size);
+			else
+				cr_assert(thome_matches(path, (uint64_t)i, size), "%s must be at home", path);
+			break;
+		case CKC_PERSIST_NEVER:
+			cr_assert_not(texists(path), "%s must not reach its real path", path);
+			break;
+		}
+	}
+	tenv_clean(&e);
+}
+
+Test(persist, always) { run_persist(CKC_PERSIST_ALWAYS); }
+Test(persist, unconsumed) { run_persist(CKC_PERSIST_UNCONSUMED); }
+Test(persist, never) { run_persist(CKC_PERSIST_NEVER); }
+
+static int slow_pwrite_us;
+static ssize_t slow_pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+	usleep((useconds_t)slow_pwrite_us);
+	return pwrite(fd, buf, len, off);
+}
+
+Test(persist, unconsumed_drops_pending_flushes)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 16 * MiB, 0);
+	c.persist = CKC_PERSIST_UNCONSUMED;
+	/* home so slow that the reads come before the flushes */
+	slow_pwrite_us = 20000;
+	ckc_io.pwrite = slow_pwrite;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	for (int i = 0; i < 6; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 2 * MiB, 2 * MiB);
+	}
+	for (int i = 5; i >= 1; i--) {
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i, 2 * MiB, 2 * MiB);
+	}
+	ckc_shutdown();
+	ckc_io_reset();
+	int present = 0;
+	for (int i = 1; i < 6; i++) {
+		tpath(&e, path, i);
+		present += thome_matches(path, (uint64_t)i, 2 * MiB);
+	}
+	tpath(&e, path, 0);
+	cr_assert(thome_matches(path, 0, 2 * MiB), "the unread checkpoint must persist");
+	cr_assert_lt(present, 5, "consumed checkpoints must drop their pending flushes");
+	tenv_clean(&e);
+}
+
+Test(engine, rewrite_makes_a_new_version)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 8 * MiB);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	tpath(&e, path, 3);
+	for (int v = 0; v < 5; v++)
+		twrite(path, 1000 + (uint64_t)v, 1 * MiB + (uint64_t)v * 4099, 100000);
+	tverify(path, 1004, 1 * MiB + 4 * 4099, 65536);
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert_eq(st.objects_retired, 4);
+	ckc_shutdown();
+	cr_assert(thome_matches(path, 1004, 1 * MiB + 4 * 4099));
+	tenv_clean(&e);
+}
+
+Test(engine, unlink_drops_the_object_and_the_file)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char a[PATH_MAX], b[PATH_MAX];
+	tpath(&e, a, 1);
+	tpath(&e, b, 2);
+	twrite(a, 1, 1 * MiB, 1 * MiB);
+	twrite(b, 2, 1 * MiB, 1 * MiB);
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	cr_assert(texists(b));
+	cr_assert_eq(ckc_unlink(a), 0);
+	cr_assert_eq(ckc_unlink(b), 0);
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_read(a, &h), -ENOENT);
+	cr_assert_eq(ckc_open_read(b, &h), -ENOENT);
+	cr_assert_eq(ckc_unlink(a), -ENOENT);
+	ckc_shutdown();
+	cr_assert_not(texists(a));
+	cr_assert_not(texists(b));
+	tenv_clean(&e);
+}
+
+Test(engine, rename_moves_the_object)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char tmp[PATH_MAX], fin[PATH_MAX], early[PATH_MAX], efin[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s/ckpt.tmp", e.home);
+	snprintf(fin, sizeof(fin), "%s/ckpt.bin", e.home);
+	snprintf(early, sizeof(early), "%s/early.tmp", e.home);
+	snprintf(efin, sizeof(efin), "%s/early.bin", e.home);
+	twrite(fin, 1, 4096, 4096); /* an old version at the destination */
+	twrite(tmp, 2, 2 * MiB + 3, 1 * MiB);
+	cr_assert_eq(ckc_rename(tmp, fin), 0);
+	tverify(fin, 2, 2 * MiB + 3, 1 * MiB);
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_read(tmp, &h), -ENOENT);
+	/* one that already reached home before its rename */
+	twrite(early, 3, 10000, 10000);
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	cr_assert_eq(ckc_rename(early, efin), 0);
+	cr_assert_eq(ckc_rename("/nonexistent/a", efin), -ENOENT);
+	ckc_shutdown();
+	cr_assert(thome_matches(fin, 2, 2 * MiB + 3));
+	cr_assert(thome_matches(efin, 3, 10000));
+	cr_assert_not(texists(tmp));
+	cr_assert_not(texists(early));
+	tenv_clean(&e);
+}
+
+Test(engine, sync_makes_it_durable_now)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 4 * MiB);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	tpath(&e, path, 7);
+	ckc_handle_t *h;
+	unsigned char buf[70000];
+	tfill(buf, sizeof(buf), 7, 0);
+	cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
+	cr_assert_eq(ckc_pwrite(h, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	/* fsync of an open writer: what was written so far is durable */
+	cr_assert_eq(ckc_sync(h), 0);
+	cr_assert(thome_matches(path, 7, sizeof(buf)));
+	cr_assert_eq(ckc_close(h), 0);
+	cr_assert_eq(ckc_sync_path(path), 0);
+	cr_assert(thome_matches(path, 7, sizeof(buf)));
+	ckc_stat_t st;
+	cr_assert_eq(ckc_stat(path, &st), 0);
+	cr_assert(st.at_home);
+	cr_assert_eq(ckc_sync_path("/nonexistent/q"), -ENOENT);
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
+Test(engine, shutdown_drains_every_flush)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 32 * MiB, 32 * MiB);
+	slow_pwrite_us = 2000;
+	ckc_io.pwrite = slow_pwrite;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	for (int i = 0; i < 20; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i * 3, 1 * MiB + (uint64_t)i, 1 * MiB);
+	}
+	ckc_shutdown();
+	ckc_io_reset();
+	for (int i = 0; i < 20; i++) {
+		tpath(&e, path, i);
+		cr_assert(thome_matches(path, (uint64_t)i * 3, 1 * MiB + (uint64_t)i), "%s", path);
+	}
+	tenv_clean(&e);
+}
+
+Test(engine, file_of_an_earlier_run_is_prefetched)
+{
+	tenv_t e;
+	tenv_make(&e);
+	char path[PATH_MAX];
+	tpath(&e, path, 42);
+	unsigned char *buf = malloc(3 * MiB);
+	tfill(buf, 3 * MiB, 42, 0);
+	int fd = open(path, O_WRONLY | O_CREAT, 0644);
+	cr_assert_eq(write(fd, buf, 3 * MiB), (ssize_t)(3 * MiB));
+	close(fd);
+	free(buf);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	c.prefetch = CKC_PREFETCH_EAGER;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	cr_assert_eq(ckc_hint_enqueue(path), 0);
+	/* the prefetcher promotes it without any read */
+	for (int i = 0; i < 500 && (!ckc_where(path) || strcmp(ckc_where(path), "host")); i++)
+		usleep(10000);
+	cr_assert_str_eq(ckc_where(path), "host");
+	tverify(path, 42, 3 * MiB, 1 * MiB);
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert_eq(st.tier[0].prefetch_ops, 1);
+	cr_assert_eq(st.tier[0].hits, 3);
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
+Test(engine, derived_reverse_order_prefetches)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 4 * MiB, 16 * MiB);
+	c.order = CKC_ORDER_REVERSE;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	for (int i = 0; i < 16; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 1 * MiB, 256 * 1024);
+	}
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	for (int i = 15; i >= 0; i--) {
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i, 1 * MiB, 1 * MiB);
+	}
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert_gt(st.tier[0].prefetch_ops, 0, "reverse order must prefetch into the host tier");
+	cr_assert_eq(st.dist_hist[0], 16, "every read must find its checkpoint at the queue head");
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
+Test(engine, hint_file_drives_prefetch)
+{
+	tenv_t e;
+	tenv_make(&e);
+	char hints[PATH_MAX], path[PATH_MAX];
+	snprintf(hints, sizeof(hints), "%s/order.txt", e.root);
+	FILE *f = fopen(hints, "w");
+	fprintf(f, "# restore order\nhome/ckpt_%%04d.bin 11..0:1\nbad %%s line 1..2\n");
+	fclose(f);
+	ckc_config_t c = tcfg(&e, 4 * MiB, 16 * MiB);
+	c.hints = hints;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	for (int i = 0; i < 12; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 1 * MiB, 1 * MiB);
+	}
+	for (int i = 11; i >= 0; i--) {
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i, 1 * MiB, 1 * MiB);
+	}
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert_eq(st.dist_hist[CKC_DIST_BUCKETS - 1], 0, "every read was hinted");
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
+Test(engine, stats_and_trace_files)
+{
+	tenv_t e;
+	tenv_make(&e);
+	char stats[PATH_MAX], trace[PATH_MAX], path[PATH_MAX];
+	snprintf(stats, sizeof(stats), "%s/stats.json", e.root);
+	snprintf(trace, sizeof(trace), "%s/trace.txt", e.root);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	c.stats = stats;
+	c.trace = trace;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	tpath(&e, path, 0);
+	twrite(path, 0, 100000, 100000);
+	tverify(path, 0, 100000, 100000);
+	ckc_shutdown();
+	char buf[8192] = { 0 };
+	int fd = open(stats, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_gt(read(fd, buf, sizeof(buf) - 1), 0);
+	close(fd);
+	cr_assert_not_null(strstr(buf, "\"name\": \"host\""));
+	cr_assert_not_null(strstr(buf, "\"put_bytes\": 100000"));
+	cr_assert_not_null(strstr(buf, "\"consumed\": 1"));
+	memset(buf, 0, sizeof(buf));
+	fd = open(trace, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_gt(read(fd, buf, sizeof(buf) - 1), 0);
+	close(fd);
+	cr_assert_not_null(strstr(buf, " write "));
+	cr_assert_not_null(strstr(buf, " read "));
+	cr_assert_not_null(strstr(buf, " flush "));
+	tenv_clean(&e);
+}
+
+Test(engine, no_bounded_tier_writes_through)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 0, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	tpath(&e, path, 0);
+	twrite(path, 5, 1 * MiB + 1, 4096);
+	cr_assert(thome_matches(path, 5, 1 * MiB + 1));
+	tverify(path, 5, 1 * MiB + 1, 1 * MiB);
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
+Test(engine, disabled_engine_refuses)
+{
+	ckc_config_t c;
+	memset(&c, 0, sizeof(c));
+	cr_assert_eq(ckc_init_config(&c), 1);
+	cr_assert_not(ckc_active());
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_write("/tmp/x", 0644, &h), -ENODEV);
+	cr_assert_eq(ckc_open_read("/tmp/x", &h), -ENODEV);
+	ckc_shutdown();
+}
+
+/* ---- threads --------------------------------------------------------- */
+
+struct worker {
+	tenv_t *e;
+	int id;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	char path[PATH_MAX];
+	uint64_t s = 77 + (uint64_t)w->id;
+	uint64_t size[8];
+	for (int i = 0; i < 8; i++) {
+		size[i] = 1 + trand(&s) % (1536 * 1024);
+		tpath(w->e, path, w->id * 100 + i);
+		twrite(path, (uint64_t)(w->id * 100 + i), size[i], 50000 + (size_t)w->id * 1000);
+	}
+	for (int i = 7; i >= 0; i--) {
+		tpath(w->e, path, w->id * 100 + i);
+		tverify(path, (uint64_t)(w->id * 100 + i), size[i], 70000);
+	}
+	return NULL;
+}
+
+Test(threads, concurrent_writers_and_readers)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 4 * MiB, 6 * MiB);
+	c.order = CKC_ORDER_REVERSE;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	pthread_t t[4];
+	struct worker w[4];
+	for (int i = 0; i < 4; i++) {
+		w[i].e = &e;
+		w[i].id = i;
+		cr_assert_eq(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
+struct half {
+	ckc_handle_t *h;
+	int parity;
+};
+
+static void *half_writer(void *arg)
+{
+	struct half *hw = arg;
+	unsigned char buf[65536];
+	for (uint64_t k = (uint64_t)hw->parity; k < 64; k += 2) {
+		tfill(buf, sizeof(buf), 555, k * sizeof(buf));
+		ssize_t n = ckc_pwrite(hw->h, buf, sizeof(buf), k * sizeof(buf));
+		if (n != (ssize_t)sizeof(buf))
+			return (void *)1;
+	}
+	return NULL;
+}
+
+Test(threads, two_threads_write_one_file)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 2 * MiB, 8 * MiB);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	tpath(&e, path, 0);
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
+	pthread_t t[2];
+	struct half hw[2] = { { h, 0 }, { h, 1 } };
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, half_writer, &hw[i]), 0);
+	for (int i = 0; i < 2; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		cr_assert_null(r);
+	}
+	cr_assert_eq(ckc_close(h), 0);
+	tverify(path, 555, 64 * 65536, 100000);
+	ckc_shutdown();
+	cr_assert(thome_matches(path, 555, 64 * 65536));
+	tenv_clean(&e);
+}

@@ -1,0 +1,253 @@
+/* Faults injected through the engine's I/O table: the ssd tier out of space
+ * or failing, the real path failing, the real path slow, the ssd file not
+ * creatable. Nothing may be lost: bytes stay readable, the failure is
+ * logged and counted, and a failed flush leaves a named rescue file. */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "engine_util.h"
+
+/* Which fds point into the ssd directory, the home directory. */
+static char ssd_prefix[128], home_prefix[128];
+static _Atomic int fd_kind[4096]; /* 1 ssd, 2 home */
+static _Atomic int fail_ssd_errno, fail_home_errno, home_delay_us, ssd_fail_after;
+static _Atomic int errors_logged;
+static char last_error[1024], all_errors[8192];
+static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void sink(int level, const char *msg)
+{
+	if (level != CKC_LOG_ERROR && level != CKC_LOG_WARN)
+		return;
+	atomic_fetch_add(&errors_logged, 1);
+	pthread_mutex_lock(&err_lock);
+	snprintf(last_error, sizeof(last_error), "%s", msg);
+	size_t n = strlen(all_errors);
+	snprintf(all_errors + n, sizeof(all_errors) - n, "%s\n", msg);
+	pthread_mutex_unlock(&err_lock);
+}
+
+static int f_open(const char *path, int flags, mode_t mode)
+{
+	int fd = open(path, flags | O_CLOEXEC, mode);
+	if (fd >= 0 && fd < 4096)
+		atomic_store(&fd_kind[fd], !strncmp(path, ssd_prefix, strlen(ssd_prefix)) ? 1 :
+					   !strncmp(path, home_prefix, strlen(home_prefix)) ? 2 : 0);
+	return fd;
+}
+
+static int kind(int fd)
+{
+	return fd >= 0 && fd < 4096 ? atomic_load(&fd_kind[fd]) : 0;
+}
+
+static ssize_t f_pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+	if (kind(fd) == 1 && atomic_load(&fail_ssd_errno)) {
+		if (atomic_load(&ssd_fail_after) > 0)
+			atomic_fetch_sub(&ssd_fail_after, 1);
+		else {
+			errno = atomic_load(&fail_ssd_errno);
+			return -1;
+		}
+	}
+	if (kind(fd) == 2) {
+		if (atomic_load(&fail_home_errno)) {
+			errno = atomic_load(&fail_home_errno);
+			return -1;
+		}
+		if (atomic_load(&home_delay_us))
+			usleep((useconds_t)atomic_load(&home_delay_us));
+	}
+	return pwrite(fd, buf, len, off);
+}
+
+static int f_fallocate_enospc(int fd, int mode, off_t off, off_t len)
+{
+	(void)fd;
+	(void)mode;
+	(void)off;
+	(void)len;
+	errno = ENOSPC;
+	return -1;
+}
+
+static void faults_setup(tenv_t *e)
+{
+	tenv_make(e);
+	snprintf(ssd_prefix, sizeof(ssd_prefix), "%s/", e->ssd);
+	snprintf(home_prefix, sizeof(home_prefix), "%s/", e->home);
+	ckc_io.open = f_open;
+	ckc_io.pwrite = f_pwrite;
+	ckc_log_sink = sink;
+	atomic_store(&errors_logged, 0);
+}
+
+static void faults_teardown(tenv_t *e)
+{
+	ckc_shutdown();
+	ckc_io_reset();
+	ckc_log_sink = NULL;
+	atomic_store(&fail_ssd_errno, 0);
+	atomic_store(&fail_home_errno, 0);
+	atomic_store(&home_delay_us, 0);
+	tenv_clean(e);
+}
+
+static void ssd_failure(int err)
+{
+	tenv_t e;
+	faults_setup(&e);
+	/* host 2 MiB, ssd 16 MiB: the history has to go through the ssd tier */
+	ckc_config_t c = tcfg(&e, 2 * MiB, 16 * MiB);
+	c.log_level = CKC_LOG_WARN;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	atomic_store(&ssd_fail_after, 2);
+	atomic_store(&fail_ssd_errno, err);
+	char path[PATH_MAX];
+	for (int i = 0; i < 10; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 700 * 1024, 100000);
+	}
+	for (int i = 9; i >= 0; i--) {
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i, 700 * 1024, 100000);
+	}
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert_gt(st.tier[1].flush_errors, 0, "ssd failures must be counted");
+	cr_assert_gt(atomic_load(&errors_logged), 0, "ssd failures must be logged");
+	ckc_shutdown();
+	for (int i = 0; i < 10; i++) {
+		tpath(&e, path, i);
+		cr_assert(thome_matches(path, (uint64_t)i, 700 * 1024), "%s lost", path);
+	}
+	faults_teardown(&e);
+}
+
+Test(faults, ssd_enospc) { ssd_failure(ENOSPC); }
+Test(faults, ssd_eio) { ssd_failure(EIO); }
+
+Test(faults, home_eio_leaves_a_rescue_file)
+{
+	tenv_t e;
+	faults_setup(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	atomic_store(&fail_home_errno, EIO);
+	char path[PATH_MAX];
+	tpath(&e, path, 3);
+	twrite(path, 3, 1 * MiB + 7, 300000);
+	cr_assert_eq(ckc_wait_flushed(), -EIO, "a rescued checkpoint must be reported");
+	/* the bytes are still readable, from the cache */
+	tverify(path, 3, 1 * MiB + 7, 1 * MiB);
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert_eq(st.rescued, 1);
+	cr_assert_gt(st.tier[0].flush_errors, 0);
+	pthread_mutex_lock(&err_lock);
+	char msg[1024];
+	snprintf(msg, sizeof(msg), "%s", last_error);
+	pthread_mutex_unlock(&err_lock);
+	cr_assert_not_null(strstr(msg, "saved in "), "the log must say where: %s", msg);
+	char rescue[PATH_MAX];
+	snprintf(rescue, sizeof(rescue), "%s", strstr(msg, "saved in ") + 9);
+	cr_assert(thome_matches(rescue, 3, 1 * MiB + 7), "rescue file %s", rescue);
+	cr_assert_eq(strncmp(rescue, e.rescue, strlen(e.rescue)), 0, "rescue file in CKPTCACHE_RESCUE_DIR");
+	cr_assert_not(texists(path));
+	faults_teardown(&e);
+}
+
+Test(faults, home_eio_after_eviction_reads_the_rescue_file)
+{
+	tenv_t e;
+	faults_setup(&e);
+	ckc_config_t c = tcfg(&e, 2 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	atomic_store(&fail_home_errno, EIO);
+	char path[PATH_MAX];
+	for (int i = 0; i < 6; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 900 * 1024, 900 * 1024);
+		/* rescued before the next one needs its room */
+		cr_assert_eq(ckc_wait_flushed(), -EIO);
+	}
+	/* the early ones were evicted once rescued: read from the rescue files */
+	for (int i = 0; i < 6; i++) {
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i, 900 * 1024, 100000);
+	}
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert_geq(st.rescued, 4);
+	cr_assert_gt(st.tier[0].evictions, 0);
+	cr_assert_gt(st.tier[1].read_ops, 0, "reads from the rescue files");
+	faults_teardown(&e);
+}
+
+Test(faults, slow_home_waits_or_bypasses_without_loss)
+{
+	tenv_t e;
+	faults_setup(&e);
+	ckc_config_t c = tcfg(&e, 3 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	atomic_store(&home_delay_us, 30000);
+	char path[PATH_MAX];
+	for (int i = 0; i < 12; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 1 * MiB, 256 * 1024);
+	}
+	for (int i = 11; i >= 0; i--) {
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i, 1 * MiB, 1 * MiB);
+	}
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert_gt(st.tier[0].waits + st.tier[0].bypasses, 0,
+		     "a full host tier over a slow home must wait or bypass");
+	ckc_shutdown();
+	for (int i = 0; i < 12; i++) {
+		tpath(&e, path, i);
+		cr_assert(thome_matches(path, (uint64_t)i, 1 * MiB));
+	}
+	faults_teardown(&e);
+}
+
+Test(faults, ssd_file_cannot_be_allocated)
+{
+	tenv_t e;
+	faults_setup(&e);
+	ckc_io.fallocate = f_fallocate_enospc;
+	ckc_config_t c = tcfg(&e, 2 * MiB, 64 * MiB);
+	cr_assert_eq(ckc_init_config(&c), -ENOSPC);
+	cr_assert_not(ckc_active(), "a tier that cannot be set up disables the cache");
+	pthread_mutex_lock(&err_lock);
+	cr_assert_not_null(strstr(all_errors, "CKPTCACHE_SSD_DIR"), "%s", all_errors);
+	pthread_mutex_unlock(&err_lock);
+	faults_teardown(&e);
+}
+
+Test(faults, rescue_impossible_keeps_bytes_in_cache)
+{
+	tenv_t e;
+	faults_setup(&e);
+	ckc_config_t c = tcfg(&e, 6 * MiB, 0);
+	c.rescue_dir = "/nonexistent/rescue";
+	cr_assert_eq(ckc_init_config(&c), 0);
+	atomic_store(&fail_home_errno, EIO);
+	char path[PATH_MAX];
+	tpath(&e, path, 1);
+	twrite(path, 1, 1 * MiB, 1 * MiB);
+	ckc_wait_flushed();
+	/* neither home nor a rescue file: the copy must stay and be readable */
+	for (int i = 0; i < 3; i++) {
+		char other[PATH_MAX];
+		tpath(&e, other, 10 + i);
+		twrite(other, 10 + (uint64_t)i, 1 * MiB, 1 * MiB);
+	}
+	tverify(path, 1, 1 * MiB, 1 * MiB);
+	cr_assert_str_eq(ckc_where(path), "host");
+	faults_teardown(&e);
+}
