@@ -243,7 +243,7 @@ static int tiers_open(void)
 				  (unsigned long long)c->host_cache, strerror(-rc));
 			return rc;
 		}
-		n++;
+		ckc_eng.ntier = ++n; /* so that a failure below closes it */
 	}
 	if (c->ssd_cache) {
 		ckc_tier_t *t = &ckc_eng.tier[n];
@@ -255,7 +255,7 @@ static int tiers_open(void)
 				  c->ssd_dir, (unsigned long long)c->ssd_cache, strerror(-rc));
 			return rc;
 		}
-		n++;
+		ckc_eng.ntier = ++n;
 	}
 	ckc_tier_t *h = &ckc_eng.tier[n];
 	h->name = "home";

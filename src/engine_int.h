@@ -139,6 +139,8 @@ typedef struct ckc_engine {
 	hint_reader_t hints;
 	bool hints_open;
 	uint64_t hints_next_try_ns;
+	off_t hints_last_off;
+	uint64_t hints_quiet_since;
 	bool prefetch_started;
 	pthread_t prefetcher;
 	bool prefetcher_running;

@@ -26,7 +26,10 @@ static int hints_emit(void *ctx, const char *canon)
 static void hints_report(void *ctx, const char *file, unsigned line, const char *msg)
 {
 	(void)ctx;
-	ckc_warn("%s:%u: %s; line skipped", file, line, msg);
+	if (line)
+		ckc_warn("%s:%u: %s", file, line, msg);
+	else
+		ckc_warn("%s: %s", file, msg);
 }
 
 void ckc_hints_poll(void)
@@ -49,6 +52,14 @@ void ckc_hints_poll(void)
 		ckc_eng.hints_open = true;
 	}
 	long n = hint_reader_poll(&ckc_eng.hints, hints_emit, hints_report, NULL);
+	/* a last line without its newline counts once the file has been
+	 * quiet for a second */
+	if (ckc_eng.hints.partial_len == 0 || n != 0 || ckc_eng.hints.off != ckc_eng.hints_last_off) {
+		ckc_eng.hints_last_off = ckc_eng.hints.off;
+		ckc_eng.hints_quiet_since = now;
+	} else if (now - ckc_eng.hints_quiet_since > 1000000000ull) {
+		n = hint_reader_finish(&ckc_eng.hints, hints_emit, hints_report, NULL);
+	}
 	if (n > 0) {
 		ckc_eng.prefetch_gen++;
 		pthread_cond_broadcast(&ckc_eng.cv);

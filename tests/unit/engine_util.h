@@ -3,7 +3,11 @@
 #ifndef CKC_TEST_ENGINE_UTIL_H
 #define CKC_TEST_ENGINE_UTIL_H
 
+#ifdef CKC_TEST_SHIM
+#include "shim.h"
+#else
 #include <criterion/criterion.h>
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -51,9 +55,11 @@ static inline void tenv_rm(const char *path)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		char sub[PATH_MAX + 512];
-		snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+		char *sub;
+		if (asprintf(&sub, "%s/%s", path, de->d_name) < 0)
+			break;
 		tenv_rm(sub);
+		free(sub);
 	}
 	closedir(d);
 	rmdir(path);

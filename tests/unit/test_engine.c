@@ -260,7 +260,7 @@ Test(persist, unconsumed_drops_pending_flushes)
 	ckc_config_t c = tcfg(&e, 16 * MiB, 0);
 	c.persist = CKC_PERSIST_UNCONSUMED;
 	/* home so slow that the reads come before the flushes */
-	slow_pwrite_us = 20000;
+	slow_pwrite_us = 200000;
 	ckc_io.pwrite = slow_pwrite;
 	cr_assert_eq(ckc_init_config(&c), 0);
 	char path[PATH_MAX];
