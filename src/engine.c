@@ -1064,6 +1064,19 @@ static int sync_locked(ckc_obj_t *o)
 	return rc;
 }
 
+/* Canonicalises path into key (PATH_MAX bytes) and takes the engine lock.
+ * Returns 0 with the lock held, and *op the current version of key (NULL if
+ * none, or if the engine is stopped); or -errno for a bad path, unlocked. */
+static int lookup_locked(const char *path, char *key, ckc_obj_t **op)
+{
+	int rc = canon(path, key);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&ckc_eng.lock);
+	*op = ckc_eng.active ? ckc_map_find(key) : NULL;
+	return 0;
+}
+
 int ckc_sync(ckc_handle_t *h)
 {
 	pthread_mutex_lock(&ckc_eng.lock);
@@ -1075,11 +1088,10 @@ int ckc_sync(ckc_handle_t *h)
 int ckc_sync_path(const char *path)
 {
 	char key[PATH_MAX];
-	int rc = canon(path, key);
+	ckc_obj_t *o;
+	int rc = lookup_locked(path, key, &o);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&ckc_eng.lock);
-	ckc_obj_t *o = ckc_eng.active ? ckc_map_find(key) : NULL;
 	rc = o ? sync_locked(o) : -ENOENT;
 	pthread_mutex_unlock(&ckc_eng.lock);
 	return rc;
@@ -1088,11 +1100,10 @@ int ckc_sync_path(const char *path)
 int ckc_unlink(const char *path)
 {
 	char key[PATH_MAX];
-	int rc = canon(path, key);
+	ckc_obj_t *o;
+	int rc = lookup_locked(path, key, &o);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&ckc_eng.lock);
-	ckc_obj_t *o = ckc_eng.active ? ckc_map_find(key) : NULL;
 	bool cached = o != NULL;
 	if (o) {
 		while (o->home_busy)
@@ -1110,13 +1121,12 @@ int ckc_unlink(const char *path)
 int ckc_rename(const char *from, const char *to)
 {
 	char kf[PATH_MAX], kt[PATH_MAX];
-	int rc = canon(from, kf);
+	ckc_obj_t *o;
+	int rc = canon(to, kt);
 	if (!rc)
-		rc = canon(to, kt);
+		rc = lookup_locked(from, kf, &o);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&ckc_eng.lock);
-	ckc_obj_t *o = ckc_eng.active ? ckc_map_find(kf) : NULL;
 	if (!o) {
 		pthread_mutex_unlock(&ckc_eng.lock);
 		return -ENOENT;
@@ -1171,11 +1181,10 @@ int ckc_rename(const char *from, const char *to)
 int ckc_stat(const char *path, ckc_stat_t *st)
 {
 	char key[PATH_MAX];
-	int rc = canon(path, key);
+	ckc_obj_t *o;
+	int rc = lookup_locked(path, key, &o);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&ckc_eng.lock);
-	ckc_obj_t *o = ckc_eng.active ? ckc_map_find(key) : NULL;
 	if (o) {
 		st->size = o->size;
 		st->mtime = o->mtime;
@@ -1190,11 +1199,10 @@ const char *ckc_where(const char *path)
 {
 	char key[PATH_MAX];
 	const char *name = NULL;
+	ckc_obj_t *o;
 
-	if (canon(path, key))
+	if (lookup_locked(path, key, &o))
 		return NULL;
-	pthread_mutex_lock(&ckc_eng.lock);
-	ckc_obj_t *o = ckc_eng.active ? ckc_map_find(key) : NULL;
 	if (o) {
 		int l = ckc_best_level(o);
 		if (l < 0 && o->place[0].state == LC_READ_IN_PROGRESS)

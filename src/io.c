@@ -29,35 +29,17 @@ static int io_fallocate(int fd, int mode, off_t off, off_t len)
 #endif
 }
 
-static const ckc_io_t io_default = {
-	.open = io_open,
-	.close = close,
-	.pread = pread,
-	.pwrite = pwrite,
-	.fsync = fsync,
-	.ftruncate = ftruncate,
-	.fallocate = io_fallocate,
-	.rename = rename,
-	.unlink = unlink,
-	.stat = stat,
-	.fstat = fstat,
-	.mkdir = mkdir,
-};
+#define CKC_IO_LIBC                                                      \
+	{                                                                \
+		.open = io_open, .close = close, .pread = pread,         \
+		.pwrite = pwrite, .fsync = fsync, .ftruncate = ftruncate, \
+		.fallocate = io_fallocate, .rename = rename,             \
+		.unlink = unlink, .stat = stat, .fstat = fstat,          \
+		.mkdir = mkdir,                                          \
+	}
 
-ckc_io_t ckc_io = {
-	.open = io_open,
-	.close = close,
-	.pread = pread,
-	.pwrite = pwrite,
-	.fsync = fsync,
-	.ftruncate = ftruncate,
-	.fallocate = io_fallocate,
-	.rename = rename,
-	.unlink = unlink,
-	.stat = stat,
-	.fstat = fstat,
-	.mkdir = mkdir,
-};
+static const ckc_io_t io_default = CKC_IO_LIBC;
+ckc_io_t ckc_io = CKC_IO_LIBC;
 
 void ckc_io_reset(void)
 {

@@ -638,3 +638,103 @@ Test(threads, two_threads_write_one_file)
 	cr_assert(thome_matches(path, 555, 64 * 65536));
 	tenv_clean(&e);
 }
+
+/* ---- the public API and the ssd tier's own paths ----------------------- */
+
+#include "ckptcache.h"
+
+Test(api, public_functions)
+{
+	/* inactive: nothing to do, success */
+	cr_assert_eq(ckptcache_prefetch_enqueue("/tmp/none"), 0);
+	cr_assert_eq(ckptcache_prefetch_start(), 0);
+	cr_assert_eq(ckptcache_wait_flushed(), 0);
+	errno = 0;
+	cr_assert_eq(ckptcache_prefetch_enqueue(NULL), -1);
+	cr_assert_eq(errno, EINVAL);
+
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 2 * MiB, 16 * MiB);
+	c.prefetch = CKC_PREFETCH_AUTO;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	for (int i = 0; i < 6; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 1 * MiB, 1 * MiB);
+	}
+	cr_assert_eq(ckptcache_wait_flushed(), 0);
+	for (int i = 0; i < 6; i++) {
+		tpath(&e, path, i);
+		cr_assert(thome_matches(path, (uint64_t)i, 1 * MiB), "wait_flushed returned early");
+		cr_assert_eq(ckptcache_prefetch_enqueue(path), 0);
+	}
+	cr_assert_eq(ckptcache_prefetch_start(), 0);
+	tpath(&e, path, 0);
+	for (int i = 0; i < 500 && (!ckc_where(path) || strcmp(ckc_where(path), "host")); i++)
+		usleep(10000);
+	cr_assert_str_eq(ckc_where(path), "host", "prefetch_start must start promoting");
+	for (int i = 0; i < 6; i++) {
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i, 1 * MiB, 1 * MiB);
+	}
+	char *big = malloc(PATH_MAX + 10);
+	memset(big, 'a', PATH_MAX + 9);
+	big[0] = '/';
+	big[PATH_MAX + 9] = '\0';
+	errno = 0;
+	cr_assert_eq(ckptcache_prefetch_enqueue(big), -1);
+	cr_assert_eq(errno, ENAMETOOLONG);
+	free(big);
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
+Test(ssd, unaligned_writes_and_reads_in_the_ssd_tier)
+{
+	tenv_t e;
+	tenv_make(&e);
+	/* no host tier: the ssd tier takes the program's own buffers */
+	ckc_config_t c = tcfg(&e, 0, 32 * MiB);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	tpath(&e, path, 0);
+	twrite(path, 77, 5 * MiB + 333, 100003);
+	cr_assert_str_eq(ckc_where(path), "ssd");
+	tverify(path, 77, 5 * MiB + 333, 65537);
+	/* a read that starts and ends inside blocks */
+	ckc_handle_t *h;
+	unsigned char got[9000], want[9000];
+	cr_assert_eq(ckc_open_read(path, &h), 0);
+	cr_assert_eq(ckc_pread(h, got + 1, 8000, 4095), 8000);
+	tfill(want, 8000, 77, 4095);
+	cr_assert(memcmp(got + 1, want, 8000) == 0);
+	cr_assert_eq(ckc_close(h), 0);
+	ckc_shutdown();
+	cr_assert(thome_matches(path, 77, 5 * MiB + 333));
+	tenv_clean(&e);
+}
+
+Test(ssd, history_through_ssd_only_with_reverse_prefetch)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 0, 4 * MiB);
+	c.order = CKC_ORDER_REVERSE;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	for (int i = 0; i < 10; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i + 5, 1 * MiB + 1000, 65536 + 3);
+	}
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	for (int i = 9; i >= 0; i--) {
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i + 5, 1 * MiB + 1000, 1 * MiB);
+	}
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert_gt(st.tier[0].prefetch_ops, 0, "promoted from home into the ssd tier");
+	ckc_shutdown();
+	tenv_clean(&e);
+}
