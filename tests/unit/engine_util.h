@@ -178,6 +178,18 @@ static inline bool texists(const char *path)
 	return stat(path, &st) == 0;
 }
 
+/* Waits up to ms milliseconds until a read of path would be served by tier. */
+static inline bool twait_where(const char *path, const char *tier, int ms)
+{
+	for (int i = 0; i < ms / 10; i++) {
+		const char *w = ckc_where(path);
+		if (w && !strcmp(w, tier))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 /* Deterministic pseudo-random numbers for test plans. */
 static inline uint64_t trand(uint64_t *s)
 {

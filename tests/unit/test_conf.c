@@ -1348,3 +1348,62 @@ Test(conf, load_zeroes_the_struct_first)
 	cr_expect_not(cfg.strict);
 	cr_expect_eq(cfg.order, CKC_ORDER_NONE);
 }
+
+/* ---- the engine started from the environment --------------------------- */
+
+#include <signal.h>
+
+#include "ckc.h"
+
+Test(conf_env, engine_starts_from_the_environment)
+{
+	char dir[] = "/tmp/ckc-env-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	setenv("CKPTCACHE_PATHS", "/tmp/*", 1);
+	setenv("CKPTCACHE_HOST_CACHE", "8M", 1);
+	setenv("CKPTCACHE_SSD_DIR", dir, 1);
+	setenv("CKPTCACHE_SSD_CACHE", "0", 1);
+	cr_assert_eq(ckc_init(), 0);
+	cr_assert(ckc_active());
+	cr_assert_eq(ckc_init(), 0, "a second start is a no-op");
+	ckc_shutdown();
+	cr_assert_not(ckc_active());
+	rmdir(dir);
+}
+
+Test(conf_env, no_paths_means_nothing_happens)
+{
+	unsetenv("CKPTCACHE_PATHS");
+	cr_assert_eq(ckc_init(), 1);
+	cr_assert_not(ckc_active());
+}
+
+Test(conf_env, bad_value_disables_the_cache)
+{
+	setenv("CKPTCACHE_PATHS", "/tmp/*", 1);
+	setenv("CKPTCACHE_ORDER", "backwards", 1);
+	unsetenv("CKPTCACHE_STRICT");
+	cr_assert_eq(ckc_init(), 1);
+	cr_assert_not(ckc_active());
+}
+
+Test(conf_env, strict_aborts_on_a_bad_value, .signal = SIGABRT)
+{
+	setenv("CKPTCACHE_PATHS", "/tmp/*", 1);
+	setenv("CKPTCACHE_ORDER", "backwards", 1);
+	setenv("CKPTCACHE_STRICT", "1", 1);
+	ckc_init();
+}
+
+Test(conf_env, strict_aborts_when_a_tier_fails, .signal = SIGABRT)
+{
+	setenv("CKPTCACHE_PATHS", "/tmp/*", 1);
+	setenv("CKPTCACHE_STRICT", "1", 1);
+	ckc_config_t c;
+	memset(&c, 0, sizeof(c));
+	c.enabled = true;
+	c.strict = true;
+	c.ssd_cache = 1 << 20;
+	c.ssd_dir = "/proc/none"; /* cannot hold the ssd file */
+	ckc_init_config(&c);
+}

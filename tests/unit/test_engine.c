@@ -425,9 +425,7 @@ Test(engine, file_of_an_earlier_run_is_prefetched)
 	cr_assert_eq(ckc_init_config(&c), 0);
 	cr_assert_eq(ckc_hint_enqueue(path), 0);
 	/* the prefetcher promotes it without any read */
-	for (int i = 0; i < 500 && (!ckc_where(path) || strcmp(ckc_where(path), "host")); i++)
-		usleep(10000);
-	cr_assert_str_eq(ckc_where(path), "host");
+	cr_assert(twait_where(path, "host", 5000));
 	tverify(path, 42, 3 * MiB, 1 * MiB);
 	ckc_stats_t st;
 	ckc_stats_get(&st);
@@ -671,9 +669,7 @@ Test(api, public_functions)
 	}
 	cr_assert_eq(ckptcache_prefetch_start(), 0);
 	tpath(&e, path, 0);
-	for (int i = 0; i < 500 && (!ckc_where(path) || strcmp(ckc_where(path), "host")); i++)
-		usleep(10000);
-	cr_assert_str_eq(ckc_where(path), "host", "prefetch_start must start promoting");
+	cr_assert(twait_where(path, "host", 5000), "prefetch_start must start promoting");
 	for (int i = 0; i < 6; i++) {
 		tpath(&e, path, i);
 		tverify(path, (uint64_t)i, 1 * MiB, 1 * MiB);
@@ -735,6 +731,44 @@ Test(ssd, history_through_ssd_only_with_reverse_prefetch)
 	ckc_stats_t st;
 	ckc_stats_get(&st);
 	cr_assert_gt(st.tier[0].prefetch_ops, 0, "promoted from home into the ssd tier");
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
+Test(hints, appended_lines_are_picked_up_while_running)
+{
+	tenv_t e;
+	tenv_make(&e);
+	char hints[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
+	snprintf(hints, sizeof(hints), "%s/hints.txt", e.root);
+	tpath(&e, a, 0);
+	tpath(&e, b, 1);
+	/* two checkpoints of an earlier run */
+	for (int i = 0; i < 2; i++) {
+		unsigned char *buf = malloc(1 * MiB);
+		tfill(buf, 1 * MiB, (uint64_t)i, 0);
+		int fd = open(i ? b : a, O_WRONLY | O_CREAT, 0644);
+		cr_assert_eq(write(fd, buf, 1 * MiB), (ssize_t)(1 * MiB));
+		close(fd);
+		free(buf);
+	}
+	FILE *f = fopen(hints, "w");
+	fclose(f);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	c.hints = hints;
+	c.prefetch = CKC_PREFETCH_EAGER;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	f = fopen(hints, "a");
+	fprintf(f, "home/ckpt_0000.bin\n");
+	fclose(f);
+	cr_assert(twait_where(a, "host", 3000), "an appended line must be prefetched");
+	/* a last line without its newline counts once the file is quiet */
+	f = fopen(hints, "a");
+	fprintf(f, "home/ckpt_0001.bin");
+	fclose(f);
+	cr_assert(twait_where(b, "host", 5000));
+	tverify(a, 0, 1 * MiB, 1 * MiB);
+	tverify(b, 1, 1 * MiB, 1 * MiB);
 	ckc_shutdown();
 	tenv_clean(&e);
 }
