@@ -9,6 +9,15 @@
 
 #define CKC_PUBLIC __attribute__((visibility("default")))
 
+bool (*ckc_api_start)(void);
+
+/* The preloaded library starts the engine on first use: the API is a use. */
+static void api_start(void)
+{
+	if (ckc_api_start)
+		ckc_api_start();
+}
+
 static int api_result(int rc)
 {
 	if (rc >= 0 || rc == -ENODEV)
@@ -23,11 +32,13 @@ CKC_PUBLIC int ckptcache_prefetch_enqueue(const char *path)
 		errno = EINVAL;
 		return -1;
 	}
+	api_start();
 	return api_result(ckc_hint_enqueue(path));
 }
 
 CKC_PUBLIC int ckptcache_prefetch_start(void)
 {
+	api_start();
 	return api_result(ckc_prefetch_start());
 }
 

@@ -20,6 +20,7 @@ typedef struct ckc_stat {
 	struct timespec mtime;  /* when it was last written */
 	bool complete;          /* closed by its writer */
 	bool at_home;           /* the real path holds this version */
+	mode_t mode;            /* permission bits it is created with */
 } ckc_stat_t;
 
 /* Reads the configuration from the environment and starts the engine.
@@ -51,12 +52,21 @@ ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off);
  * neither exists, or -errno. */
 int ckc_open_read(const char *path, ckc_handle_t **h);
 
-/* Reads up to len bytes at off of a reading handle from the fastest tier
- * holding them. Returns the number of bytes (0 at end) or -errno. */
+/* Reads up to len bytes at off from the fastest tier holding them (a writing
+ * handle reads what was written so far). Returns the number of bytes (0 at
+ * end) or -errno. */
 ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off);
 
 /* Current size of the object behind h. */
 uint64_t ckc_handle_size(const ckc_handle_t *h);
+
+/* Fills st for the version behind h (which may have been replaced since).
+ * Returns 0. */
+int ckc_handle_stat(const ckc_handle_t *h, ckc_stat_t *st);
+
+/* Sets the size of a writing handle's object: shorter drops the tail,
+ * longer adds zeros. Returns 0, -EBADF for a reading handle, or -errno. */
+int ckc_ftruncate(ckc_handle_t *h, uint64_t size);
 
 /* Closes h: a writer completes its object (unused space is returned and
  * flushing starts); a reader that read every byte consumes it. Returns 0 or
@@ -79,6 +89,16 @@ int ckc_unlink(const char *path);
  * cached, or -errno. */
 int ckc_rename(const char *from, const char *to);
 
+/* Writes the current version of path to its real path now, whatever
+ * CKPTCACHE_PERSIST says (before the real file is used directly). Returns
+ * 0, -ENOENT if path is not cached, or -errno. */
+int ckc_materialize(const char *path);
+
+/* Retires the cached versions of path without touching the real file (the
+ * caller has made the real file current). Returns 0, or -ENOENT if path is
+ * not cached. */
+int ckc_forget(const char *path);
+
 /* Fills st for the current cached version of path. Returns 0 or -ENOENT. */
 int ckc_stat(const char *path, ckc_stat_t *st);
 
@@ -99,6 +119,21 @@ const char *ckc_where(const char *path);
 /* Waits until the host tier's memory is fully populated (start-up never
  * waits for it; benchmarks do). */
 void ckc_wait_ready(void);
+
+/* fork(2) handlers: the parent keeps the engine; the child gets none (its
+ * threads did not survive the fork) and everything passes through there. */
+void ckc_atfork_prepare(void);
+void ckc_atfork_parent(void);
+void ckc_atfork_child(void);
+
+/* Expands "%p" (pid), "%r" (rank), "%h" (host name) and "%%" in a file
+ * name template (CKPTCACHE_STATS, CKPTCACHE_TRACE). Returns 0 or
+ * -ENAMETOOLONG. */
+int ckc_expand_name(const char *tmpl, char *out, size_t outlen);
+
+/* Set by the preloaded library: starts the engine on first use (the public
+ * API counts as a use). NULL when the engine is linked directly. */
+extern bool (*ckc_api_start)(void);
 
 /* A copy of the engine's counters (what CKPTCACHE_STATS would hold now). */
 void ckc_stats_get(ckc_stats_t *s);

@@ -323,7 +323,9 @@ static int engine_start(void)
 	if (c->hints && c->order != CKC_ORDER_NONE)
 		ckc_info("CKPTCACHE_HINTS is set: CKPTCACHE_ORDER is ignored");
 	if (c->trace) {
-		ckc_eng.trace_fd = ckc_io.open(c->trace, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		char name[PATH_MAX];
+		ckc_eng.trace_fd = ckc_expand_name(c->trace, name, sizeof(name)) ? -1 :
+				   ckc_io.open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		if (ckc_eng.trace_fd < 0)
 			ckc_warn("CKPTCACHE_TRACE='%s': %s; no trace is written", c->trace,
 				 strerror(errno));
@@ -407,6 +409,43 @@ static void stats_collect(ckc_stats_t *s)
 	}
 }
 
+int ckc_expand_name(const char *tmpl, char *out, size_t outlen)
+{
+	size_t n = 0;
+
+	for (const char *p = tmpl; *p; p++) {
+		char num[256];
+		const char *add = NULL;
+		if (p[0] == '%' && p[1]) {
+			switch (p[1]) {
+			case 'p': snprintf(num, sizeof(num), "%ld", (long)getpid()); add = num; break;
+			case 'r': snprintf(num, sizeof(num), "%ld", ckc_eng.cfg.rank); add = num; break;
+			case 'h':
+				if (gethostname(num, sizeof(num) - 1) != 0)
+					strcpy(num, "host");
+				num[sizeof(num) - 1] = '\0';
+				add = num;
+				break;
+			case '%': add = "%"; break;
+			}
+		}
+		if (add) {
+			size_t k = strlen(add);
+			if (n + k >= outlen)
+				return -ENAMETOOLONG;
+			memcpy(out + n, add, k);
+			n += k;
+			p++;
+		} else {
+			if (n + 1 >= outlen)
+				return -ENAMETOOLONG;
+			out[n++] = *p;
+		}
+	}
+	out[n] = '\0';
+	return 0;
+}
+
 static void stats_write(void)
 {
 	char *buf = NULL;
@@ -419,7 +458,9 @@ static void stats_write(void)
 	stats_collect(&s);
 	ckc_stats_write_json(&s, f);
 	fclose(f);
-	int fd = ckc_io.open(ckc_eng.cfg.stats, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	char name[PATH_MAX];
+	int fd = ckc_expand_name(ckc_eng.cfg.stats, name, sizeof(name)) ? -1 :
+		 ckc_io.open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0 || ckc_io_pwrite_all(fd, buf, len, 0) != 0)
 		ckc_warn("CKPTCACHE_STATS='%s': %s; no statistics written", ckc_eng.cfg.stats,
 			 strerror(errno));
@@ -915,8 +956,6 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	uint64_t t0 = ckc_now_ns();
 	ssize_t rc;
 
-	if (h->writer)
-		return -EBADF;
 	pthread_mutex_lock(&ckc_eng.lock);
 	for (;;) {
 		if (off >= o->size || len == 0) {
@@ -942,6 +981,13 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	}
 	if (len > o->size - off)
 		len = (size_t)(o->size - off);
+	if (h->writer && o->home_fd >= 0) {
+		/* written through at home: the bytes are in the temporary file */
+		int fd = o->home_fd;
+		pthread_mutex_unlock(&ckc_eng.lock);
+		ssize_t n = ckc_io_pread_all(fd, buf, len, (off_t)off);
+		return n;
+	}
 	int level = ckc_best_level(o);
 	if (level < 0) {
 		ckc_error("checkpoint %s: no copy of its bytes is left", o->key);
@@ -971,10 +1017,62 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 		st->hits++;
 		for (int l = 0; l < level; l++)
 			ckc_eng.tier[l].st.misses++;
-		range_add(h, off, off + len);
+		if (!h->writer)
+			range_add(h, off, off + len);
 		ckc_trace("read", o, off, len, level, t0);
 		rc = (ssize_t)len;
 	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+static void stat_fill(const ckc_obj_t *o, ckc_stat_t *st)
+{
+	st->size = o->size;
+	st->mtime = o->mtime;
+	st->complete = o->complete;
+	st->at_home = o->at_home;
+	st->mode = o->mode;
+}
+
+int ckc_handle_stat(const ckc_handle_t *h, ckc_stat_t *st)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	stat_fill(h->o, st);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return 0;
+}
+
+int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
+{
+	ckc_obj_t *o = h->o;
+	int rc = 0;
+
+	if (!h->writer)
+		return -EBADF;
+	pthread_mutex_lock(&ckc_eng.lock);
+	while (o->migrating)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (o->retired || o->complete) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return o->retired ? 0 : -EBADF;
+	}
+	if (o->wlevel == ckc_eng.ntier - 1) {
+		rc = ckc_io.ftruncate(o->home_fd, (off_t)size) ? -errno : 0;
+	} else if (size > o->size) {
+		/* growing: the new bytes read as zeros */
+		rc = write_room(o, size);
+		if (!rc && o->wlevel == ckc_eng.ntier - 1)
+			rc = ckc_io.ftruncate(o->home_fd, (off_t)size) ? -errno : 0;
+		else if (!rc) {
+			while (o->place[o->wlevel].pins > 0)
+				pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			rc = zero_fill(o, o->size, size);
+		}
+	}
+	if (!rc)
+		o->size = size;
+	clock_gettime(CLOCK_REALTIME, &o->mtime);
 	pthread_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
@@ -1036,13 +1134,15 @@ int ckc_close(ckc_handle_t *h)
 
 /* ---- durability, names --------------------------------------------- */
 
-static int sync_locked(ckc_obj_t *o)
+/* Makes the real path hold o's bytes (lock held): fsync'ed if durable,
+ * whatever CKPTCACHE_PERSIST says otherwise. */
+static int publish_locked(ckc_obj_t *o, bool durable)
 {
-	if (ckc_eng.cfg.persist == CKC_PERSIST_NEVER)
-		return 0;
 	while (o->home_busy || o->migrating)
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
-	if (o->at_home && !o->durable) {
+	if (o->at_home && (!durable || o->durable))
+		return 0;
+	if (o->at_home) {
 		int fd = ckc_io.open(o->key, O_RDONLY, 0);
 		int rc = fd < 0 ? -errno : ckc_io.fsync(fd) ? -errno : 0;
 		if (fd >= 0)
@@ -1053,15 +1153,25 @@ static int sync_locked(ckc_obj_t *o)
 			o->durable = true;
 		return rc;
 	}
-	if (o->at_home)
-		return 0;
-	if (o->wlevel == ckc_eng.ntier - 1 && o->home_fd >= 0)
+	if (o->wlevel == ckc_eng.ntier - 1 && o->home_fd >= 0) {
+		/* written through: the bytes are in the temporary file, which
+		 * becomes the real file at close */
+		if (!durable)
+			return -ENOTSUP;
 		return ckc_io.fsync(o->home_fd) ? -errno : 0;
+	}
 	bool complete = o->complete;
-	int rc = ckc_flush_home_now(o, true);
+	int rc = ckc_flush_home_now(o, durable);
 	if (!rc && !complete)
 		o->at_home = false; /* a snapshot: the final bytes come at close */
 	return rc;
+}
+
+static int sync_locked(ckc_obj_t *o)
+{
+	if (ckc_eng.cfg.persist == CKC_PERSIST_NEVER)
+		return 0;
+	return publish_locked(o, true);
 }
 
 /* Canonicalises path into key (PATH_MAX bytes) and takes the engine lock.
@@ -1116,6 +1226,35 @@ int ckc_unlink(const char *path)
 	pthread_mutex_unlock(&ckc_eng.lock);
 	rc = ckc_io.unlink(key) ? -errno : 0;
 	return rc == -ENOENT && cached ? 0 : rc;
+}
+
+int ckc_materialize(const char *path)
+{
+	char key[PATH_MAX];
+	ckc_obj_t *o;
+	int rc = lookup_locked(path, key, &o);
+	if (rc)
+		return rc;
+	rc = o ? publish_locked(o, false) : -ENOENT;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+int ckc_forget(const char *path)
+{
+	char key[PATH_MAX];
+	ckc_obj_t *o;
+	int rc = lookup_locked(path, key, &o);
+	if (rc)
+		return rc;
+	if (o) {
+		while (o->home_busy)
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_trace("forget", o, 0, o->size, -1, 0);
+		obj_retire(o);
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return o ? 0 : -ENOENT;
 }
 
 int ckc_rename(const char *from, const char *to)
@@ -1185,12 +1324,8 @@ int ckc_stat(const char *path, ckc_stat_t *st)
 	int rc = lookup_locked(path, key, &o);
 	if (rc)
 		return rc;
-	if (o) {
-		st->size = o->size;
-		st->mtime = o->mtime;
-		st->complete = o->complete;
-		st->at_home = o->at_home;
-	}
+	if (o)
+		stat_fill(o, st);
 	pthread_mutex_unlock(&ckc_eng.lock);
 	return o ? 0 : -ENOENT;
 }
@@ -1258,6 +1393,33 @@ int ckc_wait_flushed(void)
 	int rc = ckc_eng.st.rescued ? -EIO : 0;
 	pthread_mutex_unlock(&ckc_eng.lock);
 	return rc;
+}
+
+/* ---- fork ---------------------------------------------------------- */
+
+void ckc_atfork_prepare(void)
+{
+	pthread_mutex_lock(&eng_life);
+	pthread_mutex_lock(&ckc_eng.lock);
+}
+
+void ckc_atfork_parent(void)
+{
+	pthread_mutex_unlock(&ckc_eng.lock);
+	pthread_mutex_unlock(&eng_life);
+}
+
+void ckc_atfork_child(void)
+{
+	/* Only the forking thread exists here: the flushers and the
+	 * prefetcher are gone, so the child must never wait for them. Its
+	 * copy of the cache is simply abandoned (the parent still owns it and
+	 * the ssd file). */
+	pthread_mutex_init(&eng_life, NULL);
+	pthread_mutex_init(&ckc_eng.lock, NULL);
+	pthread_cond_init(&ckc_eng.cv, NULL);
+	ckc_eng.active = false;
+	ckc_eng.trace_fd = -1;
 }
 
 void ckc_stats_get(ckc_stats_t *s)

@@ -304,6 +304,7 @@ static void flush_one(ckc_edge_t *e, ckc_obj_t *o)
 static void *flusher_main(void *arg)
 {
 	ckc_edge_t *e = arg;
+	ckc_io_guard = 1; /* never re-enter the wrappers */
 
 	pthread_mutex_lock(&ckc_eng.lock);
 	for (;;) {

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
+__thread int ckc_io_guard;
+
 static int io_open(const char *path, int flags, mode_t mode)
 {
 	return open(path, flags | O_CLOEXEC, mode);

@@ -24,6 +24,11 @@ typedef struct ckc_io {
 	int (*mkdir)(const char *path, mode_t mode);
 } ckc_io_t;
 
+/* Nonzero while this thread runs engine code (the engine's threads, or a
+ * wrapper calling into the engine): the interposed wrappers then go straight
+ * to libc, so the engine's own I/O never re-enters them. */
+extern __thread int ckc_io_guard;
+
 /* The table in use; never NULL. */
 extern ckc_io_t ckc_io;
 

@@ -168,6 +168,7 @@ static bool prefetch_pass(void)
 static void *prefetcher_main(void *arg)
 {
 	(void)arg;
+	ckc_io_guard = 1; /* never re-enter the wrappers */
 	pthread_mutex_lock(&ckc_eng.lock);
 	while (!ckc_eng.stopping) {
 		ckc_hints_poll();

@@ -20,6 +20,7 @@
 static void *host_toucher(void *arg)
 {
 	ckc_tier_t *t = arg;
+	ckc_io_guard = 1; /* never re-enter the wrappers */
 	uint64_t cap = t->arena.capacity;
 
 	for (uint64_t off = 0; off < cap && !atomic_load(&t->toucher_stop);

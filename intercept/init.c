@@ -1,0 +1,121 @@
+/* Start and stop of the preloaded library: the constructor reads the
+ * configuration, points the engine's I/O at the real libc functions, loads
+ * the tagged-path patterns and starts the engine; the destructor drains it.
+ * fork handlers keep the parent's locks sane and leave the child without a
+ * cache. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "intercept.h"
+#include "log.h"
+
+atomic_bool ckc_icpt_on;
+
+static int icpt_open(const char *path, int flags, mode_t mode)
+{
+	return REAL(open)(path, flags | O_CLOEXEC, mode);
+}
+
+/* The engine's own I/O must never come back through the wrappers. */
+static void icpt_route_engine_io(void)
+{
+	ckc_real_resolve();
+	if (ckc_real.open)
+		ckc_io.open = icpt_open;
+	if (ckc_real.close)
+		ckc_io.close = ckc_real.close;
+	if (ckc_real.pread)
+		ckc_io.pread = ckc_real.pread;
+	if (ckc_real.pwrite)
+		ckc_io.pwrite = ckc_real.pwrite;
+	if (ckc_real.fsync)
+		ckc_io.fsync = ckc_real.fsync;
+	if (ckc_real.ftruncate)
+		ckc_io.ftruncate = ckc_real.ftruncate;
+	if (ckc_real.rename)
+		ckc_io.rename = ckc_real.rename;
+	if (ckc_real.unlink)
+		ckc_io.unlink = ckc_real.unlink;
+	if (ckc_real.stat)
+		ckc_io.stat = ckc_real.stat;
+	if (ckc_real.fstat)
+		ckc_io.fstat = ckc_real.fstat;
+}
+
+static void icpt_prepare(void)
+{
+	ckc_atfork_prepare();
+}
+
+static void icpt_parent(void)
+{
+	ckc_atfork_parent();
+}
+
+static void icpt_child(void)
+{
+	atomic_store(&ckc_icpt_on, false);
+	ckc_atfork_child();
+}
+
+/* The configuration, read once by the constructor. */
+static ckc_config_t icpt_cfg;
+static pthread_once_t icpt_engine_once = PTHREAD_ONCE_INIT;
+static atomic_bool icpt_engine_ok;
+
+static void icpt_engine_start(void)
+{
+	ckc_enter();
+	int rc = ckc_init_config(&icpt_cfg);
+	ckc_leave();
+	atomic_store(&icpt_engine_ok, rc == 0);
+	if (rc != 0)
+		atomic_store(&ckc_icpt_on, false); /* everything passes through */
+}
+
+bool ckc_engine_ready(void)
+{
+	pthread_once(&icpt_engine_once, icpt_engine_start);
+	return atomic_load(&icpt_engine_ok);
+}
+
+__attribute__((constructor)) static void icpt_init(void)
+{
+	const char *paths = getenv("CKPTCACHE_PATHS");
+
+	if (!paths || !*paths)
+		return; /* nothing is tagged: the library does nothing at all */
+	ckc_enter();
+	icpt_route_engine_io();
+	int errors = ckc_config_from_env(&icpt_cfg);
+	if (errors && icpt_cfg.strict)
+		abort(); /* CKPTCACHE_STRICT=1 asked for it; the loader said why */
+	if (!errors && icpt_cfg.enabled && ckc_fdtab_init() == 0) {
+		if (ckc_tag_load(paths, icpt_cfg.rank) > 0) {
+			pthread_atfork(icpt_prepare, icpt_parent, icpt_child);
+			ckc_api_start = ckc_engine_ready;
+			atomic_store(&ckc_icpt_on, true);
+			/* the engine (its memory, its threads) starts with the
+			 * first tagged file, so a process that never opens one
+			 * pays nothing; eager prefetching starts it now */
+			if (icpt_cfg.prefetch == CKC_PREFETCH_EAGER)
+				ckc_engine_ready();
+		} else {
+			ckc_error("CKPTCACHE_PATHS='%s': no usable pattern; the cache is disabled", paths);
+		}
+	}
+	ckc_leave();
+}
+
+__attribute__((destructor)) static void icpt_fini(void)
+{
+	atomic_store(&ckc_icpt_on, false);
+	if (!atomic_load(&icpt_engine_ok))
+		return;
+	ckc_enter();
+	ckc_shutdown();
+	ckc_leave();
+}

@@ -1,0 +1,114 @@
+/* State shared by the wrappers: whether interception is on, the per-thread
+ * guard that sends the engine's own calls straight to libc, tagged-path
+ * matching, and the table of virtual descriptors (tagged fds). */
+#ifndef CKC_INTERCEPT_H
+#define CKC_INTERCEPT_H
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ckc.h"
+#include "io.h"
+#include "real.h"
+
+#define CKC_EXPORT __attribute__((visibility("default")))
+
+/* Interception is on: the engine started and patterns are set. Cleared in
+ * a forked child and after the engine stops. */
+extern atomic_bool ckc_icpt_on;
+
+/* Starts the engine on first use (once). False if it could not start:
+ * tagged files then pass through. */
+bool ckc_engine_ready(void);
+
+/* ---- tagged paths (tag.c) ---- */
+
+/* Loads CKPTCACHE_PATHS (colon-separated globs, "%r" = rank, relative ones
+ * against the cwd). Returns the number of patterns. */
+int ckc_tag_load(const char *paths, long rank);
+void ckc_tag_free(void);
+
+/* Whether the canonical path matches a pattern. */
+bool ckc_tag_match(const char *canon);
+
+/* Canonicalises path (relative to dirfd, AT_FDCWD for the cwd) into out
+ * (PATH_MAX bytes) and tells whether it is tagged. False for anything that
+ * is not a tagged path (or while the thread is inside the engine). */
+bool ckc_tagged_at(int dirfd, const char *path, char *out);
+
+/* ---- virtual descriptors (fdtab.c) ---- */
+
+typedef struct ckc_vfd {
+	pthread_mutex_t lock; /* guards pos */
+	atomic_int refs;      /* descriptor numbers sharing it (dup) */
+	ckc_handle_t *h;
+	uint64_t pos;
+	int flags;            /* access mode, O_APPEND, O_NONBLOCK... as opened */
+	char path[];          /* canonical */
+} ckc_vfd_t;
+
+extern _Atomic(ckc_vfd_t *) *ckc_vfd_tab;
+extern size_t ckc_vfd_cap;
+
+/* The virtual descriptor behind fd, or NULL: the fast path of every fd call. */
+static inline ckc_vfd_t *ckc_vfd_get(int fd)
+{
+	if ((unsigned)fd >= ckc_vfd_cap)
+		return NULL;
+	return atomic_load_explicit(&ckc_vfd_tab[fd], memory_order_acquire);
+}
+
+int ckc_fdtab_init(void);
+ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path);
+/* Puts v at fd (taking a reference). Returns 0, or -EMFILE past the table. */
+int ckc_vfd_install(int fd, ckc_vfd_t *v);
+/* Takes v off fd; the caller owns the reference it held. */
+ckc_vfd_t *ckc_vfd_take(int fd);
+/* Drops a reference; the last one closes the engine handle. Returns 0 or
+ * -errno from that close. */
+int ckc_vfd_put(ckc_vfd_t *v);
+
+/* Opens a placeholder: a real, unique descriptor on which every read or
+ * write that bypasses the library fails (O_PATH of "/"). */
+int ckc_placeholder(int oflags);
+
+/* ---- operations on virtual descriptors (posix.c) ---- */
+
+ssize_t ckc_vfd_read(ckc_vfd_t *v, void *buf, size_t n);
+ssize_t ckc_vfd_write(ckc_vfd_t *v, const void *buf, size_t n);
+ssize_t ckc_vfd_pread(ckc_vfd_t *v, void *buf, size_t n, off_t off);
+ssize_t ckc_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off);
+off_t ckc_vfd_lseek(ckc_vfd_t *v, off_t off, int whence);
+/* The open logic for a tagged path; returns an fd or -1 with errno set. */
+int ckc_open_tagged(const char *canon, int flags, mode_t mode);
+/* Closes fd (tagged or not). */
+int ckc_close_fd(int fd);
+
+/* ---- the per-thread guard ---- */
+
+static inline void ckc_enter(void)
+{
+	ckc_io_guard++;
+}
+
+static inline void ckc_leave(void)
+{
+	ckc_io_guard--;
+}
+
+/* Sets errno from a -errno result and returns -1, or returns rc. */
+static inline long ckc_ret(long rc)
+{
+	if (rc < 0) {
+		errno = (int)-rc;
+		return -1;
+	}
+	return rc;
+}
+
+#endif

@@ -1,0 +1,993 @@
+/* POSIX I/O wrappers: open family, close, read/write family, seek, sync,
+ * truncate, dup family, fcntl, access, unlink, rename, mmap and the copy
+ * calls. Every wrapper has one shape: an untagged call goes straight to
+ * libc; a tagged one goes to the engine, and errno is kept on success. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <unistd.h>
+
+#include "intercept.h"
+#include "log.h"
+#include "path.h"
+
+/* ckc_open_tagged's answer: not for the cache, call the real function. */
+#define CKC_PASS (-4096)
+
+/* Sets errno from a -errno result, or restores the caller's errno. */
+static inline long result(long rc, int saved)
+{
+	if (rc < 0) {
+		errno = (int)-rc;
+		return -1;
+	}
+	errno = saved;
+	return rc;
+}
+
+/* A tagged descriptor inherited across fork, or used after the engine
+ * stopped, cannot reach the cache any more: fail, loudly. */
+static int vfd_usable(const ckc_vfd_t *v)
+{
+	static atomic_bool said;
+	if (atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed))
+		return 0;
+	if (!atomic_exchange(&said, true))
+		ckc_error("a descriptor of checkpoint %s is used where the cache is not running "
+			  "(a forked child, or after exit began): the call fails with EBADF",
+			  v->path);
+	return -EBADF;
+}
+
+/* ---- operations on virtual descriptors ------------------------------ */
+
+ssize_t ckc_vfd_pread(ckc_vfd_t *v, void *buf, size_t n, off_t off)
+{
+	int rc = vfd_usable(v);
+	if (rc)
+		return rc;
+	if ((v->flags & O_ACCMODE) == O_WRONLY)
+		return -EBADF;
+	if (off < 0)
+		return -EINVAL;
+	ckc_enter();
+	ssize_t r = ckc_pread(v->h, buf, n, (uint64_t)off);
+	ckc_leave();
+	return r;
+}
+
+ssize_t ckc_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off)
+{
+	int rc = vfd_usable(v);
+	if (rc)
+		return rc;
+	if ((v->flags & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
+	if (off < 0)
+		return -EINVAL;
+	ckc_enter();
+	ssize_t r = ckc_pwrite(v->h, buf, n, (uint64_t)off);
+	ckc_leave();
+	return r;
+}
+
+ssize_t ckc_vfd_read(ckc_vfd_t *v, void *buf, size_t n)
+{
+	pthread_mutex_lock(&v->lock);
+	ssize_t r = ckc_vfd_pread(v, buf, n, (off_t)v->pos);
+	if (r > 0)
+		v->pos += (uint64_t)r;
+	pthread_mutex_unlock(&v->lock);
+	return r;
+}
+
+ssize_t ckc_vfd_write(ckc_vfd_t *v, const void *buf, size_t n)
+{
+	pthread_mutex_lock(&v->lock);
+	if (v->flags & O_APPEND)
+		v->pos = ckc_handle_size(v->h);
+	ssize_t r = ckc_vfd_pwrite(v, buf, n, (off_t)v->pos);
+	if (r > 0)
+		v->pos += (uint64_t)r;
+	pthread_mutex_unlock(&v->lock);
+	return r;
+}
+
+off_t ckc_vfd_lseek(ckc_vfd_t *v, off_t off, int whence)
+{
+	int err = vfd_usable(v);
+	if (err)
+		return err;
+	pthread_mutex_lock(&v->lock);
+	off_t size = (off_t)ckc_handle_size(v->h), r = 0;
+	switch (whence) {
+	case SEEK_SET: r = off; break;
+	case SEEK_CUR: r = (off_t)v->pos + off; break;
+	case SEEK_END: r = size + off; break;
+	/* a checkpoint shows no holes: all of it is data */
+	case SEEK_DATA: r = off; err = off < size ? 0 : -ENXIO; break;
+	case SEEK_HOLE: r = size; err = off < size ? 0 : -ENXIO; break;
+	default: err = -EINVAL; break;
+	}
+	if (!err && (r < 0 || (off < 0 && whence >= SEEK_DATA)))
+		err = whence >= SEEK_DATA ? -ENXIO : -EINVAL;
+	if (!err)
+		v->pos = (uint64_t)r;
+	pthread_mutex_unlock(&v->lock);
+	return err ? err : r;
+}
+
+/* Scatter/gather over pread/pwrite; stops at the first short transfer. */
+static ssize_t vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos,
+		       bool wr)
+{
+	ssize_t total = 0;
+
+	if (cnt < 0)
+		return -EINVAL;
+	if (use_pos) {
+		pthread_mutex_lock(&v->lock);
+		if (wr && (v->flags & O_APPEND))
+			v->pos = ckc_handle_size(v->h);
+		off = (off_t)v->pos;
+	}
+	for (int i = 0; i < cnt; i++) {
+		if (iov[i].iov_len == 0)
+			continue;
+		ssize_t r = wr ? ckc_vfd_pwrite(v, iov[i].iov_base, iov[i].iov_len, off + total) :
+				 ckc_vfd_pread(v, iov[i].iov_base, iov[i].iov_len, off + total);
+		if (r < 0) {
+			if (total == 0)
+				total = r;
+			break;
+		}
+		total += r;
+		if ((size_t)r < iov[i].iov_len)
+			break;
+	}
+	if (use_pos) {
+		if (total > 0)
+			v->pos += (uint64_t)total;
+		pthread_mutex_unlock(&v->lock);
+	}
+	return total;
+}
+
+/* ---- open and close ------------------------------------------------- */
+
+static int real_stat_path(const char *p, struct stat *st)
+{
+	int (*rs)(const char *, struct stat *) = REAL(stat);
+	return rs ? rs(p, st) : -1;
+}
+
+static int real_access(const char *p, int mode)
+{
+	int (*ra)(const char *, int) = REAL(access);
+	return ra ? ra(p, mode) : 0;
+}
+
+static int install_new(ckc_handle_t *h, int flags, const char *canon)
+{
+	int fd = ckc_placeholder(flags);
+	if (fd < 0) {
+		ckc_close(h);
+		return fd;
+	}
+	ckc_vfd_t *v = ckc_vfd_new(h, flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC), canon);
+	int rc = v ? ckc_vfd_install(fd, v) : -ENOMEM;
+	if (rc) {
+		REAL(close)(fd);
+		ckc_close(h);
+		free(v);
+		if (rc == -EMFILE)
+			ckc_warn("descriptor %d is beyond the table of tagged descriptors: %s is not cached",
+				 fd, canon);
+		return rc == -EMFILE ? CKC_PASS : rc;
+	}
+	return fd;
+}
+
+/* The open logic for a tagged path: returns an fd, -errno, or CKC_PASS. */
+static int open_tagged(const char *canon, int flags, mode_t mode)
+{
+	int acc = flags & O_ACCMODE;
+	ckc_stat_t cst;
+	struct stat rst;
+	ckc_handle_t *h;
+
+	if ((flags & (O_PATH | O_DIRECTORY)) || (flags & O_TMPFILE) == O_TMPFILE)
+		return CKC_PASS;
+	bool cached = ckc_stat(canon, &cst) == 0;
+	bool real = real_stat_path(canon, &rst) == 0;
+	if (real && !S_ISREG(rst.st_mode))
+		return CKC_PASS;
+	bool exists = cached || real;
+
+	if (acc == O_RDONLY && !(flags & O_TRUNC)) {
+		if (!exists)
+			return flags & O_CREAT ? CKC_PASS : -ENOENT;
+		if (!cached && real_access(canon, R_OK) != 0)
+			return -errno;
+		int rc = ckc_open_read(canon, &h);
+		if (rc == -ENOENT || rc == -ENODEV)
+			return CKC_PASS;
+		return rc ? rc : install_new(h, flags, canon);
+	}
+	if ((flags & O_CREAT) && (flags & O_EXCL) && exists)
+		return -EEXIST;
+	if (acc != O_RDONLY && ((flags & O_TRUNC) || !exists)) {
+		char dir[PATH_MAX];
+		if (!exists && !(flags & O_CREAT))
+			return -ENOENT;
+		/* fail now, as the real open would, not at flush time */
+		if (ckc_path_dirname(canon, dir, sizeof(dir)) == 0 &&
+		    real_access(dir, W_OK | X_OK) != 0)
+			return -errno;
+		if (real && real_access(canon, W_OK) != 0)
+			return -errno;
+		mode_t m = flags & O_CREAT ? mode : real ? rst.st_mode : cst.mode;
+		int rc = ckc_open_write(canon, m & 07777, &h);
+		if (rc == -ENODEV)
+			return CKC_PASS;
+		return rc ? rc : install_new(h, flags, canon);
+	}
+	/* Any other write to an existing checkpoint works on the real file:
+	 * make it current there, forget the cached copy, pass through. */
+	if (cached) {
+		int rc = ckc_materialize(canon);
+		if (rc && rc != -ENOENT) {
+			ckc_error("checkpoint %s could not be written to its real path for an in-place "
+				  "update (%s)", canon, strerror(-rc));
+			return rc;
+		}
+		ckc_forget(canon);
+	}
+	return CKC_PASS;
+}
+
+int ckc_open_tagged(const char *canon, int flags, mode_t mode)
+{
+	if (!ckc_engine_ready())
+		return CKC_PASS;
+	ckc_enter();
+	int fd = open_tagged(canon, flags, mode);
+	ckc_leave();
+	return fd;
+}
+
+static int open_common(int dirfd, const char *path, int flags, mode_t mode)
+{
+	char canon[PATH_MAX];
+	int saved = errno;
+
+	if (ckc_tagged_at(dirfd, path, canon)) {
+		int fd = ckc_open_tagged(canon, flags, mode);
+		if (fd != CKC_PASS)
+			return (int)result(fd, saved);
+	}
+	int (*ro)(int, const char *, int, ...) = REAL(openat);
+	if (!ro) {
+		ckc_real_missing("openat");
+		errno = ENOSYS;
+		return -1;
+	}
+	return ro(dirfd, path, flags, mode);
+}
+
+static inline bool needs_mode(int flags)
+{
+	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+#define OPEN_MODE(flags, mode)                  \
+	do {                                    \
+		if (needs_mode(flags)) {        \
+			va_list ap;             \
+			va_start(ap, flags);    \
+			mode = va_arg(ap, int); \
+			va_end(ap);             \
+		}                               \
+	} while (0)
+
+CKC_EXPORT int open(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	OPEN_MODE(flags, mode);
+	return open_common(AT_FDCWD, path, flags, mode);
+}
+
+CKC_EXPORT int open64(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	OPEN_MODE(flags, mode);
+	return open_common(AT_FDCWD, path, flags, mode);
+}
+
+CKC_EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	OPEN_MODE(flags, mode);
+	return open_common(dirfd, path, flags, mode);
+}
+
+CKC_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	OPEN_MODE(flags, mode);
+	return open_common(dirfd, path, flags, mode);
+}
+
+CKC_EXPORT int creat(const char *path, mode_t mode)
+{
+	return open_common(AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+}
+
+CKC_EXPORT int creat64(const char *path, mode_t mode)
+{
+	return open_common(AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+}
+
+/* The _FORTIFY_SOURCE entry points (open without a mode argument). */
+CKC_EXPORT int __open_2(const char *path, int flags)
+{
+	return open_common(AT_FDCWD, path, flags, 0);
+}
+
+CKC_EXPORT int __open64_2(const char *path, int flags)
+{
+	return open_common(AT_FDCWD, path, flags, 0);
+}
+
+CKC_EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+	return open_common(dirfd, path, flags, 0);
+}
+
+CKC_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+	return open_common(dirfd, path, flags, 0);
+}
+
+int ckc_close_fd(int fd)
+{
+	ckc_vfd_t *v = ckc_vfd_take(fd);
+	int (*rc_close)(int) = REAL(close);
+	int saved = errno;
+	int rc = rc_close ? rc_close(fd) : 0;
+	if (!v)
+		return rc;
+	int e = ckc_vfd_put(v);
+	return (int)result(e < 0 ? e : rc < 0 ? -errno : 0, saved);
+}
+
+CKC_EXPORT int close(int fd)
+{
+	if (!ckc_vfd_get(fd))
+		return REAL(close)(fd);
+	return ckc_close_fd(fd);
+}
+
+/* ---- data ------------------------------------------------------------ */
+
+CKC_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(read)(fd, buf, n);
+	int saved = errno;
+	return result(ckc_vfd_read(v, buf, n), saved);
+}
+
+CKC_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(write)(fd, buf, n);
+	int saved = errno;
+	return result(ckc_vfd_write(v, buf, n), saved);
+}
+
+CKC_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(pread)(fd, buf, n, off);
+	int saved = errno;
+	return result(ckc_vfd_pread(v, buf, n, off), saved);
+}
+
+CKC_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(pread64)(fd, buf, n, off);
+	int saved = errno;
+	return result(ckc_vfd_pread(v, buf, n, off), saved);
+}
+
+CKC_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(pwrite)(fd, buf, n, off);
+	int saved = errno;
+	return result(ckc_vfd_pwrite(v, buf, n, off), saved);
+}
+
+CKC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(pwrite64)(fd, buf, n, off);
+	int saved = errno;
+	return result(ckc_vfd_pwrite(v, buf, n, off), saved);
+}
+
+CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(readv)(fd, iov, cnt);
+	int saved = errno;
+	return result(vfd_iov(v, iov, cnt, 0, true, false), saved);
+}
+
+CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(writev)(fd, iov, cnt);
+	int saved = errno;
+	return result(vfd_iov(v, iov, cnt, 0, true, true), saved);
+}
+
+#define VFD_IOV_WRAPPER(name, wr)                                                          \
+	CKC_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt, off_t off)      \
+	{                                                                                  \
+		ckc_vfd_t *v = ckc_vfd_get(fd);                                            \
+		if (!v)                                                                    \
+			return REAL(name)(fd, iov, cnt, off);                              \
+		int saved = errno;                                                         \
+		return result(vfd_iov(v, iov, cnt, off, false, wr), saved);               \
+	}
+
+VFD_IOV_WRAPPER(preadv, false)
+VFD_IOV_WRAPPER(preadv64, false)
+VFD_IOV_WRAPPER(pwritev, true)
+VFD_IOV_WRAPPER(pwritev64, true)
+
+/* preadv2/pwritev2: offset -1 means the current position; flags are hints
+ * (RWF_HIPRI, RWF_DSYNC...) that the cache satisfies or ignores, except
+ * RWF_DSYNC/RWF_SYNC, which sync like fdatasync. */
+#define VFD_IOV2_WRAPPER(name, wr)                                                         \
+	CKC_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt, off_t off,      \
+				int flags)                                                 \
+	{                                                                                  \
+		ckc_vfd_t *v = ckc_vfd_get(fd);                                            \
+		if (!v)                                                                    \
+			return REAL(name)(fd, iov, cnt, off, flags);                       \
+		int saved = errno;                                                         \
+		ssize_t r = vfd_iov(v, iov, cnt, off, off == -1, wr);                      \
+		if (r > 0 && wr && (flags & (RWF_DSYNC | RWF_SYNC))) {                     \
+			ckc_enter();                                                       \
+			int s = ckc_sync(v->h);                                            \
+			ckc_leave();                                                       \
+			if (s < 0)                                                         \
+				r = s;                                                     \
+		}                                                                          \
+		return result(r, saved);                                                   \
+	}
+
+VFD_IOV2_WRAPPER(preadv2, false)
+VFD_IOV2_WRAPPER(preadv64v2, false)
+VFD_IOV2_WRAPPER(pwritev2, true)
+VFD_IOV2_WRAPPER(pwritev64v2, true)
+
+CKC_EXPORT off_t lseek(int fd, off_t off, int whence)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(lseek)(fd, off, whence);
+	int saved = errno;
+	return result(ckc_vfd_lseek(v, off, whence), saved);
+}
+
+CKC_EXPORT off_t lseek64(int fd, off_t off, int whence)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(lseek64)(fd, off, whence);
+	int saved = errno;
+	return result(ckc_vfd_lseek(v, off, whence), saved);
+}
+
+/* ---- durability and size --------------------------------------------- */
+
+static int vfd_sync(ckc_vfd_t *v)
+{
+	int rc = vfd_usable(v);
+	if (rc)
+		return rc;
+	ckc_enter();
+	rc = ckc_sync(v->h);
+	ckc_leave();
+	return rc;
+}
+
+CKC_EXPORT int fsync(int fd)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(fsync)(fd);
+	int saved = errno;
+	return (int)result(vfd_sync(v), saved);
+}
+
+CKC_EXPORT int fdatasync(int fd)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(fdatasync)(fd);
+	int saved = errno;
+	return (int)result(vfd_sync(v), saved);
+}
+
+static int vfd_truncate(ckc_vfd_t *v, off_t len)
+{
+	int rc = vfd_usable(v);
+	if (rc)
+		return rc;
+	if (len < 0)
+		return -EINVAL;
+	if ((v->flags & O_ACCMODE) == O_RDONLY)
+		return -EINVAL;
+	ckc_enter();
+	rc = ckc_ftruncate(v->h, (uint64_t)len);
+	ckc_leave();
+	return rc;
+}
+
+CKC_EXPORT int ftruncate(int fd, off_t len)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(ftruncate)(fd, len);
+	int saved = errno;
+	return (int)result(vfd_truncate(v, len), saved);
+}
+
+CKC_EXPORT int ftruncate64(int fd, off_t len)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(ftruncate64)(fd, len);
+	int saved = errno;
+	return (int)result(vfd_truncate(v, len), saved);
+}
+
+/* The real file becomes the checkpoint: write the cached bytes there and
+ * let the cache forget them (truncate(2), renames out of the tagged set). */
+static int hand_over(const char *canon)
+{
+	ckc_enter();
+	int rc = ckc_materialize(canon);
+	if (rc == 0 || rc == -ENOENT)
+		rc = 0;
+	if (!rc)
+		ckc_forget(canon);
+	ckc_leave();
+	return rc;
+}
+
+CKC_EXPORT int truncate(const char *path, off_t len)
+{
+	char canon[PATH_MAX];
+	int saved = errno;
+	if (ckc_tagged_at(AT_FDCWD, path, canon)) {
+		int rc = hand_over(canon);
+		if (rc)
+			return (int)result(rc, saved);
+	}
+	return REAL(truncate)(path, len);
+}
+
+CKC_EXPORT int truncate64(const char *path, off_t len)
+{
+	char canon[PATH_MAX];
+	int saved = errno;
+	if (ckc_tagged_at(AT_FDCWD, path, canon)) {
+		int rc = hand_over(canon);
+		if (rc)
+			return (int)result(rc, saved);
+	}
+	return REAL(truncate64)(path, len);
+}
+
+/* ---- descriptors ------------------------------------------------------ */
+
+/* After a real dup onto newfd: newfd shares oldfd's virtual descriptor (or
+ * loses the one it had: dup2 closed it). */
+static int dup_fixup(int oldfd, int newfd)
+{
+	ckc_vfd_t *v = ckc_vfd_get(oldfd);
+
+	if (newfd < 0)
+		return newfd;
+	if (oldfd == newfd)
+		return newfd;
+	if (v) {
+		if (ckc_vfd_install(newfd, v) != 0) {
+			/* cannot track the copy: it must not be a usable alias */
+			REAL(close)(newfd);
+			errno = EMFILE;
+			return -1;
+		}
+	} else {
+		ckc_vfd_t *old = ckc_vfd_take(newfd);
+		if (old)
+			ckc_vfd_put(old);
+	}
+	return newfd;
+}
+
+CKC_EXPORT int dup(int fd)
+{
+	if (!ckc_vfd_get(fd))
+		return REAL(dup)(fd);
+	return dup_fixup(fd, REAL(dup)(fd));
+}
+
+CKC_EXPORT int dup2(int oldfd, int newfd)
+{
+	if (!ckc_vfd_get(oldfd) && !ckc_vfd_get(newfd))
+		return REAL(dup2)(oldfd, newfd);
+	return dup_fixup(oldfd, REAL(dup2)(oldfd, newfd));
+}
+
+CKC_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	if (!ckc_vfd_get(oldfd) && !ckc_vfd_get(newfd))
+		return REAL(dup3)(oldfd, newfd, flags);
+	return dup_fixup(oldfd, REAL(dup3)(oldfd, newfd, flags));
+}
+
+static int fcntl_common(int (*rf)(int, int, ...), int fd, int cmd, unsigned long arg)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+
+	if (!rf) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (!v)
+		return rf(fd, cmd, arg);
+	switch (cmd) {
+	case F_DUPFD:
+	case F_DUPFD_CLOEXEC:
+		return dup_fixup(fd, rf(fd, cmd, arg));
+	case F_GETFL:
+		return v->flags;
+	case F_SETFL: {
+		/* only the status flags may change, as for a real file */
+		int keep = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_ASYNC;
+		v->flags = (v->flags & ~keep) | ((int)arg & keep);
+		return 0;
+	}
+	default:
+		/* F_GETFD/F_SETFD act on the placeholder as they should; locks
+		 * and the rest fail there (EBADF) */
+		return rf(fd, cmd, arg);
+	}
+}
+
+CKC_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	unsigned long arg = va_arg(ap, unsigned long);
+	va_end(ap);
+	return fcntl_common(REAL(fcntl), fd, cmd, arg);
+}
+
+CKC_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	unsigned long arg = va_arg(ap, unsigned long);
+	va_end(ap);
+	return fcntl_common(REAL(fcntl64), fd, cmd, arg);
+}
+
+/* ---- names ------------------------------------------------------------ */
+
+CKC_EXPORT int access(const char *path, int mode)
+{
+	char canon[PATH_MAX];
+	ckc_stat_t st;
+	if (ckc_tagged_at(AT_FDCWD, path, canon)) {
+		ckc_enter();
+		int cached = ckc_stat(canon, &st) == 0;
+		ckc_leave();
+		if (cached) {
+			if (mode & X_OK) {
+				errno = EACCES;
+				return -1;
+			}
+			return 0;
+		}
+	}
+	return REAL(access)(path, mode);
+}
+
+CKC_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
+{
+	char canon[PATH_MAX];
+	ckc_stat_t st;
+	if (ckc_tagged_at(dirfd, path, canon)) {
+		ckc_enter();
+		int cached = ckc_stat(canon, &st) == 0;
+		ckc_leave();
+		if (cached) {
+			if (mode & X_OK) {
+				errno = EACCES;
+				return -1;
+			}
+			return 0;
+		}
+	}
+	return REAL(faccessat)(dirfd, path, mode, flags);
+}
+
+static int unlink_tagged(const char *canon)
+{
+	int saved = errno;
+	ckc_enter();
+	int rc = ckc_unlink(canon);
+	ckc_leave();
+	return (int)result(rc, saved);
+}
+
+CKC_EXPORT int unlink(const char *path)
+{
+	char canon[PATH_MAX];
+	if (ckc_tagged_at(AT_FDCWD, path, canon))
+		return unlink_tagged(canon);
+	return REAL(unlink)(path);
+}
+
+CKC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
+{
+	char canon[PATH_MAX];
+	if (!(flags & AT_REMOVEDIR) && ckc_tagged_at(dirfd, path, canon))
+		return unlink_tagged(canon);
+	return REAL(unlinkat)(dirfd, path, flags);
+}
+
+CKC_EXPORT int remove(const char *path)
+{
+	char canon[PATH_MAX];
+	ckc_stat_t st;
+	if (ckc_tagged_at(AT_FDCWD, path, canon)) {
+		ckc_enter();
+		int cached = ckc_stat(canon, &st) == 0;
+		ckc_leave();
+		if (cached)
+			return unlink_tagged(canon);
+	}
+	return REAL(remove)(path);
+}
+
+/* rename for any pair of directory descriptors; real() does the real call */
+static int rename_common(int fd1, const char *from, int fd2, const char *to, unsigned flags,
+			 int (*real)(int, const char *, int, const char *, unsigned))
+{
+	char cf[PATH_MAX], ct[PATH_MAX];
+	ckc_stat_t st;
+	int saved = errno;
+	bool tf = ckc_tagged_at(fd1, from, cf);
+	bool tt = ckc_tagged_at(fd2, to, ct);
+
+	if (tf || tt) {
+		ckc_enter();
+		bool cached = tf && ckc_stat(cf, &st) == 0;
+		bool dest_cached = tt && ckc_stat(ct, &st) == 0;
+		int rc = 0;
+		if (cached && tt && !(flags & RENAME_EXCHANGE)) {
+			struct stat rst;
+			if ((flags & RENAME_NOREPLACE) && (dest_cached || real_stat_path(ct, &rst) == 0))
+				rc = -EEXIST;
+			else
+				rc = ckc_rename(cf, ct);
+			ckc_leave();
+			return (int)result(rc, saved);
+		}
+		/* the real files take over: publish what the cache holds */
+		if (cached)
+			rc = ckc_materialize(cf);
+		if (!rc && cached)
+			ckc_forget(cf);
+		if (!rc && dest_cached) {
+			rc = (flags & RENAME_EXCHANGE) ? ckc_materialize(ct) : 0;
+			if (!rc)
+				ckc_forget(ct);
+		}
+		ckc_leave();
+		if (rc)
+			return (int)result(rc, saved);
+	}
+	return real(fd1, from, fd2, to, flags);
+}
+
+static int real_rename2(int fd1, const char *from, int fd2, const char *to, unsigned flags)
+{
+	if (flags == 0 && fd1 == AT_FDCWD && fd2 == AT_FDCWD)
+		return REAL(rename)(from, to);
+	if (flags == 0)
+		return REAL(renameat)(fd1, from, fd2, to);
+	int (*r2)(int, const char *, int, const char *, unsigned) = REAL(renameat2);
+	if (!r2) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return r2(fd1, from, fd2, to, flags);
+}
+
+CKC_EXPORT int rename(const char *from, const char *to)
+{
+	return rename_common(AT_FDCWD, from, AT_FDCWD, to, 0, real_rename2);
+}
+
+CKC_EXPORT int renameat(int fd1, const char *from, int fd2, const char *to)
+{
+	return rename_common(fd1, from, fd2, to, 0, real_rename2);
+}
+
+CKC_EXPORT int renameat2(int fd1, const char *from, int fd2, const char *to, unsigned int flags)
+{
+	return rename_common(fd1, from, fd2, to, flags, real_rename2);
+}
+
+/* ---- mapping and copying --------------------------------------------- */
+
+/* Turns tagged fd into a real descriptor of the real file, after making the
+ * real file current: for calls the cache cannot serve (mmap). */
+static int degrade(int fd)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	int saved = errno;
+	if (!v)
+		return 0;
+	int rc = vfd_usable(v);
+	if (rc)
+		return (int)result(rc, saved);
+	ckc_enter();
+	rc = ckc_materialize(v->path);
+	ckc_leave();
+	if (rc && rc != -ENOENT)
+		return (int)result(rc, saved);
+	int acc = v->flags & O_ACCMODE;
+	int real = REAL(openat)(AT_FDCWD, v->path, acc == O_RDONLY ? O_RDONLY : O_RDWR);
+	if (real < 0)
+		return -1;
+	REAL(lseek)(real, (off_t)v->pos, SEEK_SET);
+	int fdflags = REAL(fcntl)(fd, F_GETFD);
+	if (REAL(dup3)(real, fd, fdflags > 0 && (fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+		REAL(close)(real);
+		return -1;
+	}
+	REAL(close)(real);
+	ckc_vfd_t *old = ckc_vfd_take(fd);
+	ckc_enter();
+	if (old) {
+		ckc_forget(old->path);
+		ckc_vfd_put(old);
+	}
+	ckc_leave();
+	errno = saved;
+	return 0;
+}
+
+CKC_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	if (!(flags & MAP_ANONYMOUS) && ckc_vfd_get(fd) && degrade(fd) != 0)
+		return MAP_FAILED;
+	return REAL(mmap)(addr, len, prot, flags, fd, off);
+}
+
+CKC_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	if (!(flags & MAP_ANONYMOUS) && ckc_vfd_get(fd) && degrade(fd) != 0)
+		return MAP_FAILED;
+	return REAL(mmap64)(addr, len, prot, flags, fd, off);
+}
+
+/* Copies count bytes from in to out through a buffer, with each side's
+ * offset pointer (NULL: the descriptor's position), as the wrappers would. */
+static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_t count)
+{
+	size_t bufsz = count < (1u << 20) ? (count ? count : 1) : (1u << 20);
+	char *buf = malloc(bufsz);
+	ssize_t total = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while ((size_t)total < count) {
+		size_t want = count - (size_t)total < bufsz ? count - (size_t)total : bufsz;
+		ssize_t n = inoff ? pread(in, buf, want, *inoff) : read(in, buf, want);
+		if (n < 0) {
+			if (total == 0)
+				total = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		ssize_t done = 0;
+		while (done < n) {
+			ssize_t w = outoff ? pwrite(out, buf + done, (size_t)(n - done), *outoff + done) :
+					     write(out, buf + done, (size_t)(n - done));
+			if (w <= 0) {
+				free(buf);
+				if (inoff)
+					*inoff += done;
+				if (outoff)
+					*outoff += done;
+				return total + done > 0 ? total + done : (w < 0 ? -errno : -EIO);
+			}
+			done += w;
+		}
+		if (inoff)
+			*inoff += n;
+		if (outoff)
+			*outoff += n;
+		total += n;
+		if ((size_t)n < want)
+			break;
+	}
+	free(buf);
+	return total;
+}
+
+CKC_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))
+		return REAL(sendfile)(out, in, off, count);
+	int saved = errno;
+	return result(copy_emulated(in, off, out, NULL, count), saved);
+}
+
+CKC_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t count)
+{
+	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))
+		return REAL(sendfile64)(out, in, off, count);
+	int saved = errno;
+	return result(copy_emulated(in, off, out, NULL, count), saved);
+}
+
+CKC_EXPORT ssize_t copy_file_range(int in, off_t *inoff, int out, off_t *outoff, size_t count,
+				   unsigned int flags)
+{
+	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))
+		return REAL(copy_file_range)(in, inoff, out, outoff, count, flags);
+	int saved = errno;
+	if (flags) {
+		errno = EINVAL;
+		return -1;
+	}
+	return result(copy_emulated(in, inoff, out, outoff, count), saved);
+}
+
+CKC_EXPORT ssize_t splice(int in, off_t *inoff, int out, off_t *outoff, size_t count,
+			  unsigned int flags)
+{
+	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))
+		return REAL(splice)(in, inoff, out, outoff, count, flags);
+	int saved = errno;
+	return result(copy_emulated(in, inoff, out, outoff, count), saved);
+}

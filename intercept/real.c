@@ -1,0 +1,41 @@
+/* Resolution of the real libc functions (dlsym(RTLD_NEXT)), lazily, so a
+ * wrapper called before the library's constructor (by another library's
+ * constructor, say) still reaches libc. */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "log.h"
+#include "real.h"
+
+ckc_real_t ckc_real;
+
+static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+
+static void real_resolve_all(void)
+{
+	/* the __xstat family is only a compatibility symbol on glibc >= 2.33,
+	 * which plain dlsym does not return */
+#define CKC_REAL_RESOLVE(name, ret, args)                                     \
+	ckc_real.name = (ret(*) args)dlsym(RTLD_NEXT, #name);                \
+	if (!ckc_real.name)                                                   \
+		ckc_real.name = (ret(*) args)dlvsym(RTLD_NEXT, #name, "GLIBC_2.2.5");
+	CKC_REAL_FUNCS(CKC_REAL_RESOLVE)
+#undef CKC_REAL_RESOLVE
+}
+
+void ckc_real_resolve(void)
+{
+	pthread_once(&real_once, real_resolve_all);
+}
+
+void ckc_real_missing(const char *name)
+{
+	static _Atomic unsigned said;
+	/* one message per program is enough to explain every ENOSYS */
+	if (atomic_fetch_add(&said, 1) == 0)
+		ckc_error("libc has no %s: calls to it fail with ENOSYS", name);
+}

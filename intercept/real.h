@@ -1,0 +1,111 @@
+/* The real libc functions behind the wrappers, resolved once with
+ * dlsym(RTLD_NEXT). A wrapper whose real function is missing fails its
+ * calls with ENOSYS and says so once; it never stops the program. */
+#ifndef CKC_REAL_H
+#define CKC_REAL_H
+
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+struct statx;
+
+#define CKC_REAL_FUNCS(X)                                                                  \
+	X(open, int, (const char *, int, ...))                                             \
+	X(open64, int, (const char *, int, ...))                                           \
+	X(openat, int, (int, const char *, int, ...))                                      \
+	X(openat64, int, (int, const char *, int, ...))                                    \
+	X(creat, int, (const char *, mode_t))                                              \
+	X(creat64, int, (const char *, mode_t))                                            \
+	X(__open_2, int, (const char *, int))                                              \
+	X(__open64_2, int, (const char *, int))                                            \
+	X(__openat_2, int, (int, const char *, int))                                       \
+	X(__openat64_2, int, (int, const char *, int))                                     \
+	X(close, int, (int))                                                               \
+	X(read, ssize_t, (int, void *, size_t))                                            \
+	X(write, ssize_t, (int, const void *, size_t))                                     \
+	X(pread, ssize_t, (int, void *, size_t, off_t))                                    \
+	X(pread64, ssize_t, (int, void *, size_t, off_t))                                  \
+	X(pwrite, ssize_t, (int, const void *, size_t, off_t))                             \
+	X(pwrite64, ssize_t, (int, const void *, size_t, off_t))                           \
+	X(readv, ssize_t, (int, const struct iovec *, int))                                \
+	X(writev, ssize_t, (int, const struct iovec *, int))                               \
+	X(preadv, ssize_t, (int, const struct iovec *, int, off_t))                        \
+	X(preadv64, ssize_t, (int, const struct iovec *, int, off_t))                      \
+	X(pwritev, ssize_t, (int, const struct iovec *, int, off_t))                       \
+	X(pwritev64, ssize_t, (int, const struct iovec *, int, off_t))                     \
+	X(preadv2, ssize_t, (int, const struct iovec *, int, off_t, int))                  \
+	X(preadv64v2, ssize_t, (int, const struct iovec *, int, off_t, int))               \
+	X(pwritev2, ssize_t, (int, const struct iovec *, int, off_t, int))                 \
+	X(pwritev64v2, ssize_t, (int, const struct iovec *, int, off_t, int))              \
+	X(lseek, off_t, (int, off_t, int))                                                 \
+	X(lseek64, off_t, (int, off_t, int))                                               \
+	X(fsync, int, (int))                                                               \
+	X(fdatasync, int, (int))                                                           \
+	X(ftruncate, int, (int, off_t))                                                    \
+	X(ftruncate64, int, (int, off_t))                                                  \
+	X(truncate, int, (const char *, off_t))                                            \
+	X(truncate64, int, (const char *, off_t))                                          \
+	X(dup, int, (int))                                                                 \
+	X(dup2, int, (int, int))                                                           \
+	X(dup3, int, (int, int, int))                                                      \
+	X(fcntl, int, (int, int, ...))                                                     \
+	X(fcntl64, int, (int, int, ...))                                                   \
+	X(stat, int, (const char *, struct stat *))                                        \
+	X(lstat, int, (const char *, struct stat *))                                       \
+	X(fstat, int, (int, struct stat *))                                                \
+	X(fstatat, int, (int, const char *, struct stat *, int))                           \
+	X(stat64, int, (const char *, struct stat *))                                      \
+	X(lstat64, int, (const char *, struct stat *))                                     \
+	X(fstat64, int, (int, struct stat *))                                              \
+	X(fstatat64, int, (int, const char *, struct stat *, int))                         \
+	X(statx, int, (int, const char *, int, unsigned int, struct statx *))              \
+	X(__xstat, int, (int, const char *, struct stat *))                                \
+	X(__lxstat, int, (int, const char *, struct stat *))                               \
+	X(__fxstat, int, (int, int, struct stat *))                                        \
+	X(__fxstatat, int, (int, int, const char *, struct stat *, int))                   \
+	X(__xstat64, int, (int, const char *, struct stat *))                              \
+	X(__lxstat64, int, (int, const char *, struct stat *))                             \
+	X(__fxstat64, int, (int, int, struct stat *))                                      \
+	X(__fxstatat64, int, (int, int, const char *, struct stat *, int))                 \
+	X(access, int, (const char *, int))                                                \
+	X(faccessat, int, (int, const char *, int, int))                                   \
+	X(unlink, int, (const char *))                                                     \
+	X(unlinkat, int, (int, const char *, int))                                         \
+	X(remove, int, (const char *))                                                     \
+	X(rename, int, (const char *, const char *))                                       \
+	X(renameat, int, (int, const char *, int, const char *))                           \
+	X(renameat2, int, (int, const char *, int, const char *, unsigned int))            \
+	X(mmap, void *, (void *, size_t, int, int, int, off_t))                            \
+	X(mmap64, void *, (void *, size_t, int, int, int, off_t))                          \
+	X(sendfile, ssize_t, (int, int, off_t *, size_t))                                  \
+	X(sendfile64, ssize_t, (int, int, off_t *, size_t))                                \
+	X(copy_file_range, ssize_t, (int, off_t *, int, off_t *, size_t, unsigned int))    \
+	X(splice, ssize_t, (int, off_t *, int, off_t *, size_t, unsigned int))             \
+	X(fopen, FILE *, (const char *, const char *))                                     \
+	X(fopen64, FILE *, (const char *, const char *))                                   \
+	X(fdopen, FILE *, (int, const char *))                                             \
+	X(freopen, FILE *, (const char *, const char *, FILE *))                           \
+	X(freopen64, FILE *, (const char *, const char *, FILE *))                         \
+	X(fclose, int, (FILE *))                                                           \
+	X(fileno, int, (FILE *))
+
+#define CKC_REAL_FIELD(name, ret, args) ret(*name) args;
+typedef struct ckc_real {
+	CKC_REAL_FUNCS(CKC_REAL_FIELD)
+} ckc_real_t;
+#undef CKC_REAL_FIELD
+
+extern ckc_real_t ckc_real;
+
+/* Resolves every real function (idempotent, thread-safe). */
+void ckc_real_resolve(void);
+
+/* Reports, once per function, that its real symbol is missing. */
+void ckc_real_missing(const char *name);
+
+/* The real function `name`, resolving on first use; NULL if missing. */
+#define REAL(name) (ckc_real.name ? ckc_real.name : (ckc_real_resolve(), ckc_real.name))
+
+#endif

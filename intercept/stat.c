@@ -1,0 +1,310 @@
+/* The stat family on tagged files: a cached checkpoint reports its real
+ * size and times before it reaches disk, with the real file's identity when
+ * it has one. stat/lstat/fstat/fstatat (and 64), statx, and the
+ * __xstat family that binaries built against glibc < 2.33 call. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+/* struct stat64 is struct stat on every 64-bit Linux ABI this builds for */
+_Static_assert(sizeof(struct stat) == sizeof(struct stat64), "stat64 layout");
+
+#include "intercept.h"
+#include "path.h"
+
+/* The umask, read once: the real file will be created with it applied. */
+static mode_t stat_umask(void)
+{
+	static _Atomic int cached = -1;
+	int m = atomic_load(&cached);
+	if (m >= 0)
+		return (mode_t)m;
+	m = 022;
+	FILE *f = fopen("/proc/self/status", "r");
+	if (f) {
+		char line[128];
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "Umask: %o", (unsigned *)&m) == 1)
+				break;
+		fclose(f);
+	}
+	atomic_store(&cached, m);
+	return (mode_t)m;
+}
+
+static void stat_fill(const char *canon, const ckc_stat_t *c, struct stat *st)
+{
+	int (*rs)(const char *, struct stat *) = REAL(stat);
+	struct stat real;
+
+	if (rs && rs(canon, &real) == 0 && S_ISREG(real.st_mode)) {
+		*st = real;
+	} else {
+		char dir[PATH_MAX];
+		memset(st, 0, sizeof(*st));
+		if (rs && ckc_path_dirname(canon, dir, sizeof(dir)) == 0 && rs(dir, &real) == 0)
+			st->st_dev = real.st_dev;
+		/* no inode yet: a stable number derived from the path */
+		uint64_t h = 1469598103934665603ull;
+		for (const char *p = canon; *p; p++)
+			h = (h ^ (unsigned char)*p) * 1099511628211ull;
+		st->st_ino = (ino_t)(h | 1);
+		st->st_mode = S_IFREG | (c->mode & 07777 & ~stat_umask());
+		st->st_nlink = 1;
+		st->st_uid = geteuid();
+		st->st_gid = getegid();
+		st->st_blksize = 4096;
+		st->st_atim = c->mtime;
+	}
+	st->st_size = (off_t)c->size;
+	st->st_blocks = (blkcnt_t)((c->size + 511) / 512);
+	st->st_mtim = c->mtime;
+	st->st_ctim = c->mtime;
+}
+
+/* Fills st if path (relative to dirfd) is a cached checkpoint. */
+static bool stat_cached(int dirfd, const char *path, struct stat *st)
+{
+	char canon[PATH_MAX];
+	ckc_stat_t c;
+
+	if (!ckc_tagged_at(dirfd, path, canon))
+		return false;
+	ckc_enter();
+	bool cached = ckc_stat(canon, &c) == 0;
+	ckc_leave();
+	if (cached)
+		stat_fill(canon, &c, st);
+	return cached;
+}
+
+static bool stat_fd(int fd, struct stat *st)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_stat_t c;
+
+	if (!v)
+		return false;
+	ckc_enter();
+	ckc_handle_stat(v->h, &c);
+	stat_fill(v->path, &c, st);
+	ckc_leave();
+	return true;
+}
+
+CKC_EXPORT int stat(const char *path, struct stat *st)
+{
+	int saved = errno;
+	if (stat_cached(AT_FDCWD, path, st)) {
+		errno = saved;
+		return 0;
+	}
+	return REAL(stat)(path, st);
+}
+
+CKC_EXPORT int stat64(const char *path, struct stat64 *st64)
+{
+	struct stat *st = (struct stat *)st64;
+	int saved = errno;
+	if (stat_cached(AT_FDCWD, path, st)) {
+		errno = saved;
+		return 0;
+	}
+	return REAL(stat64)(path, st);
+}
+
+/* A cached checkpoint is never a symbolic link: lstat is stat. */
+CKC_EXPORT int lstat(const char *path, struct stat *st)
+{
+	int saved = errno;
+	if (stat_cached(AT_FDCWD, path, st)) {
+		errno = saved;
+		return 0;
+	}
+	return REAL(lstat)(path, st);
+}
+
+CKC_EXPORT int lstat64(const char *path, struct stat64 *st64)
+{
+	struct stat *st = (struct stat *)st64;
+	int saved = errno;
+	if (stat_cached(AT_FDCWD, path, st)) {
+		errno = saved;
+		return 0;
+	}
+	return REAL(lstat64)(path, st);
+}
+
+CKC_EXPORT int fstat(int fd, struct stat *st)
+{
+	int saved = errno;
+	if (stat_fd(fd, st)) {
+		errno = saved;
+		return 0;
+	}
+	return REAL(fstat)(fd, st);
+}
+
+CKC_EXPORT int fstat64(int fd, struct stat64 *st64)
+{
+	struct stat *st = (struct stat *)st64;
+	int saved = errno;
+	if (stat_fd(fd, st)) {
+		errno = saved;
+		return 0;
+	}
+	return REAL(fstat64)(fd, st);
+}
+
+static bool statat_cached(int dirfd, const char *path, struct stat *st, int flags)
+{
+	if ((flags & AT_EMPTY_PATH) && path && !*path)
+		return stat_fd(dirfd, st);
+	return stat_cached(dirfd, path, st);
+}
+
+CKC_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+	int saved = errno;
+	if (statat_cached(dirfd, path, st, flags)) {
+		errno = saved;
+		return 0;
+	}
+	return REAL(fstatat)(dirfd, path, st, flags);
+}
+
+CKC_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st64, int flags)
+{
+	struct stat *st = (struct stat *)st64;
+	int saved = errno;
+	if (statat_cached(dirfd, path, st, flags)) {
+		errno = saved;
+		return 0;
+	}
+	return REAL(fstatat64)(dirfd, path, st, flags);
+}
+
+static void statx_from_stat(const struct stat *st, unsigned mask, struct statx *sx)
+{
+	memset(sx, 0, sizeof(*sx));
+	sx->stx_mask = (STATX_BASIC_STATS) & (mask ? mask | STATX_BASIC_STATS : STATX_BASIC_STATS);
+	sx->stx_blksize = (uint32_t)st->st_blksize;
+	sx->stx_nlink = (uint32_t)st->st_nlink;
+	sx->stx_uid = st->st_uid;
+	sx->stx_gid = st->st_gid;
+	sx->stx_mode = (uint16_t)st->st_mode;
+	sx->stx_ino = st->st_ino;
+	sx->stx_size = (uint64_t)st->st_size;
+	sx->stx_blocks = (uint64_t)st->st_blocks;
+	sx->stx_atime.tv_sec = st->st_atim.tv_sec;
+	sx->stx_atime.tv_nsec = (uint32_t)st->st_atim.tv_nsec;
+	sx->stx_mtime.tv_sec = st->st_mtim.tv_sec;
+	sx->stx_mtime.tv_nsec = (uint32_t)st->st_mtim.tv_nsec;
+	sx->stx_ctime.tv_sec = st->st_ctim.tv_sec;
+	sx->stx_ctime.tv_nsec = (uint32_t)st->st_ctim.tv_nsec;
+	sx->stx_dev_major = major(st->st_dev);
+	sx->stx_dev_minor = minor(st->st_dev);
+}
+
+CKC_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *sx)
+{
+	struct stat st;
+	int saved = errno;
+	if (statat_cached(dirfd, path, &st, flags)) {
+		statx_from_stat(&st, mask, sx);
+		errno = saved;
+		return 0;
+	}
+	int (*rs)(int, const char *, int, unsigned int, struct statx *) = REAL(statx);
+	if (!rs) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return rs(dirfd, path, flags, mask, sx);
+}
+
+/* glibc < 2.33 binaries: stat() and friends were inline calls to these. */
+CKC_EXPORT int __xstat(int ver, const char *path, struct stat *st)
+{
+	int saved = errno;
+	if (stat_cached(AT_FDCWD, path, st)) {
+		errno = saved;
+		return 0;
+	}
+	return REAL(__xstat)(ver, path, st);
+}
+
+CKC_EXPORT int __xstat64(int ver, const char *path, struct stat *st)
+{
+	int saved = errno;
+	if (stat_cached(AT_FDCWD, path, st)) {
+		errno = saved;
+		return 0;
+	}
+	return REAL(__xstat64)(ver, path, st);
+}
+
+CKC_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
+{
+	int saved = errno;
+	if (stat_cached(AT_FDCWD, path, st)) {
+		errno = saved;
+		return 0;
+	}
+	return REAL(__lxstat)(ver, path, st);
+}
+
+CKC_EXPORT int __lxstat64(int ver, const char *path, struct stat *st)
+{
+	int saved = errno;
+	if (stat_cached(AT_FDCWD, path, st)) {
+		errno = saved;
+		return 0;
+	}
+	return REAL(__lxstat64)(ver, path, st);
+}
+
+CKC_EXPORT int __fxstat(int ver, int fd, struct stat *st)
+{
+	int saved = errno;
+	if (stat_fd(fd, st)) {
+		errno = saved;
+		return 0;
+	}
+	return REAL(__fxstat)(ver, fd, st);
+}
+
+CKC_EXPORT int __fxstat64(int ver, int fd, struct stat *st)
+{
+	int saved = errno;
+	if (stat_fd(fd, st)) {
+		errno = saved;
+		return 0;
+	}
+	return REAL(__fxstat64)(ver, fd, st);
+}
+
+CKC_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
+{
+	int saved = errno;
+	if (statat_cached(dirfd, path, st, flags)) {
+		errno = saved;
+		return 0;
+	}
+	return REAL(__fxstatat)(ver, dirfd, path, st, flags);
+}
+
+CKC_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat *st, int flags)
+{
+	int saved = errno;
+	if (statat_cached(dirfd, path, st, flags)) {
+		errno = saved;
+		return 0;
+	}
+	return REAL(__fxstatat64)(ver, dirfd, path, st, flags);
+}

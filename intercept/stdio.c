@@ -1,0 +1,238 @@
+/* stdio on tagged files: fopen and fdopen hand out fopencookie(3) streams
+ * over a virtual descriptor, so fread, fwrite, fseek, ftell, fflush, setvbuf
+ * and the fgetc/fputc family all reach the cache; fileno returns the
+ * descriptor, fclose closes it. freopen onto a tagged path uses the real
+ * file (the cache hands the path over first). */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "intercept.h"
+
+/* Large enough that big fwrites go straight to the cache in one call. */
+#define STDIO_BUF (256u << 10)
+
+/* Tagged streams and their descriptors (few are open at a time). */
+typedef struct stdio_ent {
+	FILE *f;
+	int fd;
+} stdio_ent_t;
+
+static stdio_ent_t *stdio_ents;
+static size_t stdio_n, stdio_cap;
+static pthread_mutex_t stdio_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int stdio_add(FILE *f, int fd)
+{
+	int rc = 0;
+	pthread_mutex_lock(&stdio_lock);
+	if (stdio_n == stdio_cap) {
+		size_t cap = stdio_cap ? 2 * stdio_cap : 16;
+		stdio_ent_t *e = realloc(stdio_ents, cap * sizeof(*e));
+		if (e) {
+			stdio_ents = e;
+			stdio_cap = cap;
+		} else {
+			rc = -ENOMEM;
+		}
+	}
+	if (!rc)
+		stdio_ents[stdio_n++] = (stdio_ent_t){ f, fd };
+	pthread_mutex_unlock(&stdio_lock);
+	return rc;
+}
+
+/* The descriptor of a tagged stream (removing it if take), or -1. */
+static int stdio_find(FILE *f, bool take)
+{
+	int fd = -1;
+	pthread_mutex_lock(&stdio_lock);
+	for (size_t i = 0; i < stdio_n; i++)
+		if (stdio_ents[i].f == f) {
+			fd = stdio_ents[i].fd;
+			if (take)
+				stdio_ents[i] = stdio_ents[--stdio_n];
+			break;
+		}
+	pthread_mutex_unlock(&stdio_lock);
+	return fd;
+}
+
+static ssize_t cookie_read(void *c, char *buf, size_t n)
+{
+	ckc_vfd_t *v = ckc_vfd_get((int)(intptr_t)c);
+	ssize_t r = v ? ckc_vfd_read(v, buf, n) : -EBADF;
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+static ssize_t cookie_write(void *c, const char *buf, size_t n)
+{
+	ckc_vfd_t *v = ckc_vfd_get((int)(intptr_t)c);
+	ssize_t r = v ? ckc_vfd_write(v, buf, n) : -EBADF;
+	if (r < 0) {
+		errno = (int)-r;
+		return 0; /* stdio's convention for a failed write */
+	}
+	return r;
+}
+
+static int cookie_seek(void *c, off64_t *off, int whence)
+{
+	ckc_vfd_t *v = ckc_vfd_get((int)(intptr_t)c);
+	off_t r = v ? ckc_vfd_lseek(v, *off, whence) : -EBADF;
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	*off = r;
+	return 0;
+}
+
+static int cookie_close(void *c)
+{
+	return ckc_close_fd((int)(intptr_t)c);
+}
+
+static const cookie_io_functions_t stdio_funcs = {
+	.read = cookie_read,
+	.write = cookie_write,
+	.seek = cookie_seek,
+	.close = cookie_close,
+};
+
+/* open(2) flags of an fopen mode; -1 if the mode is invalid. */
+static int stdio_flags(const char *mode)
+{
+	int flags;
+	switch (mode[0]) {
+	case 'r': flags = O_RDONLY; break;
+	case 'w': flags = O_WRONLY | O_CREAT | O_TRUNC; break;
+	case 'a': flags = O_WRONLY | O_CREAT | O_APPEND; break;
+	default: return -1;
+	}
+	for (const char *m = mode + 1; *m && *m != ','; m++) {
+		if (*m == '+')
+			flags = (flags & ~O_ACCMODE) | O_RDWR;
+		else if (*m == 'x')
+			flags |= O_EXCL;
+		else if (*m == 'e')
+			flags |= O_CLOEXEC;
+	}
+	return flags;
+}
+
+/* A stream over tagged descriptor fd (which it owns from now on). */
+static FILE *stdio_stream(int fd, const char *mode)
+{
+	FILE *f = fopencookie((void *)(intptr_t)fd, mode, stdio_funcs);
+	if (!f)
+		return NULL;
+	setvbuf(f, NULL, _IOFBF, STDIO_BUF);
+	if (stdio_add(f, fd) != 0) {
+		REAL(fclose)(f);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return f;
+}
+
+static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(const char *, const char *))
+{
+	char canon[PATH_MAX];
+	int saved = errno;
+
+	if (mode && ckc_tagged_at(AT_FDCWD, path, canon)) {
+		int flags = stdio_flags(mode);
+		if (flags < 0) {
+			errno = EINVAL;
+			return NULL;
+		}
+		int fd = ckc_open_tagged(canon, flags, 0666);
+		if (fd >= 0) {
+			FILE *f = stdio_stream(fd, mode);
+			if (!f)
+				ckc_close_fd(fd);
+			else
+				errno = saved;
+			return f;
+		}
+		if (fd > -4096) {
+			errno = -fd;
+			return NULL;
+		}
+	}
+	return real(path, mode);
+}
+
+CKC_EXPORT FILE *fopen(const char *path, const char *mode)
+{
+	return fopen_common(path, mode, REAL(fopen));
+}
+
+CKC_EXPORT FILE *fopen64(const char *path, const char *mode)
+{
+	return fopen_common(path, mode, REAL(fopen64));
+}
+
+CKC_EXPORT FILE *fdopen(int fd, const char *mode)
+{
+	if (!ckc_vfd_get(fd))
+		return REAL(fdopen)(fd, mode);
+	int saved = errno;
+	FILE *f = stdio_stream(fd, mode);
+	if (f)
+		errno = saved;
+	return f;
+}
+
+static FILE *freopen_common(const char *path, const char *mode, FILE *stream,
+			    FILE *(*real)(const char *, const char *, FILE *))
+{
+	char canon[PATH_MAX];
+	/* the stream stops being a tagged one: glibc closes its cookie */
+	stdio_find(stream, true);
+	if (path && ckc_tagged_at(AT_FDCWD, path, canon)) {
+		ckc_enter();
+		int rc = ckc_materialize(canon);
+		if (rc == 0)
+			ckc_forget(canon);
+		ckc_leave();
+		if (rc && rc != -ENOENT) {
+			errno = -rc;
+			return NULL;
+		}
+	}
+	return real(path, mode, stream);
+}
+
+CKC_EXPORT FILE *freopen(const char *path, const char *mode, FILE *stream)
+{
+	return freopen_common(path, mode, stream, REAL(freopen));
+}
+
+CKC_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *stream)
+{
+	return freopen_common(path, mode, stream, REAL(freopen64));
+}
+
+CKC_EXPORT int fclose(FILE *f)
+{
+	if (f)
+		stdio_find(f, true);
+	return REAL(fclose)(f);
+}
+
+CKC_EXPORT int fileno(FILE *f)
+{
+	int fd = f ? stdio_find(f, false) : -1;
+	if (fd >= 0)
+		return fd;
+	return REAL(fileno)(f);
+}
