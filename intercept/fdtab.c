@@ -78,14 +78,29 @@ ckc_vfd_t *ckc_vfd_take(int fd)
 
 int ckc_vfd_put(ckc_vfd_t *v)
 {
+	int rc = 0;
 	if (atomic_fetch_sub(&v->refs, 1) != 1)
 		return 0;
-	ckc_enter();
-	int rc = ckc_close(v->h);
-	ckc_leave();
+	/* in a forked child, or once the engine stopped, the handle belongs
+	 * to a cache that is not running here: only the descriptor goes */
+	if (atomic_load(&ckc_icpt_on)) {
+		ckc_enter();
+		rc = ckc_close(v->h);
+		ckc_leave();
+	}
 	pthread_mutex_destroy(&v->lock);
 	free(v);
 	return rc;
+}
+
+void ckc_fdtab_atfork(int phase)
+{
+	if (phase == 0)
+		pthread_mutex_lock(&fdtab_lock);
+	else if (phase == 1)
+		pthread_mutex_unlock(&fdtab_lock);
+	else
+		pthread_mutex_init(&fdtab_lock, NULL);
 }
 
 int ckc_placeholder(int oflags)

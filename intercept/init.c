@@ -45,20 +45,28 @@ static void icpt_route_engine_io(void)
 		ckc_io.fstat = ckc_real.fstat;
 }
 
+/* Lock order across fork: the stdio list, the descriptor table, then the
+ * engine (the wrappers never take them in another order). */
 static void icpt_prepare(void)
 {
+	ckc_stdio_atfork(0);
+	ckc_fdtab_atfork(0);
 	ckc_atfork_prepare();
 }
 
 static void icpt_parent(void)
 {
 	ckc_atfork_parent();
+	ckc_fdtab_atfork(1);
+	ckc_stdio_atfork(1);
 }
 
 static void icpt_child(void)
 {
 	atomic_store(&ckc_icpt_on, false);
 	ckc_atfork_child();
+	ckc_fdtab_atfork(2);
+	ckc_stdio_atfork(2);
 }
 
 /* The configuration, read once by the constructor. */
@@ -112,9 +120,12 @@ __attribute__((constructor)) static void icpt_init(void)
 
 __attribute__((destructor)) static void icpt_fini(void)
 {
-	atomic_store(&ckc_icpt_on, false);
-	if (!atomic_load(&icpt_engine_ok))
+	if (!atomic_load(&icpt_engine_ok)) {
+		atomic_store(&ckc_icpt_on, false);
 		return;
+	}
+	ckc_stdio_flush_all();
+	atomic_store(&ckc_icpt_on, false);
 	ckc_enter();
 	ckc_shutdown();
 	ckc_leave();

@@ -73,6 +73,14 @@ ckc_vfd_t *ckc_vfd_take(int fd);
  * -errno from that close. */
 int ckc_vfd_put(ckc_vfd_t *v);
 
+/* fork handlers of the table and of the stdio list: 0 prepare, 1 parent,
+ * 2 child. */
+void ckc_fdtab_atfork(int phase);
+void ckc_stdio_atfork(int phase);
+
+/* Flushes every tagged stdio stream (before the engine stops at exit). */
+void ckc_stdio_flush_all(void);
+
 /* Opens a placeholder: a real, unique descriptor on which every read or
  * write that bypasses the library fails (O_PATH of "/"). */
 int ckc_placeholder(int oflags);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/falloc.h>
 #include <sys/sendfile.h>
 #include <unistd.h>
 
@@ -376,22 +377,34 @@ CKC_EXPORT int close(int fd)
 
 /* ---- data ------------------------------------------------------------ */
 
+/* The tagged halves of read and write, out of line: the untagged path,
+ * which every program's I/O takes, stays a lookup and a jump to libc. */
+static __attribute__((noinline)) ssize_t read_tagged(ckc_vfd_t *v, void *buf, size_t n)
+{
+	int saved = errno;
+	return result(ckc_vfd_read(v, buf, n), saved);
+}
+
+static __attribute__((noinline)) ssize_t write_tagged(ckc_vfd_t *v, const void *buf, size_t n)
+{
+	int saved = errno;
+	return result(ckc_vfd_write(v, buf, n), saved);
+}
+
 CKC_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v)
+	if (__builtin_expect(v == NULL, 1))
 		return REAL(read)(fd, buf, n);
-	int saved = errno;
-	return result(ckc_vfd_read(v, buf, n), saved);
+	return read_tagged(v, buf, n);
 }
 
 CKC_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v)
+	if (__builtin_expect(v == NULL, 1))
 		return REAL(write)(fd, buf, n);
-	int saved = errno;
-	return result(ckc_vfd_write(v, buf, n), saved);
+	return write_tagged(v, buf, n);
 }
 
 CKC_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
@@ -608,6 +621,82 @@ CKC_EXPORT int truncate64(const char *path, off_t len)
 			return (int)result(rc, saved);
 	}
 	return REAL(truncate64)(path, len);
+}
+
+/* Advice and readahead: the cache follows its own restore order, so they
+ * are accepted and ignored on tagged descriptors. */
+CKC_EXPORT int posix_fadvise(int fd, off_t off, off_t len, int advice)
+{
+	if (!ckc_vfd_get(fd))
+		return REAL(posix_fadvise)(fd, off, len, advice);
+	return advice >= POSIX_FADV_NORMAL && advice <= POSIX_FADV_NOREUSE && len >= 0 ? 0 : EINVAL;
+}
+
+CKC_EXPORT int posix_fadvise64(int fd, off_t off, off_t len, int advice)
+{
+	if (!ckc_vfd_get(fd))
+		return REAL(posix_fadvise64)(fd, off, len, advice);
+	return advice >= POSIX_FADV_NORMAL && advice <= POSIX_FADV_NOREUSE && len >= 0 ? 0 : EINVAL;
+}
+
+CKC_EXPORT ssize_t readahead(int fd, off_t off, size_t count)
+{
+	(void)off;
+	(void)count;
+	if (!ckc_vfd_get(fd))
+		return REAL(readahead)(fd, off, count);
+	return 0;
+}
+
+/* Space reservation: a checkpoint's space is the cache's business; a
+ * reservation past the end makes the file that long, as on a real file. */
+static int vfd_allocate(ckc_vfd_t *v, int mode, off_t off, off_t len)
+{
+	if (off < 0 || len <= 0)
+		return -EINVAL;
+	if (mode & ~FALLOC_FL_KEEP_SIZE)
+		return -EOPNOTSUPP;
+	if ((v->flags & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
+	uint64_t end = (uint64_t)off + (uint64_t)len;
+	if ((mode & FALLOC_FL_KEEP_SIZE) || end <= ckc_handle_size(v->h))
+		return 0;
+	return vfd_truncate(v, (off_t)end);
+}
+
+CKC_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(fallocate)(fd, mode, off, len);
+	int saved = errno;
+	return (int)result(vfd_allocate(v, mode, off, len), saved);
+}
+
+CKC_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(fallocate64)(fd, mode, off, len);
+	int saved = errno;
+	return (int)result(vfd_allocate(v, mode, off, len), saved);
+}
+
+/* posix_fallocate returns the error number instead of setting errno. */
+CKC_EXPORT int posix_fallocate(int fd, off_t off, off_t len)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(posix_fallocate)(fd, off, len);
+	return -vfd_allocate(v, 0, off, len);
+}
+
+CKC_EXPORT int posix_fallocate64(int fd, off_t off, off_t len)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(posix_fallocate64)(fd, off, len);
+	return -vfd_allocate(v, 0, off, len);
 }
 
 /* ---- descriptors ------------------------------------------------------ */

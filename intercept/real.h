@@ -77,6 +77,13 @@ struct statx;
 	X(rename, int, (const char *, const char *))                                       \
 	X(renameat, int, (int, const char *, int, const char *))                           \
 	X(renameat2, int, (int, const char *, int, const char *, unsigned int))            \
+	X(posix_fadvise, int, (int, off_t, off_t, int))                                    \
+	X(posix_fadvise64, int, (int, off_t, off_t, int))                                  \
+	X(readahead, ssize_t, (int, off_t, size_t))                                        \
+	X(fallocate, int, (int, int, off_t, off_t))                                        \
+	X(fallocate64, int, (int, int, off_t, off_t))                                      \
+	X(posix_fallocate, int, (int, off_t, off_t))                                       \
+	X(posix_fallocate64, int, (int, off_t, off_t))                                     \
 	X(mmap, void *, (void *, size_t, int, int, int, off_t))                            \
 	X(mmap64, void *, (void *, size_t, int, int, int, off_t))                          \
 	X(sendfile, ssize_t, (int, int, off_t *, size_t))                                  \

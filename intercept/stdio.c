@@ -222,6 +222,31 @@ CKC_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *stream)
 	return freopen_common(path, mode, stream, REAL(freopen64));
 }
 
+void ckc_stdio_flush_all(void)
+{
+	/* glibc flushes stdio buffers only after the library destructors ran,
+	 * when the cache is gone: push what the tagged streams hold now */
+	pthread_mutex_lock(&stdio_lock);
+	size_t n = stdio_n;
+	FILE **fs = malloc(n * sizeof(*fs) + 1);
+	for (size_t i = 0; fs && i < n; i++)
+		fs[i] = stdio_ents[i].f;
+	pthread_mutex_unlock(&stdio_lock);
+	for (size_t i = 0; fs && i < n; i++)
+		fflush(fs[i]);
+	free(fs);
+}
+
+void ckc_stdio_atfork(int phase)
+{
+	if (phase == 0)
+		pthread_mutex_lock(&stdio_lock);
+	else if (phase == 1)
+		pthread_mutex_unlock(&stdio_lock);
+	else
+		pthread_mutex_init(&stdio_lock, NULL);
+}
+
 CKC_EXPORT int fclose(FILE *f)
 {
 	if (f)

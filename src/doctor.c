@@ -785,8 +785,8 @@ static void check_order(const ckc_config_t *c)
 						r.line);
 				if (h->untagged && npatterns)
 					warning("hint file %s: %lu of %lu entries match no "
-						"CKPTCACHE_PATHS pattern (e.g. %s): they are never "
-						"prefetched",
+						"CKPTCACHE_PATHS pattern (e.g. %s): reads of them do "
+						"not go through the cache",
 						r.path, h->untagged, h->entries, h->untagged_example);
 			}
 			free(h);
@@ -971,8 +971,13 @@ int main(int argc, char **argv)
 				 : "library would disable the cache and pass every call through");
 
 	dev_t home_dev = 0;
-	if (!paths_unset)
+	if (!paths_unset) {
 		check_patterns(&c, &home_dev);
+		if (!npatterns)
+			problem("CKPTCACHE_PATHS='%s' has no usable pattern: the cache would be "
+				"disabled",
+				c.paths ? c.paths : "");
+	}
 	check_rank(&c);
 	ok("capture: %s", c.capture == CKC_CAPTURE_DEVICE
 				  ? "device (copies between device buffers and the staging buffer "

@@ -1,0 +1,1548 @@
+/* e2e_helper: the C program behind the end-to-end tests (tests/e2e/run) that
+ * need raw syscalls, threads, fork/exec, mmap, dup, stdio or io_uring on
+ * tagged files. One mode per sub-test; each verifies its own bytes. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+
+#include <aio.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/io_uring.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROG "e2e_helper"
+/* exit status of a sub-test that cannot run here (not a failure) */
+#define EXIT_NOTE 77
+
+static const char *mode = "?";
+static char *self_exe;
+
+static _Noreturn void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static _Noreturn void fail(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, PROG " %s: FAIL: ", mode);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static _Noreturn void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static _Noreturn void note(const char *fmt, ...)
+{
+	va_list ap;
+	printf("NOTE ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	exit(EXIT_NOTE);
+}
+
+/* ---- data: a byte stream that depends only on (seed, offset) ------------- */
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9E3779B97F4A7C15ull;
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+	return x ^ (x >> 31);
+}
+
+/* Bytes [off, off+n) of stream seed: any slice can be checked on its own,
+ * so interleaved or partial writes are verifiable. */
+static void pattern(unsigned char *b, uint64_t off, size_t n, uint64_t seed)
+{
+	uint64_t salt = mix64(seed ^ 0xC0FFEEull);
+	size_t i = 0;
+	while (i < n) {
+		uint64_t k = off + i, w = mix64(salt ^ (k >> 3));
+		for (unsigned j = (unsigned)(k & 7); j < 8 && i < n; j++, i++)
+			b[i] = (unsigned char)(w >> (8 * j));
+	}
+}
+
+/* Offset of the first byte of b that differs from the stream, or n. */
+static size_t pattern_diff(const unsigned char *b, uint64_t off, size_t n, uint64_t seed)
+{
+	unsigned char tmp[4096];
+	for (size_t done = 0; done < n;) {
+		size_t m = n - done < sizeof(tmp) ? n - done : sizeof(tmp);
+		pattern(tmp, off + done, m, seed);
+		if (memcmp(tmp, b + done, m) != 0)
+			for (size_t j = 0; j < m; j++)
+				if (tmp[j] != b[done + j])
+					return done + j;
+		done += m;
+	}
+	return n;
+}
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		fail("out of memory (%zu bytes)", n);
+	return p;
+}
+
+static unsigned char *pattern_buf(size_t n, uint64_t seed)
+{
+	unsigned char *b = xmalloc(n);
+	pattern(b, 0, n, seed);
+	return b;
+}
+
+/* ---- argument parsing ------------------------------------------------------ */
+
+static uint64_t num(const char *s)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	uint64_t mul = 1;
+	if (end == s || errno || v < 0)
+		fail("'%s' is not a number", s);
+	switch (*end) {
+	case 'K': mul = 1u << 10; end++; break;
+	case 'M': mul = 1u << 20; end++; break;
+	case 'G': mul = 1u << 30; end++; break;
+	default: break;
+	}
+	if (*end)
+		fail("'%s' is not a number", s);
+	return (uint64_t)(v * (double)mul);
+}
+
+static void need_args(int argc, int n, const char *usage)
+{
+	if (argc < n) {
+		fprintf(stderr, "usage: " PROG " %s %s\n", mode, usage);
+		exit(2);
+	}
+}
+
+/* ---- I/O through the library ----------------------------------------------- */
+
+static void write_all(int fd, const unsigned char *b, size_t n, const char *what)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, b, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			fail("write %s: %s", what, w < 0 ? strerror(errno) : "wrote 0 bytes");
+		b += w;
+		n -= (size_t)w;
+	}
+}
+
+static size_t read_all(int fd, unsigned char *b, size_t n, const char *what)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = read(fd, b + got, n - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			fail("read %s: %s", what, strerror(errno));
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return got;
+}
+
+/* Writes size bytes of stream seed to path with open/write/close. */
+static void gen_file(const char *path, size_t size, uint64_t seed, size_t chunk)
+{
+	unsigned char *b = pattern_buf(size, seed);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		fail("open %s for writing: %s", path, strerror(errno));
+	if (!chunk)
+		chunk = size ? size : 1;
+	for (size_t k = 0; k < size; k += chunk)
+		write_all(fd, b + k, size - k < chunk ? size - k : chunk, path);
+	if (close(fd) != 0)
+		fail("close %s: %s", path, strerror(errno));
+	free(b);
+}
+
+/* Reads path back with open/fstat/read and compares it with the stream. */
+static void check_file(const char *path, size_t size, uint64_t seed, size_t chunk)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	if (fd < 0)
+		fail("open %s for reading: %s", path, strerror(errno));
+	if (fstat(fd, &st) != 0)
+		fail("fstat %s: %s", path, strerror(errno));
+	if ((uint64_t)st.st_size != size)
+		fail("fstat %s: size %lld, expected %zu", path, (long long)st.st_size, size);
+	unsigned char *b = xmalloc(size + 1);
+	if (!chunk)
+		chunk = size + 1;
+	size_t got = 0;
+	for (;;) {
+		size_t want = size + 1 - got < chunk ? size + 1 - got : chunk;
+		if (want == 0)
+			break;
+		size_t r = read_all(fd, b + got, want, path);
+		got += r;
+		if (r < want)
+			break;
+	}
+	if (got != size)
+		fail("%s: read %zu bytes, expected %zu", path, got, size);
+	size_t d = pattern_diff(b, 0, size, seed);
+	if (d != size)
+		fail("%s: byte %zu differs from what was written", path, d);
+	if (close(fd) != 0)
+		fail("close %s: %s", path, strerror(errno));
+	free(b);
+}
+
+/* ---- I/O around the library: raw system calls ------------------------------ */
+
+static int raw_open(const char *path, int flags)
+{
+	return (int)syscall(SYS_openat, AT_FDCWD, path, flags, 0);
+}
+
+static ssize_t raw_read(int fd, void *b, size_t n)
+{
+	return (ssize_t)syscall(SYS_read, fd, b, n);
+}
+
+/* Whether path exists at its real location (the library cannot see this). */
+static bool raw_exists(const char *path)
+{
+	struct stat st;
+	return syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0) == 0;
+}
+
+/* The real file at path holds exactly `size` bytes equal to expect. */
+static void raw_check(const char *path, const unsigned char *expect, size_t size, const char *when)
+{
+	int fd = raw_open(path, O_RDONLY);
+	if (fd < 0)
+		fail("%s: the real file %s cannot be opened: %s", when, path, strerror(errno));
+	unsigned char *b = xmalloc(size + 1);
+	size_t got = 0;
+	for (;;) {
+		ssize_t r = raw_read(fd, b + got, size + 1 - got);
+		if (r < 0)
+			fail("%s: raw read of %s: %s", when, path, strerror(errno));
+		if (r == 0 || (got += (size_t)r) == size + 1)
+			break;
+	}
+	syscall(SYS_close, fd);
+	if (got != size)
+		fail("%s: the real file %s holds %zu bytes, expected %zu", when, path, got, size);
+	if (memcmp(b, expect, size) != 0) {
+		size_t d = 0;
+		while (b[d] == expect[d])
+			d++;
+		fail("%s: the real file %s differs at byte %zu", when, path, d);
+	}
+	free(b);
+}
+
+/* ---- modes: files ------------------------------------------------------------ */
+
+static int m_gen(int argc, char **argv)
+{
+	need_args(argc, 4, "PATH SIZE SEED [CHUNK]");
+	gen_file(argv[1], num(argv[2]), num(argv[3]), argc > 4 ? num(argv[4]) : 0);
+	return 0;
+}
+
+static int m_check(int argc, char **argv)
+{
+	need_args(argc, 4, "PATH SIZE SEED [CHUNK]");
+	check_file(argv[1], num(argv[2]), num(argv[3]), argc > 4 ? num(argv[4]) : 0);
+	return 0;
+}
+
+/* Write then read back in the same process: the read must come from the
+ * cache (the driver checks the statistics). */
+static int m_wr(int argc, char **argv)
+{
+	need_args(argc, 4, "PATH SIZE SEED [CHUNK]");
+	size_t chunk = argc > 4 ? num(argv[4]) : 0;
+	gen_file(argv[1], num(argv[2]), num(argv[3]), chunk);
+	check_file(argv[1], num(argv[2]), num(argv[3]), chunk);
+	return 0;
+}
+
+static int m_rawcheck(int argc, char **argv)
+{
+	need_args(argc, 4, "PATH SIZE SEED");
+	size_t size = num(argv[2]);
+	unsigned char *e = pattern_buf(size, num(argv[3]));
+	raw_check(argv[1], e, size, "rawcheck");
+	free(e);
+	return 0;
+}
+
+/* history DIR N SIZE SEED READ: writes DIR/h_NNN.bin for i < N (stream
+ * SEED+i), then reads back whole the ones listed in READ (comma-separated
+ * indices, or "none"). */
+static int m_history(int argc, char **argv)
+{
+	need_args(argc, 6, "DIR N SIZE SEED READ");
+	long n = (long)num(argv[2]);
+	size_t size = num(argv[3]);
+	uint64_t seed = num(argv[4]);
+	char path[PATH_MAX];
+	for (long i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/h_%03ld.bin", argv[1], i);
+		gen_file(path, size, seed + (uint64_t)i, 0);
+	}
+	if (strcmp(argv[5], "none") != 0) {
+		char *list = strdup(argv[5]), *save = NULL;
+		for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			long i = (long)num(t);
+			snprintf(path, sizeof(path), "%s/h_%03ld.bin", argv[1], i);
+			check_file(path, size, seed + (uint64_t)i, 0);
+		}
+		free(list);
+	}
+	return 0;
+}
+
+/* ---- modes: threads ---------------------------------------------------------- */
+
+#define NWRITERS 4
+#define NSHARERS 2
+/* odd sizes so that no write lines up with the cache's 4 KiB extents */
+#define THR_CHUNK 65537u
+#define SHARED_CHUNK 40961u
+
+struct thr {
+	pthread_t tid;
+	int idx;
+	char path[PATH_MAX];
+	size_t size;
+	uint64_t seed;
+	int fd; /* shared descriptor for the pwrite threads */
+	const char *err;
+	int err_no;
+};
+
+static pthread_barrier_t thr_barrier;
+
+static void *writer_thread(void *arg)
+{
+	struct thr *t = arg;
+	unsigned char *b = pattern_buf(t->size, t->seed);
+	pthread_barrier_wait(&thr_barrier);
+	int fd = open(t->path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		t->err = "open";
+		t->err_no = errno;
+		free(b);
+		return NULL;
+	}
+	for (size_t k = 0; k < t->size && !t->err;) {
+		size_t m = t->size - k < THR_CHUNK ? t->size - k : THR_CHUNK;
+		ssize_t w = write(fd, b + k, m);
+		if (w <= 0) {
+			t->err = "write";
+			t->err_no = w < 0 ? errno : EIO;
+		} else {
+			k += (size_t)w;
+		}
+	}
+	if (close(fd) != 0 && !t->err) {
+		t->err = "close";
+		t->err_no = errno;
+	}
+	free(b);
+	return NULL;
+}
+
+/* The two sharers write alternate chunks of one file through one fd. */
+static void *sharer_thread(void *arg)
+{
+	struct thr *t = arg;
+	unsigned char *b = xmalloc(SHARED_CHUNK);
+	pthread_barrier_wait(&thr_barrier);
+	size_t nchunks = (t->size + SHARED_CHUNK - 1) / SHARED_CHUNK;
+	for (size_t c = (size_t)t->idx; c < nchunks && !t->err; c += NSHARERS) {
+		uint64_t off = (uint64_t)c * SHARED_CHUNK;
+		size_t m = t->size - off < SHARED_CHUNK ? t->size - off : SHARED_CHUNK;
+		pattern(b, off, m, t->seed);
+		ssize_t w = pwrite(t->fd, b, m, (off_t)off);
+		if (w != (ssize_t)m) {
+			t->err = "pwrite";
+			t->err_no = w < 0 ? errno : EIO;
+		}
+	}
+	free(b);
+	return NULL;
+}
+
+static void *reader_thread(void *arg)
+{
+	struct thr *t = arg;
+	pthread_barrier_wait(&thr_barrier);
+	check_file(t->path, t->size, t->seed, THR_CHUNK);
+	return NULL;
+}
+
+static int m_threads(int argc, char **argv)
+{
+	need_args(argc, 3, "DIR SIZE");
+	size_t size = num(argv[2]);
+	struct thr w[NWRITERS], s[NSHARERS];
+	char shared[PATH_MAX];
+
+	pthread_barrier_init(&thr_barrier, NULL, NWRITERS + NSHARERS);
+	snprintf(shared, sizeof(shared), "%s/shared.bin", argv[1]);
+	int sfd = open(shared, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (sfd < 0)
+		fail("open %s: %s", shared, strerror(errno));
+	for (int i = 0; i < NWRITERS; i++) {
+		w[i] = (struct thr){ .idx = i, .size = size, .seed = 100 + (uint64_t)i, .fd = -1 };
+		snprintf(w[i].path, sizeof(w[i].path), "%s/thr_%d.bin", argv[1], i);
+		pthread_create(&w[i].tid, NULL, writer_thread, &w[i]);
+	}
+	for (int i = 0; i < NSHARERS; i++) {
+		s[i] = (struct thr){ .idx = i, .size = 2 * size, .seed = 200, .fd = sfd };
+		pthread_create(&s[i].tid, NULL, sharer_thread, &s[i]);
+	}
+	for (int i = 0; i < NWRITERS; i++) {
+		pthread_join(w[i].tid, NULL);
+		if (w[i].err)
+			fail("writer %d: %s %s: %s", i, w[i].err, w[i].path, strerror(w[i].err_no));
+	}
+	for (int i = 0; i < NSHARERS; i++) {
+		pthread_join(s[i].tid, NULL);
+		if (s[i].err)
+			fail("sharer %d: %s: %s", i, s[i].err, strerror(s[i].err_no));
+	}
+	struct stat st;
+	if (fstat(sfd, &st) != 0 || (size_t)st.st_size != 2 * size)
+		fail("fstat %s: size %lld, expected %zu", shared, (long long)st.st_size, 2 * size);
+	if (close(sfd) != 0)
+		fail("close %s: %s", shared, strerror(errno));
+	pthread_barrier_destroy(&thr_barrier);
+
+	/* read back: four threads at once, then the shared file with pread
+	 * from the end towards the start */
+	pthread_barrier_init(&thr_barrier, NULL, NWRITERS);
+	for (int i = 0; i < NWRITERS; i++)
+		pthread_create(&w[i].tid, NULL, reader_thread, &w[i]);
+	for (int i = 0; i < NWRITERS; i++)
+		pthread_join(w[i].tid, NULL);
+	pthread_barrier_destroy(&thr_barrier);
+
+	int fd = open(shared, O_RDONLY);
+	if (fd < 0)
+		fail("open %s: %s", shared, strerror(errno));
+	unsigned char *b = xmalloc(2 * size);
+	size_t step = 100003;
+	for (size_t end = 2 * size; end > 0;) {
+		size_t off = end > step ? end - step : 0;
+		ssize_t r = pread(fd, b + off, end - off, (off_t)off);
+		if (r != (ssize_t)(end - off))
+			fail("pread %s at %zu: %zd", shared, off, r);
+		end = off;
+	}
+	size_t d = pattern_diff(b, 0, 2 * size, 200);
+	if (d != 2 * size)
+		fail("%s: byte %zu differs from what the two threads wrote", shared, d);
+	close(fd);
+	free(b);
+	check_file(shared, 2 * size, 200, 0);
+	printf("threads: 4 files and 1 shared file verified\n");
+	return 0;
+}
+
+/* ---- modes: fork and exec -------------------------------------------------- */
+
+/* readfd N: reads descriptor N (inherited through exec) and reports. Exit 0
+ * when the read failed, 3 when it returned bytes, 4 on end of file. */
+static int m_readfd(int argc, char **argv)
+{
+	need_args(argc, 2, "FD");
+	int fd = (int)num(argv[1]);
+	unsigned char b[4096];
+	ssize_t r = read(fd, b, sizeof(b));
+	int e = errno;
+	if (r > 0) {
+		printf("readfd: read %zd bytes from inherited fd %d\n", r, fd);
+		return 3;
+	}
+	if (r == 0) {
+		printf("readfd: end of file on inherited fd %d\n", fd);
+		return 4;
+	}
+	printf("readfd: read fd %d: %s\n", fd, strerror(e));
+	return 0;
+}
+
+static int wait_child(pid_t pid, const char *what)
+{
+	int st;
+	if (waitpid(pid, &st, 0) != pid)
+		fail("waitpid %s: %s", what, strerror(errno));
+	if (WIFSIGNALED(st))
+		fail("%s: killed by signal %d", what, WTERMSIG(st));
+	return WEXITSTATUS(st);
+}
+
+/* Runs argv in a child with stdin = in (if >= 0) and stdout captured;
+ * returns the exit status and the number of bytes it printed. */
+static int run_captured(int in, char *const *av, size_t *printed, char *out, size_t outlen)
+{
+	int p[2];
+	if (pipe(p) != 0)
+		fail("pipe: %s", strerror(errno));
+	pid_t pid = fork();
+	if (pid < 0)
+		fail("fork: %s", strerror(errno));
+	if (pid == 0) {
+		if (in >= 0 && dup2(in, 0) < 0)
+			_exit(120);
+		dup2(p[1], 1);
+		close(p[0]);
+		close(p[1]);
+		execv(av[0], av);
+		_exit(127);
+	}
+	close(p[1]);
+	size_t n = 0;
+	ssize_t r;
+	char tmp[4096];
+	while ((r = read(p[0], tmp, sizeof(tmp))) > 0) {
+		if (n < outlen - 1) {
+			size_t m = (size_t)r < outlen - 1 - n ? (size_t)r : outlen - 1 - n;
+			memcpy(out + n, tmp, m);
+		}
+		n += (size_t)r;
+	}
+	out[n < outlen - 1 ? n : outlen - 1] = '\0';
+	close(p[0]);
+	*printed = n;
+	return wait_child(pid, av[0]);
+}
+
+static int m_fork(int argc, char **argv)
+{
+	need_args(argc, 5, "PATH PATH2 SIZE SEED");
+	const char *path = argv[1], *path2 = argv[2];
+	size_t size = num(argv[3]);
+	uint64_t seed = num(argv[4]);
+	unsigned char *b = xmalloc(size), *e = pattern_buf(size, seed);
+	char fdnum[16], out[256];
+	size_t printed;
+
+	if (size < 8192)
+		fail("SIZE must be at least 8K");
+	gen_file(path, size, seed, 0);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	if (read_all(fd, b, 100, path) != 100 || memcmp(b, e, 100) != 0)
+		fail("parent: the first 100 bytes of %s are wrong", path);
+
+	/* 1. a forked child (no exec) reading the inherited descriptor */
+	pid_t pid = fork();
+	if (pid < 0)
+		fail("fork: %s", strerror(errno));
+	if (pid == 0) {
+		unsigned char c[4096];
+		memset(c, 0xA5, sizeof(c));
+		ssize_t r = read(fd, c, sizeof(c));
+		int e1 = errno;
+		ssize_t r2 = pread(fd, c, sizeof(c), 0);
+		int e2 = errno;
+		if (r >= 0 || r2 >= 0) {
+			fprintf(stderr, "child: read returned %zd, pread returned %zd\n", r, r2);
+			exit(3);
+		}
+		if (e1 != EBADF || e2 != EBADF) {
+			fprintf(stderr, "child: read/pread failed with %s / %s, expected EBADF\n",
+				strerror(e1), strerror(e2));
+			exit(4);
+		}
+		close(fd); /* must neither crash nor disturb the parent's cache */
+		exit(0);
+	}
+	int rc = wait_child(pid, "forked reader");
+	if (rc != 0)
+		fail("a forked child reading an inherited tagged descriptor did not get EBADF (status %d)",
+		     rc);
+
+	/* 2. a child that execs this program in "readfd N" mode */
+	snprintf(fdnum, sizeof(fdnum), "%d", fd);
+	char *av1[] = { self_exe, "readfd", fdnum, NULL };
+	rc = run_captured(-1, av1, &printed, out, sizeof(out));
+	if (rc != 0)
+		fail("an exec'ed child reading inherited fd %d: %s(status %d)", fd, out, rc);
+
+	/* 3. cat with the descriptor as its standard input (cat <&N) */
+	char *av2[] = { "/bin/cat", NULL };
+	rc = run_captured(fd, av2, &printed, out, sizeof(out));
+	if (printed > 0)
+		fail("cat <&%d printed %zu bytes from a tagged descriptor", fd, printed);
+	if (rc == 0)
+		fail("cat <&%d succeeded on a tagged descriptor (expected an error)", fd);
+
+	/* 4. cat /proc/self/fd/N: a reopen through /proc in an exec'ed child */
+	char procp[64];
+	snprintf(procp, sizeof(procp), "/proc/self/fd/%d", fd);
+	char *av3[] = { "/bin/cat", procp, NULL };
+	rc = run_captured(-1, av3, &printed, out, sizeof(out));
+	if (printed > 0)
+		fail("cat %s printed %zu bytes of a tagged descriptor", procp, printed);
+
+	/* 5. a forked child writing to an inherited tagged writer */
+	int wfd = open(path2, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (wfd < 0)
+		fail("open %s: %s", path2, strerror(errno));
+	write_all(wfd, e, size / 2, path2);
+	pid = fork();
+	if (pid < 0)
+		fail("fork: %s", strerror(errno));
+	if (pid == 0) {
+		static const char junk[4096] = { 'X' };
+		ssize_t w = write(wfd, junk, sizeof(junk));
+		exit(w < 0 && errno == EBADF ? 0 : 3);
+	}
+	rc = wait_child(pid, "forked writer");
+	if (rc != 0)
+		fail("a forked child writing an inherited tagged descriptor did not get EBADF");
+	write_all(wfd, e + size / 2, size - size / 2, path2);
+	if (close(wfd) != 0)
+		fail("close %s: %s", path2, strerror(errno));
+
+	/* the parent's descriptor still reads the right bytes, from where it was */
+	if (read_all(fd, b + 100, size - 100, path) != size - 100)
+		fail("parent: short read of %s after the children", path);
+	if (read(fd, b, 1) != 0)
+		fail("parent: %s is longer than written", path);
+	if (memcmp(b + 100, e + 100, size - 100) != 0)
+		fail("parent: %s reads wrong bytes after the children", path);
+	if (close(fd) != 0)
+		fail("close %s: %s", path, strerror(errno));
+	check_file(path, size, seed, 0);
+	check_file(path2, size, seed, 0);
+	printf("fork: children got errors, parent read correct bytes\n");
+	free(b);
+	free(e);
+	return 0;
+}
+
+/* ---- modes: unsupported call paths ----------------------------------------- */
+
+static int m_rawsys(int argc, char **argv)
+{
+	need_args(argc, 5, "PATH PATH2 SIZE SEED");
+	const char *path = argv[1], *path2 = argv[2];
+	size_t size = num(argv[3]);
+	uint64_t seed = num(argv[4]);
+	unsigned char *e = pattern_buf(size, seed), *b = xmalloc(size);
+
+	gen_file(path, size, seed, 0);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	memset(b, 0x5A, size);
+	errno = 0;
+	long r = syscall(SYS_read, fd, b, size);
+	if (r != -1 || errno != EBADF)
+		fail("syscall(SYS_read) on a tagged fd returned %ld (%s), expected -1 EBADF", r,
+		     strerror(errno));
+	errno = 0;
+	r = syscall(SYS_pread64, fd, b, size, 0);
+	if (r != -1 || errno != EBADF)
+		fail("syscall(SYS_pread64) on a tagged fd returned %ld (%s), expected -1 EBADF", r,
+		     strerror(errno));
+	struct iovec iov = { b, size };
+	errno = 0;
+	r = syscall(SYS_readv, fd, &iov, 1);
+	if (r != -1 || errno != EBADF)
+		fail("syscall(SYS_readv) on a tagged fd returned %ld (%s), expected -1 EBADF", r,
+		     strerror(errno));
+	for (size_t k = 0; k < size; k++)
+		if (b[k] != 0x5A)
+			fail("a raw syscall wrote into the buffer (byte %zu)", k);
+	/* the library's own path still works, from offset 0 */
+	if (read_all(fd, b, size, path) != size || memcmp(b, e, size) != 0)
+		fail("read() after the raw syscalls returned wrong bytes");
+	close(fd);
+
+	int wfd = open(path2, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (wfd < 0)
+		fail("open %s: %s", path2, strerror(errno));
+	static const char junk[4096] = { 'J' };
+	errno = 0;
+	r = syscall(SYS_write, wfd, junk, sizeof(junk));
+	if (r != -1 || errno != EBADF)
+		fail("syscall(SYS_write) on a tagged fd returned %ld (%s), expected -1 EBADF", r,
+		     strerror(errno));
+	errno = 0;
+	r = syscall(SYS_pwrite64, wfd, junk, sizeof(junk), 0);
+	if (r != -1 || errno != EBADF)
+		fail("syscall(SYS_pwrite64) on a tagged fd returned %ld (%s), expected -1 EBADF", r,
+		     strerror(errno));
+	write_all(wfd, e, size, path2);
+	if (close(wfd) != 0)
+		fail("close %s: %s", path2, strerror(errno));
+	check_file(path2, size, seed, 0);
+	printf("rawsys: SYS_read, SYS_pread64, SYS_readv, SYS_write, SYS_pwrite64 failed with EBADF\n");
+	free(b);
+	free(e);
+	return 0;
+}
+
+static int m_mmap(int argc, char **argv)
+{
+	need_args(argc, 5, "PATH PATH2 SIZE SEED");
+	const char *path = argv[1], *path2 = argv[2];
+	size_t size = num(argv[3]);
+	uint64_t seed = num(argv[4]);
+	unsigned char *e = pattern_buf(size, seed), *b = xmalloc(size);
+
+	/* a cached checkpoint mapped read-only, shared and private */
+	gen_file(path, size, seed, 0);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	if (read_all(fd, b, 1000, path) != 1000)
+		fail("short read of %s", path);
+	unsigned char *m = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		fail("mmap(MAP_SHARED) of a tagged fd: %s", strerror(errno));
+	if (memcmp(m, e, size) != 0)
+		fail("mmap(MAP_SHARED) of %s shows wrong bytes", path);
+	munmap(m, size);
+	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED)
+		fail("mmap(MAP_PRIVATE) of a tagged fd: %s", strerror(errno));
+	if (memcmp(m, e, size) != 0)
+		fail("mmap(MAP_PRIVATE) of %s shows wrong bytes", path);
+	munmap(m, size);
+	/* the descriptor keeps its position and now reads the real file */
+	if (read_all(fd, b + 1000, size - 1000, path) != size - 1000)
+		fail("short read of %s after mmap", path);
+	if (memcmp(b, e, size) != 0)
+		fail("read of %s after mmap returned wrong bytes", path);
+	struct stat st;
+	if (fstat(fd, &st) != 0 || (size_t)st.st_size != size)
+		fail("fstat %s after mmap: wrong size", path);
+	close(fd);
+	check_file(path, size, seed, 0);
+
+	/* a writer that maps its checkpoint and changes it through the map */
+	fd = open(path2, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		fail("open %s: %s", path2, strerror(errno));
+	write_all(fd, e, size, path2);
+	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		fail("mmap(MAP_SHARED, PROT_WRITE) of a tagged writer: %s", strerror(errno));
+	if (memcmp(m, e, size) != 0)
+		fail("mmap of the writer %s shows wrong bytes", path2);
+	memset(m, 'M', 4096);
+	memcpy(e, m, 4096);
+	if (msync(m, size, MS_SYNC) != 0)
+		fail("msync: %s", strerror(errno));
+	munmap(m, size);
+	if (close(fd) != 0)
+		fail("close %s: %s", path2, strerror(errno));
+	fd = open(path2, O_RDONLY);
+	if (fd < 0)
+		fail("open %s: %s", path2, strerror(errno));
+	if (read_all(fd, b, size, path2) != size || read(fd, b, 0) != 0)
+		fail("short read of %s", path2);
+	if (memcmp(b, e, size) != 0)
+		fail("%s does not hold what was written through write() and the map", path2);
+	close(fd);
+	printf("mmap: tagged descriptors map the right bytes\n");
+	free(b);
+	free(e);
+	return 0;
+}
+
+static int m_procfd(int argc, char **argv)
+{
+	need_args(argc, 4, "PATH SIZE SEED");
+	const char *path = argv[1];
+	size_t size = num(argv[2]);
+	uint64_t seed = num(argv[3]);
+	unsigned char *e = pattern_buf(size, seed), b[4096];
+	char proc[64];
+
+	gen_file(path, size, seed, 0);
+	for (int acc = 0; acc < 2; acc++) {
+		int fd = acc ? open(path, O_RDWR | O_CREAT | O_TRUNC, 0644) : open(path, O_RDONLY);
+		if (fd < 0)
+			fail("open %s: %s", path, strerror(errno));
+		if (acc)
+			write_all(fd, e, size, path);
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		int fd2 = open(proc, O_RDONLY);
+		if (fd2 >= 0) {
+			ssize_t r = read(fd2, b, sizeof(b));
+			if (r > 0)
+				fail("reopening %s returned %zd bytes%s", proc, r,
+				     memcmp(b, e, (size_t)r < size ? (size_t)r : size) == 0 ?
+					     " of the checkpoint" : "");
+			close(fd2);
+			printf("procfd: %s opened, read: %s\n", proc, r < 0 ? strerror(errno) : "0 bytes");
+		} else {
+			printf("procfd: %s: %s\n", proc, strerror(errno));
+		}
+		/* writing through the reopened path must fail too */
+		fd2 = open(proc, O_WRONLY);
+		if (fd2 >= 0) {
+			ssize_t w = write(fd2, "x", 1);
+			if (w > 0)
+				fail("a write through %s succeeded", proc);
+			close(fd2);
+		}
+		close(fd);
+	}
+	check_file(path, size, seed, 0);
+	free(e);
+	return 0;
+}
+
+/* io_uring through its raw system calls (liburing is not needed). */
+struct uring {
+	int fd;
+	unsigned *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail, *cq_mask;
+	struct io_uring_sqe *sqes;
+	struct io_uring_cqe *cqes;
+};
+
+static int uring_init(struct uring *u)
+{
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	u->fd = (int)syscall(__NR_io_uring_setup, 4, &p);
+	if (u->fd < 0)
+		return -errno;
+	size_t sqsz = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+	size_t cqsz = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	bool single = p.features & IORING_FEAT_SINGLE_MMAP;
+	if (single && cqsz > sqsz)
+		sqsz = cqsz;
+	char *sq = mmap(NULL, sqsz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, u->fd,
+			IORING_OFF_SQ_RING);
+	if (sq == MAP_FAILED)
+		fail("mmap of the io_uring SQ ring: %s", strerror(errno));
+	char *cq = single ? sq :
+		   mmap(NULL, cqsz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, u->fd,
+			IORING_OFF_CQ_RING);
+	if (cq == MAP_FAILED)
+		fail("mmap of the io_uring CQ ring: %s", strerror(errno));
+	u->sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_POPULATE, u->fd, IORING_OFF_SQES);
+	if (u->sqes == MAP_FAILED)
+		fail("mmap of the io_uring SQEs: %s", strerror(errno));
+	u->sq_tail = (unsigned *)(sq + p.sq_off.tail);
+	u->sq_mask = (unsigned *)(sq + p.sq_off.ring_mask);
+	u->sq_array = (unsigned *)(sq + p.sq_off.array);
+	u->cq_head = (unsigned *)(cq + p.cq_off.head);
+	u->cq_tail = (unsigned *)(cq + p.cq_off.tail);
+	u->cq_mask = (unsigned *)(cq + p.cq_off.ring_mask);
+	u->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+	return 0;
+}
+
+/* Submits one read or write and returns its completion's result. */
+static int uring_rw(struct uring *u, int op, int fd, void *buf, unsigned len, uint64_t off)
+{
+	unsigned tail = *u->sq_tail, idx = tail & *u->sq_mask;
+	struct io_uring_sqe *sqe = &u->sqes[idx];
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = (uint8_t)op;
+	sqe->fd = fd;
+	sqe->addr = (uint64_t)(uintptr_t)buf;
+	sqe->len = len;
+	sqe->off = off;
+	sqe->user_data = 42;
+	u->sq_array[idx] = idx;
+	__atomic_store_n(u->sq_tail, tail + 1, __ATOMIC_RELEASE);
+	long r = syscall(__NR_io_uring_enter, u->fd, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0);
+	if (r < 0)
+		fail("io_uring_enter: %s", strerror(errno));
+	unsigned head = __atomic_load_n(u->cq_head, __ATOMIC_ACQUIRE);
+	if (head == __atomic_load_n(u->cq_tail, __ATOMIC_ACQUIRE))
+		fail("io_uring: no completion after io_uring_enter");
+	struct io_uring_cqe *cqe = &u->cqes[head & *u->cq_mask];
+	int res = cqe->res;
+	__atomic_store_n(u->cq_head, head + 1, __ATOMIC_RELEASE);
+	return res;
+}
+
+static int m_uring(int argc, char **argv)
+{
+	need_args(argc, 5, "PATH PATH2 SIZE SEED");
+	const char *path = argv[1], *path2 = argv[2];
+	size_t size = num(argv[3]);
+	uint64_t seed = num(argv[4]);
+	struct uring u;
+	unsigned char *e = pattern_buf(size, seed), *b = xmalloc(size);
+
+	int rc = uring_init(&u);
+	if (rc < 0)
+		note("io_uring not tested: io_uring_setup failed here (%s)", strerror(-rc));
+	gen_file(path, size, seed, 0);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	memset(b, 0x5A, size);
+	struct iovec iov = { b, size };
+	int r = uring_rw(&u, IORING_OP_READ, fd, b, (unsigned)size, 0);
+	int rv = uring_rw(&u, IORING_OP_READV, fd, &iov, 1, 0);
+	if (r >= 0 || rv >= 0)
+		fail("io_uring read of a tagged fd returned %d / readv %d (expected errors)", r, rv);
+	for (size_t k = 0; k < size; k++)
+		if (b[k] != 0x5A)
+			fail("io_uring wrote into the buffer (byte %zu)", k);
+	if (read_all(fd, b, size, path) != size || memcmp(b, e, size) != 0)
+		fail("read() after io_uring returned wrong bytes");
+	close(fd);
+
+	int wfd = open(path2, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (wfd < 0)
+		fail("open %s: %s", path2, strerror(errno));
+	int w = uring_rw(&u, IORING_OP_WRITE, wfd, b, (unsigned)size, 0);
+	if (w >= 0)
+		fail("io_uring write to a tagged fd returned %d (expected an error)", w);
+	write_all(wfd, e, size, path2);
+	close(wfd);
+	check_file(path2, size, seed, 0);
+	printf("uring: read %s, readv %s, write %s\n", strerror(-r), strerror(-rv), strerror(-w));
+	free(b);
+	free(e);
+	return 0;
+}
+
+static int aio_run(struct aiocb *cb, bool wr)
+{
+	if ((wr ? aio_write(cb) : aio_read(cb)) != 0)
+		return errno;
+	const struct aiocb *list[1] = { cb };
+	while (aio_error(cb) == EINPROGRESS)
+		aio_suspend(list, 1, NULL);
+	int err = aio_error(cb);
+	ssize_t r = aio_return(cb);
+	if (err == 0)
+		fail("POSIX aio_%s on a tagged fd succeeded (%zd bytes)", wr ? "write" : "read", r);
+	return err;
+}
+
+static int m_aio(int argc, char **argv)
+{
+	need_args(argc, 5, "PATH PATH2 SIZE SEED");
+	const char *path = argv[1], *path2 = argv[2];
+	size_t size = num(argv[3]);
+	uint64_t seed = num(argv[4]);
+	unsigned char *e = pattern_buf(size, seed), *b = xmalloc(size);
+
+	gen_file(path, size, seed, 0);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	memset(b, 0x5A, size);
+	struct aiocb cb;
+	memset(&cb, 0, sizeof(cb));
+	cb.aio_fildes = fd;
+	cb.aio_buf = b;
+	cb.aio_nbytes = size;
+	int er = aio_run(&cb, false);
+	for (size_t k = 0; k < size; k++)
+		if (b[k] != 0x5A)
+			fail("aio_read wrote into the buffer (byte %zu)", k);
+	if (read_all(fd, b, size, path) != size || memcmp(b, e, size) != 0)
+		fail("read() after aio_read returned wrong bytes");
+	close(fd);
+
+	int wfd = open(path2, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (wfd < 0)
+		fail("open %s: %s", path2, strerror(errno));
+	memset(&cb, 0, sizeof(cb));
+	cb.aio_fildes = wfd;
+	cb.aio_buf = b;
+	cb.aio_nbytes = size;
+	int ew = aio_run(&cb, true);
+	write_all(wfd, e, size, path2);
+	close(wfd);
+	check_file(path2, size, seed, 0);
+	printf("aio: aio_read %s, aio_write %s\n", strerror(er), strerror(ew));
+	free(b);
+	free(e);
+	return 0;
+}
+
+static int m_locks(int argc, char **argv)
+{
+	need_args(argc, 4, "PATH SIZE SEED");
+	const char *path = argv[1];
+	size_t size = num(argv[2]);
+	uint64_t seed = num(argv[3]);
+
+	gen_file(path, size, seed, 0);
+	for (int acc = 0; acc < 2; acc++) {
+		int fd = acc ? open(path, O_WRONLY | O_TRUNC) : open(path, O_RDONLY);
+		if (fd < 0)
+			fail("open %s: %s", path, strerror(errno));
+		errno = 0;
+		int r = flock(fd, acc ? LOCK_EX : LOCK_SH);
+		if (r == 0)
+			fail("flock on a tagged %s fd succeeded", acc ? "writer" : "reader");
+		int ef = errno;
+		struct flock fl = { .l_type = (short)(acc ? F_WRLCK : F_RDLCK), .l_whence = SEEK_SET };
+		errno = 0;
+		r = fcntl(fd, F_SETLK, &fl);
+		if (r == 0)
+			fail("fcntl(F_SETLK) on a tagged %s fd succeeded", acc ? "writer" : "reader");
+		int el = errno;
+		printf("locks: %s fd: flock %s, F_SETLK %s\n", acc ? "writer" : "reader", strerror(ef),
+		       strerror(el));
+		if (acc) {
+			unsigned char *e = pattern_buf(size, seed);
+			write_all(fd, e, size, path);
+			free(e);
+		}
+		close(fd);
+	}
+	check_file(path, size, seed, 0);
+	return 0;
+}
+
+/* ---- modes: descriptor operations ------------------------------------------ */
+
+static off_t xlseek(int fd, off_t off, int whence, off_t expect, const char *what)
+{
+	off_t r = lseek(fd, off, whence);
+	if (r != expect)
+		fail("lseek %s returned %lld (%s), expected %lld", what, (long long)r,
+		     r < 0 ? strerror(errno) : "ok", (long long)expect);
+	return r;
+}
+
+static void expect_fstat(int fd, off_t size, const char *what)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		fail("fstat %s: %s", what, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		fail("fstat %s: not a regular file (mode %o)", what, (unsigned)st.st_mode);
+	if (st.st_size != size)
+		fail("fstat %s: size %lld, expected %lld", what, (long long)st.st_size, (long long)size);
+}
+
+static int m_fdops(int argc, char **argv)
+{
+	need_args(argc, 3, "PATH SEED");
+	const char *path = argv[1];
+	uint64_t seed = num(argv[2]);
+	const size_t n = 300000;
+	unsigned char *exp = xmalloc(2 * n), *b = xmalloc(2 * n);
+	size_t len;
+
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	pattern(exp, 0, n, seed);
+	write_all(fd, exp, n, path);
+	len = n;
+	expect_fstat(fd, (off_t)len, "after write");
+	xlseek(fd, 0, SEEK_CUR, (off_t)n, "SEEK_CUR");
+	xlseek(fd, -100, SEEK_END, (off_t)n - 100, "SEEK_END-100");
+	xlseek(fd, 0, SEEK_HOLE, (off_t)n, "SEEK_HOLE");
+	xlseek(fd, 12345, SEEK_SET, 12345, "SEEK_SET");
+	if (lseek(fd, -1, SEEK_SET) != -1 || errno != EINVAL)
+		fail("lseek to -1 did not fail with EINVAL");
+
+	/* an O_RDWR writer reads what it wrote so far */
+	if (read_all(fd, b, 1000, path) != 1000 || memcmp(b, exp + 12345, 1000) != 0)
+		fail("read on the writer returned wrong bytes");
+	if (pread(fd, b, 777, 200000) != 777 || memcmp(b, exp + 200000, 777) != 0)
+		fail("pread on the writer returned wrong bytes");
+
+	/* dup shares the position; dup2 onto a chosen number, F_DUPFD too */
+	int d1 = dup(fd);
+	if (d1 < 0)
+		fail("dup: %s", strerror(errno));
+	xlseek(d1, 0, SEEK_CUR, 13345, "SEEK_CUR on the dup");
+	if (read_all(d1, b, 655, path) != 655 || memcmp(b, exp + 13345, 655) != 0)
+		fail("read on the dup returned wrong bytes");
+	xlseek(fd, 0, SEEK_CUR, 14000, "SEEK_CUR after reading the dup");
+	int d2 = dup2(fd, 77);
+	if (d2 != 77)
+		fail("dup2 to 77: %s", strerror(errno));
+	int d3 = fcntl(fd, F_DUPFD_CLOEXEC, 100);
+	if (d3 < 100)
+		fail("fcntl(F_DUPFD_CLOEXEC): %s", strerror(errno));
+	if (!(fcntl(d3, F_GETFD) & FD_CLOEXEC))
+		fail("F_DUPFD_CLOEXEC copy has no FD_CLOEXEC");
+	int fl = fcntl(d2, F_GETFL);
+	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR || (fl & O_APPEND))
+		fail("F_GETFL returned %#x, expected O_RDWR without O_APPEND", (unsigned)fl);
+
+	/* dup2 of an untagged fd onto a tagged number: that number is no
+	 * longer the checkpoint, the others still are */
+	int nul = open("/dev/null", O_RDONLY);
+	if (dup2(nul, d1) != d1)
+		fail("dup2(/dev/null, tagged): %s", strerror(errno));
+	if (read(d1, b, 10) != 0)
+		fail("a number dup2'ed over by /dev/null still reads checkpoint bytes");
+	close(nul);
+	close(d1);
+
+	/* O_APPEND through F_SETFL: a write goes to the end */
+	if (fcntl(d2, F_SETFL, fl | O_APPEND) != 0)
+		fail("F_SETFL O_APPEND: %s", strerror(errno));
+	if (!(fcntl(fd, F_GETFL) & O_APPEND))
+		fail("F_SETFL on a dup is not seen by the original");
+	pattern(exp + len, len, 5000, seed);
+	write_all(fd, exp + len, 5000, path);
+	len += 5000;
+	xlseek(fd, 0, SEEK_CUR, (off_t)len, "SEEK_CUR after an append");
+	if (fcntl(fd, F_SETFL, fl) != 0)
+		fail("F_SETFL: %s", strerror(errno));
+
+	/* writev / readv / pwritev / preadv */
+	struct iovec iov[3] = { { exp + len, 1 }, { exp + len + 1, 4095 }, { exp + len + 4096, 10000 } };
+	pattern(exp + len, len, 14096, seed);
+	if (writev(fd, iov, 3) != 14096)
+		fail("writev: %s", strerror(errno));
+	len += 14096;
+	struct iovec riov[2] = { { b, 3 }, { b + 3, 14093 } };
+	if (preadv(fd, riov, 2, (off_t)(len - 14096)) != 14096 || memcmp(b, exp + len - 14096, 14096) != 0)
+		fail("preadv returned wrong bytes");
+
+	/* ftruncate: shorter drops the tail, longer adds zeros */
+	if (ftruncate(fd, 250000) != 0)
+		fail("ftruncate 250000: %s", strerror(errno));
+	len = 250000;
+	expect_fstat(fd, (off_t)len, "after shrinking");
+	if (ftruncate(fd, 260000) != 0)
+		fail("ftruncate 260000: %s", strerror(errno));
+	memset(exp + len, 0, 10000);
+	len = 260000;
+	expect_fstat(d3, (off_t)len, "after growing (on a dup)");
+	if (pread(fd, b, len + 10, 0) != (ssize_t)len || memcmp(b, exp, len) != 0)
+		fail("after ftruncate the checkpoint reads wrong bytes");
+
+	/* fsync returns only when the real file holds these bytes */
+	if (fsync(fd) != 0)
+		fail("fsync: %s", strerror(errno));
+	raw_check(path, exp, len, "right after fsync");
+	pattern(exp + len, len, 40000, seed);
+	if (pwrite(fd, exp + len, 40000, (off_t)len) != 40000)
+		fail("pwrite: %s", strerror(errno));
+	len += 40000;
+	if (fdatasync(d2) != 0)
+		fail("fdatasync: %s", strerror(errno));
+	raw_check(path, exp, len, "right after fdatasync");
+
+	close(d2);
+	close(d3);
+	if (close(fd) != 0)
+		fail("close: %s", strerror(errno));
+	if (close(fd) != -1 || errno != EBADF)
+		fail("a second close did not fail with EBADF");
+
+	/* read-only: writes fail, ftruncate fails, positions are its own */
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	expect_fstat(fd, (off_t)len, "reopened");
+	if (write(fd, "x", 1) != -1 || errno != EBADF)
+		fail("write to a read-only tagged fd did not fail with EBADF");
+	if (ftruncate(fd, 0) != -1)
+		fail("ftruncate of a read-only tagged fd succeeded");
+	if ((fcntl(fd, F_GETFL) & O_ACCMODE) != O_RDONLY)
+		fail("F_GETFL of a read-only fd is not O_RDONLY");
+	if (read_all(fd, b, 2 * n, path) != len || memcmp(b, exp, len) != 0)
+		fail("the reopened checkpoint reads wrong bytes");
+	if (lseek(fd, (off_t)len, SEEK_DATA) != -1 || errno != ENXIO)
+		fail("SEEK_DATA at the end did not fail with ENXIO");
+	/* errno is the program's own across a successful call */
+	errno = 4242;
+	if (lseek(fd, 0, SEEK_SET) != 0 || errno != 4242)
+		fail("a successful lseek changed errno");
+	if (read(fd, b, 10) != 10 || errno != 4242)
+		fail("a successful read changed errno");
+	close(fd);
+
+	/* fsync of a reader: the finished checkpoint is at its real path */
+	char path2[PATH_MAX];
+	snprintf(path2, sizeof(path2), "%s.2", path);
+	gen_file(path2, 3u << 20, seed + 1, 0);
+	fd = open(path2, O_RDONLY);
+	if (fd < 0 || fsync(fd) != 0)
+		fail("fsync of a reader of %s: %s", path2, strerror(errno));
+	unsigned char *e2 = pattern_buf(3u << 20, seed + 1);
+	raw_check(path2, e2, 3u << 20, "right after fsync on a reader");
+	close(fd);
+	free(e2);
+	printf("fdops: fstat, lseek, dup, dup2, F_DUPFD, F_GETFL/F_SETFL, readv/writev, ftruncate, fsync ok\n");
+	free(b);
+	free(exp);
+	return 0;
+}
+
+/* fsync under CKPTCACHE_PERSIST=never: returns at once, nothing at home */
+static int m_fsync_never(int argc, char **argv)
+{
+	need_args(argc, 4, "PATH SIZE SEED");
+	const char *path = argv[1];
+	size_t size = num(argv[2]);
+	unsigned char *e = pattern_buf(size, num(argv[3]));
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	write_all(fd, e, size, path);
+	if (fsync(fd) != 0)
+		fail("fsync: %s", strerror(errno));
+	if (raw_exists(path))
+		fail("with CKPTCACHE_PERSIST=never, fsync put %s at its real path", path);
+	close(fd);
+	check_file(path, size, num(argv[3]), 0);
+	free(e);
+	return 0;
+}
+
+/* ---- modes: stdio --------------------------------------------------------- */
+
+static int m_stdio(int argc, char **argv)
+{
+	need_args(argc, 4, "PATH SIZE SEED");
+	const char *path = argv[1];
+	size_t size = num(argv[2]);
+	uint64_t seed = num(argv[3]);
+	unsigned char *e = xmalloc(size + 64), *b = xmalloc(size + 64);
+	pattern(e, 0, size, seed);
+
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		fail("fopen %s wb: %s", path, strerror(errno));
+	for (size_t k = 0, c = 1; k < size; k += c, c = c * 3 + 1) {
+		size_t m = size - k < c ? size - k : c;
+		if (fwrite(e + k, 1, m, f) != m)
+			fail("fwrite: %s", strerror(errno));
+	}
+	if (fputc('Z', f) != 'Z' || fprintf(f, "%s", "tail") != 4)
+		fail("fputc/fprintf: %s", strerror(errno));
+	memcpy(e + size, "Ztail", 5);
+	size_t len = size + 5;
+	if (ftell(f) != (long)len)
+		fail("ftell after writing: %ld, expected %zu", ftell(f), len);
+	if (fflush(f) != 0)
+		fail("fflush: %s", strerror(errno));
+	struct stat st;
+	if (fstat(fileno(f), &st) != 0 || (size_t)st.st_size != len)
+		fail("fstat(fileno) of the stream: wrong size");
+	if (fclose(f) != 0)
+		fail("fclose: %s", strerror(errno));
+
+	f = fopen(path, "rb");
+	if (!f)
+		fail("fopen %s rb: %s", path, strerror(errno));
+	if (fseek(f, 0, SEEK_END) != 0 || ftell(f) != (long)len)
+		fail("fseek/ftell to the end: %ld, expected %zu", ftell(f), len);
+	rewind(f);
+	size_t got = 0;
+	for (size_t c = 7; got < len + 10; c = c * 2 + 3) {
+		size_t r = fread(b + got, 1, c, f);
+		got += r;
+		if (r < c)
+			break;
+	}
+	if (got != len || !feof(f) || ferror(f))
+		fail("fread: %zu bytes, expected %zu", got, len);
+	if (memcmp(b, e, len) != 0)
+		fail("fread returned wrong bytes");
+	if (fseek(f, (long)(size / 2), SEEK_SET) != 0)
+		fail("fseek: %s", strerror(errno));
+	int c = fgetc(f);
+	if (c != e[size / 2] || ungetc(c, f) != c || fgetc(f) != c)
+		fail("fgetc/ungetc returned a wrong byte");
+	if (fseek(f, -5, SEEK_END) != 0 || fgetc(f) != 'Z')
+		fail("fseek from the end: wrong byte");
+	if (fclose(f) != 0)
+		fail("fclose: %s", strerror(errno));
+
+	/* w+: read back through the same stream */
+	f = fopen(path, "w+");
+	if (!f)
+		fail("fopen %s w+: %s", path, strerror(errno));
+	if (fwrite(e, 1, size, f) != size)
+		fail("fwrite w+: %s", strerror(errno));
+	rewind(f);
+	if (fread(b, 1, size, f) != size || memcmp(b, e, size) != 0)
+		fail("a w+ stream reads back wrong bytes");
+	fclose(f);
+
+	/* append: the stream continues the checkpoint at its real path */
+	f = fopen(path, "ab");
+	if (!f)
+		fail("fopen %s ab: %s", path, strerror(errno));
+	if (fwrite("APPENDED", 1, 8, f) != 8 || fclose(f) != 0)
+		fail("append: %s", strerror(errno));
+	memcpy(e + size, "APPENDED", 8);
+	len = size + 8;
+	f = fopen(path, "r");
+	if (!f)
+		fail("fopen %s r: %s", path, strerror(errno));
+	got = fread(b, 1, len + 10, f);
+	if (got != len || memcmp(b, e, len) != 0)
+		fail("after appending the file reads %zu bytes, expected %zu, or wrong bytes", got, len);
+	fclose(f);
+	printf("stdio: fwrite/fread/fseek/ftell/fgetc/ungetc/w+/a ok\n");
+	free(b);
+	free(e);
+	return 0;
+}
+
+/* ---- modes: names -------------------------------------------------------- */
+
+/* stat of a cached file before it reaches disk (CKPTCACHE_PERSIST=never) */
+static int m_statcached(int argc, char **argv)
+{
+	need_args(argc, 4, "PATH SIZE SEED");
+	const char *path = argv[1];
+	size_t size = num(argv[2]);
+	uint64_t seed = num(argv[3]);
+	struct stat st;
+
+	gen_file(path, size, seed, 0);
+	if (raw_exists(path))
+		fail("%s is at its real path although CKPTCACHE_PERSIST=never", path);
+	if (stat(path, &st) != 0)
+		fail("stat %s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode) || (size_t)st.st_size != size)
+		fail("stat %s: mode %o size %lld, expected a regular file of %zu bytes", path,
+		     (unsigned)st.st_mode, (long long)st.st_size, size);
+	mode_t um = umask(0);
+	umask(um);
+	if ((st.st_mode & 07777) != (0644 & ~um))
+		fail("stat %s: permissions %o, expected %o", path, (unsigned)(st.st_mode & 07777),
+		     (unsigned)(0644 & ~um));
+	if (lstat(path, &st) != 0 || (size_t)st.st_size != size)
+		fail("lstat %s: wrong size", path);
+	if (fstatat(AT_FDCWD, path, &st, 0) != 0 || (size_t)st.st_size != size)
+		fail("fstatat %s: wrong size", path);
+	struct statx sx;
+	if (statx(AT_FDCWD, path, 0, STATX_SIZE, &sx) != 0 || sx.stx_size != size)
+		fail("statx %s: wrong size", path);
+	if (access(path, R_OK | W_OK) != 0)
+		fail("access %s: %s", path, strerror(errno));
+	int fd = open(path, O_RDONLY);
+	if (fd < 0 || fstat(fd, &st) != 0 || (size_t)st.st_size != size)
+		fail("fstat of an open %s: wrong size", path);
+	close(fd);
+	check_file(path, size, seed, 0);
+	if (raw_exists(path))
+		fail("%s reached its real path although CKPTCACHE_PERSIST=never", path);
+	printf("statcached: stat/lstat/fstatat/statx/fstat report %zu bytes\n", size);
+	return 0;
+}
+
+static void expect_enoent(const char *path, const char *when)
+{
+	struct stat st;
+	if (stat(path, &st) == 0 || errno != ENOENT)
+		fail("%s: stat %s does not fail with ENOENT", when, path);
+	int fd = open(path, O_RDONLY);
+	if (fd >= 0 || errno != ENOENT)
+		fail("%s: open %s does not fail with ENOENT", when, path);
+	if (access(path, F_OK) == 0)
+		fail("%s: access %s succeeds", when, path);
+}
+
+static int m_rename(int argc, char **argv)
+{
+	need_args(argc, 4, "DIR SIZE SEED");
+	const char *dir = argv[1];
+	size_t size = num(argv[2]);
+	uint64_t seed = num(argv[3]);
+	char tmp[PATH_MAX], fin[PATH_MAX], a[PATH_MAX], bb[PATH_MAX];
+
+	snprintf(tmp, sizeof(tmp), "%s/final.bin.tmp", dir);
+	snprintf(fin, sizeof(fin), "%s/final.bin", dir);
+	gen_file(tmp, size, seed, 0);
+	if (rename(tmp, fin) != 0)
+		fail("rename %s -> %s: %s", tmp, fin, strerror(errno));
+	expect_enoent(tmp, "after rename");
+	check_file(fin, size, seed, 0);
+
+	/* a rename over an existing checkpoint replaces it */
+	snprintf(a, sizeof(a), "%s/a.bin", dir);
+	snprintf(bb, sizeof(bb), "%s/b.bin", dir);
+	gen_file(a, size, seed + 1, 0);
+	gen_file(bb, size / 2, seed + 2, 0);
+	if (rename(a, bb) != 0)
+		fail("rename %s -> %s: %s", a, bb, strerror(errno));
+	expect_enoent(a, "after rename over another checkpoint");
+	check_file(bb, size, seed + 1, 0);
+	printf("rename: ok\n");
+	return 0;
+}
+
+static int m_unlink(int argc, char **argv)
+{
+	need_args(argc, 4, "DIR SIZE SEED");
+	char path[PATH_MAX];
+	size_t size = num(argv[2]);
+	snprintf(path, sizeof(path), "%s/u.bin", argv[1]);
+	gen_file(path, size, num(argv[3]), 0);
+	if (unlink(path) != 0)
+		fail("unlink %s: %s", path, strerror(errno));
+	expect_enoent(path, "after unlink");
+	if (unlink(path) != -1 || errno != ENOENT)
+		fail("a second unlink of %s did not fail with ENOENT", path);
+	if (raw_exists(path))
+		fail("%s is at its real path after unlink", path);
+	struct timespec ts = { 0, 200 * 1000000L };
+	nanosleep(&ts, NULL);
+	if (raw_exists(path))
+		fail("%s appeared at its real path after unlink", path);
+	/* a new version after the unlink is a normal checkpoint */
+	gen_file(path, size, num(argv[3]) + 1, 0);
+	check_file(path, size, num(argv[3]) + 1, 0);
+	if (remove(path) != 0)
+		fail("remove %s: %s", path, strerror(errno));
+	expect_enoent(path, "after remove");
+	printf("unlink: ok\n");
+	return 0;
+}
+
+/* ---- untagged files: a transcript to compare with and without the library -- */
+
+static uint64_t fnv(const unsigned char *b, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+static int m_plainops(int argc, char **argv)
+{
+	need_args(argc, 2, "DIR");
+	const char *dir = argv[1];
+	char p1[PATH_MAX], p2[PATH_MAX];
+	const size_t n = 1u << 20;
+	unsigned char *e = pattern_buf(n, 7), *b = xmalloc(n);
+	struct stat st;
+
+	snprintf(p1, sizeof(p1), "%s/plain1.dat", dir);
+	snprintf(p2, sizeof(p2), "%s/plain2.dat", dir);
+	int fd = open(p1, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	printf("open rw: %s\n", fd >= 0 ? "ok" : strerror(errno));
+	printf("write: %zd\n", write(fd, e, n));
+	printf("lseek cur: %lld\n", (long long)lseek(fd, 0, SEEK_CUR));
+	fstat(fd, &st);
+	printf("fstat: size %lld reg %d\n", (long long)st.st_size, S_ISREG(st.st_mode));
+	printf("pread: %zd fnv %016" PRIx64 "\n", pread(fd, b, 4096, 1000), fnv(b, 4096));
+	printf("raw SYS_pread64: %ld fnv %016" PRIx64 "\n", syscall(SYS_pread64, fd, b, 4096, 5000),
+	       fnv(b, 4096));
+	lseek(fd, 0, SEEK_SET);
+	printf("raw SYS_read: %ld fnv %016" PRIx64 "\n", syscall(SYS_read, fd, b, 4096), fnv(b, 4096));
+	int d = dup(fd);
+	printf("dup lseek: %lld\n", (long long)lseek(d, 0, SEEK_CUR));
+	printf("F_GETFL accmode: %d\n", fcntl(d, F_GETFL) & O_ACCMODE);
+	printf("ftruncate: %d\n", ftruncate(fd, 500000));
+	printf("fsync: %d\n", fsync(fd));
+	printf("flock: %d\n", flock(fd, LOCK_EX));
+	unsigned char *m = mmap(NULL, 500000, PROT_READ, MAP_SHARED, fd, 0);
+	printf("mmap: %s fnv %016" PRIx64 "\n", m == MAP_FAILED ? "failed" : "ok",
+	       m == MAP_FAILED ? 0 : fnv(m, 500000));
+	if (m != MAP_FAILED)
+		munmap(m, 500000);
+	close(d);
+	close(fd);
+
+	FILE *f = fopen(p2, "w+");
+	printf("fopen: %s\n", f ? "ok" : strerror(errno));
+	printf("fwrite: %zu\n", fwrite(e, 1, 77777, f));
+	rewind(f);
+	printf("fread: %zu fnv %016" PRIx64 "\n", fread(b, 1, n, f), fnv(b, 77777));
+	fclose(f);
+	printf("rename: %d\n", rename(p2, p1));
+	printf("stat: %d size %lld\n", stat(p1, &st), (long long)st.st_size);
+	int r = stat(p2, &st);
+	printf("stat old name: %d %s\n", r, strerror(errno));
+	printf("unlink: %d\n", unlink(p1));
+	r = open(p1, O_RDONLY);
+	printf("open after unlink: %d %s\n", r, strerror(errno));
+	free(b);
+	free(e);
+	return 0;
+}
+
+/* ---- main ----------------------------------------------------------------- */
+
+struct modedef {
+	const char *name;
+	int (*fn)(int, char **);
+};
+
+static const struct modedef modes[] = {
+	{ "gen", m_gen },	    { "check", m_check },	{ "wr", m_wr },
+	{ "rawcheck", m_rawcheck }, { "history", m_history },	{ "threads", m_threads },
+	{ "readfd", m_readfd },	    { "fork", m_fork },		{ "rawsys", m_rawsys },
+	{ "mmap", m_mmap },	    { "procfd", m_procfd },	{ "uring", m_uring },
+	{ "aio", m_aio },	    { "locks", m_locks },	{ "fdops", m_fdops },
+	{ "fsync-never", m_fsync_never }, { "stdio", m_stdio }, { "statcached", m_statcached },
+	{ "rename", m_rename },	    { "unlink", m_unlink },	{ "plainops", m_plainops },
+};
+
+int main(int argc, char **argv)
+{
+	self_exe = realpath("/proc/self/exe", NULL);
+	if (argc < 2) {
+		fprintf(stderr, "usage: " PROG " MODE ARGS...\nmodes:");
+		for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+			fprintf(stderr, " %s", modes[i].name);
+		fputc('\n', stderr);
+		return 2;
+	}
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (strcmp(argv[1], modes[i].name) == 0) {
+			mode = modes[i].name;
+			return modes[i].fn(argc - 1, argv + 1);
+		}
+	fprintf(stderr, PROG ": unknown mode '%s'\n", argv[1]);
+	return 2;
+}

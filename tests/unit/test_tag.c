@@ -1,0 +1,124 @@
+/* Tagged-path matching: CKPTCACHE_PATHS globs with FNM_PATHNAME, "**" as a
+ * last component, "%r", relative patterns and relative paths with dirfds. */
+#include "config.h"
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "intercept.h"
+
+atomic_bool ckc_icpt_on;
+
+static void load(const char *paths, long rank)
+{
+	cr_assert_gt(ckc_tag_load(paths, rank), 0, "%s", paths);
+	atomic_store(&ckc_icpt_on, true);
+}
+
+Test(tag, glob_does_not_cross_slashes)
+{
+	load("/lustre/u/run42/ckpt_*.bin", 0);
+	cr_assert(ckc_tag_match("/lustre/u/run42/ckpt_0001.bin"));
+	cr_assert(ckc_tag_match("/lustre/u/run42/ckpt_.bin"));
+	cr_assert_not(ckc_tag_match("/lustre/u/run42/sub/ckpt_1.bin"));
+	cr_assert_not(ckc_tag_match("/lustre/u/run42/ckpt_1.txt"));
+	cr_assert_not(ckc_tag_match("/lustre/u/run4/ckpt_1.bin"));
+	ckc_tag_free();
+	cr_assert_not(ckc_tag_match("/lustre/u/run42/ckpt_0001.bin"));
+}
+
+Test(tag, several_patterns_and_classes)
+{
+	load("/a/x?.bin::/b/[0-9]*.dat", 0);
+	cr_assert(ckc_tag_match("/a/x1.bin"));
+	cr_assert_not(ckc_tag_match("/a/x12.bin"));
+	cr_assert(ckc_tag_match("/b/7z.dat"));
+	cr_assert_not(ckc_tag_match("/b/z7.dat"));
+}
+
+Test(tag, subtree)
+{
+	load("/scratch/run/**", 0);
+	cr_assert(ckc_tag_match("/scratch/run/a"));
+	cr_assert(ckc_tag_match("/scratch/run/d/e/f.bin"));
+	cr_assert_not(ckc_tag_match("/scratch/run"));
+	cr_assert_not(ckc_tag_match("/scratch/runner/a"));
+	ckc_tag_free();
+	load("/scratch/shot_*/**", 0);
+	cr_assert(ckc_tag_match("/scratch/shot_3/a/b"));
+	cr_assert_not(ckc_tag_match("/scratch/other/a"));
+	ckc_tag_free();
+	load("/**", 0);
+	cr_assert(ckc_tag_match("/anything"));
+	cr_assert_not(ckc_tag_match("/"));
+}
+
+Test(tag, rank_and_canonical_patterns)
+{
+	load("/run/rank%r/../r%r/*.bin", 12);
+	cr_assert(ckc_tag_match("/run/r12/x.bin"));
+	cr_assert_not(ckc_tag_match("/run/r1/x.bin"));
+	cr_assert_not(ckc_tag_match("/run/rank12/x.bin"));
+}
+
+Test(tag, relative_pattern_and_paths)
+{
+	char dir[] = "/tmp/ckc-tag-XXXXXX", canon[PATH_MAX], want[PATH_MAX];
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(chdir(dir), 0);
+	load("ck/*.bin", 0);
+	snprintf(want, sizeof(want), "%s/ck/a.bin", dir);
+	cr_assert(ckc_tag_match(want));
+	cr_assert(ckc_tagged_at(AT_FDCWD, "ck/./a.bin", canon));
+	cr_assert_str_eq(canon, want);
+	cr_assert(ckc_tagged_at(AT_FDCWD, want, canon));
+	cr_assert_not(ckc_tagged_at(AT_FDCWD, "ck/a.txt", canon));
+	/* relative to a directory descriptor */
+	cr_assert_eq(mkdir("ck", 0755), 0);
+	int dfd = open("ck", O_RDONLY | O_DIRECTORY);
+	cr_assert_geq(dfd, 0);
+	cr_assert(ckc_tagged_at(dfd, "a.bin", canon));
+	cr_assert_str_eq(canon, want);
+	close(dfd);
+	/* nothing is tagged while interception is off or inside the engine */
+	atomic_store(&ckc_icpt_on, false);
+	cr_assert_not(ckc_tagged_at(AT_FDCWD, want, canon));
+	atomic_store(&ckc_icpt_on, true);
+	ckc_io_guard = 1;
+	cr_assert_not(ckc_tagged_at(AT_FDCWD, want, canon));
+	ckc_io_guard = 0;
+	cr_assert_not(ckc_tagged_at(AT_FDCWD, NULL, canon));
+	cr_assert_not(ckc_tagged_at(AT_FDCWD, "", canon));
+	cr_assert_eq(chdir("/"), 0);
+	rmdir(want);
+	snprintf(want, sizeof(want), "%s/ck", dir);
+	rmdir(want);
+	rmdir(dir);
+}
+
+Test(tag, empty_patterns_are_ignored)
+{
+	cr_assert_eq(ckc_tag_load("::", 0), 0);
+	cr_assert_not(ckc_tag_match("/x"));
+}
+
+Test(tag, virtual_descriptor_table)
+{
+	cr_assert_eq(ckc_fdtab_init(), 0);
+	cr_assert_gt(ckc_vfd_cap, 0);
+	int fd = ckc_placeholder(0);
+	cr_assert_geq(fd, 0);
+	char c;
+	/* a placeholder refuses every byte that bypasses the library */
+	cr_assert_eq(read(fd, &c, 1), -1);
+	cr_assert_eq(errno, EBADF);
+	cr_assert_eq(write(fd, "x", 1), -1);
+	cr_assert_eq(errno, EBADF);
+	cr_assert_null(ckc_vfd_get(fd));
+	cr_assert_eq(ckc_vfd_install((int)ckc_vfd_cap, NULL), -EMFILE);
+	close(fd);
+}
