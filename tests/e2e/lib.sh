@@ -1,0 +1,115 @@
+# Functions the end-to-end cases use (sourced by tests/e2e/run). A case runs
+# in a subshell inside its own temporary folder $T; it ends with `fail` on
+# the first broken expectation, `note` when it cannot run here, or returns.
+#
+# Set by the driver: LIB, PRELOAD, BIN, HELPER, PROXY, APIUSER, PY, WORK,
+# REF (reference checkpoints written without the library), E2E (this folder).
+
+CASE_TIMEOUT=${CASE_TIMEOUT:-90}
+
+# fail REASON: the case failed; REASON is its line in the summary.
+fail() {
+	printf '%s\n' "$*" >"$T/.reason"
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+# note REASON: the case cannot run on this machine (not counted).
+note() {
+	printf '%s\n' "$*" >"$T/.reason"
+	exit 77
+}
+
+# phase NAME: later library runs write their statistics to $T/st.NAME/.
+phase() {
+	STATS=$T/st.$1
+	mkdir -p "$STATS"
+}
+
+# ck [VAR=VALUE]... -- CMD [ARG]...: runs CMD with the library preloaded,
+# the case's defaults (tagged: $T/ck/**, a 32 MiB host tier, statistics in
+# $STATS) and the given variables, under a time limit.
+ck() {
+	local envs=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		envs+=("$1")
+		shift
+	done
+	shift
+	timeout -k 5 "$CASE_TIMEOUT" env CKPTCACHE_PATHS="$T/ck/**" CKPTCACHE_HOST_CACHE=32M \
+		CKPTCACHE_STATS="$STATS/%p.json" "${envs[@]}" LD_PRELOAD="$PRELOAD" "$@"
+}
+
+# plain CMD [ARG]...: runs CMD without the library (the sanitizer runtime,
+# if any, is not needed either).
+plain() {
+	timeout -k 5 "$CASE_TIMEOUT" env -u LD_PRELOAD "$@"
+}
+
+# run_ok WHAT CMD...: CMD must exit 0; its output goes to the case log.
+run_ok() {
+	local what=$1 rc
+	shift
+	"$@"
+	rc=$?
+	[ $rc -eq 0 ] || fail "$what: exit status $rc$(last_error)"
+}
+
+# The last line of the case log that looks like an error, for reasons.
+last_error() {
+	local l
+	l=$(grep -a -E 'FAIL|rror|MISMATCH|Bad file|No such|denied|Abort|Sanitizer' "$T/.log" 2>/dev/null | tail -1)
+	[ -n "$l" ] && printf ' (%s)' "${l:0:240}"
+}
+
+# stats_ok CONDITION...: the statistics of the current phase satisfy every
+# condition (see stats.py).
+stats_ok() {
+	local out files=("$STATS"/*.json)
+	[ -e "${files[0]}" ] || fail "no statistics file in $(basename "$STATS") (expected one per process that used a tagged file)"
+	out=$("$PY" "$E2E/stats.py" "${files[@]}" -- "$@" 2>&1)
+	local rc=$?
+	echo "$out"
+	[ $rc -eq 0 ] || fail "$(basename "$STATS"): $out"
+}
+
+# no_stats: no process of the current phase wrote statistics.
+no_stats() {
+	local files=("$STATS"/*.json)
+	[ -e "${files[0]}" ] && fail "$(basename "$STATS"): statistics written by ${#files[@]} process(es) that should not have started the cache: ${files[*]##*/}"
+	return 0
+}
+
+# same FILE1 FILE2 WHAT: byte-for-byte equal.
+same() {
+	[ -f "$1" ] || fail "$3: $1 does not exist"
+	[ -f "$2" ] || fail "$3: $2 does not exist"
+	cmp -s "$1" "$2" || fail "$3: $(cmp "$1" "$2" 2>&1 | head -1)"
+}
+
+# absent PATH WHAT: nothing at PATH (checked without the library).
+absent() {
+	[ -e "$1" ] && fail "$2: $1 exists ($(stat -c %s "$1") bytes)"
+	return 0
+}
+
+# only_names DIR REGEX WHAT: every entry of DIR matches REGEX (no
+# temporary or stray files left behind).
+only_names() {
+	local f
+	for f in "$1"/* "$1"/.[!.]*; do
+		[ -e "$f" ] || continue
+		[[ ${f##*/} =~ $2 ]] || fail "$3: unexpected file ${f##*/} in ${1##*/}"
+	done
+	return 0
+}
+
+# randfile PATH SIZE: SIZE random bytes.
+randfile() {
+	head -c "$2" /dev/urandom >"$1"
+}
+
+# ref_ckpt I: the reference bytes of checkpoint I (seed $REF_SEED).
+ref_ckpt() {
+	printf '%s/ckpt_%05d.bin' "$REF" "$1"
+}
