@@ -1,0 +1,201 @@
+# Unmodified tools on tagged files: cp, cat, dd with several block sizes,
+# sha256sum, tar into and out of a tagged folder, and bash builtins (one
+# process writing and reading a checkpoint). Every copy is compared byte for
+# byte with its source.
+
+# A tree of odd-sized files, an empty one and a sub-folder.
+make_tree() {
+	mkdir -p "$1/sub/deeper"
+	randfile "$1/f1.bin" 100003
+	randfile "$1/sub/f2.bin" 5000017
+	randfile "$1/sub/deeper/f3.bin" 4096
+	: >"$1/sub/empty.bin"
+	echo "a text file" >"$1/notes.txt"
+	chmod 0640 "$1/f1.bin"
+	touch -d '2020-02-02 02:02:02' "$1/sub/f2.bin"
+}
+
+tools_cp() {
+	randfile src.bin 3000001
+	phase write
+	run_ok "cp src -> tagged" ck -- cp src.bin ck/a.bin
+	stats_ok files==1 objects.written==1 host.put_bytes==3000001
+	same src.bin ck/a.bin "cp into a tagged path"
+	phase copy
+	run_ok "cp tagged -> tagged" ck -- cp ck/a.bin ck/b.bin
+	stats_ok files==1 objects.written==1 objects.opened_for_read==1 objects.consumed==1 host.put_bytes==3000001
+	same src.bin ck/b.bin "cp between tagged paths"
+	phase out
+	run_ok "cp tagged -> untagged" ck -- cp ck/b.bin out.bin
+	same src.bin out.bin "cp out of a tagged path"
+	make_tree tree
+	phase tree
+	run_ok "cp -r into a tagged folder" ck -- cp -r tree ck/tree
+	diff -r tree ck/tree >/dev/null || fail "cp -r: $(diff -r tree ck/tree 2>&1 | head -1)"
+	phase mv
+	run_ok "mv within the tagged folder" ck -- mv ck/b.bin ck/c.bin
+	absent ck/b.bin "mv: the old name"
+	same src.bin ck/c.bin "mv between tagged names"
+}
+
+# cp -p / cp -a: the copy keeps its mode and times (futimens, fchmod on the
+# new descriptor).
+tools_cp_preserve() {
+	make_tree tree
+	ck -- cp -p tree/f1.bin ck/p.bin
+	local rc=$?
+	same tree/f1.bin ck/p.bin "cp -p into a tagged path"
+	phase tree
+	ck -- cp -a tree ck/tree
+	local rca=$?
+	diff -r tree ck/tree >/dev/null || fail "cp -a: $(diff -r tree ck/tree 2>&1 | head -1)"
+	[ $rc -eq 0 ] || fail "cp -p into a tagged path: exit status $rc$(last_error)"
+	[ $rca -eq 0 ] || fail "cp -a into a tagged folder: exit status $rca$(last_error)"
+	[ "$(stat -c %a ck/p.bin)" = 640 ] || fail "cp -p: mode $(stat -c %a ck/p.bin), expected 640"
+	[ "$(stat -c %Y ck/tree/sub/f2.bin)" = "$(stat -c %Y tree/sub/f2.bin)" ] ||
+		fail "cp -a: the modification time was not kept"
+}
+
+tools_cat() {
+	randfile a.src 1048577
+	randfile b.src 77
+	phase write
+	run_ok "cp" ck -- cp a.src ck/a.bin
+	run_ok "cp" ck -- cp b.src ck/b.bin
+	phase cat
+	ck -- cat ck/a.bin ck/b.bin ck/a.bin >out.bin || fail "cat of tagged files failed$(last_error)"
+	cat a.src b.src a.src >expect.bin
+	same expect.bin out.bin "cat of three tagged files"
+	stats_ok files==1 objects.opened_for_read==3 objects.consumed==2
+	ck -- cat <ck/a.bin >out2.bin || fail "cat <tagged failed"
+	same a.src out2.bin "cat < tagged (opened by the shell, without the library)"
+}
+
+# dd BS: write a tagged file, copy it tagged to tagged in one process, read
+# it out, with skip/count and an in-place conv=notrunc update.
+tools_dd() {
+	local bs=$1 size=3000017
+	[ "$bs" = 1 ] && size=20011
+	randfile src.bin $size
+	phase write
+	run_ok "dd into a tagged path" ck -- dd if=src.bin of=ck/x.bin bs="$bs" status=none
+	stats_ok files==1 objects.written==1 host.put_bytes==$size
+	same src.bin ck/x.bin "dd bs=$bs into a tagged path"
+	phase copy
+	run_ok "dd tagged -> tagged" ck -- dd if=ck/x.bin of=ck/y.bin bs="$bs" status=none
+	stats_ok files==1 objects.written==1 objects.opened_for_read==1 objects.consumed==1 \
+		host.put_bytes==$size home.read_bytes==$size
+	same src.bin ck/y.bin "dd bs=$bs between tagged paths"
+	phase out
+	run_ok "dd tagged -> untagged" ck -- dd if=ck/y.bin of=out.bin bs="$bs" status=none
+	same src.bin out.bin "dd bs=$bs out of a tagged path"
+	run_ok "dd skip/count" ck -- dd if=ck/y.bin of=part.bin bs="$bs" skip=3 count=5 status=none
+	dd if=src.bin of=part.ref bs="$bs" skip=3 count=5 status=none
+	same part.ref part.bin "dd bs=$bs skip=3 count=5 of a tagged path"
+	cp src.bin upd.ref
+	dd if=part.ref of=upd.ref bs="$bs" seek=2 conv=notrunc status=none
+	run_ok "dd conv=notrunc" ck -- dd if=part.ref of=ck/y.bin bs="$bs" seek=2 conv=notrunc status=none
+	same upd.ref ck/y.bin "dd bs=$bs seek=2 conv=notrunc into a tagged file"
+	phase check
+	run_ok "dd after the update" ck -- dd if=ck/y.bin of=out2.bin bs="$bs" status=none
+	same upd.ref out2.bin "dd bs=$bs reading the updated tagged file"
+}
+
+tools_sha256sum() {
+	local i sums
+	for i in 1 2 3 4; do
+		randfile "s$i.src" $((i * 700001))
+	done
+	phase write
+	for i in 1 2 3 4; do
+		run_ok "cp" ck -- cp "s$i.src" "ck/s$i.bin"
+	done
+	phase sum
+	sums=$(ck -- sha256sum ck/s1.bin ck/s2.bin ck/s3.bin ck/s4.bin) || fail "sha256sum of tagged files failed"
+	[ "$(awk '{print $1}' <<<"$sums")" = "$(sha256sum s1.src s2.src s3.src s4.src | awk '{print $1}')" ] ||
+		fail "sha256sum of tagged files differs from the sources"
+	stats_ok files==1 objects.opened_for_read==4 objects.consumed==4
+	sha256sum s1.src s2.src s3.src s4.src | sed 's/\(s[0-9]\)\.src$/ck\/\1.bin/' >sums.txt
+	run_ok "sha256sum -c" ck -- sha256sum --quiet -c sums.txt
+}
+
+tools_tar_into() {
+	make_tree tree
+	tar -C tree -cf in.tar .
+	mkdir -p ck/tree
+	ck -- tar -C ck/tree -xf in.tar
+	local rc=$?
+	diff -r tree ck/tree >/dev/null || fail "tar -x into a tagged folder: $(diff -r tree ck/tree 2>&1 | head -1)"
+	[ $rc -eq 0 ] || fail "tar -x into a tagged folder: exit status $rc, bytes right$(last_error)"
+	stats_ok objects.written==5
+	[ "$(stat -c %a ck/tree/f1.bin)" = 640 ] || fail "tar -x: mode $(stat -c %a ck/tree/f1.bin), expected 640"
+	[ "$(stat -c %Y ck/tree/sub/f2.bin)" = "$(stat -c %Y tree/sub/f2.bin)" ] ||
+		fail "tar -x: the modification time was not restored"
+}
+
+tools_tar_out_of() {
+	make_tree tree
+	phase write
+	run_ok "cp -r into a tagged folder" ck -- cp -r tree ck/tree
+	phase tar
+	run_ok "tar -c of a tagged folder" ck -- tar -C ck/tree -cf out.tar .
+	stats_ok objects.opened_for_read==5
+	mkdir o
+	tar -C o -xf out.tar || fail "the archive of a tagged folder cannot be extracted"
+	diff -r tree o >/dev/null || fail "tar -c of a tagged folder: $(diff -r tree o 2>&1 | head -1)"
+	# an archive piped straight into sha256sum, in one pipeline
+	local a b
+	a=$(ck -- tar -C ck/tree -cf - ./sub/f2.bin | tar -xOf - | sha256sum | awk '{print $1}')
+	b=$(sha256sum <tree/sub/f2.bin | awk '{print $1}')
+	[ "$a" = "$b" ] || fail "tar -c | tar -xO of a tagged file: wrong bytes"
+}
+
+# bash writes a checkpoint with builtins (echo, printf) and reads it back
+# with builtins (read, mapfile) in the same process: the reads come from the
+# cache, through dup2/fcntl(F_DUPFD)/lseek of the redirections.
+tools_bash_builtins() {
+	seq 1 4000 | sed 's/$/ some text to make the line longer/' >expect.txt
+	ck -- bash -c '
+		set -e
+		for ((i = 1; i <= 4000; i++)); do echo "$i some text to make the line longer"; done >ck/lines.txt
+		n=0
+		while IFS= read -r l; do n=$((n + 1)); done <ck/lines.txt
+		echo "read $n lines" >count.txt
+		mapfile -t all <ck/lines.txt
+		printf "%s\n" "${all[@]}" >out.txt
+		exec 7<ck/lines.txt
+		IFS= read -r first <&7
+		IFS= read -r second <&7
+		exec 7<&-
+		echo "$first|$second" >first.txt
+	' || fail "bash builtins on a tagged file failed$(last_error)"
+	same expect.txt out.txt "bash: mapfile of a file written with echo"
+	same expect.txt ck/lines.txt "bash: the checkpoint at its real path"
+	[ "$(cat count.txt)" = "read 4000 lines" ] || fail "bash: read loop: $(cat count.txt)"
+	[ "$(cat first.txt)" = "1 some text to make the line longer|2 some text to make the line longer" ] ||
+		fail "bash: reads through an exec'ed descriptor: $(cat first.txt)"
+	stats_ok files==1 objects.written==1 host.hits\>0 home.read_ops==0
+}
+
+# The C helper writes and reads back in one process, with odd-sized calls.
+tools_write_then_read() {
+	local chunk
+	for chunk in 1000 7777 1048577; do
+		phase "chunk$chunk"
+		run_ok "write then read, chunk $chunk" ck -- "$HELPER" wr "ck/w$chunk.bin" 3000017 $chunk $chunk
+		stats_ok files==1 objects.written==1 host.put_bytes==3000017 host.read_bytes==3000017 host.hits\>0 home.read_ops==0
+		run_ok "check without the library" plain "$HELPER" rawcheck "ck/w$chunk.bin" 3000017 $chunk
+	done
+}
+
+case_add tools/cp tools_cp
+case_add tools/cp-preserve tools_cp_preserve
+case_add tools/cat tools_cat
+for bs in 1 4096 1M 7777; do
+	case_add "tools/dd-bs$bs" tools_dd $bs
+done
+case_add tools/sha256sum tools_sha256sum
+case_add tools/tar-into tools_tar_into
+case_add tools/tar-out-of tools_tar_out_of
+case_add tools/bash-builtins tools_bash_builtins
+case_add tools/write-then-read tools_write_then_read
