@@ -66,6 +66,22 @@ int ckc_vfd_install(int fd, ckc_vfd_t *v)
 	return 0;
 }
 
+ckc_vfd_t *ckc_vfd_check(int fd, ckc_vfd_t *v)
+{
+	int (*rf)(int, int, ...) = REAL(fcntl);
+	int fl = rf ? rf(fd, F_GETFL) : O_PATH;
+
+	if (fl >= 0 && (fl & O_PATH))
+		return v;
+	/* the number no longer holds our placeholder: forget it, once */
+	pthread_mutex_lock(&fdtab_lock);
+	bool mine = atomic_compare_exchange_strong(&ckc_vfd_tab[fd], &v, NULL);
+	pthread_mutex_unlock(&fdtab_lock);
+	if (mine)
+		ckc_vfd_put(v);
+	return NULL;
+}
+
 ckc_vfd_t *ckc_vfd_take(int fd)
 {
 	if (fd < 0 || (size_t)fd >= ckc_vfd_cap)

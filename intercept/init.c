@@ -84,6 +84,11 @@ static void icpt_engine_start(void)
 		atomic_store(&ckc_icpt_on, false); /* everything passes through */
 }
 
+int ckc_capture_mode(void)
+{
+	return icpt_cfg.capture;
+}
+
 bool ckc_engine_ready(void)
 {
 	pthread_once(&icpt_engine_once, icpt_engine_start);
@@ -105,6 +110,12 @@ __attribute__((constructor)) static void icpt_init(void)
 		if (ckc_tag_load(paths, icpt_cfg.rank) > 0) {
 			pthread_atfork(icpt_prepare, icpt_parent, icpt_child);
 			ckc_api_start = ckc_engine_ready;
+#ifdef HAVE_CUDA_H
+			ckc_stats_extra = ckc_cuda_stats;
+#endif
+			if (icpt_cfg.capture == CKC_CAPTURE_DEVICE)
+				ckc_warn("CKPTCACHE_CAPTURE=device: the CUDA copies are intercepted and counted, "
+					 "but this version has no GPU tier yet: checkpoints are cached as in copy mode");
 			atomic_store(&ckc_icpt_on, true);
 			/* the engine (its memory, its threads) starts with the
 			 * first tagged file, so a process that never opens one

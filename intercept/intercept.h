@@ -26,6 +26,15 @@ extern atomic_bool ckc_icpt_on;
  * tagged files then pass through. */
 bool ckc_engine_ready(void);
 
+/* CKPTCACHE_CAPTURE as configured (copy until the constructor ran). */
+int ckc_capture_mode(void);
+
+/* The "cu..." half of the interposed dlsym (cuda.c). */
+void *ckc_cu_dlsym(void *handle, const char *name);
+
+/* Fills the CUDA part of the statistics (cuda.c). */
+void ckc_cuda_stats(ckc_stats_t *s);
+
 /* ---- tagged paths (tag.c) ---- */
 
 /* Loads CKPTCACHE_PATHS (colon-separated globs, "%r" = rank, relative ones
@@ -55,12 +64,19 @@ typedef struct ckc_vfd {
 extern _Atomic(ckc_vfd_t *) *ckc_vfd_tab;
 extern size_t ckc_vfd_cap;
 
-/* The virtual descriptor behind fd, or NULL: the fast path of every fd call. */
+/* Confirms that fd is still the placeholder v was installed on (a raw
+ * close(2) or close_range(2) syscall the library never saw may have freed
+ * the number for an untagged file); drops v and returns NULL if not. */
+ckc_vfd_t *ckc_vfd_check(int fd, ckc_vfd_t *v);
+
+/* The virtual descriptor behind fd, or NULL: the fast path of every fd
+ * call is the table load; only a tagged-looking fd pays the check. */
 static inline ckc_vfd_t *ckc_vfd_get(int fd)
 {
 	if ((unsigned)fd >= ckc_vfd_cap)
 		return NULL;
-	return atomic_load_explicit(&ckc_vfd_tab[fd], memory_order_acquire);
+	ckc_vfd_t *v = atomic_load_explicit(&ckc_vfd_tab[fd], memory_order_acquire);
+	return v ? ckc_vfd_check(fd, v) : NULL;
 }
 
 int ckc_fdtab_init(void);
@@ -92,7 +108,11 @@ ssize_t ckc_vfd_write(ckc_vfd_t *v, const void *buf, size_t n);
 ssize_t ckc_vfd_pread(ckc_vfd_t *v, void *buf, size_t n, off_t off);
 ssize_t ckc_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off);
 off_t ckc_vfd_lseek(ckc_vfd_t *v, off_t off, int whence);
-/* The open logic for a tagged path; returns an fd or -1 with errno set. */
+/* ckc_open_tagged's answer when the path is not for the cache: call the
+ * real function. */
+#define CKC_PASS (-4096)
+
+/* The open logic for a tagged path: an fd, -errno, or CKC_PASS. */
 int ckc_open_tagged(const char *canon, int flags, mode_t mode);
 /* Closes fd (tagged or not). */
 int ckc_close_fd(int fd);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/close_range.h>
 #include <linux/falloc.h>
 #include <sys/sendfile.h>
 #include <unistd.h>
@@ -18,8 +19,6 @@
 #include "log.h"
 #include "path.h"
 
-/* ckc_open_tagged's answer: not for the cache, call the real function. */
-#define CKC_PASS (-4096)
 
 /* Sets errno from a -errno result, or restores the caller's errno. */
 static inline long result(long rc, int saved)
@@ -233,7 +232,18 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 			return -errno;
 		if (real && real_access(canon, W_OK) != 0)
 			return -errno;
-		mode_t m = flags & O_CREAT ? mode : real ? rst.st_mode : cst.mode;
+		/* the cache publishes a new file by rename: that would replace
+		 * a symbolic link and split a hard link, so such a checkpoint
+		 * is written to the real file directly */
+		struct stat lst;
+		if (real && (rst.st_nlink > 1 ||
+			     (REAL(lstat)(canon, &lst) == 0 && S_ISLNK(lst.st_mode)))) {
+			if (cached && ckc_materialize(canon) == 0)
+				ckc_forget(canon);
+			return CKC_PASS;
+		}
+		/* an existing file keeps its mode when it is truncated */
+		mode_t m = real ? rst.st_mode : cached ? cst.mode : mode;
 		int rc = ckc_open_write(canon, m & 07777, &h);
 		if (rc == -ENODEV)
 			return CKC_PASS;
@@ -373,6 +383,45 @@ CKC_EXPORT int close(int fd)
 	if (!ckc_vfd_get(fd))
 		return REAL(close)(fd);
 	return ckc_close_fd(fd);
+}
+
+/* Drops the virtual descriptors of [first, last] (the real call closes the
+ * placeholders). */
+static void vfd_close_range(unsigned first, unsigned last)
+{
+	if (ckc_vfd_cap == 0 || first >= ckc_vfd_cap)
+		return;
+	if (last >= ckc_vfd_cap)
+		last = (unsigned)ckc_vfd_cap - 1;
+	for (unsigned fd = first; fd <= last; fd++)
+		if (atomic_load_explicit(&ckc_vfd_tab[fd], memory_order_relaxed)) {
+			ckc_vfd_t *v = ckc_vfd_take((int)fd);
+			if (v)
+				ckc_vfd_put(v);
+		}
+}
+
+CKC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
+{
+	int (*rc_range)(unsigned, unsigned, int) = REAL(close_range);
+	if (!rc_range) {
+		errno = ENOSYS;
+		return -1;
+	}
+	int rc = rc_range(first, last, flags);
+	/* CLOSE_RANGE_CLOEXEC only marks them; the program still has them */
+	if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
+		vfd_close_range(first, last);
+	return rc;
+}
+
+CKC_EXPORT void closefrom(int lowfd)
+{
+	void (*rc_from)(int) = REAL(closefrom);
+	if (rc_from)
+		rc_from(lowfd);
+	if (lowfd >= 0)
+		vfd_close_range((unsigned)lowfd, ~0u);
 }
 
 /* ---- data ------------------------------------------------------------ */
@@ -882,6 +931,30 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 	int saved = errno;
 	bool tf = ckc_tagged_at(fd1, from, cf);
 	bool tt = ckc_tagged_at(fd2, to, ct);
+	struct stat ds;
+
+	/* a directory (tagged or not) may hold cached checkpoints: they go to
+	 * their real files before the directory moves */
+	if (atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) && !ckc_io_guard &&
+	    REAL(fstatat)(fd1, from, &ds, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(ds.st_mode) &&
+	    ckc_path_canon(from, NULL, cf, sizeof(cf)) == 0) {
+		char base[PATH_MAX];
+		if (fd1 != AT_FDCWD && from[0] != '/') {
+			char link[64];
+			snprintf(link, sizeof(link), "/proc/self/fd/%d", fd1);
+			ssize_t n = readlink(link, base, sizeof(base) - 1);
+			if (n > 0) {
+				base[n] = '\0';
+				ckc_path_canon(from, base, cf, sizeof(cf));
+			}
+		}
+		ckc_enter();
+		int rc = ckc_handover_dir(cf);
+		ckc_leave();
+		if (rc)
+			return (int)result(rc, saved);
+		return real(fd1, from, fd2, to, flags);
+	}
 
 	if (tf || tt) {
 		ckc_enter();

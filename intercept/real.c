@@ -17,14 +17,32 @@ static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 
 static void real_resolve_all(void)
 {
+	dlsym_fn dls = ckc_real_dlsym();
+	if (!dls)
+		return;
 	/* the __xstat family is only a compatibility symbol on glibc >= 2.33,
 	 * which plain dlsym does not return */
 #define CKC_REAL_RESOLVE(name, ret, args)                                     \
-	ckc_real.name = (ret(*) args)dlsym(RTLD_NEXT, #name);                \
+	ckc_real.name = (ret(*) args)dls(RTLD_NEXT, #name);                \
 	if (!ckc_real.name)                                                   \
 		ckc_real.name = (ret(*) args)dlvsym(RTLD_NEXT, #name, "GLIBC_2.2.5");
 	CKC_REAL_FUNCS(CKC_REAL_RESOLVE)
 #undef CKC_REAL_RESOLVE
+}
+
+static _Atomic(dlsym_fn) real_dlsym_fn;
+
+dlsym_fn ckc_real_dlsym(void)
+{
+	dlsym_fn f = atomic_load_explicit(&real_dlsym_fn, memory_order_acquire);
+	if (f)
+		return f;
+	/* dlvsym is never interposed; dlsym@GLIBC_2.34 is the current one */
+	f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+	if (!f)
+		f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+	atomic_store(&real_dlsym_fn, f);
+	return f;
 }
 
 void ckc_real_resolve(void)

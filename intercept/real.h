@@ -10,6 +10,8 @@
 #include <sys/uio.h>
 
 struct statx;
+struct timeval;
+struct utimbuf;
 
 #define CKC_REAL_FUNCS(X)                                                                  \
 	X(open, int, (const char *, int, ...))                                             \
@@ -23,6 +25,8 @@ struct statx;
 	X(__openat_2, int, (int, const char *, int))                                       \
 	X(__openat64_2, int, (int, const char *, int))                                     \
 	X(close, int, (int))                                                               \
+	X(close_range, int, (unsigned int, unsigned int, int))                             \
+	X(closefrom, void, (int))                                                          \
 	X(read, ssize_t, (int, void *, size_t))                                            \
 	X(write, ssize_t, (int, const void *, size_t))                                     \
 	X(pread, ssize_t, (int, void *, size_t, off_t))                                    \
@@ -69,6 +73,27 @@ struct statx;
 	X(__lxstat64, int, (int, const char *, struct stat *))                             \
 	X(__fxstat64, int, (int, int, struct stat *))                                      \
 	X(__fxstatat64, int, (int, int, const char *, struct stat *, int))                 \
+	X(chmod, int, (const char *, mode_t))                                              \
+	X(fchmod, int, (int, mode_t))                                                      \
+	X(fchmodat, int, (int, const char *, mode_t, int))                                 \
+	X(chown, int, (const char *, uid_t, gid_t))                                        \
+	X(lchown, int, (const char *, uid_t, gid_t))                                       \
+	X(fchown, int, (int, uid_t, gid_t))                                                \
+	X(fchownat, int, (int, const char *, uid_t, gid_t, int))                           \
+	X(utimensat, int, (int, const char *, const struct timespec *, int))               \
+	X(futimens, int, (int, const struct timespec *))                                   \
+	X(utimes, int, (const char *, const struct timeval *))                             \
+	X(lutimes, int, (const char *, const struct timeval *))                            \
+	X(futimes, int, (int, const struct timeval *))                                     \
+	X(utime, int, (const char *, const struct utimbuf *))                              \
+	X(fsetxattr, int, (int, const char *, const void *, size_t, int))                  \
+	X(fgetxattr, ssize_t, (int, const char *, void *, size_t))                         \
+	X(flistxattr, ssize_t, (int, char *, size_t))                                      \
+	X(fremovexattr, int, (int, const char *))                                          \
+	X(setxattr, int, (const char *, const char *, const void *, size_t, int))          \
+	X(lsetxattr, int, (const char *, const char *, const void *, size_t, int))         \
+	X(getxattr, ssize_t, (const char *, const char *, void *, size_t))                 \
+	X(lgetxattr, ssize_t, (const char *, const char *, void *, size_t))                \
 	X(access, int, (const char *, int))                                                \
 	X(faccessat, int, (int, const char *, int, int))                                   \
 	X(unlink, int, (const char *))                                                     \
@@ -105,6 +130,10 @@ typedef struct ckc_real {
 #undef CKC_REAL_FIELD
 
 extern ckc_real_t ckc_real;
+
+/* The C library's dlsym (this library exports its own, for CUDA). */
+typedef void *(*dlsym_fn)(void *, const char *);
+dlsym_fn ckc_real_dlsym(void);
 
 /* Resolves every real function (idempotent, thread-safe). */
 void ckc_real_resolve(void);

@@ -63,6 +63,14 @@ static void stat_fill(const char *canon, const ckc_stat_t *c, struct stat *st)
 	}
 	st->st_size = (off_t)c->size;
 	st->st_blocks = (blkcnt_t)((c->size + 511) / 512);
+	st->st_mode = S_IFREG | (c->mode & 07777 & ~stat_umask());
+	if (c->has_owner) {
+		if (c->uid != (uid_t)-1)
+			st->st_uid = c->uid;
+		if (c->gid != (gid_t)-1)
+			st->st_gid = c->gid;
+	}
+	st->st_atim = c->atime;
 	st->st_mtim = c->mtime;
 	st->st_ctim = c->mtime;
 }

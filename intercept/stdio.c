@@ -12,20 +12,21 @@
 
 #include "intercept.h"
 
+
 /* Large enough that big fwrites go straight to the cache in one call. */
 #define STDIO_BUF (256u << 10)
 
 /* Tagged streams and their descriptors (few are open at a time). */
 typedef struct stdio_ent {
 	FILE *f;
-	int fd;
+	struct stdio_cookie *c;
 } stdio_ent_t;
 
 static stdio_ent_t *stdio_ents;
 static size_t stdio_n, stdio_cap;
 static pthread_mutex_t stdio_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int stdio_add(FILE *f, int fd)
+static int stdio_add(FILE *f, struct stdio_cookie *c)
 {
 	int rc = 0;
 	pthread_mutex_lock(&stdio_lock);
@@ -40,31 +41,40 @@ static int stdio_add(FILE *f, int fd)
 		}
 	}
 	if (!rc)
-		stdio_ents[stdio_n++] = (stdio_ent_t){ f, fd };
+		stdio_ents[stdio_n++] = (stdio_ent_t){ f, c };
 	pthread_mutex_unlock(&stdio_lock);
 	return rc;
 }
 
-/* The descriptor of a tagged stream (removing it if take), or -1. */
-static int stdio_find(FILE *f, bool take)
+/* The cookie of a tagged stream (removing the entry if take), or NULL. */
+static struct stdio_cookie *stdio_find(FILE *f, bool take)
 {
-	int fd = -1;
+	struct stdio_cookie *c = NULL;
 	pthread_mutex_lock(&stdio_lock);
 	for (size_t i = 0; i < stdio_n; i++)
 		if (stdio_ents[i].f == f) {
-			fd = stdio_ents[i].fd;
+			c = stdio_ents[i].c;
 			if (take)
 				stdio_ents[i] = stdio_ents[--stdio_n];
 			break;
 		}
 	pthread_mutex_unlock(&stdio_lock);
-	return fd;
+	return c;
 }
+
+/* A tagged stream's cookie: the descriptor under it, which freopen can
+ * replace (with a tagged one or, for an untagged path, a real one). */
+typedef struct stdio_cookie {
+	atomic_int fd;
+} stdio_cookie_t;
 
 static ssize_t cookie_read(void *c, char *buf, size_t n)
 {
-	ckc_vfd_t *v = ckc_vfd_get((int)(intptr_t)c);
-	ssize_t r = v ? ckc_vfd_read(v, buf, n) : -EBADF;
+	int fd = atomic_load(&((stdio_cookie_t *)c)->fd);
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(read)(fd, buf, n);
+	ssize_t r = ckc_vfd_read(v, buf, n);
 	if (r < 0) {
 		errno = (int)-r;
 		return -1;
@@ -74,8 +84,16 @@ static ssize_t cookie_read(void *c, char *buf, size_t n)
 
 static ssize_t cookie_write(void *c, const char *buf, size_t n)
 {
-	ckc_vfd_t *v = ckc_vfd_get((int)(intptr_t)c);
-	ssize_t r = v ? ckc_vfd_write(v, buf, n) : -EBADF;
+	int fd = atomic_load(&((stdio_cookie_t *)c)->fd);
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ssize_t r;
+	if (v) {
+		r = ckc_vfd_write(v, buf, n);
+	} else {
+		r = REAL(write)(fd, buf, n);
+		if (r < 0)
+			r = -errno;
+	}
 	if (r < 0) {
 		errno = (int)-r;
 		return 0; /* stdio's convention for a failed write */
@@ -85,8 +103,11 @@ static ssize_t cookie_write(void *c, const char *buf, size_t n)
 
 static int cookie_seek(void *c, off64_t *off, int whence)
 {
-	ckc_vfd_t *v = ckc_vfd_get((int)(intptr_t)c);
-	off_t r = v ? ckc_vfd_lseek(v, *off, whence) : -EBADF;
+	int fd = atomic_load(&((stdio_cookie_t *)c)->fd);
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	off_t r = v ? ckc_vfd_lseek(v, *off, whence) : REAL(lseek)(fd, *off, whence);
+	if (!v && r < 0)
+		return -1;
 	if (r < 0) {
 		errno = (int)-r;
 		return -1;
@@ -97,7 +118,9 @@ static int cookie_seek(void *c, off64_t *off, int whence)
 
 static int cookie_close(void *c)
 {
-	return ckc_close_fd((int)(intptr_t)c);
+	int fd = atomic_load(&((stdio_cookie_t *)c)->fd);
+	free(c);
+	return ckc_close_fd(fd);
 }
 
 static const cookie_io_functions_t stdio_funcs = {
@@ -131,11 +154,18 @@ static int stdio_flags(const char *mode)
 /* A stream over tagged descriptor fd (which it owns from now on). */
 static FILE *stdio_stream(int fd, const char *mode)
 {
-	FILE *f = fopencookie((void *)(intptr_t)fd, mode, stdio_funcs);
-	if (!f)
+	stdio_cookie_t *c = malloc(sizeof(*c));
+	if (!c)
 		return NULL;
+	atomic_init(&c->fd, fd);
+	FILE *f = fopencookie(c, mode, stdio_funcs);
+	if (!f) {
+		free(c);
+		return NULL;
+	}
 	setvbuf(f, NULL, _IOFBF, STDIO_BUF);
-	if (stdio_add(f, fd) != 0) {
+	if (stdio_add(f, c) != 0) {
+		atomic_store(&c->fd, -1); /* the caller still owns fd */
 		REAL(fclose)(f);
 		errno = ENOMEM;
 		return NULL;
@@ -163,7 +193,7 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 				errno = saved;
 			return f;
 		}
-		if (fd > -4096) {
+		if (fd != CKC_PASS) {
 			errno = -fd;
 			return NULL;
 		}
@@ -192,12 +222,46 @@ CKC_EXPORT FILE *fdopen(int fd, const char *mode)
 	return f;
 }
 
+/* freopen of a tagged stream: glibc cannot reopen a cookie stream, so the
+ * stream keeps its cookie and gets the new file's descriptor under it. */
+static FILE *freopen_cookie(const char *path, const char *mode, FILE *stream,
+			    struct stdio_cookie *c)
+{
+	char canon[PATH_MAX];
+	int flags = stdio_flags(mode), saved = errno, fd = CKC_PASS;
+
+	if (!path || flags < 0) {
+		/* a change of mode alone cannot be made on a cookie stream */
+		errno = path ? EINVAL : EBADF;
+		return NULL;
+	}
+	fflush(stream);
+	if (ckc_tagged_at(AT_FDCWD, path, canon))
+		fd = ckc_open_tagged(canon, flags, 0666);
+	if (fd == CKC_PASS)
+		fd = REAL(openat)(AT_FDCWD, path, flags, 0666);
+	else if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	if (fd < 0)
+		return NULL;
+	int old = atomic_exchange(&c->fd, fd);
+	ckc_close_fd(old);
+	clearerr(stream);
+	fseeko(stream, 0, (flags & O_APPEND) ? SEEK_END : SEEK_SET);
+	errno = saved;
+	return stream;
+}
+
 static FILE *freopen_common(const char *path, const char *mode, FILE *stream,
 			    FILE *(*real)(const char *, const char *, FILE *))
 {
 	char canon[PATH_MAX];
-	/* the stream stops being a tagged one: glibc closes its cookie */
-	stdio_find(stream, true);
+	struct stdio_cookie *c = stream ? stdio_find(stream, false) : NULL;
+
+	if (c)
+		return freopen_cookie(path, mode, stream, c);
 	if (path && ckc_tagged_at(AT_FDCWD, path, canon)) {
 		ckc_enter();
 		int rc = ckc_materialize(canon);
@@ -256,8 +320,8 @@ CKC_EXPORT int fclose(FILE *f)
 
 CKC_EXPORT int fileno(FILE *f)
 {
-	int fd = f ? stdio_find(f, false) : -1;
-	if (fd >= 0)
-		return fd;
+	struct stdio_cookie *c = f ? stdio_find(f, false) : NULL;
+	if (c)
+		return atomic_load(&c->fd);
 	return REAL(fileno)(f);
 }

@@ -21,7 +21,25 @@ typedef struct ckc_stat {
 	bool complete;          /* closed by its writer */
 	bool at_home;           /* the real path holds this version */
 	mode_t mode;            /* permission bits it is created with */
+	bool has_owner;         /* uid/gid were set (chown) */
+	uid_t uid;
+	gid_t gid;
+	struct timespec atime;  /* as set (utimensat), else mtime */
 } ckc_stat_t;
+
+/* Attributes a program sets on a cached checkpoint (chmod, chown,
+ * utimensat); they are kept and given to the real file when it is
+ * published, or applied to it at once if it is already there. */
+#define CKC_ATTR_MODE 1
+#define CKC_ATTR_OWNER 2
+#define CKC_ATTR_TIMES 4
+typedef struct ckc_attr {
+	int mask;
+	mode_t mode;
+	uid_t uid;                 /* (uid_t)-1: unchanged */
+	gid_t gid;
+	struct timespec times[2];  /* atime, mtime: resolved, no UTIME_NOW/OMIT */
+} ckc_attr_t;
 
 /* Reads the configuration from the environment and starts the engine.
  * Returns 0 when the cache is active, 1 when it is disabled (no
@@ -64,6 +82,13 @@ uint64_t ckc_handle_size(const ckc_handle_t *h);
  * Returns 0. */
 int ckc_handle_stat(const ckc_handle_t *h, ckc_stat_t *st);
 
+/* Sets attributes of the current version of path. Returns 0, or -ENOENT if
+ * it is not cached, or -errno from the real file. */
+int ckc_setattr(const char *path, const ckc_attr_t *a);
+
+/* Sets attributes of the version behind h. Returns 0 or -errno. */
+int ckc_handle_setattr(ckc_handle_t *h, const ckc_attr_t *a);
+
 /* Sets the size of a writing handle's object: shorter drops the tail,
  * longer adds zeros. Returns 0, -EBADF for a reading handle, or -errno. */
 int ckc_ftruncate(ckc_handle_t *h, uint64_t size);
@@ -83,6 +108,11 @@ int ckc_sync_path(const char *path);
 /* Drops the cached versions of path and removes the real file.
  * Returns 0, or -errno from the real unlink (-ENOENT if neither existed). */
 int ckc_unlink(const char *path);
+
+/* Hands every cached checkpoint below directory dir over to the real files
+ * (written there now, then forgotten), before the directory itself is
+ * renamed or removed. Returns 0 or the first -errno. */
+int ckc_handover_dir(const char *dir);
 
 /* Moves the cached object at from to to (retiring any object at to) and
  * renames the real file if it exists. Returns 0, -ENOENT if from is not

@@ -331,6 +331,10 @@ static int engine_start(void)
 				 strerror(errno));
 	}
 	ckc_eng.prefetch_started = c->prefetch == CKC_PREFETCH_EAGER;
+	/* the hint file as it is now, before the first read is counted */
+	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_hints_poll();
+	pthread_mutex_unlock(&ckc_eng.lock);
 	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
 		if ((rc = ckc_flusher_start(l)) != 0)
 			return rc;
@@ -400,6 +404,8 @@ bool ckc_active(void)
 static void stats_collect(ckc_stats_t *s)
 {
 	*s = ckc_eng.st;
+	if (ckc_stats_extra)
+		ckc_stats_extra(s);
 	s->ntier = ckc_eng.ntier;
 	for (int l = 0; l < ckc_eng.ntier; l++) {
 		s->tier_name[l] = ckc_eng.tier[l].name;
@@ -533,6 +539,19 @@ static uint64_t predict_size(void)
 static int canon(const char *path, char *out)
 {
 	return ckc_path_canon(path, NULL, out, PATH_MAX);
+}
+
+/* Canonicalises path into key (PATH_MAX bytes) and takes the engine lock.
+ * Returns 0 with the lock held, and *op the current version of key (NULL if
+ * none, or if the engine is stopped); or -errno for a bad path, unlocked. */
+static int lookup_locked(const char *path, char *key, ckc_obj_t **op)
+{
+	int rc = canon(path, key);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&ckc_eng.lock);
+	*op = ckc_eng.active ? ckc_map_find(key) : NULL;
+	return 0;
 }
 
 static ckc_handle_t *handle_new(ckc_obj_t *o, bool writer)
@@ -813,6 +832,7 @@ ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off)
 	if (!rc) {
 		if (end > o->size)
 			o->size = end;
+		o->attr.mask &= ~CKC_ATTR_TIMES;
 		ckc_tier_stats_t *st = &ckc_eng.tier[o->wlevel].st;
 		st->put_ops++;
 		st->put_bytes += len;
@@ -831,8 +851,9 @@ static int close_home_writer(ckc_obj_t *o)
 	o->home_fd = -1;
 	o->home_tmp = NULL;
 	o->home_busy = true;
+	ckc_attr_t attr = o->attr;
 	pthread_mutex_unlock(&ckc_eng.lock);
-	int rc = ckc_home_commit(tmp, o->key, fd, false);
+	int rc = ckc_home_commit(tmp, o->key, fd, false, &attr);
 	pthread_mutex_lock(&ckc_eng.lock);
 	o->home_busy = false;
 	free(tmp);
@@ -853,7 +874,8 @@ static void close_writer_locked(ckc_obj_t *o)
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (o->complete || o->retired)
 		return;
-	clock_gettime(CLOCK_REALTIME, &o->mtime);
+	if (!(o->attr.mask & CKC_ATTR_TIMES))
+		clock_gettime(CLOCK_REALTIME, &o->mtime);
 	o->complete = true;
 	if (o->wlevel == ckc_eng.ntier - 1) {
 		rc = close_home_writer(o);
@@ -897,6 +919,10 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 	ckc_obj_t *o = ckc_map_find(key);
 	if (!o)
 		o = ckc_obj_import_home(key);
+	/* consumed and dropped (CKPTCACHE_PERSIST=unconsumed or never):
+	 * gone, as if deleted */
+	if (o && o->complete && ckc_best_level(o) < 0 && o->place[0].state != LC_READ_IN_PROGRESS)
+		o = NULL;
 	if (!o) {
 		pthread_mutex_unlock(&ckc_eng.lock);
 		return -ENOENT;
@@ -1033,6 +1059,66 @@ static void stat_fill(const ckc_obj_t *o, ckc_stat_t *st)
 	st->complete = o->complete;
 	st->at_home = o->at_home;
 	st->mode = o->mode;
+	st->has_owner = o->attr.mask & CKC_ATTR_OWNER;
+	st->uid = o->attr.uid;
+	st->gid = o->attr.gid;
+	st->atime = (o->attr.mask & CKC_ATTR_TIMES) ? o->attr.times[0] : o->mtime;
+}
+
+/* Records a on o and, if o's bytes are at the real path already, applies
+ * it there (lock held). */
+static int setattr_locked(ckc_obj_t *o, const ckc_attr_t *a)
+{
+	while (o->home_busy)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (a->mask & CKC_ATTR_MODE) {
+		o->mode = a->mode & 07777;
+		o->attr.mode = o->mode;
+	}
+	if (a->mask & CKC_ATTR_OWNER) {
+		if (a->uid != (uid_t)-1)
+			o->attr.uid = a->uid;
+		else if (!(o->attr.mask & CKC_ATTR_OWNER))
+			o->attr.uid = (uid_t)-1;
+		if (a->gid != (gid_t)-1)
+			o->attr.gid = a->gid;
+		else if (!(o->attr.mask & CKC_ATTR_OWNER))
+			o->attr.gid = (gid_t)-1;
+	}
+	if (a->mask & CKC_ATTR_TIMES) {
+		o->attr.times[0] = a->times[0];
+		o->attr.times[1] = a->times[1];
+		o->mtime = a->times[1];
+	}
+	o->attr.mask |= a->mask;
+	if (!o->at_home)
+		return 0;
+	int fd = ckc_io.open(o->key, O_RDONLY, 0);
+	if (fd < 0)
+		return -errno;
+	int rc = ckc_attr_apply_fd(fd, a);
+	ckc_io.close(fd);
+	return rc;
+}
+
+int ckc_setattr(const char *path, const ckc_attr_t *a)
+{
+	char key[PATH_MAX];
+	ckc_obj_t *o;
+	int rc = lookup_locked(path, key, &o);
+	if (rc)
+		return rc;
+	rc = o ? setattr_locked(o, a) : -ENOENT;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+int ckc_handle_setattr(ckc_handle_t *h, const ckc_attr_t *a)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	int rc = h->o->retired ? 0 : setattr_locked(h->o, a);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
 }
 
 int ckc_handle_stat(const ckc_handle_t *h, ckc_stat_t *st)
@@ -1174,19 +1260,6 @@ static int sync_locked(ckc_obj_t *o)
 	return publish_locked(o, true);
 }
 
-/* Canonicalises path into key (PATH_MAX bytes) and takes the engine lock.
- * Returns 0 with the lock held, and *op the current version of key (NULL if
- * none, or if the engine is stopped); or -errno for a bad path, unlocked. */
-static int lookup_locked(const char *path, char *key, ckc_obj_t **op)
-{
-	int rc = canon(path, key);
-	if (rc)
-		return rc;
-	pthread_mutex_lock(&ckc_eng.lock);
-	*op = ckc_eng.active ? ckc_map_find(key) : NULL;
-	return 0;
-}
-
 int ckc_sync(ckc_handle_t *h)
 {
 	pthread_mutex_lock(&ckc_eng.lock);
@@ -1216,7 +1289,7 @@ int ckc_unlink(const char *path)
 		return rc;
 	bool cached = o != NULL;
 	if (o) {
-		while (o->home_busy)
+		while (o->home_busy || o->flushing)
 			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 		ckc_trace("unlink", o, 0, o->size, -1, 0);
 		obj_retire(o);
@@ -1248,13 +1321,47 @@ int ckc_forget(const char *path)
 	if (rc)
 		return rc;
 	if (o) {
-		while (o->home_busy)
+		/* a running flush ends first, so that no temporary file of it is
+		 * left for the caller's next move (a rename of its folder) */
+		while (o->home_busy || o->flushing)
 			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 		ckc_trace("forget", o, 0, o->size, -1, 0);
 		obj_retire(o);
 	}
 	pthread_mutex_unlock(&ckc_eng.lock);
 	return o ? 0 : -ENOENT;
+}
+
+int ckc_handover_dir(const char *dir)
+{
+	char key[PATH_MAX];
+	int rc = canon(dir, key), first = 0;
+	size_t n;
+
+	if (rc)
+		return rc;
+	n = strlen(key);
+	pthread_mutex_lock(&ckc_eng.lock);
+	for (bool again = ckc_eng.active; again;) {
+		ckc_obj_t *o = NULL;
+		for (size_t i = 0; i < ckc_eng.map_cap && !o; i++)
+			for (ckc_obj_t *x = ckc_eng.map[i]; x && !o; x = x->hnext)
+				if (!strncmp(x->key, key, n) && (x->key[n] == '/' || n == 1))
+					o = x;
+		if (!o)
+			break;
+		rc = publish_locked(o, false);
+		if (rc && !first)
+			first = rc;
+		while (o->home_busy || o->flushing)
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		if (!o->retired) {
+			ckc_trace("forget", o, 0, o->size, -1, 0);
+			obj_retire(o);
+		}
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return first;
 }
 
 int ckc_rename(const char *from, const char *to)

@@ -59,6 +59,7 @@ struct ckc_obj {
 	bool consumed;       /* read back whole at least once */
 	bool from_home;      /* imported from a file of an earlier run */
 	struct timespec mtime;
+	ckc_attr_t attr;     /* set by the program; given to the real file */
 
 	int wlevel;          /* tier receiving the writer's bytes */
 	bool migrating;      /* its bytes are moving to a lower tier */
@@ -217,7 +218,9 @@ int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,
 int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd);
 /* Fsyncs (if asked), closes fd and renames tmp to key; removes tmp on
  * failure. Returns 0 or -errno. */
-int ckc_home_commit(char *tmp, const char *key, int fd, bool fsync_it);
+int ckc_home_commit(char *tmp, const char *key, int fd, bool fsync_it, const ckc_attr_t *a);
+/* Applies a to the open file fd (fchmod, fchown, futimens). 0 or -errno. */
+int ckc_attr_apply_fd(int fd, const ckc_attr_t *a);
 /* Reads from the file at path, opening it once into *fdp. Returns bytes read or -errno. */
 ssize_t ckc_home_read(const char *path, void *buf, size_t len, uint64_t off, int *fdp);
 /* Saves bytes [0, size) of src to a rescue file; *where gets its path.

@@ -136,18 +136,24 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		}
 	}
 	pthread_mutex_lock(&ckc_eng.lock);
-	if (!rc && (o->retired || o->flush_cancel || strcmp(key, o->key) != 0)) {
-		/* retired or renamed meanwhile: this file must not be published
-		 * under the old name */
-		ckc_io.close(fd);
-		ckc_io.unlink(tmp);
-		rc = o->retired ? -ECANCELED : -EAGAIN;
+	/* another publication of this object may be committing: let it end,
+	 * then decide on what is true after it */
+	while (o->home_busy)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (o->retired || o->flush_cancel || strcmp(key, o->key) != 0) {
+		/* retired, handed over or renamed meanwhile: these bytes must not
+		 * be published under the old name (a failed write included: its
+		 * folder may have been renamed) */
+		if (!rc) {
+			ckc_io.close(fd);
+			ckc_io.unlink(tmp);
+		}
+		rc = o->retired || o->flush_cancel ? -ECANCELED : -EAGAIN;
 	} else if (!rc) {
-		while (o->home_busy)
-			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 		o->home_busy = true;
+		ckc_attr_t attr = o->attr;
 		pthread_mutex_unlock(&ckc_eng.lock);
-		rc = ckc_home_commit(tmp, key, fd, fsync_it);
+		rc = ckc_home_commit(tmp, key, fd, fsync_it, &attr);
 		pthread_mutex_lock(&ckc_eng.lock);
 		o->home_busy = false;
 		if (!rc) {

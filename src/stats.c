@@ -9,6 +9,8 @@ static const char *const dist_label[CKC_DIST_BUCKETS] = {
 	"0", "1", "2", "3", "4", "5", "6", "7", "8-15", "16-31", "32-63", "64+", "unhinted",
 };
 
+void (*ckc_stats_extra)(ckc_stats_t *s);
+
 int ckc_stats_dist_bucket(uint64_t dist, int far)
 {
 	if (far)
@@ -63,7 +65,19 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 	for (int i = 0; i < CKC_DIST_BUCKETS; i++)
 		fprintf(f, "%s\"%s\": %llu", i ? ", " : "", dist_label[i],
 			(unsigned long long)s->dist_hist[i]);
-	fprintf(f, "}\n}\n");
+	fprintf(f, "}");
+	if (s->cuda_seen) {
+		fprintf(f, ",\n  \"cuda\": {\"calls\": {");
+		for (int i = 0; i < s->cuda_nkinds; i++)
+			fprintf(f, "%s\"%s\": %llu", i ? ", " : "", s->cuda_kind_name[i],
+				(unsigned long long)s->cuda_calls[i]);
+		fprintf(f, "}, \"hooked_through\": {");
+		for (int i = 0; i < s->cuda_npaths; i++)
+			fprintf(f, "%s\"%s\": %llu", i ? ", " : "", s->cuda_path_name[i],
+				(unsigned long long)s->cuda_hooked[i]);
+		fprintf(f, "}}");
+	}
+	fprintf(f, "\n}\n");
 	if (fflush(f) == EOF || ferror(f))
 		return -(errno ? errno : EIO);
 	return 0;

@@ -3,6 +3,7 @@
 #ifndef CKC_STATS_H
 #define CKC_STATS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -26,6 +27,9 @@ typedef struct ckc_tier_stats {
 	double flush_bw;                       /* bytes/s out of this tier (moving average) */
 } ckc_tier_stats_t;
 
+#define CKC_CUDA_KINDS 12
+#define CKC_CUDA_PATHS 3
+
 typedef struct ckc_stats {
 	int ntier;
 	const char *tier_name[CKC_MAX_TIERS];
@@ -35,7 +39,18 @@ typedef struct ckc_stats {
 	uint64_t reads_waited;                 /* reads that waited for a prefetch */
 	double read_wait_s;
 	uint64_t dist_hist[CKC_DIST_BUCKETS];
+	/* CUDA driver calls the wrappers saw, by kind, and the entry points
+	 * through which the wrappers were handed out */
+	bool cuda_seen;
+	int cuda_nkinds, cuda_npaths;
+	uint64_t cuda_calls[CKC_CUDA_KINDS];
+	const char *cuda_kind_name[CKC_CUDA_KINDS];
+	uint64_t cuda_hooked[CKC_CUDA_PATHS];
+	const char *cuda_path_name[CKC_CUDA_PATHS];
 } ckc_stats_t;
+
+/* Set by the preloaded library: adds what the engine does not know. */
+extern void (*ckc_stats_extra)(ckc_stats_t *s);
 
 /* Bucket of a prefetch distance (far = not queued). */
 int ckc_stats_dist_bucket(uint64_t dist, int far);

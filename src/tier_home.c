@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine_int.h"
@@ -153,11 +154,22 @@ int ckc_fsync_dir_of(const char *path)
 	return rc;
 }
 
-int ckc_home_commit(char *tmp, const char *key, int fd, bool fsync_it)
+int ckc_attr_apply_fd(int fd, const ckc_attr_t *a)
 {
-	int rc = 0;
+	if ((a->mask & CKC_ATTR_MODE) && fchmod(fd, a->mode & 07777) != 0)
+		return -errno;
+	if ((a->mask & CKC_ATTR_OWNER) && fchown(fd, a->uid, a->gid) != 0)
+		return -errno;
+	if ((a->mask & CKC_ATTR_TIMES) && futimens(fd, a->times) != 0)
+		return -errno;
+	return 0;
+}
 
-	if (fsync_it && ckc_io.fsync(fd) != 0)
+int ckc_home_commit(char *tmp, const char *key, int fd, bool fsync_it, const ckc_attr_t *a)
+{
+	int rc = a ? ckc_attr_apply_fd(fd, a) : 0;
+
+	if (!rc && fsync_it && ckc_io.fsync(fd) != 0)
 		rc = -errno;
 	if (ckc_io.close(fd) != 0 && !rc)
 		rc = -errno;

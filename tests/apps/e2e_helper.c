@@ -21,9 +21,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/sendfile.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -264,6 +266,9 @@ static void raw_check(const char *path, const unsigned char *expect, size_t size
 		if (r == 0 || (got += (size_t)r) == size + 1)
 			break;
 	}
+	struct stat st;
+	if (syscall(SYS_fstat, fd, &st) == 0 && (size_t)st.st_size != size)
+		got = (size_t)st.st_size;
 	syscall(SYS_close, fd);
 	if (got != size)
 		fail("%s: the real file %s holds %zu bytes, expected %zu", when, path, got, size);
@@ -315,7 +320,7 @@ static int m_rawcheck(int argc, char **argv)
 
 /* history DIR N SIZE SEED READ: writes DIR/h_NNN.bin for i < N (stream
  * SEED+i), then reads back whole the ones listed in READ (comma-separated
- * indices, or "none"). */
+ * indices, "all" for every one from the last, or "none"). */
 static int m_history(int argc, char **argv)
 {
 	need_args(argc, 6, "DIR N SIZE SEED READ");
@@ -327,7 +332,12 @@ static int m_history(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s/h_%03ld.bin", argv[1], i);
 		gen_file(path, size, seed + (uint64_t)i, 0);
 	}
-	if (strcmp(argv[5], "none") != 0) {
+	if (strcmp(argv[5], "all") == 0) {
+		for (long i = n - 1; i >= 0; i--) {
+			snprintf(path, sizeof(path), "%s/h_%03ld.bin", argv[1], i);
+			check_file(path, size, seed + (uint64_t)i, 0);
+		}
+	} else if (strcmp(argv[5], "none") != 0) {
 		char *list = strdup(argv[5]), *save = NULL;
 		for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 			long i = (long)num(t);
@@ -336,6 +346,73 @@ static int m_history(int argc, char **argv)
 		}
 		free(list);
 	}
+	return 0;
+}
+
+/* histcheck DIR N SIZE SEED: every file of a history holds its bytes. */
+static int m_histcheck(int argc, char **argv)
+{
+	need_args(argc, 5, "DIR N SIZE SEED");
+	char path[PATH_MAX];
+	for (long i = 0; i < (long)num(argv[2]); i++) {
+		snprintf(path, sizeof(path), "%s/h_%03ld.bin", argv[1], i);
+		check_file(path, num(argv[3]), num(argv[4]) + (uint64_t)i, 0);
+	}
+	return 0;
+}
+
+/* rewrite PATH N SIZE SEED: N versions of one checkpoint, of different
+ * sizes, some read back; the last one must be what remains. */
+static int m_rewrite(int argc, char **argv)
+{
+	need_args(argc, 5, "PATH N SIZE SEED");
+	long n = (long)num(argv[2]);
+	size_t size = num(argv[3]);
+	uint64_t seed = num(argv[4]);
+	for (long i = 0; i < n; i++) {
+		size_t sz = size - (size_t)(i % 7) * 40961;
+		gen_file(argv[1], sz, seed + (uint64_t)i, i % 2 ? 65536 : 0);
+		if (i % 3 == 0 || i == n - 1)
+			check_file(argv[1], sz, seed + (uint64_t)i, 0);
+	}
+	printf("rewrite: %ld versions\n", n);
+	return 0;
+}
+
+/* growhints DIR HINTS N SIZE: writes N checkpoints, then appends their
+ * restore order to the hint file one line at a time (as a program that
+ * decides its order as it goes), waits, and reads them in that order. */
+static int m_growhints(int argc, char **argv)
+{
+	need_args(argc, 5, "DIR HINTS N SIZE");
+	long n = (long)num(argv[3]);
+	size_t size = num(argv[4]);
+	char path[PATH_MAX], line[PATH_MAX + 2];
+	for (long i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/g_%03ld.bin", argv[1], i);
+		gen_file(path, size, 300 + (uint64_t)i, 0);
+	}
+	int h = open(argv[2], O_WRONLY | O_APPEND);
+	if (h < 0)
+		fail("open %s: %s", argv[2], strerror(errno));
+	for (long k = 0; k < n; k++) {
+		long i = (k * 3 + 1) % n;
+		int m = snprintf(line, sizeof(line), "%s/g_%03ld.bin\n", argv[1], i);
+		if (write(h, line, (size_t)m) != m)
+			fail("appending to %s: %s", argv[2], strerror(errno));
+		struct timespec ts = { 0, 10 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	close(h);
+	/* the library picks appended lines up within 50 ms */
+	struct timespec ts = { 0, 300 * 1000000L };
+	nanosleep(&ts, NULL);
+	for (long k = 0; k < n; k++) {
+		long i = (k * 3 + 1) % n;
+		snprintf(path, sizeof(path), "%s/g_%03ld.bin", argv[1], i);
+		check_file(path, size, 300 + (uint64_t)i, 0);
+	}
+	printf("growhints: %ld checkpoints read in the appended order\n", n);
 	return 0;
 }
 
@@ -419,6 +496,86 @@ static void *reader_thread(void *arg)
 	return NULL;
 }
 
+/* Four threads read() one descriptor: every 4 KiB block of the file must
+ * come out exactly once (the position is shared and moves atomically).
+ * Each 8-byte word of the file holds its own offset. */
+#define OFF_SIZE (4u << 20)
+#define OFF_BLOCK 4096u
+
+struct offreader {
+	pthread_t tid;
+	int fd;
+	size_t nblocks;
+	uint64_t *first; /* first word of each block read */
+	const char *err;
+};
+
+static void *offset_reader(void *arg)
+{
+	struct offreader *r = arg;
+	uint64_t b[OFF_BLOCK / 8];
+	pthread_barrier_wait(&thr_barrier);
+	for (;;) {
+		ssize_t got = read(r->fd, b, sizeof(b));
+		if (got == 0)
+			break;
+		if (got != (ssize_t)sizeof(b)) {
+			r->err = got < 0 ? strerror(errno) : "a short read";
+			break;
+		}
+		for (unsigned k = 1; k < OFF_BLOCK / 8; k++)
+			if (b[k] != b[0] + 8 * k) {
+				r->err = "a block mixing two positions";
+				return NULL;
+			}
+		r->first[r->nblocks++] = b[0];
+	}
+	return NULL;
+}
+
+static void shared_readers(const char *dir)
+{
+	char path[PATH_MAX];
+	uint64_t *w = xmalloc(OFF_SIZE);
+	for (size_t k = 0; k < OFF_SIZE / 8; k++)
+		w[k] = 8 * k;
+	snprintf(path, sizeof(path), "%s/offsets.bin", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	write_all(fd, (unsigned char *)w, OFF_SIZE, path);
+	close(fd);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	struct offreader r[4];
+	pthread_barrier_init(&thr_barrier, NULL, 4);
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct offreader){ .fd = fd, .first = xmalloc(OFF_SIZE / OFF_BLOCK * 8) };
+		pthread_create(&r[i].tid, NULL, offset_reader, &r[i]);
+	}
+	unsigned char *seen = calloc(OFF_SIZE / OFF_BLOCK, 1);
+	for (int i = 0; i < 4; i++) {
+		pthread_join(r[i].tid, NULL);
+		if (r[i].err)
+			fail("shared reader %d: %s", i, r[i].err);
+		for (size_t k = 0; k < r[i].nblocks; k++) {
+			uint64_t off = r[i].first[k];
+			if (off % OFF_BLOCK || off >= OFF_SIZE || seen[off / OFF_BLOCK]++)
+				fail("shared readers: block at %llu read twice or misplaced",
+				     (unsigned long long)off);
+		}
+		free(r[i].first);
+	}
+	for (size_t k = 0; k < OFF_SIZE / OFF_BLOCK; k++)
+		if (!seen[k])
+			fail("shared readers: block %zu never read", k);
+	pthread_barrier_destroy(&thr_barrier);
+	close(fd);
+	free(seen);
+	free(w);
+}
+
 static int m_threads(int argc, char **argv)
 {
 	need_args(argc, 3, "DIR SIZE");
@@ -484,7 +641,131 @@ static int m_threads(int argc, char **argv)
 	close(fd);
 	free(b);
 	check_file(shared, 2 * size, 200, 0);
-	printf("threads: 4 files and 1 shared file verified\n");
+	shared_readers(argv[1]);
+	printf("threads: 4 files and 1 shared file verified; 4 readers shared one position\n");
+	return 0;
+}
+
+/* churn DIR THREADS FILES SEED [verify]: every thread writes FILES
+ * checkpoints of varied sizes and, after each, reads back a random
+ * completed checkpoint of any thread, so writes, flushes, evictions and
+ * reads overlap; then everything is read back. With "verify", only the
+ * final pass runs (to check the real files without the library). */
+#define CHURN_MAXT 8
+#define CHURN_MAXF 64
+
+struct churn {
+	pthread_t tid;
+	int t, nfiles;
+	const char *dir;
+	uint64_t seed;
+	const char *err;
+	char errpath[PATH_MAX];
+};
+
+static atomic_int churn_done[CHURN_MAXT];
+
+static size_t churn_size(uint64_t seed, int t, int i)
+{
+	return 50000 + (size_t)(mix64(seed * 131 + (uint64_t)t * 1000 + (uint64_t)i) % 2000000);
+}
+
+static void churn_path(char *p, size_t cap, const char *dir, int t, int i)
+{
+	snprintf(p, cap, "%s/c_%d_%02d.bin", dir, t, i);
+}
+
+/* Reads one checkpoint back; returns an error text or NULL. */
+static const char *churn_check(const char *path, size_t size, uint64_t seed)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return "cannot be opened";
+	unsigned char *b = malloc(size + 1);
+	size_t got = 0;
+	ssize_t r;
+	while (b && got <= size && (r = read(fd, b + got, size + 1 - got)) > 0)
+		got += (size_t)r;
+	close(fd);
+	const char *err = !b ? "out of memory" : got != size ? "has the wrong size" :
+			  pattern_diff(b, 0, size, seed) != size ? "holds wrong bytes" : NULL;
+	free(b);
+	return err;
+}
+
+static void *churn_thread(void *arg)
+{
+	struct churn *c = arg;
+	char path[PATH_MAX];
+	uint64_t rnd = mix64(c->seed + (uint64_t)c->t);
+	for (int i = 0; i < c->nfiles && !c->err; i++) {
+		size_t size = churn_size(c->seed, c->t, i);
+		churn_path(path, sizeof(path), c->dir, c->t, i);
+		unsigned char *b = pattern_buf(size, c->seed * 1000 + (uint64_t)c->t * 100 + (uint64_t)i);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		size_t done = 0;
+		while (fd >= 0 && done < size) {
+			size_t m = size - done < 100003 ? size - done : 100003;
+			ssize_t w = write(fd, b + done, m);
+			if (w <= 0)
+				break;
+			done += (size_t)w;
+		}
+		free(b);
+		if (fd < 0 || done < size || close(fd) != 0) {
+			c->err = "could not be written";
+			snprintf(c->errpath, sizeof(c->errpath), "%s", path);
+			break;
+		}
+		atomic_store(&churn_done[c->t], i + 1);
+		/* a random completed checkpoint of a random thread */
+		rnd = mix64(rnd);
+		int t2 = (int)(rnd % CHURN_MAXT);
+		int n2 = t2 < CHURN_MAXT ? atomic_load(&churn_done[t2]) : 0;
+		if (n2 > 0) {
+			int i2 = (int)((rnd >> 20) % (uint64_t)n2);
+			churn_path(path, sizeof(path), c->dir, t2, i2);
+			const char *e = churn_check(path, churn_size(c->seed, t2, i2),
+						    c->seed * 1000 + (uint64_t)t2 * 100 + (uint64_t)i2);
+			if (e) {
+				c->err = e;
+				snprintf(c->errpath, sizeof(c->errpath), "%s", path);
+			}
+		}
+	}
+	return NULL;
+}
+
+static int m_churn(int argc, char **argv)
+{
+	need_args(argc, 5, "DIR THREADS FILES SEED [verify]");
+	int nt = (int)num(argv[2]), nf = (int)num(argv[3]);
+	uint64_t seed = num(argv[4]);
+	bool verify_only = argc > 5 && strcmp(argv[5], "verify") == 0;
+	struct churn c[CHURN_MAXT];
+	char path[PATH_MAX];
+
+	if (nt < 1 || nt > CHURN_MAXT || nf < 1 || nf > CHURN_MAXF)
+		fail("THREADS must be 1..%d and FILES 1..%d", CHURN_MAXT, CHURN_MAXF);
+	if (!verify_only) {
+		for (int t = 0; t < nt; t++) {
+			c[t] = (struct churn){ .t = t, .nfiles = nf, .dir = argv[1], .seed = seed };
+			pthread_create(&c[t].tid, NULL, churn_thread, &c[t]);
+		}
+		for (int t = 0; t < nt; t++) {
+			pthread_join(c[t].tid, NULL);
+			if (c[t].err)
+				fail("thread %d: %s %s", t, c[t].errpath, c[t].err);
+		}
+	}
+	for (int t = 0; t < nt; t++)
+		for (int i = nf - 1; i >= 0; i--) {
+			churn_path(path, sizeof(path), argv[1], t, i);
+			const char *e = churn_check(path, churn_size(seed, t, i), seed * 1000 + (uint64_t)t * 100 + (uint64_t)i);
+			if (e)
+				fail("%s %s", path, e);
+		}
+	printf("churn: %d x %d checkpoints verified\n", nt, nf);
 	return 0;
 }
 
@@ -1046,6 +1327,55 @@ static int m_locks(int argc, char **argv)
 	return 0;
 }
 
+/* stdout moved onto a tagged descriptor with dup2: write() reaches the
+ * cache, but glibc's stdio writes with internal calls the library cannot
+ * see; those must fail, and the checkpoint must hold only what reached it. */
+static int m_stdout(int argc, char **argv)
+{
+	need_args(argc, 2, "PATH");
+	const char *path = argv[1];
+	static const char via_write[] = "via write()\n", via_stdio[] = "via stdio\n";
+	char b[256];
+
+	fflush(stdout);
+	int saved = dup(1);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (saved < 0 || fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	if (dup2(fd, 1) != 1)
+		fail("dup2: %s", strerror(errno));
+	close(fd);
+	ssize_t w = write(1, via_write, sizeof(via_write) - 1);
+	int we = errno;
+	fputs(via_stdio, stdout);
+	int fr = fflush(stdout);
+	int fe = errno;
+	__fpurge(stdout);
+	clearerr(stdout);
+	if (dup2(saved, 1) != 1)
+		fail("dup2 back: %s", strerror(errno));
+	close(saved);
+	if (w != (ssize_t)sizeof(via_write) - 1)
+		fail("write() to stdout on a tagged descriptor: %s", w < 0 ? strerror(we) : "short");
+
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	size_t got = read_all(fd, (unsigned char *)b, sizeof(b) - 1, path);
+	close(fd);
+	b[got] = '\0';
+	if (fr == 0) {
+		if (strcmp(b, "via write()\nvia stdio\n") != 0)
+			fail("stdio on a tagged stdout succeeded but the checkpoint holds '%s'", b);
+		printf("stdout: stdio on a tagged stdout worked\n");
+	} else {
+		if (strcmp(b, via_write) != 0)
+			fail("stdio on a tagged stdout failed (%s) and the checkpoint holds '%s'", strerror(fe), b);
+		printf("stdout: stdio on a tagged stdout failed with %s; write() worked\n", strerror(fe));
+	}
+	return 0;
+}
+
 /* ---- modes: descriptor operations ------------------------------------------ */
 
 static off_t xlseek(int fd, off_t off, int whence, off_t expect, const char *what)
@@ -1173,6 +1503,20 @@ static int m_fdops(int argc, char **argv)
 	if (fdatasync(d2) != 0)
 		fail("fdatasync: %s", strerror(errno));
 	raw_check(path, exp, len, "right after fdatasync");
+	/* pwritev2 with RWF_DSYNC syncs like fdatasync; preadv2 at offset -1
+	 * reads at the position */
+	pattern(exp + len, len, 3000, seed);
+	struct iovec v2 = { exp + len, 3000 };
+	if (pwritev2(fd, &v2, 1, (off_t)len, RWF_DSYNC) != 3000)
+		fail("pwritev2(RWF_DSYNC): %s", strerror(errno));
+	len += 3000;
+	raw_check(path, exp, len, "right after pwritev2(RWF_DSYNC)");
+	if (lseek(fd, 100, SEEK_SET) != 100)
+		fail("lseek");
+	struct iovec r2 = { b, 500 };
+	if (preadv2(fd, &r2, 1, -1, 0) != 500 || memcmp(b, exp + 100, 500) != 0 ||
+	    lseek(fd, 0, SEEK_CUR) != 600)
+		fail("preadv2 at the position returned wrong bytes or left the position wrong");
 
 	close(d2);
 	close(d3);
@@ -1313,7 +1657,11 @@ static int m_stdio(int argc, char **argv)
 		fail("a w+ stream reads back wrong bytes");
 	fclose(f);
 
-	/* append: the stream continues the checkpoint at its real path */
+	/* append: the stream continues the checkpoint at its real path (after
+	 * the w+ version's flush: an append racing it is the subject of the
+	 * handover mode) */
+	struct timespec pause = { 0, 100 * 1000000L };
+	nanosleep(&pause, NULL);
 	f = fopen(path, "ab");
 	if (!f)
 		fail("fopen %s ab: %s", path, strerror(errno));
@@ -1328,9 +1676,206 @@ static int m_stdio(int argc, char **argv)
 	if (got != len || memcmp(b, e, len) != 0)
 		fail("after appending the file reads %zu bytes, expected %zu, or wrong bytes", got, len);
 	fclose(f);
-	printf("stdio: fwrite/fread/fseek/ftell/fgetc/ungetc/w+/a ok\n");
+	/* freopen of another stream onto a tagged path writes the real file */
+	char p2[PATH_MAX];
+	snprintf(p2, sizeof(p2), "%s.freopen", path);
+	FILE *g = fopen("/dev/null", "w");
+	if (!g || !(g = freopen(p2, "w", g)))
+		fail("freopen onto %s: %s", p2, strerror(errno));
+	if (fwrite(e, 1, size, g) != size || fclose(g) != 0)
+		fail("writing through freopen: %s", strerror(errno));
+	check_file(p2, size, seed, 0);
+	printf("stdio: fwrite/fread/fseek/ftell/fgetc/ungetc/w+/a/freopen ok\n");
 	free(b);
 	free(e);
+	return 0;
+}
+
+/* freopen of a stream that fopen returned for a tagged path: the stream
+ * moves to the new file, and the checkpoint holds what was written before. */
+static int m_freopen(int argc, char **argv)
+{
+	need_args(argc, 4, "PATH SIZE SEED");
+	const char *path = argv[1];
+	size_t size = num(argv[2]);
+	uint64_t seed = num(argv[3]);
+	unsigned char *e = pattern_buf(size, seed);
+	char other[PATH_MAX];
+
+	snprintf(other, sizeof(other), "%s.other", path);
+	FILE *f = fopen(path, "w");
+	if (!f || fwrite(e, 1, size, f) != size)
+		fail("fopen/fwrite %s: %s", path, strerror(errno));
+	f = freopen(other, "w", f);
+	if (!f)
+		fail("freopen of a tagged stream onto %s: %s", other, strerror(errno));
+	if (fputs("other\n", f) == EOF || fclose(f) != 0)
+		fail("writing the reopened stream: %s", strerror(errno));
+	check_file(path, size, seed, 0);
+	f = fopen(other, "r");
+	char line[16] = "";
+	if (!f || !fgets(line, sizeof(line), f) || strcmp(line, "other\n") != 0)
+		fail("the reopened stream did not write %s", other);
+	fclose(f);
+	printf("freopen: a tagged stream reopened elsewhere\n");
+	free(e);
+	return 0;
+}
+
+/* noclose PATH SIZE SEED fd|stream: writes a checkpoint and exits without
+ * closing it (a stream's last bytes still in its buffer): the bytes written
+ * so far are the checkpoint, at its real path after exit. */
+static int m_noclose(int argc, char **argv)
+{
+	need_args(argc, 5, "PATH SIZE SEED fd|stream");
+	size_t size = num(argv[2]);
+	unsigned char *e = pattern_buf(size, num(argv[3]));
+	if (strcmp(argv[4], "stream") == 0) {
+		FILE *f = fopen(argv[1], "w");
+		if (!f || fwrite(e, 1, size, f) != size)
+			fail("fopen/fwrite %s: %s", argv[1], strerror(errno));
+		/* no fclose, no fflush: exit(3) flushes */
+	} else {
+		int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			fail("open %s: %s", argv[1], strerror(errno));
+		write_all(fd, e, size, argv[1]);
+		/* no close */
+	}
+	exit(0);
+}
+
+/* renames DIR N SIZE [verify]: N checkpoints written under a temporary
+ * name and renamed at once (while their flush may be running), half of
+ * them renamed a second time; then each is read under its final name. */
+static void renames_final(char *p, size_t cap, const char *dir, long i)
+{
+	if (i % 2)
+		snprintf(p, cap, "%s/r_%03ld.final", dir, i);
+	else
+		snprintf(p, cap, "%s/r_%03ld.bin", dir, i);
+}
+
+static int m_renames(int argc, char **argv)
+{
+	need_args(argc, 4, "DIR N SIZE [verify]");
+	long n = (long)num(argv[2]);
+	size_t size = num(argv[3]);
+	char tmp[PATH_MAX], fin[PATH_MAX], mid[PATH_MAX];
+	if (argc <= 4 || strcmp(argv[4], "verify") != 0)
+		for (long i = 0; i < n; i++) {
+			snprintf(tmp, sizeof(tmp), "%s/r_%03ld.bin.tmp", argv[1], i);
+			snprintf(mid, sizeof(mid), "%s/r_%03ld.bin", argv[1], i);
+			gen_file(tmp, size, 500 + (uint64_t)i, 0);
+			if (rename(tmp, mid) != 0)
+				fail("rename %s: %s", tmp, strerror(errno));
+			renames_final(fin, sizeof(fin), argv[1], i);
+			if (i % 2 && rename(mid, fin) != 0)
+				fail("rename %s: %s", mid, strerror(errno));
+		}
+	for (long i = 0; i < n; i++) {
+		renames_final(fin, sizeof(fin), argv[1], i);
+		check_file(fin, size, 500 + (uint64_t)i, 0);
+		snprintf(tmp, sizeof(tmp), "%s/r_%03ld.bin.tmp", argv[1], i);
+		if (access(tmp, F_OK) == 0)
+			fail("%s still exists after its rename", tmp);
+		snprintf(mid, sizeof(mid), "%s/r_%03ld.bin", argv[1], i);
+		if (i % 2 && access(mid, F_OK) == 0)
+			fail("%s still exists after its second rename", mid);
+	}
+	printf("renames: %ld checkpoints renamed and verified\n", n);
+	return 0;
+}
+
+/* pingpong DIR SIZE N [verify]: one checkpoint renamed back and forth
+ * between two names N times right after it was written, while its flush
+ * runs; it must end under the last name only. */
+static int m_pingpong(int argc, char **argv)
+{
+	need_args(argc, 4, "DIR SIZE N [verify]");
+	size_t size = num(argv[2]);
+	long n = (long)num(argv[3]);
+	char a[PATH_MAX], b[PATH_MAX];
+	snprintf(a, sizeof(a), "%s/ping.bin", argv[1]);
+	snprintf(b, sizeof(b), "%s/pong.bin", argv[1]);
+	const char *last = n % 2 ? b : a, *other = n % 2 ? a : b;
+	if (argc <= 4 || strcmp(argv[4], "verify") != 0) {
+		gen_file(a, size, 77, 0);
+		for (long i = 0; i < n; i++)
+			if (rename(i % 2 ? b : a, i % 2 ? a : b) != 0)
+				fail("rename %ld: %s", i, strerror(errno));
+	}
+	check_file(last, size, 77, 0);
+	if (access(other, F_OK) == 0)
+		fail("%s exists after the checkpoint was renamed to %s", other, last);
+	printf("pingpong: %ld renames\n", n);
+	return 0;
+}
+
+/* handover PATH SIZE N append|truncate: N times, writes a checkpoint and
+ * at once updates it in place (O_APPEND, or truncate(2)), which makes the
+ * real file the checkpoint while its background flush may still be
+ * running; 30 ms later the real file must hold the update. */
+static int m_handover(int argc, char **argv)
+{
+	need_args(argc, 5, "PATH SIZE N append|truncate");
+	const char *path = argv[1];
+	size_t size = num(argv[2]);
+	long n = (long)num(argv[3]);
+	bool app = strcmp(argv[4], "append") == 0;
+	unsigned char *e = xmalloc(size + 32);
+	for (long i = 0; i < n; i++) {
+		gen_file(path, size, 900 + (uint64_t)i, 0);
+		pattern(e, 0, size, 900 + (uint64_t)i);
+		size_t len = size / 2;
+		if (app) {
+			int fd = open(path, O_WRONLY | O_APPEND);
+			if (fd < 0 || write(fd, "APPENDED", 8) != 8 || close(fd) != 0)
+				fail("append to %s: %s", path, strerror(errno));
+			memcpy(e + size, "APPENDED", 8);
+			len = size + 8;
+		} else if (truncate(path, (off_t)len) != 0) {
+			fail("truncate %s: %s", path, strerror(errno));
+		}
+		struct timespec ts = { 0, 30 * 1000000L };
+		nanosleep(&ts, NULL);
+		char when[64];
+		snprintf(when, sizeof(when), "round %ld, 30 ms after the %s", i, argv[4]);
+		raw_check(path, e, len, when);
+	}
+	printf("handover: %ld rounds of %s\n", n, argv[4]);
+	free(e);
+	return 0;
+}
+
+/* unlinkrace DIR N: N times, writes DIR/u_NNN.bin.tmp, renames it to
+ * DIR/u_NNN.bin and unlinks that at once, while its flush may be running;
+ * afterwards none of them may exist at its real path. */
+static int m_unlinkrace(int argc, char **argv)
+{
+	need_args(argc, 3, "DIR N");
+	long n = (long)num(argv[2]);
+	char tmp[PATH_MAX], fin[PATH_MAX];
+	for (long i = 0; i < n; i++) {
+		snprintf(tmp, sizeof(tmp), "%s/u_%03ld.bin.tmp", argv[1], i);
+		snprintf(fin, sizeof(fin), "%s/u_%03ld.bin", argv[1], i);
+		gen_file(tmp, 16384, 700 + (uint64_t)i, 0);
+		if (rename(tmp, fin) != 0)
+			fail("rename %s: %s", tmp, strerror(errno));
+		if (unlink(fin) != 0)
+			fail("unlink %s: %s", fin, strerror(errno));
+	}
+	struct timespec ts = { 0, 200 * 1000000L };
+	nanosleep(&ts, NULL);
+	for (long i = 0; i < n; i++) {
+		snprintf(tmp, sizeof(tmp), "%s/u_%03ld.bin.tmp", argv[1], i);
+		snprintf(fin, sizeof(fin), "%s/u_%03ld.bin", argv[1], i);
+		if (raw_exists(fin))
+			fail("%s is at its real path after it was unlinked", fin);
+		if (raw_exists(tmp))
+			fail("%s is at its real path after it was renamed and unlinked", tmp);
+	}
+	printf("unlinkrace: %ld checkpoints renamed and unlinked\n", n);
 	return 0;
 }
 
@@ -1447,6 +1992,365 @@ static int m_unlink(int argc, char **argv)
 	return 0;
 }
 
+/* ---- modes: the descriptor table ------------------------------------------ */
+
+/* A tagged descriptor closed behind the library's back (close_range,
+ * closefrom, a raw close): the number is free again in the kernel, and the
+ * untagged file that gets it next must read its own bytes. */
+static int m_closeby(int argc, char **argv)
+{
+	need_args(argc, 4, "close_range|closefrom|syscall TAGGED UNTAGGED");
+	const char *how = argv[1], *tagged = argv[2], *untagged = argv[3];
+	static const char mine[] = "the untagged file's own bytes";
+	char b[128];
+
+	int u = open(untagged, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (u < 0 || write(u, mine, sizeof(mine) - 1) != (ssize_t)sizeof(mine) - 1 || close(u) != 0)
+		fail("writing %s: %s", untagged, strerror(errno));
+	gen_file(tagged, 4096, 3, 0);
+	int fd = open(tagged, O_RDONLY);
+	if (fd < 0)
+		fail("open %s: %s", tagged, strerror(errno));
+	int rc;
+	if (strcmp(how, "close_range") == 0)
+		rc = close_range((unsigned)fd, (unsigned)fd, 0);
+	else if (strcmp(how, "closefrom") == 0)
+		closefrom(fd), rc = 0;
+	else
+		rc = (int)syscall(SYS_close, fd), how = "syscall(SYS_close)";
+	if (rc != 0)
+		fail("%s of fd %d: %s", how, fd, strerror(errno));
+	u = open(untagged, O_RDONLY);
+	if (u < 0)
+		fail("open %s: %s", untagged, strerror(errno));
+	memset(b, 0, sizeof(b));
+	ssize_t r = read(u, b, sizeof(b) - 1);
+	unsigned char e[16];
+	pattern(e, 0, sizeof(e), 3);
+	if (r < 0)
+		fail("after %s closed tagged fd %d, read of untagged %s (fd %d) failed: %s", how, fd,
+		     untagged, u, strerror(errno));
+	if (r >= 16 && memcmp(b, e, 16) == 0)
+		fail("after %s closed tagged fd %d, the untagged file %s opened as fd %d reads the "
+		     "checkpoint's bytes", how, fd, untagged, u);
+	if (r != (ssize_t)sizeof(mine) - 1 || memcmp(b, mine, sizeof(mine) - 1) != 0)
+		fail("after %s closed tagged fd %d, the untagged file %s (fd %d) reads %zd wrong bytes", how,
+		     fd, untagged, u, r);
+	struct stat st;
+	if (fstat(u, &st) != 0 || st.st_size != (off_t)sizeof(mine) - 1)
+		fail("after %s closed tagged fd %d, fstat of the untagged fd %d reports the checkpoint", how,
+		     fd, u);
+	close(u);
+	check_file(tagged, 4096, 3, 0);
+	printf("closeby %s: the reused descriptor reads the untagged file\n", how);
+	return 0;
+}
+
+/* ---- modes: metadata of cached checkpoints -------------------------------- */
+
+/* chmod/chown/utimensat by path and fchmod/fchown/futimens on the
+ * descriptor of a checkpoint that is still only in the cache. Every
+ * failure is collected, so one run names them all. */
+static int m_meta(int argc, char **argv)
+{
+	need_args(argc, 2, "DIR");
+	char p[PATH_MAX], q[PATH_MAX], errs[2048] = "";
+	const struct timespec ts[2] = { { 1500000000, 0 }, { 1500000000, 0 } };
+	struct stat st;
+	size_t n = 0;
+#define META_ERR(...) (n += (size_t)snprintf(errs + n, n < sizeof(errs) ? sizeof(errs) - n : 0, __VA_ARGS__))
+
+	snprintf(p, sizeof(p), "%s/meta.bin", argv[1]);
+	snprintf(q, sizeof(q), "%s/meta2.bin", argv[1]);
+	gen_file(p, 100000, 4, 0);
+	if (chmod(p, 0600) != 0)
+		META_ERR("chmod: %s; ", strerror(errno));
+	if (utimensat(AT_FDCWD, p, ts, 0) != 0)
+		META_ERR("utimensat: %s; ", strerror(errno));
+	if (chown(p, geteuid(), getegid()) != 0)
+		META_ERR("chown: %s; ", strerror(errno));
+	if (stat(p, &st) != 0)
+		META_ERR("stat: %s; ", strerror(errno));
+	else if ((st.st_mode & 07777) != 0600 || st.st_mtim.tv_sec != ts[1].tv_sec)
+		META_ERR("stat after chmod/utimensat: mode %o mtime %lld; ", (unsigned)(st.st_mode & 07777),
+			 (long long)st.st_mtim.tv_sec);
+
+	int fd = open(q, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		fail("open %s: %s", q, strerror(errno));
+	unsigned char *e = pattern_buf(100000, 5);
+	write_all(fd, e, 100000, q);
+	free(e);
+	if (fchmod(fd, 0640) != 0)
+		META_ERR("fchmod: %s; ", strerror(errno));
+	if (fchown(fd, geteuid(), getegid()) != 0)
+		META_ERR("fchown: %s; ", strerror(errno));
+	if (futimens(fd, ts) != 0)
+		META_ERR("futimens: %s; ", strerror(errno));
+	if (close(fd) != 0)
+		fail("close %s: %s", q, strerror(errno));
+	if (stat(q, &st) != 0)
+		META_ERR("stat: %s; ", strerror(errno));
+	else if ((st.st_mode & 07777) != 0640 || st.st_mtim.tv_sec != ts[1].tv_sec)
+		META_ERR("stat after fchmod/futimens: mode %o mtime %lld; ", (unsigned)(st.st_mode & 07777),
+			 (long long)st.st_mtim.tv_sec);
+	check_file(p, 100000, 4, 0);
+	check_file(q, 100000, 5, 0);
+	if (n)
+		fail("on a checkpoint still in the cache: %s", errs);
+	printf("meta: chmod, chown, utimensat, fchmod, fchown, futimens ok\n");
+	return 0;
+#undef META_ERR
+}
+
+/* ---- modes: the copy calls ------------------------------------------------- */
+
+static int m_copycalls(int argc, char **argv)
+{
+	need_args(argc, 5, "DIR UNTAGGED_DIR SIZE SEED");
+	const char *dir = argv[1], *udir = argv[2];
+	size_t size = num(argv[3]);
+	uint64_t seed = num(argv[4]);
+	char a[PATH_MAX], bpath[PATH_MAX], c[PATH_MAX], d[PATH_MAX], u[PATH_MAX], v[PATH_MAX];
+	unsigned char *e = pattern_buf(size, seed), *b = xmalloc(size + 1);
+	ssize_t r;
+
+	snprintf(a, sizeof(a), "%s/src.bin", dir);
+	snprintf(bpath, sizeof(bpath), "%s/sendfile.bin", dir);
+	snprintf(c, sizeof(c), "%s/cfr.bin", dir);
+	snprintf(d, sizeof(d), "%s/cfr_in.bin", dir);
+	snprintf(u, sizeof(u), "%s/plain_src.bin", udir);
+	snprintf(v, sizeof(v), "%s/plain_out.bin", udir);
+	gen_file(a, size, seed, 0);
+	gen_file(u, size, seed + 1, 0);
+
+	/* sendfile: tagged -> tagged, with the input's position */
+	int in = open(a, O_RDONLY), out = open(bpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (in < 0 || out < 0)
+		fail("open: %s", strerror(errno));
+	for (size_t done = 0; done < size; done += (size_t)r)
+		if ((r = sendfile(out, in, NULL, size - done)) <= 0)
+			fail("sendfile tagged -> tagged: %s", r < 0 ? strerror(errno) : "0 bytes");
+	close(out);
+	/* sendfile with an offset: the input's position does not move */
+	if (lseek(in, 0, SEEK_SET) != 0)
+		fail("lseek: %s", strerror(errno));
+	out = open(v, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	off_t off = 1000;
+	for (size_t done = 0; done < size - 1000; done += (size_t)r)
+		if ((r = sendfile(out, in, &off, size - 1000 - done)) <= 0)
+			fail("sendfile tagged -> untagged: %s", r < 0 ? strerror(errno) : "0 bytes");
+	if (off != (off_t)size || lseek(in, 0, SEEK_CUR) != 0)
+		fail("sendfile with an offset: offset %lld, position %lld", (long long)off,
+		     (long long)lseek(in, 0, SEEK_CUR));
+	close(out);
+	check_file(bpath, size, seed, 0);
+	int fv = open(v, O_RDONLY);
+	if (fv < 0 || read_all(fv, b, size, v) != size - 1000 || memcmp(b, e + 1000, size - 1000) != 0)
+		fail("sendfile to an untagged file: wrong bytes");
+	close(fv);
+
+	/* copy_file_range: tagged -> tagged with offsets, untagged -> tagged */
+	out = open(c, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	off_t ioff = 5, ooff = 0;
+	for (size_t done = 0; done < size - 5; done += (size_t)r)
+		if ((r = copy_file_range(in, &ioff, out, &ooff, size - 5 - done, 0)) <= 0)
+			fail("copy_file_range tagged -> tagged: %s", r < 0 ? strerror(errno) : "0 bytes");
+	close(out);
+	close(in);
+	int fc = open(c, O_RDONLY);
+	if (fc < 0 || read_all(fc, b, size, c) != size - 5 || memcmp(b, e + 5, size - 5) != 0)
+		fail("copy_file_range between tagged files: wrong bytes");
+	close(fc);
+	in = open(u, O_RDONLY);
+	out = open(d, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	for (size_t done = 0; done < size; done += (size_t)r)
+		if ((r = copy_file_range(in, NULL, out, NULL, size - done, 0)) <= 0)
+			fail("copy_file_range untagged -> tagged: %s", r < 0 ? strerror(errno) : "0 bytes");
+	close(in);
+	close(out);
+	check_file(d, size, seed + 1, 0);
+
+	/* splice: tagged -> pipe, in pieces the pipe can hold */
+	int p[2];
+	if (pipe(p) != 0)
+		fail("pipe: %s", strerror(errno));
+	in = open(a, O_RDONLY);
+	size_t got = 0;
+	while (got < size) {
+		size_t want = size - got < 16384 ? size - got : 16384;
+		r = splice(in, NULL, p[1], NULL, want, 0);
+		if (r <= 0)
+			fail("splice tagged -> pipe: %s", r < 0 ? strerror(errno) : "0 bytes");
+		if (read_all(p[0], b + got, (size_t)r, "pipe") != (size_t)r)
+			fail("short read from the pipe");
+		got += (size_t)r;
+	}
+	if (memcmp(b, e, size) != 0)
+		fail("splice from a tagged file: wrong bytes");
+	close(in);
+	close(p[0]);
+	close(p[1]);
+	printf("copycalls: sendfile, copy_file_range, splice ok\n");
+	free(b);
+	free(e);
+	return 0;
+}
+
+/* ---- modes: assorted open flags and sizes --------------------------------- */
+
+static int m_misc(int argc, char **argv)
+{
+	need_args(argc, 2, "DIR");
+	const char *dir = argv[1];
+	char p[PATH_MAX];
+	unsigned char *e = xmalloc(1u << 21), *b = xmalloc(1u << 21);
+	struct stat st;
+	int fd;
+
+#define MPATH(name) snprintf(p, sizeof(p), "%s/%s", dir, name)
+	/* a write past the end leaves a hole that reads as zeros */
+	MPATH("hole.bin");
+	fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	pattern(e, 0, 1000, 1);
+	write_all(fd, e, 1000, p);
+	memset(e + 1000, 0, 4000);
+	pattern(e + 5000, 5000, 1000, 1);
+	if (pwrite(fd, e + 5000, 1000, 5000) != 1000)
+		fail("pwrite past the end: %s", strerror(errno));
+	if (lseek(fd, 9000, SEEK_SET) != 9000)
+		fail("lseek past the end");
+	memset(e + 6000, 0, 3000);
+	pattern(e + 9000, 9000, 100, 1);
+	write_all(fd, e + 9000, 100, p);
+	if (pread(fd, b, 20000, 0) != 9100 || memcmp(b, e, 9100) != 0)
+		fail("a checkpoint with holes reads wrong bytes");
+	if (pread(fd, b, 10, 9100) != 0 || pread(fd, b, 10, 1 << 20) != 0)
+		fail("pread at or past the end does not return 0");
+	close(fd);
+
+	/* O_EXCL on an existing checkpoint */
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	if (fd >= 0 || errno != EEXIST)
+		fail("O_CREAT|O_EXCL of a cached checkpoint: %s", fd >= 0 ? "opened" : strerror(errno));
+
+	/* O_APPEND on an existing checkpoint continues it */
+	fd = open(p, O_WRONLY | O_APPEND);
+	if (fd < 0)
+		fail("open O_APPEND: %s", strerror(errno));
+	pattern(e + 9100, 9100, 900, 1);
+	write_all(fd, e + 9100, 900, p);
+	close(fd);
+	fd = open(p, O_RDONLY);
+	if (fd < 0 || read_all(fd, b, 20000, p) != 10000 || memcmp(b, e, 10000) != 0)
+		fail("after an O_APPEND open the checkpoint reads wrong bytes");
+	close(fd);
+
+	/* O_RDWR without O_TRUNC updates in place */
+	fd = open(p, O_RDWR);
+	if (fd < 0 || pwrite(fd, "UPDATE", 6, 100) != 6)
+		fail("in-place update: %s", strerror(errno));
+	memcpy(e + 100, "UPDATE", 6);
+	if (pread(fd, b, 20000, 0) != 10000 || memcmp(b, e, 10000) != 0)
+		fail("an O_RDWR descriptor reads wrong bytes after its update");
+	close(fd);
+
+	/* truncate(2) by name of a cached checkpoint */
+	MPATH("trunc.bin");
+	gen_file(p, 100000, 2, 0);
+	if (truncate(p, 3000) != 0)
+		fail("truncate: %s", strerror(errno));
+	if (stat(p, &st) != 0 || st.st_size != 3000)
+		fail("stat after truncate: size %lld", (long long)st.st_size);
+	check_file(p, 3000, 2, 0);
+
+	/* an empty checkpoint */
+	MPATH("empty.bin");
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || close(fd) != 0)
+		fail("empty checkpoint: %s", strerror(errno));
+	if (stat(p, &st) != 0 || st.st_size != 0)
+		fail("stat of an empty checkpoint");
+	fd = open(p, O_RDONLY);
+	if (fd < 0 || read(fd, b, 10) != 0)
+		fail("reading an empty checkpoint");
+	close(fd);
+
+	/* O_WRONLY|O_CREAT without O_TRUNC of a new file starts a checkpoint */
+	MPATH("creat.bin");
+	fd = creat(p, 0644);
+	if (fd < 0)
+		fail("creat: %s", strerror(errno));
+	pattern(e, 0, 100000, 6);
+	write_all(fd, e, 100000, p);
+	close(fd);
+	check_file(p, 100000, 6, 0);
+
+	/* space reservation and advice */
+	MPATH("falloc.bin");
+	fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		fail("open: %s", strerror(errno));
+	if (posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL) != 0)
+		fail("posix_fadvise on a tagged writer");
+	int pe = posix_fallocate(fd, 0, 1 << 20);
+	if (pe != 0)
+		fail("posix_fallocate: %s", strerror(pe));
+	if (fstat(fd, &st) != 0 || st.st_size != 1 << 20)
+		fail("after posix_fallocate(1M): size %lld", (long long)st.st_size);
+	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 2 << 20) != 0)
+		fail("fallocate(KEEP_SIZE): %s", strerror(errno));
+	if (fstat(fd, &st) != 0 || st.st_size != 1 << 20)
+		fail("fallocate(KEEP_SIZE) changed the size to %lld", (long long)st.st_size);
+	pattern(e, 0, 1000, 8);
+	write_all(fd, e, 1000, p);
+	memset(e + 1000, 0, (1u << 20) - 1000);
+	close(fd);
+	fd = open(p, O_RDONLY);
+	if (fd < 0 || read_all(fd, b, 1u << 21, p) != 1u << 20 || memcmp(b, e, 1u << 20) != 0)
+		fail("a preallocated checkpoint reads wrong bytes");
+	if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0 || readahead(fd, 0, 4096) != 0)
+		fail("posix_fadvise/readahead on a tagged reader");
+	close(fd);
+	/* O_DIRECT with aligned buffers, as HPC codes write checkpoints */
+	MPATH("direct.bin");
+	unsigned char *al;
+	if (posix_memalign((void **)&al, 4096, 1u << 20) != 0)
+		fail("posix_memalign");
+	pattern(al, 0, 1u << 20, 9);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644);
+	if (fd < 0)
+		fail("open O_DIRECT for writing: %s", strerror(errno));
+	for (size_t k = 0; k < (1u << 20); k += 256 * 1024)
+		if (write(fd, al + k, 256 * 1024) != 256 * 1024)
+			fail("O_DIRECT write: %s", strerror(errno));
+	close(fd);
+	memset(al, 0, 1u << 20);
+	fd = open(p, O_RDONLY | O_DIRECT);
+	if (fd < 0 || read(fd, al, 1u << 20) != 1u << 20 || pattern_diff(al, 0, 1u << 20, 9) != 1u << 20)
+		fail("O_DIRECT read back wrong bytes");
+	close(fd);
+	free(al);
+
+	/* errors the real open would give */
+	MPATH("nodir/x.bin");
+	if (open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644) != -1 || errno != ENOENT)
+		fail("creating a checkpoint in a missing folder did not fail with ENOENT");
+	MPATH("missing.bin");
+	if (open(p, O_RDONLY) != -1 || errno != ENOENT)
+		fail("opening a missing checkpoint did not fail with ENOENT");
+	MPATH("adir");
+	mkdir(p, 0755);
+	if (open(p, O_WRONLY | O_TRUNC) != -1 || errno != EISDIR)
+		fail("opening a folder for writing did not fail with EISDIR");
+	rmdir(p);
+	printf("misc: holes, O_EXCL, O_APPEND, O_RDWR update, truncate, empty, creat, fallocate, O_DIRECT ok\n");
+	free(b);
+	free(e);
+	return 0;
+#undef MPATH
+}
+
 /* ---- untagged files: a transcript to compare with and without the library -- */
 
 static uint64_t fnv(const unsigned char *b, size_t n)
@@ -1465,20 +2369,27 @@ static int m_plainops(int argc, char **argv)
 	const size_t n = 1u << 20;
 	unsigned char *e = pattern_buf(n, 7), *b = xmalloc(n);
 	struct stat st;
+	long r;
 
+	/* each result is taken before it is printed: printf's arguments are
+	 * evaluated in no fixed order */
 	snprintf(p1, sizeof(p1), "%s/plain1.dat", dir);
 	snprintf(p2, sizeof(p2), "%s/plain2.dat", dir);
 	int fd = open(p1, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	printf("open rw: %s\n", fd >= 0 ? "ok" : strerror(errno));
-	printf("write: %zd\n", write(fd, e, n));
+	r = write(fd, e, n);
+	printf("write: %ld\n", r);
 	printf("lseek cur: %lld\n", (long long)lseek(fd, 0, SEEK_CUR));
 	fstat(fd, &st);
 	printf("fstat: size %lld reg %d\n", (long long)st.st_size, S_ISREG(st.st_mode));
-	printf("pread: %zd fnv %016" PRIx64 "\n", pread(fd, b, 4096, 1000), fnv(b, 4096));
-	printf("raw SYS_pread64: %ld fnv %016" PRIx64 "\n", syscall(SYS_pread64, fd, b, 4096, 5000),
-	       fnv(b, 4096));
+	memset(b, 0, n);
+	r = pread(fd, b, 4096, 1000);
+	printf("pread: %ld fnv %016" PRIx64 "\n", r, fnv(b, 4096));
+	r = syscall(SYS_pread64, fd, b, 4096, 5000);
+	printf("raw SYS_pread64: %ld fnv %016" PRIx64 "\n", r, fnv(b, 4096));
 	lseek(fd, 0, SEEK_SET);
-	printf("raw SYS_read: %ld fnv %016" PRIx64 "\n", syscall(SYS_read, fd, b, 4096), fnv(b, 4096));
+	r = syscall(SYS_read, fd, b, 4096);
+	printf("raw SYS_read: %ld fnv %016" PRIx64 "\n", r, fnv(b, 4096));
 	int d = dup(fd);
 	printf("dup lseek: %lld\n", (long long)lseek(d, 0, SEEK_CUR));
 	printf("F_GETFL accmode: %d\n", fcntl(d, F_GETFL) & O_ACCMODE);
@@ -1495,17 +2406,21 @@ static int m_plainops(int argc, char **argv)
 
 	FILE *f = fopen(p2, "w+");
 	printf("fopen: %s\n", f ? "ok" : strerror(errno));
-	printf("fwrite: %zu\n", fwrite(e, 1, 77777, f));
+	r = (long)fwrite(e, 1, 77777, f);
+	printf("fwrite: %ld\n", r);
 	rewind(f);
-	printf("fread: %zu fnv %016" PRIx64 "\n", fread(b, 1, n, f), fnv(b, 77777));
+	memset(b, 0, n);
+	r = (long)fread(b, 1, n, f);
+	printf("fread: %ld fnv %016" PRIx64 "\n", r, fnv(b, 77777));
 	fclose(f);
 	printf("rename: %d\n", rename(p2, p1));
-	printf("stat: %d size %lld\n", stat(p1, &st), (long long)st.st_size);
-	int r = stat(p2, &st);
-	printf("stat old name: %d %s\n", r, strerror(errno));
+	r = stat(p1, &st);
+	printf("stat: %ld size %lld\n", r, (long long)st.st_size);
+	r = stat(p2, &st);
+	printf("stat old name: %ld %s\n", r, strerror(errno));
 	printf("unlink: %d\n", unlink(p1));
 	r = open(p1, O_RDONLY);
-	printf("open after unlink: %d %s\n", r, strerror(errno));
+	printf("open after unlink: %ld %s\n", r, strerror(errno));
 	free(b);
 	free(e);
 	return 0;
@@ -1525,7 +2440,9 @@ static const struct modedef modes[] = {
 	{ "mmap", m_mmap },	    { "procfd", m_procfd },	{ "uring", m_uring },
 	{ "aio", m_aio },	    { "locks", m_locks },	{ "fdops", m_fdops },
 	{ "fsync-never", m_fsync_never }, { "stdio", m_stdio }, { "statcached", m_statcached },
-	{ "rename", m_rename },	    { "unlink", m_unlink },	{ "plainops", m_plainops },
+	{ "closeby", m_closeby },   { "meta", m_meta },	    { "copycalls", m_copycalls },
+	{ "misc", m_misc },	    { "histcheck", m_histcheck }, { "rewrite", m_rewrite },
+	{ "growhints", m_growhints }, { "unlinkrace", m_unlinkrace }, { "handover", m_handover }, { "pingpong", m_pingpong }, { "renames", m_renames }, { "churn", m_churn }, { "noclose", m_noclose },	    { "freopen", m_freopen },	    { "stdout", m_stdout },	    { "rename", m_rename },	    { "unlink", m_unlink },	{ "plainops", m_plainops },
 };
 
 int main(int argc, char **argv)

@@ -17,12 +17,13 @@ proxy_ok() {
 proxy_run() {
 	local order=$1 hint=$2 persist=$3 io=$4 host=8M
 	local seed=$REF_SEED n=$PROXY_COUNT
+	# 0 to 2 ms of simulated computation, varying over the matrix
+	local interval=$(((${#order} + ${#hint} + ${#persist} + ${#io}) % 3))
 	local envs=(CKPTCACHE_PATHS="$T/ck/*.bin" CKPTCACHE_PERSIST="$persist")
-	local args=(--dir "$T/ck" --count $n --size $PROXY_SIZE --order "$order" --seed $seed --io "$io" --keep)
+	local args=(--dir "$T/ck" --count $n --size $PROXY_SIZE --order "$order" --seed $seed --io "$io" --keep
+		--interval-ms $interval)
 	[ -n "$PROXY" ] || fail "no rtm_proxy program"
 	[ -d "$REF" ] || fail "no reference checkpoints"
-	# 0 to 2 ms of simulated computation, varying over the matrix
-	args+=(--interval-ms $(((${#order} + ${#hint} + ${#persist} + ${#io}) % 3)))
 	[ "$persist" = never ] && host=32M
 	envs+=(CKPTCACHE_HOST_CACHE=$host)
 	case $hint in
@@ -55,7 +56,10 @@ proxy_run() {
 		conds+=(dist.unhinted==$n)
 	else
 		conds+=(dist.unhinted==0)
-		[ "$persist" != never ] && conds+=(host.prefetch_ops\>0)
+		# hints make the prefetcher promote ahead of the reads (when the
+		# program leaves it a moment between them, and the cache did
+		# not already hold everything)
+		[ "$persist" != never ] && [ $interval -gt 0 ] && conds+=(host.prefetch_ops\>0)
 	fi
 	stats_ok "${conds[@]}"
 
@@ -107,6 +111,49 @@ proxy_never_overflow() {
 	echo "never-overflow: $present written through, $missing only in the cache"
 }
 
+# proxy_config NAME CONDITION... -- [VAR=VALUE]... -- [PROXY OPTION]...: one
+# configuration beyond the matrix: a reverse restore of the reference
+# history (CKPTCACHE_ORDER=reverse, 8 MiB host tier unless overridden), every
+# checkpoint at its real path afterwards, the statistics as given.
+proxy_config() {
+	local conds=() envs=() opts=() i
+	while [ "$1" != -- ]; do conds+=("$1"); shift; done
+	shift
+	while [ "$1" != -- ]; do envs+=("${1//@T@/$T}"); shift; done
+	shift
+	opts=("$@")
+	[ -n "$PROXY" ] || fail "no rtm_proxy program"
+	ck CKPTCACHE_PATHS="$T/ck/*.bin" CKPTCACHE_HOST_CACHE=8M CKPTCACHE_ORDER=reverse "${envs[@]}" -- \
+		"$PROXY" --dir "$T/ck" --count $PROXY_COUNT --size $PROXY_SIZE --order reverse --seed $REF_SEED \
+		--interval-ms 1 --keep "${opts[@]}" >"$T/proxy.out" 2>&1
+	local rc=$?
+	cat "$T/proxy.out"
+	[ $rc -eq 0 ] || fail "rtm_proxy: $(status_text $rc)$(last_error)"
+	proxy_ok "$T/proxy.out" $PROXY_COUNT
+	stats_ok files==1 objects.written==$PROXY_COUNT "${conds[@]}"
+	for ((i = 0; i < PROXY_COUNT; i++)); do
+		same "$(printf '%s/ck/ckpt_%05d.bin' "$T" $i)" "$(ref_ckpt $i)" "checkpoint $i at its real path"
+	done
+	only_names "$T/ck" '^ckpt_[0-9]{5}\.bin$' "after exit"
+}
+
+# host and ssd tiers, with a trace; the ssd file is gone after exit
+proxy_ssd() {
+	mkdir -p ssd
+	proxy_config host.hits\>0 host.flush_ops\>0 ssd.capacity==$((16 << 20)) ssd.flush_ops\>0 -- \
+		CKPTCACHE_HOST_CACHE=4M CKPTCACHE_SSD_DIR="$T/ssd" CKPTCACHE_SSD_CACHE=16M \
+		CKPTCACHE_TRACE="$T/trace.%p.txt" -- "$@"
+	local left
+	left=$(find ssd -type f | head -3)
+	[ -z "$left" ] || fail "the ssd tier's file is left after exit: $left"
+	local tr=(trace.*.txt)
+	[ ${#tr[@]} -eq 1 ] || fail "expected one trace file, found ${#tr[@]}"
+	local op
+	for op in open-write write close-write open-read read flush; do
+		grep -q "^[0-9.]* $op $T/ck/ckpt_" "${tr[0]}" || fail "the trace has no '$op' line"
+	done
+}
+
 if [ "${QUICK:-0}" -eq 1 ]; then
 	# every order with every hint level once, persistence and I/O rotating
 	for spec in "sequential none always write" "sequential derived never fwrite" \
@@ -130,3 +177,68 @@ else
 fi
 case_add "proxy/never-overflow/write" proxy_never_overflow write
 case_add "proxy/never-overflow/fwrite" proxy_never_overflow fwrite
+case_add proxy/ssd-tier proxy_ssd
+case_add proxy/ssd-only proxy_config ssd.hits\>0 -- CKPTCACHE_HOST_CACHE=0 CKPTCACHE_SSD_DIR="@T@/ssd" CKPTCACHE_SSD_CACHE=32M --
+case_add proxy/no-cache-tier proxy_config home.put_ops==$PROXY_COUNT home.hits\>0 -- CKPTCACHE_HOST_CACHE=0 --
+case_add proxy/eviction-fifo proxy_config host.hits\>0 -- CKPTCACHE_EVICTION=fifo --
+case_add proxy/eviction-lru proxy_config host.hits\>0 -- CKPTCACHE_EVICTION=lru --
+case_add proxy/prefetch-eager proxy_config host.hits\>0 host.prefetch_ops\>0 -- CKPTCACHE_PREFETCH=eager --
+case_add proxy/prefetch-off proxy_config host.hits\>0 host.prefetch_ops==0 -- CKPTCACHE_PREFETCH=off --
+case_add proxy/fsync proxy_config host.hits\>0 -- -- --fsync
+case_add proxy/fsync-fwrite proxy_config host.hits\>0 -- -- --fsync --io fwrite
+case_add proxy/chunked proxy_config host.hits\>0 -- -- --chunk 100000
+case_add proxy/chunked-fwrite proxy_config host.hits\>0 -- -- --chunk 12345 --io fwrite
+
+# Checkpoints of an earlier run (written without the library) restored in
+# a random order with a hint file: prefetched from their real paths.
+proxy_earlier_run() {
+	run_ok "the earlier run" plain "$PROXY" --dir "$T/ck" --count $PROXY_COUNT --size $PROXY_SIZE --seed $REF_SEED \
+		--interval-ms 0 --keep >/dev/null
+	ck CKPTCACHE_PATHS="$T/ck/*.bin" CKPTCACHE_HOST_CACHE=8M CKPTCACHE_HINTS="$T/order.txt" -- "$PROXY" --dir "$T/ck" \
+		--count $PROXY_COUNT --size $PROXY_SIZE --seed $REF_SEED --order random --hints "$T/order.txt" \
+		--read-only --keep --interval-ms 5 >"$T/proxy.out" 2>&1
+	local rc=$? i
+	cat "$T/proxy.out"
+	[ $rc -eq 0 ] || fail "rtm_proxy --read-only: $(status_text $rc)$(last_error)"
+	proxy_ok "$T/proxy.out" $PROXY_COUNT
+	# the hint file is read by the prefetcher once the cache started, at
+	# the first read: the first reads may come before it
+	stats_ok files==1 objects.written==0 objects.opened_for_read==$PROXY_COUNT host.prefetch_ops\>0 host.hits\>0 \
+		dist.unhinted\<=3 home.put_ops==0
+	for ((i = 0; i < PROXY_COUNT; i++)); do
+		same "$(printf '%s/ck/ckpt_%05d.bin' "$T" $i)" "$(ref_ckpt $i)" "checkpoint $i after the restore"
+	done
+}
+
+# Three processes with the library at once, in one folder, each with its
+# own host and ssd tiers.
+proxy_concurrent() {
+	local k pids=() i
+	mkdir -p ssd
+	for k in 0 1 2; do
+		ck CKPTCACHE_PATHS="$T/ck/*.bin" CKPTCACHE_HOST_CACHE=4M CKPTCACHE_SSD_DIR="$T/ssd" CKPTCACHE_SSD_CACHE=8M \
+			CKPTCACHE_ORDER=reverse -- "$PROXY" --dir "$T/ck" --prefix "p${k}_" --count $PROXY_COUNT \
+			--size $PROXY_SIZE --seed $REF_SEED --interval-ms 1 --keep >"$T/proxy$k.out" 2>&1 &
+		pids+=($!)
+	done
+	for k in 0 1 2; do
+		wait "${pids[$k]}" || fail "rtm_proxy $k: $(status_text $?)$(grep -a -m1 -E 'MISMATCH|error' "$T/proxy$k.out")"
+		proxy_ok "$T/proxy$k.out" $PROXY_COUNT
+		for ((i = 0; i < PROXY_COUNT; i++)); do
+			same "$(printf '%s/ck/p%d_%05d.bin' "$T" $k $i)" "$(ref_ckpt $i)" "process $k, checkpoint $i"
+		done
+	done
+	stats_ok files==3 objects.written==$((3 * PROXY_COUNT)) host.hits\>0
+	[ -z "$(find ssd -type f)" ] || fail "ssd tier files left after exit: $(find ssd -type f | head -3)"
+}
+
+case_add proxy/earlier-run proxy_earlier_run
+case_add proxy/concurrent-processes proxy_concurrent
+
+# The matrix's reverse restore on a file system whose unlink and rename
+# take 2 ms: flushes take longer than the program's pace.
+proxy_slow_metadata() {
+	SLOW_US=2000 proxy_config host.hits\>0 -- "$@" --
+}
+
+case_add proxy/slow-metadata proxy_slow_metadata

@@ -49,8 +49,8 @@ tools_cp_preserve() {
 	ck -- cp -a tree ck/tree
 	local rca=$?
 	diff -r tree ck/tree >/dev/null || fail "cp -a: $(diff -r tree ck/tree 2>&1 | head -1)"
-	[ $rc -eq 0 ] || fail "cp -p into a tagged path: exit status $rc$(last_error)"
-	[ $rca -eq 0 ] || fail "cp -a into a tagged folder: exit status $rca$(last_error)"
+	[ $rc -eq 0 ] || fail "cp -p into a tagged path: exit status $rc$(first_error '^cp: ')"
+	[ $rca -eq 0 ] || fail "cp -a into a tagged folder: exit status $rca$(first_error '^cp: ')"
 	[ "$(stat -c %a ck/p.bin)" = 640 ] || fail "cp -p: mode $(stat -c %a ck/p.bin), expected 640"
 	[ "$(stat -c %Y ck/tree/sub/f2.bin)" = "$(stat -c %Y tree/sub/f2.bin)" ] ||
 		fail "cp -a: the modification time was not kept"
@@ -71,6 +71,21 @@ tools_cat() {
 	same a.src out2.bin "cat < tagged (opened by the shell, without the library)"
 }
 
+# dd_ok WHAT ARGS...: dd under the library must succeed. Under a sanitizer
+# runtime, dd's own aligned_alloc of a size that is not a multiple of the
+# alignment is refused by the runtime before the library is involved: that
+# is a note, not a failure.
+dd_ok() {
+	local what=$1 rc
+	shift
+	ck -- dd "$@"
+	rc=$?
+	[ $rc -eq 0 ] && return 0
+	grep -q 'invalid-aligned-alloc-alignment' "$T/.log" &&
+		note "dd cannot run under the sanitizer runtime with these block sizes (its own aligned_alloc is refused)"
+	fail "$what: $(status_text $rc)$(last_error)"
+}
+
 # dd BS: write a tagged file, copy it tagged to tagged in one process, read
 # it out, with skip/count and an in-place conv=notrunc update.
 tools_dd() {
@@ -78,26 +93,26 @@ tools_dd() {
 	[ "$bs" = 1 ] && size=20011
 	randfile src.bin $size
 	phase write
-	run_ok "dd into a tagged path" ck -- dd if=src.bin of=ck/x.bin bs="$bs" status=none
+	dd_ok "dd into a tagged path" if=src.bin of=ck/x.bin bs="$bs" status=none
 	stats_ok files==1 objects.written==1 host.put_bytes==$size
 	same src.bin ck/x.bin "dd bs=$bs into a tagged path"
 	phase copy
-	run_ok "dd tagged -> tagged" ck -- dd if=ck/x.bin of=ck/y.bin bs="$bs" status=none
+	dd_ok "dd tagged -> tagged" if=ck/x.bin of=ck/y.bin bs="$bs" status=none
 	stats_ok files==1 objects.written==1 objects.opened_for_read==1 objects.consumed==1 \
 		host.put_bytes==$size home.read_bytes==$size
 	same src.bin ck/y.bin "dd bs=$bs between tagged paths"
 	phase out
-	run_ok "dd tagged -> untagged" ck -- dd if=ck/y.bin of=out.bin bs="$bs" status=none
+	dd_ok "dd tagged -> untagged" if=ck/y.bin of=out.bin bs="$bs" status=none
 	same src.bin out.bin "dd bs=$bs out of a tagged path"
-	run_ok "dd skip/count" ck -- dd if=ck/y.bin of=part.bin bs="$bs" skip=3 count=5 status=none
+	dd_ok "dd skip/count" if=ck/y.bin of=part.bin bs="$bs" skip=3 count=5 status=none
 	dd if=src.bin of=part.ref bs="$bs" skip=3 count=5 status=none
 	same part.ref part.bin "dd bs=$bs skip=3 count=5 of a tagged path"
 	cp src.bin upd.ref
 	dd if=part.ref of=upd.ref bs="$bs" seek=2 conv=notrunc status=none
-	run_ok "dd conv=notrunc" ck -- dd if=part.ref of=ck/y.bin bs="$bs" seek=2 conv=notrunc status=none
+	dd_ok "dd conv=notrunc" if=part.ref of=ck/y.bin bs="$bs" seek=2 conv=notrunc status=none
 	same upd.ref ck/y.bin "dd bs=$bs seek=2 conv=notrunc into a tagged file"
 	phase check
-	run_ok "dd after the update" ck -- dd if=ck/y.bin of=out2.bin bs="$bs" status=none
+	dd_ok "dd after the update" if=ck/y.bin of=out2.bin bs="$bs" status=none
 	same upd.ref out2.bin "dd bs=$bs reading the updated tagged file"
 }
 
@@ -126,7 +141,7 @@ tools_tar_into() {
 	ck -- tar -C ck/tree -xf in.tar
 	local rc=$?
 	diff -r tree ck/tree >/dev/null || fail "tar -x into a tagged folder: $(diff -r tree ck/tree 2>&1 | head -1)"
-	[ $rc -eq 0 ] || fail "tar -x into a tagged folder: exit status $rc, bytes right$(last_error)"
+	[ $rc -eq 0 ] || fail "tar -x into a tagged folder: exit status $rc, bytes right$(first_error '^tar: ')"
 	stats_ok objects.written==5
 	[ "$(stat -c %a ck/tree/f1.bin)" = 640 ] || fail "tar -x: mode $(stat -c %a ck/tree/f1.bin), expected 640"
 	[ "$(stat -c %Y ck/tree/sub/f2.bin)" = "$(stat -c %Y tree/sub/f2.bin)" ] ||
@@ -139,7 +154,7 @@ tools_tar_out_of() {
 	run_ok "cp -r into a tagged folder" ck -- cp -r tree ck/tree
 	phase tar
 	run_ok "tar -c of a tagged folder" ck -- tar -C ck/tree -cf out.tar .
-	stats_ok objects.opened_for_read==5
+	stats_ok objects.opened_for_read\>=4  # tar does not open empty files
 	mkdir o
 	tar -C o -xf out.tar || fail "the archive of a tagged folder cannot be extracted"
 	diff -r tree o >/dev/null || fail "tar -c of a tagged folder: $(diff -r tree o 2>&1 | head -1)"
@@ -150,14 +165,18 @@ tools_tar_out_of() {
 	[ "$a" = "$b" ] || fail "tar -c | tar -xO of a tagged file: wrong bytes"
 }
 
-# bash writes a checkpoint with builtins (echo, printf) and reads it back
-# with builtins (read, mapfile) in the same process: the reads come from the
-# cache, through dup2/fcntl(F_DUPFD)/lseek of the redirections.
+# bash reads a checkpoint with builtins (read, mapfile, exec N<): the
+# redirections go through open/dup2/fcntl(F_DUPFD)/close and read pushes
+# back what it over-read with lseek. Writing with echo or printf is another
+# matter: bash's builtins write through glibc's stdout, whose internal
+# write() the library never sees (see unsupported/stdout-dup2).
 tools_bash_builtins() {
 	seq 1 4000 | sed 's/$/ some text to make the line longer/' >expect.txt
+	phase write
+	run_ok "cp" ck -- cp expect.txt ck/lines.txt
+	phase read
 	ck -- bash -c '
 		set -e
-		for ((i = 1; i <= 4000; i++)); do echo "$i some text to make the line longer"; done >ck/lines.txt
 		n=0
 		while IFS= read -r l; do n=$((n + 1)); done <ck/lines.txt
 		echo "read $n lines" >count.txt
@@ -166,15 +185,15 @@ tools_bash_builtins() {
 		exec 7<ck/lines.txt
 		IFS= read -r first <&7
 		IFS= read -r second <&7
+		read -r -N 10 ten <&7
 		exec 7<&-
-		echo "$first|$second" >first.txt
-	' || fail "bash builtins on a tagged file failed$(last_error)"
-	same expect.txt out.txt "bash: mapfile of a file written with echo"
-	same expect.txt ck/lines.txt "bash: the checkpoint at its real path"
+		echo "$first|$second|$ten" >first.txt
+	' || fail "bash builtins reading a tagged file failed$(last_error)"
+	same expect.txt out.txt "bash: mapfile of a tagged file"
 	[ "$(cat count.txt)" = "read 4000 lines" ] || fail "bash: read loop: $(cat count.txt)"
-	[ "$(cat first.txt)" = "1 some text to make the line longer|2 some text to make the line longer" ] ||
+	[ "$(cat first.txt)" = "1 some text to make the line longer|2 some text to make the line longer|3 some tex" ] ||
 		fail "bash: reads through an exec'ed descriptor: $(cat first.txt)"
-	stats_ok files==1 objects.written==1 host.hits\>0 home.read_ops==0
+	stats_ok files==1 objects.opened_for_read==3 objects.consumed==1
 }
 
 # The C helper writes and reads back in one process, with odd-sized calls.

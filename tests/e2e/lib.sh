@@ -2,7 +2,7 @@
 # in a subshell inside its own temporary folder $T; it ends with `fail` on
 # the first broken expectation, `note` when it cannot run here, or returns.
 #
-# Set by the driver: LIB, PRELOAD, BIN, HELPER, PROXY, APIUSER, PY, WORK,
+# Set by the driver: LIB, PRELOAD, BIN, HELPER, PROXY, APIUSER, SLOWFS, PY, WORK,
 # REF (reference checkpoints written without the library), E2E (this folder).
 
 CASE_TIMEOUT=${CASE_TIMEOUT:-90}
@@ -28,16 +28,24 @@ phase() {
 
 # ck [VAR=VALUE]... -- CMD [ARG]...: runs CMD with the library preloaded,
 # the case's defaults (tagged: $T/ck/**, a 32 MiB host tier, statistics in
-# $STATS) and the given variables, under a time limit.
+# $STATS) and the given variables, under a time limit. With SLOW_US set,
+# the library's unlink and rename of paths containing SLOW_MATCH (default
+# $T/ck) take that many microseconds more (tests/e2e/slowfs.c, preloaded
+# after the library; SLOWFS_OPS=unlink or rename picks one of them).
 ck() {
-	local envs=()
+	local envs=() preload=$PRELOAD
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do
 		envs+=("$1")
 		shift
 	done
 	shift
+	if [ -n "${SLOW_US:-}" ]; then
+		[ -n "$SLOWFS" ] || fail "the slow-metadata shim (tests/e2e/slowfs.c) did not compile"
+		preload="$PRELOAD $SLOWFS"
+		envs=(SLOWFS_MATCH="${SLOW_MATCH:-$T/ck}" SLOWFS_US="$SLOW_US" "${envs[@]}")
+	fi
 	timeout -k 5 "$CASE_TIMEOUT" env CKPTCACHE_PATHS="$T/ck/**" CKPTCACHE_HOST_CACHE=32M \
-		CKPTCACHE_STATS="$STATS/%p.json" "${envs[@]}" LD_PRELOAD="$PRELOAD" "$@"
+		CKPTCACHE_STATS="$STATS/%p.json" "${envs[@]}" LD_PRELOAD="$preload" "$@"
 }
 
 # plain CMD [ARG]...: runs CMD without the library (the sanitizer runtime,
@@ -52,7 +60,23 @@ run_ok() {
 	shift
 	"$@"
 	rc=$?
-	[ $rc -eq 0 ] || fail "$what: exit status $rc$(last_error)"
+	[ $rc -eq 0 ] || fail "$what: $(status_text $rc)$(last_error)"
+}
+
+# status_text RC: "exit status N" or "killed by SIGNAME".
+status_text() {
+	if [ "$1" -gt 128 ] && [ "$1" -lt 160 ]; then
+		echo "killed by SIG$(kill -l $(($1 - 128)) 2>/dev/null)"
+	else
+		echo "exit status $1"
+	fi
+}
+
+# first_error PATTERN: the first line of the case log matching PATTERN.
+first_error() {
+	local l
+	l=$(grep -a -m1 -E "$1" "$T/.log" 2>/dev/null)
+	[ -n "$l" ] && printf ' (%s)' "${l:0:240}"
 }
 
 # The last line of the case log that looks like an error, for reasons.
@@ -66,7 +90,7 @@ last_error() {
 # condition (see stats.py).
 stats_ok() {
 	local out files=("$STATS"/*.json)
-	[ -e "${files[0]}" ] || fail "no statistics file in $(basename "$STATS") (expected one per process that used a tagged file)"
+	[ ${#files[@]} -gt 0 ] || fail "no statistics file in $(basename "$STATS") (expected one per process that used a tagged file)"
 	out=$("$PY" "$E2E/stats.py" "${files[@]}" -- "$@" 2>&1)
 	local rc=$?
 	echo "$out"
@@ -76,7 +100,7 @@ stats_ok() {
 # no_stats: no process of the current phase wrote statistics.
 no_stats() {
 	local files=("$STATS"/*.json)
-	[ -e "${files[0]}" ] && fail "$(basename "$STATS"): statistics written by ${#files[@]} process(es) that should not have started the cache: ${files[*]##*/}"
+	[ ${#files[@]} -gt 0 ] && fail "$(basename "$STATS"): statistics written by ${#files[@]} process(es) that should not have started the cache: ${files[*]##*/}"
 	return 0
 }
 

@@ -1,0 +1,309 @@
+/* CUDA driver interception. Programs reach the driver three ways (CUDA.md):
+ * the exported cu* symbols, dlsym(libcuda, name), and cuGetProcAddress (both
+ * ABIs), which the runtime and PyTorch use for everything. Each wrapped entry
+ * point is keyed by its exact versioned name (_v2, _ptds, _ptsz) and keeps
+ * its own real pointer. libcuda.so.1 is opened only when the program itself
+ * calls into CUDA; a process without CUDA never touches it.
+ *
+ * In copy mode the hooks hand out the driver's own functions (nothing of
+ * CUDA is touched); in device mode they hand out the wrappers, which count
+ * every copy by kind and path (what device capture builds on). */
+#include "config.h"
+
+#ifdef HAVE_CUDA_H
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <string.h>
+
+#include "intercept.h"
+#include "log.h"
+
+/* ---- the real dlsym and libcuda ------------------------------------- */
+
+static _Atomic(void *) cu_lib;
+static _Atomic(uintptr_t) cu_self_base;
+
+/* libcuda.so.1 (never libcuda.so, which can be the toolkit's stub). */
+static void *cu_libcuda(void)
+{
+	void *h = atomic_load(&cu_lib);
+	if (h)
+		return h;
+	h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+	if (h)
+		atomic_store(&cu_lib, h);
+	return h;
+}
+
+/* Whether p lies in this library (a lookup that found our own wrapper). */
+static bool cu_is_ours(const void *p)
+{
+	Dl_info di;
+	uintptr_t base = atomic_load(&cu_self_base);
+	if (!base && dladdr((void *)cu_libcuda, &di))
+		atomic_store(&cu_self_base, base = (uintptr_t)di.dli_fbase);
+	return p && dladdr(p, &di) && (uintptr_t)di.dli_fbase == base;
+}
+
+/* ---- counters ------------------------------------------------------- */
+
+enum { CU_DTOH, CU_HTOD, CU_DFLT, CU_2D, CU_3D, CU_PEER, CU_BATCH, CU_ALLOC, CU_FREE,
+       CU_HOSTMEM, CU_GPA, CU_NKINDS };
+enum { CU_PATH_EXPORTED, CU_PATH_DLSYM, CU_PATH_GPA, CU_NPATHS };
+
+static const char *const cu_kind_name[CU_NKINDS] = {
+	"memcpy_dtoh", "memcpy_htod", "memcpy_default", "memcpy_2d", "memcpy_3d",
+	"memcpy_peer", "memcpy_batch", "alloc", "free", "host_memory", "get_proc_address",
+};
+static const char *const cu_path_name[CU_NPATHS] = { "exported", "dlsym", "get_proc_address" };
+
+static atomic_ullong cu_calls[CU_NKINDS];
+static atomic_ullong cu_hooked[CU_NPATHS];
+
+static inline bool cu_device_mode(void)
+{
+	return ckc_capture_mode() == CKC_CAPTURE_DEVICE;
+}
+
+/* ---- the wrapped entry points ---------------------------------------- */
+
+/* kind, exact driver symbol, parameters, arguments */
+#define CU_FUNCS(X)                                                                           \
+	X(CU_DTOH, cuMemcpyDtoH_v2, (void *d, CUdeviceptr s, size_t n), (d, s, n))            \
+	X(CU_DTOH, cuMemcpyDtoH_v2_ptds, (void *d, CUdeviceptr s, size_t n), (d, s, n))       \
+	X(CU_DTOH, cuMemcpyDtoHAsync_v2, (void *d, CUdeviceptr s, size_t n, CUstream t), (d, s, n, t)) \
+	X(CU_DTOH, cuMemcpyDtoHAsync_v2_ptsz, (void *d, CUdeviceptr s, size_t n, CUstream t), (d, s, n, t)) \
+	X(CU_HTOD, cuMemcpyHtoD_v2, (CUdeviceptr d, const void *s, size_t n), (d, s, n))      \
+	X(CU_HTOD, cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void *s, size_t n), (d, s, n)) \
+	X(CU_HTOD, cuMemcpyHtoDAsync_v2, (CUdeviceptr d, const void *s, size_t n, CUstream t), (d, s, n, t)) \
+	X(CU_HTOD, cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void *s, size_t n, CUstream t), (d, s, n, t)) \
+	X(CU_DFLT, cuMemcpy, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))             \
+	X(CU_DFLT, cuMemcpy_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))        \
+	X(CU_DFLT, cuMemcpyAsync, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t), (d, s, n, t)) \
+	X(CU_DFLT, cuMemcpyAsync_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t), (d, s, n, t)) \
+	X(CU_2D, cuMemcpy2D_v2, (const CUDA_MEMCPY2D *p), (p))                                \
+	X(CU_2D, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p), (p))                           \
+	X(CU_2D, cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D *p), (p))                       \
+	X(CU_2D, cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *p), (p))                  \
+	X(CU_2D, cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *p, CUstream t), (p, t))            \
+	X(CU_2D, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *p, CUstream t), (p, t))       \
+	X(CU_3D, cuMemcpy3D_v2, (const CUDA_MEMCPY3D *p), (p))                                \
+	X(CU_3D, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *p), (p))                           \
+	X(CU_3D, cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *p, CUstream t), (p, t))            \
+	X(CU_3D, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *p, CUstream t), (p, t))       \
+	X(CU_PEER, cuMemcpyPeer, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n), (d, dc, s, sc, n)) \
+	X(CU_PEER, cuMemcpyPeer_ptds, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n), (d, dc, s, sc, n)) \
+	X(CU_PEER, cuMemcpyPeerAsync, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream t), (d, dc, s, sc, n, t)) \
+	X(CU_PEER, cuMemcpyPeerAsync_ptsz, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream t), (d, dc, s, sc, n, t)) \
+	X(CU_BATCH, cuMemcpyBatchAsync, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, size_t *f, CUstream t), (d, s, n, c, a, ai, na, f, t)) \
+	X(CU_BATCH, cuMemcpyBatchAsync_ptsz, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, size_t *f, CUstream t), (d, s, n, c, a, ai, na, f, t)) \
+	X(CU_BATCH, cuMemcpyBatchAsync_v2, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, CUstream t), (d, s, n, c, a, ai, na, t)) \
+	X(CU_ALLOC, cuMemAlloc_v2, (CUdeviceptr *p, size_t n), (p, n))                        \
+	X(CU_ALLOC, cuMemAllocPitch_v2, (CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e), (p, pitch, w, h, e)) \
+	X(CU_ALLOC, cuMemAllocManaged, (CUdeviceptr *p, size_t n, unsigned f), (p, n, f))     \
+	X(CU_ALLOC, cuMemAllocAsync, (CUdeviceptr *p, size_t n, CUstream t), (p, n, t))       \
+	X(CU_ALLOC, cuMemAllocAsync_ptsz, (CUdeviceptr *p, size_t n, CUstream t), (p, n, t))  \
+	X(CU_FREE, cuMemFree_v2, (CUdeviceptr p), (p))                                        \
+	X(CU_FREE, cuMemFreeAsync, (CUdeviceptr p, CUstream t), (p, t))                       \
+	X(CU_FREE, cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream t), (p, t))                  \
+	X(CU_HOSTMEM, cuMemHostAlloc, (void **p, size_t n, unsigned f), (p, n, f))            \
+	X(CU_HOSTMEM, cuMemAllocHost_v2, (void **p, size_t n), (p, n))                        \
+	X(CU_HOSTMEM, cuMemFreeHost, (void *p), (p))                                          \
+	X(CU_HOSTMEM, cuMemHostRegister_v2, (void *p, size_t n, unsigned f), (p, n, f))       \
+	X(CU_HOSTMEM, cuMemHostUnregister, (void *p), (p))
+
+/* Each wrapper: count, resolve its own real pointer once, call it. The
+ * exported symbol has the driver's exact name, so a program linked with
+ * -lcuda reaches it too. */
+#define CU_WRAPPER(kind, name, params, args)                                          \
+	static _Atomic(void *) cu_real_##name;                                         \
+	CKC_EXPORT CUresult ckc_cu_##name params __asm__(#name);                       \
+	CUresult ckc_cu_##name params                                                  \
+	{                                                                              \
+		CUresult(*r) params = (CUresult(*) params)cu_real(&cu_real_##name, #name); \
+		if (!r)                                                                \
+			return CUDA_ERROR_NOT_INITIALIZED;                             \
+		atomic_fetch_add_explicit(&cu_calls[kind], 1, memory_order_relaxed);   \
+		return r args;                                                         \
+	}
+
+/* The real function behind a wrapper, resolved from libcuda on first use. */
+static void *cu_real(_Atomic(void *) *slot, const char *name)
+{
+	void *p = atomic_load_explicit(slot, memory_order_acquire);
+	if (p)
+		return p;
+	void *h = cu_libcuda();
+	dlsym_fn rd = ckc_real_dlsym();
+	p = h && rd ? rd(h, name) : NULL;
+	if (!p || cu_is_ours(p)) {
+		ckc_error("libcuda.so.1 has no %s: the call fails", name);
+		return NULL;
+	}
+	atomic_store(slot, p);
+	return p;
+}
+
+CU_FUNCS(CU_WRAPPER)
+
+typedef struct cu_entry {
+	const char *name;
+	void *wrapper;
+	_Atomic(void *) *real;
+} cu_entry_t;
+
+#define CU_ENTRY(kind, name, params, args) { #name, (void *)ckc_cu_##name, &cu_real_##name },
+
+static cu_entry_t cu_table[] = {
+	CU_FUNCS(CU_ENTRY)
+};
+
+static cu_entry_t *cu_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(cu_table) / sizeof(cu_table[0]); i++)
+		if (!strcmp(cu_table[i].name, name))
+			return &cu_table[i];
+	return NULL;
+}
+
+/* A driver function p known by its exact name: the wrapper to hand out in
+ * its place (device mode), or p itself. */
+static void *cu_swap(const char *name, void *p, int path)
+{
+	cu_entry_t *e;
+
+	if (!p || !cu_device_mode() || !(e = cu_find(name)) || cu_is_ours(p))
+		return p;
+	void *expected = NULL;
+	/* the first real pointer of a variant is the one; the same name can
+	 * only resolve to the same function */
+	atomic_compare_exchange_strong(e->real, &expected, p);
+	atomic_fetch_add_explicit(&cu_hooked[path], 1, memory_order_relaxed);
+	return e->wrapper;
+}
+
+/* ---- cuGetProcAddress, both ABIs ---------------------------------------- */
+
+typedef CUresult (*gpa4_fn)(const char *, void **, int, cuuint64_t);
+typedef CUresult (*gpa5_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+static _Atomic(void *) cu_real_gpa4, cu_real_gpa5, cu_real_gpa5_ptsz;
+
+CKC_EXPORT CUresult ckc_cu_gpa4(const char *, void **, int, cuuint64_t) __asm__("cuGetProcAddress");
+CKC_EXPORT CUresult ckc_cu_gpa5(const char *, void **, int, cuuint64_t,
+				CUdriverProcAddressQueryResult *) __asm__("cuGetProcAddress_v2");
+CKC_EXPORT CUresult ckc_cu_gpa5_ptsz(const char *, void **, int, cuuint64_t,
+				     CUdriverProcAddressQueryResult *) __asm__("cuGetProcAddress_v2_ptsz");
+
+/* What a lookup returned, as the program should see it. */
+static void cu_gpa_fix(const char *symbol, void **pfn)
+{
+	Dl_info di;
+
+	if (!*pfn || !cu_device_mode())
+		return;
+	atomic_fetch_add_explicit(&cu_calls[CU_GPA], 1, memory_order_relaxed);
+	/* the runtime asks for cuGetProcAddress itself: hand out ours, of
+	 * the ABI the driver returned */
+	if (!strcmp(symbol, "cuGetProcAddress")) {
+		if (!dladdr(*pfn, &di) || di.dli_saddr != *pfn || !di.dli_sname)
+			return;
+		if (!strcmp(di.dli_sname, "cuGetProcAddress_v2")) {
+			atomic_store(&cu_real_gpa5, *pfn);
+			*pfn = (void *)ckc_cu_gpa5;
+		} else if (!strcmp(di.dli_sname, "cuGetProcAddress")) {
+			atomic_store(&cu_real_gpa4, *pfn);
+			*pfn = (void *)ckc_cu_gpa4;
+		}
+		return;
+	}
+	/* the variant the driver chose (_v2, _ptds, _ptsz...) is the name of
+	 * the symbol at that address */
+	if (dladdr(*pfn, &di) && di.dli_saddr == *pfn && di.dli_sname)
+		*pfn = cu_swap(di.dli_sname, *pfn, CU_PATH_GPA);
+}
+
+CUresult ckc_cu_gpa4(const char *symbol, void **pfn, int ver, cuuint64_t flags)
+{
+	gpa4_fn r = (gpa4_fn)cu_real(&cu_real_gpa4, "cuGetProcAddress");
+	if (!r)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult rc = r(symbol, pfn, ver, flags);
+	if (rc == CUDA_SUCCESS && symbol && pfn)
+		cu_gpa_fix(symbol, pfn);
+	return rc;
+}
+
+static CUresult cu_gpa5_common(_Atomic(void *) *slot, const char *name, const char *symbol,
+			       void **pfn, int ver, cuuint64_t flags,
+			       CUdriverProcAddressQueryResult *status)
+{
+	gpa5_fn r = (gpa5_fn)cu_real(slot, name);
+	if (!r)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult rc = r(symbol, pfn, ver, flags, status);
+	if (rc == CUDA_SUCCESS && symbol && pfn)
+		cu_gpa_fix(symbol, pfn);
+	return rc;
+}
+
+CUresult ckc_cu_gpa5(const char *symbol, void **pfn, int ver, cuuint64_t flags,
+		     CUdriverProcAddressQueryResult *status)
+{
+	return cu_gpa5_common(&cu_real_gpa5, "cuGetProcAddress_v2", symbol, pfn, ver, flags, status);
+}
+
+CUresult ckc_cu_gpa5_ptsz(const char *symbol, void **pfn, int ver, cuuint64_t flags,
+			  CUdriverProcAddressQueryResult *status)
+{
+	return cu_gpa5_common(&cu_real_gpa5_ptsz, "cuGetProcAddress_v2_ptsz", symbol, pfn, ver,
+			      flags, status);
+}
+
+/* ---- dlsym ------------------------------------------------------------ */
+
+void *ckc_cu_dlsym(void *handle, const char *name)
+{
+	dlsym_fn rd = ckc_real_dlsym();
+	void *p = rd ? rd(handle, name) : NULL;
+
+	if (!p || !cu_device_mode())
+		return p;
+	if (!strcmp(name, "cuGetProcAddress_v2") || !strcmp(name, "cuGetProcAddress") ||
+	    !strcmp(name, "cuGetProcAddress_v2_ptsz")) {
+		if (cu_is_ours(p))
+			return p;
+		_Atomic(void *) *slot = name[16] == '\0' ? &cu_real_gpa4 :
+					name[19] == '\0' ? &cu_real_gpa5 : &cu_real_gpa5_ptsz;
+		void *expected = NULL;
+		atomic_compare_exchange_strong(slot, &expected, p);
+		atomic_fetch_add_explicit(&cu_hooked[CU_PATH_DLSYM], 1, memory_order_relaxed);
+		return name[16] == '\0' ? (void *)ckc_cu_gpa4 :
+		       name[19] == '\0' ? (void *)ckc_cu_gpa5 : (void *)ckc_cu_gpa5_ptsz;
+	}
+	return cu_swap(name, p, CU_PATH_DLSYM);
+}
+
+/* ---- statistics --------------------------------------------------------- */
+
+void ckc_cuda_stats(ckc_stats_t *s)
+{
+	bool seen = false;
+	for (int i = 0; i < CU_NKINDS && i < CKC_CUDA_KINDS; i++) {
+		s->cuda_calls[i] = atomic_load(&cu_calls[i]);
+		s->cuda_kind_name[i] = cu_kind_name[i];
+		seen |= s->cuda_calls[i] != 0;
+	}
+	for (int i = 0; i < CU_NPATHS && i < CKC_CUDA_PATHS; i++) {
+		s->cuda_hooked[i] = atomic_load(&cu_hooked[i]);
+		s->cuda_path_name[i] = cu_path_name[i];
+		seen |= s->cuda_hooked[i] != 0;
+	}
+	s->cuda_nkinds = CU_NKINDS < CKC_CUDA_KINDS ? CU_NKINDS : CKC_CUDA_KINDS;
+	s->cuda_npaths = CU_NPATHS;
+	s->cuda_seen = seen;
+}
+
+#endif /* HAVE_CUDA_H */

@@ -1,0 +1,531 @@
+# Cases driven by tests/apps/e2e_helper (threads, fork and exec, descriptor
+# operations, stdio, names, the call paths the library does not serve) and
+# by tests/apps/api_user (<ckptcache.h>), and untagged files with the
+# library loaded.
+
+need_helper() {
+	[ -n "$HELPER" ] || fail "no e2e_helper program (tests/apps/e2e_helper.c did not compile)"
+}
+
+# helper_ok WHAT [VAR=VALUE]... -- MODE ARGS...: the helper under the library
+# must exit 0 (77: the sub-test cannot run here).
+helper_ok() {
+	local what=$1
+	shift
+	local envs=()
+	while [ "$1" != -- ]; do
+		envs+=("$1")
+		shift
+	done
+	shift
+	need_helper
+	ck "${envs[@]}" -- "$HELPER" "$@"
+	local rc=$?
+	[ $rc -eq 77 ] && note "$(grep -a -m1 '^NOTE' "$T/.log" | sed 's/^NOTE //')"
+	[ $rc -eq 0 ] || fail "$what: $(status_text $rc)$(last_error)"
+}
+
+# ---- threads, fork -----------------------------------------------------------------
+
+threads_case() {
+	helper_ok "4 writer threads + 2 pwrite threads sharing an fd" -- threads "$T/ck" 3M
+	# 4 x 3 MiB, 6 MiB shared, 4 MiB read by four threads through one fd
+	stats_ok files==1 objects.written==6 host.hits\>0 host.put_bytes==$((22 << 20))
+	local i
+	for i in 0 1 2 3; do
+		run_ok "thread file $i at its real path" plain "$HELPER" check "ck/thr_$i.bin" 3M $((100 + i))
+	done
+	run_ok "shared file at its real path" plain "$HELPER" check ck/shared.bin 6M 200
+}
+
+fork_exec_case() {
+	helper_ok "fork/exec with tagged descriptors" -- fork "$T/ck/f1.bin" "$T/ck/f2.bin" 1M 5
+	grep -q 'ckptcache: error: a descriptor of checkpoint .* is used where the cache is not running' "$T/.log" ||
+		fail "the forked child's EBADF came without the documented message"
+	stats_ok files==1 objects.written==2 host.hits\>0
+	run_ok "f1 at its real path" plain "$HELPER" check ck/f1.bin 1M 5
+	run_ok "f2 at its real path (the child's write went nowhere)" plain "$HELPER" check ck/f2.bin 1M 5
+}
+
+# ---- call paths the library does not serve ---------------------------------------------
+
+unsupported_raw() {
+	helper_ok "raw syscalls on tagged descriptors" -- rawsys "$T/ck/r1.bin" "$T/ck/r2.bin" 1M 6
+	run_ok "r1 at its real path" plain "$HELPER" check ck/r1.bin 1M 6
+	run_ok "r2 at its real path (holds only the library's write)" plain "$HELPER" check ck/r2.bin 1M 6
+}
+
+unsupported_mmap() {
+	helper_ok "mmap of tagged descriptors" -- mmap "$T/ck/m1.bin" "$T/ck/m2.bin" 1M 7
+	run_ok "m1 at its real path" plain "$HELPER" check ck/m1.bin 1M 7
+	[ "$(head -c 4096 ck/m2.bin | tr -d M | wc -c)" -eq 0 ] ||
+		fail "m2 at its real path lost the bytes written through the map"
+	[ "$(stat -c %s ck/m2.bin)" -eq $((1 << 20)) ] || fail "m2 at its real path has the wrong size"
+}
+
+unsupported_procfd() {
+	helper_ok "reopen through /proc/self/fd" -- procfd "$T/ck/p.bin" 100K 8
+}
+
+unsupported_uring() {
+	helper_ok "io_uring on tagged descriptors" -- uring "$T/ck/u1.bin" "$T/ck/u2.bin" 256K 9
+	run_ok "u2 at its real path" plain "$HELPER" check ck/u2.bin 256K 9
+}
+
+unsupported_aio() {
+	helper_ok "POSIX aio on tagged descriptors" -- aio "$T/ck/a1.bin" "$T/ck/a2.bin" 256K 9
+	run_ok "a2 at its real path" plain "$HELPER" check ck/a2.bin 256K 9
+}
+
+# stdout dup2'ed onto a tagged descriptor: write() works; glibc's stdio
+# writes with internal calls and must fail, never land wrong bytes. The
+# shell form: a builtin's output redirected into a checkpoint.
+unsupported_stdout() {
+	helper_ok "stdout on a tagged descriptor" -- stdout "$T/ck/o.txt"
+	[ "$(cat ck/o.txt)" = "via write()" ] || fail "the checkpoint written through a tagged stdout holds '$(head -c 100 ck/o.txt)'"
+	phase shell
+	ck -- bash -c 'echo "from echo" >ck/echo.txt; printf "%s\n" "from printf" >ck/printf.txt' && {
+		[ "$(cat ck/echo.txt ck/printf.txt)" = "from echo
+from printf" ] || fail "bash builtins wrote '$(cat ck/echo.txt ck/printf.txt | head -c 100)' into checkpoints without an error"
+		return 0
+	}
+	[ -s ck/echo.txt ] && fail "echo failed but left '$(head -c 100 ck/echo.txt)' in its checkpoint"
+	[ -s ck/printf.txt ] && fail "printf failed but left '$(head -c 100 ck/printf.txt)' in its checkpoint"
+	return 0
+}
+
+unsupported_locks() {
+	helper_ok "flock/F_SETLK on tagged descriptors" -- locks "$T/ck/l.bin" 100K 3
+	run_ok "l at its real path" plain "$HELPER" check ck/l.bin 100K 3
+}
+
+# ---- descriptor operations, stdio, fsync ------------------------------------------------
+
+fdops_case() {
+	helper_ok "fstat/lseek/dup/dup2/fcntl/readv/writev/ftruncate/fsync" -- fdops "$T/ck/fd.bin" 11
+	stats_ok files==1 objects.written==2 host.hits\>0
+	only_names ck '^fd\.bin(\.2)?$' "after exit"
+}
+
+fsync_never_case() {
+	helper_ok "fsync with persist=never" CKPTCACHE_PERSIST=never -- fsync-never "$T/ck/fn.bin" 1M 3
+	absent ck/fn.bin "persist=never: after exit"
+}
+
+stdio_case() {
+	helper_ok "stdio on tagged files" -- stdio "$T/ck/s.bin" 1M 12
+	stats_ok files==1 host.hits\>0
+	# what is at the real path: the w+ version plus the appended bytes
+	plain "$HELPER" gen s.ref 1M 12
+	printf APPENDED >>s.ref
+	same s.ref ck/s.bin "stdio: the checkpoint at its real path after exit"
+}
+
+freopen_case() {
+	helper_ok "freopen of a tagged stream" -- freopen "$T/ck/f.bin" 1M 12
+	run_ok "the checkpoint at its real path" plain "$HELPER" check ck/f.bin 1M 12
+}
+
+copycalls_case() {
+	mkdir -p plain
+	helper_ok "sendfile/copy_file_range/splice with tagged descriptors" -- copycalls "$T/ck" "$T/plain" 3000017 4
+	stats_ok files==1 host.hits\>0
+}
+
+misc_case() {
+	helper_ok "holes, O_EXCL, O_APPEND, O_RDWR, truncate, empty, creat, fallocate" -- misc "$T/ck"
+	[ -f ck/empty.bin ] && [ ! -s ck/empty.bin ] || fail "the empty checkpoint is not an empty file at its real path"
+	[ "$(stat -c %s ck/falloc.bin)" -eq $((1 << 20)) ] || fail "the preallocated checkpoint has the wrong size at its real path"
+	run_ok "truncated checkpoint at its real path" plain "$HELPER" check ck/trunc.bin 3000 2
+}
+
+# ---- the descriptor table ----------------------------------------------------------------
+
+# closeby HOW: a tagged descriptor closed without close(2); the untagged file
+# that reuses its number must read its own bytes.
+closeby_case() {
+	mkdir -p plain
+	helper_ok "$1 of a tagged descriptor" -- closeby "$1" "$T/ck/t.bin" "$T/plain/u.txt"
+}
+
+# ---- names ----------------------------------------------------------------------------
+
+# chmod/chown/utimensat and fchmod/fchown/futimens of a checkpoint still in
+# the cache, and what reaches the real path.
+metadata_case() {
+	helper_ok "metadata of cached checkpoints" -- meta "$T/ck"
+	[ "$(stat -c %a ck/meta.bin)" = 600 ] || fail "chmod 0600 is lost at the real path (mode $(stat -c %a ck/meta.bin))"
+	[ "$(stat -c %a ck/meta2.bin)" = 640 ] || fail "fchmod 0640 is lost at the real path (mode $(stat -c %a ck/meta2.bin))"
+	[ "$(stat -c %Y ck/meta2.bin)" = 1500000000 ] || fail "futimens is lost at the real path"
+}
+
+stat_before_disk() {
+	helper_ok "stat of a cached checkpoint" CKPTCACHE_PERSIST=never -- statcached "$T/ck/sc.bin" 3000017 5
+	stats_ok files==1 objects.written==1 host.hits\>0 home.put_ops==0
+	absent ck/sc.bin "persist=never: after exit"
+}
+
+rename_case() {
+	helper_ok "write to a temporary name, rename, read" -- rename "$T/ck" 2M 9
+	stats_ok files==1 host.hits\>0 home.read_ops==0
+	run_ok "the renamed checkpoint at its real path" plain "$HELPER" check ck/final.bin 2M 9
+	run_ok "the checkpoint renamed over another" plain "$HELPER" check ck/b.bin 2M 10
+	absent ck/final.bin.tmp "the temporary name after exit"
+	absent ck/a.bin "the old name after exit"
+	only_names ck '^(final|b)\.bin$' "after exit"
+	# out of and into the tagged set, written and renamed in one process
+	phase across
+	randfile src1.bin 1000003
+	randfile src2.bin 1000033
+	cp src2.bin plain.bin
+	ck -- "$PY" -c '
+import os
+data = open("src1.bin", "rb").read()
+with open("ck/out.bin", "wb") as f:
+    f.write(data)
+os.rename("ck/out.bin", "moved_out.bin")    # tagged -> untagged: materialised
+assert not os.path.exists("ck/out.bin"), "the old tagged name still exists"
+os.rename("plain.bin", "ck/moved_in.bin")   # untagged -> tagged
+assert open("ck/moved_in.bin", "rb").read() == open("src2.bin", "rb").read(), "moved_in reads wrong bytes"
+' || fail "rename across the tagged set$(last_error)"
+	same src1.bin moved_out.bin "a checkpoint renamed out of the tagged set"
+	same src2.bin ck/moved_in.bin "a file renamed into the tagged set"
+	absent ck/out.bin "the tagged name of a checkpoint renamed out of the set"
+}
+
+# Write to a temporary name, rename, rename again, 200 times, on a file
+# system whose unlink and rename take 2 ms (as a parallel file system's
+# do), so that the program's renames overlap the flushes. Each checkpoint
+# must be readable under its final name only, in the process and at its
+# real path afterwards.
+renames_slow_metadata() {
+	need_helper
+	SLOW_US=${1:-2000} ck CKPTCACHE_HOST_CACHE=8M SLOWFS_OPS="${2:-unlink,rename}" -- "$HELPER" renames "$T/ck" 200 16K
+	local rc=$?
+	[ $rc -eq 0 ] || fail "$(status_text $rc)$(last_error)"
+	plain "$HELPER" renames ck 200 16K verify || fail "after exit: $(grep -a 'FAIL' "$T/.log" | tail -1)"
+}
+
+# Write, rename, unlink at once, 100 times, with the library's unlink of
+# the temporary names taking 2 ms: no unlinked checkpoint may come back at
+# its real path (a flush that was about to publish it must give up).
+unlink_after_rename() {
+	SLOW_US=2000 SLOW_MATCH=.bin.tmp helper_ok "rename then unlink, 100 times" SLOWFS_OPS=unlink -- \
+		unlinkrace "$T/ck" 100
+	only_names ck '^$' "after exit"
+}
+
+# A checkpoint updated in place right after it was written (O_APPEND, or
+# truncate(2)): the real file becomes the checkpoint and must keep the
+# update; a background flush of the cached version must not overwrite it.
+handover_case() {
+	helper_ok "$1 right after writing, 30 times" -- handover "$T/ck/h.bin" 16K 30 "$1"
+	only_names ck '^h\.bin$' "after exit"
+}
+
+# The idiom of many frameworks: write a checkpoint's files into a
+# temporary folder, rename the folder into place, read it back.
+rename_directory() {
+	randfile src.bin 3000001
+	mkdir -p ck
+	ck -- "$PY" -c '
+import os, sys
+data = open("src.bin", "rb").read()
+os.makedirs("ck/step.tmp/sub")
+for n in ("a", "b", "sub/c"):
+    with open(f"ck/step.tmp/{n}.bin", "wb") as f:
+        f.write(data)
+os.rename("ck/step.tmp", "ck/step_100")
+bad = []
+for n in ("a", "b", "sub/c"):
+    try:
+        if open(f"ck/step_100/{n}.bin", "rb").read() != data:
+            bad.append(f"{n}.bin reads wrong bytes")
+    except OSError as e:
+        bad.append(f"{n}.bin: {e.strerror}")
+if bad:
+    sys.exit("after renaming the folder: " + "; ".join(bad))
+' || fail "$(grep -a -m1 'after renaming the folder' "$T/.log" || last_error)"
+	local n
+	for n in a b sub/c; do
+		same src.bin "ck/step_100/$n.bin" "after exit, ck/step_100/$n.bin"
+	done
+	absent ck/step.tmp "the old folder name"
+	only_names ck/step_100 '^(a|b|sub)(\.bin)?$' "after exit, in the renamed folder"
+	local rescued=("$T"/ckptcache-rescue.*)
+	[ ${#rescued[@]} -eq 0 ] || fail "checkpoints were saved to rescue files: ${rescued[*]##*/}"
+	return 0
+}
+
+unlink_case() {
+	helper_ok "unlink of a cached checkpoint" -- unlink "$T/ck" 1M 3
+	absent ck/u.bin "after unlink and exit"
+	only_names ck '^$' "after exit"
+}
+
+persist_unconsumed_unread() {
+	local i f
+	helper_ok "history, half of it read back" CKPTCACHE_PERSIST=unconsumed CKPTCACHE_HOST_CACHE=64M -- \
+		history "$T/ck" 8 1M 50 1,3,5,6
+	stats_ok files==1 objects.written==8 objects.consumed==4 host.hits==4
+	for i in 0 2 4 7; do
+		run_ok "unread checkpoint $i persisted" plain "$HELPER" check "$(printf 'ck/h_%03d.bin' $i)" 1M $((50 + i))
+	done
+	for i in 1 3 5 6; do
+		f=$(printf 'ck/h_%03d.bin' $i)
+		[ -e "$f" ] && run_ok "read checkpoint $i, if at its real path" plain "$HELPER" check "$f" 1M $((50 + i))
+	done
+	only_names ck '^h_[0-9]{3}\.bin$' "after exit"
+}
+
+# ---- sizes and versions ------------------------------------------------------------
+
+# One checkpoint larger than the host tier: it moves down while written.
+big_host() {
+	helper_ok "a 20 MiB checkpoint through an 8 MiB host tier" CKPTCACHE_HOST_CACHE=8M -- wr "$T/ck/big.bin" 20M 3 1M
+	stats_ok files==1 objects.written==1 host.bypasses\>0
+	run_ok "the big checkpoint at its real path" plain "$HELPER" check ck/big.bin 20M 3
+}
+
+big_all() {
+	mkdir -p ssd
+	helper_ok "a 20 MiB checkpoint through 4 MiB host and 8 MiB ssd tiers" CKPTCACHE_HOST_CACHE=4M \
+		CKPTCACHE_SSD_DIR="$T/ssd" CKPTCACHE_SSD_CACHE=8M -- wr "$T/ck/big.bin" 20M 3 1M
+	stats_ok files==1 objects.written==1 host.bypasses\>0 ssd.bypasses\>0
+	run_ok "the big checkpoint at its real path" plain "$HELPER" check ck/big.bin 20M 3
+	only_names ck '^big\.bin$' "after exit"
+}
+
+many_small() {
+	helper_ok "2000 checkpoints of 4 KiB, read back from the last" CKPTCACHE_HOST_CACHE=4M CKPTCACHE_ORDER=reverse -- \
+		history "$T/ck" 2000 4K 9 all
+	stats_ok files==1 objects.written==2000 objects.consumed==2000 host.hits\>0
+	run_ok "every small checkpoint at its real path" plain "$HELPER" histcheck ck 2000 4K 9
+	[ "$(ls ck | wc -l)" -eq 2000 ] || fail "$(ls ck | wc -l) files in the folder after exit, expected 2000"
+}
+
+# 30 versions of one path: every older version's flush is cancelled or
+# discarded, and the real path ends with the last one.
+rewrite_case() {
+	local envs=(CKPTCACHE_HOST_CACHE=4M)
+	if [ "${1:-}" = ssd ]; then
+		mkdir -p ssd
+		envs=(CKPTCACHE_HOST_CACHE=2M CKPTCACHE_SSD_DIR="$T/ssd" CKPTCACHE_SSD_CACHE=4M)
+	fi
+	helper_ok "30 versions of one checkpoint" "${envs[@]}" -- rewrite "$T/ck/rw.bin" 30 1M 5
+	stats_ok files==1 objects.written==30 objects.retired\>=29
+	# the last version: i = 29, size 1 MiB - (29 % 7) * 40961, seed 5 + 29
+	run_ok "the last version at its real path" plain "$HELPER" check ck/rw.bin $((1048576 - 40961)) 34
+	only_names ck '^rw\.bin$' "after exit"
+}
+
+grow_hints() {
+	: >order.txt
+	helper_ok "hint lines appended while running" CKPTCACHE_HOST_CACHE=4M CKPTCACHE_HINTS="$T/order.txt" -- \
+		growhints "$T/ck" "$T/order.txt" 10 1M
+	stats_ok files==1 dist.unhinted==0 host.hits\>0
+}
+
+# Rewriting an existing file keeps what a real open(O_TRUNC) keeps: its
+# permissions, symbolic links to it, its other hard links.
+rewrite_keeps_mode() {
+	echo old >ck/priv.bin
+	chmod 0600 ck/priv.bin
+	ck -- "$PY" -c 'open("ck/priv.bin", "w").write("new\n")' || fail "rewriting failed$(last_error)"
+	[ "$(cat ck/priv.bin)" = new ] || fail "the rewritten checkpoint holds '$(cat ck/priv.bin)'"
+	[ "$(stat -c %a ck/priv.bin)" = 600 ] ||
+		fail "rewriting a 0600 checkpoint with open(..., \"w\") left it mode $(stat -c %a ck/priv.bin) (a real open(O_CREAT|O_TRUNC) keeps 0600)"
+}
+
+write_through_symlink() {
+	echo old >ck/target.bin
+	ln -s target.bin ck/link.bin
+	ck -- "$PY" -c '
+open("ck/link.bin", "w").write("new\n")
+assert open("ck/link.bin").read() == "new\n", "reading the link back"
+' || fail "writing through a symbolic link failed$(last_error)"
+	[ -L ck/link.bin ] || fail "writing through the symbolic link ck/link.bin replaced it with a regular file"
+	[ "$(cat ck/target.bin)" = new ] || fail "the symbolic link's target holds '$(cat ck/target.bin)' after a write through the link"
+}
+
+write_hard_link() {
+	echo old >ck/one.bin
+	ln ck/one.bin ck/two.bin
+	ck -- "$PY" -c 'open("ck/one.bin", "w").write("new\n")' || fail "rewriting failed$(last_error)"
+	[ "$(cat ck/one.bin)" = new ] || fail "ck/one.bin holds '$(cat ck/one.bin)'"
+	[ "$(cat ck/two.bin)" = new ] || fail "the other hard link ck/two.bin still holds '$(cat ck/two.bin)' after a rewrite through ck/one.bin"
+}
+
+# A checkpoint never closed: what was written is the file after exit.
+unclosed_case() {
+	helper_ok "exit with an unclosed $1" -- noclose "$T/ck/u.bin" 3000017 8 "$1"
+	run_ok "the unclosed checkpoint at its real path" plain "$HELPER" check ck/u.bin 3000017 8
+	only_names ck '^u\.bin$' "after exit"
+}
+
+# Four threads write 20 checkpoints each (50 KB to 2 MB) through small
+# tiers and keep reading back random finished ones: writes, flushes,
+# evictions, prefetches and reads overlap. Every read must be exact, in
+# the process and at the real paths afterwards.
+churn_case() {
+	local envs=(CKPTCACHE_HOST_CACHE=4M)
+	case ${1:-} in
+	ssd) mkdir -p ssd; envs=(CKPTCACHE_HOST_CACHE=3M CKPTCACHE_SSD_DIR="$T/ssd" CKPTCACHE_SSD_CACHE=6M) ;;
+	fifo|lru) envs+=(CKPTCACHE_EVICTION=$1) ;;
+	esac
+	helper_ok "concurrent writes and reads through small tiers" "${envs[@]}" -- churn "$T/ck" 4 20 11
+	stats_ok files==1 objects.written==80 host.hits\>0
+	run_ok "every checkpoint at its real path" plain "$HELPER" churn ck 4 20 11 verify
+	only_names ck '^c_[0-9]_[0-9]{2}\.bin$' "after exit"
+}
+
+# ---- tagged paths -------------------------------------------------------------------
+
+# Several patterns (absolute, "**", relative with %r, a bracket class):
+# each path is written and read back by its own process, so a process that
+# touched a tagged file leaves statistics and any other leaves none.
+paths_case() {
+	need_helper
+	local pats="$T/ck/*.bin:$T/deep/**:rel/rank%r_*.dat:$T/q/ckpt_?[0-9].bin"
+	local tagged=(ck/a.bin ck/./sub/../a2.bin deep/x/y/z.dat deep/top.txt rel/rank5_q.dat q/ckpt_a1.bin)
+	local untagged=(ck/a.txt ck/sub/b.bin rel/rank4_q.dat rel/x/rank5_q.dat other/a.bin deepish/a.dat q/ckpt_ab.bin)
+	local p i=0
+	for p in "${tagged[@]}" "${untagged[@]}"; do
+		mkdir -p "$(dirname "$p")"
+	done
+	for p in "${tagged[@]}"; do
+		i=$((i + 1))
+		phase "t$i"
+		run_ok "write then read $p" ck CKPTCACHE_PATHS="$pats" OMPI_COMM_WORLD_RANK=5 -- "$HELPER" wr "$p" 100000 $i 7777
+		[ -n "$(ls "$STATS")" ] || fail "$p should be tagged by '$pats' (rank 5), but the cache was not used"
+		stats_ok objects.written==1 host.hits\>0
+		run_ok "$p at its real path" plain "$HELPER" check "$p" 100000 $i
+	done
+	for p in "${untagged[@]}"; do
+		i=$((i + 1))
+		phase "u$i"
+		run_ok "write then read $p" ck CKPTCACHE_PATHS="$pats" OMPI_COMM_WORLD_RANK=5 -- "$HELPER" wr "$p" 100000 $i 7777
+		[ -z "$(ls "$STATS")" ] || fail "$p is not tagged by '$pats' (rank 5), but the cache was used"
+		run_ok "$p at its real path" plain "$HELPER" check "$p" 100000 $i
+	done
+}
+
+# ---- the public API ---------------------------------------------------------------------
+
+api_case() {
+	[ -n "$APIUSER" ] || fail "api_user did not compile against $LIB"
+	local ldp extra=
+	ldp=$(dirname "$LIB")
+	[ "$PRELOAD" != "$LIB" ] && extra=${PRELOAD% "$LIB"}
+	# linked with -lckptcache, not preloaded
+	timeout -k 5 "$CASE_TIMEOUT" env CKPTCACHE_PATHS="$T/ck/**" CKPTCACHE_HOST_CACHE=8M \
+		CKPTCACHE_STATS="$STATS/%p.json" LD_LIBRARY_PATH="$ldp" ${extra:+LD_PRELOAD="$extra"} \
+		"$APIUSER" "$T/ck" 10 1000000 || fail "api_user with the cache active$(last_error)"
+	stats_ok files==1 objects.written==10 host.hits\>0 dist.unhinted==0
+	# without CKPTCACHE_PATHS the API does nothing and returns 0
+	phase inactive
+	rm -rf ck/*
+	timeout -k 5 "$CASE_TIMEOUT" env LD_LIBRARY_PATH="$ldp" ${extra:+LD_PRELOAD="$extra"} \
+		"$APIUSER" "$T/ck" 4 100000 || fail "api_user without CKPTCACHE_PATHS$(last_error)"
+	no_stats
+}
+
+# ---- untagged files -------------------------------------------------------------------
+
+untagged_helper() {
+	need_helper
+	mkdir -p with without
+	ck -- "$HELPER" plainops "$T/with" >with.txt || fail "plainops with the library$(last_error)"
+	plain "$HELPER" plainops "$T/without" >without.txt || fail "plainops without the library"
+	diff without.txt with.txt >diff.txt || fail "untagged files behave differently with the library: $(grep -m1 '^>' diff.txt)"
+	no_stats
+}
+
+untagged_tools() {
+	local script='
+		set -e
+		cd "$1"
+		cp ../src.bin a.bin
+		cat a.bin a.bin >b.bin
+		dd if=b.bin of=c.bin bs=64K status=none
+		dd if=b.bin of=d.bin bs=4096 count=50 skip=7 status=none
+		tar -cf t.tar a.bin c.bin
+		mkdir x
+		tar -C x -xf t.tar
+		cp -p a.bin p.bin
+		mv p.bin q.bin
+		sha256sum a.bin b.bin c.bin d.bin q.bin x/a.bin x/c.bin
+		printf "%s\n" one two three >e.txt
+		while read -r l; do echo "got $l"; done <e.txt
+		"$2" -c "open(\"f.bin\", \"wb\").write(open(\"c.bin\", \"rb\").read()[::3])"
+	'
+	randfile src.bin 2000003
+	mkdir with without
+	ck -- bash -c "$script" _ "$T/with" "$PY" >with.txt || fail "tools on untagged files with the library$(last_error)"
+	plain bash -c "$script" _ "$T/without" "$PY" >without.txt || fail "tools without the library"
+	diff without.txt with.txt >/dev/null || fail "the tools printed different results with the library"
+	diff -r --exclude=t.tar without with >/dev/null || fail "untagged files differ: $(diff -r --exclude=t.tar without with 2>&1 | head -1)"
+	no_stats
+}
+
+untagged_proxy() {
+	[ -n "$PROXY" ] || fail "no rtm_proxy program"
+	ck CKPTCACHE_ORDER=reverse -- "$PROXY" --dir "$T/plain" --count 6 --size 2M --seed $REF_SEED --interval-ms 0 \
+		--keep >out.txt || fail "rtm_proxy on untagged paths$(last_error)"
+	proxy_ok out.txt 6
+	local i
+	for i in 0 1 2 3 4 5; do
+		same "$(printf '%s/plain/ckpt_%05d.bin' "$T" $i)" "$(ref_ckpt $i)" "untagged checkpoint $i"
+	done
+	no_stats
+}
+
+case_add threads threads_case
+case_add fork-exec fork_exec_case
+case_add unsupported/raw-syscalls unsupported_raw
+case_add unsupported/mmap unsupported_mmap
+case_add unsupported/proc-reopen unsupported_procfd
+case_add unsupported/io_uring unsupported_uring
+case_add unsupported/posix-aio unsupported_aio
+case_add unsupported/locks unsupported_locks
+case_add unsupported/stdout-dup2 unsupported_stdout
+case_add unsupported/raw-close-reuse closeby_case syscall
+case_add fdops fdops_case
+case_add fsync/persist-never fsync_never_case
+case_add stdio stdio_case
+case_add stdio/freopen-tagged-stream freopen_case
+case_add copy-calls copycalls_case
+case_add open-flags-sizes misc_case
+case_add fdtab/close_range closeby_case close_range
+case_add fdtab/closefrom closeby_case closefrom
+case_add names/stat-before-disk stat_before_disk
+case_add names/rename rename_case
+case_add names/renames-slow-unlink renames_slow_metadata 2000 unlink
+case_add names/renames-slow-rename renames_slow_metadata 2000 rename
+case_add names/unlink unlink_case
+case_add names/unlink-after-rename unlink_after_rename
+case_add names/rename-directory rename_directory
+case_add names/append-after-write handover_case append
+case_add names/truncate-after-write handover_case truncate
+case_add names/metadata metadata_case
+case_add persist/unconsumed-unread persist_unconsumed_unread
+case_add paths/patterns paths_case
+case_add exit/unclosed-fd unclosed_case fd
+case_add exit/unclosed-stream unclosed_case stream
+case_add sizes/larger-than-host big_host
+case_add sizes/larger-than-all-tiers big_all
+case_add sizes/many-small many_small
+case_add stress/churn churn_case
+case_add stress/churn-ssd churn_case ssd
+case_add stress/churn-fifo churn_case fifo
+case_add stress/churn-lru churn_case lru
+case_add versions/rewrite rewrite_case
+case_add versions/rewrite-ssd rewrite_case ssd
+case_add hints/growing-file grow_hints
+case_add names/rewrite-keeps-mode rewrite_keeps_mode
+case_add names/write-through-symlink write_through_symlink
+case_add names/write-hard-link write_hard_link
+case_add api api_case
+case_add untagged/helper untagged_helper
+case_add untagged/tools untagged_tools
+case_add untagged/proxy untagged_proxy
