@@ -98,9 +98,7 @@ static char *config_strdup(config_loader_t *ld, const char *s)
 	return d;
 }
 
-/* Human-readable bytes for messages: exact when the value is a whole number
- * of its unit, else one decimal. */
-static void config_human(uint64_t v, char *buf, size_t len)
+const char *ckc_format_size(uint64_t v, char *buf, size_t len)
 {
 	static const char *const unit[] = { "bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
 	int u = 0;
@@ -113,6 +111,7 @@ static void config_human(uint64_t v, char *buf, size_t len)
 		snprintf(buf, len, "%llu %s", (unsigned long long)(v / div), unit[u]);
 	else
 		snprintf(buf, len, "%.1f %s", (double)v / (double)div, unit[u]);
+	return buf;
 }
 
 /* floor(frac * 2^shift) for the decimal fraction 0.<digits>, exactly: the
@@ -413,7 +412,7 @@ static void config_host(config_loader_t *ld)
 	/* mem_total 0 means the machine's memory is unknown: nothing to compare. */
 	if (mem && bytes > mem) {
 		char h[32];
-		config_human(mem, h, sizeof(h));
+		ckc_format_size(mem, h, sizeof(h));
 		ckc_error("CKPTCACHE_HOST_CACHE='%s': larger than this machine's memory (%s)", raw, h);
 		ld->errors++;
 		return;
@@ -552,7 +551,7 @@ static void config_ssd(config_loader_t *ld)
 			 * below reports the actual problem. */
 			if (fs_rc == 0 && bytes > avail) {
 				char h[32];
-				config_human(avail, h, sizeof(h));
+				ckc_format_size(avail, h, sizeof(h));
 				ckc_error("CKPTCACHE_SSD_CACHE='%s': larger than the space available "
 					  "in '%s' (%s)",
 					  cache_raw, dir, h);

@@ -4,6 +4,7 @@
 #define CKC_CONF_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum ckc_order { CKC_ORDER_NONE, CKC_ORDER_REVERSE, CKC_ORDER_SEQUENTIAL } ckc_order_t;
@@ -67,6 +68,10 @@ void ckc_config_free(ckc_config_t *c);
  * percentage with *bytes = 0; returns -EINVAL for anything else and
  * -ERANGE on overflow. */
 int ckc_parse_size(const char *s, uint64_t *bytes, double *pct);
+
+/* Bytes for people ("512 MiB", "1.5 GiB"): exact when a whole number of
+ * the unit, else one decimal. Writes buf and returns it. */
+const char *ckc_format_size(uint64_t v, char *buf, size_t len);
 
 /* The process's rank from OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID,
  * PMIX_RANK (first one set and valid), looked up with get; 0 if none. */

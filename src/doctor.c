@@ -76,22 +76,6 @@ static void problem(const char *fmt, ...)
 	problems++;
 }
 
-/* Bytes for people: exact when a whole number of the unit, else one decimal. */
-static const char *human(uint64_t v, char *buf, size_t len)
-{
-	static const char *const unit[] = { "bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
-	int u = 0;
-	uint64_t div = 1;
-	while (u < 6 && v / div >= 1024) {
-		div *= 1024;
-		u++;
-	}
-	if (v % div == 0)
-		snprintf(buf, len, "%llu %s", (unsigned long long)(v / div), unit[u]);
-	else
-		snprintf(buf, len, "%.1f %s", (double)v / (double)div, unit[u]);
-	return buf;
-}
 
 static bool blank(const char *s)
 {
@@ -472,22 +456,22 @@ static void check_host(const ckc_config_t *c, const ckc_sysinfo_t *sys)
 		return;
 	}
 	if (sys->mem_total)
-		ok("host tier: %s, %.1f%% of %s of memory (%s)", human(c->host_cache, a, sizeof(a)),
+		ok("host tier: %s, %.1f%% of %s of memory (%s)", ckc_format_size(c->host_cache, a, sizeof(a)),
 		   100.0 * (double)c->host_cache / (double)sys->mem_total,
-		   human(sys->mem_total, b, sizeof(b)), from);
+		   ckc_format_size(sys->mem_total, b, sizeof(b)), from);
 	else
-		ok("host tier: %s (%s)", human(c->host_cache, a, sizeof(a)), from);
+		ok("host tier: %s (%s)", ckc_format_size(c->host_cache, a, sizeof(a)), from);
 
 	uint64_t avail = mem_available();
 	if (avail && c->host_cache > avail)
 		warning("host tier: %s is more than the memory available now (%s): the program may "
 			"be short of memory",
-			human(c->host_cache, a, sizeof(a)), human(avail, b, sizeof(b)));
+			ckc_format_size(c->host_cache, a, sizeof(a)), ckc_format_size(avail, b, sizeof(b)));
 	if (sys->mem_total && c->local_size > 1 &&
 	    c->host_cache * (uint64_t)c->local_size > sys->mem_total / 2)
 		warning("host tier: %ld processes x %s = %s, more than half of this node's memory",
-			c->local_size, human(c->host_cache, a, sizeof(a)),
-			human(c->host_cache * (uint64_t)c->local_size, d, sizeof(d)));
+			c->local_size, ckc_format_size(c->host_cache, a, sizeof(a)),
+			ckc_format_size(c->host_cache * (uint64_t)c->local_size, d, sizeof(d)));
 }
 
 /* Tier files of processes of this user that no longer run: each holds its
@@ -523,7 +507,7 @@ static void stale_tier_files(const char *dir)
 		char h[32];
 		warning("ssd directory: %lu tier file(s) of processes that no longer run hold %s in "
 			"%s/ssd.*: remove them",
-			stale, human(bytes, h, sizeof(h)), pdir);
+			stale, ckc_format_size(bytes, h, sizeof(h)), pdir);
 	}
 }
 
@@ -664,8 +648,8 @@ static void check_ssd(const ckc_config_t *c, const ckc_sysinfo_t *sys, dev_t hom
 	}
 
 	ok("ssd tier: %s in %s/ckptcache-%u/ssd.<pid> (%.1f%% of the %s available; %s)",
-	   human(c->ssd_cache, a, sizeof(a)), dir, (unsigned)getuid(),
-	   avail ? 100.0 * (double)c->ssd_cache / (double)avail : 0.0, human(avail, b, sizeof(b)),
+	   ckc_format_size(c->ssd_cache, a, sizeof(a)), dir, (unsigned)getuid(),
+	   avail ? 100.0 * (double)c->ssd_cache / (double)avail : 0.0, ckc_format_size(avail, b, sizeof(b)),
 	   cache_set ? "from CKPTCACHE_SSD_CACHE"
 		     : "the default: 25% of the free space shared by the node's processes, "
 		       "at most 64 GiB");
@@ -894,7 +878,7 @@ static void check_cuda(const ckc_config_t *c)
 			ok("gpu tier: %.4g%% of free device memory", c->gpu_cache_pct);
 		else {
 			char a[32];
-			ok("gpu tier: %s of device memory", human(c->gpu_cache, a, sizeof(a)));
+			ok("gpu tier: %s of device memory", ckc_format_size(c->gpu_cache, a, sizeof(a)));
 		}
 	}
 	/* left loaded: unloading a driver that was initialised gains nothing */

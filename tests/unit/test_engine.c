@@ -772,3 +772,155 @@ Test(hints, appended_lines_are_picked_up_while_running)
 	ckc_shutdown();
 	tenv_clean(&e);
 }
+
+/* ---- what the interposer asks of the engine ----------------------------- */
+
+Test(engine, truncate_grows_with_zeros_and_shrinks)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	tpath(&e, path, 0);
+	ckc_handle_t *h;
+	unsigned char buf[8192];
+	tfill(buf, sizeof(buf), 9, 0);
+	cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
+	cr_assert_eq(ckc_pwrite(h, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	cr_assert_eq(ckc_ftruncate(h, 3000), 0);
+	cr_assert_eq(ckc_handle_size(h), 3000);
+	cr_assert_eq(ckc_ftruncate(h, 20000), 0);
+	cr_assert_eq(ckc_handle_size(h), 20000);
+	unsigned char got[20000];
+	/* a writer reads what it wrote */
+	cr_assert_eq(ckc_pread(h, got, sizeof(got), 0), 20000);
+	cr_assert(memcmp(got, buf, 3000) == 0);
+	for (int i = 3000; i < 20000; i++)
+		cr_assert_eq(got[i], 0, "byte %d after growth", i);
+	cr_assert_eq(ckc_close(h), 0);
+	cr_assert_eq(ckc_open_read(path, &h), 0);
+	cr_assert_eq(ckc_ftruncate(h, 1), -EBADF, "a reader cannot truncate");
+	cr_assert_eq(ckc_close(h), 0);
+	ckc_shutdown();
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_size, 20000);
+	tenv_clean(&e);
+}
+
+Test(engine, attributes_reach_the_real_file)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char a[PATH_MAX], b[PATH_MAX];
+	tpath(&e, a, 1);
+	tpath(&e, b, 2);
+	twrite(a, 1, 5000, 5000);
+	ckc_attr_t at = { .mask = CKC_ATTR_MODE | CKC_ATTR_TIMES, .mode = 0604 };
+	at.times[0].tv_sec = 1000000000;
+	at.times[1].tv_sec = 1234567890;
+	/* before the flush: kept, and reported */
+	cr_assert_eq(ckc_setattr(a, &at), 0);
+	ckc_stat_t st;
+	cr_assert_eq(ckc_stat(a, &st), 0);
+	cr_assert_eq(st.mode, 0604);
+	cr_assert_eq(st.mtime.tv_sec, 1234567890);
+	cr_assert_eq(ckc_setattr("/nonexistent/x", &at), -ENOENT);
+	/* after the flush: applied at once */
+	twrite(b, 2, 6000, 6000);
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_read(b, &h), 0);
+	ckc_attr_t m = { .mask = CKC_ATTR_MODE, .mode = 0640 };
+	cr_assert_eq(ckc_handle_setattr(h, &m), 0);
+	cr_assert_eq(ckc_close(h), 0);
+	ckc_shutdown();
+	struct stat rs;
+	cr_assert_eq(stat(a, &rs), 0);
+	cr_assert_eq(rs.st_mode & 0777, 0604);
+	cr_assert_eq(rs.st_mtim.tv_sec, 1234567890);
+	cr_assert_eq(stat(b, &rs), 0);
+	cr_assert_eq(rs.st_mode & 0777, 0640);
+	cr_assert(thome_matches(a, 1, 5000));
+	tenv_clean(&e);
+}
+
+Test(engine, materialize_forget_and_hand_over_a_directory)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 16 * MiB, 0);
+	c.persist = CKC_PERSIST_NEVER; /* nothing reaches home by itself */
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char dir[PATH_MAX - 64], p[PATH_MAX], q[PATH_MAX], other[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/step.tmp", e.home);
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	snprintf(p, sizeof(p), "%s/a.bin", dir);
+	snprintf(q, sizeof(q), "%s/b.bin", dir);
+	tpath(&e, other, 7);
+	twrite(p, 11, 100000, 30000);
+	twrite(q, 12, 200000, 30000);
+	twrite(other, 13, 1000, 1000);
+	cr_assert_not(texists(p));
+	/* materialize writes whatever the persistence mode says */
+	cr_assert_eq(ckc_materialize(other), 0);
+	cr_assert(thome_matches(other, 13, 1000));
+	cr_assert_eq(ckc_forget(other), 0);
+	ckc_stat_t st;
+	cr_assert_eq(ckc_stat(other, &st), -ENOENT, "forgotten");
+	cr_assert_eq(ckc_forget(other), -ENOENT);
+	cr_assert(texists(other), "forget leaves the real file");
+	/* a directory handed over: its checkpoints are written and forgotten */
+	cr_assert_eq(ckc_handover_dir(dir), 0);
+	cr_assert(thome_matches(p, 11, 100000));
+	cr_assert(thome_matches(q, 12, 200000));
+	cr_assert_eq(ckc_stat(p, &st), -ENOENT);
+	cr_assert_eq(ckc_handover_dir(dir), 0, "nothing left to hand over");
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
+Test(engine, file_names_expand_pid_rank_host)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 4 * MiB, 0);
+	c.rank = 17;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char out[PATH_MAX], want[64], host[256];
+	cr_assert_eq(ckc_expand_name("/s/%r/stats.%p.json", out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "/s/17/stats.%ld.json", (long)getpid());
+	cr_assert_str_eq(out, want);
+	cr_assert_eq(gethostname(host, sizeof(host)), 0);
+	cr_assert_eq(ckc_expand_name("%h-100%%", out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "%.40s-100%%", host);
+	cr_assert_eq(strncmp(out, want, strlen(want)), 0, "%s", out);
+	cr_assert_eq(ckc_expand_name("/%p", out, 4), -ENAMETOOLONG);
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
+Test(engine, consumed_and_dropped_is_gone)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 2 * MiB, 0);
+	c.persist = CKC_PERSIST_NEVER;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	for (int i = 0; i < 4; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 1 * MiB, 1 * MiB);
+		tverify(path, (uint64_t)i, 1 * MiB, 1 * MiB); /* consumed at once */
+	}
+	/* the first ones were evicted after their read: with nothing at their
+	 * real path they are gone, as if deleted */
+	tpath(&e, path, 0);
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_read(path, &h), -ENOENT);
+	ckc_shutdown();
+	tenv_clean(&e);
+}
