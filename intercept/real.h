@@ -141,7 +141,8 @@ void ckc_real_resolve(void);
 /* Reports, once per function, that its real symbol is missing. */
 void ckc_real_missing(const char *name);
 
-/* The real function `name`, resolving on first use; NULL if missing. */
+/* The real function `name`, resolving on first use; never NULL once
+ * resolved (a missing one is a stub that fails with ENOSYS). */
 #define REAL(name) (ckc_real.name ? ckc_real.name : (ckc_real_resolve(), ckc_real.name))
 
 #endif
