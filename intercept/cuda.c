@@ -18,6 +18,7 @@
 
 #include "intercept.h"
 #include "log.h"
+#include "ranges.h"
 
 /* ---- the real dlsym and libcuda ------------------------------------- */
 
@@ -51,17 +52,61 @@ static bool cu_is_ours(const void *p)
 /* ---- counters ------------------------------------------------------- */
 
 enum { CU_DTOH, CU_HTOD, CU_DFLT, CU_2D, CU_3D, CU_PEER, CU_BATCH, CU_ALLOC, CU_FREE,
-       CU_HOSTMEM, CU_GPA, CU_NKINDS };
+       CU_HOSTMEM, CU_GPA, CU_DFLT_DTOH, CU_DFLT_HTOD, CU_DFLT_DTOD, CU_DFLT_HTOH, CU_NKINDS };
 enum { CU_PATH_EXPORTED, CU_PATH_DLSYM, CU_PATH_GPA, CU_NPATHS };
 
 static const char *const cu_kind_name[CU_NKINDS] = {
 	"memcpy_dtoh", "memcpy_htod", "memcpy_default", "memcpy_2d", "memcpy_3d",
 	"memcpy_peer", "memcpy_batch", "alloc", "free", "host_memory", "get_proc_address",
+	"default_dtoh", "default_htod", "default_dtod", "default_htoh",
 };
 static const char *const cu_path_name[CU_NPATHS] = { "exported", "dlsym", "get_proc_address" };
 
 static atomic_ullong cu_calls[CU_NKINDS];
 static atomic_ullong cu_hooked[CU_NPATHS];
+
+/* ---- the program's memory, by address --------------------------------- */
+
+static ckc_ranges_t cu_ranges;
+static pthread_rwlock_t cu_ranges_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+static void cu_track(CUdeviceptr p, size_t n, ckc_mem_kind_t kind)
+{
+	pthread_rwlock_wrlock(&cu_ranges_lock);
+	ckc_ranges_add(&cu_ranges, (uint64_t)p, n, kind, -1);
+	pthread_rwlock_unlock(&cu_ranges_lock);
+}
+
+static void cu_untrack(CUdeviceptr p)
+{
+	pthread_rwlock_wrlock(&cu_ranges_lock);
+	ckc_ranges_remove(&cu_ranges, (uint64_t)p);
+	pthread_rwlock_unlock(&cu_ranges_lock);
+}
+
+static void cu_untrack_span(CUdeviceptr p, size_t n)
+{
+	pthread_rwlock_wrlock(&cu_ranges_lock);
+	ckc_ranges_remove_span(&cu_ranges, (uint64_t)p, n);
+	pthread_rwlock_unlock(&cu_ranges_lock);
+}
+
+int ckc_cuda_mem_kind(const void *addr)
+{
+	pthread_rwlock_rdlock(&cu_ranges_lock);
+	ckc_mem_kind_t k = ckc_ranges_kind(&cu_ranges, (uint64_t)(uintptr_t)addr);
+	pthread_rwlock_unlock(&cu_ranges_lock);
+	return k;
+}
+
+/* A kind=Default copy, classified by the table (no driver query). */
+static void cu_classify(CUdeviceptr d, CUdeviceptr s)
+{
+	bool dd = ckc_cuda_mem_kind((void *)(uintptr_t)d) == CKC_MEM_DEVICE;
+	bool sd = ckc_cuda_mem_kind((void *)(uintptr_t)s) == CKC_MEM_DEVICE;
+	int k = sd ? (dd ? CU_DFLT_DTOD : CU_DFLT_DTOH) : (dd ? CU_DFLT_HTOD : CU_DFLT_HTOH);
+	atomic_fetch_add_explicit(&cu_calls[k], 1, memory_order_relaxed);
+}
 
 static inline bool cu_device_mode(void)
 {
@@ -70,55 +115,58 @@ static inline bool cu_device_mode(void)
 
 /* ---- the wrapped entry points ---------------------------------------- */
 
-/* kind, exact driver symbol, parameters, arguments */
+/* kind, exact driver symbol, parameters, arguments, what to record after a
+ * successful call */
 #define CU_FUNCS(X)                                                                           \
-	X(CU_DTOH, cuMemcpyDtoH_v2, (void *d, CUdeviceptr s, size_t n), (d, s, n))            \
-	X(CU_DTOH, cuMemcpyDtoH_v2_ptds, (void *d, CUdeviceptr s, size_t n), (d, s, n))       \
-	X(CU_DTOH, cuMemcpyDtoHAsync_v2, (void *d, CUdeviceptr s, size_t n, CUstream t), (d, s, n, t)) \
-	X(CU_DTOH, cuMemcpyDtoHAsync_v2_ptsz, (void *d, CUdeviceptr s, size_t n, CUstream t), (d, s, n, t)) \
-	X(CU_HTOD, cuMemcpyHtoD_v2, (CUdeviceptr d, const void *s, size_t n), (d, s, n))      \
-	X(CU_HTOD, cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void *s, size_t n), (d, s, n)) \
-	X(CU_HTOD, cuMemcpyHtoDAsync_v2, (CUdeviceptr d, const void *s, size_t n, CUstream t), (d, s, n, t)) \
-	X(CU_HTOD, cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void *s, size_t n, CUstream t), (d, s, n, t)) \
-	X(CU_DFLT, cuMemcpy, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))             \
-	X(CU_DFLT, cuMemcpy_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))        \
-	X(CU_DFLT, cuMemcpyAsync, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t), (d, s, n, t)) \
-	X(CU_DFLT, cuMemcpyAsync_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t), (d, s, n, t)) \
-	X(CU_2D, cuMemcpy2D_v2, (const CUDA_MEMCPY2D *p), (p))                                \
-	X(CU_2D, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p), (p))                           \
-	X(CU_2D, cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D *p), (p))                       \
-	X(CU_2D, cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *p), (p))                  \
-	X(CU_2D, cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *p, CUstream t), (p, t))            \
-	X(CU_2D, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *p, CUstream t), (p, t))       \
-	X(CU_3D, cuMemcpy3D_v2, (const CUDA_MEMCPY3D *p), (p))                                \
-	X(CU_3D, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *p), (p))                           \
-	X(CU_3D, cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *p, CUstream t), (p, t))            \
-	X(CU_3D, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *p, CUstream t), (p, t))       \
-	X(CU_PEER, cuMemcpyPeer, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n), (d, dc, s, sc, n)) \
-	X(CU_PEER, cuMemcpyPeer_ptds, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n), (d, dc, s, sc, n)) \
-	X(CU_PEER, cuMemcpyPeerAsync, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream t), (d, dc, s, sc, n, t)) \
-	X(CU_PEER, cuMemcpyPeerAsync_ptsz, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream t), (d, dc, s, sc, n, t)) \
-	X(CU_BATCH, cuMemcpyBatchAsync, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, size_t *f, CUstream t), (d, s, n, c, a, ai, na, f, t)) \
-	X(CU_BATCH, cuMemcpyBatchAsync_ptsz, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, size_t *f, CUstream t), (d, s, n, c, a, ai, na, f, t)) \
-	X(CU_BATCH, cuMemcpyBatchAsync_v2, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, CUstream t), (d, s, n, c, a, ai, na, t)) \
-	X(CU_ALLOC, cuMemAlloc_v2, (CUdeviceptr *p, size_t n), (p, n))                        \
-	X(CU_ALLOC, cuMemAllocPitch_v2, (CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e), (p, pitch, w, h, e)) \
-	X(CU_ALLOC, cuMemAllocManaged, (CUdeviceptr *p, size_t n, unsigned f), (p, n, f))     \
-	X(CU_ALLOC, cuMemAllocAsync, (CUdeviceptr *p, size_t n, CUstream t), (p, n, t))       \
-	X(CU_ALLOC, cuMemAllocAsync_ptsz, (CUdeviceptr *p, size_t n, CUstream t), (p, n, t))  \
-	X(CU_FREE, cuMemFree_v2, (CUdeviceptr p), (p))                                        \
-	X(CU_FREE, cuMemFreeAsync, (CUdeviceptr p, CUstream t), (p, t))                       \
-	X(CU_FREE, cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream t), (p, t))                  \
-	X(CU_HOSTMEM, cuMemHostAlloc, (void **p, size_t n, unsigned f), (p, n, f))            \
-	X(CU_HOSTMEM, cuMemAllocHost_v2, (void **p, size_t n), (p, n))                        \
-	X(CU_HOSTMEM, cuMemFreeHost, (void *p), (p))                                          \
-	X(CU_HOSTMEM, cuMemHostRegister_v2, (void *p, size_t n, unsigned f), (p, n, f))       \
-	X(CU_HOSTMEM, cuMemHostUnregister, (void *p), (p))
+	X(CU_DTOH, cuMemcpyDtoH_v2, (void *d, CUdeviceptr s, size_t n), (d, s, n), (void)0) \
+	X(CU_DTOH, cuMemcpyDtoH_v2_ptds, (void *d, CUdeviceptr s, size_t n), (d, s, n), (void)0) \
+	X(CU_DTOH, cuMemcpyDtoHAsync_v2, (void *d, CUdeviceptr s, size_t n, CUstream t), (d, s, n, t), (void)0) \
+	X(CU_DTOH, cuMemcpyDtoHAsync_v2_ptsz, (void *d, CUdeviceptr s, size_t n, CUstream t), (d, s, n, t), (void)0) \
+	X(CU_HTOD, cuMemcpyHtoD_v2, (CUdeviceptr d, const void *s, size_t n), (d, s, n), (void)0) \
+	X(CU_HTOD, cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void *s, size_t n), (d, s, n), (void)0) \
+	X(CU_HTOD, cuMemcpyHtoDAsync_v2, (CUdeviceptr d, const void *s, size_t n, CUstream t), (d, s, n, t), (void)0) \
+	X(CU_HTOD, cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void *s, size_t n, CUstream t), (d, s, n, t), (void)0) \
+	X(CU_DFLT, cuMemcpy, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n), cu_classify(d, s)) \
+	X(CU_DFLT, cuMemcpy_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n), cu_classify(d, s)) \
+	X(CU_DFLT, cuMemcpyAsync, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t), (d, s, n, t), cu_classify(d, s)) \
+	X(CU_DFLT, cuMemcpyAsync_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t), (d, s, n, t), cu_classify(d, s)) \
+	X(CU_2D, cuMemcpy2D_v2, (const CUDA_MEMCPY2D *p), (p), (void)0)                                \
+	X(CU_2D, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p), (p), (void)0)                           \
+	X(CU_2D, cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D *p), (p), (void)0)                       \
+	X(CU_2D, cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *p), (p), (void)0)                  \
+	X(CU_2D, cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *p, CUstream t), (p, t), (void)0)            \
+	X(CU_2D, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *p, CUstream t), (p, t), (void)0)       \
+	X(CU_3D, cuMemcpy3D_v2, (const CUDA_MEMCPY3D *p), (p), (void)0)                                \
+	X(CU_3D, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *p), (p), (void)0)                           \
+	X(CU_3D, cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *p, CUstream t), (p, t), (void)0)            \
+	X(CU_3D, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *p, CUstream t), (p, t), (void)0)       \
+	X(CU_PEER, cuMemcpyPeer, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n), (d, dc, s, sc, n), (void)0) \
+	X(CU_PEER, cuMemcpyPeer_ptds, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n), (d, dc, s, sc, n), (void)0) \
+	X(CU_PEER, cuMemcpyPeerAsync, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream t), (d, dc, s, sc, n, t), (void)0) \
+	X(CU_PEER, cuMemcpyPeerAsync_ptsz, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream t), (d, dc, s, sc, n, t), (void)0) \
+	X(CU_BATCH, cuMemcpyBatchAsync, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, size_t *f, CUstream t), (d, s, n, c, a, ai, na, f, t), (void)0) \
+	X(CU_BATCH, cuMemcpyBatchAsync_ptsz, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, size_t *f, CUstream t), (d, s, n, c, a, ai, na, f, t), (void)0) \
+	X(CU_BATCH, cuMemcpyBatchAsync_v2, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, CUstream t), (d, s, n, c, a, ai, na, t), (void)0) \
+	X(CU_ALLOC, cuMemAlloc_v2, (CUdeviceptr *p, size_t n), (p, n), cu_track(*p, n, CKC_MEM_DEVICE)) \
+	X(CU_ALLOC, cuMemAllocPitch_v2, (CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e), (p, pitch, w, h, e), cu_track(*p, *pitch * h, CKC_MEM_DEVICE)) \
+	X(CU_ALLOC, cuMemAllocManaged, (CUdeviceptr *p, size_t n, unsigned f), (p, n, f), cu_track(*p, n, CKC_MEM_MANAGED)) \
+	X(CU_ALLOC, cuMemAllocAsync, (CUdeviceptr *p, size_t n, CUstream t), (p, n, t), cu_track(*p, n, CKC_MEM_DEVICE)) \
+	X(CU_ALLOC, cuMemAllocAsync_ptsz, (CUdeviceptr *p, size_t n, CUstream t), (p, n, t), cu_track(*p, n, CKC_MEM_DEVICE)) \
+	X(CU_FREE, cuMemFree_v2, (CUdeviceptr p), (p), cu_untrack(p)) \
+	X(CU_FREE, cuMemFreeAsync, (CUdeviceptr p, CUstream t), (p, t), cu_untrack(p)) \
+	X(CU_FREE, cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream t), (p, t), cu_untrack(p)) \
+	X(CU_HOSTMEM, cuMemHostAlloc, (void **p, size_t n, unsigned f), (p, n, f), cu_track((CUdeviceptr)(uintptr_t)*p, n, CKC_MEM_PINNED)) \
+	X(CU_HOSTMEM, cuMemAllocHost_v2, (void **p, size_t n), (p, n), cu_track((CUdeviceptr)(uintptr_t)*p, n, CKC_MEM_PINNED)) \
+	X(CU_HOSTMEM, cuMemFreeHost, (void *p), (p), cu_untrack((CUdeviceptr)(uintptr_t)p)) \
+	X(CU_HOSTMEM, cuMemHostRegister_v2, (void *p, size_t n, unsigned f), (p, n, f), cu_track((CUdeviceptr)(uintptr_t)p, n, CKC_MEM_REGISTERED)) \
+	X(CU_HOSTMEM, cuMemHostUnregister, (void *p), (p), cu_untrack((CUdeviceptr)(uintptr_t)p)) \
+	X(CU_ALLOC, cuMemMap, (CUdeviceptr p, size_t n, size_t o, CUmemGenericAllocationHandle h, unsigned long long f), (p, n, o, h, f), cu_track(p, n, CKC_MEM_DEVICE)) \
+	X(CU_FREE, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n), cu_untrack_span(p, n))
 
 /* Each wrapper: count, resolve its own real pointer once, call it. The
  * exported symbol has the driver's exact name, so a program linked with
  * -lcuda reaches it too. */
-#define CU_WRAPPER(kind, name, params, args)                                          \
+#define CU_WRAPPER(kind, name, params, args, after)                                   \
 	static _Atomic(void *) cu_real_##name;                                         \
 	CKC_EXPORT CUresult ckc_cu_##name params __asm__(#name);                       \
 	CUresult ckc_cu_##name params                                                  \
@@ -127,7 +175,11 @@ static inline bool cu_device_mode(void)
 		if (!r)                                                                \
 			return CUDA_ERROR_NOT_INITIALIZED;                             \
 		atomic_fetch_add_explicit(&cu_calls[kind], 1, memory_order_relaxed);   \
-		return r args;                                                         \
+		CUresult rc = r args;                                                  \
+		if (rc == CUDA_SUCCESS) {                                              \
+			after;                                                         \
+		}                                                                      \
+		return rc;                                                             \
 	}
 
 /* The real function behind a wrapper, resolved from libcuda on first use. */
@@ -155,7 +207,7 @@ typedef struct cu_entry {
 	_Atomic(void *) *real;
 } cu_entry_t;
 
-#define CU_ENTRY(kind, name, params, args) { #name, (void *)ckc_cu_##name, &cu_real_##name },
+#define CU_ENTRY(kind, name, params, args, after) { #name, (void *)ckc_cu_##name, &cu_real_##name },
 
 static cu_entry_t cu_table[] = {
 	CU_FUNCS(CU_ENTRY)

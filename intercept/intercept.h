@@ -32,6 +32,10 @@ int ckc_capture_mode(void);
 /* The "cu..." half of the interposed dlsym (cuda.c). */
 void *ckc_cu_dlsym(void *handle, const char *name);
 
+/* The kind of memory at addr as the driver calls told (cuda.c): device,
+ * managed, pinned, registered, or unknown (pageable host memory). */
+int ckc_cuda_mem_kind(const void *addr);
+
 /* Fills the CUDA part of the statistics (cuda.c). */
 void ckc_cuda_stats(ckc_stats_t *s);
 

@@ -27,7 +27,7 @@ typedef struct ckc_tier_stats {
 	double flush_bw;                       /* bytes/s out of this tier (moving average) */
 } ckc_tier_stats_t;
 
-#define CKC_CUDA_KINDS 12
+#define CKC_CUDA_KINDS 16
 #define CKC_CUDA_PATHS 3
 
 typedef struct ckc_stats {
