@@ -19,16 +19,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define PROG "rtm_proxy"
-#define MiB (1024.0 * 1024.0)
-
-enum io_kind { IO_WRITE, IO_FWRITE };
-enum order_kind { ORDER_SEQUENTIAL, ORDER_REVERSE, ORDER_RANDOM };
-
-static const char *const order_names[] = { "sequential", "reverse", "random" };
+#include "proxy_common.h"
 
 struct opts {
 	const char *dir;
@@ -49,48 +43,7 @@ struct opts {
 	const char *prefix;
 };
 
-/* Every failed system call ends the run: the benchmark must never report a
- * throughput for I/O that did not happen. */
-static _Noreturn void die_sys(const char *call, const char *path)
-{
-	int e = errno;
-	fprintf(stderr, PROG ": %s %s: %s\n", call, path, strerror(e));
-	exit(1);
-}
-
-static _Noreturn void die_usage(const char *fmt, const char *arg)
-{
-	fprintf(stderr, PROG ": ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n" PROG ": try '" PROG " --help'\n");
-	exit(2);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* The simulated computation: sleeping (not spinning) leaves the CPU to the
- * library's background threads, as a GPU kernel would. */
-static void compute(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	while (ms > 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
 /* ---- data: generator and checksum ---------------------------------------- */
-
-static uint64_t splitmix64(uint64_t x)
-{
-	x += 0x9E3779B97F4A7C15ull;
-	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-	return x ^ (x >> 31);
-}
 
 /* Checkpoint i's stream: xorshift64 seeded from (i, seed), so that two
  * checkpoints (or two runs with different seeds) never hold the same bytes. */
@@ -98,15 +51,6 @@ static uint64_t stream_seed(long i, uint64_t seed)
 {
 	uint64_t s = splitmix64(seed ^ splitmix64((uint64_t)i + 1));
 	return s ? s : 1;
-}
-
-static inline uint64_t xorshift64(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
 }
 
 #define FNV_OFFSET 0xCBF29CE484222325ull
@@ -175,48 +119,6 @@ static size_t first_difference(const unsigned char *b, size_t n, long i, uint64_
 }
 
 /* ---- options --------------------------------------------------------------- */
-
-/* Bytes, or a number (fractions allowed) with K, M, G or T (powers of 1024),
- * optionally followed by B or iB. */
-static bool parse_size(const char *s, size_t *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || errno || !(v >= 0))
-		return false;
-	double mul = 1;
-	switch (toupper((unsigned char)*end)) {
-	case 'K': mul = 1024.0; end++; break;
-	case 'M': mul = MiB; end++; break;
-	case 'G': mul = MiB * 1024; end++; break;
-	case 'T': mul = MiB * MiB; end++; break;
-	default: break;
-	}
-	if (mul > 1 && (end[0] == 'i' || end[0] == 'I') && toupper((unsigned char)end[1]) == 'B')
-		end += 2;
-	else if (toupper((unsigned char)*end) == 'B')
-		end++;
-	if (*end != '\0')
-		return false;
-	v *= mul;
-	if (v > (double)SSIZE_MAX)
-		return false;
-	*out = (size_t)v; /* a fraction of a byte is dropped */
-	return true;
-}
-
-static long parse_long(const char *s, const char *what, long min)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (end == s || *end != '\0' || errno || v < min) {
-		fprintf(stderr, PROG ": --%s '%s': expected an integer >= %ld\n", what, s, min);
-		exit(2);
-	}
-	return v;
-}
 
 static void usage(FILE *f)
 {
@@ -303,36 +205,14 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		case OPT_TRACE: o->trace = optarg; break;
 		case OPT_TRACE_GPU: o->trace_gpu = parse_long(optarg, "trace-gpu", 0); break;
 		case OPT_INTERVAL: o->interval_ms = parse_long(optarg, "interval-ms", 0); break;
-		case OPT_IO:
-			if (strcmp(optarg, "write") == 0)
-				o->io = IO_WRITE;
-			else if (strcmp(optarg, "fwrite") == 0)
-				o->io = IO_FWRITE;
-			else
-				die_usage("--io '%s': expected write or fwrite", optarg);
-			break;
+		case OPT_IO: o->io = parse_io(optarg); break;
 		case OPT_CHUNK:
 			if (!parse_size(optarg, &o->chunk) || o->chunk == 0)
 				die_usage("--chunk '%s': expected a positive size", optarg);
 			break;
 		case OPT_FSYNC: o->fsync = true; break;
-		case OPT_ORDER: {
-			size_t k;
-			for (k = 0; k < 3 && strcmp(optarg, order_names[k]) != 0; k++)
-				;
-			if (k == 3)
-				die_usage("--order '%s': expected sequential, reverse or random", optarg);
-			o->order = (enum order_kind)k;
-			break;
-		}
-		case OPT_SEED: {
-			char *end;
-			errno = 0;
-			o->seed = strtoull(optarg, &end, 0);
-			if (end == optarg || *end || errno || optarg[0] == '-')
-				die_usage("--seed '%s': expected a non-negative integer", optarg);
-			break;
-		}
+		case OPT_ORDER: o->order = parse_order(optarg); break;
+		case OPT_SEED: o->seed = parse_seed(optarg); break;
 		case OPT_HINTS: o->hints = optarg; break;
 		case OPT_READ_ONLY: o->read_only = true; break;
 		case OPT_KEEP: o->keep = true; break;
@@ -429,143 +309,6 @@ static size_t *read_trace(const char *file, long gpu, long *len)
 	return v;
 }
 
-/* ---- I/O ------------------------------------------------------------------- */
-
-static void ckpt_path(char *buf, size_t cap, const struct opts *o, long i)
-{
-	if ((size_t)snprintf(buf, cap, "%s/%s%05ld.bin", o->dir, o->prefix, i) >= cap) {
-		fprintf(stderr, PROG ": the path of checkpoint %ld is longer than %zu bytes\n", i, cap);
-		exit(1);
-	}
-}
-
-/* write() until n bytes are written: a short write is legal and must not be
- * mistaken for an error (or, worse, ignored). */
-static void write_all(int fd, const unsigned char *b, size_t n, const char *path)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, b, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			die_sys("write", path);
-		}
-		if (w == 0) {
-			errno = EIO;
-			die_sys("write (wrote 0 bytes)", path);
-		}
-		b += w;
-		n -= (size_t)w;
-	}
-}
-
-/* read() up to n bytes; returns fewer only at end of file. */
-static size_t read_all(int fd, unsigned char *b, size_t n, const char *path)
-{
-	size_t got = 0;
-	while (got < n) {
-		ssize_t r = read(fd, b + got, n - got);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			die_sys("read", path);
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	return got;
-}
-
-/* Writes one checkpoint; returns the seconds spent from open to close. */
-static double write_ckpt(const struct opts *o, const char *path, const unsigned char *b, size_t n)
-{
-	size_t chunk = o->chunk ? o->chunk : (n ? n : 1);
-	double t0 = now_s();
-
-	if (o->io == IO_WRITE) {
-		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (fd < 0)
-			die_sys("open", path);
-		for (size_t k = 0; k < n; k += chunk)
-			write_all(fd, b + k, n - k < chunk ? n - k : chunk, path);
-		if (o->fsync && fsync(fd) != 0)
-			die_sys("fsync", path);
-		if (close(fd) != 0)
-			die_sys("close", path);
-	} else {
-		FILE *f = fopen(path, "wb");
-		if (!f)
-			die_sys("fopen", path);
-		for (size_t k = 0; k < n; k += chunk) {
-			size_t m = n - k < chunk ? n - k : chunk;
-			if (fwrite(b + k, 1, m, f) != m)
-				die_sys("fwrite", path);
-		}
-		if (o->fsync && (fflush(f) != 0 || fsync(fileno(f)) != 0))
-			die_sys("fflush+fsync", path);
-		if (fclose(f) != 0)
-			die_sys("fclose", path);
-	}
-	return now_s() - t0;
-}
-
-/* Reads one checkpoint of the expected size n into b (which holds at least
- * n bytes); *size is the size the file reports (fstat, or fseek/ftell for
- * stdio) and *got the bytes read (at most n). Returns the seconds spent from
- * open to close. */
-static double read_ckpt(const struct opts *o, const char *path, unsigned char *b, size_t n,
-			uint64_t *size, size_t *got)
-{
-	size_t chunk = o->chunk ? o->chunk : (n ? n : 1);
-	double t0 = now_s();
-
-	*got = 0;
-	if (o->io == IO_WRITE) {
-		int fd = open(path, O_RDONLY);
-		if (fd < 0)
-			die_sys("open", path);
-		struct stat st;
-		if (fstat(fd, &st) != 0)
-			die_sys("fstat", path);
-		*size = (uint64_t)st.st_size;
-		while (*got < n) {
-			size_t m = n - *got < chunk ? n - *got : chunk;
-			size_t r = read_all(fd, b + *got, m, path);
-			*got += r;
-			if (r < m)
-				break;
-		}
-		if (close(fd) != 0)
-			die_sys("close", path);
-	} else {
-		FILE *f = fopen(path, "rb");
-		if (!f)
-			die_sys("fopen", path);
-		if (fseek(f, 0, SEEK_END) != 0)
-			die_sys("fseek", path);
-		long end = ftell(f);
-		if (end < 0)
-			die_sys("ftell", path);
-		*size = (uint64_t)end;
-		if (fseek(f, 0, SEEK_SET) != 0)
-			die_sys("fseek", path);
-		while (*got < n) {
-			size_t m = n - *got < chunk ? n - *got : chunk;
-			size_t r = fread(b + *got, 1, m, f);
-			*got += r;
-			if (r < m) {
-				if (ferror(f))
-					die_sys("fread", path);
-				break;
-			}
-		}
-		if (fclose(f) != 0)
-			die_sys("fclose", path);
-	}
-	return now_s() - t0;
-}
-
 /* ---- the page cache -------------------------------------------------------- */
 
 struct drop_report {
@@ -607,7 +350,7 @@ static struct drop_report drop_caches(const struct opts *o, long n)
 
 	sync();
 	for (long i = 0; i < n; i++) {
-		ckpt_path(path, sizeof(path), o, i);
+		ckpt_path(path, sizeof(path), o->dir, o->prefix, i);
 		int fd = open(path, O_RDONLY);
 		if (fd < 0)
 			die_sys("open", path);
@@ -634,7 +377,7 @@ static struct drop_report drop_caches(const struct opts *o, long n)
 	/* What is resident now is the answer to "did it work", whichever
 	 * mechanism did it. */
 	for (long i = 0; i < n; i++) {
-		ckpt_path(path, sizeof(path), o, i);
+		ckpt_path(path, sizeof(path), o->dir, o->prefix, i);
 		int fd = open(path, O_RDONLY);
 		struct stat st;
 		if (fd < 0)
@@ -656,67 +399,14 @@ static void print_phase(const char *name, long files, double bytes, double secs)
 	       secs > 0 ? bytes / secs / 1e9 : 0.0);
 }
 
-static long *restore_order(const struct opts *o)
-{
-	long n = o->count, *ord = malloc((size_t)n * sizeof(*ord));
-	if (!ord)
-		die_sys("malloc", "restore order");
-	for (long k = 0; k < n; k++)
-		ord[k] = o->order == ORDER_REVERSE ? n - 1 - k : k;
-	if (o->order == ORDER_RANDOM) {
-		/* Fisher-Yates with its own stream, so the order depends on the
-		 * seed only, not on the data. */
-		uint64_t s = splitmix64(o->seed ^ 0x5EEDull);
-		if (!s)
-			s = 1;
-		for (long k = n - 1; k > 0; k--) {
-			long j = (long)(xorshift64(&s) % (uint64_t)(k + 1));
-			long t = ord[k];
-			ord[k] = ord[j];
-			ord[j] = t;
-		}
-	}
-	return ord;
-}
-
-/* Written to a temporary file and renamed into place: a reader that already
- * follows FILE (ckptcache polls its hint file for appended lines) then sees
- * either the old file or the whole new one, never a truncated one. */
-static void write_hints(const struct opts *o, const long *ord)
-{
-	char path[PATH_MAX], tmp[PATH_MAX];
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", o->hints, (long)getpid()) >= sizeof(tmp)) {
-		errno = ENAMETOOLONG;
-		die_sys("fopen", o->hints);
-	}
-	FILE *f = fopen(tmp, "w");
-	if (!f)
-		die_sys("fopen", tmp);
-	fprintf(f, "# " PROG " restore order: %s, %ld checkpoints\n", order_names[o->order], o->count);
-	for (long k = 0; k < o->count; k++) {
-		ckpt_path(path, sizeof(path), o, ord[k]);
-		fprintf(f, "%s\n", path);
-	}
-	if (fclose(f) != 0)
-		die_sys("fclose", tmp);
-	if (rename(tmp, o->hints) != 0)
-		die_sys("rename", tmp);
-}
-
 int main(int argc, char **argv)
 {
 	struct opts o;
-	static char absdir[PATH_MAX];
 	char path[PATH_MAX];
 
 	parse_opts(argc, argv, &o);
 
-	/* Absolute paths, so that the hint file names what the program opens. */
-	if (mkdir(o.dir, 0755) != 0 && errno != EEXIST)
-		die_sys("mkdir", o.dir);
-	if (!realpath(o.dir, absdir))
-		die_sys("realpath", o.dir);
-	o.dir = absdir;
+	o.dir = abs_dir(o.dir);
 
 	long n = o.count;
 	size_t *size = malloc((size_t)n * sizeof(*size)), maxsize = 1;
@@ -744,17 +434,21 @@ int main(int argc, char **argv)
 	if (posix_memalign((void **)&buf, 4096, maxsize) != 0)
 		die_sys("posix_memalign", "checkpoint buffer");
 
-	long *ord = restore_order(&o);
+	long *ord = restore_order(n, o.order, o.seed);
+	if (!ord)
+		die_sys("malloc", "restore order");
 	if (o.hints)
-		write_hints(&o, ord);
+		write_hints(o.hints, o.dir, o.prefix, o.order, ord, n);
 
 	double tw = 0, tr = 0;
 	if (!o.read_only) {
 		for (long i = 0; i < n; i++) {
-			compute(o.interval_ms);
+			idle_ms(o.interval_ms);
 			sum[i] = generate(buf, size[i], i, o.seed);
-			ckpt_path(path, sizeof(path), &o, i);
-			tw += write_ckpt(&o, path, buf, size[i]);
+			ckpt_path(path, sizeof(path), o.dir, o.prefix, i);
+			double t0 = now_s(); /* only open..close is timed */
+			write_file(path, buf, size[i], o.io, o.chunk, o.fsync);
+			tw += now_s() - t0;
 		}
 		print_phase("checkpoint", n, total, tw);
 	} else {
@@ -786,9 +480,10 @@ int main(int argc, char **argv)
 	for (long k = 0; k < n; k++) {
 		long i = ord[k];
 		uint64_t fsize;
-		size_t got;
-		ckpt_path(path, sizeof(path), &o, i);
-		tr += read_ckpt(&o, path, buf, size[i], &fsize, &got);
+		ckpt_path(path, sizeof(path), o.dir, o.prefix, i);
+		double t0 = now_s();
+		size_t got = read_file(path, buf, size[i], o.io, o.chunk, &fsize);
+		tr += now_s() - t0;
 		if (fsize != size[i] || got != size[i]) {
 			printf(PROG ": MISMATCH in %s: size %" PRIu64 " (read %zu bytes), expected %zu\n", path,
 			       fsize, got, size[i]);
@@ -802,20 +497,11 @@ int main(int argc, char **argv)
 				       path, h, sum[i], first_difference(buf, got, i, o.seed), got);
 		}
 		if (k + 1 < n)
-			compute(o.interval_ms);
+			idle_ms(o.interval_ms);
 	}
 	print_phase("restore", n, total, tr);
 
-	bool ok = verified == n;
-	if (!o.keep && ok) {
-		for (long i = 0; i < n; i++) {
-			ckpt_path(path, sizeof(path), &o, i);
-			if (unlink(path) != 0)
-				die_sys("unlink", path);
-		}
-	}
-	printf(PROG ": verified %ld/%ld checkpoints%s\n", verified, n,
-	       ok || o.keep ? "" : " (checkpoints kept for inspection)");
+	bool ok = finish_ckpts(o.dir, o.prefix, n, verified, o.keep);
 	printf("RESULT checkpoint_GBps=");
 	if (o.read_only)
 		printf("n/a");
