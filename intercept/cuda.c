@@ -321,6 +321,14 @@ void *ckc_cu_dlsym(void *handle, const char *name)
 	dlsym_fn rd = ckc_real_dlsym();
 	void *p = rd ? rd(handle, name) : NULL;
 
+	/* a global lookup finds this library's exported wrappers first: it
+	 * must see the driver's function (or nothing, without libcuda) */
+	if (p && cu_is_ours(p)) {
+		void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+		p = h && rd ? rd(h, name) : NULL;
+		if (h)
+			dlclose(h);
+	}
 	if (!p || !cu_device_mode())
 		return p;
 	if (!strcmp(name, "cuGetProcAddress_v2") || !strcmp(name, "cuGetProcAddress") ||
