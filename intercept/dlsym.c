@@ -12,12 +12,18 @@
 #include <stddef.h>
 
 typedef void *(*dlsym_fn)(void *, const char *);
-dlsym_fn ckc_real_dlsym(void);
 void *ckc_cu_dlsym(void *handle, const char *name);
+
+/* This path runs before anything else in the process may be ready: a
+ * sanitizer's runtime looks up its interceptors through dlsym while its
+ * own shadow memory does not exist yet. So no instrumentation here. */
+#define CKC_BARE __attribute__((no_sanitize_address, no_sanitize("undefined"), no_sanitize("thread")))
+
+dlsym_fn ckc_real_dlsym(void);
 
 /* Where a lookup goes: the CUDA half, or the C library's dlsym. */
 __attribute__((used)) void *ckc_dlsym_route(void *handle, const char *name);
-void *ckc_dlsym_route(void *handle, const char *name)
+CKC_BARE void *ckc_dlsym_route(void *handle, const char *name)
 {
 	(void)handle;
 #ifdef HAVE_CUDA_H
@@ -59,7 +65,7 @@ __asm__(".text\n"
 #define CKC_EXPORT __attribute__((visibility("default")))
 CKC_EXPORT void *dlsym(void *handle, const char *name);
 
-__attribute__((optimize("O2", "optimize-sibling-calls"), noinline))
+CKC_BARE __attribute__((optimize("O2", "optimize-sibling-calls"), noinline))
 void *dlsym(void *handle, const char *name)
 {
 	return ((dlsym_fn)ckc_dlsym_route(handle, name))(handle, name);

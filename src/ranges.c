@@ -22,6 +22,13 @@ static size_t ranges_lower(const ckc_ranges_t *t, uint64_t addr)
 	return lo;
 }
 
+/* memmove of n ranges, nothing when n is 0 (the array may not exist yet) */
+static void ranges_move(ckc_range_t *dst, const ckc_range_t *src, size_t n)
+{
+	if (n)
+		memmove(dst, src, n * sizeof(*dst));
+}
+
 static int ranges_reserve(ckc_ranges_t *t, size_t more)
 {
 	if (t->n + more <= t->cap)
@@ -47,7 +54,7 @@ int ckc_ranges_remove_span(ckc_ranges_t *t, uint64_t start, uint64_t len)
 		/* the span is inside one range: it splits in two */
 		if (ranges_reserve(t, 1))
 			return -ENOMEM;
-		memmove(t->r + i + 1, t->r + i, (t->n - i) * sizeof(*t->r));
+		ranges_move(t->r + i + 1, t->r + i, t->n - i);
 		t->n++;
 		t->r[i].end = start;
 		t->r[i + 1].start = end;
@@ -62,7 +69,7 @@ int ckc_ranges_remove_span(ckc_ranges_t *t, uint64_t start, uint64_t len)
 		j++;
 	if (j < t->n && t->r[j].start < end)
 		t->r[j].start = end; /* keep its tail */
-	memmove(t->r + i, t->r + j, (t->n - j) * sizeof(*t->r));
+	ranges_move(t->r + i, t->r + j, t->n - j);
 	t->n -= j - i;
 	return 0;
 }
@@ -74,7 +81,7 @@ int ckc_ranges_add(ckc_ranges_t *t, uint64_t start, uint64_t len, ckc_mem_kind_t
 	if (ckc_ranges_remove_span(t, start, len) || ranges_reserve(t, 1))
 		return -ENOMEM;
 	size_t i = ranges_lower(t, start);
-	memmove(t->r + i + 1, t->r + i, (t->n - i) * sizeof(*t->r));
+	ranges_move(t->r + i + 1, t->r + i, t->n - i);
 	t->r[i] = (ckc_range_t){ start, start + len, kind, device };
 	t->n++;
 	return 0;
@@ -86,7 +93,7 @@ uint64_t ckc_ranges_remove(ckc_ranges_t *t, uint64_t start)
 	if (i >= t->n || t->r[i].start != start)
 		return 0;
 	uint64_t len = t->r[i].end - t->r[i].start;
-	memmove(t->r + i, t->r + i + 1, (t->n - i - 1) * sizeof(*t->r));
+	ranges_move(t->r + i, t->r + i + 1, t->n - i - 1);
 	t->n--;
 	return len;
 }
