@@ -73,6 +73,14 @@ extern size_t ckc_vfd_cap;
  * the number for an untagged file); drops v and returns NULL if not. */
 ckc_vfd_t *ckc_vfd_check(int fd, ckc_vfd_t *v);
 
+/* Whether fd may be tagged: one table load, no call, so the untagged path
+ * of the hottest wrappers needs no stack frame. */
+static inline bool ckc_fd_maybe_tagged(int fd)
+{
+	return (unsigned)fd < ckc_vfd_cap &&
+	       atomic_load_explicit(&ckc_vfd_tab[fd], memory_order_relaxed) != NULL;
+}
+
 /* The virtual descriptor behind fd, or NULL: the fast path of every fd
  * call is the table load; only a tagged-looking fd pays the check. */
 static inline ckc_vfd_t *ckc_vfd_get(int fd)

@@ -380,7 +380,7 @@ int ckc_close_fd(int fd)
 
 CKC_EXPORT int close(int fd)
 {
-	if (!ckc_vfd_get(fd))
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1))
 		return REAL(close)(fd);
 	return ckc_close_fd(fd);
 }
@@ -426,70 +426,87 @@ CKC_EXPORT void closefrom(int lowfd)
 
 /* ---- data ------------------------------------------------------------ */
 
-/* The tagged halves of read and write, out of line: the untagged path,
- * which every program's I/O takes, stays a lookup and a jump to libc. */
-static __attribute__((noinline)) ssize_t read_tagged(ckc_vfd_t *v, void *buf, size_t n)
+/* The tagged halves of the hottest calls, out of line: the untagged path,
+ * which all of a program's other I/O takes, stays a table load and a jump
+ * to libc. A number whose placeholder is gone is passed to libc too. */
+static __attribute__((noinline)) ssize_t read_tagged(int fd, void *buf, size_t n)
 {
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(read)(fd, buf, n);
 	int saved = errno;
 	return result(ckc_vfd_read(v, buf, n), saved);
 }
 
-static __attribute__((noinline)) ssize_t write_tagged(ckc_vfd_t *v, const void *buf, size_t n)
+static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, size_t n)
 {
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(write)(fd, buf, n);
 	int saved = errno;
 	return result(ckc_vfd_write(v, buf, n), saved);
 }
 
-CKC_EXPORT ssize_t read(int fd, void *buf, size_t n)
+static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t n, off_t off,
+						      ssize_t (*real)(int, void *, size_t, off_t))
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (__builtin_expect(v == NULL, 1))
+	if (!v)
+		return real(fd, buf, n, off);
+	int saved = errno;
+	return result(ckc_vfd_pread(v, buf, n, off), saved);
+}
+
+static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, size_t n, off_t off,
+						       ssize_t (*real)(int, const void *, size_t, off_t))
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return real(fd, buf, n, off);
+	int saved = errno;
+	return result(ckc_vfd_pwrite(v, buf, n, off), saved);
+}
+
+CKC_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1))
 		return REAL(read)(fd, buf, n);
-	return read_tagged(v, buf, n);
+	return read_tagged(fd, buf, n);
 }
 
 CKC_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (__builtin_expect(v == NULL, 1))
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1))
 		return REAL(write)(fd, buf, n);
-	return write_tagged(v, buf, n);
+	return write_tagged(fd, buf, n);
 }
 
 CKC_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v)
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1))
 		return REAL(pread)(fd, buf, n, off);
-	int saved = errno;
-	return result(ckc_vfd_pread(v, buf, n, off), saved);
+	return pread_tagged(fd, buf, n, off, REAL(pread));
 }
 
 CKC_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v)
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1))
 		return REAL(pread64)(fd, buf, n, off);
-	int saved = errno;
-	return result(ckc_vfd_pread(v, buf, n, off), saved);
+	return pread_tagged(fd, buf, n, off, REAL(pread64));
 }
 
 CKC_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v)
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1))
 		return REAL(pwrite)(fd, buf, n, off);
-	int saved = errno;
-	return result(ckc_vfd_pwrite(v, buf, n, off), saved);
+	return pwrite_tagged(fd, buf, n, off, REAL(pwrite));
 }
 
 CKC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v)
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1))
 		return REAL(pwrite64)(fd, buf, n, off);
-	int saved = errno;
-	return result(ckc_vfd_pwrite(v, buf, n, off), saved);
+	return pwrite_tagged(fd, buf, n, off, REAL(pwrite64));
 }
 
 CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
