@@ -19,30 +19,21 @@ static int icpt_open(const char *path, int flags, mode_t mode)
 	return REAL(open)(path, flags | O_CLOEXEC, mode);
 }
 
-/* The engine's own I/O must never come back through the wrappers. */
+/* The engine's own I/O must never come back through the wrappers (once
+ * resolved, every real function is set: a missing one is a stub). */
 static void icpt_route_engine_io(void)
 {
 	ckc_real_resolve();
-	if (ckc_real.open)
-		ckc_io.open = icpt_open;
-	if (ckc_real.close)
-		ckc_io.close = ckc_real.close;
-	if (ckc_real.pread)
-		ckc_io.pread = ckc_real.pread;
-	if (ckc_real.pwrite)
-		ckc_io.pwrite = ckc_real.pwrite;
-	if (ckc_real.fsync)
-		ckc_io.fsync = ckc_real.fsync;
-	if (ckc_real.ftruncate)
-		ckc_io.ftruncate = ckc_real.ftruncate;
-	if (ckc_real.rename)
-		ckc_io.rename = ckc_real.rename;
-	if (ckc_real.unlink)
-		ckc_io.unlink = ckc_real.unlink;
-	if (ckc_real.stat)
-		ckc_io.stat = ckc_real.stat;
-	if (ckc_real.fstat)
-		ckc_io.fstat = ckc_real.fstat;
+	ckc_io.open = icpt_open;
+	ckc_io.close = ckc_real.close;
+	ckc_io.pread = ckc_real.pread;
+	ckc_io.pwrite = ckc_real.pwrite;
+	ckc_io.fsync = ckc_real.fsync;
+	ckc_io.ftruncate = ckc_real.ftruncate;
+	ckc_io.rename = ckc_real.rename;
+	ckc_io.unlink = ckc_real.unlink;
+	ckc_io.stat = ckc_real.stat;
+	ckc_io.fstat = ckc_real.fstat;
 }
 
 /* Lock order across fork: the stdio list, the descriptor table, then the

@@ -54,6 +54,10 @@ bool ckc_tag_match(const char *canon);
  * is not a tagged path (or while the thread is inside the engine). */
 bool ckc_tagged_at(int dirfd, const char *path, char *out);
 
+/* Whether path (relative to dirfd) is a tagged checkpoint the cache holds
+ * now; canon (PATH_MAX bytes) receives its canonical form. */
+bool ckc_cached_at(int dirfd, const char *path, char *canon);
+
 /* ---- virtual descriptors (fdtab.c) ---- */
 
 typedef struct ckc_vfd {

@@ -250,13 +250,7 @@ CKC_EXPORT int utime(const char *path, const struct utimbuf *b)
 static bool meta_cached(const char *path)
 {
 	char canon[PATH_MAX];
-	ckc_stat_t st;
-	if (!ckc_tagged_at(AT_FDCWD, path, canon))
-		return false;
-	ckc_enter();
-	bool cached = ckc_stat(canon, &st) == 0;
-	ckc_leave();
-	return cached;
+	return ckc_cached_at(AT_FDCWD, path, canon);
 }
 
 CKC_EXPORT int fsetxattr(int fd, const char *name, const void *value, size_t size, int flags)

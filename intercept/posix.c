@@ -665,7 +665,7 @@ static int hand_over(const char *canon)
 	return rc;
 }
 
-CKC_EXPORT int truncate(const char *path, off_t len)
+static int truncate_common(const char *path, off_t len, int (*real)(const char *, off_t))
 {
 	char canon[PATH_MAX];
 	int saved = errno;
@@ -674,19 +674,17 @@ CKC_EXPORT int truncate(const char *path, off_t len)
 		if (rc)
 			return (int)result(rc, saved);
 	}
-	return REAL(truncate)(path, len);
+	return real(path, len);
+}
+
+CKC_EXPORT int truncate(const char *path, off_t len)
+{
+	return truncate_common(path, len, REAL(truncate));
 }
 
 CKC_EXPORT int truncate64(const char *path, off_t len)
 {
-	char canon[PATH_MAX];
-	int saved = errno;
-	if (ckc_tagged_at(AT_FDCWD, path, canon)) {
-		int rc = hand_over(canon);
-		if (rc)
-			return (int)result(rc, saved);
-	}
-	return REAL(truncate64)(path, len);
+	return truncate_common(path, len, REAL(truncate64));
 }
 
 /* Advice and readahead: the cache follows its own restore order, so they
@@ -862,41 +860,29 @@ CKC_EXPORT int fcntl64(int fd, int cmd, ...)
 
 /* ---- names ------------------------------------------------------------ */
 
+/* A cached checkpoint can be read and written, not executed. */
+static int access_cached(int mode)
+{
+	if (mode & X_OK) {
+		errno = EACCES;
+		return -1;
+	}
+	return 0;
+}
+
 CKC_EXPORT int access(const char *path, int mode)
 {
 	char canon[PATH_MAX];
-	ckc_stat_t st;
-	if (ckc_tagged_at(AT_FDCWD, path, canon)) {
-		ckc_enter();
-		int cached = ckc_stat(canon, &st) == 0;
-		ckc_leave();
-		if (cached) {
-			if (mode & X_OK) {
-				errno = EACCES;
-				return -1;
-			}
-			return 0;
-		}
-	}
+	if (ckc_cached_at(AT_FDCWD, path, canon))
+		return access_cached(mode);
 	return REAL(access)(path, mode);
 }
 
 CKC_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 {
 	char canon[PATH_MAX];
-	ckc_stat_t st;
-	if (ckc_tagged_at(dirfd, path, canon)) {
-		ckc_enter();
-		int cached = ckc_stat(canon, &st) == 0;
-		ckc_leave();
-		if (cached) {
-			if (mode & X_OK) {
-				errno = EACCES;
-				return -1;
-			}
-			return 0;
-		}
-	}
+	if (ckc_cached_at(dirfd, path, canon))
+		return access_cached(mode);
 	return REAL(faccessat)(dirfd, path, mode, flags);
 }
 
@@ -928,14 +914,8 @@ CKC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 CKC_EXPORT int remove(const char *path)
 {
 	char canon[PATH_MAX];
-	ckc_stat_t st;
-	if (ckc_tagged_at(AT_FDCWD, path, canon)) {
-		ckc_enter();
-		int cached = ckc_stat(canon, &st) == 0;
-		ckc_leave();
-		if (cached)
-			return unlink_tagged(canon);
-	}
+	if (ckc_cached_at(AT_FDCWD, path, canon))
+		return unlink_tagged(canon);
 	return REAL(remove)(path);
 }
 

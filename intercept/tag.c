@@ -151,3 +151,15 @@ bool ckc_tagged_at(int dirfd, const char *path, char *out)
 		return false;
 	return ckc_tag_match(out);
 }
+
+bool ckc_cached_at(int dirfd, const char *path, char *canon)
+{
+	ckc_stat_t st;
+
+	if (!ckc_tagged_at(dirfd, path, canon))
+		return false;
+	ckc_enter();
+	bool cached = ckc_stat(canon, &st) == 0;
+	ckc_leave();
+	return cached;
+}
