@@ -151,7 +151,95 @@ static void need_args(int argc, int n, const char *usage)
 	}
 }
 
+/* The operands most modes take, named as in their usage line. */
+struct args {
+	const char *path;  /* PATH or DIR */
+	const char *path2; /* PATH2 */
+	long n;		   /* N */
+	size_t size;	   /* SIZE */
+	uint64_t seed;	   /* SEED */
+};
+
+/* The word of usage after the one at w. */
+static const char *next_word(const char *w)
+{
+	w += strcspn(w, " ");
+	return w + strspn(w, " ");
+}
+
+/* need_args for the operands before the first "[...]" of usage, then reads
+ * each of them whose name struct args knows; the others (READ, HINTS,
+ * append|truncate, ...) are left in argv for the mode. */
+static struct args parse_args(int argc, char **argv, const char *usage)
+{
+	struct args a = { 0 };
+	int nargs = 1;
+	for (const char *w = usage; *w && *w != '['; w = next_word(w))
+		nargs++;
+	need_args(argc, nargs, usage);
+	const char *w = usage;
+	for (int i = 1; i < nargs; i++, w = next_word(w)) {
+		size_t len = strcspn(w, " ");
+#define IS(name) (len == sizeof(name) - 1 && strncmp(w, name, len) == 0)
+		if (IS("PATH") || IS("DIR"))
+			a.path = argv[i];
+		else if (IS("PATH2"))
+			a.path2 = argv[i];
+		else if (IS("N"))
+			a.n = (long)num(argv[i]);
+		else if (IS("SIZE"))
+			a.size = num(argv[i]);
+		else if (IS("SEED"))
+			a.seed = num(argv[i]);
+#undef IS
+	}
+	return a;
+}
+
+/* the optional CHUNK after PATH SIZE SEED: 0 for one write or read */
+static size_t chunk_arg(int argc, char **argv)
+{
+	return argc > 4 ? num(argv[4]) : 0;
+}
+
+/* Whether the optional operand at argv[i] asks for the "verify" pass only. */
+static bool verify_only(int argc, char **argv, int i)
+{
+	return argc > i && strcmp(argv[i], "verify") == 0;
+}
+
 /* ---- I/O through the library ----------------------------------------------- */
+
+/* open(2) that fails the test; a file it creates gets mode 0644 */
+static int xopen(const char *path, int flags)
+{
+	int fd = open(path, flags, 0644);
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	return fd;
+}
+
+/* close(2) that fails the test: a tagged writer reports a failed flush here */
+static void xclose(int fd, const char *path)
+{
+	if (close(fd) != 0)
+		fail("close %s: %s", path, strerror(errno));
+}
+
+/* fopen(3) that fails the test */
+static FILE *xfopen(const char *path, const char *how)
+{
+	FILE *f = fopen(path, how);
+	if (!f)
+		fail("fopen %s %s: %s", path, how, strerror(errno));
+	return f;
+}
+
+static void xfclose(FILE *f)
+{
+	if (fclose(f) != 0)
+		fail("fclose: %s", strerror(errno));
+}
 
 static void write_all(int fd, const unsigned char *b, size_t n, const char *what)
 {
@@ -193,8 +281,7 @@ static void gen_file(const char *path, size_t size, uint64_t seed, size_t chunk)
 		chunk = size ? size : 1;
 	for (size_t k = 0; k < size; k += chunk)
 		write_all(fd, b + k, size - k < chunk ? size - k : chunk, path);
-	if (close(fd) != 0)
-		fail("close %s: %s", path, strerror(errno));
+	xclose(fd, path);
 	free(b);
 }
 
@@ -227,9 +314,22 @@ static void check_file(const char *path, size_t size, uint64_t seed, size_t chun
 	size_t d = pattern_diff(b, 0, size, seed);
 	if (d != size)
 		fail("%s: byte %zu differs from what was written", path, d);
-	if (close(fd) != 0)
-		fail("close %s: %s", path, strerror(errno));
+	xclose(fd, path);
 	free(b);
+}
+
+/* Writes path (stream seed) and opens it for reading. */
+static int gen_open(const char *path, size_t size, uint64_t seed)
+{
+	gen_file(path, size, seed, 0);
+	return xopen(path, O_RDONLY);
+}
+
+/* Whether the next n bytes read from fd are expect's. */
+static bool reads_back(int fd, unsigned char *b, const unsigned char *expect, size_t n,
+		       const char *path)
+{
+	return read_all(fd, b, n, path) == n && memcmp(b, expect, n) == 0;
 }
 
 /* ---- I/O around the library: raw system calls ------------------------------ */
@@ -281,19 +381,26 @@ static void raw_check(const char *path, const unsigned char *expect, size_t size
 	free(b);
 }
 
+/* A pause that lets the library's background work (flushes, hint reloads) run. */
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, ms % 1000 * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
 /* ---- modes: files ------------------------------------------------------------ */
 
 static int m_gen(int argc, char **argv)
 {
-	need_args(argc, 4, "PATH SIZE SEED [CHUNK]");
-	gen_file(argv[1], num(argv[2]), num(argv[3]), argc > 4 ? num(argv[4]) : 0);
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED [CHUNK]");
+	gen_file(arg.path, arg.size, arg.seed, chunk_arg(argc, argv));
 	return 0;
 }
 
 static int m_check(int argc, char **argv)
 {
-	need_args(argc, 4, "PATH SIZE SEED [CHUNK]");
-	check_file(argv[1], num(argv[2]), num(argv[3]), argc > 4 ? num(argv[4]) : 0);
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED [CHUNK]");
+	check_file(arg.path, arg.size, arg.seed, chunk_arg(argc, argv));
 	return 0;
 }
 
@@ -301,21 +408,43 @@ static int m_check(int argc, char **argv)
  * cache (the driver checks the statistics). */
 static int m_wr(int argc, char **argv)
 {
-	need_args(argc, 4, "PATH SIZE SEED [CHUNK]");
-	size_t chunk = argc > 4 ? num(argv[4]) : 0;
-	gen_file(argv[1], num(argv[2]), num(argv[3]), chunk);
-	check_file(argv[1], num(argv[2]), num(argv[3]), chunk);
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED [CHUNK]");
+	size_t chunk = chunk_arg(argc, argv);
+	gen_file(arg.path, arg.size, arg.seed, chunk);
+	check_file(arg.path, arg.size, arg.seed, chunk);
 	return 0;
 }
 
 static int m_rawcheck(int argc, char **argv)
 {
-	need_args(argc, 4, "PATH SIZE SEED");
-	size_t size = num(argv[2]);
-	unsigned char *e = pattern_buf(size, num(argv[3]));
-	raw_check(argv[1], e, size, "rawcheck");
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED");
+	unsigned char *e = pattern_buf(arg.size, arg.seed);
+	raw_check(arg.path, e, arg.size, "rawcheck");
 	free(e);
 	return 0;
+}
+
+/* Checkpoint i of a numbered series in dir: dir/PREFIX_NNN.bin. */
+static void nth_path(char path[PATH_MAX], const char *dir, const char *prefix, long i)
+{
+	snprintf(path, PATH_MAX, "%s/%s_%03ld.bin", dir, prefix, i);
+}
+
+/* The names checkpoint i of a series in dir is written under and renamed
+ * to: tmp = dir/PREFIX_NNN.bin.tmp, path = dir/PREFIX_NNN.bin. */
+static void tmp_and_path(char tmp[PATH_MAX], char path[PATH_MAX], const char *dir, const char *prefix,
+			 long i)
+{
+	nth_path(path, dir, prefix, i);
+	snprintf(tmp, PATH_MAX, "%s/%s_%03ld.bin.tmp", dir, prefix, i);
+}
+
+/* Reads back checkpoint i of a history (stream seed+i). */
+static void hist_check(const char *dir, long i, size_t size, uint64_t seed)
+{
+	char path[PATH_MAX];
+	nth_path(path, dir, "h", i);
+	check_file(path, size, seed + (uint64_t)i, 0);
 }
 
 /* history DIR N SIZE SEED READ: writes DIR/h_NNN.bin for i < N (stream
@@ -323,41 +452,31 @@ static int m_rawcheck(int argc, char **argv)
  * indices, "all" for every one from the last, or "none"). */
 static int m_history(int argc, char **argv)
 {
-	need_args(argc, 6, "DIR N SIZE SEED READ");
-	long n = (long)num(argv[2]);
-	size_t size = num(argv[3]);
-	uint64_t seed = num(argv[4]);
+	struct args arg = parse_args(argc, argv, "DIR N SIZE SEED READ");
 	char path[PATH_MAX];
-	for (long i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "%s/h_%03ld.bin", argv[1], i);
-		gen_file(path, size, seed + (uint64_t)i, 0);
+	for (long i = 0; i < arg.n; i++) {
+		nth_path(path, arg.path, "h", i);
+		gen_file(path, arg.size, arg.seed + (uint64_t)i, 0);
 	}
 	if (strcmp(argv[5], "all") == 0) {
-		for (long i = n - 1; i >= 0; i--) {
-			snprintf(path, sizeof(path), "%s/h_%03ld.bin", argv[1], i);
-			check_file(path, size, seed + (uint64_t)i, 0);
-		}
+		for (long i = arg.n - 1; i >= 0; i--)
+			hist_check(arg.path, i, arg.size, arg.seed);
 	} else if (strcmp(argv[5], "none") != 0) {
 		char *list = strdup(argv[5]), *save = NULL;
-		for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-			long i = (long)num(t);
-			snprintf(path, sizeof(path), "%s/h_%03ld.bin", argv[1], i);
-			check_file(path, size, seed + (uint64_t)i, 0);
-		}
+		for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
+			hist_check(arg.path, (long)num(t), arg.size, arg.seed);
 		free(list);
 	}
 	return 0;
 }
 
-/* histcheck DIR N SIZE SEED: every file of a history holds its bytes. */
+/* histcheck DIR N SIZE SEED: every file of a history holds its bytes.
+ * (SIZE and SEED are read only when N > 0, hence no parse_args.) */
 static int m_histcheck(int argc, char **argv)
 {
 	need_args(argc, 5, "DIR N SIZE SEED");
-	char path[PATH_MAX];
-	for (long i = 0; i < (long)num(argv[2]); i++) {
-		snprintf(path, sizeof(path), "%s/h_%03ld.bin", argv[1], i);
-		check_file(path, num(argv[3]), num(argv[4]) + (uint64_t)i, 0);
-	}
+	for (long i = 0; i < (long)num(argv[2]); i++)
+		hist_check(argv[1], i, num(argv[3]), num(argv[4]));
 	return 0;
 }
 
@@ -365,17 +484,14 @@ static int m_histcheck(int argc, char **argv)
  * sizes, some read back; the last one must be what remains. */
 static int m_rewrite(int argc, char **argv)
 {
-	need_args(argc, 5, "PATH N SIZE SEED");
-	long n = (long)num(argv[2]);
-	size_t size = num(argv[3]);
-	uint64_t seed = num(argv[4]);
-	for (long i = 0; i < n; i++) {
-		size_t sz = size - (size_t)(i % 7) * 40961;
-		gen_file(argv[1], sz, seed + (uint64_t)i, i % 2 ? 65536 : 0);
-		if (i % 3 == 0 || i == n - 1)
-			check_file(argv[1], sz, seed + (uint64_t)i, 0);
+	struct args arg = parse_args(argc, argv, "PATH N SIZE SEED");
+	for (long i = 0; i < arg.n; i++) {
+		size_t sz = arg.size - (size_t)(i % 7) * 40961;
+		gen_file(arg.path, sz, arg.seed + (uint64_t)i, i % 2 ? 65536 : 0);
+		if (i % 3 == 0 || i == arg.n - 1)
+			check_file(arg.path, sz, arg.seed + (uint64_t)i, 0);
 	}
-	printf("rewrite: %ld versions\n", n);
+	printf("rewrite: %ld versions\n", arg.n);
 	return 0;
 }
 
@@ -384,35 +500,30 @@ static int m_rewrite(int argc, char **argv)
  * decides its order as it goes), waits, and reads them in that order. */
 static int m_growhints(int argc, char **argv)
 {
-	need_args(argc, 5, "DIR HINTS N SIZE");
-	long n = (long)num(argv[3]);
-	size_t size = num(argv[4]);
+	struct args arg = parse_args(argc, argv, "DIR HINTS N SIZE");
 	char path[PATH_MAX], line[PATH_MAX + 2];
-	for (long i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "%s/g_%03ld.bin", argv[1], i);
-		gen_file(path, size, 300 + (uint64_t)i, 0);
+	for (long i = 0; i < arg.n; i++) {
+		nth_path(path, arg.path, "g", i);
+		gen_file(path, arg.size, 300 + (uint64_t)i, 0);
 	}
-	int h = open(argv[2], O_WRONLY | O_APPEND);
-	if (h < 0)
-		fail("open %s: %s", argv[2], strerror(errno));
-	for (long k = 0; k < n; k++) {
-		long i = (k * 3 + 1) % n;
-		int m = snprintf(line, sizeof(line), "%s/g_%03ld.bin\n", argv[1], i);
+	int h = xopen(argv[2], O_WRONLY | O_APPEND);
+	for (long k = 0; k < arg.n; k++) {
+		long i = (k * 3 + 1) % arg.n;
+		nth_path(path, arg.path, "g", i);
+		int m = snprintf(line, sizeof(line), "%s\n", path);
 		if (write(h, line, (size_t)m) != m)
 			fail("appending to %s: %s", argv[2], strerror(errno));
-		struct timespec ts = { 0, 10 * 1000000L };
-		nanosleep(&ts, NULL);
+		sleep_ms(10);
 	}
 	close(h);
 	/* the library picks appended lines up within 50 ms */
-	struct timespec ts = { 0, 300 * 1000000L };
-	nanosleep(&ts, NULL);
-	for (long k = 0; k < n; k++) {
-		long i = (k * 3 + 1) % n;
-		snprintf(path, sizeof(path), "%s/g_%03ld.bin", argv[1], i);
-		check_file(path, size, 300 + (uint64_t)i, 0);
+	sleep_ms(300);
+	for (long k = 0; k < arg.n; k++) {
+		long i = (k * 3 + 1) % arg.n;
+		nth_path(path, arg.path, "g", i);
+		check_file(path, arg.size, 300 + (uint64_t)i, 0);
 	}
-	printf("growhints: %ld checkpoints read in the appended order\n", n);
+	printf("growhints: %ld checkpoints read in the appended order\n", arg.n);
 	return 0;
 }
 
@@ -540,14 +651,10 @@ static void shared_readers(const char *dir)
 	for (size_t k = 0; k < OFF_SIZE / 8; k++)
 		w[k] = 8 * k;
 	snprintf(path, sizeof(path), "%s/offsets.bin", dir);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0)
-		fail("open %s: %s", path, strerror(errno));
+	int fd = xopen(path, O_WRONLY | O_CREAT | O_TRUNC);
 	write_all(fd, (unsigned char *)w, OFF_SIZE, path);
 	close(fd);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		fail("open %s: %s", path, strerror(errno));
+	fd = xopen(path, O_RDONLY);
 	struct offreader r[4];
 	pthread_barrier_init(&thr_barrier, NULL, 4);
 	for (int i = 0; i < 4; i++) {
@@ -578,23 +685,20 @@ static void shared_readers(const char *dir)
 
 static int m_threads(int argc, char **argv)
 {
-	need_args(argc, 3, "DIR SIZE");
-	size_t size = num(argv[2]);
+	struct args arg = parse_args(argc, argv, "DIR SIZE");
 	struct thr w[NWRITERS], s[NSHARERS];
 	char shared[PATH_MAX];
 
 	pthread_barrier_init(&thr_barrier, NULL, NWRITERS + NSHARERS);
-	snprintf(shared, sizeof(shared), "%s/shared.bin", argv[1]);
-	int sfd = open(shared, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (sfd < 0)
-		fail("open %s: %s", shared, strerror(errno));
+	snprintf(shared, sizeof(shared), "%s/shared.bin", arg.path);
+	int sfd = xopen(shared, O_WRONLY | O_CREAT | O_TRUNC);
 	for (int i = 0; i < NWRITERS; i++) {
-		w[i] = (struct thr){ .idx = i, .size = size, .seed = 100 + (uint64_t)i, .fd = -1 };
-		snprintf(w[i].path, sizeof(w[i].path), "%s/thr_%d.bin", argv[1], i);
+		w[i] = (struct thr){ .idx = i, .size = arg.size, .seed = 100 + (uint64_t)i, .fd = -1 };
+		snprintf(w[i].path, sizeof(w[i].path), "%s/thr_%d.bin", arg.path, i);
 		pthread_create(&w[i].tid, NULL, writer_thread, &w[i]);
 	}
 	for (int i = 0; i < NSHARERS; i++) {
-		s[i] = (struct thr){ .idx = i, .size = 2 * size, .seed = 200, .fd = sfd };
+		s[i] = (struct thr){ .idx = i, .size = 2 * arg.size, .seed = 200, .fd = sfd };
 		pthread_create(&s[i].tid, NULL, sharer_thread, &s[i]);
 	}
 	for (int i = 0; i < NWRITERS; i++) {
@@ -608,10 +712,9 @@ static int m_threads(int argc, char **argv)
 			fail("sharer %d: %s: %s", i, s[i].err, strerror(s[i].err_no));
 	}
 	struct stat st;
-	if (fstat(sfd, &st) != 0 || (size_t)st.st_size != 2 * size)
-		fail("fstat %s: size %lld, expected %zu", shared, (long long)st.st_size, 2 * size);
-	if (close(sfd) != 0)
-		fail("close %s: %s", shared, strerror(errno));
+	if (fstat(sfd, &st) != 0 || (size_t)st.st_size != 2 * arg.size)
+		fail("fstat %s: size %lld, expected %zu", shared, (long long)st.st_size, 2 * arg.size);
+	xclose(sfd, shared);
 	pthread_barrier_destroy(&thr_barrier);
 
 	/* read back: four threads at once, then the shared file with pread
@@ -623,25 +726,23 @@ static int m_threads(int argc, char **argv)
 		pthread_join(w[i].tid, NULL);
 	pthread_barrier_destroy(&thr_barrier);
 
-	int fd = open(shared, O_RDONLY);
-	if (fd < 0)
-		fail("open %s: %s", shared, strerror(errno));
-	unsigned char *b = xmalloc(2 * size);
+	int fd = xopen(shared, O_RDONLY);
+	unsigned char *b = xmalloc(2 * arg.size);
 	size_t step = 100003;
-	for (size_t end = 2 * size; end > 0;) {
+	for (size_t end = 2 * arg.size; end > 0;) {
 		size_t off = end > step ? end - step : 0;
 		ssize_t r = pread(fd, b + off, end - off, (off_t)off);
 		if (r != (ssize_t)(end - off))
 			fail("pread %s at %zu: %zd", shared, off, r);
 		end = off;
 	}
-	size_t d = pattern_diff(b, 0, 2 * size, 200);
-	if (d != 2 * size)
+	size_t d = pattern_diff(b, 0, 2 * arg.size, 200);
+	if (d != 2 * arg.size)
 		fail("%s: byte %zu differs from what the two threads wrote", shared, d);
 	close(fd);
 	free(b);
-	check_file(shared, 2 * size, 200, 0);
-	shared_readers(argv[1]);
+	check_file(shared, 2 * arg.size, 200, 0);
+	shared_readers(arg.path);
 	printf("threads: 4 files and 1 shared file verified; 4 readers shared one position\n");
 	return 0;
 }
@@ -741,13 +842,13 @@ static int m_churn(int argc, char **argv)
 	need_args(argc, 5, "DIR THREADS FILES SEED [verify]");
 	int nt = (int)num(argv[2]), nf = (int)num(argv[3]);
 	uint64_t seed = num(argv[4]);
-	bool verify_only = argc > 5 && strcmp(argv[5], "verify") == 0;
+	bool verify = verify_only(argc, argv, 5);
 	struct churn c[CHURN_MAXT];
 	char path[PATH_MAX];
 
 	if (nt < 1 || nt > CHURN_MAXT || nf < 1 || nf > CHURN_MAXF)
 		fail("THREADS must be 1..%d and FILES 1..%d", CHURN_MAXT, CHURN_MAXF);
-	if (!verify_only) {
+	if (!verify) {
 		for (int t = 0; t < nt; t++) {
 			c[t] = (struct churn){ .t = t, .nfiles = nf, .dir = argv[1], .seed = seed };
 			pthread_create(&c[t].tid, NULL, churn_thread, &c[t]);
@@ -840,22 +941,16 @@ static int run_captured(int in, char *const *av, size_t *printed, char *out, siz
 
 static int m_fork(int argc, char **argv)
 {
-	need_args(argc, 5, "PATH PATH2 SIZE SEED");
-	const char *path = argv[1], *path2 = argv[2];
-	size_t size = num(argv[3]);
-	uint64_t seed = num(argv[4]);
-	unsigned char *b = xmalloc(size), *e = pattern_buf(size, seed);
+	struct args arg = parse_args(argc, argv, "PATH PATH2 SIZE SEED");
+	unsigned char *b = xmalloc(arg.size), *e = pattern_buf(arg.size, arg.seed);
 	char fdnum[16], out[256];
 	size_t printed;
 
-	if (size < 8192)
+	if (arg.size < 8192)
 		fail("SIZE must be at least 8K");
-	gen_file(path, size, seed, 0);
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		fail("open %s: %s", path, strerror(errno));
-	if (read_all(fd, b, 100, path) != 100 || memcmp(b, e, 100) != 0)
-		fail("parent: the first 100 bytes of %s are wrong", path);
+	int fd = gen_open(arg.path, arg.size, arg.seed);
+	if (!reads_back(fd, b, e, 100, arg.path))
+		fail("parent: the first 100 bytes of %s are wrong", arg.path);
 
 	/* 1. a forked child (no exec) reading the inherited descriptor */
 	pid_t pid = fork();
@@ -909,10 +1004,8 @@ static int m_fork(int argc, char **argv)
 		fail("cat %s printed %zu bytes of a tagged descriptor", procp, printed);
 
 	/* 5. a forked child writing to an inherited tagged writer */
-	int wfd = open(path2, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (wfd < 0)
-		fail("open %s: %s", path2, strerror(errno));
-	write_all(wfd, e, size / 2, path2);
+	int wfd = xopen(arg.path2, O_WRONLY | O_CREAT | O_TRUNC);
+	write_all(wfd, e, arg.size / 2, arg.path2);
 	pid = fork();
 	if (pid < 0)
 		fail("fork: %s", strerror(errno));
@@ -924,21 +1017,19 @@ static int m_fork(int argc, char **argv)
 	rc = wait_child(pid, "forked writer");
 	if (rc != 0)
 		fail("a forked child writing an inherited tagged descriptor did not get EBADF");
-	write_all(wfd, e + size / 2, size - size / 2, path2);
-	if (close(wfd) != 0)
-		fail("close %s: %s", path2, strerror(errno));
+	write_all(wfd, e + arg.size / 2, arg.size - arg.size / 2, arg.path2);
+	xclose(wfd, arg.path2);
 
 	/* the parent's descriptor still reads the right bytes, from where it was */
-	if (read_all(fd, b + 100, size - 100, path) != size - 100)
-		fail("parent: short read of %s after the children", path);
+	if (read_all(fd, b + 100, arg.size - 100, arg.path) != arg.size - 100)
+		fail("parent: short read of %s after the children", arg.path);
 	if (read(fd, b, 1) != 0)
-		fail("parent: %s is longer than written", path);
-	if (memcmp(b + 100, e + 100, size - 100) != 0)
-		fail("parent: %s reads wrong bytes after the children", path);
-	if (close(fd) != 0)
-		fail("close %s: %s", path, strerror(errno));
-	check_file(path, size, seed, 0);
-	check_file(path2, size, seed, 0);
+		fail("parent: %s is longer than written", arg.path);
+	if (memcmp(b + 100, e + 100, arg.size - 100) != 0)
+		fail("parent: %s reads wrong bytes after the children", arg.path);
+	xclose(fd, arg.path);
+	check_file(arg.path, arg.size, arg.seed, 0);
+	check_file(arg.path2, arg.size, arg.seed, 0);
 	printf("fork: children got errors, parent read correct bytes\n");
 	free(b);
 	free(e);
@@ -947,46 +1038,59 @@ static int m_fork(int argc, char **argv)
 
 /* ---- modes: unsupported call paths ----------------------------------------- */
 
+/* What a buffer holds before a call that must fail on a tagged reader:
+ * the call may not have written into it. */
+#define FILLER 0x5A
+
+/* After calls on the tagged reader fd that had to fail: b still holds
+ * FILLER (else "WROTE wrote into the buffer"), and the library's own read()
+ * still gives PATH's bytes e from offset 0 (else "read() after AFTER ..."). */
+static void reader_intact(int fd, unsigned char *b, const unsigned char *e, const struct args *arg,
+			  const char *wrote, const char *after)
+{
+	for (size_t k = 0; k < arg->size; k++)
+		if (b[k] != FILLER)
+			fail("%s wrote into the buffer (byte %zu)", wrote, k);
+	if (!reads_back(fd, b, e, arg->size, arg->path))
+		fail("read() after %s returned wrong bytes", after);
+	close(fd);
+}
+
+/* After calls on the tagged writer wfd that had to fail: the library's own
+ * write() still works, and PATH2 ends up holding e. */
+static void writer_intact(int wfd, const unsigned char *e, const struct args *arg)
+{
+	write_all(wfd, e, arg->size, arg->path2);
+	close(wfd);
+	check_file(arg->path2, arg->size, arg->seed, 0);
+}
+
 static int m_rawsys(int argc, char **argv)
 {
-	need_args(argc, 5, "PATH PATH2 SIZE SEED");
-	const char *path = argv[1], *path2 = argv[2];
-	size_t size = num(argv[3]);
-	uint64_t seed = num(argv[4]);
-	unsigned char *e = pattern_buf(size, seed), *b = xmalloc(size);
+	struct args arg = parse_args(argc, argv, "PATH PATH2 SIZE SEED");
+	unsigned char *e = pattern_buf(arg.size, arg.seed), *b = xmalloc(arg.size);
 
-	gen_file(path, size, seed, 0);
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		fail("open %s: %s", path, strerror(errno));
-	memset(b, 0x5A, size);
+	int fd = gen_open(arg.path, arg.size, arg.seed);
+	memset(b, FILLER, arg.size);
 	errno = 0;
-	long r = syscall(SYS_read, fd, b, size);
+	long r = syscall(SYS_read, fd, b, arg.size);
 	if (r != -1 || errno != EBADF)
 		fail("syscall(SYS_read) on a tagged fd returned %ld (%s), expected -1 EBADF", r,
 		     strerror(errno));
 	errno = 0;
-	r = syscall(SYS_pread64, fd, b, size, 0);
+	r = syscall(SYS_pread64, fd, b, arg.size, 0);
 	if (r != -1 || errno != EBADF)
 		fail("syscall(SYS_pread64) on a tagged fd returned %ld (%s), expected -1 EBADF", r,
 		     strerror(errno));
-	struct iovec iov = { b, size };
+	struct iovec iov = { b, arg.size };
 	errno = 0;
 	r = syscall(SYS_readv, fd, &iov, 1);
 	if (r != -1 || errno != EBADF)
 		fail("syscall(SYS_readv) on a tagged fd returned %ld (%s), expected -1 EBADF", r,
 		     strerror(errno));
-	for (size_t k = 0; k < size; k++)
-		if (b[k] != 0x5A)
-			fail("a raw syscall wrote into the buffer (byte %zu)", k);
-	/* the library's own path still works, from offset 0 */
-	if (read_all(fd, b, size, path) != size || memcmp(b, e, size) != 0)
-		fail("read() after the raw syscalls returned wrong bytes");
-	close(fd);
+	reader_intact(fd, b, e, &arg, "a raw syscall", "the raw syscalls");
 
-	int wfd = open(path2, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (wfd < 0)
-		fail("open %s: %s", path2, strerror(errno));
+	int wfd = xopen(arg.path2, O_WRONLY | O_CREAT | O_TRUNC);
 	static const char junk[4096] = { 'J' };
 	errno = 0;
 	r = syscall(SYS_write, wfd, junk, sizeof(junk));
@@ -998,78 +1102,69 @@ static int m_rawsys(int argc, char **argv)
 	if (r != -1 || errno != EBADF)
 		fail("syscall(SYS_pwrite64) on a tagged fd returned %ld (%s), expected -1 EBADF", r,
 		     strerror(errno));
-	write_all(wfd, e, size, path2);
-	if (close(wfd) != 0)
-		fail("close %s: %s", path2, strerror(errno));
-	check_file(path2, size, seed, 0);
+	write_all(wfd, e, arg.size, arg.path2);
+	xclose(wfd, arg.path2);
+	check_file(arg.path2, arg.size, arg.seed, 0);
 	printf("rawsys: SYS_read, SYS_pread64, SYS_readv, SYS_write, SYS_pwrite64 failed with EBADF\n");
 	free(b);
 	free(e);
 	return 0;
 }
 
+/* Maps the reader fd of PATH as prot and flags (named flags_name in
+ * messages) and checks that the map shows PATH's bytes e. */
+static void expect_map(int fd, int prot, int flags, const char *flags_name, const unsigned char *e,
+		       const struct args *arg)
+{
+	unsigned char *m = mmap(NULL, arg->size, prot, flags, fd, 0);
+	if (m == MAP_FAILED)
+		fail("mmap(%s) of a tagged fd: %s", flags_name, strerror(errno));
+	if (memcmp(m, e, arg->size) != 0)
+		fail("mmap(%s) of %s shows wrong bytes", flags_name, arg->path);
+	munmap(m, arg->size);
+}
+
 static int m_mmap(int argc, char **argv)
 {
-	need_args(argc, 5, "PATH PATH2 SIZE SEED");
-	const char *path = argv[1], *path2 = argv[2];
-	size_t size = num(argv[3]);
-	uint64_t seed = num(argv[4]);
-	unsigned char *e = pattern_buf(size, seed), *b = xmalloc(size);
+	struct args arg = parse_args(argc, argv, "PATH PATH2 SIZE SEED");
+	unsigned char *e = pattern_buf(arg.size, arg.seed), *b = xmalloc(arg.size);
 
 	/* a cached checkpoint mapped read-only, shared and private */
-	gen_file(path, size, seed, 0);
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		fail("open %s: %s", path, strerror(errno));
-	if (read_all(fd, b, 1000, path) != 1000)
-		fail("short read of %s", path);
-	unsigned char *m = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED)
-		fail("mmap(MAP_SHARED) of a tagged fd: %s", strerror(errno));
-	if (memcmp(m, e, size) != 0)
-		fail("mmap(MAP_SHARED) of %s shows wrong bytes", path);
-	munmap(m, size);
-	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-	if (m == MAP_FAILED)
-		fail("mmap(MAP_PRIVATE) of a tagged fd: %s", strerror(errno));
-	if (memcmp(m, e, size) != 0)
-		fail("mmap(MAP_PRIVATE) of %s shows wrong bytes", path);
-	munmap(m, size);
+	int fd = gen_open(arg.path, arg.size, arg.seed);
+	if (read_all(fd, b, 1000, arg.path) != 1000)
+		fail("short read of %s", arg.path);
+	expect_map(fd, PROT_READ, MAP_SHARED, "MAP_SHARED", e, &arg);
+	expect_map(fd, PROT_READ | PROT_WRITE, MAP_PRIVATE, "MAP_PRIVATE", e, &arg);
 	/* the descriptor keeps its position and now reads the real file */
-	if (read_all(fd, b + 1000, size - 1000, path) != size - 1000)
-		fail("short read of %s after mmap", path);
-	if (memcmp(b, e, size) != 0)
-		fail("read of %s after mmap returned wrong bytes", path);
+	if (read_all(fd, b + 1000, arg.size - 1000, arg.path) != arg.size - 1000)
+		fail("short read of %s after mmap", arg.path);
+	if (memcmp(b, e, arg.size) != 0)
+		fail("read of %s after mmap returned wrong bytes", arg.path);
 	struct stat st;
-	if (fstat(fd, &st) != 0 || (size_t)st.st_size != size)
-		fail("fstat %s after mmap: wrong size", path);
+	if (fstat(fd, &st) != 0 || (size_t)st.st_size != arg.size)
+		fail("fstat %s after mmap: wrong size", arg.path);
 	close(fd);
-	check_file(path, size, seed, 0);
+	check_file(arg.path, arg.size, arg.seed, 0);
 
 	/* a writer that maps its checkpoint and changes it through the map */
-	fd = open(path2, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0)
-		fail("open %s: %s", path2, strerror(errno));
-	write_all(fd, e, size, path2);
-	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	fd = xopen(arg.path2, O_RDWR | O_CREAT | O_TRUNC);
+	write_all(fd, e, arg.size, arg.path2);
+	unsigned char *m = mmap(NULL, arg.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
 		fail("mmap(MAP_SHARED, PROT_WRITE) of a tagged writer: %s", strerror(errno));
-	if (memcmp(m, e, size) != 0)
-		fail("mmap of the writer %s shows wrong bytes", path2);
+	if (memcmp(m, e, arg.size) != 0)
+		fail("mmap of the writer %s shows wrong bytes", arg.path2);
 	memset(m, 'M', 4096);
 	memcpy(e, m, 4096);
-	if (msync(m, size, MS_SYNC) != 0)
+	if (msync(m, arg.size, MS_SYNC) != 0)
 		fail("msync: %s", strerror(errno));
-	munmap(m, size);
-	if (close(fd) != 0)
-		fail("close %s: %s", path2, strerror(errno));
-	fd = open(path2, O_RDONLY);
-	if (fd < 0)
-		fail("open %s: %s", path2, strerror(errno));
-	if (read_all(fd, b, size, path2) != size || read(fd, b, 0) != 0)
-		fail("short read of %s", path2);
-	if (memcmp(b, e, size) != 0)
-		fail("%s does not hold what was written through write() and the map", path2);
+	munmap(m, arg.size);
+	xclose(fd, arg.path2);
+	fd = xopen(arg.path2, O_RDONLY);
+	if (read_all(fd, b, arg.size, arg.path2) != arg.size || read(fd, b, 0) != 0)
+		fail("short read of %s", arg.path2);
+	if (memcmp(b, e, arg.size) != 0)
+		fail("%s does not hold what was written through write() and the map", arg.path2);
 	close(fd);
 	printf("mmap: tagged descriptors map the right bytes\n");
 	free(b);
@@ -1079,27 +1174,22 @@ static int m_mmap(int argc, char **argv)
 
 static int m_procfd(int argc, char **argv)
 {
-	need_args(argc, 4, "PATH SIZE SEED");
-	const char *path = argv[1];
-	size_t size = num(argv[2]);
-	uint64_t seed = num(argv[3]);
-	unsigned char *e = pattern_buf(size, seed), b[4096];
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED");
+	unsigned char *e = pattern_buf(arg.size, arg.seed), b[4096];
 	char proc[64];
 
-	gen_file(path, size, seed, 0);
+	gen_file(arg.path, arg.size, arg.seed, 0);
 	for (int acc = 0; acc < 2; acc++) {
-		int fd = acc ? open(path, O_RDWR | O_CREAT | O_TRUNC, 0644) : open(path, O_RDONLY);
-		if (fd < 0)
-			fail("open %s: %s", path, strerror(errno));
+		int fd = xopen(arg.path, acc ? O_RDWR | O_CREAT | O_TRUNC : O_RDONLY);
 		if (acc)
-			write_all(fd, e, size, path);
+			write_all(fd, e, arg.size, arg.path);
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 		int fd2 = open(proc, O_RDONLY);
 		if (fd2 >= 0) {
 			ssize_t r = read(fd2, b, sizeof(b));
 			if (r > 0)
 				fail("reopening %s returned %zd bytes%s", proc, r,
-				     memcmp(b, e, (size_t)r < size ? (size_t)r : size) == 0 ?
+				     memcmp(b, e, (size_t)r < arg.size ? (size_t)r : arg.size) == 0 ?
 					     " of the checkpoint" : "");
 			close(fd2);
 			printf("procfd: %s opened, read: %s\n", proc, r < 0 ? strerror(errno) : "0 bytes");
@@ -1116,7 +1206,7 @@ static int m_procfd(int argc, char **argv)
 		}
 		close(fd);
 	}
-	check_file(path, size, seed, 0);
+	check_file(arg.path, arg.size, arg.seed, 0);
 	free(e);
 	return 0;
 }
@@ -1192,57 +1282,49 @@ static int uring_rw(struct uring *u, int op, int fd, void *buf, unsigned len, ui
 
 static int m_uring(int argc, char **argv)
 {
-	need_args(argc, 5, "PATH PATH2 SIZE SEED");
-	const char *path = argv[1], *path2 = argv[2];
-	size_t size = num(argv[3]);
-	uint64_t seed = num(argv[4]);
+	struct args arg = parse_args(argc, argv, "PATH PATH2 SIZE SEED");
 	struct uring u;
-	unsigned char *e = pattern_buf(size, seed), *b = xmalloc(size);
+	unsigned char *e = pattern_buf(arg.size, arg.seed), *b = xmalloc(arg.size);
 
 	int rc = uring_init(&u);
 	if (rc < 0)
 		note("io_uring not tested: io_uring_setup failed here (%s)", strerror(-rc));
-	gen_file(path, size, seed, 0);
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		fail("open %s: %s", path, strerror(errno));
-	memset(b, 0x5A, size);
-	struct iovec iov = { b, size };
-	int r = uring_rw(&u, IORING_OP_READ, fd, b, (unsigned)size, 0);
+	int fd = gen_open(arg.path, arg.size, arg.seed);
+	memset(b, FILLER, arg.size);
+	struct iovec iov = { b, arg.size };
+	int r = uring_rw(&u, IORING_OP_READ, fd, b, (unsigned)arg.size, 0);
 	int rv = uring_rw(&u, IORING_OP_READV, fd, &iov, 1, 0);
 	if (r >= 0 || rv >= 0)
 		fail("io_uring read of a tagged fd returned %d / readv %d (expected errors)", r, rv);
-	for (size_t k = 0; k < size; k++)
-		if (b[k] != 0x5A)
-			fail("io_uring wrote into the buffer (byte %zu)", k);
-	if (read_all(fd, b, size, path) != size || memcmp(b, e, size) != 0)
-		fail("read() after io_uring returned wrong bytes");
-	close(fd);
+	reader_intact(fd, b, e, &arg, "io_uring", "io_uring");
 
-	int wfd = open(path2, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (wfd < 0)
-		fail("open %s: %s", path2, strerror(errno));
-	int w = uring_rw(&u, IORING_OP_WRITE, wfd, b, (unsigned)size, 0);
+	int wfd = xopen(arg.path2, O_WRONLY | O_CREAT | O_TRUNC);
+	int w = uring_rw(&u, IORING_OP_WRITE, wfd, b, (unsigned)arg.size, 0);
 	if (w >= 0)
 		fail("io_uring write to a tagged fd returned %d (expected an error)", w);
-	write_all(wfd, e, size, path2);
-	close(wfd);
-	check_file(path2, size, seed, 0);
+	writer_intact(wfd, e, &arg);
 	printf("uring: read %s, readv %s, write %s\n", strerror(-r), strerror(-rv), strerror(-w));
 	free(b);
 	free(e);
 	return 0;
 }
 
-static int aio_run(struct aiocb *cb, bool wr)
+/* One POSIX aio_read or aio_write of n bytes at offset 0, which must fail;
+ * returns its error. */
+static int aio_run(int fd, unsigned char *b, size_t n, bool wr)
 {
-	if ((wr ? aio_write(cb) : aio_read(cb)) != 0)
+	struct aiocb cb;
+	memset(&cb, 0, sizeof(cb));
+	cb.aio_fildes = fd;
+	cb.aio_buf = b;
+	cb.aio_nbytes = n;
+	if ((wr ? aio_write(&cb) : aio_read(&cb)) != 0)
 		return errno;
-	const struct aiocb *list[1] = { cb };
-	while (aio_error(cb) == EINPROGRESS)
+	const struct aiocb *list[1] = { &cb };
+	while (aio_error(&cb) == EINPROGRESS)
 		aio_suspend(list, 1, NULL);
-	int err = aio_error(cb);
-	ssize_t r = aio_return(cb);
+	int err = aio_error(&cb);
+	ssize_t r = aio_return(&cb);
 	if (err == 0)
 		fail("POSIX aio_%s on a tagged fd succeeded (%zd bytes)", wr ? "write" : "read", r);
 	return err;
@@ -1250,41 +1332,17 @@ static int aio_run(struct aiocb *cb, bool wr)
 
 static int m_aio(int argc, char **argv)
 {
-	need_args(argc, 5, "PATH PATH2 SIZE SEED");
-	const char *path = argv[1], *path2 = argv[2];
-	size_t size = num(argv[3]);
-	uint64_t seed = num(argv[4]);
-	unsigned char *e = pattern_buf(size, seed), *b = xmalloc(size);
+	struct args arg = parse_args(argc, argv, "PATH PATH2 SIZE SEED");
+	unsigned char *e = pattern_buf(arg.size, arg.seed), *b = xmalloc(arg.size);
 
-	gen_file(path, size, seed, 0);
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		fail("open %s: %s", path, strerror(errno));
-	memset(b, 0x5A, size);
-	struct aiocb cb;
-	memset(&cb, 0, sizeof(cb));
-	cb.aio_fildes = fd;
-	cb.aio_buf = b;
-	cb.aio_nbytes = size;
-	int er = aio_run(&cb, false);
-	for (size_t k = 0; k < size; k++)
-		if (b[k] != 0x5A)
-			fail("aio_read wrote into the buffer (byte %zu)", k);
-	if (read_all(fd, b, size, path) != size || memcmp(b, e, size) != 0)
-		fail("read() after aio_read returned wrong bytes");
-	close(fd);
+	int fd = gen_open(arg.path, arg.size, arg.seed);
+	memset(b, FILLER, arg.size);
+	int er = aio_run(fd, b, arg.size, false);
+	reader_intact(fd, b, e, &arg, "aio_read", "aio_read");
 
-	int wfd = open(path2, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (wfd < 0)
-		fail("open %s: %s", path2, strerror(errno));
-	memset(&cb, 0, sizeof(cb));
-	cb.aio_fildes = wfd;
-	cb.aio_buf = b;
-	cb.aio_nbytes = size;
-	int ew = aio_run(&cb, true);
-	write_all(wfd, e, size, path2);
-	close(wfd);
-	check_file(path2, size, seed, 0);
+	int wfd = xopen(arg.path2, O_WRONLY | O_CREAT | O_TRUNC);
+	int ew = aio_run(wfd, b, arg.size, true);
+	writer_intact(wfd, e, &arg);
 	printf("aio: aio_read %s, aio_write %s\n", strerror(er), strerror(ew));
 	free(b);
 	free(e);
@@ -1293,16 +1351,11 @@ static int m_aio(int argc, char **argv)
 
 static int m_locks(int argc, char **argv)
 {
-	need_args(argc, 4, "PATH SIZE SEED");
-	const char *path = argv[1];
-	size_t size = num(argv[2]);
-	uint64_t seed = num(argv[3]);
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED");
 
-	gen_file(path, size, seed, 0);
+	gen_file(arg.path, arg.size, arg.seed, 0);
 	for (int acc = 0; acc < 2; acc++) {
-		int fd = acc ? open(path, O_WRONLY | O_TRUNC) : open(path, O_RDONLY);
-		if (fd < 0)
-			fail("open %s: %s", path, strerror(errno));
+		int fd = xopen(arg.path, acc ? O_WRONLY | O_TRUNC : O_RDONLY);
 		errno = 0;
 		int r = flock(fd, acc ? LOCK_EX : LOCK_SH);
 		if (r == 0)
@@ -1317,13 +1370,13 @@ static int m_locks(int argc, char **argv)
 		printf("locks: %s fd: flock %s, F_SETLK %s\n", acc ? "writer" : "reader", strerror(ef),
 		       strerror(el));
 		if (acc) {
-			unsigned char *e = pattern_buf(size, seed);
-			write_all(fd, e, size, path);
+			unsigned char *e = pattern_buf(arg.size, arg.seed);
+			write_all(fd, e, arg.size, arg.path);
 			free(e);
 		}
 		close(fd);
 	}
-	check_file(path, size, seed, 0);
+	check_file(arg.path, arg.size, arg.seed, 0);
 	return 0;
 }
 
@@ -1358,9 +1411,7 @@ static int m_stdout(int argc, char **argv)
 	if (w != (ssize_t)sizeof(via_write) - 1)
 		fail("write() to stdout on a tagged descriptor: %s", w < 0 ? strerror(we) : "short");
 
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		fail("open %s: %s", path, strerror(errno));
+	fd = xopen(path, O_RDONLY);
 	size_t got = read_all(fd, (unsigned char *)b, sizeof(b) - 1, path);
 	close(fd);
 	b[got] = '\0';
@@ -1400,18 +1451,16 @@ static void expect_fstat(int fd, off_t size, const char *what)
 
 static int m_fdops(int argc, char **argv)
 {
-	need_args(argc, 3, "PATH SEED");
-	const char *path = argv[1];
-	uint64_t seed = num(argv[2]);
+	struct args arg = parse_args(argc, argv, "PATH SEED");
 	const size_t n = 300000;
 	unsigned char *exp = xmalloc(2 * n), *b = xmalloc(2 * n);
 	size_t len;
 
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	int fd = open(arg.path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0)
-		fail("open %s: %s", path, strerror(errno));
-	pattern(exp, 0, n, seed);
-	write_all(fd, exp, n, path);
+		fail("open %s: %s", arg.path, strerror(errno));
+	pattern(exp, 0, n, arg.seed);
+	write_all(fd, exp, n, arg.path);
 	len = n;
 	expect_fstat(fd, (off_t)len, "after write");
 	xlseek(fd, 0, SEEK_CUR, (off_t)n, "SEEK_CUR");
@@ -1422,7 +1471,7 @@ static int m_fdops(int argc, char **argv)
 		fail("lseek to -1 did not fail with EINVAL");
 
 	/* an O_RDWR writer reads what it wrote so far */
-	if (read_all(fd, b, 1000, path) != 1000 || memcmp(b, exp + 12345, 1000) != 0)
+	if (read_all(fd, b, 1000, arg.path) != 1000 || memcmp(b, exp + 12345, 1000) != 0)
 		fail("read on the writer returned wrong bytes");
 	if (pread(fd, b, 777, 200000) != 777 || memcmp(b, exp + 200000, 777) != 0)
 		fail("pread on the writer returned wrong bytes");
@@ -1432,7 +1481,7 @@ static int m_fdops(int argc, char **argv)
 	if (d1 < 0)
 		fail("dup: %s", strerror(errno));
 	xlseek(d1, 0, SEEK_CUR, 13345, "SEEK_CUR on the dup");
-	if (read_all(d1, b, 655, path) != 655 || memcmp(b, exp + 13345, 655) != 0)
+	if (read_all(d1, b, 655, arg.path) != 655 || memcmp(b, exp + 13345, 655) != 0)
 		fail("read on the dup returned wrong bytes");
 	xlseek(fd, 0, SEEK_CUR, 14000, "SEEK_CUR after reading the dup");
 	int d2 = dup2(fd, 77);
@@ -1462,8 +1511,8 @@ static int m_fdops(int argc, char **argv)
 		fail("F_SETFL O_APPEND: %s", strerror(errno));
 	if (!(fcntl(fd, F_GETFL) & O_APPEND))
 		fail("F_SETFL on a dup is not seen by the original");
-	pattern(exp + len, len, 5000, seed);
-	write_all(fd, exp + len, 5000, path);
+	pattern(exp + len, len, 5000, arg.seed);
+	write_all(fd, exp + len, 5000, arg.path);
 	len += 5000;
 	xlseek(fd, 0, SEEK_CUR, (off_t)len, "SEEK_CUR after an append");
 	if (fcntl(fd, F_SETFL, fl) != 0)
@@ -1471,7 +1520,7 @@ static int m_fdops(int argc, char **argv)
 
 	/* writev / readv / pwritev / preadv */
 	struct iovec iov[3] = { { exp + len, 1 }, { exp + len + 1, 4095 }, { exp + len + 4096, 10000 } };
-	pattern(exp + len, len, 14096, seed);
+	pattern(exp + len, len, 14096, arg.seed);
 	if (writev(fd, iov, 3) != 14096)
 		fail("writev: %s", strerror(errno));
 	len += 14096;
@@ -1495,22 +1544,22 @@ static int m_fdops(int argc, char **argv)
 	/* fsync returns only when the real file holds these bytes */
 	if (fsync(fd) != 0)
 		fail("fsync: %s", strerror(errno));
-	raw_check(path, exp, len, "right after fsync");
-	pattern(exp + len, len, 40000, seed);
+	raw_check(arg.path, exp, len, "right after fsync");
+	pattern(exp + len, len, 40000, arg.seed);
 	if (pwrite(fd, exp + len, 40000, (off_t)len) != 40000)
 		fail("pwrite: %s", strerror(errno));
 	len += 40000;
 	if (fdatasync(d2) != 0)
 		fail("fdatasync: %s", strerror(errno));
-	raw_check(path, exp, len, "right after fdatasync");
+	raw_check(arg.path, exp, len, "right after fdatasync");
 	/* pwritev2 with RWF_DSYNC syncs like fdatasync; preadv2 at offset -1
 	 * reads at the position */
-	pattern(exp + len, len, 3000, seed);
+	pattern(exp + len, len, 3000, arg.seed);
 	struct iovec v2 = { exp + len, 3000 };
 	if (pwritev2(fd, &v2, 1, (off_t)len, RWF_DSYNC) != 3000)
 		fail("pwritev2(RWF_DSYNC): %s", strerror(errno));
 	len += 3000;
-	raw_check(path, exp, len, "right after pwritev2(RWF_DSYNC)");
+	raw_check(arg.path, exp, len, "right after pwritev2(RWF_DSYNC)");
 	if (lseek(fd, 100, SEEK_SET) != 100)
 		fail("lseek");
 	struct iovec r2 = { b, 500 };
@@ -1526,9 +1575,7 @@ static int m_fdops(int argc, char **argv)
 		fail("a second close did not fail with EBADF");
 
 	/* read-only: writes fail, ftruncate fails, positions are its own */
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		fail("open %s: %s", path, strerror(errno));
+	fd = xopen(arg.path, O_RDONLY);
 	expect_fstat(fd, (off_t)len, "reopened");
 	if (write(fd, "x", 1) != -1 || errno != EBADF)
 		fail("write to a read-only tagged fd did not fail with EBADF");
@@ -1536,7 +1583,7 @@ static int m_fdops(int argc, char **argv)
 		fail("ftruncate of a read-only tagged fd succeeded");
 	if ((fcntl(fd, F_GETFL) & O_ACCMODE) != O_RDONLY)
 		fail("F_GETFL of a read-only fd is not O_RDONLY");
-	if (read_all(fd, b, 2 * n, path) != len || memcmp(b, exp, len) != 0)
+	if (read_all(fd, b, 2 * n, arg.path) != len || memcmp(b, exp, len) != 0)
 		fail("the reopened checkpoint reads wrong bytes");
 	if (lseek(fd, (off_t)len, SEEK_DATA) != -1 || errno != ENXIO)
 		fail("SEEK_DATA at the end did not fail with ENXIO");
@@ -1550,12 +1597,12 @@ static int m_fdops(int argc, char **argv)
 
 	/* fsync of a reader: the finished checkpoint is at its real path */
 	char path2[PATH_MAX];
-	snprintf(path2, sizeof(path2), "%s.2", path);
-	gen_file(path2, 3u << 20, seed + 1, 0);
+	snprintf(path2, sizeof(path2), "%s.2", arg.path);
+	gen_file(path2, 3u << 20, arg.seed + 1, 0);
 	fd = open(path2, O_RDONLY);
 	if (fd < 0 || fsync(fd) != 0)
 		fail("fsync of a reader of %s: %s", path2, strerror(errno));
-	unsigned char *e2 = pattern_buf(3u << 20, seed + 1);
+	unsigned char *e2 = pattern_buf(3u << 20, arg.seed + 1);
 	raw_check(path2, e2, 3u << 20, "right after fsync on a reader");
 	close(fd);
 	free(e2);
@@ -1568,20 +1615,16 @@ static int m_fdops(int argc, char **argv)
 /* fsync under CKPTCACHE_PERSIST=never: returns at once, nothing at home */
 static int m_fsync_never(int argc, char **argv)
 {
-	need_args(argc, 4, "PATH SIZE SEED");
-	const char *path = argv[1];
-	size_t size = num(argv[2]);
-	unsigned char *e = pattern_buf(size, num(argv[3]));
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0)
-		fail("open %s: %s", path, strerror(errno));
-	write_all(fd, e, size, path);
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED");
+	unsigned char *e = pattern_buf(arg.size, arg.seed);
+	int fd = xopen(arg.path, O_WRONLY | O_CREAT | O_TRUNC);
+	write_all(fd, e, arg.size, arg.path);
 	if (fsync(fd) != 0)
 		fail("fsync: %s", strerror(errno));
-	if (raw_exists(path))
-		fail("with CKPTCACHE_PERSIST=never, fsync put %s at its real path", path);
+	if (raw_exists(arg.path))
+		fail("with CKPTCACHE_PERSIST=never, fsync put %s at its real path", arg.path);
 	close(fd);
-	check_file(path, size, num(argv[3]), 0);
+	check_file(arg.path, arg.size, arg.seed, 0);
 	free(e);
 	return 0;
 }
@@ -1590,25 +1633,20 @@ static int m_fsync_never(int argc, char **argv)
 
 static int m_stdio(int argc, char **argv)
 {
-	need_args(argc, 4, "PATH SIZE SEED");
-	const char *path = argv[1];
-	size_t size = num(argv[2]);
-	uint64_t seed = num(argv[3]);
-	unsigned char *e = xmalloc(size + 64), *b = xmalloc(size + 64);
-	pattern(e, 0, size, seed);
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED");
+	unsigned char *e = xmalloc(arg.size + 64), *b = xmalloc(arg.size + 64);
+	pattern(e, 0, arg.size, arg.seed);
 
-	FILE *f = fopen(path, "wb");
-	if (!f)
-		fail("fopen %s wb: %s", path, strerror(errno));
-	for (size_t k = 0, c = 1; k < size; k += c, c = c * 3 + 1) {
-		size_t m = size - k < c ? size - k : c;
+	FILE *f = xfopen(arg.path, "wb");
+	for (size_t k = 0, c = 1; k < arg.size; k += c, c = c * 3 + 1) {
+		size_t m = arg.size - k < c ? arg.size - k : c;
 		if (fwrite(e + k, 1, m, f) != m)
 			fail("fwrite: %s", strerror(errno));
 	}
 	if (fputc('Z', f) != 'Z' || fprintf(f, "%s", "tail") != 4)
 		fail("fputc/fprintf: %s", strerror(errno));
-	memcpy(e + size, "Ztail", 5);
-	size_t len = size + 5;
+	memcpy(e + arg.size, "Ztail", 5);
+	size_t len = arg.size + 5;
 	if (ftell(f) != (long)len)
 		fail("ftell after writing: %ld, expected %zu", ftell(f), len);
 	if (fflush(f) != 0)
@@ -1616,12 +1654,9 @@ static int m_stdio(int argc, char **argv)
 	struct stat st;
 	if (fstat(fileno(f), &st) != 0 || (size_t)st.st_size != len)
 		fail("fstat(fileno) of the stream: wrong size");
-	if (fclose(f) != 0)
-		fail("fclose: %s", strerror(errno));
+	xfclose(f);
 
-	f = fopen(path, "rb");
-	if (!f)
-		fail("fopen %s rb: %s", path, strerror(errno));
+	f = xfopen(arg.path, "rb");
 	if (fseek(f, 0, SEEK_END) != 0 || ftell(f) != (long)len)
 		fail("fseek/ftell to the end: %ld, expected %zu", ftell(f), len);
 	rewind(f);
@@ -1636,55 +1671,47 @@ static int m_stdio(int argc, char **argv)
 		fail("fread: %zu bytes, expected %zu", got, len);
 	if (memcmp(b, e, len) != 0)
 		fail("fread returned wrong bytes");
-	if (fseek(f, (long)(size / 2), SEEK_SET) != 0)
+	if (fseek(f, (long)(arg.size / 2), SEEK_SET) != 0)
 		fail("fseek: %s", strerror(errno));
 	int c = fgetc(f);
-	if (c != e[size / 2] || ungetc(c, f) != c || fgetc(f) != c)
+	if (c != e[arg.size / 2] || ungetc(c, f) != c || fgetc(f) != c)
 		fail("fgetc/ungetc returned a wrong byte");
 	if (fseek(f, -5, SEEK_END) != 0 || fgetc(f) != 'Z')
 		fail("fseek from the end: wrong byte");
-	if (fclose(f) != 0)
-		fail("fclose: %s", strerror(errno));
+	xfclose(f);
 
 	/* w+: read back through the same stream */
-	f = fopen(path, "w+");
-	if (!f)
-		fail("fopen %s w+: %s", path, strerror(errno));
-	if (fwrite(e, 1, size, f) != size)
+	f = xfopen(arg.path, "w+");
+	if (fwrite(e, 1, arg.size, f) != arg.size)
 		fail("fwrite w+: %s", strerror(errno));
 	rewind(f);
-	if (fread(b, 1, size, f) != size || memcmp(b, e, size) != 0)
+	if (fread(b, 1, arg.size, f) != arg.size || memcmp(b, e, arg.size) != 0)
 		fail("a w+ stream reads back wrong bytes");
 	fclose(f);
 
 	/* append: the stream continues the checkpoint at its real path (after
 	 * the w+ version's flush: an append racing it is the subject of the
 	 * handover mode) */
-	struct timespec pause = { 0, 100 * 1000000L };
-	nanosleep(&pause, NULL);
-	f = fopen(path, "ab");
-	if (!f)
-		fail("fopen %s ab: %s", path, strerror(errno));
+	sleep_ms(100);
+	f = xfopen(arg.path, "ab");
 	if (fwrite("APPENDED", 1, 8, f) != 8 || fclose(f) != 0)
 		fail("append: %s", strerror(errno));
-	memcpy(e + size, "APPENDED", 8);
-	len = size + 8;
-	f = fopen(path, "r");
-	if (!f)
-		fail("fopen %s r: %s", path, strerror(errno));
+	memcpy(e + arg.size, "APPENDED", 8);
+	len = arg.size + 8;
+	f = xfopen(arg.path, "r");
 	got = fread(b, 1, len + 10, f);
 	if (got != len || memcmp(b, e, len) != 0)
 		fail("after appending the file reads %zu bytes, expected %zu, or wrong bytes", got, len);
 	fclose(f);
 	/* freopen of another stream onto a tagged path writes the real file */
 	char p2[PATH_MAX];
-	snprintf(p2, sizeof(p2), "%s.freopen", path);
+	snprintf(p2, sizeof(p2), "%s.freopen", arg.path);
 	FILE *g = fopen("/dev/null", "w");
 	if (!g || !(g = freopen(p2, "w", g)))
 		fail("freopen onto %s: %s", p2, strerror(errno));
-	if (fwrite(e, 1, size, g) != size || fclose(g) != 0)
+	if (fwrite(e, 1, arg.size, g) != arg.size || fclose(g) != 0)
 		fail("writing through freopen: %s", strerror(errno));
-	check_file(p2, size, seed, 0);
+	check_file(p2, arg.size, arg.seed, 0);
 	printf("stdio: fwrite/fread/fseek/ftell/fgetc/ungetc/w+/a/freopen ok\n");
 	free(b);
 	free(e);
@@ -1695,23 +1722,20 @@ static int m_stdio(int argc, char **argv)
  * moves to the new file, and the checkpoint holds what was written before. */
 static int m_freopen(int argc, char **argv)
 {
-	need_args(argc, 4, "PATH SIZE SEED");
-	const char *path = argv[1];
-	size_t size = num(argv[2]);
-	uint64_t seed = num(argv[3]);
-	unsigned char *e = pattern_buf(size, seed);
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED");
+	unsigned char *e = pattern_buf(arg.size, arg.seed);
 	char other[PATH_MAX];
 
-	snprintf(other, sizeof(other), "%s.other", path);
-	FILE *f = fopen(path, "w");
-	if (!f || fwrite(e, 1, size, f) != size)
-		fail("fopen/fwrite %s: %s", path, strerror(errno));
+	snprintf(other, sizeof(other), "%s.other", arg.path);
+	FILE *f = fopen(arg.path, "w");
+	if (!f || fwrite(e, 1, arg.size, f) != arg.size)
+		fail("fopen/fwrite %s: %s", arg.path, strerror(errno));
 	f = freopen(other, "w", f);
 	if (!f)
 		fail("freopen of a tagged stream onto %s: %s", other, strerror(errno));
 	if (fputs("other\n", f) == EOF || fclose(f) != 0)
 		fail("writing the reopened stream: %s", strerror(errno));
-	check_file(path, size, seed, 0);
+	check_file(arg.path, arg.size, arg.seed, 0);
 	f = fopen(other, "r");
 	char line[16] = "";
 	if (!f || !fgets(line, sizeof(line), f) || strcmp(line, "other\n") != 0)
@@ -1727,19 +1751,16 @@ static int m_freopen(int argc, char **argv)
  * so far are the checkpoint, at its real path after exit. */
 static int m_noclose(int argc, char **argv)
 {
-	need_args(argc, 5, "PATH SIZE SEED fd|stream");
-	size_t size = num(argv[2]);
-	unsigned char *e = pattern_buf(size, num(argv[3]));
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED fd|stream");
+	unsigned char *e = pattern_buf(arg.size, arg.seed);
 	if (strcmp(argv[4], "stream") == 0) {
-		FILE *f = fopen(argv[1], "w");
-		if (!f || fwrite(e, 1, size, f) != size)
-			fail("fopen/fwrite %s: %s", argv[1], strerror(errno));
+		FILE *f = fopen(arg.path, "w");
+		if (!f || fwrite(e, 1, arg.size, f) != arg.size)
+			fail("fopen/fwrite %s: %s", arg.path, strerror(errno));
 		/* no fclose, no fflush: exit(3) flushes */
 	} else {
-		int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (fd < 0)
-			fail("open %s: %s", argv[1], strerror(errno));
-		write_all(fd, e, size, argv[1]);
+		int fd = xopen(arg.path, O_WRONLY | O_CREAT | O_TRUNC);
+		write_all(fd, e, arg.size, arg.path);
 		/* no close */
 	}
 	exit(0);
@@ -1748,42 +1769,38 @@ static int m_noclose(int argc, char **argv)
 /* renames DIR N SIZE [verify]: N checkpoints written under a temporary
  * name and renamed at once (while their flush may be running), half of
  * them renamed a second time; then each is read under its final name. */
-static void renames_final(char *p, size_t cap, const char *dir, long i)
+static void renames_final(char p[PATH_MAX], const char *dir, long i)
 {
 	if (i % 2)
-		snprintf(p, cap, "%s/r_%03ld.final", dir, i);
+		snprintf(p, PATH_MAX, "%s/r_%03ld.final", dir, i);
 	else
-		snprintf(p, cap, "%s/r_%03ld.bin", dir, i);
+		nth_path(p, dir, "r", i);
 }
 
 static int m_renames(int argc, char **argv)
 {
-	need_args(argc, 4, "DIR N SIZE [verify]");
-	long n = (long)num(argv[2]);
-	size_t size = num(argv[3]);
+	struct args arg = parse_args(argc, argv, "DIR N SIZE [verify]");
 	char tmp[PATH_MAX], fin[PATH_MAX], mid[PATH_MAX];
-	if (argc <= 4 || strcmp(argv[4], "verify") != 0)
-		for (long i = 0; i < n; i++) {
-			snprintf(tmp, sizeof(tmp), "%s/r_%03ld.bin.tmp", argv[1], i);
-			snprintf(mid, sizeof(mid), "%s/r_%03ld.bin", argv[1], i);
-			gen_file(tmp, size, 500 + (uint64_t)i, 0);
+	if (!verify_only(argc, argv, 4))
+		for (long i = 0; i < arg.n; i++) {
+			tmp_and_path(tmp, mid, arg.path, "r", i);
+			gen_file(tmp, arg.size, 500 + (uint64_t)i, 0);
 			if (rename(tmp, mid) != 0)
 				fail("rename %s: %s", tmp, strerror(errno));
-			renames_final(fin, sizeof(fin), argv[1], i);
+			renames_final(fin, arg.path, i);
 			if (i % 2 && rename(mid, fin) != 0)
 				fail("rename %s: %s", mid, strerror(errno));
 		}
-	for (long i = 0; i < n; i++) {
-		renames_final(fin, sizeof(fin), argv[1], i);
-		check_file(fin, size, 500 + (uint64_t)i, 0);
-		snprintf(tmp, sizeof(tmp), "%s/r_%03ld.bin.tmp", argv[1], i);
+	for (long i = 0; i < arg.n; i++) {
+		renames_final(fin, arg.path, i);
+		check_file(fin, arg.size, 500 + (uint64_t)i, 0);
+		tmp_and_path(tmp, mid, arg.path, "r", i);
 		if (access(tmp, F_OK) == 0)
 			fail("%s still exists after its rename", tmp);
-		snprintf(mid, sizeof(mid), "%s/r_%03ld.bin", argv[1], i);
 		if (i % 2 && access(mid, F_OK) == 0)
 			fail("%s still exists after its second rename", mid);
 	}
-	printf("renames: %ld checkpoints renamed and verified\n", n);
+	printf("renames: %ld checkpoints renamed and verified\n", arg.n);
 	return 0;
 }
 
@@ -1792,23 +1809,21 @@ static int m_renames(int argc, char **argv)
  * runs; it must end under the last name only. */
 static int m_pingpong(int argc, char **argv)
 {
-	need_args(argc, 4, "DIR SIZE N [verify]");
-	size_t size = num(argv[2]);
-	long n = (long)num(argv[3]);
+	struct args arg = parse_args(argc, argv, "DIR SIZE N [verify]");
 	char a[PATH_MAX], b[PATH_MAX];
-	snprintf(a, sizeof(a), "%s/ping.bin", argv[1]);
-	snprintf(b, sizeof(b), "%s/pong.bin", argv[1]);
-	const char *last = n % 2 ? b : a, *other = n % 2 ? a : b;
-	if (argc <= 4 || strcmp(argv[4], "verify") != 0) {
-		gen_file(a, size, 77, 0);
-		for (long i = 0; i < n; i++)
+	snprintf(a, sizeof(a), "%s/ping.bin", arg.path);
+	snprintf(b, sizeof(b), "%s/pong.bin", arg.path);
+	const char *last = arg.n % 2 ? b : a, *other = arg.n % 2 ? a : b;
+	if (!verify_only(argc, argv, 4)) {
+		gen_file(a, arg.size, 77, 0);
+		for (long i = 0; i < arg.n; i++)
 			if (rename(i % 2 ? b : a, i % 2 ? a : b) != 0)
 				fail("rename %ld: %s", i, strerror(errno));
 	}
-	check_file(last, size, 77, 0);
+	check_file(last, arg.size, 77, 0);
 	if (access(other, F_OK) == 0)
 		fail("%s exists after the checkpoint was renamed to %s", other, last);
-	printf("pingpong: %ld renames\n", n);
+	printf("pingpong: %ld renames\n", arg.n);
 	return 0;
 }
 
@@ -1818,32 +1833,28 @@ static int m_pingpong(int argc, char **argv)
  * running; 30 ms later the real file must hold the update. */
 static int m_handover(int argc, char **argv)
 {
-	need_args(argc, 5, "PATH SIZE N append|truncate");
-	const char *path = argv[1];
-	size_t size = num(argv[2]);
-	long n = (long)num(argv[3]);
+	struct args arg = parse_args(argc, argv, "PATH SIZE N append|truncate");
 	bool app = strcmp(argv[4], "append") == 0;
-	unsigned char *e = xmalloc(size + 32);
-	for (long i = 0; i < n; i++) {
-		gen_file(path, size, 900 + (uint64_t)i, 0);
-		pattern(e, 0, size, 900 + (uint64_t)i);
-		size_t len = size / 2;
+	unsigned char *e = xmalloc(arg.size + 32);
+	for (long i = 0; i < arg.n; i++) {
+		gen_file(arg.path, arg.size, 900 + (uint64_t)i, 0);
+		pattern(e, 0, arg.size, 900 + (uint64_t)i);
+		size_t len = arg.size / 2;
 		if (app) {
-			int fd = open(path, O_WRONLY | O_APPEND);
+			int fd = open(arg.path, O_WRONLY | O_APPEND);
 			if (fd < 0 || write(fd, "APPENDED", 8) != 8 || close(fd) != 0)
-				fail("append to %s: %s", path, strerror(errno));
-			memcpy(e + size, "APPENDED", 8);
-			len = size + 8;
-		} else if (truncate(path, (off_t)len) != 0) {
-			fail("truncate %s: %s", path, strerror(errno));
+				fail("append to %s: %s", arg.path, strerror(errno));
+			memcpy(e + arg.size, "APPENDED", 8);
+			len = arg.size + 8;
+		} else if (truncate(arg.path, (off_t)len) != 0) {
+			fail("truncate %s: %s", arg.path, strerror(errno));
 		}
-		struct timespec ts = { 0, 30 * 1000000L };
-		nanosleep(&ts, NULL);
+		sleep_ms(30);
 		char when[64];
 		snprintf(when, sizeof(when), "round %ld, 30 ms after the %s", i, argv[4]);
-		raw_check(path, e, len, when);
+		raw_check(arg.path, e, len, when);
 	}
-	printf("handover: %ld rounds of %s\n", n, argv[4]);
+	printf("handover: %ld rounds of %s\n", arg.n, argv[4]);
 	free(e);
 	return 0;
 }
@@ -1853,29 +1864,25 @@ static int m_handover(int argc, char **argv)
  * afterwards none of them may exist at its real path. */
 static int m_unlinkrace(int argc, char **argv)
 {
-	need_args(argc, 3, "DIR N");
-	long n = (long)num(argv[2]);
+	struct args arg = parse_args(argc, argv, "DIR N");
 	char tmp[PATH_MAX], fin[PATH_MAX];
-	for (long i = 0; i < n; i++) {
-		snprintf(tmp, sizeof(tmp), "%s/u_%03ld.bin.tmp", argv[1], i);
-		snprintf(fin, sizeof(fin), "%s/u_%03ld.bin", argv[1], i);
+	for (long i = 0; i < arg.n; i++) {
+		tmp_and_path(tmp, fin, arg.path, "u", i);
 		gen_file(tmp, 16384, 700 + (uint64_t)i, 0);
 		if (rename(tmp, fin) != 0)
 			fail("rename %s: %s", tmp, strerror(errno));
 		if (unlink(fin) != 0)
 			fail("unlink %s: %s", fin, strerror(errno));
 	}
-	struct timespec ts = { 0, 200 * 1000000L };
-	nanosleep(&ts, NULL);
-	for (long i = 0; i < n; i++) {
-		snprintf(tmp, sizeof(tmp), "%s/u_%03ld.bin.tmp", argv[1], i);
-		snprintf(fin, sizeof(fin), "%s/u_%03ld.bin", argv[1], i);
+	sleep_ms(200);
+	for (long i = 0; i < arg.n; i++) {
+		tmp_and_path(tmp, fin, arg.path, "u", i);
 		if (raw_exists(fin))
 			fail("%s is at its real path after it was unlinked", fin);
 		if (raw_exists(tmp))
 			fail("%s is at its real path after it was renamed and unlinked", tmp);
 	}
-	printf("unlinkrace: %ld checkpoints renamed and unlinked\n", n);
+	printf("unlinkrace: %ld checkpoints renamed and unlinked\n", arg.n);
 	return 0;
 }
 
@@ -1884,42 +1891,39 @@ static int m_unlinkrace(int argc, char **argv)
 /* stat of a cached file before it reaches disk (CKPTCACHE_PERSIST=never) */
 static int m_statcached(int argc, char **argv)
 {
-	need_args(argc, 4, "PATH SIZE SEED");
-	const char *path = argv[1];
-	size_t size = num(argv[2]);
-	uint64_t seed = num(argv[3]);
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED");
 	struct stat st;
 
-	gen_file(path, size, seed, 0);
-	if (raw_exists(path))
-		fail("%s is at its real path although CKPTCACHE_PERSIST=never", path);
-	if (stat(path, &st) != 0)
-		fail("stat %s: %s", path, strerror(errno));
-	if (!S_ISREG(st.st_mode) || (size_t)st.st_size != size)
-		fail("stat %s: mode %o size %lld, expected a regular file of %zu bytes", path,
-		     (unsigned)st.st_mode, (long long)st.st_size, size);
+	gen_file(arg.path, arg.size, arg.seed, 0);
+	if (raw_exists(arg.path))
+		fail("%s is at its real path although CKPTCACHE_PERSIST=never", arg.path);
+	if (stat(arg.path, &st) != 0)
+		fail("stat %s: %s", arg.path, strerror(errno));
+	if (!S_ISREG(st.st_mode) || (size_t)st.st_size != arg.size)
+		fail("stat %s: mode %o size %lld, expected a regular file of %zu bytes", arg.path,
+		     (unsigned)st.st_mode, (long long)st.st_size, arg.size);
 	mode_t um = umask(0);
 	umask(um);
 	if ((st.st_mode & 07777) != (0644 & ~um))
-		fail("stat %s: permissions %o, expected %o", path, (unsigned)(st.st_mode & 07777),
+		fail("stat %s: permissions %o, expected %o", arg.path, (unsigned)(st.st_mode & 07777),
 		     (unsigned)(0644 & ~um));
-	if (lstat(path, &st) != 0 || (size_t)st.st_size != size)
-		fail("lstat %s: wrong size", path);
-	if (fstatat(AT_FDCWD, path, &st, 0) != 0 || (size_t)st.st_size != size)
-		fail("fstatat %s: wrong size", path);
+	if (lstat(arg.path, &st) != 0 || (size_t)st.st_size != arg.size)
+		fail("lstat %s: wrong size", arg.path);
+	if (fstatat(AT_FDCWD, arg.path, &st, 0) != 0 || (size_t)st.st_size != arg.size)
+		fail("fstatat %s: wrong size", arg.path);
 	struct statx sx;
-	if (statx(AT_FDCWD, path, 0, STATX_SIZE, &sx) != 0 || sx.stx_size != size)
-		fail("statx %s: wrong size", path);
-	if (access(path, R_OK | W_OK) != 0)
-		fail("access %s: %s", path, strerror(errno));
-	int fd = open(path, O_RDONLY);
-	if (fd < 0 || fstat(fd, &st) != 0 || (size_t)st.st_size != size)
-		fail("fstat of an open %s: wrong size", path);
+	if (statx(AT_FDCWD, arg.path, 0, STATX_SIZE, &sx) != 0 || sx.stx_size != arg.size)
+		fail("statx %s: wrong size", arg.path);
+	if (access(arg.path, R_OK | W_OK) != 0)
+		fail("access %s: %s", arg.path, strerror(errno));
+	int fd = open(arg.path, O_RDONLY);
+	if (fd < 0 || fstat(fd, &st) != 0 || (size_t)st.st_size != arg.size)
+		fail("fstat of an open %s: wrong size", arg.path);
 	close(fd);
-	check_file(path, size, seed, 0);
-	if (raw_exists(path))
-		fail("%s reached its real path although CKPTCACHE_PERSIST=never", path);
-	printf("statcached: stat/lstat/fstatat/statx/fstat report %zu bytes\n", size);
+	check_file(arg.path, arg.size, arg.seed, 0);
+	if (raw_exists(arg.path))
+		fail("%s reached its real path although CKPTCACHE_PERSIST=never", arg.path);
+	printf("statcached: stat/lstat/fstatat/statx/fstat report %zu bytes\n", arg.size);
 	return 0;
 }
 
@@ -1937,40 +1941,36 @@ static void expect_enoent(const char *path, const char *when)
 
 static int m_rename(int argc, char **argv)
 {
-	need_args(argc, 4, "DIR SIZE SEED");
-	const char *dir = argv[1];
-	size_t size = num(argv[2]);
-	uint64_t seed = num(argv[3]);
+	struct args arg = parse_args(argc, argv, "DIR SIZE SEED");
 	char tmp[PATH_MAX], fin[PATH_MAX], a[PATH_MAX], bb[PATH_MAX];
 
-	snprintf(tmp, sizeof(tmp), "%s/final.bin.tmp", dir);
-	snprintf(fin, sizeof(fin), "%s/final.bin", dir);
-	gen_file(tmp, size, seed, 0);
+	snprintf(tmp, sizeof(tmp), "%s/final.bin.tmp", arg.path);
+	snprintf(fin, sizeof(fin), "%s/final.bin", arg.path);
+	gen_file(tmp, arg.size, arg.seed, 0);
 	if (rename(tmp, fin) != 0)
 		fail("rename %s -> %s: %s", tmp, fin, strerror(errno));
 	expect_enoent(tmp, "after rename");
-	check_file(fin, size, seed, 0);
+	check_file(fin, arg.size, arg.seed, 0);
 
 	/* a rename over an existing checkpoint replaces it */
-	snprintf(a, sizeof(a), "%s/a.bin", dir);
-	snprintf(bb, sizeof(bb), "%s/b.bin", dir);
-	gen_file(a, size, seed + 1, 0);
-	gen_file(bb, size / 2, seed + 2, 0);
+	snprintf(a, sizeof(a), "%s/a.bin", arg.path);
+	snprintf(bb, sizeof(bb), "%s/b.bin", arg.path);
+	gen_file(a, arg.size, arg.seed + 1, 0);
+	gen_file(bb, arg.size / 2, arg.seed + 2, 0);
 	if (rename(a, bb) != 0)
 		fail("rename %s -> %s: %s", a, bb, strerror(errno));
 	expect_enoent(a, "after rename over another checkpoint");
-	check_file(bb, size, seed + 1, 0);
+	check_file(bb, arg.size, arg.seed + 1, 0);
 	printf("rename: ok\n");
 	return 0;
 }
 
 static int m_unlink(int argc, char **argv)
 {
-	need_args(argc, 4, "DIR SIZE SEED");
+	struct args arg = parse_args(argc, argv, "DIR SIZE SEED");
 	char path[PATH_MAX];
-	size_t size = num(argv[2]);
-	snprintf(path, sizeof(path), "%s/u.bin", argv[1]);
-	gen_file(path, size, num(argv[3]), 0);
+	snprintf(path, sizeof(path), "%s/u.bin", arg.path);
+	gen_file(path, arg.size, arg.seed, 0);
 	if (unlink(path) != 0)
 		fail("unlink %s: %s", path, strerror(errno));
 	expect_enoent(path, "after unlink");
@@ -1978,13 +1978,12 @@ static int m_unlink(int argc, char **argv)
 		fail("a second unlink of %s did not fail with ENOENT", path);
 	if (raw_exists(path))
 		fail("%s is at its real path after unlink", path);
-	struct timespec ts = { 0, 200 * 1000000L };
-	nanosleep(&ts, NULL);
+	sleep_ms(200);
 	if (raw_exists(path))
 		fail("%s appeared at its real path after unlink", path);
 	/* a new version after the unlink is a normal checkpoint */
-	gen_file(path, size, num(argv[3]) + 1, 0);
-	check_file(path, size, num(argv[3]) + 1, 0);
+	gen_file(path, arg.size, arg.seed + 1, 0);
+	check_file(path, arg.size, arg.seed + 1, 0);
 	if (remove(path) != 0)
 		fail("remove %s: %s", path, strerror(errno));
 	expect_enoent(path, "after remove");
@@ -2007,10 +2006,7 @@ static int m_closeby(int argc, char **argv)
 	int u = open(untagged, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (u < 0 || write(u, mine, sizeof(mine) - 1) != (ssize_t)sizeof(mine) - 1 || close(u) != 0)
 		fail("writing %s: %s", untagged, strerror(errno));
-	gen_file(tagged, 4096, 3, 0);
-	int fd = open(tagged, O_RDONLY);
-	if (fd < 0)
-		fail("open %s: %s", tagged, strerror(errno));
+	int fd = gen_open(tagged, 4096, 3);
 	int rc;
 	if (strcmp(how, "close_range") == 0)
 		rc = close_range((unsigned)fd, (unsigned)fd, 0);
@@ -2020,9 +2016,7 @@ static int m_closeby(int argc, char **argv)
 		rc = (int)syscall(SYS_close, fd), how = "syscall(SYS_close)";
 	if (rc != 0)
 		fail("%s of fd %d: %s", how, fd, strerror(errno));
-	u = open(untagged, O_RDONLY);
-	if (u < 0)
-		fail("open %s: %s", untagged, strerror(errno));
+	u = xopen(untagged, O_RDONLY);
 	memset(b, 0, sizeof(b));
 	ssize_t r = read(u, b, sizeof(b) - 1);
 	unsigned char e[16];
@@ -2075,9 +2069,7 @@ static int m_meta(int argc, char **argv)
 		META_ERR("stat after chmod/utimensat: mode %o mtime %lld; ", (unsigned)(st.st_mode & 07777),
 			 (long long)st.st_mtim.tv_sec);
 
-	int fd = open(q, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0)
-		fail("open %s: %s", q, strerror(errno));
+	int fd = xopen(q, O_WRONLY | O_CREAT | O_TRUNC);
 	unsigned char *e = pattern_buf(100000, 5);
 	write_all(fd, e, 100000, q);
 	free(e);
@@ -2087,8 +2079,7 @@ static int m_meta(int argc, char **argv)
 		META_ERR("fchown: %s; ", strerror(errno));
 	if (futimens(fd, ts) != 0)
 		META_ERR("futimens: %s; ", strerror(errno));
-	if (close(fd) != 0)
-		fail("close %s: %s", q, strerror(errno));
+	xclose(fd, q);
 	if (stat(q, &st) != 0)
 		META_ERR("stat: %s; ", strerror(errno));
 	else if ((st.st_mode & 07777) != 0640 || st.st_mtim.tv_sec != ts[1].tv_sec)
@@ -2107,12 +2098,10 @@ static int m_meta(int argc, char **argv)
 
 static int m_copycalls(int argc, char **argv)
 {
-	need_args(argc, 5, "DIR UNTAGGED_DIR SIZE SEED");
+	struct args arg = parse_args(argc, argv, "DIR UNTAGGED_DIR SIZE SEED");
 	const char *dir = argv[1], *udir = argv[2];
-	size_t size = num(argv[3]);
-	uint64_t seed = num(argv[4]);
 	char a[PATH_MAX], bpath[PATH_MAX], c[PATH_MAX], d[PATH_MAX], u[PATH_MAX], v[PATH_MAX];
-	unsigned char *e = pattern_buf(size, seed), *b = xmalloc(size + 1);
+	unsigned char *e = pattern_buf(arg.size, arg.seed), *b = xmalloc(arg.size + 1);
 	ssize_t r;
 
 	snprintf(a, sizeof(a), "%s/src.bin", dir);
@@ -2121,15 +2110,15 @@ static int m_copycalls(int argc, char **argv)
 	snprintf(d, sizeof(d), "%s/cfr_in.bin", dir);
 	snprintf(u, sizeof(u), "%s/plain_src.bin", udir);
 	snprintf(v, sizeof(v), "%s/plain_out.bin", udir);
-	gen_file(a, size, seed, 0);
-	gen_file(u, size, seed + 1, 0);
+	gen_file(a, arg.size, arg.seed, 0);
+	gen_file(u, arg.size, arg.seed + 1, 0);
 
 	/* sendfile: tagged -> tagged, with the input's position */
 	int in = open(a, O_RDONLY), out = open(bpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (in < 0 || out < 0)
 		fail("open: %s", strerror(errno));
-	for (size_t done = 0; done < size; done += (size_t)r)
-		if ((r = sendfile(out, in, NULL, size - done)) <= 0)
+	for (size_t done = 0; done < arg.size; done += (size_t)r)
+		if ((r = sendfile(out, in, NULL, arg.size - done)) <= 0)
 			fail("sendfile tagged -> tagged: %s", r < 0 ? strerror(errno) : "0 bytes");
 	close(out);
 	/* sendfile with an offset: the input's position does not move */
@@ -2137,39 +2126,40 @@ static int m_copycalls(int argc, char **argv)
 		fail("lseek: %s", strerror(errno));
 	out = open(v, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	off_t off = 1000;
-	for (size_t done = 0; done < size - 1000; done += (size_t)r)
-		if ((r = sendfile(out, in, &off, size - 1000 - done)) <= 0)
+	for (size_t done = 0; done < arg.size - 1000; done += (size_t)r)
+		if ((r = sendfile(out, in, &off, arg.size - 1000 - done)) <= 0)
 			fail("sendfile tagged -> untagged: %s", r < 0 ? strerror(errno) : "0 bytes");
-	if (off != (off_t)size || lseek(in, 0, SEEK_CUR) != 0)
+	if (off != (off_t)arg.size || lseek(in, 0, SEEK_CUR) != 0)
 		fail("sendfile with an offset: offset %lld, position %lld", (long long)off,
 		     (long long)lseek(in, 0, SEEK_CUR));
 	close(out);
-	check_file(bpath, size, seed, 0);
+	check_file(bpath, arg.size, arg.seed, 0);
 	int fv = open(v, O_RDONLY);
-	if (fv < 0 || read_all(fv, b, size, v) != size - 1000 || memcmp(b, e + 1000, size - 1000) != 0)
+	if (fv < 0 || read_all(fv, b, arg.size, v) != arg.size - 1000 ||
+	    memcmp(b, e + 1000, arg.size - 1000) != 0)
 		fail("sendfile to an untagged file: wrong bytes");
 	close(fv);
 
 	/* copy_file_range: tagged -> tagged with offsets, untagged -> tagged */
 	out = open(c, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	off_t ioff = 5, ooff = 0;
-	for (size_t done = 0; done < size - 5; done += (size_t)r)
-		if ((r = copy_file_range(in, &ioff, out, &ooff, size - 5 - done, 0)) <= 0)
+	for (size_t done = 0; done < arg.size - 5; done += (size_t)r)
+		if ((r = copy_file_range(in, &ioff, out, &ooff, arg.size - 5 - done, 0)) <= 0)
 			fail("copy_file_range tagged -> tagged: %s", r < 0 ? strerror(errno) : "0 bytes");
 	close(out);
 	close(in);
 	int fc = open(c, O_RDONLY);
-	if (fc < 0 || read_all(fc, b, size, c) != size - 5 || memcmp(b, e + 5, size - 5) != 0)
+	if (fc < 0 || read_all(fc, b, arg.size, c) != arg.size - 5 || memcmp(b, e + 5, arg.size - 5) != 0)
 		fail("copy_file_range between tagged files: wrong bytes");
 	close(fc);
 	in = open(u, O_RDONLY);
 	out = open(d, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	for (size_t done = 0; done < size; done += (size_t)r)
-		if ((r = copy_file_range(in, NULL, out, NULL, size - done, 0)) <= 0)
+	for (size_t done = 0; done < arg.size; done += (size_t)r)
+		if ((r = copy_file_range(in, NULL, out, NULL, arg.size - done, 0)) <= 0)
 			fail("copy_file_range untagged -> tagged: %s", r < 0 ? strerror(errno) : "0 bytes");
 	close(in);
 	close(out);
-	check_file(d, size, seed + 1, 0);
+	check_file(d, arg.size, arg.seed + 1, 0);
 
 	/* splice: tagged -> pipe, in pieces the pipe can hold */
 	int p[2];
@@ -2177,8 +2167,8 @@ static int m_copycalls(int argc, char **argv)
 		fail("pipe: %s", strerror(errno));
 	in = open(a, O_RDONLY);
 	size_t got = 0;
-	while (got < size) {
-		size_t want = size - got < 16384 ? size - got : 16384;
+	while (got < arg.size) {
+		size_t want = arg.size - got < 16384 ? arg.size - got : 16384;
 		r = splice(in, NULL, p[1], NULL, want, 0);
 		if (r <= 0)
 			fail("splice tagged -> pipe: %s", r < 0 ? strerror(errno) : "0 bytes");
@@ -2186,7 +2176,7 @@ static int m_copycalls(int argc, char **argv)
 			fail("short read from the pipe");
 		got += (size_t)r;
 	}
-	if (memcmp(b, e, size) != 0)
+	if (memcmp(b, e, arg.size) != 0)
 		fail("splice from a tagged file: wrong bytes");
 	close(in);
 	close(p[0]);
