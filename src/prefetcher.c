@@ -40,8 +40,12 @@ void ckc_hints_poll(void)
 	if (!ckc_eng.hints_open) {
 		if (now < ckc_eng.hints_next_try_ns)
 			return;
-		int rc = hint_reader_open(&ckc_eng.hints, ckc_eng.cfg.hints, ckc_eng.cfg.rank,
-					  HINT_MAX_ENTRIES_DEFAULT);
+		/* one hint file per rank: CKPTCACHE_HINTS=order.%r.txt */
+		char name[PATH_MAX];
+		int rc = ckc_expand_name(ckc_eng.cfg.hints, name, sizeof(name));
+		if (!rc)
+			rc = hint_reader_open(&ckc_eng.hints, name, ckc_eng.cfg.rank,
+					      HINT_MAX_ENTRIES_DEFAULT);
 		if (rc) {
 			if (ckc_eng.hints_next_try_ns == 0)
 				ckc_warn("CKPTCACHE_HINTS='%s': %s; looking again every second",

@@ -465,12 +465,15 @@ Test(engine, hint_file_drives_prefetch)
 	tenv_t e;
 	tenv_make(&e);
 	char hints[PATH_MAX], path[PATH_MAX];
-	snprintf(hints, sizeof(hints), "%s/order.txt", e.root);
+	/* a per-rank hint file: the name's %r is the rank */
+	snprintf(hints, sizeof(hints), "%s/order.3.txt", e.root);
 	FILE *f = fopen(hints, "w");
 	fprintf(f, "# restore order\nhome/ckpt_%%04d.bin 11..0:1\nbad %%s line 1..2\n");
 	fclose(f);
+	snprintf(hints, sizeof(hints), "%s/order.%%r.txt", e.root);
 	ckc_config_t c = tcfg(&e, 4 * MiB, 16 * MiB);
 	c.hints = hints;
+	c.rank = 3;
 	cr_assert_eq(ckc_init_config(&c), 0);
 	for (int i = 0; i < 12; i++) {
 		tpath(&e, path, i);
