@@ -157,8 +157,10 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		pthread_mutex_lock(&ckc_eng.lock);
 		o->home_busy = false;
 		if (!rc) {
+			/* each publication replaces the file: durable only if
+			 * this one was synced */
 			o->at_home = true;
-			o->durable |= fsync_it;
+			o->durable = fsync_it;
 		}
 		pthread_cond_broadcast(&ckc_eng.cv);
 	}

@@ -81,9 +81,13 @@ first_error() {
 
 # The last line of the case log that looks like an error, for reasons.
 last_error() {
-	local l
-	l=$(grep -a -E 'FAIL|rror|MISMATCH|Bad file|No such|denied|Abort|Sanitizer' "$T/.log" 2>/dev/null | tail -1)
-	[ -n "$l" ] && printf ' (%s)' "${l:0:240}"
+	local first last
+	first=$(grep -a -E 'FAIL|rror|MISMATCH|Bad file|No such|denied|Abort|Sanitizer' "$T/.log" 2>/dev/null | head -1)
+	last=$(grep -a -E 'FAIL|rror|MISMATCH|Bad file|No such|denied|Abort|Sanitizer' "$T/.log" 2>/dev/null | tail -1)
+	# the first error is usually the cause, the last one its consequence
+	[ -n "$first" ] && printf ' (%s)' "${first:0:240}"
+	[ -n "$last" ] && [ "$last" != "$first" ] && printf ' (... %s)' "${last:0:240}"
+	true
 }
 
 # stats_ok CONDITION...: the statistics of the current phase satisfy every
