@@ -193,7 +193,8 @@ Test(faults, slow_home_waits_or_bypasses_without_loss)
 	faults_setup(&e);
 	ckc_config_t c = tcfg(&e, 3 * MiB, 0);
 	cr_assert_eq(ckc_init_config(&c), 0);
-	atomic_store(&home_delay_us, 30000);
+	/* slow enough that the writer outruns the flushes under any build */
+	atomic_store(&home_delay_us, 200000);
 	char path[PATH_MAX];
 	for (int i = 0; i < 12; i++) {
 		tpath(&e, path, i);
