@@ -145,13 +145,15 @@ static inline void ckc_leave(void)
 	ckc_io_guard--;
 }
 
-/* Sets errno from a -errno result and returns -1, or returns rc. */
-static inline long ckc_ret(long rc)
+/* A wrapper's return: -1 with errno from a -errno result, or rc with the
+ * caller's errno (saved) put back. */
+static inline long ckc_result(long rc, int saved)
 {
 	if (rc < 0) {
 		errno = (int)-rc;
 		return -1;
 	}
+	errno = saved;
 	return rc;
 }
 

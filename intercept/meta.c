@@ -12,16 +12,6 @@
 
 #include "intercept.h"
 
-static int meta_result(int rc, int saved)
-{
-	if (rc < 0) {
-		errno = -rc;
-		return -1;
-	}
-	errno = saved;
-	return 0;
-}
-
 /* Sets a on the cached checkpoint at path (relative to dirfd); -ENOENT if
  * it is not one (the caller then calls the real function). */
 static int meta_path(int dirfd, const char *path, const ckc_attr_t *a)
@@ -76,7 +66,7 @@ CKC_EXPORT int fchmod(int fd, mode_t mode)
 	if (!v)
 		return REAL(fchmod)(fd, mode);
 	ckc_attr_t a = { .mask = CKC_ATTR_MODE, .mode = mode };
-	return meta_result(meta_fd(v, &a), errno);
+	return (int)ckc_result(meta_fd(v, &a), errno);
 }
 
 CKC_EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
@@ -85,7 +75,7 @@ CKC_EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
 	int saved = errno, rc = meta_path(dirfd, path, &a);
 	if (rc == -ENOENT)
 		return REAL(fchmodat)(dirfd, path, mode, flags);
-	return meta_result(rc, saved);
+	return (int)ckc_result(rc, saved);
 }
 
 CKC_EXPORT int chmod(const char *path, mode_t mode)
@@ -94,7 +84,7 @@ CKC_EXPORT int chmod(const char *path, mode_t mode)
 	int saved = errno, rc = meta_path(AT_FDCWD, path, &a);
 	if (rc == -ENOENT)
 		return REAL(chmod)(path, mode);
-	return meta_result(rc, saved);
+	return (int)ckc_result(rc, saved);
 }
 
 /* ---- owners ----------------------------------------------------------- */
@@ -105,7 +95,7 @@ CKC_EXPORT int fchown(int fd, uid_t uid, gid_t gid)
 	if (!v)
 		return REAL(fchown)(fd, uid, gid);
 	ckc_attr_t a = { .mask = CKC_ATTR_OWNER, .uid = uid, .gid = gid };
-	return meta_result(meta_fd(v, &a), errno);
+	return (int)ckc_result(meta_fd(v, &a), errno);
 }
 
 CKC_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags)
@@ -114,7 +104,7 @@ CKC_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int f
 	int saved = errno, rc = meta_path(dirfd, path, &a);
 	if (rc == -ENOENT)
 		return REAL(fchownat)(dirfd, path, uid, gid, flags);
-	return meta_result(rc, saved);
+	return (int)ckc_result(rc, saved);
 }
 
 CKC_EXPORT int chown(const char *path, uid_t uid, gid_t gid)
@@ -123,7 +113,7 @@ CKC_EXPORT int chown(const char *path, uid_t uid, gid_t gid)
 	int saved = errno, rc = meta_path(AT_FDCWD, path, &a);
 	if (rc == -ENOENT)
 		return REAL(chown)(path, uid, gid);
-	return meta_result(rc, saved);
+	return (int)ckc_result(rc, saved);
 }
 
 /* A cached checkpoint is never a symbolic link: lchown is chown. */
@@ -133,7 +123,7 @@ CKC_EXPORT int lchown(const char *path, uid_t uid, gid_t gid)
 	int saved = errno, rc = meta_path(AT_FDCWD, path, &a);
 	if (rc == -ENOENT)
 		return REAL(lchown)(path, uid, gid);
-	return meta_result(rc, saved);
+	return (int)ckc_result(rc, saved);
 }
 
 /* ---- times ------------------------------------------------------------ */
@@ -171,7 +161,7 @@ CKC_EXPORT int futimens(int fd, const struct timespec ts[2])
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!v)
 		return REAL(futimens)(fd, ts);
-	return meta_result(times_fd(v, ts), errno);
+	return (int)ckc_result(times_fd(v, ts), errno);
 }
 
 CKC_EXPORT int utimensat(int dirfd, const char *path, const struct timespec ts[2], int flags)
@@ -185,12 +175,12 @@ CKC_EXPORT int utimensat(int dirfd, const char *path, const struct timespec ts[2
 		ckc_vfd_t *v = ckc_vfd_get(dirfd);
 		if (!v)
 			return REAL(utimensat)(dirfd, path, ts, flags);
-		return meta_result(times_fd(v, ts), saved);
+		return (int)ckc_result(times_fd(v, ts), saved);
 	}
 	rc = times_path(dirfd, path, ts);
 	if (rc == -ENOENT)
 		return REAL(utimensat)(dirfd, path, ts, flags);
-	return meta_result(rc, saved);
+	return (int)ckc_result(rc, saved);
 }
 
 CKC_EXPORT int futimes(int fd, const struct timeval tv[2])
@@ -201,7 +191,7 @@ CKC_EXPORT int futimes(int fd, const struct timeval tv[2])
 	struct timespec ts[2];
 	if (tv)
 		meta_tv(tv, ts);
-	return meta_result(times_fd(v, tv ? ts : NULL), errno);
+	return (int)ckc_result(times_fd(v, tv ? ts : NULL), errno);
 }
 
 static int utimes_common(const char *path, const struct timeval tv[2],
@@ -214,7 +204,7 @@ static int utimes_common(const char *path, const struct timeval tv[2],
 	int rc = times_path(AT_FDCWD, path, tv ? ts : NULL);
 	if (rc == -ENOENT)
 		return real(path, tv);
-	return meta_result(rc, saved);
+	return (int)ckc_result(rc, saved);
 }
 
 CKC_EXPORT int utimes(const char *path, const struct timeval tv[2])
@@ -239,7 +229,7 @@ CKC_EXPORT int utime(const char *path, const struct utimbuf *b)
 	int rc = times_path(AT_FDCWD, path, b ? ts : NULL);
 	if (rc == -ENOENT)
 		return REAL(utime)(path, b);
-	return meta_result(rc, saved);
+	return (int)ckc_result(rc, saved);
 }
 
 /* ---- extended attributes and ACLs --------------------------------------- */

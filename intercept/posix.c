@@ -20,17 +20,6 @@
 #include "path.h"
 
 
-/* Sets errno from a -errno result, or restores the caller's errno. */
-static inline long result(long rc, int saved)
-{
-	if (rc < 0) {
-		errno = (int)-rc;
-		return -1;
-	}
-	errno = saved;
-	return rc;
-}
-
 /* A tagged descriptor inherited across fork, or used after the engine
  * stopped, cannot reach the cache any more: fail, loudly. */
 static int vfd_usable(const ckc_vfd_t *v)
@@ -281,7 +270,7 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 	if (ckc_tagged_at(dirfd, path, canon)) {
 		int fd = ckc_open_tagged(canon, flags, mode);
 		if (fd != CKC_PASS)
-			return (int)result(fd, saved);
+			return (int)ckc_result(fd, saved);
 	}
 	int (*ro)(int, const char *, int, ...) = REAL(openat);
 	if (!ro) {
@@ -375,7 +364,7 @@ int ckc_close_fd(int fd)
 	if (!v)
 		return rc;
 	int e = ckc_vfd_put(v);
-	return (int)result(e < 0 ? e : rc < 0 ? -errno : 0, saved);
+	return (int)ckc_result(e < 0 ? e : rc < 0 ? -errno : 0, saved);
 }
 
 CKC_EXPORT int close(int fd)
@@ -435,7 +424,7 @@ static __attribute__((noinline)) ssize_t read_tagged(int fd, void *buf, size_t n
 	if (!v)
 		return REAL(read)(fd, buf, n);
 	int saved = errno;
-	return result(ckc_vfd_read(v, buf, n), saved);
+	return ckc_result(ckc_vfd_read(v, buf, n), saved);
 }
 
 static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, size_t n)
@@ -444,7 +433,7 @@ static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, s
 	if (!v)
 		return REAL(write)(fd, buf, n);
 	int saved = errno;
-	return result(ckc_vfd_write(v, buf, n), saved);
+	return ckc_result(ckc_vfd_write(v, buf, n), saved);
 }
 
 static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t n, off_t off,
@@ -454,7 +443,7 @@ static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t 
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
-	return result(ckc_vfd_pread(v, buf, n, off), saved);
+	return ckc_result(ckc_vfd_pread(v, buf, n, off), saved);
 }
 
 static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, size_t n, off_t off,
@@ -464,7 +453,7 @@ static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, 
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
-	return result(ckc_vfd_pwrite(v, buf, n, off), saved);
+	return ckc_result(ckc_vfd_pwrite(v, buf, n, off), saved);
 }
 
 CKC_EXPORT ssize_t read(int fd, void *buf, size_t n)
@@ -515,7 +504,7 @@ CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 	if (!v)
 		return REAL(readv)(fd, iov, cnt);
 	int saved = errno;
-	return result(vfd_iov(v, iov, cnt, 0, true, false), saved);
+	return ckc_result(vfd_iov(v, iov, cnt, 0, true, false), saved);
 }
 
 CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
@@ -524,7 +513,7 @@ CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 	if (!v)
 		return REAL(writev)(fd, iov, cnt);
 	int saved = errno;
-	return result(vfd_iov(v, iov, cnt, 0, true, true), saved);
+	return ckc_result(vfd_iov(v, iov, cnt, 0, true, true), saved);
 }
 
 #define VFD_IOV_WRAPPER(name, wr)                                                          \
@@ -534,7 +523,7 @@ CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 		if (!v)                                                                    \
 			return REAL(name)(fd, iov, cnt, off);                              \
 		int saved = errno;                                                         \
-		return result(vfd_iov(v, iov, cnt, off, false, wr), saved);               \
+		return ckc_result(vfd_iov(v, iov, cnt, off, false, wr), saved);               \
 	}
 
 VFD_IOV_WRAPPER(preadv, false)
@@ -561,7 +550,7 @@ VFD_IOV_WRAPPER(pwritev64, true)
 			if (s < 0)                                                         \
 				r = s;                                                     \
 		}                                                                          \
-		return result(r, saved);                                                   \
+		return ckc_result(r, saved);                                                   \
 	}
 
 VFD_IOV2_WRAPPER(preadv2, false)
@@ -575,7 +564,7 @@ CKC_EXPORT off_t lseek(int fd, off_t off, int whence)
 	if (!v)
 		return REAL(lseek)(fd, off, whence);
 	int saved = errno;
-	return result(ckc_vfd_lseek(v, off, whence), saved);
+	return ckc_result(ckc_vfd_lseek(v, off, whence), saved);
 }
 
 CKC_EXPORT off_t lseek64(int fd, off_t off, int whence)
@@ -584,7 +573,7 @@ CKC_EXPORT off_t lseek64(int fd, off_t off, int whence)
 	if (!v)
 		return REAL(lseek64)(fd, off, whence);
 	int saved = errno;
-	return result(ckc_vfd_lseek(v, off, whence), saved);
+	return ckc_result(ckc_vfd_lseek(v, off, whence), saved);
 }
 
 /* ---- durability and size --------------------------------------------- */
@@ -606,7 +595,7 @@ CKC_EXPORT int fsync(int fd)
 	if (!v)
 		return REAL(fsync)(fd);
 	int saved = errno;
-	return (int)result(vfd_sync(v), saved);
+	return (int)ckc_result(vfd_sync(v), saved);
 }
 
 CKC_EXPORT int fdatasync(int fd)
@@ -615,7 +604,7 @@ CKC_EXPORT int fdatasync(int fd)
 	if (!v)
 		return REAL(fdatasync)(fd);
 	int saved = errno;
-	return (int)result(vfd_sync(v), saved);
+	return (int)ckc_result(vfd_sync(v), saved);
 }
 
 static int vfd_truncate(ckc_vfd_t *v, off_t len)
@@ -639,7 +628,7 @@ CKC_EXPORT int ftruncate(int fd, off_t len)
 	if (!v)
 		return REAL(ftruncate)(fd, len);
 	int saved = errno;
-	return (int)result(vfd_truncate(v, len), saved);
+	return (int)ckc_result(vfd_truncate(v, len), saved);
 }
 
 CKC_EXPORT int ftruncate64(int fd, off_t len)
@@ -648,7 +637,7 @@ CKC_EXPORT int ftruncate64(int fd, off_t len)
 	if (!v)
 		return REAL(ftruncate64)(fd, len);
 	int saved = errno;
-	return (int)result(vfd_truncate(v, len), saved);
+	return (int)ckc_result(vfd_truncate(v, len), saved);
 }
 
 /* The real file becomes the checkpoint: write the cached bytes there and
@@ -672,7 +661,7 @@ static int truncate_common(const char *path, off_t len, int (*real)(const char *
 	if (ckc_tagged_at(AT_FDCWD, path, canon)) {
 		int rc = hand_over(canon);
 		if (rc)
-			return (int)result(rc, saved);
+			return (int)ckc_result(rc, saved);
 	}
 	return real(path, len);
 }
@@ -734,7 +723,7 @@ CKC_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
 	if (!v)
 		return REAL(fallocate)(fd, mode, off, len);
 	int saved = errno;
-	return (int)result(vfd_allocate(v, mode, off, len), saved);
+	return (int)ckc_result(vfd_allocate(v, mode, off, len), saved);
 }
 
 CKC_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
@@ -743,7 +732,7 @@ CKC_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
 	if (!v)
 		return REAL(fallocate64)(fd, mode, off, len);
 	int saved = errno;
-	return (int)result(vfd_allocate(v, mode, off, len), saved);
+	return (int)ckc_result(vfd_allocate(v, mode, off, len), saved);
 }
 
 /* posix_fallocate returns the error number instead of setting errno. */
@@ -892,7 +881,7 @@ static int unlink_tagged(const char *canon)
 	ckc_enter();
 	int rc = ckc_unlink(canon);
 	ckc_leave();
-	return (int)result(rc, saved);
+	return (int)ckc_result(rc, saved);
 }
 
 CKC_EXPORT int unlink(const char *path)
@@ -949,7 +938,7 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 		int rc = ckc_handover_dir(cf);
 		ckc_leave();
 		if (rc)
-			return (int)result(rc, saved);
+			return (int)ckc_result(rc, saved);
 		return real(fd1, from, fd2, to, flags);
 	}
 
@@ -965,7 +954,7 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 			else
 				rc = ckc_rename(cf, ct);
 			ckc_leave();
-			return (int)result(rc, saved);
+			return (int)ckc_result(rc, saved);
 		}
 		/* the real files take over: publish what the cache holds */
 		if (cached)
@@ -979,7 +968,7 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 		}
 		ckc_leave();
 		if (rc)
-			return (int)result(rc, saved);
+			return (int)ckc_result(rc, saved);
 	}
 	return real(fd1, from, fd2, to, flags);
 }
@@ -1025,12 +1014,12 @@ static int degrade(int fd)
 		return 0;
 	int rc = vfd_usable(v);
 	if (rc)
-		return (int)result(rc, saved);
+		return (int)ckc_result(rc, saved);
 	ckc_enter();
 	rc = ckc_materialize(v->path);
 	ckc_leave();
 	if (rc && rc != -ENOENT)
-		return (int)result(rc, saved);
+		return (int)ckc_result(rc, saved);
 	int acc = v->flags & O_ACCMODE;
 	int real = REAL(openat)(AT_FDCWD, v->path, acc == O_RDONLY ? O_RDONLY : O_RDWR);
 	if (real < 0)
@@ -1118,7 +1107,7 @@ CKC_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))
 		return REAL(sendfile)(out, in, off, count);
 	int saved = errno;
-	return result(copy_emulated(in, off, out, NULL, count), saved);
+	return ckc_result(copy_emulated(in, off, out, NULL, count), saved);
 }
 
 CKC_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t count)
@@ -1126,7 +1115,7 @@ CKC_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t count)
 	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))
 		return REAL(sendfile64)(out, in, off, count);
 	int saved = errno;
-	return result(copy_emulated(in, off, out, NULL, count), saved);
+	return ckc_result(copy_emulated(in, off, out, NULL, count), saved);
 }
 
 CKC_EXPORT ssize_t copy_file_range(int in, off_t *inoff, int out, off_t *outoff, size_t count,
@@ -1139,7 +1128,7 @@ CKC_EXPORT ssize_t copy_file_range(int in, off_t *inoff, int out, off_t *outoff,
 		errno = EINVAL;
 		return -1;
 	}
-	return result(copy_emulated(in, inoff, out, outoff, count), saved);
+	return ckc_result(copy_emulated(in, inoff, out, outoff, count), saved);
 }
 
 CKC_EXPORT ssize_t splice(int in, off_t *inoff, int out, off_t *outoff, size_t count,
@@ -1148,5 +1137,5 @@ CKC_EXPORT ssize_t splice(int in, off_t *inoff, int out, off_t *outoff, size_t c
 	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))
 		return REAL(splice)(in, inoff, out, outoff, count, flags);
 	int saved = errno;
-	return result(copy_emulated(in, inoff, out, outoff, count), saved);
+	return ckc_result(copy_emulated(in, inoff, out, outoff, count), saved);
 }

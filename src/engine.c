@@ -118,7 +118,6 @@ static ckc_obj_t *obj_new(const char *key)
 		free(o);
 		return NULL;
 	}
-	ckc_eng.nlive++;
 	return o;
 }
 
@@ -144,7 +143,6 @@ void ckc_obj_put(ckc_obj_t *o)
 	free(o->rescue);
 	free(o->key);
 	free(o);
-	ckc_eng.nlive--;
 }
 
 /* Replaces o by nothing: a newer version, an unlink or a rename took its
@@ -265,7 +263,6 @@ static int tiers_open(void)
 	ckc_eng.ntier = n;
 	for (int l = 0; l < n; l++) {
 		ckc_eng.tier[l].level = l;
-		ckc_eng.tier[l].bounded = l < n - 1;
 		ckc_eng.tier[l].st.capacity = ckc_eng.tier[l].arena.capacity;
 		/* first guesses until flushes are measured */
 		ckc_eng.edge[l].bw = ckc_eng.tier[l].kind == TIER_HOST && l + 1 < n - 1 ? 2e9 : 1e9;
@@ -616,17 +613,7 @@ static int copy_into_tier(ckc_obj_t *o, const ckc_src_t *src, int to, uint64_t s
 		return rc;
 	o->place[to].pins++;
 	pthread_mutex_unlock(&ckc_eng.lock);
-	for (uint64_t off = 0; !rc && off < size;) {
-		uint64_t a, b, na, nb;
-		if (!ckc_ext_run(src->ext, src->n, off, &a, &na) ||
-		    !ckc_ext_run(dst.ext, dst.n, off, &b, &nb)) {
-			rc = -EIO;
-			break;
-		}
-		uint64_t n = na < nb ? na : nb;
-		rc = ckc_tier_copy(src->t, a, &ckc_eng.tier[to], b, (size_t)n);
-		off += n;
-	}
+	rc = ckc_src_copy(src, &dst, size, NULL, NULL);
 	pthread_mutex_lock(&ckc_eng.lock);
 	o->place[to].pins--;
 	ckc_src_release(&dst);

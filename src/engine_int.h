@@ -71,7 +71,6 @@ struct ckc_obj {
 	bool at_home;        /* the real path holds this version */
 	bool durable;        /* ... and it was fsync'ed */
 	bool home_busy;      /* a transfer to the real path is running */
-	bool home_failed;    /* the real path could not be written */
 	char *rescue;        /* file holding the bytes after a failed flush */
 
 	int flush_edge;      /* edge whose queue holds it, or -1 */
@@ -86,7 +85,6 @@ typedef struct ckc_tier {
 	const char *name;
 	tier_kind_t kind;
 	int level;
-	bool bounded;
 	arena_t arena;
 	ckc_tier_stats_t st;
 
@@ -108,7 +106,6 @@ typedef struct ckc_edge {
 	int level;
 	ckc_obj_t *head, *tail; /* FIFO queue */
 	ckc_obj_t *current;     /* the object being flushed */
-	uint64_t queued_bytes;
 	pthread_t thread;
 	bool running;
 	pthread_cond_t cv;
@@ -131,7 +128,6 @@ typedef struct ckc_engine {
 	size_t map_cap, nobj;
 	uint64_t next_version;
 	uint64_t seq;           /* FIFO/LRU clock */
-	int nlive;              /* objects allocated (current and retired) */
 
 	uint64_t recent[CKC_PREDICT_SLOTS];
 	int nrecent;
@@ -209,6 +205,10 @@ int ckc_src_snapshot(const ckc_obj_t *o, int level, ckc_src_t *s);
 void ckc_src_release(ckc_src_t *s);
 /* Reads [off, off+len) of a snapshot into buf. Returns 0 or -errno. */
 int ckc_src_read(const ckc_src_t *s, uint64_t off, void *buf, size_t len, int *fdp);
+/* Copies bytes [0, size) of one bounded copy to another (both snapshots),
+ * run by run; progress(done, ctx) after each chunk. Returns 0 or -errno. */
+int ckc_src_copy(const ckc_src_t *from, const ckc_src_t *to, uint64_t size,
+		 void (*progress)(uint64_t done, void *ctx), void *ctx);
 /* Writes bytes [0, size) of src to fd; progress(done, ctx) after each chunk.
  * Returns 0 or -errno. */
 int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,

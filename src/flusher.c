@@ -49,7 +49,6 @@ void ckc_flush_enqueue(ckc_obj_t *o, int level)
 	else
 		e->head = o;
 	e->tail = o;
-	e->queued_bytes += o->size;
 	ckc_obj_get(o);
 	pthread_cond_signal(&e->cv);
 }
@@ -68,7 +67,6 @@ void ckc_flush_dequeue(ckc_obj_t *o)
 		*pp = o->fq_next;
 		if (e->tail == o)
 			e->tail = prev;
-		e->queued_bytes -= o->size;
 	}
 	o->flush_edge = -1;
 	o->fq_next = NULL;
@@ -82,7 +80,6 @@ static ckc_obj_t *edge_pop(ckc_edge_t *e)
 	e->head = o->fq_next;
 	if (!e->head)
 		e->tail = NULL;
-	e->queued_bytes -= o->size;
 	o->flush_edge = -1;
 	o->fq_next = NULL;
 	return o; /* the queue's reference passes to the caller */
@@ -175,12 +172,10 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 			pthread_mutex_lock(&ckc_eng.lock);
 			if (!r2) {
 				o->rescue = where;
-				o->home_failed = true;
 				ckc_eng.st.rescued++;
 				ckc_error("checkpoint %s: its %llu bytes are saved in %s", key,
 					  (unsigned long long)size, where);
 			} else {
-				o->home_failed = true;
 				ckc_error("checkpoint %s could not be saved to a rescue file either (%s): "
 					  "it stays in the cache until the program ends",
 					  key, strerror(-r2));
@@ -222,27 +217,14 @@ static int flush_to_tier(ckc_obj_t *o, int level, int target)
 		return rc;
 	ckc_set_state(o, target, LC_EV_WRITE_BEGIN);
 	o->place[target].pins++;
-	ckc_src_t src;
+	ckc_src_t src, dst = { 0 };
 	rc = ckc_src_snapshot(o, level, &src);
-	ckc_src_t dst;
 	if (!rc)
 		rc = ckc_src_snapshot(o, target, &dst);
 	uint64_t size = arena_round(&to->arena, o->size);
 	pthread_mutex_unlock(&ckc_eng.lock);
-	for (uint64_t off = 0; !rc && off < size;) {
-		uint64_t a, b, na, nb, n = size - off < (16u << 20) ? size - off : (16u << 20);
-		if (!ckc_ext_run(src.ext, src.n, off, &a, &na) ||
-		    !ckc_ext_run(dst.ext, dst.n, off, &b, &nb)) {
-			rc = -EIO;
-			break;
-		}
-		/* the largest run contiguous in both copies */
-		n = n < na ? n : na;
-		n = n < nb ? n : nb;
-		rc = ckc_tier_copy(src.t, a, to, b, (size_t)n);
-		off += n;
-		edge_progress(off, o);
-	}
+	if (!rc)
+		rc = ckc_src_copy(&src, &dst, size, edge_progress, o);
 	pthread_mutex_lock(&ckc_eng.lock);
 	ckc_src_release(&src);
 	ckc_src_release(&dst);
@@ -335,7 +317,6 @@ int ckc_flusher_start(int level)
 
 	e->level = level;
 	e->head = e->tail = e->current = NULL;
-	e->queued_bytes = 0;
 	pthread_cond_init(&e->cv, NULL);
 	int rc = pthread_create(&e->thread, NULL, flusher_main, e);
 	e->running = rc == 0;

@@ -74,6 +74,27 @@ int ckc_src_read(const ckc_src_t *s, uint64_t off, void *buf, size_t len, int *f
 	return 0;
 }
 
+int ckc_src_copy(const ckc_src_t *from, const ckc_src_t *to, uint64_t size,
+		 void (*progress)(uint64_t done, void *ctx), void *ctx)
+{
+	int rc = 0;
+
+	for (uint64_t off = 0; !rc && off < size;) {
+		uint64_t a, b, na, nb, n = size - off < HOME_CHUNK ? size - off : HOME_CHUNK;
+		if (!ckc_ext_run(from->ext, from->n, off, &a, &na) ||
+		    !ckc_ext_run(to->ext, to->n, off, &b, &nb))
+			return -EIO;
+		/* the largest run contiguous in both copies */
+		n = n < na ? n : na;
+		n = n < nb ? n : nb;
+		rc = ckc_tier_copy(from->t, a, to->t, b, (size_t)n);
+		off += n;
+		if (progress)
+			progress(off, ctx);
+	}
+	return rc;
+}
+
 int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,
 		  void (*progress)(uint64_t done, void *ctx), void *ctx)
 {
