@@ -14,10 +14,14 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "intercept.h"
 #include "log.h"
+#include "owed.h"
 #include "ranges.h"
 
 /* ---- the real dlsym and libcuda ------------------------------------- */
@@ -118,48 +122,16 @@ static inline bool cu_device_mode(void)
 /* kind, exact driver symbol, parameters, arguments, what to record after a
  * successful call */
 #define CU_FUNCS(X)                                                                           \
-	X(CU_DTOH, cuMemcpyDtoH_v2, (void *d, CUdeviceptr s, size_t n), (d, s, n), (void)0) \
-	X(CU_DTOH, cuMemcpyDtoH_v2_ptds, (void *d, CUdeviceptr s, size_t n), (d, s, n), (void)0) \
-	X(CU_DTOH, cuMemcpyDtoHAsync_v2, (void *d, CUdeviceptr s, size_t n, CUstream t), (d, s, n, t), (void)0) \
-	X(CU_DTOH, cuMemcpyDtoHAsync_v2_ptsz, (void *d, CUdeviceptr s, size_t n, CUstream t), (d, s, n, t), (void)0) \
-	X(CU_HTOD, cuMemcpyHtoD_v2, (CUdeviceptr d, const void *s, size_t n), (d, s, n), (void)0) \
-	X(CU_HTOD, cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void *s, size_t n), (d, s, n), (void)0) \
-	X(CU_HTOD, cuMemcpyHtoDAsync_v2, (CUdeviceptr d, const void *s, size_t n, CUstream t), (d, s, n, t), (void)0) \
-	X(CU_HTOD, cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void *s, size_t n, CUstream t), (d, s, n, t), (void)0) \
-	X(CU_DFLT, cuMemcpy, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n), cu_classify(d, s)) \
-	X(CU_DFLT, cuMemcpy_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n), cu_classify(d, s)) \
-	X(CU_DFLT, cuMemcpyAsync, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t), (d, s, n, t), cu_classify(d, s)) \
-	X(CU_DFLT, cuMemcpyAsync_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t), (d, s, n, t), cu_classify(d, s)) \
-	X(CU_2D, cuMemcpy2D_v2, (const CUDA_MEMCPY2D *p), (p), (void)0)                                \
-	X(CU_2D, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p), (p), (void)0)                           \
-	X(CU_2D, cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D *p), (p), (void)0)                       \
-	X(CU_2D, cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *p), (p), (void)0)                  \
-	X(CU_2D, cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *p, CUstream t), (p, t), (void)0)            \
-	X(CU_2D, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *p, CUstream t), (p, t), (void)0)       \
-	X(CU_3D, cuMemcpy3D_v2, (const CUDA_MEMCPY3D *p), (p), (void)0)                                \
-	X(CU_3D, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *p), (p), (void)0)                           \
-	X(CU_3D, cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *p, CUstream t), (p, t), (void)0)            \
-	X(CU_3D, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *p, CUstream t), (p, t), (void)0)       \
 	X(CU_PEER, cuMemcpyPeer, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n), (d, dc, s, sc, n), (void)0) \
 	X(CU_PEER, cuMemcpyPeer_ptds, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n), (d, dc, s, sc, n), (void)0) \
 	X(CU_PEER, cuMemcpyPeerAsync, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream t), (d, dc, s, sc, n, t), (void)0) \
 	X(CU_PEER, cuMemcpyPeerAsync_ptsz, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream t), (d, dc, s, sc, n, t), (void)0) \
-	X(CU_BATCH, cuMemcpyBatchAsync, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, size_t *f, CUstream t), (d, s, n, c, a, ai, na, f, t), (void)0) \
-	X(CU_BATCH, cuMemcpyBatchAsync_ptsz, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, size_t *f, CUstream t), (d, s, n, c, a, ai, na, f, t), (void)0) \
-	X(CU_BATCH, cuMemcpyBatchAsync_v2, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, CUstream t), (d, s, n, c, a, ai, na, t), (void)0) \
-	X(CU_ALLOC, cuMemAlloc_v2, (CUdeviceptr *p, size_t n), (p, n), cu_track(*p, n, CKC_MEM_DEVICE)) \
-	X(CU_ALLOC, cuMemAllocPitch_v2, (CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e), (p, pitch, w, h, e), cu_track(*p, *pitch * h, CKC_MEM_DEVICE)) \
-	X(CU_ALLOC, cuMemAllocManaged, (CUdeviceptr *p, size_t n, unsigned f), (p, n, f), cu_track(*p, n, CKC_MEM_MANAGED)) \
-	X(CU_ALLOC, cuMemAllocAsync, (CUdeviceptr *p, size_t n, CUstream t), (p, n, t), cu_track(*p, n, CKC_MEM_DEVICE)) \
-	X(CU_ALLOC, cuMemAllocAsync_ptsz, (CUdeviceptr *p, size_t n, CUstream t), (p, n, t), cu_track(*p, n, CKC_MEM_DEVICE)) \
 	X(CU_FREE, cuMemFree_v2, (CUdeviceptr p), (p), cu_untrack(p)) \
 	X(CU_FREE, cuMemFreeAsync, (CUdeviceptr p, CUstream t), (p, t), cu_untrack(p)) \
 	X(CU_FREE, cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream t), (p, t), cu_untrack(p)) \
 	X(CU_HOSTMEM, cuMemHostAlloc, (void **p, size_t n, unsigned f), (p, n, f), cu_track((CUdeviceptr)(uintptr_t)*p, n, CKC_MEM_PINNED)) \
 	X(CU_HOSTMEM, cuMemAllocHost_v2, (void **p, size_t n), (p, n), cu_track((CUdeviceptr)(uintptr_t)*p, n, CKC_MEM_PINNED)) \
-	X(CU_HOSTMEM, cuMemFreeHost, (void *p), (p), cu_untrack((CUdeviceptr)(uintptr_t)p)) \
 	X(CU_HOSTMEM, cuMemHostRegister_v2, (void *p, size_t n, unsigned f), (p, n, f), cu_track((CUdeviceptr)(uintptr_t)p, n, CKC_MEM_REGISTERED)) \
-	X(CU_HOSTMEM, cuMemHostUnregister, (void *p), (p), cu_untrack((CUdeviceptr)(uintptr_t)p)) \
 	X(CU_ALLOC, cuMemMap, (CUdeviceptr p, size_t n, size_t o, CUmemGenericAllocationHandle h, unsigned long long f), (p, n, o, h, f), cu_track(p, n, CKC_MEM_DEVICE)) \
 	X(CU_FREE, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n), cu_untrack_span(p, n))
 
@@ -201,6 +173,621 @@ static void *cu_real(_Atomic(void *) *slot, const char *name)
 
 CU_FUNCS(CU_WRAPPER)
 
+/* The entry points with wrappers of their own (below): device capture,
+ * restores, the other copies that may touch owed host memory, allocations
+ * that give the gpu arena back when the device runs out. */
+#define CU_HAND(X)                                                                          \
+	X(cuMemcpyDtoH_v2, (void *d, CUdeviceptr s, size_t n))                              \
+	X(cuMemcpyDtoH_v2_ptds, (void *d, CUdeviceptr s, size_t n))                         \
+	X(cuMemcpyDtoHAsync_v2, (void *d, CUdeviceptr s, size_t n, CUstream t))             \
+	X(cuMemcpyDtoHAsync_v2_ptsz, (void *d, CUdeviceptr s, size_t n, CUstream t))        \
+	X(cuMemcpyHtoD_v2, (CUdeviceptr d, const void *s, size_t n))                        \
+	X(cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void *s, size_t n))                   \
+	X(cuMemcpyHtoDAsync_v2, (CUdeviceptr d, const void *s, size_t n, CUstream t))       \
+	X(cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void *s, size_t n, CUstream t))  \
+	X(cuMemcpy, (CUdeviceptr d, CUdeviceptr s, size_t n))                               \
+	X(cuMemcpy_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n))                          \
+	X(cuMemcpyAsync, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t))              \
+	X(cuMemcpyAsync_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t))         \
+	X(cuMemcpy2D_v2, (const CUDA_MEMCPY2D *p))                                          \
+	X(cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p))                                     \
+	X(cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D *p))                                 \
+	X(cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *p))                            \
+	X(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *p, CUstream t))                         \
+	X(cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *p, CUstream t))                    \
+	X(cuMemcpy3D_v2, (const CUDA_MEMCPY3D *p))                                          \
+	X(cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *p))                                     \
+	X(cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *p, CUstream t))                         \
+	X(cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *p, CUstream t))                    \
+	X(cuMemcpyBatchAsync, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, size_t *f, CUstream t)) \
+	X(cuMemcpyBatchAsync_ptsz, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, size_t *f, CUstream t)) \
+	X(cuMemcpyBatchAsync_v2, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, CUstream t)) \
+	X(cuMemAlloc_v2, (CUdeviceptr *p, size_t n))                                        \
+	X(cuMemAllocPitch_v2, (CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e)) \
+	X(cuMemAllocManaged, (CUdeviceptr *p, size_t n, unsigned f))                        \
+	X(cuMemAllocAsync, (CUdeviceptr *p, size_t n, CUstream t))                          \
+	X(cuMemAllocAsync_ptsz, (CUdeviceptr *p, size_t n, CUstream t))                     \
+	X(cuMemCreate, (CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *pr, unsigned long long f)) \
+	X(cuMemFreeHost, (void *p))                                                         \
+	X(cuMemHostUnregister, (void *p))
+
+#define CU_HAND_DECL(name, params)                                     \
+	static _Atomic(void *) cu_real_##name;                          \
+	CKC_EXPORT CUresult ckc_cu_##name params __asm__(#name);
+CU_HAND(CU_HAND_DECL)
+
+/* The real function of a hand-written wrapper, or return an error. */
+#define CU_REAL(name, params)                                                                  \
+	CUresult(*real) params = (CUresult(*) params)cu_real(&cu_real_##name, #name);        \
+	if (!real)                                                                             \
+		return CUDA_ERROR_NOT_INITIALIZED
+
+/* ---- driver functions of device capture ------------------------------- */
+
+static _Atomic(void *) cx_dtod, cx_dtoh, cx_htod, cx_sync, cx_ctx, cx_dev, cx_evc, cx_evr, cx_evs, cx_evd;
+#define CX(slot, name, type) ((type)cu_real(&slot, name))
+typedef CUresult (*dtod_fn)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+typedef CUresult (*dtoh_fn)(void *, CUdeviceptr, size_t, CUstream);
+typedef CUresult (*htod_fn)(CUdeviceptr, const void *, size_t, CUstream);
+typedef CUresult (*sync_fn)(CUstream);
+
+static CUresult cx_copy_dtod(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t)
+{
+	dtod_fn f = CX(cx_dtod, "cuMemcpyDtoDAsync_v2", dtod_fn);
+	return f ? f(d, s, n, t) : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+static CUresult cx_copy_dtoh(void *d, CUdeviceptr s, size_t n, CUstream t)
+{
+	dtoh_fn f = CX(cx_dtoh, "cuMemcpyDtoHAsync_v2", dtoh_fn);
+	return n == 0 ? CUDA_SUCCESS : f ? f(d, s, n, t) : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+static CUresult cx_copy_htod(CUdeviceptr d, const void *s, size_t n, CUstream t)
+{
+	htod_fn f = CX(cx_htod, "cuMemcpyHtoDAsync_v2", htod_fn);
+	return n == 0 ? CUDA_SUCCESS : f ? f(d, s, n, t) : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+static CUresult cx_stream_sync(CUstream t)
+{
+	sync_fn f = CX(cx_sync, "cuStreamSynchronize", sync_fn);
+	return f ? f(t) : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+/* Events shared by owed entries: counted, destroyed with the last user. */
+typedef struct cu_ev {
+	CUevent ev;
+	atomic_int refs;
+} cu_ev_t;
+
+static cu_ev_t *cu_ev_record(CUstream t)
+{
+	CUresult (*create)(CUevent *, unsigned) = CX(cx_evc, "cuEventCreate", CUresult(*)(CUevent *, unsigned));
+	CUresult (*record)(CUevent, CUstream) = CX(cx_evr, "cuEventRecord", CUresult(*)(CUevent, CUstream));
+	cu_ev_t *e = malloc(sizeof(*e));
+	if (!e || !create || !record || create(&e->ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+		free(e);
+		return NULL;
+	}
+	atomic_init(&e->refs, 1);
+	if (record(e->ev, t) != CUDA_SUCCESS) {
+		CUresult (*destroy)(CUevent) = CX(cx_evd, "cuEventDestroy_v2", CUresult(*)(CUevent));
+		if (destroy)
+			destroy(e->ev);
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
+static void cu_ev_wait(void *p)
+{
+	cu_ev_t *e = p;
+	CUresult (*sync)(CUevent) = CX(cx_evs, "cuEventSynchronize", CUresult(*)(CUevent));
+	if (e && sync)
+		sync(e->ev);
+}
+
+static void cu_ev_get(void *p)
+{
+	atomic_fetch_add(&((cu_ev_t *)p)->refs, 1);
+}
+
+static void cu_ev_put(void *p)
+{
+	cu_ev_t *e = p;
+	if (atomic_fetch_sub(&e->refs, 1) != 1)
+		return;
+	CUresult (*destroy)(CUevent) = CX(cx_evd, "cuEventDestroy_v2", CUresult(*)(CUevent));
+	if (destroy)
+		destroy(e->ev);
+	free(e);
+}
+
+static const ckc_owed_ops_t cu_owed_ops = { cu_ev_wait, cu_ev_get, cu_ev_put };
+
+/* ---- the gpu tier's first use ----------------------------------------- */
+
+static atomic_int cu_gpu_state; /* 0 untried, 1 up, -1 off */
+static atomic_int cu_gpu_device;
+static atomic_ullong cap_captured, cap_bytes, cap_restored, cap_passed;
+
+static void cu_exit(void)
+{
+	ckc_enter();
+	ckc_owed_fill_all();
+	atomic_store(&cu_gpu_state, -1);
+	ckc_gpu_exit();
+	ckc_leave();
+}
+
+static bool cu_read_ok(const void *buf, size_t n);
+
+/* The gpu tier on the device of the calling thread's context. */
+static bool cu_gpu_up(void)
+{
+	int st = atomic_load_explicit(&cu_gpu_state, memory_order_acquire);
+	if (st < 0)
+		return false;
+	CUresult (*ctxf)(CUcontext *) = CX(cx_ctx, "cuCtxGetCurrent", CUresult(*)(CUcontext *));
+	CUresult (*devf)(CUdevice *) = CX(cx_dev, "cuCtxGetDevice", CUresult(*)(CUdevice *));
+	CUcontext ctx = NULL;
+	CUdevice dev = 0;
+	if (!ctxf || !devf || ctxf(&ctx) != CUDA_SUCCESS || !ctx || devf(&dev) != CUDA_SUCCESS)
+		return false;
+	if (st > 0)
+		return dev == atomic_load(&cu_gpu_device);
+	if (!ckc_engine_ready())
+		return false;
+	ckc_enter();
+	int rc = ckc_gpu_attach(ctx, (int)dev);
+	ckc_leave();
+	if (rc == 0) {
+		if (atomic_exchange(&cu_gpu_state, 1) == 0) {
+			atomic_store(&cu_gpu_device, (int)dev);
+			ckc_owed_set_ops(&cu_owed_ops);
+			ckc_owed_read_ok = cu_read_ok;
+			/* runs before the runtime's own exit handlers, which were
+			 * registered at its start, earlier */
+			atexit(cu_exit);
+		}
+		return atomic_load(&cu_gpu_device) == (int)dev;
+	}
+	if (rc != -EXDEV)
+		atomic_store(&cu_gpu_state, -1);
+	return false;
+}
+
+static uintptr_t cu_page(void)
+{
+	static uintptr_t ps;
+	if (!ps)
+		ps = (uintptr_t)sysconf(_SC_PAGESIZE);
+	return ps;
+}
+
+static bool cu_host_ok(const void *p, bool *pinned)
+{
+	int k = ckc_cuda_mem_kind(p);
+	if (k == CKC_MEM_DEVICE || k == CKC_MEM_MANAGED)
+		return false;
+	*pinned = k == CKC_MEM_PINNED || k == CKC_MEM_REGISTERED;
+	return !(*pinned && ckc_capture_pageable_only());
+}
+
+static bool cu_read_ok(const void *buf, size_t n)
+{
+	bool pinned;
+	return atomic_load(&cu_gpu_state) > 0 && n >= ckc_capture_min() && cu_host_ok(buf, &pinned);
+}
+
+/* The stream a copy ran on: the legacy or the per-thread default stream
+ * for the synchronous forms and for stream 0 of the _ptsz forms. */
+static CUstream cu_stream(CUstream t, bool async, bool per_thread)
+{
+	if (!async || !t)
+		return per_thread ? CU_STREAM_PER_THREAD : (t ? t : CU_STREAM_LEGACY);
+	return t;
+}
+
+/* A host range the driver is about to write whole. */
+static void cu_host_written(const void *p, size_t n)
+{
+	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed))
+		return;
+	ckc_enter();
+	ckc_owed_will_write(p, n);
+	ckc_leave();
+}
+
+/* A host range the driver is about to read: owed bytes are filled. */
+static void cu_host_read(const void *p, size_t n)
+{
+	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) || !p || !n)
+		return;
+	ckc_enter();
+	ckc_owed_cut(p, n, true);
+	ckc_leave();
+}
+
+/* Device capture of a device-to-host copy: a device-to-device copy into the
+ * gpu tier on the program's stream, the host pages owed. False: the caller
+ * makes the real copy. */
+static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool async, bool pt)
+{
+	bool pinned;
+	uintptr_t ps = cu_page(), d = (uintptr_t)dst;
+	uintptr_t a = (d + ps - 1) & ~(ps - 1), b = (d + n) & ~(ps - 1);
+
+	if (!cu_device_mode() || n < ckc_capture_min() || b <= a || !cu_host_ok(dst, &pinned) ||
+	    !cu_gpu_up())
+		return false;
+	ckc_ref_t *ref;
+	uint64_t dptr;
+	ckc_enter();
+	int rc = ckc_capture_begin(n, (unsigned)(d & (ps - 1)), &ref, &dptr);
+	ckc_leave();
+	if (rc) {
+		atomic_fetch_add(&cap_passed, 1);
+		return false;
+	}
+	CUstream s = cu_stream(t, async, pt);
+	if (cx_copy_dtod((CUdeviceptr)dptr, src, n, s) != CUDA_SUCCESS) {
+		ckc_ref_put(ref);
+		atomic_fetch_add(&cap_passed, 1);
+		return false;
+	}
+	ckc_enter();
+	ckc_owed_prepare(d, n, a, b);
+	ckc_leave();
+	/* the edges, whose pages hold other data too, as the program asked */
+	CUresult r = cx_copy_dtoh(dst, src, a - d, s);
+	if (r == CUDA_SUCCESS)
+		r = cx_copy_dtoh((void *)b, src + (b - d), d + n - b, s);
+	cu_ev_t *ev = NULL;
+	if (r == CUDA_SUCCESS && async)
+		ev = cu_ev_record(s);
+	if (r == CUDA_SUCCESS && (!async || !ev))
+		r = cx_stream_sync(s);
+	ckc_enter();
+	rc = r == CUDA_SUCCESS ? ckc_owed_add_len(a, b, d, n, ref, pinned, ev) : -EIO;
+	ckc_leave();
+	if (rc) {
+		/* the interior as asked, too */
+		mprotect((void *)a, b - a, PROT_READ | PROT_WRITE);
+		if (r == CUDA_SUCCESS)
+			r = cx_copy_dtoh((void *)a, src + (a - d), b - a, s);
+		if (r == CUDA_SUCCESS)
+			cx_stream_sync(s);
+		if (ev)
+			cu_ev_put(ev);
+		ckc_ref_put(ref);
+		atomic_fetch_add(&cap_passed, 1);
+		return true;
+	}
+	atomic_fetch_add(&cap_captured, 1);
+	atomic_fetch_add(&cap_bytes, n);
+	return true;
+}
+
+/* A host-to-device copy from owed host memory: a device-to-device copy out
+ * of the gpu tier (and the edges from host memory). False: the caller
+ * makes the real copy (owed bytes were filled first). */
+static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, bool async, bool pt)
+{
+	ckc_owed_t e;
+	uintptr_t s0 = (uintptr_t)src, s1 = s0 + n;
+
+	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) || !cu_device_mode())
+		return false;
+	ckc_enter();
+	bool found = ckc_owed_find(s0, n, &e);
+	ckc_leave();
+	if (!found)
+		return false;
+	uintptr_t lo = e.start > s0 ? e.start : s0, hi = e.end < s1 ? e.end : s1;
+	uint64_t dsrc;
+	ckc_owed_t other;
+	ckc_enter();
+	bool alone = true;
+	if (lo > s0 && ckc_owed_find(s0, lo - s0, &other)) {
+		alone = false;
+		ckc_owed_found_put(&other);
+	}
+	if (hi < s1 && ckc_owed_find(hi, s1 - hi, &other)) {
+		alone = false;
+		ckc_owed_found_put(&other);
+	}
+	bool ok = alone && ckc_ref_addr(e.ref, lo - e.cap_start, hi - lo, &dsrc) == 0;
+	ckc_leave();
+	if (!ok) {
+		ckc_enter();
+		ckc_owed_found_put(&e);
+		ckc_leave();
+		cu_host_read(src, n);
+		return false;
+	}
+	if (e.ready)
+		cu_ev_wait(e.ready);
+	CUstream s = cu_stream(t, async, pt);
+	CUresult r = cx_copy_dtod(dst + (lo - s0), (CUdeviceptr)dsrc, hi - lo, s);
+	if (r == CUDA_SUCCESS)
+		r = cx_copy_htod(dst, src, lo - s0, s);
+	if (r == CUDA_SUCCESS)
+		r = cx_copy_htod(dst + (hi - s0), (const void *)hi, s1 - hi, s);
+	cu_ev_t *ev = NULL;
+	if (r == CUDA_SUCCESS && async && (ev = cu_ev_record(s)) != NULL) {
+		ckc_enter();
+		ckc_owed_set_busy(lo, ev);
+		ckc_leave();
+	} else if (r == CUDA_SUCCESS) {
+		r = cx_stream_sync(s);
+	}
+	ckc_enter();
+	ckc_owed_found_put(&e);
+	ckc_leave();
+	if (r != CUDA_SUCCESS) {
+		/* the real copy, from filled host memory */
+		cu_host_read(src, n);
+		return false;
+	}
+	atomic_fetch_add(&cap_restored, 1);
+	return true;
+}
+
+#define CU_COUNT(k) atomic_fetch_add_explicit(&cu_calls[k], 1, memory_order_relaxed)
+
+#define CU_DTOH(name, params, t, async, pt)                                             \
+	CUresult ckc_cu_##name params                                                   \
+	{                                                                               \
+		CU_REAL(name, params);                                                  \
+		CU_COUNT(CU_DTOH);                                                      \
+		if (cu_capture(d, s, n, t, async, pt))                                  \
+			return CUDA_SUCCESS;                                            \
+		cu_host_written(d, n);                                                  \
+		return real CU_ARGS_##name;                                             \
+	}
+#define CU_HTOD(name, params, t, async, pt)                                             \
+	CUresult ckc_cu_##name params                                                   \
+	{                                                                               \
+		CU_REAL(name, params);                                                  \
+		CU_COUNT(CU_HTOD);                                                      \
+		if (cu_restore(d, s, n, t, async, pt))                                  \
+			return CUDA_SUCCESS;                                            \
+		return real CU_ARGS_##name;                                             \
+	}
+#define CU_ARGS_cuMemcpyDtoH_v2 (d, s, n)
+#define CU_ARGS_cuMemcpyDtoH_v2_ptds (d, s, n)
+#define CU_ARGS_cuMemcpyDtoHAsync_v2 (d, s, n, t)
+#define CU_ARGS_cuMemcpyDtoHAsync_v2_ptsz (d, s, n, t)
+#define CU_ARGS_cuMemcpyHtoD_v2 (d, s, n)
+#define CU_ARGS_cuMemcpyHtoD_v2_ptds (d, s, n)
+#define CU_ARGS_cuMemcpyHtoDAsync_v2 (d, s, n, t)
+#define CU_ARGS_cuMemcpyHtoDAsync_v2_ptsz (d, s, n, t)
+
+CU_DTOH(cuMemcpyDtoH_v2, (void *d, CUdeviceptr s, size_t n), NULL, false, false)
+CU_DTOH(cuMemcpyDtoH_v2_ptds, (void *d, CUdeviceptr s, size_t n), NULL, false, true)
+CU_DTOH(cuMemcpyDtoHAsync_v2, (void *d, CUdeviceptr s, size_t n, CUstream t), t, true, false)
+CU_DTOH(cuMemcpyDtoHAsync_v2_ptsz, (void *d, CUdeviceptr s, size_t n, CUstream t), t, true, true)
+CU_HTOD(cuMemcpyHtoD_v2, (CUdeviceptr d, const void *s, size_t n), NULL, false, false)
+CU_HTOD(cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void *s, size_t n), NULL, false, true)
+CU_HTOD(cuMemcpyHtoDAsync_v2, (CUdeviceptr d, const void *s, size_t n, CUstream t), t, true, false)
+CU_HTOD(cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void *s, size_t n, CUstream t), t, true, true)
+
+/* kind=Default: the direction from the address table. */
+static CUresult cu_default(void *real, CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t,
+			   bool async, bool pt)
+{
+	CU_COUNT(CU_DFLT);
+	cu_classify(d, s);
+	int dk = ckc_cuda_mem_kind((void *)(uintptr_t)d), sk = ckc_cuda_mem_kind((void *)(uintptr_t)s);
+	bool dhost = dk != CKC_MEM_DEVICE && dk != CKC_MEM_MANAGED;
+	bool shost = sk != CKC_MEM_DEVICE && sk != CKC_MEM_MANAGED;
+	if (dhost && sk == CKC_MEM_DEVICE && cu_capture((void *)(uintptr_t)d, s, n, t, async, pt))
+		return CUDA_SUCCESS;
+	if (shost && dk == CKC_MEM_DEVICE && cu_restore(d, (const void *)(uintptr_t)s, n, t, async, pt))
+		return CUDA_SUCCESS;
+	if (shost)
+		cu_host_read((const void *)(uintptr_t)s, n);
+	if (dhost)
+		cu_host_written((const void *)(uintptr_t)d, n);
+	return async ? ((CUresult(*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))real)(d, s, n, t) :
+		       ((CUresult(*)(CUdeviceptr, CUdeviceptr, size_t))real)(d, s, n);
+}
+
+CUresult ckc_cu_cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n)
+{
+	CU_REAL(cuMemcpy, (CUdeviceptr, CUdeviceptr, size_t));
+	return cu_default((void *)real, d, s, n, NULL, false, false);
+}
+
+CUresult ckc_cu_cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n)
+{
+	CU_REAL(cuMemcpy_ptds, (CUdeviceptr, CUdeviceptr, size_t));
+	return cu_default((void *)real, d, s, n, NULL, false, true);
+}
+
+CUresult ckc_cu_cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t)
+{
+	CU_REAL(cuMemcpyAsync, (CUdeviceptr, CUdeviceptr, size_t, CUstream));
+	return cu_default((void *)real, d, s, n, t, true, false);
+}
+
+CUresult ckc_cu_cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t)
+{
+	CU_REAL(cuMemcpyAsync_ptsz, (CUdeviceptr, CUdeviceptr, size_t, CUstream));
+	return cu_default((void *)real, d, s, n, t, true, true);
+}
+
+/* 2-D and 3-D copies pass through; the host memory they read or write
+ * (its bounding span) is filled first. */
+static void cu_host_span(CUmemorytype type, const void *host, size_t x, size_t y, size_t z,
+			 size_t pitch, size_t height, size_t w, size_t h, size_t depth)
+{
+	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed))
+		return;
+	if (type != CU_MEMORYTYPE_HOST && type != CU_MEMORYTYPE_UNIFIED)
+		return;
+	if (!host || !w || !h || !depth)
+		return;
+	size_t slice = pitch * (height ? height : 1);
+	size_t first = x + y * pitch + z * slice;
+	size_t last = first + (depth - 1) * slice + (h - 1) * pitch + w;
+	cu_host_read((const char *)host + first, last - first);
+}
+
+static void cu_2d(const CUDA_MEMCPY2D *p)
+{
+	if (!p)
+		return;
+	cu_host_span(p->srcMemoryType, p->srcHost, p->srcXInBytes, p->srcY, 0, p->srcPitch, 0,
+		     p->WidthInBytes, p->Height, 1);
+	cu_host_span(p->dstMemoryType, p->dstHost, p->dstXInBytes, p->dstY, 0, p->dstPitch, 0,
+		     p->WidthInBytes, p->Height, 1);
+}
+
+static void cu_3d(const CUDA_MEMCPY3D *p)
+{
+	if (!p)
+		return;
+	cu_host_span(p->srcMemoryType, p->srcHost, p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch,
+		     p->srcHeight, p->WidthInBytes, p->Height, p->Depth);
+	cu_host_span(p->dstMemoryType, p->dstHost, p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch,
+		     p->dstHeight, p->WidthInBytes, p->Height, p->Depth);
+}
+
+#define CU_PASS(name, params, args, kind, pre)          \
+	CUresult ckc_cu_##name params                   \
+	{                                               \
+		CU_REAL(name, params);                  \
+		CU_COUNT(kind);                         \
+		pre;                                    \
+		return real args;                       \
+	}
+
+CU_PASS(cuMemcpy2D_v2, (const CUDA_MEMCPY2D *p), (p), CU_2D, cu_2d(p))
+CU_PASS(cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p), (p), CU_2D, cu_2d(p))
+CU_PASS(cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D *p), (p), CU_2D, cu_2d(p))
+CU_PASS(cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *p), (p), CU_2D, cu_2d(p))
+CU_PASS(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *p, CUstream t), (p, t), CU_2D, cu_2d(p))
+CU_PASS(cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *p, CUstream t), (p, t), CU_2D, cu_2d(p))
+CU_PASS(cuMemcpy3D_v2, (const CUDA_MEMCPY3D *p), (p), CU_3D, cu_3d(p))
+CU_PASS(cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *p), (p), CU_3D, cu_3d(p))
+CU_PASS(cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *p, CUstream t), (p, t), CU_3D, cu_3d(p))
+CU_PASS(cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *p, CUstream t), (p, t), CU_3D, cu_3d(p))
+
+/* Batches: every pointer that may be host memory is filled first. */
+static void cu_batch(CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c)
+{
+	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) || !d || !s || !n)
+		return;
+	for (size_t i = 0; i < c; i++) {
+		cu_host_read((const void *)(uintptr_t)s[i], n[i]);
+		cu_host_read((const void *)(uintptr_t)d[i], n[i]);
+	}
+}
+
+CU_PASS(cuMemcpyBatchAsync, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, size_t *f, CUstream t),
+	(d, s, n, c, a, ai, na, f, t), CU_BATCH, cu_batch(d, s, n, c))
+CU_PASS(cuMemcpyBatchAsync_ptsz, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, size_t *f, CUstream t),
+	(d, s, n, c, a, ai, na, f, t), CU_BATCH, cu_batch(d, s, n, c))
+CU_PASS(cuMemcpyBatchAsync_v2, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, CUstream t),
+	(d, s, n, c, a, ai, na, t), CU_BATCH, cu_batch(d, s, n, c))
+
+/* Allocations: when the device is out of memory, the gpu arena gives some
+ * back and the allocation is tried again. */
+static bool cu_oom_retry(CUresult rc, size_t need)
+{
+	if (rc != CUDA_ERROR_OUT_OF_MEMORY || atomic_load(&cu_gpu_state) <= 0)
+		return false;
+	ckc_enter();
+	uint64_t got = ckc_gpu_release(need ? need : 1);
+	ckc_leave();
+	return got > 0;
+}
+
+#define CU_ALLOCW(name, params, args, need, after)                   \
+	CUresult ckc_cu_##name params                                \
+	{                                                            \
+		CU_REAL(name, params);                               \
+		CU_COUNT(CU_ALLOC);                                  \
+		CUresult rc = real args;                             \
+		while (cu_oom_retry(rc, need))                       \
+			rc = real args;                              \
+		if (rc == CUDA_SUCCESS) {                            \
+			after;                                       \
+		}                                                    \
+		return rc;                                           \
+	}
+
+CU_ALLOCW(cuMemAlloc_v2, (CUdeviceptr *p, size_t n), (p, n), n, cu_track(*p, n, CKC_MEM_DEVICE))
+CU_ALLOCW(cuMemAllocPitch_v2, (CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e), (p, pitch, w, h, e),
+	  w * h, cu_track(*p, *pitch * h, CKC_MEM_DEVICE))
+CU_ALLOCW(cuMemAllocManaged, (CUdeviceptr *p, size_t n, unsigned f), (p, n, f), n, cu_track(*p, n, CKC_MEM_MANAGED))
+CU_ALLOCW(cuMemAllocAsync, (CUdeviceptr *p, size_t n, CUstream t), (p, n, t), n, cu_track(*p, n, CKC_MEM_DEVICE))
+CU_ALLOCW(cuMemAllocAsync_ptsz, (CUdeviceptr *p, size_t n, CUstream t), (p, n, t), n, cu_track(*p, n, CKC_MEM_DEVICE))
+CU_ALLOCW(cuMemCreate, (CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *pr, unsigned long long f),
+	  (h, n, pr, f), n, (void)0)
+
+/* Pinned memory given back: what it owes is dropped. */
+static void cu_host_freed(void *p)
+{
+	if (!p)
+		return;
+	pthread_rwlock_rdlock(&cu_ranges_lock);
+	const ckc_range_t *r = ckc_ranges_find(&cu_ranges, (uint64_t)(uintptr_t)p);
+	uint64_t len = r && r->start == (uint64_t)(uintptr_t)p ? r->end - r->start : 0;
+	pthread_rwlock_unlock(&cu_ranges_lock);
+	if (len && atomic_load_explicit(&ckc_owed_count, memory_order_relaxed)) {
+		ckc_enter();
+		ckc_owed_cut(p, len, false);
+		ckc_leave();
+	}
+}
+
+CUresult ckc_cu_cuMemFreeHost(void *p)
+{
+	CU_REAL(cuMemFreeHost, (void *));
+	CU_COUNT(CU_HOSTMEM);
+	cu_host_freed(p);
+	CUresult rc = real(p);
+	if (rc == CUDA_SUCCESS)
+		cu_untrack((CUdeviceptr)(uintptr_t)p);
+	return rc;
+}
+
+CUresult ckc_cu_cuMemHostUnregister(void *p)
+{
+	CU_REAL(cuMemHostUnregister, (void *));
+	CU_COUNT(CU_HOSTMEM);
+	/* pageable again: what it owes must be filled the pageable way */
+	if (atomic_load_explicit(&ckc_owed_count, memory_order_relaxed)) {
+		pthread_rwlock_rdlock(&cu_ranges_lock);
+		const ckc_range_t *r = ckc_ranges_find(&cu_ranges, (uint64_t)(uintptr_t)p);
+		uint64_t len = r ? r->end - r->start : 0;
+		pthread_rwlock_unlock(&cu_ranges_lock);
+		if (len)
+			cu_host_read(p, len);
+	}
+	CUresult rc = real(p);
+	if (rc == CUDA_SUCCESS)
+		cu_untrack((CUdeviceptr)(uintptr_t)p);
+	return rc;
+}
+
+/* Statistics of device capture, for ckc_cuda_stats. */
+static void cu_capture_stats(ckc_stats_t *s)
+{
+	s->capture_seen = cu_device_mode();
+	s->cap_captured = atomic_load(&cap_captured);
+	s->cap_captured_bytes = atomic_load(&cap_bytes);
+	s->cap_restored_d2d = atomic_load(&cap_restored);
+	s->cap_passed = atomic_load(&cap_passed);
+	s->cap_filled = ckc_owed_st.filled;
+	s->cap_dropped = ckc_owed_st.dropped;
+}
+
 typedef struct cu_entry {
 	const char *name;
 	void *wrapper;
@@ -209,8 +796,11 @@ typedef struct cu_entry {
 
 #define CU_ENTRY(kind, name, params, args, after) { #name, (void *)ckc_cu_##name, &cu_real_##name },
 
+#define CU_HAND_ENTRY(name, params) { #name, (void *)ckc_cu_##name, &cu_real_##name },
+
 static cu_entry_t cu_table[] = {
 	CU_FUNCS(CU_ENTRY)
+	CU_HAND(CU_HAND_ENTRY)
 };
 
 static cu_entry_t *cu_find(const char *name)
@@ -364,6 +954,21 @@ void ckc_cuda_stats(ckc_stats_t *s)
 	s->cuda_nkinds = CU_NKINDS < CKC_CUDA_KINDS ? CU_NKINDS : CKC_CUDA_KINDS;
 	s->cuda_npaths = CU_NPATHS;
 	s->cuda_seen = seen;
+	cu_capture_stats(s);
+}
+
+/* The driver's own functions, for the gpu tier (never a wrapper). */
+static void *cu_driver_sym(const char *name)
+{
+	void *h = cu_libcuda();
+	dlsym_fn rd = ckc_real_dlsym();
+	void *p = h && rd ? rd(h, name) : NULL;
+	return p && !cu_is_ours(p) ? p : NULL;
+}
+
+void ckc_cuda_init(void)
+{
+	ckc_gpu_sym = cu_driver_sym;
 }
 
 #endif /* HAVE_CUDA_H */

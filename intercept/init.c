@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "intercept.h"
+#include "owed.h"
 #include "log.h"
 
 atomic_bool ckc_icpt_on;
@@ -40,6 +41,10 @@ static void icpt_route_engine_io(void)
  * engine (the wrappers never take them in another order). */
 static void icpt_prepare(void)
 {
+	/* a child must not inherit pages that only the parent's cache can fill */
+	ckc_enter();
+	ckc_owed_fill_all();
+	ckc_leave();
 	ckc_stdio_atfork(0);
 	ckc_fdtab_atfork(0);
 	ckc_atfork_prepare();
@@ -80,6 +85,21 @@ int ckc_capture_mode(void)
 	return icpt_cfg.capture;
 }
 
+uint64_t ckc_capture_min(void)
+{
+	return icpt_cfg.capture_min;
+}
+
+bool ckc_capture_pageable_only(void)
+{
+	return icpt_cfg.capture_pageable_only;
+}
+
+bool ckc_strict(void)
+{
+	return icpt_cfg.strict;
+}
+
 bool ckc_engine_ready(void)
 {
 	pthread_once(&icpt_engine_once, icpt_engine_start);
@@ -104,9 +124,13 @@ __attribute__((constructor)) static void icpt_init(void)
 #ifdef HAVE_CUDA_H
 			ckc_stats_extra = ckc_cuda_stats;
 #endif
+#ifdef HAVE_CUDA_H
+			ckc_cuda_init();
+#else
 			if (icpt_cfg.capture == CKC_CAPTURE_DEVICE)
-				ckc_warn("CKPTCACHE_CAPTURE=device: the CUDA copies are intercepted and counted, "
-					 "but this version has no GPU tier yet: checkpoints are cached as in copy mode");
+				ckc_warn("CKPTCACHE_CAPTURE=device: this build has no CUDA support; "
+					 "checkpoints are cached as in copy mode");
+#endif
 			atomic_store(&ckc_icpt_on, true);
 			/* the engine (its memory, its threads) starts with the
 			 * first tagged file, so a process that never opens one

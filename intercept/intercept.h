@@ -29,6 +29,15 @@ bool ckc_engine_ready(void);
 /* CKPTCACHE_CAPTURE as configured (copy until the constructor ran). */
 int ckc_capture_mode(void);
 
+/* Device capture settings (CKPTCACHE_CAPTURE_MIN, CKPTCACHE_CAPTURE_HOST)
+ * and CKPTCACHE_STRICT. */
+uint64_t ckc_capture_min(void);
+bool ckc_capture_pageable_only(void);
+bool ckc_strict(void);
+
+/* Points the engine's gpu tier at the driver (cuda.c). */
+void ckc_cuda_init(void);
+
 /* The "cu..." half of the interposed dlsym (cuda.c). */
 void *ckc_cu_dlsym(void *handle, const char *name);
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "intercept.h"
+#include "owed.h"
 #include "log.h"
 #include "path.h"
 
@@ -46,7 +47,13 @@ ssize_t ckc_vfd_pread(ckc_vfd_t *v, void *buf, size_t n, off_t off)
 	if (off < 0)
 		return -EINVAL;
 	ckc_enter();
-	ssize_t r = ckc_pread(v->h, buf, n, (uint64_t)off);
+	ssize_t r = CKC_OWED_PASS;
+	if (ckc_owed_read_ok)
+		r = ckc_owed_pread(v->h, buf, n, (uint64_t)off);
+	if (r == CKC_OWED_PASS) {
+		ckc_owed_will_write(buf, n);
+		r = ckc_pread(v->h, buf, n, (uint64_t)off);
+	}
 	ckc_leave();
 	return r;
 }
@@ -61,7 +68,11 @@ ssize_t ckc_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off)
 	if (off < 0)
 		return -EINVAL;
 	ckc_enter();
-	ssize_t r = ckc_pwrite(v->h, buf, n, (uint64_t)off);
+	ssize_t r = CKC_OWED_PASS;
+	if (atomic_load_explicit(&ckc_owed_count, memory_order_relaxed))
+		r = ckc_owed_pwrite(v->h, buf, n, (uint64_t)off);
+	if (r == CKC_OWED_PASS)
+		r = ckc_pwrite(v->h, buf, n, (uint64_t)off);
 	ckc_leave();
 	return r;
 }
@@ -458,51 +469,65 @@ static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, 
 
 CKC_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
-	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1))
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1)) {
+		ckc_owed_touch(buf, n);
 		return REAL(read)(fd, buf, n);
+	}
 	return read_tagged(fd, buf, n);
 }
 
 CKC_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
-	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1))
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1)) {
+		ckc_owed_touch(buf, n);
 		return REAL(write)(fd, buf, n);
+	}
 	return write_tagged(fd, buf, n);
 }
 
 CKC_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
-	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1))
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1)) {
+		ckc_owed_touch(buf, n);
 		return REAL(pread)(fd, buf, n, off);
+	}
 	return pread_tagged(fd, buf, n, off, REAL(pread));
 }
 
 CKC_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
 {
-	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1))
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1)) {
+		ckc_owed_touch(buf, n);
 		return REAL(pread64)(fd, buf, n, off);
+	}
 	return pread_tagged(fd, buf, n, off, REAL(pread64));
 }
 
 CKC_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
-	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1))
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1)) {
+		ckc_owed_touch(buf, n);
 		return REAL(pwrite)(fd, buf, n, off);
+	}
 	return pwrite_tagged(fd, buf, n, off, REAL(pwrite));
 }
 
 CKC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
 {
-	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1))
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1)) {
+		ckc_owed_touch(buf, n);
 		return REAL(pwrite64)(fd, buf, n, off);
+	}
 	return pwrite_tagged(fd, buf, n, off, REAL(pwrite64));
 }
 
 CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v)
+	if (!v) {
+		ckc_owed_touch_iov(iov, cnt);
 		return REAL(readv)(fd, iov, cnt);
+	}
 	int saved = errno;
 	return ckc_result(vfd_iov(v, iov, cnt, 0, true, false), saved);
 }
@@ -510,8 +535,10 @@ CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v)
+	if (!v) {
+		ckc_owed_touch_iov(iov, cnt);
 		return REAL(writev)(fd, iov, cnt);
+	}
 	int saved = errno;
 	return ckc_result(vfd_iov(v, iov, cnt, 0, true, true), saved);
 }
@@ -520,8 +547,10 @@ CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 	CKC_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt, off_t off)      \
 	{                                                                                  \
 		ckc_vfd_t *v = ckc_vfd_get(fd);                                            \
-		if (!v)                                                                    \
+		if (!v) {                                                                  \
+			ckc_owed_touch_iov(iov, cnt);                                      \
 			return REAL(name)(fd, iov, cnt, off);                              \
+		}                                                                          \
 		int saved = errno;                                                         \
 		return ckc_result(vfd_iov(v, iov, cnt, off, false, wr), saved);               \
 	}

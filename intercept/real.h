@@ -4,7 +4,9 @@
 #ifndef CKC_REAL_H
 #define CKC_REAL_H
 
+#include <signal.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -121,7 +123,22 @@ struct utimbuf;
 	X(freopen, FILE *, (const char *, const char *, FILE *))                           \
 	X(freopen64, FILE *, (const char *, const char *, FILE *))                         \
 	X(fclose, int, (FILE *))                                                           \
-	X(fileno, int, (FILE *))
+	X(fileno, int, (FILE *))                                                           \
+	X(fwrite, size_t, (const void *, size_t, size_t, FILE *))                          \
+	X(fread, size_t, (void *, size_t, size_t, FILE *))                                 \
+	X(fwrite_unlocked, size_t, (const void *, size_t, size_t, FILE *))                 \
+	X(fread_unlocked, size_t, (void *, size_t, size_t, FILE *))                        \
+	X(munmap, int, (void *, size_t))                                                   \
+	X(mremap, void *, (void *, size_t, size_t, int, ...))                              \
+	X(madvise, int, (void *, size_t, int))                                             \
+	X(send, ssize_t, (int, const void *, size_t, int))                                 \
+	X(sendto, ssize_t, (int, const void *, size_t, int, const struct sockaddr *, socklen_t)) \
+	X(sendmsg, ssize_t, (int, const struct msghdr *, int))                             \
+	X(recv, ssize_t, (int, void *, size_t, int))                                       \
+	X(recvfrom, ssize_t, (int, void *, size_t, int, struct sockaddr *, socklen_t *))   \
+	X(recvmsg, ssize_t, (int, struct msghdr *, int))                                   \
+	X(sigaction, int, (int, const struct sigaction *, struct sigaction *))             \
+	X(signal, sighandler_t, (int, sighandler_t))
 
 #define CKC_REAL_FIELD(name, ret, args) ret(*name) args;
 typedef struct ckc_real {
@@ -134,6 +151,9 @@ extern ckc_real_t ckc_real;
 /* The C library's dlsym (this library exports its own, for CUDA). */
 typedef void *(*dlsym_fn)(void *, const char *);
 dlsym_fn ckc_real_dlsym(void);
+
+/* The C library's sigaction (this library keeps SIGSEGV for itself). */
+int ckc_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 /* Resolves every real function (idempotent, thread-safe). */
 void ckc_real_resolve(void);

@@ -277,6 +277,43 @@ size_t arena_evict_window(arena_t *a, size_t first, size_t last,
 	return lo;
 }
 
+int arena_resize(arena_t *a, uint64_t capacity)
+{
+	capacity &= ~(a->align - 1);
+	if (capacity == 0)
+		return -EINVAL;
+	if (capacity == a->capacity)
+		return 0;
+	arena_frag_t *last = &a->frag[a->nfrag - 1];
+	if (capacity > a->capacity) {
+		uint64_t more = capacity - a->capacity;
+		if (last->owner == NULL) {
+			last->len += more;
+		} else {
+			if (arena_grow(a, a->nfrag + 1))
+				return -ENOMEM;
+			a->frag[a->nfrag++] = (arena_frag_t){ .off = a->capacity, .len = more, .owner = NULL };
+		}
+		a->capacity = capacity;
+		return 0;
+	}
+	/* shrinking: everything past the new end must be one gap */
+	if (last->owner != NULL || last->off > capacity)
+		return -EBUSY;
+	if (last->off == capacity)
+		a->nfrag--;
+	else
+		last->len = capacity - last->off;
+	a->capacity = capacity;
+	return 0;
+}
+
+uint64_t arena_busy_end(const arena_t *a)
+{
+	const arena_frag_t *last = &a->frag[a->nfrag - 1];
+	return last->owner ? a->capacity : last->off;
+}
+
 bool arena_check(const arena_t *a)
 {
 	uint64_t pos = 0, used = 0;

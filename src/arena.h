@@ -64,6 +64,16 @@ int arena_extend(arena_t *a, size_t idx, uint64_t newlen);
 size_t arena_evict_window(arena_t *a, size_t first, size_t last,
 			  void (*drop)(void *owner, void *ctx), void *ctx);
 
+/* Sets the capacity (rounded down to align). Growing adds room at the end;
+ * shrinking is allowed only when everything past the new end is free.
+ * Returns 0, -EINVAL (0 after rounding), -EBUSY (an extent lies past the
+ * new end) or -ENOMEM. */
+int arena_resize(arena_t *a, uint64_t capacity);
+
+/* The end of the last extent (0 when empty): the smallest capacity that
+ * arena_resize accepts without evicting anything. */
+uint64_t arena_busy_end(const arena_t *a);
+
 /* Invariants: sorted, contiguous, cover [0,capacity), len > 0 and aligned,
  * no two adjacent gaps, used == sum of extents, and enough spare slots that
  * arena_shrink never needs to allocate. */

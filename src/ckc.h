@@ -14,6 +14,7 @@
 #include "stats.h"
 
 typedef struct ckc_handle ckc_handle_t;
+typedef struct ckc_ref ckc_ref_t;
 
 typedef struct ckc_stat {
 	uint64_t size;          /* bytes of the current version */
@@ -160,6 +161,55 @@ void ckc_atfork_child(void);
  * name template (CKPTCACHE_STATS, CKPTCACHE_TRACE). Returns 0 or
  * -ENAMETOOLONG. */
 int ckc_expand_name(const char *tmpl, char *out, size_t outlen);
+
+/* ---- the gpu tier and device capture (CKPTCACHE_CAPTURE=device) ----
+ * A reference names bytes of an object's gpu copy that a host range of the
+ * program owes; the copy stays in device memory while it exists. */
+
+/* How the gpu tier reaches the driver: libcuda's own function of that name
+ * (set by the preloaded library; NULL: no gpu tier). */
+extern void *(*ckc_gpu_sym)(const char *name);
+
+/* Sets up the gpu tier on the device of the program's current context ctx
+ * (first capture; later calls return at once). 0, -ENODEV (no gpu tier or
+ * no driver), -EXDEV (the tier lives on another device), -errno. */
+int ckc_gpu_attach(void *ctx, int device);
+
+/* Room in the gpu tier for a capture of len bytes whose host destination
+ * starts skew bytes into a page: *dptr is where byte 0 goes. Returns 0 and
+ * a reference (one count) to an anonymous capture, -ENOSPC when the tier
+ * has no room now, -errno. */
+int ckc_capture_begin(size_t len, unsigned skew, ckc_ref_t **ref, uint64_t *dptr);
+
+/* Writes bytes [roff, roff+len) of a reference at off of a writing handle:
+ * a whole capture appended at the end of an object in the gpu tier is
+ * attached to it (no bytes move; the reference then names the object),
+ * anything else is copied from device memory. Returns len or -errno. */
+ssize_t ckc_pwrite_ref(ckc_handle_t *h, ckc_ref_t *ref, uint64_t roff, size_t len, uint64_t off);
+
+/* A read of [off, off+len) of a complete object held contiguously in the
+ * gpu tier, answered by a reference instead of bytes (counted as a read).
+ * Returns the bytes referenced (> 0; fewer at the end of the object), 0
+ * when the read must copy bytes instead, or -errno. */
+ssize_t ckc_pread_ref(ckc_handle_t *h, uint64_t off, size_t len, ckc_ref_t **ref);
+
+/* Device address of bytes [roff, roff+len) of a reference: 0, or -ERANGE
+ * when they are not contiguous in device memory. */
+int ckc_ref_addr(ckc_ref_t *ref, uint64_t roff, size_t len, uint64_t *dptr);
+
+/* Copies bytes [roff, roff+len) of a reference to host memory. 0 or -errno. */
+int ckc_ref_fill(ckc_ref_t *ref, uint64_t roff, void *buf, size_t len);
+
+void ckc_ref_get(ckc_ref_t *ref);
+void ckc_ref_put(ckc_ref_t *ref);
+
+/* The program's allocation of bytes of device memory failed: empty and
+ * unmap the end of the gpu arena. Returns the bytes given back. */
+uint64_t ckc_gpu_release(uint64_t bytes);
+
+/* Before the driver goes away at exit: every gpu copy is moved down (or
+ * dropped when nothing needs it) and the device memory is released. */
+void ckc_gpu_exit(void);
 
 /* Set by the preloaded library: starts the engine on first use (the public
  * API counts as a use). NULL when the engine is linked directly. */

@@ -378,6 +378,26 @@ static void config_gpu(config_loader_t *ld)
 	c->gpu_cache_pct = pct;
 }
 
+static void config_capture(config_loader_t *ld)
+{
+	ckc_config_t *c = ld->c;
+	const char *raw = config_value(ld, "CKPTCACHE_CAPTURE_MIN");
+	uint64_t bytes;
+	double pct;
+
+	c->capture_min = 1u << 20;
+	if (raw && config_size(ld, "CKPTCACHE_CAPTURE_MIN", raw, &bytes, &pct)) {
+		if (pct >= 0) {
+			ckc_error("CKPTCACHE_CAPTURE_MIN='%s': expected a size in bytes, not a percentage", raw);
+			ld->errors++;
+		} else {
+			c->capture_min = bytes ? bytes : 1;
+		}
+	}
+	static const config_word_t host[] = { { "all", 0 }, { "pageable", 1 } };
+	c->capture_pageable_only = config_word(ld, "CKPTCACHE_CAPTURE_HOST", host, 2, 0) == 1;
+}
+
 /* min(16 GiB, 10% of memory shared by the node's ranks), raised to 64 MiB
  * where the machine has room for that. */
 static uint64_t config_host_default(uint64_t mem, long local_size)
@@ -624,6 +644,7 @@ int ckc_config_load(ckc_config_t *c, const char *(*get)(const char *name, void *
 	c->capture = config_word(&ld, "CKPTCACHE_CAPTURE", capture, 2, CKC_CAPTURE_COPY);
 
 	config_gpu(&ld);
+	config_capture(&ld);
 	config_host(&ld);
 	config_ssd(&ld);
 

@@ -22,6 +22,8 @@ typedef struct ckc_config {
 	ckc_capture_t capture;
 	uint64_t gpu_cache;    /* bytes; used when gpu_cache_pct < 0 */
 	double gpu_cache_pct;  /* percent of free device memory, or -1 */
+	uint64_t capture_min;  /* smallest device-to-host copy captured */
+	bool capture_pageable_only; /* never capture into pinned host memory */
 	uint64_t host_cache;   /* bytes, resolved; 0 disables the tier */
 	uint64_t ssd_cache;    /* bytes, resolved; 0 disables the tier */
 	char *ssd_dir;         /* node-local directory for the ssd tier */

@@ -158,7 +158,7 @@ static void obj_retire(ckc_obj_t *o)
 		o->flush_cancel = true;
 	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
 		ckc_place_t *p = &o->place[l];
-		if (p->pins == 0 && p->state != LC_INIT) {
+		if (p->pins == 0 && p->state != LC_INIT && !(l == 0 && o->gref)) {
 			ckc_place_free(o, l);
 			ckc_set_state(o, l, LC_EV_DROP);
 		}
@@ -231,6 +231,12 @@ static int tiers_open(void)
 	const ckc_config_t *c = &ckc_eng.cfg;
 	int n = 0, rc;
 
+	if (c->capture == CKC_CAPTURE_DEVICE && (c->gpu_cache_pct > 0 || c->gpu_cache > 0)) {
+		/* mapped at the program's first capture, on its device */
+		if ((rc = ckc_gpu_open(&ckc_eng.tier[n])) != 0)
+			return rc;
+		ckc_eng.ntier = ++n;
+	}
 	if (c->host_cache) {
 		ckc_tier_t *t = &ckc_eng.tier[n];
 		t->name = "host";
@@ -265,7 +271,8 @@ static int tiers_open(void)
 		ckc_eng.tier[l].level = l;
 		ckc_eng.tier[l].st.capacity = ckc_eng.tier[l].arena.capacity;
 		/* first guesses until flushes are measured */
-		ckc_eng.edge[l].bw = ckc_eng.tier[l].kind == TIER_HOST && l + 1 < n - 1 ? 2e9 : 1e9;
+		ckc_eng.edge[l].bw = ckc_eng.tier[l].kind == TIER_GPU ? 20e9 :
+				     ckc_eng.tier[l].kind == TIER_HOST && l + 1 < n - 1 ? 2e9 : 1e9;
 	}
 	return 0;
 }
@@ -274,7 +281,9 @@ static void tiers_close(void)
 {
 	for (int l = 0; l < ckc_eng.ntier; l++) {
 		ckc_tier_t *t = &ckc_eng.tier[l];
-		if (t->kind == TIER_HOST)
+		if (t->kind == TIER_GPU)
+			ckc_gpu_close(t);
+		else if (t->kind == TIER_HOST)
 			ckc_host_close(t);
 		else if (t->kind == TIER_SSD)
 			ckc_ssd_close(t);
@@ -409,6 +418,10 @@ static void stats_collect(ckc_stats_t *s)
 		s->tier[l] = ckc_eng.tier[l].st;
 		if (l + 1 < ckc_eng.ntier)
 			s->tier[l].flush_bw = ckc_eng.edge[l].bw;
+		if (ckc_eng.tier[l].kind == TIER_GPU && ckc_eng.tier[l].gpu)
+			ckc_gpu_stats(&ckc_eng.tier[l], s);
+		if (ckc_eng.tier[l].kind == TIER_HOST && ckc_eng.tier[l].pinned_once)
+			s->host_pinned = true;
 	}
 }
 
@@ -620,6 +633,8 @@ static int copy_into_tier(ckc_obj_t *o, const ckc_src_t *src, int to, uint64_t s
 	return rc;
 }
 
+static void ref_detach(ckc_obj_t *o);
+
 /* Moves the bytes written so far from the write tier to the next tier that
  * takes them (the object outgrew its tier, or the tier failed). Lock held;
  * dropped while the bytes move. Returns 0 or -errno. */
@@ -670,7 +685,10 @@ static int migrate_down(ckc_obj_t *o)
 			  ckc_eng.tier[from].name, strerror(-rc));
 		goto out;
 	}
-	ckc_place_free(o, from);
+	if (from == 0 && o->gref)
+		ref_detach(o);
+	else
+		ckc_place_free(o, from);
 	ckc_set_state(o, from, LC_EV_DROP);
 	o->wlevel = to;
 	ckc_trace("bypass", o, 0, size, to, 0);
@@ -712,9 +730,45 @@ static int write_room(ckc_obj_t *o, uint64_t end)
 	return 0;
 }
 
-/* Copies buf into the write tier's copy at off (lock held; dropped while
- * the bytes move). */
-static int write_bytes(ckc_obj_t *o, const void *buf, size_t len, uint64_t off)
+static int device_bounce(uint64_t dsrc, size_t len, ckc_tier_t *t, uint64_t aoff, int fd);
+
+/* Copies len bytes at device address dsrc into tier t at aoff. */
+static int put_from_device(ckc_tier_t *t, uint64_t aoff, uint64_t dsrc, size_t len)
+{
+	ckc_tier_t *g = &ckc_eng.tier[0];
+
+	if (t->kind == TIER_GPU)
+		return ckc_gpu_dtod(t, t->gpu->base + aoff, dsrc, len);
+	if (t->kind == TIER_HOST)
+		return ckc_gpu_dtoh(g, t->base + aoff, dsrc, len);
+	return device_bounce(dsrc, len, t, aoff, -1);
+}
+
+/* Device bytes to a tier without memory of its own, or to a file (fd >= 0,
+ * at file offset aoff), through host memory. */
+static int device_bounce(uint64_t dsrc, size_t len, ckc_tier_t *t, uint64_t aoff, int fd)
+{
+	size_t chunk = len < (8u << 20) ? len : (8u << 20);
+	char *bounce = malloc(chunk);
+	int rc = bounce ? 0 : -ENOMEM;
+
+	while (!rc && len > 0) {
+		size_t n = len < chunk ? len : chunk;
+		rc = ckc_gpu_dtoh(&ckc_eng.tier[0], bounce, dsrc, n);
+		if (!rc)
+			rc = fd >= 0 ? ckc_io_pwrite_all(fd, bounce, n, (off_t)aoff) :
+				       ckc_tier_put(t, aoff, bounce, n);
+		dsrc += n;
+		aoff += n;
+		len -= n;
+	}
+	free(bounce);
+	return rc;
+}
+
+/* Copies buf (or, when buf is NULL, the device bytes at dsrc) into the
+ * write tier's copy at off (lock held; dropped while the bytes move). */
+static int write_bytes(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len, uint64_t off)
 {
 	ckc_tier_t *t = &ckc_eng.tier[o->wlevel];
 	ckc_place_t *p = &o->place[o->wlevel];
@@ -731,8 +785,10 @@ static int write_bytes(ckc_obj_t *o, const void *buf, size_t len, uint64_t off)
 		pthread_mutex_unlock(&ckc_eng.lock);
 		int rc = 0;
 		for (int i = 0; i < n && !rc; i++) {
-			rc = ckc_tier_put(t, seg[i].aoff, src, seg[i].alen);
+			rc = buf ? ckc_tier_put(t, seg[i].aoff, src, seg[i].alen) :
+				   put_from_device(t, seg[i].aoff, dsrc, seg[i].alen);
 			src += seg[i].alen;
+			dsrc += seg[i].alen;
 			off += seg[i].alen;
 			len -= seg[i].alen;
 		}
@@ -764,7 +820,14 @@ static int zero_fill(ckc_obj_t *o, uint64_t from, uint64_t to)
 	return rc;
 }
 
+static ssize_t pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t len, uint64_t off);
+
 ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off)
+{
+	return pwrite_src(h, buf, 0, len, off);
+}
+
+static ssize_t pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t len, uint64_t off)
 {
 	if (!h->writer)
 		return -EBADF;
@@ -788,7 +851,8 @@ ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off)
 	if (o->wlevel == ckc_eng.ntier - 1) {
 		int fd = o->home_fd;
 		pthread_mutex_unlock(&ckc_eng.lock);
-		rc = ckc_io_pwrite_all(fd, buf, len, (off_t)off);
+		rc = buf ? ckc_io_pwrite_all(fd, buf, len, (off_t)off) :
+			   device_bounce(dsrc, len, NULL, off, fd);
 		pthread_mutex_lock(&ckc_eng.lock);
 	} else {
 		/* a write past the end leaves a hole; writes still in flight
@@ -798,13 +862,13 @@ ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off)
 			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 		if (o->migrating || o->wlevel != wl) {
 			pthread_mutex_unlock(&ckc_eng.lock);
-			return ckc_pwrite(h, buf, len, off);
+			return pwrite_src(h, buf, dsrc, len, off);
 		}
 		if (off > o->size && (rc = zero_fill(o, o->size, off)) != 0)
 			goto out;
 		if (off > o->size)
 			o->size = off;
-		rc = write_bytes(o, buf, len, off);
+		rc = write_bytes(o, buf, dsrc, len, off);
 		if (rc && rc != -ENOMEM && !o->retired) {
 			/* the tier failed: move what is written down and retry */
 			ckc_warn("%s tier: write of %s failed (%s)", ckc_eng.tier[o->wlevel].name,
@@ -812,7 +876,7 @@ ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off)
 			ckc_eng.tier[o->wlevel].st.flush_errors++;
 			if (migrate_down(o) == 0) {
 				pthread_mutex_unlock(&ckc_eng.lock);
-				return ckc_pwrite(h, buf, len, off);
+				return pwrite_src(h, buf, dsrc, len, off);
 			}
 		}
 	}
@@ -1520,5 +1584,363 @@ void ckc_stats_get(ckc_stats_t *s)
 {
 	pthread_mutex_lock(&ckc_eng.lock);
 	stats_collect(s);
+	pthread_mutex_unlock(&ckc_eng.lock);
+}
+
+/* ---- the gpu tier: device captures and owed host ranges ------------- */
+
+/* An object outside the map holding device bytes the program's host
+ * memory owes. Lock held. */
+static ckc_obj_t *anon_new(void)
+{
+	ckc_obj_t *o = calloc(1, sizeof(*o));
+	if (!o || !(o->key = strdup("(device capture)"))) {
+		free(o);
+		return NULL;
+	}
+	o->version = ++ckc_eng.next_version;
+	o->refs = 0; /* held by its references */
+	o->home_fd = -1;
+	o->flush_edge = -1;
+	o->wlevel = 0;
+	o->retired = true;
+	o->capture = true;
+	return o;
+}
+
+static ckc_ref_t *ref_new(ckc_obj_t *o, uint64_t base)
+{
+	ckc_ref_t *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->o = o;
+	r->base = base;
+	r->refs = 1;
+	r->next = o->gref;
+	o->gref = r;
+	ckc_obj_get(o);
+	return r;
+}
+
+/* Moves every reference of from to to, their offsets shifted by delta. */
+static void refs_move(ckc_obj_t *from, ckc_obj_t *to, uint64_t delta)
+{
+	while (from->gref) {
+		ckc_ref_t *r = from->gref;
+		from->gref = r->next;
+		r->o = to;
+		r->base += delta;
+		r->next = to->gref;
+		to->gref = r;
+		ckc_obj_get(to);
+		ckc_obj_put(from);
+	}
+}
+
+/* o's gpu copy is leaving it (its writer moved down, or it was retired)
+ * while host memory still owes bytes of it: the copy goes to an anonymous
+ * holder with the references. Lock held. */
+static void ref_detach(ckc_obj_t *o)
+{
+	ckc_obj_t *c = anon_new();
+	if (!c) {
+		ckc_error("out of memory: host memory owed from %s may read stale bytes", o->key);
+		ckc_place_free(o, 0);
+		return;
+	}
+	arena_t *a = &ckc_eng.tier[0].arena;
+	c->place[0] = o->place[0];
+	c->place[0].state = LC_INIT;
+	c->place[0].pins = 0;
+	ckc_set_state(c, 0, LC_EV_WRITE_BEGIN);
+	o->place[0].ext = NULL;
+	o->place[0].nexts = o->place[0].capexts = 0;
+	for (int i = 0; i < c->place[0].nexts; i++) {
+		ssize_t idx = arena_index_of(a, c->place[0].ext[i].aoff & ~(a->align - 1));
+		if (idx >= 0)
+			a->frag[idx].owner = c;
+	}
+	c->size = o->size;
+	refs_move(o, c, 0);
+}
+
+int ckc_capture_begin(size_t len, unsigned skew, ckc_ref_t **ref, uint64_t *dptr)
+{
+	int rc;
+
+	if (len == 0 || skew >= CKC_ALIGN)
+		return -EINVAL;
+	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_tier_t *t = &ckc_eng.tier[0];
+	if (!ckc_eng.active || t->kind != TIER_GPU || !ckc_gpu_usable(t)) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENODEV;
+	}
+	ckc_obj_t *c = anon_new();
+	ckc_ref_t *r = c ? ref_new(c, 0) : NULL;
+	if (!r) {
+		if (c) {
+			free(c->key);
+			free(c);
+		}
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENOMEM;
+	}
+	/* the capture must not wait for room: a full tier means the copy
+	 * goes to the host as the program asked */
+	ckc_set_state(c, 0, LC_EV_WRITE_BEGIN);
+	c->retired = false;
+	rc = ckc_place_reserve(c, 0, (uint64_t)skew + len, CKC_ALLOC_PREFETCH, 0);
+	c->retired = true;
+	if (rc) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_ref_put(r);
+		return rc == -EAGAIN ? -ENOSPC : rc;
+	}
+	ckc_ext_t *e = &c->place[0].ext[0];
+	e->aoff += skew;
+	e->alen = len;
+	c->size = len;
+	*dptr = t->gpu->base + e->aoff;
+	*ref = r;
+	t->st.put_ops++;
+	t->st.put_bytes += len;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return 0;
+}
+
+void ckc_ref_get(ckc_ref_t *r)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	r->refs++;
+	pthread_mutex_unlock(&ckc_eng.lock);
+}
+
+void ckc_ref_put(ckc_ref_t *r)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (--r->refs > 0) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return;
+	}
+	ckc_obj_t *o = r->o;
+	for (ckc_ref_t **pp = &o->gref; *pp; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	free(r);
+	if (!o->gref && o->retired && !o->capture && o->place[0].pins == 0 &&
+	    o->place[0].state != LC_INIT) {
+		ckc_place_free(o, 0);
+		ckc_set_state(o, 0, LC_EV_DROP);
+	}
+	ckc_obj_put(o);
+	/* its copy may be evicted now */
+	ckc_eng.prefetch_gen++;
+	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_mutex_unlock(&ckc_eng.lock);
+}
+
+/* Device address of [roff, roff+len) of r (lock held). */
+static int ref_addr_locked(const ckc_ref_t *r, uint64_t roff, size_t len, uint64_t *dptr)
+{
+	const ckc_place_t *p = &r->o->place[0];
+	uint64_t aoff, avail;
+	ckc_tier_t *t = &ckc_eng.tier[0];
+
+	if (t->kind != TIER_GPU || !t->gpu || !ckc_gpu_usable(t))
+		return -ENODEV;
+	if (!ckc_ext_run(p->ext, p->nexts, r->base + roff, &aoff, &avail) || avail < len)
+		return -ERANGE;
+	*dptr = t->gpu->base + aoff;
+	return 0;
+}
+
+int ckc_ref_addr(ckc_ref_t *r, uint64_t roff, size_t len, uint64_t *dptr)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	int rc = ref_addr_locked(r, roff, len, dptr);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+int ckc_ref_fill(ckc_ref_t *r, uint64_t roff, void *buf, size_t len)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_src_t src;
+	ckc_obj_t *o = r->o;
+	int rc = ckc_src_snapshot(o, 0, &src);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	/* the references keep the copy where it is */
+	if (!rc)
+		rc = ckc_src_read(&src, r->base + roff, buf, len, NULL);
+	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_src_release(&src);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+ssize_t ckc_pwrite_ref(ckc_handle_t *h, ckc_ref_t *r, uint64_t roff, size_t len, uint64_t off)
+{
+	if (!h->writer)
+		return -EBADF;
+	if (len == 0)
+		return 0;
+	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_obj_t *o = h->o, *c = r->o;
+	ckc_tier_t *t = &ckc_eng.tier[0];
+	while (o->migrating)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	/* a whole capture appended to an object written into the gpu tier:
+	 * its extent becomes the object's */
+	if (c->capture && c != o && r->base == 0 && roff == 0 && len == c->size &&
+	    c->place[0].nexts == 1 && !o->retired && !o->complete && o->wlevel == 0 &&
+	    off == o->size && o->place[0].pins == 0 && t->kind == TIER_GPU) {
+		ckc_place_t *p = &o->place[0];
+		if (p->state == LC_INIT)
+			ckc_set_state(o, 0, LC_EV_WRITE_BEGIN);
+		/* o's room ends exactly at its last byte */
+		ckc_place_trim(o, 0, o->size);
+		uint64_t fstart = 0;
+		for (int i = 0; i + 1 < p->nexts; i++)
+			fstart += p->ext[i].alen;
+		if (p->nexts && o->size - fstart < p->ext[p->nexts - 1].alen)
+			p->ext[p->nexts - 1].alen = o->size - fstart;
+		ckc_ext_t e = c->place[0].ext[0];
+		if (ckc_place_append(p, e.aoff, e.alen) == 0) {
+			arena_t *a = &t->arena;
+			ssize_t idx = arena_index_of(a, e.aoff & ~(a->align - 1));
+			if (idx >= 0)
+				a->frag[idx].owner = o;
+			c->place[0].nexts = 0;
+			ckc_set_state(c, 0, LC_EV_DROP);
+			if (p->nexts == 1)
+				p->seq_in = p->seq_use = ++ckc_eng.seq;
+			o->size = off + len;
+			o->attr.mask &= ~CKC_ATTR_TIMES;
+			refs_move(c, o, off);
+			ckc_eng.st.cap_attached++;
+			ckc_trace("attach", o, off, len, 0, 0);
+			pthread_mutex_unlock(&ckc_eng.lock);
+			return (ssize_t)len;
+		}
+	}
+	uint64_t dsrc;
+	int rc = ref_addr_locked(r, roff, len, &dsrc);
+	if (!rc)
+		ckc_eng.st.cap_copied_in++;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	if (rc)
+		return rc;
+	/* the reference keeps the source where it is */
+	return pwrite_src(h, NULL, dsrc, len, off);
+}
+
+ssize_t ckc_pread_ref(ckc_handle_t *h, uint64_t off, size_t len, ckc_ref_t **ref)
+{
+	ckc_obj_t *o = h->o;
+	uint64_t t0 = ckc_now_ns();
+
+	pthread_mutex_lock(&ckc_eng.lock);
+	/* a prefetch into the gpu tier in flight is worth waiting for */
+	while (o->place[0].state == LC_READ_IN_PROGRESS || o->migrating) {
+		if (!h->waited && !o->migrating) {
+			h->waited = true;
+			ckc_eng.st.reads_waited++;
+		}
+		uint64_t w0 = ckc_now_ns();
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_eng.st.read_wait_s += (double)(ckc_now_ns() - w0) / 1e9;
+	}
+	ssize_t rc = 0;
+	uint64_t dptr;
+	ckc_tier_t *t = &ckc_eng.tier[0];
+	if (h->writer || !o->complete || off >= o->size || len == 0 || t->kind != TIER_GPU ||
+	    ckc_best_level(o) != 0)
+		goto out;
+	if (len > o->size - off)
+		len = (size_t)(o->size - off);
+	ckc_ref_t tmp = { .o = o, .base = off };
+	if (ref_addr_locked(&tmp, 0, len, &dptr) != 0)
+		goto out;
+	ckc_ref_t *r = ref_new(o, off);
+	if (!r) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	o->place[0].seq_use = ++ckc_eng.seq;
+	t->st.read_ops++;
+	t->st.read_bytes += len;
+	t->st.hits++;
+	ckc_eng.st.cap_read_refs++;
+	range_add(h, off, off + len);
+	ckc_trace("read-ref", o, off, len, 0, t0);
+	*ref = r;
+	rc = (ssize_t)len;
+out:
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+/* Visits every object of the map (lock held); fn may drop the lock, so the
+ * walk starts over after a visit that returns true. */
+static void map_walk(bool (*fn)(ckc_obj_t *o))
+{
+again:
+	for (size_t i = 0; i < ckc_eng.map_cap; i++)
+		for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext)
+			if (fn(o))
+				goto again;
+}
+
+static bool evac_writer(ckc_obj_t *o)
+{
+	if (o->complete || o->retired || o->wlevel != 0 || o->migrating)
+		return false;
+	return migrate_down(o) == 0;
+}
+
+static bool evac_drop(ckc_obj_t *o)
+{
+	ckc_place_t *p = &o->place[0];
+	if (p->state == LC_INIT || p->pins > 0)
+		return false;
+	if (!ckc_lower_has(o, 0) && o->complete && ckc_persist_wanted(o))
+		ckc_error("checkpoint %s: its only copy was in device memory at exit", o->key);
+	if (o->gref)
+		ref_detach(o);
+	else
+		ckc_place_free(o, 0);
+	ckc_set_state(o, 0, LC_EV_DROP);
+	return false;
+}
+
+void ckc_gpu_evacuate(void)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_tier_t *t = &ckc_eng.tier[0];
+	if (!ckc_eng.active || t->kind != TIER_GPU) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return;
+	}
+	/* nothing new comes in */
+	if (t->gpu)
+		t->gpu->usable = false;
+	map_walk(evac_writer);
+	/* what must survive is flushed down by the gpu edge's flusher */
+	if (ckc_eng.cfg.persist != CKC_PERSIST_NEVER)
+		while (ckc_eng.edge[0].head || ckc_eng.edge[0].current)
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	for (;;) {
+		bool pinned = false;
+		for (size_t i = 0; i < ckc_eng.map_cap; i++)
+			for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext)
+				pinned |= o->place[0].pins > 0;
+		if (!pinned)
+			break;
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	}
+	map_walk(evac_drop);
 	pthread_mutex_unlock(&ckc_eng.lock);
 }

@@ -27,11 +27,15 @@
 /* Smallest first reservation when nothing is known about sizes yet. */
 #define CKC_MIN_RESERVE (1u << 20)
 
-typedef enum tier_kind { TIER_HOST, TIER_SSD, TIER_HOME } tier_kind_t;
+typedef enum tier_kind { TIER_GPU, TIER_HOST, TIER_SSD, TIER_HOME } tier_kind_t;
 
+/* File bytes follow one another from extent to extent. An extent normally
+ * starts on an aligned arena offset and holds a whole number of aligned
+ * blocks; one attached from a device capture (gpu tier) may start inside its
+ * first block and end anywhere: its arena fragment is the aligned span. */
 typedef struct ckc_ext {
-	uint64_t aoff; /* offset in the tier's arena */
-	uint64_t alen; /* arena bytes (aligned); file bytes follow one another */
+	uint64_t aoff; /* arena offset of its first file byte */
+	uint64_t alen; /* file bytes it holds (room for them, for the last one) */
 } ckc_ext_t;
 
 /* One object's copy in one bounded tier. */
@@ -79,7 +83,34 @@ struct ckc_obj {
 	uint64_t flush_done; /* bytes of the running flush so far */
 	double flush_eta;    /* estimated seconds until its flush completes */
 	ckc_obj_t *fq_next;  /* edge queue link */
+
+	ckc_ref_t *gref;     /* host ranges owed from its gpu copy */
+	bool capture;        /* an anonymous device capture, not yet a file */
 };
+
+/* A host range the interposer owes from an object's gpu copy: bytes
+ * [base, base + length) of the object. The copy cannot be evicted while a
+ * reference exists. */
+struct ckc_ref {
+	ckc_obj_t *o;
+	uint64_t base;
+	int refs;
+	ckc_ref_t *next;     /* o's list */
+};
+
+/* The gpu tier's device memory. */
+typedef struct ckc_gpu {
+	void *ctx;           /* CUcontext of the program's first capture */
+	int device;
+	bool tried, usable, gone, retained, stop;
+	uint64_t base;       /* reserved virtual range */
+	uint64_t reserved, chunk, ceiling;
+	size_t nchunk, nmapped, nmapped_max;
+	uint64_t *handle;    /* per chunk */
+	pthread_t mapper;
+	bool mapper_running;
+	uint64_t released_bytes, releases;
+} ckc_gpu_t;
 
 typedef struct ckc_tier {
 	const char *name;
@@ -94,6 +125,12 @@ typedef struct ckc_tier {
 	bool toucher_running;
 	atomic_uint_fast64_t populated;
 	atomic_bool toucher_stop;
+
+	atomic_bool pinned;  /* registered with CUDA (device capture) */
+	bool pinned_once;
+
+	/* gpu: spare device memory */
+	ckc_gpu_t *gpu;
 
 	/* ssd: one preallocated file of this process */
 	int fd;
@@ -168,6 +205,7 @@ void ckc_unpin(ckc_obj_t *o, int level);
 #define CKC_ALLOC_FLUSH 1
 #define CKC_ALLOC_PREFETCH 2
 void ckc_place_trim(ckc_obj_t *o, int level, uint64_t size);
+int ckc_place_append(ckc_place_t *p, uint64_t aoff, uint64_t alen);
 void ckc_place_free(ckc_obj_t *o, int level);
 uint64_t ckc_place_bytes(const ckc_place_t *p);
 bool ckc_lower_has(const ckc_obj_t *o, int level);
@@ -183,6 +221,20 @@ int ckc_place_segments(const ckc_place_t *p, uint64_t off, uint64_t len, ckc_ext
 bool ckc_ext_run(const ckc_ext_t *ext, int n, uint64_t off, uint64_t *aoff, uint64_t *avail);
 uint64_t ckc_dist(const ckc_obj_t *o);        /* restore-queue distance, HQ_FAR if none */
 void ckc_refresh_flush_eta(int edge);
+
+/* tier_gpu.c */
+int ckc_gpu_open(ckc_tier_t *t);
+void ckc_gpu_close(ckc_tier_t *t);
+bool ckc_gpu_usable(const ckc_tier_t *t);
+int ckc_gpu_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len);
+int ckc_gpu_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len);
+int ckc_gpu_dtod(ckc_tier_t *t, uint64_t dst, uint64_t src, size_t len);
+int ckc_gpu_dtoh(ckc_tier_t *t, void *dst, uint64_t src, size_t len);
+void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s);
+/* engine.c: moves every gpu copy down or drops it (before the driver goes) */
+void ckc_gpu_evacuate(void);
+/* object.c: may the copy at level be evicted now? (lock held) */
+bool ckc_place_evictable(const ckc_obj_t *o, int level);
 
 /* tier_host.c / tier_ssd.c / tier_home.c */
 int ckc_host_open(ckc_tier_t *t, uint64_t capacity);

@@ -108,7 +108,7 @@ void ckc_place_free(ckc_obj_t *o, int level)
 	arena_t *a = &ckc_eng.tier[level].arena;
 
 	for (int i = 0; i < p->nexts; i++) {
-		ssize_t idx = arena_index_of(a, p->ext[i].aoff);
+		ssize_t idx = arena_index_of(a, p->ext[i].aoff & ~(a->align - 1));
 		if (idx >= 0 && a->frag[idx].owner == o)
 			arena_release(a, (size_t)idx);
 		else
@@ -139,14 +139,15 @@ void ckc_place_trim(ckc_obj_t *o, int level, uint64_t size)
 
 	for (int i = 0; i < p->nexts; i++) {
 		ckc_ext_t *e = &p->ext[i];
-		ssize_t idx = arena_index_of(a, e->aoff);
+		uint64_t skew = e->aoff & (a->align - 1);
+		ssize_t idx = arena_index_of(a, e->aoff - skew);
 		if (idx < 0)
 			continue;
 		if (fstart >= keep) {
 			arena_release(a, (size_t)idx);
 		} else {
 			if (fstart + e->alen > keep) {
-				arena_shrink(a, (size_t)idx, keep - fstart);
+				arena_shrink(a, (size_t)idx, skew + keep - fstart);
 				e->alen = keep - fstart;
 			}
 			p->ext[n++] = *e;
@@ -156,7 +157,7 @@ void ckc_place_trim(ckc_obj_t *o, int level, uint64_t size)
 	p->nexts = n;
 }
 
-static int place_append(ckc_place_t *p, uint64_t aoff, uint64_t alen)
+int ckc_place_append(ckc_place_t *p, uint64_t aoff, uint64_t alen)
 {
 	if (p->nexts == p->capexts) {
 		int cap = p->capexts ? p->capexts * 2 : 1;
@@ -188,7 +189,7 @@ static double place_p(const ckc_obj_t *o, int level)
 {
 	const ckc_place_t *p = &o->place[level];
 
-	if (p->pins > 0 || o->migrating)
+	if (p->pins > 0 || o->migrating || (level == 0 && o->gref))
 		return INFINITY;
 	switch (p->state) {
 	case LC_FLUSHED:
@@ -205,6 +206,11 @@ static double place_p(const ckc_obj_t *o, int level)
 	default:
 		return INFINITY;
 	}
+}
+
+bool ckc_place_evictable(const ckc_obj_t *o, int level)
+{
+	return place_p(o, level) == 0;
 }
 
 void ckc_refresh_flush_eta(int level)
@@ -383,8 +389,11 @@ int ckc_place_reserve(ckc_obj_t *o, int level, uint64_t need, int mode, uint64_t
 
 	if (need <= have)
 		return 0;
+	if (t->kind == TIER_GPU && !ckc_gpu_usable(t))
+		return mode == CKC_ALLOC_PREFETCH ? -EAGAIN : -ENOSPC;
 	uint64_t want = arena_round(&t->arena, need - have);
-	if (p->nexts > 0) {
+	uint64_t mask = t->arena.align - 1;
+	if (p->nexts > 0 && !(p->ext[p->nexts - 1].aoff & mask) && !(p->ext[p->nexts - 1].alen & mask)) {
 		ckc_ext_t *last = &p->ext[p->nexts - 1];
 		ssize_t idx = arena_index_of(&t->arena, last->aoff);
 		if (idx >= 0 && arena_extend(&t->arena, (size_t)idx, last->alen + want) == 0) {
@@ -400,7 +409,7 @@ int ckc_place_reserve(ckc_obj_t *o, int level, uint64_t need, int mode, uint64_t
 	ssize_t idx = arena_take(&t->arena, (size_t)gap, want, o);
 	if (idx < 0)
 		return (int)idx;
-	rc = place_append(p, aoff, t->arena.frag[idx].len);
+	rc = ckc_place_append(p, aoff, t->arena.frag[idx].len);
 	if (rc) {
 		arena_release(&t->arena, (size_t)idx);
 		return rc;

@@ -99,7 +99,15 @@ static int promote(ckc_obj_t *o, uint64_t dist)
 	ckc_tier_t *top = &ckc_eng.tier[0];
 	pthread_mutex_unlock(&ckc_eng.lock);
 	int fd = -1;
-	for (uint64_t off = 0; !rc && off < size;) {
+	uint64_t start = 0;
+	if (!rc && from.t) {
+		/* tier to tier: straight between their memories (pinned host
+		 * to device, for the gpu tier) */
+		ckc_src_t to = { .t = top, .ext = dst, .n = ndst };
+		rc = ckc_src_copy(&from, &to, size, NULL, NULL);
+		start = size;
+	}
+	for (uint64_t off = start; !rc && off < size;) {
 		uint64_t aoff, avail;
 		if (!ckc_ext_run(dst, ndst, off, &aoff, &avail)) {
 			rc = -EIO;

@@ -77,6 +77,23 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 				(unsigned long long)s->cuda_hooked[i]);
 		fprintf(f, "}}");
 	}
+	if (s->gpu_present)
+		fprintf(f,
+			",\n  \"gpu\": {\"device\": %d, \"arena_bytes\": %llu, \"mapped_bytes\": %llu,"
+			" \"released_bytes\": %llu, \"releases\": %llu, \"host_pinned\": %s}",
+			s->gpu_device, (unsigned long long)s->gpu_arena_bytes,
+			(unsigned long long)s->gpu_mapped_bytes, (unsigned long long)s->gpu_released_bytes,
+			(unsigned long long)s->gpu_releases, s->host_pinned ? "true" : "false");
+	if (s->capture_seen)
+		fprintf(f,
+			",\n  \"capture\": {\"captured\": %llu, \"captured_bytes\": %llu,"
+			" \"attached\": %llu, \"copied_in\": %llu, \"read_refs\": %llu,"
+			" \"restored_d2d\": %llu, \"filled\": %llu, \"dropped\": %llu, \"passed\": %llu}",
+			(unsigned long long)s->cap_captured, (unsigned long long)s->cap_captured_bytes,
+			(unsigned long long)s->cap_attached, (unsigned long long)s->cap_copied_in,
+			(unsigned long long)s->cap_read_refs, (unsigned long long)s->cap_restored_d2d,
+			(unsigned long long)s->cap_filled, (unsigned long long)s->cap_dropped,
+			(unsigned long long)s->cap_passed);
 	fprintf(f, "\n}\n");
 	if (fflush(f) == EOF || ferror(f))
 		return -(errno ? errno : EIO);

@@ -47,6 +47,14 @@ typedef struct ckc_stats {
 	const char *cuda_kind_name[CKC_CUDA_KINDS];
 	uint64_t cuda_hooked[CKC_CUDA_PATHS];
 	const char *cuda_path_name[CKC_CUDA_PATHS];
+	/* the gpu tier and device capture */
+	bool gpu_present;
+	int gpu_device;
+	uint64_t gpu_arena_bytes, gpu_mapped_bytes, gpu_released_bytes, gpu_releases;
+	bool host_pinned;
+	bool capture_seen;
+	uint64_t cap_captured, cap_captured_bytes, cap_attached, cap_copied_in;
+	uint64_t cap_restored_d2d, cap_filled, cap_dropped, cap_passed, cap_read_refs;
 } ckc_stats_t;
 
 /* Set by the preloaded library: adds what the engine does not know. */

@@ -78,7 +78,14 @@ int ckc_src_copy(const ckc_src_t *from, const ckc_src_t *to, uint64_t size,
 		 void (*progress)(uint64_t done, void *ctx), void *ctx)
 {
 	int rc = 0;
+	uint64_t have = 0;
 
+	/* a copy whose extents end exactly at its last byte (an attached
+	 * capture) has fewer bytes than the aligned size asked for */
+	for (int i = 0; i < from->n; i++)
+		have += from->ext[i].alen;
+	if (size > have)
+		size = have;
 	for (uint64_t off = 0; !rc && off < size;) {
 		uint64_t a, b, na, nb, n = size - off < HOME_CHUNK ? size - off : HOME_CHUNK;
 		if (!ckc_ext_run(from->ext, from->n, off, &a, &na) ||

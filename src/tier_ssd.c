@@ -155,6 +155,8 @@ static int ssd_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
 
 int ckc_tier_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len)
 {
+	if (t->kind == TIER_GPU)
+		return ckc_gpu_put(t, aoff, buf, len);
 	if (t->kind == TIER_HOST) {
 		memcpy(t->base + aoff, buf, len);
 		return 0;
@@ -164,6 +166,8 @@ int ckc_tier_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len)
 
 int ckc_tier_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
 {
+	if (t->kind == TIER_GPU)
+		return ckc_gpu_get(t, aoff, buf, len);
 	if (t->kind == TIER_HOST) {
 		memcpy(buf, t->base + aoff, len);
 		return 0;
@@ -173,6 +177,8 @@ int ckc_tier_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
 
 int ckc_tier_copy(ckc_tier_t *from, uint64_t foff, ckc_tier_t *to, uint64_t toff, size_t len)
 {
+	if (from->kind == TIER_GPU && to->kind == TIER_GPU)
+		return ckc_gpu_dtod(from, from->gpu->base + foff, to->gpu->base + toff, len);
 	if (from->kind == TIER_HOST)
 		return ckc_tier_put(to, toff, from->base + foff, len);
 	if (to->kind == TIER_HOST)

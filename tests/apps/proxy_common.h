@@ -1,6 +1,9 @@
 /* proxy_common.h: the host code the RTM stand-ins share (rtm_proxy.c,
- * rtm_proxy_cuda.cu, uvm_baseline.cu): fatal errors, clocks, option values,
- * the restore order, checkpoint paths, the hint file and whole-file I/O. */
+ * rtm_proxy_cuda.cu, uvm_baseline.cu; gpu_limits.cu takes its errors,
+ * clocks and option values): fatal errors, clocks, option values,
+ * variable checkpoint sizes from a trace, the restore order, checkpoint
+ * paths, the hint file (whole, or grown one line at a time) and whole-file
+ * I/O. */
 /* C11 that is also C++17, since nvcc compiles the .cu files as C++; all static
  * inline, so that each program stays one translation unit with no build
  * change. The includer defines PROG, the name that starts every message. */
@@ -149,6 +152,137 @@ static inline uint64_t parse_seed(const char *s)
 	return v;
 }
 
+/* ---- variable checkpoint sizes (--sizes FILE[:COL]) --------------------------- */
+
+/* One checkpoint size per row of a CSV trace (e.g. bytes per GPU per
+ * checkpoint): checkpoint k has size v[k % n]. */
+struct ckpt_sizes {
+	size_t *v;  /* bytes, each a multiple of 8 */
+	long n;     /* rows */
+	size_t max; /* the largest: the state the program allocates */
+	double sum; /* over the n rows */
+	const char *file;
+	long col;
+};
+
+PROXY_NORETURN static inline void die_sizes(const char *file, long line, const char *msg, const char *field)
+{
+	if (line > 0)
+		fprintf(stderr, PROG ": --sizes: %s:%ld: %s", file, line, msg);
+	else
+		fprintf(stderr, PROG ": --sizes: %s: %s", file, msg);
+	if (field)
+		fprintf(stderr, " '%s'", field);
+	fprintf(stderr, "\n");
+	exit(2);
+}
+
+/* Reads the sizes of column COL (0-based, default 0) of FILE, given as
+ * "FILE" or "FILE:COL" (a last ':' followed by digits only names the
+ * column). Fields are separated by commas; blank lines and lines whose
+ * first non-blank character is '#' are skipped, and so is a first row
+ * whose field is not a size (a header). A field is a size as --size takes
+ * it (bytes, or K/M/G/T); each is rounded down to a multiple of 8 and must
+ * then be at least min bytes. Any other problem ends the program with
+ * FILE:LINE and exit status 2; an unreadable file with exit status 1. */
+static inline void load_sizes(const char *spec, size_t min, struct ckpt_sizes *out)
+{
+	size_t len = strlen(spec);
+	char *file = (char *)malloc(len + 1);
+	if (!file)
+		die_sys("malloc", "--sizes");
+	memcpy(file, spec, len + 1);
+	long col = 0;
+	char *colon = strrchr(file, ':');
+	if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1)) {
+		errno = 0;
+		char *end;
+		long c = strtol(colon + 1, &end, 10);
+		if (errno || c > 1000000)
+			die_usage("--sizes '%s': column out of range", spec);
+		col = c;
+		*colon = '\0';
+	}
+	if (!file[0])
+		die_usage("--sizes '%s': expected FILE or FILE:COL", spec);
+
+	FILE *f = fopen(file, "r");
+	if (!f)
+		die_sys("fopen", file);
+	memset(out, 0, sizeof(*out));
+	out->file = file;
+	out->col = col;
+	size_t cap = 0;
+	char *line = NULL;
+	size_t lcap = 0;
+	long no = 0;
+	bool first = true;
+	while (getline(&line, &lcap, f) >= 0) {
+		no++;
+		char *p = line;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '#' || *p == '\n' || *p == '\r' || *p == '\0')
+			continue;
+		/* the field: after col commas, up to the next comma or the end */
+		char *fld = p;
+		long k;
+		for (k = 0; k < col; k++) {
+			char *c = strchr(fld, ',');
+			if (!c)
+				break;
+			fld = c + 1;
+		}
+		if (k < col) {
+			char msg[96];
+			snprintf(msg, sizeof(msg), "the row has %ld field(s): no column %ld", k + 1, col);
+			die_sizes(file, no, msg, NULL);
+		}
+		size_t flen = strcspn(fld, ",\r\n");
+		fld[flen] = '\0';
+		while (*fld == ' ' || *fld == '\t')
+			fld++;
+		flen = strlen(fld);
+		while (flen > 0 && (fld[flen - 1] == ' ' || fld[flen - 1] == '\t' || fld[flen - 1] == '"'))
+			fld[--flen] = '\0';
+		if (*fld == '"')
+			fld++;
+		size_t v;
+		if (!parse_size(fld, &v)) {
+			if (first) { /* a header */
+				first = false;
+				continue;
+			}
+			die_sizes(file, no, "not a size (bytes, or K, M, G, T):", fld);
+		}
+		first = false;
+		v &= ~(size_t)7;
+		if (v < min) {
+			char msg[96];
+			snprintf(msg, sizeof(msg), "a checkpoint of %zu bytes (rounded down to 8); the least is %zu:", v,
+				 min);
+			die_sizes(file, no, msg, fld);
+		}
+		if ((size_t)out->n == cap) {
+			cap = cap ? 2 * cap : 64;
+			size_t *nv = (size_t *)realloc(out->v, cap * sizeof(*nv));
+			if (!nv)
+				die_sys("realloc", "--sizes");
+			out->v = nv;
+		}
+		out->v[out->n++] = v;
+		out->sum += (double)v;
+		if (v > out->max)
+			out->max = v;
+	}
+	if (ferror(f))
+		die_sys("read", file);
+	free(line);
+	fclose(f);
+	if (out->n == 0)
+		die_sizes(file, 0, "no sizes in the file", NULL);
+}
+
 /* ---- the restore order ------------------------------------------------------ */
 
 static inline uint64_t splitmix64(uint64_t x)
@@ -258,6 +392,44 @@ static inline void write_hints(const char *file, const char *dir, const char *pr
 		die_sys("fclose", tmp);
 	if (rename(tmp, file) != 0)
 		die_sys("rename", tmp);
+}
+
+/* The hint file of a program that tells its restore order one checkpoint at
+ * a time: created empty (an existing one is truncated in place, so that a
+ * reader that already follows it sees it shrink and starts again), then
+ * grown by hint_append. */
+static inline void hint_create_empty(const char *file)
+{
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		die_sys("open", file);
+	if (close(fd) != 0)
+		die_sys("close", file);
+}
+
+/* Appends one line naming checkpoint i: open(O_APPEND), one write() of the
+ * whole line, close, so that a reader polling the file never sees a line
+ * without its end unless the write itself was cut short. */
+static inline void hint_append(const char *file, const char *dir, const char *prefix, long i)
+{
+	char line[PATH_MAX + 1];
+	ckpt_path(line, sizeof(line) - 1, dir, prefix, i);
+	size_t n = strlen(line);
+	line[n++] = '\n';
+	int fd = open(file, O_WRONLY | O_APPEND);
+	if (fd < 0)
+		die_sys("open", file);
+	ssize_t w;
+	while ((w = write(fd, line, n)) < 0 && errno == EINTR)
+		;
+	if (w < 0)
+		die_sys("write", file);
+	if ((size_t)w != n) {
+		errno = EIO;
+		die_sys("write (short)", file);
+	}
+	if (close(fd) != 0)
+		die_sys("close", file);
 }
 
 /* write() until n bytes are written: a short write is legal and must not be

@@ -10,7 +10,11 @@
  * preloaded into. tests/gpu/build builds it three ways: static cudart
  * (rtm_proxy_cuda), shared cudart (rtm_proxy_cuda_shared) and --default-stream
  * per-thread (rtm_proxy_cuda_ptds). Only the checkpoint I/O is timed: D2H copy
- * + open/write/close, and open/read/close + H2D copy. */
+ * + open/write/close, and open/read/close + H2D copy. With --sizes the
+ * checkpoints have the sizes of a trace: each is a prefix of the state (sized
+ * for the largest), and its checksum covers exactly that prefix. The restore
+ * order reaches a cache as a hint file written whole before the forward pass,
+ * or grown one checkpoint ahead of each read (--hint-level). */
 
 #include <cuda_runtime.h>
 
@@ -29,6 +33,12 @@
 
 /* ---- options --------------------------------------------------------------- */
 
+/* How much of the restore order the hint file tells, and when: nothing; the
+ * next checkpoint to be read, appended just before each read; the whole
+ * order, before the forward pass. */
+enum hint_level { HINTS_NONE, HINTS_SINGLE, HINTS_ALL };
+static const char *const hint_level_names[] = { "none", "single", "all" };
+
 struct opts {
 	const char *dir = nullptr;
 	long count = 32;
@@ -45,6 +55,12 @@ struct opts {
 	enum order_kind order = ORDER_REVERSE;
 	uint64_t seed = 1;
 	const char *hints = nullptr;
+	enum hint_level hint_level = HINTS_ALL;
+	bool hint_level_set = false;
+	long restore_delay_ms = 0;
+	const char *sizes_spec = nullptr; /* --sizes FILE[:COL] */
+	struct ckpt_sizes sizes = {};
+	bool count_set = false, size_set = false;
 	bool keep = false;
 	int device = 0;
 };
@@ -62,10 +78,17 @@ static void usage(FILE *f)
 		"backward time steps from it. Only the checkpoint I/O is timed.\n"
 		"\n"
 		"  --dir D               where the checkpoints go (created if missing; required)\n"
-		"  --count N             number of checkpoints (default 32)\n"
+		"  --count N             number of checkpoints (default 32, or the rows of --sizes)\n"
 		"  --size S              checkpoint (wavefield state) size: bytes or K/M/G/T,\n"
 		"                        at least 4K; rounded down to a multiple of 8 (default 64M).\n"
 		"                        The grid is chosen so that 2 fields x nx x nz floats = S\n"
+		"  --sizes FILE[:COL]    variable checkpoint sizes instead of --size: one size per\n"
+		"                        row of column COL (0-based, default 0) of the CSV file\n"
+		"                        FILE (bytes or K/M/G/T, each rounded down to a multiple\n"
+		"                        of 8, at least 4K; a header row and '#' lines are\n"
+		"                        skipped); checkpoint k has the size of row k %% rows. The\n"
+		"                        state is sized for the largest; a smaller checkpoint is a\n"
+		"                        prefix of it, and its GPU checksum covers that prefix\n"
 		"  --steps-per-ckpt K    time steps between two checkpoints (default 10)\n"
 		"  --backward-steps B    backward time steps after each restore (default: K)\n"
 		"  --interval-ms MS      extra idle time before each checkpoint and between two\n"
@@ -80,24 +103,38 @@ static void usage(FILE *f)
 		"                        (default write)\n"
 		"  --order O             restore order: sequential, reverse, random (default reverse)\n"
 		"  --seed N              seed of the random order and of the initial field (default 1)\n"
-		"  --hints FILE          before the forward pass, write the restore order to FILE\n"
-		"                        as a ckptcache hint file (one absolute path per line;\n"
-		"                        written to FILE.tmp.PID and renamed into place)\n"
+		"  --hints FILE          tell the restore order in FILE, a ckptcache hint file\n"
+		"                        (one absolute path per line), as --hint-level says\n"
+		"  --hint-level L        with --hints: all: before the forward pass, the whole\n"
+		"                        restore order (written to FILE.tmp.PID and renamed into\n"
+		"                        place); single: FILE is created empty (truncated if it\n"
+		"                        exists) before the forward pass, and just before each\n"
+		"                        restore read the checkpoint to be read after it is\n"
+		"                        appended (open O_APPEND, one write, close; before the\n"
+		"                        first read, the first one too), so FILE is always one\n"
+		"                        ahead of the reads; none: FILE is not written\n"
+		"                        (default all)\n"
+		"  --restore-delay-ms MS idle time between the forward pass and the restore\n"
+		"                        phase, untimed (e.g. to let a cache finish its flushes;\n"
+		"                        default 0)\n"
 		"  --keep                do not delete the checkpoints at the end\n"
 		"  --device N            CUDA device ordinal (default 0)\n"
 		"  --help                this text\n"
 		"\n"
 		"Output: 'checkpoint' and 'restore' lines (files, MiB, seconds, GB/s with\n"
 		"GB = 1e9 bytes) with their copy/file split, 'verified K/N checkpoints', and\n"
-		"  RESULT checkpoint_GBps=X restore_GBps=Y verified=K/N\n"
+		"  RESULT checkpoint_GBps=X restore_GBps=Y verified=K/N ckpt_s=A restore_s=B bytes=T\n"
+		"(A, B: seconds of timed checkpoint and restore I/O; T: bytes checkpointed).\n"
 		"Exit: 0 when every checkpoint verified, 1 on a mismatch, a failed system\n"
-		"call or a CUDA error, 2 on a usage error, 77 when there is no CUDA device.\n");
+		"call or a CUDA error, 2 on a usage error (a bad --sizes file included),\n"
+		"77 when there is no CUDA device.\n");
 }
 
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_DIR = 256, OPT_COUNT, OPT_SIZE, OPT_STEPS, OPT_BACK, OPT_INTERVAL, OPT_STAGING, OPT_COPY,
-	       OPT_IO, OPT_ORDER, OPT_SEED, OPT_HINTS, OPT_KEEP, OPT_DEVICE, OPT_HELP };
+	       OPT_IO, OPT_ORDER, OPT_SEED, OPT_HINTS, OPT_KEEP, OPT_DEVICE, OPT_HELP, OPT_SIZES, OPT_HINT_LEVEL,
+	       OPT_DELAY };
 	static const struct option lo[] = {
 		{ "dir", required_argument, nullptr, OPT_DIR },
 		{ "count", required_argument, nullptr, OPT_COUNT },
@@ -111,6 +148,9 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		{ "order", required_argument, nullptr, OPT_ORDER },
 		{ "seed", required_argument, nullptr, OPT_SEED },
 		{ "hints", required_argument, nullptr, OPT_HINTS },
+		{ "hint-level", required_argument, nullptr, OPT_HINT_LEVEL },
+		{ "restore-delay-ms", required_argument, nullptr, OPT_DELAY },
+		{ "sizes", required_argument, nullptr, OPT_SIZES },
 		{ "keep", no_argument, nullptr, OPT_KEEP },
 		{ "device", required_argument, nullptr, OPT_DEVICE },
 		{ "help", no_argument, nullptr, OPT_HELP },
@@ -121,14 +161,30 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	while ((c = getopt_long(argc, argv, "h", lo, nullptr)) != -1) {
 		switch (c) {
 		case OPT_DIR: o->dir = optarg; break;
-		case OPT_COUNT: o->count = parse_long(optarg, "count", 1); break;
+		case OPT_COUNT:
+			o->count = parse_long(optarg, "count", 1);
+			o->count_set = true;
+			break;
 		case OPT_SIZE:
 			if (!parse_size(optarg, &o->size) || o->size < 4096)
 				die_usage("--size '%s': expected a size of at least 4K (bytes or K, M, G, T)", optarg);
+			o->size_set = true;
 			break;
+		case OPT_SIZES: o->sizes_spec = optarg; break;
 		case OPT_STEPS: o->steps = parse_long(optarg, "steps-per-ckpt", 0); break;
 		case OPT_BACK: o->back_steps = parse_long(optarg, "backward-steps", 0); break;
 		case OPT_INTERVAL: o->interval_ms = parse_long(optarg, "interval-ms", 0); break;
+		case OPT_DELAY: o->restore_delay_ms = parse_long(optarg, "restore-delay-ms", 0); break;
+		case OPT_HINT_LEVEL: {
+			int k;
+			for (k = 0; k < 3 && strcmp(optarg, hint_level_names[k]) != 0; k++)
+				;
+			if (k == 3)
+				die_usage("--hint-level '%s': expected none, single or all", optarg);
+			o->hint_level = (enum hint_level)k;
+			o->hint_level_set = true;
+			break;
+		}
 		case OPT_STAGING:
 			if (strcmp(optarg, "pageable") == 0)
 				o->pinned = false;
@@ -164,7 +220,57 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		die_usage("%s", "--dir is required");
 	if (o->back_steps < 0)
 		o->back_steps = o->steps;
+	if (o->hint_level_set && !o->hints)
+		die_usage("%s", "--hint-level needs --hints FILE");
+	if (o->sizes_spec) {
+		if (o->size_set)
+			die_usage("%s", "--size and --sizes exclude each other");
+		load_sizes(o->sizes_spec, 4096, &o->sizes);
+		o->size = o->sizes.max;
+		if (!o->count_set)
+			o->count = o->sizes.n;
+	}
 	o->size &= ~(size_t)7;
+}
+
+/* The bytes of checkpoint i: a prefix of the state of S bytes. */
+static size_t ckpt_bytes(const struct opts *o, long i, size_t S)
+{
+	return o->sizes.n ? o->sizes.v[i % o->sizes.n] : S;
+}
+
+/* gpu_checksum over the first `bytes` bytes of the state (a multiple of 8);
+ * for the whole state it is gpu_checksum. */
+static uint64_t prefix_checksum(struct gpu *G, size_t bytes)
+{
+	size_t n = bytes / 8;
+	unsigned long long h = 0;
+	CK(cudaMemsetAsync(G->sum, 0, sizeof(*G->sum), G->s));
+	checksum_kernel<<<G->blocks, 256, 0, G->s>>>((const unsigned long long *)G->state, n, G->sum);
+	CK_LAUNCH("checksum_kernel");
+	CK(cudaMemcpyAsync(&h, G->sum, sizeof(h), cudaMemcpyDeviceToHost, G->s));
+	CK(cudaStreamSynchronize(G->s));
+	return splitmix64(h ^ (uint64_t)n);
+}
+
+/* check_and_step_back for a checkpoint of `bytes` bytes: only that prefix
+ * of the state was restored, and only it is verified. */
+static bool check_prefix_and_step_back(struct gpu *G, size_t bytes, long t, uint64_t want, const char *what,
+				       long steps, double *tcomp)
+{
+	if (bytes == 2 * G->g.field * sizeof(float))
+		return check_and_step_back(G, t, want, what, steps, tcomp);
+	G->t = t;
+	uint64_t h = prefix_checksum(G, bytes);
+	if (h != want)
+		printf(PROG ": MISMATCH in %s: GPU checksum of the first %zu bytes %016" PRIx64 ", expected %016" PRIx64
+			    "\n", what, bytes, h, want);
+	double t0 = now_s();
+	for (long b = 0; b < steps; b++)
+		backward_step(G);
+	CK(cudaStreamSynchronize(G->s));
+	*tcomp += now_s() - t0;
+	return h == want;
 }
 
 /* ---- main ------------------------------------------------------------------- */
@@ -211,6 +317,17 @@ int main(int argc, char **argv)
 	       o.device, prop.name, prop.major, prop.minor, prop.multiProcessorCount, G.g.nx, G.g.nz, S / MiB,
 	       o.count, o.steps, o.pinned ? "pinned" : "pageable", o.async ? "async" : o.dflt ? "default" : "sync",
 	       o.io == IO_WRITE ? "write" : "fwrite", order_names[o.order]);
+	if (o.sizes.n) {
+		size_t mn = o.sizes.max;
+		for (long k = 0; k < o.sizes.n; k++)
+			mn = o.sizes.v[k] < mn ? o.sizes.v[k] : mn;
+		printf(PROG ": sizes from %s column %ld: %ld rows, %.1f to %.1f MiB (mean %.1f MiB); checkpoint k has "
+			    "the size of row k %% %ld\n",
+		       o.sizes.file, o.sizes.col, o.sizes.n, mn / MiB, o.sizes.max / MiB, o.sizes.sum / o.sizes.n / MiB,
+		       o.sizes.n);
+	}
+	if (o.hints)
+		printf(PROG ": hints %s in %s\n", hint_level_names[o.hint_level], o.hints);
 	fflush(stdout);
 
 	long n = o.count, *ord = restore_order(n, o.order, o.seed);
@@ -220,26 +337,37 @@ int main(int argc, char **argv)
 	long *tidx = (long *)malloc((size_t)n * sizeof(*tidx));
 	if (!sum || !tidx)
 		die_sys("malloc", "checkpoint table");
-	if (o.hints)
+	if (o.hints && o.hint_level == HINTS_ALL)
 		write_hints(o.hints, o.dir, "ckpt_", o.order, ord, n);
+	else if (o.hints && o.hint_level == HINTS_SINGLE)
+		hint_create_empty(o.hints);
 
 	/* Forward pass: compute, checksum on the GPU, then the timed checkpoint. */
-	double tcopy = 0, tfile = 0, tcomp = 0, total = (double)S * (double)n;
+	double tcopy = 0, tfile = 0, tcomp = 0, total = 0;
+	for (long i = 0; i < n; i++)
+		total += (double)ckpt_bytes(&o, i, S);
 	for (long i = 0; i < n; i++) {
+		size_t sz = ckpt_bytes(&o, i, S);
 		idle_ms(o.interval_ms);
 		double t0 = now_s();
-		sum[i] = forward_steps(&G, o.steps); /* synchronises the stream */
+		if (sz == S) {
+			sum[i] = forward_steps(&G, o.steps); /* synchronises the stream */
+		} else {
+			for (long k = 0; k < o.steps; k++)
+				forward_step(&G);
+			sum[i] = prefix_checksum(&G, sz);
+		}
 		tidx[i] = G.t;
 		double t1 = now_s();
 		if (o.async) {
-			CK(cudaMemcpyAsync(stage, G.state, S, cudaMemcpyDeviceToHost, G.s));
+			CK(cudaMemcpyAsync(stage, G.state, sz, cudaMemcpyDeviceToHost, G.s));
 			CK(cudaStreamSynchronize(G.s));
 		} else {
-			CK(cudaMemcpy(stage, G.state, S, o.dflt ? cudaMemcpyDefault : cudaMemcpyDeviceToHost));
+			CK(cudaMemcpy(stage, G.state, sz, o.dflt ? cudaMemcpyDefault : cudaMemcpyDeviceToHost));
 		}
 		double t2 = now_s();
 		ckpt_path(path, sizeof(path), o.dir, "ckpt_", i);
-		write_file(path, stage, S, o.io, 0, false);
+		write_file(path, stage, sz, o.io, 0, false);
 		double t3 = now_s();
 		tcomp += t1 - t0;
 		tcopy += t2 - t1;
@@ -265,6 +393,11 @@ int main(int argc, char **argv)
 	}
 	print_phase("checkpoint", n, total, tw, tcopy, tfile);
 	fflush(stdout);
+	if (o.restore_delay_ms > 0) {
+		idle_ms(o.restore_delay_ms);
+		printf(PROG ": waited %ld ms before the restore phase (untimed)\n", o.restore_delay_ms);
+		fflush(stdout);
+	}
 
 	/* Restore phase: the timed read + H2D copy, then verification on the GPU
 	 * and a few backward steps from the restored state. */
@@ -273,25 +406,33 @@ int main(int argc, char **argv)
 	tcomp = 0;
 	for (long k = 0; k < n; k++) {
 		long i = ord[k];
+		size_t sz = ckpt_bytes(&o, i, S);
 		uint64_t fsize = 0;
+		/* untimed, as the whole order written before the forward pass is */
+		if (o.hints && o.hint_level == HINTS_SINGLE) {
+			if (k == 0)
+				hint_append(o.hints, o.dir, "ckpt_", ord[0]);
+			if (k + 1 < n)
+				hint_append(o.hints, o.dir, "ckpt_", ord[k + 1]);
+		}
 		ckpt_path(path, sizeof(path), o.dir, "ckpt_", i);
 		double t0 = now_s();
-		size_t got = read_file(path, stage, S, o.io, 0, &fsize);
+		size_t got = read_file(path, stage, sz, o.io, 0, &fsize);
 		double t1 = now_s();
 		rfile += t1 - t0;
-		if (fsize != S || got != S) {
+		if (fsize != sz || got != sz) {
 			printf(PROG ": MISMATCH in %s: size %" PRIu64 " (read %zu bytes), expected %zu\n", path, fsize,
-			       got, S);
+			       got, sz);
 		} else {
 			if (o.async) {
-				CK(cudaMemcpyAsync(G.state, stage, S, cudaMemcpyHostToDevice, G.s));
+				CK(cudaMemcpyAsync(G.state, stage, sz, cudaMemcpyHostToDevice, G.s));
 				CK(cudaStreamSynchronize(G.s));
 			} else {
-				CK(cudaMemcpy(G.state, stage, S, o.dflt ? cudaMemcpyDefault : cudaMemcpyHostToDevice));
+				CK(cudaMemcpy(G.state, stage, sz, o.dflt ? cudaMemcpyDefault : cudaMemcpyHostToDevice));
 			}
 			double t2 = now_s();
 			rcopy += t2 - t1;
-			verified += check_and_step_back(&G, tidx[i], sum[i], path, o.back_steps, &tcomp);
+			verified += check_prefix_and_step_back(&G, sz, tidx[i], sum[i], path, o.back_steps, &tcomp);
 		}
 		if (k + 1 < n)
 			idle_ms(o.interval_ms);
@@ -301,8 +442,8 @@ int main(int argc, char **argv)
 	print_phase("restore", n, total, tr, rcopy, rfile);
 
 	bool ok = finish_ckpts(o.dir, "ckpt_", n, verified, o.keep);
-	printf("RESULT checkpoint_GBps=%.3f restore_GBps=%.3f verified=%ld/%ld\n", tw > 0 ? total / tw / 1e9 : 0.0,
-	       tr > 0 ? total / tr / 1e9 : 0.0, verified, n);
+	printf("RESULT checkpoint_GBps=%.3f restore_GBps=%.3f verified=%ld/%ld ckpt_s=%.6f restore_s=%.6f bytes=%.0f\n",
+	       tw > 0 ? total / tw / 1e9 : 0.0, tr > 0 ? total / tr / 1e9 : 0.0, verified, n, tw, tr, total);
 	fflush(stdout);
 
 	if (o.pinned)
@@ -315,5 +456,7 @@ int main(int argc, char **argv)
 	free(ord);
 	free(sum);
 	free(tidx);
+	free(o.sizes.v);
+	free((void *)o.sizes.file);
 	return ok ? 0 : 1;
 }

@@ -9,10 +9,12 @@
  * (with --hints all, checkpoint k+1 is prefetched while k is in use) and
  * copies it device-to-device into the wavefield, which is then verified
  * against the checksum computed on the GPU when it was taken. No files, and
- * nothing of ckptcache. Safety rule of the GPU machines: the whole managed
- * history must fit in 80% of the free device memory (cudaMemGetInfo),
- * otherwise the program refuses to run (exit 2): oversubscribed managed
- * memory can hang the GPU. Built by tests/gpu/build. */
+ * nothing of ckptcache. With --sizes the checkpoints have the sizes of a
+ * trace: each buffer holds a prefix of the state (sized for the largest),
+ * verified by a checksum over that prefix. Safety rule of the GPU machines:
+ * the whole managed history must fit in 80% of the free device memory
+ * (cudaMemGetInfo), otherwise the program refuses to run (exit 2):
+ * oversubscribed managed memory can hang the GPU. Built by tests/gpu/build. */
 
 #include <cuda_runtime.h>
 
@@ -39,6 +41,9 @@ struct opts {
 	enum order_kind order = ORDER_REVERSE;
 	uint64_t seed = 1;
 	bool prefetch = true; /* --hints all */
+	const char *sizes_spec = nullptr; /* --sizes FILE[:COL] */
+	struct ckpt_sizes sizes = {};
+	bool count_set = false, size_set = false;
 	int device = 0;
 };
 
@@ -52,9 +57,16 @@ static void usage(FILE *f)
 		"the host. Restore: prefetch back to the GPU and D2D copy, verified against\n"
 		"the checksum computed on the GPU. Only the checkpoint/restore calls are timed.\n"
 		"\n"
-		"  --count N             number of checkpoints (default 32)\n"
+		"  --count N             number of checkpoints (default 32, or the rows of --sizes)\n"
 		"  --size S              checkpoint (wavefield state) size: bytes or K/M/G/T,\n"
 		"                        at least 4K; rounded down to a multiple of 8 (default 64M)\n"
+		"  --sizes FILE[:COL]    variable checkpoint sizes instead of --size: one size per\n"
+		"                        row of column COL (0-based, default 0) of the CSV file\n"
+		"                        FILE (bytes or K/M/G/T, each rounded down to a multiple\n"
+		"                        of 8, at least 4K; a header row and '#' lines are\n"
+		"                        skipped); checkpoint k has the size of row k %% rows. The\n"
+		"                        state is sized for the largest; a smaller checkpoint is a\n"
+		"                        prefix of it, and its GPU checksum covers that prefix\n"
 		"  --steps-per-ckpt K    time steps between two checkpoints (default 10)\n"
 		"  --backward-steps B    backward time steps after each restore (default: K)\n"
 		"  --interval-ms MS      extra idle time before each checkpoint and between two\n"
@@ -67,23 +79,27 @@ static void usage(FILE *f)
 		"  --device N            CUDA device ordinal (default 0)\n"
 		"  --help                this text\n"
 		"\n"
-		"The whole history (count x size) must fit in 80%% of the free device memory,\n"
-		"or the program refuses to run (oversubscribed managed memory can hang the GPU).\n"
+		"The whole history (the sum of the checkpoint sizes) must fit in 80%% of the\n"
+		"free device memory, or the program refuses to run (oversubscribed managed\n"
+		"memory can hang the GPU).\n"
 		"Output: 'checkpoint' and 'restore' lines (buffers, MiB, seconds, GB/s with\n"
 		"GB = 1e9 bytes), 'verified K/N checkpoints', and\n"
-		"  RESULT checkpoint_GBps=X restore_GBps=Y verified=K/N\n"
+		"  RESULT checkpoint_GBps=X restore_GBps=Y verified=K/N ckpt_s=A restore_s=B bytes=T\n"
+		"(A, B: seconds of timed checkpoint and restore calls; T: bytes checkpointed).\n"
 		"Exit: 0 when every checkpoint verified, 1 on a mismatch or a CUDA error,\n"
-		"2 on a usage error or a history too large for the device, 77 when there is\n"
-		"no CUDA device or it cannot prefetch managed memory.\n");
+		"2 on a usage error (a bad --sizes file included) or a history too large for\n"
+		"the device, 77 when there is no CUDA device or it cannot prefetch managed\n"
+		"memory.\n");
 }
 
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_COUNT = 256, OPT_SIZE, OPT_STEPS, OPT_BACK, OPT_INTERVAL, OPT_ORDER, OPT_SEED, OPT_HINTS,
-	       OPT_DEVICE, OPT_HELP };
+	       OPT_DEVICE, OPT_HELP, OPT_SIZES };
 	static const struct option lo[] = {
 		{ "count", required_argument, nullptr, OPT_COUNT },
 		{ "size", required_argument, nullptr, OPT_SIZE },
+		{ "sizes", required_argument, nullptr, OPT_SIZES },
 		{ "steps-per-ckpt", required_argument, nullptr, OPT_STEPS },
 		{ "backward-steps", required_argument, nullptr, OPT_BACK },
 		{ "interval-ms", required_argument, nullptr, OPT_INTERVAL },
@@ -98,11 +114,16 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 
 	while ((c = getopt_long(argc, argv, "h", lo, nullptr)) != -1) {
 		switch (c) {
-		case OPT_COUNT: o->count = parse_long(optarg, "count", 1); break;
+		case OPT_COUNT:
+			o->count = parse_long(optarg, "count", 1);
+			o->count_set = true;
+			break;
 		case OPT_SIZE:
 			if (!parse_size(optarg, &o->size) || o->size < 4096)
 				die_usage("--size '%s': expected a size of at least 4K (bytes or K, M, G, T)", optarg);
+			o->size_set = true;
 			break;
+		case OPT_SIZES: o->sizes_spec = optarg; break;
 		case OPT_STEPS: o->steps = parse_long(optarg, "steps-per-ckpt", 0); break;
 		case OPT_BACK: o->back_steps = parse_long(optarg, "backward-steps", 0); break;
 		case OPT_INTERVAL: o->interval_ms = parse_long(optarg, "interval-ms", 0); break;
@@ -126,7 +147,55 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		die_usage("unexpected argument '%s'", argv[optind]);
 	if (o->back_steps < 0)
 		o->back_steps = o->steps;
+	if (o->sizes_spec) {
+		if (o->size_set)
+			die_usage("%s", "--size and --sizes exclude each other");
+		load_sizes(o->sizes_spec, 4096, &o->sizes);
+		o->size = o->sizes.max;
+		if (!o->count_set)
+			o->count = o->sizes.n;
+	}
 	o->size &= ~(size_t)7;
+}
+
+/* The bytes of checkpoint i: a prefix of the state of S bytes. */
+static size_t ckpt_bytes(const struct opts *o, long i, size_t S)
+{
+	return o->sizes.n ? o->sizes.v[i % o->sizes.n] : S;
+}
+
+/* gpu_checksum over the first `bytes` bytes of the state (a multiple of 8);
+ * for the whole state it is gpu_checksum. */
+static uint64_t prefix_checksum(struct gpu *G, size_t bytes)
+{
+	size_t n = bytes / 8;
+	unsigned long long h = 0;
+	CK(cudaMemsetAsync(G->sum, 0, sizeof(*G->sum), G->s));
+	checksum_kernel<<<G->blocks, 256, 0, G->s>>>((const unsigned long long *)G->state, n, G->sum);
+	CK_LAUNCH("checksum_kernel");
+	CK(cudaMemcpyAsync(&h, G->sum, sizeof(h), cudaMemcpyDeviceToHost, G->s));
+	CK(cudaStreamSynchronize(G->s));
+	return splitmix64(h ^ (uint64_t)n);
+}
+
+/* check_and_step_back for a checkpoint of `bytes` bytes: only that prefix
+ * of the state was restored, and only it is verified. */
+static bool check_prefix_and_step_back(struct gpu *G, size_t bytes, long t, uint64_t want, const char *what,
+				       long steps, double *tcomp)
+{
+	if (bytes == 2 * G->g.field * sizeof(float))
+		return check_and_step_back(G, t, want, what, steps, tcomp);
+	G->t = t;
+	uint64_t h = prefix_checksum(G, bytes);
+	if (h != want)
+		printf(PROG ": MISMATCH in %s: GPU checksum of the first %zu bytes %016" PRIx64 ", expected %016" PRIx64
+			    "\n", what, bytes, h, want);
+	double t0 = now_s();
+	for (long b = 0; b < steps; b++)
+		backward_step(G);
+	CK(cudaStreamSynchronize(G->s));
+	*tcomp += now_s() - t0;
+	return h == want;
 }
 
 /* ---- main ------------------------------------------------------------------- */
@@ -170,15 +239,20 @@ int main(int argc, char **argv)
 	/* The safety rule: the whole managed history below 80% of what is free
 	 * now, the working set above already allocated. */
 	long n = o.count;
+	if (n < 1) /* parse_opts saw to it; said again for the compiler's range analysis */
+		die_usage("%s", "--count must be at least 1");
 	size_t fr = 0, tot = 0;
 	CK(cudaMemGetInfo(&fr, &tot));
-	double history = (double)S * (double)n;
+	double history = 0;
+	for (long i = 0; i < n; i++)
+		history += (double)ckpt_bytes(&o, i, S);
 	if (history > MAX_FRACTION * (double)fr) {
 		fprintf(stderr,
-			PROG ": refusing to run: %ld checkpoints of %.1f MiB = %.1f MiB of managed memory, more than "
+			PROG ": refusing to run: %ld checkpoints of %s%.1f MiB = %.1f MiB of managed memory, more than "
 			     "%.0f%% of the %.1f MiB free on device %d (oversubscribed managed memory can hang the GPU); "
 			     "lower --count or --size\n",
-			n, S / MiB, history / MiB, MAX_FRACTION * 100, (double)fr / MiB, o.device);
+			n, o.sizes.n ? "up to " : "", S / MiB, history / MiB, MAX_FRACTION * 100, (double)fr / MiB,
+			o.device);
 		exit(2);
 	}
 
@@ -192,7 +266,7 @@ int main(int argc, char **argv)
 		exit(1);
 	}
 	for (long i = 0; i < n; i++) {
-		CK(cudaMallocManaged(&buf[i], S, cudaMemAttachGlobal));
+		CK(cudaMallocManaged(&buf[i], ckpt_bytes(&o, i, S), cudaMemAttachGlobal));
 		CK(cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming));
 	}
 	const cudaMemLocation host = { cudaMemLocationTypeHost, 0 };
@@ -202,6 +276,10 @@ int main(int argc, char **argv)
 	       "%ld steps each, managed history %.1f MiB of %.1f MiB free, hints %s, order %s\n",
 	       o.device, prop.name, prop.major, prop.minor, prop.multiProcessorCount, G.g.nx, G.g.nz, S / MiB, n,
 	       o.steps, history / MiB, (double)fr / MiB, o.prefetch ? "all" : "none", order_names[o.order]);
+	if (o.sizes.n)
+		printf(PROG ": sizes from %s column %ld: %ld rows, largest %.1f MiB (mean %.1f MiB); checkpoint k has "
+			    "the size of row k %% %ld\n",
+		       o.sizes.file, o.sizes.col, o.sizes.n, o.sizes.max / MiB, o.sizes.sum / o.sizes.n / MiB, o.sizes.n);
 	fflush(stdout);
 
 	/* Forward pass. The checkpoint blocks the program for the D2D copy and
@@ -209,15 +287,22 @@ int main(int argc, char **argv)
 	 * whatever of it is left at the end of the pass (the drain) is counted. */
 	double tcopy = 0, tcomp = 0, total = history;
 	for (long i = 0; i < n; i++) {
+		size_t sz = ckpt_bytes(&o, i, S);
 		idle_ms(o.interval_ms);
 		double t0 = now_s();
-		sum[i] = forward_steps(&G, o.steps);
+		if (sz == S) {
+			sum[i] = forward_steps(&G, o.steps);
+		} else {
+			for (long k = 0; k < o.steps; k++)
+				forward_step(&G);
+			sum[i] = prefix_checksum(&G, sz);
+		}
 		tidx[i] = G.t;
 		double t1 = now_s();
-		CK(cudaMemcpyAsync(buf[i], G.state, S, cudaMemcpyDeviceToDevice, G.s));
+		CK(cudaMemcpyAsync(buf[i], G.state, sz, cudaMemcpyDeviceToDevice, G.s));
 		CK(cudaStreamSynchronize(G.s)); /* the state changes with the next step */
-		CK(cudaMemAdvise(buf[i], S, cudaMemAdviseSetPreferredLocation, host));
-		CK(cudaMemPrefetchAsync(buf[i], S, host, 0, ios));
+		CK(cudaMemAdvise(buf[i], sz, cudaMemAdviseSetPreferredLocation, host));
+		CK(cudaMemPrefetchAsync(buf[i], sz, host, 0, ios));
 		double t2 = now_s();
 		tcomp += t1 - t0;
 		tcopy += t2 - t1;
@@ -234,8 +319,9 @@ int main(int argc, char **argv)
 	long on_host = 0;
 	for (long i = 0; i < n; i++) {
 		int pref = 0, last = 0;
-		CK(cudaMemRangeGetAttribute(&pref, sizeof(pref), cudaMemRangeAttributePreferredLocationType, buf[i], S));
-		CK(cudaMemRangeGetAttribute(&last, sizeof(last), cudaMemRangeAttributeLastPrefetchLocationType, buf[i], S));
+		size_t sz = ckpt_bytes(&o, i, S);
+		CK(cudaMemRangeGetAttribute(&pref, sizeof(pref), cudaMemRangeAttributePreferredLocationType, buf[i], sz));
+		CK(cudaMemRangeGetAttribute(&last, sizeof(last), cudaMemRangeAttributeLastPrefetchLocationType, buf[i], sz));
 		on_host += pref == cudaMemLocationTypeHost && last == cudaMemLocationTypeHost;
 	}
 	printf(PROG ": history: %ld/%ld buffers with preferred and last-prefetch location host; device memory "
@@ -247,24 +333,25 @@ int main(int argc, char **argv)
 	double tr = 0;
 	tcomp = 0;
 	if (o.prefetch) {
-		CK(cudaMemPrefetchAsync(buf[ord[0]], S, dev, 0, ios));
+		CK(cudaMemPrefetchAsync(buf[ord[0]], ckpt_bytes(&o, ord[0], S), dev, 0, ios));
 		CK(cudaEventRecord(ev[ord[0]], ios));
 	}
 	for (long k = 0; k < n; k++) {
 		long i = ord[k];
+		size_t sz = ckpt_bytes(&o, i, S);
 		double r0 = now_s();
 		if (o.prefetch)
 			CK(cudaStreamWaitEvent(G.s, ev[i], 0));
-		CK(cudaMemcpyAsync(G.state, buf[i], S, cudaMemcpyDeviceToDevice, G.s));
+		CK(cudaMemcpyAsync(G.state, buf[i], sz, cudaMemcpyDeviceToDevice, G.s));
 		if (o.prefetch && k + 1 < n) {
-			CK(cudaMemPrefetchAsync(buf[ord[k + 1]], S, dev, 0, ios));
+			CK(cudaMemPrefetchAsync(buf[ord[k + 1]], ckpt_bytes(&o, ord[k + 1], S), dev, 0, ios));
 			CK(cudaEventRecord(ev[ord[k + 1]], ios));
 		}
 		CK(cudaStreamSynchronize(G.s));
 		tr += now_s() - r0;
 		char what[40];
 		snprintf(what, sizeof(what), "checkpoint %ld", i);
-		verified += check_and_step_back(&G, tidx[i], sum[i], what, o.back_steps, &tcomp);
+		verified += check_prefix_and_step_back(&G, sz, tidx[i], sum[i], what, o.back_steps, &tcomp);
 		if (k + 1 < n)
 			idle_ms(o.interval_ms);
 	}
@@ -274,8 +361,8 @@ int main(int argc, char **argv)
 
 	bool ok = verified == n;
 	printf(PROG ": verified %ld/%ld checkpoints\n", verified, n);
-	printf("RESULT checkpoint_GBps=%.3f restore_GBps=%.3f verified=%ld/%ld\n", tw > 0 ? total / tw / 1e9 : 0.0,
-	       tr > 0 ? total / tr / 1e9 : 0.0, verified, n);
+	printf("RESULT checkpoint_GBps=%.3f restore_GBps=%.3f verified=%ld/%ld ckpt_s=%.6f restore_s=%.6f bytes=%.0f\n",
+	       tw > 0 ? total / tw / 1e9 : 0.0, tr > 0 ? total / tr / 1e9 : 0.0, verified, n, tw, tr, total);
 	fflush(stdout);
 
 	for (long i = 0; i < n; i++) {
@@ -290,5 +377,7 @@ int main(int argc, char **argv)
 	free(sum);
 	free(tidx);
 	free(ord);
+	free(o.sizes.v);
+	free((void *)o.sizes.file);
 	return ok ? 0 : 1;
 }

@@ -726,3 +726,37 @@ Test(arena, random_sequences_match_model)
 	cr_expect_gt(ops, AR_SEQUENCES * 10UL);
 	cr_expect_gt(max_nfrag, 32, "sequences never grew the table (max %lu)", max_nfrag);
 }
+
+Test(arena, resize_grows_and_shrinks_only_over_free_room)
+{
+	arena_t a = ar_new(64 * 4096, 4096);
+
+	cr_assert_eq(arena_busy_end(&a), 0);
+	ar_take(&a, 8 * 4096, 1);
+	/* grow: the trailing gap gets longer */
+	cr_assert_eq(arena_resize(&a, 128 * 4096), 0);
+	cr_assert(arena_check(&a));
+	cr_expect_eq(a.capacity, 128 * 4096);
+	ar_expect_frag(&a, 1, 8 * 4096, 120 * 4096, 0);
+	/* shrink into the gap: allowed */
+	cr_assert_eq(arena_resize(&a, 16 * 4096 + 100), 0);
+	cr_assert(arena_check(&a));
+	cr_expect_eq(a.capacity, 16 * 4096);
+	/* shrink below the extent: refused, unchanged */
+	cr_expect_eq(arena_resize(&a, 4 * 4096), -EBUSY);
+	cr_expect_eq(a.capacity, 16 * 4096);
+	cr_expect_eq(arena_busy_end(&a), 8 * 4096);
+	/* shrink exactly to the extent's end: the gap disappears */
+	cr_assert_eq(arena_resize(&a, 8 * 4096), 0);
+	cr_assert(arena_check(&a));
+	cr_expect_eq(a.nfrag, 1);
+	cr_expect_eq(arena_busy_end(&a), 8 * 4096);
+	/* grow after a full arena: a new gap is appended */
+	cr_assert_eq(arena_resize(&a, 12 * 4096), 0);
+	cr_assert(arena_check(&a));
+	ar_expect_frag(&a, 1, 8 * 4096, 4 * 4096, 0);
+	cr_expect_eq(arena_resize(&a, 100), -EINVAL);
+	ar_take(&a, 4 * 4096, 2);
+	cr_expect_eq(arena_resize(&a, 8 * 4096), -EBUSY);
+	arena_fini(&a);
+}

@@ -1,0 +1,228 @@
+/* Calls that end, move or hand to the kernel memory the cache may owe
+ * (device capture): free, realloc, munmap, mremap and madvise drop or fill
+ * owed pages first; send/recv and the stdio calls that pass the program's
+ * buffer straight to the kernel fill them; sigaction and signal keep the
+ * library's SIGSEGV handler in front of the program's. Each costs one load
+ * when nothing is owed. */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <malloc.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#include "intercept.h"
+#include "owed.h"
+
+#undef fwrite_unlocked
+#undef fread_unlocked
+
+/* Something is owed, and the caller is the program (the library's own
+ * calls, made with its locks held, never touch owed memory). */
+static inline bool owed_any(void)
+{
+	return __builtin_expect(atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) != 0, 0) &&
+	       !ckc_io_guard;
+}
+
+/* ---- the allocator ---------------------------------------------------- */
+
+extern void __libc_free(void *);
+extern void *__libc_realloc(void *, size_t);
+
+static void (*real_free)(void *);
+static void *(*real_realloc)(void *, size_t);
+static __thread int mem_resolving;
+
+/* The next free/realloc (the C library's, or an allocator preloaded after
+ * this library); glibc's own while the lookup itself allocates. */
+static void mem_resolve(void)
+{
+	if (real_free || mem_resolving)
+		return;
+	mem_resolving = 1;
+	dlsym_fn rd = ckc_real_dlsym();
+	void *f = rd ? rd(RTLD_NEXT, "free") : NULL;
+	void *r = rd ? rd(RTLD_NEXT, "realloc") : NULL;
+	real_realloc = r ? (void *(*)(void *, size_t))r : __libc_realloc;
+	real_free = f ? (void (*)(void *))f : __libc_free;
+	mem_resolving = 0;
+}
+
+CKC_EXPORT void free(void *p)
+{
+	if (!real_free)
+		mem_resolve();
+	if (p && owed_any()) {
+		ckc_enter();
+		ckc_owed_cut(p, malloc_usable_size(p), false);
+		ckc_leave();
+	}
+	(real_free ? real_free : __libc_free)(p);
+}
+
+CKC_EXPORT void *realloc(void *p, size_t n)
+{
+	if (!real_realloc)
+		mem_resolve();
+	if (p && owed_any()) {
+		/* the bytes move: they must be there */
+		ckc_enter();
+		ckc_owed_cut(p, malloc_usable_size(p), true);
+		ckc_leave();
+	}
+	return (real_realloc ? real_realloc : __libc_realloc)(p, n);
+}
+
+/* ---- mappings ---------------------------------------------------------- */
+
+CKC_EXPORT int munmap(void *p, size_t n)
+{
+	if (owed_any()) {
+		ckc_enter();
+		ckc_owed_cut(p, n, false);
+		ckc_leave();
+	}
+	return REAL(munmap)(p, n);
+}
+
+CKC_EXPORT void *mremap(void *old, size_t oldn, size_t n, int flags, ...)
+{
+	void *to = NULL;
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+		va_start(ap, flags);
+		to = va_arg(ap, void *);
+		va_end(ap);
+	}
+	if (owed_any()) {
+		ckc_enter();
+		ckc_owed_cut(old, oldn, true);
+		if (flags & MREMAP_FIXED)
+			ckc_owed_cut(to, n, false);
+		ckc_leave();
+	}
+	return REAL(mremap)(old, oldn, n, flags, to);
+}
+
+CKC_EXPORT int madvise(void *p, size_t n, int advice)
+{
+	if (owed_any()) {
+		bool gone = advice == MADV_DONTNEED || advice == MADV_REMOVE
+#ifdef MADV_FREE
+			    || advice == MADV_FREE
+#endif
+			;
+		bool kept = advice == MADV_DONTFORK || advice == MADV_WIPEONFORK;
+		if (gone || kept) {
+			ckc_enter();
+			/* their content is discarded; or they must be whole
+			 * before a fork copies or wipes them */
+			ckc_owed_cut(p, n, !gone);
+			ckc_leave();
+		}
+	}
+	return REAL(madvise)(p, n, advice);
+}
+
+/* ---- sockets ---------------------------------------------------------- */
+
+CKC_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+	ckc_owed_touch(buf, n);
+	return REAL(send)(fd, buf, n, flags);
+}
+
+CKC_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to,
+			  socklen_t tl)
+{
+	ckc_owed_touch(buf, n);
+	return REAL(sendto)(fd, buf, n, flags, to, tl);
+}
+
+CKC_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
+{
+	if (m)
+		ckc_owed_touch_iov(m->msg_iov, (int)m->msg_iovlen);
+	return REAL(sendmsg)(fd, m, flags);
+}
+
+CKC_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+	ckc_owed_touch(buf, n);
+	return REAL(recv)(fd, buf, n, flags);
+}
+
+CKC_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from,
+			    socklen_t *fl)
+{
+	ckc_owed_touch(buf, n);
+	return REAL(recvfrom)(fd, buf, n, flags, from, fl);
+}
+
+CKC_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
+{
+	if (m)
+		ckc_owed_touch_iov(m->msg_iov, (int)m->msg_iovlen);
+	return REAL(recvmsg)(fd, m, flags);
+}
+
+/* ---- stdio: large transfers go between the buffer and the kernel ------ */
+
+CKC_EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
+{
+	if (owed_any() && size && n <= SIZE_MAX / size)
+		ckc_owed_touch(p, size * n);
+	return REAL(fwrite)(p, size, n, f);
+}
+
+CKC_EXPORT size_t fread(void *p, size_t size, size_t n, FILE *f)
+{
+	if (owed_any() && size && n <= SIZE_MAX / size)
+		ckc_owed_touch(p, size * n);
+	return REAL(fread)(p, size, n, f);
+}
+
+CKC_EXPORT size_t fwrite_unlocked(const void *p, size_t size, size_t n, FILE *f)
+{
+	if (owed_any() && size && n <= SIZE_MAX / size)
+		ckc_owed_touch(p, size * n);
+	return REAL(fwrite_unlocked)(p, size, n, f);
+}
+
+CKC_EXPORT size_t fread_unlocked(void *p, size_t size, size_t n, FILE *f)
+{
+	if (owed_any() && size && n <= SIZE_MAX / size)
+		ckc_owed_touch(p, size * n);
+	return REAL(fread_unlocked)(p, size, n, f);
+}
+
+/* ---- SIGSEGV ------------------------------------------------------------ */
+
+int ckc_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return REAL(sigaction)(sig, act, old);
+}
+
+CKC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (sig == SIGSEGV && ckc_owed_sigaction(act, old) == 0)
+		return 0;
+	return REAL(sigaction)(sig, act, old);
+}
+
+CKC_EXPORT sighandler_t signal(int sig, sighandler_t h)
+{
+	if (sig == SIGSEGV) {
+		struct sigaction sa = { 0 }, old;
+		sa.sa_handler = h;
+		sigemptyset(&sa.sa_mask);
+		sa.sa_flags = SA_RESTART;
+		if (ckc_owed_sigaction(&sa, &old) == 0)
+			return (old.sa_flags & SA_SIGINFO) ? (sighandler_t)(void *)old.sa_sigaction :
+							     old.sa_handler;
+	}
+	return REAL(signal)(sig, h);
+}

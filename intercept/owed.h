@@ -1,0 +1,100 @@
+/* Owed host ranges of device capture (owed.c): the pages of a program's host
+ * buffer whose bytes are still in the gpu tier. */
+#ifndef CKC_OWED_H
+#define CKC_OWED_H
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "ckc.h"
+#include "owedtab.h"
+
+/* Entries in the table: 0 on every path that owes nothing (one load). */
+extern atomic_size_t ckc_owed_count;
+
+/* Counters for the statistics (updated under the table lock). */
+typedef struct ckc_owed_stats {
+	uint64_t filled, dropped;
+} ckc_owed_stats_t;
+extern ckc_owed_stats_t ckc_owed_st;
+
+/* Events of the device copies, from the CUDA side (cuda.c). */
+typedef struct ckc_owed_ops {
+	void (*event_wait)(void *ev);
+	void (*event_get)(void *ev);
+	void (*event_put)(void *ev);
+} ckc_owed_ops_t;
+void ckc_owed_set_ops(const ckc_owed_ops_t *ops);
+
+/* Fills (fill) or drops every owed byte in the pages of [p, p+n); the rest
+ * of an entry reaching outside stays owed. */
+void ckc_owed_cut(const void *p, size_t n, bool fill);
+void ckc_owed_cut_addr(uintptr_t p, size_t n, bool fill);
+
+/* Before the kernel or the C library reads or writes [p, p+n) behind the
+ * program's back (an untagged read, write, send...): owed bytes there are
+ * filled. One load when nothing is owed. */
+static inline void ckc_owed_touch(const void *p, size_t n)
+{
+	if (__builtin_expect(atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) != 0, 0))
+		ckc_owed_cut_addr((uintptr_t)p, n, true);
+}
+
+static inline void ckc_owed_touch_iov(const struct iovec *iov, int cnt)
+{
+	if (__builtin_expect(atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) != 0, 0))
+		for (int i = 0; iov && i < cnt; i++)
+			ckc_owed_cut_addr((uintptr_t)iov[i].iov_base, iov[i].iov_len, true);
+}
+
+/* Before a copy overwrites all of [p, p+n): owed pages it covers whole are
+ * released (unprotected), partly covered ones filled. */
+void ckc_owed_will_write(const void *p, size_t n);
+
+/* Fills everything (fork, exit). */
+void ckc_owed_fill_all(void);
+
+/* Before [dst, dst+n) receives bytes: owed pages outside its whole pages
+ * [a, b) are filled, those inside released with their protection left in
+ * place. Returns whether some page inside was owed (still protected). */
+bool ckc_owed_prepare(uintptr_t dst, size_t n, uintptr_t a, uintptr_t b);
+
+/* Protects [a, b) and records it as owed by ref, whose cap_len bytes belong
+ * at host address cap_start; the table takes the reference and ready.
+ * Returns 0 or -errno (then nothing is protected and the caller keeps
+ * both). */
+int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap_len,
+		     ckc_ref_t *ref, bool pinned, void *ready);
+
+/* Whether a tagged read into buf may leave it owed (set by cuda.c). */
+extern bool (*ckc_owed_read_ok)(const void *buf, size_t n);
+
+/* The first entry overlapping [p, p+n), with a reference (and ready event)
+ * of its own for the caller: release with ckc_owed_found_put. */
+bool ckc_owed_find(uintptr_t p, size_t n, ckc_owed_t *out);
+void ckc_owed_found_put(ckc_owed_t *e);
+
+/* The entry at a is being read by a device copy that completes with ev
+ * (the table takes ev). */
+void ckc_owed_set_busy(uintptr_t a, void *ev);
+
+/* sigaction(SIGSEGV) of the program once the library's handler is in
+ * place: 0 when handled here (the program's handler runs behind ours),
+ * 1 when the real call should be made. */
+int ckc_owed_sigaction(const struct sigaction *act, struct sigaction *old);
+
+/* Device capture's use of write(2)/read(2) on tagged descriptors (posix.c):
+ * the bytes of [buf, buf+n) written at off, owed ranges as device copies.
+ * Returns bytes, -errno, or CKC_OWED_PASS when nothing is owed there. */
+#define CKC_OWED_PASS (-4097)
+ssize_t ckc_owed_pwrite(ckc_handle_t *h, const void *buf, size_t n, uint64_t off);
+/* A tagged read into host memory answered from the gpu tier (the buffer
+ * becomes owed). Returns bytes, or CKC_OWED_PASS to read normally. */
+ssize_t ckc_owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off);
+
+#endif
