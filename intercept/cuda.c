@@ -488,6 +488,12 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 		return false;
 	uintptr_t lo = e.start > s0 ? e.start : s0, hi = e.end < s1 ? e.end : s1;
 	uint64_t dsrc;
+	/* the whole copy from device memory when the edges are unchanged */
+	if (s0 >= e.cap_start && s1 <= e.cap_start + e.cap_len && s0 <= e.start && s1 >= e.end &&
+	    ckc_owed_edges_same(&e)) {
+		lo = s0;
+		hi = s1;
+	}
 	ckc_owed_t other;
 	ckc_enter();
 	bool alone = true;
@@ -500,6 +506,11 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 		ckc_owed_found_put(&other);
 	}
 	bool ok = alone && ckc_ref_addr(e.ref, lo - e.cap_start, hi - lo, &dsrc) == 0;
+	if (!ok && alone && (lo != (e.start > s0 ? e.start : s0) || hi != (e.end < s1 ? e.end : s1))) {
+		lo = e.start > s0 ? e.start : s0;
+		hi = e.end < s1 ? e.end : s1;
+		ok = ckc_ref_addr(e.ref, lo - e.cap_start, hi - lo, &dsrc) == 0;
+	}
 	ckc_leave();
 	if (!ok) {
 		ckc_enter();
@@ -695,6 +706,14 @@ CU_PASS(cuMemcpyBatchAsync_ptsz, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, siz
 CU_PASS(cuMemcpyBatchAsync_v2, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, CUstream t),
 	(d, s, n, c, a, ai, na, t), CU_BATCH, cu_batch(d, s, n, c))
 
+/* Device capture sets its arena up at the program's first device
+ * allocation, so that it is mapped before the first checkpoint. */
+static void cu_gpu_early(void)
+{
+	if (atomic_load_explicit(&cu_gpu_state, memory_order_relaxed) == 0 && cu_device_mode())
+		cu_gpu_up();
+}
+
 /* Allocations: when the device is out of memory, the gpu arena gives some
  * back and the allocation is tried again. */
 static bool cu_oom_retry(CUresult rc, size_t need)
@@ -717,6 +736,7 @@ static bool cu_oom_retry(CUresult rc, size_t need)
 			rc = real args;                              \
 		if (rc == CUDA_SUCCESS) {                            \
 			after;                                       \
+			cu_gpu_early();                              \
 		}                                                    \
 		return rc;                                           \
 	}

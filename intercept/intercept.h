@@ -119,6 +119,10 @@ int ckc_vfd_put(ckc_vfd_t *v);
 void ckc_fdtab_atfork(int phase);
 void ckc_stdio_atfork(int phase);
 
+/* Whether f is a tagged (cookie) stream. */
+#include <stdio.h>
+bool ckc_stdio_tagged(FILE *f);
+
 /* Flushes every tagged stdio stream (before the engine stops at exit). */
 void ckc_stdio_flush_all(void);
 

@@ -171,31 +171,35 @@ CKC_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 
 /* ---- stdio: large transfers go between the buffer and the kernel ------ */
 
+/* An untagged stream's transfer of [p, p+size*n): owed bytes there are
+ * filled (a tagged stream hands the buffer to the cache, which knows). */
+static void stdio_touch(const void *p, size_t size, size_t n, FILE *f)
+{
+	if (owed_any() && size && n <= SIZE_MAX / size && !ckc_stdio_tagged(f))
+		ckc_owed_touch(p, size * n);
+}
+
 CKC_EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
 {
-	if (owed_any() && size && n <= SIZE_MAX / size)
-		ckc_owed_touch(p, size * n);
+	stdio_touch(p, size, n, f);
 	return REAL(fwrite)(p, size, n, f);
 }
 
 CKC_EXPORT size_t fread(void *p, size_t size, size_t n, FILE *f)
 {
-	if (owed_any() && size && n <= SIZE_MAX / size)
-		ckc_owed_touch(p, size * n);
+	stdio_touch(p, size, n, f);
 	return REAL(fread)(p, size, n, f);
 }
 
 CKC_EXPORT size_t fwrite_unlocked(const void *p, size_t size, size_t n, FILE *f)
 {
-	if (owed_any() && size && n <= SIZE_MAX / size)
-		ckc_owed_touch(p, size * n);
+	stdio_touch(p, size, n, f);
 	return REAL(fwrite_unlocked)(p, size, n, f);
 }
 
 CKC_EXPORT size_t fread_unlocked(void *p, size_t size, size_t n, FILE *f)
 {
-	if (owed_any() && size && n <= SIZE_MAX / size)
-		ckc_owed_touch(p, size * n);
+	stdio_touch(p, size, n, f);
 	return REAL(fread_unlocked)(p, size, n, f);
 }
 

@@ -369,6 +369,37 @@ void ckc_owed_will_write(const void *p, size_t n)
 	same_pages = 0;
 }
 
+/* Two independent 64-bit sums of the edges of a range: the bytes of
+ * [cap_start, a) and [b, cap_start + cap_len). */
+static void edges_sum(uintptr_t cap_start, uint64_t cap_len, uintptr_t a, uintptr_t b,
+		      uint64_t out[2])
+{
+	uint64_t h1 = 0x9e3779b97f4a7c15ull, h2 = 0xc2b2ae3d27d4eb4full;
+	const unsigned char *spans[2] = { (const unsigned char *)cap_start, (const unsigned char *)b };
+	size_t lens[2] = { a > cap_start ? a - cap_start : 0,
+			   cap_start + cap_len > b ? cap_start + cap_len - b : 0 };
+	for (int k = 0; k < 2; k++) {
+		for (size_t i = 0; i < lens[k]; i++) {
+			h1 = (h1 ^ spans[k][i]) * 0x100000001b3ull;
+			h2 = (h2 + spans[k][i] + 1) * 0xff51afd7ed558ccdull;
+			h2 ^= h2 >> 29;
+		}
+		h1 ^= lens[k];
+		h2 += lens[k];
+	}
+	out[0] = h1;
+	out[1] = h2;
+}
+
+bool ckc_owed_edges_same(const ckc_owed_t *e)
+{
+	uint64_t now[2];
+	if (!e->edges_ok)
+		return false;
+	edges_sum(e->cap_start, e->cap_len, e->start, e->end, now);
+	return now[0] == e->edge_sum[0] && now[1] == e->edge_sum[1];
+}
+
 int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap_len,
 		     ckc_ref_t *ref, bool pinned, void *ready)
 {
@@ -382,6 +413,12 @@ int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap
 		return -errno;
 	ckc_owed_t e = { .start = a, .end = b, .cap_start = cap_start, .cap_len = cap_len,
 			 .ref = ref, .pinned = pinned, .ready = ready };
+	/* the edges hold their final bytes unless a copy into them is still
+	 * in flight (ready) */
+	if (!ready) {
+		edges_sum(cap_start, cap_len, a, b, e.edge_sum);
+		e.edges_ok = true;
+	}
 	if (!tab_lock())
 		return -EDEADLK;
 	rc = ckc_owedtab_insert(&tab, &e);
@@ -471,8 +508,9 @@ ssize_t ckc_owed_pwrite(ckc_handle_t *h, const void *buf, size_t n, uint64_t off
 			 * object when it lands at its end; the edge bytes are
 			 * then written again from host memory, which the
 			 * program may have changed since the copy */
+			bool same = ckc_owed_edges_same(&e);
 			r = ckc_pwrite_ref(h, e.ref, 0, (size_t)e.cap_len, at);
-			if (r >= 0 && (r = host_part(h, e.cap_start, e.start, at)) >= 0)
+			if (r >= 0 && !same && (r = host_part(h, e.cap_start, e.start, at)) >= 0)
 				r = host_part(h, e.end, cap_end, at + (e.end - e.cap_start));
 			p = cap_end;
 		} else {

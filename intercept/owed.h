@@ -79,6 +79,10 @@ extern bool (*ckc_owed_read_ok)(const void *buf, size_t n);
 bool ckc_owed_find(uintptr_t p, size_t n, ckc_owed_t *out);
 void ckc_owed_found_put(ckc_owed_t *e);
 
+/* Whether the edges of e (the parts of its capture outside its pages) still
+ * hold the bytes they had when it was recorded. */
+bool ckc_owed_edges_same(const ckc_owed_t *e);
+
 /* The entry at a is being read by a device copy that completes with ev
  * (the table takes ev). */
 void ckc_owed_set_busy(uintptr_t a, void *ev);

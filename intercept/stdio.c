@@ -68,6 +68,11 @@ typedef struct stdio_cookie {
 	atomic_int fd;
 } stdio_cookie_t;
 
+bool ckc_stdio_tagged(FILE *f)
+{
+	return stdio_n && stdio_find(f, false) != NULL;
+}
+
 static ssize_t cookie_read(void *c, char *buf, size_t n)
 {
 	int fd = atomic_load(&((stdio_cookie_t *)c)->fd);

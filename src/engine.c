@@ -361,6 +361,8 @@ static void threads_stop(void)
 	ckc_prefetcher_stop();
 	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
 		ckc_flusher_stop(l);
+	if (ckc_eng.tier[0].kind == TIER_GPU)
+		ckc_gpu_stop(&ckc_eng.tier[0]);
 }
 
 int ckc_init_config(const ckc_config_t *c)
@@ -601,6 +603,9 @@ int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
 	o->mode = mode & 07777;
 	clock_gettime(CLOCK_REALTIME, &o->mtime);
 	o->wlevel = ckc_eng.ntier > 1 ? 0 : ckc_eng.ntier - 1;
+	/* a gpu tier without device memory yet (no capture so far) */
+	if (o->wlevel == 0 && ckc_eng.tier[0].kind == TIER_GPU && !ckc_gpu_usable(&ckc_eng.tier[0]))
+		o->wlevel = 1;
 	if (o->wlevel < ckc_eng.ntier - 1) {
 		ckc_set_state(o, o->wlevel, LC_EV_WRITE_BEGIN);
 	} else if ((rc = ckc_home_temp(key, o->mode, &o->home_tmp, &o->home_fd)) != 0) {

@@ -224,7 +224,8 @@ void ckc_refresh_flush_eta(int edge);
 
 /* tier_gpu.c */
 int ckc_gpu_open(ckc_tier_t *t);
-void ckc_gpu_close(ckc_tier_t *t);
+void ckc_gpu_close(ckc_tier_t *t);   /* lock held */
+void ckc_gpu_stop(ckc_tier_t *t);    /* stops the mapping thread; lock not held */
 bool ckc_gpu_usable(const ckc_tier_t *t);
 int ckc_gpu_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len);
 int ckc_gpu_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len);

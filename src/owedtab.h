@@ -16,6 +16,8 @@ typedef struct ckc_owed {
 	uint64_t cap_len;     /* bytes of the reference that belong in host memory */
 	ckc_ref_t *ref;
 	bool pinned;          /* pinned or registered memory: filled in place */
+	bool edges_ok;        /* edge_sum holds the edges' bytes as they were */
+	uint64_t edge_sum[2]; /* of [cap_start, start) and [end, cap_start + cap_len) */
 	void *ready;          /* event: the capture's device copy is done */
 	void *busy;           /* event: a device copy reading it is done */
 } ckc_owed_t;

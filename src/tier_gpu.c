@@ -492,23 +492,36 @@ uint64_t ckc_gpu_release(uint64_t bytes)
 	return released;
 }
 
-static void gpu_stop_mapper(ckc_gpu_t *g)
+static void gpu_stop_mapper(ckc_gpu_t *g, bool locked)
 {
-	pthread_mutex_lock(&ckc_eng.lock);
+	if (!locked)
+		pthread_mutex_lock(&ckc_eng.lock);
 	g->stop = true;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	pthread_cond_broadcast(&ckc_eng.cv);
+	if (!locked)
+		pthread_mutex_unlock(&ckc_eng.lock);
 	if (g->mapper_running) {
-		pthread_join(g->mapper, NULL);
+		/* it takes the lock: it must not be held here */
+		if (!locked)
+			pthread_join(g->mapper, NULL);
+		else
+			ckc_error("gpu tier: mapping thread still running at close");
 		g->mapper_running = false;
 	}
 }
 
-/* Unmaps everything and gives the memory back (lock not held). */
-static void gpu_teardown(ckc_tier_t *t)
+void ckc_gpu_stop(ckc_tier_t *t)
+{
+	if (t->gpu)
+		gpu_stop_mapper(t->gpu, false);
+}
+
+/* Unmaps everything and gives the memory back. */
+static void gpu_teardown(ckc_tier_t *t, bool locked)
 {
 	ckc_gpu_t *g = t->gpu;
 
-	gpu_stop_mapper(g);
+	gpu_stop_mapper(g, locked);
 	if (!drv.loaded || !g->handle)
 		return;
 	drv.cuCtxSetCurrent((CUcontext)g->ctx);
@@ -544,7 +557,7 @@ void ckc_gpu_exit(void)
 	t->gpu->gone = true;
 	t->gpu->usable = false;
 	pthread_mutex_unlock(&ckc_eng.lock);
-	gpu_teardown(t);
+	gpu_teardown(t, false);
 	pthread_mutex_unlock(&gpu_life);
 }
 
@@ -553,7 +566,7 @@ void ckc_gpu_close(ckc_tier_t *t)
 	if (!t->gpu)
 		return;
 	if (!t->gpu->gone)
-		gpu_teardown(t);
+		gpu_teardown(t, true);
 	arena_fini(&t->arena);
 	free(t->gpu);
 	t->gpu = NULL;
@@ -585,6 +598,7 @@ bool ckc_gpu_usable(const ckc_tier_t *t) { (void)t; return false; }
 int ckc_gpu_attach(void *ctx, int device) { (void)ctx; (void)device; return -ENODEV; }
 uint64_t ckc_gpu_release(uint64_t bytes) { (void)bytes; return 0; }
 void ckc_gpu_exit(void) {}
+void ckc_gpu_stop(ckc_tier_t *t) { (void)t; }
 void ckc_gpu_close(ckc_tier_t *t) { arena_fini(&t->arena); free(t->gpu); t->gpu = NULL; }
 int ckc_gpu_put(ckc_tier_t *t, uint64_t a, const void *b, size_t n) { (void)t; (void)a; (void)b; (void)n; return -ENODEV; }
 int ckc_gpu_get(ckc_tier_t *t, uint64_t a, void *b, size_t n) { (void)t; (void)a; (void)b; (void)n; return -ENODEV; }
