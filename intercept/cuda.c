@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "intercept.h"
@@ -311,7 +312,14 @@ static const ckc_owed_ops_t cu_owed_ops = { cu_ev_wait, cu_ev_get, cu_ev_put };
 
 static atomic_int cu_gpu_state; /* 0 untried, 1 up, -1 off */
 static atomic_int cu_gpu_device;
-static atomic_ullong cap_captured, cap_bytes, cap_restored, cap_passed;
+static atomic_ullong cap_captured, cap_bytes, cap_restored, cap_passed, cap_ns, rest_ns;
+
+static uint64_t cu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void cu_exit(void)
 {
@@ -554,8 +562,11 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 	{                                                                               \
 		CU_REAL(name, params);                                                  \
 		CU_COUNT(CU_DTOH);                                                      \
-		if (cu_capture(d, s, n, t, async, pt))                                  \
+		uint64_t t0 = cu_now();                                                 \
+		if (cu_capture(d, s, n, t, async, pt)) {                                \
+			atomic_fetch_add(&cap_ns, cu_now() - t0);                       \
 			return CUDA_SUCCESS;                                            \
+		}                                                                       \
 		cu_host_written(d, n);                                                  \
 		return real CU_ARGS_##name;                                             \
 	}
@@ -564,8 +575,11 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 	{                                                                               \
 		CU_REAL(name, params);                                                  \
 		CU_COUNT(CU_HTOD);                                                      \
-		if (cu_restore(d, s, n, t, async, pt))                                  \
+		uint64_t t0 = cu_now();                                                 \
+		if (cu_restore(d, s, n, t, async, pt)) {                                \
+			atomic_fetch_add(&rest_ns, cu_now() - t0);                      \
 			return CUDA_SUCCESS;                                            \
+		}                                                                       \
 		return real CU_ARGS_##name;                                             \
 	}
 #define CU_ARGS_cuMemcpyDtoH_v2 (d, s, n)
@@ -806,6 +820,11 @@ static void cu_capture_stats(ckc_stats_t *s)
 	s->cap_passed = atomic_load(&cap_passed);
 	s->cap_filled = ckc_owed_st.filled;
 	s->cap_dropped = ckc_owed_st.dropped;
+	s->cap_capture_s = (double)atomic_load(&cap_ns) / 1e9;
+	s->cap_restore_s = (double)atomic_load(&rest_ns) / 1e9;
+	s->cap_write_s = (double)atomic_load(&ckc_owed_st.write_ns) / 1e9;
+	s->cap_read_s = (double)atomic_load(&ckc_owed_st.read_ns) / 1e9;
+	s->cap_fill_s = (double)atomic_load(&ckc_owed_st.fill_ns) / 1e9;
 }
 
 typedef struct cu_entry {

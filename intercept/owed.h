@@ -20,6 +20,7 @@ extern atomic_size_t ckc_owed_count;
 /* Counters for the statistics (updated under the table lock). */
 typedef struct ckc_owed_stats {
 	uint64_t filled, dropped;
+	atomic_ullong write_ns, read_ns, fill_ns;
 } ckc_owed_stats_t;
 extern ckc_owed_stats_t ckc_owed_st;
 

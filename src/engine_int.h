@@ -126,7 +126,7 @@ typedef struct ckc_tier {
 	atomic_uint_fast64_t populated;
 	atomic_bool toucher_stop;
 
-	atomic_bool pinned;  /* registered with CUDA (device capture) */
+	atomic_uint_fast64_t pinned_bytes; /* registered with CUDA, from base (device capture) */
 	bool pinned_once;
 
 	/* gpu: spare device memory */

@@ -121,15 +121,26 @@ static int gpu_enter(const ckc_gpu_t *g, CUstream *s)
 
 /* One copy on this thread's stream, waited for. kind: 'h' device->host,
  * 'd' host->device, 'x' device->device. */
+static size_t pin_run(const void *p, size_t len);
+
 static int gpu_copy(const ckc_gpu_t *g, char kind, void *host, uint64_t dst, uint64_t src, size_t n)
 {
 	CUstream s;
 	int rc = gpu_enter(g, &s);
 	if (rc)
 		return rc;
-	CUresult r = kind == 'h' ? drv.cuMemcpyDtoHAsync_v2(host, (CUdeviceptr)src, n, s) :
-		     kind == 'd' ? drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)dst, host, n, s) :
-				   drv.cuMemcpyDtoDAsync_v2((CUdeviceptr)dst, (CUdeviceptr)src, n, s);
+	CUresult r = CUDA_SUCCESS;
+	if (kind == 'x') {
+		r = drv.cuMemcpyDtoDAsync_v2((CUdeviceptr)dst, (CUdeviceptr)src, n, s);
+		n = 0;
+	}
+	for (size_t done = 0; r == CUDA_SUCCESS && done < n;) {
+		char *hp = (char *)host + done;
+		size_t k = pin_run(hp, n - done);
+		r = kind == 'h' ? drv.cuMemcpyDtoHAsync_v2(hp, (CUdeviceptr)(src + done), k, s) :
+				  drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)(dst + done), hp, k, s);
+		done += k;
+	}
 	if (r == CUDA_SUCCESS)
 		r = drv.cuStreamSynchronize(s);
 	if (r != CUDA_SUCCESS)
@@ -248,6 +259,11 @@ static int pin_lock(const char *dir)
 	return fd;
 }
 
+/* The host tier is registered in pieces, each a short call, so that the
+ * program's own CUDA calls are never held up for long; a copy to or from
+ * it never crosses a piece. */
+#define PIN_PIECE (64ull << 20)
+
 static void gpu_pin_host(ckc_gpu_t *g)
 {
 	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
@@ -261,21 +277,44 @@ static void gpu_pin_host(ckc_gpu_t *g)
 		if (g->stop)
 			return;
 		int fd = pin_lock(ckc_eng.cfg.ssd_dir);
-		uint64_t t0 = ckc_now_ns();
-		CUresult r = drv.cuMemHostRegister_v2(h->base, h->arena.capacity,
-						      CU_MEMHOSTREGISTER_PORTABLE);
+		uint64_t t0 = ckc_now_ns(), cap = h->arena.capacity, off;
+		CUresult r = CUDA_SUCCESS;
+		for (off = 0; off < cap && !g->stop; off += PIN_PIECE) {
+			uint64_t n = cap - off < PIN_PIECE ? cap - off : PIN_PIECE;
+			if ((r = drv.cuMemHostRegister_v2(h->base + off, n, CU_MEMHOSTREGISTER_PORTABLE)) !=
+			    CUDA_SUCCESS)
+				break;
+			atomic_store(&h->pinned_bytes, off + n);
+			h->pinned_once = true;
+			/* let the program's calls in between */
+			struct timespec ts = { 0, 200000 };
+			nanosleep(&ts, NULL);
+		}
 		if (fd >= 0)
 			ckc_io.close(fd);
-		if (r == CUDA_SUCCESS) {
-			atomic_store(&h->pinned, true);
-			h->pinned_once = true;
+		if (r == CUDA_SUCCESS && off >= cap)
 			ckc_info("host tier: %llu bytes pinned in %.1f ms",
-				 (unsigned long long)h->arena.capacity, (double)(ckc_now_ns() - t0) / 1e6);
-		} else {
-			ckc_warn("host tier: cannot pin its memory (CUDA error %d): copies to the GPU run at pageable speed",
-				 (int)r);
-		}
+				 (unsigned long long)cap, (double)(ckc_now_ns() - t0) / 1e6);
+		else if (r != CUDA_SUCCESS)
+			ckc_warn("host tier: cannot pin its memory past %llu bytes (CUDA error %d): copies "
+				 "there run at pageable speed",
+				 (unsigned long long)atomic_load(&h->pinned_bytes), (int)r);
 	}
+}
+
+/* Bytes of a copy at host address p that stay within one pinned piece of a
+ * host tier (all of len elsewhere). */
+static size_t pin_run(const void *p, size_t len)
+{
+	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
+		const ckc_tier_t *h = &ckc_eng.tier[l];
+		const char *c = p;
+		if (h->kind != TIER_HOST || !h->base || c < h->base || c >= h->base + h->arena.capacity)
+			continue;
+		uint64_t off = (uint64_t)(c - h->base), end = (off / PIN_PIECE + 1) * PIN_PIECE;
+		return end - off < len ? (size_t)(end - off) : len;
+	}
+	return len;
 }
 
 static void *gpu_mapper(void *arg)
@@ -527,10 +566,11 @@ static void gpu_teardown(ckc_tier_t *t, bool locked)
 	drv.cuCtxSetCurrent((CUcontext)g->ctx);
 	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
 		ckc_tier_t *h = &ckc_eng.tier[l];
-		if (h->kind == TIER_HOST && atomic_load(&h->pinned)) {
-			drv.cuMemHostUnregister(h->base);
-			atomic_store(&h->pinned, false);
-		}
+		uint64_t pinned = h->kind == TIER_HOST ? atomic_load(&h->pinned_bytes) : 0;
+		for (uint64_t off = 0; off < pinned; off += PIN_PIECE)
+			drv.cuMemHostUnregister(h->base + off);
+		if (pinned)
+			atomic_store(&h->pinned_bytes, 0);
 	}
 	for (size_t i = 0; i < g->nmapped; i++)
 		gpu_unmap_chunk(g, i);
