@@ -419,6 +419,24 @@ static void cu_host_read(const void *p, size_t n)
 	ckc_leave();
 }
 
+/* This thread's pinned buffer for the edges of a synchronous capture (two
+ * pages), or NULL. */
+static _Atomic(void *) cx_mah;
+static __thread char *edge_bounce;
+static __thread bool edge_bounce_tried;
+
+static char *cu_edge_bounce(void)
+{
+	if (!edge_bounce_tried) {
+		edge_bounce_tried = true;
+		CUresult (*mah)(void **, size_t) = CX(cx_mah, "cuMemAllocHost_v2", CUresult(*)(void **, size_t));
+		void *p = NULL;
+		if (mah && mah(&p, 2 * cu_page()) == CUDA_SUCCESS)
+			edge_bounce = p;
+	}
+	return edge_bounce;
+}
+
 /* Device capture of a device-to-host copy: a device-to-device copy into the
  * gpu tier on the program's stream, the host pages owed. False: the caller
  * makes the real copy. */
@@ -449,15 +467,29 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 	ckc_enter();
 	ckc_owed_prepare(d, n, a, b);
 	ckc_leave();
-	/* the edges, whose pages hold other data too, as the program asked */
-	CUresult r = cx_copy_dtoh(dst, src, a - d, s);
-	if (r == CUDA_SUCCESS)
-		r = cx_copy_dtoh((void *)b, src + (b - d), d + n - b, s);
+	/* the edges, whose pages hold other data too, as the program asked:
+	 * for a synchronous copy through a small pinned buffer (no staged
+	 * pageable transfer, one wait for all) */
+	CUresult r;
+	char *bounce = async ? NULL : cu_edge_bounce();
+	if (bounce) {
+		r = cx_copy_dtoh(bounce, src, a - d, s);
+		if (r == CUDA_SUCCESS)
+			r = cx_copy_dtoh(bounce + ps, src + (b - d), d + n - b, s);
+	} else {
+		r = cx_copy_dtoh(dst, src, a - d, s);
+		if (r == CUDA_SUCCESS)
+			r = cx_copy_dtoh((void *)b, src + (b - d), d + n - b, s);
+	}
 	cu_ev_t *ev = NULL;
 	if (r == CUDA_SUCCESS && async)
 		ev = cu_ev_record(s);
 	if (r == CUDA_SUCCESS && (!async || !ev))
 		r = cx_stream_sync(s);
+	if (r == CUDA_SUCCESS && bounce) {
+		memcpy(dst, bounce, a - d);
+		memcpy((void *)b, bounce + ps, d + n - b);
+	}
 	ckc_enter();
 	rc = r == CUDA_SUCCESS ? ckc_owed_add_len(a, b, d, n, ref, pinned, ev) : -EIO;
 	ckc_leave();

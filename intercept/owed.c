@@ -389,13 +389,23 @@ static void edges_sum(uintptr_t cap_start, uint64_t cap_len, uintptr_t a, uintpt
 	size_t lens[2] = { a > cap_start ? a - cap_start : 0,
 			   cap_start + cap_len > b ? cap_start + cap_len - b : 0 };
 	for (int k = 0; k < 2; k++) {
-		for (size_t i = 0; i < lens[k]; i++) {
-			h1 = (h1 ^ spans[k][i]) * 0x100000001b3ull;
-			h2 = (h2 + spans[k][i] + 1) * 0xff51afd7ed558ccdull;
+		const unsigned char *q = spans[k];
+		size_t n = lens[k], i = 0;
+		for (; i + 8 <= n; i += 8) {
+			uint64_t w;
+			memcpy(&w, q + i, 8);
+			h1 = (h1 ^ w) * 0x100000001b3ull;
+			h1 ^= h1 >> 32;
+			h2 = (h2 + w + 1) * 0xff51afd7ed558ccdull;
 			h2 ^= h2 >> 29;
 		}
-		h1 ^= lens[k];
-		h2 += lens[k];
+		for (; i < n; i++) {
+			h1 = (h1 ^ q[i]) * 0x100000001b3ull;
+			h2 = (h2 + q[i] + 1) * 0xff51afd7ed558ccdull;
+			h2 ^= h2 >> 29;
+		}
+		h1 ^= n;
+		h2 += n;
 	}
 	out[0] = h1;
 	out[1] = h2;

@@ -54,6 +54,8 @@ void *(*ckc_gpu_sym)(const char *name);
 	X(cuMemcpyHtoDAsync_v2, (CUdeviceptr, const void *, size_t, CUstream))                        \
 	X(cuMemcpyDtoDAsync_v2, (CUdeviceptr, CUdeviceptr, size_t, CUstream))                         \
 	X(cuMemHostRegister_v2, (void *, size_t, unsigned))                                            \
+	X(cuMemAllocHost_v2, (void **, size_t))                                                        \
+	X(cuMemFreeHost, (void *))                                                                     \
 	X(cuMemHostUnregister, (void *))
 
 #define GPU_FIELD(name, params) CUresult (*name) params;
@@ -81,9 +83,13 @@ static bool drv_load(void)
 	return true;
 }
 
-/* The context of the arena current on this thread, and this thread's stream. */
+/* The context of the arena current on this thread, this thread's stream
+ * and its pinned bounce buffer for small copies to pageable memory (a
+ * pageable copy costs a staged, synchronous transfer inside the driver). */
 static __thread CUstream tl_stream;
 static __thread CUcontext tl_ctx;
+static __thread void *tl_bounce;
+#define BOUNCE (64u << 10)
 
 static int gpu_err(CUresult rc)
 {
@@ -122,6 +128,7 @@ static int gpu_enter(const ckc_gpu_t *g, CUstream *s)
 /* One copy on this thread's stream, waited for. kind: 'h' device->host,
  * 'd' host->device, 'x' device->device. */
 static size_t pin_run(const void *p, size_t len);
+static bool in_host_tier(const void *p);
 
 static int gpu_copy(const ckc_gpu_t *g, char kind, void *host, uint64_t dst, uint64_t src, size_t n)
 {
@@ -133,6 +140,22 @@ static int gpu_copy(const ckc_gpu_t *g, char kind, void *host, uint64_t dst, uin
 	if (kind == 'x') {
 		r = drv.cuMemcpyDtoDAsync_v2((CUdeviceptr)dst, (CUdeviceptr)src, n, s);
 		n = 0;
+	} else if (n <= BOUNCE && pin_run(host, n) == n && !in_host_tier(host)) {
+		if (!tl_bounce && drv.cuMemAllocHost_v2(&tl_bounce, BOUNCE) != CUDA_SUCCESS)
+			tl_bounce = NULL;
+		if (tl_bounce) {
+			if (kind == 'd')
+				memcpy(tl_bounce, host, n);
+			r = kind == 'h' ? drv.cuMemcpyDtoHAsync_v2(tl_bounce, (CUdeviceptr)src, n, s) :
+					  drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)dst, tl_bounce, n, s);
+			if (r == CUDA_SUCCESS)
+				r = drv.cuStreamSynchronize(s);
+			if (r == CUDA_SUCCESS && kind == 'h')
+				memcpy(host, tl_bounce, n);
+			if (r != CUDA_SUCCESS)
+				ckc_error("gpu tier: a copy of %zu bytes failed (CUDA error %d)", n, (int)r);
+			return gpu_err(r);
+		}
 	}
 	for (size_t done = 0; r == CUDA_SUCCESS && done < n;) {
 		char *hp = (char *)host + done;
@@ -300,6 +323,17 @@ static void gpu_pin_host(ckc_gpu_t *g)
 				 "there run at pageable speed",
 				 (unsigned long long)atomic_load(&h->pinned_bytes), (int)r);
 	}
+}
+
+static bool in_host_tier(const void *p)
+{
+	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
+		const ckc_tier_t *h = &ckc_eng.tier[l];
+		const char *c = p;
+		if (h->kind == TIER_HOST && h->base && c >= h->base && c < h->base + h->arena.capacity)
+			return true;
+	}
+	return false;
 }
 
 /* Bytes of a copy at host address p that stay within one pinned piece of a

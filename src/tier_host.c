@@ -15,7 +15,7 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
-#define HOST_POPULATE_CHUNK (64u << 20)
+#define HOST_POPULATE_CHUNK (8u << 20) /* short holds of the mmap lock */
 
 static void *host_toucher(void *arg)
 {
