@@ -639,6 +639,32 @@ Test(conf, gpu_cache_values)
 	}
 }
 
+Test(conf, capture_settings)
+{
+	cr_assert_eq(load(), 0);
+	cr_expect_eq(cfg.capture_min, MIB, "default threshold 1 MiB");
+	cr_expect(!cfg.capture_pageable_only);
+
+	conf_reset();
+	env("CKPTCACHE_CAPTURE", "device");
+	env("CKPTCACHE_CAPTURE_MIN", "64K");
+	env("CKPTCACHE_CAPTURE_HOST", "pageable");
+	cr_assert_eq(load(), 0);
+	cr_expect_eq(cfg.capture, CKC_CAPTURE_DEVICE);
+	cr_expect_eq(cfg.capture_min, 64 * 1024);
+	cr_expect(cfg.capture_pageable_only);
+
+	conf_reset();
+	env("CKPTCACHE_CAPTURE_MIN", "10%");
+	cr_expect_eq(load(), 1, "a percentage is no threshold");
+	cr_expect(!cfg.enabled);
+
+	conf_reset();
+	env("CKPTCACHE_CAPTURE_HOST", "pinned");
+	cr_expect_eq(load(), 1);
+	cr_expect(!cfg.enabled);
+}
+
 /* The size errors are the same for the three size variables. */
 static void check_bad_sizes(const char *var)
 {
