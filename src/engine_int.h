@@ -234,8 +234,6 @@ int ckc_gpu_dtoh(ckc_tier_t *t, void *dst, uint64_t src, size_t len);
 void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s);
 /* engine.c: moves every gpu copy down or drops it (before the driver goes) */
 void ckc_gpu_evacuate(void);
-/* object.c: may the copy at level be evicted now? (lock held) */
-bool ckc_place_evictable(const ckc_obj_t *o, int level);
 
 /* tier_host.c / tier_ssd.c / tier_home.c */
 int ckc_host_open(ckc_tier_t *t, uint64_t capacity);

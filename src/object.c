@@ -200,17 +200,13 @@ static double place_p(const ckc_obj_t *o, int level)
 		 * (ckc_mark_safe), so only a consumed one can be free here */
 		if (p->state == LC_CONSUMED && !place_must_keep(o, level))
 			return 0;
+		/* never 0: until its flush is marked done it must not go */
 		if (o->flush_edge == level || ckc_eng.edge[level].current == o)
-			return o->flush_eta;
+			return o->flush_eta > 1e-6 ? o->flush_eta : 1e-6;
 		return INFINITY;
 	default:
 		return INFINITY;
 	}
-}
-
-bool ckc_place_evictable(const ckc_obj_t *o, int level)
-{
-	return place_p(o, level) == 0;
 }
 
 void ckc_refresh_flush_eta(int level)

@@ -26,6 +26,17 @@
 
 void *(*ckc_gpu_sym)(const char *name);
 
+int ckc_gpu_open(ckc_tier_t *t)
+{
+	t->name = "gpu";
+	t->kind = TIER_GPU;
+	t->gpu = calloc(1, sizeof(*t->gpu));
+	if (!t->gpu)
+		return -ENOMEM;
+	/* a placeholder until the program's first capture brings a context */
+	return arena_init(&t->arena, CKC_ALIGN, CKC_ALIGN);
+}
+
 #ifdef HAVE_CUDA_H
 
 #include <cuda.h>
@@ -368,17 +379,6 @@ static void *gpu_mapper(void *arg)
 	return NULL;
 }
 
-int ckc_gpu_open(ckc_tier_t *t)
-{
-	t->name = "gpu";
-	t->kind = TIER_GPU;
-	t->gpu = calloc(1, sizeof(*t->gpu));
-	if (!t->gpu)
-		return -ENOMEM;
-	/* a placeholder until the program's first capture brings a context */
-	return arena_init(&t->arena, CKC_ALIGN, CKC_ALIGN);
-}
-
 bool ckc_gpu_usable(const ckc_tier_t *t)
 {
 	return t->gpu && t->gpu->usable && !t->gpu->gone;
@@ -481,6 +481,27 @@ out:
 	return rc;
 }
 
+/* Whether o's gpu copy can go now without losing anything: its bytes are
+ * safe below (flushed, or prefetched from there), or nothing needs them. A
+ * copy still being written, flushed or owed by host memory waits. */
+static bool gpu_may_drop(const ckc_obj_t *o)
+{
+	const ckc_place_t *p = &o->place[0];
+
+	if (p->pins > 0 || o->migrating || o->gref)
+		return false;
+	switch (p->state) {
+	case LC_FLUSHED:
+		return true;
+	case LC_READ_COMPLETE:
+		return ckc_lower_has(o, 0);
+	case LC_CONSUMED:
+		return ckc_lower_has(o, 0) || ckc_eng.cfg.persist != CKC_PERSIST_ALWAYS;
+	default:
+		return false;
+	}
+}
+
 /* Evicts every copy in [from, capacity) of the arena that may go; lock
  * held. Returns whether everything there is free now. */
 static bool gpu_empty_tail(ckc_tier_t *t, uint64_t from)
@@ -491,10 +512,11 @@ static bool gpu_empty_tail(ckc_tier_t *t, uint64_t from)
 		if (!f->owner || f->off + f->len <= from)
 			continue;
 		ckc_obj_t *o = f->owner;
-		if (ckc_place_evictable(o, 0)) {
+		if (gpu_may_drop(o)) {
 			uint64_t bytes = ckc_place_bytes(&o->place[0]);
+			lc_event_t ev = o->place[0].state == LC_READ_COMPLETE ? LC_EV_DROP : LC_EV_EVICT;
 			ckc_place_free(o, 0);
-			ckc_set_state(o, 0, LC_EV_EVICT);
+			ckc_set_state(o, 0, ev);
 			t->st.evictions++;
 			t->st.evicted_bytes += bytes;
 			i = (size_t)-1; /* the table changed: look again */
@@ -659,15 +681,6 @@ void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s)
 
 #else /* !HAVE_CUDA_H */
 
-int ckc_gpu_open(ckc_tier_t *t)
-{
-	t->name = "gpu";
-	t->kind = TIER_GPU;
-	t->gpu = calloc(1, sizeof(*t->gpu));
-	if (!t->gpu)
-		return -ENOMEM;
-	return arena_init(&t->arena, CKC_ALIGN, CKC_ALIGN);
-}
 bool ckc_gpu_usable(const ckc_tier_t *t) { (void)t; return false; }
 int ckc_gpu_attach(void *ctx, int device) { (void)ctx; (void)device; return -ENODEV; }
 uint64_t ckc_gpu_release(uint64_t bytes) { (void)bytes; return 0; }

@@ -85,6 +85,7 @@ struct opts {
 	long count = 8;
 	size_t size = 64u << 20;
 	double fraction = 0.9;
+	long settle_ms = 0;
 	bool keep = false;
 	int device = 0;
 };
@@ -106,6 +107,8 @@ static void usage(FILE *f)
 		"                        down to a multiple of 8 (default 64M)\n"
 		"  --alloc-fraction F    the block is F x total device memory minus what the\n"
 		"                        program holds, 0 < F < 1 (default 0.9)\n"
+		"  --settle-ms MS        idle time between the checkpoints and the allocation,\n"
+		"                        as a program computing would spend it (default 0)\n"
 		"  --keep                do not delete the checkpoints at the end\n"
 		"  --device N            CUDA device ordinal (default 0)\n"
 		"  --help                this text\n"
@@ -119,12 +122,13 @@ static void usage(FILE *f)
 
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_DIR = 256, OPT_COUNT, OPT_SIZE, OPT_FRACTION, OPT_KEEP, OPT_DEVICE, OPT_HELP };
+	enum { OPT_DIR = 256, OPT_COUNT, OPT_SIZE, OPT_FRACTION, OPT_SETTLE, OPT_KEEP, OPT_DEVICE, OPT_HELP };
 	static const struct option lo[] = {
 		{ "dir", required_argument, nullptr, OPT_DIR },
 		{ "count", required_argument, nullptr, OPT_COUNT },
 		{ "size", required_argument, nullptr, OPT_SIZE },
 		{ "alloc-fraction", required_argument, nullptr, OPT_FRACTION },
+		{ "settle-ms", required_argument, nullptr, OPT_SETTLE },
 		{ "keep", no_argument, nullptr, OPT_KEEP },
 		{ "device", required_argument, nullptr, OPT_DEVICE },
 		{ "help", no_argument, nullptr, OPT_HELP },
@@ -146,6 +150,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			if (end == optarg || *end || !(o->fraction > 0 && o->fraction < 1))
 				die_usage("--alloc-fraction '%s': expected a number between 0 and 1", optarg);
 			break;
+		case OPT_SETTLE: o->settle_ms = parse_long(optarg, "settle-ms", 0); break;
 		case OPT_KEEP: o->keep = true; break;
 		case OPT_DEVICE: {
 			long d = parse_long(optarg, "device", 0);
@@ -234,6 +239,8 @@ int main(int argc, char **argv)
 		path_of(path, sizeof(path), o.dir, i);
 		write_file(path, stage, S, IO_WRITE, 0, false);
 	}
+
+	idle_ms(o.settle_ms);
 
 	/* (b) most of the device: only possible if the cache gives its memory back */
 	size_t total = print_mem("before the allocation:");

@@ -164,40 +164,6 @@ static size_t ckpt_bytes(const struct opts *o, long i, size_t S)
 	return o->sizes.n ? o->sizes.v[i % o->sizes.n] : S;
 }
 
-/* gpu_checksum over the first `bytes` bytes of the state (a multiple of 8);
- * for the whole state it is gpu_checksum. */
-static uint64_t prefix_checksum(struct gpu *G, size_t bytes)
-{
-	size_t n = bytes / 8;
-	unsigned long long h = 0;
-	CK(cudaMemsetAsync(G->sum, 0, sizeof(*G->sum), G->s));
-	checksum_kernel<<<G->blocks, 256, 0, G->s>>>((const unsigned long long *)G->state, n, G->sum);
-	CK_LAUNCH("checksum_kernel");
-	CK(cudaMemcpyAsync(&h, G->sum, sizeof(h), cudaMemcpyDeviceToHost, G->s));
-	CK(cudaStreamSynchronize(G->s));
-	return splitmix64(h ^ (uint64_t)n);
-}
-
-/* check_and_step_back for a checkpoint of `bytes` bytes: only that prefix
- * of the state was restored, and only it is verified. */
-static bool check_prefix_and_step_back(struct gpu *G, size_t bytes, long t, uint64_t want, const char *what,
-				       long steps, double *tcomp)
-{
-	if (bytes == 2 * G->g.field * sizeof(float))
-		return check_and_step_back(G, t, want, what, steps, tcomp);
-	G->t = t;
-	uint64_t h = prefix_checksum(G, bytes);
-	if (h != want)
-		printf(PROG ": MISMATCH in %s: GPU checksum of the first %zu bytes %016" PRIx64 ", expected %016" PRIx64
-			    "\n", what, bytes, h, want);
-	double t0 = now_s();
-	for (long b = 0; b < steps; b++)
-		backward_step(G);
-	CK(cudaStreamSynchronize(G->s));
-	*tcomp += now_s() - t0;
-	return h == want;
-}
-
 /* ---- main ------------------------------------------------------------------- */
 
 static void print_phase(const char *name, long n, double bytes, double secs, const char *split)

@@ -1,0 +1,401 @@
+/* Tests of the gpu tier and device capture in the engine, without a GPU: the
+ * driver the tier reaches through ckc_gpu_sym is a small stand-in whose
+ * "device memory" is host memory (copies are memcpy), so captures,
+ * attachment, copies in, reads answered by references, flushes, prefetches,
+ * the elastic release and the exit evacuation all run here, and every byte
+ * read back is compared with the byte written. */
+#include "config.h"
+
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "engine_util.h"
+
+/* ---- the stand-in driver ------------------------------------------------ */
+
+typedef int CUresult; /* CUDA_SUCCESS = 0 */
+enum { OK = 0, OOM = 2 };
+
+static size_t fake_free = 4ull << 30, fake_total = 8ull << 30;
+static int fake_creates, fake_releases;
+
+static CUresult f_ctx_get(void **c) { *c = (void *)0x1; return OK; }
+static CUresult f_ctx_set(void *c) { (void)c; return OK; }
+static CUresult f_ctx_dev(int *d) { *d = 0; return OK; }
+static CUresult f_prim_retain(void **c, int d) { (void)d; *c = (void *)0x1; return OK; }
+static CUresult f_prim_release(int d) { (void)d; return OK; }
+static CUresult f_meminfo(size_t *f, size_t *t) { *f = fake_free; *t = fake_total; return OK; }
+static CUresult f_gran(size_t *g, const void *p, int fl) { (void)p; (void)fl; *g = 2u << 20; return OK; }
+static CUresult f_reserve(uint64_t *p, size_t n, size_t al, uint64_t a, unsigned long long f)
+{
+	(void)al; (void)a; (void)f;
+	void *m = mmap(NULL, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED)
+		return OOM;
+	*p = (uint64_t)(uintptr_t)m;
+	return OK;
+}
+static CUresult f_addr_free(uint64_t p, size_t n) { munmap((void *)(uintptr_t)p, n); return OK; }
+static CUresult f_create(uint64_t *h, size_t n, const void *p, unsigned long long f)
+{
+	(void)p; (void)f;
+	*h = n;
+	fake_creates++;
+	return OK;
+}
+static CUresult f_release(uint64_t h) { (void)h; fake_releases++; return OK; }
+static CUresult f_map(uint64_t p, size_t n, size_t o, uint64_t h, unsigned long long f)
+{
+	(void)o; (void)h; (void)f;
+	return mprotect((void *)(uintptr_t)p, n, PROT_READ | PROT_WRITE) ? OOM : OK;
+}
+static CUresult f_unmap(uint64_t p, size_t n)
+{
+	/* unmapped device memory must not be read again: make it fault */
+	return mprotect((void *)(uintptr_t)p, n, PROT_NONE) ? OOM : OK;
+}
+static CUresult f_access(uint64_t p, size_t n, const void *d, size_t c) { (void)p; (void)n; (void)d; (void)c; return OK; }
+static CUresult f_stream(void **s, unsigned f) { (void)f; *s = (void *)0x2; return OK; }
+static CUresult f_sync(void *s) { (void)s; return OK; }
+static CUresult f_dtoh(void *h, uint64_t d, size_t n, void *s) { (void)s; memcpy(h, (void *)(uintptr_t)d, n); return OK; }
+static CUresult f_htod(uint64_t d, const void *h, size_t n, void *s) { (void)s; memcpy((void *)(uintptr_t)d, h, n); return OK; }
+static CUresult f_dtod(uint64_t d, uint64_t x, size_t n, void *s) { (void)s; memmove((void *)(uintptr_t)d, (void *)(uintptr_t)x, n); return OK; }
+static int fake_pins;
+static CUresult f_hreg(void *p, size_t n, unsigned f) { (void)p; (void)n; (void)f; fake_pins++; return OK; }
+static CUresult f_hunreg(void *p) { (void)p; fake_pins--; return OK; }
+static CUresult f_hostalloc(void **p, size_t n) { *p = malloc(n); return *p ? OK : OOM; }
+static CUresult f_freehost(void *p) { free(p); return OK; }
+
+static const struct {
+	const char *name;
+	void *fn;
+} fake_tab[] = {
+	{ "cuCtxGetCurrent", (void *)f_ctx_get },
+	{ "cuCtxSetCurrent", (void *)f_ctx_set },
+	{ "cuCtxGetDevice", (void *)f_ctx_dev },
+	{ "cuDevicePrimaryCtxRetain", (void *)f_prim_retain },
+	{ "cuDevicePrimaryCtxRelease_v2", (void *)f_prim_release },
+	{ "cuMemGetInfo_v2", (void *)f_meminfo },
+	{ "cuMemGetAllocationGranularity", (void *)f_gran },
+	{ "cuMemAddressReserve", (void *)f_reserve },
+	{ "cuMemAddressFree", (void *)f_addr_free },
+	{ "cuMemCreate", (void *)f_create },
+	{ "cuMemRelease", (void *)f_release },
+	{ "cuMemMap", (void *)f_map },
+	{ "cuMemUnmap", (void *)f_unmap },
+	{ "cuMemSetAccess", (void *)f_access },
+	{ "cuStreamCreate", (void *)f_stream },
+	{ "cuStreamSynchronize", (void *)f_sync },
+	{ "cuMemcpyDtoHAsync_v2", (void *)f_dtoh },
+	{ "cuMemcpyHtoDAsync_v2", (void *)f_htod },
+	{ "cuMemcpyDtoDAsync_v2", (void *)f_dtod },
+	{ "cuMemHostRegister_v2", (void *)f_hreg },
+	{ "cuMemHostUnregister", (void *)f_hunreg },
+	{ "cuMemAllocHost_v2", (void *)f_hostalloc },
+	{ "cuMemFreeHost", (void *)f_freehost },
+};
+
+static void *fake_sym(const char *name)
+{
+	for (size_t i = 0; i < sizeof(fake_tab) / sizeof(fake_tab[0]); i++)
+		if (!strcmp(fake_tab[i].name, name))
+			return fake_tab[i].fn;
+	return NULL;
+}
+
+/* ---- fixtures --------------------------------------------------------- */
+
+static tenv_t env;
+
+static void gpu_start(uint64_t gpu_bytes, uint64_t host_bytes, ckc_persist_t persist)
+{
+#ifndef HAVE_CUDA_H
+	cr_skip_test("built without the CUDA headers: no gpu tier");
+#endif
+	tenv_make(&env);
+	ckc_gpu_sym = fake_sym;
+	fake_creates = fake_releases = 0;
+	ckc_config_t c = tcfg(&env, host_bytes, 0);
+	c.capture = CKC_CAPTURE_DEVICE;
+	c.gpu_cache = gpu_bytes;
+	c.gpu_cache_pct = -1;
+	c.persist = persist;
+	if (getenv("TGPU_DEBUG"))
+		c.log_level = CKC_LOG_DEBUG;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	cr_assert_eq(ckc_gpu_attach((void *)0x1, 0), 0, "the stand-in driver brings the tier up");
+	ckc_wait_ready();
+}
+
+static void gpu_stop(void)
+{
+	ckc_shutdown();
+	ckc_gpu_sym = NULL;
+	tenv_clean(&env);
+}
+
+/* A "device buffer" holding checkpoint bytes: plain memory here. */
+static unsigned char *dev_buf(size_t n, uint64_t seed)
+{
+	unsigned char *d = malloc(n);
+	cr_assert_not_null(d);
+	tfill(d, n, seed, 0);
+	return d;
+}
+
+/* A capture of n bytes of d whose host destination starts skew bytes into a
+ * page, as the interposer makes it: a reference and the device address. */
+static ckc_ref_t *capture(const unsigned char *d, size_t n, unsigned skew)
+{
+	ckc_ref_t *r;
+	uint64_t dptr;
+	cr_assert_eq(ckc_capture_begin(n, skew, &r, &dptr), 0);
+	cr_assert_eq(dptr % 4096, skew, "byte 0 lands at the host page offset");
+	memcpy((void *)(uintptr_t)dptr, d, n); /* the device-to-device copy */
+	return r;
+}
+
+/* ---- tests ------------------------------------------------------------ */
+
+Test(gpu, capture_attaches_and_reads_back_every_byte)
+{
+	gpu_start(512 * MiB, 256 * MiB, CKC_PERSIST_ALWAYS);
+	char path[PATH_MAX];
+	tpath(&env, path, 0);
+	size_t n = 8 * MiB + 100;
+	unsigned char *d = dev_buf(n, 7);
+	ckc_ref_t *r = capture(d, n, 16);
+
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
+	cr_assert_eq(ckc_pwrite_ref(h, r, 0, n, 0), (ssize_t)n);
+	cr_assert_eq(ckc_close(h), 0);
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_expect_eq(st.cap_attached, 1, "a whole capture at the end of the file is attached");
+	cr_expect_str_eq(ckc_where(path), "gpu");
+
+	/* the reference now names the checkpoint's bytes */
+	unsigned char *back = malloc(n);
+	cr_assert_eq(ckc_ref_fill(r, 0, back, n), 0);
+	cr_expect_eq(memcmp(back, d, n), 0);
+	ckc_ref_put(r);
+
+	/* a read answered by a reference, then by bytes */
+	cr_assert_eq(ckc_open_read(path, &h), 0);
+	ckc_ref_t *rr;
+	cr_assert_eq(ckc_pread_ref(h, 4096, n, &rr), (ssize_t)(n - 4096), "clipped at the end");
+	memset(back, 0, n);
+	cr_assert_eq(ckc_ref_fill(rr, 0, back, n - 4096), 0);
+	cr_expect_eq(memcmp(back, d + 4096, n - 4096), 0);
+	uint64_t a;
+	cr_expect_eq(ckc_ref_addr(rr, 0, n - 4096, &a), 0, "one extent: contiguous");
+	ckc_ref_put(rr);
+	memset(back, 0, n);
+	cr_assert_eq(ckc_pread(h, back, n, 0), (ssize_t)n);
+	cr_expect_eq(memcmp(back, d, n), 0);
+	cr_assert_eq(ckc_close(h), 0);
+
+	/* and at its real path after the flushes */
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	cr_expect(thome_matches(path, 7, n));
+	free(back);
+	free(d);
+	gpu_stop();
+}
+
+Test(gpu, header_then_capture_is_copied_in_and_stays_in_order)
+{
+	gpu_start(512 * MiB, 256 * MiB, CKC_PERSIST_ALWAYS);
+	char path[PATH_MAX];
+	tpath(&env, path, 1);
+	size_t n = 3 * MiB;
+	unsigned char hdr[100], tail[8];
+	tfill(hdr, sizeof(hdr), 11, 0);
+	tfill(tail, sizeof(tail), 12, 0);
+	unsigned char *d = dev_buf(n, 13);
+
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
+	cr_assert_eq(ckc_pwrite(h, hdr, sizeof(hdr), 0), (ssize_t)sizeof(hdr));
+	/* a whole capture after a header: attached behind the header's bytes */
+	ckc_ref_t *r = capture(d, n, 0);
+	cr_assert_eq(ckc_pwrite_ref(h, r, 0, n, sizeof(hdr)), (ssize_t)n);
+	cr_assert_eq(ckc_pwrite(h, tail, sizeof(tail), sizeof(hdr) + n), (ssize_t)sizeof(tail));
+	/* part of a capture: copied in */
+	ckc_ref_t *r2 = capture(d, n, 0);
+	cr_assert_eq(ckc_pwrite_ref(h, r2, 1000, 5000, sizeof(hdr) + n + sizeof(tail)), 5000);
+	cr_assert_eq(ckc_close(h), 0);
+	ckc_ref_put(r2);
+	ckc_ref_put(r);
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_expect_eq(st.cap_attached, 1);
+	cr_expect_eq(st.cap_copied_in, 1);
+
+	size_t total = sizeof(hdr) + n + sizeof(tail) + 5000;
+	unsigned char *want = malloc(total), *got = malloc(total);
+	memcpy(want, hdr, sizeof(hdr));
+	memcpy(want + sizeof(hdr), d, n);
+	memcpy(want + sizeof(hdr) + n, tail, sizeof(tail));
+	memcpy(want + sizeof(hdr) + n + sizeof(tail), d + 1000, 5000);
+	cr_assert_eq(ckc_open_read(path, &h), 0);
+	cr_assert_eq(ckc_pread(h, got, total, 0), (ssize_t)total);
+	cr_expect_eq(memcmp(got, want, total), 0, "every byte in file order");
+	cr_assert_eq(ckc_close(h), 0);
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	int fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	memset(got, 0, total);
+	cr_expect_eq(pread(fd, got, total, 0), (ssize_t)total);
+	cr_expect_eq(memcmp(got, want, total), 0, "the real file too");
+	close(fd);
+	free(want);
+	free(got);
+	free(d);
+	gpu_stop();
+}
+
+Test(gpu, history_larger_than_the_tier_flows_down_and_comes_back)
+{
+	/* 24 checkpoints of 4 MiB through a 32 MiB gpu tier and a 48 MiB host
+	 * tier, read back in reverse: evicted, flushed, prefetched */
+	gpu_start(256 * MiB, 48 * MiB, CKC_PERSIST_ALWAYS);
+	/* the stand-in maps whole 256 MiB chunks; the arena is that one chunk */
+	size_t n = 4 * MiB;
+	int count = 24;
+	for (int i = 0; i < count; i++) {
+		char path[PATH_MAX];
+		tpath(&env, path, i);
+		unsigned char *d = dev_buf(n, 100 + (uint64_t)i);
+		ckc_ref_t *r;
+		uint64_t dptr;
+		ckc_handle_t *h;
+		cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
+		if (ckc_capture_begin(n, 0, &r, &dptr) == 0) {
+			memcpy((void *)(uintptr_t)dptr, d, n);
+			cr_assert_eq(ckc_pwrite_ref(h, r, 0, n, 0), (ssize_t)n);
+			ckc_ref_put(r);
+		} else {
+			/* no room: the bytes as the program had them */
+			cr_assert_eq(ckc_pwrite(h, d, n, 0), (ssize_t)n);
+		}
+		cr_assert_eq(ckc_close(h), 0);
+		cr_assert_eq(ckc_hint_enqueue(path), 0);
+		free(d);
+	}
+	unsigned char *got = malloc(n);
+	for (int i = count - 1; i >= 0; i--) {
+		char path[PATH_MAX];
+		tpath(&env, path, i);
+		tverify(path, 100 + (uint64_t)i, n, n);
+		(void)got;
+	}
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	for (int i = 0; i < count; i++) {
+		char path[PATH_MAX];
+		tpath(&env, path, i);
+		cr_expect(thome_matches(path, 100 + (uint64_t)i, n), "%s", path);
+	}
+	free(got);
+	gpu_stop();
+}
+
+Test(gpu, release_gives_device_memory_back_and_keeps_every_byte)
+{
+	gpu_start(1024 * MiB, 512 * MiB, CKC_PERSIST_ALWAYS);
+	/* wait for the background mapping of all four chunks */
+	for (int i = 0; i < 200 && fake_creates < 4; i++)
+		usleep(10000);
+	cr_assert_eq(fake_creates, 4);
+	size_t n = 16 * MiB;
+	for (int i = 0; i < 8; i++) {
+		char path[PATH_MAX];
+		tpath(&env, path, i);
+		unsigned char *d = dev_buf(n, 200 + (uint64_t)i);
+		ckc_ref_t *r = capture(d, n, 0);
+		ckc_handle_t *h;
+		cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
+		cr_assert_eq(ckc_pwrite_ref(h, r, 0, n, 0), (ssize_t)n);
+		cr_assert_eq(ckc_close(h), 0);
+		ckc_ref_put(r);
+		free(d);
+	}
+	/* the program needs 900 MiB: the arena gives back what it can */
+	uint64_t got = ckc_gpu_release(900 * MiB);
+	cr_expect_geq(got, 768 * MiB, "released %llu", (unsigned long long)got);
+	cr_expect_geq(fake_releases, 3);
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_expect_eq(st.gpu_releases, 1);
+	for (int i = 0; i < 8; i++) {
+		char path[PATH_MAX];
+		tpath(&env, path, i);
+		tverify(path, 200 + (uint64_t)i, n, n);
+	}
+	gpu_stop();
+}
+
+Test(gpu, exit_evacuates_open_writers_and_unflushed_copies)
+{
+	gpu_start(256 * MiB, 128 * MiB, CKC_PERSIST_ALWAYS);
+	size_t n = 2 * MiB;
+	char path[PATH_MAX], open_path[PATH_MAX];
+	tpath(&env, path, 0);
+	tpath(&env, open_path, 1);
+	unsigned char *d = dev_buf(n, 300);
+	ckc_ref_t *r = capture(d, n, 0);
+	ckc_handle_t *h, *w;
+	cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
+	cr_assert_eq(ckc_pwrite_ref(h, r, 0, n, 0), (ssize_t)n);
+	cr_assert_eq(ckc_close(h), 0);
+	ckc_ref_put(r);
+	/* a writer still open in the gpu tier when the driver goes away */
+	unsigned char *d2 = dev_buf(n, 301);
+	ckc_ref_t *r2 = capture(d2, n, 0);
+	cr_assert_eq(ckc_open_write(open_path, 0644, &w), 0);
+	cr_assert_eq(ckc_pwrite_ref(w, r2, 0, n, 0), (ssize_t)n);
+	ckc_ref_put(r2);
+	ckc_gpu_exit();
+	cr_expect_eq(fake_pins, 0, "the host tier is unregistered");
+	/* the gpu tier is gone: the rest of the writer goes below it */
+	unsigned char more[512];
+	tfill(more, sizeof(more), 302, 0);
+	cr_assert_eq(ckc_pwrite(w, more, sizeof(more), n), (ssize_t)sizeof(more));
+	cr_assert_eq(ckc_close(w), 0);
+	tverify(path, 300, n, n);
+	unsigned char *got = malloc(n + sizeof(more));
+	cr_assert_eq(ckc_open_read(open_path, &h), 0);
+	cr_assert_eq(ckc_pread(h, got, n + sizeof(more), 0), (ssize_t)(n + sizeof(more)));
+	cr_expect_eq(memcmp(got, d2, n), 0);
+	cr_expect_eq(memcmp(got + n, more, sizeof(more)), 0);
+	cr_assert_eq(ckc_close(h), 0);
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	cr_expect(thome_matches(path, 300, n));
+	free(got);
+	free(d);
+	free(d2);
+	gpu_stop();
+}
+
+Test(gpu, without_a_driver_the_tier_stays_off_and_writes_go_below)
+{
+	tenv_make(&env);
+	ckc_gpu_sym = NULL;
+	ckc_config_t c = tcfg(&env, 64 * MiB, 0);
+	c.capture = CKC_CAPTURE_DEVICE;
+	c.gpu_cache_pct = 25;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	cr_expect_eq(ckc_gpu_attach((void *)0x1, 0), -ENODEV);
+	ckc_ref_t *r;
+	uint64_t dptr;
+	cr_expect_eq(ckc_capture_begin(MiB, 0, &r, &dptr), -ENODEV);
+	char path[PATH_MAX];
+	tpath(&env, path, 0);
+	twrite(path, 400, 3 * MiB, MiB);
+	cr_expect_str_eq(ckc_where(path), "host");
+	tverify(path, 400, 3 * MiB, MiB);
+	ckc_shutdown();
+	tenv_clean(&env);
+}
