@@ -1630,6 +1630,8 @@ static ckc_ref_t *ref_new(ckc_obj_t *o, uint64_t base)
 /* Moves every reference of from to to, their offsets shifted by delta. */
 static void refs_move(ckc_obj_t *from, ckc_obj_t *to, uint64_t delta)
 {
+	int moved = 0;
+
 	while (from->gref) {
 		ckc_ref_t *r = from->gref;
 		from->gref = r->next;
@@ -1638,8 +1640,12 @@ static void refs_move(ckc_obj_t *from, ckc_obj_t *to, uint64_t delta)
 		r->next = to->gref;
 		to->gref = r;
 		ckc_obj_get(to);
-		ckc_obj_put(from);
+		moved++;
 	}
+	/* from may go with its last reference (a capture): not before the
+	 * list is done with */
+	while (moved-- > 0)
+		ckc_obj_put(from);
 }
 
 /* o's gpu copy is leaving it (its writer moved down, or it was retired)
