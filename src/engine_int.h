@@ -102,7 +102,8 @@ struct ckc_ref {
 typedef struct ckc_gpu {
 	void *ctx;           /* CUcontext of the program's first capture */
 	int device;
-	bool tried, usable, gone, retained, stop;
+	bool tried, usable, gone, retained;
+	atomic_bool stop;    /* the mapping thread must end (read unlocked) */
 	uint64_t base;       /* reserved virtual range */
 	uint64_t reserved, chunk, ceiling;
 	size_t nchunk, nmapped, nmapped_max;
@@ -127,7 +128,7 @@ typedef struct ckc_tier {
 	atomic_bool toucher_stop;
 
 	atomic_uint_fast64_t pinned_bytes; /* registered with CUDA, from base (device capture) */
-	bool pinned_once;
+	atomic_bool pinned_once;
 
 	/* gpu: spare device memory */
 	ckc_gpu_t *gpu;

@@ -6,7 +6,7 @@
  * read back is compared with the byte written. */
 #include "config.h"
 
-#include <criterion/criterion.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/mman.h>
 
@@ -18,7 +18,7 @@ typedef int CUresult; /* CUDA_SUCCESS = 0 */
 enum { OK = 0, OOM = 2 };
 
 static size_t fake_free = 4ull << 30, fake_total = 8ull << 30;
-static int fake_creates, fake_releases;
+static atomic_int fake_creates, fake_releases;
 
 static CUresult f_ctx_get(void **c) { *c = (void *)0x1; return OK; }
 static CUresult f_ctx_set(void *c) { (void)c; return OK; }
@@ -61,7 +61,7 @@ static CUresult f_sync(void *s) { (void)s; return OK; }
 static CUresult f_dtoh(void *h, uint64_t d, size_t n, void *s) { (void)s; memcpy(h, (void *)(uintptr_t)d, n); return OK; }
 static CUresult f_htod(uint64_t d, const void *h, size_t n, void *s) { (void)s; memcpy((void *)(uintptr_t)d, h, n); return OK; }
 static CUresult f_dtod(uint64_t d, uint64_t x, size_t n, void *s) { (void)s; memmove((void *)(uintptr_t)d, (void *)(uintptr_t)x, n); return OK; }
-static int fake_pins;
+static atomic_int fake_pins;
 static CUresult f_hreg(void *p, size_t n, unsigned f) { (void)p; (void)n; (void)f; fake_pins++; return OK; }
 static CUresult f_hunreg(void *p) { (void)p; fake_pins--; return OK; }
 static CUresult f_hostalloc(void **p, size_t n) { *p = malloc(n); return *p ? OK : OOM; }
@@ -151,7 +151,8 @@ static ckc_ref_t *capture(const unsigned char *d, size_t n, unsigned skew)
 	ckc_ref_t *r;
 	uint64_t dptr;
 	cr_assert_eq(ckc_capture_begin(n, skew, &r, &dptr), 0);
-	cr_assert_eq(dptr % 4096, skew, "byte 0 lands at the host page offset");
+	uint64_t in_page = dptr & 4095;
+	cr_assert_eq(in_page, skew, "byte 0 lands at the host page offset");
 	memcpy((void *)(uintptr_t)dptr, d, n); /* the device-to-device copy */
 	return r;
 }
