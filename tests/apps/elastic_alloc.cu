@@ -152,13 +152,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_SETTLE: o->settle_ms = parse_long(optarg, "settle-ms", 0); break;
 		case OPT_KEEP: o->keep = true; break;
-		case OPT_DEVICE: {
-			long d = parse_long(optarg, "device", 0);
-			if (d > INT_MAX)
-				die_usage("--device '%s': out of range", optarg);
-			o->device = (int)d;
-			break;
-		}
+		case OPT_DEVICE: o->device = parse_device(optarg); break;
 		case 'h':
 		case OPT_HELP: usage(stdout); exit(0);
 		default: usage(stderr); exit(2);

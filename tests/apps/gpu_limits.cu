@@ -123,13 +123,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		case OPT_DIR: o->dir = optarg; break;
 		case OPT_DISK: o->disk_size = size_opt("disk-size", optarg, 4096); break;
 		case OPT_CHUNK: o->chunk = size_opt("chunk", optarg, 4096); break;
-		case OPT_DEVICE: {
-			long d = parse_long(optarg, "device", 0);
-			if (d > INT_MAX)
-				die_usage("--device '%s': out of range", optarg);
-			o->device = (int)d;
-			break;
-		}
+		case OPT_DEVICE: o->device = parse_device(optarg); break;
 		case 'h':
 		case OPT_HELP: usage(stdout); exit(0);
 		default: usage(stderr); exit(2);

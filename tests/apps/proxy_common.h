@@ -122,6 +122,15 @@ static inline long parse_long(const char *s, const char *what, long min)
 	return v;
 }
 
+/* --device: an int, since the CUDA API takes one. */
+static inline int parse_device(const char *s)
+{
+	long d = parse_long(s, "device", 0);
+	if (d > INT_MAX)
+		die_usage("--device '%s': out of range", s);
+	return (int)d;
+}
+
 static inline enum io_kind parse_io(const char *s)
 {
 	if (strcmp(s, "write") == 0)

@@ -44,15 +44,6 @@
 			cuda_die("launch of " what, e_, __FILE__, __LINE__);                                       \
 	} while (0)
 
-/* --device: an int, since the CUDA API takes one. */
-static inline int parse_device(const char *s)
-{
-	long d = parse_long(s, "device", 0);
-	if (d > INT_MAX)
-		die_usage("--device '%s': out of range", s);
-	return (int)d;
-}
-
 /* Makes device the current one and returns its properties; an ordinal past
  * the last device is a usage error (exit 2). */
 static inline void gpu_open(int device, cudaDeviceProp *prop)
