@@ -22,18 +22,7 @@
 
 #define GiB (1024.0 * MiB)
 
-[[noreturn]] static void cuda_die(const char *call, cudaError_t e, int line)
-{
-	fprintf(stderr, PROG ": CUDA error at line %d: %s: %s (%s)\n", line, call, cudaGetErrorString(e),
-		cudaGetErrorName(e));
-	exit(e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ? 77 : 1);
-}
-#define CK(call)                                                                                                   \
-	do {                                                                                                       \
-		cudaError_t e_ = (call);                                                                           \
-		if (e_ != cudaSuccess)                                                                             \
-			cuda_die(#call, e_, __LINE__);                                                             \
-	} while (0)
+#include "cuda_check.cuh"
 
 /* ---- the GPU side ------------------------------------------------------------ */
 

@@ -28,18 +28,7 @@
 
 /* ---- errors ---------------------------------------------------------------- */
 
-[[noreturn]] static void cuda_fail(const char *call, cudaError_t e, int line)
-{
-	fprintf(stderr, PROG ": CUDA error at line %d: %s: %s (%s)\n", line, call, cudaGetErrorString(e),
-		cudaGetErrorName(e));
-	exit(e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ? 77 : 1);
-}
-#define CK(call)                                                                                                   \
-	do {                                                                                                       \
-		cudaError_t e_ = (call);                                                                           \
-		if (e_ != cudaSuccess)                                                                             \
-			cuda_fail(#call, e_, __LINE__);                                                            \
-	} while (0)
+#include "cuda_check.cuh"
 
 /* The disk test's file, removed at exit whatever ends the program. */
 static char tmpfile_path[PATH_MAX];

@@ -292,6 +292,29 @@ static inline void load_sizes(const char *spec, size_t min, struct ckpt_sizes *o
 		die_sizes(file, 0, "no sizes in the file", NULL);
 }
 
+/* --size/--sizes/--count after parsing: with a trace, the state is sized for
+ * its largest checkpoint and the count defaults to its rows. The size is
+ * rounded down to a multiple of 8. */
+static inline void resolve_sizes(const char *spec, bool size_set, bool count_set, size_t *size,
+				 long *count, struct ckpt_sizes *sizes)
+{
+	if (spec) {
+		if (size_set)
+			die_usage("%s", "--size and --sizes exclude each other");
+		load_sizes(spec, 4096, sizes);
+		*size = sizes->max;
+		if (!count_set)
+			*count = (long)sizes->n;
+	}
+	*size &= ~(size_t)7;
+}
+
+/* The bytes of checkpoint i: a prefix of the state of S bytes. */
+static inline size_t sizes_bytes(const struct ckpt_sizes *sizes, long i, size_t S)
+{
+	return sizes->n ? sizes->v[i % (long)sizes->n] : S;
+}
+
 /* ---- the restore order ------------------------------------------------------ */
 
 static inline uint64_t splitmix64(uint64_t x)

@@ -147,21 +147,12 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		die_usage("unexpected argument '%s'", argv[optind]);
 	if (o->back_steps < 0)
 		o->back_steps = o->steps;
-	if (o->sizes_spec) {
-		if (o->size_set)
-			die_usage("%s", "--size and --sizes exclude each other");
-		load_sizes(o->sizes_spec, 4096, &o->sizes);
-		o->size = o->sizes.max;
-		if (!o->count_set)
-			o->count = o->sizes.n;
-	}
-	o->size &= ~(size_t)7;
+	resolve_sizes(o->sizes_spec, o->size_set, o->count_set, &o->size, &o->count, &o->sizes);
 }
 
-/* The bytes of checkpoint i: a prefix of the state of S bytes. */
 static size_t ckpt_bytes(const struct opts *o, long i, size_t S)
 {
-	return o->sizes.n ? o->sizes.v[i % o->sizes.n] : S;
+	return sizes_bytes(&o->sizes, i, S);
 }
 
 /* ---- main ------------------------------------------------------------------- */
