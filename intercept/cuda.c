@@ -367,14 +367,6 @@ static bool cu_gpu_up(void)
 	return false;
 }
 
-static uintptr_t cu_page(void)
-{
-	static uintptr_t ps;
-	if (!ps)
-		ps = (uintptr_t)sysconf(_SC_PAGESIZE);
-	return ps;
-}
-
 static bool cu_host_ok(const void *p, bool *pinned)
 {
 	int k = ckc_cuda_mem_kind(p);
@@ -431,7 +423,7 @@ static char *cu_edge_bounce(void)
 		edge_bounce_tried = true;
 		CUresult (*mah)(void **, size_t) = CX(cx_mah, "cuMemAllocHost_v2", CUresult(*)(void **, size_t));
 		void *p = NULL;
-		if (mah && mah(&p, 2 * cu_page()) == CUDA_SUCCESS)
+		if (mah && mah(&p, 2 * ckc_page_size()) == CUDA_SUCCESS)
 			edge_bounce = p;
 	}
 	return edge_bounce;
@@ -443,7 +435,7 @@ static char *cu_edge_bounce(void)
 static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool async, bool pt)
 {
 	bool pinned;
-	uintptr_t ps = cu_page(), d = (uintptr_t)dst;
+	uintptr_t ps = ckc_page_size(), d = (uintptr_t)dst;
 	uintptr_t a = (d + ps - 1) & ~(ps - 1), b = (d + n) & ~(ps - 1);
 
 	if (!cu_device_mode() || n < ckc_capture_min() || b <= a || !cu_host_ok(dst, &pinned) ||
@@ -796,16 +788,24 @@ CU_ALLOCW(cuMemAllocAsync_ptsz, (CUdeviceptr *p, size_t n, CUstream t), (p, n, t
 CU_ALLOCW(cuMemCreate, (CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *pr, unsigned long long f),
 	  (h, n, pr, f), n, (void)0)
 
-/* Pinned memory given back: what it owes is dropped. */
-static void cu_host_freed(void *p)
+/* Length of the recorded pinned or registered block starting at p, 0 if
+ * none. */
+static uint64_t cu_block_len(const void *p)
 {
-	if (!p)
-		return;
 	pthread_rwlock_rdlock(&cu_ranges_lock);
 	const ckc_range_t *r = ckc_ranges_find(&cu_ranges, (uint64_t)(uintptr_t)p);
 	uint64_t len = r && r->start == (uint64_t)(uintptr_t)p ? r->end - r->start : 0;
 	pthread_rwlock_unlock(&cu_ranges_lock);
-	if (len && atomic_load_explicit(&ckc_owed_count, memory_order_relaxed)) {
+	return len;
+}
+
+/* Pinned memory given back: what it owes is dropped. */
+static void cu_host_freed(void *p)
+{
+	if (!p || !atomic_load_explicit(&ckc_owed_count, memory_order_relaxed))
+		return;
+	uint64_t len = cu_block_len(p);
+	if (len) {
 		ckc_enter();
 		ckc_owed_cut(p, len, false);
 		ckc_leave();
@@ -828,11 +828,8 @@ CUresult ckc_cu_cuMemHostUnregister(void *p)
 	CU_REAL(cuMemHostUnregister, (void *));
 	CU_COUNT(CU_HOSTMEM);
 	/* pageable again: what it owes must be filled the pageable way */
-	if (atomic_load_explicit(&ckc_owed_count, memory_order_relaxed)) {
-		pthread_rwlock_rdlock(&cu_ranges_lock);
-		const ckc_range_t *r = ckc_ranges_find(&cu_ranges, (uint64_t)(uintptr_t)p);
-		uint64_t len = r ? r->end - r->start : 0;
-		pthread_rwlock_unlock(&cu_ranges_lock);
+	if (p && atomic_load_explicit(&ckc_owed_count, memory_order_relaxed)) {
+		uint64_t len = cu_block_len(p);
 		if (len)
 			cu_host_read(p, len);
 	}

@@ -72,7 +72,7 @@ void ckc_owed_set_ops(const ckc_owed_ops_t *o)
 	ops = o;
 }
 
-static uintptr_t page_size(void)
+uintptr_t ckc_page_size(void)
 {
 	static uintptr_t ps;
 	if (!ps)
@@ -205,7 +205,7 @@ void ckc_owed_cut_addr(uintptr_t p, size_t n, bool fill)
 {
 	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) || n == 0)
 		return;
-	uintptr_t ps = page_size();
+	uintptr_t ps = ckc_page_size();
 	uintptr_t lo = p & ~(ps - 1);
 	uintptr_t hi = (p + n + ps - 1) & ~(ps - 1);
 	if (hi < lo)
@@ -336,7 +336,7 @@ bool ckc_owed_prepare(uintptr_t dst, size_t n, uintptr_t a, uintptr_t b)
 	same_pages = 0;
 	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed))
 		return false;
-	uintptr_t ps = page_size();
+	uintptr_t ps = ckc_page_size();
 	uintptr_t lo = dst & ~(ps - 1), hi = (dst + n + ps - 1) & ~(ps - 1);
 	if (!tab_lock())
 		return false;
@@ -370,7 +370,7 @@ void ckc_owed_will_write(const void *p, size_t n)
 {
 	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) || !p || !n)
 		return;
-	uintptr_t ps = page_size(), d = (uintptr_t)p;
+	uintptr_t ps = ckc_page_size(), d = (uintptr_t)p;
 	uintptr_t a = (d + ps - 1) & ~(ps - 1), b = (d + n) & ~(ps - 1);
 	if (b <= a)
 		ckc_owed_cut(p, n, true);
@@ -585,7 +585,7 @@ ssize_t ckc_owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off)
 
 static ssize_t owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off)
 {
-	uintptr_t ps = page_size();
+	uintptr_t ps = ckc_page_size();
 	uintptr_t p = (uintptr_t)buf;
 	uintptr_t a = (p + ps - 1) & ~(ps - 1), b;
 	ckc_ref_t *ref;

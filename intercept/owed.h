@@ -14,6 +14,9 @@
 #include "ckc.h"
 #include "owedtab.h"
 
+/* The host page size. */
+uintptr_t ckc_page_size(void);
+
 /* Entries in the table: 0 on every path that owes nothing (one load). */
 extern atomic_size_t ckc_owed_count;
 

@@ -100,7 +100,8 @@ static void map_remove(ckc_obj_t *o)
 
 /* ---- objects ------------------------------------------------------- */
 
-static ckc_obj_t *obj_new(const char *key)
+/* A new version named key, outside the map. Lock held. */
+static ckc_obj_t *obj_alloc(const char *key)
 {
 	ckc_obj_t *o = calloc(1, sizeof(*o));
 	if (!o || !(o->key = strdup(key))) {
@@ -108,11 +109,19 @@ static ckc_obj_t *obj_new(const char *key)
 		return NULL;
 	}
 	o->version = ++ckc_eng.next_version;
-	o->refs = 1; /* the map's */
 	o->mode = 0644;
 	o->home_fd = -1;
 	o->flush_edge = -1;
 	o->wlevel = ckc_eng.ntier - 1;
+	return o;
+}
+
+static ckc_obj_t *obj_new(const char *key)
+{
+	ckc_obj_t *o = obj_alloc(key);
+	if (!o)
+		return NULL;
+	o->refs = 1; /* the map's */
 	if (map_insert(o)) {
 		free(o->key);
 		free(o);
@@ -1598,15 +1607,10 @@ void ckc_stats_get(ckc_stats_t *s)
  * memory owes. Lock held. */
 static ckc_obj_t *anon_new(void)
 {
-	ckc_obj_t *o = calloc(1, sizeof(*o));
-	if (!o || !(o->key = strdup("(device capture)"))) {
-		free(o);
+	ckc_obj_t *o = obj_alloc("(device capture)");
+	if (!o)
 		return NULL;
-	}
-	o->version = ++ckc_eng.next_version;
-	o->refs = 0; /* held by its references */
-	o->home_fd = -1;
-	o->flush_edge = -1;
+	/* held by its references only */
 	o->wlevel = 0;
 	o->retired = true;
 	o->capture = true;
