@@ -57,13 +57,14 @@ static bool cu_is_ours(const void *p)
 /* ---- counters ------------------------------------------------------- */
 
 enum { CU_DTOH, CU_HTOD, CU_DFLT, CU_2D, CU_3D, CU_PEER, CU_BATCH, CU_ALLOC, CU_FREE,
-       CU_HOSTMEM, CU_GPA, CU_DFLT_DTOH, CU_DFLT_HTOD, CU_DFLT_DTOD, CU_DFLT_HTOH, CU_NKINDS };
+       CU_HOSTMEM, CU_GPA, CU_DFLT_DTOH, CU_DFLT_HTOD, CU_DFLT_DTOD, CU_DFLT_HTOH, CU_STREAM,
+       CU_NKINDS };
 enum { CU_PATH_EXPORTED, CU_PATH_DLSYM, CU_PATH_GPA, CU_NPATHS };
 
 static const char *const cu_kind_name[CU_NKINDS] = {
 	"memcpy_dtoh", "memcpy_htod", "memcpy_default", "memcpy_2d", "memcpy_3d",
 	"memcpy_peer", "memcpy_batch", "alloc", "free", "host_memory", "get_proc_address",
-	"default_dtoh", "default_htod", "default_dtod", "default_htoh",
+	"default_dtoh", "default_htod", "default_dtod", "default_htoh", "stream_create",
 };
 static const char *const cu_path_name[CU_NPATHS] = { "exported", "dlsym", "get_proc_address" };
 
@@ -134,7 +135,9 @@ static inline bool cu_device_mode(void)
 	X(CU_HOSTMEM, cuMemAllocHost_v2, (void **p, size_t n), (p, n), cu_track((CUdeviceptr)(uintptr_t)*p, n, CKC_MEM_PINNED)) \
 	X(CU_HOSTMEM, cuMemHostRegister_v2, (void *p, size_t n, unsigned f), (p, n, f), cu_track((CUdeviceptr)(uintptr_t)p, n, CKC_MEM_REGISTERED)) \
 	X(CU_ALLOC, cuMemMap, (CUdeviceptr p, size_t n, size_t o, CUmemGenericAllocationHandle h, unsigned long long f), (p, n, o, h, f), cu_track(p, n, CKC_MEM_DEVICE)) \
-	X(CU_FREE, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n), cu_untrack_span(p, n))
+	X(CU_FREE, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n), cu_untrack_span(p, n)) \
+	X(CU_STREAM, cuStreamCreate, (CUstream *p, unsigned f), (p, f), cu_stream_made(f)) \
+	X(CU_STREAM, cuStreamCreateWithPriority, (CUstream *p, unsigned f, int pr), (p, f, pr), cu_stream_made(f))
 
 /* Each wrapper: count, resolve its own real pointer once, call it. The
  * exported symbol has the driver's exact name, so a program linked with
@@ -148,6 +151,8 @@ static inline bool cu_device_mode(void)
 		if (!r)                                                                \
 			return CUDA_ERROR_NOT_INITIALIZED;                             \
 		atomic_fetch_add_explicit(&cu_calls[kind], 1, memory_order_relaxed);   \
+		if (kind == CU_FREE)                                                   \
+			cu_settle();                                                   \
 		CUresult rc = r args;                                                  \
 		if (rc == CUDA_SUCCESS) {                                              \
 			after;                                                         \
@@ -171,6 +176,9 @@ static void *cu_real(_Atomic(void *) *slot, const char *name)
 	atomic_store(slot, p);
 	return p;
 }
+
+static void cu_settle(void);
+static void cu_stream_made(unsigned flags);
 
 CU_FUNCS(CU_WRAPPER)
 
@@ -256,27 +264,47 @@ static CUresult cx_stream_sync(CUstream t)
 	return f ? f(t) : CUDA_ERROR_NOT_INITIALIZED;
 }
 
+static atomic_int cu_gpu_state; /* 0 untried, 1 up, -1 off */
+
 /* Events shared by owed entries: counted, destroyed with the last user. */
 typedef struct cu_ev {
 	CUevent ev;
 	atomic_int refs;
 } cu_ev_t;
 
+/* Spent events are kept for reuse (creating one costs microseconds). */
+#define EV_KEEP 32
+static cu_ev_t *ev_free[EV_KEEP];
+static int ev_nfree;
+static pthread_mutex_t ev_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void cu_ev_destroy(cu_ev_t *e)
+{
+	CUresult (*destroy)(CUevent) = CX(cx_evd, "cuEventDestroy_v2", CUresult(*)(CUevent));
+	if (destroy)
+		destroy(e->ev);
+	free(e);
+}
+
 static cu_ev_t *cu_ev_record(CUstream t)
 {
 	CUresult (*create)(CUevent *, unsigned) = CX(cx_evc, "cuEventCreate", CUresult(*)(CUevent *, unsigned));
 	CUresult (*record)(CUevent, CUstream) = CX(cx_evr, "cuEventRecord", CUresult(*)(CUevent, CUstream));
-	cu_ev_t *e = malloc(sizeof(*e));
-	if (!e || !create || !record || create(&e->ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-		free(e);
+	if (!create || !record)
 		return NULL;
+	pthread_mutex_lock(&ev_lock);
+	cu_ev_t *e = ev_nfree ? ev_free[--ev_nfree] : NULL;
+	pthread_mutex_unlock(&ev_lock);
+	if (!e) {
+		e = malloc(sizeof(*e));
+		if (!e || create(&e->ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+			free(e);
+			return NULL;
+		}
 	}
 	atomic_init(&e->refs, 1);
 	if (record(e->ev, t) != CUDA_SUCCESS) {
-		CUresult (*destroy)(CUevent) = CX(cx_evd, "cuEventDestroy_v2", CUresult(*)(CUevent));
-		if (destroy)
-			destroy(e->ev);
-		free(e);
+		cu_ev_destroy(e);
 		return NULL;
 	}
 	return e;
@@ -300,17 +328,21 @@ static void cu_ev_put(void *p)
 	cu_ev_t *e = p;
 	if (atomic_fetch_sub(&e->refs, 1) != 1)
 		return;
-	CUresult (*destroy)(CUevent) = CX(cx_evd, "cuEventDestroy_v2", CUresult(*)(CUevent));
-	if (destroy)
-		destroy(e->ev);
-	free(e);
+	/* a recorded event may be recorded again: a later wait on it waits
+	 * for the later work only, and nothing waits on a spent one */
+	pthread_mutex_lock(&ev_lock);
+	bool kept = ev_nfree < EV_KEEP && atomic_load(&cu_gpu_state) > 0;
+	if (kept)
+		ev_free[ev_nfree++] = e;
+	pthread_mutex_unlock(&ev_lock);
+	if (!kept)
+		cu_ev_destroy(e);
 }
 
 static const ckc_owed_ops_t cu_owed_ops = { cu_ev_wait, cu_ev_get, cu_ev_put };
 
 /* ---- the gpu tier's first use ----------------------------------------- */
 
-static atomic_int cu_gpu_state; /* 0 untried, 1 up, -1 off */
 static atomic_int cu_gpu_device;
 static atomic_ullong cap_captured, cap_bytes, cap_restored, cap_passed, cap_ns, rest_ns;
 
@@ -356,6 +388,7 @@ static bool cu_gpu_up(void)
 			atomic_store(&cu_gpu_device, (int)dev);
 			ckc_owed_set_ops(&cu_owed_ops);
 			ckc_owed_read_ok = cu_read_ok;
+			ckc_gpu_settle = cu_settle;
 			/* runs before the runtime's own exit handlers, which were
 			 * registered at its start, earlier */
 			atexit(cu_exit);
@@ -421,12 +454,66 @@ static char *cu_edge_bounce(void)
 {
 	if (!edge_bounce_tried) {
 		edge_bounce_tried = true;
+		edge_bounce = ckc_gpu_pinned_slot(2 * ckc_page_size());
 		CUresult (*mah)(void **, size_t) = CX(cx_mah, "cuMemAllocHost_v2", CUresult(*)(void **, size_t));
 		void *p = NULL;
-		if (mah && mah(&p, 2 * ckc_page_size()) == CUDA_SUCCESS)
+		if (!edge_bounce && mah && mah(&p, 2 * ckc_page_size()) == CUDA_SUCCESS)
 			edge_bounce = p;
 	}
 	return edge_bounce;
+}
+
+/* ---- deferred completion of synchronous captures -----------------------
+ * A synchronous device-to-host copy must not return before the device
+ * bytes were read: the program may change them next. While every stream of
+ * the program is ordered with the legacy default stream (none was made
+ * non-blocking, no per-thread default stream is used), whatever the program
+ * does to device memory next runs after the capture's device copy in stream
+ * order; the capture then returns once the edges are in host memory, and
+ * the device copy completes behind it. The cache's own reads of the gpu
+ * tier, a free of device memory and a fill of owed pages wait for it
+ * first (cu_settle). */
+static atomic_bool cu_unordered;
+static cu_ev_t *cap_pending; /* the last deferred capture (ev_lock) */
+static atomic_ullong cap_deferred;
+
+static void cu_settle(void)
+{
+	if (!__atomic_load_n(&cap_pending, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&ev_lock);
+	cu_ev_t *e = cap_pending;
+	if (e)
+		cu_ev_get(e);
+	pthread_mutex_unlock(&ev_lock);
+	if (!e)
+		return;
+	cu_ev_wait(e);
+	pthread_mutex_lock(&ev_lock);
+	bool last = cap_pending == e;
+	if (last)
+		__atomic_store_n(&cap_pending, NULL, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ev_lock);
+	if (last)
+		cu_ev_put(e);
+	cu_ev_put(e);
+}
+
+static void cu_pending(cu_ev_t *e)
+{
+	cu_ev_get(e);
+	pthread_mutex_lock(&ev_lock);
+	cu_ev_t *old = cap_pending;
+	__atomic_store_n(&cap_pending, e, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ev_lock);
+	if (old)
+		cu_ev_put(old);
+}
+
+static void cu_stream_made(unsigned flags)
+{
+	if (flags & CU_STREAM_NON_BLOCKING)
+		atomic_store(&cu_unordered, true);
 }
 
 /* Device capture of a device-to-host copy: a device-to-device copy into the
@@ -444,14 +531,36 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 	ckc_ref_t *ref;
 	uint64_t dptr;
 	ckc_enter();
-	int rc = ckc_capture_begin(n, (unsigned)(d & (ps - 1)), &ref, &dptr);
+	/* the copy in the arena keeps the source's alignment: the driver's
+	 * device-to-device copy is quickest between equally aligned ends */
+	int rc = ckc_capture_begin(n, (unsigned)(src & (ps - 1)), &ref, &dptr);
 	ckc_leave();
 	if (rc) {
 		atomic_fetch_add(&cap_passed, 1);
 		return false;
 	}
 	CUstream s = cu_stream(t, async, pt);
-	if (cx_copy_dtod((CUdeviceptr)dptr, src, n, s) != CUDA_SUCCESS) {
+	/* the edges, whose pages hold other data too, as the program asked:
+	 * for a synchronous copy through a small pinned buffer (no staged
+	 * pageable transfer); when deferred, before the device copy so that
+	 * they can be waited for alone */
+	char *bounce = async ? NULL : cu_edge_bounce();
+	bool defer = bounce && !pt && !atomic_load_explicit(&cu_unordered, memory_order_relaxed);
+	cu_ev_t *eev = NULL, *ev = NULL;
+	CUresult r = CUDA_SUCCESS;
+	if (defer) {
+		r = cx_copy_dtoh(bounce, src, a - d, s);
+		if (r == CUDA_SUCCESS)
+			r = cx_copy_dtoh(bounce + ps, src + (b - d), d + n - b, s);
+		if (r == CUDA_SUCCESS && !(eev = cu_ev_record(s)))
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (r == CUDA_SUCCESS)
+		r = cx_copy_dtod((CUdeviceptr)dptr, src, n, s);
+	if (r != CUDA_SUCCESS) {
+		cx_stream_sync(s);
+		if (eev)
+			cu_ev_put(eev);
 		ckc_ref_put(ref);
 		atomic_fetch_add(&cap_passed, 1);
 		return false;
@@ -459,31 +568,37 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 	ckc_enter();
 	ckc_owed_prepare(d, n, a, b);
 	ckc_leave();
-	/* the edges, whose pages hold other data too, as the program asked:
-	 * for a synchronous copy through a small pinned buffer (no staged
-	 * pageable transfer, one wait for all) */
-	CUresult r;
-	char *bounce = async ? NULL : cu_edge_bounce();
-	if (bounce) {
+	if (!defer && bounce) {
 		r = cx_copy_dtoh(bounce, src, a - d, s);
 		if (r == CUDA_SUCCESS)
 			r = cx_copy_dtoh(bounce + ps, src + (b - d), d + n - b, s);
-	} else {
+	} else if (!defer) {
 		r = cx_copy_dtoh(dst, src, a - d, s);
 		if (r == CUDA_SUCCESS)
 			r = cx_copy_dtoh((void *)b, src + (b - d), d + n - b, s);
 	}
-	cu_ev_t *ev = NULL;
-	if (r == CUDA_SUCCESS && async)
+	if (r == CUDA_SUCCESS && (async || defer))
 		ev = cu_ev_record(s);
-	if (r == CUDA_SUCCESS && (!async || !ev))
+	if (r == CUDA_SUCCESS && defer && ev) {
+		cu_ev_wait(eev);
+	} else if (r == CUDA_SUCCESS && (!async || !ev)) {
+		defer = false;
 		r = cx_stream_sync(s);
+		if (ev && !async) {
+			cu_ev_put(ev);
+			ev = NULL;
+		}
+	}
+	if (eev)
+		cu_ev_put(eev);
 	if (r == CUDA_SUCCESS && bounce) {
 		memcpy(dst, bounce, a - d);
 		memcpy((void *)b, bounce + ps, d + n - b);
 	}
+	if (r == CUDA_SUCCESS && defer)
+		cu_pending(ev);
 	ckc_enter();
-	rc = r == CUDA_SUCCESS ? ckc_owed_add_len(a, b, d, n, ref, pinned, ev) : -EIO;
+	rc = r == CUDA_SUCCESS ? ckc_owed_add_len(a, b, d, n, ref, pinned, ev, defer) : -EIO;
 	ckc_leave();
 	if (rc) {
 		/* the interior as asked, too */
@@ -500,6 +615,8 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 	}
 	atomic_fetch_add(&cap_captured, 1);
 	atomic_fetch_add(&cap_bytes, n);
+	if (defer)
+		atomic_fetch_add(&cap_deferred, 1);
 	return true;
 }
 
@@ -554,13 +671,21 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 	if (e.ready)
 		cu_ev_wait(e.ready);
 	CUstream s = cu_stream(t, async, pt);
+	/* a deferred capture is ordered with the legacy stream only */
+	if (s != CU_STREAM_LEGACY)
+		cu_settle();
 	CUresult r = cx_copy_dtod(dst + (lo - s0), (CUdeviceptr)dsrc, hi - lo, s);
 	if (r == CUDA_SUCCESS)
 		r = cx_copy_htod(dst, src, lo - s0, s);
 	if (r == CUDA_SUCCESS)
 		r = cx_copy_htod(dst + (hi - s0), (const void *)hi, s1 - hi, s);
+	/* A synchronous copy from pageable memory returns, as CUDA's own
+	 * does, once the host bytes are no longer needed: the device copy
+	 * completes in stream order. From pinned memory it is waited for. */
+	int sk = ckc_cuda_mem_kind(src);
+	bool wait = !async && (sk == CKC_MEM_PINNED || sk == CKC_MEM_REGISTERED);
 	cu_ev_t *ev = NULL;
-	if (r == CUDA_SUCCESS && async && (ev = cu_ev_record(s)) != NULL) {
+	if (r == CUDA_SUCCESS && !wait && (ev = cu_ev_record(s)) != NULL) {
 		ckc_enter();
 		ckc_owed_set_busy(lo, ev);
 		ckc_leave();
@@ -587,12 +712,16 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 		CU_REAL(name, params);                                                  \
 		CU_COUNT(CU_DTOH);                                                      \
 		uint64_t t0 = cu_now();                                                 \
+		ckc_gpu_prog_begin();                                                   \
+		CUresult rc_ = CUDA_SUCCESS;                                            \
 		if (cu_capture(d, s, n, t, async, pt)) {                                \
 			atomic_fetch_add(&cap_ns, cu_now() - t0);                       \
-			return CUDA_SUCCESS;                                            \
+		} else {                                                                \
+			cu_host_written(d, n);                                          \
+			rc_ = real CU_ARGS_##name;                                      \
 		}                                                                       \
-		cu_host_written(d, n);                                                  \
-		return real CU_ARGS_##name;                                             \
+		ckc_gpu_prog_end();                                                     \
+		return rc_;                                                             \
 	}
 #define CU_HTOD(name, params, t, async, pt)                                             \
 	CUresult ckc_cu_##name params                                                   \
@@ -600,11 +729,14 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 		CU_REAL(name, params);                                                  \
 		CU_COUNT(CU_HTOD);                                                      \
 		uint64_t t0 = cu_now();                                                 \
-		if (cu_restore(d, s, n, t, async, pt)) {                                \
+		ckc_gpu_prog_begin();                                                   \
+		CUresult rc_ = CUDA_SUCCESS;                                            \
+		if (cu_restore(d, s, n, t, async, pt))                                  \
 			atomic_fetch_add(&rest_ns, cu_now() - t0);                      \
-			return CUDA_SUCCESS;                                            \
-		}                                                                       \
-		return real CU_ARGS_##name;                                             \
+		else                                                                    \
+			rc_ = real CU_ARGS_##name;                                      \
+		ckc_gpu_prog_end();                                                     \
+		return rc_;                                                             \
 	}
 #define CU_ARGS_cuMemcpyDtoH_v2 (d, s, n)
 #define CU_ARGS_cuMemcpyDtoH_v2_ptds (d, s, n)
@@ -633,16 +765,21 @@ static CUresult cu_default(void *real, CUdeviceptr d, CUdeviceptr s, size_t n, C
 	int dk = ckc_cuda_mem_kind((void *)(uintptr_t)d), sk = ckc_cuda_mem_kind((void *)(uintptr_t)s);
 	bool dhost = dk != CKC_MEM_DEVICE && dk != CKC_MEM_MANAGED;
 	bool shost = sk != CKC_MEM_DEVICE && sk != CKC_MEM_MANAGED;
+	CUresult rc = CUDA_SUCCESS;
+	ckc_gpu_prog_begin();
 	if (dhost && sk == CKC_MEM_DEVICE && cu_capture((void *)(uintptr_t)d, s, n, t, async, pt))
-		return CUDA_SUCCESS;
+		goto out;
 	if (shost && dk == CKC_MEM_DEVICE && cu_restore(d, (const void *)(uintptr_t)s, n, t, async, pt))
-		return CUDA_SUCCESS;
+		goto out;
 	if (shost)
 		cu_host_read((const void *)(uintptr_t)s, n);
 	if (dhost)
 		cu_host_written((const void *)(uintptr_t)d, n);
-	return async ? ((CUresult(*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))real)(d, s, n, t) :
-		       ((CUresult(*)(CUdeviceptr, CUdeviceptr, size_t))real)(d, s, n);
+	rc = async ? ((CUresult(*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))real)(d, s, n, t) :
+		     ((CUresult(*)(CUdeviceptr, CUdeviceptr, size_t))real)(d, s, n);
+out:
+	ckc_gpu_prog_end();
+	return rc;
 }
 
 CUresult ckc_cu_cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n)
@@ -847,6 +984,7 @@ static void cu_capture_stats(ckc_stats_t *s)
 	s->cap_captured_bytes = atomic_load(&cap_bytes);
 	s->cap_restored_d2d = atomic_load(&cap_restored);
 	s->cap_passed = atomic_load(&cap_passed);
+	s->cap_deferred = atomic_load(&cap_deferred);
 	s->cap_filled = ckc_owed_st.filled;
 	s->cap_dropped = ckc_owed_st.dropped;
 	s->cap_capture_s = (double)atomic_load(&cap_ns) / 1e9;

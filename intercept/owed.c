@@ -421,7 +421,7 @@ bool ckc_owed_edges_same(const ckc_owed_t *e)
 }
 
 int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap_len,
-		     ckc_ref_t *ref, bool pinned, void *ready)
+		     ckc_ref_t *ref, bool pinned, void *ready, bool ordered)
 {
 	int rc = segv_install();
 	if (rc)
@@ -432,10 +432,10 @@ int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap
 	if (!same && mprotect((void *)a, b - a, PROT_NONE) != 0)
 		return -errno;
 	ckc_owed_t e = { .start = a, .end = b, .cap_start = cap_start, .cap_len = cap_len,
-			 .ref = ref, .pinned = pinned, .ready = ready };
+			 .ref = ref, .pinned = pinned, .ready = ready, .ordered = ordered };
 	/* the edges hold their final bytes unless a copy into them is still
-	 * in flight (ready) */
-	if (!ready) {
+	 * in flight (ready, not ordered) */
+	if (!ready || ordered) {
 		edges_sum(cap_start, cap_len, a, b, e.edge_sum);
 		e.edges_ok = true;
 	}
@@ -532,7 +532,9 @@ static ssize_t owed_pwrite(ckc_handle_t *h, const void *buf, size_t n, uint64_t 
 		if ((r = host_part(h, p, from, at)) < 0)
 			goto fail;
 		at += from - p;
-		if (ops && e.ready)
+		/* attaching a deferred capture waits for nothing: the cache
+		 * reads its bytes only after it completed */
+		if (ops && e.ready && !(whole && e.ordered))
 			ops->event_wait(e.ready);
 		if (whole) {
 			/* the whole capture, edges included: attached to the
@@ -607,7 +609,7 @@ static ssize_t owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off)
 	if (!rc)
 		rc = ckc_ref_fill(ref, b - p, (void *)b, p + (size_t)len - b);
 	if (!rc)
-		rc = ckc_owed_add_len(a, b, p, (uint64_t)len, ref, pinned, NULL);
+		rc = ckc_owed_add_len(a, b, p, (uint64_t)len, ref, pinned, NULL, false);
 	if (rc) {
 		/* bytes, then */
 		mprotect((void *)a, b - a, PROT_READ | PROT_WRITE);

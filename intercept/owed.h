@@ -70,10 +70,11 @@ bool ckc_owed_prepare(uintptr_t dst, size_t n, uintptr_t a, uintptr_t b);
 
 /* Protects [a, b) and records it as owed by ref, whose cap_len bytes belong
  * at host address cap_start; the table takes the reference and ready.
+ * ordered: ready is a deferred capture's (the edges are final already).
  * Returns 0 or -errno (then nothing is protected and the caller keeps
  * both). */
 int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap_len,
-		     ckc_ref_t *ref, bool pinned, void *ready);
+		     ckc_ref_t *ref, bool pinned, void *ready, bool ordered);
 
 /* Whether a tagged read into buf may leave it owed (set by cuda.c). */
 extern bool (*ckc_owed_read_ok)(const void *buf, size_t n);

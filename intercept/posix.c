@@ -205,12 +205,15 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 	if ((flags & (O_PATH | O_DIRECTORY)) || (flags & O_TMPFILE) == O_TMPFILE)
 		return CKC_PASS;
 	bool cached = ckc_stat(canon, &cst) == 0;
-	bool real = real_stat_path(canon, &rst) == 0;
+	/* a read of a checkpoint the cache holds is answered from the cache
+	 * alone: the real file is older (or not there yet) */
+	bool rd = acc == O_RDONLY && !(flags & O_TRUNC);
+	bool real = !(rd && cached) && real_stat_path(canon, &rst) == 0;
 	if (real && !S_ISREG(rst.st_mode))
 		return CKC_PASS;
 	bool exists = cached || real;
 
-	if (acc == O_RDONLY && !(flags & O_TRUNC)) {
+	if (rd) {
 		if (!exists)
 			return flags & O_CREAT ? CKC_PASS : -ENOENT;
 		if (!cached && real_access(canon, R_OK) != 0)

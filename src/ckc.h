@@ -203,6 +203,20 @@ int ckc_ref_fill(ckc_ref_t *ref, uint64_t roff, void *buf, size_t len);
 void ckc_ref_get(ckc_ref_t *ref);
 void ckc_ref_put(ckc_ref_t *ref);
 
+/* Set by the preloaded library: waits until every capture whose device
+ * copy was left to complete in stream order has completed. The gpu tier
+ * calls it before it copies, and before it gives device memory back. */
+extern void (*ckc_gpu_settle)(void);
+
+/* A pinned buffer of len bytes (at most two pages) for the calling thread
+ * to keep, from a few made in the background; NULL when none is left. */
+void *ckc_gpu_pinned_slot(size_t len);
+
+/* Around a copy of the program's (device capture, restore, or the real
+ * copy): the cache's background transfers wait for it to end. */
+void ckc_gpu_prog_begin(void);
+void ckc_gpu_prog_end(void);
+
 /* The program's allocation of bytes of device memory failed: empty and
  * unmap the end of the gpu arena. Returns the bytes given back. */
 uint64_t ckc_gpu_release(uint64_t bytes);

@@ -233,6 +233,9 @@ int ckc_gpu_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len);
 int ckc_gpu_dtod(ckc_tier_t *t, uint64_t dst, uint64_t src, size_t len);
 int ckc_gpu_dtoh(ckc_tier_t *t, void *dst, uint64_t src, size_t len);
 void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s);
+/* Set on the cache's own threads: their device transfers give way to the
+ * program's copies. */
+extern __thread bool ckc_tl_background;
 /* engine.c: moves every gpu copy down or drops it (before the driver goes) */
 void ckc_gpu_evacuate(void);
 

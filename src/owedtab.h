@@ -17,6 +17,8 @@ typedef struct ckc_owed {
 	ckc_ref_t *ref;
 	bool pinned;          /* pinned or registered memory: filled in place */
 	bool edges_ok;        /* edge_sum holds the edges' bytes as they were */
+	bool ordered;         /* ready is a deferred capture's: the cache's own
+			       * reads of the gpu tier wait for it anyway */
 	uint64_t edge_sum[2]; /* of [cap_start, start) and [end, cap_start + cap_len) */
 	void *ready;          /* event: the capture's device copy is done */
 	void *busy;           /* event: a device copy reading it is done */

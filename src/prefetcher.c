@@ -181,6 +181,7 @@ static void *prefetcher_main(void *arg)
 {
 	(void)arg;
 	ckc_io_guard = 1; /* never re-enter the wrappers */
+	ckc_tl_background = true;
 	pthread_mutex_lock(&ckc_eng.lock);
 	while (!ckc_eng.stopping) {
 		ckc_hints_poll();

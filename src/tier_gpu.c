@@ -25,6 +25,8 @@
 #include "log.h"
 
 void *(*ckc_gpu_sym)(const char *name);
+__thread bool ckc_tl_background;
+void (*ckc_gpu_settle)(void);
 
 int ckc_gpu_open(ckc_tier_t *t)
 {
@@ -102,6 +104,47 @@ static __thread CUcontext tl_ctx;
 static __thread void *tl_bounce;
 #define BOUNCE (64u << 10)
 
+/* ---- sharing the device with the program -----------------------------
+ * The driver serialises more than the hardware does: a transfer to or from
+ * pageable memory, a registration of host memory and the mapping of device
+ * memory hold the program's own calls for their whole length, and copies
+ * queued in one direction delay the program's copies in that direction
+ * behind them. The cache's background threads (flushers, prefetcher,
+ * mapping thread) therefore move bytes in pieces of at most GPU_XFER
+ * through pinned memory only, and start each piece (or registration, or
+ * mapping) only while no copy of the program is in progress, waiting at
+ * most GPU_YIELD_MAX_NS for it. */
+#define GPU_XFER (4u << 20)
+#define GPU_YIELD_MAX_NS 5000000ull
+
+static atomic_int prog_copies;
+static atomic_ullong yield_waits, yield_ns;
+static __thread void *tl_stage; /* GPU_XFER pinned bytes */
+
+void ckc_gpu_prog_begin(void)
+{
+	atomic_fetch_add_explicit(&prog_copies, 1, memory_order_acq_rel);
+}
+
+void ckc_gpu_prog_end(void)
+{
+	atomic_fetch_sub_explicit(&prog_copies, 1, memory_order_acq_rel);
+}
+
+static void gpu_yield(void)
+{
+	if (!ckc_tl_background || atomic_load_explicit(&prog_copies, memory_order_acquire) <= 0)
+		return;
+	uint64_t t0 = ckc_now_ns(), t = t0;
+	while (atomic_load_explicit(&prog_copies, memory_order_acquire) > 0 && t - t0 < GPU_YIELD_MAX_NS) {
+		struct timespec ts = { 0, 20000 };
+		nanosleep(&ts, NULL);
+		t = ckc_now_ns();
+	}
+	atomic_fetch_add_explicit(&yield_waits, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&yield_ns, t - t0, memory_order_relaxed);
+}
+
 static int gpu_err(CUresult rc)
 {
 	switch (rc) {
@@ -136,47 +179,86 @@ static int gpu_enter(const ckc_gpu_t *g, CUstream *s)
 	return 0;
 }
 
-/* One copy on this thread's stream, waited for. kind: 'h' device->host,
- * 'd' host->device, 'x' device->device. */
 static size_t pin_run(const void *p, size_t len);
 static bool in_host_tier(const void *p);
+static bool host_pinned(const void *p);
 
+/* One piece of a background transfer: at most GPU_XFER bytes, through the
+ * thread's pinned stage when the host side is not pinned memory. */
+static CUresult bg_piece(char kind, char *host, uint64_t dev, size_t n, CUstream s)
+{
+	gpu_yield();
+	bool direct = host_pinned(host);
+	if (!direct && !tl_stage && drv.cuMemAllocHost_v2(&tl_stage, GPU_XFER) != CUDA_SUCCESS)
+		tl_stage = NULL;
+	void *h = direct || !tl_stage ? host : tl_stage;
+	if (kind == 'd' && h != host)
+		memcpy(h, host, n);
+	CUresult r = kind == 'h' ? drv.cuMemcpyDtoHAsync_v2(h, (CUdeviceptr)dev, n, s) :
+				   drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)dev, h, n, s);
+	if (r == CUDA_SUCCESS)
+		r = drv.cuStreamSynchronize(s);
+	if (r == CUDA_SUCCESS && kind == 'h' && h != host)
+		memcpy(host, h, n);
+	return r;
+}
+
+static bool bounce_ok(void)
+{
+	if (!tl_bounce && drv.cuMemAllocHost_v2(&tl_bounce, BOUNCE) != CUDA_SUCCESS)
+		tl_bounce = NULL;
+	return tl_bounce != NULL;
+}
+
+/* One copy on this thread's stream, waited for. kind: 'h' device->host,
+ * 'd' host->device, 'x' device->device. */
 static int gpu_copy(const ckc_gpu_t *g, char kind, void *host, uint64_t dst, uint64_t src, size_t n)
 {
 	CUstream s;
 	int rc = gpu_enter(g, &s);
 	if (rc)
 		return rc;
+	if (ckc_gpu_settle)
+		ckc_gpu_settle();
+	bool prog = !ckc_tl_background;
+	if (prog)
+		ckc_gpu_prog_begin();
 	CUresult r = CUDA_SUCCESS;
 	if (kind == 'x') {
+		gpu_yield();
 		r = drv.cuMemcpyDtoDAsync_v2((CUdeviceptr)dst, (CUdeviceptr)src, n, s);
-		n = 0;
-	} else if (n <= BOUNCE && pin_run(host, n) == n && !in_host_tier(host)) {
-		if (!tl_bounce && drv.cuMemAllocHost_v2(&tl_bounce, BOUNCE) != CUDA_SUCCESS)
-			tl_bounce = NULL;
-		if (tl_bounce) {
-			if (kind == 'd')
-				memcpy(tl_bounce, host, n);
-			r = kind == 'h' ? drv.cuMemcpyDtoHAsync_v2(tl_bounce, (CUdeviceptr)src, n, s) :
-					  drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)dst, tl_bounce, n, s);
-			if (r == CUDA_SUCCESS)
-				r = drv.cuStreamSynchronize(s);
-			if (r == CUDA_SUCCESS && kind == 'h')
-				memcpy(host, tl_bounce, n);
-			if (r != CUDA_SUCCESS)
-				ckc_error("gpu tier: a copy of %zu bytes failed (CUDA error %d)", n, (int)r);
-			return gpu_err(r);
+		if (r == CUDA_SUCCESS)
+			r = drv.cuStreamSynchronize(s);
+	} else if (ckc_tl_background) {
+		uint64_t dev = kind == 'h' ? src : dst;
+		for (size_t done = 0, k; r == CUDA_SUCCESS && done < n; done += k) {
+			k = pin_run((char *)host + done, n - done);
+			if (k > GPU_XFER)
+				k = GPU_XFER;
+			r = bg_piece(kind, (char *)host + done, dev + done, k, s);
 		}
+	} else if (n <= BOUNCE && !in_host_tier(host) && bounce_ok()) {
+		if (kind == 'd')
+			memcpy(tl_bounce, host, n);
+		r = kind == 'h' ? drv.cuMemcpyDtoHAsync_v2(tl_bounce, (CUdeviceptr)src, n, s) :
+				  drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)dst, tl_bounce, n, s);
+		if (r == CUDA_SUCCESS)
+			r = drv.cuStreamSynchronize(s);
+		if (r == CUDA_SUCCESS && kind == 'h')
+			memcpy(host, tl_bounce, n);
+	} else {
+		for (size_t done = 0; r == CUDA_SUCCESS && done < n;) {
+			char *hp = (char *)host + done;
+			size_t k = pin_run(hp, n - done);
+			r = kind == 'h' ? drv.cuMemcpyDtoHAsync_v2(hp, (CUdeviceptr)(src + done), k, s) :
+					  drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)(dst + done), hp, k, s);
+			done += k;
+		}
+		if (r == CUDA_SUCCESS)
+			r = drv.cuStreamSynchronize(s);
 	}
-	for (size_t done = 0; r == CUDA_SUCCESS && done < n;) {
-		char *hp = (char *)host + done;
-		size_t k = pin_run(hp, n - done);
-		r = kind == 'h' ? drv.cuMemcpyDtoHAsync_v2(hp, (CUdeviceptr)(src + done), k, s) :
-				  drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)(dst + done), hp, k, s);
-		done += k;
-	}
-	if (r == CUDA_SUCCESS)
-		r = drv.cuStreamSynchronize(s);
+	if (prog)
+		ckc_gpu_prog_end();
 	if (r != CUDA_SUCCESS)
 		ckc_error("gpu tier: a copy of %zu bytes failed (CUDA error %d)", n, (int)r);
 	return gpu_err(r);
@@ -293,10 +375,10 @@ static int pin_lock(const char *dir)
 	return fd;
 }
 
-/* The host tier is registered in pieces, each a short call, so that the
- * program's own CUDA calls are never held up for long; a copy to or from
- * it never crosses a piece. */
-#define PIN_PIECE (64ull << 20)
+/* The host tier is registered in pieces, each a short call (about 0.15 ms
+ * for 4 MiB), so that the program's own CUDA calls are never held up for
+ * long; a copy to or from it never crosses a piece. */
+#define PIN_PIECE ((uint64_t)GPU_XFER)
 
 static void gpu_pin_host(ckc_gpu_t *g)
 {
@@ -315,6 +397,7 @@ static void gpu_pin_host(ckc_gpu_t *g)
 		CUresult r = CUDA_SUCCESS;
 		for (off = 0; off < cap && !g->stop; off += PIN_PIECE) {
 			uint64_t n = cap - off < PIN_PIECE ? cap - off : PIN_PIECE;
+			gpu_yield();
 			if ((r = drv.cuMemHostRegister_v2(h->base + off, n, CU_MEMHOSTREGISTER_PORTABLE)) !=
 			    CUDA_SUCCESS)
 				break;
@@ -347,6 +430,18 @@ static bool in_host_tier(const void *p)
 	return false;
 }
 
+/* Whether host address p lies in the pinned part of a host tier. */
+static bool host_pinned(const void *p)
+{
+	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
+		const ckc_tier_t *h = &ckc_eng.tier[l];
+		const char *c = p;
+		if (h->kind == TIER_HOST && h->base && c >= h->base && c < h->base + h->arena.capacity)
+			return (uint64_t)(c - h->base) < atomic_load(&h->pinned_bytes);
+	}
+	return false;
+}
+
 /* Bytes of a copy at host address p that stay within one pinned piece of a
  * host tier (all of len elsewhere). */
 static size_t pin_run(const void *p, size_t len)
@@ -362,16 +457,47 @@ static size_t pin_run(const void *p, size_t len)
 	return len;
 }
 
+/* Small pinned buffers for the program's threads (the edges of a
+ * synchronous capture), allocated here in the background: the first
+ * pinned allocation of a process costs the better part of a millisecond,
+ * which a checkpoint should not pay. */
+#define SLOTS 16
+static _Atomic(char *) slot_block;
+static size_t slot_len;
+static atomic_int slot_next;
+
+static void gpu_make_slots(void)
+{
+	void *b = NULL;
+	size_t len = 2 * (size_t)sysconf(_SC_PAGESIZE);
+	if (drv.cuMemAllocHost_v2(&b, SLOTS * len) != CUDA_SUCCESS)
+		return;
+	slot_len = len;
+	atomic_store_explicit(&slot_block, (char *)b, memory_order_release);
+}
+
+void *ckc_gpu_pinned_slot(size_t len)
+{
+	char *b = atomic_load_explicit(&slot_block, memory_order_acquire);
+	if (!b || len > slot_len)
+		return NULL;
+	int i = atomic_fetch_add(&slot_next, 1);
+	return i < SLOTS ? b + (size_t)i * slot_len : NULL;
+}
+
 static void *gpu_mapper(void *arg)
 {
 	ckc_tier_t *t = arg;
 	ckc_gpu_t *g = t->gpu;
 	ckc_io_guard = 1;
+	ckc_tl_background = true;
 
 	drv.cuCtxSetCurrent((CUcontext)g->ctx);
+	gpu_make_slots();
 	int rc;
-	while ((rc = gpu_grow_one(t)) == 0)
-		;
+	do
+		gpu_yield();
+	while ((rc = gpu_grow_one(t)) == 0);
 	if (rc < 0)
 		ckc_info("gpu tier: %llu bytes mapped; the rest stays unmapped (%s)",
 			 (unsigned long long)g->nmapped * g->chunk, strerror(-rc));
@@ -573,6 +699,8 @@ uint64_t ckc_gpu_release(uint64_t bytes)
 		g->nmapped = nkeep;
 		t->st.capacity = keep;
 		pthread_mutex_unlock(&ckc_eng.lock);
+		if (ckc_gpu_settle)
+			ckc_gpu_settle();
 		for (size_t i = from; i < to; i++)
 			gpu_unmap_chunk(g, i);
 		released = (uint64_t)(to - from) * g->chunk;
@@ -619,6 +747,8 @@ static void gpu_teardown(ckc_tier_t *t, bool locked)
 	gpu_stop_mapper(g, locked);
 	if (!drv.loaded || !g->handle)
 		return;
+	if (ckc_gpu_settle)
+		ckc_gpu_settle();
 	drv.cuCtxSetCurrent((CUcontext)g->ctx);
 	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
 		ckc_tier_t *h = &ckc_eng.tier[l];
@@ -685,6 +815,9 @@ bool ckc_gpu_usable(const ckc_tier_t *t) { (void)t; return false; }
 int ckc_gpu_attach(void *ctx, int device) { (void)ctx; (void)device; return -ENODEV; }
 uint64_t ckc_gpu_release(uint64_t bytes) { (void)bytes; return 0; }
 void ckc_gpu_exit(void) {}
+void *ckc_gpu_pinned_slot(size_t len) { (void)len; return NULL; }
+void ckc_gpu_prog_begin(void) {}
+void ckc_gpu_prog_end(void) {}
 void ckc_gpu_stop(ckc_tier_t *t) { (void)t; }
 void ckc_gpu_close(ckc_tier_t *t) { arena_fini(&t->arena); free(t->gpu); t->gpu = NULL; }
 int ckc_gpu_put(ckc_tier_t *t, uint64_t a, const void *b, size_t n) { (void)t; (void)a; (void)b; (void)n; return -ENODEV; }
