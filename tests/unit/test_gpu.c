@@ -206,6 +206,53 @@ Test(gpu, capture_attaches_and_reads_back_every_byte)
 	gpu_stop();
 }
 
+/* A capture whose device copy completes in stream order: here it completes
+ * only when the tier waits for it (ckc_gpu_settle), so a read of the tier
+ * that did not wait would find zeros. */
+static _Atomic(void *) pend_dst;
+static const void *pend_src;
+static size_t pend_n;
+static atomic_int pend_waits;
+
+static void pend_settle(void)
+{
+	atomic_fetch_add(&pend_waits, 1);
+	void *d = atomic_exchange(&pend_dst, NULL);
+	if (d)
+		memcpy(d, pend_src, pend_n);
+}
+
+Test(gpu, the_tier_waits_for_a_capture_completing_in_stream_order_before_it_reads)
+{
+	gpu_start(512 * MiB, 256 * MiB, CKC_PERSIST_ALWAYS);
+	char path[PATH_MAX];
+	tpath(&env, path, 0);
+	size_t n = 4 * MiB + 10;
+	unsigned char *d = dev_buf(n, 9);
+	ckc_ref_t *r;
+	uint64_t dptr;
+	cr_assert_eq(ckc_capture_begin(n, 0, &r, &dptr), 0);
+	memset((void *)(uintptr_t)dptr, 0, n);
+	pend_src = d;
+	pend_n = n;
+	atomic_store(&pend_waits, 0);
+	atomic_store(&pend_dst, (void *)(uintptr_t)dptr);
+	ckc_gpu_settle = pend_settle;
+
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
+	cr_assert_eq(ckc_pwrite_ref(h, r, 0, n, 0), (ssize_t)n);
+	cr_assert_eq(ckc_close(h), 0);
+	ckc_ref_put(r);
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	cr_expect(thome_matches(path, 9, n), "the flush read the bytes after the capture completed");
+	cr_expect(atomic_load(&pend_waits) > 0, "the tier waited for the capture");
+	tverify(path, 9, n, n);
+	ckc_gpu_settle = NULL;
+	free(d);
+	gpu_stop();
+}
+
 Test(gpu, header_then_capture_is_copied_in_and_stays_in_order)
 {
 	gpu_start(512 * MiB, 256 * MiB, CKC_PERSIST_ALWAYS);
