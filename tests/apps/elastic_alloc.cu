@@ -130,10 +130,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		switch (c) {
 		case OPT_DIR: o->dir = optarg; break;
 		case OPT_COUNT: o->count = parse_long(optarg, "count", 1); break;
-		case OPT_SIZE:
-			if (!parse_size(optarg, &o->size) || o->size < 4096)
-				die_usage("--size '%s': expected a size of at least 4K (bytes or K, M, G, T)", optarg);
-			break;
+		case OPT_SIZE: o->size = parse_size_min(optarg, "size", 4096); break;
 		case OPT_FRACTION:
 			o->fraction = strtod(optarg, &end);
 			if (end == optarg || *end || !(o->fraction > 0 && o->fraction < 1))

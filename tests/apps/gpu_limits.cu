@@ -79,17 +79,6 @@ static void usage(FILE *f)
 		"call or CUDA error, 2 on a usage error, 77 when there is no CUDA device.\n");
 }
 
-static size_t size_opt(const char *name, const char *arg, size_t min)
-{
-	size_t v;
-	if (!parse_size(arg, &v) || v < min) {
-		fprintf(stderr, PROG ": --%s '%s': expected a size of at least %zu bytes (bytes or K, M, G, T)\n", name,
-			arg, min);
-		exit(2);
-	}
-	return v;
-}
-
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_SIZE = 256, OPT_REPEAT, OPT_DIR, OPT_DISK, OPT_CHUNK, OPT_DEVICE, OPT_HELP };
@@ -107,11 +96,11 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 
 	while ((c = getopt_long(argc, argv, "h", lo, nullptr)) != -1) {
 		switch (c) {
-		case OPT_SIZE: o->size = size_opt("size", optarg, 4096); break;
+		case OPT_SIZE: o->size = parse_size_min(optarg, "size", 4096); break;
 		case OPT_REPEAT: o->repeat = parse_long(optarg, "repeat", 1); break;
 		case OPT_DIR: o->dir = optarg; break;
-		case OPT_DISK: o->disk_size = size_opt("disk-size", optarg, 4096); break;
-		case OPT_CHUNK: o->chunk = size_opt("chunk", optarg, 4096); break;
+		case OPT_DISK: o->disk_size = parse_size_min(optarg, "disk-size", 4096); break;
+		case OPT_CHUNK: o->chunk = parse_size_min(optarg, "chunk", 4096); break;
 		case OPT_DEVICE: o->device = parse_device(optarg); break;
 		case 'h':
 		case OPT_HELP: usage(stdout); exit(0);

@@ -122,6 +122,20 @@ static inline long parse_long(const char *s, const char *what, long min)
 	return v;
 }
 
+/* A size option (bytes or K, M, G, T) of at least min bytes. */
+static inline size_t parse_size_min(const char *s, const char *what, size_t min)
+{
+	size_t v;
+	if (!parse_size(s, &v) || v < min) {
+		fprintf(stderr, PROG ": --%s '%s': expected a size (bytes or K, M, G, T)", what, s);
+		if (min > 0)
+			fprintf(stderr, " of at least %zu bytes", min);
+		fprintf(stderr, "\n");
+		exit(2);
+	}
+	return v;
+}
+
 /* --device: an int, since the CUDA API takes one. */
 static inline int parse_device(const char *s)
 {

@@ -198,18 +198,12 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		switch (c) {
 		case OPT_DIR: o->dir = optarg; break;
 		case OPT_COUNT: o->count = parse_long(optarg, "count", 1); break;
-		case OPT_SIZE:
-			if (!parse_size(optarg, &o->size))
-				die_usage("--size '%s': expected bytes or a number with K, M, G or T", optarg);
-			break;
+		case OPT_SIZE: o->size = parse_size_min(optarg, "size", 0); break;
 		case OPT_TRACE: o->trace = optarg; break;
 		case OPT_TRACE_GPU: o->trace_gpu = parse_long(optarg, "trace-gpu", 0); break;
 		case OPT_INTERVAL: o->interval_ms = parse_long(optarg, "interval-ms", 0); break;
 		case OPT_IO: o->io = parse_io(optarg); break;
-		case OPT_CHUNK:
-			if (!parse_size(optarg, &o->chunk) || o->chunk == 0)
-				die_usage("--chunk '%s': expected a positive size", optarg);
-			break;
+		case OPT_CHUNK: o->chunk = parse_size_min(optarg, "chunk", 1); break;
 		case OPT_FSYNC: o->fsync = true; break;
 		case OPT_ORDER: o->order = parse_order(optarg); break;
 		case OPT_SEED: o->seed = parse_seed(optarg); break;

@@ -119,8 +119,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			o->count_set = true;
 			break;
 		case OPT_SIZE:
-			if (!parse_size(optarg, &o->size) || o->size < 4096)
-				die_usage("--size '%s': expected a size of at least 4K (bytes or K, M, G, T)", optarg);
+			o->size = parse_size_min(optarg, "size", 4096);
 			o->size_set = true;
 			break;
 		case OPT_SIZES: o->sizes_spec = optarg; break;
