@@ -516,6 +516,15 @@ static void cu_stream_made(unsigned flags)
 		atomic_store(&cu_unordered, true);
 }
 
+/* The edges of a capture of [d, d+n) from src whose whole pages are
+ * [a, b): [d, a) to lo and [b, d+n) to hi, on stream s. */
+static CUresult cu_copy_edges(void *lo, void *hi, CUdeviceptr src, uintptr_t d, size_t n, uintptr_t a,
+			      uintptr_t b, CUstream s)
+{
+	CUresult r = cx_copy_dtoh(lo, src, a - d, s);
+	return r == CUDA_SUCCESS ? cx_copy_dtoh(hi, src + (b - d), d + n - b, s) : r;
+}
+
 /* Device capture of a device-to-host copy: a device-to-device copy into the
  * gpu tier on the program's stream, the host pages owed. False: the caller
  * makes the real copy. */
@@ -549,9 +558,7 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 	cu_ev_t *eev = NULL, *ev = NULL;
 	CUresult r = CUDA_SUCCESS;
 	if (defer) {
-		r = cx_copy_dtoh(bounce, src, a - d, s);
-		if (r == CUDA_SUCCESS)
-			r = cx_copy_dtoh(bounce + ps, src + (b - d), d + n - b, s);
+		r = cu_copy_edges(bounce, bounce + ps, src, d, n, a, b, s);
 		if (r == CUDA_SUCCESS && !(eev = cu_ev_record(s)))
 			r = CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -568,26 +575,17 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 	ckc_enter();
 	ckc_owed_prepare(d, n, a, b);
 	ckc_leave();
-	if (!defer && bounce) {
-		r = cx_copy_dtoh(bounce, src, a - d, s);
-		if (r == CUDA_SUCCESS)
-			r = cx_copy_dtoh(bounce + ps, src + (b - d), d + n - b, s);
-	} else if (!defer) {
-		r = cx_copy_dtoh(dst, src, a - d, s);
-		if (r == CUDA_SUCCESS)
-			r = cx_copy_dtoh((void *)b, src + (b - d), d + n - b, s);
-	}
+	if (!defer)
+		r = bounce ? cu_copy_edges(bounce, bounce + ps, src, d, n, a, b, s) :
+			     cu_copy_edges(dst, (void *)b, src, d, n, a, b, s);
 	if (r == CUDA_SUCCESS && (async || defer))
 		ev = cu_ev_record(s);
 	if (r == CUDA_SUCCESS && defer && ev) {
 		cu_ev_wait(eev);
 	} else if (r == CUDA_SUCCESS && (!async || !ev)) {
+		/* no event: waited for here */
 		defer = false;
 		r = cx_stream_sync(s);
-		if (ev && !async) {
-			cu_ev_put(ev);
-			ev = NULL;
-		}
 	}
 	if (eev)
 		cu_ev_put(eev);
@@ -682,8 +680,7 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 	/* A synchronous copy from pageable memory returns, as CUDA's own
 	 * does, once the host bytes are no longer needed: the device copy
 	 * completes in stream order. From pinned memory it is waited for. */
-	int sk = ckc_cuda_mem_kind(src);
-	bool wait = !async && (sk == CKC_MEM_PINNED || sk == CKC_MEM_REGISTERED);
+	bool wait = !async && e.pinned;
 	cu_ev_t *ev = NULL;
 	if (r == CUDA_SUCCESS && !wait && (ev = cu_ev_record(s)) != NULL) {
 		ckc_enter();

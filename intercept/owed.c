@@ -595,7 +595,8 @@ static ssize_t owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off)
 
 	if (!ckc_owed_read_ok || !ckc_owed_read_ok(buf, n))
 		return CKC_OWED_PASS;
-	pinned = ckc_cuda_mem_kind(buf) == CKC_MEM_PINNED || ckc_cuda_mem_kind(buf) == CKC_MEM_REGISTERED;
+	int kind = ckc_cuda_mem_kind(buf);
+	pinned = kind == CKC_MEM_PINNED || kind == CKC_MEM_REGISTERED;
 	ssize_t len = ckc_pread_ref(h, off, n, &ref);
 	if (len <= 0)
 		return len < 0 ? len : CKC_OWED_PASS;

@@ -118,7 +118,6 @@ static __thread void *tl_bounce;
 #define GPU_YIELD_MAX_NS 5000000ull
 
 static atomic_int prog_copies;
-static atomic_ullong yield_waits, yield_ns;
 static __thread void *tl_stage; /* GPU_XFER pinned bytes */
 
 void ckc_gpu_prog_begin(void)
@@ -135,14 +134,12 @@ static void gpu_yield(void)
 {
 	if (!ckc_tl_background || atomic_load_explicit(&prog_copies, memory_order_acquire) <= 0)
 		return;
-	uint64_t t0 = ckc_now_ns(), t = t0;
-	while (atomic_load_explicit(&prog_copies, memory_order_acquire) > 0 && t - t0 < GPU_YIELD_MAX_NS) {
+	uint64_t t0 = ckc_now_ns();
+	while (atomic_load_explicit(&prog_copies, memory_order_acquire) > 0 &&
+	       ckc_now_ns() - t0 < GPU_YIELD_MAX_NS) {
 		struct timespec ts = { 0, 20000 };
 		nanosleep(&ts, NULL);
-		t = ckc_now_ns();
 	}
-	atomic_fetch_add_explicit(&yield_waits, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&yield_ns, t - t0, memory_order_relaxed);
 }
 
 static int gpu_err(CUresult rc)
@@ -179,35 +176,41 @@ static int gpu_enter(const ckc_gpu_t *g, CUstream *s)
 	return 0;
 }
 
+static const ckc_tier_t *host_tier_of(const void *p, uint64_t *off);
 static size_t pin_run(const void *p, size_t len);
-static bool in_host_tier(const void *p);
-static bool host_pinned(const void *p);
+
+/* n bytes between host and device ('h': to host, 'd': to device) through
+ * the pinned buffer via (directly when via is host), waited for. */
+static CUresult copy_via(char kind, void *via, void *host, uint64_t dev, size_t n, CUstream s)
+{
+	if (kind == 'd' && via != host)
+		memcpy(via, host, n);
+	CUresult r = kind == 'h' ? drv.cuMemcpyDtoHAsync_v2(via, (CUdeviceptr)dev, n, s) :
+				   drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)dev, via, n, s);
+	if (r == CUDA_SUCCESS)
+		r = drv.cuStreamSynchronize(s);
+	if (r == CUDA_SUCCESS && kind == 'h' && via != host)
+		memcpy(host, via, n);
+	return r;
+}
+
+/* This thread's pinned buffer of len bytes in *buf, made on first use. */
+static void *pinned_buf(void **buf, size_t len)
+{
+	if (!*buf && drv.cuMemAllocHost_v2(buf, len) != CUDA_SUCCESS)
+		*buf = NULL;
+	return *buf;
+}
 
 /* One piece of a background transfer: at most GPU_XFER bytes, through the
  * thread's pinned stage when the host side is not pinned memory. */
 static CUresult bg_piece(char kind, char *host, uint64_t dev, size_t n, CUstream s)
 {
 	gpu_yield();
-	bool direct = host_pinned(host);
-	if (!direct && !tl_stage && drv.cuMemAllocHost_v2(&tl_stage, GPU_XFER) != CUDA_SUCCESS)
-		tl_stage = NULL;
-	void *h = direct || !tl_stage ? host : tl_stage;
-	if (kind == 'd' && h != host)
-		memcpy(h, host, n);
-	CUresult r = kind == 'h' ? drv.cuMemcpyDtoHAsync_v2(h, (CUdeviceptr)dev, n, s) :
-				   drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)dev, h, n, s);
-	if (r == CUDA_SUCCESS)
-		r = drv.cuStreamSynchronize(s);
-	if (r == CUDA_SUCCESS && kind == 'h' && h != host)
-		memcpy(host, h, n);
-	return r;
-}
-
-static bool bounce_ok(void)
-{
-	if (!tl_bounce && drv.cuMemAllocHost_v2(&tl_bounce, BOUNCE) != CUDA_SUCCESS)
-		tl_bounce = NULL;
-	return tl_bounce != NULL;
+	uint64_t off;
+	const ckc_tier_t *h = host_tier_of(host, &off);
+	void *via = h && off < atomic_load(&h->pinned_bytes) ? NULL : pinned_buf(&tl_stage, GPU_XFER);
+	return copy_via(kind, via ? via : host, host, dev, n, s);
 }
 
 /* One copy on this thread's stream, waited for. kind: 'h' device->host,
@@ -237,15 +240,8 @@ static int gpu_copy(const ckc_gpu_t *g, char kind, void *host, uint64_t dst, uin
 				k = GPU_XFER;
 			r = bg_piece(kind, (char *)host + done, dev + done, k, s);
 		}
-	} else if (n <= BOUNCE && !in_host_tier(host) && bounce_ok()) {
-		if (kind == 'd')
-			memcpy(tl_bounce, host, n);
-		r = kind == 'h' ? drv.cuMemcpyDtoHAsync_v2(tl_bounce, (CUdeviceptr)src, n, s) :
-				  drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)dst, tl_bounce, n, s);
-		if (r == CUDA_SUCCESS)
-			r = drv.cuStreamSynchronize(s);
-		if (r == CUDA_SUCCESS && kind == 'h')
-			memcpy(host, tl_bounce, n);
+	} else if (n <= BOUNCE && !host_tier_of(host, NULL) && pinned_buf(&tl_bounce, BOUNCE)) {
+		r = copy_via(kind, tl_bounce, host, kind == 'h' ? src : dst, n, s);
 	} else {
 		for (size_t done = 0; r == CUDA_SUCCESS && done < n;) {
 			char *hp = (char *)host + done;
@@ -419,42 +415,31 @@ static void gpu_pin_host(ckc_gpu_t *g)
 	}
 }
 
-static bool in_host_tier(const void *p)
+/* The host tier holding host address p (its offset there in *off), or
+ * NULL. */
+static const ckc_tier_t *host_tier_of(const void *p, uint64_t *off)
 {
 	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
 		const ckc_tier_t *h = &ckc_eng.tier[l];
 		const char *c = p;
-		if (h->kind == TIER_HOST && h->base && c >= h->base && c < h->base + h->arena.capacity)
-			return true;
+		if (h->kind == TIER_HOST && h->base && c >= h->base && c < h->base + h->arena.capacity) {
+			if (off)
+				*off = (uint64_t)(c - h->base);
+			return h;
+		}
 	}
-	return false;
-}
-
-/* Whether host address p lies in the pinned part of a host tier. */
-static bool host_pinned(const void *p)
-{
-	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
-		const ckc_tier_t *h = &ckc_eng.tier[l];
-		const char *c = p;
-		if (h->kind == TIER_HOST && h->base && c >= h->base && c < h->base + h->arena.capacity)
-			return (uint64_t)(c - h->base) < atomic_load(&h->pinned_bytes);
-	}
-	return false;
+	return NULL;
 }
 
 /* Bytes of a copy at host address p that stay within one pinned piece of a
  * host tier (all of len elsewhere). */
 static size_t pin_run(const void *p, size_t len)
 {
-	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
-		const ckc_tier_t *h = &ckc_eng.tier[l];
-		const char *c = p;
-		if (h->kind != TIER_HOST || !h->base || c < h->base || c >= h->base + h->arena.capacity)
-			continue;
-		uint64_t off = (uint64_t)(c - h->base), end = (off / PIN_PIECE + 1) * PIN_PIECE;
-		return end - off < len ? (size_t)(end - off) : len;
-	}
-	return len;
+	uint64_t off;
+	if (!host_tier_of(p, &off))
+		return len;
+	uint64_t end = (off / PIN_PIECE + 1) * PIN_PIECE;
+	return end - off < len ? (size_t)(end - off) : len;
 }
 
 /* Small pinned buffers for the program's threads (the edges of a
