@@ -62,9 +62,25 @@ static CUresult f_dtoh(void *h, uint64_t d, size_t n, void *s) { (void)s; memcpy
 static CUresult f_htod(uint64_t d, const void *h, size_t n, void *s) { (void)s; memcpy((void *)(uintptr_t)d, h, n); return OK; }
 static CUresult f_dtod(uint64_t d, uint64_t x, size_t n, void *s) { (void)s; memmove((void *)(uintptr_t)d, (void *)(uintptr_t)x, n); return OK; }
 static atomic_int fake_pins;
-static CUresult f_hreg(void *p, size_t n, unsigned f) { (void)p; (void)n; (void)f; fake_pins++; return OK; }
+static atomic_bool fake_no_pinned; /* cuMemAllocHost and cuMemHostRegister fail */
+static CUresult f_hreg(void *p, size_t n, unsigned f)
+{
+	(void)p;
+	(void)n;
+	(void)f;
+	if (atomic_load(&fake_no_pinned))
+		return OOM;
+	fake_pins++;
+	return OK;
+}
 static CUresult f_hunreg(void *p) { (void)p; fake_pins--; return OK; }
-static CUresult f_hostalloc(void **p, size_t n) { *p = malloc(n); return *p ? OK : OOM; }
+static CUresult f_hostalloc(void **p, size_t n)
+{
+	if (atomic_load(&fake_no_pinned))
+		return OOM;
+	*p = malloc(n);
+	return *p ? OK : OOM;
+}
 static CUresult f_freehost(void *p) { free(p); return OK; }
 
 static const struct {
@@ -251,6 +267,54 @@ Test(gpu, the_tier_waits_for_a_capture_completing_in_stream_order_before_it_read
 	ckc_gpu_settle = NULL;
 	free(d);
 	gpu_stop();
+}
+
+Test(gpu, without_pinned_buffers_transfers_go_direct_and_keep_every_byte)
+{
+	/* no pinned memory at all: the host tier stays pageable, the background
+	 * transfers have no pinned stage and small reads no bounce buffer, so
+	 * every copy is made straight from or to the host bytes */
+	atomic_store(&fake_no_pinned, true);
+	gpu_start(256 * MiB, 48 * MiB, CKC_PERSIST_ALWAYS);
+	size_t n = 6 * MiB + 333;
+	int count = 12;
+	for (int i = 0; i < count; i++) {
+		char path[PATH_MAX];
+		tpath(&env, path, i);
+		unsigned char *d = dev_buf(n, 300 + (uint64_t)i);
+		ckc_handle_t *h;
+		cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
+		ckc_ref_t *r;
+		uint64_t dptr;
+		if (ckc_capture_begin(n, 0, &r, &dptr) == 0) {
+			memcpy((void *)(uintptr_t)dptr, d, n);
+			cr_assert_eq(ckc_pwrite_ref(h, r, 0, n, 0), (ssize_t)n);
+			ckc_ref_put(r);
+		} else {
+			cr_assert_eq(ckc_pwrite(h, d, n, 0), (ssize_t)n);
+		}
+		cr_assert_eq(ckc_close(h), 0);
+		free(d);
+	}
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	for (int i = count - 1; i >= 0; i--) {
+		char path[PATH_MAX];
+		tpath(&env, path, i);
+		cr_expect(thome_matches(path, 300 + (uint64_t)i, n), "%s", path);
+		tverify(path, 300 + (uint64_t)i, n, n);
+	}
+	/* a small read of a gpu copy, which would use the bounce buffer */
+	char path[PATH_MAX];
+	tpath(&env, path, count - 1);
+	unsigned char small[100], want[100];
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_read(path, &h), 0);
+	cr_assert_eq(ckc_pread(h, small, sizeof(small), 4096), (ssize_t)sizeof(small));
+	cr_assert_eq(ckc_close(h), 0);
+	tfill(want, sizeof(want), 300 + (uint64_t)(count - 1), 4096);
+	cr_expect_eq(memcmp(small, want, sizeof(small)), 0);
+	gpu_stop();
+	atomic_store(&fake_no_pinned, false);
 }
 
 Test(gpu, header_then_capture_is_copied_in_and_stays_in_order)
