@@ -173,6 +173,27 @@ static ckc_ref_t *capture(const unsigned char *d, size_t n, unsigned skew)
 	return r;
 }
 
+/* A checkpoint of n bytes of seed written as the interposer writes a
+ * captured one: attached when the gpu tier has room, else the bytes as the
+ * program had them. */
+static void put_ckpt(const char *path, uint64_t seed, size_t n)
+{
+	unsigned char *d = dev_buf(n, seed);
+	ckc_handle_t *h;
+	ckc_ref_t *r;
+	uint64_t dptr;
+	cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
+	if (ckc_capture_begin(n, 0, &r, &dptr) == 0) {
+		memcpy((void *)(uintptr_t)dptr, d, n);
+		cr_assert_eq(ckc_pwrite_ref(h, r, 0, n, 0), (ssize_t)n);
+		ckc_ref_put(r);
+	} else {
+		cr_assert_eq(ckc_pwrite(h, d, n, 0), (ssize_t)n);
+	}
+	cr_assert_eq(ckc_close(h), 0);
+	free(d);
+}
+
 /* ---- tests ------------------------------------------------------------ */
 
 Test(gpu, capture_attaches_and_reads_back_every_byte)
@@ -281,20 +302,7 @@ Test(gpu, without_pinned_buffers_transfers_go_direct_and_keep_every_byte)
 	for (int i = 0; i < count; i++) {
 		char path[PATH_MAX];
 		tpath(&env, path, i);
-		unsigned char *d = dev_buf(n, 300 + (uint64_t)i);
-		ckc_handle_t *h;
-		cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
-		ckc_ref_t *r;
-		uint64_t dptr;
-		if (ckc_capture_begin(n, 0, &r, &dptr) == 0) {
-			memcpy((void *)(uintptr_t)dptr, d, n);
-			cr_assert_eq(ckc_pwrite_ref(h, r, 0, n, 0), (ssize_t)n);
-			ckc_ref_put(r);
-		} else {
-			cr_assert_eq(ckc_pwrite(h, d, n, 0), (ssize_t)n);
-		}
-		cr_assert_eq(ckc_close(h), 0);
-		free(d);
+		put_ckpt(path, 300 + (uint64_t)i, n);
 	}
 	cr_assert_eq(ckc_wait_flushed(), 0);
 	for (int i = count - 1; i >= 0; i--) {
@@ -380,22 +388,8 @@ Test(gpu, history_larger_than_the_tier_flows_down_and_comes_back)
 	for (int i = 0; i < count; i++) {
 		char path[PATH_MAX];
 		tpath(&env, path, i);
-		unsigned char *d = dev_buf(n, 100 + (uint64_t)i);
-		ckc_ref_t *r;
-		uint64_t dptr;
-		ckc_handle_t *h;
-		cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
-		if (ckc_capture_begin(n, 0, &r, &dptr) == 0) {
-			memcpy((void *)(uintptr_t)dptr, d, n);
-			cr_assert_eq(ckc_pwrite_ref(h, r, 0, n, 0), (ssize_t)n);
-			ckc_ref_put(r);
-		} else {
-			/* no room: the bytes as the program had them */
-			cr_assert_eq(ckc_pwrite(h, d, n, 0), (ssize_t)n);
-		}
-		cr_assert_eq(ckc_close(h), 0);
+		put_ckpt(path, 100 + (uint64_t)i, n);
 		cr_assert_eq(ckc_hint_enqueue(path), 0);
-		free(d);
 	}
 	unsigned char *got = malloc(n);
 	for (int i = count - 1; i >= 0; i--) {
