@@ -480,7 +480,20 @@ untagged_proxy() {
 	no_stats
 }
 
+# A program built with -D_FORTIFY_SOURCE=2 reads through __read_chk,
+# __pread_chk and __fread_chk: the cache must serve those reads too.
+fortified_case() {
+	[ -n "$FORTIFIED" ] || fail "tests/apps/fortified.c did not compile"
+	nm -D "$FORTIFIED" 2>/dev/null | grep -q '__read_chk' ||
+		note "the compiler did not make fortified reads here (no __read_chk in the program)"
+	ck -- "$FORTIFIED" "$T/ck/fort.bin" 3000001 || fail "fortified reads under the library$(last_error)"
+	stats_ok files==1 objects.written==1 host.hits\>0
+	run_ok "the real file, read without the library" plain "$FORTIFIED" "$T/plain.bin" 3000001
+	cmp -s "$T/ck/fort.bin" "$T/plain.bin" || fail "the real file differs from the bytes written"
+}
+
 case_add threads threads_case
+case_add fortified-reads fortified_case
 case_add fork-exec fork_exec_case
 case_add unsupported/raw-syscalls unsupported_raw
 case_add unsupported/mmap unsupported_mmap
