@@ -122,13 +122,18 @@ uint64_t arena_round(const arena_t *a, uint64_t len)
 
 ssize_t arena_find_gap(const arena_t *a, uint64_t len)
 {
+	return arena_find_gap_in(a, len, 0, a->capacity);
+}
+
+ssize_t arena_find_gap_in(const arena_t *a, uint64_t len, uint64_t lo, uint64_t hi)
+{
 	uint64_t want = arena_round(a, len);
 	ssize_t best = -1;
 
 	for (size_t i = 0; i < a->nfrag; i++) {
 		const arena_frag_t *f = &a->frag[i];
 
-		if (f->owner || f->len < want)
+		if (f->owner || f->len < want || f->off < lo || f->off >= hi || f->len > hi - f->off)
 			continue;
 		if (best < 0 || f->len < a->frag[best].len)
 			best = (ssize_t)i;
@@ -246,6 +251,46 @@ int arena_extend(arena_t *a, size_t idx, uint64_t newlen)
 		next->off += grow;
 		next->len -= grow;
 	}
+	return 0;
+}
+
+int arena_move_start(arena_t *a, size_t idx, uint64_t off)
+{
+	if (idx >= a->nfrag || !a->frag[idx].owner || (off & (a->align - 1)))
+		return -EINVAL;
+	arena_frag_t *f = &a->frag[idx];
+	uint64_t end = f->off + f->len;
+	if (off >= end)
+		return -EINVAL;
+	if (off < f->off) {
+		/* grows into the gap before it */
+		uint64_t grow = f->off - off;
+		if (idx == 0 || !arena_is_gap(a, idx - 1) || a->frag[idx - 1].len < grow)
+			return -ENOSPC;
+		arena_frag_t *g = &a->frag[idx - 1];
+		g->len -= grow;
+		f->off = off;
+		f->len += grow;
+		a->used += grow;
+		if (g->len == 0)
+			arena_remove_slots(a, idx - 1, 1);
+		return 0;
+	}
+	uint64_t head = off - f->off;
+	if (head == 0)
+		return 0;
+	if (idx > 0 && arena_is_gap(a, idx - 1)) {
+		a->frag[idx - 1].len += head;
+	} else {
+		/* a gap of its own: the table still has no two adjacent gaps,
+		 * so the slot reserve holds it */
+		arena_insert_slot(a, idx);
+		a->frag[idx] = (arena_frag_t){ .off = a->frag[idx + 1].off, .len = head, .owner = NULL };
+		idx++;
+	}
+	a->frag[idx].off = off;
+	a->frag[idx].len -= head;
+	a->used -= head;
 	return 0;
 }
 

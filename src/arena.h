@@ -35,6 +35,16 @@ uint64_t arena_round(const arena_t *a, uint64_t len);
  * offset on ties), -1 if none. */
 ssize_t arena_find_gap(const arena_t *a, uint64_t len);
 
+/* The same among the gaps lying wholly within [lo, hi). */
+ssize_t arena_find_gap_in(const arena_t *a, uint64_t len, uint64_t lo, uint64_t hi);
+
+/* Moves the start of extent idx to off (aligned, below its end), its end
+ * staying: earlier takes the bytes from the gap before it (-ENOSPC when
+ * that gap is missing or too short), later gives its head back as gap
+ * (coalesced; never allocates). 0, -EINVAL or -ENOSPC; the table is
+ * unchanged on error. */
+int arena_move_start(arena_t *a, size_t idx, uint64_t off);
+
 /* The first arena_round(len) bytes of gap gap_idx become an extent of owner
  * (index returned, always gap_idx); the rest stays a gap; -EINVAL if not a
  * gap, too small, len == 0 or owner == NULL; -ENOMEM. */

@@ -669,6 +669,71 @@ static void ar_op_index(uint64_t *st, arena_t *a, ar_model_t *m)
 	cr_assert_eq(a->frag[r].off, (uint64_t)u * m->align, AR_CTX "index_of", AR_CTX_ARGS(m));
 }
 
+Test(arena, find_gap_in_keeps_to_the_range)
+{
+	/* Gaps of 3, 1, 2, 1 and (tail) 4 units. */
+	static const unsigned ids[] = { 0, 0, 0, 1, 0, 2, 0, 0, 3, 0, 4 };
+	arena_t a = ar_new(64 * 15, 64);
+
+	ar_build_row(&a, ids, 11);
+	cr_expect_eq(arena_find_gap_in(&a, 1, 64 * 5, 64 * 15), arena_index_of(&a, 64 * 9),
+		     "the smallest gap inside the range, not the one before it");
+	cr_expect_eq(arena_find_gap_in(&a, 65, 64 * 5, 64 * 15), arena_index_of(&a, 64 * 6));
+	cr_expect_eq(arena_find_gap_in(&a, 64, 64 * 5, 64 * 8), arena_index_of(&a, 64 * 6),
+		     "a gap ending exactly at the range's end is inside");
+	cr_expect_eq(arena_find_gap_in(&a, 64, 64 * 5, 64 * 7), -1,
+		     "a gap reaching past the range's end is not offered");
+	cr_expect_eq(arena_find_gap_in(&a, 64, 64 * 1, 64 * 3), -1,
+		     "a gap starting before the range is not offered");
+	cr_expect_eq(arena_find_gap_in(&a, 256, 0, 64 * 15), arena_index_of(&a, 64 * 11));
+	cr_expect_eq(arena_find_gap_in(&a, 256, 0, 64 * 14), -1);
+	arena_fini(&a);
+}
+
+Test(arena, move_start_grows_into_and_gives_back_to_the_gap_before)
+{
+	arena_t a = ar_new(64 * 10, 64);
+
+	ar_take(&a, 64 * 2, 1);                      /* [0,2) 1, [2,10) gap */
+	cr_assert_eq(arena_take(&a, 1, 64 * 8, ar_owner(2)), 1);
+	cr_assert_eq(arena_move_start(&a, 1, 64 * 6), 0, "the head goes back as a gap");
+	ar_expect_frag(&a, 0, 0, 64 * 2, 1);
+	ar_expect_frag(&a, 1, 64 * 2, 64 * 4, 0);
+	ar_expect_frag(&a, 2, 64 * 6, 64 * 4, 2);
+	cr_expect_eq(a.used, 64 * 6);
+	cr_assert(arena_check(&a));
+
+	cr_assert_eq(arena_move_start(&a, 2, 64 * 7), 0, "a later start joins the gap before");
+	ar_expect_frag(&a, 1, 64 * 2, 64 * 5, 0);
+	ar_expect_frag(&a, 2, 64 * 7, 64 * 3, 2);
+	cr_assert(arena_check(&a));
+
+	cr_expect_eq(arena_move_start(&a, 2, 64 * 1), -ENOSPC, "not past the gap before");
+	cr_expect_eq(arena_move_start(&a, 2, 64 * 10), -EINVAL, "not at or past its end");
+	cr_expect_eq(arena_move_start(&a, 2, 64 * 3 + 1), -EINVAL, "aligned only");
+	cr_expect_eq(arena_move_start(&a, 1, 64 * 3), -EINVAL, "extents only");
+	ar_expect_frag(&a, 2, 64 * 7, 64 * 3, 2);
+	cr_assert(arena_check(&a), "unchanged by the refusals");
+
+	cr_assert_eq(arena_move_start(&a, 2, 64 * 4), 0, "an earlier start takes from the gap");
+	ar_expect_frag(&a, 1, 64 * 2, 64 * 2, 0);
+	ar_expect_frag(&a, 2, 64 * 4, 64 * 6, 2);
+	cr_assert_eq(arena_move_start(&a, 2, 64 * 2), 0, "the whole gap");
+	cr_expect_eq(a.nfrag, 2, "the emptied gap is gone");
+	ar_expect_frag(&a, 1, 64 * 2, 64 * 8, 2);
+	cr_expect_eq(a.used, 64 * 10);
+	cr_assert(arena_check(&a));
+
+	cr_expect_eq(arena_move_start(&a, 1, 64 * 1), -ENOSPC, "no gap before it");
+	cr_assert_eq(arena_move_start(&a, 1, 64 * 5), 0, "a head after an extent becomes a new gap");
+	ar_expect_frag(&a, 0, 0, 64 * 2, 1);
+	ar_expect_frag(&a, 1, 64 * 2, 64 * 3, 0);
+	ar_expect_frag(&a, 2, 64 * 5, 64 * 5, 2);
+	cr_expect_eq(a.used, 64 * 7);
+	cr_assert(arena_check(&a));
+	arena_fini(&a);
+}
+
 Test(arena, random_sequences_match_model)
 {
 	static const uint64_t aligns[] = { 1, 8, 64, 4096 };
