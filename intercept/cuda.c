@@ -269,6 +269,7 @@ static atomic_int cu_gpu_state; /* 0 untried, 1 up, -1 off */
 /* Events shared by owed entries: counted, destroyed with the last user. */
 typedef struct cu_ev {
 	CUevent ev;
+	CUcontext ctx;
 	atomic_int refs;
 } cu_ev_t;
 
@@ -290,10 +291,18 @@ static cu_ev_t *cu_ev_record(CUstream t)
 {
 	CUresult (*create)(CUevent *, unsigned) = CX(cx_evc, "cuEventCreate", CUresult(*)(CUevent *, unsigned));
 	CUresult (*record)(CUevent, CUstream) = CX(cx_evr, "cuEventRecord", CUresult(*)(CUevent, CUstream));
-	if (!create || !record)
+	CUresult (*ctxf)(CUcontext *) = CX(cx_ctx, "cuCtxGetCurrent", CUresult(*)(CUcontext *));
+	CUcontext ctx = NULL;
+	if (!create || !record || !ctxf || ctxf(&ctx) != CUDA_SUCCESS)
 		return NULL;
+	/* an event is recorded on streams of the context it was made in */
+	cu_ev_t *e = NULL;
 	pthread_mutex_lock(&ev_lock);
-	cu_ev_t *e = ev_nfree ? ev_free[--ev_nfree] : NULL;
+	for (int i = ev_nfree - 1; i >= 0 && !e; i--)
+		if (ev_free[i]->ctx == ctx) {
+			e = ev_free[i];
+			ev_free[i] = ev_free[--ev_nfree];
+		}
 	pthread_mutex_unlock(&ev_lock);
 	if (!e) {
 		e = malloc(sizeof(*e));
@@ -301,6 +310,7 @@ static cu_ev_t *cu_ev_record(CUstream t)
 			free(e);
 			return NULL;
 		}
+		e->ctx = ctx;
 	}
 	atomic_init(&e->refs, 1);
 	if (record(e->ev, t) != CUDA_SUCCESS) {
@@ -343,7 +353,7 @@ static const ckc_owed_ops_t cu_owed_ops = { cu_ev_wait, cu_ev_get, cu_ev_put };
 
 /* ---- the gpu tier's first use ----------------------------------------- */
 
-static atomic_int cu_gpu_device;
+static atomic_uint cu_gpu_devs, cu_gpu_tried; /* devices with a region; tried */
 static atomic_ullong cap_captured, cap_bytes, cap_restored, cap_passed, cap_ns, rest_ns;
 
 static uint64_t cu_now(void)
@@ -364,8 +374,10 @@ static void cu_exit(void)
 
 static bool cu_read_ok(const void *buf, size_t n);
 
-/* The gpu tier on the device of the calling thread's context. */
-static bool cu_gpu_up(void)
+/* The gpu tier's region on the device of the calling thread's context,
+ * set up on its first use there: true and that device in *devp when it is
+ * up. */
+static bool cu_gpu_up(int *devp)
 {
 	int st = atomic_load_explicit(&cu_gpu_state, memory_order_acquire);
 	if (st < 0)
@@ -374,30 +386,33 @@ static bool cu_gpu_up(void)
 	CUresult (*devf)(CUdevice *) = CX(cx_dev, "cuCtxGetDevice", CUresult(*)(CUdevice *));
 	CUcontext ctx = NULL;
 	CUdevice dev = 0;
-	if (!ctxf || !devf || ctxf(&ctx) != CUDA_SUCCESS || !ctx || devf(&dev) != CUDA_SUCCESS)
+	if (!ctxf || !devf || ctxf(&ctx) != CUDA_SUCCESS || !ctx || devf(&dev) != CUDA_SUCCESS ||
+	    dev < 0 || dev >= CKC_GPU_MAXDEV)
 		return false;
-	if (st > 0)
-		return dev == atomic_load(&cu_gpu_device);
-	if (!ckc_engine_ready())
+	uint32_t bit = 1u << dev;
+	if (devp)
+		*devp = (int)dev;
+	if (atomic_load_explicit(&cu_gpu_devs, memory_order_acquire) & bit)
+		return true;
+	if ((atomic_fetch_or(&cu_gpu_tried, bit) & bit) || !ckc_engine_ready())
 		return false;
 	ckc_enter();
 	int rc = ckc_gpu_attach(ctx, (int)dev);
 	ckc_leave();
-	if (rc == 0) {
-		if (atomic_exchange(&cu_gpu_state, 1) == 0) {
-			atomic_store(&cu_gpu_device, (int)dev);
-			ckc_owed_set_ops(&cu_owed_ops);
-			ckc_owed_read_ok = cu_read_ok;
-			ckc_gpu_settle = cu_settle;
-			/* runs before the runtime's own exit handlers, which were
-			 * registered at its start, earlier */
-			atexit(cu_exit);
-		}
-		return atomic_load(&cu_gpu_device) == (int)dev;
-	}
-	if (rc != -EXDEV)
+	if (rc == -ENODEV && !atomic_load(&cu_gpu_devs))
 		atomic_store(&cu_gpu_state, -1);
-	return false;
+	if (rc)
+		return false;
+	if (atomic_exchange(&cu_gpu_state, 1) == 0) {
+		ckc_owed_set_ops(&cu_owed_ops);
+		ckc_owed_read_ok = cu_read_ok;
+		ckc_gpu_settle = cu_settle;
+		/* runs before the runtime's own exit handlers, which were
+		 * registered at its start, earlier */
+		atexit(cu_exit);
+	}
+	atomic_fetch_or_explicit(&cu_gpu_devs, bit, memory_order_release);
+	return true;
 }
 
 static bool cu_host_ok(const void *p, bool *pinned)
@@ -474,37 +489,45 @@ static char *cu_edge_bounce(void)
  * tier, a free of device memory and a fill of owed pages wait for it
  * first (cu_settle). */
 static atomic_bool cu_unordered;
-static cu_ev_t *cap_pending; /* the last deferred capture (ev_lock) */
+static cu_ev_t *cap_pending[CKC_GPU_MAXDEV]; /* each device's last deferred capture (ev_lock) */
+static atomic_int cap_npending;
 static atomic_ullong cap_deferred;
 
 static void cu_settle(void)
 {
-	if (!__atomic_load_n(&cap_pending, __ATOMIC_ACQUIRE))
+	if (!atomic_load_explicit(&cap_npending, memory_order_acquire))
 		return;
-	pthread_mutex_lock(&ev_lock);
-	cu_ev_t *e = cap_pending;
-	if (e)
-		cu_ev_get(e);
-	pthread_mutex_unlock(&ev_lock);
-	if (!e)
-		return;
-	cu_ev_wait(e);
-	pthread_mutex_lock(&ev_lock);
-	bool last = cap_pending == e;
-	if (last)
-		__atomic_store_n(&cap_pending, NULL, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&ev_lock);
-	if (last)
+	for (int d = 0; d < CKC_GPU_MAXDEV; d++) {
+		pthread_mutex_lock(&ev_lock);
+		cu_ev_t *e = cap_pending[d];
+		if (e)
+			cu_ev_get(e);
+		pthread_mutex_unlock(&ev_lock);
+		if (!e)
+			continue;
+		cu_ev_wait(e);
+		pthread_mutex_lock(&ev_lock);
+		bool last = cap_pending[d] == e;
+		if (last) {
+			cap_pending[d] = NULL;
+			atomic_fetch_sub(&cap_npending, 1);
+		}
+		pthread_mutex_unlock(&ev_lock);
+		if (last)
+			cu_ev_put(e);
 		cu_ev_put(e);
-	cu_ev_put(e);
+	}
 }
 
-static void cu_pending(cu_ev_t *e)
+/* e: the latest deferred capture on device dev. */
+static void cu_pending(int dev, cu_ev_t *e)
 {
 	cu_ev_get(e);
 	pthread_mutex_lock(&ev_lock);
-	cu_ev_t *old = cap_pending;
-	__atomic_store_n(&cap_pending, e, __ATOMIC_RELEASE);
+	cu_ev_t *old = cap_pending[dev];
+	cap_pending[dev] = e;
+	if (!old)
+		atomic_fetch_add(&cap_npending, 1);
 	pthread_mutex_unlock(&ev_lock);
 	if (old)
 		cu_ev_put(old);
@@ -534,15 +557,16 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 	uintptr_t ps = ckc_page_size(), d = (uintptr_t)dst;
 	uintptr_t a = (d + ps - 1) & ~(ps - 1), b = (d + n) & ~(ps - 1);
 
+	int dev;
 	if (!cu_device_mode() || n < ckc_capture_min() || b <= a || !cu_host_ok(dst, &pinned) ||
-	    !cu_gpu_up())
+	    !cu_gpu_up(&dev))
 		return false;
 	ckc_ref_t *ref;
 	uint64_t dptr;
 	ckc_enter();
 	/* the copy in the arena keeps the source's alignment: the driver's
 	 * device-to-device copy is quickest between equally aligned ends */
-	int rc = ckc_capture_begin(n, (unsigned)(src & (ps - 1)), &ref, &dptr);
+	int rc = ckc_capture_begin(n, (unsigned)(src & (ps - 1)), dev, &ref, &dptr);
 	ckc_leave();
 	if (rc) {
 		atomic_fetch_add(&cap_passed, 1);
@@ -594,7 +618,7 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 		memcpy((void *)b, bounce + ps, d + n - b);
 	}
 	if (r == CUDA_SUCCESS && defer)
-		cu_pending(ev);
+		cu_pending(dev, ev);
 	ckc_enter();
 	rc = r == CUDA_SUCCESS ? ckc_owed_add_len(a, b, d, n, ref, pinned, ev, defer) : -EIO;
 	ckc_leave();
@@ -659,6 +683,11 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 		ok = ckc_ref_addr(e.ref, lo - e.cap_start, hi - lo, &dsrc) == 0;
 	}
 	ckc_leave();
+	/* from the region of the device the copy goes to (another device's
+	 * memory is not mapped for it) */
+	int dev;
+	if (ok && (!cu_gpu_up(&dev) || ckc_gpu_device_of(dsrc) != dev))
+		ok = false;
 	if (!ok) {
 		ckc_enter();
 		ckc_owed_found_put(&e);
@@ -882,18 +911,19 @@ CU_PASS(cuMemcpyBatchAsync_v2, (CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_
  * allocation, so that it is mapped before the first checkpoint. */
 static void cu_gpu_early(void)
 {
-	if (atomic_load_explicit(&cu_gpu_state, memory_order_relaxed) == 0 && cu_device_mode())
-		cu_gpu_up();
+	if (atomic_load_explicit(&cu_gpu_state, memory_order_relaxed) >= 0 && cu_device_mode())
+		cu_gpu_up(NULL);
 }
 
 /* Allocations: when the device is out of memory, the gpu arena gives some
  * back and the allocation is tried again. */
 static bool cu_oom_retry(CUresult rc, size_t need)
 {
-	if (rc != CUDA_ERROR_OUT_OF_MEMORY || atomic_load(&cu_gpu_state) <= 0)
+	int dev;
+	if (rc != CUDA_ERROR_OUT_OF_MEMORY || atomic_load(&cu_gpu_state) <= 0 || !cu_gpu_up(&dev))
 		return false;
 	ckc_enter();
-	uint64_t got = ckc_gpu_release(need ? need : 1);
+	uint64_t got = ckc_gpu_release(dev, need ? need : 1);
 	ckc_leave();
 	return got > 0;
 }

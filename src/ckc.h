@@ -170,16 +170,20 @@ int ckc_expand_name(const char *tmpl, char *out, size_t outlen);
  * (set by the preloaded library; NULL: no gpu tier). */
 extern void *(*ckc_gpu_sym)(const char *name);
 
-/* Sets up the gpu tier on the device of the program's current context ctx
- * (first capture; later calls return at once). 0, -ENODEV (no gpu tier or
- * no driver), -EXDEV (the tier lives on another device), -errno. */
+/* Sets up the gpu tier's region on device, whose context ctx is current
+ * (its first capture or allocation; later calls return at once). 0,
+ * -ENODEV (no gpu tier or no driver), -ENOSPC (no room there, or no slot
+ * left for another device), -errno. */
 int ckc_gpu_attach(void *ctx, int device);
 
-/* Room in the gpu tier for a capture of len bytes whose host destination
- * starts skew bytes into a page: *dptr is where byte 0 goes. Returns 0 and
- * a reference (one count) to an anonymous capture, -ENOSPC when the tier
- * has no room now, -errno. */
-int ckc_capture_begin(size_t len, unsigned skew, ckc_ref_t **ref, uint64_t *dptr);
+/* The device of the gpu tier's region holding device address dptr, or -1. */
+int ckc_gpu_device_of(uint64_t dptr);
+
+/* Room in device's region of the gpu tier for a capture of len bytes whose
+ * host destination starts skew bytes into a page: *dptr is where byte 0
+ * goes. Returns 0 and a reference (one count) to an anonymous capture,
+ * -ENOSPC when the region has no room now, -errno. */
+int ckc_capture_begin(size_t len, unsigned skew, int device, ckc_ref_t **ref, uint64_t *dptr);
 
 /* Writes bytes [roff, roff+len) of a reference at off of a writing handle:
  * a whole capture appended at the end of an object in the gpu tier is
@@ -217,9 +221,9 @@ void *ckc_gpu_pinned_slot(size_t len);
 void ckc_gpu_prog_begin(void);
 void ckc_gpu_prog_end(void);
 
-/* The program's allocation of bytes of device memory failed: empty and
- * unmap the end of the gpu arena. Returns the bytes given back. */
-uint64_t ckc_gpu_release(uint64_t bytes);
+/* The program's allocation of bytes of memory of device failed: empty and
+ * unmap the end of that device's region. Returns the bytes given back. */
+uint64_t ckc_gpu_release(int device, uint64_t bytes);
 
 /* Before the driver goes away at exit: every gpu copy is moved down (or
  * dropped when nothing needs it) and the device memory is released. */

@@ -720,7 +720,7 @@ static int write_room(ckc_obj_t *o, uint64_t end)
 		uint64_t have = ckc_place_bytes(p);
 		if (end <= have)
 			return 0;
-		uint64_t cap = ckc_eng.tier[o->wlevel].arena.capacity, need;
+		uint64_t cap = ckc_place_limit(o, o->wlevel), need;
 		if (have == 0) {
 			uint64_t guess = predict_size();
 			need = end > guess ? end : guess;
@@ -1679,7 +1679,7 @@ static void ref_detach(ckc_obj_t *o)
 	refs_move(o, c, 0);
 }
 
-int ckc_capture_begin(size_t len, unsigned skew, ckc_ref_t **ref, uint64_t *dptr)
+int ckc_capture_begin(size_t len, unsigned skew, int device, ckc_ref_t **ref, uint64_t *dptr)
 {
 	int rc;
 
@@ -1704,6 +1704,7 @@ int ckc_capture_begin(size_t len, unsigned skew, ckc_ref_t **ref, uint64_t *dptr
 	/* the capture must not wait for room: a full tier means the copy
 	 * goes to the host as the program asked */
 	ckc_set_state(c, 0, LC_EV_WRITE_BEGIN);
+	c->gdev1 = device + 1;
 	c->retired = false;
 	rc = ckc_place_reserve(c, 0, (uint64_t)skew + len, CKC_ALLOC_PREFETCH, 0);
 	c->retired = true;
@@ -1807,6 +1808,9 @@ ssize_t ckc_pwrite_ref(ckc_handle_t *h, ckc_ref_t *r, uint64_t roff, size_t len,
 	ckc_tier_t *t = &ckc_eng.tier[0];
 	while (o->migrating)
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	/* its gpu copy goes where the capture is */
+	if (!o->gdev1)
+		o->gdev1 = c->gdev1;
 	/* a whole capture appended to an object written into the gpu tier:
 	 * its extent becomes the object's */
 	if (c->capture && c != o && r->base == 0 && roff == 0 && len == c->size &&

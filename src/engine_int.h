@@ -86,6 +86,7 @@ struct ckc_obj {
 
 	ckc_ref_t *gref;     /* host ranges owed from its gpu copy */
 	bool capture;        /* an anonymous device capture, not yet a file */
+	int gdev1;           /* 1 + the device it came from (0: none known) */
 };
 
 /* A host range the interposer owes from an object's gpu copy: bytes
@@ -98,20 +99,36 @@ struct ckc_ref {
 	ckc_ref_t *next;     /* o's list */
 };
 
-/* The gpu tier's device memory. */
-typedef struct ckc_gpu {
-	void *ctx;           /* CUcontext of the program's first capture */
+/* The gpu tier's device memory: one address range holds a region (slot)
+ * per device the program checkpoints from, each with its own physical
+ * chunks, context, streams and mapping thread. A region's unmapped part is
+ * covered in the arena by a fence extent (owner &ckc_gpu_fence), so every
+ * gap lies within the mapped part of one region. */
+typedef struct ckc_gpu_dev {
+	void *ctx;           /* CUcontext of the program's first capture there */
 	int device;
-	bool tried, usable, gone, retained;
-	atomic_bool stop;    /* the mapping thread must end (read unlocked) */
-	uint64_t base;       /* reserved virtual range */
-	uint64_t reserved, chunk, ceiling;
+	bool usable, retained;
+	uint64_t off;        /* the region's offset in the arena */
+	uint64_t reserved, ceiling; /* bytes it may map; growth stops at ceiling */
 	size_t nchunk, nmapped, nmapped_max;
 	uint64_t *handle;    /* per chunk */
 	pthread_t mapper;
 	bool mapper_running;
 	uint64_t released_bytes, releases;
+} ckc_gpu_dev_t;
+
+typedef struct ckc_gpu {
+	bool tried, usable, gone; /* usable: some region is */
+	atomic_bool stop;    /* the mapping threads must end (read unlocked) */
+	atomic_bool pinning; /* the host tier's pinning has been started */
+	uint64_t base;       /* reserved virtual range: nslot slots */
+	uint64_t span, slot, chunk;
+	int nslot, ndev;     /* slots reserved, regions set up (in that order) */
+	ckc_gpu_dev_t dev[CKC_GPU_MAXDEV];
 } ckc_gpu_t;
+
+/* The owner of the fences. */
+extern char ckc_gpu_fence;
 
 typedef struct ckc_tier {
 	const char *name;
@@ -200,6 +217,9 @@ bool ckc_persist_wanted(const ckc_obj_t *o);  /* must it reach the real path? */
 
 /* object.c: copies, extents, room and eviction (lock held throughout;
  * functions that may wait say so) */
+/* The most bytes one copy of o may hold in tier level (its region's mapped
+ * bytes in the gpu tier). Lock held. */
+uint64_t ckc_place_limit(const ckc_obj_t *o, int level);
 int ckc_place_reserve(ckc_obj_t *o, int level, uint64_t need, int mode, uint64_t dist_limit); /* may wait */
 void ckc_unpin(ckc_obj_t *o, int level);
 #define CKC_ALLOC_WRITE 0
@@ -233,6 +253,10 @@ int ckc_gpu_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len);
 int ckc_gpu_dtod(ckc_tier_t *t, uint64_t dst, uint64_t src, size_t len);
 int ckc_gpu_dtoh(ckc_tier_t *t, void *dst, uint64_t src, size_t len);
 void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s);
+/* The arena offsets [*lo, *hi) where o's gpu copy may be placed: the mapped
+ * part of its device's region (of the first region when its device has
+ * none). -ENOSPC when there is none. Lock held. */
+int ckc_gpu_span(const ckc_tier_t *t, const ckc_obj_t *o, uint64_t *lo, uint64_t *hi);
 /* Set on the cache's own threads: their device transfers give way to the
  * program's copies. */
 extern __thread bool ckc_tl_background;

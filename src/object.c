@@ -253,6 +253,14 @@ static evict_frag_t *build_frags(int level, int mode, uint64_t dist_limit)
 		evict_frag_t *f = &b->f[i];
 		ckc_obj_t *o = a->frag[i].owner;
 		f->len = a->frag[i].len;
+		if (o == (void *)&ckc_gpu_fence) {
+			/* the unmapped part of a gpu region */
+			f->gap = false;
+			f->p = INFINITY;
+			f->s = 0;
+			f->age = 0;
+			continue;
+		}
 		if (!o) {
 			f->gap = true;
 			f->p = 0;
@@ -330,32 +338,63 @@ static void timed_wait(double seconds)
 	pthread_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
 }
 
+/* The arena offsets [*lo, *hi) where o may be placed in tier t: all of it,
+ * or the mapped part of one region of the gpu tier. */
+static int place_span(const ckc_tier_t *t, const ckc_obj_t *o, uint64_t *lo, uint64_t *hi)
+{
+	if (t->kind == TIER_GPU)
+		return ckc_gpu_span(t, o, lo, hi);
+	*lo = 0;
+	*hi = t->arena.capacity;
+	return 0;
+}
+
+uint64_t ckc_place_limit(const ckc_obj_t *o, int level)
+{
+	uint64_t lo, hi;
+	return place_span(&ckc_eng.tier[level], o, &lo, &hi) ? 0 : hi - lo;
+}
+
+/* The fragments [*first, *end) that lie in [lo, hi). */
+static void frag_span(const arena_t *a, uint64_t lo, uint64_t hi, size_t *first, size_t *end)
+{
+	size_t i = 0;
+	while (i < a->nfrag && a->frag[i].off < lo)
+		i++;
+	*first = i;
+	while (i < a->nfrag && a->frag[i].off < hi)
+		i++;
+	*end = i;
+}
+
 /* Finds room for a new extent of want bytes in tier level. */
 static int find_room(ckc_obj_t *o, int level, uint64_t want, int mode, uint64_t dist_limit,
 		     ssize_t *gap)
 {
 	ckc_tier_t *t = &ckc_eng.tier[level];
 	bool waited = false;
-	uint64_t t0 = 0;
+	uint64_t t0 = 0, lo, hi;
 
-	if (want > t->arena.capacity)
+	if (place_span(t, o, &lo, &hi) != 0 || want > hi - lo)
 		return mode == CKC_ALLOC_PREFETCH ? -EAGAIN : -ENOSPC;
 	for (;;) {
 		if (o->retired)
 			return -ECANCELED;
-		*gap = arena_find_gap(&t->arena, want);
+		*gap = arena_find_gap_in(&t->arena, want, lo, hi);
 		if (*gap >= 0)
 			break;
 		ckc_refresh_flush_eta(level);
 		evict_frag_t *f = build_frags(level, mode, dist_limit);
 		if (!f)
 			return -ENOMEM;
+		size_t first, end;
+		frag_span(&t->arena, lo, hi, &first, &end);
 		evict_choice_t c;
-		evict_choose(f, t->arena.nfrag, want, policy(), &c);
+		evict_choose(f + first, end - first, want, policy(), &c);
 		if (!c.found)
 			return mode == CKC_ALLOC_PREFETCH ? -EAGAIN : -ENOSPC;
 		if (c.p == 0) {
-			evict_window(level, c.first, c.last);
+			evict_window(level, first + c.first, first + c.last);
 			continue;
 		}
 		if (mode == CKC_ALLOC_PREFETCH)

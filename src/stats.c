@@ -77,13 +77,17 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 				(unsigned long long)s->cuda_hooked[i]);
 		fprintf(f, "}}");
 	}
-	if (s->gpu_present)
+	if (s->gpu_present) {
+		fprintf(f, ",\n  \"gpu\": {\"device\": %d, \"devices\": [", s->gpu_device);
+		for (int i = 0; i < s->gpu_ndev; i++)
+			fprintf(f, "%s%d", i ? ", " : "", s->gpu_devs[i]);
 		fprintf(f,
-			",\n  \"gpu\": {\"device\": %d, \"arena_bytes\": %llu, \"mapped_bytes\": %llu,"
+			"], \"arena_bytes\": %llu, \"mapped_bytes\": %llu,"
 			" \"released_bytes\": %llu, \"releases\": %llu, \"host_pinned\": %s}",
-			s->gpu_device, (unsigned long long)s->gpu_arena_bytes,
+			(unsigned long long)s->gpu_arena_bytes,
 			(unsigned long long)s->gpu_mapped_bytes, (unsigned long long)s->gpu_released_bytes,
 			(unsigned long long)s->gpu_releases, s->host_pinned ? "true" : "false");
+	}
 	if (s->capture_seen)
 		fprintf(f,
 			",\n  \"capture\": {\"captured\": %llu, \"captured_bytes\": %llu,"

@@ -8,6 +8,8 @@
 #include <stdio.h>
 
 #define CKC_MAX_TIERS 4
+/* Devices of one process the gpu tier keeps a region on. */
+#define CKC_GPU_MAXDEV 16
 /* Prefetch distance at each read: 0..7 exact, then 8-15, 16-31, 32-63,
  * 64 and more, and reads of checkpoints that were not in the queue. */
 #define CKC_DIST_BUCKETS 13
@@ -49,7 +51,8 @@ typedef struct ckc_stats {
 	const char *cuda_path_name[CKC_CUDA_PATHS];
 	/* the gpu tier and device capture */
 	bool gpu_present;
-	int gpu_device;
+	int gpu_device;                 /* the first region's */
+	int gpu_ndev, gpu_devs[CKC_GPU_MAXDEV];
 	uint64_t gpu_arena_bytes, gpu_mapped_bytes, gpu_released_bytes, gpu_releases;
 	bool host_pinned;
 	bool capture_seen;

@@ -1,13 +1,16 @@
-/* The gpu tier: an arena in spare device memory of the device the program
- * checkpoints from. Its address range is reserved once (cuMemAddressReserve)
- * and physical chunks are created and mapped into it by a background thread
- * (cuMemCreate/cuMemMap), so the program never waits for it; the arena's
- * capacity grows with the mapped chunks. When the program's own allocation
- * fails for lack of device memory, the tail of the arena is emptied and its
- * chunks are unmapped and released (ckc_gpu_release). Copies in and out run
- * on a non-blocking stream of the calling thread (one per flusher and
- * prefetcher). The same thread pins the host tier once its pages are
- * populated (cuMemHostRegister), one process of the node at a time.
+/* The gpu tier: an arena in spare device memory, a region of it on each
+ * device the program checkpoints from. One address range is reserved at
+ * the first capture (cuMemAddressReserve), a slot of it per device of the
+ * process; a region's physical chunks are created on its device and mapped
+ * into its slot by a background thread (cuMemCreate/cuMemMap), so the
+ * program never waits for it; the region's capacity grows with its mapped
+ * chunks, and a fence in the arena covers the rest of its slot. When the
+ * program's own allocation fails for lack of device memory, the tail of
+ * that device's region is emptied and its chunks are unmapped and released
+ * (ckc_gpu_release). Copies in and out run on non-blocking streams of the
+ * calling thread, one per region (and per flusher and prefetcher). The
+ * first mapping thread pins the host tier once its pages are populated
+ * (cuMemHostRegister), one process of the node at a time.
  *
  * The driver is reached only through ckc_gpu_sym, which the preloaded
  * library points at libcuda's real functions; without it (or without a
@@ -26,6 +29,7 @@
 
 void *(*ckc_gpu_sym)(const char *name);
 __thread bool ckc_tl_background;
+char ckc_gpu_fence;
 void (*ckc_gpu_settle)(void);
 
 int ckc_gpu_open(ckc_tier_t *t)
@@ -52,6 +56,8 @@ int ckc_gpu_open(ckc_tier_t *t)
 	X(cuCtxGetDevice, (CUdevice *))                                                                \
 	X(cuDevicePrimaryCtxRetain, (CUcontext *, CUdevice))                                           \
 	X(cuDevicePrimaryCtxRelease_v2, (CUdevice))                                                    \
+	X(cuDeviceGetCount, (int *))                                                                   \
+	X(cuDeviceTotalMem_v2, (size_t *, CUdevice))                                                   \
 	X(cuMemGetInfo_v2, (size_t *, size_t *))                                                       \
 	X(cuMemGetAllocationGranularity, (size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags)) \
 	X(cuMemAddressReserve, (CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long))      \
@@ -96,11 +102,11 @@ static bool drv_load(void)
 	return true;
 }
 
-/* The context of the arena current on this thread, this thread's stream
- * and its pinned bounce buffer for small copies to pageable memory (a
- * pageable copy costs a staged, synchronous transfer inside the driver). */
-static __thread CUstream tl_stream;
-static __thread CUcontext tl_ctx;
+/* This thread's stream on each region (made in the region's context) and
+ * its pinned bounce buffer for small copies to pageable memory (a pageable
+ * copy costs a staged, synchronous transfer inside the driver). */
+static __thread CUstream tl_stream[CKC_GPU_MAXDEV];
+static __thread CUcontext tl_ctx[CKC_GPU_MAXDEV];
 static __thread void *tl_bounce;
 #define BOUNCE (64u << 10)
 
@@ -158,21 +164,32 @@ static int gpu_err(CUresult rc)
 	}
 }
 
-static int gpu_enter(const ckc_gpu_t *g, CUstream *s)
+/* The region holding device address d (NULL: none). */
+static const ckc_gpu_dev_t *gpu_region_of(const ckc_gpu_t *g, uint64_t d)
+{
+	if (d < g->base || d - g->base >= g->span)
+		return NULL;
+	/* a slot's address is handed out only once its region is set up */
+	return &g->dev[(d - g->base) / g->slot];
+}
+
+/* Makes region r's context current and gives this thread's stream there. */
+static int gpu_enter(const ckc_gpu_t *g, const ckc_gpu_dev_t *r, CUstream *s)
 {
 	CUcontext cur = NULL;
+	size_t i = (size_t)(r - g->dev);
 	if (drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS)
 		return -ENODEV;
-	if (cur != (CUcontext)g->ctx && drv.cuCtxSetCurrent((CUcontext)g->ctx) != CUDA_SUCCESS)
+	if (cur != (CUcontext)r->ctx && drv.cuCtxSetCurrent((CUcontext)r->ctx) != CUDA_SUCCESS)
 		return -ENODEV;
-	if (!tl_stream || tl_ctx != (CUcontext)g->ctx) {
-		if (drv.cuStreamCreate(&tl_stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
-			tl_stream = NULL;
+	if (!tl_stream[i] || tl_ctx[i] != (CUcontext)r->ctx) {
+		if (drv.cuStreamCreate(&tl_stream[i], CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+			tl_stream[i] = NULL;
 			return -EIO;
 		}
-		tl_ctx = (CUcontext)g->ctx;
+		tl_ctx[i] = (CUcontext)r->ctx;
 	}
-	*s = tl_stream;
+	*s = tl_stream[i];
 	return 0;
 }
 
@@ -213,12 +230,36 @@ static CUresult bg_piece(char kind, char *host, uint64_t dev, size_t n, CUstream
 	return copy_via(kind, via ? via : host, host, dev, n, s);
 }
 
-/* One copy on this thread's stream, waited for. kind: 'h' device->host,
- * 'd' host->device, 'x' device->device. */
+static int gpu_copy(const ckc_gpu_t *g, char kind, void *host, uint64_t dst, uint64_t src, size_t n);
+
+/* A device-to-device copy between two regions (two devices): through this
+ * thread's pinned stage, piece by piece. */
+static int gpu_copy_across(const ckc_gpu_t *g, uint64_t dst, uint64_t src, size_t n)
+{
+	char *stage = pinned_buf(&tl_stage, GPU_XFER);
+	if (!stage)
+		return -ENOMEM;
+	int rc = 0;
+	for (size_t done = 0, k; !rc && done < n; done += k) {
+		k = n - done < GPU_XFER ? n - done : GPU_XFER;
+		rc = gpu_copy(g, 'h', stage, 0, src + done, k);
+		if (!rc)
+			rc = gpu_copy(g, 'd', stage, dst + done, 0, k);
+	}
+	return rc;
+}
+
+/* One copy on this thread's stream of the region it touches, waited for.
+ * kind: 'h' device->host, 'd' host->device, 'x' device->device. */
 static int gpu_copy(const ckc_gpu_t *g, char kind, void *host, uint64_t dst, uint64_t src, size_t n)
 {
 	CUstream s;
-	int rc = gpu_enter(g, &s);
+	const ckc_gpu_dev_t *reg = gpu_region_of(g, kind == 'h' ? src : dst);
+	if (!reg)
+		return -EFAULT;
+	if (kind == 'x' && gpu_region_of(g, src) != reg)
+		return gpu_copy_across(g, dst, src, n);
+	int rc = gpu_enter(g, reg, &s);
 	if (rc)
 		return rc;
 	if (ckc_gpu_settle)
@@ -282,79 +323,102 @@ int ckc_gpu_dtoh(ckc_tier_t *t, void *dst, uint64_t src, size_t len)
 
 /* ---- mapping --------------------------------------------------------- */
 
-/* Maps chunk i (lock not held). */
-static int gpu_map_chunk(ckc_gpu_t *g, size_t i)
+/* Maps chunk i of region r (lock not held). */
+static int gpu_map_chunk(ckc_gpu_t *g, ckc_gpu_dev_t *r, size_t i)
 {
 	CUmemAllocationProp prop = { 0 };
 	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
 	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	prop.location.id = g->device;
+	prop.location.id = r->device;
 	CUmemGenericAllocationHandle h;
-	CUdeviceptr at = (CUdeviceptr)(g->base + i * g->chunk);
-	CUresult r = drv.cuMemCreate(&h, g->chunk, &prop, 0);
-	if (r != CUDA_SUCCESS)
-		return gpu_err(r);
-	if ((r = drv.cuMemMap(at, g->chunk, 0, h, 0)) != CUDA_SUCCESS) {
+	CUdeviceptr at = (CUdeviceptr)(g->base + r->off + i * g->chunk);
+	CUresult rc = drv.cuMemCreate(&h, g->chunk, &prop, 0);
+	if (rc != CUDA_SUCCESS)
+		return gpu_err(rc);
+	if ((rc = drv.cuMemMap(at, g->chunk, 0, h, 0)) != CUDA_SUCCESS) {
 		drv.cuMemRelease(h);
-		return gpu_err(r);
+		return gpu_err(rc);
 	}
 	CUmemAccessDesc acc = { 0 };
 	acc.location = prop.location;
 	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-	if ((r = drv.cuMemSetAccess(at, g->chunk, &acc, 1)) != CUDA_SUCCESS) {
+	if ((rc = drv.cuMemSetAccess(at, g->chunk, &acc, 1)) != CUDA_SUCCESS) {
 		drv.cuMemUnmap(at, g->chunk);
 		drv.cuMemRelease(h);
-		return gpu_err(r);
+		return gpu_err(rc);
 	}
-	g->handle[i] = (uint64_t)h;
+	r->handle[i] = (uint64_t)h;
 	return 0;
 }
 
-static void gpu_unmap_chunk(ckc_gpu_t *g, size_t i)
+static void gpu_unmap_chunk(ckc_gpu_t *g, ckc_gpu_dev_t *r, size_t i)
 {
-	drv.cuMemUnmap((CUdeviceptr)(g->base + i * g->chunk), g->chunk);
-	drv.cuMemRelease((CUmemGenericAllocationHandle)g->handle[i]);
-	g->handle[i] = 0;
+	drv.cuMemUnmap((CUdeviceptr)(g->base + r->off + i * g->chunk), g->chunk);
+	drv.cuMemRelease((CUmemGenericAllocationHandle)r->handle[i]);
+	r->handle[i] = 0;
 }
 
-/* Adds one mapped chunk to the arena (lock not held). Returns 0, 1 when
- * the arena is complete (or was cut), or -errno. */
-static int gpu_grow_one(ckc_tier_t *t)
+/* Moves the start of region r's fence to arena offset at (lock held). */
+static int gpu_fence_to(ckc_tier_t *t, const ckc_gpu_dev_t *r, uint64_t from, uint64_t at)
+{
+	arena_t *a = &t->arena;
+	ssize_t idx = arena_index_of(a, r->off + from);
+	if (idx < 0 || a->frag[idx].owner != &ckc_gpu_fence) {
+		ckc_error("gpu tier: the arena lost the fence of device %d", r->device);
+		return -EIO;
+	}
+	return arena_move_start(a, (size_t)idx, r->off + at);
+}
+
+/* The tier's capacity: the regions' mapped bytes (lock held). */
+static void gpu_capacity(ckc_tier_t *t)
+{
+	const ckc_gpu_t *g = t->gpu;
+	uint64_t cap = 0;
+	bool usable = false;
+	for (int i = 0; i < g->ndev; i++) {
+		cap += (uint64_t)g->dev[i].nmapped * g->chunk;
+		usable |= g->dev[i].usable;
+	}
+	t->st.capacity = cap;
+	t->gpu->usable = usable;
+}
+
+/* Adds one mapped chunk to region r (lock not held). Returns 0, 1 when
+ * the region is complete (or was cut), or -errno. */
+static int gpu_grow_one(ckc_tier_t *t, ckc_gpu_dev_t *r)
 {
 	ckc_gpu_t *g = t->gpu;
 
 	pthread_mutex_lock(&ckc_eng.lock);
-	size_t i = g->nmapped;
-	bool done = i >= g->nchunk || (uint64_t)(i + 1) * g->chunk > g->ceiling || g->stop;
+	size_t i = r->nmapped;
+	bool done = i >= r->nchunk || (uint64_t)(i + 1) * g->chunk > r->ceiling || g->stop;
 	pthread_mutex_unlock(&ckc_eng.lock);
 	if (done)
 		return 1;
-	int rc = gpu_map_chunk(g, i);
+	int rc = gpu_map_chunk(g, r, i);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&ckc_eng.lock);
-	if (g->nmapped != i || (uint64_t)(i + 1) * g->chunk > g->ceiling || g->stop) {
-		/* a release cut the arena meanwhile */
+	if (r->nmapped != i || (uint64_t)(i + 1) * g->chunk > r->ceiling || g->stop) {
+		/* a release cut the region meanwhile */
 		pthread_mutex_unlock(&ckc_eng.lock);
-		gpu_unmap_chunk(g, i);
+		gpu_unmap_chunk(g, r, i);
 		return 1;
 	}
-	g->nmapped = i + 1;
-	if (g->nmapped > g->nmapped_max)
-		g->nmapped_max = g->nmapped;
-	uint64_t cap = (uint64_t)g->nmapped * g->chunk;
-	if (!g->usable) {
-		arena_fini(&t->arena);
-		rc = arena_init(&t->arena, cap, CKC_ALIGN);
-	} else
-		rc = arena_resize(&t->arena, cap);
+	rc = gpu_fence_to(t, r, (uint64_t)i * g->chunk, (uint64_t)(i + 1) * g->chunk);
 	if (rc == 0) {
-		g->usable = true;
-		t->st.capacity = cap;
+		r->nmapped = i + 1;
+		if (r->nmapped > r->nmapped_max)
+			r->nmapped_max = r->nmapped;
+		r->usable = true;
+		gpu_capacity(t);
 		ckc_eng.prefetch_gen++;
 		pthread_cond_broadcast(&ckc_eng.cv);
 	}
 	pthread_mutex_unlock(&ckc_eng.lock);
+	if (rc)
+		gpu_unmap_chunk(g, r, i);
 	return rc;
 }
 
@@ -472,21 +536,25 @@ void *ckc_gpu_pinned_slot(size_t len)
 
 static void *gpu_mapper(void *arg)
 {
-	ckc_tier_t *t = arg;
+	ckc_gpu_dev_t *r = arg;
+	ckc_tier_t *t = &ckc_eng.tier[0];
 	ckc_gpu_t *g = t->gpu;
 	ckc_io_guard = 1;
 	ckc_tl_background = true;
 
-	drv.cuCtxSetCurrent((CUcontext)g->ctx);
-	gpu_make_slots();
+	drv.cuCtxSetCurrent((CUcontext)r->ctx);
+	bool first = !atomic_exchange(&g->pinning, true);
+	if (first)
+		gpu_make_slots();
 	int rc;
 	do
 		gpu_yield();
-	while ((rc = gpu_grow_one(t)) == 0);
+	while ((rc = gpu_grow_one(t, r)) == 0);
 	if (rc < 0)
-		ckc_info("gpu tier: %llu bytes mapped; the rest stays unmapped (%s)",
-			 (unsigned long long)g->nmapped * g->chunk, strerror(-rc));
-	gpu_pin_host(g);
+		ckc_info("gpu tier: %llu bytes mapped on device %d; the rest stays unmapped (%s)",
+			 (unsigned long long)r->nmapped * g->chunk, r->device, strerror(-rc));
+	if (first)
+		gpu_pin_host(g);
 	return NULL;
 }
 
@@ -495,45 +563,50 @@ bool ckc_gpu_usable(const ckc_tier_t *t)
 	return t->gpu && t->gpu->usable && !t->gpu->gone;
 }
 
-int ckc_gpu_attach(void *ctx, int device)
+/* The region of device (NULL: none). */
+static ckc_gpu_dev_t *gpu_region_for(const ckc_gpu_t *g, int device)
 {
-	ckc_tier_t *t = &ckc_eng.tier[0];
-	int rc = 0;
+	for (int i = 0; i < g->ndev; i++)
+		if (g->dev[i].device == device)
+			return (ckc_gpu_dev_t *)&g->dev[i];
+	return NULL;
+}
 
-	pthread_mutex_lock(&gpu_life);
-	if (!ckc_eng.active || ckc_eng.ntier < 2 || t->kind != TIER_GPU) {
-		rc = -ENODEV;
-		goto out;
-	}
+int ckc_gpu_span(const ckc_tier_t *t, const ckc_obj_t *o, uint64_t *lo, uint64_t *hi)
+{
+	const ckc_gpu_t *g = t->gpu;
+	const ckc_gpu_dev_t *r = NULL;
+
+	if (!g || !g->usable || g->gone)
+		return -ENOSPC;
+	if (o->place[0].nexts > 0)
+		r = gpu_region_of(g, g->base + o->place[0].ext[0].aoff);
+	else if (o->gdev1)
+		r = gpu_region_for(g, o->gdev1 - 1);
+	else
+		for (int i = 0; i < g->ndev && !r; i++)
+			r = g->dev[i].usable ? &g->dev[i] : NULL;
+	if (!r || !r->usable)
+		return -ENOSPC;
+	*lo = r->off;
+	*hi = r->off + (uint64_t)r->nmapped * g->chunk;
+	return 0;
+}
+
+int ckc_gpu_device_of(uint64_t dptr)
+{
+	const ckc_tier_t *t = &ckc_eng.tier[0];
+	const ckc_gpu_dev_t *r = t->kind == TIER_GPU && t->gpu ? gpu_region_of(t->gpu, dptr) : NULL;
+	return r ? r->device : -1;
+}
+
+/* The address range: a slot for each device of the process (the largest
+ * device's memory and one chunk more, so that a region never fills its
+ * slot and its fence is never empty), or one slot when so much address
+ * space is refused. The arena covers it, fenced. Lock gpu_life held. */
+static int gpu_reserve(ckc_tier_t *t, int device)
+{
 	ckc_gpu_t *g = t->gpu;
-	if (g->tried) {
-		rc = g->usable && !g->gone ? (g->device == device ? 0 : -EXDEV) : -ENODEV;
-		goto out;
-	}
-	g->tried = true;
-	if (!drv_load()) {
-		rc = -ENODEV;
-		goto out;
-	}
-	g->ctx = ctx;
-	g->device = device;
-	CUcontext prim = NULL;
-	if (drv.cuDevicePrimaryCtxRetain(&prim, (CUdevice)device) == CUDA_SUCCESS) {
-		/* held so that the runtime's release at exit cannot destroy
-		 * the arena's context before the cache has emptied it */
-		if (prim == (CUcontext)ctx)
-			g->retained = true;
-		else
-			drv.cuDevicePrimaryCtxRelease_v2((CUdevice)device);
-	}
-	size_t fr = 0, total = 0;
-	if (drv.cuMemGetInfo_v2(&fr, &total) != CUDA_SUCCESS) {
-		rc = -ENODEV;
-		goto out;
-	}
-	const ckc_config_t *c = &ckc_eng.cfg;
-	uint64_t want = c->gpu_cache_pct >= 0 ? (uint64_t)((double)fr * c->gpu_cache_pct / 100.0) :
-						c->gpu_cache;
 	CUmemAllocationProp prop = { 0 };
 	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
 	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -542,51 +615,150 @@ int ckc_gpu_attach(void *ctx, int device)
 	if (drv.cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) !=
 		    CUDA_SUCCESS || gran == 0)
 		gran = 2u << 20;
-	uint64_t chunk = (GPU_CHUNK_MIN + gran - 1) / gran * gran;
-	if (want > fr)
-		want = fr;
-	want = want / chunk * chunk;
-	if (want == 0) {
-		char b1[32], b2[32];
-		ckc_warn("CKPTCACHE_GPU_CACHE: %s of device %d is less than one %s chunk: no gpu tier",
-			 ckc_format_size((uint64_t)fr, b1, sizeof(b1)), device,
-			 ckc_format_size(chunk, b2, sizeof(b2)));
+	g->chunk = (GPU_CHUNK_MIN + gran - 1) / gran * gran;
+	int count = 0;
+	if (drv.cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1)
+		count = 1;
+	if (count > CKC_GPU_MAXDEV)
+		count = CKC_GPU_MAXDEV;
+	uint64_t most = 0;
+	for (int d = 0; d < count; d++) {
+		size_t total = 0;
+		if (drv.cuDeviceTotalMem_v2(&total, (CUdevice)d) == CUDA_SUCCESS && total > most)
+			most = total;
+	}
+	if (most == 0)
+		return -ENODEV;
+	g->slot = (most + g->chunk - 1) / g->chunk * g->chunk + g->chunk;
+	CUdeviceptr base = 0;
+	CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+	for (; count >= 1; count = count > 1 ? 1 : 0)
+		if ((r = drv.cuMemAddressReserve(&base, count * g->slot, g->chunk, 0, 0)) == CUDA_SUCCESS)
+			break;
+	if (r != CUDA_SUCCESS) {
+		ckc_warn("gpu tier: cannot reserve %llu bytes of address space (CUDA error %d)",
+			 (unsigned long long)g->slot, (int)r);
+		return gpu_err(r);
+	}
+	g->base = (uint64_t)base;
+	g->nslot = count;
+	g->span = (uint64_t)count * g->slot;
+	pthread_mutex_lock(&ckc_eng.lock);
+	arena_t *a = &t->arena;
+	arena_fini(a);
+	int rc = arena_init(a, g->span, CKC_ALIGN);
+	for (int i = 0; !rc && i < count; i++)
+		rc = arena_take(a, (size_t)i, g->slot, &ckc_gpu_fence) < 0 ? -ENOMEM : 0;
+	if (rc) {
+		arena_fini(a);
+		arena_init(a, CKC_ALIGN, CKC_ALIGN);
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	if (rc) {
+		drv.cuMemAddressFree(base, g->span);
+		g->base = g->span = 0;
+		g->nslot = 0;
+	}
+	return rc;
+}
+
+int ckc_gpu_attach(void *ctx, int device)
+{
+	ckc_tier_t *t = &ckc_eng.tier[0];
+	int rc = 0;
+
+	pthread_mutex_lock(&gpu_life);
+	if (!ckc_eng.active || ckc_eng.ntier < 2 || t->kind != TIER_GPU || t->gpu->gone) {
+		rc = -ENODEV;
+		goto out;
+	}
+	ckc_gpu_t *g = t->gpu;
+	if (gpu_region_for(g, device))
+		goto out;
+	if (!g->tried) {
+		g->tried = true;
+		if (!drv_load() || (rc = gpu_reserve(t, device)) != 0) {
+			rc = -ENODEV;
+			goto out;
+		}
+	}
+	if (!g->nslot) {
+		rc = -ENODEV;
+		goto out;
+	}
+	if (g->ndev >= g->nslot) {
+		ckc_warn("gpu tier: no room left for device %d (%d devices have a region): its "
+			 "checkpoints are copied as asked",
+			 device, g->ndev);
 		rc = -ENOSPC;
 		goto out;
 	}
-	CUdeviceptr base;
-	CUresult r = drv.cuMemAddressReserve(&base, want, chunk, 0, 0);
-	if (r != CUDA_SUCCESS) {
-		ckc_warn("gpu tier: cannot reserve %llu bytes of address space (CUDA error %d)",
-			 (unsigned long long)want, (int)r);
-		rc = gpu_err(r);
-		goto out;
+	ckc_gpu_dev_t *r = &g->dev[g->ndev];
+	memset(r, 0, sizeof(*r));
+	r->ctx = ctx;
+	r->device = device;
+	r->off = (uint64_t)g->ndev * g->slot;
+	CUcontext prim = NULL;
+	if (drv.cuDevicePrimaryCtxRetain(&prim, (CUdevice)device) == CUDA_SUCCESS) {
+		/* held so that the runtime's release at exit cannot destroy
+		 * the region's context before the cache has emptied it */
+		if (prim == (CUcontext)ctx)
+			r->retained = true;
+		else
+			drv.cuDevicePrimaryCtxRelease_v2((CUdevice)device);
 	}
-	g->base = (uint64_t)base;
-	g->chunk = chunk;
-	g->nchunk = (size_t)(want / chunk);
-	g->reserved = want;
-	g->ceiling = want;
-	g->handle = calloc(g->nchunk, sizeof(*g->handle));
-	if (!g->handle) {
-		drv.cuMemAddressFree(base, want);
+	size_t fr = 0, total = 0;
+	if (drv.cuMemGetInfo_v2(&fr, &total) != CUDA_SUCCESS) {
+		rc = -ENODEV;
+		goto unretain;
+	}
+	const ckc_config_t *c = &ckc_eng.cfg;
+	uint64_t want = c->gpu_cache_pct >= 0 ? (uint64_t)((double)fr * c->gpu_cache_pct / 100.0) :
+						c->gpu_cache;
+	if (want > fr)
+		want = fr;
+	if (want > g->slot - g->chunk)
+		want = g->slot - g->chunk;
+	want = want / g->chunk * g->chunk;
+	if (want == 0) {
+		char b1[32], b2[32];
+		ckc_warn("CKPTCACHE_GPU_CACHE: %s of device %d is less than one %s chunk: no gpu tier there",
+			 ckc_format_size((uint64_t)fr, b1, sizeof(b1)), device,
+			 ckc_format_size(g->chunk, b2, sizeof(b2)));
+		rc = -ENOSPC;
+		goto unretain;
+	}
+	r->nchunk = (size_t)(want / g->chunk);
+	r->reserved = r->ceiling = want;
+	r->handle = calloc(r->nchunk, sizeof(*r->handle));
+	if (!r->handle) {
 		rc = -ENOMEM;
-		goto out;
+		goto unretain;
 	}
+	pthread_mutex_lock(&ckc_eng.lock);
+	g->ndev++;
+	pthread_mutex_unlock(&ckc_eng.lock);
 	/* the first chunk now, so the first capture finds room; the rest in
 	 * the background */
-	if ((rc = gpu_grow_one(t)) < 0) {
-		ckc_warn("gpu tier: cannot map device memory (%s)", strerror(-rc));
-		free(g->handle);
-		g->handle = NULL;
-		drv.cuMemAddressFree(base, want);
-		goto out;
+	if ((rc = gpu_grow_one(t, r)) < 0) {
+		ckc_warn("gpu tier: cannot map memory of device %d (%s)", device, strerror(-rc));
+		pthread_mutex_lock(&ckc_eng.lock);
+		g->ndev--;
+		pthread_mutex_unlock(&ckc_eng.lock);
+		free(r->handle);
+		r->handle = NULL;
+		goto unretain;
 	}
 	rc = 0;
-	g->mapper_running = pthread_create(&g->mapper, NULL, gpu_mapper, t) == 0;
+	r->mapper_running = pthread_create(&r->mapper, NULL, gpu_mapper, r) == 0;
 	char b1[32];
 	ckc_info("gpu tier: %s on device %d, mapped in %llu chunks in the background",
-		 ckc_format_size(want, b1, sizeof(b1)), device, (unsigned long long)g->nchunk);
+		 ckc_format_size(want, b1, sizeof(b1)), device, (unsigned long long)r->nchunk);
+	goto out;
+unretain:
+	if (r->retained)
+		drv.cuDevicePrimaryCtxRelease_v2((CUdevice)device);
+	r->retained = false;
 out:
 	pthread_mutex_unlock(&gpu_life);
 	return rc;
@@ -613,14 +785,15 @@ static bool gpu_may_drop(const ckc_obj_t *o)
 	}
 }
 
-/* Evicts every copy in [from, capacity) of the arena that may go; lock
- * held. Returns whether everything there is free now. */
-static bool gpu_empty_tail(ckc_tier_t *t, uint64_t from)
+/* Evicts every copy in [from, to) of the arena that may go; lock held.
+ * Returns the end of what is still there (from when nothing is). */
+static uint64_t gpu_empty_tail(ckc_tier_t *t, uint64_t from, uint64_t to)
 {
 	arena_t *a = &t->arena;
+	uint64_t busy = from;
 	for (size_t i = 0; i < a->nfrag; i++) {
 		arena_frag_t *f = &a->frag[i];
-		if (!f->owner || f->off + f->len <= from)
+		if (!f->owner || f->owner == &ckc_gpu_fence || f->off + f->len <= from || f->off >= to)
 			continue;
 		ckc_obj_t *o = f->owner;
 		if (gpu_may_drop(o)) {
@@ -631,33 +804,40 @@ static bool gpu_empty_tail(ckc_tier_t *t, uint64_t from)
 			t->st.evictions++;
 			t->st.evicted_bytes += bytes;
 			i = (size_t)-1; /* the table changed: look again */
+			busy = from;
+		} else if (f->off + f->len > busy) {
+			busy = f->off + f->len;
 		}
 	}
-	return arena_busy_end(a) <= from;
+	return busy;
 }
 
-uint64_t ckc_gpu_release(uint64_t bytes)
+uint64_t ckc_gpu_release(int device, uint64_t bytes)
 {
 	ckc_tier_t *t = &ckc_eng.tier[0];
 	uint64_t released = 0;
 
 	pthread_mutex_lock(&gpu_life);
 	pthread_mutex_lock(&ckc_eng.lock);
-	if (!ckc_eng.active || t->kind != TIER_GPU || !ckc_gpu_usable(t)) {
+	ckc_gpu_dev_t *r = NULL;
+	if (ckc_eng.active && t->kind == TIER_GPU && ckc_gpu_usable(t))
+		r = gpu_region_for(t->gpu, device);
+	if (!r || !r->usable) {
 		pthread_mutex_unlock(&ckc_eng.lock);
 		pthread_mutex_unlock(&gpu_life);
 		return 0;
 	}
 	ckc_gpu_t *g = t->gpu;
-	uint64_t cap = (uint64_t)g->nmapped * g->chunk;
+	uint64_t cap = (uint64_t)r->nmapped * g->chunk;
 	uint64_t want = (bytes + g->chunk - 1) / g->chunk * g->chunk;
 	uint64_t target = want >= cap ? 0 : cap - want;
 	/* no more growth: the program needs this memory */
-	g->ceiling = target;
+	r->ceiling = target;
 	/* what is being flushed or read goes once it is safe below: wait a
 	 * little for it (flushes to the host run at tens of GB/s) */
-	uint64_t deadline = ckc_now_ns() + 2000000000ull;
-	while (!gpu_empty_tail(t, target) && ckc_now_ns() < deadline) {
+	uint64_t deadline = ckc_now_ns() + 2000000000ull, busy;
+	while ((busy = gpu_empty_tail(t, r->off + target, r->off + cap)) > r->off + target &&
+	       ckc_now_ns() < deadline) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 10000000;
@@ -667,40 +847,34 @@ uint64_t ckc_gpu_release(uint64_t bytes)
 		}
 		pthread_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
 	}
-	uint64_t busy = arena_busy_end(&t->arena);
-	uint64_t keep = (busy + g->chunk - 1) / g->chunk * g->chunk;
+	uint64_t keep = (busy - r->off + g->chunk - 1) / g->chunk * g->chunk;
 	if (keep < target)
 		keep = target;
 	size_t nkeep = (size_t)(keep / g->chunk);
-	if (nkeep < g->nmapped) {
-		if (nkeep == 0) {
-			g->usable = false;
-			arena_fini(&t->arena);
-			arena_init(&t->arena, CKC_ALIGN, CKC_ALIGN);
-		} else {
-			arena_resize(&t->arena, keep);
-		}
-		size_t from = nkeep, to = g->nmapped;
-		g->nmapped = nkeep;
-		t->st.capacity = keep;
+	if (nkeep < r->nmapped && gpu_fence_to(t, r, cap, keep) == 0) {
+		size_t from = nkeep, to = r->nmapped;
+		r->nmapped = nkeep;
+		r->usable = nkeep > 0;
+		gpu_capacity(t);
 		pthread_mutex_unlock(&ckc_eng.lock);
 		if (ckc_gpu_settle)
 			ckc_gpu_settle();
 		for (size_t i = from; i < to; i++)
-			gpu_unmap_chunk(g, i);
+			gpu_unmap_chunk(g, r, i);
 		released = (uint64_t)(to - from) * g->chunk;
 		pthread_mutex_lock(&ckc_eng.lock);
-		g->released_bytes += released;
-		g->releases++;
+		r->released_bytes += released;
+		r->releases++;
 	}
 	pthread_mutex_unlock(&ckc_eng.lock);
 	pthread_mutex_unlock(&gpu_life);
 	if (released)
-		ckc_info("gpu tier: %llu bytes given back to the program", (unsigned long long)released);
+		ckc_info("gpu tier: %llu bytes of device %d given back to the program",
+			 (unsigned long long)released, device);
 	return released;
 }
 
-static void gpu_stop_mapper(ckc_gpu_t *g, bool locked)
+static void gpu_stop_mappers(ckc_gpu_t *g, bool locked)
 {
 	if (!locked)
 		pthread_mutex_lock(&ckc_eng.lock);
@@ -708,20 +882,23 @@ static void gpu_stop_mapper(ckc_gpu_t *g, bool locked)
 	pthread_cond_broadcast(&ckc_eng.cv);
 	if (!locked)
 		pthread_mutex_unlock(&ckc_eng.lock);
-	if (g->mapper_running) {
+	for (int i = 0; i < g->ndev; i++) {
+		ckc_gpu_dev_t *r = &g->dev[i];
+		if (!r->mapper_running)
+			continue;
 		/* it takes the lock: it must not be held here */
 		if (!locked)
-			pthread_join(g->mapper, NULL);
+			pthread_join(r->mapper, NULL);
 		else
-			ckc_error("gpu tier: mapping thread still running at close");
-		g->mapper_running = false;
+			ckc_error("gpu tier: mapping thread of device %d still running at close", r->device);
+		r->mapper_running = false;
 	}
 }
 
 void ckc_gpu_stop(ckc_tier_t *t)
 {
 	if (t->gpu)
-		gpu_stop_mapper(t->gpu, false);
+		gpu_stop_mappers(t->gpu, false);
 }
 
 /* Unmaps everything and gives the memory back. */
@@ -729,12 +906,13 @@ static void gpu_teardown(ckc_tier_t *t, bool locked)
 {
 	ckc_gpu_t *g = t->gpu;
 
-	gpu_stop_mapper(g, locked);
-	if (!drv.loaded || !g->handle)
+	gpu_stop_mappers(g, locked);
+	if (!drv.loaded || !g->nslot)
 		return;
 	if (ckc_gpu_settle)
 		ckc_gpu_settle();
-	drv.cuCtxSetCurrent((CUcontext)g->ctx);
+	if (g->ndev)
+		drv.cuCtxSetCurrent((CUcontext)g->dev[0].ctx);
 	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
 		ckc_tier_t *h = &ckc_eng.tier[l];
 		uint64_t pinned = h->kind == TIER_HOST ? atomic_load(&h->pinned_bytes) : 0;
@@ -743,15 +921,21 @@ static void gpu_teardown(ckc_tier_t *t, bool locked)
 		if (pinned)
 			atomic_store(&h->pinned_bytes, 0);
 	}
-	for (size_t i = 0; i < g->nmapped; i++)
-		gpu_unmap_chunk(g, i);
-	g->nmapped = 0;
-	drv.cuMemAddressFree((CUdeviceptr)g->base, g->reserved);
-	free(g->handle);
-	g->handle = NULL;
-	if (g->retained)
-		drv.cuDevicePrimaryCtxRelease_v2((CUdevice)g->device);
-	g->retained = false;
+	for (int d = 0; d < g->ndev; d++) {
+		ckc_gpu_dev_t *r = &g->dev[d];
+		drv.cuCtxSetCurrent((CUcontext)r->ctx);
+		for (size_t i = 0; i < r->nmapped; i++)
+			gpu_unmap_chunk(g, r, i);
+		r->nmapped = 0;
+		r->usable = false;
+		free(r->handle);
+		r->handle = NULL;
+		if (r->retained)
+			drv.cuDevicePrimaryCtxRelease_v2((CUdevice)r->device);
+		r->retained = false;
+	}
+	drv.cuMemAddressFree((CUdeviceptr)g->base, g->span);
+	g->nslot = 0;
 }
 
 void ckc_gpu_exit(void)
@@ -787,18 +971,25 @@ void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s)
 {
 	const ckc_gpu_t *g = t->gpu;
 	s->gpu_present = true;
-	s->gpu_arena_bytes = g->reserved;
-	s->gpu_mapped_bytes = (uint64_t)g->nmapped_max * g->chunk;
-	s->gpu_released_bytes = g->released_bytes;
-	s->gpu_releases = g->releases;
-	s->gpu_device = g->device;
+	s->gpu_device = g->ndev ? g->dev[0].device : -1;
+	s->gpu_ndev = g->ndev;
+	for (int i = 0; i < g->ndev; i++) {
+		const ckc_gpu_dev_t *r = &g->dev[i];
+		s->gpu_devs[i] = r->device;
+		s->gpu_arena_bytes += r->reserved;
+		s->gpu_mapped_bytes += (uint64_t)r->nmapped_max * g->chunk;
+		s->gpu_released_bytes += r->released_bytes;
+		s->gpu_releases += r->releases;
+	}
 }
 
 #else /* !HAVE_CUDA_H */
 
 bool ckc_gpu_usable(const ckc_tier_t *t) { (void)t; return false; }
 int ckc_gpu_attach(void *ctx, int device) { (void)ctx; (void)device; return -ENODEV; }
-uint64_t ckc_gpu_release(uint64_t bytes) { (void)bytes; return 0; }
+uint64_t ckc_gpu_release(int device, uint64_t bytes) { (void)device; (void)bytes; return 0; }
+int ckc_gpu_span(const ckc_tier_t *t, const ckc_obj_t *o, uint64_t *lo, uint64_t *hi) { (void)t; (void)o; (void)lo; (void)hi; return -ENOSPC; }
+int ckc_gpu_device_of(uint64_t dptr) { (void)dptr; return -1; }
 void ckc_gpu_exit(void) {}
 void *ckc_gpu_pinned_slot(size_t len) { (void)len; return NULL; }
 void ckc_gpu_prog_begin(void) {}
@@ -809,6 +1000,6 @@ int ckc_gpu_put(ckc_tier_t *t, uint64_t a, const void *b, size_t n) { (void)t; (
 int ckc_gpu_get(ckc_tier_t *t, uint64_t a, void *b, size_t n) { (void)t; (void)a; (void)b; (void)n; return -ENODEV; }
 int ckc_gpu_dtod(ckc_tier_t *t, uint64_t d, uint64_t s, size_t n) { (void)t; (void)d; (void)s; (void)n; return -ENODEV; }
 int ckc_gpu_dtoh(ckc_tier_t *t, void *d, uint64_t s, size_t n) { (void)t; (void)d; (void)s; (void)n; return -ENODEV; }
-void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s) { (void)t; s->gpu_present = true; }
+void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s) { (void)t; s->gpu_present = true; s->gpu_device = -1; }
 
 #endif /* HAVE_CUDA_H */

@@ -19,11 +19,16 @@ enum { OK = 0, OOM = 2 };
 
 static size_t fake_free = 4ull << 30, fake_total = 8ull << 30;
 static atomic_int fake_creates, fake_releases;
+/* devices: device d's context is (void *)(d + 1) */
+static int fake_ndev = 1;
+static __thread uintptr_t fake_cur = 1;
 
-static CUresult f_ctx_get(void **c) { *c = (void *)0x1; return OK; }
-static CUresult f_ctx_set(void *c) { (void)c; return OK; }
-static CUresult f_ctx_dev(int *d) { *d = 0; return OK; }
-static CUresult f_prim_retain(void **c, int d) { (void)d; *c = (void *)0x1; return OK; }
+static CUresult f_ctx_get(void **c) { *c = (void *)fake_cur; return OK; }
+static CUresult f_ctx_set(void *c) { fake_cur = (uintptr_t)c; return OK; }
+static CUresult f_ctx_dev(int *d) { *d = (int)fake_cur - 1; return OK; }
+static CUresult f_prim_retain(void **c, int d) { *c = (void *)(uintptr_t)(d + 1); return OK; }
+static CUresult f_dev_count(int *n) { *n = fake_ndev; return OK; }
+static CUresult f_total(size_t *t, int d) { (void)d; *t = fake_total; return OK; }
 static CUresult f_prim_release(int d) { (void)d; return OK; }
 static CUresult f_meminfo(size_t *f, size_t *t) { *f = fake_free; *t = fake_total; return OK; }
 static CUresult f_gran(size_t *g, const void *p, int fl) { (void)p; (void)fl; *g = 2u << 20; return OK; }
@@ -93,6 +98,8 @@ static const struct {
 	{ "cuDevicePrimaryCtxRetain", (void *)f_prim_retain },
 	{ "cuDevicePrimaryCtxRelease_v2", (void *)f_prim_release },
 	{ "cuMemGetInfo_v2", (void *)f_meminfo },
+	{ "cuDeviceGetCount", (void *)f_dev_count },
+	{ "cuDeviceTotalMem_v2", (void *)f_total },
 	{ "cuMemGetAllocationGranularity", (void *)f_gran },
 	{ "cuMemAddressReserve", (void *)f_reserve },
 	{ "cuMemAddressFree", (void *)f_addr_free },
@@ -160,17 +167,24 @@ static unsigned char *dev_buf(size_t n, uint64_t seed)
 	return d;
 }
 
-/* A capture of n bytes of d whose host destination starts skew bytes into a
- * page, as the interposer makes it: a reference and the device address. */
-static ckc_ref_t *capture(const unsigned char *d, size_t n, unsigned skew)
+/* A capture of n bytes of d on device dev whose host destination starts
+ * skew bytes into a page, as the interposer makes it: a reference and the
+ * device address. */
+static ckc_ref_t *capture_on(int dev, const unsigned char *d, size_t n, unsigned skew)
 {
 	ckc_ref_t *r;
 	uint64_t dptr;
-	cr_assert_eq(ckc_capture_begin(n, skew, &r, &dptr), 0);
+	cr_assert_eq(ckc_capture_begin(n, skew, dev, &r, &dptr), 0);
+	cr_assert_eq(ckc_gpu_device_of(dptr), dev, "the copy lands in the region of its device");
 	uint64_t in_page = dptr & 4095;
 	cr_assert_eq(in_page, skew, "byte 0 lands at the host page offset");
 	memcpy((void *)(uintptr_t)dptr, d, n); /* the device-to-device copy */
 	return r;
+}
+
+static ckc_ref_t *capture(const unsigned char *d, size_t n, unsigned skew)
+{
+	return capture_on(0, d, n, skew);
 }
 
 /* A checkpoint of n bytes of seed written as the interposer writes a
@@ -183,7 +197,7 @@ static void put_ckpt(const char *path, uint64_t seed, size_t n)
 	ckc_ref_t *r;
 	uint64_t dptr;
 	cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
-	if (ckc_capture_begin(n, 0, &r, &dptr) == 0) {
+	if (ckc_capture_begin(n, 0, 0, &r, &dptr) == 0) {
 		memcpy((void *)(uintptr_t)dptr, d, n);
 		cr_assert_eq(ckc_pwrite_ref(h, r, 0, n, 0), (ssize_t)n);
 		ckc_ref_put(r);
@@ -268,7 +282,7 @@ Test(gpu, the_tier_waits_for_a_capture_completing_in_stream_order_before_it_read
 	unsigned char *d = dev_buf(n, 9);
 	ckc_ref_t *r;
 	uint64_t dptr;
-	cr_assert_eq(ckc_capture_begin(n, 0, &r, &dptr), 0);
+	cr_assert_eq(ckc_capture_begin(n, 0, 0, &r, &dptr), 0);
 	memset((void *)(uintptr_t)dptr, 0, n);
 	pend_src = d;
 	pend_n = n;
@@ -429,7 +443,7 @@ Test(gpu, release_gives_device_memory_back_and_keeps_every_byte)
 		free(d);
 	}
 	/* the program needs 900 MiB: the arena gives back what it can */
-	uint64_t got = ckc_gpu_release(900 * MiB);
+	uint64_t got = ckc_gpu_release(0, 900 * MiB);
 	cr_expect_geq(got, 768 * MiB, "released %llu", (unsigned long long)got);
 	cr_expect_geq(fake_releases, 3);
 	ckc_stats_t st;
@@ -440,6 +454,178 @@ Test(gpu, release_gives_device_memory_back_and_keeps_every_byte)
 		tpath(&env, path, i);
 		tverify(path, 200 + (uint64_t)i, n, n);
 	}
+	gpu_stop();
+}
+
+/* Two devices: the tier on device 0 as gpu_start makes it, then device 1,
+ * each region of gpu_bytes mapped whole. */
+static void gpu_start2(uint64_t gpu_bytes, uint64_t host_bytes)
+{
+	fake_ndev = 2;
+	gpu_start(gpu_bytes, host_bytes, CKC_PERSIST_ALWAYS);
+	cr_assert_eq(ckc_gpu_attach((void *)0x2, 1), 0, "a second device gets a region");
+	cr_assert_eq(ckc_gpu_attach((void *)0x2, 1), 0, "once");
+	int want = 2 * (int)(gpu_bytes / (256 * MiB));
+	for (int i = 0; i < 300 && fake_creates < want; i++)
+		usleep(10000);
+	cr_assert_eq(fake_creates, want, "both regions mapped");
+}
+
+/* A checkpoint at path made of one capture on device dev. */
+static void put_capture(const char *path, int dev, const unsigned char *d, size_t n)
+{
+	ckc_ref_t *r = capture_on(dev, d, n, 0);
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
+	cr_assert_eq(ckc_pwrite_ref(h, r, 0, n, 0), (ssize_t)n);
+	cr_assert_eq(ckc_close(h), 0);
+	ckc_ref_put(r);
+}
+
+Test(gpu, each_device_has_its_own_region_and_every_byte_comes_back)
+{
+	gpu_start2(512 * MiB, 256 * MiB);
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_expect_eq(st.gpu_ndev, 2);
+	cr_expect_eq(st.gpu_devs[0], 0);
+	cr_expect_eq(st.gpu_devs[1], 1);
+	cr_expect_eq(st.gpu_arena_bytes, 1024 * MiB, "both regions counted");
+	size_t n = 24 * MiB + 77;
+	for (int i = 0; i < 6; i++) {
+		char path[PATH_MAX];
+		tpath(&env, path, i);
+		unsigned char *d = dev_buf(n, 500 + (uint64_t)i);
+		put_capture(path, i % 2, d, n);
+		free(d);
+	}
+	for (int i = 0; i < 6; i++) {
+		char path[PATH_MAX];
+		tpath(&env, path, i);
+		cr_expect_str_eq(ckc_where(path), "gpu", "%s", path);
+		/* a restore is answered from the region of the device it came from */
+		ckc_handle_t *h;
+		ckc_ref_t *rr;
+		uint64_t a;
+		cr_assert_eq(ckc_open_read(path, &h), 0);
+		cr_assert_eq(ckc_pread_ref(h, 0, n, &rr), (ssize_t)n);
+		cr_assert_eq(ckc_ref_addr(rr, 0, n, &a), 0);
+		int dev = i & 1;
+		cr_expect_eq(ckc_gpu_device_of(a), dev, "%s", path);
+		unsigned char *got = malloc(n), *want = dev_buf(n, 500 + (uint64_t)i);
+		cr_assert_eq(ckc_ref_fill(rr, 0, got, n), 0);
+		cr_expect_eq(memcmp(got, want, n), 0, "%s", path);
+		ckc_ref_put(rr);
+		cr_assert_eq(ckc_close(h), 0);
+		free(got);
+		free(want);
+		tverify(path, 500 + (uint64_t)i, n, n);
+	}
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	for (int i = 0; i < 6; i++) {
+		char path[PATH_MAX];
+		tpath(&env, path, i);
+		cr_expect(thome_matches(path, 500 + (uint64_t)i, n), "%s", path);
+	}
+	gpu_stop();
+}
+
+Test(gpu, a_full_region_does_not_spill_into_another_device)
+{
+	gpu_start2(512 * MiB, 256 * MiB);
+	/* owed captures (references held) cannot be evicted */
+	unsigned char *d = dev_buf(300 * MiB, 600);
+	ckc_ref_t *r0 = capture_on(0, d, 300 * MiB, 0);
+	ckc_ref_t *r1 = capture_on(1, d, 100 * MiB, 0);
+	ckc_ref_t *r;
+	uint64_t dptr;
+	cr_expect_eq(ckc_capture_begin(300 * MiB, 0, 0, &r, &dptr), -ENOSPC,
+		     "device 0's region is full although device 1's has room");
+	ckc_ref_t *r2 = capture_on(1, d, 300 * MiB, 0);
+	uint64_t a0, a1;
+	cr_assert_eq(ckc_ref_addr(r0, 0, 300 * MiB, &a0), 0);
+	cr_assert_eq(ckc_ref_addr(r1, 0, 100 * MiB, &a1), 0);
+	cr_expect(a1 >= a0 + 300 * MiB || a0 >= a1 + 100 * MiB, "no overlap");
+	unsigned char *got = malloc(300 * MiB);
+	cr_assert_eq(ckc_ref_fill(r2, 0, got, 300 * MiB), 0);
+	cr_expect_eq(memcmp(got, d, 300 * MiB), 0);
+	cr_assert_eq(ckc_ref_fill(r0, 0, got, 300 * MiB), 0);
+	cr_expect_eq(memcmp(got, d, 300 * MiB), 0, "device 1's captures did not overwrite device 0's");
+	ckc_ref_put(r0);
+	ckc_ref_put(r1);
+	ckc_ref_put(r2);
+	free(got);
+	free(d);
+	gpu_stop();
+}
+
+Test(gpu, a_copy_between_devices_goes_through_the_host_and_keeps_every_byte)
+{
+	gpu_start2(256 * MiB, 256 * MiB);
+	char path[PATH_MAX];
+	tpath(&env, path, 0);
+	size_t n0 = 5 * MiB + 3, n1 = 7 * MiB + 5;
+	unsigned char *d0 = dev_buf(n0, 700), *d1 = dev_buf(n1, 701);
+	ckc_ref_t *r0 = capture_on(0, d0, n0, 0), *r1 = capture_on(1, d1, n1, 0);
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
+	cr_assert_eq(ckc_pwrite_ref(h, r0, 0, n0, 0), (ssize_t)n0, "attached in device 0's region");
+	/* part of device 1's capture: copied into the checkpoint's region */
+	cr_assert_eq(ckc_pwrite_ref(h, r1, 4096, n1 - 4096, n0), (ssize_t)(n1 - 4096));
+	cr_assert_eq(ckc_close(h), 0);
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_expect_eq(st.cap_copied_in, 1);
+	unsigned char *got = malloc(n0 + n1);
+	cr_assert_eq(ckc_open_read(path, &h), 0);
+	cr_assert_eq(ckc_pread(h, got, n0 + n1, 0), (ssize_t)(n0 + n1 - 4096));
+	cr_assert_eq(ckc_close(h), 0);
+	cr_expect_eq(memcmp(got, d0, n0), 0);
+	cr_expect_eq(memcmp(got + n0, d1 + 4096, n1 - 4096), 0);
+	ckc_ref_put(r0);
+	ckc_ref_put(r1);
+	free(got);
+	free(d0);
+	free(d1);
+	gpu_stop();
+}
+
+Test(gpu, release_on_one_device_leaves_the_other_region)
+{
+	gpu_start2(512 * MiB, 512 * MiB);
+	size_t n = 16 * MiB;
+	for (int i = 0; i < 4; i++) {
+		char path[PATH_MAX];
+		tpath(&env, path, i);
+		unsigned char *d = dev_buf(n, 800 + (uint64_t)i);
+		put_capture(path, i % 2, d, n);
+		free(d);
+	}
+	int before = fake_releases;
+	uint64_t got = ckc_gpu_release(1, 900 * MiB);
+	cr_expect_eq(got, 512 * MiB, "all of device 1's region, nothing of device 0's");
+	cr_expect_eq(fake_releases - before, 2);
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_expect_eq(st.gpu_releases, 1);
+	cr_expect_eq(st.tier[0].capacity, 512 * MiB, "device 0's region stays");
+	cr_expect_eq(ckc_gpu_release(7, MiB), 0, "a device without a region gives nothing");
+	ckc_ref_t *r;
+	uint64_t dptr;
+	cr_expect_eq(ckc_capture_begin(MiB, 0, 1, &r, &dptr), -ENOSPC, "device 1 has no room now");
+	unsigned char *d = dev_buf(n, 810);
+	char path[PATH_MAX];
+	tpath(&env, path, 10);
+	put_capture(path, 0, d, n);
+	free(d);
+	for (int i = 0; i < 4; i++) {
+		tpath(&env, path, i);
+		tverify(path, 800 + (uint64_t)i, n, n);
+	}
+	tpath(&env, path, 10);
+	tverify(path, 810, n, n);
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	cr_expect(thome_matches(path, 810, n));
 	gpu_stop();
 }
 
@@ -496,7 +682,7 @@ Test(gpu, without_a_driver_the_tier_stays_off_and_writes_go_below)
 	cr_expect_eq(ckc_gpu_attach((void *)0x1, 0), -ENODEV);
 	ckc_ref_t *r;
 	uint64_t dptr;
-	cr_expect_eq(ckc_capture_begin(MiB, 0, &r, &dptr), -ENODEV);
+	cr_expect_eq(ckc_capture_begin(MiB, 0, 0, &r, &dptr), -ENODEV);
 	char path[PATH_MAX];
 	tpath(&env, path, 0);
 	twrite(path, 400, 3 * MiB, MiB);
