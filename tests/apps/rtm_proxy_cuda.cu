@@ -63,7 +63,10 @@ struct opts {
 	bool count_set = false, size_set = false;
 	bool keep = false;
 	int device = 0;
+	int devices = 1;
 };
+
+#define MAX_DEVICES 8
 
 static void usage(FILE *f)
 {
@@ -119,6 +122,9 @@ static void usage(FILE *f)
 		"                        default 0)\n"
 		"  --keep                do not delete the checkpoints at the end\n"
 		"  --device N            CUDA device ordinal (default 0)\n"
+		"  --devices K           a wavefield on each of devices N..N+K-1 (default 1);\n"
+		"                        checkpoint i is taken from and restored to device\n"
+		"                        N + i %% K\n"
 		"  --help                this text\n"
 		"\n"
 		"Output: 'checkpoint' and 'restore' lines (files, MiB, seconds, GB/s with\n"
@@ -133,7 +139,7 @@ static void usage(FILE *f)
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_DIR = 256, OPT_COUNT, OPT_SIZE, OPT_STEPS, OPT_BACK, OPT_INTERVAL, OPT_STAGING, OPT_COPY,
-	       OPT_IO, OPT_ORDER, OPT_SEED, OPT_HINTS, OPT_KEEP, OPT_DEVICE, OPT_HELP, OPT_SIZES, OPT_HINT_LEVEL,
+	       OPT_IO, OPT_ORDER, OPT_SEED, OPT_HINTS, OPT_KEEP, OPT_DEVICE, OPT_DEVICES, OPT_HELP, OPT_SIZES, OPT_HINT_LEVEL,
 	       OPT_DELAY };
 	static const struct option lo[] = {
 		{ "dir", required_argument, nullptr, OPT_DIR },
@@ -153,6 +159,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		{ "sizes", required_argument, nullptr, OPT_SIZES },
 		{ "keep", no_argument, nullptr, OPT_KEEP },
 		{ "device", required_argument, nullptr, OPT_DEVICE },
+		{ "devices", required_argument, nullptr, OPT_DEVICES },
 		{ "help", no_argument, nullptr, OPT_HELP },
 		{ nullptr, 0, nullptr, 0 },
 	};
@@ -208,6 +215,11 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		case OPT_HINTS: o->hints = optarg; break;
 		case OPT_KEEP: o->keep = true; break;
 		case OPT_DEVICE: o->device = parse_device(optarg); break;
+		case OPT_DEVICES:
+			o->devices = parse_device(optarg);
+			if (o->devices < 1 || o->devices > MAX_DEVICES)
+				die_usage("--devices '%s': expected 1 to 8", optarg);
+			break;
 		case 'h':
 		case OPT_HELP: usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
@@ -246,15 +258,24 @@ int main(int argc, char **argv)
 	parse_opts(argc, argv, &o);
 	o.dir = abs_dir(o.dir);
 
-	/* The device, and the wavefield on it. */
+	/* The devices, and a wavefield on each. */
 	cudaDeviceProp prop;
-	gpu_open(o.device, &prop);
-	cudaStream_t s = 0;
-	if (o.async)
-		CK(cudaStreamCreate(&s));
-	struct gpu G;
-	gpu_init(&G, o.size, prop.multiProcessorCount, s, o.seed);
-	const size_t S = 2 * G.g.field * sizeof(float); /* == o.size */
+	const int nd = o.devices;
+	int ndev = 0;
+	CK(cudaGetDeviceCount(&ndev));
+	if (o.device + nd > ndev) {
+		printf(PROG ": --devices %d from device %d: only %d CUDA device(s)\n", nd, o.device, ndev);
+		return 77;
+	}
+	struct gpu Gs[MAX_DEVICES];
+	for (int d = nd - 1; d >= 0; d--) {
+		gpu_open(o.device + d, &prop);
+		cudaStream_t s = 0;
+		if (o.async)
+			CK(cudaStreamCreate(&s));
+		gpu_init(&Gs[d], o.size, prop.multiProcessorCount, s, o.seed + (uint64_t)d);
+	}
+	const size_t S = 2 * Gs[0].g.field * sizeof(float); /* == o.size */
 
 	/* The staging buffer; pageable memory is touched once (untimed), as a
 	 * buffer a real code reuses would be. */
@@ -266,11 +287,18 @@ int main(int argc, char **argv)
 			die_sys("posix_memalign", "staging buffer");
 		memset(stage, 0, S);
 	}
-	CK(cudaStreamSynchronize(G.s));
+	for (int d = nd - 1; d >= 0; d--) {
+		CK(cudaSetDevice(o.device + d));
+		CK(cudaStreamSynchronize(Gs[d].s));
+	}
+	const struct gpu &G0 = Gs[0];
 
+	if (nd > 1)
+		printf(PROG ": %d devices from %d, checkpoint i on device %d + i %% %d\n", nd, o.device, o.device,
+		       nd);
 	printf(PROG ": device %d %s (sm_%d%d, %d SMs), grid %d x %d, state %.1f MiB, %ld checkpoints, "
 	       "%ld steps each, staging %s, copy %s, io %s, order %s\n",
-	       o.device, prop.name, prop.major, prop.minor, prop.multiProcessorCount, G.g.nx, G.g.nz, S / MiB,
+	       o.device, prop.name, prop.major, prop.minor, prop.multiProcessorCount, G0.g.nx, G0.g.nz, S / MiB,
 	       o.count, o.steps, o.pinned ? "pinned" : "pageable", o.async ? "async" : o.dflt ? "default" : "sync",
 	       o.io == IO_WRITE ? "write" : "fwrite", order_names[o.order]);
 	if (o.sizes.n) {
@@ -304,6 +332,9 @@ int main(int argc, char **argv)
 		total += (double)ckpt_bytes(&o, i, S);
 	for (long i = 0; i < n; i++) {
 		size_t sz = ckpt_bytes(&o, i, S);
+		struct gpu &G = Gs[i % nd];
+		if (nd > 1)
+			CK(cudaSetDevice(o.device + (int)(i % nd)));
 		idle_ms(o.interval_ms);
 		double t0 = now_s();
 		if (sz == S) {
@@ -338,6 +369,7 @@ int main(int argc, char **argv)
 		const float *p = (const float *)stage;
 		float mx = 0;
 		size_t bad = 0;
+		const struct gpu &G = Gs[(n - 1) % nd];
 		for (size_t k = 0; k < 2 * G.g.field; k++) {
 			if (!std::isfinite(p[k]))
 				bad++;
@@ -363,6 +395,9 @@ int main(int argc, char **argv)
 	for (long k = 0; k < n; k++) {
 		long i = ord[k];
 		size_t sz = ckpt_bytes(&o, i, S);
+		struct gpu &G = Gs[i % nd];
+		if (nd > 1)
+			CK(cudaSetDevice(o.device + (int)(i % nd)));
 		uint64_t fsize = 0;
 		/* untimed, as the whole order written before the forward pass is */
 		if (o.hints && o.hint_level == HINTS_SINGLE) {
@@ -406,9 +441,12 @@ int main(int argc, char **argv)
 		CK(cudaFreeHost(stage));
 	else
 		free(stage);
-	gpu_free(&G);
-	if (o.async)
-		CK(cudaStreamDestroy(G.s));
+	for (int d = 0; d < nd; d++) {
+		CK(cudaSetDevice(o.device + d));
+		gpu_free(&Gs[d]);
+		if (o.async)
+			CK(cudaStreamDestroy(Gs[d].s));
+	}
 	free(ord);
 	free(sum);
 	free(tidx);
