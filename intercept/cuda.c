@@ -394,7 +394,7 @@ static bool cu_gpu_up(int *devp)
 		*devp = (int)dev;
 	if (atomic_load_explicit(&cu_gpu_devs, memory_order_acquire) & bit)
 		return true;
-	if ((atomic_fetch_or(&cu_gpu_tried, bit) & bit) || !ckc_engine_ready())
+	if (!ckc_engine_ready() || (atomic_fetch_or(&cu_gpu_tried, bit) & bit))
 		return false;
 	ckc_enter();
 	int rc = ckc_gpu_attach(ctx, (int)dev);
