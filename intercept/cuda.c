@@ -738,7 +738,7 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 		CU_REAL(name, params);                                                  \
 		CU_COUNT(CU_DTOH);                                                      \
 		uint64_t t0 = cu_now();                                                 \
-		ckc_gpu_prog_begin();                                                   \
+		ckc_prog_begin();                                                       \
 		CUresult rc_ = CUDA_SUCCESS;                                            \
 		if (cu_capture(d, s, n, t, async, pt)) {                                \
 			atomic_fetch_add(&cap_ns, cu_now() - t0);                       \
@@ -746,7 +746,7 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 			cu_host_written(d, n);                                          \
 			rc_ = real CU_ARGS_##name;                                      \
 		}                                                                       \
-		ckc_gpu_prog_end();                                                     \
+		ckc_prog_end();                                                         \
 		return rc_;                                                             \
 	}
 #define CU_HTOD(name, params, t, async, pt)                                             \
@@ -755,13 +755,13 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 		CU_REAL(name, params);                                                  \
 		CU_COUNT(CU_HTOD);                                                      \
 		uint64_t t0 = cu_now();                                                 \
-		ckc_gpu_prog_begin();                                                   \
+		ckc_prog_begin();                                                       \
 		CUresult rc_ = CUDA_SUCCESS;                                            \
 		if (cu_restore(d, s, n, t, async, pt))                                  \
 			atomic_fetch_add(&rest_ns, cu_now() - t0);                      \
 		else                                                                    \
 			rc_ = real CU_ARGS_##name;                                      \
-		ckc_gpu_prog_end();                                                     \
+		ckc_prog_end();                                                         \
 		return rc_;                                                             \
 	}
 #define CU_ARGS_cuMemcpyDtoH_v2 (d, s, n)
@@ -792,7 +792,7 @@ static CUresult cu_default(void *real, CUdeviceptr d, CUdeviceptr s, size_t n, C
 	bool dhost = dk != CKC_MEM_DEVICE && dk != CKC_MEM_MANAGED;
 	bool shost = sk != CKC_MEM_DEVICE && sk != CKC_MEM_MANAGED;
 	CUresult rc = CUDA_SUCCESS;
-	ckc_gpu_prog_begin();
+	ckc_prog_begin();
 	if (dhost && sk == CKC_MEM_DEVICE && cu_capture((void *)(uintptr_t)d, s, n, t, async, pt))
 		goto out;
 	if (shost && dk == CKC_MEM_DEVICE && cu_restore(d, (const void *)(uintptr_t)s, n, t, async, pt))
@@ -804,7 +804,7 @@ static CUresult cu_default(void *real, CUdeviceptr d, CUdeviceptr s, size_t n, C
 	rc = async ? ((CUresult(*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))real)(d, s, n, t) :
 		     ((CUresult(*)(CUdeviceptr, CUdeviceptr, size_t))real)(d, s, n);
 out:
-	ckc_gpu_prog_end();
+	ckc_prog_end();
 	return rc;
 }
 

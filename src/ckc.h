@@ -217,9 +217,9 @@ extern void (*ckc_gpu_settle)(void);
 void *ckc_gpu_pinned_slot(size_t len);
 
 /* Around a copy of the program's (device capture, restore, or the real
- * copy): the cache's background transfers wait for it to end. */
-void ckc_gpu_prog_begin(void);
-void ckc_gpu_prog_end(void);
+ * copy): the cache's background work waits for it to end (ckc_bg_yield). */
+void ckc_prog_begin(void);
+void ckc_prog_end(void);
 
 /* The program's allocation of bytes of memory of device failed: empty and
  * unmap the end of that device's region. Returns the bytes given back. */

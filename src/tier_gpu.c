@@ -32,6 +32,41 @@ __thread bool ckc_tl_background;
 char ckc_gpu_fence;
 void (*ckc_gpu_settle)(void);
 
+/* ---- giving way to the program -----------------------------------------
+ * The driver serialises more than the hardware does, and the kernel more
+ * than the program sees: a transfer to or from pageable memory, a
+ * registration of host memory and the mapping of device memory hold the
+ * program's own calls for their whole length; a population of host pages
+ * holds the address space's lock, which a capture's page protection needs.
+ * The cache's background threads (flushers, prefetcher, mapping thread,
+ * host populator) therefore work in short pieces, and start each one only
+ * while no copy or capture of the program is in progress, waiting at most
+ * BG_YIELD_MAX_NS for it. */
+#define BG_YIELD_MAX_NS 5000000ull
+
+static atomic_int prog_busy;
+
+void ckc_prog_begin(void)
+{
+	atomic_fetch_add_explicit(&prog_busy, 1, memory_order_acq_rel);
+}
+
+void ckc_prog_end(void)
+{
+	atomic_fetch_sub_explicit(&prog_busy, 1, memory_order_acq_rel);
+}
+
+void ckc_bg_yield(void)
+{
+	if (!ckc_tl_background || atomic_load_explicit(&prog_busy, memory_order_acquire) <= 0)
+		return;
+	uint64_t t0 = ckc_now_ns();
+	while (atomic_load_explicit(&prog_busy, memory_order_acquire) > 0 && ckc_now_ns() - t0 < BG_YIELD_MAX_NS) {
+		struct timespec ts = { 0, 20000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
 int ckc_gpu_open(ckc_tier_t *t)
 {
 	t->name = "gpu";
@@ -111,42 +146,13 @@ static __thread void *tl_bounce;
 #define BOUNCE (64u << 10)
 
 /* ---- sharing the device with the program -----------------------------
- * The driver serialises more than the hardware does: a transfer to or from
- * pageable memory, a registration of host memory and the mapping of device
- * memory hold the program's own calls for their whole length, and copies
- * queued in one direction delay the program's copies in that direction
- * behind them. The cache's background threads (flushers, prefetcher,
- * mapping thread) therefore move bytes in pieces of at most GPU_XFER
- * through pinned memory only, and start each piece (or registration, or
- * mapping) only while no copy of the program is in progress, waiting at
- * most GPU_YIELD_MAX_NS for it. */
+ * Copies queued in one direction delay the program's copies in that
+ * direction behind them: the background threads move bytes in pieces of at
+ * most GPU_XFER through pinned memory only, each started after
+ * ckc_bg_yield. */
 #define GPU_XFER (4u << 20)
-#define GPU_YIELD_MAX_NS 5000000ull
 
-static atomic_int prog_copies;
 static __thread void *tl_stage; /* GPU_XFER pinned bytes */
-
-void ckc_gpu_prog_begin(void)
-{
-	atomic_fetch_add_explicit(&prog_copies, 1, memory_order_acq_rel);
-}
-
-void ckc_gpu_prog_end(void)
-{
-	atomic_fetch_sub_explicit(&prog_copies, 1, memory_order_acq_rel);
-}
-
-static void gpu_yield(void)
-{
-	if (!ckc_tl_background || atomic_load_explicit(&prog_copies, memory_order_acquire) <= 0)
-		return;
-	uint64_t t0 = ckc_now_ns();
-	while (atomic_load_explicit(&prog_copies, memory_order_acquire) > 0 &&
-	       ckc_now_ns() - t0 < GPU_YIELD_MAX_NS) {
-		struct timespec ts = { 0, 20000 };
-		nanosleep(&ts, NULL);
-	}
-}
 
 static int gpu_err(CUresult rc)
 {
@@ -223,7 +229,7 @@ static void *pinned_buf(void **buf, size_t len)
  * thread's pinned stage when the host side is not pinned memory. */
 static CUresult bg_piece(char kind, char *host, uint64_t dev, size_t n, CUstream s)
 {
-	gpu_yield();
+	ckc_bg_yield();
 	uint64_t off;
 	const ckc_tier_t *h = host_tier_of(host, &off);
 	void *via = h && off < atomic_load(&h->pinned_bytes) ? NULL : pinned_buf(&tl_stage, GPU_XFER);
@@ -266,10 +272,10 @@ static int gpu_copy(const ckc_gpu_t *g, char kind, void *host, uint64_t dst, uin
 		ckc_gpu_settle();
 	bool prog = !ckc_tl_background;
 	if (prog)
-		ckc_gpu_prog_begin();
+		ckc_prog_begin();
 	CUresult r = CUDA_SUCCESS;
 	if (kind == 'x') {
-		gpu_yield();
+		ckc_bg_yield();
 		r = drv.cuMemcpyDtoDAsync_v2((CUdeviceptr)dst, (CUdeviceptr)src, n, s);
 		if (r == CUDA_SUCCESS)
 			r = drv.cuStreamSynchronize(s);
@@ -295,7 +301,7 @@ static int gpu_copy(const ckc_gpu_t *g, char kind, void *host, uint64_t dst, uin
 			r = drv.cuStreamSynchronize(s);
 	}
 	if (prog)
-		ckc_gpu_prog_end();
+		ckc_prog_end();
 	if (r != CUDA_SUCCESS)
 		ckc_error("gpu tier: a copy of %zu bytes failed (CUDA error %d)", n, (int)r);
 	return gpu_err(r);
@@ -457,7 +463,7 @@ static void gpu_pin_host(ckc_gpu_t *g)
 		CUresult r = CUDA_SUCCESS;
 		for (off = 0; off < cap && !g->stop; off += PIN_PIECE) {
 			uint64_t n = cap - off < PIN_PIECE ? cap - off : PIN_PIECE;
-			gpu_yield();
+			ckc_bg_yield();
 			if ((r = drv.cuMemHostRegister_v2(h->base + off, n, CU_MEMHOSTREGISTER_PORTABLE)) !=
 			    CUDA_SUCCESS)
 				break;
@@ -548,7 +554,7 @@ static void *gpu_mapper(void *arg)
 		gpu_make_slots();
 	int rc;
 	do
-		gpu_yield();
+		ckc_bg_yield();
 	while ((rc = gpu_grow_one(t, r)) == 0);
 	if (rc < 0)
 		ckc_info("gpu tier: %llu bytes mapped on device %d; the rest stays unmapped (%s)",
@@ -992,8 +998,6 @@ int ckc_gpu_span(const ckc_tier_t *t, const ckc_obj_t *o, uint64_t *lo, uint64_t
 int ckc_gpu_device_of(uint64_t dptr) { (void)dptr; return -1; }
 void ckc_gpu_exit(void) {}
 void *ckc_gpu_pinned_slot(size_t len) { (void)len; return NULL; }
-void ckc_gpu_prog_begin(void) {}
-void ckc_gpu_prog_end(void) {}
 void ckc_gpu_stop(ckc_tier_t *t) { (void)t; }
 void ckc_gpu_close(ckc_tier_t *t) { arena_fini(&t->arena); free(t->gpu); t->gpu = NULL; }
 int ckc_gpu_put(ckc_tier_t *t, uint64_t a, const void *b, size_t n) { (void)t; (void)a; (void)b; (void)n; return -ENODEV; }

@@ -15,17 +15,21 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
-#define HOST_POPULATE_CHUNK (8u << 20) /* short holds of the mmap lock */
+/* Short holds of the address space's lock, which a page protection of the
+ * program's (a device capture) waits for: one huge page at a time. */
+#define HOST_POPULATE_CHUNK (2u << 20)
 
 static void *host_toucher(void *arg)
 {
 	ckc_tier_t *t = arg;
 	ckc_io_guard = 1; /* never re-enter the wrappers */
+	ckc_tl_background = true;
 	uint64_t cap = t->arena.capacity;
 
 	for (uint64_t off = 0; off < cap && !atomic_load(&t->toucher_stop);
 	     off += HOST_POPULATE_CHUNK) {
 		uint64_t len = cap - off < HOST_POPULATE_CHUNK ? cap - off : HOST_POPULATE_CHUNK;
+		ckc_bg_yield();
 		/* MADV_POPULATE_WRITE faults the pages in without writing to
 		 * them, so it can run while the program's bytes arrive. */
 		if (madvise(t->base + off, len, MADV_POPULATE_WRITE) != 0) {
