@@ -64,6 +64,7 @@ struct opts {
 	bool keep = false;
 	int device = 0;
 	int devices = 1;
+	const char *times = nullptr; /* --times FILE */
 };
 
 #define MAX_DEVICES 8
@@ -125,6 +126,9 @@ static void usage(FILE *f)
 		"  --devices K           a wavefield on each of devices N..N+K-1 (default 1);\n"
 		"                        checkpoint i is taken from and restored to device\n"
 		"                        N + i %% K\n"
+		"  --times FILE          write each checkpoint's and restore's timed seconds to\n"
+		"                        FILE (CSV: phase,index,bytes,copy_s,file_s; the\n"
+		"                        restore rows in restore order)\n"
 		"  --help                this text\n"
 		"\n"
 		"Output: 'checkpoint' and 'restore' lines (files, MiB, seconds, GB/s with\n"
@@ -140,7 +144,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_DIR = 256, OPT_COUNT, OPT_SIZE, OPT_STEPS, OPT_BACK, OPT_INTERVAL, OPT_STAGING, OPT_COPY,
 	       OPT_IO, OPT_ORDER, OPT_SEED, OPT_HINTS, OPT_KEEP, OPT_DEVICE, OPT_DEVICES, OPT_HELP, OPT_SIZES, OPT_HINT_LEVEL,
-	       OPT_DELAY };
+	       OPT_DELAY, OPT_TIMES };
 	static const struct option lo[] = {
 		{ "dir", required_argument, nullptr, OPT_DIR },
 		{ "count", required_argument, nullptr, OPT_COUNT },
@@ -160,6 +164,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		{ "keep", no_argument, nullptr, OPT_KEEP },
 		{ "device", required_argument, nullptr, OPT_DEVICE },
 		{ "devices", required_argument, nullptr, OPT_DEVICES },
+		{ "times", required_argument, nullptr, OPT_TIMES },
 		{ "help", no_argument, nullptr, OPT_HELP },
 		{ nullptr, 0, nullptr, 0 },
 	};
@@ -214,6 +219,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		case OPT_SEED: o->seed = parse_seed(optarg); break;
 		case OPT_HINTS: o->hints = optarg; break;
 		case OPT_KEEP: o->keep = true; break;
+		case OPT_TIMES: o->times = optarg; break;
 		case OPT_DEVICE: o->device = parse_device(optarg); break;
 		case OPT_DEVICES:
 			o->devices = parse_device(optarg);
@@ -321,6 +327,12 @@ int main(int argc, char **argv)
 	long *tidx = (long *)malloc((size_t)n * sizeof(*tidx));
 	if (!sum || !tidx)
 		die_sys("malloc", "checkpoint table");
+	FILE *times = nullptr;
+	if (o.times) {
+		if (!(times = fopen(o.times, "w")))
+			die_sys("fopen", o.times);
+		fprintf(times, "phase,index,bytes,copy_s,file_s\n");
+	}
 	if (o.hints && o.hint_level == HINTS_ALL)
 		write_hints(o.hints, o.dir, "ckpt_", o.order, ord, n);
 	else if (o.hints && o.hint_level == HINTS_SINGLE)
@@ -359,6 +371,8 @@ int main(int argc, char **argv)
 		tcomp += t1 - t0;
 		tcopy += t2 - t1;
 		tfile += t3 - t2;
+		if (times)
+			fprintf(times, "checkpoint,%ld,%zu,%.9f,%.9f\n", i, sz, t2 - t1, t3 - t2);
 	}
 	double tw = tcopy + tfile;
 	printf(PROG ": compute     %ld forward steps  %.3f s\n", n * o.steps, tcomp);
@@ -423,12 +437,16 @@ int main(int argc, char **argv)
 			}
 			double t2 = now_s();
 			rcopy += t2 - t1;
+			if (times)
+				fprintf(times, "restore,%ld,%zu,%.9f,%.9f\n", i, sz, t2 - t1, t1 - t0);
 			verified += check_prefix_and_step_back(&G, sz, tidx[i], sum[i], path, o.back_steps, &tcomp);
 		}
 		if (k + 1 < n)
 			idle_ms(o.interval_ms);
 	}
 	double tr = rcopy + rfile;
+	if (times && fclose(times) != 0)
+		die_sys("fclose", o.times);
 	printf(PROG ": compute     %ld backward steps  %.3f s\n", n * o.back_steps, tcomp);
 	print_phase("restore", n, total, tr, rcopy, rfile);
 
