@@ -624,7 +624,7 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 	ckc_leave();
 	if (rc) {
 		/* the interior as asked, too */
-		mprotect((void *)a, b - a, PROT_READ | PROT_WRITE);
+		ckc_owed_unprotect(a, b);
 		if (r == CUDA_SUCCESS)
 			r = cx_copy_dtoh((void *)a, src + (a - d), b - a, s);
 		if (r == CUDA_SUCCESS)

@@ -68,6 +68,9 @@ void ckc_owed_fill_all(void);
  * place. Returns whether some page inside was owed (still protected). */
 bool ckc_owed_prepare(uintptr_t dst, size_t n, uintptr_t a, uintptr_t b);
 
+/* After a prepare for [a, b) that no add followed: its pages become
+ * readable and writable (those a prepare left protected or parked). */
+void ckc_owed_unprotect(uintptr_t a, uintptr_t b);
 /* Protects [a, b) and records it as owed by ref, whose cap_len bytes belong
  * at host address cap_start; the table takes the reference and ready.
  * ordered: ready is a deferred capture's (the edges are final already).

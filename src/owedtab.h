@@ -22,6 +22,8 @@ typedef struct ckc_owed {
 	uint64_t edge_sum[2]; /* of [cap_start, start) and [end, cap_start + cap_len) */
 	void *ready;          /* event: the capture's device copy is done */
 	void *busy;           /* event: a device copy reading it is done */
+	intptr_t park;        /* pageable pages moved out (owed.c): the page at
+			       * address x is at x + park; 0: in place */
 } ckc_owed_t;
 
 typedef struct ckc_owedtab {

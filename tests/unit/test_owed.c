@@ -1,0 +1,249 @@
+/* Tests of the owed host ranges of device capture (intercept/owed.c) over the
+ * engine and the stand-in driver: a host buffer is owed as the interposer
+ * owes it after a captured device-to-host copy, then touched, cut, owed
+ * again, written over or freed; every byte that comes back is compared with
+ * the captured bytes, and mincore(2) tells whether the owed pages were moved
+ * out of the way (parked) or protected in place. */
+#include "config.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "engine_util.h"
+#include "fake_cuda.h"
+#include "intercept.h"
+#include "owed.h"
+#include "ranges.h"
+
+/* What owed.c takes from the rest of the interposer: every buffer here is
+ * pageable memory, the program's SIGSEGV handler is the real one. */
+int ckc_cuda_mem_kind(const void *addr)
+{
+	(void)addr;
+	return CKC_MEM_UNKNOWN;
+}
+
+bool ckc_strict(void)
+{
+	return false;
+}
+
+int ckc_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return sigaction(sig, act, old);
+}
+
+/* ---- fixtures --------------------------------------------------------- */
+
+static tenv_t env;
+
+static void owed_start(void)
+{
+#ifndef HAVE_CUDA_H
+	cr_skip_test("built without the CUDA headers: no gpu tier");
+#endif
+	tenv_make(&env);
+	ckc_gpu_sym = fake_sym;
+	ckc_config_t c = tcfg(&env, 64 * MiB, 0);
+	c.capture = CKC_CAPTURE_DEVICE;
+	c.gpu_cache = 256 * MiB;
+	c.gpu_cache_pct = -1;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	cr_assert_eq(ckc_gpu_attach((void *)0x1, 0), 0, "the stand-in driver brings the tier up");
+	ckc_wait_ready();
+}
+
+static void owed_stop(void)
+{
+	ckc_owed_fill_all();
+	ckc_shutdown();
+	ckc_gpu_sym = NULL;
+	tenv_clean(&env);
+}
+
+#define PS ((uintptr_t)4096)
+#define OLD 0xee /* the host bytes before the capture */
+
+/* A host buffer of len bytes from its own mapping, every page resident and
+ * holding OLD. */
+static unsigned char *host_buf(size_t len)
+{
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(m, MAP_FAILED);
+	memset(m, OLD, len);
+	return m;
+}
+
+/* Resident pages of the page-aligned range [a, b). */
+static size_t resident(uintptr_t a, uintptr_t b)
+{
+	size_t np = (b - a) / PS, k = 0;
+	unsigned char *v = malloc(np);
+	cr_assert_not_null(v);
+	cr_assert_eq(mincore((void *)a, b - a, v), 0);
+	for (size_t i = 0; i < np; i++)
+		k += v[i] & 1;
+	free(v);
+	return k;
+}
+
+/* Owes [h, h+n) from a capture of the "device" bytes d, as the interposer
+ * does after a device-to-host copy: the device copy into the gpu tier, the
+ * edge bytes copied, the whole pages [*a, *b) owed. */
+static void owe(unsigned char *h, size_t n, const unsigned char *d, uintptr_t *a, uintptr_t *b)
+{
+	uintptr_t p = (uintptr_t)h;
+	*a = (p + PS - 1) & ~(PS - 1);
+	*b = (p + n) & ~(PS - 1);
+	ckc_ref_t *r;
+	uint64_t dptr;
+	cr_assert_eq(ckc_capture_begin(n, 0, 0, &r, &dptr), 0);
+	memcpy((void *)(uintptr_t)dptr, d, n);
+	ckc_owed_prepare(p, n, *a, *b);
+	memcpy(h, d, *a - p);
+	memcpy((void *)*b, d + (*b - p), p + n - *b);
+	cr_assert_eq(ckc_owed_add_len(*a, *b, p, n, r, false, NULL, false), 0);
+}
+
+static unsigned char *dev_bytes(size_t n, uint64_t seed)
+{
+	unsigned char *d = malloc(n);
+	cr_assert_not_null(d);
+	tfill(d, n, seed, 0);
+	return d;
+}
+
+static bool all_are(const unsigned char *p, size_t n, unsigned char v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != v)
+			return false;
+	return true;
+}
+
+/* ---- tests ------------------------------------------------------------ */
+
+TestSuite(owed, .init = owed_start, .fini = owed_stop);
+
+Test(owed, a_large_pageable_range_is_parked_and_a_touch_fills_every_byte)
+{
+	size_t len = 16 * MiB, n = len - 300;
+	unsigned char *m = host_buf(len), *h = m + 100, *d = dev_bytes(n, 1);
+	uintptr_t a, b;
+
+	owe(h, n, d, &a, &b);
+	cr_assert_eq(resident(a, b), 0, "the owed pages were moved out, not protected in place");
+	cr_assert_eq(atomic_load(&ckc_owed_count), 1);
+	/* the comparison touches the pages: a fault fills them */
+	cr_assert(memcmp(h, d, n) == 0, "every byte is the captured one");
+	cr_assert_eq(atomic_load(&ckc_owed_count), 0);
+	cr_assert_eq(resident(a, b), (b - a) / PS, "the filled pages are back in place");
+	memset(h, 3, n); /* readable and writable again */
+	free(d);
+	munmap(m, len);
+}
+
+Test(owed, a_drop_puts_the_parked_pages_back_as_they_were)
+{
+	size_t len = 8 * MiB, n = len;
+	unsigned char *h = host_buf(len), *d = dev_bytes(n, 2);
+	uintptr_t a, b;
+
+	owe(h, n, d, &a, &b);
+	cr_assert_eq(resident(a, b), 0);
+	/* a copy that overwrites all of it: nothing to fill */
+	ckc_owed_will_write(h, n);
+	cr_assert_eq(atomic_load(&ckc_owed_count), 0);
+	cr_assert_eq(resident(a, b), (b - a) / PS, "the program's own pages came back");
+	cr_assert(all_are(h, n, OLD), "with the bytes they held (not fresh zero pages)");
+	free(d);
+	munmap(h, len);
+}
+
+Test(owed, a_cut_inside_a_parked_range_fills_that_part_and_the_rest_later)
+{
+	size_t len = 16 * MiB, n = len - 5000;
+	unsigned char *m = host_buf(len), *h = m + 5000, *d = dev_bytes(n, 3);
+	uintptr_t a, b;
+
+	owe(h, n, d, &a, &b);
+	/* an untagged write(2) of 3 pages in the middle: those are filled */
+	size_t mid = (size_t)(((uintptr_t)h + n / 2) & ~(PS - 1)) - (size_t)(uintptr_t)h;
+	ckc_owed_cut(h + mid, 3 * PS, true);
+	cr_assert_eq(atomic_load(&ckc_owed_count), 2, "what lies left and right stays owed");
+	cr_assert_eq(resident((uintptr_t)h + mid, (uintptr_t)h + mid + 3 * PS), 3);
+	cr_assert_eq(resident(a, (uintptr_t)h + mid), 0, "the left part stays parked");
+	cr_assert(memcmp(h + mid, d + mid, 3 * PS) == 0);
+	/* the rest by faults, each part from its own parked pages */
+	cr_assert(memcmp(h, d, n) == 0, "every byte is the captured one");
+	cr_assert_eq(atomic_load(&ckc_owed_count), 0);
+	free(d);
+	munmap(m, len);
+}
+
+Test(owed, a_range_owed_again_stays_parked_and_gets_the_new_bytes)
+{
+	size_t len = 8 * MiB, n = len - 64;
+	unsigned char *h = host_buf(len), *d1 = dev_bytes(n, 4), *d2 = dev_bytes(n, 5);
+	uintptr_t a, b;
+
+	owe(h, n, d1, &a, &b);
+	owe(h, n, d2, &a, &b); /* the staging buffer reused */
+	cr_assert_eq(atomic_load(&ckc_owed_count), 1);
+	cr_assert_eq(resident(a, b), 0);
+	cr_assert(memcmp(h, d2, n) == 0, "the second capture's bytes");
+	free(d1);
+	free(d2);
+	munmap(h, len);
+}
+
+Test(owed, a_capture_given_up_after_its_prepare_gets_its_pages_back)
+{
+	size_t len = 8 * MiB, n = len;
+	unsigned char *h = host_buf(len), *d = dev_bytes(n, 6);
+	uintptr_t a, b;
+
+	owe(h, n, d, &a, &b);
+	/* the next capture prepares the same pages, then fails: the copy is
+	 * made as the program asked, into its own pages */
+	cr_assert(ckc_owed_prepare((uintptr_t)h, n, a, b));
+	ckc_owed_unprotect(a, b);
+	cr_assert_eq(atomic_load(&ckc_owed_count), 0);
+	cr_assert_eq(resident(a, b), (b - a) / PS);
+	cr_assert(all_are(h, n, OLD));
+	free(d);
+	munmap(h, len);
+}
+
+Test(owed, a_freed_range_is_dropped_with_its_pages_in_place)
+{
+	size_t len = 8 * MiB, n = len - 8;
+	unsigned char *h = host_buf(len), *d = dev_bytes(n, 7);
+	uintptr_t a, b;
+
+	owe(h, n, d, &a, &b);
+	ckc_owed_cut(h, n, false); /* as free() and munmap() do */
+	cr_assert_eq(atomic_load(&ckc_owed_count), 0);
+	cr_assert_eq(resident(a, b), (b - a) / PS);
+	memset(h, 9, n);
+	cr_assert(all_are(h, n, 9));
+	free(d);
+	cr_assert_eq(munmap(h, len), 0);
+}
+
+Test(owed, a_small_range_is_protected_in_place_and_filled)
+{
+	size_t len = 1 * MiB, n = len - 40;
+	unsigned char *m = host_buf(len), *h = m + 20, *d = dev_bytes(n, 8);
+	uintptr_t a, b;
+
+	owe(h, n, d, &a, &b);
+	cr_assert_eq(resident(a, b), (b - a) / PS, "below the parking size the pages stay");
+	cr_assert(memcmp(h, d, n) == 0);
+	cr_assert_eq(atomic_load(&ckc_owed_count), 0);
+	free(d);
+	munmap(m, len);
+}
