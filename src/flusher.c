@@ -103,6 +103,24 @@ static void edge_measure(ckc_edge_t *e, uint64_t bytes, uint64_t ns)
 	ckc_eng.tier[e->level].st.flush_bw = e->bw;
 }
 
+/* The real paths being replaced now (lock held): two versions of one
+ * checkpoint, flushed from two tiers (a full tier's copies go to the real
+ * files directly), commit one after the other, so the older, retired
+ * meanwhile, never lands last. */
+typedef struct commit {
+	const char *key;
+	struct commit *next;
+} commit_t;
+static commit_t *commits;
+
+static bool committing(const char *key)
+{
+	for (const commit_t *c = commits; c; c = c->next)
+		if (!strcmp(c->key, key))
+			return true;
+	return false;
+}
+
 /* Writes the copy at level to the real path (lock held; dropped while the
  * bytes move). Returns 0, -ECANCELED if the object was retired meanwhile, or
  * -errno from the file system. */
@@ -135,7 +153,7 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 	pthread_mutex_lock(&ckc_eng.lock);
 	/* another publication of this object may be committing: let it end,
 	 * then decide on what is true after it */
-	while (o->home_busy)
+	while (o->home_busy || committing(key))
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (o->retired || o->flush_cancel || strcmp(key, o->key) != 0) {
 		/* retired, handed over or renamed meanwhile: these bytes must not
@@ -148,10 +166,17 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		rc = o->retired || o->flush_cancel ? -ECANCELED : -EAGAIN;
 	} else if (!rc) {
 		o->home_busy = true;
+		commit_t me = { key, commits };
+		commits = &me;
 		ckc_attr_t attr = o->attr;
 		pthread_mutex_unlock(&ckc_eng.lock);
 		rc = ckc_home_commit(tmp, key, fd, fsync_it, &attr);
 		pthread_mutex_lock(&ckc_eng.lock);
+		for (commit_t **pp = &commits; *pp; pp = &(*pp)->next)
+			if (*pp == &me) {
+				*pp = me.next;
+				break;
+			}
 		o->home_busy = false;
 		if (!rc) {
 			/* each publication replaces the file: durable only if

@@ -13,6 +13,7 @@
 static char ssd_prefix[128], home_prefix[128];
 static _Atomic int fd_kind[4096]; /* 1 ssd, 2 home */
 static _Atomic int fail_ssd_errno, fail_home_errno, home_delay_us, ssd_fail_after;
+static _Atomic int home_writers; /* pwrite(2)s to home in progress */
 static _Atomic int errors_logged;
 static char last_error[1024], all_errors[8192];
 static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -58,8 +59,12 @@ static ssize_t f_pwrite(int fd, const void *buf, size_t len, off_t off)
 			errno = atomic_load(&fail_home_errno);
 			return -1;
 		}
+		atomic_fetch_add(&home_writers, 1);
 		if (atomic_load(&home_delay_us))
 			usleep((useconds_t)atomic_load(&home_delay_us));
+		ssize_t r = pwrite(fd, buf, len, off);
+		atomic_fetch_sub(&home_writers, 1);
+		return r;
 	}
 	return pwrite(fd, buf, len, off);
 }
@@ -213,6 +218,27 @@ Test(faults, slow_home_waits_or_bypasses_without_loss)
 		tpath(&e, path, i);
 		cr_assert(thome_matches(path, (uint64_t)i, 1 * MiB));
 	}
+	faults_teardown(&e);
+}
+
+Test(faults, the_newer_version_of_a_checkpoint_lands_last)
+{
+	tenv_t e;
+	faults_setup(&e);
+	ckc_config_t c = tcfg(&e, 32 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	atomic_store(&home_delay_us, 100000);
+	char path[PATH_MAX];
+	tpath(&e, path, 0);
+	/* the first version's flush is under way (slow) when the second one
+	 * is written */
+	twrite(path, 1, 1 * MiB, 1 * MiB);
+	for (int i = 0; i < 200 && atomic_load(&home_writers) == 0; i++)
+		usleep(1000);
+	twrite(path, 2, 1 * MiB, 1 * MiB);
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	ckc_shutdown();
+	cr_assert(thome_matches(path, 2, 1 * MiB), "the real file holds the second version");
 	faults_teardown(&e);
 }
 
