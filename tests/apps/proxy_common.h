@@ -78,6 +78,16 @@ static inline void idle_ms(long ms)
 enum io_kind { IO_WRITE, IO_FWRITE };
 enum order_kind { ORDER_SEQUENTIAL, ORDER_REVERSE, ORDER_RANDOM };
 
+/* The --sizes lines of a GPU program's usage (a printf format). */
+#define PROXY_SIZES_HELP                                                                        \
+	"  --sizes FILE[:COL]    variable checkpoint sizes instead of --size: one size per\n"      \
+	"                        row of column COL (0-based, default 0) of the CSV file\n"         \
+	"                        FILE (bytes or K/M/G/T, each rounded down to a multiple\n"        \
+	"                        of 8, at least 4K; a header row and '#' lines are\n"              \
+	"                        skipped); checkpoint k has the size of row k %% rows. The\n"      \
+	"                        state is sized for the largest; a smaller checkpoint is a\n"      \
+	"                        prefix of it, and its GPU checksum covers that prefix\n"
+
 static const char *const order_names[] = { "sequential", "reverse", "random" };
 
 /* Bytes, or a number (fractions allowed) with K, M, G or T (powers of 1024),
