@@ -26,10 +26,10 @@ void shim_register(const char *suite, const char *name, void (*fn)(void))
 	}
 }
 
-void shim_fail(const char *file, int line, const char *fmt, ...)
+void shim_fail(const char *file, int line, const char *cond, const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "[----] %s:%d: Assertion Failed\n[----]   ", file, line);
+	fprintf(stderr, "[----] %s:%d: Assertion Failed\n[----]   assert(%s)", file, line, cond);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);

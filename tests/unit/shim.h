@@ -10,8 +10,8 @@
 #include <string.h>
 
 void shim_register(const char *suite, const char *name, void (*fn)(void));
-void shim_fail(const char *file, int line, const char *fmt, ...)
-	__attribute__((noreturn, format(printf, 3, 4)));
+void shim_fail(const char *file, int line, const char *cond, const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 4, 5)));
 
 #define Test(suite, name)                                                            \
 	static void suite##_##name##_impl(void);                                         \
@@ -21,9 +21,9 @@ void shim_fail(const char *file, int line, const char *fmt, ...)
 	}                                                                                \
 	static void suite##_##name##_impl(void)
 
-#define SHIM_MSG(...) "" __VA_ARGS__
+#define SHIM_MSG(...) " " __VA_ARGS__
 #define cr_assert(c, ...) \
-	do { if (!(c)) shim_fail(__FILE__, __LINE__, "assert(" #c ") " SHIM_MSG(__VA_ARGS__)); } while (0)
+	do { if (!(c)) shim_fail(__FILE__, __LINE__, #c, SHIM_MSG(__VA_ARGS__)); } while (0)
 #define cr_assert_not(c, ...) cr_assert(!(c), __VA_ARGS__)
 #define cr_assert_eq(a, b, ...) cr_assert((a) == (b), __VA_ARGS__)
 #define cr_assert_neq(a, b, ...) cr_assert((a) != (b), __VA_ARGS__)
