@@ -261,8 +261,9 @@ int ckc_gpu_span(const ckc_tier_t *t, const ckc_obj_t *o, uint64_t *lo, uint64_t
  * program's copies. */
 extern __thread bool ckc_tl_background;
 /* On a background thread, before a piece of work that could hold up the
- * program: waits (a few ms at most) while a copy or capture of the program
- * is in progress. */
+ * program: waits (CKC_BG_YIELD_MAX_NS at most) while a copy or capture of
+ * the program is in progress. */
+#define CKC_BG_YIELD_MAX_NS 5000000ull
 void ckc_bg_yield(void);
 /* engine.c: moves every gpu copy down or drops it (before the driver goes) */
 void ckc_gpu_evacuate(void);

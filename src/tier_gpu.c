@@ -41,8 +41,7 @@ void (*ckc_gpu_settle)(void);
  * The cache's background threads (flushers, prefetcher, mapping thread,
  * host populator) therefore work in short pieces, and start each one only
  * while no copy or capture of the program is in progress, waiting at most
- * BG_YIELD_MAX_NS for it. */
-#define BG_YIELD_MAX_NS 5000000ull
+ * CKC_BG_YIELD_MAX_NS for it. */
 
 static atomic_int prog_busy;
 
@@ -61,7 +60,7 @@ void ckc_bg_yield(void)
 	if (!ckc_tl_background || atomic_load_explicit(&prog_busy, memory_order_acquire) <= 0)
 		return;
 	uint64_t t0 = ckc_now_ns();
-	while (atomic_load_explicit(&prog_busy, memory_order_acquire) > 0 && ckc_now_ns() - t0 < BG_YIELD_MAX_NS) {
+	while (atomic_load_explicit(&prog_busy, memory_order_acquire) > 0 && ckc_now_ns() - t0 < CKC_BG_YIELD_MAX_NS) {
 		struct timespec ts = { 0, 20000 };
 		nanosleep(&ts, NULL);
 	}

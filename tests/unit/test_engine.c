@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 
+#include "engine_int.h"
 #include "engine_util.h"
 
 enum order { SEQ, REV, RND };
@@ -115,6 +116,37 @@ static void run_policy(ckc_eviction_t ev)
 	ckc_stats_t st;
 	ckc_stats_get(&st);
 	cr_assert_gt(st.tier[0].evictions, 0);
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
+/* The host tier's populator gives way to a copy or capture of the program
+ * in progress, CKC_BG_YIELD_MAX_NS at a time at most, so it still ends while
+ * the program keeps copying; bytes written meanwhile come back. */
+Test(host_tier, population_gives_way_to_the_program_and_still_ends)
+{
+	tenv_t e;
+	tenv_make(&e);
+	/* 8 pieces of a huge page each */
+	ckc_config_t c = tcfg(&e, 16 * MiB, 0);
+	ckc_prog_begin(); /* a copy of the program in progress, all along */
+	uint64_t t0 = ckc_now_ns();
+	cr_assert_eq(ckc_init_config(&c), 0);
+	ckc_tier_t *h = &ckc_eng.tier[0];
+	cr_assert_eq(h->kind, TIER_HOST);
+	uint64_t cap = h->arena.capacity;
+	struct timespec ms1 = { 0, 1000000 };
+	for (int i = 0; i < 5000 && atomic_load(&h->populated) < cap; i++)
+		nanosleep(&ms1, NULL);
+	uint64_t took = ckc_now_ns() - t0, done = atomic_load(&h->populated);
+	ckc_prog_end();
+	cr_assert_eq(done, cap, "each wait is bounded: the population ends anyway");
+	uint64_t pieces = cap / (2 * MiB);
+	cr_assert_geq(took, (pieces - 1) * CKC_BG_YIELD_MAX_NS, "each piece waited for the program");
+	char path[PATH_MAX];
+	tpath(&e, path, 0);
+	twrite(path, 7, 1 * MiB, 64 * 1024);
+	tverify(path, 7, 1 * MiB, 100000);
 	ckc_shutdown();
 	tenv_clean(&e);
 }
