@@ -351,6 +351,33 @@ static void cu_ev_put(void *p)
 
 static const ckc_owed_ops_t cu_owed_ops = { cu_ev_wait, cu_ev_get, cu_ev_put };
 
+/* A few spare events of the current context ctx, made when its device's
+ * region is set up (at the program's first allocation there), so that the
+ * first capture does not make them. */
+#define EV_STOCK 4
+static void cu_ev_stock(CUcontext ctx)
+{
+	CUresult (*create)(CUevent *, unsigned) = CX(cx_evc, "cuEventCreate", CUresult(*)(CUevent *, unsigned));
+	for (int i = 0; create && i < EV_STOCK; i++) {
+		cu_ev_t *e = malloc(sizeof(*e));
+		if (!e || create(&e->ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+			free(e);
+			return;
+		}
+		e->ctx = ctx;
+		atomic_init(&e->refs, 0);
+		pthread_mutex_lock(&ev_lock);
+		bool kept = ev_nfree < EV_KEEP;
+		if (kept)
+			ev_free[ev_nfree++] = e;
+		pthread_mutex_unlock(&ev_lock);
+		if (!kept) {
+			cu_ev_destroy(e);
+			return;
+		}
+	}
+}
+
 /* ---- the gpu tier's first use ----------------------------------------- */
 
 static atomic_uint cu_gpu_devs, cu_gpu_tried; /* devices with a region; tried */
@@ -412,6 +439,7 @@ static bool cu_gpu_up(int *devp)
 		atexit(cu_exit);
 	}
 	atomic_fetch_or_explicit(&cu_gpu_devs, bit, memory_order_release);
+	cu_ev_stock(ctx);
 	return true;
 }
 
@@ -576,13 +604,18 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 	/* the edges, whose pages hold other data too, as the program asked:
 	 * for a synchronous copy through a small pinned buffer (no staged
 	 * pageable transfer); when deferred, before the device copy so that
-	 * they can be waited for alone */
-	char *bounce = async ? NULL : cu_edge_bounce();
-	bool defer = bounce && !pt && !atomic_load_explicit(&cu_unordered, memory_order_relaxed);
+	 * they can be waited for alone. A deferred copy returns once the
+	 * stream's work before it is done, as a synchronous copy does, edges
+	 * or none (a page-aligned buffer has none). */
+	bool edges = a > d || b < d + n;
+	char *bounce = async || !edges ? NULL : cu_edge_bounce();
+	bool defer = !async && (bounce || !edges) && !pt &&
+		     !atomic_load_explicit(&cu_unordered, memory_order_relaxed);
 	cu_ev_t *eev = NULL, *ev = NULL;
 	CUresult r = CUDA_SUCCESS;
 	if (defer) {
-		r = cu_copy_edges(bounce, bounce + ps, src, d, n, a, b, s);
+		if (edges)
+			r = cu_copy_edges(bounce, bounce + ps, src, d, n, a, b, s);
 		if (r == CUDA_SUCCESS && !(eev = cu_ev_record(s)))
 			r = CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -599,7 +632,7 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 	ckc_enter();
 	ckc_owed_prepare(d, n, a, b);
 	ckc_leave();
-	if (!defer)
+	if (!defer && edges)
 		r = bounce ? cu_copy_edges(bounce, bounce + ps, src, d, n, a, b, s) :
 			     cu_copy_edges(dst, (void *)b, src, d, n, a, b, s);
 	if (r == CUDA_SUCCESS && (async || defer))
