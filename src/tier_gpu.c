@@ -224,14 +224,24 @@ static void *pinned_buf(void **buf, size_t len)
 	return *buf;
 }
 
-/* One piece of a background transfer: at most GPU_XFER bytes, through the
- * thread's pinned stage when the host side is not pinned memory. */
+/* One piece of a background transfer: at most GPU_XFER bytes, directly
+ * when the host side is pinned memory (one copy per registered piece, one
+ * wait), else through the thread's pinned stage. */
 static CUresult bg_piece(char kind, char *host, uint64_t dev, size_t n, CUstream s)
 {
 	ckc_bg_yield();
 	uint64_t off;
 	const ckc_tier_t *h = host_tier_of(host, &off);
-	void *via = h && off < atomic_load(&h->pinned_bytes) ? NULL : pinned_buf(&tl_stage, GPU_XFER);
+	if (h && off + n <= atomic_load(&h->pinned_bytes)) {
+		CUresult r = CUDA_SUCCESS;
+		for (size_t done = 0, k; r == CUDA_SUCCESS && done < n; done += k) {
+			k = pin_run(host + done, n - done);
+			r = kind == 'h' ? drv.cuMemcpyDtoHAsync_v2(host + done, (CUdeviceptr)(dev + done), k, s) :
+					  drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)(dev + done), host + done, k, s);
+		}
+		return r == CUDA_SUCCESS ? drv.cuStreamSynchronize(s) : r;
+	}
+	void *via = pinned_buf(&tl_stage, GPU_XFER);
 	return copy_via(kind, via ? via : host, host, dev, n, s);
 }
 
@@ -281,9 +291,7 @@ static int gpu_copy(const ckc_gpu_t *g, char kind, void *host, uint64_t dst, uin
 	} else if (ckc_tl_background) {
 		uint64_t dev = kind == 'h' ? src : dst;
 		for (size_t done = 0, k; r == CUDA_SUCCESS && done < n; done += k) {
-			k = pin_run((char *)host + done, n - done);
-			if (k > GPU_XFER)
-				k = GPU_XFER;
+			k = n - done < GPU_XFER ? n - done : GPU_XFER;
 			r = bg_piece(kind, (char *)host + done, dev + done, k, s);
 		}
 	} else if (n <= BOUNCE && !host_tier_of(host, NULL) && pinned_buf(&tl_bounce, BOUNCE)) {
@@ -440,10 +448,12 @@ static int pin_lock(const char *dir)
 	return fd;
 }
 
-/* The host tier is registered in pieces, each a short call (about 0.15 ms
- * for 4 MiB), so that the program's own CUDA calls are never held up for
- * long; a copy to or from it never crosses a piece. */
-#define PIN_PIECE ((uint64_t)GPU_XFER)
+/* The host tier is registered in pieces, each a short call (about 0.1 ms
+ * for 1 MiB, up to 2 ms on a machine's first use of its memory), so that
+ * the program's own CUDA calls are never held up for long (a call of the
+ * program's that starts during a registration waits for it); a single copy
+ * to or from the tier never crosses a piece. */
+#define PIN_PIECE ((uint64_t)1 << 20)
 
 static void gpu_pin_host(ckc_gpu_t *g)
 {
@@ -469,7 +479,7 @@ static void gpu_pin_host(ckc_gpu_t *g)
 			atomic_store(&h->pinned_bytes, off + n);
 			h->pinned_once = true;
 			/* let the program's calls in between */
-			struct timespec ts = { 0, 200000 };
+			struct timespec ts = { 0, 100000 };
 			nanosleep(&ts, NULL);
 		}
 		if (fd >= 0)
