@@ -271,7 +271,11 @@ int ckc_open_tagged(const char *canon, int flags, mode_t mode)
 	if (!ckc_engine_ready())
 		return CKC_PASS;
 	ckc_enter();
+	/* the cache's file creations and renames in the checkpoint folders
+	 * wait meanwhile: the program's lookups there would wait for them */
+	ckc_prog_begin();
 	int fd = open_tagged(canon, flags, mode);
+	ckc_prog_end();
 	ckc_leave();
 	return fd;
 }

@@ -153,6 +153,7 @@ int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd)
 		if (asprintf(&name, "%s/.%s.ckc%ld.%u", strcmp(dir, "/") ? dir : "", base,
 			     (long)getpid(), atomic_fetch_add(&home_tmp_counter, 1)) < 0)
 			return -ENOMEM;
+		ckc_bg_yield();
 		int f = ckc_io.open(name, O_WRONLY | O_CREAT | O_EXCL, mode);
 		if (f >= 0) {
 			*tmp = name;
@@ -201,6 +202,8 @@ int ckc_home_commit(char *tmp, const char *key, int fd, bool fsync_it, const ckc
 		rc = -errno;
 	if (ckc_io.close(fd) != 0 && !rc)
 		rc = -errno;
+	if (!rc)
+		ckc_bg_yield();
 	if (!rc && ckc_io.rename(tmp, key) != 0)
 		rc = -errno;
 	if (rc) {
