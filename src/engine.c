@@ -981,6 +981,7 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 		pthread_mutex_unlock(&ckc_eng.lock);
 		return -ENODEV;
 	}
+	ckc_hints_reading();
 	ckc_obj_t *o = ckc_map_find(key);
 	if (!o)
 		o = ckc_obj_import_home(key);

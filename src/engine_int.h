@@ -190,6 +190,7 @@ typedef struct ckc_engine {
 	hint_queue_t *hq;
 	hint_reader_t hints;
 	bool hints_open;
+	bool hints_said; /* a missing hint file was reported */
 	uint64_t hints_next_try_ns;
 	off_t hints_last_off;
 	uint64_t hints_quiet_since;
@@ -324,5 +325,6 @@ int ckc_flush_home_now(ckc_obj_t *o, bool fsync_it); /* lock held; drops it whil
 int ckc_prefetcher_start(void);
 void ckc_prefetcher_stop(void);
 void ckc_hints_poll(void);                          /* lock held */
+void ckc_hints_reading(void);                       /* lock held */
 
 #endif

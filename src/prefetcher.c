@@ -32,13 +32,34 @@ static void hints_report(void *ctx, const char *file, unsigned line, const char 
 		ckc_warn("%s: %s", file, msg);
 }
 
+static void hints_poll(bool now_anyway);
+
+/* The program opens a checkpoint for reading (lock held). */
+void ckc_hints_reading(void)
+{
+	if (!ckc_eng.cfg.hints || ckc_eng.hints_open || ckc_eng.hints_said)
+		return;
+	hints_poll(true);
+	if (ckc_eng.hints_open || ckc_eng.hints_said)
+		return;
+	ckc_eng.hints_said = true;
+	ckc_warn("CKPTCACHE_HINTS='%s': no such file as the program starts reading checkpoints; they are "
+		 "read without prefetching until it appears",
+		 ckc_eng.cfg.hints);
+}
+
 void ckc_hints_poll(void)
+{
+	hints_poll(false);
+}
+
+static void hints_poll(bool now_anyway)
 {
 	if (!ckc_eng.cfg.hints)
 		return;
 	uint64_t now = ckc_now_ns();
 	if (!ckc_eng.hints_open) {
-		if (now < ckc_eng.hints_next_try_ns)
+		if (now < ckc_eng.hints_next_try_ns && !now_anyway)
 			return;
 		/* one hint file per rank: CKPTCACHE_HINTS=order.%r.txt */
 		char name[PATH_MAX];
@@ -47,10 +68,19 @@ void ckc_hints_poll(void)
 			rc = hint_reader_open(&ckc_eng.hints, name, ckc_eng.cfg.rank,
 					      HINT_MAX_ENTRIES_DEFAULT);
 		if (rc) {
-			if (ckc_eng.hints_next_try_ns == 0)
-				ckc_warn("CKPTCACHE_HINTS='%s': %s; looking again every second",
-					 ckc_eng.cfg.hints, strerror(-rc));
-			ckc_eng.hints_next_try_ns = now + 1000000000ull;
+			/* a program often writes its hint file after it starts:
+			 * one that is not there yet is reported only if the
+			 * program starts reading checkpoints without it */
+			if (rc != -ENOENT && !ckc_eng.hints_said) {
+				ckc_warn("CKPTCACHE_HINTS='%s': %s; looking again every %llu ms",
+					 ckc_eng.cfg.hints, strerror(-rc),
+					 (unsigned long long)(HINTS_POLL_NS / 1000000));
+				ckc_eng.hints_said = true;
+			} else if (ckc_eng.hints_next_try_ns == 0) {
+				ckc_info("CKPTCACHE_HINTS='%s' is not there yet; looking for it every %llu ms",
+					 ckc_eng.cfg.hints, (unsigned long long)(HINTS_POLL_NS / 1000000));
+			}
+			ckc_eng.hints_next_try_ns = now + HINTS_POLL_NS;
 			return;
 		}
 		ckc_eng.hints_open = true;

@@ -49,6 +49,11 @@ proxy_run() {
 	cat "$T/proxy.out" "$T/proxy.err"
 	[ $rc -eq 0 ] || fail "rtm_proxy exited with status $rc$(grep -a -m1 -E 'MISMATCH|rtm_proxy: |ckptcache: error|Sanitizer' "$T/proxy.out" "$T/proxy.err" | sed 's/^/ (/;s/$/)/')"
 	proxy_ok "$T/proxy.out" $n
+	# a hint file the program writes after it starts, before it reads,
+	# is not a missing one
+	if [ "$hint" = all ] && grep -q CKPTCACHE_HINTS "$T/proxy.err"; then
+		fail "the hint file the program wrote is reported missing"
+	fi
 
 	# the restore was served from the cache, and the queue came from the hints
 	local conds=(files==1 objects.written==$n objects.opened_for_read==$n objects.consumed==$n host.hits\>0)

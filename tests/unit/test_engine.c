@@ -808,6 +808,35 @@ Test(hints, appended_lines_are_picked_up_while_running)
 	tenv_clean(&e);
 }
 
+Test(hints, a_hint_file_written_after_the_start_counts_from_the_first_read)
+{
+	tenv_t e;
+	tenv_make(&e);
+	char hints[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
+	snprintf(hints, sizeof(hints), "%s/hints.txt", e.root);
+	tpath(&e, a, 0);
+	tpath(&e, b, 1);
+	/* the cache starts before the program writes its hint file */
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	c.hints = hints;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	twrite(a, 3, 1 * MiB, 1 * MiB);
+	twrite(b, 4, 1 * MiB, 1 * MiB);
+	FILE *f = fopen(hints, "w");
+	fprintf(f, "home/ckpt_0001.bin\nhome/ckpt_0000.bin\n");
+	fclose(f);
+	/* read at once: the first read looks for the file itself */
+	tverify(b, 4, 1 * MiB, 1 * MiB);
+	tverify(a, 3, 1 * MiB, 1 * MiB);
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert_eq(st.dist_hist[CKC_DIST_BUCKETS - 1], 0, "%llu reads went unhinted",
+		     (unsigned long long)st.dist_hist[CKC_DIST_BUCKETS - 1]);
+	cr_assert_eq(st.dist_hist[0], 2);
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
 /* ---- what the interposer asks of the engine ----------------------------- */
 
 Test(engine, truncate_grows_with_zeros_and_shrinks)
