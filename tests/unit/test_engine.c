@@ -770,14 +770,20 @@ Test(ssd, history_through_ssd_only_with_reverse_prefetch)
 	tenv_clean(&e);
 }
 
+/* A test folder, its hint file's name and two checkpoint names. */
+static void hints_env(tenv_t *e, char *hints, char *a, char *b)
+{
+	tenv_make(e);
+	snprintf(hints, PATH_MAX, "%s/hints.txt", e->root);
+	tpath(e, a, 0);
+	tpath(e, b, 1);
+}
+
 Test(hints, appended_lines_are_picked_up_while_running)
 {
 	tenv_t e;
-	tenv_make(&e);
 	char hints[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
-	snprintf(hints, sizeof(hints), "%s/hints.txt", e.root);
-	tpath(&e, a, 0);
-	tpath(&e, b, 1);
+	hints_env(&e, hints, a, b);
 	/* two checkpoints of an earlier run */
 	for (int i = 0; i < 2; i++) {
 		unsigned char *buf = malloc(1 * MiB);
@@ -811,11 +817,8 @@ Test(hints, appended_lines_are_picked_up_while_running)
 Test(hints, a_hint_file_written_after_the_start_counts_from_the_first_read)
 {
 	tenv_t e;
-	tenv_make(&e);
 	char hints[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
-	snprintf(hints, sizeof(hints), "%s/hints.txt", e.root);
-	tpath(&e, a, 0);
-	tpath(&e, b, 1);
+	hints_env(&e, hints, a, b);
 	/* the cache starts before the program writes its hint file */
 	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
 	c.hints = hints;
