@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "intercept.h"
@@ -287,13 +286,36 @@ static void cu_ev_destroy(cu_ev_t *e)
 	free(e);
 }
 
-static cu_ev_t *cu_ev_record(CUstream t)
+/* A new event of the current context ctx, or NULL. */
+static cu_ev_t *cu_ev_make(CUcontext ctx)
 {
 	CUresult (*create)(CUevent *, unsigned) = CX(cx_evc, "cuEventCreate", CUresult(*)(CUevent *, unsigned));
+	cu_ev_t *e = malloc(sizeof(*e));
+	if (!e || !create || create(&e->ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+		free(e);
+		return NULL;
+	}
+	e->ctx = ctx;
+	return e;
+}
+
+/* An unused event goes to the spares (false: there was no room). */
+static bool cu_ev_keep(cu_ev_t *e)
+{
+	pthread_mutex_lock(&ev_lock);
+	bool kept = ev_nfree < EV_KEEP && atomic_load(&cu_gpu_state) > 0;
+	if (kept)
+		ev_free[ev_nfree++] = e;
+	pthread_mutex_unlock(&ev_lock);
+	return kept;
+}
+
+static cu_ev_t *cu_ev_record(CUstream t)
+{
 	CUresult (*record)(CUevent, CUstream) = CX(cx_evr, "cuEventRecord", CUresult(*)(CUevent, CUstream));
 	CUresult (*ctxf)(CUcontext *) = CX(cx_ctx, "cuCtxGetCurrent", CUresult(*)(CUcontext *));
 	CUcontext ctx = NULL;
-	if (!create || !record || !ctxf || ctxf(&ctx) != CUDA_SUCCESS)
+	if (!record || !ctxf || ctxf(&ctx) != CUDA_SUCCESS)
 		return NULL;
 	/* an event is recorded on streams of the context it was made in */
 	cu_ev_t *e = NULL;
@@ -304,14 +326,8 @@ static cu_ev_t *cu_ev_record(CUstream t)
 			ev_free[i] = ev_free[--ev_nfree];
 		}
 	pthread_mutex_unlock(&ev_lock);
-	if (!e) {
-		e = malloc(sizeof(*e));
-		if (!e || create(&e->ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-			free(e);
-			return NULL;
-		}
-		e->ctx = ctx;
-	}
+	if (!e && !(e = cu_ev_make(ctx)))
+		return NULL;
 	atomic_init(&e->refs, 1);
 	if (record(e->ev, t) != CUDA_SUCCESS) {
 		cu_ev_destroy(e);
@@ -340,12 +356,7 @@ static void cu_ev_put(void *p)
 		return;
 	/* a recorded event may be recorded again: a later wait on it waits
 	 * for the later work only, and nothing waits on a spent one */
-	pthread_mutex_lock(&ev_lock);
-	bool kept = ev_nfree < EV_KEEP && atomic_load(&cu_gpu_state) > 0;
-	if (kept)
-		ev_free[ev_nfree++] = e;
-	pthread_mutex_unlock(&ev_lock);
-	if (!kept)
+	if (!cu_ev_keep(e))
 		cu_ev_destroy(e);
 }
 
@@ -357,21 +368,11 @@ static const ckc_owed_ops_t cu_owed_ops = { cu_ev_wait, cu_ev_get, cu_ev_put };
 #define EV_STOCK 4
 static void cu_ev_stock(CUcontext ctx)
 {
-	CUresult (*create)(CUevent *, unsigned) = CX(cx_evc, "cuEventCreate", CUresult(*)(CUevent *, unsigned));
-	for (int i = 0; create && i < EV_STOCK; i++) {
-		cu_ev_t *e = malloc(sizeof(*e));
-		if (!e || create(&e->ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-			free(e);
+	for (int i = 0; i < EV_STOCK; i++) {
+		cu_ev_t *e = cu_ev_make(ctx);
+		if (!e)
 			return;
-		}
-		e->ctx = ctx;
-		atomic_init(&e->refs, 0);
-		pthread_mutex_lock(&ev_lock);
-		bool kept = ev_nfree < EV_KEEP;
-		if (kept)
-			ev_free[ev_nfree++] = e;
-		pthread_mutex_unlock(&ev_lock);
-		if (!kept) {
+		if (!cu_ev_keep(e)) {
 			cu_ev_destroy(e);
 			return;
 		}
@@ -382,13 +383,6 @@ static void cu_ev_stock(CUcontext ctx)
 
 static atomic_uint cu_gpu_devs, cu_gpu_tried; /* devices with a region; tried */
 static atomic_ullong cap_captured, cap_bytes, cap_restored, cap_passed, cap_ns, rest_ns;
-
-static uint64_t cu_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void cu_exit(void)
 {
@@ -770,11 +764,11 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 	{                                                                               \
 		CU_REAL(name, params);                                                  \
 		CU_COUNT(CU_DTOH);                                                      \
-		uint64_t t0 = cu_now();                                                 \
+		uint64_t t0 = ckc_now_ns();                                             \
 		ckc_prog_begin();                                                       \
 		CUresult rc_ = CUDA_SUCCESS;                                            \
 		if (cu_capture(d, s, n, t, async, pt)) {                                \
-			atomic_fetch_add(&cap_ns, cu_now() - t0);                       \
+			atomic_fetch_add(&cap_ns, ckc_now_ns() - t0);                   \
 		} else {                                                                \
 			cu_host_written(d, n);                                          \
 			rc_ = real CU_ARGS_##name;                                      \
@@ -787,11 +781,11 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 	{                                                                               \
 		CU_REAL(name, params);                                                  \
 		CU_COUNT(CU_HTOD);                                                      \
-		uint64_t t0 = cu_now();                                                 \
+		uint64_t t0 = ckc_now_ns();                                             \
 		ckc_prog_begin();                                                       \
 		CUresult rc_ = CUDA_SUCCESS;                                            \
 		if (cu_restore(d, s, n, t, async, pt))                                  \
-			atomic_fetch_add(&rest_ns, cu_now() - t0);                      \
+			atomic_fetch_add(&rest_ns, ckc_now_ns() - t0);                  \
 		else                                                                    \
 			rc_ = real CU_ARGS_##name;                                      \
 		ckc_prog_end();                                                         \

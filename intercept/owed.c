@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "intercept.h"
@@ -156,17 +155,10 @@ static void entry_release(ckc_owed_t *e)
 	e->busy = e->ready = NULL;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Fills [a, b) of e (page aligned, inside e) and lifts its protection. */
 static int entry_fill(ckc_owed_t *e, uintptr_t a, uintptr_t b)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = ckc_now_ns();
 	size_t len = b - a;
 	uint64_t roff = a - e->cap_start;
 	int rc;
@@ -209,7 +201,7 @@ static int entry_fill(ckc_owed_t *e, uintptr_t a, uintptr_t b)
 	atomic_store(&recent[k].start, a);
 	atomic_store(&recent[k].end, b);
 	ckc_owed_st.filled++;
-	atomic_fetch_add(&ckc_owed_st.fill_ns, now_ns() - t0);
+	atomic_fetch_add(&ckc_owed_st.fill_ns, ckc_now_ns() - t0);
 	return rc;
 }
 
@@ -602,10 +594,10 @@ static ssize_t owed_pwrite(ckc_handle_t *h, const void *buf, size_t n, uint64_t 
 
 ssize_t ckc_owed_pwrite(ckc_handle_t *h, const void *buf, size_t n, uint64_t off)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = ckc_now_ns();
 	ssize_t r = owed_pwrite(h, buf, n, off);
 	if (r != CKC_OWED_PASS)
-		atomic_fetch_add(&ckc_owed_st.write_ns, now_ns() - t0);
+		atomic_fetch_add(&ckc_owed_st.write_ns, ckc_now_ns() - t0);
 	return r;
 }
 
@@ -674,10 +666,10 @@ static ssize_t owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off);
 
 ssize_t ckc_owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = ckc_now_ns();
 	ssize_t r = owed_pread(h, buf, n, off);
 	if (r != CKC_OWED_PASS)
-		atomic_fetch_add(&ckc_owed_st.read_ns, now_ns() - t0);
+		atomic_fetch_add(&ckc_owed_st.read_ns, ckc_now_ns() - t0);
 	return r;
 }
 

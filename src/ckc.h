@@ -216,8 +216,12 @@ extern void (*ckc_gpu_settle)(void);
  * to keep, from a few made in the background; NULL when none is left. */
 void *ckc_gpu_pinned_slot(size_t len);
 
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t ckc_now_ns(void);
+
 /* Around a copy of the program's (device capture, restore, or the real
- * copy): the cache's background work waits for it to end (ckc_bg_yield). */
+ * copy) and its opening of a checkpoint: the cache's background work waits
+ * for it to end (ckc_bg_yield). */
 void ckc_prog_begin(void);
 void ckc_prog_end(void);
 

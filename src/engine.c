@@ -348,7 +348,7 @@ static int engine_start(void)
 	ckc_eng.prefetch_started = c->prefetch == CKC_PREFETCH_EAGER;
 	/* the hint file as it is now, before the first read is counted */
 	pthread_mutex_lock(&ckc_eng.lock);
-	ckc_hints_poll();
+	ckc_hints_poll(false);
 	pthread_mutex_unlock(&ckc_eng.lock);
 	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
 		if ((rc = ckc_flusher_start(l)) != 0)

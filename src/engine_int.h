@@ -207,7 +207,6 @@ typedef struct ckc_engine {
 extern ckc_engine_t ckc_eng;
 
 /* engine.c */
-uint64_t ckc_now_ns(void);
 void ckc_obj_get(ckc_obj_t *o);
 void ckc_obj_put(ckc_obj_t *o);               /* lock held */
 ckc_obj_t *ckc_map_find(const char *key);
@@ -324,7 +323,9 @@ int ckc_flush_home_now(ckc_obj_t *o, bool fsync_it); /* lock held; drops it whil
 /* prefetcher.c */
 int ckc_prefetcher_start(void);
 void ckc_prefetcher_stop(void);
-void ckc_hints_poll(void);                          /* lock held */
+/* Reads the hint file's new lines; a missing file is looked for again after
+ * HINTS_POLL_NS, or now_anyway. Lock held. */
+void ckc_hints_poll(bool now_anyway);
 void ckc_hints_reading(void);                       /* lock held */
 
 #endif

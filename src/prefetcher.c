@@ -32,14 +32,12 @@ static void hints_report(void *ctx, const char *file, unsigned line, const char 
 		ckc_warn("%s: %s", file, msg);
 }
 
-static void hints_poll(bool now_anyway);
-
 /* The program opens a checkpoint for reading (lock held). */
 void ckc_hints_reading(void)
 {
 	if (!ckc_eng.cfg.hints || ckc_eng.hints_open || ckc_eng.hints_said)
 		return;
-	hints_poll(true);
+	ckc_hints_poll(true);
 	if (ckc_eng.hints_open || ckc_eng.hints_said)
 		return;
 	ckc_eng.hints_said = true;
@@ -48,12 +46,7 @@ void ckc_hints_reading(void)
 		 ckc_eng.cfg.hints);
 }
 
-void ckc_hints_poll(void)
-{
-	hints_poll(false);
-}
-
-static void hints_poll(bool now_anyway)
+void ckc_hints_poll(bool now_anyway)
 {
 	if (!ckc_eng.cfg.hints)
 		return;
@@ -214,7 +207,7 @@ static void *prefetcher_main(void *arg)
 	ckc_tl_background = true;
 	pthread_mutex_lock(&ckc_eng.lock);
 	while (!ckc_eng.stopping) {
-		ckc_hints_poll();
+		ckc_hints_poll(false);
 		uint64_t gen = ckc_eng.prefetch_gen;
 		if (ckc_eng.prefetch_started && !ckc_eng.draining && prefetch_pass())
 			continue;

@@ -216,6 +216,19 @@ static CUresult copy_via(char kind, void *via, void *host, uint64_t dev, size_t 
 	return r;
 }
 
+/* n bytes between host and device directly, one copy per registered piece
+ * of a host tier (a copy never crosses one), then waited for. */
+static CUresult copy_runs(char kind, char *host, uint64_t dev, size_t n, CUstream s)
+{
+	CUresult r = CUDA_SUCCESS;
+	for (size_t done = 0, k; r == CUDA_SUCCESS && done < n; done += k) {
+		k = pin_run(host + done, n - done);
+		r = kind == 'h' ? drv.cuMemcpyDtoHAsync_v2(host + done, (CUdeviceptr)(dev + done), k, s) :
+				  drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)(dev + done), host + done, k, s);
+	}
+	return r == CUDA_SUCCESS ? drv.cuStreamSynchronize(s) : r;
+}
+
 /* This thread's pinned buffer of len bytes in *buf, made on first use. */
 static void *pinned_buf(void **buf, size_t len)
 {
@@ -232,15 +245,8 @@ static CUresult bg_piece(char kind, char *host, uint64_t dev, size_t n, CUstream
 	ckc_bg_yield();
 	uint64_t off;
 	const ckc_tier_t *h = host_tier_of(host, &off);
-	if (h && off + n <= atomic_load(&h->pinned_bytes)) {
-		CUresult r = CUDA_SUCCESS;
-		for (size_t done = 0, k; r == CUDA_SUCCESS && done < n; done += k) {
-			k = pin_run(host + done, n - done);
-			r = kind == 'h' ? drv.cuMemcpyDtoHAsync_v2(host + done, (CUdeviceptr)(dev + done), k, s) :
-					  drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)(dev + done), host + done, k, s);
-		}
-		return r == CUDA_SUCCESS ? drv.cuStreamSynchronize(s) : r;
-	}
+	if (h && off + n <= atomic_load(&h->pinned_bytes))
+		return copy_runs(kind, host, dev, n, s);
 	void *via = pinned_buf(&tl_stage, GPU_XFER);
 	return copy_via(kind, via ? via : host, host, dev, n, s);
 }
@@ -297,15 +303,7 @@ static int gpu_copy(const ckc_gpu_t *g, char kind, void *host, uint64_t dst, uin
 	} else if (n <= BOUNCE && !host_tier_of(host, NULL) && pinned_buf(&tl_bounce, BOUNCE)) {
 		r = copy_via(kind, tl_bounce, host, kind == 'h' ? src : dst, n, s);
 	} else {
-		for (size_t done = 0; r == CUDA_SUCCESS && done < n;) {
-			char *hp = (char *)host + done;
-			size_t k = pin_run(hp, n - done);
-			r = kind == 'h' ? drv.cuMemcpyDtoHAsync_v2(hp, (CUdeviceptr)(src + done), k, s) :
-					  drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)(dst + done), hp, k, s);
-			done += k;
-		}
-		if (r == CUDA_SUCCESS)
-			r = drv.cuStreamSynchronize(s);
+		r = copy_runs(kind, host, kind == 'h' ? src : dst, n, s);
 	}
 	if (prog)
 		ckc_prog_end();
