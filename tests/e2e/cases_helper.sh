@@ -121,6 +121,15 @@ stdio_case() {
 	same s.ref ck/s.bin "stdio: the checkpoint at its real path after exit"
 }
 
+# Large freads go straight from the cache into the program's buffer, not in
+# pieces of the stream's buffer: a few reads reach the cache, not hundreds.
+stdio_large_case() {
+	helper_ok "large freads of tagged streams" -- stdio-large "$T/ck/l.bin" 4M 5
+	stats_ok files==1 host.read_ops\<64
+	plain "$HELPER" gen l.ref 4M 5
+	same l.ref ck/l.bin "stdio: the checkpoint at its real path after exit"
+}
+
 freopen_case() {
 	helper_ok "freopen of a tagged stream" -- freopen "$T/ck/f.bin" 1M 12
 	run_ok "the checkpoint at its real path" plain "$HELPER" check ck/f.bin 1M 12
@@ -506,6 +515,7 @@ case_add unsupported/raw-close-reuse closeby_case syscall
 case_add fdops fdops_case
 case_add fsync/persist-never fsync_never_case
 case_add stdio stdio_case
+case_add stdio/large-reads stdio_large_case
 case_add stdio/freopen-tagged-stream freopen_case
 case_add copy-calls copycalls_case
 case_add open-flags-sizes misc_case
