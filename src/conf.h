@@ -36,6 +36,8 @@ typedef struct ckc_config {
 	int log_level;         /* CKC_LOG_* */
 	long rank;             /* from the MPI/Slurm environment; 0 if none */
 	long local_size;       /* processes of this job on this node; 1 if unknown */
+	bool host_whole;       /* populate the host tier whole at start instead of growing
+				  it with use (not from the environment: for benchmarks) */
 } ckc_config_t;
 
 /* What the loader needs to know about the machine; tests pass their own. */

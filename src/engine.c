@@ -250,7 +250,7 @@ static int tiers_open(void)
 		ckc_tier_t *t = &ckc_eng.tier[n];
 		t->name = "host";
 		t->kind = TIER_HOST;
-		rc = ckc_host_open(t, c->host_cache);
+		rc = ckc_host_open(t, c->host_cache, ckc_eng.ntier == 0 && !c->host_whole);
 		if (rc) {
 			ckc_error("CKPTCACHE_HOST_CACHE=%llu: cannot map the host tier (%s)",
 				  (unsigned long long)c->host_cache, strerror(-rc));
@@ -372,6 +372,9 @@ static void threads_stop(void)
 		ckc_flusher_stop(l);
 	if (ckc_eng.tier[0].kind == TIER_GPU)
 		ckc_gpu_stop(&ckc_eng.tier[0]);
+	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
+		if (ckc_eng.tier[l].kind == TIER_HOST)
+			ckc_host_stop(&ckc_eng.tier[l]);
 }
 
 int ckc_init_config(const ckc_config_t *c)
@@ -427,8 +430,11 @@ static void stats_collect(ckc_stats_t *s)
 	for (int l = 0; l < ckc_eng.ntier; l++) {
 		s->tier_name[l] = ckc_eng.tier[l].name;
 		s->tier[l] = ckc_eng.tier[l].st;
-		if (l + 1 < ckc_eng.ntier)
+		/* the edge's bandwidth is a guess until something was flushed */
+		if (l + 1 < ckc_eng.ntier && s->tier[l].flush_ops)
 			s->tier[l].flush_bw = ckc_eng.edge[l].bw;
+		if (ckc_eng.tier[l].kind == TIER_HOST)
+			s->tier[l].populated_bytes = atomic_load(&ckc_eng.tier[l].populated);
 		if (ckc_eng.tier[l].kind == TIER_GPU && ckc_eng.tier[l].gpu)
 			ckc_gpu_stats(&ckc_eng.tier[l], s);
 		if (ckc_eng.tier[l].kind == TIER_HOST && ckc_eng.tier[l].pinned_once)
@@ -549,7 +555,7 @@ void ckc_shutdown(void)
 
 /* ---- writing ------------------------------------------------------- */
 
-static uint64_t predict_size(void)
+uint64_t ckc_predict_size(void)
 {
 	uint64_t m = 0;
 	for (int i = 0; i < ckc_eng.nrecent && i < CKC_PREDICT_SLOTS; i++)
@@ -722,7 +728,7 @@ static int write_room(ckc_obj_t *o, uint64_t end)
 			return 0;
 		uint64_t cap = ckc_place_limit(o, o->wlevel), need;
 		if (have == 0) {
-			uint64_t guess = predict_size();
+			uint64_t guess = ckc_predict_size();
 			need = end > guess ? end : guess;
 			if (need < CKC_MIN_RESERVE && end <= CKC_MIN_RESERVE)
 				need = CKC_MIN_RESERVE;

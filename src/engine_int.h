@@ -137,12 +137,22 @@ typedef struct ckc_tier {
 	arena_t arena;
 	ckc_tier_stats_t st;
 
-	/* host: one anonymous mapping, populated by a background thread */
+	/* host: one anonymous mapping, populated by a background thread:
+	 * whole at start (populated grows from 0 to the capacity), or, when it
+	 * grows with use (grow), piece by piece ahead of the allocations, and
+	 * given back when idle (populated: the bytes of pieces populated now) */
 	char *base;
 	pthread_t toucher;
 	bool toucher_running;
 	atomic_uint_fast64_t populated;
 	atomic_bool toucher_stop;
+	bool grow;
+	uint8_t *piece;                /* grow: per 2 MiB piece, populated by the toucher */
+	size_t npiece;
+	atomic_uint_fast64_t use_seq;  /* grow: allocations in the tier so far */
+	atomic_bool caught_up;         /* grow: the toucher has nothing left to populate */
+	pthread_mutex_t grow_mx;       /* the toucher's wake-ups (taken after the engine lock) */
+	pthread_cond_t grow_cv;
 
 	atomic_uint_fast64_t pinned_bytes; /* registered with CUDA, from base (device capture) */
 	atomic_bool pinned_once;
@@ -207,6 +217,9 @@ typedef struct ckc_engine {
 extern ckc_engine_t ckc_eng;
 
 /* engine.c */
+/* The predicted size of the next checkpoint (lock held): the largest of
+ * the last few, 0 before the first. */
+uint64_t ckc_predict_size(void);
 void ckc_obj_get(ckc_obj_t *o);
 void ckc_obj_put(ckc_obj_t *o);               /* lock held */
 ckc_obj_t *ckc_map_find(const char *key);
@@ -269,8 +282,16 @@ void ckc_bg_yield(void);
 void ckc_gpu_evacuate(void);
 
 /* tier_host.c / tier_ssd.c / tier_home.c */
-int ckc_host_open(ckc_tier_t *t, uint64_t capacity);
+/* Maps the host tier; grow: it grows with use and gives room back when idle
+ * (never with a gpu tier, which pins it whole). 0 or -errno. */
+int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow);
+/* Stops the toucher (lock not held: it takes the lock). */
+void ckc_host_stop(ckc_tier_t *t);
+/* Unmaps the tier; its toucher must be stopped if the lock is held. */
 void ckc_host_close(ckc_tier_t *t);
+/* An allocation was made in host tier t (lock held): the toucher populates
+ * ahead of the next ones. */
+void ckc_host_used(ckc_tier_t *t);
 int ckc_ssd_open(ckc_tier_t *t, uint64_t capacity, const char *dir);
 void ckc_ssd_close(ckc_tier_t *t);
 /* Moves bytes between a caller's buffer and a tier copy. Return 0 or -errno. */

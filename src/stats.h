@@ -27,6 +27,8 @@ typedef struct ckc_tier_stats {
 	uint64_t waits;                        /* placements that waited for room */
 	double wait_s;
 	double flush_bw;                       /* bytes/s out of this tier (moving average) */
+	uint64_t populated_bytes;              /* host: memory populated now */
+	uint64_t given_back_bytes;             /* host: memory given back while idle */
 } ckc_tier_stats_t;
 
 #define CKC_CUDA_KINDS 16
