@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "conf.h"
+#include "memlimit.h"
 #include "log.h"
 
 #include <errno.h>
@@ -717,7 +718,8 @@ void ckc_sysinfo_default(ckc_sysinfo_t *sys)
 {
 	long pages = sysconf(_SC_PHYS_PAGES);
 	long page = sysconf(_SC_PAGESIZE);
-	sys->mem_total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+	/* a job's memory limit (Slurm, a container) counts as its machine */
+	sys->mem_total = ckc_memlimit(pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0);
 	sys->fs_info = config_fs_info;
 }
 
