@@ -147,7 +147,8 @@ typedef struct ckc_tier {
 	atomic_uint_fast64_t populated;
 	atomic_bool toucher_stop;
 	bool grow;
-	uint8_t *piece;                /* grow: per 2 MiB piece, populated by the toucher */
+	_Atomic uint8_t *piece;        /* grow: per 2 MiB piece, populated or allocated since
+					  it was last given back */
 	size_t npiece;
 	atomic_uint_fast64_t use_seq;  /* grow: allocations in the tier so far */
 	atomic_bool caught_up;         /* grow: the toucher has nothing left to populate */
@@ -289,9 +290,10 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow);
 void ckc_host_stop(ckc_tier_t *t);
 /* Unmaps the tier; its toucher must be stopped if the lock is held. */
 void ckc_host_close(ckc_tier_t *t);
-/* An allocation was made in host tier t (lock held): the toucher populates
- * ahead of the next ones. */
-void ckc_host_used(ckc_tier_t *t);
+/* Bytes [aoff, aoff+len) of host tier t were allocated (lock held): the
+ * toucher populates ahead of the next allocations, and gives these back
+ * once they are free again and the tier idle. */
+void ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len);
 int ckc_ssd_open(ckc_tier_t *t, uint64_t capacity, const char *dir);
 void ckc_ssd_close(ckc_tier_t *t);
 /* Moves bytes between a caller's buffer and a tier copy. Return 0 or -errno. */

@@ -59,6 +59,13 @@ static void host_toucher_whole(ckc_tier_t *t)
 
 /* ---- a growing tier ------------------------------------------------- */
 
+/* Piece k is populated now (by the toucher or the program's copies). */
+static void host_mark(ckc_tier_t *t, uint64_t k)
+{
+	if (!atomic_exchange(&t->piece[k], 1))
+		atomic_fetch_add(&t->populated, HOST_PIECE);
+}
+
 /* The room the next allocations will take (lock held): in best-fit order,
  * the starts of the gaps that fit a predicted checkpoint, ahead bytes in
  * all. Marks their pieces in want[]. Returns the pieces marked. */
@@ -98,7 +105,8 @@ static size_t host_plan(const ckc_tier_t *t, uint8_t *want)
 }
 
 /* Gives back the pieces lying wholly in free room that the plan does not
- * want (lock held: nothing can allocate them meanwhile). Returns the bytes
+ * want and that were populated or used since they were last given back
+ * (lock held: nothing can allocate them meanwhile). Returns the bytes
  * given back. */
 static uint64_t host_give_back(ckc_tier_t *t, const uint8_t *want)
 {
@@ -110,13 +118,15 @@ static uint64_t host_give_back(ckc_tier_t *t, const uint8_t *want)
 		if (f->owner)
 			continue;
 		uint64_t k = (f->off + HOST_PIECE - 1) / HOST_PIECE, end = (f->off + f->len) / HOST_PIECE;
+		if (f->off + f->len == a->capacity)
+			end = t->npiece; /* the last piece may be short */
 		for (; k < end; k++) {
-			if (want[k])
+			if (want[k] || !atomic_load(&t->piece[k]))
 				continue;
-			if (madvise(t->base + k * HOST_PIECE, HOST_PIECE, MADV_DONTNEED) == 0 && t->piece[k]) {
-				t->piece[k] = 0;
+			uint64_t off = k * HOST_PIECE, len = a->capacity - off;
+			if (madvise(t->base + off, len < HOST_PIECE ? len : HOST_PIECE, MADV_DONTNEED) == 0 &&
+			    atomic_exchange(&t->piece[k], 0))
 				bytes += HOST_PIECE;
-			}
 		}
 	}
 	return bytes;
@@ -126,7 +136,6 @@ static void host_toucher_grow(ckc_tier_t *t)
 {
 	uint8_t *want = calloc(t->npiece, 1);
 	uint64_t seen = 0, last_use = ckc_now_ns();
-	bool idle_done = true;
 
 	if (!want)
 		return;
@@ -136,25 +145,21 @@ static void host_toucher_grow(ckc_tier_t *t)
 		pthread_mutex_unlock(&ckc_eng.lock);
 		/* populate what the next checkpoints will take */
 		for (size_t k = 0; k < t->npiece && !atomic_load(&t->toucher_stop); k++) {
-			if (!want[k] || t->piece[k])
+			if (!want[k] || atomic_load(&t->piece[k]))
 				continue;
 			ckc_bg_yield();
 			uint64_t off = k * HOST_PIECE, len = t->arena.capacity - off;
 			if (host_populate(t, off, len < HOST_PIECE ? len : HOST_PIECE) != 0)
 				break;
-			t->piece[k] = 1;
-			atomic_fetch_add(&t->populated, HOST_PIECE);
+			host_mark(t, k);
 		}
 		pthread_mutex_lock(&t->grow_mx);
 		atomic_store(&t->caught_up, true);
 		pthread_cond_broadcast(&t->grow_cv);
-		while (!atomic_load(&t->toucher_stop) && atomic_load(&t->use_seq) == seen) {
-			uint64_t now = ckc_now_ns();
-			if (!idle_done && now - last_use >= HOST_IDLE_NS)
-				break;
+		if (!atomic_load(&t->toucher_stop) && atomic_load(&t->use_seq) == seen) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 1;
+			ts.tv_sec += HOST_IDLE_NS / 1000000000ull;
 			pthread_cond_timedwait(&t->grow_cv, &t->grow_mx, &ts);
 		}
 		pthread_mutex_unlock(&t->grow_mx);
@@ -162,28 +167,28 @@ static void host_toucher_grow(ckc_tier_t *t)
 		if (seq != seen) {
 			seen = seq;
 			last_use = ckc_now_ns();
-			idle_done = false;
 			continue;
 		}
-		if (!idle_done && ckc_now_ns() - last_use >= HOST_IDLE_NS) {
-			/* idle: free room beyond what the next checkpoints take
-			 * goes back to the system */
-			pthread_mutex_lock(&ckc_eng.lock);
-			host_plan(t, want);
-			uint64_t b = host_give_back(t, want);
-			t->st.given_back_bytes += b;
-			pthread_mutex_unlock(&ckc_eng.lock);
-			atomic_fetch_sub(&t->populated, b);
-			idle_done = true;
-		}
+		if (ckc_now_ns() - last_use < HOST_IDLE_NS)
+			continue;
+		/* idle: free room beyond what the next checkpoints take goes
+		 * back to the system (room freed since the last look included) */
+		pthread_mutex_lock(&ckc_eng.lock);
+		host_plan(t, want);
+		uint64_t b = host_give_back(t, want);
+		t->st.given_back_bytes += b;
+		pthread_mutex_unlock(&ckc_eng.lock);
+		atomic_fetch_sub(&t->populated, b);
 	}
 	free(want);
 }
 
-void ckc_host_used(ckc_tier_t *t)
+void ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len)
 {
-	if (!t->grow)
+	if (!t->grow || !len)
 		return;
+	for (uint64_t k = aoff / HOST_PIECE; k * HOST_PIECE < aoff + len && k < t->npiece; k++)
+		host_mark(t, k);
 	atomic_fetch_add(&t->use_seq, 1);
 	pthread_mutex_lock(&t->grow_mx);
 	atomic_store(&t->caught_up, false);
@@ -234,7 +239,7 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow)
 	t->base = p;
 	t->grow = grow;
 	t->npiece = (capacity + HOST_PIECE - 1) / HOST_PIECE;
-	t->piece = grow ? calloc(t->npiece, 1) : NULL;
+	t->piece = grow ? calloc(t->npiece, sizeof(*t->piece)) : NULL;
 	if (grow && !t->piece) {
 		munmap(p, capacity);
 		t->base = NULL;
@@ -273,7 +278,7 @@ void ckc_host_close(ckc_tier_t *t)
 	if (t->base)
 		munmap(t->base, t->arena.capacity);
 	t->base = NULL;
-	free(t->piece);
+	free((void *)t->piece);
 	t->piece = NULL;
 	pthread_cond_destroy(&t->grow_cv);
 	pthread_mutex_destroy(&t->grow_mx);

@@ -404,6 +404,40 @@ static int m_check(int argc, char **argv)
 	return 0;
 }
 
+/* This process's resident memory (VmRSS), in KiB. */
+static long rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (kb < 0)
+		fail("no VmRSS in /proc/self/status");
+	return kb;
+}
+
+/* rss PATH SIZE SEED: the resident memory of this process (KiB) before a
+ * checkpoint, after writing and reading it back and a second of quiet, and
+ * once it was removed and the cache idle for two seconds. */
+static int m_rss(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED");
+	long before = rss_kib();
+	gen_file(arg.path, arg.size, arg.seed, 0);
+	check_file(arg.path, arg.size, arg.seed, 0);
+	sleep_ms(1000);
+	long cached = rss_kib();
+	if (unlink(arg.path) != 0)
+		fail("unlink %s: %s", arg.path, strerror(errno));
+	sleep_ms(2500);
+	printf("rss_kib before=%ld cached=%ld after=%ld\n", before, cached, rss_kib());
+	return 0;
+}
+
 /* Write then read back in the same process: the read must come from the
  * cache (the driver checks the statistics). */
 static int m_wr(int argc, char **argv)
@@ -2512,7 +2546,7 @@ struct modedef {
 };
 
 static const struct modedef modes[] = {
-	{ "gen", m_gen },	    { "check", m_check },	{ "wr", m_wr },
+	{ "gen", m_gen }, { "rss", m_rss },	    { "check", m_check },	{ "wr", m_wr },
 	{ "rawcheck", m_rawcheck }, { "history", m_history },	{ "threads", m_threads },
 	{ "readfd", m_readfd },	    { "fork", m_fork },		{ "rawsys", m_rawsys },
 	{ "mmap", m_mmap },	    { "procfd", m_procfd },	{ "uring", m_uring },
