@@ -58,6 +58,38 @@ void ckc_tag_free(void);
 /* Whether the canonical path matches a pattern. */
 bool ckc_tag_match(const char *canon);
 
+/* The directory descriptors below which nothing can be tagged (tag.c). */
+extern _Atomic uint8_t *ckc_tag_dirv;
+extern size_t ckc_tag_dirv_cap;
+
+/* A real open of path (relative to dirfd) with flags returned fd: what is
+ * opened below a directory where nothing can be tagged inherits that, and
+ * a directory opened by its absolute path is looked at. */
+void ckc_tag_opened(int dirfd, const char *path, int flags, int fd);
+
+/* The working directory changed (chdir, fchdir). */
+void ckc_tag_cwd_changed(void);
+
+/* newfd (when >= 0) is a copy of oldfd: it knows what oldfd knows.
+ * Returns newfd. */
+static inline int ckc_tag_dup(int oldfd, int newfd)
+{
+	if ((unsigned)oldfd < ckc_tag_dirv_cap && (unsigned)newfd < ckc_tag_dirv_cap)
+		atomic_store_explicit(&ckc_tag_dirv[newfd],
+				      atomic_load_explicit(&ckc_tag_dirv[oldfd], memory_order_relaxed),
+				      memory_order_relaxed);
+	return newfd;
+}
+
+/* Descriptor number fd is closed or replaced: what was known of it goes.
+ * One load for a number that was never a directory looked at. */
+static inline void ckc_tag_forget_fd(int fd)
+{
+	if ((unsigned)fd < ckc_tag_dirv_cap &&
+	    atomic_load_explicit(&ckc_tag_dirv[fd], memory_order_relaxed))
+		atomic_store_explicit(&ckc_tag_dirv[fd], 0, memory_order_relaxed);
+}
+
 /* Canonicalises path (relative to dirfd, AT_FDCWD for the cwd) into out
  * (PATH_MAX bytes) and tells whether it is tagged. False for anything that
  * is not a tagged path (or while the thread is inside the engine). */

@@ -4,6 +4,7 @@
  * libc; a tagged one goes to the engine, and errno is kept on success. */
 #include "config.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -296,7 +297,10 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 		errno = ENOSYS;
 		return -1;
 	}
-	return ro(dirfd, path, flags, mode);
+	int fd = ro(dirfd, path, flags, mode);
+	if (fd >= 0 && ckc_tag_dirv_cap)
+		ckc_tag_opened(dirfd, path, flags, fd);
+	return fd;
 }
 
 static inline bool needs_mode(int flags)
@@ -387,15 +391,37 @@ int ckc_close_fd(int fd)
 
 CKC_EXPORT int close(int fd)
 {
+	ckc_tag_forget_fd(fd);
 	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1))
 		return REAL(close)(fd);
 	return ckc_close_fd(fd);
+}
+
+CKC_EXPORT int chdir(const char *path)
+{
+	ckc_tag_cwd_changed();
+	return REAL(chdir)(path);
+}
+
+CKC_EXPORT int fchdir(int fd)
+{
+	ckc_tag_cwd_changed();
+	return REAL(fchdir)(fd);
+}
+
+/* The directory stream's descriptor is closed inside the C library. */
+CKC_EXPORT int closedir(DIR *d)
+{
+	ckc_tag_forget_fd(dirfd(d));
+	return REAL(closedir)(d);
 }
 
 /* Drops the virtual descriptors of [first, last] (the real call closes the
  * placeholders). */
 static void vfd_close_range(unsigned first, unsigned last)
 {
+	for (unsigned fd = first; fd < ckc_tag_dirv_cap && fd <= last; fd++)
+		ckc_tag_forget_fd((int)fd);
 	if (ckc_vfd_cap == 0 || first >= ckc_vfd_cap)
 		return;
 	if (last >= ckc_vfd_cap)
@@ -818,21 +844,25 @@ static int dup_fixup(int oldfd, int newfd)
 CKC_EXPORT int dup(int fd)
 {
 	if (!ckc_vfd_get(fd))
-		return REAL(dup)(fd);
+		return ckc_tag_dup(fd, REAL(dup)(fd));
 	return dup_fixup(fd, REAL(dup)(fd));
 }
 
 CKC_EXPORT int dup2(int oldfd, int newfd)
 {
+	if (oldfd != newfd)
+		ckc_tag_forget_fd(newfd);
 	if (!ckc_vfd_get(oldfd) && !ckc_vfd_get(newfd))
-		return REAL(dup2)(oldfd, newfd);
+		return ckc_tag_dup(oldfd, REAL(dup2)(oldfd, newfd));
 	return dup_fixup(oldfd, REAL(dup2)(oldfd, newfd));
 }
 
 CKC_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
+	if (oldfd != newfd)
+		ckc_tag_forget_fd(newfd);
 	if (!ckc_vfd_get(oldfd) && !ckc_vfd_get(newfd))
-		return REAL(dup3)(oldfd, newfd, flags);
+		return ckc_tag_dup(oldfd, REAL(dup3)(oldfd, newfd, flags));
 	return dup_fixup(oldfd, REAL(dup3)(oldfd, newfd, flags));
 }
 
@@ -844,8 +874,10 @@ static int fcntl_common(int (*rf)(int, int, ...), int fd, int cmd, unsigned long
 		errno = ENOSYS;
 		return -1;
 	}
-	if (!v)
-		return rf(fd, cmd, arg);
+	if (!v) {
+		int r = rf(fd, cmd, arg);
+		return cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC ? ckc_tag_dup(fd, r) : r;
+	}
 	switch (cmd) {
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC:

@@ -397,6 +397,8 @@ CKC_EXPORT int fclose(FILE *f)
 	char *buf = NULL;
 	if (f && f->_fileno == STDIO_COOKIE_FILENO)
 		stdio_find(f, &buf);
+	else if (f)
+		ckc_tag_forget_fd(f->_fileno);
 	int rc = REAL(fclose)(f);
 	/* glibc is done with a buffer it did not allocate once the stream is
 	 * closed (its last flush included) */

@@ -55,6 +55,9 @@ int ckc_init_config(const ckc_config_t *c);
 /* Whether the engine is started and caching. */
 bool ckc_active(void);
 
+/* Whether the engine holds any checkpoint now (one load; no lock). */
+bool ckc_holds_objects(void);
+
 /* Drains every required flush, stops the threads, writes statistics and
  * releases the tiers. Idempotent; the engine may be started again. */
 void ckc_shutdown(void);

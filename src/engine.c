@@ -43,6 +43,14 @@ uint64_t ckc_now_ns(void)
 
 /* ---- object map ---------------------------------------------------- */
 
+/* ckc_eng.nobj for readers without the lock. */
+static atomic_size_t eng_nobj;
+
+bool ckc_holds_objects(void)
+{
+	return atomic_load_explicit(&eng_nobj, memory_order_relaxed) != 0;
+}
+
 static uint64_t key_hash(const char *k)
 {
 	uint64_t h = 1469598103934665603ull;
@@ -83,6 +91,7 @@ static int map_insert(ckc_obj_t *o)
 	o->hnext = ckc_eng.map[b];
 	ckc_eng.map[b] = o;
 	ckc_eng.nobj++;
+	atomic_store_explicit(&eng_nobj, ckc_eng.nobj, memory_order_relaxed);
 	return 0;
 }
 
@@ -94,6 +103,7 @@ static void map_remove(ckc_obj_t *o)
 	if (*pp) {
 		*pp = o->hnext;
 		ckc_eng.nobj--;
+		atomic_store_explicit(&eng_nobj, ckc_eng.nobj, memory_order_relaxed);
 	}
 	o->hnext = NULL;
 }

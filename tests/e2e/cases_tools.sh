@@ -56,6 +56,39 @@ tools_cp_preserve() {
 		fail "cp -a: the modification time was not kept"
 }
 
+# Walking an untagged tree (du, find, tar) with patterns set: no lookup of a
+# directory's path (readlink of /proc/self/fd, getcwd) per entry, only a few
+# where the walk starts (the tree has 40 folders and 280 entries), whether
+# the patterns name files or a whole subtree.
+walk_syscalls() { # LIB-OR-EMPTY PATTERN CMD...: the readlink/getcwd calls CMD makes
+	local lib=$1 pat=$2
+	shift 2
+	timeout -k 5 "$CASE_TIMEOUT" strace -f -qq -c -o strace.out -e trace=readlink,readlinkat,getcwd \
+		env ${lib:+LD_PRELOAD=$PRELOAD} CKPTCACHE_PATHS="$pat" CKPTCACHE_HOST_CACHE=32M "$@" >/dev/null ||
+		fail "$* under strace: exit status $?"
+	awk '$NF == "readlink" || $NF == "readlinkat" || $NF == "getcwd" { n += $4 } END { print n + 0 }' strace.out
+}
+
+tools_walk_untagged() {
+	command -v strace >/dev/null || note "strace is not installed"
+	local d f pat cmd plain lib
+	for d in $(seq 1 40); do
+		mkdir -p "tree/d$d/e"
+		for f in 1 2 3; do echo "$d $f" >"tree/d$d/f$f.bin"; echo x >"tree/d$d/e/g$f.txt"; done
+	done
+	for pat in "$T/ck/**" "$T/ck/ckpt_*.bin"; do
+		for cmd in "du -s tree" "find tree" "tar cf /dev/null tree" "du -s $T/tree"; do
+			# shellcheck disable=SC2086
+			plain=$(walk_syscalls "" "$pat" $cmd)
+			# shellcheck disable=SC2086
+			lib=$(walk_syscalls lib "$pat" $cmd)
+			echo "$cmd, CKPTCACHE_PATHS=$pat: $plain lookups without the library, $lib with it"
+			[ "$lib" -le $((plain + 8)) ] ||
+				fail "$cmd with CKPTCACHE_PATHS=$pat: $lib path lookups (readlink/getcwd), $plain without the library"
+		done
+	done
+}
+
 tools_cat() {
 	randfile a.src 1048577
 	randfile b.src 77
@@ -209,6 +242,7 @@ tools_write_then_read() {
 
 case_add tools/cp tools_cp
 case_add tools/cp-preserve tools_cp_preserve
+case_add tools/walk-untagged tools_walk_untagged
 case_add tools/cat tools_cat
 for bs in 1 4096 1M 7777; do
 	case_add "tools/dd-bs$bs" tools_dd $bs
