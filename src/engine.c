@@ -814,6 +814,9 @@ static int write_bytes(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len,
 		p->pins++;
 		pthread_mutex_unlock(&ckc_eng.lock);
 		int rc = 0;
+		bool big = buf && len >= CKC_PROG_COPY_MIN;
+		if (big)
+			ckc_prog_begin();
 		for (int i = 0; i < n && !rc; i++) {
 			rc = buf ? ckc_tier_put(t, seg[i].aoff, src, seg[i].alen) :
 				   put_from_device(t, seg[i].aoff, dsrc, seg[i].alen);
@@ -822,6 +825,8 @@ static int write_bytes(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len,
 			off += seg[i].alen;
 			len -= seg[i].alen;
 		}
+		if (big)
+			ckc_prog_end();
 		pthread_mutex_lock(&ckc_eng.lock);
 		ckc_unpin(o, t->level);
 		if (rc)
@@ -1112,13 +1117,33 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 		o->place[level].pins++;
 		o->place[level].seq_use = ++ckc_eng.seq;
 	}
+	/* a copy in the ssd tier of a checkpoint already published: what the
+	 * page cache still holds of the real file comes faster from there */
+	char *home = !h->writer && ckc_eng.tier[level].kind == TIER_SSD && o->at_home && !o->retired ?
+			     strdup(o->key) : NULL;
 	pthread_mutex_unlock(&ckc_eng.lock);
-	rc = ckc_src_read(&src, off, buf, len, &h->home_fd);
+	bool big = len >= CKC_PROG_COPY_MIN;
+	if (big)
+		ckc_prog_begin();
+	size_t got = home ? ckc_home_read_cached(home, buf, len, off, &h->home_fd) : 0;
+	rc = got < len ? ckc_src_read(&src, off + got, (char *)buf + got, len - got, &h->home_fd) : 0;
+	if (big)
+		ckc_prog_end();
+	free(home);
 	pthread_mutex_lock(&ckc_eng.lock);
+	if (got && o->retired) {
+		/* a newer version may have replaced the real file meanwhile */
+		pthread_mutex_unlock(&ckc_eng.lock);
+		got = 0;
+		rc = ckc_src_read(&src, off, buf, len, &h->home_fd);
+		pthread_mutex_lock(&ckc_eng.lock);
+	}
 	ckc_src_release(&src);
 	if (bounded)
 		ckc_unpin(o, level);
 	if (rc == 0) {
+		if (got == len)
+			level = ckc_eng.ntier - 1;
 		ckc_tier_stats_t *st = &ckc_eng.tier[level].st;
 		st->read_ops++;
 		st->read_bytes += len;

@@ -279,6 +279,12 @@ extern __thread bool ckc_tl_background;
  * the program is in progress. */
 #define CKC_BG_YIELD_MAX_NS 5000000ull
 void ckc_bg_yield(void);
+/* The program's own copies of this size or more (a tagged write or read)
+ * count as copies the background work gives way to. */
+#define CKC_PROG_COPY_MIN (1u << 20)
+/* Background transfers move in pieces of this size, giving way between
+ * them (a piece takes about a millisecond). */
+#define CKC_BG_PIECE (4u << 20)
 /* engine.c: moves every gpu copy down or drops it (before the driver goes) */
 void ckc_gpu_evacuate(void);
 
@@ -330,6 +336,9 @@ int ckc_home_commit(char *tmp, const char *key, int fd, bool fsync_it, const ckc
 int ckc_attr_apply_fd(int fd, const ckc_attr_t *a);
 /* Reads from the file at path, opening it once into *fdp. Returns bytes read or -errno. */
 ssize_t ckc_home_read(const char *path, void *buf, size_t len, uint64_t off, int *fdp);
+/* The same for what the page cache holds of [off, off+len) from its start
+ * on, without waiting for the device. Returns the bytes read (0: none). */
+size_t ckc_home_read_cached(const char *path, void *buf, size_t len, uint64_t off, int *fdp);
 /* Saves bytes [0, size) of src to a rescue file; *where gets its path.
  * Returns 0 or -errno. */
 int ckc_home_rescue(const char *key, const ckc_src_t *src, uint64_t size, char **where);

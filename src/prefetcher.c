@@ -137,6 +137,8 @@ static int promote(ckc_obj_t *o, uint64_t dist)
 			break;
 		}
 		uint64_t n = size - off < avail ? size - off : avail;
+		n = n < CKC_BG_PIECE ? n : CKC_BG_PIECE;
+		ckc_bg_yield();
 		if (top->kind == TIER_HOST) {
 			rc = ckc_src_read(&from, off, top->base + aoff, (size_t)n, &fd);
 		} else {
