@@ -1124,6 +1124,50 @@ CKC_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off
 	return REAL(mmap64)(addr, len, prot, flags, fd, off);
 }
 
+/* A copy out of a tagged checkpoint that only its real file holds, into an
+ * untagged descriptor: the kernel's own copy call on the real file (no copy
+ * through user memory, as without the library). Returns the bytes copied,
+ * -errno, or CKC_PASS when the copy must go through the cache. */
+static ssize_t copy_from_home(ckc_vfd_t *v, off_t *inoff, int out, off_t *outoff, size_t count,
+			      ssize_t (*real)(int, off_t *, int, off_t *, size_t))
+{
+	if (vfd_usable(v) || (v->flags & O_ACCMODE) == O_WRONLY)
+		return CKC_PASS;
+	ckc_enter();
+	int fd = ckc_handle_home_fd(v->h);
+	ckc_leave();
+	if (fd < 0)
+		return CKC_PASS;
+	if (!inoff)
+		pthread_mutex_lock(&v->lock);
+	off_t off = inoff ? *inoff : (off_t)v->pos, start = off;
+	ssize_t n = real(fd, &off, out, outoff, count);
+	int e = errno;
+	if (n > 0) {
+		if (inoff)
+			*inoff = off;
+		else
+			v->pos = (uint64_t)off;
+		ckc_enter();
+		ckc_handle_note_read(v->h, (uint64_t)start, (uint64_t)n);
+		ckc_leave();
+	}
+	if (!inoff)
+		pthread_mutex_unlock(&v->lock);
+	return n < 0 ? -e : n;
+}
+
+static ssize_t real_cfr(int in, off_t *inoff, int out, off_t *outoff, size_t count)
+{
+	return REAL(copy_file_range)(in, inoff, out, outoff, count, 0);
+}
+
+static ssize_t real_sendfile(int in, off_t *inoff, int out, off_t *outoff, size_t count)
+{
+	(void)outoff; /* sendfile writes at out's position */
+	return REAL(sendfile64)(out, in, inoff, count);
+}
+
 /* Copies count bytes from in to out through a buffer, with each side's
  * offset pointer (NULL: the descriptor's position), as the wrappers would. */
 static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_t count)
@@ -1170,12 +1214,25 @@ static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_
 	return total;
 }
 
+/* A copy call with a tagged side: the kernel's copy from the real file
+ * when that alone holds the bytes and out is untagged, else through the
+ * cache. */
+static ssize_t copy_tagged(int in, off_t *inoff, int out, off_t *outoff, size_t count,
+			   ssize_t (*real)(int, off_t *, int, off_t *, size_t))
+{
+	ckc_vfd_t *vin = ckc_vfd_get(in);
+	ssize_t n = CKC_PASS;
+	if (vin && !ckc_vfd_get(out))
+		n = copy_from_home(vin, inoff, out, outoff, count, real);
+	return n == CKC_PASS ? copy_emulated(in, inoff, out, outoff, count) : n;
+}
+
 CKC_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 {
 	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))
 		return REAL(sendfile)(out, in, off, count);
 	int saved = errno;
-	return ckc_result(copy_emulated(in, off, out, NULL, count), saved);
+	return ckc_result(copy_tagged(in, off, out, NULL, count, real_sendfile), saved);
 }
 
 CKC_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t count)
@@ -1183,7 +1240,7 @@ CKC_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t count)
 	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))
 		return REAL(sendfile64)(out, in, off, count);
 	int saved = errno;
-	return ckc_result(copy_emulated(in, off, out, NULL, count), saved);
+	return ckc_result(copy_tagged(in, off, out, NULL, count, real_sendfile), saved);
 }
 
 CKC_EXPORT ssize_t copy_file_range(int in, off_t *inoff, int out, off_t *outoff, size_t count,
@@ -1196,7 +1253,7 @@ CKC_EXPORT ssize_t copy_file_range(int in, off_t *inoff, int out, off_t *outoff,
 		errno = EINVAL;
 		return -1;
 	}
-	return ckc_result(copy_emulated(in, inoff, out, outoff, count), saved);
+	return ckc_result(copy_tagged(in, inoff, out, outoff, count, real_cfr), saved);
 }
 
 CKC_EXPORT ssize_t splice(int in, off_t *inoff, int out, off_t *outoff, size_t count,

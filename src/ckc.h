@@ -79,6 +79,16 @@ int ckc_open_read(const char *path, ckc_handle_t **h);
  * end) or -errno. */
 ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off);
 
+/* For a reading handle whose checkpoint no cache tier holds (its bytes are
+ * only in the real file, which may well be in the page cache): a descriptor
+ * of that file, owned by h, for the kernel's own copy calls; -ENOENT when a
+ * tier holds them (they are read with ckc_pread then). */
+int ckc_handle_home_fd(ckc_handle_t *h);
+
+/* Counts [off, off+len) of h as read by the program from the real file
+ * (statistics, and whether the checkpoint was read whole). */
+void ckc_handle_note_read(ckc_handle_t *h, uint64_t off, uint64_t len);
+
 /* Current size of the object behind h. */
 uint64_t ckc_handle_size(const ckc_handle_t *h);
 

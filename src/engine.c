@@ -1159,6 +1159,58 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	return rc;
 }
 
+int ckc_handle_home_fd(ckc_handle_t *h)
+{
+	ckc_obj_t *o = h->o;
+	int fd = -ENOENT;
+
+	if (h->writer)
+		return -ENOENT;
+	pthread_mutex_lock(&ckc_eng.lock);
+	bool home_only = ckc_best_level(o) == ckc_eng.ntier - 1 && !o->retired &&
+			 (o->at_home || (o->from_home && !o->rescue));
+	char *key = home_only && h->home_fd < 0 ? strdup(o->key) : NULL;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	if (!home_only)
+		return -ENOENT;
+	if (key) {
+		/* opened like a read from there opens it (ckc_home_read) */
+		int f = ckc_io.open(key, O_RDONLY, 0);
+		free(key);
+		if (f < 0)
+			return -ENOENT;
+		pthread_mutex_lock(&ckc_eng.lock);
+		if (h->home_fd < 0)
+			h->home_fd = f;
+		else
+			ckc_io.close(f);
+		pthread_mutex_unlock(&ckc_eng.lock);
+	}
+	pthread_mutex_lock(&ckc_eng.lock);
+	/* a checkpoint promoted or rewritten meanwhile is read through the cache */
+	if (ckc_best_level(o) == ckc_eng.ntier - 1 && !o->retired)
+		fd = h->home_fd;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return fd;
+}
+
+void ckc_handle_note_read(ckc_handle_t *h, uint64_t off, uint64_t len)
+{
+	if (len == 0)
+		return;
+	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_tier_stats_t *st = &ckc_eng.tier[ckc_eng.ntier - 1].st;
+	st->read_ops++;
+	st->read_bytes += len;
+	st->hits++;
+	for (int l = 0; l < ckc_eng.ntier - 1; l++)
+		ckc_eng.tier[l].st.misses++;
+	if (!h->writer)
+		range_add(h, off, off + len);
+	ckc_trace("read", h->o, off, len, ckc_eng.ntier - 1, 0);
+	pthread_mutex_unlock(&ckc_eng.lock);
+}
+
 static void stat_fill(const ckc_obj_t *o, ckc_stat_t *st)
 {
 	st->size = o->size;

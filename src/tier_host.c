@@ -140,8 +140,11 @@ static void host_toucher_grow(ckc_tier_t *t)
 	if (!want)
 		return;
 	while (!atomic_load(&t->toucher_stop)) {
+		/* nothing ahead of a tier that was never used: a process that
+		 * only reads checkpoints from their real files needs no room */
 		pthread_mutex_lock(&ckc_eng.lock);
-		host_plan(t, want);
+		if (atomic_load(&t->use_seq))
+			host_plan(t, want);
 		pthread_mutex_unlock(&ckc_eng.lock);
 		/* populate what the next checkpoints will take */
 		for (size_t k = 0; k < t->npiece && !atomic_load(&t->toucher_stop); k++) {

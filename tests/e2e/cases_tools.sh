@@ -28,6 +28,11 @@ tools_cp() {
 	phase out
 	run_ok "cp tagged -> untagged" ck -- cp ck/b.bin out.bin
 	same src.bin out.bin "cp out of a tagged path"
+	# the checkpoint is only in its real file: cp's copy_file_range runs in
+	# the kernel on that file (one call), not 1 MiB at a time through memory
+	stats_ok files==1 objects.opened_for_read==1 objects.consumed==1 home.read_ops==1 home.read_bytes==3000001
+	run_ok "cat tagged -> pipe" ck -- sh -c 'cat ck/b.bin | cat >out2.bin'
+	same src.bin out2.bin "cat of a tagged path through a pipe"
 	make_tree tree
 	phase tree
 	run_ok "cp -r into a tagged folder" ck -- cp -r tree ck/tree
