@@ -420,14 +420,18 @@ static void config_host(config_loader_t *ld)
 	double pct;
 
 	c->host_cache = 0;
+	c->host_cache_from = CKC_SIZE_BYTES;
 	if (!raw) {
 		c->host_cache = config_host_default(mem, c->local_size);
+		c->host_cache_from = CKC_SIZE_DEFAULT;
 		return;
 	}
 	if (!config_size(ld, "CKPTCACHE_HOST_CACHE", raw, &bytes, &pct))
 		return;
 	if (pct >= 0) {
 		c->host_cache = config_pct_of(mem, pct);
+		c->host_cache_from = CKC_SIZE_PERCENT;
+		c->host_cache_pct = pct;
 		return;
 	}
 	/* mem_total 0 means the machine's memory is unknown: nothing to compare. */
@@ -439,6 +443,17 @@ static void config_host(config_loader_t *ld)
 		return;
 	}
 	c->host_cache = bytes;
+}
+
+uint64_t ckc_config_host_for(ckc_config_t *c, uint64_t mem)
+{
+	if (!mem)
+		return c->host_cache;
+	if (c->host_cache_from == CKC_SIZE_DEFAULT)
+		c->host_cache = config_host_default(mem, c->local_size > 0 ? c->local_size : 1);
+	else if (c->host_cache_from == CKC_SIZE_PERCENT)
+		c->host_cache = config_pct_of(mem, c->host_cache_pct);
+	return c->host_cache;
 }
 
 /* The file-system facts for dir, or for its nearest existing ancestor when
@@ -718,8 +733,7 @@ void ckc_sysinfo_default(ckc_sysinfo_t *sys)
 {
 	long pages = sysconf(_SC_PHYS_PAGES);
 	long page = sysconf(_SC_PAGESIZE);
-	/* a job's memory limit (Slurm, a container) counts as its machine */
-	sys->mem_total = ckc_memlimit(pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0);
+	sys->mem_total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
 	sys->fs_info = config_fs_info;
 }
 

@@ -24,6 +24,7 @@
 #include "conf.h"
 #include "hintfile.h"
 #include "log.h"
+#include "memlimit.h"
 #include "path.h"
 
 extern char **environ;
@@ -944,6 +945,13 @@ int main(int argc, char **argv)
 	ckc_sysinfo_t sys;
 	ckc_config_t c;
 	ckc_sysinfo_default(&sys);
+	/* as the cache does when it starts: a job's memory limit is its memory */
+	uint64_t lim = ckc_memlimit_job();
+	if (lim) {
+		char a[32];
+		ok("memory: %s, the limit of this process's control group", ckc_format_size(lim, a, sizeof(a)));
+		sys.mem_total = lim;
+	}
 	ckc_log_sink = sink;
 	int errors = ckc_config_load(&c, doctor_get, &paths_unset, &sys);
 	ckc_log_sink = NULL;

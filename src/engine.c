@@ -14,6 +14,7 @@
 
 #include "engine_int.h"
 #include "log.h"
+#include "memlimit.h"
 #include "path.h"
 
 ckc_engine_t ckc_eng = {
@@ -247,8 +248,19 @@ static void config_copy(ckc_config_t *dst, const ckc_config_t *src)
 
 static int tiers_open(void)
 {
-	const ckc_config_t *c = &ckc_eng.cfg;
+	ckc_config_t *c = &ckc_eng.cfg;
 	int n = 0, rc;
+
+	/* a job's memory limit (Slurm, a container) is its machine: read when
+	 * the cache starts, not in every process that loads the library */
+	if (c->host_cache_from != CKC_SIZE_BYTES) {
+		uint64_t was = c->host_cache, lim = ckc_memlimit_job();
+		if (lim)
+			ckc_config_host_for(c, lim);
+		if (c->host_cache != was)
+			ckc_info("host tier: %llu bytes, from the memory limit of this job's control group "
+				 "(%llu bytes)", (unsigned long long)c->host_cache, (unsigned long long)lim);
+	}
 
 	if (c->capture == CKC_CAPTURE_DEVICE && (c->gpu_cache_pct > 0 || c->gpu_cache > 0)) {
 		/* mapped at the program's first capture, on its device */

@@ -145,3 +145,11 @@ uint64_t ckc_memlimit(uint64_t phys)
 	uint64_t cg = ckc_memlimit_cgroup("/proc/self/cgroup", "/proc/self/mountinfo", "");
 	return cg && (!phys || cg < phys) ? cg : phys;
 }
+
+uint64_t ckc_memlimit_job(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	uint64_t phys = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+	uint64_t m = ckc_memlimit(phys);
+	return m && m != phys ? m : 0;
+}

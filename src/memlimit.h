@@ -17,4 +17,8 @@ uint64_t ckc_memlimit_cgroup(const char *cgroup, const char *mountinfo, const ch
  * control-group limit. */
 uint64_t ckc_memlimit(uint64_t phys);
 
+/* This process's control-group limit when it is below physical memory,
+ * else 0. */
+uint64_t ckc_memlimit_job(void);
+
 #endif
