@@ -515,14 +515,44 @@ static int config_mkdirs(const char *dir)
 	return err;
 }
 
+/* The errno why the nearest existing folder above the missing dir could not
+ * hold it, or 0. */
+static int config_parent_writable(const char *dir)
+{
+	char *p = strdup(dir);
+	struct stat st;
+	int err = ENOMEM;
+	while (p) {
+		char *slash = strrchr(p, '/');
+		if (!slash || slash == p) {
+			strcpy(p, slash ? "/" : ".");
+		} else {
+			*slash = '\0';
+		}
+		if (stat(p, &st) == 0) {
+			err = !S_ISDIR(st.st_mode) ? ENOTDIR : access(p, W_OK | X_OK) ? errno : 0;
+			break;
+		}
+		if (errno != ENOENT || !strcmp(p, "/") || !strcmp(p, ".")) {
+			err = errno;
+			break;
+		}
+	}
+	free(p);
+	return err;
+}
+
 /* Returns 0 when dir is (or has just been made) a writable directory, else
- * the errno that explains why not. */
-static int config_usable_dir(const char *dir)
+ * the errno that explains why not. With no_mkdir a missing dir is not
+ * made: 0 when it could be. */
+static int config_usable_dir(const char *dir, bool no_mkdir)
 {
 	struct stat st;
 	if (stat(dir, &st) != 0) {
 		if (errno != ENOENT)
 			return errno;
+		if (no_mkdir)
+			return config_parent_writable(dir);
 		int err = config_mkdirs(dir);
 		if (err)
 			return err;
@@ -616,7 +646,7 @@ static void config_ssd(config_loader_t *ld)
 	}
 
 	if (size > 0) {
-		int err = config_usable_dir(dir);
+		int err = config_usable_dir(dir, ld->sys->no_mkdir);
 		if (err) {
 			config_ssd_dir_error(ld, dir_raw, cache_raw, err);
 			return;
@@ -735,6 +765,7 @@ void ckc_sysinfo_default(ckc_sysinfo_t *sys)
 	long page = sysconf(_SC_PAGESIZE);
 	sys->mem_total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
 	sys->fs_info = config_fs_info;
+	sys->no_mkdir = false;
 }
 
 int ckc_config_from_env(ckc_config_t *c)

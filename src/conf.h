@@ -53,6 +53,9 @@ typedef struct ckc_sysinfo {
 	 * holding dir, and whether it is memory-backed (tmpfs/ramfs).
 	 * Returns 0 or -errno. */
 	int (*fs_info)(const char *dir, uint64_t *avail, bool *in_memory);
+	/* A missing directory is checked (its nearest existing parent must be
+	 * writable) instead of made: ckptcache doctor changes nothing. */
+	bool no_mkdir;
 } ckc_sysinfo_t;
 
 /* The real machine's facts (MemTotal, statfs). Physical memory only: it is

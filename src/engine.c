@@ -30,6 +30,7 @@ struct ckc_handle {
 	ckc_obj_t *o;
 	bool writer;
 	bool waited;       /* this reader already counted a wait */
+	bool counted;      /* its checkpoint was counted as read from a tier */
 	int home_fd;       /* the real file, opened by the first read from it */
 	int nrange, caprange;
 	uint64_t (*range)[2]; /* bytes read so far: sorted, disjoint [a, b) */
@@ -541,6 +542,7 @@ void ckc_shutdown(void)
 			if (!o->complete)
 				close_writer_locked(o);
 	ckc_eng.draining = true;
+	uint64_t drain0 = ckc_now_ns();
 	pthread_cond_broadcast(&ckc_eng.cv);
 	for (;;) {
 		bool busy = false;
@@ -552,6 +554,7 @@ void ckc_shutdown(void)
 			pthread_cond_signal(&ckc_eng.edge[l].cv);
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	}
+	ckc_eng.st.drain_s = (double)(ckc_now_ns() - drain0) / 1e9;
 	pthread_mutex_unlock(&ckc_eng.lock);
 	threads_stop();
 	pthread_mutex_lock(&ckc_eng.lock);
@@ -1157,6 +1160,10 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 		if (got == len)
 			level = ckc_eng.ntier - 1;
 		ckc_tier_stats_t *st = &ckc_eng.tier[level].st;
+		if (!h->writer && !h->counted) {
+			h->counted = true;
+			st->ckpt_reads++;
+		}
 		st->read_ops++;
 		st->read_bytes += len;
 		st->hits++;
@@ -1212,6 +1219,10 @@ void ckc_handle_note_read(ckc_handle_t *h, uint64_t off, uint64_t len)
 		return;
 	pthread_mutex_lock(&ckc_eng.lock);
 	ckc_tier_stats_t *st = &ckc_eng.tier[ckc_eng.ntier - 1].st;
+	if (!h->writer && !h->counted) {
+		h->counted = true;
+		st->ckpt_reads++;
+	}
 	st->read_ops++;
 	st->read_bytes += len;
 	st->hits++;
