@@ -283,8 +283,9 @@ void ckc_bg_yield(void);
  * count as copies the background work gives way to. */
 #define CKC_PROG_COPY_MIN (1u << 20)
 /* Background transfers move in pieces of this size, giving way between
- * them (a piece takes about a millisecond). */
-#define CKC_BG_PIECE (4u << 20)
+ * them (a piece takes a millisecond or less, more when the kernel must
+ * find fresh memory for it). */
+#define CKC_BG_PIECE (2u << 20)
 /* engine.c: moves every gpu copy down or drops it (before the driver goes) */
 void ckc_gpu_evacuate(void);
 

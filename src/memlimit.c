@@ -128,11 +128,19 @@ uint64_t ckc_memlimit_cgroup(const char *cgroup, const char *mountinfo, const ch
 		}
 		if (!v2 && !mem)
 			continue;
-		char mnt[PATH_MAX], root[PATH_MAX];
-		if (!memlimit_mount(mountinfo, v2, mnt, root, sizeof(mnt)))
-			continue;
-		uint64_t v = memlimit_walk(prefix, mnt, root, group,
-					   v2 ? "memory.max" : "memory.limit_in_bytes");
+		const char *file = v2 ? "memory.max" : "memory.limit_in_bytes";
+		char mnt[PATH_MAX], root[PATH_MAX], own[PATH_MAX];
+		/* where systemd mounts it, when the group's own file is there;
+		 * else where mountinfo says (a container's own mount) */
+		strcpy(mnt, v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory");
+		strcpy(root, "/");
+		if (snprintf(own, sizeof(own), "%s%s%s/%s", prefix, mnt, strcmp(group, "/") ? group : "",
+			     file) >= (int)sizeof(own) ||
+		    access(own, R_OK) != 0) {
+			if (!memlimit_mount(mountinfo, v2, mnt, root, sizeof(mnt)))
+				continue;
+		}
+		uint64_t v = memlimit_walk(prefix, mnt, root, group, file);
 		if (v && (!best || v < best))
 			best = v;
 	}
