@@ -70,16 +70,19 @@ bool ckc_cached_at(int dirfd, const char *path, char *canon);
 /* ---- virtual descriptors (fdtab.c) ---- */
 
 typedef struct ckc_vfd {
-	pthread_mutex_t lock; /* guards pos */
+	pthread_mutex_t lock; /* guards pos and switched */
 	atomic_int refs;      /* descriptor numbers sharing it (dup) */
 	ckc_handle_t *h;
 	uint64_t pos;
 	int flags;            /* access mode, O_APPEND, O_NONBLOCK... as opened */
+	bool switched;        /* its numbers name the real file now */
 	char path[];          /* canonical */
 } ckc_vfd_t;
 
 extern _Atomic(ckc_vfd_t *) *ckc_vfd_tab;
 extern size_t ckc_vfd_cap;
+/* The highest number a virtual descriptor was ever installed at. */
+extern atomic_size_t ckc_vfd_hi;
 
 /* Confirms that fd is still the placeholder v was installed on (a raw
  * close(2) or close_range(2) syscall the library never saw may have freed
@@ -113,6 +116,28 @@ ckc_vfd_t *ckc_vfd_take(int fd);
 /* Drops a reference; the last one closes the engine handle. Returns 0 or
  * -errno from that close. */
 int ckc_vfd_put(ckc_vfd_t *v);
+
+/* Makes every descriptor number holding v a descriptor of the real file
+ * v->path (the caller handed v's version over: ckc_handoff), opened with
+ * v's access mode and status flags, at v's offset, keeping each number's
+ * close-on-exec flag. v and its handle stay allocated: another thread may
+ * still be inside a call on it (it then gets CKC_HANDED and repeats the
+ * call on the real file). Returns 0 (also if switched before), or -errno
+ * (said; the numbers keep v). */
+int ckc_vfd_switch(ckc_vfd_t *v);
+
+/* Hands v's version over to its real file and switches every descriptor of
+ * that version (v's numbers and those of other opens of it). Returns 0 or
+ * -errno (-ESTALE: v reads a version that a newer one replaced). */
+int ckc_vfd_demote(ckc_vfd_t *v);
+
+/* Switches every virtual descriptor of path whose version was handed over. */
+void ckc_vfd_switch_path(const char *canon);
+
+/* Demotes every virtual descriptor (only those without FD_CLOEXEC when
+ * inherited_only) before a child or a new program gets them; why names the
+ * occasion in messages about those that cannot be. */
+void ckc_vfd_demote_all(bool inherited_only, const char *why);
 
 /* fork handlers of the table and of the stdio list: 0 prepare, 1 parent,
  * 2 child. */

@@ -35,6 +35,20 @@ static int vfd_usable(const ckc_vfd_t *v)
 	return -EBADF;
 }
 
+/* Whether *r says that v's version went to its real file meanwhile (a
+ * hand-over by another thread or process) and v's numbers now name that
+ * file: the caller then makes its call again there. A descriptor that
+ * could not be switched fails (said). */
+static bool handed_over(long *r, ckc_vfd_t *v)
+{
+	if (*r != CKC_HANDED)
+		return false;
+	if (ckc_vfd_switch(v) == 0)
+		return true;
+	*r = -EIO;
+	return false;
+}
+
 /* ---- operations on virtual descriptors ------------------------------ */
 
 ssize_t ckc_vfd_pread(ckc_vfd_t *v, void *buf, size_t n, off_t off)
@@ -180,6 +194,15 @@ static int install_new(ckc_handle_t *h, int flags, const char *canon)
 		ckc_close(h);
 		return fd;
 	}
+	if (fd == 1 || fd == 2) {
+		/* standard output or error: the C library's stdio writes there
+		 * with calls the library never sees, so the file is used
+		 * directly (what the cache holds of it goes there first) */
+		REAL(close)(fd);
+		int rc = ckc_handoff(h);
+		ckc_close(h);
+		return rc && rc != -ESTALE ? rc : CKC_PASS;
+	}
 	ckc_vfd_t *v = ckc_vfd_new(h, flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC), canon);
 	int rc = v ? ckc_vfd_install(fd, v) : -ENOMEM;
 	if (rc) {
@@ -205,6 +228,20 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 	if ((flags & (O_PATH | O_DIRECTORY)) || (flags & O_TMPFILE) == O_TMPFILE)
 		return CKC_PASS;
 	bool cached = ckc_stat(canon, &cst) == 0;
+	if (cached && !cst.complete) {
+		/* this process has the file open for writing: every descriptor
+		 * of a file shares one state, so the written bytes go to the
+		 * real file, the open descriptors with them, and so does this
+		 * open (O_TRUNC truncates the shared file, reads see writes) */
+		int rc = ckc_handoff_path(canon);
+		if (rc && rc != -ENOENT) {
+			ckc_error("checkpoint %s is open for writing and opened again: its bytes so far "
+				  "could not be written to its real path (%s)", canon, strerror(-rc));
+			return rc;
+		}
+		ckc_vfd_switch_path(canon);
+		return CKC_PASS;
+	}
 	/* a read of a checkpoint the cache holds is answered from the cache
 	 * alone: the real file is older (or not there yet) */
 	bool rd = acc == O_RDONLY && !(flags & O_TRUNC);
@@ -225,7 +262,11 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 	}
 	if ((flags & O_CREAT) && (flags & O_EXCL) && exists)
 		return -EEXIST;
-	if (acc != O_RDONLY && ((flags & O_TRUNC) || !exists)) {
+	/* A new version is cached when it replaces the file (O_TRUNC) or
+	 * creates it exclusively. O_CREAT without either may be one of several
+	 * processes writing parts of one shared file (MPI-IO, HDF5): the real
+	 * file is used, never replaced (below). */
+	if (acc != O_RDONLY && ((flags & O_TRUNC) || (!exists && (flags & O_EXCL)))) {
 		char dir[PATH_MAX];
 		if (!exists && !(flags & O_CREAT))
 			return -ENOENT;
@@ -442,7 +483,10 @@ static __attribute__((noinline)) ssize_t read_tagged(int fd, void *buf, size_t n
 	if (!v)
 		return REAL(read)(fd, buf, n);
 	int saved = errno;
-	return ckc_result(ckc_vfd_read(v, buf, n), saved);
+	long r = ckc_vfd_read(v, buf, n);
+	if (handed_over(&r, v))
+		return REAL(read)(fd, buf, n);
+	return ckc_result(r, saved);
 }
 
 static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, size_t n)
@@ -451,7 +495,10 @@ static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, s
 	if (!v)
 		return REAL(write)(fd, buf, n);
 	int saved = errno;
-	return ckc_result(ckc_vfd_write(v, buf, n), saved);
+	long r = ckc_vfd_write(v, buf, n);
+	if (handed_over(&r, v))
+		return REAL(write)(fd, buf, n);
+	return ckc_result(r, saved);
 }
 
 static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t n, off_t off,
@@ -461,7 +508,10 @@ static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t 
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
-	return ckc_result(ckc_vfd_pread(v, buf, n, off), saved);
+	long r = ckc_vfd_pread(v, buf, n, off);
+	if (handed_over(&r, v))
+		return real(fd, buf, n, off);
+	return ckc_result(r, saved);
 }
 
 static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, size_t n, off_t off,
@@ -471,7 +521,10 @@ static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, 
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
-	return ckc_result(ckc_vfd_pwrite(v, buf, n, off), saved);
+	long r = ckc_vfd_pwrite(v, buf, n, off);
+	if (handed_over(&r, v))
+		return real(fd, buf, n, off);
+	return ckc_result(r, saved);
 }
 
 CKC_EXPORT ssize_t read(int fd, void *buf, size_t n)
@@ -536,7 +589,10 @@ CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 		return REAL(readv)(fd, iov, cnt);
 	}
 	int saved = errno;
-	return ckc_result(vfd_iov(v, iov, cnt, 0, true, false), saved);
+	long r = vfd_iov(v, iov, cnt, 0, true, false);
+	if (handed_over(&r, v))
+		return REAL(readv)(fd, iov, cnt);
+	return ckc_result(r, saved);
 }
 
 CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
@@ -547,7 +603,10 @@ CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 		return REAL(writev)(fd, iov, cnt);
 	}
 	int saved = errno;
-	return ckc_result(vfd_iov(v, iov, cnt, 0, true, true), saved);
+	long r = vfd_iov(v, iov, cnt, 0, true, true);
+	if (handed_over(&r, v))
+		return REAL(writev)(fd, iov, cnt);
+	return ckc_result(r, saved);
 }
 
 #define VFD_IOV_WRAPPER(name, wr)                                                          \
@@ -559,7 +618,10 @@ CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 			return REAL(name)(fd, iov, cnt, off);                              \
 		}                                                                          \
 		int saved = errno;                                                         \
-		return ckc_result(vfd_iov(v, iov, cnt, off, false, wr), saved);               \
+		long r = vfd_iov(v, iov, cnt, off, false, wr);                             \
+		if (handed_over(&r, v))                                                    \
+			return REAL(name)(fd, iov, cnt, off);                              \
+		return ckc_result(r, saved);                                               \
 	}
 
 VFD_IOV_WRAPPER(preadv, false)
@@ -578,7 +640,9 @@ VFD_IOV_WRAPPER(pwritev64, true)
 		if (!v)                                                                    \
 			return REAL(name)(fd, iov, cnt, off, flags);                       \
 		int saved = errno;                                                         \
-		ssize_t r = vfd_iov(v, iov, cnt, off, off == -1, wr);                      \
+		long r = vfd_iov(v, iov, cnt, off, off == -1, wr);                         \
+		if (handed_over(&r, v))                                                    \
+			return REAL(name)(fd, iov, cnt, off, flags);                       \
 		if (r > 0 && wr && (flags & (RWF_DSYNC | RWF_SYNC))) {                     \
 			ckc_enter();                                                       \
 			int s = ckc_sync(v->h);                                            \
@@ -631,7 +695,10 @@ CKC_EXPORT int fsync(int fd)
 	if (!v)
 		return REAL(fsync)(fd);
 	int saved = errno;
-	return (int)ckc_result(vfd_sync(v), saved);
+	long r = vfd_sync(v);
+	if (handed_over(&r, v))
+		return REAL(fsync)(fd);
+	return (int)ckc_result(r, saved);
 }
 
 CKC_EXPORT int fdatasync(int fd)
@@ -640,7 +707,10 @@ CKC_EXPORT int fdatasync(int fd)
 	if (!v)
 		return REAL(fdatasync)(fd);
 	int saved = errno;
-	return (int)ckc_result(vfd_sync(v), saved);
+	long r = vfd_sync(v);
+	if (handed_over(&r, v))
+		return REAL(fdatasync)(fd);
+	return (int)ckc_result(r, saved);
 }
 
 static int vfd_truncate(ckc_vfd_t *v, off_t len)
@@ -664,7 +734,10 @@ CKC_EXPORT int ftruncate(int fd, off_t len)
 	if (!v)
 		return REAL(ftruncate)(fd, len);
 	int saved = errno;
-	return (int)ckc_result(vfd_truncate(v, len), saved);
+	long r = vfd_truncate(v, len);
+	if (handed_over(&r, v))
+		return REAL(ftruncate)(fd, len);
+	return (int)ckc_result(r, saved);
 }
 
 CKC_EXPORT int ftruncate64(int fd, off_t len)
@@ -673,7 +746,10 @@ CKC_EXPORT int ftruncate64(int fd, off_t len)
 	if (!v)
 		return REAL(ftruncate64)(fd, len);
 	int saved = errno;
-	return (int)ckc_result(vfd_truncate(v, len), saved);
+	long r = vfd_truncate(v, len);
+	if (handed_over(&r, v))
+		return REAL(ftruncate64)(fd, len);
+	return (int)ckc_result(r, saved);
 }
 
 /* The real file becomes the checkpoint: write the cached bytes there and
@@ -759,7 +835,10 @@ CKC_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
 	if (!v)
 		return REAL(fallocate)(fd, mode, off, len);
 	int saved = errno;
-	return (int)ckc_result(vfd_allocate(v, mode, off, len), saved);
+	long r = vfd_allocate(v, mode, off, len);
+	if (handed_over(&r, v))
+		return REAL(fallocate)(fd, mode, off, len);
+	return (int)ckc_result(r, saved);
 }
 
 CKC_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
@@ -768,7 +847,10 @@ CKC_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
 	if (!v)
 		return REAL(fallocate64)(fd, mode, off, len);
 	int saved = errno;
-	return (int)ckc_result(vfd_allocate(v, mode, off, len), saved);
+	long r = vfd_allocate(v, mode, off, len);
+	if (handed_over(&r, v))
+		return REAL(fallocate64)(fd, mode, off, len);
+	return (int)ckc_result(r, saved);
 }
 
 /* posix_fallocate returns the error number instead of setting errno. */
@@ -777,7 +859,10 @@ CKC_EXPORT int posix_fallocate(int fd, off_t off, off_t len)
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!v)
 		return REAL(posix_fallocate)(fd, off, len);
-	return -vfd_allocate(v, 0, off, len);
+	long r = vfd_allocate(v, 0, off, len);
+	if (handed_over(&r, v))
+		return REAL(posix_fallocate)(fd, off, len);
+	return (int)-r;
 }
 
 CKC_EXPORT int posix_fallocate64(int fd, off_t off, off_t len)
@@ -785,7 +870,10 @@ CKC_EXPORT int posix_fallocate64(int fd, off_t off, off_t len)
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!v)
 		return REAL(posix_fallocate64)(fd, off, len);
-	return -vfd_allocate(v, 0, off, len);
+	long r = vfd_allocate(v, 0, off, len);
+	if (handed_over(&r, v))
+		return REAL(posix_fallocate64)(fd, off, len);
+	return (int)-r;
 }
 
 /* ---- descriptors ------------------------------------------------------ */
@@ -801,12 +889,27 @@ static int dup_fixup(int oldfd, int newfd)
 	if (oldfd == newfd)
 		return newfd;
 	if (v) {
+		int saved = errno;
 		if (ckc_vfd_install(newfd, v) != 0) {
 			/* cannot track the copy: it must not be a usable alias */
 			REAL(close)(newfd);
 			errno = EMFILE;
 			return -1;
 		}
+		/* standard output or error (a shell's "echo >file", a program
+		 * redirecting its stdout): the C library's stdio writes there
+		 * with calls the library never sees, so the file goes to its
+		 * real path and every descriptor of it is a real one from now on */
+		if (newfd == 1 || newfd == 2) {
+			int rc = vfd_usable(v);
+			if (!rc)
+				rc = ckc_vfd_demote(v);
+			if (rc)
+				ckc_error("checkpoint %s on standard descriptor %d: it cannot be made a "
+					  "real file (%s); the C library's stdio fails there", v->path,
+					  newfd, strerror(-rc));
+		}
+		errno = saved;
 	} else {
 		ckc_vfd_t *old = ckc_vfd_take(newfd);
 		if (old)
@@ -1040,8 +1143,9 @@ CKC_EXPORT int renameat2(int fd1, const char *from, int fd2, const char *to, uns
 
 /* ---- mapping and copying --------------------------------------------- */
 
-/* Turns tagged fd into a real descriptor of the real file, after making the
- * real file current: for calls the cache cannot serve (mmap). */
+/* Turns tagged fd, and every other descriptor of its file, into a real
+ * descriptor of the real file, which gets the bytes first: for calls the
+ * cache cannot serve (mmap). */
 static int degrade(int fd)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
@@ -1049,33 +1153,15 @@ static int degrade(int fd)
 	if (!v)
 		return 0;
 	int rc = vfd_usable(v);
-	if (rc)
-		return (int)ckc_result(rc, saved);
-	ckc_enter();
-	rc = ckc_materialize(v->path);
-	ckc_leave();
-	if (rc && rc != -ENOENT)
-		return (int)ckc_result(rc, saved);
-	int acc = v->flags & O_ACCMODE;
-	int real = REAL(openat)(AT_FDCWD, v->path, acc == O_RDONLY ? O_RDONLY : O_RDWR);
-	if (real < 0)
-		return -1;
-	REAL(lseek)(real, (off_t)v->pos, SEEK_SET);
-	int fdflags = REAL(fcntl)(fd, F_GETFD);
-	if (REAL(dup3)(real, fd, fdflags > 0 && (fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
-		REAL(close)(real);
-		return -1;
+	if (!rc)
+		rc = ckc_vfd_demote(v);
+	if (rc == -ESTALE) {
+		/* the real file holds a newer version than this descriptor reads */
+		ckc_error("checkpoint %s: a descriptor of a version replaced since cannot be "
+			  "mapped", v->path);
+		rc = -ENODEV;
 	}
-	REAL(close)(real);
-	ckc_vfd_t *old = ckc_vfd_take(fd);
-	ckc_enter();
-	if (old) {
-		ckc_forget(old->path);
-		ckc_vfd_put(old);
-	}
-	ckc_leave();
-	errno = saved;
-	return 0;
+	return (int)ckc_result(rc, saved);
 }
 
 CKC_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)

@@ -80,6 +80,9 @@ static ssize_t cookie_read(void *c, char *buf, size_t n)
 	if (!v)
 		return REAL(read)(fd, buf, n);
 	ssize_t r = ckc_vfd_read(v, buf, n);
+	/* handed over to the real file meanwhile: its descriptor names it now */
+	if (r == CKC_HANDED && ckc_vfd_switch(v) == 0)
+		return REAL(read)(fd, buf, n);
 	if (r < 0) {
 		errno = (int)-r;
 		return -1;
@@ -94,7 +97,10 @@ static ssize_t cookie_write(void *c, const char *buf, size_t n)
 	ssize_t r;
 	if (v) {
 		r = ckc_vfd_write(v, buf, n);
-	} else {
+		if (r == CKC_HANDED && ckc_vfd_switch(v) == 0)
+			v = NULL;
+	}
+	if (!v) {
 		r = REAL(write)(fd, buf, n);
 		if (r < 0)
 			r = -errno;
