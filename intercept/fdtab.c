@@ -76,6 +76,9 @@ int ckc_vfd_install(int fd, ckc_vfd_t *v)
 ckc_vfd_t *ckc_vfd_check(int fd, ckc_vfd_t *v)
 {
 	int (*rf)(int, int, ...) = REAL(fcntl);
+	/* a vfork child has its own numbers but the parent's table */
+	if (ckc_in_vfork_child())
+		return NULL;
 	int fl = rf ? rf(fd, F_GETFL) : O_PATH;
 
 	if (fl >= 0 && (fl & O_PATH))
@@ -250,4 +253,16 @@ void ckc_vfd_demote_all(bool inherited_only, const char *why)
 				  rc == -ESTALE ? "it reads a version that a newer one replaced" :
 						  strerror(-rc));
 	}
+}
+
+int ckc_hand_over_path(const char *canon)
+{
+	ckc_enter();
+	int rc = ckc_handoff_path(canon);
+	ckc_leave();
+	if (rc == -ENOENT)
+		return 0;
+	if (!rc)
+		ckc_vfd_switch_path(canon);
+	return rc;
 }

@@ -60,6 +60,7 @@ static void icpt_parent(void)
 static void icpt_child(void)
 {
 	atomic_store(&ckc_icpt_on, false);
+	ckc_node_atfork_child();
 	ckc_atfork_child();
 	ckc_fdtab_atfork(2);
 	ckc_stdio_atfork(2);
@@ -78,6 +79,8 @@ static void icpt_engine_start(void)
 	atomic_store(&icpt_engine_ok, rc == 0);
 	if (rc != 0)
 		atomic_store(&ckc_icpt_on, false); /* everything passes through */
+	else
+		ckc_node_start();
 }
 
 int ckc_capture_mode(void)
@@ -98,6 +101,11 @@ bool ckc_capture_pageable_only(void)
 bool ckc_strict(void)
 {
 	return icpt_cfg.strict;
+}
+
+bool ckc_engine_started(void)
+{
+	return atomic_load(&icpt_engine_ok);
 }
 
 bool ckc_engine_ready(void)
@@ -154,5 +162,6 @@ __attribute__((destructor)) static void icpt_fini(void)
 	atomic_store(&ckc_icpt_on, false);
 	ckc_enter();
 	ckc_shutdown();
+	ckc_node_stop();
 	ckc_leave();
 }

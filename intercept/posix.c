@@ -282,8 +282,8 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 		struct stat lst;
 		if (real && (rst.st_nlink > 1 ||
 			     (REAL(lstat)(canon, &lst) == 0 && S_ISLNK(lst.st_mode)))) {
-			if (cached && ckc_materialize(canon) == 0)
-				ckc_forget(canon);
+			if (cached)
+				(void)ckc_hand_over_path(canon);
 			return CKC_PASS;
 		}
 		/* an existing file keeps its mode when it is truncated */
@@ -296,13 +296,12 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 	/* Any other write to an existing checkpoint works on the real file:
 	 * make it current there, forget the cached copy, pass through. */
 	if (cached) {
-		int rc = ckc_materialize(canon);
-		if (rc && rc != -ENOENT) {
+		int rc = ckc_hand_over_path(canon);
+		if (rc) {
 			ckc_error("checkpoint %s could not be written to its real path for an in-place "
 				  "update (%s)", canon, strerror(-rc));
 			return rc;
 		}
-		ckc_forget(canon);
 	}
 	return CKC_PASS;
 }
@@ -326,7 +325,7 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 	char canon[PATH_MAX];
 	int saved = errno;
 
-	if (ckc_tagged_at(dirfd, path, canon)) {
+	if (ckc_tagged_asked(dirfd, path, canon)) {
 		int fd = ckc_open_tagged(canon, flags, mode);
 		if (fd != CKC_PASS)
 			return (int)ckc_result(fd, saved);
@@ -416,6 +415,8 @@ CKC_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 
 int ckc_close_fd(int fd)
 {
+	if (ckc_in_vfork_child())
+		return REAL(close)(fd);
 	ckc_vfd_t *v = ckc_vfd_take(fd);
 	int (*rc_close)(int) = REAL(close);
 	int saved = errno;
@@ -437,7 +438,7 @@ CKC_EXPORT int close(int fd)
  * placeholders). */
 static void vfd_close_range(unsigned first, unsigned last)
 {
-	if (ckc_vfd_cap == 0 || first >= ckc_vfd_cap)
+	if (ckc_vfd_cap == 0 || first >= ckc_vfd_cap || ckc_in_vfork_child())
 		return;
 	if (last >= ckc_vfd_cap)
 		last = (unsigned)ckc_vfd_cap - 1;
@@ -752,26 +753,12 @@ CKC_EXPORT int ftruncate64(int fd, off_t len)
 	return (int)ckc_result(r, saved);
 }
 
-/* The real file becomes the checkpoint: write the cached bytes there and
- * let the cache forget them (truncate(2), renames out of the tagged set). */
-static int hand_over(const char *canon)
-{
-	ckc_enter();
-	int rc = ckc_materialize(canon);
-	if (rc == 0 || rc == -ENOENT)
-		rc = 0;
-	if (!rc)
-		ckc_forget(canon);
-	ckc_leave();
-	return rc;
-}
-
 static int truncate_common(const char *path, off_t len, int (*real)(const char *, off_t))
 {
 	char canon[PATH_MAX];
 	int saved = errno;
-	if (ckc_tagged_at(AT_FDCWD, path, canon)) {
-		int rc = hand_over(canon);
+	if (ckc_tagged_asked(AT_FDCWD, path, canon)) {
+		int rc = ckc_hand_over_path(canon);
 		if (rc)
 			return (int)ckc_result(rc, saved);
 	}
@@ -1026,7 +1013,7 @@ static int unlink_tagged(const char *canon)
 CKC_EXPORT int unlink(const char *path)
 {
 	char canon[PATH_MAX];
-	if (ckc_tagged_at(AT_FDCWD, path, canon))
+	if (ckc_tagged_asked(AT_FDCWD, path, canon))
 		return unlink_tagged(canon);
 	return REAL(unlink)(path);
 }
@@ -1034,7 +1021,7 @@ CKC_EXPORT int unlink(const char *path)
 CKC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
 	char canon[PATH_MAX];
-	if (!(flags & AT_REMOVEDIR) && ckc_tagged_at(dirfd, path, canon))
+	if (!(flags & AT_REMOVEDIR) && ckc_tagged_asked(dirfd, path, canon))
 		return unlink_tagged(canon);
 	return REAL(unlinkat)(dirfd, path, flags);
 }
@@ -1042,8 +1029,14 @@ CKC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 CKC_EXPORT int remove(const char *path)
 {
 	char canon[PATH_MAX];
-	if (ckc_cached_at(AT_FDCWD, path, canon))
-		return unlink_tagged(canon);
+	ckc_stat_t st;
+	if (ckc_tagged_asked(AT_FDCWD, path, canon)) {
+		ckc_enter();
+		bool cached = ckc_stat(canon, &st) == 0;
+		ckc_leave();
+		if (cached)
+			return unlink_tagged(canon);
+	}
 	return REAL(remove)(path);
 }
 
@@ -1054,13 +1047,14 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 	char cf[PATH_MAX], ct[PATH_MAX];
 	ckc_stat_t st;
 	int saved = errno;
-	bool tf = ckc_tagged_at(fd1, from, cf);
-	bool tt = ckc_tagged_at(fd2, to, ct);
+	bool tf = ckc_tagged_asked(fd1, from, cf);
+	bool tt = ckc_tagged_asked(fd2, to, ct);
 	struct stat ds;
 
 	/* a directory (tagged or not) may hold cached checkpoints: they go to
 	 * their real files before the directory moves */
 	if (atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) && !ckc_io_guard &&
+	    !ckc_in_vfork_child() &&
 	    REAL(fstatat)(fd1, from, &ds, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(ds.st_mode) &&
 	    ckc_path_canon(from, NULL, cf, sizeof(cf)) == 0) {
 		char base[PATH_MAX];
@@ -1096,10 +1090,10 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 			return (int)ckc_result(rc, saved);
 		}
 		/* the real files take over: publish what the cache holds */
+		ckc_leave();
 		if (cached)
-			rc = ckc_materialize(cf);
-		if (!rc && cached)
-			ckc_forget(cf);
+			rc = ckc_hand_over_path(cf);
+		ckc_enter();
 		if (!rc && dest_cached) {
 			rc = (flags & RENAME_EXCHANGE) ? ckc_materialize(ct) : 0;
 			if (!rc)
@@ -1139,6 +1133,41 @@ CKC_EXPORT int renameat(int fd1, const char *from, int fd2, const char *to)
 CKC_EXPORT int renameat2(int fd1, const char *from, int fd2, const char *to, unsigned int flags)
 {
 	return rename_common(fd1, from, fd2, to, flags, real_rename2);
+}
+
+/* A hard link names the real file: a cached checkpoint goes there first
+ * (and is forgotten: a file with two names is written directly from then
+ * on), so the new name holds the current bytes. A cached checkpoint at the
+ * new name exists for the program: EEXIST, as the kernel would say. */
+static int link_common(int fd1, const char *from, int fd2, const char *to, int flags, bool at)
+{
+	char cf[PATH_MAX], ct[PATH_MAX];
+	int saved = errno;
+
+	ckc_stat_t st;
+	if (ckc_tagged_asked(fd2, to, ct)) {
+		ckc_enter();
+		bool cached = ckc_stat(ct, &st) == 0;
+		ckc_leave();
+		if (cached)
+			return (int)ckc_result(-EEXIST, saved);
+	}
+	if (ckc_tagged_asked(fd1, from, cf)) {
+		int rc = ckc_hand_over_path(cf);
+		if (rc)
+			return (int)ckc_result(rc, saved);
+	}
+	return at ? REAL(linkat)(fd1, from, fd2, to, flags) : REAL(link)(from, to);
+}
+
+CKC_EXPORT int link(const char *from, const char *to)
+{
+	return link_common(AT_FDCWD, from, AT_FDCWD, to, 0, false);
+}
+
+CKC_EXPORT int linkat(int fd1, const char *from, int fd2, const char *to, int flags)
+{
+	return link_common(fd1, from, fd2, to, flags, true);
 }
 
 /* ---- mapping and copying --------------------------------------------- */

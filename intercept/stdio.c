@@ -189,7 +189,7 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 	char canon[PATH_MAX];
 	int saved = errno;
 
-	if (mode && ckc_tagged_at(AT_FDCWD, path, canon)) {
+	if (mode && ckc_tagged_asked(AT_FDCWD, path, canon)) {
 		int flags = stdio_flags(mode);
 		if (flags < 0) {
 			errno = EINVAL;
@@ -247,7 +247,7 @@ static FILE *freopen_cookie(const char *path, const char *mode, FILE *stream,
 		return NULL;
 	}
 	fflush(stream);
-	if (ckc_tagged_at(AT_FDCWD, path, canon))
+	if (ckc_tagged_asked(AT_FDCWD, path, canon))
 		fd = ckc_open_tagged(canon, flags, 0666);
 	if (fd == CKC_PASS)
 		fd = REAL(openat)(AT_FDCWD, path, flags, 0666);
@@ -273,13 +273,9 @@ static FILE *freopen_common(const char *path, const char *mode, FILE *stream,
 
 	if (c)
 		return freopen_cookie(path, mode, stream, c);
-	if (path && ckc_tagged_at(AT_FDCWD, path, canon)) {
-		ckc_enter();
-		int rc = ckc_materialize(canon);
-		if (rc == 0)
-			ckc_forget(canon);
-		ckc_leave();
-		if (rc && rc != -ENOENT) {
+	if (path && ckc_tagged_asked(AT_FDCWD, path, canon)) {
+		int rc = ckc_hand_over_path(canon);
+		if (rc) {
 			errno = -rc;
 			return NULL;
 		}
@@ -324,7 +320,7 @@ void ckc_stdio_atfork(int phase)
 
 CKC_EXPORT int fclose(FILE *f)
 {
-	if (f)
+	if (f && !ckc_in_vfork_child())
 		stdio_find(f, true);
 	return REAL(fclose)(f);
 }

@@ -1038,27 +1038,62 @@ static void close_writer_locked(ckc_obj_t *o)
 
 /* ---- reading ------------------------------------------------------- */
 
-/* The current version of key, after a look at the real file when that
- * version is published (or came from it): a real file changed since is
- * newer, so the cache forgets its version and NULL is returned. Lock held;
- * dropped for the look. */
+/* A closed version not yet published whose real file was made or changed
+ * by someone else since it began: that file is newer, so the version goes
+ * to a rescue file and the cache forgets it (lock held; dropped while the
+ * bytes move). */
+static void keep_newer_now(ckc_obj_t *o)
+{
+	int level = ckc_best_level(o);
+	ckc_src_t src;
+
+	ckc_obj_get(o);
+	if (level >= 0 && level < ckc_eng.ntier - 1) {
+		o->place[level].pins++;
+		if (ckc_src_snapshot(o, level, &src) == 0) {
+			ckc_keep_newer(o, &src, o->size);
+			ckc_src_release(&src);
+		}
+		ckc_unpin(o, level);
+	} else if (!o->retired) {
+		/* its bytes are in a rescue file already, or nowhere */
+		ckc_obj_retire(o);
+	}
+	ckc_obj_put(o);
+}
+
+/* The current version of key, after a look at the real file: a published
+ * (or imported) version whose file changed since, or a version not yet
+ * published whose file was made or changed by someone else since it began,
+ * is older than that file, so the cache forgets it and NULL is returned.
+ * Lock held; dropped for the look. */
 static ckc_obj_t *current_locked(const char *key)
 {
-	ckc_obj_t *o = ckc_map_find(key);
-	if (!o || !o->complete || !o->at_home || o->home_busy || !o->base.known)
+	ckc_obj_t *o;
+	/* a publication being committed ends first (a rename: short) */
+	while ((o = ckc_map_find(key)) && o->home_busy)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (!o || !o->complete || !o->base.known || o->capture)
 		return o;
 	uint64_t v = o->version;
+	bool published = o->at_home;
 	ckc_fid_t base = o->base, now;
 	pthread_mutex_unlock(&ckc_eng.lock);
 	ckc_fid_take(key, &now);
 	pthread_mutex_lock(&ckc_eng.lock);
 	o = ckc_map_find(key);
-	if (o && o->version == v && o->at_home && !o->home_busy && !ckc_fid_same(&base, &now)) {
+	if (!o || o->version != v || o->home_busy || o->at_home != published ||
+	    ckc_fid_same(&base, &now))
+		return o;
+	if (published) {
 		ckc_trace("stale", o, 0, o->size, -1, 0);
 		ckc_obj_retire(o);
-		o = NULL;
+	} else if (now.exists) {
+		keep_newer_now(o);
+	} else {
+		return o; /* removed behind it: publishing will make it again */
 	}
-	return o;
+	return NULL;
 }
 
 int ckc_open_read(const char *path, ckc_handle_t **hp)

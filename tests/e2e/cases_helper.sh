@@ -38,13 +38,14 @@ threads_case() {
 	run_ok "shared file at its real path" plain "$HELPER" check ck/shared.bin 6M 200
 }
 
+# A tagged descriptor inherited by a forked child, by an exec'ed one, by
+# cat as its standard input and through /proc/self/fd: each reads the
+# checkpoint's bytes at the offset it shares with the parent; a forked
+# child writes the second half of another through an inherited writer.
 fork_exec_case() {
 	helper_ok "fork/exec with tagged descriptors" -- fork "$T/ck/f1.bin" "$T/ck/f2.bin" 1M 5
-	grep -q 'ckptcache: error: a descriptor of checkpoint .* is used where the cache is not running' "$T/.log" ||
-		fail "the forked child's EBADF came without the documented message"
-	stats_ok files==1 objects.written==2 host.hits\>0
 	run_ok "f1 at its real path" plain "$HELPER" check ck/f1.bin 1M 5
-	run_ok "f2 at its real path (the child's write went nowhere)" plain "$HELPER" check ck/f2.bin 1M 5
+	run_ok "f2 at its real path (half of it written by the child)" plain "$HELPER" check ck/f2.bin 1M 5
 }
 
 # ---- call paths the library does not serve ---------------------------------------------
