@@ -39,7 +39,11 @@
 
 typedef struct node_hdr {
 	_Atomic uint64_t magic;
-	char pad[56];
+	/* slots in use, or more (never fewer: it goes up before a slot is
+	 * taken and down after one is freed), so that 0 lets every process
+	 * skip the search */
+	_Atomic int64_t used;
+	char pad[48];
 } node_hdr_t;
 
 typedef struct node_req {
@@ -56,6 +60,7 @@ typedef struct node_rep {
 /* node_ask_one's answer when nobody serves that pid any more */
 #define NODE_GONE 2
 
+static node_hdr_t *node_hdr;
 static nodetab_slot_t *node_tab; /* NULL: no registry here */
 static uid_t node_uid;
 static pid_t node_pid;           /* whose slots this process's engine writes */
@@ -109,6 +114,7 @@ static int node_attach(void)
 			REAL(munmap)(m, bytes);
 			continue; /* another layout: a different version of the library */
 		}
+		node_hdr = h;
 		node_tab = (nodetab_slot_t *)(h + 1);
 		return 0;
 	}
@@ -124,6 +130,23 @@ static socklen_t node_addr(struct sockaddr_un *a, pid_t pid)
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
+static int node_add(uint64_t val)
+{
+	atomic_fetch_add(&node_hdr->used, 1);
+	int rc = nodetab_add(node_tab, NODE_SLOTS, val);
+	if (rc)
+		atomic_fetch_sub(&node_hdr->used, 1);
+	return rc;
+}
+
+static int node_del(uint64_t val)
+{
+	int rc = nodetab_del(node_tab, NODE_SLOTS, val);
+	if (!rc)
+		atomic_fetch_sub(&node_hdr->used, 1);
+	return rc;
+}
+
 /* The engine tells: this process holds (or no longer holds) bytes that the
  * real file key lacks. Engine lock held: one compare-and-swap. */
 static void node_hook(bool holds, const char *key)
@@ -132,8 +155,8 @@ static void node_hook(bool holds, const char *key)
 	uint64_t val = nodetab_val(nodetab_key(key), node_pid);
 
 	if (!holds) {
-		nodetab_del(node_tab, NODE_SLOTS, val);
-	} else if (nodetab_add(node_tab, NODE_SLOTS, val) != 0 && !atomic_exchange(&said, true)) {
+		node_del(val);
+	} else if (node_add(val) != 0 && !atomic_exchange(&said, true)) {
 		ckc_warn("the table of cached checkpoints of this node is full: other processes may "
 			 "open %s before it reaches its real path and read an older version", key);
 	}
@@ -250,7 +273,7 @@ void ckc_node_start(void)
 	if (!node_tab && node_attach() != 0)
 		return;
 	/* slots of processes that died without taking theirs back */
-	nodetab_sweep(node_tab, NODE_SLOTS, pid_alive);
+	atomic_fetch_sub(&node_hdr->used, (int64_t)nodetab_sweep(node_tab, NODE_SLOTS, pid_alive));
 	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s < 0)
 		return;
@@ -402,11 +425,17 @@ static bool node_ready(void)
 	return node_attach() == 0;
 }
 
+/* Whether some process may hold something (one load, no search). */
+static bool node_anything(void)
+{
+	return node_ready() && atomic_load_explicit(&node_hdr->used, memory_order_acquire) > 0;
+}
+
 void ckc_node_ask(const char *canon)
 {
 	uint64_t vals[NODE_ASK_MAX];
 
-	if (!node_ready())
+	if (!node_anything())
 		return;
 	size_t n = nodetab_find(node_tab, NODE_SLOTS, nodetab_key(canon), vals, NODE_ASK_MAX);
 	if (n == 0)
@@ -425,7 +454,7 @@ void ckc_node_ask(const char *canon)
 		int rc = node_ask_one(pid, canon);
 		/* the holder is gone, or holds nothing of it: its slots go */
 		if (rc == NODE_GONE || rc == NODE_NOT_HELD)
-			while (nodetab_del(node_tab, NODE_SLOTS, vals[i]) == 0)
+			while (node_del(vals[i]) == 0)
 				;
 	}
 	errno = saved;
@@ -435,7 +464,8 @@ void ckc_node_ask_at(int dirfd, const char *path)
 {
 	char canon[PATH_MAX];
 
-	if (ckc_tag_path_at(dirfd, path, canon))
+	/* the test first: the path need not be looked at when nothing is held */
+	if (node_anything() && ckc_tag_path_at(dirfd, path, canon))
 		ckc_node_ask(canon);
 }
 

@@ -87,7 +87,8 @@ dash_vfork() {
 }
 
 # Python's subprocess (vfork): stdout and stdin on checkpoints, and a
-# descriptor passed to the child and written by both.
+# descriptor passed to the child and written by both; posix_spawn moving a
+# checkpoint descriptor onto a child's stdout; popen reading a checkpoint.
 python_subprocess() {
 	randfile src.bin 2000003
 	ck -- "$PY" -c '
@@ -104,10 +105,36 @@ with open("ck/shared.txt", "wb") as f:
     f.write(b"parent again\n")
 got = open("ck/shared.txt", "rb").read()
 assert got == b"parent\nchild\nparent again\n", got
+# posix_spawn with a file action that moves a close-on-exec checkpoint
+# descriptor onto the standard output of the child
+import os
+fd = os.open("ck/spawned.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+pid = os.posix_spawn("/bin/echo", ["echo", "spawned"], os.environ,
+                     file_actions=[(os.POSIX_SPAWN_DUP2, fd, 1)])
+assert os.waitpid(pid, 0)[1] == 0
+os.write(fd, b"and the parent\n")
+os.close(fd)
+assert open("ck/spawned.txt", "rb").read() == b"spawned\nand the parent\n"
+# popen(3) of the C library reading a checkpoint closed just before
+import ctypes
+with open("ck/popen.txt", "wb") as f:
+    f.write(b"read by popen\n" * 1000)
+libc = ctypes.CDLL(None)
+libc.popen.restype = ctypes.c_void_p
+libc.popen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+libc.fread.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
+libc.pclose.argtypes = [ctypes.c_void_p]
+p = libc.popen(b"cat ck/popen.txt", b"r")
+buf = ctypes.create_string_buffer(20000)
+n = libc.fread(buf, 1, 20000, p)
+assert libc.pclose(p) == 0
+assert buf.raw[:n] == b"read by popen\n" * 1000, n
 ' || fail "Python subprocess with checkpoints$(last_error)"
 	same src.bin ck/out.bin "subprocess stdout into a checkpoint, at its real path"
 	printf 'parent\nchild\nparent again\n' >shared.ref
 	same shared.ref ck/shared.txt "a descriptor written by the parent and its child"
+	printf 'spawned\nand the parent\n' >spawned.ref
+	same spawned.ref ck/spawned.txt "posix_spawn's child and its parent"
 }
 
 # A forked child rewrites the checkpoint its parent has just written: the
@@ -233,6 +260,24 @@ assert got == b"the new version\n" * 100000, "read %d bytes of another version" 
 	same a.ref ck/a.bin "after exit"
 }
 
+# A process killed while it holds a checkpoint not yet published: the next
+# process that opens that path finds nobody to ask and goes on at once.
+holder_killed() {
+	echo "the version at the real path" >ck/a.bin
+	ck -- "$PY" -c '
+import os, signal
+with open("ck/a.bin", "wb") as f:
+    f.write(b"never published\n" * 100000)
+os.kill(os.getpid(), signal.SIGKILL)
+'
+	local t0=$SECONDS
+	ck -- cat ck/a.bin >a.out || fail "cat after the holder was killed$(last_error)"
+	[ $((SECONDS - t0)) -lt 10 ] || fail "cat waited $((SECONDS - t0)) s for a killed holder"
+	cmp -s ck/a.bin a.out || fail "cat read other bytes than the real file holds"
+	grep -q 'did not publish' "$T/.log" && fail "a killed holder was waited for$(first_error 'did not publish')"
+	return 0
+}
+
 case_add children/bash-redirections shell_redirections bash
 case_add children/dash-redirections shell_redirections dash
 case_add children/bash-here-strings bash_here_strings
@@ -243,3 +288,4 @@ case_add children/untagged-spelling untagged_spelling
 case_add children/system-reads-new-version system_reads_new_version
 case_add children/link-current-version link_current_version
 case_add children/other-process-reads other_process_reads
+case_add children/holder-killed holder_killed
