@@ -31,10 +31,10 @@
 /* "ckptnod1": the layout of the shared file and of the messages */
 #define NODE_MAGIC 0x636b70746e6f6431ull
 /* How long an open waits for a holder to publish (a large checkpoint on a
- * slow file system), and for a request to arrive once connected. */
+ * slow file system). */
 #define NODE_ASK_WAIT_MS 60000
-#define NODE_RECV_WAIT_S 2
-/* Holders asked about one path at most (more is a leak: said once). */
+/* Slots of one path looked at (one per version a process holds: more
+ * than a few is rare). */
 #define NODE_ASK_MAX 16
 
 typedef struct node_hdr {
@@ -181,31 +181,29 @@ static int node_publish(const char *canon)
 	return rc == -ENOENT ? NODE_NOT_HELD : rc;
 }
 
-/* Serves one request from the service socket: a datagram from a process
- * of this user (the kernel says who sent it), answered to its address. A
- * descriptor passed along is closed at once. */
-static void node_serve_one(int s)
+/* Receives one datagram into buf: its length, or -errno. *cr gets the
+ * sender's credentials (pid 0 when the kernel gave none); a descriptor
+ * passed along is closed at once. */
+static ssize_t node_recv(int s, void *buf, size_t len, struct sockaddr_un *from,
+			 socklen_t *fromlen, int flags, struct ucred *cr)
 {
-	node_req_t req;
-	struct sockaddr_un from;
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(16 * sizeof(int))];
 	} ctl;
-	struct iovec iov = { &req, sizeof(req) };
-	struct msghdr m = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov,
-			    .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
-	ssize_t n = recvmsg(s, &m, MSG_CMSG_CLOEXEC);
+	struct iovec iov = { buf, len };
+	struct msghdr m = { .msg_name = from, .msg_namelen = from ? sizeof(*from) : 0,
+			    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			    .msg_controllen = sizeof(ctl.buf) };
+	ssize_t n = recvmsg(s, &m, flags | MSG_CMSG_CLOEXEC);
 	if (n < 0)
-		return;
-	bool mine = false;
+		return -errno;
+	memset(cr, 0, sizeof(*cr));
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
 		if (c->cmsg_level != SOL_SOCKET)
 			continue;
 		if (c->cmsg_type == SCM_CREDENTIALS) {
-			struct ucred cr;
-			memcpy(&cr, CMSG_DATA(c), sizeof(cr));
-			mine = cr.uid == node_uid;
+			memcpy(cr, CMSG_DATA(c), sizeof(*cr));
 		} else if (c->cmsg_type == SCM_RIGHTS) {
 			int fds[16];
 			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -214,15 +212,30 @@ static void node_serve_one(int s)
 				REAL(close)(fds[i]);
 		}
 	}
-	if (!mine || n < (ssize_t)offsetof(node_req_t, path) + 2 || req.magic != NODE_MAGIC ||
-	    m.msg_namelen <= offsetof(struct sockaddr_un, sun_path))
+	if (fromlen)
+		*fromlen = m.msg_namelen;
+	return n;
+}
+
+/* Serves one request from the service socket: a datagram from a process
+ * of this user (the kernel says who sent it), answered to its address. */
+static void node_serve_one(int s)
+{
+	node_req_t req;
+	struct sockaddr_un from;
+	socklen_t fromlen;
+	struct ucred cr;
+
+	ssize_t n = node_recv(s, &req, sizeof(req), &from, &fromlen, 0, &cr);
+	if (n < (ssize_t)offsetof(node_req_t, path) + 2 || !cr.pid || cr.uid != node_uid ||
+	    req.magic != NODE_MAGIC || fromlen <= offsetof(struct sockaddr_un, sun_path))
 		return;
 	req.path[(size_t)n - offsetof(node_req_t, path) - 1] = '\0';
 	if (req.path[0] != '/')
 		return;
 	node_rep_t rep = { NODE_MAGIC, node_publish(req.path) };
 	(void)sendto(s, &rep, sizeof(rep), MSG_NOSIGNAL | MSG_DONTWAIT, (struct sockaddr *)&from,
-		     m.msg_namelen);
+		     fromlen);
 }
 
 static void *node_main(void *arg)
@@ -248,15 +261,16 @@ static void *node_main(void *arg)
 	return NULL;
 }
 
-/* fd again at a number near the top of the descriptor limit: programs
- * (shells above all) use the low ones as they please, with dup2 over
- * numbers they believe free. */
+/* fd again at a number near the top of the descriptor limit (or 4096, so
+ * that a huge limit does not grow the descriptor table): programs, shells
+ * above all, use the low numbers as they please, with dup2 over numbers
+ * they believe free. */
 static int fd_out_of_the_way(int fd)
 {
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < 256)
 		return fd;
-	rlim_t want = rl.rlim_cur > 65536 ? 65536 : rl.rlim_cur;
+	rlim_t want = rl.rlim_cur > 4096 ? 4096 : rl.rlim_cur;
 	int high = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, (int)(want - 64));
 	if (high < 0)
 		return fd;
@@ -375,32 +389,11 @@ static int node_ask_one(pid_t pid, const char *canon)
 			rc = -ETIMEDOUT;
 			goto out;
 		}
-		union {
-			struct cmsghdr h;
-			char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(16 * sizeof(int))];
-		} ctl;
-		struct iovec iov = { &rep, sizeof(rep) };
-		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-				    .msg_controllen = sizeof(ctl.buf) };
-		ssize_t got = recvmsg(s, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		struct ucred cr;
+		ssize_t got = node_recv(s, &rep, sizeof(rep), NULL, NULL, MSG_DONTWAIT, &cr);
 		if (got < 0)
 			continue;
-		bool from_holder = false;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-			if (c->cmsg_level != SOL_SOCKET)
-				continue;
-			if (c->cmsg_type == SCM_CREDENTIALS) {
-				struct ucred cr;
-				memcpy(&cr, CMSG_DATA(c), sizeof(cr));
-				from_holder = cr.uid == node_uid && cr.pid == pid;
-			} else if (c->cmsg_type == SCM_RIGHTS) {
-				int fds[16];
-				size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-				memcpy(fds, CMSG_DATA(c), (k < 16 ? k : 16) * sizeof(int));
-				for (size_t i = 0; i < k && i < 16; i++)
-					REAL(close)(fds[i]);
-			}
-		}
+		bool from_holder = cr.uid == node_uid && cr.pid == pid;
 		/* anything else (another user's datagram) is not the answer */
 		if (from_holder && got == (ssize_t)sizeof(rep) && rep.magic == NODE_MAGIC) {
 			rc = rep.rc;

@@ -1026,17 +1026,21 @@ CKC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 	return REAL(unlinkat)(dirfd, path, flags);
 }
 
+/* Whether the cache holds a version of canon now. */
+static bool cached_now(const char *canon)
+{
+	ckc_stat_t st;
+	ckc_enter();
+	bool cached = ckc_stat(canon, &st) == 0;
+	ckc_leave();
+	return cached;
+}
+
 CKC_EXPORT int remove(const char *path)
 {
 	char canon[PATH_MAX];
-	ckc_stat_t st;
-	if (ckc_tagged_asked(AT_FDCWD, path, canon)) {
-		ckc_enter();
-		bool cached = ckc_stat(canon, &st) == 0;
-		ckc_leave();
-		if (cached)
-			return unlink_tagged(canon);
-	}
+	if (ckc_tagged_asked(AT_FDCWD, path, canon) && cached_now(canon))
+		return unlink_tagged(canon);
 	return REAL(remove)(path);
 }
 
@@ -1144,14 +1148,8 @@ static int link_common(int fd1, const char *from, int fd2, const char *to, int f
 	char cf[PATH_MAX], ct[PATH_MAX];
 	int saved = errno;
 
-	ckc_stat_t st;
-	if (ckc_tagged_asked(fd2, to, ct)) {
-		ckc_enter();
-		bool cached = ckc_stat(ct, &st) == 0;
-		ckc_leave();
-		if (cached)
-			return (int)ckc_result(-EEXIST, saved);
-	}
+	if (ckc_tagged_asked(fd2, to, ct) && cached_now(ct))
+		return (int)ckc_result(-EEXIST, saved);
 	if (ckc_tagged_asked(fd1, from, cf)) {
 		int rc = ckc_hand_over_path(cf);
 		if (rc)
