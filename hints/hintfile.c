@@ -314,7 +314,7 @@ static int hint_tmpl_gen(const struct hint_tmpl *t, uint64_t v, char *out)
 
 static int hint_resolve(const char *path, const char *base, char *out, char *err, size_t errlen)
 {
-	int rc = ckc_path_canon(path, base, out, PATH_MAX);
+	int rc = ckc_path_key(path, base, out, PATH_MAX);
 
 	if (rc == -ENAMETOOLONG)
 		hint_msg(err, errlen, "generated path too long (more than %d bytes once resolved): '%.*s'",

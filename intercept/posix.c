@@ -959,7 +959,7 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 	 * their real files before the directory moves */
 	if (atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) && !ckc_io_guard &&
 	    REAL(fstatat)(fd1, from, &ds, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(ds.st_mode) &&
-	    ckc_path_canon(from, NULL, cf, sizeof(cf)) == 0) {
+	    ckc_path_resolve(from, NULL, cf, sizeof(cf)) == 0) {
 		char base[PATH_MAX];
 		if (fd1 != AT_FDCWD && from[0] != '/') {
 			char link[64];
@@ -967,7 +967,7 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 			ssize_t n = readlink(link, base, sizeof(base) - 1);
 			if (n > 0) {
 				base[n] = '\0';
-				ckc_path_canon(from, base, cf, sizeof(cf));
+				ckc_path_resolve(from, base, cf, sizeof(cf));
 			}
 		}
 		ckc_enter();

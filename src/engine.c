@@ -559,7 +559,7 @@ static uint64_t predict_size(void)
 
 static int canon(const char *path, char *out)
 {
-	return ckc_path_canon(path, NULL, out, PATH_MAX);
+	return ckc_path_key(path, NULL, out, PATH_MAX);
 }
 
 /* Canonicalises path into key (PATH_MAX bytes) and takes the engine lock.
