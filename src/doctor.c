@@ -748,6 +748,10 @@ static void check_order(const ckc_config_t *c)
 			warning("hint file %s does not exist (yet): the library looks for it every "
 				"second",
 				c->hints);
+		} else if (rc == -EINVAL) {
+			problem("hint file %s: not a regular file (a FIFO, socket or device): the "
+				"library does not read it, as a read could block the program",
+				c->hints);
 		} else if (rc) {
 			problem("hint file %s: %s", c->hints, strerror(-rc));
 		} else {

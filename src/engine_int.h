@@ -191,6 +191,7 @@ typedef struct ckc_engine {
 	hint_reader_t hints;
 	bool hints_open;
 	bool hints_said; /* a missing hint file was reported */
+	uint64_t hints_bad; /* malformed lines met */
 	uint64_t hints_next_try_ns;
 	off_t hints_last_off;
 	uint64_t hints_quiet_since;
@@ -327,5 +328,7 @@ void ckc_prefetcher_stop(void);
  * HINTS_POLL_NS, or now_anyway. Lock held. */
 void ckc_hints_poll(bool now_anyway);
 void ckc_hints_reading(void);                       /* lock held */
+/* Says how many malformed hint lines were not shown (lock held). */
+void ckc_hints_summary(void);
 
 #endif
