@@ -15,61 +15,12 @@
 /* Symbolic links followed in one resolution, as the kernel allows. */
 #define PATH_MAX_LINKS 40
 
-static int path_resolve(const char *path, const char *base, char *out, size_t outlen, int *links);
+static int path_walk(const char *path, const char *base, char *out, size_t outlen, int *links);
+static int path_follow_last(char *out, size_t *n, size_t outlen, int *links);
 
 int ckc_path_canon(const char *path, const char *base, char *out, size_t outlen)
 {
-	char cwd[PATH_MAX];
-	size_t n = 0;
-
-	if (!path || !*path)
-		return -EINVAL;
-	if (outlen < 2)
-		return -ENAMETOOLONG;
-	if (path[0] != '/') {
-		if (!base) {
-			if (!getcwd(cwd, sizeof(cwd)))
-				return -errno;
-			base = cwd;
-		}
-		int rc = ckc_path_canon(base, "/", out, outlen);
-		if (rc)
-			return rc;
-		n = strlen(out);
-		if (n == 1)
-			n = 0; /* root: components append after the empty prefix */
-	}
-	/* out[0..n) is a canonical prefix without a trailing slash. */
-	const char *p = path;
-	while (*p) {
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		const char *e = p;
-		while (*e && *e != '/')
-			e++;
-		size_t len = (size_t)(e - p);
-		if (len == 1 && p[0] == '.') {
-			/* nothing */
-		} else if (len == 2 && p[0] == '.' && p[1] == '.') {
-			while (n > 0 && out[n - 1] != '/')
-				n--;
-			if (n > 0)
-				n--; /* drop the slash too */
-		} else {
-			if (n + 1 + len + 1 > outlen)
-				return -ENAMETOOLONG;
-			out[n++] = '/';
-			memcpy(out + n, p, len);
-			n += len;
-		}
-		p = e;
-	}
-	if (n == 0)
-		out[n++] = '/';
-	out[n] = '\0';
-	return 0;
+	return path_walk(path, base, out, outlen, NULL);
 }
 
 int ckc_path_dirname(const char *canon, char *out, size_t outlen)
@@ -114,7 +65,7 @@ static int path_follow_last(char *out, size_t *n, size_t outlen, int *links)
 			return -ENOMEM;
 		int rc = ckc_path_dirname(out, dir, *n + 2);
 		if (!rc)
-			rc = path_resolve(target, dir, out, outlen, links);
+			rc = path_walk(target, dir, out, outlen, links);
 		free(dir);
 		if (rc)
 			return rc;
@@ -122,7 +73,11 @@ static int path_follow_last(char *out, size_t *n, size_t outlen, int *links)
 	}
 }
 
-static int path_resolve(const char *path, const char *base, char *out, size_t outlen, int *links)
+/* The canonical form of path (relative to base, NULL: the working
+ * directory) in out: lexical when links is NULL, else with ".." taken from
+ * the directory the path so far leads to (links counts the symbolic links
+ * followed). */
+static int path_walk(const char *path, const char *base, char *out, size_t outlen, int *links)
 {
 	char cwd[PATH_MAX];
 	size_t n = 0;
@@ -137,13 +92,14 @@ static int path_resolve(const char *path, const char *base, char *out, size_t ou
 				return -errno;
 			base = cwd;
 		}
-		int rc = ckc_path_canon(base, "/", out, outlen);
+		int rc = path_walk(base, "/", out, outlen, NULL);
 		if (rc)
 			return rc;
 		n = strlen(out);
 		if (n == 1)
-			n = 0;
+			n = 0; /* root: components append after the empty prefix */
 	}
+	/* out[0..n) is a canonical prefix without a trailing slash. */
 	for (const char *p = path; *p;) {
 		while (*p == '/')
 			p++;
@@ -154,13 +110,13 @@ static int path_resolve(const char *path, const char *base, char *out, size_t ou
 			e++;
 		size_t len = (size_t)(e - p);
 		if (len == 2 && p[0] == '.' && p[1] == '.') {
-			int rc = path_follow_last(out, &n, outlen, links);
+			int rc = links ? path_follow_last(out, &n, outlen, links) : 0;
 			if (rc)
 				return rc;
 			while (n > 0 && out[n - 1] != '/')
 				n--;
 			if (n > 0)
-				n--;
+				n--; /* drop the slash too */
 		} else if (!(len == 1 && p[0] == '.')) {
 			if (n + 1 + len + 1 > outlen)
 				return -ENAMETOOLONG;
@@ -179,7 +135,7 @@ static int path_resolve(const char *path, const char *base, char *out, size_t ou
 int ckc_path_resolve(const char *path, const char *base, char *out, size_t outlen)
 {
 	int links = 0;
-	return path_resolve(path, base, out, outlen, &links);
+	return path_walk(path, base, out, outlen, &links);
 }
 
 int ckc_path_key(const char *path, const char *base, char *out, size_t outlen)

@@ -76,13 +76,16 @@ static ssize_t f_pwrite(int fd, const void *buf, size_t len, off_t off)
 	return pwrite(fd, buf, len, off);
 }
 
-static int f_fallocate_enospc(int fd, int mode, off_t off, off_t len)
+static _Atomic int fallocate_errno;
+
+/* The ssd file cannot be allocated: fails with fallocate_errno. */
+static int f_fallocate_fail(int fd, int mode, off_t off, off_t len)
 {
 	(void)fd;
 	(void)mode;
 	(void)off;
 	(void)len;
-	errno = ENOSPC;
+	errno = atomic_load(&fallocate_errno);
 	return -1;
 }
 
@@ -267,19 +270,31 @@ Test(faults, the_newer_version_of_a_checkpoint_lands_last)
 	faults_teardown(&e);
 }
 
+/* Starts the engine (host 2 MiB, ssd 64 MiB) with the ssd file's
+ * allocation failing with err; the log must name CKPTCACHE_SSD_DIR. Returns
+ * ckc_init_config's result. */
+static int start_with_ssd_failing(tenv_t *e, int err)
+{
+	faults_setup(e);
+	atomic_store(&fallocate_errno, err);
+	ckc_io.fallocate = f_fallocate_fail;
+	ckc_config_t c = tcfg(e, 2 * MiB, 64 * MiB);
+	c.log_level = CKC_LOG_WARN;
+	int rc = ckc_init_config(&c);
+	pthread_mutex_lock(&err_lock);
+	cr_assert_not_null(strstr(all_errors, "CKPTCACHE_SSD_DIR"), "%s", all_errors);
+	pthread_mutex_unlock(&err_lock);
+	return rc;
+}
+
 /* No room for the ssd tier (the tiers of running processes, a parent's
  * say, took it): the process runs without one, and says so. */
 Test(faults, ssd_file_without_room_runs_without_the_tier)
 {
 	tenv_t e;
-	faults_setup(&e);
-	ckc_io.fallocate = f_fallocate_enospc;
-	ckc_config_t c = tcfg(&e, 2 * MiB, 64 * MiB);
-	c.log_level = CKC_LOG_WARN;
-	cr_assert_eq(ckc_init_config(&c), 0);
+	cr_assert_eq(start_with_ssd_failing(&e, ENOSPC), 0);
 	cr_assert(ckc_active());
 	pthread_mutex_lock(&err_lock);
-	cr_assert_not_null(strstr(all_errors, "CKPTCACHE_SSD_DIR"), "%s", all_errors);
 	cr_assert_not_null(strstr(all_errors, "runs without one"), "%s", all_errors);
 	pthread_mutex_unlock(&err_lock);
 	ckc_stats_t st;
@@ -294,27 +309,11 @@ Test(faults, ssd_file_without_room_runs_without_the_tier)
 	faults_teardown(&e);
 }
 
-static int f_fallocate_eio(int fd, int mode, off_t off, off_t len)
-{
-	(void)fd;
-	(void)mode;
-	(void)off;
-	(void)len;
-	errno = EIO;
-	return -1;
-}
-
 Test(faults, ssd_file_failing_disables_the_cache)
 {
 	tenv_t e;
-	faults_setup(&e);
-	ckc_io.fallocate = f_fallocate_eio;
-	ckc_config_t c = tcfg(&e, 2 * MiB, 64 * MiB);
-	cr_assert_eq(ckc_init_config(&c), -EIO);
+	cr_assert_eq(start_with_ssd_failing(&e, EIO), -EIO);
 	cr_assert_not(ckc_active(), "a tier that cannot be set up disables the cache");
-	pthread_mutex_lock(&err_lock);
-	cr_assert_not_null(strstr(all_errors, "CKPTCACHE_SSD_DIR"), "%s", all_errors);
-	pthread_mutex_unlock(&err_lock);
 	faults_teardown(&e);
 }
 
