@@ -256,11 +256,10 @@ CKC_EXPORT int execle(const char *path, const char *arg, ...)
  * is written now, as at exit. */
 static void exit_drain(void)
 {
-	if (!spawn_applies())
+	if (!spawn_applies() || !ckc_engine_started())
 		return;
-	atomic_store(&ckc_icpt_on, false);
 	ckc_enter();
-	ckc_shutdown();
+	ckc_finish(0);
 	ckc_node_stop();
 	ckc_leave();
 }

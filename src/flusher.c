@@ -175,10 +175,8 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		rc = ckc_home_fill(fd, &src, size, edge_progress, o);
 		if (!rc && fsync_it && ckc_io.fsync(fd) != 0)
 			rc = -errno;
-		if (rc) {
-			ckc_io.close(fd);
-			ckc_io.unlink(tmp);
-		}
+		if (rc)
+			ckc_home_discard(tmp, fd);
 	}
 	pthread_mutex_lock(&ckc_eng.lock);
 	/* another publication of this object may be committing: let it end,
@@ -189,10 +187,8 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		/* retired, handed over or renamed meanwhile: these bytes must not
 		 * be published under the old name (a failed write included: its
 		 * folder may have been renamed) */
-		if (!rc) {
-			ckc_io.close(fd);
-			ckc_io.unlink(tmp);
-		}
+		if (!rc)
+			ckc_home_discard(tmp, fd);
 		rc = o->retired || o->flush_cancel ? -ECANCELED : -EAGAIN;
 	} else if (!rc) {
 		o->home_busy = true;
@@ -204,8 +200,7 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		/* a file made or changed there since this version began is
 		 * newer than it: never replaced */
 		if (ckc_fid_changed(&base, key)) {
-			ckc_io.close(fd);
-			ckc_io.unlink(tmp);
+			ckc_home_discard(tmp, fd);
 			rc = CKC_CHANGED;
 		} else {
 			rc = ckc_home_commit(tmp, key, fd, fsync_it, &attr);
