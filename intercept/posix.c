@@ -36,6 +36,20 @@ static int vfd_usable(const ckc_vfd_t *v)
 	return -EBADF;
 }
 
+/* Whether *r says that v's version went to its real file meanwhile (a
+ * hand-over by another thread or process) and v's numbers now name that
+ * file: the caller then makes its call again there. A descriptor that
+ * could not be switched fails (said). */
+static bool handed_over(long *r, ckc_vfd_t *v)
+{
+	if (*r != CKC_HANDED)
+		return false;
+	if (ckc_vfd_switch(v) == 0)
+		return true;
+	*r = -EIO;
+	return false;
+}
+
 /* ---- operations on virtual descriptors ------------------------------ */
 
 ssize_t ckc_vfd_pread(ckc_vfd_t *v, void *buf, size_t n, off_t off)
@@ -181,6 +195,15 @@ static int install_new(ckc_handle_t *h, int flags, const char *canon)
 		ckc_close(h);
 		return fd;
 	}
+	if (fd == 1 || fd == 2) {
+		/* standard output or error: the C library's stdio writes there
+		 * with calls the library never sees, so the file is used
+		 * directly (what the cache holds of it goes there first) */
+		REAL(close)(fd);
+		int rc = ckc_handoff(h);
+		ckc_close(h);
+		return rc && rc != -ESTALE ? rc : CKC_PASS;
+	}
 	ckc_vfd_t *v = ckc_vfd_new(h, flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC), canon);
 	int rc = v ? ckc_vfd_install(fd, v) : -ENOMEM;
 	if (rc) {
@@ -206,6 +229,20 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 	if ((flags & (O_PATH | O_DIRECTORY)) || (flags & O_TMPFILE) == O_TMPFILE)
 		return CKC_PASS;
 	bool cached = ckc_stat(canon, &cst) == 0;
+	if (cached && !cst.complete) {
+		/* this process has the file open for writing: every descriptor
+		 * of a file shares one state, so the written bytes go to the
+		 * real file, the open descriptors with them, and so does this
+		 * open (O_TRUNC truncates the shared file, reads see writes) */
+		int rc = ckc_handoff_path(canon);
+		if (rc && rc != -ENOENT) {
+			ckc_error("checkpoint %s is open for writing and opened again: its bytes so far "
+				  "could not be written to its real path (%s)", canon, strerror(-rc));
+			return rc;
+		}
+		ckc_vfd_switch_path(canon);
+		return CKC_PASS;
+	}
 	/* a read of a checkpoint the cache holds is answered from the cache
 	 * alone: the real file is older (or not there yet) */
 	bool rd = acc == O_RDONLY && !(flags & O_TRUNC);
@@ -214,6 +251,8 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 		return CKC_PASS;
 	bool exists = cached || real;
 
+	if ((flags & O_CREAT) && (flags & O_EXCL) && exists)
+		return -EEXIST;
 	if (rd) {
 		if (!exists)
 			return flags & O_CREAT ? CKC_PASS : -ENOENT;
@@ -224,9 +263,11 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 			return CKC_PASS;
 		return rc ? rc : install_new(h, flags, canon);
 	}
-	if ((flags & O_CREAT) && (flags & O_EXCL) && exists)
-		return -EEXIST;
-	if (acc != O_RDONLY && ((flags & O_TRUNC) || !exists)) {
+	/* A new version is cached when it replaces the file (O_TRUNC) or
+	 * creates it exclusively. O_CREAT without either may be one of several
+	 * processes writing parts of one shared file (MPI-IO, HDF5): the real
+	 * file is used, never replaced (below). */
+	if (acc != O_RDONLY && ((flags & O_TRUNC) || (!exists && (flags & O_EXCL)))) {
 		char dir[PATH_MAX];
 		if (!exists && !(flags & O_CREAT))
 			return -ENOENT;
@@ -242,8 +283,8 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 		struct stat lst;
 		if (real && (rst.st_nlink > 1 ||
 			     (REAL(lstat)(canon, &lst) == 0 && S_ISLNK(lst.st_mode)))) {
-			if (cached && ckc_materialize(canon) == 0)
-				ckc_forget(canon);
+			if (cached)
+				(void)ckc_hand_over_path(canon);
 			return CKC_PASS;
 		}
 		/* an existing file keeps its mode when it is truncated */
@@ -256,13 +297,12 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 	/* Any other write to an existing checkpoint works on the real file:
 	 * make it current there, forget the cached copy, pass through. */
 	if (cached) {
-		int rc = ckc_materialize(canon);
-		if (rc && rc != -ENOENT) {
+		int rc = ckc_hand_over_path(canon);
+		if (rc) {
 			ckc_error("checkpoint %s could not be written to its real path for an in-place "
 				  "update (%s)", canon, strerror(-rc));
 			return rc;
 		}
-		ckc_forget(canon);
 	}
 	return CKC_PASS;
 }
@@ -286,7 +326,7 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 	char canon[PATH_MAX];
 	int saved = errno;
 
-	if (ckc_tagged_at(dirfd, path, canon)) {
+	if (ckc_tagged_asked(dirfd, path, canon)) {
 		int fd = ckc_open_tagged(canon, flags, mode);
 		if (fd != CKC_PASS)
 			return (int)ckc_result(fd, saved);
@@ -298,7 +338,7 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 		return -1;
 	}
 	int fd = ro(dirfd, path, flags, mode);
-	if (fd >= 0 && ckc_tag_dirv_cap)
+	if (fd >= 0 && (flags & O_NOFOLLOW) && ckc_tag_dirv_cap)
 		ckc_tag_opened(dirfd, path, flags, fd);
 	return fd;
 }
@@ -379,6 +419,8 @@ CKC_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 
 int ckc_close_fd(int fd)
 {
+	if (ckc_in_vfork_child())
+		return REAL(close)(fd);
 	ckc_vfd_t *v = ckc_vfd_take(fd);
 	int (*rc_close)(int) = REAL(close);
 	int saved = errno;
@@ -422,7 +464,7 @@ static void vfd_close_range(unsigned first, unsigned last)
 {
 	for (unsigned fd = first; fd < ckc_tag_dirv_cap && fd <= last; fd++)
 		ckc_tag_forget_fd((int)fd);
-	if (ckc_vfd_cap == 0 || first >= ckc_vfd_cap)
+	if (ckc_vfd_cap == 0 || first >= ckc_vfd_cap || ckc_in_vfork_child())
 		return;
 	if (last >= ckc_vfd_cap)
 		last = (unsigned)ckc_vfd_cap - 1;
@@ -468,7 +510,10 @@ static __attribute__((noinline)) ssize_t read_tagged(int fd, void *buf, size_t n
 	if (!v)
 		return REAL(read)(fd, buf, n);
 	int saved = errno;
-	return ckc_result(ckc_vfd_read(v, buf, n), saved);
+	long r = ckc_vfd_read(v, buf, n);
+	if (handed_over(&r, v))
+		return REAL(read)(fd, buf, n);
+	return ckc_result(r, saved);
 }
 
 static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, size_t n)
@@ -477,7 +522,10 @@ static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, s
 	if (!v)
 		return REAL(write)(fd, buf, n);
 	int saved = errno;
-	return ckc_result(ckc_vfd_write(v, buf, n), saved);
+	long r = ckc_vfd_write(v, buf, n);
+	if (handed_over(&r, v))
+		return REAL(write)(fd, buf, n);
+	return ckc_result(r, saved);
 }
 
 static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t n, off_t off,
@@ -487,7 +535,10 @@ static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t 
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
-	return ckc_result(ckc_vfd_pread(v, buf, n, off), saved);
+	long r = ckc_vfd_pread(v, buf, n, off);
+	if (handed_over(&r, v))
+		return real(fd, buf, n, off);
+	return ckc_result(r, saved);
 }
 
 static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, size_t n, off_t off,
@@ -497,7 +548,10 @@ static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, 
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
-	return ckc_result(ckc_vfd_pwrite(v, buf, n, off), saved);
+	long r = ckc_vfd_pwrite(v, buf, n, off);
+	if (handed_over(&r, v))
+		return real(fd, buf, n, off);
+	return ckc_result(r, saved);
 }
 
 CKC_EXPORT ssize_t read(int fd, void *buf, size_t n)
@@ -562,7 +616,10 @@ CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 		return REAL(readv)(fd, iov, cnt);
 	}
 	int saved = errno;
-	return ckc_result(vfd_iov(v, iov, cnt, 0, true, false), saved);
+	long r = vfd_iov(v, iov, cnt, 0, true, false);
+	if (handed_over(&r, v))
+		return REAL(readv)(fd, iov, cnt);
+	return ckc_result(r, saved);
 }
 
 CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
@@ -573,7 +630,10 @@ CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 		return REAL(writev)(fd, iov, cnt);
 	}
 	int saved = errno;
-	return ckc_result(vfd_iov(v, iov, cnt, 0, true, true), saved);
+	long r = vfd_iov(v, iov, cnt, 0, true, true);
+	if (handed_over(&r, v))
+		return REAL(writev)(fd, iov, cnt);
+	return ckc_result(r, saved);
 }
 
 #define VFD_IOV_WRAPPER(name, wr)                                                          \
@@ -585,7 +645,10 @@ CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 			return REAL(name)(fd, iov, cnt, off);                              \
 		}                                                                          \
 		int saved = errno;                                                         \
-		return ckc_result(vfd_iov(v, iov, cnt, off, false, wr), saved);               \
+		long r = vfd_iov(v, iov, cnt, off, false, wr);                             \
+		if (handed_over(&r, v))                                                    \
+			return REAL(name)(fd, iov, cnt, off);                              \
+		return ckc_result(r, saved);                                               \
 	}
 
 VFD_IOV_WRAPPER(preadv, false)
@@ -604,7 +667,9 @@ VFD_IOV_WRAPPER(pwritev64, true)
 		if (!v)                                                                    \
 			return REAL(name)(fd, iov, cnt, off, flags);                       \
 		int saved = errno;                                                         \
-		ssize_t r = vfd_iov(v, iov, cnt, off, off == -1, wr);                      \
+		long r = vfd_iov(v, iov, cnt, off, off == -1, wr);                         \
+		if (handed_over(&r, v))                                                    \
+			return REAL(name)(fd, iov, cnt, off, flags);                       \
 		if (r > 0 && wr && (flags & (RWF_DSYNC | RWF_SYNC))) {                     \
 			ckc_enter();                                                       \
 			int s = ckc_sync(v->h);                                            \
@@ -657,7 +722,10 @@ CKC_EXPORT int fsync(int fd)
 	if (!v)
 		return REAL(fsync)(fd);
 	int saved = errno;
-	return (int)ckc_result(vfd_sync(v), saved);
+	long r = vfd_sync(v);
+	if (handed_over(&r, v))
+		return REAL(fsync)(fd);
+	return (int)ckc_result(r, saved);
 }
 
 CKC_EXPORT int fdatasync(int fd)
@@ -666,7 +734,10 @@ CKC_EXPORT int fdatasync(int fd)
 	if (!v)
 		return REAL(fdatasync)(fd);
 	int saved = errno;
-	return (int)ckc_result(vfd_sync(v), saved);
+	long r = vfd_sync(v);
+	if (handed_over(&r, v))
+		return REAL(fdatasync)(fd);
+	return (int)ckc_result(r, saved);
 }
 
 static int vfd_truncate(ckc_vfd_t *v, off_t len)
@@ -690,7 +761,10 @@ CKC_EXPORT int ftruncate(int fd, off_t len)
 	if (!v)
 		return REAL(ftruncate)(fd, len);
 	int saved = errno;
-	return (int)ckc_result(vfd_truncate(v, len), saved);
+	long r = vfd_truncate(v, len);
+	if (handed_over(&r, v))
+		return REAL(ftruncate)(fd, len);
+	return (int)ckc_result(r, saved);
 }
 
 CKC_EXPORT int ftruncate64(int fd, off_t len)
@@ -699,29 +773,18 @@ CKC_EXPORT int ftruncate64(int fd, off_t len)
 	if (!v)
 		return REAL(ftruncate64)(fd, len);
 	int saved = errno;
-	return (int)ckc_result(vfd_truncate(v, len), saved);
-}
-
-/* The real file becomes the checkpoint: write the cached bytes there and
- * let the cache forget them (truncate(2), renames out of the tagged set). */
-static int hand_over(const char *canon)
-{
-	ckc_enter();
-	int rc = ckc_materialize(canon);
-	if (rc == 0 || rc == -ENOENT)
-		rc = 0;
-	if (!rc)
-		ckc_forget(canon);
-	ckc_leave();
-	return rc;
+	long r = vfd_truncate(v, len);
+	if (handed_over(&r, v))
+		return REAL(ftruncate64)(fd, len);
+	return (int)ckc_result(r, saved);
 }
 
 static int truncate_common(const char *path, off_t len, int (*real)(const char *, off_t))
 {
 	char canon[PATH_MAX];
 	int saved = errno;
-	if (ckc_tagged_at(AT_FDCWD, path, canon)) {
-		int rc = hand_over(canon);
+	if (ckc_tagged_asked(AT_FDCWD, path, canon)) {
+		int rc = ckc_hand_over_path(canon);
 		if (rc)
 			return (int)ckc_result(rc, saved);
 	}
@@ -785,7 +848,10 @@ CKC_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
 	if (!v)
 		return REAL(fallocate)(fd, mode, off, len);
 	int saved = errno;
-	return (int)ckc_result(vfd_allocate(v, mode, off, len), saved);
+	long r = vfd_allocate(v, mode, off, len);
+	if (handed_over(&r, v))
+		return REAL(fallocate)(fd, mode, off, len);
+	return (int)ckc_result(r, saved);
 }
 
 CKC_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
@@ -794,7 +860,10 @@ CKC_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
 	if (!v)
 		return REAL(fallocate64)(fd, mode, off, len);
 	int saved = errno;
-	return (int)ckc_result(vfd_allocate(v, mode, off, len), saved);
+	long r = vfd_allocate(v, mode, off, len);
+	if (handed_over(&r, v))
+		return REAL(fallocate64)(fd, mode, off, len);
+	return (int)ckc_result(r, saved);
 }
 
 /* posix_fallocate returns the error number instead of setting errno. */
@@ -803,7 +872,10 @@ CKC_EXPORT int posix_fallocate(int fd, off_t off, off_t len)
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!v)
 		return REAL(posix_fallocate)(fd, off, len);
-	return -vfd_allocate(v, 0, off, len);
+	long r = vfd_allocate(v, 0, off, len);
+	if (handed_over(&r, v))
+		return REAL(posix_fallocate)(fd, off, len);
+	return (int)-r;
 }
 
 CKC_EXPORT int posix_fallocate64(int fd, off_t off, off_t len)
@@ -811,7 +883,10 @@ CKC_EXPORT int posix_fallocate64(int fd, off_t off, off_t len)
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!v)
 		return REAL(posix_fallocate64)(fd, off, len);
-	return -vfd_allocate(v, 0, off, len);
+	long r = vfd_allocate(v, 0, off, len);
+	if (handed_over(&r, v))
+		return REAL(posix_fallocate64)(fd, off, len);
+	return (int)-r;
 }
 
 /* ---- descriptors ------------------------------------------------------ */
@@ -827,12 +902,27 @@ static int dup_fixup(int oldfd, int newfd)
 	if (oldfd == newfd)
 		return newfd;
 	if (v) {
+		int saved = errno;
 		if (ckc_vfd_install(newfd, v) != 0) {
 			/* cannot track the copy: it must not be a usable alias */
 			REAL(close)(newfd);
 			errno = EMFILE;
 			return -1;
 		}
+		/* standard output or error (a shell's "echo >file", a program
+		 * redirecting its stdout): the C library's stdio writes there
+		 * with calls the library never sees, so the file goes to its
+		 * real path and every descriptor of it is a real one from now on */
+		if (newfd == 1 || newfd == 2) {
+			int rc = vfd_usable(v);
+			if (!rc)
+				rc = ckc_vfd_demote(v);
+			if (rc)
+				ckc_error("checkpoint %s on standard descriptor %d: it cannot be made a "
+					  "real file (%s); the C library's stdio fails there", v->path,
+					  newfd, strerror(-rc));
+		}
+		errno = saved;
 	} else {
 		ckc_vfd_t *old = ckc_vfd_take(newfd);
 		if (old)
@@ -955,7 +1045,7 @@ static int unlink_tagged(const char *canon)
 CKC_EXPORT int unlink(const char *path)
 {
 	char canon[PATH_MAX];
-	if (ckc_tagged_at(AT_FDCWD, path, canon))
+	if (ckc_tagged_asked(AT_FDCWD, path, canon))
 		return unlink_tagged(canon);
 	return REAL(unlink)(path);
 }
@@ -963,17 +1053,42 @@ CKC_EXPORT int unlink(const char *path)
 CKC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
 	char canon[PATH_MAX];
-	if (!(flags & AT_REMOVEDIR) && ckc_tagged_at(dirfd, path, canon))
+	if (!(flags & AT_REMOVEDIR) && ckc_tagged_asked(dirfd, path, canon))
 		return unlink_tagged(canon);
 	return REAL(unlinkat)(dirfd, path, flags);
+}
+
+/* Whether the cache holds a version of canon now. */
+static bool cached_now(const char *canon)
+{
+	ckc_stat_t st;
+	ckc_enter();
+	bool cached = ckc_stat(canon, &st) == 0;
+	ckc_leave();
+	return cached;
 }
 
 CKC_EXPORT int remove(const char *path)
 {
 	char canon[PATH_MAX];
-	if (ckc_cached_at(AT_FDCWD, path, canon))
+	if (ckc_tagged_asked(AT_FDCWD, path, canon) && cached_now(canon))
 		return unlink_tagged(canon);
 	return REAL(remove)(path);
+}
+
+/* What the kernel would say about renaming within the cache: both folders
+ * must exist and be writable, or the rename fails as the real one would
+ * (and no flush is left to fail later into a rescue file). */
+static int rename_dirs_ok(const char *cf, const char *ct)
+{
+	char dir[PATH_MAX];
+	const char *ends[] = { cf, ct };
+
+	for (int i = 0; i < 2; i++)
+		if (ckc_path_dirname(ends[i], dir, sizeof(dir)) == 0 &&
+		    real_access(dir, W_OK | X_OK) != 0)
+			return -errno;
+	return 0;
 }
 
 /* rename for any pair of directory descriptors; real() does the real call */
@@ -983,15 +1098,16 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 	char cf[PATH_MAX], ct[PATH_MAX];
 	ckc_stat_t st;
 	int saved = errno;
-	bool tf = ckc_tagged_at(fd1, from, cf);
-	bool tt = ckc_tagged_at(fd2, to, ct);
+	bool tf = ckc_tagged_asked(fd1, from, cf);
+	bool tt = ckc_tagged_asked(fd2, to, ct);
 	struct stat ds;
 
 	/* a directory (tagged or not) may hold cached checkpoints: they go to
 	 * their real files before the directory moves */
 	if (atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) && !ckc_io_guard &&
+	    !ckc_in_vfork_child() &&
 	    REAL(fstatat)(fd1, from, &ds, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(ds.st_mode) &&
-	    ckc_path_canon(from, NULL, cf, sizeof(cf)) == 0) {
+	    ckc_path_resolve(from, NULL, cf, sizeof(cf)) == 0) {
 		char base[PATH_MAX];
 		if (fd1 != AT_FDCWD && from[0] != '/') {
 			char link[64];
@@ -999,7 +1115,7 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 			ssize_t n = readlink(link, base, sizeof(base) - 1);
 			if (n > 0) {
 				base[n] = '\0';
-				ckc_path_canon(from, base, cf, sizeof(cf));
+				ckc_path_resolve(from, base, cf, sizeof(cf));
 			}
 		}
 		ckc_enter();
@@ -1019,16 +1135,16 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 			struct stat rst;
 			if ((flags & RENAME_NOREPLACE) && (dest_cached || real_stat_path(ct, &rst) == 0))
 				rc = -EEXIST;
-			else
+			else if ((rc = rename_dirs_ok(cf, ct)) == 0)
 				rc = ckc_rename(cf, ct);
 			ckc_leave();
 			return (int)ckc_result(rc, saved);
 		}
 		/* the real files take over: publish what the cache holds */
+		ckc_leave();
 		if (cached)
-			rc = ckc_materialize(cf);
-		if (!rc && cached)
-			ckc_forget(cf);
+			rc = ckc_hand_over_path(cf);
+		ckc_enter();
 		if (!rc && dest_cached) {
 			rc = (flags & RENAME_EXCHANGE) ? ckc_materialize(ct) : 0;
 			if (!rc)
@@ -1070,10 +1186,40 @@ CKC_EXPORT int renameat2(int fd1, const char *from, int fd2, const char *to, uns
 	return rename_common(fd1, from, fd2, to, flags, real_rename2);
 }
 
+/* A hard link names the real file: a cached checkpoint goes there first
+ * (and is forgotten: a file with two names is written directly from then
+ * on), so the new name holds the current bytes. A cached checkpoint at the
+ * new name exists for the program: EEXIST, as the kernel would say. */
+static int link_common(int fd1, const char *from, int fd2, const char *to, int flags, bool at)
+{
+	char cf[PATH_MAX], ct[PATH_MAX];
+	int saved = errno;
+
+	if (ckc_tagged_asked(fd2, to, ct) && cached_now(ct))
+		return (int)ckc_result(-EEXIST, saved);
+	if (ckc_tagged_asked(fd1, from, cf)) {
+		int rc = ckc_hand_over_path(cf);
+		if (rc)
+			return (int)ckc_result(rc, saved);
+	}
+	return at ? REAL(linkat)(fd1, from, fd2, to, flags) : REAL(link)(from, to);
+}
+
+CKC_EXPORT int link(const char *from, const char *to)
+{
+	return link_common(AT_FDCWD, from, AT_FDCWD, to, 0, false);
+}
+
+CKC_EXPORT int linkat(int fd1, const char *from, int fd2, const char *to, int flags)
+{
+	return link_common(fd1, from, fd2, to, flags, true);
+}
+
 /* ---- mapping and copying --------------------------------------------- */
 
-/* Turns tagged fd into a real descriptor of the real file, after making the
- * real file current: for calls the cache cannot serve (mmap). */
+/* Turns tagged fd, and every other descriptor of its file, into a real
+ * descriptor of the real file, which gets the bytes first: for calls the
+ * cache cannot serve (mmap). */
 static int degrade(int fd)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
@@ -1081,33 +1227,15 @@ static int degrade(int fd)
 	if (!v)
 		return 0;
 	int rc = vfd_usable(v);
-	if (rc)
-		return (int)ckc_result(rc, saved);
-	ckc_enter();
-	rc = ckc_materialize(v->path);
-	ckc_leave();
-	if (rc && rc != -ENOENT)
-		return (int)ckc_result(rc, saved);
-	int acc = v->flags & O_ACCMODE;
-	int real = REAL(openat)(AT_FDCWD, v->path, acc == O_RDONLY ? O_RDONLY : O_RDWR);
-	if (real < 0)
-		return -1;
-	REAL(lseek)(real, (off_t)v->pos, SEEK_SET);
-	int fdflags = REAL(fcntl)(fd, F_GETFD);
-	if (REAL(dup3)(real, fd, fdflags > 0 && (fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
-		REAL(close)(real);
-		return -1;
+	if (!rc)
+		rc = ckc_vfd_demote(v);
+	if (rc == -ESTALE) {
+		/* the real file holds a newer version than this descriptor reads */
+		ckc_error("checkpoint %s: a descriptor of a version replaced since cannot be "
+			  "mapped", v->path);
+		rc = -ENODEV;
 	}
-	REAL(close)(real);
-	ckc_vfd_t *old = ckc_vfd_take(fd);
-	ckc_enter();
-	if (old) {
-		ckc_forget(old->path);
-		ckc_vfd_put(old);
-	}
-	ckc_leave();
-	errno = saved;
-	return 0;
+	return (int)ckc_result(rc, saved);
 }
 
 CKC_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)

@@ -98,6 +98,9 @@ static ssize_t cookie_read(void *c, char *buf, size_t n)
 	if (!v)
 		return REAL(read)(fd, buf, n);
 	ssize_t r = ckc_vfd_read(v, buf, n);
+	/* handed over to the real file meanwhile: its descriptor names it now */
+	if (r == CKC_HANDED && ckc_vfd_switch(v) == 0)
+		return REAL(read)(fd, buf, n);
 	if (r < 0) {
 		errno = (int)-r;
 		return -1;
@@ -112,7 +115,10 @@ static ssize_t cookie_write(void *c, const char *buf, size_t n)
 	ssize_t r;
 	if (v) {
 		r = ckc_vfd_write(v, buf, n);
-	} else {
+		if (r == CKC_HANDED && ckc_vfd_switch(v) == 0)
+			v = NULL;
+	}
+	if (!v) {
 		r = REAL(write)(fd, buf, n);
 		if (r < 0)
 			r = -errno;
@@ -259,7 +265,7 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 	char canon[PATH_MAX];
 	int saved = errno;
 
-	if (mode && ckc_tagged_at(AT_FDCWD, path, canon)) {
+	if (mode && ckc_tagged_asked(AT_FDCWD, path, canon)) {
 		int flags = stdio_flags(mode);
 		if (flags < 0) {
 			errno = EINVAL;
@@ -317,7 +323,7 @@ static FILE *freopen_cookie(const char *path, const char *mode, FILE *stream,
 		return NULL;
 	}
 	fflush(stream);
-	if (ckc_tagged_at(AT_FDCWD, path, canon))
+	if (ckc_tagged_asked(AT_FDCWD, path, canon))
 		fd = ckc_open_tagged(canon, flags, 0666);
 	if (fd == CKC_PASS)
 		fd = REAL(openat)(AT_FDCWD, path, flags, 0666);
@@ -343,13 +349,9 @@ static FILE *freopen_common(const char *path, const char *mode, FILE *stream,
 
 	if (c)
 		return freopen_cookie(path, mode, stream, c);
-	if (path && ckc_tagged_at(AT_FDCWD, path, canon)) {
-		ckc_enter();
-		int rc = ckc_materialize(canon);
-		if (rc == 0)
-			ckc_forget(canon);
-		ckc_leave();
-		if (rc && rc != -ENOENT) {
+	if (path && ckc_tagged_asked(AT_FDCWD, path, canon)) {
+		int rc = ckc_hand_over_path(canon);
+		if (rc) {
 			errno = -rc;
 			return NULL;
 		}
@@ -395,9 +397,10 @@ void ckc_stdio_atfork(int phase)
 CKC_EXPORT int fclose(FILE *f)
 {
 	char *buf = NULL;
-	if (f && f->_fileno == STDIO_COOKIE_FILENO)
+	bool vforked = ckc_in_vfork_child();
+	if (f && f->_fileno == STDIO_COOKIE_FILENO && !vforked)
 		stdio_find(f, &buf);
-	else if (f)
+	else if (f && !vforked)
 		ckc_tag_forget_fd(f->_fileno);
 	int rc = REAL(fclose)(f);
 	/* glibc is done with a buffer it did not allocate once the stream is

@@ -4,7 +4,8 @@
  * quick answers keep untagged work free of system calls: a name no
  * pattern's last component matches, and a directory descriptor below
  * which no pattern can match (known per descriptor once its path was
- * looked up, or inherited from the descriptor it was opened at). */
+ * looked up, or inherited from the descriptor it was opened at by one
+ * name that is not followed if it is a symbolic link). */
 #include "config.h"
 
 #include <fcntl.h>
@@ -263,20 +264,13 @@ static void tag_dir_set(int fd, uint8_t v)
 
 void ckc_tag_opened(int dirfd, const char *path, int flags, int fd)
 {
-	char canon[PATH_MAX];
-
-	if ((size_t)fd >= ckc_tag_dirv_cap || !path || !*path)
+	/* one name, not followed if it is a symbolic link: what is opened is
+	 * surely below dirfd (a walker's way: tar, du, find) */
+	if ((size_t)fd >= ckc_tag_dirv_cap || (size_t)dirfd >= ckc_tag_dirv_cap || !path || !*path ||
+	    !(flags & O_NOFOLLOW) || strchr(path, '/') || !strcmp(path, ".."))
 		return;
-	/* an absolute path is looked at only for what is surely a directory:
-	 * a file below a known directory costs one load */
-	if (path[0] == '/' && (flags & O_DIRECTORY)) {
-		if (ckc_path_canon(path, NULL, canon, sizeof(canon)) == 0 && tag_dir_holds_none(canon))
-			tag_dir_set(fd, TAG_DIR_NONE);
-	} else if (path[0] != '/' && dirfd != AT_FDCWD && (size_t)dirfd < ckc_tag_dirv_cap &&
-		   atomic_load_explicit(&ckc_tag_dirv[dirfd], memory_order_relaxed) == TAG_DIR_NONE &&
-		   tag_stays_below(path)) {
+	if (atomic_load_explicit(&ckc_tag_dirv[dirfd], memory_order_relaxed) == TAG_DIR_NONE)
 		tag_dir_set(fd, TAG_DIR_NONE);
-	}
 }
 
 bool ckc_tag_match(const char *canon)
@@ -311,10 +305,17 @@ bool ckc_tag_match(const char *canon)
 
 bool ckc_tagged_at(int dirfd, const char *path, char *out)
 {
+	if (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child())
+		return false;
+	return ckc_tag_path_at(dirfd, path, out);
+}
+
+bool ckc_tag_path_at(int dirfd, const char *path, char *out)
+{
 	char base[PATH_MAX];
 	const char *b = NULL;
 
-	if (!path || !*path || ckc_io_guard || !atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed))
+	if (!path || !*path || ckc_io_guard || tag_npats == 0)
 		return false;
 	if (!tag_name_may_match(path))
 		return false;
@@ -350,7 +351,9 @@ bool ckc_tagged_at(int dirfd, const char *path, char *out)
 				return false;
 		}
 	}
-	if (ckc_path_canon(path, b, out, PATH_MAX) != 0)
+	/* resolved as the kernel will: a path it refuses is not tagged, and
+	 * the real call gives the program the kernel's error */
+	if (ckc_path_resolve(path, b, out, PATH_MAX) != 0)
 		return false;
 	return ckc_tag_match(out);
 }

@@ -4,6 +4,7 @@
 #ifndef CKC_H
 #define CKC_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,8 +59,20 @@ bool ckc_active(void);
 /* Whether the engine holds any checkpoint now (one load; no lock). */
 bool ckc_holds_objects(void);
 
-/* Drains every required flush, stops the threads, writes statistics and
- * releases the tiers. Idempotent; the engine may be started again. */
+/* The program ends: drains every required flush (until deadline_ns on
+ * ckc_now_ns()'s clock; 0: no limit), hands each checkpoint still open for
+ * writing over to its real file (its bytes so far are published there and
+ * later writes go there directly), stops the threads, writes statistics and
+ * removes the ssd tier's file and this process's record. The engine goes on
+ * serving the program's other threads (reads from the tiers, writes to
+ * handed-over files; files opened for writing from now on pass through),
+ * so that no call of theirs fails while the process ends. A second caller
+ * waits for the first, until its own deadline. Returns 0, or -ETIMEDOUT
+ * when the deadline came first. */
+int ckc_finish(uint64_t deadline_ns);
+
+/* ckc_finish without a deadline, then releases everything (tiers, objects,
+ * threads). Idempotent; the engine may be started again. */
 void ckc_shutdown(void);
 
 /* Starts a new version of path for writing (the previous version is
@@ -143,8 +156,40 @@ int ckc_materialize(const char *path);
  * not cached. */
 int ckc_forget(const char *path);
 
-/* Fills st for the current cached version of path. Returns 0 or -ENOENT. */
+/* Fills st for the current cached version of path. Returns 0 or -ENOENT
+ * (also when a published version's real file was changed since by someone
+ * else: the cache then forgets its version). */
 int ckc_stat(const char *path, ckc_stat_t *st);
+
+/* What a call on a handle returns once its version was handed over to the
+ * real file: the caller makes the call again on the real file. */
+#define CKC_HANDED (-EXDEV)
+
+/* Hands the version behind h over to its real file: the bytes written so
+ * far (an open writer's) or all of them are published, whatever
+ * CKPTCACHE_PERSIST says, and the cache forgets the version; every handle
+ * of it answers CKC_HANDED from then on. Waits for the writes under way.
+ * Returns 0 (also when it was handed before), -ESTALE when a newer version
+ * has the name, or -errno (the version stays cached). */
+int ckc_handoff(ckc_handle_t *h);
+
+/* ckc_handoff for the current version of path; -ENOENT if none is cached. */
+int ckc_handoff_path(const char *path);
+
+/* Whether the version behind h was handed over. */
+bool ckc_handle_handed(const ckc_handle_t *h);
+
+/* Publishes every closed version that CKPTCACHE_PERSIST says must reach its
+ * real path and is not there yet (and, with writers, the bytes so far of
+ * every open writer), waiting at most timeout_ns for flushes already under
+ * way. Returns 0, -ETIMEDOUT, or the first -errno (said already). */
+int ckc_publish_all(uint64_t timeout_ns, bool writers);
+
+/* Set by the preloaded library: told, with the engine lock held, when the
+ * cache starts (holds) or stops holding bytes that the real file key lacks
+ * (an open writer's, or a closed version's not yet published). Must not
+ * block. NULL: nobody listens. */
+extern void (*ckc_node_hook)(bool holds, const char *key);
 
 /* Appends path to the restore queue. Returns 0 or -errno. */
 int ckc_hint_enqueue(const char *path);

@@ -39,6 +39,7 @@ typedef struct ckc_config {
 	ckc_prefetch_t prefetch;
 	char *stats;           /* JSON summary at exit, or NULL */
 	char *trace;           /* one line per operation, or NULL */
+	double term_wait_s;    /* the most a SIGTERM/SIGINT/SIGABRT waits for the drain */
 	int log_level;         /* CKC_LOG_* */
 	long rank;             /* from the MPI/Slurm environment; 0 if none */
 	long local_size;       /* processes of this job on this node; 1 if unknown */
@@ -53,10 +54,16 @@ typedef struct ckc_sysinfo {
 	 * holding dir, and whether it is memory-backed (tmpfs/ramfs).
 	 * Returns 0 or -errno. */
 	int (*fs_info)(const char *dir, uint64_t *avail, bool *in_memory);
+	/* Bytes that this user's ssd tier files hold in dir's file system
+	 * (the caches of processes already running); NULL: none. */
+	uint64_t (*tier_files)(const char *dir);
 	/* A missing directory is checked (its nearest existing parent must be
 	 * writable) instead of made: ckptcache doctor changes nothing. */
 	bool no_mkdir;
 } ckc_sysinfo_t;
+
+/* The smallest host or ssd tier: one block of the arenas. */
+#define CKC_TIER_MIN 4096u
 
 /* The real machine's facts (MemTotal, statfs). Physical memory only: it is
  * read in every process; the job's memory limit (ckc_memlimit) is applied

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "memlimit.h"
 #include "path.h"
+#include "state.h"
 
 ckc_engine_t ckc_eng = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -156,22 +157,38 @@ void ckc_obj_put(ckc_obj_t *o)
 			ckc_place_free(o, l);
 	for (int l = 0; l < CKC_MAX_TIERS; l++)
 		free(o->place[l].ext);
-	if (o->home_fd >= 0) {
+	if (o->home_fd >= 0 && !o->home_live)
+		ckc_home_discard(o->home_tmp, o->home_fd);
+	else if (o->home_fd >= 0)
 		ckc_io.close(o->home_fd);
-		ckc_io.unlink(o->home_tmp);
-	}
 	free(o->home_tmp);
 	free(o->rescue);
 	free(o->key);
 	free(o);
 }
 
+void (*ckc_node_hook)(bool holds, const char *key);
+
+void ckc_node_note(ckc_obj_t *o)
+{
+	/* bytes the real path lacks: an open writer's, or a closed version's
+	 * that must still be published */
+	bool holds = ckc_node_hook && !o->retired && !o->capture && !o->at_home && !o->rescue &&
+		     !o->handed && ckc_eng.cfg.persist != CKC_PERSIST_NEVER &&
+		     (!o->complete || ckc_persist_wanted(o));
+	if (holds != o->announced) {
+		o->announced = holds;
+		ckc_node_hook(holds, o->key);
+	}
+}
+
 /* Replaces o by nothing: a newer version, an unlink or a rename took its
  * path. Its queued flush is cancelled, a running one discarded, and its
  * copies freed as soon as no transfer uses them. */
-static void obj_retire(ckc_obj_t *o)
+void ckc_obj_retire(ckc_obj_t *o)
 {
 	o->retired = true;
+	ckc_node_note(o);
 	map_remove(o);
 	ckc_eng.st.objects_retired++;
 	ckc_flush_dequeue(o);
@@ -202,6 +219,7 @@ ckc_obj_t *ckc_obj_import_home(const char *key)
 	o->complete = true;
 	o->at_home = true;
 	o->from_home = true;
+	ckc_fid_of(&st, &o->base);
 	o->mode = st.st_mode & 07777;
 	o->mtime = st.st_mtim;
 	return o;
@@ -230,6 +248,8 @@ void ckc_trace(const char *op, const ckc_obj_t *o, uint64_t off, uint64_t len, i
 }
 
 /* ---- start and stop ------------------------------------------------ */
+
+static int output_open(const char *name, const char **why);
 
 static char *dup_or_null(const char *s)
 {
@@ -286,12 +306,22 @@ static int tiers_open(void)
 		t->name = "ssd";
 		t->kind = TIER_SSD;
 		rc = ckc_ssd_open(t, c->ssd_cache, c->ssd_dir);
-		if (rc) {
+		if (rc == -ENOSPC || rc == -EDQUOT) {
+			/* the tiers of the processes already running (a parent's,
+			 * say) took the space: this one goes without */
+			char h[32];
+			ckc_warn("CKPTCACHE_SSD_DIR='%s': no room for an ssd tier of %s now (%s): this "
+				 "process runs without one",
+				 c->ssd_dir, ckc_format_size(c->ssd_cache, h, sizeof(h)), strerror(-rc));
+			memset(t, 0, sizeof(*t));
+			t->fd = -1;
+		} else if (rc) {
 			ckc_error("CKPTCACHE_SSD_DIR='%s': cannot create the ssd tier file of %llu bytes (%s)",
 				  c->ssd_dir, (unsigned long long)c->ssd_cache, strerror(-rc));
 			return rc;
+		} else {
+			ckc_eng.ntier = ++n;
 		}
-		ckc_eng.ntier = ++n;
 	}
 	ckc_tier_t *h = &ckc_eng.tier[n];
 	h->name = "home";
@@ -352,8 +382,14 @@ static int engine_start(void)
 	ckc_eng.t0_ns = ckc_now_ns();
 	for (int l = 0; l < CKC_MAX_TIERS; l++)
 		ckc_eng.tier[l].fd = -1;
+	/* the private folder first: the ssd tier lives in it, and the files
+	 * of processes that died before this one are cleaned up from it */
+	const char *base = c->ssd_dir ? c->ssd_dir : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	if ((rc = ckc_state_open(base, "CKPTCACHE_SSD_DIR")) != 0)
+		return rc;
 	if ((rc = tiers_open()) != 0) {
 		tiers_close();
+		ckc_state_close();
 		return rc;
 	}
 	if (!(ckc_eng.hq = hq_new()))
@@ -362,11 +398,11 @@ static int engine_start(void)
 		ckc_info("CKPTCACHE_HINTS is set: CKPTCACHE_ORDER is ignored");
 	if (c->trace) {
 		char name[PATH_MAX];
+		const char *why = "the name is too long";
 		ckc_eng.trace_fd = ckc_expand_name(c->trace, name, sizeof(name)) ? -1 :
-				   ckc_io.open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+				   output_open(name, &why);
 		if (ckc_eng.trace_fd < 0)
-			ckc_warn("CKPTCACHE_TRACE='%s': %s; no trace is written", c->trace,
-				 strerror(errno));
+			ckc_warn("CKPTCACHE_TRACE='%s': %s; no trace is written", c->trace, why);
 	}
 	ckc_eng.prefetch_started = c->prefetch == CKC_PREFETCH_EAGER;
 	/* the hint file as it is now, before the first read is counted */
@@ -414,6 +450,7 @@ int ckc_init_config(const ckc_config_t *c)
 		ckc_error("the cache is disabled and every call passes through");
 		threads_stop();
 		tiers_close();
+		ckc_state_close();
 		engine_reset();
 		if (c->strict) {
 			ckc_error("aborting (CKPTCACHE_STRICT=1)");
@@ -502,6 +539,32 @@ int ckc_expand_name(const char *tmpl, char *out, size_t outlen)
 	return 0;
 }
 
+/* Opens an output file of the library (statistics, trace) for writing from
+ * its start. Such files often go to a shared folder: a symbolic link there
+ * is not followed, and a file of another user is not written. Returns an
+ * fd, or -1 with *why saying why not. */
+static int output_open(const char *name, const char **why)
+{
+	struct stat st;
+	int fd = ckc_io.open(name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0644);
+
+	if (fd < 0) {
+		*why = errno == ELOOP ? "it is a symbolic link, which is not followed" : strerror(errno);
+		return -1;
+	}
+	if (ckc_io.fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		*why = "it is not a regular file of this user";
+		ckc_io.close(fd);
+		return -1;
+	}
+	if (ckc_io.ftruncate(fd, 0) != 0) {
+		*why = strerror(errno);
+		ckc_io.close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static void stats_write(void)
 {
 	char *buf = NULL;
@@ -515,63 +578,198 @@ static void stats_write(void)
 	ckc_stats_write_json(&s, f);
 	fclose(f);
 	char name[PATH_MAX];
-	int fd = ckc_expand_name(ckc_eng.cfg.stats, name, sizeof(name)) ? -1 :
-		 ckc_io.open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || ckc_io_pwrite_all(fd, buf, len, 0) != 0)
-		ckc_warn("CKPTCACHE_STATS='%s': %s; no statistics written", ckc_eng.cfg.stats,
-			 strerror(errno));
+	const char *why = "the name is too long";
+	int fd = ckc_expand_name(ckc_eng.cfg.stats, name, sizeof(name)) ? -1 : output_open(name, &why);
+	int rc = fd < 0 ? 0 : ckc_io_pwrite_all(fd, buf, len, 0);
+	if (rc)
+		why = strerror(-rc);
+	if (fd < 0 || rc)
+		ckc_warn("CKPTCACHE_STATS='%s': %s; no statistics written", ckc_eng.cfg.stats, why);
 	if (fd >= 0)
 		ckc_io.close(fd);
 	free(buf);
 }
 
-static void close_writer_locked(ckc_obj_t *o);
+static int migrate_to(ckc_obj_t *o, bool home_only);
+
+/* Waits on the engine's condition until deadline_ns (0: no limit). Lock
+ * held. Returns false once the deadline has passed. */
+static bool wait_until(uint64_t deadline_ns)
+{
+	if (!deadline_ns) {
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		return true;
+	}
+	uint64_t now = ckc_now_ns();
+	if (now >= deadline_ns)
+		return false;
+	/* the condition waits on CLOCK_REALTIME: wake up in small steps */
+	uint64_t step = deadline_ns - now < 50000000ull ? deadline_ns - now : 50000000ull;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)step;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
+	return true;
+}
+
+static bool flushes_pending(void)
+{
+	bool busy = false;
+	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
+		busy |= ckc_eng.edge[l].head || ckc_eng.edge[l].current;
+	return busy;
+}
+
+/* A checkpoint the program still has open for writing as it ends, which
+ * must reach its real path. Lock held. */
+static ckc_obj_t *open_writer(void)
+{
+	if (ckc_eng.cfg.persist == CKC_PERSIST_NEVER)
+		return NULL; /* nothing is written to the real paths */
+	for (size_t i = 0; i < ckc_eng.map_cap; i++)
+		for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext)
+			if (!o->complete && !o->retired && !o->home_live && !o->capture)
+				return o;
+	return NULL;
+}
+
+/* Hands o, still open for writing, over to its real file: its bytes so far
+ * go to a temporary file at home, which is renamed into place and stays
+ * open, so that the program's later writes land in the real file. Lock
+ * held; dropped while bytes move. */
+static void handover(ckc_obj_t *o)
+{
+	int rc = 0;
+
+	while (o->migrating)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (o->complete || o->retired || o->home_live)
+		return;
+	if (o->wlevel < ckc_eng.ntier - 1)
+		rc = migrate_to(o, true);
+	if (!rc && !o->complete && !o->retired) {
+		char *tmp = o->home_tmp;
+		int fd = o->home_fd;
+		ckc_attr_t attr = o->attr;
+		o->home_busy = true;
+		pthread_mutex_unlock(&ckc_eng.lock);
+		rc = ckc_home_commit_open(tmp, o->key, fd, &attr);
+		pthread_mutex_lock(&ckc_eng.lock);
+		o->home_busy = false;
+		if (!rc) {
+			free(o->home_tmp);
+			o->home_tmp = NULL;
+			o->home_live = true;
+			o->at_home = true;
+		}
+		pthread_cond_broadcast(&ckc_eng.cv);
+	}
+	if (rc) {
+		ckc_error("checkpoint %s, still open as the program ends, could not be written to its "
+			  "real path (%s)", o->key, strerror(-rc));
+		/* not tried again: its bytes stay in the cache until the end */
+		o->home_live = true;
+	}
+}
+
+/* Every required flush done and every open checkpoint handed over, or the
+ * deadline passed (false). Lock held. */
+static bool drain_locked(uint64_t deadline_ns)
+{
+	for (;;) {
+		if (!flushes_pending()) {
+			ckc_obj_t *o = open_writer();
+			if (!o)
+				return true;
+			ckc_obj_get(o);
+			handover(o);
+			ckc_obj_put(o);
+			continue;
+		}
+		for (int l = 0; l + 1 < ckc_eng.ntier; l++)
+			pthread_cond_signal(&ckc_eng.edge[l].cv);
+		if (!wait_until(deadline_ns))
+			return false;
+	}
+}
+
+static void report_unpublished(void)
+{
+	for (size_t i = 0; i < ckc_eng.map_cap; i++)
+		for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext)
+			if (ckc_persist_wanted(o) && !o->at_home && !o->retired && !o->capture)
+				ckc_error("checkpoint %s did not reach its real path%s%s", o->key,
+					  o->rescue ? "; its bytes are in " : "",
+					  o->rescue ? o->rescue : "");
+}
+
+int ckc_finish(uint64_t deadline_ns)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (!ckc_eng.active) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return 0;
+	}
+	if (ckc_eng.finish_state) {
+		bool in_time = true;
+		while (ckc_eng.finish_state == 1 && in_time)
+			in_time = wait_until(deadline_ns);
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return in_time ? 0 : -ETIMEDOUT;
+	}
+	ckc_eng.finish_state = 1;
+	ckc_eng.draining = true;
+	pthread_cond_broadcast(&ckc_eng.cv);
+	uint64_t drain0 = ckc_now_ns();
+	bool done = drain_locked(deadline_ns);
+	ckc_eng.st.drain_s = (double)(ckc_now_ns() - drain0) / 1e9;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	/* a flush that is stuck past the deadline is not waited for */
+	if (done)
+		threads_stop();
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (done)
+		report_unpublished();
+	ckc_hints_summary();
+	if (ckc_eng.cfg.stats)
+		stats_write();
+	/* the tier's file goes now (this process's threads may still read it
+	 * through its descriptor); nothing in the checkpoint folders is left */
+	for (int l = 0; l < ckc_eng.ntier; l++)
+		if (ckc_eng.tier[l].kind == TIER_SSD)
+			ckc_ssd_unlink(&ckc_eng.tier[l]);
+	/* a flush still running keeps its temporary file on the record, for
+	 * the next process to remove once this one is gone */
+	if (done)
+		ckc_state_close();
+	ckc_eng.finish_state = 2;
+	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return done ? 0 : -ETIMEDOUT;
+}
 
 void ckc_shutdown(void)
 {
 	pthread_mutex_lock(&eng_life);
+	ckc_finish(0);
 	pthread_mutex_lock(&ckc_eng.lock);
 	if (!ckc_eng.active) {
 		pthread_mutex_unlock(&ckc_eng.lock);
 		pthread_mutex_unlock(&eng_life);
 		return;
 	}
-	/* a writer the program never closed: its bytes so far are the file */
-	for (size_t i = 0; i < ckc_eng.map_cap; i++)
-		for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext)
-			if (!o->complete)
-				close_writer_locked(o);
-	ckc_eng.draining = true;
-	uint64_t drain0 = ckc_now_ns();
-	pthread_cond_broadcast(&ckc_eng.cv);
-	for (;;) {
-		bool busy = false;
-		for (int l = 0; l + 1 < ckc_eng.ntier; l++)
-			busy |= ckc_eng.edge[l].head || ckc_eng.edge[l].current;
-		if (!busy)
-			break;
-		for (int l = 0; l + 1 < ckc_eng.ntier; l++)
-			pthread_cond_signal(&ckc_eng.edge[l].cv);
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
-	}
-	ckc_eng.st.drain_s = (double)(ckc_now_ns() - drain0) / 1e9;
-	pthread_mutex_unlock(&ckc_eng.lock);
-	threads_stop();
-	pthread_mutex_lock(&ckc_eng.lock);
-	if (ckc_eng.cfg.stats)
-		stats_write();
 	for (size_t i = 0; i < ckc_eng.map_cap; i++)
 		while (ckc_eng.map[i]) {
 			ckc_obj_t *o = ckc_eng.map[i];
-			if (ckc_persist_wanted(o) && !o->at_home && !o->retired)
-				ckc_error("checkpoint %s did not reach its real path%s%s", o->key,
-					  o->rescue ? "; its bytes are in " : "",
-					  o->rescue ? o->rescue : "");
 			map_remove(o);
 			o->retired = true;
+			ckc_node_note(o);
 			ckc_obj_put(o);
 		}
 	tiers_close();
+	ckc_state_close();
 	ckc_eng.active = false;
 	pthread_mutex_unlock(&ckc_eng.lock);
 	engine_reset();
@@ -590,7 +788,7 @@ uint64_t ckc_predict_size(void)
 
 static int canon(const char *path, char *out)
 {
-	return ckc_path_canon(path, NULL, out, PATH_MAX);
+	return ckc_path_key(path, NULL, out, PATH_MAX);
 }
 
 /* Canonicalises path into key (PATH_MAX bytes) and takes the engine lock.
@@ -629,14 +827,28 @@ int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
 		pthread_mutex_unlock(&ckc_eng.lock);
 		return -ENODEV;
 	}
-	ckc_obj_t *old = ckc_map_find(key);
+	/* a publication of this path under way ends first, so that the file
+	 * this version replaces is the one recorded below */
+	ckc_obj_t *old;
+	while (((old = ckc_map_find(key)) && old->home_busy) || ckc_committing(key))
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (ckc_eng.draining) {
+		/* the program ends: the new version goes to the real file
+		 * directly, after any publication of the old one */
+		while (old && (old->home_busy || old->flushing) && !old->retired)
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		if (old && !old->retired)
+			ckc_obj_retire(old);
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENODEV;
+	}
 	if (old)
-		obj_retire(old);
+		ckc_obj_retire(old);
 	ckc_obj_t *o = obj_new(key);
 	ckc_handle_t *h = o ? handle_new(o, true) : NULL;
 	if (!h) {
 		if (o)
-			obj_retire(o);
+			ckc_obj_retire(o);
 		pthread_mutex_unlock(&ckc_eng.lock);
 		return -ENOMEM;
 	}
@@ -649,12 +861,19 @@ int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
 	if (o->wlevel < ckc_eng.ntier - 1) {
 		ckc_set_state(o, o->wlevel, LC_EV_WRITE_BEGIN);
 	} else if ((rc = ckc_home_temp(key, o->mode, &o->home_tmp, &o->home_fd)) != 0) {
-		obj_retire(o);
+		ckc_obj_retire(o);
 		pthread_mutex_unlock(&ckc_eng.lock);
 		free(h);
 		return rc;
 	}
 	ckc_trace("open-write", o, 0, 0, o->wlevel, 0);
+	ckc_node_note(o);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	/* no handle is out yet: nothing can publish o meanwhile */
+	ckc_fid_t base;
+	ckc_fid_take(key, &base);
+	pthread_mutex_lock(&ckc_eng.lock);
+	o->base = base;
 	pthread_mutex_unlock(&ckc_eng.lock);
 	*hp = h;
 	return 0;
@@ -681,9 +900,10 @@ static int copy_into_tier(ckc_obj_t *o, const ckc_src_t *src, int to, uint64_t s
 static void ref_detach(ckc_obj_t *o);
 
 /* Moves the bytes written so far from the write tier to the next tier that
- * takes them (the object outgrew its tier, or the tier failed). Lock held;
- * dropped while the bytes move. Returns 0 or -errno. */
-static int migrate_down(ckc_obj_t *o)
+ * takes them (the object outgrew its tier, or the tier failed), or with
+ * home_only to a temporary file at home. Lock held; dropped while the bytes
+ * move. Returns 0 or -errno. */
+static int migrate_to(ckc_obj_t *o, bool home_only)
 {
 	int from = o->wlevel, home = ckc_eng.ntier - 1, rc = 0;
 	ckc_place_t *fp = &o->place[from];
@@ -697,7 +917,7 @@ static int migrate_down(ckc_obj_t *o)
 	if ((rc = ckc_src_snapshot(o, from, &src)) != 0)
 		goto out;
 	int to;
-	for (to = from + 1; to < home; to++) {
+	for (to = home_only ? home : from + 1; to < home; to++) {
 		rc = ckc_place_reserve(o, to, size ? size : 1, CKC_ALLOC_WRITE, 0);
 		if (rc == -ENOSPC) {
 			ckc_eng.tier[to].st.bypasses++;
@@ -741,6 +961,11 @@ out:
 	o->migrating = false;
 	pthread_cond_broadcast(&ckc_eng.cv);
 	return rc;
+}
+
+static int migrate_down(ckc_obj_t *o)
+{
+	return migrate_to(o, false);
 }
 
 /* Makes the write tier's copy of o hold end bytes. Lock held. */
@@ -877,27 +1102,23 @@ ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off)
 	return pwrite_src(h, buf, 0, len, off);
 }
 
-static ssize_t pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t len, uint64_t off)
+/* pwrite_locked's answer when the write must start over (its tier changed
+ * under it). */
+#define PW_AGAIN (-4097)
+
+/* One attempt at a write (lock held throughout, dropped while bytes move). */
+static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len, uint64_t off,
+			     uint64_t t0)
 {
-	if (!h->writer)
-		return -EBADF;
-	if (len == 0)
-		return 0;
-	ckc_obj_t *o = h->o;
-	uint64_t end = off + len, t0 = ckc_now_ns();
+	uint64_t end = off + len;
 	int rc;
-	if (end < off)
-		return -EFBIG;
-	pthread_mutex_lock(&ckc_eng.lock);
+
 	while (o->migrating)
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
-	if (o->retired) {
-		/* a newer version replaced this one: its bytes go nowhere */
-		pthread_mutex_unlock(&ckc_eng.lock);
-		return (ssize_t)len;
-	}
+	if (o->retired)
+		return (ssize_t)len; /* a newer version replaced this one: its bytes go nowhere */
 	if ((rc = write_room(o, end)) != 0)
-		goto out;
+		return rc;
 	if (o->wlevel == ckc_eng.ntier - 1) {
 		int fd = o->home_fd;
 		pthread_mutex_unlock(&ckc_eng.lock);
@@ -910,12 +1131,10 @@ static ssize_t pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_
 		int wl = o->wlevel;
 		while (off > o->size && o->place[wl].pins > 0)
 			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
-		if (o->migrating || o->wlevel != wl) {
-			pthread_mutex_unlock(&ckc_eng.lock);
-			return pwrite_src(h, buf, dsrc, len, off);
-		}
+		if (o->migrating || o->wlevel != wl)
+			return PW_AGAIN;
 		if (off > o->size && (rc = zero_fill(o, o->size, off)) != 0)
-			goto out;
+			return rc;
 		if (off > o->size)
 			o->size = off;
 		rc = write_bytes(o, buf, dsrc, len, off);
@@ -924,10 +1143,8 @@ static ssize_t pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_
 			ckc_warn("%s tier: write of %s failed (%s)", ckc_eng.tier[o->wlevel].name,
 				 o->key, strerror(-rc));
 			ckc_eng.tier[o->wlevel].st.flush_errors++;
-			if (migrate_down(o) == 0) {
-				pthread_mutex_unlock(&ckc_eng.lock);
-				return pwrite_src(h, buf, dsrc, len, off);
-			}
+			if (migrate_down(o) == 0)
+				return PW_AGAIN;
 		}
 	}
 	if (!rc) {
@@ -939,30 +1156,82 @@ static ssize_t pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_
 		st->put_bytes += len;
 		ckc_trace("write", o, off, len, o->wlevel, t0);
 	}
-out:
-	pthread_mutex_unlock(&ckc_eng.lock);
 	return rc ? rc : (ssize_t)len;
+}
+
+static ssize_t pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t len, uint64_t off)
+{
+	ckc_obj_t *o = h->o;
+	uint64_t t0 = ckc_now_ns();
+	ssize_t rc = CKC_HANDED;
+
+	if (!h->writer)
+		return -EBADF;
+	if (len == 0)
+		return 0;
+	if (off + len < off)
+		return -EFBIG;
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (!o->handed) {
+		/* a hand-over waits for the writes under way (ckc_handoff) */
+		o->writing++;
+		do
+			rc = pwrite_locked(o, buf, dsrc, len, off, t0);
+		while (rc == PW_AGAIN);
+		if (--o->writing == 0)
+			pthread_cond_broadcast(&ckc_eng.cv);
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
 }
 
 static int close_home_writer(ckc_obj_t *o)
 {
 	int fd = o->home_fd;
 	char *tmp = o->home_tmp;
+	bool live = o->home_live;
 
 	o->home_fd = -1;
 	o->home_tmp = NULL;
+	o->home_live = false;
 	o->home_busy = true;
 	ckc_attr_t attr = o->attr;
+	ckc_fid_t base = o->base, now;
 	pthread_mutex_unlock(&ckc_eng.lock);
-	int rc = ckc_home_commit(tmp, o->key, fd, false, &attr);
+	int rc;
+	if (live) {
+		/* handed over already: the file is at its real path */
+		rc = ckc_attr_apply_fd(fd, &attr);
+		if (ckc_io.close(fd) != 0 && !rc)
+			rc = -errno;
+		if (!rc)
+			ckc_fid_take(o->key, &now);
+	} else if (ckc_fid_changed(&base, o->key)) {
+		rc = CKC_CHANGED; /* fd stays open: the rescue below reads it */
+	} else {
+		rc = ckc_home_commit(tmp, o->key, fd, false, &attr);
+		if (!rc)
+			ckc_fid_take(o->key, &now);
+	}
 	pthread_mutex_lock(&ckc_eng.lock);
 	o->home_busy = false;
-	free(tmp);
-	if (!rc)
+	if (rc == CKC_CHANGED) {
+		/* the temporary file may have no name (O_TMPFILE): read it
+		 * through its descriptor */
+		char self[64];
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+		ckc_src_t held = { .path = self };
+		ckc_keep_newer(o, &held, o->size);
+		ckc_home_discard(tmp, fd);
+	} else if (!rc) {
 		o->at_home = true;
-	else
+		o->base = now;
+		ckc_node_note(o);
+	} else {
 		ckc_error("checkpoint %s could not be written to its real path (%s)", o->key,
 			  strerror(-rc));
+	}
+	free(tmp);
 	pthread_cond_broadcast(&ckc_eng.cv);
 	return rc;
 }
@@ -1000,11 +1269,70 @@ static void close_writer_locked(ckc_obj_t *o)
 			hq_push_back(ckc_eng.hq, o->key);
 	}
 	ckc_trace("close-write", o, 0, o->size, o->wlevel, 0);
+	ckc_node_note(o);
 	ckc_eng.prefetch_gen++;
 	pthread_cond_broadcast(&ckc_eng.cv);
 }
 
 /* ---- reading ------------------------------------------------------- */
+
+/* A closed version not yet published whose real file was made or changed
+ * by someone else since it began: that file is newer, so the version goes
+ * to a rescue file and the cache forgets it (lock held; dropped while the
+ * bytes move). */
+static void keep_newer_now(ckc_obj_t *o)
+{
+	int level = ckc_best_level(o);
+	ckc_src_t src;
+
+	ckc_obj_get(o);
+	if (level >= 0 && level < ckc_eng.ntier - 1) {
+		o->place[level].pins++;
+		if (ckc_src_snapshot(o, level, &src) == 0) {
+			ckc_keep_newer(o, &src, o->size);
+			ckc_src_release(&src);
+		}
+		ckc_unpin(o, level);
+	} else if (!o->retired) {
+		/* its bytes are in a rescue file already, or nowhere */
+		ckc_obj_retire(o);
+	}
+	ckc_obj_put(o);
+}
+
+/* The current version of key, after a look at the real file: a published
+ * (or imported) version whose file changed since, or a version not yet
+ * published whose file was made or changed by someone else since it began,
+ * is older than that file, so the cache forgets it and NULL is returned.
+ * Lock held; dropped for the look. */
+static ckc_obj_t *current_locked(const char *key)
+{
+	ckc_obj_t *o;
+	/* a publication being committed ends first (a rename: short) */
+	while ((o = ckc_map_find(key)) && o->home_busy)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (!o || !o->complete || !o->base.known || o->capture)
+		return o;
+	uint64_t v = o->version;
+	bool published = o->at_home;
+	ckc_fid_t base = o->base, now;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_fid_take(key, &now);
+	pthread_mutex_lock(&ckc_eng.lock);
+	o = ckc_map_find(key);
+	if (!o || o->version != v || o->home_busy || o->at_home != published ||
+	    ckc_fid_same(&base, &now))
+		return o;
+	if (published) {
+		ckc_trace("stale", o, 0, o->size, -1, 0);
+		ckc_obj_retire(o);
+	} else if (now.exists) {
+		keep_newer_now(o);
+	} else {
+		return o; /* removed behind it: publishing will make it again */
+	}
+	return NULL;
+}
 
 int ckc_open_read(const char *path, ckc_handle_t **hp)
 {
@@ -1018,8 +1346,8 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 		return -ENODEV;
 	}
 	ckc_hints_reading();
-	ckc_obj_t *o = ckc_map_find(key);
-	if (!o)
+	ckc_obj_t *o = current_locked(key);
+	if (!o && ckc_eng.active)
 		o = ckc_obj_import_home(key);
 	/* consumed and dropped (CKPTCACHE_PERSIST=unconsumed or never):
 	 * gone, as if deleted */
@@ -1086,6 +1414,10 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 
 	pthread_mutex_lock(&ckc_eng.lock);
 	for (;;) {
+		if (o->handed) {
+			pthread_mutex_unlock(&ckc_eng.lock);
+			return CKC_HANDED;
+		}
 		if (off >= o->size || len == 0) {
 			pthread_mutex_unlock(&ckc_eng.lock);
 			return 0;
@@ -1279,6 +1611,10 @@ static int setattr_locked(ckc_obj_t *o, const ckc_attr_t *a)
 	if (fd < 0)
 		return -errno;
 	int rc = ckc_attr_apply_fd(fd, a);
+	/* the change time moved: this is still the file the cache published */
+	struct stat st;
+	if (ckc_io.fstat(fd, &st) == 0)
+		ckc_fid_of(&st, &o->base);
 	ckc_io.close(fd);
 	return rc;
 }
@@ -1321,9 +1657,9 @@ int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
 	pthread_mutex_lock(&ckc_eng.lock);
 	while (o->migrating)
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
-	if (o->retired || o->complete) {
+	if (o->handed || o->retired || o->complete) {
 		pthread_mutex_unlock(&ckc_eng.lock);
-		return o->retired ? 0 : -EBADF;
+		return o->handed ? CKC_HANDED : o->retired ? 0 : -EBADF;
 	}
 	if (o->wlevel == ckc_eng.ntier - 1) {
 		rc = ckc_io.ftruncate(o->home_fd, (off_t)size) ? -errno : 0;
@@ -1369,6 +1705,7 @@ static void consume_locked(ckc_obj_t *o)
 	 * pending flush */
 	if (o->flush_edge >= 0 && !ckc_flush_wanted(o, o->flush_edge))
 		ckc_flush_dequeue(o);
+	ckc_node_note(o);
 	ckc_trace("consume", o, 0, o->size, -1, 0);
 	ckc_eng.prefetch_gen++;
 	pthread_cond_broadcast(&ckc_eng.cv);
@@ -1403,7 +1740,8 @@ int ckc_close(ckc_handle_t *h)
 /* ---- durability, names --------------------------------------------- */
 
 /* Makes the real path hold o's bytes (lock held): fsync'ed if durable,
- * whatever CKPTCACHE_PERSIST says otherwise. */
+ * whatever CKPTCACHE_PERSIST says otherwise. CKC_CHANGED: the real file
+ * was changed by someone else meanwhile; it was kept and o forgotten. */
 static int publish_locked(ckc_obj_t *o, bool durable)
 {
 	while (o->home_busy || o->migrating)
@@ -1430,8 +1768,10 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 	}
 	bool complete = o->complete;
 	int rc = ckc_flush_home_now(o, durable);
-	if (!rc && !complete)
+	if (!rc && !complete) {
 		o->at_home = false; /* a snapshot: the final bytes come at close */
+		ckc_node_note(o);
+	}
 	return rc;
 }
 
@@ -1439,13 +1779,15 @@ static int sync_locked(ckc_obj_t *o)
 {
 	if (ckc_eng.cfg.persist == CKC_PERSIST_NEVER)
 		return 0;
-	return publish_locked(o, true);
+	int rc = publish_locked(o, true);
+	/* the program's bytes are in a rescue file, not at the real path */
+	return rc == CKC_CHANGED ? -EIO : rc;
 }
 
 int ckc_sync(ckc_handle_t *h)
 {
 	pthread_mutex_lock(&ckc_eng.lock);
-	int rc = h->o->retired ? 0 : sync_locked(h->o);
+	int rc = h->o->handed ? CKC_HANDED : h->o->retired ? 0 : sync_locked(h->o);
 	pthread_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
@@ -1474,7 +1816,7 @@ int ckc_unlink(const char *path)
 		while (o->home_busy || o->flushing)
 			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 		ckc_trace("unlink", o, 0, o->size, -1, 0);
-		obj_retire(o);
+		ckc_obj_retire(o);
 	}
 	if (ckc_eng.hq)
 		hq_remove_all(ckc_eng.hq, key);
@@ -1492,7 +1834,8 @@ int ckc_materialize(const char *path)
 		return rc;
 	rc = o ? publish_locked(o, false) : -ENOENT;
 	pthread_mutex_unlock(&ckc_eng.lock);
-	return rc;
+	/* a newer real file was kept: it is what the caller will use */
+	return rc == CKC_CHANGED ? 0 : rc;
 }
 
 int ckc_forget(const char *path)
@@ -1508,10 +1851,165 @@ int ckc_forget(const char *path)
 		while (o->home_busy || o->flushing)
 			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 		ckc_trace("forget", o, 0, o->size, -1, 0);
-		obj_retire(o);
+		ckc_obj_retire(o);
 	}
 	pthread_mutex_unlock(&ckc_eng.lock);
 	return o ? 0 : -ENOENT;
+}
+
+/* Publishes o's bytes so far and lets the cache forget it; its handles
+ * answer CKC_HANDED from then on (lock held). */
+static int handoff_locked(ckc_obj_t *o)
+{
+	int rc = 0;
+
+	if (o->handed)
+		return 0;
+	if (o->retired)
+		return -ESTALE; /* a newer version has the name: nothing to hand */
+	ckc_obj_get(o);
+	o->handed = true;
+	ckc_node_note(o);
+	while (o->writing > 0 || o->migrating || o->home_busy)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (o->retired) {
+		rc = 0; /* forgotten meanwhile (its real file was kept) */
+	} else if (!o->complete && o->wlevel == ckc_eng.ntier - 1 && o->home_fd >= 0) {
+		/* written through: the temporary file becomes the real file */
+		rc = close_home_writer(o);
+	} else if (!o->at_home) {
+		rc = ckc_flush_home_now(o, false);
+	}
+	if (rc && rc != CKC_CHANGED) {
+		o->handed = false;
+		ckc_node_note(o);
+		pthread_cond_broadcast(&ckc_eng.cv);
+	} else if (!o->retired) {
+		ckc_trace("handoff", o, 0, o->size, -1, 0);
+		ckc_obj_retire(o);
+	}
+	ckc_obj_put(o);
+	return rc == CKC_CHANGED ? 0 : rc;
+}
+
+int ckc_handoff(ckc_handle_t *h)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	int rc = ckc_eng.active || h->o->handed ? handoff_locked(h->o) : -ENODEV;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+int ckc_handoff_path(const char *path)
+{
+	char key[PATH_MAX];
+	ckc_obj_t *o;
+	int rc = lookup_locked(path, key, &o);
+	if (rc)
+		return rc;
+	rc = o ? handoff_locked(o) : -ENOENT;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+bool ckc_handle_handed(const ckc_handle_t *h)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	bool handed = h->o->handed;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return handed;
+}
+
+/* Whether o is a closed version whose publication is still owed. */
+static bool owed_home(const ckc_obj_t *o)
+{
+	return o->complete && !o->retired && !o->at_home && !o->rescue && !o->capture &&
+	       ckc_persist_wanted(o);
+}
+
+int ckc_publish_all(uint64_t timeout_ns, bool writers)
+{
+	struct timespec end;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += (time_t)(timeout_ns / 1000000000u);
+	end.tv_nsec += (long)(timeout_ns % 1000000000u);
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (!ckc_eng.active || ckc_eng.cfg.persist == CKC_PERSIST_NEVER) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return 0;
+	}
+	/* open writers: their bytes so far (a snapshot; the writer goes on) */
+	for (uint64_t seen = 0; writers;) {
+		ckc_obj_t *w = NULL;
+		for (size_t i = 0; i < ckc_eng.map_cap && !w; i++)
+			for (ckc_obj_t *o = ckc_eng.map[i]; o && !w; o = o->hnext)
+				if (!o->complete && !o->retired && !o->handed && o->version > seen &&
+				    !o->capture)
+					w = o;
+		if (!w)
+			break;
+		/* one at a time in version order: the map changes while unlocked */
+		for (size_t i = 0; i < ckc_eng.map_cap; i++)
+			for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext)
+				if (!o->complete && !o->retired && !o->handed && o->version > seen &&
+				    o->version < w->version && !o->capture)
+					w = o;
+		seen = w->version;
+		if (w->wlevel < ckc_eng.ntier - 1) {
+			ckc_obj_get(w);
+			int r = publish_locked(w, false);
+			if (r && r != CKC_CHANGED && !rc)
+				rc = r;
+			ckc_obj_put(w);
+		}
+	}
+	/* closed versions: published here, or by their flusher if it is at it;
+	 * one that fails (and said so) is not tried again */
+	uint64_t failed[32];
+	int nfailed = 0;
+	for (;;) {
+		ckc_obj_t *todo = NULL;
+		bool busy = false;
+		for (size_t i = 0; i < ckc_eng.map_cap && !todo; i++)
+			for (ckc_obj_t *o = ckc_eng.map[i]; o && !todo; o = o->hnext) {
+				bool skip = false;
+				for (int k = 0; k < nfailed; k++)
+					skip |= failed[k] == o->version;
+				if (skip || !owed_home(o))
+					continue;
+				if (o->flushing || o->home_busy || o->migrating)
+					busy = true;
+				else
+					todo = o;
+			}
+		if (todo) {
+			ckc_obj_get(todo);
+			int r = publish_locked(todo, false);
+			if (r && r != CKC_CHANGED && !rc)
+				rc = r;
+			bool stuck = owed_home(todo);
+			if (stuck && nfailed < (int)(sizeof(failed) / sizeof(failed[0])))
+				failed[nfailed++] = todo->version;
+			ckc_obj_put(todo);
+			if (stuck && nfailed == (int)(sizeof(failed) / sizeof(failed[0])))
+				break;
+			continue;
+		}
+		if (!busy)
+			break;
+		if (pthread_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &end) == ETIMEDOUT) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
 }
 
 int ckc_handover_dir(const char *dir)
@@ -1532,15 +2030,17 @@ int ckc_handover_dir(const char *dir)
 					o = x;
 		if (!o)
 			break;
+		ckc_obj_get(o);
 		rc = publish_locked(o, false);
-		if (rc && !first)
+		if (rc && rc != CKC_CHANGED && !first)
 			first = rc;
 		while (o->home_busy || o->flushing)
 			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 		if (!o->retired) {
 			ckc_trace("forget", o, 0, o->size, -1, 0);
-			obj_retire(o);
+			ckc_obj_retire(o);
 		}
+		ckc_obj_put(o);
 	}
 	pthread_mutex_unlock(&ckc_eng.lock);
 	return first;
@@ -1567,11 +2067,20 @@ int ckc_rename(const char *from, const char *to)
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	ckc_obj_t *victim = ckc_map_find(kt);
 	if (victim)
-		obj_retire(victim);
+		ckc_obj_retire(victim);
+	/* a publication to the new name under way lands before the look at
+	 * what that name holds (below) */
+	while (ckc_committing(kt))
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	char *nk = strdup(kt);
 	if (!nk) {
 		pthread_mutex_unlock(&ckc_eng.lock);
 		return -ENOMEM;
+	}
+	/* the node registry knows versions by name */
+	if (o->announced) {
+		o->announced = false;
+		ckc_node_hook(false, o->key);
 	}
 	map_remove(o);
 	free(o->key);
@@ -1590,10 +2099,15 @@ int ckc_rename(const char *from, const char *to)
 		rc = ckc_io.rename(kf, kt) ? -errno : 0;
 	else
 		(void)ckc_io.unlink(kf);
+	/* what the new name holds now is what this version replaces */
+	ckc_fid_t base;
+	ckc_fid_take(kt, &base);
 	pthread_mutex_lock(&ckc_eng.lock);
 	o->home_busy = false;
+	o->base = base;
 	if (rc)
 		o->at_home = false;
+	ckc_node_note(o);
 	pthread_cond_broadcast(&ckc_eng.cv);
 	if (rc && !o->retired && o->complete && ckc_persist_wanted(o)) {
 		/* the cache still has the bytes: publish them under the new name */
@@ -1613,6 +2127,8 @@ int ckc_stat(const char *path, ckc_stat_t *st)
 	int rc = lookup_locked(path, key, &o);
 	if (rc)
 		return rc;
+	if (o)
+		o = current_locked(key);
 	if (o)
 		stat_fill(o, st);
 	pthread_mutex_unlock(&ckc_eng.lock);
@@ -1925,6 +2441,10 @@ ssize_t ckc_pwrite_ref(ckc_handle_t *h, ckc_ref_t *r, uint64_t roff, size_t len,
 	ckc_tier_t *t = &ckc_eng.tier[0];
 	while (o->migrating)
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (o->handed) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return CKC_HANDED;
+	}
 	/* its gpu copy goes where the capture is */
 	if (!o->gdev1)
 		o->gdev1 = c->gdev1;

@@ -4,11 +4,13 @@
 #ifndef CKC_ENGINE_INT_H
 #define CKC_ENGINE_INT_H
 
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -50,6 +52,23 @@ typedef struct ckc_place {
 
 typedef struct ckc_obj ckc_obj_t;
 
+/* What a real path held: nothing, or a file's identity and change marks.
+ * A version remembers the file it is to replace (taken when it starts, and
+ * after each of its publications), so that a file changed behind the
+ * cache's back is noticed before it would be overwritten. */
+typedef struct ckc_fid {
+	bool known;          /* false: nothing recorded (no check) */
+	bool exists;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+} ckc_fid_t;
+
+/* Internal result of a publication that found the real file changed since
+ * the version's record of it: the newer file was kept (flusher.c). */
+#define CKC_CHANGED (-EUCLEAN)
+
 struct ckc_obj {
 	char *key;           /* canonical absolute path */
 	uint64_t version;
@@ -69,11 +88,16 @@ struct ckc_obj {
 	bool migrating;      /* its bytes are moving to a lower tier */
 	int home_fd;         /* write-through at home: the temporary file */
 	char *home_tmp;
+	bool home_live;      /* handed over at the end: home_fd is the real file */
 
 	ckc_place_t place[CKC_MAX_TIERS];
 
 	bool at_home;        /* the real path holds this version */
 	bool durable;        /* ... and it was fsync'ed */
+	ckc_fid_t base;      /* the real file this version replaces, or published */
+	bool handed;         /* handed over to the real file (ckc_handoff) */
+	int writing;         /* writes through its handles in progress */
+	bool announced;      /* in the node registry (ckc_node_hook) */
 	bool home_busy;      /* a transfer to the real path is running */
 	char *rescue;        /* file holding the bytes after a failed flush */
 
@@ -183,7 +207,8 @@ typedef struct ckc_engine {
 	pthread_cond_t cv;      /* broadcast on every state change others may wait for */
 	bool active;
 	bool stopping;
-	bool draining;
+	bool draining;          /* the program ends: flushes go home, new files pass through */
+	int finish_state;       /* ckc_finish: 0 not yet, 1 running, 2 done */
 	ckc_config_t cfg;
 
 	int ntier;              /* bounded tiers, then home */
@@ -202,6 +227,7 @@ typedef struct ckc_engine {
 	hint_reader_t hints;
 	bool hints_open;
 	bool hints_said; /* a missing hint file was reported */
+	uint64_t hints_bad; /* malformed lines met */
 	uint64_t hints_next_try_ns;
 	off_t hints_last_off;
 	uint64_t hints_quiet_since;
@@ -223,8 +249,14 @@ extern ckc_engine_t ckc_eng;
 uint64_t ckc_predict_size(void);
 void ckc_obj_get(ckc_obj_t *o);
 void ckc_obj_put(ckc_obj_t *o);               /* lock held */
+/* Replaces o by nothing (a newer version, an unlink, a hand-over): its
+ * flushes are cancelled and its copies freed once unused. Lock held. */
+void ckc_obj_retire(ckc_obj_t *o);
 ckc_obj_t *ckc_map_find(const char *key);
 ckc_obj_t *ckc_obj_import_home(const char *key); /* lock held; NULL if no real file */
+/* Tells the node registry whether o holds bytes its real path lacks (after
+ * any change of that). Lock held. */
+void ckc_node_note(ckc_obj_t *o);
 void ckc_trace(const char *op, const ckc_obj_t *o, uint64_t off, uint64_t len, int level,
 	       uint64_t t0_ns);
 bool ckc_persist_wanted(const ckc_obj_t *o);  /* must it reach the real path? */
@@ -303,6 +335,8 @@ void ckc_host_close(ckc_tier_t *t);
 void ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len);
 int ckc_ssd_open(ckc_tier_t *t, uint64_t capacity, const char *dir);
 void ckc_ssd_close(ckc_tier_t *t);
+/* Removes the tier's file name; its descriptor still works. */
+void ckc_ssd_unlink(ckc_tier_t *t);
 /* Moves bytes between a caller's buffer and a tier copy. Return 0 or -errno. */
 int ckc_tier_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len);
 int ckc_tier_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len);
@@ -328,11 +362,19 @@ int ckc_src_copy(const ckc_src_t *from, const ckc_src_t *to, uint64_t size,
 int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,
 		  void (*progress)(uint64_t done, void *ctx), void *ctx);
 /* Creates a temporary file beside key (same directory, so the rename that
- * publishes it is atomic). Returns 0 or -errno. */
+ * publishes it is atomic): an anonymous one (O_TMPFILE) where the file
+ * system makes them, else one named *tmp. *tmp is the short name it is
+ * published through either way, so no checkpoint name is too long for it.
+ * Returns 0 or -errno. */
 int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd);
-/* Fsyncs (if asked), closes fd and renames tmp to key; removes tmp on
- * failure. Returns 0 or -errno. */
+/* Publishes a temporary file of ckc_home_temp: applies a, fsyncs (if
+ * asked), names it tmp if it is anonymous, closes fd and renames tmp to key
+ * (atomic); removes it on failure. Returns 0 or -errno. */
 int ckc_home_commit(char *tmp, const char *key, int fd, bool fsync_it, const ckc_attr_t *a);
+/* The same, but fd stays open: it then writes to the real file. */
+int ckc_home_commit_open(char *tmp, const char *key, int fd, const ckc_attr_t *a);
+/* Drops a temporary file of ckc_home_temp: closes fd (if >= 0), removes tmp. */
+void ckc_home_discard(const char *tmp, int fd);
 /* Applies a to the open file fd (fchmod, fchown, futimens). 0 or -errno. */
 int ckc_attr_apply_fd(int fd, const ckc_attr_t *a);
 /* Reads from the file at path, opening it once into *fdp. Returns bytes read or -errno. */
@@ -340,7 +382,18 @@ ssize_t ckc_home_read(const char *path, void *buf, size_t len, uint64_t off, int
 /* The same for what the page cache holds of [off, off+len) from its start
  * on, without waiting for the device. Returns the bytes read (0: none). */
 size_t ckc_home_read_cached(const char *path, void *buf, size_t len, uint64_t off, int *fdp);
-/* Saves bytes [0, size) of src to a rescue file; *where gets its path.
+/* Records in *id what the real path holds now (known = false if it could
+ * not be looked at). */
+void ckc_fid_take(const char *path, ckc_fid_t *id);
+void ckc_fid_of(const struct stat *st, ckc_fid_t *id);
+/* Whether path holds the file id describes (both absent counts). */
+bool ckc_fid_same(const ckc_fid_t *id, const ckc_fid_t *now);
+/* Whether publishing over path would overwrite a file that was created or
+ * changed after base was recorded (a file removed since is no conflict). */
+bool ckc_fid_changed(const ckc_fid_t *base, const char *path);
+/* Saves bytes [0, size) of src to a new rescue file, mode 0600, in the
+ * private folder under CKPTCACHE_RESCUE_DIR (rescue.<pid>.<n>-<name>; the
+ * real path is added to rescue.index there); *where gets its path.
  * Returns 0 or -errno. */
 int ckc_home_rescue(const char *key, const ckc_src_t *src, uint64_t size, char **where);
 int ckc_fsync_dir_of(const char *path);
@@ -351,6 +404,12 @@ void ckc_flusher_stop(int level);
 void ckc_flush_enqueue(ckc_obj_t *o, int level);  /* lock held */
 void ckc_flush_dequeue(ckc_obj_t *o);              /* lock held */
 bool ckc_flush_wanted(const ckc_obj_t *o, int level);
+/* Whether a publication to key is being committed now (lock held). */
+bool ckc_committing(const char *key);
+/* A version whose real file changed behind the cache's back: its bytes go
+ * to a rescue file (the newer file is kept), it says so, and the cache
+ * forgets it. Lock held; dropped while the bytes move. */
+void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size);
 int ckc_flush_home_now(ckc_obj_t *o, bool fsync_it); /* lock held; drops it while writing */
 
 /* prefetcher.c */
@@ -360,5 +419,7 @@ void ckc_prefetcher_stop(void);
  * HINTS_POLL_NS, or now_anyway. Lock held. */
 void ckc_hints_poll(bool now_anyway);
 void ckc_hints_reading(void);                       /* lock held */
+/* Says how many malformed hint lines were not shown (lock held). */
+void ckc_hints_summary(void);
 
 #endif

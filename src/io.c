@@ -51,7 +51,7 @@ static ssize_t io_pread_cached(int fd, void *buf, size_t len, off_t off)
 		.pwrite = pwrite, .fsync = fsync, .ftruncate = ftruncate, \
 		.fallocate = io_fallocate, .rename = rename,             \
 		.unlink = unlink, .stat = stat, .fstat = fstat,          \
-		.mkdir = mkdir,                                          \
+		.mkdir = mkdir, .linkat = linkat,                        \
 	}
 
 static const ckc_io_t io_default = CKC_IO_LIBC;
