@@ -123,6 +123,7 @@ static atomic_bool icpt_engine_ok;
 static void icpt_engine_start(void)
 {
 	ckc_enter();
+	ckc_node_prepare();
 	int rc = ckc_init_config(&icpt_cfg);
 	ckc_leave();
 	atomic_store(&icpt_engine_ok, rc == 0);
