@@ -1342,15 +1342,23 @@ static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_
 	return total;
 }
 
-/* A copy call with a tagged side: the kernel's copy from the real file
- * when that alone holds the bytes and out is untagged, else through the
- * cache. */
+/* A copy call with a tagged side. Into a checkpoint from an untagged file
+ * (cp's copy_file_range): the kernel copies into a file in one pass, where
+ * the cache would take the bytes through user memory and write them again
+ * at the end, so the checkpoint becomes its real file (handed over, its
+ * bytes so far published) and the real call runs. Out of a checkpoint only
+ * its real file holds, into an untagged descriptor: the real call on that
+ * file. Anything else goes through the cache. */
 static ssize_t copy_tagged(int in, off_t *inoff, int out, off_t *outoff, size_t count,
 			   ssize_t (*real)(int, off_t *, int, off_t *, size_t))
 {
-	ckc_vfd_t *vin = ckc_vfd_get(in);
+	ckc_vfd_t *vin = ckc_vfd_get(in), *vout = ckc_vfd_get(out);
 	ssize_t n = CKC_PASS;
-	if (vin && !ckc_vfd_get(out))
+	if (vout && !vin && ckc_vfd_demote(vout) == 0 && !ckc_vfd_get(out)) {
+		n = real(in, inoff, out, outoff, count);
+		return n < 0 ? -errno : n;
+	}
+	if (vin && !vout)
 		n = copy_from_home(vin, inoff, out, outoff, count, real);
 	return n == CKC_PASS ? copy_emulated(in, inoff, out, outoff, count) : n;
 }
