@@ -135,6 +135,12 @@ only_names() {
 	return 0
 }
 
+# under_sanitizer: the library runs with a sanitizer runtime preloaded
+# before it (its memory and system calls are not the library's own then).
+under_sanitizer() {
+	[ "$PRELOAD" != "$LIB" ]
+}
+
 # cgroup_make LIMIT: makes a child of this process's memory control group
 # (cgroup v2, else v1) limited to LIMIT bytes and prints its folder; fails
 # where that is not allowed.
