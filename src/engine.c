@@ -21,6 +21,7 @@
 ckc_engine_t ckc_eng = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.cv = PTHREAD_COND_INITIALIZER,
+	.pcv = PTHREAD_COND_INITIALIZER,
 	.trace_fd = -1,
 };
 
@@ -363,10 +364,11 @@ static void engine_reset(void)
 	if (ckc_eng.trace_fd >= 0)
 		ckc_io.close(ckc_eng.trace_fd);
 	pthread_mutex_t lock = ckc_eng.lock;
-	pthread_cond_t cv = ckc_eng.cv;
+	pthread_cond_t cv = ckc_eng.cv, pcv = ckc_eng.pcv;
 	memset(&ckc_eng, 0, sizeof(ckc_eng));
 	ckc_eng.lock = lock;
 	ckc_eng.cv = cv;
+	ckc_eng.pcv = pcv;
 	ckc_eng.trace_fd = -1;
 	for (int l = 0; l < CKC_MAX_TIERS; l++)
 		ckc_eng.tier[l].fd = -1;
@@ -425,6 +427,7 @@ static void threads_stop(void)
 	pthread_mutex_lock(&ckc_eng.lock);
 	ckc_eng.stopping = true;
 	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_cond_broadcast(&ckc_eng.pcv);
 	pthread_mutex_unlock(&ckc_eng.lock);
 	ckc_prefetcher_stop();
 	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
@@ -1270,7 +1273,7 @@ static void close_writer_locked(ckc_obj_t *o)
 	}
 	ckc_trace("close-write", o, 0, o->size, o->wlevel, 0);
 	ckc_node_note(o);
-	ckc_eng.prefetch_gen++;
+	ckc_prefetch_kick();
 	pthread_cond_broadcast(&ckc_eng.cv);
 }
 
@@ -1367,7 +1370,7 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 	ckc_eng.st.dist_hist[ckc_stats_dist_bucket(d, d >= HQ_FAR)]++;
 	if (!ckc_eng.prefetch_started && ckc_eng.cfg.prefetch == CKC_PREFETCH_AUTO) {
 		ckc_eng.prefetch_started = true;
-		ckc_eng.prefetch_gen++;
+		ckc_prefetch_kick();
 		pthread_cond_broadcast(&ckc_eng.cv);
 	}
 	ckc_trace("open-read", o, 0, o->size, ckc_best_level(o), 0);
@@ -1707,7 +1710,7 @@ static void consume_locked(ckc_obj_t *o)
 		ckc_flush_dequeue(o);
 	ckc_node_note(o);
 	ckc_trace("consume", o, 0, o->size, -1, 0);
-	ckc_eng.prefetch_gen++;
+	ckc_prefetch_kick();
 	pthread_cond_broadcast(&ckc_eng.cv);
 }
 
@@ -2164,7 +2167,7 @@ int ckc_hint_enqueue(const char *path)
 	pthread_mutex_lock(&ckc_eng.lock);
 	if (ckc_eng.active) {
 		rc = hq_push_back(ckc_eng.hq, key);
-		ckc_eng.prefetch_gen++;
+		ckc_prefetch_kick();
 		pthread_cond_broadcast(&ckc_eng.cv);
 	} else {
 		rc = -ENODEV;
@@ -2178,7 +2181,7 @@ int ckc_prefetch_start(void)
 	pthread_mutex_lock(&ckc_eng.lock);
 	if (ckc_eng.cfg.prefetch != CKC_PREFETCH_OFF)
 		ckc_eng.prefetch_started = true;
-	ckc_eng.prefetch_gen++;
+	ckc_prefetch_kick();
 	pthread_cond_broadcast(&ckc_eng.cv);
 	pthread_mutex_unlock(&ckc_eng.lock);
 	return 0;
@@ -2223,6 +2226,7 @@ void ckc_atfork_child(void)
 	pthread_mutex_init(&eng_life, NULL);
 	pthread_mutex_init(&ckc_eng.lock, NULL);
 	pthread_cond_init(&ckc_eng.cv, NULL);
+	pthread_cond_init(&ckc_eng.pcv, NULL);
 	ckc_eng.active = false;
 	ckc_eng.trace_fd = -1;
 }
@@ -2386,7 +2390,7 @@ void ckc_ref_put(ckc_ref_t *r)
 	}
 	ckc_obj_put(o);
 	/* its copy may be evicted now */
-	ckc_eng.prefetch_gen++;
+	ckc_prefetch_kick();
 	pthread_cond_broadcast(&ckc_eng.cv);
 	pthread_mutex_unlock(&ckc_eng.lock);
 }

@@ -205,6 +205,7 @@ typedef struct ckc_edge {
 typedef struct ckc_engine {
 	pthread_mutex_t lock;   /* guards everything below; never held during bulk I/O */
 	pthread_cond_t cv;      /* broadcast on every state change others may wait for */
+	pthread_cond_t pcv;     /* the prefetcher's alone: prefetch_gen changed, or stop */
 	bool active;
 	bool stopping;
 	bool draining;          /* the program ends: flushes go home, new files pass through */
@@ -242,6 +243,15 @@ typedef struct ckc_engine {
 } ckc_engine_t;
 
 extern ckc_engine_t ckc_eng;
+
+/* The restore queue or the room for prefetches changed (lock held): the
+ * prefetcher looks again. It has a condition variable of its own, so that
+ * the broadcasts of every read and unpin do not wake it for nothing. */
+static inline void ckc_prefetch_kick(void)
+{
+	ckc_eng.prefetch_gen++;
+	pthread_cond_signal(&ckc_eng.pcv);
+}
 
 /* engine.c */
 /* The predicted size of the next checkpoint (lock held): the largest of

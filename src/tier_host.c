@@ -24,9 +24,12 @@
  * the unit in which a growing tier populates and gives back. */
 #define HOST_PIECE (2u << 20)
 
-/* A growing tier keeps this much free room populated at least, and twice
- * the predicted checkpoint size when that is more. */
+/* A growing tier keeps twice the predicted checkpoint size of free room
+ * populated, at least HOST_AHEAD_MIN and at most HOST_AHEAD_MAX (a larger
+ * checkpoint faults the rest of its pages in as it is copied: memory a job
+ * does not use is not held for it). */
 #define HOST_AHEAD_MIN (32ull << 20)
+#define HOST_AHEAD_MAX (256ull << 20)
 
 /* Free room beyond that is given back after this long without an
  * allocation in the tier; the toucher looks at least this often. */
@@ -77,6 +80,8 @@ static size_t host_plan(const ckc_tier_t *t, uint8_t *want)
 
 	if (ahead < HOST_AHEAD_MIN)
 		ahead = HOST_AHEAD_MIN;
+	if (ahead > HOST_AHEAD_MAX)
+		ahead = HOST_AHEAD_MAX;
 	memset(want, 0, t->npiece);
 	/* the arena allocates the smallest gap that fits, lowest first */
 	for (uint64_t floor = 0, floor_off = 0; ahead > 0;) {

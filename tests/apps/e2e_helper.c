@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <linux/io_uring.h>
 #include <pthread.h>
 #include <signal.h>
@@ -420,19 +421,30 @@ static long rss_kib(void)
 	return kb;
 }
 
-/* rss PATH SIZE SEED: the resident memory of this process (KiB) before a
- * checkpoint, after writing and reading it back and a second of quiet, and
- * once it was removed and the cache idle for two seconds. */
+/* rss PATH SIZE SEED N: the resident memory of this process (KiB) before N
+ * checkpoints PATH.0.. of SIZE bytes, after writing and reading them back
+ * and a second of quiet, and once they were removed and the cache idle for
+ * two seconds and a half. */
 static int m_rss(int argc, char **argv)
 {
-	struct args arg = parse_args(argc, argv, "PATH SIZE SEED");
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED N");
+	char p[PATH_MAX];
+	/* this program's own buffers go back to the system when freed (glibc
+	 * would otherwise raise its mapping threshold and keep them) */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	long before = rss_kib();
-	gen_file(arg.path, arg.size, arg.seed, 0);
-	check_file(arg.path, arg.size, arg.seed, 0);
+	for (long i = 0; i < arg.n; i++) {
+		snprintf(p, sizeof(p), "%s.%ld", arg.path, i);
+		gen_file(p, arg.size, arg.seed + (uint64_t)i, 0);
+		check_file(p, arg.size, arg.seed + (uint64_t)i, 0);
+	}
 	sleep_ms(1000);
 	long cached = rss_kib();
-	if (unlink(arg.path) != 0)
-		fail("unlink %s: %s", arg.path, strerror(errno));
+	for (long i = 0; i < arg.n; i++) {
+		snprintf(p, sizeof(p), "%s.%ld", arg.path, i);
+		if (unlink(p) != 0)
+			fail("unlink %s: %s", p, strerror(errno));
+	}
 	sleep_ms(2500);
 	printf("rss_kib before=%ld cached=%ld after=%ld\n", before, cached, rss_kib());
 	return 0;
