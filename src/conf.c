@@ -528,23 +528,35 @@ static int config_fs_facts(const ckc_sysinfo_t *sys, const char *dir, uint64_t *
 	return rc;
 }
 
-/* Creates dir (mode 0700) when its parent folder exists, and says so: a
- * mistyped name must not become a tree of new folders. Returns 0 or an
- * errno (ENOENT when the parent is missing too). */
-static int config_make_dir(const char *dir)
+/* The folder dir is in ("." for a bare name), malloc'ed; NULL if out of
+ * memory. */
+static char *config_parent_of(const char *dir)
 {
 	char *parent = strdup(dir);
-	struct stat st;
 	if (!parent)
-		return ENOMEM;
+		return NULL;
 	size_t n = strlen(parent);
 	while (n > 1 && parent[n - 1] == '/')
 		n--;
 	while (n > 0 && parent[n - 1] != '/')
 		n--;
 	parent[n > 1 ? n - 1 : n] = '\0';
+	if (!*parent)
+		strcpy(parent, ".");
+	return parent;
+}
+
+/* Creates dir (mode 0700) when its parent folder exists, and says so: a
+ * mistyped name must not become a tree of new folders. Returns 0 or an
+ * errno (ENOENT when the parent is missing too). */
+static int config_make_dir(const char *dir)
+{
+	char *parent = config_parent_of(dir);
+	struct stat st;
+	if (!parent)
+		return ENOMEM;
 	int err = 0;
-	if (stat(*parent ? parent : ".", &st) != 0 || !S_ISDIR(st.st_mode))
+	if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))
 		err = ENOENT;
 	else if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		err = errno;
@@ -558,19 +570,12 @@ static int config_make_dir(const char *dir)
  * would: its parent exists, and is a writable folder), or 0. */
 static int config_parent_writable(const char *dir)
 {
-	char *parent = strdup(dir);
+	char *p = config_parent_of(dir);
 	struct stat st;
-	if (!parent)
+	if (!p)
 		return ENOMEM;
-	size_t n = strlen(parent);
-	while (n > 1 && parent[n - 1] == '/')
-		n--;
-	while (n > 0 && parent[n - 1] != '/')
-		n--;
-	parent[n > 1 ? n - 1 : n] = '\0';
-	const char *p = *parent ? parent : ".";
 	int err = stat(p, &st) != 0 || !S_ISDIR(st.st_mode) ? ENOENT : access(p, W_OK | X_OK) ? errno : 0;
-	free(parent);
+	free(p);
 	return err;
 }
 
