@@ -324,10 +324,20 @@ void ckc_bg_yield(void);
 /* The program's own copies of this size or more (a tagged write or read)
  * count as copies the background work gives way to. */
 #define CKC_PROG_COPY_MIN (1u << 20)
-/* Background transfers move in pieces of this size, giving way between
- * them (a piece takes a millisecond or less, more when the kernel must
- * find fresh memory for it). */
+/* Background transfers move in pieces of this size at most, giving way
+ * between them (a piece takes a millisecond or less, more when the kernel
+ * must find fresh memory for it). */
 #define CKC_BG_PIECE (2u << 20)
+/* pace.c: the copies whose speed depends on the memory the kernel finds
+ * (into and out of the page cache) move in pieces that take about
+ * CKC_BG_SLICE_NS, of CKC_BG_PIECE_MIN to CKC_BG_PIECE bytes. */
+#define CKC_BG_SLICE_NS 250000ull
+#define CKC_BG_PIECE_MIN (128u << 10)
+/* Gives way to the program, then returns the size of the next piece of a
+ * copy with left bytes to go, and its start time in *t0. */
+size_t ckc_pace_begin(uint64_t left, uint64_t *t0);
+/* The piece of n bytes begun at t0 is done: the next ones are sized by it. */
+void ckc_pace_end(size_t n, uint64_t t0);
 /* engine.c: moves every gpu copy down or drops it (before the driver goes) */
 void ckc_gpu_evacuate(void);
 

@@ -157,15 +157,13 @@ static int promote(ckc_obj_t *o, uint64_t dist)
 		rc = ckc_src_copy(&from, &to, size, NULL, NULL);
 		start = size;
 	}
-	for (uint64_t off = start; !rc && off < size;) {
+	for (uint64_t off = start, t0; !rc && off < size;) {
 		uint64_t aoff, avail;
 		if (!ckc_ext_run(dst, ndst, off, &aoff, &avail)) {
 			rc = -EIO;
 			break;
 		}
-		uint64_t n = size - off < avail ? size - off : avail;
-		n = n < CKC_BG_PIECE ? n : CKC_BG_PIECE;
-		ckc_bg_yield();
+		uint64_t n = ckc_pace_begin(size - off < avail ? size - off : avail, &t0);
 		if (top->kind == TIER_HOST) {
 			rc = ckc_src_read(&from, off, top->base + aoff, (size_t)n, &fd);
 		} else {
@@ -177,6 +175,7 @@ static int promote(ckc_obj_t *o, uint64_t dist)
 				rc = ckc_tier_put(top, aoff, bounce, (size_t)n);
 			free(bounce);
 		}
+		ckc_pace_end((size_t)n, t0);
 		off += n;
 	}
 	if (fd >= 0)

@@ -108,10 +108,10 @@ int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,
 {
 	char *bounce = NULL;
 	int rc = 0, rfd = -1;
+	uint64_t told = 0;
 
-	for (uint64_t off = 0; off < size && rc == 0;) {
-		size_t n = size - off < CKC_BG_PIECE ? (size_t)(size - off) : CKC_BG_PIECE;
-		ckc_bg_yield();
+	for (uint64_t off = 0, t0; off < size && rc == 0;) {
+		size_t n = ckc_pace_begin(size - off, &t0);
 		if (src->t && src->t->kind == TIER_HOST) {
 			/* host memory goes straight to the file, run by run */
 			uint64_t aoff, avail;
@@ -131,9 +131,13 @@ int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,
 			if (!rc)
 				rc = ckc_io_pwrite_all(fd, bounce, n, (off_t)off);
 		}
+		ckc_pace_end(n, t0);
 		off += n;
-		if (progress)
+		/* the progress takes the engine lock: not for every small piece */
+		if (progress && (off - told >= CKC_BG_PIECE || off == size)) {
 			progress(off, ctx);
+			told = off;
+		}
 	}
 	if (rfd >= 0)
 		ckc_io.close(rfd);
