@@ -108,6 +108,10 @@ struct ckc_obj {
 	double flush_eta;    /* estimated seconds until its flush completes */
 	ckc_obj_t *fq_next;  /* edge queue link */
 
+	uint64_t pc_until;   /* its real file was in the page cache: the prefetcher
+				leaves it there until this time (ns) */
+	bool pc_counted;     /* ... and counted it (prefetch_cached) */
+
 	ckc_ref_t *gref;     /* host ranges owed from its gpu copy */
 	bool capture;        /* an anonymous device capture, not yet a file */
 	int gdev1;           /* 1 + the device it came from (0: none known) */
@@ -402,6 +406,9 @@ ssize_t ckc_home_read(const char *path, void *buf, size_t len, uint64_t off, int
 /* The same for what the page cache holds of [off, off+len) from its start
  * on, without waiting for the device. Returns the bytes read (0: none). */
 size_t ckc_home_read_cached(const char *path, void *buf, size_t len, uint64_t off, int *fdp);
+/* Whether the page cache holds every page of the file at path, which is
+ * size bytes long (reading it then costs what a read of memory does). */
+bool ckc_home_in_memory(const char *path, uint64_t size);
 /* Records in *id what the real path holds now (known = false if it could
  * not be looked at). */
 void ckc_fid_take(const char *path, ckc_fid_t *id);

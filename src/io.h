@@ -6,6 +6,7 @@
 #define CKC_IO_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -16,6 +17,9 @@ typedef struct ckc_io {
 	/* pread of what the page cache holds, never waiting for the device:
 	 * fewer bytes (or -1 with EAGAIN) where it holds nothing */
 	ssize_t (*pread_cached)(int fd, void *buf, size_t len, off_t off);
+	/* bytes of [off, off+len) that the page cache holds (dirty ones
+	 * included), or -1 when the kernel cannot say */
+	int64_t (*cached)(int fd, uint64_t off, uint64_t len);
 	ssize_t (*pwrite)(int fd, const void *buf, size_t len, off_t off);
 	int (*fsync)(int fd);
 	int (*ftruncate)(int fd, off_t len);

@@ -204,7 +204,48 @@ static int promote(ckc_obj_t *o, uint64_t dist)
 	return rc == -EAGAIN ? -EIO : rc;
 }
 
-/* One walk down the queue. Returns true if it promoted something. */
+/* Whether o is left where it is because the page cache holds its real
+ * file whole: the program reads it from there at memory speed, and a copy
+ * into the top tier would only take room and memory bandwidth from it.
+ * The look is repeated at most every PAGE_CACHE_LOOK_NS (the kernel may
+ * drop the pages meanwhile). Lock held; dropped for the look. */
+#define PAGE_CACHE_LOOK_NS 1000000000ull
+
+static bool left_in_page_cache(ckc_obj_t *o)
+{
+	int src = ckc_best_level(o), home = ckc_eng.ntier - 1;
+	/* the real file must hold this version: what a read of it gets */
+	bool published = (o->at_home || (o->from_home && !o->rescue)) && !o->retired;
+
+	if (src <= 0 || !published || ckc_eng.tier[src].kind == TIER_GPU)
+		return false;
+	if (src < home && ckc_eng.tier[src].kind != TIER_SSD)
+		return false; /* a memory tier below the top one */
+	uint64_t now = ckc_now_ns();
+	if (now < o->pc_until)
+		return true;
+	char *key = strdup(o->key);
+	uint64_t size = o->size;
+	if (!key)
+		return false;
+	ckc_obj_get(o);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	bool held = ckc_home_in_memory(key, size);
+	pthread_mutex_lock(&ckc_eng.lock);
+	free(key);
+	held = held && !o->retired && o->size == size && o->place[0].state == LC_INIT;
+	o->pc_until = held ? now + PAGE_CACHE_LOOK_NS : 0;
+	if (held && !o->pc_counted) {
+		o->pc_counted = true;
+		ckc_eng.tier[0].st.prefetch_cached++;
+		ckc_trace("page-cache", o, 0, size, home, 0);
+	}
+	ckc_obj_put(o);
+	return held;
+}
+
+/* One walk down the queue. Returns true if it promoted something, or if
+ * the queue changed while the lock was dropped (the walk starts again). */
 static bool prefetch_pass(void)
 {
 	uint64_t cursor = 0, dist;
@@ -219,6 +260,14 @@ static bool prefetch_pass(void)
 			o = ckc_obj_import_home(key);
 		if (!o || !o->complete || o->retired || o->place[0].state != LC_INIT)
 			continue;
+		uint64_t gen = hq_generation(ckc_eng.hq);
+		if (left_in_page_cache(o)) {
+			if (hq_generation(ckc_eng.hq) != gen)
+				return true;
+			continue;
+		}
+		if (hq_generation(ckc_eng.hq) != gen)
+			return true;
 		int rc = promote(o, dist);
 		if (rc == -EAGAIN)
 			return false; /* no room for the next one the queue needs */

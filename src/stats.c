@@ -38,7 +38,7 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 			" \"hits\": %llu, \"misses\": %llu,"
 			" \"flush_ops\": %llu, \"flush_bytes\": %llu, \"flush_errors\": %llu,"
 			" \"flush_bw\": %.0f,"
-			" \"prefetch_ops\": %llu, \"prefetch_bytes\": %llu,"
+			" \"prefetch_ops\": %llu, \"prefetch_bytes\": %llu, \"prefetch_cached\": %llu,"
 			" \"evictions\": %llu, \"evicted_bytes\": %llu,"
 			" \"bypasses\": %llu, \"waits\": %llu, \"wait_s\": %.6f,"
 			" \"populated_bytes\": %llu, \"given_back_bytes\": %llu}%s\n",
@@ -50,6 +50,7 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 			(unsigned long long)t->flush_ops, (unsigned long long)t->flush_bytes,
 			(unsigned long long)t->flush_errors, t->flush_bw,
 			(unsigned long long)t->prefetch_ops, (unsigned long long)t->prefetch_bytes,
+			(unsigned long long)t->prefetch_cached,
 			(unsigned long long)t->evictions, (unsigned long long)t->evicted_bytes,
 			(unsigned long long)t->bypasses, (unsigned long long)t->waits, t->wait_s,
 			(unsigned long long)t->populated_bytes, (unsigned long long)t->given_back_bytes,

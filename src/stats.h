@@ -24,6 +24,8 @@ typedef struct ckc_tier_stats {
 	uint64_t flush_ops, flush_bytes;       /* copies flushed out of this tier */
 	uint64_t flush_errors;
 	uint64_t prefetch_ops, prefetch_bytes; /* copies promoted into this tier */
+	uint64_t prefetch_cached;              /* checkpoints not promoted: the page cache
+						  held their published real files whole */
 	uint64_t evictions, evicted_bytes;
 	uint64_t bypasses;                     /* objects sent past this tier */
 	uint64_t waits;                        /* placements that waited for room */

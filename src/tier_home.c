@@ -319,6 +319,19 @@ size_t ckc_home_read_cached(const char *path, void *buf, size_t len, uint64_t of
 	return ckc_io_pread_cached_all(*fdp, buf, len, (off_t)off);
 }
 
+bool ckc_home_in_memory(const char *path, uint64_t size)
+{
+	int fd = ckc_io.open(path, O_RDONLY, 0);
+	if (fd < 0)
+		return false;
+	struct stat st;
+	/* the file that is there now, whole, and every page of it */
+	int64_t n = ckc_io.fstat(fd, &st) == 0 && (uint64_t)st.st_size == size ?
+			    ckc_io.cached(fd, 0, size) : -1;
+	ckc_io.close(fd);
+	return n >= 0 && (uint64_t)n >= size;
+}
+
 /* One line of the rescue index: the rescue file's name, a tab, the real
  * path, with backslash, tab and newline escaped. */
 static void rescue_index(const char *priv, const char *name, const char *key)

@@ -97,7 +97,7 @@ hint_lines() {
 		grep -q "hints.txt:$l:" err.txt && fail "hint line $l is good but was reported: $(grep -m1 "hints.txt:$l:" err.txt)"
 	done
 	# the good line still gave the restore order
-	stats_ok files==1 dist.unhinted==0 host.prefetch_ops\>0 host.hits\>0
+	stats_ok files==1 dist.unhinted==0 host.prefetch_ops+host.prefetch_cached\>0 host.hits\>0
 	for ((l = 0; l < n; l++)); do
 		same "$(printf 'ck/ckpt_%05d.bin' $l)" "$(ref_ckpt $l)" "checkpoint $l at its real path"
 	done

@@ -61,10 +61,11 @@ proxy_run() {
 		conds+=(dist.unhinted==$n)
 	else
 		conds+=(dist.unhinted==0)
-		# hints make the prefetcher promote ahead of the reads (when the
+		# hints make the prefetcher act ahead of the reads (when the
 		# program leaves it a moment between them, and the cache did
-		# not already hold everything)
-		[ "$persist" != never ] && [ $interval -gt 0 ] && conds+=(host.prefetch_ops\>0)
+		# not already hold everything): it promotes each checkpoint, or
+		# leaves it where the page cache holds its published real file
+		[ "$persist" != never ] && [ $interval -gt 0 ] && conds+=(host.prefetch_ops+host.prefetch_cached\>0)
 	fi
 	stats_ok "${conds[@]}"
 
@@ -196,31 +197,51 @@ case_add proxy/ssd-only proxy_config ssd.hits\>0 -- CKPTCACHE_HOST_CACHE=0 CKPTC
 case_add proxy/no-cache-tier proxy_config home.put_ops==$PROXY_COUNT home.hits\>0 -- CKPTCACHE_HOST_CACHE=0 --
 case_add proxy/eviction-fifo proxy_config host.hits\>0 -- CKPTCACHE_EVICTION=fifo --
 case_add proxy/eviction-lru proxy_config host.hits\>0 -- CKPTCACHE_EVICTION=lru --
-case_add proxy/prefetch-eager proxy_config host.hits\>0 host.prefetch_ops\>0 -- CKPTCACHE_PREFETCH=eager --
-case_add proxy/prefetch-off proxy_config host.hits\>0 host.prefetch_ops==0 -- CKPTCACHE_PREFETCH=off --
+case_add proxy/prefetch-eager proxy_config host.hits\>0 host.prefetch_ops+host.prefetch_cached\>0 -- \
+	CKPTCACHE_PREFETCH=eager --
+case_add proxy/prefetch-off proxy_config host.hits\>0 host.prefetch_ops==0 host.prefetch_cached==0 -- \
+	CKPTCACHE_PREFETCH=off --
 case_add proxy/fsync proxy_config host.hits\>0 -- -- --fsync
 case_add proxy/fsync-fwrite proxy_config host.hits\>0 -- -- --fsync --io fwrite
 case_add proxy/chunked proxy_config host.hits\>0 -- -- --chunk 100000
 case_add proxy/chunked-fwrite proxy_config host.hits\>0 -- -- --chunk 12345 --io fwrite
 
 # Checkpoints of an earlier run (written without the library) restored in
-# a random order with a hint file: prefetched from their real paths.
+# a random order with a hint file. MEMORY: "device", the page cache dropped
+# them (as after a reboot or in another job): prefetched from their real
+# paths; "page-cache", it holds them: read from there, as fast as from the
+# host tier, and not copied into it.
 proxy_earlier_run() {
+	local memory=$1 files=() i
 	run_ok "the earlier run" plain "$PROXY" --dir "$T/ck" --count $PROXY_COUNT --size $PROXY_SIZE --seed $REF_SEED \
 		--interval-ms 0 --keep >/dev/null
+	for ((i = 0; i < PROXY_COUNT; i++)); do
+		files+=("$(printf '%s/ck/ckpt_%05d.bin' "$T" $i)")
+	done
+	if [ "$memory" = device ]; then
+		drop_from_memory "${files[@]}"
+	else
+		in_memory "${files[@]}"
+	fi
 	ck CKPTCACHE_PATHS="$T/ck/*.bin" CKPTCACHE_HOST_CACHE=8M CKPTCACHE_HINTS="$T/order.txt" -- "$PROXY" --dir "$T/ck" \
 		--count $PROXY_COUNT --size $PROXY_SIZE --seed $REF_SEED --order random --hints "$T/order.txt" \
 		--read-only --keep --interval-ms 5 >"$T/proxy.out" 2>&1
-	local rc=$? i
+	local rc=$?
 	cat "$T/proxy.out"
 	[ $rc -eq 0 ] || fail "rtm_proxy --read-only: $(status_text $rc)$(last_error)"
 	proxy_ok "$T/proxy.out" $PROXY_COUNT
 	# the hint file is read by the prefetcher once the cache started, at
-	# the first read: the first reads may come before it
-	stats_ok files==1 objects.written==0 objects.opened_for_read==$PROXY_COUNT host.prefetch_ops\>0 host.hits\>0 \
-		dist.unhinted\<=3 home.put_ops==0
+	# the first read: the first reads may come before it (and bring their
+	# files into the page cache, where they are left)
+	local conds=(files==1 objects.written==0 objects.opened_for_read==$PROXY_COUNT dist.unhinted\<=3 home.put_ops==0)
+	if [ "$memory" = device ]; then
+		conds+=(host.prefetch_ops\>0 host.prefetch_cached\<=3 host.hits\>0)
+	else
+		conds+=(host.prefetch_ops==0 host.prefetch_cached\>=$((PROXY_COUNT - 3)) host.hits==0 home.hits\>0)
+	fi
+	stats_ok "${conds[@]}"
 	for ((i = 0; i < PROXY_COUNT; i++)); do
-		same "$(printf '%s/ck/ckpt_%05d.bin' "$T" $i)" "$(ref_ckpt $i)" "checkpoint $i after the restore"
+		same "${files[$i]}" "$(ref_ckpt $i)" "checkpoint $i after the restore"
 	done
 }
 
@@ -246,7 +267,8 @@ proxy_concurrent() {
 	[ -z "$(find ssd -type f)" ] || fail "ssd tier files left after exit: $(find ssd -type f | head -3)"
 }
 
-case_add proxy/earlier-run proxy_earlier_run
+case_add proxy/earlier-run proxy_earlier_run device
+case_add proxy/earlier-run-page-cache proxy_earlier_run page-cache
 case_add proxy/concurrent-processes proxy_concurrent
 
 # The matrix's reverse restore on a file system whose unlink and rename

@@ -30,7 +30,7 @@ python_numpy() {
 	[ $rc -eq 3 ] && fail "numpy cannot be imported under the library$(last_error)"
 	[ $rc -eq 0 ] || fail "numpy save/load: exit status $rc$(last_error)"
 	stats_ok files==1 objects.written==$((n + 1)) objects.opened_for_read\>=$((n + 1)) \
-		host.hits\>0 host.prefetch_ops\>0 dist.unhinted==0
+		host.hits\>0 host.prefetch_ops+host.prefetch_cached\>0 dist.unhinted==0
 	# and the arrays at their real paths load without the library
 	plain "$PY" -B -c '
 import sys, numpy as np

@@ -111,6 +111,36 @@ no_stats() {
 	return 0
 }
 
+# page_cache_bytes FILE...: the bytes of FILEs the page cache holds.
+page_cache_bytes() {
+	fincore -nb -o RES "$@" | awk '{ n += $1 } END { print n + 0 }'
+}
+
+# drop_from_memory FILE...: the page cache forgets FILEs (written back
+# first), as after a reboot or in the next job.
+drop_from_memory() {
+	plain "$PY" -c '
+import os, sys
+for p in sys.argv[1:]:
+    fd = os.open(p, os.O_RDONLY)
+    os.fdatasync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+' "$@" || fail "could not drop files from the page cache"
+	local left
+	left=$(page_cache_bytes "$@")
+	[ "$left" -eq 0 ] || fail "the page cache still holds $left bytes of files just dropped from it"
+}
+
+# in_memory FILE...: the page cache holds every byte of FILEs.
+in_memory() {
+	plain cat "$@" >/dev/null
+	local have want
+	have=$(page_cache_bytes "$@")
+	want=$(stat -c %s "$@" | awk '{ n += int(($1 + 4095) / 4096) * 4096 } END { print n + 0 }')
+	[ "$have" -ge "$want" ] || fail "the page cache holds $have of the $want bytes of the files just read"
+}
+
 # same FILE1 FILE2 WHAT: byte-for-byte equal.
 same() {
 	[ -f "$1" ] || fail "$3: $1 does not exist"

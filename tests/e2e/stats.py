@@ -11,6 +11,7 @@ home.put_ops==0, objects.consumed>=12, dist.unhinted==0, files==1:
   dist.LABEL        a bucket of "prefetch_distance_at_read"
   files             the number of statistics files
   FIELD             any other top-level number
+  KEY+KEY...        the sum of several, e.g. host.prefetch_ops+host.prefetch_cached>0
 Prints every failed condition with the actual value and exits 1 if any
 failed (2 on unreadable input); prints the values checked otherwise.
 """
@@ -64,12 +65,14 @@ def main(argv):
             print(f"stats.py: bad condition '{c}'", file=sys.stderr)
             return 2
         key, op, want = m.group(1), m.group(2), float(m.group(3))
-        if key not in total:
-            failed.append(f"{key} missing (needed {op}{m.group(3)}; files: {len(files)})")
+        missing = [k for k in key.split("+") if k not in total]
+        if missing:
+            failed.append(f"{'+'.join(missing)} missing (needed {key}{op}{m.group(3)}; files: {len(files)})")
             continue
-        shown.append(f"{key}={total[key]:g}")
-        if not OPS[op](total[key], want):
-            failed.append(f"{key}={total[key]:g} (expected {op}{m.group(3)})")
+        value = sum(total[k] for k in key.split("+"))
+        shown.append(f"{key}={value:g}")
+        if not OPS[op](value, want):
+            failed.append(f"{key}={value:g} (expected {op}{m.group(3)})")
     if failed:
         print("stats: " + "; ".join(failed))
         return 1

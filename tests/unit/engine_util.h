@@ -190,6 +190,21 @@ static inline bool twait_where(const char *path, const char *tier, int ms)
 	return false;
 }
 
+/* The page cache as the tests want it: holding nothing of any file (the
+ * prefetcher then promotes what the queue names, as it does when the
+ * files are on the device only), or every file whole. */
+static inline int64_t tcached_none(int fd, uint64_t off, uint64_t len)
+{
+	(void)fd, (void)off, (void)len;
+	return 0;
+}
+
+static inline int64_t tcached_all(int fd, uint64_t off, uint64_t len)
+{
+	(void)fd, (void)off;
+	return (int64_t)len;
+}
+
 /* Deterministic pseudo-random numbers for test plans. */
 static inline uint64_t trand(uint64_t *s)
 {

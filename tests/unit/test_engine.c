@@ -627,6 +627,8 @@ Test(engine, file_of_an_earlier_run_is_prefetched)
 	free(buf);
 	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
 	c.prefetch = CKC_PREFETCH_EAGER;
+	/* on the device only, as after a reboot or another job */
+	ckc_io.cached = tcached_none;
 	cr_assert_eq(ckc_init_config(&c), 0);
 	cr_assert_eq(ckc_hint_enqueue(path), 0);
 	/* the prefetcher promotes it without any read */
@@ -637,6 +639,7 @@ Test(engine, file_of_an_earlier_run_is_prefetched)
 	cr_assert_eq(st.tier[0].prefetch_ops, 1);
 	cr_assert_eq(st.tier[0].hits, 3);
 	ckc_shutdown();
+	ckc_io_reset();
 	tenv_clean(&e);
 }
 
@@ -646,6 +649,7 @@ Test(engine, derived_reverse_order_prefetches)
 	tenv_make(&e);
 	ckc_config_t c = tcfg(&e, 4 * MiB, 16 * MiB);
 	c.order = CKC_ORDER_REVERSE;
+	ckc_io.cached = tcached_none;
 	cr_assert_eq(ckc_init_config(&c), 0);
 	char path[PATH_MAX];
 	for (int i = 0; i < 16; i++) {
@@ -660,9 +664,80 @@ Test(engine, derived_reverse_order_prefetches)
 	ckc_stats_t st;
 	ckc_stats_get(&st);
 	cr_assert_gt(st.tier[0].prefetch_ops, 0, "reverse order must prefetch into the host tier");
+	cr_assert_eq(st.tier[0].prefetch_cached, 0);
 	cr_assert_eq(st.dist_hist[0], 16, "every read must find its checkpoint at the queue head");
 	ckc_shutdown();
+	ckc_io_reset();
 	tenv_clean(&e);
+}
+
+/* A reverse restore of 16 checkpoints of 1 MiB through a 4 MiB host tier
+ * (and an ssd tier of ssd bytes), the page cache answering with cached;
+ * returns the statistics. */
+static ckc_stats_t reverse_restore(uint64_t ssd, int persist, int64_t (*cached)(int, uint64_t, uint64_t))
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 4 * MiB, ssd);
+	c.order = CKC_ORDER_REVERSE;
+	c.persist = persist;
+	ckc_io.cached = cached;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	for (int i = 0; i < 16; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 1 * MiB, 256 * 1024);
+	}
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	for (int i = 15; i >= 0; i--) {
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i, 1 * MiB, 1 * MiB);
+	}
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	ckc_shutdown();
+	ckc_io_reset();
+	tenv_clean(&e);
+	return st;
+}
+
+static int64_t tcached_but_a_page(int fd, uint64_t off, uint64_t len)
+{
+	(void)fd, (void)off;
+	return (int64_t)len - 4096;
+}
+
+Test(engine, published_checkpoints_the_page_cache_holds_are_not_promoted)
+{
+	/* the program reads them from the page cache as fast as from the
+	 * host tier: a copy would only take memory bandwidth from it */
+	ckc_stats_t st = reverse_restore(0, CKC_PERSIST_ALWAYS, tcached_all);
+	cr_assert_eq(st.tier[0].prefetch_ops, 0);
+	cr_assert_geq(st.tier[0].prefetch_cached, 8, "the checkpoints the host tier lost, left in the page cache");
+	cr_assert_geq(st.tier[1].hits, 8, "read from their real files");
+	cr_assert_eq(st.dist_hist[0], 16, "the queue still follows the reads");
+}
+
+Test(engine, a_checkpoint_the_page_cache_holds_in_part_is_promoted)
+{
+	ckc_stats_t st = reverse_restore(0, CKC_PERSIST_ALWAYS, tcached_but_a_page);
+	cr_assert_gt(st.tier[0].prefetch_ops, 0);
+	cr_assert_eq(st.tier[0].prefetch_cached, 0);
+}
+
+Test(ssd, ssd_copies_of_published_checkpoints_the_page_cache_holds_are_not_promoted)
+{
+	ckc_stats_t st = reverse_restore(16 * MiB, CKC_PERSIST_ALWAYS, tcached_all);
+	cr_assert_eq(st.tier[0].prefetch_ops, 0);
+	cr_assert_gt(st.tier[0].prefetch_cached, 0);
+}
+
+Test(ssd, unpublished_ssd_copies_are_promoted_whatever_the_page_cache_holds)
+{
+	/* the real files do not have these bytes (persist=never) */
+	ckc_stats_t st = reverse_restore(16 * MiB, CKC_PERSIST_NEVER, tcached_all);
+	cr_assert_gt(st.tier[0].prefetch_ops, 0);
+	cr_assert_eq(st.tier[0].prefetch_cached, 0);
 }
 
 Test(engine, hint_file_drives_prefetch)
@@ -863,6 +938,7 @@ Test(api, public_functions)
 	tenv_make(&e);
 	ckc_config_t c = tcfg(&e, 2 * MiB, 16 * MiB);
 	c.prefetch = CKC_PREFETCH_AUTO;
+	ckc_io.cached = tcached_none;
 	cr_assert_eq(ckc_init_config(&c), 0);
 	char path[PATH_MAX];
 	for (int i = 0; i < 6; i++) {
@@ -891,6 +967,7 @@ Test(api, public_functions)
 	cr_assert_eq(errno, ENAMETOOLONG);
 	free(big);
 	ckc_shutdown();
+	ckc_io_reset();
 	tenv_clean(&e);
 }
 
@@ -925,6 +1002,7 @@ Test(ssd, history_through_ssd_only_with_reverse_prefetch)
 	tenv_make(&e);
 	ckc_config_t c = tcfg(&e, 0, 4 * MiB);
 	c.order = CKC_ORDER_REVERSE;
+	ckc_io.cached = tcached_none;
 	cr_assert_eq(ckc_init_config(&c), 0);
 	char path[PATH_MAX];
 	for (int i = 0; i < 10; i++) {
@@ -940,6 +1018,7 @@ Test(ssd, history_through_ssd_only_with_reverse_prefetch)
 	ckc_stats_get(&st);
 	cr_assert_gt(st.tier[0].prefetch_ops, 0, "promoted from home into the ssd tier");
 	ckc_shutdown();
+	ckc_io_reset();
 	tenv_clean(&e);
 }
 
@@ -971,6 +1050,7 @@ Test(hints, appended_lines_are_picked_up_while_running)
 	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
 	c.hints = hints;
 	c.prefetch = CKC_PREFETCH_EAGER;
+	ckc_io.cached = tcached_none;
 	cr_assert_eq(ckc_init_config(&c), 0);
 	f = fopen(hints, "a");
 	fprintf(f, "home/ckpt_0000.bin\n");
@@ -984,6 +1064,7 @@ Test(hints, appended_lines_are_picked_up_while_running)
 	tverify(a, 0, 1 * MiB, 1 * MiB);
 	tverify(b, 1, 1 * MiB, 1 * MiB);
 	ckc_shutdown();
+	ckc_io_reset();
 	tenv_clean(&e);
 }
 
