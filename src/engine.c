@@ -221,6 +221,8 @@ ckc_obj_t *ckc_obj_import_home(const char *key)
 	o->at_home = true;
 	o->from_home = true;
 	ckc_fid_of(&st, &o->base);
+	o->home_dev = st.st_dev;
+	o->home_dev_known = true;
 	o->mode = st.st_mode & 07777;
 	o->mtime = st.st_mtim;
 	return o;
@@ -874,9 +876,13 @@ int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
 	pthread_mutex_unlock(&ckc_eng.lock);
 	/* no handle is out yet: nothing can publish o meanwhile */
 	ckc_fid_t base;
+	dev_t dev = 0;
 	ckc_fid_take(key, &base);
+	bool dev_known = ckc_home_dev(key, &base, &dev);
 	pthread_mutex_lock(&ckc_eng.lock);
 	o->base = base;
+	o->home_dev = dev;
+	o->home_dev_known = dev_known;
 	pthread_mutex_unlock(&ckc_eng.lock);
 	*hp = h;
 	return 0;
@@ -921,6 +927,8 @@ static int migrate_to(ckc_obj_t *o, bool home_only)
 		goto out;
 	int to;
 	for (to = home_only ? home : from + 1; to < home; to++) {
+		if (!ckc_tier_takes(o, to))
+			continue;
 		rc = ckc_place_reserve(o, to, size ? size : 1, CKC_ALLOC_WRITE, 0);
 		if (rc == -ENOSPC) {
 			ckc_eng.tier[to].st.bypasses++;

@@ -89,6 +89,8 @@ struct ckc_obj {
 	int home_fd;         /* write-through at home: the temporary file */
 	char *home_tmp;
 	bool home_live;      /* handed over at the end: home_fd is the real file */
+	bool home_dev_known; /* home_dev is the file system of its real path */
+	dev_t home_dev;
 
 	ckc_place_t place[CKC_MAX_TIERS];
 
@@ -189,9 +191,10 @@ typedef struct ckc_tier {
 	/* gpu: spare device memory */
 	ckc_gpu_t *gpu;
 
-	/* ssd: one preallocated file of this process */
+	/* ssd: one preallocated file of this process, on file system dev */
 	int fd;
 	bool direct;
+	dev_t dev;
 	char path[PATH_MAX];
 } ckc_tier_t;
 
@@ -290,6 +293,10 @@ int ckc_place_append(ckc_place_t *p, uint64_t aoff, uint64_t alen);
 void ckc_place_free(ckc_obj_t *o, int level);
 uint64_t ckc_place_bytes(const ckc_place_t *p);
 bool ckc_lower_has(const ckc_obj_t *o, int level);
+/* Whether tier level takes a copy of o: an ssd tier on the file system of
+ * o's real path does not take one that must reach that path. */
+bool ckc_tier_takes(const ckc_obj_t *o, int level);
+
 /* Marks FLUSHED every complete copy whose bytes are now safe below it (in a
  * lower tier, at the real path or in a rescue file). */
 void ckc_mark_safe(ckc_obj_t *o);
@@ -406,6 +413,9 @@ ssize_t ckc_home_read(const char *path, void *buf, size_t len, uint64_t off, int
 /* The same for what the page cache holds of [off, off+len) from its start
  * on, without waiting for the device. Returns the bytes read (0: none). */
 size_t ckc_home_read_cached(const char *path, void *buf, size_t len, uint64_t off, int *fdp);
+/* The file system of key's real path into *dev (id: what the path holds;
+ * its folder is looked at when it holds nothing). Returns false if unknown. */
+bool ckc_home_dev(const char *key, const ckc_fid_t *id, dev_t *dev);
 /* Whether the page cache holds every page of the file at path, which is
  * size bytes long (reading it then costs what a read of memory does). */
 bool ckc_home_in_memory(const char *path, uint64_t size);

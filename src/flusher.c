@@ -333,6 +333,8 @@ static void flush_one(ckc_edge_t *e, ckc_obj_t *o)
 	/* At shutdown every byte that must reach home goes there directly. */
 	bool direct = ckc_eng.draining && ckc_persist_wanted(o);
 	for (int target = level + 1; target < home && !direct; target++) {
+		if (!ckc_tier_takes(o, target))
+			continue;
 		reached = flush_to_tier(o, level, target);
 		if (reached >= 0 || reached == -ECANCELED)
 			break;

@@ -48,6 +48,19 @@ bool ckc_lower_has(const ckc_obj_t *o, int level)
 	return o->at_home || o->rescue != NULL;
 }
 
+bool ckc_tier_takes(const ckc_obj_t *o, int level)
+{
+	const ckc_tier_t *t = &ckc_eng.tier[level];
+
+	/* A copy there would cost the device a second write (and a read to
+	 * publish it), and the program's reads of it bypass the page cache
+	 * that the real file's go through: that tier holds only checkpoints
+	 * the real path does not need (persist=never, or consumed ones under
+	 * persist=unconsumed). */
+	return t->kind != TIER_SSD || !o->home_dev_known || o->home_dev != t->dev ||
+	       !ckc_persist_wanted(o);
+}
+
 int ckc_best_level(const ckc_obj_t *o)
 {
 	for (int l = 0; l < ckc_eng.ntier - 1; l++) {

@@ -319,6 +319,21 @@ size_t ckc_home_read_cached(const char *path, void *buf, size_t len, uint64_t of
 	return ckc_io_pread_cached_all(*fdp, buf, len, (off_t)off);
 }
 
+bool ckc_home_dev(const char *key, const ckc_fid_t *id, dev_t *dev)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if (id->known && id->exists) {
+		*dev = id->dev;
+		return true;
+	}
+	if (ckc_path_dirname(key, dir, sizeof(dir)) != 0 || ckc_io.stat(dir, &st) != 0)
+		return false;
+	*dev = st.st_dev;
+	return true;
+}
+
 bool ckc_home_in_memory(const char *path, uint64_t size)
 {
 	int fd = ckc_io.open(path, O_RDONLY, 0);

@@ -55,6 +55,13 @@ int ckc_ssd_open(ckc_tier_t *t, uint64_t capacity, const char *dir)
 		}
 		rc = 0;
 	}
+	struct stat st;
+	if (ckc_io.fstat(fd, &st) != 0) {
+		rc = -errno;
+		arena_fini(&t->arena);
+		goto fail;
+	}
+	t->dev = st.st_dev;
 	t->fd = fd;
 	return 0;
 fail:

@@ -332,9 +332,9 @@ big_host() {
 }
 
 big_all() {
-	mkdir -p ssd
+	ssd_elsewhere
 	helper_ok "a 20 MiB checkpoint through 4 MiB host and 8 MiB ssd tiers" CKPTCACHE_HOST_CACHE=4M \
-		CKPTCACHE_SSD_DIR="$T/ssd" CKPTCACHE_SSD_CACHE=8M -- wr "$T/ck/big.bin" 20M 3 1M
+		CKPTCACHE_SSD_DIR="$SSD" CKPTCACHE_SSD_CACHE=8M -- wr "$T/ck/big.bin" 20M 3 1M
 	stats_ok files==1 objects.written==1 host.bypasses\>0 ssd.bypasses\>0
 	run_ok "the big checkpoint at its real path" plain "$HELPER" check ck/big.bin 20M 3
 	only_names ck '^big\.bin$' "after exit"
@@ -353,8 +353,8 @@ many_small() {
 rewrite_case() {
 	local envs=(CKPTCACHE_HOST_CACHE=4M)
 	if [ "${1:-}" = ssd ]; then
-		mkdir -p ssd
-		envs=(CKPTCACHE_HOST_CACHE=2M CKPTCACHE_SSD_DIR="$T/ssd" CKPTCACHE_SSD_CACHE=4M)
+		ssd_elsewhere
+		envs=(CKPTCACHE_HOST_CACHE=2M CKPTCACHE_SSD_DIR="$SSD" CKPTCACHE_SSD_CACHE=4M)
 	fi
 	helper_ok "30 versions of one checkpoint" "${envs[@]}" -- rewrite "$T/ck/rw.bin" 30 1M 5
 	stats_ok files==1 objects.written==30 objects.retired\>=29
@@ -414,7 +414,10 @@ unclosed_case() {
 churn_case() {
 	local envs=(CKPTCACHE_HOST_CACHE=4M)
 	case ${1:-} in
-	ssd) mkdir -p ssd; envs=(CKPTCACHE_HOST_CACHE=3M CKPTCACHE_SSD_DIR="$T/ssd" CKPTCACHE_SSD_CACHE=6M) ;;
+	ssd)
+		ssd_elsewhere
+		envs=(CKPTCACHE_HOST_CACHE=3M CKPTCACHE_SSD_DIR="$SSD" CKPTCACHE_SSD_CACHE=6M)
+		;;
 	fifo|lru) envs+=(CKPTCACHE_EVICTION=$1) ;;
 	esac
 	helper_ok "concurrent writes and reads through small tiers" "${envs[@]}" -- churn "$T/ck" 4 20 11

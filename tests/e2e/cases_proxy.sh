@@ -145,12 +145,12 @@ proxy_config() {
 
 # host and ssd tiers, with a trace; the ssd file is gone after exit
 proxy_ssd() {
-	mkdir -p ssd
+	ssd_elsewhere
 	proxy_config host.hits\>0 host.flush_ops\>0 ssd.capacity==$((16 << 20)) ssd.flush_ops\>0 -- \
-		CKPTCACHE_HOST_CACHE=4M CKPTCACHE_SSD_DIR="$T/ssd" CKPTCACHE_SSD_CACHE=16M \
+		CKPTCACHE_HOST_CACHE=4M CKPTCACHE_SSD_DIR="$SSD" CKPTCACHE_SSD_CACHE=16M \
 		CKPTCACHE_TRACE="$T/trace.%p.txt" -- "$@"
 	local left
-	left=$(find ssd -type f | head -3)
+	left=$(find "$SSD" -type f | head -3)
 	[ -z "$left" ] || fail "the ssd tier's file is left after exit: $left"
 	local tr=(trace.*.txt)
 	[ ${#tr[@]} -eq 1 ] || fail "expected one trace file, found ${#tr[@]}"
@@ -163,9 +163,31 @@ proxy_ssd() {
 # a copy in the ssd tier of a checkpoint already published (fsync) is read
 # from the page cache, which still holds the real file, not from the device
 proxy_ssd_published() {
+	ssd_elsewhere
+	proxy_config ssd.flush_ops\>0 ssd.read_ops==0 home.hits\>0 -- CKPTCACHE_HOST_CACHE=4M \
+		CKPTCACHE_SSD_DIR="$SSD" CKPTCACHE_SSD_CACHE=32M CKPTCACHE_ORDER=none -- --fsync
+}
+
+# An ssd tier on the file system of the checkpoints: the ones that must
+# reach their real paths go there from the host tier directly (through the
+# ssd tier, the device would write them twice, and reads of it bypass the
+# page cache); with persist=never the ssd tier still holds what the host
+# tier cannot.
+proxy_ssd_same_fs() {
 	mkdir -p ssd
-	proxy_config ssd.read_ops==0 home.hits\>0 -- CKPTCACHE_HOST_CACHE=4M CKPTCACHE_SSD_DIR="$T/ssd" \
-		CKPTCACHE_SSD_CACHE=32M CKPTCACHE_ORDER=none -- --fsync
+	proxy_config host.flush_ops\>0 ssd.flush_ops==0 ssd.put_ops==0 ssd.read_ops==0 -- \
+		CKPTCACHE_HOST_CACHE=4M CKPTCACHE_SSD_DIR="$T/ssd" CKPTCACHE_SSD_CACHE=32M --
+	phase never
+	ck CKPTCACHE_PATHS="$T/ck2/*.bin" CKPTCACHE_HOST_CACHE=4M CKPTCACHE_SSD_DIR="$T/ssd" CKPTCACHE_SSD_CACHE=32M \
+		CKPTCACHE_PERSIST=never CKPTCACHE_ORDER=reverse -- "$PROXY" --dir "$T/ck2" --count $PROXY_COUNT \
+		--size $PROXY_SIZE --order reverse --seed $REF_SEED --interval-ms 1 --keep >"$T/never.out" 2>&1
+	local rc=$?
+	cat "$T/never.out"
+	[ $rc -eq 0 ] || fail "rtm_proxy, persist=never: $(status_text $rc)$(last_error)"
+	proxy_ok "$T/never.out" $PROXY_COUNT
+	# nothing goes home: the host tier's flushes went to the ssd tier
+	stats_ok files==1 host.flush_ops\>0 home.put_ops==0
+	[ -z "$(ls ck2)" ] || fail "persist=never: files at the real paths: $(ls ck2 | head -3)"
 }
 
 if [ "${QUICK:-0}" -eq 1 ]; then
@@ -193,6 +215,7 @@ case_add "proxy/never-overflow/write" proxy_never_overflow write
 case_add "proxy/never-overflow/fwrite" proxy_never_overflow fwrite
 case_add proxy/ssd-tier proxy_ssd
 case_add proxy/ssd-published-page-cache proxy_ssd_published
+case_add proxy/ssd-same-file-system proxy_ssd_same_fs
 case_add proxy/ssd-only proxy_config ssd.hits\>0 -- CKPTCACHE_HOST_CACHE=0 CKPTCACHE_SSD_DIR="@T@/ssd" CKPTCACHE_SSD_CACHE=32M --
 case_add proxy/no-cache-tier proxy_config home.put_ops==$PROXY_COUNT home.hits\>0 -- CKPTCACHE_HOST_CACHE=0 --
 case_add proxy/eviction-fifo proxy_config host.hits\>0 -- CKPTCACHE_EVICTION=fifo --
@@ -249,9 +272,9 @@ proxy_earlier_run() {
 # own host and ssd tiers.
 proxy_concurrent() {
 	local k pids=() i
-	mkdir -p ssd
+	ssd_elsewhere
 	for k in 0 1 2; do
-		ck CKPTCACHE_PATHS="$T/ck/*.bin" CKPTCACHE_HOST_CACHE=4M CKPTCACHE_SSD_DIR="$T/ssd" CKPTCACHE_SSD_CACHE=8M \
+		ck CKPTCACHE_PATHS="$T/ck/*.bin" CKPTCACHE_HOST_CACHE=4M CKPTCACHE_SSD_DIR="$SSD" CKPTCACHE_SSD_CACHE=8M \
 			CKPTCACHE_ORDER=reverse -- "$PROXY" --dir "$T/ck" --prefix "p${k}_" --count $PROXY_COUNT \
 			--size $PROXY_SIZE --seed $REF_SEED --interval-ms 1 --keep >"$T/proxy$k.out" 2>&1 &
 		pids+=($!)
@@ -264,7 +287,7 @@ proxy_concurrent() {
 		done
 	done
 	stats_ok files==3 objects.written==$((3 * PROXY_COUNT)) host.hits\>0
-	[ -z "$(find ssd -type f)" ] || fail "ssd tier files left after exit: $(find ssd -type f | head -3)"
+	[ -z "$(find "$SSD" -type f)" ] || fail "ssd tier files left after exit: $(find "$SSD" -type f | head -3)"
 }
 
 case_add proxy/earlier-run proxy_earlier_run device

@@ -111,6 +111,18 @@ no_stats() {
 	return 0
 }
 
+# ssd_elsewhere: sets SSD to a new folder for an ssd tier on a file system
+# other than the case's (a tmpfs under /dev/shm): an ssd tier on the file
+# system of the checkpoints takes no copy that must reach them (ckptcache(7),
+# TIERS), so a case that moves checkpoints through one puts it elsewhere.
+# The folder goes with the case's.
+ssd_elsewhere() {
+	SSD=$(mktemp -d /dev/shm/ckpt-e2e-ssd.XXXXXX) || fail "no folder under /dev/shm for an ssd tier"
+	echo "$SSD" >>"$T/.elsewhere"
+	[ "$(stat -c %d "$SSD")" != "$(stat -c %d "$T")" ] ||
+		note "/dev/shm is on the file system of $T: no other file system for an ssd tier"
+}
+
 # page_cache_bytes FILE...: the bytes of FILEs the page cache holds.
 page_cache_bytes() {
 	fincore -nb -o RES "$@" | awk '{ n += $1 } END { print n + 0 }'

@@ -32,16 +32,22 @@ typedef struct tenv {
 	char rescue[96];
 } tenv_t;
 
+/* The ssd tier's folder is on another file system than the checkpoints'
+ * (a tmpfs, where there is one): an ssd tier on their own file system
+ * takes no copy that must reach them (ckc_tier_takes). */
 static inline void tenv_make(tenv_t *e)
 {
 	strcpy(e->root, "/tmp/ckc-test-XXXXXX");
 	cr_assert_not_null(mkdtemp(e->root));
 	snprintf(e->home, sizeof(e->home), "%s/home", e->root);
-	snprintf(e->ssd, sizeof(e->ssd), "%s/ssd", e->root);
 	snprintf(e->rescue, sizeof(e->rescue), "%s/rescue", e->root);
 	cr_assert_eq(mkdir(e->home, 0755), 0);
-	cr_assert_eq(mkdir(e->ssd, 0700), 0);
 	cr_assert_eq(mkdir(e->rescue, 0700), 0);
+	strcpy(e->ssd, "/dev/shm/ckc-test-ssd-XXXXXX");
+	if (!mkdtemp(e->ssd)) {
+		snprintf(e->ssd, sizeof(e->ssd), "%s/ssd", e->root);
+		cr_assert_eq(mkdir(e->ssd, 0700), 0);
+	}
 }
 
 static inline void tenv_rm(const char *path)
@@ -67,7 +73,16 @@ static inline void tenv_rm(const char *path)
 
 static inline void tenv_clean(tenv_t *e)
 {
+	tenv_rm(e->ssd);
 	tenv_rm(e->root);
+}
+
+/* The ssd tier's folder on the checkpoints' own file system. */
+static inline void tenv_ssd_beside(tenv_t *e)
+{
+	tenv_rm(e->ssd);
+	snprintf(e->ssd, sizeof(e->ssd), "%s/ssd", e->root);
+	cr_assert_eq(mkdir(e->ssd, 0700), 0);
 }
 
 static inline ckc_config_t tcfg(const tenv_t *e, uint64_t host, uint64_t ssd)

@@ -1022,6 +1022,64 @@ Test(ssd, history_through_ssd_only_with_reverse_prefetch)
 	tenv_clean(&e);
 }
 
+/* An ssd tier on the checkpoints' own file system: a copy there would cost
+ * the device a second write and bypass the page cache, so the checkpoints
+ * that must reach their real paths go there from the host tier directly
+ * (flushes, and a checkpoint larger than the host tier); the others
+ * (persist=never) still use it for room. */
+static void ssd_beside(int persist)
+{
+	tenv_t e;
+	tenv_make(&e);
+	tenv_ssd_beside(&e);
+	ckc_config_t c = tcfg(&e, 2 * MiB, 16 * MiB);
+	c.persist = persist;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	for (int i = 0; i < 8; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 700 * 1024, 100000);
+	}
+	tpath(&e, path, 8);
+	twrite(path, 8, 5 * MiB, 1 * MiB); /* larger than the host tier */
+	if (persist == CKC_PERSIST_ALWAYS)
+		cr_assert_eq(ckc_wait_flushed(), 0);
+	for (int i = 0; i < 8; i++) {
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i, 700 * 1024, 100000);
+	}
+	tpath(&e, path, 8);
+	tverify(path, 8, 5 * MiB, 1 * MiB);
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert_str_eq(st.tier_name[1], "ssd");
+	if (persist == CKC_PERSIST_ALWAYS) {
+		cr_assert_eq(st.tier[1].put_ops, 0, "the big checkpoint went past the ssd tier");
+		cr_assert_eq(st.tier[1].flush_ops + st.tier[1].hits + st.tier[1].evictions, 0,
+			     "nothing was copied into the ssd tier");
+		cr_assert_geq(st.tier[0].flush_ops, 8);
+	} else {
+		cr_assert_gt(st.tier[1].put_ops + st.tier[1].hits, 0, "the ssd tier held what the host tier could not");
+	}
+	ckc_shutdown();
+	if (persist == CKC_PERSIST_ALWAYS)
+		for (int i = 0; i < 8; i++) {
+			tpath(&e, path, i);
+			cr_assert(thome_matches(path, (uint64_t)i, 700 * 1024));
+		}
+	tenv_clean(&e);
+}
+
+Test(ssd, beside_the_checkpoints_it_takes_none_that_must_reach_their_real_paths)
+{
+	ssd_beside(CKC_PERSIST_ALWAYS);
+}
+
+Test(ssd, beside_the_checkpoints_it_holds_those_that_need_not)
+{
+	ssd_beside(CKC_PERSIST_NEVER);
+}
+
 /* A test folder, its hint file's name and two checkpoint names. */
 static void hints_env(tenv_t *e, char *hints, char *a, char *b)
 {
