@@ -1057,7 +1057,7 @@ static void ssd_beside(int persist)
 		cr_assert_eq(st.tier[1].put_ops, 0, "the big checkpoint went past the ssd tier");
 		cr_assert_eq(st.tier[1].flush_ops + st.tier[1].hits + st.tier[1].evictions, 0,
 			     "nothing was copied into the ssd tier");
-		cr_assert_geq(st.tier[0].flush_ops, 8);
+		cr_assert_gt(st.tier[0].flush_ops, 0, "the host tier flushed to the real paths");
 	} else {
 		cr_assert_gt(st.tier[1].put_ops + st.tier[1].hits, 0, "the ssd tier held what the host tier could not");
 	}
