@@ -123,17 +123,27 @@ static atomic_bool icpt_engine_ok;
 static void icpt_engine_start(void)
 {
 	ckc_enter();
-	ckc_node_prepare();
 	int rc = ckc_init_config(&icpt_cfg);
 	ckc_leave();
 	atomic_store(&icpt_engine_ok, rc == 0);
 	if (rc != 0)
 		atomic_store(&ckc_icpt_on, false); /* everything passes through */
-	else
-	{
-		ckc_term_install(icpt_cfg.term_wait_s);
-		ckc_node_start();
-	}
+}
+
+/* What a process needs once it can hold bytes that a real file lacks: the
+ * node registry's service (other processes ask it to publish them) and
+ * the end by signal (which writes them first). A process that only reads
+ * checkpoints starts neither. */
+static void icpt_writer_start(void)
+{
+	ckc_term_install(icpt_cfg.term_wait_s);
+	ckc_node_start();
+}
+
+void ckc_writer_start(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, icpt_writer_start);
 }
 
 int ckc_capture_mode(void)

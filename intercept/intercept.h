@@ -129,12 +129,13 @@ bool ckc_cached_at(int dirfd, const char *path, char *canon);
 
 /* ---- the node registry (node.c) ---- */
 
-/* Starts this process's service and hooks the engine to the table (once
- * the engine runs); stops it (at exit); forgets it in a forked child. */
+/* Starts this process's service and hooks the engine to the table, once
+ * (before its first checkpoint write: the engine runs); stops it (at
+ * exit); forgets it in a forked child. */
 void ckc_node_start(void);
-/* Makes the service's socket ahead of ckc_node_start, before the engine's
- * threads exist (see node.c). */
-void ckc_node_prepare(void);
+/* init.c: before the process's first checkpoint write, once: the node
+ * service and the end by signal. */
+void ckc_writer_start(void);
 void ckc_node_stop(void);
 void ckc_node_atfork_child(void);
 /* Whether the service runs here (other processes can ask this one). */

@@ -261,39 +261,51 @@ static void *node_main(void *arg)
 	return NULL;
 }
 
+/* The process's descriptor table now: its slots and its threads (from
+ * /proc/self/status). Returns false if unknown. */
+static bool fd_table(long *slots, long *threads)
+{
+	char buf[4096];
+	int fd = REAL(openat)(AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	ssize_t n = REAL(read)(fd, buf, sizeof(buf) - 1);
+	REAL(close)(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	const char *fs = strstr(buf, "\nFDSize:"), *th = strstr(buf, "\nThreads:");
+	return fs && th && sscanf(fs, "\nFDSize: %ld", slots) == 1 && sscanf(th, "\nThreads: %ld", threads) == 1;
+}
+
 /* fd again at a number near the top of the descriptor limit (or 4096, so
  * that a huge limit does not grow the descriptor table): programs, shells
  * above all, use the low numbers as they please, with dup2 over numbers
- * they believe free. */
+ * they believe free. In a process with more than one thread, growing the
+ * table makes the kernel wait for an RCU grace period (10 to 20 ms here):
+ * there the number is taken near the top of the table it has now. */
 static int fd_out_of_the_way(int fd)
 {
 	struct rlimit rl;
+	long slots, threads;
+
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < 256)
 		return fd;
-	rlim_t want = rl.rlim_cur > 4096 ? 4096 : rl.rlim_cur;
-	int high = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, (int)(want - 64));
+	long top = rl.rlim_cur > 4096 ? 4096 : (long)rl.rlim_cur;
+	if (fd_table(&slots, &threads) && threads > 1 && slots < top)
+		top = slots;
+	long below = top / 4 < 64 ? top / 4 : 64;
+	int high = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, (int)(top - below));
 	if (high < 0)
 		return fd;
 	REAL(close)(fd);
 	return high;
 }
 
-/* The service's socket, made before the engine's threads start: moving a
- * descriptor to a high number grows the descriptor table, and in a process
- * with more than one thread the kernel then waits for an RCU grace period
- * (about 20 ms here). */
-static int node_early = -1;
-
-void ckc_node_prepare(void)
-{
-	if (node_early >= 0)
-		return;
-	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (s >= 0)
-		node_early = fd_out_of_the_way(s);
-}
-
-void ckc_node_start(void)
+/* Starts the service, once: at the first checkpoint this process writes,
+ * the first time it can hold bytes another process may ask for (a process
+ * that only reads checkpoints needs none, and pays nothing for it). */
+static void node_start_once(void)
 {
 	struct sockaddr_un a;
 
@@ -303,11 +315,10 @@ void ckc_node_start(void)
 		return;
 	/* slots of processes that died without taking theirs back */
 	atomic_fetch_sub(&node_hdr->used, (int64_t)nodetab_sweep(node_tab, NODE_SLOTS, pid_alive));
-	ckc_node_prepare();
-	int s = node_early;
-	node_early = -1;
+	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s < 0)
 		return;
+	s = fd_out_of_the_way(s);
 	int one = 1;
 	socklen_t len = node_addr(&a, node_pid);
 	if (setsockopt(s, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) != 0 ||
@@ -324,6 +335,13 @@ void ckc_node_start(void)
 		return;
 	}
 	ckc_node_hook = node_hook;
+}
+
+static pthread_once_t node_once = PTHREAD_ONCE_INIT;
+
+void ckc_node_start(void)
+{
+	pthread_once(&node_once, node_start_once);
 }
 
 void ckc_node_stop(void)

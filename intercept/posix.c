@@ -289,6 +289,8 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 		}
 		/* an existing file keeps its mode when it is truncated */
 		mode_t m = real ? rst.st_mode : cached ? cst.mode : mode;
+		/* from now on this process can hold bytes others may ask for */
+		ckc_writer_start();
 		int rc = ckc_open_write(canon, m & 07777, &h);
 		if (rc == -ENODEV)
 			return CKC_PASS;

@@ -386,10 +386,14 @@ static int engine_start(void)
 	ckc_eng.t0_ns = ckc_now_ns();
 	for (int l = 0; l < CKC_MAX_TIERS; l++)
 		ckc_eng.tier[l].fd = -1;
-	/* the private folder first: the ssd tier lives in it, and the files
-	 * of processes that died before this one are cleaned up from it */
+	/* the private folder first when there is an ssd tier: the tier lives
+	 * in it, and the files of processes that died before this one are
+	 * cleaned up from it; without one, it is made when the process first
+	 * needs a record of a temporary file */
 	const char *base = c->ssd_dir ? c->ssd_dir : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	if ((rc = ckc_state_open(base, "CKPTCACHE_SSD_DIR")) != 0)
+	if (!c->ssd_cache)
+		ckc_state_later(base, "CKPTCACHE_SSD_DIR");
+	else if ((rc = ckc_state_open(base, "CKPTCACHE_SSD_DIR")) != 0)
 		return rc;
 	if ((rc = tiers_open()) != 0) {
 		tiers_close();
@@ -413,10 +417,12 @@ static int engine_start(void)
 	pthread_mutex_lock(&ckc_eng.lock);
 	ckc_hints_poll(false);
 	pthread_mutex_unlock(&ckc_eng.lock);
+	/* the threads start when there is work for them: a flush thread with
+	 * its first flush, the prefetch thread now only with a hint file to
+	 * read (or eager prefetching), else with a restore queue */
 	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
-		if ((rc = ckc_flusher_start(l)) != 0)
-			return rc;
-	if (c->prefetch != CKC_PREFETCH_OFF && (rc = ckc_prefetcher_start()) != 0)
+		ckc_flusher_init(l);
+	if ((c->hints || c->prefetch == CKC_PREFETCH_EAGER) && (rc = ckc_prefetcher_start()) != 0)
 		return rc;
 	ckc_eng.active = true;
 	ckc_info("cache active: %d tier(s) above home, persist=%d, eviction=%d",
@@ -695,6 +701,8 @@ static bool drain_locked(uint64_t deadline_ns)
 		}
 		for (int l = 0; l + 1 < ckc_eng.ntier; l++)
 			pthread_cond_signal(&ckc_eng.edge[l].cv);
+		if (ckc_flush_unthreaded())
+			continue;
 		if (!wait_until(deadline_ns))
 			return false;
 	}
@@ -2204,7 +2212,8 @@ int ckc_wait_flushed(void)
 			busy |= ckc_eng.edge[l].head || ckc_eng.edge[l].current;
 		if (!busy || !ckc_eng.active)
 			break;
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		if (!ckc_flush_unthreaded())
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	}
 	int rc = ckc_eng.st.rescued ? -EIO : 0;
 	pthread_mutex_unlock(&ckc_eng.lock);

@@ -173,7 +173,7 @@ typedef struct ckc_tier {
 	 * given back when idle (populated: the bytes of pieces populated now) */
 	char *base;
 	pthread_t toucher;
-	bool toucher_running;
+	bool toucher_running, toucher_tried; /* (grow_mx) */
 	atomic_uint_fast64_t populated;
 	atomic_bool toucher_stop;
 	bool grow;
@@ -254,10 +254,13 @@ extern ckc_engine_t ckc_eng;
 /* The restore queue or the room for prefetches changed (lock held): the
  * prefetcher looks again. It has a condition variable of its own, so that
  * the broadcasts of every read and unpin do not wake it for nothing. */
+void ckc_prefetcher_need(void);
 static inline void ckc_prefetch_kick(void)
 {
 	ckc_eng.prefetch_gen++;
 	pthread_cond_signal(&ckc_eng.pcv);
+	if (!ckc_eng.prefetcher_running)
+		ckc_prefetcher_need();
 }
 
 /* engine.c */
@@ -436,8 +439,14 @@ int ckc_home_rescue(const char *key, const ckc_src_t *src, uint64_t size, char *
 int ckc_fsync_dir_of(const char *path);
 
 /* flusher.c */
-int ckc_flusher_start(int level);
+/* Sets up the edge from tier level (its thread starts with its first
+ * flush); stops its thread, if any (lock not held). */
+void ckc_flusher_init(int level);
 void ckc_flusher_stop(int level);
+/* Flushes, in the calling thread, what waits on an edge whose thread could
+ * not be started (lock held; dropped while bytes move). Returns whether it
+ * flushed anything. */
+bool ckc_flush_unthreaded(void);
 void ckc_flush_enqueue(ckc_obj_t *o, int level);  /* lock held */
 void ckc_flush_dequeue(ckc_obj_t *o);              /* lock held */
 bool ckc_flush_wanted(const ckc_obj_t *o, int level);
@@ -450,6 +459,8 @@ void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size);
 int ckc_flush_home_now(ckc_obj_t *o, bool fsync_it); /* lock held; drops it while writing */
 
 /* prefetcher.c */
+/* Starts the prefetch thread, once there is something for it to do: a
+ * hint file to read, or a restore queue (lock held). Returns 0 or -errno. */
 int ckc_prefetcher_start(void);
 void ckc_prefetcher_stop(void);
 /* Reads the hint file's new lines; a missing file is looked for again after

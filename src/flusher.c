@@ -12,6 +12,8 @@
 #include "engine_int.h"
 #include "log.h"
 
+static void edge_thread(ckc_edge_t *e);
+
 bool ckc_persist_wanted(const ckc_obj_t *o)
 {
 	switch (ckc_eng.cfg.persist) {
@@ -51,6 +53,7 @@ void ckc_flush_enqueue(ckc_obj_t *o, int level)
 	e->tail = o;
 	ckc_obj_get(o);
 	pthread_cond_signal(&e->cv);
+	edge_thread(e);
 }
 
 void ckc_flush_dequeue(ckc_obj_t *o)
@@ -395,28 +398,65 @@ static void *flusher_main(void *arg)
 	return NULL;
 }
 
-int ckc_flusher_start(int level)
+void ckc_flusher_init(int level)
 {
 	ckc_edge_t *e = &ckc_eng.edge[level];
 
 	e->level = level;
 	e->head = e->tail = e->current = NULL;
+	e->running = false;
 	pthread_cond_init(&e->cv, NULL);
+}
+
+/* The edge's thread starts with its first flush (lock held): a process
+ * that writes no checkpoint starts none. One that cannot be made now is
+ * tried again with the next flush; meanwhile ckc_flush_unthreaded
+ * flushes when the program waits for it or ends. */
+static void edge_thread(ckc_edge_t *e)
+{
+	static bool said;
+
+	if (e->running || ckc_eng.stopping)
+		return;
 	int rc = pthread_create(&e->thread, NULL, flusher_main, e);
 	e->running = rc == 0;
-	return -rc;
+	if (rc && !said) {
+		said = true;
+		ckc_warn("cannot start a flush thread (%s): checkpoints are flushed when the program "
+			 "waits for them or ends", strerror(rc));
+	}
+}
+
+bool ckc_flush_unthreaded(void)
+{
+	bool any = false;
+
+	for (int l = 0; l + 1 < ckc_eng.ntier; l++) {
+		ckc_edge_t *e = &ckc_eng.edge[l];
+		if (e->head)
+			edge_thread(e);
+		while (!e->running && e->head) {
+			ckc_obj_t *o = edge_pop(e);
+			flush_one(e, o);
+			ckc_obj_put(o);
+			any = true;
+		}
+	}
+	if (any)
+		pthread_cond_broadcast(&ckc_eng.cv);
+	return any;
 }
 
 void ckc_flusher_stop(int level)
 {
 	ckc_edge_t *e = &ckc_eng.edge[level];
 
-	if (!e->running)
-		return;
-	pthread_mutex_lock(&ckc_eng.lock);
-	pthread_cond_broadcast(&e->cv);
-	pthread_mutex_unlock(&ckc_eng.lock);
-	pthread_join(e->thread, NULL);
-	e->running = false;
+	if (e->running) {
+		pthread_mutex_lock(&ckc_eng.lock);
+		pthread_cond_broadcast(&e->cv);
+		pthread_mutex_unlock(&ckc_eng.lock);
+		pthread_join(e->thread, NULL);
+		e->running = false;
+	}
 	pthread_cond_destroy(&e->cv);
 }

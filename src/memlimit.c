@@ -108,9 +108,24 @@ uint64_t ckc_memlimit_cgroup(const char *cgroup, const char *mountinfo, const ch
 	FILE *f = fopen(cgroup, "re");
 	char line[4096];
 	uint64_t best = 0;
+	bool v1_memory = false;
 
 	if (!f)
 		return 0;
+	/* a controller is in one hierarchy only: where a v1 one carries the
+	 * memory controller (a hybrid layout), the unified one has no limit
+	 * to read, and looking for its mount would read all of mountinfo */
+	while (fgets(line, sizeof(line), f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		for (const char *p = c1 + 1; p < c2;) {
+			size_t k = strcspn(p, ",:");
+			v1_memory |= k == 6 && !strncmp(p, "memory", 6);
+			p += k + (p[k] == ',');
+		}
+	}
+	rewind(f);
 	while (fgets(line, sizeof(line), f)) {
 		/* hierarchy-ID:controllers:path */
 		line[strcspn(line, "\n")] = '\0';
@@ -126,7 +141,7 @@ uint64_t ckc_memlimit_cgroup(const char *cgroup, const char *mountinfo, const ch
 			mem |= k == 6 && !strncmp(p, "memory", 6);
 			p += k + (p[k] == ',');
 		}
-		if (!v2 && !mem)
+		if ((!v2 && !mem) || (v2 && v1_memory))
 			continue;
 		const char *file = v2 ? "memory.max" : "memory.limit_in_bytes";
 		char mnt[PATH_MAX], root[PATH_MAX], own[PATH_MAX];

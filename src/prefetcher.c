@@ -306,10 +306,29 @@ static void *prefetcher_main(void *arg)
 
 int ckc_prefetcher_start(void)
 {
+	if (ckc_eng.prefetcher_running || ckc_eng.stopping || ckc_eng.cfg.prefetch == CKC_PREFETCH_OFF)
+		return 0;
 	int rc = pthread_create(&ckc_eng.prefetcher, NULL, prefetcher_main, NULL);
 
 	ckc_eng.prefetcher_running = rc == 0;
 	return -rc;
+}
+
+/* Without a hint file the queue only grows from the program's writes
+ * (CKPTCACHE_ORDER) and the API: a process that only reads checkpoints it
+ * has no order for starts no prefetch thread. */
+void ckc_prefetcher_need(void)
+{
+	static bool said;
+
+	if (!ckc_eng.hq || hq_len(ckc_eng.hq) == 0)
+		return;
+	int rc = ckc_prefetcher_start();
+	if (rc && !said) {
+		said = true;
+		ckc_warn("cannot start the prefetch thread (%s): checkpoints are read without "
+			 "prefetching", strerror(-rc));
+	}
 }
 
 void ckc_prefetcher_stop(void)

@@ -31,6 +31,8 @@ static char state_rec[PATH_MAX];
 static int state_fd = -1;
 static char *state_tmp[STATE_MAX_TMP];
 static int state_ntmp;
+/* ckc_state_later: where ckc_state_open is to run with the first record */
+static char *state_later_base, *state_later_var;
 
 static void owner_name(uid_t uid, char *out, size_t len)
 {
@@ -318,6 +320,9 @@ void ckc_state_close(void)
 		free(state_tmp[i]);
 	state_ntmp = 0;
 	state_dir[0] = '\0';
+	free(state_later_base);
+	free(state_later_var);
+	state_later_base = state_later_var = NULL;
 	pthread_mutex_unlock(&state_lock);
 }
 
@@ -340,9 +345,28 @@ static void state_write(void)
 	free(buf);
 }
 
+void ckc_state_later(const char *base, const char *var)
+{
+	pthread_mutex_lock(&state_lock);
+	free(state_later_base);
+	free(state_later_var);
+	state_later_base = strdup(base);
+	state_later_var = strdup(var);
+	pthread_mutex_unlock(&state_lock);
+}
+
 void ckc_state_tmp_add(const char *path)
 {
 	pthread_mutex_lock(&state_lock);
+	if (state_fd < 0 && state_later_base) {
+		char *base = state_later_base, *var = state_later_var;
+		state_later_base = state_later_var = NULL;
+		pthread_mutex_unlock(&state_lock);
+		(void)ckc_state_open(base, var ? var : "CKPTCACHE_SSD_DIR");
+		free(base);
+		free(var);
+		pthread_mutex_lock(&state_lock);
+	}
 	if (state_fd >= 0 && state_ntmp < STATE_MAX_TMP) {
 		char *c = strdup(path);
 		if (c) {

@@ -30,6 +30,11 @@ unsigned long long ckc_self_start(void);
  * run. Returns 0 or -errno (the reason is logged). */
 int ckc_state_open(const char *base, const char *var);
 
+/* Remembers base and var for ckc_state_open, which then runs with the
+ * first temporary file recorded (ckc_state_tmp_add): a process that makes
+ * none has no record, and leaves the sweep to the next one that does. */
+void ckc_state_later(const char *base, const char *var);
+
 /* The private folder of ckc_state_open, or NULL before it. */
 const char *ckc_state_dir(void);
 
@@ -39,7 +44,7 @@ void ckc_state_close(void);
 
 /* Records that a temporary file is about to appear at path (so that a later
  * process removes it if this one dies before it is renamed), or that it is
- * gone. No-ops before ckc_state_open. */
+ * gone. No-ops before ckc_state_open or ckc_state_later. */
 void ckc_state_tmp_add(const char *path);
 void ckc_state_tmp_del(const char *path);
 

@@ -191,6 +191,8 @@ static void host_toucher_grow(ckc_tier_t *t)
 	free(want);
 }
 
+static void *host_toucher(void *arg);
+
 void ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len)
 {
 	if (!t->grow || !len)
@@ -200,6 +202,15 @@ void ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len)
 	atomic_fetch_add(&t->use_seq, 1);
 	pthread_mutex_lock(&t->grow_mx);
 	atomic_store(&t->caught_up, false);
+	/* a growing tier's toucher starts with its first use: a process that
+	 * never caches a byte here makes none (a failure leaves the pages to
+	 * be faulted in by the copies themselves) */
+	if (!t->toucher_running && !t->toucher_tried && !atomic_load(&t->toucher_stop)) {
+		t->toucher_tried = true;
+		t->toucher_running = pthread_create(&t->toucher, NULL, host_toucher, t) == 0;
+		if (!t->toucher_running)
+			atomic_store(&t->caught_up, true);
+	}
 	pthread_cond_broadcast(&t->grow_cv);
 	pthread_mutex_unlock(&t->grow_mx);
 }
@@ -260,9 +271,14 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow)
 	atomic_store(&t->caught_up, false);
 	atomic_store(&t->populated, 0);
 	atomic_store(&t->toucher_stop, false);
+	t->toucher_running = t->toucher_tried = false;
+	if (grow) {
+		atomic_store(&t->caught_up, true); /* nothing to populate before the first use */
+		return 0;
+	}
 	t->toucher_running = pthread_create(&t->toucher, NULL, host_toucher, t) == 0;
 	if (!t->toucher_running) {
-		atomic_store(&t->populated, grow ? 0 : capacity);
+		atomic_store(&t->populated, capacity);
 		atomic_store(&t->caught_up, true);
 	}
 	return 0;
@@ -270,12 +286,13 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow)
 
 void ckc_host_stop(ckc_tier_t *t)
 {
-	if (!t->toucher_running)
-		return;
 	pthread_mutex_lock(&t->grow_mx);
 	atomic_store(&t->toucher_stop, true);
+	bool running = t->toucher_running;
 	pthread_cond_broadcast(&t->grow_cv);
 	pthread_mutex_unlock(&t->grow_mx);
+	if (!running)
+		return;
 	pthread_join(t->toucher, NULL);
 	t->toucher_running = false;
 }

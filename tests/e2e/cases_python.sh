@@ -70,7 +70,17 @@ with h5py.File(sys.argv[2], "r") as f:
 ' "$E2E" "$T/ck/state.h5" $n || fail "state.h5 at its real path differs from what was written"
 }
 
+# What the library starts in a process with a thread of its own: nothing
+# for a reader, and no growth of the descriptor table (which makes the
+# kernel wait for an RCU grace period in such a process) for a writer.
+python_start() {
+	head -c 3000000 /dev/urandom >ck/r.bin
+	ck -- "$PY" "$E2E/pycase.py" start "$T/ck" || fail "the library's start in a threaded process$(last_error)"
+	same ck/r.bin ck/w.bin "w.bin at its real path"
+}
+
 case_add python/io python_io
+case_add python/start python_start
 case_add python/numpy python_numpy
 case_add python/locks python_locks
 case_add python/h5py python_h5py

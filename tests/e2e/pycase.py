@@ -13,6 +13,12 @@
                                   descriptors: taken (on the real file, where
                                   another process sees them) and the bytes
                                   still right
+  pycase.py start DIR             in a process with a second thread: reading
+                                  DIR/r.bin starts no thread and no socket and
+                                  leaves the descriptor table as it was;
+                                  writing DIR/w.bin starts the node registry's
+                                  service (one socket), still without growing
+                                  the table
   pycase.py h5py DIR N            h5py writes N datasets to DIR/state.h5 (HDF5
                                   locks the file), then reads them back
 
@@ -208,6 +214,44 @@ def locks_case(d):
     print("pycase locks: flock and fcntl locks on tagged descriptors, bytes equal")
 
 
+def process_state():
+    """The descriptor table's slots, the threads and the sockets of this
+    process."""
+    import re
+    with open("/proc/self/status") as f:
+        slots = int(re.search(r"FDSize:\s+(\d+)", f.read()).group(1))
+    socks = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            socks += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+        except OSError:
+            pass
+    return slots, len(os.listdir("/proc/self/task")), socks
+
+
+def start_case(d):
+    import threading
+    done = threading.Event()
+    other = threading.Thread(target=done.wait)
+    other.start()
+    before = process_state()
+    with open(os.path.join(d, "r.bin"), "rb") as f:
+        data = f.read()
+    check(len(data) > 0, "r.bin read back empty")
+    after_read = process_state()
+    with open(os.path.join(d, "w.bin"), "wb") as f:
+        f.write(data)
+    with open(os.path.join(d, "w.bin"), "rb") as f:
+        check(f.read() == data, "w.bin read back")
+    after_write = process_state()
+    done.set()
+    other.join()
+    print(f"pycase start: (slots, threads, sockets) {before} -> read {after_read} -> write {after_write}")
+    check(after_read == before, f"reading a checkpoint changed (slots, threads, sockets) {before} to {after_read}")
+    check(after_write[0] == before[0], f"writing one grew the descriptor table from {before[0]} to {after_write[0]} slots")
+    check(after_write[2] == before[2] + 1, "writing one did not start the node registry's service")
+
+
 def h5py_case(d, n):
     try:
         import h5py
@@ -233,6 +277,8 @@ def main(argv):
         print(" ".join(str(i) for i in order(int(argv[1]))))
     elif len(argv) == 4 and argv[0] == "numpy":
         numpy_case(argv[1], argv[2], int(argv[3]))
+    elif len(argv) == 2 and argv[0] == "start":
+        start_case(argv[1])
     elif len(argv) == 2 and argv[0] == "locks":
         locks_case(argv[1])
     elif len(argv) == 3 and argv[0] == "h5py":
