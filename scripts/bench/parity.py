@@ -27,8 +27,33 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 LIB = os.path.join(ROOT, "build", ".libs", "libckptcache.so")
 PROXY = os.path.join(ROOT, "build", "tests", "apps", "rtm_proxy")
 FREAD = os.path.join(ROOT, "build", "tests", "bench", "fread_bench")
+BANDS = os.path.join(ROOT, "build", "tests", "bench", "bands_bench")
 PYWORK = os.path.join(ROOT, "tests", "bench", "parity_py.py")
 PY = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+
+
+def same_size_preload():
+    """The C library's path, with as many slashes added as make it as long
+    as LIB's (the baseline's LD_PRELOAD: loaded anyway, it changes nothing
+    but the environment's size)."""
+    with open("/proc/self/maps") as f:
+        libc = next(l.split()[-1] for l in f if re.search(r"/libc[.-][^/]*so", l))
+    head, tail = os.path.split(libc)
+    return head + "/" * max(1, len(LIB) - len(libc) + 1) + tail
+
+
+SAME_SIZE_PRELOAD = same_size_preload()
+
+
+# The Python rows pin glibc's malloc thresholds on both sides. Its dynamic
+# mmap threshold (raised by the first free of a large block) decides which
+# of a program's 16 MiB arrays come from reused heap memory and which from
+# fresh pages, and that follows the process's history chaotically: one more
+# environment variable, or a few small allocations, turned 35,000 page
+# faults of an h5py load into 47,000 and swung loads by 2x, either way,
+# with no library loaded at all. With these, large arrays are reused from
+# the heap on both sides, and what is left to compare is the I/O.
+PY_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
 
 
 class RunError(Exception):
@@ -85,8 +110,15 @@ class Bench:
         self.rss = {}     # row -> {"without": [...], "with": [...]}
         self.raw = []     # csv rows
 
-    def lib_env(self, paths, **extra):
-        env = {"LD_PRELOAD": LIB, "CKPTCACHE_PATHS": paths}
+    def env(self, side, paths, **extra):
+        """The environment of one side: the library and its settings, or,
+        without it, the same variables (inert without the library) and an
+        LD_PRELOAD of the same length naming the C library, which every
+        program loads anyway. A program's heap layout follows the size of
+        its environment: one more variable moved Python's 16 MiB arrays
+        between fresh and reused memory and swung a load 2x either way,
+        with no library at all."""
+        env = {"LD_PRELOAD": LIB if side == "with" else SAME_SIZE_PRELOAD, "CKPTCACHE_PATHS": paths}
         env.update(extra)
         return env
 
@@ -129,7 +161,7 @@ class Bench:
 
         def m(side):
             clean(self.ck)
-            env = self.lib_env(os.path.join(self.ck, "*.npy")) if side == "with" else {}
+            env = self.env(side, os.path.join(self.ck, "*.npy"), **PY_MALLOC)
             wall, rss, text = run([PY, PYWORK, "numpy", self.ck, str(self.a.np_count), str(self.a.np_mib)], env)
             v = keyvals(text)
             v["job_s"] = wall
@@ -143,11 +175,42 @@ class Bench:
 
         def m(side):
             clean(self.ck)
-            env = self.lib_env(os.path.join(self.ck, "*.pkl")) if side == "with" else {}
+            env = self.env(side, os.path.join(self.ck, "*.pkl"), **PY_MALLOC)
             wall, rss, text = run([PY, PYWORK, "pickle", self.ck, str(self.a.pickle_entries)], env)
             v = keyvals(text)
             v["job_s"] = wall
             return v, rss
+        self.pair(row, k, m)
+
+    def h5py(self, k):
+        """h5py as a user runs it (HDF5 locks its files: the library hands
+        them to the real files and steps aside), and with the locks off
+        (HDF5_USE_FILE_LOCKING=FALSE: the files are cached)."""
+        for what, extra in (("", {}), (", file locking off", {"HDF5_USE_FILE_LOCKING": "FALSE"})):
+            row = f"h5py write/read ({self.a.h5_count} x {self.a.h5_mib} MiB{what})"
+            if k == 0:
+                self.add_row(row, [("save_s", False), ("load_s", False)])
+
+            def m(side, extra=extra):
+                clean(self.ck)
+                env = self.env(side, os.path.join(self.ck, "*.h5"), **extra, **PY_MALLOC)
+                _, rss, text = run([PY, PYWORK, "h5py", self.ck, str(self.a.h5_count), str(self.a.h5_mib)], env)
+                return keyvals(text), rss
+            self.pair(row, k, m)
+
+    def bands(self, k):
+        """A stencil code's checkpoint: bands of one grid written right after
+        each other (no computation between), with the default host tier."""
+        a = self.a
+        row = f"back-to-back bands ({a.band_count} x {a.band_mib} MiB, write/read)"
+        if k == 0:
+            self.add_row(row, [("checkpoint_GBps", True), ("restore_GBps", True)])
+
+        def m(side):
+            clean(self.ck)
+            env = self.env(side, os.path.join(self.ck, "band_*.bin"))
+            _, rss, text = run([BANDS, self.ck, str(a.band_count), str(a.band_mib)], env)
+            return keyvals(text), rss
         self.pair(row, k, m)
 
     def walkers(self, k):
@@ -161,7 +224,7 @@ class Bench:
                 self.add_row(row, [("time_s", False)])
 
             def m(side, cmd=cmd):
-                env = self.lib_env(paths) if side == "with" else {}
+                env = self.env(side, paths)
                 # several runs per sample: each is short
                 total, rss = 0.0, 0
                 for _ in range(self.a.walk_reps):
@@ -200,9 +263,7 @@ class Bench:
 
                 def m(side, tenv=tenv, lenv=lenv, largs=largs):
                     clean(self.ck)
-                    env = {}
-                    if side == "with":
-                        env = self.lib_env(os.path.join(self.ck, "ckpt_*.bin"), **tenv, **lenv)
+                    env = self.env(side, os.path.join(self.ck, "ckpt_*.bin"), **tenv, **lenv)
                     # the baseline writes the same hint file (untimed)
                     _, rss, text = run(self.proxy_args(largs), env)
                     return self.proxy_values(text), rss
@@ -215,8 +276,7 @@ class Bench:
 
         def m(side):
             clean(self.ck)
-            env = self.lib_env(os.path.join(self.ck, "ckpt_*.bin"), CKPTCACHE_HOST_CACHE=self.a.host_cache) \
-                if side == "with" else {}
+            env = self.env(side, os.path.join(self.ck, "ckpt_*.bin"), CKPTCACHE_HOST_CACHE=self.a.host_cache)
             _, rss, text = run(self.proxy_args(["--io", "fwrite"]), env)
             return self.proxy_values(text), rss
         self.pair(row, k, m)
@@ -231,8 +291,8 @@ class Bench:
             run(self.proxy_args(["--keep", "--interval-ms", "0"], d))
 
         def m(side):
-            env = self.lib_env(os.path.join(d, "ckpt_*.bin"), CKPTCACHE_ORDER="none",
-                               CKPTCACHE_HOST_CACHE=self.a.host_cache) if side == "with" else {}
+            env = self.env(side, os.path.join(d, "ckpt_*.bin"), CKPTCACHE_ORDER="none",
+                           CKPTCACHE_HOST_CACHE=self.a.host_cache)
             _, rss, text = run(self.proxy_args(["--read-only", "--keep"], d), env)
             return {"restore_GBps": self.proxy_values(text)["restore_GBps"]}, rss
         self.pair(row, k, m)
@@ -264,7 +324,7 @@ class Bench:
                 else:
                     clean(self.ck)
                 clean(self.out)
-                env = self.lib_env(paths) if side == "with" else {}
+                env = self.env(side, paths)
                 wall, rss, _ = run(cmd, env)
                 if made and not filecmp_same(src, made):
                     raise RunError(f"{name}: the copy differs from its source")
@@ -275,7 +335,7 @@ class Bench:
         row = "tagged fread vs memcpy (same process)"
         if k == 0:
             self.add_row(row, [("GBps", True)], target=0.8)
-        env = self.lib_env(os.path.join(self.ck, "*.bin"), CKPTCACHE_PERSIST="never")
+        env = self.env("with", os.path.join(self.ck, "*.bin"), CKPTCACHE_PERSIST="never")
         clean(self.ck)
         _, rss, text = run([FREAD, os.path.join(self.ck, "f.bin"), str(self.a.fread_mib), "3"], env)
         v = keyvals(text)
@@ -326,6 +386,14 @@ def table(b, cmdline, started, load):
             f"- host: {os.uname().nodename}, {os.cpu_count()} CPUs, kernel {os.uname().release}",
             f"- started {started}, load average at start {load}",
             f"- {b.a.pairs} pairs per row (the order alternating), median and spread of the per-pair ratios",
+            "- the side without the library runs with the same environment: the same CKPTCACHE_ variables "
+            "(inert without the library) and an LD_PRELOAD of the same length naming the C library (which "
+            "every program loads): a program's heap layout follows its environment's size",
+            "- the Python rows (numpy, pickle, h5py) pin glibc's malloc thresholds on both sides "
+            f"({' '.join(f'{k}={v}' for k, v in PY_MALLOC.items())}): its dynamic mmap threshold made "
+            "which 16 MiB arrays came from fresh pages follow the process's history (one more variable "
+            "or a few small allocations: 35,000 or 47,000 page faults in one h5py load), and loads "
+            "swung 2x either way with no library loaded at all",
             "- ratio: the library's speed over the speed without it (time without / time with, or "
             "GB/s with / without): 1.00 is parity, below 1 slower",
             "- fread row: fread of a tagged file (served by the cache) against memcpy of the same "
@@ -340,8 +408,8 @@ def main():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pairs", type=int, default=5, help="paired runs per row (default 5)")
     p.add_argument("--quick", action="store_true", help="smaller workloads (about a minute in all)")
-    p.add_argument("--only", default="", help="comma-separated workloads: numpy,pickle,walkers,proxy,stdio,"
-                                              "miss,tools,fread (default: all)")
+    p.add_argument("--only", default="", help="comma-separated workloads: numpy,pickle,h5py,walkers,proxy,"
+                                              "bands,stdio,miss,tools,fread (default: all)")
     p.add_argument("--count", type=int, default=48, help="RTM proxy checkpoints (default 48)")
     p.add_argument("--size", default="16M", help="RTM proxy checkpoint size (default 16M)")
     p.add_argument("--host-cache", default="256M", help="RTM proxy host tier (default 256M)")
@@ -350,6 +418,10 @@ def main():
     p.add_argument("--np-count", type=int, default=100, help="numpy arrays (default 100)")
     p.add_argument("--np-mib", type=int, default=16, help="MiB per numpy array (default 16)")
     p.add_argument("--pickle-entries", type=int, default=2000000, help="entries of the pickled dict")
+    p.add_argument("--h5-count", type=int, default=32, help="h5py datasets (default 32)")
+    p.add_argument("--h5-mib", type=int, default=16, help="MiB per h5py dataset (default 16)")
+    p.add_argument("--band-count", type=int, default=48, help="stencil bands (default 48)")
+    p.add_argument("--band-mib", type=int, default=16, help="MiB per stencil band (default 16)")
     p.add_argument("--tree", default="/usr/share", help="the untagged tree tar, du and find walk")
     p.add_argument("--walk-reps", type=int, default=3, help="walks per sample (default 3)")
     p.add_argument("--tool-mib", type=int, default=512, help="MiB of the file cp, cat and dd copy")
@@ -361,15 +433,16 @@ def main():
     if a.quick:
         a.count, a.size, a.host_cache, a.ssd_cache = 24, "8M", "64M", "128M"
         a.np_count, a.np_mib, a.pickle_entries = 32, 8, 500000
+        a.h5_count, a.h5_mib, a.band_count, a.band_mib = 16, 8, 24, 8
         a.walk_reps, a.tool_mib, a.fread_mib = 1, 128, 64
     if a.pairs < 1:
         p.error("--pairs must be at least 1")
-    work = ["numpy", "pickle", "walkers", "proxy", "stdio", "miss", "tools", "fread"]
+    work = ["numpy", "pickle", "h5py", "walkers", "proxy", "bands", "stdio", "miss", "tools", "fread"]
     only = [w for w in a.only.split(",") if w] or work
     for w in only:
         if w not in work:
             p.error(f"--only: unknown workload {w!r} (known: {','.join(work)})")
-    for f in (LIB, PROXY, FREAD):
+    for f in (LIB, PROXY, FREAD, BANDS):
         if not os.path.exists(f):
             p.error(f"{f} is missing: build first (scripts/bench/parity builds it)")
     cmdline = "scripts/bench/parity " + " ".join(sys.argv[1:])

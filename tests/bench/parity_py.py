@@ -5,6 +5,8 @@
                                      DIR/arr_NNN.npy, then np.load them back
   parity_py.py pickle DIR ENTRIES    pickle.dump a dict of ENTRIES entries to
                                      DIR/state.pkl, then pickle.load it back
+  parity_py.py h5py DIR COUNT MIB    h5py writes COUNT datasets of MIB MiB to
+                                     DIR/state.h5, then reads them back
 
 Prints one line "key=value ..." with the seconds each phase took (save_s and
 load_s), and checks what was read back: exit 1 on a mismatch.
@@ -51,11 +53,36 @@ def pickle_case(d, entries):
     print(f"save_s={save:.6f} load_s={load:.6f}")
 
 
+def h5py_case(d, count, mib):
+    import h5py
+    import numpy as np
+    n = mib << 18  # float32 items
+    arrays = [np.full(n, i, dtype=np.float32) for i in range(count)]
+    path = os.path.join(d, "state.h5")
+    t0 = time.perf_counter()
+    with h5py.File(path, "w") as f:
+        for i, a in enumerate(arrays):
+            f.create_dataset(f"a{i:03d}", data=a)
+    save = time.perf_counter() - t0
+    del arrays
+    t0 = time.perf_counter()
+    with h5py.File(path, "r") as f:
+        for i in range(count):
+            a = f[f"a{i:03d}"][...]
+            if a.shape != (n,) or a[0] != i or a[-1] != i or a[n // 2] != i:
+                print(f"parity_py: dataset a{i:03d} read back wrong", file=sys.stderr)
+                sys.exit(1)
+    load = time.perf_counter() - t0
+    print(f"save_s={save:.6f} load_s={load:.6f}")
+
+
 def main(argv):
     if len(argv) == 5 and argv[1] == "numpy":
         numpy_case(argv[2], int(argv[3]), int(argv[4]))
     elif len(argv) == 4 and argv[1] == "pickle":
         pickle_case(argv[2], int(argv[3]))
+    elif len(argv) == 5 and argv[1] == "h5py":
+        h5py_case(argv[2], int(argv[3]), int(argv[4]))
     else:
         print(__doc__, file=sys.stderr)
         return 2
