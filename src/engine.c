@@ -1489,12 +1489,16 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 			     strdup(o->key) : NULL;
 	pthread_mutex_unlock(&ckc_eng.lock);
 	bool big = len >= CKC_PROG_COPY_MIN;
-	if (big)
+	if (big) {
 		ckc_prog_begin();
+		ckc_pace_reading(1);
+	}
 	size_t got = home ? ckc_home_read_cached(home, buf, len, off, &h->home_fd) : 0;
 	rc = got < len ? ckc_src_read(&src, off + got, (char *)buf + got, len - got, &h->home_fd) : 0;
-	if (big)
+	if (big) {
+		ckc_pace_reading(-1);
 		ckc_prog_end();
+	}
 	free(home);
 	pthread_mutex_lock(&ckc_eng.lock);
 	if (got && o->retired) {
@@ -1726,7 +1730,7 @@ static void consume_locked(ckc_obj_t *o)
 		ckc_flush_dequeue(o);
 	ckc_node_note(o);
 	ckc_trace("consume", o, 0, o->size, -1, 0);
-	ckc_prefetch_kick();
+	ckc_prefetch_room();
 	pthread_cond_broadcast(&ckc_eng.cv);
 }
 

@@ -243,6 +243,7 @@ typedef struct ckc_engine {
 	pthread_t prefetcher;
 	bool prefetcher_running;
 	uint64_t prefetch_gen;  /* bumped when room may have appeared */
+	bool prefetch_wants_room; /* the last pass stopped for want of room */
 
 	int trace_fd;
 	uint64_t t0_ns;
@@ -261,6 +262,17 @@ static inline void ckc_prefetch_kick(void)
 	pthread_cond_signal(&ckc_eng.pcv);
 	if (!ckc_eng.prefetcher_running)
 		ckc_prefetcher_need();
+}
+
+/* Room may have appeared in the top tier (a read consumed a checkpoint;
+ * lock held): the prefetcher is woken only if it waits for room. Waking
+ * it costs the reader a wake-up of another CPU at every checkpoint it
+ * reads, for nothing when every checkpoint the queue names is in the
+ * cache or in the page cache already. */
+static inline void ckc_prefetch_room(void)
+{
+	if (ckc_eng.prefetch_wants_room)
+		ckc_prefetch_kick();
 }
 
 /* engine.c */
@@ -335,6 +347,8 @@ extern __thread bool ckc_tl_background;
  * the program is in progress. */
 #define CKC_BG_YIELD_MAX_NS 5000000ull
 void ckc_bg_yield(void);
+/* The program's copies in progress now (ckc_prog_begin). */
+int ckc_prog_copies(void);
 /* The program's own copies of this size or more (a tagged write or read)
  * count as copies the background work gives way to. */
 #define CKC_PROG_COPY_MIN (1u << 20)
@@ -348,8 +362,16 @@ void ckc_bg_yield(void);
 #define CKC_BG_SLICE_NS 250000ull
 #define CKC_BG_PIECE_MIN (128u << 10)
 /* Gives way to the program, then returns the size of the next piece of a
- * copy with left bytes to go, and its start time in *t0. */
+ * copy with left bytes to go, and its start time in *t0: while the
+ * program reads a checkpoint, for CKC_BG_YIELD_MAX_NS at most; while it
+ * only writes or copies, for CKC_BG_WRITE_WAITS pieces' time at most, so
+ * that a program that writes without a pause still leaves the flushes a
+ * share (its writes need the room they free). */
+#define CKC_BG_WRITE_WAITS 4
 size_t ckc_pace_begin(uint64_t left, uint64_t *t0);
+/* The program begins (+1) or ends (-1) reading a checkpoint through the
+ * cache, CKC_PROG_COPY_MIN bytes or more (with ckc_prog_begin/end). */
+void ckc_pace_reading(int delta);
 /* The piece of n bytes begun at t0 is done: the next ones are sized by it. */
 void ckc_pace_end(size_t n, uint64_t t0);
 /* engine.c: moves every gpu copy down or drops it (before the driver goes) */

@@ -7,16 +7,48 @@
 
 #include "engine_int.h"
 
-/* The size of this thread's next piece: what the last pieces taken
- * suggest (a copy into memory the kernel must first find for it runs ten
- * times slower than one into memory it has at hand). */
+#include <time.h>
+
+/* The size of this thread's next piece, and how long the last one took:
+ * what the last pieces suggest (a copy into memory the kernel must first
+ * find for it runs ten times slower than one into memory it has at hand). */
 static __thread size_t pace_piece;
+static __thread uint64_t pace_last_ns;
+
+/* Reads of the program in progress (a restore: what the background work
+ * must not slow down). */
+static atomic_int pace_reads;
+
+void ckc_pace_reading(int delta)
+{
+	atomic_fetch_add_explicit(&pace_reads, delta, memory_order_acq_rel);
+}
+
+/* Waits while the program copies (lock not held): for a read, as
+ * ckc_bg_yield does; for writes, a few pieces' time at most. */
+static void pace_wait(void)
+{
+	uint64_t w0 = 0, write_max = CKC_BG_WRITE_WAITS * (pace_last_ns ? pace_last_ns : CKC_BG_SLICE_NS);
+
+	if (!ckc_tl_background)
+		return;
+	while (ckc_prog_copies() > 0) {
+		uint64_t now = ckc_now_ns();
+		if (!w0)
+			w0 = now;
+		bool reading = atomic_load_explicit(&pace_reads, memory_order_acquire) > 0;
+		if (now - w0 >= (reading ? CKC_BG_YIELD_MAX_NS : write_max))
+			break;
+		struct timespec ts = { 0, 20000 };
+		nanosleep(&ts, NULL);
+	}
+}
 
 size_t ckc_pace_begin(uint64_t left, uint64_t *t0)
 {
 	if (!pace_piece)
 		pace_piece = CKC_BG_PIECE;
-	ckc_bg_yield();
+	pace_wait();
 	*t0 = ckc_now_ns();
 	return left < pace_piece ? (size_t)left : pace_piece;
 }
@@ -27,6 +59,7 @@ void ckc_pace_end(size_t n, uint64_t t0)
 
 	if (n < pace_piece)
 		return; /* a short last piece says nothing */
+	pace_last_ns = ns;
 	if (ns > CKC_BG_SLICE_NS && pace_piece > CKC_BG_PIECE_MIN)
 		pace_piece /= 2;
 	else if (ns < CKC_BG_SLICE_NS / 3 && pace_piece < CKC_BG_PIECE)

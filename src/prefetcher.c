@@ -254,6 +254,7 @@ static bool prefetch_pass(void)
 
 	if (ckc_eng.ntier < 2)
 		return false;
+	ckc_eng.prefetch_wants_room = false;
 	while (seen++ < PREFETCH_LOOKAHEAD && hq_next(ckc_eng.hq, &cursor, &key, &dist)) {
 		ckc_obj_t *o = ckc_map_find(key);
 		if (!o)
@@ -269,8 +270,10 @@ static bool prefetch_pass(void)
 		if (hq_generation(ckc_eng.hq) != gen)
 			return true;
 		int rc = promote(o, dist);
-		if (rc == -EAGAIN)
+		if (rc == -EAGAIN) {
+			ckc_eng.prefetch_wants_room = true;
 			return false; /* no room for the next one the queue needs */
+		}
 		if (rc == 0 && o->place[0].state == LC_READ_COMPLETE)
 			return true;  /* the queue may have changed while unlocked */
 	}

@@ -55,6 +55,11 @@ void ckc_prog_end(void)
 	atomic_fetch_sub_explicit(&prog_busy, 1, memory_order_acq_rel);
 }
 
+int ckc_prog_copies(void)
+{
+	return atomic_load_explicit(&prog_busy, memory_order_acquire);
+}
+
 void ckc_bg_yield(void)
 {
 	if (!ckc_tl_background || atomic_load_explicit(&prog_busy, memory_order_acquire) <= 0)

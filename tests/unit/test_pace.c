@@ -1,0 +1,78 @@
+/* Unit tests of the pacing of background copies (src/pace.c): piece sizes
+ * that follow the time pieces take, and how long a piece waits for the
+ * program's copies (a read: the full yield; writes: a few pieces' time). */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "engine_int.h"
+
+/* A piece of n bytes that took ns nanoseconds. */
+static void piece_took(size_t n, uint64_t ns)
+{
+	ckc_pace_end(n, ckc_now_ns() - ns);
+}
+
+Test(pace, pieces_follow_the_time_they_take)
+{
+	uint64_t t0;
+	ckc_tl_background = true;
+	size_t n = ckc_pace_begin(64u << 20, &t0);
+	cr_assert_eq(n, CKC_BG_PIECE, "the first piece is the largest");
+	/* slow pieces (memory the kernel must find first): halved down to the minimum */
+	for (int i = 0; i < 10; i++) {
+		piece_took(n, 4 * CKC_BG_SLICE_NS);
+		n = ckc_pace_begin(64u << 20, &t0);
+	}
+	cr_assert_eq(n, CKC_BG_PIECE_MIN);
+	/* fast ones: doubled back up to the maximum */
+	for (int i = 0; i < 10; i++) {
+		piece_took(n, CKC_BG_SLICE_NS / 10);
+		n = ckc_pace_begin(64u << 20, &t0);
+	}
+	cr_assert_eq(n, CKC_BG_PIECE);
+	/* the last piece of a copy is what is left, and says nothing */
+	cr_assert_eq(ckc_pace_begin(1000, &t0), 1000);
+	piece_took(1000, 100 * CKC_BG_SLICE_NS);
+	cr_assert_eq(ckc_pace_begin(64u << 20, &t0), CKC_BG_PIECE);
+}
+
+/* How long ckc_pace_begin waited, in ns, after pieces of 100 us. */
+static uint64_t waited(void)
+{
+	uint64_t t0, a;
+	size_t n = ckc_pace_begin(64u << 20, &t0);
+	piece_took(n, 100000);
+	a = ckc_now_ns();
+	ckc_pace_begin(64u << 20, &t0);
+	return t0 - a;
+}
+
+Test(pace, a_read_of_the_program_holds_the_pieces_a_write_only_a_few)
+{
+	ckc_tl_background = true;
+	cr_assert_lt(waited(), 1000000, "nothing of the program's in progress: no wait");
+	/* a checkpoint being restored: the background gives way in full */
+	ckc_prog_begin();
+	ckc_pace_reading(1);
+	uint64_t r = waited();
+	ckc_pace_reading(-1);
+	/* one being written: the flushes keep a share (four pieces' time at most) */
+	uint64_t w = waited();
+	ckc_prog_end();
+	cr_assert_geq(r, CKC_BG_YIELD_MAX_NS, "a read in progress: waited %llu ns", (unsigned long long)r);
+	cr_assert_lt(w, 3000000, "a write in progress: waited %llu ns", (unsigned long long)w);
+	cr_assert_geq(w, CKC_BG_WRITE_WAITS * 100000ull, "a write in progress: waited %llu ns", (unsigned long long)w);
+}
+
+Test(pace, the_program_s_own_threads_never_wait)
+{
+	ckc_tl_background = false;
+	ckc_prog_begin();
+	ckc_pace_reading(1);
+	uint64_t t0, a = ckc_now_ns();
+	ckc_pace_begin(64u << 20, &t0);
+	ckc_pace_reading(-1);
+	ckc_prog_end();
+	cr_assert_lt(t0 - a, 1000000);
+}
