@@ -958,8 +958,6 @@ CKC_EXPORT int dup3(int oldfd, int newfd, int flags)
 	return dup_fixup(oldfd, REAL(dup3)(oldfd, newfd, flags));
 }
 
-static int degrade(int fd);
-
 static int fcntl_common(int (*rf)(int, int, ...), int fd, int cmd, unsigned long arg)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
@@ -984,48 +982,11 @@ static int fcntl_common(int (*rf)(int, int, ...), int fd, int cmd, unsigned long
 		v->flags = (v->flags & ~keep) | ((int)arg & keep);
 		return 0;
 	}
-	case F_GETLK:
-	case F_SETLK:
-	case F_SETLKW:
-#ifdef F_OFD_GETLK
-	case F_OFD_GETLK:
-	case F_OFD_SETLK:
-	case F_OFD_SETLKW:
-#endif
-		/* a lock is on the real file, for other processes to see */
-		if (degrade(fd) != 0)
-			return -1;
-		return rf(fd, cmd, arg);
 	default:
-		/* F_GETFD/F_SETFD act on the placeholder as they should; the
-		 * rest fail there (EBADF) */
+		/* F_GETFD/F_SETFD act on the placeholder as they should; locks
+		 * and the rest fail there (EBADF) */
 		return rf(fd, cmd, arg);
 	}
-}
-
-/* A lock on a tagged descriptor is taken on the real file, which the
- * checkpoint's bytes reach first: another process, with the library or
- * without, must see it (HDF5 locks every file it opens). */
-CKC_EXPORT int flock(int fd, int op)
-{
-	if (ckc_vfd_get(fd) && degrade(fd) != 0)
-		return -1;
-	return REAL(flock)(fd, op);
-}
-
-/* The C library's lockf calls fcntl inside itself, past the wrapper. */
-CKC_EXPORT int lockf(int fd, int cmd, off_t len)
-{
-	if (ckc_vfd_get(fd) && degrade(fd) != 0)
-		return -1;
-	return REAL(lockf)(fd, cmd, len);
-}
-
-CKC_EXPORT int lockf64(int fd, int cmd, off_t len)
-{
-	if (ckc_vfd_get(fd) && degrade(fd) != 0)
-		return -1;
-	return REAL(lockf64)(fd, cmd, len);
 }
 
 CKC_EXPORT int fcntl(int fd, int cmd, ...)
@@ -1260,7 +1221,7 @@ CKC_EXPORT int linkat(int fd1, const char *from, int fd2, const char *to, int fl
 
 /* Turns tagged fd, and every other descriptor of its file, into a real
  * descriptor of the real file, which gets the bytes first: for calls the
- * cache cannot serve (mmap, locks). */
+ * cache cannot serve (mmap). */
 static int degrade(int fd)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);

@@ -116,9 +116,6 @@ struct utimbuf;
 	X(fallocate64, int, (int, int, off_t, off_t))                                      \
 	X(posix_fallocate, int, (int, off_t, off_t))                                       \
 	X(posix_fallocate64, int, (int, off_t, off_t))                                     \
-	X(flock, int, (int, int))                                                          \
-	X(lockf, int, (int, int, off_t))                                                   \
-	X(lockf64, int, (int, int, off_t))                                                 \
 	X(mmap, void *, (void *, size_t, int, int, int, off_t))                            \
 	X(mmap64, void *, (void *, size_t, int, int, int, off_t))                          \
 	X(sendfile, ssize_t, (int, int, off_t *, size_t))                                  \

@@ -42,34 +42,6 @@ for i in range(int(sys.argv[3])):
 ' "$E2E" "$T/ck" $n || fail "the arrays at their real paths differ from what was saved"
 }
 
-# Locks on tagged descriptors are taken on the real files (another process
-# must see them), and the bytes stay right.
-python_locks() {
-	ck -- "$PY" "$E2E/pycase.py" locks "$T/ck" || fail "locks on tagged descriptors$(last_error)"
-	plain "$PY" -c '
-import random, sys
-data = random.Random(7).randbytes(2_000_003)
-for name in ("locked.bin", "record.bin"):
-    assert open(f"{sys.argv[1]}/{name}", "rb").read() == data, name
-' "$T/ck" || fail "the locked checkpoints at their real paths differ from what was written"
-}
-
-# h5py writes and reads a tagged file (HDF5 locks it when it opens it).
-python_h5py() {
-	local n=8
-	"$PY" -c 'import h5py' 2>/dev/null ||
-		fail "h5py cannot be imported by $PY (install python3-h5py): $("$PY" -c 'import h5py' 2>&1 | tail -1)"
-	ck -- "$PY" "$E2E/pycase.py" h5py "$T/ck" $n || fail "h5py on a tagged file: exit status $?$(last_error)"
-	plain "$PY" -B -c '
-import sys, h5py, numpy as np
-sys.path.insert(0, sys.argv[1])
-import pycase
-with h5py.File(sys.argv[2], "r") as f:
-    for i in range(int(sys.argv[3])):
-        assert np.array_equal(f[f"a{i:03d}"][...], pycase.make_array(np, i)), i
-' "$E2E" "$T/ck/state.h5" $n || fail "state.h5 at its real path differs from what was written"
-}
-
 # What the library starts in a process with a thread of its own: nothing
 # for a reader, and no growth of the descriptor table (which makes the
 # kernel wait for an RCU grace period in such a process) for a writer.
@@ -82,5 +54,3 @@ python_start() {
 case_add python/io python_io
 case_add python/start python_start
 case_add python/numpy python_numpy
-case_add python/locks python_locks
-case_add python/h5py python_h5py

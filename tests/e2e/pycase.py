@@ -9,21 +9,15 @@
                                   to DIR, then np.load them in the order of
                                   the hint file HINTS, all in this process
 
-  pycase.py locks DIR              flock and fcntl record locks on tagged
-                                  descriptors: taken (on the real file, where
-                                  another process sees them) and the bytes
-                                  still right
   pycase.py start DIR             in a process with a second thread: reading
                                   DIR/r.bin starts no thread and no socket and
                                   leaves the descriptor table as it was;
                                   writing DIR/w.bin starts the node registry's
                                   service (one socket), still without growing
                                   the table
-  pycase.py h5py DIR N            h5py writes N datasets to DIR/state.h5 (HDF5
-                                  locks the file), then reads them back
 
 Exits 0 when every byte read back is right, 1 on a mismatch, 3 when numpy
-(or h5py) cannot be imported.
+cannot be imported.
 """
 import os
 import pathlib
@@ -174,46 +168,6 @@ def numpy_case(d, hints, n):
     print(f"pycase numpy: {n} arrays and a bundle loaded in hint order, equal")
 
 
-def others_see_the_lock(path, held):
-    """Whether a process without the library fails to take an exclusive
-    lock on the real file at path while this one holds one."""
-    import subprocess
-    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    code = ("import fcntl, os, sys\n"
-            "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
-            "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
-            "except BlockingIOError:\n    sys.exit(1)\n")
-    r = subprocess.run([sys.executable, "-c", code, path], env=env)
-    return (r.returncode == 1) == held
-
-
-def locks_case(d):
-    import fcntl
-    data = random.Random(7).randbytes(2_000_003)
-    p = os.path.join(d, "locked.bin")
-    # a checkpoint being written, locked (as HDF5 does right after open)
-    fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-    check(os.write(fd, data[:1000]) == 1000, "write before the lock")
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    check(others_see_the_lock(p, True), "another process does not see the flock")
-    check(os.write(fd, data[1000:]) == len(data) - 1000, "write after the lock")
-    check(os.pread(fd, len(data), 0) == data, "read back through the locked descriptor")
-    fcntl.flock(fd, fcntl.LOCK_UN)
-    check(others_see_the_lock(p, False), "the flock is still seen after LOCK_UN")
-    os.close(fd)
-    # a closed checkpoint reopened for reading, with a record lock
-    q = os.path.join(d, "record.bin")
-    with open(q, "wb") as f:
-        f.write(data)
-    fd = os.open(q, os.O_RDONLY)
-    fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    check(os.read(fd, len(data) + 1) == data, "read after a record lock")
-    os.close(fd)
-    with open(p, "rb") as f:
-        check(f.read() == data, "the flocked checkpoint reopened")
-    print("pycase locks: flock and fcntl locks on tagged descriptors, bytes equal")
-
-
 def process_state():
     """The descriptor table's slots, the threads and the sockets of this
     process."""
@@ -252,24 +206,6 @@ def start_case(d):
     check(after_write[2] == before[2] + 1, "writing one did not start the node registry's service")
 
 
-def h5py_case(d, n):
-    try:
-        import h5py
-        import numpy as np
-    except ImportError:
-        sys.exit(3)
-    p = os.path.join(d, "state.h5")
-    with h5py.File(p, "w") as f:
-        for i in range(n):
-            f.create_dataset(f"a{i:03d}", data=make_array(np, i))
-        f.attrs["step"] = 42
-    with h5py.File(p, "r") as f:
-        check(f.attrs["step"] == 42, "state.h5: attribute")
-        for i in range(n):
-            check(np.array_equal(f[f"a{i:03d}"][...], make_array(np, i)), f"state.h5: a{i:03d}")
-    print(f"pycase h5py: {n} datasets written and read back, equal")
-
-
 def main(argv):
     if len(argv) >= 3 and argv[0] == "io":
         io_case(argv[1], argv[2])
@@ -279,10 +215,6 @@ def main(argv):
         numpy_case(argv[1], argv[2], int(argv[3]))
     elif len(argv) == 2 and argv[0] == "start":
         start_case(argv[1])
-    elif len(argv) == 2 and argv[0] == "locks":
-        locks_case(argv[1])
-    elif len(argv) == 3 and argv[0] == "h5py":
-        h5py_case(argv[1], int(argv[2]))
     else:
         print(__doc__, file=sys.stderr)
         return 2
