@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "backtrace.h"
 #include "intercept.h"
 #include "log.h"
 #include "owed.h"
@@ -600,8 +601,14 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 	 * pageable transfer); when deferred, before the device copy so that
 	 * they can be waited for alone. A deferred copy returns once the
 	 * stream's work before it is done, as a synchronous copy does, edges
-	 * or none (a page-aligned buffer has none). */
+	 * or none (a page-aligned buffer has none). Owed bytes of the partial
+	 * pages are filled first: the copy writes part of them. */
 	bool edges = a > d || b < d + n;
+	if (edges) {
+		ckc_enter();
+		ckc_owed_edges_fill(d, n);
+		ckc_leave();
+	}
 	char *bounce = async || !edges ? NULL : cu_edge_bounce();
 	bool defer = !async && (bounce || !edges) && !pt &&
 		     !atomic_load_explicit(&cu_unordered, memory_order_relaxed);
@@ -623,9 +630,6 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 		atomic_fetch_add(&cap_passed, 1);
 		return false;
 	}
-	ckc_enter();
-	ckc_owed_prepare(d, n, a, b);
-	ckc_leave();
 	if (!defer && edges)
 		r = bounce ? cu_copy_edges(bounce, bounce + ps, src, d, n, a, b, s) :
 			     cu_copy_edges(dst, (void *)b, src, d, n, a, b, s);
@@ -648,10 +652,11 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 		cu_pending(dev, ev);
 	ckc_enter();
 	rc = r == CUDA_SUCCESS ? ckc_owed_add_len(a, b, d, n, ref, pinned, ev, defer) : -EIO;
+	if (rc && r != CUDA_SUCCESS)
+		ckc_owed_cut((void *)a, b - a, false);
 	ckc_leave();
 	if (rc) {
-		/* the interior as asked, too */
-		ckc_owed_unprotect(a, b);
+		/* nothing is owed there now: the interior as asked, too */
 		if (r == CUDA_SUCCESS)
 			r = cx_copy_dtoh((void *)a, src + (a - d), b - a, s);
 		if (r == CUDA_SUCCESS)
@@ -660,6 +665,7 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 			cu_ev_put(ev);
 		ckc_ref_put(ref);
 		atomic_fetch_add(&cap_passed, 1);
+		ckc_backtrace_log("device capture: a capture fell back to a plain copy", NULL);
 		return true;
 	}
 	atomic_fetch_add(&cap_captured, 1);
@@ -670,45 +676,20 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 }
 
 /* A host-to-device copy from owed host memory: a device-to-device copy out
- * of the gpu tier (and the edges from host memory). False: the caller
- * makes the real copy (owed bytes were filled first). */
+ * of the gpu tier (and the rest from host memory). False: the caller makes
+ * the real copy (owed bytes were filled first). */
 static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, bool async, bool pt)
 {
-	ckc_owed_t e;
 	uintptr_t s0 = (uintptr_t)src, s1 = s0 + n;
+	ckc_owed_plan_t pl;
 
 	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) || !cu_device_mode())
 		return false;
 	ckc_enter();
-	bool found = ckc_owed_find(s0, n, &e);
-	ckc_leave();
-	if (!found)
-		return false;
-	uintptr_t lo = e.start > s0 ? e.start : s0, hi = e.end < s1 ? e.end : s1;
-	uint64_t dsrc;
-	/* the whole copy from device memory when the edges are unchanged */
-	if (s0 >= e.cap_start && s1 <= e.cap_start + e.cap_len && s0 <= e.start && s1 >= e.end &&
-	    ckc_owed_edges_same(&e)) {
-		lo = s0;
-		hi = s1;
-	}
-	ckc_owed_t other;
-	ckc_enter();
-	bool alone = true;
-	if (lo > s0 && ckc_owed_find(s0, lo - s0, &other)) {
-		alone = false;
-		ckc_owed_found_put(&other);
-	}
-	if (hi < s1 && ckc_owed_find(hi, s1 - hi, &other)) {
-		alone = false;
-		ckc_owed_found_put(&other);
-	}
-	bool ok = alone && ckc_ref_addr(e.ref, lo - e.cap_start, hi - lo, &dsrc) == 0;
-	if (!ok && alone && (lo != (e.start > s0 ? e.start : s0) || hi != (e.end < s1 ? e.end : s1))) {
-		lo = e.start > s0 ? e.start : s0;
-		hi = e.end < s1 ? e.end : s1;
-		ok = ckc_ref_addr(e.ref, lo - e.cap_start, hi - lo, &dsrc) == 0;
-	}
+	ckc_owed_edges_fill(s0, n);
+	bool found = ckc_owed_plan(s0, n, &pl);
+	uint64_t dsrc = 0;
+	bool ok = found && ckc_ref_addr(pl.e.ref, pl.lo - pl.e.cap_start, pl.hi - pl.lo, &dsrc) == 0;
 	ckc_leave();
 	/* from the region of the device the copy goes to (another device's
 	 * memory is not mapped for it) */
@@ -716,18 +697,21 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 	if (ok && (!cu_gpu_up(&dev) || ckc_gpu_device_of(dsrc) != dev))
 		ok = false;
 	if (!ok) {
-		ckc_enter();
-		ckc_owed_found_put(&e);
-		ckc_leave();
+		if (found) {
+			ckc_enter();
+			ckc_owed_plan_done(&pl, NULL);
+			ckc_leave();
+		}
 		cu_host_read(src, n);
 		return false;
 	}
-	if (e.ready)
-		cu_ev_wait(e.ready);
+	if (pl.e.ready)
+		cu_ev_wait(pl.e.ready);
 	CUstream s = cu_stream(t, async, pt);
 	/* a deferred capture is ordered with the legacy stream only */
 	if (s != CU_STREAM_LEGACY)
 		cu_settle();
+	uintptr_t lo = pl.lo, hi = pl.hi;
 	CUresult r = cx_copy_dtod(dst + (lo - s0), (CUdeviceptr)dsrc, hi - lo, s);
 	if (r == CUDA_SUCCESS)
 		r = cx_copy_htod(dst, src, lo - s0, s);
@@ -736,17 +720,14 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 	/* A synchronous copy from pageable memory returns, as CUDA's own
 	 * does, once the host bytes are no longer needed: the device copy
 	 * completes in stream order. From pinned memory it is waited for. */
-	bool wait = !async && e.pinned;
+	bool wait = !async && pl.e.pinned;
 	cu_ev_t *ev = NULL;
-	if (r == CUDA_SUCCESS && !wait && (ev = cu_ev_record(s)) != NULL) {
-		ckc_enter();
-		ckc_owed_set_busy(lo, ev);
-		ckc_leave();
-	} else if (r == CUDA_SUCCESS) {
+	if (r == CUDA_SUCCESS && !wait)
+		ev = cu_ev_record(s);
+	if (r == CUDA_SUCCESS && !ev)
 		r = cx_stream_sync(s);
-	}
 	ckc_enter();
-	ckc_owed_found_put(&e);
+	ckc_owed_plan_done(&pl, ev);
 	ckc_leave();
 	if (r != CUDA_SUCCESS) {
 		/* the real copy, from filled host memory */

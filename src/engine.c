@@ -1798,6 +1798,33 @@ int ckc_ref_fill(ckc_ref_t *r, uint64_t roff, void *buf, size_t len)
 	return rc;
 }
 
+int ckc_ref_fill_dma(ckc_ref_t *r, uint64_t roff, void *buf, size_t len)
+{
+	ckc_tier_t *t = &ckc_eng.tier[0];
+	ckc_ext_t seg[16];
+	char *dst = buf;
+	int rc = 0;
+
+	while (!rc && len > 0) {
+		pthread_mutex_lock(&ckc_eng.lock);
+		int n = t->kind == TIER_GPU ? ckc_place_segments(&r->o->place[0], r->base + roff, len, seg, 16) :
+					      -ENODEV;
+		pthread_mutex_unlock(&ckc_eng.lock);
+		if (n == -E2BIG)
+			n = 16;
+		else if (n < 0)
+			return n;
+		/* the references keep the copy where it is */
+		for (int i = 0; !rc && i < n; i++) {
+			rc = ckc_gpu_get_direct(t, seg[i].aoff, dst, seg[i].alen);
+			dst += seg[i].alen;
+			roff += seg[i].alen;
+			len -= seg[i].alen;
+		}
+	}
+	return rc;
+}
+
 ssize_t ckc_pwrite_ref(ckc_handle_t *h, ckc_ref_t *r, uint64_t roff, size_t len, uint64_t off)
 {
 	if (!h->writer)

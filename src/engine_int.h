@@ -250,6 +250,8 @@ void ckc_gpu_stop(ckc_tier_t *t);    /* stops the mapping thread; lock not held 
 bool ckc_gpu_usable(const ckc_tier_t *t);
 int ckc_gpu_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len);
 int ckc_gpu_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len);
+/* ckc_gpu_get straight into buf (pinned memory), never through a CPU copy. */
+int ckc_gpu_get_direct(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len);
 int ckc_gpu_dtod(ckc_tier_t *t, uint64_t dst, uint64_t src, size_t len);
 int ckc_gpu_dtoh(ckc_tier_t *t, void *dst, uint64_t src, size_t len);
 void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s);

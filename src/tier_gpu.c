@@ -271,10 +271,15 @@ static int gpu_copy_across(const ckc_gpu_t *g, uint64_t dst, uint64_t src, size_
 }
 
 /* One copy on this thread's stream of the region it touches, waited for.
- * kind: 'h' device->host, 'd' host->device, 'x' device->device. */
+ * kind: 'h' device->host, 'd' host->device, 'x' device->device, 'H'
+ * device->host straight into the destination (pinned memory that must not
+ * be written by the CPU). */
 static int gpu_copy(const ckc_gpu_t *g, char kind, void *host, uint64_t dst, uint64_t src, size_t n)
 {
 	CUstream s;
+	bool direct = kind == 'H';
+	if (direct)
+		kind = 'h';
 	const ckc_gpu_dev_t *reg = gpu_region_of(g, kind == 'h' ? src : dst);
 	if (!reg)
 		return -EFAULT;
@@ -294,6 +299,8 @@ static int gpu_copy(const ckc_gpu_t *g, char kind, void *host, uint64_t dst, uin
 		r = drv.cuMemcpyDtoDAsync_v2((CUdeviceptr)dst, (CUdeviceptr)src, n, s);
 		if (r == CUDA_SUCCESS)
 			r = drv.cuStreamSynchronize(s);
+	} else if (direct) {
+		r = copy_runs(kind, host, src, n, s);
 	} else if (ckc_tl_background) {
 		uint64_t dev = kind == 'h' ? src : dst;
 		for (size_t done = 0, k; r == CUDA_SUCCESS && done < n; done += k) {
@@ -320,6 +327,11 @@ int ckc_gpu_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len)
 int ckc_gpu_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
 {
 	return gpu_copy(t->gpu, 'h', buf, 0, t->gpu->base + aoff, len);
+}
+
+int ckc_gpu_get_direct(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
+{
+	return gpu_copy(t->gpu, 'H', buf, 0, t->gpu->base + aoff, len);
 }
 
 int ckc_gpu_dtod(ckc_tier_t *t, uint64_t dst, uint64_t src, size_t len)
@@ -1009,6 +1021,7 @@ void ckc_gpu_stop(ckc_tier_t *t) { (void)t; }
 void ckc_gpu_close(ckc_tier_t *t) { arena_fini(&t->arena); free(t->gpu); t->gpu = NULL; }
 int ckc_gpu_put(ckc_tier_t *t, uint64_t a, const void *b, size_t n) { (void)t; (void)a; (void)b; (void)n; return -ENODEV; }
 int ckc_gpu_get(ckc_tier_t *t, uint64_t a, void *b, size_t n) { (void)t; (void)a; (void)b; (void)n; return -ENODEV; }
+int ckc_gpu_get_direct(ckc_tier_t *t, uint64_t a, void *b, size_t n) { (void)t; (void)a; (void)b; (void)n; return -ENODEV; }
 int ckc_gpu_dtod(ckc_tier_t *t, uint64_t d, uint64_t s, size_t n) { (void)t; (void)d; (void)s; (void)n; return -ENODEV; }
 int ckc_gpu_dtoh(ckc_tier_t *t, void *d, uint64_t s, size_t n) { (void)t; (void)d; (void)s; (void)n; return -ENODEV; }
 void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s) { (void)t; s->gpu_present = true; s->gpu_device = -1; }

@@ -9,6 +9,7 @@ home.put_ops==0, objects.consumed>=12, dist.unhinted==0, files==1:
   TIER.FIELD        a field of the tier named TIER (host, ssd, home)
   objects.FIELD     a field of "objects"
   dist.LABEL        a bucket of "prefetch_distance_at_read"
+  SECTION.FIELD     a number of any other section (capture.captured, gpu.releases)
   files             the number of statistics files
   FIELD             any other top-level number
 Prints every failed condition with the actual value and exits 1 if any
@@ -37,6 +38,10 @@ def flatten(doc):
     for k, v in doc.items():
         if isinstance(v, (int, float)):
             out[k] = v
+        elif isinstance(v, dict) and k not in ("objects", "prefetch_distance_at_read"):
+            for kk, vv in v.items():
+                if isinstance(vv, (int, float)) and not isinstance(vv, bool):
+                    out[k + "." + kk] = vv
     return out
 
 
