@@ -705,12 +705,14 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 		cu_host_read(src, n);
 		return false;
 	}
+	uint64_t w0 = ckc_now_ns();
 	if (pl.e.ready)
 		cu_ev_wait(pl.e.ready);
 	CUstream s = cu_stream(t, async, pt);
 	/* a deferred capture is ordered with the legacy stream only */
 	if (s != CU_STREAM_LEGACY)
 		cu_settle();
+	uint64_t waited = ckc_now_ns() - w0;
 	uintptr_t lo = pl.lo, hi = pl.hi;
 	CUresult r = cx_copy_dtod(dst + (lo - s0), (CUdeviceptr)dsrc, hi - lo, s);
 	if (r == CUDA_SUCCESS)
@@ -724,8 +726,12 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 	cu_ev_t *ev = NULL;
 	if (r == CUDA_SUCCESS && !wait)
 		ev = cu_ev_record(s);
-	if (r == CUDA_SUCCESS && !ev)
+	if (r == CUDA_SUCCESS && !ev) {
+		w0 = ckc_now_ns();
 		r = cx_stream_sync(s);
+		waited += ckc_now_ns() - w0;
+	}
+	atomic_fetch_add(&ckc_owed_st.restore_wait_ns, waited);
 	ckc_enter();
 	ckc_owed_plan_done(&pl, ev);
 	ckc_leave();
@@ -1027,6 +1033,9 @@ static void cu_capture_stats(ckc_stats_t *s)
 	s->cap_write_s = (double)atomic_load(&ckc_owed_st.write_ns) / 1e9;
 	s->cap_read_s = (double)atomic_load(&ckc_owed_st.read_ns) / 1e9;
 	s->cap_fill_s = (double)atomic_load(&ckc_owed_st.fill_ns) / 1e9;
+	s->cap_read_engine_s = (double)atomic_load(&ckc_owed_st.read_engine_ns) / 1e9;
+	s->cap_read_owe_s = (double)atomic_load(&ckc_owed_st.read_owe_ns) / 1e9;
+	s->cap_restore_wait_s = (double)atomic_load(&ckc_owed_st.restore_wait_ns) / 1e9;
 }
 
 typedef struct cu_entry {

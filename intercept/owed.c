@@ -407,6 +407,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 	bool ours = false;
 	if (atomic_load(&ckc_owed_count)) {
 		ckc_enter();
+		ckc_prog_begin();
 		if (tab_lock()) {
 			size_t i = ckc_owedtab_first(&tab, a, a + 1);
 			ours = i < tab.n;
@@ -418,6 +419,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 			}
 			tab_unlock();
 		}
+		ckc_prog_end();
 		ckc_leave();
 	}
 	/* another thread may have filled it just before: retried once */
@@ -565,6 +567,26 @@ static int gap_protect(uintptr_t a, uintptr_t b, bool pinned, intptr_t *park)
 	return 0;
 }
 
+/* Joins neighbouring parts of one capture in [a, b) whose pages are kept
+ * the same way (so that a buffer owed again and again stays one entry).
+ * Table lock held. */
+static void coalesce_locked(uintptr_t a, uintptr_t b)
+{
+	size_t i = ckc_owedtab_first(&tab, a, b);
+	while (i < tab.n && i + 1 < tab.n && tab.e[i + 1].start < b) {
+		ckc_owed_t *x = &tab.e[i], *y = &tab.e[i + 1];
+		if (x->end == y->start && x->ref == y->ref && x->cap_start == y->cap_start && x->park == y->park &&
+		    x->pinned == y->pinned && x->ready == y->ready && !x->busy && !y->busy) {
+			x->end = y->end;
+			ckc_owed_t gone = *y;
+			ckc_owedtab_remove(&tab, i + 1);
+			part_release(&gone);
+		} else {
+			i++;
+		}
+	}
+}
+
 int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap_len,
 		     ckc_ref_t *ref, bool pinned, void *ready, bool ordered)
 {
@@ -643,6 +665,8 @@ int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap
 		cut_locked(a, b, false);
 	} else if (rc) {
 		cut_locked(a, b, false);
+	} else {
+		coalesce_locked(a, b);
 	}
 	tab_unlock();
 	return rc;
@@ -765,10 +789,17 @@ static ssize_t host_part(ckc_handle_t *h, uintptr_t p, uintptr_t q, uint64_t off
 
 static ssize_t owed_pwrite(ckc_handle_t *h, const void *buf, size_t n, uint64_t off);
 
+/* The tagged read and write paths below, and fills, change the program's
+ * page tables: the cache's background work (population and registration of
+ * the host tier, which hold the address space's lock) gives way meanwhile
+ * (ckc_prog_begin). */
+
 ssize_t ckc_owed_pwrite(ckc_handle_t *h, const void *buf, size_t n, uint64_t off)
 {
 	uint64_t t0 = ckc_now_ns();
+	ckc_prog_begin();
 	ssize_t r = owed_pwrite(h, buf, n, off);
+	ckc_prog_end();
 	if (r != CKC_OWED_PASS)
 		atomic_fetch_add(&ckc_owed_st.write_ns, ckc_now_ns() - t0);
 	return r;
@@ -843,7 +874,9 @@ static ssize_t owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off);
 ssize_t ckc_owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off)
 {
 	uint64_t t0 = ckc_now_ns();
+	ckc_prog_begin();
 	ssize_t r = owed_pread(h, buf, n, off);
+	ckc_prog_end();
 	if (r != CKC_OWED_PASS)
 		atomic_fetch_add(&ckc_owed_st.read_ns, ckc_now_ns() - t0);
 	return r;
@@ -859,7 +892,10 @@ static ssize_t owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off)
 		return CKC_OWED_PASS;
 	int kind = ckc_cuda_mem_kind(buf);
 	bool pinned = kind == CKC_MEM_PINNED || kind == CKC_MEM_REGISTERED;
+	uint64_t t0 = ckc_now_ns();
 	ssize_t len = ckc_pread_ref(h, off, n, &ref);
+	uint64_t t1 = ckc_now_ns();
+	atomic_fetch_add(&ckc_owed_st.read_engine_ns, t1 - t0);
 	if (len <= 0)
 		return len < 0 ? len : CKC_OWED_PASS;
 	b = page_down(p + (size_t)len);
@@ -874,6 +910,7 @@ static ssize_t owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off)
 		rc = ckc_ref_fill(ref, b - p, (void *)b, p + (size_t)len - b);
 	if (!rc)
 		rc = ckc_owed_add_len(a, b, p, (uint64_t)len, ref, pinned, NULL, false);
+	atomic_fetch_add(&ckc_owed_st.read_owe_ns, ckc_now_ns() - t1);
 	if (rc) {
 		/* bytes, then (the pages are accessible again) */
 		ckc_owed_cut((void *)a, b - a, false);

@@ -24,6 +24,7 @@ extern atomic_size_t ckc_owed_count;
 typedef struct ckc_owed_stats {
 	uint64_t filled, dropped;
 	atomic_ullong write_ns, read_ns, fill_ns;
+	atomic_ullong read_engine_ns, read_owe_ns, restore_wait_ns;
 } ckc_owed_stats_t;
 extern ckc_owed_stats_t ckc_owed_st;
 

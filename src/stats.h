@@ -62,6 +62,9 @@ typedef struct ckc_stats {
 	/* seconds the program spent in captured copies, device-copy restores,
 	 * and tagged writes and reads that used owed ranges */
 	double cap_capture_s, cap_restore_s, cap_write_s, cap_read_s, cap_fill_s;
+	/* where a tagged read's time goes under device capture: the engine's
+	 * lookup of the gpu copy, the owing of the pages; a restore's waits */
+	double cap_read_engine_s, cap_read_owe_s, cap_restore_wait_s;
 } ckc_stats_t;
 
 /* Set by the preloaded library: adds what the engine does not know. */

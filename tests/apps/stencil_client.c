@@ -19,11 +19,12 @@
  *   stencil_client --dir DIR [--count N] [--side S] [--staging KIND]
  *                  [--io write|fwrite|pread] [--order reverse|sequential|random]
  *                  [--hints FILE] [--touch none|read|write] [--chunk BYTES]
- *                  [--seed N] [--keep] [--resolve gpa|dlsym] [--own-fault]
+ *                  [--seed N] [--keep] [--resolve gpa|dlsym] [--own-fault] [--whole]
  *   KIND: malloc (one buffer for every size, as malloc returns it), offset
  *   (malloc + 16 bytes), each (malloc'd and freed per checkpoint), pinned
  *   (cuMemAllocHost). Prints "RESULT ... verified=V/N" and exits 0 iff every
- *   restore verified. --own-fault: at the end the program reads a page it
+ *   restore verified. --whole: every checkpoint is the whole field (one
+ *   size, page-aligned when the staging buffer is). --own-fault: at the end the program reads a page it
  *   protected itself, and must die of SIGSEGV (within 20 s). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -232,13 +233,13 @@ int main(int argc, char **argv)
 	const char *touch = "none";
 	long count = 24, side = 1024, seed = 1;
 	size_t chunk = 0;
-	int keep = 0, gpa = 1, own_fault = 0;
+	int keep = 0, gpa = 1, own_fault = 0, whole = 0;
 	static const struct option opts[] = {
 		{ "dir", 1, 0, 'd' },   { "count", 1, 0, 'n' },  { "side", 1, 0, 's' },
 		{ "staging", 1, 0, 'S' }, { "io", 1, 0, 'i' },   { "order", 1, 0, 'o' },
 		{ "hints", 1, 0, 'H' }, { "touch", 1, 0, 't' },  { "chunk", 1, 0, 'c' },
 		{ "seed", 1, 0, 'x' },  { "keep", 0, 0, 'k' },   { "resolve", 1, 0, 'r' },
-		{ "own-fault", 0, 0, 'F' },
+		{ "own-fault", 0, 0, 'F' }, { "whole", 0, 0, 'W' },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
@@ -257,6 +258,7 @@ int main(int argc, char **argv)
 		case 'k': keep = 1; break;
 		case 'r': gpa = strcmp(optarg, "dlsym") != 0; break;
 		case 'F': own_fault = 1; break;
+		case 'W': whole = 1; break;
 		default: die("bad option (see the comment at the top of stencil_client.c)");
 		}
 	}
@@ -303,6 +305,10 @@ int main(int argc, char **argv)
 			len[i] = fbytes - off[i];
 		if (len[i] == 0)
 			len[i] = 4;
+		if (whole) {
+			off[i] = 0;
+			len[i] = fbytes;
+		}
 	}
 
 	unsigned char *stage = NULL, *base = NULL;
