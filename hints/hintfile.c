@@ -314,7 +314,7 @@ static int hint_tmpl_gen(const struct hint_tmpl *t, uint64_t v, char *out)
 
 static int hint_resolve(const char *path, const char *base, char *out, char *err, size_t errlen)
 {
-	int rc = ckc_path_canon(path, base, out, PATH_MAX);
+	int rc = ckc_path_key(path, base, out, PATH_MAX);
 
 	if (rc == -ENAMETOOLONG)
 		hint_msg(err, errlen, "generated path too long (more than %d bytes once resolved): '%.*s'",
@@ -542,7 +542,14 @@ int hint_reader_open(hint_reader_t *r, const char *path, long rank, size_t max_e
 		rc = -ENOMEM;
 		goto fail;
 	}
-	r->fd = ckc_io.open(canon, O_RDONLY, 0);
+	/* a FIFO, socket or device is never opened (a FIFO's open would wait
+	 * for a writer, and release one that waits); O_NONBLOCK in case it was
+	 * swapped in since */
+	if (ckc_io.stat(canon, &st) == 0 && !S_ISREG(st.st_mode)) {
+		rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		goto fail;
+	}
+	r->fd = ckc_io.open(canon, O_RDONLY | O_NONBLOCK, 0);
 	if (r->fd < 0) {
 		rc = -errno;
 		goto fail;
@@ -551,8 +558,8 @@ int hint_reader_open(hint_reader_t *r, const char *path, long rank, size_t max_e
 		rc = -errno;
 		goto fail;
 	}
-	if (S_ISDIR(st.st_mode)) {
-		rc = -EISDIR;
+	if (!S_ISREG(st.st_mode)) {
+		rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 		goto fail;
 	}
 	r->rank = rank;

@@ -52,9 +52,11 @@ typedef struct hint_reader {
 /* Opens the hint file at path (relative paths are resolved against the
  * working directory) for a process of the given rank; at most max_entries
  * entries (0: HINT_MAX_ENTRIES_DEFAULT) are emitted over the reader's life,
- * re-reads after a truncation included. Returns 0 on success, or -errno
- * (-ENOENT when the file does not exist yet, so the caller may retry later;
- * -EISDIR, -ENOMEM, ...); on failure r needs no hint_reader_close. */
+ * re-reads after a truncation included. Only a regular file is opened, so
+ * that no read of it can block. Returns 0 on success, or -errno (-ENOENT
+ * when the file does not exist yet, so the caller may retry later; -EINVAL
+ * for a FIFO, socket or device; -EISDIR, -ENOMEM, ...); on failure r needs
+ * no hint_reader_close. */
 int hint_reader_open(hint_reader_t *r, const char *path, long rank, size_t max_entries);
 
 /* Parses the complete lines appended since the last call, emitting entries

@@ -1,6 +1,7 @@
 /* Start and stop of the preloaded library: the constructor reads the
  * configuration, points the engine's I/O at the real libc functions, loads
- * the tagged-path patterns and starts the engine; the destructor drains it.
+ * the tagged-path patterns and starts the engine; the destructor drains it
+ * (and term.c, when a signal ends the program).
  * fork handlers keep the parent's locks sane and leave the child without a
  * cache. */
 #include "config.h"
@@ -78,6 +79,8 @@ static void icpt_engine_start(void)
 	atomic_store(&icpt_engine_ok, rc == 0);
 	if (rc != 0)
 		atomic_store(&ckc_icpt_on, false); /* everything passes through */
+	else
+		ckc_term_install(icpt_cfg.term_wait_s);
 }
 
 int ckc_capture_mode(void)
@@ -144,6 +147,10 @@ __attribute__((constructor)) static void icpt_init(void)
 	ckc_leave();
 }
 
+/* The program ends (exit, or a return from main). Its other threads run
+ * until the process is gone, so interception stays on: their tagged calls
+ * keep working (ckc_finish hands the files still open over to the real
+ * paths), and none of them fails because the drain runs. */
 __attribute__((destructor)) static void icpt_fini(void)
 {
 	if (!atomic_load(&icpt_engine_ok)) {
@@ -151,8 +158,7 @@ __attribute__((destructor)) static void icpt_fini(void)
 		return;
 	}
 	ckc_stdio_flush_all();
-	atomic_store(&ckc_icpt_on, false);
 	ckc_enter();
-	ckc_shutdown();
+	ckc_finish(0);
 	ckc_leave();
 }

@@ -35,6 +35,11 @@ uint64_t ckc_capture_min(void);
 bool ckc_capture_pageable_only(void);
 bool ckc_strict(void);
 
+/* Catches SIGTERM, SIGINT and SIGABRT where the program left them at
+ * their default, so that the cache is drained (for at most wait_s seconds)
+ * before the signal ends the program (term.c). Once per process. */
+void ckc_term_install(double wait_s);
+
 /* Points the engine's gpu tier at the driver (cuda.c). */
 void ckc_cuda_init(void);
 

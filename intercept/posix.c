@@ -213,6 +213,8 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 		return CKC_PASS;
 	bool exists = cached || real;
 
+	if ((flags & O_CREAT) && (flags & O_EXCL) && exists)
+		return -EEXIST;
 	if (rd) {
 		if (!exists)
 			return flags & O_CREAT ? CKC_PASS : -ENOENT;
@@ -223,8 +225,6 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 			return CKC_PASS;
 		return rc ? rc : install_new(h, flags, canon);
 	}
-	if ((flags & O_CREAT) && (flags & O_EXCL) && exists)
-		return -EEXIST;
 	if (acc != O_RDONLY && ((flags & O_TRUNC) || !exists)) {
 		char dir[PATH_MAX];
 		if (!exists && !(flags & O_CREAT))
@@ -944,6 +944,21 @@ CKC_EXPORT int remove(const char *path)
 	return REAL(remove)(path);
 }
 
+/* What the kernel would say about renaming within the cache: both folders
+ * must exist and be writable, or the rename fails as the real one would
+ * (and no flush is left to fail later into a rescue file). */
+static int rename_dirs_ok(const char *cf, const char *ct)
+{
+	char dir[PATH_MAX];
+	const char *ends[] = { cf, ct };
+
+	for (int i = 0; i < 2; i++)
+		if (ckc_path_dirname(ends[i], dir, sizeof(dir)) == 0 &&
+		    real_access(dir, W_OK | X_OK) != 0)
+			return -errno;
+	return 0;
+}
+
 /* rename for any pair of directory descriptors; real() does the real call */
 static int rename_common(int fd1, const char *from, int fd2, const char *to, unsigned flags,
 			 int (*real)(int, const char *, int, const char *, unsigned))
@@ -959,7 +974,7 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 	 * their real files before the directory moves */
 	if (atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) && !ckc_io_guard &&
 	    REAL(fstatat)(fd1, from, &ds, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(ds.st_mode) &&
-	    ckc_path_canon(from, NULL, cf, sizeof(cf)) == 0) {
+	    ckc_path_resolve(from, NULL, cf, sizeof(cf)) == 0) {
 		char base[PATH_MAX];
 		if (fd1 != AT_FDCWD && from[0] != '/') {
 			char link[64];
@@ -967,7 +982,7 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 			ssize_t n = readlink(link, base, sizeof(base) - 1);
 			if (n > 0) {
 				base[n] = '\0';
-				ckc_path_canon(from, base, cf, sizeof(cf));
+				ckc_path_resolve(from, base, cf, sizeof(cf));
 			}
 		}
 		ckc_enter();
@@ -987,7 +1002,7 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 			struct stat rst;
 			if ((flags & RENAME_NOREPLACE) && (dest_cached || real_stat_path(ct, &rst) == 0))
 				rc = -EEXIST;
-			else
+			else if ((rc = rename_dirs_ok(cf, ct)) == 0)
 				rc = ckc_rename(cf, ct);
 			ckc_leave();
 			return (int)ckc_result(rc, saved);

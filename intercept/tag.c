@@ -147,7 +147,9 @@ bool ckc_tagged_at(int dirfd, const char *path, char *out)
 		base[n] = '\0';
 		b = base;
 	}
-	if (ckc_path_canon(path, b, out, PATH_MAX) != 0)
+	/* resolved as the kernel will: a path it refuses is not tagged, and
+	 * the real call gives the program the kernel's error */
+	if (ckc_path_resolve(path, b, out, PATH_MAX) != 0)
 		return false;
 	return ckc_tag_match(out);
 }

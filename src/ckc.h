@@ -55,8 +55,20 @@ int ckc_init_config(const ckc_config_t *c);
 /* Whether the engine is started and caching. */
 bool ckc_active(void);
 
-/* Drains every required flush, stops the threads, writes statistics and
- * releases the tiers. Idempotent; the engine may be started again. */
+/* The program ends: drains every required flush (until deadline_ns on
+ * ckc_now_ns()'s clock; 0: no limit), hands each checkpoint still open for
+ * writing over to its real file (its bytes so far are published there and
+ * later writes go there directly), stops the threads, writes statistics and
+ * removes the ssd tier's file and this process's record. The engine goes on
+ * serving the program's other threads (reads from the tiers, writes to
+ * handed-over files; files opened for writing from now on pass through),
+ * so that no call of theirs fails while the process ends. A second caller
+ * waits for the first, until its own deadline. Returns 0, or -ETIMEDOUT
+ * when the deadline came first. */
+int ckc_finish(uint64_t deadline_ns);
+
+/* ckc_finish without a deadline, then releases everything (tiers, objects,
+ * threads). Idempotent; the engine may be started again. */
 void ckc_shutdown(void);
 
 /* Starts a new version of path for writing (the previous version is

@@ -5,6 +5,7 @@
 
 #include "conf.h"
 #include "log.h"
+#include "state.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -398,6 +399,48 @@ static void config_capture(config_loader_t *ld)
 	c->capture_pageable_only = config_word(ld, "CKPTCACHE_CAPTURE_HOST", host, 2, 0) == 1;
 }
 
+#define CONFIG_TERM_WAIT_DEFAULT 20.0
+#define CONFIG_TERM_WAIT_MAX 3600.0
+
+/* Seconds, decimals allowed, 0 to an hour. */
+static void config_term_wait(config_loader_t *ld)
+{
+	const char *raw = config_value(ld, "CKPTCACHE_TERM_WAIT"), *p;
+	char buf[32], *end;
+	size_t n;
+
+	ld->c->term_wait_s = CONFIG_TERM_WAIT_DEFAULT;
+	if (!raw)
+		return;
+	config_span(raw, &p, &n);
+	if (n < sizeof(buf) && n > 0 && (config_digit(p[0]) || p[0] == '.')) {
+		memcpy(buf, p, n);
+		buf[n] = '\0';
+		double v = strtod(buf, &end);
+		if (*end == '\0' && v >= 0 && v <= CONFIG_TERM_WAIT_MAX) {
+			ld->c->term_wait_s = v;
+			return;
+		}
+	}
+	ckc_error("CKPTCACHE_TERM_WAIT='%s': not a number of seconds (expected 0 to %.0f, e.g. 20 "
+		  "or 2.5)", raw, CONFIG_TERM_WAIT_MAX);
+	ld->errors++;
+}
+
+/* A tier size (resolved from raw): 0 turns the tier off, anything else
+ * must be at least CKC_TIER_MIN. Returns the size, or 0 after an error. */
+static uint64_t config_min_size(config_loader_t *ld, const char *name, const char *raw,
+				uint64_t bytes)
+{
+	if (bytes == 0 || bytes >= CKC_TIER_MIN)
+		return bytes;
+	char h[32], m[32];
+	ckc_error("%s='%s': %s is below the minimum of %s (use 0 to turn the tier off)", name, raw,
+		  ckc_format_size(bytes, h, sizeof(h)), ckc_format_size(CKC_TIER_MIN, m, sizeof(m)));
+	ld->errors++;
+	return 0;
+}
+
 /* min(16 GiB, 10% of memory shared by the node's ranks), raised to 64 MiB
  * where the machine has room for that. */
 static uint64_t config_host_default(uint64_t mem, long local_size)
@@ -426,7 +469,7 @@ static void config_host(config_loader_t *ld)
 	if (!config_size(ld, "CKPTCACHE_HOST_CACHE", raw, &bytes, &pct))
 		return;
 	if (pct >= 0) {
-		c->host_cache = config_pct_of(mem, pct);
+		c->host_cache = config_min_size(ld, "CKPTCACHE_HOST_CACHE", raw, config_pct_of(mem, pct));
 		return;
 	}
 	/* mem_total 0 means the machine's memory is unknown: nothing to compare. */
@@ -437,7 +480,7 @@ static void config_host(config_loader_t *ld)
 		ld->errors++;
 		return;
 	}
-	c->host_cache = bytes;
+	c->host_cache = config_min_size(ld, "CKPTCACHE_HOST_CACHE", raw, bytes);
 }
 
 /* The file-system facts for dir, or for its nearest existing ancestor when
@@ -469,45 +512,41 @@ static int config_fs_facts(const ckc_sysinfo_t *sys, const char *dir, uint64_t *
 	return rc;
 }
 
-/* mkdir -p with 0700 for the components it creates. Returns 0 or an errno. */
-static int config_mkdirs(const char *dir)
+/* Creates dir (mode 0700) when its parent folder exists, and says so: a
+ * mistyped name must not become a tree of new folders. Returns 0 or an
+ * errno (ENOENT when the parent is missing too). */
+static int config_make_dir(const char *dir)
 {
-	char *p = strdup(dir);
-	if (!p)
+	char *parent = strdup(dir);
+	struct stat st;
+	if (!parent)
 		return ENOMEM;
+	size_t n = strlen(parent);
+	while (n > 1 && parent[n - 1] == '/')
+		n--;
+	while (n > 0 && parent[n - 1] != '/')
+		n--;
+	parent[n > 1 ? n - 1 : n] = '\0';
 	int err = 0;
-	for (char *s = p + 1;; s++) {
-		if (*s != '/' && *s != '\0')
-			continue;
-		char save = *s;
-		*s = '\0';
-		if (mkdir(p, 0700) != 0 && errno != EEXIST) {
-			/* An existing ancestor in a read-only or foreign
-			 * directory fails with EACCES/EROFS rather than EEXIST. */
-			struct stat st;
-			int e = errno;
-			if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
-				err = e;
-				break;
-			}
-		}
-		*s = save;
-		if (!save)
-			break;
-	}
-	free(p);
+	if (stat(*parent ? parent : ".", &st) != 0 || !S_ISDIR(st.st_mode))
+		err = ENOENT;
+	else if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		err = errno;
+	else
+		ckc_warn("CKPTCACHE_SSD_DIR='%s' did not exist: created it (mode 0700)", dir);
+	free(parent);
 	return err;
 }
 
 /* Returns 0 when dir is (or has just been made) a writable directory, else
  * the errno that explains why not. */
-static int config_usable_dir(const char *dir)
+static int config_usable_dir(const char *dir, bool create)
 {
 	struct stat st;
 	if (stat(dir, &st) != 0) {
-		if (errno != ENOENT)
+		if (errno != ENOENT || !create)
 			return errno;
-		int err = config_mkdirs(dir);
+		int err = config_make_dir(dir);
 		if (err)
 			return err;
 		if (stat(dir, &st) != 0)
@@ -523,7 +562,10 @@ static int config_usable_dir(const char *dir)
 static void config_ssd_dir_error(config_loader_t *ld, const char *dir_raw, const char *cache_raw,
 				 int err)
 {
-	if (dir_raw)
+	if (dir_raw && err == ENOENT)
+		ckc_error("CKPTCACHE_SSD_DIR='%s': no such folder, nor its parent (a typing error?): "
+			  "create it first", dir_raw);
+	else if (dir_raw)
 		ckc_error("CKPTCACHE_SSD_DIR='%s': not a writable directory (%s)", dir_raw,
 			  strerror(err));
 	else
@@ -554,6 +596,11 @@ static void config_ssd(config_loader_t *ld)
 	bool in_memory = false;
 	int fs_rc = config_fs_facts(ld->sys, dir, &avail, &in_memory);
 	uint64_t size;
+	/* the space the ssd tiers may have: what is free, and what this
+	 * user's running caches took (a child of a program with an ssd tier
+	 * must not count its parent's tier against its own) */
+	if (fs_rc == 0 && ld->sys->tier_files)
+		avail += ld->sys->tier_files(dir);
 
 	if (cache_raw) {
 		uint64_t bytes;
@@ -599,8 +646,12 @@ static void config_ssd(config_loader_t *ld)
 			size = 64 * CONFIG_GIB;
 	}
 
+	if (cache_raw)
+		size = config_min_size(ld, "CKPTCACHE_SSD_CACHE", cache_raw, size);
+	else if (size < CKC_TIER_MIN)
+		size = 0; /* the default on a full file system: no tier */
 	if (size > 0) {
-		int err = config_usable_dir(dir);
+		int err = config_usable_dir(dir, true);
 		if (err) {
 			config_ssd_dir_error(ld, dir_raw, cache_raw, err);
 			return;
@@ -649,10 +700,20 @@ int ckc_config_load(ckc_config_t *c, const char *(*get)(const char *name, void *
 	config_ssd(&ld);
 
 	const char *rescue = config_value(&ld, "CKPTCACHE_RESCUE_DIR");
-	if (rescue)
+	if (rescue) {
+		/* checked now: it is needed when a real path cannot be written,
+		 * which is too late to find out that it is not there */
+		int err = config_usable_dir(rescue, false);
+		if (err) {
+			ckc_error("CKPTCACHE_RESCUE_DIR='%s': not a writable folder (%s): a checkpoint "
+				  "whose real path cannot be written would have nowhere to go",
+				  rescue, strerror(err));
+			ld.errors++;
+		}
 		c->rescue_dir = config_strdup(&ld, rescue);
-	else if (c->ssd_dir)
+	} else if (c->ssd_dir) {
 		c->rescue_dir = config_strdup(&ld, c->ssd_dir);
+	}
 
 	static const config_word_t persist[] = {
 		{ "always", CKC_PERSIST_ALWAYS },
@@ -675,6 +736,7 @@ int ckc_config_load(ckc_config_t *c, const char *(*get)(const char *name, void *
 	};
 	c->prefetch = config_word(&ld, "CKPTCACHE_PREFETCH", prefetch, 3, CKC_PREFETCH_AUTO);
 
+	config_term_wait(&ld);
 	c->stats = config_string(&ld, "CKPTCACHE_STATS");
 	c->trace = config_string(&ld, "CKPTCACHE_TRACE");
 
@@ -719,6 +781,7 @@ void ckc_sysinfo_default(ckc_sysinfo_t *sys)
 	long page = sysconf(_SC_PAGESIZE);
 	sys->mem_total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
 	sys->fs_info = config_fs_info;
+	sys->tier_files = ckc_ssd_files_bytes;
 }
 
 int ckc_config_from_env(ckc_config_t *c)

@@ -33,6 +33,7 @@ typedef struct ckc_config {
 	ckc_prefetch_t prefetch;
 	char *stats;           /* JSON summary at exit, or NULL */
 	char *trace;           /* one line per operation, or NULL */
+	double term_wait_s;    /* the most a SIGTERM/SIGINT/SIGABRT waits for the drain */
 	int log_level;         /* CKC_LOG_* */
 	long rank;             /* from the MPI/Slurm environment; 0 if none */
 	long local_size;       /* processes of this job on this node; 1 if unknown */
@@ -45,7 +46,13 @@ typedef struct ckc_sysinfo {
 	 * holding dir, and whether it is memory-backed (tmpfs/ramfs).
 	 * Returns 0 or -errno. */
 	int (*fs_info)(const char *dir, uint64_t *avail, bool *in_memory);
+	/* Bytes that this user's ssd tier files hold in dir's file system
+	 * (the caches of processes already running); NULL: none. */
+	uint64_t (*tier_files)(const char *dir);
 } ckc_sysinfo_t;
+
+/* The smallest host or ssd tier: one block of the arenas. */
+#define CKC_TIER_MIN 4096u
 
 /* The real machine's facts (MemTotal, statfs). */
 void ckc_sysinfo_default(ckc_sysinfo_t *sys);

@@ -25,6 +25,7 @@
 #include "hintfile.h"
 #include "log.h"
 #include "path.h"
+#include "state.h"
 
 extern char **environ;
 
@@ -100,7 +101,7 @@ static const char *const known_vars[] = {
 	"CKPTCACHE_SSD_DIR",   "CKPTCACHE_SSD_CACHE",	"CKPTCACHE_RESCUE_DIR",
 	"CKPTCACHE_PERSIST",   "CKPTCACHE_EVICTION",	"CKPTCACHE_PREFETCH",
 	"CKPTCACHE_STATS",     "CKPTCACHE_TRACE",	"CKPTCACHE_LOG",
-	"CKPTCACHE_STRICT",
+	"CKPTCACHE_STRICT",    "CKPTCACHE_TERM_WAIT",
 };
 /* Read by the ckptcache launcher, not by the library. */
 static const char *const launcher_vars[] = { "CKPTCACHE_LIB", "CKPTCACHE_DOCTOR" };
@@ -474,40 +475,68 @@ static void check_host(const ckc_config_t *c, const ckc_sysinfo_t *sys)
 			ckc_format_size(c->host_cache * (uint64_t)c->local_size, d, sizeof(d)));
 }
 
-/* Tier files of processes of this user that no longer run: each holds its
- * full preallocated size until removed. */
-static void stale_tier_files(const char *dir)
+/* ---- what killed processes left ---------------------------------------- */
+
+struct stale_count {
+	long removed, kept;
+	uint64_t bytes;
+};
+
+static void stale_found(const char *path, uint64_t bytes, bool removed, void *ctx)
 {
-	char pdir[PATH_MAX], full[PATH_MAX];
-	if (snprintf(pdir, sizeof(pdir), "%s/ckptcache-%u", dir, (unsigned)getuid()) >=
-	    (int)sizeof(pdir))
-		return;
-	DIR *d = opendir(pdir);
-	if (!d)
-		return;
-	unsigned long stale = 0;
-	uint64_t bytes = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		char *end;
-		if (strncmp(de->d_name, "ssd.", 4) != 0)
-			continue;
-		long pid = strtol(de->d_name + 4, &end, 10);
-		if (*end || pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-			continue;
-		struct stat st;
-		if (snprintf(full, sizeof(full), "%s/%s", pdir, de->d_name) < (int)sizeof(full) &&
-		    stat(full, &st) == 0) {
-			stale++;
-			bytes += (uint64_t)st.st_blocks * 512;
-		}
+	struct stale_count *n = ctx;
+	char h[32];
+	if (removed) {
+		n->removed++;
+		n->bytes += bytes;
+		ok("removed %s (%s), left by a process of this user that no longer runs", path,
+		   ckc_format_size(bytes, h, sizeof(h)));
+	} else {
+		n->kept++;
+		warning("%s (%s) was left by a process of this user that no longer runs, and cannot "
+			"be removed (%s)", path, ckc_format_size(bytes, h, sizeof(h)), strerror(errno));
 	}
-	closedir(d);
-	if (stale) {
-		char h[32];
-		warning("ssd directory: %lu tier file(s) of processes that no longer run hold %s in "
-			"%s/ssd.*: remove them",
-			stale, ckc_format_size(bytes, h, sizeof(h)), pdir);
+}
+
+/* The ssd tier files and temporary files of processes that were killed
+ * (SIGKILL, a crash, _exit) are found through the private folder, shown and
+ * removed, as the library's next start would; rescue files are shown, never
+ * removed. */
+static void check_leftovers(const ckc_config_t *c)
+{
+	char priv[PATH_MAX], why[512];
+	struct stat st;
+	const char *dirs[2] = { c->ssd_dir ? c->ssd_dir : "/tmp", c->rescue_dir };
+
+	for (int i = 0; i < 2; i++) {
+		if (!dirs[i] || (i == 1 && strcmp(dirs[0], dirs[1]) == 0))
+			continue;
+		if (snprintf(priv, sizeof(priv), "%s/ckptcache-%u", dirs[i], (unsigned)getuid()) >=
+			    (int)sizeof(priv) ||
+		    lstat(priv, &st) != 0)
+			continue;
+		/* a folder that is not safe to use is reported, never entered */
+		if (ckc_private_dir(dirs[i], i ? "CKPTCACHE_RESCUE_DIR" : "CKPTCACHE_SSD_DIR", priv,
+				    sizeof(priv), why, sizeof(why)) != 0) {
+			problem("%s", why);
+			continue;
+		}
+		struct stale_count n = { 0, 0, 0 };
+		if (i == 0) {
+			ckc_stale_sweep(priv, true, stale_found, &n);
+			if (!n.removed && !n.kept)
+				ok("%s: nothing left by processes that no longer run", priv);
+		}
+		DIR *d = opendir(priv);
+		long rescued = 0;
+		struct dirent *de;
+		while (d && (de = readdir(d)))
+			rescued += !strncmp(de->d_name, "rescue.", 7) && strcmp(de->d_name, "rescue.index");
+		if (d)
+			closedir(d);
+		if (rescued)
+			warning("%s holds %ld rescue file(s): checkpoints that could not reach their real "
+				"paths; rescue.index there gives each one's real path", priv, rescued);
 	}
 }
 
@@ -647,7 +676,7 @@ static void check_ssd(const ckc_config_t *c, const ckc_sysinfo_t *sys, dev_t hom
 		return;
 	}
 
-	ok("ssd tier: %s in %s/ckptcache-%u/ssd.<pid> (%.1f%% of the %s available; %s)",
+	ok("ssd tier: %s in %s/ckptcache-%u/ssd.<pid>.<start> (%.1f%% of the %s available; %s)",
 	   ckc_format_size(c->ssd_cache, a, sizeof(a)), dir, (unsigned)getuid(),
 	   avail ? 100.0 * (double)c->ssd_cache / (double)avail : 0.0, ckc_format_size(avail, b, sizeof(b)),
 	   cache_set ? "from CKPTCACHE_SSD_CACHE"
@@ -673,7 +702,6 @@ static void check_ssd(const ckc_config_t *c, const ckc_sysinfo_t *sys, dev_t hom
 		return;
 	}
 	ssd_write_test(dir);
-	stale_tier_files(dir);
 }
 
 /* A file the library writes at exit: its folder must exist and be writable. */
@@ -747,6 +775,10 @@ static void check_order(const ckc_config_t *c)
 		if (rc == -ENOENT) {
 			warning("hint file %s does not exist (yet): the library looks for it every "
 				"second",
+				c->hints);
+		} else if (rc == -EINVAL) {
+			problem("hint file %s: not a regular file (a FIFO, socket or device): the "
+				"library does not read it, as a read could block the program",
 				c->hints);
 		} else if (rc) {
 			problem("hint file %s: %s", c->hints, strerror(-rc));
@@ -969,6 +1001,7 @@ int main(int argc, char **argv)
 				  : "copy (tagged writes and reads are copied through the cache)");
 	check_host(&c, &sys);
 	check_ssd(&c, &sys, home_dev);
+	check_leftovers(&c);
 	check_policies(&c);
 	check_order(&c);
 	check_cuda(&c);

@@ -15,6 +15,7 @@
 #include "engine_int.h"
 #include "log.h"
 #include "path.h"
+#include "state.h"
 
 ckc_engine_t ckc_eng = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -144,10 +145,10 @@ void ckc_obj_put(ckc_obj_t *o)
 			ckc_place_free(o, l);
 	for (int l = 0; l < CKC_MAX_TIERS; l++)
 		free(o->place[l].ext);
-	if (o->home_fd >= 0) {
+	if (o->home_fd >= 0 && !o->home_live)
+		ckc_home_discard(o->home_tmp, o->home_fd);
+	else if (o->home_fd >= 0)
 		ckc_io.close(o->home_fd);
-		ckc_io.unlink(o->home_tmp);
-	}
 	free(o->home_tmp);
 	free(o->rescue);
 	free(o->key);
@@ -219,6 +220,8 @@ void ckc_trace(const char *op, const ckc_obj_t *o, uint64_t off, uint64_t len, i
 
 /* ---- start and stop ------------------------------------------------ */
 
+static int output_open(const char *name, const char **why);
+
 static char *dup_or_null(const char *s)
 {
 	return s ? strdup(s) : NULL;
@@ -263,12 +266,22 @@ static int tiers_open(void)
 		t->name = "ssd";
 		t->kind = TIER_SSD;
 		rc = ckc_ssd_open(t, c->ssd_cache, c->ssd_dir);
-		if (rc) {
+		if (rc == -ENOSPC || rc == -EDQUOT) {
+			/* the tiers of the processes already running (a parent's,
+			 * say) took the space: this one goes without */
+			char h[32];
+			ckc_warn("CKPTCACHE_SSD_DIR='%s': no room for an ssd tier of %s now (%s): this "
+				 "process runs without one",
+				 c->ssd_dir, ckc_format_size(c->ssd_cache, h, sizeof(h)), strerror(-rc));
+			memset(t, 0, sizeof(*t));
+			t->fd = -1;
+		} else if (rc) {
 			ckc_error("CKPTCACHE_SSD_DIR='%s': cannot create the ssd tier file of %llu bytes (%s)",
 				  c->ssd_dir, (unsigned long long)c->ssd_cache, strerror(-rc));
 			return rc;
+		} else {
+			ckc_eng.ntier = ++n;
 		}
-		ckc_eng.ntier = ++n;
 	}
 	ckc_tier_t *h = &ckc_eng.tier[n];
 	h->name = "home";
@@ -329,8 +342,14 @@ static int engine_start(void)
 	ckc_eng.t0_ns = ckc_now_ns();
 	for (int l = 0; l < CKC_MAX_TIERS; l++)
 		ckc_eng.tier[l].fd = -1;
+	/* the private folder first: the ssd tier lives in it, and the files
+	 * of processes that died before this one are cleaned up from it */
+	const char *base = c->ssd_dir ? c->ssd_dir : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	if ((rc = ckc_state_open(base, "CKPTCACHE_SSD_DIR")) != 0)
+		return rc;
 	if ((rc = tiers_open()) != 0) {
 		tiers_close();
+		ckc_state_close();
 		return rc;
 	}
 	if (!(ckc_eng.hq = hq_new()))
@@ -339,11 +358,11 @@ static int engine_start(void)
 		ckc_info("CKPTCACHE_HINTS is set: CKPTCACHE_ORDER is ignored");
 	if (c->trace) {
 		char name[PATH_MAX];
+		const char *why = "the name is too long";
 		ckc_eng.trace_fd = ckc_expand_name(c->trace, name, sizeof(name)) ? -1 :
-				   ckc_io.open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+				   output_open(name, &why);
 		if (ckc_eng.trace_fd < 0)
-			ckc_warn("CKPTCACHE_TRACE='%s': %s; no trace is written", c->trace,
-				 strerror(errno));
+			ckc_warn("CKPTCACHE_TRACE='%s': %s; no trace is written", c->trace, why);
 	}
 	ckc_eng.prefetch_started = c->prefetch == CKC_PREFETCH_EAGER;
 	/* the hint file as it is now, before the first read is counted */
@@ -388,6 +407,7 @@ int ckc_init_config(const ckc_config_t *c)
 		ckc_error("the cache is disabled and every call passes through");
 		threads_stop();
 		tiers_close();
+		ckc_state_close();
 		engine_reset();
 		if (c->strict) {
 			ckc_error("aborting (CKPTCACHE_STRICT=1)");
@@ -473,6 +493,32 @@ int ckc_expand_name(const char *tmpl, char *out, size_t outlen)
 	return 0;
 }
 
+/* Opens an output file of the library (statistics, trace) for writing from
+ * its start. Such files often go to a shared folder: a symbolic link there
+ * is not followed, and a file of another user is not written. Returns an
+ * fd, or -1 with *why saying why not. */
+static int output_open(const char *name, const char **why)
+{
+	struct stat st;
+	int fd = ckc_io.open(name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0644);
+
+	if (fd < 0) {
+		*why = errno == ELOOP ? "it is a symbolic link, which is not followed" : strerror(errno);
+		return -1;
+	}
+	if (ckc_io.fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		*why = "it is not a regular file of this user";
+		ckc_io.close(fd);
+		return -1;
+	}
+	if (ckc_io.ftruncate(fd, 0) != 0) {
+		*why = strerror(errno);
+		ckc_io.close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static void stats_write(void)
 {
 	char *buf = NULL;
@@ -486,61 +532,195 @@ static void stats_write(void)
 	ckc_stats_write_json(&s, f);
 	fclose(f);
 	char name[PATH_MAX];
-	int fd = ckc_expand_name(ckc_eng.cfg.stats, name, sizeof(name)) ? -1 :
-		 ckc_io.open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || ckc_io_pwrite_all(fd, buf, len, 0) != 0)
-		ckc_warn("CKPTCACHE_STATS='%s': %s; no statistics written", ckc_eng.cfg.stats,
-			 strerror(errno));
+	const char *why = "the name is too long";
+	int fd = ckc_expand_name(ckc_eng.cfg.stats, name, sizeof(name)) ? -1 : output_open(name, &why);
+	int rc = fd < 0 ? 0 : ckc_io_pwrite_all(fd, buf, len, 0);
+	if (rc)
+		why = strerror(-rc);
+	if (fd < 0 || rc)
+		ckc_warn("CKPTCACHE_STATS='%s': %s; no statistics written", ckc_eng.cfg.stats, why);
 	if (fd >= 0)
 		ckc_io.close(fd);
 	free(buf);
 }
 
-static void close_writer_locked(ckc_obj_t *o);
+static int migrate_to(ckc_obj_t *o, bool home_only);
+
+/* Waits on the engine's condition until deadline_ns (0: no limit). Lock
+ * held. Returns false once the deadline has passed. */
+static bool wait_until(uint64_t deadline_ns)
+{
+	if (!deadline_ns) {
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		return true;
+	}
+	uint64_t now = ckc_now_ns();
+	if (now >= deadline_ns)
+		return false;
+	/* the condition waits on CLOCK_REALTIME: wake up in small steps */
+	uint64_t step = deadline_ns - now < 50000000ull ? deadline_ns - now : 50000000ull;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)step;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
+	return true;
+}
+
+static bool flushes_pending(void)
+{
+	bool busy = false;
+	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
+		busy |= ckc_eng.edge[l].head || ckc_eng.edge[l].current;
+	return busy;
+}
+
+/* A checkpoint the program still has open for writing as it ends, which
+ * must reach its real path. Lock held. */
+static ckc_obj_t *open_writer(void)
+{
+	if (ckc_eng.cfg.persist == CKC_PERSIST_NEVER)
+		return NULL; /* nothing is written to the real paths */
+	for (size_t i = 0; i < ckc_eng.map_cap; i++)
+		for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext)
+			if (!o->complete && !o->retired && !o->home_live && !o->capture)
+				return o;
+	return NULL;
+}
+
+/* Hands o, still open for writing, over to its real file: its bytes so far
+ * go to a temporary file at home, which is renamed into place and stays
+ * open, so that the program's later writes land in the real file. Lock
+ * held; dropped while bytes move. */
+static void handover(ckc_obj_t *o)
+{
+	int rc = 0;
+
+	while (o->migrating)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (o->complete || o->retired || o->home_live)
+		return;
+	if (o->wlevel < ckc_eng.ntier - 1)
+		rc = migrate_to(o, true);
+	if (!rc && !o->complete && !o->retired) {
+		char *tmp = o->home_tmp;
+		int fd = o->home_fd;
+		ckc_attr_t attr = o->attr;
+		o->home_busy = true;
+		pthread_mutex_unlock(&ckc_eng.lock);
+		rc = ckc_home_commit_open(tmp, o->key, fd, &attr);
+		pthread_mutex_lock(&ckc_eng.lock);
+		o->home_busy = false;
+		if (!rc) {
+			free(o->home_tmp);
+			o->home_tmp = NULL;
+			o->home_live = true;
+			o->at_home = true;
+		}
+		pthread_cond_broadcast(&ckc_eng.cv);
+	}
+	if (rc) {
+		ckc_error("checkpoint %s, still open as the program ends, could not be written to its "
+			  "real path (%s)", o->key, strerror(-rc));
+		/* not tried again: its bytes stay in the cache until the end */
+		o->home_live = true;
+	}
+}
+
+/* Every required flush done and every open checkpoint handed over, or the
+ * deadline passed (false). Lock held. */
+static bool drain_locked(uint64_t deadline_ns)
+{
+	for (;;) {
+		if (!flushes_pending()) {
+			ckc_obj_t *o = open_writer();
+			if (!o)
+				return true;
+			ckc_obj_get(o);
+			handover(o);
+			ckc_obj_put(o);
+			continue;
+		}
+		for (int l = 0; l + 1 < ckc_eng.ntier; l++)
+			pthread_cond_signal(&ckc_eng.edge[l].cv);
+		if (!wait_until(deadline_ns))
+			return false;
+	}
+}
+
+static void report_unpublished(void)
+{
+	for (size_t i = 0; i < ckc_eng.map_cap; i++)
+		for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext)
+			if (ckc_persist_wanted(o) && !o->at_home && !o->retired && !o->capture)
+				ckc_error("checkpoint %s did not reach its real path%s%s", o->key,
+					  o->rescue ? "; its bytes are in " : "",
+					  o->rescue ? o->rescue : "");
+}
+
+int ckc_finish(uint64_t deadline_ns)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (!ckc_eng.active) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return 0;
+	}
+	if (ckc_eng.finish_state) {
+		bool in_time = true;
+		while (ckc_eng.finish_state == 1 && in_time)
+			in_time = wait_until(deadline_ns);
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return in_time ? 0 : -ETIMEDOUT;
+	}
+	ckc_eng.finish_state = 1;
+	ckc_eng.draining = true;
+	pthread_cond_broadcast(&ckc_eng.cv);
+	bool done = drain_locked(deadline_ns);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	/* a flush that is stuck past the deadline is not waited for */
+	if (done)
+		threads_stop();
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (done)
+		report_unpublished();
+	ckc_hints_summary();
+	if (ckc_eng.cfg.stats)
+		stats_write();
+	/* the tier's file goes now (this process's threads may still read it
+	 * through its descriptor); nothing in the checkpoint folders is left */
+	for (int l = 0; l < ckc_eng.ntier; l++)
+		if (ckc_eng.tier[l].kind == TIER_SSD)
+			ckc_ssd_unlink(&ckc_eng.tier[l]);
+	/* a flush still running keeps its temporary file on the record, for
+	 * the next process to remove once this one is gone */
+	if (done)
+		ckc_state_close();
+	ckc_eng.finish_state = 2;
+	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return done ? 0 : -ETIMEDOUT;
+}
 
 void ckc_shutdown(void)
 {
 	pthread_mutex_lock(&eng_life);
+	ckc_finish(0);
 	pthread_mutex_lock(&ckc_eng.lock);
 	if (!ckc_eng.active) {
 		pthread_mutex_unlock(&ckc_eng.lock);
 		pthread_mutex_unlock(&eng_life);
 		return;
 	}
-	/* a writer the program never closed: its bytes so far are the file */
-	for (size_t i = 0; i < ckc_eng.map_cap; i++)
-		for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext)
-			if (!o->complete)
-				close_writer_locked(o);
-	ckc_eng.draining = true;
-	pthread_cond_broadcast(&ckc_eng.cv);
-	for (;;) {
-		bool busy = false;
-		for (int l = 0; l + 1 < ckc_eng.ntier; l++)
-			busy |= ckc_eng.edge[l].head || ckc_eng.edge[l].current;
-		if (!busy)
-			break;
-		for (int l = 0; l + 1 < ckc_eng.ntier; l++)
-			pthread_cond_signal(&ckc_eng.edge[l].cv);
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
-	}
-	pthread_mutex_unlock(&ckc_eng.lock);
-	threads_stop();
-	pthread_mutex_lock(&ckc_eng.lock);
-	if (ckc_eng.cfg.stats)
-		stats_write();
 	for (size_t i = 0; i < ckc_eng.map_cap; i++)
 		while (ckc_eng.map[i]) {
 			ckc_obj_t *o = ckc_eng.map[i];
-			if (ckc_persist_wanted(o) && !o->at_home && !o->retired)
-				ckc_error("checkpoint %s did not reach its real path%s%s", o->key,
-					  o->rescue ? "; its bytes are in " : "",
-					  o->rescue ? o->rescue : "");
 			map_remove(o);
 			o->retired = true;
 			ckc_obj_put(o);
 		}
 	tiers_close();
+	ckc_state_close();
 	ckc_eng.active = false;
 	pthread_mutex_unlock(&ckc_eng.lock);
 	engine_reset();
@@ -559,7 +739,7 @@ static uint64_t predict_size(void)
 
 static int canon(const char *path, char *out)
 {
-	return ckc_path_canon(path, NULL, out, PATH_MAX);
+	return ckc_path_key(path, NULL, out, PATH_MAX);
 }
 
 /* Canonicalises path into key (PATH_MAX bytes) and takes the engine lock.
@@ -599,6 +779,16 @@ int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
 		return -ENODEV;
 	}
 	ckc_obj_t *old = ckc_map_find(key);
+	if (ckc_eng.draining) {
+		/* the program ends: the new version goes to the real file
+		 * directly, after any publication of the old one */
+		while (old && (old->home_busy || old->flushing) && !old->retired)
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		if (old && !old->retired)
+			obj_retire(old);
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENODEV;
+	}
 	if (old)
 		obj_retire(old);
 	ckc_obj_t *o = obj_new(key);
@@ -650,9 +840,10 @@ static int copy_into_tier(ckc_obj_t *o, const ckc_src_t *src, int to, uint64_t s
 static void ref_detach(ckc_obj_t *o);
 
 /* Moves the bytes written so far from the write tier to the next tier that
- * takes them (the object outgrew its tier, or the tier failed). Lock held;
- * dropped while the bytes move. Returns 0 or -errno. */
-static int migrate_down(ckc_obj_t *o)
+ * takes them (the object outgrew its tier, or the tier failed), or with
+ * home_only to a temporary file at home. Lock held; dropped while the bytes
+ * move. Returns 0 or -errno. */
+static int migrate_to(ckc_obj_t *o, bool home_only)
 {
 	int from = o->wlevel, home = ckc_eng.ntier - 1, rc = 0;
 	ckc_place_t *fp = &o->place[from];
@@ -666,7 +857,7 @@ static int migrate_down(ckc_obj_t *o)
 	if ((rc = ckc_src_snapshot(o, from, &src)) != 0)
 		goto out;
 	int to;
-	for (to = from + 1; to < home; to++) {
+	for (to = home_only ? home : from + 1; to < home; to++) {
 		rc = ckc_place_reserve(o, to, size ? size : 1, CKC_ALLOC_WRITE, 0);
 		if (rc == -ENOSPC) {
 			ckc_eng.tier[to].st.bypasses++;
@@ -710,6 +901,11 @@ out:
 	o->migrating = false;
 	pthread_cond_broadcast(&ckc_eng.cv);
 	return rc;
+}
+
+static int migrate_down(ckc_obj_t *o)
+{
+	return migrate_to(o, false);
 }
 
 /* Makes the write tier's copy of o hold end bytes. Lock held. */
@@ -912,13 +1108,23 @@ static int close_home_writer(ckc_obj_t *o)
 {
 	int fd = o->home_fd;
 	char *tmp = o->home_tmp;
+	bool live = o->home_live;
 
 	o->home_fd = -1;
 	o->home_tmp = NULL;
+	o->home_live = false;
 	o->home_busy = true;
 	ckc_attr_t attr = o->attr;
 	pthread_mutex_unlock(&ckc_eng.lock);
-	int rc = ckc_home_commit(tmp, o->key, fd, false, &attr);
+	int rc;
+	if (live) {
+		/* handed over already: the file is at its real path */
+		rc = ckc_attr_apply_fd(fd, &attr);
+		if (ckc_io.close(fd) != 0 && !rc)
+			rc = -errno;
+	} else {
+		rc = ckc_home_commit(tmp, o->key, fd, false, &attr);
+	}
 	pthread_mutex_lock(&ckc_eng.lock);
 	o->home_busy = false;
 	free(tmp);

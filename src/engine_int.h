@@ -69,6 +69,7 @@ struct ckc_obj {
 	bool migrating;      /* its bytes are moving to a lower tier */
 	int home_fd;         /* write-through at home: the temporary file */
 	char *home_tmp;
+	bool home_live;      /* handed over at the end: home_fd is the real file */
 
 	ckc_place_t place[CKC_MAX_TIERS];
 
@@ -172,7 +173,8 @@ typedef struct ckc_engine {
 	pthread_cond_t cv;      /* broadcast on every state change others may wait for */
 	bool active;
 	bool stopping;
-	bool draining;
+	bool draining;          /* the program ends: flushes go home, new files pass through */
+	int finish_state;       /* ckc_finish: 0 not yet, 1 running, 2 done */
 	ckc_config_t cfg;
 
 	int ntier;              /* bounded tiers, then home */
@@ -191,6 +193,7 @@ typedef struct ckc_engine {
 	hint_reader_t hints;
 	bool hints_open;
 	bool hints_said; /* a missing hint file was reported */
+	uint64_t hints_bad; /* malformed lines met */
 	uint64_t hints_next_try_ns;
 	off_t hints_last_off;
 	uint64_t hints_quiet_since;
@@ -275,6 +278,8 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity);
 void ckc_host_close(ckc_tier_t *t);
 int ckc_ssd_open(ckc_tier_t *t, uint64_t capacity, const char *dir);
 void ckc_ssd_close(ckc_tier_t *t);
+/* Removes the tier's file name; its descriptor still works. */
+void ckc_ssd_unlink(ckc_tier_t *t);
 /* Moves bytes between a caller's buffer and a tier copy. Return 0 or -errno. */
 int ckc_tier_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len);
 int ckc_tier_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len);
@@ -300,16 +305,26 @@ int ckc_src_copy(const ckc_src_t *from, const ckc_src_t *to, uint64_t size,
 int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,
 		  void (*progress)(uint64_t done, void *ctx), void *ctx);
 /* Creates a temporary file beside key (same directory, so the rename that
- * publishes it is atomic). Returns 0 or -errno. */
+ * publishes it is atomic): an anonymous one (O_TMPFILE) where the file
+ * system makes them, else one named *tmp. *tmp is the short name it is
+ * published through either way, so no checkpoint name is too long for it.
+ * Returns 0 or -errno. */
 int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd);
-/* Fsyncs (if asked), closes fd and renames tmp to key; removes tmp on
- * failure. Returns 0 or -errno. */
+/* Publishes a temporary file of ckc_home_temp: applies a, fsyncs (if
+ * asked), names it tmp if it is anonymous, closes fd and renames tmp to key
+ * (atomic); removes it on failure. Returns 0 or -errno. */
 int ckc_home_commit(char *tmp, const char *key, int fd, bool fsync_it, const ckc_attr_t *a);
+/* The same, but fd stays open: it then writes to the real file. */
+int ckc_home_commit_open(char *tmp, const char *key, int fd, const ckc_attr_t *a);
+/* Drops a temporary file of ckc_home_temp: closes fd (if >= 0), removes tmp. */
+void ckc_home_discard(const char *tmp, int fd);
 /* Applies a to the open file fd (fchmod, fchown, futimens). 0 or -errno. */
 int ckc_attr_apply_fd(int fd, const ckc_attr_t *a);
 /* Reads from the file at path, opening it once into *fdp. Returns bytes read or -errno. */
 ssize_t ckc_home_read(const char *path, void *buf, size_t len, uint64_t off, int *fdp);
-/* Saves bytes [0, size) of src to a rescue file; *where gets its path.
+/* Saves bytes [0, size) of src to a new rescue file, mode 0600, in the
+ * private folder under CKPTCACHE_RESCUE_DIR (rescue.<pid>.<n>-<name>; the
+ * real path is added to rescue.index there); *where gets its path.
  * Returns 0 or -errno. */
 int ckc_home_rescue(const char *key, const ckc_src_t *src, uint64_t size, char **where);
 int ckc_fsync_dir_of(const char *path);
@@ -329,5 +344,7 @@ void ckc_prefetcher_stop(void);
  * HINTS_POLL_NS, or now_anyway. Lock held. */
 void ckc_hints_poll(bool now_anyway);
 void ckc_hints_reading(void);                       /* lock held */
+/* Says how many malformed hint lines were not shown (lock held). */
+void ckc_hints_summary(void);
 
 #endif

@@ -145,10 +145,8 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		rc = ckc_home_fill(fd, &src, size, edge_progress, o);
 		if (!rc && fsync_it && ckc_io.fsync(fd) != 0)
 			rc = -errno;
-		if (rc) {
-			ckc_io.close(fd);
-			ckc_io.unlink(tmp);
-		}
+		if (rc)
+			ckc_home_discard(tmp, fd);
 	}
 	pthread_mutex_lock(&ckc_eng.lock);
 	/* another publication of this object may be committing: let it end,
@@ -159,10 +157,8 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		/* retired, handed over or renamed meanwhile: these bytes must not
 		 * be published under the old name (a failed write included: its
 		 * folder may have been renamed) */
-		if (!rc) {
-			ckc_io.close(fd);
-			ckc_io.unlink(tmp);
-		}
+		if (!rc)
+			ckc_home_discard(tmp, fd);
 		rc = o->retired || o->flush_cancel ? -ECANCELED : -EAGAIN;
 	} else if (!rc) {
 		o->home_busy = true;

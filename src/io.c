@@ -37,7 +37,7 @@ static int io_fallocate(int fd, int mode, off_t off, off_t len)
 		.pwrite = pwrite, .fsync = fsync, .ftruncate = ftruncate, \
 		.fallocate = io_fallocate, .rename = rename,             \
 		.unlink = unlink, .stat = stat, .fstat = fstat,          \
-		.mkdir = mkdir,                                          \
+		.mkdir = mkdir, .linkat = linkat,                        \
 	}
 
 static const ckc_io_t io_default = CKC_IO_LIBC;

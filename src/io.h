@@ -22,6 +22,8 @@ typedef struct ckc_io {
 	int (*stat)(const char *path, struct stat *st);
 	int (*fstat)(int fd, struct stat *st);
 	int (*mkdir)(const char *path, mode_t mode);
+	int (*linkat)(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
+		      int flags);
 } ckc_io_t;
 
 /* Nonzero while this thread runs engine code (the engine's threads, or a

@@ -1,66 +1,26 @@
-/* Lexical path canonicalisation shared by the engine and the hint parser. */
+/* Path canonicalisation shared by the engine, the wrappers and the hint
+ * parser: lexical, and resolved the way the kernel walks ".." after a
+ * symbolic link. */
 #include "config.h"
 
 #include "path.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* Symbolic links followed in one resolution, as the kernel allows. */
+#define PATH_MAX_LINKS 40
+
+static int path_walk(const char *path, const char *base, char *out, size_t outlen, int *links);
+static int path_follow_last(char *out, size_t *n, size_t outlen, int *links);
 
 int ckc_path_canon(const char *path, const char *base, char *out, size_t outlen)
 {
-	char cwd[PATH_MAX];
-	size_t n = 0;
-
-	if (!path || !*path)
-		return -EINVAL;
-	if (outlen < 2)
-		return -ENAMETOOLONG;
-	if (path[0] != '/') {
-		if (!base) {
-			if (!getcwd(cwd, sizeof(cwd)))
-				return -errno;
-			base = cwd;
-		}
-		int rc = ckc_path_canon(base, "/", out, outlen);
-		if (rc)
-			return rc;
-		n = strlen(out);
-		if (n == 1)
-			n = 0; /* root: components append after the empty prefix */
-	}
-	/* out[0..n) is a canonical prefix without a trailing slash. */
-	const char *p = path;
-	while (*p) {
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		const char *e = p;
-		while (*e && *e != '/')
-			e++;
-		size_t len = (size_t)(e - p);
-		if (len == 1 && p[0] == '.') {
-			/* nothing */
-		} else if (len == 2 && p[0] == '.' && p[1] == '.') {
-			while (n > 0 && out[n - 1] != '/')
-				n--;
-			if (n > 0)
-				n--; /* drop the slash too */
-		} else {
-			if (n + 1 + len + 1 > outlen)
-				return -ENAMETOOLONG;
-			out[n++] = '/';
-			memcpy(out + n, p, len);
-			n += len;
-		}
-		p = e;
-	}
-	if (n == 0)
-		out[n++] = '/';
-	out[n] = '\0';
-	return 0;
+	return path_walk(path, base, out, outlen, NULL);
 }
 
 int ckc_path_dirname(const char *canon, char *out, size_t outlen)
@@ -75,4 +35,113 @@ int ckc_path_dirname(const char *canon, char *out, size_t outlen)
 	memcpy(out, canon, len);
 	out[len] = '\0';
 	return 0;
+}
+
+/* Makes the prefix out[0..*n) what the kernel would stand on before a "..":
+ * the directory it names, with a symbolic link as its last component
+ * replaced by the link's target (again and again). Returns 0, or the -errno
+ * the kernel's walk would fail with. */
+static int path_follow_last(char *out, size_t *n, size_t outlen, int *links)
+{
+	for (;;) {
+		struct stat st;
+		char target[PATH_MAX];
+		out[*n] = '\0';
+		if (lstat(*n ? out : "/", &st) != 0)
+			return -errno;
+		if (S_ISDIR(st.st_mode))
+			return 0;
+		if (!S_ISLNK(st.st_mode))
+			return -ENOTDIR;
+		if (++*links > PATH_MAX_LINKS)
+			return -ELOOP;
+		ssize_t k = readlink(out, target, sizeof(target) - 1);
+		if (k <= 0)
+			return k == 0 ? -ENOENT : -errno;
+		target[k] = '\0';
+		/* a relative target is taken from the link's folder */
+		char *dir = malloc(*n + 2);
+		if (!dir)
+			return -ENOMEM;
+		int rc = ckc_path_dirname(out, dir, *n + 2);
+		if (!rc)
+			rc = path_walk(target, dir, out, outlen, links);
+		free(dir);
+		if (rc)
+			return rc;
+		*n = strcmp(out, "/") ? strlen(out) : 0;
+	}
+}
+
+/* The canonical form of path (relative to base, NULL: the working
+ * directory) in out: lexical when links is NULL, else with ".." taken from
+ * the directory the path so far leads to (links counts the symbolic links
+ * followed). */
+static int path_walk(const char *path, const char *base, char *out, size_t outlen, int *links)
+{
+	char cwd[PATH_MAX];
+	size_t n = 0;
+
+	if (!path || !*path)
+		return -EINVAL;
+	if (outlen < 2)
+		return -ENAMETOOLONG;
+	if (path[0] != '/') {
+		if (!base) {
+			if (!getcwd(cwd, sizeof(cwd)))
+				return -errno;
+			base = cwd;
+		}
+		int rc = path_walk(base, "/", out, outlen, NULL);
+		if (rc)
+			return rc;
+		n = strlen(out);
+		if (n == 1)
+			n = 0; /* root: components append after the empty prefix */
+	}
+	/* out[0..n) is a canonical prefix without a trailing slash. */
+	for (const char *p = path; *p;) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		const char *e = p;
+		while (*e && *e != '/')
+			e++;
+		size_t len = (size_t)(e - p);
+		if (len == 2 && p[0] == '.' && p[1] == '.') {
+			int rc = links ? path_follow_last(out, &n, outlen, links) : 0;
+			if (rc)
+				return rc;
+			while (n > 0 && out[n - 1] != '/')
+				n--;
+			if (n > 0)
+				n--; /* drop the slash too */
+		} else if (!(len == 1 && p[0] == '.')) {
+			if (n + 1 + len + 1 > outlen)
+				return -ENAMETOOLONG;
+			out[n++] = '/';
+			memcpy(out + n, p, len);
+			n += len;
+		}
+		p = e;
+	}
+	if (n == 0)
+		out[n++] = '/';
+	out[n] = '\0';
+	return 0;
+}
+
+int ckc_path_resolve(const char *path, const char *base, char *out, size_t outlen)
+{
+	int links = 0;
+	return path_walk(path, base, out, outlen, &links);
+}
+
+int ckc_path_key(const char *path, const char *base, char *out, size_t outlen)
+{
+	int rc = ckc_path_resolve(path, base, out, outlen);
+	if (rc && rc != -ENAMETOOLONG && rc != -EINVAL)
+		rc = ckc_path_canon(path, base, out, outlen);
+	return rc;
 }

@@ -12,6 +12,18 @@
  * or -errno from getcwd. */
 int ckc_path_canon(const char *path, const char *base, char *out, size_t outlen);
 
+/* As ckc_path_canon, but ".." is taken as the kernel takes it: from the
+ * directory the path so far leads to, so a symbolic link before ".." is
+ * followed first (lnk/../x is x beside lnk's target, not beside lnk). Other
+ * symbolic links are kept as spelt, and a path without ".." costs no system
+ * call. Returns 0, or the -errno with which the kernel would refuse the path
+ * (-ENOENT, -ENOTDIR, -ELOOP, -EACCES, ...), or ckc_path_canon's errors. */
+int ckc_path_resolve(const char *path, const char *base, char *out, size_t outlen);
+
+/* The key of a path that need not exist (a hint entry, the API):
+ * ckc_path_resolve, else ckc_path_canon when the kernel's walk would fail. */
+int ckc_path_key(const char *path, const char *base, char *out, size_t outlen);
+
 /* Writes the directory part of the canonical path canon into out ("/" for a
  * file in the root). Returns 0 or -ENAMETOOLONG. */
 int ckc_path_dirname(const char *canon, char *out, size_t outlen);

@@ -23,13 +23,29 @@ static int hints_emit(void *ctx, const char *canon)
 	return hq_push_back(ckc_eng.hq, canon);
 }
 
+/* Malformed lines shown one by one; the others are counted, and the count
+ * is given at the end (a binary or generated file can have millions). */
+#define HINTS_SHOWN 10
+
 static void hints_report(void *ctx, const char *file, unsigned line, const char *msg)
 {
 	(void)ctx;
-	if (line)
-		ckc_warn("%s:%u: %s", file, line, msg);
-	else
+	if (!line) {
 		ckc_warn("%s: %s", file, msg);
+		return;
+	}
+	if (++ckc_eng.hints_bad <= HINTS_SHOWN)
+		ckc_warn("%s:%u: %s", file, line, msg);
+	else if (ckc_eng.hints_bad == HINTS_SHOWN + 1)
+		ckc_warn("%s:%u: more malformed lines follow; they are skipped and counted, not shown",
+			 file, line);
+}
+
+void ckc_hints_summary(void)
+{
+	if (ckc_eng.hints_bad > HINTS_SHOWN)
+		ckc_warn("CKPTCACHE_HINTS='%s': %llu malformed lines in all, the first %d shown",
+			 ckc_eng.cfg.hints, (unsigned long long)ckc_eng.hints_bad, HINTS_SHOWN);
 }
 
 /* The program opens a checkpoint for reading (lock held). */
@@ -52,7 +68,8 @@ void ckc_hints_poll(bool now_anyway)
 		return;
 	uint64_t now = ckc_now_ns();
 	if (!ckc_eng.hints_open) {
-		if (now < ckc_eng.hints_next_try_ns && !now_anyway)
+		if (ckc_eng.hints_next_try_ns == UINT64_MAX ||
+		    (now < ckc_eng.hints_next_try_ns && !now_anyway))
 			return;
 		/* one hint file per rank: CKPTCACHE_HINTS=order.%r.txt */
 		char name[PATH_MAX];
@@ -60,6 +77,16 @@ void ckc_hints_poll(bool now_anyway)
 		if (!rc)
 			rc = hint_reader_open(&ckc_eng.hints, name, ckc_eng.cfg.rank,
 					      HINT_MAX_ENTRIES_DEFAULT);
+		if (rc == -EINVAL) {
+			/* never opened again: a FIFO would block the reader or
+			 * release its writer */
+			ckc_warn("CKPTCACHE_HINTS='%s': not a regular file (a FIFO, socket or device), "
+				 "which could block the program: it is not read; checkpoints are read "
+				 "without its order", ckc_eng.cfg.hints);
+			ckc_eng.hints_said = true;
+			ckc_eng.hints_next_try_ns = UINT64_MAX;
+			return;
+		}
 		if (rc) {
 			/* a program often writes its hint file after it starts:
 			 * one that is not there yet is reported only if the

@@ -15,6 +15,7 @@
 #include "engine_int.h"
 #include "log.h"
 #include "path.h"
+#include "state.h"
 
 #define HOME_CHUNK (16u << 20)
 
@@ -139,33 +140,97 @@ int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,
 	return rc;
 }
 
+/* A name for a temporary file in dir that no legal checkpoint name can
+ * make too long: ".ckc.<pid>.<start>.<random>" (the process that made it
+ * can be told from it, so that a later one removes it if this one dies). */
+static char *home_tmp_name(const char *dir)
+{
+	char *name;
+	uint64_t r = ckc_now_ns() ^ ((uint64_t)atomic_fetch_add(&home_tmp_counter, 1) << 40);
+	r ^= r >> 29;
+	r *= 0xBF58476D1CE4E5B9ull;
+	if (asprintf(&name, "%s/.ckc.%ld.%llu.%08x", strcmp(dir, "/") ? dir : "", (long)getpid(),
+		     ckc_self_start(), (unsigned)(r >> 32)) < 0)
+		return NULL;
+	return name;
+}
+
+/* Cleared once the kernel says anonymous files are not made here. */
+static atomic_bool home_tmpfile_ok = true;
+
 int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd)
 {
 	char dir[PATH_MAX];
-	const char *base = strrchr(key, '/');
 	int rc = ckc_path_dirname(key, dir, sizeof(dir));
 
 	if (rc)
 		return rc;
-	base = base ? base + 1 : key;
+	ckc_bg_yield();
+	if (atomic_load(&home_tmpfile_ok)) {
+		/* an anonymous file: nothing to clean up if the process dies
+		 * before it is published */
+		int f = ckc_io.open(dir, O_TMPFILE | O_WRONLY, mode);
+		if (f >= 0) {
+			if (!(*tmp = home_tmp_name(dir))) {
+				ckc_io.close(f);
+				return -ENOMEM;
+			}
+			*fd = f;
+			return 0;
+		}
+		if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+			return -errno;
+		atomic_store(&home_tmpfile_ok, false);
+	}
 	for (int tries = 0; tries < 16; tries++) {
-		char *name;
-		if (asprintf(&name, "%s/.%s.ckc%ld.%u", strcmp(dir, "/") ? dir : "", base,
-			     (long)getpid(), atomic_fetch_add(&home_tmp_counter, 1)) < 0)
+		char *name = home_tmp_name(dir);
+		if (!name)
 			return -ENOMEM;
+		ckc_state_tmp_add(name);
 		ckc_bg_yield();
-		int f = ckc_io.open(name, O_WRONLY | O_CREAT | O_EXCL, mode);
+		int f = ckc_io.open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
 		if (f >= 0) {
 			*tmp = name;
 			*fd = f;
 			return 0;
 		}
 		rc = -errno;
+		ckc_state_tmp_del(name);
 		free(name);
 		if (rc != -EEXIST)
 			return rc;
 	}
 	return -EEXIST;
+}
+
+void ckc_home_discard(const char *tmp, int fd)
+{
+	if (fd >= 0)
+		ckc_io.close(fd);
+	if (tmp) {
+		(void)ckc_io.unlink(tmp); /* an anonymous file has no name yet */
+		ckc_state_tmp_del(tmp);
+	}
+}
+
+/* Gives the anonymous file fd the name tmp (a file made with a name keeps
+ * it). Returns 0 or -errno. */
+static int home_link(const char *tmp, int fd)
+{
+	struct stat st;
+	char proc[64];
+
+	if (ckc_io.fstat(fd, &st) != 0)
+		return -errno;
+	if (st.st_nlink > 0)
+		return 0;
+	ckc_state_tmp_add(tmp);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (ckc_io.linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0)
+		return 0;
+	int rc = -errno;
+	ckc_state_tmp_del(tmp);
+	return rc;
 }
 
 int ckc_fsync_dir_of(const char *path)
@@ -200,18 +265,35 @@ int ckc_home_commit(char *tmp, const char *key, int fd, bool fsync_it, const ckc
 
 	if (!rc && fsync_it && ckc_io.fsync(fd) != 0)
 		rc = -errno;
-	if (ckc_io.close(fd) != 0 && !rc)
-		rc = -errno;
 	if (!rc)
 		ckc_bg_yield();
+	if (!rc)
+		rc = home_link(tmp, fd);
+	if (ckc_io.close(fd) != 0 && !rc)
+		rc = -errno;
 	if (!rc && ckc_io.rename(tmp, key) != 0)
 		rc = -errno;
 	if (rc) {
-		ckc_io.unlink(tmp);
+		ckc_home_discard(tmp, -1);
 		return rc;
 	}
+	ckc_state_tmp_del(tmp);
 	if (fsync_it)
 		rc = ckc_fsync_dir_of(key);
+	return rc;
+}
+
+int ckc_home_commit_open(char *tmp, const char *key, int fd, const ckc_attr_t *a)
+{
+	int rc = a ? ckc_attr_apply_fd(fd, a) : 0;
+
+	if (!rc)
+		rc = home_link(tmp, fd);
+	if (!rc && ckc_io.rename(tmp, key) != 0)
+		rc = -errno;
+	if (rc)
+		(void)ckc_io.unlink(tmp);
+	ckc_state_tmp_del(tmp);
 	return rc;
 }
 
@@ -225,33 +307,75 @@ ssize_t ckc_home_read(const char *path, void *buf, size_t len, uint64_t off, int
 	return ckc_io_pread_all(*fdp, buf, len, (off_t)off);
 }
 
+/* One line of the rescue index: the rescue file's name, a tab, the real
+ * path, with backslash, tab and newline escaped. */
+static void rescue_index(const char *priv, const char *name, const char *key)
+{
+	char idx[PATH_MAX];
+	if (snprintf(idx, sizeof(idx), "%s/rescue.index", priv) >= (int)sizeof(idx))
+		return;
+	size_t n = strlen(name) + 2 * strlen(key) + 3, k = 0;
+	char *line = malloc(n);
+	if (!line)
+		return;
+	k += (size_t)sprintf(line, "%s\t", name);
+	for (const char *c = key; *c; c++) {
+		if (*c == '\\' || *c == '\t' || *c == '\n')
+			line[k++] = '\\';
+		line[k++] = *c == '\t' ? 't' : *c == '\n' ? 'n' : *c;
+	}
+	line[k++] = '\n';
+	int fd = ckc_io.open(idx, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0600);
+	if (fd >= 0) {
+		/* O_APPEND: each line lands whole at the end, whatever the offset */
+		(void)ckc_io_pwrite_all(fd, line, k, 0);
+		ckc_io.close(fd);
+	}
+	free(line);
+}
+
 int ckc_home_rescue(const char *key, const ckc_src_t *src, uint64_t size, char **where)
 {
-	const char *dir = ckc_eng.cfg.rescue_dir ? ckc_eng.cfg.rescue_dir : "/tmp";
-	char *name, *flat = strdup(key);
+	static atomic_uint rescue_seq;
+	const char *base = ckc_eng.cfg.rescue_dir ? ckc_eng.cfg.rescue_dir : "/tmp";
+	char priv[PATH_MAX], why[512];
+	const char *leaf = strrchr(key, '/');
+	int rc = ckc_private_dir(base, "CKPTCACHE_RESCUE_DIR", priv, sizeof(priv), why, sizeof(why));
 
-	if (!flat)
-		return -ENOMEM;
-	for (char *c = flat; *c; c++)
-		if (*c == '/')
-			*c = '_';
-	int n = asprintf(&name, "%s/ckptcache-rescue.%ld%s", dir, (long)getpid(), flat);
-	free(flat);
-	if (n < 0)
-		return -ENOMEM;
-	int fd = ckc_io.open(name, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	int rc = fd < 0 ? -errno : ckc_home_fill(fd, src, size, NULL, NULL);
-	if (fd >= 0) {
+	if (rc) {
+		ckc_error("no rescue file for %s: %s", key, why);
+		return rc;
+	}
+	leaf = leaf ? leaf + 1 : key;
+	for (int tries = 0; tries < 64; tries++) {
+		/* short whatever the path: the real path is in the index */
+		char *name;
+		if (asprintf(&name, "%s/rescue.%ld.%u-%.100s", priv, (long)getpid(),
+			     atomic_fetch_add(&rescue_seq, 1), leaf) < 0)
+			return -ENOMEM;
+		/* a name nobody else could have made: in a private folder, new,
+		 * and never through a symbolic link */
+		int fd = ckc_io.open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+		if (fd < 0) {
+			rc = -errno;
+			free(name);
+			if (rc == -EEXIST)
+				continue;
+			return rc;
+		}
+		rc = ckc_home_fill(fd, src, size, NULL, NULL);
 		if (!rc && ckc_io.fsync(fd) != 0)
 			rc = -errno;
 		ckc_io.close(fd);
-	}
-	if (rc) {
-		if (fd >= 0)
+		if (rc) {
 			ckc_io.unlink(name);
-		free(name);
-		return rc;
+			free(name);
+			return rc;
+		}
+		rescue_index(priv, strrchr(name, '/') + 1, key);
+		(void)ckc_fsync_dir_of(name);
+		*where = name;
+		return 0;
 	}
-	*where = name;
-	return 0;
+	return -EEXIST;
 }

@@ -1,5 +1,5 @@
-/* The ssd tier: one preallocated file per process in a private (0700)
- * directory under CKPTCACHE_SSD_DIR, opened with O_DIRECT where the file
+/* The ssd tier: one preallocated file per process in the private (0700)
+ * folder under CKPTCACHE_SSD_DIR (state.c), opened with O_DIRECT where the file
  * system allows it, removed when the engine stops. Unaligned transfers go
  * through an aligned bounce buffer. */
 #include "config.h"
@@ -14,41 +14,34 @@
 
 #include "engine_int.h"
 #include "log.h"
+#include "state.h"
 
 #define SSD_BOUNCE (4u << 20)
 
-static int ssd_private_dir(const char *dir, char *out, size_t outlen)
-{
-	struct stat st;
-
-	if (snprintf(out, outlen, "%s/ckptcache-%u", dir, (unsigned)getuid()) >= (int)outlen)
-		return -ENAMETOOLONG;
-	if (ckc_io.mkdir(out, 0700) != 0 && errno != EEXIST)
-		return -errno;
-	/* refuse a directory someone else could read or replace */
-	if (lstat(out, &st) != 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid())
-		return -EPERM;
-	if ((st.st_mode & 0077) && chmod(out, 0700) != 0)
-		return -errno;
-	return 0;
-}
-
 int ckc_ssd_open(ckc_tier_t *t, uint64_t capacity, const char *dir)
 {
-	char pdir[PATH_MAX];
-	int rc = ssd_private_dir(dir, pdir, sizeof(pdir));
-	if (rc)
-		return rc;
-	if (snprintf(t->path, sizeof(t->path), "%s/ssd.%ld", pdir, (long)getpid()) >=
-	    (int)sizeof(t->path))
-		return -ENAMETOOLONG;
-	(void)ckc_io.unlink(t->path); /* left by a dead process with our pid */
-	int fd = ckc_io.open(t->path, O_RDWR | O_CREAT | O_EXCL | O_DIRECT, 0600);
-	t->direct = fd >= 0;
-	if (fd < 0 && errno == EINVAL)
-		fd = ckc_io.open(t->path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	char pdir[PATH_MAX], why[512];
+	int rc, fd = -1;
+
+	/* twice: another process may remove the folder, empty, just then */
+	for (int tries = 0; tries < 2 && fd < 0; tries++) {
+		rc = ckc_private_dir(dir, "CKPTCACHE_SSD_DIR", pdir, sizeof(pdir), why, sizeof(why));
+		if (rc) {
+			ckc_error("ssd tier: %s", why);
+			return rc;
+		}
+		/* the pid and start time name this process: a later one tells a
+		 * file left by a process that died from a live one's */
+		if (snprintf(t->path, sizeof(t->path), "%s/ssd.%ld.%llu", pdir, (long)getpid(),
+			     ckc_self_start()) >= (int)sizeof(t->path))
+			return -ENAMETOOLONG;
+		fd = ckc_io.open(t->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_DIRECT, 0600);
+		t->direct = fd >= 0;
+		if (fd < 0 && errno == EINVAL)
+			fd = ckc_io.open(t->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+		if (fd < 0 && errno != ENOENT)
+			break;
+	}
 	if (fd < 0)
 		return -errno;
 	rc = arena_init(&t->arena, capacity, CKC_ALIGN);
@@ -70,16 +63,20 @@ fail:
 	return rc;
 }
 
+void ckc_ssd_unlink(ckc_tier_t *t)
+{
+	if (t->fd >= 0 && t->path[0]) {
+		ckc_io.unlink(t->path);
+		t->path[0] = '\0';
+	}
+}
+
 void ckc_ssd_close(ckc_tier_t *t)
 {
 	if (t->fd >= 0) {
 		ckc_io.close(t->fd);
-		ckc_io.unlink(t->path);
-		char *slash = strrchr(t->path, '/');
-		if (slash) {
-			*slash = '\0';
-			(void)rmdir(t->path); /* only if no other process uses it */
-		}
+		if (t->path[0])
+			ckc_io.unlink(t->path);
 	}
 	t->fd = -1;
 	arena_fini(&t->arena);

@@ -31,7 +31,8 @@ phase() {
 # $STATS) and the given variables, under a time limit. With SLOW_US set,
 # the library's unlink and rename of paths containing SLOW_MATCH (default
 # $T/ck) take that many microseconds more (tests/e2e/slowfs.c, preloaded
-# after the library; SLOWFS_OPS=unlink or rename picks one of them).
+# after the library; SLOWFS_OPS=unlink or rename picks one of them); with
+# FAIL_ERRNO set, they fail with that errno instead.
 ck() {
 	local envs=() preload=$PRELOAD
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do
@@ -39,10 +40,12 @@ ck() {
 		shift
 	done
 	shift
-	if [ -n "${SLOW_US:-}" ]; then
+	if [ -n "${SLOW_US:-}" ] || [ -n "${FAIL_ERRNO:-}" ]; then
 		[ -n "$SLOWFS" ] || fail "the slow-metadata shim (tests/e2e/slowfs.c) did not compile"
 		preload="$PRELOAD $SLOWFS"
-		envs=(SLOWFS_MATCH="${SLOW_MATCH:-$T/ck}" SLOWFS_US="$SLOW_US" "${envs[@]}")
+		envs=(SLOWFS_MATCH="${SLOW_MATCH:-$T/ck}" "${envs[@]}")
+		[ -n "${SLOW_US:-}" ] && envs=(SLOWFS_US="$SLOW_US" "${envs[@]}")
+		[ -n "${FAIL_ERRNO:-}" ] && envs=(SLOWFS_ERRNO="$FAIL_ERRNO" "${envs[@]}")
 	fi
 	timeout -k 5 "$CASE_TIMEOUT" env CKPTCACHE_PATHS="$T/ck/**" CKPTCACHE_HOST_CACHE=32M \
 		CKPTCACHE_STATS="$STATS/%p.json" "${envs[@]}" LD_PRELOAD="$preload" "$@"

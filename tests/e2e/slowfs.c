@@ -1,29 +1,45 @@
 /* slowfs: a shim preloaded after libckptcache.so by the end-to-end tests, so
  * that the library's own unlink(2) and rename(2) of real files take as long
- * as a parallel file system's metadata operations do (milliseconds). It
- * widens the windows in which flushes and the program's renames overlap.
+ * as a parallel file system's metadata operations do (milliseconds), or
+ * fail. It widens the windows in which flushes and the program's renames
+ * overlap.
  *   SLOWFS_MATCH  only paths containing this string are slowed
  *   SLOWFS_US     microseconds added before each such call
- *   SLOWFS_OPS    which calls: any of "unlink", "rename" (default both) */
+ *   SLOWFS_OPS    which calls: any of "unlink", "rename" (default both)
+ *   SLOWFS_ERRNO  instead of a delay, such a call fails with this errno
+ *                 (a real path that cannot be written: the rescue path)
+ *   SLOWFS_NOTMPFILE  open(O_TMPFILE) fails with EOPNOTSUPP, as on file
+ *                 systems without anonymous files (the library then makes
+ *                 named temporary files) */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static void slow(const char *op, const char *path)
+/* 0, or -1 with errno set when the call must fail */
+static int slow(const char *op, const char *path)
 {
 	const char *m = getenv("SLOWFS_MATCH"), *us = getenv("SLOWFS_US"), *ops = getenv("SLOWFS_OPS");
-	if (!m || !us || !path || !strstr(path, m) || (ops && !strstr(ops, op)))
-		return;
+	const char *err = getenv("SLOWFS_ERRNO");
+	if (!m || (!us && !err) || !path || !strstr(path, m) || (ops && !strstr(ops, op)))
+		return 0;
+	if (err) {
+		errno = atoi(err);
+		return -1;
+	}
 	long n = atol(us);
 	struct timespec ts = { n / 1000000, (n % 1000000) * 1000 };
 	while (nanosleep(&ts, &ts) != 0)
 		;
+	return 0;
 }
 
 int unlink(const char *path)
@@ -31,7 +47,8 @@ int unlink(const char *path)
 	static int (*real)(const char *);
 	if (!real)
 		real = (int (*)(const char *))dlsym(RTLD_NEXT, "unlink");
-	slow("unlink", path);
+	if (slow("unlink", path))
+		return -1;
 	return real(path);
 }
 
@@ -40,6 +57,26 @@ int rename(const char *from, const char *to)
 	static int (*real)(const char *, const char *);
 	if (!real)
 		real = (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
-	slow("rename", to);
+	if (slow("rename", to))
+		return -1;
 	return real(from, to);
+}
+
+int open(const char *path, int flags, ...)
+{
+	static int (*real)(const char *, int, ...);
+	mode_t mode = 0;
+	if (!real)
+		real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
+	if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = (mode_t)va_arg(ap, int);
+		va_end(ap);
+	}
+	if ((flags & O_TMPFILE) == O_TMPFILE && getenv("SLOWFS_NOTMPFILE")) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	return real(path, flags, mode);
 }

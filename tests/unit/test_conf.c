@@ -134,6 +134,7 @@ static void setup(void)
 	fake_rc = 0;
 	sys.mem_total = 8 * GIB;
 	sys.fs_info = fake_fs_info;
+	sys.tier_files = NULL;
 	tmpdir[0] = '\0';
 	ckc_log_sink = conf_sink;
 	conf_reset();
@@ -588,16 +589,95 @@ Test(conf, strict_zero_with_errors_disables)
 
 Test(conf, string_variables)
 {
+	make_tmpdir();
 	env("CKPTCACHE_HINTS", "/home/u/run/hints.txt");
 	env("CKPTCACHE_STATS", "/home/u/run/ckc-stats.json");
 	env("CKPTCACHE_TRACE", "/home/u/run/ckc.trace");
-	env("CKPTCACHE_RESCUE_DIR", "/home/u/rescue");
+	env("CKPTCACHE_RESCUE_DIR", tmpdir);
 	cr_assert_eq(load(), 0);
 	cr_expect_eq(nmsgs, 0, "a hint file that does not exist yet is not an error");
 	cr_expect_str_eq(cfg.hints, "/home/u/run/hints.txt");
 	cr_expect_str_eq(cfg.stats, "/home/u/run/ckc-stats.json");
 	cr_expect_str_eq(cfg.trace, "/home/u/run/ckc.trace");
-	cr_expect_str_eq(cfg.rescue_dir, "/home/u/rescue");
+	cr_expect_str_eq(cfg.rescue_dir, tmpdir);
+}
+
+/* A rescue folder is needed only when a real path fails: too late to find
+ * out that it is not there, so it is checked at start. */
+Test(conf, rescue_dir_checked_at_start)
+{
+	make_tmpdir();
+	const char *bad[] = { under("nowhere"), under("afile") };
+	FILE *f = fopen(under("afile"), "w");
+	cr_assert_not_null(f);
+	fclose(f);
+	for (int i = 0; i < 2; i++) {
+		conf_reset();
+		env("CKPTCACHE_RESCUE_DIR", bad[i]);
+		cr_assert_eq(load(), 1, "%s", bad[i]);
+		cr_expect_not(cfg.enabled);
+		char want[PATH_MAX + 64];
+		snprintf(want, sizeof(want), "CKPTCACHE_RESCUE_DIR='%s': not a writable folder", bad[i]);
+		cr_expect_not_null(strstr(msgs[0].text, want), "%s", msgs[0].text);
+	}
+	struct stat st;
+	cr_expect_neq(stat(under("nowhere"), &st), 0, "the rescue folder is checked, not made");
+}
+
+/* Tier sizes below one block name the minimum (they used to fail later with
+ * "Invalid argument"); 0 still turns a tier off. */
+Test(conf, tier_minimum_named)
+{
+	make_tmpdir();
+	static const struct {
+		const char *var, *value;
+	} bad[] = {
+		{ "CKPTCACHE_HOST_CACHE", "100" },
+		{ "CKPTCACHE_HOST_CACHE", "4095" },
+		{ "CKPTCACHE_HOST_CACHE", "0.00001%" },
+		{ "CKPTCACHE_SSD_CACHE", "1K" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		conf_reset();
+		env("CKPTCACHE_SSD_DIR", tmpdir);
+		env(bad[i].var, bad[i].value);
+		cr_assert_eq(load(), 1, "%s=%s", bad[i].var, bad[i].value);
+		cr_expect_not_null(strstr(msgs[0].text, "below the minimum of 4 KiB"), "%s", msgs[0].text);
+		cr_expect_not_null(strstr(msgs[0].text, bad[i].var), "%s", msgs[0].text);
+	}
+	conf_reset();
+	env("CKPTCACHE_SSD_DIR", tmpdir);
+	env("CKPTCACHE_HOST_CACHE", "4K");
+	env("CKPTCACHE_SSD_CACHE", "0");
+	cr_assert_eq(load(), 0);
+	cr_expect_eq(cfg.host_cache, 4096);
+	cr_expect_eq(cfg.ssd_cache, 0);
+}
+
+/* A child of a program with an ssd tier (system(), a shell) reads the same
+ * settings after its parent took its share of the space: the parent's tier
+ * file counts as space the ssd tiers may use, not as space gone. */
+static uint64_t fake_tier_files(const char *dir)
+{
+	(void)dir;
+	return 512 * MIB;
+}
+
+Test(conf, ssd_size_counts_running_tiers_back)
+{
+	make_tmpdir();
+	fake_avail = 300 * MIB;
+	env("CKPTCACHE_SSD_DIR", tmpdir);
+	env("CKPTCACHE_SSD_CACHE", "512M");
+	cr_expect_eq(load(), 1, "without the tier files' bytes: larger than available");
+	conf_reset();
+	env("CKPTCACHE_SSD_DIR", tmpdir);
+	env("CKPTCACHE_SSD_CACHE", "512M");
+	sys.tier_files = fake_tier_files;
+	int rc = load();
+	sys.tier_files = NULL;
+	cr_assert_eq(rc, 0, "%s", nmsgs ? msgs[0].text : "");
+	cr_expect_eq(cfg.ssd_cache, 512 * MIB);
 }
 
 Test(conf, rescue_dir_defaults_to_ssd_dir)
@@ -813,8 +893,9 @@ Test(conf, ssd_default_size_formula)
 	} t[] = {
 		{ 100 * GIB, NULL, 25 * GIB },    { 100 * GIB, "8", 3355443200ULL },
 		{ 1 * TIB, NULL, 64 * GIB },      { 1 * TIB, "2", 64 * GIB },
-		{ 1 * TIB, "8", 32 * GIB },       { 1000, NULL, 250 },
-		{ 3, NULL, 0 },
+		{ 1 * TIB, "8", 32 * GIB },       { 100000, NULL, 25000 },
+		/* below the smallest tier: none, without an error */
+		{ 1000, NULL, 0 },                { 3, NULL, 0 },
 	};
 	make_tmpdir();
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -943,32 +1024,46 @@ Test(conf, ssd_dir_created_mode_0700)
 {
 	mode_t old = umask(022);
 	make_tmpdir();
-	env("CKPTCACHE_SSD_DIR", under("a/b/c"));
+	env("CKPTCACHE_SSD_DIR", under("job42"));
 	env("CKPTCACHE_SSD_CACHE", "1G");
 	int rc = load();
 	umask(old);
 	cr_assert_eq(rc, 0);
-	cr_expect_eq(nmsgs, 0);
 	cr_expect_eq(cfg.ssd_cache, GIB);
-	const char *made[] = { under("a"), under("a/b"), under("a/b/c") };
-	for (int i = 0; i < 3; i++) {
-		struct stat st;
-		cr_assert_eq(stat(made[i], &st), 0, "%s not created", made[i]);
-		cr_expect(S_ISDIR(st.st_mode));
-		cr_expect_eq(st.st_mode & 07777, 0700, "%s: mode %o", made[i], st.st_mode & 07777);
-	}
+	struct stat st;
+	cr_assert_eq(stat(under("job42"), &st), 0, "not created");
+	cr_expect(S_ISDIR(st.st_mode));
+	cr_expect_eq(st.st_mode & 07777, 0700, "mode %o", st.st_mode & 07777);
+	/* said, not silent */
+	cr_assert_eq(nmsgs, 1);
+	cr_expect_eq(msgs[0].level, CKC_LOG_WARN);
+	cr_expect_not_null(strstr(msgs[0].text, "did not exist: created it"), "%s", msgs[0].text);
+}
+
+Test(conf, ssd_dir_typo_makes_no_folders)
+{
+	make_tmpdir();
+	env("CKPTCACHE_SSD_DIR", under("scartch/job42/ssd"));
+	env("CKPTCACHE_SSD_CACHE", "1G");
+	cr_assert_eq(load(), 1);
+	cr_expect_not(cfg.enabled);
+	cr_assert_geq(nmsgs, 1);
+	cr_expect_not_null(strstr(msgs[0].text, "CKPTCACHE_SSD_DIR="), "%s", msgs[0].text);
+	cr_expect_not_null(strstr(msgs[0].text, "no such folder, nor its parent"), "%s", msgs[0].text);
+	struct stat st;
+	cr_expect_neq(stat(under("scartch"), &st), 0, "a folder was made from a mistyped name");
 }
 
 Test(conf, ssd_missing_dir_default_uses_ancestor_facts)
 {
 	make_tmpdir();
 	fake_avail = 40 * GIB;
-	env("CKPTCACHE_SSD_DIR", under("new/dir/"));
+	env("CKPTCACHE_SSD_DIR", under("new/"));
 	cr_assert_eq(load(), 0);
 	cr_expect_eq(cfg.ssd_cache, 10 * GIB);
 	cr_expect_str_eq(fake_last_dir, tmpdir, "facts from the nearest existing ancestor");
 	struct stat st;
-	cr_expect_eq(stat(under("new/dir"), &st), 0);
+	cr_expect_eq(stat(under("new"), &st), 0);
 }
 
 static void expect_dir_error(const char *dir, const char *reason)

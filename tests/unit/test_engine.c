@@ -440,6 +440,89 @@ Test(engine, shutdown_drains_every_flush)
 	tenv_clean(&e);
 }
 
+/* The program ends with a checkpoint still open and being written: its
+ * bytes so far reach the real file, later writes go there too, and files
+ * opened from then on pass through; the ssd tier's file is gone. */
+Test(engine, finish_hands_open_writers_over)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 32 * MiB, 16 * MiB);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char done[PATH_MAX], open_one[PATH_MAX], later[PATH_MAX];
+	tpath(&e, done, 1);
+	tpath(&e, open_one, 2);
+	tpath(&e, later, 3);
+	twrite(done, 1, 3 * MiB + 5, 1 * MiB);
+	ckc_handle_t *h;
+	unsigned char *buf = malloc(2 * MiB);
+	tfill(buf, 2 * MiB, 2, 0);
+	cr_assert_eq(ckc_open_write(open_one, 0644, &h), 0);
+	cr_assert_eq(ckc_pwrite(h, buf, 1 * MiB, 0), (ssize_t)(1 * MiB));
+	cr_assert_eq(ckc_finish(0), 0);
+	cr_assert(thome_matches(done, 1, 3 * MiB + 5), "a closed checkpoint at its real path");
+	cr_assert(thome_matches(open_one, 2, 1 * MiB), "an open one's bytes so far at its real path");
+	cr_assert_eq(ckc_pwrite(h, buf + 1 * MiB, 1 * MiB, 1 * MiB), (ssize_t)(1 * MiB),
+		     "a write after the end began");
+	cr_assert(thome_matches(open_one, 2, 2 * MiB), "written through to the real file");
+	cr_assert_eq(ckc_close(h), 0);
+	cr_assert_eq(ckc_open_write(later, 0644, &h), -ENODEV, "new files pass through");
+	tverify(done, 1, 3 * MiB + 5, 1 * MiB);
+	/* the ssd tier's file and the record are gone, not the engine */
+	char priv[PATH_MAX];
+	snprintf(priv, sizeof(priv), "%s/ckptcache-%u", e.ssd, (unsigned)getuid());
+	cr_assert_not(texists(priv), "%s is left", priv);
+	cr_assert(ckc_active());
+	ckc_shutdown();
+	cr_assert(thome_matches(open_one, 2, 2 * MiB));
+	free(buf);
+	tenv_clean(&e);
+}
+
+/* Names up to the longest a folder entry may have are published: the
+ * temporary file's name is short whatever the checkpoint's. */
+static int no_tmpfile_open(const char *path, int flags, mode_t mode)
+{
+	if ((flags & O_TMPFILE) == O_TMPFILE) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	return open(path, flags | O_CLOEXEC, mode);
+}
+
+static void long_names(bool tmpfile)
+{
+	tenv_t e;
+	tenv_make(&e);
+	if (!tmpfile)
+		ckc_io.open = no_tmpfile_open;
+	ckc_config_t c = tcfg(&e, 32 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[3][PATH_MAX];
+	const int len[3] = { 200, 244, 255 };
+	for (int i = 0; i < 3; i++) {
+		int n = snprintf(path[i], PATH_MAX, "%s/", e.home);
+		memset(path[i] + n, 'a' + i, (size_t)len[i]);
+		path[i][n + len[i]] = '\0';
+		twrite(path[i], (uint64_t)i, 1 * MiB + 3, 1 * MiB);
+	}
+	ckc_shutdown();
+	ckc_io_reset();
+	for (int i = 0; i < 3; i++)
+		cr_assert(thome_matches(path[i], (uint64_t)i, 1 * MiB + 3), "a %d-byte name", len[i]);
+	DIR *d = opendir(e.home);
+	struct dirent *de;
+	int n = 0;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	cr_assert_eq(n, 3, "temporary files are left in the checkpoint folder");
+	tenv_clean(&e);
+}
+
+Test(engine, long_names_are_published) { long_names(true); }
+Test(engine, long_names_are_published_with_named_temporary_files) { long_names(false); }
+
 Test(engine, file_of_an_earlier_run_is_prefetched)
 {
 	tenv_t e;

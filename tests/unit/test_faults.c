@@ -30,12 +30,19 @@ static void sink(int level, const char *msg)
 	pthread_mutex_unlock(&err_lock);
 }
 
+/* Whether path is below prefix (which ends in '/'), or is its folder: an
+ * anonymous temporary file (O_TMPFILE) is opened on the folder. */
+static bool below(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	return !strncmp(path, prefix, n) || (strlen(path) == n - 1 && !strncmp(path, prefix, n - 1));
+}
+
 static int f_open(const char *path, int flags, mode_t mode)
 {
 	int fd = open(path, flags | O_CLOEXEC, mode);
 	if (fd >= 0 && fd < 4096)
-		atomic_store(&fd_kind[fd], !strncmp(path, ssd_prefix, strlen(ssd_prefix)) ? 1 :
-					   !strncmp(path, home_prefix, strlen(home_prefix)) ? 2 : 0);
+		atomic_store(&fd_kind[fd], below(path, ssd_prefix) ? 1 : below(path, home_prefix) ? 2 : 0);
 	return fd;
 }
 
@@ -69,13 +76,16 @@ static ssize_t f_pwrite(int fd, const void *buf, size_t len, off_t off)
 	return pwrite(fd, buf, len, off);
 }
 
-static int f_fallocate_enospc(int fd, int mode, off_t off, off_t len)
+static _Atomic int fallocate_errno;
+
+/* The ssd file cannot be allocated: fails with fallocate_errno. */
+static int f_fallocate_fail(int fd, int mode, off_t off, off_t len)
 {
 	(void)fd;
 	(void)mode;
 	(void)off;
 	(void)len;
-	errno = ENOSPC;
+	errno = atomic_load(&fallocate_errno);
 	return -1;
 }
 
@@ -160,7 +170,25 @@ Test(faults, home_eio_leaves_a_rescue_file)
 	char rescue[PATH_MAX];
 	snprintf(rescue, sizeof(rescue), "%s", strstr(msg, "saved in ") + 9);
 	cr_assert(thome_matches(rescue, 3, 1 * MiB + 7), "rescue file %s", rescue);
-	cr_assert_eq(strncmp(rescue, e.rescue, strlen(e.rescue)), 0, "rescue file in CKPTCACHE_RESCUE_DIR");
+	/* in the private folder there, only the user's, with the real path in
+	 * the index */
+	char priv[PATH_MAX], idx[PATH_MAX + 16], line[2 * PATH_MAX];
+	snprintf(priv, sizeof(priv), "%s/ckptcache-%u/", e.rescue, (unsigned)getuid());
+	cr_assert_eq(strncmp(rescue, priv, strlen(priv)), 0, "rescue file %s not in %s", rescue, priv);
+	struct stat rs;
+	cr_assert_eq(stat(rescue, &rs), 0);
+	cr_assert_eq(rs.st_mode & 07777, 0600);
+	priv[strlen(priv) - 1] = '\0';
+	cr_assert_eq(stat(priv, &rs), 0);
+	cr_assert_eq(rs.st_mode & 07777, 0700);
+	snprintf(idx, sizeof(idx), "%s/rescue.index", priv);
+	snprintf(line, sizeof(line), "%s\t%s\n", strrchr(rescue, '/') + 1, path);
+	FILE *f = fopen(idx, "r");
+	cr_assert_not_null(f, "%s", idx);
+	char got[2 * PATH_MAX] = "";
+	cr_assert_not_null(fgets(got, sizeof(got), f));
+	fclose(f);
+	cr_assert_str_eq(got, line);
 	cr_assert_not(texists(path));
 	faults_teardown(&e);
 }
@@ -242,17 +270,50 @@ Test(faults, the_newer_version_of_a_checkpoint_lands_last)
 	faults_teardown(&e);
 }
 
-Test(faults, ssd_file_cannot_be_allocated)
+/* Starts the engine (host 2 MiB, ssd 64 MiB) with the ssd file's
+ * allocation failing with err; the log must name CKPTCACHE_SSD_DIR. Returns
+ * ckc_init_config's result. */
+static int start_with_ssd_failing(tenv_t *e, int err)
 {
-	tenv_t e;
-	faults_setup(&e);
-	ckc_io.fallocate = f_fallocate_enospc;
-	ckc_config_t c = tcfg(&e, 2 * MiB, 64 * MiB);
-	cr_assert_eq(ckc_init_config(&c), -ENOSPC);
-	cr_assert_not(ckc_active(), "a tier that cannot be set up disables the cache");
+	faults_setup(e);
+	atomic_store(&fallocate_errno, err);
+	ckc_io.fallocate = f_fallocate_fail;
+	ckc_config_t c = tcfg(e, 2 * MiB, 64 * MiB);
+	c.log_level = CKC_LOG_WARN;
+	int rc = ckc_init_config(&c);
 	pthread_mutex_lock(&err_lock);
 	cr_assert_not_null(strstr(all_errors, "CKPTCACHE_SSD_DIR"), "%s", all_errors);
 	pthread_mutex_unlock(&err_lock);
+	return rc;
+}
+
+/* No room for the ssd tier (the tiers of running processes, a parent's
+ * say, took it): the process runs without one, and says so. */
+Test(faults, ssd_file_without_room_runs_without_the_tier)
+{
+	tenv_t e;
+	cr_assert_eq(start_with_ssd_failing(&e, ENOSPC), 0);
+	cr_assert(ckc_active());
+	pthread_mutex_lock(&err_lock);
+	cr_assert_not_null(strstr(all_errors, "runs without one"), "%s", all_errors);
+	pthread_mutex_unlock(&err_lock);
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert_eq(st.ntier, 2, "host and home only");
+	char path[PATH_MAX];
+	tpath(&e, path, 4);
+	twrite(path, 4, 3 * MiB, 1 * MiB);
+	tverify(path, 4, 3 * MiB, 1 * MiB);
+	ckc_shutdown();
+	cr_assert(thome_matches(path, 4, 3 * MiB));
+	faults_teardown(&e);
+}
+
+Test(faults, ssd_file_failing_disables_the_cache)
+{
+	tenv_t e;
+	cr_assert_eq(start_with_ssd_failing(&e, EIO), -EIO);
+	cr_assert_not(ckc_active(), "a tier that cannot be set up disables the cache");
 	faults_teardown(&e);
 }
 

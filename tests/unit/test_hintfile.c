@@ -798,3 +798,18 @@ Test(hint, parse_line_relative_to_cwd)
 	const char *want[] = { "@/k.bin" };
 	expect_paths(want, 1);
 }
+
+/* A FIFO (or socket, or device) is never opened, so a FIFO with no writer
+ * cannot freeze the program, and one with a writer waiting is not touched;
+ * a directory is refused as before. */
+Test(hint, fifo_is_refused_without_blocking, .timeout = 10)
+{
+	hint_reader_t r;
+	char fifo[PATH_MAX];
+	snprintf(fifo, sizeof(fifo), "%s/order.fifo", dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_eq(hint_reader_open(&r, fifo, 0, 0), -EINVAL);
+	cr_assert_eq(hint_reader_open(&r, dir, 0, 0), -EISDIR);
+	cr_assert_eq(hint_reader_open(&r, "/dev/null", 0, 0), -EINVAL);
+	unlink(fifo);
+}

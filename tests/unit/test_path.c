@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "path.h"
@@ -61,4 +63,100 @@ Test(path, dirname)
 	cr_assert_eq(ckc_path_dirname("/c", out, sizeof(out)), 0);
 	cr_assert_str_eq(out, "/");
 	cr_assert_eq(ckc_path_dirname("/a/b", out, 2), -ENAMETOOLONG);
+}
+
+/* ---- ".." as the kernel takes it ----------------------------------------- */
+
+static char rdir[64];
+
+static void resolve_setup(void)
+{
+	snprintf(rdir, sizeof(rdir), "/tmp/ckc-path-XXXXXX");
+	cr_assert_not_null(mkdtemp(rdir));
+	char p[PATH_MAX];
+	const char *dirs[] = { "ck", "ck/deep", "ck/deep/sub", "other", "other/in" };
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", rdir, dirs[i]);
+		cr_assert_eq(mkdir(p, 0755), 0, "%s", p);
+	}
+	struct {
+		const char *target, *name;
+	} links[] = {
+		{ "deep/sub", "ck/lnk" },		/* relative */
+		{ NULL, "ck/abs" },			/* absolute: rdir/other/in */
+		{ "lnk", "ck/chain" },			/* a link to a link */
+		{ "loop2", "ck/loop1" },		/* a loop */
+		{ "loop1", "ck/loop2" },
+	};
+	char abs[PATH_MAX];
+	snprintf(abs, sizeof(abs), "%s/other/in", rdir);
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", rdir, links[i].name);
+		cr_assert_eq(symlink(links[i].target ? links[i].target : abs, p), 0, "%s", p);
+	}
+	snprintf(p, sizeof(p), "%s/ck/file", rdir);
+	FILE *f = fopen(p, "w");
+	cr_assert_not_null(f);
+	fclose(f);
+}
+
+static void resolve_teardown(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", rdir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* resolve(rdir/in) must be rdir/want, or fail with err */
+static void resolved(const char *in, const char *want, int err)
+{
+	char path[PATH_MAX], out[PATH_MAX], exp[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", rdir, in);
+	int rc = ckc_path_resolve(path, NULL, out, sizeof(out));
+	cr_assert_eq(rc, err, "%s: %d", in, rc);
+	if (err)
+		return;
+	snprintf(exp, sizeof(exp), "%s%s%s", rdir, *want ? "/" : "", want);
+	cr_assert_str_eq(out, exp, "%s", in);
+}
+
+TestSuite(resolve, .init = resolve_setup, .fini = resolve_teardown);
+
+Test(resolve, dotdot_after_a_link_is_taken_from_its_target)
+{
+	resolved("ck/lnk/../x.bin", "ck/deep/x.bin", 0);
+	resolved("ck/chain/../x.bin", "ck/deep/x.bin", 0);
+	resolved("ck/abs/../x.bin", "other/x.bin", 0);
+	resolved("ck/lnk/../../x.bin", "ck/x.bin", 0);
+	resolved("ck/abs/../../ck/lnk/../y", "ck/deep/y", 0);
+}
+
+Test(resolve, links_not_followed_by_dotdot_are_kept)
+{
+	resolved("ck/lnk/x.bin", "ck/lnk/x.bin", 0);
+	resolved("ck/./deep//sub/../x", "ck/deep/x", 0);
+	resolved("ck/deep/sub/../../x", "ck/x", 0);
+}
+
+Test(resolve, what_the_kernel_refuses_fails)
+{
+	resolved("ck/none/../x.bin", NULL, -ENOENT);
+	resolved("ck/file/../x.bin", NULL, -ENOTDIR);
+	resolved("ck/loop1/../x.bin", NULL, -ELOOP);
+}
+
+Test(resolve, relative_paths_and_keys)
+{
+	char base[PATH_MAX], out[PATH_MAX], want[PATH_MAX];
+	snprintf(base, sizeof(base), "%s/ck", rdir);
+	cr_assert_eq(ckc_path_resolve("lnk/../x", base, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "%s/ck/deep/x", rdir);
+	cr_assert_str_eq(out, want);
+	/* a key for a path the kernel would refuse: the lexical form */
+	cr_assert_eq(ckc_path_key("none/../x", base, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "%s/ck/x", rdir);
+	cr_assert_str_eq(out, want);
+	cr_assert_eq(ckc_path_key("lnk/../x", base, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "%s/ck/deep/x", rdir);
+	cr_assert_str_eq(out, want);
 }

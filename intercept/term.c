@@ -1,0 +1,129 @@
+/* The program's end by a signal: SIGTERM (what a batch system sends before
+ * SIGKILL), SIGINT and SIGABRT, where the program left them at their default.
+ * A thread of the library drains the cache (ckc_finish) within
+ * CKPTCACHE_TERM_WAIT seconds while the handler waits for it; then the
+ * signal takes its default course. A handler never does the work itself:
+ * the thread it interrupted may hold any lock. */
+#include "config.h"
+
+#include <semaphore.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "intercept.h"
+#include "log.h"
+
+static const int term_sigs[] = { SIGTERM, SIGINT, SIGABRT };
+#define TERM_NSIGS (int)(sizeof(term_sigs) / sizeof(term_sigs[0]))
+
+static sem_t term_sem;
+static atomic_int term_sig;      /* the first signal caught, 0 before */
+static atomic_bool term_done;    /* the drain ended (or gave up) */
+static pid_t term_pid;           /* the process the thread runs in */
+static uint64_t term_wait_ns;
+
+static uint64_t term_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* async-signal-safe */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Back to the default disposition: the next delivery ends the process. */
+static void term_default(int sig)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
+}
+
+static void term_handler(int sig)
+{
+	int saved = errno;
+	bool here = getpid() == term_pid; /* not a forked child */
+
+	if (here && atomic_exchange(&term_sig, sig) == 0)
+		sem_post(&term_sem);
+	/* a thread inside the library may hold what the drain needs: it goes
+	 * on, and the library's thread ends the process after the drain */
+	if (here && ckc_io_guard) {
+		errno = saved;
+		return;
+	}
+	/* a little longer than the thread's own bound, so that it can say
+	 * what it could not do */
+	uint64_t until = term_now() + term_wait_ns + 200000000ull;
+	while (here && !atomic_load(&term_done) && term_now() < until) {
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
+	term_default(sig);
+	raise(sig); /* blocked in this handler: delivered as it returns */
+	errno = saved;
+}
+
+static void *term_main(void *arg)
+{
+	(void)arg;
+	ckc_io_guard = 1; /* never re-enter the wrappers */
+	while (sem_wait(&term_sem) != 0)
+		;
+	int sig = atomic_load(&term_sig);
+	ckc_info("signal %d (%s): writing what the cache holds to the real paths (at most %.1f s)",
+		 sig, strsignal(sig), (double)term_wait_ns / 1e9);
+	if (ckc_finish(ckc_now_ns() + term_wait_ns) != 0)
+		ckc_error("signal %d (%s): the cache could not write everything to the real paths in "
+			  "%.1f s (CKPTCACHE_TERM_WAIT); the program ends now",
+			  sig, strsignal(sig), (double)term_wait_ns / 1e9);
+	atomic_store(&term_done, true);
+	/* for a handler that could not wait: the signal's own end */
+	term_default(sig);
+	kill(getpid(), sig);
+	return NULL;
+}
+
+void ckc_term_install(double wait_s)
+{
+	static bool installed;
+	pthread_t t;
+	pthread_attr_t attr;
+	sigset_t all, old;
+
+	if (installed)
+		return;
+	installed = true;
+	term_wait_ns = (uint64_t)(wait_s * 1e9);
+	term_pid = getpid();
+	if (sem_init(&term_sem, 0, 0) != 0)
+		return;
+	/* the thread must never run a handler itself */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&t, &attr, term_main, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		ckc_warn("no thread for the end by signal (%s): SIGTERM ends the program without "
+			 "writing the cache's checkpoints", strerror(rc));
+		return;
+	}
+	for (int i = 0; i < TERM_NSIGS; i++) {
+		struct sigaction cur, sa;
+		/* the program's own handler (or SIG_IGN) is left alone: if it
+		 * ends the program with exit(), the exit drain runs */
+		if (sigaction(term_sigs[i], NULL, &cur) != 0 || cur.sa_handler != SIG_DFL ||
+		    (cur.sa_flags & SA_SIGINFO))
+			continue;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = term_handler;
+		sigfillset(&sa.sa_mask);
+		sa.sa_flags = SA_RESTART;
+		sigaction(term_sigs[i], &sa, NULL);
+	}
+}

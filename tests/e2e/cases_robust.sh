@@ -1,0 +1,514 @@
+# Robustness: long but legal names, a thread writing while the program
+# exits, a symbolic link followed by "..", rescue and statistics files that
+# another user (nobody, through setpriv) cannot read, replace or redirect,
+# what a killed program leaves behind and who cleans it up, SIGTERM, settings
+# checked at start, hint files that are FIFOs or floods of bad lines, and the
+# POSIX results of O_CREAT|O_EXCL and of a rename into a missing folder.
+
+# A checkpoint's bytes, made once per case.
+src_file() {
+	[ -f src.bin ] || randfile src.bin "${1:-3000017}"
+}
+
+# The rescue files of the case: in the private folder of the rescue
+# directory (the case folder).
+rescue_files() {
+	find "$T/ckptcache-$(id -u)" -maxdepth 1 -name 'rescue.*' ! -name rescue.index 2>/dev/null
+}
+
+# as_nobody CMD...: CMD as the user nobody, or the case is noted as not
+# runnable here.
+as_nobody() {
+	setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"
+}
+
+need_nobody() {
+	command -v setpriv >/dev/null || note "no setpriv here: the other-user cases need it"
+	[ "$(id -u)" -eq 0 ] || note "not root: setpriv cannot become nobody"
+	id nobody >/dev/null 2>&1 && getent group nogroup >/dev/null || note "no user nobody or group nogroup here"
+	# the case folder is the shared folder the other user may write into
+	chmod 1777 "$T"
+}
+
+# ---- long names ------------------------------------------------------------------
+
+# Names of 244 and 255 bytes (the longest a component may be): copied with
+# cp and written by Python, read back in the process and at the real path.
+long_names() {
+	src_file
+	local n244 n255
+	n244=$(printf 'a%.0s' $(seq 240)).bin
+	n255=$(printf 'b%.0s' $(seq 251)).bin
+	ck -- sh -c 'cp src.bin "ck/$1" && cmp src.bin "ck/$1" && dd if=src.bin of="ck/$2" bs=1M status=none &&
+		cmp src.bin "ck/$2"' \
+		sh "$n244" "$n255" || fail "long names: copy or read back in the process failed$(last_error)"
+	ck -- "$PY" -c '
+import sys
+data = open("src.bin", "rb").read()
+p = "ck/" + "c" * 250 + ".npy"
+with open(p, "wb") as f:
+    f.write(data)
+assert open(p, "rb").read() == data, "read back in the process"
+' || fail "long names: Python's write and read back failed$(last_error)"
+	grep -a 'ckptcache: error' "$T/.log" && fail "long names: the library reported an error$(first_error 'ckptcache: error')"
+	same src.bin "ck/$n244" "a 244-byte name at its real path"
+	same src.bin "ck/$n255" "a 255-byte name at its real path"
+	same src.bin "ck/$(printf 'c%.0s' $(seq 250)).npy" "a 254-byte name written by Python at its real path"
+	only_names ck '^[abc]+\.(bin|npy)$' "after exit"
+	[ -z "$(rescue_files)" ] || fail "long names: rescue files were made: $(rescue_files)"
+}
+
+# A path of about 600 characters whose real file cannot be written (its
+# publication fails): the rescue file keeps it, with the real path in the
+# rescue index, and the process reads it back.
+long_path_rescue() {
+	src_file
+	local d=ck/$(printf 'd%.0s' $(seq 200))/$(printf 'e%.0s' $(seq 200))
+	mkdir -p "$d"
+	local p=$d/$(printf 'f%.0s' $(seq 180)).bin
+	SLOW_MATCH="$T/ck/" SLOWFS_OPS=rename FAIL_ERRNO=5 ck -- "$PY" -c '
+import sys
+p, data = sys.argv[1], open("src.bin", "rb").read()
+with open(p, "wb") as f:
+    f.write(data)
+assert open(p, "rb").read() == data, "read back in the process"
+' "$p" >out.txt 2>err.txt
+	local rc=$?
+	cat out.txt err.txt
+	[ $rc -eq 0 ] || fail "long path rescue: exit status $rc"
+	local r
+	r=$(sed -n 's/.*its [0-9]* bytes are saved in \(.*\)$/\1/p' err.txt | head -1)
+	[ -n "$r" ] || fail "long path rescue: no message saying where the bytes are$(first_error 'ckptcache: error')"
+	[ "$(dirname "$r")" = "$T/ckptcache-$(id -u)" ] || fail "long path rescue: the rescue file $r is not in the private folder"
+	same src.bin "$r" "the rescue file"
+	grep -qF "	$T/$p" "$(dirname "$r")/rescue.index" || fail "long path rescue: the index does not map $(basename "$r") to the real path"
+}
+
+# ---- a thread writing while the program exits -------------------------------------
+
+# exit_race_run ACTION STATUS [OTHER_STATUS]: 30 checkpoints closed, one empty file left
+# open, and a thread writing when the main thread calls exit(0), with slow
+# publications so that the exit drain takes a while; the thread gives up
+# (exit(1), abort()) if one of its calls fails, or aborts during the drain.
+exit_race_run() {
+	local action=$1 want=$2 also=${3:-$2} i f
+	need_helper
+	rm -rf ck && mkdir ck
+	SLOW_US=40000 SLOWFS_OPS=rename ck CKPTCACHE_HOST_CACHE=128M -- "$HELPER" exitrace "$T/ck" 30 1M 5 "$action" \
+		>out.txt 2>err.txt
+	local rc=$?
+	cat out.txt err.txt
+	grep -a 'writer:' err.txt && fail "$action: a write of the thread failed while the program exited$(first_error 'writer:')"
+	[ $rc -eq "$want" ] || [ $rc -eq "$also" ] ||
+		fail "$action: $(status_text $rc), expected $(status_text "$want")$(last_error)"
+	for ((i = 0; i < 30; i++)); do
+		run_ok "$action: closed checkpoint $i at its real path" plain "$HELPER" check "$(printf 'ck/done_%02d.bin' $i)" 1M $((5 + i))
+	done
+	[ -f ck/empty.bin ] && [ ! -s ck/empty.bin ] || fail "$action: the empty file still open at exit is not there, empty"
+	for f in ck/live_*.bin; do
+		i=$((10#$(basename "$f" .bin | sed 's/live_//')))
+		run_ok "$action: $f holds what the thread wrote" plain "$HELPER" prefix "$f" $((5 + 1000 + i))
+	done
+	only_names ck '^(done|live)_[0-9]+\.bin$|^empty\.bin$' "$action: after exit"
+}
+
+exit_race() {
+	exit_race_run exit 0
+	# the exit may also end first, once the drain is done
+	exit_race_run abort-late 134 0
+}
+
+# ---- symbolic links -------------------------------------------------------------------
+
+# ck/lnk -> deep/sub: ck/lnk/../x.bin is ck/deep/x.bin for the kernel, not
+# ck/x.bin; ck/none/../y.bin does not exist for it at all.
+symlink_dotdot() {
+	src_file
+	mkdir -p ck/deep/sub
+	ln -s deep/sub ck/lnk
+	echo "the file that must stay" >ck/x.bin
+	cp ck/x.bin keep.txt
+	ck -- sh -c 'cp src.bin ck/lnk/../x.bin && cmp src.bin ck/lnk/../x.bin && cmp src.bin ck/deep/x.bin' ||
+		fail "cp through lnk/..: failed, or read back other bytes in the process$(last_error)"
+	ck -- sh -c 'cp src.bin ck/none/../y.bin' 2>err.txt && fail "cp into ck/none/../y.bin succeeded: the kernel says ENOENT"
+	grep -q 'No such file' err.txt || fail "cp into ck/none/../y.bin: $(cat err.txt)"
+	same src.bin ck/deep/x.bin "ck/lnk/../x.bin (ck/deep/x.bin) at its real path"
+	same keep.txt ck/x.bin "ck/x.bin, which ck/lnk/../x.bin is not"
+	absent ck/y.bin "ck/none/../y.bin"
+}
+
+# ---- other users ----------------------------------------------------------------------
+
+# plant_and_run PLANT -- CMD...: runs PLANT as nobody (with $PID, the pid the
+# program will have, set), then CMD (under the library) in the same process.
+plant_and_run() {
+	local plant=$1
+	shift 2
+	ck "${RUN_ENV[@]}" -- sh -c 'PID=$$ setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c "$1" && shift && exec "$@"' \
+		sh "$plant" "$@"
+}
+
+# Another user plants files where an earlier library put rescue files (the
+# shared folder, a name made of the pid and the path): a 0666 file to read
+# the rescued checkpoint, and a symbolic link to make the victim overwrite
+# its own file. The rescue files must go elsewhere, privately.
+rescue_planted() {
+	need_nobody
+	src_file
+	echo "the victim's own file" >victim.txt
+	chmod 644 victim.txt
+	cp victim.txt victim.ref
+	local flat_a flat_b
+	flat_a=$(printf '%s' "$T/ck/a.bin" | tr / _)
+	flat_b=$(printf '%s' "$T/ck/b.bin" | tr / _)
+	RUN_ENV=(CKPTCACHE_HOST_CACHE=32M)
+	SLOW_MATCH="$T/ck/" SLOWFS_OPS=rename FAIL_ERRNO=5 plant_and_run "
+		umask 0; : >'$T/ckptcache-rescue.'\$PID'$flat_a'; chmod 666 '$T/ckptcache-rescue.'\$PID'$flat_a'
+		ln -s '$T/victim.txt' '$T/ckptcache-rescue.'\$PID'$flat_b'" -- "$PY" -c '
+data = open("src.bin", "rb").read()
+for p in ("ck/a.bin", "ck/b.bin"):
+    with open(p, "wb") as f:
+        f.write(data)
+    assert open(p, "rb").read() == data
+' >out.txt 2>err.txt
+	local rc=$?
+	cat out.txt err.txt
+	[ $rc -eq 0 ] || fail "rescue with planted files: exit status $rc"
+	same victim.ref victim.txt "the victim's file, which a planted symbolic link points to"
+	local f
+	for f in "$T"/ckptcache-rescue.*; do
+		[ -L "$f" ] && continue
+		[ -s "$f" ] && fail "the other user's planted file $(basename "$f") received $(stat -c %s "$f") bytes"
+	done
+	local priv=$T/ckptcache-$(id -u) n=0
+	[ "$(stat -c '%a %U' "$priv")" = "700 $(id -un)" ] || fail "the private folder is $(stat -c '%a %U' "$priv")"
+	for f in $(rescue_files); do
+		n=$((n + 1))
+		[ "$(stat -c '%a %U' "$f")" = "600 $(id -un)" ] || fail "rescue file $f is $(stat -c '%a %U' "$f")"
+		same src.bin "$f" "rescue file $(basename "$f")"
+	done
+	[ $n -eq 2 ] || fail "expected 2 rescue files in $priv, found $n"
+	as_nobody cat "$(rescue_files | head -1)" >/dev/null 2>&1 && fail "the other user can read a rescue file"
+	return 0
+}
+
+# A symbolic link planted where the statistics (or trace) file will be
+# written, towards a file of the victim's.
+stats_planted() {
+	need_nobody
+	echo "the victim's own file" >victim.txt
+	cp victim.txt victim.ref
+	as_nobody ln -s "$T/victim.txt" "$T/stats.json"
+	as_nobody ln -s "$T/victim.txt" "$T/trace.txt"
+	src_file 100000
+	ck CKPTCACHE_STATS="$T/stats.json" CKPTCACHE_TRACE="$T/trace.txt" -- "$PY" -c '
+data = open("src.bin", "rb").read()
+with open("ck/s.bin", "wb") as f:
+    f.write(data)
+assert open("ck/s.bin", "rb").read() == data
+' >out.txt 2>err.txt
+	local rc=$?
+	cat out.txt err.txt
+	[ $rc -eq 0 ] || fail "statistics towards a planted link: exit status $rc"
+	same victim.ref victim.txt "the victim's file, which planted links named CKPTCACHE_STATS and CKPTCACHE_TRACE point to"
+	grep -q 'CKPTCACHE_STATS' err.txt || fail "no message about the statistics file that was not written"
+	grep -q 'CKPTCACHE_TRACE' err.txt || fail "no message about the trace file that was not written"
+	same src.bin ck/s.bin "ck/s.bin at its real path"
+}
+
+# The private folder made by another user: the cache says whose it is and
+# what to do, and the program's bytes are right.
+foreign_folder() {
+	need_nobody
+	as_nobody mkdir -m 0755 "$T/ckptcache-$(id -u)"
+	src_file
+	ck CKPTCACHE_SSD_CACHE=16M -- sh -c 'cp src.bin ck/a.bin && cmp src.bin ck/a.bin' >out.txt 2>err.txt
+	local rc=$?
+	cat out.txt err.txt
+	[ $rc -eq 0 ] || fail "a foreign private folder: exit status $rc"
+	grep -q "belongs to user nobody" err.txt || fail "the message does not say whose the folder is: $(head -3 err.txt)"
+	grep -q "remove it" err.txt || fail "the message does not say what to do: $(head -3 err.txt)"
+	same src.bin ck/a.bin "ck/a.bin at its real path"
+}
+
+# ---- killed programs --------------------------------------------------------------------
+
+# bg_writer ENV... -- N: python writes N checkpoints of src.bin, says
+# "ready" and sleeps, under the library, in the background: $BG is its pid,
+# $BGJOB the job to wait for.
+bg_writer() {
+	local envs=()
+	while [ "$1" != -- ]; do
+		envs+=("$1")
+		shift
+	done
+	local n=$2
+	ck "${envs[@]}" -- "$PY" -c '
+import os, sys, time
+data, n = open("src.bin", "rb").read(), int(sys.argv[1])
+for i in range(n):
+    with open(f"ck/k{i}.bin", "wb") as f:
+        f.write(data)
+print("ready", os.getpid(), flush=True)
+time.sleep(60)
+' "$n" >out.txt 2>err.txt &
+	BGJOB=$!
+	local i
+	for ((i = 0; i < 300; i++)); do
+		BG=$(sed -n 's/^ready //p' out.txt 2>/dev/null)
+		[ -n "$BG" ] && return 0
+		sleep 0.05
+	done
+	fail "the writer never got ready$(last_error)"
+}
+
+# The leftovers of a process killed with SIGKILL while flushes were running
+# (named temporary files, as file systems without O_TMPFILE need, and its ssd
+# tier file) are shown and removed by ckptcache doctor, or by the next
+# process that starts the cache.
+killed_leftovers() {
+	src_file 2000000
+	local who
+	for who in doctor next; do
+		rm -rf ck "$T"/ckptcache-* && mkdir ck
+		SLOW_US=3000000 SLOWFS_OPS=rename SLOWFS_NOTMPFILE=1 bg_writer CKPTCACHE_SSD_CACHE=64M -- 3
+		sleep 0.3
+		kill -9 $BG
+		wait $BGJOB 2>/dev/null
+		local left
+		left=$(find ck "$T/ckptcache-$(id -u)" -name '.*ckc*' -o -name 'ssd.*' 2>/dev/null | sort)
+		[ -n "$left" ] || note "the killed writer left nothing to clean up (too fast)"
+		echo "left: $left"
+		if [ $who = doctor ]; then
+			CKPTCACHE_LIB=$LIB CKPTCACHE_DOCTOR=$(dirname "$LIB")/../doctor "$ROOT/scripts/ckptcache" doctor \
+				--paths "$T/ck/**" --ssd-dir "$T" >doctor.txt 2>&1
+			cat doctor.txt
+			local f
+			for f in $left; do
+				grep -qF "$f" doctor.txt || fail "ckptcache doctor does not show $f"
+			done
+		else
+			ck -- cp src.bin ck/z.bin || fail "the next run failed"
+			same src.bin ck/z.bin "the next run's checkpoint"
+		fi
+		local f
+		for f in $left; do
+			[ -e "$f" ] && fail "$who: $f, left by the killed process, is still there"
+		done
+	done
+	return 0
+}
+
+# SIGTERM, as a batch system sends it at the time limit: what was closed is
+# written to the real paths, then the program ends by SIGTERM, and nothing
+# is left behind. A program with its own SIGTERM handler keeps it. An abort()
+# drains too.
+sigterm_drains() {
+	src_file 1000000
+	local i
+	SLOW_US=150000 SLOWFS_OPS=rename bg_writer CKPTCACHE_SSD_CACHE=64M -- 6
+	kill -TERM $BG
+	wait $BGJOB
+	local rc=$?
+	cat out.txt err.txt
+	[ $rc -eq 143 ] || fail "SIGTERM: $(status_text $rc), expected killed by SIGTERM"
+	for ((i = 0; i < 6; i++)); do
+		same src.bin ck/k$i.bin "SIGTERM: checkpoint $i at its real path"
+	done
+	[ -z "$(ls -A "$T/ckptcache-$(id -u)" 2>/dev/null)" ] || fail "SIGTERM: left behind: $(ls -A "$T/ckptcache-$(id -u)")"
+	only_names ck '^k[0-9]\.bin$' "SIGTERM: after the end"
+
+	rm -rf ck && mkdir ck
+	SLOW_US=150000 SLOWFS_OPS=rename ck -- "$PY" -c '
+import os, signal, sys, time
+def handler(sig, frame):
+    print("the program'"'"'s handler ran", flush=True)
+    sys.exit(3)
+signal.signal(signal.SIGTERM, handler)
+data = open("src.bin", "rb").read()
+for i in range(6):
+    with open(f"ck/k{i}.bin", "wb") as f:
+        f.write(data)
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(60)
+' >out.txt 2>err.txt
+	rc=$?
+	cat out.txt err.txt
+	[ $rc -eq 3 ] || fail "SIGTERM with the program's own handler: $(status_text $rc), expected exit status 3"
+	grep -q "handler ran" out.txt || fail "the program's own SIGTERM handler did not run"
+	for ((i = 0; i < 6; i++)); do
+		same src.bin ck/k$i.bin "own handler: checkpoint $i at its real path"
+	done
+
+	rm -rf ck && mkdir ck
+	SLOW_US=150000 SLOWFS_OPS=rename ck -- "$PY" -c '
+import os
+data = open("src.bin", "rb").read()
+for i in range(6):
+    with open(f"ck/k{i}.bin", "wb") as f:
+        f.write(data)
+os.abort()
+' >out.txt 2>err.txt
+	rc=$?
+	[ $rc -eq 134 ] || fail "abort(): $(status_text $rc), expected killed by SIGABRT"
+	for ((i = 0; i < 6; i++)); do
+		same src.bin ck/k$i.bin "abort(): checkpoint $i at its real path"
+	done
+}
+
+# The drain on SIGTERM is bounded: publications that take 3 s each, a bound
+# of 0.5 s: the program ends within about that, and says what it could not do.
+sigterm_bounded() {
+	src_file 100000
+	SLOW_US=3000000 SLOWFS_OPS=rename bg_writer CKPTCACHE_TERM_WAIT=0.5 -- 4
+	local t0 t1
+	t0=$(date +%s%N)
+	kill -TERM $BG
+	wait $BGJOB
+	local rc=$?
+	t1=$(date +%s%N)
+	cat out.txt err.txt
+	[ $rc -eq 143 ] || fail "bounded SIGTERM: $(status_text $rc), expected killed by SIGTERM"
+	[ $(((t1 - t0) / 1000000)) -lt 2500 ] || fail "bounded SIGTERM: the program took $(((t1 - t0) / 1000000)) ms to end (bound 500 ms)"
+	grep -q 'CKPTCACHE_TERM_WAIT' err.txt || fail "bounded SIGTERM: no message about what was not written"
+}
+
+# ---- settings -------------------------------------------------------------------------
+
+rescue_dir_missing() {
+	bad_var CKPTCACHE_RESCUE_DIR="$T/nowhere/rescue"
+	absent "$T/nowhere" "a rescue folder made from a bad setting"
+}
+
+ssd_dir_typo() {
+	bad_var CKPTCACHE_SSD_DIR="$T/scartch/job/ssd" CKPTCACHE_SSD_CACHE=16M
+	absent "$T/scartch" "folders made from a mistyped CKPTCACHE_SSD_DIR"
+}
+
+tier_minimum() {
+	local v
+	for v in CKPTCACHE_HOST_CACHE=100 CKPTCACHE_SSD_CACHE=1K; do
+		phase "${v%%=*}"
+		bad_var "$v"
+		grep -q "minimum.*4 KiB" err.txt || fail "$v: the message does not name the minimum: $(grep "${v%%=*}" err.txt | head -1)"
+	done
+}
+
+# ---- hint files ------------------------------------------------------------------------
+
+hints_fifo() {
+	mkfifo order.fifo
+	CASE_TIMEOUT=30 ck CKPTCACHE_PATHS="$T/ck/*.bin" CKPTCACHE_HINTS="$T/order.fifo" -- "$PROXY" --dir "$T/ck" \
+		--count 3 --size 1M --seed 3 --interval-ms 10 >out.txt 2>err.txt
+	local rc=$?
+	cat out.txt err.txt
+	[ $rc -eq 124 ] || [ $rc -eq 137 ] && fail "a FIFO as the hint file froze the program"
+	[ $rc -eq 0 ] || fail "a FIFO as the hint file: exit status $rc"
+	proxy_ok out.txt 3
+	grep -q "CKPTCACHE_HINTS.*not a regular file" err.txt || fail "the FIFO is not reported$(first_error CKPTCACHE_HINTS)"
+}
+
+hints_flood() {
+	local what
+	for what in lines binary; do
+		phase "$what"
+		if [ $what = lines ]; then
+			yes 'ck/ckpt_%d_%d.bin 0..2' | head -n 2000000 >hints.txt
+		else
+			head -c 2000000 /dev/urandom >hints.txt
+		fi
+		ck CKPTCACHE_PATHS="$T/ck/*.bin" CKPTCACHE_HINTS="$T/hints.txt" -- "$PROXY" --dir "$T/ck" \
+			--count 3 --size 1M --seed 3 --interval-ms 0 >out.txt 2>err.txt
+		local rc=$?
+		cat out.txt
+		head -20 err.txt
+		[ $rc -eq 0 ] || fail "$what: exit status $rc"
+		proxy_ok out.txt 3
+		local n
+		n=$(grep -c 'hints.txt' err.txt)
+		[ "$n" -le 12 ] || fail "$what: $n messages about the hint file (expected a few, then a summary)"
+		grep -q 'hints.txt.*more' err.txt || fail "$what: no summary of the lines not shown"
+	done
+}
+
+# A program with an explicit ssd tier size whose children (system(), a shell,
+# dd) load the library too: they must not measure the parent's tier against
+# the space it left and report configuration errors. In a 64 MiB tmpfs.
+child_ssd_share() {
+	command -v unshare >/dev/null || note "no unshare here"
+	src_file 1000000
+	mkdir -p small
+	plain unshare -m sh -c 'mount -t tmpfs -o size=64M tmpfs small' 2>/dev/null ||
+		note "cannot mount a tmpfs in a mount namespace here"
+	plain unshare -m sh -c 'mount -t tmpfs -o size=64M tmpfs small && exec env TMPDIR=small \
+		CKPTCACHE_PATHS="$1/ck/**" CKPTCACHE_SSD_DIR="$1/small" CKPTCACHE_SSD_CACHE=40M \
+		CKPTCACHE_HOST_CACHE=8M LD_PRELOAD="$2" "$3" -c "
+import os, subprocess
+data = open(\"src.bin\", \"rb\").read()
+with open(\"ck/a.bin\", \"wb\") as f:
+    f.write(data)
+assert os.system(\"cat ck/a.bin > copy.bin\") == 0
+subprocess.run([\"sh\", \"-c\", \"dd if=ck/a.bin of=ck/b.bin bs=64k status=none\"], check=True)
+assert open(\"ck/b.bin\", \"rb\").read() == data
+"' sh "$T" "$PRELOAD" "$PY" >out.txt 2>err.txt
+	local rc=$?
+	cat out.txt err.txt
+	[ $rc -eq 0 ] || fail "children of a program with an ssd tier: exit status $rc"
+	grep -q 'ckptcache: error' err.txt && fail "children reported errors$(first_error 'ckptcache: error')"
+	same src.bin copy.bin "what system(cat) read"
+	same src.bin ck/a.bin "ck/a.bin at its real path"
+	same src.bin ck/b.bin "ck/b.bin (dd in a child shell) at its real path"
+}
+
+# ---- POSIX results -------------------------------------------------------------------------
+
+posix_results() {
+	src_file
+	ck -- "$PY" -c '
+import errno, os, sys
+data = open("src.bin", "rb").read()
+with open("ck/a.bin", "wb") as f:
+    f.write(data)
+try:
+    fd = os.open("ck/a.bin", os.O_RDONLY | os.O_CREAT | os.O_EXCL)
+    sys.exit("open(O_RDONLY|O_CREAT|O_EXCL) of an existing checkpoint succeeded")
+except FileExistsError:
+    pass
+try:
+    os.rename("ck/a.bin", "ck/missing/a.bin")
+    sys.exit("rename() into a missing folder succeeded")
+except FileNotFoundError:
+    pass
+assert open("ck/a.bin", "rb").read() == data, "read back after the failed rename"
+with open("ck/b.bin", "wb") as f:
+    f.write(data[::-1])
+' >out.txt 2>err.txt
+	local rc=$?
+	cat out.txt err.txt
+	[ $rc -eq 0 ] || fail "$(tail -1 err.txt)"
+	same src.bin ck/a.bin "ck/a.bin at its real path"
+	absent ck/missing "the missing folder"
+	local left
+	left=$(rescue_files; find "$T" -maxdepth 1 -name 'ckptcache-rescue.*')
+	[ -z "$left" ] || fail "rescue files were left: $left"
+	grep -q 'ckptcache: error' err.txt && fail "the library reported an error$(first_error 'ckptcache: error')"
+	return 0
+}
+
+case_add robust/names-255-bytes long_names
+case_add robust/names-long-path-rescue long_path_rescue
+case_add robust/exit-thread-writing exit_race
+case_add robust/path-symlink-dotdot symlink_dotdot
+case_add robust/security-rescue-planted rescue_planted
+case_add robust/security-stats-planted stats_planted
+case_add robust/security-foreign-folder foreign_folder
+case_add robust/cleanup-after-sigkill killed_leftovers
+case_add robust/sigterm-drains sigterm_drains
+case_add robust/sigterm-bounded sigterm_bounded
+case_add robust/config-rescue-dir-missing rescue_dir_missing
+case_add robust/config-ssd-dir-typo ssd_dir_typo
+case_add robust/config-tier-minimum tier_minimum
+case_add robust/hints-fifo hints_fifo
+case_add robust/hints-flood hints_flood
+case_add robust/config-children-ssd child_ssd_share
+case_add robust/posix-excl-and-rename posix_results
