@@ -33,6 +33,10 @@ struct ckc_handle {
 	int home_fd;       /* the real file, opened by the first read from it */
 	int nrange, caprange;
 	uint64_t (*range)[2]; /* bytes read so far: sorted, disjoint [a, b) */
+	/* small reads of a copy in device memory come from one host copy of a
+	 * window of it (ckc_gpu_window), not a device transfer each */
+	char *win;
+	uint64_t win_off, win_len;
 };
 
 uint64_t ckc_now_ns(void)
@@ -1248,6 +1252,57 @@ static void range_add(ckc_handle_t *h, uint64_t a, uint64_t b)
 	h->range[i][1] = b;
 }
 
+/* Reads of fewer bytes than this from a copy in device memory are served
+ * from the handle's window (stdio and Python read in pieces of 8 KiB and
+ * less; each a device transfer of its own costs ten times its size). */
+#define WIN_READ_MAX (256u << 10)
+
+/* [off, off+len) of h's complete object, whose best copy is in the gpu
+ * tier, from the handle's window, filled first when it does not hold them
+ * (lock held; returns with it released). Returns the bytes, -errno, or
+ * -EAGAIN when no window could be had (the caller reads as usual). */
+static ssize_t window_read(ckc_handle_t *h, void *buf, size_t len, uint64_t off, uint64_t t0)
+{
+	ckc_obj_t *o = h->o;
+	int rc = 0;
+	if (!h->win || off < h->win_off || off + len > h->win_off + h->win_len) {
+		if (!h->win && !(h->win = ckc_gpu_window_get())) {
+			pthread_mutex_unlock(&ckc_eng.lock);
+			return -EAGAIN;
+		}
+		uint64_t wl = o->size - off < CKC_GPU_WINDOW ? o->size - off : CKC_GPU_WINDOW;
+		ckc_src_t src;
+		if ((rc = ckc_src_snapshot(o, 0, &src)) != 0) {
+			pthread_mutex_unlock(&ckc_eng.lock);
+			return rc;
+		}
+		o->place[0].pins++;
+		h->win_len = 0;
+		pthread_mutex_unlock(&ckc_eng.lock);
+		rc = ckc_src_read(&src, off, h->win, (size_t)wl, NULL);
+		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_src_release(&src);
+		ckc_unpin(o, 0);
+		if (!rc) {
+			h->win_off = off;
+			h->win_len = wl;
+			ckc_eng.tier[0].st.read_ops++;
+			ckc_eng.tier[0].st.read_bytes += wl;
+		}
+	}
+	if (!rc) {
+		ckc_eng.tier[0].st.hits++;
+		range_add(h, off, off + len);
+		o->place[0].seq_use = ++ckc_eng.seq;
+		ckc_trace("read", o, off, len, 0, t0);
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	/* the window is the handle's own: copied from without the lock */
+	if (!rc)
+		memcpy(buf, h->win + (off - h->win_off), len);
+	return rc ? rc : (ssize_t)len;
+}
+
 ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 {
 	ckc_obj_t *o = h->o;
@@ -1291,6 +1346,17 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 		ckc_error("checkpoint %s: no copy of its bytes is left", o->key);
 		pthread_mutex_unlock(&ckc_eng.lock);
 		return -EIO;
+	}
+	if (level == 0 && ckc_eng.tier[0].kind == TIER_GPU && !h->writer && o->complete && len < WIN_READ_MAX) {
+		rc = window_read(h, buf, len, off, t0);
+		if (rc != -EAGAIN)
+			return rc;
+		pthread_mutex_lock(&ckc_eng.lock);
+		level = ckc_best_level(o);
+		if (level < 0) {
+			pthread_mutex_unlock(&ckc_eng.lock);
+			return -EIO;
+		}
 	}
 	ckc_src_t src;
 	if ((rc = ckc_src_snapshot(o, level, &src)) != 0) {
@@ -1485,6 +1551,8 @@ int ckc_close(ckc_handle_t *h)
 	pthread_mutex_unlock(&ckc_eng.lock);
 	if (h->home_fd >= 0)
 		ckc_io.close(h->home_fd);
+	if (h->win)
+		ckc_gpu_window_put(h->win);
 	free(h->range);
 	free(h);
 	return rc;

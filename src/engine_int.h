@@ -247,6 +247,12 @@ uint64_t ckc_dist(const ckc_obj_t *o);        /* restore-queue distance, HQ_FAR 
 void ckc_refresh_flush_eta(int edge);
 
 /* tier_gpu.c */
+/* A host buffer of CKC_GPU_WINDOW bytes for a reader's window on a copy in
+ * device memory (pinned when one is spare), NULL when none can be had;
+ * given back with ckc_gpu_window_put. */
+#define CKC_GPU_WINDOW ((uint64_t)8 << 20)
+void *ckc_gpu_window_get(void);
+void ckc_gpu_window_put(void *w);
 int ckc_gpu_open(ckc_tier_t *t);
 void ckc_gpu_close(ckc_tier_t *t);   /* lock held */
 void ckc_gpu_stop(ckc_tier_t *t);    /* stops the mapping thread; lock not held */

@@ -81,7 +81,9 @@ int ckc_gpu_open(ckc_tier_t *t)
 
 #include <cuda.h>
 
-#define GPU_CHUNK_MIN (256ull << 20)
+/* The gpu tier is mapped in chunks of this size, or of the tier's size
+ * when it is smaller (rounded to the driver's granularity). */
+#define GPU_CHUNK_MAX (256ull << 20)
 
 /* The driver functions the tier calls, by their exact versioned names. */
 #define GPU_DRV(X)                                                                                     \
@@ -559,6 +561,44 @@ void *ckc_gpu_pinned_slot(size_t len)
 	return i < SLOTS ? b + (size_t)i * slot_len : NULL;
 }
 
+/* Windows for readers: a few pinned ones made in the background with the
+ * slots (a device-to-host transfer into pinned memory runs at the link's
+ * speed), then malloc'd ones. */
+#define WINDOWS 4
+static _Atomic(char *) win_pool[WINDOWS];
+static char *win_pinned[WINDOWS];
+
+static void gpu_make_windows(void)
+{
+	for (int i = 0; i < WINDOWS; i++) {
+		void *w = NULL;
+		if (drv.cuMemAllocHost_v2(&w, CKC_GPU_WINDOW) != CUDA_SUCCESS)
+			return;
+		win_pinned[i] = w;
+		atomic_store(&win_pool[i], (char *)w);
+	}
+}
+
+void *ckc_gpu_window_get(void)
+{
+	for (int i = 0; i < WINDOWS; i++) {
+		char *w = atomic_exchange(&win_pool[i], NULL);
+		if (w)
+			return w;
+	}
+	return malloc(CKC_GPU_WINDOW);
+}
+
+void ckc_gpu_window_put(void *w)
+{
+	for (int i = 0; i < WINDOWS; i++)
+		if (win_pinned[i] == w) {
+			atomic_store(&win_pool[i], (char *)w);
+			return;
+		}
+	free(w);
+}
+
 static void *gpu_mapper(void *arg)
 {
 	ckc_gpu_dev_t *r = arg;
@@ -569,8 +609,10 @@ static void *gpu_mapper(void *arg)
 
 	drv.cuCtxSetCurrent((CUcontext)r->ctx);
 	bool first = !atomic_exchange(&g->pinning, true);
-	if (first)
+	if (first) {
 		gpu_make_slots();
+		gpu_make_windows();
+	}
 	int rc;
 	do
 		ckc_bg_yield();
@@ -625,11 +667,25 @@ int ckc_gpu_device_of(uint64_t dptr)
 	return r ? r->device : -1;
 }
 
+/* The bytes the tier wants on the current context's device: the
+ * configured size or share of its free memory, at most all of it. 0 when
+ * the free memory cannot be read. */
+static uint64_t gpu_want(size_t *freep)
+{
+	size_t fr = 0, total = 0;
+	if (drv.cuMemGetInfo_v2(&fr, &total) != CUDA_SUCCESS)
+		return 0;
+	const ckc_config_t *c = &ckc_eng.cfg;
+	uint64_t want = c->gpu_cache_pct >= 0 ? (uint64_t)((double)fr * c->gpu_cache_pct / 100.0) : c->gpu_cache;
+	*freep = fr;
+	return want > fr ? fr : want;
+}
+
 /* The address range: a slot for each device of the process (the largest
  * device's memory and one chunk more, so that a region never fills its
  * slot and its fence is never empty), or one slot when so much address
  * space is refused. The arena covers it, fenced. Lock gpu_life held. */
-static int gpu_reserve(ckc_tier_t *t, int device)
+static int gpu_reserve(ckc_tier_t *t, int device, uint64_t want)
 {
 	ckc_gpu_t *g = t->gpu;
 	CUmemAllocationProp prop = { 0 };
@@ -640,7 +696,8 @@ static int gpu_reserve(ckc_tier_t *t, int device)
 	if (drv.cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) !=
 		    CUDA_SUCCESS || gran == 0)
 		gran = 2u << 20;
-	g->chunk = (GPU_CHUNK_MIN + gran - 1) / gran * gran;
+	uint64_t chunk = want < GPU_CHUNK_MAX ? want : GPU_CHUNK_MAX;
+	g->chunk = (chunk + gran - 1) / gran * gran;
 	int count = 0;
 	if (drv.cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1)
 		count = 1;
@@ -702,7 +759,9 @@ int ckc_gpu_attach(void *ctx, int device)
 		goto out;
 	if (!g->tried) {
 		g->tried = true;
-		if (!drv_load() || (rc = gpu_reserve(t, device)) != 0) {
+		size_t fr0 = 0;
+		uint64_t want0 = drv_load() ? gpu_want(&fr0) : 0;
+		if (!drv.loaded || (rc = gpu_reserve(t, device, want0 ? want0 : GPU_CHUNK_MAX)) != 0) {
 			rc = -ENODEV;
 			goto out;
 		}
@@ -732,24 +791,17 @@ int ckc_gpu_attach(void *ctx, int device)
 		else
 			drv.cuDevicePrimaryCtxRelease_v2((CUdevice)device);
 	}
-	size_t fr = 0, total = 0;
-	if (drv.cuMemGetInfo_v2(&fr, &total) != CUDA_SUCCESS) {
-		rc = -ENODEV;
-		goto unretain;
-	}
-	const ckc_config_t *c = &ckc_eng.cfg;
-	uint64_t want = c->gpu_cache_pct >= 0 ? (uint64_t)((double)fr * c->gpu_cache_pct / 100.0) :
-						c->gpu_cache;
-	if (want > fr)
-		want = fr;
+	size_t fr = 0;
+	uint64_t want = gpu_want(&fr);
 	if (want > g->slot - g->chunk)
 		want = g->slot - g->chunk;
 	want = want / g->chunk * g->chunk;
 	if (want == 0) {
-		char b1[32], b2[32];
-		ckc_warn("CKPTCACHE_GPU_CACHE: %s of device %d is less than one %s chunk: no gpu tier there",
-			 ckc_format_size((uint64_t)fr, b1, sizeof(b1)), device,
-			 ckc_format_size(g->chunk, b2, sizeof(b2)));
+		char b1[32], b2[32], b3[32];
+		ckc_warn("CKPTCACHE_GPU_CACHE: %s on device %d (%s free) is less than the tier's %s chunk: no "
+			 "gpu tier there",
+			 ckc_format_size(gpu_want(&fr), b1, sizeof(b1)), device,
+			 ckc_format_size((uint64_t)fr, b3, sizeof(b3)), ckc_format_size(g->chunk, b2, sizeof(b2)));
 		rc = -ENOSPC;
 		goto unretain;
 	}
@@ -1017,6 +1069,8 @@ int ckc_gpu_span(const ckc_tier_t *t, const ckc_obj_t *o, uint64_t *lo, uint64_t
 int ckc_gpu_device_of(uint64_t dptr) { (void)dptr; return -1; }
 void ckc_gpu_exit(void) {}
 void *ckc_gpu_pinned_slot(size_t len) { (void)len; return NULL; }
+void *ckc_gpu_window_get(void) { return malloc(CKC_GPU_WINDOW); }
+void ckc_gpu_window_put(void *w) { free(w); }
 void ckc_gpu_stop(ckc_tier_t *t) { (void)t; }
 void ckc_gpu_close(ckc_tier_t *t) { arena_fini(&t->arena); free(t->gpu); t->gpu = NULL; }
 int ckc_gpu_put(ckc_tier_t *t, uint64_t a, const void *b, size_t n) { (void)t; (void)a; (void)b; (void)n; return -ENODEV; }
