@@ -233,7 +233,7 @@ CU_HAND(CU_HAND_DECL)
 
 /* ---- driver functions of device capture ------------------------------- */
 
-static _Atomic(void *) cx_dtod, cx_dtoh, cx_htod, cx_sync, cx_ctx, cx_dev, cx_evc, cx_evr, cx_evs, cx_evd;
+static _Atomic(void *) cx_dtod, cx_dtoh, cx_htod, cx_sync, cx_ctx, cx_dev, cx_evc, cx_evr, cx_evs, cx_evd, cx_evq;
 #define CX(slot, name, type) ((type)cu_real(&slot, name))
 typedef CUresult (*dtod_fn)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 typedef CUresult (*dtoh_fn)(void *, CUdeviceptr, size_t, CUstream);
@@ -337,12 +337,46 @@ static cu_ev_t *cu_ev_record(CUstream t)
 	return e;
 }
 
+/* Waits for a device copy of the cache's: the event is polled, and a wait
+ * longer than EV_WAIT_WARN_NS is reported (once) with what it waits for;
+ * the device completes the copy or the program's next call on its stream
+ * would not return either. */
+#define EV_WAIT_WARN_NS 10000000000ull
 static void cu_ev_wait(void *p)
 {
 	cu_ev_t *e = p;
+	CUresult (*query)(CUevent) = CX(cx_evq, "cuEventQuery", CUresult(*)(CUevent));
 	CUresult (*sync)(CUevent) = CX(cx_evs, "cuEventSynchronize", CUresult(*)(CUevent));
-	if (e && sync)
-		sync(e->ev);
+	if (!e)
+		return;
+	if (!query) {
+		if (sync)
+			sync(e->ev);
+		return;
+	}
+	uint64_t t0 = ckc_now_ns(), pause = 20000;
+	bool said = false;
+	for (;;) {
+		CUresult r = query(e->ev);
+		if (r != CUDA_ERROR_NOT_READY)
+			return;
+		uint64_t now = ckc_now_ns();
+		/* most copies end within a fraction of a millisecond: asked
+		 * for without a pause first, as cuEventSynchronize would spin */
+		if (now - t0 < 200000)
+			continue;
+		if (!said && now - t0 > EV_WAIT_WARN_NS) {
+			said = true;
+			ckc_warn("device capture: a device copy of the cache has not completed after %.0f s; "
+				 "still waiting for the device",
+				 (double)(now - t0) / 1e9);
+			ckc_backtrace_log("device capture: a long wait for the device", NULL);
+		}
+		struct timespec ts = { 0, (long)pause };
+		nanosleep(&ts, NULL);
+		if (pause < 1000000)
+			pause *= 2;
+	}
 }
 
 static void cu_ev_get(void *p)

@@ -1252,6 +1252,35 @@ static void range_add(ckc_handle_t *h, uint64_t a, uint64_t b)
 	h->range[i][1] = b;
 }
 
+/* The longest a read waits for a prefetch of its object in flight; then it
+ * is served from the copy the prefetch reads (a stalled lower tier must
+ * not hold the program). */
+#define PREFETCH_WAIT_MAX_NS 2000000000ull
+
+/* One wait of h's read for the prefetch of its object (lock held): false
+ * once *deadline (set at the first call) has passed. */
+static bool prefetch_wait(ckc_handle_t *h, uint64_t *deadline)
+{
+	uint64_t w0 = ckc_now_ns();
+	if (!*deadline) {
+		*deadline = w0 + PREFETCH_WAIT_MAX_NS;
+		if (!h->waited) {
+			h->waited = true;
+			ckc_eng.st.reads_waited++;
+		}
+	}
+	bool more = wait_until(*deadline);
+	ckc_eng.st.read_wait_s += (double)(ckc_now_ns() - w0) / 1e9;
+	if (!more) {
+		static atomic_bool said;
+		if (!atomic_exchange(&said, true))
+			ckc_warn("a prefetch of %s took longer than %.0f s: the read is served from the copy it "
+				 "reads",
+				 h->o->key, PREFETCH_WAIT_MAX_NS / 1e9);
+	}
+	return more;
+}
+
 /* Reads of fewer bytes than this from a copy in device memory are served
  * from the handle's window (stdio and Python read in pieces of 8 KiB and
  * less; each a device transfer of its own costs ten times its size). */
@@ -1310,22 +1339,15 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	ssize_t rc;
 
 	pthread_mutex_lock(&ckc_eng.lock);
+	uint64_t deadline = 0;
 	for (;;) {
 		if (off >= o->size || len == 0) {
 			pthread_mutex_unlock(&ckc_eng.lock);
 			return 0;
 		}
-		/* a prefetch in flight is worth waiting for */
-		if (ckc_eng.ntier > 1 && o->place[0].state == LC_READ_IN_PROGRESS) {
-			if (!h->waited) {
-				h->waited = true;
-				ckc_eng.st.reads_waited++;
-			}
-			uint64_t w0 = ckc_now_ns();
-			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
-			ckc_eng.st.read_wait_s += (double)(ckc_now_ns() - w0) / 1e9;
+		/* a prefetch in flight is worth waiting for, a while */
+		if (ckc_eng.ntier > 1 && o->place[0].state == LC_READ_IN_PROGRESS && prefetch_wait(h, &deadline))
 			continue;
-		}
 		if (o->migrating) {
 			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 			continue;
@@ -2164,15 +2186,12 @@ ssize_t ckc_pread_ref(ckc_handle_t *h, uint64_t off, size_t len, ckc_ref_t **ref
 	uint64_t t0 = ckc_now_ns();
 
 	pthread_mutex_lock(&ckc_eng.lock);
-	/* a prefetch into the gpu tier in flight is worth waiting for */
-	while (o->place[0].state == LC_READ_IN_PROGRESS || o->migrating) {
-		if (!h->waited && !o->migrating) {
-			h->waited = true;
-			ckc_eng.st.reads_waited++;
-		}
-		uint64_t w0 = ckc_now_ns();
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
-		ckc_eng.st.read_wait_s += (double)(ckc_now_ns() - w0) / 1e9;
+	/* a prefetch into the gpu tier in flight is worth waiting for, a
+	 * while (then the read is served from below) */
+	uint64_t deadline = 0;
+	while (o->migrating || (o->place[0].state == LC_READ_IN_PROGRESS && prefetch_wait(h, &deadline))) {
+		if (o->migrating)
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	}
 	ssize_t rc = 0;
 	uint64_t dptr;
