@@ -608,7 +608,7 @@ static CUresult cu_copy_edges(void *lo, void *hi, CUdeviceptr src, uintptr_t d, 
 /* Device capture of a device-to-host copy: a device-to-device copy into the
  * gpu tier on the program's stream, the host pages owed. False: the caller
  * makes the real copy. */
-static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool async, bool pt)
+static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool async, bool pt, uintptr_t site)
 {
 	bool pinned;
 	uintptr_t ps = ckc_page_size(), d = (uintptr_t)dst;
@@ -618,6 +618,12 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 	if (!cu_device_mode() || n < ckc_capture_min() || b <= a || !cu_host_ok(dst, &pinned) ||
 	    !cu_gpu_up(&dev))
 		return false;
+	if (!ckc_owed_site_ok(site)) {
+		/* what this call copied was touched before use, lately: the
+		 * copy as asked costs less than a capture and a fill */
+		atomic_fetch_add(&cap_passed, 1);
+		return false;
+	}
 	ckc_ref_t *ref;
 	uint64_t dptr;
 	ckc_enter();
@@ -685,7 +691,7 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 	if (r == CUDA_SUCCESS && defer)
 		cu_pending(dev, ev);
 	ckc_enter();
-	rc = r == CUDA_SUCCESS ? ckc_owed_add_len(a, b, d, n, ref, pinned, ev, defer) : -EIO;
+	rc = r == CUDA_SUCCESS ? ckc_owed_add_len(a, b, d, n, ref, pinned, ev, defer, site) : -EIO;
 	if (rc && r != CUDA_SUCCESS)
 		ckc_owed_cut((void *)a, b - a, false);
 	ckc_leave();
@@ -788,7 +794,7 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 		uint64_t t0 = ckc_now_ns();                                             \
 		ckc_prog_begin();                                                       \
 		CUresult rc_ = CUDA_SUCCESS;                                            \
-		if (cu_capture(d, s, n, t, async, pt)) {                                \
+		if (cu_capture(d, s, n, t, async, pt, (uintptr_t)__builtin_return_address(0))) { \
 			atomic_fetch_add(&cap_ns, ckc_now_ns() - t0);                   \
 		} else {                                                                \
 			cu_host_written(d, n);                                          \
@@ -832,7 +838,7 @@ CU_HTOD(cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void *s, size_t n, CUst
 
 /* kind=Default: the direction from the address table. */
 static CUresult cu_default(void *real, CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t,
-			   bool async, bool pt)
+			   bool async, bool pt, uintptr_t site)
 {
 	CU_COUNT(CU_DFLT);
 	cu_classify(d, s);
@@ -841,7 +847,7 @@ static CUresult cu_default(void *real, CUdeviceptr d, CUdeviceptr s, size_t n, C
 	bool shost = sk != CKC_MEM_DEVICE && sk != CKC_MEM_MANAGED;
 	CUresult rc = CUDA_SUCCESS;
 	ckc_prog_begin();
-	if (dhost && sk == CKC_MEM_DEVICE && cu_capture((void *)(uintptr_t)d, s, n, t, async, pt))
+	if (dhost && sk == CKC_MEM_DEVICE && cu_capture((void *)(uintptr_t)d, s, n, t, async, pt, site))
 		goto out;
 	if (shost && dk == CKC_MEM_DEVICE && cu_restore(d, (const void *)(uintptr_t)s, n, t, async, pt))
 		goto out;
@@ -859,25 +865,25 @@ out:
 CUresult ckc_cu_cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n)
 {
 	CU_REAL(cuMemcpy, (CUdeviceptr, CUdeviceptr, size_t));
-	return cu_default((void *)real, d, s, n, NULL, false, false);
+	return cu_default((void *)real, d, s, n, NULL, false, false, (uintptr_t)__builtin_return_address(0));
 }
 
 CUresult ckc_cu_cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n)
 {
 	CU_REAL(cuMemcpy_ptds, (CUdeviceptr, CUdeviceptr, size_t));
-	return cu_default((void *)real, d, s, n, NULL, false, true);
+	return cu_default((void *)real, d, s, n, NULL, false, true, (uintptr_t)__builtin_return_address(0));
 }
 
 CUresult ckc_cu_cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t)
 {
 	CU_REAL(cuMemcpyAsync, (CUdeviceptr, CUdeviceptr, size_t, CUstream));
-	return cu_default((void *)real, d, s, n, t, true, false);
+	return cu_default((void *)real, d, s, n, t, true, false, (uintptr_t)__builtin_return_address(0));
 }
 
 CUresult ckc_cu_cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t)
 {
 	CU_REAL(cuMemcpyAsync_ptsz, (CUdeviceptr, CUdeviceptr, size_t, CUstream));
-	return cu_default((void *)real, d, s, n, t, true, true);
+	return cu_default((void *)real, d, s, n, t, true, true, (uintptr_t)__builtin_return_address(0));
 }
 
 /* 2-D and 3-D copies pass through; the host memory they read or write

@@ -157,6 +157,77 @@ static int pages_unpark(uintptr_t a, uintptr_t b, intptr_t park)
 	return rc;
 }
 
+/* ---- what owing pays, by call site -----------------------------------
+ * A program that touches what it copied (PyTorch's torch.save checksums the
+ * bytes it writes) pays a fill on top of every capture; one that writes or
+ * copies them back to the device gains a copy. The last outcomes of each
+ * call site decide whether its next copies are owed. */
+#define SITES 64
+#define SITE_MIN_OUTCOMES 8
+#define SITE_RETRY 64
+static struct site_slot {
+	_Atomic uintptr_t site;
+	atomic_uint hist;  /* the last 32 outcomes, newest in bit 0: 1 paid */
+	atomic_uint n;     /* outcomes so far (saturating) */
+	atomic_uint skips; /* copies not owed since it stopped paying */
+} sites[SITES];
+
+static struct site_slot *site_slot(uintptr_t site, bool make)
+{
+	if (!site)
+		return NULL;
+	size_t h = (size_t)((site >> 4) * 0x9e3779b97f4a7c15ull >> 58);
+	for (size_t k = 0; k < SITES; k++) {
+		struct site_slot *s = &sites[(h + k) % SITES];
+		uintptr_t cur = atomic_load(&s->site);
+		if (cur == site)
+			return s;
+		if (cur == 0) {
+			if (!make)
+				return NULL;
+			uintptr_t expected = 0;
+			if (atomic_compare_exchange_strong(&s->site, &expected, site) || expected == site)
+				return s;
+		}
+	}
+	return NULL;
+}
+
+static void site_outcome(uintptr_t site, bool paid)
+{
+	struct site_slot *s = site_slot(site, true);
+	if (!s)
+		return;
+	unsigned h = atomic_load(&s->hist);
+	atomic_store(&s->hist, (h << 1) | (paid ? 1u : 0u));
+	if (atomic_load(&s->n) < 1000)
+		atomic_fetch_add(&s->n, 1);
+}
+
+bool ckc_owed_site_ok(uintptr_t site)
+{
+	struct site_slot *s = site_slot(site, false);
+	if (!s || atomic_load(&s->n) < SITE_MIN_OUTCOMES)
+		return true;
+	unsigned last = atomic_load(&s->hist) & 0xffffu;
+	/* paying one time in four of the last sixteen is worth it */
+	if (__builtin_popcount(last) * 4 >= 16)
+		return true;
+	if (atomic_fetch_add(&s->skips, 1) % SITE_RETRY == SITE_RETRY - 1)
+		return true;
+	return false;
+}
+
+/* The part at e was used (written or copied back): its site paid. Table
+ * lock held. */
+static void part_used(ckc_owed_t *e)
+{
+	if (!e->used) {
+		e->used = true;
+		site_outcome(e->site, true);
+	}
+}
+
 /* ---- one part of an entry: filled or dropped (table lock held) --------- */
 
 static void part_release(ckc_owed_t *e)
@@ -276,8 +347,10 @@ static ckc_owed_t part_take(size_t i, uintptr_t *a, uintptr_t *b)
 }
 
 /* The owed pages of [lo, hi) are filled (fill) or dropped; what entries
- * hold outside stays owed. Table lock held. */
-static void cut_locked(uintptr_t lo, uintptr_t hi, bool fill)
+ * hold outside stays owed. touch: the program's own use of the bytes (a
+ * fault, a system call on them), which an owing that was never used did
+ * not pay for. Table lock held. */
+static void cut_touch_locked(uintptr_t lo, uintptr_t hi, bool fill, bool touch)
 {
 	size_t i;
 
@@ -285,12 +358,24 @@ static void cut_locked(uintptr_t lo, uintptr_t hi, bool fill)
 		uintptr_t a = tab.e[i].start > lo ? tab.e[i].start : lo;
 		uintptr_t b = tab.e[i].end < hi ? tab.e[i].end : hi;
 		ckc_owed_t e = part_take(i, &a, &b);
+		if (touch && fill && !e.used) {
+			/* the remainders of this part count as used: one outcome */
+			for (size_t j = 0; j < tab.n; j++)
+				if (tab.e[j].ref == e.ref && tab.e[j].cap_start == e.cap_start)
+					tab.e[j].used = true;
+			site_outcome(e.site, false);
+		}
 		if (fill)
 			part_fill(&e, a, b);
 		else
 			part_drop(&e, a, b);
 		part_release(&e);
 	}
+}
+
+static void cut_locked(uintptr_t lo, uintptr_t hi, bool fill)
+{
+	cut_touch_locked(lo, hi, fill, false);
 }
 
 void ckc_owed_cut(const void *p, size_t n, bool fill)
@@ -306,7 +391,7 @@ void ckc_owed_cut_addr(uintptr_t p, size_t n, bool fill)
 	uintptr_t hi = p + n < p ? page_down(UINTPTR_MAX) : page_up(p + n);
 	if (!tab_lock())
 		return;
-	cut_locked(lo, hi, fill);
+	cut_touch_locked(lo, hi, fill, true);
 	tab_unlock();
 }
 
@@ -415,7 +500,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 				/* the whole entry: a program that reads a staging
 				 * buffer reads all of it */
 				uintptr_t lo = tab.e[i].start, hi = tab.e[i].end;
-				cut_locked(lo, hi, true);
+				cut_touch_locked(lo, hi, true, true);
 			}
 			tab_unlock();
 		}
@@ -576,7 +661,7 @@ static void coalesce_locked(uintptr_t a, uintptr_t b)
 	while (i < tab.n && i + 1 < tab.n && tab.e[i + 1].start < b) {
 		ckc_owed_t *x = &tab.e[i], *y = &tab.e[i + 1];
 		if (x->end == y->start && x->ref == y->ref && x->cap_start == y->cap_start && x->park == y->park &&
-		    x->pinned == y->pinned && x->ready == y->ready && !x->busy && !y->busy) {
+		    x->pinned == y->pinned && x->ready == y->ready && !x->busy && !y->busy && x->used == y->used) {
 			x->end = y->end;
 			ckc_owed_t gone = *y;
 			ckc_owedtab_remove(&tab, i + 1);
@@ -588,13 +673,13 @@ static void coalesce_locked(uintptr_t a, uintptr_t b)
 }
 
 int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap_len,
-		     ckc_ref_t *ref, bool pinned, void *ready, bool ordered)
+		     ckc_ref_t *ref, bool pinned, void *ready, bool ordered, uintptr_t site)
 {
 	int rc = segv_install();
 	if (rc)
 		return rc;
 	ckc_owed_t e = { .start = a, .end = b, .cap_start = cap_start, .cap_len = cap_len, .ref = ref,
-			 .pinned = pinned, .ready = ready, .ordered = ordered };
+			 .pinned = pinned, .ready = ready, .ordered = ordered, .site = site };
 	/* the edges hold their final bytes unless a copy into them is still
 	 * in flight (ready, not ordered) */
 	if (!ready || ordered) {
@@ -710,6 +795,8 @@ bool ckc_owed_plan(uintptr_t s0, size_t n, ckc_owed_plan_t *pl)
 			ckc_ref_get(e->ref);
 			if (ops && e->ready)
 				ops->event_get(e->ready);
+			for (size_t k = i; k < j; k++)
+				part_used(&tab.e[k]);
 		}
 	}
 	tab_unlock();
@@ -766,6 +853,9 @@ static bool owed_first(uintptr_t p, size_t n, ckc_owed_t *out, bool *whole)
 		while (j < tab.n && tab.e[j].start == hi && tab.e[j].ref == out->ref)
 			hi = tab.e[j++].end;
 		*whole = hi == cb;
+		for (size_t k = ckc_owedtab_first(&tab, ca, cb); k < tab.n && tab.e[k].start < cb; k++)
+			if (tab.e[k].ref == out->ref)
+				part_used(&tab.e[k]);
 		ckc_ref_get(out->ref);
 		if (ops && out->ready)
 			ops->event_get(out->ready);
@@ -869,26 +959,26 @@ fail:
 /* Set by cuda.c: a host buffer may be owed from the gpu tier. */
 bool (*ckc_owed_read_ok)(const void *buf, size_t n);
 
-static ssize_t owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off);
+static ssize_t owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off, uintptr_t site);
 
-ssize_t ckc_owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off)
+ssize_t ckc_owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off, uintptr_t site)
 {
 	uint64_t t0 = ckc_now_ns();
 	ckc_prog_begin();
-	ssize_t r = owed_pread(h, buf, n, off);
+	ssize_t r = owed_pread(h, buf, n, off, site);
 	ckc_prog_end();
 	if (r != CKC_OWED_PASS)
 		atomic_fetch_add(&ckc_owed_st.read_ns, ckc_now_ns() - t0);
 	return r;
 }
 
-static ssize_t owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off)
+static ssize_t owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off, uintptr_t site)
 {
 	uintptr_t p = (uintptr_t)buf;
 	uintptr_t a = page_up(p), b;
 	ckc_ref_t *ref;
 
-	if (!ckc_owed_read_ok || !ckc_owed_read_ok(buf, n))
+	if (!ckc_owed_read_ok || !ckc_owed_read_ok(buf, n) || !ckc_owed_site_ok(site))
 		return CKC_OWED_PASS;
 	int kind = ckc_cuda_mem_kind(buf);
 	bool pinned = kind == CKC_MEM_PINNED || kind == CKC_MEM_REGISTERED;
@@ -909,7 +999,7 @@ static ssize_t owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off)
 	if (!rc)
 		rc = ckc_ref_fill(ref, b - p, (void *)b, p + (size_t)len - b);
 	if (!rc)
-		rc = ckc_owed_add_len(a, b, p, (uint64_t)len, ref, pinned, NULL, false);
+		rc = ckc_owed_add_len(a, b, p, (uint64_t)len, ref, pinned, NULL, false, site);
 	atomic_fetch_add(&ckc_owed_st.read_owe_ns, ckc_now_ns() - t1);
 	if (rc) {
 		/* bytes, then (the pages are accessible again) */

@@ -75,7 +75,14 @@ void ckc_owed_edges_fill(uintptr_t d, size_t n);
  * final already). Returns 0, or -errno: then nothing in [a, b) is owed any
  * more, its pages are accessible, and the caller keeps ref and ready. */
 int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap_len,
-		     ckc_ref_t *ref, bool pinned, void *ready, bool ordered);
+		     ckc_ref_t *ref, bool pinned, void *ready, bool ordered, uintptr_t site);
+
+/* Whether owing memory at the program's call site `site` (its return
+ * address) has paid lately: its owed ranges were written to a checkpoint or
+ * copied to the device more often than touched by the CPU first (then each
+ * had cost a fill on top of the copy the program asked for). A site that
+ * does not pay is tried again now and then. */
+bool ckc_owed_site_ok(uintptr_t site);
 
 /* What a host-to-device copy from [s0, s0+n) may take from device memory:
  * [lo, hi) from the capture of e (the whole copy when every whole page of
@@ -116,6 +123,6 @@ int ckc_owed_sigaction(const struct sigaction *act, struct sigaction *old);
 ssize_t ckc_owed_pwrite(ckc_handle_t *h, const void *buf, size_t n, uint64_t off);
 /* A tagged read into host memory answered from the gpu tier (the buffer
  * becomes owed). Returns bytes, or CKC_OWED_PASS to read normally. */
-ssize_t ckc_owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off);
+ssize_t ckc_owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off, uintptr_t site);
 
 #endif

@@ -106,7 +106,7 @@ static void owe(unsigned char *h, size_t n, const unsigned char *d, uintptr_t *a
 	ckc_owed_edges_fill(p, n);
 	memcpy(h, d, *a - p);
 	memcpy((void *)*b, d + (*b - p), p + n - *b);
-	cr_assert_eq(ckc_owed_add_len(*a, *b, p, n, r, false, NULL, false), 0);
+	cr_assert_eq(ckc_owed_add_len(*a, *b, p, n, r, false, NULL, false, 0), 0);
 }
 
 static unsigned char *dev_bytes(size_t n, uint64_t seed)
@@ -215,7 +215,7 @@ Test(owed, a_capture_that_cannot_be_owed_leaves_nothing_owed_and_every_page_usab
 	ckc_ref_t *r;
 	uint64_t dptr;
 	cr_assert_eq(ckc_capture_begin(n, 0, 0, &r, &dptr), 0);
-	int rc = ckc_owed_add_len((uintptr_t)h, (uintptr_t)h + len, (uintptr_t)h, n, r, false, NULL, false);
+	int rc = ckc_owed_add_len((uintptr_t)h, (uintptr_t)h + len, (uintptr_t)h, n, r, false, NULL, false, 0);
 	cr_assert_lt(rc, 0, "an unmapped page cannot be owed");
 	cr_assert_eq(atomic_load(&ckc_owed_count), 0, "nothing of the range stays owed");
 	memset(h, 9, len - PS);
@@ -324,6 +324,43 @@ Test(owed, a_faulting_page_that_is_not_owed_goes_to_the_default_action_not_aroun
 	free(d);
 	munmap(h, len);
 	munmap(own, PS);
+}
+
+/* Owes [h, h+n) from fresh device bytes at call site `site`. */
+static void owe_site(unsigned char *h, size_t n, uint64_t seed, uintptr_t site)
+{
+	ckc_ref_t *r;
+	uint64_t dptr;
+	cr_assert_eq(ckc_capture_begin(n, 0, 0, &r, &dptr), 0);
+	tfill((unsigned char *)(uintptr_t)dptr, n, seed, 0);
+	cr_assert_eq(ckc_owed_add_len((uintptr_t)h, (uintptr_t)h + n, (uintptr_t)h, n, r, false, NULL, false, site), 0);
+}
+
+Test(owed, a_call_site_whose_copies_are_touched_first_stops_being_owed_and_one_copied_back_does_not)
+{
+	/* torch.save checksums what it copied: each capture costs a fill on
+	 * top of the copy; a restore path copies the bytes back to the
+	 * device: each capture saves a copy */
+	size_t n = 1 * MiB;
+	unsigned char *h = host_buf(n), *want = malloc(n);
+	uintptr_t touched = 0x1000, copied = 0x2000;
+	for (int i = 0; i < 8; i++) {
+		cr_assert(ckc_owed_site_ok(touched), "still owed after %d touches", i);
+		owe_site(h, n, 100 + (uint64_t)i, touched);
+		tfill(want, n, 100 + (uint64_t)i, 0);
+		cr_assert(memcmp(h, want, n) == 0, "the touch fills every byte");
+	}
+	cr_assert(!ckc_owed_site_ok(touched), "after eight touched copies the site is no longer owed");
+	for (int i = 0; i < 10; i++) {
+		owe_site(h, n, 200 + (uint64_t)i, copied);
+		ckc_owed_plan_t pl;
+		cr_assert(ckc_owed_plan((uintptr_t)h, n, &pl), "a copy back to the device can use the capture");
+		ckc_owed_plan_done(&pl, NULL);
+	}
+	cr_assert(ckc_owed_site_ok(copied), "copies used before any touch keep their site owed");
+	ckc_owed_cut(h, n, false);
+	free(want);
+	munmap(h, n);
 }
 
 Test(owed, a_freed_range_is_dropped_with_its_pages_in_place)
