@@ -1,6 +1,8 @@
 /* The table of virtual descriptors: fd number -> the tagged file behind it.
  * Indexed directly so the fast path of every untagged read or write is one
- * load; sized from RLIMIT_NOFILE (at most 2^20 entries). */
+ * load; sized from RLIMIT_NOFILE (at most 2^20 entries). Also the switch of
+ * a virtual descriptor to the real file once its version was handed over
+ * (fork, exec, a second open, mmap). */
 #include "config.h"
 
 #include <fcntl.h>
@@ -9,9 +11,11 @@
 #include <sys/resource.h>
 
 #include "intercept.h"
+#include "log.h"
 
 _Atomic(ckc_vfd_t *) *ckc_vfd_tab;
 size_t ckc_vfd_cap;
+atomic_size_t ckc_vfd_hi;
 
 /* Serialises install and take, so dup2 onto a tagged number is atomic. */
 static pthread_mutex_t fdtab_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -49,6 +53,7 @@ ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path)
 	v->h = h;
 	v->pos = 0;
 	v->flags = flags;
+	v->switched = false;
 	memcpy(v->path, path, n);
 	return v;
 }
@@ -60,6 +65,8 @@ int ckc_vfd_install(int fd, ckc_vfd_t *v)
 	atomic_fetch_add(&v->refs, 1);
 	pthread_mutex_lock(&fdtab_lock);
 	ckc_vfd_t *old = atomic_exchange(&ckc_vfd_tab[fd], v);
+	if ((size_t)fd > atomic_load(&ckc_vfd_hi))
+		atomic_store(&ckc_vfd_hi, (size_t)fd);
 	pthread_mutex_unlock(&fdtab_lock);
 	if (old)
 		ckc_vfd_put(old); /* the number was reused under us (dup2) */
@@ -69,6 +76,9 @@ int ckc_vfd_install(int fd, ckc_vfd_t *v)
 ckc_vfd_t *ckc_vfd_check(int fd, ckc_vfd_t *v)
 {
 	int (*rf)(int, int, ...) = REAL(fcntl);
+	/* a vfork child has its own numbers but the parent's table */
+	if (ckc_in_vfork_child())
+		return NULL;
 	int fl = rf ? rf(fd, F_GETFL) : O_PATH;
 
 	if (fl >= 0 && (fl & O_PATH))
@@ -129,4 +139,130 @@ int ckc_placeholder(int oflags)
 		return -ENOSYS;
 	int fd = ropen("/", O_PATH | O_DIRECTORY | (oflags & O_CLOEXEC));
 	return fd < 0 ? -errno : fd;
+}
+
+/* ---- switching to the real file ---------------------------------------- */
+
+/* The real file of v, opened as v was (no O_CREAT, O_TRUNC or O_EXCL:
+ * it exists and holds v's bytes) and placed at v's offset. */
+static int vfd_open_real(const ckc_vfd_t *v)
+{
+	int keep = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_SYNC | O_DSYNC;
+	int fl = (v->flags & O_ACCMODE) | (v->flags & keep) | O_CLOEXEC;
+	int fd = REAL(openat)(AT_FDCWD, v->path, fl);
+	/* flags the file system or the owner refuses are only hints here */
+	if (fd < 0 && (errno == EPERM || errno == EINVAL) && (fl & (O_NOATIME | O_DIRECT)))
+		fd = REAL(openat)(AT_FDCWD, v->path, fl & ~(O_NOATIME | O_DIRECT));
+	if (fd < 0)
+		return -errno;
+	if (REAL(lseek)(fd, (off_t)v->pos, SEEK_SET) < 0) {
+		int e = errno;
+		REAL(close)(fd);
+		return -e;
+	}
+	return fd;
+}
+
+int ckc_vfd_switch(ckc_vfd_t *v)
+{
+	int rc = 0, saved = errno;
+
+	pthread_mutex_lock(&v->lock);
+	if (v->switched)
+		goto out;
+	int real = vfd_open_real(v);
+	if (real < 0) {
+		rc = real;
+		ckc_error("checkpoint %s went to its real file, which cannot be opened again for its "
+			  "descriptors (%s): they fail from now on", v->path, strerror(-rc));
+		goto out;
+	}
+	/* never freed: see intercept.h */
+	atomic_fetch_add(&v->refs, 1);
+	/* under the table lock, so that no close or dup2 of these numbers
+	 * slips in between the look and the dup */
+	pthread_mutex_lock(&fdtab_lock);
+	size_t hi = atomic_load(&ckc_vfd_hi);
+	for (size_t fd = 0; fd <= hi && fd < ckc_vfd_cap; fd++) {
+		if (atomic_load(&ckc_vfd_tab[fd]) != v)
+			continue;
+		int fdfl = REAL(fcntl)((int)fd, F_GETFD);
+		if (REAL(dup3)(real, (int)fd, fdfl > 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+			rc = -errno;
+			continue;
+		}
+		atomic_store(&ckc_vfd_tab[fd], NULL);
+		atomic_fetch_sub(&v->refs, 1);
+	}
+	pthread_mutex_unlock(&fdtab_lock);
+	REAL(close)(real);
+	v->switched = rc == 0;
+out:
+	pthread_mutex_unlock(&v->lock);
+	errno = saved;
+	return rc;
+}
+
+void ckc_vfd_switch_path(const char *canon)
+{
+	size_t hi = atomic_load(&ckc_vfd_hi);
+	for (size_t fd = 0; fd <= hi && fd < ckc_vfd_cap; fd++) {
+		ckc_vfd_t *v = atomic_load(&ckc_vfd_tab[fd]);
+		if (!v || strcmp(v->path, canon) != 0)
+			continue;
+		ckc_enter();
+		bool handed = ckc_handle_handed(v->h);
+		ckc_leave();
+		if (handed)
+			ckc_vfd_switch(v);
+	}
+}
+
+int ckc_vfd_demote(ckc_vfd_t *v)
+{
+	ckc_enter();
+	int rc = ckc_handoff(v->h);
+	ckc_leave();
+	if (rc)
+		return rc;
+	/* v's own numbers first: the caller is about to use one of them */
+	rc = ckc_vfd_switch(v);
+	ckc_vfd_switch_path(v->path);
+	return rc;
+}
+
+void ckc_vfd_demote_all(bool inherited_only, const char *why)
+{
+	size_t hi = atomic_load(&ckc_vfd_hi);
+
+	if (!ckc_vfd_tab)
+		return;
+	for (size_t fd = 0; fd <= hi && fd < ckc_vfd_cap; fd++) {
+		ckc_vfd_t *v = atomic_load(&ckc_vfd_tab[fd]);
+		if (!v || !(v = ckc_vfd_check((int)fd, v)))
+			continue;
+		if (inherited_only) {
+			int fdfl = REAL(fcntl)((int)fd, F_GETFD);
+			if (fdfl < 0 || (fdfl & FD_CLOEXEC))
+				continue;
+		}
+		int rc = ckc_vfd_demote(v);
+		if (rc)
+			ckc_error("descriptor %zu of checkpoint %s cannot be given to %s (%s): it "
+				  "fails there with EBADF", fd, v->path, why,
+				  rc == -ESTALE ? "it reads a version that a newer one replaced" :
+						  strerror(-rc));
+	}
+}
+
+int ckc_hand_over_path(const char *canon)
+{
+	ckc_enter();
+	int rc = ckc_handoff_path(canon);
+	ckc_leave();
+	if (rc == -ENOENT)
+		return 0;
+	if (!rc)
+		ckc_vfd_switch_path(canon);
+	return rc;
 }

@@ -61,6 +61,7 @@ static void icpt_parent(void)
 static void icpt_child(void)
 {
 	atomic_store(&ckc_icpt_on, false);
+	ckc_node_atfork_child();
 	ckc_atfork_child();
 	ckc_fdtab_atfork(2);
 	ckc_stdio_atfork(2);
@@ -80,7 +81,10 @@ static void icpt_engine_start(void)
 	if (rc != 0)
 		atomic_store(&ckc_icpt_on, false); /* everything passes through */
 	else
+	{
 		ckc_term_install(icpt_cfg.term_wait_s);
+		ckc_node_start();
+	}
 }
 
 int ckc_capture_mode(void)
@@ -101,6 +105,11 @@ bool ckc_capture_pageable_only(void)
 bool ckc_strict(void)
 {
 	return icpt_cfg.strict;
+}
+
+bool ckc_engine_started(void)
+{
+	return atomic_load(&icpt_engine_ok);
 }
 
 bool ckc_engine_ready(void)
@@ -160,5 +169,6 @@ __attribute__((destructor)) static void icpt_fini(void)
 	ckc_stdio_flush_all();
 	ckc_enter();
 	ckc_finish(0);
+	ckc_node_stop();
 	ckc_leave();
 }

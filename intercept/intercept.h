@@ -26,6 +26,25 @@ extern atomic_bool ckc_icpt_on;
  * tagged files then pass through. */
 bool ckc_engine_ready(void);
 
+/* Whether the engine was started here (without starting it). */
+bool ckc_engine_started(void);
+
+/* Set, in the thread that calls vfork, to its process id: the vfork child
+ * runs in that thread's memory and must never enter the cache, whose locks
+ * and threads belong to the parent (spawn.c). */
+extern __thread pid_t ckc_tl_vfork_pid __attribute__((tls_model("initial-exec")));
+bool ckc_vfork_child_slow(void);
+
+/* Whether this is a vfork child: every call that could reach the cache
+ * passes it by there. One thread-local load on other paths; the parent
+ * clears the mark the first time it asks. */
+static inline bool ckc_in_vfork_child(void)
+{
+	if (__builtin_expect(ckc_tl_vfork_pid == 0, 1))
+		return false;
+	return ckc_vfork_child_slow();
+}
+
 /* CKPTCACHE_CAPTURE as configured (copy until the constructor ran). */
 int ckc_capture_mode(void);
 
@@ -68,23 +87,52 @@ bool ckc_tag_match(const char *canon);
  * is not a tagged path (or while the thread is inside the engine). */
 bool ckc_tagged_at(int dirfd, const char *path, char *out);
 
+/* ckc_tagged_at where the cache is off (a forked or a vfork child): only
+ * whether the patterns tag path. */
+bool ckc_tag_path_at(int dirfd, const char *path, char *out);
+
 /* Whether path (relative to dirfd) is a tagged checkpoint the cache holds
  * now; canon (PATH_MAX bytes) receives its canonical form. */
 bool ckc_cached_at(int dirfd, const char *path, char *canon);
 
+/* ---- the node registry (node.c) ---- */
+
+/* Starts this process's service and hooks the engine to the table (once
+ * the engine runs); stops it (at exit); forgets it in a forked child. */
+void ckc_node_start(void);
+void ckc_node_stop(void);
+void ckc_node_atfork_child(void);
+/* Whether the service runs here (other processes can ask this one). */
+bool ckc_node_serving(void);
+
+/* Asks the other processes of this node that hold bytes the real file
+ * canon lacks to publish them, and waits (bounded) until they did. One
+ * load when nothing is held anywhere. */
+void ckc_node_ask(const char *canon);
+/* The same for path relative to dirfd, if the patterns tag it. */
+void ckc_node_ask_at(int dirfd, const char *path);
+
+/* Whether path is tagged (canon receives its canonical form), after the
+ * processes holding it were asked to publish it: in a process whose cache
+ * is off too, where the answer is false. */
+bool ckc_tagged_asked(int dirfd, const char *path, char *canon);
+
 /* ---- virtual descriptors (fdtab.c) ---- */
 
 typedef struct ckc_vfd {
-	pthread_mutex_t lock; /* guards pos */
+	pthread_mutex_t lock; /* guards pos and switched */
 	atomic_int refs;      /* descriptor numbers sharing it (dup) */
 	ckc_handle_t *h;
 	uint64_t pos;
 	int flags;            /* access mode, O_APPEND, O_NONBLOCK... as opened */
+	bool switched;        /* its numbers name the real file now */
 	char path[];          /* canonical */
 } ckc_vfd_t;
 
 extern _Atomic(ckc_vfd_t *) *ckc_vfd_tab;
 extern size_t ckc_vfd_cap;
+/* The highest number a virtual descriptor was ever installed at. */
+extern atomic_size_t ckc_vfd_hi;
 
 /* Confirms that fd is still the placeholder v was installed on (a raw
  * close(2) or close_range(2) syscall the library never saw may have freed
@@ -118,6 +166,35 @@ ckc_vfd_t *ckc_vfd_take(int fd);
 /* Drops a reference; the last one closes the engine handle. Returns 0 or
  * -errno from that close. */
 int ckc_vfd_put(ckc_vfd_t *v);
+
+/* Makes every descriptor number holding v a descriptor of the real file
+ * v->path (the caller handed v's version over: ckc_handoff), opened with
+ * v's access mode and status flags, at v's offset, keeping each number's
+ * close-on-exec flag. v and its handle stay allocated: another thread may
+ * still be inside a call on it (it then gets CKC_HANDED and repeats the
+ * call on the real file). Returns 0 (also if switched before), or -errno
+ * (said; the numbers keep v). */
+int ckc_vfd_switch(ckc_vfd_t *v);
+
+/* Hands v's version over to its real file and switches every descriptor of
+ * that version (v's numbers and those of other opens of it). Returns 0 or
+ * -errno (-ESTALE: v reads a version that a newer one replaced). */
+int ckc_vfd_demote(ckc_vfd_t *v);
+
+/* Switches every virtual descriptor of path whose version was handed over. */
+void ckc_vfd_switch_path(const char *canon);
+
+/* The real file becomes the checkpoint (before a call works on it
+ * directly): the cache's version of canon (an open writer's bytes so far,
+ * or a closed one) is published there and forgotten, and every descriptor
+ * of it names the real file from then on. Returns 0 (also when nothing is
+ * cached) or -errno. */
+int ckc_hand_over_path(const char *canon);
+
+/* Demotes every virtual descriptor (only those without FD_CLOEXEC when
+ * inherited_only) before a child or a new program gets them; why names the
+ * occasion in messages about those that cannot be. */
+void ckc_vfd_demote_all(bool inherited_only, const char *why);
 
 /* fork handlers of the table and of the stdio list: 0 prepare, 1 parent,
  * 2 child. */

@@ -212,14 +212,14 @@ int ckc_real_sigaction(int sig, const struct sigaction *act, struct sigaction *o
 
 CKC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (sig == SIGSEGV && ckc_owed_sigaction(act, old) == 0)
+	if (sig == SIGSEGV && !ckc_in_vfork_child() && ckc_owed_sigaction(act, old) == 0)
 		return 0;
 	return REAL(sigaction)(sig, act, old);
 }
 
 CKC_EXPORT sighandler_t signal(int sig, sighandler_t h)
 {
-	if (sig == SIGSEGV) {
+	if (sig == SIGSEGV && !ckc_in_vfork_child()) {
 		struct sigaction sa = { 0 }, old;
 		sa.sa_handler = h;
 		sigemptyset(&sa.sa_mask);

@@ -35,6 +35,20 @@ static int vfd_usable(const ckc_vfd_t *v)
 	return -EBADF;
 }
 
+/* Whether *r says that v's version went to its real file meanwhile (a
+ * hand-over by another thread or process) and v's numbers now name that
+ * file: the caller then makes its call again there. A descriptor that
+ * could not be switched fails (said). */
+static bool handed_over(long *r, ckc_vfd_t *v)
+{
+	if (*r != CKC_HANDED)
+		return false;
+	if (ckc_vfd_switch(v) == 0)
+		return true;
+	*r = -EIO;
+	return false;
+}
+
 /* ---- operations on virtual descriptors ------------------------------ */
 
 ssize_t ckc_vfd_pread(ckc_vfd_t *v, void *buf, size_t n, off_t off)
@@ -180,6 +194,15 @@ static int install_new(ckc_handle_t *h, int flags, const char *canon)
 		ckc_close(h);
 		return fd;
 	}
+	if (fd == 1 || fd == 2) {
+		/* standard output or error: the C library's stdio writes there
+		 * with calls the library never sees, so the file is used
+		 * directly (what the cache holds of it goes there first) */
+		REAL(close)(fd);
+		int rc = ckc_handoff(h);
+		ckc_close(h);
+		return rc && rc != -ESTALE ? rc : CKC_PASS;
+	}
 	ckc_vfd_t *v = ckc_vfd_new(h, flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC), canon);
 	int rc = v ? ckc_vfd_install(fd, v) : -ENOMEM;
 	if (rc) {
@@ -205,6 +228,20 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 	if ((flags & (O_PATH | O_DIRECTORY)) || (flags & O_TMPFILE) == O_TMPFILE)
 		return CKC_PASS;
 	bool cached = ckc_stat(canon, &cst) == 0;
+	if (cached && !cst.complete) {
+		/* this process has the file open for writing: every descriptor
+		 * of a file shares one state, so the written bytes go to the
+		 * real file, the open descriptors with them, and so does this
+		 * open (O_TRUNC truncates the shared file, reads see writes) */
+		int rc = ckc_handoff_path(canon);
+		if (rc && rc != -ENOENT) {
+			ckc_error("checkpoint %s is open for writing and opened again: its bytes so far "
+				  "could not be written to its real path (%s)", canon, strerror(-rc));
+			return rc;
+		}
+		ckc_vfd_switch_path(canon);
+		return CKC_PASS;
+	}
 	/* a read of a checkpoint the cache holds is answered from the cache
 	 * alone: the real file is older (or not there yet) */
 	bool rd = acc == O_RDONLY && !(flags & O_TRUNC);
@@ -225,7 +262,11 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 			return CKC_PASS;
 		return rc ? rc : install_new(h, flags, canon);
 	}
-	if (acc != O_RDONLY && ((flags & O_TRUNC) || !exists)) {
+	/* A new version is cached when it replaces the file (O_TRUNC) or
+	 * creates it exclusively. O_CREAT without either may be one of several
+	 * processes writing parts of one shared file (MPI-IO, HDF5): the real
+	 * file is used, never replaced (below). */
+	if (acc != O_RDONLY && ((flags & O_TRUNC) || (!exists && (flags & O_EXCL)))) {
 		char dir[PATH_MAX];
 		if (!exists && !(flags & O_CREAT))
 			return -ENOENT;
@@ -241,8 +282,8 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 		struct stat lst;
 		if (real && (rst.st_nlink > 1 ||
 			     (REAL(lstat)(canon, &lst) == 0 && S_ISLNK(lst.st_mode)))) {
-			if (cached && ckc_materialize(canon) == 0)
-				ckc_forget(canon);
+			if (cached)
+				(void)ckc_hand_over_path(canon);
 			return CKC_PASS;
 		}
 		/* an existing file keeps its mode when it is truncated */
@@ -255,13 +296,12 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 	/* Any other write to an existing checkpoint works on the real file:
 	 * make it current there, forget the cached copy, pass through. */
 	if (cached) {
-		int rc = ckc_materialize(canon);
-		if (rc && rc != -ENOENT) {
+		int rc = ckc_hand_over_path(canon);
+		if (rc) {
 			ckc_error("checkpoint %s could not be written to its real path for an in-place "
 				  "update (%s)", canon, strerror(-rc));
 			return rc;
 		}
-		ckc_forget(canon);
 	}
 	return CKC_PASS;
 }
@@ -285,7 +325,7 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 	char canon[PATH_MAX];
 	int saved = errno;
 
-	if (ckc_tagged_at(dirfd, path, canon)) {
+	if (ckc_tagged_asked(dirfd, path, canon)) {
 		int fd = ckc_open_tagged(canon, flags, mode);
 		if (fd != CKC_PASS)
 			return (int)ckc_result(fd, saved);
@@ -375,6 +415,8 @@ CKC_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 
 int ckc_close_fd(int fd)
 {
+	if (ckc_in_vfork_child())
+		return REAL(close)(fd);
 	ckc_vfd_t *v = ckc_vfd_take(fd);
 	int (*rc_close)(int) = REAL(close);
 	int saved = errno;
@@ -396,7 +438,7 @@ CKC_EXPORT int close(int fd)
  * placeholders). */
 static void vfd_close_range(unsigned first, unsigned last)
 {
-	if (ckc_vfd_cap == 0 || first >= ckc_vfd_cap)
+	if (ckc_vfd_cap == 0 || first >= ckc_vfd_cap || ckc_in_vfork_child())
 		return;
 	if (last >= ckc_vfd_cap)
 		last = (unsigned)ckc_vfd_cap - 1;
@@ -442,7 +484,10 @@ static __attribute__((noinline)) ssize_t read_tagged(int fd, void *buf, size_t n
 	if (!v)
 		return REAL(read)(fd, buf, n);
 	int saved = errno;
-	return ckc_result(ckc_vfd_read(v, buf, n), saved);
+	long r = ckc_vfd_read(v, buf, n);
+	if (handed_over(&r, v))
+		return REAL(read)(fd, buf, n);
+	return ckc_result(r, saved);
 }
 
 static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, size_t n)
@@ -451,7 +496,10 @@ static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, s
 	if (!v)
 		return REAL(write)(fd, buf, n);
 	int saved = errno;
-	return ckc_result(ckc_vfd_write(v, buf, n), saved);
+	long r = ckc_vfd_write(v, buf, n);
+	if (handed_over(&r, v))
+		return REAL(write)(fd, buf, n);
+	return ckc_result(r, saved);
 }
 
 static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t n, off_t off,
@@ -461,7 +509,10 @@ static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t 
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
-	return ckc_result(ckc_vfd_pread(v, buf, n, off), saved);
+	long r = ckc_vfd_pread(v, buf, n, off);
+	if (handed_over(&r, v))
+		return real(fd, buf, n, off);
+	return ckc_result(r, saved);
 }
 
 static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, size_t n, off_t off,
@@ -471,7 +522,10 @@ static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, 
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
-	return ckc_result(ckc_vfd_pwrite(v, buf, n, off), saved);
+	long r = ckc_vfd_pwrite(v, buf, n, off);
+	if (handed_over(&r, v))
+		return real(fd, buf, n, off);
+	return ckc_result(r, saved);
 }
 
 CKC_EXPORT ssize_t read(int fd, void *buf, size_t n)
@@ -536,7 +590,10 @@ CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 		return REAL(readv)(fd, iov, cnt);
 	}
 	int saved = errno;
-	return ckc_result(vfd_iov(v, iov, cnt, 0, true, false), saved);
+	long r = vfd_iov(v, iov, cnt, 0, true, false);
+	if (handed_over(&r, v))
+		return REAL(readv)(fd, iov, cnt);
+	return ckc_result(r, saved);
 }
 
 CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
@@ -547,7 +604,10 @@ CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 		return REAL(writev)(fd, iov, cnt);
 	}
 	int saved = errno;
-	return ckc_result(vfd_iov(v, iov, cnt, 0, true, true), saved);
+	long r = vfd_iov(v, iov, cnt, 0, true, true);
+	if (handed_over(&r, v))
+		return REAL(writev)(fd, iov, cnt);
+	return ckc_result(r, saved);
 }
 
 #define VFD_IOV_WRAPPER(name, wr)                                                          \
@@ -559,7 +619,10 @@ CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 			return REAL(name)(fd, iov, cnt, off);                              \
 		}                                                                          \
 		int saved = errno;                                                         \
-		return ckc_result(vfd_iov(v, iov, cnt, off, false, wr), saved);               \
+		long r = vfd_iov(v, iov, cnt, off, false, wr);                             \
+		if (handed_over(&r, v))                                                    \
+			return REAL(name)(fd, iov, cnt, off);                              \
+		return ckc_result(r, saved);                                               \
 	}
 
 VFD_IOV_WRAPPER(preadv, false)
@@ -578,7 +641,9 @@ VFD_IOV_WRAPPER(pwritev64, true)
 		if (!v)                                                                    \
 			return REAL(name)(fd, iov, cnt, off, flags);                       \
 		int saved = errno;                                                         \
-		ssize_t r = vfd_iov(v, iov, cnt, off, off == -1, wr);                      \
+		long r = vfd_iov(v, iov, cnt, off, off == -1, wr);                         \
+		if (handed_over(&r, v))                                                    \
+			return REAL(name)(fd, iov, cnt, off, flags);                       \
 		if (r > 0 && wr && (flags & (RWF_DSYNC | RWF_SYNC))) {                     \
 			ckc_enter();                                                       \
 			int s = ckc_sync(v->h);                                            \
@@ -631,7 +696,10 @@ CKC_EXPORT int fsync(int fd)
 	if (!v)
 		return REAL(fsync)(fd);
 	int saved = errno;
-	return (int)ckc_result(vfd_sync(v), saved);
+	long r = vfd_sync(v);
+	if (handed_over(&r, v))
+		return REAL(fsync)(fd);
+	return (int)ckc_result(r, saved);
 }
 
 CKC_EXPORT int fdatasync(int fd)
@@ -640,7 +708,10 @@ CKC_EXPORT int fdatasync(int fd)
 	if (!v)
 		return REAL(fdatasync)(fd);
 	int saved = errno;
-	return (int)ckc_result(vfd_sync(v), saved);
+	long r = vfd_sync(v);
+	if (handed_over(&r, v))
+		return REAL(fdatasync)(fd);
+	return (int)ckc_result(r, saved);
 }
 
 static int vfd_truncate(ckc_vfd_t *v, off_t len)
@@ -664,7 +735,10 @@ CKC_EXPORT int ftruncate(int fd, off_t len)
 	if (!v)
 		return REAL(ftruncate)(fd, len);
 	int saved = errno;
-	return (int)ckc_result(vfd_truncate(v, len), saved);
+	long r = vfd_truncate(v, len);
+	if (handed_over(&r, v))
+		return REAL(ftruncate)(fd, len);
+	return (int)ckc_result(r, saved);
 }
 
 CKC_EXPORT int ftruncate64(int fd, off_t len)
@@ -673,29 +747,18 @@ CKC_EXPORT int ftruncate64(int fd, off_t len)
 	if (!v)
 		return REAL(ftruncate64)(fd, len);
 	int saved = errno;
-	return (int)ckc_result(vfd_truncate(v, len), saved);
-}
-
-/* The real file becomes the checkpoint: write the cached bytes there and
- * let the cache forget them (truncate(2), renames out of the tagged set). */
-static int hand_over(const char *canon)
-{
-	ckc_enter();
-	int rc = ckc_materialize(canon);
-	if (rc == 0 || rc == -ENOENT)
-		rc = 0;
-	if (!rc)
-		ckc_forget(canon);
-	ckc_leave();
-	return rc;
+	long r = vfd_truncate(v, len);
+	if (handed_over(&r, v))
+		return REAL(ftruncate64)(fd, len);
+	return (int)ckc_result(r, saved);
 }
 
 static int truncate_common(const char *path, off_t len, int (*real)(const char *, off_t))
 {
 	char canon[PATH_MAX];
 	int saved = errno;
-	if (ckc_tagged_at(AT_FDCWD, path, canon)) {
-		int rc = hand_over(canon);
+	if (ckc_tagged_asked(AT_FDCWD, path, canon)) {
+		int rc = ckc_hand_over_path(canon);
 		if (rc)
 			return (int)ckc_result(rc, saved);
 	}
@@ -759,7 +822,10 @@ CKC_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
 	if (!v)
 		return REAL(fallocate)(fd, mode, off, len);
 	int saved = errno;
-	return (int)ckc_result(vfd_allocate(v, mode, off, len), saved);
+	long r = vfd_allocate(v, mode, off, len);
+	if (handed_over(&r, v))
+		return REAL(fallocate)(fd, mode, off, len);
+	return (int)ckc_result(r, saved);
 }
 
 CKC_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
@@ -768,7 +834,10 @@ CKC_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
 	if (!v)
 		return REAL(fallocate64)(fd, mode, off, len);
 	int saved = errno;
-	return (int)ckc_result(vfd_allocate(v, mode, off, len), saved);
+	long r = vfd_allocate(v, mode, off, len);
+	if (handed_over(&r, v))
+		return REAL(fallocate64)(fd, mode, off, len);
+	return (int)ckc_result(r, saved);
 }
 
 /* posix_fallocate returns the error number instead of setting errno. */
@@ -777,7 +846,10 @@ CKC_EXPORT int posix_fallocate(int fd, off_t off, off_t len)
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!v)
 		return REAL(posix_fallocate)(fd, off, len);
-	return -vfd_allocate(v, 0, off, len);
+	long r = vfd_allocate(v, 0, off, len);
+	if (handed_over(&r, v))
+		return REAL(posix_fallocate)(fd, off, len);
+	return (int)-r;
 }
 
 CKC_EXPORT int posix_fallocate64(int fd, off_t off, off_t len)
@@ -785,7 +857,10 @@ CKC_EXPORT int posix_fallocate64(int fd, off_t off, off_t len)
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!v)
 		return REAL(posix_fallocate64)(fd, off, len);
-	return -vfd_allocate(v, 0, off, len);
+	long r = vfd_allocate(v, 0, off, len);
+	if (handed_over(&r, v))
+		return REAL(posix_fallocate64)(fd, off, len);
+	return (int)-r;
 }
 
 /* ---- descriptors ------------------------------------------------------ */
@@ -801,12 +876,27 @@ static int dup_fixup(int oldfd, int newfd)
 	if (oldfd == newfd)
 		return newfd;
 	if (v) {
+		int saved = errno;
 		if (ckc_vfd_install(newfd, v) != 0) {
 			/* cannot track the copy: it must not be a usable alias */
 			REAL(close)(newfd);
 			errno = EMFILE;
 			return -1;
 		}
+		/* standard output or error (a shell's "echo >file", a program
+		 * redirecting its stdout): the C library's stdio writes there
+		 * with calls the library never sees, so the file goes to its
+		 * real path and every descriptor of it is a real one from now on */
+		if (newfd == 1 || newfd == 2) {
+			int rc = vfd_usable(v);
+			if (!rc)
+				rc = ckc_vfd_demote(v);
+			if (rc)
+				ckc_error("checkpoint %s on standard descriptor %d: it cannot be made a "
+					  "real file (%s); the C library's stdio fails there", v->path,
+					  newfd, strerror(-rc));
+		}
+		errno = saved;
 	} else {
 		ckc_vfd_t *old = ckc_vfd_take(newfd);
 		if (old)
@@ -923,7 +1013,7 @@ static int unlink_tagged(const char *canon)
 CKC_EXPORT int unlink(const char *path)
 {
 	char canon[PATH_MAX];
-	if (ckc_tagged_at(AT_FDCWD, path, canon))
+	if (ckc_tagged_asked(AT_FDCWD, path, canon))
 		return unlink_tagged(canon);
 	return REAL(unlink)(path);
 }
@@ -931,15 +1021,25 @@ CKC_EXPORT int unlink(const char *path)
 CKC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
 	char canon[PATH_MAX];
-	if (!(flags & AT_REMOVEDIR) && ckc_tagged_at(dirfd, path, canon))
+	if (!(flags & AT_REMOVEDIR) && ckc_tagged_asked(dirfd, path, canon))
 		return unlink_tagged(canon);
 	return REAL(unlinkat)(dirfd, path, flags);
+}
+
+/* Whether the cache holds a version of canon now. */
+static bool cached_now(const char *canon)
+{
+	ckc_stat_t st;
+	ckc_enter();
+	bool cached = ckc_stat(canon, &st) == 0;
+	ckc_leave();
+	return cached;
 }
 
 CKC_EXPORT int remove(const char *path)
 {
 	char canon[PATH_MAX];
-	if (ckc_cached_at(AT_FDCWD, path, canon))
+	if (ckc_tagged_asked(AT_FDCWD, path, canon) && cached_now(canon))
 		return unlink_tagged(canon);
 	return REAL(remove)(path);
 }
@@ -966,13 +1066,14 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 	char cf[PATH_MAX], ct[PATH_MAX];
 	ckc_stat_t st;
 	int saved = errno;
-	bool tf = ckc_tagged_at(fd1, from, cf);
-	bool tt = ckc_tagged_at(fd2, to, ct);
+	bool tf = ckc_tagged_asked(fd1, from, cf);
+	bool tt = ckc_tagged_asked(fd2, to, ct);
 	struct stat ds;
 
 	/* a directory (tagged or not) may hold cached checkpoints: they go to
 	 * their real files before the directory moves */
 	if (atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) && !ckc_io_guard &&
+	    !ckc_in_vfork_child() &&
 	    REAL(fstatat)(fd1, from, &ds, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(ds.st_mode) &&
 	    ckc_path_resolve(from, NULL, cf, sizeof(cf)) == 0) {
 		char base[PATH_MAX];
@@ -1008,10 +1109,10 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 			return (int)ckc_result(rc, saved);
 		}
 		/* the real files take over: publish what the cache holds */
+		ckc_leave();
 		if (cached)
-			rc = ckc_materialize(cf);
-		if (!rc && cached)
-			ckc_forget(cf);
+			rc = ckc_hand_over_path(cf);
+		ckc_enter();
 		if (!rc && dest_cached) {
 			rc = (flags & RENAME_EXCHANGE) ? ckc_materialize(ct) : 0;
 			if (!rc)
@@ -1053,10 +1154,40 @@ CKC_EXPORT int renameat2(int fd1, const char *from, int fd2, const char *to, uns
 	return rename_common(fd1, from, fd2, to, flags, real_rename2);
 }
 
+/* A hard link names the real file: a cached checkpoint goes there first
+ * (and is forgotten: a file with two names is written directly from then
+ * on), so the new name holds the current bytes. A cached checkpoint at the
+ * new name exists for the program: EEXIST, as the kernel would say. */
+static int link_common(int fd1, const char *from, int fd2, const char *to, int flags, bool at)
+{
+	char cf[PATH_MAX], ct[PATH_MAX];
+	int saved = errno;
+
+	if (ckc_tagged_asked(fd2, to, ct) && cached_now(ct))
+		return (int)ckc_result(-EEXIST, saved);
+	if (ckc_tagged_asked(fd1, from, cf)) {
+		int rc = ckc_hand_over_path(cf);
+		if (rc)
+			return (int)ckc_result(rc, saved);
+	}
+	return at ? REAL(linkat)(fd1, from, fd2, to, flags) : REAL(link)(from, to);
+}
+
+CKC_EXPORT int link(const char *from, const char *to)
+{
+	return link_common(AT_FDCWD, from, AT_FDCWD, to, 0, false);
+}
+
+CKC_EXPORT int linkat(int fd1, const char *from, int fd2, const char *to, int flags)
+{
+	return link_common(fd1, from, fd2, to, flags, true);
+}
+
 /* ---- mapping and copying --------------------------------------------- */
 
-/* Turns tagged fd into a real descriptor of the real file, after making the
- * real file current: for calls the cache cannot serve (mmap). */
+/* Turns tagged fd, and every other descriptor of its file, into a real
+ * descriptor of the real file, which gets the bytes first: for calls the
+ * cache cannot serve (mmap). */
 static int degrade(int fd)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
@@ -1064,33 +1195,15 @@ static int degrade(int fd)
 	if (!v)
 		return 0;
 	int rc = vfd_usable(v);
-	if (rc)
-		return (int)ckc_result(rc, saved);
-	ckc_enter();
-	rc = ckc_materialize(v->path);
-	ckc_leave();
-	if (rc && rc != -ENOENT)
-		return (int)ckc_result(rc, saved);
-	int acc = v->flags & O_ACCMODE;
-	int real = REAL(openat)(AT_FDCWD, v->path, acc == O_RDONLY ? O_RDONLY : O_RDWR);
-	if (real < 0)
-		return -1;
-	REAL(lseek)(real, (off_t)v->pos, SEEK_SET);
-	int fdflags = REAL(fcntl)(fd, F_GETFD);
-	if (REAL(dup3)(real, fd, fdflags > 0 && (fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
-		REAL(close)(real);
-		return -1;
+	if (!rc)
+		rc = ckc_vfd_demote(v);
+	if (rc == -ESTALE) {
+		/* the real file holds a newer version than this descriptor reads */
+		ckc_error("checkpoint %s: a descriptor of a version replaced since cannot be "
+			  "mapped", v->path);
+		rc = -ENODEV;
 	}
-	REAL(close)(real);
-	ckc_vfd_t *old = ckc_vfd_take(fd);
-	ckc_enter();
-	if (old) {
-		ckc_forget(old->path);
-		ckc_vfd_put(old);
-	}
-	ckc_leave();
-	errno = saved;
-	return 0;
+	return (int)ckc_result(rc, saved);
 }
 
 CKC_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)

@@ -5,6 +5,7 @@
 #define CKC_REAL_H
 
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -138,7 +139,24 @@ struct utimbuf;
 	X(recvfrom, ssize_t, (int, void *, size_t, int, struct sockaddr *, socklen_t *))   \
 	X(recvmsg, ssize_t, (int, struct msghdr *, int))                                   \
 	X(sigaction, int, (int, const struct sigaction *, struct sigaction *))             \
-	X(signal, sighandler_t, (int, sighandler_t))
+	X(signal, sighandler_t, (int, sighandler_t))                                       \
+	X(link, int, (const char *, const char *))                                         \
+	X(linkat, int, (int, const char *, int, const char *, int))                        \
+	X(fork, pid_t, (void))                                                             \
+	X(posix_spawn, int, (pid_t *, const char *, const posix_spawn_file_actions_t *,    \
+			     const posix_spawnattr_t *, char *const[], char *const[]))      \
+	X(posix_spawnp, int, (pid_t *, const char *, const posix_spawn_file_actions_t *,   \
+			      const posix_spawnattr_t *, char *const[], char *const[]))     \
+	X(system, int, (const char *))                                                     \
+	X(popen, FILE *, (const char *, const char *))                                     \
+	X(execve, int, (const char *, char *const[], char *const[]))                       \
+	X(execv, int, (const char *, char *const[]))                                       \
+	X(execvp, int, (const char *, char *const[]))                                      \
+	X(execvpe, int, (const char *, char *const[], char *const[]))                      \
+	X(fexecve, int, (int, char *const[], char *const[]))                               \
+	X(execveat, int, (int, const char *, char *const[], char *const[], int))           \
+	X(_exit, void, (int))                                                              \
+	X(_Exit, void, (int))
 
 #define CKC_REAL_FIELD(name, ret, args) ret(*name) args;
 typedef struct ckc_real {

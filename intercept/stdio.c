@@ -80,6 +80,9 @@ static ssize_t cookie_read(void *c, char *buf, size_t n)
 	if (!v)
 		return REAL(read)(fd, buf, n);
 	ssize_t r = ckc_vfd_read(v, buf, n);
+	/* handed over to the real file meanwhile: its descriptor names it now */
+	if (r == CKC_HANDED && ckc_vfd_switch(v) == 0)
+		return REAL(read)(fd, buf, n);
 	if (r < 0) {
 		errno = (int)-r;
 		return -1;
@@ -94,7 +97,10 @@ static ssize_t cookie_write(void *c, const char *buf, size_t n)
 	ssize_t r;
 	if (v) {
 		r = ckc_vfd_write(v, buf, n);
-	} else {
+		if (r == CKC_HANDED && ckc_vfd_switch(v) == 0)
+			v = NULL;
+	}
+	if (!v) {
 		r = REAL(write)(fd, buf, n);
 		if (r < 0)
 			r = -errno;
@@ -183,7 +189,7 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 	char canon[PATH_MAX];
 	int saved = errno;
 
-	if (mode && ckc_tagged_at(AT_FDCWD, path, canon)) {
+	if (mode && ckc_tagged_asked(AT_FDCWD, path, canon)) {
 		int flags = stdio_flags(mode);
 		if (flags < 0) {
 			errno = EINVAL;
@@ -241,7 +247,7 @@ static FILE *freopen_cookie(const char *path, const char *mode, FILE *stream,
 		return NULL;
 	}
 	fflush(stream);
-	if (ckc_tagged_at(AT_FDCWD, path, canon))
+	if (ckc_tagged_asked(AT_FDCWD, path, canon))
 		fd = ckc_open_tagged(canon, flags, 0666);
 	if (fd == CKC_PASS)
 		fd = REAL(openat)(AT_FDCWD, path, flags, 0666);
@@ -267,13 +273,9 @@ static FILE *freopen_common(const char *path, const char *mode, FILE *stream,
 
 	if (c)
 		return freopen_cookie(path, mode, stream, c);
-	if (path && ckc_tagged_at(AT_FDCWD, path, canon)) {
-		ckc_enter();
-		int rc = ckc_materialize(canon);
-		if (rc == 0)
-			ckc_forget(canon);
-		ckc_leave();
-		if (rc && rc != -ENOENT) {
+	if (path && ckc_tagged_asked(AT_FDCWD, path, canon)) {
+		int rc = ckc_hand_over_path(canon);
+		if (rc) {
 			errno = -rc;
 			return NULL;
 		}
@@ -318,7 +320,7 @@ void ckc_stdio_atfork(int phase)
 
 CKC_EXPORT int fclose(FILE *f)
 {
-	if (f)
+	if (f && !ckc_in_vfork_child())
 		stdio_find(f, true);
 	return REAL(fclose)(f);
 }

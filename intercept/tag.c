@@ -131,10 +131,17 @@ bool ckc_tag_match(const char *canon)
 
 bool ckc_tagged_at(int dirfd, const char *path, char *out)
 {
+	if (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child())
+		return false;
+	return ckc_tag_path_at(dirfd, path, out);
+}
+
+bool ckc_tag_path_at(int dirfd, const char *path, char *out)
+{
 	char base[PATH_MAX];
 	const char *b = NULL;
 
-	if (!path || !*path || ckc_io_guard || !atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed))
+	if (!path || !*path || ckc_io_guard || tag_npats == 0)
 		return false;
 	if (path[0] != '/' && dirfd != AT_FDCWD) {
 		char link[64];

@@ -4,6 +4,7 @@
 #ifndef CKC_H
 #define CKC_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -142,8 +143,40 @@ int ckc_materialize(const char *path);
  * not cached. */
 int ckc_forget(const char *path);
 
-/* Fills st for the current cached version of path. Returns 0 or -ENOENT. */
+/* Fills st for the current cached version of path. Returns 0 or -ENOENT
+ * (also when a published version's real file was changed since by someone
+ * else: the cache then forgets its version). */
 int ckc_stat(const char *path, ckc_stat_t *st);
+
+/* What a call on a handle returns once its version was handed over to the
+ * real file: the caller makes the call again on the real file. */
+#define CKC_HANDED (-EXDEV)
+
+/* Hands the version behind h over to its real file: the bytes written so
+ * far (an open writer's) or all of them are published, whatever
+ * CKPTCACHE_PERSIST says, and the cache forgets the version; every handle
+ * of it answers CKC_HANDED from then on. Waits for the writes under way.
+ * Returns 0 (also when it was handed before), -ESTALE when a newer version
+ * has the name, or -errno (the version stays cached). */
+int ckc_handoff(ckc_handle_t *h);
+
+/* ckc_handoff for the current version of path; -ENOENT if none is cached. */
+int ckc_handoff_path(const char *path);
+
+/* Whether the version behind h was handed over. */
+bool ckc_handle_handed(const ckc_handle_t *h);
+
+/* Publishes every closed version that CKPTCACHE_PERSIST says must reach its
+ * real path and is not there yet (and, with writers, the bytes so far of
+ * every open writer), waiting at most timeout_ns for flushes already under
+ * way. Returns 0, -ETIMEDOUT, or the first -errno (said already). */
+int ckc_publish_all(uint64_t timeout_ns, bool writers);
+
+/* Set by the preloaded library: told, with the engine lock held, when the
+ * cache starts (holds) or stops holding bytes that the real file key lacks
+ * (an open writer's, or a closed version's not yet published). Must not
+ * block. NULL: nobody listens. */
+extern void (*ckc_node_hook)(bool holds, const char *key);
 
 /* Appends path to the restore queue. Returns 0 or -errno. */
 int ckc_hint_enqueue(const char *path);

@@ -159,12 +159,28 @@ void ckc_obj_put(ckc_obj_t *o)
 	free(o);
 }
 
+void (*ckc_node_hook)(bool holds, const char *key);
+
+void ckc_node_note(ckc_obj_t *o)
+{
+	/* bytes the real path lacks: an open writer's, or a closed version's
+	 * that must still be published */
+	bool holds = ckc_node_hook && !o->retired && !o->capture && !o->at_home && !o->rescue &&
+		     !o->handed && ckc_eng.cfg.persist != CKC_PERSIST_NEVER &&
+		     (!o->complete || ckc_persist_wanted(o));
+	if (holds != o->announced) {
+		o->announced = holds;
+		ckc_node_hook(holds, o->key);
+	}
+}
+
 /* Replaces o by nothing: a newer version, an unlink or a rename took its
  * path. Its queued flush is cancelled, a running one discarded, and its
  * copies freed as soon as no transfer uses them. */
-static void obj_retire(ckc_obj_t *o)
+void ckc_obj_retire(ckc_obj_t *o)
 {
 	o->retired = true;
+	ckc_node_note(o);
 	map_remove(o);
 	ckc_eng.st.objects_retired++;
 	ckc_flush_dequeue(o);
@@ -195,6 +211,7 @@ ckc_obj_t *ckc_obj_import_home(const char *key)
 	o->complete = true;
 	o->at_home = true;
 	o->from_home = true;
+	ckc_fid_of(&st, &o->base);
 	o->mode = st.st_mode & 07777;
 	o->mtime = st.st_mtim;
 	return o;
@@ -721,6 +738,7 @@ void ckc_shutdown(void)
 			ckc_obj_t *o = ckc_eng.map[i];
 			map_remove(o);
 			o->retired = true;
+			ckc_node_note(o);
 			ckc_obj_put(o);
 		}
 	tiers_close();
@@ -782,24 +800,28 @@ int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
 		pthread_mutex_unlock(&ckc_eng.lock);
 		return -ENODEV;
 	}
-	ckc_obj_t *old = ckc_map_find(key);
+	/* a publication of this path under way ends first, so that the file
+	 * this version replaces is the one recorded below */
+	ckc_obj_t *old;
+	while (((old = ckc_map_find(key)) && old->home_busy) || ckc_committing(key))
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (ckc_eng.draining) {
 		/* the program ends: the new version goes to the real file
 		 * directly, after any publication of the old one */
 		while (old && (old->home_busy || old->flushing) && !old->retired)
 			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 		if (old && !old->retired)
-			obj_retire(old);
+			ckc_obj_retire(old);
 		pthread_mutex_unlock(&ckc_eng.lock);
 		return -ENODEV;
 	}
 	if (old)
-		obj_retire(old);
+		ckc_obj_retire(old);
 	ckc_obj_t *o = obj_new(key);
 	ckc_handle_t *h = o ? handle_new(o, true) : NULL;
 	if (!h) {
 		if (o)
-			obj_retire(o);
+			ckc_obj_retire(o);
 		pthread_mutex_unlock(&ckc_eng.lock);
 		return -ENOMEM;
 	}
@@ -812,12 +834,19 @@ int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
 	if (o->wlevel < ckc_eng.ntier - 1) {
 		ckc_set_state(o, o->wlevel, LC_EV_WRITE_BEGIN);
 	} else if ((rc = ckc_home_temp(key, o->mode, &o->home_tmp, &o->home_fd)) != 0) {
-		obj_retire(o);
+		ckc_obj_retire(o);
 		pthread_mutex_unlock(&ckc_eng.lock);
 		free(h);
 		return rc;
 	}
 	ckc_trace("open-write", o, 0, 0, o->wlevel, 0);
+	ckc_node_note(o);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	/* no handle is out yet: nothing can publish o meanwhile */
+	ckc_fid_t base;
+	ckc_fid_take(key, &base);
+	pthread_mutex_lock(&ckc_eng.lock);
+	o->base = base;
 	pthread_mutex_unlock(&ckc_eng.lock);
 	*hp = h;
 	return 0;
@@ -1041,27 +1070,23 @@ ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off)
 	return pwrite_src(h, buf, 0, len, off);
 }
 
-static ssize_t pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t len, uint64_t off)
+/* pwrite_locked's answer when the write must start over (its tier changed
+ * under it). */
+#define PW_AGAIN (-4097)
+
+/* One attempt at a write (lock held throughout, dropped while bytes move). */
+static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len, uint64_t off,
+			     uint64_t t0)
 {
-	if (!h->writer)
-		return -EBADF;
-	if (len == 0)
-		return 0;
-	ckc_obj_t *o = h->o;
-	uint64_t end = off + len, t0 = ckc_now_ns();
+	uint64_t end = off + len;
 	int rc;
-	if (end < off)
-		return -EFBIG;
-	pthread_mutex_lock(&ckc_eng.lock);
+
 	while (o->migrating)
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
-	if (o->retired) {
-		/* a newer version replaced this one: its bytes go nowhere */
-		pthread_mutex_unlock(&ckc_eng.lock);
-		return (ssize_t)len;
-	}
+	if (o->retired)
+		return (ssize_t)len; /* a newer version replaced this one: its bytes go nowhere */
 	if ((rc = write_room(o, end)) != 0)
-		goto out;
+		return rc;
 	if (o->wlevel == ckc_eng.ntier - 1) {
 		int fd = o->home_fd;
 		pthread_mutex_unlock(&ckc_eng.lock);
@@ -1074,12 +1099,10 @@ static ssize_t pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_
 		int wl = o->wlevel;
 		while (off > o->size && o->place[wl].pins > 0)
 			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
-		if (o->migrating || o->wlevel != wl) {
-			pthread_mutex_unlock(&ckc_eng.lock);
-			return pwrite_src(h, buf, dsrc, len, off);
-		}
+		if (o->migrating || o->wlevel != wl)
+			return PW_AGAIN;
 		if (off > o->size && (rc = zero_fill(o, o->size, off)) != 0)
-			goto out;
+			return rc;
 		if (off > o->size)
 			o->size = off;
 		rc = write_bytes(o, buf, dsrc, len, off);
@@ -1088,10 +1111,8 @@ static ssize_t pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_
 			ckc_warn("%s tier: write of %s failed (%s)", ckc_eng.tier[o->wlevel].name,
 				 o->key, strerror(-rc));
 			ckc_eng.tier[o->wlevel].st.flush_errors++;
-			if (migrate_down(o) == 0) {
-				pthread_mutex_unlock(&ckc_eng.lock);
-				return pwrite_src(h, buf, dsrc, len, off);
-			}
+			if (migrate_down(o) == 0)
+				return PW_AGAIN;
 		}
 	}
 	if (!rc) {
@@ -1103,9 +1124,33 @@ static ssize_t pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_
 		st->put_bytes += len;
 		ckc_trace("write", o, off, len, o->wlevel, t0);
 	}
-out:
-	pthread_mutex_unlock(&ckc_eng.lock);
 	return rc ? rc : (ssize_t)len;
+}
+
+static ssize_t pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t len, uint64_t off)
+{
+	ckc_obj_t *o = h->o;
+	uint64_t t0 = ckc_now_ns();
+	ssize_t rc = CKC_HANDED;
+
+	if (!h->writer)
+		return -EBADF;
+	if (len == 0)
+		return 0;
+	if (off + len < off)
+		return -EFBIG;
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (!o->handed) {
+		/* a hand-over waits for the writes under way (ckc_handoff) */
+		o->writing++;
+		do
+			rc = pwrite_locked(o, buf, dsrc, len, off, t0);
+		while (rc == PW_AGAIN);
+		if (--o->writing == 0)
+			pthread_cond_broadcast(&ckc_eng.cv);
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
 }
 
 static int close_home_writer(ckc_obj_t *o)
@@ -1119,6 +1164,7 @@ static int close_home_writer(ckc_obj_t *o)
 	o->home_live = false;
 	o->home_busy = true;
 	ckc_attr_t attr = o->attr;
+	ckc_fid_t base = o->base, now;
 	pthread_mutex_unlock(&ckc_eng.lock);
 	int rc;
 	if (live) {
@@ -1126,17 +1172,34 @@ static int close_home_writer(ckc_obj_t *o)
 		rc = ckc_attr_apply_fd(fd, &attr);
 		if (ckc_io.close(fd) != 0 && !rc)
 			rc = -errno;
+		if (!rc)
+			ckc_fid_take(o->key, &now);
+	} else if (ckc_fid_changed(&base, o->key)) {
+		rc = CKC_CHANGED; /* fd stays open: the rescue below reads it */
 	} else {
 		rc = ckc_home_commit(tmp, o->key, fd, false, &attr);
+		if (!rc)
+			ckc_fid_take(o->key, &now);
 	}
 	pthread_mutex_lock(&ckc_eng.lock);
 	o->home_busy = false;
-	free(tmp);
-	if (!rc)
+	if (rc == CKC_CHANGED) {
+		/* the temporary file may have no name (O_TMPFILE): read it
+		 * through its descriptor */
+		char self[64];
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+		ckc_src_t held = { .path = self };
+		ckc_keep_newer(o, &held, o->size);
+		ckc_home_discard(tmp, fd);
+	} else if (!rc) {
 		o->at_home = true;
-	else
+		o->base = now;
+		ckc_node_note(o);
+	} else {
 		ckc_error("checkpoint %s could not be written to its real path (%s)", o->key,
 			  strerror(-rc));
+	}
+	free(tmp);
 	pthread_cond_broadcast(&ckc_eng.cv);
 	return rc;
 }
@@ -1174,11 +1237,70 @@ static void close_writer_locked(ckc_obj_t *o)
 			hq_push_back(ckc_eng.hq, o->key);
 	}
 	ckc_trace("close-write", o, 0, o->size, o->wlevel, 0);
+	ckc_node_note(o);
 	ckc_eng.prefetch_gen++;
 	pthread_cond_broadcast(&ckc_eng.cv);
 }
 
 /* ---- reading ------------------------------------------------------- */
+
+/* A closed version not yet published whose real file was made or changed
+ * by someone else since it began: that file is newer, so the version goes
+ * to a rescue file and the cache forgets it (lock held; dropped while the
+ * bytes move). */
+static void keep_newer_now(ckc_obj_t *o)
+{
+	int level = ckc_best_level(o);
+	ckc_src_t src;
+
+	ckc_obj_get(o);
+	if (level >= 0 && level < ckc_eng.ntier - 1) {
+		o->place[level].pins++;
+		if (ckc_src_snapshot(o, level, &src) == 0) {
+			ckc_keep_newer(o, &src, o->size);
+			ckc_src_release(&src);
+		}
+		ckc_unpin(o, level);
+	} else if (!o->retired) {
+		/* its bytes are in a rescue file already, or nowhere */
+		ckc_obj_retire(o);
+	}
+	ckc_obj_put(o);
+}
+
+/* The current version of key, after a look at the real file: a published
+ * (or imported) version whose file changed since, or a version not yet
+ * published whose file was made or changed by someone else since it began,
+ * is older than that file, so the cache forgets it and NULL is returned.
+ * Lock held; dropped for the look. */
+static ckc_obj_t *current_locked(const char *key)
+{
+	ckc_obj_t *o;
+	/* a publication being committed ends first (a rename: short) */
+	while ((o = ckc_map_find(key)) && o->home_busy)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (!o || !o->complete || !o->base.known || o->capture)
+		return o;
+	uint64_t v = o->version;
+	bool published = o->at_home;
+	ckc_fid_t base = o->base, now;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_fid_take(key, &now);
+	pthread_mutex_lock(&ckc_eng.lock);
+	o = ckc_map_find(key);
+	if (!o || o->version != v || o->home_busy || o->at_home != published ||
+	    ckc_fid_same(&base, &now))
+		return o;
+	if (published) {
+		ckc_trace("stale", o, 0, o->size, -1, 0);
+		ckc_obj_retire(o);
+	} else if (now.exists) {
+		keep_newer_now(o);
+	} else {
+		return o; /* removed behind it: publishing will make it again */
+	}
+	return NULL;
+}
 
 int ckc_open_read(const char *path, ckc_handle_t **hp)
 {
@@ -1192,8 +1314,8 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 		return -ENODEV;
 	}
 	ckc_hints_reading();
-	ckc_obj_t *o = ckc_map_find(key);
-	if (!o)
+	ckc_obj_t *o = current_locked(key);
+	if (!o && ckc_eng.active)
 		o = ckc_obj_import_home(key);
 	/* consumed and dropped (CKPTCACHE_PERSIST=unconsumed or never):
 	 * gone, as if deleted */
@@ -1341,6 +1463,10 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	pthread_mutex_lock(&ckc_eng.lock);
 	uint64_t deadline = 0;
 	for (;;) {
+		if (o->handed) {
+			pthread_mutex_unlock(&ckc_eng.lock);
+			return CKC_HANDED;
+		}
 		if (off >= o->size || len == 0) {
 			pthread_mutex_unlock(&ckc_eng.lock);
 			return 0;
@@ -1457,6 +1583,10 @@ static int setattr_locked(ckc_obj_t *o, const ckc_attr_t *a)
 	if (fd < 0)
 		return -errno;
 	int rc = ckc_attr_apply_fd(fd, a);
+	/* the change time moved: this is still the file the cache published */
+	struct stat st;
+	if (ckc_io.fstat(fd, &st) == 0)
+		ckc_fid_of(&st, &o->base);
 	ckc_io.close(fd);
 	return rc;
 }
@@ -1499,9 +1629,9 @@ int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
 	pthread_mutex_lock(&ckc_eng.lock);
 	while (o->migrating)
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
-	if (o->retired || o->complete) {
+	if (o->handed || o->retired || o->complete) {
 		pthread_mutex_unlock(&ckc_eng.lock);
-		return o->retired ? 0 : -EBADF;
+		return o->handed ? CKC_HANDED : o->retired ? 0 : -EBADF;
 	}
 	if (o->wlevel == ckc_eng.ntier - 1) {
 		rc = ckc_io.ftruncate(o->home_fd, (off_t)size) ? -errno : 0;
@@ -1547,6 +1677,7 @@ static void consume_locked(ckc_obj_t *o)
 	 * pending flush */
 	if (o->flush_edge >= 0 && !ckc_flush_wanted(o, o->flush_edge))
 		ckc_flush_dequeue(o);
+	ckc_node_note(o);
 	ckc_trace("consume", o, 0, o->size, -1, 0);
 	ckc_eng.prefetch_gen++;
 	pthread_cond_broadcast(&ckc_eng.cv);
@@ -1583,7 +1714,8 @@ int ckc_close(ckc_handle_t *h)
 /* ---- durability, names --------------------------------------------- */
 
 /* Makes the real path hold o's bytes (lock held): fsync'ed if durable,
- * whatever CKPTCACHE_PERSIST says otherwise. */
+ * whatever CKPTCACHE_PERSIST says otherwise. CKC_CHANGED: the real file
+ * was changed by someone else meanwhile; it was kept and o forgotten. */
 static int publish_locked(ckc_obj_t *o, bool durable)
 {
 	while (o->home_busy || o->migrating)
@@ -1610,8 +1742,10 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 	}
 	bool complete = o->complete;
 	int rc = ckc_flush_home_now(o, durable);
-	if (!rc && !complete)
+	if (!rc && !complete) {
 		o->at_home = false; /* a snapshot: the final bytes come at close */
+		ckc_node_note(o);
+	}
 	return rc;
 }
 
@@ -1619,13 +1753,15 @@ static int sync_locked(ckc_obj_t *o)
 {
 	if (ckc_eng.cfg.persist == CKC_PERSIST_NEVER)
 		return 0;
-	return publish_locked(o, true);
+	int rc = publish_locked(o, true);
+	/* the program's bytes are in a rescue file, not at the real path */
+	return rc == CKC_CHANGED ? -EIO : rc;
 }
 
 int ckc_sync(ckc_handle_t *h)
 {
 	pthread_mutex_lock(&ckc_eng.lock);
-	int rc = h->o->retired ? 0 : sync_locked(h->o);
+	int rc = h->o->handed ? CKC_HANDED : h->o->retired ? 0 : sync_locked(h->o);
 	pthread_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
@@ -1654,7 +1790,7 @@ int ckc_unlink(const char *path)
 		while (o->home_busy || o->flushing)
 			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 		ckc_trace("unlink", o, 0, o->size, -1, 0);
-		obj_retire(o);
+		ckc_obj_retire(o);
 	}
 	if (ckc_eng.hq)
 		hq_remove_all(ckc_eng.hq, key);
@@ -1672,7 +1808,8 @@ int ckc_materialize(const char *path)
 		return rc;
 	rc = o ? publish_locked(o, false) : -ENOENT;
 	pthread_mutex_unlock(&ckc_eng.lock);
-	return rc;
+	/* a newer real file was kept: it is what the caller will use */
+	return rc == CKC_CHANGED ? 0 : rc;
 }
 
 int ckc_forget(const char *path)
@@ -1688,10 +1825,165 @@ int ckc_forget(const char *path)
 		while (o->home_busy || o->flushing)
 			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 		ckc_trace("forget", o, 0, o->size, -1, 0);
-		obj_retire(o);
+		ckc_obj_retire(o);
 	}
 	pthread_mutex_unlock(&ckc_eng.lock);
 	return o ? 0 : -ENOENT;
+}
+
+/* Publishes o's bytes so far and lets the cache forget it; its handles
+ * answer CKC_HANDED from then on (lock held). */
+static int handoff_locked(ckc_obj_t *o)
+{
+	int rc = 0;
+
+	if (o->handed)
+		return 0;
+	if (o->retired)
+		return -ESTALE; /* a newer version has the name: nothing to hand */
+	ckc_obj_get(o);
+	o->handed = true;
+	ckc_node_note(o);
+	while (o->writing > 0 || o->migrating || o->home_busy)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (o->retired) {
+		rc = 0; /* forgotten meanwhile (its real file was kept) */
+	} else if (!o->complete && o->wlevel == ckc_eng.ntier - 1 && o->home_fd >= 0) {
+		/* written through: the temporary file becomes the real file */
+		rc = close_home_writer(o);
+	} else if (!o->at_home) {
+		rc = ckc_flush_home_now(o, false);
+	}
+	if (rc && rc != CKC_CHANGED) {
+		o->handed = false;
+		ckc_node_note(o);
+		pthread_cond_broadcast(&ckc_eng.cv);
+	} else if (!o->retired) {
+		ckc_trace("handoff", o, 0, o->size, -1, 0);
+		ckc_obj_retire(o);
+	}
+	ckc_obj_put(o);
+	return rc == CKC_CHANGED ? 0 : rc;
+}
+
+int ckc_handoff(ckc_handle_t *h)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	int rc = ckc_eng.active || h->o->handed ? handoff_locked(h->o) : -ENODEV;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+int ckc_handoff_path(const char *path)
+{
+	char key[PATH_MAX];
+	ckc_obj_t *o;
+	int rc = lookup_locked(path, key, &o);
+	if (rc)
+		return rc;
+	rc = o ? handoff_locked(o) : -ENOENT;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+bool ckc_handle_handed(const ckc_handle_t *h)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	bool handed = h->o->handed;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return handed;
+}
+
+/* Whether o is a closed version whose publication is still owed. */
+static bool owed_home(const ckc_obj_t *o)
+{
+	return o->complete && !o->retired && !o->at_home && !o->rescue && !o->capture &&
+	       ckc_persist_wanted(o);
+}
+
+int ckc_publish_all(uint64_t timeout_ns, bool writers)
+{
+	struct timespec end;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += (time_t)(timeout_ns / 1000000000u);
+	end.tv_nsec += (long)(timeout_ns % 1000000000u);
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (!ckc_eng.active || ckc_eng.cfg.persist == CKC_PERSIST_NEVER) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return 0;
+	}
+	/* open writers: their bytes so far (a snapshot; the writer goes on) */
+	for (uint64_t seen = 0; writers;) {
+		ckc_obj_t *w = NULL;
+		for (size_t i = 0; i < ckc_eng.map_cap && !w; i++)
+			for (ckc_obj_t *o = ckc_eng.map[i]; o && !w; o = o->hnext)
+				if (!o->complete && !o->retired && !o->handed && o->version > seen &&
+				    !o->capture)
+					w = o;
+		if (!w)
+			break;
+		/* one at a time in version order: the map changes while unlocked */
+		for (size_t i = 0; i < ckc_eng.map_cap; i++)
+			for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext)
+				if (!o->complete && !o->retired && !o->handed && o->version > seen &&
+				    o->version < w->version && !o->capture)
+					w = o;
+		seen = w->version;
+		if (w->wlevel < ckc_eng.ntier - 1) {
+			ckc_obj_get(w);
+			int r = publish_locked(w, false);
+			if (r && r != CKC_CHANGED && !rc)
+				rc = r;
+			ckc_obj_put(w);
+		}
+	}
+	/* closed versions: published here, or by their flusher if it is at it;
+	 * one that fails (and said so) is not tried again */
+	uint64_t failed[32];
+	int nfailed = 0;
+	for (;;) {
+		ckc_obj_t *todo = NULL;
+		bool busy = false;
+		for (size_t i = 0; i < ckc_eng.map_cap && !todo; i++)
+			for (ckc_obj_t *o = ckc_eng.map[i]; o && !todo; o = o->hnext) {
+				bool skip = false;
+				for (int k = 0; k < nfailed; k++)
+					skip |= failed[k] == o->version;
+				if (skip || !owed_home(o))
+					continue;
+				if (o->flushing || o->home_busy || o->migrating)
+					busy = true;
+				else
+					todo = o;
+			}
+		if (todo) {
+			ckc_obj_get(todo);
+			int r = publish_locked(todo, false);
+			if (r && r != CKC_CHANGED && !rc)
+				rc = r;
+			bool stuck = owed_home(todo);
+			if (stuck && nfailed < (int)(sizeof(failed) / sizeof(failed[0])))
+				failed[nfailed++] = todo->version;
+			ckc_obj_put(todo);
+			if (stuck && nfailed == (int)(sizeof(failed) / sizeof(failed[0])))
+				break;
+			continue;
+		}
+		if (!busy)
+			break;
+		if (pthread_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &end) == ETIMEDOUT) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
 }
 
 int ckc_handover_dir(const char *dir)
@@ -1712,15 +2004,17 @@ int ckc_handover_dir(const char *dir)
 					o = x;
 		if (!o)
 			break;
+		ckc_obj_get(o);
 		rc = publish_locked(o, false);
-		if (rc && !first)
+		if (rc && rc != CKC_CHANGED && !first)
 			first = rc;
 		while (o->home_busy || o->flushing)
 			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 		if (!o->retired) {
 			ckc_trace("forget", o, 0, o->size, -1, 0);
-			obj_retire(o);
+			ckc_obj_retire(o);
 		}
+		ckc_obj_put(o);
 	}
 	pthread_mutex_unlock(&ckc_eng.lock);
 	return first;
@@ -1747,11 +2041,20 @@ int ckc_rename(const char *from, const char *to)
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	ckc_obj_t *victim = ckc_map_find(kt);
 	if (victim)
-		obj_retire(victim);
+		ckc_obj_retire(victim);
+	/* a publication to the new name under way lands before the look at
+	 * what that name holds (below) */
+	while (ckc_committing(kt))
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	char *nk = strdup(kt);
 	if (!nk) {
 		pthread_mutex_unlock(&ckc_eng.lock);
 		return -ENOMEM;
+	}
+	/* the node registry knows versions by name */
+	if (o->announced) {
+		o->announced = false;
+		ckc_node_hook(false, o->key);
 	}
 	map_remove(o);
 	free(o->key);
@@ -1770,10 +2073,15 @@ int ckc_rename(const char *from, const char *to)
 		rc = ckc_io.rename(kf, kt) ? -errno : 0;
 	else
 		(void)ckc_io.unlink(kf);
+	/* what the new name holds now is what this version replaces */
+	ckc_fid_t base;
+	ckc_fid_take(kt, &base);
 	pthread_mutex_lock(&ckc_eng.lock);
 	o->home_busy = false;
+	o->base = base;
 	if (rc)
 		o->at_home = false;
+	ckc_node_note(o);
 	pthread_cond_broadcast(&ckc_eng.cv);
 	if (rc && !o->retired && o->complete && ckc_persist_wanted(o)) {
 		/* the cache still has the bytes: publish them under the new name */
@@ -1793,6 +2101,8 @@ int ckc_stat(const char *path, ckc_stat_t *st)
 	int rc = lookup_locked(path, key, &o);
 	if (rc)
 		return rc;
+	if (o)
+		o = current_locked(key);
 	if (o)
 		stat_fill(o, st);
 	pthread_mutex_unlock(&ckc_eng.lock);
@@ -2132,6 +2442,10 @@ ssize_t ckc_pwrite_ref(ckc_handle_t *h, ckc_ref_t *r, uint64_t roff, size_t len,
 	ckc_tier_t *t = &ckc_eng.tier[0];
 	while (o->migrating)
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (o->handed) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return CKC_HANDED;
+	}
 	/* its gpu copy goes where the capture is */
 	if (!o->gdev1)
 		o->gdev1 = c->gdev1;

@@ -4,11 +4,13 @@
 #ifndef CKC_ENGINE_INT_H
 #define CKC_ENGINE_INT_H
 
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -50,6 +52,23 @@ typedef struct ckc_place {
 
 typedef struct ckc_obj ckc_obj_t;
 
+/* What a real path held: nothing, or a file's identity and change marks.
+ * A version remembers the file it is to replace (taken when it starts, and
+ * after each of its publications), so that a file changed behind the
+ * cache's back is noticed before it would be overwritten. */
+typedef struct ckc_fid {
+	bool known;          /* false: nothing recorded (no check) */
+	bool exists;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+} ckc_fid_t;
+
+/* Internal result of a publication that found the real file changed since
+ * the version's record of it: the newer file was kept (flusher.c). */
+#define CKC_CHANGED (-EUCLEAN)
+
 struct ckc_obj {
 	char *key;           /* canonical absolute path */
 	uint64_t version;
@@ -75,6 +94,10 @@ struct ckc_obj {
 
 	bool at_home;        /* the real path holds this version */
 	bool durable;        /* ... and it was fsync'ed */
+	ckc_fid_t base;      /* the real file this version replaces, or published */
+	bool handed;         /* handed over to the real file (ckc_handoff) */
+	int writing;         /* writes through its handles in progress */
+	bool announced;      /* in the node registry (ckc_node_hook) */
 	bool home_busy;      /* a transfer to the real path is running */
 	char *rescue;        /* file holding the bytes after a failed flush */
 
@@ -212,8 +235,14 @@ extern ckc_engine_t ckc_eng;
 /* engine.c */
 void ckc_obj_get(ckc_obj_t *o);
 void ckc_obj_put(ckc_obj_t *o);               /* lock held */
+/* Replaces o by nothing (a newer version, an unlink, a hand-over): its
+ * flushes are cancelled and its copies freed once unused. Lock held. */
+void ckc_obj_retire(ckc_obj_t *o);
 ckc_obj_t *ckc_map_find(const char *key);
 ckc_obj_t *ckc_obj_import_home(const char *key); /* lock held; NULL if no real file */
+/* Tells the node registry whether o holds bytes its real path lacks (after
+ * any change of that). Lock held. */
+void ckc_node_note(ckc_obj_t *o);
 void ckc_trace(const char *op, const ckc_obj_t *o, uint64_t off, uint64_t len, int level,
 	       uint64_t t0_ns);
 bool ckc_persist_wanted(const ckc_obj_t *o);  /* must it reach the real path? */
@@ -328,6 +357,15 @@ void ckc_home_discard(const char *tmp, int fd);
 int ckc_attr_apply_fd(int fd, const ckc_attr_t *a);
 /* Reads from the file at path, opening it once into *fdp. Returns bytes read or -errno. */
 ssize_t ckc_home_read(const char *path, void *buf, size_t len, uint64_t off, int *fdp);
+/* Records in *id what the real path holds now (known = false if it could
+ * not be looked at). */
+void ckc_fid_take(const char *path, ckc_fid_t *id);
+void ckc_fid_of(const struct stat *st, ckc_fid_t *id);
+/* Whether path holds the file id describes (both absent counts). */
+bool ckc_fid_same(const ckc_fid_t *id, const ckc_fid_t *now);
+/* Whether publishing over path would overwrite a file that was created or
+ * changed after base was recorded (a file removed since is no conflict). */
+bool ckc_fid_changed(const ckc_fid_t *base, const char *path);
 /* Saves bytes [0, size) of src to a new rescue file, mode 0600, in the
  * private folder under CKPTCACHE_RESCUE_DIR (rescue.<pid>.<n>-<name>; the
  * real path is added to rescue.index there); *where gets its path.
@@ -341,6 +379,12 @@ void ckc_flusher_stop(int level);
 void ckc_flush_enqueue(ckc_obj_t *o, int level);  /* lock held */
 void ckc_flush_dequeue(ckc_obj_t *o);              /* lock held */
 bool ckc_flush_wanted(const ckc_obj_t *o, int level);
+/* Whether a publication to key is being committed now (lock held). */
+bool ckc_committing(const char *key);
+/* A version whose real file changed behind the cache's back: its bytes go
+ * to a rescue file (the newer file is kept), it says so, and the cache
+ * forgets it. Lock held; dropped while the bytes move. */
+void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size);
 int ckc_flush_home_now(ckc_obj_t *o, bool fsync_it); /* lock held; drops it while writing */
 
 /* prefetcher.c */

@@ -113,12 +113,42 @@ typedef struct commit {
 } commit_t;
 static commit_t *commits;
 
-static bool committing(const char *key)
+bool ckc_committing(const char *key)
 {
 	for (const commit_t *c = commits; c; c = c->next)
 		if (!strcmp(c->key, key))
 			return true;
 	return false;
+}
+
+void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
+{
+	char *key = strdup(o->key), *where = NULL;
+	int rc = -ENOMEM;
+
+	if (!o->rescue && key) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		rc = ckc_home_rescue(key, src, size, &where);
+		pthread_mutex_lock(&ckc_eng.lock);
+		if (!rc) {
+			o->rescue = where;
+			ckc_eng.st.rescued++;
+		}
+	}
+	if (o->rescue) {
+		ckc_error("checkpoint %s was changed at its real path by another program after this "
+			  "one began its version: that file is kept, and this program's version "
+			  "(%llu bytes) is saved in %s", o->key, (unsigned long long)size, o->rescue);
+		if (!o->retired) {
+			ckc_trace("changed", o, 0, size, -1, 0);
+			ckc_obj_retire(o);
+		}
+	} else {
+		ckc_error("checkpoint %s was changed at its real path by another program after this "
+			  "one began its version: that file is kept, and this program's version stays "
+			  "in the cache (no rescue file: %s)", o->key, strerror(-rc));
+	}
+	free(key);
 }
 
 /* Writes the copy at level to the real path (lock held; dropped while the
@@ -151,7 +181,7 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 	pthread_mutex_lock(&ckc_eng.lock);
 	/* another publication of this object may be committing: let it end,
 	 * then decide on what is true after it */
-	while (o->home_busy || committing(key))
+	while (o->home_busy || ckc_committing(key))
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (o->retired || o->flush_cancel || strcmp(key, o->key) != 0) {
 		/* retired, handed over or renamed meanwhile: these bytes must not
@@ -165,8 +195,18 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		commit_t me = { key, commits };
 		commits = &me;
 		ckc_attr_t attr = o->attr;
+		ckc_fid_t base = o->base, now;
 		pthread_mutex_unlock(&ckc_eng.lock);
-		rc = ckc_home_commit(tmp, key, fd, fsync_it, &attr);
+		/* a file made or changed there since this version began is
+		 * newer than it: never replaced */
+		if (ckc_fid_changed(&base, key)) {
+			ckc_home_discard(tmp, fd);
+			rc = CKC_CHANGED;
+		} else {
+			rc = ckc_home_commit(tmp, key, fd, fsync_it, &attr);
+			if (!rc)
+				ckc_fid_take(key, &now);
+		}
 		pthread_mutex_lock(&ckc_eng.lock);
 		for (commit_t **pp = &commits; *pp; pp = &(*pp)->next)
 			if (*pp == &me) {
@@ -179,10 +219,14 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 			 * this one was synced */
 			o->at_home = true;
 			o->durable = fsync_it;
+			o->base = now;
+			ckc_node_note(o);
 		}
 		pthread_cond_broadcast(&ckc_eng.cv);
 	}
-	if (rc && rc != -ECANCELED && rc != -EAGAIN && !o->retired) {
+	if (rc == CKC_CHANGED && !o->retired) {
+		ckc_keep_newer(o, &src, size);
+	} else if (rc && rc != CKC_CHANGED && rc != -ECANCELED && rc != -EAGAIN && !o->retired) {
 		ckc_error("could not write checkpoint %s (%s)", key, strerror(-rc));
 		if (level < ckc_eng.ntier - 1)
 			ckc_eng.tier[level].st.flush_errors++;
@@ -218,11 +262,15 @@ int ckc_flush_home_now(ckc_obj_t *o, bool fsync_it)
 		return -EIO;
 	if (level == ckc_eng.ntier - 1 && o->rescue && !o->at_home)
 		return -EIO; /* its bytes are only in the rescue file */
+	/* a publication that finds a newer real file forgets o: keep it
+	 * until this is done with it */
+	ckc_obj_get(o);
 	if (level < ckc_eng.ntier - 1)
 		o->place[level].pins++;
 	int rc = flush_to_home(o, level, fsync_it);
 	if (level < ckc_eng.ntier - 1)
 		ckc_unpin(o, level);
+	ckc_obj_put(o);
 	return rc;
 }
 

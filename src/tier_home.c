@@ -379,3 +379,53 @@ int ckc_home_rescue(const char *key, const ckc_src_t *src, uint64_t size, char *
 	}
 	return -EEXIST;
 }
+
+/* ---- what the real path holds ---------------------------------------- */
+
+void ckc_fid_of(const struct stat *st, ckc_fid_t *id)
+{
+	id->known = true;
+	id->exists = true;
+	id->dev = st->st_dev;
+	id->ino = st->st_ino;
+	id->size = st->st_size;
+	id->mtime = st->st_mtim;
+	id->ctime = st->st_ctim;
+}
+
+void ckc_fid_take(const char *path, ckc_fid_t *id)
+{
+	struct stat st;
+
+	memset(id, 0, sizeof(*id));
+	if (ckc_io.stat(path, &st) == 0)
+		ckc_fid_of(&st, id);
+	else
+		id->known = errno == ENOENT; /* known to be absent */
+}
+
+static bool ts_eq(struct timespec a, struct timespec b)
+{
+	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+bool ckc_fid_same(const ckc_fid_t *a, const ckc_fid_t *b)
+{
+	if (!a->known || !b->known)
+		return true; /* nothing to compare: no evidence of a change */
+	if (a->exists != b->exists)
+		return false;
+	return !a->exists || (a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+			      ts_eq(a->mtime, b->mtime) && ts_eq(a->ctime, b->ctime));
+}
+
+bool ckc_fid_changed(const ckc_fid_t *base, const char *path)
+{
+	ckc_fid_t now;
+
+	if (!base->known)
+		return false;
+	ckc_fid_take(path, &now);
+	/* a file removed since is not overwritten by publishing */
+	return now.known && now.exists && !ckc_fid_same(base, &now);
+}

@@ -872,24 +872,35 @@ static int m_churn(int argc, char **argv)
 
 /* ---- modes: fork and exec -------------------------------------------------- */
 
-/* readfd N: reads descriptor N (inherited through exec) and reports. Exit 0
- * when the read failed, 3 when it returned bytes, 4 on end of file. */
+/* readfd FD SEED: reads 4096 bytes from descriptor FD (inherited through
+ * exec) at its offset and compares them with stream SEED there. Exit 0
+ * when they match, 3 when they differ, 4 on a short read, 5 on an error. */
 static int m_readfd(int argc, char **argv)
 {
-	need_args(argc, 2, "FD");
+	need_args(argc, 3, "FD SEED");
 	int fd = (int)num(argv[1]);
+	uint64_t seed = num(argv[2]);
 	unsigned char b[4096];
-	ssize_t r = read(fd, b, sizeof(b));
-	int e = errno;
-	if (r > 0) {
-		printf("readfd: read %zd bytes from inherited fd %d\n", r, fd);
-		return 3;
+	off_t at = lseek(fd, 0, SEEK_CUR);
+	size_t got = 0;
+	while (got < sizeof(b)) {
+		ssize_t r = read(fd, b + got, sizeof(b) - got);
+		if (r < 0) {
+			printf("readfd: read fd %d: %s\n", fd, strerror(errno));
+			return 5;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
 	}
-	if (r == 0) {
-		printf("readfd: end of file on inherited fd %d\n", fd);
+	if (got < sizeof(b) || at < 0) {
+		printf("readfd: %zu bytes from inherited fd %d at %lld\n", got, fd, (long long)at);
 		return 4;
 	}
-	printf("readfd: read fd %d: %s\n", fd, strerror(e));
+	if (pattern_diff(b, (uint64_t)at, sizeof(b), seed) != sizeof(b)) {
+		printf("readfd: wrong bytes from inherited fd %d at %lld\n", fd, (long long)at);
+		return 3;
+	}
 	return 0;
 }
 
@@ -943,96 +954,216 @@ static int m_fork(int argc, char **argv)
 {
 	struct args arg = parse_args(argc, argv, "PATH PATH2 SIZE SEED");
 	unsigned char *b = xmalloc(arg.size), *e = pattern_buf(arg.size, arg.seed);
-	char fdnum[16], out[256];
+	char fdnum[16], seed[32], out[256];
 	size_t printed;
 
-	if (arg.size < 8192)
-		fail("SIZE must be at least 8K");
+	if (arg.size < 16384)
+		fail("SIZE must be at least 16K");
 	int fd = gen_open(arg.path, arg.size, arg.seed);
 	if (!reads_back(fd, b, e, 100, arg.path))
 		fail("parent: the first 100 bytes of %s are wrong", arg.path);
 
-	/* 1. a forked child (no exec) reading the inherited descriptor */
+	/* 1. a forked child (no exec) reads the inherited descriptor, at the
+	 * offset it shares with the parent */
 	pid_t pid = fork();
 	if (pid < 0)
 		fail("fork: %s", strerror(errno));
 	if (pid == 0) {
 		unsigned char c[4096];
-		memset(c, 0xA5, sizeof(c));
-		ssize_t r = read(fd, c, sizeof(c));
-		int e1 = errno;
-		ssize_t r2 = pread(fd, c, sizeof(c), 0);
-		int e2 = errno;
-		if (r >= 0 || r2 >= 0) {
-			fprintf(stderr, "child: read returned %zd, pread returned %zd\n", r, r2);
-			exit(3);
-		}
-		if (e1 != EBADF || e2 != EBADF) {
-			fprintf(stderr, "child: read/pread failed with %s / %s, expected EBADF\n",
-				strerror(e1), strerror(e2));
-			exit(4);
-		}
-		close(fd); /* must neither crash nor disturb the parent's cache */
-		exit(0);
+		if (read_all(fd, c, sizeof(c), arg.path) != sizeof(c) || memcmp(c, e + 100, sizeof(c)))
+			_exit(3);
+		if (pread(fd, c, sizeof(c), 0) != (ssize_t)sizeof(c) || memcmp(c, e, sizeof(c)))
+			_exit(4);
+		close(fd);
+		_exit(0);
 	}
 	int rc = wait_child(pid, "forked reader");
 	if (rc != 0)
-		fail("a forked child reading an inherited tagged descriptor did not get EBADF (status %d)",
-		     rc);
+		fail("a forked child read wrong bytes from an inherited tagged descriptor (status %d)", rc);
+	if (lseek(fd, 0, SEEK_CUR) != 100 + 4096)
+		fail("parent: the offset shared with the forked child is %lld, expected %d",
+		     (long long)lseek(fd, 0, SEEK_CUR), 100 + 4096);
 
-	/* 2. a child that execs this program in "readfd N" mode */
+	/* 2. a child that execs this program in "readfd N SEED" mode */
 	snprintf(fdnum, sizeof(fdnum), "%d", fd);
-	char *av1[] = { self_exe, "readfd", fdnum, NULL };
+	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)arg.seed);
+	char *av1[] = { self_exe, "readfd", fdnum, seed, NULL };
 	rc = run_captured(-1, av1, &printed, out, sizeof(out));
 	if (rc != 0)
 		fail("an exec'ed child reading inherited fd %d: %s(status %d)", fd, out, rc);
 
-	/* 3. cat with the descriptor as its standard input (cat <&N) */
+	/* 3. cat with the descriptor as its standard input (cat <&N): the rest */
+	size_t at = 100 + 2 * 4096;
 	char *av2[] = { "/bin/cat", NULL };
-	rc = run_captured(fd, av2, &printed, out, sizeof(out));
-	if (printed > 0)
-		fail("cat <&%d printed %zu bytes from a tagged descriptor", fd, printed);
-	if (rc == 0)
-		fail("cat <&%d succeeded on a tagged descriptor (expected an error)", fd);
+	char *all = xmalloc(arg.size + 1);
+	rc = run_captured(fd, av2, &printed, all, arg.size + 1);
+	if (rc != 0 || printed != arg.size - at || memcmp(all, e + at, printed) != 0)
+		fail("cat <&%d printed %zu bytes (expected the last %zu), status %d", fd, printed,
+		     arg.size - at, rc);
 
 	/* 4. cat /proc/self/fd/N: a reopen through /proc in an exec'ed child */
 	char procp[64];
 	snprintf(procp, sizeof(procp), "/proc/self/fd/%d", fd);
 	char *av3[] = { "/bin/cat", procp, NULL };
-	rc = run_captured(-1, av3, &printed, out, sizeof(out));
-	if (printed > 0)
-		fail("cat %s printed %zu bytes of a tagged descriptor", procp, printed);
+	rc = run_captured(-1, av3, &printed, all, arg.size + 1);
+	if (rc != 0 || printed != arg.size || memcmp(all, e, arg.size) != 0)
+		fail("cat %s printed %zu bytes (expected %zu), status %d", procp, printed, arg.size, rc);
+	free(all);
+	xclose(fd, arg.path);
 
-	/* 5. a forked child writing to an inherited tagged writer */
+	/* 5. a forked child writes the second half through an inherited writer */
 	int wfd = xopen(arg.path2, O_WRONLY | O_CREAT | O_TRUNC);
 	write_all(wfd, e, arg.size / 2, arg.path2);
 	pid = fork();
 	if (pid < 0)
 		fail("fork: %s", strerror(errno));
 	if (pid == 0) {
-		static const char junk[4096] = { 'X' };
-		ssize_t w = write(wfd, junk, sizeof(junk));
-		exit(w < 0 && errno == EBADF ? 0 : 3);
+		ssize_t w = write(wfd, e + arg.size / 2, arg.size - arg.size / 2);
+		_exit(w == (ssize_t)(arg.size - arg.size / 2) ? 0 : 3);
 	}
 	rc = wait_child(pid, "forked writer");
 	if (rc != 0)
-		fail("a forked child writing an inherited tagged descriptor did not get EBADF");
-	write_all(wfd, e + arg.size / 2, arg.size - arg.size / 2, arg.path2);
+		fail("a forked child could not write an inherited tagged descriptor");
 	xclose(wfd, arg.path2);
 
-	/* the parent's descriptor still reads the right bytes, from where it was */
-	if (read_all(fd, b + 100, arg.size - 100, arg.path) != arg.size - 100)
-		fail("parent: short read of %s after the children", arg.path);
-	if (read(fd, b, 1) != 0)
-		fail("parent: %s is longer than written", arg.path);
-	if (memcmp(b + 100, e + 100, arg.size - 100) != 0)
-		fail("parent: %s reads wrong bytes after the children", arg.path);
-	xclose(fd, arg.path);
 	check_file(arg.path, arg.size, arg.seed, 0);
 	check_file(arg.path2, arg.size, arg.seed, 0);
-	printf("fork: children got errors, parent read correct bytes\n");
+	printf("fork: children read and wrote the inherited descriptors\n");
 	free(b);
 	free(e);
+	return 0;
+}
+
+/* ---- modes: several descriptors and several writers of one file ----------- */
+
+static void xpwrite_all(int fd, const unsigned char *b, size_t n, off_t off, const char *what)
+{
+	while (n > 0) {
+		ssize_t w = pwrite(fd, b, n, off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			fail("pwrite %s: %s", what, w < 0 ? strerror(errno) : "wrote 0 bytes");
+		b += w;
+		off += w;
+		n -= (size_t)w;
+	}
+}
+
+static off_t fd_size(int fd, const char *what)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		fail("fstat %s: %s", what, strerror(errno));
+	return st.st_size;
+}
+
+/* One process, several descriptors of one file, as the kernel shares them:
+ * a second open of a file open for writing sees what was written and its
+ * writes land in the same file; a second O_TRUNC empties it for every
+ * descriptor; a map of a descriptor that has a dup changes the file that
+ * the dup writes to. The real file must end as the kernel would leave it. */
+static int m_sharedfd(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "DIR SEED");
+	const size_t M = 1 << 20;
+	unsigned char *x = pattern_buf(3 * M, arg.seed), *b = xmalloc(3 * M);
+	char p1[PATH_MAX], p2[PATH_MAX], p3[PATH_MAX];
+	snprintf(p1, sizeof(p1), "%s/two-opens.bin", arg.path);
+	snprintf(p2, sizeof(p2), "%s/second-trunc.bin", arg.path);
+	snprintf(p3, sizeof(p3), "%s/map-dup.bin", arg.path);
+
+	/* 1. a second open (O_RDWR) of a file open for writing */
+	int fd1 = xopen(p1, O_WRONLY | O_CREAT | O_TRUNC);
+	write_all(fd1, x, M, p1);
+	int fd2 = xopen(p1, O_RDWR);
+	if (!reads_back(fd2, b, x, M, p1))
+		fail("a second open of a file open for writing does not read what was written");
+	xpwrite_all(fd2, x + 2 * M, M, (off_t)(2 * M), p1);
+	write_all(fd1, x + M, M, p1); /* at fd1's offset, 1 MiB */
+	if (fd_size(fd1, p1) != (off_t)(3 * M) || fd_size(fd2, p1) != (off_t)(3 * M))
+		fail("the two descriptors of %s see sizes %lld and %lld, expected %zu", p1,
+		     (long long)fd_size(fd1, p1), (long long)fd_size(fd2, p1), 3 * M);
+	xclose(fd2, p1);
+	xclose(fd1, p1);
+	check_file(p1, 3 * M, arg.seed, 0);
+
+	/* 2. a second open with O_TRUNC empties the file for the first one too */
+	fd1 = xopen(p2, O_WRONLY | O_CREAT | O_TRUNC);
+	write_all(fd1, x + M, M, p2);
+	fd2 = xopen(p2, O_WRONLY | O_CREAT | O_TRUNC);
+	if (fd_size(fd1, p2) != 0)
+		fail("after a second open with O_TRUNC the first descriptor sees %lld bytes",
+		     (long long)fd_size(fd1, p2));
+	write_all(fd2, x, M, p2);
+	write_all(fd1, x + M, M, p2); /* fd1 is still at 1 MiB */
+	xclose(fd1, p2);
+	xclose(fd2, p2);
+	check_file(p2, 2 * M, arg.seed, 0);
+
+	/* 3. mmap of a descriptor that has a dup, then writes through the dup */
+	int fd = xopen(p3, O_RDWR | O_CREAT | O_TRUNC);
+	write_all(fd, x, M, p3);
+	int d = dup(fd);
+	if (d < 0)
+		fail("dup: %s", strerror(errno));
+	unsigned char *m = mmap(NULL, M, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		fail("mmap of %s: %s", p3, strerror(errno));
+	if (memcmp(m, x, M) != 0)
+		fail("the map of %s shows wrong bytes", p3);
+	memset(m, 'M', 4096);
+	if (msync(m, M, MS_SYNC) != 0)
+		fail("msync: %s", strerror(errno));
+	munmap(m, M);
+	write_all(d, x + M, 4096, p3); /* the dup shares the offset: 1 MiB */
+	xclose(d, p3);
+	xclose(fd, p3);
+	memset(x, 'M', 4096);
+	fd = xopen(p3, O_RDONLY);
+	if (read_all(fd, b, M + 4097, p3) != M + 4096 || memcmp(b, x, M + 4096) != 0)
+		fail("%s does not hold the map's bytes and the dup's write", p3);
+	xclose(fd, p3);
+	raw_check(p3, x, M + 4096, "after the dup's write");
+	printf("sharedfd: descriptors of one file share its state\n");
+	free(x);
+	free(b);
+	return 0;
+}
+
+/* Waits until path exists (a barrier between processes), at most 30 s. */
+static void wait_for(const char *path)
+{
+	for (int i = 0; i < 3000; i++) {
+		if (access(path, F_OK) == 0)
+			return;
+		sleep_ms(10);
+	}
+	fail("%s did not appear in 30 s", path);
+}
+
+/* One writer of a file shared by several processes (MPI-IO, HDF5): opens
+ * PATH with FLAGS (w: O_WRONLY|O_CREAT, t: ... |O_TRUNC, r: O_RDWR), says
+ * so by creating MARKS/opened.N, waits for MARKS/go, writes its region
+ * [N*SIZE, (N+1)*SIZE) of stream SEED with pwrite, fsyncs, closes. */
+static int m_n1part(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "PATH N SIZE SEED w|t|r MARKS");
+	int flags = !strcmp(argv[5], "t") ? O_WRONLY | O_CREAT | O_TRUNC :
+		    !strcmp(argv[5], "r") ? O_RDWR : O_WRONLY | O_CREAT;
+	char mark[PATH_MAX + 32];
+	unsigned char *b = xmalloc(arg.size);
+	pattern(b, (uint64_t)arg.n * arg.size, arg.size, arg.seed);
+	int fd = xopen(arg.path, flags);
+	snprintf(mark, sizeof(mark), "%s/opened.%ld", argv[6], arg.n);
+	xclose(xopen(mark, O_WRONLY | O_CREAT), mark);
+	snprintf(mark, sizeof(mark), "%s/go", argv[6]);
+	wait_for(mark);
+	xpwrite_all(fd, b, arg.size, (off_t)((uint64_t)arg.n * arg.size), arg.path);
+	if (fsync(fd) != 0)
+		fail("fsync %s: %s", arg.path, strerror(errno));
+	xclose(fd, arg.path);
+	free(b);
 	return 0;
 }
 
@@ -1380,9 +1511,9 @@ static int m_locks(int argc, char **argv)
 	return 0;
 }
 
-/* stdout moved onto a tagged descriptor with dup2: write() reaches the
- * cache, but glibc's stdio writes with internal calls the library cannot
- * see; those must fail, and the checkpoint must hold only what reached it. */
+/* stdout moved onto a tagged descriptor with dup2: glibc's stdio writes
+ * there with internal calls the library cannot see, so the file must be
+ * used directly, and it holds what write() and stdio wrote, in order. */
 static int m_stdout(int argc, char **argv)
 {
 	need_args(argc, 2, "PATH");
@@ -1415,15 +1546,11 @@ static int m_stdout(int argc, char **argv)
 	size_t got = read_all(fd, (unsigned char *)b, sizeof(b) - 1, path);
 	close(fd);
 	b[got] = '\0';
-	if (fr == 0) {
-		if (strcmp(b, "via write()\nvia stdio\n") != 0)
-			fail("stdio on a tagged stdout succeeded but the checkpoint holds '%s'", b);
-		printf("stdout: stdio on a tagged stdout worked\n");
-	} else {
-		if (strcmp(b, via_write) != 0)
-			fail("stdio on a tagged stdout failed (%s) and the checkpoint holds '%s'", strerror(fe), b);
-		printf("stdout: stdio on a tagged stdout failed with %s; write() worked\n", strerror(fe));
-	}
+	if (fr != 0)
+		fail("stdio on a tagged stdout failed (%s); the checkpoint holds '%s'", strerror(fe), b);
+	if (strcmp(b, "via write()\nvia stdio\n") != 0)
+		fail("stdio on a tagged stdout succeeded but the checkpoint holds '%s'", b);
+	printf("stdout: write() and stdio on a tagged stdout worked\n");
 	return 0;
 }
 
@@ -2539,7 +2666,7 @@ static const struct modedef modes[] = {
 	{ "fsync-never", m_fsync_never }, { "stdio", m_stdio }, { "statcached", m_statcached },
 	{ "closeby", m_closeby },   { "meta", m_meta },	    { "copycalls", m_copycalls },
 	{ "misc", m_misc },	    { "histcheck", m_histcheck }, { "rewrite", m_rewrite },
-	{ "growhints", m_growhints }, { "unlinkrace", m_unlinkrace }, { "handover", m_handover }, { "pingpong", m_pingpong }, { "renames", m_renames }, { "churn", m_churn }, { "noclose", m_noclose },	    { "freopen", m_freopen },	    { "stdout", m_stdout },	    { "rename", m_rename },	    { "unlink", m_unlink },	{ "plainops", m_plainops },
+	{ "growhints", m_growhints }, { "unlinkrace", m_unlinkrace }, { "handover", m_handover }, { "pingpong", m_pingpong }, { "renames", m_renames }, { "churn", m_churn }, { "noclose", m_noclose },	    { "freopen", m_freopen },	    { "stdout", m_stdout },	    { "sharedfd", m_sharedfd },	{ "n1part", m_n1part },	    { "rename", m_rename },	    { "unlink", m_unlink },	{ "plainops", m_plainops },
 	{ "exitrace", m_exitrace }, { "prefix", m_prefix },
 };
 

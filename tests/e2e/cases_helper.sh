@@ -38,13 +38,14 @@ threads_case() {
 	run_ok "shared file at its real path" plain "$HELPER" check ck/shared.bin 6M 200
 }
 
+# A tagged descriptor inherited by a forked child, by an exec'ed one, by
+# cat as its standard input and through /proc/self/fd: each reads the
+# checkpoint's bytes at the offset it shares with the parent; a forked
+# child writes the second half of another through an inherited writer.
 fork_exec_case() {
 	helper_ok "fork/exec with tagged descriptors" -- fork "$T/ck/f1.bin" "$T/ck/f2.bin" 1M 5
-	grep -q 'ckptcache: error: a descriptor of checkpoint .* is used where the cache is not running' "$T/.log" ||
-		fail "the forked child's EBADF came without the documented message"
-	stats_ok files==1 objects.written==2 host.hits\>0
 	run_ok "f1 at its real path" plain "$HELPER" check ck/f1.bin 1M 5
-	run_ok "f2 at its real path (the child's write went nowhere)" plain "$HELPER" check ck/f2.bin 1M 5
+	run_ok "f2 at its real path (half of it written by the child)" plain "$HELPER" check ck/f2.bin 1M 5
 }
 
 # ---- call paths the library does not serve ---------------------------------------------
@@ -77,21 +78,20 @@ unsupported_aio() {
 	run_ok "a2 at its real path" plain "$HELPER" check ck/a2.bin 256K 9
 }
 
-# stdout dup2'ed onto a tagged descriptor: write() works; glibc's stdio
-# writes with internal calls and must fail, never land wrong bytes. The
-# shell form: a builtin's output redirected into a checkpoint.
-unsupported_stdout() {
+# stdout dup2'ed onto a tagged descriptor: write() and glibc's stdio (which
+# writes with internal calls the library cannot see) both reach the file, in
+# order. The shell form: a builtin's output redirected into a new and an
+# existing checkpoint.
+stdout_case() {
 	helper_ok "stdout on a tagged descriptor" -- stdout "$T/ck/o.txt"
-	[ "$(cat ck/o.txt)" = "via write()" ] || fail "the checkpoint written through a tagged stdout holds '$(head -c 100 ck/o.txt)'"
+	printf 'via write()\nvia stdio\n' >o.ref
+	same o.ref ck/o.txt "the checkpoint written through a tagged stdout"
 	phase shell
-	ck -- bash -c 'echo "from echo" >ck/echo.txt; printf "%s\n" "from printf" >ck/printf.txt' && {
-		[ "$(cat ck/echo.txt ck/printf.txt)" = "from echo
-from printf" ] || fail "bash builtins wrote '$(cat ck/echo.txt ck/printf.txt | head -c 100)' into checkpoints without an error"
-		return 0
-	}
-	[ -s ck/echo.txt ] && fail "echo failed but left '$(head -c 100 ck/echo.txt)' in its checkpoint"
-	[ -s ck/printf.txt ] && fail "printf failed but left '$(head -c 100 ck/printf.txt)' in its checkpoint"
-	return 0
+	echo "an older version, longer than the new one" >ck/printf.txt
+	ck -- bash -c 'echo "from echo" >ck/echo.txt; printf "%s\n" "from printf" >ck/printf.txt' ||
+		fail "bash's echo and printf into checkpoints failed$(last_error)"
+	[ "$(cat ck/echo.txt ck/printf.txt)" = "from echo
+from printf" ] || fail "bash builtins wrote '$(cat ck/echo.txt ck/printf.txt | head -c 100)' into checkpoints"
 }
 
 unsupported_locks() {
@@ -501,7 +501,7 @@ case_add unsupported/proc-reopen unsupported_procfd
 case_add unsupported/io_uring unsupported_uring
 case_add unsupported/posix-aio unsupported_aio
 case_add unsupported/locks unsupported_locks
-case_add unsupported/stdout-dup2 unsupported_stdout
+case_add stdio/tagged-stdout stdout_case
 case_add unsupported/raw-close-reuse closeby_case syscall
 case_add fdops fdops_case
 case_add fsync/persist-never fsync_never_case

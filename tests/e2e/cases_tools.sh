@@ -87,19 +87,22 @@ dd_ok() {
 }
 
 # dd BS: write a tagged file, copy it tagged to tagged in one process, read
-# it out, with skip/count and an in-place conv=notrunc update.
+# it out, with skip/count and an in-place conv=notrunc update. dd reopens
+# its output file as its standard output, where the C library's stdio
+# could write behind the library's back: that file is used directly (not
+# cached); its input, reopened as standard input, is served by the cache.
 tools_dd() {
 	local bs=$1 size=3000017
 	[ "$bs" = 1 ] && size=20011
 	randfile src.bin $size
 	phase write
 	dd_ok "dd into a tagged path" if=src.bin of=ck/x.bin bs="$bs" status=none
-	stats_ok files==1 objects.written==1 host.put_bytes==$size
+	stats_ok files==1 objects.written==0 host.put_bytes==0
 	same src.bin ck/x.bin "dd bs=$bs into a tagged path"
 	phase copy
 	dd_ok "dd tagged -> tagged" if=ck/x.bin of=ck/y.bin bs="$bs" status=none
-	stats_ok files==1 objects.written==1 objects.opened_for_read==1 objects.consumed==1 \
-		host.put_bytes==$size home.read_bytes==$size
+	stats_ok files==1 objects.written==0 objects.opened_for_read==1 objects.consumed==1 \
+		host.put_bytes==0 home.read_bytes==$size
 	same src.bin ck/y.bin "dd bs=$bs between tagged paths"
 	phase out
 	dd_ok "dd tagged -> untagged" if=ck/y.bin of=out.bin bs="$bs" status=none

@@ -1074,3 +1074,175 @@ Test(engine, consumed_and_dropped_is_gone)
 	ckc_shutdown();
 	tenv_clean(&e);
 }
+
+/* ---- other writers of the real path, hand-over ------------------------- */
+
+/* Writes object seed of size bytes at path as another program would:
+ * straight to the file, without the engine. */
+static void other_program_writes(const char *path, uint64_t seed, size_t size)
+{
+	unsigned char *buf = malloc(size ? size : 1);
+	tfill(buf, size, seed, 0);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	cr_assert_geq(fd, 0, "open %s: %s", path, strerror(errno));
+	cr_assert_eq(write(fd, buf, size), (ssize_t)size);
+	cr_assert_eq(close(fd), 0);
+	free(buf);
+}
+
+/* Whether some file below dir holds object seed of size bytes. */
+static bool somewhere_below(const char *dir, uint64_t seed, uint64_t size)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	bool found = false;
+	while (d && !found && (de = readdir(d))) {
+		char sub[PATH_MAX];
+		struct stat st;
+		if (de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, "..")))
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+		if (lstat(sub, &st) != 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			found = somewhere_below(sub, seed, size);
+		else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size == size)
+			found = thome_matches(sub, seed, size);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* A file written at the real path by someone else while a version was
+ * open (existing before, or created meanwhile) is newer than that version:
+ * the version's publication keeps it and saves the version in a rescue
+ * file. */
+static void run_changed_behind(bool existed)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	tpath(&e, path, 1);
+	if (existed)
+		other_program_writes(path, 97, 4096);
+	ckc_handle_t *h;
+	unsigned char buf[65536];
+	cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
+	for (uint64_t off = 0; off < 1 * MiB; off += sizeof(buf)) {
+		tfill(buf, sizeof(buf), 1, off);
+		cr_assert_eq(ckc_pwrite(h, buf, sizeof(buf), off), (ssize_t)sizeof(buf));
+	}
+	other_program_writes(path, 99, 3000);
+	cr_assert_eq(ckc_close(h), 0);
+	cr_assert_eq(ckc_wait_flushed(), -EIO, "a rescued checkpoint is reported");
+	cr_assert(thome_matches(path, 99, 3000), "the newer real file was replaced");
+	ckc_stat_t st;
+	cr_assert_eq(ckc_stat(path, &st), -ENOENT, "the cache still offers its older version");
+	tverify(path, 99, 3000, 1000);
+	cr_assert(somewhere_below(e.rescue, 1, 1 * MiB), "the version is in no rescue file");
+	ckc_shutdown();
+	cr_assert(thome_matches(path, 99, 3000));
+	tenv_clean(&e);
+}
+
+Test(consistency, a_real_file_changed_behind_the_cache_is_kept) { run_changed_behind(true); }
+Test(consistency, a_real_file_created_behind_the_cache_is_kept) { run_changed_behind(false); }
+
+Test(consistency, a_published_version_changed_since_is_read_from_the_real_file)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	tpath(&e, path, 2);
+	twrite(path, 2, 1 * MiB, 1 * MiB);
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	cr_assert(thome_matches(path, 2, 1 * MiB));
+	tverify(path, 2, 1 * MiB, 1 * MiB);
+	other_program_writes(path, 98, 5000);
+	tverify(path, 98, 5000, 4096);
+	ckc_stat_t st;
+	cr_assert_eq(ckc_stat(path, &st), 0);
+	cr_assert_eq(st.size, 5000);
+	/* and once more after the real file is replaced by a new one */
+	char tmp[PATH_MAX + 8];
+	snprintf(tmp, sizeof(tmp), "%s.other", path);
+	other_program_writes(tmp, 96, 7000);
+	cr_assert_eq(rename(tmp, path), 0);
+	cr_assert_eq(ckc_stat(path, &st), -ENOENT);
+	tverify(path, 96, 7000, 4096);
+	ckc_shutdown();
+	cr_assert(thome_matches(path, 96, 7000));
+	tenv_clean(&e);
+}
+
+/* An open writer handed over to its real file (in a bounded tier, or
+ * written through): the bytes so far are there, the cache forgets the
+ * version, and the handle says so to every further call. */
+static void run_handoff(uint64_t host)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, host, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	tpath(&e, path, 3);
+	ckc_handle_t *h;
+	uint64_t size = 1 * MiB + 123;
+	unsigned char *buf = malloc(size);
+	tfill(buf, size, 3, 0);
+	cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
+	cr_assert_eq(ckc_pwrite(h, buf, size, 0), (ssize_t)size);
+	cr_assert_not(ckc_handle_handed(h));
+	cr_assert_eq(ckc_handoff(h), 0);
+	cr_assert(ckc_handle_handed(h));
+	cr_assert(thome_matches(path, 3, size));
+	cr_assert_eq(ckc_pwrite(h, buf, 10, size), CKC_HANDED);
+	cr_assert_eq(ckc_pread(h, buf, 10, 0), CKC_HANDED);
+	cr_assert_eq(ckc_ftruncate(h, 5), CKC_HANDED);
+	cr_assert_eq(ckc_sync(h), CKC_HANDED);
+	cr_assert_eq(ckc_handoff(h), 0, "a second hand-over is no error");
+	ckc_stat_t st;
+	cr_assert_eq(ckc_stat(path, &st), -ENOENT);
+	cr_assert_eq(ckc_close(h), 0);
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	ckc_shutdown();
+	cr_assert(thome_matches(path, 3, size), "the hand-over was undone later");
+	free(buf);
+	tenv_clean(&e);
+}
+
+Test(handoff, an_open_writer_in_the_host_tier) { run_handoff(8 * MiB); }
+Test(handoff, an_open_writer_written_through) { run_handoff(0); }
+
+Test(handoff, a_closed_version_is_published_and_forgotten)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	c.persist = CKC_PERSIST_NEVER;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX], newer[PATH_MAX];
+	tpath(&e, path, 4);
+	tpath(&e, newer, 5);
+	twrite(path, 4, 300000, 65536);
+	cr_assert_not(texists(path));
+	cr_assert_eq(ckc_handoff_path(path), 0);
+	cr_assert(thome_matches(path, 4, 300000), "persist=never does not stop a hand-over");
+	ckc_stat_t st;
+	cr_assert_eq(ckc_stat(path, &st), -ENOENT);
+	cr_assert_eq(ckc_handoff_path(path), -ENOENT);
+	/* a reader of a version replaced since has nothing to hand over */
+	twrite(newer, 5, 1000, 1000);
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_read(newer, &h), 0);
+	twrite(newer, 6, 2000, 1000);
+	cr_assert_eq(ckc_handoff(h), -ESTALE);
+	cr_assert_eq(ckc_close(h), 0);
+	ckc_shutdown();
+	tenv_clean(&e);
+}

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "engine_int.h"
 #include "engine_util.h"
 
 /* Which fds point into the ssd directory, the home directory. */
@@ -337,5 +338,54 @@ Test(faults, rescue_impossible_keeps_bytes_in_cache)
 	}
 	tverify(path, 1, 1 * MiB, 1 * MiB);
 	cr_assert_str_eq(ckc_where(path), "host");
+	faults_teardown(&e);
+}
+
+/* The flushers' renames into the home directory wait while held. */
+static _Atomic int hold_bg_renames, held_renames;
+
+static int f_rename_held(const char *from, const char *to)
+{
+	if (ckc_tl_background && atomic_load(&hold_bg_renames)) {
+		atomic_fetch_add(&held_renames, 1);
+		while (atomic_load(&hold_bg_renames))
+			usleep(1000);
+	}
+	return rename(from, to);
+}
+
+/* Before a child can see them, the closed checkpoints are published by the
+ * caller itself when the flusher has not reached them; one whose flush is
+ * stuck is waited for no longer than asked. */
+Test(faults, publish_all_does_what_the_flusher_has_not_reached)
+{
+	tenv_t e;
+	faults_setup(&e);
+	ckc_io.rename = f_rename_held;
+	atomic_store(&hold_bg_renames, 1);
+	ckc_config_t c = tcfg(&e, 16 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	for (int i = 0; i < 4; i++) {
+		tpath(&e, path, i);
+		twrite(path, 20 + (uint64_t)i, 1 * MiB + (uint64_t)i, 1 * MiB);
+	}
+	for (int i = 0; i < 500 && !atomic_load(&held_renames); i++)
+		usleep(10000);
+	cr_assert_eq(atomic_load(&held_renames), 1, "the flusher never reached its rename");
+	uint64_t t0 = ckc_now_ns();
+	cr_assert_eq(ckc_publish_all(300 * 1000000ull, false), -ETIMEDOUT);
+	uint64_t ms = (ckc_now_ns() - t0) / 1000000u;
+	cr_assert(ms >= 290 && ms < 3000, "waited %llu ms for a 300 ms bound", (unsigned long long)ms);
+	tpath(&e, path, 0);
+	cr_assert_not(texists(path), "the stuck flush finished early");
+	for (int i = 1; i < 4; i++) {
+		tpath(&e, path, i);
+		cr_assert(thome_matches(path, 20 + (uint64_t)i, 1 * MiB + (uint64_t)i), "%s", path);
+	}
+	atomic_store(&hold_bg_renames, 0);
+	cr_assert_eq(ckc_publish_all(5000 * 1000000ull, false), 0);
+	tpath(&e, path, 0);
+	cr_assert(thome_matches(path, 20, 1 * MiB));
 	faults_teardown(&e);
 }

@@ -12,6 +12,12 @@
 #include "intercept.h"
 
 atomic_bool ckc_icpt_on;
+/* no vfork here (spawn.c is not linked) */
+__thread pid_t ckc_tl_vfork_pid;
+bool ckc_vfork_child_slow(void)
+{
+	return false;
+}
 
 static void load(const char *paths, long rank)
 {

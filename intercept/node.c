@@ -1,0 +1,474 @@
+/* The node registry: which processes of this user on this node hold bytes
+ * that a real file lacks (an open writer's, or a closed checkpoint not yet
+ * published). The table (src/nodetab.h) lives in a file under /dev/shm
+ * that those processes map; each of them runs a service, an abstract UNIX
+ * socket named after its pid, that publishes such a file when asked.
+ * Before a tagged path is opened, truncated, renamed, linked or removed,
+ * its holders are asked, so another process sees what was closed before
+ * (close-to-open) and never a file that is replaced behind its back. Forked
+ * and vfork children ask their parent like any other process. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "intercept.h"
+#include "log.h"
+#include "nodetab.h"
+
+#define NODE_SLOTS (1u << 16)
+/* "ckptnod1": the layout of the shared file and of the messages */
+#define NODE_MAGIC 0x636b70746e6f6431ull
+/* How long an open waits for a holder to publish (a large checkpoint on a
+ * slow file system). */
+#define NODE_ASK_WAIT_MS 60000
+/* Slots of one path looked at (one per version a process holds: more
+ * than a few is rare). */
+#define NODE_ASK_MAX 16
+
+typedef struct node_hdr {
+	_Atomic uint64_t magic;
+	/* slots in use, or more (never fewer: it goes up before a slot is
+	 * taken and down after one is freed), so that 0 lets every process
+	 * skip the search */
+	_Atomic int64_t used;
+	char pad[48];
+} node_hdr_t;
+
+typedef struct node_req {
+	uint64_t magic;
+	char path[PATH_MAX];
+} node_req_t;
+
+typedef struct node_rep {
+	uint64_t magic;
+	int32_t rc; /* 0 published, NODE_NOT_HELD, or -errno */
+} node_rep_t;
+
+#define NODE_NOT_HELD 1
+/* node_ask_one's answer when nobody serves that pid any more */
+#define NODE_GONE 2
+
+static node_hdr_t *node_hdr;
+static nodetab_slot_t *node_tab; /* NULL: no registry here */
+static uid_t node_uid;
+static pid_t node_pid;           /* whose slots this process's engine writes */
+static int node_listen = -1;
+static pthread_t node_thread;
+static atomic_bool node_serving;
+
+static pid_t node_getpid(void)
+{
+	return (pid_t)syscall(SYS_getpid);
+}
+
+static bool pid_alive(pid_t pid)
+{
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+/* Maps this user's table (made on first use), or returns -1. Only a
+ * regular file of this user, readable by nobody else, is used. */
+static int node_attach(void)
+{
+	static const char *const dirs[] = { "/dev/shm", "/tmp" };
+	size_t bytes = sizeof(node_hdr_t) + NODE_SLOTS * sizeof(nodetab_slot_t);
+	char path[64];
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/ckptcache-%u.nodes", dirs[i], (unsigned)node_uid);
+		int fd = REAL(openat)(AT_FDCWD, path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0)
+			continue;
+		struct stat st;
+		if (REAL(fstat)(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != node_uid ||
+		    (st.st_mode & 077)) {
+			ckc_warn("%s is not a private file of this user: it is not used to tell the "
+				 "other processes of this node about cached checkpoints", path);
+			REAL(close)(fd);
+			continue;
+		}
+		if ((size_t)st.st_size < bytes && REAL(ftruncate)(fd, (off_t)bytes) != 0) {
+			REAL(close)(fd);
+			continue;
+		}
+		void *m = REAL(mmap)(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		REAL(close)(fd);
+		if (m == MAP_FAILED)
+			continue;
+		node_hdr_t *h = m;
+		uint64_t magic = 0;
+		if (!atomic_compare_exchange_strong(&h->magic, &magic, NODE_MAGIC) &&
+		    magic != NODE_MAGIC) {
+			REAL(munmap)(m, bytes);
+			continue; /* another layout: a different version of the library */
+		}
+		node_hdr = h;
+		node_tab = (nodetab_slot_t *)(h + 1);
+		return 0;
+	}
+	return -1;
+}
+
+static socklen_t node_addr(struct sockaddr_un *a, pid_t pid)
+{
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	int n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "ckptcache-nodes-%u-%d",
+			 (unsigned)node_uid, (int)pid);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+static int node_add(uint64_t val)
+{
+	atomic_fetch_add(&node_hdr->used, 1);
+	int rc = nodetab_add(node_tab, NODE_SLOTS, val);
+	if (rc)
+		atomic_fetch_sub(&node_hdr->used, 1);
+	return rc;
+}
+
+static int node_del(uint64_t val)
+{
+	int rc = nodetab_del(node_tab, NODE_SLOTS, val);
+	if (!rc)
+		atomic_fetch_sub(&node_hdr->used, 1);
+	return rc;
+}
+
+/* The engine tells: this process holds (or no longer holds) bytes that the
+ * real file key lacks. Engine lock held: one compare-and-swap. */
+static void node_hook(bool holds, const char *key)
+{
+	static atomic_bool said;
+	uint64_t val = nodetab_val(nodetab_key(key), node_pid);
+
+	if (!holds) {
+		node_del(val);
+	} else if (node_add(val) != 0 && !atomic_exchange(&said, true)) {
+		ckc_warn("the table of cached checkpoints of this node is full: other processes may "
+			 "open %s before it reaches its real path and read an older version", key);
+	}
+}
+
+/* ---- the service ----------------------------------------------------------- */
+
+/* Publishes what this process holds of canon: an open writer's bytes so
+ * far are handed over to the real file (its descriptors follow), a closed
+ * version is written there. */
+static int node_publish(const char *canon)
+{
+	ckc_stat_t st;
+	int rc;
+
+	if (!ckc_active() || ckc_stat(canon, &st) != 0)
+		return NODE_NOT_HELD;
+	if (!st.complete)
+		rc = ckc_hand_over_path(canon);
+	else
+		rc = ckc_materialize(canon);
+	return rc == -ENOENT ? NODE_NOT_HELD : rc;
+}
+
+/* Receives one datagram into buf: its length, or -errno. *cr gets the
+ * sender's credentials (pid 0 when the kernel gave none); a descriptor
+ * passed along is closed at once. */
+static ssize_t node_recv(int s, void *buf, size_t len, struct sockaddr_un *from,
+			 socklen_t *fromlen, int flags, struct ucred *cr)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(16 * sizeof(int))];
+	} ctl;
+	struct iovec iov = { buf, len };
+	struct msghdr m = { .msg_name = from, .msg_namelen = from ? sizeof(*from) : 0,
+			    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			    .msg_controllen = sizeof(ctl.buf) };
+	ssize_t n = recvmsg(s, &m, flags | MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return -errno;
+	memset(cr, 0, sizeof(*cr));
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level != SOL_SOCKET)
+			continue;
+		if (c->cmsg_type == SCM_CREDENTIALS) {
+			memcpy(cr, CMSG_DATA(c), sizeof(*cr));
+		} else if (c->cmsg_type == SCM_RIGHTS) {
+			int fds[16];
+			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			memcpy(fds, CMSG_DATA(c), (k < 16 ? k : 16) * sizeof(int));
+			for (size_t i = 0; i < k && i < 16; i++)
+				REAL(close)(fds[i]);
+		}
+	}
+	if (fromlen)
+		*fromlen = m.msg_namelen;
+	return n;
+}
+
+/* Serves one request from the service socket: a datagram from a process
+ * of this user (the kernel says who sent it), answered to its address. */
+static void node_serve_one(int s)
+{
+	node_req_t req;
+	struct sockaddr_un from;
+	socklen_t fromlen;
+	struct ucred cr;
+
+	ssize_t n = node_recv(s, &req, sizeof(req), &from, &fromlen, 0, &cr);
+	if (n < (ssize_t)offsetof(node_req_t, path) + 2 || !cr.pid || cr.uid != node_uid ||
+	    req.magic != NODE_MAGIC || fromlen <= offsetof(struct sockaddr_un, sun_path))
+		return;
+	req.path[(size_t)n - offsetof(node_req_t, path) - 1] = '\0';
+	if (req.path[0] != '/')
+		return;
+	node_rep_t rep = { NODE_MAGIC, node_publish(req.path) };
+	(void)sendto(s, &rep, sizeof(rep), MSG_NOSIGNAL | MSG_DONTWAIT, (struct sockaddr *)&from,
+		     fromlen);
+}
+
+static void *node_main(void *arg)
+{
+	(void)arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL); /* the program's signals are not for it */
+	ckc_io_guard = 1;
+	/* a datagram socket: no accept(2), which would hold the lowest free
+	 * descriptor number while it waits and make a program's dup2 onto
+	 * that number fail */
+	while (atomic_load(&node_serving)) {
+		struct pollfd p = { node_listen, POLLIN, 0 };
+		int r = poll(&p, 1, -1);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL)))
+			break;
+		if (r > 0)
+			node_serve_one(node_listen);
+	}
+	return NULL;
+}
+
+/* fd again at a number near the top of the descriptor limit (or 4096, so
+ * that a huge limit does not grow the descriptor table): programs, shells
+ * above all, use the low numbers as they please, with dup2 over numbers
+ * they believe free. */
+static int fd_out_of_the_way(int fd)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < 256)
+		return fd;
+	rlim_t want = rl.rlim_cur > 4096 ? 4096 : rl.rlim_cur;
+	int high = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, (int)(want - 64));
+	if (high < 0)
+		return fd;
+	REAL(close)(fd);
+	return high;
+}
+
+void ckc_node_start(void)
+{
+	struct sockaddr_un a;
+
+	node_uid = geteuid();
+	node_pid = node_getpid();
+	if (!node_tab && node_attach() != 0)
+		return;
+	/* slots of processes that died without taking theirs back */
+	atomic_fetch_sub(&node_hdr->used, (int64_t)nodetab_sweep(node_tab, NODE_SLOTS, pid_alive));
+	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s < 0)
+		return;
+	s = fd_out_of_the_way(s);
+	int one = 1;
+	socklen_t len = node_addr(&a, node_pid);
+	if (setsockopt(s, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) != 0 ||
+	    bind(s, (struct sockaddr *)&a, len) != 0) {
+		REAL(close)(s);
+		return;
+	}
+	node_listen = s;
+	atomic_store(&node_serving, true);
+	if (pthread_create(&node_thread, NULL, node_main, NULL) != 0) {
+		atomic_store(&node_serving, false);
+		REAL(close)(s);
+		node_listen = -1;
+		return;
+	}
+	ckc_node_hook = node_hook;
+}
+
+void ckc_node_stop(void)
+{
+	if (!atomic_exchange(&node_serving, false))
+		return;
+	ckc_node_hook = NULL;
+	/* wakes the service's poll: a datagram to itself */
+	struct sockaddr_un a;
+	socklen_t len = node_addr(&a, node_pid);
+	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s >= 0) {
+		(void)sendto(s, "", 1, MSG_DONTWAIT, (struct sockaddr *)&a, len);
+		REAL(close)(s);
+	}
+	pthread_join(node_thread, NULL);
+	REAL(close)(node_listen);
+	node_listen = -1;
+}
+
+bool ckc_node_serving(void)
+{
+	return atomic_load(&node_serving);
+}
+
+void ckc_node_atfork_child(void)
+{
+	/* the service thread stayed in the parent; the child must not keep
+	 * the parent's name bound once the parent is gone */
+	if (atomic_exchange(&node_serving, false)) {
+		REAL(close)(node_listen);
+		node_listen = -1;
+	}
+	ckc_node_hook = NULL;
+}
+
+/* ---- asking ------------------------------------------------------------------ */
+
+/* Asks process pid to publish canon. Returns what it answered, NODE_GONE
+ * when no process of this user serves that pid, or -errno. */
+static int node_ask_one(pid_t pid, const char *canon)
+{
+	static atomic_bool said;
+	struct sockaddr_un a, self = { .sun_family = AF_UNIX };
+	node_req_t req = { NODE_MAGIC, { 0 } };
+	node_rep_t rep;
+	int rc, one = 1;
+
+	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	/* an address of its own (chosen by the kernel) for the answer, and
+	 * the sender's credentials on it */
+	if (setsockopt(s, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) != 0 ||
+	    bind(s, (struct sockaddr *)&self, sizeof(sa_family_t)) != 0) {
+		rc = -errno;
+		goto out;
+	}
+	size_t n = strlen(canon);
+	memcpy(req.path, canon, n + 1);
+	socklen_t len = node_addr(&a, pid);
+	if (sendto(s, &req, offsetof(node_req_t, path) + n + 1, MSG_NOSIGNAL, (struct sockaddr *)&a,
+		   len) < 0) {
+		rc = errno == ECONNREFUSED || errno == ENOENT ? NODE_GONE : -errno;
+		goto out;
+	}
+	uint64_t end = ckc_now_ns() + (uint64_t)NODE_ASK_WAIT_MS * 1000000u;
+	for (;;) {
+		uint64_t now = ckc_now_ns();
+		struct pollfd p = { s, POLLIN, 0 };
+		int ready = now < end ? poll(&p, 1, (int)((end - now) / 1000000u) + 1) : 0;
+		if (ready < 0 && errno == EINTR)
+			continue;
+		if (ready <= 0) {
+			if (!atomic_exchange(&said, true))
+				ckc_warn("process %d did not publish %s within %d s: this process may "
+					 "read an older version of it", (int)pid, canon,
+					 NODE_ASK_WAIT_MS / 1000);
+			rc = -ETIMEDOUT;
+			goto out;
+		}
+		struct ucred cr;
+		ssize_t got = node_recv(s, &rep, sizeof(rep), NULL, NULL, MSG_DONTWAIT, &cr);
+		if (got < 0)
+			continue;
+		bool from_holder = cr.uid == node_uid && cr.pid == pid;
+		/* anything else (another user's datagram) is not the answer */
+		if (from_holder && got == (ssize_t)sizeof(rep) && rep.magic == NODE_MAGIC) {
+			rc = rep.rc;
+			break;
+		}
+	}
+out:
+	REAL(close)(s);
+	return rc;
+}
+
+/* The table, mapped on first use in a process whose engine never started
+ * (a forked child of one that did not, a tool that only reads). */
+static bool node_ready(void)
+{
+	static atomic_bool tried;
+	if (node_tab)
+		return true;
+	if (atomic_exchange(&tried, true))
+		return node_tab != NULL;
+	node_uid = geteuid();
+	return node_attach() == 0;
+}
+
+/* Whether some process may hold something (one load, no search). */
+static bool node_anything(void)
+{
+	return node_ready() && atomic_load_explicit(&node_hdr->used, memory_order_acquire) > 0;
+}
+
+void ckc_node_ask(const char *canon)
+{
+	uint64_t vals[NODE_ASK_MAX];
+
+	if (!node_anything())
+		return;
+	size_t n = nodetab_find(node_tab, NODE_SLOTS, nodetab_key(canon), vals, NODE_ASK_MAX);
+	if (n == 0)
+		return;
+	int saved = errno;
+	pid_t me = node_getpid();
+	if (n > NODE_ASK_MAX)
+		n = NODE_ASK_MAX;
+	for (size_t i = 0; i < n; i++) {
+		pid_t pid = nodetab_val_pid(vals[i]);
+		bool asked = pid == me;
+		for (size_t j = 0; j < i && !asked; j++)
+			asked = nodetab_val_pid(vals[j]) == pid;
+		if (asked)
+			continue;
+		int rc = node_ask_one(pid, canon);
+		/* the holder is gone, or holds nothing of it: its slots go */
+		if (rc == NODE_GONE || rc == NODE_NOT_HELD)
+			while (node_del(vals[i]) == 0)
+				;
+	}
+	errno = saved;
+}
+
+void ckc_node_ask_at(int dirfd, const char *path)
+{
+	char canon[PATH_MAX];
+
+	/* the test first: the path need not be looked at when nothing is held */
+	if (node_anything() && ckc_tag_path_at(dirfd, path, canon))
+		ckc_node_ask(canon);
+}
+
+bool ckc_tagged_asked(int dirfd, const char *path, char *canon)
+{
+	if (ckc_tagged_at(dirfd, path, canon)) {
+		ckc_node_ask(canon);
+		return true;
+	}
+	if (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child())
+		ckc_node_ask_at(dirfd, path);
+	return false;
+}

@@ -1,0 +1,281 @@
+/* Children and new programs: fork, vfork, posix_spawn, system, popen, the
+ * exec family and _exit. Before a child can exist, the tagged descriptors
+ * it would inherit become real descriptors of their real files, and what
+ * the cache owes the real files is published; a vfork child never enters
+ * the cache, whose memory and locks it shares with its parent. */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "intercept.h"
+#include "log.h"
+#include "owed.h"
+
+/* How long a child or a new program waits at most for publications
+ * already under way (a new program replaces the cache's memory: what is
+ * not published then is lost, so it waits longer). */
+#define SPAWN_WAIT_NS (60ull * 1000000000u)
+#define EXEC_WAIT_NS (120ull * 1000000000u)
+
+__thread pid_t ckc_tl_vfork_pid __attribute__((tls_model("initial-exec")));
+
+bool ckc_vfork_child_slow(void)
+{
+	pid_t me = (pid_t)syscall(SYS_getpid);
+	if (me != ckc_tl_vfork_pid)
+		return true;
+	/* the parent runs again: its child has gone or replaced itself */
+	ckc_tl_vfork_pid = 0;
+	return false;
+}
+
+/* Whether the cache runs in this process and the caller is the program. */
+static bool spawn_applies(void)
+{
+	return atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) && !ckc_io_guard &&
+	       !ckc_in_vfork_child();
+}
+
+enum child { CHILD_FORK, CHILD_SPAWN, CHILD_EXEC };
+
+/* Before a child or a new program: descriptors it inherits become real
+ * (every tagged one for a fork, vfork or posix_spawn, whose child may dup2
+ * a close-on-exec one onto another number; those without FD_CLOEXEC for
+ * an exec, system or popen), and the real files get what the cache owes
+ * them, so that the child sees the versions closed before it started. */
+static void before_child(enum child kind, bool inherited_only, const char *who)
+{
+	static atomic_bool said;
+	int saved = errno;
+
+	if (!spawn_applies() || !ckc_engine_started())
+		return;
+	ckc_vfd_demote_all(inherited_only, who);
+	/* a forked child asks for what it opens (node.c); a new program does
+	 * too, but it may be one that runs without the library */
+	if (kind != CHILD_FORK || !ckc_node_serving()) {
+		uint64_t wait = kind == CHILD_EXEC ? EXEC_WAIT_NS : SPAWN_WAIT_NS;
+		ckc_enter();
+		int rc = ckc_publish_all(wait, kind == CHILD_EXEC);
+		ckc_leave();
+		if (rc == -ETIMEDOUT && !atomic_exchange(&said, true))
+			ckc_warn("%s starts before every closed checkpoint reached its real path "
+				 "(waited %llu s)%s", who, (unsigned long long)(wait / 1000000000u),
+				 kind == CHILD_EXEC ? ": those not there yet are lost with this program" :
+						      ": it may read older versions");
+	}
+	errno = saved;
+}
+
+CKC_EXPORT pid_t fork(void)
+{
+	before_child(CHILD_FORK, false, "a forked child");
+	return REAL(fork)();
+}
+
+/* ---- vfork ---------------------------------------------------------------- */
+
+/* The C library's vfork, jumped to (not called) by the vfork below so that
+ * it returns straight to the program's caller, in the child as well. */
+__attribute__((visibility("hidden"))) pid_t (*ckc_real_vfork)(void);
+
+static pid_t vfork_as_fork(void)
+{
+	return fork();
+}
+
+/* Runs in the program's thread before its vfork: the child will share this
+ * memory, so everything it could need from the cache is done here, and the
+ * thread is marked so that the child's calls pass the cache by. */
+__attribute__((visibility("hidden"), used)) void ckc_vfork_prepare(void)
+{
+	int saved = errno;
+	if (!ckc_real_vfork) {
+		dlsym_fn rd = ckc_real_dlsym();
+		void *f = rd ? rd(RTLD_NEXT, "vfork") : NULL;
+		ckc_real_vfork = f ? (pid_t(*)(void))f : vfork_as_fork;
+	}
+	if (spawn_applies()) {
+		before_child(CHILD_SPAWN, false, "a vfork child");
+		ckc_enter();
+		ckc_owed_fill_all();
+		ckc_leave();
+		ckc_tl_vfork_pid = (pid_t)syscall(SYS_getpid);
+	}
+	errno = saved;
+}
+
+#if defined(__x86_64__)
+/* vfork: the preparation, then a jump to the C library's vfork with the
+ * program's return address still on the stack (a call would leave this
+ * function's frame for the child to return through, and the parent's
+ * stack would be clobbered). */
+__asm__(".text\n"
+	".globl vfork\n"
+	".type vfork, @function\n"
+	"vfork:\n"
+	"	.cfi_startproc\n"
+	"	endbr64\n"
+	"	subq $8, %rsp\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	call ckc_vfork_prepare\n"
+	"	addq $8, %rsp\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	jmp *ckc_real_vfork(%rip)\n"
+	"	.cfi_endproc\n"
+	".size vfork, .-vfork\n");
+#else
+/* Elsewhere vfork is a fork (which POSIX allows). */
+CKC_EXPORT pid_t vfork(void)
+{
+	return fork();
+}
+#endif
+
+/* ---- posix_spawn, system, popen --------------------------------------------- */
+
+CKC_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			   const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	before_child(CHILD_SPAWN, false, "a child of posix_spawn");
+	return REAL(posix_spawn)(pid, path, fa, attr, argv, envp);
+}
+
+CKC_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			    const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	before_child(CHILD_SPAWN, false, "a child of posix_spawnp");
+	return REAL(posix_spawnp)(pid, file, fa, attr, argv, envp);
+}
+
+CKC_EXPORT int system(const char *cmd)
+{
+	if (cmd)
+		before_child(CHILD_SPAWN, true, "a command run by system()");
+	return REAL(system)(cmd);
+}
+
+CKC_EXPORT FILE *popen(const char *cmd, const char *mode)
+{
+	before_child(CHILD_SPAWN, true, "a command run by popen()");
+	return REAL(popen)(cmd, mode);
+}
+
+/* ---- the exec family -------------------------------------------------------- */
+
+#define BEFORE_EXEC() before_child(CHILD_EXEC, true, "a new program (exec)")
+
+CKC_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	BEFORE_EXEC();
+	return REAL(execve)(path, argv, envp);
+}
+
+CKC_EXPORT int execv(const char *path, char *const argv[])
+{
+	BEFORE_EXEC();
+	return REAL(execv)(path, argv);
+}
+
+CKC_EXPORT int execvp(const char *file, char *const argv[])
+{
+	BEFORE_EXEC();
+	return REAL(execvp)(file, argv);
+}
+
+CKC_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	BEFORE_EXEC();
+	return REAL(execvpe)(file, argv, envp);
+}
+
+CKC_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	BEFORE_EXEC();
+	return REAL(fexecve)(fd, argv, envp);
+}
+
+CKC_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+			int flags)
+{
+	BEFORE_EXEC();
+	return REAL(execveat)(dirfd, path, argv, envp, flags);
+}
+
+/* The list forms: their arguments up to the NULL, as an array (on the
+ * stack, as the C library does: exec must not allocate). */
+#define EXEC_LIST(first, ap, argv)                                         \
+	size_t argc_ = 1;                                                  \
+	va_start(ap, first);                                               \
+	while (va_arg(ap, const char *))                                   \
+		argc_++;                                                   \
+	va_end(ap);                                                        \
+	char *argv[argc_ + 1];                                             \
+	argv[0] = (char *)(first);                                         \
+	va_start(ap, first);                                               \
+	for (size_t i_ = 1; i_ <= argc_; i_++)                             \
+		argv[i_] = va_arg(ap, char *);
+
+CKC_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	EXEC_LIST(arg, ap, argv);
+	va_end(ap);
+	BEFORE_EXEC();
+	return REAL(execv)(path, argv);
+}
+
+CKC_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	EXEC_LIST(arg, ap, argv);
+	va_end(ap);
+	BEFORE_EXEC();
+	return REAL(execvp)(file, argv);
+}
+
+CKC_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	EXEC_LIST(arg, ap, argv);
+	char *const *envp = va_arg(ap, char *const *);
+	va_end(ap);
+	BEFORE_EXEC();
+	return REAL(execve)(path, argv, envp);
+}
+
+/* ---- _exit ---------------------------------------------------------------- */
+
+/* A program that ends with _exit (dash always does) skips exit's handlers,
+ * the library's destructor among them: what the cache owes the real files
+ * is written now, as at exit. */
+static void exit_drain(void)
+{
+	if (!spawn_applies() || !ckc_engine_started())
+		return;
+	ckc_enter();
+	ckc_finish(0);
+	ckc_node_stop();
+	ckc_leave();
+}
+
+CKC_EXPORT void _exit(int status)
+{
+	exit_drain();
+	REAL(_exit)(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+CKC_EXPORT void _Exit(int status)
+{
+	exit_drain();
+	REAL(_Exit)(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}

@@ -1,0 +1,96 @@
+/* The node registry's table: open addressing with linear probing over
+ * shared slots, one compare-and-swap per change (see nodetab.h). */
+#include "config.h"
+
+#include <errno.h>
+
+#include "nodetab.h"
+
+#define PID_BITS 24u
+#define PID_MASK ((1ull << PID_BITS) - 1)
+
+uint64_t nodetab_key(const char *path)
+{
+	uint64_t h = 1469598103934665603ull;
+	while (*path)
+		h = (h ^ (unsigned char)*path++) * 1099511628211ull;
+	uint64_t k = h >> PID_BITS;
+	return k ? k : 1;
+}
+
+uint64_t nodetab_val(uint64_t key, pid_t pid)
+{
+	return key << PID_BITS | ((uint64_t)pid & PID_MASK);
+}
+
+uint64_t nodetab_val_key(uint64_t val)
+{
+	return val >> PID_BITS;
+}
+
+pid_t nodetab_val_pid(uint64_t val)
+{
+	return (pid_t)(val & PID_MASK);
+}
+
+static size_t probe_len(size_t n)
+{
+	return n < NODETAB_PROBE ? n : NODETAB_PROBE;
+}
+
+int nodetab_add(nodetab_slot_t *t, size_t n, uint64_t val)
+{
+	size_t start = (size_t)(nodetab_val_key(val) % n), len = probe_len(n);
+	for (size_t i = 0; i < len; i++) {
+		nodetab_slot_t *s = &t[(start + i) % n];
+		uint64_t v = atomic_load(s);
+		/* a slot another process takes meanwhile is skipped */
+		while (v == NODETAB_EMPTY || v == NODETAB_FREED)
+			if (atomic_compare_exchange_weak(s, &v, val))
+				return 0;
+	}
+	return -ENOSPC;
+}
+
+int nodetab_del(nodetab_slot_t *t, size_t n, uint64_t val)
+{
+	size_t start = (size_t)(nodetab_val_key(val) % n), len = probe_len(n);
+	for (size_t i = 0; i < len; i++) {
+		nodetab_slot_t *s = &t[(start + i) % n];
+		uint64_t v = atomic_load(s);
+		if (v == NODETAB_EMPTY)
+			break;
+		if (v == val && atomic_compare_exchange_strong(s, &v, (uint64_t)NODETAB_FREED))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+size_t nodetab_find(nodetab_slot_t *t, size_t n, uint64_t key, uint64_t *vals, size_t max)
+{
+	size_t start = (size_t)(key % n), len = probe_len(n), found = 0;
+	for (size_t i = 0; i < len; i++) {
+		uint64_t v = atomic_load(&t[(start + i) % n]);
+		if (v == NODETAB_EMPTY)
+			break;
+		if (v != NODETAB_FREED && nodetab_val_key(v) == key) {
+			if (found < max)
+				vals[found] = v;
+			found++;
+		}
+	}
+	return found;
+}
+
+size_t nodetab_sweep(nodetab_slot_t *t, size_t n, bool (*alive)(pid_t pid))
+{
+	size_t freed = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = atomic_load(&t[i]);
+		if (v == NODETAB_EMPTY || v == NODETAB_FREED || alive(nodetab_val_pid(v)))
+			continue;
+		if (atomic_compare_exchange_strong(&t[i], &v, (uint64_t)NODETAB_FREED))
+			freed++;
+	}
+	return freed;
+}

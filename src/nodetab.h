@@ -1,0 +1,46 @@
+/* The node registry's table, as pure logic (no I/O): 64-bit slots in memory
+ * that the processes of one user on one node share, each saying that a
+ * process holds bytes a real file lacks: 40 bits of the hash of the file's
+ * canonical path, then 24 bits of the process id. Lock-free: every change
+ * is one compare-and-swap of one slot, so a process killed at any moment
+ * leaves the table whole (its slots stay until found dead). */
+#ifndef CKC_NODETAB_H
+#define CKC_NODETAB_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define NODETAB_EMPTY 0u /* never used: a search stops here */
+#define NODETAB_FREED 1u /* used before: a search goes on */
+/* A search looks at most this many slots from a key's first one. */
+#define NODETAB_PROBE 4096u
+
+typedef _Atomic uint64_t nodetab_slot_t;
+
+/* The key of a canonical path (40 bits, never 0). */
+uint64_t nodetab_key(const char *path);
+
+/* The slot value saying that pid holds key; its parts. */
+uint64_t nodetab_val(uint64_t key, pid_t pid);
+uint64_t nodetab_val_key(uint64_t val);
+pid_t nodetab_val_pid(uint64_t val);
+
+/* Puts val in a free slot of t (n slots). 0, or -ENOSPC when none is free
+ * within NODETAB_PROBE slots of its key's place. */
+int nodetab_add(nodetab_slot_t *t, size_t n, uint64_t val);
+
+/* Frees one slot holding val (a value may be there more than once: one per
+ * version the process holds). 0, or -ENOENT. */
+int nodetab_del(nodetab_slot_t *t, size_t n, uint64_t val);
+
+/* Copies up to max values held for key into vals; returns how many were
+ * found (possibly more than max). */
+size_t nodetab_find(nodetab_slot_t *t, size_t n, uint64_t key, uint64_t *vals, size_t max);
+
+/* Frees every slot whose process alive() says is gone; returns how many. */
+size_t nodetab_sweep(nodetab_slot_t *t, size_t n, bool (*alive)(pid_t pid));
+
+#endif

@@ -1,0 +1,291 @@
+# Children and other processes: what shell redirections, exec'ed tools,
+# vfork (dash, Python's subprocess), system(), forked children and other
+# processes of the node see of tagged files and descriptors. Every file is
+# compared with what was written, read back with the library and at its
+# real path without it.
+
+need_shell() {
+	command -v "$1" >/dev/null || fail "$1 is not installed (scripts/setup installs it)"
+}
+
+# shell_redirections SH: a batch script's redirections: cat into a
+# checkpoint and sha256sum from it, echo into an existing checkpoint, a
+# descriptor opened with exec and written by builtins and by a child, a
+# here-document into a checkpoint, and a command exec'ed with a checkpoint
+# as its standard input.
+shell_redirections() {
+	local sh=$1
+	need_shell "$sh"
+	randfile src.bin 3000017
+	echo "an older version of this checkpoint, longer than the new one" >ck/existing.txt
+	local script='
+		set -e
+		cat src.bin > ck/a.bin
+		sha256sum < ck/a.bin > sum1.txt
+		echo hello > ck/existing.txt
+		exec 3> ck/fd3.bin
+		echo x >&3
+		printf "y\n" >&3
+		cat src.bin >&3
+		exec 3>&-
+		cat > ck/heredoc.txt <<END
+first line
+second line
+END
+		exec sha256sum < ck/a.bin > sum2.txt
+	'
+	ck -- "$sh" -c "$script" || fail "$sh: the script failed$(last_error)"
+	local want
+	want=$(sha256sum <src.bin | awk '{print $1}')
+	[ "$(awk '{print $1}' sum1.txt)" = "$want" ] || fail "$sh: sha256sum < checkpoint printed '$(head -c 80 sum1.txt)'"
+	[ "$(awk '{print $1}' sum2.txt)" = "$want" ] || fail "$sh: exec sha256sum < checkpoint printed '$(head -c 80 sum2.txt)'"
+	same src.bin ck/a.bin "$sh: cat > checkpoint, at its real path"
+	[ "$(cat ck/existing.txt)" = hello ] || fail "$sh: echo > existing checkpoint left '$(head -c 80 ck/existing.txt)'"
+	{ printf 'x\ny\n'; cat src.bin; } >fd3.ref
+	same fd3.ref ck/fd3.bin "$sh: a descriptor opened with exec, written by builtins and cat"
+	printf 'first line\nsecond line\n' >heredoc.ref
+	same heredoc.ref ck/heredoc.txt "$sh: a here-document into a checkpoint"
+	phase read
+	ck -- "$sh" -c 'cat ck/a.bin; cat ck/fd3.bin' >back.bin || fail "$sh: reading back failed$(last_error)"
+	cat src.bin fd3.ref >back.ref
+	same back.ref back.bin "$sh: the checkpoints read back with the library"
+}
+
+# bash's here-strings, as the single command of bash -c (bash then execs
+# the command itself, with the redirections it made): into a checkpoint,
+# and one large enough that bash writes it to a temporary file, in a
+# tagged TMPDIR, for the command to read.
+bash_here_strings() {
+	need_shell bash
+	randfile src.bin 200003
+	base64 -w 76 src.bin >big.ref
+	mkdir -p ck/tmp
+	ck -- bash -c 'cat <<< "a here-string" > ck/string.txt' || fail "bash: a here-string into a checkpoint$(last_error)"
+	[ "$(cat ck/string.txt)" = "a here-string" ] || fail "the here-string checkpoint holds '$(head -c 80 ck/string.txt)'"
+	ck TMPDIR="$T/ck/tmp" -- bash -c 'sha256sum <<< "$(cat big.ref)" > big.sum' ||
+		fail "bash: a large here-string in a tagged folder$(last_error)"
+	[ "$(awk '{print $1}' big.sum)" = "$(sha256sum <big.ref | awk '{print $1}')" ] ||
+		fail "sha256sum of a large here-string in a tagged folder is wrong: '$(head -c 80 big.sum)'"
+	ck TMPDIR="$T/ck/tmp" -- bash -c 'read -r first <<< "$(head -1 big.ref)"; echo "$first" > ck/first.txt' ||
+		fail "bash: read from a here-string, echo into a checkpoint$(last_error)"
+	[ "$(cat ck/first.txt)" = "$(head -1 big.ref)" ] || fail "the echoed line holds '$(head -c 80 ck/first.txt)'"
+}
+
+# dash (Debian's /bin/sh) runs a command with its redirection in a vfork child.
+dash_vfork() {
+	need_shell dash
+	ck -- dash -c 'head -c 1M /dev/zero > ck/zero.bin; head -c 1M /dev/zero | tr "\0" z > ck/z.bin; true' ||
+		fail "dash: the redirections failed$(last_error)"
+	head -c 1M /dev/zero >zero.ref
+	head -c 1M /dev/zero | tr '\0' z >z.ref
+	same zero.ref ck/zero.bin "dash -c 'head -c 1M /dev/zero > checkpoint'"
+	same z.ref ck/z.bin "dash: a pipeline into a checkpoint"
+	phase single
+	rm -f ck/zero.bin
+	ck -- dash -c 'head -c 1M /dev/zero > ck/zero.bin' || fail "dash: a single command failed$(last_error)"
+	same zero.ref ck/zero.bin "dash -c with a single command"
+}
+
+# Python's subprocess (vfork): stdout and stdin on checkpoints, and a
+# descriptor passed to the child and written by both; posix_spawn moving a
+# checkpoint descriptor onto a child's stdout; popen reading a checkpoint.
+python_subprocess() {
+	randfile src.bin 2000003
+	ck -- "$PY" -c '
+import hashlib, subprocess
+src = open("src.bin", "rb").read()
+subprocess.run(["cat", "src.bin"], stdout=open("ck/out.bin", "wb"), check=True)
+r = subprocess.run(["sha256sum"], stdin=open("ck/out.bin", "rb"), capture_output=True, check=True)
+assert r.stdout.split()[0].decode() == hashlib.sha256(src).hexdigest(), "sha256sum read wrong bytes"
+assert open("ck/out.bin", "rb").read() == src, "the checkpoint read back differs"
+with open("ck/shared.txt", "wb") as f:
+    f.write(b"parent\n")
+    f.flush()
+    subprocess.run(["sh", "-c", "echo child >&%d" % f.fileno()], pass_fds=(f.fileno(),), check=True)
+    f.write(b"parent again\n")
+got = open("ck/shared.txt", "rb").read()
+assert got == b"parent\nchild\nparent again\n", got
+# posix_spawn with a file action that moves a close-on-exec checkpoint
+# descriptor onto the standard output of the child
+import os
+fd = os.open("ck/spawned.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+pid = os.posix_spawn("/bin/echo", ["echo", "spawned"], os.environ,
+                     file_actions=[(os.POSIX_SPAWN_DUP2, fd, 1)])
+assert os.waitpid(pid, 0)[1] == 0
+os.write(fd, b"and the parent\n")
+os.close(fd)
+assert open("ck/spawned.txt", "rb").read() == b"spawned\nand the parent\n"
+# popen(3) of the C library reading a checkpoint closed just before
+import ctypes
+with open("ck/popen.txt", "wb") as f:
+    f.write(b"read by popen\n" * 1000)
+libc = ctypes.CDLL(None)
+libc.popen.restype = ctypes.c_void_p
+libc.popen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+libc.fread.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
+libc.pclose.argtypes = [ctypes.c_void_p]
+p = libc.popen(b"cat ck/popen.txt", b"r")
+buf = ctypes.create_string_buffer(20000)
+n = libc.fread(buf, 1, 20000, p)
+assert libc.pclose(p) == 0
+assert buf.raw[:n] == b"read by popen\n" * 1000, n
+' || fail "Python subprocess with checkpoints$(last_error)"
+	same src.bin ck/out.bin "subprocess stdout into a checkpoint, at its real path"
+	printf 'parent\nchild\nparent again\n' >shared.ref
+	same shared.ref ck/shared.txt "a descriptor written by the parent and its child"
+	printf 'spawned\nand the parent\n' >spawned.ref
+	same spawned.ref ck/spawned.txt "posix_spawn's child and its parent"
+}
+
+# A forked child rewrites the checkpoint its parent has just written: the
+# parent reads the child's version, and that version is the file after exit.
+forked_child_rewrites() {
+	ck -- "$PY" -c '
+import os
+old = bytes(range(256)) * 4096
+new = b"the child wrote this\n" * 1000
+with open("ck/a.bin", "wb") as f:
+    f.write(old)
+pid = os.fork()
+if pid == 0:
+    with open("ck/a.bin", "wb") as f:
+        f.write(new)
+    os._exit(0)
+os.waitpid(pid, 0)
+got = open("ck/a.bin", "rb").read()
+assert got == new, "the parent reads %d bytes, not the child version" % len(got)
+' || fail "the parent did not read its child's version$(last_error)"
+	"$PY" -c 'import sys; sys.stdout.buffer.write(b"the child wrote this\n" * 1000)' >a.ref
+	same a.ref ck/a.bin "after exit, the checkpoint"
+}
+
+# The checkpoint's folder through a symbolic link (an untagged spelling):
+# a write there is newer than the version the cache holds, before and
+# after that version was published, and is never overwritten.
+untagged_spelling() {
+	ln -s ck alias
+	ck CKPTCACHE_HOST_CACHE=256M -- "$PY" -c '
+import time
+def put(p, b):
+    with open(p, "wb") as f:
+        f.write(b)
+put("ck/filler.bin", b"f" * (96 << 20))    # keeps the flusher busy: a.bin waits
+put("ck/a.bin", b"cached version\n" * 70000)
+put("alias/a.bin", b"written through the link\n")
+assert open("ck/a.bin", "rb").read() == b"written through the link\n", "a.bin: the cached version is read"
+put("ck/b.bin", b"cached version\n" * 70000)
+time.sleep(1)   # published by now
+put("alias/b.bin", b"written through the link\n")
+assert open("ck/b.bin", "rb").read() == b"written through the link\n", "b.bin: the cached version is read"
+' || fail "the program read its cached versions$(last_error)"
+	printf 'written through the link\n' >link.ref
+	same link.ref ck/a.bin "a.bin after exit"
+	same link.ref ck/b.bin "b.bin after exit"
+	local f found=
+	"$PY" -c 'import sys; sys.stdout.buffer.write(b"cached version\n" * 70000)' >cached.ref
+	for f in $(find "$T" -path "$T/ck" -prune -o -type f -name '*rescue*' -print); do
+		cmp -s "$f" cached.ref && found=$f
+	done
+	[ -n "$found" ] || fail "the cached version of a.bin was not saved in a rescue file"
+	grep -q "ckptcache: error: checkpoint $T/ck/a.bin was changed" "$T/.log" ||
+		fail "the kept newer file was not reported"
+}
+
+# system() runs a command (the library inherited) right after a checkpoint
+# of 200 MiB was rewritten and closed: the command reads that version.
+system_reads_new_version() {
+	ck CKPTCACHE_HOST_CACHE=512M -- "$PY" -c '
+import hashlib, os
+for seed in (b"first", b"second"):
+    data = hashlib.sha256(seed).digest() * (200 << 15)
+    with open("ck/big.bin", "wb") as f:
+        f.write(data)
+    os.system("sha256sum ck/big.bin > sum.txt")
+    got = open("sum.txt").read().split()[0]
+    assert got == hashlib.sha256(data).hexdigest(), "the command read another version (%s)" % seed
+' || fail "a command run by system() read an older version$(last_error)"
+	"$PY" -c '
+import hashlib, sys
+sys.stdout.buffer.write(hashlib.sha256(b"second").digest() * (200 << 15))' >big.ref
+	same big.ref ck/big.bin "after exit"
+}
+
+# link(2) of a cached checkpoint names its current bytes, under an
+# untagged name and a tagged one.
+link_current_version() {
+	ck -- "$PY" -c '
+import os
+with open("ck/a.bin", "wb") as f:
+    f.write(b"old version\n")
+with open("ck/a.bin", "wb") as f:
+    f.write(b"current version\n" * 1000)
+os.link("ck/a.bin", "hard.bin")
+os.link("ck/a.bin", "ck/hard.bin")
+assert open("hard.bin", "rb").read() == b"current version\n" * 1000, "hard.bin"
+assert open("ck/hard.bin", "rb").read() == b"current version\n" * 1000, "ck/hard.bin"
+try:
+    os.link("hard.bin", "ck/a.bin")
+    raise SystemExit("a link over a cached checkpoint succeeded")
+except FileExistsError:
+    pass
+' || fail "link(2) of a cached checkpoint$(last_error)"
+	"$PY" -c 'import sys; sys.stdout.buffer.write(b"current version\n" * 1000)' >a.ref
+	same a.ref ck/a.bin "after exit, a.bin"
+	same a.ref hard.bin "after exit, the untagged link"
+	same a.ref ck/hard.bin "after exit, the tagged link"
+	[ "$(stat -c %h ck/a.bin)" = 3 ] || fail "a.bin has $(stat -c %h ck/a.bin) links, expected 3"
+}
+
+# Two unrelated processes: one writes and closes a checkpoint whose flush is
+# slow; the other, started after the close, reads that version.
+other_process_reads() {
+	need_helper
+	SLOW_US=1500000 SLOWFS_OPS=rename ck -- "$PY" -c '
+import time
+with open("ck/a.bin", "wb") as f:
+    f.write(b"the new version\n" * 100000)
+open("closed", "w").close()
+time.sleep(4)
+' &
+	local writer=$!
+	local n=0
+	while [ ! -e closed ] && [ $n -lt 500 ]; do sleep 0.01; n=$((n + 1)); done
+	[ -e closed ] || fail "the writer did not close its checkpoint"
+	ck -- "$PY" -c '
+got = open("ck/a.bin", "rb").read()
+assert got == b"the new version\n" * 100000, "read %d bytes of another version" % len(got)
+' || fail "another process read an older version$(last_error)"
+	wait $writer || fail "the writer failed$(last_error)"
+	"$PY" -c 'import sys; sys.stdout.buffer.write(b"the new version\n" * 100000)' >a.ref
+	same a.ref ck/a.bin "after exit"
+}
+
+# A process killed while it holds a checkpoint not yet published: the next
+# process that opens that path finds nobody to ask and goes on at once.
+holder_killed() {
+	echo "the version at the real path" >ck/a.bin
+	ck -- "$PY" -c '
+import os, signal
+with open("ck/a.bin", "wb") as f:
+    f.write(b"never published\n" * 100000)
+os.kill(os.getpid(), signal.SIGKILL)
+'
+	local t0=$SECONDS
+	ck -- cat ck/a.bin >a.out || fail "cat after the holder was killed$(last_error)"
+	[ $((SECONDS - t0)) -lt 10 ] || fail "cat waited $((SECONDS - t0)) s for a killed holder"
+	cmp -s ck/a.bin a.out || fail "cat read other bytes than the real file holds"
+	grep -q 'did not publish' "$T/.log" && fail "a killed holder was waited for$(first_error 'did not publish')"
+	return 0
+}
+
+case_add children/bash-redirections shell_redirections bash
+case_add children/dash-redirections shell_redirections dash
+case_add children/bash-here-strings bash_here_strings
+case_add children/dash-vfork dash_vfork
+case_add children/python-subprocess python_subprocess
+case_add children/forked-child-rewrites forked_child_rewrites
+case_add children/untagged-spelling untagged_spelling
+case_add children/system-reads-new-version system_reads_new_version
+case_add children/link-current-version link_current_version
+case_add children/other-process-reads other_process_reads
+case_add children/holder-killed holder_killed

@@ -1,0 +1,60 @@
+# One file, several descriptors or several writers: the descriptors of one
+# file in a process share its state as the kernel's do, and the processes
+# that write their own parts of one shared file (the N-1 pattern of MPI-IO
+# and HDF5) all find their bytes in it. The real files are compared with
+# what the same programs leave without the library.
+
+shared_descriptors() {
+	need_helper
+	mkdir -p ref
+	run_ok "the same program without the library" plain "$HELPER" sharedfd "$T/ref" 21
+	helper_ok "several descriptors of one file" -- sharedfd "$T/ck" 21
+	local f
+	for f in two-opens second-trunc map-dup; do
+		same "ref/$f.bin" "ck/$f.bin" "$f.bin at its real path"
+	done
+	run_ok "two-opens.bin read back with the library" ck -- "$HELPER" check ck/two-opens.bin 3M 21
+}
+
+# n1_writers HOW: four processes write 4 MiB each into ck/shared.bin, with
+# pwrite at their own offsets, fsync and close (HOW: existing: the file is
+# there; new: it is not; trunc-first: the first opens it with O_TRUNC and
+# the others open it after that; shell: the launching shell creates it
+# empty with ": >" and starts the writers).
+n1_writers() {
+	need_helper
+	local how=$1 f=$T/ck/shared.bin seed=31 r rc pids=()
+	mkdir -p marks
+	[ "$how" = existing ] && plain "$HELPER" gen "$f" 5M 77
+	local script='
+		f=$1 how=$2 helper=$3 seed=$4
+		[ "$how" = shell ] && : >"$f"
+		for r in 0 1 2 3; do
+			fl=w
+			[ "$how" = trunc-first ] && [ $r = 0 ] && fl=t
+			"$helper" n1part "$f" $r 4M "$seed" $fl marks &
+			# the first rank opens first, as an MPI program creates a
+			# file on one rank and opens it on the others after a barrier
+			if [ "$how" = trunc-first ] && [ $r = 0 ]; then
+				while [ ! -e marks/opened.0 ]; do sleep 0.01; done
+			fi
+		done
+		n=0
+		while [ $(ls marks | grep -c opened) -lt 4 ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n + 1)); done
+		touch marks/go
+		rc=0
+		for p in $(jobs -p); do wait $p || rc=1; done
+		exit $rc
+	'
+	ck -- bash -c "$script" _ "$f" "$how" "$HELPER" $seed || fail "a writer of the shared file failed$(last_error)"
+	run_ok "the shared file read back with the library" ck -- "$HELPER" check "$f" 16M $seed
+	run_ok "the shared file at its real path" plain "$HELPER" check "$f" 16M $seed
+	grep -q 'ckptcache: error' "$T/.log" && fail "the library reported an error$(first_error 'ckptcache: error')"
+	return 0
+}
+
+case_add shared/descriptors-of-one-file shared_descriptors
+case_add shared/n1-existing-file n1_writers existing
+case_add shared/n1-new-file n1_writers new
+case_add shared/n1-first-truncates n1_writers trunc-first
+case_add shared/n1-shell-creates n1_writers shell

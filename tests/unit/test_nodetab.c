@@ -1,0 +1,156 @@
+/* The node registry's table: keys and values, several holders of one path
+ * and several versions held by one process, freed slots that searches go
+ * past and additions reuse, a full neighbourhood, wrap-around at the end,
+ * the sweep of dead processes, and additions and removals racing in
+ * threads. */
+#include "config.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nodetab.h"
+
+#define N 64
+
+static nodetab_slot_t tab[N];
+
+static void clear(void)
+{
+	for (size_t i = 0; i < N; i++)
+		atomic_store(&tab[i], 0);
+}
+
+/* A key whose first slot is at. */
+static uint64_t key_at(size_t at, uint64_t salt)
+{
+	return (salt + 1) * N + at;
+}
+
+Test(nodetab, keys_and_values)
+{
+	uint64_t a = nodetab_key("/lustre/run/ckpt_0001.bin"), b = nodetab_key("/lustre/run/ckpt_0002.bin");
+	cr_assert_neq(a, b);
+	cr_assert_neq(a, 0);
+	cr_assert_lt(a, 1ull << 40);
+	cr_assert_eq(nodetab_key("/lustre/run/ckpt_0001.bin"), a);
+	uint64_t v = nodetab_val(a, 4194303);
+	cr_assert_eq(nodetab_val_key(v), a);
+	cr_assert_eq(nodetab_val_pid(v), 4194303);
+	cr_assert_gt(v, NODETAB_FREED);
+}
+
+Test(nodetab, holders_of_one_path_are_all_found)
+{
+	clear();
+	uint64_t k = key_at(5, 0), other = key_at(5, 1), vals[8];
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, 100)), 0);
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(other, 100)), 0);
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, 200)), 0);
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, 200)), 0); /* a second version */
+	cr_assert_eq(nodetab_find(tab, N, k, vals, 8), 3);
+	cr_assert_eq(nodetab_val_pid(vals[0]), 100);
+	cr_assert_eq(nodetab_val_pid(vals[1]), 200);
+	cr_assert_eq(nodetab_find(tab, N, other, vals, 8), 1);
+	cr_assert_eq(nodetab_find(tab, N, key_at(6, 3), vals, 8), 0);
+	/* one removal per version */
+	cr_assert_eq(nodetab_del(tab, N, nodetab_val(k, 200)), 0);
+	cr_assert_eq(nodetab_find(tab, N, k, vals, 8), 2);
+	cr_assert_eq(nodetab_del(tab, N, nodetab_val(k, 200)), 0);
+	cr_assert_eq(nodetab_del(tab, N, nodetab_val(k, 200)), -ENOENT);
+	cr_assert_eq(nodetab_find(tab, N, k, vals, 1), 1);
+	cr_assert_eq(nodetab_val_pid(vals[0]), 100);
+}
+
+Test(nodetab, freed_slots_are_passed_and_reused)
+{
+	clear();
+	uint64_t a = key_at(10, 0), b = key_at(10, 1), vals[4];
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(a, 1)), 0);
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(b, 2)), 0); /* in the slot after a's */
+	cr_assert_eq(nodetab_del(tab, N, nodetab_val(a, 1)), 0);
+	cr_assert_eq(nodetab_find(tab, N, b, vals, 4), 1, "a search stopped at a freed slot");
+	cr_assert_eq(atomic_load(&tab[10]), NODETAB_FREED);
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(a, 3)), 0);
+	cr_assert_eq(atomic_load(&tab[10]), nodetab_val(a, 3), "the freed slot was not reused");
+	cr_assert_eq(nodetab_del(tab, N, nodetab_val(b, 2)), 0);
+}
+
+Test(nodetab, wraps_around_and_fills_up)
+{
+	clear();
+	uint64_t k = key_at(N - 1, 0), vals[N];
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, 1000 + i)), 0, "add %d", i);
+	cr_assert_eq(atomic_load(&tab[0]), nodetab_val(k, 1001), "no wrap-around");
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, 7)), -ENOSPC);
+	cr_assert_eq(nodetab_find(tab, N, k, vals, N), N);
+	cr_assert_eq(nodetab_del(tab, N, nodetab_val(k, 1000 + N - 1)), 0);
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, 7)), 0);
+}
+
+static bool odd_alive(pid_t pid)
+{
+	return pid % 2 == 1;
+}
+
+Test(nodetab, sweep_frees_dead_processes_only)
+{
+	clear();
+	uint64_t k = key_at(20, 0), vals[16];
+	for (int pid = 1; pid <= 10; pid++)
+		cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, pid)), 0);
+	cr_assert_eq(nodetab_sweep(tab, N, odd_alive), 5);
+	cr_assert_eq(nodetab_find(tab, N, k, vals, 16), 5);
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(nodetab_val_pid(vals[i]) % 2, 1);
+	cr_assert_eq(nodetab_sweep(tab, N, odd_alive), 0);
+}
+
+/* Threads add and remove their own values for a few shared keys: every
+ * value added and not removed is found exactly as often as it was added. */
+#define RACE_THREADS 4
+#define RACE_ROUNDS 20000
+#define RACE_SLOTS 4096
+#define RACE_KEPT(r) ((r) % 50 == 0)
+static nodetab_slot_t big[RACE_SLOTS];
+static atomic_int race_errors;
+
+static void *racer(void *arg)
+{
+	pid_t me = (pid_t)(uintptr_t)arg;
+	for (int r = 0; r < RACE_ROUNDS; r++) {
+		uint64_t v = nodetab_val(key_at((size_t)(r % 3), 9), me);
+		if (nodetab_add(big, RACE_SLOTS, v) != 0)
+			atomic_fetch_add(&race_errors, 1);
+		if (!RACE_KEPT(r) && nodetab_del(big, RACE_SLOTS, v) != 0)
+			atomic_fetch_add(&race_errors, 1);
+	}
+	return NULL;
+}
+
+Test(nodetab, concurrent_adds_and_removes)
+{
+	pthread_t th[RACE_THREADS];
+	for (int i = 0; i < RACE_THREADS; i++)
+		pthread_create(&th[i], NULL, racer, (void *)(uintptr_t)(100 + i));
+	for (int i = 0; i < RACE_THREADS; i++)
+		pthread_join(th[i], NULL);
+	cr_assert_eq(atomic_load(&race_errors), 0, "%d additions or removals failed",
+		     atomic_load(&race_errors));
+	static uint64_t vals[RACE_SLOTS];
+	for (int k = 0; k < 3; k++) {
+		size_t n = nodetab_find(big, RACE_SLOTS, key_at((size_t)k, 9), vals, RACE_SLOTS);
+		size_t per[RACE_THREADS] = { 0 };
+		for (size_t i = 0; i < n && i < RACE_SLOTS; i++)
+			per[nodetab_val_pid(vals[i]) - 100]++;
+		for (int t = 0; t < RACE_THREADS; t++) {
+			size_t want = 0;
+			for (int r = 0; r < RACE_ROUNDS; r++)
+				want += r % 3 == k && RACE_KEPT(r);
+			cr_assert_eq(per[t], want, "key %d thread %d: %zu kept, %zu expected", k, t, per[t], want);
+		}
+	}
+}
