@@ -948,10 +948,14 @@ static int fcntl_common(int (*rf)(int, int, ...), int fd, int cmd, unsigned long
 		v->flags = (v->flags & ~keep) | ((int)arg & keep);
 		return 0;
 	}
-	default:
-		/* F_GETFD/F_SETFD act on the placeholder as they should; locks
-		 * and the rest fail there (EBADF) */
+	default: {
+		int saved = errno, r = ckc_lock_fcntl(v, cmd, arg);
+		if (r != CKC_PASS)
+			return (int)ckc_result(r, saved);
+		/* F_GETFD/F_SETFD act on the placeholder as they should; the
+		 * rest fail there (EBADF) */
 		return rf(fd, cmd, arg);
+	}
 	}
 }
 
