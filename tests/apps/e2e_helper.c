@@ -1487,19 +1487,24 @@ static int m_locks(int argc, char **argv)
 	gen_file(arg.path, arg.size, arg.seed, 0);
 	for (int acc = 0; acc < 2; acc++) {
 		int fd = xopen(arg.path, acc ? O_WRONLY | O_TRUNC : O_RDONLY);
-		errno = 0;
-		int r = flock(fd, acc ? LOCK_EX : LOCK_SH);
-		if (r == 0)
-			fail("flock on a tagged %s fd succeeded", acc ? "writer" : "reader");
-		int ef = errno;
+		if (flock(fd, acc ? LOCK_EX : LOCK_SH) != 0)
+			fail("flock on a tagged %s fd: %s", acc ? "writer" : "reader", strerror(errno));
+		if (flock(fd, LOCK_UN) != 0)
+			fail("flock(LOCK_UN) on a tagged %s fd: %s", acc ? "writer" : "reader", strerror(errno));
 		struct flock fl = { .l_type = (short)(acc ? F_WRLCK : F_RDLCK), .l_whence = SEEK_SET };
+		if (fcntl(fd, F_SETLK, &fl) != 0)
+			fail("fcntl(F_SETLK) on a tagged %s fd: %s", acc ? "writer" : "reader", strerror(errno));
+		struct flock q = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		if (fcntl(fd, F_GETLK, &q) != 0 || q.l_type != F_UNLCK)
+			fail("fcntl(F_GETLK) on a tagged %s fd sees a lock of another process", acc ? "writer" : "reader");
+		/* the kernel's rule: no write lock through a reader, nor read
+		 * lock through a writer */
+		struct flock wrong = { .l_type = (short)(acc ? F_RDLCK : F_WRLCK), .l_whence = SEEK_SET };
 		errno = 0;
-		r = fcntl(fd, F_SETLK, &fl);
-		if (r == 0)
-			fail("fcntl(F_SETLK) on a tagged %s fd succeeded", acc ? "writer" : "reader");
-		int el = errno;
-		printf("locks: %s fd: flock %s, F_SETLK %s\n", acc ? "writer" : "reader", strerror(ef),
-		       strerror(el));
+		if (fcntl(fd, F_SETLK, &wrong) == 0 || errno != EBADF)
+			fail("a %s lock through a tagged %s fd: %s", acc ? "read" : "write", acc ? "writer" : "reader",
+			     errno ? strerror(errno) : "it succeeded");
+		printf("locks: %s fd: flock, F_SETLK and F_GETLK work\n", acc ? "writer" : "reader");
 		if (acc) {
 			unsigned char *e = pattern_buf(arg.size, arg.seed);
 			write_all(fd, e, arg.size, arg.path);

@@ -95,7 +95,7 @@ from printf" ] || fail "bash builtins wrote '$(cat ck/echo.txt ck/printf.txt | h
 }
 
 unsupported_locks() {
-	helper_ok "flock/F_SETLK on tagged descriptors" -- locks "$T/ck/l.bin" 100K 3
+	helper_ok "flock/F_SETLK/F_GETLK on tagged descriptors" -- locks "$T/ck/l.bin" 100K 3
 	run_ok "l at its real path" plain "$HELPER" check ck/l.bin 100K 3
 }
 
@@ -500,7 +500,7 @@ case_add unsupported/mmap unsupported_mmap
 case_add unsupported/proc-reopen unsupported_procfd
 case_add unsupported/io_uring unsupported_uring
 case_add unsupported/posix-aio unsupported_aio
-case_add unsupported/locks unsupported_locks
+case_add locks unsupported_locks
 case_add stdio/tagged-stdout stdout_case
 case_add unsupported/raw-close-reuse closeby_case syscall
 case_add fdops fdops_case
