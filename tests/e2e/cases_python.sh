@@ -146,3 +146,29 @@ PYEOF
 		fail "the locked file at its real path differs from what was written"
 }
 case_add python/locks python_locks
+
+# The cache's own files (the ssd tier's file, the temporary files of
+# publication) are kept above the descriptor numbers programs pick for
+# themselves: a program that dup2s onto a low number it believes free never
+# replaces one of them.
+python_engine_fds() {
+	mkdir -p ssd
+	ck CKPTCACHE_SSD_DIR="$T/ssd" CKPTCACHE_SSD_CACHE=16M CKPTCACHE_HOST_CACHE=4M -- "$PY" -c '
+import os, sys, time
+d = sys.argv[1]
+for k in range(8):
+    with open(f"{d}/c{k}.bin", "wb") as f:
+        f.write(os.urandom(3 << 20))
+time.sleep(0.5)
+low = []
+for n in os.listdir("/proc/self/fd"):
+    try:
+        t = os.readlink(f"/proc/self/fd/{n}")
+    except OSError:
+        continue
+    if int(n) < 512 and ("/ssd/" in t or ".ckc" in t or "ckptcache-" in t):
+        low.append((int(n), t))
+assert not low, f"the cache holds files at low numbers: {low}"
+' "$T/ck" || fail "engine descriptors$(last_error)"
+}
+case_add python/engine-fds-high python_engine_fds
