@@ -472,13 +472,40 @@ static bool cu_gpu_up(int *devp)
 	return true;
 }
 
+/* Whether the program's free(3) and munmap(2) are this library's: an
+ * allocator that comes before it (one preloaded first, such as a
+ * sanitizer's, or one linked into the program) frees memory the library
+ * never hears of, and pageable memory it owed could be handed out again
+ * while still recorded as owed. Pageable memory is then never owed (pinned
+ * memory is given back through the driver, which the library sees). */
+static atomic_int cu_pageable_known; /* 0 not yet, 1 safe, -1 not */
+
+static bool cu_pageable_safe(void)
+{
+	atomic_int *const known = &cu_pageable_known;
+	int k = atomic_load_explicit(known, memory_order_relaxed);
+	if (k)
+		return k > 0;
+	dlsym_fn rd = ckc_real_dlsym();
+	void *f = rd ? rd(RTLD_DEFAULT, "free") : NULL, *m = rd ? rd(RTLD_DEFAULT, "munmap") : NULL;
+	bool safe = f && m && cu_is_ours(f) && cu_is_ours(m);
+	if (!safe)
+		ckc_warn("device capture: the program's free() is not this library's (another allocator or "
+			 "a sanitizer comes before it): only pinned host memory is captured, pageable copies "
+			 "are made as asked");
+	atomic_store(known, safe ? 1 : -1);
+	return safe;
+}
+
 static bool cu_host_ok(const void *p, bool *pinned)
 {
 	int k = ckc_cuda_mem_kind(p);
 	if (k == CKC_MEM_DEVICE || k == CKC_MEM_MANAGED)
 		return false;
 	*pinned = k == CKC_MEM_PINNED || k == CKC_MEM_REGISTERED;
-	return !(*pinned && ckc_capture_pageable_only());
+	if (*pinned)
+		return !ckc_capture_pageable_only();
+	return cu_pageable_safe();
 }
 
 static bool cu_read_ok(const void *buf, size_t n)
@@ -1061,6 +1088,7 @@ CUresult ckc_cu_cuMemHostUnregister(void *p)
 static void cu_capture_stats(ckc_stats_t *s)
 {
 	s->capture_seen = cu_device_mode();
+	s->cap_pageable = atomic_load(&cu_pageable_known) >= 0;
 	s->cap_captured = atomic_load(&cap_captured);
 	s->cap_captured_bytes = atomic_load(&cap_bytes);
 	s->cap_restored_d2d = atomic_load(&cap_restored);

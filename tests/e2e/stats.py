@@ -40,8 +40,8 @@ def flatten(doc):
             out[k] = v
         elif isinstance(v, dict) and k not in ("objects", "prefetch_distance_at_read"):
             for kk, vv in v.items():
-                if isinstance(vv, (int, float)) and not isinstance(vv, bool):
-                    out[k + "." + kk] = vv
+                if isinstance(vv, (int, float)):
+                    out[k + "." + kk] = int(vv) if isinstance(vv, bool) else vv
     return out
 
 
