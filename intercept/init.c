@@ -7,7 +7,9 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "intercept.h"
@@ -81,6 +83,52 @@ static void icpt_child(void)
 	ckc_stdio_atfork(2);
 }
 
+/* A bad setting is reported once per job, not by every process of it: the
+ * first process that reports it leaves in its environment, for its
+ * children, a digest of the variables it read; a process that finds the
+ * same digest there loads the configuration quietly. A child given other
+ * variables reports them. */
+#define ICPT_REPORTED "CKPTCACHE_REPORTED"
+
+static void icpt_quiet(int level, const char *msg)
+{
+	(void)level;
+	(void)msg;
+}
+
+/* A digest of every CKPTCACHE_ variable but ICPT_REPORTED: the sum of
+ * their FNV-1a hashes, as a shell may pass them on in another order. */
+static unsigned long long icpt_env_digest(void)
+{
+	unsigned long long sum = 0;
+	for (char **e = environ; e && *e; e++) {
+		if (strncmp(*e, "CKPTCACHE_", 10) != 0 ||
+		    strncmp(*e, ICPT_REPORTED "=", sizeof(ICPT_REPORTED)) == 0)
+			continue;
+		unsigned long long h = 1469598103934665603ull;
+		for (const char *c = *e; *c; c++)
+			h = (h ^ (unsigned char)*c) * 1099511628211ull;
+		sum += h;
+	}
+	return sum;
+}
+
+static int icpt_config_load(ckc_config_t *c)
+{
+	char digest[24];
+	snprintf(digest, sizeof(digest), "%llx", icpt_env_digest());
+	const char *said = getenv(ICPT_REPORTED);
+	bool quiet = said && strcmp(said, digest) == 0;
+	void (*sink)(int, const char *) = ckc_log_sink;
+	if (quiet)
+		ckc_log_sink = icpt_quiet;
+	int errors = ckc_config_from_env(c);
+	ckc_log_sink = sink;
+	if (errors && !quiet)
+		setenv(ICPT_REPORTED, digest, 1);
+	return errors;
+}
+
 /* The configuration, read once by the constructor. */
 static ckc_config_t icpt_cfg;
 static pthread_once_t icpt_engine_once = PTHREAD_ONCE_INIT;
@@ -89,6 +137,7 @@ static atomic_bool icpt_engine_ok;
 static void icpt_engine_start(void)
 {
 	ckc_enter();
+	ckc_node_prepare();
 	int rc = ckc_init_config(&icpt_cfg);
 	ckc_leave();
 	atomic_store(&icpt_engine_ok, rc == 0);
@@ -140,7 +189,7 @@ __attribute__((constructor)) static void icpt_init(void)
 		return; /* nothing is tagged: the library does nothing at all */
 	ckc_enter();
 	icpt_route_engine_io();
-	int errors = ckc_config_from_env(&icpt_cfg);
+	int errors = icpt_config_load(&icpt_cfg);
 	if (errors && icpt_cfg.strict)
 		abort(); /* CKPTCACHE_STRICT=1 asked for it; the loader said why */
 	if (!errors && icpt_cfg.enabled && ckc_fdtab_init() == 0) {

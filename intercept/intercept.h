@@ -82,6 +82,38 @@ void ckc_tag_free(void);
 /* Whether the canonical path matches a pattern. */
 bool ckc_tag_match(const char *canon);
 
+/* The directory descriptors below which nothing can be tagged (tag.c). */
+extern _Atomic uint8_t *ckc_tag_dirv;
+extern size_t ckc_tag_dirv_cap;
+
+/* A real open of path (relative to dirfd) with flags returned fd: what is
+ * opened below a directory where nothing can be tagged, by one name with
+ * O_NOFOLLOW, inherits that. */
+void ckc_tag_opened(int dirfd, const char *path, int flags, int fd);
+
+/* The working directory changed (chdir, fchdir). */
+void ckc_tag_cwd_changed(void);
+
+/* newfd (when >= 0) is a copy of oldfd: it knows what oldfd knows.
+ * Returns newfd. */
+static inline int ckc_tag_dup(int oldfd, int newfd)
+{
+	if ((unsigned)oldfd < ckc_tag_dirv_cap && (unsigned)newfd < ckc_tag_dirv_cap)
+		atomic_store_explicit(&ckc_tag_dirv[newfd],
+				      atomic_load_explicit(&ckc_tag_dirv[oldfd], memory_order_relaxed),
+				      memory_order_relaxed);
+	return newfd;
+}
+
+/* Descriptor number fd is closed or replaced: what was known of it goes.
+ * One load for a number that was never a directory looked at. */
+static inline void ckc_tag_forget_fd(int fd)
+{
+	if ((unsigned)fd < ckc_tag_dirv_cap &&
+	    atomic_load_explicit(&ckc_tag_dirv[fd], memory_order_relaxed))
+		atomic_store_explicit(&ckc_tag_dirv[fd], 0, memory_order_relaxed);
+}
+
 /* Canonicalises path (relative to dirfd, AT_FDCWD for the cwd) into out
  * (PATH_MAX bytes) and tells whether it is tagged. False for anything that
  * is not a tagged path (or while the thread is inside the engine). */
@@ -100,6 +132,9 @@ bool ckc_cached_at(int dirfd, const char *path, char *canon);
 /* Starts this process's service and hooks the engine to the table (once
  * the engine runs); stops it (at exit); forgets it in a forked child. */
 void ckc_node_start(void);
+/* Makes the service's socket ahead of ckc_node_start, before the engine's
+ * threads exist (see node.c). */
+void ckc_node_prepare(void);
 void ckc_node_stop(void);
 void ckc_node_atfork_child(void);
 /* Whether the service runs here (other processes can ask this one). */
@@ -208,6 +243,10 @@ void ckc_stdio_atfork(int phase);
 /* Whether f is a tagged (cookie) stream. */
 #include <stdio.h>
 bool ckc_stdio_tagged(FILE *f);
+
+/* fread (fread_unlocked when !locked) of any stream: on a tagged one, a
+ * read of a whole buffer or more goes straight from the cache into p. */
+size_t ckc_stdio_fread(void *p, size_t size, size_t n, FILE *f, bool locked);
 
 /* Flushes every tagged stdio stream (before the engine stops at exit). */
 void ckc_stdio_flush_all(void);

@@ -171,6 +171,9 @@ CKC_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 
 /* ---- stdio: large transfers go between the buffer and the kernel ------ */
 
+/* A cookie stream (_fileno -2) may be a tagged one, whose reads the cache
+ * serves (stdio.c); every other stream costs one compare. */
+
 /* An untagged stream's transfer of [p, p+size*n): owed bytes there are
  * filled (a tagged stream hands the buffer to the cache, which knows). */
 static void stdio_touch(const void *p, size_t size, size_t n, FILE *f)
@@ -187,6 +190,8 @@ CKC_EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
 
 CKC_EXPORT size_t fread(void *p, size_t size, size_t n, FILE *f)
 {
+	if (__builtin_expect(f && f->_fileno < -1, 0))
+		return ckc_stdio_fread(p, size, n, f, true);
 	stdio_touch(p, size, n, f);
 	return REAL(fread)(p, size, n, f);
 }
@@ -199,6 +204,8 @@ CKC_EXPORT size_t fwrite_unlocked(const void *p, size_t size, size_t n, FILE *f)
 
 CKC_EXPORT size_t fread_unlocked(void *p, size_t size, size_t n, FILE *f)
 {
+	if (__builtin_expect(f && f->_fileno < -1, 0))
+		return ckc_stdio_fread(p, size, n, f, false);
 	stdio_touch(p, size, n, f);
 	return REAL(fread_unlocked)(p, size, n, f);
 }

@@ -278,6 +278,21 @@ static int fd_out_of_the_way(int fd)
 	return high;
 }
 
+/* The service's socket, made before the engine's threads start: moving a
+ * descriptor to a high number grows the descriptor table, and in a process
+ * with more than one thread the kernel then waits for an RCU grace period
+ * (about 20 ms here). */
+static int node_early = -1;
+
+void ckc_node_prepare(void)
+{
+	if (node_early >= 0)
+		return;
+	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s >= 0)
+		node_early = fd_out_of_the_way(s);
+}
+
 void ckc_node_start(void)
 {
 	struct sockaddr_un a;
@@ -288,10 +303,11 @@ void ckc_node_start(void)
 		return;
 	/* slots of processes that died without taking theirs back */
 	atomic_fetch_sub(&node_hdr->used, (int64_t)nodetab_sweep(node_tab, NODE_SLOTS, pid_alive));
-	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	ckc_node_prepare();
+	int s = node_early;
+	node_early = -1;
 	if (s < 0)
 		return;
-	s = fd_out_of_the_way(s);
 	int one = 1;
 	socklen_t len = node_addr(&a, node_pid);
 	if (setsockopt(s, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) != 0 ||

@@ -4,6 +4,7 @@
  * libc; a tagged one goes to the engine, and errno is kept on success. */
 #include "config.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -336,7 +337,10 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 		errno = ENOSYS;
 		return -1;
 	}
-	return ro(dirfd, path, flags, mode);
+	int fd = ro(dirfd, path, flags, mode);
+	if (fd >= 0 && (flags & O_NOFOLLOW) && ckc_tag_dirv_cap)
+		ckc_tag_opened(dirfd, path, flags, fd);
+	return fd;
 }
 
 static inline bool needs_mode(int flags)
@@ -429,15 +433,37 @@ int ckc_close_fd(int fd)
 
 CKC_EXPORT int close(int fd)
 {
+	ckc_tag_forget_fd(fd);
 	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1))
 		return REAL(close)(fd);
 	return ckc_close_fd(fd);
+}
+
+CKC_EXPORT int chdir(const char *path)
+{
+	ckc_tag_cwd_changed();
+	return REAL(chdir)(path);
+}
+
+CKC_EXPORT int fchdir(int fd)
+{
+	ckc_tag_cwd_changed();
+	return REAL(fchdir)(fd);
+}
+
+/* The directory stream's descriptor is closed inside the C library. */
+CKC_EXPORT int closedir(DIR *d)
+{
+	ckc_tag_forget_fd(dirfd(d));
+	return REAL(closedir)(d);
 }
 
 /* Drops the virtual descriptors of [first, last] (the real call closes the
  * placeholders). */
 static void vfd_close_range(unsigned first, unsigned last)
 {
+	for (unsigned fd = first; fd < ckc_tag_dirv_cap && fd <= last; fd++)
+		ckc_tag_forget_fd((int)fd);
 	if (ckc_vfd_cap == 0 || first >= ckc_vfd_cap || ckc_in_vfork_child())
 		return;
 	if (last >= ckc_vfd_cap)
@@ -908,21 +934,25 @@ static int dup_fixup(int oldfd, int newfd)
 CKC_EXPORT int dup(int fd)
 {
 	if (!ckc_vfd_get(fd))
-		return REAL(dup)(fd);
+		return ckc_tag_dup(fd, REAL(dup)(fd));
 	return dup_fixup(fd, REAL(dup)(fd));
 }
 
 CKC_EXPORT int dup2(int oldfd, int newfd)
 {
+	if (oldfd != newfd)
+		ckc_tag_forget_fd(newfd);
 	if (!ckc_vfd_get(oldfd) && !ckc_vfd_get(newfd))
-		return REAL(dup2)(oldfd, newfd);
+		return ckc_tag_dup(oldfd, REAL(dup2)(oldfd, newfd));
 	return dup_fixup(oldfd, REAL(dup2)(oldfd, newfd));
 }
 
 CKC_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
+	if (oldfd != newfd)
+		ckc_tag_forget_fd(newfd);
 	if (!ckc_vfd_get(oldfd) && !ckc_vfd_get(newfd))
-		return REAL(dup3)(oldfd, newfd, flags);
+		return ckc_tag_dup(oldfd, REAL(dup3)(oldfd, newfd, flags));
 	return dup_fixup(oldfd, REAL(dup3)(oldfd, newfd, flags));
 }
 
@@ -934,8 +964,10 @@ static int fcntl_common(int (*rf)(int, int, ...), int fd, int cmd, unsigned long
 		errno = ENOSYS;
 		return -1;
 	}
-	if (!v)
-		return rf(fd, cmd, arg);
+	if (!v) {
+		int r = rf(fd, cmd, arg);
+		return cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC ? ckc_tag_dup(fd, r) : r;
+	}
 	switch (cmd) {
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC:
@@ -1224,6 +1256,50 @@ CKC_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off
 	return REAL(mmap64)(addr, len, prot, flags, fd, off);
 }
 
+/* A copy out of a tagged checkpoint that only its real file holds, into an
+ * untagged descriptor: the kernel's own copy call on the real file (no copy
+ * through user memory, as without the library). Returns the bytes copied,
+ * -errno, or CKC_PASS when the copy must go through the cache. */
+static ssize_t copy_from_home(ckc_vfd_t *v, off_t *inoff, int out, off_t *outoff, size_t count,
+			      ssize_t (*real)(int, off_t *, int, off_t *, size_t))
+{
+	if (vfd_usable(v) || (v->flags & O_ACCMODE) == O_WRONLY)
+		return CKC_PASS;
+	ckc_enter();
+	int fd = ckc_handle_home_fd(v->h);
+	ckc_leave();
+	if (fd < 0)
+		return CKC_PASS;
+	if (!inoff)
+		pthread_mutex_lock(&v->lock);
+	off_t off = inoff ? *inoff : (off_t)v->pos, start = off;
+	ssize_t n = real(fd, &off, out, outoff, count);
+	int e = errno;
+	if (n > 0) {
+		if (inoff)
+			*inoff = off;
+		else
+			v->pos = (uint64_t)off;
+		ckc_enter();
+		ckc_handle_note_read(v->h, (uint64_t)start, (uint64_t)n);
+		ckc_leave();
+	}
+	if (!inoff)
+		pthread_mutex_unlock(&v->lock);
+	return n < 0 ? -e : n;
+}
+
+static ssize_t real_cfr(int in, off_t *inoff, int out, off_t *outoff, size_t count)
+{
+	return REAL(copy_file_range)(in, inoff, out, outoff, count, 0);
+}
+
+static ssize_t real_sendfile(int in, off_t *inoff, int out, off_t *outoff, size_t count)
+{
+	(void)outoff; /* sendfile writes at out's position */
+	return REAL(sendfile64)(out, in, inoff, count);
+}
+
 /* Copies count bytes from in to out through a buffer, with each side's
  * offset pointer (NULL: the descriptor's position), as the wrappers would. */
 static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_t count)
@@ -1270,12 +1346,33 @@ static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_
 	return total;
 }
 
+/* A copy call with a tagged side. Into a checkpoint from an untagged file
+ * (cp's copy_file_range): the kernel copies into a file in one pass, where
+ * the cache would take the bytes through user memory and write them again
+ * at the end, so the checkpoint becomes its real file (handed over, its
+ * bytes so far published) and the real call runs. Out of a checkpoint only
+ * its real file holds, into an untagged descriptor: the real call on that
+ * file. Anything else goes through the cache. */
+static ssize_t copy_tagged(int in, off_t *inoff, int out, off_t *outoff, size_t count,
+			   ssize_t (*real)(int, off_t *, int, off_t *, size_t))
+{
+	ckc_vfd_t *vin = ckc_vfd_get(in), *vout = ckc_vfd_get(out);
+	ssize_t n = CKC_PASS;
+	if (vout && !vin && ckc_vfd_demote(vout) == 0 && !ckc_vfd_get(out)) {
+		n = real(in, inoff, out, outoff, count);
+		return n < 0 ? -errno : n;
+	}
+	if (vin && !vout)
+		n = copy_from_home(vin, inoff, out, outoff, count, real);
+	return n == CKC_PASS ? copy_emulated(in, inoff, out, outoff, count) : n;
+}
+
 CKC_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 {
 	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))
 		return REAL(sendfile)(out, in, off, count);
 	int saved = errno;
-	return ckc_result(copy_emulated(in, off, out, NULL, count), saved);
+	return ckc_result(copy_tagged(in, off, out, NULL, count, real_sendfile), saved);
 }
 
 CKC_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t count)
@@ -1283,7 +1380,7 @@ CKC_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t count)
 	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))
 		return REAL(sendfile64)(out, in, off, count);
 	int saved = errno;
-	return ckc_result(copy_emulated(in, off, out, NULL, count), saved);
+	return ckc_result(copy_tagged(in, off, out, NULL, count, real_sendfile), saved);
 }
 
 CKC_EXPORT ssize_t copy_file_range(int in, off_t *inoff, int out, off_t *outoff, size_t count,
@@ -1296,7 +1393,7 @@ CKC_EXPORT ssize_t copy_file_range(int in, off_t *inoff, int out, off_t *outoff,
 		errno = EINVAL;
 		return -1;
 	}
-	return ckc_result(copy_emulated(in, inoff, out, outoff, count), saved);
+	return ckc_result(copy_tagged(in, inoff, out, outoff, count, real_cfr), saved);
 }
 
 CKC_EXPORT ssize_t splice(int in, off_t *inoff, int out, off_t *outoff, size_t count,

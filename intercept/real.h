@@ -4,6 +4,7 @@
 #ifndef CKC_REAL_H
 #define CKC_REAL_H
 
+#include <dirent.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -30,6 +31,9 @@ struct utimbuf;
 	X(close, int, (int))                                                               \
 	X(close_range, int, (unsigned int, unsigned int, int))                             \
 	X(closefrom, void, (int))                                                          \
+	X(closedir, int, (DIR *))                                                          \
+	X(chdir, int, (const char *))                                                      \
+	X(fchdir, int, (int))                                                              \
 	X(read, ssize_t, (int, void *, size_t))                                            \
 	X(write, ssize_t, (int, const void *, size_t))                                     \
 	X(pread, ssize_t, (int, void *, size_t, off_t))                                    \

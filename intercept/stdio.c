@@ -1,8 +1,10 @@
 /* stdio on tagged files: fopen and fdopen hand out fopencookie(3) streams
  * over a virtual descriptor, so fread, fwrite, fseek, ftell, fflush, setvbuf
  * and the fgetc/fputc family all reach the cache; fileno returns the
- * descriptor, fclose closes it. freopen onto a tagged path uses the real
- * file (the cache hands the path over first). */
+ * descriptor, fclose closes it. Each stream gets a buffer of its own, and a
+ * read of a whole buffer or more goes straight from the cache into the
+ * caller's memory, as glibc does for a file stream. freopen onto a tagged
+ * path uses the real file (the cache hands the path over first). */
 #include "config.h"
 
 #include <fcntl.h>
@@ -13,20 +15,32 @@
 #include "intercept.h"
 
 
-/* Large enough that big fwrites go straight to the cache in one call. */
+/* The buffer of a tagged stream. glibc writes whole multiples of it
+ * straight through and buffers the rest; a read of a whole buffer or more
+ * bypasses it (ckc_stdio_fread). glibc's own choice for a cookie stream
+ * would be 8 KiB, and every read of a cookie stream goes through the
+ * buffer: a large fread would reach the cache in 8 KiB pieces. */
 #define STDIO_BUF (256u << 10)
+
+/* Reads smaller than this always go through glibc (a stream the program
+ * made unbuffered would otherwise read them byte by byte). */
+#define STDIO_DIRECT_MIN 4096u
+
+/* glibc marks a stream made by fopencookie with this _fileno. */
+#define STDIO_COOKIE_FILENO (-2)
 
 /* Tagged streams and their descriptors (few are open at a time). */
 typedef struct stdio_ent {
 	FILE *f;
 	struct stdio_cookie *c;
+	char *buf;    /* the stream's buffer, freed after fclose */
 } stdio_ent_t;
 
 static stdio_ent_t *stdio_ents;
 static size_t stdio_n, stdio_cap;
 static pthread_mutex_t stdio_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int stdio_add(FILE *f, struct stdio_cookie *c)
+static int stdio_add(FILE *f, struct stdio_cookie *c, char *buf)
 {
 	int rc = 0;
 	pthread_mutex_lock(&stdio_lock);
@@ -41,21 +55,25 @@ static int stdio_add(FILE *f, struct stdio_cookie *c)
 		}
 	}
 	if (!rc)
-		stdio_ents[stdio_n++] = (stdio_ent_t){ f, c };
+		stdio_ents[stdio_n++] = (stdio_ent_t){ f, c, buf };
 	pthread_mutex_unlock(&stdio_lock);
 	return rc;
 }
 
-/* The cookie of a tagged stream (removing the entry if take), or NULL. */
-static struct stdio_cookie *stdio_find(FILE *f, bool take)
+/* The cookie of a tagged stream, or NULL. With bufp, the entry is removed
+ * and *bufp receives its buffer (for the caller to free once the stream is
+ * closed). */
+static struct stdio_cookie *stdio_find(FILE *f, char **bufp)
 {
 	struct stdio_cookie *c = NULL;
 	pthread_mutex_lock(&stdio_lock);
 	for (size_t i = 0; i < stdio_n; i++)
 		if (stdio_ents[i].f == f) {
 			c = stdio_ents[i].c;
-			if (take)
+			if (bufp) {
+				*bufp = stdio_ents[i].buf;
 				stdio_ents[i] = stdio_ents[--stdio_n];
+			}
 			break;
 		}
 	pthread_mutex_unlock(&stdio_lock);
@@ -70,7 +88,7 @@ typedef struct stdio_cookie {
 
 bool ckc_stdio_tagged(FILE *f)
 {
-	return stdio_n && stdio_find(f, false) != NULL;
+	return f && f->_fileno == STDIO_COOKIE_FILENO && stdio_n && stdio_find(f, NULL) != NULL;
 }
 
 static ssize_t cookie_read(void *c, char *buf, size_t n)
@@ -110,6 +128,60 @@ static ssize_t cookie_write(void *c, const char *buf, size_t n)
 		return 0; /* stdio's convention for a failed write */
 	}
 	return r;
+}
+
+/* glibc's stream flags (libio.h, not installed): a stream that is writing,
+ * or reading back bytes pushed with ungetc, is left to glibc. */
+#define STDIO_IN_BACKUP 0x0100
+#define STDIO_PUTTING 0x0800
+
+/* Reads into p straight from the cache, bypassing the stream's buffer;
+ * the stream's position is the descriptor's, which glibc asks for at every
+ * ftell and fseek of a cookie stream. Returns the bytes read (short at the
+ * end of the file or on an error, which glibc then meets itself). */
+static size_t stdio_read_direct(FILE *f, char *p, size_t n)
+{
+	stdio_cookie_t *c = stdio_find(f, NULL);
+	ckc_vfd_t *v = c ? ckc_vfd_get(atomic_load(&c->fd)) : NULL;
+	size_t got = 0;
+	if (!v)
+		return 0;
+	int saved = errno;
+	while (got < n) {
+		ssize_t r = ckc_vfd_read(v, p + got, n - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	errno = saved;
+	return got;
+}
+
+size_t ckc_stdio_fread(void *p, size_t size, size_t n, FILE *f, bool locked)
+{
+	size_t (*rd)(void *, size_t, size_t, FILE *) = locked ? REAL(fread) : REAL(fread_unlocked);
+	size_t bytes;
+	if (__builtin_mul_overflow(size, n, &bytes) || bytes < STDIO_DIRECT_MIN || !ckc_stdio_tagged(f))
+		return rd(p, size, n, f);
+	if (locked)
+		flockfile(f);
+	size_t done = 0;
+	if (!(f->_flags & (STDIO_IN_BACKUP | STDIO_PUTTING | _IO_EOF_SEEN | _IO_ERR_SEEN))) {
+		/* what the buffer holds, then whole buffers straight from the
+		 * cache; the rest goes through the buffer as glibc does */
+		size_t held = f->_IO_read_ptr < f->_IO_read_end ? (size_t)(f->_IO_read_end - f->_IO_read_ptr) : 0;
+		done = REAL(fread_unlocked)(p, 1, held < bytes ? held : bytes, f);
+		size_t bsize = (size_t)(f->_IO_buf_end - f->_IO_buf_base), want = bytes - done;
+		if (done == held && bsize >= 128)
+			want -= want % bsize;
+		if (done == held && want)
+			done += stdio_read_direct(f, (char *)p + done, want);
+	}
+	if (done < bytes)
+		done += REAL(fread_unlocked)((char *)p + done, 1, bytes - done, f);
+	if (locked)
+		funlockfile(f);
+	return done / size;
 }
 
 static int cookie_seek(void *c, off64_t *off, int whence)
@@ -174,10 +246,14 @@ static FILE *stdio_stream(int fd, const char *mode)
 		free(c);
 		return NULL;
 	}
-	setvbuf(f, NULL, _IOFBF, STDIO_BUF);
-	if (stdio_add(f, c) != 0) {
+	/* without a buffer of its own the stream keeps glibc's 8 KiB one */
+	char *buf = malloc(STDIO_BUF);
+	if (buf)
+		setvbuf(f, buf, _IOFBF, STDIO_BUF);
+	if (stdio_add(f, c, buf) != 0) {
 		atomic_store(&c->fd, -1); /* the caller still owns fd */
 		REAL(fclose)(f);
+		free(buf);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -269,7 +345,7 @@ static FILE *freopen_common(const char *path, const char *mode, FILE *stream,
 			    FILE *(*real)(const char *, const char *, FILE *))
 {
 	char canon[PATH_MAX];
-	struct stdio_cookie *c = stream ? stdio_find(stream, false) : NULL;
+	struct stdio_cookie *c = stream ? stdio_find(stream, NULL) : NULL;
 
 	if (c)
 		return freopen_cookie(path, mode, stream, c);
@@ -320,14 +396,22 @@ void ckc_stdio_atfork(int phase)
 
 CKC_EXPORT int fclose(FILE *f)
 {
-	if (f && !ckc_in_vfork_child())
-		stdio_find(f, true);
-	return REAL(fclose)(f);
+	char *buf = NULL;
+	bool vforked = ckc_in_vfork_child();
+	if (f && f->_fileno == STDIO_COOKIE_FILENO && !vforked)
+		stdio_find(f, &buf);
+	else if (f && !vforked)
+		ckc_tag_forget_fd(f->_fileno);
+	int rc = REAL(fclose)(f);
+	/* glibc is done with a buffer it did not allocate once the stream is
+	 * closed (its last flush included) */
+	free(buf);
+	return rc;
 }
 
 CKC_EXPORT int fileno(FILE *f)
 {
-	struct stdio_cookie *c = f ? stdio_find(f, false) : NULL;
+	struct stdio_cookie *c = f && f->_fileno == STDIO_COOKIE_FILENO ? stdio_find(f, NULL) : NULL;
 	if (c)
 		return atomic_load(&c->fd);
 	return REAL(fileno)(f);

@@ -1,6 +1,11 @@
 /* Tagged paths: CKPTCACHE_PATHS' glob patterns, canonicalised once, matched
  * against canonical absolute paths with fnmatch(FNM_PATHNAME); a pattern
- * whose last component is "**" tags everything below its directory. */
+ * whose last component is "**" tags everything below its directory. Two
+ * quick answers keep untagged work free of system calls: a name no
+ * pattern's last component matches, and a directory descriptor below
+ * which no pattern can match (known per descriptor once its path was
+ * looked up, or inherited from the descriptor it was opened at by one
+ * name that is not followed if it is a symbolic link). */
 #include "config.h"
 
 #include <fcntl.h>
@@ -18,10 +23,47 @@ typedef struct tag_pat {
 	char *glob;      /* canonical pattern */
 	size_t lit;      /* length of its literal prefix (no wildcard before) */
 	bool subtree;    /* last component "**": everything below glob */
+	const char *last; /* glob's last component; NULL: any name may match */
+	char **comp;     /* glob's components (NULL-terminated); NULL: split unsure */
+	char *compbuf;   /* the strings comp points into */
 } tag_pat_t;
 
 static tag_pat_t *tag_pats;
 static int tag_npats;
+static bool tag_any_name; /* some pattern may match any last component */
+
+/* Per descriptor number: TAG_DIR_NONE once no path below that directory
+ * can be tagged. Cleared when the number is closed or replaced. */
+#define TAG_DIR_NONE 1
+_Atomic uint8_t *ckc_tag_dirv;
+size_t ckc_tag_dirv_cap;
+
+/* A glob whose '/' might sit inside a bracket or be escaped cannot be split
+ * into components with certainty. */
+static bool tag_splittable(const char *g)
+{
+	return !strpbrk(g, "[\\");
+}
+
+/* Splits t's canonical glob into components (t->comp, NULL-terminated);
+ * leaves t->comp NULL when it cannot. */
+static void tag_split(tag_pat_t *t)
+{
+	size_t n = 0;
+	for (const char *p = t->glob; *p; p++)
+		n += *p == '/';
+	char **v = calloc(n + 1, sizeof(*v)), *copy = strdup(t->glob), *save = NULL;
+	if (!v || !copy) {
+		free(v);
+		free(copy);
+		return;
+	}
+	n = 0;
+	for (char *tok = strtok_r(copy, "/", &save); tok; tok = strtok_r(NULL, "/", &save))
+		v[n++] = tok;
+	t->comp = v;
+	t->compbuf = copy;
+}
 
 /* Replaces every "%r" with the rank. */
 static char *tag_expand_rank(const char *p, long rank)
@@ -72,6 +114,15 @@ static int tag_add(const char *raw, long rank)
 		return -1;
 	t->lit = strcspn(canon, "*?[\\");
 	t->subtree = subtree;
+	t->last = NULL;
+	t->comp = NULL;
+	t->compbuf = NULL;
+	if (tag_splittable(t->glob)) {
+		tag_split(t);
+		if (!subtree)
+			t->last = strrchr(t->glob, '/') + 1;
+	}
+	tag_any_name |= !t->last;
 	tag_npats++;
 	return 0;
 }
@@ -87,16 +138,139 @@ int ckc_tag_load(const char *paths, long rank)
 		if (*tok)
 			tag_add(tok, rank);
 	free(copy);
+	/* as many numbers as the descriptor table (its pages stay unbacked
+	 * until used) */
+	if (tag_npats && !ckc_tag_dirv && ckc_vfd_cap) {
+		ckc_tag_dirv = calloc(ckc_vfd_cap, sizeof(*ckc_tag_dirv));
+		ckc_tag_dirv_cap = ckc_tag_dirv ? ckc_vfd_cap : 0;
+	}
 	return tag_npats;
 }
 
 void ckc_tag_free(void)
 {
-	for (int i = 0; i < tag_npats; i++)
+	for (int i = 0; i < tag_npats; i++) {
 		free(tag_pats[i].glob);
+		free(tag_pats[i].comp);
+		free(tag_pats[i].compbuf);
+	}
 	free(tag_pats);
 	tag_pats = NULL;
 	tag_npats = 0;
+	tag_any_name = false;
+	if (ckc_tag_dirv)
+		memset((void *)ckc_tag_dirv, 0, ckc_tag_dirv_cap);
+}
+
+/* Whether some pattern's last component matches the last component of path
+ * (true when that cannot be told from the name: ".", "..", a long name). */
+static bool tag_name_may_match(const char *path)
+{
+	char name[NAME_MAX + 1];
+	size_t end = strlen(path);
+
+	if (tag_any_name)
+		return true;
+	while (end > 1 && path[end - 1] == '/')
+		end--;
+	size_t start = end;
+	while (start > 0 && path[start - 1] != '/')
+		start--;
+	size_t len = end - start;
+	if (len == 0 || len > NAME_MAX || (path[start] == '.' && (len == 1 || (len == 2 && path[start + 1] == '.'))))
+		return true;
+	memcpy(name, path + start, len);
+	name[len] = '\0';
+	for (int i = 0; i < tag_npats; i++)
+		if (fnmatch(tag_pats[i].last, name, 0) == 0)
+			return true;
+	return false;
+}
+
+/* Whether a path below canonical directory dir could match pattern t: dir
+ * is an ancestor of what t names (each of its components matches), or lies
+ * inside t's subtree. */
+static bool tag_dir_may_hold(const tag_pat_t *t, const char *dir)
+{
+	char comp[NAME_MAX + 1];
+	size_t i = 0;
+
+	if (!t->comp)
+		return true;
+	for (const char *p = dir; *p;) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		size_t len = strcspn(p, "/");
+		if (!t->comp[i])
+			return t->subtree; /* deeper than the pattern */
+		if (len > NAME_MAX)
+			return true;
+		memcpy(comp, p, len);
+		comp[len] = '\0';
+		if (fnmatch(t->comp[i], comp, 0) != 0)
+			return false;
+		i++;
+		p += len;
+	}
+	/* an ancestor of what t names, or (subtree) its root: what is below it
+	 * may match; a non-subtree pattern needs at least one component more */
+	return t->subtree || t->comp[i] != NULL;
+}
+
+/* No path below canonical directory dir can be tagged. */
+static bool tag_dir_holds_none(const char *dir)
+{
+	for (int i = 0; i < tag_npats; i++)
+		if (tag_dir_may_hold(&tag_pats[i], dir))
+			return false;
+	return true;
+}
+
+/* A relative path that never leaves its directory. */
+static bool tag_stays_below(const char *path)
+{
+	for (const char *p = path; (p = strstr(p, "..")); p += 2)
+		if ((p == path || p[-1] == '/') && (p[2] == '/' || p[2] == '\0'))
+			return false;
+	return true;
+}
+
+/* Whether the cached verdict of dirfd may be trusted: a verdict left by a
+ * number closed behind the library's back (a raw system call) could hide a
+ * checkpoint the cache holds, so verdicts count only while it holds none;
+ * a checkpoint missed then is read and written at its real path. */
+static bool tag_dir_known_empty(int dirfd)
+{
+	return (size_t)dirfd < ckc_tag_dirv_cap &&
+	       atomic_load_explicit(&ckc_tag_dirv[dirfd], memory_order_relaxed) == TAG_DIR_NONE &&
+	       !ckc_holds_objects();
+}
+
+/* The same for the working directory (cleared by chdir and fchdir). */
+static _Atomic uint8_t tag_cwdv;
+
+void ckc_tag_cwd_changed(void)
+{
+	atomic_store_explicit(&tag_cwdv, 0, memory_order_relaxed);
+}
+
+static void tag_dir_set(int fd, uint8_t v)
+{
+	if ((size_t)fd < ckc_tag_dirv_cap)
+		atomic_store_explicit(&ckc_tag_dirv[fd], v, memory_order_relaxed);
+}
+
+void ckc_tag_opened(int dirfd, const char *path, int flags, int fd)
+{
+	/* one name, not followed if it is a symbolic link: what is opened is
+	 * surely below dirfd (a walker's way: tar, du, find) */
+	if ((size_t)fd >= ckc_tag_dirv_cap || (size_t)dirfd >= ckc_tag_dirv_cap || !path || !*path ||
+	    !(flags & O_NOFOLLOW) || strchr(path, '/') || !strcmp(path, ".."))
+		return;
+	if (atomic_load_explicit(&ckc_tag_dirv[dirfd], memory_order_relaxed) == TAG_DIR_NONE)
+		tag_dir_set(fd, TAG_DIR_NONE);
 }
 
 bool ckc_tag_match(const char *canon)
@@ -143,8 +317,26 @@ bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 
 	if (!path || !*path || ckc_io_guard || tag_npats == 0)
 		return false;
-	if (path[0] != '/' && dirfd != AT_FDCWD) {
+	if (!tag_name_may_match(path))
+		return false;
+	if (path[0] != '/' && dirfd == AT_FDCWD) {
+		bool below = tag_stays_below(path);
+		if (below && atomic_load_explicit(&tag_cwdv, memory_order_relaxed) == TAG_DIR_NONE &&
+		    !ckc_holds_objects())
+			return false;
+		if (!getcwd(base, sizeof(base)))
+			return false;
+		b = base;
+		if (tag_dir_holds_none(base)) {
+			atomic_store_explicit(&tag_cwdv, TAG_DIR_NONE, memory_order_relaxed);
+			if (below)
+				return false;
+		}
+	} else if (path[0] != '/') {
 		char link[64];
+		bool below = tag_stays_below(path);
+		if (below && tag_dir_known_empty(dirfd))
+			return false;
 		if (ckc_vfd_get(dirfd))
 			return false; /* not a directory: the real call says so */
 		snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
@@ -153,6 +345,11 @@ bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 			return false;
 		base[n] = '\0';
 		b = base;
+		if (tag_dir_holds_none(base)) {
+			tag_dir_set(dirfd, TAG_DIR_NONE);
+			if (below)
+				return false;
+		}
 	}
 	/* resolved as the kernel will: a path it refuses is not tagged, and
 	 * the real call gives the program the kernel's error */

@@ -56,6 +56,9 @@ int ckc_init_config(const ckc_config_t *c);
 /* Whether the engine is started and caching. */
 bool ckc_active(void);
 
+/* Whether the engine holds any checkpoint now (one load; no lock). */
+bool ckc_holds_objects(void);
+
 /* The program ends: drains every required flush (until deadline_ns on
  * ckc_now_ns()'s clock; 0: no limit), hands each checkpoint still open for
  * writing over to its real file (its bytes so far are published there and
@@ -88,6 +91,16 @@ int ckc_open_read(const char *path, ckc_handle_t **h);
  * handle reads what was written so far). Returns the number of bytes (0 at
  * end) or -errno. */
 ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off);
+
+/* For a reading handle whose checkpoint no cache tier holds (its bytes are
+ * only in the real file, which may well be in the page cache): a descriptor
+ * of that file, owned by h, for the kernel's own copy calls; -ENOENT when a
+ * tier holds them (they are read with ckc_pread then). */
+int ckc_handle_home_fd(ckc_handle_t *h);
+
+/* Counts [off, off+len) of h as read by the program from the real file
+ * (statistics, and whether the checkpoint was read whole). */
+void ckc_handle_note_read(ckc_handle_t *h, uint64_t off, uint64_t len);
 
 /* Current size of the object behind h. */
 uint64_t ckc_handle_size(const ckc_handle_t *h);

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "conf.h"
+#include "memlimit.h"
 #include "log.h"
 #include "state.h"
 
@@ -462,14 +463,18 @@ static void config_host(config_loader_t *ld)
 	double pct;
 
 	c->host_cache = 0;
+	c->host_cache_from = CKC_SIZE_BYTES;
 	if (!raw) {
 		c->host_cache = config_host_default(mem, c->local_size);
+		c->host_cache_from = CKC_SIZE_DEFAULT;
 		return;
 	}
 	if (!config_size(ld, "CKPTCACHE_HOST_CACHE", raw, &bytes, &pct))
 		return;
 	if (pct >= 0) {
 		c->host_cache = config_min_size(ld, "CKPTCACHE_HOST_CACHE", raw, config_pct_of(mem, pct));
+		c->host_cache_from = CKC_SIZE_PERCENT;
+		c->host_cache_pct = pct;
 		return;
 	}
 	/* mem_total 0 means the machine's memory is unknown: nothing to compare. */
@@ -481,6 +486,17 @@ static void config_host(config_loader_t *ld)
 		return;
 	}
 	c->host_cache = config_min_size(ld, "CKPTCACHE_HOST_CACHE", raw, bytes);
+}
+
+uint64_t ckc_config_host_for(ckc_config_t *c, uint64_t mem)
+{
+	if (!mem)
+		return c->host_cache;
+	if (c->host_cache_from == CKC_SIZE_DEFAULT)
+		c->host_cache = config_host_default(mem, c->local_size > 0 ? c->local_size : 1);
+	else if (c->host_cache_from == CKC_SIZE_PERCENT)
+		c->host_cache = config_pct_of(mem, c->host_cache_pct);
+	return c->host_cache;
 }
 
 /* The file-system facts for dir, or for its nearest existing ancestor when
@@ -512,23 +528,35 @@ static int config_fs_facts(const ckc_sysinfo_t *sys, const char *dir, uint64_t *
 	return rc;
 }
 
-/* Creates dir (mode 0700) when its parent folder exists, and says so: a
- * mistyped name must not become a tree of new folders. Returns 0 or an
- * errno (ENOENT when the parent is missing too). */
-static int config_make_dir(const char *dir)
+/* The folder dir is in ("." for a bare name), malloc'ed; NULL if out of
+ * memory. */
+static char *config_parent_of(const char *dir)
 {
 	char *parent = strdup(dir);
-	struct stat st;
 	if (!parent)
-		return ENOMEM;
+		return NULL;
 	size_t n = strlen(parent);
 	while (n > 1 && parent[n - 1] == '/')
 		n--;
 	while (n > 0 && parent[n - 1] != '/')
 		n--;
 	parent[n > 1 ? n - 1 : n] = '\0';
+	if (!*parent)
+		strcpy(parent, ".");
+	return parent;
+}
+
+/* Creates dir (mode 0700) when its parent folder exists, and says so: a
+ * mistyped name must not become a tree of new folders. Returns 0 or an
+ * errno (ENOENT when the parent is missing too). */
+static int config_make_dir(const char *dir)
+{
+	char *parent = config_parent_of(dir);
+	struct stat st;
+	if (!parent)
+		return ENOMEM;
 	int err = 0;
-	if (stat(*parent ? parent : ".", &st) != 0 || !S_ISDIR(st.st_mode))
+	if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))
 		err = ENOENT;
 	else if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		err = errno;
@@ -538,14 +566,30 @@ static int config_make_dir(const char *dir)
 	return err;
 }
 
+/* The errno why the missing dir could not be made (as config_make_dir
+ * would: its parent exists, and is a writable folder), or 0. */
+static int config_parent_writable(const char *dir)
+{
+	char *p = config_parent_of(dir);
+	struct stat st;
+	if (!p)
+		return ENOMEM;
+	int err = stat(p, &st) != 0 || !S_ISDIR(st.st_mode) ? ENOENT : access(p, W_OK | X_OK) ? errno : 0;
+	free(p);
+	return err;
+}
+
 /* Returns 0 when dir is (or has just been made) a writable directory, else
- * the errno that explains why not. */
-static int config_usable_dir(const char *dir, bool create)
+ * the errno that explains why not. A missing dir is made if create, except
+ * that with no_mkdir it is not: 0 when it could be. */
+static int config_usable_dir(const char *dir, bool create, bool no_mkdir)
 {
 	struct stat st;
 	if (stat(dir, &st) != 0) {
 		if (errno != ENOENT || !create)
 			return errno;
+		if (no_mkdir)
+			return config_parent_writable(dir);
 		int err = config_make_dir(dir);
 		if (err)
 			return err;
@@ -651,7 +695,7 @@ static void config_ssd(config_loader_t *ld)
 	else if (size < CKC_TIER_MIN)
 		size = 0; /* the default on a full file system: no tier */
 	if (size > 0) {
-		int err = config_usable_dir(dir, true);
+		int err = config_usable_dir(dir, true, ld->sys->no_mkdir);
 		if (err) {
 			config_ssd_dir_error(ld, dir_raw, cache_raw, err);
 			return;
@@ -703,7 +747,7 @@ int ckc_config_load(ckc_config_t *c, const char *(*get)(const char *name, void *
 	if (rescue) {
 		/* checked now: it is needed when a real path cannot be written,
 		 * which is too late to find out that it is not there */
-		int err = config_usable_dir(rescue, false);
+		int err = config_usable_dir(rescue, false, false);
 		if (err) {
 			ckc_error("CKPTCACHE_RESCUE_DIR='%s': not a writable folder (%s): a checkpoint "
 				  "whose real path cannot be written would have nowhere to go",
@@ -781,6 +825,7 @@ void ckc_sysinfo_default(ckc_sysinfo_t *sys)
 	long page = sysconf(_SC_PAGESIZE);
 	sys->mem_total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
 	sys->fs_info = config_fs_info;
+	sys->no_mkdir = false;
 	sys->tier_files = ckc_ssd_files_bytes;
 }
 

@@ -13,6 +13,10 @@ typedef enum ckc_persist { CKC_PERSIST_ALWAYS, CKC_PERSIST_UNCONSUMED, CKC_PERSI
 typedef enum ckc_eviction { CKC_EVICT_SCORE, CKC_EVICT_FIFO, CKC_EVICT_LRU } ckc_eviction_t;
 typedef enum ckc_prefetch { CKC_PREFETCH_AUTO, CKC_PREFETCH_EAGER, CKC_PREFETCH_OFF } ckc_prefetch_t;
 
+/* Where a size came from: given in bytes, a percentage of something, or
+ * the default. */
+enum { CKC_SIZE_BYTES, CKC_SIZE_PERCENT, CKC_SIZE_DEFAULT };
+
 typedef struct ckc_config {
 	bool enabled;          /* false: the library passes everything through */
 	bool strict;           /* CKPTCACHE_STRICT=1 */
@@ -25,6 +29,8 @@ typedef struct ckc_config {
 	uint64_t capture_min;  /* smallest device-to-host copy captured */
 	bool capture_pageable_only; /* never capture into pinned host memory */
 	uint64_t host_cache;   /* bytes, resolved; 0 disables the tier */
+	int host_cache_from;   /* CKC_SIZE_*: how host_cache was found */
+	double host_cache_pct; /* CKC_SIZE_PERCENT: the percentage */
 	uint64_t ssd_cache;    /* bytes, resolved; 0 disables the tier */
 	char *ssd_dir;         /* node-local directory for the ssd tier */
 	char *rescue_dir;      /* where a failed home flush leaves its bytes */
@@ -37,6 +43,8 @@ typedef struct ckc_config {
 	int log_level;         /* CKC_LOG_* */
 	long rank;             /* from the MPI/Slurm environment; 0 if none */
 	long local_size;       /* processes of this job on this node; 1 if unknown */
+	bool host_whole;       /* populate the host tier whole at start instead of growing
+				  it with use (not from the environment: for benchmarks) */
 } ckc_config_t;
 
 /* What the loader needs to know about the machine; tests pass their own. */
@@ -49,12 +57,17 @@ typedef struct ckc_sysinfo {
 	/* Bytes that this user's ssd tier files hold in dir's file system
 	 * (the caches of processes already running); NULL: none. */
 	uint64_t (*tier_files)(const char *dir);
+	/* A missing directory is checked (its nearest existing parent must be
+	 * writable) instead of made: ckptcache doctor changes nothing. */
+	bool no_mkdir;
 } ckc_sysinfo_t;
 
 /* The smallest host or ssd tier: one block of the arenas. */
 #define CKC_TIER_MIN 4096u
 
-/* The real machine's facts (MemTotal, statfs). */
+/* The real machine's facts (MemTotal, statfs). Physical memory only: it is
+ * read in every process; the job's memory limit (ckc_memlimit) is applied
+ * when the cache starts (ckc_config_host_for). */
 void ckc_sysinfo_default(ckc_sysinfo_t *sys);
 
 /* Fills c from variables looked up with get (getenv-like; ctx is passed
@@ -67,6 +80,11 @@ int ckc_config_load(ckc_config_t *c, const char *(*get)(const char *name, void *
 
 /* ckc_config_load with getenv and the real machine. */
 int ckc_config_from_env(ckc_config_t *c);
+
+/* The host tier's size for a machine (or a job) of mem bytes of memory:
+ * the default and a percentage are taken again of mem, a size in bytes
+ * stays. Sets and returns c->host_cache (unchanged when mem is 0). */
+uint64_t ckc_config_host_for(ckc_config_t *c, uint64_t mem);
 
 /* Releases the strings of c. */
 void ckc_config_free(ckc_config_t *c);

@@ -24,6 +24,7 @@
 #include "conf.h"
 #include "hintfile.h"
 #include "log.h"
+#include "memlimit.h"
 #include "path.h"
 #include "state.h"
 
@@ -103,8 +104,10 @@ static const char *const known_vars[] = {
 	"CKPTCACHE_STATS",     "CKPTCACHE_TRACE",	"CKPTCACHE_LOG",
 	"CKPTCACHE_STRICT",    "CKPTCACHE_TERM_WAIT",
 };
-/* Read by the ckptcache launcher, not by the library. */
-static const char *const launcher_vars[] = { "CKPTCACHE_LIB", "CKPTCACHE_DOCTOR" };
+/* Read by the ckptcache launcher, not by the library; CKPTCACHE_REPORTED is
+ * left by the library for the children of a process that reported a bad
+ * setting. */
+static const char *const launcher_vars[] = { "CKPTCACHE_LIB", "CKPTCACHE_DOCTOR", "CKPTCACHE_REPORTED" };
 
 static bool in_list(const char *name, size_t n, const char *const *list, size_t count)
 {
@@ -117,6 +120,27 @@ static bool in_list(const char *name, size_t n, const char *const *list, size_t 
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* What the loader said, kept until the variables are listed: a variable
+ * it found wrong is not listed as ok first. */
+typedef struct said {
+	int level;
+	char *msg;
+} said_t;
+static said_t *said;
+static size_t nsaid;
+
+/* Whether the loader reported a problem with variable name (len bytes). */
+static bool loader_faulted(const char *name, size_t len)
+{
+	for (size_t i = 0; i < nsaid; i++) {
+		const char *m = strstr(said[i].msg, "CKPTCACHE_");
+		if (said[i].level == CKC_LOG_ERROR && m && strncmp(m, name, len) == 0 &&
+		    (m[len] == '=' || m[len] == ':' || m[len] == ' '))
+			return true;
+	}
+	return false;
 }
 
 static void check_variables(void)
@@ -142,6 +166,8 @@ static void check_variables(void)
 		const char *eq = strchr(set[i], '=');
 		size_t len = (size_t)(eq - set[i]);
 		if (in_list(set[i], len, known_vars, sizeof(known_vars) / sizeof(known_vars[0]))) {
+			if (loader_faulted(set[i], len))
+				continue; /* its problem line follows */
 			if (blank(eq + 1))
 				ok("%.*s is blank: taken as unset", (int)len, set[i]);
 			else
@@ -162,9 +188,22 @@ static void check_variables(void)
 static int sink_errors;
 static const char *placeholder_paths = "/nonexistent/ckptcache-doctor/*";
 
-/* The loader's messages become check lines. Its closing summary is left
- * out: the lines below say what the errors mean. */
-static void sink(int level, const char *msg)
+/* The loader's messages are kept (said) and become check lines after the
+ * variables. Its closing summary is left out: the lines below say what the
+ * errors mean. */
+static void sink_keep(int level, const char *msg)
+{
+	said_t *s = realloc(said, (nsaid + 1) * sizeof(*s));
+	if (!s)
+		return;
+	said = s;
+	said[nsaid].level = level;
+	said[nsaid].msg = strdup(msg);
+	if (said[nsaid].msg)
+		nsaid++;
+}
+
+static void sink_show(int level, const char *msg)
 {
 	static const char *const prefix[] = { "ckptcache: error: ", "ckptcache: warning: ",
 					      "ckptcache: info: ", "ckptcache: debug: " };
@@ -698,7 +737,11 @@ static void check_ssd(const ckc_config_t *c, const ckc_sysinfo_t *sys, dev_t hom
 			"tier adds copies without adding a faster level",
 			dir);
 	if (!exists) {
-		problem("ssd directory %s does not exist and could not be created", dir);
+		/* the loader found that it can be made: the library makes it at
+		 * start; the file system is tried where it will be */
+		ok("ssd directory %s does not exist yet: the library makes it (mode 0700) in %s", dir,
+		   probe);
+		ssd_write_test(probe);
 		return;
 	}
 	ssd_write_test(dir);
@@ -966,19 +1009,31 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
-	check_variables();
-
 	bool paths_unset = env("CKPTCACHE_PATHS") == NULL;
-	if (paths_unset)
-		problem("CKPTCACHE_PATHS is not set: the library would do nothing (below: what the "
-			"other variables would do with it set)");
-
 	ckc_sysinfo_t sys;
 	ckc_config_t c;
 	ckc_sysinfo_default(&sys);
-	ckc_log_sink = sink;
+	sys.no_mkdir = true;
+	/* as the cache does when it starts: a job's memory limit is its memory */
+	uint64_t lim = ckc_memlimit_job();
+	if (lim)
+		sys.mem_total = lim;
+	/* the loader's verdict first, so that a variable it refuses is not
+	 * listed as ok before its problem */
+	ckc_log_sink = sink_keep;
 	int errors = ckc_config_load(&c, doctor_get, &paths_unset, &sys);
 	ckc_log_sink = NULL;
+
+	check_variables();
+	if (paths_unset)
+		problem("CKPTCACHE_PATHS is not set: the library would do nothing (below: what the "
+			"other variables would do with it set)");
+	if (lim) {
+		char a[32];
+		ok("memory: %s, the limit of this process's control group", ckc_format_size(lim, a, sizeof(a)));
+	}
+	for (size_t i = 0; i < nsaid; i++)
+		sink_show(said[i].level, said[i].msg);
 	if (errors > sink_errors)
 		problem("%d more configuration error(s)", errors - sink_errors);
 	if (errors)

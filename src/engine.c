@@ -14,12 +14,14 @@
 
 #include "engine_int.h"
 #include "log.h"
+#include "memlimit.h"
 #include "path.h"
 #include "state.h"
 
 ckc_engine_t ckc_eng = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.cv = PTHREAD_COND_INITIALIZER,
+	.pcv = PTHREAD_COND_INITIALIZER,
 	.trace_fd = -1,
 };
 
@@ -30,6 +32,7 @@ struct ckc_handle {
 	ckc_obj_t *o;
 	bool writer;
 	bool waited;       /* this reader already counted a wait */
+	bool counted;      /* its checkpoint was counted as read from a tier */
 	int home_fd;       /* the real file, opened by the first read from it */
 	int nrange, caprange;
 	uint64_t (*range)[2]; /* bytes read so far: sorted, disjoint [a, b) */
@@ -47,6 +50,14 @@ uint64_t ckc_now_ns(void)
 }
 
 /* ---- object map ---------------------------------------------------- */
+
+/* ckc_eng.nobj for readers without the lock. */
+static atomic_size_t eng_nobj;
+
+bool ckc_holds_objects(void)
+{
+	return atomic_load_explicit(&eng_nobj, memory_order_relaxed) != 0;
+}
 
 static uint64_t key_hash(const char *k)
 {
@@ -88,6 +99,7 @@ static int map_insert(ckc_obj_t *o)
 	o->hnext = ckc_eng.map[b];
 	ckc_eng.map[b] = o;
 	ckc_eng.nobj++;
+	atomic_store_explicit(&eng_nobj, ckc_eng.nobj, memory_order_relaxed);
 	return 0;
 }
 
@@ -99,6 +111,7 @@ static void map_remove(ckc_obj_t *o)
 	if (*pp) {
 		*pp = o->hnext;
 		ckc_eng.nobj--;
+		atomic_store_explicit(&eng_nobj, ckc_eng.nobj, memory_order_relaxed);
 	}
 	o->hnext = NULL;
 }
@@ -261,8 +274,19 @@ static void config_copy(ckc_config_t *dst, const ckc_config_t *src)
 
 static int tiers_open(void)
 {
-	const ckc_config_t *c = &ckc_eng.cfg;
+	ckc_config_t *c = &ckc_eng.cfg;
 	int n = 0, rc;
+
+	/* a job's memory limit (Slurm, a container) is its machine: read when
+	 * the cache starts, not in every process that loads the library */
+	if (c->host_cache_from != CKC_SIZE_BYTES) {
+		uint64_t was = c->host_cache, lim = ckc_memlimit_job();
+		if (lim)
+			ckc_config_host_for(c, lim);
+		if (c->host_cache != was)
+			ckc_info("host tier: %llu bytes, from the memory limit of this job's control group "
+				 "(%llu bytes)", (unsigned long long)c->host_cache, (unsigned long long)lim);
+	}
 
 	if (c->capture == CKC_CAPTURE_DEVICE && (c->gpu_cache_pct > 0 || c->gpu_cache > 0)) {
 		/* mapped at the program's first capture, on its device */
@@ -274,7 +298,7 @@ static int tiers_open(void)
 		ckc_tier_t *t = &ckc_eng.tier[n];
 		t->name = "host";
 		t->kind = TIER_HOST;
-		rc = ckc_host_open(t, c->host_cache);
+		rc = ckc_host_open(t, c->host_cache, ckc_eng.ntier == 0 && !c->host_whole);
 		if (rc) {
 			ckc_error("CKPTCACHE_HOST_CACHE=%llu: cannot map the host tier (%s)",
 				  (unsigned long long)c->host_cache, strerror(-rc));
@@ -344,10 +368,11 @@ static void engine_reset(void)
 	if (ckc_eng.trace_fd >= 0)
 		ckc_io.close(ckc_eng.trace_fd);
 	pthread_mutex_t lock = ckc_eng.lock;
-	pthread_cond_t cv = ckc_eng.cv;
+	pthread_cond_t cv = ckc_eng.cv, pcv = ckc_eng.pcv;
 	memset(&ckc_eng, 0, sizeof(ckc_eng));
 	ckc_eng.lock = lock;
 	ckc_eng.cv = cv;
+	ckc_eng.pcv = pcv;
 	ckc_eng.trace_fd = -1;
 	for (int l = 0; l < CKC_MAX_TIERS; l++)
 		ckc_eng.tier[l].fd = -1;
@@ -406,12 +431,16 @@ static void threads_stop(void)
 	pthread_mutex_lock(&ckc_eng.lock);
 	ckc_eng.stopping = true;
 	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_cond_broadcast(&ckc_eng.pcv);
 	pthread_mutex_unlock(&ckc_eng.lock);
 	ckc_prefetcher_stop();
 	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
 		ckc_flusher_stop(l);
 	if (ckc_eng.tier[0].kind == TIER_GPU)
 		ckc_gpu_stop(&ckc_eng.tier[0]);
+	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
+		if (ckc_eng.tier[l].kind == TIER_HOST)
+			ckc_host_stop(&ckc_eng.tier[l]);
 }
 
 int ckc_init_config(const ckc_config_t *c)
@@ -468,8 +497,11 @@ static void stats_collect(ckc_stats_t *s)
 	for (int l = 0; l < ckc_eng.ntier; l++) {
 		s->tier_name[l] = ckc_eng.tier[l].name;
 		s->tier[l] = ckc_eng.tier[l].st;
-		if (l + 1 < ckc_eng.ntier)
+		/* the edge's bandwidth is a guess until something was flushed */
+		if (l + 1 < ckc_eng.ntier && s->tier[l].flush_ops)
 			s->tier[l].flush_bw = ckc_eng.edge[l].bw;
+		if (ckc_eng.tier[l].kind == TIER_HOST)
+			s->tier[l].populated_bytes = atomic_load(&ckc_eng.tier[l].populated);
 		if (ckc_eng.tier[l].kind == TIER_GPU && ckc_eng.tier[l].gpu)
 			ckc_gpu_stats(&ckc_eng.tier[l], s);
 		if (ckc_eng.tier[l].kind == TIER_HOST && ckc_eng.tier[l].pinned_once)
@@ -697,7 +729,9 @@ int ckc_finish(uint64_t deadline_ns)
 	ckc_eng.finish_state = 1;
 	ckc_eng.draining = true;
 	pthread_cond_broadcast(&ckc_eng.cv);
+	uint64_t drain0 = ckc_now_ns();
 	bool done = drain_locked(deadline_ns);
+	ckc_eng.st.drain_s = (double)(ckc_now_ns() - drain0) / 1e9;
 	pthread_mutex_unlock(&ckc_eng.lock);
 	/* a flush that is stuck past the deadline is not waited for */
 	if (done)
@@ -751,7 +785,7 @@ void ckc_shutdown(void)
 
 /* ---- writing ------------------------------------------------------- */
 
-static uint64_t predict_size(void)
+uint64_t ckc_predict_size(void)
 {
 	uint64_t m = 0;
 	for (int i = 0; i < ckc_eng.nrecent && i < CKC_PREDICT_SLOTS; i++)
@@ -951,7 +985,7 @@ static int write_room(ckc_obj_t *o, uint64_t end)
 			return 0;
 		uint64_t cap = ckc_place_limit(o, o->wlevel), need;
 		if (have == 0) {
-			uint64_t guess = predict_size();
+			uint64_t guess = ckc_predict_size();
 			need = end > guess ? end : guess;
 			if (need < CKC_MIN_RESERVE && end <= CKC_MIN_RESERVE)
 				need = CKC_MIN_RESERVE;
@@ -1027,6 +1061,9 @@ static int write_bytes(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len,
 		p->pins++;
 		pthread_mutex_unlock(&ckc_eng.lock);
 		int rc = 0;
+		bool big = buf && len >= CKC_PROG_COPY_MIN;
+		if (big)
+			ckc_prog_begin();
 		for (int i = 0; i < n && !rc; i++) {
 			rc = buf ? ckc_tier_put(t, seg[i].aoff, src, seg[i].alen) :
 				   put_from_device(t, seg[i].aoff, dsrc, seg[i].alen);
@@ -1035,6 +1072,8 @@ static int write_bytes(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len,
 			off += seg[i].alen;
 			len -= seg[i].alen;
 		}
+		if (big)
+			ckc_prog_end();
 		pthread_mutex_lock(&ckc_eng.lock);
 		ckc_unpin(o, t->level);
 		if (rc)
@@ -1238,7 +1277,7 @@ static void close_writer_locked(ckc_obj_t *o)
 	}
 	ckc_trace("close-write", o, 0, o->size, o->wlevel, 0);
 	ckc_node_note(o);
-	ckc_eng.prefetch_gen++;
+	ckc_prefetch_kick();
 	pthread_cond_broadcast(&ckc_eng.cv);
 }
 
@@ -1335,7 +1374,7 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 	ckc_eng.st.dist_hist[ckc_stats_dist_bucket(d, d >= HQ_FAR)]++;
 	if (!ckc_eng.prefetch_started && ckc_eng.cfg.prefetch == CKC_PREFETCH_AUTO) {
 		ckc_eng.prefetch_started = true;
-		ckc_eng.prefetch_gen++;
+		ckc_prefetch_kick();
 		pthread_cond_broadcast(&ckc_eng.cv);
 	}
 	ckc_trace("open-read", o, 0, o->size, ckc_best_level(o), 0);
@@ -1516,14 +1555,38 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 		o->place[level].pins++;
 		o->place[level].seq_use = ++ckc_eng.seq;
 	}
+	/* a copy in the ssd tier of a checkpoint already published: what the
+	 * page cache still holds of the real file comes faster from there */
+	char *home = !h->writer && ckc_eng.tier[level].kind == TIER_SSD && o->at_home && !o->retired ?
+			     strdup(o->key) : NULL;
 	pthread_mutex_unlock(&ckc_eng.lock);
-	rc = ckc_src_read(&src, off, buf, len, &h->home_fd);
+	bool big = len >= CKC_PROG_COPY_MIN;
+	if (big)
+		ckc_prog_begin();
+	size_t got = home ? ckc_home_read_cached(home, buf, len, off, &h->home_fd) : 0;
+	rc = got < len ? ckc_src_read(&src, off + got, (char *)buf + got, len - got, &h->home_fd) : 0;
+	if (big)
+		ckc_prog_end();
+	free(home);
 	pthread_mutex_lock(&ckc_eng.lock);
+	if (got && o->retired) {
+		/* a newer version may have replaced the real file meanwhile */
+		pthread_mutex_unlock(&ckc_eng.lock);
+		got = 0;
+		rc = ckc_src_read(&src, off, buf, len, &h->home_fd);
+		pthread_mutex_lock(&ckc_eng.lock);
+	}
 	ckc_src_release(&src);
 	if (bounded)
 		ckc_unpin(o, level);
 	if (rc == 0) {
+		if (got == len)
+			level = ckc_eng.ntier - 1;
 		ckc_tier_stats_t *st = &ckc_eng.tier[level].st;
+		if (!h->writer && !h->counted) {
+			h->counted = true;
+			st->ckpt_reads++;
+		}
 		st->read_ops++;
 		st->read_bytes += len;
 		st->hits++;
@@ -1536,6 +1599,62 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	}
 	pthread_mutex_unlock(&ckc_eng.lock);
 	return rc;
+}
+
+int ckc_handle_home_fd(ckc_handle_t *h)
+{
+	ckc_obj_t *o = h->o;
+	int fd = -ENOENT;
+
+	if (h->writer)
+		return -ENOENT;
+	pthread_mutex_lock(&ckc_eng.lock);
+	bool home_only = ckc_best_level(o) == ckc_eng.ntier - 1 && !o->retired &&
+			 (o->at_home || (o->from_home && !o->rescue));
+	char *key = home_only && h->home_fd < 0 ? strdup(o->key) : NULL;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	if (!home_only)
+		return -ENOENT;
+	if (key) {
+		/* opened like a read from there opens it (ckc_home_read) */
+		int f = ckc_io.open(key, O_RDONLY, 0);
+		free(key);
+		if (f < 0)
+			return -ENOENT;
+		pthread_mutex_lock(&ckc_eng.lock);
+		if (h->home_fd < 0)
+			h->home_fd = f;
+		else
+			ckc_io.close(f);
+		pthread_mutex_unlock(&ckc_eng.lock);
+	}
+	pthread_mutex_lock(&ckc_eng.lock);
+	/* a checkpoint promoted or rewritten meanwhile is read through the cache */
+	if (ckc_best_level(o) == ckc_eng.ntier - 1 && !o->retired)
+		fd = h->home_fd;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return fd;
+}
+
+void ckc_handle_note_read(ckc_handle_t *h, uint64_t off, uint64_t len)
+{
+	if (len == 0)
+		return;
+	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_tier_stats_t *st = &ckc_eng.tier[ckc_eng.ntier - 1].st;
+	if (!h->writer && !h->counted) {
+		h->counted = true;
+		st->ckpt_reads++;
+	}
+	st->read_ops++;
+	st->read_bytes += len;
+	st->hits++;
+	for (int l = 0; l < ckc_eng.ntier - 1; l++)
+		ckc_eng.tier[l].st.misses++;
+	if (!h->writer)
+		range_add(h, off, off + len);
+	ckc_trace("read", h->o, off, len, ckc_eng.ntier - 1, 0);
+	pthread_mutex_unlock(&ckc_eng.lock);
 }
 
 static void stat_fill(const ckc_obj_t *o, ckc_stat_t *st)
@@ -1679,7 +1798,7 @@ static void consume_locked(ckc_obj_t *o)
 		ckc_flush_dequeue(o);
 	ckc_node_note(o);
 	ckc_trace("consume", o, 0, o->size, -1, 0);
-	ckc_eng.prefetch_gen++;
+	ckc_prefetch_kick();
 	pthread_cond_broadcast(&ckc_eng.cv);
 }
 
@@ -2138,7 +2257,7 @@ int ckc_hint_enqueue(const char *path)
 	pthread_mutex_lock(&ckc_eng.lock);
 	if (ckc_eng.active) {
 		rc = hq_push_back(ckc_eng.hq, key);
-		ckc_eng.prefetch_gen++;
+		ckc_prefetch_kick();
 		pthread_cond_broadcast(&ckc_eng.cv);
 	} else {
 		rc = -ENODEV;
@@ -2152,7 +2271,7 @@ int ckc_prefetch_start(void)
 	pthread_mutex_lock(&ckc_eng.lock);
 	if (ckc_eng.cfg.prefetch != CKC_PREFETCH_OFF)
 		ckc_eng.prefetch_started = true;
-	ckc_eng.prefetch_gen++;
+	ckc_prefetch_kick();
 	pthread_cond_broadcast(&ckc_eng.cv);
 	pthread_mutex_unlock(&ckc_eng.lock);
 	return 0;
@@ -2197,6 +2316,7 @@ void ckc_atfork_child(void)
 	pthread_mutex_init(&eng_life, NULL);
 	pthread_mutex_init(&ckc_eng.lock, NULL);
 	pthread_cond_init(&ckc_eng.cv, NULL);
+	pthread_cond_init(&ckc_eng.pcv, NULL);
 	ckc_eng.active = false;
 	ckc_eng.trace_fd = -1;
 }
@@ -2360,7 +2480,7 @@ void ckc_ref_put(ckc_ref_t *r)
 	}
 	ckc_obj_put(o);
 	/* its copy may be evicted now */
-	ckc_eng.prefetch_gen++;
+	ckc_prefetch_kick();
 	pthread_cond_broadcast(&ckc_eng.cv);
 	pthread_mutex_unlock(&ckc_eng.lock);
 }

@@ -161,12 +161,23 @@ typedef struct ckc_tier {
 	arena_t arena;
 	ckc_tier_stats_t st;
 
-	/* host: one anonymous mapping, populated by a background thread */
+	/* host: one anonymous mapping, populated by a background thread:
+	 * whole at start (populated grows from 0 to the capacity), or, when it
+	 * grows with use (grow), piece by piece ahead of the allocations, and
+	 * given back when idle (populated: the bytes of pieces populated now) */
 	char *base;
 	pthread_t toucher;
 	bool toucher_running;
 	atomic_uint_fast64_t populated;
 	atomic_bool toucher_stop;
+	bool grow;
+	_Atomic uint8_t *piece;        /* grow: per 2 MiB piece, populated or allocated since
+					  it was last given back */
+	size_t npiece;
+	atomic_uint_fast64_t use_seq;  /* grow: allocations in the tier so far */
+	atomic_bool caught_up;         /* grow: the toucher has nothing left to populate */
+	pthread_mutex_t grow_mx;       /* the toucher's wake-ups (taken after the engine lock) */
+	pthread_cond_t grow_cv;
 
 	atomic_uint_fast64_t pinned_bytes; /* registered with CUDA, from base (device capture) */
 	atomic_bool pinned_once;
@@ -194,6 +205,7 @@ typedef struct ckc_edge {
 typedef struct ckc_engine {
 	pthread_mutex_t lock;   /* guards everything below; never held during bulk I/O */
 	pthread_cond_t cv;      /* broadcast on every state change others may wait for */
+	pthread_cond_t pcv;     /* the prefetcher's alone: prefetch_gen changed, or stop */
 	bool active;
 	bool stopping;
 	bool draining;          /* the program ends: flushes go home, new files pass through */
@@ -232,7 +244,19 @@ typedef struct ckc_engine {
 
 extern ckc_engine_t ckc_eng;
 
+/* The restore queue or the room for prefetches changed (lock held): the
+ * prefetcher looks again. It has a condition variable of its own, so that
+ * the broadcasts of every read and unpin do not wake it for nothing. */
+static inline void ckc_prefetch_kick(void)
+{
+	ckc_eng.prefetch_gen++;
+	pthread_cond_signal(&ckc_eng.pcv);
+}
+
 /* engine.c */
+/* The predicted size of the next checkpoint (lock held): the largest of
+ * the last few, 0 before the first. */
+uint64_t ckc_predict_size(void);
 void ckc_obj_get(ckc_obj_t *o);
 void ckc_obj_put(ckc_obj_t *o);               /* lock held */
 /* Replaces o by nothing (a newer version, an unlink, a hand-over): its
@@ -305,12 +329,28 @@ extern __thread bool ckc_tl_background;
  * the program is in progress. */
 #define CKC_BG_YIELD_MAX_NS 5000000ull
 void ckc_bg_yield(void);
+/* The program's own copies of this size or more (a tagged write or read)
+ * count as copies the background work gives way to. */
+#define CKC_PROG_COPY_MIN (1u << 20)
+/* Background transfers move in pieces of this size, giving way between
+ * them (a piece takes a millisecond or less, more when the kernel must
+ * find fresh memory for it). */
+#define CKC_BG_PIECE (2u << 20)
 /* engine.c: moves every gpu copy down or drops it (before the driver goes) */
 void ckc_gpu_evacuate(void);
 
 /* tier_host.c / tier_ssd.c / tier_home.c */
-int ckc_host_open(ckc_tier_t *t, uint64_t capacity);
+/* Maps the host tier; grow: it grows with use and gives room back when idle
+ * (never with a gpu tier, which pins it whole). 0 or -errno. */
+int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow);
+/* Stops the toucher (lock not held: it takes the lock). */
+void ckc_host_stop(ckc_tier_t *t);
+/* Unmaps the tier; its toucher must be stopped if the lock is held. */
 void ckc_host_close(ckc_tier_t *t);
+/* Bytes [aoff, aoff+len) of host tier t were allocated (lock held): the
+ * toucher populates ahead of the next allocations, and gives these back
+ * once they are free again and the tier idle. */
+void ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len);
 int ckc_ssd_open(ckc_tier_t *t, uint64_t capacity, const char *dir);
 void ckc_ssd_close(ckc_tier_t *t);
 /* Removes the tier's file name; its descriptor still works. */
@@ -357,6 +397,9 @@ void ckc_home_discard(const char *tmp, int fd);
 int ckc_attr_apply_fd(int fd, const ckc_attr_t *a);
 /* Reads from the file at path, opening it once into *fdp. Returns bytes read or -errno. */
 ssize_t ckc_home_read(const char *path, void *buf, size_t len, uint64_t off, int *fdp);
+/* The same for what the page cache holds of [off, off+len) from its start
+ * on, without waiting for the device. Returns the bytes read (0: none). */
+size_t ckc_home_read_cached(const char *path, void *buf, size_t len, uint64_t off, int *fdp);
 /* Records in *id what the real path holds now (known = false if it could
  * not be looked at). */
 void ckc_fid_take(const char *path, ckc_fid_t *id);

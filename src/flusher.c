@@ -340,7 +340,19 @@ static void flush_one(ckc_edge_t *e, ckc_obj_t *o)
 			ckc_eng.tier[target].st.bypasses++;
 	}
 	if (reached < 0 && reached != -ECANCELED && ckc_persist_wanted(o) && !o->at_home) {
-		int rc = flush_to_home(o, level, false);
+		/* a copy still in a faster tier is the faster source (an ssd
+		 * file is read from the device, host memory is not) */
+		int from = level;
+		for (int l = 0; l < level; l++)
+			if (lc_readable(o->place[l].state) && !o->migrating) {
+				from = l;
+				break;
+			}
+		if (from != level)
+			o->place[from].pins++;
+		int rc = flush_to_home(o, from, false);
+		if (from != level)
+			ckc_unpin(o, from);
 		if (rc == -EAGAIN) /* renamed meanwhile: flush it again */
 			ckc_flush_enqueue(o, level);
 		reached = rc ? rc : home;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 __thread int ckc_io_guard;
@@ -31,9 +32,22 @@ static int io_fallocate(int fd, int mode, off_t off, off_t len)
 #endif
 }
 
+static ssize_t io_pread_cached(int fd, void *buf, size_t len, off_t off)
+{
+#ifdef RWF_NOWAIT
+	struct iovec v = { buf, len };
+	return preadv2(fd, &v, 1, off, RWF_NOWAIT);
+#else
+	(void)fd, (void)buf, (void)len, (void)off;
+	errno = EOPNOTSUPP;
+	return -1;
+#endif
+}
+
 #define CKC_IO_LIBC                                                      \
 	{                                                                \
 		.open = io_open, .close = close, .pread = pread,         \
+		.pread_cached = io_pread_cached,                         \
 		.pwrite = pwrite, .fsync = fsync, .ftruncate = ftruncate, \
 		.fallocate = io_fallocate, .rename = rename,             \
 		.unlink = unlink, .stat = stat, .fstat = fstat,          \
@@ -66,6 +80,22 @@ int ckc_io_pwrite_all(int fd, const void *buf, size_t len, off_t off)
 		off += n;
 	}
 	return 0;
+}
+
+size_t ckc_io_pread_cached_all(int fd, void *buf, size_t len, off_t off)
+{
+	char *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = ckc_io.pread_cached(fd, p + done, len - done, off + (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	return done;
 }
 
 ssize_t ckc_io_pread_all(int fd, void *buf, size_t len, off_t off)

@@ -13,6 +13,9 @@ typedef struct ckc_io {
 	int (*open)(const char *path, int flags, mode_t mode);
 	int (*close)(int fd);
 	ssize_t (*pread)(int fd, void *buf, size_t len, off_t off);
+	/* pread of what the page cache holds, never waiting for the device:
+	 * fewer bytes (or -1 with EAGAIN) where it holds nothing */
+	ssize_t (*pread_cached)(int fd, void *buf, size_t len, off_t off);
 	ssize_t (*pwrite)(int fd, const void *buf, size_t len, off_t off);
 	int (*fsync)(int fd);
 	int (*ftruncate)(int fd, off_t len);
@@ -44,5 +47,9 @@ int ckc_io_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 /* Reads len bytes at off, retrying short reads and EINTR. Returns the number
  * of bytes read (less than len only at end of file), or -errno. */
 ssize_t ckc_io_pread_all(int fd, void *buf, size_t len, off_t off);
+
+/* Reads what the page cache holds of [off, off+len) from its start on.
+ * Returns the bytes read (0 when it holds nothing there, or cannot say). */
+size_t ckc_io_pread_cached_all(int fd, void *buf, size_t len, off_t off);
 
 #endif

@@ -432,6 +432,8 @@ int ckc_place_reserve(ckc_obj_t *o, int level, uint64_t need, int mode, uint64_t
 		ckc_ext_t *last = &p->ext[p->nexts - 1];
 		ssize_t idx = arena_index_of(&t->arena, last->aoff);
 		if (idx >= 0 && arena_extend(&t->arena, (size_t)idx, last->alen + want) == 0) {
+			if (t->kind == TIER_HOST)
+				ckc_host_used(t, last->aoff + last->alen, want);
 			last->alen += want;
 			return 0;
 		}
@@ -451,5 +453,7 @@ int ckc_place_reserve(ckc_obj_t *o, int level, uint64_t need, int mode, uint64_t
 	}
 	if (p->nexts == 1)
 		p->seq_in = p->seq_use = ++ckc_eng.seq;
+	if (t->kind == TIER_HOST)
+		ckc_host_used(t, aoff, want);
 	return 0;
 }

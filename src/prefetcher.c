@@ -115,7 +115,7 @@ void ckc_hints_poll(bool now_anyway)
 		n = hint_reader_finish(&ckc_eng.hints, hints_emit, hints_report, NULL);
 	}
 	if (n > 0) {
-		ckc_eng.prefetch_gen++;
+		ckc_prefetch_kick();
 		pthread_cond_broadcast(&ckc_eng.cv);
 	}
 }
@@ -164,6 +164,8 @@ static int promote(ckc_obj_t *o, uint64_t dist)
 			break;
 		}
 		uint64_t n = size - off < avail ? size - off : avail;
+		n = n < CKC_BG_PIECE ? n : CKC_BG_PIECE;
+		ckc_bg_yield();
 		if (top->kind == TIER_HOST) {
 			rc = ckc_src_read(&from, off, top->base + aoff, (size_t)n, &fd);
 		} else {
@@ -247,7 +249,7 @@ static void *prefetcher_main(void *arg)
 			ts.tv_nsec -= 1000000000L;
 		}
 		while (gen == ckc_eng.prefetch_gen && !ckc_eng.stopping &&
-		       pthread_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts) == 0)
+		       pthread_cond_timedwait(&ckc_eng.pcv, &ckc_eng.lock, &ts) == 0)
 			;
 	}
 	pthread_mutex_unlock(&ckc_eng.lock);

@@ -34,22 +34,25 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 		fprintf(f,
 			"    {\"name\": \"%s\", \"capacity\": %llu,"
 			" \"put_ops\": %llu, \"put_bytes\": %llu,"
-			" \"read_ops\": %llu, \"read_bytes\": %llu,"
+			" \"read_ops\": %llu, \"read_bytes\": %llu, \"ckpt_reads\": %llu,"
 			" \"hits\": %llu, \"misses\": %llu,"
 			" \"flush_ops\": %llu, \"flush_bytes\": %llu, \"flush_errors\": %llu,"
 			" \"flush_bw\": %.0f,"
 			" \"prefetch_ops\": %llu, \"prefetch_bytes\": %llu,"
 			" \"evictions\": %llu, \"evicted_bytes\": %llu,"
-			" \"bypasses\": %llu, \"waits\": %llu, \"wait_s\": %.6f}%s\n",
+			" \"bypasses\": %llu, \"waits\": %llu, \"wait_s\": %.6f,"
+			" \"populated_bytes\": %llu, \"given_back_bytes\": %llu}%s\n",
 			s->tier_name[i], (unsigned long long)t->capacity,
 			(unsigned long long)t->put_ops, (unsigned long long)t->put_bytes,
 			(unsigned long long)t->read_ops, (unsigned long long)t->read_bytes,
+			(unsigned long long)t->ckpt_reads,
 			(unsigned long long)t->hits, (unsigned long long)t->misses,
 			(unsigned long long)t->flush_ops, (unsigned long long)t->flush_bytes,
 			(unsigned long long)t->flush_errors, t->flush_bw,
 			(unsigned long long)t->prefetch_ops, (unsigned long long)t->prefetch_bytes,
 			(unsigned long long)t->evictions, (unsigned long long)t->evicted_bytes,
 			(unsigned long long)t->bypasses, (unsigned long long)t->waits, t->wait_s,
+			(unsigned long long)t->populated_bytes, (unsigned long long)t->given_back_bytes,
 			i + 1 < s->ntier ? "," : "");
 	}
 	fprintf(f, "  ],\n");
@@ -61,6 +64,7 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 		(unsigned long long)s->rescued, (unsigned long long)s->lost);
 	fprintf(f, "  \"reads_waited_for_prefetch\": %llu,\n  \"read_wait_s\": %.6f,\n",
 		(unsigned long long)s->reads_waited, s->read_wait_s);
+	fprintf(f, "  \"drain_s\": %.6f,\n", s->drain_s);
 	fprintf(f, "  \"prefetch_distance_at_read\": {");
 	for (int i = 0; i < CKC_DIST_BUCKETS; i++)
 		fprintf(f, "%s\"%s\": %llu", i ? ", " : "", dist_label[i],

@@ -17,7 +17,9 @@
 typedef struct ckc_tier_stats {
 	uint64_t capacity;
 	uint64_t put_ops, put_bytes;           /* program writes landing here */
-	uint64_t read_ops, read_bytes;         /* program reads served here */
+	uint64_t read_ops, read_bytes;         /* program read calls served here */
+	uint64_t ckpt_reads;                   /* checkpoints read back, each counted at the
+						  tier that served its first read */
 	uint64_t hits, misses;                 /* reads served here / from below */
 	uint64_t flush_ops, flush_bytes;       /* copies flushed out of this tier */
 	uint64_t flush_errors;
@@ -27,6 +29,8 @@ typedef struct ckc_tier_stats {
 	uint64_t waits;                        /* placements that waited for room */
 	double wait_s;
 	double flush_bw;                       /* bytes/s out of this tier (moving average) */
+	uint64_t populated_bytes;              /* host: memory populated now */
+	uint64_t given_back_bytes;             /* host: memory given back while idle */
 } ckc_tier_stats_t;
 
 #define CKC_CUDA_KINDS 16
@@ -40,6 +44,7 @@ typedef struct ckc_stats {
 	uint64_t objects_retired, rescued, lost;
 	uint64_t reads_waited;                 /* reads that waited for a prefetch */
 	double read_wait_s;
+	double drain_s;                        /* at exit: waiting for the flushes to finish */
 	uint64_t dist_hist[CKC_DIST_BUCKETS];
 	/* CUDA driver calls the wrappers saw, by kind, and the entry points
 	 * through which the wrappers were handed out */

@@ -438,7 +438,7 @@ static int gpu_grow_one(ckc_tier_t *t, ckc_gpu_dev_t *r)
 			r->nmapped_max = r->nmapped;
 		r->usable = true;
 		gpu_capacity(t);
-		ckc_eng.prefetch_gen++;
+		ckc_prefetch_kick();
 		pthread_cond_broadcast(&ckc_eng.cv);
 	}
 	pthread_mutex_unlock(&ckc_eng.lock);

@@ -17,7 +17,6 @@
 #include "path.h"
 #include "state.h"
 
-#define HOME_CHUNK (16u << 20)
 
 static atomic_uint home_tmp_counter;
 
@@ -88,13 +87,14 @@ int ckc_src_copy(const ckc_src_t *from, const ckc_src_t *to, uint64_t size,
 	if (size > have)
 		size = have;
 	for (uint64_t off = 0; !rc && off < size;) {
-		uint64_t a, b, na, nb, n = size - off < HOME_CHUNK ? size - off : HOME_CHUNK;
+		uint64_t a, b, na, nb, n = size - off < CKC_BG_PIECE ? size - off : CKC_BG_PIECE;
 		if (!ckc_ext_run(from->ext, from->n, off, &a, &na) ||
 		    !ckc_ext_run(to->ext, to->n, off, &b, &nb))
 			return -EIO;
 		/* the largest run contiguous in both copies */
 		n = n < na ? n : na;
 		n = n < nb ? n : nb;
+		ckc_bg_yield();
 		rc = ckc_tier_copy(from->t, a, to->t, b, (size_t)n);
 		off += n;
 		if (progress)
@@ -110,7 +110,8 @@ int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,
 	int rc = 0, rfd = -1;
 
 	for (uint64_t off = 0; off < size && rc == 0;) {
-		size_t n = size - off < HOME_CHUNK ? (size_t)(size - off) : HOME_CHUNK;
+		size_t n = size - off < CKC_BG_PIECE ? (size_t)(size - off) : CKC_BG_PIECE;
+		ckc_bg_yield();
 		if (src->t && src->t->kind == TIER_HOST) {
 			/* host memory goes straight to the file, run by run */
 			uint64_t aoff, avail;
@@ -122,7 +123,7 @@ int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,
 				n = (size_t)avail;
 			rc = ckc_io_pwrite_all(fd, src->t->base + aoff, n, (off_t)off);
 		} else {
-			if (!bounce && posix_memalign((void **)&bounce, CKC_ALIGN, HOME_CHUNK)) {
+			if (!bounce && posix_memalign((void **)&bounce, CKC_ALIGN, CKC_BG_PIECE)) {
 				rc = -ENOMEM;
 				break;
 			}
@@ -305,6 +306,13 @@ ssize_t ckc_home_read(const char *path, void *buf, size_t len, uint64_t off, int
 			return -errno;
 	}
 	return ckc_io_pread_all(*fdp, buf, len, (off_t)off);
+}
+
+size_t ckc_home_read_cached(const char *path, void *buf, size_t len, uint64_t off, int *fdp)
+{
+	if (*fdp < 0 && (*fdp = ckc_io.open(path, O_RDONLY, 0)) < 0)
+		return 0;
+	return ckc_io_pread_cached_all(*fdp, buf, len, (off_t)off);
 }
 
 /* One line of the rescue index: the rescue file's name, a tab, the real

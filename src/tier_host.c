@@ -1,10 +1,14 @@
 /* The host tier: one anonymous mapping (huge pages advised) whose pages a
- * background thread populates, so start-up never waits for them. Bytes move
- * in and out with memcpy. The mapping is never moved, so a later pinning
- * step can register it as it is. */
+ * background thread populates, so the program's copies rarely fault. It
+ * grows with use: only the room the next checkpoints will take is populated
+ * ahead of them, and free room is given back when the tier has been idle.
+ * Under device capture the whole mapping is populated at start instead (the
+ * gpu tier pins it). Bytes move in and out with memcpy. The mapping is never
+ * moved, so a later pinning step can register it as it is. */
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -16,65 +20,276 @@
 #endif
 
 /* Short holds of the address space's lock, which a page protection of the
- * program's (a device capture) waits for: one huge page at a time. */
-#define HOST_POPULATE_CHUNK (2u << 20)
+ * program's (a device capture) waits for: one huge page at a time. Also
+ * the unit in which a growing tier populates and gives back. */
+#define HOST_PIECE (2u << 20)
+
+/* A growing tier keeps twice the predicted checkpoint size of free room
+ * populated, at least HOST_AHEAD_MIN and at most HOST_AHEAD_MAX (a larger
+ * checkpoint faults the rest of its pages in as it is copied: memory a job
+ * does not use is not held for it). */
+#define HOST_AHEAD_MIN (32ull << 20)
+#define HOST_AHEAD_MAX (256ull << 20)
+
+/* Free room beyond that is given back after this long without an
+ * allocation in the tier; the toucher looks at least this often. */
+#define HOST_IDLE_NS 1000000000ull
+
+/* Populates [off, off+len) of the mapping. 0 or -errno. MADV_POPULATE_WRITE
+ * faults the pages in without writing to them, so it can run while the
+ * program's bytes arrive. */
+static int host_populate(ckc_tier_t *t, uint64_t off, uint64_t len)
+{
+	return madvise(t->base + off, len, MADV_POPULATE_WRITE) == 0 ? 0 : -errno;
+}
+
+static void host_toucher_whole(ckc_tier_t *t)
+{
+	uint64_t cap = t->arena.capacity;
+
+	for (uint64_t off = 0; off < cap && !atomic_load(&t->toucher_stop); off += HOST_PIECE) {
+		uint64_t len = cap - off < HOST_PIECE ? cap - off : HOST_PIECE;
+		ckc_bg_yield();
+		int rc = host_populate(t, off, len);
+		if (rc) {
+			ckc_debug("host tier: pages are populated on first use (%s)", strerror(-rc));
+			break;
+		}
+		atomic_store(&t->populated, off + len);
+	}
+	atomic_store(&t->populated, cap);
+}
+
+/* ---- a growing tier ------------------------------------------------- */
+
+/* Piece k is populated now (by the toucher or the program's copies). */
+static void host_mark(ckc_tier_t *t, uint64_t k)
+{
+	if (!atomic_exchange(&t->piece[k], 1))
+		atomic_fetch_add(&t->populated, HOST_PIECE);
+}
+
+/* The room the next allocations will take (lock held): in best-fit order,
+ * the starts of the gaps that fit a predicted checkpoint, ahead bytes in
+ * all. Marks their pieces in want[]. Returns the pieces marked. */
+static size_t host_plan(const ckc_tier_t *t, uint8_t *want)
+{
+	const arena_t *a = &t->arena;
+	uint64_t p = ckc_predict_size(), ahead = 2 * p;
+	size_t n = 0;
+
+	if (ahead < HOST_AHEAD_MIN)
+		ahead = HOST_AHEAD_MIN;
+	if (ahead > HOST_AHEAD_MAX)
+		ahead = HOST_AHEAD_MAX;
+	memset(want, 0, t->npiece);
+	/* the arena allocates the smallest gap that fits, lowest first */
+	for (uint64_t floor = 0, floor_off = 0; ahead > 0;) {
+		ssize_t best = -1;
+		for (size_t i = 0; i < a->nfrag; i++) {
+			const arena_frag_t *f = &a->frag[i];
+			if (f->owner || f->len < p || f->len < floor || (f->len == floor && f->off <= floor_off))
+				continue;
+			if (best < 0 || f->len < a->frag[best].len)
+				best = (ssize_t)i;
+		}
+		if (best < 0)
+			break;
+		const arena_frag_t *g = &a->frag[best];
+		uint64_t take = g->len < ahead ? g->len : ahead;
+		for (uint64_t k = g->off / HOST_PIECE; k * HOST_PIECE < g->off + take; k++)
+			if (!want[k]) {
+				want[k] = 1;
+				n++;
+			}
+		ahead -= take;
+		floor = g->len;
+		floor_off = g->off;
+	}
+	return n;
+}
+
+/* Gives back the pieces lying wholly in free room that the plan does not
+ * want and that were populated or used since they were last given back
+ * (lock held: nothing can allocate them meanwhile). Returns the bytes
+ * given back. */
+static uint64_t host_give_back(ckc_tier_t *t, const uint8_t *want)
+{
+	const arena_t *a = &t->arena;
+	uint64_t bytes = 0;
+
+	for (size_t i = 0; i < a->nfrag; i++) {
+		const arena_frag_t *f = &a->frag[i];
+		if (f->owner)
+			continue;
+		uint64_t k = (f->off + HOST_PIECE - 1) / HOST_PIECE, end = (f->off + f->len) / HOST_PIECE;
+		if (f->off + f->len == a->capacity)
+			end = t->npiece; /* the last piece may be short */
+		for (; k < end; k++) {
+			if (want[k] || !atomic_load(&t->piece[k]))
+				continue;
+			uint64_t off = k * HOST_PIECE, len = a->capacity - off;
+			if (madvise(t->base + off, len < HOST_PIECE ? len : HOST_PIECE, MADV_DONTNEED) == 0 &&
+			    atomic_exchange(&t->piece[k], 0))
+				bytes += HOST_PIECE;
+		}
+	}
+	return bytes;
+}
+
+static void host_toucher_grow(ckc_tier_t *t)
+{
+	uint8_t *want = calloc(t->npiece, 1);
+	uint64_t seen = 0, last_use = ckc_now_ns();
+
+	if (!want)
+		return;
+	while (!atomic_load(&t->toucher_stop)) {
+		/* nothing ahead of a tier that was never used: a process that
+		 * only reads checkpoints from their real files needs no room */
+		pthread_mutex_lock(&ckc_eng.lock);
+		if (atomic_load(&t->use_seq))
+			host_plan(t, want);
+		pthread_mutex_unlock(&ckc_eng.lock);
+		/* populate what the next checkpoints will take */
+		for (size_t k = 0; k < t->npiece && !atomic_load(&t->toucher_stop); k++) {
+			if (!want[k] || atomic_load(&t->piece[k]))
+				continue;
+			ckc_bg_yield();
+			uint64_t off = k * HOST_PIECE, len = t->arena.capacity - off;
+			if (host_populate(t, off, len < HOST_PIECE ? len : HOST_PIECE) != 0)
+				break;
+			host_mark(t, k);
+		}
+		pthread_mutex_lock(&t->grow_mx);
+		atomic_store(&t->caught_up, true);
+		pthread_cond_broadcast(&t->grow_cv);
+		if (!atomic_load(&t->toucher_stop) && atomic_load(&t->use_seq) == seen) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += HOST_IDLE_NS / 1000000000ull;
+			pthread_cond_timedwait(&t->grow_cv, &t->grow_mx, &ts);
+		}
+		pthread_mutex_unlock(&t->grow_mx);
+		uint64_t seq = atomic_load(&t->use_seq);
+		if (seq != seen) {
+			seen = seq;
+			last_use = ckc_now_ns();
+			continue;
+		}
+		if (ckc_now_ns() - last_use < HOST_IDLE_NS)
+			continue;
+		/* idle: free room beyond what the next checkpoints take goes
+		 * back to the system (room freed since the last look included) */
+		pthread_mutex_lock(&ckc_eng.lock);
+		host_plan(t, want);
+		uint64_t b = host_give_back(t, want);
+		t->st.given_back_bytes += b;
+		pthread_mutex_unlock(&ckc_eng.lock);
+		atomic_fetch_sub(&t->populated, b);
+	}
+	free(want);
+}
+
+void ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len)
+{
+	if (!t->grow || !len)
+		return;
+	for (uint64_t k = aoff / HOST_PIECE; k * HOST_PIECE < aoff + len && k < t->npiece; k++)
+		host_mark(t, k);
+	atomic_fetch_add(&t->use_seq, 1);
+	pthread_mutex_lock(&t->grow_mx);
+	atomic_store(&t->caught_up, false);
+	pthread_cond_broadcast(&t->grow_cv);
+	pthread_mutex_unlock(&t->grow_mx);
+}
 
 static void *host_toucher(void *arg)
 {
 	ckc_tier_t *t = arg;
 	ckc_io_guard = 1; /* never re-enter the wrappers */
 	ckc_tl_background = true;
-	uint64_t cap = t->arena.capacity;
-
-	for (uint64_t off = 0; off < cap && !atomic_load(&t->toucher_stop);
-	     off += HOST_POPULATE_CHUNK) {
-		uint64_t len = cap - off < HOST_POPULATE_CHUNK ? cap - off : HOST_POPULATE_CHUNK;
-		ckc_bg_yield();
-		/* MADV_POPULATE_WRITE faults the pages in without writing to
-		 * them, so it can run while the program's bytes arrive. */
-		if (madvise(t->base + off, len, MADV_POPULATE_WRITE) != 0) {
-			ckc_debug("host tier: pages are populated on first use (%s)", strerror(errno));
-			break;
-		}
-		atomic_store(&t->populated, off + len);
-	}
-	atomic_store(&t->populated, cap);
+	if (t->grow)
+		host_toucher_grow(t);
+	else
+		host_toucher_whole(t);
 	return NULL;
 }
 
-int ckc_host_open(ckc_tier_t *t, uint64_t capacity)
+/* An anonymous mapping of len bytes starting on a piece boundary, so that
+ * each piece can be one huge page. NULL with errno on failure. */
+static char *host_map(uint64_t len)
+{
+	char *p = mmap(NULL, len + HOST_PIECE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	uintptr_t head = (HOST_PIECE - (uintptr_t)p % HOST_PIECE) % HOST_PIECE;
+	if (head)
+		munmap(p, head);
+	munmap(p + head + len, HOST_PIECE - head);
+	return p + head;
+}
+
+int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow)
 {
 	int rc = arena_init(&t->arena, capacity, CKC_ALIGN);
 	if (rc)
 		return rc;
 	capacity = t->arena.capacity;
-	void *p = mmap(NULL, capacity, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED) {
+	char *p = host_map(capacity);
+	if (!p) {
 		rc = -errno;
 		arena_fini(&t->arena);
 		return rc;
 	}
 	(void)madvise(p, capacity, MADV_HUGEPAGE);
 	t->base = p;
+	t->grow = grow;
+	t->npiece = (capacity + HOST_PIECE - 1) / HOST_PIECE;
+	t->piece = grow ? calloc(t->npiece, sizeof(*t->piece)) : NULL;
+	if (grow && !t->piece) {
+		munmap(p, capacity);
+		t->base = NULL;
+		arena_fini(&t->arena);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&t->grow_mx, NULL);
+	pthread_cond_init(&t->grow_cv, NULL);
+	atomic_store(&t->use_seq, 0);
+	atomic_store(&t->caught_up, false);
 	atomic_store(&t->populated, 0);
 	atomic_store(&t->toucher_stop, false);
 	t->toucher_running = pthread_create(&t->toucher, NULL, host_toucher, t) == 0;
-	if (!t->toucher_running)
-		atomic_store(&t->populated, capacity);
+	if (!t->toucher_running) {
+		atomic_store(&t->populated, grow ? 0 : capacity);
+		atomic_store(&t->caught_up, true);
+	}
 	return 0;
+}
+
+void ckc_host_stop(ckc_tier_t *t)
+{
+	if (!t->toucher_running)
+		return;
+	pthread_mutex_lock(&t->grow_mx);
+	atomic_store(&t->toucher_stop, true);
+	pthread_cond_broadcast(&t->grow_cv);
+	pthread_mutex_unlock(&t->grow_mx);
+	pthread_join(t->toucher, NULL);
+	t->toucher_running = false;
 }
 
 void ckc_host_close(ckc_tier_t *t)
 {
-	if (t->toucher_running) {
-		atomic_store(&t->toucher_stop, true);
-		pthread_join(t->toucher, NULL);
-		t->toucher_running = false;
-	}
+	ckc_host_stop(t);
 	if (t->base)
 		munmap(t->base, t->arena.capacity);
 	t->base = NULL;
+	free((void *)t->piece);
+	t->piece = NULL;
+	pthread_cond_destroy(&t->grow_cv);
+	pthread_mutex_destroy(&t->grow_mx);
 	arena_fini(&t->arena);
 }
 
@@ -82,10 +297,18 @@ void ckc_wait_ready(void)
 {
 	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
 		ckc_tier_t *t = &ckc_eng.tier[l];
-		if (t->kind == TIER_HOST && t->toucher_running)
-			while (atomic_load(&t->populated) < t->arena.capacity) {
-				struct timespec ts = { 0, 1000000 };
-				nanosleep(&ts, NULL);
-			}
+		if (t->kind != TIER_HOST || !t->toucher_running)
+			continue;
+		if (t->grow) {
+			pthread_mutex_lock(&t->grow_mx);
+			while (!atomic_load(&t->caught_up))
+				pthread_cond_wait(&t->grow_cv, &t->grow_mx);
+			pthread_mutex_unlock(&t->grow_mx);
+			continue;
+		}
+		while (atomic_load(&t->populated) < t->arena.capacity) {
+			struct timespec ts = { 0, 1000000 };
+			nanosleep(&ts, NULL);
+		}
 	}
 }

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <linux/io_uring.h>
 #include <pthread.h>
 #include <signal.h>
@@ -401,6 +402,51 @@ static int m_check(int argc, char **argv)
 {
 	struct args arg = parse_args(argc, argv, "PATH SIZE SEED [CHUNK]");
 	check_file(arg.path, arg.size, arg.seed, chunk_arg(argc, argv));
+	return 0;
+}
+
+/* This process's resident memory (VmRSS), in KiB. */
+static long rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (kb < 0)
+		fail("no VmRSS in /proc/self/status");
+	return kb;
+}
+
+/* rss PATH SIZE SEED N: the resident memory of this process (KiB) before N
+ * checkpoints PATH.0.. of SIZE bytes, after writing and reading them back
+ * and a second of quiet, and once they were removed and the cache idle for
+ * two seconds and a half. */
+static int m_rss(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED N");
+	char p[PATH_MAX];
+	/* this program's own buffers go back to the system when freed (glibc
+	 * would otherwise raise its mapping threshold and keep them) */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	long before = rss_kib();
+	for (long i = 0; i < arg.n; i++) {
+		snprintf(p, sizeof(p), "%s.%ld", arg.path, i);
+		gen_file(p, arg.size, arg.seed + (uint64_t)i, 0);
+		check_file(p, arg.size, arg.seed + (uint64_t)i, 0);
+	}
+	sleep_ms(1000);
+	long cached = rss_kib();
+	for (long i = 0; i < arg.n; i++) {
+		snprintf(p, sizeof(p), "%s.%ld", arg.path, i);
+		if (unlink(p) != 0)
+			fail("unlink %s: %s", p, strerror(errno));
+	}
+	sleep_ms(2500);
+	printf("rss_kib before=%ld cached=%ld after=%ld\n", before, cached, rss_kib());
 	return 0;
 }
 
@@ -1850,6 +1896,94 @@ static int m_stdio(int argc, char **argv)
 	return 0;
 }
 
+/* Compares n bytes read at offset off of the file with the stream. */
+static void expect_bytes(const unsigned char *b, const unsigned char *e, size_t off, size_t n,
+			 const char *what)
+{
+	if (memcmp(b, e + off, n) != 0)
+		fail("%s: wrong bytes at offset %zu", what, off);
+}
+
+/* stdio-large PATH SIZE SEED: large freads of a tagged file, mixed with
+ * what moves a stream's position or its buffer: a small read first, ftell
+ * and fseek, ungetc, a stream of a dup'ed descriptor whose position is
+ * handed back to the descriptor (as numpy's fromfile does), a w+ stream
+ * reading back, fread_unlocked, an unbuffered stream. */
+static int m_stdio_large(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED");
+	size_t n = arg.size, big = n / 4 * 3;
+	unsigned char *e = pattern_buf(n, arg.seed), *b = xmalloc(n + 64);
+
+	FILE *f = xfopen(arg.path, "wb");
+	if (fwrite(e, 1, n, f) != n)
+		fail("fwrite: %s", strerror(errno));
+	xfclose(f);
+
+	f = xfopen(arg.path, "rb");
+	if (fread(b, 1, 10, f) != 10 || fread(b + 10, 1, big, f) != big)
+		fail("fread of 10 then %zu bytes: %s", big, strerror(errno));
+	expect_bytes(b, e, 0, 10 + big, "a small then a large fread");
+	if (ftell(f) != (long)(10 + big))
+		fail("ftell after the large fread: %ld, expected %zu", ftell(f), 10 + big);
+	size_t rest = n - 10 - big, got = fread(b, 1, rest + 4096, f);
+	if (got != rest || !feof(f) || ferror(f))
+		fail("fread past the end: %zu bytes (expected %zu), eof %d", got, rest, feof(f));
+	expect_bytes(b, e, 10 + big, rest, "fread to the end");
+	if (fread(b, 1, big, f) != 0)
+		fail("fread at the end returned bytes");
+	if (fseek(f, 100, SEEK_SET) != 0)
+		fail("fseek: %s", strerror(errno));
+	int c = fgetc(f);
+	if (c != e[100] || ungetc(c, f) != c)
+		fail("fgetc/ungetc after fseek");
+	if (fread(b, 1, big, f) != big)
+		fail("fread after ungetc: %s", strerror(errno));
+	expect_bytes(b, e, 100, big, "fread after ungetc");
+	if (ftell(f) != (long)(100 + big))
+		fail("ftell after ungetc + fread: %ld, expected %zu", ftell(f), 100 + big);
+	if (fseek(f, -(long)big, SEEK_CUR) != 0 || fread_unlocked(b, 1, big, f) != big)
+		fail("fseek(SEEK_CUR) + fread_unlocked: %s", strerror(errno));
+	expect_bytes(b, e, 100, big, "fread_unlocked");
+	xfclose(f);
+
+	/* a stream of a dup'ed descriptor, its position handed back */
+	int fd = open(arg.path, O_RDONLY);
+	if (fd < 0 || lseek(fd, 77, SEEK_SET) != 77)
+		fail("open/lseek: %s", strerror(errno));
+	FILE *g = fdopen(dup(fd), "rb");
+	if (!g || fseek(g, 77, SEEK_SET) != 0 || fread(b, 1, big, g) != big)
+		fail("fdopen(dup) + fseek + fread: %s", strerror(errno));
+	expect_bytes(b, e, 77, big, "fread of a dup'ed descriptor's stream");
+	long pos = ftell(g);
+	xfclose(g);
+	if (pos != (long)(77 + big) || lseek(fd, pos, SEEK_SET) != pos || read(fd, b, 10) != 10)
+		fail("handing the position (%ld) back to the descriptor", pos);
+	expect_bytes(b, e, 77 + big, 10, "read after the stream's position");
+	close(fd);
+
+	/* w+: bytes still in the buffer, then read back past them */
+	f = xfopen(arg.path, "w+");
+	if (fwrite(e, 1, 1000, f) != 1000 || fwrite(e + 1000, 1, n - 1000, f) != n - 1000)
+		fail("fwrite w+: %s", strerror(errno));
+	if (fseek(f, 5, SEEK_SET) != 0 || fread(b, 1, n - 5, f) != n - 5)
+		fail("fseek + fread on a w+ stream: %s", strerror(errno));
+	expect_bytes(b, e, 5, n - 5, "a w+ stream");
+	xfclose(f);
+
+	/* unbuffered: a large read is still one read */
+	f = xfopen(arg.path, "rb");
+	setvbuf(f, NULL, _IONBF, 0);
+	if (fread(b, 1, n, f) != n)
+		fail("fread of an unbuffered stream: %s", strerror(errno));
+	expect_bytes(b, e, 0, n, "an unbuffered stream");
+	xfclose(f);
+	printf("stdio-large: large freads ok\n");
+	free(b);
+	free(e);
+	return 0;
+}
+
 /* freopen of a stream that fopen returned for a tagged path: the stream
  * moves to the new file, and the checkpoint holds what was written before. */
 static int m_freopen(int argc, char **argv)
@@ -2663,12 +2797,12 @@ struct modedef {
 };
 
 static const struct modedef modes[] = {
-	{ "gen", m_gen },	    { "check", m_check },	{ "wr", m_wr },
+	{ "gen", m_gen }, { "rss", m_rss },	    { "check", m_check },	{ "wr", m_wr },
 	{ "rawcheck", m_rawcheck }, { "history", m_history },	{ "threads", m_threads },
 	{ "readfd", m_readfd },	    { "fork", m_fork },		{ "rawsys", m_rawsys },
 	{ "mmap", m_mmap },	    { "procfd", m_procfd },	{ "uring", m_uring },
 	{ "aio", m_aio },	    { "locks", m_locks },	{ "fdops", m_fdops },
-	{ "fsync-never", m_fsync_never }, { "stdio", m_stdio }, { "statcached", m_statcached },
+	{ "fsync-never", m_fsync_never }, { "stdio", m_stdio }, { "stdio-large", m_stdio_large }, { "statcached", m_statcached },
 	{ "closeby", m_closeby },   { "meta", m_meta },	    { "copycalls", m_copycalls },
 	{ "misc", m_misc },	    { "histcheck", m_histcheck }, { "rewrite", m_rewrite },
 	{ "growhints", m_growhints }, { "unlinkrace", m_unlinkrace }, { "handover", m_handover }, { "pingpong", m_pingpong }, { "renames", m_renames }, { "churn", m_churn }, { "noclose", m_noclose },	    { "freopen", m_freopen },	    { "stdout", m_stdout },	    { "sharedfd", m_sharedfd },	{ "n1part", m_n1part },	    { "rename", m_rename },	    { "unlink", m_unlink },	{ "plainops", m_plainops },

@@ -31,6 +31,23 @@ bad_var() {
 	no_stats
 }
 
+# A bad value is reported once per job, not by every process of it: a shell
+# and the three programs it runs say it once; a child given another bad
+# value says that one.
+bad_var_once_per_job() {
+	ck CKPTCACHE_ORDER=backwards -- sh -c '/bin/true; /bin/true; cat /dev/null;
+		CKPTCACHE_PERSIST=sometimes /bin/true' >out.txt 2>err.txt
+	local rc=$?
+	cat err.txt
+	[ $rc -eq 0 ] || fail "the job exited with status $rc"
+	local n
+	n=$(grep -c "CKPTCACHE_ORDER='backwards'" err.txt)
+	[ "$n" -eq 2 ] ||
+		fail "CKPTCACHE_ORDER='backwards' reported $n times by 5 processes (expected once, and once more with the other bad value)"
+	n=$(grep -c "CKPTCACHE_PERSIST='sometimes'" err.txt)
+	[ "$n" -eq 1 ] || fail "CKPTCACHE_PERSIST='sometimes' of one process reported $n times"
+}
+
 # The same directory made unwritable by its mode: only meaningful when not root.
 bad_ssd_dir_mode() {
 	[ "$(id -u)" -eq 0 ] && note "running as root: permissions do not stop root (the case below a regular file covers it)"
@@ -99,6 +116,7 @@ hints_missing() {
 }
 
 case_add badinput/CKPTCACHE_ORDER bad_var CKPTCACHE_ORDER=bogus
+case_add badinput/once-per-job bad_var_once_per_job
 case_add badinput/CKPTCACHE_HOST_CACHE bad_var CKPTCACHE_HOST_CACHE=12Q
 case_add badinput/CKPTCACHE_HOST_CACHE-above-memory bad_var CKPTCACHE_HOST_CACHE=1000T
 case_add badinput/CKPTCACHE_PERSIST bad_var CKPTCACHE_PERSIST=x

@@ -121,6 +121,50 @@ stdio_case() {
 	same s.ref ck/s.bin "stdio: the checkpoint at its real path after exit"
 }
 
+# Large freads go straight from the cache into the program's buffer, not in
+# pieces of the stream's buffer: a few reads reach the cache, not hundreds.
+stdio_large_case() {
+	helper_ok "large freads of tagged streams" -- stdio-large "$T/ck/l.bin" 4M 5
+	stats_ok files==1 host.read_ops\<64
+	plain "$HELPER" gen l.ref 4M 5
+	same l.ref ck/l.bin "stdio: the checkpoint at its real path after exit"
+}
+
+# The host tier takes memory as it is used, not all at start, and gives the
+# room of removed checkpoints back once idle (a 2 GiB tier, four 16 MiB
+# checkpoints: their 64 MiB plus 32 MiB ahead, not the tier's size; once
+# they are removed, the 32 MiB ahead of the next ones stays).
+memory_grows_case() {
+	need_helper
+	under_sanitizer && note "the sanitizer runtime's own memory would be counted; the plain build checks it"
+	ck CKPTCACHE_HOST_CACHE=2G -- "$HELPER" rss "$T/ck/m.bin" 16M 3 4 >rss.out ||
+		fail "rss: $(status_text $?)$(last_error)"
+	cat rss.out
+	local before cached after
+	read -r before cached after < <(sed -n 's/^rss_kib before=\([0-9]*\) cached=\([0-9]*\) after=\([0-9]*\)/\1 \2 \3/p' rss.out)
+	[ -n "$after" ] || fail "no rss line from the helper"
+	[ $((cached - before)) -le $((112 * 1024)) ] ||
+		fail "with 64 MiB of checkpoints cached the process grew by $(((cached - before) / 1024)) MiB (expected at most 112)"
+	[ $((after - before)) -le $((48 * 1024)) ] ||
+		fail "once the checkpoints were removed and the cache idle, $(((after - before) / 1024)) MiB more than at start (expected at most 48)"
+	stats_ok host.given_back_bytes\>=33554432
+}
+
+# Without CKPTCACHE_HOST_CACHE the host tier takes 10% of the memory the
+# process may use: in a control group limited to 1 GiB, about 102 MiB.
+memory_cgroup_case() {
+	local cg
+	cg=$(cgroup_make 1073741824) || note "cannot make a memory-limited control group here (not root, or no writable cgroup file system)"
+	randfile a.src 65536
+	timeout -k 5 "$CASE_TIMEOUT" sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
+		env CKPTCACHE_PATHS="$T/ck/**" CKPTCACHE_STATS="$STATS/%p.json" LD_PRELOAD="$PRELOAD" cp a.src ck/a.bin
+	local rc=$?
+	rmdir "$cg" 2>/dev/null
+	[ $rc -eq 0 ] || fail "cp in the control group: $(status_text $rc)$(last_error)"
+	same a.src ck/a.bin "cp into a tagged path in the control group"
+	stats_ok host.capacity\<=115343360 host.capacity\>=67108864
+}
+
 freopen_case() {
 	helper_ok "freopen of a tagged stream" -- freopen "$T/ck/f.bin" 1M 12
 	run_ok "the checkpoint at its real path" plain "$HELPER" check ck/f.bin 1M 12
@@ -506,6 +550,9 @@ case_add unsupported/raw-close-reuse closeby_case syscall
 case_add fdops fdops_case
 case_add fsync/persist-never fsync_never_case
 case_add stdio stdio_case
+case_add stdio/large-reads stdio_large_case
+case_add memory/grows-with-use memory_grows_case
+case_add memory/cgroup-default memory_cgroup_case
 case_add stdio/freopen-tagged-stream freopen_case
 case_add copy-calls copycalls_case
 case_add open-flags-sizes misc_case

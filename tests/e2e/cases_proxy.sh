@@ -159,6 +159,14 @@ proxy_ssd() {
 	done
 }
 
+# a copy in the ssd tier of a checkpoint already published (fsync) is read
+# from the page cache, which still holds the real file, not from the device
+proxy_ssd_published() {
+	mkdir -p ssd
+	proxy_config ssd.read_ops==0 home.hits\>0 -- CKPTCACHE_HOST_CACHE=4M CKPTCACHE_SSD_DIR="$T/ssd" \
+		CKPTCACHE_SSD_CACHE=32M CKPTCACHE_ORDER=none -- --fsync
+}
+
 if [ "${QUICK:-0}" -eq 1 ]; then
 	# every order with every hint level once, persistence and I/O rotating
 	for spec in "sequential none always write" "sequential derived never fwrite" \
@@ -183,6 +191,7 @@ fi
 case_add "proxy/never-overflow/write" proxy_never_overflow write
 case_add "proxy/never-overflow/fwrite" proxy_never_overflow fwrite
 case_add proxy/ssd-tier proxy_ssd
+case_add proxy/ssd-published-page-cache proxy_ssd_published
 case_add proxy/ssd-only proxy_config ssd.hits\>0 -- CKPTCACHE_HOST_CACHE=0 CKPTCACHE_SSD_DIR="@T@/ssd" CKPTCACHE_SSD_CACHE=32M --
 case_add proxy/no-cache-tier proxy_config home.put_ops==$PROXY_COUNT home.hits\>0 -- CKPTCACHE_HOST_CACHE=0 --
 case_add proxy/eviction-fifo proxy_config host.hits\>0 -- CKPTCACHE_EVICTION=fifo --

@@ -18,8 +18,11 @@ make_tree() {
 tools_cp() {
 	randfile src.bin 3000001
 	phase write
+	# cp copies with copy_file_range: the kernel copies into the real file
+	# in one pass, which the cache could only slow down: the checkpoint is
+	# handed over to its real file and nothing goes through the cache
 	run_ok "cp src -> tagged" ck -- cp src.bin ck/a.bin
-	stats_ok files==1 objects.written==1 host.put_bytes==3000001
+	stats_ok files==1 host.put_bytes==0
 	same src.bin ck/a.bin "cp into a tagged path"
 	phase copy
 	run_ok "cp tagged -> tagged" ck -- cp ck/a.bin ck/b.bin
@@ -28,6 +31,11 @@ tools_cp() {
 	phase out
 	run_ok "cp tagged -> untagged" ck -- cp ck/b.bin out.bin
 	same src.bin out.bin "cp out of a tagged path"
+	# the checkpoint is only in its real file: cp's copy_file_range runs in
+	# the kernel on that file (one call), not 1 MiB at a time through memory
+	stats_ok files==1 objects.opened_for_read==1 objects.consumed==1 home.read_ops==1 home.read_bytes==3000001
+	run_ok "cat tagged -> pipe" ck -- sh -c 'cat ck/b.bin | cat >out2.bin'
+	same src.bin out2.bin "cat of a tagged path through a pipe"
 	make_tree tree
 	phase tree
 	run_ok "cp -r into a tagged folder" ck -- cp -r tree ck/tree
@@ -54,6 +62,40 @@ tools_cp_preserve() {
 	[ "$(stat -c %a ck/p.bin)" = 640 ] || fail "cp -p: mode $(stat -c %a ck/p.bin), expected 640"
 	[ "$(stat -c %Y ck/tree/sub/f2.bin)" = "$(stat -c %Y tree/sub/f2.bin)" ] ||
 		fail "cp -a: the modification time was not kept"
+}
+
+# Walking an untagged tree (du, find, tar) with patterns set: no lookup of a
+# directory's path (readlink of /proc/self/fd, getcwd) per entry, only a few
+# where the walk starts (the tree has 40 folders and 280 entries), whether
+# the patterns name files or a whole subtree.
+walk_syscalls() { # LIB-OR-EMPTY PATTERN CMD...: the readlink/getcwd calls CMD makes
+	local lib=$1 pat=$2
+	shift 2
+	timeout -k 5 "$CASE_TIMEOUT" strace -f -qq -c -o strace.out -e trace=readlink,readlinkat,getcwd \
+		env ${lib:+LD_PRELOAD=$PRELOAD} CKPTCACHE_PATHS="$pat" CKPTCACHE_HOST_CACHE=32M "$@" >/dev/null ||
+		fail "$* under strace: exit status $?"
+	awk '$NF == "readlink" || $NF == "readlinkat" || $NF == "getcwd" { n += $4 } END { print n + 0 }' strace.out
+}
+
+tools_walk_untagged() {
+	command -v strace >/dev/null || note "strace is not installed"
+	under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
+	local d f pat cmd plain lib
+	for d in $(seq 1 40); do
+		mkdir -p "tree/d$d/e"
+		for f in 1 2 3; do echo "$d $f" >"tree/d$d/f$f.bin"; echo x >"tree/d$d/e/g$f.txt"; done
+	done
+	for pat in "$T/ck/**" "$T/ck/ckpt_*.bin"; do
+		for cmd in "du -s tree" "find tree" "tar cf /dev/null tree" "du -s $T/tree"; do
+			# shellcheck disable=SC2086
+			plain=$(walk_syscalls "" "$pat" $cmd)
+			# shellcheck disable=SC2086
+			lib=$(walk_syscalls lib "$pat" $cmd)
+			echo "$cmd, CKPTCACHE_PATHS=$pat: $plain lookups without the library, $lib with it"
+			[ "$lib" -le $((plain + 8)) ] ||
+				fail "$cmd with CKPTCACHE_PATHS=$pat: $lib path lookups (readlink/getcwd), $plain without the library"
+		done
+	done
 }
 
 tools_cat() {
@@ -212,6 +254,7 @@ tools_write_then_read() {
 
 case_add tools/cp tools_cp
 case_add tools/cp-preserve tools_cp_preserve
+case_add tools/walk-untagged tools_walk_untagged
 case_add tools/cat tools_cat
 for bs in 1 4096 1M 7777; do
 	case_add "tools/dd-bs$bs" tools_dd $bs

@@ -135,6 +135,33 @@ only_names() {
 	return 0
 }
 
+# under_sanitizer: the library runs with a sanitizer runtime preloaded
+# before it (its memory and system calls are not the library's own then).
+under_sanitizer() {
+	[ "$PRELOAD" != "$LIB" ]
+}
+
+# cgroup_make LIMIT: makes a child of this process's memory control group
+# (cgroup v2, else v1) limited to LIMIT bytes and prints its folder; fails
+# where that is not allowed.
+cgroup_make() {
+	local rel mnt dir
+	rel=$(sed -n 's/^0:://p' /proc/self/cgroup)
+	mnt=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+	if [ -n "$rel" ] && [ -n "$mnt" ] && grep -qw memory "$mnt$rel/cgroup.controllers" 2>/dev/null; then
+		dir=$mnt${rel%/}/ckc-e2e.$$
+		mkdir "$dir" 2>/dev/null && echo "$1" >"$dir/memory.max" 2>/dev/null && { echo "$dir"; return 0; }
+		rmdir "$dir" 2>/dev/null
+	fi
+	rel=$(sed -n 's/^[0-9]*:\([^:]*,\)\{0,1\}memory\(,[^:]*\)\{0,1\}://p' /proc/self/cgroup)
+	mnt=$(awk '$9 == "cgroup" && $NF ~ /(^|,)memory(,|$)/ { print $5; exit }' /proc/self/mountinfo)
+	[ -n "$rel" ] && [ -n "$mnt" ] || return 1
+	dir=$mnt${rel%/}/ckc-e2e.$$
+	mkdir "$dir" 2>/dev/null || return 1
+	echo "$1" >"$dir/memory.limit_in_bytes" 2>/dev/null || { rmdir "$dir"; return 1; }
+	echo "$dir"
+}
+
 # randfile PATH SIZE: SIZE random bytes.
 randfile() {
 	head -c "$2" /dev/urandom >"$1"

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
 
 #include "engine_int.h"
 #include "engine_util.h"
@@ -129,6 +130,7 @@ Test(host_tier, population_gives_way_to_the_program_and_still_ends)
 	tenv_make(&e);
 	/* 8 pieces of a huge page each */
 	ckc_config_t c = tcfg(&e, 16 * MiB, 0);
+	c.host_whole = true;
 	ckc_prog_begin(); /* a copy of the program in progress, all along */
 	uint64_t t0 = ckc_now_ns();
 	cr_assert_eq(ckc_init_config(&c), 0);
@@ -147,6 +149,94 @@ Test(host_tier, population_gives_way_to_the_program_and_still_ends)
 	tpath(&e, path, 0);
 	twrite(path, 7, 1 * MiB, 64 * 1024);
 	tverify(path, 7, 1 * MiB, 100000);
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
+/* The bytes of the host tier's mapping that are resident now (mincore). */
+static uint64_t host_resident(const ckc_tier_t *h)
+{
+	size_t pages = h->arena.capacity / 4096;
+	unsigned char *v = malloc(pages);
+	uint64_t n = 0;
+	cr_assert_eq(mincore(h->base, h->arena.capacity, v), 0);
+	for (size_t i = 0; i < pages; i++)
+		n += v[i] & 1;
+	free(v);
+	return n * 4096;
+}
+
+/* Waits up to 3 s for the host tier to give back all but at most keep
+ * bytes; returns what is resident then. */
+static uint64_t host_settles(const ckc_tier_t *h, uint64_t keep)
+{
+	uint64_t r = host_resident(h);
+	for (int i = 0; i < 300 && r > keep; i++) {
+		usleep(10000);
+		r = host_resident(h);
+	}
+	return r;
+}
+
+/* The host tier grows with use: the room of the next checkpoints is
+ * populated ahead of them, not the whole tier; free room goes back to the
+ * system once the tier is idle, the room of the next checkpoints staying. */
+Test(host_tier, grows_with_use_and_gives_back_when_idle)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 512 * MiB, 0);
+	c.persist = CKC_PERSIST_NEVER;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	ckc_tier_t *h = &ckc_eng.tier[0];
+	cr_assert(h->grow);
+	ckc_wait_ready();
+	uint64_t r0 = host_resident(h);
+	cr_assert_leq(r0, 40 * MiB, "at start only the room ahead is populated: %llu MiB",
+		      (unsigned long long)(r0 / MiB));
+	char path[PATH_MAX];
+	for (int i = 0; i < 8; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 16 * MiB, 4 * MiB);
+	}
+	ckc_wait_ready();
+	uint64_t r1 = host_resident(h);
+	cr_assert_geq(r1, 8 * 16 * MiB, "the checkpoints are resident");
+	cr_assert_leq(r1, (8 * 16 + 40) * MiB, "and twice a checkpoint ahead of them: %llu MiB",
+		      (unsigned long long)(r1 / MiB));
+	cr_assert_geq(atomic_load(&h->populated), 2 * 16 * MiB, "populated ahead of use");
+	/* dropped checkpoints leave free room, given back once idle */
+	for (int i = 0; i < 8; i++) {
+		tpath(&e, path, i);
+		cr_assert_eq(ckc_unlink(path), 0);
+	}
+	uint64_t r2 = host_settles(h, 40 * MiB);
+	cr_assert_leq(r2, 40 * MiB, "idle: %llu MiB still resident", (unsigned long long)(r2 / MiB));
+	ckc_stats_t s;
+	ckc_stats_get(&s);
+	cr_assert_geq(s.tier[0].given_back_bytes, 64 * MiB);
+	/* and the room comes back for the next checkpoints */
+	tpath(&e, path, 9);
+	twrite(path, 9, 16 * MiB, 1 * MiB);
+	tverify(path, 9, 16 * MiB, 3 * MiB);
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
+/* Under device capture (or when asked) the host tier is populated whole at
+ * start: the gpu tier pins it. */
+Test(host_tier, whole_when_asked)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 64 * MiB, 0);
+	c.host_whole = true;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	ckc_tier_t *h = &ckc_eng.tier[0];
+	cr_assert(!h->grow);
+	ckc_wait_ready();
+	cr_assert_eq(atomic_load(&h->populated), h->arena.capacity);
+	cr_assert_geq(host_resident(h), h->arena.capacity / 2, "its pages are resident");
 	ckc_shutdown();
 	tenv_clean(&e);
 }

@@ -106,6 +106,72 @@ Test(tag, relative_pattern_and_paths)
 	rmdir(dir);
 }
 
+/* What a directory walk relies on: an untagged name is answered without
+ * looking at the directory, and a directory below which nothing can be
+ * tagged is known as such, for its descriptor and what is opened at it;
+ * nothing of that hides a tagged path. */
+Test(tag, quick_answers_never_hide_a_tagged_path)
+{
+	char dir[] = "/tmp/ckc-tag-XXXXXX", canon[PATH_MAX], p[PATH_MAX + 32];
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(ckc_fdtab_init(), 0);
+	snprintf(p, sizeof(p), "%s/run/ckpt_*.bin:%s/sub/**", dir, dir);
+	load(p, 0);
+	cr_assert_eq(chdir(dir), 0);
+	cr_assert_eq(mkdir("run", 0755), 0);
+	cr_assert_eq(mkdir("sub", 0755), 0);
+	cr_assert_eq(mkdir("other", 0755), 0);
+	cr_assert_eq(mkdir("other/deep", 0755), 0);
+	int top = open(dir, O_RDONLY | O_DIRECTORY), run = open("run", O_RDONLY | O_DIRECTORY);
+	int other = open("other", O_RDONLY | O_DIRECTORY), sub = open("sub", O_RDONLY);
+	cr_assert(top >= 0 && run >= 0 && other >= 0 && sub >= 0);
+	/* names and subtrees as patterns say */
+	cr_assert(ckc_tagged_at(run, "ckpt_1.bin", canon));
+	cr_assert_not(ckc_tagged_at(run, "notes.txt", canon));
+	cr_assert(ckc_tagged_at(top, "run/ckpt_2.bin", canon));
+	cr_assert(ckc_tagged_at(sub, "any/thing", canon));
+	cr_assert(ckc_tagged_at(top, "sub/x", canon));
+	cr_assert_not(ckc_tagged_at(other, "x.bin", canon));
+	/* nothing below other: known for its descriptor, and for what is
+	 * opened at it; not for the top, which holds run and sub */
+	cr_assert_eq(atomic_load(&ckc_tag_dirv[other]), 1);
+	cr_assert_eq(atomic_load(&ckc_tag_dirv[top]), 0);
+	cr_assert_eq(atomic_load(&ckc_tag_dirv[run]), 0);
+	cr_assert_eq(atomic_load(&ckc_tag_dirv[sub]), 0);
+	int deep = openat(other, "deep", O_RDONLY | O_NOFOLLOW);
+	cr_assert_geq(deep, 0);
+	ckc_tag_opened(other, "deep", O_RDONLY | O_NOFOLLOW, deep);
+	cr_assert_eq(atomic_load(&ckc_tag_dirv[deep]), 1);
+	/* a name that may be a symbolic link, or a path of several names, may
+	 * lead anywhere: not inherited */
+	ckc_tag_opened(other, "deep", O_RDONLY, 905);
+	ckc_tag_opened(other, "deep/x", O_RDONLY | O_NOFOLLOW, 906);
+	cr_assert_eq(atomic_load(&ckc_tag_dirv[905]), 0);
+	cr_assert_eq(atomic_load(&ckc_tag_dirv[906]), 0);
+	cr_assert_eq(ckc_tag_dup(other, 900), 900);
+	cr_assert_eq(atomic_load(&ckc_tag_dirv[900]), 1);
+	ckc_tag_forget_fd(900);
+	cr_assert_eq(atomic_load(&ckc_tag_dirv[900]), 0);
+	/* a way out of the directory is looked at */
+	cr_assert(ckc_tagged_at(other, "../sub/y", canon));
+	cr_assert(ckc_tagged_at(deep, "../../run/ckpt_3.bin", canon));
+	ckc_tag_opened(deep, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 901);
+	cr_assert_eq(atomic_load(&ckc_tag_dirv[901]), 0);
+	/* trailing slashes say nothing of the name; a way back through ".."
+	 * still reaches a tagged name */
+	cr_assert(ckc_tagged_at(run, "ckpt_4.bin/", canon));
+	cr_assert(ckc_tagged_at(top, "other/../run/ckpt_5.bin", canon));
+	close(deep);
+	close(top);
+	close(run);
+	close(other);
+	close(sub);
+	cr_assert_eq(chdir("/"), 0);
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
 Test(tag, empty_patterns_are_ignored)
 {
 	cr_assert_eq(ckc_tag_load("::", 0), 0);

@@ -1,0 +1,412 @@
+#!/usr/bin/python3
+"""The parity benchmark of ckptcache: every workload run without and with
+the preloaded library, in pairs (the order alternating from pair to pair,
+the same inputs), and the ratio of each pair: the library's speed over the
+speed without it (time without / time with, or throughput with / without),
+so that 1.0 is parity and less is slower. scripts/bench/parity runs this
+after building what it needs; --help lists the options.
+
+Prints a table (median of each side, the median ratio and its spread over
+the pairs, peak RSS of each side) and writes it as markdown and the raw
+runs as CSV. Exits 1 with a FAIL line for every row whose median ratio is
+below its target (0.95 unless the row says otherwise), 2 on a usage error,
+3 when a run failed or read back wrong bytes.
+"""
+import argparse
+import csv
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LIB = os.path.join(ROOT, "build", ".libs", "libckptcache.so")
+PROXY = os.path.join(ROOT, "build", "tests", "apps", "rtm_proxy")
+FREAD = os.path.join(ROOT, "build", "tests", "bench", "fread_bench")
+PYWORK = os.path.join(ROOT, "tests", "bench", "parity_py.py")
+PY = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+
+
+class RunError(Exception):
+    pass
+
+
+def run(cmd, env=None):
+    """Runs cmd; returns (wall seconds, peak RSS in KiB, stdout)."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("CKPTCACHE_") and k != "LD_PRELOAD"}
+    full.update(env or {})
+    subprocess.run(["sync"], check=False)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile() as cap, tempfile.TemporaryFile() as errf:
+        p = subprocess.Popen(cmd, env=full, stdout=cap, stderr=errf)
+        try:
+            _, status, ru = os.wait4(p.pid, 0)
+        except BaseException:
+            p.kill()
+            raise
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        errf.seek(0)
+        err = errf.read().decode(errors="replace")
+        cap.seek(0)
+        text = cap.read().decode(errors="replace")
+    if p.returncode != 0:
+        raise RunError(f"{' '.join(cmd)}: exit status {p.returncode}\n{text[-2000:]}{err[-2000:]}")
+    if "ckptcache: error" in err or "ckptcache: warning" in err:
+        raise RunError(f"{' '.join(cmd)}: the library complained:\n{err[-2000:]}")
+    return wall, ru.ru_maxrss, text
+
+
+def keyvals(text):
+    return {k: float(v) for k, v in re.findall(r"\b([A-Za-z_]+)=([0-9.]+)\b", text)}
+
+
+def clean(d):
+    for name in os.listdir(d):
+        p = os.path.join(d, name)
+        shutil.rmtree(p) if os.path.isdir(p) and not os.path.islink(p) else os.unlink(p)
+
+
+class Bench:
+    def __init__(self, a):
+        self.a = a
+        self.work = tempfile.mkdtemp(prefix="ckc-parity.", dir=a.dir)
+        self.ck = os.path.join(self.work, "ck")       # tagged files live here
+        self.out = os.path.join(self.work, "out")     # untagged copies
+        self.ssd = os.path.join(self.work, "ssd")
+        for d in (self.ck, self.out, self.ssd):
+            os.makedirs(d)
+        self.rows = []    # (row, metric, higher_is_better, target)
+        self.samples = {} # (row, metric) -> {"without": [...], "with": [...], "ratio": [...]}
+        self.rss = {}     # row -> {"without": [...], "with": [...]}
+        self.raw = []     # csv rows
+
+    def lib_env(self, paths, **extra):
+        env = {"LD_PRELOAD": LIB, "CKPTCACHE_PATHS": paths}
+        env.update(extra)
+        return env
+
+    def add_row(self, row, metrics, target=0.95):
+        for m, higher in metrics:
+            self.rows.append((row, m, higher, target))
+            self.samples[(row, m)] = {"without": [], "with": [], "ratio": []}
+        self.rss[row] = {"without": [], "with": []}
+
+    def record(self, row, pair, side, values, rss):
+        self.rss[row][side].append(rss)
+        for (r, m, higher, _t) in self.rows:
+            if r != row:
+                continue
+            if m not in values:
+                raise RunError(f"{row}: no {m} in the run's output")
+            self.samples[(r, m)][side].append(values[m])
+            self.raw.append([row, m, pair, side, f"{values[m]:.6f}", rss])
+
+    def pair(self, row, k, measure):
+        """One pair: measure(side) -> (values, rss); the order alternates."""
+        sides = ("without", "with") if k % 2 == 0 else ("with", "without")
+        got = {}
+        for side in sides:
+            got[side] = measure(side)
+        for side in ("without", "with"):
+            self.record(row, k, side, *got[side])
+        for (r, m, higher, _t) in self.rows:
+            if r == row:
+                w, wo = got["with"][0][m], got["without"][0][m]
+                ratio = (w / wo if higher else wo / w) if w > 0 and wo > 0 else 0.0
+                self.samples[(r, m)]["ratio"].append(ratio)
+
+    # ---- the workloads ----------------------------------------------------
+
+    def numpy(self, k):
+        row = f"numpy save/load ({self.a.np_count} x {self.a.np_mib} MiB)"
+        if k == 0:
+            self.add_row(row, [("save_s", False), ("load_s", False), ("job_s", False)])
+
+        def m(side):
+            clean(self.ck)
+            env = self.lib_env(os.path.join(self.ck, "*.npy")) if side == "with" else {}
+            wall, rss, text = run([PY, PYWORK, "numpy", self.ck, str(self.a.np_count), str(self.a.np_mib)], env)
+            v = keyvals(text)
+            v["job_s"] = wall
+            return v, rss
+        self.pair(row, k, m)
+
+    def pickle(self, k):
+        row = f"pickle of a dict ({self.a.pickle_entries} entries)"
+        if k == 0:
+            self.add_row(row, [("save_s", False), ("load_s", False), ("job_s", False)])
+
+        def m(side):
+            clean(self.ck)
+            env = self.lib_env(os.path.join(self.ck, "*.pkl")) if side == "with" else {}
+            wall, rss, text = run([PY, PYWORK, "pickle", self.ck, str(self.a.pickle_entries)], env)
+            v = keyvals(text)
+            v["job_s"] = wall
+            return v, rss
+        self.pair(row, k, m)
+
+    def walkers(self, k):
+        tree = self.a.tree
+        # a subtree and a file-name pattern, neither matching the tree
+        paths = f"{self.ck}/ckpt_*.bin:{self.ck}/sub/**"
+        for name, cmd in (("tar", ["tar", "cf", "/dev/null", tree]), ("du", ["du", "-s", tree]),
+                          ("find", ["find", tree])):
+            row = f"{name} over {tree} (untagged)"
+            if k == 0:
+                self.add_row(row, [("time_s", False)])
+
+            def m(side, cmd=cmd):
+                env = self.lib_env(paths) if side == "with" else {}
+                # several runs per sample: each is short
+                total, rss = 0.0, 0
+                for _ in range(self.a.walk_reps):
+                    wall, r, _ = run(cmd, env)
+                    total += wall
+                    rss = max(rss, r)
+                return {"time_s": total}, rss
+            self.pair(row, k, m)
+
+    def proxy_args(self, extra=(), d=None):
+        a = self.a
+        return [PROXY, "--dir", d or self.ck, "--count", str(a.count), "--size", a.size, "--interval-ms",
+                str(a.interval), "--order", "reverse", "--seed", "42", *extra]
+
+    def proxy_values(self, text):
+        v = keyvals(text)
+        if f"verified={self.a.count}/{self.a.count}" not in text:
+            raise RunError("rtm_proxy did not verify every checkpoint:\n" + text[-1500:])
+        return {k: v[k] for k in ("checkpoint_GBps", "restore_GBps") if k in v}
+
+    def proxy(self, k):
+        a = self.a
+        hints = os.path.join(self.work, "order.txt")
+        tiers = [("host", {"CKPTCACHE_HOST_CACHE": a.host_cache, "CKPTCACHE_SSD_CACHE": "0"})]
+        if a.ssd_cache != "0":
+            tiers.append(("host+ssd", {"CKPTCACHE_HOST_CACHE": a.host_cache, "CKPTCACHE_SSD_DIR": self.ssd,
+                                       "CKPTCACHE_SSD_CACHE": a.ssd_cache}))
+        levels = [("no hints", {"CKPTCACHE_ORDER": "none"}, []),
+                  ("reverse hints", {"CKPTCACHE_ORDER": "reverse"}, []),
+                  ("all hints", {"CKPTCACHE_HINTS": hints}, ["--hints", hints])]
+        for tname, tenv in tiers:
+            for lname, lenv, largs in levels:
+                row = f"RTM proxy, {lname}, {tname}"
+                if k == 0:
+                    self.add_row(row, [("checkpoint_GBps", True), ("restore_GBps", True)])
+
+                def m(side, tenv=tenv, lenv=lenv, largs=largs):
+                    clean(self.ck)
+                    env = {}
+                    if side == "with":
+                        env = self.lib_env(os.path.join(self.ck, "ckpt_*.bin"), **tenv, **lenv)
+                    # the baseline writes the same hint file (untimed)
+                    _, rss, text = run(self.proxy_args(largs), env)
+                    return self.proxy_values(text), rss
+                self.pair(row, k, m)
+
+    def stdio(self, k):
+        row = "C stdio program (rtm_proxy --io fwrite, no hints)"
+        if k == 0:
+            self.add_row(row, [("checkpoint_GBps", True), ("restore_GBps", True)])
+
+        def m(side):
+            clean(self.ck)
+            env = self.lib_env(os.path.join(self.ck, "ckpt_*.bin"), CKPTCACHE_HOST_CACHE=self.a.host_cache) \
+                if side == "with" else {}
+            _, rss, text = run(self.proxy_args(["--io", "fwrite"]), env)
+            return self.proxy_values(text), rss
+        self.pair(row, k, m)
+
+    def miss(self, k):
+        row = "unhinted miss (restore of files the cache does not hold)"
+        d = os.path.join(self.work, "miss")
+        if k == 0:
+            self.add_row(row, [("restore_GBps", True)])
+            os.makedirs(d)
+            # written once without the library: the page cache holds them
+            run(self.proxy_args(["--keep", "--interval-ms", "0"], d))
+
+        def m(side):
+            env = self.lib_env(os.path.join(d, "ckpt_*.bin"), CKPTCACHE_ORDER="none",
+                               CKPTCACHE_HOST_CACHE=self.a.host_cache) if side == "with" else {}
+            _, rss, text = run(self.proxy_args(["--read-only", "--keep"], d), env)
+            return {"restore_GBps": self.proxy_values(text)["restore_GBps"]}, rss
+        self.pair(row, k, m)
+
+    def tools(self, k):
+        src = os.path.join(self.work, "src.bin")
+        tagged = os.path.join(self.ck, "t.bin")
+        if k == 0:
+            with open("/dev/urandom", "rb") as r, open(src, "wb") as w:
+                for _ in range(self.a.tool_mib):
+                    w.write(r.read(1 << 20))
+        paths = os.path.join(self.ck, "*.bin")
+        copy = os.path.join(self.out, "t.bin")
+        # name, command, whether it reads the tagged file, the file it makes
+        cases = [("cp into a tagged path", ["cp", src, tagged], False, tagged),
+                 ("cp of a tagged file", ["cp", tagged, copy], True, copy),
+                 ("cat of a tagged file", ["sh", "-c", f'exec cat "{tagged}" >/dev/null'], True, None),
+                 ("dd of a tagged file (bs=1M)", ["dd", f"if={tagged}", "of=/dev/null", "bs=1M", "status=none"],
+                  True, None)]
+        for name, cmd, reads, made in cases:
+            row = f"{name} ({self.a.tool_mib} MiB)"
+            if k == 0:
+                self.add_row(row, [("time_s", False)])
+
+            def m(side, name=name, cmd=cmd, reads=reads, made=made):
+                if reads:
+                    if not os.path.exists(tagged):
+                        shutil.copyfile(src, tagged)
+                else:
+                    clean(self.ck)
+                clean(self.out)
+                env = self.lib_env(paths) if side == "with" else {}
+                wall, rss, _ = run(cmd, env)
+                if made and not filecmp_same(src, made):
+                    raise RunError(f"{name}: the copy differs from its source")
+                return {"time_s": wall}, rss
+            self.pair(row, k, m)
+
+    def fread(self, k):
+        row = "tagged fread vs memcpy (same process)"
+        if k == 0:
+            self.add_row(row, [("GBps", True)], target=0.8)
+        env = self.lib_env(os.path.join(self.ck, "*.bin"), CKPTCACHE_PERSIST="never")
+        clean(self.ck)
+        _, rss, text = run([FREAD, os.path.join(self.ck, "f.bin"), str(self.a.fread_mib), "3"], env)
+        v = keyvals(text)
+        self.samples[(row, "GBps")]["without"].append(v["memcpy_GBps"])
+        self.samples[(row, "GBps")]["with"].append(v["fread_GBps"])
+        self.samples[(row, "GBps")]["ratio"].append(v["fread_GBps"] / v["memcpy_GBps"])
+        self.rss[row]["with"].append(rss)
+        self.raw.append([row, "memcpy_GBps", k, "without", f"{v['memcpy_GBps']:.6f}", rss])
+        self.raw.append([row, "fread_GBps", k, "with", f"{v['fread_GBps']:.6f}", rss])
+
+
+def filecmp_same(a, b):
+    import filecmp
+    return os.path.exists(b) and filecmp.cmp(a, b, shallow=False)
+
+
+def med(v):
+    return statistics.median(v) if v else float("nan")
+
+
+def fmt(x, metric):
+    if x != x:
+        return "-"
+    return f"{x:.3f}" if metric.endswith("_s") else f"{x:.2f}"
+
+
+def mib(kib_list):
+    return f"{med(kib_list) / 1024:.0f}" if kib_list else "-"
+
+
+def table(b, cmdline, started, load):
+    lines = ["| workload | measure | without | with | ratio (median) | ratio min..max | target | "
+             "peak RSS MiB without | with |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    fails = []
+    for (row, m, higher, target) in b.rows:
+        s = b.samples[(row, m)]
+        r = med(s["ratio"])
+        verdict = "" if r >= target else " **FAIL**"
+        if r < target:
+            fails.append(f"FAIL {row}: {m} ratio {r:.2f} < {target} (pairs: "
+                         + ", ".join(f"{x:.2f}" for x in s["ratio"]) + ")")
+        unit = m.replace("_s", " (s)").replace("_GBps", " (GB/s)").replace("GBps", "GB/s")
+        lines.append(f"| {row} | {unit} | {fmt(med(s['without']), m)} | {fmt(med(s['with']), m)} | "
+                     f"{r:.2f}{verdict} | {min(s['ratio']):.2f}..{max(s['ratio']):.2f} | {target} | "
+                     f"{mib(b.rss[row]['without'])} | {mib(b.rss[row]['with'])} |")
+    head = [f"# ckptcache parity: with and without the library", "",
+            "Produced by:", "", f"    {cmdline}", "",
+            f"- host: {os.uname().nodename}, {os.cpu_count()} CPUs, kernel {os.uname().release}",
+            f"- started {started}, load average at start {load}",
+            f"- {b.a.pairs} pairs per row (the order alternating), median and spread of the per-pair ratios",
+            "- ratio: the library's speed over the speed without it (time without / time with, or "
+            "GB/s with / without): 1.00 is parity, below 1 slower",
+            "- fread row: fread of a tagged file (served by the cache) against memcpy of the same "
+            "bytes in the same process; its target is 0.8",
+            "- peak RSS: of the measured process (its largest child for the shell rows), median over the pairs",
+            ""]
+    return head + lines, fails
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pairs", type=int, default=5, help="paired runs per row (default 5)")
+    p.add_argument("--quick", action="store_true", help="smaller workloads (about a minute in all)")
+    p.add_argument("--only", default="", help="comma-separated workloads: numpy,pickle,walkers,proxy,stdio,"
+                                              "miss,tools,fread (default: all)")
+    p.add_argument("--count", type=int, default=48, help="RTM proxy checkpoints (default 48)")
+    p.add_argument("--size", default="16M", help="RTM proxy checkpoint size (default 16M)")
+    p.add_argument("--host-cache", default="256M", help="RTM proxy host tier (default 256M)")
+    p.add_argument("--ssd-cache", default="512M", help="RTM proxy ssd tier, 0 for none (default 512M)")
+    p.add_argument("--interval", type=int, default=10, help="RTM proxy computation between checkpoints, ms")
+    p.add_argument("--np-count", type=int, default=100, help="numpy arrays (default 100)")
+    p.add_argument("--np-mib", type=int, default=16, help="MiB per numpy array (default 16)")
+    p.add_argument("--pickle-entries", type=int, default=2000000, help="entries of the pickled dict")
+    p.add_argument("--tree", default="/usr/share", help="the untagged tree tar, du and find walk")
+    p.add_argument("--walk-reps", type=int, default=3, help="walks per sample (default 3)")
+    p.add_argument("--tool-mib", type=int, default=512, help="MiB of the file cp, cat and dd copy")
+    p.add_argument("--fread-mib", type=int, default=256, help="MiB of the fread benchmark's file")
+    p.add_argument("--dir", default=os.environ.get("TMPDIR", "/tmp"), help="where the files go")
+    p.add_argument("--results", default=os.path.join(ROOT, "docs", "results"),
+                   help="folder of parity.md and parity.csv (default docs/results)")
+    a = p.parse_args()
+    if a.quick:
+        a.count, a.size, a.host_cache, a.ssd_cache = 24, "8M", "64M", "128M"
+        a.np_count, a.np_mib, a.pickle_entries = 32, 8, 500000
+        a.walk_reps, a.tool_mib, a.fread_mib = 1, 128, 64
+    if a.pairs < 1:
+        p.error("--pairs must be at least 1")
+    work = ["numpy", "pickle", "walkers", "proxy", "stdio", "miss", "tools", "fread"]
+    only = [w for w in a.only.split(",") if w] or work
+    for w in only:
+        if w not in work:
+            p.error(f"--only: unknown workload {w!r} (known: {','.join(work)})")
+    for f in (LIB, PROXY, FREAD):
+        if not os.path.exists(f):
+            p.error(f"{f} is missing: build first (scripts/bench/parity builds it)")
+    cmdline = "scripts/bench/parity " + " ".join(sys.argv[1:])
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    load = " ".join(open("/proc/loadavg").read().split()[:3])
+    b = Bench(a)
+    print(f"ckptcache parity: {a.pairs} pairs of {','.join(only)}; files in {b.work}", flush=True)
+    t0 = time.time()
+    try:
+        for k in range(a.pairs):
+            for w in only:
+                getattr(b, w)(k)
+            print(f"  pair {k + 1}/{a.pairs} done ({time.time() - t0:.0f} s)", flush=True)
+    except RunError as e:
+        print(f"FAIL a run failed: {e}", file=sys.stderr)
+        return 3
+    finally:
+        shutil.rmtree(b.work, ignore_errors=True)
+    lines, fails = table(b, cmdline, started, load)
+    lines += ["", f"Load average at the end: {' '.join(open('/proc/loadavg').read().split()[:3])}; "
+                  f"{time.time() - t0:.0f} s in all."]
+    os.makedirs(a.results, exist_ok=True)
+    with open(os.path.join(a.results, "parity.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+        for x in fails:
+            f.write(f"\n{x}\n")
+    with open(os.path.join(a.results, "parity.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["row", "measure", "pair", "side", "value", "peak_rss_kib"])
+        w.writerows(b.raw)
+    print("\n".join(lines))
+    print(f"(written to {a.results}/parity.md and parity.csv)")
+    for x in fails:
+        print(x)
+    print(f"{len(b.rows) - len(fails)} of {len(b.rows)} measures at or above their target")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+/* The memory limit the host tier's size is taken from. */
+#ifndef CKC_MEMLIMIT_H
+#define CKC_MEMLIMIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The smallest memory limit of the control groups in cgroup (a file in the
+ * format of /proc/self/cgroup), found through mountinfo (the format of
+ * /proc/self/mountinfo), each mount point prefixed with prefix ("" for the
+ * real system): cgroup v2 memory.max and v1 memory.limit_in_bytes of the
+ * group and of each ancestor below its hierarchy's root. Returns bytes, or
+ * 0 when no limit applies. */
+uint64_t ckc_memlimit_cgroup(const char *cgroup, const char *mountinfo, const char *prefix);
+
+/* The smaller of phys (physical memory; 0: unknown) and this process's
+ * control-group limit. */
+uint64_t ckc_memlimit(uint64_t phys);
+
+/* This process's control-group limit when it is below physical memory,
+ * else 0. */
+uint64_t ckc_memlimit_job(void);
+
+#endif
