@@ -247,6 +247,7 @@ bool ckc_stdio_tagged(FILE *f);
 /* fread (fread_unlocked when !locked) of any stream: on a tagged one, a
  * read of a whole buffer or more goes straight from the cache into p. */
 size_t ckc_stdio_fread(void *p, size_t size, size_t n, FILE *f, bool locked);
+size_t ckc_stdio_fwrite(const void *p, size_t size, size_t n, FILE *f, bool locked);
 
 /* Flushes every tagged stdio stream (before the engine stops at exit). */
 void ckc_stdio_flush_all(void);

@@ -184,6 +184,8 @@ static void stdio_touch(const void *p, size_t size, size_t n, FILE *f)
 
 CKC_EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
 {
+	if (__builtin_expect(f->_fileno < -1, 0))
+		return ckc_stdio_fwrite(p, size, n, f, true);
 	stdio_touch(p, size, n, f);
 	return REAL(fwrite)(p, size, n, f);
 }
@@ -198,6 +200,8 @@ CKC_EXPORT size_t fread(void *p, size_t size, size_t n, FILE *f)
 
 CKC_EXPORT size_t fwrite_unlocked(const void *p, size_t size, size_t n, FILE *f)
 {
+	if (__builtin_expect(f->_fileno < -1, 0))
+		return ckc_stdio_fwrite(p, size, n, f, false);
 	stdio_touch(p, size, n, f);
 	return REAL(fwrite_unlocked)(p, size, n, f);
 }

@@ -1984,6 +1984,61 @@ static int m_stdio_large(int argc, char **argv)
 	return 0;
 }
 
+/* stdio-large-writes PATH SIZE SEED: large fwrites of a tagged stream,
+ * mixed with small ones, ftell, fseek back over written bytes, append
+ * mode, fwrite_unlocked; the file must hold what was written, in order,
+ * and the large writes reach the cache whole. */
+static int m_stdio_large_writes(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED");
+	size_t n = arg.size, big = n / 2;
+	unsigned char *e = pattern_buf(n, arg.seed), *b = xmalloc(n + 64);
+
+	FILE *f = xfopen(arg.path, "wb");
+	if (fwrite(e, 1, 7, f) != 7 || fwrite(e + 7, 1, big, f) != big)
+		fail("fwrite of 7 then %zu bytes: %s", big, strerror(errno));
+	if (ftell(f) != (long)(7 + big))
+		fail("ftell after the large fwrite: %ld, expected %zu", ftell(f), 7 + big);
+	if (fwrite_unlocked(e + 7 + big, 1, 100, f) != 100)
+		fail("fwrite_unlocked: %s", strerror(errno));
+	size_t rest = n - 107 - big;
+	if (fwrite(e + 107 + big, 1, rest, f) != rest)
+		fail("fwrite of the rest: %s", strerror(errno));
+	if (ftell(f) != (long)n)
+		fail("ftell at the end: %ld, expected %zu", ftell(f), n);
+	xfclose(f);
+	f = xfopen(arg.path, "rb");
+	if (fread(b, 1, n + 1, f) != n)
+		fail("reading back: %s", strerror(errno));
+	expect_bytes(b, e, 0, n, "small and large fwrites");
+	xfclose(f);
+
+	/* w+: a large fwrite over bytes written before, then read back */
+	f = xfopen(arg.path, "w+");
+	memset(b, 0x5a, n);
+	if (fwrite(b, 1, n, f) != n || fseek(f, 3, SEEK_SET) != 0 || fwrite(e + 3, 1, n - 3, f) != n - 3 ||
+	    fseek(f, 0, SEEK_SET) != 0 || fwrite(e, 1, 3, f) != 3 || fseek(f, 0, SEEK_SET) != 0)
+		fail("fwrite over written bytes: %s", strerror(errno));
+	if (fread(b, 1, n, f) != n)
+		fail("fread of a w+ stream: %s", strerror(errno));
+	expect_bytes(b, e, 0, n, "a large fwrite over written bytes");
+	xfclose(f);
+
+	/* append: large writes go to the end */
+	f = xfopen(arg.path, "wb");
+	if (fwrite(e, 1, big, f) != big)
+		fail("fwrite before the append: %s", strerror(errno));
+	xfclose(f);
+	f = xfopen(arg.path, "ab");
+	if (fwrite(e + big, 1, n - big, f) != n - big)
+		fail("fwrite of an append stream: %s", strerror(errno));
+	xfclose(f);
+	printf("stdio-large-writes: large fwrites ok\n");
+	free(b);
+	free(e);
+	return 0;
+}
+
 /* freopen of a stream that fopen returned for a tagged path: the stream
  * moves to the new file, and the checkpoint holds what was written before. */
 static int m_freopen(int argc, char **argv)
@@ -2802,7 +2857,7 @@ static const struct modedef modes[] = {
 	{ "readfd", m_readfd },	    { "fork", m_fork },		{ "rawsys", m_rawsys },
 	{ "mmap", m_mmap },	    { "procfd", m_procfd },	{ "uring", m_uring },
 	{ "aio", m_aio },	    { "locks", m_locks },	{ "fdops", m_fdops },
-	{ "fsync-never", m_fsync_never }, { "stdio", m_stdio }, { "stdio-large", m_stdio_large }, { "statcached", m_statcached },
+	{ "fsync-never", m_fsync_never }, { "stdio", m_stdio }, { "stdio-large", m_stdio_large }, { "stdio-large-writes", m_stdio_large_writes }, { "statcached", m_statcached },
 	{ "closeby", m_closeby },   { "meta", m_meta },	    { "copycalls", m_copycalls },
 	{ "misc", m_misc },	    { "histcheck", m_histcheck }, { "rewrite", m_rewrite },
 	{ "growhints", m_growhints }, { "unlinkrace", m_unlinkrace }, { "handover", m_handover }, { "pingpong", m_pingpong }, { "renames", m_renames }, { "churn", m_churn }, { "noclose", m_noclose },	    { "freopen", m_freopen },	    { "stdout", m_stdout },	    { "sharedfd", m_sharedfd },	{ "n1part", m_n1part },	    { "rename", m_rename },	    { "unlink", m_unlink },	{ "plainops", m_plainops },

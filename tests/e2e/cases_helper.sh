@@ -130,6 +130,17 @@ stdio_large_case() {
 	same l.ref ck/l.bin "stdio: the checkpoint at its real path after exit"
 }
 
+# Large fwrites of tagged streams, mixed with small ones, seeks and append
+# mode: the file holds what was written, and a large fwrite reaches the cache
+# in one write (not through the stream's buffer, which under device capture
+# would read the program's staging memory).
+stdio_large_writes_case() {
+	helper_ok "large fwrites of tagged streams" -- stdio-large-writes "$T/ck/w.bin" 4M 6
+	stats_ok files==1 host.put_ops\<40
+	plain "$HELPER" gen w.ref 4M 6
+	same w.ref ck/w.bin "stdio: the checkpoint at its real path after exit"
+}
+
 # The host tier takes memory as it is used, not all at start, and gives the
 # room of removed checkpoints back once idle (a 2 GiB tier, four 16 MiB
 # checkpoints: their 64 MiB plus 32 MiB ahead, not the tier's size; once
@@ -551,6 +562,7 @@ case_add fdops fdops_case
 case_add fsync/persist-never fsync_never_case
 case_add stdio stdio_case
 case_add stdio/large-reads stdio_large_case
+case_add stdio/large-writes stdio_large_writes_case
 case_add memory/grows-with-use memory_grows_case
 case_add memory/cgroup-default memory_cgroup_case
 case_add stdio/freopen-tagged-stream freopen_case
