@@ -298,7 +298,7 @@ static int tiers_open(void)
 		ckc_tier_t *t = &ckc_eng.tier[n];
 		t->name = "host";
 		t->kind = TIER_HOST;
-		rc = ckc_host_open(t, c->host_cache, ckc_eng.ntier == 0 && !c->host_whole);
+		rc = ckc_host_open(t, c->host_cache, !c->host_whole, ckc_eng.ntier > 0);
 		if (rc) {
 			ckc_error("CKPTCACHE_HOST_CACHE=%llu: cannot map the host tier (%s)",
 				  (unsigned long long)c->host_cache, strerror(-rc));

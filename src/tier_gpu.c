@@ -247,7 +247,7 @@ static CUresult bg_piece(char kind, char *host, uint64_t dev, size_t n, CUstream
 	ckc_bg_yield();
 	uint64_t off;
 	const ckc_tier_t *h = host_tier_of(host, &off);
-	if (h && off + n <= atomic_load(&h->pinned_bytes))
+	if (h && ckc_host_pinned(h, off, n))
 		return copy_runs(kind, host, dev, n, s);
 	void *via = pinned_buf(&tl_stage, GPU_XFER);
 	return copy_via(kind, via ? via : host, host, dev, n, s);
@@ -467,38 +467,97 @@ static int pin_lock(const char *dir)
  * to or from the tier never crosses a piece. */
 #define PIN_PIECE ((uint64_t)1 << 20)
 
+/* Registers [off, off+len) of host tier h in PIN_PIECE calls, each after
+ * giving way to the program. Returns the CUDA result. */
+static CUresult pin_range(ckc_tier_t *h, uint64_t off, uint64_t len)
+{
+	CUresult r = CUDA_SUCCESS;
+	for (uint64_t done = 0; done < len && r == CUDA_SUCCESS; done += PIN_PIECE) {
+		uint64_t n = len - done < PIN_PIECE ? len - done : PIN_PIECE;
+		ckc_bg_yield();
+		r = drv.cuMemHostRegister_v2(h->base + off + done, n, CU_MEMHOSTREGISTER_PORTABLE);
+		/* let the program's calls in between */
+		struct timespec ts = { 0, 100000 };
+		nanosleep(&ts, NULL);
+	}
+	return r;
+}
+
+/* Unregisters [off, off+len) of host tier h, registered by pin_range. */
+static void unpin_range(ckc_tier_t *h, uint64_t off, uint64_t len)
+{
+	for (uint64_t done = 0; done < len; done += PIN_PIECE)
+		drv.cuMemHostUnregister(h->base + off + done);
+}
+
+/* A host tier populated whole: registered from its start once populated. */
+static CUresult pin_whole(ckc_gpu_t *g, ckc_tier_t *h)
+{
+	while (!g->stop && atomic_load(&h->populated) < h->arena.capacity) {
+		struct timespec ts = { 0, 2000000 };
+		nanosleep(&ts, NULL);
+	}
+	uint64_t cap = h->arena.capacity, off;
+	CUresult r = CUDA_SUCCESS;
+	for (off = 0; off < cap && !g->stop && r == CUDA_SUCCESS; off += PIN_PIECE) {
+		uint64_t n = cap - off < PIN_PIECE ? cap - off : PIN_PIECE;
+		if ((r = pin_range(h, off, n)) == CUDA_SUCCESS) {
+			atomic_store(&h->pinned_bytes, off + n);
+			h->pinned_once = true;
+		}
+	}
+	return r;
+}
+
+/* A growing host tier: each piece registered once it is populated, until
+ * the gpu tier stops (its pieces are never given back under a gpu tier);
+ * the node's pinning lock is held while a batch is registered. */
+static CUresult pin_growing(ckc_gpu_t *g, ckc_tier_t *h)
+{
+	CUresult r = CUDA_SUCCESS;
+	while (!g->stop && r == CUDA_SUCCESS) {
+		bool any = false;
+		int fd = -1;
+		for (size_t k = 0; k < h->npiece && !g->stop && r == CUDA_SUCCESS; k++) {
+			if (atomic_load(&h->piece[k]) != CKC_PIECE_USED)
+				continue;
+			if (fd < 0)
+				fd = pin_lock(ckc_eng.cfg.ssd_dir);
+			uint64_t off = k * CKC_HOST_PIECE, cap = h->arena.capacity;
+			uint64_t len = cap - off < CKC_HOST_PIECE ? cap - off : CKC_HOST_PIECE;
+			if ((r = pin_range(h, off, len)) != CUDA_SUCCESS)
+				break;
+			atomic_store(&h->piece[k], CKC_PIECE_PINNED);
+			atomic_fetch_add(&h->pinned_bytes, len);
+			h->pinned_once = true;
+			any = true;
+		}
+		if (fd >= 0)
+			ckc_io.close(fd);
+		if (!any) {
+			struct timespec ts = { 0, 5000000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	return r;
+}
+
+/* Registers the host tiers for transfers at the link's speed: one process
+ * of the node at a time (pin_lock), in short calls. */
 static void gpu_pin_host(ckc_gpu_t *g)
 {
 	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
 		ckc_tier_t *h = &ckc_eng.tier[l];
 		if (h->kind != TIER_HOST)
 			continue;
-		while (!g->stop && atomic_load(&h->populated) < h->arena.capacity) {
-			struct timespec ts = { 0, 2000000 };
-			nanosleep(&ts, NULL);
-		}
-		if (g->stop)
-			return;
-		int fd = pin_lock(ckc_eng.cfg.ssd_dir);
-		uint64_t t0 = ckc_now_ns(), cap = h->arena.capacity, off;
-		CUresult r = CUDA_SUCCESS;
-		for (off = 0; off < cap && !g->stop; off += PIN_PIECE) {
-			uint64_t n = cap - off < PIN_PIECE ? cap - off : PIN_PIECE;
-			ckc_bg_yield();
-			if ((r = drv.cuMemHostRegister_v2(h->base + off, n, CU_MEMHOSTREGISTER_PORTABLE)) !=
-			    CUDA_SUCCESS)
-				break;
-			atomic_store(&h->pinned_bytes, off + n);
-			h->pinned_once = true;
-			/* let the program's calls in between */
-			struct timespec ts = { 0, 100000 };
-			nanosleep(&ts, NULL);
-		}
+		int fd = h->piece ? -1 : pin_lock(ckc_eng.cfg.ssd_dir);
+		uint64_t t0 = ckc_now_ns();
+		CUresult r = h->piece ? pin_growing(g, h) : pin_whole(g, h);
 		if (fd >= 0)
 			ckc_io.close(fd);
-		if (r == CUDA_SUCCESS && off >= cap)
+		if (r == CUDA_SUCCESS && !h->piece && !g->stop)
 			ckc_info("host tier: %llu bytes pinned in %.1f ms",
-				 (unsigned long long)cap, (double)(ckc_now_ns() - t0) / 1e6);
+				 (unsigned long long)h->arena.capacity, (double)(ckc_now_ns() - t0) / 1e6);
 		else if (r != CUDA_SUCCESS)
 			ckc_warn("host tier: cannot pin its memory past %llu bytes (CUDA error %d): copies "
 				 "there run at pageable speed",
@@ -992,11 +1051,18 @@ static void gpu_teardown(ckc_tier_t *t, bool locked)
 		drv.cuCtxSetCurrent((CUcontext)g->dev[0].ctx);
 	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
 		ckc_tier_t *h = &ckc_eng.tier[l];
-		uint64_t pinned = h->kind == TIER_HOST ? atomic_load(&h->pinned_bytes) : 0;
-		for (uint64_t off = 0; off < pinned; off += PIN_PIECE)
-			drv.cuMemHostUnregister(h->base + off);
-		if (pinned)
-			atomic_store(&h->pinned_bytes, 0);
+		if (h->kind != TIER_HOST)
+			continue;
+		if (!h->piece)
+			unpin_range(h, 0, atomic_load(&h->pinned_bytes));
+		for (size_t k = 0; h->piece && k < h->npiece; k++) {
+			uint8_t pinned = CKC_PIECE_PINNED;
+			if (!atomic_compare_exchange_strong(&h->piece[k], &pinned, CKC_PIECE_USED))
+				continue;
+			uint64_t off = k * CKC_HOST_PIECE, cap = h->arena.capacity;
+			unpin_range(h, off, cap - off < CKC_HOST_PIECE ? cap - off : CKC_HOST_PIECE);
+		}
+		atomic_store(&h->pinned_bytes, 0);
 	}
 	for (int d = 0; d < g->ndev; d++) {
 		ckc_gpu_dev_t *r = &g->dev[d];

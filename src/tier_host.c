@@ -1,10 +1,10 @@
 /* The host tier: one anonymous mapping (huge pages advised) whose pages a
  * background thread populates, so the program's copies rarely fault. It
  * grows with use: only the room the next checkpoints will take is populated
- * ahead of them, and free room is given back when the tier has been idle.
- * Under device capture the whole mapping is populated at start instead (the
- * gpu tier pins it). Bytes move in and out with memcpy. The mapping is never
- * moved, so a later pinning step can register it as it is. */
+ * ahead of them, and free room is given back when the tier has been idle
+ * (under device capture nothing is given back: the gpu tier registers the
+ * pieces as they are populated). Bytes move in and out with memcpy. The
+ * mapping is never moved, so the pinning can register it as it is. */
 #include "config.h"
 
 #include <errno.h>
@@ -22,7 +22,7 @@
 /* Short holds of the address space's lock, which a page protection of the
  * program's (a device capture) waits for: one huge page at a time. Also
  * the unit in which a growing tier populates and gives back. */
-#define HOST_PIECE (2u << 20)
+#define HOST_PIECE CKC_HOST_PIECE
 
 /* A growing tier keeps twice the predicted checkpoint size of free room
  * populated, at least HOST_AHEAD_MIN and at most HOST_AHEAD_MAX (a larger
@@ -65,8 +65,19 @@ static void host_toucher_whole(ckc_tier_t *t)
 /* Piece k is populated now (by the toucher or the program's copies). */
 static void host_mark(ckc_tier_t *t, uint64_t k)
 {
-	if (!atomic_exchange(&t->piece[k], 1))
+	uint8_t none = 0;
+	if (atomic_compare_exchange_strong(&t->piece[k], &none, CKC_PIECE_USED))
 		atomic_fetch_add(&t->populated, HOST_PIECE);
+}
+
+bool ckc_host_pinned(const ckc_tier_t *t, uint64_t off, uint64_t n)
+{
+	if (!t->piece)
+		return off + n <= atomic_load(&t->pinned_bytes);
+	for (uint64_t k = off / HOST_PIECE; k * HOST_PIECE < off + n && k < t->npiece; k++)
+		if (atomic_load(&t->piece[k]) != CKC_PIECE_PINNED)
+			return false;
+	return n > 0;
 }
 
 /* The room the next allocations will take (lock held): in best-fit order,
@@ -177,7 +188,7 @@ static void host_toucher_grow(ckc_tier_t *t)
 			last_use = ckc_now_ns();
 			continue;
 		}
-		if (ckc_now_ns() - last_use < HOST_IDLE_NS)
+		if (ckc_now_ns() - last_use < HOST_IDLE_NS || t->keep)
 			continue;
 		/* idle: free room beyond what the next checkpoints take goes
 		 * back to the system (room freed since the last look included) */
@@ -231,7 +242,7 @@ static char *host_map(uint64_t len)
 	return p + head;
 }
 
-int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow)
+int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow, bool keep)
 {
 	int rc = arena_init(&t->arena, capacity, CKC_ALIGN);
 	if (rc)
@@ -246,6 +257,7 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow)
 	(void)madvise(p, capacity, MADV_HUGEPAGE);
 	t->base = p;
 	t->grow = grow;
+	t->keep = keep;
 	t->npiece = (capacity + HOST_PIECE - 1) / HOST_PIECE;
 	t->piece = grow ? calloc(t->npiece, sizeof(*t->piece)) : NULL;
 	if (grow && !t->piece) {
