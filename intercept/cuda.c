@@ -486,9 +486,7 @@ static bool cu_pageable_safe(void)
 	int k = atomic_load_explicit(known, memory_order_relaxed);
 	if (k)
 		return k > 0;
-	dlsym_fn rd = ckc_real_dlsym();
-	void *f = rd ? rd(RTLD_DEFAULT, "free") : NULL, *m = rd ? rd(RTLD_DEFAULT, "munmap") : NULL;
-	bool safe = f && m && cu_is_ours(f) && cu_is_ours(m);
+	bool safe = ckc_free_is_ours();
 	if (!safe)
 		ckc_warn("device capture: the program's free() is not this library's (another allocator or "
 			 "a sanitizer comes before it): only pinned host memory is captured, pageable copies "

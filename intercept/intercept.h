@@ -59,6 +59,10 @@ bool ckc_strict(void);
  * before the signal ends the program (term.c). Once per process. */
 void ckc_term_install(double wait_s);
 
+/* Whether the program's free(3) reaches this library's wrapper (memhooks.c):
+ * false under an allocator or a sanitizer that comes before it. */
+bool ckc_free_is_ours(void);
+
 /* Points the engine's gpu tier at the driver (cuda.c). */
 void ckc_cuda_init(void);
 

@@ -142,7 +142,9 @@ def run_one(a, name, argv, envs, check, mode, rep, data, ref, log):
            "checkpoint_s": r[0] if r else "", "restore_s": r[1] if r else "", "bytes": r[3] if r else "",
            "wall_s": round(wall, 2), "captured": cap.get("captured", ""), "restored_d2d": cap.get("restored_d2d", ""),
            "filled": cap.get("filled", "")}
-    print(f"{'PASS' if ok else 'FAIL'} {tag}: checkpoint {row['checkpoint_s']} s, restore {row['restore_s']} s"
+    caps = f", captured {row['captured']}, restored from device {row['restored_d2d']}, filled {row['filled']}" \
+        if mode == "device" else ""
+    print(f"{'PASS' if ok else 'FAIL'} {tag}: checkpoint {row['checkpoint_s']} s, restore {row['restore_s']} s{caps}"
           + (f" ({why})" if why else ""), flush=True)
     log.writerow(row)
     return row

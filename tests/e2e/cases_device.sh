@@ -109,3 +109,64 @@ device_own_fault() {
 	[ $rc -eq $((128 + 11)) ] || fail "expected death by SIGSEGV, got $(status_text $rc)"
 }
 case_add "device/own-fault-is-the-programs" device_own_fault
+
+# A Python program (numpy, the driver through ctypes, as CuPy reaches it)
+# under device capture: its copies into numpy arrays are captured, np.save
+# attaches them, np.load's reads are owed and its copies back to the device
+# are device copies. Python's allocator is the C library's, reached through
+# the executable: the library must see its frees.
+device_python() {
+	"$PY" -c 'import numpy' 2>/dev/null || fail "numpy cannot be imported by $PY"
+	mkdir -p "$T/ssd" "$T/device"
+	cat >devpy.py <<'PYEOF'
+import ctypes, sys, numpy as np
+d = sys.argv[1]
+cu = ctypes.CDLL("libcuda.so.1")
+ctx = ctypes.c_void_p()
+assert cu.cuInit(0) == 0 and cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0
+assert cu.cuCtxSetCurrent(ctx) == 0
+dtoh, htod = cu.cuMemcpyDtoH_v2, cu.cuMemcpyHtoD_v2
+dtoh.argtypes = [ctypes.c_void_p, ctypes.c_ulonglong, ctypes.c_size_t]
+htod.argtypes = [ctypes.c_ulonglong, ctypes.c_void_p, ctypes.c_size_t]
+arrays = []
+for k in range(6):
+    n = (3 << 20) + 4096 * k + 12
+    ref = np.random.default_rng(k).integers(0, 255, size=n, dtype=np.uint8)
+    dev = ctypes.c_ulonglong()
+    assert cu.cuMemAlloc_v2(ctypes.byref(dev), n) == 0
+    ctypes.memmove(dev.value, ref.ctypes.data, n)      # the "kernel" that made it
+    host = np.empty(n, dtype=np.uint8)
+    assert dtoh(host.ctypes.data, dev.value, n) == 0
+    np.save(f"{d}/a{k}.npy", host)
+    del host
+    arrays.append((ref, n))
+for k in reversed(range(6)):
+    ref, n = arrays[k]
+    back = np.load(f"{d}/a{k}.npy")
+    dev2 = ctypes.c_ulonglong()
+    assert cu.cuMemAlloc_v2(ctypes.byref(dev2), n) == 0
+    assert htod(dev2.value, back.ctypes.data, n) == 0
+    got = np.ctypeslib.as_array((ctypes.c_uint8 * n).from_address(dev2.value))
+    assert np.array_equal(got, ref), k
+print("python device ok")
+PYEOF
+	ck CKPTCACHE_PATHS="$T/device/*.npy" CKPTCACHE_CAPTURE=device CKPTCACHE_SSD_DIR="$T/ssd" CKPTCACHE_GPU_CACHE=256M -- \
+		env LD_LIBRARY_PATH="$FAKECUDA" FAKECUDA_DEVICE_MIB=4096 "$PY" devpy.py "$T/device" >"$T/out" 2>&1
+	local rc=$?
+	cat "$T/out"
+	[ $rc -eq 0 ] || fail "python under device capture: $(status_text $rc)$(last_error)"
+	plain "$PY" -c '
+import sys, numpy as np
+for k in range(6):
+    n = (3 << 20) + 4096 * k + 12
+    assert np.array_equal(np.load(f"{sys.argv[1]}/a{k}.npy"), np.random.default_rng(k).integers(0, 255, size=n, dtype=np.uint8)), k
+' "$T/device" || fail "the arrays at their real paths differ from what was saved"
+	# a library preloaded before this one (the sanitizer's runtime) frees
+	# on its own; alone, Python's frees reach the library
+	if [[ $PRELOAD == *" "* ]]; then
+		grep -q "only pinned host memory is captured" "$T/out" || fail "pageable capture off without a warning"
+	else
+		stats_ok capture.pageable==1 capture.captured\>=6 capture.attached\>=6 capture.restored_d2d\>=6
+	fi
+}
+case_add device/python-numpy device_python
