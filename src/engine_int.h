@@ -172,17 +172,16 @@ typedef struct ckc_tier {
 	atomic_bool toucher_stop;
 	bool grow;
 	bool keep;                     /* grow, under a gpu tier: nothing is given back */
-	_Atomic uint8_t *piece;        /* grow: per CKC_HOST_PIECE, CKC_PIECE_USED (populated or
-					  allocated since it was last given back), then
-					  CKC_PIECE_PINNED once the gpu tier registered it */
+	_Atomic uint8_t *piece;        /* grow: per CKC_HOST_PIECE, CKC_PIECE_USED when populated
+					  or allocated since it was last given back */
 	size_t npiece;
 	atomic_uint_fast64_t use_seq;  /* grow: allocations in the tier so far */
 	atomic_bool caught_up;         /* grow: the toucher has nothing left to populate */
 	pthread_mutex_t grow_mx;       /* the toucher's wake-ups (taken after the engine lock) */
 	pthread_cond_t grow_cv;
 
-	atomic_uint_fast64_t pinned_bytes; /* registered with CUDA: from base, or (grow) in
-					     pieces marked CKC_PIECE_PINNED (device capture) */
+	atomic_uint_fast64_t pinned_bytes; /* registered with CUDA, from base (device capture,
+					     a tier populated whole) */
 	atomic_bool pinned_once;
 
 	/* gpu: spare device memory */
@@ -343,15 +342,16 @@ void ckc_bg_yield(void);
 void ckc_gpu_evacuate(void);
 
 /* tier_host.c / tier_ssd.c / tier_home.c */
-/* The host tier's pieces: a growing tier populates and gives back, and a
- * gpu tier registers, one piece at a time. */
+/* The host tier's pieces: a growing tier populates and gives back one
+ * piece at a time. */
 #define CKC_HOST_PIECE ((uint64_t)2 << 20)
 #define CKC_PIECE_USED 1
-#define CKC_PIECE_PINNED 2
 /* Maps the host tier; grow: it grows with use, and gives room back when
- * idle unless keep (a gpu tier registers its pieces). 0 or -errno. */
+ * idle unless keep (under a gpu tier, whose copies may be in flight). 0 or
+ * -errno. */
 int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow, bool keep);
-/* Whether [off, off+n) of host tier t is registered with CUDA. */
+/* Whether [off, off+n) of host tier t is registered with CUDA (a tier
+ * populated whole, once the gpu tier registered it). */
 bool ckc_host_pinned(const ckc_tier_t *t, uint64_t off, uint64_t n);
 /* Stops the toucher (lock not held: it takes the lock). */
 void ckc_host_stop(ckc_tier_t *t);

@@ -2,9 +2,10 @@
  * background thread populates, so the program's copies rarely fault. It
  * grows with use: only the room the next checkpoints will take is populated
  * ahead of them, and free room is given back when the tier has been idle
- * (under device capture nothing is given back: the gpu tier registers the
- * pieces as they are populated). Bytes move in and out with memcpy. The
- * mapping is never moved, so the pinning can register it as it is. */
+ * (under device capture nothing is given back). A tier populated whole
+ * (when asked) is registered with CUDA by the gpu tier. Bytes move in and
+ * out with memcpy. The mapping is never moved, so the pinning can register
+ * it as it is. */
 #include "config.h"
 
 #include <errno.h>
@@ -72,12 +73,7 @@ static void host_mark(ckc_tier_t *t, uint64_t k)
 
 bool ckc_host_pinned(const ckc_tier_t *t, uint64_t off, uint64_t n)
 {
-	if (!t->piece)
-		return off + n <= atomic_load(&t->pinned_bytes);
-	for (uint64_t k = off / HOST_PIECE; k * HOST_PIECE < off + n && k < t->npiece; k++)
-		if (atomic_load(&t->piece[k]) != CKC_PIECE_PINNED)
-			return false;
-	return n > 0;
+	return !t->piece && off + n <= atomic_load(&t->pinned_bytes);
 }
 
 /* The room the next allocations will take (lock held): in best-fit order,

@@ -319,11 +319,11 @@ Test(gpu, small_reads_of_a_copy_in_device_memory_come_from_one_window)
 	gpu_stop();
 }
 
-Test(gpu, a_growing_host_tier_under_it_is_registered_piece_by_piece_as_it_is_used)
+Test(gpu, a_host_tier_under_it_grows_with_use_and_is_not_registered_while_the_program_runs)
 {
-	/* a 2 GiB host tier under a 256 MiB gpu tier: only the pieces the
-	 * flushes use are populated and registered, not 2 GiB at start; every
-	 * registration is undone at the end */
+	/* a 2 GiB host tier under a 256 MiB gpu tier: only the room the
+	 * flushes use is populated, not 2 GiB at start, and nothing is
+	 * registered (registering held up the program's own CUDA calls) */
 	int pins0 = atomic_load(&fake_pins);
 	gpu_start(256 * MiB, 2048 * MiB, CKC_PERSIST_ALWAYS);
 	for (int i = 0; i < 6; i++) {
@@ -332,26 +332,18 @@ Test(gpu, a_growing_host_tier_under_it_is_registered_piece_by_piece_as_it_is_use
 		put_ckpt(path, 300 + (uint64_t)i, 16 * MiB);
 	}
 	cr_assert_eq(ckc_wait_flushed(), 0);
-	/* the registration follows the population within a few scans (the
-	 * stand-in counts registered pieces of 1 MiB) */
-	uint64_t pinned = 0;
-	for (int i = 0; i < 200 && (pinned = (uint64_t)(atomic_load(&fake_pins) - pins0) * MiB) == 0; i++)
-		usleep(10000);
 	ckc_stats_t st;
 	ckc_stats_get(&st);
 	cr_assert_eq(st.tier[1].capacity, 2048 * MiB, "tier 1 is the host tier");
-	uint64_t populated = st.tier[1].populated_bytes;
-	cr_assert_gt(pinned, 0, "the used pieces were registered");
-	cr_assert_leq(pinned, populated, "only populated pieces are registered");
-	cr_assert_lt(populated, 1024 * MiB, "the tier was not populated whole (%llu bytes)",
-		     (unsigned long long)populated);
+	cr_assert_lt(st.tier[1].populated_bytes, 1024 * MiB, "the tier was not populated whole (%llu bytes)",
+		     (unsigned long long)st.tier[1].populated_bytes);
+	cr_assert_eq(atomic_load(&fake_pins), pins0, "no piece of it was registered");
 	for (int i = 0; i < 6; i++) {
 		char path[PATH_MAX];
 		tpath(&env, path, i);
 		tverify(path, 300 + (uint64_t)i, 16 * MiB, 4 * MiB);
 	}
 	gpu_stop();
-	cr_assert_eq(atomic_load(&fake_pins), pins0, "every registration was undone");
 }
 
 Test(gpu, history_larger_than_the_tier_flows_down_and_comes_back)
