@@ -83,6 +83,9 @@ int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap
  * had cost a fill on top of the copy the program asked for). A site that
  * does not pay is tried again now and then. */
 bool ckc_owed_site_ok(uintptr_t site);
+/* The site of every tagged read into host memory (the program's reads are
+ * judged together: a read's call site is not known below its wrapper). */
+#define CKC_OWED_SITE_READ ((uintptr_t)1)
 
 /* What a host-to-device copy from [s0, s0+n) may take from device memory:
  * [lo, hi) from the capture of e (the whole copy when every whole page of

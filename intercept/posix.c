@@ -64,7 +64,7 @@ ssize_t ckc_vfd_pread(ckc_vfd_t *v, void *buf, size_t n, off_t off)
 	ckc_enter();
 	ssize_t r = CKC_OWED_PASS;
 	if (ckc_owed_read_ok)
-		r = ckc_owed_pread(v->h, buf, n, (uint64_t)off, 0);
+		r = ckc_owed_pread(v->h, buf, n, (uint64_t)off, CKC_OWED_SITE_READ);
 	if (r == CKC_OWED_PASS) {
 		ckc_owed_will_write(buf, n);
 		r = ckc_pread(v->h, buf, n, (uint64_t)off);
