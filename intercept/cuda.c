@@ -131,8 +131,6 @@ static inline bool cu_device_mode(void)
 	X(CU_FREE, cuMemFree_v2, (CUdeviceptr p), (p), cu_untrack(p)) \
 	X(CU_FREE, cuMemFreeAsync, (CUdeviceptr p, CUstream t), (p, t), cu_untrack(p)) \
 	X(CU_FREE, cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream t), (p, t), cu_untrack(p)) \
-	X(CU_HOSTMEM, cuMemHostAlloc, (void **p, size_t n, unsigned f), (p, n, f), cu_track((CUdeviceptr)(uintptr_t)*p, n, CKC_MEM_PINNED)) \
-	X(CU_HOSTMEM, cuMemAllocHost_v2, (void **p, size_t n), (p, n), cu_track((CUdeviceptr)(uintptr_t)*p, n, CKC_MEM_PINNED)) \
 	X(CU_HOSTMEM, cuMemHostRegister_v2, (void *p, size_t n, unsigned f), (p, n, f), cu_track((CUdeviceptr)(uintptr_t)p, n, CKC_MEM_REGISTERED)) \
 	X(CU_ALLOC, cuMemMap, (CUdeviceptr p, size_t n, size_t o, CUmemGenericAllocationHandle h, unsigned long long f), (p, n, o, h, f), cu_track(p, n, CKC_MEM_DEVICE)) \
 	X(CU_FREE, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n), cu_untrack_span(p, n)) \
@@ -218,6 +216,8 @@ CU_FUNCS(CU_WRAPPER)
 	X(cuMemAllocAsync_ptsz, (CUdeviceptr *p, size_t n, CUstream t))                     \
 	X(cuMemCreate, (CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *pr, unsigned long long f)) \
 	X(cuMemFreeHost, (void *p))                                                         \
+	X(cuMemHostAlloc, (void **p, size_t n, unsigned f))                                 \
+	X(cuMemAllocHost_v2, (void **p, size_t n))                                          \
 	X(cuMemHostUnregister, (void *p))
 
 #define CU_HAND_DECL(name, params)                                     \
@@ -1055,11 +1055,129 @@ static void cu_host_freed(void *p)
 	}
 }
 
+/* ---- pinned host allocations of huge pages -----------------------------
+ * Owing pinned memory changes the protection of its pages in place (the
+ * driver holds them): 1.7 to 7 ms for a 128 MiB staging buffer of 4 KiB
+ * pages on an H100 machine, on the program's read. Under device capture a
+ * large pinned allocation (cudaMallocHost, cudaHostAlloc, torch's pinned
+ * memory) is therefore made of huge pages, populated and registered with the
+ * driver (portable and mapped, as an allocation of its own is under unified
+ * addressing): its protection then changes one entry per 2 MiB. Write-
+ * combined ones, small ones and any the kernel refuses are made by the
+ * driver as asked. */
+#define HUGE_PIN_MIN ((size_t)4 << 20)
+#define HUGE_PIN_ALIGN ((size_t)2 << 20)
+
+typedef struct cu_hugepin {
+	void *p;
+	size_t len;
+} cu_hugepin_t;
+static cu_hugepin_t *hugepins;
+static atomic_ullong hugepins_made;
+static size_t nhugepins, caphugepins;
+static pthread_mutex_t hugepin_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(void *) cx_hreg, cx_hunreg;
+
+/* A registered huge-page allocation of n bytes in *pp, or false. */
+static bool cu_hugepin_alloc(void **pp, size_t n, unsigned flags)
+{
+	if (!cu_device_mode() || n < HUGE_PIN_MIN || (flags & CU_MEMHOSTALLOC_WRITECOMBINED))
+		return false;
+	CUresult (*reg)(void *, size_t, unsigned) =
+		CX(cx_hreg, "cuMemHostRegister_v2", CUresult(*)(void *, size_t, unsigned));
+	if (!reg)
+		return false;
+	size_t len = (n + HUGE_PIN_ALIGN - 1) & ~(HUGE_PIN_ALIGN - 1);
+	char *m = mmap(NULL, len + HUGE_PIN_ALIGN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return false;
+	char *p = (char *)(((uintptr_t)m + HUGE_PIN_ALIGN - 1) & ~(uintptr_t)(HUGE_PIN_ALIGN - 1));
+	if (p > m)
+		REAL(munmap)(m, (size_t)(p - m));
+	if (m + len + HUGE_PIN_ALIGN > p + len)
+		REAL(munmap)(p + len, (size_t)(m + len + HUGE_PIN_ALIGN - (p + len)));
+	(void)REAL(madvise)(p, len, MADV_HUGEPAGE);
+#ifdef MADV_POPULATE_WRITE
+	(void)REAL(madvise)(p, len, MADV_POPULATE_WRITE);
+#endif
+	pthread_mutex_lock(&hugepin_lock);
+	bool room = nhugepins < caphugepins;
+	if (!room) {
+		size_t cap = caphugepins ? 2 * caphugepins : 16;
+		cu_hugepin_t *t = realloc(hugepins, cap * sizeof(*t));
+		if (t) {
+			hugepins = t;
+			caphugepins = cap;
+			room = true;
+		}
+	}
+	pthread_mutex_unlock(&hugepin_lock);
+	if (!room || reg(p, len, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP) != CUDA_SUCCESS) {
+		REAL(munmap)(p, len);
+		return false;
+	}
+	pthread_mutex_lock(&hugepin_lock);
+	hugepins[nhugepins++] = (cu_hugepin_t){ p, len };
+	pthread_mutex_unlock(&hugepin_lock);
+	atomic_fetch_add(&hugepins_made, 1);
+	cu_track((CUdeviceptr)(uintptr_t)p, n, CKC_MEM_PINNED);
+	*pp = p;
+	return true;
+}
+
+/* Gives back a huge-page allocation at p: true if it was one. */
+static bool cu_hugepin_free(void *p)
+{
+	size_t len = 0;
+	pthread_mutex_lock(&hugepin_lock);
+	for (size_t i = 0; i < nhugepins; i++)
+		if (hugepins[i].p == p) {
+			len = hugepins[i].len;
+			hugepins[i] = hugepins[--nhugepins];
+			break;
+		}
+	pthread_mutex_unlock(&hugepin_lock);
+	if (!len)
+		return false;
+	CUresult (*unreg)(void *) = CX(cx_hunreg, "cuMemHostUnregister", CUresult(*)(void *));
+	if (unreg)
+		unreg(p);
+	cu_untrack((CUdeviceptr)(uintptr_t)p);
+	REAL(munmap)(p, len);
+	return true;
+}
+
+CUresult ckc_cu_cuMemHostAlloc(void **p, size_t n, unsigned f)
+{
+	CU_REAL(cuMemHostAlloc, (void **, size_t, unsigned));
+	CU_COUNT(CU_HOSTMEM);
+	if (p && cu_hugepin_alloc(p, n, f))
+		return CUDA_SUCCESS;
+	CUresult rc = real(p, n, f);
+	if (rc == CUDA_SUCCESS)
+		cu_track((CUdeviceptr)(uintptr_t)*p, n, CKC_MEM_PINNED);
+	return rc;
+}
+
+CUresult ckc_cu_cuMemAllocHost_v2(void **p, size_t n)
+{
+	CU_REAL(cuMemAllocHost_v2, (void **, size_t));
+	CU_COUNT(CU_HOSTMEM);
+	if (p && cu_hugepin_alloc(p, n, 0))
+		return CUDA_SUCCESS;
+	CUresult rc = real(p, n);
+	if (rc == CUDA_SUCCESS)
+		cu_track((CUdeviceptr)(uintptr_t)*p, n, CKC_MEM_PINNED);
+	return rc;
+}
+
 CUresult ckc_cu_cuMemFreeHost(void *p)
 {
 	CU_REAL(cuMemFreeHost, (void *));
 	CU_COUNT(CU_HOSTMEM);
 	cu_host_freed(p);
+	if (cu_hugepin_free(p))
+		return CUDA_SUCCESS;
 	CUresult rc = real(p);
 	if (rc == CUDA_SUCCESS)
 		cu_untrack((CUdeviceptr)(uintptr_t)p);
@@ -1087,6 +1205,7 @@ static void cu_capture_stats(ckc_stats_t *s)
 {
 	s->capture_seen = cu_device_mode();
 	s->cap_pageable = atomic_load(&cu_pageable_known) >= 0;
+	s->cap_huge_pinned = atomic_load(&hugepins_made);
 	s->cap_captured = atomic_load(&cap_captured);
 	s->cap_captured_bytes = atomic_load(&cap_bytes);
 	s->cap_restored_d2d = atomic_load(&cap_restored);

@@ -76,6 +76,10 @@ device_stencil() {
 		# (fwrite too: the stream's buffer never reads the staging memory)
 		stats_ok capture.captured\>0 capture.attached\>0 capture.restored_d2d\>0
 	fi
+	# a large pinned staging buffer is made of huge pages
+	if [ "$staging" = pinned ]; then
+		stats_ok capture.huge_pinned\>=1
+	fi
 }
 
 for io in write fwrite; do
