@@ -135,14 +135,20 @@ static ssize_t cookie_write(void *c, const char *buf, size_t n)
 #define STDIO_IN_BACKUP 0x0100
 #define STDIO_PUTTING 0x0800
 
+/* The virtual descriptor under tagged stream f, or NULL. */
+static ckc_vfd_t *stdio_vfd(FILE *f)
+{
+	stdio_cookie_t *c = stdio_find(f, NULL);
+	return c ? ckc_vfd_get(atomic_load(&c->fd)) : NULL;
+}
+
 /* Reads into p straight from the cache, bypassing the stream's buffer;
  * the stream's position is the descriptor's, which glibc asks for at every
  * ftell and fseek of a cookie stream. Returns the bytes read (short at the
  * end of the file or on an error, which glibc then meets itself). */
 static size_t stdio_read_direct(FILE *f, char *p, size_t n)
 {
-	stdio_cookie_t *c = stdio_find(f, NULL);
-	ckc_vfd_t *v = c ? ckc_vfd_get(atomic_load(&c->fd)) : NULL;
+	ckc_vfd_t *v = stdio_vfd(f);
 	size_t got = 0;
 	if (!v)
 		return 0;
@@ -162,8 +168,7 @@ static size_t stdio_read_direct(FILE *f, char *p, size_t n)
  * stream (ferror) with errno set. */
 static size_t stdio_write_direct(FILE *f, const char *p, size_t n)
 {
-	stdio_cookie_t *c = stdio_find(f, NULL);
-	ckc_vfd_t *v = c ? ckc_vfd_get(atomic_load(&c->fd)) : NULL;
+	ckc_vfd_t *v = stdio_vfd(f);
 	size_t done = 0;
 	if (!v)
 		return 0;
