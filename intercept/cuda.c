@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "backtrace.h"
 #include "intercept.h"
 #include "log.h"
 #include "owed.h"
@@ -130,8 +131,6 @@ static inline bool cu_device_mode(void)
 	X(CU_FREE, cuMemFree_v2, (CUdeviceptr p), (p), cu_untrack(p)) \
 	X(CU_FREE, cuMemFreeAsync, (CUdeviceptr p, CUstream t), (p, t), cu_untrack(p)) \
 	X(CU_FREE, cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream t), (p, t), cu_untrack(p)) \
-	X(CU_HOSTMEM, cuMemHostAlloc, (void **p, size_t n, unsigned f), (p, n, f), cu_track((CUdeviceptr)(uintptr_t)*p, n, CKC_MEM_PINNED)) \
-	X(CU_HOSTMEM, cuMemAllocHost_v2, (void **p, size_t n), (p, n), cu_track((CUdeviceptr)(uintptr_t)*p, n, CKC_MEM_PINNED)) \
 	X(CU_HOSTMEM, cuMemHostRegister_v2, (void *p, size_t n, unsigned f), (p, n, f), cu_track((CUdeviceptr)(uintptr_t)p, n, CKC_MEM_REGISTERED)) \
 	X(CU_ALLOC, cuMemMap, (CUdeviceptr p, size_t n, size_t o, CUmemGenericAllocationHandle h, unsigned long long f), (p, n, o, h, f), cu_track(p, n, CKC_MEM_DEVICE)) \
 	X(CU_FREE, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n), cu_untrack_span(p, n)) \
@@ -217,6 +216,8 @@ CU_FUNCS(CU_WRAPPER)
 	X(cuMemAllocAsync_ptsz, (CUdeviceptr *p, size_t n, CUstream t))                     \
 	X(cuMemCreate, (CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *pr, unsigned long long f)) \
 	X(cuMemFreeHost, (void *p))                                                         \
+	X(cuMemHostAlloc, (void **p, size_t n, unsigned f))                                 \
+	X(cuMemAllocHost_v2, (void **p, size_t n))                                          \
 	X(cuMemHostUnregister, (void *p))
 
 #define CU_HAND_DECL(name, params)                                     \
@@ -232,7 +233,7 @@ CU_HAND(CU_HAND_DECL)
 
 /* ---- driver functions of device capture ------------------------------- */
 
-static _Atomic(void *) cx_dtod, cx_dtoh, cx_htod, cx_sync, cx_ctx, cx_dev, cx_evc, cx_evr, cx_evs, cx_evd;
+static _Atomic(void *) cx_dtod, cx_dtoh, cx_htod, cx_sync, cx_ctx, cx_dev, cx_evc, cx_evr, cx_evs, cx_evd, cx_evq;
 #define CX(slot, name, type) ((type)cu_real(&slot, name))
 typedef CUresult (*dtod_fn)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 typedef CUresult (*dtoh_fn)(void *, CUdeviceptr, size_t, CUstream);
@@ -336,12 +337,46 @@ static cu_ev_t *cu_ev_record(CUstream t)
 	return e;
 }
 
+/* Waits for a device copy of the cache's: the event is polled, and a wait
+ * longer than EV_WAIT_WARN_NS is reported (once) with what it waits for;
+ * the device completes the copy or the program's next call on its stream
+ * would not return either. */
+#define EV_WAIT_WARN_NS 10000000000ull
 static void cu_ev_wait(void *p)
 {
 	cu_ev_t *e = p;
+	CUresult (*query)(CUevent) = CX(cx_evq, "cuEventQuery", CUresult(*)(CUevent));
 	CUresult (*sync)(CUevent) = CX(cx_evs, "cuEventSynchronize", CUresult(*)(CUevent));
-	if (e && sync)
-		sync(e->ev);
+	if (!e)
+		return;
+	if (!query) {
+		if (sync)
+			sync(e->ev);
+		return;
+	}
+	uint64_t t0 = ckc_now_ns(), pause = 20000;
+	bool said = false;
+	for (;;) {
+		CUresult r = query(e->ev);
+		if (r != CUDA_ERROR_NOT_READY)
+			return;
+		uint64_t now = ckc_now_ns();
+		/* most copies end within a fraction of a millisecond: asked
+		 * for without a pause first, as cuEventSynchronize would spin */
+		if (now - t0 < 200000)
+			continue;
+		if (!said && now - t0 > EV_WAIT_WARN_NS) {
+			said = true;
+			ckc_warn("device capture: a device copy of the cache has not completed after %.0f s; "
+				 "still waiting for the device",
+				 (double)(now - t0) / 1e9);
+			ckc_backtrace_log("device capture: a long wait for the device", NULL);
+		}
+		struct timespec ts = { 0, (long)pause };
+		nanosleep(&ts, NULL);
+		if (pause < 1000000)
+			pause *= 2;
+	}
 }
 
 static void cu_ev_get(void *p)
@@ -437,13 +472,38 @@ static bool cu_gpu_up(int *devp)
 	return true;
 }
 
+/* Whether the program's free(3) and munmap(2) are this library's: an
+ * allocator that comes before it (one preloaded first, such as a
+ * sanitizer's, or one linked into the program) frees memory the library
+ * never hears of, and pageable memory it owed could be handed out again
+ * while still recorded as owed. Pageable memory is then never owed (pinned
+ * memory is given back through the driver, which the library sees). */
+static atomic_int cu_pageable_known; /* 0 not yet, 1 safe, -1 not */
+
+static bool cu_pageable_safe(void)
+{
+	atomic_int *const known = &cu_pageable_known;
+	int k = atomic_load_explicit(known, memory_order_relaxed);
+	if (k)
+		return k > 0;
+	bool safe = ckc_free_is_ours();
+	if (!safe)
+		ckc_warn("device capture: the program's free() is not this library's (another allocator or "
+			 "a sanitizer comes before it): only pinned host memory is captured, pageable copies "
+			 "are made as asked");
+	atomic_store(known, safe ? 1 : -1);
+	return safe;
+}
+
 static bool cu_host_ok(const void *p, bool *pinned)
 {
 	int k = ckc_cuda_mem_kind(p);
 	if (k == CKC_MEM_DEVICE || k == CKC_MEM_MANAGED)
 		return false;
 	*pinned = k == CKC_MEM_PINNED || k == CKC_MEM_REGISTERED;
-	return !(*pinned && ckc_capture_pageable_only());
+	if (*pinned)
+		return !ckc_capture_pageable_only();
+	return cu_pageable_safe();
 }
 
 static bool cu_read_ok(const void *buf, size_t n)
@@ -573,7 +633,7 @@ static CUresult cu_copy_edges(void *lo, void *hi, CUdeviceptr src, uintptr_t d, 
 /* Device capture of a device-to-host copy: a device-to-device copy into the
  * gpu tier on the program's stream, the host pages owed. False: the caller
  * makes the real copy. */
-static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool async, bool pt)
+static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool async, bool pt, uintptr_t site)
 {
 	bool pinned;
 	uintptr_t ps = ckc_page_size(), d = (uintptr_t)dst;
@@ -583,6 +643,12 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 	if (!cu_device_mode() || n < ckc_capture_min() || b <= a || !cu_host_ok(dst, &pinned) ||
 	    !cu_gpu_up(&dev))
 		return false;
+	if (!ckc_owed_site_ok(site)) {
+		/* what this call copied was touched before use, lately: the
+		 * copy as asked costs less than a capture and a fill */
+		atomic_fetch_add(&cap_passed, 1);
+		return false;
+	}
 	ckc_ref_t *ref;
 	uint64_t dptr;
 	ckc_enter();
@@ -600,8 +666,14 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 	 * pageable transfer); when deferred, before the device copy so that
 	 * they can be waited for alone. A deferred copy returns once the
 	 * stream's work before it is done, as a synchronous copy does, edges
-	 * or none (a page-aligned buffer has none). */
+	 * or none (a page-aligned buffer has none). Owed bytes of the partial
+	 * pages are filled first: the copy writes part of them. */
 	bool edges = a > d || b < d + n;
+	if (edges) {
+		ckc_enter();
+		ckc_owed_edges_fill(d, n);
+		ckc_leave();
+	}
 	char *bounce = async || !edges ? NULL : cu_edge_bounce();
 	bool defer = !async && (bounce || !edges) && !pt &&
 		     !atomic_load_explicit(&cu_unordered, memory_order_relaxed);
@@ -623,9 +695,6 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 		atomic_fetch_add(&cap_passed, 1);
 		return false;
 	}
-	ckc_enter();
-	ckc_owed_prepare(d, n, a, b);
-	ckc_leave();
 	if (!defer && edges)
 		r = bounce ? cu_copy_edges(bounce, bounce + ps, src, d, n, a, b, s) :
 			     cu_copy_edges(dst, (void *)b, src, d, n, a, b, s);
@@ -647,11 +716,12 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 	if (r == CUDA_SUCCESS && defer)
 		cu_pending(dev, ev);
 	ckc_enter();
-	rc = r == CUDA_SUCCESS ? ckc_owed_add_len(a, b, d, n, ref, pinned, ev, defer) : -EIO;
+	rc = r == CUDA_SUCCESS ? ckc_owed_add_len(a, b, d, n, ref, pinned, ev, defer, site) : -EIO;
+	if (rc && r != CUDA_SUCCESS)
+		ckc_owed_cut((void *)a, b - a, false);
 	ckc_leave();
 	if (rc) {
-		/* the interior as asked, too */
-		ckc_owed_unprotect(a, b);
+		/* nothing is owed there now: the interior as asked, too */
 		if (r == CUDA_SUCCESS)
 			r = cx_copy_dtoh((void *)a, src + (a - d), b - a, s);
 		if (r == CUDA_SUCCESS)
@@ -660,6 +730,7 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 			cu_ev_put(ev);
 		ckc_ref_put(ref);
 		atomic_fetch_add(&cap_passed, 1);
+		ckc_backtrace_log("device capture: a capture fell back to a plain copy", NULL);
 		return true;
 	}
 	atomic_fetch_add(&cap_captured, 1);
@@ -670,45 +741,20 @@ static bool cu_capture(void *dst, CUdeviceptr src, size_t n, CUstream t, bool as
 }
 
 /* A host-to-device copy from owed host memory: a device-to-device copy out
- * of the gpu tier (and the edges from host memory). False: the caller
- * makes the real copy (owed bytes were filled first). */
+ * of the gpu tier (and the rest from host memory). False: the caller makes
+ * the real copy (owed bytes were filled first). */
 static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, bool async, bool pt)
 {
-	ckc_owed_t e;
 	uintptr_t s0 = (uintptr_t)src, s1 = s0 + n;
+	ckc_owed_plan_t pl;
 
 	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) || !cu_device_mode())
 		return false;
 	ckc_enter();
-	bool found = ckc_owed_find(s0, n, &e);
-	ckc_leave();
-	if (!found)
-		return false;
-	uintptr_t lo = e.start > s0 ? e.start : s0, hi = e.end < s1 ? e.end : s1;
-	uint64_t dsrc;
-	/* the whole copy from device memory when the edges are unchanged */
-	if (s0 >= e.cap_start && s1 <= e.cap_start + e.cap_len && s0 <= e.start && s1 >= e.end &&
-	    ckc_owed_edges_same(&e)) {
-		lo = s0;
-		hi = s1;
-	}
-	ckc_owed_t other;
-	ckc_enter();
-	bool alone = true;
-	if (lo > s0 && ckc_owed_find(s0, lo - s0, &other)) {
-		alone = false;
-		ckc_owed_found_put(&other);
-	}
-	if (hi < s1 && ckc_owed_find(hi, s1 - hi, &other)) {
-		alone = false;
-		ckc_owed_found_put(&other);
-	}
-	bool ok = alone && ckc_ref_addr(e.ref, lo - e.cap_start, hi - lo, &dsrc) == 0;
-	if (!ok && alone && (lo != (e.start > s0 ? e.start : s0) || hi != (e.end < s1 ? e.end : s1))) {
-		lo = e.start > s0 ? e.start : s0;
-		hi = e.end < s1 ? e.end : s1;
-		ok = ckc_ref_addr(e.ref, lo - e.cap_start, hi - lo, &dsrc) == 0;
-	}
+	ckc_owed_edges_fill(s0, n);
+	bool found = ckc_owed_plan(s0, n, &pl);
+	uint64_t dsrc = 0;
+	bool ok = found && ckc_ref_addr(pl.e.ref, pl.lo - pl.e.cap_start, pl.hi - pl.lo, &dsrc) == 0;
 	ckc_leave();
 	/* from the region of the device the copy goes to (another device's
 	 * memory is not mapped for it) */
@@ -716,18 +762,23 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 	if (ok && (!cu_gpu_up(&dev) || ckc_gpu_device_of(dsrc) != dev))
 		ok = false;
 	if (!ok) {
-		ckc_enter();
-		ckc_owed_found_put(&e);
-		ckc_leave();
+		if (found) {
+			ckc_enter();
+			ckc_owed_plan_done(&pl, NULL);
+			ckc_leave();
+		}
 		cu_host_read(src, n);
 		return false;
 	}
-	if (e.ready)
-		cu_ev_wait(e.ready);
+	uint64_t w0 = ckc_now_ns();
+	if (pl.e.ready)
+		cu_ev_wait(pl.e.ready);
 	CUstream s = cu_stream(t, async, pt);
 	/* a deferred capture is ordered with the legacy stream only */
 	if (s != CU_STREAM_LEGACY)
 		cu_settle();
+	uint64_t waited = ckc_now_ns() - w0;
+	uintptr_t lo = pl.lo, hi = pl.hi;
 	CUresult r = cx_copy_dtod(dst + (lo - s0), (CUdeviceptr)dsrc, hi - lo, s);
 	if (r == CUDA_SUCCESS)
 		r = cx_copy_htod(dst, src, lo - s0, s);
@@ -736,17 +787,18 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 	/* A synchronous copy from pageable memory returns, as CUDA's own
 	 * does, once the host bytes are no longer needed: the device copy
 	 * completes in stream order. From pinned memory it is waited for. */
-	bool wait = !async && e.pinned;
+	bool wait = !async && pl.e.pinned;
 	cu_ev_t *ev = NULL;
-	if (r == CUDA_SUCCESS && !wait && (ev = cu_ev_record(s)) != NULL) {
-		ckc_enter();
-		ckc_owed_set_busy(lo, ev);
-		ckc_leave();
-	} else if (r == CUDA_SUCCESS) {
+	if (r == CUDA_SUCCESS && !wait)
+		ev = cu_ev_record(s);
+	if (r == CUDA_SUCCESS && !ev) {
+		w0 = ckc_now_ns();
 		r = cx_stream_sync(s);
+		waited += ckc_now_ns() - w0;
 	}
+	atomic_fetch_add(&ckc_owed_st.restore_wait_ns, waited);
 	ckc_enter();
-	ckc_owed_found_put(&e);
+	ckc_owed_plan_done(&pl, ev);
 	ckc_leave();
 	if (r != CUDA_SUCCESS) {
 		/* the real copy, from filled host memory */
@@ -767,7 +819,7 @@ static bool cu_restore(CUdeviceptr dst, const void *src, size_t n, CUstream t, b
 		uint64_t t0 = ckc_now_ns();                                             \
 		ckc_prog_begin();                                                       \
 		CUresult rc_ = CUDA_SUCCESS;                                            \
-		if (cu_capture(d, s, n, t, async, pt)) {                                \
+		if (cu_capture(d, s, n, t, async, pt, (uintptr_t)__builtin_return_address(0))) { \
 			atomic_fetch_add(&cap_ns, ckc_now_ns() - t0);                   \
 		} else {                                                                \
 			cu_host_written(d, n);                                          \
@@ -811,7 +863,7 @@ CU_HTOD(cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void *s, size_t n, CUst
 
 /* kind=Default: the direction from the address table. */
 static CUresult cu_default(void *real, CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t,
-			   bool async, bool pt)
+			   bool async, bool pt, uintptr_t site)
 {
 	CU_COUNT(CU_DFLT);
 	cu_classify(d, s);
@@ -820,7 +872,7 @@ static CUresult cu_default(void *real, CUdeviceptr d, CUdeviceptr s, size_t n, C
 	bool shost = sk != CKC_MEM_DEVICE && sk != CKC_MEM_MANAGED;
 	CUresult rc = CUDA_SUCCESS;
 	ckc_prog_begin();
-	if (dhost && sk == CKC_MEM_DEVICE && cu_capture((void *)(uintptr_t)d, s, n, t, async, pt))
+	if (dhost && sk == CKC_MEM_DEVICE && cu_capture((void *)(uintptr_t)d, s, n, t, async, pt, site))
 		goto out;
 	if (shost && dk == CKC_MEM_DEVICE && cu_restore(d, (const void *)(uintptr_t)s, n, t, async, pt))
 		goto out;
@@ -838,25 +890,25 @@ out:
 CUresult ckc_cu_cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n)
 {
 	CU_REAL(cuMemcpy, (CUdeviceptr, CUdeviceptr, size_t));
-	return cu_default((void *)real, d, s, n, NULL, false, false);
+	return cu_default((void *)real, d, s, n, NULL, false, false, (uintptr_t)__builtin_return_address(0));
 }
 
 CUresult ckc_cu_cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n)
 {
 	CU_REAL(cuMemcpy_ptds, (CUdeviceptr, CUdeviceptr, size_t));
-	return cu_default((void *)real, d, s, n, NULL, false, true);
+	return cu_default((void *)real, d, s, n, NULL, false, true, (uintptr_t)__builtin_return_address(0));
 }
 
 CUresult ckc_cu_cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t)
 {
 	CU_REAL(cuMemcpyAsync, (CUdeviceptr, CUdeviceptr, size_t, CUstream));
-	return cu_default((void *)real, d, s, n, t, true, false);
+	return cu_default((void *)real, d, s, n, t, true, false, (uintptr_t)__builtin_return_address(0));
 }
 
 CUresult ckc_cu_cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t)
 {
 	CU_REAL(cuMemcpyAsync_ptsz, (CUdeviceptr, CUdeviceptr, size_t, CUstream));
-	return cu_default((void *)real, d, s, n, t, true, true);
+	return cu_default((void *)real, d, s, n, t, true, true, (uintptr_t)__builtin_return_address(0));
 }
 
 /* 2-D and 3-D copies pass through; the host memory they read or write
@@ -1003,11 +1055,129 @@ static void cu_host_freed(void *p)
 	}
 }
 
+/* ---- pinned host allocations of huge pages -----------------------------
+ * Owing pinned memory changes the protection of its pages in place (the
+ * driver holds them): 1.7 to 7 ms for a 128 MiB staging buffer of 4 KiB
+ * pages on an H100 machine, on the program's read. Under device capture a
+ * large pinned allocation (cudaMallocHost, cudaHostAlloc, torch's pinned
+ * memory) is therefore made of huge pages, populated and registered with the
+ * driver (portable and mapped, as an allocation of its own is under unified
+ * addressing): its protection then changes one entry per 2 MiB. Write-
+ * combined ones, small ones and any the kernel refuses are made by the
+ * driver as asked. */
+#define HUGE_PIN_MIN ((size_t)4 << 20)
+#define HUGE_PIN_ALIGN ((size_t)2 << 20)
+
+typedef struct cu_hugepin {
+	void *p;
+	size_t len;
+} cu_hugepin_t;
+static cu_hugepin_t *hugepins;
+static atomic_ullong hugepins_made;
+static size_t nhugepins, caphugepins;
+static pthread_mutex_t hugepin_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(void *) cx_hreg, cx_hunreg;
+
+/* A registered huge-page allocation of n bytes in *pp, or false. */
+static bool cu_hugepin_alloc(void **pp, size_t n, unsigned flags)
+{
+	if (!cu_device_mode() || n < HUGE_PIN_MIN || (flags & CU_MEMHOSTALLOC_WRITECOMBINED))
+		return false;
+	CUresult (*reg)(void *, size_t, unsigned) =
+		CX(cx_hreg, "cuMemHostRegister_v2", CUresult(*)(void *, size_t, unsigned));
+	if (!reg)
+		return false;
+	size_t len = (n + HUGE_PIN_ALIGN - 1) & ~(HUGE_PIN_ALIGN - 1);
+	char *m = mmap(NULL, len + HUGE_PIN_ALIGN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return false;
+	char *p = (char *)(((uintptr_t)m + HUGE_PIN_ALIGN - 1) & ~(uintptr_t)(HUGE_PIN_ALIGN - 1));
+	if (p > m)
+		REAL(munmap)(m, (size_t)(p - m));
+	if (m + len + HUGE_PIN_ALIGN > p + len)
+		REAL(munmap)(p + len, (size_t)(m + len + HUGE_PIN_ALIGN - (p + len)));
+	(void)REAL(madvise)(p, len, MADV_HUGEPAGE);
+#ifdef MADV_POPULATE_WRITE
+	(void)REAL(madvise)(p, len, MADV_POPULATE_WRITE);
+#endif
+	pthread_mutex_lock(&hugepin_lock);
+	bool room = nhugepins < caphugepins;
+	if (!room) {
+		size_t cap = caphugepins ? 2 * caphugepins : 16;
+		cu_hugepin_t *t = realloc(hugepins, cap * sizeof(*t));
+		if (t) {
+			hugepins = t;
+			caphugepins = cap;
+			room = true;
+		}
+	}
+	pthread_mutex_unlock(&hugepin_lock);
+	if (!room || reg(p, len, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP) != CUDA_SUCCESS) {
+		REAL(munmap)(p, len);
+		return false;
+	}
+	pthread_mutex_lock(&hugepin_lock);
+	hugepins[nhugepins++] = (cu_hugepin_t){ p, len };
+	pthread_mutex_unlock(&hugepin_lock);
+	atomic_fetch_add(&hugepins_made, 1);
+	cu_track((CUdeviceptr)(uintptr_t)p, n, CKC_MEM_PINNED);
+	*pp = p;
+	return true;
+}
+
+/* Gives back a huge-page allocation at p: true if it was one. */
+static bool cu_hugepin_free(void *p)
+{
+	size_t len = 0;
+	pthread_mutex_lock(&hugepin_lock);
+	for (size_t i = 0; i < nhugepins; i++)
+		if (hugepins[i].p == p) {
+			len = hugepins[i].len;
+			hugepins[i] = hugepins[--nhugepins];
+			break;
+		}
+	pthread_mutex_unlock(&hugepin_lock);
+	if (!len)
+		return false;
+	CUresult (*unreg)(void *) = CX(cx_hunreg, "cuMemHostUnregister", CUresult(*)(void *));
+	if (unreg)
+		unreg(p);
+	cu_untrack((CUdeviceptr)(uintptr_t)p);
+	REAL(munmap)(p, len);
+	return true;
+}
+
+CUresult ckc_cu_cuMemHostAlloc(void **p, size_t n, unsigned f)
+{
+	CU_REAL(cuMemHostAlloc, (void **, size_t, unsigned));
+	CU_COUNT(CU_HOSTMEM);
+	if (p && cu_hugepin_alloc(p, n, f))
+		return CUDA_SUCCESS;
+	CUresult rc = real(p, n, f);
+	if (rc == CUDA_SUCCESS)
+		cu_track((CUdeviceptr)(uintptr_t)*p, n, CKC_MEM_PINNED);
+	return rc;
+}
+
+CUresult ckc_cu_cuMemAllocHost_v2(void **p, size_t n)
+{
+	CU_REAL(cuMemAllocHost_v2, (void **, size_t));
+	CU_COUNT(CU_HOSTMEM);
+	if (p && cu_hugepin_alloc(p, n, 0))
+		return CUDA_SUCCESS;
+	CUresult rc = real(p, n);
+	if (rc == CUDA_SUCCESS)
+		cu_track((CUdeviceptr)(uintptr_t)*p, n, CKC_MEM_PINNED);
+	return rc;
+}
+
 CUresult ckc_cu_cuMemFreeHost(void *p)
 {
 	CU_REAL(cuMemFreeHost, (void *));
 	CU_COUNT(CU_HOSTMEM);
 	cu_host_freed(p);
+	if (cu_hugepin_free(p))
+		return CUDA_SUCCESS;
 	CUresult rc = real(p);
 	if (rc == CUDA_SUCCESS)
 		cu_untrack((CUdeviceptr)(uintptr_t)p);
@@ -1034,6 +1204,8 @@ CUresult ckc_cu_cuMemHostUnregister(void *p)
 static void cu_capture_stats(ckc_stats_t *s)
 {
 	s->capture_seen = cu_device_mode();
+	s->cap_pageable = atomic_load(&cu_pageable_known) >= 0;
+	s->cap_huge_pinned = atomic_load(&hugepins_made);
 	s->cap_captured = atomic_load(&cap_captured);
 	s->cap_captured_bytes = atomic_load(&cap_bytes);
 	s->cap_restored_d2d = atomic_load(&cap_restored);
@@ -1046,6 +1218,9 @@ static void cu_capture_stats(ckc_stats_t *s)
 	s->cap_write_s = (double)atomic_load(&ckc_owed_st.write_ns) / 1e9;
 	s->cap_read_s = (double)atomic_load(&ckc_owed_st.read_ns) / 1e9;
 	s->cap_fill_s = (double)atomic_load(&ckc_owed_st.fill_ns) / 1e9;
+	s->cap_read_engine_s = (double)atomic_load(&ckc_owed_st.read_engine_ns) / 1e9;
+	s->cap_read_owe_s = (double)atomic_load(&ckc_owed_st.read_owe_ns) / 1e9;
+	s->cap_restore_wait_s = (double)atomic_load(&ckc_owed_st.restore_wait_ns) / 1e9;
 }
 
 typedef struct cu_entry {

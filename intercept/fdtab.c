@@ -54,6 +54,10 @@ ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path)
 	v->pos = 0;
 	v->flags = flags;
 	v->switched = false;
+	atomic_init(&v->lock_fd, -1);
+	v->lock_real = false;
+	v->lock_flock = 0;
+	v->lock_whole = 0;
 	memcpy(v->path, path, n);
 	return v;
 }
@@ -114,6 +118,7 @@ int ckc_vfd_put(ckc_vfd_t *v)
 		rc = ckc_close(v->h);
 		ckc_leave();
 	}
+	ckc_lock_release(v);
 	pthread_mutex_destroy(&v->lock);
 	free(v);
 	return rc;
@@ -170,7 +175,11 @@ int ckc_vfd_switch(ckc_vfd_t *v)
 	pthread_mutex_lock(&v->lock);
 	if (v->switched)
 		goto out;
-	int real = vfd_open_real(v);
+	/* the real file's descriptor that holds v's locks, if any, becomes
+	 * the program's: its locks stay with its numbers */
+	int real = ckc_lock_switch_fd(v);
+	if (real < 0)
+		real = vfd_open_real(v);
 	if (real < 0) {
 		rc = real;
 		ckc_error("checkpoint %s went to its real file, which cannot be opened again for its "
@@ -195,6 +204,7 @@ int ckc_vfd_switch(ckc_vfd_t *v)
 		atomic_fetch_sub(&v->refs, 1);
 	}
 	pthread_mutex_unlock(&fdtab_lock);
+	ckc_lock_switched(v, real);
 	REAL(close)(real);
 	v->switched = rc == 0;
 out:

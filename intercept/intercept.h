@@ -59,6 +59,10 @@ bool ckc_strict(void);
  * before the signal ends the program (term.c). Once per process. */
 void ckc_term_install(double wait_s);
 
+/* Whether the program's free(3) reaches this library's wrapper (memhooks.c):
+ * false under an allocator or a sanitizer that comes before it. */
+bool ckc_free_is_ours(void);
+
 /* Points the engine's gpu tier at the driver (cuda.c). */
 void ckc_cuda_init(void);
 
@@ -162,6 +166,10 @@ typedef struct ckc_vfd {
 	uint64_t pos;
 	int flags;            /* access mode, O_APPEND, O_NONBLOCK... as opened */
 	bool switched;        /* its numbers name the real file now */
+	atomic_int lock_fd;   /* the file its locks are taken on (locks.c), or -1 */
+	bool lock_real;       /* lock_fd is the real file, opened as v was */
+	int lock_flock;       /* the flock(2) lock it holds: 0, LOCK_SH, LOCK_EX */
+	int lock_whole;       /* its fcntl(2) lock of the whole file: 0, F_RDLCK, F_WRLCK */
 	char path[];          /* canonical */
 } ckc_vfd_t;
 
@@ -244,9 +252,24 @@ bool ckc_stdio_tagged(FILE *f);
 /* fread (fread_unlocked when !locked) of any stream: on a tagged one, a
  * read of a whole buffer or more goes straight from the cache into p. */
 size_t ckc_stdio_fread(void *p, size_t size, size_t n, FILE *f, bool locked);
+size_t ckc_stdio_fwrite(const void *p, size_t size, size_t n, FILE *f, bool locked);
 
 /* Flushes every tagged stdio stream (before the engine stops at exit). */
 void ckc_stdio_flush_all(void);
+
+/* File locks on a tagged descriptor (locks.c): flock(2), lockf(3) and the
+ * fcntl(2) lock commands act on a lock file of the checkpoint's path, the
+ * same for every process of the user on the node. ckc_lock_fcntl returns
+ * the result of a lock command, or CKC_PASS when cmd is not one. */
+int ckc_lock_fcntl(ckc_vfd_t *v, int cmd, unsigned long arg);
+void ckc_lock_release(ckc_vfd_t *v);
+/* When v's numbers go to the real file (ckc_vfd_switch, v locked): the
+ * descriptor that holds v's locks on the real file, at v's offset, for the
+ * caller to put at v's numbers (then -1 stays in v), or -1. */
+int ckc_lock_switch_fd(ckc_vfd_t *v);
+/* After the switch to real: a flock v held on its lock file is taken on
+ * real instead. */
+void ckc_lock_switched(ckc_vfd_t *v, int real);
 
 /* Opens a placeholder: a real, unique descriptor on which every read or
  * write that bypasses the library fails (O_PATH of "/"). */

@@ -51,16 +51,42 @@ static void mem_resolve(void)
 	mem_resolving = 0;
 }
 
+/* The probe of ckc_free_is_ours: the block this thread frees through the
+ * program's own free, and whether this wrapper saw it. */
+static __thread void *free_probe;
+static __thread bool free_probe_seen;
+
 CKC_EXPORT void free(void *p)
 {
 	if (!real_free)
 		mem_resolve();
+	if (__builtin_expect(p && p == free_probe, 0))
+		free_probe_seen = true;
 	if (p && owed_any()) {
 		ckc_enter();
 		ckc_owed_cut(p, malloc_usable_size(p), false);
 		ckc_leave();
 	}
 	(real_free ? real_free : __libc_free)(p);
+}
+
+bool ckc_free_is_ours(void)
+{
+	/* the program's free is the first definition in the global scope (the
+	 * canonical address dlsym gives may be a stub of the executable's):
+	 * free a block through it and see whether this wrapper was called */
+	dlsym_fn rd = ckc_real_dlsym();
+	void (*prog_free)(void *) = rd ? (void (*)(void *))rd(RTLD_DEFAULT, "free") : NULL;
+	void *p = malloc(64);
+	if (!prog_free || !p) {
+		free(p);
+		return true;
+	}
+	free_probe = p;
+	free_probe_seen = false;
+	prog_free(p);
+	free_probe = NULL;
+	return free_probe_seen;
 }
 
 CKC_EXPORT void *realloc(void *p, size_t n)
@@ -184,6 +210,8 @@ static void stdio_touch(const void *p, size_t size, size_t n, FILE *f)
 
 CKC_EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
 {
+	if (__builtin_expect(f->_fileno < -1, 0))
+		return ckc_stdio_fwrite(p, size, n, f, true);
 	stdio_touch(p, size, n, f);
 	return REAL(fwrite)(p, size, n, f);
 }
@@ -198,6 +226,8 @@ CKC_EXPORT size_t fread(void *p, size_t size, size_t n, FILE *f)
 
 CKC_EXPORT size_t fwrite_unlocked(const void *p, size_t size, size_t n, FILE *f)
 {
+	if (__builtin_expect(f->_fileno < -1, 0))
+		return ckc_stdio_fwrite(p, size, n, f, false);
 	stdio_touch(p, size, n, f);
 	return REAL(fwrite_unlocked)(p, size, n, f);
 }

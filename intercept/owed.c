@@ -1,18 +1,22 @@
 /* Owed host ranges of device capture (CKPTCACHE_CAPTURE=device). A captured
  * device-to-host copy, or a tagged read answered from the gpu tier, leaves
- * the program's host pages unfilled: the whole pages of the destination are
+ * the whole pages of the program's host destination unfilled: they are
  * protected (PROT_NONE) and recorded here with a reference to the device
- * bytes that belong there. The first CPU touch faults and fills them: fresh
- * pages filled from the device and moved into place with mremap for
- * pageable memory (no thread can see a half-filled page), a DMA into the
- * still-protected pages for pinned memory, then the protection is lifted.
- * The pages of a large pageable range are moved out of the way while it is
- * owed, so that protecting it costs the kernel next to nothing (see
- * pages_park).
- * Every call that hands such memory to the kernel or the driver (write of
- * an untagged fd, send, recv, the CUDA copies the cache does not turn into
- * device copies, fork) fills it first; free, munmap and madvise(DONTNEED)
- * drop it. Pure table logic lives in src/owedtab.c. */
+ * bytes that belong there. The first CPU touch faults and fills them; every
+ * call that hands such memory to the kernel or the driver (an untagged
+ * write, send, recv, the CUDA copies the cache does not turn into device
+ * copies, fork) fills it first; free, munmap and madvise(DONTNEED) drop it.
+ *
+ * Each page of an entry is in one of two places, which the entry records:
+ * protected in place, or "parked" (its frame moved out of the way at
+ * address + park, see pages_park). Every operation works on parts of
+ * entries and moves each part's pages back from where that part says they
+ * are; owing a page that is owed already only changes the table (the page
+ * stays protected where it is). The fault handler cannot loop: a page of
+ * ours that faults again right after being let through is made accessible
+ * as it is and reported with a backtrace; a fault that is not ours goes to
+ * the program's handler or to the default action. Pure table logic lives
+ * in src/owedtab.c. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -22,11 +26,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "backtrace.h"
 #include "intercept.h"
 #include "log.h"
 #include "owed.h"
 #include "owedtab.h"
 #include "ranges.h"
+
+#define CKC_TLS_IE __attribute__((tls_model("initial-exec")))
 
 atomic_size_t ckc_owed_count;
 ckc_owed_stats_t ckc_owed_st;
@@ -35,7 +42,10 @@ static ckc_owedtab_t tab;
 static pthread_mutex_t tab_mutex = PTHREAD_MUTEX_INITIALIZER;
 /* This thread holds the table: whatever it calls (free, realloc, munmap
  * of its own memory) must not come back for it. */
-static __thread bool tab_held;
+static __thread CKC_TLS_IE bool tab_held;
+/* The host range this thread's fill is writing (a fault there comes from
+ * the fill itself). */
+static __thread CKC_TLS_IE uintptr_t filling_lo, filling_hi;
 
 static bool tab_lock(void)
 {
@@ -48,9 +58,11 @@ static bool tab_lock(void)
 
 static void tab_unlock(void)
 {
+	atomic_store(&ckc_owed_count, tab.n);
 	tab_held = false;
 	pthread_mutex_unlock(&tab_mutex);
 }
+
 static atomic_bool segv_installed;
 static struct sigaction segv_prev;
 static pthread_mutex_t segv_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -65,12 +77,6 @@ static atomic_uint recent_next;
 
 static const ckc_owed_ops_t *ops;
 
-/* The pages a prepare found owed exactly as the next entry will be: still
- * protected, so the add needs no mprotect (a staging buffer reused); and
- * where they are parked. */
-static __thread uintptr_t same_pages;
-static __thread intptr_t same_park;
-
 void ckc_owed_set_ops(const ckc_owed_ops_t *o)
 {
 	ops = o;
@@ -84,18 +90,28 @@ uintptr_t ckc_page_size(void)
 	return ps;
 }
 
-/* ---- the pages of owed pageable ranges ---------------------------------
+static inline uintptr_t page_down(uintptr_t x)
+{
+	return x & ~(ckc_page_size() - 1);
+}
+
+static inline uintptr_t page_up(uintptr_t x)
+{
+	uintptr_t ps = ckc_page_size();
+	return x > UINTPTR_MAX - ps ? page_down(UINTPTR_MAX) : (x + ps - 1) & ~(ps - 1);
+}
+
+/* ---- parked pages -------------------------------------------------------
  * Changing the protection of populated pages costs the kernel about 30 ns
  * a page: 1 ms for a 128 MiB staging buffer, on the program's copy. The
- * bytes of an owed range's pages are never read again (a fill replaces
- * them, a drop means they are to be overwritten or discarded), so a new
- * owed range of pageable memory first has its pages moved out, whole page
- * tables at a time, to a spare place aligned alike: they are "parked", and
- * the range stays mapped, empty (mremap with MREMAP_DONTUNMAP, Linux 5.7).
- * Its protection then has no page to change. A fill writes the parked
- * pages and moves them back; a drop moves them back as they are. Pinned
- * memory (the driver holds its pages), small ranges and mappings that
- * cannot be moved are protected in place. */
+ * bytes of an owed page are never read again (a fill replaces them, a drop
+ * means they are to be overwritten or discarded), so a new owed range of
+ * pageable memory first has its pages moved out, whole page tables at a
+ * time, to a spare place aligned alike (mremap with MREMAP_DONTUNMAP,
+ * Linux 5.7): the range stays mapped, empty, and its protection has no page
+ * to change. A fill writes the parked pages and moves them back; a drop
+ * moves them back as they are. Pinned memory (the driver holds its pages),
+ * small ranges and mappings that cannot be moved are protected in place. */
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4
 #endif
@@ -126,7 +142,9 @@ static intptr_t pages_park(uintptr_t a, uintptr_t b)
 	return (intptr_t)((uintptr_t)to - a);
 }
 
-/* Moves the parked pages of [a, b) back in place, readable and writable. */
+/* Moves the parked pages of [a, b) back in place, readable and writable.
+ * On failure the range is made accessible anyway (its bytes are then
+ * zeros) and -errno returned. */
 static int pages_unpark(uintptr_t a, uintptr_t b, intptr_t park)
 {
 	size_t len = b - a;
@@ -139,9 +157,80 @@ static int pages_unpark(uintptr_t a, uintptr_t b, intptr_t park)
 	return rc;
 }
 
-/* ---- filling and dropping one entry (table lock held) ----------------- */
+/* ---- what owing pays, by call site -----------------------------------
+ * A program that touches what it copied (PyTorch's torch.save checksums the
+ * bytes it writes) pays a fill on top of every capture; one that writes or
+ * copies them back to the device gains a copy. The last outcomes of each
+ * call site decide whether its next copies are owed. */
+#define SITES 64
+#define SITE_MIN_OUTCOMES 8
+#define SITE_RETRY 64
+static struct site_slot {
+	_Atomic uintptr_t site;
+	atomic_uint hist;  /* the last 32 outcomes, newest in bit 0: 1 paid */
+	atomic_uint n;     /* outcomes so far (saturating) */
+	atomic_uint skips; /* copies not owed since it stopped paying */
+} sites[SITES];
 
-static void entry_release(ckc_owed_t *e)
+static struct site_slot *site_slot(uintptr_t site, bool make)
+{
+	if (!site)
+		return NULL;
+	size_t h = (size_t)((site >> 4) * 0x9e3779b97f4a7c15ull >> 58);
+	for (size_t k = 0; k < SITES; k++) {
+		struct site_slot *s = &sites[(h + k) % SITES];
+		uintptr_t cur = atomic_load(&s->site);
+		if (cur == site)
+			return s;
+		if (cur == 0) {
+			if (!make)
+				return NULL;
+			uintptr_t expected = 0;
+			if (atomic_compare_exchange_strong(&s->site, &expected, site) || expected == site)
+				return s;
+		}
+	}
+	return NULL;
+}
+
+static void site_outcome(uintptr_t site, bool paid)
+{
+	struct site_slot *s = site_slot(site, true);
+	if (!s)
+		return;
+	unsigned h = atomic_load(&s->hist);
+	atomic_store(&s->hist, (h << 1) | (paid ? 1u : 0u));
+	if (atomic_load(&s->n) < 1000)
+		atomic_fetch_add(&s->n, 1);
+}
+
+bool ckc_owed_site_ok(uintptr_t site)
+{
+	struct site_slot *s = site_slot(site, false);
+	if (!s || atomic_load(&s->n) < SITE_MIN_OUTCOMES)
+		return true;
+	unsigned last = atomic_load(&s->hist) & 0xffffu;
+	/* paying one time in four of the last sixteen is worth it */
+	if (__builtin_popcount(last) * 4 >= 16)
+		return true;
+	if (atomic_fetch_add(&s->skips, 1) % SITE_RETRY == SITE_RETRY - 1)
+		return true;
+	return false;
+}
+
+/* The part at e was used (written or copied back): its site paid. Table
+ * lock held. */
+static void part_used(ckc_owed_t *e)
+{
+	if (!e->used) {
+		e->used = true;
+		site_outcome(e->site, true);
+	}
+}
+
+/* ---- one part of an entry: filled or dropped (table lock held) --------- */
+
+static void part_release(ckc_owed_t *e)
 {
 	if (ops && e->busy)
 		ops->event_wait(e->busy);
@@ -155,8 +244,16 @@ static void entry_release(ckc_owed_t *e)
 	e->busy = e->ready = NULL;
 }
 
-/* Fills [a, b) of e (page aligned, inside e) and lifts its protection. */
-static int entry_fill(ckc_owed_t *e, uintptr_t a, uintptr_t b)
+static void recent_add(uintptr_t a, uintptr_t b)
+{
+	unsigned k = atomic_fetch_add(&recent_next, 1) % RECENT;
+	atomic_store(&recent[k].start, a);
+	atomic_store(&recent[k].end, b);
+}
+
+/* Writes the owed bytes of [a, b) (pages of e) where e keeps them and
+ * makes the pages accessible. */
+static int part_fill(const ckc_owed_t *e, uintptr_t a, uintptr_t b)
 {
 	uint64_t t0 = ckc_now_ns();
 	size_t len = b - a;
@@ -166,58 +263,69 @@ static int entry_fill(ckc_owed_t *e, uintptr_t a, uintptr_t b)
 	if (ops && e->ready)
 		ops->event_wait(e->ready);
 	if (e->pinned) {
-		/* DMA lands in protected pinned pages */
-		rc = ckc_ref_fill(e->ref, roff, (void *)a, len);
-		if (!rc && mprotect((void *)a, len, PROT_READ | PROT_WRITE) != 0)
+		/* device-to-host transfers land in the protected pinned pages */
+		filling_lo = a;
+		filling_hi = b;
+		rc = ckc_ref_fill_dma(e->ref, roff, (void *)a, len);
+		if (mprotect((void *)a, len, PROT_READ | PROT_WRITE) != 0 && !rc)
 			rc = -errno;
 	} else if (e->park) {
 		/* the parked pages take the bytes and move back */
+		filling_lo = a + (uintptr_t)e->park;
+		filling_hi = b + (uintptr_t)e->park;
 		rc = ckc_ref_fill(e->ref, roff, (void *)(a + (uintptr_t)e->park), len);
 		int back = pages_unpark(a, b, e->park);
 		if (!rc)
 			rc = back;
 	} else {
+		/* fresh pages take the bytes and move into place whole: no
+		 * thread can see a half-filled page */
 		void *fresh = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (fresh == MAP_FAILED)
-			return -errno;
+		rc = fresh == MAP_FAILED ? -errno : 0;
+		if (!rc) {
 #ifdef MADV_POPULATE_WRITE
-		(void)madvise(fresh, len, MADV_POPULATE_WRITE);
+			(void)REAL(madvise)(fresh, len, MADV_POPULATE_WRITE);
 #endif
-		rc = ckc_ref_fill(e->ref, roff, fresh, len);
-		if (!rc && mremap(fresh, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)a) == MAP_FAILED)
-			rc = -errno;
+			rc = ckc_ref_fill(e->ref, roff, fresh, len);
+			if (!rc && REAL(mremap)(fresh, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)a) ==
+					   MAP_FAILED)
+				rc = -errno;
+			if (rc)
+				REAL(munmap)(fresh, len);
+		}
 		if (rc)
-			munmap(fresh, len);
+			mprotect((void *)a, len, PROT_READ | PROT_WRITE);
 	}
+	filling_lo = filling_hi = 0;
 	if (rc) {
-		ckc_error("device capture: %zu bytes at %p could not be filled from device memory (%s)",
+		ckc_error("device capture: %zu bytes at %p could not be filled from device memory (%s): "
+			  "they hold stale bytes",
 			  len, (void *)a, strerror(-rc));
-		/* never leave the program faulting forever */
-		mprotect((void *)a, len, PROT_READ | PROT_WRITE);
+		ckc_backtrace_log("device capture: a fill failed", NULL);
 		if (ckc_strict())
 			abort();
 	}
-	unsigned k = atomic_fetch_add(&recent_next, 1) % RECENT;
-	atomic_store(&recent[k].start, a);
-	atomic_store(&recent[k].end, b);
+	recent_add(a, b);
 	ckc_owed_st.filled++;
 	atomic_fetch_add(&ckc_owed_st.fill_ns, ckc_now_ns() - t0);
 	return rc;
 }
 
-static int entry_drop(ckc_owed_t *e, uintptr_t a, uintptr_t b)
+/* Makes the pages of [a, b) of e accessible as they are (their bytes are
+ * about to be overwritten or discarded). */
+static void part_drop(const ckc_owed_t *e, uintptr_t a, uintptr_t b)
 {
 	ckc_owed_st.dropped++;
 	if (e->park)
-		return pages_unpark(a, b, e->park);
-	return mprotect((void *)a, b - a, PROT_READ | PROT_WRITE) == 0 ? 0 : -errno;
+		pages_unpark(a, b, e->park);
+	else
+		mprotect((void *)a, b - a, PROT_READ | PROT_WRITE);
 }
 
-/* The part [a, b) of every entry overlapping [lo, hi) is filled (fill) or
- * dropped; what lies outside stays owed. Table lock held. */
-/* Takes [a, b) out of entry i; *a and *b widen to the whole entry when
- * the table cannot split it. Returns the entry as it was. */
-static ckc_owed_t take_locked(size_t i, uintptr_t *a, uintptr_t *b)
+/* Takes [a, b) (inside entry i) out of the table; returns the entry as it
+ * was, with references of its own for what remains of it. When the table
+ * cannot split the entry, *a and *b widen to all of it. */
+static ckc_owed_t part_take(size_t i, uintptr_t *a, uintptr_t *b)
 {
 	ckc_owed_t e = tab.e[i];
 	int kept = ckc_owedtab_cut(&tab, i, *a, *b);
@@ -238,21 +346,36 @@ static ckc_owed_t take_locked(size_t i, uintptr_t *a, uintptr_t *b)
 	return e;
 }
 
-static void cut_locked(uintptr_t lo, uintptr_t hi, bool fill)
+/* The owed pages of [lo, hi) are filled (fill) or dropped; what entries
+ * hold outside stays owed. touch: the program's own use of the bytes (a
+ * fault, a system call on them), which an owing that was never used did
+ * not pay for. Table lock held. */
+static void cut_touch_locked(uintptr_t lo, uintptr_t hi, bool fill, bool touch)
 {
 	size_t i;
 
 	while ((i = ckc_owedtab_first(&tab, lo, hi)) < tab.n) {
 		uintptr_t a = tab.e[i].start > lo ? tab.e[i].start : lo;
 		uintptr_t b = tab.e[i].end < hi ? tab.e[i].end : hi;
-		ckc_owed_t e = take_locked(i, &a, &b);
+		ckc_owed_t e = part_take(i, &a, &b);
+		if (touch && fill && !e.used) {
+			/* the remainders of this part count as used: one outcome */
+			for (size_t j = 0; j < tab.n; j++)
+				if (tab.e[j].ref == e.ref && tab.e[j].cap_start == e.cap_start)
+					tab.e[j].used = true;
+			site_outcome(e.site, false);
+		}
 		if (fill)
-			entry_fill(&e, a, b);
+			part_fill(&e, a, b);
 		else
-			entry_drop(&e, a, b);
-		entry_release(&e);
+			part_drop(&e, a, b);
+		part_release(&e);
 	}
-	atomic_store(&ckc_owed_count, tab.n);
+}
+
+static void cut_locked(uintptr_t lo, uintptr_t hi, bool fill)
+{
+	cut_touch_locked(lo, hi, fill, false);
 }
 
 void ckc_owed_cut(const void *p, size_t n, bool fill)
@@ -264,14 +387,11 @@ void ckc_owed_cut_addr(uintptr_t p, size_t n, bool fill)
 {
 	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) || n == 0)
 		return;
-	uintptr_t ps = ckc_page_size();
-	uintptr_t lo = p & ~(ps - 1);
-	uintptr_t hi = (p + n + ps - 1) & ~(ps - 1);
-	if (hi < lo)
-		hi = UINTPTR_MAX & ~(ps - 1);
+	uintptr_t lo = page_down(p);
+	uintptr_t hi = p + n < p ? page_down(UINTPTR_MAX) : page_up(p + n);
 	if (!tab_lock())
 		return;
-	cut_locked(lo, hi, fill);
+	cut_touch_locked(lo, hi, fill, true);
 	tab_unlock();
 }
 
@@ -295,55 +415,105 @@ static bool recent_has(uintptr_t a)
 	return false;
 }
 
+/* The program's handler, or the default action. */
 static void segv_chain(int sig, siginfo_t *si, void *uc)
 {
 	struct sigaction prev;
 	pthread_mutex_lock(&segv_lock);
 	prev = segv_prev;
+	if (prev.sa_flags & SA_RESETHAND) {
+		memset(&segv_prev, 0, sizeof(segv_prev));
+		segv_prev.sa_handler = SIG_DFL;
+	}
 	pthread_mutex_unlock(&segv_lock);
-	if (prev.sa_flags & SA_SIGINFO) {
+	if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
 		prev.sa_sigaction(sig, si, uc);
-	} else if (prev.sa_handler == SIG_IGN) {
-		return;
-	} else if (prev.sa_handler == SIG_DFL) {
-		/* the access faults again and the default action happens */
-		signal(sig, SIG_DFL);
+	} else if (prev.sa_handler == SIG_DFL || prev.sa_handler == SIG_IGN) {
+		/* a fault cannot be ignored: the default action, when the
+		 * access is made again (set with the real sigaction: the
+		 * interposed one would keep this handler in front) */
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		sigemptyset(&dfl.sa_mask);
+		atomic_store(&segv_installed, false);
+		ckc_real_sigaction(sig, &dfl, NULL);
 	} else {
 		prev.sa_handler(sig);
 	}
 }
 
+/* The page of this thread's last fault that the handler let through as
+ * its own, how many times in a row, and the table's generation then (a
+ * page owed anew since faults anew). */
+static __thread CKC_TLS_IE uintptr_t fault_page;
+static __thread CKC_TLS_IE unsigned fault_again;
+static __thread CKC_TLS_IE uint64_t fault_gen;
+static atomic_uint_fast64_t owe_gen;
+
+/* Makes the page of a accessible as it is: the way out of a fault that
+ * would otherwise come back forever. */
+static void page_release(uintptr_t a, void *uc, const char *why)
+{
+	int rc = mprotect((void *)page_down(a), ckc_page_size(), PROT_READ | PROT_WRITE);
+	ckc_error("device capture: %s at %p: the page is made accessible as it is%s", why, (void *)a,
+		  rc ? " (that failed: the fault goes to the program)" : "");
+	ckc_backtrace_log("device capture: unexpected fault", uc);
+}
+
 static void segv_handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
-	uintptr_t a = (uintptr_t)si->si_addr;
+	uintptr_t a = (uintptr_t)si->si_addr, page = page_down(a);
 
-	if (si->si_code == SEGV_ACCERR && atomic_load(&ckc_owed_count)) {
-		ckc_enter();
-		if (!tab_lock())
-			goto chain;
-		size_t i = ckc_owedtab_first(&tab, a, a + 1);
-		bool ours = i < tab.n;
-		if (ours) {
-			/* the whole range: a program that reads a staging buffer
-			 * reads all of it */
-			ckc_owed_t e = tab.e[i];
-			cut_locked(e.start, e.end, true);
-		}
-		tab_unlock();
-		ckc_leave();
-		if (ours || recent_has(a)) {
+	if (si->si_code != SEGV_ACCERR)
+		goto chain;
+	if (tab_held) {
+		/* this thread's own fill wrote to a page still protected: it
+		 * holds the right bytes once the write goes through */
+		if (a >= filling_lo && a < filling_hi) {
+			page_release(a, uc, "a fill faulted on its own page");
 			errno = saved;
 			return;
 		}
-	} else if (si->si_code == SEGV_ACCERR && recent_has(a)) {
+		goto chain;
+	}
+	uint64_t gen = atomic_load(&owe_gen);
+	fault_again = page == fault_page && gen == fault_gen ? fault_again + 1 : 0;
+	fault_page = page;
+	fault_gen = gen;
+	if (fault_again >= 2) {
+		/* ours, filled or let through twice already, still faulting */
+		fault_page = 0;
+		page_release(a, uc, "a page faulted again after its fill");
 		errno = saved;
 		return;
 	}
-	if (0) {
-chain:
+	bool ours = false;
+	if (atomic_load(&ckc_owed_count)) {
+		ckc_enter();
+		ckc_prog_begin();
+		if (tab_lock()) {
+			size_t i = ckc_owedtab_first(&tab, a, a + 1);
+			ours = i < tab.n;
+			if (ours) {
+				/* the whole entry: a program that reads a staging
+				 * buffer reads all of it */
+				uintptr_t lo = tab.e[i].start, hi = tab.e[i].end;
+				cut_touch_locked(lo, hi, true, true);
+			}
+			tab_unlock();
+		}
+		ckc_prog_end();
 		ckc_leave();
 	}
+	/* another thread may have filled it just before: retried once */
+	if (ours || (fault_again == 0 && recent_has(a))) {
+		errno = saved;
+		return;
+	}
+chain:
+	fault_page = 0;
 	segv_chain(sig, si, uc);
 	errno = saved;
 }
@@ -385,83 +555,55 @@ int ckc_owed_sigaction(const struct sigaction *act, struct sigaction *old)
 
 /* ---- new owed ranges -------------------------------------------------- */
 
-/* Pages of [dst, dst+n) are about to receive new bytes from a real copy
- * (edges) or to be owed anew (interior [a, b)): owed pages outside the
- * interior are filled (a copy writes part of them), those inside dropped
- * without lifting their protection when it is put back at once. */
-bool ckc_owed_prepare(uintptr_t dst, size_t n, uintptr_t a, uintptr_t b)
+void ckc_owed_edges_fill(uintptr_t d, size_t n)
 {
-	bool inside = false;
-	same_pages = 0;
-	same_park = 0;
-	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed))
-		return false;
-	uintptr_t ps = ckc_page_size();
-	uintptr_t lo = dst & ~(ps - 1), hi = (dst + n + ps - 1) & ~(ps - 1);
+	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) || n == 0)
+		return;
+	uintptr_t lo = page_down(d), hi = page_up(d + n);
+	uintptr_t a = page_up(d), b = page_down(d + n);
+	if (b < a)
+		a = b = lo;
 	if (!tab_lock())
-		return false;
+		return;
 	if (lo < a)
 		cut_locked(lo, a, true);
-	if (b < hi)
-		cut_locked(b, hi, true);
-	/* the interior: entries fully inside are released as they are (the
-	 * pages stay protected); parts of entries reaching outside are cut */
-	size_t i;
-	while (a < b && (i = ckc_owedtab_first(&tab, a, b)) < tab.n) {
-		uintptr_t x = tab.e[i].start > a ? tab.e[i].start : a;
-		uintptr_t y = tab.e[i].end < b ? tab.e[i].end : b;
-		ckc_owed_t e = take_locked(i, &x, &y);
-		if (x < a || y > b) {
-			/* could not split: what lies outside is filled */
-			entry_fill(&e, x, y);
-		} else if (x == a && y == b && e.start == a && e.end == b) {
-			same_pages = a;
-			same_park = e.park;
-		} else if (e.park) {
-			pages_unpark(x, y, e.park);
-		}
-		ckc_owed_st.dropped++;
-		entry_release(&e);
-		inside = true;
-	}
-	atomic_store(&ckc_owed_count, tab.n);
+	if (b < hi && b >= a)
+		cut_locked(b > lo ? b : lo, hi, true);
 	tab_unlock();
-	return inside;
 }
 
 void ckc_owed_will_write(const void *p, size_t n)
 {
 	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) || !p || !n)
 		return;
-	uintptr_t ps = ckc_page_size(), d = (uintptr_t)p;
-	uintptr_t a = (d + ps - 1) & ~(ps - 1), b = (d + n) & ~(ps - 1);
-	if (b <= a)
-		ckc_owed_cut(p, n, true);
-	else if (ckc_owed_prepare(d, n, a, b))
-		ckc_owed_unprotect(a, b);
-	same_pages = 0;
-	same_park = 0;
+	uintptr_t d = (uintptr_t)p, a = page_up(d), b = page_down(d + n);
+	if (!tab_lock())
+		return;
+	if (b <= a) {
+		cut_locked(page_down(d), page_up(d + n), true);
+	} else {
+		/* the partial pages are written in part: filled; the whole
+		 * ones are overwritten */
+		if (page_down(d) < a)
+			cut_locked(page_down(d), a, true);
+		if (b < page_up(d + n))
+			cut_locked(b, page_up(d + n), true);
+		cut_locked(a, b, false);
+	}
+	tab_unlock();
 }
 
-void ckc_owed_unprotect(uintptr_t a, uintptr_t b)
-{
-	if (same_pages == a && same_park)
-		pages_unpark(a, b, same_park);
-	else
-		mprotect((void *)a, b - a, PROT_READ | PROT_WRITE);
-	same_pages = 0;
-	same_park = 0;
-}
-
-/* Two independent 64-bit sums of the edges of a range: the bytes of
- * [cap_start, a) and [b, cap_start + cap_len). */
-static void edges_sum(uintptr_t cap_start, uint64_t cap_len, uintptr_t a, uintptr_t b,
-		      uint64_t out[2])
+/* Two independent 64-bit sums of the partial pages of a capture: the bytes
+ * of [cap_start, page_up(cap_start)) and [page_down(cap_end), cap_end). */
+static void edges_sum(uintptr_t cap_start, uint64_t cap_len, uint64_t out[2])
 {
 	uint64_t h1 = 0x9e3779b97f4a7c15ull, h2 = 0xc2b2ae3d27d4eb4full;
+	uintptr_t cap_end = cap_start + (uintptr_t)cap_len;
+	uintptr_t a = page_up(cap_start), b = page_down(cap_end);
+	if (b < a)
+		a = b = cap_end;
 	const unsigned char *spans[2] = { (const unsigned char *)cap_start, (const unsigned char *)b };
-	size_t lens[2] = { a > cap_start ? a - cap_start : 0,
-			   cap_start + cap_len > b ? cap_start + cap_len - b : 0 };
+	size_t lens[2] = { a - cap_start, cap_end - b };
 	for (int k = 0; k < 2; k++) {
 		const unsigned char *q = spans[k];
 		size_t n = lens[k], i = 0;
@@ -490,56 +632,211 @@ bool ckc_owed_edges_same(const ckc_owed_t *e)
 	uint64_t now[2];
 	if (!e->edges_ok)
 		return false;
-	edges_sum(e->cap_start, e->cap_len, e->start, e->end, now);
+	edges_sum(e->cap_start, e->cap_len, now);
 	return now[0] == e->edge_sum[0] && now[1] == e->edge_sum[1];
 }
 
-int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap_len,
-		     ckc_ref_t *ref, bool pinned, void *ready, bool ordered)
+/* Protects the pages of [a, b), none of which is owed: parked first when
+ * the range is large pageable memory (*park: where, 0 in place). Returns 0
+ * or -errno. */
+static int gap_protect(uintptr_t a, uintptr_t b, bool pinned, intptr_t *park)
 {
-	/* pages still protected (or parked) from the entry a prepare
-	 * released stay so */
-	bool same = same_pages == a && a != 0;
-	intptr_t park = same ? same_park : 0;
-	same_pages = 0;
-	same_park = 0;
-	int rc = segv_install();
-	if (!rc && !same) {
-		if (!pinned)
-			park = pages_park(a, b);
-		if (mprotect((void *)a, b - a, PROT_NONE) != 0)
-			rc = -errno;
-	}
-	if (rc) {
-		if (park)
-			pages_unpark(a, b, park);
+	*park = pinned ? 0 : pages_park(a, b);
+	if (mprotect((void *)a, b - a, PROT_NONE) != 0) {
+		int rc = -errno;
+		if (*park)
+			pages_unpark(a, b, *park);
+		*park = 0;
 		return rc;
 	}
+	return 0;
+}
+
+/* Joins neighbouring parts of one capture in [a, b) whose pages are kept
+ * the same way (so that a buffer owed again and again stays one entry).
+ * Table lock held. */
+static void coalesce_locked(uintptr_t a, uintptr_t b)
+{
+	size_t i = ckc_owedtab_first(&tab, a, b);
+	while (i < tab.n && i + 1 < tab.n && tab.e[i + 1].start < b) {
+		ckc_owed_t *x = &tab.e[i], *y = &tab.e[i + 1];
+		if (x->end == y->start && x->ref == y->ref && x->cap_start == y->cap_start && x->park == y->park &&
+		    x->pinned == y->pinned && x->ready == y->ready && !x->busy && !y->busy && x->used == y->used) {
+			x->end = y->end;
+			ckc_owed_t gone = *y;
+			ckc_owedtab_remove(&tab, i + 1);
+			part_release(&gone);
+		} else {
+			i++;
+		}
+	}
+}
+
+int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap_len,
+		     ckc_ref_t *ref, bool pinned, void *ready, bool ordered, uintptr_t site)
+{
+	int rc = segv_install();
+	if (rc)
+		return rc;
 	ckc_owed_t e = { .start = a, .end = b, .cap_start = cap_start, .cap_len = cap_len, .ref = ref,
-			 .pinned = pinned, .ready = ready, .ordered = ordered, .park = park };
+			 .pinned = pinned, .ready = ready, .ordered = ordered, .site = site };
 	/* the edges hold their final bytes unless a copy into them is still
 	 * in flight (ready, not ordered) */
 	if (!ready || ordered) {
-		edges_sum(cap_start, cap_len, a, b, e.edge_sum);
+		edges_sum(cap_start, cap_len, e.edge_sum);
 		e.edges_ok = true;
 	}
-	if (!tab_lock()) {
-		rc = -EDEADLK;
-	} else {
-		rc = ckc_owedtab_insert(&tab, &e);
-		atomic_store(&ckc_owed_count, tab.n);
-		tab_unlock();
+	if (!tab_lock())
+		return -EDEADLK;
+	atomic_fetch_add(&owe_gen, 1);
+	/* Page by page in address order: a page owed already keeps its
+	 * protection (and place) and changes owner; the others are protected.
+	 * Each part becomes an entry of its own, all holding ref. */
+	uintptr_t at = a;
+	int parts = 0;
+	while (!rc && at < b) {
+		size_t i = ckc_owedtab_first(&tab, at, b);
+		ckc_owed_t part = e;
+		part.start = at;
+		if (i < tab.n && tab.e[i].start <= at) {
+			/* owed now: the part of it inside [at, b) */
+			uintptr_t x = at, y = tab.e[i].end < b ? tab.e[i].end : b;
+			ckc_owed_t old = part_take(i, &x, &y);
+			if (x < at || y > b) {
+				/* could not split: what lies outside is filled */
+				if (x < at)
+					part_fill(&old, x, at);
+				if (y > b)
+					part_fill(&old, b, y);
+				y = y > b ? b : y;
+			}
+			part.end = y;
+			part.park = old.park;
+			part_release(&old);
+			ckc_owed_st.dropped++;
+		} else {
+			/* not owed: up to the next owed page */
+			uintptr_t y = i < tab.n ? tab.e[i].start : b;
+			if ((rc = gap_protect(at, y, pinned, &part.park)) != 0)
+				break;
+			part.end = y;
+		}
+		if (parts > 0) {
+			ckc_ref_get(ref);
+			if (ops && ready)
+				ops->event_get(ready);
+		}
+		if ((rc = ckc_owedtab_insert(&tab, &part)) != 0) {
+			part_drop(&part, part.start, part.end);
+			if (parts == 0) {
+				/* the caller keeps ref and ready */
+				break;
+			}
+			part_release(&part);
+			break;
+		}
+		parts++;
+		at = part.end;
 	}
-	if (rc && park)
-		pages_unpark(a, b, park);
-	else if (rc)
-		mprotect((void *)a, b - a, PROT_READ | PROT_WRITE);
+	if (rc)
+		ckc_debug("device capture: owing [%p, %p) failed after %d parts (%s)", (void *)a, (void *)b, parts,
+			  strerror(-rc));
+	if (rc && parts > 0) {
+		/* what was owed of [a, b) goes; the caller keeps its own
+		 * reference and event, which the entries took */
+		ckc_ref_get(ref);
+		if (ops && ready)
+			ops->event_get(ready);
+		cut_locked(a, b, false);
+	} else if (rc) {
+		cut_locked(a, b, false);
+	} else {
+		coalesce_locked(a, b);
+	}
+	tab_unlock();
 	return rc;
 }
 
-/* ---- lookups for write() and host-to-device copies --------------------- */
+/* ---- what a host-to-device copy may take from device memory ------------ */
 
-bool ckc_owed_find(uintptr_t p, size_t n, ckc_owed_t *out)
+bool ckc_owed_plan(uintptr_t s0, size_t n, ckc_owed_plan_t *pl)
+{
+	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) || n == 0)
+		return false;
+	uintptr_t s1 = s0 + n, a = page_up(s0), b = page_down(s1);
+	if (b <= a)
+		return false;
+	if (!tab_lock())
+		return false;
+	size_t i = ckc_owedtab_first(&tab, a, b);
+	bool ok = i < tab.n;
+	if (ok) {
+		/* the owed pages of [a, b) must be one run of one capture */
+		const ckc_owed_t *e = &tab.e[i];
+		uintptr_t lo = e->start > a ? e->start : a, hi = lo;
+		size_t j = i;
+		while (j < tab.n && tab.e[j].start < b && tab.e[j].start == hi && tab.e[j].ref == e->ref &&
+		       tab.e[j].cap_start == e->cap_start) {
+			hi = tab.e[j].end < b ? tab.e[j].end : b;
+			j++;
+		}
+		ok = j == tab.n || tab.e[j].start >= b;
+		uintptr_t cap_end = e->cap_start + (uintptr_t)e->cap_len;
+		uintptr_t ca = page_up(e->cap_start), cb = page_down(cap_end);
+		/* every whole page of the capture inside [a, b) is still owed by
+		 * it, and the copy lies within the capture: the whole copy can
+		 * come from device memory if the partial pages are unchanged */
+		pl->whole = ok && s0 >= e->cap_start && s1 <= cap_end && lo == (ca > a ? ca : a) &&
+			    hi == (cb < b ? cb : b) && ckc_owed_edges_same(e);
+		if (ok) {
+			pl->e = *e;
+			pl->lo = pl->whole ? s0 : lo;
+			pl->hi = pl->whole ? s1 : hi;
+			ckc_ref_get(e->ref);
+			if (ops && e->ready)
+				ops->event_get(e->ready);
+			for (size_t k = i; k < j; k++)
+				part_used(&tab.e[k]);
+		}
+	}
+	tab_unlock();
+	return ok;
+}
+
+void ckc_owed_plan_done(ckc_owed_plan_t *pl, void *busy)
+{
+	if (busy && tab_lock()) {
+		/* the device copy reads [lo, hi) of the capture: its parts keep
+		 * the gpu copy until it is done */
+		size_t i;
+		uintptr_t at = page_up(pl->lo);
+		uintptr_t end = page_down(pl->hi);
+		while (at < end && (i = ckc_owedtab_first(&tab, at, end)) < tab.n) {
+			ckc_owed_t *e = &tab.e[i];
+			if (e->ref == pl->e.ref) {
+				if (ops && e->busy)
+					ops->event_put(e->busy);
+				if (ops)
+					ops->event_get(busy);
+				e->busy = busy;
+			}
+			at = e->end;
+		}
+		tab_unlock();
+	}
+	if (ops && busy)
+		ops->event_put(busy);
+	if (ops && pl->e.ready)
+		ops->event_put(pl->e.ready);
+	ckc_ref_put(pl->e.ref);
+}
+
+/* ---- tagged write() and read() under device capture ------------------- */
+
+/* The first owed part overlapping [p, p+n), with a reference (and ready
+ * event) of its own for the caller; whole: the capture's whole pages are
+ * all still owed by it. */
+static bool owed_first(uintptr_t p, size_t n, ckc_owed_t *out, bool *whole)
 {
 	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed))
 		return false;
@@ -549,6 +846,16 @@ bool ckc_owed_find(uintptr_t p, size_t n, ckc_owed_t *out)
 	bool found = i < tab.n;
 	if (found) {
 		*out = tab.e[i];
+		uintptr_t ca = page_up(out->cap_start), cb = page_down(out->cap_start + (uintptr_t)out->cap_len);
+		/* walk the capture's parts from its first page */
+		size_t j = ckc_owedtab_first(&tab, ca, cb);
+		uintptr_t hi = ca;
+		while (j < tab.n && tab.e[j].start == hi && tab.e[j].ref == out->ref)
+			hi = tab.e[j++].end;
+		*whole = hi == cb;
+		for (size_t k = ckc_owedtab_first(&tab, ca, cb); k < tab.n && tab.e[k].start < cb; k++)
+			if (tab.e[k].ref == out->ref)
+				part_used(&tab.e[k]);
 		ckc_ref_get(out->ref);
 		if (ops && out->ready)
 			ops->event_get(out->ready);
@@ -557,32 +864,12 @@ bool ckc_owed_find(uintptr_t p, size_t n, ckc_owed_t *out)
 	return found;
 }
 
-void ckc_owed_found_put(ckc_owed_t *e)
+static void owed_put(ckc_owed_t *e)
 {
 	if (ops && e->ready)
 		ops->event_put(e->ready);
 	ckc_ref_put(e->ref);
 }
-
-/* Marks the entry holding [a, b) as read by a device copy not yet done:
- * its reference is released only once ev has completed. */
-void ckc_owed_set_busy(uintptr_t a, void *ev)
-{
-	if (!tab_lock())
-		return (void)(ops && ev ? (ops->event_put(ev), 0) : 0);
-	size_t i = ckc_owedtab_first(&tab, a, a + 1);
-	if (i < tab.n) {
-		ckc_owed_t *e = &tab.e[i];
-		if (ops && e->busy)
-			ops->event_put(e->busy);
-		e->busy = ev;
-	} else if (ops && ev) {
-		ops->event_put(ev);
-	}
-	tab_unlock();
-}
-
-/* ---- tagged write() and read() under device capture ------------------- */
 
 static ssize_t host_part(ckc_handle_t *h, uintptr_t p, uintptr_t q, uint64_t off)
 {
@@ -592,10 +879,17 @@ static ssize_t host_part(ckc_handle_t *h, uintptr_t p, uintptr_t q, uint64_t off
 
 static ssize_t owed_pwrite(ckc_handle_t *h, const void *buf, size_t n, uint64_t off);
 
+/* The tagged read and write paths below, and fills, change the program's
+ * page tables: the cache's background work (population and registration of
+ * the host tier, which hold the address space's lock) gives way meanwhile
+ * (ckc_prog_begin). */
+
 ssize_t ckc_owed_pwrite(ckc_handle_t *h, const void *buf, size_t n, uint64_t off)
 {
 	uint64_t t0 = ckc_now_ns();
+	ckc_prog_begin();
 	ssize_t r = owed_pwrite(h, buf, n, off);
+	ckc_prog_end();
 	if (r != CKC_OWED_PASS)
 		atomic_fetch_add(&ckc_owed_st.write_ns, ckc_now_ns() - t0);
 	return r;
@@ -605,18 +899,20 @@ static ssize_t owed_pwrite(ckc_handle_t *h, const void *buf, size_t n, uint64_t 
 {
 	uintptr_t p = (uintptr_t)buf, end = p + n;
 	ckc_owed_t e;
+	bool whole_owed;
 	ssize_t r;
 
-	if (!ckc_owed_find(p, n, &e))
+	if (!owed_first(p, n, &e, &whole_owed))
 		return CKC_OWED_PASS;
 	for (;;) {
 		uint64_t at = off + (p - (uintptr_t)buf);
-		/* host bytes before the owed pages */
 		uintptr_t first = e.start > p ? e.start : p;
 		uintptr_t cap_end = e.cap_start + (uintptr_t)e.cap_len;
-		bool whole = e.cap_start >= p && cap_end <= end && e.cap_start <= e.start &&
-			     cap_end >= e.end;
+		/* the whole capture, every page of it still owed, inside the
+		 * write: attached as it is */
+		bool whole = whole_owed && e.cap_start >= p && cap_end <= end;
 		uintptr_t from = whole ? e.cap_start : first;
+		/* host bytes before the owed pages */
 		if ((r = host_part(h, p, from, at)) < 0)
 			goto fail;
 		at += from - p;
@@ -625,14 +921,15 @@ static ssize_t owed_pwrite(ckc_handle_t *h, const void *buf, size_t n, uint64_t 
 		if (ops && e.ready && !(whole && e.ordered))
 			ops->event_wait(e.ready);
 		if (whole) {
-			/* the whole capture, edges included: attached to the
-			 * object when it lands at its end; the edge bytes are
-			 * then written again from host memory, which the
-			 * program may have changed since the copy */
+			/* the edge bytes are written again from host memory
+			 * when the program changed them since the copy */
 			bool same = ckc_owed_edges_same(&e);
+			uintptr_t ca = page_up(e.cap_start), cb = page_down(cap_end);
+			if (cb < ca)
+				ca = cb = cap_end;
 			r = ckc_pwrite_ref(h, e.ref, 0, (size_t)e.cap_len, at);
-			if (r >= 0 && !same && (r = host_part(h, e.cap_start, e.start, at)) >= 0)
-				r = host_part(h, e.end, cap_end, at + (e.end - e.cap_start));
+			if (r >= 0 && !same && (r = host_part(h, e.cap_start, ca, at)) >= 0)
+				r = host_part(h, cb, cap_end, at + (cb - e.cap_start));
 			p = cap_end;
 		} else {
 			uintptr_t q = e.end < end ? e.end : end;
@@ -644,64 +941,69 @@ static ssize_t owed_pwrite(ckc_handle_t *h, const void *buf, size_t n, uint64_t 
 			}
 			p = q;
 		}
-		ckc_owed_found_put(&e);
+		owed_put(&e);
 		if (r < 0)
 			return r;
 		if (p >= end)
 			return (ssize_t)n;
-		if (!ckc_owed_find(p, end - p, &e)) {
+		if (!owed_first(p, end - p, &e, &whole_owed)) {
 			r = host_part(h, p, end, off + (p - (uintptr_t)buf));
 			return r < 0 ? r : (ssize_t)n;
 		}
 	}
 fail:
-	ckc_owed_found_put(&e);
+	owed_put(&e);
 	return r;
 }
 
 /* Set by cuda.c: a host buffer may be owed from the gpu tier. */
 bool (*ckc_owed_read_ok)(const void *buf, size_t n);
 
-static ssize_t owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off);
+static ssize_t owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off, uintptr_t site);
 
-ssize_t ckc_owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off)
+ssize_t ckc_owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off, uintptr_t site)
 {
 	uint64_t t0 = ckc_now_ns();
-	ssize_t r = owed_pread(h, buf, n, off);
+	ckc_prog_begin();
+	ssize_t r = owed_pread(h, buf, n, off, site);
+	ckc_prog_end();
 	if (r != CKC_OWED_PASS)
 		atomic_fetch_add(&ckc_owed_st.read_ns, ckc_now_ns() - t0);
 	return r;
 }
 
-static ssize_t owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off)
+static ssize_t owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off, uintptr_t site)
 {
-	uintptr_t ps = ckc_page_size();
 	uintptr_t p = (uintptr_t)buf;
-	uintptr_t a = (p + ps - 1) & ~(ps - 1), b;
+	uintptr_t a = page_up(p), b;
 	ckc_ref_t *ref;
-	bool pinned;
 
-	if (!ckc_owed_read_ok || !ckc_owed_read_ok(buf, n))
+	if (!ckc_owed_read_ok || !ckc_owed_read_ok(buf, n) || !ckc_owed_site_ok(site))
 		return CKC_OWED_PASS;
 	int kind = ckc_cuda_mem_kind(buf);
-	pinned = kind == CKC_MEM_PINNED || kind == CKC_MEM_REGISTERED;
+	bool pinned = kind == CKC_MEM_PINNED || kind == CKC_MEM_REGISTERED;
+	uint64_t t0 = ckc_now_ns();
 	ssize_t len = ckc_pread_ref(h, off, n, &ref);
+	uint64_t t1 = ckc_now_ns();
+	atomic_fetch_add(&ckc_owed_st.read_engine_ns, t1 - t0);
 	if (len <= 0)
 		return len < 0 ? len : CKC_OWED_PASS;
-	b = (p + (size_t)len) & ~(ps - 1);
+	b = page_down(p + (size_t)len);
 	if (b <= a) {
 		ckc_ref_put(ref);
 		return CKC_OWED_PASS;
 	}
-	ckc_owed_prepare(p, (size_t)len, a, b);
+	/* the partial pages: filled where owed, then the read's bytes */
+	ckc_owed_edges_fill(p, (size_t)len);
 	int rc = ckc_ref_fill(ref, 0, buf, a - p);
 	if (!rc)
 		rc = ckc_ref_fill(ref, b - p, (void *)b, p + (size_t)len - b);
 	if (!rc)
-		rc = ckc_owed_add_len(a, b, p, (uint64_t)len, ref, pinned, NULL, false);
+		rc = ckc_owed_add_len(a, b, p, (uint64_t)len, ref, pinned, NULL, false, site);
+	atomic_fetch_add(&ckc_owed_st.read_owe_ns, ckc_now_ns() - t1);
 	if (rc) {
-		/* bytes, then */
-		ckc_owed_unprotect(a, b);
+		/* bytes, then (the pages are accessible again) */
+		ckc_owed_cut((void *)a, b - a, false);
 		rc = ckc_ref_fill(ref, a - p, (void *)a, b - a);
 		ckc_ref_put(ref);
 		return rc ? rc : len;

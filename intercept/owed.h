@@ -24,6 +24,7 @@ extern atomic_size_t ckc_owed_count;
 typedef struct ckc_owed_stats {
 	uint64_t filled, dropped;
 	atomic_ullong write_ns, read_ns, fill_ns;
+	atomic_ullong read_engine_ns, read_owe_ns, restore_wait_ns;
 } ckc_owed_stats_t;
 extern ckc_owed_stats_t ckc_owed_st;
 
@@ -63,37 +64,55 @@ void ckc_owed_will_write(const void *p, size_t n);
 /* Fills everything (fork, exit). */
 void ckc_owed_fill_all(void);
 
-/* Before [dst, dst+n) receives bytes: owed pages outside its whole pages
- * [a, b) are filled, those inside released with their protection left in
- * place. Returns whether some page inside was owed (still protected). */
-bool ckc_owed_prepare(uintptr_t dst, size_t n, uintptr_t a, uintptr_t b);
+/* Before a copy writes [d, d+n): owed bytes of its partial first and last
+ * pages are filled (the copy writes part of them). */
+void ckc_owed_edges_fill(uintptr_t d, size_t n);
 
-/* After a prepare for [a, b) that no add followed: its pages become
- * readable and writable (those a prepare left protected or parked). */
-void ckc_owed_unprotect(uintptr_t a, uintptr_t b);
-/* Protects [a, b) and records it as owed by ref, whose cap_len bytes belong
- * at host address cap_start; the table takes the reference and ready.
- * ordered: ready is a deferred capture's (the edges are final already).
- * Returns 0 or -errno (then nothing is protected and the caller keeps
- * both). */
+/* Owes the whole pages [a, b) of a capture to ref, whose cap_len bytes
+ * belong at host address cap_start: pages owed already keep their
+ * protection and change owner, the others are protected. The table takes
+ * ref and ready. ordered: ready is a deferred capture's (the edges are
+ * final already). Returns 0, or -errno: then nothing in [a, b) is owed any
+ * more, its pages are accessible, and the caller keeps ref and ready. */
 int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap_len,
-		     ckc_ref_t *ref, bool pinned, void *ready, bool ordered);
+		     ckc_ref_t *ref, bool pinned, void *ready, bool ordered, uintptr_t site);
+
+/* Whether owing memory at the program's call site `site` (its return
+ * address) has paid lately: its owed ranges were written to a checkpoint or
+ * copied to the device more often than touched by the CPU first (then each
+ * had cost a fill on top of the copy the program asked for). A site that
+ * does not pay is tried again now and then. */
+bool ckc_owed_site_ok(uintptr_t site);
+/* The site of every tagged read into host memory (the program's reads are
+ * judged together: a read's call site is not known below its wrapper). */
+#define CKC_OWED_SITE_READ ((uintptr_t)1)
+
+/* What a host-to-device copy from [s0, s0+n) may take from device memory:
+ * [lo, hi) from the capture of e (the whole copy when every whole page of
+ * the capture in it is still owed by it and its partial pages are
+ * unchanged), the rest from host memory, where nothing is owed. */
+typedef struct ckc_owed_plan {
+	ckc_owed_t e;     /* the first owed part: its ref and ready are held */
+	uintptr_t lo, hi;
+	bool whole;
+} ckc_owed_plan_t;
+
+/* False when nothing in the whole pages of the copy is owed, or the owed
+ * pages there are not one run of one capture (the caller fills them and
+ * copies host memory). The partial pages must have been filled first
+ * (ckc_owed_edges_fill). */
+bool ckc_owed_plan(uintptr_t s0, size_t n, ckc_owed_plan_t *pl);
+
+/* Ends a plan; busy (taken), when not NULL: the device copy reading it
+ * completes with that event, and the capture stays until then. */
+void ckc_owed_plan_done(ckc_owed_plan_t *pl, void *busy);
 
 /* Whether a tagged read into buf may leave it owed (set by cuda.c). */
 extern bool (*ckc_owed_read_ok)(const void *buf, size_t n);
 
-/* The first entry overlapping [p, p+n), with a reference (and ready event)
- * of its own for the caller: release with ckc_owed_found_put. */
-bool ckc_owed_find(uintptr_t p, size_t n, ckc_owed_t *out);
-void ckc_owed_found_put(ckc_owed_t *e);
-
-/* Whether the edges of e (the parts of its capture outside its pages) still
- * hold the bytes they had when it was recorded. */
+/* Whether the partial pages of e's capture still hold the bytes they had
+ * when it was recorded. */
 bool ckc_owed_edges_same(const ckc_owed_t *e);
-
-/* The entry at a is being read by a device copy that completes with ev
- * (the table takes ev). */
-void ckc_owed_set_busy(uintptr_t a, void *ev);
 
 /* sigaction(SIGSEGV) of the program once the library's handler is in
  * place: 0 when handled here (the program's handler runs behind ours),
@@ -107,6 +126,6 @@ int ckc_owed_sigaction(const struct sigaction *act, struct sigaction *old);
 ssize_t ckc_owed_pwrite(ckc_handle_t *h, const void *buf, size_t n, uint64_t off);
 /* A tagged read into host memory answered from the gpu tier (the buffer
  * becomes owed). Returns bytes, or CKC_OWED_PASS to read normally. */
-ssize_t ckc_owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off);
+ssize_t ckc_owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off, uintptr_t site);
 
 #endif

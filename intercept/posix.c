@@ -64,7 +64,7 @@ ssize_t ckc_vfd_pread(ckc_vfd_t *v, void *buf, size_t n, off_t off)
 	ckc_enter();
 	ssize_t r = CKC_OWED_PASS;
 	if (ckc_owed_read_ok)
-		r = ckc_owed_pread(v->h, buf, n, (uint64_t)off);
+		r = ckc_owed_pread(v->h, buf, n, (uint64_t)off, CKC_OWED_SITE_READ);
 	if (r == CKC_OWED_PASS) {
 		ckc_owed_will_write(buf, n);
 		r = ckc_pread(v->h, buf, n, (uint64_t)off);
@@ -982,10 +982,14 @@ static int fcntl_common(int (*rf)(int, int, ...), int fd, int cmd, unsigned long
 		v->flags = (v->flags & ~keep) | ((int)arg & keep);
 		return 0;
 	}
-	default:
-		/* F_GETFD/F_SETFD act on the placeholder as they should; locks
-		 * and the rest fail there (EBADF) */
+	default: {
+		int saved = errno, r = ckc_lock_fcntl(v, cmd, arg);
+		if (r != CKC_PASS)
+			return (int)ckc_result(r, saved);
+		/* F_GETFD/F_SETFD act on the placeholder as they should; the
+		 * rest fail there (EBADF) */
 		return rf(fd, cmd, arg);
+	}
 	}
 }
 

@@ -63,6 +63,9 @@ struct utimbuf;
 	X(dup3, int, (int, int, int))                                                      \
 	X(fcntl, int, (int, int, ...))                                                     \
 	X(fcntl64, int, (int, int, ...))                                                   \
+	X(flock, int, (int, int))                                                          \
+	X(lockf, int, (int, int, off_t))                                                   \
+	X(lockf64, int, (int, int, off_t))                                                 \
 	X(stat, int, (const char *, struct stat *))                                        \
 	X(lstat, int, (const char *, struct stat *))                                       \
 	X(fstat, int, (int, struct stat *))                                                \

@@ -135,14 +135,20 @@ static ssize_t cookie_write(void *c, const char *buf, size_t n)
 #define STDIO_IN_BACKUP 0x0100
 #define STDIO_PUTTING 0x0800
 
+/* The virtual descriptor under tagged stream f, or NULL. */
+static ckc_vfd_t *stdio_vfd(FILE *f)
+{
+	stdio_cookie_t *c = stdio_find(f, NULL);
+	return c ? ckc_vfd_get(atomic_load(&c->fd)) : NULL;
+}
+
 /* Reads into p straight from the cache, bypassing the stream's buffer;
  * the stream's position is the descriptor's, which glibc asks for at every
  * ftell and fseek of a cookie stream. Returns the bytes read (short at the
  * end of the file or on an error, which glibc then meets itself). */
 static size_t stdio_read_direct(FILE *f, char *p, size_t n)
 {
-	stdio_cookie_t *c = stdio_find(f, NULL);
-	ckc_vfd_t *v = c ? ckc_vfd_get(atomic_load(&c->fd)) : NULL;
+	ckc_vfd_t *v = stdio_vfd(f);
 	size_t got = 0;
 	if (!v)
 		return 0;
@@ -155,6 +161,54 @@ static size_t stdio_read_direct(FILE *f, char *p, size_t n)
 	}
 	errno = saved;
 	return got;
+}
+
+/* Writes [p, p+n) straight to the cache at the descriptor's position (the
+ * stream's buffer is empty). Returns the bytes written; an error marks the
+ * stream (ferror) with errno set. */
+static size_t stdio_write_direct(FILE *f, const char *p, size_t n)
+{
+	ckc_vfd_t *v = stdio_vfd(f);
+	size_t done = 0;
+	if (!v)
+		return 0;
+	int saved = errno;
+	while (done < n) {
+		ssize_t r = ckc_vfd_write(v, p + done, n - done);
+		if (r <= 0) {
+			errno = r < 0 ? (int)-r : EIO;
+			f->_flags |= _IO_ERR_SEEN;
+			return done;
+		}
+		done += (size_t)r;
+	}
+	errno = saved;
+	return done;
+}
+
+/* fwrite/fwrite_unlocked of a tagged stream: a write of a whole buffer or
+ * more goes straight from the caller's memory to the cache, after what the
+ * buffer holds; glibc would copy the first part through the buffer, which
+ * reads (and, under device capture, fills) the caller's staging memory.
+ * Streams holding unread input or ungetc bytes are left to glibc. */
+size_t ckc_stdio_fwrite(const void *p, size_t size, size_t n, FILE *f, bool locked)
+{
+	size_t (*wr)(const void *, size_t, size_t, FILE *) = locked ? REAL(fwrite) : REAL(fwrite_unlocked);
+	size_t bytes;
+	if (__builtin_mul_overflow(size, n, &bytes) || bytes < STDIO_BUF || !ckc_stdio_tagged(f))
+		return wr(p, size, n, f);
+	if (locked)
+		flockfile(f);
+	size_t done = 0;
+	bool direct = !(f->_flags & (STDIO_IN_BACKUP | _IO_ERR_SEEN)) && f->_IO_read_ptr >= f->_IO_read_end &&
+		      fflush_unlocked(f) == 0;
+	if (direct)
+		done = stdio_write_direct(f, p, bytes);
+	else
+		done = REAL(fwrite_unlocked)(p, 1, bytes, f);
+	if (locked)
+		funlockfile(f);
+	return done / size;
 }
 
 size_t ckc_stdio_fread(void *p, size_t size, size_t n, FILE *f, bool locked)

@@ -262,6 +262,11 @@ int ckc_ref_addr(ckc_ref_t *ref, uint64_t roff, size_t len, uint64_t *dptr);
 /* Copies bytes [roff, roff+len) of a reference to host memory. 0 or -errno. */
 int ckc_ref_fill(ckc_ref_t *ref, uint64_t roff, void *buf, size_t len);
 
+/* The same into pinned or registered host memory whose pages may be
+ * protected: device-to-host transfers straight into buf, never a CPU copy
+ * (which would fault there). 0 or -errno. */
+int ckc_ref_fill_dma(ckc_ref_t *ref, uint64_t roff, void *buf, size_t len);
+
 void ckc_ref_get(ckc_ref_t *ref);
 void ckc_ref_put(ckc_ref_t *ref);
 

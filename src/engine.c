@@ -36,6 +36,10 @@ struct ckc_handle {
 	int home_fd;       /* the real file, opened by the first read from it */
 	int nrange, caprange;
 	uint64_t (*range)[2]; /* bytes read so far: sorted, disjoint [a, b) */
+	/* small reads of a copy in device memory come from one host copy of a
+	 * window of it (ckc_gpu_window), not a device transfer each */
+	char *win;
+	uint64_t win_off, win_len;
 };
 
 uint64_t ckc_now_ns(void)
@@ -296,7 +300,7 @@ static int tiers_open(void)
 		ckc_tier_t *t = &ckc_eng.tier[n];
 		t->name = "host";
 		t->kind = TIER_HOST;
-		rc = ckc_host_open(t, c->host_cache, ckc_eng.ntier == 0 && !c->host_whole);
+		rc = ckc_host_open(t, c->host_cache, !c->host_whole, ckc_eng.ntier > 0);
 		if (rc) {
 			ckc_error("CKPTCACHE_HOST_CACHE=%llu: cannot map the host tier (%s)",
 				  (unsigned long long)c->host_cache, strerror(-rc));
@@ -1425,6 +1429,86 @@ static void range_add(ckc_handle_t *h, uint64_t a, uint64_t b)
 	h->range[i][1] = b;
 }
 
+/* The longest a read waits for a prefetch of its object in flight; then it
+ * is served from the copy the prefetch reads (a stalled lower tier must
+ * not hold the program). */
+#define PREFETCH_WAIT_MAX_NS 2000000000ull
+
+/* One wait of h's read for the prefetch of its object (lock held): false
+ * once *deadline (set at the first call) has passed. */
+static bool prefetch_wait(ckc_handle_t *h, uint64_t *deadline)
+{
+	uint64_t w0 = ckc_now_ns();
+	if (!*deadline) {
+		*deadline = w0 + PREFETCH_WAIT_MAX_NS;
+		if (!h->waited) {
+			h->waited = true;
+			ckc_eng.st.reads_waited++;
+		}
+	}
+	bool more = wait_until(*deadline);
+	ckc_eng.st.read_wait_s += (double)(ckc_now_ns() - w0) / 1e9;
+	if (!more) {
+		static atomic_bool said;
+		if (!atomic_exchange(&said, true))
+			ckc_warn("a prefetch of %s took longer than %.0f s: the read is served from the copy it "
+				 "reads",
+				 h->o->key, PREFETCH_WAIT_MAX_NS / 1e9);
+	}
+	return more;
+}
+
+/* Reads of fewer bytes than this from a copy in device memory are served
+ * from the handle's window (stdio and Python read in pieces of 8 KiB and
+ * less; each a device transfer of its own costs ten times its size). */
+#define WIN_READ_MAX (256u << 10)
+
+/* [off, off+len) of h's complete object, whose best copy is in the gpu
+ * tier, from the handle's window, filled first when it does not hold them
+ * (lock held; returns with it released). Returns the bytes, -errno, or
+ * -EAGAIN when no window could be had (the caller reads as usual). */
+static ssize_t window_read(ckc_handle_t *h, void *buf, size_t len, uint64_t off, uint64_t t0)
+{
+	ckc_obj_t *o = h->o;
+	int rc = 0;
+	if (!h->win || off < h->win_off || off + len > h->win_off + h->win_len) {
+		if (!h->win && !(h->win = ckc_gpu_window_get())) {
+			pthread_mutex_unlock(&ckc_eng.lock);
+			return -EAGAIN;
+		}
+		uint64_t wl = o->size - off < CKC_GPU_WINDOW ? o->size - off : CKC_GPU_WINDOW;
+		ckc_src_t src;
+		if ((rc = ckc_src_snapshot(o, 0, &src)) != 0) {
+			pthread_mutex_unlock(&ckc_eng.lock);
+			return rc;
+		}
+		o->place[0].pins++;
+		h->win_len = 0;
+		pthread_mutex_unlock(&ckc_eng.lock);
+		rc = ckc_src_read(&src, off, h->win, (size_t)wl, NULL);
+		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_src_release(&src);
+		ckc_unpin(o, 0);
+		if (!rc) {
+			h->win_off = off;
+			h->win_len = wl;
+			ckc_eng.tier[0].st.read_ops++;
+			ckc_eng.tier[0].st.read_bytes += wl;
+		}
+	}
+	if (!rc) {
+		ckc_eng.tier[0].st.hits++;
+		range_add(h, off, off + len);
+		o->place[0].seq_use = ++ckc_eng.seq;
+		ckc_trace("read", o, off, len, 0, t0);
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	/* the window is the handle's own: copied from without the lock */
+	if (!rc)
+		memcpy(buf, h->win + (off - h->win_off), len);
+	return rc ? rc : (ssize_t)len;
+}
+
 ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 {
 	ckc_obj_t *o = h->o;
@@ -1432,6 +1516,7 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	ssize_t rc;
 
 	pthread_mutex_lock(&ckc_eng.lock);
+	uint64_t deadline = 0;
 	for (;;) {
 		if (o->handed) {
 			pthread_mutex_unlock(&ckc_eng.lock);
@@ -1441,17 +1526,9 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 			pthread_mutex_unlock(&ckc_eng.lock);
 			return 0;
 		}
-		/* a prefetch in flight is worth waiting for */
-		if (ckc_eng.ntier > 1 && o->place[0].state == LC_READ_IN_PROGRESS) {
-			if (!h->waited) {
-				h->waited = true;
-				ckc_eng.st.reads_waited++;
-			}
-			uint64_t w0 = ckc_now_ns();
-			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
-			ckc_eng.st.read_wait_s += (double)(ckc_now_ns() - w0) / 1e9;
+		/* a prefetch in flight is worth waiting for, a while */
+		if (ckc_eng.ntier > 1 && o->place[0].state == LC_READ_IN_PROGRESS && prefetch_wait(h, &deadline))
 			continue;
-		}
 		if (o->migrating) {
 			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 			continue;
@@ -1472,6 +1549,17 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 		ckc_error("checkpoint %s: no copy of its bytes is left", o->key);
 		pthread_mutex_unlock(&ckc_eng.lock);
 		return -EIO;
+	}
+	if (level == 0 && ckc_eng.tier[0].kind == TIER_GPU && !h->writer && o->complete && len < WIN_READ_MAX) {
+		rc = window_read(h, buf, len, off, t0);
+		if (rc != -EAGAIN)
+			return rc;
+		pthread_mutex_lock(&ckc_eng.lock);
+		level = ckc_best_level(o);
+		if (level < 0) {
+			pthread_mutex_unlock(&ckc_eng.lock);
+			return -EIO;
+		}
 	}
 	ckc_src_t src;
 	if ((rc = ckc_src_snapshot(o, level, &src)) != 0) {
@@ -1755,6 +1843,8 @@ int ckc_close(ckc_handle_t *h)
 	pthread_mutex_unlock(&ckc_eng.lock);
 	if (h->home_fd >= 0)
 		ckc_io.close(h->home_fd);
+	if (h->win)
+		ckc_gpu_window_put(h->win);
 	free(h->range);
 	free(h);
 	return rc;
@@ -2455,6 +2545,33 @@ int ckc_ref_fill(ckc_ref_t *r, uint64_t roff, void *buf, size_t len)
 	return rc;
 }
 
+int ckc_ref_fill_dma(ckc_ref_t *r, uint64_t roff, void *buf, size_t len)
+{
+	ckc_tier_t *t = &ckc_eng.tier[0];
+	ckc_ext_t seg[16];
+	char *dst = buf;
+	int rc = 0;
+
+	while (!rc && len > 0) {
+		pthread_mutex_lock(&ckc_eng.lock);
+		int n = t->kind == TIER_GPU ? ckc_place_segments(&r->o->place[0], r->base + roff, len, seg, 16) :
+					      -ENODEV;
+		pthread_mutex_unlock(&ckc_eng.lock);
+		if (n == -E2BIG)
+			n = 16;
+		else if (n < 0)
+			return n;
+		/* the references keep the copy where it is */
+		for (int i = 0; !rc && i < n; i++) {
+			rc = ckc_gpu_get_direct(t, seg[i].aoff, dst, seg[i].alen);
+			dst += seg[i].alen;
+			roff += seg[i].alen;
+			len -= seg[i].alen;
+		}
+	}
+	return rc;
+}
+
 ssize_t ckc_pwrite_ref(ckc_handle_t *h, ckc_ref_t *r, uint64_t roff, size_t len, uint64_t off)
 {
 	if (!h->writer)
@@ -2524,15 +2641,12 @@ ssize_t ckc_pread_ref(ckc_handle_t *h, uint64_t off, size_t len, ckc_ref_t **ref
 	uint64_t t0 = ckc_now_ns();
 
 	pthread_mutex_lock(&ckc_eng.lock);
-	/* a prefetch into the gpu tier in flight is worth waiting for */
-	while (o->place[0].state == LC_READ_IN_PROGRESS || o->migrating) {
-		if (!h->waited && !o->migrating) {
-			h->waited = true;
-			ckc_eng.st.reads_waited++;
-		}
-		uint64_t w0 = ckc_now_ns();
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
-		ckc_eng.st.read_wait_s += (double)(ckc_now_ns() - w0) / 1e9;
+	/* a prefetch into the gpu tier in flight is worth waiting for, a
+	 * while (then the read is served from below) */
+	uint64_t deadline = 0;
+	while (o->migrating || (o->place[0].state == LC_READ_IN_PROGRESS && prefetch_wait(h, &deadline))) {
+		if (o->migrating)
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	}
 	ssize_t rc = 0;
 	uint64_t dptr;

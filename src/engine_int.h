@@ -177,15 +177,17 @@ typedef struct ckc_tier {
 	atomic_uint_fast64_t populated;
 	atomic_bool toucher_stop;
 	bool grow;
-	_Atomic uint8_t *piece;        /* grow: per 2 MiB piece, populated or allocated since
-					  it was last given back */
+	bool keep;                     /* grow, under a gpu tier: nothing is given back */
+	_Atomic uint8_t *piece;        /* grow: per CKC_HOST_PIECE, CKC_PIECE_USED when populated
+					  or allocated since it was last given back */
 	size_t npiece;
 	atomic_uint_fast64_t use_seq;  /* grow: allocations in the tier so far */
 	atomic_bool caught_up;         /* grow: the toucher has nothing left to populate */
 	pthread_mutex_t grow_mx;       /* the toucher's wake-ups (taken after the engine lock) */
 	pthread_cond_t grow_cv;
 
-	atomic_uint_fast64_t pinned_bytes; /* registered with CUDA, from base (device capture) */
+	atomic_uint_fast64_t pinned_bytes; /* registered with CUDA, from base (device capture,
+					     a tier populated whole) */
 	atomic_bool pinned_once;
 
 	/* gpu: spare device memory */
@@ -326,12 +328,20 @@ uint64_t ckc_dist(const ckc_obj_t *o);        /* restore-queue distance, HQ_FAR 
 void ckc_refresh_flush_eta(int edge);
 
 /* tier_gpu.c */
+/* A host buffer of CKC_GPU_WINDOW bytes for a reader's window on a copy in
+ * device memory (pinned when one is spare), NULL when none can be had;
+ * given back with ckc_gpu_window_put. */
+#define CKC_GPU_WINDOW ((uint64_t)8 << 20)
+void *ckc_gpu_window_get(void);
+void ckc_gpu_window_put(void *w);
 int ckc_gpu_open(ckc_tier_t *t);
 void ckc_gpu_close(ckc_tier_t *t);   /* lock held */
 void ckc_gpu_stop(ckc_tier_t *t);    /* stops the mapping thread; lock not held */
 bool ckc_gpu_usable(const ckc_tier_t *t);
 int ckc_gpu_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len);
 int ckc_gpu_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len);
+/* ckc_gpu_get straight into buf (pinned memory), never through a CPU copy. */
+int ckc_gpu_get_direct(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len);
 int ckc_gpu_dtod(ckc_tier_t *t, uint64_t dst, uint64_t src, size_t len);
 int ckc_gpu_dtoh(ckc_tier_t *t, void *dst, uint64_t src, size_t len);
 void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s);
@@ -378,9 +388,17 @@ void ckc_pace_end(size_t n, uint64_t t0);
 void ckc_gpu_evacuate(void);
 
 /* tier_host.c / tier_ssd.c / tier_home.c */
-/* Maps the host tier; grow: it grows with use and gives room back when idle
- * (never with a gpu tier, which pins it whole). 0 or -errno. */
-int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow);
+/* The host tier's pieces: a growing tier populates and gives back one
+ * piece at a time. */
+#define CKC_HOST_PIECE ((uint64_t)2 << 20)
+#define CKC_PIECE_USED 1
+/* Maps the host tier; grow: it grows with use, and gives room back when
+ * idle unless keep (under a gpu tier, whose copies may be in flight). 0 or
+ * -errno. */
+int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow, bool keep);
+/* Whether [off, off+n) of host tier t is registered with CUDA (a tier
+ * populated whole, once the gpu tier registered it). */
+bool ckc_host_pinned(const ckc_tier_t *t, uint64_t off, uint64_t n);
 /* Stops the toucher (lock not held: it takes the lock). */
 void ckc_host_stop(ckc_tier_t *t);
 /* Unmaps the tier; its toucher must be stopped if the lock is held. */

@@ -24,6 +24,8 @@ typedef struct ckc_owed {
 	void *busy;           /* event: a device copy reading it is done */
 	intptr_t park;        /* pageable pages moved out (owed.c): the page at
 			       * address x is at x + park; 0: in place */
+	uintptr_t site;       /* the program's call that made it owed */
+	bool used;            /* written or copied to the device from since */
 } ckc_owed_t;
 
 typedef struct ckc_owedtab {

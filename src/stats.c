@@ -99,14 +99,17 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 			" \"attached\": %llu, \"copied_in\": %llu, \"read_refs\": %llu,"
 			" \"restored_d2d\": %llu, \"filled\": %llu, \"dropped\": %llu, \"passed\": %llu,"
 			" \"deferred\": %llu, \"capture_s\": %.6f, \"restore_s\": %.6f, \"write_s\": %.6f,"
-			" \"read_s\": %.6f, \"fill_s\": %.6f}",
+			" \"read_s\": %.6f, \"fill_s\": %.6f, \"read_engine_s\": %.6f, \"read_owe_s\": %.6f,"
+			" \"restore_wait_s\": %.6f, \"pageable\": %s, \"huge_pinned\": %llu}",
 			(unsigned long long)s->cap_captured, (unsigned long long)s->cap_captured_bytes,
 			(unsigned long long)s->cap_attached, (unsigned long long)s->cap_copied_in,
 			(unsigned long long)s->cap_read_refs, (unsigned long long)s->cap_restored_d2d,
 			(unsigned long long)s->cap_filled, (unsigned long long)s->cap_dropped,
 			(unsigned long long)s->cap_passed, (unsigned long long)s->cap_deferred,
 			s->cap_capture_s, s->cap_restore_s,
-			s->cap_write_s, s->cap_read_s, s->cap_fill_s);
+			s->cap_write_s, s->cap_read_s, s->cap_fill_s, s->cap_read_engine_s, s->cap_read_owe_s,
+			s->cap_restore_wait_s, s->cap_pageable ? "true" : "false",
+			(unsigned long long)s->cap_huge_pinned);
 	fprintf(f, "\n}\n");
 	if (fflush(f) == EOF || ferror(f))
 		return -(errno ? errno : EIO);

@@ -66,9 +66,14 @@ typedef struct ckc_stats {
 	uint64_t cap_captured, cap_captured_bytes, cap_attached, cap_copied_in;
 	uint64_t cap_restored_d2d, cap_filled, cap_dropped, cap_passed, cap_read_refs;
 	uint64_t cap_deferred; /* synchronous captures that returned before their device copy ended */
+	bool cap_pageable;     /* pageable host memory may be owed (the program's free is seen) */
+	uint64_t cap_huge_pinned; /* the program's pinned allocations made of huge pages */
 	/* seconds the program spent in captured copies, device-copy restores,
 	 * and tagged writes and reads that used owed ranges */
 	double cap_capture_s, cap_restore_s, cap_write_s, cap_read_s, cap_fill_s;
+	/* where a tagged read's time goes under device capture: the engine's
+	 * lookup of the gpu copy, the owing of the pages; a restore's waits */
+	double cap_read_engine_s, cap_read_owe_s, cap_restore_wait_s;
 } ckc_stats_t;
 
 /* Set by the preloaded library: adds what the engine does not know. */

@@ -86,7 +86,9 @@ int ckc_gpu_open(ckc_tier_t *t)
 
 #include <cuda.h>
 
-#define GPU_CHUNK_MIN (256ull << 20)
+/* The gpu tier is mapped in chunks of this size, or of the tier's size
+ * when it is smaller (rounded to the driver's granularity). */
+#define GPU_CHUNK_MAX (256ull << 20)
 
 /* The driver functions the tier calls, by their exact versioned names. */
 #define GPU_DRV(X)                                                                                     \
@@ -250,7 +252,7 @@ static CUresult bg_piece(char kind, char *host, uint64_t dev, size_t n, CUstream
 	ckc_bg_yield();
 	uint64_t off;
 	const ckc_tier_t *h = host_tier_of(host, &off);
-	if (h && off + n <= atomic_load(&h->pinned_bytes))
+	if (h && ckc_host_pinned(h, off, n))
 		return copy_runs(kind, host, dev, n, s);
 	void *via = pinned_buf(&tl_stage, GPU_XFER);
 	return copy_via(kind, via ? via : host, host, dev, n, s);
@@ -276,10 +278,15 @@ static int gpu_copy_across(const ckc_gpu_t *g, uint64_t dst, uint64_t src, size_
 }
 
 /* One copy on this thread's stream of the region it touches, waited for.
- * kind: 'h' device->host, 'd' host->device, 'x' device->device. */
+ * kind: 'h' device->host, 'd' host->device, 'x' device->device, 'H'
+ * device->host straight into the destination (pinned memory that must not
+ * be written by the CPU). */
 static int gpu_copy(const ckc_gpu_t *g, char kind, void *host, uint64_t dst, uint64_t src, size_t n)
 {
 	CUstream s;
+	bool direct = kind == 'H';
+	if (direct)
+		kind = 'h';
 	const ckc_gpu_dev_t *reg = gpu_region_of(g, kind == 'h' ? src : dst);
 	if (!reg)
 		return -EFAULT;
@@ -299,6 +306,8 @@ static int gpu_copy(const ckc_gpu_t *g, char kind, void *host, uint64_t dst, uin
 		r = drv.cuMemcpyDtoDAsync_v2((CUdeviceptr)dst, (CUdeviceptr)src, n, s);
 		if (r == CUDA_SUCCESS)
 			r = drv.cuStreamSynchronize(s);
+	} else if (direct) {
+		r = copy_runs(kind, host, src, n, s);
 	} else if (ckc_tl_background) {
 		uint64_t dev = kind == 'h' ? src : dst;
 		for (size_t done = 0, k; r == CUDA_SUCCESS && done < n; done += k) {
@@ -325,6 +334,11 @@ int ckc_gpu_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len)
 int ckc_gpu_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
 {
 	return gpu_copy(t->gpu, 'h', buf, 0, t->gpu->base + aoff, len);
+}
+
+int ckc_gpu_get_direct(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
+{
+	return gpu_copy(t->gpu, 'H', buf, 0, t->gpu->base + aoff, len);
 }
 
 int ckc_gpu_dtod(ckc_tier_t *t, uint64_t dst, uint64_t src, size_t len)
@@ -458,38 +472,68 @@ static int pin_lock(const char *dir)
  * to or from the tier never crosses a piece. */
 #define PIN_PIECE ((uint64_t)1 << 20)
 
+/* Registers [off, off+len) of host tier h in PIN_PIECE calls, each after
+ * giving way to the program. Returns the CUDA result. */
+static CUresult pin_range(ckc_tier_t *h, uint64_t off, uint64_t len)
+{
+	CUresult r = CUDA_SUCCESS;
+	for (uint64_t done = 0; done < len && r == CUDA_SUCCESS; done += PIN_PIECE) {
+		uint64_t n = len - done < PIN_PIECE ? len - done : PIN_PIECE;
+		ckc_bg_yield();
+		r = drv.cuMemHostRegister_v2(h->base + off + done, n, CU_MEMHOSTREGISTER_PORTABLE);
+		/* let the program's calls in between */
+		struct timespec ts = { 0, 100000 };
+		nanosleep(&ts, NULL);
+	}
+	return r;
+}
+
+/* Unregisters [off, off+len) of host tier h, registered by pin_range. */
+static void unpin_range(ckc_tier_t *h, uint64_t off, uint64_t len)
+{
+	for (uint64_t done = 0; done < len; done += PIN_PIECE)
+		drv.cuMemHostUnregister(h->base + off + done);
+}
+
+/* A host tier populated whole: registered from its start once populated. */
+static CUresult pin_whole(ckc_gpu_t *g, ckc_tier_t *h)
+{
+	while (!g->stop && atomic_load(&h->populated) < h->arena.capacity) {
+		struct timespec ts = { 0, 2000000 };
+		nanosleep(&ts, NULL);
+	}
+	uint64_t cap = h->arena.capacity, off;
+	CUresult r = CUDA_SUCCESS;
+	for (off = 0; off < cap && !g->stop && r == CUDA_SUCCESS; off += PIN_PIECE) {
+		uint64_t n = cap - off < PIN_PIECE ? cap - off : PIN_PIECE;
+		if ((r = pin_range(h, off, n)) == CUDA_SUCCESS) {
+			atomic_store(&h->pinned_bytes, off + n);
+			h->pinned_once = true;
+		}
+	}
+	return r;
+}
+
+/* Registers the host tiers populated whole for transfers at the link's
+ * speed: one process of the node at a time (pin_lock), in short calls. A
+ * growing tier is not registered: registering while the program runs held
+ * up its own CUDA calls (on an H100 the restores of the HPDC'23 shot ran at
+ * 170-200 GB/s with it, 870-1050 GB/s without), so its transfers with the
+ * gpu tier go through the threads' pinned buffers. */
 static void gpu_pin_host(ckc_gpu_t *g)
 {
 	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
 		ckc_tier_t *h = &ckc_eng.tier[l];
-		if (h->kind != TIER_HOST)
+		if (h->kind != TIER_HOST || h->piece)
 			continue;
-		while (!g->stop && atomic_load(&h->populated) < h->arena.capacity) {
-			struct timespec ts = { 0, 2000000 };
-			nanosleep(&ts, NULL);
-		}
-		if (g->stop)
-			return;
 		int fd = pin_lock(ckc_eng.cfg.ssd_dir);
-		uint64_t t0 = ckc_now_ns(), cap = h->arena.capacity, off;
-		CUresult r = CUDA_SUCCESS;
-		for (off = 0; off < cap && !g->stop; off += PIN_PIECE) {
-			uint64_t n = cap - off < PIN_PIECE ? cap - off : PIN_PIECE;
-			ckc_bg_yield();
-			if ((r = drv.cuMemHostRegister_v2(h->base + off, n, CU_MEMHOSTREGISTER_PORTABLE)) !=
-			    CUDA_SUCCESS)
-				break;
-			atomic_store(&h->pinned_bytes, off + n);
-			h->pinned_once = true;
-			/* let the program's calls in between */
-			struct timespec ts = { 0, 100000 };
-			nanosleep(&ts, NULL);
-		}
+		uint64_t t0 = ckc_now_ns();
+		CUresult r = pin_whole(g, h);
 		if (fd >= 0)
 			ckc_io.close(fd);
-		if (r == CUDA_SUCCESS && off >= cap)
+		if (r == CUDA_SUCCESS && !g->stop)
 			ckc_info("host tier: %llu bytes pinned in %.1f ms",
-				 (unsigned long long)cap, (double)(ckc_now_ns() - t0) / 1e6);
+				 (unsigned long long)h->arena.capacity, (double)(ckc_now_ns() - t0) / 1e6);
 		else if (r != CUDA_SUCCESS)
 			ckc_warn("host tier: cannot pin its memory past %llu bytes (CUDA error %d): copies "
 				 "there run at pageable speed",
@@ -552,6 +596,44 @@ void *ckc_gpu_pinned_slot(size_t len)
 	return i < SLOTS ? b + (size_t)i * slot_len : NULL;
 }
 
+/* Windows for readers: a few pinned ones made in the background with the
+ * slots (a device-to-host transfer into pinned memory runs at the link's
+ * speed), then malloc'd ones. */
+#define WINDOWS 4
+static _Atomic(char *) win_pool[WINDOWS];
+static char *win_pinned[WINDOWS];
+
+static void gpu_make_windows(void)
+{
+	for (int i = 0; i < WINDOWS; i++) {
+		void *w = NULL;
+		if (drv.cuMemAllocHost_v2(&w, CKC_GPU_WINDOW) != CUDA_SUCCESS)
+			return;
+		win_pinned[i] = w;
+		atomic_store(&win_pool[i], (char *)w);
+	}
+}
+
+void *ckc_gpu_window_get(void)
+{
+	for (int i = 0; i < WINDOWS; i++) {
+		char *w = atomic_exchange(&win_pool[i], NULL);
+		if (w)
+			return w;
+	}
+	return malloc(CKC_GPU_WINDOW);
+}
+
+void ckc_gpu_window_put(void *w)
+{
+	for (int i = 0; i < WINDOWS; i++)
+		if (win_pinned[i] == w) {
+			atomic_store(&win_pool[i], (char *)w);
+			return;
+		}
+	free(w);
+}
+
 static void *gpu_mapper(void *arg)
 {
 	ckc_gpu_dev_t *r = arg;
@@ -562,8 +644,10 @@ static void *gpu_mapper(void *arg)
 
 	drv.cuCtxSetCurrent((CUcontext)r->ctx);
 	bool first = !atomic_exchange(&g->pinning, true);
-	if (first)
+	if (first) {
 		gpu_make_slots();
+		gpu_make_windows();
+	}
 	int rc;
 	do
 		ckc_bg_yield();
@@ -618,11 +702,25 @@ int ckc_gpu_device_of(uint64_t dptr)
 	return r ? r->device : -1;
 }
 
+/* The bytes the tier wants on the current context's device: the
+ * configured size or share of its free memory, at most all of it. 0 when
+ * the free memory cannot be read. */
+static uint64_t gpu_want(size_t *freep)
+{
+	size_t fr = 0, total = 0;
+	if (drv.cuMemGetInfo_v2(&fr, &total) != CUDA_SUCCESS)
+		return 0;
+	const ckc_config_t *c = &ckc_eng.cfg;
+	uint64_t want = c->gpu_cache_pct >= 0 ? (uint64_t)((double)fr * c->gpu_cache_pct / 100.0) : c->gpu_cache;
+	*freep = fr;
+	return want > fr ? fr : want;
+}
+
 /* The address range: a slot for each device of the process (the largest
  * device's memory and one chunk more, so that a region never fills its
  * slot and its fence is never empty), or one slot when so much address
  * space is refused. The arena covers it, fenced. Lock gpu_life held. */
-static int gpu_reserve(ckc_tier_t *t, int device)
+static int gpu_reserve(ckc_tier_t *t, int device, uint64_t want)
 {
 	ckc_gpu_t *g = t->gpu;
 	CUmemAllocationProp prop = { 0 };
@@ -633,7 +731,8 @@ static int gpu_reserve(ckc_tier_t *t, int device)
 	if (drv.cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) !=
 		    CUDA_SUCCESS || gran == 0)
 		gran = 2u << 20;
-	g->chunk = (GPU_CHUNK_MIN + gran - 1) / gran * gran;
+	uint64_t chunk = want < GPU_CHUNK_MAX ? want : GPU_CHUNK_MAX;
+	g->chunk = (chunk + gran - 1) / gran * gran;
 	int count = 0;
 	if (drv.cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1)
 		count = 1;
@@ -695,7 +794,9 @@ int ckc_gpu_attach(void *ctx, int device)
 		goto out;
 	if (!g->tried) {
 		g->tried = true;
-		if (!drv_load() || (rc = gpu_reserve(t, device)) != 0) {
+		size_t fr0 = 0;
+		uint64_t want0 = drv_load() ? gpu_want(&fr0) : 0;
+		if (!drv.loaded || (rc = gpu_reserve(t, device, want0 ? want0 : GPU_CHUNK_MAX)) != 0) {
 			rc = -ENODEV;
 			goto out;
 		}
@@ -725,24 +826,17 @@ int ckc_gpu_attach(void *ctx, int device)
 		else
 			drv.cuDevicePrimaryCtxRelease_v2((CUdevice)device);
 	}
-	size_t fr = 0, total = 0;
-	if (drv.cuMemGetInfo_v2(&fr, &total) != CUDA_SUCCESS) {
-		rc = -ENODEV;
-		goto unretain;
-	}
-	const ckc_config_t *c = &ckc_eng.cfg;
-	uint64_t want = c->gpu_cache_pct >= 0 ? (uint64_t)((double)fr * c->gpu_cache_pct / 100.0) :
-						c->gpu_cache;
-	if (want > fr)
-		want = fr;
+	size_t fr = 0;
+	uint64_t want = gpu_want(&fr);
 	if (want > g->slot - g->chunk)
 		want = g->slot - g->chunk;
 	want = want / g->chunk * g->chunk;
 	if (want == 0) {
-		char b1[32], b2[32];
-		ckc_warn("CKPTCACHE_GPU_CACHE: %s of device %d is less than one %s chunk: no gpu tier there",
-			 ckc_format_size((uint64_t)fr, b1, sizeof(b1)), device,
-			 ckc_format_size(g->chunk, b2, sizeof(b2)));
+		char b1[32], b2[32], b3[32];
+		ckc_warn("CKPTCACHE_GPU_CACHE: %s on device %d (%s free) is less than the tier's %s chunk: no "
+			 "gpu tier there",
+			 ckc_format_size(gpu_want(&fr), b1, sizeof(b1)), device,
+			 ckc_format_size((uint64_t)fr, b3, sizeof(b3)), ckc_format_size(g->chunk, b2, sizeof(b2)));
 		rc = -ENOSPC;
 		goto unretain;
 	}
@@ -933,11 +1027,10 @@ static void gpu_teardown(ckc_tier_t *t, bool locked)
 		drv.cuCtxSetCurrent((CUcontext)g->dev[0].ctx);
 	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
 		ckc_tier_t *h = &ckc_eng.tier[l];
-		uint64_t pinned = h->kind == TIER_HOST ? atomic_load(&h->pinned_bytes) : 0;
-		for (uint64_t off = 0; off < pinned; off += PIN_PIECE)
-			drv.cuMemHostUnregister(h->base + off);
-		if (pinned)
-			atomic_store(&h->pinned_bytes, 0);
+		if (h->kind != TIER_HOST)
+			continue;
+		unpin_range(h, 0, atomic_load(&h->pinned_bytes));
+		atomic_store(&h->pinned_bytes, 0);
 	}
 	for (int d = 0; d < g->ndev; d++) {
 		ckc_gpu_dev_t *r = &g->dev[d];
@@ -1010,10 +1103,13 @@ int ckc_gpu_span(const ckc_tier_t *t, const ckc_obj_t *o, uint64_t *lo, uint64_t
 int ckc_gpu_device_of(uint64_t dptr) { (void)dptr; return -1; }
 void ckc_gpu_exit(void) {}
 void *ckc_gpu_pinned_slot(size_t len) { (void)len; return NULL; }
+void *ckc_gpu_window_get(void) { return malloc(CKC_GPU_WINDOW); }
+void ckc_gpu_window_put(void *w) { free(w); }
 void ckc_gpu_stop(ckc_tier_t *t) { (void)t; }
 void ckc_gpu_close(ckc_tier_t *t) { arena_fini(&t->arena); free(t->gpu); t->gpu = NULL; }
 int ckc_gpu_put(ckc_tier_t *t, uint64_t a, const void *b, size_t n) { (void)t; (void)a; (void)b; (void)n; return -ENODEV; }
 int ckc_gpu_get(ckc_tier_t *t, uint64_t a, void *b, size_t n) { (void)t; (void)a; (void)b; (void)n; return -ENODEV; }
+int ckc_gpu_get_direct(ckc_tier_t *t, uint64_t a, void *b, size_t n) { (void)t; (void)a; (void)b; (void)n; return -ENODEV; }
 int ckc_gpu_dtod(ckc_tier_t *t, uint64_t d, uint64_t s, size_t n) { (void)t; (void)d; (void)s; (void)n; return -ENODEV; }
 int ckc_gpu_dtoh(ckc_tier_t *t, void *d, uint64_t s, size_t n) { (void)t; (void)d; (void)s; (void)n; return -ENODEV; }
 void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s) { (void)t; s->gpu_present = true; s->gpu_device = -1; }

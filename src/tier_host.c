@@ -1,10 +1,11 @@
 /* The host tier: one anonymous mapping (huge pages advised) whose pages a
  * background thread populates, so the program's copies rarely fault. It
  * grows with use: only the room the next checkpoints will take is populated
- * ahead of them, and free room is given back when the tier has been idle.
- * Under device capture the whole mapping is populated at start instead (the
- * gpu tier pins it). Bytes move in and out with memcpy. The mapping is never
- * moved, so a later pinning step can register it as it is. */
+ * ahead of them, and free room is given back when the tier has been idle
+ * (under device capture nothing is given back). A tier populated whole
+ * (when asked) is registered with CUDA by the gpu tier. Bytes move in and
+ * out with memcpy. The mapping is never moved, so the pinning can register
+ * it as it is. */
 #include "config.h"
 
 #include <errno.h>
@@ -22,7 +23,7 @@
 /* Short holds of the address space's lock, which a page protection of the
  * program's (a device capture) waits for: one huge page at a time. Also
  * the unit in which a growing tier populates and gives back. */
-#define HOST_PIECE (2u << 20)
+#define HOST_PIECE CKC_HOST_PIECE
 
 /* A growing tier keeps twice the predicted checkpoint size of free room
  * populated, at least HOST_AHEAD_MIN and at most HOST_AHEAD_MAX (a larger
@@ -65,8 +66,14 @@ static void host_toucher_whole(ckc_tier_t *t)
 /* Piece k is populated now (by the toucher or the program's copies). */
 static void host_mark(ckc_tier_t *t, uint64_t k)
 {
-	if (!atomic_exchange(&t->piece[k], 1))
+	uint8_t none = 0;
+	if (atomic_compare_exchange_strong(&t->piece[k], &none, CKC_PIECE_USED))
 		atomic_fetch_add(&t->populated, HOST_PIECE);
+}
+
+bool ckc_host_pinned(const ckc_tier_t *t, uint64_t off, uint64_t n)
+{
+	return !t->piece && off + n <= atomic_load(&t->pinned_bytes);
 }
 
 /* The room the next allocations will take (lock held): in best-fit order,
@@ -177,7 +184,7 @@ static void host_toucher_grow(ckc_tier_t *t)
 			last_use = ckc_now_ns();
 			continue;
 		}
-		if (ckc_now_ns() - last_use < HOST_IDLE_NS)
+		if (ckc_now_ns() - last_use < HOST_IDLE_NS || t->keep)
 			continue;
 		/* idle: free room beyond what the next checkpoints take goes
 		 * back to the system (room freed since the last look included) */
@@ -242,7 +249,7 @@ static char *host_map(uint64_t len)
 	return p + head;
 }
 
-int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow)
+int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow, bool keep)
 {
 	int rc = arena_init(&t->arena, capacity, CKC_ALIGN);
 	if (rc)
@@ -257,6 +264,7 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow)
 	(void)madvise(p, capacity, MADV_HUGEPAGE);
 	t->base = p;
 	t->grow = grow;
+	t->keep = keep;
 	t->npiece = (capacity + HOST_PIECE - 1) / HOST_PIECE;
 	t->piece = grow ? calloc(t->npiece, sizeof(*t->piece)) : NULL;
 	if (grow && !t->piece) {

@@ -1533,19 +1533,24 @@ static int m_locks(int argc, char **argv)
 	gen_file(arg.path, arg.size, arg.seed, 0);
 	for (int acc = 0; acc < 2; acc++) {
 		int fd = xopen(arg.path, acc ? O_WRONLY | O_TRUNC : O_RDONLY);
-		errno = 0;
-		int r = flock(fd, acc ? LOCK_EX : LOCK_SH);
-		if (r == 0)
-			fail("flock on a tagged %s fd succeeded", acc ? "writer" : "reader");
-		int ef = errno;
+		if (flock(fd, acc ? LOCK_EX : LOCK_SH) != 0)
+			fail("flock on a tagged %s fd: %s", acc ? "writer" : "reader", strerror(errno));
+		if (flock(fd, LOCK_UN) != 0)
+			fail("flock(LOCK_UN) on a tagged %s fd: %s", acc ? "writer" : "reader", strerror(errno));
 		struct flock fl = { .l_type = (short)(acc ? F_WRLCK : F_RDLCK), .l_whence = SEEK_SET };
+		if (fcntl(fd, F_SETLK, &fl) != 0)
+			fail("fcntl(F_SETLK) on a tagged %s fd: %s", acc ? "writer" : "reader", strerror(errno));
+		struct flock q = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		if (fcntl(fd, F_GETLK, &q) != 0 || q.l_type != F_UNLCK)
+			fail("fcntl(F_GETLK) on a tagged %s fd sees a lock of another process", acc ? "writer" : "reader");
+		/* the kernel's rule: no write lock through a reader, nor read
+		 * lock through a writer */
+		struct flock wrong = { .l_type = (short)(acc ? F_RDLCK : F_WRLCK), .l_whence = SEEK_SET };
 		errno = 0;
-		r = fcntl(fd, F_SETLK, &fl);
-		if (r == 0)
-			fail("fcntl(F_SETLK) on a tagged %s fd succeeded", acc ? "writer" : "reader");
-		int el = errno;
-		printf("locks: %s fd: flock %s, F_SETLK %s\n", acc ? "writer" : "reader", strerror(ef),
-		       strerror(el));
+		if (fcntl(fd, F_SETLK, &wrong) == 0 || errno != EBADF)
+			fail("a %s lock through a tagged %s fd: %s", acc ? "read" : "write", acc ? "writer" : "reader",
+			     errno ? strerror(errno) : "it succeeded");
+		printf("locks: %s fd: flock, F_SETLK and F_GETLK work\n", acc ? "writer" : "reader");
 		if (acc) {
 			unsigned char *e = pattern_buf(arg.size, arg.seed);
 			write_all(fd, e, arg.size, arg.path);
@@ -1974,6 +1979,61 @@ static int m_stdio_large(int argc, char **argv)
 	expect_bytes(b, e, 0, n, "an unbuffered stream");
 	xfclose(f);
 	printf("stdio-large: large freads ok\n");
+	free(b);
+	free(e);
+	return 0;
+}
+
+/* stdio-large-writes PATH SIZE SEED: large fwrites of a tagged stream,
+ * mixed with small ones, ftell, fseek back over written bytes, append
+ * mode, fwrite_unlocked; the file must hold what was written, in order,
+ * and the large writes reach the cache whole. */
+static int m_stdio_large_writes(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED");
+	size_t n = arg.size, big = n / 2;
+	unsigned char *e = pattern_buf(n, arg.seed), *b = xmalloc(n + 64);
+
+	FILE *f = xfopen(arg.path, "wb");
+	if (fwrite(e, 1, 7, f) != 7 || fwrite(e + 7, 1, big, f) != big)
+		fail("fwrite of 7 then %zu bytes: %s", big, strerror(errno));
+	if (ftell(f) != (long)(7 + big))
+		fail("ftell after the large fwrite: %ld, expected %zu", ftell(f), 7 + big);
+	if (fwrite_unlocked(e + 7 + big, 1, 100, f) != 100)
+		fail("fwrite_unlocked: %s", strerror(errno));
+	size_t rest = n - 107 - big;
+	if (fwrite(e + 107 + big, 1, rest, f) != rest)
+		fail("fwrite of the rest: %s", strerror(errno));
+	if (ftell(f) != (long)n)
+		fail("ftell at the end: %ld, expected %zu", ftell(f), n);
+	xfclose(f);
+	f = xfopen(arg.path, "rb");
+	if (fread(b, 1, n + 1, f) != n)
+		fail("reading back: %s", strerror(errno));
+	expect_bytes(b, e, 0, n, "small and large fwrites");
+	xfclose(f);
+
+	/* w+: a large fwrite over bytes written before, then read back */
+	f = xfopen(arg.path, "w+");
+	memset(b, 0x5a, n);
+	if (fwrite(b, 1, n, f) != n || fseek(f, 3, SEEK_SET) != 0 || fwrite(e + 3, 1, n - 3, f) != n - 3 ||
+	    fseek(f, 0, SEEK_SET) != 0 || fwrite(e, 1, 3, f) != 3 || fseek(f, 0, SEEK_SET) != 0)
+		fail("fwrite over written bytes: %s", strerror(errno));
+	if (fread(b, 1, n, f) != n)
+		fail("fread of a w+ stream: %s", strerror(errno));
+	expect_bytes(b, e, 0, n, "a large fwrite over written bytes");
+	xfclose(f);
+
+	/* append: large writes go to the end */
+	f = xfopen(arg.path, "wb");
+	if (fwrite(e, 1, big, f) != big)
+		fail("fwrite before the append: %s", strerror(errno));
+	xfclose(f);
+	f = xfopen(arg.path, "ab");
+	if (fwrite(e + big, 1, n - big, f) != n - big)
+		fail("fwrite of an append stream: %s", strerror(errno));
+	xfclose(f);
+	printf("stdio-large-writes: large fwrites ok\n");
 	free(b);
 	free(e);
 	return 0;
@@ -2797,7 +2857,7 @@ static const struct modedef modes[] = {
 	{ "readfd", m_readfd },	    { "fork", m_fork },		{ "rawsys", m_rawsys },
 	{ "mmap", m_mmap },	    { "procfd", m_procfd },	{ "uring", m_uring },
 	{ "aio", m_aio },	    { "locks", m_locks },	{ "fdops", m_fdops },
-	{ "fsync-never", m_fsync_never }, { "stdio", m_stdio }, { "stdio-large", m_stdio_large }, { "statcached", m_statcached },
+	{ "fsync-never", m_fsync_never }, { "stdio", m_stdio }, { "stdio-large", m_stdio_large }, { "stdio-large-writes", m_stdio_large_writes }, { "statcached", m_statcached },
 	{ "closeby", m_closeby },   { "meta", m_meta },	    { "copycalls", m_copycalls },
 	{ "misc", m_misc },	    { "histcheck", m_histcheck }, { "rewrite", m_rewrite },
 	{ "growhints", m_growhints }, { "unlinkrace", m_unlinkrace }, { "handover", m_handover }, { "pingpong", m_pingpong }, { "renames", m_renames }, { "churn", m_churn }, { "noclose", m_noclose },	    { "freopen", m_freopen },	    { "stdout", m_stdout },	    { "sharedfd", m_sharedfd },	{ "n1part", m_n1part },	    { "rename", m_rename },	    { "unlink", m_unlink },	{ "plainops", m_plainops },

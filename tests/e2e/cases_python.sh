@@ -54,3 +54,131 @@ python_start() {
 case_add python/io python_io
 case_add python/start python_start
 case_add python/numpy python_numpy
+
+# h5py (HDF5) on tagged files, with HDF5's own file locking on (flock on
+# the descriptor): datasets of several shapes written, read back in the same
+# process and in a second one, then at their real paths without the library.
+python_h5py() {
+	"$PY" -c 'import h5py' 2>/dev/null ||
+		fail "h5py cannot be imported by $PY (install python3-h5py): $("$PY" -c 'import h5py' 2>&1 | tail -1)"
+	cat >h5case.py <<'PYEOF'
+import sys, numpy as np, h5py
+d, mode = sys.argv[1], sys.argv[2]
+def arrays(k):
+    r = np.random.default_rng(k)
+    return {"field": r.standard_normal((512 + 7 * k, 300)).astype(np.float32),
+            "ints": r.integers(0, 1 << 40, size=10001 + k), "scalar": np.float64(k)}
+for k in range(6):
+    path = f"{d}/step_{k}.h5"
+    if mode == "write":
+        with h5py.File(path, "w") as f:
+            for name, a in arrays(k).items():
+                f.create_dataset(name, data=a)
+            f.attrs["step"] = k
+    with h5py.File(path, "r") as f:
+        assert int(f.attrs["step"]) == k, (path, "step")
+        for name, a in arrays(k).items():
+            assert np.array_equal(f[name][()], a), (path, name)
+print("h5 ok", mode)
+PYEOF
+	ck -- "$PY" h5case.py "$T/ck" write || fail "h5py write and read back under the library$(last_error)"
+	stats_ok files==1 objects.written==6
+	phase read
+	ck -- "$PY" h5case.py "$T/ck" read || fail "h5py read in a second process under the library$(last_error)"
+	plain "$PY" h5case.py "$T/ck" read || fail "the HDF5 files at their real paths differ from what was written"
+}
+case_add python/h5py python_h5py
+
+# File locks on tagged descriptors: an flock of a new checkpoint being
+# written, and a read lock (fcntl.lockf) of one read back, exclude a second
+# process (its descriptor tagged or passed through) while held, and let it
+# in once released (the two meet through marker files).
+python_locks() {
+	cat >lockcase.py <<'PYEOF'
+import fcntl, os, sys, time
+role, path, kind, m = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+def wait(name):
+    t0 = time.time()
+    while not os.path.exists(m + name):
+        if time.time() - t0 > 30:
+            sys.exit(f"{role}: no {name} after 30 s")
+        time.sleep(0.01)
+def mark(name):
+    open(m + name, "w").close()
+def take(fd, block, how=fcntl.LOCK_EX):
+    nb = 0 if block else fcntl.LOCK_NB
+    if kind == "flock":
+        fcntl.flock(fd, how | nb)
+    else:
+        fcntl.lockf(fd, how | nb, 0, 0)
+def drop(fd):
+    (fcntl.flock if kind == "flock" else fcntl.lockf)(fd, fcntl.LOCK_UN)
+if role == "holder" and kind == "flock":
+    # a new checkpoint, written and locked before it reaches its real path
+    with open(path, "wb") as f:
+        f.write(b"x" * 100000)
+        f.flush()
+        take(f.fileno(), True)
+        mark("locked"); wait("tried")
+        drop(f.fileno())
+        mark("unlocked"); wait("done")
+elif role == "holder":
+    # a read lock of a checkpoint read back from its real path
+    with open(path, "rb") as f:
+        assert f.read() == b"x" * 100000
+        take(f.fileno(), True, fcntl.LOCK_SH)
+        mark("locked"); wait("tried")
+        drop(f.fileno())
+        mark("unlocked"); wait("done")
+else:
+    wait("locked")
+    with open(path, "rb" if kind == "flock" else "r+b") as f:
+        try:
+            take(f.fileno(), False)
+            sys.exit("the lock was held, yet another process got it")
+        except OSError:
+            pass
+        mark("tried"); wait("unlocked")
+        take(f.fileno(), False)
+        drop(f.fileno())
+    mark("done")
+PYEOF
+	local kind
+	for kind in flock lockf; do
+		rm -f "$T"/m.*
+		[ $kind = lockf ] && { "$PY" -c 'import sys; open(sys.argv[1], "wb").write(b"x" * 100000)' ck/locked.bin || fail "writing the file"; }
+		ck -- "$PY" lockcase.py holder "$T/ck/locked.bin" $kind "$T/m." &
+		local holder=$!
+		ck -- "$PY" lockcase.py other "$T/ck/locked.bin" $kind "$T/m." || fail "$kind on a tagged file$(last_error)"
+		wait $holder || fail "$kind: the holder failed$(last_error)"
+	done
+	[ "$(head -c 100000 /dev/zero | tr '\0' x | cmp - ck/locked.bin 2>&1)" = "" ] ||
+		fail "the locked file at its real path differs from what was written"
+}
+case_add python/locks python_locks
+
+# The cache's own files (the ssd tier's file, the temporary files of
+# publication) are kept above the descriptor numbers programs pick for
+# themselves: a program that dup2s onto a low number it believes free never
+# replaces one of them.
+python_engine_fds() {
+	mkdir -p ssd
+	ck CKPTCACHE_SSD_DIR="$T/ssd" CKPTCACHE_SSD_CACHE=16M CKPTCACHE_HOST_CACHE=4M -- "$PY" -c '
+import os, sys, time
+d = sys.argv[1]
+for k in range(8):
+    with open(f"{d}/c{k}.bin", "wb") as f:
+        f.write(os.urandom(3 << 20))
+time.sleep(0.5)
+low = []
+for n in os.listdir("/proc/self/fd"):
+    try:
+        t = os.readlink(f"/proc/self/fd/{n}")
+    except OSError:
+        continue
+    if int(n) < 512 and ("/ssd/" in t or ".ckc" in t or "ckptcache-" in t):
+        low.append((int(n), t))
+assert not low, f"the cache holds files at low numbers: {low}"
+' "$T/ck" || fail "engine descriptors$(last_error)"
+}
+case_add python/engine-fds-high python_engine_fds

@@ -9,6 +9,7 @@ home.put_ops==0, objects.consumed>=12, dist.unhinted==0, files==1:
   TIER.FIELD        a field of the tier named TIER (host, ssd, home)
   objects.FIELD     a field of "objects"
   dist.LABEL        a bucket of "prefetch_distance_at_read"
+  SECTION.FIELD     a number of any other section (capture.captured, gpu.releases)
   files             the number of statistics files
   FIELD             any other top-level number
   KEY+KEY...        the sum of several, e.g. host.prefetch_ops+host.prefetch_cached>0
@@ -38,6 +39,10 @@ def flatten(doc):
     for k, v in doc.items():
         if isinstance(v, (int, float)):
             out[k] = v
+        elif isinstance(v, dict) and k not in ("objects", "prefetch_distance_at_read"):
+            for kk, vv in v.items():
+                if isinstance(vv, (int, float)):
+                    out[k + "." + kk] = int(vv) if isinstance(vv, bool) else vv
     return out
 
 

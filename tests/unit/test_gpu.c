@@ -278,6 +278,74 @@ Test(gpu, header_then_capture_is_copied_in_and_stays_in_order)
 	gpu_stop();
 }
 
+Test(gpu, a_tier_smaller_than_a_chunk_is_one_smaller_chunk_and_captures)
+{
+	/* a 128 MiB tier (tests/gpu/run --quick): mapped whole, in one chunk
+	 * of its size, not left empty for want of a 256 MiB chunk */
+	gpu_start(128 * MiB, 64 * MiB, CKC_PERSIST_ALWAYS);
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert_eq(st.gpu_mapped_bytes, 128 * MiB, "the whole tier is mapped");
+	char path[PATH_MAX];
+	tpath(&env, path, 0);
+	put_ckpt(path, 9, 64 * MiB);
+	ckc_stats_get(&st);
+	cr_expect_eq(st.cap_attached, 1, "the capture was attached in the gpu tier");
+	cr_expect_str_eq(ckc_where(path), "gpu");
+	tverify(path, 9, 64 * MiB, 1 * MiB);
+	gpu_stop();
+}
+
+Test(gpu, small_reads_of_a_copy_in_device_memory_come_from_one_window)
+{
+	/* stdio and Python read in 8 KiB pieces: one device transfer per
+	 * window, not one per piece */
+	gpu_start(256 * MiB, 64 * MiB, CKC_PERSIST_ALWAYS);
+	char path[PATH_MAX];
+	tpath(&env, path, 0);
+	size_t n = 20 * MiB + 777;
+	put_ckpt(path, 21, n);
+	cr_assert_str_eq(ckc_where(path), "gpu");
+	ckc_stats_t before, after;
+	ckc_stats_get(&before);
+	tverify(path, 21, n, 8192);
+	ckc_stats_get(&after);
+	uint64_t pieces = (n + 8191) / 8192, transfers = after.tier[0].read_ops - before.tier[0].read_ops;
+	cr_expect_eq(after.tier[0].hits - before.tier[0].hits, pieces, "every piece was served by the gpu tier");
+	cr_assert_leq(transfers, 3, "%llu device transfers for %llu pieces of 8 KiB (a window is 8 MiB)",
+		      (unsigned long long)transfers, (unsigned long long)pieces);
+	/* and a large read still goes straight to the tier */
+	tverify(path, 21, n, 4 * MiB);
+	gpu_stop();
+}
+
+Test(gpu, a_host_tier_under_it_grows_with_use_and_is_not_registered_while_the_program_runs)
+{
+	/* a 2 GiB host tier under a 256 MiB gpu tier: only the room the
+	 * flushes use is populated, not 2 GiB at start, and nothing is
+	 * registered (registering held up the program's own CUDA calls) */
+	int pins0 = atomic_load(&fake_pins);
+	gpu_start(256 * MiB, 2048 * MiB, CKC_PERSIST_ALWAYS);
+	for (int i = 0; i < 6; i++) {
+		char path[PATH_MAX];
+		tpath(&env, path, i);
+		put_ckpt(path, 300 + (uint64_t)i, 16 * MiB);
+	}
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert_eq(st.tier[1].capacity, 2048 * MiB, "tier 1 is the host tier");
+	cr_assert_lt(st.tier[1].populated_bytes, 1024 * MiB, "the tier was not populated whole (%llu bytes)",
+		     (unsigned long long)st.tier[1].populated_bytes);
+	cr_assert_eq(atomic_load(&fake_pins), pins0, "no piece of it was registered");
+	for (int i = 0; i < 6; i++) {
+		char path[PATH_MAX];
+		tpath(&env, path, i);
+		tverify(path, 300 + (uint64_t)i, 16 * MiB, 4 * MiB);
+	}
+	gpu_stop();
+}
+
 Test(gpu, history_larger_than_the_tier_flows_down_and_comes_back)
 {
 	/* 24 checkpoints of 4 MiB through a 32 MiB gpu tier and a 48 MiB host

@@ -1,0 +1,446 @@
+/* A stand-in for libcuda.so.1 on machines without a GPU, for the end-to-end
+ * tests of device capture: built as libcuda.so.1 and found through
+ * LD_LIBRARY_PATH, it gives the preloaded library and the test programs the
+ * driver entry points they use. Its "device memory" is host memory: device
+ * pointers are host addresses, kernels are whatever the program computes
+ * with the CPU there. What matters for the tests is where host memory is
+ * read and written: a copy to or from pageable memory goes through the CPU
+ * (memcpy, so a protected page faults, as the real driver's staging copy
+ * does), while a copy to or from pinned or registered memory is a "DMA" that
+ * bypasses page protections (through /proc/self/mem, as the real engine's
+ * transfers do). Copies are synchronous; events and streams are tokens.
+ * FAKECUDA_DEVICE_MIB sets the device's size (default 4096). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+typedef int CUdevice;
+typedef void *CUcontext;
+typedef void *CUstream;
+typedef void *CUevent;
+typedef unsigned long long CUmemGenericAllocationHandle;
+
+#define OK 0
+#define ERR_INVALID 1
+#define ERR_OOM 2
+#define ERR_NOT_FOUND 500
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ---- memory: device allocations and pinned host ranges ----------------- */
+
+typedef struct range {
+	uintptr_t start, end;
+	int kind; /* 'd' device allocation, 'h' pinned allocation, 'r' registered */
+} range_t;
+
+static range_t *ranges;
+static size_t nranges, capranges;
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t dev_used;
+
+static uint64_t dev_total(void)
+{
+	const char *e = getenv("FAKECUDA_DEVICE_MIB");
+	long mib = e ? atol(e) : 4096;
+	return (uint64_t)(mib > 0 ? mib : 4096) << 20;
+}
+
+static int range_add(uintptr_t p, size_t n, int kind)
+{
+	pthread_mutex_lock(&mem_lock);
+	if (nranges == capranges) {
+		size_t cap = capranges ? 2 * capranges : 64;
+		range_t *r = realloc(ranges, cap * sizeof(*r));
+		if (!r) {
+			pthread_mutex_unlock(&mem_lock);
+			return ERR_OOM;
+		}
+		ranges = r;
+		capranges = cap;
+	}
+	ranges[nranges++] = (range_t){ p, p + n, kind };
+	pthread_mutex_unlock(&mem_lock);
+	return OK;
+}
+
+/* Removes the range starting at p; its length in *n. */
+static int range_del(uintptr_t p, int kind, size_t *n)
+{
+	int rc = ERR_INVALID;
+	pthread_mutex_lock(&mem_lock);
+	for (size_t i = 0; i < nranges; i++)
+		if (ranges[i].start == p && ranges[i].kind == kind) {
+			if (n)
+				*n = ranges[i].end - ranges[i].start;
+			ranges[i] = ranges[--nranges];
+			rc = OK;
+			break;
+		}
+	pthread_mutex_unlock(&mem_lock);
+	return rc;
+}
+
+/* Whether [p, p+n) lies in pinned or registered host memory. */
+static int is_pinned(const void *p, size_t n)
+{
+	uintptr_t a = (uintptr_t)p;
+	int yes = 0;
+	pthread_mutex_lock(&mem_lock);
+	for (size_t i = 0; i < nranges && !yes; i++)
+		yes = ranges[i].kind != 'd' && a >= ranges[i].start && a + n <= ranges[i].end;
+	pthread_mutex_unlock(&mem_lock);
+	return yes;
+}
+
+/* A transfer that bypasses page protections, as DMA does. */
+static int self_mem = -1;
+
+static int dma(void *dst, const void *src, size_t n, int to_host)
+{
+	if (self_mem < 0) {
+		int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/mem", O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			return ERR_INVALID;
+		int expected = -1;
+		if (!__atomic_compare_exchange_n(&self_mem, &expected, fd, 0, __ATOMIC_SEQ_CST,
+						 __ATOMIC_SEQ_CST))
+			close(fd);
+	}
+	size_t done = 0;
+	while (done < n) {
+		/* raw system calls: a preloaded library's pread/pwrite wrappers
+		 * must not see the driver's own transfers */
+		ssize_t k = to_host ? syscall(SYS_pwrite64, self_mem, (const char *)src + done, n - done,
+					      (off_t)((uintptr_t)dst + done)) :
+				      syscall(SYS_pread64, self_mem, (char *)dst + done, n - done,
+					      (off_t)((uintptr_t)src + done));
+		if (k <= 0) {
+			if (k < 0 && errno == EINTR)
+				continue;
+			return ERR_INVALID;
+		}
+		done += (size_t)k;
+	}
+	return OK;
+}
+
+static CUresult copy_dtoh(void *h, CUdeviceptr d, size_t n)
+{
+	if (!n)
+		return OK;
+	if (is_pinned(h, n))
+		return dma(h, (const void *)(uintptr_t)d, n, 1);
+	memcpy(h, (const void *)(uintptr_t)d, n);
+	return OK;
+}
+
+static CUresult copy_htod(CUdeviceptr d, const void *h, size_t n)
+{
+	if (!n)
+		return OK;
+	if (is_pinned(h, n))
+		return dma((void *)(uintptr_t)d, h, n, 0);
+	memcpy((void *)(uintptr_t)d, h, n);
+	return OK;
+}
+
+/* ---- initialisation, devices, contexts ---------------------------------- */
+
+static __thread CUcontext cur_ctx;
+static char ctx0; /* device 0's primary context */
+
+EXPORT CUresult cuInit(unsigned flags) { (void)flags; return OK; }
+EXPORT CUresult cuDriverGetVersion(int *v) { *v = 13000; return OK; }
+EXPORT CUresult cuDeviceGetCount(int *n) { *n = 1; return OK; }
+EXPORT CUresult cuDeviceGet(CUdevice *d, int ord) { if (ord != 0) return ERR_INVALID; *d = 0; return OK; }
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *t, CUdevice d) { (void)d; *t = dev_total(); return OK; }
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { if (d != 0) return ERR_INVALID; *c = &ctx0; return OK; }
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { (void)d; return OK; }
+EXPORT CUresult cuCtxSetCurrent(CUcontext c) { cur_ctx = c; return OK; }
+EXPORT CUresult cuCtxGetCurrent(CUcontext *c) { *c = cur_ctx; return OK; }
+EXPORT CUresult cuCtxGetDevice(CUdevice *d) { if (!cur_ctx) return 201; *d = 0; return OK; }
+EXPORT CUresult cuCtxSynchronize(void) { return OK; }
+
+EXPORT CUresult cuMemGetInfo_v2(size_t *f, size_t *t)
+{
+	pthread_mutex_lock(&mem_lock);
+	uint64_t total = dev_total(), used = dev_used;
+	pthread_mutex_unlock(&mem_lock);
+	*t = total;
+	*f = used < total ? total - used : 0;
+	return OK;
+}
+
+/* ---- allocations ----------------------------------------------------------- */
+
+static CUresult dev_alloc(CUdeviceptr *p, size_t n)
+{
+	if (!n)
+		return ERR_INVALID;
+	pthread_mutex_lock(&mem_lock);
+	int full = dev_used + n > dev_total();
+	if (!full)
+		dev_used += n;
+	pthread_mutex_unlock(&mem_lock);
+	if (full)
+		return ERR_OOM;
+	void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED || range_add((uintptr_t)m, n, 'd') != OK) {
+		if (m != MAP_FAILED)
+			munmap(m, n);
+		pthread_mutex_lock(&mem_lock);
+		dev_used -= n;
+		pthread_mutex_unlock(&mem_lock);
+		return ERR_OOM;
+	}
+	*p = (CUdeviceptr)(uintptr_t)m;
+	return OK;
+}
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { return dev_alloc(p, n); }
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) { (void)s; return dev_alloc(p, n); }
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+{
+	size_t n;
+	if (range_del((uintptr_t)p, 'd', &n) != OK)
+		return ERR_INVALID;
+	munmap((void *)(uintptr_t)p, n);
+	pthread_mutex_lock(&mem_lock);
+	dev_used -= n;
+	pthread_mutex_unlock(&mem_lock);
+	return OK;
+}
+
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { (void)s; return cuMemFree_v2(p); }
+
+EXPORT CUresult cuMemAllocHost_v2(void **p, size_t n)
+{
+	void *m = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+		       -1, 0);
+	if (m == MAP_FAILED)
+		return ERR_OOM;
+	if (range_add((uintptr_t)m, n ? n : 1, 'h') != OK) {
+		munmap(m, n ? n : 1);
+		return ERR_OOM;
+	}
+	*p = m;
+	return OK;
+}
+
+EXPORT CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) { (void)flags; return cuMemAllocHost_v2(p, n); }
+
+EXPORT CUresult cuMemFreeHost(void *p)
+{
+	size_t n;
+	if (range_del((uintptr_t)p, 'h', &n) != OK)
+		return ERR_INVALID;
+	munmap(p, n);
+	return OK;
+}
+
+EXPORT CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
+{
+	(void)flags;
+	return range_add((uintptr_t)p, n, 'r');
+}
+
+EXPORT CUresult cuMemHostUnregister(void *p) { return range_del((uintptr_t)p, 'r', NULL); }
+
+/* ---- virtual memory management (the gpu tier's arena) ------------------- */
+
+EXPORT CUresult cuMemGetAllocationGranularity(size_t *g, const void *prop, int flags)
+{
+	(void)prop;
+	(void)flags;
+	*g = 2u << 20;
+	return OK;
+}
+
+EXPORT CUresult cuMemAddressReserve(CUdeviceptr *p, size_t n, size_t al, CUdeviceptr addr,
+				    unsigned long long f)
+{
+	(void)al;
+	(void)addr;
+	(void)f;
+	void *m = mmap(NULL, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED)
+		return ERR_OOM;
+	*p = (CUdeviceptr)(uintptr_t)m;
+	return OK;
+}
+
+EXPORT CUresult cuMemAddressFree(CUdeviceptr p, size_t n)
+{
+	munmap((void *)(uintptr_t)p, n);
+	return OK;
+}
+
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const void *prop,
+			    unsigned long long f)
+{
+	(void)prop;
+	(void)f;
+	pthread_mutex_lock(&mem_lock);
+	int full = dev_used + n > dev_total();
+	if (!full)
+		dev_used += n;
+	pthread_mutex_unlock(&mem_lock);
+	if (full)
+		return ERR_OOM;
+	*h = n;
+	return OK;
+}
+
+EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+{
+	pthread_mutex_lock(&mem_lock);
+	dev_used -= h;
+	pthread_mutex_unlock(&mem_lock);
+	return OK;
+}
+
+EXPORT CUresult cuMemMap(CUdeviceptr p, size_t n, size_t o, CUmemGenericAllocationHandle h,
+			 unsigned long long f)
+{
+	(void)o;
+	(void)h;
+	(void)f;
+	return mprotect((void *)(uintptr_t)p, n, PROT_READ | PROT_WRITE) ? ERR_OOM : OK;
+}
+
+EXPORT CUresult cuMemUnmap(CUdeviceptr p, size_t n)
+{
+	/* unmapped device memory must not be read again: it faults */
+	void *m = mmap((void *)(uintptr_t)p, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+		       -1, 0);
+	return m == MAP_FAILED ? ERR_INVALID : OK;
+}
+
+EXPORT CUresult cuMemSetAccess(CUdeviceptr p, size_t n, const void *d, size_t c)
+{
+	(void)p;
+	(void)n;
+	(void)d;
+	(void)c;
+	return OK;
+}
+
+/* ---- streams and events ----------------------------------------------------- */
+
+static char stream_token;
+EXPORT CUresult cuStreamCreate(CUstream *s, unsigned f) { (void)f; *s = &stream_token; return OK; }
+EXPORT CUresult cuStreamCreateWithPriority(CUstream *s, unsigned f, int p) { (void)p; return cuStreamCreate(s, f); }
+EXPORT CUresult cuStreamDestroy_v2(CUstream s) { (void)s; return OK; }
+EXPORT CUresult cuStreamSynchronize(CUstream s) { (void)s; return OK; }
+
+EXPORT CUresult cuEventCreate(CUevent *e, unsigned f)
+{
+	(void)f;
+	*e = malloc(1);
+	return *e ? OK : ERR_OOM;
+}
+EXPORT CUresult cuEventDestroy_v2(CUevent e) { free(e); return OK; }
+EXPORT CUresult cuEventRecord(CUevent e, CUstream s) { (void)e; (void)s; return OK; }
+EXPORT CUresult cuEventSynchronize(CUevent e) { (void)e; return OK; }
+EXPORT CUresult cuEventQuery(CUevent e) { (void)e; return OK; }
+
+/* ---- copies -------------------------------------------------------------------- */
+
+EXPORT CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr d, size_t n) { return copy_dtoh(h, d, n); }
+EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *h, size_t n) { return copy_htod(d, h, n); }
+EXPORT CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, CUstream s) { (void)s; return copy_dtoh(h, d, n); }
+EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, CUstream s) { (void)s; return copy_htod(d, h, n); }
+
+EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t)
+{
+	(void)t;
+	memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
+	return OK;
+}
+
+EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) { return cuMemcpyDtoDAsync_v2(d, s, n, NULL); }
+
+/* Whether p is device memory of this driver. */
+static int is_device(CUdeviceptr p)
+{
+	int yes = 0;
+	pthread_mutex_lock(&mem_lock);
+	for (size_t i = 0; i < nranges && !yes; i++)
+		yes = ranges[i].kind == 'd' && p >= ranges[i].start && p < ranges[i].end;
+	pthread_mutex_unlock(&mem_lock);
+	return yes;
+}
+
+/* kind=Default: the direction from the pointers. */
+EXPORT CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n)
+{
+	int dd = is_device(d), sd = is_device(s);
+	if (sd && !dd)
+		return copy_dtoh((void *)(uintptr_t)d, s, n);
+	if (dd && !sd)
+		return copy_htod(d, (const void *)(uintptr_t)s, n);
+	memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
+	return OK;
+}
+
+EXPORT CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream t) { (void)t; return cuMemcpy(d, s, n); }
+
+/* ---- entry points by name ------------------------------------------------------ */
+
+static const struct {
+	const char *name, *exact;
+} aliases[] = {
+	{ "cuMemcpyDtoH", "cuMemcpyDtoH_v2" },   { "cuMemcpyHtoD", "cuMemcpyHtoD_v2" },
+	{ "cuMemcpyDtoHAsync", "cuMemcpyDtoHAsync_v2" }, { "cuMemcpyHtoDAsync", "cuMemcpyHtoDAsync_v2" },
+	{ "cuMemcpyDtoDAsync", "cuMemcpyDtoDAsync_v2" }, { "cuMemcpyDtoD", "cuMemcpyDtoD_v2" },
+	{ "cuMemAlloc", "cuMemAlloc_v2" },       { "cuMemFree", "cuMemFree_v2" },
+	{ "cuMemAllocHost", "cuMemAllocHost_v2" }, { "cuMemHostRegister", "cuMemHostRegister_v2" },
+	{ "cuMemGetInfo", "cuMemGetInfo_v2" },   { "cuDeviceTotalMem", "cuDeviceTotalMem_v2" },
+	{ "cuEventDestroy", "cuEventDestroy_v2" }, { "cuStreamDestroy", "cuStreamDestroy_v2" },
+	{ "cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease_v2" },
+};
+
+static void *self_sym(const char *name)
+{
+	static void *self;
+	if (!self) {
+		Dl_info di;
+		if (dladdr((void *)self_sym, &di))
+			self = dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+	}
+	return self ? dlsym(self, name) : NULL;
+}
+
+/* The runtime's way in: every entry point by its unversioned name. */
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int ver, unsigned long long flags,
+				    int *status)
+{
+	(void)ver;
+	(void)flags;
+	const char *exact = symbol;
+	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+		if (!strcmp(aliases[i].name, symbol))
+			exact = aliases[i].exact;
+	*pfn = self_sym(exact);
+	if (status)
+		*status = *pfn ? 0 : 1;
+	return *pfn ? OK : ERR_NOT_FOUND;
+}
+
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int ver, unsigned long long flags)
+{
+	return cuGetProcAddress_v2(symbol, pfn, ver, flags, NULL);
+}
