@@ -20,6 +20,54 @@ atomic_size_t ckc_vfd_hi;
 /* Serialises install and take, so dup2 onto a tagged number is atomic. */
 static pthread_mutex_t fdtab_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Slots the descriptor table is known to have (it never shrinks). */
+static atomic_long fd_slots;
+
+/* The process's descriptor table now: its slots and its threads (from
+ * /proc/self/status). Returns false if unknown. */
+static bool fd_table(long *slots, long *threads)
+{
+	char buf[4096];
+	int fd = REAL(openat)(AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	ssize_t n = REAL(read)(fd, buf, sizeof(buf) - 1);
+	REAL(close)(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	const char *fs = strstr(buf, "\nFDSize:"), *th = strstr(buf, "\nThreads:");
+	return fs && th && sscanf(fs, "\nFDSize: %ld", slots) == 1 &&
+	       sscanf(th, "\nThreads: %ld", threads) == 1;
+}
+
+int ckc_fd_above(int fd, int floor)
+{
+	long slots = atomic_load(&fd_slots), threads = 1;
+
+	if (fd >= floor)
+		return fd;
+	/* In a process with more than one thread, growing the table makes
+	 * the kernel wait for an RCU grace period (10 to 20 ms here): there
+	 * the number is taken near the top of the table it has now. */
+	if (floor >= slots && fd_table(&slots, &threads)) {
+		atomic_store(&fd_slots, slots);
+		if (threads > 1 && floor >= slots)
+			floor = (int)(slots - slots / 4);
+	}
+	if (fd >= floor)
+		return fd;
+	int saved = errno, high = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, floor);
+	if (high >= 0) {
+		REAL(close)(fd);
+		fd = high;
+		if (high >= atomic_load(&fd_slots))
+			atomic_store(&fd_slots, high + 1);
+	}
+	errno = saved;
+	return fd;
+}
+
 int ckc_fdtab_init(void)
 {
 	struct rlimit rl;

@@ -20,21 +20,15 @@ atomic_bool ckc_icpt_on;
 
 /* The engine's files are kept above the numbers programs pick themselves
  * (a program that dup2s onto a number it believes free must not replace a
- * file the cache's threads opened meanwhile), when the limit allows. */
+ * file the cache's threads opened meanwhile), when the limit allows and,
+ * in a process with more than one thread, the descriptor table is that
+ * large already (ckc_fd_above). */
 #define ENGINE_FD_FLOOR 512
 
 static int icpt_open(const char *path, int flags, mode_t mode)
 {
 	int fd = REAL(open)(path, flags | O_CLOEXEC, mode);
-	if (fd < 0 || fd >= ENGINE_FD_FLOOR)
-		return fd;
-	int saved = errno, high = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, ENGINE_FD_FLOOR);
-	if (high >= 0) {
-		REAL(close)(fd);
-		fd = high;
-	}
-	errno = saved;
-	return fd;
+	return fd < 0 ? fd : ckc_fd_above(fd, ENGINE_FD_FLOOR);
 }
 
 /* The engine's own I/O must never come back through the wrappers (once

@@ -202,6 +202,11 @@ static inline ckc_vfd_t *ckc_vfd_get(int fd)
 }
 
 int ckc_fdtab_init(void);
+/* fd moved to the lowest free number at or above floor (closing fd), or
+ * below floor near the top of the descriptor table where reaching floor
+ * would grow the table of a process with more than one thread; fd itself
+ * if it cannot be moved. errno is kept. */
+int ckc_fd_above(int fd, int floor);
 ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path);
 /* Puts v at fd (taking a reference). Returns 0, or -EMFILE past the table. */
 int ckc_vfd_install(int fd, ckc_vfd_t *v);

@@ -261,45 +261,18 @@ static void *node_main(void *arg)
 	return NULL;
 }
 
-/* The process's descriptor table now: its slots and its threads (from
- * /proc/self/status). Returns false if unknown. */
-static bool fd_table(long *slots, long *threads)
-{
-	char buf[4096];
-	int fd = REAL(openat)(AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC, 0);
-	if (fd < 0)
-		return false;
-	ssize_t n = REAL(read)(fd, buf, sizeof(buf) - 1);
-	REAL(close)(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	const char *fs = strstr(buf, "\nFDSize:"), *th = strstr(buf, "\nThreads:");
-	return fs && th && sscanf(fs, "\nFDSize: %ld", slots) == 1 && sscanf(th, "\nThreads: %ld", threads) == 1;
-}
-
 /* fd again at a number near the top of the descriptor limit (or 4096, so
- * that a huge limit does not grow the descriptor table): programs, shells
- * above all, use the low numbers as they please, with dup2 over numbers
- * they believe free. In a process with more than one thread, growing the
- * table makes the kernel wait for an RCU grace period (10 to 20 ms here):
- * there the number is taken near the top of the table it has now. */
+ * that a huge limit does not grow the descriptor table much): programs,
+ * shells above all, use the low numbers as they please, with dup2 over
+ * numbers they believe free. */
 static int fd_out_of_the_way(int fd)
 {
 	struct rlimit rl;
-	long slots, threads;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < 256)
 		return fd;
 	long top = rl.rlim_cur > 4096 ? 4096 : (long)rl.rlim_cur;
-	if (fd_table(&slots, &threads) && threads > 1 && slots < top)
-		top = slots;
-	long below = top / 4 < 64 ? top / 4 : 64;
-	int high = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, (int)(top - below));
-	if (high < 0)
-		return fd;
-	REAL(close)(fd);
-	return high;
+	return ckc_fd_above(fd, (int)(top - (top / 4 < 64 ? top / 4 : 64)));
 }
 
 /* Starts the service, once: at the first checkpoint this process writes,
