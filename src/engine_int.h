@@ -373,11 +373,13 @@ int ckc_prog_copies(void);
 #define CKC_BG_PIECE_MIN (128u << 10)
 /* Gives way to the program, then returns the size of the next piece of a
  * copy with left bytes to go, and its start time in *t0: while the
- * program reads a checkpoint, for CKC_BG_YIELD_MAX_NS at most; while it
+ * program reads checkpoints (a read in progress, or one that ended
+ * CKC_BG_READ_GAP_NS ago or less), for CKC_BG_YIELD_MAX_NS at most; while it
  * only writes or copies, for CKC_BG_WRITE_WAITS pieces' time at most, so
  * that a program that writes without a pause still leaves the flushes a
  * share (its writes need the room they free). */
 #define CKC_BG_WRITE_WAITS 4
+#define CKC_BG_READ_GAP_NS 1000000ull
 size_t ckc_pace_begin(uint64_t left, uint64_t *t0);
 /* The program begins (+1) or ends (-1) reading a checkpoint through the
  * cache, CKC_PROG_COPY_MIN bytes or more (with ckc_prog_begin/end). */

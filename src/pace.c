@@ -16,27 +16,40 @@ static __thread size_t pace_piece;
 static __thread uint64_t pace_last_ns;
 
 /* Reads of the program in progress (a restore: what the background work
- * must not slow down). */
+ * must not slow down), and when the last one ended. */
 static atomic_int pace_reads;
+static atomic_uint_fast64_t pace_read_end;
 
 void ckc_pace_reading(int delta)
 {
+	if (delta < 0)
+		atomic_store_explicit(&pace_read_end, ckc_now_ns(), memory_order_release);
 	atomic_fetch_add_explicit(&pace_reads, delta, memory_order_acq_rel);
 }
 
-/* Waits while the program copies (lock not held): for a read, as
- * ckc_bg_yield does; for writes, a few pieces' time at most. */
+/* Whether the program reads checkpoints now: one read in progress, or one
+ * that ended CKC_BG_READ_GAP_NS ago or less (a program that reads one
+ * after another leaves gaps that short between them, and a piece begun in
+ * one would run into the next read). */
+static bool pace_program_reads(uint64_t now)
+{
+	return atomic_load_explicit(&pace_reads, memory_order_acquire) > 0 ||
+	       now - atomic_load_explicit(&pace_read_end, memory_order_acquire) < CKC_BG_READ_GAP_NS;
+}
+
+/* Waits while the program copies (lock not held): while it reads, as
+ * ckc_bg_yield does; while it writes, a few pieces' time at most. */
 static void pace_wait(void)
 {
-	uint64_t w0 = 0, write_max = CKC_BG_WRITE_WAITS * (pace_last_ns ? pace_last_ns : CKC_BG_SLICE_NS);
+	uint64_t w0 = ckc_now_ns(), write_max = CKC_BG_WRITE_WAITS * (pace_last_ns ? pace_last_ns : CKC_BG_SLICE_NS);
 
 	if (!ckc_tl_background)
 		return;
-	while (ckc_prog_copies() > 0) {
+	for (;;) {
 		uint64_t now = ckc_now_ns();
-		if (!w0)
-			w0 = now;
-		bool reading = atomic_load_explicit(&pace_reads, memory_order_acquire) > 0;
+		bool reading = pace_program_reads(now);
+		if (!reading && ckc_prog_copies() <= 0)
+			break;
 		if (now - w0 >= (reading ? CKC_BG_YIELD_MAX_NS : write_max))
 			break;
 		struct timespec ts = { 0, 20000 };

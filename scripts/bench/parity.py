@@ -183,20 +183,18 @@ class Bench:
         self.pair(row, k, m)
 
     def h5py(self, k):
-        """h5py as a user runs it (HDF5 locks its files: the library hands
-        them to the real files and steps aside), and with the locks off
-        (HDF5_USE_FILE_LOCKING=FALSE: the files are cached)."""
-        for what, extra in (("", {}), (", file locking off", {"HDF5_USE_FILE_LOCKING": "FALSE"})):
-            row = f"h5py write/read ({self.a.h5_count} x {self.a.h5_mib} MiB{what})"
-            if k == 0:
-                self.add_row(row, [("save_s", False), ("load_s", False)])
+        """h5py as a user runs it (HDF5 locks its files: the locks are taken
+        on the real files, and the files are cached)."""
+        row = f"h5py write/read ({self.a.h5_count} x {self.a.h5_mib} MiB)"
+        if k == 0:
+            self.add_row(row, [("save_s", False), ("load_s", False)])
 
-            def m(side, extra=extra):
-                clean(self.ck)
-                env = self.env(side, os.path.join(self.ck, "*.h5"), **extra, **PY_MALLOC)
-                _, rss, text = run([PY, PYWORK, "h5py", self.ck, str(self.a.h5_count), str(self.a.h5_mib)], env)
-                return keyvals(text), rss
-            self.pair(row, k, m)
+        def m(side):
+            clean(self.ck)
+            env = self.env(side, os.path.join(self.ck, "*.h5"), **PY_MALLOC)
+            _, rss, text = run([PY, PYWORK, "h5py", self.ck, str(self.a.h5_count), str(self.a.h5_mib)], env)
+            return keyvals(text), rss
+        self.pair(row, k, m)
 
     def bands(self, k):
         """A stencil code's checkpoint: bands of one grid written right after

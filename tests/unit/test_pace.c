@@ -57,6 +57,8 @@ Test(pace, a_read_of_the_program_holds_the_pieces_a_write_only_a_few)
 	ckc_pace_reading(1);
 	uint64_t r = waited();
 	ckc_pace_reading(-1);
+	struct timespec gap = { 0, 2 * CKC_BG_READ_GAP_NS };
+	nanosleep(&gap, NULL);
 	/* one being written: the flushes keep a share (four pieces' time at most) */
 	uint64_t w = waited();
 	ckc_prog_end();
@@ -75,4 +77,22 @@ Test(pace, the_program_s_own_threads_never_wait)
 	ckc_pace_reading(-1);
 	ckc_prog_end();
 	cr_assert_lt(t0 - a, 1000000);
+}
+
+Test(pace, a_piece_waits_a_little_after_a_read_of_the_program)
+{
+	/* a program that reads one checkpoint after another leaves short
+	 * gaps: a piece begun in one would run into the next read */
+	uint64_t t0;
+	ckc_tl_background = true;
+	ckc_prog_begin();
+	ckc_pace_reading(1);
+	ckc_pace_reading(-1);
+	ckc_prog_end();
+	uint64_t a = ckc_now_ns();
+	ckc_pace_begin(64u << 20, &t0);
+	uint64_t w = t0 - a;
+	cr_assert_geq(w, CKC_BG_READ_GAP_NS * 9 / 10, "waited %llu ns after a read", (unsigned long long)w);
+	cr_assert_lt(w, CKC_BG_YIELD_MAX_NS, "waited %llu ns after a read", (unsigned long long)w);
+	cr_assert_lt(waited(), CKC_BG_READ_GAP_NS / 2, "a while after the read: no wait");
 }
