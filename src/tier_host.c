@@ -294,6 +294,8 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow, bool keep)
 
 void ckc_host_stop(ckc_tier_t *t)
 {
+	if (!t->base)
+		return; /* closed already (or never mapped): no toucher, no lock */
 	pthread_mutex_lock(&t->grow_mx);
 	atomic_store(&t->toucher_stop, true);
 	bool running = t->toucher_running;
