@@ -163,7 +163,11 @@ static int pages_unpark(uintptr_t a, uintptr_t b, intptr_t park)
  * copies them back to the device gains a copy. The last outcomes of each
  * call site decide whether its next copies are owed. */
 #define SITES 64
-#define SITE_MIN_OUTCOMES 8
+/* three outcomes decide: a numpy or HDF5 load that copies what it read
+ * into a pinned buffer before the device sees it pays a whole fill (a
+ * device-to-host copy into pageable memory, slower than the page cache)
+ * for every read owed before its site is judged */
+#define SITE_MIN_OUTCOMES 3
 #define SITE_RETRY 64
 static struct site_slot {
 	_Atomic uintptr_t site;
@@ -209,9 +213,10 @@ bool ckc_owed_site_ok(uintptr_t site)
 	struct site_slot *s = site_slot(site, false);
 	if (!s || atomic_load(&s->n) < SITE_MIN_OUTCOMES)
 		return true;
-	unsigned last = atomic_load(&s->hist) & 0xffffu;
-	/* paying one time in four of the last sixteen is worth it */
-	if (__builtin_popcount(last) * 4 >= 16)
+	unsigned n = atomic_load(&s->n), seen = n < 16 ? n : 16;
+	unsigned last = atomic_load(&s->hist) & ((1u << seen) - 1u);
+	/* paying one time in four of the last (up to) sixteen is worth it */
+	if ((unsigned)__builtin_popcount(last) * 4 >= seen)
 		return true;
 	if (atomic_fetch_add(&s->skips, 1) % SITE_RETRY == SITE_RETRY - 1)
 		return true;

@@ -221,13 +221,14 @@ size_t ckc_stdio_fread(void *p, size_t size, size_t n, FILE *f, bool locked)
 		flockfile(f);
 	size_t done = 0;
 	if (!(f->_flags & (STDIO_IN_BACKUP | STDIO_PUTTING | _IO_EOF_SEEN | _IO_ERR_SEEN))) {
-		/* what the buffer holds, then whole buffers straight from the
-		 * cache; the rest goes through the buffer as glibc does */
+		/* what the buffer holds, then the rest in one read straight
+		 * from the cache: glibc would read the part past the last
+		 * whole buffer through the buffer and copy it, which under
+		 * device capture writes into the destination's last owed page
+		 * and fills it */
 		size_t held = f->_IO_read_ptr < f->_IO_read_end ? (size_t)(f->_IO_read_end - f->_IO_read_ptr) : 0;
 		done = REAL(fread_unlocked)(p, 1, held < bytes ? held : bytes, f);
-		size_t bsize = (size_t)(f->_IO_buf_end - f->_IO_buf_base), want = bytes - done;
-		if (done == held && bsize >= 128)
-			want -= want % bsize;
+		size_t want = bytes - done;
 		if (done == held && want)
 			done += stdio_read_direct(f, (char *)p + done, want);
 	}

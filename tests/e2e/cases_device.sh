@@ -75,6 +75,11 @@ device_stencil() {
 		# whole captures written at the end of a checkpoint are attached
 		# (fwrite too: the stream's buffer never reads the staging memory)
 		stats_ok capture.captured\>0 capture.attached\>0 capture.restored_d2d\>0
+		# each restore is one read of the gpu tier: fread too (glibc
+		# would read the part past its last whole buffer through the
+		# stream's buffer, a second read whose copy fills the
+		# destination's last page)
+		[ "$gpu" != 1G ] || stats_ok gpu.read_ops=="$count"
 	fi
 	# a large pinned staging buffer is made of huge pages
 	if [ "$staging" = pinned ]; then
