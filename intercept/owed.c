@@ -312,7 +312,12 @@ static int part_fill(const ckc_owed_t *e, uintptr_t a, uintptr_t b)
 	}
 	recent_add(a, b);
 	ckc_owed_st.filled++;
-	atomic_fetch_add(&ckc_owed_st.fill_ns, ckc_now_ns() - t0);
+	uint64_t dt = ckc_now_ns() - t0;
+	atomic_fetch_add(&ckc_owed_st.fill_ns, dt);
+	ckc_debug("device capture: filled %zu bytes at %p (%s) in %.3f ms", len, (void *)a,
+		  e->pinned ? "pinned" : e->park ? "parked" : "fresh pages", (double)dt / 1e6);
+	if (len >= (1u << 20))
+		ckc_backtrace_log("device capture: a fill of 1 MiB or more", NULL);
 	return rc;
 }
 
