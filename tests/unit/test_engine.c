@@ -643,34 +643,6 @@ Test(engine, file_of_an_earlier_run_is_prefetched)
 	tenv_clean(&e);
 }
 
-Test(engine, derived_reverse_order_prefetches)
-{
-	tenv_t e;
-	tenv_make(&e);
-	ckc_config_t c = tcfg(&e, 4 * MiB, 16 * MiB);
-	c.order = CKC_ORDER_REVERSE;
-	ckc_io.cached = tcached_none;
-	cr_assert_eq(ckc_init_config(&c), 0);
-	char path[PATH_MAX];
-	for (int i = 0; i < 16; i++) {
-		tpath(&e, path, i);
-		twrite(path, (uint64_t)i, 1 * MiB, 256 * 1024);
-	}
-	cr_assert_eq(ckc_wait_flushed(), 0);
-	for (int i = 15; i >= 0; i--) {
-		tpath(&e, path, i);
-		tverify(path, (uint64_t)i, 1 * MiB, 1 * MiB);
-	}
-	ckc_stats_t st;
-	ckc_stats_get(&st);
-	cr_assert_gt(st.tier[0].prefetch_ops, 0, "reverse order must prefetch into the host tier");
-	cr_assert_eq(st.tier[0].prefetch_cached, 0);
-	cr_assert_eq(st.dist_hist[0], 16, "every read must find its checkpoint at the queue head");
-	ckc_shutdown();
-	ckc_io_reset();
-	tenv_clean(&e);
-}
-
 /* A reverse restore of 16 checkpoints of 1 MiB through a 4 MiB host tier
  * (and an ssd tier of ssd bytes), the page cache answering with cached;
  * returns the statistics. */
@@ -699,6 +671,14 @@ static ckc_stats_t reverse_restore(uint64_t ssd, int persist, int64_t (*cached)(
 	ckc_io_reset();
 	tenv_clean(&e);
 	return st;
+}
+
+Test(engine, derived_reverse_order_prefetches)
+{
+	ckc_stats_t st = reverse_restore(16 * MiB, CKC_PERSIST_ALWAYS, tcached_none);
+	cr_assert_gt(st.tier[0].prefetch_ops, 0, "reverse order must prefetch into the host tier");
+	cr_assert_eq(st.tier[0].prefetch_cached, 0);
+	cr_assert_eq(st.dist_hist[0], 16, "every read must find its checkpoint at the queue head");
 }
 
 static int64_t tcached_but_a_page(int fd, uint64_t off, uint64_t len)
