@@ -163,10 +163,10 @@ static int pages_unpark(uintptr_t a, uintptr_t b, intptr_t park)
  * copies them back to the device gains a copy. The last outcomes of each
  * call site decide whether its next copies are owed. */
 #define SITES 64
-/* three outcomes decide: a numpy or HDF5 load that copies what it read
- * into a pinned buffer before the device sees it pays a whole fill (a
- * device-to-host copy into pageable memory, slower than the page cache)
- * for every read owed before its site is judged */
+/* three outcomes decide: a numpy or HDF5 load that CuPy copies into a
+ * pinned buffer with the CPU gains nothing from owing (its touch comes
+ * before any device copy) and pays the protection, the fault and the fill
+ * on top of the copy for every read owed before its site is judged */
 #define SITE_MIN_OUTCOMES 3
 #define SITE_RETRY 64
 static struct site_slot {
