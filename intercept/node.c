@@ -452,6 +452,9 @@ void ckc_node_ask(const char *canon)
 		if (asked)
 			continue;
 		int rc = node_ask_one(pid, canon);
+		ckc_debug("asked process %d to publish %s: %s", (int)pid, canon,
+			  rc == 0 ? "published" : rc == NODE_NOT_HELD ? "not held" : rc == NODE_GONE ? "gone" :
+			  strerror(-rc));
 		/* the holder is gone, or holds nothing of it: its slots go */
 		if (rc == NODE_GONE || rc == NODE_NOT_HELD)
 			while (node_del(vals[i]) == 0)
