@@ -85,6 +85,9 @@ void ckc_tag_free(void);
 
 /* Whether the canonical path matches a pattern. */
 bool ckc_tag_match(const char *canon);
+/* fnmatch(pat, s, FNM_PATHNAME if pathname) == 0, without fnmatch's
+ * conversion to wide characters for patterns of literals and '*'. */
+bool ckc_glob_match(const char *pat, const char *s, bool pathname);
 
 /* The directory descriptors below which nothing can be tagged (tag.c). */
 extern _Atomic uint8_t *ckc_tag_dirv;

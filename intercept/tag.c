@@ -1,11 +1,11 @@
 /* Tagged paths: CKPTCACHE_PATHS' glob patterns, canonicalised once, matched
- * against canonical absolute paths with fnmatch(FNM_PATHNAME); a pattern
- * whose last component is "**" tags everything below its directory. Two
- * quick answers keep untagged work free of system calls: a name no
- * pattern's last component matches, and a directory descriptor below
- * which no pattern can match (known per descriptor once its path was
- * looked up, or inherited from the descriptor it was opened at by one
- * name that is not followed if it is a symbolic link). */
+ * against canonical absolute paths as fnmatch(FNM_PATHNAME) matches them
+ * (ckc_glob_match); a pattern whose last component is "**" tags everything
+ * below its directory. Two quick answers keep untagged work free of system
+ * calls: a name no pattern's last component matches, and a directory
+ * descriptor below which no pattern can match (known per descriptor once
+ * its path was looked up, or inherited from the descriptor it was opened at
+ * by one name that is not followed if it is a symbolic link). */
 #include "config.h"
 
 #include <fcntl.h>
@@ -182,7 +182,7 @@ static bool tag_name_may_match(const char *path)
 	memcpy(name, path + start, len);
 	name[len] = '\0';
 	for (int i = 0; i < tag_npats; i++)
-		if (fnmatch(tag_pats[i].last, name, 0) == 0)
+		if (ckc_glob_match(tag_pats[i].last, name, false))
 			return true;
 	return false;
 }
@@ -209,7 +209,7 @@ static bool tag_dir_may_hold(const tag_pat_t *t, const char *dir)
 			return true;
 		memcpy(comp, p, len);
 		comp[len] = '\0';
-		if (fnmatch(t->comp[i], comp, 0) != 0)
+		if (!ckc_glob_match(t->comp[i], comp, false))
 			return false;
 		i++;
 		p += len;
@@ -273,6 +273,42 @@ void ckc_tag_opened(int dirfd, const char *path, int flags, int fd)
 		tag_dir_set(fd, TAG_DIR_NONE);
 }
 
+/* fnmatch(pat, s, pathname ? FNM_PATHNAME : 0) == 0. Literal bytes and '*'
+ * (the usual "ckpt_*.bin") are matched here byte by byte: in a multibyte
+ * locale glibc's fnmatch converts both strings to wide characters, with an
+ * allocation, on every call, a tenth of an untagged du's time; a run of
+ * bytes is a run of characters in UTF-8, and '/' is never part of another
+ * character. A pattern with '?', brackets or escapes goes to fnmatch once
+ * the match reaches one. */
+bool ckc_glob_match(const char *pat, const char *s, bool pathname)
+{
+	const char *p0 = pat, *s0 = s;
+	const char *bp = NULL, *bs = NULL; /* after the last '*', and where it began */
+	for (;;) {
+		if (*pat == '?' || *pat == '[' || *pat == '\\')
+			return fnmatch(p0, s0, pathname ? FNM_PATHNAME : 0) == 0;
+		if (*pat == '*') {
+			while (*pat == '*')
+				pat++;
+			bp = pat;
+			bs = s;
+			continue;
+		}
+		if (*s && *pat == *s) {
+			pat++;
+			s++;
+			continue;
+		}
+		if (!*s && !*pat)
+			return true;
+		/* the last '*' takes one byte more, never a '/' of a path */
+		if (!bp || !*bs || (pathname && *bs == '/'))
+			return false;
+		s = ++bs;
+		pat = bp;
+	}
+}
+
 bool ckc_tag_match(const char *canon)
 {
 	for (int i = 0; i < tag_npats; i++) {
@@ -292,12 +328,12 @@ bool ckc_tag_match(const char *canon)
 			snprintf(tmp, sizeof(tmp), "%s", canon);
 			for (char *s = strrchr(tmp, '/'); s && s > tmp; s = strrchr(tmp, '/')) {
 				*s = '\0';
-				if (fnmatch(t->glob, tmp, FNM_PATHNAME) == 0)
+				if (ckc_glob_match(t->glob, tmp, true))
 					return true;
 			}
 			continue;
 		}
-		if (fnmatch(t->glob, canon, FNM_PATHNAME) == 0)
+		if (ckc_glob_match(t->glob, canon, true))
 			return true;
 	}
 	return false;

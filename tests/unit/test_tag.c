@@ -4,6 +4,8 @@
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <fnmatch.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,4 +195,41 @@ Test(tag, virtual_descriptor_table)
 	cr_assert_null(ckc_vfd_get(fd));
 	cr_assert_eq(ckc_vfd_install((int)ckc_vfd_cap, NULL), -EMFILE);
 	close(fd);
+}
+
+/* Random text of n pieces from pieces[]. */
+static void rand_text(char *out, int n, const char *const *pieces, int npieces, unsigned *seed)
+{
+	out[0] = '\0';
+	for (int i = 0; i < n; i++)
+		strcat(out, pieces[rand_r(seed) % (unsigned)npieces]);
+}
+
+Test(tag, glob_match_agrees_with_fnmatch_in_a_multibyte_locale)
+{
+	/* the matcher against glibc's own, both ways of FNM_PATHNAME, with
+	 * multibyte characters in the names; one pattern in four may hold
+	 * '?' or brackets (fnmatch's once reached) */
+	const char *pp[] = { "a", "b", ".", "/", "*", "**", "\xc3\xa9", "?", "[ab]", "[!a]" };
+	const char *sp[] = { "a", "b", ".", "/", "\xc3\xa9", "ab" };
+	cr_assert_not_null(setlocale(LC_ALL, "C.UTF-8"), "the C.UTF-8 locale is missing");
+	unsigned seed = 12345;
+	char pat[64], s[64];
+	int both = 0;
+	for (int i = 0; i < 200000; i++) {
+		rand_text(pat, 1 + (int)(rand_r(&seed) % 6), pp, i % 4 ? 7 : 10, &seed);
+		rand_text(s, (int)(rand_r(&seed) % 8), sp, 6, &seed);
+		for (int pn = 0; pn < 2; pn++) {
+			bool want = fnmatch(pat, s, pn ? FNM_PATHNAME : 0) == 0;
+			cr_assert_eq(ckc_glob_match(pat, s, pn), want, "pattern \"%s\", \"%s\", FNM_PATHNAME %d: %d, fnmatch %d",
+				     pat, s, pn, !want, want);
+			both += want;
+		}
+	}
+	cr_assert_gt(both, 1000, "too few matches to say anything");
+	/* patterns with '?', brackets or escapes are fnmatch's */
+	cr_assert(ckc_glob_match("ckpt_?.bin", "ckpt_\xc3\xa9.bin", true));
+	cr_assert(ckc_glob_match("ckpt_[0-9].bin", "ckpt_7.bin", true));
+	cr_assert_not(ckc_glob_match("ckpt_\\*.bin", "ckpt_1.bin", true));
+	setlocale(LC_ALL, "C");
 }
