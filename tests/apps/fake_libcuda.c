@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,16 +186,22 @@ EXPORT CUresult cuMemGetInfo_v2(size_t *f, size_t *t)
 
 /* ---- allocations ----------------------------------------------------------- */
 
+/* Takes n bytes of the device's memory: false when it has no room. */
+static bool dev_reserve(size_t n)
+{
+	pthread_mutex_lock(&mem_lock);
+	bool room = dev_used + n <= dev_total();
+	if (room)
+		dev_used += n;
+	pthread_mutex_unlock(&mem_lock);
+	return room;
+}
+
 static CUresult dev_alloc(CUdeviceptr *p, size_t n)
 {
 	if (!n)
 		return ERR_INVALID;
-	pthread_mutex_lock(&mem_lock);
-	int full = dev_used + n > dev_total();
-	if (!full)
-		dev_used += n;
-	pthread_mutex_unlock(&mem_lock);
-	if (full)
+	if (!dev_reserve(n))
 		return ERR_OOM;
 	void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED || range_add((uintptr_t)m, n, 'd') != OK) {
@@ -293,12 +300,7 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const voi
 {
 	(void)prop;
 	(void)f;
-	pthread_mutex_lock(&mem_lock);
-	int full = dev_used + n > dev_total();
-	if (!full)
-		dev_used += n;
-	pthread_mutex_unlock(&mem_lock);
-	if (full)
+	if (!dev_reserve(n))
 		return ERR_OOM;
 	*h = n;
 	return OK;
