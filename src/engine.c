@@ -1857,7 +1857,10 @@ int ckc_close(ckc_handle_t *h)
  * was changed by someone else meanwhile; it was kept and o forgotten. */
 static int publish_locked(ckc_obj_t *o, bool durable)
 {
-	while (o->home_busy || o->migrating)
+	/* a flush under way ends first: its publication is this one (a
+	 * second one beside it would copy the bytes again, and its rename
+	 * could land on what another process writes there once told) */
+	while (o->home_busy || o->migrating || o->flushing)
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (o->at_home && (!durable || o->durable))
 		return 0;

@@ -193,11 +193,6 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		if (!rc)
 			ckc_home_discard(tmp, fd);
 		rc = o->retired || o->flush_cancel ? -ECANCELED : -EAGAIN;
-	} else if (!rc && o->at_home && (!fsync_it || o->durable)) {
-		/* published meanwhile (asked for by another process, or by an
-		 * fsync): the real file holds these bytes, and publishing them
-		 * again would replace a file that process may be writing now */
-		ckc_home_discard(tmp, fd);
 	} else if (!rc) {
 		o->home_busy = true;
 		commit_t me = { key, commits };
