@@ -67,6 +67,13 @@ class Clock:
         self.total += time.perf_counter() - self.t0
 
 
+def checked(prog, ok, path):
+    """1 when a loaded checkpoint matched what was saved; 0, said, when not."""
+    if not ok:
+        print(f"{prog}: MISMATCH in {path}", flush=True)
+    return 1 if ok else 0
+
+
 def finish(prog, args, ckpt_s, restore_s, verified, count, nbytes, manifest, paths):
     if args.manifest:
         with open(args.manifest, "w") as f:

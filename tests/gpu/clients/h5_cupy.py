@@ -61,10 +61,8 @@ def main():
             with h5py.File(paths[k], "r") as f:
                 back = cupy.asarray(f["field"][...])
                 step = int(f.attrs["step"])
-        if step == k and back.shape == arrays[k].shape and bool(cupy.array_equal(back, arrays[k])):
-            verified += 1
-        else:
-            print(f"{PROG}: MISMATCH in {paths[k]}", flush=True)
+        verified += cc.checked(PROG, step == k and back.shape == arrays[k].shape and
+                               bool(cupy.array_equal(back, arrays[k])), paths[k])
         del back
     cc.finish(PROG, a, save.total, load.total, verified, a.count, nbytes, manifest, paths)
 

@@ -51,10 +51,8 @@ def main():
     for k in cc.order(a.count, a.order, a.seed):
         with load:
             back = cupy.asarray(numpy.load(paths[k]))
-        if back.dtype == arrays[k].dtype and back.shape == arrays[k].shape and bool(cupy.array_equal(back, arrays[k])):
-            verified += 1
-        else:
-            print(f"{PROG}: MISMATCH in {paths[k]}", flush=True)
+        verified += cc.checked(PROG, back.dtype == arrays[k].dtype and back.shape == arrays[k].shape and
+                               bool(cupy.array_equal(back, arrays[k])), paths[k])
         del back
     cc.finish(PROG, a, save.total, load.total, verified, a.count, nbytes, manifest, paths)
 

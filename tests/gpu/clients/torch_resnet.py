@@ -83,10 +83,7 @@ def main():
         ok = back.get("step") == k and got.keys() == kept[k].keys() and all(
             got[p].device.type == "cuda" and got[p].dtype == kept[k][p].dtype
             and torch.equal(got[p], kept[k][p].to(got[p].device)) for p in got)
-        if ok:
-            verified += 1
-        else:
-            print(f"{PROG}: MISMATCH in {paths[k]}", flush=True)
+        verified += cc.checked(PROG, ok, paths[k])
         del back, got
     cc.finish(PROG, a, save.total, load.total, verified, a.count, nbytes, manifest, paths)
 
