@@ -11,6 +11,7 @@
 
 #include "engine_int.h"
 #include "log.h"
+#include "sys.h"
 
 static void edge_thread(ckc_edge_t *e);
 
@@ -151,7 +152,7 @@ void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 			  "one began its version: that file is kept, and this program's version stays "
 			  "in the cache (no rescue file: %s)", o->key, strerror(-rc));
 	}
-	free(key);
+	sys_free(key);
 }
 
 /* Writes the copy at level to the real path (lock held; dropped while the
@@ -169,14 +170,14 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 	uint64_t size = o->size;
 	mode_t mode = o->mode;
 	if (rc) {
-		free(key);
+		sys_free(key);
 		return rc;
 	}
 	pthread_mutex_unlock(&ckc_eng.lock);
 	rc = ckc_home_temp(key, mode, &tmp, &fd);
 	if (!rc) {
 		rc = ckc_home_fill(fd, &src, size, edge_progress, o);
-		if (!rc && fsync_it && ckc_io.fsync(fd) != 0)
+		if (!rc && fsync_it && sys_fsync(fd) != 0)
 			rc = -errno;
 		if (rc)
 			ckc_home_discard(tmp, fd);
@@ -193,6 +194,12 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		if (!rc)
 			ckc_home_discard(tmp, fd);
 		rc = o->retired || o->flush_cancel ? -ECANCELED : -EAGAIN;
+	} else if (!rc && o->at_home && (!fsync_it || o->durable)) {
+		/* published meanwhile by a publication that began while this
+		 * copy was being filled (another process's ask, an fsync): the
+		 * real file holds these bytes already, and that process may be
+		 * writing it now that it was told so */
+		ckc_home_discard(tmp, fd);
 	} else if (!rc) {
 		o->home_busy = true;
 		commit_t me = { key, commits };
@@ -252,8 +259,8 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 	}
 	ckc_mark_safe(o);
 	ckc_src_release(&src);
-	free(tmp);
-	free(key);
+	sys_free(tmp);
+	sys_free(key);
 	return rc;
 }
 
