@@ -19,6 +19,7 @@
 
 #include "io.h"
 #include "path.h"
+#include "sys.h"
 
 #define HINT_CHUNK (64 * 1024)
 #define HINT_MSG_MAX 512
@@ -506,11 +507,11 @@ void hint_reader_close(hint_reader_t *r)
 	if (!r)
 		return;
 	if (r->fd >= 0)
-		ckc_io.close(r->fd);
-	free(r->path);
-	free(r->dir);
-	free(r->partial);
-	free(r->chunk);
+		sys_close(r->fd);
+	sys_free(r->path);
+	sys_free(r->dir);
+	sys_free(r->partial);
+	sys_free(r->chunk);
 	memset(r, 0, sizeof(*r));
 	r->fd = -1;
 }
@@ -545,16 +546,16 @@ int hint_reader_open(hint_reader_t *r, const char *path, long rank, size_t max_e
 	/* a FIFO, socket or device is never opened (a FIFO's open would wait
 	 * for a writer, and release one that waits); O_NONBLOCK in case it was
 	 * swapped in since */
-	if (ckc_io.stat(canon, &st) == 0 && !S_ISREG(st.st_mode)) {
+	if (sys_stat(canon, &st) == 0 && !S_ISREG(st.st_mode)) {
 		rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 		goto fail;
 	}
-	r->fd = ckc_io.open(canon, O_RDONLY | O_NONBLOCK, 0);
+	r->fd = sys_open(canon, O_RDONLY | O_NONBLOCK, 0);
 	if (r->fd < 0) {
 		rc = -errno;
 		goto fail;
 	}
-	if (ckc_io.fstat(r->fd, &st) < 0) {
+	if (sys_fstat(r->fd, &st) < 0) {
 		rc = -errno;
 		goto fail;
 	}
@@ -615,7 +616,7 @@ long hint_reader_poll(hint_reader_t *r, hint_emit_fn emit, hint_report_fn report
 		return -EINVAL;
 	if (r->fd < 0)
 		return -EBADF;
-	if (ckc_io.fstat(r->fd, &st) < 0)
+	if (sys_fstat(r->fd, &st) < 0)
 		return -errno;
 	if (st.st_size < r->off) {
 		char msg[HINT_MSG_MAX];
@@ -632,7 +633,7 @@ long hint_reader_poll(hint_reader_t *r, hint_emit_fn emit, hint_report_fn report
 	while (r->off < st.st_size) {
 		off_t left = st.st_size - r->off;
 		size_t want = left < HINT_CHUNK ? (size_t)left : HINT_CHUNK;
-		ssize_t got = ckc_io.pread(r->fd, r->chunk, want, r->off);
+		ssize_t got = sys_pread(r->fd, r->chunk, want, r->off);
 
 		if (got < 0) {
 			if (errno == EINTR)

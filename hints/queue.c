@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include "sys.h"
 
 /* Positions start in the middle of the range so that pushes at either end
  * never wrap; differences from the head are what callers see. */
@@ -115,7 +116,7 @@ static int hq_tab_grow(hint_queue_t *q)
 			j = (j + 1) & (cap - 1);
 		tab[j] = k;
 	}
-	free(q->tab);
+	sys_free(q->tab);
 	q->tab = tab;
 	q->tab_cap = cap;
 	return 0;
@@ -175,7 +176,7 @@ static void hq_key_drop(hint_queue_t *q, struct hq_key *k)
 	}
 	q->tab[i] = NULL;
 	q->nkeys--;
-	free(k);
+	sys_free(k);
 }
 
 static int hq_ring_resize(hint_queue_t *q, size_t cap)
@@ -186,7 +187,7 @@ static int hq_ring_resize(hint_queue_t *q, size_t cap)
 		return -ENOMEM;
 	for (uint64_t p = q->head; p != q->tail; p++)
 		ring[p & (cap - 1)] = *hq_slot(q, p);
-	free(q->ring);
+	sys_free(q->ring);
 	q->ring = ring;
 	q->ring_cap = cap;
 	return 0;
@@ -235,9 +236,9 @@ hint_queue_t *hq_new(void)
 	q->ring = malloc(HQ_RING_MIN * sizeof(*q->ring));
 	q->tab = calloc(HQ_TAB_MIN, sizeof(*q->tab));
 	if (!q->ring || !q->tab) {
-		free(q->ring);
-		free(q->tab);
-		free(q);
+		sys_free(q->ring);
+		sys_free(q->tab);
+		sys_free(q);
 		return NULL;
 	}
 	q->ring_cap = HQ_RING_MIN;
@@ -252,10 +253,10 @@ void hq_free(hint_queue_t *q)
 	if (!q)
 		return;
 	for (size_t i = 0; i < q->tab_cap; i++)
-		free(q->tab[i]);
-	free(q->tab);
-	free(q->ring);
-	free(q);
+		sys_free(q->tab[i]);
+	sys_free(q->tab);
+	sys_free(q->ring);
+	sys_free(q);
 }
 
 int hq_push_back(hint_queue_t *q, const char *key)

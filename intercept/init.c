@@ -31,21 +31,14 @@ static int icpt_open(const char *path, int flags, mode_t mode)
 	return fd < 0 ? fd : ckc_fd_above(fd, ENGINE_FD_FLOOR);
 }
 
-/* The engine's own I/O must never come back through the wrappers (once
- * resolved, every real function is set: a missing one is a stub). */
+/* The engine's table of real functions, resolved in full before any of
+ * its threads runs (a missing function is a stub that fails with ENOSYS);
+ * its files are opened above the program's numbers. */
 static void icpt_route_engine_io(void)
 {
 	ckc_real_resolve();
+	ckc_io_resolve();
 	ckc_io.open = icpt_open;
-	ckc_io.close = ckc_real.close;
-	ckc_io.pread = ckc_real.pread;
-	ckc_io.pwrite = ckc_real.pwrite;
-	ckc_io.fsync = ckc_real.fsync;
-	ckc_io.ftruncate = ckc_real.ftruncate;
-	ckc_io.rename = ckc_real.rename;
-	ckc_io.unlink = ckc_real.unlink;
-	ckc_io.stat = ckc_real.stat;
-	ckc_io.fstat = ckc_real.fstat;
 }
 
 /* Lock order across fork: the stdio list, the descriptor table, then the

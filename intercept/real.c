@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "io.h"
 #include "log.h"
 #include "real.h"
 
@@ -53,22 +54,12 @@ static void real_resolve_all(void)
 #undef CKC_REAL_RESOLVE
 }
 
-static dlsym_fn real_dlsym_fn;
-
 /* Called by the interposed dlsym, which a sanitizer's runtime uses before
  * its shadow memory exists: no instrumentation here. */
 __attribute__((no_sanitize_address, no_sanitize("undefined"), no_sanitize("thread")))
 dlsym_fn ckc_real_dlsym(void)
 {
-	dlsym_fn f = __atomic_load_n(&real_dlsym_fn, __ATOMIC_ACQUIRE);
-	if (f)
-		return f;
-	/* dlvsym is never interposed; dlsym@GLIBC_2.34 is the current one */
-	f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-	if (!f)
-		f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-	__atomic_store_n(&real_dlsym_fn, f, __ATOMIC_RELEASE);
-	return f;
+	return ckc_io_real_dlsym();
 }
 
 void ckc_real_resolve(void)

@@ -6,6 +6,7 @@
 
 #include "ckc.h"
 #include "ckptcache.h"
+#include "sys.h"
 
 #define CKC_PUBLIC __attribute__((visibility("default")))
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "sys.h"
 
 #define ARENA_INITIAL_SLOTS 16
 
@@ -45,7 +46,7 @@ static int arena_grow(arena_t *a, size_t want)
 	}
 	if (ncap > SIZE_MAX / sizeof(*nf))
 		return -ENOMEM;
-	nf = realloc(a->frag, ncap * sizeof(*nf));
+	nf = sys_realloc(a->frag, ncap * sizeof(*nf));
 	if (!nf)
 		return -ENOMEM;
 	a->frag = nf;
@@ -107,7 +108,7 @@ int arena_init(arena_t *a, uint64_t capacity, uint64_t align)
 
 void arena_fini(arena_t *a)
 {
-	free(a->frag);
+	sys_free(a->frag);
 	memset(a, 0, sizeof(*a));
 }
 

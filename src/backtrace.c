@@ -25,6 +25,7 @@
 
 #include "backtrace.h"
 #include "log.h"
+#include "sys.h"
 
 #define BT_DEPTH 24
 #define BT_SITES 32
@@ -80,10 +81,10 @@ static bool bt_load(void)
 		}
 	}
 	if (h) {
-		*(void **)&bt_lib.init2 = dlsym(h, "_ULx86_64_init_local2");
-		*(void **)&bt_lib.step = dlsym(h, "_ULx86_64_step");
-		*(void **)&bt_lib.get_reg = dlsym(h, "_ULx86_64_get_reg");
-		*(void **)&bt_lib.proc_name = dlsym(h, "_ULx86_64_get_proc_name");
+		*(void **)&bt_lib.init2 = sys_dlsym(h, "_ULx86_64_init_local2");
+		*(void **)&bt_lib.step = sys_dlsym(h, "_ULx86_64_step");
+		*(void **)&bt_lib.get_reg = sys_dlsym(h, "_ULx86_64_get_reg");
+		*(void **)&bt_lib.proc_name = sys_dlsym(h, "_ULx86_64_get_proc_name");
 	}
 	st = h && bt_lib.init2 && bt_lib.step && bt_lib.get_reg && bt_lib.proc_name ? 1 : -1;
 	atomic_store(&bt_state, st);

@@ -20,6 +20,7 @@
 #ifdef __linux__
 #include <linux/magic.h>
 #include <sys/vfs.h>
+#include "sys.h"
 #endif
 
 #ifndef TMPFS_MAGIC
@@ -524,7 +525,7 @@ static int config_fs_facts(const ckc_sysinfo_t *sys, const char *dir, uint64_t *
 		else
 			p[n] = '\0';
 	}
-	free(p);
+	sys_free(p);
 	return rc;
 }
 
@@ -556,13 +557,13 @@ static int config_make_dir(const char *dir)
 	if (!parent)
 		return ENOMEM;
 	int err = 0;
-	if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))
+	if (sys_stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))
 		err = ENOENT;
-	else if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+	else if (sys_mkdir(dir, 0700) != 0 && errno != EEXIST)
 		err = errno;
 	else
 		ckc_warn("CKPTCACHE_SSD_DIR='%s' did not exist: created it (mode 0700)", dir);
-	free(parent);
+	sys_free(parent);
 	return err;
 }
 
@@ -574,8 +575,8 @@ static int config_parent_writable(const char *dir)
 	struct stat st;
 	if (!p)
 		return ENOMEM;
-	int err = stat(p, &st) != 0 || !S_ISDIR(st.st_mode) ? ENOENT : access(p, W_OK | X_OK) ? errno : 0;
-	free(p);
+	int err = sys_stat(p, &st) != 0 || !S_ISDIR(st.st_mode) ? ENOENT : sys_access(p, W_OK | X_OK) ? errno : 0;
+	sys_free(p);
 	return err;
 }
 
@@ -585,7 +586,7 @@ static int config_parent_writable(const char *dir)
 static int config_usable_dir(const char *dir, bool create, bool no_mkdir)
 {
 	struct stat st;
-	if (stat(dir, &st) != 0) {
+	if (sys_stat(dir, &st) != 0) {
 		if (errno != ENOENT || !create)
 			return errno;
 		if (no_mkdir)
@@ -593,12 +594,12 @@ static int config_usable_dir(const char *dir, bool create, bool no_mkdir)
 		int err = config_make_dir(dir);
 		if (err)
 			return err;
-		if (stat(dir, &st) != 0)
+		if (sys_stat(dir, &st) != 0)
 			return errno;
 	}
 	if (!S_ISDIR(st.st_mode))
 		return ENOTDIR;
-	if (access(dir, W_OK | X_OK) != 0)
+	if (sys_access(dir, W_OK | X_OK) != 0)
 		return errno;
 	return 0;
 }
@@ -838,11 +839,11 @@ int ckc_config_from_env(ckc_config_t *c)
 
 void ckc_config_free(ckc_config_t *c)
 {
-	free(c->paths);
-	free(c->hints);
-	free(c->ssd_dir);
-	free(c->rescue_dir);
-	free(c->stats);
-	free(c->trace);
+	sys_free(c->paths);
+	sys_free(c->hints);
+	sys_free(c->ssd_dir);
+	sys_free(c->rescue_dir);
+	sys_free(c->stats);
+	sys_free(c->trace);
 	c->paths = c->hints = c->ssd_dir = c->rescue_dir = c->stats = c->trace = NULL;
 }

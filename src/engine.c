@@ -17,6 +17,7 @@
 #include "memlimit.h"
 #include "path.h"
 #include "state.h"
+#include "sys.h"
 
 ckc_engine_t ckc_eng = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -91,7 +92,7 @@ static int map_insert(ckc_obj_t *o)
 				x->hnext = m[b];
 				m[b] = x;
 			}
-		free(ckc_eng.map);
+		sys_free(ckc_eng.map);
 		ckc_eng.map = m;
 		ckc_eng.map_cap = cap;
 	}
@@ -123,7 +124,7 @@ static ckc_obj_t *obj_alloc(const char *key)
 {
 	ckc_obj_t *o = calloc(1, sizeof(*o));
 	if (!o || !(o->key = strdup(key))) {
-		free(o);
+		sys_free(o);
 		return NULL;
 	}
 	o->version = ++ckc_eng.next_version;
@@ -141,8 +142,8 @@ static ckc_obj_t *obj_new(const char *key)
 		return NULL;
 	o->refs = 1; /* the map's */
 	if (map_insert(o)) {
-		free(o->key);
-		free(o);
+		sys_free(o->key);
+		sys_free(o);
 		return NULL;
 	}
 	return o;
@@ -161,15 +162,15 @@ void ckc_obj_put(ckc_obj_t *o)
 		if (o->place[l].nexts)
 			ckc_place_free(o, l);
 	for (int l = 0; l < CKC_MAX_TIERS; l++)
-		free(o->place[l].ext);
+		sys_free(o->place[l].ext);
 	if (o->home_fd >= 0 && !o->home_live)
 		ckc_home_discard(o->home_tmp, o->home_fd);
 	else if (o->home_fd >= 0)
-		ckc_io.close(o->home_fd);
-	free(o->home_tmp);
-	free(o->rescue);
-	free(o->key);
-	free(o);
+		sys_close(o->home_fd);
+	sys_free(o->home_tmp);
+	sys_free(o->rescue);
+	sys_free(o->key);
+	sys_free(o);
 }
 
 void (*ckc_node_hook)(bool holds, const char *key);
@@ -215,7 +216,7 @@ ckc_obj_t *ckc_obj_import_home(const char *key)
 {
 	struct stat st;
 
-	if (ckc_io.stat(key, &st) != 0 || !S_ISREG(st.st_mode))
+	if (sys_stat(key, &st) != 0 || !S_ISREG(st.st_mode))
 		return NULL;
 	ckc_obj_t *o = obj_new(key);
 	if (!o)
@@ -362,13 +363,13 @@ static void tiers_close(void)
 static void engine_reset(void)
 {
 	ckc_config_free(&ckc_eng.cfg);
-	free(ckc_eng.map);
+	sys_free(ckc_eng.map);
 	if (ckc_eng.hq)
 		hq_free(ckc_eng.hq);
 	if (ckc_eng.hints_open)
 		hint_reader_close(&ckc_eng.hints);
 	if (ckc_eng.trace_fd >= 0)
-		ckc_io.close(ckc_eng.trace_fd);
+		sys_close(ckc_eng.trace_fd);
 	pthread_mutex_t lock = ckc_eng.lock;
 	pthread_cond_t cv = ckc_eng.cv, pcv = ckc_eng.pcv;
 	memset(&ckc_eng, 0, sizeof(ckc_eng));
@@ -459,6 +460,8 @@ int ckc_init_config(const ckc_config_t *c)
 		return 0;
 	}
 	engine_reset();
+	/* every system call of the engine's threads through a real function */
+	ckc_io_resolve();
 	config_copy(&ckc_eng.cfg, c);
 	int rc = c->enabled ? engine_start() : 1;
 	if (rc < 0) {
@@ -561,20 +564,20 @@ int ckc_expand_name(const char *tmpl, char *out, size_t outlen)
 static int output_open(const char *name, const char **why)
 {
 	struct stat st;
-	int fd = ckc_io.open(name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0644);
+	int fd = sys_open(name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0644);
 
 	if (fd < 0) {
 		*why = errno == ELOOP ? "it is a symbolic link, which is not followed" : strerror(errno);
 		return -1;
 	}
-	if (ckc_io.fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+	if (sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
 		*why = "it is not a regular file of this user";
-		ckc_io.close(fd);
+		sys_close(fd);
 		return -1;
 	}
-	if (ckc_io.ftruncate(fd, 0) != 0) {
+	if (sys_ftruncate(fd, 0) != 0) {
 		*why = strerror(errno);
-		ckc_io.close(fd);
+		sys_close(fd);
 		return -1;
 	}
 	return fd;
@@ -591,7 +594,7 @@ static void stats_write(void)
 		return;
 	stats_collect(&s);
 	ckc_stats_write_json(&s, f);
-	fclose(f);
+	sys_fclose(f);
 	char name[PATH_MAX];
 	const char *why = "the name is too long";
 	int fd = ckc_expand_name(ckc_eng.cfg.stats, name, sizeof(name)) ? -1 : output_open(name, &why);
@@ -601,8 +604,8 @@ static void stats_write(void)
 	if (fd < 0 || rc)
 		ckc_warn("CKPTCACHE_STATS='%s': %s; no statistics written", ckc_eng.cfg.stats, why);
 	if (fd >= 0)
-		ckc_io.close(fd);
-	free(buf);
+		sys_close(fd);
+	sys_free(buf);
 }
 
 static int migrate_to(ckc_obj_t *o, bool home_only);
@@ -674,7 +677,7 @@ static void handover(ckc_obj_t *o)
 		pthread_mutex_lock(&ckc_eng.lock);
 		o->home_busy = false;
 		if (!rc) {
-			free(o->home_tmp);
+			sys_free(o->home_tmp);
 			o->home_tmp = NULL;
 			o->home_live = true;
 			o->at_home = true;
@@ -880,7 +883,7 @@ int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
 	} else if ((rc = ckc_home_temp(key, o->mode, &o->home_tmp, &o->home_fd)) != 0) {
 		ckc_obj_retire(o);
 		pthread_mutex_unlock(&ckc_eng.lock);
-		free(h);
+		sys_free(h);
 		return rc;
 	}
 	ckc_trace("open-write", o, 0, 0, o->wlevel, 0);
@@ -1055,7 +1058,7 @@ static int device_bounce(uint64_t dsrc, size_t len, ckc_tier_t *t, uint64_t aoff
 		aoff += n;
 		len -= n;
 	}
-	free(bounce);
+	sys_free(bounce);
 	return rc;
 }
 
@@ -1225,7 +1228,7 @@ static int close_home_writer(ckc_obj_t *o)
 	if (live) {
 		/* handed over already: the file is at its real path */
 		rc = ckc_attr_apply_fd(fd, &attr);
-		if (ckc_io.close(fd) != 0 && !rc)
+		if (sys_close(fd) != 0 && !rc)
 			rc = -errno;
 		if (!rc)
 			ckc_fid_take(o->key, &now);
@@ -1254,7 +1257,7 @@ static int close_home_writer(ckc_obj_t *o)
 		ckc_error("checkpoint %s could not be written to its real path (%s)", o->key,
 			  strerror(-rc));
 	}
-	free(tmp);
+	sys_free(tmp);
 	pthread_cond_broadcast(&ckc_eng.cv);
 	return rc;
 }
@@ -1413,7 +1416,7 @@ static void range_add(ckc_handle_t *h, uint64_t a, uint64_t b)
 	if (i == j) {
 		if (h->nrange == h->caprange) {
 			int cap = h->caprange ? 2 * h->caprange : 4;
-			void *r = realloc(h->range, (size_t)cap * sizeof(*h->range));
+			void *r = sys_realloc(h->range, (size_t)cap * sizeof(*h->range));
 			if (!r)
 				return; /* only consumption accounting is lost */
 			h->range = r;
@@ -1587,7 +1590,7 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 		ckc_pace_reading(-1);
 		ckc_prog_end();
 	}
-	free(home);
+	sys_free(home);
 	pthread_mutex_lock(&ckc_eng.lock);
 	if (got && o->retired) {
 		/* a newer version may have replaced the real file meanwhile */
@@ -1637,15 +1640,15 @@ int ckc_handle_home_fd(ckc_handle_t *h)
 		return -ENOENT;
 	if (key) {
 		/* opened like a read from there opens it (ckc_home_read) */
-		int f = ckc_io.open(key, O_RDONLY, 0);
-		free(key);
+		int f = sys_open(key, O_RDONLY, 0);
+		sys_free(key);
 		if (f < 0)
 			return -ENOENT;
 		pthread_mutex_lock(&ckc_eng.lock);
 		if (h->home_fd < 0)
 			h->home_fd = f;
 		else
-			ckc_io.close(f);
+			sys_close(f);
 		pthread_mutex_unlock(&ckc_eng.lock);
 	}
 	pthread_mutex_lock(&ckc_eng.lock);
@@ -1718,15 +1721,15 @@ static int setattr_locked(ckc_obj_t *o, const ckc_attr_t *a)
 	o->attr.mask |= a->mask;
 	if (!o->at_home)
 		return 0;
-	int fd = ckc_io.open(o->key, O_RDONLY, 0);
+	int fd = sys_open(o->key, O_RDONLY, 0);
 	if (fd < 0)
 		return -errno;
 	int rc = ckc_attr_apply_fd(fd, a);
 	/* the change time moved: this is still the file the cache published */
 	struct stat st;
-	if (ckc_io.fstat(fd, &st) == 0)
+	if (sys_fstat(fd, &st) == 0)
 		ckc_fid_of(&st, &o->base);
-	ckc_io.close(fd);
+	sys_close(fd);
 	return rc;
 }
 
@@ -1773,12 +1776,12 @@ int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
 		return o->handed ? CKC_HANDED : o->retired ? 0 : -EBADF;
 	}
 	if (o->wlevel == ckc_eng.ntier - 1) {
-		rc = ckc_io.ftruncate(o->home_fd, (off_t)size) ? -errno : 0;
+		rc = sys_ftruncate(o->home_fd, (off_t)size) ? -errno : 0;
 	} else if (size > o->size) {
 		/* growing: the new bytes read as zeros */
 		rc = write_room(o, size);
 		if (!rc && o->wlevel == ckc_eng.ntier - 1)
-			rc = ckc_io.ftruncate(o->home_fd, (off_t)size) ? -errno : 0;
+			rc = sys_ftruncate(o->home_fd, (off_t)size) ? -errno : 0;
 		else if (!rc) {
 			while (o->place[o->wlevel].pins > 0)
 				pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
@@ -1842,11 +1845,11 @@ int ckc_close(ckc_handle_t *h)
 	ckc_obj_put(o);
 	pthread_mutex_unlock(&ckc_eng.lock);
 	if (h->home_fd >= 0)
-		ckc_io.close(h->home_fd);
+		sys_close(h->home_fd);
 	if (h->win)
 		ckc_gpu_window_put(h->win);
-	free(h->range);
-	free(h);
+	sys_free(h->range);
+	sys_free(h);
 	return rc;
 }
 
@@ -1865,10 +1868,10 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 	if (o->at_home && (!durable || o->durable))
 		return 0;
 	if (o->at_home) {
-		int fd = ckc_io.open(o->key, O_RDONLY, 0);
-		int rc = fd < 0 ? -errno : ckc_io.fsync(fd) ? -errno : 0;
+		int fd = sys_open(o->key, O_RDONLY, 0);
+		int rc = fd < 0 ? -errno : sys_fsync(fd) ? -errno : 0;
 		if (fd >= 0)
-			ckc_io.close(fd);
+			sys_close(fd);
 		if (!rc)
 			rc = ckc_fsync_dir_of(o->key);
 		if (!rc)
@@ -1880,7 +1883,7 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 		 * becomes the real file at close */
 		if (!durable)
 			return -ENOTSUP;
-		return ckc_io.fsync(o->home_fd) ? -errno : 0;
+		return sys_fsync(o->home_fd) ? -errno : 0;
 	}
 	bool complete = o->complete;
 	int rc = ckc_flush_home_now(o, durable);
@@ -1937,7 +1940,7 @@ int ckc_unlink(const char *path)
 	if (ckc_eng.hq)
 		hq_remove_all(ckc_eng.hq, key);
 	pthread_mutex_unlock(&ckc_eng.lock);
-	rc = ckc_io.unlink(key) ? -errno : 0;
+	rc = sys_unlink(key) ? -errno : 0;
 	return rc == -ENOENT && cached ? 0 : rc;
 }
 
@@ -2199,7 +2202,7 @@ int ckc_rename(const char *from, const char *to)
 		ckc_node_hook(false, o->key);
 	}
 	map_remove(o);
-	free(o->key);
+	sys_free(o->key);
 	o->key = nk;
 	if (map_insert(o) != 0) {
 		pthread_mutex_unlock(&ckc_eng.lock);
@@ -2212,9 +2215,9 @@ int ckc_rename(const char *from, const char *to)
 	/* the real file follows the object; an older version left at the
 	 * old name must not survive the rename either */
 	if (at_home)
-		rc = ckc_io.rename(kf, kt) ? -errno : 0;
+		rc = sys_rename(kf, kt) ? -errno : 0;
 	else
-		(void)ckc_io.unlink(kf);
+		(void)sys_unlink(kf);
 	/* what the new name holds now is what this version replaces */
 	ckc_fid_t base;
 	ckc_fid_take(kt, &base);
@@ -2446,8 +2449,8 @@ int ckc_capture_begin(size_t len, unsigned skew, int device, ckc_ref_t **ref, ui
 	ckc_ref_t *r = c ? ref_new(c, 0) : NULL;
 	if (!r) {
 		if (c) {
-			free(c->key);
-			free(c);
+			sys_free(c->key);
+			sys_free(c);
 		}
 		pthread_mutex_unlock(&ckc_eng.lock);
 		return -ENOMEM;
@@ -2496,7 +2499,7 @@ void ckc_ref_put(ckc_ref_t *r)
 			*pp = r->next;
 			break;
 		}
-	free(r);
+	sys_free(r);
 	if (!o->gref && o->retired && !o->capture && o->place[0].pins == 0 &&
 	    o->place[0].state != LC_INIT) {
 		ckc_place_free(o, 0);

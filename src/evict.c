@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "sys.h"
 
 /* Tables up to this size need no heap allocation per decision. */
 #define EVICT_STACK_FRAGS 128
@@ -142,7 +143,7 @@ int evict_choose(const evict_frag_t *f, size_t n, uint64_t need, evict_policy_t 
 	}
 
 	if (buf != stackbuf)
-		free(buf);
+		sys_free(buf);
 	if (best.found) {
 		out->found = true;
 		out->first = best.first;

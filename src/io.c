@@ -1,15 +1,19 @@
-/* Default (libc) implementation of the engine's I/O table and the
+/* The engine's table of real functions (resolved with the real dlsym, so
+ * that nothing here is bound to a wrapper of the preloaded library) and the
  * full-transfer helpers every tier uses. */
 #include "config.h"
 
 #include "io.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -17,31 +21,165 @@
 
 __thread int ckc_io_guard;
 
+/* ---- resolution ----------------------------------------------------- */
+
+/* The real functions, once resolved. */
+static struct {
+	int (*open)(const char *, int, ...);
+	int (*fallocate)(int, int, off_t, off_t);
+	int (*posix_fallocate)(int, off_t, off_t);
+	void (*free)(void *);
+#define IO_FIELD(name, ret, params, args) ret(*name) params;
+	CKC_IO_LIBC(IO_FIELD)
+#undef IO_FIELD
+} io_real;
+
+static pthread_once_t io_once = PTHREAD_ONCE_INIT;
+static ckc_dlsym_fn io_dlsym_fn;
+
+/* Called by the interposed dlsym, which a sanitizer's runtime uses before
+ * its shadow memory exists: no instrumentation here. */
+__attribute__((no_sanitize_address, no_sanitize("undefined"), no_sanitize("thread")))
+ckc_dlsym_fn ckc_io_real_dlsym(void)
+{
+	ckc_dlsym_fn f = __atomic_load_n(&io_dlsym_fn, __ATOMIC_ACQUIRE);
+	if (f)
+		return f;
+	/* dlsym@GLIBC_2.34 is the current one */
+	f = (ckc_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+	if (!f)
+		f = (ckc_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+	__atomic_store_n(&io_dlsym_fn, f, __ATOMIC_RELEASE);
+	return f;
+}
+
+/* What an entry whose function cannot be found calls instead: it fails
+ * with ENOSYS (the stubs take no arguments: on the System V ABI extra
+ * arguments are harmless to a callee that ignores them). */
+static long io_stub_neg1(void)
+{
+	errno = ENOSYS;
+	return -1;
+}
+
+static void *io_stub_null(void)
+{
+	errno = ENOSYS;
+	return NULL;
+}
+
+static size_t io_stub_zero(void)
+{
+	errno = ENOSYS;
+	return 0;
+}
+
+static void io_stub_void(void)
+{
+}
+
+/* The next definition of name after the object holding this code: the C
+ * library's in the preloaded library, whatever a test program links. */
+static void *io_sym(const char *name)
+{
+	ckc_dlsym_fn d = ckc_io_real_dlsym();
+	void *f = d ? d(RTLD_NEXT, name) : NULL;
+	if (!f) /* a compatibility symbol only */
+		f = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
+	return f;
+}
+
+/* free and realloc must be those of the allocator the engine's malloc
+ * comes from: the first in the global scope (a sanitizer's runtime
+ * preloaded before the library, a program's own allocator), unless that is
+ * this object's own wrapper, whose job is then the next one's. */
+static void *io_alloc_sym(const char *name)
+{
+	ckc_dlsym_fn d = ckc_io_real_dlsym();
+	void *f = d ? d(RTLD_DEFAULT, name) : NULL;
+	Dl_info in, self;
+	if (!f || (dladdr(f, &in) && dladdr((void *)io_alloc_sym, &self) &&
+		   in.dli_fbase == self.dli_fbase))
+		f = io_sym(name);
+	return f;
+}
+
+static void io_resolve_all(void)
+{
+	io_real.open = (int (*)(const char *, int, ...))io_sym("open");
+	io_real.fallocate = (int (*)(int, int, off_t, off_t))io_sym("fallocate");
+	io_real.posix_fallocate = (int (*)(int, off_t, off_t))io_sym("posix_fallocate");
+	io_real.free = (void (*)(void *))io_alloc_sym("free");
+	if (!io_real.open)
+		io_real.open = (int (*)(const char *, int, ...))(void (*)(void))io_stub_neg1;
+	if (!io_real.free)
+		io_real.free = (void (*)(void *))(void (*)(void))io_stub_void;
+#define IO_RESOLVE(name, ret, params, args)                                                       \
+	io_real.name = (ret(*) params)(!strcmp(#name, "realloc") ? io_alloc_sym(#name)             \
+				       : !strcmp(#name, "dlsym") ? (void *)ckc_io_real_dlsym()     \
+								   : io_sym(#name));               \
+	if (!io_real.name)                                                                         \
+		io_real.name = (ret(*) params)_Generic((ret *)0, FILE **: (void (*)(void))io_stub_null, \
+						       void **: (void (*)(void))io_stub_null,      \
+						       size_t *: (void (*)(void))io_stub_zero,     \
+						       default: (void (*)(void))io_stub_neg1);
+	CKC_IO_LIBC(IO_RESOLVE)
+#undef IO_RESOLVE
+	/* mmap's failure is MAP_FAILED, not NULL */
+	if ((void (*)(void))io_real.mmap == (void (*)(void))io_stub_null)
+		io_real.mmap = (void *(*)(void *, size_t, int, int, int, off_t))(void (*)(void))io_stub_neg1;
+}
+
+static void io_once_resolve(void)
+{
+	pthread_once(&io_once, io_resolve_all);
+}
+
+/* The defaults before resolution: each resolves every entry first. */
+#define IO_LAZY(name, ret, params, args)         \
+	static ret io_lazy_##name params          \
+	{                                         \
+		io_once_resolve();                \
+		return io_real.name args;         \
+	}
+CKC_IO_LIBC(IO_LAZY)
+#undef IO_LAZY
+
+static void io_lazy_free(void *p)
+{
+	io_once_resolve();
+	io_real.free(p);
+}
+
+/* ---- the entries that are more than one C library function ---------- */
+
 static int io_open(const char *path, int flags, mode_t mode)
 {
-	return open(path, flags | O_CLOEXEC, mode);
+	io_once_resolve();
+	return io_real.open(path, flags | O_CLOEXEC, mode);
 }
 
 static int io_fallocate(int fd, int mode, off_t off, off_t len)
 {
+	io_once_resolve();
 #ifdef HAVE_FALLOCATE
-	return fallocate(fd, mode, off, len);
-#else
+	if (io_real.fallocate)
+		return io_real.fallocate(fd, mode, off, len);
+#endif
 	(void)mode;
-	int rc = posix_fallocate(fd, off, len);
+	int rc = io_real.posix_fallocate ? io_real.posix_fallocate(fd, off, len) : ENOSYS;
 	if (rc) {
 		errno = rc;
 		return -1;
 	}
 	return 0;
-#endif
 }
 
 static ssize_t io_pread_cached(int fd, void *buf, size_t len, off_t off)
 {
 #ifdef RWF_NOWAIT
 	struct iovec v = { buf, len };
-	return preadv2(fd, &v, 1, off, RWF_NOWAIT);
+	return ckc_io.preadv2(fd, &v, 1, off, RWF_NOWAIT);
 #else
 	(void)fd, (void)buf, (void)len, (void)off;
 	errno = EOPNOTSUPP;
@@ -69,7 +207,7 @@ static int64_t io_cached_mincore(int fd, uint64_t off, uint64_t len)
 	long pg = sysconf(_SC_PAGESIZE);
 	uint64_t start = off / (uint64_t)pg * (uint64_t)pg, span = off + len - start;
 	size_t npg = (size_t)((span + (uint64_t)pg - 1) / (uint64_t)pg);
-	void *m = mmap(NULL, (size_t)span, PROT_READ, MAP_SHARED, fd, (off_t)start);
+	void *m = ckc_io.mmap(NULL, (size_t)span, PROT_READ, MAP_SHARED, fd, (off_t)start);
 	if (m == MAP_FAILED)
 		return -1;
 	unsigned char *vec = malloc(npg);
@@ -80,8 +218,8 @@ static int64_t io_cached_mincore(int fd, uint64_t off, uint64_t len)
 			n += vec[i] & 1;
 		n *= pg;
 	}
-	free(vec);
-	munmap(m, (size_t)span);
+	ckc_io.free(vec);
+	ckc_io.munmap(m, (size_t)span);
 	return n;
 }
 
@@ -103,22 +241,37 @@ static int64_t io_cached(int fd, uint64_t off, uint64_t len)
 	return io_cached_mincore(fd, off, len);
 }
 
-#define CKC_IO_LIBC                                                      \
-	{                                                                \
-		.open = io_open, .close = close, .pread = pread,         \
-		.pread_cached = io_pread_cached, .cached = io_cached,    \
-		.pwrite = pwrite, .fsync = fsync, .ftruncate = ftruncate, \
-		.fallocate = io_fallocate, .rename = rename,             \
-		.unlink = unlink, .stat = stat, .fstat = fstat,          \
-		.mkdir = mkdir, .linkat = linkat,                        \
-	}
+#define IO_LAZY_ENTRY(name, ret, params, args) .name = io_lazy_##name,
+ckc_io_t ckc_io = {
+	.open = io_open, .pread_cached = io_pread_cached, .cached = io_cached,
+	.fallocate = io_fallocate, .free = io_lazy_free,
+	CKC_IO_LIBC(IO_LAZY_ENTRY)
+};
+#undef IO_LAZY_ENTRY
 
-static const ckc_io_t io_default = CKC_IO_LIBC;
-ckc_io_t ckc_io = CKC_IO_LIBC;
+void ckc_io_resolve(void)
+{
+	io_once_resolve();
+	if (ckc_io.free == io_lazy_free)
+		ckc_io.free = io_real.free;
+#define IO_SET(name, ret, params, args)      \
+	if (ckc_io.name == io_lazy_##name)    \
+		ckc_io.name = io_real.name;
+	CKC_IO_LIBC(IO_SET)
+#undef IO_SET
+}
 
 void ckc_io_reset(void)
 {
-	ckc_io = io_default;
+	io_once_resolve();
+	ckc_io.open = io_open;
+	ckc_io.pread_cached = io_pread_cached;
+	ckc_io.cached = io_cached;
+	ckc_io.fallocate = io_fallocate;
+	ckc_io.free = io_real.free;
+#define IO_RESET(name, ret, params, args) ckc_io.name = io_real.name;
+	CKC_IO_LIBC(IO_RESET)
+#undef IO_RESET
 }
 
 int ckc_io_pwrite_all(int fd, const void *buf, size_t len, off_t off)

@@ -1,47 +1,97 @@
-/* The engine's own I/O calls, behind a table of function pointers.
- * Tests swap entries to inject faults (ENOSPC, EIO, slow storage); the
- * interposer points them at the real libc symbols so that the engine's own
- * I/O never re-enters a wrapper. */
+/* The engine's system calls: one table of the real functions, which the
+ * engine, the tiers and the hints call through and never by name (src/sys.h
+ * poisons the interposed names). Its entries are resolved with the real
+ * dlsym (the next object after this one, where the C library is), never
+ * bound at link time: in the preloaded library a call by name would reach
+ * the library's own wrapper. Tests swap entries to inject faults (ENOSPC,
+ * EIO, slow storage); the interposer swaps open for one that keeps the
+ * engine's descriptors out of the program's way. */
 #ifndef CKC_IO_H
 #define CKC_IO_H
 
+#include <dirent.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+
+/* The C library functions of the table, by name, return type, parameters
+ * and the arguments that pass them on. */
+#define CKC_IO_LIBC(X)                                                                    \
+	X(close, int, (int fd), (fd))                                                     \
+	X(pread, ssize_t, (int fd, void *buf, size_t len, off_t off), (fd, buf, len, off)) \
+	X(pwrite, ssize_t, (int fd, const void *buf, size_t len, off_t off),              \
+	  (fd, buf, len, off))                                                            \
+	X(preadv2, ssize_t, (int fd, const struct iovec *v, int n, off_t off, int fl),    \
+	  (fd, v, n, off, fl))                                                            \
+	X(write, ssize_t, (int fd, const void *buf, size_t len), (fd, buf, len))          \
+	X(fsync, int, (int fd), (fd))                                                     \
+	X(ftruncate, int, (int fd, off_t len), (fd, len))                                 \
+	X(rename, int, (const char *from, const char *to), (from, to))                    \
+	X(unlink, int, (const char *path), (path))                                        \
+	X(stat, int, (const char *path, struct stat *st), (path, st))                     \
+	X(lstat, int, (const char *path, struct stat *st), (path, st))                    \
+	X(fstat, int, (int fd, struct stat *st), (fd, st))                                \
+	X(access, int, (const char *path, int how), (path, how))                          \
+	X(mkdir, int, (const char *path, mode_t mode), (path, mode))                      \
+	X(chmod, int, (const char *path, mode_t mode), (path, mode))                      \
+	X(fchmod, int, (int fd, mode_t mode), (fd, mode))                                 \
+	X(fchown, int, (int fd, uid_t uid, gid_t gid), (fd, uid, gid))                    \
+	X(futimens, int, (int fd, const struct timespec *t), (fd, t))                     \
+	X(linkat, int, (int ofd, const char *op, int nfd, const char *np, int fl),        \
+	  (ofd, op, nfd, np, fl))                                                         \
+	X(flock, int, (int fd, int op), (fd, op))                                         \
+	X(mmap, void *, (void *a, size_t len, int prot, int fl, int fd, off_t off),       \
+	  (a, len, prot, fl, fd, off))                                                    \
+	X(munmap, int, (void *a, size_t len), (a, len))                                   \
+	X(madvise, int, (void *a, size_t len, int advice), (a, len, advice))              \
+	X(fopen, FILE *, (const char *path, const char *mode), (path, mode))              \
+	X(fclose, int, (FILE *f), (f))                                                    \
+	X(fwrite, size_t, (const void *p, size_t size, size_t n, FILE *f), (p, size, n, f)) \
+	X(closedir, int, (DIR *d), (d))                                                   \
+	X(realloc, void *, (void *p, size_t n), (p, n))                                   \
+	X(dlsym, void *, (void *h, const char *name), (h, name))
 
 typedef struct ckc_io {
+	/* open(2) with O_CLOEXEC added */
 	int (*open)(const char *path, int flags, mode_t mode);
-	int (*close)(int fd);
-	ssize_t (*pread)(int fd, void *buf, size_t len, off_t off);
 	/* pread of what the page cache holds, never waiting for the device:
 	 * fewer bytes (or -1 with EAGAIN) where it holds nothing */
 	ssize_t (*pread_cached)(int fd, void *buf, size_t len, off_t off);
 	/* bytes of [off, off+len) that the page cache holds (dirty ones
 	 * included), or -1 when the kernel cannot say */
 	int64_t (*cached)(int fd, uint64_t off, uint64_t len);
-	ssize_t (*pwrite)(int fd, const void *buf, size_t len, off_t off);
-	int (*fsync)(int fd);
-	int (*ftruncate)(int fd, off_t len);
+	/* fallocate(2), else posix_fallocate */
 	int (*fallocate)(int fd, int mode, off_t off, off_t len);
-	int (*rename)(const char *from, const char *to);
-	int (*unlink)(const char *path);
-	int (*stat)(const char *path, struct stat *st);
-	int (*fstat)(int fd, struct stat *st);
-	int (*mkdir)(const char *path, mode_t mode);
-	int (*linkat)(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
-		      int flags);
+	/* the free of the allocator malloc comes from (not this library's) */
+	void (*free)(void *p);
+#define CKC_IO_FIELD(name, ret, params, args) ret(*name) params;
+	CKC_IO_LIBC(CKC_IO_FIELD)
+#undef CKC_IO_FIELD
 } ckc_io_t;
 
-/* Nonzero while this thread runs engine code (the engine's threads, or a
- * wrapper calling into the engine): the interposed wrappers then go straight
- * to libc, so the engine's own I/O never re-enters them. */
-extern __thread int ckc_io_guard;
-
-/* The table in use; never NULL. */
+/* The table in use; never NULL: an entry not resolved yet resolves every
+ * entry on its first call. */
 extern ckc_io_t ckc_io;
 
-/* Restores every entry to the libc default. */
+/* Resolves the entries still at their defaults (the interposer calls it
+ * at start-up, before any thread of the engine runs). */
+void ckc_io_resolve(void);
+
+/* The real dlsym (dlvsym is never interposed). */
+typedef void *(*ckc_dlsym_fn)(void *, const char *);
+ckc_dlsym_fn ckc_io_real_dlsym(void);
+
+/* Nonzero while this thread runs engine code (the engine's threads, or a
+ * wrapper calling into the engine): a wrapper reached meanwhile (by a
+ * library the engine calls, such as the CUDA driver or libunwind) goes
+ * straight to libc. */
+extern __thread int ckc_io_guard;
+
+/* Restores every entry to the real function. */
 void ckc_io_reset(void);
 
 /* Writes all of buf at off, retrying short writes and EINTR.

@@ -6,6 +6,7 @@
 
 #include "lifecycle.h"
 #include "log.h"
+#include "sys.h"
 
 #define X LC_NSTATES
 

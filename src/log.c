@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
+#include "sys.h"
 
 int ckc_log_threshold = CKC_LOG_WARN;
 void (*ckc_log_sink)(int level, const char *msg);
@@ -33,7 +34,7 @@ void ckc_log(int level, const char *fmt, ...)
 		ckc_log_sink(level, line);
 	} else {
 		line[len++] = '\n';
-		ssize_t w = write(STDERR_FILENO, line, len);
+		ssize_t w = sys_write(STDERR_FILENO, line, len);
 		(void)w;
 	}
 	errno = saved;

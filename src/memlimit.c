@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "sys.h"
 
 /* v1 writes "no limit" as the largest page-aligned signed value. */
 #define MEMLIMIT_V1_NONE (UINT64_C(1) << 62)
@@ -20,7 +21,7 @@
 static uint64_t memlimit_file(const char *path)
 {
 	char buf[64];
-	FILE *f = fopen(path, "re");
+	FILE *f = sys_fopen(path, "re");
 	uint64_t v = 0;
 
 	if (!f)
@@ -32,7 +33,7 @@ static uint64_t memlimit_file(const char *path)
 		if (!errno && end != buf && x < MEMLIMIT_V1_NONE)
 			v = (uint64_t)x;
 	}
-	fclose(f);
+	sys_fclose(f);
 	return v;
 }
 
@@ -77,7 +78,7 @@ static uint64_t memlimit_walk(const char *prefix, const char *mnt, const char *r
  * memory controller) in mountinfo: its mount point and root. */
 static bool memlimit_mount(const char *mountinfo, bool v2, char *mnt, char *root, size_t len)
 {
-	FILE *f = fopen(mountinfo, "re");
+	FILE *f = sys_fopen(mountinfo, "re");
 	char line[4096];
 	bool found = false;
 
@@ -99,13 +100,13 @@ static bool memlimit_mount(const char *mountinfo, bool v2, char *mnt, char *root
 			found = true;
 		}
 	}
-	fclose(f);
+	sys_fclose(f);
 	return found;
 }
 
 uint64_t ckc_memlimit_cgroup(const char *cgroup, const char *mountinfo, const char *prefix)
 {
-	FILE *f = fopen(cgroup, "re");
+	FILE *f = sys_fopen(cgroup, "re");
 	char line[4096];
 	uint64_t best = 0;
 	bool v1_memory = false;
@@ -151,7 +152,7 @@ uint64_t ckc_memlimit_cgroup(const char *cgroup, const char *mountinfo, const ch
 		strcpy(root, "/");
 		if (snprintf(own, sizeof(own), "%s%s%s/%s", prefix, mnt, strcmp(group, "/") ? group : "",
 			     file) >= (int)sizeof(own) ||
-		    access(own, R_OK) != 0) {
+		    sys_access(own, R_OK) != 0) {
 			if (!memlimit_mount(mountinfo, v2, mnt, root, sizeof(mnt)))
 				continue;
 		}
@@ -159,7 +160,7 @@ uint64_t ckc_memlimit_cgroup(const char *cgroup, const char *mountinfo, const ch
 		if (v && (!best || v < best))
 			best = v;
 	}
-	fclose(f);
+	sys_fclose(f);
 	return best;
 }
 

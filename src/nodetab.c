@@ -5,6 +5,7 @@
 #include <errno.h>
 
 #include "nodetab.h"
+#include "sys.h"
 
 #define PID_BITS 24u
 #define PID_MASK ((1ull << PID_BITS) - 1)

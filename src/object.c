@@ -11,6 +11,7 @@
 
 #include "engine_int.h"
 #include "log.h"
+#include "sys.h"
 
 uint64_t ckc_place_bytes(const ckc_place_t *p)
 {
@@ -127,7 +128,7 @@ void ckc_place_free(ckc_obj_t *o, int level)
 		else
 			ckc_error("arena of %s lost an extent of %s", ckc_eng.tier[level].name, o->key);
 	}
-	free(p->ext);
+	sys_free(p->ext);
 	p->ext = NULL;
 	p->nexts = p->capexts = 0;
 }
@@ -174,7 +175,7 @@ int ckc_place_append(ckc_place_t *p, uint64_t aoff, uint64_t alen)
 {
 	if (p->nexts == p->capexts) {
 		int cap = p->capexts ? p->capexts * 2 : 1;
-		ckc_ext_t *e = realloc(p->ext, (size_t)cap * sizeof(*e));
+		ckc_ext_t *e = sys_realloc(p->ext, (size_t)cap * sizeof(*e));
 		if (!e)
 			return -ENOMEM;
 		p->ext = e;
@@ -256,7 +257,7 @@ static evict_frag_t *build_frags(int level, int mode, uint64_t dist_limit)
 
 	if (b->cap < a->nfrag) {
 		size_t cap = a->nfrag * 2;
-		evict_frag_t *f = realloc(b->f, cap * sizeof(*f));
+		evict_frag_t *f = sys_realloc(b->f, cap * sizeof(*f));
 		if (!f)
 			return NULL;
 		b->f = f;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "owedtab.h"
+#include "sys.h"
 
 size_t ckc_owedtab_first(const ckc_owedtab_t *t, uintptr_t lo, uintptr_t hi)
 {
@@ -30,7 +31,7 @@ static int grow(ckc_owedtab_t *t)
 	if (t->n < t->cap)
 		return 0;
 	size_t cap = t->cap ? 2 * t->cap : 16;
-	ckc_owed_t *e = realloc(t->e, cap * sizeof(*e));
+	ckc_owed_t *e = sys_realloc(t->e, cap * sizeof(*e));
 	if (!e)
 		return -ENOMEM;
 	t->e = e;
@@ -88,6 +89,6 @@ int ckc_owedtab_cut(ckc_owedtab_t *t, size_t i, uintptr_t a, uintptr_t b)
 
 void ckc_owedtab_free(ckc_owedtab_t *t)
 {
-	free(t->e);
+	sys_free(t->e);
 	memset(t, 0, sizeof(*t));
 }

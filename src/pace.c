@@ -8,6 +8,7 @@
 #include "engine_int.h"
 
 #include <time.h>
+#include "sys.h"
 
 /* The size of this thread's next piece, and how long the last one took:
  * what the last pieces suggest (a copy into memory the kernel must first

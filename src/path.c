@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "sys.h"
 
 /* Symbolic links followed in one resolution, as the kernel allows. */
 #define PATH_MAX_LINKS 40
@@ -47,7 +48,7 @@ static int path_follow_last(char *out, size_t *n, size_t outlen, int *links)
 		struct stat st;
 		char target[PATH_MAX];
 		out[*n] = '\0';
-		if (lstat(*n ? out : "/", &st) != 0)
+		if (sys_lstat(*n ? out : "/", &st) != 0)
 			return -errno;
 		if (S_ISDIR(st.st_mode))
 			return 0;
@@ -66,7 +67,7 @@ static int path_follow_last(char *out, size_t *n, size_t outlen, int *links)
 		int rc = ckc_path_dirname(out, dir, *n + 2);
 		if (!rc)
 			rc = path_walk(target, dir, out, outlen, links);
-		free(dir);
+		sys_free(dir);
 		if (rc)
 			return rc;
 		*n = strcmp(out, "/") ? strlen(out) : 0;

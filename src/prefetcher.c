@@ -12,6 +12,7 @@
 #include "engine_int.h"
 #include "log.h"
 #include "path.h"
+#include "sys.h"
 
 /* How far down the queue one pass looks. */
 #define PREFETCH_LOOKAHEAD 4096
@@ -173,16 +174,16 @@ static int promote(ckc_obj_t *o, uint64_t dist)
 			rc = bounce ? ckc_src_read(&from, off, bounce, (size_t)n, &fd) : -ENOMEM;
 			if (!rc)
 				rc = ckc_tier_put(top, aoff, bounce, (size_t)n);
-			free(bounce);
+			sys_free(bounce);
 		}
 		ckc_pace_end((size_t)n, t0);
 		off += n;
 	}
 	if (fd >= 0)
-		ckc_io.close(fd);
+		sys_close(fd);
 	pthread_mutex_lock(&ckc_eng.lock);
 	ckc_src_release(&from);
-	free(dst);
+	sys_free(dst);
 	if (bounded)
 		ckc_unpin(o, src);
 	o->place[0].pins--;
@@ -232,7 +233,7 @@ static bool left_in_page_cache(ckc_obj_t *o)
 	pthread_mutex_unlock(&ckc_eng.lock);
 	bool held = ckc_home_in_memory(key, size);
 	pthread_mutex_lock(&ckc_eng.lock);
-	free(key);
+	sys_free(key);
 	held = held && !o->retired && o->size == size && o->place[0].state == LC_INIT;
 	o->pc_until = held ? now + PAGE_CACHE_LOOK_NS : 0;
 	if (held && !o->pc_counted) {

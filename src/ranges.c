@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "sys.h"
 
 /* Index of the first range whose end is above addr. */
 static size_t ranges_lower(const ckc_ranges_t *t, uint64_t addr)
@@ -36,7 +37,7 @@ static int ranges_reserve(ckc_ranges_t *t, size_t more)
 	size_t cap = t->cap ? t->cap * 2 : 64;
 	while (cap < t->n + more)
 		cap *= 2;
-	ckc_range_t *r = realloc(t->r, cap * sizeof(*r));
+	ckc_range_t *r = sys_realloc(t->r, cap * sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	t->r = r;
@@ -112,6 +113,6 @@ ckc_mem_kind_t ckc_ranges_kind(const ckc_ranges_t *t, uint64_t addr)
 
 void ckc_ranges_free(ckc_ranges_t *t)
 {
-	free(t->r);
+	sys_free(t->r);
 	memset(t, 0, sizeof(*t));
 }

@@ -22,6 +22,7 @@
 
 #include "io.h"
 #include "log.h"
+#include "sys.h"
 
 #define STATE_MAX_TMP 256
 
@@ -55,12 +56,12 @@ int ckc_private_dir(const char *base, const char *var, char *out, size_t outlen,
 		snprintf(why, whylen, "%s/ckptcache-%u: the path is too long", base, (unsigned)me);
 		return -ENAMETOOLONG;
 	}
-	if (ckc_io.mkdir(out, 0700) != 0 && errno != EEXIST) {
+	if (sys_mkdir(out, 0700) != 0 && errno != EEXIST) {
 		int e = errno;
 		snprintf(why, whylen, "cannot create folder %s (%s)", out, strerror(e));
 		return -e;
 	}
-	if (lstat(out, &st) != 0) {
+	if (sys_lstat(out, &st) != 0) {
 		int e = errno;
 		snprintf(why, whylen, "folder %s: %s", out, strerror(e));
 		return -e;
@@ -85,7 +86,7 @@ int ckc_private_dir(const char *base, const char *var, char *out, size_t outlen,
 		return -EPERM;
 	}
 	/* nobody else may read the checkpoints or replace files in it */
-	if ((st.st_mode & 0077) && chmod(out, 0700) != 0) {
+	if ((st.st_mode & 0077) && sys_chmod(out, 0700) != 0) {
 		int e = errno;
 		snprintf(why, whylen, "folder %s is open to other users and cannot be made private (%s)",
 			 out, strerror(e));
@@ -98,11 +99,11 @@ unsigned long long ckc_proc_start(pid_t pid)
 {
 	char name[64], buf[1024];
 	snprintf(name, sizeof(name), "/proc/%ld/stat", (long)pid);
-	int fd = ckc_io.open(name, O_RDONLY, 0);
+	int fd = sys_open(name, O_RDONLY, 0);
 	if (fd < 0)
 		return 0;
-	ssize_t n = ckc_io.pread(fd, buf, sizeof(buf) - 1, 0);
-	ckc_io.close(fd);
+	ssize_t n = sys_pread(fd, buf, sizeof(buf) - 1, 0);
+	sys_close(fd);
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
@@ -163,20 +164,20 @@ static bool parse_owner(const char *name, const char *prefix, long *pid, unsigne
 static uint64_t file_bytes(const char *path)
 {
 	struct stat st;
-	return lstat(path, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+	return sys_lstat(path, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
 }
 
 /* The temporary files a dead process's record lists: each was named by the
  * library (".ckc." first), and nothing else is touched. */
-static long sweep_record(const char *rec, bool remove, ckc_stale_fn fn, void *ctx)
+static long sweep_record(const char *rec, bool drop, ckc_stale_fn fn, void *ctx)
 {
 	long found = 0;
-	int fd = ckc_io.open(rec, O_RDONLY | O_NOFOLLOW, 0);
+	int fd = sys_open(rec, O_RDONLY | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return 0;
 	struct stat st;
 	char *buf = NULL;
-	if (ckc_io.fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	if (sys_fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
 	    st.st_size < (16 << 20) && (buf = malloc((size_t)st.st_size + 1))) {
 		ssize_t n = ckc_io_pread_all(fd, buf, (size_t)st.st_size, 0);
 		buf[n > 0 ? n : 0] = '\0';
@@ -185,20 +186,20 @@ static long sweep_record(const char *rec, bool remove, ckc_stale_fn fn, void *ct
 			if (!base || strncmp(base + 1, ".ckc.", 5) != 0)
 				continue;
 			uint64_t bytes = file_bytes(p);
-			if (!bytes && access(p, F_OK) != 0)
+			if (!bytes && sys_access(p, F_OK) != 0)
 				continue;
 			found++;
-			bool removed = remove && ckc_io.unlink(p) == 0;
+			bool removed = drop && sys_unlink(p) == 0;
 			if (fn)
 				fn(p, bytes, removed, ctx);
 		}
 	}
-	free(buf);
-	ckc_io.close(fd);
+	sys_free(buf);
+	sys_close(fd);
 	return found;
 }
 
-long ckc_stale_sweep(const char *priv, bool remove, ckc_stale_fn fn, void *ctx)
+long ckc_stale_sweep(const char *priv, bool drop, ckc_stale_fn fn, void *ctx)
 {
 	DIR *d = opendir(priv);
 	long found = 0;
@@ -218,14 +219,14 @@ long ckc_stale_sweep(const char *priv, bool remove, ckc_stale_fn fn, void *ctx)
 		    snprintf(path, sizeof(path), "%s/%s", priv, de->d_name) >= (int)sizeof(path))
 			continue;
 		if (rec)
-			found += sweep_record(path, remove, fn, ctx);
+			found += sweep_record(path, drop, fn, ctx);
 		uint64_t bytes = file_bytes(path);
 		found++;
-		bool removed = remove && ckc_io.unlink(path) == 0;
+		bool removed = drop && sys_unlink(path) == 0;
 		if (fn)
 			fn(path, bytes, removed, ctx);
 	}
-	closedir(d);
+	sys_closedir(d);
 	return found;
 }
 
@@ -248,7 +249,7 @@ uint64_t ckc_ssd_files_bytes(const char *base)
 		    snprintf(path, sizeof(path), "%s/%s", priv, de->d_name) < (int)sizeof(path))
 			bytes += file_bytes(path);
 	}
-	closedir(d);
+	sys_closedir(d);
 	return bytes;
 }
 
@@ -289,7 +290,7 @@ int ckc_state_open(const char *base, const char *var)
 			rc = -ENAMETOOLONG;
 			break;
 		}
-		state_fd = ckc_io.open(state_rec, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+		state_fd = sys_open(state_rec, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
 		rc = state_fd < 0 ? -errno : 0;
 		if (rc != -ENOENT)
 			break;
@@ -311,17 +312,17 @@ void ckc_state_close(void)
 {
 	pthread_mutex_lock(&state_lock);
 	if (state_fd >= 0) {
-		ckc_io.close(state_fd);
-		ckc_io.unlink(state_rec);
+		sys_close(state_fd);
+		sys_unlink(state_rec);
 		state_fd = -1;
 		(void)rmdir(state_dir); /* only if nothing else is in it */
 	}
 	for (int i = 0; i < state_ntmp; i++)
-		free(state_tmp[i]);
+		sys_free(state_tmp[i]);
 	state_ntmp = 0;
 	state_dir[0] = '\0';
-	free(state_later_base);
-	free(state_later_var);
+	sys_free(state_later_base);
+	sys_free(state_later_var);
 	state_later_base = state_later_var = NULL;
 	pthread_mutex_unlock(&state_lock);
 }
@@ -341,15 +342,15 @@ static void state_write(void)
 		p += n;
 	}
 	if (ckc_io_pwrite_all(state_fd, buf, len, 0) == 0)
-		(void)ckc_io.ftruncate(state_fd, (off_t)len);
-	free(buf);
+		(void)sys_ftruncate(state_fd, (off_t)len);
+	sys_free(buf);
 }
 
 void ckc_state_later(const char *base, const char *var)
 {
 	pthread_mutex_lock(&state_lock);
-	free(state_later_base);
-	free(state_later_var);
+	sys_free(state_later_base);
+	sys_free(state_later_var);
 	state_later_base = strdup(base);
 	state_later_var = strdup(var);
 	pthread_mutex_unlock(&state_lock);
@@ -363,8 +364,8 @@ void ckc_state_tmp_add(const char *path)
 		state_later_base = state_later_var = NULL;
 		pthread_mutex_unlock(&state_lock);
 		(void)ckc_state_open(base, var ? var : "CKPTCACHE_SSD_DIR");
-		free(base);
-		free(var);
+		sys_free(base);
+		sys_free(var);
 		pthread_mutex_lock(&state_lock);
 	}
 	if (state_fd >= 0 && state_ntmp < STATE_MAX_TMP) {
@@ -382,7 +383,7 @@ void ckc_state_tmp_del(const char *path)
 	pthread_mutex_lock(&state_lock);
 	for (int i = 0; i < state_ntmp; i++)
 		if (!strcmp(state_tmp[i], path)) {
-			free(state_tmp[i]);
+			sys_free(state_tmp[i]);
 			state_tmp[i] = state_tmp[--state_ntmp];
 			if (state_fd >= 0)
 				state_write();

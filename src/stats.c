@@ -4,6 +4,7 @@
 #include "stats.h"
 
 #include <errno.h>
+#include "sys.h"
 
 static const char *const dist_label[CKC_DIST_BUCKETS] = {
 	"0", "1", "2", "3", "4", "5", "6", "7", "8-15", "16-31", "32-63", "64+", "unhinted",

@@ -85,6 +85,7 @@ int ckc_gpu_open(ckc_tier_t *t)
 #ifdef HAVE_CUDA_H
 
 #include <cuda.h>
+#include "sys.h"
 
 /* The gpu tier is mapped in chunks of this size, or of the tier's size
  * when it is smaller (rounded to the driver's granularity). */
@@ -458,9 +459,9 @@ static int pin_lock(const char *dir)
 {
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/.ckptcache-pin.lock", dir && *dir ? dir : "/tmp");
-	int fd = ckc_io.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	int fd = sys_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
 	if (fd >= 0)
-		while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
+		while (sys_flock(fd, LOCK_EX) != 0 && errno == EINTR)
 			;
 	return fd;
 }
@@ -530,7 +531,7 @@ static void gpu_pin_host(ckc_gpu_t *g)
 		uint64_t t0 = ckc_now_ns();
 		CUresult r = pin_whole(g, h);
 		if (fd >= 0)
-			ckc_io.close(fd);
+			sys_close(fd);
 		if (r == CUDA_SUCCESS && !g->stop)
 			ckc_info("host tier: %llu bytes pinned in %.1f ms",
 				 (unsigned long long)h->arena.capacity, (double)(ckc_now_ns() - t0) / 1e6);
@@ -631,7 +632,7 @@ void ckc_gpu_window_put(void *w)
 			atomic_store(&win_pool[i], (char *)w);
 			return;
 		}
-	free(w);
+	sys_free(w);
 }
 
 static void *gpu_mapper(void *arg)
@@ -857,7 +858,7 @@ int ckc_gpu_attach(void *ctx, int device)
 		pthread_mutex_lock(&ckc_eng.lock);
 		g->ndev--;
 		pthread_mutex_unlock(&ckc_eng.lock);
-		free(r->handle);
+		sys_free(r->handle);
 		r->handle = NULL;
 		goto unretain;
 	}
@@ -1039,7 +1040,7 @@ static void gpu_teardown(ckc_tier_t *t, bool locked)
 			gpu_unmap_chunk(g, r, i);
 		r->nmapped = 0;
 		r->usable = false;
-		free(r->handle);
+		sys_free(r->handle);
 		r->handle = NULL;
 		if (r->retained)
 			drv.cuDevicePrimaryCtxRelease_v2((CUdevice)r->device);
@@ -1074,7 +1075,7 @@ void ckc_gpu_close(ckc_tier_t *t)
 	if (!t->gpu->gone)
 		gpu_teardown(t, true);
 	arena_fini(&t->arena);
-	free(t->gpu);
+	sys_free(t->gpu);
 	t->gpu = NULL;
 }
 
@@ -1104,9 +1105,9 @@ int ckc_gpu_device_of(uint64_t dptr) { (void)dptr; return -1; }
 void ckc_gpu_exit(void) {}
 void *ckc_gpu_pinned_slot(size_t len) { (void)len; return NULL; }
 void *ckc_gpu_window_get(void) { return malloc(CKC_GPU_WINDOW); }
-void ckc_gpu_window_put(void *w) { free(w); }
+void ckc_gpu_window_put(void *w) { sys_free(w); }
 void ckc_gpu_stop(ckc_tier_t *t) { (void)t; }
-void ckc_gpu_close(ckc_tier_t *t) { arena_fini(&t->arena); free(t->gpu); t->gpu = NULL; }
+void ckc_gpu_close(ckc_tier_t *t) { arena_fini(&t->arena); sys_free(t->gpu); t->gpu = NULL; }
 int ckc_gpu_put(ckc_tier_t *t, uint64_t a, const void *b, size_t n) { (void)t; (void)a; (void)b; (void)n; return -ENODEV; }
 int ckc_gpu_get(ckc_tier_t *t, uint64_t a, void *b, size_t n) { (void)t; (void)a; (void)b; (void)n; return -ENODEV; }
 int ckc_gpu_get_direct(ckc_tier_t *t, uint64_t a, void *b, size_t n) { (void)t; (void)a; (void)b; (void)n; return -ENODEV; }

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "path.h"
 #include "state.h"
+#include "sys.h"
 
 
 static atomic_uint home_tmp_counter;
@@ -42,8 +43,8 @@ int ckc_src_snapshot(const ckc_obj_t *o, int level, ckc_src_t *s)
 
 void ckc_src_release(ckc_src_t *s)
 {
-	free(s->ext);
-	free((char *)s->path);
+	sys_free(s->ext);
+	sys_free((char *)s->path);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -140,8 +141,8 @@ int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,
 		}
 	}
 	if (rfd >= 0)
-		ckc_io.close(rfd);
-	free(bounce);
+		sys_close(rfd);
+	sys_free(bounce);
 	return rc;
 }
 
@@ -174,10 +175,10 @@ int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd)
 	if (atomic_load(&home_tmpfile_ok)) {
 		/* an anonymous file: nothing to clean up if the process dies
 		 * before it is published */
-		int f = ckc_io.open(dir, O_TMPFILE | O_WRONLY, mode);
+		int f = sys_open(dir, O_TMPFILE | O_WRONLY, mode);
 		if (f >= 0) {
 			if (!(*tmp = home_tmp_name(dir))) {
-				ckc_io.close(f);
+				sys_close(f);
 				return -ENOMEM;
 			}
 			*fd = f;
@@ -193,7 +194,7 @@ int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd)
 			return -ENOMEM;
 		ckc_state_tmp_add(name);
 		ckc_bg_yield();
-		int f = ckc_io.open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+		int f = sys_open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
 		if (f >= 0) {
 			*tmp = name;
 			*fd = f;
@@ -201,7 +202,7 @@ int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd)
 		}
 		rc = -errno;
 		ckc_state_tmp_del(name);
-		free(name);
+		sys_free(name);
 		if (rc != -EEXIST)
 			return rc;
 	}
@@ -211,9 +212,9 @@ int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd)
 void ckc_home_discard(const char *tmp, int fd)
 {
 	if (fd >= 0)
-		ckc_io.close(fd);
+		sys_close(fd);
 	if (tmp) {
-		(void)ckc_io.unlink(tmp); /* an anonymous file has no name yet */
+		(void)sys_unlink(tmp); /* an anonymous file has no name yet */
 		ckc_state_tmp_del(tmp);
 	}
 }
@@ -225,13 +226,13 @@ static int home_link(const char *tmp, int fd)
 	struct stat st;
 	char proc[64];
 
-	if (ckc_io.fstat(fd, &st) != 0)
+	if (sys_fstat(fd, &st) != 0)
 		return -errno;
 	if (st.st_nlink > 0)
 		return 0;
 	ckc_state_tmp_add(tmp);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	if (ckc_io.linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0)
+	if (sys_linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0)
 		return 0;
 	int rc = -errno;
 	ckc_state_tmp_del(tmp);
@@ -245,21 +246,21 @@ int ckc_fsync_dir_of(const char *path)
 
 	if (rc)
 		return rc;
-	int fd = ckc_io.open(dir, O_RDONLY | O_DIRECTORY, 0);
+	int fd = sys_open(dir, O_RDONLY | O_DIRECTORY, 0);
 	if (fd < 0)
 		return -errno;
-	rc = ckc_io.fsync(fd) ? -errno : 0;
-	ckc_io.close(fd);
+	rc = sys_fsync(fd) ? -errno : 0;
+	sys_close(fd);
 	return rc;
 }
 
 int ckc_attr_apply_fd(int fd, const ckc_attr_t *a)
 {
-	if ((a->mask & CKC_ATTR_MODE) && fchmod(fd, a->mode & 07777) != 0)
+	if ((a->mask & CKC_ATTR_MODE) && sys_fchmod(fd, a->mode & 07777) != 0)
 		return -errno;
-	if ((a->mask & CKC_ATTR_OWNER) && fchown(fd, a->uid, a->gid) != 0)
+	if ((a->mask & CKC_ATTR_OWNER) && sys_fchown(fd, a->uid, a->gid) != 0)
 		return -errno;
-	if ((a->mask & CKC_ATTR_TIMES) && futimens(fd, a->times) != 0)
+	if ((a->mask & CKC_ATTR_TIMES) && sys_futimens(fd, a->times) != 0)
 		return -errno;
 	return 0;
 }
@@ -268,15 +269,15 @@ int ckc_home_commit(char *tmp, const char *key, int fd, bool fsync_it, const ckc
 {
 	int rc = a ? ckc_attr_apply_fd(fd, a) : 0;
 
-	if (!rc && fsync_it && ckc_io.fsync(fd) != 0)
+	if (!rc && fsync_it && sys_fsync(fd) != 0)
 		rc = -errno;
 	if (!rc)
 		ckc_bg_yield();
 	if (!rc)
 		rc = home_link(tmp, fd);
-	if (ckc_io.close(fd) != 0 && !rc)
+	if (sys_close(fd) != 0 && !rc)
 		rc = -errno;
-	if (!rc && ckc_io.rename(tmp, key) != 0)
+	if (!rc && sys_rename(tmp, key) != 0)
 		rc = -errno;
 	if (rc) {
 		ckc_home_discard(tmp, -1);
@@ -294,10 +295,10 @@ int ckc_home_commit_open(char *tmp, const char *key, int fd, const ckc_attr_t *a
 
 	if (!rc)
 		rc = home_link(tmp, fd);
-	if (!rc && ckc_io.rename(tmp, key) != 0)
+	if (!rc && sys_rename(tmp, key) != 0)
 		rc = -errno;
 	if (rc)
-		(void)ckc_io.unlink(tmp);
+		(void)sys_unlink(tmp);
 	ckc_state_tmp_del(tmp);
 	return rc;
 }
@@ -305,7 +306,7 @@ int ckc_home_commit_open(char *tmp, const char *key, int fd, const ckc_attr_t *a
 ssize_t ckc_home_read(const char *path, void *buf, size_t len, uint64_t off, int *fdp)
 {
 	if (*fdp < 0) {
-		*fdp = ckc_io.open(path, O_RDONLY, 0);
+		*fdp = sys_open(path, O_RDONLY, 0);
 		if (*fdp < 0)
 			return -errno;
 	}
@@ -314,7 +315,7 @@ ssize_t ckc_home_read(const char *path, void *buf, size_t len, uint64_t off, int
 
 size_t ckc_home_read_cached(const char *path, void *buf, size_t len, uint64_t off, int *fdp)
 {
-	if (*fdp < 0 && (*fdp = ckc_io.open(path, O_RDONLY, 0)) < 0)
+	if (*fdp < 0 && (*fdp = sys_open(path, O_RDONLY, 0)) < 0)
 		return 0;
 	return ckc_io_pread_cached_all(*fdp, buf, len, (off_t)off);
 }
@@ -328,7 +329,7 @@ bool ckc_home_dev(const char *key, const ckc_fid_t *id, dev_t *dev)
 		*dev = id->dev;
 		return true;
 	}
-	if (ckc_path_dirname(key, dir, sizeof(dir)) != 0 || ckc_io.stat(dir, &st) != 0)
+	if (ckc_path_dirname(key, dir, sizeof(dir)) != 0 || sys_stat(dir, &st) != 0)
 		return false;
 	*dev = st.st_dev;
 	return true;
@@ -336,14 +337,14 @@ bool ckc_home_dev(const char *key, const ckc_fid_t *id, dev_t *dev)
 
 bool ckc_home_in_memory(const char *path, uint64_t size)
 {
-	int fd = ckc_io.open(path, O_RDONLY, 0);
+	int fd = sys_open(path, O_RDONLY, 0);
 	if (fd < 0)
 		return false;
 	struct stat st;
 	/* the file that is there now, whole, and every page of it */
-	int64_t n = ckc_io.fstat(fd, &st) == 0 && (uint64_t)st.st_size == size ?
-			    ckc_io.cached(fd, 0, size) : -1;
-	ckc_io.close(fd);
+	int64_t n = sys_fstat(fd, &st) == 0 && (uint64_t)st.st_size == size ?
+			    sys_cached(fd, 0, size) : -1;
+	sys_close(fd);
 	return n >= 0 && (uint64_t)n >= size;
 }
 
@@ -365,13 +366,13 @@ static void rescue_index(const char *priv, const char *name, const char *key)
 		line[k++] = *c == '\t' ? 't' : *c == '\n' ? 'n' : *c;
 	}
 	line[k++] = '\n';
-	int fd = ckc_io.open(idx, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0600);
+	int fd = sys_open(idx, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0600);
 	if (fd >= 0) {
 		/* O_APPEND: each line lands whole at the end, whatever the offset */
 		(void)ckc_io_pwrite_all(fd, line, k, 0);
-		ckc_io.close(fd);
+		sys_close(fd);
 	}
-	free(line);
+	sys_free(line);
 }
 
 int ckc_home_rescue(const char *key, const ckc_src_t *src, uint64_t size, char **where)
@@ -395,21 +396,21 @@ int ckc_home_rescue(const char *key, const ckc_src_t *src, uint64_t size, char *
 			return -ENOMEM;
 		/* a name nobody else could have made: in a private folder, new,
 		 * and never through a symbolic link */
-		int fd = ckc_io.open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+		int fd = sys_open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
 		if (fd < 0) {
 			rc = -errno;
-			free(name);
+			sys_free(name);
 			if (rc == -EEXIST)
 				continue;
 			return rc;
 		}
 		rc = ckc_home_fill(fd, src, size, NULL, NULL);
-		if (!rc && ckc_io.fsync(fd) != 0)
+		if (!rc && sys_fsync(fd) != 0)
 			rc = -errno;
-		ckc_io.close(fd);
+		sys_close(fd);
 		if (rc) {
-			ckc_io.unlink(name);
-			free(name);
+			sys_unlink(name);
+			sys_free(name);
 			return rc;
 		}
 		rescue_index(priv, strrchr(name, '/') + 1, key);
@@ -438,7 +439,7 @@ void ckc_fid_take(const char *path, ckc_fid_t *id)
 	struct stat st;
 
 	memset(id, 0, sizeof(*id));
-	if (ckc_io.stat(path, &st) == 0)
+	if (sys_stat(path, &st) == 0)
 		ckc_fid_of(&st, id);
 	else
 		id->known = errno == ENOENT; /* known to be absent */

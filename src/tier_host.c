@@ -15,6 +15,7 @@
 
 #include "engine_int.h"
 #include "log.h"
+#include "sys.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -41,7 +42,7 @@
  * program's bytes arrive. */
 static int host_populate(ckc_tier_t *t, uint64_t off, uint64_t len)
 {
-	return madvise(t->base + off, len, MADV_POPULATE_WRITE) == 0 ? 0 : -errno;
+	return sys_madvise(t->base + off, len, MADV_POPULATE_WRITE) == 0 ? 0 : -errno;
 }
 
 static void host_toucher_whole(ckc_tier_t *t)
@@ -136,7 +137,7 @@ static uint64_t host_give_back(ckc_tier_t *t, const uint8_t *want)
 			if (want[k] || !atomic_load(&t->piece[k]))
 				continue;
 			uint64_t off = k * HOST_PIECE, len = a->capacity - off;
-			if (madvise(t->base + off, len < HOST_PIECE ? len : HOST_PIECE, MADV_DONTNEED) == 0 &&
+			if (sys_madvise(t->base + off, len < HOST_PIECE ? len : HOST_PIECE, MADV_DONTNEED) == 0 &&
 			    atomic_exchange(&t->piece[k], 0))
 				bytes += HOST_PIECE;
 		}
@@ -195,7 +196,7 @@ static void host_toucher_grow(ckc_tier_t *t)
 		pthread_mutex_unlock(&ckc_eng.lock);
 		atomic_fetch_sub(&t->populated, b);
 	}
-	free(want);
+	sys_free(want);
 }
 
 static void *host_toucher(void *arg);
@@ -238,14 +239,14 @@ static void *host_toucher(void *arg)
  * each piece can be one huge page. NULL with errno on failure. */
 static char *host_map(uint64_t len)
 {
-	char *p = mmap(NULL, len + HOST_PIECE, PROT_READ | PROT_WRITE,
+	char *p = sys_mmap(NULL, len + HOST_PIECE, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	uintptr_t head = (HOST_PIECE - (uintptr_t)p % HOST_PIECE) % HOST_PIECE;
 	if (head)
-		munmap(p, head);
-	munmap(p + head + len, HOST_PIECE - head);
+		sys_munmap(p, head);
+	sys_munmap(p + head + len, HOST_PIECE - head);
 	return p + head;
 }
 
@@ -261,14 +262,14 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow, bool keep)
 		arena_fini(&t->arena);
 		return rc;
 	}
-	(void)madvise(p, capacity, MADV_HUGEPAGE);
+	(void)sys_madvise(p, capacity, MADV_HUGEPAGE);
 	t->base = p;
 	t->grow = grow;
 	t->keep = keep;
 	t->npiece = (capacity + HOST_PIECE - 1) / HOST_PIECE;
 	t->piece = grow ? calloc(t->npiece, sizeof(*t->piece)) : NULL;
 	if (grow && !t->piece) {
-		munmap(p, capacity);
+		sys_munmap(p, capacity);
 		t->base = NULL;
 		arena_fini(&t->arena);
 		return -ENOMEM;
@@ -311,9 +312,9 @@ void ckc_host_close(ckc_tier_t *t)
 {
 	ckc_host_stop(t);
 	if (t->base)
-		munmap(t->base, t->arena.capacity);
+		sys_munmap(t->base, t->arena.capacity);
 	t->base = NULL;
-	free((void *)t->piece);
+	sys_free((void *)t->piece);
 	t->piece = NULL;
 	pthread_cond_destroy(&t->grow_cv);
 	pthread_mutex_destroy(&t->grow_mx);

@@ -15,6 +15,7 @@
 #include "engine_int.h"
 #include "log.h"
 #include "state.h"
+#include "sys.h"
 
 #define SSD_BOUNCE (4u << 20)
 
@@ -35,10 +36,10 @@ int ckc_ssd_open(ckc_tier_t *t, uint64_t capacity, const char *dir)
 		if (snprintf(t->path, sizeof(t->path), "%s/ssd.%ld.%llu", pdir, (long)getpid(),
 			     ckc_self_start()) >= (int)sizeof(t->path))
 			return -ENAMETOOLONG;
-		fd = ckc_io.open(t->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_DIRECT, 0600);
+		fd = sys_open(t->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_DIRECT, 0600);
 		t->direct = fd >= 0;
 		if (fd < 0 && errno == EINVAL)
-			fd = ckc_io.open(t->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+			fd = sys_open(t->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
 		if (fd < 0 && errno != ENOENT)
 			break;
 	}
@@ -47,16 +48,16 @@ int ckc_ssd_open(ckc_tier_t *t, uint64_t capacity, const char *dir)
 	rc = arena_init(&t->arena, capacity, CKC_ALIGN);
 	if (rc)
 		goto fail;
-	if (ckc_io.fallocate(fd, 0, 0, (off_t)t->arena.capacity) != 0) {
+	if (sys_fallocate(fd, 0, 0, (off_t)t->arena.capacity) != 0) {
 		rc = -errno;
-		if (rc != -EOPNOTSUPP || ckc_io.ftruncate(fd, (off_t)t->arena.capacity) != 0) {
+		if (rc != -EOPNOTSUPP || sys_ftruncate(fd, (off_t)t->arena.capacity) != 0) {
 			arena_fini(&t->arena);
 			goto fail;
 		}
 		rc = 0;
 	}
 	struct stat st;
-	if (ckc_io.fstat(fd, &st) != 0) {
+	if (sys_fstat(fd, &st) != 0) {
 		rc = -errno;
 		arena_fini(&t->arena);
 		goto fail;
@@ -65,15 +66,15 @@ int ckc_ssd_open(ckc_tier_t *t, uint64_t capacity, const char *dir)
 	t->fd = fd;
 	return 0;
 fail:
-	ckc_io.close(fd);
-	ckc_io.unlink(t->path);
+	sys_close(fd);
+	sys_unlink(t->path);
 	return rc;
 }
 
 void ckc_ssd_unlink(ckc_tier_t *t)
 {
 	if (t->fd >= 0 && t->path[0]) {
-		ckc_io.unlink(t->path);
+		sys_unlink(t->path);
 		t->path[0] = '\0';
 	}
 }
@@ -81,9 +82,9 @@ void ckc_ssd_unlink(ckc_tier_t *t)
 void ckc_ssd_close(ckc_tier_t *t)
 {
 	if (t->fd >= 0) {
-		ckc_io.close(t->fd);
+		sys_close(t->fd);
 		if (t->path[0])
-			ckc_io.unlink(t->path);
+			sys_unlink(t->path);
 	}
 	t->fd = -1;
 	arena_fini(&t->arena);
@@ -123,7 +124,7 @@ static int ssd_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len)
 		aoff += n;
 		len -= n;
 	}
-	free(bounce);
+	sys_free(bounce);
 	return rc;
 }
 
@@ -153,7 +154,7 @@ static int ssd_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
 		aoff += n;
 		len -= n;
 	}
-	free(bounce);
+	sys_free(bounce);
 	return rc;
 }
 
@@ -200,6 +201,6 @@ int ckc_tier_copy(ckc_tier_t *from, uint64_t foff, ckc_tier_t *to, uint64_t toff
 		toff += n;
 		len -= n;
 	}
-	free(bounce);
+	sys_free(bounce);
 	return rc;
 }
