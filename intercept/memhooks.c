@@ -51,6 +51,15 @@ static void mem_resolve(void)
 	mem_resolving = 0;
 }
 
+/* Resolved when the library is loaded, before the program runs: the first
+ * call of the wrapper may come from inside the dynamic loader's error
+ * handling (dlsym or dlopen freeing the message of the failure before),
+ * where a lookup of its own would free that message a second time. */
+__attribute__((constructor(101))) static void mem_resolve_at_load(void)
+{
+	mem_resolve();
+}
+
 /* The probe of ckc_free_is_ours: the block this thread frees through the
  * program's own free, and whether this wrapper saw it. */
 static __thread void *free_probe;
