@@ -462,7 +462,6 @@ static bool cu_gpu_up(int *devp)
 	if (atomic_exchange(&cu_gpu_state, 1) == 0) {
 		ckc_owed_set_ops(&cu_owed_ops);
 		ckc_owed_read_ok = cu_read_ok;
-		ckc_gpu_settle = cu_settle;
 		/* runs before the runtime's own exit handlers, which were
 		 * registered at its start, earlier */
 		atexit(cu_exit);
@@ -1200,7 +1199,7 @@ CUresult ckc_cu_cuMemHostUnregister(void *p)
 	return rc;
 }
 
-/* Statistics of device capture, for ckc_cuda_stats. */
+/* Statistics of device capture, for cu_stats. */
 static void cu_capture_stats(ckc_stats_t *s)
 {
 	s->capture_seen = cu_device_mode();
@@ -1373,7 +1372,7 @@ void *ckc_cu_dlsym(void *handle, const char *name)
 
 /* ---- statistics --------------------------------------------------------- */
 
-void ckc_cuda_stats(ckc_stats_t *s)
+static void cu_stats(ckc_stats_t *s)
 {
 	bool seen = false;
 	for (int i = 0; i < CU_NKINDS && i < CKC_CUDA_KINDS; i++) {
@@ -1401,9 +1400,11 @@ static void *cu_driver_sym(const char *name)
 	return p && !cu_is_ours(p) ? p : NULL;
 }
 
-void ckc_cuda_init(void)
+void ckc_cuda_services(ckc_services_t *svc)
 {
-	ckc_gpu_sym = cu_driver_sym;
+	svc->gpu_sym = cu_driver_sym;
+	svc->gpu_settle = cu_settle; /* returns at once while nothing is pending */
+	svc->stats_extra = cu_stats;
 }
 
 #endif /* HAVE_CUDA_H */

@@ -192,13 +192,12 @@ __attribute__((constructor)) static void icpt_init(void)
 	if (!errors && icpt_cfg.enabled && ckc_fdtab_init() == 0) {
 		if (ckc_tag_load(paths, icpt_cfg.rank) > 0) {
 			pthread_atfork(icpt_prepare, icpt_parent, icpt_child);
-			ckc_api_start = ckc_engine_ready;
+			ckc_services_t svc = { .start = ckc_engine_ready };
 #ifdef HAVE_CUDA_H
-			ckc_stats_extra = ckc_cuda_stats;
+			ckc_cuda_services(&svc);
 #endif
-#ifdef HAVE_CUDA_H
-			ckc_cuda_init();
-#else
+			ckc_services_set(&svc);
+#ifndef HAVE_CUDA_H
 			if (icpt_cfg.capture == CKC_CAPTURE_DEVICE)
 				ckc_warn("CKPTCACHE_CAPTURE=device: this build has no CUDA support; "
 					 "checkpoints are cached as in copy mode");

@@ -10,13 +10,18 @@
 
 #define CKC_PUBLIC __attribute__((visibility("default")))
 
-bool (*ckc_api_start)(void);
+ckc_services_t ckc_svc;
+
+void ckc_services_set(const ckc_services_t *h)
+{
+	ckc_svc = *h;
+}
 
 /* The preloaded library starts the engine on first use: the API is a use. */
 static void api_start(void)
 {
-	if (ckc_api_start)
-		ckc_api_start();
+	if (ckc_svc.start)
+		ckc_svc.start();
 }
 
 static int api_result(int rc)

@@ -224,9 +224,27 @@ int ckc_expand_name(const char *tmpl, char *out, size_t outlen);
  * A reference names bytes of an object's gpu copy that a host range of the
  * program owes; the copy stays in device memory while it exists. */
 
-/* How the gpu tier reaches the driver: libcuda's own function of that name
- * (set by the preloaded library; NULL: no gpu tier). */
-extern void *(*ckc_gpu_sym)(const char *name);
+/* What the side that hosts the engine provides it: the preloaded library
+ * sets it once at its start (ckc_services_set), a test its stand-ins. Each
+ * entry may be NULL. */
+typedef struct ckc_services {
+	/* starts the engine on first use (the public API counts as one);
+	 * NULL when the engine is linked directly */
+	bool (*start)(void);
+	/* the CUDA driver's own function of that name, for the gpu tier;
+	 * NULL: no gpu tier */
+	void *(*gpu_sym)(const char *name);
+	/* waits until every capture whose device copy was left to complete
+	 * in stream order has completed: the gpu tier calls it before it
+	 * copies, and before it gives device memory back */
+	void (*gpu_settle)(void);
+	/* adds to a copy of the engine's counters what it does not know */
+	void (*stats_extra)(ckc_stats_t *s);
+} ckc_services_t;
+
+/* The services in use (all NULL until set). */
+extern ckc_services_t ckc_svc;
+void ckc_services_set(const ckc_services_t *h);
 
 /* Sets up the gpu tier's region on device, whose context ctx is current
  * (its first capture or allocation; later calls return at once). 0,
@@ -270,11 +288,6 @@ int ckc_ref_fill_dma(ckc_ref_t *ref, uint64_t roff, void *buf, size_t len);
 void ckc_ref_get(ckc_ref_t *ref);
 void ckc_ref_put(ckc_ref_t *ref);
 
-/* Set by the preloaded library: waits until every capture whose device
- * copy was left to complete in stream order has completed. The gpu tier
- * calls it before it copies, and before it gives device memory back. */
-extern void (*ckc_gpu_settle)(void);
-
 /* A pinned buffer of len bytes (at most two pages) for the calling thread
  * to keep, from a few made in the background; NULL when none is left. */
 void *ckc_gpu_pinned_slot(size_t len);
@@ -295,10 +308,6 @@ uint64_t ckc_gpu_release(int device, uint64_t bytes);
 /* Before the driver goes away at exit: every gpu copy is moved down (or
  * dropped when nothing needs it) and the device memory is released. */
 void ckc_gpu_exit(void);
-
-/* Set by the preloaded library: starts the engine on first use (the public
- * API counts as a use). NULL when the engine is linked directly. */
-extern bool (*ckc_api_start)(void);
 
 /* A copy of the engine's counters (what CKPTCACHE_STATS would hold now). */
 void ckc_stats_get(ckc_stats_t *s);

@@ -502,8 +502,8 @@ bool ckc_active(void)
 static void stats_collect(ckc_stats_t *s)
 {
 	*s = ckc_eng.st;
-	if (ckc_stats_extra)
-		ckc_stats_extra(s);
+	if (ckc_svc.stats_extra)
+		ckc_svc.stats_extra(s);
 	s->ntier = ckc_eng.ntier;
 	for (int l = 0; l < ckc_eng.ntier; l++) {
 		s->tier_name[l] = ckc_eng.tier[l].name;

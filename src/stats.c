@@ -10,7 +10,6 @@ static const char *const dist_label[CKC_DIST_BUCKETS] = {
 	"0", "1", "2", "3", "4", "5", "6", "7", "8-15", "16-31", "32-63", "64+", "unhinted",
 };
 
-void (*ckc_stats_extra)(ckc_stats_t *s);
 
 int ckc_stats_dist_bucket(uint64_t dist, int far)
 {

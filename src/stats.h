@@ -76,9 +76,6 @@ typedef struct ckc_stats {
 	double cap_read_engine_s, cap_read_owe_s, cap_restore_wait_s;
 } ckc_stats_t;
 
-/* Set by the preloaded library: adds what the engine does not know. */
-extern void (*ckc_stats_extra)(ckc_stats_t *s);
-
 /* Bucket of a prefetch distance (far = not queued). */
 int ckc_stats_dist_bucket(uint64_t dist, int far);
 

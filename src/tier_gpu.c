@@ -12,7 +12,7 @@
  * first mapping thread pins the host tier once its pages are populated
  * (cuMemHostRegister), one process of the node at a time.
  *
- * The driver is reached only through ckc_gpu_sym, which the preloaded
+ * The driver is reached only through ckc_svc.gpu_sym, which the preloaded
  * library points at libcuda's real functions; without it (or without a
  * device) the tier stays empty and every placement bypasses it. */
 #include "config.h"
@@ -27,10 +27,8 @@
 #include "engine_int.h"
 #include "log.h"
 
-void *(*ckc_gpu_sym)(const char *name);
 __thread bool ckc_tl_background;
 char ckc_gpu_fence;
-void (*ckc_gpu_settle)(void);
 
 /* ---- giving way to the program -----------------------------------------
  * The driver serialises more than the hardware does, and the kernel more
@@ -131,10 +129,10 @@ static bool drv_load(void)
 {
 	if (drv.loaded)
 		return true;
-	if (!ckc_gpu_sym)
+	if (!ckc_svc.gpu_sym)
 		return false;
 #define GPU_LOAD(name, params)                                                     \
-	if (!(drv.name = (CUresult(*) params)ckc_gpu_sym(#name))) {                \
+	if (!(drv.name = (CUresult(*) params)ckc_svc.gpu_sym(#name))) {                \
 		ckc_warn("gpu tier: libcuda has no %s: the tier stays off", #name); \
 		return false;                                                      \
 	}
@@ -296,8 +294,8 @@ static int gpu_copy(const ckc_gpu_t *g, char kind, void *host, uint64_t dst, uin
 	int rc = gpu_enter(g, reg, &s);
 	if (rc)
 		return rc;
-	if (ckc_gpu_settle)
-		ckc_gpu_settle();
+	if (ckc_svc.gpu_settle)
+		ckc_svc.gpu_settle();
 	bool prog = !ckc_tl_background;
 	if (prog)
 		ckc_prog_begin();
@@ -970,8 +968,8 @@ uint64_t ckc_gpu_release(int device, uint64_t bytes)
 		r->usable = nkeep > 0;
 		gpu_capacity(t);
 		pthread_mutex_unlock(&ckc_eng.lock);
-		if (ckc_gpu_settle)
-			ckc_gpu_settle();
+		if (ckc_svc.gpu_settle)
+			ckc_svc.gpu_settle();
 		for (size_t i = from; i < to; i++)
 			gpu_unmap_chunk(g, r, i);
 		released = (uint64_t)(to - from) * g->chunk;
@@ -1022,8 +1020,8 @@ static void gpu_teardown(ckc_tier_t *t, bool locked)
 	gpu_stop_mappers(g, locked);
 	if (!drv.loaded || !g->nslot)
 		return;
-	if (ckc_gpu_settle)
-		ckc_gpu_settle();
+	if (ckc_svc.gpu_settle)
+		ckc_svc.gpu_settle();
 	if (g->ndev)
 		drv.cuCtxSetCurrent((CUcontext)g->dev[0].ctx);
 	for (int l = 0; l < ckc_eng.ntier - 1; l++) {

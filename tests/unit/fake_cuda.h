@@ -1,4 +1,4 @@
-/* A stand-in CUDA driver for the unit tests, reached through ckc_gpu_sym:
+/* A stand-in CUDA driver for the unit tests, reached through ckc_svc.gpu_sym:
  * its "device memory" is host memory (copies are memcpy), its devices and
  * contexts are numbers. Included by one test file each. */
 #ifndef CKC_TEST_FAKE_CUDA_H

@@ -1,5 +1,5 @@
 /* Tests of the gpu tier and device capture in the engine, without a GPU: the
- * driver the tier reaches through ckc_gpu_sym is a small stand-in whose
+ * driver the tier reaches through ckc_svc.gpu_sym is a small stand-in whose
  * "device memory" is host memory (copies are memcpy), so captures,
  * attachment, copies in, reads answered by references, flushes, prefetches,
  * the elastic release and the exit evacuation all run here, and every byte
@@ -24,7 +24,7 @@ static void gpu_start(uint64_t gpu_bytes, uint64_t host_bytes, ckc_persist_t per
 	cr_skip_test("built without the CUDA headers: no gpu tier");
 #endif
 	tenv_make(&env);
-	ckc_gpu_sym = fake_sym;
+	ckc_services_set(&(ckc_services_t){ .gpu_sym = fake_sym });
 	fake_creates = fake_releases = 0;
 	ckc_config_t c = tcfg(&env, host_bytes, 0);
 	c.capture = CKC_CAPTURE_DEVICE;
@@ -41,7 +41,7 @@ static void gpu_start(uint64_t gpu_bytes, uint64_t host_bytes, ckc_persist_t per
 static void gpu_stop(void)
 {
 	ckc_shutdown();
-	ckc_gpu_sym = NULL;
+	ckc_services_set(&(ckc_services_t){ 0 });
 	tenv_clean(&env);
 }
 
@@ -145,7 +145,7 @@ Test(gpu, capture_attaches_and_reads_back_every_byte)
 }
 
 /* A capture whose device copy completes in stream order: here it completes
- * only when the tier waits for it (ckc_gpu_settle), so a read of the tier
+ * only when the tier waits for it (ckc_svc.gpu_settle), so a read of the tier
  * that did not wait would find zeros. */
 static _Atomic(void *) pend_dst;
 static const void *pend_src;
@@ -175,7 +175,7 @@ Test(gpu, the_tier_waits_for_a_capture_completing_in_stream_order_before_it_read
 	pend_n = n;
 	atomic_store(&pend_waits, 0);
 	atomic_store(&pend_dst, (void *)(uintptr_t)dptr);
-	ckc_gpu_settle = pend_settle;
+	ckc_services_set(&(ckc_services_t){ .gpu_sym = fake_sym, .gpu_settle = pend_settle });
 
 	ckc_handle_t *h;
 	cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
@@ -186,7 +186,7 @@ Test(gpu, the_tier_waits_for_a_capture_completing_in_stream_order_before_it_read
 	cr_expect(thome_matches(path, 9, n), "the flush read the bytes after the capture completed");
 	cr_expect(atomic_load(&pend_waits) > 0, "the tier waited for the capture");
 	tverify(path, 9, n, n);
-	ckc_gpu_settle = NULL;
+	ckc_services_set(&(ckc_services_t){ .gpu_sym = fake_sym });
 	free(d);
 	gpu_stop();
 }
@@ -629,7 +629,7 @@ Test(gpu, exit_evacuates_open_writers_and_unflushed_copies)
 Test(gpu, without_a_driver_the_tier_stays_off_and_writes_go_below)
 {
 	tenv_make(&env);
-	ckc_gpu_sym = NULL;
+	ckc_services_set(&(ckc_services_t){ 0 });
 	ckc_config_t c = tcfg(&env, 64 * MiB, 0);
 	c.capture = CKC_CAPTURE_DEVICE;
 	c.gpu_cache_pct = 25;

@@ -47,7 +47,7 @@ static void owed_start(void)
 	cr_skip_test("built without the CUDA headers: no gpu tier");
 #endif
 	tenv_make(&env);
-	ckc_gpu_sym = fake_sym;
+	ckc_services_set(&(ckc_services_t){ .gpu_sym = fake_sym });
 	ckc_config_t c = tcfg(&env, 64 * MiB, 0);
 	c.capture = CKC_CAPTURE_DEVICE;
 	c.gpu_cache = 256 * MiB;
@@ -61,7 +61,7 @@ static void owed_stop(void)
 {
 	ckc_owed_fill_all();
 	ckc_shutdown();
-	ckc_gpu_sym = NULL;
+	ckc_services_set(&(ckc_services_t){ 0 });
 	tenv_clean(&env);
 }
 
