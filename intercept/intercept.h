@@ -14,6 +14,7 @@
 
 #include "ckc.h"
 #include "io.h"
+#include "tagpat.h"
 #include "real.h"
 
 #define CKC_EXPORT __attribute__((visibility("default")))
@@ -63,8 +64,10 @@ void ckc_term_install(double wait_s);
  * false under an allocator or a sanitizer that comes before it. */
 bool ckc_free_is_ours(void);
 
-/* Points the engine's gpu tier at the driver (cuda.c). */
-void ckc_cuda_init(void);
+/* The CUDA part of the engine's services (cuda.c): the driver's own
+ * functions, the wait for captures completing in stream order, the
+ * statistics of device capture. */
+void ckc_cuda_services(ckc_services_t *svc);
 
 /* The "cu..." half of the interposed dlsym (cuda.c). */
 void *ckc_cu_dlsym(void *handle, const char *name);
@@ -73,21 +76,13 @@ void *ckc_cu_dlsym(void *handle, const char *name);
  * managed, pinned, registered, or unknown (pageable host memory). */
 int ckc_cuda_mem_kind(const void *addr);
 
-/* Fills the CUDA part of the statistics (cuda.c). */
-void ckc_cuda_stats(ckc_stats_t *s);
-
 /* ---- tagged paths (tag.c) ---- */
 
 /* Loads CKPTCACHE_PATHS (colon-separated globs, "%r" = rank, relative ones
- * against the cwd). Returns the number of patterns. */
+ * against the cwd) into src/tagpat.c's matcher (ckc_tag_match), and makes
+ * room for the directory verdicts. Returns the number of patterns. */
 int ckc_tag_load(const char *paths, long rank);
 void ckc_tag_free(void);
-
-/* Whether the canonical path matches a pattern. */
-bool ckc_tag_match(const char *canon);
-/* fnmatch(pat, s, FNM_PATHNAME if pathname) == 0, without fnmatch's
- * conversion to wide characters for patterns of literals and '*'. */
-bool ckc_glob_match(const char *pat, const char *s, bool pathname);
 
 /* The directory descriptors below which nothing can be tagged (tag.c). */
 extern _Atomic uint8_t *ckc_tag_dirv;

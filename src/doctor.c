@@ -7,7 +7,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -27,6 +26,7 @@
 #include "memlimit.h"
 #include "path.h"
 #include "state.h"
+#include "tagpat.h"
 
 extern char **environ;
 
@@ -203,6 +203,12 @@ static void sink_keep(int level, const char *msg)
 		nsaid++;
 }
 
+/* Drops what the matcher would say of a pattern (said once above). */
+static void sink_drop(int level, const char *msg)
+{
+	(void)level, (void)msg;
+}
+
 static void sink_show(int level, const char *msg)
 {
 	static const char *const prefix[] = { "ckptcache: error: ", "ckptcache: warning: ",
@@ -290,33 +296,11 @@ static int pattern_canon(const char *p, size_t n, long rank, char *out, size_t o
 	return ckc_path_canon(tmp, NULL, out, outlen);
 }
 
-/* A canonical path is tagged when a pattern matches it whole (fnmatch with
- * FNM_PATHNAME), or when a pattern ending in "/" "**" matches one of its
- * leading folders. */
+/* Whether the library tags canonical path: its own matcher (src/tagpat.c),
+ * with the patterns as it loads them. */
 static bool tagged(const char *path)
 {
-	for (int i = 0; i < npatterns; i++) {
-		const char *p = patterns[i];
-		size_t n = strlen(p);
-		if (n >= 3 && strcmp(p + n - 3, "/**") == 0) {
-			char prefix[PATH_MAX], head[PATH_MAX];
-			memcpy(prefix, p, n - 3);
-			prefix[n - 3] = '\0';
-			if (!prefix[0])
-				return true;
-			for (size_t k = 1; path[k]; k++) {
-				if (path[k] != '/')
-					continue;
-				memcpy(head, path, k);
-				head[k] = '\0';
-				if (fnmatch(prefix, head, FNM_PATHNAME) == 0)
-					return true;
-			}
-		} else if (fnmatch(p, path, FNM_PATHNAME) == 0) {
-			return true;
-		}
-	}
-	return false;
+	return ckc_tag_match(path);
 }
 
 static bool has_glob(const char *s, size_t n)
@@ -383,7 +367,7 @@ static void pattern_folder(const char *canon, dev_t *dev)
 		if (snprintf(full, sizeof(full), "%s/%s", dlen ? dir : "", de->d_name) >=
 		    (int)sizeof(full))
 			continue;
-		if (fnmatch(canon, full, FNM_PATHNAME) == 0)
+		if (ckc_glob_match(canon, full, true))
 			match++;
 	}
 	closedir(d);
@@ -1044,6 +1028,12 @@ int main(int argc, char **argv)
 	dev_t home_dev = 0;
 	if (!paths_unset) {
 		check_patterns(&c, &home_dev);
+		/* the library's matcher, for the hint files' entries (what it
+		 * would say of a pattern, check_patterns said above) */
+		void (*sink)(int, const char *) = ckc_log_sink;
+		ckc_log_sink = sink_drop;
+		ckc_tagpat_load(c.paths, c.rank);
+		ckc_log_sink = sink;
 		if (!npatterns)
 			problem("CKPTCACHE_PATHS='%s' has no usable pattern: the cache would be "
 				"disabled",
@@ -1063,6 +1053,7 @@ int main(int argc, char **argv)
 	check_library(argc == 2 ? argv[1] : NULL);
 
 	ckc_config_free(&c);
+	ckc_tagpat_free();
 	for (int i = 0; i < npatterns; i++)
 		free(patterns[i]);
 	printf("ckptcache doctor: %d problem(s)\n", problems);

@@ -1,0 +1,285 @@
+/* CKPTCACHE_PATHS' glob patterns, canonicalised once, matched against
+ * canonical absolute paths as fnmatch(FNM_PATHNAME) matches them
+ * (ckc_glob_match); a pattern whose last component is "**" tags everything
+ * below its directory. The one matcher of the library: the wrappers
+ * (intercept/tag.c) and ckptcache doctor use it. */
+#include "config.h"
+
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "path.h"
+#include "tagpat.h"
+#include "sys.h"
+
+typedef struct tag_pat {
+	char *glob;      /* canonical pattern */
+	size_t lit;      /* length of its literal prefix (no wildcard before) */
+	bool subtree;    /* last component "**": everything below glob */
+	const char *last; /* glob's last component; NULL: any name may match */
+	char **comp;     /* glob's components (NULL-terminated); NULL: split unsure */
+	char *compbuf;   /* the strings comp points into */
+} tag_pat_t;
+
+static tag_pat_t *tag_pats;
+static int tag_npats;
+static bool tag_any_name; /* some pattern may match any last component */
+
+/* A glob whose '/' might sit inside a bracket or be escaped cannot be split
+ * into components with certainty. */
+static bool tag_splittable(const char *g)
+{
+	return !strpbrk(g, "[\\");
+}
+
+/* Splits t's canonical glob into components (t->comp, NULL-terminated);
+ * leaves t->comp NULL when it cannot. */
+static void tag_split(tag_pat_t *t)
+{
+	size_t n = 0;
+	for (const char *p = t->glob; *p; p++)
+		n += *p == '/';
+	char **v = calloc(n + 1, sizeof(*v)), *copy = strdup(t->glob), *save = NULL;
+	if (!v || !copy) {
+		sys_free(v);
+		sys_free(copy);
+		return;
+	}
+	n = 0;
+	for (char *tok = strtok_r(copy, "/", &save); tok; tok = strtok_r(NULL, "/", &save))
+		v[n++] = tok;
+	t->comp = v;
+	t->compbuf = copy;
+}
+
+/* Replaces every "%r" with the rank. */
+static char *tag_expand_rank(const char *p, long rank)
+{
+	char num[24];
+	size_t n = 0, cap = strlen(p) + 1;
+	int k = snprintf(num, sizeof(num), "%ld", rank);
+	for (const char *q = p; (q = strstr(q, "%r")); q += 2)
+		cap += (size_t)k;
+	char *out = malloc(cap);
+	if (!out)
+		return NULL;
+	while (*p) {
+		if (p[0] == '%' && p[1] == 'r') {
+			memcpy(out + n, num, (size_t)k);
+			n += (size_t)k;
+			p += 2;
+		} else {
+			out[n++] = *p++;
+		}
+	}
+	out[n] = '\0';
+	return out;
+}
+
+static int tag_add(const char *raw, long rank)
+{
+	char canon[PATH_MAX];
+	char *p = tag_expand_rank(raw, rank);
+	if (!p)
+		return -1;
+	size_t len = strlen(p);
+	bool subtree = len >= 3 && !strcmp(p + len - 3, "/**");
+	if (subtree)
+		p[len - 3] = '\0';
+	int rc = ckc_path_canon(*p ? p : "/", NULL, canon, sizeof(canon));
+	sys_free(p);
+	if (rc) {
+		ckc_error("CKPTCACHE_PATHS: pattern '%s' is not a usable path", raw);
+		return -1;
+	}
+	tag_pat_t *t = sys_realloc(tag_pats, (size_t)(tag_npats + 1) * sizeof(*t));
+	if (!t)
+		return -1;
+	tag_pats = t;
+	t = &tag_pats[tag_npats];
+	if (!(t->glob = strdup(canon)))
+		return -1;
+	t->lit = strcspn(canon, "*?[\\");
+	t->subtree = subtree;
+	t->last = NULL;
+	t->comp = NULL;
+	t->compbuf = NULL;
+	if (tag_splittable(t->glob)) {
+		tag_split(t);
+		if (!subtree)
+			t->last = strrchr(t->glob, '/') + 1;
+	}
+	tag_any_name |= !t->last;
+	tag_npats++;
+	return 0;
+}
+
+/* Whether some pattern's last component matches the last component of path
+ * (true when that cannot be told from the name: ".", "..", a long name). */
+bool ckc_tag_name_may_match(const char *path)
+{
+	char name[NAME_MAX + 1];
+	size_t end = strlen(path);
+
+	if (tag_any_name)
+		return true;
+	while (end > 1 && path[end - 1] == '/')
+		end--;
+	size_t start = end;
+	while (start > 0 && path[start - 1] != '/')
+		start--;
+	size_t len = end - start;
+	if (len == 0 || len > NAME_MAX || (path[start] == '.' && (len == 1 || (len == 2 && path[start + 1] == '.'))))
+		return true;
+	memcpy(name, path + start, len);
+	name[len] = '\0';
+	for (int i = 0; i < tag_npats; i++)
+		if (ckc_glob_match(tag_pats[i].last, name, false))
+			return true;
+	return false;
+}
+
+/* Whether a path below canonical directory dir could match pattern t: dir
+ * is an ancestor of what t names (each of its components matches), or lies
+ * inside t's subtree. */
+static bool tag_dir_may_hold(const tag_pat_t *t, const char *dir)
+{
+	char comp[NAME_MAX + 1];
+	size_t i = 0;
+
+	if (!t->comp)
+		return true;
+	for (const char *p = dir; *p;) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		size_t len = strcspn(p, "/");
+		if (!t->comp[i])
+			return t->subtree; /* deeper than the pattern */
+		if (len > NAME_MAX)
+			return true;
+		memcpy(comp, p, len);
+		comp[len] = '\0';
+		if (!ckc_glob_match(t->comp[i], comp, false))
+			return false;
+		i++;
+		p += len;
+	}
+	/* an ancestor of what t names, or (subtree) its root: what is below it
+	 * may match; a non-subtree pattern needs at least one component more */
+	return t->subtree || t->comp[i] != NULL;
+}
+
+/* No path below canonical directory dir can be tagged. */
+bool ckc_tag_dir_holds_none(const char *dir)
+{
+	for (int i = 0; i < tag_npats; i++)
+		if (tag_dir_may_hold(&tag_pats[i], dir))
+			return false;
+	return true;
+}
+
+/* fnmatch(pat, s, pathname ? FNM_PATHNAME : 0) == 0. Literal bytes and '*'
+ * (the usual "ckpt_*.bin") are matched here byte by byte: in a multibyte
+ * locale glibc's fnmatch converts both strings to wide characters, with an
+ * allocation, on every call, a tenth of an untagged du's time; a run of
+ * bytes is a run of characters in UTF-8, and '/' is never part of another
+ * character. A pattern with '?', brackets or escapes goes to fnmatch once
+ * the match reaches one. */
+bool ckc_glob_match(const char *pat, const char *s, bool pathname)
+{
+	const char *p0 = pat, *s0 = s;
+	const char *bp = NULL, *bs = NULL; /* after the last '*', and where it began */
+	for (;;) {
+		if (*pat == '?' || *pat == '[' || *pat == '\\')
+			return fnmatch(p0, s0, pathname ? FNM_PATHNAME : 0) == 0;
+		if (*pat == '*') {
+			while (*pat == '*')
+				pat++;
+			bp = pat;
+			bs = s;
+			continue;
+		}
+		if (*s && *pat == *s) {
+			pat++;
+			s++;
+			continue;
+		}
+		if (!*s && !*pat)
+			return true;
+		/* the last '*' takes one byte more, never a '/' of a path */
+		if (!bp || !*bs || (pathname && *bs == '/'))
+			return false;
+		s = ++bs;
+		pat = bp;
+	}
+}
+
+bool ckc_tag_match(const char *canon)
+{
+	for (int i = 0; i < tag_npats; i++) {
+		const tag_pat_t *t = &tag_pats[i];
+		if (strncmp(canon, t->glob, t->lit) != 0)
+			continue;
+		if (t->subtree) {
+			/* the directory itself is not a checkpoint, what is below it is */
+			size_t n = strlen(t->glob);
+			if (t->lit == n) {
+				if (n == 1 ? canon[1] != '\0' : canon[n] == '/' && canon[n + 1])
+					return true;
+				continue;
+			}
+			/* a wildcard in the directory part: match each ancestor */
+			char tmp[PATH_MAX];
+			snprintf(tmp, sizeof(tmp), "%s", canon);
+			for (char *s = strrchr(tmp, '/'); s && s > tmp; s = strrchr(tmp, '/')) {
+				*s = '\0';
+				if (ckc_glob_match(t->glob, tmp, true))
+					return true;
+			}
+			continue;
+		}
+		if (ckc_glob_match(t->glob, canon, true))
+			return true;
+	}
+	return false;
+}
+
+
+int ckc_tagpat_load(const char *paths, long rank)
+{
+	char *copy = strdup(paths ? paths : ""), *save = NULL;
+
+	ckc_tagpat_free();
+	if (!copy)
+		return 0;
+	for (char *tok = strtok_r(copy, ":", &save); tok; tok = strtok_r(NULL, ":", &save))
+		if (*tok)
+			tag_add(tok, rank);
+	sys_free(copy);
+	return tag_npats;
+}
+
+int ckc_tagpat_count(void)
+{
+	return tag_npats;
+}
+
+void ckc_tagpat_free(void)
+{
+	for (int i = 0; i < tag_npats; i++) {
+		sys_free(tag_pats[i].glob);
+		sys_free(tag_pats[i].comp);
+		sys_free(tag_pats[i].compbuf);
+	}
+	sys_free(tag_pats);
+	tag_pats = NULL;
+	tag_npats = 0;
+	tag_any_name = false;
+}

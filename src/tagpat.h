@@ -1,0 +1,29 @@
+/* The tagged-path patterns (CKPTCACHE_PATHS) and their matcher: one set
+ * per process, loaded once. */
+#ifndef CKC_TAGPAT_H
+#define CKC_TAGPAT_H
+
+#include <stdbool.h>
+
+/* Loads the patterns of a colon-separated list ("%r" is the rank), in
+ * place of those loaded before. Returns how many are usable; a pattern
+ * that is not a usable path is reported and left out. */
+int ckc_tagpat_load(const char *paths, long rank);
+int ckc_tagpat_count(void);
+void ckc_tagpat_free(void);
+
+/* Whether canonical absolute path canon is tagged. */
+bool ckc_tag_match(const char *canon);
+
+/* Whether some pattern's last component matches the last component of
+ * path (true when that cannot be told from the name). */
+bool ckc_tag_name_may_match(const char *path);
+
+/* Whether no path below canonical directory dir can be tagged. */
+bool ckc_tag_dir_holds_none(const char *dir);
+
+/* fnmatch(pat, s, pathname ? FNM_PATHNAME : 0) == 0, with literal bytes
+ * and '*' matched byte by byte. */
+bool ckc_glob_match(const char *pat, const char *s, bool pathname);
+
+#endif
