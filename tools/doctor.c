@@ -26,6 +26,7 @@
 #include "memlimit.h"
 #include "path.h"
 #include "state.h"
+#include "stats_tool.h"
 #include "tagpat.h"
 
 extern char **environ;
@@ -983,12 +984,16 @@ static void check_library(const char *lib)
 
 int main(int argc, char **argv)
 {
+	if (argc == 3 && strcmp(argv[1], "--stats") == 0)
+		return ckc_stats_summary(argv[2]);
 	if (argc > 2 || (argc == 2 && (strcmp(argv[1], "--help") == 0 || argv[1][0] == '\0'))) {
 		fprintf(stderr,
 			"usage: %s [LIBRARY]\n"
+			"       %s --stats FILE\n"
 			"Checks the CKPTCACHE_* configuration in the environment and this machine;\n"
-			"LIBRARY is the libckptcache.so to check. Normally run as: ckptcache doctor\n",
-			argv[0]);
+			"LIBRARY is the libckptcache.so to check. Normally run as: ckptcache doctor\n"
+			"--stats: the summary of a statistics file (ckptcache stats FILE)\n",
+			argv[0], argv[0]);
 		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
