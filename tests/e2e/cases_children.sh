@@ -169,6 +169,49 @@ assert got == new, "the parent reads %d bytes, not the child version" % len(got)
 	done
 }
 
+# A thread reads a checkpoint the cache holds through its descriptor (the
+# descriptor's lock held for each read) while the main thread forks, 40
+# times; each child uses the inherited descriptor at once. The cache does
+# not run in a forked child (its read fails with EBADF, or reads the real
+# file once the descriptor was handed over to it); it must never hang on
+# the lock that the parent's reader held at the fork. The checkpoint reads
+# back whole in the parent and at its real path.
+fork_while_a_thread_reads() {
+	randfile src.bin $((48 << 20))
+	ck CKPTCACHE_HOST_CACHE=256M -- "$PY" -c '
+import os, sys, threading, time
+src = open("src.bin", "rb").read()
+with open("ck/a.bin", "wb") as f:
+    f.write(src)
+fd = os.open("ck/a.bin", os.O_RDONLY)
+stop = False
+def reader():
+    # the children read through the same open file: how much each of
+    # these reads gets is theirs to share, as without the library
+    while not stop:
+        os.lseek(fd, 0, 0)
+        while os.read(fd, 16 << 20):
+            pass
+t = threading.Thread(target=reader, daemon=True)
+t.start()
+for i in range(40):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.read(fd, 4096)
+            os._exit(0)
+        except OSError as e:
+            os._exit(0 if e.errno == 9 else 4)
+    _, st = os.waitpid(pid, 0)
+    assert os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0, "child %d: status %r" % (i, st)
+    time.sleep(0.002)
+stop = True
+t.join()
+assert os.pread(fd, len(src) + 1, 0) == src, "the checkpoint read back differs"
+' 2>err.txt || fail "forks while a thread reads: $(status_text $?)$(tail -3 err.txt)"
+	same src.bin ck/a.bin "the checkpoint"
+}
+
 # The checkpoint's folder through a symbolic link (an untagged spelling):
 # a write there is newer than the version the cache holds, before and
 # after that version was published, and is never overwritten.
@@ -293,6 +336,7 @@ case_add children/dash-redirections shell_redirections dash
 case_add children/bash-here-strings bash_here_strings
 case_add children/dash-vfork dash_vfork
 case_add children/python-subprocess python_subprocess
+case_add children/fork-while-a-thread-reads fork_while_a_thread_reads
 case_add children/forked-child-rewrites forked_child_rewrites 1
 # the child's ask is answered by a publication while the flusher is still
 # filling its own copy of the same version; a slow rename(2) (named
