@@ -4,7 +4,7 @@
 # library loaded.
 
 need_helper() {
-	[ -n "$HELPER" ] || fail "no e2e_helper program (tests/apps/e2e_helper.c did not compile)"
+	[ -n "$HELPER" ] || fail "no e2e_helper program (tests/apps/e2e_*.c did not compile)"
 }
 
 # helper_ok WHAT [VAR=VALUE]... -- MODE ARGS...: the helper under the library

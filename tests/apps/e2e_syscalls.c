@@ -1,0 +1,357 @@
+/* e2e_helper: Calls around the wrappers: raw system calls, mmap, /proc/self/fd, io_uring, POSIX AIO, file locks. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+#include "e2e_helper.h"
+
+#define FILLER 0x5A
+
+/* After calls on the tagged reader fd that had to fail: b still holds
+ * FILLER (else "WROTE wrote into the buffer"), and the library's own read()
+ * still gives PATH's bytes e from offset 0 (else "read() after AFTER ..."). */
+void reader_intact(int fd, unsigned char *b, const unsigned char *e, const struct args *arg,
+			  const char *wrote, const char *after)
+{
+	for (size_t k = 0; k < arg->size; k++)
+		if (b[k] != FILLER)
+			fail("%s wrote into the buffer (byte %zu)", wrote, k);
+	if (!reads_back(fd, b, e, arg->size, arg->path))
+		fail("read() after %s returned wrong bytes", after);
+	close(fd);
+}
+
+/* After calls on the tagged writer wfd that had to fail: the library's own
+ * write() still works, and PATH2 ends up holding e. */
+static void writer_intact(int wfd, const unsigned char *e, const struct args *arg)
+{
+	write_all(wfd, e, arg->size, arg->path2);
+	close(wfd);
+	check_file(arg->path2, arg->size, arg->seed, 0);
+}
+
+int m_rawsys(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "PATH PATH2 SIZE SEED");
+	unsigned char *e = pattern_buf(arg.size, arg.seed), *b = xmalloc(arg.size);
+
+	int fd = gen_open(arg.path, arg.size, arg.seed);
+	memset(b, FILLER, arg.size);
+	errno = 0;
+	long r = syscall(SYS_read, fd, b, arg.size);
+	if (r != -1 || errno != EBADF)
+		fail("syscall(SYS_read) on a tagged fd returned %ld (%s), expected -1 EBADF", r,
+		     strerror(errno));
+	errno = 0;
+	r = syscall(SYS_pread64, fd, b, arg.size, 0);
+	if (r != -1 || errno != EBADF)
+		fail("syscall(SYS_pread64) on a tagged fd returned %ld (%s), expected -1 EBADF", r,
+		     strerror(errno));
+	struct iovec iov = { b, arg.size };
+	errno = 0;
+	r = syscall(SYS_readv, fd, &iov, 1);
+	if (r != -1 || errno != EBADF)
+		fail("syscall(SYS_readv) on a tagged fd returned %ld (%s), expected -1 EBADF", r,
+		     strerror(errno));
+	reader_intact(fd, b, e, &arg, "a raw syscall", "the raw syscalls");
+
+	int wfd = xopen(arg.path2, O_WRONLY | O_CREAT | O_TRUNC);
+	static const char junk[4096] = { 'J' };
+	errno = 0;
+	r = syscall(SYS_write, wfd, junk, sizeof(junk));
+	if (r != -1 || errno != EBADF)
+		fail("syscall(SYS_write) on a tagged fd returned %ld (%s), expected -1 EBADF", r,
+		     strerror(errno));
+	errno = 0;
+	r = syscall(SYS_pwrite64, wfd, junk, sizeof(junk), 0);
+	if (r != -1 || errno != EBADF)
+		fail("syscall(SYS_pwrite64) on a tagged fd returned %ld (%s), expected -1 EBADF", r,
+		     strerror(errno));
+	write_all(wfd, e, arg.size, arg.path2);
+	xclose(wfd, arg.path2);
+	check_file(arg.path2, arg.size, arg.seed, 0);
+	printf("rawsys: SYS_read, SYS_pread64, SYS_readv, SYS_write, SYS_pwrite64 failed with EBADF\n");
+	free(b);
+	free(e);
+	return 0;
+}
+
+/* Maps the reader fd of PATH as prot and flags (named flags_name in
+ * messages) and checks that the map shows PATH's bytes e. */
+void expect_map(int fd, int prot, int flags, const char *flags_name, const unsigned char *e,
+		       const struct args *arg)
+{
+	unsigned char *m = mmap(NULL, arg->size, prot, flags, fd, 0);
+	if (m == MAP_FAILED)
+		fail("mmap(%s) of a tagged fd: %s", flags_name, strerror(errno));
+	if (memcmp(m, e, arg->size) != 0)
+		fail("mmap(%s) of %s shows wrong bytes", flags_name, arg->path);
+	munmap(m, arg->size);
+}
+
+int m_mmap(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "PATH PATH2 SIZE SEED");
+	unsigned char *e = pattern_buf(arg.size, arg.seed), *b = xmalloc(arg.size);
+
+	/* a cached checkpoint mapped read-only, shared and private */
+	int fd = gen_open(arg.path, arg.size, arg.seed);
+	if (read_all(fd, b, 1000, arg.path) != 1000)
+		fail("short read of %s", arg.path);
+	expect_map(fd, PROT_READ, MAP_SHARED, "MAP_SHARED", e, &arg);
+	expect_map(fd, PROT_READ | PROT_WRITE, MAP_PRIVATE, "MAP_PRIVATE", e, &arg);
+	/* the descriptor keeps its position and now reads the real file */
+	if (read_all(fd, b + 1000, arg.size - 1000, arg.path) != arg.size - 1000)
+		fail("short read of %s after mmap", arg.path);
+	if (memcmp(b, e, arg.size) != 0)
+		fail("read of %s after mmap returned wrong bytes", arg.path);
+	struct stat st;
+	if (fstat(fd, &st) != 0 || (size_t)st.st_size != arg.size)
+		fail("fstat %s after mmap: wrong size", arg.path);
+	close(fd);
+	check_file(arg.path, arg.size, arg.seed, 0);
+
+	/* a writer that maps its checkpoint and changes it through the map */
+	fd = xopen(arg.path2, O_RDWR | O_CREAT | O_TRUNC);
+	write_all(fd, e, arg.size, arg.path2);
+	unsigned char *m = mmap(NULL, arg.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		fail("mmap(MAP_SHARED, PROT_WRITE) of a tagged writer: %s", strerror(errno));
+	if (memcmp(m, e, arg.size) != 0)
+		fail("mmap of the writer %s shows wrong bytes", arg.path2);
+	memset(m, 'M', 4096);
+	memcpy(e, m, 4096);
+	if (msync(m, arg.size, MS_SYNC) != 0)
+		fail("msync: %s", strerror(errno));
+	munmap(m, arg.size);
+	xclose(fd, arg.path2);
+	fd = xopen(arg.path2, O_RDONLY);
+	if (read_all(fd, b, arg.size, arg.path2) != arg.size || read(fd, b, 0) != 0)
+		fail("short read of %s", arg.path2);
+	if (memcmp(b, e, arg.size) != 0)
+		fail("%s does not hold what was written through write() and the map", arg.path2);
+	close(fd);
+	printf("mmap: tagged descriptors map the right bytes\n");
+	free(b);
+	free(e);
+	return 0;
+}
+
+int m_procfd(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED");
+	unsigned char *e = pattern_buf(arg.size, arg.seed), b[4096];
+	char proc[64];
+
+	gen_file(arg.path, arg.size, arg.seed, 0);
+	for (int acc = 0; acc < 2; acc++) {
+		int fd = xopen(arg.path, acc ? O_RDWR | O_CREAT | O_TRUNC : O_RDONLY);
+		if (acc)
+			write_all(fd, e, arg.size, arg.path);
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		int fd2 = open(proc, O_RDONLY);
+		if (fd2 >= 0) {
+			ssize_t r = read(fd2, b, sizeof(b));
+			if (r > 0)
+				fail("reopening %s returned %zd bytes%s", proc, r,
+				     memcmp(b, e, (size_t)r < arg.size ? (size_t)r : arg.size) == 0 ?
+					     " of the checkpoint" : "");
+			close(fd2);
+			printf("procfd: %s opened, read: %s\n", proc, r < 0 ? strerror(errno) : "0 bytes");
+		} else {
+			printf("procfd: %s: %s\n", proc, strerror(errno));
+		}
+		/* writing through the reopened path must fail too */
+		fd2 = open(proc, O_WRONLY);
+		if (fd2 >= 0) {
+			ssize_t w = write(fd2, "x", 1);
+			if (w > 0)
+				fail("a write through %s succeeded", proc);
+			close(fd2);
+		}
+		close(fd);
+	}
+	check_file(arg.path, arg.size, arg.seed, 0);
+	free(e);
+	return 0;
+}
+
+/* io_uring through its raw system calls (liburing is not needed). */
+struct uring {
+	int fd;
+	unsigned *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail, *cq_mask;
+	struct io_uring_sqe *sqes;
+	struct io_uring_cqe *cqes;
+};
+
+static int uring_init(struct uring *u)
+{
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	u->fd = (int)syscall(__NR_io_uring_setup, 4, &p);
+	if (u->fd < 0)
+		return -errno;
+	size_t sqsz = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+	size_t cqsz = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	bool single = p.features & IORING_FEAT_SINGLE_MMAP;
+	if (single && cqsz > sqsz)
+		sqsz = cqsz;
+	char *sq = mmap(NULL, sqsz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, u->fd,
+			IORING_OFF_SQ_RING);
+	if (sq == MAP_FAILED)
+		fail("mmap of the io_uring SQ ring: %s", strerror(errno));
+	char *cq = single ? sq :
+		   mmap(NULL, cqsz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, u->fd,
+			IORING_OFF_CQ_RING);
+	if (cq == MAP_FAILED)
+		fail("mmap of the io_uring CQ ring: %s", strerror(errno));
+	u->sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_POPULATE, u->fd, IORING_OFF_SQES);
+	if (u->sqes == MAP_FAILED)
+		fail("mmap of the io_uring SQEs: %s", strerror(errno));
+	u->sq_tail = (unsigned *)(sq + p.sq_off.tail);
+	u->sq_mask = (unsigned *)(sq + p.sq_off.ring_mask);
+	u->sq_array = (unsigned *)(sq + p.sq_off.array);
+	u->cq_head = (unsigned *)(cq + p.cq_off.head);
+	u->cq_tail = (unsigned *)(cq + p.cq_off.tail);
+	u->cq_mask = (unsigned *)(cq + p.cq_off.ring_mask);
+	u->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+	return 0;
+}
+
+/* Submits one read or write and returns its completion's result. */
+static int uring_rw(struct uring *u, int op, int fd, void *buf, unsigned len, uint64_t off)
+{
+	unsigned tail = *u->sq_tail, idx = tail & *u->sq_mask;
+	struct io_uring_sqe *sqe = &u->sqes[idx];
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = (uint8_t)op;
+	sqe->fd = fd;
+	sqe->addr = (uint64_t)(uintptr_t)buf;
+	sqe->len = len;
+	sqe->off = off;
+	sqe->user_data = 42;
+	u->sq_array[idx] = idx;
+	__atomic_store_n(u->sq_tail, tail + 1, __ATOMIC_RELEASE);
+	long r = syscall(__NR_io_uring_enter, u->fd, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0);
+	if (r < 0)
+		fail("io_uring_enter: %s", strerror(errno));
+	unsigned head = __atomic_load_n(u->cq_head, __ATOMIC_ACQUIRE);
+	if (head == __atomic_load_n(u->cq_tail, __ATOMIC_ACQUIRE))
+		fail("io_uring: no completion after io_uring_enter");
+	struct io_uring_cqe *cqe = &u->cqes[head & *u->cq_mask];
+	int res = cqe->res;
+	__atomic_store_n(u->cq_head, head + 1, __ATOMIC_RELEASE);
+	return res;
+}
+
+int m_uring(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "PATH PATH2 SIZE SEED");
+	struct uring u;
+	unsigned char *e = pattern_buf(arg.size, arg.seed), *b = xmalloc(arg.size);
+
+	int rc = uring_init(&u);
+	if (rc < 0)
+		note("io_uring not tested: io_uring_setup failed here (%s)", strerror(-rc));
+	int fd = gen_open(arg.path, arg.size, arg.seed);
+	memset(b, FILLER, arg.size);
+	struct iovec iov = { b, arg.size };
+	int r = uring_rw(&u, IORING_OP_READ, fd, b, (unsigned)arg.size, 0);
+	int rv = uring_rw(&u, IORING_OP_READV, fd, &iov, 1, 0);
+	if (r >= 0 || rv >= 0)
+		fail("io_uring read of a tagged fd returned %d / readv %d (expected errors)", r, rv);
+	reader_intact(fd, b, e, &arg, "io_uring", "io_uring");
+
+	int wfd = xopen(arg.path2, O_WRONLY | O_CREAT | O_TRUNC);
+	int w = uring_rw(&u, IORING_OP_WRITE, wfd, b, (unsigned)arg.size, 0);
+	if (w >= 0)
+		fail("io_uring write to a tagged fd returned %d (expected an error)", w);
+	writer_intact(wfd, e, &arg);
+	printf("uring: read %s, readv %s, write %s\n", strerror(-r), strerror(-rv), strerror(-w));
+	free(b);
+	free(e);
+	return 0;
+}
+
+/* One POSIX aio_read or aio_write of n bytes at offset 0, which must fail;
+ * returns its error. */
+static int aio_run(int fd, unsigned char *b, size_t n, bool wr)
+{
+	struct aiocb cb;
+	memset(&cb, 0, sizeof(cb));
+	cb.aio_fildes = fd;
+	cb.aio_buf = b;
+	cb.aio_nbytes = n;
+	if ((wr ? aio_write(&cb) : aio_read(&cb)) != 0)
+		return errno;
+	const struct aiocb *list[1] = { &cb };
+	while (aio_error(&cb) == EINPROGRESS)
+		aio_suspend(list, 1, NULL);
+	int err = aio_error(&cb);
+	ssize_t r = aio_return(&cb);
+	if (err == 0)
+		fail("POSIX aio_%s on a tagged fd succeeded (%zd bytes)", wr ? "write" : "read", r);
+	return err;
+}
+
+int m_aio(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "PATH PATH2 SIZE SEED");
+	unsigned char *e = pattern_buf(arg.size, arg.seed), *b = xmalloc(arg.size);
+
+	int fd = gen_open(arg.path, arg.size, arg.seed);
+	memset(b, FILLER, arg.size);
+	int er = aio_run(fd, b, arg.size, false);
+	reader_intact(fd, b, e, &arg, "aio_read", "aio_read");
+
+	int wfd = xopen(arg.path2, O_WRONLY | O_CREAT | O_TRUNC);
+	int ew = aio_run(wfd, b, arg.size, true);
+	writer_intact(wfd, e, &arg);
+	printf("aio: aio_read %s, aio_write %s\n", strerror(er), strerror(ew));
+	free(b);
+	free(e);
+	return 0;
+}
+
+int m_locks(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED");
+
+	gen_file(arg.path, arg.size, arg.seed, 0);
+	for (int acc = 0; acc < 2; acc++) {
+		int fd = xopen(arg.path, acc ? O_WRONLY | O_TRUNC : O_RDONLY);
+		if (flock(fd, acc ? LOCK_EX : LOCK_SH) != 0)
+			fail("flock on a tagged %s fd: %s", acc ? "writer" : "reader", strerror(errno));
+		if (flock(fd, LOCK_UN) != 0)
+			fail("flock(LOCK_UN) on a tagged %s fd: %s", acc ? "writer" : "reader", strerror(errno));
+		struct flock fl = { .l_type = (short)(acc ? F_WRLCK : F_RDLCK), .l_whence = SEEK_SET };
+		if (fcntl(fd, F_SETLK, &fl) != 0)
+			fail("fcntl(F_SETLK) on a tagged %s fd: %s", acc ? "writer" : "reader", strerror(errno));
+		struct flock q = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		if (fcntl(fd, F_GETLK, &q) != 0 || q.l_type != F_UNLCK)
+			fail("fcntl(F_GETLK) on a tagged %s fd sees a lock of another process", acc ? "writer" : "reader");
+		/* the kernel's rule: no write lock through a reader, nor read
+		 * lock through a writer */
+		struct flock wrong = { .l_type = (short)(acc ? F_RDLCK : F_WRLCK), .l_whence = SEEK_SET };
+		errno = 0;
+		if (fcntl(fd, F_SETLK, &wrong) == 0 || errno != EBADF)
+			fail("a %s lock through a tagged %s fd: %s", acc ? "read" : "write", acc ? "writer" : "reader",
+			     errno ? strerror(errno) : "it succeeded");
+		printf("locks: %s fd: flock, F_SETLK and F_GETLK work\n", acc ? "writer" : "reader");
+		if (acc) {
+			unsigned char *e = pattern_buf(arg.size, arg.seed);
+			write_all(fd, e, arg.size, arg.path);
+			free(e);
+		}
+		close(fd);
+	}
+	check_file(arg.path, arg.size, arg.seed, 0);
+	return 0;
+}
+
+/* stdout moved onto a tagged descriptor with dup2: glibc's stdio writes
+ * there with internal calls the library cannot see, so the file must be
+ * used directly, and it holds what write() and stdio wrote, in order. */

@@ -1,0 +1,651 @@
+/* e2e_helper: Threads, forks and shared descriptors: concurrent writers and readers, churn, descriptors read by children, several processes writing one file. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+#include "e2e_helper.h"
+
+#define NWRITERS 4
+#define NSHARERS 2
+/* odd sizes so that no write lines up with the cache's 4 KiB extents */
+#define THR_CHUNK 65537u
+#define SHARED_CHUNK 40961u
+
+struct thr {
+	pthread_t tid;
+	int idx;
+	char path[PATH_MAX];
+	size_t size;
+	uint64_t seed;
+	int fd; /* shared descriptor for the pwrite threads */
+	const char *err;
+	int err_no;
+};
+
+static pthread_barrier_t thr_barrier;
+
+static void *writer_thread(void *arg)
+{
+	struct thr *t = arg;
+	unsigned char *b = pattern_buf(t->size, t->seed);
+	pthread_barrier_wait(&thr_barrier);
+	int fd = open(t->path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		t->err = "open";
+		t->err_no = errno;
+		free(b);
+		return NULL;
+	}
+	for (size_t k = 0; k < t->size && !t->err;) {
+		size_t m = t->size - k < THR_CHUNK ? t->size - k : THR_CHUNK;
+		ssize_t w = write(fd, b + k, m);
+		if (w <= 0) {
+			t->err = "write";
+			t->err_no = w < 0 ? errno : EIO;
+		} else {
+			k += (size_t)w;
+		}
+	}
+	if (close(fd) != 0 && !t->err) {
+		t->err = "close";
+		t->err_no = errno;
+	}
+	free(b);
+	return NULL;
+}
+
+/* The two sharers write alternate chunks of one file through one fd. */
+static void *sharer_thread(void *arg)
+{
+	struct thr *t = arg;
+	unsigned char *b = xmalloc(SHARED_CHUNK);
+	pthread_barrier_wait(&thr_barrier);
+	size_t nchunks = (t->size + SHARED_CHUNK - 1) / SHARED_CHUNK;
+	for (size_t c = (size_t)t->idx; c < nchunks && !t->err; c += NSHARERS) {
+		uint64_t off = (uint64_t)c * SHARED_CHUNK;
+		size_t m = t->size - off < SHARED_CHUNK ? t->size - off : SHARED_CHUNK;
+		pattern(b, off, m, t->seed);
+		ssize_t w = pwrite(t->fd, b, m, (off_t)off);
+		if (w != (ssize_t)m) {
+			t->err = "pwrite";
+			t->err_no = w < 0 ? errno : EIO;
+		}
+	}
+	free(b);
+	return NULL;
+}
+
+static void *reader_thread(void *arg)
+{
+	struct thr *t = arg;
+	pthread_barrier_wait(&thr_barrier);
+	check_file(t->path, t->size, t->seed, THR_CHUNK);
+	return NULL;
+}
+
+/* Four threads read() one descriptor: every 4 KiB block of the file must
+ * come out exactly once (the position is shared and moves atomically).
+ * Each 8-byte word of the file holds its own offset. */
+#define OFF_SIZE (4u << 20)
+#define OFF_BLOCK 4096u
+
+struct offreader {
+	pthread_t tid;
+	int fd;
+	size_t nblocks;
+	uint64_t *first; /* first word of each block read */
+	const char *err;
+};
+
+static void *offset_reader(void *arg)
+{
+	struct offreader *r = arg;
+	uint64_t b[OFF_BLOCK / 8];
+	pthread_barrier_wait(&thr_barrier);
+	for (;;) {
+		ssize_t got = read(r->fd, b, sizeof(b));
+		if (got == 0)
+			break;
+		if (got != (ssize_t)sizeof(b)) {
+			r->err = got < 0 ? strerror(errno) : "a short read";
+			break;
+		}
+		for (unsigned k = 1; k < OFF_BLOCK / 8; k++)
+			if (b[k] != b[0] + 8 * k) {
+				r->err = "a block mixing two positions";
+				return NULL;
+			}
+		r->first[r->nblocks++] = b[0];
+	}
+	return NULL;
+}
+
+static void shared_readers(const char *dir)
+{
+	char path[PATH_MAX];
+	uint64_t *w = xmalloc(OFF_SIZE);
+	for (size_t k = 0; k < OFF_SIZE / 8; k++)
+		w[k] = 8 * k;
+	snprintf(path, sizeof(path), "%s/offsets.bin", dir);
+	int fd = xopen(path, O_WRONLY | O_CREAT | O_TRUNC);
+	write_all(fd, (unsigned char *)w, OFF_SIZE, path);
+	close(fd);
+	fd = xopen(path, O_RDONLY);
+	struct offreader r[4];
+	pthread_barrier_init(&thr_barrier, NULL, 4);
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct offreader){ .fd = fd, .first = xmalloc(OFF_SIZE / OFF_BLOCK * 8) };
+		pthread_create(&r[i].tid, NULL, offset_reader, &r[i]);
+	}
+	unsigned char *seen = calloc(OFF_SIZE / OFF_BLOCK, 1);
+	for (int i = 0; i < 4; i++) {
+		pthread_join(r[i].tid, NULL);
+		if (r[i].err)
+			fail("shared reader %d: %s", i, r[i].err);
+		for (size_t k = 0; k < r[i].nblocks; k++) {
+			uint64_t off = r[i].first[k];
+			if (off % OFF_BLOCK || off >= OFF_SIZE || seen[off / OFF_BLOCK]++)
+				fail("shared readers: block at %llu read twice or misplaced",
+				     (unsigned long long)off);
+		}
+		free(r[i].first);
+	}
+	for (size_t k = 0; k < OFF_SIZE / OFF_BLOCK; k++)
+		if (!seen[k])
+			fail("shared readers: block %zu never read", k);
+	pthread_barrier_destroy(&thr_barrier);
+	close(fd);
+	free(seen);
+	free(w);
+}
+
+int m_threads(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "DIR SIZE");
+	struct thr w[NWRITERS], s[NSHARERS];
+	char shared[PATH_MAX];
+
+	pthread_barrier_init(&thr_barrier, NULL, NWRITERS + NSHARERS);
+	snprintf(shared, sizeof(shared), "%s/shared.bin", arg.path);
+	int sfd = xopen(shared, O_WRONLY | O_CREAT | O_TRUNC);
+	for (int i = 0; i < NWRITERS; i++) {
+		w[i] = (struct thr){ .idx = i, .size = arg.size, .seed = 100 + (uint64_t)i, .fd = -1 };
+		snprintf(w[i].path, sizeof(w[i].path), "%s/thr_%d.bin", arg.path, i);
+		pthread_create(&w[i].tid, NULL, writer_thread, &w[i]);
+	}
+	for (int i = 0; i < NSHARERS; i++) {
+		s[i] = (struct thr){ .idx = i, .size = 2 * arg.size, .seed = 200, .fd = sfd };
+		pthread_create(&s[i].tid, NULL, sharer_thread, &s[i]);
+	}
+	for (int i = 0; i < NWRITERS; i++) {
+		pthread_join(w[i].tid, NULL);
+		if (w[i].err)
+			fail("writer %d: %s %s: %s", i, w[i].err, w[i].path, strerror(w[i].err_no));
+	}
+	for (int i = 0; i < NSHARERS; i++) {
+		pthread_join(s[i].tid, NULL);
+		if (s[i].err)
+			fail("sharer %d: %s: %s", i, s[i].err, strerror(s[i].err_no));
+	}
+	struct stat st;
+	if (fstat(sfd, &st) != 0 || (size_t)st.st_size != 2 * arg.size)
+		fail("fstat %s: size %lld, expected %zu", shared, (long long)st.st_size, 2 * arg.size);
+	xclose(sfd, shared);
+	pthread_barrier_destroy(&thr_barrier);
+
+	/* read back: four threads at once, then the shared file with pread
+	 * from the end towards the start */
+	pthread_barrier_init(&thr_barrier, NULL, NWRITERS);
+	for (int i = 0; i < NWRITERS; i++)
+		pthread_create(&w[i].tid, NULL, reader_thread, &w[i]);
+	for (int i = 0; i < NWRITERS; i++)
+		pthread_join(w[i].tid, NULL);
+	pthread_barrier_destroy(&thr_barrier);
+
+	int fd = xopen(shared, O_RDONLY);
+	unsigned char *b = xmalloc(2 * arg.size);
+	size_t step = 100003;
+	for (size_t end = 2 * arg.size; end > 0;) {
+		size_t off = end > step ? end - step : 0;
+		ssize_t r = pread(fd, b + off, end - off, (off_t)off);
+		if (r != (ssize_t)(end - off))
+			fail("pread %s at %zu: %zd", shared, off, r);
+		end = off;
+	}
+	size_t d = pattern_diff(b, 0, 2 * arg.size, 200);
+	if (d != 2 * arg.size)
+		fail("%s: byte %zu differs from what the two threads wrote", shared, d);
+	close(fd);
+	free(b);
+	check_file(shared, 2 * arg.size, 200, 0);
+	shared_readers(arg.path);
+	printf("threads: 4 files and 1 shared file verified; 4 readers shared one position\n");
+	return 0;
+}
+
+/* churn DIR THREADS FILES SEED [verify]: every thread writes FILES
+ * checkpoints of varied sizes and, after each, reads back a random
+ * completed checkpoint of any thread, so writes, flushes, evictions and
+ * reads overlap; then everything is read back. With "verify", only the
+ * final pass runs (to check the real files without the library). */
+#define CHURN_MAXT 8
+#define CHURN_MAXF 64
+
+struct churn {
+	pthread_t tid;
+	int t, nfiles;
+	const char *dir;
+	uint64_t seed;
+	const char *err;
+	char errpath[PATH_MAX];
+};
+
+static atomic_int churn_done[CHURN_MAXT];
+
+static size_t churn_size(uint64_t seed, int t, int i)
+{
+	return 50000 + (size_t)(mix64(seed * 131 + (uint64_t)t * 1000 + (uint64_t)i) % 2000000);
+}
+
+static void churn_path(char *p, size_t cap, const char *dir, int t, int i)
+{
+	snprintf(p, cap, "%s/c_%d_%02d.bin", dir, t, i);
+}
+
+/* Reads one checkpoint back; returns an error text or NULL. */
+static const char *churn_check(const char *path, size_t size, uint64_t seed)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return "cannot be opened";
+	unsigned char *b = malloc(size + 1);
+	size_t got = 0;
+	ssize_t r;
+	while (b && got <= size && (r = read(fd, b + got, size + 1 - got)) > 0)
+		got += (size_t)r;
+	close(fd);
+	const char *err = !b ? "out of memory" : got != size ? "has the wrong size" :
+			  pattern_diff(b, 0, size, seed) != size ? "holds wrong bytes" : NULL;
+	free(b);
+	return err;
+}
+
+static void *churn_thread(void *arg)
+{
+	struct churn *c = arg;
+	char path[PATH_MAX];
+	uint64_t rnd = mix64(c->seed + (uint64_t)c->t);
+	for (int i = 0; i < c->nfiles && !c->err; i++) {
+		size_t size = churn_size(c->seed, c->t, i);
+		churn_path(path, sizeof(path), c->dir, c->t, i);
+		unsigned char *b = pattern_buf(size, c->seed * 1000 + (uint64_t)c->t * 100 + (uint64_t)i);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		size_t done = 0;
+		while (fd >= 0 && done < size) {
+			size_t m = size - done < 100003 ? size - done : 100003;
+			ssize_t w = write(fd, b + done, m);
+			if (w <= 0)
+				break;
+			done += (size_t)w;
+		}
+		free(b);
+		if (fd < 0 || done < size || close(fd) != 0) {
+			c->err = "could not be written";
+			snprintf(c->errpath, sizeof(c->errpath), "%s", path);
+			break;
+		}
+		atomic_store(&churn_done[c->t], i + 1);
+		/* a random completed checkpoint of a random thread */
+		rnd = mix64(rnd);
+		int t2 = (int)(rnd % CHURN_MAXT);
+		int n2 = t2 < CHURN_MAXT ? atomic_load(&churn_done[t2]) : 0;
+		if (n2 > 0) {
+			int i2 = (int)((rnd >> 20) % (uint64_t)n2);
+			churn_path(path, sizeof(path), c->dir, t2, i2);
+			const char *e = churn_check(path, churn_size(c->seed, t2, i2),
+						    c->seed * 1000 + (uint64_t)t2 * 100 + (uint64_t)i2);
+			if (e) {
+				c->err = e;
+				snprintf(c->errpath, sizeof(c->errpath), "%s", path);
+			}
+		}
+	}
+	return NULL;
+}
+
+int m_churn(int argc, char **argv)
+{
+	need_args(argc, 5, "DIR THREADS FILES SEED [verify]");
+	int nt = (int)num(argv[2]), nf = (int)num(argv[3]);
+	uint64_t seed = num(argv[4]);
+	bool verify = verify_only(argc, argv, 5);
+	struct churn c[CHURN_MAXT];
+	char path[PATH_MAX];
+
+	if (nt < 1 || nt > CHURN_MAXT || nf < 1 || nf > CHURN_MAXF)
+		fail("THREADS must be 1..%d and FILES 1..%d", CHURN_MAXT, CHURN_MAXF);
+	if (!verify) {
+		for (int t = 0; t < nt; t++) {
+			c[t] = (struct churn){ .t = t, .nfiles = nf, .dir = argv[1], .seed = seed };
+			pthread_create(&c[t].tid, NULL, churn_thread, &c[t]);
+		}
+		for (int t = 0; t < nt; t++) {
+			pthread_join(c[t].tid, NULL);
+			if (c[t].err)
+				fail("thread %d: %s %s", t, c[t].errpath, c[t].err);
+		}
+	}
+	for (int t = 0; t < nt; t++)
+		for (int i = nf - 1; i >= 0; i--) {
+			churn_path(path, sizeof(path), argv[1], t, i);
+			const char *e = churn_check(path, churn_size(seed, t, i), seed * 1000 + (uint64_t)t * 100 + (uint64_t)i);
+			if (e)
+				fail("%s %s", path, e);
+		}
+	printf("churn: %d x %d checkpoints verified\n", nt, nf);
+	return 0;
+}
+
+/* ---- modes: fork and exec -------------------------------------------------- */
+
+/* readfd FD SEED: reads 4096 bytes from descriptor FD (inherited through
+ * exec) at its offset and compares them with stream SEED there. Exit 0
+ * when they match, 3 when they differ, 4 on a short read, 5 on an error. */
+int m_readfd(int argc, char **argv)
+{
+	need_args(argc, 3, "FD SEED");
+	int fd = (int)num(argv[1]);
+	uint64_t seed = num(argv[2]);
+	unsigned char b[4096];
+	off_t at = lseek(fd, 0, SEEK_CUR);
+	size_t got = 0;
+	while (got < sizeof(b)) {
+		ssize_t r = read(fd, b + got, sizeof(b) - got);
+		if (r < 0) {
+			printf("readfd: read fd %d: %s\n", fd, strerror(errno));
+			return 5;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	if (got < sizeof(b) || at < 0) {
+		printf("readfd: %zu bytes from inherited fd %d at %lld\n", got, fd, (long long)at);
+		return 4;
+	}
+	if (pattern_diff(b, (uint64_t)at, sizeof(b), seed) != sizeof(b)) {
+		printf("readfd: wrong bytes from inherited fd %d at %lld\n", fd, (long long)at);
+		return 3;
+	}
+	return 0;
+}
+
+static int wait_child(pid_t pid, const char *what)
+{
+	int st;
+	if (waitpid(pid, &st, 0) != pid)
+		fail("waitpid %s: %s", what, strerror(errno));
+	if (WIFSIGNALED(st))
+		fail("%s: killed by signal %d", what, WTERMSIG(st));
+	return WEXITSTATUS(st);
+}
+
+/* Runs argv in a child with stdin = in (if >= 0) and stdout captured;
+ * returns the exit status and the number of bytes it printed. */
+static int run_captured(int in, char *const *av, size_t *printed, char *out, size_t outlen)
+{
+	int p[2];
+	if (pipe(p) != 0)
+		fail("pipe: %s", strerror(errno));
+	pid_t pid = fork();
+	if (pid < 0)
+		fail("fork: %s", strerror(errno));
+	if (pid == 0) {
+		if (in >= 0 && dup2(in, 0) < 0)
+			_exit(120);
+		dup2(p[1], 1);
+		close(p[0]);
+		close(p[1]);
+		execv(av[0], av);
+		_exit(127);
+	}
+	close(p[1]);
+	size_t n = 0;
+	ssize_t r;
+	char tmp[4096];
+	while ((r = read(p[0], tmp, sizeof(tmp))) > 0) {
+		if (n < outlen - 1) {
+			size_t m = (size_t)r < outlen - 1 - n ? (size_t)r : outlen - 1 - n;
+			memcpy(out + n, tmp, m);
+		}
+		n += (size_t)r;
+	}
+	out[n < outlen - 1 ? n : outlen - 1] = '\0';
+	close(p[0]);
+	*printed = n;
+	return wait_child(pid, av[0]);
+}
+
+int m_fork(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "PATH PATH2 SIZE SEED");
+	unsigned char *b = xmalloc(arg.size), *e = pattern_buf(arg.size, arg.seed);
+	char fdnum[16], seed[32], out[256];
+	size_t printed;
+
+	if (arg.size < 16384)
+		fail("SIZE must be at least 16K");
+	int fd = gen_open(arg.path, arg.size, arg.seed);
+	if (!reads_back(fd, b, e, 100, arg.path))
+		fail("parent: the first 100 bytes of %s are wrong", arg.path);
+
+	/* 1. a forked child (no exec) reads the inherited descriptor, at the
+	 * offset it shares with the parent */
+	pid_t pid = fork();
+	if (pid < 0)
+		fail("fork: %s", strerror(errno));
+	if (pid == 0) {
+		unsigned char c[4096];
+		if (read_all(fd, c, sizeof(c), arg.path) != sizeof(c) || memcmp(c, e + 100, sizeof(c)))
+			_exit(3);
+		if (pread(fd, c, sizeof(c), 0) != (ssize_t)sizeof(c) || memcmp(c, e, sizeof(c)))
+			_exit(4);
+		close(fd);
+		_exit(0);
+	}
+	int rc = wait_child(pid, "forked reader");
+	if (rc != 0)
+		fail("a forked child read wrong bytes from an inherited tagged descriptor (status %d)", rc);
+	if (lseek(fd, 0, SEEK_CUR) != 100 + 4096)
+		fail("parent: the offset shared with the forked child is %lld, expected %d",
+		     (long long)lseek(fd, 0, SEEK_CUR), 100 + 4096);
+
+	/* 2. a child that execs this program in "readfd N SEED" mode */
+	snprintf(fdnum, sizeof(fdnum), "%d", fd);
+	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)arg.seed);
+	char *av1[] = { self_exe, "readfd", fdnum, seed, NULL };
+	rc = run_captured(-1, av1, &printed, out, sizeof(out));
+	if (rc != 0)
+		fail("an exec'ed child reading inherited fd %d: %s(status %d)", fd, out, rc);
+
+	/* 3. cat with the descriptor as its standard input (cat <&N): the rest */
+	size_t at = 100 + 2 * 4096;
+	char *av2[] = { "/bin/cat", NULL };
+	char *all = xmalloc(arg.size + 1);
+	rc = run_captured(fd, av2, &printed, all, arg.size + 1);
+	if (rc != 0 || printed != arg.size - at || memcmp(all, e + at, printed) != 0)
+		fail("cat <&%d printed %zu bytes (expected the last %zu), status %d", fd, printed,
+		     arg.size - at, rc);
+
+	/* 4. cat /proc/self/fd/N: a reopen through /proc in an exec'ed child */
+	char procp[64];
+	snprintf(procp, sizeof(procp), "/proc/self/fd/%d", fd);
+	char *av3[] = { "/bin/cat", procp, NULL };
+	rc = run_captured(-1, av3, &printed, all, arg.size + 1);
+	if (rc != 0 || printed != arg.size || memcmp(all, e, arg.size) != 0)
+		fail("cat %s printed %zu bytes (expected %zu), status %d", procp, printed, arg.size, rc);
+	free(all);
+	xclose(fd, arg.path);
+
+	/* 5. a forked child writes the second half through an inherited writer */
+	int wfd = xopen(arg.path2, O_WRONLY | O_CREAT | O_TRUNC);
+	write_all(wfd, e, arg.size / 2, arg.path2);
+	pid = fork();
+	if (pid < 0)
+		fail("fork: %s", strerror(errno));
+	if (pid == 0) {
+		ssize_t w = write(wfd, e + arg.size / 2, arg.size - arg.size / 2);
+		_exit(w == (ssize_t)(arg.size - arg.size / 2) ? 0 : 3);
+	}
+	rc = wait_child(pid, "forked writer");
+	if (rc != 0)
+		fail("a forked child could not write an inherited tagged descriptor");
+	xclose(wfd, arg.path2);
+
+	check_file(arg.path, arg.size, arg.seed, 0);
+	check_file(arg.path2, arg.size, arg.seed, 0);
+	printf("fork: children read and wrote the inherited descriptors\n");
+	free(b);
+	free(e);
+	return 0;
+}
+
+/* ---- modes: several descriptors and several writers of one file ----------- */
+
+static void xpwrite_all(int fd, const unsigned char *b, size_t n, off_t off, const char *what)
+{
+	while (n > 0) {
+		ssize_t w = pwrite(fd, b, n, off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			fail("pwrite %s: %s", what, w < 0 ? strerror(errno) : "wrote 0 bytes");
+		b += w;
+		off += w;
+		n -= (size_t)w;
+	}
+}
+
+static off_t fd_size(int fd, const char *what)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		fail("fstat %s: %s", what, strerror(errno));
+	return st.st_size;
+}
+
+/* One process, several descriptors of one file, as the kernel shares them:
+ * a second open of a file open for writing sees what was written and its
+ * writes land in the same file; a second O_TRUNC empties it for every
+ * descriptor; a map of a descriptor that has a dup changes the file that
+ * the dup writes to. The real file must end as the kernel would leave it. */
+int m_sharedfd(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "DIR SEED");
+	const size_t M = 1 << 20;
+	unsigned char *x = pattern_buf(3 * M, arg.seed), *b = xmalloc(3 * M);
+	char p1[PATH_MAX], p2[PATH_MAX], p3[PATH_MAX];
+	snprintf(p1, sizeof(p1), "%s/two-opens.bin", arg.path);
+	snprintf(p2, sizeof(p2), "%s/second-trunc.bin", arg.path);
+	snprintf(p3, sizeof(p3), "%s/map-dup.bin", arg.path);
+
+	/* 1. a second open (O_RDWR) of a file open for writing */
+	int fd1 = xopen(p1, O_WRONLY | O_CREAT | O_TRUNC);
+	write_all(fd1, x, M, p1);
+	int fd2 = xopen(p1, O_RDWR);
+	if (!reads_back(fd2, b, x, M, p1))
+		fail("a second open of a file open for writing does not read what was written");
+	xpwrite_all(fd2, x + 2 * M, M, (off_t)(2 * M), p1);
+	write_all(fd1, x + M, M, p1); /* at fd1's offset, 1 MiB */
+	if (fd_size(fd1, p1) != (off_t)(3 * M) || fd_size(fd2, p1) != (off_t)(3 * M))
+		fail("the two descriptors of %s see sizes %lld and %lld, expected %zu", p1,
+		     (long long)fd_size(fd1, p1), (long long)fd_size(fd2, p1), 3 * M);
+	xclose(fd2, p1);
+	xclose(fd1, p1);
+	check_file(p1, 3 * M, arg.seed, 0);
+
+	/* 2. a second open with O_TRUNC empties the file for the first one too */
+	fd1 = xopen(p2, O_WRONLY | O_CREAT | O_TRUNC);
+	write_all(fd1, x + M, M, p2);
+	fd2 = xopen(p2, O_WRONLY | O_CREAT | O_TRUNC);
+	if (fd_size(fd1, p2) != 0)
+		fail("after a second open with O_TRUNC the first descriptor sees %lld bytes",
+		     (long long)fd_size(fd1, p2));
+	write_all(fd2, x, M, p2);
+	write_all(fd1, x + M, M, p2); /* fd1 is still at 1 MiB */
+	xclose(fd1, p2);
+	xclose(fd2, p2);
+	check_file(p2, 2 * M, arg.seed, 0);
+
+	/* 3. mmap of a descriptor that has a dup, then writes through the dup */
+	int fd = xopen(p3, O_RDWR | O_CREAT | O_TRUNC);
+	write_all(fd, x, M, p3);
+	int d = dup(fd);
+	if (d < 0)
+		fail("dup: %s", strerror(errno));
+	unsigned char *m = mmap(NULL, M, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		fail("mmap of %s: %s", p3, strerror(errno));
+	if (memcmp(m, x, M) != 0)
+		fail("the map of %s shows wrong bytes", p3);
+	memset(m, 'M', 4096);
+	if (msync(m, M, MS_SYNC) != 0)
+		fail("msync: %s", strerror(errno));
+	munmap(m, M);
+	write_all(d, x + M, 4096, p3); /* the dup shares the offset: 1 MiB */
+	xclose(d, p3);
+	xclose(fd, p3);
+	memset(x, 'M', 4096);
+	fd = xopen(p3, O_RDONLY);
+	if (read_all(fd, b, M + 4097, p3) != M + 4096 || memcmp(b, x, M + 4096) != 0)
+		fail("%s does not hold the map's bytes and the dup's write", p3);
+	xclose(fd, p3);
+	raw_check(p3, x, M + 4096, "after the dup's write");
+	printf("sharedfd: descriptors of one file share its state\n");
+	free(x);
+	free(b);
+	return 0;
+}
+
+/* Waits until path exists (a barrier between processes), at most 30 s. */
+static void wait_for(const char *path)
+{
+	for (int i = 0; i < 3000; i++) {
+		if (access(path, F_OK) == 0)
+			return;
+		sleep_ms(10);
+	}
+	fail("%s did not appear in 30 s", path);
+}
+
+/* One writer of a file shared by several processes (MPI-IO, HDF5): opens
+ * PATH with FLAGS (w: O_WRONLY|O_CREAT, t: ... |O_TRUNC, r: O_RDWR), says
+ * so by creating MARKS/opened.N, waits for MARKS/go, writes its region
+ * [N*SIZE, (N+1)*SIZE) of stream SEED with pwrite, fsyncs, closes. */
+int m_n1part(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "PATH N SIZE SEED w|t|r MARKS");
+	int flags = !strcmp(argv[5], "t") ? O_WRONLY | O_CREAT | O_TRUNC :
+		    !strcmp(argv[5], "r") ? O_RDWR : O_WRONLY | O_CREAT;
+	char mark[PATH_MAX + 32];
+	unsigned char *b = xmalloc(arg.size);
+	pattern(b, (uint64_t)arg.n * arg.size, arg.size, arg.seed);
+	int fd = xopen(arg.path, flags);
+	snprintf(mark, sizeof(mark), "%s/opened.%ld", argv[6], arg.n);
+	xclose(xopen(mark, O_WRONLY | O_CREAT), mark);
+	snprintf(mark, sizeof(mark), "%s/go", argv[6]);
+	wait_for(mark);
+	xpwrite_all(fd, b, arg.size, (off_t)((uint64_t)arg.n * arg.size), arg.path);
+	if (fsync(fd) != 0)
+		fail("fsync %s: %s", arg.path, strerror(errno));
+	xclose(fd, arg.path);
+	free(b);
+	return 0;
+}
+
+/* ---- modes: unsupported call paths ----------------------------------------- */
+
+/* What a buffer holds before a call that must fail on a tagged reader:
+ * the call may not have written into it. */
