@@ -1868,14 +1868,28 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 	if (o->at_home && (!durable || o->durable))
 		return 0;
 	if (o->at_home) {
-		int fd = sys_open(o->key, O_RDONLY, 0);
+		/* published, not yet durable: the fsync (seconds, on a busy
+		 * parallel file system) runs without the engine lock, the real
+		 * file held busy meanwhile as during a publication */
+		char *key = strdup(o->key);
+		if (!key)
+			return -ENOMEM;
+		o->home_busy = true;
+		ckc_obj_get(o);
+		pthread_mutex_unlock(&ckc_eng.lock);
+		int fd = sys_open(key, O_RDONLY, 0);
 		int rc = fd < 0 ? -errno : sys_fsync(fd) ? -errno : 0;
 		if (fd >= 0)
 			sys_close(fd);
 		if (!rc)
-			rc = ckc_fsync_dir_of(o->key);
-		if (!rc)
+			rc = ckc_fsync_dir_of(key);
+		sys_free(key);
+		pthread_mutex_lock(&ckc_eng.lock);
+		o->home_busy = false;
+		if (!rc && o->at_home)
 			o->durable = true;
+		pthread_cond_broadcast(&ckc_eng.cv);
+		ckc_obj_put(o);
 		return rc;
 	}
 	if (o->wlevel == ckc_eng.ntier - 1 && o->home_fd >= 0) {

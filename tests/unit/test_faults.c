@@ -389,3 +389,66 @@ Test(faults, publish_all_does_what_the_flusher_has_not_reached)
 	cr_assert(thome_matches(path, 20, 1 * MiB));
 	faults_teardown(&e);
 }
+
+/* fsync of the real files, held while hold_fsync is set. */
+static _Atomic int hold_fsync, held_fsyncs;
+
+static int f_fsync_held(int fd)
+{
+	atomic_fetch_add(&held_fsyncs, 1);
+	while (atomic_load(&hold_fsync))
+		usleep(1000);
+	return fsync(fd);
+}
+
+static void *sync_thread(void *arg)
+{
+	return (void *)(intptr_t)ckc_sync_path(arg);
+}
+
+static _Atomic int other_done;
+
+static void *other_checkpoint(void *arg)
+{
+	twrite(arg, 77, 1 * MiB, 256 * 1024);
+	tverify(arg, 77, 1 * MiB, 256 * 1024);
+	atomic_store(&other_done, 1);
+	return NULL;
+}
+
+/* The fsync of a checkpoint already at its real path (seconds, on a busy
+ * parallel file system) holds no lock of the cache: another thread writes
+ * and reads back a checkpoint of its own meanwhile. */
+Test(faults, an_fsync_of_a_published_checkpoint_leaves_the_cache_to_the_other_threads)
+{
+	tenv_t e;
+	faults_setup(&e);
+	ckc_config_t c = tcfg(&e, 16 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX], other[PATH_MAX];
+	tpath(&e, path, 0);
+	tpath(&e, other, 1);
+	twrite(path, 31, 2 * MiB, 1 * MiB);
+	cr_assert_eq(ckc_wait_flushed(), 0, "published, not yet durable");
+	atomic_store(&hold_fsync, 1);
+	ckc_io.fsync = f_fsync_held;
+	pthread_t s, w;
+	cr_assert_eq(pthread_create(&s, NULL, sync_thread, path), 0);
+	for (int i = 0; i < 500 && !atomic_load(&held_fsyncs); i++)
+		usleep(10000);
+	cr_assert_gt(atomic_load(&held_fsyncs), 0, "the fsync never began");
+	cr_assert_eq(pthread_create(&w, NULL, other_checkpoint, other), 0);
+	for (int i = 0; i < 500 && !atomic_load(&other_done); i++)
+		usleep(10000);
+	bool done = atomic_load(&other_done);
+	atomic_store(&hold_fsync, 0);
+	void *rc;
+	pthread_join(w, NULL);
+	pthread_join(s, &rc);
+	cr_assert(done, "the other thread waited for the fsync");
+	cr_assert_eq((intptr_t)rc, 0, "the fsync failed");
+	ckc_stat_t st;
+	cr_assert_eq(ckc_stat(path, &st), 0);
+	cr_assert(thome_matches(path, 31, 2 * MiB));
+	faults_teardown(&e);
+}
