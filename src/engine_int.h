@@ -512,4 +512,44 @@ void ckc_hints_reading(void);                       /* lock held */
 /* Says how many malformed hint lines were not shown (lock held). */
 void ckc_hints_summary(void);
 
+/* Shared by the engine's files (engine*.c), lock held unless said. */
+extern pthread_mutex_t eng_life;
+extern uint64_t eng_trace_off;
+void eng_stats_collect(ckc_stats_t *s);
+bool eng_wait_until(uint64_t deadline_ns);
+int eng_map_insert(ckc_obj_t *o);
+void eng_map_remove(ckc_obj_t *o);
+ckc_obj_t *eng_obj_alloc(const char *key);
+ckc_obj_t *eng_obj_new(const char *key);
+int eng_canon(const char *path, char *out);
+int eng_lookup_locked(const char *path, char *key, ckc_obj_t **op);
+ckc_handle_t *eng_handle_new(ckc_obj_t *o, bool writer);
+int eng_migrate_to(ckc_obj_t *o, bool home_only);
+int eng_migrate_down(ckc_obj_t *o);
+int eng_write_room(ckc_obj_t *o, uint64_t end);
+int eng_zero_fill(ckc_obj_t *o, uint64_t from, uint64_t to);
+ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t len, uint64_t off);
+int eng_close_home_writer(ckc_obj_t *o);
+void eng_close_writer_locked(ckc_obj_t *o);
+ckc_obj_t *eng_current_locked(const char *key);
+void eng_range_add(ckc_handle_t *h, uint64_t a, uint64_t b);
+bool eng_prefetch_wait(ckc_handle_t *h, uint64_t *deadline);
+void eng_stat_fill(const ckc_obj_t *o, ckc_stat_t *st);
+void eng_ref_detach(ckc_obj_t *o);
+
+/* What ckc_open_write / ckc_open_read hand out. */
+struct ckc_handle {
+	ckc_obj_t *o;
+	bool writer;
+	bool waited;       /* this reader already counted a wait */
+	bool counted;      /* its checkpoint was counted as read from a tier */
+	int home_fd;       /* the real file, opened by the first read from it */
+	int nrange, caprange;
+	uint64_t (*range)[2]; /* bytes read so far: sorted, disjoint [a, b) */
+	/* small reads of a copy in device memory come from one host copy of a
+	 * window of it (ckc_gpu_window), not a device transfer each */
+	char *win;
+	uint64_t win_off, win_len;
+};
+
 #endif

@@ -1,0 +1,450 @@
+/* Durability and names: publication, fsync, materialize and forget, hand-over of open writers, unlink, rename, stat and attributes. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+#include "log.h"
+#include "memlimit.h"
+#include "path.h"
+#include "state.h"
+#include "sys.h"
+
+/* ---- durability, names --------------------------------------------- */
+
+/* Makes the real path hold o's bytes (lock held): fsync'ed if durable,
+ * whatever CKPTCACHE_PERSIST says otherwise. CKC_CHANGED: the real file
+ * was changed by someone else meanwhile; it was kept and o forgotten. */
+static int publish_locked(ckc_obj_t *o, bool durable)
+{
+	/* a flush under way ends first: its publication is this one (a
+	 * second one beside it would copy the bytes again, and its rename
+	 * could land on what another process writes there once told) */
+	while (o->home_busy || o->migrating || o->flushing)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (o->at_home && (!durable || o->durable))
+		return 0;
+	if (o->at_home) {
+		/* published, not yet durable: the fsync (seconds, on a busy
+		 * parallel file system) runs without the engine lock, the real
+		 * file held busy meanwhile as during a publication */
+		char *key = strdup(o->key);
+		if (!key)
+			return -ENOMEM;
+		o->home_busy = true;
+		ckc_obj_get(o);
+		pthread_mutex_unlock(&ckc_eng.lock);
+		int fd = sys_open(key, O_RDONLY, 0);
+		int rc = fd < 0 ? -errno : sys_fsync(fd) ? -errno : 0;
+		if (fd >= 0)
+			sys_close(fd);
+		if (!rc)
+			rc = ckc_fsync_dir_of(key);
+		sys_free(key);
+		pthread_mutex_lock(&ckc_eng.lock);
+		o->home_busy = false;
+		if (!rc && o->at_home)
+			o->durable = true;
+		pthread_cond_broadcast(&ckc_eng.cv);
+		ckc_obj_put(o);
+		return rc;
+	}
+	if (o->wlevel == ckc_eng.ntier - 1 && o->home_fd >= 0) {
+		/* written through: the bytes are in the temporary file, which
+		 * becomes the real file at close */
+		if (!durable)
+			return -ENOTSUP;
+		return sys_fsync(o->home_fd) ? -errno : 0;
+	}
+	bool complete = o->complete;
+	int rc = ckc_flush_home_now(o, durable);
+	if (!rc && !complete) {
+		o->at_home = false; /* a snapshot: the final bytes come at close */
+		ckc_node_note(o);
+	}
+	return rc;
+}
+
+static int sync_locked(ckc_obj_t *o)
+{
+	if (ckc_eng.cfg.persist == CKC_PERSIST_NEVER)
+		return 0;
+	int rc = publish_locked(o, true);
+	/* the program's bytes are in a rescue file, not at the real path */
+	return rc == CKC_CHANGED ? -EIO : rc;
+}
+
+int ckc_sync(ckc_handle_t *h)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	int rc = h->o->handed ? CKC_HANDED : h->o->retired ? 0 : sync_locked(h->o);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+int ckc_sync_path(const char *path)
+{
+	char key[PATH_MAX];
+	ckc_obj_t *o;
+	int rc = eng_lookup_locked(path, key, &o);
+	if (rc)
+		return rc;
+	rc = o ? sync_locked(o) : -ENOENT;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+int ckc_unlink(const char *path)
+{
+	char key[PATH_MAX];
+	ckc_obj_t *o;
+	int rc = eng_lookup_locked(path, key, &o);
+	if (rc)
+		return rc;
+	bool cached = o != NULL;
+	if (o) {
+		while (o->home_busy || o->flushing)
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_trace("unlink", o, 0, o->size, -1, 0);
+		ckc_obj_retire(o);
+	}
+	if (ckc_eng.hq)
+		hq_remove_all(ckc_eng.hq, key);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	rc = sys_unlink(key) ? -errno : 0;
+	return rc == -ENOENT && cached ? 0 : rc;
+}
+
+int ckc_materialize(const char *path)
+{
+	char key[PATH_MAX];
+	ckc_obj_t *o;
+	int rc = eng_lookup_locked(path, key, &o);
+	if (rc)
+		return rc;
+	rc = o ? publish_locked(o, false) : -ENOENT;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	/* a newer real file was kept: it is what the caller will use */
+	return rc == CKC_CHANGED ? 0 : rc;
+}
+
+int ckc_forget(const char *path)
+{
+	char key[PATH_MAX];
+	ckc_obj_t *o;
+	int rc = eng_lookup_locked(path, key, &o);
+	if (rc)
+		return rc;
+	if (o) {
+		/* a running flush ends first, so that no temporary file of it is
+		 * left for the caller's next move (a rename of its folder) */
+		while (o->home_busy || o->flushing)
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_trace("forget", o, 0, o->size, -1, 0);
+		ckc_obj_retire(o);
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return o ? 0 : -ENOENT;
+}
+
+/* Publishes o's bytes so far and lets the cache forget it; its handles
+ * answer CKC_HANDED from then on (lock held). */
+static int handoff_locked(ckc_obj_t *o)
+{
+	int rc = 0;
+
+	if (o->handed)
+		return 0;
+	if (o->retired)
+		return -ESTALE; /* a newer version has the name: nothing to hand */
+	ckc_obj_get(o);
+	o->handed = true;
+	ckc_node_note(o);
+	while (o->writing > 0 || o->migrating || o->home_busy)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (o->retired) {
+		rc = 0; /* forgotten meanwhile (its real file was kept) */
+	} else if (!o->complete && o->wlevel == ckc_eng.ntier - 1 && o->home_fd >= 0) {
+		/* written through: the temporary file becomes the real file */
+		rc = eng_close_home_writer(o);
+	} else if (!o->at_home) {
+		rc = ckc_flush_home_now(o, false);
+	}
+	if (rc && rc != CKC_CHANGED) {
+		o->handed = false;
+		ckc_node_note(o);
+		pthread_cond_broadcast(&ckc_eng.cv);
+	} else if (!o->retired) {
+		ckc_trace("handoff", o, 0, o->size, -1, 0);
+		ckc_obj_retire(o);
+	}
+	ckc_obj_put(o);
+	return rc == CKC_CHANGED ? 0 : rc;
+}
+
+int ckc_handoff(ckc_handle_t *h)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	int rc = ckc_eng.active || h->o->handed ? handoff_locked(h->o) : -ENODEV;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+int ckc_handoff_path(const char *path)
+{
+	char key[PATH_MAX];
+	ckc_obj_t *o;
+	int rc = eng_lookup_locked(path, key, &o);
+	if (rc)
+		return rc;
+	rc = o ? handoff_locked(o) : -ENOENT;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+bool ckc_handle_handed(const ckc_handle_t *h)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	bool handed = h->o->handed;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return handed;
+}
+
+/* Whether o is a closed version whose publication is still owed. */
+static bool owed_home(const ckc_obj_t *o)
+{
+	return o->complete && !o->retired && !o->at_home && !o->rescue && !o->capture &&
+	       ckc_persist_wanted(o);
+}
+
+int ckc_publish_all(uint64_t timeout_ns, bool writers)
+{
+	struct timespec end;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += (time_t)(timeout_ns / 1000000000u);
+	end.tv_nsec += (long)(timeout_ns % 1000000000u);
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (!ckc_eng.active || ckc_eng.cfg.persist == CKC_PERSIST_NEVER) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return 0;
+	}
+	/* open writers: their bytes so far (a snapshot; the writer goes on) */
+	for (uint64_t seen = 0; writers;) {
+		ckc_obj_t *w = NULL;
+		for (size_t i = 0; i < ckc_eng.map_cap && !w; i++)
+			for (ckc_obj_t *o = ckc_eng.map[i]; o && !w; o = o->hnext)
+				if (!o->complete && !o->retired && !o->handed && o->version > seen &&
+				    !o->capture)
+					w = o;
+		if (!w)
+			break;
+		/* one at a time in version order: the map changes while unlocked */
+		for (size_t i = 0; i < ckc_eng.map_cap; i++)
+			for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext)
+				if (!o->complete && !o->retired && !o->handed && o->version > seen &&
+				    o->version < w->version && !o->capture)
+					w = o;
+		seen = w->version;
+		if (w->wlevel < ckc_eng.ntier - 1) {
+			ckc_obj_get(w);
+			int r = publish_locked(w, false);
+			if (r && r != CKC_CHANGED && !rc)
+				rc = r;
+			ckc_obj_put(w);
+		}
+	}
+	/* closed versions: published here, or by their flusher if it is at it;
+	 * one that fails (and said so) is not tried again */
+	uint64_t failed[32];
+	int nfailed = 0;
+	for (;;) {
+		ckc_obj_t *todo = NULL;
+		bool busy = false;
+		for (size_t i = 0; i < ckc_eng.map_cap && !todo; i++)
+			for (ckc_obj_t *o = ckc_eng.map[i]; o && !todo; o = o->hnext) {
+				bool skip = false;
+				for (int k = 0; k < nfailed; k++)
+					skip |= failed[k] == o->version;
+				if (skip || !owed_home(o))
+					continue;
+				if (o->flushing || o->home_busy || o->migrating)
+					busy = true;
+				else
+					todo = o;
+			}
+		if (todo) {
+			ckc_obj_get(todo);
+			int r = publish_locked(todo, false);
+			if (r && r != CKC_CHANGED && !rc)
+				rc = r;
+			bool stuck = owed_home(todo);
+			if (stuck && nfailed < (int)(sizeof(failed) / sizeof(failed[0])))
+				failed[nfailed++] = todo->version;
+			ckc_obj_put(todo);
+			if (stuck && nfailed == (int)(sizeof(failed) / sizeof(failed[0])))
+				break;
+			continue;
+		}
+		if (!busy)
+			break;
+		if (pthread_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &end) == ETIMEDOUT) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+int ckc_handover_dir(const char *dir)
+{
+	char key[PATH_MAX];
+	int rc = eng_canon(dir, key), first = 0;
+	size_t n;
+
+	if (rc)
+		return rc;
+	n = strlen(key);
+	pthread_mutex_lock(&ckc_eng.lock);
+	for (bool again = ckc_eng.active; again;) {
+		ckc_obj_t *o = NULL;
+		for (size_t i = 0; i < ckc_eng.map_cap && !o; i++)
+			for (ckc_obj_t *x = ckc_eng.map[i]; x && !o; x = x->hnext)
+				if (!strncmp(x->key, key, n) && (x->key[n] == '/' || n == 1))
+					o = x;
+		if (!o)
+			break;
+		ckc_obj_get(o);
+		rc = publish_locked(o, false);
+		if (rc && rc != CKC_CHANGED && !first)
+			first = rc;
+		while (o->home_busy || o->flushing)
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		if (!o->retired) {
+			ckc_trace("forget", o, 0, o->size, -1, 0);
+			ckc_obj_retire(o);
+		}
+		ckc_obj_put(o);
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return first;
+}
+
+int ckc_rename(const char *from, const char *to)
+{
+	char kf[PATH_MAX], kt[PATH_MAX];
+	ckc_obj_t *o;
+	int rc = eng_canon(to, kt);
+	if (!rc)
+		rc = eng_lookup_locked(from, kf, &o);
+	if (rc)
+		return rc;
+	if (!o) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENOENT;
+	}
+	if (strcmp(kf, kt) == 0) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return 0;
+	}
+	while (o->home_busy)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	ckc_obj_t *victim = ckc_map_find(kt);
+	if (victim)
+		ckc_obj_retire(victim);
+	/* a publication to the new name under way lands before the look at
+	 * what that name holds (below) */
+	while (ckc_committing(kt))
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	char *nk = strdup(kt);
+	if (!nk) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENOMEM;
+	}
+	/* the node registry knows versions by name */
+	if (o->announced) {
+		o->announced = false;
+		ckc_node_hook(false, o->key);
+	}
+	eng_map_remove(o);
+	sys_free(o->key);
+	o->key = nk;
+	if (eng_map_insert(o) != 0) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENOMEM;
+	}
+	bool at_home = o->at_home;
+	o->home_busy = true;
+	ckc_trace("rename", o, 0, o->size, -1, 0);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	/* the real file follows the object; an older version left at the
+	 * old name must not survive the rename either */
+	if (at_home)
+		rc = sys_rename(kf, kt) ? -errno : 0;
+	else
+		(void)sys_unlink(kf);
+	/* what the new name holds now is what this version replaces */
+	ckc_fid_t base;
+	ckc_fid_take(kt, &base);
+	pthread_mutex_lock(&ckc_eng.lock);
+	o->home_busy = false;
+	o->base = base;
+	if (rc)
+		o->at_home = false;
+	ckc_node_note(o);
+	pthread_cond_broadcast(&ckc_eng.cv);
+	if (rc && !o->retired && o->complete && ckc_persist_wanted(o)) {
+		/* the cache still has the bytes: publish them under the new name */
+		int lvl = ckc_best_level(o);
+		if (lvl >= 0 && lvl < ckc_eng.ntier - 1)
+			ckc_flush_enqueue(o, lvl);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+int ckc_stat(const char *path, ckc_stat_t *st)
+{
+	char key[PATH_MAX];
+	ckc_obj_t *o;
+	int rc = eng_lookup_locked(path, key, &o);
+	if (rc)
+		return rc;
+	if (o)
+		o = eng_current_locked(key);
+	if (o)
+		eng_stat_fill(o, st);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return o ? 0 : -ENOENT;
+}
+
+const char *ckc_where(const char *path)
+{
+	char key[PATH_MAX];
+	const char *name = NULL;
+	ckc_obj_t *o;
+
+	if (eng_lookup_locked(path, key, &o))
+		return NULL;
+	if (o) {
+		int l = ckc_best_level(o);
+		if (l < 0 && o->place[0].state == LC_READ_IN_PROGRESS)
+			l = 0;
+		name = l >= 0 ? ckc_eng.tier[l].name : NULL;
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return name;
+}

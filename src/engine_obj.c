@@ -1,0 +1,222 @@
+/* The object map (canonical path -> current version), objects' life (new, get, put, retire), and the trace file. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+#include "log.h"
+#include "memlimit.h"
+#include "path.h"
+#include "state.h"
+#include "sys.h"
+
+/* ---- object map ---------------------------------------------------- */
+
+/* ckc_eng.nobj for readers without the lock. */
+static atomic_size_t eng_nobj;
+
+bool ckc_holds_objects(void)
+{
+	return atomic_load_explicit(&eng_nobj, memory_order_relaxed) != 0;
+}
+
+static uint64_t key_hash(const char *k)
+{
+	uint64_t h = 1469598103934665603ull;
+	while (*k)
+		h = (h ^ (unsigned char)*k++) * 1099511628211ull;
+	return h;
+}
+
+ckc_obj_t *ckc_map_find(const char *key)
+{
+	if (!ckc_eng.map_cap)
+		return NULL;
+	for (ckc_obj_t *o = ckc_eng.map[key_hash(key) & (ckc_eng.map_cap - 1)]; o; o = o->hnext)
+		if (strcmp(o->key, key) == 0)
+			return o;
+	return NULL;
+}
+
+int eng_map_insert(ckc_obj_t *o)
+{
+	if (ckc_eng.nobj + 1 > ckc_eng.map_cap / 2) {
+		size_t cap = ckc_eng.map_cap ? ckc_eng.map_cap * 2 : 256;
+		ckc_obj_t **m = calloc(cap, sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		for (size_t i = 0; i < ckc_eng.map_cap; i++)
+			for (ckc_obj_t *x = ckc_eng.map[i], *n; x; x = n) {
+				n = x->hnext;
+				size_t b = key_hash(x->key) & (cap - 1);
+				x->hnext = m[b];
+				m[b] = x;
+			}
+		sys_free(ckc_eng.map);
+		ckc_eng.map = m;
+		ckc_eng.map_cap = cap;
+	}
+	size_t b = key_hash(o->key) & (ckc_eng.map_cap - 1);
+	o->hnext = ckc_eng.map[b];
+	ckc_eng.map[b] = o;
+	ckc_eng.nobj++;
+	atomic_store_explicit(&eng_nobj, ckc_eng.nobj, memory_order_relaxed);
+	return 0;
+}
+
+void eng_map_remove(ckc_obj_t *o)
+{
+	ckc_obj_t **pp = &ckc_eng.map[key_hash(o->key) & (ckc_eng.map_cap - 1)];
+	while (*pp && *pp != o)
+		pp = &(*pp)->hnext;
+	if (*pp) {
+		*pp = o->hnext;
+		ckc_eng.nobj--;
+		atomic_store_explicit(&eng_nobj, ckc_eng.nobj, memory_order_relaxed);
+	}
+	o->hnext = NULL;
+}
+
+/* ---- objects ------------------------------------------------------- */
+
+/* A new version named key, outside the map. Lock held. */
+ckc_obj_t *eng_obj_alloc(const char *key)
+{
+	ckc_obj_t *o = calloc(1, sizeof(*o));
+	if (!o || !(o->key = strdup(key))) {
+		sys_free(o);
+		return NULL;
+	}
+	o->version = ++ckc_eng.next_version;
+	o->mode = 0644;
+	o->home_fd = -1;
+	o->flush_edge = -1;
+	o->wlevel = ckc_eng.ntier - 1;
+	return o;
+}
+
+ckc_obj_t *eng_obj_new(const char *key)
+{
+	ckc_obj_t *o = eng_obj_alloc(key);
+	if (!o)
+		return NULL;
+	o->refs = 1; /* the map's */
+	if (eng_map_insert(o)) {
+		sys_free(o->key);
+		sys_free(o);
+		return NULL;
+	}
+	return o;
+}
+
+void ckc_obj_get(ckc_obj_t *o)
+{
+	o->refs++;
+}
+
+void ckc_obj_put(ckc_obj_t *o)
+{
+	if (--o->refs > 0)
+		return;
+	for (int l = 0; l < ckc_eng.ntier - 1; l++)
+		if (o->place[l].nexts)
+			ckc_place_free(o, l);
+	for (int l = 0; l < CKC_MAX_TIERS; l++)
+		sys_free(o->place[l].ext);
+	if (o->home_fd >= 0 && !o->home_live)
+		ckc_home_discard(o->home_tmp, o->home_fd);
+	else if (o->home_fd >= 0)
+		sys_close(o->home_fd);
+	sys_free(o->home_tmp);
+	sys_free(o->rescue);
+	sys_free(o->key);
+	sys_free(o);
+}
+
+void (*ckc_node_hook)(bool holds, const char *key);
+
+void ckc_node_note(ckc_obj_t *o)
+{
+	/* bytes the real path lacks: an open writer's, or a closed version's
+	 * that must still be published */
+	bool holds = ckc_node_hook && !o->retired && !o->capture && !o->at_home && !o->rescue &&
+		     !o->handed && ckc_eng.cfg.persist != CKC_PERSIST_NEVER &&
+		     (!o->complete || ckc_persist_wanted(o));
+	if (holds != o->announced) {
+		o->announced = holds;
+		ckc_node_hook(holds, o->key);
+	}
+}
+
+/* Replaces o by nothing: a newer version, an unlink or a rename took its
+ * path. Its queued flush is cancelled, a running one discarded, and its
+ * copies freed as soon as no transfer uses them. */
+void ckc_obj_retire(ckc_obj_t *o)
+{
+	o->retired = true;
+	ckc_node_note(o);
+	eng_map_remove(o);
+	ckc_eng.st.objects_retired++;
+	ckc_flush_dequeue(o);
+	if (o->flushing)
+		o->flush_cancel = true;
+	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
+		ckc_place_t *p = &o->place[l];
+		if (p->pins == 0 && p->state != LC_INIT && !(l == 0 && o->gref)) {
+			ckc_place_free(o, l);
+			ckc_set_state(o, l, LC_EV_DROP);
+		}
+	}
+	ckc_trace("retire", o, 0, o->size, -1, 0);
+	pthread_cond_broadcast(&ckc_eng.cv);
+	ckc_obj_put(o);
+}
+
+ckc_obj_t *ckc_obj_import_home(const char *key)
+{
+	struct stat st;
+
+	if (sys_stat(key, &st) != 0 || !S_ISREG(st.st_mode))
+		return NULL;
+	ckc_obj_t *o = eng_obj_new(key);
+	if (!o)
+		return NULL;
+	o->size = (uint64_t)st.st_size;
+	o->complete = true;
+	o->at_home = true;
+	o->from_home = true;
+	ckc_fid_of(&st, &o->base);
+	o->home_dev = st.st_dev;
+	o->home_dev_known = true;
+	o->mode = st.st_mode & 07777;
+	o->mtime = st.st_mtim;
+	return o;
+}
+
+/* ---- trace --------------------------------------------------------- */
+
+uint64_t eng_trace_off;
+
+void ckc_trace(const char *op, const ckc_obj_t *o, uint64_t off, uint64_t len, int level,
+	       uint64_t t0_ns)
+{
+	if (ckc_eng.trace_fd < 0)
+		return;
+	uint64_t now = ckc_now_ns();
+	char line[PATH_MAX + 160];
+	int n = snprintf(line, sizeof(line), "%.6f %s %s v%llu off=%llu len=%llu tier=%s us=%.1f\n",
+			 (double)(now - ckc_eng.t0_ns) / 1e9, op, o->key,
+			 (unsigned long long)o->version, (unsigned long long)off,
+			 (unsigned long long)len,
+			 level >= 0 && level < ckc_eng.ntier ? ckc_eng.tier[level].name : "-",
+			 t0_ns ? (double)(now - t0_ns) / 1e3 : 0.0);
+	if (n > 0 && (size_t)n < sizeof(line) &&
+	    ckc_io_pwrite_all(ckc_eng.trace_fd, line, (size_t)n, (off_t)eng_trace_off) == 0)
+		eng_trace_off += (uint64_t)n;
+}

@@ -1,0 +1,570 @@
+/* The read path: opening a checkpoint for reading, its reads from the fastest tier that holds it, the waits for a prefetch under way, windows of a copy in device memory. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+#include "log.h"
+#include "memlimit.h"
+#include "path.h"
+#include "state.h"
+#include "sys.h"
+
+/* ---- reading ------------------------------------------------------- */
+
+/* A closed version not yet published whose real file was made or changed
+ * by someone else since it began: that file is newer, so the version goes
+ * to a rescue file and the cache forgets it (lock held; dropped while the
+ * bytes move). */
+static void keep_newer_now(ckc_obj_t *o)
+{
+	int level = ckc_best_level(o);
+	ckc_src_t src;
+
+	ckc_obj_get(o);
+	if (level >= 0 && level < ckc_eng.ntier - 1) {
+		o->place[level].pins++;
+		if (ckc_src_snapshot(o, level, &src) == 0) {
+			ckc_keep_newer(o, &src, o->size);
+			ckc_src_release(&src);
+		}
+		ckc_unpin(o, level);
+	} else if (!o->retired) {
+		/* its bytes are in a rescue file already, or nowhere */
+		ckc_obj_retire(o);
+	}
+	ckc_obj_put(o);
+}
+
+/* The current version of key, after a look at the real file: a published
+ * (or imported) version whose file changed since, or a version not yet
+ * published whose file was made or changed by someone else since it began,
+ * is older than that file, so the cache forgets it and NULL is returned.
+ * Lock held; dropped for the look. */
+ckc_obj_t *eng_current_locked(const char *key)
+{
+	ckc_obj_t *o;
+	/* a publication being committed ends first (a rename: short) */
+	while ((o = ckc_map_find(key)) && o->home_busy)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (!o || !o->complete || !o->base.known || o->capture)
+		return o;
+	uint64_t v = o->version;
+	bool published = o->at_home;
+	ckc_fid_t base = o->base, now;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_fid_take(key, &now);
+	pthread_mutex_lock(&ckc_eng.lock);
+	o = ckc_map_find(key);
+	if (!o || o->version != v || o->home_busy || o->at_home != published ||
+	    ckc_fid_same(&base, &now))
+		return o;
+	if (published) {
+		ckc_trace("stale", o, 0, o->size, -1, 0);
+		ckc_obj_retire(o);
+	} else if (now.exists) {
+		keep_newer_now(o);
+	} else {
+		return o; /* removed behind it: publishing will make it again */
+	}
+	return NULL;
+}
+
+int ckc_open_read(const char *path, ckc_handle_t **hp)
+{
+	char key[PATH_MAX];
+	int rc = eng_canon(path, key);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (!ckc_eng.active) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENODEV;
+	}
+	ckc_hints_reading();
+	ckc_obj_t *o = eng_current_locked(key);
+	if (!o && ckc_eng.active)
+		o = ckc_obj_import_home(key);
+	/* consumed and dropped (CKPTCACHE_PERSIST=unconsumed or never):
+	 * gone, as if deleted */
+	if (o && o->complete && ckc_best_level(o) < 0 && o->place[0].state != LC_READ_IN_PROGRESS)
+		o = NULL;
+	if (!o) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENOENT;
+	}
+	ckc_handle_t *h = eng_handle_new(o, false);
+	if (!h) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENOMEM;
+	}
+	uint64_t d = ckc_dist(o);
+	ckc_eng.st.objects_opened_read++;
+	ckc_eng.st.dist_hist[ckc_stats_dist_bucket(d, d >= HQ_FAR)]++;
+	if (!ckc_eng.prefetch_started && ckc_eng.cfg.prefetch == CKC_PREFETCH_AUTO) {
+		ckc_eng.prefetch_started = true;
+		ckc_prefetch_kick();
+		pthread_cond_broadcast(&ckc_eng.cv);
+	}
+	ckc_trace("open-read", o, 0, o->size, ckc_best_level(o), 0);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	*hp = h;
+	return 0;
+}
+
+void eng_range_add(ckc_handle_t *h, uint64_t a, uint64_t b)
+{
+	int i = 0, j;
+
+	while (i < h->nrange && h->range[i][1] < a)
+		i++;
+	for (j = i; j < h->nrange && h->range[j][0] <= b; j++) {
+		a = h->range[j][0] < a ? h->range[j][0] : a;
+		b = h->range[j][1] > b ? h->range[j][1] : b;
+	}
+	/* ranges [i, j) merge into [a, b) */
+	if (i == j) {
+		if (h->nrange == h->caprange) {
+			int cap = h->caprange ? 2 * h->caprange : 4;
+			void *r = sys_realloc(h->range, (size_t)cap * sizeof(*h->range));
+			if (!r)
+				return; /* only consumption accounting is lost */
+			h->range = r;
+			h->caprange = cap;
+		}
+		memmove(h->range + i + 1, h->range + i, (size_t)(h->nrange - i) * sizeof(*h->range));
+		h->nrange++;
+	} else if (j - i > 1) {
+		memmove(h->range + i + 1, h->range + j, (size_t)(h->nrange - j) * sizeof(*h->range));
+		h->nrange -= j - i - 1;
+	}
+	h->range[i][0] = a;
+	h->range[i][1] = b;
+}
+
+/* The longest a read waits for a prefetch of its object in flight; then it
+ * is served from the copy the prefetch reads (a stalled lower tier must
+ * not hold the program). */
+#define PREFETCH_WAIT_MAX_NS 2000000000ull
+
+/* One wait of h's read for the prefetch of its object (lock held): false
+ * once *deadline (set at the first call) has passed. */
+bool eng_prefetch_wait(ckc_handle_t *h, uint64_t *deadline)
+{
+	uint64_t w0 = ckc_now_ns();
+	if (!*deadline) {
+		*deadline = w0 + PREFETCH_WAIT_MAX_NS;
+		if (!h->waited) {
+			h->waited = true;
+			ckc_eng.st.reads_waited++;
+		}
+	}
+	bool more = eng_wait_until(*deadline);
+	ckc_eng.st.read_wait_s += (double)(ckc_now_ns() - w0) / 1e9;
+	if (!more) {
+		static atomic_bool said;
+		if (!atomic_exchange(&said, true))
+			ckc_warn("a prefetch of %s took longer than %.0f s: the read is served from the copy it "
+				 "reads",
+				 h->o->key, PREFETCH_WAIT_MAX_NS / 1e9);
+	}
+	return more;
+}
+
+/* Reads of fewer bytes than this from a copy in device memory are served
+ * from the handle's window (stdio and Python read in pieces of 8 KiB and
+ * less; each a device transfer of its own costs ten times its size). */
+#define WIN_READ_MAX (256u << 10)
+
+/* [off, off+len) of h's complete object, whose best copy is in the gpu
+ * tier, from the handle's window, filled first when it does not hold them
+ * (lock held; returns with it released). Returns the bytes, -errno, or
+ * -EAGAIN when no window could be had (the caller reads as usual). */
+static ssize_t window_read(ckc_handle_t *h, void *buf, size_t len, uint64_t off, uint64_t t0)
+{
+	ckc_obj_t *o = h->o;
+	int rc = 0;
+	if (!h->win || off < h->win_off || off + len > h->win_off + h->win_len) {
+		if (!h->win && !(h->win = ckc_gpu_window_get())) {
+			pthread_mutex_unlock(&ckc_eng.lock);
+			return -EAGAIN;
+		}
+		uint64_t wl = o->size - off < CKC_GPU_WINDOW ? o->size - off : CKC_GPU_WINDOW;
+		ckc_src_t src;
+		if ((rc = ckc_src_snapshot(o, 0, &src)) != 0) {
+			pthread_mutex_unlock(&ckc_eng.lock);
+			return rc;
+		}
+		o->place[0].pins++;
+		h->win_len = 0;
+		pthread_mutex_unlock(&ckc_eng.lock);
+		rc = ckc_src_read(&src, off, h->win, (size_t)wl, NULL);
+		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_src_release(&src);
+		ckc_unpin(o, 0);
+		if (!rc) {
+			h->win_off = off;
+			h->win_len = wl;
+			ckc_eng.tier[0].st.read_ops++;
+			ckc_eng.tier[0].st.read_bytes += wl;
+		}
+	}
+	if (!rc) {
+		ckc_eng.tier[0].st.hits++;
+		eng_range_add(h, off, off + len);
+		o->place[0].seq_use = ++ckc_eng.seq;
+		ckc_trace("read", o, off, len, 0, t0);
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	/* the window is the handle's own: copied from without the lock */
+	if (!rc)
+		memcpy(buf, h->win + (off - h->win_off), len);
+	return rc ? rc : (ssize_t)len;
+}
+
+ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
+{
+	ckc_obj_t *o = h->o;
+	uint64_t t0 = ckc_now_ns();
+	ssize_t rc;
+
+	pthread_mutex_lock(&ckc_eng.lock);
+	uint64_t deadline = 0;
+	for (;;) {
+		if (o->handed) {
+			pthread_mutex_unlock(&ckc_eng.lock);
+			return CKC_HANDED;
+		}
+		if (off >= o->size || len == 0) {
+			pthread_mutex_unlock(&ckc_eng.lock);
+			return 0;
+		}
+		/* a prefetch in flight is worth waiting for, a while */
+		if (ckc_eng.ntier > 1 && o->place[0].state == LC_READ_IN_PROGRESS && eng_prefetch_wait(h, &deadline))
+			continue;
+		if (o->migrating) {
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			continue;
+		}
+		break;
+	}
+	if (len > o->size - off)
+		len = (size_t)(o->size - off);
+	if (h->writer && o->home_fd >= 0) {
+		/* written through at home: the bytes are in the temporary file */
+		int fd = o->home_fd;
+		pthread_mutex_unlock(&ckc_eng.lock);
+		ssize_t n = ckc_io_pread_all(fd, buf, len, (off_t)off);
+		return n;
+	}
+	int level = ckc_best_level(o);
+	if (level < 0) {
+		ckc_error("checkpoint %s: no copy of its bytes is left", o->key);
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -EIO;
+	}
+	if (level == 0 && ckc_eng.tier[0].kind == TIER_GPU && !h->writer && o->complete && len < WIN_READ_MAX) {
+		rc = window_read(h, buf, len, off, t0);
+		if (rc != -EAGAIN)
+			return rc;
+		pthread_mutex_lock(&ckc_eng.lock);
+		level = ckc_best_level(o);
+		if (level < 0) {
+			pthread_mutex_unlock(&ckc_eng.lock);
+			return -EIO;
+		}
+	}
+	ckc_src_t src;
+	if ((rc = ckc_src_snapshot(o, level, &src)) != 0) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return rc;
+	}
+	bool bounded = level < ckc_eng.ntier - 1;
+	if (bounded) {
+		o->place[level].pins++;
+		o->place[level].seq_use = ++ckc_eng.seq;
+	}
+	/* a copy in the ssd tier of a checkpoint already published: what the
+	 * page cache still holds of the real file comes faster from there */
+	char *home = !h->writer && ckc_eng.tier[level].kind == TIER_SSD && o->at_home && !o->retired ?
+			     strdup(o->key) : NULL;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	bool big = len >= CKC_PROG_COPY_MIN;
+	if (big) {
+		ckc_prog_begin();
+		ckc_pace_reading(1);
+	}
+	size_t got = home ? ckc_home_read_cached(home, buf, len, off, &h->home_fd) : 0;
+	rc = got < len ? ckc_src_read(&src, off + got, (char *)buf + got, len - got, &h->home_fd) : 0;
+	if (big) {
+		ckc_pace_reading(-1);
+		ckc_prog_end();
+	}
+	sys_free(home);
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (got && o->retired) {
+		/* a newer version may have replaced the real file meanwhile */
+		pthread_mutex_unlock(&ckc_eng.lock);
+		got = 0;
+		rc = ckc_src_read(&src, off, buf, len, &h->home_fd);
+		pthread_mutex_lock(&ckc_eng.lock);
+	}
+	ckc_src_release(&src);
+	if (bounded)
+		ckc_unpin(o, level);
+	if (rc == 0) {
+		if (got == len)
+			level = ckc_eng.ntier - 1;
+		ckc_tier_stats_t *st = &ckc_eng.tier[level].st;
+		if (!h->writer && !h->counted) {
+			h->counted = true;
+			st->ckpt_reads++;
+		}
+		st->read_ops++;
+		st->read_bytes += len;
+		st->hits++;
+		for (int l = 0; l < level; l++)
+			ckc_eng.tier[l].st.misses++;
+		if (!h->writer)
+			eng_range_add(h, off, off + len);
+		ckc_trace("read", o, off, len, level, t0);
+		rc = (ssize_t)len;
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+int ckc_handle_home_fd(ckc_handle_t *h)
+{
+	ckc_obj_t *o = h->o;
+	int fd = -ENOENT;
+
+	if (h->writer)
+		return -ENOENT;
+	pthread_mutex_lock(&ckc_eng.lock);
+	bool home_only = ckc_best_level(o) == ckc_eng.ntier - 1 && !o->retired &&
+			 (o->at_home || (o->from_home && !o->rescue));
+	char *key = home_only && h->home_fd < 0 ? strdup(o->key) : NULL;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	if (!home_only)
+		return -ENOENT;
+	if (key) {
+		/* opened like a read from there opens it (ckc_home_read) */
+		int f = sys_open(key, O_RDONLY, 0);
+		sys_free(key);
+		if (f < 0)
+			return -ENOENT;
+		pthread_mutex_lock(&ckc_eng.lock);
+		if (h->home_fd < 0)
+			h->home_fd = f;
+		else
+			sys_close(f);
+		pthread_mutex_unlock(&ckc_eng.lock);
+	}
+	pthread_mutex_lock(&ckc_eng.lock);
+	/* a checkpoint promoted or rewritten meanwhile is read through the cache */
+	if (ckc_best_level(o) == ckc_eng.ntier - 1 && !o->retired)
+		fd = h->home_fd;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return fd;
+}
+
+void ckc_handle_note_read(ckc_handle_t *h, uint64_t off, uint64_t len)
+{
+	if (len == 0)
+		return;
+	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_tier_stats_t *st = &ckc_eng.tier[ckc_eng.ntier - 1].st;
+	if (!h->writer && !h->counted) {
+		h->counted = true;
+		st->ckpt_reads++;
+	}
+	st->read_ops++;
+	st->read_bytes += len;
+	st->hits++;
+	for (int l = 0; l < ckc_eng.ntier - 1; l++)
+		ckc_eng.tier[l].st.misses++;
+	if (!h->writer)
+		eng_range_add(h, off, off + len);
+	ckc_trace("read", h->o, off, len, ckc_eng.ntier - 1, 0);
+	pthread_mutex_unlock(&ckc_eng.lock);
+}
+
+void eng_stat_fill(const ckc_obj_t *o, ckc_stat_t *st)
+{
+	st->size = o->size;
+	st->mtime = o->mtime;
+	st->complete = o->complete;
+	st->at_home = o->at_home;
+	st->mode = o->mode;
+	st->has_owner = o->attr.mask & CKC_ATTR_OWNER;
+	st->uid = o->attr.uid;
+	st->gid = o->attr.gid;
+	st->atime = (o->attr.mask & CKC_ATTR_TIMES) ? o->attr.times[0] : o->mtime;
+}
+
+/* Records a on o and, if o's bytes are at the real path already, applies
+ * it there (lock held). */
+static int setattr_locked(ckc_obj_t *o, const ckc_attr_t *a)
+{
+	while (o->home_busy)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (a->mask & CKC_ATTR_MODE) {
+		o->mode = a->mode & 07777;
+		o->attr.mode = o->mode;
+	}
+	if (a->mask & CKC_ATTR_OWNER) {
+		if (a->uid != (uid_t)-1)
+			o->attr.uid = a->uid;
+		else if (!(o->attr.mask & CKC_ATTR_OWNER))
+			o->attr.uid = (uid_t)-1;
+		if (a->gid != (gid_t)-1)
+			o->attr.gid = a->gid;
+		else if (!(o->attr.mask & CKC_ATTR_OWNER))
+			o->attr.gid = (gid_t)-1;
+	}
+	if (a->mask & CKC_ATTR_TIMES) {
+		o->attr.times[0] = a->times[0];
+		o->attr.times[1] = a->times[1];
+		o->mtime = a->times[1];
+	}
+	o->attr.mask |= a->mask;
+	if (!o->at_home)
+		return 0;
+	int fd = sys_open(o->key, O_RDONLY, 0);
+	if (fd < 0)
+		return -errno;
+	int rc = ckc_attr_apply_fd(fd, a);
+	/* the change time moved: this is still the file the cache published */
+	struct stat st;
+	if (sys_fstat(fd, &st) == 0)
+		ckc_fid_of(&st, &o->base);
+	sys_close(fd);
+	return rc;
+}
+
+int ckc_setattr(const char *path, const ckc_attr_t *a)
+{
+	char key[PATH_MAX];
+	ckc_obj_t *o;
+	int rc = eng_lookup_locked(path, key, &o);
+	if (rc)
+		return rc;
+	rc = o ? setattr_locked(o, a) : -ENOENT;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+int ckc_handle_setattr(ckc_handle_t *h, const ckc_attr_t *a)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	int rc = h->o->retired ? 0 : setattr_locked(h->o, a);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+int ckc_handle_stat(const ckc_handle_t *h, ckc_stat_t *st)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	eng_stat_fill(h->o, st);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return 0;
+}
+
+int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
+{
+	ckc_obj_t *o = h->o;
+	int rc = 0;
+
+	if (!h->writer)
+		return -EBADF;
+	pthread_mutex_lock(&ckc_eng.lock);
+	while (o->migrating)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (o->handed || o->retired || o->complete) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return o->handed ? CKC_HANDED : o->retired ? 0 : -EBADF;
+	}
+	if (o->wlevel == ckc_eng.ntier - 1) {
+		rc = sys_ftruncate(o->home_fd, (off_t)size) ? -errno : 0;
+	} else if (size > o->size) {
+		/* growing: the new bytes read as zeros */
+		rc = eng_write_room(o, size);
+		if (!rc && o->wlevel == ckc_eng.ntier - 1)
+			rc = sys_ftruncate(o->home_fd, (off_t)size) ? -errno : 0;
+		else if (!rc) {
+			while (o->place[o->wlevel].pins > 0)
+				pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			rc = eng_zero_fill(o, o->size, size);
+		}
+	}
+	if (!rc)
+		o->size = size;
+	clock_gettime(CLOCK_REALTIME, &o->mtime);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+uint64_t ckc_handle_size(const ckc_handle_t *h)
+{
+	pthread_mutex_lock(&ckc_eng.lock);
+	uint64_t s = h->o->size;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return s;
+}
+
+static void consume_locked(ckc_obj_t *o)
+{
+	if (!o->consumed) {
+		o->consumed = true;
+		ckc_eng.st.objects_consumed++;
+	}
+	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
+		lc_state_t s = o->place[l].state;
+		if (s == LC_WRITE_COMPLETE || s == LC_FLUSHED || s == LC_READ_COMPLETE)
+			ckc_set_state(o, l, LC_EV_CONSUME);
+	}
+	hq_consume(ckc_eng.hq, o->key);
+	/* a consumed checkpoint whose persistence is not required drops its
+	 * pending flush */
+	if (o->flush_edge >= 0 && !ckc_flush_wanted(o, o->flush_edge))
+		ckc_flush_dequeue(o);
+	ckc_node_note(o);
+	ckc_trace("consume", o, 0, o->size, -1, 0);
+	ckc_prefetch_room();
+	pthread_cond_broadcast(&ckc_eng.cv);
+}
+
+int ckc_close(ckc_handle_t *h)
+{
+	ckc_obj_t *o = h->o;
+	int rc = 0;
+
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (h->writer) {
+		if (!o->retired && !o->complete) {
+			eng_close_writer_locked(o);
+			if (o->wlevel == ckc_eng.ntier - 1 && !o->at_home)
+				rc = -EIO;
+		}
+	} else if (o->complete && !o->retired &&
+		   (o->size == 0 ||
+		    (h->nrange == 1 && h->range[0][0] == 0 && h->range[0][1] >= o->size))) {
+		consume_locked(o);
+	}
+	ckc_obj_put(o);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	if (h->home_fd >= 0)
+		sys_close(h->home_fd);
+	if (h->win)
+		ckc_gpu_window_put(h->win);
+	sys_free(h->range);
+	sys_free(h);
+	return rc;
+}

@@ -1,0 +1,519 @@
+/* The write path: opening a checkpoint for writing, its writes into the top tier (or through to its real path), truncation and close. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+#include "log.h"
+#include "memlimit.h"
+#include "path.h"
+#include "state.h"
+#include "sys.h"
+
+/* ---- writing ------------------------------------------------------- */
+
+uint64_t ckc_predict_size(void)
+{
+	uint64_t m = 0;
+	for (int i = 0; i < ckc_eng.nrecent && i < CKC_PREDICT_SLOTS; i++)
+		m = ckc_eng.recent[i] > m ? ckc_eng.recent[i] : m;
+	return m;
+}
+
+int eng_canon(const char *path, char *out)
+{
+	return ckc_path_key(path, NULL, out, PATH_MAX);
+}
+
+/* Canonicalises path into key (PATH_MAX bytes) and takes the engine lock.
+ * Returns 0 with the lock held, and *op the current version of key (NULL if
+ * none, or if the engine is stopped); or -errno for a bad path, unlocked. */
+int eng_lookup_locked(const char *path, char *key, ckc_obj_t **op)
+{
+	int rc = eng_canon(path, key);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&ckc_eng.lock);
+	*op = ckc_eng.active ? ckc_map_find(key) : NULL;
+	return 0;
+}
+
+ckc_handle_t *eng_handle_new(ckc_obj_t *o, bool writer)
+{
+	ckc_handle_t *h = calloc(1, sizeof(*h));
+	if (!h)
+		return NULL;
+	h->o = o;
+	h->writer = writer;
+	h->home_fd = -1;
+	ckc_obj_get(o);
+	return h;
+}
+
+int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
+{
+	char key[PATH_MAX];
+	int rc = eng_canon(path, key);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (!ckc_eng.active) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENODEV;
+	}
+	/* a publication of this path under way ends first, so that the file
+	 * this version replaces is the one recorded below */
+	ckc_obj_t *old;
+	while (((old = ckc_map_find(key)) && old->home_busy) || ckc_committing(key))
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (ckc_eng.draining) {
+		/* the program ends: the new version goes to the real file
+		 * directly, after any publication of the old one */
+		while (old && (old->home_busy || old->flushing) && !old->retired)
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		if (old && !old->retired)
+			ckc_obj_retire(old);
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENODEV;
+	}
+	if (old)
+		ckc_obj_retire(old);
+	ckc_obj_t *o = eng_obj_new(key);
+	ckc_handle_t *h = o ? eng_handle_new(o, true) : NULL;
+	if (!h) {
+		if (o)
+			ckc_obj_retire(o);
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENOMEM;
+	}
+	o->mode = mode & 07777;
+	clock_gettime(CLOCK_REALTIME, &o->mtime);
+	o->wlevel = ckc_eng.ntier > 1 ? 0 : ckc_eng.ntier - 1;
+	/* a gpu tier without device memory yet (no capture so far) */
+	if (o->wlevel == 0 && ckc_eng.tier[0].kind == TIER_GPU && !ckc_gpu_usable(&ckc_eng.tier[0]))
+		o->wlevel = 1;
+	if (o->wlevel < ckc_eng.ntier - 1) {
+		ckc_set_state(o, o->wlevel, LC_EV_WRITE_BEGIN);
+	} else if ((rc = ckc_home_temp(key, o->mode, &o->home_tmp, &o->home_fd)) != 0) {
+		ckc_obj_retire(o);
+		pthread_mutex_unlock(&ckc_eng.lock);
+		sys_free(h);
+		return rc;
+	}
+	ckc_trace("open-write", o, 0, 0, o->wlevel, 0);
+	ckc_node_note(o);
+	pthread_mutex_unlock(&ckc_eng.lock);
+	/* no handle is out yet: nothing can publish o meanwhile */
+	ckc_fid_t base;
+	dev_t dev = 0;
+	ckc_fid_take(key, &base);
+	bool dev_known = ckc_home_dev(key, &base, &dev);
+	pthread_mutex_lock(&ckc_eng.lock);
+	o->base = base;
+	o->home_dev = dev;
+	o->home_dev_known = dev_known;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	*hp = h;
+	return 0;
+}
+
+/* Copies bytes [0, size) of src into o's copy at bounded level `to`
+ * (lock held; dropped while the bytes move). */
+static int copy_into_tier(ckc_obj_t *o, const ckc_src_t *src, int to, uint64_t size)
+{
+	ckc_src_t dst;
+	int rc = ckc_src_snapshot(o, to, &dst);
+
+	if (rc)
+		return rc;
+	o->place[to].pins++;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	rc = ckc_src_copy(src, &dst, size, NULL, NULL);
+	pthread_mutex_lock(&ckc_eng.lock);
+	o->place[to].pins--;
+	ckc_src_release(&dst);
+	return rc;
+}
+
+
+/* Moves the bytes written so far from the write tier to the next tier that
+ * takes them (the object outgrew its tier, or the tier failed), or with
+ * home_only to a temporary file at home. Lock held; dropped while the bytes
+ * move. Returns 0 or -errno. */
+int eng_migrate_to(ckc_obj_t *o, bool home_only)
+{
+	int from = o->wlevel, home = ckc_eng.ntier - 1, rc = 0;
+	ckc_place_t *fp = &o->place[from];
+	ckc_src_t src;
+
+	o->migrating = true;
+	while (fp->pins > 0)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	ckc_eng.tier[from].st.bypasses++;
+	uint64_t size = o->size;
+	if ((rc = ckc_src_snapshot(o, from, &src)) != 0)
+		goto out;
+	int to;
+	for (to = home_only ? home : from + 1; to < home; to++) {
+		if (!ckc_tier_takes(o, to))
+			continue;
+		rc = ckc_place_reserve(o, to, size ? size : 1, CKC_ALLOC_WRITE, 0);
+		if (rc == -ENOSPC) {
+			ckc_eng.tier[to].st.bypasses++;
+			continue;
+		}
+		if (rc)
+			break;
+		ckc_set_state(o, to, LC_EV_WRITE_BEGIN);
+		rc = copy_into_tier(o, &src, to, arena_round(&ckc_eng.tier[to].arena, size));
+		if (!rc)
+			break;
+		ckc_warn("%s tier: could not store %s (%s); trying the next tier",
+			 ckc_eng.tier[to].name, o->key, strerror(-rc));
+		ckc_eng.tier[to].st.flush_errors++;
+		ckc_place_free(o, to);
+		ckc_set_state(o, to, LC_EV_DROP);
+	}
+	if (to == home) {
+		rc = ckc_home_temp(o->key, o->mode, &o->home_tmp, &o->home_fd);
+		if (!rc) {
+			int fd = o->home_fd;
+			pthread_mutex_unlock(&ckc_eng.lock);
+			rc = ckc_home_fill(fd, &src, size, NULL, NULL);
+			pthread_mutex_lock(&ckc_eng.lock);
+		}
+	}
+	ckc_src_release(&src);
+	if (rc) {
+		ckc_error("checkpoint %s could not move out of the %s tier (%s)", o->key,
+			  ckc_eng.tier[from].name, strerror(-rc));
+		goto out;
+	}
+	if (from == 0 && o->gref)
+		eng_ref_detach(o);
+	else
+		ckc_place_free(o, from);
+	ckc_set_state(o, from, LC_EV_DROP);
+	o->wlevel = to;
+	ckc_trace("bypass", o, 0, size, to, 0);
+out:
+	o->migrating = false;
+	pthread_cond_broadcast(&ckc_eng.cv);
+	return rc;
+}
+
+int eng_migrate_down(ckc_obj_t *o)
+{
+	return eng_migrate_to(o, false);
+}
+
+/* Makes the write tier's copy of o hold end bytes. Lock held. */
+int eng_write_room(ckc_obj_t *o, uint64_t end)
+{
+	while (o->wlevel < ckc_eng.ntier - 1) {
+		ckc_place_t *p = &o->place[o->wlevel];
+		uint64_t have = ckc_place_bytes(p);
+		if (end <= have)
+			return 0;
+		uint64_t cap = ckc_place_limit(o, o->wlevel), need;
+		if (have == 0) {
+			uint64_t guess = ckc_predict_size();
+			need = end > guess ? end : guess;
+			if (need < CKC_MIN_RESERVE && end <= CKC_MIN_RESERVE)
+				need = CKC_MIN_RESERVE;
+		} else {
+			need = end > 2 * have ? end : 2 * have;
+		}
+		if (need > cap)
+			need = end;
+		int rc = ckc_place_reserve(o, o->wlevel, need, CKC_ALLOC_WRITE, 0);
+		if (rc == -ENOSPC && need > end)
+			rc = ckc_place_reserve(o, o->wlevel, end, CKC_ALLOC_WRITE, 0);
+		if (rc == 0)
+			return 0;
+		if (rc != -ENOSPC)
+			return rc;
+		if ((rc = eng_migrate_down(o)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int device_bounce(uint64_t dsrc, size_t len, ckc_tier_t *t, uint64_t aoff, int fd);
+
+/* Copies len bytes at device address dsrc into tier t at aoff. */
+static int put_from_device(ckc_tier_t *t, uint64_t aoff, uint64_t dsrc, size_t len)
+{
+	ckc_tier_t *g = &ckc_eng.tier[0];
+
+	if (t->kind == TIER_GPU)
+		return ckc_gpu_dtod(t, t->gpu->base + aoff, dsrc, len);
+	if (t->kind == TIER_HOST)
+		return ckc_gpu_dtoh(g, t->base + aoff, dsrc, len);
+	return device_bounce(dsrc, len, t, aoff, -1);
+}
+
+/* Device bytes to a tier without memory of its own, or to a file (fd >= 0,
+ * at file offset aoff), through host memory. */
+static int device_bounce(uint64_t dsrc, size_t len, ckc_tier_t *t, uint64_t aoff, int fd)
+{
+	size_t chunk = len < (8u << 20) ? len : (8u << 20);
+	char *bounce = malloc(chunk);
+	int rc = bounce ? 0 : -ENOMEM;
+
+	while (!rc && len > 0) {
+		size_t n = len < chunk ? len : chunk;
+		rc = ckc_gpu_dtoh(&ckc_eng.tier[0], bounce, dsrc, n);
+		if (!rc)
+			rc = fd >= 0 ? ckc_io_pwrite_all(fd, bounce, n, (off_t)aoff) :
+				       ckc_tier_put(t, aoff, bounce, n);
+		dsrc += n;
+		aoff += n;
+		len -= n;
+	}
+	sys_free(bounce);
+	return rc;
+}
+
+/* Copies buf (or, when buf is NULL, the device bytes at dsrc) into the
+ * write tier's copy at off (lock held; dropped while the bytes move). */
+static int write_bytes(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len, uint64_t off)
+{
+	ckc_tier_t *t = &ckc_eng.tier[o->wlevel];
+	ckc_place_t *p = &o->place[o->wlevel];
+	ckc_ext_t seg[8];
+	const char *src = buf;
+
+	while (len > 0) {
+		int n = ckc_place_segments(p, off, len, seg, 8);
+		if (n == -E2BIG)
+			n = 8;
+		else if (n < 0)
+			return n;
+		p->pins++;
+		pthread_mutex_unlock(&ckc_eng.lock);
+		int rc = 0;
+		bool big = buf && len >= CKC_PROG_COPY_MIN;
+		if (big)
+			ckc_prog_begin();
+		for (int i = 0; i < n && !rc; i++) {
+			rc = buf ? ckc_tier_put(t, seg[i].aoff, src, seg[i].alen) :
+				   put_from_device(t, seg[i].aoff, dsrc, seg[i].alen);
+			src += seg[i].alen;
+			dsrc += seg[i].alen;
+			off += seg[i].alen;
+			len -= seg[i].alen;
+		}
+		if (big)
+			ckc_prog_end();
+		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_unpin(o, t->level);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int eng_zero_fill(ckc_obj_t *o, uint64_t from, uint64_t to)
+{
+	static const char zeros[CKC_ALIGN];
+	int rc = 0;
+
+	/* holes are rare: fill them with the lock held so no concurrent
+	 * writer of the same range can be overwritten */
+	while (!rc && from < to) {
+		size_t n = to - from < sizeof(zeros) ? (size_t)(to - from) : sizeof(zeros);
+		ckc_place_t *p = &o->place[o->wlevel];
+		ckc_ext_t seg;
+		if (ckc_place_segments(p, from, n, &seg, 1) != 1)
+			n = 1 + (size_t)((from | (CKC_ALIGN - 1)) - from);
+		rc = ckc_place_segments(p, from, n, &seg, 1) == 1 ?
+			     ckc_tier_put(&ckc_eng.tier[o->wlevel], seg.aoff, zeros, n) : -EIO;
+		from += n;
+	}
+	return rc;
+}
+
+
+ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off)
+{
+	return eng_pwrite_src(h, buf, 0, len, off);
+}
+
+/* pwrite_locked's answer when the write must start over (its tier changed
+ * under it). */
+#define PW_AGAIN (-4097)
+
+/* One attempt at a write (lock held throughout, dropped while bytes move). */
+static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len, uint64_t off,
+			     uint64_t t0)
+{
+	uint64_t end = off + len;
+	int rc;
+
+	while (o->migrating)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (o->retired)
+		return (ssize_t)len; /* a newer version replaced this one: its bytes go nowhere */
+	if ((rc = eng_write_room(o, end)) != 0)
+		return rc;
+	if (o->wlevel == ckc_eng.ntier - 1) {
+		int fd = o->home_fd;
+		pthread_mutex_unlock(&ckc_eng.lock);
+		rc = buf ? ckc_io_pwrite_all(fd, buf, len, (off_t)off) :
+			   device_bounce(dsrc, len, NULL, off, fd);
+		pthread_mutex_lock(&ckc_eng.lock);
+	} else {
+		/* a write past the end leaves a hole; writes still in flight
+		 * below it may fill it first, so let them land and look again */
+		int wl = o->wlevel;
+		while (off > o->size && o->place[wl].pins > 0)
+			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		if (o->migrating || o->wlevel != wl)
+			return PW_AGAIN;
+		if (off > o->size && (rc = eng_zero_fill(o, o->size, off)) != 0)
+			return rc;
+		if (off > o->size)
+			o->size = off;
+		rc = write_bytes(o, buf, dsrc, len, off);
+		if (rc && rc != -ENOMEM && !o->retired) {
+			/* the tier failed: move what is written down and retry */
+			ckc_warn("%s tier: write of %s failed (%s)", ckc_eng.tier[o->wlevel].name,
+				 o->key, strerror(-rc));
+			ckc_eng.tier[o->wlevel].st.flush_errors++;
+			if (eng_migrate_down(o) == 0)
+				return PW_AGAIN;
+		}
+	}
+	if (!rc) {
+		if (end > o->size)
+			o->size = end;
+		o->attr.mask &= ~CKC_ATTR_TIMES;
+		ckc_tier_stats_t *st = &ckc_eng.tier[o->wlevel].st;
+		st->put_ops++;
+		st->put_bytes += len;
+		ckc_trace("write", o, off, len, o->wlevel, t0);
+	}
+	return rc ? rc : (ssize_t)len;
+}
+
+ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t len, uint64_t off)
+{
+	ckc_obj_t *o = h->o;
+	uint64_t t0 = ckc_now_ns();
+	ssize_t rc = CKC_HANDED;
+
+	if (!h->writer)
+		return -EBADF;
+	if (len == 0)
+		return 0;
+	if (off + len < off)
+		return -EFBIG;
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (!o->handed) {
+		/* a hand-over waits for the writes under way (ckc_handoff) */
+		o->writing++;
+		do
+			rc = pwrite_locked(o, buf, dsrc, len, off, t0);
+		while (rc == PW_AGAIN);
+		if (--o->writing == 0)
+			pthread_cond_broadcast(&ckc_eng.cv);
+	}
+	pthread_mutex_unlock(&ckc_eng.lock);
+	return rc;
+}
+
+int eng_close_home_writer(ckc_obj_t *o)
+{
+	int fd = o->home_fd;
+	char *tmp = o->home_tmp;
+	bool live = o->home_live;
+
+	o->home_fd = -1;
+	o->home_tmp = NULL;
+	o->home_live = false;
+	o->home_busy = true;
+	ckc_attr_t attr = o->attr;
+	ckc_fid_t base = o->base, now;
+	pthread_mutex_unlock(&ckc_eng.lock);
+	int rc;
+	if (live) {
+		/* handed over already: the file is at its real path */
+		rc = ckc_attr_apply_fd(fd, &attr);
+		if (sys_close(fd) != 0 && !rc)
+			rc = -errno;
+		if (!rc)
+			ckc_fid_take(o->key, &now);
+	} else if (ckc_fid_changed(&base, o->key)) {
+		rc = CKC_CHANGED; /* fd stays open: the rescue below reads it */
+	} else {
+		rc = ckc_home_commit(tmp, o->key, fd, false, &attr);
+		if (!rc)
+			ckc_fid_take(o->key, &now);
+	}
+	pthread_mutex_lock(&ckc_eng.lock);
+	o->home_busy = false;
+	if (rc == CKC_CHANGED) {
+		/* the temporary file may have no name (O_TMPFILE): read it
+		 * through its descriptor */
+		char self[64];
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+		ckc_src_t held = { .path = self };
+		ckc_keep_newer(o, &held, o->size);
+		ckc_home_discard(tmp, fd);
+	} else if (!rc) {
+		o->at_home = true;
+		o->base = now;
+		ckc_node_note(o);
+	} else {
+		ckc_error("checkpoint %s could not be written to its real path (%s)", o->key,
+			  strerror(-rc));
+	}
+	sys_free(tmp);
+	pthread_cond_broadcast(&ckc_eng.cv);
+	return rc;
+}
+
+void eng_close_writer_locked(ckc_obj_t *o)
+{
+	int rc = 0;
+
+	while (o->migrating)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (o->complete || o->retired)
+		return;
+	if (!(o->attr.mask & CKC_ATTR_TIMES))
+		clock_gettime(CLOCK_REALTIME, &o->mtime);
+	o->complete = true;
+	if (o->wlevel == ckc_eng.ntier - 1) {
+		rc = eng_close_home_writer(o);
+	} else {
+		ckc_place_trim(o, o->wlevel, o->size);
+		ckc_set_state(o, o->wlevel, LC_EV_WRITE_END);
+		if (ckc_flush_wanted(o, o->wlevel))
+			ckc_flush_enqueue(o, o->wlevel);
+	}
+	(void)rc;
+	memmove(ckc_eng.recent + 1, ckc_eng.recent, sizeof(ckc_eng.recent) - sizeof(uint64_t));
+	ckc_eng.recent[0] = o->size;
+	if (ckc_eng.nrecent < CKC_PREDICT_SLOTS)
+		ckc_eng.nrecent++;
+	ckc_eng.st.objects_written++;
+	if (!ckc_eng.cfg.hints && ckc_eng.cfg.order != CKC_ORDER_NONE) {
+		hq_remove_all(ckc_eng.hq, o->key);
+		if (ckc_eng.cfg.order == CKC_ORDER_REVERSE)
+			hq_push_front(ckc_eng.hq, o->key);
+		else
+			hq_push_back(ckc_eng.hq, o->key);
+	}
+	ckc_trace("close-write", o, 0, o->size, o->wlevel, 0);
+	ckc_node_note(o);
+	ckc_prefetch_kick();
+	pthread_cond_broadcast(&ckc_eng.cv);
+}
