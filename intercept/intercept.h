@@ -318,4 +318,13 @@ static inline long ckc_result(long rc, int saved)
 	return rc;
 }
 
+/* ---- shared by posix.c, posix_data.c and posix_names.c ---- */
+
+int ckc_px_vfd_usable(const ckc_vfd_t *v);
+bool ckc_px_handed_over(long *r, ckc_vfd_t *v);
+ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos,
+		       bool wr);
+int ckc_px_real_stat_path(const char *p, struct stat *st);
+int ckc_px_real_access(const char *p, int mode);
+
 #endif

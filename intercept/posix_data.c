@@ -1,0 +1,410 @@
+/* POSIX I/O wrappers, the data and its durability: read/write family,
+ * seek, sync, truncate, fallocate. Shapes as in posix.c. */
+#include "config.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <linux/close_range.h>
+#include <linux/falloc.h>
+#include <sys/sendfile.h>
+#include <unistd.h>
+
+#include "intercept.h"
+#include "owed.h"
+#include "log.h"
+#include "path.h"
+
+/* ---- data ------------------------------------------------------------ */
+
+/* The tagged halves of the hottest calls, out of line: the untagged path,
+ * which all of a program's other I/O takes, stays a table load and a jump
+ * to libc. A number whose placeholder is gone is passed to libc too. */
+static __attribute__((noinline)) ssize_t read_tagged(int fd, void *buf, size_t n)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(read)(fd, buf, n);
+	int saved = errno;
+	long r = ckc_vfd_read(v, buf, n);
+	if (ckc_px_handed_over(&r, v))
+		return REAL(read)(fd, buf, n);
+	return ckc_result(r, saved);
+}
+
+static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, size_t n)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(write)(fd, buf, n);
+	int saved = errno;
+	long r = ckc_vfd_write(v, buf, n);
+	if (ckc_px_handed_over(&r, v))
+		return REAL(write)(fd, buf, n);
+	return ckc_result(r, saved);
+}
+
+static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t n, off_t off,
+						      ssize_t (*real)(int, void *, size_t, off_t))
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return real(fd, buf, n, off);
+	int saved = errno;
+	long r = ckc_vfd_pread(v, buf, n, off);
+	if (ckc_px_handed_over(&r, v))
+		return real(fd, buf, n, off);
+	return ckc_result(r, saved);
+}
+
+static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, size_t n, off_t off,
+						       ssize_t (*real)(int, const void *, size_t, off_t))
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return real(fd, buf, n, off);
+	int saved = errno;
+	long r = ckc_vfd_pwrite(v, buf, n, off);
+	if (ckc_px_handed_over(&r, v))
+		return real(fd, buf, n, off);
+	return ckc_result(r, saved);
+}
+
+CKC_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1)) {
+		ckc_owed_touch(buf, n);
+		return REAL(read)(fd, buf, n);
+	}
+	return read_tagged(fd, buf, n);
+}
+
+CKC_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1)) {
+		ckc_owed_touch(buf, n);
+		return REAL(write)(fd, buf, n);
+	}
+	return write_tagged(fd, buf, n);
+}
+
+CKC_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1)) {
+		ckc_owed_touch(buf, n);
+		return REAL(pread)(fd, buf, n, off);
+	}
+	return pread_tagged(fd, buf, n, off, REAL(pread));
+}
+
+CKC_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
+{
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1)) {
+		ckc_owed_touch(buf, n);
+		return REAL(pread64)(fd, buf, n, off);
+	}
+	return pread_tagged(fd, buf, n, off, REAL(pread64));
+}
+
+CKC_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1)) {
+		ckc_owed_touch(buf, n);
+		return REAL(pwrite)(fd, buf, n, off);
+	}
+	return pwrite_tagged(fd, buf, n, off, REAL(pwrite));
+}
+
+CKC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
+{
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1)) {
+		ckc_owed_touch(buf, n);
+		return REAL(pwrite64)(fd, buf, n, off);
+	}
+	return pwrite_tagged(fd, buf, n, off, REAL(pwrite64));
+}
+
+CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v) {
+		ckc_owed_touch_iov(iov, cnt);
+		return REAL(readv)(fd, iov, cnt);
+	}
+	int saved = errno;
+	long r = ckc_px_vfd_iov(v, iov, cnt, 0, true, false);
+	if (ckc_px_handed_over(&r, v))
+		return REAL(readv)(fd, iov, cnt);
+	return ckc_result(r, saved);
+}
+
+CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v) {
+		ckc_owed_touch_iov(iov, cnt);
+		return REAL(writev)(fd, iov, cnt);
+	}
+	int saved = errno;
+	long r = ckc_px_vfd_iov(v, iov, cnt, 0, true, true);
+	if (ckc_px_handed_over(&r, v))
+		return REAL(writev)(fd, iov, cnt);
+	return ckc_result(r, saved);
+}
+
+#define VFD_IOV_WRAPPER(name, wr)                                                          \
+	CKC_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt, off_t off)      \
+	{                                                                                  \
+		ckc_vfd_t *v = ckc_vfd_get(fd);                                            \
+		if (!v) {                                                                  \
+			ckc_owed_touch_iov(iov, cnt);                                      \
+			return REAL(name)(fd, iov, cnt, off);                              \
+		}                                                                          \
+		int saved = errno;                                                         \
+		long r = ckc_px_vfd_iov(v, iov, cnt, off, false, wr);                             \
+		if (ckc_px_handed_over(&r, v))                                                    \
+			return REAL(name)(fd, iov, cnt, off);                              \
+		return ckc_result(r, saved);                                               \
+	}
+
+VFD_IOV_WRAPPER(preadv, false)
+VFD_IOV_WRAPPER(preadv64, false)
+VFD_IOV_WRAPPER(pwritev, true)
+VFD_IOV_WRAPPER(pwritev64, true)
+
+/* preadv2/pwritev2: offset -1 means the current position; flags are hints
+ * (RWF_HIPRI, RWF_DSYNC...) that the cache satisfies or ignores, except
+ * RWF_DSYNC/RWF_SYNC, which sync like fdatasync. */
+#define VFD_IOV2_WRAPPER(name, wr)                                                         \
+	CKC_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt, off_t off,      \
+				int flags)                                                 \
+	{                                                                                  \
+		ckc_vfd_t *v = ckc_vfd_get(fd);                                            \
+		if (!v)                                                                    \
+			return REAL(name)(fd, iov, cnt, off, flags);                       \
+		int saved = errno;                                                         \
+		long r = ckc_px_vfd_iov(v, iov, cnt, off, off == -1, wr);                         \
+		if (ckc_px_handed_over(&r, v))                                                    \
+			return REAL(name)(fd, iov, cnt, off, flags);                       \
+		if (r > 0 && wr && (flags & (RWF_DSYNC | RWF_SYNC))) {                     \
+			ckc_enter();                                                       \
+			int s = ckc_sync(v->h);                                            \
+			ckc_leave();                                                       \
+			if (s < 0)                                                         \
+				r = s;                                                     \
+		}                                                                          \
+		return ckc_result(r, saved);                                                   \
+	}
+
+VFD_IOV2_WRAPPER(preadv2, false)
+VFD_IOV2_WRAPPER(preadv64v2, false)
+VFD_IOV2_WRAPPER(pwritev2, true)
+VFD_IOV2_WRAPPER(pwritev64v2, true)
+
+CKC_EXPORT off_t lseek(int fd, off_t off, int whence)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(lseek)(fd, off, whence);
+	int saved = errno;
+	return ckc_result(ckc_vfd_lseek(v, off, whence), saved);
+}
+
+CKC_EXPORT off_t lseek64(int fd, off_t off, int whence)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(lseek64)(fd, off, whence);
+	int saved = errno;
+	return ckc_result(ckc_vfd_lseek(v, off, whence), saved);
+}
+
+/* ---- durability and size --------------------------------------------- */
+
+static int vfd_sync(ckc_vfd_t *v)
+{
+	int rc = ckc_px_vfd_usable(v);
+	if (rc)
+		return rc;
+	ckc_enter();
+	rc = ckc_sync(v->h);
+	ckc_leave();
+	return rc;
+}
+
+CKC_EXPORT int fsync(int fd)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(fsync)(fd);
+	int saved = errno;
+	long r = vfd_sync(v);
+	if (ckc_px_handed_over(&r, v))
+		return REAL(fsync)(fd);
+	return (int)ckc_result(r, saved);
+}
+
+CKC_EXPORT int fdatasync(int fd)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(fdatasync)(fd);
+	int saved = errno;
+	long r = vfd_sync(v);
+	if (ckc_px_handed_over(&r, v))
+		return REAL(fdatasync)(fd);
+	return (int)ckc_result(r, saved);
+}
+
+static int vfd_truncate(ckc_vfd_t *v, off_t len)
+{
+	int rc = ckc_px_vfd_usable(v);
+	if (rc)
+		return rc;
+	if (len < 0)
+		return -EINVAL;
+	if ((v->flags & O_ACCMODE) == O_RDONLY)
+		return -EINVAL;
+	ckc_enter();
+	rc = ckc_ftruncate(v->h, (uint64_t)len);
+	ckc_leave();
+	return rc;
+}
+
+CKC_EXPORT int ftruncate(int fd, off_t len)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(ftruncate)(fd, len);
+	int saved = errno;
+	long r = vfd_truncate(v, len);
+	if (ckc_px_handed_over(&r, v))
+		return REAL(ftruncate)(fd, len);
+	return (int)ckc_result(r, saved);
+}
+
+CKC_EXPORT int ftruncate64(int fd, off_t len)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(ftruncate64)(fd, len);
+	int saved = errno;
+	long r = vfd_truncate(v, len);
+	if (ckc_px_handed_over(&r, v))
+		return REAL(ftruncate64)(fd, len);
+	return (int)ckc_result(r, saved);
+}
+
+static int truncate_common(const char *path, off_t len, int (*real)(const char *, off_t))
+{
+	char canon[PATH_MAX];
+	int saved = errno;
+	if (ckc_tagged_asked(AT_FDCWD, path, canon)) {
+		int rc = ckc_hand_over_path(canon);
+		if (rc)
+			return (int)ckc_result(rc, saved);
+	}
+	return real(path, len);
+}
+
+CKC_EXPORT int truncate(const char *path, off_t len)
+{
+	return truncate_common(path, len, REAL(truncate));
+}
+
+CKC_EXPORT int truncate64(const char *path, off_t len)
+{
+	return truncate_common(path, len, REAL(truncate64));
+}
+
+/* Advice and readahead: the cache follows its own restore order, so they
+ * are accepted and ignored on tagged descriptors. */
+CKC_EXPORT int posix_fadvise(int fd, off_t off, off_t len, int advice)
+{
+	if (!ckc_vfd_get(fd))
+		return REAL(posix_fadvise)(fd, off, len, advice);
+	return advice >= POSIX_FADV_NORMAL && advice <= POSIX_FADV_NOREUSE && len >= 0 ? 0 : EINVAL;
+}
+
+CKC_EXPORT int posix_fadvise64(int fd, off_t off, off_t len, int advice)
+{
+	if (!ckc_vfd_get(fd))
+		return REAL(posix_fadvise64)(fd, off, len, advice);
+	return advice >= POSIX_FADV_NORMAL && advice <= POSIX_FADV_NOREUSE && len >= 0 ? 0 : EINVAL;
+}
+
+CKC_EXPORT ssize_t readahead(int fd, off_t off, size_t count)
+{
+	(void)off;
+	(void)count;
+	if (!ckc_vfd_get(fd))
+		return REAL(readahead)(fd, off, count);
+	return 0;
+}
+
+/* Space reservation: a checkpoint's space is the cache's business; a
+ * reservation past the end makes the file that long, as on a real file. */
+static int vfd_allocate(ckc_vfd_t *v, int mode, off_t off, off_t len)
+{
+	if (off < 0 || len <= 0)
+		return -EINVAL;
+	if (mode & ~FALLOC_FL_KEEP_SIZE)
+		return -EOPNOTSUPP;
+	if ((v->flags & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
+	uint64_t end = (uint64_t)off + (uint64_t)len;
+	if ((mode & FALLOC_FL_KEEP_SIZE) || end <= ckc_handle_size(v->h))
+		return 0;
+	return vfd_truncate(v, (off_t)end);
+}
+
+CKC_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(fallocate)(fd, mode, off, len);
+	int saved = errno;
+	long r = vfd_allocate(v, mode, off, len);
+	if (ckc_px_handed_over(&r, v))
+		return REAL(fallocate)(fd, mode, off, len);
+	return (int)ckc_result(r, saved);
+}
+
+CKC_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(fallocate64)(fd, mode, off, len);
+	int saved = errno;
+	long r = vfd_allocate(v, mode, off, len);
+	if (ckc_px_handed_over(&r, v))
+		return REAL(fallocate64)(fd, mode, off, len);
+	return (int)ckc_result(r, saved);
+}
+
+/* posix_fallocate returns the error number instead of setting errno. */
+CKC_EXPORT int posix_fallocate(int fd, off_t off, off_t len)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(posix_fallocate)(fd, off, len);
+	long r = vfd_allocate(v, 0, off, len);
+	if (ckc_px_handed_over(&r, v))
+		return REAL(posix_fallocate)(fd, off, len);
+	return (int)-r;
+}
+
+CKC_EXPORT int posix_fallocate64(int fd, off_t off, off_t len)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(posix_fallocate64)(fd, off, len);
+	long r = vfd_allocate(v, 0, off, len);
+	if (ckc_px_handed_over(&r, v))
+		return REAL(posix_fallocate64)(fd, off, len);
+	return (int)-r;
+}
