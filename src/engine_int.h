@@ -98,6 +98,7 @@ struct ckc_obj {
 	bool durable;        /* ... and it was fsync'ed */
 	ckc_fid_t base;      /* the real file this version replaces, or published */
 	bool handed;         /* handed over to the real file (ckc_handoff) */
+	bool handing;        /* a hand-over is publishing its bytes: writes wait */
 	int writing;         /* writes through its handles in progress */
 	bool announced;      /* in the node registry (ckc_node_hook) */
 	bool home_busy;      /* a transfer to the real path is running */

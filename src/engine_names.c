@@ -26,7 +26,7 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 	/* a flush under way ends first: its publication is this one (a
 	 * second one beside it would copy the bytes again, and its rename
 	 * could land on what another process writes there once told) */
-	while (o->home_busy || o->migrating || o->flushing)
+	while (o->home_busy || o->migrating || o->flushing || o->handing)
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (o->at_home && (!durable || o->durable))
 		return 0;
@@ -159,13 +159,19 @@ static int handoff_locked(ckc_obj_t *o)
 {
 	int rc = 0;
 
+	/* another hand-over under way ends first: its answer is this one (a
+	 * process told "handed" before the real file exists would create it,
+	 * and the hand-over's rename would take its bytes away) */
+	while (o->handing)
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (o->handed)
 		return 0;
 	if (o->retired)
 		return -ESTALE; /* a newer version has the name: nothing to hand */
 	ckc_obj_get(o);
-	o->handed = true;
-	ckc_node_note(o);
+	/* new writes wait; the version stays announced to the node (other
+	 * processes ask this one, and wait) until its bytes are there */
+	o->handing = true;
 	while (o->writing > 0 || o->migrating || o->home_busy)
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (o->retired) {
@@ -176,14 +182,16 @@ static int handoff_locked(ckc_obj_t *o)
 	} else if (!o->at_home) {
 		rc = ckc_flush_home_now(o, false);
 	}
-	if (rc && rc != CKC_CHANGED) {
-		o->handed = false;
+	o->handing = false;
+	if (!rc || rc == CKC_CHANGED) {
+		o->handed = true;
 		ckc_node_note(o);
-		pthread_cond_broadcast(&ckc_eng.cv);
-	} else if (!o->retired) {
-		ckc_trace("handoff", o, 0, o->size, -1, 0);
-		ckc_obj_retire(o);
+		if (!o->retired) {
+			ckc_trace("handoff", o, 0, o->size, -1, 0);
+			ckc_obj_retire(o);
+		}
 	}
+	pthread_cond_broadcast(&ckc_eng.cv);
 	ckc_obj_put(o);
 	return rc == CKC_CHANGED ? 0 : rc;
 }

@@ -416,6 +416,8 @@ ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t l
 	if (off + len < off)
 		return -EFBIG;
 	pthread_mutex_lock(&ckc_eng.lock);
+	while (o->handing) /* its bytes so far are being published */
+		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (!o->handed) {
 		/* a hand-over waits for the writes under way (ckc_handoff) */
 		o->writing++;
