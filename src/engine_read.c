@@ -485,7 +485,7 @@ int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
 	if (!h->writer)
 		return -EBADF;
 	pthread_mutex_lock(&ckc_eng.lock);
-	while (o->migrating)
+	while (o->migrating || o->handing)
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (o->handed || o->retired || o->complete) {
 		pthread_mutex_unlock(&ckc_eng.lock);

@@ -486,7 +486,9 @@ void eng_close_writer_locked(ckc_obj_t *o)
 {
 	int rc = 0;
 
-	while (o->migrating)
+	/* a hand-over under way ends first (it closes a written-through
+	 * version's file itself) */
+	while (o->migrating || o->handing)
 		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (o->complete || o->retired)
 		return;
