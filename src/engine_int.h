@@ -524,6 +524,7 @@ ckc_obj_t *eng_obj_alloc(const char *key);
 ckc_obj_t *eng_obj_new(const char *key);
 int eng_canon(const char *path, char *out);
 int eng_lookup_locked(const char *path, char *key, ckc_obj_t **op);
+int eng_open_locked(const char *path, char *key);
 ckc_handle_t *eng_handle_new(ckc_obj_t *o, bool writer);
 int eng_migrate_to(ckc_obj_t *o, bool home_only);
 int eng_migrate_down(ckc_obj_t *o);

@@ -79,14 +79,9 @@ ckc_obj_t *eng_current_locked(const char *key)
 int ckc_open_read(const char *path, ckc_handle_t **hp)
 {
 	char key[PATH_MAX];
-	int rc = eng_canon(path, key);
+	int rc = eng_open_locked(path, key);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&ckc_eng.lock);
-	if (!ckc_eng.active) {
-		pthread_mutex_unlock(&ckc_eng.lock);
-		return -ENODEV;
-	}
 	ckc_hints_reading();
 	ckc_obj_t *o = eng_current_locked(key);
 	if (!o && ckc_eng.active)
@@ -181,6 +176,26 @@ bool eng_prefetch_wait(ckc_handle_t *h, uint64_t *deadline)
  * from the handle's window (stdio and Python read in pieces of 8 KiB and
  * less; each a device transfer of its own costs ten times its size). */
 #define WIN_READ_MAX (256u << 10)
+
+/* Counts a read of [off, off+len) through h served at level (lock held):
+ * the checkpoint read back there once per handle, a hit there and a miss
+ * in every tier above, the range read for consumption, the trace line. */
+static void read_account(ckc_handle_t *h, int level, uint64_t off, uint64_t len, uint64_t t0)
+{
+	ckc_tier_stats_t *st = &ckc_eng.tier[level].st;
+	if (!h->writer && !h->counted) {
+		h->counted = true;
+		st->ckpt_reads++;
+	}
+	st->read_ops++;
+	st->read_bytes += len;
+	st->hits++;
+	for (int l = 0; l < level; l++)
+		ckc_eng.tier[l].st.misses++;
+	if (!h->writer)
+		eng_range_add(h, off, off + len);
+	ckc_trace("read", h->o, off, len, level, t0);
+}
 
 /* [off, off+len) of h's complete object, whose best copy is in the gpu
  * tier, from the handle's window, filled first when it does not hold them
@@ -321,19 +336,7 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	if (rc == 0) {
 		if (got == len)
 			level = ckc_eng.ntier - 1;
-		ckc_tier_stats_t *st = &ckc_eng.tier[level].st;
-		if (!h->writer && !h->counted) {
-			h->counted = true;
-			st->ckpt_reads++;
-		}
-		st->read_ops++;
-		st->read_bytes += len;
-		st->hits++;
-		for (int l = 0; l < level; l++)
-			ckc_eng.tier[l].st.misses++;
-		if (!h->writer)
-			eng_range_add(h, off, off + len);
-		ckc_trace("read", o, off, len, level, t0);
+		read_account(h, level, off, len, t0);
 		rc = (ssize_t)len;
 	}
 	pthread_mutex_unlock(&ckc_eng.lock);
@@ -380,19 +383,7 @@ void ckc_handle_note_read(ckc_handle_t *h, uint64_t off, uint64_t len)
 	if (len == 0)
 		return;
 	pthread_mutex_lock(&ckc_eng.lock);
-	ckc_tier_stats_t *st = &ckc_eng.tier[ckc_eng.ntier - 1].st;
-	if (!h->writer && !h->counted) {
-		h->counted = true;
-		st->ckpt_reads++;
-	}
-	st->read_ops++;
-	st->read_bytes += len;
-	st->hits++;
-	for (int l = 0; l < ckc_eng.ntier - 1; l++)
-		ckc_eng.tier[l].st.misses++;
-	if (!h->writer)
-		eng_range_add(h, off, off + len);
-	ckc_trace("read", h->o, off, len, ckc_eng.ntier - 1, 0);
+	read_account(h, ckc_eng.ntier - 1, off, len, 0);
 	pthread_mutex_unlock(&ckc_eng.lock);
 }
 

@@ -44,6 +44,21 @@ int eng_lookup_locked(const char *path, char *key, ckc_obj_t **op)
 	return 0;
 }
 
+/* key, the canonical form of path, with the lock held and the engine
+ * running: 0; else -errno (-ENODEV: stopped), unlocked. */
+int eng_open_locked(const char *path, char *key)
+{
+	int rc = eng_canon(path, key);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&ckc_eng.lock);
+	if (!ckc_eng.active) {
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENODEV;
+	}
+	return 0;
+}
+
 ckc_handle_t *eng_handle_new(ckc_obj_t *o, bool writer)
 {
 	ckc_handle_t *h = calloc(1, sizeof(*h));
@@ -59,14 +74,9 @@ ckc_handle_t *eng_handle_new(ckc_obj_t *o, bool writer)
 int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
 {
 	char key[PATH_MAX];
-	int rc = eng_canon(path, key);
+	int rc = eng_open_locked(path, key);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&ckc_eng.lock);
-	if (!ckc_eng.active) {
-		pthread_mutex_unlock(&ckc_eng.lock);
-		return -ENODEV;
-	}
 	/* a publication of this path under way ends first, so that the file
 	 * this version replaces is the one recorded below */
 	ckc_obj_t *old;

@@ -297,13 +297,6 @@ static int pattern_canon(const char *p, size_t n, long rank, char *out, size_t o
 	return ckc_path_canon(tmp, NULL, out, outlen);
 }
 
-/* Whether the library tags canonical path: its own matcher (src/tagpat.c),
- * with the patterns as it loads them. */
-static bool tagged(const char *path)
-{
-	return ckc_tag_match(path);
-}
-
 static bool has_glob(const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -765,7 +758,8 @@ static int hint_emit(void *ctx, const char *path)
 		snprintf(h->first, sizeof(h->first), "%s", path);
 	snprintf(h->last, sizeof(h->last), "%s", path);
 	h->entries++;
-	if (!tagged(path) && !h->untagged++)
+	/* the library's own matcher (src/tagpat.c), with its patterns */
+	if (!ckc_tag_match(path) && !h->untagged++)
 		snprintf(h->untagged_example, sizeof(h->untagged_example), "%s", path);
 	return 0;
 }
