@@ -1405,6 +1405,7 @@ void ckc_cuda_services(ckc_services_t *svc)
 	svc->gpu_sym = cu_driver_sym;
 	svc->gpu_settle = cu_settle; /* returns at once while nothing is pending */
 	svc->stats_extra = cu_stats;
+	svc->host_kind = ckc_cuda_mem_kind;
 }
 
 #endif /* HAVE_CUDA_H */

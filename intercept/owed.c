@@ -166,7 +166,10 @@ static int pages_unpark(uintptr_t a, uintptr_t b, intptr_t park)
 /* three outcomes decide: a numpy or HDF5 load that CuPy copies into a
  * pinned buffer with the CPU gains nothing from owing (its touch comes
  * before any device copy) and pays the protection, the fault and the fill
- * on top of the copy for every read owed before its site is judged */
+ * on top of the copy for every read owed before its site is judged; but a
+ * site that alternates (a copy hashed, then one written, or a staging
+ * buffer partly touched before its host-to-device copy) needs more than
+ * one outcome to be seen gaining */
 #define SITE_MIN_OUTCOMES 3
 #define SITE_RETRY 64
 static struct site_slot {

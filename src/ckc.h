@@ -240,6 +240,9 @@ typedef struct ckc_services {
 	void (*gpu_settle)(void);
 	/* adds to a copy of the engine's counters what it does not know */
 	void (*stats_extra)(ckc_stats_t *s);
+	/* what host memory at p is (a ckc_mem_kind_t of ranges.h), as far as
+	 * the program's CUDA calls tell; NULL: unknown, never pageable */
+	int (*host_kind)(const void *p);
 } ckc_services_t;
 
 /* The services in use (all NULL until set). */

@@ -353,6 +353,11 @@ int ckc_gpu_span(const ckc_tier_t *t, const ckc_obj_t *o, uint64_t *lo, uint64_t
 /* Set on the cache's own threads: their device transfers give way to the
  * program's copies. */
 extern __thread bool ckc_tl_background;
+/* Set by the read path around a read the program asked for: only such a
+ * copy into pageable memory runs in lanes (tier_gpu.c). A fill of owed
+ * memory may run inside a fault the program took holding a lock (its own,
+ * the driver's, the owed table's) that the helpers would wait for. */
+extern __thread bool ckc_tl_program_read;
 /* On a background thread, before a piece of work that could hold up the
  * program: waits (CKC_BG_YIELD_MAX_NS at most) while a copy or capture of
  * the program is in progress. */

@@ -316,7 +316,9 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 		ckc_pace_reading(1);
 	}
 	size_t got = home ? ckc_home_read_cached(home, buf, len, off, &h->home_fd) : 0;
+	ckc_tl_program_read = true;
 	rc = got < len ? ckc_src_read(&src, off + got, (char *)buf + got, len - got, &h->home_fd) : 0;
+	ckc_tl_program_read = false;
 	if (big) {
 		ckc_pace_reading(-1);
 		ckc_prog_end();

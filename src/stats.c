@@ -88,10 +88,12 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 			fprintf(f, "%s%d", i ? ", " : "", s->gpu_devs[i]);
 		fprintf(f,
 			"], \"arena_bytes\": %llu, \"mapped_bytes\": %llu,"
-			" \"released_bytes\": %llu, \"releases\": %llu, \"host_pinned\": %s}",
+			" \"released_bytes\": %llu, \"releases\": %llu, \"host_pinned\": %s,"
+			" \"lane_copies\": %llu, \"lane_bytes\": %llu}",
 			(unsigned long long)s->gpu_arena_bytes,
 			(unsigned long long)s->gpu_mapped_bytes, (unsigned long long)s->gpu_released_bytes,
-			(unsigned long long)s->gpu_releases, s->host_pinned ? "true" : "false");
+			(unsigned long long)s->gpu_releases, s->host_pinned ? "true" : "false",
+			(unsigned long long)s->gpu_lane_copies, (unsigned long long)s->gpu_lane_bytes);
 	}
 	if (s->capture_seen)
 		fprintf(f,

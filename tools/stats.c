@@ -111,6 +111,9 @@ static void print_gpu(const json_t *g)
 	printf("  %-18s %.0f (%s)\n", "given back", json_num(g, "releases"),
 	       human(json_num(g, "released_bytes"), h, sizeof(h)));
 	printf("  %-18s %s\n", "host tier pinned", json_num(g, "host_pinned") ? "yes" : "no");
+	if (json_get(g, "lane_copies"))
+		printf("  %-18s %.0f (%s)\n", "reads in lanes", json_num(g, "lane_copies"),
+		       human(json_num(g, "lane_bytes"), h, sizeof(h)));
 }
 
 static void print_capture(const json_t *c)

@@ -235,6 +235,8 @@ EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { (void)s; return cuMe
 
 EXPORT CUresult cuMemAllocHost_v2(void **p, size_t n)
 {
+	/* a driver keeps books of its allocations on the C heap */
+	free(malloc(64));
 	void *m = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
 		       -1, 0);
 	if (m == MAP_FAILED)
@@ -243,6 +245,8 @@ EXPORT CUresult cuMemAllocHost_v2(void **p, size_t n)
 		munmap(m, n ? n : 1);
 		return ERR_OOM;
 	}
+	/* as the real driver does: pinned pages are not shared with a child */
+	madvise(m, n ? n : 1, MADV_DONTFORK);
 	*p = m;
 	return OK;
 }

@@ -181,3 +181,67 @@ for k in range(6):
 	fi
 }
 case_add device/python-numpy device_python
+
+# HDF5 files of float32 fields written from "device" copies (one copy hashed
+# first, as a manifest would, then one written) and read back in reverse,
+# each copied by the CPU before use, as CuPy copies a loaded array into a
+# pinned buffer: the read site stops owing after its first outcomes, and
+# the later reads from the gpu tier run in lanes. The stand-in driver does
+# what the real one does when it allocates pinned memory (its own heap,
+# madvise(MADV_DONTFORK)); a helper of a copy made while the program held a
+# lock of the library's must never wait for that lock (a hang).
+device_h5py_lanes() {
+	"$PY" -c 'import h5py' 2>/dev/null || fail "h5py cannot be imported by $PY"
+	mkdir -p "$T/ssd" "$T/device"
+	cat >devh5.py <<'PYEOF'
+import ctypes, hashlib, sys, numpy as np, h5py
+d, count = sys.argv[1], 10
+cu = ctypes.CDLL("libcuda.so.1")
+ctx = ctypes.c_void_p()
+assert cu.cuInit(0) == 0 and cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0
+assert cu.cuCtxSetCurrent(ctx) == 0
+dtoh = cu.cuMemcpyDtoH_v2
+dtoh.argtypes = [ctypes.c_void_p, ctypes.c_ulonglong, ctypes.c_size_t]
+refs = []
+for k in range(count):
+    shape = (2048 + 8 * k, 1536 + 3 * k)
+    ref = np.random.default_rng(k).standard_normal(shape, dtype=np.float32)
+    dev = ctypes.c_ulonglong()
+    assert cu.cuMemAlloc_v2(ctypes.byref(dev), ref.nbytes) == 0
+    ctypes.memmove(dev.value, ref.ctypes.data, ref.nbytes)
+    def asnumpy():
+        h = np.empty(shape, dtype=np.float32)
+        assert dtoh(h.ctypes.data, dev.value, ref.nbytes) == 0
+        return h
+    hashlib.sha256(asnumpy().tobytes()).hexdigest()
+    with h5py.File(f"{d}/field_{k:04d}.h5", "w") as f:
+        f.create_dataset("field", data=asnumpy())
+        f.attrs["step"] = k
+    refs.append(ref)
+for k in reversed(range(count)):
+    with h5py.File(f"{d}/field_{k:04d}.h5", "r") as f:
+        back = f["field"][...]
+        staged = np.empty_like(back)
+        staged[...] = back
+        assert int(f.attrs["step"]) == k, k
+    assert np.array_equal(staged, refs[k]), k
+print("h5py device ok")
+PYEOF
+	ck CKPTCACHE_PATHS="$T/device/*.h5" CKPTCACHE_CAPTURE=device CKPTCACHE_ORDER=reverse CKPTCACHE_SSD_DIR="$T/ssd" \
+		CKPTCACHE_GPU_CACHE=512M -- env LD_LIBRARY_PATH="$FAKECUDA" FAKECUDA_DEVICE_MIB=4096 "$PY" devh5.py "$T/device" \
+		>"$T/out" 2>&1
+	local rc=$?
+	cat "$T/out"
+	[ $rc -eq 0 ] || fail "h5py under device capture: $(status_text $rc)$(last_error)"
+	plain "$PY" -c '
+import sys, numpy as np, h5py
+for k in range(10):
+    with h5py.File(f"{sys.argv[1]}/field_{k:04d}.h5", "r") as f:
+        ref = np.random.default_rng(k).standard_normal((2048 + 8 * k, 1536 + 3 * k), dtype=np.float32)
+        assert np.array_equal(f["field"][...], ref) and int(f.attrs["step"]) == k, k
+' "$T/device" || fail "the fields at their real paths differ from what was saved"
+	if [[ $PRELOAD != *" "* ]] && [ "$(nproc)" -ge 2 ]; then
+		stats_ok capture.captured\>=10 gpu.lane_copies\>=1
+	fi
+}
+case_add device/h5py-reads-in-lanes device_h5py_lanes

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 typedef int CUresult; /* CUDA_SUCCESS = 0 */
 enum { OK = 0, OOM = 2 };
@@ -17,7 +18,8 @@ static size_t fake_free = 4ull << 30, fake_total = 8ull << 30;
 static atomic_int fake_creates, fake_releases;
 /* devices: device d's context is (void *)(d + 1) */
 static int fake_ndev = 1;
-static __thread uintptr_t fake_cur = 1;
+/* as with CUDA, a thread has no current context until it sets one */
+static __thread uintptr_t fake_cur;
 
 static CUresult f_ctx_get(void **c) { *c = (void *)fake_cur; return OK; }
 static CUresult f_ctx_set(void *c) { fake_cur = (uintptr_t)c; return OK; }
@@ -59,7 +61,16 @@ static CUresult f_unmap(uint64_t p, size_t n)
 static CUresult f_access(uint64_t p, size_t n, const void *d, size_t c) { (void)p; (void)n; (void)d; (void)c; return OK; }
 static CUresult f_stream(void **s, unsigned f) { (void)f; *s = (void *)0x2; return OK; }
 static CUresult f_sync(void *s) { (void)s; return OK; }
-static CUresult f_dtoh(void *h, uint64_t d, size_t n, void *s) { (void)s; memcpy(h, (void *)(uintptr_t)d, n); return OK; }
+/* microseconds each device-to-host copy takes on top of its memcpy */
+static atomic_int fake_dtoh_us;
+static CUresult f_dtoh(void *h, uint64_t d, size_t n, void *s)
+{
+	(void)s;
+	if (atomic_load(&fake_dtoh_us))
+		usleep((useconds_t)atomic_load(&fake_dtoh_us));
+	memcpy(h, (void *)(uintptr_t)d, n);
+	return OK;
+}
 static CUresult f_htod(uint64_t d, const void *h, size_t n, void *s) { (void)s; memcpy((void *)(uintptr_t)d, h, n); return OK; }
 static CUresult f_dtod(uint64_t d, uint64_t x, size_t n, void *s) { (void)s; memmove((void *)(uintptr_t)d, (void *)(uintptr_t)x, n); return OK; }
 static atomic_int fake_pins;
@@ -77,6 +88,8 @@ static CUresult f_hreg(void *p, size_t n, unsigned f)
 static CUresult f_hunreg(void *p) { (void)p; fake_pins--; return OK; }
 static CUresult f_hostalloc(void **p, size_t n)
 {
+	if (!fake_cur)
+		return 201; /* CUDA_ERROR_INVALID_CONTEXT */
 	if (atomic_load(&fake_no_pinned))
 		return OOM;
 	*p = malloc(n);

@@ -646,3 +646,199 @@ Test(gpu, without_a_driver_the_tier_stays_off_and_writes_go_below)
 	ckc_shutdown();
 	tenv_clean(&env);
 }
+
+/* ---- copies to pageable memory in lanes -------------------------------- */
+
+#include <pthread.h>
+#include <sys/wait.h>
+
+#include "lanes.h"
+#include "ranges.h"
+
+static int kind_pageable(const void *p)
+{
+	(void)p;
+	return CKC_MEM_UNKNOWN;
+}
+
+static int kind_pinned(const void *p)
+{
+	(void)p;
+	return CKC_MEM_PINNED;
+}
+
+/* A read of the whole checkpoint at path into a fresh mapping, 16 bytes
+ * into its first page; the bytes compared; the lane copies it made. */
+static uint64_t read_fresh(const char *path, uint64_t seed, size_t n, size_t chunk)
+{
+	ckc_stats_t before, after;
+	ckc_stats_get(&before);
+	unsigned char *m = mmap(NULL, n + 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(m, MAP_FAILED);
+	unsigned char *want = dev_buf(n, seed);
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_read(path, &h), 0);
+	for (size_t off = 0; off < n; off += chunk) {
+		size_t k = n - off < chunk ? n - off : chunk;
+		cr_assert_eq(ckc_pread(h, m + 16 + off, k, off), (ssize_t)k);
+	}
+	cr_assert_eq(ckc_close(h), 0);
+	cr_expect_eq(memcmp(m + 16, want, n), 0, "every byte read back");
+	cr_expect_eq(m[15], 0, "nothing before the buffer written");
+	cr_expect_eq(m[16 + n], 0, "nothing after the buffer written");
+	munmap(m, n + 8192);
+	free(want);
+	ckc_stats_get(&after);
+	return after.gpu_lane_copies - before.gpu_lane_copies;
+}
+
+Test(gpu, a_large_read_into_pageable_memory_runs_in_lanes_and_keeps_every_byte)
+{
+	gpu_start(256 * MiB, 64 * MiB, CKC_PERSIST_ALWAYS);
+	char path[PATH_MAX];
+	tpath(&env, path, 0);
+	size_t n = 37 * MiB + 333;
+	put_ckpt(path, 51, n);
+	cr_assert_str_eq(ckc_where(path), "gpu");
+
+	ckc_services_set(&(ckc_services_t){ .gpu_sym = fake_sym, .host_kind = kind_pageable });
+	atomic_store(&fake_dtoh_us, 2000); /* long enough for the helpers to take pieces */
+	uint64_t lanes = read_fresh(path, 51, n, n);
+	atomic_store(&fake_dtoh_us, 0);
+	if (ckc_lanes_helpers() > 0)
+		cr_expect_eq(lanes, 1, "one read of 37 MiB, in lanes");
+	else
+		cr_expect_eq(lanes, 0, "one CPU: no helper, the driver copies");
+	cr_expect_eq(read_fresh(path, 51, n, 4 * MiB), 0, "reads under 8 MiB go as they are");
+
+	ckc_services_set(&(ckc_services_t){ .gpu_sym = fake_sym, .host_kind = kind_pinned });
+	cr_expect_eq(read_fresh(path, 51, n, n), 0, "pinned memory is copied to directly");
+	ckc_services_set(&(ckc_services_t){ .gpu_sym = fake_sym });
+	cr_expect_eq(read_fresh(path, 51, n, n), 0, "memory of unknown kind is left to the driver");
+	gpu_stop();
+}
+
+/* ckc_lanes_run alone: which thread ran which piece. */
+#define LANE_SPAN (37 * MiB + 123)
+static atomic_int lane_runs[LANE_SPAN / CKC_LANE_PIECE + 2];
+static pthread_t lane_thread[LANE_SPAN / CKC_LANE_PIECE + 2];
+static atomic_size_t lane_bytes_seen;
+static uintptr_t lane_p;
+static atomic_int lane_fail_at = -1;
+static atomic_bool lane_hold;
+
+static int lane_record(void *arg, uintptr_t a, uintptr_t b, uint64_t at)
+{
+	(void)arg;
+	size_t k = (a - (lane_p & ~(uintptr_t)(CKC_LANE_PIECE - 1))) / CKC_LANE_PIECE;
+	if (a < lane_p || b > lane_p + LANE_SPAN || b <= a || at != a - lane_p ||
+	    (b - a > CKC_LANE_PIECE) || k >= sizeof(lane_runs) / sizeof(lane_runs[0]))
+		return -ERANGE;
+	atomic_fetch_add(&lane_runs[k], 1);
+	lane_thread[k] = pthread_self();
+	atomic_fetch_add(&lane_bytes_seen, b - a);
+	while (atomic_load(&lane_hold))
+		usleep(1000);
+	usleep(2000); /* long enough for a helper to take pieces */
+	return (int)k == atomic_load(&lane_fail_at) ? -EFAULT : 0;
+}
+
+static void lanes_reset(uintptr_t p)
+{
+	for (size_t k = 0; k < sizeof(lane_runs) / sizeof(lane_runs[0]); k++)
+		atomic_store(&lane_runs[k], 0);
+	atomic_store(&lane_bytes_seen, 0);
+	atomic_store(&lane_fail_at, -1);
+	lane_p = p;
+}
+
+/* Each piece of the span ran once, their bytes add up; the threads that
+ * ran them. */
+static int lanes_check(void)
+{
+	size_t npiece = ((lane_p + LANE_SPAN + CKC_LANE_PIECE - 1) / CKC_LANE_PIECE) - lane_p / CKC_LANE_PIECE;
+	int threads = 0;
+	for (size_t k = 0; k < npiece; k++) {
+		cr_assert_eq(atomic_load(&lane_runs[k]), 1, "piece %zu ran %d times", k, atomic_load(&lane_runs[k]));
+		bool seen = false;
+		for (size_t j = 0; j < k && !seen; j++)
+			seen = pthread_equal(lane_thread[j], lane_thread[k]);
+		threads += !seen;
+	}
+	cr_assert_eq(atomic_load(&lane_runs[npiece]), 0);
+	cr_assert_eq(atomic_load(&lane_bytes_seen), LANE_SPAN);
+	return threads;
+}
+
+Test(lanes, every_piece_runs_once_and_the_helpers_take_part)
+{
+	uintptr_t p = (uintptr_t)3 * CKC_LANE_PIECE + 4096 * 3 + 5; /* never touched: only addresses */
+	lanes_reset(p);
+	cr_assert_eq(ckc_lanes_run(p, LANE_SPAN, lane_record, NULL), 0);
+	int threads = lanes_check();
+	if (ckc_lanes_helpers() > 0)
+		cr_expect_gt(threads, 1, "the caller and %d helpers: %d ran pieces", ckc_lanes_helpers(), threads);
+	/* and again, with the helpers already there */
+	lanes_reset(p + 77);
+	cr_assert_eq(ckc_lanes_run(p + 77, LANE_SPAN, lane_record, NULL), 0);
+	lanes_check();
+}
+
+Test(lanes, an_error_stops_the_copy_and_is_returned)
+{
+	lanes_reset(CKC_LANE_PIECE);
+	atomic_store(&lane_fail_at, 3);
+	int rc = ckc_lanes_run(CKC_LANE_PIECE, LANE_SPAN, lane_record, NULL);
+	if (ckc_lanes_helpers() == 0)
+		cr_expect_eq(rc, -EAGAIN);
+	else
+		cr_expect_eq(rc, -EFAULT);
+	for (size_t k = 0; k < sizeof(lane_runs) / sizeof(lane_runs[0]); k++)
+		cr_expect_leq(atomic_load(&lane_runs[k]), 1, "no piece twice");
+}
+
+static void *lanes_long_copy(void *arg)
+{
+	(void)arg;
+	return (void *)(intptr_t)ckc_lanes_run(lane_p, LANE_SPAN, lane_record, NULL);
+}
+
+Test(lanes, a_second_copy_meanwhile_is_told_to_go_alone)
+{
+	if (ckc_lanes_helpers() == 0 && ckc_lanes_run(4096, 4096, lane_record, NULL) == -EAGAIN)
+		cr_skip_test("one CPU: no helpers");
+	lanes_reset(CKC_LANE_PIECE);
+	atomic_store(&lane_hold, true);
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, lanes_long_copy, NULL), 0);
+	while (atomic_load(&lane_bytes_seen) == 0)
+		usleep(1000);
+	int rc = ckc_lanes_run(64 * MiB, 16 * MiB, lane_record, NULL);
+	atomic_store(&lane_hold, false);
+	void *first;
+	pthread_join(t, &first);
+	cr_expect_eq(rc, -EAGAIN, "the helpers are busy: the second copy goes alone");
+	cr_expect_eq((intptr_t)first, 0);
+	lanes_check();
+}
+
+Test(lanes, a_forked_child_starts_its_own_helpers)
+{
+	lanes_reset(CKC_LANE_PIECE);
+	cr_assert_eq(ckc_lanes_run(lane_p, LANE_SPAN, lane_record, NULL) == 0 || ckc_lanes_helpers() == 0, 1);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		lanes_reset(CKC_LANE_PIECE + 4096);
+		int rc = ckc_lanes_run(lane_p, LANE_SPAN, lane_record, NULL);
+		size_t npiece = ((lane_p + LANE_SPAN + CKC_LANE_PIECE - 1) / CKC_LANE_PIECE) - lane_p / CKC_LANE_PIECE;
+		bool ok = rc == -EAGAIN || rc == 0;
+		for (size_t k = 0; rc == 0 && k < npiece; k++)
+			ok = ok && atomic_load(&lane_runs[k]) == 1;
+		_exit(ok && (rc == 0) == (ckc_lanes_helpers() > 0) ? 0 : 1);
+	}
+	int st = 0;
+	for (int i = 0; i < 1000 && waitpid(pid, &st, WNOHANG) == 0; i++)
+		usleep(10000);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child's copy ran in its own lanes (status %d)", st);
+}

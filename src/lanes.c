@@ -1,0 +1,175 @@
+/* Copy lanes (lanes.h): the helper threads, started on first use, and the
+ * hand-out of one copy's pieces to them and to the calling thread. One copy
+ * at a time holds the helpers; a second one meanwhile runs as it would
+ * have without them. */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io.h"
+#include "lanes.h"
+#include "log.h"
+#include "sys.h"
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t go;   /* a copy was posted */
+	pthread_cond_t idle; /* the last helper left a copy */
+	int helpers;         /* started */
+	bool tried;          /* helpers were asked for in this process */
+	bool held;           /* a copy holds the helpers */
+	bool joinable;       /* helpers may still join the copy */
+	unsigned gen;        /* copies posted */
+	int inside;          /* helpers working on the copy */
+	/* the copy */
+	uintptr_t p, base, end;
+	size_t npiece;
+	ckc_lane_fn fn;
+	void *arg;
+	atomic_size_t next; /* the next piece to hand out */
+	atomic_int err;     /* the first error */
+} L = { .mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER };
+
+/* Takes pieces until none is left or one failed. */
+static void lanes_work(void)
+{
+	while (!atomic_load_explicit(&L.err, memory_order_relaxed)) {
+		size_t k = atomic_fetch_add(&L.next, 1);
+		if (k >= L.npiece)
+			return;
+		uintptr_t a = L.base + k * (uintptr_t)CKC_LANE_PIECE, b = a + CKC_LANE_PIECE;
+		if (a < L.p)
+			a = L.p;
+		if (b > L.end)
+			b = L.end;
+		int rc = L.fn(L.arg, a, b, (uint64_t)(a - L.p));
+		if (rc) {
+			int none = 0;
+			atomic_compare_exchange_strong(&L.err, &none, rc);
+		}
+	}
+}
+
+static void *lanes_main(void *unused)
+{
+	(void)unused;
+	unsigned seen = 0;
+	ckc_io_guard = 1; /* never re-enter the wrappers: the copy's owner may hold their locks */
+	pthread_mutex_lock(&L.mu);
+	for (;;) {
+		while (!L.joinable || L.gen == seen)
+			pthread_cond_wait(&L.go, &L.mu);
+		seen = L.gen;
+		L.inside++;
+		pthread_mutex_unlock(&L.mu);
+		lanes_work();
+		pthread_mutex_lock(&L.mu);
+		if (--L.inside == 0)
+			pthread_cond_broadcast(&L.idle);
+	}
+	return NULL;
+}
+
+/* A forked child has none of its parent's helpers, and the lock may have
+ * been held by a thread that is not there. */
+static void lanes_child(void)
+{
+	pthread_mutex_init(&L.mu, NULL);
+	pthread_cond_init(&L.go, NULL);
+	pthread_cond_init(&L.idle, NULL);
+	L.helpers = 0;
+	L.tried = false;
+	L.held = L.joinable = false;
+	L.inside = 0;
+}
+
+/* The CPUs this process may run on. */
+static int lanes_cpus(void)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	return CPU_COUNT(&set);
+}
+
+/* Starts the helpers once per process (lock held); a helper starts with
+ * every signal blocked, so that the program's handlers never run on it. */
+static void lanes_start(void)
+{
+	static atomic_bool forks_known;
+
+	L.tried = true;
+	int want = lanes_cpus() - 1;
+	if (want > CKC_LANES_MAX - 1)
+		want = CKC_LANES_MAX - 1;
+	if (want <= 0)
+		return;
+	if (!atomic_exchange(&forks_known, true))
+		pthread_atfork(NULL, NULL, lanes_child);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int i = 0; i < want; i++) {
+		pthread_t t;
+		int rc = pthread_create(&t, NULL, lanes_main, NULL);
+		if (rc) {
+			ckc_debug("copy lanes: helper %d not started (%s)", i, strerror(rc));
+			break;
+		}
+		pthread_detach(t);
+		L.helpers++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+int ckc_lanes_run(uintptr_t p, size_t n, ckc_lane_fn fn, void *arg)
+{
+	if (!n)
+		return 0;
+	pthread_mutex_lock(&L.mu);
+	if (!L.tried)
+		lanes_start();
+	if (L.held || !L.helpers) {
+		pthread_mutex_unlock(&L.mu);
+		return -EAGAIN;
+	}
+	L.held = L.joinable = true;
+	L.p = p;
+	L.end = p + n;
+	L.base = p & ~(uintptr_t)(CKC_LANE_PIECE - 1);
+	L.npiece = (L.end - L.base + CKC_LANE_PIECE - 1) / CKC_LANE_PIECE;
+	L.fn = fn;
+	L.arg = arg;
+	atomic_store(&L.next, 0);
+	atomic_store(&L.err, 0);
+	L.gen++;
+	pthread_cond_broadcast(&L.go);
+	pthread_mutex_unlock(&L.mu);
+
+	lanes_work();
+
+	pthread_mutex_lock(&L.mu);
+	L.joinable = false; /* a helper that wakes now has nothing to do */
+	while (L.inside)
+		pthread_cond_wait(&L.idle, &L.mu);
+	L.held = false;
+	int rc = atomic_load(&L.err);
+	pthread_mutex_unlock(&L.mu);
+	return rc;
+}
+
+int ckc_lanes_helpers(void)
+{
+	pthread_mutex_lock(&L.mu);
+	int n = L.helpers;
+	pthread_mutex_unlock(&L.mu);
+	return n;
+}
