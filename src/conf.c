@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "conf.h"
+#include "lanes.h"
 #include "memlimit.h"
 #include "log.h"
 #include "state.h"
@@ -429,6 +430,30 @@ static void config_term_wait(config_loader_t *ld)
 	ld->errors++;
 }
 
+/* CKPTCACHE_LANES: 1 (off) to CKC_LANES_MAX threads per large read; unset
+ * or "auto": chosen by the CPUs the process may use (lanes.c). */
+static void config_lanes(config_loader_t *ld)
+{
+	const char *raw = config_value(ld, "CKPTCACHE_LANES");
+	long v;
+	const char *p;
+	size_t n;
+
+	ld->c->lanes = 0;
+	if (!raw)
+		return;
+	config_span(raw, &p, &n);
+	if (n == 4 && strncasecmp(p, "auto", 4) == 0)
+		return;
+	if (config_long(raw, false, 1, &v) && v <= CKC_LANES_MAX) {
+		ld->c->lanes = (int)v;
+		return;
+	}
+	ckc_error("CKPTCACHE_LANES='%s': expected auto or a number of threads from 1 (one thread "
+		  "copies each read) to %d", raw, CKC_LANES_MAX);
+	ld->errors++;
+}
+
 /* A tier size (resolved from raw): 0 turns the tier off, anything else
  * must be at least CKC_TIER_MIN. Returns the size, or 0 after an error. */
 static uint64_t config_min_size(config_loader_t *ld, const char *name, const char *raw,
@@ -782,6 +807,7 @@ int ckc_config_load(ckc_config_t *c, const char *(*get)(const char *name, void *
 	c->prefetch = config_word(&ld, "CKPTCACHE_PREFETCH", prefetch, 3, CKC_PREFETCH_AUTO);
 
 	config_term_wait(&ld);
+	config_lanes(&ld);
 	c->stats = config_string(&ld, "CKPTCACHE_STATS");
 	c->trace = config_string(&ld, "CKPTCACHE_TRACE");
 

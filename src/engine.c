@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "lanes.h"
 #include "log.h"
 #include "memlimit.h"
 #include "path.h"
@@ -247,6 +248,7 @@ int ckc_init_config(const ckc_config_t *c)
 	/* every system call of the engine's threads through a real function */
 	ckc_io_resolve();
 	config_copy(&ckc_eng.cfg, c);
+	ckc_lanes_configure(c->lanes);
 	int rc = c->enabled ? engine_start() : 1;
 	if (rc < 0) {
 		ckc_error("the cache is disabled and every call passes through");
@@ -286,6 +288,7 @@ bool ckc_active(void)
 void eng_stats_collect(ckc_stats_t *s)
 {
 	*s = ckc_eng.st;
+	ckc_lanes_stats(&s->lane_helpers, &s->lane_copies, &s->lane_bytes);
 	if (ckc_svc.stats_extra)
 		ckc_svc.stats_extra(s);
 	s->ntier = ckc_eng.ntier;

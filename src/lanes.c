@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "io.h"
@@ -18,12 +19,17 @@
 #include "log.h"
 #include "sys.h"
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
 static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t go;   /* a copy was posted */
 	pthread_cond_t idle; /* the last helper left a copy */
 	int helpers;         /* started */
 	bool tried;          /* helpers were asked for in this process */
+	int lanes;           /* as configured: 0 by the CPUs */
 	bool held;           /* a copy holds the helpers */
 	bool joinable;       /* helpers may still join the copy */
 	unsigned gen;        /* copies posted */
@@ -35,6 +41,7 @@ static struct {
 	void *arg;
 	atomic_size_t next; /* the next piece to hand out */
 	atomic_int err;     /* the first error */
+	uint64_t copies, bytes; /* made in lanes */
 } L = { .mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER };
 
 /* Takes pieces until none is left or one failed. */
@@ -107,9 +114,10 @@ static void lanes_start(void)
 	static atomic_bool forks_known;
 
 	L.tried = true;
-	int want = lanes_cpus() - 1;
-	if (want > CKC_LANES_MAX - 1)
-		want = CKC_LANES_MAX - 1;
+	int cpus = lanes_cpus();
+	int want = L.lanes ? L.lanes - 1 : cpus >= CKC_LANES_AUTO ? CKC_LANES_AUTO - 1 : 0;
+	if (want > cpus - 1)
+		want = cpus - 1;
 	if (want <= 0)
 		return;
 	if (!atomic_exchange(&forks_known, true))
@@ -162,8 +170,49 @@ int ckc_lanes_run(uintptr_t p, size_t n, ckc_lane_fn fn, void *arg)
 		pthread_cond_wait(&L.idle, &L.mu);
 	L.held = false;
 	int rc = atomic_load(&L.err);
+	if (!rc) {
+		L.copies++;
+		L.bytes += n;
+	}
 	pthread_mutex_unlock(&L.mu);
 	return rc;
+}
+
+/* Faults in the whole pages of [a, b) for writing: 0 or -errno. */
+int ckc_lanes_populate(uintptr_t a, uintptr_t b)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t pa = a & ~(pg - 1), pb = (b + pg - 1) & ~(pg - 1);
+	return sys_madvise((void *)pa, pb - pa, MADV_POPULATE_WRITE) ? -errno : 0;
+}
+
+static int memcpy_piece(void *arg, uintptr_t a, uintptr_t b, uint64_t at)
+{
+	int rc = ckc_lanes_populate(a, b);
+	if (!rc)
+		memcpy((void *)a, (const char *)arg + at, b - a);
+	return rc;
+}
+
+int ckc_lanes_memcpy(void *dst, const void *src, size_t n)
+{
+	return ckc_lanes_run((uintptr_t)dst, n, memcpy_piece, (void *)src);
+}
+
+void ckc_lanes_configure(int lanes)
+{
+	pthread_mutex_lock(&L.mu);
+	L.lanes = lanes < 0 ? 0 : lanes > CKC_LANES_MAX ? CKC_LANES_MAX : lanes;
+	pthread_mutex_unlock(&L.mu);
+}
+
+void ckc_lanes_stats(int *helpers, uint64_t *copies, uint64_t *bytes)
+{
+	pthread_mutex_lock(&L.mu);
+	*helpers = L.helpers;
+	*copies = L.copies;
+	*bytes = L.bytes;
+	pthread_mutex_unlock(&L.mu);
 }
 
 int ckc_lanes_helpers(void)

@@ -66,6 +66,8 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 	fprintf(f, "  \"reads_waited_for_prefetch\": %llu,\n  \"read_wait_s\": %.6f,\n",
 		(unsigned long long)s->reads_waited, s->read_wait_s);
 	fprintf(f, "  \"drain_s\": %.6f,\n", s->drain_s);
+	fprintf(f, "  \"lanes\": {\"helpers\": %d, \"copies\": %llu, \"bytes\": %llu},\n", s->lane_helpers,
+		(unsigned long long)s->lane_copies, (unsigned long long)s->lane_bytes);
 	fprintf(f, "  \"prefetch_distance_at_read\": {");
 	for (int i = 0; i < CKC_DIST_BUCKETS; i++)
 		fprintf(f, "%s\"%s\": %llu", i ? ", " : "", dist_label[i],
@@ -88,12 +90,10 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 			fprintf(f, "%s%d", i ? ", " : "", s->gpu_devs[i]);
 		fprintf(f,
 			"], \"arena_bytes\": %llu, \"mapped_bytes\": %llu,"
-			" \"released_bytes\": %llu, \"releases\": %llu, \"host_pinned\": %s,"
-			" \"lane_copies\": %llu, \"lane_bytes\": %llu}",
+			" \"released_bytes\": %llu, \"releases\": %llu, \"host_pinned\": %s}",
 			(unsigned long long)s->gpu_arena_bytes,
 			(unsigned long long)s->gpu_mapped_bytes, (unsigned long long)s->gpu_released_bytes,
-			(unsigned long long)s->gpu_releases, s->host_pinned ? "true" : "false",
-			(unsigned long long)s->gpu_lane_copies, (unsigned long long)s->gpu_lane_bytes);
+			(unsigned long long)s->gpu_releases, s->host_pinned ? "true" : "false");
 	}
 	if (s->capture_seen)
 		fprintf(f,

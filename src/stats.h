@@ -61,8 +61,10 @@ typedef struct ckc_stats {
 	int gpu_device;                 /* the first region's */
 	int gpu_ndev, gpu_devs[CKC_GPU_MAXDEV];
 	uint64_t gpu_arena_bytes, gpu_mapped_bytes, gpu_released_bytes, gpu_releases;
-	uint64_t gpu_lane_copies, gpu_lane_bytes; /* copies to pageable memory run in lanes */
 	bool host_pinned;
+	/* program reads copied in lanes (lanes.h) */
+	int lane_helpers;
+	uint64_t lane_copies, lane_bytes;
 	bool capture_seen;
 	uint64_t cap_captured, cap_captured_bytes, cap_attached, cap_copied_in;
 	uint64_t cap_restored_d2d, cap_filled, cap_dropped, cap_passed, cap_read_refs;

@@ -86,12 +86,7 @@ int ckc_gpu_open(ckc_tier_t *t)
 #ifdef HAVE_CUDA_H
 
 #include <cuda.h>
-#include <sys/mman.h>
 #include "sys.h"
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
 
 /* The gpu tier is mapped in chunks of this size, or of the tier's size
  * when it is smaller (rounded to the driver's granularity). */
@@ -272,10 +267,7 @@ static CUresult bg_piece(char kind, char *host, uint64_t dev, size_t n, CUstream
  * machine, where the page cache served the same read in 20-30 ms. In lanes
  * (lanes.h) each piece is faulted in, copied to the lane's pinned stage and
  * from there into place, four pieces at a time: 6-8 ms. */
-#define LANE_MIN (8u << 20)
-
 static atomic_bool lanes_off;
-static atomic_ullong lane_copies, lane_bytes;
 
 struct lane_copy {
 	const ckc_gpu_t *g;
@@ -289,12 +281,11 @@ struct lane_copy {
 static int lane_piece(void *arg, uintptr_t a, uintptr_t b, uint64_t at)
 {
 	const struct lane_copy *c = arg;
-	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t pa = a & ~(pg - 1), pb = (b + pg - 1) & ~(pg - 1);
-	if (sys_madvise((void *)pa, pb - pa, MADV_POPULATE_WRITE))
-		return -errno;
+	int rc = ckc_lanes_populate(a, b);
+	if (rc)
+		return rc;
 	CUstream s;
-	int rc = gpu_enter(c->g, c->reg, &s); /* first: the stage needs a context */
+	rc = gpu_enter(c->g, c->reg, &s); /* first: the stage needs a context */
 	if (rc)
 		return rc;
 	char *stage = pinned_buf(&tl_stage, GPU_XFER);
@@ -315,16 +306,13 @@ static bool lanes_pageable(void *host, size_t n)
  * done; false when the copy is still to be made. */
 static bool copy_lanes(const ckc_gpu_t *g, const ckc_gpu_dev_t *reg, void *host, uint64_t src, size_t n)
 {
-	if (n < LANE_MIN || !ckc_tl_program_read || atomic_load_explicit(&lanes_off, memory_order_relaxed) ||
+	if (n < CKC_LANE_MIN || !ckc_tl_program_read || atomic_load_explicit(&lanes_off, memory_order_relaxed) ||
 	    !lanes_pageable(host, n))
 		return false;
 	struct lane_copy c = { g, reg, src };
 	int rc = ckc_lanes_run((uintptr_t)host, n, lane_piece, &c);
-	if (!rc) {
-		atomic_fetch_add_explicit(&lane_copies, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&lane_bytes, n, memory_order_relaxed);
+	if (!rc)
 		return true;
-	}
 	if (rc == -EINVAL && !atomic_exchange(&lanes_off, true))
 		ckc_info("gpu tier: this kernel has no MADV_POPULATE_WRITE: restores to pageable memory are "
 			 "copied by the driver, on one thread");
@@ -1176,8 +1164,6 @@ void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s)
 		s->gpu_released_bytes += r->released_bytes;
 		s->gpu_releases += r->releases;
 	}
-	s->gpu_lane_copies = atomic_load(&lane_copies);
-	s->gpu_lane_bytes = atomic_load(&lane_bytes);
 }
 
 #else /* !HAVE_CUDA_H */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "lanes.h"
 #include "log.h"
 #include "state.h"
 #include "sys.h"
@@ -174,7 +175,10 @@ int ckc_tier_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
 	if (t->kind == TIER_GPU)
 		return ckc_gpu_get(t, aoff, buf, len);
 	if (t->kind == TIER_HOST) {
-		memcpy(buf, t->base + aoff, len);
+		/* a program's read into memory it may never have touched:
+		 * faulted in and copied by several threads (lanes.h) */
+		if (!ckc_tl_program_read || len < CKC_LANE_MIN || ckc_lanes_memcpy(buf, t->base + aoff, len))
+			memcpy(buf, t->base + aoff, len);
 		return 0;
 	}
 	return ssd_get(t, aoff, buf, len);

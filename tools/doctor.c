@@ -103,7 +103,7 @@ static const char *const known_vars[] = {
 	"CKPTCACHE_SSD_DIR",   "CKPTCACHE_SSD_CACHE",	"CKPTCACHE_RESCUE_DIR",
 	"CKPTCACHE_PERSIST",   "CKPTCACHE_EVICTION",	"CKPTCACHE_PREFETCH",
 	"CKPTCACHE_STATS",     "CKPTCACHE_TRACE",	"CKPTCACHE_LOG",
-	"CKPTCACHE_STRICT",    "CKPTCACHE_TERM_WAIT",
+	"CKPTCACHE_STRICT",    "CKPTCACHE_TERM_WAIT",	"CKPTCACHE_LANES",
 };
 /* Read by the ckptcache launcher, not by the library; CKPTCACHE_REPORTED is
  * left by the library for the children of a process that reported a bad

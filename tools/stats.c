@@ -111,9 +111,6 @@ static void print_gpu(const json_t *g)
 	printf("  %-18s %.0f (%s)\n", "given back", json_num(g, "releases"),
 	       human(json_num(g, "released_bytes"), h, sizeof(h)));
 	printf("  %-18s %s\n", "host tier pinned", json_num(g, "host_pinned") ? "yes" : "no");
-	if (json_get(g, "lane_copies"))
-		printf("  %-18s %.0f (%s)\n", "reads in lanes", json_num(g, "lane_copies"),
-		       human(json_num(g, "lane_bytes"), h, sizeof(h)));
 }
 
 static void print_capture(const json_t *c)
@@ -230,6 +227,12 @@ int ckc_stats_summary(const char *path)
 	if (json_get(&root, "reads_waited_for_prefetch") || json_get(&root, "read_wait_s"))
 		printf("\nreads that waited for a prefetch: %.0f (%.3f s in all)\n",
 		       json_num(&root, "reads_waited_for_prefetch"), json_num(&root, "read_wait_s"));
+	const json_t *l = json_get(&root, "lanes");
+	if (l && l->type == JSON_OBJ && json_num(l, "copies") > 0) {
+		char h[32];
+		printf("reads copied in lanes: %.0f (%s), by the reader and %.0f helper threads\n",
+		       json_num(l, "copies"), human(json_num(l, "bytes"), h, sizeof(h)), json_num(l, "helpers"));
+	}
 	if (json_get(&root, "drain_s"))
 		printf("at exit, waiting for flushes to finish: %.3f s\n", json_num(&root, "drain_s"));
 	if (d && d->type == JSON_OBJ && d->n)

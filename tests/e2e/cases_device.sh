@@ -228,7 +228,7 @@ for k in reversed(range(count)):
 print("h5py device ok")
 PYEOF
 	ck CKPTCACHE_PATHS="$T/device/*.h5" CKPTCACHE_CAPTURE=device CKPTCACHE_ORDER=reverse CKPTCACHE_SSD_DIR="$T/ssd" \
-		CKPTCACHE_GPU_CACHE=512M -- env LD_LIBRARY_PATH="$FAKECUDA" FAKECUDA_DEVICE_MIB=4096 "$PY" devh5.py "$T/device" \
+		CKPTCACHE_GPU_CACHE=512M CKPTCACHE_LANES=2 -- env LD_LIBRARY_PATH="$FAKECUDA" FAKECUDA_DEVICE_MIB=4096 "$PY" devh5.py "$T/device" \
 		>"$T/out" 2>&1
 	local rc=$?
 	cat "$T/out"
@@ -241,7 +241,7 @@ for k in range(10):
         assert np.array_equal(f["field"][...], ref) and int(f.attrs["step"]) == k, k
 ' "$T/device" || fail "the fields at their real paths differ from what was saved"
 	if [[ $PRELOAD != *" "* ]] && [ "$(nproc)" -ge 2 ]; then
-		stats_ok capture.captured\>=10 gpu.lane_copies\>=1
+		stats_ok capture.captured\>=10 lanes.copies\>=1
 	fi
 }
 case_add device/h5py-reads-in-lanes device_h5py_lanes

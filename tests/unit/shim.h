@@ -39,6 +39,8 @@ void shim_fail(const char *file, int line, const char *cond, const char *fmt, ..
 #define cr_expect(c, ...) cr_assert(c, __VA_ARGS__)
 #define cr_expect_eq(a, b, ...) cr_assert_eq(a, b, __VA_ARGS__)
 #define cr_expect_geq(a, b, ...) cr_assert_geq(a, b, __VA_ARGS__)
+#define cr_expect_gt(a, b, ...) cr_assert_gt(a, b, __VA_ARGS__)
+#define cr_expect_leq(a, b, ...) cr_assert_leq(a, b, __VA_ARGS__)
 #define cr_expect_str_eq(a, b, ...) cr_assert_str_eq(a, b, __VA_ARGS__)
 /* A test that cannot run in this build ends here, reported as passed. */
 #define cr_skip_test(...) \

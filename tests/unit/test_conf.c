@@ -1528,3 +1528,24 @@ Test(conf_env, strict_aborts_when_a_tier_fails, .signal = SIGABRT)
 	c.ssd_dir = "/proc/none"; /* cannot hold the ssd file */
 	ckc_init_config(&c);
 }
+
+Test(conf, lanes_auto_or_a_number_of_threads)
+{
+	cr_assert_eq(load(), 0);
+	cr_expect_eq(cfg.lanes, 0, "unset: chosen by the CPUs");
+	const char *good[] = { "auto", " AUTO ", "1", "4", "8" };
+	const int want[] = { 0, 0, 1, 4, 8 };
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		conf_reset();
+		env("CKPTCACHE_LANES", good[i]);
+		cr_expect_eq(load(), 0, "CKPTCACHE_LANES='%s'", good[i]);
+		cr_expect_eq(cfg.lanes, want[i], "CKPTCACHE_LANES='%s'", good[i]);
+	}
+	const char *bad[] = { "0", "9", "-1", "2x", "many" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		conf_reset();
+		env("CKPTCACHE_LANES", bad[i]);
+		cr_expect_eq(load(), 1, "CKPTCACHE_LANES='%s' is refused", bad[i]);
+		cr_expect(!cfg.enabled);
+	}
+}

@@ -13,10 +13,21 @@
 #include "engine_util.h"
 
 #include "fake_cuda.h"
+#include "ranges.h"
 
 /* ---- fixtures --------------------------------------------------------- */
 
 static tenv_t env;
+
+/* What the interposer would say of any host memory (ckc_services_t.host_kind):
+ * pinned unless a test says otherwise, so that no copy runs in lanes. */
+static atomic_int host_kind_now = CKC_MEM_PINNED;
+
+static int host_kind(const void *p)
+{
+	(void)p;
+	return atomic_load(&host_kind_now);
+}
 
 static void gpu_start(uint64_t gpu_bytes, uint64_t host_bytes, ckc_persist_t persist)
 {
@@ -24,13 +35,14 @@ static void gpu_start(uint64_t gpu_bytes, uint64_t host_bytes, ckc_persist_t per
 	cr_skip_test("built without the CUDA headers: no gpu tier");
 #endif
 	tenv_make(&env);
-	ckc_services_set(&(ckc_services_t){ .gpu_sym = fake_sym });
+	ckc_services_set(&(ckc_services_t){ .gpu_sym = fake_sym, .host_kind = host_kind });
 	fake_creates = fake_releases = 0;
 	ckc_config_t c = tcfg(&env, host_bytes, 0);
 	c.capture = CKC_CAPTURE_DEVICE;
 	c.gpu_cache = gpu_bytes;
 	c.gpu_cache_pct = -1;
 	c.persist = persist;
+	c.lanes = 2; /* a helper even on two CPUs */
 	if (getenv("TGPU_DEBUG"))
 		c.log_level = CKC_LOG_DEBUG;
 	cr_assert_eq(ckc_init_config(&c), 0);
@@ -653,19 +665,6 @@ Test(gpu, without_a_driver_the_tier_stays_off_and_writes_go_below)
 #include <sys/wait.h>
 
 #include "lanes.h"
-#include "ranges.h"
-
-static int kind_pageable(const void *p)
-{
-	(void)p;
-	return CKC_MEM_UNKNOWN;
-}
-
-static int kind_pinned(const void *p)
-{
-	(void)p;
-	return CKC_MEM_PINNED;
-}
 
 /* A read of the whole checkpoint at path into a fresh mapping, 16 bytes
  * into its first page; the bytes compared; the lane copies it made. */
@@ -689,7 +688,7 @@ static uint64_t read_fresh(const char *path, uint64_t seed, size_t n, size_t chu
 	munmap(m, n + 8192);
 	free(want);
 	ckc_stats_get(&after);
-	return after.gpu_lane_copies - before.gpu_lane_copies;
+	return after.lane_copies - before.lane_copies;
 }
 
 Test(gpu, a_large_read_into_pageable_memory_runs_in_lanes_and_keeps_every_byte)
@@ -701,7 +700,7 @@ Test(gpu, a_large_read_into_pageable_memory_runs_in_lanes_and_keeps_every_byte)
 	put_ckpt(path, 51, n);
 	cr_assert_str_eq(ckc_where(path), "gpu");
 
-	ckc_services_set(&(ckc_services_t){ .gpu_sym = fake_sym, .host_kind = kind_pageable });
+	atomic_store(&host_kind_now, CKC_MEM_UNKNOWN);
 	atomic_store(&fake_dtoh_us, 2000); /* long enough for the helpers to take pieces */
 	uint64_t lanes = read_fresh(path, 51, n, n);
 	atomic_store(&fake_dtoh_us, 0);
@@ -711,10 +710,9 @@ Test(gpu, a_large_read_into_pageable_memory_runs_in_lanes_and_keeps_every_byte)
 		cr_expect_eq(lanes, 0, "one CPU: no helper, the driver copies");
 	cr_expect_eq(read_fresh(path, 51, n, 4 * MiB), 0, "reads under 8 MiB go as they are");
 
-	ckc_services_set(&(ckc_services_t){ .gpu_sym = fake_sym, .host_kind = kind_pinned });
-	cr_expect_eq(read_fresh(path, 51, n, n), 0, "pinned memory is copied to directly");
-	ckc_services_set(&(ckc_services_t){ .gpu_sym = fake_sym });
-	cr_expect_eq(read_fresh(path, 51, n, n), 0, "memory of unknown kind is left to the driver");
+	atomic_store(&host_kind_now, CKC_MEM_REGISTERED);
+	cr_expect_eq(read_fresh(path, 51, n, n), 0, "registered memory is copied to directly");
+	atomic_store(&host_kind_now, CKC_MEM_PINNED);
 	gpu_stop();
 }
 
@@ -745,6 +743,7 @@ static int lane_record(void *arg, uintptr_t a, uintptr_t b, uint64_t at)
 
 static void lanes_reset(uintptr_t p)
 {
+	ckc_lanes_configure(3); /* helpers even on two CPUs */
 	for (size_t k = 0; k < sizeof(lane_runs) / sizeof(lane_runs[0]); k++)
 		atomic_store(&lane_runs[k], 0);
 	atomic_store(&lane_bytes_seen, 0);
@@ -805,7 +804,8 @@ static void *lanes_long_copy(void *arg)
 
 Test(lanes, a_second_copy_meanwhile_is_told_to_go_alone)
 {
-	if (ckc_lanes_helpers() == 0 && ckc_lanes_run(4096, 4096, lane_record, NULL) == -EAGAIN)
+	lanes_reset(CKC_LANE_PIECE);
+	if (ckc_lanes_run(lane_p, 4096, lane_record, NULL) == -EAGAIN)
 		cr_skip_test("one CPU: no helpers");
 	lanes_reset(CKC_LANE_PIECE);
 	atomic_store(&lane_hold, true);
@@ -824,6 +824,9 @@ Test(lanes, a_second_copy_meanwhile_is_told_to_go_alone)
 
 Test(lanes, a_forked_child_starts_its_own_helpers)
 {
+#ifdef __SANITIZE_THREAD__
+	cr_skip_test("ThreadSanitizer cannot start threads in a child of a threaded process");
+#endif
 	lanes_reset(CKC_LANE_PIECE);
 	cr_assert_eq(ckc_lanes_run(lane_p, LANE_SPAN, lane_record, NULL) == 0 || ckc_lanes_helpers() == 0, 1);
 	pid_t pid = fork();
@@ -841,4 +844,24 @@ Test(lanes, a_forked_child_starts_its_own_helpers)
 	for (int i = 0; i < 1000 && waitpid(pid, &st, WNOHANG) == 0; i++)
 		usleep(10000);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child's copy ran in its own lanes (status %d)", st);
+}
+
+Test(lanes, a_large_read_from_the_host_tier_runs_in_lanes_and_keeps_every_byte)
+{
+	tenv_make(&env);
+	ckc_services_set(&(ckc_services_t){ 0 });
+	ckc_config_t c = tcfg(&env, 96 * MiB, 0);
+	c.lanes = 2;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	tpath(&env, path, 0);
+	size_t n = 21 * MiB + 4095;
+	twrite(path, 51, n, 3 * MiB);
+	cr_assert_str_eq(ckc_where(path), "host");
+	uint64_t lanes = read_fresh(path, 51, n, n);
+	cr_expect_eq(lanes, ckc_lanes_helpers() > 0 ? 1 : 0, "one read of 21 MiB: %llu copies in lanes",
+		     (unsigned long long)lanes);
+	cr_expect_eq(read_fresh(path, 51, n, 4 * MiB), 0, "reads under 8 MiB go as they are");
+	ckc_shutdown();
+	tenv_clean(&env);
 }
