@@ -974,20 +974,50 @@ static void check_library(const char *lib)
 		ok("LD_PRELOAD already names a ckptcache library: %s", pre);
 }
 
+/* ---- one hint line, for ckptcache hints ----------------------------------- */
+
+static int hint_line_count(void *ctx, const char *path)
+{
+	(void)path;
+	++*(long *)ctx;
+	return 0;
+}
+
+/* Checks LINE with the library's own hint-file parser: 0 and the number of
+ * entries on stdout, or 2 and the parser's reason on stderr (a line that
+ * holds no entry, a comment or a blank, is refused too). */
+static int hint_line(const char *line)
+{
+	char err[256] = "";
+	long n = 0;
+	long r = hint_parse_line(line, strlen(line), "/", 0, NULL, hint_line_count, &n, err, sizeof(err));
+	if (r < 0 || n == 0) {
+		fprintf(stderr, "%s\n", r < 0 && err[0] ? err : "the line holds no entry (a comment or a blank)");
+		return 2;
+	}
+	printf("%ld\n", n);
+	return 0;
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "--stats") == 0)
 		return ckc_stats_summary(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "--hint-line") == 0)
+		return hint_line(argv[2]);
 	if (argc > 2 || (argc == 2 && (strcmp(argv[1], "--help") == 0 || argv[1][0] == '\0'))) {
 		fprintf(stderr,
 			"usage: %s [LIBRARY]\n"
 			"       %s --stats FILE\n"
+			"       %s --hint-line LINE\n"
 			"Checks the CKPTCACHE_* configuration in the environment and this machine;\n"
 			"LIBRARY is the libckptcache.so to check. Normally run as: ckptcache doctor\n"
-			"--stats: the summary of a statistics file (ckptcache stats FILE)\n",
-			argv[0], argv[0]);
+			"--stats: the summary of a statistics file (ckptcache stats FILE)\n"
+			"--hint-line: checks one hint-file line with the library's parser\n"
+			"(ckptcache hints); prints its number of entries\n",
+			argv[0], argv[0], argv[0]);
 		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
