@@ -96,6 +96,9 @@ void ckc_config_free(ckc_config_t *c);
  * percentage with *bytes = 0; returns -EINVAL for anything else and
  * -ERANGE on overflow. */
 int ckc_parse_size(const char *s, uint64_t *bytes, double *pct);
+/* ckc_parse_size over the n bytes at s (already without surrounding white
+ * space), a percentage of any size in *pct (else -1). */
+int ckc_parse_size_span(const char *s, size_t n, uint64_t *bytes, double *pct);
 
 /* Bytes for people ("512 MiB", "1.5 GiB"): exact when a whole number of
  * the unit, else one decimal. Writes buf and returns it. */
