@@ -178,12 +178,33 @@ int ckc_lanes_run(uintptr_t p, size_t n, ckc_lane_fn fn, void *arg)
 	return rc;
 }
 
-/* Faults in the whole pages of [a, b) for writing: 0 or -errno. */
-int ckc_lanes_populate(uintptr_t a, uintptr_t b)
+static int populate(uintptr_t a, uintptr_t b)
 {
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t pa = a & ~(pg - 1), pb = (b + pg - 1) & ~(pg - 1);
 	return sys_madvise((void *)pa, pb - pa, MADV_POPULATE_WRITE) ? -errno : 0;
+}
+
+/* Whether the kernel has MADV_POPULATE_WRITE, asked once of a page of our
+ * own: EINVAL is also its answer for memory the program may not write
+ * (read-only, or protected for a while to see its writes). */
+static bool populate_known(void)
+{
+	static atomic_int known; /* 0: not asked; 1: yes; -1: no */
+	static char ours;
+	int k = atomic_load_explicit(&known, memory_order_relaxed);
+	if (!k) {
+		k = populate((uintptr_t)&ours, (uintptr_t)&ours + 1) == -EINVAL ? -1 : 1;
+		atomic_store_explicit(&known, k, memory_order_relaxed);
+	}
+	return k > 0;
+}
+
+/* Faults in the whole pages of [a, b) for writing: 0 or -errno. */
+int ckc_lanes_populate(uintptr_t a, uintptr_t b)
+{
+	int rc = populate(a, b);
+	return rc == -EINVAL && !populate_known() ? -ENOSYS : rc;
 }
 
 static int memcpy_piece(void *arg, uintptr_t a, uintptr_t b, uint64_t at)

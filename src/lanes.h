@@ -46,7 +46,8 @@ int ckc_lanes_run(uintptr_t p, size_t n, ckc_lane_fn fn, void *arg);
 int ckc_lanes_memcpy(void *dst, const void *src, size_t n);
 
 /* Faults in the whole pages of [a, b) for writing (MADV_POPULATE_WRITE):
- * 0 or -errno (-EINVAL: a kernel without it, before Linux 5.14). */
+ * 0 or -errno (-ENOSYS: a kernel without it, before Linux 5.14; -EINVAL:
+ * memory the program may not write now). */
 int ckc_lanes_populate(uintptr_t a, uintptr_t b);
 
 /* The helpers started in this process (0 before the first use). */

@@ -313,7 +313,7 @@ static bool copy_lanes(const ckc_gpu_t *g, const ckc_gpu_dev_t *reg, void *host,
 	int rc = ckc_lanes_run((uintptr_t)host, n, lane_piece, &c);
 	if (!rc)
 		return true;
-	if (rc == -EINVAL && !atomic_exchange(&lanes_off, true))
+	if (rc == -ENOSYS && !atomic_exchange(&lanes_off, true))
 		ckc_info("gpu tier: this kernel has no MADV_POPULATE_WRITE: restores to pageable memory are "
 			 "copied by the driver, on one thread");
 	else if (rc != -EAGAIN)

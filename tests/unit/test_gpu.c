@@ -662,6 +662,7 @@ Test(gpu, without_a_driver_the_tier_stays_off_and_writes_go_below)
 /* ---- copies to pageable memory in lanes -------------------------------- */
 
 #include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include "lanes.h"
@@ -712,6 +713,53 @@ Test(gpu, a_large_read_into_pageable_memory_runs_in_lanes_and_keeps_every_byte)
 
 	atomic_store(&host_kind_now, CKC_MEM_REGISTERED);
 	cr_expect_eq(read_fresh(path, 51, n, n), 0, "registered memory is copied to directly");
+	atomic_store(&host_kind_now, CKC_MEM_PINNED);
+	gpu_stop();
+}
+
+/* A program that protects its pages to see its own writes (a collector's
+ * write barrier, an incremental checkpointer) and lifts the protection of a
+ * page when a write faults on it. */
+static void unprotect_on_write(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	mprotect((void *)((uintptr_t)si->si_addr & ~(pg - 1)), pg, PROT_READ | PROT_WRITE);
+}
+
+Test(gpu, a_read_into_pages_the_program_protects_leaves_the_lanes_on)
+{
+	gpu_start(256 * MiB, 64 * MiB, CKC_PERSIST_ALWAYS);
+	char path[PATH_MAX];
+	tpath(&env, path, 0);
+	size_t n = 21 * MiB + 333;
+	put_ckpt(path, 53, n);
+	cr_assert_str_eq(ckc_where(path), "gpu");
+	atomic_store(&host_kind_now, CKC_MEM_UNKNOWN);
+
+	/* MADV_POPULATE_WRITE refuses the protected page (EINVAL); the driver
+	 * then copies, and the program's handler lets the write through */
+	struct sigaction sa = { .sa_sigaction = unprotect_on_write, .sa_flags = SA_SIGINFO }, old;
+	sigemptyset(&sa.sa_mask);
+	cr_assert_eq(sigaction(SIGSEGV, &sa, &old), 0);
+	unsigned char *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(m, MAP_FAILED);
+	cr_assert_eq(mprotect(m + 10 * MiB, 4096, PROT_READ), 0);
+	unsigned char *want = dev_buf(n, 53);
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_read(path, &h), 0);
+	cr_assert_eq(ckc_pread(h, m, n, 0), (ssize_t)n);
+	cr_assert_eq(ckc_close(h), 0);
+	sigaction(SIGSEGV, &old, NULL);
+	cr_expect_eq(memcmp(m, want, n), 0, "every byte read back");
+	munmap(m, n);
+	free(want);
+
+	/* a kernel that has MADV_POPULATE_WRITE still has it */
+	uint64_t lanes = read_fresh(path, 53, n, n);
+	cr_expect_eq(lanes, ckc_lanes_helpers() > 0 ? 1 : 0, "the next read into a new buffer: %llu copies in lanes",
+		     (unsigned long long)lanes);
 	atomic_store(&host_kind_now, CKC_MEM_PINNED);
 	gpu_stop();
 }
