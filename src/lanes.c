@@ -64,10 +64,18 @@ static void lanes_work(void)
 	}
 }
 
+static __thread bool on_helper;
+
+bool ckc_lanes_helper(void)
+{
+	return on_helper;
+}
+
 static void *lanes_main(void *unused)
 {
 	(void)unused;
 	unsigned seen = 0;
+	on_helper = true;
 	ckc_io_guard = 1; /* never re-enter the wrappers: the copy's owner may hold their locks */
 	pthread_mutex_lock(&L.mu);
 	for (;;) {

@@ -6,6 +6,7 @@
 #ifndef CKC_LANES_H
 #define CKC_LANES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,10 @@ int ckc_lanes_memcpy(void *dst, const void *src, size_t n);
  * 0 or -errno (-ENOSYS: a kernel without it, before Linux 5.14; -EINVAL:
  * memory the program may not write now). */
 int ckc_lanes_populate(uintptr_t a, uintptr_t b);
+
+/* Whether this thread is a helper: one that lasts as long as the process
+ * (what it keeps per thread is never left behind by a thread's end). */
+bool ckc_lanes_helper(void);
 
 /* The helpers started in this process (0 before the first use). */
 int ckc_lanes_helpers(void);

@@ -269,6 +269,12 @@ static CUresult bg_piece(char kind, char *host, uint64_t dev, size_t n, CUstream
  * from there into place, four pieces at a time: 6-8 ms. */
 static atomic_bool lanes_off;
 
+/* The pinned stage of the lane on the reading thread: one for whichever
+ * thread holds the lanes (one copy at a time), so that a program thread
+ * that restores once and ends leaves no pinned memory behind; a helper
+ * has its own (tl_stage). */
+static void *lane_reader_stage;
+
 struct lane_copy {
 	const ckc_gpu_t *g;
 	const ckc_gpu_dev_t *reg;
@@ -288,7 +294,7 @@ static int lane_piece(void *arg, uintptr_t a, uintptr_t b, uint64_t at)
 	rc = gpu_enter(c->g, c->reg, &s); /* first: the stage needs a context */
 	if (rc)
 		return rc;
-	char *stage = pinned_buf(&tl_stage, GPU_XFER);
+	char *stage = pinned_buf(ckc_lanes_helper() ? &tl_stage : &lane_reader_stage, GPU_XFER);
 	if (!stage)
 		return -ENOMEM;
 	return gpu_err(copy_via('h', stage, (void *)a, c->src + at, b - a, s));

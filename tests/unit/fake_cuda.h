@@ -86,6 +86,7 @@ static CUresult f_hreg(void *p, size_t n, unsigned f)
 	return OK;
 }
 static CUresult f_hunreg(void *p) { (void)p; fake_pins--; return OK; }
+static atomic_int fake_hostallocs; /* cuMemAllocHost blocks not freed */
 static CUresult f_hostalloc(void **p, size_t n)
 {
 	if (!fake_cur)
@@ -93,9 +94,17 @@ static CUresult f_hostalloc(void **p, size_t n)
 	if (atomic_load(&fake_no_pinned))
 		return OOM;
 	*p = malloc(n);
+	if (*p)
+		fake_hostallocs++;
 	return *p ? OK : OOM;
 }
-static CUresult f_freehost(void *p) { free(p); return OK; }
+static CUresult f_freehost(void *p)
+{
+	if (p)
+		fake_hostallocs--;
+	free(p);
+	return OK;
+}
 
 static const struct {
 	const char *name;

@@ -764,6 +764,37 @@ Test(gpu, a_read_into_pages_the_program_protects_leaves_the_lanes_on)
 	gpu_stop();
 }
 
+static void *read_fresh_thread(void *path)
+{
+	read_fresh(path, 54, 17 * MiB + 5, 17 * MiB + 5);
+	return NULL;
+}
+
+Test(gpu, threads_that_read_in_lanes_and_end_leave_no_pinned_memory_behind)
+{
+	gpu_start(256 * MiB, 64 * MiB, CKC_PERSIST_ALWAYS);
+	char path[PATH_MAX];
+	tpath(&env, path, 0);
+	put_ckpt(path, 54, 17 * MiB + 5);
+	cr_assert_eq(ckc_wait_flushed(), 0); /* the flusher's own stage taken */
+	cr_assert_str_eq(ckc_where(path), "gpu");
+	atomic_store(&host_kind_now, CKC_MEM_UNKNOWN);
+	atomic_store(&fake_dtoh_us, 2000); /* long enough for the helpers to take pieces */
+	read_fresh(path, 54, 17 * MiB + 5, 17 * MiB + 5);
+	int pinned = atomic_load(&fake_hostallocs);
+	/* a program that starts a thread for each restore */
+	for (int i = 0; i < 6; i++) {
+		pthread_t t;
+		cr_assert_eq(pthread_create(&t, NULL, read_fresh_thread, path), 0);
+		pthread_join(t, NULL);
+	}
+	atomic_store(&fake_dtoh_us, 0);
+	cr_expect_eq(atomic_load(&fake_hostallocs), pinned, "6 readers came and went: %d pinned buffers more",
+		     atomic_load(&fake_hostallocs) - pinned);
+	atomic_store(&host_kind_now, CKC_MEM_PINNED);
+	gpu_stop();
+}
+
 /* ckc_lanes_run alone: which thread ran which piece. */
 #define LANE_SPAN (37 * MiB + 123)
 static atomic_int lane_runs[LANE_SPAN / CKC_LANE_PIECE + 2];
