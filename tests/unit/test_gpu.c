@@ -692,16 +692,24 @@ static uint64_t read_fresh(const char *path, uint64_t seed, size_t n, size_t chu
 	return after.lane_copies - before.lane_copies;
 }
 
-Test(gpu, a_large_read_into_pageable_memory_runs_in_lanes_and_keeps_every_byte)
+/* The tier up and a checkpoint of n bytes of seed at path in it, to be read
+ * into memory the program neither pinned nor registered. */
+static void lanes_ckpt(char *path, uint64_t seed, size_t n)
 {
 	gpu_start(256 * MiB, 64 * MiB, CKC_PERSIST_ALWAYS);
-	char path[PATH_MAX];
 	tpath(&env, path, 0);
-	size_t n = 37 * MiB + 333;
-	put_ckpt(path, 51, n);
+	put_ckpt(path, seed, n);
+	cr_assert_eq(ckc_wait_flushed(), 0); /* the flusher's own stage taken */
 	cr_assert_str_eq(ckc_where(path), "gpu");
-
 	atomic_store(&host_kind_now, CKC_MEM_UNKNOWN);
+}
+
+Test(gpu, a_large_read_into_pageable_memory_runs_in_lanes_and_keeps_every_byte)
+{
+	char path[PATH_MAX];
+	size_t n = 37 * MiB + 333;
+	lanes_ckpt(path, 51, n);
+
 	atomic_store(&fake_dtoh_us, 2000); /* long enough for the helpers to take pieces */
 	uint64_t lanes = read_fresh(path, 51, n, n);
 	atomic_store(&fake_dtoh_us, 0);
@@ -730,13 +738,9 @@ static void unprotect_on_write(int sig, siginfo_t *si, void *uc)
 
 Test(gpu, a_read_into_pages_the_program_protects_leaves_the_lanes_on)
 {
-	gpu_start(256 * MiB, 64 * MiB, CKC_PERSIST_ALWAYS);
 	char path[PATH_MAX];
-	tpath(&env, path, 0);
 	size_t n = 21 * MiB + 333;
-	put_ckpt(path, 53, n);
-	cr_assert_str_eq(ckc_where(path), "gpu");
-	atomic_store(&host_kind_now, CKC_MEM_UNKNOWN);
+	lanes_ckpt(path, 53, n);
 
 	/* MADV_POPULATE_WRITE refuses the protected page (EINVAL); the driver
 	 * then copies, and the program's handler lets the write through */
@@ -772,13 +776,8 @@ static void *read_fresh_thread(void *path)
 
 Test(gpu, threads_that_read_in_lanes_and_end_leave_no_pinned_memory_behind)
 {
-	gpu_start(256 * MiB, 64 * MiB, CKC_PERSIST_ALWAYS);
 	char path[PATH_MAX];
-	tpath(&env, path, 0);
-	put_ckpt(path, 54, 17 * MiB + 5);
-	cr_assert_eq(ckc_wait_flushed(), 0); /* the flusher's own stage taken */
-	cr_assert_str_eq(ckc_where(path), "gpu");
-	atomic_store(&host_kind_now, CKC_MEM_UNKNOWN);
+	lanes_ckpt(path, 54, 17 * MiB + 5);
 	atomic_store(&fake_dtoh_us, 2000); /* long enough for the helpers to take pieces */
 	read_fresh(path, 54, 17 * MiB + 5, 17 * MiB + 5);
 	int pinned = atomic_load(&fake_hostallocs);
