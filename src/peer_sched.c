@@ -186,7 +186,7 @@ static int net_fits(const ckc_peer_graph_t *g, double t, flow_net_t *f, int edge
 
 int ckc_peer_maxflow(const ckc_peer_graph_t *g, ckc_peer_plan_t *p)
 {
-	static __thread flow_net_t f;
+	flow_net_t f; /* on the stack: the library's thread-local storage is static and small */
 	int edge_of[CKC_PEER_MAX][CKC_PEER_MAX + 1];
 	uint64_t total = 0;
 	int runs = 0;
