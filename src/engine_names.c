@@ -278,10 +278,10 @@ int ckc_publish_all(uint64_t timeout_ns, bool writers)
 	uint64_t failed[32];
 	int nfailed = 0;
 	for (;;) {
-		ckc_obj_t *todo = NULL;
+		ckc_obj_t *due = NULL;
 		bool busy = false;
-		for (size_t i = 0; i < ckc_eng.map_cap && !todo; i++)
-			for (ckc_obj_t *o = ckc_eng.map[i]; o && !todo; o = o->hnext) {
+		for (size_t i = 0; i < ckc_eng.map_cap && !due; i++)
+			for (ckc_obj_t *o = ckc_eng.map[i]; o && !due; o = o->hnext) {
 				bool skip = false;
 				for (int k = 0; k < nfailed; k++)
 					skip |= failed[k] == o->version;
@@ -290,17 +290,17 @@ int ckc_publish_all(uint64_t timeout_ns, bool writers)
 				if (o->flushing || o->home_busy || o->migrating)
 					busy = true;
 				else
-					todo = o;
+					due = o;
 			}
-		if (todo) {
-			ckc_obj_get(todo);
-			int r = publish_locked(todo, false);
+		if (due) {
+			ckc_obj_get(due);
+			int r = publish_locked(due, false);
 			if (r && r != CKC_CHANGED && !rc)
 				rc = r;
-			bool stuck = owed_home(todo);
+			bool stuck = owed_home(due);
 			if (stuck && nfailed < (int)(sizeof(failed) / sizeof(failed[0])))
-				failed[nfailed++] = todo->version;
-			ckc_obj_put(todo);
+				failed[nfailed++] = due->version;
+			ckc_obj_put(due);
 			if (stuck && nfailed == (int)(sizeof(failed) / sizeof(failed[0])))
 				break;
 			continue;
