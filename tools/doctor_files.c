@@ -4,29 +4,18 @@
 #include "config.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "conf.h"
-#include "hintfile.h"
-#include "log.h"
-#include "memlimit.h"
 #include "path.h"
 #include "state.h"
-#include "stats_tool.h"
 #include "tagpat.h"
 
 extern char **environ;
