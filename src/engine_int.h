@@ -292,6 +292,8 @@ ckc_obj_t *ckc_obj_import_home(const char *key); /* lock held; NULL if no real f
 /* Tells the node registry whether o holds bytes its real path lacks (after
  * any change of that). Lock held. */
 void ckc_node_note(ckc_obj_t *o);
+/* A trace line of op on key, of which the engine holds no object (v0). */
+void ckc_trace_key(const char *op, const char *key);
 void ckc_trace(const char *op, const ckc_obj_t *o, uint64_t off, uint64_t len, int level,
 	       uint64_t t0_ns);
 bool ckc_persist_wanted(const ckc_obj_t *o);  /* must it reach the real path? */

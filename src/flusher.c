@@ -389,6 +389,7 @@ static void *flusher_main(void *arg)
 	ckc_edge_t *e = arg;
 	ckc_io_guard = 1; /* never re-enter the wrappers */
 	ckc_tl_background = true;
+	ckc_tl_flushing = true;
 
 	pthread_mutex_lock(&ckc_eng.lock);
 	for (;;) {

@@ -16,6 +16,8 @@
 static __thread size_t pace_piece;
 static __thread uint64_t pace_last_ns;
 
+__thread bool ckc_tl_flushing;
+
 /* Reads of the program in progress (a restore: what the background work
  * must not slow down), and when the last one ended. */
 static atomic_int pace_reads;
@@ -39,10 +41,17 @@ static bool pace_program_reads(uint64_t now)
 }
 
 /* Waits while the program copies (lock not held): while it reads, as
- * ckc_bg_yield does; while it writes, a few pieces' time at most. */
+ * ckc_bg_yield does, except a flush (below); while it writes, a few
+ * pieces' time at most. A flush must end before the program does (the
+ * exit drains them): time it gives way to the program's reads is paid at
+ * the exit when the program ends soon after them (numpy loading back what
+ * it just saved, then exiting), so a flush waits for reads as long as its
+ * last piece took at most, keeping half the time. */
 static void pace_wait(void)
 {
-	uint64_t w0 = ckc_now_ns(), write_max = CKC_BG_WRITE_WAITS * (pace_last_ns ? pace_last_ns : CKC_BG_SLICE_NS);
+	uint64_t piece_ns = pace_last_ns ? pace_last_ns : CKC_BG_SLICE_NS;
+	uint64_t w0 = ckc_now_ns(), write_max = CKC_BG_WRITE_WAITS * piece_ns;
+	uint64_t read_max = ckc_tl_flushing ? piece_ns : CKC_BG_YIELD_MAX_NS;
 
 	if (!ckc_tl_background)
 		return;
@@ -51,7 +60,7 @@ static void pace_wait(void)
 		bool reading = pace_program_reads(now);
 		if (!reading && ckc_prog_copies() <= 0)
 			break;
-		if (now - w0 >= (reading ? CKC_BG_YIELD_MAX_NS : write_max))
+		if (now - w0 >= (reading ? read_max : write_max))
 			break;
 		struct timespec ts = { 0, 20000 };
 		nanosleep(&ts, NULL);

@@ -1,6 +1,7 @@
 /* Unit tests of the pacing of background copies (src/pace.c): piece sizes
  * that follow the time pieces take, and how long a piece waits for the
- * program's copies (a read: the full yield; writes: a few pieces' time). */
+ * program's copies (a read: the full yield, a flush half the time; writes: a
+ * few pieces' time). */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <time.h>
@@ -95,4 +96,21 @@ Test(pace, a_piece_waits_a_little_after_a_read_of_the_program)
 	cr_assert_geq(w, CKC_BG_READ_GAP_NS * 9 / 10, "waited %llu ns after a read", (unsigned long long)w);
 	cr_assert_lt(w, CKC_BG_YIELD_MAX_NS, "waited %llu ns after a read", (unsigned long long)w);
 	cr_assert_lt(waited(), CKC_BG_READ_GAP_NS / 2, "a while after the read: no wait");
+}
+
+Test(pace, a_flush_keeps_half_the_time_while_the_program_reads)
+{
+	/* flushes must end before the program does: what they give way to
+	 * its reads is paid at the exit */
+	ckc_tl_background = true;
+	ckc_tl_flushing = true;
+	ckc_prog_begin();
+	ckc_pace_reading(1);
+	uint64_t w = waited();
+	ckc_pace_reading(-1);
+	ckc_prog_end();
+	ckc_tl_flushing = false;
+	cr_assert_geq(w, 100000, "a read in progress: a flush piece waited %llu ns", (unsigned long long)w);
+	cr_assert_lt(w, 1000000, "a read in progress: a flush piece waited %llu ns, more than a piece's time",
+		     (unsigned long long)w);
 }
