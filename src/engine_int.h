@@ -355,6 +355,9 @@ int ckc_gpu_span(const ckc_tier_t *t, const ckc_obj_t *o, uint64_t *lo, uint64_t
 /* Set on the cache's own threads: their device transfers give way to the
  * program's copies. */
 extern __thread bool ckc_tl_background;
+/* Set on the flush threads: their pieces give way to the program's reads
+ * for half the time at most (pace.c). */
+extern __thread bool ckc_tl_flushing;
 /* Set by the read path around a read the program asked for: only such a
  * copy into pageable memory runs in lanes (tier_gpu.c). A fill of owed
  * memory may run inside a fault the program took holding a lock (its own,

@@ -203,20 +203,31 @@ ckc_obj_t *ckc_obj_import_home(const char *key)
 
 uint64_t eng_trace_off;
 
-void ckc_trace(const char *op, const ckc_obj_t *o, uint64_t off, uint64_t len, int level,
-	       uint64_t t0_ns)
+static void trace_line(const char *op, const char *key, uint64_t version, uint64_t off, uint64_t len,
+		       int level, uint64_t t0_ns)
 {
-	if (ckc_eng.trace_fd < 0)
-		return;
 	uint64_t now = ckc_now_ns();
 	char line[PATH_MAX + 160];
 	int n = snprintf(line, sizeof(line), "%.6f %s %s v%llu off=%llu len=%llu tier=%s us=%.1f\n",
-			 (double)(now - ckc_eng.t0_ns) / 1e9, op, o->key,
-			 (unsigned long long)o->version, (unsigned long long)off,
+			 (double)(now - ckc_eng.t0_ns) / 1e9, op, key,
+			 (unsigned long long)version, (unsigned long long)off,
 			 (unsigned long long)len,
 			 level >= 0 && level < ckc_eng.ntier ? ckc_eng.tier[level].name : "-",
 			 t0_ns ? (double)(now - t0_ns) / 1e3 : 0.0);
 	if (n > 0 && (size_t)n < sizeof(line) &&
 	    ckc_io_pwrite_all(ckc_eng.trace_fd, line, (size_t)n, (off_t)eng_trace_off) == 0)
 		eng_trace_off += (uint64_t)n;
+}
+
+void ckc_trace(const char *op, const ckc_obj_t *o, uint64_t off, uint64_t len, int level,
+	       uint64_t t0_ns)
+{
+	if (ckc_eng.trace_fd >= 0)
+		trace_line(op, o->key, o->version, off, len, level, t0_ns);
+}
+
+void ckc_trace_key(const char *op, const char *key)
+{
+	if (ckc_eng.trace_fd >= 0)
+		trace_line(op, key, 0, 0, 0, -1, 0);
 }

@@ -76,6 +76,23 @@ ckc_obj_t *eng_current_locked(const char *key)
 	return NULL;
 }
 
+/* Whether the restore queue names key (a hint, the write order, or the
+ * API): the prefetcher may bring it into a tier. Lock held. */
+static bool named_ahead(const char *key)
+{
+	return ckc_eng.hq && hq_distance(ckc_eng.hq, key) != HQ_FAR;
+}
+
+/* The first read of the program starts the prefetching (lock held). */
+static void start_prefetch_locked(void)
+{
+	if (!ckc_eng.prefetch_started && ckc_eng.cfg.prefetch == CKC_PREFETCH_AUTO) {
+		ckc_eng.prefetch_started = true;
+		ckc_prefetch_kick();
+		pthread_cond_broadcast(&ckc_eng.cv);
+	}
+}
+
 int ckc_open_read(const char *path, ckc_handle_t **hp)
 {
 	char key[PATH_MAX];
@@ -84,6 +101,20 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 		return rc;
 	ckc_hints_reading();
 	ckc_obj_t *o = eng_current_locked(key);
+	if (!o && ckc_eng.active && !named_ahead(key)) {
+		/* the cache holds nothing of it and no hint names it: each read
+		 * would come from the real file anyway, so the program reads
+		 * that directly, as without the library (a read of 128 KiB,
+		 * cat's, costs the engine's bookkeeping a few per cent) */
+		ckc_eng.tier[ckc_eng.ntier - 1].st.ckpt_reads++;
+		ckc_eng.st.objects_opened_read++;
+		ckc_eng.st.objects_passed_read++;
+		ckc_eng.st.dist_hist[ckc_stats_dist_bucket(HQ_FAR, true)]++;
+		start_prefetch_locked();
+		ckc_trace_key("open-read-real", key);
+		pthread_mutex_unlock(&ckc_eng.lock);
+		return -ENOENT;
+	}
 	if (!o && ckc_eng.active)
 		o = ckc_obj_import_home(key);
 	/* consumed and dropped (CKPTCACHE_PERSIST=unconsumed or never):
@@ -102,11 +133,7 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 	uint64_t d = ckc_dist(o);
 	ckc_eng.st.objects_opened_read++;
 	ckc_eng.st.dist_hist[ckc_stats_dist_bucket(d, d >= HQ_FAR)]++;
-	if (!ckc_eng.prefetch_started && ckc_eng.cfg.prefetch == CKC_PREFETCH_AUTO) {
-		ckc_eng.prefetch_started = true;
-		ckc_prefetch_kick();
-		pthread_cond_broadcast(&ckc_eng.cv);
-	}
+	start_prefetch_locked();
 	ckc_trace("open-read", o, 0, o->size, ckc_best_level(o), 0);
 	pthread_mutex_unlock(&ckc_eng.lock);
 	*hp = h;

@@ -58,10 +58,11 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 	}
 	fprintf(f, "  ],\n");
 	fprintf(f,
-		"  \"objects\": {\"written\": %llu, \"opened_for_read\": %llu, \"consumed\": %llu,"
+		"  \"objects\": {\"written\": %llu, \"opened_for_read\": %llu, \"read_from_real_file\": %llu,"
+		" \"consumed\": %llu,"
 		" \"retired\": %llu, \"rescued\": %llu, \"lost\": %llu},\n",
 		(unsigned long long)s->objects_written, (unsigned long long)s->objects_opened_read,
-		(unsigned long long)s->objects_consumed, (unsigned long long)s->objects_retired,
+		(unsigned long long)s->objects_passed_read, (unsigned long long)s->objects_consumed, (unsigned long long)s->objects_retired,
 		(unsigned long long)s->rescued, (unsigned long long)s->lost);
 	fprintf(f, "  \"reads_waited_for_prefetch\": %llu,\n  \"read_wait_s\": %.6f,\n",
 		(unsigned long long)s->reads_waited, s->read_wait_s);

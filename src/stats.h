@@ -43,6 +43,7 @@ typedef struct ckc_stats {
 	const char *tier_name[CKC_MAX_TIERS];
 	ckc_tier_stats_t tier[CKC_MAX_TIERS];
 	uint64_t objects_written, objects_opened_read, objects_consumed;
+	uint64_t objects_passed_read;          /* of those opened for read: read from the real file directly */
 	uint64_t objects_retired, rescued, lost;
 	uint64_t reads_waited;                 /* reads that waited for a prefetch */
 	double read_wait_s;

@@ -81,6 +81,7 @@ static void print_objects(const json_t *o)
 {
 	static const char *const row[][2] = { { "written", "written" },
 					      { "opened for read", "opened_for_read" },
+					      { "  from the real file", "read_from_real_file" },
 					      { "consumed", "consumed" },
 					      { "retired", "retired" },
 					      { "rescued", "rescued" } };

@@ -3,6 +3,13 @@
 # process writing and reading a checkpoint). Every copy is compared byte for
 # byte with its source.
 
+# hints_naming PATH...: a hint file $T/hints.txt naming the paths, in order.
+hints_naming() {
+	printf '%s\n' "$@" >"$T/hints.txt"
+}
+
+DD_ENV=()
+
 # A tree of odd-sized files, an empty one and a sub-folder.
 make_tree() {
 	mkdir -p "$1/sub/deeper"
@@ -25,14 +32,30 @@ tools_cp() {
 	stats_ok files==1 host.put_bytes==0
 	same src.bin ck/a.bin "cp into a tagged path"
 	phase copy
+	# the cache holds nothing of a.bin and no hint names it: cp reads the
+	# real file, as from an untagged one
 	run_ok "cp tagged -> tagged" ck -- cp ck/a.bin ck/b.bin
-	stats_ok files==1 objects.written==1 objects.opened_for_read==1 objects.consumed==1 host.put_bytes==3000001
+	stats_ok files==1 objects.opened_for_read==1 objects.read_from_real_file==1 host.put_bytes==0
 	same src.bin ck/b.bin "cp between tagged paths"
+	phase copy-hinted
+	# named by a hint, it is read through the cache (prefetching off: from
+	# its real file, by the engine), and the copy is cached
+	hints_naming "$T/ck/a.bin"
+	run_ok "cp tagged -> tagged, hinted" ck CKPTCACHE_HINTS="$T/hints.txt" CKPTCACHE_PREFETCH=off -- \
+		cp ck/a.bin ck/b.bin
+	stats_ok files==1 objects.written==1 objects.opened_for_read==1 objects.read_from_real_file==0 \
+		objects.consumed==1 host.put_bytes==3000001
+	same src.bin ck/b.bin "cp between tagged paths, hinted"
 	phase out
 	run_ok "cp tagged -> untagged" ck -- cp ck/b.bin out.bin
 	same src.bin out.bin "cp out of a tagged path"
 	# the checkpoint is only in its real file: cp's copy_file_range runs in
 	# the kernel on that file (one call), not 1 MiB at a time through memory
+	stats_ok files==1 objects.opened_for_read==1 objects.read_from_real_file==1
+	phase out-hinted
+	run_ok "cp tagged -> untagged, hinted" ck CKPTCACHE_HINTS="$T/hints.txt" CKPTCACHE_PREFETCH=off -- \
+		cp ck/a.bin out3.bin
+	same src.bin out3.bin "cp out of a tagged path, hinted"
 	stats_ok files==1 objects.opened_for_read==1 objects.consumed==1 home.read_ops==1 home.read_bytes==3000001
 	run_ok "cat tagged -> pipe" ck -- sh -c 'cat ck/b.bin | cat >out2.bin'
 	same src.bin out2.bin "cat of a tagged path through a pipe"
@@ -108,19 +131,26 @@ tools_cat() {
 	ck -- cat ck/a.bin ck/b.bin ck/a.bin >out.bin || fail "cat of tagged files failed$(last_error)"
 	cat a.src b.src a.src >expect.bin
 	same expect.bin out.bin "cat of three tagged files"
-	stats_ok files==1 objects.opened_for_read==3 objects.consumed==2
+	stats_ok files==1 objects.opened_for_read==3 objects.read_from_real_file==3
+	phase cat-hinted
+	hints_naming "$T/ck/b.bin" "$T/ck/a.bin"
+	ck CKPTCACHE_HINTS="$T/hints.txt" CKPTCACHE_PREFETCH=off -- cat ck/a.bin ck/b.bin ck/a.bin >out3.bin ||
+		fail "cat of hinted tagged files failed$(last_error)"
+	same expect.bin out3.bin "cat of three hinted tagged files"
+	stats_ok files==1 objects.opened_for_read==3 objects.read_from_real_file==0 objects.consumed==2
 	ck -- cat <ck/a.bin >out2.bin || fail "cat <tagged failed"
 	same a.src out2.bin "cat < tagged (opened by the shell, without the library)"
 }
 
-# dd_ok WHAT ARGS...: dd under the library must succeed. Under a sanitizer
+# dd_ok WHAT ARGS...: dd under the library (and the variables of the array
+# DD_ENV, if any) must succeed. Under a sanitizer
 # runtime, dd's own aligned_alloc of a size that is not a multiple of the
 # alignment is refused by the runtime before the library is involved: that
 # is a note, not a failure.
 dd_ok() {
 	local what=$1 rc
 	shift
-	ck -- dd "$@"
+	ck "${DD_ENV[@]}" -- dd "$@"
 	rc=$?
 	[ $rc -eq 0 ] && return 0
 	grep -q 'invalid-aligned-alloc-alignment' "$T/.log" &&
@@ -143,9 +173,18 @@ tools_dd() {
 	same src.bin ck/x.bin "dd bs=$bs into a tagged path"
 	phase copy
 	dd_ok "dd tagged -> tagged" if=ck/x.bin of=ck/y.bin bs="$bs" status=none
-	stats_ok files==1 objects.written==0 objects.opened_for_read==1 objects.consumed==1 \
-		host.put_bytes==0 home.read_bytes==$size
+	stats_ok files==1 objects.written==0 objects.opened_for_read==1 objects.read_from_real_file==1 \
+		host.put_bytes==0
 	same src.bin ck/y.bin "dd bs=$bs between tagged paths"
+	phase copy-hinted
+	# named by a hint: every dd-sized read goes through the engine
+	hints_naming "$T/ck/x.bin"
+	DD_ENV=(CKPTCACHE_HINTS="$T/hints.txt" CKPTCACHE_PREFETCH=off)
+	dd_ok "dd tagged -> tagged, hinted" if=ck/x.bin of=ck/z.bin bs="$bs" status=none
+	DD_ENV=()
+	stats_ok files==1 objects.written==0 objects.opened_for_read==1 objects.read_from_real_file==0 \
+		objects.consumed==1 host.put_bytes==0 home.read_bytes==$size
+	same src.bin ck/z.bin "dd bs=$bs between tagged paths, hinted"
 	phase out
 	dd_ok "dd tagged -> untagged" if=ck/y.bin of=out.bin bs="$bs" status=none
 	same src.bin out.bin "dd bs=$bs out of a tagged path"
@@ -174,7 +213,7 @@ tools_sha256sum() {
 	sums=$(ck -- sha256sum ck/s1.bin ck/s2.bin ck/s3.bin ck/s4.bin) || fail "sha256sum of tagged files failed"
 	[ "$(awk '{print $1}' <<<"$sums")" = "$(sha256sum s1.src s2.src s3.src s4.src | awk '{print $1}')" ] ||
 		fail "sha256sum of tagged files differs from the sources"
-	stats_ok files==1 objects.opened_for_read==4 objects.consumed==4
+	stats_ok files==1 objects.opened_for_read==4 objects.read_from_real_file==4
 	sha256sum s1.src s2.src s3.src s4.src | sed 's/\(s[0-9]\)\.src$/ck\/\1.bin/' >sums.txt
 	run_ok "sha256sum -c" ck -- sha256sum --quiet -c sums.txt
 }
@@ -238,7 +277,7 @@ tools_bash_builtins() {
 	[ "$(cat count.txt)" = "read 4000 lines" ] || fail "bash: read loop: $(cat count.txt)"
 	[ "$(cat first.txt)" = "1 some text to make the line longer|2 some text to make the line longer|3 some tex" ] ||
 		fail "bash: reads through an exec'ed descriptor: $(cat first.txt)"
-	stats_ok files==1 objects.opened_for_read==3 objects.consumed==1
+	stats_ok files==1 objects.opened_for_read==3 objects.read_from_real_file==3
 }
 
 # The C helper writes and reads back in one process, with odd-sized calls.

@@ -163,6 +163,20 @@ static inline void tverify(const char *path, uint64_t seed, uint64_t size, size_
 	cr_assert_eq(ckc_close(h), 0);
 }
 
+/* The engine holds nothing of path and leaves its reads to the real file
+ * (ckc_open_read: -ENOENT; the wrappers then open the real file), whose
+ * bytes are object seed of size bytes. */
+static inline bool thome_matches(const char *path, uint64_t seed, uint64_t size);
+static inline void tverify_real(const char *path, uint64_t seed, uint64_t size)
+{
+	ckc_handle_t *h;
+	int rc = ckc_open_read(path, &h);
+	if (rc == 0)
+		ckc_close(h);
+	cr_assert_eq(rc, -ENOENT, "open_read %s: %d, not left to the real file", path, rc);
+	cr_assert(thome_matches(path, seed, size), "the real file %s", path);
+}
+
 /* Compares the real file at path with object seed; returns false if absent. */
 static inline bool thome_matches(const char *path, uint64_t seed, uint64_t size)
 {
