@@ -74,34 +74,35 @@ static atomic_ullong cu_hooked[CU_NPATHS];
 /* ---- the program's memory, by address --------------------------------- */
 
 static ckc_ranges_t cu_ranges;
-static pthread_rwlock_t cu_ranges_lock = PTHREAD_RWLOCK_INITIALIZER;
+static ckc_rwlock_t cu_ranges_lock = CKC_RWLOCK_INIT(CU_RANGES);
+CKC_LOCKS_AT_START(cu_ranges, ckc_locks_add_rw, &cu_ranges_lock)
 
 static void cu_track(CUdeviceptr p, size_t n, ckc_mem_kind_t kind)
 {
-	pthread_rwlock_wrlock(&cu_ranges_lock);
+	ckc_rw_wrlock(&cu_ranges_lock);
 	ckc_ranges_add(&cu_ranges, (uint64_t)p, n, kind, -1);
-	pthread_rwlock_unlock(&cu_ranges_lock);
+	ckc_rw_unlock(&cu_ranges_lock);
 }
 
 static void cu_untrack(CUdeviceptr p)
 {
-	pthread_rwlock_wrlock(&cu_ranges_lock);
+	ckc_rw_wrlock(&cu_ranges_lock);
 	ckc_ranges_remove(&cu_ranges, (uint64_t)p);
-	pthread_rwlock_unlock(&cu_ranges_lock);
+	ckc_rw_unlock(&cu_ranges_lock);
 }
 
 static void cu_untrack_span(CUdeviceptr p, size_t n)
 {
-	pthread_rwlock_wrlock(&cu_ranges_lock);
+	ckc_rw_wrlock(&cu_ranges_lock);
 	ckc_ranges_remove_span(&cu_ranges, (uint64_t)p, n);
-	pthread_rwlock_unlock(&cu_ranges_lock);
+	ckc_rw_unlock(&cu_ranges_lock);
 }
 
 int ckc_cuda_mem_kind(const void *addr)
 {
-	pthread_rwlock_rdlock(&cu_ranges_lock);
+	ckc_rw_rdlock(&cu_ranges_lock);
 	ckc_mem_kind_t k = ckc_ranges_kind(&cu_ranges, (uint64_t)(uintptr_t)addr);
-	pthread_rwlock_unlock(&cu_ranges_lock);
+	ckc_rw_unlock(&cu_ranges_lock);
 	return k;
 }
 
@@ -277,7 +278,8 @@ typedef struct cu_ev {
 #define EV_KEEP 32
 static cu_ev_t *ev_free[EV_KEEP];
 static int ev_nfree;
-static pthread_mutex_t ev_lock = PTHREAD_MUTEX_INITIALIZER;
+static ckc_mutex_t ev_lock = CKC_MUTEX_INIT(CU_EVENTS);
+CKC_LOCKS_AT_START(ev_lock, ckc_locks_add, &ev_lock)
 
 static void cu_ev_destroy(cu_ev_t *e)
 {
@@ -303,11 +305,11 @@ static cu_ev_t *cu_ev_make(CUcontext ctx)
 /* An unused event goes to the spares (false: there was no room). */
 static bool cu_ev_keep(cu_ev_t *e)
 {
-	pthread_mutex_lock(&ev_lock);
+	ckc_mutex_lock(&ev_lock);
 	bool kept = ev_nfree < EV_KEEP && atomic_load(&cu_gpu_state) > 0;
 	if (kept)
 		ev_free[ev_nfree++] = e;
-	pthread_mutex_unlock(&ev_lock);
+	ckc_mutex_unlock(&ev_lock);
 	return kept;
 }
 
@@ -320,13 +322,13 @@ static cu_ev_t *cu_ev_record(CUstream t)
 		return NULL;
 	/* an event is recorded on streams of the context it was made in */
 	cu_ev_t *e = NULL;
-	pthread_mutex_lock(&ev_lock);
+	ckc_mutex_lock(&ev_lock);
 	for (int i = ev_nfree - 1; i >= 0 && !e; i--)
 		if (ev_free[i]->ctx == ctx) {
 			e = ev_free[i];
 			ev_free[i] = ev_free[--ev_nfree];
 		}
-	pthread_mutex_unlock(&ev_lock);
+	ckc_mutex_unlock(&ev_lock);
 	if (!e && !(e = cu_ev_make(ctx)))
 		return NULL;
 	atomic_init(&e->refs, 1);
@@ -579,21 +581,21 @@ static void cu_settle(void)
 	if (!atomic_load_explicit(&cap_npending, memory_order_acquire))
 		return;
 	for (int d = 0; d < CKC_GPU_MAXDEV; d++) {
-		pthread_mutex_lock(&ev_lock);
+		ckc_mutex_lock(&ev_lock);
 		cu_ev_t *e = cap_pending[d];
 		if (e)
 			cu_ev_get(e);
-		pthread_mutex_unlock(&ev_lock);
+		ckc_mutex_unlock(&ev_lock);
 		if (!e)
 			continue;
 		cu_ev_wait(e);
-		pthread_mutex_lock(&ev_lock);
+		ckc_mutex_lock(&ev_lock);
 		bool last = cap_pending[d] == e;
 		if (last) {
 			cap_pending[d] = NULL;
 			atomic_fetch_sub(&cap_npending, 1);
 		}
-		pthread_mutex_unlock(&ev_lock);
+		ckc_mutex_unlock(&ev_lock);
 		if (last)
 			cu_ev_put(e);
 		cu_ev_put(e);
@@ -604,12 +606,12 @@ static void cu_settle(void)
 static void cu_pending(int dev, cu_ev_t *e)
 {
 	cu_ev_get(e);
-	pthread_mutex_lock(&ev_lock);
+	ckc_mutex_lock(&ev_lock);
 	cu_ev_t *old = cap_pending[dev];
 	cap_pending[dev] = e;
 	if (!old)
 		atomic_fetch_add(&cap_npending, 1);
-	pthread_mutex_unlock(&ev_lock);
+	ckc_mutex_unlock(&ev_lock);
 	if (old)
 		cu_ev_put(old);
 }
@@ -1034,10 +1036,10 @@ CU_ALLOCW(cuMemCreate, (CUmemGenericAllocationHandle *h, size_t n, const CUmemAl
  * none. */
 static uint64_t cu_block_len(const void *p)
 {
-	pthread_rwlock_rdlock(&cu_ranges_lock);
+	ckc_rw_rdlock(&cu_ranges_lock);
 	const ckc_range_t *r = ckc_ranges_find(&cu_ranges, (uint64_t)(uintptr_t)p);
 	uint64_t len = r && r->start == (uint64_t)(uintptr_t)p ? r->end - r->start : 0;
-	pthread_rwlock_unlock(&cu_ranges_lock);
+	ckc_rw_unlock(&cu_ranges_lock);
 	return len;
 }
 
@@ -1074,7 +1076,8 @@ typedef struct cu_hugepin {
 static cu_hugepin_t *hugepins;
 static atomic_ullong hugepins_made;
 static size_t nhugepins, caphugepins;
-static pthread_mutex_t hugepin_lock = PTHREAD_MUTEX_INITIALIZER;
+static ckc_mutex_t hugepin_lock = CKC_MUTEX_INIT(HUGEPIN);
+CKC_LOCKS_AT_START(hugepin, ckc_locks_add, &hugepin_lock)
 static _Atomic(void *) cx_hreg, cx_hunreg;
 
 /* A registered huge-page allocation of n bytes in *pp, or false. */
@@ -1099,7 +1102,7 @@ static bool cu_hugepin_alloc(void **pp, size_t n, unsigned flags)
 #ifdef MADV_POPULATE_WRITE
 	(void)REAL(madvise)(p, len, MADV_POPULATE_WRITE);
 #endif
-	pthread_mutex_lock(&hugepin_lock);
+	ckc_mutex_lock(&hugepin_lock);
 	bool room = nhugepins < caphugepins;
 	if (!room) {
 		size_t cap = caphugepins ? 2 * caphugepins : 16;
@@ -1110,14 +1113,14 @@ static bool cu_hugepin_alloc(void **pp, size_t n, unsigned flags)
 			room = true;
 		}
 	}
-	pthread_mutex_unlock(&hugepin_lock);
+	ckc_mutex_unlock(&hugepin_lock);
 	if (!room || reg(p, len, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP) != CUDA_SUCCESS) {
 		REAL(munmap)(p, len);
 		return false;
 	}
-	pthread_mutex_lock(&hugepin_lock);
+	ckc_mutex_lock(&hugepin_lock);
 	hugepins[nhugepins++] = (cu_hugepin_t){ p, len };
-	pthread_mutex_unlock(&hugepin_lock);
+	ckc_mutex_unlock(&hugepin_lock);
 	atomic_fetch_add(&hugepins_made, 1);
 	cu_track((CUdeviceptr)(uintptr_t)p, n, CKC_MEM_PINNED);
 	*pp = p;
@@ -1128,14 +1131,14 @@ static bool cu_hugepin_alloc(void **pp, size_t n, unsigned flags)
 static bool cu_hugepin_free(void *p)
 {
 	size_t len = 0;
-	pthread_mutex_lock(&hugepin_lock);
+	ckc_mutex_lock(&hugepin_lock);
 	for (size_t i = 0; i < nhugepins; i++)
 		if (hugepins[i].p == p) {
 			len = hugepins[i].len;
 			hugepins[i] = hugepins[--nhugepins];
 			break;
 		}
-	pthread_mutex_unlock(&hugepin_lock);
+	ckc_mutex_unlock(&hugepin_lock);
 	if (!len)
 		return false;
 	CUresult (*unreg)(void *) = CX(cx_hunreg, "cuMemHostUnregister", CUresult(*)(void *));

@@ -18,7 +18,8 @@ size_t ckc_vfd_cap;
 atomic_size_t ckc_vfd_hi;
 
 /* Serialises install and take, so dup2 onto a tagged number is atomic. */
-static pthread_mutex_t fdtab_lock = PTHREAD_MUTEX_INITIALIZER;
+static ckc_mutex_t fdtab_lock = CKC_MUTEX_INIT(FDTAB);
+CKC_LOCKS_AT_START(fdtab_lock, ckc_locks_add, &fdtab_lock)
 
 /* Slots the descriptor table is known to have (it never shrinks). */
 static atomic_long fd_slots;
@@ -96,7 +97,7 @@ ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path)
 	ckc_vfd_t *v = malloc(sizeof(*v) + n);
 	if (!v)
 		return NULL;
-	pthread_mutex_init(&v->lock, NULL);
+	ckc_mutex_init(&v->lock, CKC_RANK_FD);
 	atomic_init(&v->refs, 0);
 	v->h = h;
 	v->pos = 0;
@@ -115,11 +116,11 @@ int ckc_vfd_install(int fd, ckc_vfd_t *v)
 	if (fd < 0 || (size_t)fd >= ckc_vfd_cap)
 		return -EMFILE;
 	atomic_fetch_add(&v->refs, 1);
-	pthread_mutex_lock(&fdtab_lock);
+	ckc_mutex_lock(&fdtab_lock);
 	ckc_vfd_t *old = atomic_exchange(&ckc_vfd_tab[fd], v);
 	if ((size_t)fd > atomic_load(&ckc_vfd_hi))
 		atomic_store(&ckc_vfd_hi, (size_t)fd);
-	pthread_mutex_unlock(&fdtab_lock);
+	ckc_mutex_unlock(&fdtab_lock);
 	if (old)
 		ckc_vfd_put(old); /* the number was reused under us (dup2) */
 	return 0;
@@ -136,9 +137,9 @@ ckc_vfd_t *ckc_vfd_check(int fd, ckc_vfd_t *v)
 	if (fl >= 0 && (fl & O_PATH))
 		return v;
 	/* the number no longer holds our placeholder: forget it, once */
-	pthread_mutex_lock(&fdtab_lock);
+	ckc_mutex_lock(&fdtab_lock);
 	bool mine = atomic_compare_exchange_strong(&ckc_vfd_tab[fd], &v, NULL);
-	pthread_mutex_unlock(&fdtab_lock);
+	ckc_mutex_unlock(&fdtab_lock);
 	if (mine)
 		ckc_vfd_put(v);
 	return NULL;
@@ -148,9 +149,9 @@ ckc_vfd_t *ckc_vfd_take(int fd)
 {
 	if (fd < 0 || (size_t)fd >= ckc_vfd_cap)
 		return NULL;
-	pthread_mutex_lock(&fdtab_lock);
+	ckc_mutex_lock(&fdtab_lock);
 	ckc_vfd_t *v = atomic_exchange(&ckc_vfd_tab[fd], NULL);
-	pthread_mutex_unlock(&fdtab_lock);
+	ckc_mutex_unlock(&fdtab_lock);
 	return v;
 }
 
@@ -167,19 +168,24 @@ int ckc_vfd_put(ckc_vfd_t *v)
 		ckc_leave();
 	}
 	ckc_lock_release(v);
-	pthread_mutex_destroy(&v->lock);
+	ckc_mutex_destroy(&v->lock);
 	free(v);
 	return rc;
 }
 
-void ckc_fdtab_atfork(int phase)
+/* A descriptor's lock is held across a whole read or write of the cache,
+ * so fork does not wait for them: the child makes them anew. It cannot use
+ * what they guard (its calls on a tagged descriptor fail with EBADF), but
+ * it takes them first. The table itself is among the locks every fork
+ * takes (lockrank.h). */
+void ckc_fdtab_atfork_child(void)
 {
-	if (phase == 0)
-		pthread_mutex_lock(&fdtab_lock);
-	else if (phase == 1)
-		pthread_mutex_unlock(&fdtab_lock);
-	else
-		pthread_mutex_init(&fdtab_lock, NULL);
+	size_t hi = atomic_load(&ckc_vfd_hi);
+	for (size_t fd = 0; ckc_vfd_tab && fd <= hi && fd < ckc_vfd_cap; fd++) {
+		ckc_vfd_t *v = atomic_load(&ckc_vfd_tab[fd]);
+		if (v)
+			ckc_mutex_init(&v->lock, CKC_RANK_FD);
+	}
 }
 
 int ckc_placeholder(int oflags)
@@ -220,7 +226,7 @@ int ckc_vfd_switch(ckc_vfd_t *v)
 {
 	int rc = 0, saved = errno;
 
-	pthread_mutex_lock(&v->lock);
+	ckc_mutex_lock(&v->lock);
 	if (v->switched)
 		goto out;
 	/* the real file's descriptor that holds v's locks, if any, becomes
@@ -238,7 +244,7 @@ int ckc_vfd_switch(ckc_vfd_t *v)
 	atomic_fetch_add(&v->refs, 1);
 	/* under the table lock, so that no close or dup2 of these numbers
 	 * slips in between the look and the dup */
-	pthread_mutex_lock(&fdtab_lock);
+	ckc_mutex_lock(&fdtab_lock);
 	size_t hi = atomic_load(&ckc_vfd_hi);
 	for (size_t fd = 0; fd <= hi && fd < ckc_vfd_cap; fd++) {
 		if (atomic_load(&ckc_vfd_tab[fd]) != v)
@@ -251,12 +257,12 @@ int ckc_vfd_switch(ckc_vfd_t *v)
 		atomic_store(&ckc_vfd_tab[fd], NULL);
 		atomic_fetch_sub(&v->refs, 1);
 	}
-	pthread_mutex_unlock(&fdtab_lock);
+	ckc_mutex_unlock(&fdtab_lock);
 	ckc_lock_switched(v, real);
 	REAL(close)(real);
 	v->switched = rc == 0;
 out:
-	pthread_mutex_unlock(&v->lock);
+	ckc_mutex_unlock(&v->lock);
 	errno = saved;
 	return rc;
 }

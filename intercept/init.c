@@ -41,33 +41,28 @@ static void icpt_route_engine_io(void)
 	ckc_io.open = icpt_open;
 }
 
-/* Lock order across fork: the stdio list, the descriptor table, then the
- * engine (the wrappers never take them in another order). */
+/* fork takes every lock of the library in rank order (src/lockrank.h),
+ * so that the child finds none held by a thread it does not have. */
 static void icpt_prepare(void)
 {
 	/* a child must not inherit pages that only the parent's cache can fill */
 	ckc_enter();
 	ckc_owed_fill_all();
 	ckc_leave();
-	ckc_stdio_atfork(0);
-	ckc_fdtab_atfork(0);
 	ckc_atfork_prepare();
 }
 
 static void icpt_parent(void)
 {
 	ckc_atfork_parent();
-	ckc_fdtab_atfork(1);
-	ckc_stdio_atfork(1);
 }
 
 static void icpt_child(void)
 {
+	ckc_atfork_child();
+	ckc_fdtab_atfork_child();
 	atomic_store(&ckc_icpt_on, false);
 	ckc_node_atfork_child();
-	ckc_atfork_child();
-	ckc_fdtab_atfork(2);
-	ckc_stdio_atfork(2);
 }
 
 /* A bad setting is reported once per job, not by every process of it: the

@@ -14,6 +14,7 @@
 
 #include "ckc.h"
 #include "io.h"
+#include "lockrank.h"
 #include "tagpat.h"
 #include "real.h"
 
@@ -158,7 +159,7 @@ bool ckc_tagged_asked(int dirfd, const char *path, char *canon);
 /* ---- virtual descriptors (fdtab.c) ---- */
 
 typedef struct ckc_vfd {
-	pthread_mutex_t lock; /* guards pos and switched */
+	ckc_mutex_t lock;     /* guards pos and switched */
 	atomic_int refs;      /* descriptor numbers sharing it (dup) */
 	ckc_handle_t *h;
 	uint64_t pos;
@@ -245,8 +246,8 @@ void ckc_vfd_demote_all(bool inherited_only, const char *why);
 
 /* fork handlers of the table and of the stdio list: 0 prepare, 1 parent,
  * 2 child. */
-void ckc_fdtab_atfork(int phase);
-void ckc_stdio_atfork(int phase);
+/* In a forked child: makes every descriptor's lock anew. */
+void ckc_fdtab_atfork_child(void);
 
 /* Whether f is a tagged (cookie) stream. */
 #include <stdio.h>

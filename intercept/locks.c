@@ -25,14 +25,16 @@
 #include "log.h"
 #include "state.h"
 
+static ckc_mutex_t lockdir_mu = CKC_MUTEX_INIT(LOCKDIR);
+CKC_LOCKS_AT_START(lockdir, ckc_locks_add, &lockdir_mu)
+
 /* The folder of the lock files: created 0700, refused when it is not the
  * user's own folder. */
 static int lock_dir(char *out, size_t len)
 {
 	static char dir[PATH_MAX];
-	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 	int rc = 0;
-	pthread_mutex_lock(&mu);
+	ckc_mutex_lock(&lockdir_mu);
 	if (!dir[0]) {
 		char cand[PATH_MAX];
 		struct stat st;
@@ -57,7 +59,7 @@ static int lock_dir(char *out, size_t len)
 	}
 	if (!rc)
 		snprintf(out, len, "%s", dir);
-	pthread_mutex_unlock(&mu);
+	ckc_mutex_unlock(&lockdir_mu);
 	return rc;
 }
 

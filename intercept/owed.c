@@ -39,7 +39,8 @@ atomic_size_t ckc_owed_count;
 ckc_owed_stats_t ckc_owed_st;
 
 static ckc_owedtab_t tab;
-static pthread_mutex_t tab_mutex = PTHREAD_MUTEX_INITIALIZER;
+static ckc_mutex_t tab_mutex = CKC_MUTEX_INIT(OWED);
+CKC_LOCKS_AT_START(tab_mutex, ckc_locks_add, &tab_mutex)
 /* This thread holds the table: whatever it calls (free, realloc, munmap
  * of its own memory) must not come back for it. */
 static __thread CKC_TLS_IE bool tab_held;
@@ -51,7 +52,7 @@ static bool tab_lock(void)
 {
 	if (tab_held)
 		return false;
-	pthread_mutex_lock(&tab_mutex);
+	ckc_mutex_lock(&tab_mutex);
 	tab_held = true;
 	return true;
 }
@@ -60,12 +61,13 @@ static void tab_unlock(void)
 {
 	atomic_store(&ckc_owed_count, tab.n);
 	tab_held = false;
-	pthread_mutex_unlock(&tab_mutex);
+	ckc_mutex_unlock(&tab_mutex);
 }
 
 static atomic_bool segv_installed;
 static struct sigaction segv_prev;
-static pthread_mutex_t segv_lock = PTHREAD_MUTEX_INITIALIZER;
+static ckc_mutex_t segv_lock = CKC_MUTEX_INIT(SEGV);
+CKC_LOCKS_AT_START(segv_lock, ckc_locks_add, &segv_lock)
 
 /* Ranges filled lately: a thread that faulted on a page another thread
  * was filling finds it here and retries the access. */
@@ -432,13 +434,13 @@ static bool recent_has(uintptr_t a)
 static void segv_chain(int sig, siginfo_t *si, void *uc)
 {
 	struct sigaction prev;
-	pthread_mutex_lock(&segv_lock);
+	ckc_mutex_lock(&segv_lock);
 	prev = segv_prev;
 	if (prev.sa_flags & SA_RESETHAND) {
 		memset(&segv_prev, 0, sizeof(segv_prev));
 		segv_prev.sa_handler = SIG_DFL;
 	}
-	pthread_mutex_unlock(&segv_lock);
+	ckc_mutex_unlock(&segv_lock);
 	if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
 		prev.sa_sigaction(sig, si, uc);
 	} else if (prev.sa_handler == SIG_DFL || prev.sa_handler == SIG_IGN) {
@@ -535,7 +537,7 @@ static int segv_install(void)
 {
 	if (atomic_load(&segv_installed))
 		return 0;
-	pthread_mutex_lock(&segv_lock);
+	ckc_mutex_lock(&segv_lock);
 	int rc = 0;
 	if (!atomic_load(&segv_installed)) {
 		struct sigaction sa;
@@ -548,7 +550,7 @@ static int segv_install(void)
 		else
 			rc = -errno;
 	}
-	pthread_mutex_unlock(&segv_lock);
+	ckc_mutex_unlock(&segv_lock);
 	return rc;
 }
 
@@ -557,12 +559,12 @@ int ckc_owed_sigaction(const struct sigaction *act, struct sigaction *old)
 {
 	if (!atomic_load(&segv_installed))
 		return 1;
-	pthread_mutex_lock(&segv_lock);
+	ckc_mutex_lock(&segv_lock);
 	if (old)
 		*old = segv_prev;
 	if (act)
 		segv_prev = *act;
-	pthread_mutex_unlock(&segv_lock);
+	ckc_mutex_unlock(&segv_lock);
 	return 0;
 }
 

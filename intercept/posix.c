@@ -96,23 +96,23 @@ ssize_t ckc_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off)
 
 ssize_t ckc_vfd_read(ckc_vfd_t *v, void *buf, size_t n)
 {
-	pthread_mutex_lock(&v->lock);
+	ckc_mutex_lock(&v->lock);
 	ssize_t r = ckc_vfd_pread(v, buf, n, (off_t)v->pos);
 	if (r > 0)
 		v->pos += (uint64_t)r;
-	pthread_mutex_unlock(&v->lock);
+	ckc_mutex_unlock(&v->lock);
 	return r;
 }
 
 ssize_t ckc_vfd_write(ckc_vfd_t *v, const void *buf, size_t n)
 {
-	pthread_mutex_lock(&v->lock);
+	ckc_mutex_lock(&v->lock);
 	if (v->flags & O_APPEND)
 		v->pos = ckc_handle_size(v->h);
 	ssize_t r = ckc_vfd_pwrite(v, buf, n, (off_t)v->pos);
 	if (r > 0)
 		v->pos += (uint64_t)r;
-	pthread_mutex_unlock(&v->lock);
+	ckc_mutex_unlock(&v->lock);
 	return r;
 }
 
@@ -121,7 +121,7 @@ off_t ckc_vfd_lseek(ckc_vfd_t *v, off_t off, int whence)
 	int err = ckc_px_vfd_usable(v);
 	if (err)
 		return err;
-	pthread_mutex_lock(&v->lock);
+	ckc_mutex_lock(&v->lock);
 	off_t size = (off_t)ckc_handle_size(v->h), r = 0;
 	switch (whence) {
 	case SEEK_SET: r = off; break;
@@ -136,7 +136,7 @@ off_t ckc_vfd_lseek(ckc_vfd_t *v, off_t off, int whence)
 		err = whence >= SEEK_DATA ? -ENXIO : -EINVAL;
 	if (!err)
 		v->pos = (uint64_t)r;
-	pthread_mutex_unlock(&v->lock);
+	ckc_mutex_unlock(&v->lock);
 	return err ? err : r;
 }
 
@@ -149,7 +149,7 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 	if (cnt < 0)
 		return -EINVAL;
 	if (use_pos) {
-		pthread_mutex_lock(&v->lock);
+		ckc_mutex_lock(&v->lock);
 		if (wr && (v->flags & O_APPEND))
 			v->pos = ckc_handle_size(v->h);
 		off = (off_t)v->pos;
@@ -171,7 +171,7 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 	if (use_pos) {
 		if (total > 0)
 			v->pos += (uint64_t)total;
-		pthread_mutex_unlock(&v->lock);
+		ckc_mutex_unlock(&v->lock);
 	}
 	return total;
 }

@@ -402,7 +402,7 @@ static ssize_t copy_from_home(ckc_vfd_t *v, off_t *inoff, int out, off_t *outoff
 	if (fd < 0)
 		return CKC_PASS;
 	if (!inoff)
-		pthread_mutex_lock(&v->lock);
+		ckc_mutex_lock(&v->lock);
 	off_t off = inoff ? *inoff : (off_t)v->pos, start = off;
 	ssize_t n = real(fd, &off, out, outoff, count);
 	int e = errno;
@@ -416,7 +416,7 @@ static ssize_t copy_from_home(ckc_vfd_t *v, off_t *inoff, int out, off_t *outoff
 		ckc_leave();
 	}
 	if (!inoff)
-		pthread_mutex_unlock(&v->lock);
+		ckc_mutex_unlock(&v->lock);
 	return n < 0 ? -e : n;
 }
 

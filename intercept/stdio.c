@@ -38,12 +38,13 @@ typedef struct stdio_ent {
 
 static stdio_ent_t *stdio_ents;
 static size_t stdio_n, stdio_cap;
-static pthread_mutex_t stdio_lock = PTHREAD_MUTEX_INITIALIZER;
+static ckc_mutex_t stdio_lock = CKC_MUTEX_INIT(STDIO);
+CKC_LOCKS_AT_START(stdio_lock, ckc_locks_add, &stdio_lock)
 
 static int stdio_add(FILE *f, struct stdio_cookie *c, char *buf)
 {
 	int rc = 0;
-	pthread_mutex_lock(&stdio_lock);
+	ckc_mutex_lock(&stdio_lock);
 	if (stdio_n == stdio_cap) {
 		size_t cap = stdio_cap ? 2 * stdio_cap : 16;
 		stdio_ent_t *e = realloc(stdio_ents, cap * sizeof(*e));
@@ -56,7 +57,7 @@ static int stdio_add(FILE *f, struct stdio_cookie *c, char *buf)
 	}
 	if (!rc)
 		stdio_ents[stdio_n++] = (stdio_ent_t){ f, c, buf };
-	pthread_mutex_unlock(&stdio_lock);
+	ckc_mutex_unlock(&stdio_lock);
 	return rc;
 }
 
@@ -66,7 +67,7 @@ static int stdio_add(FILE *f, struct stdio_cookie *c, char *buf)
 static struct stdio_cookie *stdio_find(FILE *f, char **bufp)
 {
 	struct stdio_cookie *c = NULL;
-	pthread_mutex_lock(&stdio_lock);
+	ckc_mutex_lock(&stdio_lock);
 	for (size_t i = 0; i < stdio_n; i++)
 		if (stdio_ents[i].f == f) {
 			c = stdio_ents[i].c;
@@ -76,7 +77,7 @@ static struct stdio_cookie *stdio_find(FILE *f, char **bufp)
 			}
 			break;
 		}
-	pthread_mutex_unlock(&stdio_lock);
+	ckc_mutex_unlock(&stdio_lock);
 	return c;
 }
 
@@ -428,25 +429,15 @@ void ckc_stdio_flush_all(void)
 {
 	/* glibc flushes stdio buffers only after the library destructors ran,
 	 * when the cache is gone: push what the tagged streams hold now */
-	pthread_mutex_lock(&stdio_lock);
+	ckc_mutex_lock(&stdio_lock);
 	size_t n = stdio_n;
 	FILE **fs = malloc(n * sizeof(*fs) + 1);
 	for (size_t i = 0; fs && i < n; i++)
 		fs[i] = stdio_ents[i].f;
-	pthread_mutex_unlock(&stdio_lock);
+	ckc_mutex_unlock(&stdio_lock);
 	for (size_t i = 0; fs && i < n; i++)
 		fflush(fs[i]);
 	free(fs);
-}
-
-void ckc_stdio_atfork(int phase)
-{
-	if (phase == 0)
-		pthread_mutex_lock(&stdio_lock);
-	else if (phase == 1)
-		pthread_mutex_unlock(&stdio_lock);
-	else
-		pthread_mutex_init(&stdio_lock, NULL);
 }
 
 CKC_EXPORT int fclose(FILE *f)

@@ -23,14 +23,16 @@
 #include "sys.h"
 
 ckc_engine_t ckc_eng = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.lock = CKC_MUTEX_INIT(ENGINE),
 	.cv = PTHREAD_COND_INITIALIZER,
 	.pcv = PTHREAD_COND_INITIALIZER,
 	.trace_fd = -1,
 };
 
 /* Serialises start and stop; never taken by the data path. */
-pthread_mutex_t eng_life = PTHREAD_MUTEX_INITIALIZER;
+ckc_mutex_t eng_life = CKC_MUTEX_INIT(ENG_LIFE);
+CKC_LOCKS_AT_START(eng_life, ckc_locks_add, &eng_life)
+CKC_LOCKS_AT_START(engine, ckc_locks_add, &ckc_eng.lock)
 
 uint64_t ckc_now_ns(void)
 {
@@ -155,7 +157,7 @@ static void engine_reset(void)
 		hint_reader_close(&ckc_eng.hints);
 	if (ckc_eng.trace_fd >= 0)
 		sys_close(ckc_eng.trace_fd);
-	pthread_mutex_t lock = ckc_eng.lock;
+	ckc_mutex_t lock = ckc_eng.lock;
 	pthread_cond_t cv = ckc_eng.cv, pcv = ckc_eng.pcv;
 	memset(&ckc_eng, 0, sizeof(ckc_eng));
 	ckc_eng.lock = lock;
@@ -204,9 +206,9 @@ static int engine_start(void)
 	}
 	ckc_eng.prefetch_started = c->prefetch == CKC_PREFETCH_EAGER;
 	/* the hint file as it is now, before the first read is counted */
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_hints_poll(false);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	/* the threads start when there is work for them: a flush thread with
 	 * its first flush, the prefetch thread now only with a hint file to
 	 * read (or eager prefetching), else with a restore queue */
@@ -222,11 +224,11 @@ static int engine_start(void)
 
 static void threads_stop(void)
 {
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_eng.stopping = true;
 	pthread_cond_broadcast(&ckc_eng.cv);
 	pthread_cond_broadcast(&ckc_eng.pcv);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	ckc_prefetcher_stop();
 	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
 		ckc_flusher_stop(l);
@@ -239,9 +241,9 @@ static void threads_stop(void)
 
 int ckc_init_config(const ckc_config_t *c)
 {
-	pthread_mutex_lock(&eng_life);
+	ckc_mutex_lock(&eng_life);
 	if (ckc_eng.active) {
-		pthread_mutex_unlock(&eng_life);
+		ckc_mutex_unlock(&eng_life);
 		return 0;
 	}
 	engine_reset();
@@ -261,7 +263,7 @@ int ckc_init_config(const ckc_config_t *c)
 			abort();
 		}
 	}
-	pthread_mutex_unlock(&eng_life);
+	ckc_mutex_unlock(&eng_life);
 	return rc;
 }
 
@@ -279,9 +281,9 @@ int ckc_init(void)
 
 bool ckc_active(void)
 {
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	bool a = ckc_eng.active;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return a;
 }
 
@@ -401,7 +403,7 @@ static void stats_write(void)
 bool eng_wait_until(uint64_t deadline_ns)
 {
 	if (!deadline_ns) {
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 		return true;
 	}
 	uint64_t now = ckc_now_ns();
@@ -414,7 +416,7 @@ bool eng_wait_until(uint64_t deadline_ns)
 	ts.tv_nsec += (long)step;
 	ts.tv_sec += ts.tv_nsec / 1000000000L;
 	ts.tv_nsec %= 1000000000L;
-	pthread_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
+	ckc_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
 	return true;
 }
 
@@ -448,7 +450,7 @@ static void handover(ckc_obj_t *o)
 	int rc = 0;
 
 	while (o->migrating)
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (o->complete || o->retired || o->home_live)
 		return;
 	if (o->wlevel < ckc_eng.ntier - 1)
@@ -458,9 +460,9 @@ static void handover(ckc_obj_t *o)
 		int fd = o->home_fd;
 		ckc_attr_t attr = o->attr;
 		o->home_busy = true;
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		rc = ckc_home_commit_open(tmp, o->key, fd, &attr);
-		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_mutex_lock(&ckc_eng.lock);
 		o->home_busy = false;
 		if (!rc) {
 			sys_free(o->home_tmp);
@@ -513,16 +515,16 @@ static void report_unpublished(void)
 
 int ckc_finish(uint64_t deadline_ns)
 {
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	if (!ckc_eng.active) {
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return 0;
 	}
 	if (ckc_eng.finish_state) {
 		bool in_time = true;
 		while (ckc_eng.finish_state == 1 && in_time)
 			in_time = eng_wait_until(deadline_ns);
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return in_time ? 0 : -ETIMEDOUT;
 	}
 	ckc_eng.finish_state = 1;
@@ -531,11 +533,11 @@ int ckc_finish(uint64_t deadline_ns)
 	uint64_t drain0 = ckc_now_ns();
 	bool done = drain_locked(deadline_ns);
 	ckc_eng.st.drain_s = (double)(ckc_now_ns() - drain0) / 1e9;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	/* a flush that is stuck past the deadline is not waited for */
 	if (done)
 		threads_stop();
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	if (done)
 		report_unpublished();
 	ckc_hints_summary();
@@ -552,18 +554,18 @@ int ckc_finish(uint64_t deadline_ns)
 		ckc_state_close();
 	ckc_eng.finish_state = 2;
 	pthread_cond_broadcast(&ckc_eng.cv);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return done ? 0 : -ETIMEDOUT;
 }
 
 void ckc_shutdown(void)
 {
-	pthread_mutex_lock(&eng_life);
+	ckc_mutex_lock(&eng_life);
 	ckc_finish(0);
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	if (!ckc_eng.active) {
-		pthread_mutex_unlock(&ckc_eng.lock);
-		pthread_mutex_unlock(&eng_life);
+		ckc_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&eng_life);
 		return;
 	}
 	for (size_t i = 0; i < ckc_eng.map_cap; i++)
@@ -577,7 +579,7 @@ void ckc_shutdown(void)
 	tiers_close();
 	ckc_state_close();
 	ckc_eng.active = false;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	engine_reset();
-	pthread_mutex_unlock(&eng_life);
+	ckc_mutex_unlock(&eng_life);
 }

@@ -100,10 +100,10 @@ int ckc_capture_begin(size_t len, unsigned skew, int device, ckc_ref_t **ref, ui
 
 	if (len == 0 || skew >= CKC_ALIGN)
 		return -EINVAL;
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_tier_t *t = &ckc_eng.tier[0];
 	if (!ckc_eng.active || t->kind != TIER_GPU || !ckc_gpu_usable(t)) {
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return -ENODEV;
 	}
 	ckc_obj_t *c = anon_new();
@@ -113,7 +113,7 @@ int ckc_capture_begin(size_t len, unsigned skew, int device, ckc_ref_t **ref, ui
 			sys_free(c->key);
 			sys_free(c);
 		}
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return -ENOMEM;
 	}
 	/* the capture must not wait for room: a full tier means the copy
@@ -124,7 +124,7 @@ int ckc_capture_begin(size_t len, unsigned skew, int device, ckc_ref_t **ref, ui
 	rc = ckc_place_reserve(c, 0, (uint64_t)skew + len, CKC_ALLOC_PREFETCH, 0);
 	c->retired = true;
 	if (rc) {
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		ckc_ref_put(r);
 		return rc == -EAGAIN ? -ENOSPC : rc;
 	}
@@ -136,22 +136,22 @@ int ckc_capture_begin(size_t len, unsigned skew, int device, ckc_ref_t **ref, ui
 	*ref = r;
 	t->st.put_ops++;
 	t->st.put_bytes += len;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return 0;
 }
 
 void ckc_ref_get(ckc_ref_t *r)
 {
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	r->refs++;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 }
 
 void ckc_ref_put(ckc_ref_t *r)
 {
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	if (--r->refs > 0) {
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return;
 	}
 	ckc_obj_t *o = r->o;
@@ -170,7 +170,7 @@ void ckc_ref_put(ckc_ref_t *r)
 	/* its copy may be evicted now */
 	ckc_prefetch_kick();
 	pthread_cond_broadcast(&ckc_eng.cv);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 }
 
 /* Device address of [roff, roff+len) of r (lock held). */
@@ -190,25 +190,25 @@ static int ref_addr_locked(const ckc_ref_t *r, uint64_t roff, size_t len, uint64
 
 int ckc_ref_addr(ckc_ref_t *r, uint64_t roff, size_t len, uint64_t *dptr)
 {
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	int rc = ref_addr_locked(r, roff, len, dptr);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
 
 int ckc_ref_fill(ckc_ref_t *r, uint64_t roff, void *buf, size_t len)
 {
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_src_t src;
 	ckc_obj_t *o = r->o;
 	int rc = ckc_src_snapshot(o, 0, &src);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	/* the references keep the copy where it is */
 	if (!rc)
 		rc = ckc_src_read(&src, r->base + roff, buf, len, NULL);
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_src_release(&src);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
 
@@ -220,10 +220,10 @@ int ckc_ref_fill_dma(ckc_ref_t *r, uint64_t roff, void *buf, size_t len)
 	int rc = 0;
 
 	while (!rc && len > 0) {
-		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_mutex_lock(&ckc_eng.lock);
 		int n = t->kind == TIER_GPU ? ckc_place_segments(&r->o->place[0], r->base + roff, len, seg, 16) :
 					      -ENODEV;
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		if (n == -E2BIG)
 			n = 16;
 		else if (n < 0)
@@ -245,13 +245,13 @@ ssize_t ckc_pwrite_ref(ckc_handle_t *h, ckc_ref_t *r, uint64_t roff, size_t len,
 		return -EBADF;
 	if (len == 0)
 		return 0;
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_obj_t *o = h->o, *c = r->o;
 	ckc_tier_t *t = &ckc_eng.tier[0];
 	while (o->migrating)
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (o->handed) {
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return CKC_HANDED;
 	}
 	/* its gpu copy goes where the capture is */
@@ -287,7 +287,7 @@ ssize_t ckc_pwrite_ref(ckc_handle_t *h, ckc_ref_t *r, uint64_t roff, size_t len,
 			refs_move(c, o, off);
 			ckc_eng.st.cap_attached++;
 			ckc_trace("attach", o, off, len, 0, 0);
-			pthread_mutex_unlock(&ckc_eng.lock);
+			ckc_mutex_unlock(&ckc_eng.lock);
 			return (ssize_t)len;
 		}
 	}
@@ -295,7 +295,7 @@ ssize_t ckc_pwrite_ref(ckc_handle_t *h, ckc_ref_t *r, uint64_t roff, size_t len,
 	int rc = ref_addr_locked(r, roff, len, &dsrc);
 	if (!rc)
 		ckc_eng.st.cap_copied_in++;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	if (rc)
 		return rc;
 	/* the reference keeps the source where it is */
@@ -307,13 +307,13 @@ ssize_t ckc_pread_ref(ckc_handle_t *h, uint64_t off, size_t len, ckc_ref_t **ref
 	ckc_obj_t *o = h->o;
 	uint64_t t0 = ckc_now_ns();
 
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	/* a prefetch into the gpu tier in flight is worth waiting for, a
 	 * while (then the read is served from below) */
 	uint64_t deadline = 0;
 	while (o->migrating || (o->place[0].state == LC_READ_IN_PROGRESS && eng_prefetch_wait(h, &deadline))) {
 		if (o->migrating)
-			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	}
 	ssize_t rc = 0;
 	uint64_t dptr;
@@ -341,7 +341,7 @@ ssize_t ckc_pread_ref(ckc_handle_t *h, uint64_t off, size_t len, ckc_ref_t **ref
 	*ref = r;
 	rc = (ssize_t)len;
 out:
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
 
@@ -380,10 +380,10 @@ static bool evac_drop(ckc_obj_t *o)
 
 void ckc_gpu_evacuate(void)
 {
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_tier_t *t = &ckc_eng.tier[0];
 	if (!ckc_eng.active || t->kind != TIER_GPU) {
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return;
 	}
 	/* nothing new comes in */
@@ -393,7 +393,7 @@ void ckc_gpu_evacuate(void)
 	/* what must survive is flushed down by the gpu edge's flusher */
 	if (ckc_eng.cfg.persist != CKC_PERSIST_NEVER)
 		while (ckc_eng.edge[0].head || ckc_eng.edge[0].current)
-			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	for (;;) {
 		bool pinned = false;
 		for (size_t i = 0; i < ckc_eng.map_cap; i++)
@@ -401,8 +401,8 @@ void ckc_gpu_evacuate(void)
 				pinned |= o->place[0].pins > 0;
 		if (!pinned)
 			break;
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	}
 	map_walk(evac_drop);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 }

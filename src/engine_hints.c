@@ -24,7 +24,7 @@ int ckc_hint_enqueue(const char *path)
 	int rc = eng_canon(path, key);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	if (ckc_eng.active) {
 		rc = hq_push_back(ckc_eng.hq, key);
 		ckc_prefetch_kick();
@@ -32,24 +32,24 @@ int ckc_hint_enqueue(const char *path)
 	} else {
 		rc = -ENODEV;
 	}
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
 
 int ckc_prefetch_start(void)
 {
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	if (ckc_eng.cfg.prefetch != CKC_PREFETCH_OFF)
 		ckc_eng.prefetch_started = true;
 	ckc_prefetch_kick();
 	pthread_cond_broadcast(&ckc_eng.cv);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return 0;
 }
 
 int ckc_wait_flushed(void)
 {
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	for (;;) {
 		bool busy = false;
 		for (int l = 0; l + 1 < ckc_eng.ntier; l++)
@@ -57,25 +57,25 @@ int ckc_wait_flushed(void)
 		if (!busy || !ckc_eng.active)
 			break;
 		if (!ckc_flush_unthreaded())
-			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	}
 	int rc = ckc_eng.st.rescued ? -EIO : 0;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
 
 /* ---- fork ---------------------------------------------------------- */
 
+/* Every registered lock of the library, the engine's among them, in rank
+ * order (lockrank.h). */
 void ckc_atfork_prepare(void)
 {
-	pthread_mutex_lock(&eng_life);
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_locks_prefork();
 }
 
 void ckc_atfork_parent(void)
 {
-	pthread_mutex_unlock(&ckc_eng.lock);
-	pthread_mutex_unlock(&eng_life);
+	ckc_locks_postfork_parent();
 }
 
 void ckc_atfork_child(void)
@@ -84,8 +84,7 @@ void ckc_atfork_child(void)
 	 * prefetcher are gone, so the child must never wait for them. Its
 	 * copy of the cache is simply abandoned (the parent still owns it and
 	 * the ssd file). */
-	pthread_mutex_init(&eng_life, NULL);
-	pthread_mutex_init(&ckc_eng.lock, NULL);
+	ckc_locks_postfork_child();
 	pthread_cond_init(&ckc_eng.cv, NULL);
 	pthread_cond_init(&ckc_eng.pcv, NULL);
 	ckc_eng.active = false;
@@ -94,7 +93,7 @@ void ckc_atfork_child(void)
 
 void ckc_stats_get(ckc_stats_t *s)
 {
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	eng_stats_collect(s);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 }

@@ -21,6 +21,7 @@
 #include "hintfile.h"
 #include "io.h"
 #include "lifecycle.h"
+#include "lockrank.h"
 #include "queue.h"
 #include "stats.h"
 
@@ -184,7 +185,7 @@ typedef struct ckc_tier {
 	size_t npiece;
 	atomic_uint_fast64_t use_seq;  /* grow: allocations in the tier so far */
 	atomic_bool caught_up;         /* grow: the toucher has nothing left to populate */
-	pthread_mutex_t grow_mx;       /* the toucher's wake-ups (taken after the engine lock) */
+	ckc_mutex_t grow_mx;           /* the toucher's wake-ups */
 	pthread_cond_t grow_cv;
 
 	atomic_uint_fast64_t pinned_bytes; /* registered with CUDA, from base (device capture,
@@ -213,7 +214,7 @@ typedef struct ckc_edge {
 } ckc_edge_t;
 
 typedef struct ckc_engine {
-	pthread_mutex_t lock;   /* guards everything below; never held during bulk I/O */
+	ckc_mutex_t lock;       /* guards everything below; never held during I/O */
 	pthread_cond_t cv;      /* broadcast on every state change others may wait for */
 	pthread_cond_t pcv;     /* the prefetcher's alone: prefetch_gen changed, or stop */
 	bool active;
@@ -524,7 +525,7 @@ void ckc_hints_reading(void);                       /* lock held */
 void ckc_hints_summary(void);
 
 /* Shared by the engine's files (engine*.c), lock held unless said. */
-extern pthread_mutex_t eng_life;
+extern ckc_mutex_t eng_life;
 extern uint64_t eng_trace_off;
 void eng_stats_collect(ckc_stats_t *s);
 bool eng_wait_until(uint64_t deadline_ns);

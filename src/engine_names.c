@@ -27,7 +27,7 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 	 * second one beside it would copy the bytes again, and its rename
 	 * could land on what another process writes there once told) */
 	while (o->home_busy || o->migrating || o->flushing || o->handing)
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (o->at_home && (!durable || o->durable))
 		return 0;
 	if (o->at_home) {
@@ -39,7 +39,7 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 			return -ENOMEM;
 		o->home_busy = true;
 		ckc_obj_get(o);
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		int fd = sys_open(key, O_RDONLY, 0);
 		int rc = fd < 0 ? -errno : sys_fsync(fd) ? -errno : 0;
 		if (fd >= 0)
@@ -47,7 +47,7 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 		if (!rc)
 			rc = ckc_fsync_dir_of(key);
 		sys_free(key);
-		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_mutex_lock(&ckc_eng.lock);
 		o->home_busy = false;
 		if (!rc && o->at_home)
 			o->durable = true;
@@ -82,9 +82,9 @@ static int sync_locked(ckc_obj_t *o)
 
 int ckc_sync(ckc_handle_t *h)
 {
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	int rc = h->o->handed ? CKC_HANDED : h->o->retired ? 0 : sync_locked(h->o);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
 
@@ -96,7 +96,7 @@ int ckc_sync_path(const char *path)
 	if (rc)
 		return rc;
 	rc = o ? sync_locked(o) : -ENOENT;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
 
@@ -110,13 +110,13 @@ int ckc_unlink(const char *path)
 	bool cached = o != NULL;
 	if (o) {
 		while (o->home_busy || o->flushing)
-			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 		ckc_trace("unlink", o, 0, o->size, -1, 0);
 		ckc_obj_retire(o);
 	}
 	if (ckc_eng.hq)
 		hq_remove_all(ckc_eng.hq, key);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	rc = sys_unlink(key) ? -errno : 0;
 	return rc == -ENOENT && cached ? 0 : rc;
 }
@@ -129,7 +129,7 @@ int ckc_materialize(const char *path)
 	if (rc)
 		return rc;
 	rc = o ? publish_locked(o, false) : -ENOENT;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	/* a newer real file was kept: it is what the caller will use */
 	return rc == CKC_CHANGED ? 0 : rc;
 }
@@ -145,11 +145,11 @@ int ckc_forget(const char *path)
 		/* a running flush ends first, so that no temporary file of it is
 		 * left for the caller's next move (a rename of its folder) */
 		while (o->home_busy || o->flushing)
-			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 		ckc_trace("forget", o, 0, o->size, -1, 0);
 		ckc_obj_retire(o);
 	}
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return o ? 0 : -ENOENT;
 }
 
@@ -163,7 +163,7 @@ static int handoff_locked(ckc_obj_t *o)
 	 * process told "handed" before the real file exists would create it,
 	 * and the hand-over's rename would take its bytes away) */
 	while (o->handing)
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (o->handed)
 		return 0;
 	if (o->retired)
@@ -173,7 +173,7 @@ static int handoff_locked(ckc_obj_t *o)
 	 * processes ask this one, and wait) until its bytes are there */
 	o->handing = true;
 	while (o->writing > 0 || o->migrating || o->home_busy)
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (o->retired) {
 		rc = 0; /* forgotten meanwhile (its real file was kept) */
 	} else if (!o->complete && o->wlevel == ckc_eng.ntier - 1 && o->home_fd >= 0) {
@@ -198,9 +198,9 @@ static int handoff_locked(ckc_obj_t *o)
 
 int ckc_handoff(ckc_handle_t *h)
 {
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	int rc = ckc_eng.active || h->o->handed ? handoff_locked(h->o) : -ENODEV;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
 
@@ -212,15 +212,15 @@ int ckc_handoff_path(const char *path)
 	if (rc)
 		return rc;
 	rc = o ? handoff_locked(o) : -ENOENT;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
 
 bool ckc_handle_handed(const ckc_handle_t *h)
 {
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	bool handed = h->o->handed;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return handed;
 }
 
@@ -243,9 +243,9 @@ int ckc_publish_all(uint64_t timeout_ns, bool writers)
 		end.tv_sec++;
 		end.tv_nsec -= 1000000000L;
 	}
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	if (!ckc_eng.active || ckc_eng.cfg.persist == CKC_PERSIST_NEVER) {
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return 0;
 	}
 	/* open writers: their bytes so far (a snapshot; the writer goes on) */
@@ -307,12 +307,12 @@ int ckc_publish_all(uint64_t timeout_ns, bool writers)
 		}
 		if (!busy)
 			break;
-		if (pthread_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &end) == ETIMEDOUT) {
+		if (ckc_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &end) == ETIMEDOUT) {
 			rc = -ETIMEDOUT;
 			break;
 		}
 	}
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
 
@@ -325,7 +325,7 @@ int ckc_handover_dir(const char *dir)
 	if (rc)
 		return rc;
 	n = strlen(key);
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	for (bool again = ckc_eng.active; again;) {
 		ckc_obj_t *o = NULL;
 		for (size_t i = 0; i < ckc_eng.map_cap && !o; i++)
@@ -339,14 +339,14 @@ int ckc_handover_dir(const char *dir)
 		if (rc && rc != CKC_CHANGED && !first)
 			first = rc;
 		while (o->home_busy || o->flushing)
-			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 		if (!o->retired) {
 			ckc_trace("forget", o, 0, o->size, -1, 0);
 			ckc_obj_retire(o);
 		}
 		ckc_obj_put(o);
 	}
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return first;
 }
 
@@ -360,25 +360,25 @@ int ckc_rename(const char *from, const char *to)
 	if (rc)
 		return rc;
 	if (!o) {
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return -ENOENT;
 	}
 	if (strcmp(kf, kt) == 0) {
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return 0;
 	}
 	while (o->home_busy)
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	ckc_obj_t *victim = ckc_map_find(kt);
 	if (victim)
 		ckc_obj_retire(victim);
 	/* a publication to the new name under way lands before the look at
 	 * what that name holds (below) */
 	while (ckc_committing(kt))
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	char *nk = strdup(kt);
 	if (!nk) {
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return -ENOMEM;
 	}
 	/* the node registry knows versions by name */
@@ -390,13 +390,13 @@ int ckc_rename(const char *from, const char *to)
 	sys_free(o->key);
 	o->key = nk;
 	if (eng_map_insert(o) != 0) {
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return -ENOMEM;
 	}
 	bool at_home = o->at_home;
 	o->home_busy = true;
 	ckc_trace("rename", o, 0, o->size, -1, 0);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	/* the real file follows the object; an older version left at the
 	 * old name must not survive the rename either */
 	if (at_home)
@@ -406,7 +406,7 @@ int ckc_rename(const char *from, const char *to)
 	/* what the new name holds now is what this version replaces */
 	ckc_fid_t base;
 	ckc_fid_take(kt, &base);
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	o->home_busy = false;
 	o->base = base;
 	if (rc)
@@ -420,7 +420,7 @@ int ckc_rename(const char *from, const char *to)
 			ckc_flush_enqueue(o, lvl);
 		rc = 0;
 	}
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
 
@@ -435,7 +435,7 @@ int ckc_stat(const char *path, ckc_stat_t *st)
 		o = eng_current_locked(key);
 	if (o)
 		eng_stat_fill(o, st);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return o ? 0 : -ENOENT;
 }
 
@@ -453,6 +453,6 @@ const char *ckc_where(const char *path)
 			l = 0;
 		name = l >= 0 ? ckc_eng.tier[l].name : NULL;
 	}
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return name;
 }

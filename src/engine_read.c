@@ -52,15 +52,15 @@ ckc_obj_t *eng_current_locked(const char *key)
 	ckc_obj_t *o;
 	/* a publication being committed ends first (a rename: short) */
 	while ((o = ckc_map_find(key)) && o->home_busy)
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (!o || !o->complete || !o->base.known || o->capture)
 		return o;
 	uint64_t v = o->version;
 	bool published = o->at_home;
 	ckc_fid_t base = o->base, now;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	ckc_fid_take(key, &now);
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	o = ckc_map_find(key);
 	if (!o || o->version != v || o->home_busy || o->at_home != published ||
 	    ckc_fid_same(&base, &now))
@@ -122,12 +122,12 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 	if (o && o->complete && ckc_best_level(o) < 0 && o->place[0].state != LC_READ_IN_PROGRESS)
 		o = NULL;
 	if (!o) {
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return -ENOENT;
 	}
 	ckc_handle_t *h = eng_handle_new(o, false);
 	if (!h) {
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return -ENOMEM;
 	}
 	uint64_t d = ckc_dist(o);
@@ -135,7 +135,7 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 	ckc_eng.st.dist_hist[ckc_stats_dist_bucket(d, d >= HQ_FAR)]++;
 	start_prefetch_locked();
 	ckc_trace("open-read", o, 0, o->size, ckc_best_level(o), 0);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	*hp = h;
 	return 0;
 }
@@ -234,20 +234,20 @@ static ssize_t window_read(ckc_handle_t *h, void *buf, size_t len, uint64_t off,
 	int rc = 0;
 	if (!h->win || off < h->win_off || off + len > h->win_off + h->win_len) {
 		if (!h->win && !(h->win = ckc_gpu_window_get())) {
-			pthread_mutex_unlock(&ckc_eng.lock);
+			ckc_mutex_unlock(&ckc_eng.lock);
 			return -EAGAIN;
 		}
 		uint64_t wl = o->size - off < CKC_GPU_WINDOW ? o->size - off : CKC_GPU_WINDOW;
 		ckc_src_t src;
 		if ((rc = ckc_src_snapshot(o, 0, &src)) != 0) {
-			pthread_mutex_unlock(&ckc_eng.lock);
+			ckc_mutex_unlock(&ckc_eng.lock);
 			return rc;
 		}
 		o->place[0].pins++;
 		h->win_len = 0;
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		rc = ckc_src_read(&src, off, h->win, (size_t)wl, NULL);
-		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_mutex_lock(&ckc_eng.lock);
 		ckc_src_release(&src);
 		ckc_unpin(o, 0);
 		if (!rc) {
@@ -263,7 +263,7 @@ static ssize_t window_read(ckc_handle_t *h, void *buf, size_t len, uint64_t off,
 		o->place[0].seq_use = ++ckc_eng.seq;
 		ckc_trace("read", o, off, len, 0, t0);
 	}
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	/* the window is the handle's own: copied from without the lock */
 	if (!rc)
 		memcpy(buf, h->win + (off - h->win_off), len);
@@ -276,22 +276,22 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	uint64_t t0 = ckc_now_ns();
 	ssize_t rc;
 
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	uint64_t deadline = 0;
 	for (;;) {
 		if (o->handed) {
-			pthread_mutex_unlock(&ckc_eng.lock);
+			ckc_mutex_unlock(&ckc_eng.lock);
 			return CKC_HANDED;
 		}
 		if (off >= o->size || len == 0) {
-			pthread_mutex_unlock(&ckc_eng.lock);
+			ckc_mutex_unlock(&ckc_eng.lock);
 			return 0;
 		}
 		/* a prefetch in flight is worth waiting for, a while */
 		if (ckc_eng.ntier > 1 && o->place[0].state == LC_READ_IN_PROGRESS && eng_prefetch_wait(h, &deadline))
 			continue;
 		if (o->migrating) {
-			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 			continue;
 		}
 		break;
@@ -301,30 +301,30 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	if (h->writer && o->home_fd >= 0) {
 		/* written through at home: the bytes are in the temporary file */
 		int fd = o->home_fd;
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		ssize_t n = ckc_io_pread_all(fd, buf, len, (off_t)off);
 		return n;
 	}
 	int level = ckc_best_level(o);
 	if (level < 0) {
 		ckc_error("checkpoint %s: no copy of its bytes is left", o->key);
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return -EIO;
 	}
 	if (level == 0 && ckc_eng.tier[0].kind == TIER_GPU && !h->writer && o->complete && len < WIN_READ_MAX) {
 		rc = window_read(h, buf, len, off, t0);
 		if (rc != -EAGAIN)
 			return rc;
-		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_mutex_lock(&ckc_eng.lock);
 		level = ckc_best_level(o);
 		if (level < 0) {
-			pthread_mutex_unlock(&ckc_eng.lock);
+			ckc_mutex_unlock(&ckc_eng.lock);
 			return -EIO;
 		}
 	}
 	ckc_src_t src;
 	if ((rc = ckc_src_snapshot(o, level, &src)) != 0) {
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return rc;
 	}
 	bool bounded = level < ckc_eng.ntier - 1;
@@ -336,7 +336,7 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	 * page cache still holds of the real file comes faster from there */
 	char *home = !h->writer && ckc_eng.tier[level].kind == TIER_SSD && o->at_home && !o->retired ?
 			     strdup(o->key) : NULL;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	bool big = len >= CKC_PROG_COPY_MIN;
 	if (big) {
 		ckc_prog_begin();
@@ -351,13 +351,13 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 		ckc_prog_end();
 	}
 	sys_free(home);
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	if (got && o->retired) {
 		/* a newer version may have replaced the real file meanwhile */
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		got = 0;
 		rc = ckc_src_read(&src, off, buf, len, &h->home_fd);
-		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_mutex_lock(&ckc_eng.lock);
 	}
 	ckc_src_release(&src);
 	if (bounded)
@@ -368,7 +368,7 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 		read_account(h, level, off, len, t0);
 		rc = (ssize_t)len;
 	}
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
 
@@ -379,11 +379,11 @@ int ckc_handle_home_fd(ckc_handle_t *h)
 
 	if (h->writer)
 		return -ENOENT;
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	bool home_only = ckc_best_level(o) == ckc_eng.ntier - 1 && !o->retired &&
 			 (o->at_home || (o->from_home && !o->rescue));
 	char *key = home_only && h->home_fd < 0 ? strdup(o->key) : NULL;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	if (!home_only)
 		return -ENOENT;
 	if (key) {
@@ -392,18 +392,18 @@ int ckc_handle_home_fd(ckc_handle_t *h)
 		sys_free(key);
 		if (f < 0)
 			return -ENOENT;
-		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_mutex_lock(&ckc_eng.lock);
 		if (h->home_fd < 0)
 			h->home_fd = f;
 		else
 			sys_close(f);
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 	}
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	/* a checkpoint promoted or rewritten meanwhile is read through the cache */
 	if (ckc_best_level(o) == ckc_eng.ntier - 1 && !o->retired)
 		fd = h->home_fd;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return fd;
 }
 
@@ -411,9 +411,9 @@ void ckc_handle_note_read(ckc_handle_t *h, uint64_t off, uint64_t len)
 {
 	if (len == 0)
 		return;
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	read_account(h, ckc_eng.ntier - 1, off, len, 0);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 }
 
 void eng_stat_fill(const ckc_obj_t *o, ckc_stat_t *st)
@@ -434,7 +434,7 @@ void eng_stat_fill(const ckc_obj_t *o, ckc_stat_t *st)
 static int setattr_locked(ckc_obj_t *o, const ckc_attr_t *a)
 {
 	while (o->home_busy)
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (a->mask & CKC_ATTR_MODE) {
 		o->mode = a->mode & 07777;
 		o->attr.mode = o->mode;
@@ -477,23 +477,23 @@ int ckc_setattr(const char *path, const ckc_attr_t *a)
 	if (rc)
 		return rc;
 	rc = o ? setattr_locked(o, a) : -ENOENT;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
 
 int ckc_handle_setattr(ckc_handle_t *h, const ckc_attr_t *a)
 {
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	int rc = h->o->retired ? 0 : setattr_locked(h->o, a);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
 
 int ckc_handle_stat(const ckc_handle_t *h, ckc_stat_t *st)
 {
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	eng_stat_fill(h->o, st);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return 0;
 }
 
@@ -504,11 +504,11 @@ int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
 
 	if (!h->writer)
 		return -EBADF;
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	while (o->migrating || o->handing)
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (o->handed || o->retired || o->complete) {
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return o->handed ? CKC_HANDED : o->retired ? 0 : -EBADF;
 	}
 	if (o->wlevel == ckc_eng.ntier - 1) {
@@ -520,22 +520,22 @@ int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
 			rc = sys_ftruncate(o->home_fd, (off_t)size) ? -errno : 0;
 		else if (!rc) {
 			while (o->place[o->wlevel].pins > 0)
-				pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+				ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 			rc = eng_zero_fill(o, o->size, size);
 		}
 	}
 	if (!rc)
 		o->size = size;
 	clock_gettime(CLOCK_REALTIME, &o->mtime);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
 
 uint64_t ckc_handle_size(const ckc_handle_t *h)
 {
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	uint64_t s = h->o->size;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return s;
 }
 
@@ -566,7 +566,7 @@ int ckc_close(ckc_handle_t *h)
 	ckc_obj_t *o = h->o;
 	int rc = 0;
 
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	if (h->writer) {
 		if (!o->retired && !o->complete) {
 			eng_close_writer_locked(o);
@@ -579,7 +579,7 @@ int ckc_close(ckc_handle_t *h)
 		consume_locked(o);
 	}
 	ckc_obj_put(o);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	if (h->home_fd >= 0)
 		sys_close(h->home_fd);
 	if (h->win)

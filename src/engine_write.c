@@ -39,7 +39,7 @@ int eng_lookup_locked(const char *path, char *key, ckc_obj_t **op)
 	int rc = eng_canon(path, key);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	*op = ckc_eng.active ? ckc_map_find(key) : NULL;
 	return 0;
 }
@@ -51,9 +51,9 @@ int eng_open_locked(const char *path, char *key)
 	int rc = eng_canon(path, key);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	if (!ckc_eng.active) {
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return -ENODEV;
 	}
 	return 0;
@@ -81,15 +81,15 @@ int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
 	 * this version replaces is the one recorded below */
 	ckc_obj_t *old;
 	while (((old = ckc_map_find(key)) && old->home_busy) || ckc_committing(key))
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (ckc_eng.draining) {
 		/* the program ends: the new version goes to the real file
 		 * directly, after any publication of the old one */
 		while (old && (old->home_busy || old->flushing) && !old->retired)
-			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 		if (old && !old->retired)
 			ckc_obj_retire(old);
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return -ENODEV;
 	}
 	if (old)
@@ -99,7 +99,7 @@ int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
 	if (!h) {
 		if (o)
 			ckc_obj_retire(o);
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return -ENOMEM;
 	}
 	o->mode = mode & 07777;
@@ -112,23 +112,23 @@ int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
 		ckc_set_state(o, o->wlevel, LC_EV_WRITE_BEGIN);
 	} else if ((rc = ckc_home_temp(key, o->mode, &o->home_tmp, &o->home_fd)) != 0) {
 		ckc_obj_retire(o);
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		sys_free(h);
 		return rc;
 	}
 	ckc_trace("open-write", o, 0, 0, o->wlevel, 0);
 	ckc_node_note(o);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	/* no handle is out yet: nothing can publish o meanwhile */
 	ckc_fid_t base;
 	dev_t dev = 0;
 	ckc_fid_take(key, &base);
 	bool dev_known = ckc_home_dev(key, &base, &dev);
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	o->base = base;
 	o->home_dev = dev;
 	o->home_dev_known = dev_known;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	*hp = h;
 	return 0;
 }
@@ -143,9 +143,9 @@ static int copy_into_tier(ckc_obj_t *o, const ckc_src_t *src, int to, uint64_t s
 	if (rc)
 		return rc;
 	o->place[to].pins++;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	rc = ckc_src_copy(src, &dst, size, NULL, NULL);
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	o->place[to].pins--;
 	ckc_src_release(&dst);
 	return rc;
@@ -164,7 +164,7 @@ int eng_migrate_to(ckc_obj_t *o, bool home_only)
 
 	o->migrating = true;
 	while (fp->pins > 0)
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	ckc_eng.tier[from].st.bypasses++;
 	uint64_t size = o->size;
 	if ((rc = ckc_src_snapshot(o, from, &src)) != 0)
@@ -194,9 +194,9 @@ int eng_migrate_to(ckc_obj_t *o, bool home_only)
 		rc = ckc_home_temp(o->key, o->mode, &o->home_tmp, &o->home_fd);
 		if (!rc) {
 			int fd = o->home_fd;
-			pthread_mutex_unlock(&ckc_eng.lock);
+			ckc_mutex_unlock(&ckc_eng.lock);
 			rc = ckc_home_fill(fd, &src, size, NULL, NULL);
-			pthread_mutex_lock(&ckc_eng.lock);
+			ckc_mutex_lock(&ckc_eng.lock);
 		}
 	}
 	ckc_src_release(&src);
@@ -307,7 +307,7 @@ static int write_bytes(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len,
 		else if (n < 0)
 			return n;
 		p->pins++;
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		int rc = 0;
 		bool big = buf && len >= CKC_PROG_COPY_MIN;
 		if (big)
@@ -322,7 +322,7 @@ static int write_bytes(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len,
 		}
 		if (big)
 			ckc_prog_end();
-		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_mutex_lock(&ckc_eng.lock);
 		ckc_unpin(o, t->level);
 		if (rc)
 			return rc;
@@ -368,23 +368,23 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 	int rc;
 
 	while (o->migrating)
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (o->retired)
 		return (ssize_t)len; /* a newer version replaced this one: its bytes go nowhere */
 	if ((rc = eng_write_room(o, end)) != 0)
 		return rc;
 	if (o->wlevel == ckc_eng.ntier - 1) {
 		int fd = o->home_fd;
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		rc = buf ? ckc_io_pwrite_all(fd, buf, len, (off_t)off) :
 			   device_bounce(dsrc, len, NULL, off, fd);
-		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_mutex_lock(&ckc_eng.lock);
 	} else {
 		/* a write past the end leaves a hole; writes still in flight
 		 * below it may fill it first, so let them land and look again */
 		int wl = o->wlevel;
 		while (off > o->size && o->place[wl].pins > 0)
-			pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 		if (o->migrating || o->wlevel != wl)
 			return PW_AGAIN;
 		if (off > o->size && (rc = eng_zero_fill(o, o->size, off)) != 0)
@@ -425,9 +425,9 @@ ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t l
 		return 0;
 	if (off + len < off)
 		return -EFBIG;
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	while (o->handing) /* its bytes so far are being published */
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (!o->handed) {
 		/* a hand-over waits for the writes under way (ckc_handoff) */
 		o->writing++;
@@ -437,7 +437,7 @@ ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t l
 		if (--o->writing == 0)
 			pthread_cond_broadcast(&ckc_eng.cv);
 	}
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return rc;
 }
 
@@ -453,7 +453,7 @@ int eng_close_home_writer(ckc_obj_t *o)
 	o->home_busy = true;
 	ckc_attr_t attr = o->attr;
 	ckc_fid_t base = o->base, now;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	int rc;
 	if (live) {
 		/* handed over already: the file is at its real path */
@@ -469,7 +469,7 @@ int eng_close_home_writer(ckc_obj_t *o)
 		if (!rc)
 			ckc_fid_take(o->key, &now);
 	}
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	o->home_busy = false;
 	if (rc == CKC_CHANGED) {
 		/* the temporary file may have no name (O_TMPFILE): read it
@@ -499,7 +499,7 @@ void eng_close_writer_locked(ckc_obj_t *o)
 	/* a hand-over under way ends first (it closes a written-through
 	 * version's file itself) */
 	while (o->migrating || o->handing)
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (o->complete || o->retired)
 		return;
 	if (!(o->attr.mask & CKC_ATTR_TIMES))

@@ -93,9 +93,9 @@ static void edge_progress(uint64_t done, void *ctx)
 {
 	ckc_obj_t *o = ctx;
 
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	o->flush_done = done;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 }
 
 static void edge_measure(ckc_edge_t *e, uint64_t bytes, uint64_t ns)
@@ -131,9 +131,9 @@ void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 	int rc = -ENOMEM;
 
 	if (!o->rescue && key) {
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		rc = ckc_home_rescue(key, src, size, &where);
-		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_mutex_lock(&ckc_eng.lock);
 		if (!rc) {
 			o->rescue = where;
 			ckc_eng.st.rescued++;
@@ -173,7 +173,7 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		sys_free(key);
 		return rc;
 	}
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	rc = ckc_home_temp(key, mode, &tmp, &fd);
 	if (!rc) {
 		rc = ckc_home_fill(fd, &src, size, edge_progress, o);
@@ -182,11 +182,11 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		if (rc)
 			ckc_home_discard(tmp, fd);
 	}
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	/* another publication of this object may be committing: let it end,
 	 * then decide on what is true after it */
 	while (o->home_busy || ckc_committing(key))
-		pthread_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
 	if (o->retired || o->flush_cancel || strcmp(key, o->key) != 0) {
 		/* retired, handed over or renamed meanwhile: these bytes must not
 		 * be published under the old name (a failed write included: its
@@ -206,7 +206,7 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		commits = &me;
 		ckc_attr_t attr = o->attr;
 		ckc_fid_t base = o->base, now;
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		/* a file made or changed there since this version began is
 		 * newer than it: never replaced */
 		if (ckc_fid_changed(&base, key)) {
@@ -217,7 +217,7 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 			if (!rc)
 				ckc_fid_take(key, &now);
 		}
-		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_mutex_lock(&ckc_eng.lock);
 		for (commit_t **pp = &commits; *pp; pp = &(*pp)->next)
 			if (*pp == &me) {
 				*pp = me.next;
@@ -241,10 +241,10 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		if (level < ckc_eng.ntier - 1)
 			ckc_eng.tier[level].st.flush_errors++;
 		if (!o->rescue) {
-			pthread_mutex_unlock(&ckc_eng.lock);
+			ckc_mutex_unlock(&ckc_eng.lock);
 			char *where = NULL;
 			int r2 = ckc_home_rescue(key, &src, size, &where);
-			pthread_mutex_lock(&ckc_eng.lock);
+			ckc_mutex_lock(&ckc_eng.lock);
 			if (!r2) {
 				o->rescue = where;
 				ckc_eng.st.rescued++;
@@ -301,10 +301,10 @@ static int flush_to_tier(ckc_obj_t *o, int level, int target)
 	if (!rc)
 		rc = ckc_src_snapshot(o, target, &dst);
 	uint64_t size = arena_round(&to->arena, o->size);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	if (!rc)
 		rc = ckc_src_copy(&src, &dst, size, edge_progress, o);
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_src_release(&src);
 	ckc_src_release(&dst);
 	o->place[target].pins--;
@@ -391,10 +391,10 @@ static void *flusher_main(void *arg)
 	ckc_tl_background = true;
 	ckc_tl_flushing = true;
 
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	for (;;) {
 		while (!e->head && !ckc_eng.stopping)
-			pthread_cond_wait(&e->cv, &ckc_eng.lock);
+			ckc_cond_wait(&e->cv, &ckc_eng.lock);
 		if (!e->head)
 			break;
 		ckc_obj_t *o = edge_pop(e);
@@ -402,7 +402,7 @@ static void *flusher_main(void *arg)
 		ckc_obj_put(o);
 		pthread_cond_broadcast(&ckc_eng.cv);
 	}
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return NULL;
 }
 
@@ -460,9 +460,9 @@ void ckc_flusher_stop(int level)
 	ckc_edge_t *e = &ckc_eng.edge[level];
 
 	if (e->running) {
-		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_mutex_lock(&ckc_eng.lock);
 		pthread_cond_broadcast(&e->cv);
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		pthread_join(e->thread, NULL);
 		e->running = false;
 	}

@@ -19,6 +19,14 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "lockrank.h"
+
+#ifdef CKC_LOCK_CHECK_IO
+#define CKC_IO_CHECK(what) ckc_rank_io_check(what)
+#else
+#define CKC_IO_CHECK(what) ((void)0)
+#endif
+
 __thread int ckc_io_guard;
 
 /* ---- resolution ----------------------------------------------------- */
@@ -278,6 +286,7 @@ int ckc_io_pwrite_all(int fd, const void *buf, size_t len, off_t off)
 {
 	const char *p = buf;
 
+	CKC_IO_CHECK("pwrite");
 	while (len > 0) {
 		ssize_t n = ckc_io.pwrite(fd, p, len, off);
 		if (n < 0) {
@@ -299,6 +308,7 @@ size_t ckc_io_pread_cached_all(int fd, void *buf, size_t len, off_t off)
 	char *p = buf;
 	size_t done = 0;
 
+	CKC_IO_CHECK("pread");
 	while (done < len) {
 		ssize_t n = ckc_io.pread_cached(fd, p + done, len - done, off + (off_t)done);
 		if (n < 0 && errno == EINTR)

@@ -14,6 +14,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "lockrank.h"
+
 #include "io.h"
 #include "lanes.h"
 #include "log.h"
@@ -24,7 +26,7 @@
 #endif
 
 static struct {
-	pthread_mutex_t mu;
+	ckc_mutex_t mu;
 	pthread_cond_t go;   /* a copy was posted */
 	pthread_cond_t idle; /* the last helper left a copy */
 	int helpers;         /* started */
@@ -42,7 +44,7 @@ static struct {
 	atomic_size_t next; /* the next piece to hand out */
 	atomic_int err;     /* the first error */
 	uint64_t copies, bytes; /* made in lanes */
-} L = { .mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER };
+} L = { .mu = CKC_MUTEX_INIT(LANES), .go = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER };
 
 /* Takes pieces until none is left or one failed. */
 static void lanes_work(void)
@@ -77,15 +79,15 @@ static void *lanes_main(void *unused)
 	unsigned seen = 0;
 	on_helper = true;
 	ckc_io_guard = 1; /* never re-enter the wrappers: the copy's owner may hold their locks */
-	pthread_mutex_lock(&L.mu);
+	ckc_mutex_lock(&L.mu);
 	for (;;) {
 		while (!L.joinable || L.gen == seen)
-			pthread_cond_wait(&L.go, &L.mu);
+			ckc_cond_wait(&L.go, &L.mu);
 		seen = L.gen;
 		L.inside++;
-		pthread_mutex_unlock(&L.mu);
+		ckc_mutex_unlock(&L.mu);
 		lanes_work();
-		pthread_mutex_lock(&L.mu);
+		ckc_mutex_lock(&L.mu);
 		if (--L.inside == 0)
 			pthread_cond_broadcast(&L.idle);
 	}
@@ -96,7 +98,7 @@ static void *lanes_main(void *unused)
  * been held by a thread that is not there. */
 static void lanes_child(void)
 {
-	pthread_mutex_init(&L.mu, NULL);
+	ckc_mutex_init(&L.mu, CKC_RANK_LANES);
 	pthread_cond_init(&L.go, NULL);
 	pthread_cond_init(&L.idle, NULL);
 	L.helpers = 0;
@@ -150,11 +152,11 @@ int ckc_lanes_run(uintptr_t p, size_t n, ckc_lane_fn fn, void *arg)
 {
 	if (!n)
 		return 0;
-	pthread_mutex_lock(&L.mu);
+	ckc_mutex_lock(&L.mu);
 	if (!L.tried)
 		lanes_start();
 	if (L.held || !L.helpers) {
-		pthread_mutex_unlock(&L.mu);
+		ckc_mutex_unlock(&L.mu);
 		return -EAGAIN;
 	}
 	L.held = L.joinable = true;
@@ -168,21 +170,21 @@ int ckc_lanes_run(uintptr_t p, size_t n, ckc_lane_fn fn, void *arg)
 	atomic_store(&L.err, 0);
 	L.gen++;
 	pthread_cond_broadcast(&L.go);
-	pthread_mutex_unlock(&L.mu);
+	ckc_mutex_unlock(&L.mu);
 
 	lanes_work();
 
-	pthread_mutex_lock(&L.mu);
+	ckc_mutex_lock(&L.mu);
 	L.joinable = false; /* a helper that wakes now has nothing to do */
 	while (L.inside)
-		pthread_cond_wait(&L.idle, &L.mu);
+		ckc_cond_wait(&L.idle, &L.mu);
 	L.held = false;
 	int rc = atomic_load(&L.err);
 	if (!rc) {
 		L.copies++;
 		L.bytes += n;
 	}
-	pthread_mutex_unlock(&L.mu);
+	ckc_mutex_unlock(&L.mu);
 	return rc;
 }
 
@@ -230,24 +232,24 @@ int ckc_lanes_memcpy(void *dst, const void *src, size_t n)
 
 void ckc_lanes_configure(int lanes)
 {
-	pthread_mutex_lock(&L.mu);
+	ckc_mutex_lock(&L.mu);
 	L.lanes = lanes < 0 ? 0 : lanes > CKC_LANES_MAX ? CKC_LANES_MAX : lanes;
-	pthread_mutex_unlock(&L.mu);
+	ckc_mutex_unlock(&L.mu);
 }
 
 void ckc_lanes_stats(int *helpers, uint64_t *copies, uint64_t *bytes)
 {
-	pthread_mutex_lock(&L.mu);
+	ckc_mutex_lock(&L.mu);
 	*helpers = L.helpers;
 	*copies = L.copies;
 	*bytes = L.bytes;
-	pthread_mutex_unlock(&L.mu);
+	ckc_mutex_unlock(&L.mu);
 }
 
 int ckc_lanes_helpers(void)
 {
-	pthread_mutex_lock(&L.mu);
+	ckc_mutex_lock(&L.mu);
 	int n = L.helpers;
-	pthread_mutex_unlock(&L.mu);
+	ckc_mutex_unlock(&L.mu);
 	return n;
 }

@@ -349,7 +349,7 @@ static void timed_wait(double seconds)
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000L;
 	}
-	pthread_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
+	ckc_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
 }
 
 /* The arena offsets [*lo, *hi) where o may be placed in tier t: all of it,

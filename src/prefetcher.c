@@ -148,7 +148,7 @@ static int promote(ckc_obj_t *o, uint64_t dist)
 		memcpy(dst, o->place[0].ext, (size_t)ndst * sizeof(*dst));
 	uint64_t size = o->size, t0 = ckc_now_ns();
 	ckc_tier_t *top = &ckc_eng.tier[0];
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	int fd = -1;
 	uint64_t start = 0;
 	if (!rc && from.t) {
@@ -181,7 +181,7 @@ static int promote(ckc_obj_t *o, uint64_t dist)
 	}
 	if (fd >= 0)
 		sys_close(fd);
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_src_release(&from);
 	sys_free(dst);
 	if (bounded)
@@ -230,9 +230,9 @@ static bool left_in_page_cache(ckc_obj_t *o)
 	if (!key)
 		return false;
 	ckc_obj_get(o);
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	bool held = ckc_home_in_memory(key, size);
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	sys_free(key);
 	held = held && !o->retired && o->size == size && o->place[0].state == LC_INIT;
 	o->pc_until = held ? now + PAGE_CACHE_LOOK_NS : 0;
@@ -286,7 +286,7 @@ static void *prefetcher_main(void *arg)
 	(void)arg;
 	ckc_io_guard = 1; /* never re-enter the wrappers */
 	ckc_tl_background = true;
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	while (!ckc_eng.stopping) {
 		ckc_hints_poll(false);
 		uint64_t gen = ckc_eng.prefetch_gen;
@@ -301,10 +301,10 @@ static void *prefetcher_main(void *arg)
 			ts.tv_nsec -= 1000000000L;
 		}
 		while (gen == ckc_eng.prefetch_gen && !ckc_eng.stopping &&
-		       pthread_cond_timedwait(&ckc_eng.pcv, &ckc_eng.lock, &ts) == 0)
+		       ckc_cond_timedwait(&ckc_eng.pcv, &ckc_eng.lock, &ts) == 0)
 			;
 	}
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	return NULL;
 }
 

@@ -21,12 +21,14 @@
 #include <unistd.h>
 
 #include "io.h"
+#include "lockrank.h"
 #include "log.h"
 #include "sys.h"
 
 #define STATE_MAX_TMP 256
 
-static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static ckc_mutex_t state_lock = CKC_MUTEX_INIT(STATE);
+CKC_LOCKS_AT_START(state_lock, ckc_locks_add, &state_lock)
 static char state_dir[PATH_MAX];
 static char state_rec[PATH_MAX];
 static int state_fd = -1;
@@ -265,9 +267,9 @@ int ckc_state_open(const char *base, const char *var)
 	char why[512];
 	int rc;
 
-	pthread_mutex_lock(&state_lock);
+	ckc_mutex_lock(&state_lock);
 	if (state_fd >= 0) {
-		pthread_mutex_unlock(&state_lock);
+		ckc_mutex_unlock(&state_lock);
 		return 0;
 	}
 	/* twice: another process may remove the folder, empty, just then */
@@ -276,7 +278,7 @@ int ckc_state_open(const char *base, const char *var)
 		if (rc) {
 			ckc_error("%s='%s': %s", var, base, why);
 			state_dir[0] = '\0';
-			pthread_mutex_unlock(&state_lock);
+			ckc_mutex_unlock(&state_lock);
 			return rc;
 		}
 		if (tries == 0) {
@@ -299,7 +301,7 @@ int ckc_state_open(const char *base, const char *var)
 		ckc_error("%s='%s': cannot create %s (%s)", var, base, state_rec, strerror(-rc));
 		state_dir[0] = '\0';
 	}
-	pthread_mutex_unlock(&state_lock);
+	ckc_mutex_unlock(&state_lock);
 	return rc;
 }
 
@@ -310,7 +312,7 @@ const char *ckc_state_dir(void)
 
 void ckc_state_close(void)
 {
-	pthread_mutex_lock(&state_lock);
+	ckc_mutex_lock(&state_lock);
 	if (state_fd >= 0) {
 		sys_close(state_fd);
 		sys_unlink(state_rec);
@@ -324,7 +326,7 @@ void ckc_state_close(void)
 	sys_free(state_later_base);
 	sys_free(state_later_var);
 	state_later_base = state_later_var = NULL;
-	pthread_mutex_unlock(&state_lock);
+	ckc_mutex_unlock(&state_lock);
 }
 
 /* The record holds the set as NUL-terminated paths. Lock held. */
@@ -348,25 +350,25 @@ static void state_write(void)
 
 void ckc_state_later(const char *base, const char *var)
 {
-	pthread_mutex_lock(&state_lock);
+	ckc_mutex_lock(&state_lock);
 	sys_free(state_later_base);
 	sys_free(state_later_var);
 	state_later_base = strdup(base);
 	state_later_var = strdup(var);
-	pthread_mutex_unlock(&state_lock);
+	ckc_mutex_unlock(&state_lock);
 }
 
 void ckc_state_tmp_add(const char *path)
 {
-	pthread_mutex_lock(&state_lock);
+	ckc_mutex_lock(&state_lock);
 	if (state_fd < 0 && state_later_base) {
 		char *base = state_later_base, *var = state_later_var;
 		state_later_base = state_later_var = NULL;
-		pthread_mutex_unlock(&state_lock);
+		ckc_mutex_unlock(&state_lock);
 		(void)ckc_state_open(base, var ? var : "CKPTCACHE_SSD_DIR");
 		sys_free(base);
 		sys_free(var);
-		pthread_mutex_lock(&state_lock);
+		ckc_mutex_lock(&state_lock);
 	}
 	if (state_fd >= 0 && state_ntmp < STATE_MAX_TMP) {
 		char *c = strdup(path);
@@ -375,12 +377,12 @@ void ckc_state_tmp_add(const char *path)
 			state_write();
 		}
 	}
-	pthread_mutex_unlock(&state_lock);
+	ckc_mutex_unlock(&state_lock);
 }
 
 void ckc_state_tmp_del(const char *path)
 {
-	pthread_mutex_lock(&state_lock);
+	ckc_mutex_lock(&state_lock);
 	for (int i = 0; i < state_ntmp; i++)
 		if (!strcmp(state_tmp[i], path)) {
 			sys_free(state_tmp[i]);
@@ -389,5 +391,5 @@ void ckc_state_tmp_del(const char *path)
 				state_write();
 			break;
 		}
-	pthread_mutex_unlock(&state_lock);
+	ckc_mutex_unlock(&state_lock);
 }

@@ -126,7 +126,8 @@ static struct {
 	bool loaded;
 } drv;
 
-static pthread_mutex_t gpu_life = PTHREAD_MUTEX_INITIALIZER;
+static ckc_mutex_t gpu_life = CKC_MUTEX_INIT(GPU_LIFE);
+CKC_LOCKS_AT_START(gpu_life, ckc_locks_add, &gpu_life)
 
 static bool drv_load(void)
 {
@@ -498,19 +499,19 @@ static int gpu_grow_one(ckc_tier_t *t, ckc_gpu_dev_t *r)
 {
 	ckc_gpu_t *g = t->gpu;
 
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	size_t i = r->nmapped;
 	bool done = i >= r->nchunk || (uint64_t)(i + 1) * g->chunk > r->ceiling || g->stop;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	if (done)
 		return 1;
 	int rc = gpu_map_chunk(g, r, i);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	if (r->nmapped != i || (uint64_t)(i + 1) * g->chunk > r->ceiling || g->stop) {
 		/* a release cut the region meanwhile */
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		gpu_unmap_chunk(g, r, i);
 		return 1;
 	}
@@ -524,7 +525,7 @@ static int gpu_grow_one(ckc_tier_t *t, ckc_gpu_dev_t *r)
 		ckc_prefetch_kick();
 		pthread_cond_broadcast(&ckc_eng.cv);
 	}
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	if (rc)
 		gpu_unmap_chunk(g, r, i);
 	return rc;
@@ -838,7 +839,7 @@ static int gpu_reserve(ckc_tier_t *t, int device, uint64_t want)
 	g->base = (uint64_t)base;
 	g->nslot = count;
 	g->span = (uint64_t)count * g->slot;
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	arena_t *a = &t->arena;
 	arena_fini(a);
 	int rc = arena_init(a, g->span, CKC_ALIGN);
@@ -848,7 +849,7 @@ static int gpu_reserve(ckc_tier_t *t, int device, uint64_t want)
 		arena_fini(a);
 		arena_init(a, CKC_ALIGN, CKC_ALIGN);
 	}
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	if (rc) {
 		drv.cuMemAddressFree(base, g->span);
 		g->base = g->span = 0;
@@ -862,7 +863,7 @@ int ckc_gpu_attach(void *ctx, int device)
 	ckc_tier_t *t = &ckc_eng.tier[0];
 	int rc = 0;
 
-	pthread_mutex_lock(&gpu_life);
+	ckc_mutex_lock(&gpu_life);
 	if (!ckc_eng.active || ckc_eng.ntier < 2 || t->kind != TIER_GPU || t->gpu->gone) {
 		rc = -ENODEV;
 		goto out;
@@ -925,16 +926,16 @@ int ckc_gpu_attach(void *ctx, int device)
 		rc = -ENOMEM;
 		goto unretain;
 	}
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	g->ndev++;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	/* the first chunk now, so the first capture finds room; the rest in
 	 * the background */
 	if ((rc = gpu_grow_one(t, r)) < 0) {
 		ckc_warn("gpu tier: cannot map memory of device %d (%s)", device, strerror(-rc));
-		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_mutex_lock(&ckc_eng.lock);
 		g->ndev--;
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		sys_free(r->handle);
 		r->handle = NULL;
 		goto unretain;
@@ -950,7 +951,7 @@ unretain:
 		drv.cuDevicePrimaryCtxRelease_v2((CUdevice)device);
 	r->retained = false;
 out:
-	pthread_mutex_unlock(&gpu_life);
+	ckc_mutex_unlock(&gpu_life);
 	return rc;
 }
 
@@ -1007,14 +1008,14 @@ uint64_t ckc_gpu_release(int device, uint64_t bytes)
 	ckc_tier_t *t = &ckc_eng.tier[0];
 	uint64_t released = 0;
 
-	pthread_mutex_lock(&gpu_life);
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&gpu_life);
+	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_gpu_dev_t *r = NULL;
 	if (ckc_eng.active && t->kind == TIER_GPU && ckc_gpu_usable(t))
 		r = gpu_region_for(t->gpu, device);
 	if (!r || !r->usable) {
-		pthread_mutex_unlock(&ckc_eng.lock);
-		pthread_mutex_unlock(&gpu_life);
+		ckc_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&gpu_life);
 		return 0;
 	}
 	ckc_gpu_t *g = t->gpu;
@@ -1035,7 +1036,7 @@ uint64_t ckc_gpu_release(int device, uint64_t bytes)
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
 		}
-		pthread_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
+		ckc_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
 	}
 	uint64_t keep = (busy - r->off + g->chunk - 1) / g->chunk * g->chunk;
 	if (keep < target)
@@ -1046,18 +1047,18 @@ uint64_t ckc_gpu_release(int device, uint64_t bytes)
 		r->nmapped = nkeep;
 		r->usable = nkeep > 0;
 		gpu_capacity(t);
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		if (ckc_svc.gpu_settle)
 			ckc_svc.gpu_settle();
 		for (size_t i = from; i < to; i++)
 			gpu_unmap_chunk(g, r, i);
 		released = (uint64_t)(to - from) * g->chunk;
-		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_mutex_lock(&ckc_eng.lock);
 		r->released_bytes += released;
 		r->releases++;
 	}
-	pthread_mutex_unlock(&ckc_eng.lock);
-	pthread_mutex_unlock(&gpu_life);
+	ckc_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&gpu_life);
 	if (released)
 		ckc_info("gpu tier: %llu bytes of device %d given back to the program",
 			 (unsigned long long)released, device);
@@ -1067,11 +1068,11 @@ uint64_t ckc_gpu_release(int device, uint64_t bytes)
 static void gpu_stop_mappers(ckc_gpu_t *g, bool locked)
 {
 	if (!locked)
-		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_mutex_lock(&ckc_eng.lock);
 	g->stop = true;
 	pthread_cond_broadcast(&ckc_eng.cv);
 	if (!locked)
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 	for (int i = 0; i < g->ndev; i++) {
 		ckc_gpu_dev_t *r = &g->dev[i];
 		if (!r->mapper_running)
@@ -1131,18 +1132,18 @@ void ckc_gpu_exit(void)
 {
 	ckc_tier_t *t = &ckc_eng.tier[0];
 
-	pthread_mutex_lock(&gpu_life);
+	ckc_mutex_lock(&gpu_life);
 	if (!ckc_eng.active || t->kind != TIER_GPU || !t->gpu || t->gpu->gone) {
-		pthread_mutex_unlock(&gpu_life);
+		ckc_mutex_unlock(&gpu_life);
 		return;
 	}
 	ckc_gpu_evacuate();
-	pthread_mutex_lock(&ckc_eng.lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	t->gpu->gone = true;
 	t->gpu->usable = false;
-	pthread_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&ckc_eng.lock);
 	gpu_teardown(t, false);
-	pthread_mutex_unlock(&gpu_life);
+	ckc_mutex_unlock(&gpu_life);
 }
 
 void ckc_gpu_close(ckc_tier_t *t)

@@ -155,10 +155,10 @@ static void host_toucher_grow(ckc_tier_t *t)
 	while (!atomic_load(&t->toucher_stop)) {
 		/* nothing ahead of a tier that was never used: a process that
 		 * only reads checkpoints from their real files needs no room */
-		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_mutex_lock(&ckc_eng.lock);
 		if (atomic_load(&t->use_seq))
 			host_plan(t, want);
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		/* populate what the next checkpoints will take */
 		for (size_t k = 0; k < t->npiece && !atomic_load(&t->toucher_stop); k++) {
 			if (!want[k] || atomic_load(&t->piece[k]))
@@ -169,16 +169,16 @@ static void host_toucher_grow(ckc_tier_t *t)
 				break;
 			host_mark(t, k);
 		}
-		pthread_mutex_lock(&t->grow_mx);
+		ckc_mutex_lock(&t->grow_mx);
 		atomic_store(&t->caught_up, true);
 		pthread_cond_broadcast(&t->grow_cv);
 		if (!atomic_load(&t->toucher_stop) && atomic_load(&t->use_seq) == seen) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_sec += HOST_IDLE_NS / 1000000000ull;
-			pthread_cond_timedwait(&t->grow_cv, &t->grow_mx, &ts);
+			ckc_cond_timedwait(&t->grow_cv, &t->grow_mx, &ts);
 		}
-		pthread_mutex_unlock(&t->grow_mx);
+		ckc_mutex_unlock(&t->grow_mx);
 		uint64_t seq = atomic_load(&t->use_seq);
 		if (seq != seen) {
 			seen = seq;
@@ -189,11 +189,11 @@ static void host_toucher_grow(ckc_tier_t *t)
 			continue;
 		/* idle: free room beyond what the next checkpoints take goes
 		 * back to the system (room freed since the last look included) */
-		pthread_mutex_lock(&ckc_eng.lock);
+		ckc_mutex_lock(&ckc_eng.lock);
 		host_plan(t, want);
 		uint64_t b = host_give_back(t, want);
 		t->st.given_back_bytes += b;
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		atomic_fetch_sub(&t->populated, b);
 	}
 	sys_free(want);
@@ -208,7 +208,7 @@ void ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len)
 	for (uint64_t k = aoff / HOST_PIECE; k * HOST_PIECE < aoff + len && k < t->npiece; k++)
 		host_mark(t, k);
 	atomic_fetch_add(&t->use_seq, 1);
-	pthread_mutex_lock(&t->grow_mx);
+	ckc_mutex_lock(&t->grow_mx);
 	atomic_store(&t->caught_up, false);
 	/* a growing tier's toucher starts with its first use: a process that
 	 * never caches a byte here makes none (a failure leaves the pages to
@@ -220,7 +220,7 @@ void ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len)
 			atomic_store(&t->caught_up, true);
 	}
 	pthread_cond_broadcast(&t->grow_cv);
-	pthread_mutex_unlock(&t->grow_mx);
+	ckc_mutex_unlock(&t->grow_mx);
 }
 
 static void *host_toucher(void *arg)
@@ -274,7 +274,8 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow, bool keep)
 		arena_fini(&t->arena);
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&t->grow_mx, NULL);
+	ckc_mutex_init(&t->grow_mx, CKC_RANK_HOST_GROW);
+	ckc_locks_add(&t->grow_mx);
 	pthread_cond_init(&t->grow_cv, NULL);
 	atomic_store(&t->use_seq, 0);
 	atomic_store(&t->caught_up, false);
@@ -297,11 +298,11 @@ void ckc_host_stop(ckc_tier_t *t)
 {
 	if (!t->base)
 		return; /* closed already (or never mapped): no toucher, no lock */
-	pthread_mutex_lock(&t->grow_mx);
+	ckc_mutex_lock(&t->grow_mx);
 	atomic_store(&t->toucher_stop, true);
 	bool running = t->toucher_running;
 	pthread_cond_broadcast(&t->grow_cv);
-	pthread_mutex_unlock(&t->grow_mx);
+	ckc_mutex_unlock(&t->grow_mx);
 	if (!running)
 		return;
 	pthread_join(t->toucher, NULL);
@@ -317,7 +318,8 @@ void ckc_host_close(ckc_tier_t *t)
 	sys_free((void *)t->piece);
 	t->piece = NULL;
 	pthread_cond_destroy(&t->grow_cv);
-	pthread_mutex_destroy(&t->grow_mx);
+	ckc_locks_remove(&t->grow_mx);
+	ckc_mutex_destroy(&t->grow_mx);
 	arena_fini(&t->arena);
 }
 
@@ -328,10 +330,10 @@ void ckc_wait_ready(void)
 		if (t->kind != TIER_HOST || !t->toucher_running)
 			continue;
 		if (t->grow) {
-			pthread_mutex_lock(&t->grow_mx);
+			ckc_mutex_lock(&t->grow_mx);
 			while (!atomic_load(&t->caught_up))
-				pthread_cond_wait(&t->grow_cv, &t->grow_mx);
-			pthread_mutex_unlock(&t->grow_mx);
+				ckc_cond_wait(&t->grow_cv, &t->grow_mx);
+			ckc_mutex_unlock(&t->grow_mx);
 			continue;
 		}
 		while (atomic_load(&t->populated) < t->arena.capacity) {

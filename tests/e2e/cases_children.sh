@@ -212,6 +212,53 @@ assert os.pread(fd, len(src) + 1, 0) == src, "the checkpoint read back differs"
 	same src.bin ck/a.bin "the checkpoint"
 }
 
+# A thread saves a checkpoint over and over (open with O_TRUNC, 16 MiB
+# writes, close: the descriptor's lock held for each write) while the main
+# thread forks 40 times; each child reads, at once, the descriptor number
+# the writer uses (EBADF: it is open for writing, or closed). A descriptor
+# opened after the fork wrapper handed the open ones over is still the
+# cache's in the child; no child may hang on its lock, held by the
+# parent's writer at the fork (each child is killed by an alarm after 5
+# seconds). The last version saved reads back whole in the parent and at
+# its real path.
+fork_while_a_thread_writes() {
+	randfile src.bin $((48 << 20))
+	ck CKPTCACHE_HOST_CACHE=256M -- "$PY" -c '
+import os, signal, threading
+src = open("src.bin", "rb").read()
+def save():
+    fd = os.open("ck/a.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    for off in range(0, len(src), 16 << 20):
+        os.write(fd, src[off:off + (16 << 20)])
+    return fd
+n = save()
+os.close(n)
+stop = False
+def writer():
+    while not stop:
+        os.close(save())
+t = threading.Thread(target=writer, daemon=True)
+t.start()
+for i in range(40):
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(5)
+        try:
+            os.read(n, 4096)
+            os._exit(3)
+        except OSError as e:
+            os._exit(0 if e.errno == 9 else 4)
+    _, st = os.waitpid(pid, 0)
+    hung = os.WIFSIGNALED(st) and os.WTERMSIG(st) == signal.SIGALRM
+    assert os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0, \
+        "child %d: %s" % (i, "hung in its first read" if hung else "status %r" % st)
+stop = True
+t.join()
+assert open("ck/a.bin", "rb").read() == src, "the checkpoint read back differs"
+' 2>err.txt || fail "forks while a thread writes: $(status_text $?): $(grep -v EBADF err.txt | tail -1)"
+	same src.bin ck/a.bin "the checkpoint"
+}
+
 # The checkpoint's folder through a symbolic link (an untagged spelling):
 # a write there is newer than the version the cache holds, before and
 # after that version was published, and is never overwritten.
@@ -337,6 +384,7 @@ case_add children/bash-here-strings bash_here_strings
 case_add children/dash-vfork dash_vfork
 case_add children/python-subprocess python_subprocess
 case_add children/fork-while-a-thread-reads fork_while_a_thread_reads
+case_add children/fork-while-a-thread-writes fork_while_a_thread_writes
 case_add children/forked-child-rewrites forked_child_rewrites 1
 # the child's ask is answered by a publication while the flusher is still
 # filling its own copy of the same version; a slow rename(2) (named

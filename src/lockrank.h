@@ -1,0 +1,198 @@
+/* Named, ranked locks: every mutex and read-write lock of the library has a
+ * rank, and the ranks below are the one place that writes the order they are
+ * taken in. The fork hooks take every registered lock in that order.
+ *
+ * A thread may take a lock only while every lock it holds has a lower rank.
+ * In a build configured with --enable-lock-check (CKC_LOCK_CHECK in
+ * config.h) every lock taken checks that rule before it blocks: a lock taken
+ * out of order is reported through the log with both names, and aborts
+ * when CKPTCACHE_STRICT=1 or in a build configured with
+ * --enable-lock-check=abort (the sanitizer builds of scripts/build, which run
+ * the tests). With --enable-lock-check=io, the engine's file system calls
+ * (src/sys.h) report themselves when they run under the engine lock
+ * (ckc_rank_io_check): not yet in the test builds, as some still do (the
+ * trace's line, the hint file's poll, the statistics at exit, the real
+ * file's stat at a first open, the temporary file's creation). In the
+ * release build a lock is a plain pthread call: the rank is a field that
+ * only the fork hooks read. */
+#ifndef CKC_LOCKRANK_H
+#define CKC_LOCKRANK_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <time.h>
+
+/* The ranks, outermost (taken first) to innermost, each with the reason its
+ * lock sits where it does. */
+typedef enum ckc_rank {
+	CKC_RANK_NONE = 0,
+	/* The list of tagged stdio streams: taken alone, by fopen, fclose and
+	 * fileno, around the list only. */
+	CKC_RANK_STDIO,
+	/* A tagged descriptor's offset and switch: held across the whole
+	 * engine call of a read or write that uses the offset, so it comes
+	 * before everything the engine takes. */
+	CKC_RANK_FD,
+	/* The descriptor table: taken by a descriptor's switch to its real
+	 * file (the descriptor held) around the dup of its numbers. */
+	CKC_RANK_FDTAB,
+	/* The folder of the file-lock files: made once, by a lock call on a
+	 * descriptor (the descriptor held). */
+	CKC_RANK_LOCKDIR,
+	/* Start and stop of the engine: they take the engine lock inside. */
+	CKC_RANK_ENG_LIFE,
+	/* The gpu tier's set-up and tear-down: they take the engine lock
+	 * inside, and are serialised with each other only. */
+	CKC_RANK_GPU_LIFE,
+	/* The table of host ranges owed by device captures: a fill reads the
+	 * cache (the engine lock) while it holds the table. */
+	CKC_RANK_OWED,
+	/* The program's huge-page pinned allocations: a list, taken around
+	 * the list only. */
+	CKC_RANK_HUGEPIN,
+	/* The spare CUDA events: a list, taken around the list only. */
+	CKC_RANK_CU_EVENTS,
+	/* The engine's metadata: objects, the tiers' arenas, the queues, the
+	 * statistics. Never held during bulk I/O or a file system call. */
+	CKC_RANK_ENGINE,
+	/* The host tier's populating thread's wake-ups: signalled with the
+	 * engine lock held. */
+	CKC_RANK_HOST_GROW,
+	/* The record of this process's temporary files: written when the
+	 * engine makes one (the engine lock held). */
+	CKC_RANK_STATE,
+	/* The copy lanes' hand-off: taken around a post and its end only. */
+	CKC_RANK_LANES,
+	/* The program's device and pinned memory by address: looked up by the
+	 * engine's capture decisions (the engine lock held). */
+	CKC_RANK_CU_RANGES,
+	/* The program's own SIGSEGV handler: read by the library's handler,
+	 * which may run on a thread that holds any other lock. */
+	CKC_RANK_SEGV,
+	CKC_RANK_COUNT
+} ckc_rank_t;
+
+typedef struct ckc_mutex {
+	pthread_mutex_t mu;
+	ckc_rank_t rank;
+} ckc_mutex_t;
+
+typedef struct ckc_rwlock {
+	pthread_rwlock_t rw;
+	ckc_rank_t rank;
+} ckc_rwlock_t;
+
+#define CKC_MUTEX_INIT(r) { PTHREAD_MUTEX_INITIALIZER, CKC_RANK_##r }
+#define CKC_RWLOCK_INIT(r) { PTHREAD_RWLOCK_INITIALIZER, CKC_RANK_##r }
+
+/* The printable name of rank r. */
+const char *ckc_rank_name(ckc_rank_t r);
+
+#ifdef CKC_LOCK_CHECK
+/* Checks that this thread holds no lock of rank r or above (a violation is
+ * reported, see above) and records r as held. */
+void ckc_rank_take(ckc_rank_t r);
+/* Records that this thread let go of one lock of rank r. */
+void ckc_rank_drop(ckc_rank_t r);
+/* Whether this thread holds a lock of rank r. */
+bool ckc_rank_held(ckc_rank_t r);
+/* Reports a file system call (what) made under the engine lock. */
+void ckc_rank_io_check(const char *what);
+#else
+static inline void ckc_rank_take(ckc_rank_t r)
+{
+	(void)r;
+}
+static inline void ckc_rank_drop(ckc_rank_t r)
+{
+	(void)r;
+}
+static inline bool ckc_rank_held(ckc_rank_t r)
+{
+	(void)r;
+	return false;
+}
+static inline void ckc_rank_io_check(const char *what)
+{
+	(void)what;
+}
+#endif
+
+static inline void ckc_mutex_init(ckc_mutex_t *m, ckc_rank_t r)
+{
+	pthread_mutex_init(&m->mu, NULL);
+	m->rank = r;
+}
+
+static inline void ckc_mutex_destroy(ckc_mutex_t *m)
+{
+	pthread_mutex_destroy(&m->mu);
+}
+
+static inline void ckc_mutex_lock(ckc_mutex_t *m)
+{
+	ckc_rank_take(m->rank);
+	pthread_mutex_lock(&m->mu);
+}
+
+static inline void ckc_mutex_unlock(ckc_mutex_t *m)
+{
+	pthread_mutex_unlock(&m->mu);
+	ckc_rank_drop(m->rank);
+}
+
+/* The waits keep the rank recorded: the thread takes nothing while it
+ * waits, and holds the lock again when they return. */
+static inline int ckc_cond_wait(pthread_cond_t *cv, ckc_mutex_t *m)
+{
+	return pthread_cond_wait(cv, &m->mu);
+}
+
+static inline int ckc_cond_timedwait(pthread_cond_t *cv, ckc_mutex_t *m, const struct timespec *ts)
+{
+	return pthread_cond_timedwait(cv, &m->mu, ts);
+}
+
+static inline void ckc_rw_rdlock(ckc_rwlock_t *l)
+{
+	ckc_rank_take(l->rank);
+	pthread_rwlock_rdlock(&l->rw);
+}
+
+static inline void ckc_rw_wrlock(ckc_rwlock_t *l)
+{
+	ckc_rank_take(l->rank);
+	pthread_rwlock_wrlock(&l->rw);
+}
+
+static inline void ckc_rw_unlock(ckc_rwlock_t *l)
+{
+	pthread_rwlock_unlock(&l->rw);
+	ckc_rank_drop(l->rank);
+}
+
+/* ---- fork -------------------------------------------------------------- */
+
+/* Registers a lock with the fork hooks (at most CKC_LOCKS_MAX); a lock that
+ * is destroyed is unregistered first. Per-descriptor locks are not
+ * registered (see intercept/fdtab.c). */
+#define CKC_LOCKS_MAX 32
+void ckc_locks_add(ckc_mutex_t *m);
+void ckc_locks_add_rw(ckc_rwlock_t *l);
+void ckc_locks_remove(ckc_mutex_t *m);
+
+/* Registers a lock of static storage before main runs. */
+#define CKC_LOCKS_AT_START(id, addfn, lock)                                        \
+	__attribute__((constructor)) static void ckc_locks_start_##id(void) \
+	{                                                                      \
+		addfn(lock);                                                   \
+	}
+
+/* Before fork: takes every registered lock in rank order. After it: the
+ * parent lets them go; the child, whose other threads are gone, makes them
+ * anew (unlocked). */
+void ckc_locks_prefork(void);
+void ckc_locks_postfork_parent(void);
+void ckc_locks_postfork_child(void);
+
+#endif
