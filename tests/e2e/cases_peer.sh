@@ -176,3 +176,40 @@ case_peer_off() {
 case_add peer-see case_peer_see
 case_add peer-killed case_peer_killed
 case_add peer-off case_peer_off
+
+# Every rank of a job killed with SIGKILL: the segment stays; ckptcache
+# doctor reports it and says how to remove it; the next run of the job
+# recognises it as stale, makes it anew, and leaves nothing.
+case_peer_stale() {
+	peer_setup
+	local r pid
+	for r in 0 1; do peer_start $r 2 CKPTCACHE_PEER=greedy; done
+	for r in 0 1; do peer_wait_for $r holding; done
+	for r in 0 1; do
+		pid=$(sed -n 's/^holding .* (pid \([0-9]*\))$/\1/p' "$T/r$r.out" | head -1)
+		[ -n "$pid" ] || fail "rank $r did not say its pid"
+		kill -KILL "$pid"
+		eval "wait \$PEER_PID_$r" 2>/dev/null
+	done
+	local seg
+	seg=$(peer_seg)
+	[ -e "$seg" ] || fail "no segment $seg after its ranks were killed"
+	CKPTCACHE_PATHS="$T/x/*" CKPTCACHE_LIB=$LIB CKPTCACHE_DOCTOR=$(dirname "$LIB")/../doctor \
+		"$ROOT/scripts/ckptcache" doctor >"$T/doctor.out" 2>&1
+	cat "$T/doctor.out"
+	grep -q "peer segment $seg: no process holds it.*rm $seg" "$T/doctor.out" ||
+		fail "ckptcache doctor did not report the stale segment $seg"
+	[ -e "$seg" ] || fail "ckptcache doctor removed $seg without being asked"
+	rm -rf "$T"/r0 "$T"/r1 "$T"/go "$T"/end.*
+	phase again
+	for r in 0 1; do peer_start $r 2 CKPTCACHE_PEER=greedy; done
+	for r in 0 1; do peer_wait_for $r holding; done
+	touch "$T/go"
+	for r in 0 1; do peer_end $r; done
+	[ -e "$seg" ] && fail "segment $seg left after the run that followed the crash"
+	"$PY" -c 'import json,sys; n=sum(json.load(open(f))["peer"]["stale_segment"] for f in sys.argv[1:]); sys.exit(n != 1)' \
+		"$STATS"/r*.json || fail "no rank (or more than one) found the segment stale"
+	for r in 0 1; do peer_json $r 'd["peer"]["mode"] == "greedy"' 'd["peer"]["ranks_max"] == 2'; done
+}
+
+case_add peer-stale case_peer_stale
