@@ -112,6 +112,12 @@ case_peer_see() {
 		'd["peer"]["plan"]["to_peers_bytes"] > 0' \
 		'd["peer"]["blocking_s"]["maxflow"] <= d["peer"]["blocking_s"]["greedy"] <= d["peer"]["blocking_s"]["local"]' \
 		'd["peer"]["blocking_s"]["maxflow"] < d["peer"]["blocking_s"]["local"]'
+	# ckptcache stats shows it, and says that nothing was lent
+	CKPTCACHE_DOCTOR=$(dirname "$LIB")/../doctor "$ROOT/scripts/ckptcache" stats "$STATS/r0.json" >"$T/stats.out" 2>&1
+	cat "$T/stats.out"
+	grep -q 'peer GPUs (maxflow; computed only, nothing was lent)' "$T/stats.out" &&
+		grep -q 'board  *entry 0; 3 rank(s) at exit, 3 at most' "$T/stats.out" ||
+		fail "ckptcache stats does not show the peer board"
 	# exactly one rank removed it
 	"$PY" -c 'import json,sys; n=sum(json.load(open(f))["peer"]["segment_removed"] for f in sys.argv[1:]); sys.exit(n != 1)' \
 		"$STATS"/r*.json || fail "the segment was not removed by exactly one rank"
