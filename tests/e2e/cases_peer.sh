@@ -26,7 +26,7 @@ peer_start() {
 		env LD_LIBRARY_PATH="$FAKECUDA" FAKECUDA_DEVICE_MIB=512 FAKECUDA_DEVICES="$n" \
 		CUDA_VISIBLE_DEVICES="$vis" SLURM_JOB_ID="$PEER_JOB" SLURM_STEP_ID=0 SLURM_NODEID=0 \
 		SLURM_PROCID="$r" SLURM_LOCALID="$r" SLURM_NTASKS_PER_NODE="$n" \
-		"$STENCIL" --dir "$T/r$r" --keep --side 1024 --count 12 --seed $((r + 1)) --hold "$T/go" \
+		"$STENCIL" --dir "$T/r$r" --keep --side 1024 --count 12 --staging pinned --seed $((r + 1)) --hold "$T/go" \
 		--linger "$T/end.$r" >"$T/r$r.out" 2>&1 &
 	eval "PEER_PID_$r=\$!"
 }
@@ -48,7 +48,9 @@ peer_end() {
 	local r=$1 pid f
 	touch "$T/end.$r"
 	eval "pid=\$PEER_PID_$r"
-	wait "$pid" || { cat "$T/r$r.out"; fail "rank $r: $(status_text $?)$(grep -a -m1 'error' "$T/r$r.out" | sed 's/^/ (/;s/$/)/')"; }
+	wait "$pid"
+	local rc=$?
+	[ $rc -eq 0 ] || { cat "$T/r$r.out"; fail "rank $r: $(status_text $rc)$(grep -a -m1 'rror' "$T/r$r.out" | sed 's/^/ (/;s/$/)/')"; }
 	cat "$T/r$r.out"
 	grep -q 'verified=\([0-9]*\)/\1' "$T/r$r.out" || fail "rank $r: not every checkpoint verified"
 	mkdir -p "$T/none$r"
