@@ -81,6 +81,9 @@ peer_setup() {
 	PEER_JOB=$((900000000 + $$ % 100000 * 1000 + RANDOM % 1000))
 	rm -f "$(peer_seg)"
 	phase peer
+	# a failed case releases its ranks from their barriers and waits for
+	# them, so that they end (and leave the segment) before it is gone
+	trap 'touch "$T/go" "$T"/end.0 "$T"/end.1 "$T"/end.2; wait' EXIT
 }
 
 # Three ranks, each on its own device of a node whose devices are all
