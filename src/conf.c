@@ -128,6 +128,58 @@ static long config_local_size(config_get_fn get, void *ctx)
 	return 1;
 }
 
+static long config_local_rank(config_get_fn get, void *ctx)
+{
+	static const char *const vars[] = { "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+					    "SLURM_LOCALID", "PMIX_LOCAL_RANK" };
+	long v;
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		if (config_long(get(vars[i], ctx), false, 0, &v))
+			return v;
+	return -1;
+}
+
+/* Copies s into a name of the peer segment: letters, digits, '.', '-'
+ * and '_' kept, anything else (a '/' above all) made '_'. */
+static void config_name_part(char *dst, size_t len, const char *s)
+{
+	size_t i = 0;
+	for (; s && s[i] && i + 1 < len; i++) {
+		char ch = s[i];
+		bool keep = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || config_digit(ch) ||
+			    ch == '.' || ch == '-' || ch == '_';
+		dst[i] = keep ? ch : '_';
+	}
+	dst[i] = '\0';
+}
+
+/* The job the process belongs to, the one every rank of it reads alike:
+ * Slurm's job and step, Open MPI's job id, a PMIx namespace. */
+static void config_job(ckc_config_t *c, config_get_fn get, void *ctx)
+{
+	const char *slurm = get("SLURM_JOB_ID", ctx), *step = get("SLURM_STEP_ID", ctx);
+	const char *ompi = get("OMPI_MCA_ess_base_jobid", ctx), *pmix = get("PMIX_NAMESPACE", ctx);
+	char buf[2 * CKC_JOB_NAME];
+	long v;
+
+	buf[0] = '\0';
+	if (config_long(slurm, false, 0, &v))
+		snprintf(buf, sizeof(buf), "slurm%ld.%s", v, step && *step ? step : "0");
+	else if (ompi && *ompi)
+		snprintf(buf, sizeof(buf), "ompi%s", ompi);
+	else if (pmix && *pmix)
+		snprintf(buf, sizeof(buf), "pmix%s", pmix);
+	config_name_part(c->job, sizeof(c->job), buf);
+	const char *node = get("SLURM_NODEID", ctx);
+	if (config_long(node, false, 0, &v)) {
+		snprintf(buf, sizeof(buf), "n%ld", v);
+	} else if (gethostname(buf, sizeof(buf) - 1) != 0) {
+		strcpy(buf, "host");
+	}
+	buf[sizeof(buf) - 1] = '\0';
+	config_name_part(c->node, sizeof(c->node), buf);
+}
+
 /* Reports an unknown word with the list of valid ones, in the given order. */
 static int config_word(config_loader_t *ld, const char *name, const config_word_t *words,
 		       size_t nwords, int def)
@@ -579,6 +631,8 @@ int ckc_config_load(ckc_config_t *c, const char *(*get)(const char *name, void *
 	c->gpu_cache_pct = 25;
 	c->rank = ckc_config_rank(get, ctx);
 	c->local_size = config_local_size(get, ctx);
+	c->local_rank = config_local_rank(get, ctx);
+	config_job(c, get, ctx);
 
 	const char *paths = config_value(&ld, "CKPTCACHE_PATHS");
 	if (!paths)
@@ -645,6 +699,14 @@ int ckc_config_load(ckc_config_t *c, const char *(*get)(const char *name, void *
 	};
 	c->prefetch = config_word(&ld, "CKPTCACHE_PREFETCH", prefetch, 3, CKC_PREFETCH_AUTO);
 
+	/* unset: decided when the gpu tier finds its device (peer.c) */
+	static const config_word_t peer[] = {
+		{ "off", CKC_PEER_OFF },
+		{ "greedy", CKC_PEER_GREEDY },
+		{ "maxflow", CKC_PEER_MAXFLOW },
+	};
+	c->peer = config_word(&ld, "CKPTCACHE_PEER", peer, 3, CKC_PEER_AUTO);
+
 	config_term_wait(&ld);
 	config_lanes(&ld);
 	c->stats = config_string(&ld, "CKPTCACHE_STATS");
@@ -661,6 +723,12 @@ int ckc_config_load(ckc_config_t *c, const char *(*get)(const char *name, void *
 		c->enabled = true;
 	}
 	return ld.errors;
+}
+
+const char *ckc_config_peer_name(ckc_peer_t p)
+{
+	static const char *const names[] = { "auto", "off", "greedy", "maxflow" };
+	return (unsigned)p < 4 ? names[p] : "auto";
 }
 
 static const char *config_getenv(const char *name, void *ctx)

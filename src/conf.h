@@ -12,6 +12,11 @@ typedef enum ckc_capture { CKC_CAPTURE_COPY, CKC_CAPTURE_DEVICE } ckc_capture_t;
 typedef enum ckc_persist { CKC_PERSIST_ALWAYS, CKC_PERSIST_UNCONSUMED, CKC_PERSIST_NEVER } ckc_persist_t;
 typedef enum ckc_eviction { CKC_EVICT_SCORE, CKC_EVICT_FIFO, CKC_EVICT_LRU } ckc_eviction_t;
 typedef enum ckc_prefetch { CKC_PREFETCH_AUTO, CKC_PREFETCH_EAGER, CKC_PREFETCH_OFF } ckc_prefetch_t;
+/* CKPTCACHE_PEER; auto (unset) becomes maxflow where peer access exists. */
+typedef enum ckc_peer { CKC_PEER_AUTO, CKC_PEER_OFF, CKC_PEER_GREEDY, CKC_PEER_MAXFLOW } ckc_peer_t;
+
+/* Longest job and node names kept (the peer segment's name holds both). */
+#define CKC_JOB_NAME 48
 
 /* Where a size came from: given in bytes, a percentage of something, or
  * the default. */
@@ -44,6 +49,10 @@ typedef struct ckc_config {
 	int log_level;         /* CKC_LOG_* */
 	long rank;             /* from the MPI/Slurm environment; 0 if none */
 	long local_size;       /* processes of this job on this node; 1 if unknown */
+	long local_rank;       /* this process's number among them; -1 if unknown */
+	char job[CKC_JOB_NAME];  /* the job (and step) from Slurm, Open MPI or PMIx; "" if none */
+	char node[CKC_JOB_NAME]; /* the node's number in the job, else the host name */
+	ckc_peer_t peer;       /* CKPTCACHE_PEER */
 	bool host_whole;       /* populate the host tier whole at start instead of growing
 				  it with use (not from the environment: for benchmarks) */
 } ckc_config_t;
@@ -107,5 +116,8 @@ const char *ckc_format_size(uint64_t v, char *buf, size_t len);
 /* The process's rank from OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID,
  * PMIX_RANK (first one set and valid), looked up with get; 0 if none. */
 long ckc_config_rank(const char *(*get)(const char *name, void *ctx), void *ctx);
+
+/* The name of a CKPTCACHE_PEER value ("auto" for CKC_PEER_AUTO). */
+const char *ckc_config_peer_name(ckc_peer_t p);
 
 #endif

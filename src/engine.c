@@ -19,6 +19,7 @@
 #include "log.h"
 #include "memlimit.h"
 #include "path.h"
+#include "peer.h"
 #include "state.h"
 #include "sys.h"
 
@@ -196,6 +197,9 @@ static int engine_start(void)
 		return -ENOMEM;
 	if (c->hints && c->order != CKC_ORDER_NONE)
 		ckc_info("CKPTCACHE_HINTS is set: CKPTCACHE_ORDER is ignored");
+	if ((c->peer == CKC_PEER_GREEDY || c->peer == CKC_PEER_MAXFLOW) && ckc_eng.tier[0].kind != TIER_GPU)
+		ckc_warn("CKPTCACHE_PEER=%s: no gpu tier (it needs CKPTCACHE_CAPTURE=device and a gpu "
+			 "cache): nothing to share with the node's other ranks", ckc_config_peer_name(c->peer));
 	if (c->trace) {
 		char name[PATH_MAX];
 		const char *why = "the name is too long";
@@ -293,6 +297,7 @@ void eng_stats_collect(ckc_stats_t *s)
 	ckc_lanes_stats(&s->lane_helpers, &s->lane_copies, &s->lane_bytes);
 	if (ckc_svc.stats_extra)
 		ckc_svc.stats_extra(s);
+	ckc_peer_stats(s);
 	s->ntier = ckc_eng.ntier;
 	for (int l = 0; l < ckc_eng.ntier; l++) {
 		s->tier_name[l] = ckc_eng.tier[l].name;
@@ -541,6 +546,7 @@ int ckc_finish(uint64_t deadline_ns)
 	if (done)
 		report_unpublished();
 	ckc_hints_summary();
+	ckc_peer_finish();
 	if (ckc_eng.cfg.stats)
 		stats_write();
 	/* the tier's file goes now (this process's threads may still read it

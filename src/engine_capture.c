@@ -11,6 +11,7 @@
 
 #include "engine_int.h"
 #include "log.h"
+#include "peer.h"
 #include "memlimit.h"
 #include "path.h"
 #include "state.h"
@@ -123,6 +124,8 @@ int ckc_capture_begin(size_t len, unsigned skew, int device, ckc_ref_t **ref, ui
 	c->retired = false;
 	rc = ckc_place_reserve(c, 0, (uint64_t)skew + len, CKC_ALLOC_PREFETCH, 0);
 	c->retired = true;
+	/* what lending would place on the node's other devices */
+	ckc_peer_remainder(rc == -EAGAIN || rc == -ENOSPC ? len : 0);
 	if (rc) {
 		ckc_mutex_unlock(&ckc_eng.lock);
 		ckc_ref_put(r);

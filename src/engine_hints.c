@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "peer.h"
 #include "log.h"
 #include "memlimit.h"
 #include "path.h"
@@ -89,6 +90,7 @@ void ckc_atfork_child(void)
 	pthread_cond_init(&ckc_eng.pcv, NULL);
 	ckc_eng.active = false;
 	ckc_eng.trace_fd = -1;
+	ckc_peer_atfork_child();
 }
 
 void ckc_stats_get(ckc_stats_t *s)

@@ -112,7 +112,7 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 		ckc_eng.st.dist_hist[ckc_stats_dist_bucket(HQ_FAR, true)]++;
 		start_prefetch_locked();
 		ckc_trace_key("open-read-real", key);
-		pthread_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&ckc_eng.lock);
 		return -ENOENT;
 	}
 	if (!o && ckc_eng.active)

@@ -11,6 +11,7 @@
 
 #include "engine_int.h"
 #include "log.h"
+#include "peer.h"
 #include "sys.h"
 
 uint64_t ckc_place_bytes(const ckc_place_t *p)
@@ -131,6 +132,8 @@ void ckc_place_free(ckc_obj_t *o, int level)
 	sys_free(p->ext);
 	p->ext = NULL;
 	p->nexts = p->capexts = 0;
+	if (ckc_eng.tier[level].kind == TIER_GPU)
+		ckc_peer_room();
 }
 
 void ckc_unpin(ckc_obj_t *o, int level)
@@ -169,6 +172,8 @@ void ckc_place_trim(ckc_obj_t *o, int level, uint64_t size)
 		fstart += e->alen;
 	}
 	p->nexts = n;
+	if (ckc_eng.tier[level].kind == TIER_GPU)
+		ckc_peer_room();
 }
 
 int ckc_place_append(ckc_place_t *p, uint64_t aoff, uint64_t alen)
@@ -448,6 +453,8 @@ int ckc_place_reserve(ckc_obj_t *o, int level, uint64_t need, int mode, uint64_t
 		if (idx >= 0 && arena_extend(&t->arena, (size_t)idx, last->alen + want) == 0) {
 			if (t->kind == TIER_HOST)
 				ckc_host_used(t, last->aoff + last->alen, want);
+			else if (t->kind == TIER_GPU)
+				ckc_peer_room();
 			last->alen += want;
 			return 0;
 		}
@@ -469,5 +476,7 @@ int ckc_place_reserve(ckc_obj_t *o, int level, uint64_t need, int mode, uint64_t
 		p->seq_in = p->seq_use = ++ckc_eng.seq;
 	if (t->kind == TIER_HOST)
 		ckc_host_used(t, aoff, want);
+	else if (t->kind == TIER_GPU)
+		ckc_peer_room();
 	return 0;
 }

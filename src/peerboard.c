@@ -3,6 +3,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "peerboard.h"
@@ -62,6 +64,7 @@ int peerboard_claim(peer_board_t *b, int slot, pid_t pid, peer_alive_fn alive)
 		atomic_store(&e->rem, 0);
 		atomic_store(&e->spare, 0);
 		atomic_store(&e->device, -1);
+		atomic_store(&e->bus, 0);
 		atomic_fetch_add(&e->seq, 1u);
 		return 0;
 	}
@@ -82,12 +85,44 @@ void peerboard_publish(peer_board_t *b, int slot, pid_t pid, const peer_info_t *
 	peer_entry_t *e = &b->e[slot];
 	atomic_fetch_add(&e->seq, 1u); /* odd: being written */
 	atomic_store_explicit(&e->device, v->device, memory_order_relaxed);
+	atomic_store_explicit(&e->bus, v->bus, memory_order_relaxed);
 	atomic_store_explicit(&e->spare, v->spare, memory_order_relaxed);
 	atomic_store_explicit(&e->rem, v->rem, memory_order_relaxed);
 	atomic_store_explicit(&e->host_bw, bits_of(v->host_bw), memory_order_relaxed);
 	for (int j = 0; j < CKC_PEER_MAX; j++)
 		atomic_store_explicit(&e->bw[j], bits_of(v->bw[j]), memory_order_relaxed);
 	atomic_fetch_add(&e->seq, 1u); /* even: whole */
+}
+
+static void set_one(peer_board_t *b, int slot, pid_t pid, size_t field, uint64_t v)
+{
+	if (slot < 0 || slot >= CKC_PEER_MAX || atomic_load(&b->e[slot].pid) != pid)
+		return;
+	peer_entry_t *e = &b->e[slot];
+	atomic_fetch_add(&e->seq, 1u);
+	atomic_store_explicit((_Atomic uint64_t *)((char *)e + field), v, memory_order_relaxed);
+	atomic_fetch_add(&e->seq, 1u);
+}
+
+void peerboard_set_spare(peer_board_t *b, int slot, pid_t pid, uint64_t spare)
+{
+	set_one(b, slot, pid, offsetof(peer_entry_t, spare), spare);
+}
+
+void peerboard_set_rem(peer_board_t *b, int slot, pid_t pid, uint64_t rem)
+{
+	set_one(b, slot, pid, offsetof(peer_entry_t, rem), rem);
+}
+
+uint64_t peerboard_bus(const char *pci)
+{
+	unsigned dom, bus, dev, fn;
+	int end = 0;
+	if (!pci || sscanf(pci, "%x:%x:%x.%x%n", &dom, &bus, &dev, &fn, &end) != 4 || pci[end] ||
+	    bus > 0xff || dev > 0x1f || fn > 7)
+		return 0;
+	/* the low bit set: never 0 for a real address */
+	return ((uint64_t)dom << 32 | bus << 16 | dev << 8 | fn << 4) | 1u;
 }
 
 bool peerboard_read(peer_board_t *b, int slot, peer_info_t *v, pid_t *owner)
@@ -103,6 +138,7 @@ bool peerboard_read(peer_board_t *b, int slot, peer_info_t *v, pid_t *owner)
 		if (s0 & 1u)
 			continue;
 		v->device = atomic_load_explicit(&e->device, memory_order_relaxed);
+		v->bus = atomic_load_explicit(&e->bus, memory_order_relaxed);
 		v->spare = atomic_load_explicit(&e->spare, memory_order_relaxed);
 		v->rem = atomic_load_explicit(&e->rem, memory_order_relaxed);
 		v->host_bw = double_of(atomic_load_explicit(&e->host_bw, memory_order_relaxed));

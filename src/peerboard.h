@@ -16,13 +16,14 @@
 
 #include "peer_sched.h"
 
-#define PEERBOARD_MAGIC 0x3172656570636b63ull /* "ckcpeer1" */
+#define PEERBOARD_MAGIC 0x3272656570636b63ull /* "ckcpeer2" */
 #define PEERBOARD_JOB 64
 
 typedef struct peer_entry {
 	_Atomic uint32_t seq;          /* odd while its owner writes it */
 	_Atomic int32_t pid;           /* its owner, 0: free */
-	_Atomic int32_t device;        /* CUDA ordinal, -1: none */
+	_Atomic int32_t device;        /* CUDA ordinal in its owner, -1: none */
+	_Atomic uint64_t bus;          /* its PCI address (peerboard_bus), 0: unknown */
 	_Atomic uint64_t spare;        /* bytes it can lend */
 	_Atomic uint64_t rem;          /* bytes it must place off its device */
 	_Atomic uint64_t host_bw;      /* bytes/s to host memory */
@@ -39,6 +40,7 @@ typedef struct peer_board {
 /* What a rank publishes (plain values). */
 typedef struct peer_info {
 	int device;
+	uint64_t bus;
 	uint64_t spare, rem;
 	double host_bw;
 	double bw[CKC_PEER_MAX];
@@ -60,6 +62,16 @@ void peerboard_release(peer_board_t *b, int slot, pid_t pid);
 
 /* Writes pid's entry slot (nothing unless pid owns it). */
 void peerboard_publish(peer_board_t *b, int slot, pid_t pid, const peer_info_t *v);
+
+/* Sets one field of pid's entry slot (nothing unless pid owns it): one
+ * write under the sequence count, for what changes often. */
+void peerboard_set_spare(peer_board_t *b, int slot, pid_t pid, uint64_t spare);
+void peerboard_set_rem(peer_board_t *b, int slot, pid_t pid, uint64_t rem);
+
+/* A PCI address "DDDD:BB:DD.F" (as cuDeviceGetPCIBusId writes it) as a
+ * number that names a device the same in every process; 0 if it is not
+ * one. */
+uint64_t peerboard_bus(const char *pci);
 
 /* A consistent copy of entry slot: true, with its owner in *owner; false
  * when it is free or being written (after a few tries). */

@@ -96,6 +96,18 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 			(unsigned long long)s->gpu_mapped_bytes, (unsigned long long)s->gpu_released_bytes,
 			(unsigned long long)s->gpu_releases, s->host_pinned ? "true" : "false");
 	}
+	if (s->peer_mode)
+		fprintf(f,
+			",\n  \"peer\": {\"mode\": \"%s\", \"lending\": false, \"entry\": %d,"
+			" \"ranks\": %d, \"ranks_max\": %d, \"stale_segment\": %s,"
+			" \"entry_reclaimed\": %s, \"segment_removed\": %s, \"remainder_bytes\": %llu,"
+			" \"plan\": {\"to_peers_bytes\": %llu, \"to_host_bytes\": %llu},"
+			" \"blocking_s\": {\"local\": %.6f, \"greedy\": %.6f, \"maxflow\": %.6f}}",
+			s->peer_mode, s->peer_slot, s->peer_ranks, s->peer_ranks_max,
+			s->peer_was_stale ? "true" : "false", s->peer_reclaimed ? "true" : "false",
+			s->peer_removed ? "true" : "false", (unsigned long long)s->peer_rem_bytes,
+			(unsigned long long)s->peer_to_peers_bytes, (unsigned long long)s->peer_to_host_bytes,
+			s->peer_local_s, s->peer_greedy_s, s->peer_maxflow_s);
 	if (s->capture_seen)
 		fprintf(f,
 			",\n  \"capture\": {\"captured\": %llu, \"captured_bytes\": %llu,"

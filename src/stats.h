@@ -63,6 +63,13 @@ typedef struct ckc_stats {
 	int gpu_ndev, gpu_devs[CKC_GPU_MAXDEV];
 	uint64_t gpu_arena_bytes, gpu_mapped_bytes, gpu_released_bytes, gpu_releases;
 	bool host_pinned;
+	/* peer GPUs (peer.h): what the node's board showed at exit; peer_mode
+	 * NULL when this process never joined it */
+	const char *peer_mode;
+	int peer_slot, peer_ranks, peer_ranks_max;
+	bool peer_was_stale, peer_reclaimed, peer_removed;
+	uint64_t peer_rem_bytes, peer_to_peers_bytes, peer_to_host_bytes;
+	double peer_local_s, peer_greedy_s, peer_maxflow_s;
 	/* program reads copied in lanes (lanes.h) */
 	int lane_helpers;
 	uint64_t lane_copies, lane_bytes;

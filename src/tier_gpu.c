@@ -28,6 +28,7 @@
 #include "lanes.h"
 #include "ranges.h"
 #include "log.h"
+#include "peer.h"
 
 __thread bool ckc_tl_background;
 __thread bool ckc_tl_program_read;
@@ -491,6 +492,7 @@ static void gpu_capacity(ckc_tier_t *t)
 	}
 	t->st.capacity = cap;
 	t->gpu->usable = usable;
+	ckc_peer_room();
 }
 
 /* Adds one mapped chunk to region r (lock not held). Returns 0, 1 when
@@ -862,6 +864,7 @@ int ckc_gpu_attach(void *ctx, int device)
 {
 	ckc_tier_t *t = &ckc_eng.tier[0];
 	int rc = 0;
+	bool first = false;
 
 	ckc_mutex_lock(&gpu_life);
 	if (!ckc_eng.active || ckc_eng.ntier < 2 || t->kind != TIER_GPU || t->gpu->gone) {
@@ -945,6 +948,7 @@ int ckc_gpu_attach(void *ctx, int device)
 	char b1[32];
 	ckc_info("gpu tier: %s on device %d, mapped in %llu chunks in the background",
 		 ckc_format_size(want, b1, sizeof(b1)), device, (unsigned long long)r->nchunk);
+	first = g->ndev == 1;
 	goto out;
 unretain:
 	if (r->retained)
@@ -952,6 +956,10 @@ unretain:
 	r->retained = false;
 out:
 	ckc_mutex_unlock(&gpu_life);
+	/* the node's other ranks learn of this device (off by default
+	 * without peer access) */
+	if (first)
+		ckc_peer_attach(device);
 	return rc;
 }
 

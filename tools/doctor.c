@@ -75,6 +75,7 @@ static const char *const known_vars[] = {
 	"CKPTCACHE_PERSIST",   "CKPTCACHE_EVICTION",	"CKPTCACHE_PREFETCH",
 	"CKPTCACHE_STATS",     "CKPTCACHE_TRACE",	"CKPTCACHE_LOG",
 	"CKPTCACHE_STRICT",    "CKPTCACHE_TERM_WAIT",	"CKPTCACHE_LANES",
+	"CKPTCACHE_PEER",
 };
 /* Read by the ckptcache launcher, not by the library; CKPTCACHE_REPORTED is
  * left by the library for the children of a process that reported a bad
@@ -319,6 +320,7 @@ int main(int argc, char **argv)
 	check_policies(&c);
 	check_order(&c);
 	check_cuda(&c);
+	check_peer(&c);
 	check_library(argc == 2 ? argv[1] : NULL);
 
 	ckc_config_free(&c);

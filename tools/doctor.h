@@ -48,6 +48,7 @@ void check_output_file(const char *what, const char *var, const char *path);
 void check_order(const ckc_config_t *c);
 void check_policies(const ckc_config_t *c);
 void check_cuda(const ckc_config_t *c);
+void check_peer(const ckc_config_t *c);
 void check_library(const char *lib);
 /* Checks one hint-file line with the library's parser (ckptcache hints):
  * the exit status, 0 or 2. */

@@ -1,6 +1,6 @@
 /* ckptcache doctor, the order and the rest: the restore order and the hint
- * file, the policies, CUDA, the library to preload, and one hint line for
- * ckptcache hints (doctor.h). */
+ * file, the policies, CUDA, peer GPUs and their segments, the library to
+ * preload, and one hint line for ckptcache hints (doctor.h). */
 #include "config.h"
 
 #include <dirent.h>
@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "hintfile.h"
+#include "peerseg.h"
 #include "tagpat.h"
 
 extern char **environ;
@@ -211,6 +212,45 @@ void check_cuda(const ckc_config_t *c)
 		}
 	}
 	/* left loaded: unloading a driver that was initialised gains nothing */
+}
+
+/* ---- peer GPUs ------------------------------------------------------------- */
+
+static void peer_stale(const char *path, bool removed, void *ctx)
+{
+	(void)removed, (void)ctx;
+	warning("peer segment %s: no process holds it (left by a job whose processes all died); "
+		"the next run of that job makes it anew, or remove it: rm %s",
+		path, path);
+}
+
+void check_peer(const ckc_config_t *c)
+{
+	char seg[PATH_MAX];
+	bool named = ckc_peerseg_path(seg, sizeof(seg), CKC_PEERSEG_DIR, c->job, c->node) == 0;
+
+	if (c->peer == CKC_PEER_OFF) {
+		ok("peer GPUs: off (CKPTCACHE_PEER=off): no segment is made");
+	} else if (c->peer == CKC_PEER_AUTO) {
+		ok("peer GPUs: decided at the first capture: maxflow where the gpu tier's device has "
+		   "peer access to another and the job has more than one process on this node (%ld "
+		   "here), else off",
+		   c->local_size);
+	} else {
+		ok("peer GPUs: %s: the schedule is computed from the node's segment and shown in the "
+		   "statistics; nothing is lent", ckc_config_peer_name(c->peer));
+		if (c->capture != CKC_CAPTURE_DEVICE)
+			warning("CKPTCACHE_PEER=%s needs a gpu tier (CKPTCACHE_CAPTURE=device): nothing "
+				"would be shared", ckc_config_peer_name(c->peer));
+	}
+	if (c->peer != CKC_PEER_OFF && named)
+		ok("peer segment of this job on this node: %s (mode 0600)", seg);
+	else if (c->peer != CKC_PEER_OFF)
+		(c->peer == CKC_PEER_AUTO ? ok : warning)(
+			"peer GPUs: no job id or node (SLURM_JOB_ID, OMPI_MCA_ess_base_jobid or "
+			"PMIX_NAMESPACE): the ranks could not find each other, peer GPUs stay off");
+	if (!ckc_peerseg_sweep(CKC_PEERSEG_DIR, false, peer_stale, NULL))
+		ok("%s: no peer segment of this user is left by processes that died", CKC_PEERSEG_DIR);
 }
 
 /* ---- the library ----------------------------------------------------------- */

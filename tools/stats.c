@@ -114,6 +114,25 @@ static void print_gpu(const json_t *g)
 	printf("  %-18s %s\n", "host tier pinned", json_num(g, "host_pinned") ? "yes" : "no");
 }
 
+static void print_peer(const json_t *p)
+{
+	char h[32], h2[32], h3[32];
+	const json_t *mode = json_get(p, "mode"), *plan = json_get(p, "plan"), *b = json_get(p, "blocking_s");
+	printf("\npeer GPUs (%s; computed only, nothing was lent)\n",
+	       mode && mode->type == JSON_STR ? mode->str : "?");
+	printf("  %-18s entry %.0f; %.0f rank(s) at exit, %.0f at most%s%s\n", "board",
+	       json_num(p, "entry"), json_num(p, "ranks"), json_num(p, "ranks_max"),
+	       json_num(p, "stale_segment") ? "; a stale segment made anew" : "",
+	       json_num(p, "entry_reclaimed") ? "; the entry of a dead process taken over" : "");
+	printf("  %-18s %s; the schedule: %s to peers, %s to the host\n", "remainder",
+	       human(json_num(p, "remainder_bytes"), h, sizeof(h)),
+	       human(plan ? json_num(plan, "to_peers_bytes") : 0, h2, sizeof(h2)),
+	       human(plan ? json_num(plan, "to_host_bytes") : 0, h3, sizeof(h3)));
+	if (b)
+		printf("  %-18s local %.6f s, greedy %.6f s, maxflow %.6f s\n", "group blocking",
+		       json_num(b, "local"), json_num(b, "greedy"), json_num(b, "maxflow"));
+}
+
 static void print_capture(const json_t *c)
 {
 	char h[32];
@@ -225,6 +244,9 @@ int ckc_stats_summary(const char *path)
 		print_gpu(g);
 	if (c && c->type == JSON_OBJ)
 		print_capture(c);
+	const json_t *p = json_get(&root, "peer");
+	if (p && p->type == JSON_OBJ)
+		print_peer(p);
 	if (json_get(&root, "reads_waited_for_prefetch") || json_get(&root, "read_wait_s"))
 		printf("\nreads that waited for a prefetch: %.0f (%.3f s in all)\n",
 		       json_num(&root, "reads_waited_for_prefetch"), json_num(&root, "read_wait_s"));

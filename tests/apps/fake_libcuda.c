@@ -9,7 +9,15 @@
  * does), while a copy to or from pinned or registered memory is a "DMA" that
  * bypasses page protections (through /proc/self/mem, as the real engine's
  * transfers do). Copies are synchronous; events and streams are tokens.
- * FAKECUDA_DEVICE_MIB sets the device's size (default 4096). */
+ * FAKECUDA_DEVICE_MIB sets the device's size (default 4096).
+ *
+ * The node has FAKECUDA_DEVICES devices (default 1), each with its own PCI
+ * address, every pair linked (peer access, performance rank 0, native
+ * atomics: an NVLink); CUDA_VISIBLE_DEVICES picks and orders the ones a
+ * process sees, as with the real driver, so processes of one node each on
+ * its own device (CUDA_VISIBLE_DEVICES=2,0,1,3) see each other's devices
+ * by the same PCI addresses. Only the first device seen has a context (the
+ * program's); the others answer the device queries. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -164,8 +172,66 @@ static char ctx0; /* device 0's primary context */
 
 EXPORT CUresult cuInit(unsigned flags) { (void)flags; return OK; }
 EXPORT CUresult cuDriverGetVersion(int *v) { *v = 13000; return OK; }
-EXPORT CUresult cuDeviceGetCount(int *n) { *n = 1; return OK; }
-EXPORT CUresult cuDeviceGet(CUdevice *d, int ord) { if (ord != 0) return ERR_INVALID; *d = 0; return OK; }
+#define MAX_DEVICES 16
+
+/* The physical device of each ordinal this process sees; their number. */
+static int visible[MAX_DEVICES];
+static int nvisible = -1;
+static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
+
+static void devices_init(void)
+{
+	const char *e = getenv("FAKECUDA_DEVICES"), *v = getenv("CUDA_VISIBLE_DEVICES");
+	int n = e ? atoi(e) : 1;
+	n = n < 1 ? 1 : n > MAX_DEVICES ? MAX_DEVICES : n;
+	nvisible = 0;
+	if (!v) {
+		for (int i = 0; i < n; i++)
+			visible[nvisible++] = i;
+		return;
+	}
+	/* the driver's rule: the list ends at the first invalid entry */
+	for (char *p = (char *)v, *end; *p && nvisible < MAX_DEVICES; p = *end ? end + 1 : end) {
+		long k = strtol(p, &end, 10);
+		if (end == p || k < 0 || k >= n || (*end && *end != ','))
+			break;
+		visible[nvisible++] = (int)k;
+	}
+}
+
+static int ndevices(void)
+{
+	pthread_once(&devices_once, devices_init);
+	return nvisible;
+}
+
+static bool valid_device(CUdevice d) { return d >= 0 && d < ndevices(); }
+
+EXPORT CUresult cuDeviceGetCount(int *n) { *n = ndevices(); return OK; }
+EXPORT CUresult cuDeviceGet(CUdevice *d, int ord) { if (!valid_device(ord)) return ERR_INVALID; *d = ord; return OK; }
+EXPORT CUresult cuDeviceGetPCIBusId(char *buf, int len, CUdevice d)
+{
+	if (!valid_device(d) || !buf || len < 13)
+		return ERR_INVALID;
+	snprintf(buf, (size_t)len, "0000:%02X:00.0", 0x18 + visible[d]);
+	return OK;
+}
+EXPORT CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer)
+{
+	if (!valid_device(d) || !valid_device(peer))
+		return ERR_INVALID;
+	*can = d != peer;
+	return OK;
+}
+/* CU_DEVICE_P2P_ATTRIBUTE_*: 1 performance rank, 2 access supported,
+ * 3 native atomics supported, 4 CUDA arrays supported */
+EXPORT CUresult cuDeviceGetP2PAttribute(int *value, int attrib, CUdevice src, CUdevice dst)
+{
+	if (!valid_device(src) || !valid_device(dst) || src == dst || attrib < 1 || attrib > 4)
+		return ERR_INVALID;
+	*value = attrib == 1 ? 0 : 1;
+	return OK;
+}
 EXPORT CUresult cuDeviceTotalMem_v2(size_t *t, CUdevice d) { (void)d; *t = dev_total(); return OK; }
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { if (d != 0) return ERR_INVALID; *c = &ctx0; return OK; }
 EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { (void)d; return OK; }

@@ -20,11 +20,15 @@
  *                  [--io write|fwrite|pread] [--order reverse|sequential|random]
  *                  [--hints FILE] [--touch none|read|write] [--chunk BYTES]
  *                  [--seed N] [--keep] [--resolve gpa|dlsym] [--own-fault] [--whole]
+ *                  [--hold FILE] [--linger FILE]
  *   KIND: malloc (one buffer for every size, as malloc returns it), offset
  *   (malloc + 16 bytes), each (malloc'd and freed per checkpoint), pinned
  *   (cuMemAllocHost). Prints "RESULT ... verified=V/N" and exits 0 iff every
  *   restore verified. --whole: every checkpoint is the whole field (one
- *   size, page-aligned when the staging buffer is). --own-fault: at the end the program reads a page it
+ *   size, page-aligned when the staging buffer is). --hold and --linger are the
+ *   barriers of a job of several ranks: before its restore phase (--hold)
+ *   or before it ends (--linger) the program says so ("holding FILE") and
+ *   waits until FILE exists (at most 60 s, then it goes on). --own-fault: at the end the program reads a page it
  *   protected itself, and must die of SIGSEGV (within 20 s). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -112,6 +116,17 @@ static void driver_load(int gpa)
 	*(void **)&cu.free_host = resolve(lib, "cuMemFreeHost", gpa);
 	*(void **)&cu.dtoh = resolve(lib, "cuMemcpyDtoH", gpa);
 	*(void **)&cu.htod = resolve(lib, "cuMemcpyHtoD", gpa);
+}
+
+/* A barrier: waits until path exists (at most 60 s). */
+static void hold(const char *path)
+{
+	if (!path)
+		return;
+	printf("holding %s (pid %ld)\n", path, (long)getpid());
+	fflush(stdout);
+	for (int i = 0; i < 6000 && access(path, F_OK) != 0; i++)
+		usleep(10000);
 }
 
 static uint64_t mix(uint64_t x)
@@ -230,7 +245,7 @@ static size_t read_ckpt(const char *path, unsigned char *b, size_t n, const char
 int main(int argc, char **argv)
 {
 	const char *dir = NULL, *staging = "malloc", *io = "write", *order = "reverse", *hints = NULL;
-	const char *touch = "none";
+	const char *touch = "none", *hold_file = NULL, *linger_file = NULL;
 	long count = 24, side = 1024, seed = 1;
 	size_t chunk = 0;
 	int keep = 0, gpa = 1, own_fault = 0, whole = 0;
@@ -239,7 +254,8 @@ int main(int argc, char **argv)
 		{ "staging", 1, 0, 'S' }, { "io", 1, 0, 'i' },   { "order", 1, 0, 'o' },
 		{ "hints", 1, 0, 'H' }, { "touch", 1, 0, 't' },  { "chunk", 1, 0, 'c' },
 		{ "seed", 1, 0, 'x' },  { "keep", 0, 0, 'k' },   { "resolve", 1, 0, 'r' },
-		{ "own-fault", 0, 0, 'F' }, { "whole", 0, 0, 'W' },
+		{ "own-fault", 0, 0, 'F' }, { "whole", 0, 0, 'W' }, { "hold", 1, 0, 'h' },
+		{ "linger", 1, 0, 'l' },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
@@ -259,6 +275,8 @@ int main(int argc, char **argv)
 		case 'r': gpa = strcmp(optarg, "dlsym") != 0; break;
 		case 'F': own_fault = 1; break;
 		case 'W': whole = 1; break;
+		case 'h': hold_file = optarg; break;
+		case 'l': linger_file = optarg; break;
 		default: die("bad option (see the comment at the top of stencil_client.c)");
 		}
 	}
@@ -362,6 +380,7 @@ int main(int argc, char **argv)
 			die("cannot write the hint file");
 	}
 
+	hold(hold_file);
 	long verified = 0;
 	for (long k = 0; k < count; k++) {
 		long i = ord[k];
@@ -404,6 +423,8 @@ int main(int argc, char **argv)
 	printf("RESULT checkpoint_GBps=%.3f restore_GBps=%.3f verified=%ld/%ld bytes=%zu\n",
 	       tw > 0 ? (double)total / tw / 1e9 : 0.0, tr > 0 ? (double)total / tr / 1e9 : 0.0, verified,
 	       count, total);
+	fflush(stdout);
+	hold(linger_file);
 	if (own_fault) {
 		/* the staging buffer may still be owed by a cache; this page is
 		 * the program's own, and protected by it */

@@ -1549,3 +1549,58 @@ Test(conf, lanes_auto_or_a_number_of_threads)
 		cr_expect(!cfg.enabled);
 	}
 }
+
+/* ---- CKPTCACHE_PEER and the job's names ---------------------------------- */
+
+static int f_peer(const ckc_config_t *c) { return (int)c->peer; }
+
+Test(conf, peer_words)
+{
+	static const struct word_case t[] = {
+		{ "CKPTCACHE_PEER", "off", f_peer, CKC_PEER_OFF },
+		{ "CKPTCACHE_PEER", " Greedy ", f_peer, CKC_PEER_GREEDY },
+		{ "CKPTCACHE_PEER", "maxflow", f_peer, CKC_PEER_MAXFLOW },
+		{ "CKPTCACHE_PEER", "MAXFLOW\t", f_peer, CKC_PEER_MAXFLOW },
+	};
+	check_words(t, sizeof(t) / sizeof(t[0]));
+	conf_reset();
+	cr_assert_eq(load(), 0);
+	cr_expect_eq(cfg.peer, CKC_PEER_AUTO, "unset: decided by the machine");
+	cr_expect_str_eq(ckc_config_peer_name(CKC_PEER_AUTO), "auto");
+	cr_expect_str_eq(ckc_config_peer_name(CKC_PEER_GREEDY), "greedy");
+}
+
+Test(conf, bad_peer)
+{
+	const char *why = "unknown value (expected off, greedy or maxflow)";
+	expect_single_error("CKPTCACHE_PEER", "on", why);
+	expect_single_error("CKPTCACHE_PEER", "auto", why);
+}
+
+Test(conf, the_job_and_local_rank_name_the_peer_segment)
+{
+	conf_reset();
+	env("SLURM_JOB_ID", "4242");
+	env("SLURM_STEP_ID", "3");
+	env("SLURM_NODEID", "7");
+	env("SLURM_LOCALID", "2");
+	cr_assert_eq(load(), 0);
+	cr_expect_str_eq(cfg.job, "slurm4242.3");
+	cr_expect_str_eq(cfg.node, "n7");
+	cr_expect_eq(cfg.local_rank, 2);
+
+	conf_reset();
+	env("OMPI_MCA_ess_base_jobid", "1234/5");
+	env("OMPI_COMM_WORLD_LOCAL_RANK", "1");
+	cr_assert_eq(load(), 0);
+	cr_expect_str_eq(cfg.job, "ompi1234_5", "no '/' in a file name");
+	cr_expect_eq(cfg.local_rank, 1);
+	cr_expect(cfg.node[0], "the host name when Slurm gives no node number");
+
+	conf_reset();
+	env("SLURM_JOB_ID", "x12");
+	env("SLURM_LOCALID", "-1");
+	cr_assert_eq(load(), 0);
+	cr_expect_str_eq(cfg.job, "", "not a job id");
+	cr_expect_eq(cfg.local_rank, -1);
+}
