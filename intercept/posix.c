@@ -289,6 +289,18 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 				(void)ckc_hand_over_path(canon);
 			return CKC_PASS;
 		}
+		/* a descriptor of this process still reads the checkpoint: the
+		 * truncated file is the one it reads, so the version goes to the
+		 * real file, the descriptors with it, and so does this open */
+		if (cached && cst.readers > 0 && (flags & O_TRUNC)) {
+			int rc = ckc_hand_over_path(canon);
+			if (rc) {
+				ckc_error("checkpoint %s is open for reading and truncated: its bytes could "
+					  "not be written to its real path (%s)", canon, strerror(-rc));
+				return rc;
+			}
+			return CKC_PASS;
+		}
 		/* an existing file keeps its mode when it is truncated */
 		mode_t m = real ? rst.st_mode : cached ? cst.mode : mode;
 		/* from now on this process can hold bytes others may ask for */

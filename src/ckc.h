@@ -27,6 +27,7 @@ typedef struct ckc_stat {
 	uid_t uid;
 	gid_t gid;
 	struct timespec atime;  /* as set (utimensat), else mtime */
+	int readers;            /* descriptors of this process reading it */
 } ckc_stat_t;
 
 /* Attributes a program sets on a cached checkpoint (chmod, chown,

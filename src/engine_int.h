@@ -75,6 +75,10 @@ struct ckc_obj {
 	uint64_t version;
 	ckc_obj_t *hnext;    /* object map chain */
 	int refs;            /* handles and transfers; freed at 0 once retired */
+	int readers;         /* reading handles open: a retired version keeps its
+				copies for them, as an unlinked file its blocks */
+	int keep_fd;         /* retired with readers while its real file held it:
+				that file, for them, or -1 */
 	mode_t mode;
 
 	uint64_t size;       /* bytes written (end of the furthest write) */

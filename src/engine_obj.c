@@ -96,6 +96,7 @@ ckc_obj_t *eng_obj_alloc(const char *key)
 	o->version = ++ckc_eng.next_version;
 	o->mode = 0644;
 	o->home_fd = -1;
+	o->keep_fd = -1;
 	o->flush_edge = -1;
 	o->wlevel = ckc_eng.ntier - 1;
 	return o;
@@ -129,6 +130,8 @@ void ckc_obj_put(ckc_obj_t *o)
 			ckc_place_free(o, l);
 	for (int l = 0; l < CKC_MAX_TIERS; l++)
 		sys_free(o->place[l].ext);
+	if (o->keep_fd >= 0)
+		sys_close(o->keep_fd);
 	if (o->home_fd >= 0 && !o->home_live)
 		ckc_home_discard(o->home_tmp, o->home_fd);
 	else if (o->home_fd >= 0)
@@ -166,7 +169,13 @@ void ckc_obj_retire(ckc_obj_t *o)
 	ckc_flush_dequeue(o);
 	if (o->flushing)
 		o->flush_cancel = true;
-	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
+	/* a descriptor still open for reading reads the version it opened, as
+	 * after a rename over the file or an unlink: its copies go with the
+	 * last handle, and so does its real file (held open here, before the
+	 * caller removes or replaces the name; a rare open under the lock) */
+	if (o->readers > 0 && o->at_home && o->keep_fd < 0)
+		o->keep_fd = sys_open(o->key, O_RDONLY | O_CLOEXEC, 0);
+	for (int l = 0; l < ckc_eng.ntier - 1 && o->readers == 0; l++) {
 		ckc_place_t *p = &o->place[l];
 		if (p->pins == 0 && p->state != LC_INIT && !(l == 0 && o->gref)) {
 			ckc_place_free(o, l);

@@ -336,6 +336,10 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	 * page cache still holds of the real file comes faster from there */
 	char *home = !h->writer && ckc_eng.tier[level].kind == TIER_SSD && o->at_home && !o->retired ?
 			     strdup(o->key) : NULL;
+	/* a version retired since: its real file as it was, held by the object
+	 * (the name may be gone, or another file's) */
+	int keep = o->retired && h->home_fd < 0 ? o->keep_fd : -1;
+	int *hfd = keep >= 0 ? &keep : &h->home_fd;
 	ckc_mutex_unlock(&ckc_eng.lock);
 	bool big = len >= CKC_PROG_COPY_MIN;
 	if (big) {
@@ -344,7 +348,7 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	}
 	size_t got = home ? ckc_home_read_cached(home, buf, len, off, &h->home_fd) : 0;
 	ckc_tl_program_read = true;
-	rc = got < len ? ckc_src_read(&src, off + got, (char *)buf + got, len - got, &h->home_fd) : 0;
+	rc = got < len ? ckc_src_read(&src, off + got, (char *)buf + got, len - got, hfd) : 0;
 	ckc_tl_program_read = false;
 	if (big) {
 		ckc_pace_reading(-1);
@@ -356,7 +360,7 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 		/* a newer version may have replaced the real file meanwhile */
 		ckc_mutex_unlock(&ckc_eng.lock);
 		got = 0;
-		rc = ckc_src_read(&src, off, buf, len, &h->home_fd);
+		rc = ckc_src_read(&src, off, buf, len, hfd);
 		ckc_mutex_lock(&ckc_eng.lock);
 	}
 	ckc_src_release(&src);
@@ -427,6 +431,7 @@ void eng_stat_fill(const ckc_obj_t *o, ckc_stat_t *st)
 	st->uid = o->attr.uid;
 	st->gid = o->attr.gid;
 	st->atime = (o->attr.mask & CKC_ATTR_TIMES) ? o->attr.times[0] : o->mtime;
+	st->readers = o->readers;
 }
 
 /* Records a on o and, if o's bytes are at the real path already, applies
@@ -578,6 +583,8 @@ int ckc_close(ckc_handle_t *h)
 		    (h->nrange == 1 && h->range[0][0] == 0 && h->range[0][1] >= o->size))) {
 		consume_locked(o);
 	}
+	if (!h->writer)
+		o->readers--;
 	ckc_obj_put(o);
 	ckc_mutex_unlock(&ckc_eng.lock);
 	if (h->home_fd >= 0)

@@ -68,6 +68,8 @@ ckc_handle_t *eng_handle_new(ckc_obj_t *o, bool writer)
 	h->writer = writer;
 	h->home_fd = -1;
 	ckc_obj_get(o);
+	if (!writer)
+		o->readers++;
 	return h;
 }
 

@@ -182,3 +182,19 @@ assert not low, f"the cache holds files at low numbers: {low}"
 ' "$T/ck" || fail "engine descriptors$(last_error)"
 }
 case_add python/engine-fds-high python_engine_fds
+
+# A descriptor open for reading while the program rewrites the checkpoint in
+# place, removes it, or renames a new one over it: the reader reads what it
+# reads without the library (the new bytes; the old ones; the old ones), and
+# the real files are the same.
+python_readers_replaced() {
+	mkdir -p plain
+	plain "$PY" "$E2E/readers_replaced.py" "$T/plain" >expect.txt || fail "the script fails without the library"
+	ck -- "$PY" "$E2E/readers_replaced.py" "$T/ck" >got.txt || fail "readers of replaced checkpoints$(last_error)"
+	diff expect.txt got.txt >/dev/null || fail "readers read otherwise under the library: $(diff expect.txt got.txt | tr '\n' ' ')"
+	same plain/rewrite.bin ck/rewrite.bin "the rewritten checkpoint at its real path"
+	same plain/rename.bin ck/rename.bin "the renamed checkpoint at its real path"
+	absent ck/unlink.bin "the removed checkpoint"
+}
+
+case_add python/readers-replaced python_readers_replaced
