@@ -60,46 +60,11 @@ class RunError(Exception):
     pass
 
 
-# Memory touched, then freed, just before each timed run (--warm-mib). This
-# machine hands memory the guest freed back to its host within seconds; the
-# first touch of such a page then costs 0.4 to 0.7 GB/s, against 12 GB/s for
-# a page the guest freed a moment ago (measured here with huge pages). Which
-# side of a pair found how much memory at hand followed what the runs before
-# it had freed, not the library: numpy saves of the same 1.6 GB took 0.24 s
-# or 3.4 s on either side. Touching more than either side needs first makes
-# every run start with memory at hand, as on a machine that owns its memory.
-WARM_MIB = 0
-
-
-WARM_CODE = """
-import mmap, sys
-n = int(sys.argv[1]) << 20
-m = mmap.mmap(-1, n)
-try:
-    m.madvise(getattr(mmap, "MADV_HUGEPAGE", 14))
-except OSError:
-    pass
-try:
-    m.madvise(getattr(mmap, "MADV_POPULATE_WRITE", 23))
-except OSError:
-    for off in range(0, n, 4096):
-        m[off] = 1
-"""
-
-
-def warm_memory():
-    """In a process of its own: a child's peak RSS counts its parent's at
-    the fork, so the benchmark itself stays small."""
-    if WARM_MIB > 0:
-        subprocess.run([PY, "-c", WARM_CODE, str(WARM_MIB)], check=False)
-
-
 def run(cmd, env=None):
     """Runs cmd; returns (wall seconds, peak RSS in KiB, stdout)."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("CKPTCACHE_") and k != "LD_PRELOAD"}
     full.update(env or {})
     subprocess.run(["sync"], check=False)
-    warm_memory()
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as cap, tempfile.TemporaryFile() as errf:
         p = subprocess.Popen(cmd, env=full, stdout=cap, stderr=errf)
@@ -433,11 +398,6 @@ def table(b, cmdline, started, load):
             "this machine hands freed memory back to its host, and the first touch of a page costs 0.5 to 2 GB/s "
             "(26 GB/s touched again), so a run that followed another workload paid for memory that the run after it "
             "found at hand (the first run of a pair was up to 9x slower, whichever side it was)",
-            f"- before every timed run, of either side, the benchmark touches {b.a.warm_mib} MiB and frees it "
-            "(--warm-mib): the host reclaims memory the guest freed within seconds, and a page it took back "
-            "costs 0.4 to 0.7 GB/s to touch again, against 12 GB/s for one the guest freed a moment ago, so "
-            "without this which side found memory at hand followed what the runs before it had freed "
-            "(numpy saves of the same 1.6 GB took 0.24 s or 3.4 s on either side)",
             "- the side without the library runs with the same environment: the same CKPTCACHE_ variables "
             "(inert without the library) and an LD_PRELOAD of the same length naming the C library (which "
             "every program loads): a program's heap layout follows its environment's size",
@@ -478,9 +438,6 @@ def main():
     p.add_argument("--walk-reps", type=int, default=3, help="walks per sample (default 3)")
     p.add_argument("--tool-mib", type=int, default=512, help="MiB of the file cp, cat and dd copy")
     p.add_argument("--fread-mib", type=int, default=256, help="MiB of the fread benchmark's file")
-    p.add_argument("--warm-mib", type=int, default=-1,
-                   help="MiB touched and freed before each timed run, 0 for none "
-                        "(default: a third of MemAvailable, at most 6144)")
     p.add_argument("--dir", default=os.environ.get("TMPDIR", "/tmp"), help="where the files go")
     p.add_argument("--results", default=os.path.join(ROOT, "docs", "results"),
                    help="folder of parity.md and parity.csv (default docs/results)")
@@ -492,15 +449,6 @@ def main():
         a.walk_reps, a.tool_mib, a.fread_mib = 1, 128, 64
     if a.pairs < 1:
         p.error("--pairs must be at least 1")
-    global WARM_MIB
-    if a.warm_mib < 0:
-        avail = 0
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) >> 10
-        a.warm_mib = min(6144, avail // 3)
-    WARM_MIB = a.warm_mib
     work = ["numpy", "pickle", "h5py", "walkers", "proxy", "bands", "stdio", "miss", "tools", "fread"]
     only = [w for w in a.only.split(",") if w] or work
     for w in only:
