@@ -220,6 +220,20 @@ static int install_new(ckc_handle_t *h, int flags, const char *canon)
 	return fd;
 }
 
+/* Makes the cached version of canon current at its real path, for an open
+ * that then uses the real file (why: what that open is): CKC_PASS, or
+ * -errno (said). */
+static int hand_over_for(const char *canon, const char *why)
+{
+	int rc = ckc_hand_over_path(canon);
+	if (rc) {
+		ckc_error("checkpoint %s could not be written to its real path for %s (%s)", canon, why,
+			  strerror(-rc));
+		return rc;
+	}
+	return CKC_PASS;
+}
+
 /* The open logic for a tagged path: returns an fd, -errno, or CKC_PASS. */
 static int open_tagged(const char *canon, int flags, mode_t mode)
 {
@@ -292,15 +306,8 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 		/* a descriptor of this process still reads the checkpoint: the
 		 * truncated file is the one it reads, so the version goes to the
 		 * real file, the descriptors with it, and so does this open */
-		if (cached && cst.readers > 0 && (flags & O_TRUNC)) {
-			int rc = ckc_hand_over_path(canon);
-			if (rc) {
-				ckc_error("checkpoint %s is open for reading and truncated: its bytes could "
-					  "not be written to its real path (%s)", canon, strerror(-rc));
-				return rc;
-			}
-			return CKC_PASS;
-		}
+		if (cached && cst.readers > 0 && (flags & O_TRUNC))
+			return hand_over_for(canon, "a truncation while it is open for reading");
 		/* an existing file keeps its mode when it is truncated */
 		mode_t m = real ? rst.st_mode : cached ? cst.mode : mode;
 		/* from now on this process can hold bytes others may ask for */
@@ -312,15 +319,7 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 	}
 	/* Any other write to an existing checkpoint works on the real file:
 	 * make it current there, forget the cached copy, pass through. */
-	if (cached) {
-		int rc = ckc_hand_over_path(canon);
-		if (rc) {
-			ckc_error("checkpoint %s could not be written to its real path for an in-place "
-				  "update (%s)", canon, strerror(-rc));
-			return rc;
-		}
-	}
-	return CKC_PASS;
+	return cached ? hand_over_for(canon, "an in-place update") : CKC_PASS;
 }
 
 int ckc_open_tagged(const char *canon, int flags, mode_t mode)
