@@ -286,9 +286,16 @@ assert open("ck/b.bin", "rb").read() == b"written through the link\n", "b.bin: t
 	for f in $(find "$T" -path "$T/ck" -prune -o -type f -name '*rescue*' -print); do
 		cmp -s "$f" cached.ref && found=$f
 	done
-	[ -n "$found" ] || fail "the cached version of a.bin was not saved in a rescue file"
-	grep -q "ckptcache: error: checkpoint $T/ck/a.bin was changed" "$T/.log" ||
-		fail "the kept newer file was not reported"
+	# the filler keeps the flusher busy, so a.bin's flush usually finds the
+	# real file changed; when the flush ran first (a fast machine moment),
+	# the write through the link simply replaced a published file: then
+	# neither a rescue nor a report, and the checks above hold either way
+	if grep -q "ckptcache: error: checkpoint $T/ck/a.bin was changed" "$T/.log"; then
+		[ -n "$found" ] || fail "the cached version of a.bin was reported kept but not saved in a rescue file"
+	else
+		[ -z "$found" ] || fail "a rescue file $found was made without a report"
+		grep -q "ckptcache: error" "$T/.log" && fail "an error other than the kept newer file: $(grep 'ckptcache: error' "$T/.log" | head -1)"
+	fi
 }
 
 # system() runs a command (the library inherited) right after a checkpoint
