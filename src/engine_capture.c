@@ -164,7 +164,7 @@ void ckc_ref_put(ckc_ref_t *r)
 			break;
 		}
 	sys_free(r);
-	if (!o->gref && o->retired && o->readers == 0 && !o->capture && o->place[0].pins == 0 &&
+	if (!o->gref && ckc_obj_gone(o) && !o->capture && o->place[0].pins == 0 &&
 	    o->place[0].state != LC_INIT) {
 		ckc_place_free(o, 0);
 		ckc_set_state(o, 0, LC_EV_DROP);

@@ -297,6 +297,13 @@ ckc_obj_t *ckc_obj_import_home(const char *key); /* lock held; NULL if no real f
 /* Tells the node registry whether o holds bytes its real path lacks (after
  * any change of that). Lock held. */
 void ckc_node_note(ckc_obj_t *o);
+/* A version retired that no descriptor reads any more: its copies can go
+ * (one that is read keeps them until its last reader closes). */
+static inline bool ckc_obj_gone(const ckc_obj_t *o)
+{
+	return o->retired && o->readers == 0;
+}
+
 /* A trace line of op on key, of which the engine holds no object (v0). */
 void ckc_trace_key(const char *op, const char *key);
 void ckc_trace(const char *op, const ckc_obj_t *o, uint64_t off, uint64_t len, int level,

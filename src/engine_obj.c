@@ -175,7 +175,7 @@ void ckc_obj_retire(ckc_obj_t *o)
 	 * caller removes or replaces the name; a rare open under the lock) */
 	if (o->readers > 0 && o->at_home && o->keep_fd < 0)
 		o->keep_fd = sys_open(o->key, O_RDONLY | O_CLOEXEC, 0);
-	for (int l = 0; l < ckc_eng.ntier - 1 && o->readers == 0; l++) {
+	for (int l = 0; l < ckc_eng.ntier - 1 && ckc_obj_gone(o); l++) {
 		ckc_place_t *p = &o->place[l];
 		if (p->pins == 0 && p->state != LC_INIT && !(l == 0 && o->gref)) {
 			ckc_place_free(o, l);

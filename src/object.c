@@ -140,7 +140,7 @@ void ckc_unpin(ckc_obj_t *o, int level)
 {
 	ckc_place_t *p = &o->place[level];
 
-	if (--p->pins == 0 && o->retired && o->readers == 0 && p->state != LC_INIT) {
+	if (--p->pins == 0 && ckc_obj_gone(o) && p->state != LC_INIT) {
 		ckc_place_free(o, level);
 		ckc_set_state(o, level, LC_EV_DROP);
 	}
