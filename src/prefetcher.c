@@ -49,10 +49,12 @@ void ckc_hints_summary(void)
 			 ckc_eng.cfg.hints, (unsigned long long)ckc_eng.hints_bad, HINTS_SHOWN);
 }
 
-/* The program opens a checkpoint for reading (lock held). */
+/* The program opens a checkpoint for reading (lock held): the hint file's
+ * lines so far are read first, also where the prefetcher opened the file
+ * before the program had written them. */
 void ckc_hints_reading(void)
 {
-	if (!ckc_eng.cfg.hints || ckc_eng.hints_open || ckc_eng.hints_said)
+	if (!ckc_eng.cfg.hints || ckc_eng.hints_said)
 		return;
 	ckc_hints_poll(true);
 	if (ckc_eng.hints_open || ckc_eng.hints_said)
