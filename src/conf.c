@@ -699,6 +699,12 @@ int ckc_config_load(ckc_config_t *c, const char *(*get)(const char *name, void *
 	};
 	c->prefetch = config_word(&ld, "CKPTCACHE_PREFETCH", prefetch, 3, CKC_PREFETCH_AUTO);
 
+	static const config_word_t aside[] = {
+		{ "auto", 1 },
+		{ "off", 0 },
+	};
+	c->step_aside = config_word(&ld, "CKPTCACHE_STEP_ASIDE", aside, 2, 1) != 0;
+
 	/* unset: decided when the gpu tier finds its device (peer.c) */
 	static const config_word_t peer[] = {
 		{ "off", CKC_PEER_OFF },

@@ -42,6 +42,8 @@ typedef struct ckc_config {
 	ckc_persist_t persist;
 	ckc_eviction_t eviction;
 	ckc_prefetch_t prefetch;
+	bool step_aside;       /* CKPTCACHE_STEP_ASIDE=auto: copy mode may write a checkpoint
+				  straight to its real path where that is as fast (aside.h) */
 	char *stats;           /* JSON summary at exit, or NULL */
 	char *trace;           /* one line per operation, or NULL */
 	double term_wait_s;    /* the most a SIGTERM/SIGINT/SIGABRT waits for the drain */

@@ -209,6 +209,12 @@ static int engine_start(void)
 			ckc_warn("CKPTCACHE_TRACE='%s': %s; no trace is written", c->trace, why);
 	}
 	ckc_eng.prefetch_started = c->prefetch == CKC_PREFETCH_EAGER;
+	/* only in copy mode, and only where every checkpoint goes home anyway:
+	 * under PERSIST=never or unconsumed the cache spares the real path */
+	aside_init(&ckc_eng.aside, c->step_aside && c->capture == CKC_CAPTURE_COPY &&
+					   c->persist == CKC_PERSIST_ALWAYS && ckc_eng.ntier > 1 &&
+					   ckc_eng.tier[0].kind != TIER_GPU);
+	ckc_aside_load(&ckc_eng.aside, c->paths);
 	/* the hint file as it is now, before the first read is counted */
 	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_hints_poll(false);
@@ -298,6 +304,12 @@ void eng_stats_collect(ckc_stats_t *s)
 	if (ckc_svc.stats_extra)
 		ckc_svc.stats_extra(s);
 	ckc_peer_stats(s);
+	s->aside_on = ckc_eng.aside.on;
+	s->aside_tries = ckc_eng.aside.tries;
+	s->aside_switches = ckc_eng.aside.switches;
+	s->aside_bw_cache = ckc_eng.aside.bw[ASIDE_CACHE];
+	s->aside_bw_home = ckc_eng.aside.bw[ASIDE_HOME];
+	s->aside_home = ckc_eng.aside.choice == ASIDE_HOME;
 	s->ntier = ckc_eng.ntier;
 	for (int l = 0; l < ckc_eng.ntier; l++) {
 		s->tier_name[l] = ckc_eng.tier[l].name;
@@ -547,6 +559,7 @@ int ckc_finish(uint64_t deadline_ns)
 		report_unpublished();
 	ckc_hints_summary();
 	ckc_peer_finish();
+	ckc_aside_save(&ckc_eng.aside, ckc_eng.cfg.paths);
 	if (ckc_eng.cfg.stats)
 		stats_write();
 	/* the tier's file goes now (this process's threads may still read it

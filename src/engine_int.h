@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "arena.h"
+#include "aside.h"
 #include "ckc.h"
 #include "conf.h"
 #include "evict.h"
@@ -90,6 +91,10 @@ struct ckc_obj {
 	ckc_attr_t attr;     /* set by the program; given to the real file */
 
 	int wlevel;          /* tier receiving the writer's bytes */
+	bool aside_home;     /* written straight to its real path by the choice of
+				ckc_eng.aside (a sample of the real path's speed) */
+	bool aside_sample;   /* its write time is a sample for ckc_eng.aside */
+	uint64_t write_ns;   /* the program's time in its open, writes and close */
 	bool migrating;      /* its bytes are moving to a lower tier */
 	int home_fd;         /* write-through at home: the temporary file */
 	char *home_tmp;
@@ -238,6 +243,9 @@ typedef struct ckc_engine {
 
 	uint64_t recent[CKC_PREDICT_SLOTS];
 	int nrecent;
+
+	aside_t aside;          /* copy mode: the cache or the real path for new checkpoints */
+	bool aside_said;        /* the first step aside was reported */
 
 	hint_queue_t *hq;
 	hint_reader_t hints;
@@ -555,6 +563,17 @@ int eng_zero_fill(ckc_obj_t *o, uint64_t from, uint64_t to);
 ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t len, uint64_t off);
 int eng_close_home_writer(ckc_obj_t *o);
 void eng_close_writer_locked(ckc_obj_t *o);
+void eng_aside_note(ckc_obj_t *o);
+
+/* The node-local record of what stepping aside learnt (aside_store.c):
+ * /dev/shm/ckptcache-aside-UID, one record per CKPTCACHE_PATHS value. */
+#define CKC_ASIDE_STORE_DIR "/dev/shm"
+#define CKC_ASIDE_STORE_PREFIX "ckptcache-aside-"
+int ckc_aside_store_path(char *out, size_t len);
+/* Starts a from this node's last record for paths, if a recent one. */
+void ckc_aside_load(aside_t *a, const char *paths);
+/* Records what a learnt (both sides measured), at exit. */
+void ckc_aside_save(const aside_t *a, const char *paths);
 ckc_obj_t *eng_current_locked(const char *key);
 void eng_range_add(ckc_handle_t *h, uint64_t a, uint64_t b);
 bool eng_prefetch_wait(ckc_handle_t *h, uint64_t *deadline);

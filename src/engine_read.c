@@ -570,6 +570,7 @@ int ckc_close(ckc_handle_t *h)
 {
 	ckc_obj_t *o = h->o;
 	int rc = 0;
+	uint64_t t0 = ckc_now_ns();
 
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (h->writer) {
@@ -577,6 +578,9 @@ int ckc_close(ckc_handle_t *h)
 			eng_close_writer_locked(o);
 			if (o->wlevel == ckc_eng.ntier - 1 && !o->at_home)
 				rc = -EIO;
+			o->write_ns += ckc_now_ns() - t0;
+			if (!rc && !o->retired)
+				eng_aside_note(o);
 		}
 	} else if (o->complete && !o->retired &&
 		   (o->size == 0 ||

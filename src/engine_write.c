@@ -73,9 +73,52 @@ ckc_handle_t *eng_handle_new(ckc_obj_t *o, bool writer)
 	return h;
 }
 
+/* Where the model sends a new version o (lock held): the cache tier it
+ * was given, or its real path when that wrote as fast for the program. */
+static void aside_place(ckc_obj_t *o)
+{
+	if (!ckc_eng.aside.on || o->wlevel >= ckc_eng.ntier - 1 || ckc_eng.tier[o->wlevel].kind == TIER_GPU)
+		return;
+	/* a program whose checkpoints are small: they teach nothing, and the
+	 * cache spares each one its file system's metadata operations */
+	if (ckc_eng.nrecent > 0 && ckc_predict_size() < ASIDE_MIN_BYTES)
+		return;
+	o->aside_sample = true;
+	if (aside_pick(&ckc_eng.aside) != ASIDE_HOME)
+		return;
+	o->aside_home = true;
+	o->wlevel = ckc_eng.ntier - 1;
+	ckc_eng.st.aside_objects++;
+}
+
+/* A written version's sample for the model, and the message, once, of
+ * the first choice of the real paths over a cache that was tried (lock
+ * held). */
+void eng_aside_note(ckc_obj_t *o)
+{
+	aside_t *a = &ckc_eng.aside;
+
+	if (!o->aside_sample)
+		return;
+	o->aside_sample = false;
+	bool changed = aside_note(a, o->aside_home ? ASIDE_HOME : ASIDE_CACHE, o->size, o->write_ns);
+	if (a->choice != ASIDE_HOME || !a->n[ASIDE_CACHE] || !a->n[ASIDE_HOME])
+		return;
+	if (!ckc_eng.aside_said) {
+		ckc_eng.aside_said = true;
+		ckc_info("checkpoints are written straight to their real paths: there the program wrote "
+			 "%.2f GB/s, into the cache %.2f GB/s (CKPTCACHE_STEP_ASIDE=off keeps them in the "
+			 "cache)", a->bw[ASIDE_HOME] / 1e9, a->bw[ASIDE_CACHE] / 1e9);
+	} else if (changed) {
+		ckc_debug("checkpoints go to their real paths again (%.2f GB/s there, %.2f GB/s in the "
+			  "cache)", a->bw[ASIDE_HOME] / 1e9, a->bw[ASIDE_CACHE] / 1e9);
+	}
+}
+
 int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
 {
 	char key[PATH_MAX];
+	uint64_t t0 = ckc_now_ns();
 	int rc = eng_open_locked(path, key);
 	if (rc)
 		return rc;
@@ -110,9 +153,18 @@ int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
 	/* a gpu tier without device memory yet (no capture so far) */
 	if (o->wlevel == 0 && ckc_eng.tier[0].kind == TIER_GPU && !ckc_gpu_usable(&ckc_eng.tier[0]))
 		o->wlevel = 1;
+	int cache_level = o->wlevel;
+	aside_place(o);
+	if (o->aside_home && ckc_home_temp(key, o->mode, &o->home_tmp, &o->home_fd) != 0) {
+		/* the real path's folder takes no new file now: the cache
+		 * holds the version, as it would have without the choice */
+		o->aside_home = o->aside_sample = false;
+		o->wlevel = cache_level;
+		ckc_eng.st.aside_objects--;
+	}
 	if (o->wlevel < ckc_eng.ntier - 1) {
 		ckc_set_state(o, o->wlevel, LC_EV_WRITE_BEGIN);
-	} else if ((rc = ckc_home_temp(key, o->mode, &o->home_tmp, &o->home_fd)) != 0) {
+	} else if (!o->aside_home && (rc = ckc_home_temp(key, o->mode, &o->home_tmp, &o->home_fd)) != 0) {
 		ckc_obj_retire(o);
 		ckc_mutex_unlock(&ckc_eng.lock);
 		sys_free(h);
@@ -130,6 +182,7 @@ int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
 	o->base = base;
 	o->home_dev = dev;
 	o->home_dev_known = dev_known;
+	o->write_ns += ckc_now_ns() - t0;
 	ckc_mutex_unlock(&ckc_eng.lock);
 	*hp = h;
 	return 0;
@@ -377,9 +430,16 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 		return rc;
 	if (o->wlevel == ckc_eng.ntier - 1) {
 		int fd = o->home_fd;
+		/* the cache's background copies give way to it, as to a
+		 * write into the cache */
+		bool big = buf && len >= CKC_PROG_COPY_MIN;
 		ckc_mutex_unlock(&ckc_eng.lock);
+		if (big)
+			ckc_prog_begin();
 		rc = buf ? ckc_io_pwrite_all(fd, buf, len, (off_t)off) :
 			   device_bounce(dsrc, len, NULL, off, fd);
+		if (big)
+			ckc_prog_end();
 		ckc_mutex_lock(&ckc_eng.lock);
 	} else {
 		/* a write past the end leaves a hole; writes still in flight
@@ -436,6 +496,7 @@ ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t l
 		do
 			rc = pwrite_locked(o, buf, dsrc, len, off, t0);
 		while (rc == PW_AGAIN);
+		o->write_ns += ckc_now_ns() - t0;
 		if (--o->writing == 0)
 			pthread_cond_broadcast(&ckc_eng.cv);
 	}

@@ -67,6 +67,12 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 	fprintf(f, "  \"reads_waited_for_prefetch\": %llu,\n  \"read_wait_s\": %.6f,\n",
 		(unsigned long long)s->reads_waited, s->read_wait_s);
 	fprintf(f, "  \"drain_s\": %.6f,\n", s->drain_s);
+	fprintf(f,
+		"  \"step_aside\": {\"on\": %s, \"choice\": \"%s\", \"written_straight\": %llu,"
+		" \"tries\": %u, \"switches\": %u, \"cache_bw\": %.0f, \"real_path_bw\": %.0f},\n",
+		s->aside_on ? "true" : "false", s->aside_home ? "real_path" : "cache",
+		(unsigned long long)s->aside_objects, s->aside_tries, s->aside_switches, s->aside_bw_cache,
+		s->aside_bw_home);
 	fprintf(f, "  \"lanes\": {\"helpers\": %d, \"copies\": %llu, \"bytes\": %llu},\n", s->lane_helpers,
 		(unsigned long long)s->lane_copies, (unsigned long long)s->lane_bytes);
 	fprintf(f, "  \"prefetch_distance_at_read\": {");

@@ -48,6 +48,12 @@ typedef struct ckc_stats {
 	uint64_t reads_waited;                 /* reads that waited for a prefetch */
 	double read_wait_s;
 	double drain_s;                        /* at exit: waiting for the flushes to finish */
+	/* copy mode's choice between the cache and the real paths (aside.h) */
+	bool aside_on;
+	uint64_t aside_objects;                /* checkpoints written straight to their real paths */
+	uint32_t aside_tries, aside_switches;
+	double aside_bw_cache, aside_bw_home;  /* bytes/s the program saw; 0: not measured */
+	bool aside_home;                       /* the choice at the end */
 	uint64_t dist_hist[CKC_DIST_BUCKETS];
 	/* CUDA driver calls the wrappers saw, by kind, and the entry points
 	 * through which the wrappers were handed out */

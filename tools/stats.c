@@ -133,6 +133,17 @@ static void print_peer(const json_t *p)
 		       json_num(b, "local"), json_num(b, "greedy"), json_num(b, "maxflow"));
 }
 
+static void print_aside(const json_t *a)
+{
+	const json_t *choice = json_get(a, "choice");
+	bool home = choice && choice->type == JSON_STR && strcmp(choice->str, "real_path") == 0;
+	printf("checkpoints written straight to their real paths: %.0f (%.0f tries, %.0f changes of mind);"
+	       " the program wrote %.2f GB/s into the cache, %.2f GB/s to the real paths; at exit: %s\n",
+	       json_num(a, "written_straight"), json_num(a, "tries"), json_num(a, "switches"),
+	       json_num(a, "cache_bw") / 1e9, json_num(a, "real_path_bw") / 1e9,
+	       home ? "the real paths" : "the cache");
+}
+
 static void print_capture(const json_t *c)
 {
 	char h[32];
@@ -258,6 +269,9 @@ int ckc_stats_summary(const char *path)
 	}
 	if (json_get(&root, "drain_s"))
 		printf("at exit, waiting for flushes to finish: %.3f s\n", json_num(&root, "drain_s"));
+	const json_t *a = json_get(&root, "step_aside");
+	if (a && a->type == JSON_OBJ && json_num(a, "on"))
+		print_aside(a);
 	if (d && d->type == JSON_OBJ && d->n)
 		print_distance(d);
 	json_free(&root);

@@ -27,8 +27,8 @@ phase() {
 }
 
 # ck [VAR=VALUE]... -- CMD [ARG]...: runs CMD with the library preloaded,
-# the case's defaults (tagged: $T/ck/**, a 32 MiB host tier, statistics in
-# $STATS) and the given variables, under a time limit. With SLOW_US set,
+# the case's defaults (tagged: $T/ck/**, a 32 MiB host tier, no stepping
+# aside (cases_aside.sh has it on), statistics in $STATS) and the given variables, under a time limit. With SLOW_US set,
 # the library's unlink and rename of paths containing SLOW_MATCH (default
 # $T/ck) take that many microseconds more (tests/e2e/slowfs.c, preloaded
 # after the library; SLOWFS_OPS=unlink or rename picks one of them); with
@@ -48,7 +48,7 @@ ck() {
 		[ -n "${FAIL_ERRNO:-}" ] && envs=(SLOWFS_ERRNO="$FAIL_ERRNO" "${envs[@]}")
 	fi
 	timeout -k 5 "$CASE_TIMEOUT" env CKPTCACHE_PATHS="$T/ck/**" CKPTCACHE_HOST_CACHE=32M \
-		CKPTCACHE_STATS="$STATS/%p.json" "${envs[@]}" LD_PRELOAD="$preload" "$@"
+		CKPTCACHE_STEP_ASIDE=off CKPTCACHE_STATS="$STATS/%p.json" "${envs[@]}" LD_PRELOAD="$preload" "$@"
 }
 
 # plain CMD [ARG]...: runs CMD without the library (the sanitizer runtime,

@@ -5,7 +5,9 @@
  * overlap.
  *   SLOWFS_MATCH  only paths containing this string are slowed
  *   SLOWFS_US     microseconds added before each such call
- *   SLOWFS_OPS    which calls: any of "unlink", "rename" (default both)
+ *   SLOWFS_OPS    which calls: any of "unlink", "rename", "pwrite" (default
+ *                 all; pwrite: a write to a descriptor of such a path, as a
+ *                 slow file system's data path)
  *   SLOWFS_ERRNO  instead of a delay, such a call fails with this errno
  *                 (a real path that cannot be written: the rescue path)
  *   SLOWFS_NOTMPFILE  open(O_TMPFILE) fails with EOPNOTSUPP, as on file
@@ -23,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* 0, or -1 with errno set when the call must fail */
 static int slow(const char *op, const char *path)
@@ -60,6 +63,26 @@ int rename(const char *from, const char *to)
 	if (slow("rename", to))
 		return -1;
 	return real(from, to);
+}
+
+/* SLOWFS_OPS must name pwrite: data writes are slowed only when asked. */
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	static ssize_t (*real)(int, const void *, size_t, off_t);
+	const char *ops = getenv("SLOWFS_OPS");
+	if (!real)
+		real = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
+	if (ops && strstr(ops, "pwrite")) {
+		char self[64], path[4096];
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+		ssize_t len = readlink(self, path, sizeof(path) - 1);
+		if (len > 0) {
+			path[len] = '\0';
+			if (slow("pwrite", path))
+				return -1;
+		}
+	}
+	return real(fd, buf, n, off);
 }
 
 int open(const char *path, int flags, ...)

@@ -1604,3 +1604,30 @@ Test(conf, the_job_and_local_rank_name_the_peer_segment)
 	cr_expect_str_eq(cfg.job, "", "not a job id");
 	cr_expect_eq(cfg.local_rank, -1);
 }
+
+static int f_aside(const ckc_config_t *c) { return (int)c->step_aside; }
+
+Test(conf, step_aside_words)
+{
+	static const struct word_case t[] = {
+		{ "CKPTCACHE_STEP_ASIDE", "off", f_aside, 0 },
+		{ "CKPTCACHE_STEP_ASIDE", " OFF ", f_aside, 0 },
+		{ "CKPTCACHE_STEP_ASIDE", "auto", f_aside, 1 },
+		{ "CKPTCACHE_STEP_ASIDE", "Auto\t", f_aside, 1 },
+	};
+	check_words(t, sizeof(t) / sizeof(t[0]));
+	conf_reset();
+	cr_assert_eq(load(), 0);
+	cr_expect(cfg.step_aside, "unset: auto");
+	conf_reset();
+	env("CKPTCACHE_STEP_ASIDE", "  ");
+	cr_assert_eq(load(), 0);
+	cr_expect(cfg.step_aside, "blank: auto");
+}
+
+Test(conf, bad_step_aside)
+{
+	const char *why = "unknown value (expected auto or off)";
+	expect_single_error("CKPTCACHE_STEP_ASIDE", "on", why);
+	expect_single_error("CKPTCACHE_STEP_ASIDE", "never", why);
+}

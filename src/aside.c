@@ -1,0 +1,106 @@
+/* Stepping aside (aside.h): a two-armed choice between the cache and the
+ * real path, from the median of the program's last write speeds on each,
+ * with hysteresis, and tries of the arm not chosen that grow rarer while
+ * they confirm the choice. */
+#include "config.h"
+
+#include "aside.h"
+
+#include <string.h>
+
+void aside_init(aside_t *a, bool on)
+{
+	memset(a, 0, sizeof(*a));
+	a->on = on;
+	a->choice = on ? ASIDE_HOME : ASIDE_CACHE;
+	a->every = ASIDE_EVERY_MIN;
+}
+
+/* The side the speeds favour, from the current choice. */
+static aside_side_t aside_better(const aside_t *a)
+{
+	double r = a->bw[ASIDE_HOME] / a->bw[ASIDE_CACHE];
+	if (a->choice == ASIDE_HOME)
+		return r >= ASIDE_LEAVE ? ASIDE_HOME : ASIDE_CACHE;
+	return r >= ASIDE_ENTER ? ASIDE_HOME : ASIDE_CACHE;
+}
+
+static double aside_median(const double *v, uint32_t n)
+{
+	double s[ASIDE_KEEP];
+	memcpy(s, v, n * sizeof(*v));
+	for (uint32_t i = 1; i < n; i++)
+		for (uint32_t j = i; j > 0 && s[j - 1] > s[j]; j--) {
+			double t = s[j];
+			s[j] = s[j - 1];
+			s[j - 1] = t;
+		}
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+static void aside_keep(aside_t *a, aside_side_t s, double bw)
+{
+	a->keep[s][a->n[s] % ASIDE_KEEP] = bw;
+	a->n[s]++;
+	a->bw[s] = aside_median(a->keep[s], a->n[s] < ASIDE_KEEP ? a->n[s] : ASIDE_KEEP);
+}
+
+void aside_prior(aside_t *a, double bw_cache, double bw_home, uint32_t since, uint32_t every)
+{
+	if (!a->on)
+		return;
+	if (every >= ASIDE_EVERY_MIN && every <= ASIDE_EVERY_MAX_CACHE) {
+		a->every = every;
+		a->since = since < every ? since : every;
+	}
+	double bw[2] = { bw_cache, bw_home };
+	for (int s = 0; s < 2; s++)
+		for (int i = 0; bw[s] > 0 && i < ASIDE_WARM; i++)
+			aside_keep(a, (aside_side_t)s, bw[s]);
+	if (bw_cache > 0 && bw_home > 0)
+		a->choice = aside_better(a);
+}
+
+aside_side_t aside_pick(aside_t *a)
+{
+	aside_side_t s;
+
+	if (!a->on)
+		return ASIDE_CACHE;
+	aside_side_t other = a->choice == ASIDE_CACHE ? ASIDE_HOME : ASIDE_CACHE;
+	if (a->n[other] == 0) {
+		/* never measured: tried once the chosen side is known */
+		s = a->n[a->choice] >= ASIDE_WARM ? other : a->choice;
+	} else {
+		s = a->since >= a->every ? other : a->choice;
+	}
+	if (s == a->choice) {
+		a->since++;
+	} else {
+		a->since = 0;
+		a->tries++;
+	}
+	return s;
+}
+
+bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns)
+{
+	if (!a->on || bytes < ASIDE_MIN_BYTES || ns == 0)
+		return false;
+	aside_keep(a, s, (double)bytes * 1e9 / (double)ns);
+	a->measured[s]++;
+	if (!a->n[ASIDE_CACHE] || !a->n[ASIDE_HOME])
+		return false;
+	aside_side_t was = a->choice;
+	a->choice = aside_better(a);
+	if (a->choice != was) {
+		a->switches++;
+		a->every = ASIDE_EVERY_MIN;
+		a->since = 0;
+		return true;
+	}
+	uint32_t most = a->choice == ASIDE_HOME ? ASIDE_EVERY_MAX_CACHE : ASIDE_EVERY_MAX;
+	if (s != a->choice && a->every < most)
+		a->every *= 2; /* a try that confirmed the choice */
+	return false;
+}

@@ -1,0 +1,69 @@
+/* Stepping aside: where a new checkpoint is written in copy mode, into the
+ * cache or straight to its real path, from the write speed the program saw
+ * through each. Pure logic: no threads, no I/O; the engine feeds it one
+ * sample per checkpoint closed and asks it before each one opened. */
+#ifndef CKC_ASIDE_H
+#define CKC_ASIDE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum aside_side { ASIDE_CACHE = 0, ASIDE_HOME = 1 } aside_side_t;
+
+/* Checkpoints smaller than this teach nothing: their time is the open and
+ * close, which both sides pay. */
+#define ASIDE_MIN_BYTES (1u << 20)
+/* Samples of the side chosen before the other is first tried. A process
+ * begins on the real path, as the program would run without the library:
+ * the cache has to prove itself faster before it takes checkpoints. */
+#define ASIDE_WARM 2
+/* A side's speed is the median of its last ASIDE_KEEP samples: one write
+ * that met a page-cache write-back or a populating thread is an outlier. */
+#define ASIDE_KEEP 5
+/* The real path is taken when it wrote at least ASIDE_ENTER times the
+ * cache's speed, and left when it falls below ASIDE_LEAVE times: what the
+ * cache costs the program later (the flush's copy beside its work, the
+ * memory it holds) is not in its write time, and a choice that flips on
+ * every sample pays for both sides. */
+#define ASIDE_ENTER 0.8
+#define ASIDE_LEAVE 0.65
+/* Checkpoints between two tries of the side not chosen: the first gap,
+ * and the largest it grows to while the tries confirm the choice. A try of
+ * the real path costs the program nothing it would not pay without the
+ * library; a try of the cache, where the real path is the faster, is paid
+ * (the cache's memory is new to the process), so those grow rarer. */
+#define ASIDE_EVERY_MIN 8
+#define ASIDE_EVERY_MAX 64
+#define ASIDE_EVERY_MAX_CACHE 256
+typedef struct aside {
+	bool on;
+	double bw[2];              /* bytes/s: the median of the kept samples; 0: none */
+	double keep[2][ASIDE_KEEP];/* the last samples, bytes/s (ring) */
+	uint32_t n[2];             /* samples taken (a prior counts as ASIDE_WARM) */
+	aside_side_t choice;       /* the side checkpoints go to between tries */
+	uint32_t since;            /* checkpoints begun on the chosen side since the last try */
+	uint32_t every;            /* checkpoints between tries */
+	uint32_t switches;         /* times the choice changed */
+	uint32_t tries;            /* checkpoints begun on the side not chosen */
+	uint32_t measured[2];      /* samples this process took itself */
+} aside_t;
+
+/* A model that begins on the real path; on false: it always answers
+ * ASIDE_CACHE and learns nothing. */
+void aside_init(aside_t *a, bool on);
+
+/* Starts from what an earlier process learnt (bw 0: that side unknown): a
+ * known speed counts as a warm side's samples, so the first checkpoint may
+ * try the other side, and both known set the choice; since and every
+ * carry the rhythm of the tries on (a process that writes one checkpoint
+ * still tries the other side now and then). */
+void aside_prior(aside_t *a, double bw_cache, double bw_home, uint32_t since, uint32_t every);
+
+/* The side for the next checkpoint (a try of the other side now and then). */
+aside_side_t aside_pick(aside_t *a);
+
+/* One checkpoint of bytes written in ns on side s (the program's time in
+ * its open, writes and close). Returns true when the choice changed. */
+bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns);
+
+#endif

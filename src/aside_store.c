@@ -1,0 +1,155 @@
+/* What stepping aside learnt, kept for the next processes of this user on
+ * this node: one small file in /dev/shm of fixed records, one per
+ * CKPTCACHE_PATHS value, read at start and written at exit. A job that
+ * writes one checkpoint per process (one HDF5 file, one pickle) learns
+ * nothing in the process itself; the next run starts where it ended.
+ * Records are advice: a torn or stale one is ignored. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+#include "log.h"
+#include "sys.h"
+
+#define STORE_RECS 64
+/* Older records are not taken: the page cache and the file systems the
+ * node mounts are not the same an hour later. */
+#define STORE_MAX_AGE_S 3600
+
+typedef struct store_rec {
+	uint64_t key;
+	double bw_cache, bw_home;
+	uint64_t stamp; /* seconds, CLOCK_REALTIME */
+	uint32_t since, every;
+	uint64_t check;
+	uint64_t pad[2];
+} store_rec_t;
+
+_Static_assert(sizeof(store_rec_t) == 64, "a record is 64 bytes");
+
+static uint64_t store_hash(const void *p, size_t n, uint64_t h)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+static uint64_t store_check(const store_rec_t *r)
+{
+	return store_hash(r, offsetof(store_rec_t, check), 14695981039346656037ull) | 1;
+}
+
+int ckc_aside_store_path(char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s/" CKC_ASIDE_STORE_PREFIX "%u", CKC_ASIDE_STORE_DIR,
+			 (unsigned)geteuid());
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* The file, opened for reading and writing: created private to this user,
+ * refused when it is not a regular file of this user. -1 on any failure. */
+static int store_open(bool create)
+{
+	char path[128];
+	if (ckc_aside_store_path(path, sizeof(path)))
+		return -1;
+	int fd = sys_open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077)) {
+		sys_close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static uint64_t store_key(const char *paths)
+{
+	return store_hash(paths, strlen(paths), 14695981039346656037ull) | 1;
+}
+
+static uint64_t store_now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec;
+}
+
+void ckc_aside_load(aside_t *a, const char *paths)
+{
+	store_rec_t rec[STORE_RECS];
+	if (!a->on || !paths)
+		return;
+	int fd = store_open(false);
+	if (fd < 0)
+		return;
+	ssize_t n = sys_pread(fd, rec, sizeof(rec), 0);
+	sys_close(fd);
+	uint64_t key = store_key(paths), now = store_now_s();
+	for (ssize_t i = 0; n > 0 && i < n / (ssize_t)sizeof(rec[0]); i++) {
+		store_rec_t *r = &rec[i];
+		if (r->key != key || r->check != store_check(r) || r->stamp > now ||
+		    now - r->stamp > STORE_MAX_AGE_S || !(r->bw_cache >= 0) || !(r->bw_home >= 0))
+			continue;
+		aside_prior(a, r->bw_cache, r->bw_home, r->since, r->every);
+		ckc_debug("stepping aside: this node's last run wrote %.2f GB/s into the cache, %.2f GB/s to "
+			  "the real paths", r->bw_cache / 1e9, r->bw_home / 1e9);
+		return;
+	}
+}
+
+void ckc_aside_save(const aside_t *a, const char *paths)
+{
+	store_rec_t rec[STORE_RECS];
+	if (!a->on || !paths || (!a->measured[ASIDE_CACHE] && !a->measured[ASIDE_HOME]))
+		return;
+	int fd = store_open(true);
+	if (fd < 0)
+		return;
+	memset(rec, 0, sizeof(rec));
+	ssize_t n = sys_pread(fd, rec, sizeof(rec), 0);
+	uint64_t key = store_key(paths);
+	int slot = -1, free_slot = -1, oldest = 0;
+	for (int i = 0; i < STORE_RECS; i++) {
+		bool valid = (ssize_t)((i + 1) * sizeof(rec[0])) <= n && rec[i].key &&
+			     rec[i].check == store_check(&rec[i]);
+		if (valid && rec[i].key == key) {
+			slot = i;
+			break;
+		}
+		if (!valid && free_slot < 0)
+			free_slot = i;
+		if (valid && rec[i].stamp < rec[oldest].stamp)
+			oldest = i;
+	}
+	/* this key's record, else an empty or torn one, else the oldest; a
+	 * side this process never wrote on keeps the record's speed */
+	store_rec_t r = { .key = key,
+			  .bw_cache = a->n[ASIDE_CACHE] ? a->bw[ASIDE_CACHE] : 0,
+			  .bw_home = a->n[ASIDE_HOME] ? a->bw[ASIDE_HOME] : 0,
+			  .stamp = store_now_s(),
+			  .since = a->since,
+			  .every = a->every };
+	if (slot >= 0) {
+		if (!r.bw_cache)
+			r.bw_cache = rec[slot].bw_cache;
+		if (!r.bw_home)
+			r.bw_home = rec[slot].bw_home;
+	} else {
+		slot = free_slot >= 0 ? free_slot : oldest;
+	}
+	r.check = store_check(&r);
+	(void)!sys_pwrite(fd, &r, sizeof(r), (off_t)slot * (off_t)sizeof(r));
+	sys_close(fd);
+}

@@ -1,0 +1,96 @@
+# Stepping aside (CKPTCACHE_STEP_ASIDE, src/aside.c): in copy mode a new
+# checkpoint goes straight to its real path when that proved as fast for
+# the program as the cache. The other cases run with it off (lib.sh), so
+# that what they check of the cache does not depend on the page cache's
+# speed; these run it as a user gets it, on the programs' own data.
+
+# aside_proxy_run N EXTRA...: the proxy writes N checkpoints of 2 MiB of the
+# reference data and reads them back in reverse, with the library and
+# CKPTCACHE_STEP_ASIDE as EXTRA says; each checkpoint is checked at its
+# real path afterwards without the library.
+aside_proxy_run() {
+	local n=$1 i
+	shift
+	[ -n "$PROXY" ] || fail "no rtm_proxy program"
+	[ -d "$REF" ] || fail "no reference checkpoints"
+	ck CKPTCACHE_PATHS="$T/ck/*.bin" CKPTCACHE_HOST_CACHE=16M "$@" -- "$PROXY" --dir "$T/ck" --count "$n" \
+		--size "$REF_SIZE" --order reverse --seed "$REF_SEED" --keep --interval-ms 0 >"$T/proxy.out" 2>&1
+	local rc=$?
+	cat "$T/proxy.out"
+	[ $rc -eq 0 ] || fail "rtm_proxy exited with status $rc$(last_error)"
+	grep -q "^RESULT .*verified=$n/$n" "$T/proxy.out" || fail "rtm_proxy did not verify $n/$n checkpoints"
+	for ((i = 0; i < n && i < REF_COUNT; i++)); do
+		same "$(printf '%s/ck/ckpt_%05d.bin' "$T" $i)" "$(ref_ckpt $i)" "checkpoint $i at its real path"
+	done
+}
+
+# A process begins on the real path, as without the library: two
+# checkpoints are written straight there, the third tries the cache;
+# whatever the outcome, every byte is right.
+aside_tries_both_sides() {
+	phase auto
+	aside_proxy_run 12 CKPTCACHE_STEP_ASIDE=auto
+	stats_ok files==1 step_aside.on==1 step_aside.tries\>=1 step_aside.written_straight\>=2 \
+		host.put_ops\>0 objects.written==12 objects.consumed==12
+}
+
+# A real path whose writes take 40 ms each (a slow parallel file system):
+# after the two checkpoints that begin there, the cache takes them, and the
+# real path is tried again once in the next eight.
+aside_slow_real_path_takes_the_cache() {
+	phase slow
+	SLOW_US=40000 aside_proxy_run 12 CKPTCACHE_STEP_ASIDE=auto SLOWFS_OPS=pwrite
+	stats_ok files==1 step_aside.on==1 step_aside.written_straight\<=3 step_aside.switches==1 \
+		host.put_ops\>=8 objects.written==12
+}
+
+# CKPTCACHE_STEP_ASIDE=off: nothing is written straight.
+aside_off() {
+	phase off
+	aside_proxy_run 12 CKPTCACHE_STEP_ASIDE=off
+	stats_ok files==1 step_aside.on==0 step_aside.written_straight==0 step_aside.tries==0
+}
+
+# numpy saves and loads a hundred arrays the way a user's script does; each
+# is checked in the process and, after exit, at its real path without the
+# library.
+aside_numpy() {
+	"$PY" -c 'import numpy' 2>/dev/null || fail "numpy cannot be imported by $PY (install python3-numpy)"
+	phase numpy
+	local prog='
+import sys, numpy as np
+d, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    np.save(f"{d}/a{i:03d}.npy", np.arange(i, i + (1 << 18) + 4096 * (i % 5), dtype=np.float32))
+for i in reversed(range(n)):
+    a = np.load(f"{d}/a{i:03d}.npy")
+    assert np.array_equal(a, np.arange(i, i + (1 << 18) + 4096 * (i % 5), dtype=np.float32)), i
+'
+	ck CKPTCACHE_PATHS="$T/ck/*.npy" CKPTCACHE_STEP_ASIDE=auto -- "$PY" -c "$prog" "$T/ck" 40 ||
+		fail "numpy save/load under the library$(last_error)"
+	stats_ok files==1 step_aside.on==1 step_aside.written_straight\>=1 objects.written==40
+	plain "$PY" -c '
+import sys, numpy as np
+d = sys.argv[1]
+for i in range(40):
+    a = np.load(f"{d}/a{i:03d}.npy")
+    assert np.array_equal(a, np.arange(i, i + (1 << 18) + 4096 * (i % 5), dtype=np.float32)), i
+' "$T/ck" || fail "the arrays at their real paths differ from what was saved"
+}
+
+# PERSIST=never keeps the cache: the program asked for no real files.
+aside_not_for_persist_never() {
+	phase never
+	[ -n "$PROXY" ] || fail "no rtm_proxy program"
+	ck CKPTCACHE_PATHS="$T/ck/*.bin" CKPTCACHE_HOST_CACHE=64M CKPTCACHE_PERSIST=never CKPTCACHE_STEP_ASIDE=auto -- \
+		"$PROXY" --dir "$T/ck" --count 12 --size 2M --order reverse --seed 3 --interval-ms 0 >"$T/proxy.out" 2>&1 ||
+		fail "rtm_proxy under PERSIST=never$(last_error)"
+	grep -q "^RESULT .*verified=12/12" "$T/proxy.out" || fail "rtm_proxy did not verify 12/12 checkpoints"
+	stats_ok files==1 step_aside.on==0 step_aside.written_straight==0
+}
+
+case_add aside/tries-both-sides aside_tries_both_sides
+case_add aside/slow-real-path-takes-the-cache aside_slow_real_path_takes_the_cache
+case_add aside/off aside_off
+case_add aside/numpy aside_numpy
+case_add aside/not-for-persist-never aside_not_for_persist_never

@@ -1,0 +1,195 @@
+/* Tests of the choice between the cache and the real path (src/aside.c):
+ * where it begins, what it tries, when it changes its mind, what it
+ * ignores, and how few checkpoints it sends to the slower side in a steady
+ * world. */
+#include <criterion/criterion.h>
+
+#include "aside.h"
+
+#define MiB (1ull << 20)
+
+/* ns that bytes take at gbps GB/s */
+static uint64_t at(uint64_t bytes, double gbps)
+{
+	return (uint64_t)((double)bytes / gbps);
+}
+
+/* Runs n checkpoints of size bytes in a world where the cache writes at
+ * cache_gbps and the real path at home_gbps; counts those sent to each. */
+static void world(aside_t *a, int n, uint64_t size, double cache_gbps, double home_gbps, int sent[2])
+{
+	for (int i = 0; i < n; i++) {
+		aside_side_t s = aside_pick(a);
+		sent[s]++;
+		aside_note(a, s, size, at(size, s == ASIDE_HOME ? home_gbps : cache_gbps));
+	}
+}
+
+Test(aside, off_always_answers_the_cache_and_learns_nothing)
+{
+	aside_t a;
+	aside_init(&a, false);
+	aside_prior(&a, 1e9, 9e9, 0, 0);
+	int sent[2] = { 0, 0 };
+	world(&a, 100, 16 * MiB, 1, 9, sent);
+	cr_assert_eq(sent[ASIDE_HOME], 0);
+	cr_assert_eq(a.n[0] + a.n[1], 0);
+	cr_assert_eq(a.tries, 0);
+}
+
+Test(aside, a_process_begins_on_the_real_path_and_tries_the_cache_after_the_warm_up)
+{
+	aside_t a;
+	aside_init(&a, true);
+	for (int i = 0; i < ASIDE_WARM; i++) {
+		cr_assert_eq(aside_pick(&a), ASIDE_HOME, "checkpoint %d goes where it would without the library", i);
+		aside_note(&a, ASIDE_HOME, 16 * MiB, at(16 * MiB, 5));
+	}
+	cr_assert_eq(aside_pick(&a), ASIDE_CACHE, "then the cache is tried");
+	cr_assert_not(aside_note(&a, ASIDE_CACHE, 16 * MiB, at(16 * MiB, 0.5)), "a slow try changes nothing");
+	cr_assert_eq(a.choice, ASIDE_HOME);
+	int sent[2] = { 0, 0 };
+	world(&a, 1000, 16 * MiB, 0.5, 5, sent);
+	/* gaps of 8, 16, ... 256: the cache's tries are paid for */
+	cr_assert_leq(sent[ASIDE_CACHE], 5 + 1000 / ASIDE_EVERY_MAX_CACHE + 1, "%d tries of the slower cache",
+		      sent[ASIDE_CACHE]);
+	cr_assert_geq(sent[ASIDE_CACHE], 1000 / ASIDE_EVERY_MAX_CACHE, "tries go on: %d", sent[ASIDE_CACHE]);
+	cr_assert_eq(a.switches, 0);
+}
+
+Test(aside, a_faster_cache_takes_the_checkpoints_and_the_real_path_is_still_tried)
+{
+	aside_t a;
+	aside_init(&a, true);
+	int sent[2] = { 0, 0 };
+	world(&a, 1000, 16 * MiB, 10, 1, sent);
+	cr_assert_eq(a.choice, ASIDE_CACHE);
+	cr_assert_eq(a.switches, 1);
+	cr_assert_leq(sent[ASIDE_HOME], ASIDE_WARM + 4 + 1000 / ASIDE_EVERY_MAX + 1, "%d of 1000 on the real path",
+		      sent[ASIDE_HOME]);
+	cr_assert_geq(sent[ASIDE_HOME], 1000 / ASIDE_EVERY_MAX, "tries of the real path go on: %d",
+		      sent[ASIDE_HOME]);
+}
+
+Test(aside, the_real_path_is_kept_down_to_a_fraction_of_the_cache_speed)
+{
+	/* from the real path, where a process begins: it is left below ASIDE_LEAVE */
+	double ratio[] = { ASIDE_LEAVE - 0.01, ASIDE_LEAVE + 0.01, 1.0, 0.5, 1.5 };
+	aside_side_t want[] = { ASIDE_CACHE, ASIDE_HOME, ASIDE_HOME, ASIDE_CACHE, ASIDE_HOME };
+	for (int k = 0; k < 5; k++) {
+		aside_t a;
+		aside_init(&a, true);
+		int sent[2] = { 0, 0 };
+		world(&a, 50, 8 * MiB, 10, 10 * ratio[k], sent);
+		cr_assert_eq(a.choice, want[k], "the real path at %.2f of the cache's speed", ratio[k]);
+	}
+}
+
+Test(aside, small_checkpoints_teach_nothing)
+{
+	aside_t a;
+	aside_init(&a, true);
+	int sent[2] = { 0, 0 };
+	world(&a, 500, ASIDE_MIN_BYTES - 1, 0.1, 10, sent);
+	cr_assert_eq(a.n[ASIDE_CACHE] + a.n[ASIDE_HOME], 0);
+	cr_assert_eq(a.tries, 0, "nothing to compare: nothing tried");
+	cr_assert_not(aside_note(&a, ASIDE_CACHE, 64 * MiB, 0), "a sample of no time is ignored");
+	cr_assert_eq(a.n[ASIDE_CACHE], 0);
+}
+
+Test(aside, a_real_path_that_slows_down_sends_the_checkpoints_back_to_the_cache)
+{
+	aside_t a;
+	aside_init(&a, true);
+	int sent[2] = { 0, 0 };
+	world(&a, 100, 16 * MiB, 4, 8, sent);
+	cr_assert_eq(a.choice, ASIDE_HOME);
+	/* the page cache fills: writes are throttled to the disk's speed */
+	int later[2] = { 0, 0 };
+	world(&a, 100, 16 * MiB, 4, 0.5, later);
+	cr_assert_eq(a.choice, ASIDE_CACHE);
+	cr_assert_eq(a.switches, 1, "it began on the real path and changed once");
+	cr_assert_leq(later[ASIDE_HOME], 2 + 100 / ASIDE_EVERY_MIN, "%d went on to the slow real path",
+		      later[ASIDE_HOME]);
+}
+
+Test(aside, a_prior_starts_where_the_last_process_ended)
+{
+	aside_t a;
+	aside_init(&a, true);
+	aside_prior(&a, 6e9, 2e9, 0, 0);
+	cr_assert_eq(a.choice, ASIDE_CACHE);
+	cr_assert_eq(aside_pick(&a), ASIDE_CACHE, "the first checkpoint goes to the cache");
+	/* a process that wrote one checkpoint, to its real path: the next
+	 * one tries the cache with its one checkpoint */
+	aside_t b;
+	aside_init(&b, true);
+	aside_prior(&b, 0, 6e9, 0, 0);
+	cr_assert_eq(b.choice, ASIDE_HOME, "one side known: no choice yet");
+	cr_assert_eq(aside_pick(&b), ASIDE_CACHE);
+	aside_t c;
+	aside_init(&c, true);
+	aside_prior(&c, 3e9, 0, 0, 0);
+	cr_assert_eq(aside_pick(&c), ASIDE_HOME, "the side not known is measured");
+	/* the rhythm of the tries goes on from process to process */
+	aside_t d;
+	aside_init(&d, true);
+	aside_prior(&d, 2e9, 6e9, ASIDE_EVERY_MAX_CACHE, ASIDE_EVERY_MAX_CACHE);
+	cr_assert_eq(aside_pick(&d), ASIDE_CACHE, "the try that was due");
+	aside_t e;
+	aside_init(&e, true);
+	aside_prior(&e, 2e9, 6e9, 3, 1000);
+	cr_assert_eq(e.every, ASIDE_EVERY_MIN, "a rhythm out of range is not taken");
+	cr_assert_eq(aside_pick(&e), ASIDE_HOME);
+}
+
+/* One slow sample among fast ones (a write that met the page cache's
+ * write-back) changes nothing: a side's speed is a median. */
+Test(aside, one_outlier_does_not_change_the_choice)
+{
+	aside_t a;
+	aside_init(&a, true);
+	int sent[2] = { 0, 0 };
+	world(&a, 40, 16 * MiB, 2, 6, sent);
+	cr_assert_eq(a.choice, ASIDE_HOME);
+	cr_assert_not(aside_note(&a, ASIDE_HOME, 16 * MiB, at(16 * MiB, 0.1)));
+	cr_assert_eq(a.choice, ASIDE_HOME);
+	cr_assert_not(aside_note(&a, ASIDE_HOME, 16 * MiB, at(16 * MiB, 0.1)));
+	cr_assert_eq(a.choice, ASIDE_HOME, "two of five samples are still outliers");
+	aside_note(&a, ASIDE_HOME, 16 * MiB, at(16 * MiB, 0.1));
+	cr_assert_eq(a.choice, ASIDE_CACHE, "three of five are the real path's speed now");
+}
+
+/* Between the two thresholds the choice stays as it is. */
+Test(aside, hysteresis_keeps_a_choice_between_the_thresholds)
+{
+	double mid = (ASIDE_ENTER + ASIDE_LEAVE) / 2;
+	aside_t a;
+	aside_init(&a, true);
+	int sent[2] = { 0, 0 };
+	world(&a, 50, 16 * MiB, 10, 1, sent);
+	cr_assert_eq(a.choice, ASIDE_CACHE);
+	world(&a, 200, 16 * MiB, 10, 10 * mid, sent);
+	cr_assert_eq(a.choice, ASIDE_CACHE, "in the cache: the real path is not fast enough to enter");
+	aside_t b;
+	aside_init(&b, true);
+	world(&b, 200, 16 * MiB, 10, 10 * mid, sent);
+	cr_assert_eq(b.choice, ASIDE_HOME, "on the real path: not slow enough to leave");
+	cr_assert_eq(b.switches, 0);
+}
+
+/* In a steady world the slower side gets few checkpoints, whichever it is. */
+Test(aside, the_slower_side_gets_a_bounded_share)
+{
+	double speeds[][2] = { { 10, 1 }, { 1, 10 }, { 5, 4.5 }, { 3, 2 }, { 12, 2.4 } };
+	for (size_t k = 0; k < sizeof(speeds) / sizeof(speeds[0]); k++) {
+		aside_t a;
+		aside_init(&a, true);
+		int sent[2] = { 0, 0 };
+		world(&a, 2000, 16 * MiB, speeds[k][0], speeds[k][1], sent);
+		aside_side_t best = speeds[k][1] >= ASIDE_LEAVE * speeds[k][0] ? ASIDE_HOME : ASIDE_CACHE;
+		cr_assert_eq(a.choice, best, "world %zu", k);
+		cr_assert_leq(sent[!best], 2 * ASIDE_WARM + 2000 / ASIDE_EVERY_MAX + 8, "world %zu: %d of 2000 on the other side",
+			      k, sent[!best]);
+	}
+}
