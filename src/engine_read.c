@@ -101,7 +101,11 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 		return rc;
 	ckc_hints_reading();
 	ckc_obj_t *o = eng_current_locked(key);
-	if (!o && ckc_eng.active && !named_ahead(key)) {
+	/* a version written straight to its real path (aside.h), which no
+	 * tier holds, reads as a file the cache holds nothing of */
+	bool home_only = o && o->aside_home && o->complete && !o->retired && o->at_home && !o->rescue &&
+			 ckc_best_level(o) == ckc_eng.ntier - 1 && o->place[0].state != LC_READ_IN_PROGRESS;
+	if ((!o || home_only) && ckc_eng.active && !named_ahead(key)) {
 		/* the cache holds nothing of it and no hint names it: each read
 		 * would come from the real file anyway, so the program reads
 		 * that directly, as without the library (a read of 128 KiB,

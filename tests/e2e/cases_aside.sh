@@ -31,7 +31,7 @@ aside_tries_both_sides() {
 	phase auto
 	aside_proxy_run 12 CKPTCACHE_STEP_ASIDE=auto
 	stats_ok files==1 step_aside.on==1 step_aside.tries\>=1 step_aside.written_straight\>=2 \
-		host.put_ops\>0 objects.written==12 objects.consumed==12
+		host.put_ops\>0 objects.written==12 objects.opened_for_read==12
 }
 
 # A real path whose writes take 40 ms each (a slow parallel file system):
