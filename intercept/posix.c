@@ -306,13 +306,14 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 		/* a descriptor of this process still reads the checkpoint: the
 		 * truncated file is the one it reads, so the version goes to the
 		 * real file, the descriptors with it, and so does this open */
-		if (cached && cst.readers > 0 && (flags & O_TRUNC))
+		if (cached && (cst.readers > 0 || cst.passed_read) && (flags & O_TRUNC))
 			return hand_over_for(canon, "a truncation while it is open for reading");
 		/* an existing file keeps its mode when it is truncated */
 		mode_t m = real ? rst.st_mode : cached ? cst.mode : mode;
 		/* from now on this process can hold bytes others may ask for */
 		ckc_writer_start();
-		int rc = ckc_open_write(canon, m & 07777, &h);
+		int rc = acc == O_WRONLY && !(flags & O_APPEND) ? ckc_open_write_only(canon, m & 07777, &h) :
+								 ckc_open_write(canon, m & 07777, &h);
 		if (rc == -ENODEV)
 			return CKC_PASS;
 		return rc ? rc : install_new(h, flags, canon);

@@ -28,6 +28,8 @@ typedef struct ckc_stat {
 	gid_t gid;
 	struct timespec atime;  /* as set (utimensat), else mtime */
 	int readers;            /* descriptors of this process reading it */
+	bool passed_read;       /* it was written straight to its real path and opened
+				   for reading there: descriptors may read that file */
 } ckc_stat_t;
 
 /* Attributes a program sets on a cached checkpoint (chmod, chown,
@@ -79,6 +81,11 @@ void ckc_shutdown(void);
 /* Starts a new version of path for writing (the previous version is
  * retired). mode is used when the real file is created. Returns 0 or -errno. */
 int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **h);
+/* The same for a descriptor that is only written, from its start, never
+ * read (O_WRONLY without O_APPEND): the version may go straight to its
+ * real path where that writes as fast as the cache (stepping aside,
+ * aside.h). */
+int ckc_open_write_only(const char *path, mode_t mode, ckc_handle_t **h);
 
 /* Writes len bytes at off of a writing handle. Returns len or -errno. */
 ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off);

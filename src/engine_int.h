@@ -95,6 +95,7 @@ struct ckc_obj {
 				ckc_eng.aside (a sample of the real path's speed) */
 	bool aside_sample;   /* its write time is a sample for ckc_eng.aside */
 	uint64_t write_ns;   /* the program's time in its open, writes and close */
+	bool passed_read;    /* opened for reading at its real path (aside_home) */
 	bool migrating;      /* its bytes are moving to a lower tier */
 	int home_fd;         /* write-through at home: the temporary file */
 	char *home_tmp;

@@ -106,6 +106,8 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 	bool home_only = o && o->aside_home && o->complete && !o->retired && o->at_home && !o->rescue &&
 			 ckc_best_level(o) == ckc_eng.ntier - 1 && o->place[0].state != LC_READ_IN_PROGRESS;
 	if ((!o || home_only) && ckc_eng.active && !named_ahead(key)) {
+		if (o)
+			o->passed_read = true;
 		/* the cache holds nothing of it and no hint names it: each read
 		 * would come from the real file anyway, so the program reads
 		 * that directly, as without the library (a read of 128 KiB,
@@ -436,6 +438,7 @@ void eng_stat_fill(const ckc_obj_t *o, ckc_stat_t *st)
 	st->gid = o->attr.gid;
 	st->atime = (o->attr.mask & CKC_ATTR_TIMES) ? o->attr.times[0] : o->mtime;
 	st->readers = o->readers;
+	st->passed_read = o->passed_read;
 }
 
 /* Records a on o and, if o's bytes are at the real path already, applies
@@ -580,7 +583,9 @@ int ckc_close(ckc_handle_t *h)
 	if (h->writer) {
 		if (!o->retired && !o->complete) {
 			eng_close_writer_locked(o);
-			if (o->wlevel == ckc_eng.ntier - 1 && !o->at_home)
+			/* a rescued version is saved, and said where, as a
+			 * flush that fails is */
+			if (o->wlevel == ckc_eng.ntier - 1 && !o->at_home && !o->rescue)
 				rc = -EIO;
 			o->write_ns += ckc_now_ns() - t0;
 			if (!rc && !o->retired)

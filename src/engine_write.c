@@ -115,7 +115,19 @@ void eng_aside_note(ckc_obj_t *o)
 	}
 }
 
+static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t **hp);
+
 int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
+{
+	return open_write(path, mode, false, hp);
+}
+
+int ckc_open_write_only(const char *path, mode_t mode, ckc_handle_t **hp)
+{
+	return open_write(path, mode, true, hp);
+}
+
+static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t **hp)
 {
 	char key[PATH_MAX];
 	uint64_t t0 = ckc_now_ns();
@@ -154,7 +166,8 @@ int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
 	if (o->wlevel == 0 && ckc_eng.tier[0].kind == TIER_GPU && !ckc_gpu_usable(&ckc_eng.tier[0]))
 		o->wlevel = 1;
 	int cache_level = o->wlevel;
-	aside_place(o);
+	if (aside_ok)
+		aside_place(o);
 	if (o->aside_home && ckc_home_temp(key, o->mode, &o->home_tmp, &o->home_fd) != 0) {
 		/* the real path's folder takes no new file now: the cache
 		 * holds the version, as it would have without the choice */
@@ -504,6 +517,35 @@ ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t l
 	return rc;
 }
 
+/* A version written straight to its real path that could not take its
+ * name there: its bytes, still in the anonymous file fd, go to a rescue
+ * file, and fd is closed (lock held; dropped while the bytes move). */
+static void home_writer_rescue(ckc_obj_t *o, int fd)
+{
+	char self[64], *where = NULL, *key = strdup(o->key);
+	uint64_t size = o->size;
+	int rc = key ? 0 : -ENOMEM;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	ckc_src_t held = { .path = self };
+	ckc_mutex_unlock(&ckc_eng.lock);
+	if (!rc)
+		rc = ckc_home_rescue(key, &held, size, &where);
+	sys_close(fd);
+	ckc_mutex_lock(&ckc_eng.lock);
+	if (!rc) {
+		o->rescue = where;
+		ckc_eng.st.rescued++;
+		ckc_error("checkpoint %s: its %llu bytes are saved in %s", o->key, (unsigned long long)size,
+			  where);
+	} else {
+		ckc_error("checkpoint %s could not be saved to a rescue file either (%s): it is lost",
+			  o->key, strerror(-rc));
+		ckc_eng.st.lost++;
+	}
+	sys_free(key);
+}
+
 int eng_close_home_writer(ckc_obj_t *o)
 {
 	int fd = o->home_fd;
@@ -528,9 +570,14 @@ int eng_close_home_writer(ckc_obj_t *o)
 	} else if (ckc_fid_changed(&base, o->key)) {
 		rc = CKC_CHANGED; /* fd stays open: the rescue below reads it */
 	} else {
-		rc = ckc_home_commit(tmp, o->key, fd, false, &attr);
-		if (!rc)
+		/* the descriptor stays open until the file has its name: if it
+		 * cannot get it, the bytes are read back from it (below) */
+		rc = ckc_home_commit_open(tmp, o->key, fd, &attr);
+		if (!rc) {
+			if (sys_close(fd) != 0)
+				ckc_error("checkpoint %s: closing its real file failed (%s)", o->key, strerror(errno));
 			ckc_fid_take(o->key, &now);
+		}
 	}
 	ckc_mutex_lock(&ckc_eng.lock);
 	o->home_busy = false;
@@ -549,6 +596,8 @@ int eng_close_home_writer(ckc_obj_t *o)
 	} else {
 		ckc_error("checkpoint %s could not be written to its real path (%s)", o->key,
 			  strerror(-rc));
+		if (!live)
+			home_writer_rescue(o, fd);
 	}
 	sys_free(tmp);
 	pthread_cond_broadcast(&ckc_eng.cv);

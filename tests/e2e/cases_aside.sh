@@ -94,3 +94,22 @@ case_add aside/slow-real-path-takes-the-cache aside_slow_real_path_takes_the_cac
 case_add aside/off aside_off
 case_add aside/numpy aside_numpy
 case_add aside/not-for-persist-never aside_not_for_persist_never
+
+# Cases of other files run again with stepping aside on: what a checkpoint
+# written straight to its real path must do as a cached one does.
+# A descriptor that reads such a checkpoint (its real file) while the
+# program rewrites it reads what it would without the library.
+aside_readers_replaced() { E2E_STEP_ASIDE=auto python_readers_replaced; }
+# Its real path refuses the name: the bytes go to a rescue file, said where.
+aside_long_path_rescue() { E2E_STEP_ASIDE=auto long_path_rescue; }
+aside_rescue_planted() { E2E_STEP_ASIDE=auto rescue_planted; }
+# Written again through a symbolic link to its folder.
+aside_untagged_spelling() { E2E_STEP_ASIDE=auto untagged_spelling; }
+# numpy arrays in an irregular hinted order.
+aside_python_numpy() { E2E_STEP_ASIDE=auto python_numpy; }
+
+case_add aside/readers-replaced aside_readers_replaced
+case_add aside/long-path-rescue aside_long_path_rescue
+case_add aside/rescue-planted aside_rescue_planted
+case_add aside/untagged-spelling aside_untagged_spelling
+case_add aside/python-numpy-hinted aside_python_numpy

@@ -48,7 +48,7 @@ ck() {
 		[ -n "${FAIL_ERRNO:-}" ] && envs=(SLOWFS_ERRNO="$FAIL_ERRNO" "${envs[@]}")
 	fi
 	timeout -k 5 "$CASE_TIMEOUT" env CKPTCACHE_PATHS="$T/ck/**" CKPTCACHE_HOST_CACHE=32M \
-		CKPTCACHE_STEP_ASIDE=off CKPTCACHE_STATS="$STATS/%p.json" "${envs[@]}" LD_PRELOAD="$preload" "$@"
+		CKPTCACHE_STEP_ASIDE=${E2E_STEP_ASIDE:-off} CKPTCACHE_STATS="$STATS/%p.json" "${envs[@]}" LD_PRELOAD="$preload" "$@"
 }
 
 # plain CMD [ARG]...: runs CMD without the library (the sanitizer runtime,
