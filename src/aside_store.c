@@ -1,6 +1,6 @@
 /* What stepping aside learnt, kept for the next processes of this user on
  * this node: one small file in /dev/shm of fixed records, one per
- * CKPTCACHE_PATHS value, read at start and written at exit. A job that
+ * CKPTCACHE_PATHS value and program, read at start and written at exit. A job that
  * writes one checkpoint per process (one HDF5 file, one pickle) learns
  * nothing in the process itself; the next run starts where it ended.
  * Records are advice: a torn or stale one is ignored. */
@@ -74,9 +74,31 @@ static int store_open(bool create)
 	return fd;
 }
 
+/* The program and its first argument (python3 and its script), from
+ * /proc/self/cmdline: two programs that write under one pattern write in
+ * their own ways. Empty where it cannot be read. */
+static size_t store_program(char *out, size_t len)
+{
+	int fd = sys_open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	ssize_t n = sys_pread(fd, out, len, 0);
+	sys_close(fd);
+	if (n <= 0)
+		return 0;
+	size_t words = 0, i;
+	for (i = 0; i < (size_t)n && words < 2; i++)
+		if (out[i] == '\0')
+			words++;
+	return i;
+}
+
 static uint64_t store_key(const char *paths)
 {
-	return store_hash(paths, strlen(paths), 14695981039346656037ull) | 1;
+	char prog[512];
+	size_t n = store_program(prog, sizeof(prog));
+	uint64_t h = store_hash(paths, strlen(paths) + 1, 14695981039346656037ull);
+	return store_hash(prog, n, h) | 1;
 }
 
 static uint64_t store_now_s(void)

@@ -567,7 +567,8 @@ void eng_close_writer_locked(ckc_obj_t *o);
 void eng_aside_note(ckc_obj_t *o);
 
 /* The node-local record of what stepping aside learnt (aside_store.c):
- * /dev/shm/ckptcache-aside-UID, one record per CKPTCACHE_PATHS value. */
+ * /dev/shm/ckptcache-aside-UID, one record per CKPTCACHE_PATHS value and
+ * program. */
 #define CKC_ASIDE_STORE_DIR "/dev/shm"
 #define CKC_ASIDE_STORE_PREFIX "ckptcache-aside-"
 int ckc_aside_store_path(char *out, size_t len);

@@ -193,3 +193,88 @@ Test(aside, the_slower_side_gets_a_bounded_share)
 			      k, sent[!best]);
 	}
 }
+
+/* ---- the node-local record (src/aside_store.c) ------------------------- */
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+
+static void a_unique_pattern(char *out, size_t len, const char *what)
+{
+	snprintf(out, len, "/test-aside-%s-%ld-%ld/*.bin", what, (long)getpid(), (long)time(NULL));
+}
+
+Test(aside_store, what_a_process_learnt_is_the_next_ones_prior)
+{
+	char paths[128], other[128];
+	a_unique_pattern(paths, sizeof(paths), "prior");
+	a_unique_pattern(other, sizeof(other), "other");
+	aside_t a;
+	aside_init(&a, true);
+	int sent[2] = { 0, 0 };
+	world(&a, 40, 16 * MiB, 2, 6, sent);
+	cr_assert_eq(a.choice, ASIDE_HOME);
+	ckc_aside_save(&a, paths);
+
+	aside_t b;
+	aside_init(&b, true);
+	ckc_aside_load(&b, paths);
+	cr_assert_eq(b.n[ASIDE_CACHE], ASIDE_WARM, "the record's cache speed is a warm side");
+	cr_assert_float_eq(b.bw[ASIDE_CACHE], a.bw[ASIDE_CACHE], 1.0);
+	cr_assert_float_eq(b.bw[ASIDE_HOME], a.bw[ASIDE_HOME], 1.0);
+	cr_assert_eq(b.every, a.every, "the rhythm of the tries goes on");
+	cr_assert_eq(b.choice, ASIDE_HOME);
+
+	aside_t c;
+	aside_init(&c, true);
+	ckc_aside_load(&c, other);
+	cr_assert_eq(c.n[ASIDE_CACHE] + c.n[ASIDE_HOME], 0, "another pattern has no record");
+
+	aside_t off;
+	aside_init(&off, false);
+	ckc_aside_load(&off, paths);
+	cr_assert_eq(off.n[ASIDE_CACHE] + off.n[ASIDE_HOME], 0, "a model that is off takes nothing");
+}
+
+/* A record whose bytes were torn (two processes wrote it at once) or
+ * damaged is ignored, never read as speeds. */
+Test(aside_store, a_damaged_record_is_ignored)
+{
+	char paths[128], file[128];
+	a_unique_pattern(paths, sizeof(paths), "torn");
+	aside_t a;
+	aside_init(&a, true);
+	int sent[2] = { 0, 0 };
+	world(&a, 40, 16 * MiB, 2, 6, sent);
+	ckc_aside_save(&a, paths);
+	cr_assert_eq(ckc_aside_store_path(file, sizeof(file)), 0);
+	int fd = open(file, O_RDWR);
+	cr_assert_geq(fd, 0);
+	/* find the record by loading, then damage every record's speeds */
+	unsigned char rec[64];
+	int damaged = 0;
+	for (off_t off = 0; pread(fd, rec, sizeof(rec), off) == (ssize_t)sizeof(rec); off += 64) {
+		rec[9] ^= 0x40;
+		cr_assert_eq(pwrite(fd, rec, sizeof(rec), off), (ssize_t)sizeof(rec));
+		damaged++;
+	}
+	cr_assert_gt(damaged, 0);
+	aside_t b;
+	aside_init(&b, true);
+	ckc_aside_load(&b, paths);
+	cr_assert_eq(b.n[ASIDE_CACHE] + b.n[ASIDE_HOME], 0, "the damaged record was taken");
+	/* undo, so that the other records of this user stay good */
+	for (off_t off = 0; pread(fd, rec, sizeof(rec), off) == (ssize_t)sizeof(rec); off += 64) {
+		rec[9] ^= 0x40;
+		cr_assert_eq(pwrite(fd, rec, sizeof(rec), off), (ssize_t)sizeof(rec));
+	}
+	close(fd);
+	aside_t c;
+	aside_init(&c, true);
+	ckc_aside_load(&c, paths);
+	cr_assert_eq(c.n[ASIDE_CACHE], ASIDE_WARM, "restored, the record is taken again");
+}
