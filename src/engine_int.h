@@ -530,6 +530,10 @@ bool ckc_committing(const char *key);
  * to a rescue file (the newer file is kept), it says so, and the cache
  * forgets it. Lock held; dropped while the bytes move. */
 void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size);
+/* Saves size bytes of src, o's bytes its real path could not take, in a
+ * rescue file and says where (lock held; dropped while the bytes move).
+ * 0 (also when o has one already) or -errno. */
+int ckc_rescue_save(ckc_obj_t *o, const ckc_src_t *src, uint64_t size);
 int ckc_flush_home_now(ckc_obj_t *o, bool fsync_it); /* lock held; drops it while writing */
 
 /* prefetcher.c */

@@ -517,35 +517,6 @@ ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t l
 	return rc;
 }
 
-/* A version written straight to its real path that could not take its
- * name there: its bytes, still in the anonymous file fd, go to a rescue
- * file, and fd is closed (lock held; dropped while the bytes move). */
-static void home_writer_rescue(ckc_obj_t *o, int fd)
-{
-	char self[64], *where = NULL, *key = strdup(o->key);
-	uint64_t size = o->size;
-	int rc = key ? 0 : -ENOMEM;
-
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	ckc_src_t held = { .path = self };
-	ckc_mutex_unlock(&ckc_eng.lock);
-	if (!rc)
-		rc = ckc_home_rescue(key, &held, size, &where);
-	sys_close(fd);
-	ckc_mutex_lock(&ckc_eng.lock);
-	if (!rc) {
-		o->rescue = where;
-		ckc_eng.st.rescued++;
-		ckc_error("checkpoint %s: its %llu bytes are saved in %s", o->key, (unsigned long long)size,
-			  where);
-	} else {
-		ckc_error("checkpoint %s could not be saved to a rescue file either (%s): it is lost",
-			  o->key, strerror(-rc));
-		ckc_eng.st.lost++;
-	}
-	sys_free(key);
-}
-
 int eng_close_home_writer(ckc_obj_t *o)
 {
 	int fd = o->home_fd;
@@ -581,12 +552,12 @@ int eng_close_home_writer(ckc_obj_t *o)
 	}
 	ckc_mutex_lock(&ckc_eng.lock);
 	o->home_busy = false;
+	/* the temporary file may have no name (O_TMPFILE): its bytes are read
+	 * back through its descriptor */
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	ckc_src_t held = { .path = self };
 	if (rc == CKC_CHANGED) {
-		/* the temporary file may have no name (O_TMPFILE): read it
-		 * through its descriptor */
-		char self[64];
-		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-		ckc_src_t held = { .path = self };
 		ckc_keep_newer(o, &held, o->size);
 		ckc_home_discard(tmp, fd);
 	} else if (!rc) {
@@ -596,8 +567,15 @@ int eng_close_home_writer(ckc_obj_t *o)
 	} else {
 		ckc_error("checkpoint %s could not be written to its real path (%s)", o->key,
 			  strerror(-rc));
-		if (!live)
-			home_writer_rescue(o, fd);
+		if (!live) {
+			int r2 = ckc_rescue_save(o, &held, o->size);
+			sys_close(fd);
+			if (r2) {
+				ckc_error("checkpoint %s could not be saved to a rescue file either (%s): "
+					  "it is lost", o->key, strerror(-r2));
+				ckc_eng.st.lost++;
+			}
+		}
 	}
 	sys_free(tmp);
 	pthread_cond_broadcast(&ckc_eng.cv);

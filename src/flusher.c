@@ -125,6 +125,27 @@ bool ckc_committing(const char *key)
 	return false;
 }
 
+int ckc_rescue_save(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
+{
+	char *key = strdup(o->key), *where = NULL;
+	int rc = key ? 0 : -ENOMEM;
+
+	if (o->rescue || rc) {
+		sys_free(key);
+		return rc;
+	}
+	ckc_mutex_unlock(&ckc_eng.lock);
+	rc = ckc_home_rescue(key, src, size, &where);
+	ckc_mutex_lock(&ckc_eng.lock);
+	if (!rc) {
+		o->rescue = where;
+		ckc_eng.st.rescued++;
+		ckc_error("checkpoint %s: its %llu bytes are saved in %s", key, (unsigned long long)size, where);
+	}
+	sys_free(key);
+	return rc;
+}
+
 void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 {
 	char *key = strdup(o->key), *where = NULL;
@@ -240,22 +261,11 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		ckc_error("could not write checkpoint %s (%s)", key, strerror(-rc));
 		if (level < ckc_eng.ntier - 1)
 			ckc_eng.tier[level].st.flush_errors++;
-		if (!o->rescue) {
-			ckc_mutex_unlock(&ckc_eng.lock);
-			char *where = NULL;
-			int r2 = ckc_home_rescue(key, &src, size, &where);
-			ckc_mutex_lock(&ckc_eng.lock);
-			if (!r2) {
-				o->rescue = where;
-				ckc_eng.st.rescued++;
-				ckc_error("checkpoint %s: its %llu bytes are saved in %s", key,
-					  (unsigned long long)size, where);
-			} else {
-				ckc_error("checkpoint %s could not be saved to a rescue file either (%s): "
-					  "it stays in the cache until the program ends",
-					  key, strerror(-r2));
-			}
-		}
+		int r2 = ckc_rescue_save(o, &src, size);
+		if (r2)
+			ckc_error("checkpoint %s could not be saved to a rescue file either (%s): "
+				  "it stays in the cache until the program ends",
+				  key, strerror(-r2));
 	}
 	ckc_mark_safe(o);
 	ckc_src_release(&src);
