@@ -577,7 +577,7 @@ int ckc_close(ckc_handle_t *h)
 {
 	ckc_obj_t *o = h->o;
 	int rc = 0;
-	uint64_t t0 = ckc_now_ns();
+	uint64_t t0 = h->writer ? ckc_now_ns() : 0;
 
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (h->writer) {

@@ -88,7 +88,6 @@ static void aside_place(ckc_obj_t *o)
 		return;
 	o->aside_home = true;
 	o->wlevel = ckc_eng.ntier - 1;
-	ckc_eng.st.aside_objects++;
 }
 
 /* A written version's sample for the model, and the message, once, of
@@ -168,21 +167,24 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 	int cache_level = o->wlevel;
 	if (aside_ok)
 		aside_place(o);
-	if (o->aside_home && ckc_home_temp(key, o->mode, &o->home_tmp, &o->home_fd) != 0) {
+	if (o->wlevel == ckc_eng.ntier - 1 &&
+	    (rc = ckc_home_temp(key, o->mode, &o->home_tmp, &o->home_fd)) != 0) {
+		if (!o->aside_home) {
+			ckc_obj_retire(o);
+			ckc_mutex_unlock(&ckc_eng.lock);
+			sys_free(h);
+			return rc;
+		}
 		/* the real path's folder takes no new file now: the cache
 		 * holds the version, as it would have without the choice */
 		o->aside_home = o->aside_sample = false;
 		o->wlevel = cache_level;
-		ckc_eng.st.aside_objects--;
+		rc = 0;
 	}
-	if (o->wlevel < ckc_eng.ntier - 1) {
+	if (o->aside_home)
+		ckc_eng.st.aside_objects++;
+	if (o->wlevel < ckc_eng.ntier - 1)
 		ckc_set_state(o, o->wlevel, LC_EV_WRITE_BEGIN);
-	} else if (!o->aside_home && (rc = ckc_home_temp(key, o->mode, &o->home_tmp, &o->home_fd)) != 0) {
-		ckc_obj_retire(o);
-		ckc_mutex_unlock(&ckc_eng.lock);
-		sys_free(h);
-		return rc;
-	}
 	ckc_trace("open-write", o, 0, 0, o->wlevel, 0);
 	ckc_node_note(o);
 	ckc_mutex_unlock(&ckc_eng.lock);
