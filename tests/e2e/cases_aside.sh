@@ -113,3 +113,26 @@ case_add aside/long-path-rescue aside_long_path_rescue
 case_add aside/rescue-planted aside_rescue_planted
 case_add aside/untagged-spelling aside_untagged_spelling
 case_add aside/python-numpy-hinted aside_python_numpy
+
+# The real path's folder takes no new file when a checkpoint would go
+# straight there (an O_TMPFILE open fails with EIO): the checkpoint stays
+# in the cache instead, the program's open and writes succeed and it reads
+# its bytes back; the flush meets the same folder and rescues them, and
+# says where.
+aside_folder_refuses() {
+	phase refused
+	head -c 3000000 /dev/urandom >src.bin
+	SLOW_US=1 SLOWFS_OPS=none ck CKPTCACHE_STEP_ASIDE=auto SLOWFS_TMPFILE_ERRNO=5 -- "$PY" -c '
+data = open("src.bin", "rb").read()
+with open("ck/a.bin", "wb") as f:
+    f.write(data)
+assert open("ck/a.bin", "rb").read() == data, "read back in the process"
+' >out.txt 2>err.txt || fail "the program failed: $(head -c 300 err.txt)"
+	cat err.txt
+	stats_ok files==1 step_aside.on==1 step_aside.written_straight==0 host.put_ops\>=1 objects.rescued==1
+	local r
+	r=$(sed -n 's/.*its [0-9]* bytes are saved in \(.*\)$/\1/p' err.txt | head -1)
+	[ -n "$r" ] || fail "no message saying where the bytes are"
+	same src.bin "$r" "the rescue file"
+}
+case_add aside/folder-refuses-new-files aside_folder_refuses

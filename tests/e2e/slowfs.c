@@ -12,7 +12,9 @@
  *                 (a real path that cannot be written: the rescue path)
  *   SLOWFS_NOTMPFILE  open(O_TMPFILE) fails with EOPNOTSUPP, as on file
  *                 systems without anonymous files (the library then makes
- *                 named temporary files) */
+ *                 named temporary files)
+ *   SLOWFS_TMPFILE_ERRNO  open(O_TMPFILE) fails with this errno (a folder
+ *                 that takes no new file now) */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
@@ -99,6 +101,10 @@ int open(const char *path, int flags, ...)
 	}
 	if ((flags & O_TMPFILE) == O_TMPFILE && getenv("SLOWFS_NOTMPFILE")) {
 		errno = EOPNOTSUPP;
+		return -1;
+	}
+	if ((flags & O_TMPFILE) == O_TMPFILE && getenv("SLOWFS_TMPFILE_ERRNO")) {
+		errno = atoi(getenv("SLOWFS_TMPFILE_ERRNO"));
 		return -1;
 	}
 	return real(path, flags, mode);
