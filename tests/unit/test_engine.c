@@ -1110,21 +1110,29 @@ Test(hints, appended_lines_are_picked_up_while_running)
 	tenv_clean(&e);
 }
 
-Test(hints, a_hint_file_written_after_the_start_counts_from_the_first_read)
+/* The program writes its hint file after the cache started (created_empty:
+ * it had created the file, empty, before the start, so the prefetcher may
+ * have opened it with nothing in it), then reads at once: the first read
+ * reads the lines written since, instead of waiting for the prefetcher's
+ * next look. */
+static void hints_written_after_the_start(bool created_empty)
 {
 	tenv_t e;
 	char hints[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
 	hints_env(&e, hints, a, b);
-	/* the cache starts before the program writes its hint file */
+	FILE *f;
+	if (created_empty) {
+		cr_assert_not_null(f = fopen(hints, "w"));
+		fclose(f);
+	}
 	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
 	c.hints = hints;
 	cr_assert_eq(ckc_init_config(&c), 0);
 	twrite(a, 3, 1 * MiB, 1 * MiB);
 	twrite(b, 4, 1 * MiB, 1 * MiB);
-	FILE *f = fopen(hints, "w");
+	cr_assert_not_null(f = fopen(hints, "a"));
 	fprintf(f, "home/ckpt_0001.bin\nhome/ckpt_0000.bin\n");
 	fclose(f);
-	/* read at once: the first read looks for the file itself */
 	tverify(b, 4, 1 * MiB, 1 * MiB);
 	tverify(a, 3, 1 * MiB, 1 * MiB);
 	ckc_stats_t st;
@@ -1136,33 +1144,14 @@ Test(hints, a_hint_file_written_after_the_start_counts_from_the_first_read)
 	tenv_clean(&e);
 }
 
-/* The prefetcher opened the hint file while it was still empty (the
- * program had created it, not yet written it): the first read still reads
- * the lines written since, instead of waiting for the prefetcher's next look. */
+Test(hints, a_hint_file_written_after_the_start_counts_from_the_first_read)
+{
+	hints_written_after_the_start(false);
+}
+
 Test(hints, a_hint_file_opened_empty_counts_from_the_first_read)
 {
-	tenv_t e;
-	char hints[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
-	hints_env(&e, hints, a, b);
-	FILE *f = fopen(hints, "w");
-	cr_assert_not_null(f);
-	fclose(f);
-	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
-	c.hints = hints;
-	cr_assert_eq(ckc_init_config(&c), 0);
-	twrite(a, 3, 1 * MiB, 1 * MiB);
-	twrite(b, 4, 1 * MiB, 1 * MiB);
-	f = fopen(hints, "a");
-	fprintf(f, "home/ckpt_0001.bin\nhome/ckpt_0000.bin\n");
-	fclose(f);
-	tverify(b, 4, 1 * MiB, 1 * MiB);
-	tverify(a, 3, 1 * MiB, 1 * MiB);
-	ckc_stats_t st;
-	ckc_stats_get(&st);
-	cr_assert_eq(st.dist_hist[CKC_DIST_BUCKETS - 1], 0, "%llu reads went unhinted",
-		     (unsigned long long)st.dist_hist[CKC_DIST_BUCKETS - 1]);
-	ckc_shutdown();
-	tenv_clean(&e);
+	hints_written_after_the_start(true);
 }
 
 /* ---- what the interposer asks of the engine ----------------------------- */
