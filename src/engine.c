@@ -240,6 +240,8 @@ static void threads_stop(void)
 	pthread_cond_broadcast(&ckc_eng.pcv);
 	ckc_mutex_unlock(&ckc_eng.lock);
 	ckc_prefetcher_stop();
+	/* no more lending or borrowing: before the gpu tier stops */
+	ckc_lend_stop();
 	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
 		ckc_flusher_stop(l);
 	if (ckc_eng.tier[0].kind == TIER_GPU)

@@ -95,6 +95,38 @@ void eng_ref_detach(ckc_obj_t *o)
 	refs_move(o, c, 0);
 }
 
+/* Places capture c (need bytes) in memory a peer lent, borrowing more
+ * (a bounded wait, without the lock) when none has room. Lock held. */
+static int capture_in_lent(ckc_obj_t *c, uint64_t need)
+{
+	int reg[CKC_GPU_MAXDEV];
+	int n = ckc_gpu_lent_regions(reg, CKC_GPU_MAXDEV);
+	for (int i = 0; i < n; i++) {
+		c->greg1 = reg[i];
+		int rc = ckc_place_reserve(c, 0, need, CKC_ALLOC_PREFETCH, 0);
+		c->greg1 = 0;
+		if (rc == 0) {
+			ckc_lend_placed(need);
+			return 0;
+		}
+	}
+	return -EAGAIN;
+}
+
+static int capture_on_peers(ckc_obj_t *c, uint64_t need)
+{
+	if (capture_in_lent(c, need) == 0)
+		return 0;
+	if (!ckc_lend_may_borrow())
+		return -EAGAIN;
+	ckc_mutex_unlock(&ckc_eng.lock);
+	bool got = ckc_lend_borrow(need, CKC_PEER_BORROW_WAIT_S);
+	ckc_mutex_lock(&ckc_eng.lock);
+	if (!got || !ckc_eng.active)
+		return -EAGAIN;
+	return capture_in_lent(c, need);
+}
+
 int ckc_capture_begin(size_t len, unsigned skew, int device, ckc_ref_t **ref, uint64_t *dptr)
 {
 	int rc;
@@ -123,9 +155,13 @@ int ckc_capture_begin(size_t len, unsigned skew, int device, ckc_ref_t **ref, ui
 	c->gdev1 = device + 1;
 	c->retired = false;
 	rc = ckc_place_reserve(c, 0, (uint64_t)skew + len, CKC_ALLOC_PREFETCH, 0);
+	/* what does not fit goes to the node's other devices (lent memory),
+	 * else to the host */
+	bool miss = rc == -EAGAIN || rc == -ENOSPC;
+	ckc_peer_remainder(miss ? len : 0);
+	if (miss)
+		rc = capture_on_peers(c, (uint64_t)skew + len);
 	c->retired = true;
-	/* what lending would place on the node's other devices */
-	ckc_peer_remainder(rc == -EAGAIN || rc == -ENOSPC ? len : 0);
 	if (rc) {
 		ckc_mutex_unlock(&ckc_eng.lock);
 		ckc_ref_put(r);

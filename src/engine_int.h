@@ -129,6 +129,7 @@ struct ckc_obj {
 	ckc_ref_t *gref;     /* host ranges owed from its gpu copy */
 	bool capture;        /* an anonymous device capture, not yet a file */
 	int gdev1;           /* 1 + the device it came from (0: none known) */
+	int greg1;           /* 1 + the gpu region a capture is placed in (0: its device's) */
 };
 
 /* A host range the interposer owes from an object's gpu copy: bytes
@@ -154,8 +155,12 @@ typedef struct ckc_gpu_dev {
 	uint64_t reserved, ceiling; /* bytes it may map; growth stops at ceiling */
 	size_t nchunk, nmapped, nmapped_max;
 	uint64_t *handle;    /* per chunk */
+	int lender1;         /* 1 + the peer board entry whose device lent the chunks (0: own) */
+	int home;            /* lent: the ordinal of the device that holds the chunks */
+	bool closing;        /* lent: nothing more is placed in it; it goes back once empty */
 	pthread_t mapper;
 	bool mapper_running;
+	bool mapper_idle;    /* its mapping thread took its last step (lock) */
 	uint64_t released_bytes, releases;
 } ckc_gpu_dev_t;
 
@@ -369,6 +374,31 @@ int ckc_gpu_get_direct(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len);
 int ckc_gpu_dtod(ckc_tier_t *t, uint64_t dst, uint64_t src, size_t len);
 int ckc_gpu_dtoh(ckc_tier_t *t, void *dst, uint64_t src, size_t len);
 void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s);
+/* Lending between the ranks of a node (peer_lend.c): the lender's side. The
+ * free bytes at the end of this process's own region that it can lend
+ * (whole chunks; lock held); cutting up to want bytes of them off the
+ * region (*cut: what was cut; its device and context); an allocation of
+ * len bytes on that device made to be exported, as a descriptor (*fd) and
+ * a handle; giving a handle back; raising the region's ceiling again by
+ * bytes once lent memory came back (grow) or not (the program took it). */
+uint64_t ckc_gpu_lendable(void);
+int ckc_gpu_lend_cut(uint64_t want, uint64_t *cut, uint64_t *chunk);
+int ckc_gpu_lend_alloc(uint64_t len, int *fd, uint64_t *handle);
+void ckc_gpu_lend_free(uint64_t handle);
+void ckc_gpu_lend_back(uint64_t bytes, bool grow);
+/* The borrower's side: maps n chunks lent by board entry lender (each a
+ * descriptor of chunk bytes on this process's ordinal home) after the
+ * region it already has from it, or in a new one; returns how many were
+ * mapped or -errno. Gives back up to want bytes (UINT64_MAX: all, and
+ * nothing more is placed there) from the end of that region, waiting at
+ * most wait_s for what is still being flushed; returns the bytes given
+ * back. The chunk size lent chunks must have. */
+int ckc_gpu_borrow_add(int lender, int home, const int *fds, int n, uint64_t chunk);
+uint64_t ckc_gpu_borrow_return(int lender, uint64_t want, double wait_s);
+uint64_t ckc_gpu_chunk(void);
+/* The regions lent to this process with room (lock held): their 1-based
+ * indexes, at most max; how many. */
+int ckc_gpu_lent_regions(int *greg1, int max);
 /* The arena offsets [*lo, *hi) where o's gpu copy may be placed: the mapped
  * part of its device's region (of the first region when its device has
  * none). -ENOSPC when there is none. Lock held. */

@@ -63,6 +63,10 @@ typedef enum ckc_rank {
 	CKC_RANK_STATE,
 	/* The copy lanes' hand-off: taken around a post and its end only. */
 	CKC_RANK_LANES,
+	/* Lending between the ranks of a node: the borrowing round's
+	 * hand-off and the counts, read for the statistics (the engine lock
+	 * held). Its thread takes nothing else while holding it. */
+	CKC_RANK_LEND,
 	/* The program's device and pinned memory by address: looked up by the
 	 * engine's capture decisions (the engine lock held). */
 	CKC_RANK_CU_RANGES,

@@ -12,6 +12,7 @@
 #include "engine_int.h"
 #include "log.h"
 #include "peer.h"
+#include "peer_lend.h"
 #include "peerseg.h"
 
 /* The schedules' unit: what the board holds in bytes, they count in MiB. */
@@ -36,6 +37,7 @@ static struct {
 	uint32_t seen;           /* the entries with an owner, when the links were last derived */
 	uint64_t spare, rem;     /* as published */
 	bool rem_closed;         /* the last capture found room: the next miss starts anew */
+	bool lending;            /* peer_lend's thread serves this entry */
 	int ranks_max;
 	/* at exit */
 	bool done, removed;
@@ -134,10 +136,11 @@ static void peer_publish(void)
 		peer.ranks_max = n;
 }
 
+/* What this process can lend: the free chunks at the end of its own
+ * region (not what it borrowed). */
 static uint64_t peer_free_room(void)
 {
-	const ckc_tier_t *t = &ckc_eng.tier[0];
-	return t->kind == TIER_GPU ? t->arena.capacity - t->arena.used : 0;
+	return ckc_gpu_lendable();
 }
 
 static void peer_say_swept(const char *path, bool removed, void *ctx)
@@ -208,8 +211,51 @@ void ckc_peer_attach(int device)
 	peer.on = true;
 	peer_publish();
 	ckc_mutex_unlock(&ckc_eng.lock);
-	ckc_info("peer GPUs: %s, entry %d of %s (the schedule is computed, nothing is lent)",
-		 ckc_config_peer_name(mode), peer.seg.slot, path);
+	const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	rc = ckc_lend_start(name, peer.seg.slot);
+	peer.lending = rc == 0;
+	if (rc)
+		ckc_warn("peer GPUs: %s, entry %d of %s: cannot serve the node's ranks (%s): the schedule is "
+			 "computed, nothing is lent",
+			 ckc_config_peer_name(mode), peer.seg.slot, path, strerror(-rc));
+	else
+		ckc_info("peer GPUs: %s, entry %d of %s, lending and borrowing device memory",
+			 ckc_config_peer_name(mode), peer.seg.slot, path);
+}
+
+int ckc_peer_plan_parts(uint64_t len, ckc_lend_part_t *parts, int max)
+{
+	ckc_peer_graph_t g;
+	ckc_peer_plan_t p;
+	int slot_of[CKC_PEER_MAX], me = -1, c = 0;
+	if (!peer.on || !len)
+		return 0;
+	int n = peerboard_graph(peer.seg.board, PEER_UNIT, ckc_peerseg_alive, &g, slot_of);
+	for (int k = 0; k < n; k++)
+		me = slot_of[k] == peer.slot ? k : me;
+	if (me < 0)
+		return 0;
+	g.rem[me] = (uint64_t)(((double)len + PEER_UNIT - 1) / PEER_UNIT);
+	if (peer.mode == CKC_PEER_GREEDY)
+		ckc_peer_greedy(&g, &p);
+	else
+		ckc_peer_maxflow(&g, &p);
+	for (int j = 0; j < n && c < max; j++) {
+		peer_info_t o;
+		if (j == me || !p.to[me][j] || !peerboard_read(peer.seg.board, slot_of[j], &o, NULL) || !o.bus)
+			continue;
+		int home = -1;
+		for (int k = 0; k < peer.nord && home < 0; k++)
+			if (peer.ord_bus[k] == o.bus && peer.ord_bw[k] > 0)
+				home = k;
+		if (home < 0)
+			continue;
+		parts[c].slot = slot_of[j];
+		parts[c].home = home;
+		parts[c].bytes = (uint64_t)((double)p.to[me][j] * PEER_UNIT);
+		c++;
+	}
+	return c;
 }
 
 void ckc_peer_room(void)
@@ -303,4 +349,7 @@ void ckc_peer_stats(ckc_stats_t *s)
 	s->peer_local_s = peer.local_s;
 	s->peer_greedy_s = peer.greedy_s;
 	s->peer_maxflow_s = peer.maxflow_s;
+	s->peer_lending = peer.lending;
+	ckc_lend_stats(&s->peer_lend);
+	s->peer_placed_bytes = ckc_lend_placed_bytes();
 }

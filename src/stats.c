@@ -104,16 +104,26 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 	}
 	if (s->peer_mode)
 		fprintf(f,
-			",\n  \"peer\": {\"mode\": \"%s\", \"lending\": false, \"entry\": %d,"
+			",\n  \"peer\": {\"mode\": \"%s\", \"lending\": %s, \"entry\": %d,"
 			" \"ranks\": %d, \"ranks_max\": %d, \"stale_segment\": %s,"
 			" \"entry_reclaimed\": %s, \"segment_removed\": %s, \"remainder_bytes\": %llu,"
 			" \"plan\": {\"to_peers_bytes\": %llu, \"to_host_bytes\": %llu},"
-			" \"blocking_s\": {\"local\": %.6f, \"greedy\": %.6f, \"maxflow\": %.6f}}",
-			s->peer_mode, s->peer_slot, s->peer_ranks, s->peer_ranks_max,
-			s->peer_was_stale ? "true" : "false", s->peer_reclaimed ? "true" : "false",
-			s->peer_removed ? "true" : "false", (unsigned long long)s->peer_rem_bytes,
-			(unsigned long long)s->peer_to_peers_bytes, (unsigned long long)s->peer_to_host_bytes,
-			s->peer_local_s, s->peer_greedy_s, s->peer_maxflow_s);
+			" \"blocking_s\": {\"local\": %.6f, \"greedy\": %.6f, \"maxflow\": %.6f},"
+			" \"lent\": {\"bytes\": %llu, \"most_at_once_bytes\": %llu, \"returned_bytes\": %llu,"
+			" \"taken_back_bytes\": %llu, \"refused\": %llu},"
+			" \"borrowed\": {\"bytes\": %llu, \"rounds\": %llu, \"placed_bytes\": %llu,"
+			" \"given_back_bytes\": %llu, \"lenders_lost\": %llu}}",
+			s->peer_mode, s->peer_lending ? "true" : "false", s->peer_slot, s->peer_ranks,
+			s->peer_ranks_max, s->peer_was_stale ? "true" : "false",
+			s->peer_reclaimed ? "true" : "false", s->peer_removed ? "true" : "false",
+			(unsigned long long)s->peer_rem_bytes, (unsigned long long)s->peer_to_peers_bytes,
+			(unsigned long long)s->peer_to_host_bytes, s->peer_local_s, s->peer_greedy_s,
+			s->peer_maxflow_s, (unsigned long long)s->peer_lend.lent_bytes,
+			(unsigned long long)s->peer_lend.lent_now_max, (unsigned long long)s->peer_lend.returned_bytes,
+			(unsigned long long)s->peer_lend.taken_back_bytes, (unsigned long long)s->peer_lend.lend_refused,
+			(unsigned long long)s->peer_lend.borrowed_bytes, (unsigned long long)s->peer_lend.borrow_rounds,
+			(unsigned long long)s->peer_placed_bytes, (unsigned long long)s->peer_lend.gave_back_bytes,
+			(unsigned long long)s->peer_lend.lenders_lost);
 	if (s->capture_seen)
 		fprintf(f,
 			",\n  \"capture\": {\"captured\": %llu, \"captured_bytes\": %llu,"

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "peer_lend.h"
+
 #define CKC_MAX_TIERS 4
 /* Devices of one process the gpu tier keeps a region on. */
 #define CKC_GPU_MAXDEV 16
@@ -76,6 +78,9 @@ typedef struct ckc_stats {
 	bool peer_was_stale, peer_reclaimed, peer_removed;
 	uint64_t peer_rem_bytes, peer_to_peers_bytes, peer_to_host_bytes;
 	double peer_local_s, peer_greedy_s, peer_maxflow_s;
+	bool peer_lending;
+	ckc_lend_stats_t peer_lend;
+	uint64_t peer_placed_bytes, gpu_borrowed_bytes;
 	/* program reads copied in lanes (lanes.h) */
 	int lane_helpers;
 	uint64_t lane_copies, lane_bytes;

@@ -29,6 +29,7 @@
 #include "ranges.h"
 #include "log.h"
 #include "peer.h"
+#include "peer_lend.h"
 
 __thread bool ckc_tl_background;
 __thread bool ckc_tl_program_read;
@@ -337,11 +338,19 @@ static int gpu_copy_across(const ckc_gpu_t *g, uint64_t dst, uint64_t src, size_
 {
 	CUstream s;
 	/* a thread's first pinned stage needs a current context */
-	const ckc_gpu_dev_t *from = gpu_region_of(g, src);
-	if (!from)
+	const ckc_gpu_dev_t *from = gpu_region_of(g, src), *to = gpu_region_of(g, dst);
+	if (!from || !to)
 		return -EFAULT;
 	if (gpu_enter(g, from, &s))
 		return -ENODEV;
+	if (from->ctx == to->ctx) {
+		/* memory lent by a peer is mapped for this device: one copy */
+		ckc_bg_yield();
+		CUresult r = drv.cuMemcpyDtoDAsync_v2((CUdeviceptr)dst, (CUdeviceptr)src, n, s);
+		if (r == CUDA_SUCCESS)
+			r = drv.cuStreamSynchronize(s);
+		return gpu_err(r);
+	}
 	char *stage = pinned_buf(&tl_stage, GPU_XFER);
 	if (!stage)
 		return -ENOMEM;
@@ -504,6 +513,8 @@ static int gpu_grow_one(ckc_tier_t *t, ckc_gpu_dev_t *r)
 	ckc_mutex_lock(&ckc_eng.lock);
 	size_t i = r->nmapped;
 	bool done = i >= r->nchunk || (uint64_t)(i + 1) * g->chunk > r->ceiling || g->stop;
+	if (done)
+		r->mapper_idle = true;
 	ckc_mutex_unlock(&ckc_eng.lock);
 	if (done)
 		return 1;
@@ -733,6 +744,9 @@ static void *gpu_mapper(void *arg)
 	do
 		ckc_bg_yield();
 	while ((rc = gpu_grow_one(t, r)) == 0);
+	ckc_mutex_lock(&ckc_eng.lock);
+	r->mapper_idle = true;
+	ckc_mutex_unlock(&ckc_eng.lock);
 	if (rc < 0)
 		ckc_info("gpu tier: %llu bytes mapped on device %d; the rest stays unmapped (%s)",
 			 (unsigned long long)r->nmapped * g->chunk, r->device, strerror(-rc));
@@ -746,11 +760,12 @@ bool ckc_gpu_usable(const ckc_tier_t *t)
 	return t->gpu && t->gpu->usable && !t->gpu->gone;
 }
 
-/* The region of device (NULL: none). */
+/* The region of device (NULL: none); a region of lent memory is no
+ * device's own. */
 static ckc_gpu_dev_t *gpu_region_for(const ckc_gpu_t *g, int device)
 {
 	for (int i = 0; i < g->ndev; i++)
-		if (g->dev[i].device == device)
+		if (g->dev[i].device == device && !g->dev[i].lender1)
 			return (ckc_gpu_dev_t *)&g->dev[i];
 	return NULL;
 }
@@ -764,11 +779,13 @@ int ckc_gpu_span(const ckc_tier_t *t, const ckc_obj_t *o, uint64_t *lo, uint64_t
 		return -ENOSPC;
 	if (o->place[0].nexts > 0)
 		r = gpu_region_of(g, g->base + o->place[0].ext[0].aoff);
+	else if (o->greg1 > 0 && o->greg1 <= g->ndev)
+		r = g->dev[o->greg1 - 1].closing ? NULL : &g->dev[o->greg1 - 1];
 	else if (o->gdev1)
 		r = gpu_region_for(g, o->gdev1 - 1);
 	else
 		for (int i = 0; i < g->ndev && !r; i++)
-			r = g->dev[i].usable ? &g->dev[i] : NULL;
+			r = g->dev[i].usable && !g->dev[i].lender1 ? &g->dev[i] : NULL;
 	if (!r || !r->usable)
 		return -ENOSPC;
 	*lo = r->off;
@@ -812,7 +829,9 @@ static int gpu_reserve(ckc_tier_t *t, int device, uint64_t want)
 	if (drv.cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) !=
 		    CUDA_SUCCESS || gran == 0)
 		gran = 2u << 20;
-	uint64_t chunk = want < GPU_CHUNK_MAX ? want : GPU_CHUNK_MAX;
+	/* several chunks a region, so that it grows, shrinks and lends in
+	 * steps smaller than itself */
+	uint64_t chunk = want / 8 < GPU_CHUNK_MAX ? want / 8 : GPU_CHUNK_MAX;
 	g->chunk = (chunk + gran - 1) / gran * gran;
 	int count = 0;
 	if (drv.cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1)
@@ -1016,6 +1035,18 @@ uint64_t ckc_gpu_release(int device, uint64_t bytes)
 	ckc_tier_t *t = &ckc_eng.tier[0];
 	uint64_t released = 0;
 
+	/* the allocation asks for bytes; the device lacks less than that
+	 * (its pages are 2 MiB) */
+	size_t fr = 0, total = 0;
+	if (drv.loaded && drv.cuMemGetInfo_v2(&fr, &total) == CUDA_SUCCESS && fr < bytes)
+		bytes = ((bytes - fr) + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+	/* what this device lent to the node's other ranks comes back first:
+	 * the cache's own copies are worth more to this program */
+	uint64_t back = ckc_lend_take_back(bytes, CKC_PEER_TAKE_WAIT_S);
+	if (back >= bytes)
+		return back;
+	bytes -= back;
+
 	ckc_mutex_lock(&gpu_life);
 	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_gpu_dev_t *r = NULL;
@@ -1024,7 +1055,7 @@ uint64_t ckc_gpu_release(int device, uint64_t bytes)
 	if (!r || !r->usable) {
 		ckc_mutex_unlock(&ckc_eng.lock);
 		ckc_mutex_unlock(&gpu_life);
-		return 0;
+		return back;
 	}
 	ckc_gpu_t *g = t->gpu;
 	uint64_t cap = (uint64_t)r->nmapped * g->chunk;
@@ -1070,7 +1101,7 @@ uint64_t ckc_gpu_release(int device, uint64_t bytes)
 	if (released)
 		ckc_info("gpu tier: %llu bytes of device %d given back to the program",
 			 (unsigned long long)released, device);
-	return released;
+	return released + back;
 }
 
 static void gpu_stop_mappers(ckc_gpu_t *g, bool locked)
@@ -1140,6 +1171,8 @@ void ckc_gpu_exit(void)
 {
 	ckc_tier_t *t = &ckc_eng.tier[0];
 
+	/* the lending thread maps and unmaps under gpu_life */
+	ckc_lend_stop();
 	ckc_mutex_lock(&gpu_life);
 	if (!ckc_eng.active || t->kind != TIER_GPU || !t->gpu || t->gpu->gone) {
 		ckc_mutex_unlock(&gpu_life);
@@ -1170,15 +1203,344 @@ void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s)
 	const ckc_gpu_t *g = t->gpu;
 	s->gpu_present = true;
 	s->gpu_device = g->ndev ? g->dev[0].device : -1;
-	s->gpu_ndev = g->ndev;
+	s->gpu_ndev = 0;
 	for (int i = 0; i < g->ndev; i++) {
 		const ckc_gpu_dev_t *r = &g->dev[i];
-		s->gpu_devs[i] = r->device;
+		if (r->lender1) {
+			s->gpu_borrowed_bytes += (uint64_t)r->nmapped_max * g->chunk;
+			continue;
+		}
+		s->gpu_devs[s->gpu_ndev++] = r->device;
 		s->gpu_arena_bytes += r->reserved;
 		s->gpu_mapped_bytes += (uint64_t)r->nmapped_max * g->chunk;
 		s->gpu_released_bytes += r->released_bytes;
 		s->gpu_releases += r->releases;
 	}
+}
+
+/* ---- lending between the ranks of a node --------------------------------
+ * A lender cuts whole free chunks off the end of its own region (its
+ * ceiling drops by as much, so its mapping thread does not take them
+ * again) and makes allocations of the same size that can be exported as
+ * file descriptors; a borrower imports them and maps them, for its own
+ * device, in a slot of its address range of their own: a region whose
+ * chunks live on the peer's device. Placement, copies, flushes and eviction
+ * treat it as any region; only a capture that finds no room in its own
+ * device's region is placed there. */
+
+typedef CUresult (*export_fn)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long);
+typedef CUresult (*import_fn)(CUmemGenericAllocationHandle *, void *, CUmemAllocationHandleType);
+
+/* This process's own region that lends (lock held; NULL: none). */
+static ckc_gpu_dev_t *gpu_lender_region(ckc_gpu_t *g)
+{
+	for (int i = 0; i < g->ndev; i++)
+		if (!g->dev[i].lender1 && g->dev[i].usable)
+			return &g->dev[i];
+	return NULL;
+}
+
+/* The free bytes at the end of region r's mapped part (lock held). */
+static uint64_t gpu_free_tail(const ckc_tier_t *t, const ckc_gpu_dev_t *r)
+{
+	uint64_t end = r->off + (uint64_t)r->nmapped * t->gpu->chunk;
+	ssize_t idx = arena_index_of(&t->arena, end);
+	if (idx <= 0 || end == r->off)
+		return 0;
+	const arena_frag_t *f = &t->arena.frag[idx - 1];
+	if (f->owner)
+		return 0;
+	return end - (f->off > r->off ? f->off : r->off);
+}
+
+uint64_t ckc_gpu_chunk(void)
+{
+	const ckc_tier_t *t = &ckc_eng.tier[0];
+	return t->kind == TIER_GPU && t->gpu ? t->gpu->chunk : 0;
+}
+
+uint64_t ckc_gpu_lendable(void)
+{
+	ckc_tier_t *t = &ckc_eng.tier[0];
+	if (t->kind != TIER_GPU || !ckc_gpu_usable(t))
+		return 0;
+	ckc_gpu_dev_t *r = gpu_lender_region(t->gpu);
+	return r ? gpu_free_tail(t, r) / t->gpu->chunk * t->gpu->chunk : 0;
+}
+
+int ckc_gpu_lend_cut(uint64_t want, uint64_t *cut, uint64_t *chunk)
+{
+	ckc_tier_t *t = &ckc_eng.tier[0];
+	*cut = 0;
+	ckc_mutex_lock(&gpu_life);
+	ckc_mutex_lock(&ckc_eng.lock);
+	ckc_gpu_dev_t *r = ckc_eng.active && t->kind == TIER_GPU && ckc_gpu_usable(t) ? gpu_lender_region(t->gpu) : NULL;
+	if (!r) {
+		ckc_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&gpu_life);
+		return -ENODEV;
+	}
+	ckc_gpu_t *g = t->gpu;
+	*chunk = g->chunk;
+	uint64_t tail = gpu_free_tail(t, r) / g->chunk;
+	uint64_t k = (want + g->chunk - 1) / g->chunk;
+	if (k > tail)
+		k = tail;
+	size_t to = r->nmapped, from = to - (size_t)k;
+	int rc = k ? gpu_fence_to(t, r, (uint64_t)to * g->chunk, (uint64_t)from * g->chunk) : 0;
+	if (k && rc == 0) {
+		r->nmapped = from;
+		r->ceiling -= k * g->chunk;
+		r->usable = from > 0;
+		gpu_capacity(t);
+	}
+	ckc_mutex_unlock(&ckc_eng.lock);
+	if (k && rc == 0) {
+		drv.cuCtxSetCurrent((CUcontext)r->ctx);
+		for (size_t i = from; i < to; i++)
+			gpu_unmap_chunk(g, r, i);
+		*cut = k * g->chunk;
+	}
+	ckc_mutex_unlock(&gpu_life);
+	return rc;
+}
+
+int ckc_gpu_lend_alloc(uint64_t len, int *fd, uint64_t *handle)
+{
+	ckc_tier_t *t = &ckc_eng.tier[0];
+	export_fn ex = ckc_svc.gpu_sym ? (export_fn)ckc_svc.gpu_sym("cuMemExportToShareableHandle") : NULL;
+	if (!ex || t->kind != TIER_GPU || !t->gpu)
+		return -ENOTSUP;
+	ckc_mutex_lock(&ckc_eng.lock);
+	const ckc_gpu_dev_t *r = gpu_lender_region(t->gpu);
+	int device = r ? r->device : -1;
+	void *ctx = r ? r->ctx : NULL;
+	ckc_mutex_unlock(&ckc_eng.lock);
+	if (device < 0)
+		return -ENODEV;
+	drv.cuCtxSetCurrent((CUcontext)ctx);
+	CUmemAllocationProp prop = { 0 };
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = device;
+	CUmemGenericAllocationHandle h;
+	CUresult rc = drv.cuMemCreate(&h, len, &prop, 0);
+	if (rc != CUDA_SUCCESS)
+		return gpu_err(rc);
+	int out = -1;
+	if ((rc = ex(&out, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)) != CUDA_SUCCESS || out < 0) {
+		drv.cuMemRelease(h);
+		return rc != CUDA_SUCCESS ? gpu_err(rc) : -EIO;
+	}
+	*fd = out;
+	*handle = (uint64_t)h;
+	return 0;
+}
+
+void ckc_gpu_lend_free(uint64_t handle)
+{
+	if (drv.loaded && handle)
+		drv.cuMemRelease((CUmemGenericAllocationHandle)handle);
+}
+
+void ckc_gpu_lend_back(uint64_t bytes, bool grow)
+{
+	ckc_tier_t *t = &ckc_eng.tier[0];
+	ckc_mutex_lock(&gpu_life);
+	ckc_mutex_lock(&ckc_eng.lock);
+	ckc_gpu_dev_t *r = ckc_eng.active && t->kind == TIER_GPU && t->gpu && !t->gpu->gone && !t->gpu->stop
+				   ? gpu_lender_region(t->gpu)
+				   : NULL;
+	bool start = false;
+	if (r && grow) {
+		r->ceiling += bytes;
+		if (r->ceiling > r->reserved)
+			r->ceiling = r->reserved;
+		/* a mapping thread still at work sees the new ceiling */
+		start = r->nmapped < r->nchunk && (uint64_t)(r->nmapped + 1) * t->gpu->chunk <= r->ceiling &&
+			(!r->mapper_running || r->mapper_idle);
+		if (start)
+			r->mapper_idle = false;
+	}
+	ckc_mutex_unlock(&ckc_eng.lock);
+	if (start) {
+		if (r->mapper_running)
+			pthread_join(r->mapper, NULL);
+		r->mapper_running = pthread_create(&r->mapper, NULL, gpu_mapper, r) == 0;
+	}
+	ckc_mutex_unlock(&gpu_life);
+}
+
+/* The region lent by board entry lender, or a new one (lock held; NULL:
+ * no slot left). */
+static ckc_gpu_dev_t *gpu_lent_region(ckc_gpu_t *g, int lender, bool make)
+{
+	for (int i = 0; i < g->ndev; i++)
+		if (g->dev[i].lender1 == lender + 1)
+			return &g->dev[i];
+	if (!make || g->ndev >= g->nslot || !g->ndev)
+		return NULL;
+	ckc_gpu_dev_t *r = &g->dev[g->ndev];
+	memset(r, 0, sizeof(*r));
+	r->off = (uint64_t)g->ndev * g->slot;
+	r->nchunk = (size_t)(g->slot / g->chunk) - 1;
+	r->handle = calloc(r->nchunk, sizeof(*r->handle));
+	if (!r->handle)
+		return NULL;
+	r->lender1 = lender + 1;
+	/* copies run in the context of the device the captures come from */
+	r->ctx = g->dev[0].ctx;
+	r->device = g->dev[0].device;
+	r->reserved = r->ceiling = (uint64_t)r->nchunk * g->chunk;
+	g->ndev++;
+	return r;
+}
+
+int ckc_gpu_borrow_add(int lender, int home, const int *fds, int n, uint64_t chunk)
+{
+	ckc_tier_t *t = &ckc_eng.tier[0];
+	import_fn im = ckc_svc.gpu_sym ? (import_fn)ckc_svc.gpu_sym("cuMemImportFromShareableHandle") : NULL;
+	int mapped = 0;
+	if (!im || t->kind != TIER_GPU || !t->gpu)
+		return -ENOTSUP;
+	ckc_mutex_lock(&gpu_life);
+	ckc_mutex_lock(&ckc_eng.lock);
+	ckc_gpu_t *g = t->gpu;
+	ckc_gpu_dev_t *r = NULL;
+	int rc = 0;
+	if (!ckc_eng.active || !ckc_gpu_usable(t) || g->stop)
+		rc = -ENODEV;
+	else if (chunk != g->chunk)
+		rc = -EINVAL;
+	else if (!(r = gpu_lent_region(g, lender, true)))
+		rc = -ENOSPC;
+	else if (r->closing)
+		rc = -ESHUTDOWN;
+	if (r)
+		r->home = home;
+	ckc_mutex_unlock(&ckc_eng.lock);
+	if (rc) {
+		ckc_mutex_unlock(&gpu_life);
+		return rc;
+	}
+	drv.cuCtxSetCurrent((CUcontext)r->ctx);
+	for (int k = 0; k < n; k++) {
+		size_t i = r->nmapped;
+		if (i >= r->nchunk)
+			break;
+		CUmemGenericAllocationHandle h;
+		CUdeviceptr at = (CUdeviceptr)(g->base + r->off + i * g->chunk);
+		CUresult cr = im(&h, (void *)(intptr_t)fds[k], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+		if (cr != CUDA_SUCCESS) {
+			rc = gpu_err(cr);
+			break;
+		}
+		if ((cr = drv.cuMemMap(at, g->chunk, 0, h, 0)) != CUDA_SUCCESS) {
+			drv.cuMemRelease(h);
+			rc = gpu_err(cr);
+			break;
+		}
+		CUmemAccessDesc acc = { 0 };
+		acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+		acc.location.id = r->device;
+		acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+		if ((cr = drv.cuMemSetAccess(at, g->chunk, &acc, 1)) != CUDA_SUCCESS) {
+			drv.cuMemUnmap(at, g->chunk);
+			drv.cuMemRelease(h);
+			rc = gpu_err(cr);
+			break;
+		}
+		ckc_mutex_lock(&ckc_eng.lock);
+		rc = gpu_fence_to(t, r, (uint64_t)i * g->chunk, (uint64_t)(i + 1) * g->chunk);
+		if (rc == 0) {
+			r->handle[i] = (uint64_t)h;
+			r->nmapped = i + 1;
+			if (r->nmapped > r->nmapped_max)
+				r->nmapped_max = r->nmapped;
+			r->usable = true;
+			gpu_capacity(t);
+			pthread_cond_broadcast(&ckc_eng.cv);
+		}
+		ckc_mutex_unlock(&ckc_eng.lock);
+		if (rc) {
+			drv.cuMemUnmap(at, g->chunk);
+			drv.cuMemRelease(h);
+			break;
+		}
+		mapped++;
+	}
+	ckc_mutex_unlock(&gpu_life);
+	if (rc && !mapped)
+		ckc_warn("gpu tier: cannot map memory lent by peer entry %d (%s)", lender, strerror(-rc));
+	return mapped ? mapped : rc;
+}
+
+uint64_t ckc_gpu_borrow_return(int lender, uint64_t want, double wait_s)
+{
+	ckc_tier_t *t = &ckc_eng.tier[0];
+	uint64_t back = 0;
+
+	ckc_mutex_lock(&gpu_life);
+	ckc_mutex_lock(&ckc_eng.lock);
+	ckc_gpu_dev_t *r = t->kind == TIER_GPU && t->gpu && t->gpu->nslot ? gpu_lent_region(t->gpu, lender, false) : NULL;
+	if (!r || !r->nmapped) {
+		ckc_mutex_unlock(&ckc_eng.lock);
+		ckc_mutex_unlock(&gpu_life);
+		return 0;
+	}
+	ckc_gpu_t *g = t->gpu;
+	uint64_t cap = (uint64_t)r->nmapped * g->chunk;
+	uint64_t target = want >= cap ? 0 : cap - (want + g->chunk - 1) / g->chunk * g->chunk;
+	if (want == UINT64_MAX)
+		r->closing = true;
+	uint64_t deadline = ckc_now_ns() + (uint64_t)(wait_s * 1e9), busy;
+	while ((busy = gpu_empty_tail(t, r->off + target, r->off + cap)) > r->off + target &&
+	       ckc_now_ns() < deadline) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10000000;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		ckc_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
+	}
+	uint64_t keep = (busy - r->off + g->chunk - 1) / g->chunk * g->chunk;
+	if (keep < target)
+		keep = target;
+	size_t nkeep = (size_t)(keep / g->chunk);
+	if (nkeep < r->nmapped && gpu_fence_to(t, r, cap, keep) == 0) {
+		size_t from = nkeep, to = r->nmapped;
+		r->nmapped = nkeep;
+		r->usable = nkeep > 0;
+		gpu_capacity(t);
+		ckc_mutex_unlock(&ckc_eng.lock);
+		if (ckc_svc.gpu_settle)
+			ckc_svc.gpu_settle();
+		drv.cuCtxSetCurrent((CUcontext)r->ctx);
+		for (size_t i = from; i < to; i++)
+			gpu_unmap_chunk(g, r, i);
+		back = (uint64_t)(to - from) * g->chunk;
+		ckc_mutex_lock(&ckc_eng.lock);
+	}
+	ckc_mutex_unlock(&ckc_eng.lock);
+	ckc_mutex_unlock(&gpu_life);
+	return back;
+}
+
+int ckc_gpu_lent_regions(int *greg1, int max)
+{
+	const ckc_tier_t *t = &ckc_eng.tier[0];
+	int n = 0;
+	if (t->kind != TIER_GPU || !t->gpu)
+		return 0;
+	for (int i = 0; i < t->gpu->ndev && n < max; i++) {
+		const ckc_gpu_dev_t *r = &t->gpu->dev[i];
+		if (r->lender1 && r->usable && !r->closing)
+			greg1[n++] = i + 1;
+	}
+	return n;
 }
 
 #else /* !HAVE_CUDA_H */
@@ -1200,5 +1562,15 @@ int ckc_gpu_get_direct(ckc_tier_t *t, uint64_t a, void *b, size_t n) { (void)t; 
 int ckc_gpu_dtod(ckc_tier_t *t, uint64_t d, uint64_t s, size_t n) { (void)t; (void)d; (void)s; (void)n; return -ENODEV; }
 int ckc_gpu_dtoh(ckc_tier_t *t, void *d, uint64_t s, size_t n) { (void)t; (void)d; (void)s; (void)n; return -ENODEV; }
 void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s) { (void)t; s->gpu_present = true; s->gpu_device = -1; }
+uint64_t ckc_gpu_lendable(void) { return 0; }
+int ckc_gpu_lend_cut(uint64_t want, uint64_t *cut, uint64_t *chunk) { (void)want; *cut = 0; *chunk = 0; return -ENODEV; }
+int ckc_gpu_lend_alloc(uint64_t len, int *fd, uint64_t *handle) { (void)len; (void)fd; (void)handle; return -ENOTSUP; }
+void ckc_gpu_lend_free(uint64_t handle) { (void)handle; }
+void ckc_gpu_lend_back(uint64_t bytes, bool grow) { (void)bytes; (void)grow; }
+int ckc_gpu_borrow_add(int lender, int home, const int *fds, int n, uint64_t chunk) { (void)lender; (void)home; (void)fds; (void)n; (void)chunk; return -ENOTSUP; }
+uint64_t ckc_gpu_borrow_return(int lender, uint64_t want, double wait_s) { (void)lender; (void)want; (void)wait_s; return 0; }
+uint64_t ckc_gpu_chunk(void) { return 0; }
+int ckc_gpu_lent_regions(int *greg1, int max) { (void)greg1; (void)max; return 0; }
+
 
 #endif /* HAVE_CUDA_H */

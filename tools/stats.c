@@ -116,10 +116,11 @@ static void print_gpu(const json_t *g)
 
 static void print_peer(const json_t *p)
 {
-	char h[32], h2[32], h3[32];
+	char h[32], h2[32], h3[32], h4[32];
 	const json_t *mode = json_get(p, "mode"), *plan = json_get(p, "plan"), *b = json_get(p, "blocking_s");
-	printf("\npeer GPUs (%s; computed only, nothing was lent)\n",
-	       mode && mode->type == JSON_STR ? mode->str : "?");
+	const json_t *lent = json_get(p, "lent"), *bor = json_get(p, "borrowed");
+	printf("\npeer GPUs (%s; %s)\n", mode && mode->type == JSON_STR ? mode->str : "?",
+	       json_num(p, "lending") ? "lending on" : "computed only, nothing was lent");
 	printf("  %-18s entry %.0f; %.0f rank(s) at exit, %.0f at most%s%s\n", "board",
 	       json_num(p, "entry"), json_num(p, "ranks"), json_num(p, "ranks_max"),
 	       json_num(p, "stale_segment") ? "; a stale segment made anew" : "",
@@ -131,6 +132,16 @@ static void print_peer(const json_t *p)
 	if (b)
 		printf("  %-18s local %.6f s, greedy %.6f s, maxflow %.6f s\n", "group blocking",
 		       json_num(b, "local"), json_num(b, "greedy"), json_num(b, "maxflow"));
+	if (lent)
+		printf("  %-18s %s, %s at most at once; %s came back (%s taken back for the program)\n", "lent to peers",
+		       human(json_num(lent, "bytes"), h, sizeof(h)), human(json_num(lent, "most_at_once_bytes"), h2, sizeof(h2)),
+		       human(json_num(lent, "returned_bytes"), h3, sizeof(h3)),
+		       human(json_num(lent, "taken_back_bytes"), h4, sizeof(h4)));
+	if (bor)
+		printf("  %-18s %s in %.0f round(s); %s of captures placed there; %s given back; %.0f lender(s) lost\n",
+		       "borrowed", human(json_num(bor, "bytes"), h, sizeof(h)), json_num(bor, "rounds"),
+		       human(json_num(bor, "placed_bytes"), h2, sizeof(h2)),
+		       human(json_num(bor, "given_back_bytes"), h3, sizeof(h3)), json_num(bor, "lenders_lost"));
 }
 
 static void print_aside(const json_t *a)

@@ -17,7 +17,10 @@
  * process sees, as with the real driver, so processes of one node each on
  * its own device (CUDA_VISIBLE_DEVICES=2,0,1,3) see each other's devices
  * by the same PCI addresses. Only the first device seen has a context (the
- * program's); the others answer the device queries. */
+ * program's); the others answer the device queries. An allocation made to
+ * be exported (cuMemCreate asking for a POSIX file descriptor handle) keeps
+ * its bytes in a memory file: another process that imports the descriptor
+ * maps the same bytes, as a rank maps memory a peer lent it. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -29,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -338,6 +342,14 @@ EXPORT CUresult cuMemHostUnregister(void *p) { return range_del((uintptr_t)p, 'r
 
 /* ---- virtual memory management (the gpu tier's arena) ------------------- */
 
+/* Gives n bytes of the device's memory back. */
+static void dev_unreserve(size_t n)
+{
+	pthread_mutex_lock(&mem_lock);
+	dev_used -= n;
+	pthread_mutex_unlock(&mem_lock);
+}
+
 EXPORT CUresult cuMemGetAllocationGranularity(size_t *g, const void *prop, int flags)
 {
 	(void)prop;
@@ -365,31 +377,104 @@ EXPORT CUresult cuMemAddressFree(CUdeviceptr p, size_t n)
 	return OK;
 }
 
+/* A physical allocation: its size and, when it can be exported (or was
+ * imported), the memory file that holds its bytes, shared by every process
+ * that maps it; without one, the reserved range itself holds them. */
+typedef struct alloc {
+	size_t n;
+	int fd;        /* -1: none */
+	bool imported; /* another process's allocation: not this device's memory */
+} alloc_t;
+
+/* CUmemAllocationProp: type, then requestedHandleTypes (1: a POSIX file
+ * descriptor) */
 EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const void *prop,
 			    unsigned long long f)
 {
-	(void)prop;
 	(void)f;
-	if (!dev_reserve(n))
+	int types = prop ? ((const int *)prop)[1] : 0;
+	alloc_t *a = calloc(1, sizeof(*a));
+	if (!a)
 		return ERR_OOM;
-	*h = n;
+	a->n = n;
+	a->fd = -1;
+	if (!dev_reserve(n)) {
+		free(a);
+		return ERR_OOM;
+	}
+	if (types & 1) {
+		a->fd = (int)syscall(SYS_memfd_create, "fakecuda", 0);
+		if (a->fd < 0 || ftruncate(a->fd, (off_t)n) != 0) {
+			if (a->fd >= 0)
+				close(a->fd);
+			dev_unreserve(n);
+			free(a);
+			return ERR_OOM;
+		}
+	}
+	*h = (CUmemGenericAllocationHandle)(uintptr_t)a;
 	return OK;
 }
 
 EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
 {
-	pthread_mutex_lock(&mem_lock);
-	dev_used -= h;
-	pthread_mutex_unlock(&mem_lock);
+	alloc_t *a = (alloc_t *)(uintptr_t)h;
+	if (!a)
+		return ERR_INVALID;
+	if (!a->imported)
+		dev_unreserve(a->n);
+	if (a->fd >= 0)
+		close(a->fd);
+	free(a);
+	return OK;
+}
+
+/* CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR (1) only: a new descriptor of
+ * the allocation's memory file */
+EXPORT CUresult cuMemExportToShareableHandle(void *out, CUmemGenericAllocationHandle h, int type,
+					     unsigned long long f)
+{
+	(void)f;
+	alloc_t *a = (alloc_t *)(uintptr_t)h;
+	if (!a || !out || type != 1 || a->fd < 0)
+		return ERR_INVALID;
+	int fd = dup(a->fd);
+	if (fd < 0)
+		return ERR_OOM;
+	*(int *)out = fd;
+	return OK;
+}
+
+/* The descriptor stays the caller's, as with the real driver. */
+EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *h, void *handle, int type)
+{
+	int fd = (int)(intptr_t)handle;
+	struct stat st;
+	if (!h || type != 1 || fd < 0 || fstat(fd, &st) != 0)
+		return ERR_INVALID;
+	alloc_t *a = calloc(1, sizeof(*a));
+	if (!a)
+		return ERR_OOM;
+	a->n = (size_t)st.st_size;
+	a->imported = true;
+	if ((a->fd = dup(fd)) < 0) {
+		free(a);
+		return ERR_OOM;
+	}
+	*h = (CUmemGenericAllocationHandle)(uintptr_t)a;
 	return OK;
 }
 
 EXPORT CUresult cuMemMap(CUdeviceptr p, size_t n, size_t o, CUmemGenericAllocationHandle h,
 			 unsigned long long f)
 {
-	(void)o;
-	(void)h;
 	(void)f;
+	alloc_t *a = (alloc_t *)(uintptr_t)h;
+	if (!a || o + n > a->n)
+		return ERR_INVALID;
+	if (a->fd >= 0)
+		return mmap((void *)(uintptr_t)p, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, a->fd,
+			    (off_t)o) == MAP_FAILED ? ERR_OOM : OK;
 	return mprotect((void *)(uintptr_t)p, n, PROT_READ | PROT_WRITE) ? ERR_OOM : OK;
 }
 

@@ -20,7 +20,7 @@
  *                  [--io write|fwrite|pread] [--order reverse|sequential|random]
  *                  [--hints FILE] [--touch none|read|write] [--chunk BYTES]
  *                  [--seed N] [--keep] [--resolve gpa|dlsym] [--own-fault] [--whole]
- *                  [--hold FILE] [--linger FILE]
+ *                  [--hold FILE] [--linger FILE] [--grab-beyond MIB]
  *   KIND: malloc (one buffer for every size, as malloc returns it), offset
  *   (malloc + 16 bytes), each (malloc'd and freed per checkpoint), pinned
  *   (cuMemAllocHost). Prints "RESULT ... verified=V/N" and exits 0 iff every
@@ -28,7 +28,11 @@
  *   size, page-aligned when the staging buffer is). --hold and --linger are the
  *   barriers of a job of several ranks: before its restore phase (--hold)
  *   or before it ends (--linger) the program says so ("holding FILE") and
- *   waits until FILE exists (at most 60 s, then it goes on). --own-fault: at the end the program reads a page it
+ *   waits until FILE exists (at most 60 s, then it goes on). --grab-beyond:
+ *   after the checkpoints (and --hold), the program allocates MIB more device memory
+ *   than the driver reports free, as a code that sizes its next phase by
+ *   what it sees does, and says "grabbed N bytes: ok" (or the error); the
+ *   allocation is kept to the end. --own-fault: at the end the program reads a page it
  *   protected itself, and must die of SIGSEGV (within 20 s). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -56,6 +60,7 @@ static struct {
 	CUresult (*free_host)(void *);
 	CUresult (*dtoh)(void *, CUdeviceptr, size_t);
 	CUresult (*htod)(CUdeviceptr, const void *, size_t);
+	CUresult (*mem_info)(size_t *, size_t *);
 } cu;
 
 static int fake; /* the stand-in driver: device memory is host memory */
@@ -116,6 +121,7 @@ static void driver_load(int gpa)
 	*(void **)&cu.free_host = resolve(lib, "cuMemFreeHost", gpa);
 	*(void **)&cu.dtoh = resolve(lib, "cuMemcpyDtoH", gpa);
 	*(void **)&cu.htod = resolve(lib, "cuMemcpyHtoD", gpa);
+	*(void **)&cu.mem_info = resolve(lib, "cuMemGetInfo", gpa);
 }
 
 /* A barrier: waits until path exists (at most 60 s). */
@@ -246,7 +252,7 @@ int main(int argc, char **argv)
 {
 	const char *dir = NULL, *staging = "malloc", *io = "write", *order = "reverse", *hints = NULL;
 	const char *touch = "none", *hold_file = NULL, *linger_file = NULL;
-	long count = 24, side = 1024, seed = 1;
+	long count = 24, side = 1024, seed = 1, grab_mib = -1;
 	size_t chunk = 0;
 	int keep = 0, gpa = 1, own_fault = 0, whole = 0;
 	static const struct option opts[] = {
@@ -255,7 +261,7 @@ int main(int argc, char **argv)
 		{ "hints", 1, 0, 'H' }, { "touch", 1, 0, 't' },  { "chunk", 1, 0, 'c' },
 		{ "seed", 1, 0, 'x' },  { "keep", 0, 0, 'k' },   { "resolve", 1, 0, 'r' },
 		{ "own-fault", 0, 0, 'F' }, { "whole", 0, 0, 'W' }, { "hold", 1, 0, 'h' },
-		{ "linger", 1, 0, 'l' },
+		{ "linger", 1, 0, 'l' }, { "grab-beyond", 1, 0, 'g' },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
@@ -277,6 +283,7 @@ int main(int argc, char **argv)
 		case 'W': whole = 1; break;
 		case 'h': hold_file = optarg; break;
 		case 'l': linger_file = optarg; break;
+		case 'g': grab_mib = atol(optarg); break;
 		default: die("bad option (see the comment at the top of stencil_client.c)");
 		}
 	}
@@ -381,6 +388,18 @@ int main(int argc, char **argv)
 	}
 
 	hold(hold_file);
+	if (grab_mib >= 0) {
+		size_t fr = 0, total = 0;
+		CK(cu.mem_info(&fr, &total));
+		size_t want = fr + ((size_t)grab_mib << 20);
+		CUdeviceptr grabbed;
+		CUresult r = cu.alloc(&grabbed, want);
+		if (r == 0)
+			printf("grabbed %zu bytes: ok\n", want);
+		else
+			printf("grabbed %zu bytes: CUDA error %d\n", want, (int)r);
+		fflush(stdout);
+	}
 	long verified = 0;
 	for (long k = 0; k < count; k++) {
 		long i = ord[k];

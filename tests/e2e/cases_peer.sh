@@ -12,21 +12,40 @@ peer_seg() {
 	printf '/dev/shm/ckptcache-peer-%s-slurm%s.0-n0' "$(id -u)" "$PEER_JOB"
 }
 
+# E2E_PEER_REAL=1: the ranks run on the real driver (a machine with a GPU
+# per rank), not the stand-in.
+peer_libpath() {
+	if [ -n "${E2E_PEER_REAL:-}" ]; then printf '%s' "${LD_LIBRARY_PATH:-}"; else printf '%s' "$FAKECUDA"; fi
+}
+
+# peer_ranks: PEER_N, the ranks of a case: 3, or on the real driver one
+# per GPU (at most 3).
+peer_ranks() {
+	local g
+	PEER_N=3
+	if [ -n "${E2E_PEER_REAL:-}" ]; then
+		g=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+		[ "$g" -lt 2 ] && note "E2E_PEER_REAL: fewer than 2 GPUs"
+		[ "$g" -lt 3 ] && PEER_N=$g
+	fi
+}
+
 # peer_start R N [VAR=VALUE]...: rank R of N in the background (its output
 # in $T/r$R.out, its files in $T/r$R, its statistics in $STATS/r$R.json).
 peer_start() {
-	local r=$1 n=$2 vis=$(($1 % $2)) k
+	local r=$1 n=$2 own=$(($1 % $2)) vis k
 	shift 2
+	vis=$own
 	for ((k = 0; k < n; k++)); do
-		[ $k -ne "$vis" ] && vis=$vis,$k
+		[ $k -ne $own ] && vis=$vis,$k
 	done
 	mkdir -p "$T/r$r"
 	ck CKPTCACHE_PATHS="$T/r$r/*.bin" CKPTCACHE_STATS="$STATS/r$r.json" CKPTCACHE_CAPTURE=device \
 		CKPTCACHE_HOST_CACHE=64M CKPTCACHE_GPU_CACHE=64M CKPTCACHE_LOG=info "$@" -- \
-		env LD_LIBRARY_PATH="$FAKECUDA" FAKECUDA_DEVICE_MIB=512 FAKECUDA_DEVICES="$n" \
+		env LD_LIBRARY_PATH="$(peer_libpath)" FAKECUDA_DEVICE_MIB=512 FAKECUDA_DEVICES="$n" \
 		CUDA_VISIBLE_DEVICES="$vis" SLURM_JOB_ID="$PEER_JOB" SLURM_STEP_ID=0 SLURM_NODEID=0 \
 		SLURM_PROCID="$r" SLURM_LOCALID="$r" SLURM_NTASKS_PER_NODE="$n" \
-		"$STENCIL" --dir "$T/r$r" --keep --side 1024 --count 12 --staging pinned --seed $((r + 1)) --hold "$T/go" \
+		"$STENCIL" --dir "$T/r$r" --keep --side 1024 --count 12 --staging pinned --seed $((r + 1)) --hold "$T/go" ${PEER_ARGS:-} \
 		--linger "$T/end.$r" >"$T/r$r.out" 2>&1 &
 	eval "PEER_PID_$r=\$!"
 }
@@ -54,7 +73,7 @@ peer_end() {
 	cat "$T/r$r.out"
 	grep -q 'verified=\([0-9]*\)/\1' "$T/r$r.out" || fail "rank $r: not every checkpoint verified"
 	mkdir -p "$T/none$r"
-	plain env LD_LIBRARY_PATH="$FAKECUDA" FAKECUDA_DEVICE_MIB=512 "$STENCIL" --dir "$T/none$r" --keep \
+	plain env LD_LIBRARY_PATH="$(peer_libpath)" FAKECUDA_DEVICE_MIB=512 "$STENCIL" --dir "$T/none$r" --keep \
 		--side 1024 --count 12 --seed $((r + 1)) >/dev/null 2>&1 || fail "the run without the library failed"
 	for f in "$T/none$r"/ckpt_*.bin; do
 		same "$f" "$T/r$r/${f##*/}" "rank $r: ${f##*/}"
@@ -111,16 +130,16 @@ case_peer_see() {
 	grep -q 'peer GPUs: maxflow' "$T/r1.out" || fail "rank 1 did not say it joined"
 	for r in 0 1 2; do
 		peer_json $r 'd["peer"]["mode"] == "maxflow"' 'd["peer"]["ranks_max"] == 3' \
-			'd["peer"]["lending"] is False' 'd["peer"]["entry"] == '$r
+			'd["peer"]["lending"] is True' 'd["peer"]["entry"] == '$r
 	done
 	peer_json 0 'd["peer"]["ranks"] == 3' 'd["peer"]["remainder_bytes"] > 0' \
 		'd["peer"]["plan"]["to_peers_bytes"] > 0' \
 		'd["peer"]["blocking_s"]["maxflow"] <= d["peer"]["blocking_s"]["greedy"] <= d["peer"]["blocking_s"]["local"]' \
 		'd["peer"]["blocking_s"]["maxflow"] < d["peer"]["blocking_s"]["local"]'
-	# ckptcache stats shows it, and says that nothing was lent
+	# ckptcache stats shows it
 	CKPTCACHE_DOCTOR=$(dirname "$LIB")/../doctor "$ROOT/scripts/ckptcache" stats "$STATS/r0.json" >"$T/stats.out" 2>&1
 	cat "$T/stats.out"
-	grep -q 'peer GPUs (maxflow; computed only, nothing was lent)' "$T/stats.out" &&
+	grep -q 'peer GPUs (maxflow; lending on)' "$T/stats.out" &&
 		grep -q 'board  *entry 0; 3 rank(s) at exit, 3 at most' "$T/stats.out" ||
 		fail "ckptcache stats does not show the peer board"
 	# exactly one rank removed it
@@ -224,3 +243,107 @@ case_peer_stale() {
 }
 
 case_add peer-stale case_peer_stale
+
+# Lending. Ranks 1.. start first (their gpu tiers have room to spare);
+# rank 0, whose tier is too small, then borrows from them: its captures
+# that do not fit its own device go to memory they lent, and are restored
+# from there, every byte verified. When rank 0 ends, everything lent comes
+# back.
+peer_lenders_first() { # N [VAR=VALUE]...: ranks 1..N-1, then rank 0 with a 2 MiB tier
+	local n=$1 r
+	shift
+	for ((r = 1; r < n; r++)); do peer_start $r $n "$@"; done
+	for ((r = 1; r < n; r++)); do peer_wait_for $r 'lending and borrowing'; done
+	peer_start 0 $n CKPTCACHE_GPU_CACHE=2M "$@"
+}
+
+case_peer_lend() {
+	peer_setup
+	local r n
+	peer_ranks
+	n=$PEER_N
+	peer_lenders_first $n
+	for ((r = 0; r < n; r++)); do peer_wait_for $r holding; done
+	touch "$T/go"
+	for ((r = 0; r < n; r++)); do peer_wait_for $r RESULT; done
+	for ((r = 0; r < n; r++)); do peer_end $r; done
+	peer_json 0 'd["peer"]["borrowed"]["bytes"] > 0' 'd["peer"]["borrowed"]["placed_bytes"] > 0' \
+		'd["peer"]["lent"]["bytes"] == 0'
+	"$PY" - "$STATS"/r[1-9].json <<'PYEOF' || fail "what the other ranks lent did not all come back"
+import json, sys
+p = [json.load(open(f))["peer"]["lent"] for f in sys.argv[1:]]
+print(p)
+lent = sum(x["bytes"] for x in p)
+sys.exit(0 if lent > 0 and all(x["returned_bytes"] == x["bytes"] for x in p) else 1)
+PYEOF
+	CKPTCACHE_DOCTOR=$(dirname "$LIB")/../doctor "$ROOT/scripts/ckptcache" stats "$STATS/r0.json" >"$T/stats.out" 2>&1
+	grep -q 'borrowed  *[1-9].* in [1-9][0-9]* round(s); [1-9]' "$T/stats.out" ||
+		{ cat "$T/stats.out"; fail "ckptcache stats does not show what rank 0 borrowed"; }
+}
+
+# The borrower killed with SIGKILL after its checkpoints: the lender gets
+# everything it lent back and ends well.
+case_peer_lend_borrower_killed() {
+	peer_setup
+	local pid
+	peer_lenders_first 2
+	peer_wait_for 0 holding
+	peer_wait_for 1 holding
+	grep -q 'borrowed' "$T/r0.out" || fail "rank 0 borrowed nothing"
+	pid=$(sed -n 's/^holding .* (pid \([0-9]*\))$/\1/p' "$T/r0.out" | head -1)
+	kill -KILL "$pid"
+	wait "$PEER_PID_0" 2>/dev/null
+	touch "$T/go"
+	peer_wait_for 1 RESULT
+	peer_end 1
+	peer_json 1 'd["peer"]["lent"]["bytes"] > 0' \
+		'd["peer"]["lent"]["returned_bytes"] == d["peer"]["lent"]["bytes"]'
+}
+
+# The lender killed with SIGKILL while the borrower's checkpoints are in
+# memory it lent: the borrower loses nothing (restores every byte, its
+# files are those of a run without the library) and gives that memory up
+# once its bytes are safe below.
+case_peer_lend_lender_killed() {
+	peer_setup
+	local pid
+	peer_lenders_first 2
+	peer_wait_for 0 holding
+	peer_wait_for 1 holding
+	grep -q 'borrowed' "$T/r0.out" || fail "rank 0 borrowed nothing"
+	pid=$(sed -n 's/^holding .* (pid \([0-9]*\))$/\1/p' "$T/r1.out" | head -1)
+	kill -KILL "$pid"
+	wait "$PEER_PID_1" 2>/dev/null
+	touch "$T/go"
+	peer_wait_for 0 RESULT
+	peer_end 0
+	peer_json 0 'd["peer"]["borrowed"]["bytes"] > 0' 'd["peer"]["borrowed"]["lenders_lost"] == 1'
+}
+
+case_add peer-lend case_peer_lend
+case_add peer-lend-borrower-killed case_peer_lend_borrower_killed
+case_add peer-lend-lender-killed case_peer_lend_lender_killed
+
+# The lender's program needs its device's memory back (an allocation larger
+# than what the driver reports free): the borrower gives back what it holds
+# of the lender's, once flushed, before the lender's own cache is touched;
+# the allocation succeeds and the borrower still restores every byte.
+case_peer_lend_taken_back() {
+	peer_setup
+	PEER_ARGS="--grab-beyond 6" peer_start 1 2 CKPTCACHE_PERSIST=always
+	peer_wait_for 1 'lending and borrowing'
+	peer_start 0 2 CKPTCACHE_GPU_CACHE=2M CKPTCACHE_PERSIST=always
+	peer_wait_for 0 holding
+	peer_wait_for 1 holding
+	grep -q 'borrowed' "$T/r0.out" || fail "rank 0 borrowed nothing"
+	touch "$T/go"
+	peer_wait_for 1 grabbed
+	grep -q 'grabbed .*: ok' "$T/r1.out" || { cat "$T/r1.out"; fail "rank 1 could not allocate the memory it lent"; }
+	for r in 0 1; do peer_wait_for $r RESULT; done
+	peer_end 0
+	peer_end 1
+	peer_json 1 'd["peer"]["lent"]["taken_back_bytes"] > 0' 'd["gpu"]["released_bytes"] == 0'
+	peer_json 0 'd["peer"]["borrowed"]["given_back_bytes"] > 0'
+}
+
+case_add peer-lend-taken-back case_peer_lend_taken_back
