@@ -326,6 +326,7 @@ void ckc_peer_finish(void)
 
 void ckc_peer_atfork_child(void)
 {
+	ckc_lend_atfork_child();
 	if (peer.on)
 		ckc_peerseg_forget(&peer.seg);
 	peer.on = false;

@@ -624,6 +624,26 @@ void ckc_lend_stop(void)
 	L.lfd = L.wake = -1;
 }
 
+void ckc_lend_atfork_child(void)
+{
+	/* the thread is the parent's; so are the connections, which a child
+	 * that outlives the parent must not keep open */
+	if (!L.running)
+		return;
+	L.running = false;
+	for (int i = 0; i < CKC_PEER_MAX; i++) {
+		if (L.loan[i].fd >= 0)
+			sys_close(L.loan[i].fd);
+		if (L.debt[i].fd >= 0)
+			sys_close(L.debt[i].fd);
+		L.loan[i].fd = L.debt[i].fd = -1;
+		L.loan[i].n = 0;
+	}
+	sys_close(L.lfd);
+	sys_close(L.wake);
+	L.lfd = L.wake = -1;
+}
+
 bool ckc_lend_may_borrow(void)
 {
 	ckc_mutex_lock(&L.mx);

@@ -44,6 +44,10 @@ int ckc_lend_start(const char *name, int slot);
  * stays mapped until the gpu tier is torn down. Idempotent. */
 void ckc_lend_stop(void);
 
+/* In a forked child: the parent's thread and connections are the
+ * parent's; the child's copies of its descriptors are closed. */
+void ckc_lend_atfork_child(void);
+
 /* Whether a capture that found no room may wait for a borrowing round:
  * the thread runs and the last round (if recent) got something. Lock not
  * needed. */

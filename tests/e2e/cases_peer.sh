@@ -18,6 +18,12 @@ peer_libpath() {
 	if [ -n "${E2E_PEER_REAL:-}" ]; then printf '%s' "${LD_LIBRARY_PATH:-}"; else printf '%s' "$FAKECUDA"; fi
 }
 
+# The stand-in's device size (its variable also tells stencil_client that
+# device memory is host memory: never on the real driver).
+peer_fake_mib() {
+	[ -n "${E2E_PEER_REAL:-}" ] && echo FAKECUDA_UNUSED=1 || echo FAKECUDA_DEVICE_MIB=512
+}
+
 # peer_ranks: PEER_N, the ranks of a case: 3, or on the real driver one
 # per GPU (at most 3).
 peer_ranks() {
@@ -42,7 +48,7 @@ peer_start() {
 	mkdir -p "$T/r$r"
 	ck CKPTCACHE_PATHS="$T/r$r/*.bin" CKPTCACHE_STATS="$STATS/r$r.json" CKPTCACHE_CAPTURE=device \
 		CKPTCACHE_HOST_CACHE=64M CKPTCACHE_GPU_CACHE=64M CKPTCACHE_LOG=info "$@" -- \
-		env LD_LIBRARY_PATH="$(peer_libpath)" FAKECUDA_DEVICE_MIB=512 FAKECUDA_DEVICES="$n" \
+		env LD_LIBRARY_PATH="$(peer_libpath)" "$(peer_fake_mib)" FAKECUDA_DEVICES="$n" \
 		CUDA_VISIBLE_DEVICES="$vis" SLURM_JOB_ID="$PEER_JOB" SLURM_STEP_ID=0 SLURM_NODEID=0 \
 		SLURM_PROCID="$r" SLURM_LOCALID="$r" SLURM_NTASKS_PER_NODE="$n" \
 		"$STENCIL" --dir "$T/r$r" --keep --side 1024 --count 12 --staging pinned --seed $((r + 1)) --hold "$T/go" ${PEER_ARGS:-} \
@@ -73,7 +79,7 @@ peer_end() {
 	cat "$T/r$r.out"
 	grep -q 'verified=\([0-9]*\)/\1' "$T/r$r.out" || fail "rank $r: not every checkpoint verified"
 	mkdir -p "$T/none$r"
-	plain env LD_LIBRARY_PATH="$(peer_libpath)" FAKECUDA_DEVICE_MIB=512 "$STENCIL" --dir "$T/none$r" --keep \
+	plain env LD_LIBRARY_PATH="$(peer_libpath)" "$(peer_fake_mib)" "$STENCIL" --dir "$T/none$r" --keep \
 		--side 1024 --count 12 --seed $((r + 1)) >/dev/null 2>&1 || fail "the run without the library failed"
 	for f in "$T/none$r"/ckpt_*.bin; do
 		same "$f" "$T/r$r/${f##*/}" "rank $r: ${f##*/}"
