@@ -128,7 +128,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--trace", default=os.path.join(ROOT, "tests/data/rtm-8gpu-sample.csv"))
     ap.add_argument("--col", default="", help="the trace column of each rank (default: the largest "
-                    "history for rank 0, then the smallest ones)")
+                    "histories for the first --borrowers ranks, then the smallest ones)")
+    ap.add_argument("--borrowers", type=int, default=1,
+                    help="ranks given the largest histories (default 1)")
     ap.add_argument("--gpu-cache", type=parse_size, default=0,
                     help="each rank's gpu tier (default: between the largest and the smallest history)")
     ap.add_argument("--interval-ms", type=int, default=10)
@@ -149,11 +151,14 @@ def main():
         args.col = [int(c) for c in args.col.split(",")][:n]
     else:
         order = sorted(range(len(cols)), key=lambda k: sums[k])
-        args.col = [order[-1]] + order[:n - 1]
+        b = max(1, min(args.borrowers, n - 1))
+        args.col = order[::-1][:b] + order[:n - b]
     if len(args.col) < n:
         ap.error("--col names fewer columns than ranks")
     hist = [sums[c] for c in args.col]
-    cache = args.gpu_cache or (max(hist) + min(hist)) // 2
+    # between the borrowers' smallest history and the lenders' largest
+    b = max(1, min(args.borrowers, n - 1))
+    cache = args.gpu_cache or (min(hist[:b]) + max(hist[b:])) // 2
     base = "/dev/shm" if os.path.isdir("/dev/shm") else None
     work = args.work or tempfile.mkdtemp(prefix="ckc-peer-ranks-", dir=base)
     os.makedirs(work, exist_ok=True)
