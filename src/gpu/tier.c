@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "gpu_int.h"
 #include "lanes.h"
 #include "ranges.h"
 #include "log.h"
@@ -34,45 +35,6 @@
 __thread bool ckc_tl_background;
 __thread bool ckc_tl_program_read;
 char ckc_gpu_fence;
-
-/* ---- giving way to the program -----------------------------------------
- * The driver serialises more than the hardware does, and the kernel more
- * than the program sees: a transfer to or from pageable memory, a
- * registration of host memory and the mapping of device memory hold the
- * program's own calls for their whole length; a population of host pages
- * holds the address space's lock, which a capture's page protection needs.
- * The cache's background threads (flushers, prefetcher, mapping thread,
- * host populator) therefore work in short pieces, and start each one only
- * while no copy or capture of the program is in progress, waiting at most
- * CKC_BG_YIELD_MAX_NS for it. */
-
-static atomic_int prog_busy;
-
-void ckc_prog_begin(void)
-{
-	atomic_fetch_add_explicit(&prog_busy, 1, memory_order_acq_rel);
-}
-
-void ckc_prog_end(void)
-{
-	atomic_fetch_sub_explicit(&prog_busy, 1, memory_order_acq_rel);
-}
-
-int ckc_prog_copies(void)
-{
-	return atomic_load_explicit(&prog_busy, memory_order_acquire);
-}
-
-void ckc_bg_yield(void)
-{
-	if (!ckc_tl_background || atomic_load_explicit(&prog_busy, memory_order_acquire) <= 0)
-		return;
-	uint64_t t0 = ckc_now_ns();
-	while (atomic_load_explicit(&prog_busy, memory_order_acquire) > 0 && ckc_now_ns() - t0 < CKC_BG_YIELD_MAX_NS) {
-		struct timespec ts = { 0, 20000 };
-		nanosleep(&ts, NULL);
-	}
-}
 
 int ckc_gpu_open(ckc_tier_t *t)
 {
@@ -90,61 +52,28 @@ int ckc_gpu_open(ckc_tier_t *t)
 #include <cuda.h>
 #include "sys.h"
 
-/* The gpu tier is mapped in chunks of this size, or of the tier's size
- * when it is smaller (rounded to the driver's granularity). */
+/* The gpu tier is mapped in chunks of an eighth of its size, at most
+ * this (rounded to the driver's granularity). */
 #define GPU_CHUNK_MAX (256ull << 20)
 
-/* The driver functions the tier calls, by their exact versioned names. */
-#define GPU_DRV(X)                                                                                     \
-	X(cuCtxGetCurrent, (CUcontext *))                                                              \
-	X(cuCtxSetCurrent, (CUcontext))                                                                \
-	X(cuCtxGetDevice, (CUdevice *))                                                                \
-	X(cuDevicePrimaryCtxRetain, (CUcontext *, CUdevice))                                           \
-	X(cuDevicePrimaryCtxRelease_v2, (CUdevice))                                                    \
-	X(cuDeviceGetCount, (int *))                                                                   \
-	X(cuDeviceTotalMem_v2, (size_t *, CUdevice))                                                   \
-	X(cuMemGetInfo_v2, (size_t *, size_t *))                                                       \
-	X(cuMemGetAllocationGranularity, (size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags)) \
-	X(cuMemAddressReserve, (CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long))      \
-	X(cuMemAddressFree, (CUdeviceptr, size_t))                                                     \
-	X(cuMemCreate, (CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long)) \
-	X(cuMemRelease, (CUmemGenericAllocationHandle))                                                \
-	X(cuMemMap, (CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long))   \
-	X(cuMemUnmap, (CUdeviceptr, size_t))                                                           \
-	X(cuMemSetAccess, (CUdeviceptr, size_t, const CUmemAccessDesc *, size_t))                      \
-	X(cuStreamCreate, (CUstream *, unsigned))                                                      \
-	X(cuStreamSynchronize, (CUstream))                                                             \
-	X(cuMemcpyDtoHAsync_v2, (void *, CUdeviceptr, size_t, CUstream))                              \
-	X(cuMemcpyHtoDAsync_v2, (CUdeviceptr, const void *, size_t, CUstream))                        \
-	X(cuMemcpyDtoDAsync_v2, (CUdeviceptr, CUdeviceptr, size_t, CUstream))                         \
-	X(cuMemHostRegister_v2, (void *, size_t, unsigned))                                            \
-	X(cuMemAllocHost_v2, (void **, size_t))                                                        \
-	X(cuMemFreeHost, (void *))                                                                     \
-	X(cuMemHostUnregister, (void *))
-
-#define GPU_FIELD(name, params) CUresult (*name) params;
-static struct {
-	GPU_DRV(GPU_FIELD)
-	bool loaded;
-} drv;
-
-static ckc_mutex_t gpu_life = CKC_MUTEX_INIT(GPU_LIFE);
+ckc_mutex_t gpu_life = CKC_MUTEX_INIT(GPU_LIFE);
+gpu_drv_t gpu_drv;
 CKC_LOCKS_AT_START(gpu_life, ckc_locks_add, &gpu_life)
 
 static bool drv_load(void)
 {
-	if (drv.loaded)
+	if (gpu_drv.loaded)
 		return true;
 	if (!ckc_svc.gpu_sym)
 		return false;
 #define GPU_LOAD(name, params)                                                     \
-	if (!(drv.name = (CUresult(*) params)ckc_svc.gpu_sym(#name))) {                \
+	if (!(gpu_drv.name = (CUresult(*) params)ckc_svc.gpu_sym(#name))) {                \
 		ckc_warn("gpu tier: libcuda has no %s: the tier stays off", #name); \
 		return false;                                                      \
 	}
 	GPU_DRV(GPU_LOAD)
 #undef GPU_LOAD
-	drv.loaded = true;
+	gpu_drv.loaded = true;
 	return true;
 }
 
@@ -165,7 +94,7 @@ static __thread void *tl_bounce;
 
 static __thread void *tl_stage; /* GPU_XFER pinned bytes */
 
-static int gpu_err(CUresult rc)
+int gpu_err(CUresult rc)
 {
 	switch (rc) {
 	case CUDA_SUCCESS:
@@ -195,12 +124,12 @@ static int gpu_enter(const ckc_gpu_t *g, const ckc_gpu_dev_t *r, CUstream *s)
 {
 	CUcontext cur = NULL;
 	size_t i = (size_t)(r - g->dev);
-	if (drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS)
+	if (gpu_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS)
 		return -ENODEV;
-	if (cur != (CUcontext)r->ctx && drv.cuCtxSetCurrent((CUcontext)r->ctx) != CUDA_SUCCESS)
+	if (cur != (CUcontext)r->ctx && gpu_drv.cuCtxSetCurrent((CUcontext)r->ctx) != CUDA_SUCCESS)
 		return -ENODEV;
 	if (!tl_stream[i] || tl_ctx[i] != (CUcontext)r->ctx) {
-		if (drv.cuStreamCreate(&tl_stream[i], CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+		if (gpu_drv.cuStreamCreate(&tl_stream[i], CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
 			tl_stream[i] = NULL;
 			return -EIO;
 		}
@@ -219,10 +148,10 @@ static CUresult copy_via(char kind, void *via, void *host, uint64_t dev, size_t 
 {
 	if (kind == 'd' && via != host)
 		memcpy(via, host, n);
-	CUresult r = kind == 'h' ? drv.cuMemcpyDtoHAsync_v2(via, (CUdeviceptr)dev, n, s) :
-				   drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)dev, via, n, s);
+	CUresult r = kind == 'h' ? gpu_drv.cuMemcpyDtoHAsync_v2(via, (CUdeviceptr)dev, n, s) :
+				   gpu_drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)dev, via, n, s);
 	if (r == CUDA_SUCCESS)
-		r = drv.cuStreamSynchronize(s);
+		r = gpu_drv.cuStreamSynchronize(s);
 	if (r == CUDA_SUCCESS && kind == 'h' && via != host)
 		memcpy(host, via, n);
 	return r;
@@ -235,16 +164,16 @@ static CUresult copy_runs(char kind, char *host, uint64_t dev, size_t n, CUstrea
 	CUresult r = CUDA_SUCCESS;
 	for (size_t done = 0, k; r == CUDA_SUCCESS && done < n; done += k) {
 		k = pin_run(host + done, n - done);
-		r = kind == 'h' ? drv.cuMemcpyDtoHAsync_v2(host + done, (CUdeviceptr)(dev + done), k, s) :
-				  drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)(dev + done), host + done, k, s);
+		r = kind == 'h' ? gpu_drv.cuMemcpyDtoHAsync_v2(host + done, (CUdeviceptr)(dev + done), k, s) :
+				  gpu_drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)(dev + done), host + done, k, s);
 	}
-	return r == CUDA_SUCCESS ? drv.cuStreamSynchronize(s) : r;
+	return r == CUDA_SUCCESS ? gpu_drv.cuStreamSynchronize(s) : r;
 }
 
 /* This thread's pinned buffer of len bytes in *buf, made on first use. */
 static void *pinned_buf(void **buf, size_t len)
 {
-	if (!*buf && drv.cuMemAllocHost_v2(buf, len) != CUDA_SUCCESS)
+	if (!*buf && gpu_drv.cuMemAllocHost_v2(buf, len) != CUDA_SUCCESS)
 		*buf = NULL;
 	return *buf;
 }
@@ -346,9 +275,9 @@ static int gpu_copy_across(const ckc_gpu_t *g, uint64_t dst, uint64_t src, size_
 	if (from->ctx == to->ctx) {
 		/* memory lent by a peer is mapped for this device: one copy */
 		ckc_bg_yield();
-		CUresult r = drv.cuMemcpyDtoDAsync_v2((CUdeviceptr)dst, (CUdeviceptr)src, n, s);
+		CUresult r = gpu_drv.cuMemcpyDtoDAsync_v2((CUdeviceptr)dst, (CUdeviceptr)src, n, s);
 		if (r == CUDA_SUCCESS)
-			r = drv.cuStreamSynchronize(s);
+			r = gpu_drv.cuStreamSynchronize(s);
 		return gpu_err(r);
 	}
 	char *stage = pinned_buf(&tl_stage, GPU_XFER);
@@ -390,9 +319,9 @@ static int gpu_copy(const ckc_gpu_t *g, char kind, void *host, uint64_t dst, uin
 	CUresult r = CUDA_SUCCESS;
 	if (kind == 'x') {
 		ckc_bg_yield();
-		r = drv.cuMemcpyDtoDAsync_v2((CUdeviceptr)dst, (CUdeviceptr)src, n, s);
+		r = gpu_drv.cuMemcpyDtoDAsync_v2((CUdeviceptr)dst, (CUdeviceptr)src, n, s);
 		if (r == CUDA_SUCCESS)
-			r = drv.cuStreamSynchronize(s);
+			r = gpu_drv.cuStreamSynchronize(s);
 	} else if (direct) {
 		r = copy_runs(kind, host, src, n, s);
 	} else if (ckc_tl_background) {
@@ -451,34 +380,34 @@ static int gpu_map_chunk(ckc_gpu_t *g, ckc_gpu_dev_t *r, size_t i)
 	prop.location.id = r->device;
 	CUmemGenericAllocationHandle h;
 	CUdeviceptr at = (CUdeviceptr)(g->base + r->off + i * g->chunk);
-	CUresult rc = drv.cuMemCreate(&h, g->chunk, &prop, 0);
+	CUresult rc = gpu_drv.cuMemCreate(&h, g->chunk, &prop, 0);
 	if (rc != CUDA_SUCCESS)
 		return gpu_err(rc);
-	if ((rc = drv.cuMemMap(at, g->chunk, 0, h, 0)) != CUDA_SUCCESS) {
-		drv.cuMemRelease(h);
+	if ((rc = gpu_drv.cuMemMap(at, g->chunk, 0, h, 0)) != CUDA_SUCCESS) {
+		gpu_drv.cuMemRelease(h);
 		return gpu_err(rc);
 	}
 	CUmemAccessDesc acc = { 0 };
 	acc.location = prop.location;
 	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-	if ((rc = drv.cuMemSetAccess(at, g->chunk, &acc, 1)) != CUDA_SUCCESS) {
-		drv.cuMemUnmap(at, g->chunk);
-		drv.cuMemRelease(h);
+	if ((rc = gpu_drv.cuMemSetAccess(at, g->chunk, &acc, 1)) != CUDA_SUCCESS) {
+		gpu_drv.cuMemUnmap(at, g->chunk);
+		gpu_drv.cuMemRelease(h);
 		return gpu_err(rc);
 	}
 	r->handle[i] = (uint64_t)h;
 	return 0;
 }
 
-static void gpu_unmap_chunk(ckc_gpu_t *g, ckc_gpu_dev_t *r, size_t i)
+void gpu_unmap_chunk(ckc_gpu_t *g, ckc_gpu_dev_t *r, size_t i)
 {
-	drv.cuMemUnmap((CUdeviceptr)(g->base + r->off + i * g->chunk), g->chunk);
-	drv.cuMemRelease((CUmemGenericAllocationHandle)r->handle[i]);
+	gpu_drv.cuMemUnmap((CUdeviceptr)(g->base + r->off + i * g->chunk), g->chunk);
+	gpu_drv.cuMemRelease((CUmemGenericAllocationHandle)r->handle[i]);
 	r->handle[i] = 0;
 }
 
 /* Moves the start of region r's fence to arena offset at (lock held). */
-static int gpu_fence_to(ckc_tier_t *t, const ckc_gpu_dev_t *r, uint64_t from, uint64_t at)
+int gpu_fence_to(ckc_tier_t *t, const ckc_gpu_dev_t *r, uint64_t from, uint64_t at)
 {
 	arena_t *a = &t->arena;
 	ssize_t idx = arena_index_of(a, r->off + from);
@@ -490,7 +419,7 @@ static int gpu_fence_to(ckc_tier_t *t, const ckc_gpu_dev_t *r, uint64_t from, ui
 }
 
 /* The tier's capacity: the regions' mapped bytes (lock held). */
-static void gpu_capacity(ckc_tier_t *t)
+void gpu_capacity(ckc_tier_t *t)
 {
 	const ckc_gpu_t *g = t->gpu;
 	uint64_t cap = 0;
@@ -572,7 +501,7 @@ static CUresult pin_range(ckc_tier_t *h, uint64_t off, uint64_t len)
 	for (uint64_t done = 0; done < len && r == CUDA_SUCCESS; done += PIN_PIECE) {
 		uint64_t n = len - done < PIN_PIECE ? len - done : PIN_PIECE;
 		ckc_bg_yield();
-		r = drv.cuMemHostRegister_v2(h->base + off + done, n, CU_MEMHOSTREGISTER_PORTABLE);
+		r = gpu_drv.cuMemHostRegister_v2(h->base + off + done, n, CU_MEMHOSTREGISTER_PORTABLE);
 		/* let the program's calls in between */
 		struct timespec ts = { 0, 100000 };
 		nanosleep(&ts, NULL);
@@ -584,7 +513,7 @@ static CUresult pin_range(ckc_tier_t *h, uint64_t off, uint64_t len)
 static void unpin_range(ckc_tier_t *h, uint64_t off, uint64_t len)
 {
 	for (uint64_t done = 0; done < len; done += PIN_PIECE)
-		drv.cuMemHostUnregister(h->base + off + done);
+		gpu_drv.cuMemHostUnregister(h->base + off + done);
 }
 
 /* A host tier populated whole: registered from its start once populated. */
@@ -673,7 +602,7 @@ static void gpu_make_slots(void)
 {
 	void *b = NULL;
 	size_t len = 2 * (size_t)sysconf(_SC_PAGESIZE);
-	if (drv.cuMemAllocHost_v2(&b, SLOTS * len) != CUDA_SUCCESS)
+	if (gpu_drv.cuMemAllocHost_v2(&b, SLOTS * len) != CUDA_SUCCESS)
 		return;
 	slot_len = len;
 	atomic_store_explicit(&slot_block, (char *)b, memory_order_release);
@@ -699,7 +628,7 @@ static void gpu_make_windows(void)
 {
 	for (int i = 0; i < WINDOWS; i++) {
 		void *w = NULL;
-		if (drv.cuMemAllocHost_v2(&w, CKC_GPU_WINDOW) != CUDA_SUCCESS)
+		if (gpu_drv.cuMemAllocHost_v2(&w, CKC_GPU_WINDOW) != CUDA_SUCCESS)
 			return;
 		win_pinned[i] = w;
 		atomic_store(&win_pool[i], (char *)w);
@@ -726,7 +655,7 @@ void ckc_gpu_window_put(void *w)
 	sys_free(w);
 }
 
-static void *gpu_mapper(void *arg)
+void *gpu_mapper(void *arg)
 {
 	ckc_gpu_dev_t *r = arg;
 	ckc_tier_t *t = &ckc_eng.tier[0];
@@ -734,7 +663,7 @@ static void *gpu_mapper(void *arg)
 	ckc_io_guard = 1;
 	ckc_tl_background = true;
 
-	drv.cuCtxSetCurrent((CUcontext)r->ctx);
+	gpu_drv.cuCtxSetCurrent((CUcontext)r->ctx);
 	bool first = !atomic_exchange(&g->pinning, true);
 	if (first) {
 		gpu_make_slots();
@@ -806,7 +735,7 @@ int ckc_gpu_device_of(uint64_t dptr)
 static uint64_t gpu_want(size_t *freep)
 {
 	size_t fr = 0, total = 0;
-	if (drv.cuMemGetInfo_v2(&fr, &total) != CUDA_SUCCESS)
+	if (gpu_drv.cuMemGetInfo_v2(&fr, &total) != CUDA_SUCCESS)
 		return 0;
 	const ckc_config_t *c = &ckc_eng.cfg;
 	uint64_t want = c->gpu_cache_pct >= 0 ? (uint64_t)((double)fr * c->gpu_cache_pct / 100.0) : c->gpu_cache;
@@ -826,7 +755,7 @@ static int gpu_reserve(ckc_tier_t *t, int device, uint64_t want)
 	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	prop.location.id = device;
 	size_t gran = 0;
-	if (drv.cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) !=
+	if (gpu_drv.cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) !=
 		    CUDA_SUCCESS || gran == 0)
 		gran = 2u << 20;
 	/* several chunks a region, so that it grows, shrinks and lends in
@@ -834,14 +763,14 @@ static int gpu_reserve(ckc_tier_t *t, int device, uint64_t want)
 	uint64_t chunk = want / 8 < GPU_CHUNK_MAX ? want / 8 : GPU_CHUNK_MAX;
 	g->chunk = (chunk + gran - 1) / gran * gran;
 	int count = 0;
-	if (drv.cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1)
+	if (gpu_drv.cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1)
 		count = 1;
 	if (count > CKC_GPU_MAXDEV)
 		count = CKC_GPU_MAXDEV;
 	uint64_t most = 0;
 	for (int d = 0; d < count; d++) {
 		size_t total = 0;
-		if (drv.cuDeviceTotalMem_v2(&total, (CUdevice)d) == CUDA_SUCCESS && total > most)
+		if (gpu_drv.cuDeviceTotalMem_v2(&total, (CUdevice)d) == CUDA_SUCCESS && total > most)
 			most = total;
 	}
 	if (most == 0)
@@ -850,7 +779,7 @@ static int gpu_reserve(ckc_tier_t *t, int device, uint64_t want)
 	CUdeviceptr base = 0;
 	CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
 	for (; count >= 1; count = count > 1 ? 1 : 0)
-		if ((r = drv.cuMemAddressReserve(&base, count * g->slot, g->chunk, 0, 0)) == CUDA_SUCCESS)
+		if ((r = gpu_drv.cuMemAddressReserve(&base, count * g->slot, g->chunk, 0, 0)) == CUDA_SUCCESS)
 			break;
 	if (r != CUDA_SUCCESS) {
 		ckc_warn("gpu tier: cannot reserve %llu bytes of address space (CUDA error %d)",
@@ -872,7 +801,7 @@ static int gpu_reserve(ckc_tier_t *t, int device, uint64_t want)
 	}
 	ckc_mutex_unlock(&ckc_eng.lock);
 	if (rc) {
-		drv.cuMemAddressFree(base, g->span);
+		gpu_drv.cuMemAddressFree(base, g->span);
 		g->base = g->span = 0;
 		g->nslot = 0;
 	}
@@ -897,7 +826,7 @@ int ckc_gpu_attach(void *ctx, int device)
 		g->tried = true;
 		size_t fr0 = 0;
 		uint64_t want0 = drv_load() ? gpu_want(&fr0) : 0;
-		if (!drv.loaded || (rc = gpu_reserve(t, device, want0 ? want0 : GPU_CHUNK_MAX)) != 0) {
+		if (!gpu_drv.loaded || (rc = gpu_reserve(t, device, want0 ? want0 : GPU_CHUNK_MAX)) != 0) {
 			rc = -ENODEV;
 			goto out;
 		}
@@ -919,13 +848,13 @@ int ckc_gpu_attach(void *ctx, int device)
 	r->device = device;
 	r->off = (uint64_t)g->ndev * g->slot;
 	CUcontext prim = NULL;
-	if (drv.cuDevicePrimaryCtxRetain(&prim, (CUdevice)device) == CUDA_SUCCESS) {
+	if (gpu_drv.cuDevicePrimaryCtxRetain(&prim, (CUdevice)device) == CUDA_SUCCESS) {
 		/* held so that the runtime's release at exit cannot destroy
 		 * the region's context before the cache has emptied it */
 		if (prim == (CUcontext)ctx)
 			r->retained = true;
 		else
-			drv.cuDevicePrimaryCtxRelease_v2((CUdevice)device);
+			gpu_drv.cuDevicePrimaryCtxRelease_v2((CUdevice)device);
 	}
 	size_t fr = 0;
 	uint64_t want = gpu_want(&fr);
@@ -971,7 +900,7 @@ int ckc_gpu_attach(void *ctx, int device)
 	goto out;
 unretain:
 	if (r->retained)
-		drv.cuDevicePrimaryCtxRelease_v2((CUdevice)device);
+		gpu_drv.cuDevicePrimaryCtxRelease_v2((CUdevice)device);
 	r->retained = false;
 out:
 	ckc_mutex_unlock(&gpu_life);
@@ -1030,6 +959,47 @@ static uint64_t gpu_empty_tail(ckc_tier_t *t, uint64_t from, uint64_t to)
 	return busy;
 }
 
+/* Empties region r from target bytes to its mapped end, evicting what may
+ * go and waiting at most wait_s for what is being flushed or read, then
+ * unmaps the chunks from the end of what is still there. Returns the bytes
+ * unmapped. gpu_life and the engine lock held (the latter dropped while
+ * unmapping). */
+uint64_t gpu_cut_tail(ckc_tier_t *t, ckc_gpu_dev_t *r, uint64_t target, double wait_s)
+{
+	ckc_gpu_t *g = t->gpu;
+	uint64_t cap = (uint64_t)r->nmapped * g->chunk, busy;
+	uint64_t deadline = ckc_now_ns() + (uint64_t)(wait_s * 1e9);
+	while ((busy = gpu_empty_tail(t, r->off + target, r->off + cap)) > r->off + target &&
+	       ckc_now_ns() < deadline) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10000000;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		ckc_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
+	}
+	uint64_t keep = (busy - r->off + g->chunk - 1) / g->chunk * g->chunk;
+	if (keep < target)
+		keep = target;
+	size_t nkeep = (size_t)(keep / g->chunk);
+	if (nkeep >= r->nmapped || gpu_fence_to(t, r, cap, keep) != 0)
+		return 0;
+	size_t from = nkeep, to = r->nmapped;
+	r->nmapped = nkeep;
+	r->usable = nkeep > 0;
+	gpu_capacity(t);
+	ckc_mutex_unlock(&ckc_eng.lock);
+	if (ckc_svc.gpu_settle)
+		ckc_svc.gpu_settle();
+	gpu_drv.cuCtxSetCurrent((CUcontext)r->ctx);
+	for (size_t i = from; i < to; i++)
+		gpu_unmap_chunk(g, r, i);
+	ckc_mutex_lock(&ckc_eng.lock);
+	return (uint64_t)(to - from) * g->chunk;
+}
+
 uint64_t ckc_gpu_release(int device, uint64_t bytes)
 {
 	ckc_tier_t *t = &ckc_eng.tier[0];
@@ -1038,7 +1008,7 @@ uint64_t ckc_gpu_release(int device, uint64_t bytes)
 	/* the allocation asks for bytes; the device lacks less than that
 	 * (its pages are 2 MiB) */
 	size_t fr = 0, total = 0;
-	if (drv.loaded && drv.cuMemGetInfo_v2(&fr, &total) == CUDA_SUCCESS && fr < bytes)
+	if (gpu_drv.loaded && gpu_drv.cuMemGetInfo_v2(&fr, &total) == CUDA_SUCCESS && fr < bytes)
 		bytes = ((bytes - fr) + (2u << 20) - 1) / (2u << 20) * (2u << 20);
 	/* what this device lent to the node's other ranks comes back first:
 	 * the cache's own copies are worth more to this program */
@@ -1065,34 +1035,8 @@ uint64_t ckc_gpu_release(int device, uint64_t bytes)
 	r->ceiling = target;
 	/* what is being flushed or read goes once it is safe below: wait a
 	 * little for it (flushes to the host run at tens of GB/s) */
-	uint64_t deadline = ckc_now_ns() + 2000000000ull, busy;
-	while ((busy = gpu_empty_tail(t, r->off + target, r->off + cap)) > r->off + target &&
-	       ckc_now_ns() < deadline) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10000000;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		ckc_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
-	}
-	uint64_t keep = (busy - r->off + g->chunk - 1) / g->chunk * g->chunk;
-	if (keep < target)
-		keep = target;
-	size_t nkeep = (size_t)(keep / g->chunk);
-	if (nkeep < r->nmapped && gpu_fence_to(t, r, cap, keep) == 0) {
-		size_t from = nkeep, to = r->nmapped;
-		r->nmapped = nkeep;
-		r->usable = nkeep > 0;
-		gpu_capacity(t);
-		ckc_mutex_unlock(&ckc_eng.lock);
-		if (ckc_svc.gpu_settle)
-			ckc_svc.gpu_settle();
-		for (size_t i = from; i < to; i++)
-			gpu_unmap_chunk(g, r, i);
-		released = (uint64_t)(to - from) * g->chunk;
-		ckc_mutex_lock(&ckc_eng.lock);
+	released = gpu_cut_tail(t, r, target, 2.0);
+	if (released) {
 		r->released_bytes += released;
 		r->releases++;
 	}
@@ -1137,12 +1081,12 @@ static void gpu_teardown(ckc_tier_t *t, bool locked)
 	ckc_gpu_t *g = t->gpu;
 
 	gpu_stop_mappers(g, locked);
-	if (!drv.loaded || !g->nslot)
+	if (!gpu_drv.loaded || !g->nslot)
 		return;
 	if (ckc_svc.gpu_settle)
 		ckc_svc.gpu_settle();
 	if (g->ndev)
-		drv.cuCtxSetCurrent((CUcontext)g->dev[0].ctx);
+		gpu_drv.cuCtxSetCurrent((CUcontext)g->dev[0].ctx);
 	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
 		ckc_tier_t *h = &ckc_eng.tier[l];
 		if (h->kind != TIER_HOST)
@@ -1152,7 +1096,7 @@ static void gpu_teardown(ckc_tier_t *t, bool locked)
 	}
 	for (int d = 0; d < g->ndev; d++) {
 		ckc_gpu_dev_t *r = &g->dev[d];
-		drv.cuCtxSetCurrent((CUcontext)r->ctx);
+		gpu_drv.cuCtxSetCurrent((CUcontext)r->ctx);
 		for (size_t i = 0; i < r->nmapped; i++)
 			gpu_unmap_chunk(g, r, i);
 		r->nmapped = 0;
@@ -1160,10 +1104,10 @@ static void gpu_teardown(ckc_tier_t *t, bool locked)
 		sys_free(r->handle);
 		r->handle = NULL;
 		if (r->retained)
-			drv.cuDevicePrimaryCtxRelease_v2((CUdevice)r->device);
+			gpu_drv.cuDevicePrimaryCtxRelease_v2((CUdevice)r->device);
 		r->retained = false;
 	}
-	drv.cuMemAddressFree((CUdeviceptr)g->base, g->span);
+	gpu_drv.cuMemAddressFree((CUdeviceptr)g->base, g->span);
 	g->nslot = 0;
 }
 
@@ -1218,331 +1162,6 @@ void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s)
 	}
 }
 
-/* ---- lending between the ranks of a node --------------------------------
- * A lender cuts whole free chunks off the end of its own region (its
- * ceiling drops by as much, so its mapping thread does not take them
- * again) and makes allocations of the same size that can be exported as
- * file descriptors; a borrower imports them and maps them, for its own
- * device, in a slot of its address range of their own: a region whose
- * chunks live on the peer's device. Placement, copies, flushes and eviction
- * treat it as any region; only a capture that finds no room in its own
- * device's region is placed there. */
-
-typedef CUresult (*export_fn)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long);
-typedef CUresult (*import_fn)(CUmemGenericAllocationHandle *, void *, CUmemAllocationHandleType);
-
-/* This process's own region that lends (lock held; NULL: none). */
-static ckc_gpu_dev_t *gpu_lender_region(ckc_gpu_t *g)
-{
-	for (int i = 0; i < g->ndev; i++)
-		if (!g->dev[i].lender1 && g->dev[i].usable)
-			return &g->dev[i];
-	return NULL;
-}
-
-/* The free bytes at the end of region r's mapped part (lock held). */
-static uint64_t gpu_free_tail(const ckc_tier_t *t, const ckc_gpu_dev_t *r)
-{
-	uint64_t end = r->off + (uint64_t)r->nmapped * t->gpu->chunk;
-	ssize_t idx = arena_index_of(&t->arena, end);
-	if (idx <= 0 || end == r->off)
-		return 0;
-	const arena_frag_t *f = &t->arena.frag[idx - 1];
-	if (f->owner)
-		return 0;
-	return end - (f->off > r->off ? f->off : r->off);
-}
-
-uint64_t ckc_gpu_chunk(void)
-{
-	const ckc_tier_t *t = &ckc_eng.tier[0];
-	return t->kind == TIER_GPU && t->gpu ? t->gpu->chunk : 0;
-}
-
-uint64_t ckc_gpu_lendable(void)
-{
-	ckc_tier_t *t = &ckc_eng.tier[0];
-	if (t->kind != TIER_GPU || !ckc_gpu_usable(t))
-		return 0;
-	ckc_gpu_dev_t *r = gpu_lender_region(t->gpu);
-	return r ? gpu_free_tail(t, r) / t->gpu->chunk * t->gpu->chunk : 0;
-}
-
-int ckc_gpu_lend_cut(uint64_t want, uint64_t *cut, uint64_t *chunk)
-{
-	ckc_tier_t *t = &ckc_eng.tier[0];
-	*cut = 0;
-	ckc_mutex_lock(&gpu_life);
-	ckc_mutex_lock(&ckc_eng.lock);
-	ckc_gpu_dev_t *r = ckc_eng.active && t->kind == TIER_GPU && ckc_gpu_usable(t) ? gpu_lender_region(t->gpu) : NULL;
-	if (!r) {
-		ckc_mutex_unlock(&ckc_eng.lock);
-		ckc_mutex_unlock(&gpu_life);
-		return -ENODEV;
-	}
-	ckc_gpu_t *g = t->gpu;
-	*chunk = g->chunk;
-	uint64_t tail = gpu_free_tail(t, r) / g->chunk;
-	uint64_t k = (want + g->chunk - 1) / g->chunk;
-	if (k > tail)
-		k = tail;
-	size_t to = r->nmapped, from = to - (size_t)k;
-	int rc = k ? gpu_fence_to(t, r, (uint64_t)to * g->chunk, (uint64_t)from * g->chunk) : 0;
-	if (k && rc == 0) {
-		r->nmapped = from;
-		r->ceiling -= k * g->chunk;
-		r->usable = from > 0;
-		gpu_capacity(t);
-	}
-	ckc_mutex_unlock(&ckc_eng.lock);
-	if (k && rc == 0) {
-		drv.cuCtxSetCurrent((CUcontext)r->ctx);
-		for (size_t i = from; i < to; i++)
-			gpu_unmap_chunk(g, r, i);
-		*cut = k * g->chunk;
-	}
-	ckc_mutex_unlock(&gpu_life);
-	return rc;
-}
-
-int ckc_gpu_lend_alloc(uint64_t len, int *fd, uint64_t *handle)
-{
-	ckc_tier_t *t = &ckc_eng.tier[0];
-	export_fn ex = ckc_svc.gpu_sym ? (export_fn)ckc_svc.gpu_sym("cuMemExportToShareableHandle") : NULL;
-	if (!ex || t->kind != TIER_GPU || !t->gpu)
-		return -ENOTSUP;
-	ckc_mutex_lock(&ckc_eng.lock);
-	const ckc_gpu_dev_t *r = gpu_lender_region(t->gpu);
-	int device = r ? r->device : -1;
-	void *ctx = r ? r->ctx : NULL;
-	ckc_mutex_unlock(&ckc_eng.lock);
-	if (device < 0)
-		return -ENODEV;
-	drv.cuCtxSetCurrent((CUcontext)ctx);
-	CUmemAllocationProp prop = { 0 };
-	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-	prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	prop.location.id = device;
-	CUmemGenericAllocationHandle h;
-	CUresult rc = drv.cuMemCreate(&h, len, &prop, 0);
-	if (rc != CUDA_SUCCESS)
-		return gpu_err(rc);
-	int out = -1;
-	if ((rc = ex(&out, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)) != CUDA_SUCCESS || out < 0) {
-		drv.cuMemRelease(h);
-		return rc != CUDA_SUCCESS ? gpu_err(rc) : -EIO;
-	}
-	*fd = out;
-	*handle = (uint64_t)h;
-	return 0;
-}
-
-void ckc_gpu_lend_free(uint64_t handle)
-{
-	if (drv.loaded && handle)
-		drv.cuMemRelease((CUmemGenericAllocationHandle)handle);
-}
-
-void ckc_gpu_lend_back(uint64_t bytes, bool grow)
-{
-	ckc_tier_t *t = &ckc_eng.tier[0];
-	ckc_mutex_lock(&gpu_life);
-	ckc_mutex_lock(&ckc_eng.lock);
-	ckc_gpu_dev_t *r = ckc_eng.active && t->kind == TIER_GPU && t->gpu && !t->gpu->gone && !t->gpu->stop
-				   ? gpu_lender_region(t->gpu)
-				   : NULL;
-	bool start = false;
-	if (r && grow) {
-		r->ceiling += bytes;
-		if (r->ceiling > r->reserved)
-			r->ceiling = r->reserved;
-		/* a mapping thread still at work sees the new ceiling */
-		start = r->nmapped < r->nchunk && (uint64_t)(r->nmapped + 1) * t->gpu->chunk <= r->ceiling &&
-			(!r->mapper_running || r->mapper_idle);
-		if (start)
-			r->mapper_idle = false;
-	}
-	ckc_mutex_unlock(&ckc_eng.lock);
-	if (start) {
-		if (r->mapper_running)
-			pthread_join(r->mapper, NULL);
-		r->mapper_running = pthread_create(&r->mapper, NULL, gpu_mapper, r) == 0;
-	}
-	ckc_mutex_unlock(&gpu_life);
-}
-
-/* The region lent by board entry lender, or a new one (lock held; NULL:
- * no slot left). */
-static ckc_gpu_dev_t *gpu_lent_region(ckc_gpu_t *g, int lender, bool make)
-{
-	for (int i = 0; i < g->ndev; i++)
-		if (g->dev[i].lender1 == lender + 1)
-			return &g->dev[i];
-	if (!make || g->ndev >= g->nslot || !g->ndev)
-		return NULL;
-	ckc_gpu_dev_t *r = &g->dev[g->ndev];
-	memset(r, 0, sizeof(*r));
-	r->off = (uint64_t)g->ndev * g->slot;
-	r->nchunk = (size_t)(g->slot / g->chunk) - 1;
-	r->handle = calloc(r->nchunk, sizeof(*r->handle));
-	if (!r->handle)
-		return NULL;
-	r->lender1 = lender + 1;
-	/* copies run in the context of the device the captures come from */
-	r->ctx = g->dev[0].ctx;
-	r->device = g->dev[0].device;
-	r->reserved = r->ceiling = (uint64_t)r->nchunk * g->chunk;
-	g->ndev++;
-	return r;
-}
-
-int ckc_gpu_borrow_add(int lender, int home, const int *fds, int n, uint64_t chunk)
-{
-	ckc_tier_t *t = &ckc_eng.tier[0];
-	import_fn im = ckc_svc.gpu_sym ? (import_fn)ckc_svc.gpu_sym("cuMemImportFromShareableHandle") : NULL;
-	int mapped = 0;
-	if (!im || t->kind != TIER_GPU || !t->gpu)
-		return -ENOTSUP;
-	ckc_mutex_lock(&gpu_life);
-	ckc_mutex_lock(&ckc_eng.lock);
-	ckc_gpu_t *g = t->gpu;
-	ckc_gpu_dev_t *r = NULL;
-	int rc = 0;
-	if (!ckc_eng.active || !ckc_gpu_usable(t) || g->stop)
-		rc = -ENODEV;
-	else if (chunk != g->chunk)
-		rc = -EINVAL;
-	else if (!(r = gpu_lent_region(g, lender, true)))
-		rc = -ENOSPC;
-	else if (r->closing)
-		rc = -ESHUTDOWN;
-	if (r)
-		r->home = home;
-	ckc_mutex_unlock(&ckc_eng.lock);
-	if (rc) {
-		ckc_mutex_unlock(&gpu_life);
-		return rc;
-	}
-	drv.cuCtxSetCurrent((CUcontext)r->ctx);
-	for (int k = 0; k < n; k++) {
-		size_t i = r->nmapped;
-		if (i >= r->nchunk)
-			break;
-		CUmemGenericAllocationHandle h;
-		CUdeviceptr at = (CUdeviceptr)(g->base + r->off + i * g->chunk);
-		CUresult cr = im(&h, (void *)(intptr_t)fds[k], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-		if (cr != CUDA_SUCCESS) {
-			rc = gpu_err(cr);
-			break;
-		}
-		if ((cr = drv.cuMemMap(at, g->chunk, 0, h, 0)) != CUDA_SUCCESS) {
-			drv.cuMemRelease(h);
-			rc = gpu_err(cr);
-			break;
-		}
-		CUmemAccessDesc acc = { 0 };
-		acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-		acc.location.id = r->device;
-		acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-		if ((cr = drv.cuMemSetAccess(at, g->chunk, &acc, 1)) != CUDA_SUCCESS) {
-			drv.cuMemUnmap(at, g->chunk);
-			drv.cuMemRelease(h);
-			rc = gpu_err(cr);
-			break;
-		}
-		ckc_mutex_lock(&ckc_eng.lock);
-		rc = gpu_fence_to(t, r, (uint64_t)i * g->chunk, (uint64_t)(i + 1) * g->chunk);
-		if (rc == 0) {
-			r->handle[i] = (uint64_t)h;
-			r->nmapped = i + 1;
-			if (r->nmapped > r->nmapped_max)
-				r->nmapped_max = r->nmapped;
-			r->usable = true;
-			gpu_capacity(t);
-			pthread_cond_broadcast(&ckc_eng.cv);
-		}
-		ckc_mutex_unlock(&ckc_eng.lock);
-		if (rc) {
-			drv.cuMemUnmap(at, g->chunk);
-			drv.cuMemRelease(h);
-			break;
-		}
-		mapped++;
-	}
-	ckc_mutex_unlock(&gpu_life);
-	if (rc && !mapped)
-		ckc_warn("gpu tier: cannot map memory lent by peer entry %d (%s)", lender, strerror(-rc));
-	return mapped ? mapped : rc;
-}
-
-uint64_t ckc_gpu_borrow_return(int lender, uint64_t want, double wait_s)
-{
-	ckc_tier_t *t = &ckc_eng.tier[0];
-	uint64_t back = 0;
-
-	ckc_mutex_lock(&gpu_life);
-	ckc_mutex_lock(&ckc_eng.lock);
-	ckc_gpu_dev_t *r = t->kind == TIER_GPU && t->gpu && t->gpu->nslot ? gpu_lent_region(t->gpu, lender, false) : NULL;
-	if (!r || !r->nmapped) {
-		ckc_mutex_unlock(&ckc_eng.lock);
-		ckc_mutex_unlock(&gpu_life);
-		return 0;
-	}
-	ckc_gpu_t *g = t->gpu;
-	uint64_t cap = (uint64_t)r->nmapped * g->chunk;
-	uint64_t target = want >= cap ? 0 : cap - (want + g->chunk - 1) / g->chunk * g->chunk;
-	if (want == UINT64_MAX)
-		r->closing = true;
-	uint64_t deadline = ckc_now_ns() + (uint64_t)(wait_s * 1e9), busy;
-	while ((busy = gpu_empty_tail(t, r->off + target, r->off + cap)) > r->off + target &&
-	       ckc_now_ns() < deadline) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10000000;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		ckc_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
-	}
-	uint64_t keep = (busy - r->off + g->chunk - 1) / g->chunk * g->chunk;
-	if (keep < target)
-		keep = target;
-	size_t nkeep = (size_t)(keep / g->chunk);
-	if (nkeep < r->nmapped && gpu_fence_to(t, r, cap, keep) == 0) {
-		size_t from = nkeep, to = r->nmapped;
-		r->nmapped = nkeep;
-		r->usable = nkeep > 0;
-		gpu_capacity(t);
-		ckc_mutex_unlock(&ckc_eng.lock);
-		if (ckc_svc.gpu_settle)
-			ckc_svc.gpu_settle();
-		drv.cuCtxSetCurrent((CUcontext)r->ctx);
-		for (size_t i = from; i < to; i++)
-			gpu_unmap_chunk(g, r, i);
-		back = (uint64_t)(to - from) * g->chunk;
-		ckc_mutex_lock(&ckc_eng.lock);
-	}
-	ckc_mutex_unlock(&ckc_eng.lock);
-	ckc_mutex_unlock(&gpu_life);
-	return back;
-}
-
-int ckc_gpu_lent_regions(int *greg1, int max)
-{
-	const ckc_tier_t *t = &ckc_eng.tier[0];
-	int n = 0;
-	if (t->kind != TIER_GPU || !t->gpu)
-		return 0;
-	for (int i = 0; i < t->gpu->ndev && n < max; i++) {
-		const ckc_gpu_dev_t *r = &t->gpu->dev[i];
-		if (r->lender1 && r->usable && !r->closing)
-			greg1[n++] = i + 1;
-	}
-	return n;
-}
-
 #else /* !HAVE_CUDA_H */
 
 bool ckc_gpu_usable(const ckc_tier_t *t) { (void)t; return false; }
@@ -1562,15 +1181,6 @@ int ckc_gpu_get_direct(ckc_tier_t *t, uint64_t a, void *b, size_t n) { (void)t; 
 int ckc_gpu_dtod(ckc_tier_t *t, uint64_t d, uint64_t s, size_t n) { (void)t; (void)d; (void)s; (void)n; return -ENODEV; }
 int ckc_gpu_dtoh(ckc_tier_t *t, void *d, uint64_t s, size_t n) { (void)t; (void)d; (void)s; (void)n; return -ENODEV; }
 void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s) { (void)t; s->gpu_present = true; s->gpu_device = -1; }
-uint64_t ckc_gpu_lendable(void) { return 0; }
-int ckc_gpu_lend_cut(uint64_t want, uint64_t *cut, uint64_t *chunk) { (void)want; *cut = 0; *chunk = 0; return -ENODEV; }
-int ckc_gpu_lend_alloc(uint64_t len, int *fd, uint64_t *handle) { (void)len; (void)fd; (void)handle; return -ENOTSUP; }
-void ckc_gpu_lend_free(uint64_t handle) { (void)handle; }
-void ckc_gpu_lend_back(uint64_t bytes, bool grow) { (void)bytes; (void)grow; }
-int ckc_gpu_borrow_add(int lender, int home, const int *fds, int n, uint64_t chunk) { (void)lender; (void)home; (void)fds; (void)n; (void)chunk; return -ENOTSUP; }
-uint64_t ckc_gpu_borrow_return(int lender, uint64_t want, double wait_s) { (void)lender; (void)want; (void)wait_s; return 0; }
-uint64_t ckc_gpu_chunk(void) { return 0; }
-int ckc_gpu_lent_regions(int *greg1, int max) { (void)greg1; (void)max; return 0; }
 
 
 #endif /* HAVE_CUDA_H */
