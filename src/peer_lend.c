@@ -213,6 +213,9 @@ static void loan_drop(loan_t *l, size_t n, bool grow)
 
 static void loan_end(loan_t *l)
 {
+	if (l->n && !atomic_load(&L.stop))
+		ckc_info("peer GPUs: entry %d is gone: the %llu bytes it borrowed came back", l->slot,
+			 (unsigned long long)l->n * l->chunk);
 	loan_drop(l, l->n, true);
 	sys_close(l->fd);
 	l->fd = -1;
@@ -624,6 +627,15 @@ void ckc_lend_stop(void)
 	L.lfd = L.wake = -1;
 }
 
+/* The time wait_s from now, for a wait on L.cv. */
+static void lend_deadline(struct timespec *ts, double wait_s)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	uint64_t ns = (uint64_t)ts->tv_nsec + (uint64_t)(wait_s * 1e9);
+	ts->tv_sec += (time_t)(ns / 1000000000u);
+	ts->tv_nsec = (long)(ns % 1000000000u);
+}
+
 void ckc_lend_atfork_child(void)
 {
 	/* the thread is the parent's; so are the connections, which a child
@@ -664,10 +676,7 @@ bool ckc_lend_borrow(uint64_t len, double wait_s)
 		L.want = len;
 	eventfd_write(L.wake, 1);
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)(wait_s * 1e9);
-	ts.tv_sec += (time_t)(ns / 1000000000u);
-	ts.tv_nsec = (long)(ns % 1000000000u);
+	lend_deadline(&ts, wait_s);
 	while (L.running && L.done < ticket)
 		if (ckc_cond_timedwait(&L.cv, &L.mx, &ts) == ETIMEDOUT)
 			break;
@@ -688,10 +697,7 @@ uint64_t ckc_lend_take_back(uint64_t want, double wait_s)
 	L.take += asked;
 	eventfd_write(L.wake, 1);
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)(wait_s * 1e9);
-	ts.tv_sec += (time_t)(ns / 1000000000u);
-	ts.tv_nsec = (long)(ns % 1000000000u);
+	lend_deadline(&ts, wait_s);
 	while (L.running && L.st.taken_back_bytes - before < asked)
 		if (ckc_cond_timedwait(&L.cv, &L.mx, &ts) == ETIMEDOUT)
 			break;

@@ -287,23 +287,35 @@ PYEOF
 		{ cat "$T/stats.out"; fail "ckptcache stats does not show what rank 0 borrowed"; }
 }
 
-# The borrower killed with SIGKILL after its checkpoints: the lender gets
-# everything it lent back and ends well.
-case_peer_lend_borrower_killed() {
+# peer_lend_kill K S: rank 1 lends, rank 0 borrows; once both hold before
+# their restores, rank K is killed with SIGKILL and rank S goes on to its
+# end, every byte verified.
+peer_lend_kill() {
+	local k=$1 s=$2 pid
 	peer_setup
-	local pid
 	peer_lenders_first 2
 	peer_wait_for 0 holding
 	peer_wait_for 1 holding
 	grep -q 'borrowed' "$T/r0.out" || fail "rank 0 borrowed nothing"
-	pid=$(sed -n 's/^holding .* (pid \([0-9]*\))$/\1/p' "$T/r0.out" | head -1)
+	pid=$(sed -n 's/^holding .* (pid \([0-9]*\))$/\1/p' "$T/r$k.out" | head -1)
+	[ -n "$pid" ] || fail "rank $k did not say its pid"
 	kill -KILL "$pid"
-	wait "$PEER_PID_0" 2>/dev/null
+	eval "wait \$PEER_PID_$k" 2>/dev/null
 	touch "$T/go"
-	peer_wait_for 1 RESULT
-	peer_end 1
+	peer_wait_for $s RESULT
+	peer_end $s
+}
+
+# The borrower killed with SIGKILL after its checkpoints: the lender gets
+# everything it lent back and ends well.
+case_peer_lend_borrower_killed() {
+	peer_lend_kill 0 1
 	peer_json 1 'd["peer"]["lent"]["bytes"] > 0' \
 		'd["peer"]["lent"]["returned_bytes"] == d["peer"]["lent"]["bytes"]'
+	# it came back when the borrower died, not at the lender's own end
+	awk '/entry 0 is gone: the [1-9][0-9]* bytes it borrowed came back/ && !g { g = NR } /^RESULT/ && !r { r = NR }
+		END { exit !(g && r && g < r) }' "$T/r1.out" ||
+		fail "what rank 0 borrowed did not come back when it died"
 }
 
 # The lender killed with SIGKILL while the borrower's checkpoints are in
@@ -311,18 +323,7 @@ case_peer_lend_borrower_killed() {
 # files are those of a run without the library) and gives that memory up
 # once its bytes are safe below.
 case_peer_lend_lender_killed() {
-	peer_setup
-	local pid
-	peer_lenders_first 2
-	peer_wait_for 0 holding
-	peer_wait_for 1 holding
-	grep -q 'borrowed' "$T/r0.out" || fail "rank 0 borrowed nothing"
-	pid=$(sed -n 's/^holding .* (pid \([0-9]*\))$/\1/p' "$T/r1.out" | head -1)
-	kill -KILL "$pid"
-	wait "$PEER_PID_1" 2>/dev/null
-	touch "$T/go"
-	peer_wait_for 0 RESULT
-	peer_end 0
+	peer_lend_kill 1 0
 	peer_json 0 'd["peer"]["borrowed"]["bytes"] > 0' 'd["peer"]["borrowed"]["lenders_lost"] == 1'
 }
 
