@@ -89,6 +89,7 @@ static int tiers_open(void)
 		ckc_tier_t *t = &ckc_eng.tier[n];
 		t->name = "host";
 		t->kind = TIER_HOST;
+		t->ops = &ckc_tier_host_ops;
 		rc = ckc_host_open(t, c->host_cache, !c->host_whole, ckc_eng.ntier > 0);
 		if (rc) {
 			ckc_error("CKPTCACHE_HOST_CACHE=%llu: cannot map the host tier (%s)",
@@ -101,6 +102,7 @@ static int tiers_open(void)
 		ckc_tier_t *t = &ckc_eng.tier[n];
 		t->name = "ssd";
 		t->kind = TIER_SSD;
+		t->ops = &ckc_tier_ssd_ops;
 		rc = ckc_ssd_open(t, c->ssd_cache, c->ssd_dir);
 		if (rc == -ENOSPC || rc == -EDQUOT) {
 			/* the tiers of the processes already running (a parent's,
@@ -122,6 +124,7 @@ static int tiers_open(void)
 	ckc_tier_t *h = &ckc_eng.tier[n];
 	h->name = "home";
 	h->kind = TIER_HOME;
+	h->ops = &ckc_tier_home_ops;
 	h->fd = -1;
 	n++;
 	ckc_eng.ntier = n;
@@ -137,15 +140,8 @@ static int tiers_open(void)
 
 static void tiers_close(void)
 {
-	for (int l = 0; l < ckc_eng.ntier; l++) {
-		ckc_tier_t *t = &ckc_eng.tier[l];
-		if (t->kind == TIER_GPU)
-			ckc_gpu_close(t);
-		else if (t->kind == TIER_HOST)
-			ckc_host_close(t);
-		else if (t->kind == TIER_SSD)
-			ckc_ssd_close(t);
-	}
+	for (int l = 0; l < ckc_eng.ntier; l++)
+		ckc_tier_close(&ckc_eng.tier[l]);
 }
 
 static void engine_reset(void)
@@ -244,11 +240,8 @@ static void threads_stop(void)
 	ckc_lend_stop();
 	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
 		ckc_flusher_stop(l);
-	if (ckc_eng.tier[0].kind == TIER_GPU)
-		ckc_gpu_stop(&ckc_eng.tier[0]);
-	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
-		if (ckc_eng.tier[l].kind == TIER_HOST)
-			ckc_host_stop(&ckc_eng.tier[l]);
+	for (int l = 0; l < ckc_eng.ntier; l++)
+		ckc_tier_stop(&ckc_eng.tier[l]);
 }
 
 int ckc_init_config(const ckc_config_t *c)
@@ -319,12 +312,7 @@ void eng_stats_collect(ckc_stats_t *s)
 		/* the edge's bandwidth is a guess until something was flushed */
 		if (l + 1 < ckc_eng.ntier && s->tier[l].flush_ops)
 			s->tier[l].flush_bw = ckc_eng.edge[l].bw;
-		if (ckc_eng.tier[l].kind == TIER_HOST)
-			s->tier[l].populated_bytes = atomic_load(&ckc_eng.tier[l].populated);
-		if (ckc_eng.tier[l].kind == TIER_GPU && ckc_eng.tier[l].gpu)
-			ckc_gpu_stats(&ckc_eng.tier[l], s);
-		if (ckc_eng.tier[l].kind == TIER_HOST && ckc_eng.tier[l].pinned_once)
-			s->host_pinned = true;
+		ckc_tier_stats(&ckc_eng.tier[l], s);
 	}
 }
 
@@ -567,8 +555,7 @@ int ckc_finish(uint64_t deadline_ns)
 	/* the tier's file goes now (this process's threads may still read it
 	 * through its descriptor); nothing in the checkpoint folders is left */
 	for (int l = 0; l < ckc_eng.ntier; l++)
-		if (ckc_eng.tier[l].kind == TIER_SSD)
-			ckc_ssd_unlink(&ckc_eng.tier[l]);
+		ckc_tier_finish(&ckc_eng.tier[l]);
 	/* a flush still running keeps its temporary file on the record, for
 	 * the next process to remove once this one is gone */
 	if (done)

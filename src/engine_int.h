@@ -25,6 +25,7 @@
 #include "lockrank.h"
 #include "queue.h"
 #include "stats.h"
+#include "tier.h"
 
 #define CKC_ALIGN 4096u
 #define CKC_PREDICT_SLOTS 4
@@ -180,6 +181,7 @@ extern char ckc_gpu_fence;
 typedef struct ckc_tier {
 	const char *name;
 	tier_kind_t kind;
+	const ckc_tier_ops_t *ops;  /* tier.h: how the engine reaches it */
 	int level;
 	arena_t arena;
 	ckc_tier_stats_t st;
@@ -475,11 +477,7 @@ int ckc_ssd_open(ckc_tier_t *t, uint64_t capacity, const char *dir);
 void ckc_ssd_close(ckc_tier_t *t);
 /* Removes the tier's file name; its descriptor still works. */
 void ckc_ssd_unlink(ckc_tier_t *t);
-/* Moves bytes between a caller's buffer and a tier copy. Return 0 or -errno. */
-int ckc_tier_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len);
-int ckc_tier_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len);
-/* Copies len bytes of a copy to another bounded tier (both aligned). */
-int ckc_tier_copy(ckc_tier_t *from, uint64_t foff, ckc_tier_t *to, uint64_t toff, size_t len);
+
 /* A copy's extents, snapshotted under the lock so bytes can move unlocked. */
 typedef struct ckc_src {
 	ckc_tier_t *t;   /* NULL: the file at path */

@@ -361,11 +361,7 @@ static void timed_wait(double seconds)
  * or the mapped part of one region of the gpu tier. */
 static int place_span(const ckc_tier_t *t, const ckc_obj_t *o, uint64_t *lo, uint64_t *hi)
 {
-	if (t->kind == TIER_GPU)
-		return ckc_gpu_span(t, o, lo, hi);
-	*lo = 0;
-	*hi = t->arena.capacity;
-	return 0;
+	return ckc_tier_span(t, o, lo, hi);
 }
 
 uint64_t ckc_place_limit(const ckc_obj_t *o, int level)

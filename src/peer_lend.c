@@ -434,8 +434,18 @@ static bool borrow_from(const ckc_lend_part_t *part, uint64_t chunk)
 	for (;;) {
 		struct pollfd pf = { d->fd, POLLIN, 0 };
 		if (poll(&pf, 1, LEND_REPLY_MS) <= 0) {
-			debt_lost(part->slot);
-			return mapped > 0;
+			if (mapped) {
+				/* what it granted is mapped here: it is not the
+				 * lender's to reuse any more, it goes back once flushed */
+				debt_lost(part->slot);
+				return true;
+			}
+			/* no answer (the lender's own thread may be waiting on
+			 * this one): the connection goes, the lender gives up
+			 * what it may have granted, and a later round asks anew */
+			sys_close(d->fd);
+			d->fd = -1;
+			return false;
 		}
 		lend_msg_t m;
 		int fds[LEND_FDS], nfd;

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 
 #include "engine_int.h"
+#include "lanes.h"
 #include "log.h"
 #include "sys.h"
 
@@ -342,3 +343,33 @@ void ckc_wait_ready(void)
 		}
 	}
 }
+
+static int host_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len)
+{
+	memcpy(t->base + aoff, buf, len);
+	return 0;
+}
+
+static int host_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
+{
+	/* a program's read into memory it may never have touched: faulted in
+	 * and copied by several threads (lanes.h) */
+	if (!ckc_tl_program_read || len < CKC_LANE_MIN || ckc_lanes_memcpy(buf, t->base + aoff, len))
+		memcpy(buf, t->base + aoff, len);
+	return 0;
+}
+
+static void host_stats(const ckc_tier_t *t, ckc_stats_t *s)
+{
+	s->tier[t->level].populated_bytes = atomic_load(&((ckc_tier_t *)t)->populated);
+	if (t->pinned_once)
+		s->host_pinned = true;
+}
+
+const ckc_tier_ops_t ckc_tier_host_ops = {
+	.put = host_put,
+	.get = host_get,
+	.stop = ckc_host_stop,
+	.teardown = ckc_host_close,
+	.stats = host_stats,
+};

@@ -159,52 +159,9 @@ static int ssd_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
 	return rc;
 }
 
-int ckc_tier_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len)
-{
-	if (t->kind == TIER_GPU)
-		return ckc_gpu_put(t, aoff, buf, len);
-	if (t->kind == TIER_HOST) {
-		memcpy(t->base + aoff, buf, len);
-		return 0;
-	}
-	return ssd_put(t, aoff, buf, len);
-}
-
-int ckc_tier_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
-{
-	if (t->kind == TIER_GPU)
-		return ckc_gpu_get(t, aoff, buf, len);
-	if (t->kind == TIER_HOST) {
-		/* a program's read into memory it may never have touched:
-		 * faulted in and copied by several threads (lanes.h) */
-		if (!ckc_tl_program_read || len < CKC_LANE_MIN || ckc_lanes_memcpy(buf, t->base + aoff, len))
-			memcpy(buf, t->base + aoff, len);
-		return 0;
-	}
-	return ssd_get(t, aoff, buf, len);
-}
-
-int ckc_tier_copy(ckc_tier_t *from, uint64_t foff, ckc_tier_t *to, uint64_t toff, size_t len)
-{
-	if (from->kind == TIER_GPU && to->kind == TIER_GPU)
-		return ckc_gpu_dtod(from, from->gpu->base + foff, to->gpu->base + toff, len);
-	if (from->kind == TIER_HOST)
-		return ckc_tier_put(to, toff, from->base + foff, len);
-	if (to->kind == TIER_HOST)
-		return ckc_tier_get(from, foff, to->base + toff, len);
-	char *bounce;
-	if (posix_memalign((void **)&bounce, CKC_ALIGN, SSD_BOUNCE))
-		return -ENOMEM;
-	int rc = 0;
-	while (len > 0 && rc == 0) {
-		size_t n = len < SSD_BOUNCE ? len : SSD_BOUNCE;
-		rc = ckc_tier_get(from, foff, bounce, n);
-		if (!rc)
-			rc = ckc_tier_put(to, toff, bounce, n);
-		foff += n;
-		toff += n;
-		len -= n;
-	}
-	sys_free(bounce);
-	return rc;
-}
+const ckc_tier_ops_t ckc_tier_ssd_ops = {
+	.put = ssd_put,
+	.get = ssd_get,
+	.finish = ckc_ssd_unlink,
+	.teardown = ckc_ssd_close,
+};

@@ -40,6 +40,7 @@ int ckc_gpu_open(ckc_tier_t *t)
 {
 	t->name = "gpu";
 	t->kind = TIER_GPU;
+	t->ops = &ckc_tier_gpu_ops;
 	t->gpu = calloc(1, sizeof(*t->gpu));
 	if (!t->gpu)
 		return -ENOMEM;
@@ -1145,6 +1146,8 @@ void ckc_gpu_close(ckc_tier_t *t)
 void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s)
 {
 	const ckc_gpu_t *g = t->gpu;
+	if (!g)
+		return;
 	s->gpu_present = true;
 	s->gpu_device = g->ndev ? g->dev[0].device : -1;
 	s->gpu_ndev = 0;
@@ -1184,3 +1187,12 @@ void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s) { (void)t; s->gpu_presen
 
 
 #endif /* HAVE_CUDA_H */
+
+const ckc_tier_ops_t ckc_tier_gpu_ops = {
+	.put = ckc_gpu_put,
+	.get = ckc_gpu_get,
+	.span = ckc_gpu_span,
+	.stop = ckc_gpu_stop,
+	.teardown = ckc_gpu_close,
+	.stats = ckc_gpu_stats,
+};
