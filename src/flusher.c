@@ -125,33 +125,14 @@ bool ckc_committing(const char *key)
 	return false;
 }
 
-int ckc_rescue_save(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
+/* Saves o's bytes in a rescue file, once (lock held, dropped for the
+ * copy). 0 (saved now or before) or -errno. */
+static int rescue_file(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 {
 	char *key = strdup(o->key), *where = NULL;
 	int rc = key ? 0 : -ENOMEM;
 
-	if (o->rescue || rc) {
-		sys_free(key);
-		return rc;
-	}
-	ckc_mutex_unlock(&ckc_eng.lock);
-	rc = ckc_home_rescue(key, src, size, &where);
-	ckc_mutex_lock(&ckc_eng.lock);
-	if (!rc) {
-		o->rescue = where;
-		ckc_eng.st.rescued++;
-		ckc_error("checkpoint %s: its %llu bytes are saved in %s", key, (unsigned long long)size, where);
-	}
-	sys_free(key);
-	return rc;
-}
-
-void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
-{
-	char *key = strdup(o->key), *where = NULL;
-	int rc = -ENOMEM;
-
-	if (!o->rescue && key) {
+	if (!o->rescue && !rc) {
 		ckc_mutex_unlock(&ckc_eng.lock);
 		rc = ckc_home_rescue(key, src, size, &where);
 		ckc_mutex_lock(&ckc_eng.lock);
@@ -160,6 +141,23 @@ void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 			ckc_eng.st.rescued++;
 		}
 	}
+	sys_free(key);
+	return rc;
+}
+
+int ckc_rescue_save(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
+{
+	bool before = o->rescue != NULL;
+	int rc = rescue_file(o, src, size);
+	if (!rc && !before)
+		ckc_error("checkpoint %s: its %llu bytes are saved in %s", o->key, (unsigned long long)size,
+			  o->rescue);
+	return rc;
+}
+
+void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
+{
+	int rc = rescue_file(o, src, size);
 	if (o->rescue) {
 		ckc_error("checkpoint %s was changed at its real path by another program after this "
 			  "one began its version: that file is kept, and this program's version "
@@ -173,7 +171,6 @@ void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 			  "one began its version: that file is kept, and this program's version stays "
 			  "in the cache (no rescue file: %s)", o->key, strerror(-rc));
 	}
-	sys_free(key);
 }
 
 /* Writes the copy at level to the real path (lock held; dropped while the

@@ -357,17 +357,10 @@ static void timed_wait(double seconds)
 	ckc_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
 }
 
-/* The arena offsets [*lo, *hi) where o may be placed in tier t: all of it,
- * or the mapped part of one region of the gpu tier. */
-static int place_span(const ckc_tier_t *t, const ckc_obj_t *o, uint64_t *lo, uint64_t *hi)
-{
-	return ckc_tier_span(t, o, lo, hi);
-}
-
 uint64_t ckc_place_limit(const ckc_obj_t *o, int level)
 {
 	uint64_t lo, hi;
-	return place_span(&ckc_eng.tier[level], o, &lo, &hi) ? 0 : hi - lo;
+	return ckc_tier_span(&ckc_eng.tier[level], o, &lo, &hi) ? 0 : hi - lo;
 }
 
 /* The fragments [*first, *end) that lie in [lo, hi). */
@@ -390,7 +383,7 @@ static int find_room(ckc_obj_t *o, int level, uint64_t want, int mode, uint64_t 
 	bool waited = false;
 	uint64_t t0 = 0, lo, hi;
 
-	if (place_span(t, o, &lo, &hi) != 0 || want > hi - lo)
+	if (ckc_tier_span(t, o, &lo, &hi) != 0 || want > hi - lo)
 		return mode == CKC_ALLOC_PREFETCH ? -EAGAIN : -ENOSPC;
 	for (;;) {
 		if (o->retired)

@@ -136,13 +136,6 @@ static void peer_publish(void)
 		peer.ranks_max = n;
 }
 
-/* What this process can lend: the free chunks at the end of its own
- * region (not what it borrowed). */
-static uint64_t peer_free_room(void)
-{
-	return ckc_gpu_lendable();
-}
-
 static void peer_say_swept(const char *path, bool removed, void *ctx)
 {
 	(void)ctx;
@@ -207,7 +200,7 @@ void ckc_peer_attach(int device)
 	peer.mode = mode;
 	peer.device = device;
 	peer.slot = peer.seg.slot;
-	peer.spare = peer_free_room();
+	peer.spare = ckc_gpu_lendable();
 	peer.on = true;
 	peer_publish();
 	ckc_mutex_unlock(&ckc_eng.lock);
@@ -223,16 +216,25 @@ void ckc_peer_attach(int device)
 			 ckc_config_peer_name(mode), peer.seg.slot, path);
 }
 
+/* The link graph of the live ranks on the board (*n of them; rank k is
+ * entry slot_of[k]): this process's rank in it, -1 when it is not there. */
+static int peer_graph(ckc_peer_graph_t *g, int slot_of[CKC_PEER_MAX], int *n)
+{
+	int me = -1;
+	*n = peerboard_graph(peer.seg.board, PEER_UNIT, ckc_peerseg_alive, g, slot_of);
+	for (int k = 0; k < *n; k++)
+		me = slot_of[k] == peer.seg.slot ? k : me;
+	return me;
+}
+
 int ckc_peer_plan_parts(uint64_t len, ckc_lend_part_t *parts, int max)
 {
 	ckc_peer_graph_t g;
 	ckc_peer_plan_t p;
-	int slot_of[CKC_PEER_MAX], me = -1, c = 0;
+	int slot_of[CKC_PEER_MAX], n, c = 0;
 	if (!peer.on || !len)
 		return 0;
-	int n = peerboard_graph(peer.seg.board, PEER_UNIT, ckc_peerseg_alive, &g, slot_of);
-	for (int k = 0; k < n; k++)
-		me = slot_of[k] == peer.slot ? k : me;
+	int me = peer_graph(&g, slot_of, &n);
 	if (me < 0)
 		return 0;
 	g.rem[me] = (uint64_t)(((double)len + PEER_UNIT - 1) / PEER_UNIT);
@@ -262,7 +264,7 @@ void ckc_peer_room(void)
 {
 	if (!peer.on)
 		return;
-	uint64_t spare = peer_free_room();
+	uint64_t spare = ckc_gpu_lendable();
 	if (peer_owners() != peer.seen) {
 		peer.spare = spare;
 		peer_publish(); /* a rank came or went: the links again */
@@ -300,14 +302,12 @@ void ckc_peer_finish(void)
 {
 	if (!peer.on)
 		return;
-	peer.spare = peer_free_room();
+	peer.spare = ckc_gpu_lendable();
 	peer_publish();
 	ckc_peer_graph_t g;
 	ckc_peer_plan_t p;
-	int slot_of[CKC_PEER_MAX], me = -1;
-	int n = peerboard_graph(peer.seg.board, PEER_UNIT, ckc_peerseg_alive, &g, slot_of);
-	for (int k = 0; k < n; k++)
-		me = slot_of[k] == peer.seg.slot ? k : me;
+	int slot_of[CKC_PEER_MAX], n;
+	int me = peer_graph(&g, slot_of, &n);
 	peer.ranks = n;
 	ckc_peer_local(&g, &p);
 	peer.local_s = ckc_peer_makespan(&g, &p);

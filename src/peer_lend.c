@@ -176,19 +176,19 @@ static bool same_user(int fd)
 
 /* ---- the lender's side ---------------------------------------------------- */
 
-static void loan_add(loan_t *l, uint64_t h)
+/* Keeps handle h of loan l; false when there is no memory for it. */
+static bool loan_add(loan_t *l, uint64_t h)
 {
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 16;
 		uint64_t *p = sys_realloc(l->h, cap * sizeof(*p));
-		if (!p) {
-			ckc_gpu_lend_free(h);
-			return;
-		}
+		if (!p)
+			return false;
 		l->h = p;
 		l->cap = cap;
 	}
 	l->h[l->n++] = h;
+	return true;
 }
 
 /* Gives up the last n chunks of loan l: they came back (grow: the
@@ -228,37 +228,38 @@ static void loan_grant(loan_t *l, const lend_msg_t *m)
 {
 	lend_msg_t r = { .magic = LEND_MAGIC, .op = LEND_GRANT, .slot = L.slot, .chunk = m->chunk };
 	uint64_t cut = 0, mine = 0;
-	int made = 0;
-	if (l->n && l->chunk != m->chunk) {
-		lend_send(l->fd, &r, NULL, 0);
-		return;
-	}
+	int made = 0, *fds = NULL;
 	l->slot = m->slot;
-	l->chunk = m->chunk;
-	if (m->n > 0 && m->chunk > 0 && ckc_gpu_lend_cut((uint64_t)m->n * m->chunk, &cut, &mine) == 0 && cut) {
+	/* one chunk size a connection: the borrower's */
+	if (m->n > 0 && m->chunk > 0 && (!l->n || l->chunk == m->chunk) &&
+	    ckc_gpu_lend_cut((uint64_t)m->n * m->chunk, &cut, &mine) == 0 && cut) {
+		l->chunk = m->chunk;
 		int want = (int)(cut / m->chunk < (uint64_t)m->n ? cut / m->chunk : (uint64_t)m->n);
-		int *fds = malloc(sizeof(int) * (size_t)(want > 0 ? want : 1));
+		fds = malloc(sizeof(int) * (size_t)(want > 0 ? want : 1));
 		for (; fds && made < want; made++) {
 			uint64_t h;
 			if (ckc_gpu_lend_alloc(m->chunk, &fds[made], &h) != 0)
 				break;
-			loan_add(l, h);
+			if (!loan_add(l, h)) {
+				sys_close(fds[made]);
+				ckc_gpu_lend_free(h);
+				break;
+			}
 		}
 		if (cut > (uint64_t)made * m->chunk)
 			ckc_gpu_lend_back(cut - (uint64_t)made * m->chunk, true);
-		for (int i = 0; i < made || i == 0; i += LEND_FDS) {
-			int k = made - i < LEND_FDS ? made - i : LEND_FDS;
-			r.n = k > 0 ? k : 0;
-			r.bytes = (uint64_t)(made - i - r.n);
-			if (lend_send(l->fd, &r, fds ? fds + i : NULL, r.n) != 0)
-				break;
-		}
-		if (fds)
-			close_fds(fds, made);
-		sys_free(fds);
-	} else {
-		lend_send(l->fd, &r, NULL, 0);
 	}
+	/* in messages of at most LEND_FDS descriptors; one empty message
+	 * when there is nothing to lend */
+	for (int i = 0; i < made || i == 0; i += LEND_FDS) {
+		r.n = made - i < LEND_FDS ? made - i : LEND_FDS;
+		r.bytes = (uint64_t)(made - i - r.n);
+		if (lend_send(l->fd, &r, fds ? fds + i : NULL, r.n) != 0)
+			break;
+	}
+	if (fds)
+		close_fds(fds, made);
+	sys_free(fds);
 	ckc_mutex_lock(&L.mx);
 	if (made) {
 		L.st.lent_bytes += (uint64_t)made * m->chunk;

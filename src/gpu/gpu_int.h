@@ -58,6 +58,13 @@ int gpu_err(CUresult rc);
 int gpu_fence_to(ckc_tier_t *t, const ckc_gpu_dev_t *r, uint64_t from, uint64_t at);
 /* The tier's capacity from its regions' mapped chunks (lock held). */
 void gpu_capacity(ckc_tier_t *t);
+/* Maps the allocation handle as chunk i of region r, with access for the
+ * region's device, and records it (lock not held). 0 or -errno; on error
+ * the handle is the caller's still. */
+int gpu_map_handle(ckc_gpu_t *g, ckc_gpu_dev_t *r, size_t i, uint64_t handle);
+/* Chunk i of region r, mapped, becomes part of the region: its fence
+ * moves past it and the tier's capacity grows (lock held). */
+int gpu_join_chunk(ckc_tier_t *t, ckc_gpu_dev_t *r, size_t i);
 /* Unmaps chunk i of region r and releases its handle (lock not held). */
 void gpu_unmap_chunk(ckc_gpu_t *g, ckc_gpu_dev_t *r, size_t i);
 /* A region's mapping thread (arg: the region). */

@@ -81,23 +81,16 @@ int ckc_gpu_lend_cut(uint64_t want, uint64_t *cut, uint64_t *chunk)
 	uint64_t k = (want + g->chunk - 1) / g->chunk;
 	if (k > tail)
 		k = tail;
-	size_t to = r->nmapped, from = to - (size_t)k;
-	int rc = k ? gpu_fence_to(t, r, (uint64_t)to * g->chunk, (uint64_t)from * g->chunk) : 0;
-	if (k && rc == 0) {
-		r->nmapped = from;
+	if (k) {
+		/* its ceiling first, so that its mapping thread does not
+		 * map them again; the tail is free, nothing is evicted */
 		r->ceiling -= k * g->chunk;
-		r->usable = from > 0;
-		gpu_capacity(t);
+		*cut = gpu_cut_tail(t, r, (uint64_t)r->nmapped * g->chunk - k * g->chunk, 0);
+		r->ceiling += k * g->chunk - *cut;
 	}
 	ckc_mutex_unlock(&ckc_eng.lock);
-	if (k && rc == 0) {
-		gpu_drv.cuCtxSetCurrent((CUcontext)r->ctx);
-		for (size_t i = from; i < to; i++)
-			gpu_unmap_chunk(g, r, i);
-		*cut = k * g->chunk;
-	}
 	ckc_mutex_unlock(&gpu_life);
-	return rc;
+	return 0;
 }
 
 int ckc_gpu_lend_alloc(uint64_t len, int *fd, uint64_t *handle)
@@ -225,42 +218,20 @@ int ckc_gpu_borrow_add(int lender, int home, const int *fds, int n, uint64_t chu
 		if (i >= r->nchunk)
 			break;
 		CUmemGenericAllocationHandle h;
-		CUdeviceptr at = (CUdeviceptr)(g->base + r->off + i * g->chunk);
 		CUresult cr = im(&h, (void *)(intptr_t)fds[k], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
 		if (cr != CUDA_SUCCESS) {
 			rc = gpu_err(cr);
 			break;
 		}
-		if ((cr = gpu_drv.cuMemMap(at, g->chunk, 0, h, 0)) != CUDA_SUCCESS) {
+		if ((rc = gpu_map_handle(g, r, i, (uint64_t)h)) != 0) {
 			gpu_drv.cuMemRelease(h);
-			rc = gpu_err(cr);
-			break;
-		}
-		CUmemAccessDesc acc = { 0 };
-		acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-		acc.location.id = r->device;
-		acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-		if ((cr = gpu_drv.cuMemSetAccess(at, g->chunk, &acc, 1)) != CUDA_SUCCESS) {
-			gpu_drv.cuMemUnmap(at, g->chunk);
-			gpu_drv.cuMemRelease(h);
-			rc = gpu_err(cr);
 			break;
 		}
 		ckc_mutex_lock(&ckc_eng.lock);
-		rc = gpu_fence_to(t, r, (uint64_t)i * g->chunk, (uint64_t)(i + 1) * g->chunk);
-		if (rc == 0) {
-			r->handle[i] = (uint64_t)h;
-			r->nmapped = i + 1;
-			if (r->nmapped > r->nmapped_max)
-				r->nmapped_max = r->nmapped;
-			r->usable = true;
-			gpu_capacity(t);
-			pthread_cond_broadcast(&ckc_eng.cv);
-		}
+		rc = gpu_join_chunk(t, r, i);
 		ckc_mutex_unlock(&ckc_eng.lock);
 		if (rc) {
-			gpu_drv.cuMemUnmap(at, g->chunk);
-			gpu_drv.cuMemRelease(h);
+			gpu_unmap_chunk(g, r, i);
 			break;
 		}
 		mapped++;

@@ -373,6 +373,26 @@ int ckc_gpu_dtoh(ckc_tier_t *t, void *dst, uint64_t src, size_t len)
 /* ---- mapping --------------------------------------------------------- */
 
 /* Maps chunk i of region r (lock not held). */
+int gpu_map_handle(ckc_gpu_t *g, ckc_gpu_dev_t *r, size_t i, uint64_t handle)
+{
+	CUmemGenericAllocationHandle h = (CUmemGenericAllocationHandle)handle;
+	CUdeviceptr at = (CUdeviceptr)(g->base + r->off + i * g->chunk);
+	CUresult rc = gpu_drv.cuMemMap(at, g->chunk, 0, h, 0);
+	if (rc != CUDA_SUCCESS)
+		return gpu_err(rc);
+	CUmemAccessDesc acc = { 0 };
+	acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	acc.location.id = r->device;
+	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	if ((rc = gpu_drv.cuMemSetAccess(at, g->chunk, &acc, 1)) != CUDA_SUCCESS) {
+		gpu_drv.cuMemUnmap(at, g->chunk);
+		return gpu_err(rc);
+	}
+	r->handle[i] = handle;
+	return 0;
+}
+
+/* Maps chunk i of region r, made on its device (lock not held). */
 static int gpu_map_chunk(ckc_gpu_t *g, ckc_gpu_dev_t *r, size_t i)
 {
 	CUmemAllocationProp prop = { 0 };
@@ -380,24 +400,13 @@ static int gpu_map_chunk(ckc_gpu_t *g, ckc_gpu_dev_t *r, size_t i)
 	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	prop.location.id = r->device;
 	CUmemGenericAllocationHandle h;
-	CUdeviceptr at = (CUdeviceptr)(g->base + r->off + i * g->chunk);
 	CUresult rc = gpu_drv.cuMemCreate(&h, g->chunk, &prop, 0);
 	if (rc != CUDA_SUCCESS)
 		return gpu_err(rc);
-	if ((rc = gpu_drv.cuMemMap(at, g->chunk, 0, h, 0)) != CUDA_SUCCESS) {
+	int e = gpu_map_handle(g, r, i, (uint64_t)h);
+	if (e)
 		gpu_drv.cuMemRelease(h);
-		return gpu_err(rc);
-	}
-	CUmemAccessDesc acc = { 0 };
-	acc.location = prop.location;
-	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-	if ((rc = gpu_drv.cuMemSetAccess(at, g->chunk, &acc, 1)) != CUDA_SUCCESS) {
-		gpu_drv.cuMemUnmap(at, g->chunk);
-		gpu_drv.cuMemRelease(h);
-		return gpu_err(rc);
-	}
-	r->handle[i] = (uint64_t)h;
-	return 0;
+	return e;
 }
 
 void gpu_unmap_chunk(ckc_gpu_t *g, ckc_gpu_dev_t *r, size_t i)
@@ -434,6 +443,21 @@ void gpu_capacity(ckc_tier_t *t)
 	ckc_peer_room();
 }
 
+int gpu_join_chunk(ckc_tier_t *t, ckc_gpu_dev_t *r, size_t i)
+{
+	uint64_t chunk = t->gpu->chunk;
+	int rc = gpu_fence_to(t, r, (uint64_t)i * chunk, (uint64_t)(i + 1) * chunk);
+	if (rc)
+		return rc;
+	r->nmapped = i + 1;
+	if (r->nmapped > r->nmapped_max)
+		r->nmapped_max = r->nmapped;
+	r->usable = true;
+	gpu_capacity(t);
+	pthread_cond_broadcast(&ckc_eng.cv);
+	return 0;
+}
+
 /* Adds one mapped chunk to region r (lock not held). Returns 0, 1 when
  * the region is complete (or was cut), or -errno. */
 static int gpu_grow_one(ckc_tier_t *t, ckc_gpu_dev_t *r)
@@ -458,16 +482,9 @@ static int gpu_grow_one(ckc_tier_t *t, ckc_gpu_dev_t *r)
 		gpu_unmap_chunk(g, r, i);
 		return 1;
 	}
-	rc = gpu_fence_to(t, r, (uint64_t)i * g->chunk, (uint64_t)(i + 1) * g->chunk);
-	if (rc == 0) {
-		r->nmapped = i + 1;
-		if (r->nmapped > r->nmapped_max)
-			r->nmapped_max = r->nmapped;
-		r->usable = true;
-		gpu_capacity(t);
+	rc = gpu_join_chunk(t, r, i);
+	if (rc == 0)
 		ckc_prefetch_kick();
-		pthread_cond_broadcast(&ckc_eng.cv);
-	}
 	ckc_mutex_unlock(&ckc_eng.lock);
 	if (rc)
 		gpu_unmap_chunk(g, r, i);
