@@ -162,11 +162,13 @@ proxy_ssd() {
 
 # a copy in the ssd tier of a checkpoint already published (fsync) is read
 # from the page cache, which still holds the real file, not from the device
-# (of the 12 restores, one may find a page the kernel has let go and read
-# the rest of it from the device)
+# (of the 12 restores, about ten would come from the device if it were not;
+# under load a few may find a page the kernel has let go, or is still
+# writing back, and read the rest of it from the device: 2 of 12 were seen
+# once with the suite's other jobs running)
 proxy_ssd_published() {
 	ssd_elsewhere
-	proxy_config ssd.flush_ops\>0 ssd.read_ops\<=1 home.hits\>0 -- CKPTCACHE_HOST_CACHE=4M \
+	proxy_config ssd.flush_ops\>0 ssd.read_ops\<=3 home.hits\>0 -- CKPTCACHE_HOST_CACHE=4M \
 		CKPTCACHE_SSD_DIR="$SSD" CKPTCACHE_SSD_CACHE=32M CKPTCACHE_ORDER=none -- --fsync
 }
 
