@@ -126,6 +126,17 @@ static void faults_teardown(tenv_t *e)
 	tenv_clean(e);
 }
 
+/* Starts the engine with a host tier of host bytes and no ssd tier over a
+ * real path whose every write takes delay_us. */
+static void slow_home_start(tenv_t *e, uint64_t host, int delay_us)
+{
+	faults_setup(e);
+	ckc_config_t c = tcfg(e, host, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	atomic_store(&home_pieces, 0);
+	atomic_store(&home_delay_us, delay_us);
+}
+
 static void ssd_failure(int err)
 {
 	tenv_t e;
@@ -238,11 +249,8 @@ Test(faults, home_eio_after_eviction_reads_the_rescue_file)
 Test(faults, slow_home_waits_or_bypasses_without_loss)
 {
 	tenv_t e;
-	faults_setup(&e);
-	ckc_config_t c = tcfg(&e, 3 * MiB, 0);
-	cr_assert_eq(ckc_init_config(&c), 0);
 	/* slow enough that the writer outruns the flushes under any build */
-	atomic_store(&home_delay_us, 200000);
+	slow_home_start(&e, 3 * MiB, 200000);
 	char path[PATH_MAX];
 	for (int i = 0; i < 12; i++) {
 		tpath(&e, path, i);
@@ -272,12 +280,8 @@ Test(faults, slow_home_waits_or_bypasses_without_loss)
 Test(faults, a_flush_writes_whole_aligned_pieces_on_a_slow_home)
 {
 	tenv_t e;
-	faults_setup(&e);
-	ckc_config_t c = tcfg(&e, 64 * MiB, 0);
-	cr_assert_eq(ckc_init_config(&c), 0);
-	atomic_store(&home_pieces, 0);
 	/* each write takes 2 ms: ten times the pacing's slice */
-	atomic_store(&home_delay_us, 2000);
+	slow_home_start(&e, 64 * MiB, 2000);
 	const uint64_t size[] = { 9 * MiB + 12345, 4 * MiB, 3 * MiB - 1 };
 	char path[PATH_MAX];
 	for (int i = 0; i < 3; i++) {
@@ -312,10 +316,7 @@ Test(faults, a_flush_writes_whole_aligned_pieces_on_a_slow_home)
 Test(faults, the_newer_version_of_a_checkpoint_lands_last)
 {
 	tenv_t e;
-	faults_setup(&e);
-	ckc_config_t c = tcfg(&e, 32 * MiB, 0);
-	cr_assert_eq(ckc_init_config(&c), 0);
-	atomic_store(&home_delay_us, 100000);
+	slow_home_start(&e, 32 * MiB, 100000);
 	char path[PATH_MAX];
 	tpath(&e, path, 0);
 	/* the first version's flush is under way (slow) when the second one
