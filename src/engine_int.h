@@ -445,13 +445,6 @@ int ckc_prog_copies(void);
 #define CKC_BG_WRITE_WAITS 4
 #define CKC_BG_READ_GAP_NS 1000000ull
 size_t ckc_pace_begin(uint64_t left, uint64_t *t0);
-/* A real file is written in whole pieces of this size, at offsets that are
- * multiples of it (tier_home.c), whatever the pacing suggests: the page
- * cache holds the bytes of a write in folios as large as the write (up to
- * the size of a huge page), and a later read of the file copies out of
- * large folios about 1.5 times as fast as out of the small ones of short
- * writes. */
-#define CKC_HOME_PIECE (2u << 20)
 /* The program begins (+1) or ends (-1) reading a checkpoint through the
  * cache, CKC_PROG_COPY_MIN bytes or more (with ckc_prog_begin/end). */
 void ckc_pace_reading(int delta);

@@ -52,19 +52,6 @@ static int kind(int fd)
 	return fd >= 0 && fd < 4096 ? atomic_load(&fd_kind[fd]) : 0;
 }
 
-/* The pieces of the real files' writes: offset and length of each. */
-static _Atomic int home_pieces;
-static _Atomic uint64_t home_piece_off[4096], home_piece_len[4096];
-
-static void home_note(off_t off, size_t len)
-{
-	int i = atomic_fetch_add(&home_pieces, 1);
-	if (i < 4096) {
-		atomic_store(&home_piece_off[i], (uint64_t)off);
-		atomic_store(&home_piece_len[i], (uint64_t)len);
-	}
-}
-
 static ssize_t f_pwrite(int fd, const void *buf, size_t len, off_t off)
 {
 	if (kind(fd) == 1 && atomic_load(&fail_ssd_errno)) {
@@ -81,7 +68,6 @@ static ssize_t f_pwrite(int fd, const void *buf, size_t len, off_t off)
 			return -1;
 		}
 		atomic_fetch_add(&home_writers, 1);
-		home_note(off, len);
 		if (atomic_load(&home_delay_us))
 			usleep((useconds_t)atomic_load(&home_delay_us));
 		ssize_t r = pwrite(fd, buf, len, off);
@@ -133,7 +119,6 @@ static void slow_home_start(tenv_t *e, uint64_t host, int delay_us)
 	faults_setup(e);
 	ckc_config_t c = tcfg(e, host, 0);
 	cr_assert_eq(ckc_init_config(&c), 0);
-	atomic_store(&home_pieces, 0);
 	atomic_store(&home_delay_us, delay_us);
 }
 
@@ -268,47 +253,6 @@ Test(faults, slow_home_waits_or_bypasses_without_loss)
 	for (int i = 0; i < 12; i++) {
 		tpath(&e, path, i);
 		cr_assert(thome_matches(path, (uint64_t)i, 1 * MiB));
-	}
-	faults_teardown(&e);
-}
-
-/* A flush writes the real file in whole pieces of CKC_HOME_PIECE bytes at
- * offsets that are multiples of it (the last piece may be shorter), even
- * when the real path is so slow that the pacing wants smaller pieces: the
- * page cache keeps the bytes of a short write in small folios, which the
- * program's later reads of the file copy out of far more slowly. */
-Test(faults, a_flush_writes_whole_aligned_pieces_on_a_slow_home)
-{
-	tenv_t e;
-	/* each write takes 2 ms: ten times the pacing's slice */
-	slow_home_start(&e, 64 * MiB, 2000);
-	const uint64_t size[] = { 9 * MiB + 12345, 4 * MiB, 3 * MiB - 1 };
-	char path[PATH_MAX];
-	for (int i = 0; i < 3; i++) {
-		tpath(&e, path, i);
-		/* written in odd pieces, through the host tier */
-		twrite(path, (uint64_t)i, size[i], 300 * 1000);
-	}
-	cr_assert_eq(ckc_wait_flushed(), 0);
-	int n = atomic_load(&home_pieces);
-	cr_assert_gt(n, 0, "the flushes wrote the real files");
-	cr_assert_lt(n, 4096);
-	uint64_t total = 0;
-	for (int i = 0; i < n; i++) {
-		uint64_t off = atomic_load(&home_piece_off[i]), len = atomic_load(&home_piece_len[i]);
-		total += len;
-		cr_assert_eq(off % CKC_HOME_PIECE, 0, "piece %d at %llu is not aligned", i, (unsigned long long)off);
-		bool last = false;
-		for (int k = 0; k < 3; k++)
-			last |= off + len == size[k];
-		cr_assert(len == CKC_HOME_PIECE || (last && len < CKC_HOME_PIECE),
-			  "piece %d at %llu: %llu bytes", i, (unsigned long long)off, (unsigned long long)len);
-	}
-	cr_assert_eq(total, size[0] + size[1] + size[2], "each byte written once");
-	ckc_shutdown();
-	for (int i = 0; i < 3; i++) {
-		tpath(&e, path, i);
-		cr_assert(thome_matches(path, (uint64_t)i, size[i]));
 	}
 	faults_teardown(&e);
 }
