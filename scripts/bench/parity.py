@@ -29,7 +29,10 @@ PROXY = os.path.join(ROOT, "build", "tests", "apps", "rtm_proxy")
 FREAD = os.path.join(ROOT, "build", "tests", "bench", "fread_bench")
 BANDS = os.path.join(ROOT, "build", "tests", "bench", "bands_bench")
 PYWORK = os.path.join(ROOT, "tests", "bench", "parity_py.py")
-PY = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+# the Python rows' interpreter: PARITY_PYTHON, else the system's (where
+# numpy and h5py live on Debian), else this one
+PY = os.environ.get("PARITY_PYTHON") or (
+    "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable)
 
 
 def same_size_preload():
