@@ -100,9 +100,16 @@ sys.exit(1 if bad else 0)
 PYEOF
 }
 
+# peer_setup [alone]: the case's job and segment. The first rank of a job
+# on a node removes every segment of this user that no process holds (a
+# crashed job's): a case that leaves one behind on purpose ("alone") runs
+# while no other peer case does, which hold the lock below shared.
 peer_setup() {
 	[ -n "$FAKECUDA" ] || fail "the stand-in driver (tests/apps/fake_libcuda.c) did not compile"
 	[ -n "$STENCIL" ] || fail "no stencil_client program"
+	exec {PEER_LOCK}>>"${TMPDIR:-/tmp}/ckptcache-e2e-peer.lock"
+	flock -w 120 "$([ "${1:-}" = alone ] && echo -x || echo -s)" "$PEER_LOCK" ||
+		fail "cannot lock ${TMPDIR:-/tmp}/ckptcache-e2e-peer.lock"
 	PEER_JOB=$((900000000 + $$ % 100000 * 1000 + RANDOM % 1000))
 	rm -f "$(peer_seg)"
 	phase peer
@@ -217,7 +224,7 @@ case_add peer-off case_peer_off
 # doctor reports it and says how to remove it; the next run of the job
 # recognises it as stale, makes it anew, and leaves nothing.
 case_peer_stale() {
-	peer_setup
+	peer_setup alone
 	local r pid
 	for r in 0 1; do peer_start $r 2 CKPTCACHE_PEER=greedy; done
 	for r in 0 1; do peer_wait_for $r holding; done
