@@ -250,8 +250,12 @@ case_peer_stale() {
 	touch "$T/go"
 	for r in 0 1; do peer_end $r; done
 	[ -e "$seg" ] && fail "segment $seg left after the run that followed the crash"
+	local found
+	found=$("$PY" -c 'import json,os,sys; print(" ".join("%s:%s" % (os.path.basename(f), json.load(open(f))["peer"]["stale_segment"]) for f in sys.argv[1:]))' \
+		"$STATS"/r*.json 2>&1)
 	"$PY" -c 'import json,sys; n=sum(json.load(open(f))["peer"]["stale_segment"] for f in sys.argv[1:]); sys.exit(n != 1)' \
-		"$STATS"/r*.json || fail "no rank (or more than one) found the segment stale"
+		"$STATS"/r*.json ||
+		fail "no rank (or more than one) found the segment stale ($found; ranks said: $(grep -h 'peer segment' "$T"/r*.out "$T"/r*.err 2>/dev/null | head -4 | tr '\n' ' '))"
 	for r in 0 1; do peer_json $r 'd["peer"]["mode"] == "greedy"' 'd["peer"]["ranks_max"] == 2'; done
 }
 
