@@ -235,6 +235,22 @@ void ckc_peerseg_forget(ckc_peerseg_t *s)
 	s->slot = -1;
 }
 
+/* Whether the board in fd names a live process (a joiner between its
+ * exclusive and its shared lock holds neither, and has claimed its entry
+ * already). A file of another size holds no board. */
+static bool seg_file_has_live_owner(int fd)
+{
+	struct stat st;
+	if (sys_fstat(fd, &st) != 0 || (size_t)st.st_size != SEG_SIZE)
+		return false;
+	peer_board_t *b = sys_mmap(NULL, SEG_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	if (b == MAP_FAILED)
+		return false;
+	bool live = atomic_load(&b->magic) == PEERBOARD_MAGIC && seg_has_live_owner(b);
+	sys_munmap(b, SEG_SIZE);
+	return live;
+}
+
 int ckc_peerseg_sweep(const char *dir, bool drop, ckc_peerseg_fn fn, void *ctx)
 {
 	char mine[64], path[PATH_MAX];
@@ -251,8 +267,10 @@ int ckc_peerseg_sweep(const char *dir, bool drop, ckc_peerseg_fn fn, void *ctx)
 		int fd = sys_open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK, 0);
 		if (fd < 0)
 			continue;
-		/* held by nobody: every process of its job is gone */
-		if (seg_private(fd) && sys_flock(fd, LOCK_EX | LOCK_NB) == 0 && seg_same(path, fd)) {
+		/* held by nobody, and no live process on its board: every
+		 * process of its job is gone */
+		if (seg_private(fd) && sys_flock(fd, LOCK_EX | LOCK_NB) == 0 && seg_same(path, fd) &&
+		    !seg_file_has_live_owner(fd)) {
 			found++;
 			bool removed = drop && sys_unlink(path) == 0;
 			if (fn)

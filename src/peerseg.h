@@ -52,8 +52,10 @@ bool ckc_peerseg_alive(pid_t pid);
 
 typedef void (*ckc_peerseg_fn)(const char *path, bool removed, void *ctx);
 
-/* The segments of this user in dir that no process holds (left by jobs
- * whose processes all died): fn for each, removed first when drop.
+/* The segments of this user in dir that no process holds and whose board
+ * names no live process (left by jobs whose processes all died; a joiner
+ * turning its exclusive lock into a shared one holds none for a moment):
+ * fn for each, removed first when drop.
  * Returns how many. */
 int ckc_peerseg_sweep(const char *dir, bool drop, ckc_peerseg_fn fn, void *ctx);
 

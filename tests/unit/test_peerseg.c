@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -224,4 +225,24 @@ Test(peerseg, the_sweep_removes_only_what_nobody_holds, .init = setup, .fini = t
 	cr_expect(!exists(path), "the stale one is gone");
 	cr_expect(exists(live), "the held one stays");
 	cr_expect_eq(ckc_peerseg_close(&s), 1);
+}
+
+/* A joiner that initialised the segment turns its exclusive lock into a
+ * shared one, and flock lets go of the one before it takes the other: in
+ * between it holds no lock, with its entry on the board claimed. A sweep in
+ * that moment must keep the segment. */
+Test(peerseg, the_sweep_keeps_a_segment_whose_joiner_is_between_locks, .init = setup,
+     .fini = teardown)
+{
+	ckc_peerseg_t s;
+	int n = 0;
+
+	cr_assert_eq(ckc_peerseg_open(&s, path, "slurm7.0", 0, 1.0), 0);
+	cr_assert_eq(flock(s.fd, LOCK_UN), 0);
+	cr_expect_eq(ckc_peerseg_sweep(dir, true, count_swept, &n), 0);
+	cr_expect_eq(n, 0);
+	cr_expect(exists(path), "a segment a live process is joining was removed");
+	cr_assert_eq(flock(s.fd, LOCK_SH), 0);
+	cr_expect_eq(ckc_peerseg_close(&s), 1);
+	cr_expect(!exists(path));
 }
