@@ -124,6 +124,7 @@ class Bench:
         with no library at all."""
         env = {"LD_PRELOAD": LIB if side == "with" else SAME_SIZE_PRELOAD, "CKPTCACHE_PATHS": paths}
         env.update(extra)
+        env.update(self.a.env)
         return env
 
     def add_row(self, row, metrics, target=0.95):
@@ -396,6 +397,7 @@ def table(b, cmdline, started, load):
             "Produced by:", "", f"    {cmdline}", "",
             f"- host: {os.uname().nodename}, {os.cpu_count()} CPUs, kernel {os.uname().release}",
             f"- started {started}, load average at start {load}",
+            *( [f"- library settings for every row: {' '.join(f'{k}={v}' for k, v in b.a.env.items())}"] if b.a.env else [] ),
             f"- {b.a.pairs} pairs per row (the order alternating), median and spread of the per-pair ratios",
             "- each workload's pairs run one after another, after one untimed run of it without the library: "
             "this machine hands freed memory back to its host, and the first touch of a page costs 0.5 to 2 GB/s "
@@ -448,6 +450,9 @@ def main():
     p.add_argument("--walk-reps", type=int, default=3, help="walks per sample (default 3)")
     p.add_argument("--tool-mib", type=int, default=512, help="MiB of the file cp, cat and dd copy")
     p.add_argument("--fread-mib", type=int, default=256, help="MiB of the fread benchmark's file")
+    p.add_argument("--env", action="append", default=[], metavar="CKPTCACHE_NAME=VALUE",
+                   help="a library setting for every row (both sides, as the others), e.g. "
+                   "CKPTCACHE_KERNEL_TOUCH=off; repeatable")
     p.add_argument("--dir", default=os.environ.get("TMPDIR", "/tmp"), help="where the files go")
     p.add_argument("--results", default=os.path.join(ROOT, "docs", "results"),
                    help="folder of parity.md and parity.csv (default docs/results)")
@@ -459,6 +464,13 @@ def main():
         a.walk_reps, a.tool_mib, a.fread_mib = 1, 128, 64
     if a.pairs < 1:
         p.error("--pairs must be at least 1")
+    env = {}
+    for kv in a.env:
+        k, eq, v = kv.partition("=")
+        if not eq or not k.startswith("CKPTCACHE_"):
+            p.error(f"--env {kv!r}: expected CKPTCACHE_NAME=VALUE")
+        env[k] = v
+    a.env = env
     work = ["numpy", "pickle", "h5py", "walkers", "proxy", "bands", "stdio", "miss", "tools", "fread"]
     only = [w for w in a.only.split(",") if w] or work
     for w in only:
