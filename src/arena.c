@@ -169,6 +169,8 @@ ssize_t arena_take(arena_t *a, size_t gap_idx, uint64_t len, void *owner)
 	}
 	g->owner = owner;
 	a->used += want;
+	if (a->used > a->peak)
+		a->peak = a->used;
 	return (ssize_t)gap_idx;
 }
 
@@ -246,6 +248,8 @@ int arena_extend(arena_t *a, size_t idx, uint64_t newlen)
 	next = &a->frag[idx + 1];
 	f->len = want;
 	a->used += grow;
+	if (a->used > a->peak)
+		a->peak = a->used;
 	if (next->len == grow) {
 		arena_remove_slots(a, idx + 1, 1);
 	} else {
@@ -273,6 +277,8 @@ int arena_move_start(arena_t *a, size_t idx, uint64_t off)
 		f->off = off;
 		f->len += grow;
 		a->used += grow;
+		if (a->used > a->peak)
+			a->peak = a->used;
 		if (g->len == 0)
 			arena_remove_slots(a, idx - 1, 1);
 		return 0;

@@ -19,6 +19,7 @@ typedef struct arena {
 	arena_frag_t *frag;
 	size_t nfrag, cap;
 	uint64_t used;              /* bytes in extents */
+	uint64_t peak;              /* the most used at once */
 } arena_t;
 
 /* One gap covering everything; 0, -EINVAL (align not a power of two, or

@@ -312,6 +312,7 @@ void eng_stats_collect(ckc_stats_t *s)
 		/* the edge's bandwidth is a guess until something was flushed */
 		if (l + 1 < ckc_eng.ntier && s->tier[l].flush_ops)
 			s->tier[l].flush_bw = ckc_eng.edge[l].bw;
+		s->tier[l].peak_used_bytes = ckc_eng.tier[l].arena.peak;
 		ckc_tier_stats(&ckc_eng.tier[l], s);
 	}
 }

@@ -194,6 +194,7 @@ typedef struct ckc_tier {
 	pthread_t toucher;
 	bool toucher_running, toucher_tried; /* (grow_mx) */
 	atomic_uint_fast64_t populated;
+	atomic_uint_fast64_t populated_peak; /* the most populated at once */
 	atomic_bool toucher_stop;
 	bool grow;
 	bool keep;                     /* grow, under a gpu tier: nothing is given back */

@@ -41,7 +41,8 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 			" \"prefetch_ops\": %llu, \"prefetch_bytes\": %llu, \"prefetch_cached\": %llu,"
 			" \"evictions\": %llu, \"evicted_bytes\": %llu,"
 			" \"bypasses\": %llu, \"waits\": %llu, \"wait_s\": %.6f,"
-			" \"populated_bytes\": %llu, \"given_back_bytes\": %llu}%s\n",
+			" \"populated_bytes\": %llu, \"given_back_bytes\": %llu,"
+			" \"peak_used_bytes\": %llu, \"peak_populated_bytes\": %llu}%s\n",
 			s->tier_name[i], (unsigned long long)t->capacity,
 			(unsigned long long)t->put_ops, (unsigned long long)t->put_bytes,
 			(unsigned long long)t->read_ops, (unsigned long long)t->read_bytes,
@@ -54,6 +55,7 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 			(unsigned long long)t->evictions, (unsigned long long)t->evicted_bytes,
 			(unsigned long long)t->bypasses, (unsigned long long)t->waits, t->wait_s,
 			(unsigned long long)t->populated_bytes, (unsigned long long)t->given_back_bytes,
+			(unsigned long long)t->peak_used_bytes, (unsigned long long)t->peak_populated_bytes,
 			i + 1 < s->ntier ? "," : "");
 	}
 	fprintf(f, "  ],\n");

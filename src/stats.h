@@ -35,6 +35,8 @@ typedef struct ckc_tier_stats {
 	double flush_bw;                       /* bytes/s out of this tier (moving average) */
 	uint64_t populated_bytes;              /* host: memory populated now */
 	uint64_t given_back_bytes;             /* host: memory given back while idle */
+	uint64_t peak_used_bytes;              /* the most bytes the tier held at once */
+	uint64_t peak_populated_bytes;         /* host: the most memory populated at once */
 } ckc_tier_stats_t;
 
 #define CKC_CUDA_KINDS 16

@@ -46,6 +46,14 @@ static int host_populate(ckc_tier_t *t, uint64_t off, uint64_t len)
 	return sys_madvise(t->base + off, len, MADV_POPULATE_WRITE) == 0 ? 0 : -errno;
 }
 
+/* Keeps the most memory populated at once (the statistics). */
+static void host_peak(ckc_tier_t *t)
+{
+	uint_fast64_t p = atomic_load(&t->populated), m = atomic_load(&t->populated_peak);
+	while (p > m && !atomic_compare_exchange_weak(&t->populated_peak, &m, p))
+		;
+}
+
 static void host_toucher_whole(ckc_tier_t *t)
 {
 	uint64_t cap = t->arena.capacity;
@@ -59,8 +67,10 @@ static void host_toucher_whole(ckc_tier_t *t)
 			break;
 		}
 		atomic_store(&t->populated, off + len);
+		host_peak(t);
 	}
 	atomic_store(&t->populated, cap);
+	host_peak(t);
 }
 
 /* ---- a growing tier ------------------------------------------------- */
@@ -69,8 +79,10 @@ static void host_toucher_whole(ckc_tier_t *t)
 static void host_mark(ckc_tier_t *t, uint64_t k)
 {
 	uint8_t none = 0;
-	if (atomic_compare_exchange_strong(&t->piece[k], &none, CKC_PIECE_USED))
+	if (atomic_compare_exchange_strong(&t->piece[k], &none, CKC_PIECE_USED)) {
 		atomic_fetch_add(&t->populated, HOST_PIECE);
+		host_peak(t);
+	}
 }
 
 bool ckc_host_pinned(const ckc_tier_t *t, uint64_t off, uint64_t n)
@@ -281,6 +293,7 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow, bool keep)
 	atomic_store(&t->use_seq, 0);
 	atomic_store(&t->caught_up, false);
 	atomic_store(&t->populated, 0);
+	atomic_store(&t->populated_peak, 0);
 	atomic_store(&t->toucher_stop, false);
 	t->toucher_running = t->toucher_tried = false;
 	if (grow) {
@@ -290,6 +303,7 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow, bool keep)
 	t->toucher_running = pthread_create(&t->toucher, NULL, host_toucher, t) == 0;
 	if (!t->toucher_running) {
 		atomic_store(&t->populated, capacity);
+		host_peak(t);
 		atomic_store(&t->caught_up, true);
 	}
 	return 0;
@@ -362,6 +376,7 @@ static int host_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
 static void host_stats(const ckc_tier_t *t, ckc_stats_t *s)
 {
 	s->tier[t->level].populated_bytes = atomic_load(&((ckc_tier_t *)t)->populated);
+	s->tier[t->level].peak_populated_bytes = atomic_load(&((ckc_tier_t *)t)->populated_peak);
 	if (t->pinned_once)
 		s->host_pinned = true;
 }

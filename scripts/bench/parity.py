@@ -14,6 +14,7 @@ below its target (0.95 unless the row says otherwise), 2 on a usage error,
 """
 import argparse
 import csv
+import json
 import os
 import re
 import shutil
@@ -106,11 +107,13 @@ class Bench:
         self.ck = os.path.join(self.work, "ck")       # tagged files live here
         self.out = os.path.join(self.work, "out")     # untagged copies
         self.ssd = os.path.join(self.work, "ssd")
-        for d in (self.ck, self.out, self.ssd):
+        self.stats = os.path.join(self.work, "stats")  # the library's statistics of a run
+        for d in (self.ck, self.out, self.ssd, self.stats):
             os.makedirs(d)
         self.rows = []    # (row, metric, higher_is_better, target)
         self.samples = {} # (row, metric) -> {"without": [...], "with": [...], "ratio": [...]}
         self.rss = {}     # row -> {"without": [...], "with": [...]}
+        self.cached = {}  # row -> [KiB the library's memory tiers held at most, per run with it]
         self.raw = []     # csv rows
         self.warming = False  # an untimed run: measured, not recorded
 
@@ -122,7 +125,8 @@ class Bench:
         its environment: one more variable moved Python's 16 MiB arrays
         between fresh and reused memory and swung a load 2x either way,
         with no library at all."""
-        env = {"LD_PRELOAD": LIB if side == "with" else SAME_SIZE_PRELOAD, "CKPTCACHE_PATHS": paths}
+        env = {"LD_PRELOAD": LIB if side == "with" else SAME_SIZE_PRELOAD, "CKPTCACHE_PATHS": paths,
+               "CKPTCACHE_STATS": os.path.join(self.stats, "%p.json")}
         env.update(extra)
         env.update(self.a.env)
         return env
@@ -134,9 +138,29 @@ class Bench:
             self.rows.append((row, m, higher, target))
             self.samples[(row, m)] = {"without": [], "with": [], "ratio": []}
         self.rss[row] = {"without": [], "with": []}
+        self.cached[row] = []
+
+    def take_cached(self):
+        """The most checkpoint bytes (KiB) one process of the last run with
+        the library held in its memory tiers (host, gpu) at once, from its
+        statistics; the files are removed."""
+        most = 0
+        for name in os.listdir(self.stats):
+            path = os.path.join(self.stats, name)
+            try:
+                with open(path) as f:
+                    doc = json.load(f)
+                most = max(most, sum(t.get("peak_used_bytes", 0) for t in doc.get("tiers", [])
+                                     if t.get("name") in ("host", "gpu")))
+            except (OSError, ValueError):
+                pass
+            os.unlink(path)
+        return most // 1024
 
     def record(self, row, pair, side, values, rss):
         self.rss[row][side].append(rss)
+        if side == "with":
+            self.cached[row].append(self.take_cached())
         for (r, m, higher, _t) in self.rows:
             if r != row:
                 continue
@@ -355,6 +379,7 @@ class Bench:
         self.samples[(row, "GBps")]["with"].append(v["fread_GBps"])
         self.samples[(row, "GBps")]["ratio"].append(v["fread_GBps"] / v["memcpy_GBps"])
         self.rss[row]["with"].append(rss)
+        self.cached[row].append(self.take_cached())
         self.raw.append([row, "memcpy_GBps", k, "without", f"{v['memcpy_GBps']:.6f}", rss])
         self.raw.append([row, "fread_GBps", k, "with", f"{v['fread_GBps']:.6f}", rss])
 
@@ -366,6 +391,11 @@ def filecmp_same(a, b):
 
 def med(v):
     return statistics.median(v) if v else float("nan")
+
+
+# The most a run with the library may peak at: this times (the peak without
+# it + the checkpoint bytes its memory tiers held at most).
+MEM_SLACK = 1.10
 
 
 def fmt(x, metric):
@@ -380,8 +410,17 @@ def mib(kib_list):
 
 def table(b, cmdline, started, load):
     lines = ["| workload | measure | without | with | ratio (median) | ratio min..max | target | "
-             "peak RSS MiB without | with |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "peak RSS MiB without | with | cached MiB |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     fails = []
+    # memory: the peak with the library within MEM_SLACK of the peak without
+    # it plus what the library held in memory (medians over the pairs)
+    for row in b.rss:
+        wo, w, c = b.rss[row]["without"], b.rss[row]["with"], b.cached[row]
+        if wo and w and c:
+            allowed = MEM_SLACK * (med(wo) + med(c))
+            if med(w) > allowed:
+                fails.append(f"FAIL {row}: peak RSS with the library {med(w) / 1024:.0f} MiB > "
+                             f"{MEM_SLACK} x ({med(wo) / 1024:.0f} MiB without it + {med(c) / 1024:.0f} MiB cached)")
     for (row, m, higher, target) in b.rows:
         s = b.samples[(row, m)]
         r = med(s["ratio"])
@@ -392,7 +431,9 @@ def table(b, cmdline, started, load):
         unit = m.replace("_s", " (s)").replace("_GBps", " (GB/s)").replace("GBps", "GB/s")
         lines.append(f"| {row} | {unit} | {fmt(med(s['without']), m)} | {fmt(med(s['with']), m)} | "
                      f"{r:.2f}{verdict} | {min(s['ratio']):.2f}..{max(s['ratio']):.2f} | {target} | "
-                     f"{mib(b.rss[row]['without'])} | {mib(b.rss[row]['with'])} |")
+                     f"{mib(b.rss[row]['without'])} | {mib(b.rss[row]['with'])}"
+                     f"{' **FAIL**' if any(x.startswith(f'FAIL {row}: peak RSS') for x in fails) else ''} | "
+                     f"{mib(b.cached[row])} |")
     head = [f"# ckptcache parity: with and without the library", "",
             "Produced by:", "", f"    {cmdline}", "",
             f"- host: {os.uname().nodename}, {os.cpu_count()} CPUs, kernel {os.uname().release}",
@@ -416,6 +457,9 @@ def table(b, cmdline, started, load):
             "- fread row: fread of a tagged file (served by the cache) against memcpy of the same "
             "bytes in the same process; its target is 0.8",
             "- peak RSS: of the measured process (its largest child for the shell rows), median over the pairs",
+            "- cached MiB: the most checkpoint bytes one process held in the library's memory tiers at once "
+            "(peak_used_bytes of its statistics), median over the pairs; a row fails on memory when the peak RSS "
+            f"with the library exceeds {MEM_SLACK} x (the peak without it + cached MiB)",
             "- restore rows: on this machine the kernel's first copy into a buffer that only the program's "
             "own code has touched runs at 0.5 to 2.5 GB/s, and at 12-21 GB/s once the kernel has copied from "
             "it (scripts/bench/first_touch, no library involved). Without the library the program's write() "

@@ -51,9 +51,56 @@ python_start() {
 	same ck/r.bin ck/w.bin "w.bin at its real path"
 }
 
+# Memory: a numpy job that keeps 24 arrays of 16 MiB, saves them, and loads
+# them back peaks, under the library, within 10% of its peak without the
+# library plus what the library held in memory at most (the host tier's
+# peak_used_bytes). Peaks are the job's ru_maxrss, each side run alone,
+# with the same malloc thresholds; every array is compared after its load
+# and at its real path.
+python_memory_peak() {
+	"$PY" -c 'import numpy' 2>/dev/null || fail "numpy cannot be imported by $PY (install python3-numpy)"
+	cat >job.py <<'PYEOF'
+import os, sys, numpy as np
+d, n = sys.argv[1], int(sys.argv[2])
+arrs = [np.full(2 << 20, i * 1000003 + 7, dtype=np.int64) for i in range(n)]
+for i, a in enumerate(arrs):
+    np.save(f"{d}/arr_{i:02d}.npy", a)
+back = [np.load(f"{d}/arr_{i:02d}.npy") for i in range(n)]
+for i, (a, b) in enumerate(zip(arrs, back)):
+    assert np.array_equal(a, b), f"array {i} read back in the process"
+PYEOF
+	cat >peak.py <<'PYEOF'
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, status, ru = os.wait4(pid, 0)
+print(ru.ru_maxrss)
+sys.exit(os.waitstatus_to_exitcode(status))
+PYEOF
+	local mall=(MALLOC_MMAP_THRESHOLD_=67108864 MALLOC_TRIM_THRESHOLD_=268435456) without with
+	mkdir -p plainck
+	without=$(plain env "${mall[@]}" "$PY" peak.py "$PY" job.py "$T/plainck" 24) ||
+		fail "the job without the library failed"
+	phase mem
+	with=$(ck CKPTCACHE_HOST_CACHE=1G "${mall[@]}" -- "$PY" peak.py "$PY" job.py "$T/ck" 24) ||
+		fail "the job under the library failed$(last_error)"
+	stats_ok files==1 objects.written==24 host.peak_used_bytes\>0
+	local cached
+	cached=$("$PY" -c 'import json, sys; print(sum(t["peak_used_bytes"] for t in json.load(open(sys.argv[1]))["tiers"] if t["name"] == "host") // 1024)' "$STATS"/*.json)
+	echo "peak RSS without ${without} KiB, with ${with} KiB, cached ${cached} KiB"
+	[ "$with" -le $(( (without + cached) * 11 / 10 )) ] ||
+		fail "peak RSS with the library ${with} KiB > 1.1 x (${without} KiB without it + ${cached} KiB cached)"
+	local i
+	for i in $(seq -w 0 23); do
+		same "plainck/arr_$i.npy" "ck/arr_$i.npy" "arr_$i.npy at its real path"
+	done
+}
+
 case_add python/io python_io
 case_add python/start python_start
 case_add python/numpy python_numpy
+case_add python/memory-peak python_memory_peak
 
 # h5py (HDF5) on tagged files, with HDF5's own file locking on (flock on
 # the descriptor): datasets of several shapes written, read back in the same

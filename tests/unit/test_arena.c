@@ -440,13 +440,14 @@ typedef struct ar_model {
 	unsigned owner[AR_MAX_UNITS]; /* id per unit; 0 = free */
 	unsigned next_id;
 	unsigned seq, op;
+	uint64_t peak; /* the most used after any operation */
 } ar_model_t;
 
 #define AR_CTX "seed %#" PRIx64 " sequence %u op %u: "
 #define AR_CTX_ARGS(m) AR_SEED, (m)->seq, (m)->op
 
 /* The arena must describe exactly the model: one fragment per maximal run. */
-static void ar_compare(const arena_t *a, const ar_model_t *m)
+static void ar_compare(const arena_t *a, ar_model_t *m)
 {
 	uint64_t used = 0;
 
@@ -472,6 +473,10 @@ static void ar_compare(const arena_t *a, const ar_model_t *m)
 		used += m->owner[u] ? m->align : 0;
 	cr_assert_eq(a->used, used, AR_CTX "used %" PRIu64 ", model %" PRIu64,
 		     AR_CTX_ARGS(m), a->used, used);
+	if (used > m->peak)
+		m->peak = used;
+	cr_assert_eq(a->peak, m->peak, AR_CTX "peak %" PRIu64 ", model %" PRIu64, AR_CTX_ARGS(m),
+		     a->peak, m->peak);
 }
 
 /* A random length in bytes of about `units` units, not always aligned. */
