@@ -463,9 +463,6 @@ void ckc_gpu_evacuate(void);
  * idle unless keep (under a gpu tier, whose copies may be in flight). 0 or
  * -errno. */
 int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow, bool keep);
-/* Whether [off, off+n) of host tier t is registered with CUDA (a tier
- * populated whole, once the gpu tier registered it). */
-bool ckc_host_pinned(const ckc_tier_t *t, uint64_t off, uint64_t n);
 /* Stops the toucher (lock not held: it takes the lock). */
 void ckc_host_stop(ckc_tier_t *t);
 /* Unmaps the tier; its toucher must be stopped if the lock is held. */

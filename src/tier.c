@@ -81,6 +81,28 @@ void ckc_tier_stats(const ckc_tier_t *t, ckc_stats_t *s)
 		t->ops->stats(t, s);
 }
 
+bool ckc_tier_holds(const ckc_tier_t *t, const void *p, uint64_t *off)
+{
+	return t->ops && t->ops->holds && t->ops->holds(t, p, off);
+}
+
+int ckc_tier_pin(ckc_tier_t *t, const ckc_pin_fns_t *fns, const atomic_bool *stop, uint64_t *done)
+{
+	*done = 0;
+	return t->ops && t->ops->pin ? t->ops->pin(t, fns, stop, done) : -ENOTSUP;
+}
+
+void ckc_tier_unpin(ckc_tier_t *t, const ckc_pin_fns_t *fns)
+{
+	if (t->ops && t->ops->unpin)
+		t->ops->unpin(t, fns);
+}
+
+bool ckc_tier_pinned(const ckc_tier_t *t, uint64_t off, uint64_t n)
+{
+	return t->ops && t->ops->pinned && t->ops->pinned(t, off, n);
+}
+
 /* The real files: read and written by the engine's own functions
  * (tier_home.c), never as an arena. */
 const ckc_tier_ops_t ckc_tier_home_ops = { 0 };

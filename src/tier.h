@@ -7,6 +7,8 @@
 #ifndef CKC_TIER_H
 #define CKC_TIER_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,6 +16,26 @@
 
 typedef struct ckc_tier ckc_tier_t;
 typedef struct ckc_obj ckc_obj_t;
+
+/* A tier's memory is registered for transfers with a device (pinned) in
+ * pieces of this size, each a short call; a copy that stays within one
+ * piece sees one registration. */
+#define CKC_PIN_PIECE ((uint64_t)1 << 20)
+
+/* How memory is registered for transfers with a device: the caller's
+ * functions (the gpu tier's, which call CUDA), called piece by piece. The
+ * tier that owns the memory decides what is registered and keeps count. */
+typedef struct ckc_pin_fns {
+	/* Around the registration of one tier's memory, when it is
+	 * registered at all (a node-wide turn, say); either may be NULL. */
+	void (*begin)(void *ctx);
+	void (*end)(void *ctx);
+	/* Registers [p, p+n): 0, or the caller's nonzero error. */
+	int (*reg)(void *p, size_t n, void *ctx);
+	/* Undoes one reg of the same piece. */
+	void (*unreg)(void *p, size_t n, void *ctx);
+	void *ctx;
+} ckc_pin_fns_t;
 
 typedef struct ckc_tier_ops {
 	/* Moves len bytes between a caller's buffer and arena offset aoff of
@@ -32,6 +54,19 @@ typedef struct ckc_tier_ops {
 	void (*teardown)(ckc_tier_t *t);
 	/* Its own figures, beside the counters every tier has. Lock held. */
 	void (*stats)(const ckc_tier_t *t, ckc_stats_t *s);
+	/* Whether host address p lies in the tier's memory (its arena offset
+	 * in *off when off is not NULL). */
+	bool (*holds)(const ckc_tier_t *t, const void *p, uint64_t *off);
+	/* Registers the tier's memory with fns, once it can be (a memory
+	 * populated whole: waits for that while *stop is false), and sets
+	 * *done to the bytes registered from its start. 0, fns' error, or
+	 * -ENOTSUP for memory that is not registered (a tier that grows with
+	 * use). Lock not held. */
+	int (*pin)(ckc_tier_t *t, const ckc_pin_fns_t *fns, const atomic_bool *stop, uint64_t *done);
+	/* Undoes pin. */
+	void (*unpin)(ckc_tier_t *t, const ckc_pin_fns_t *fns);
+	/* Whether [off, off+n) of the arena is registered. */
+	bool (*pinned)(const ckc_tier_t *t, uint64_t off, uint64_t n);
 } ckc_tier_ops_t;
 
 extern const ckc_tier_ops_t ckc_tier_gpu_ops, ckc_tier_host_ops, ckc_tier_ssd_ops, ckc_tier_home_ops;
@@ -46,5 +81,9 @@ void ckc_tier_stop(ckc_tier_t *t);
 void ckc_tier_finish(ckc_tier_t *t);
 void ckc_tier_close(ckc_tier_t *t);
 void ckc_tier_stats(const ckc_tier_t *t, ckc_stats_t *s);
+bool ckc_tier_holds(const ckc_tier_t *t, const void *p, uint64_t *off);
+int ckc_tier_pin(ckc_tier_t *t, const ckc_pin_fns_t *fns, const atomic_bool *stop, uint64_t *done);
+void ckc_tier_unpin(ckc_tier_t *t, const ckc_pin_fns_t *fns);
+bool ckc_tier_pinned(const ckc_tier_t *t, uint64_t off, uint64_t n);
 
 #endif

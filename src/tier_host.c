@@ -85,9 +85,54 @@ static void host_mark(ckc_tier_t *t, uint64_t k)
 	}
 }
 
-bool ckc_host_pinned(const ckc_tier_t *t, uint64_t off, uint64_t n)
+static bool host_pinned(const ckc_tier_t *t, uint64_t off, uint64_t n)
 {
 	return !t->piece && off + n <= atomic_load(&t->pinned_bytes);
+}
+
+static bool host_holds(const ckc_tier_t *t, const void *p, uint64_t *off)
+{
+	const char *c = p;
+	if (!t->base || c < t->base || c >= t->base + t->arena.capacity)
+		return false;
+	if (off)
+		*off = (uint64_t)(c - t->base);
+	return true;
+}
+
+/* A tier populated whole is registered from its start once populated, in
+ * CKC_PIN_PIECE pieces. A growing tier is not: its pages come and go. */
+static int host_pin(ckc_tier_t *t, const ckc_pin_fns_t *f, const atomic_bool *stop, uint64_t *done)
+{
+	if (t->piece || !t->base)
+		return -ENOTSUP;
+	while (!atomic_load(stop) && atomic_load(&t->populated) < t->arena.capacity) {
+		struct timespec ts = { 0, 2000000 };
+		nanosleep(&ts, NULL);
+	}
+	uint64_t cap = t->arena.capacity;
+	int rc = 0;
+	if (f->begin)
+		f->begin(f->ctx);
+	for (uint64_t off = 0; off < cap && !atomic_load(stop) && !rc; off += CKC_PIN_PIECE) {
+		uint64_t n = cap - off < CKC_PIN_PIECE ? cap - off : CKC_PIN_PIECE;
+		if ((rc = f->reg(t->base + off, n, f->ctx)) == 0) {
+			atomic_store(&t->pinned_bytes, off + n);
+			atomic_store(&t->pinned_once, true);
+		}
+	}
+	if (f->end)
+		f->end(f->ctx);
+	*done = atomic_load(&t->pinned_bytes);
+	return rc;
+}
+
+static void host_unpin(ckc_tier_t *t, const ckc_pin_fns_t *f)
+{
+	uint64_t pinned = atomic_load(&t->pinned_bytes);
+	for (uint64_t off = 0; off < pinned; off += CKC_PIN_PIECE)
+		f->unreg(t->base + off, pinned - off < CKC_PIN_PIECE ? pinned - off : CKC_PIN_PIECE, f->ctx);
+	atomic_store(&t->pinned_bytes, 0);
 }
 
 /* The room the next allocations will take (lock held): in best-fit order,
@@ -387,4 +432,8 @@ const ckc_tier_ops_t ckc_tier_host_ops = {
 	.stop = ckc_host_stop,
 	.teardown = ckc_host_close,
 	.stats = host_stats,
+	.holds = host_holds,
+	.pin = host_pin,
+	.unpin = host_unpin,
+	.pinned = host_pinned,
 };

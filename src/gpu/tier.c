@@ -187,7 +187,7 @@ static CUresult bg_piece(char kind, char *host, uint64_t dev, size_t n, CUstream
 	ckc_bg_yield();
 	uint64_t off;
 	const ckc_tier_t *h = host_tier_of(host, &off);
-	if (h && ckc_host_pinned(h, off, n))
+	if (h && ckc_tier_pinned(h, off, n))
 		return copy_runs(kind, host, dev, n, s);
 	void *via = pinned_buf(&tl_stage, GPU_XFER);
 	return copy_via(kind, via ? via : host, host, dev, n, s);
@@ -504,54 +504,48 @@ static int pin_lock(const char *dir)
 	return fd;
 }
 
-/* The host tier is registered in pieces, each a short call (about 0.1 ms
- * for 1 MiB, up to 2 ms on a machine's first use of its memory), so that
- * the program's own CUDA calls are never held up for long (a call of the
- * program's that starts during a registration waits for it); a single copy
- * to or from the tier never crosses a piece. */
-#define PIN_PIECE ((uint64_t)1 << 20)
-
-/* Registers [off, off+len) of host tier h in PIN_PIECE calls, each after
- * giving way to the program. Returns the CUDA result. */
-static CUresult pin_range(ckc_tier_t *h, uint64_t off, uint64_t len)
+/* The host tier registers its memory in CKC_PIN_PIECE pieces through
+ * these, each a short call (about 0.1 ms for 1 MiB, up to 2 ms on a
+ * machine's first use of its memory), so that the program's own CUDA calls
+ * are never held up for long (a call of the program's that starts during a
+ * registration waits for it); a single copy to or from the tier never
+ * crosses a piece. */
+static int pin_reg(void *p, size_t n, void *ctx)
 {
-	CUresult r = CUDA_SUCCESS;
-	for (uint64_t done = 0; done < len && r == CUDA_SUCCESS; done += PIN_PIECE) {
-		uint64_t n = len - done < PIN_PIECE ? len - done : PIN_PIECE;
-		ckc_bg_yield();
-		r = gpu_drv.cuMemHostRegister_v2(h->base + off + done, n, CU_MEMHOSTREGISTER_PORTABLE);
-		/* let the program's calls in between */
-		struct timespec ts = { 0, 100000 };
-		nanosleep(&ts, NULL);
-	}
-	return r;
+	(void)ctx;
+	ckc_bg_yield();
+	CUresult r = gpu_drv.cuMemHostRegister_v2(p, n, CU_MEMHOSTREGISTER_PORTABLE);
+	/* let the program's calls in between */
+	struct timespec ts = { 0, 100000 };
+	nanosleep(&ts, NULL);
+	return (int)r;
 }
 
-/* Unregisters [off, off+len) of host tier h, registered by pin_range. */
-static void unpin_range(ckc_tier_t *h, uint64_t off, uint64_t len)
+static void pin_unreg(void *p, size_t n, void *ctx)
 {
-	for (uint64_t done = 0; done < len; done += PIN_PIECE)
-		gpu_drv.cuMemHostUnregister(h->base + off + done);
+	(void)n;
+	(void)ctx;
+	gpu_drv.cuMemHostUnregister(p);
 }
 
-/* A host tier populated whole: registered from its start once populated. */
-static CUresult pin_whole(ckc_gpu_t *g, ckc_tier_t *h)
+/* One process of the node registers at a time (pin_lock). */
+static int pin_turn = -1;
+
+static void pin_begin(void *ctx)
 {
-	while (!g->stop && atomic_load(&h->populated) < h->arena.capacity) {
-		struct timespec ts = { 0, 2000000 };
-		nanosleep(&ts, NULL);
-	}
-	uint64_t cap = h->arena.capacity, off;
-	CUresult r = CUDA_SUCCESS;
-	for (off = 0; off < cap && !g->stop && r == CUDA_SUCCESS; off += PIN_PIECE) {
-		uint64_t n = cap - off < PIN_PIECE ? cap - off : PIN_PIECE;
-		if ((r = pin_range(h, off, n)) == CUDA_SUCCESS) {
-			atomic_store(&h->pinned_bytes, off + n);
-			h->pinned_once = true;
-		}
-	}
-	return r;
+	(void)ctx;
+	pin_turn = pin_lock(ckc_eng.cfg.ssd_dir);
 }
+
+static void pin_end(void *ctx)
+{
+	(void)ctx;
+	if (pin_turn >= 0)
+		sys_close(pin_turn);
+	pin_turn = -1;
+}
+
+static const ckc_pin_fns_t pin_fns = { .begin = pin_begin, .end = pin_end, .reg = pin_reg, .unreg = pin_unreg };
 
 /* Registers the host tiers populated whole for transfers at the link's
  * speed: one process of the node at a time (pin_lock), in short calls. A
@@ -563,36 +557,24 @@ static void gpu_pin_host(ckc_gpu_t *g)
 {
 	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
 		ckc_tier_t *h = &ckc_eng.tier[l];
-		if (h->kind != TIER_HOST || h->piece)
-			continue;
-		int fd = pin_lock(ckc_eng.cfg.ssd_dir);
-		uint64_t t0 = ckc_now_ns();
-		CUresult r = pin_whole(g, h);
-		if (fd >= 0)
-			sys_close(fd);
-		if (r == CUDA_SUCCESS && !g->stop)
-			ckc_info("host tier: %llu bytes pinned in %.1f ms",
-				 (unsigned long long)h->arena.capacity, (double)(ckc_now_ns() - t0) / 1e6);
-		else if (r != CUDA_SUCCESS)
-			ckc_warn("host tier: cannot pin its memory past %llu bytes (CUDA error %d): copies "
+		uint64_t t0 = ckc_now_ns(), done = 0;
+		int r = ckc_tier_pin(h, &pin_fns, &g->stop, &done);
+		if (r == 0 && !atomic_load(&g->stop))
+			ckc_info("%s tier: %llu bytes pinned in %.1f ms", h->name, (unsigned long long)done,
+				 (double)(ckc_now_ns() - t0) / 1e6);
+		else if (r > 0)
+			ckc_warn("%s tier: cannot pin its memory past %llu bytes (CUDA error %d): copies "
 				 "there run at pageable speed",
-				 (unsigned long long)atomic_load(&h->pinned_bytes), (int)r);
+				 h->name, (unsigned long long)done, r);
 	}
 }
 
-/* The host tier holding host address p (its offset there in *off), or
- * NULL. */
+/* The tier holding host address p (its offset there in *off), or NULL. */
 static const ckc_tier_t *host_tier_of(const void *p, uint64_t *off)
 {
-	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
-		const ckc_tier_t *h = &ckc_eng.tier[l];
-		const char *c = p;
-		if (h->kind == TIER_HOST && h->base && c >= h->base && c < h->base + h->arena.capacity) {
-			if (off)
-				*off = (uint64_t)(c - h->base);
-			return h;
-		}
-	}
+	for (int l = 0; l < ckc_eng.ntier - 1; l++)
+		if (ckc_tier_holds(&ckc_eng.tier[l], p, off))
+			return &ckc_eng.tier[l];
 	return NULL;
 }
 
@@ -603,7 +585,7 @@ static size_t pin_run(const void *p, size_t len)
 	uint64_t off;
 	if (!host_tier_of(p, &off))
 		return len;
-	uint64_t end = (off / PIN_PIECE + 1) * PIN_PIECE;
+	uint64_t end = (off / CKC_PIN_PIECE + 1) * CKC_PIN_PIECE;
 	return end - off < len ? (size_t)(end - off) : len;
 }
 
@@ -1105,13 +1087,8 @@ static void gpu_teardown(ckc_tier_t *t, bool locked)
 		ckc_svc.gpu_settle();
 	if (g->ndev)
 		gpu_drv.cuCtxSetCurrent((CUcontext)g->dev[0].ctx);
-	for (int l = 0; l < ckc_eng.ntier - 1; l++) {
-		ckc_tier_t *h = &ckc_eng.tier[l];
-		if (h->kind != TIER_HOST)
-			continue;
-		unpin_range(h, 0, atomic_load(&h->pinned_bytes));
-		atomic_store(&h->pinned_bytes, 0);
-	}
+	for (int l = 0; l < ckc_eng.ntier - 1; l++)
+		ckc_tier_unpin(&ckc_eng.tier[l], &pin_fns);
 	for (int d = 0; d < g->ndev; d++) {
 		ckc_gpu_dev_t *r = &g->dev[d];
 		gpu_drv.cuCtxSetCurrent((CUcontext)r->ctx);

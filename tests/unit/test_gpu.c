@@ -14,6 +14,7 @@
 
 #include "fake_cuda.h"
 #include "ranges.h"
+#include "tier.h"
 
 /* ---- fixtures --------------------------------------------------------- */
 
@@ -38,6 +39,9 @@ static int tier_chunks(uint64_t bytes)
 	return (int)(bytes / c);
 }
 
+/* The next gpu_start populates its host tier whole at start. */
+static bool start_whole;
+
 static void gpu_start(uint64_t gpu_bytes, uint64_t host_bytes, ckc_persist_t persist)
 {
 #ifndef HAVE_CUDA_H
@@ -52,6 +56,7 @@ static void gpu_start(uint64_t gpu_bytes, uint64_t host_bytes, ckc_persist_t per
 	c.gpu_cache_pct = -1;
 	c.persist = persist;
 	c.lanes = 2; /* a helper even on two CPUs */
+	c.host_whole = start_whole;
 	if (getenv("TGPU_DEBUG"))
 		c.log_level = CKC_LOG_DEBUG;
 	cr_assert_eq(ckc_init_config(&c), 0);
@@ -367,6 +372,37 @@ Test(gpu, a_host_tier_under_it_grows_with_use_and_is_not_registered_while_the_pr
 		tverify(path, 300 + (uint64_t)i, 16 * MiB, 4 * MiB);
 	}
 	gpu_stop();
+}
+
+Test(gpu, a_host_tier_populated_whole_is_registered_in_pieces_and_unregistered_at_the_end)
+{
+	/* the host tier registers its own memory, piece by piece, through
+	 * the gpu tier's functions; the flushes then use it directly */
+	int pins0 = atomic_load(&fake_pins);
+	start_whole = true;
+	gpu_start(64 * MiB, 64 * MiB, CKC_PERSIST_ALWAYS);
+	start_whole = false;
+	int want = (int)(64 * MiB / CKC_PIN_PIECE);
+	for (int i = 0; i < 500 && atomic_load(&fake_pins) - pins0 < want; i++)
+		usleep(10000);
+	cr_assert_eq(atomic_load(&fake_pins) - pins0, want, "%d pieces registered, %d expected",
+		     atomic_load(&fake_pins) - pins0, want);
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert(st.host_pinned, "the statistics say the host tier was pinned");
+	for (int i = 0; i < 4; i++) {
+		char path[PATH_MAX];
+		tpath(&env, path, i);
+		put_ckpt(path, 400 + (uint64_t)i, 16 * MiB);
+	}
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	for (int i = 0; i < 4; i++) {
+		char path[PATH_MAX];
+		tpath(&env, path, i);
+		tverify(path, 400 + (uint64_t)i, 16 * MiB, 4 * MiB);
+	}
+	gpu_stop();
+	cr_expect_eq(atomic_load(&fake_pins), pins0, "every piece unregistered at the end");
 }
 
 Test(gpu, history_larger_than_the_tier_flows_down_and_comes_back)
