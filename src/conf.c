@@ -6,6 +6,7 @@
 
 #include "conf.h"
 #include "lanes.h"
+#include "ktouch.h"
 #include "memlimit.h"
 #include "log.h"
 #include "state.h"
@@ -704,6 +705,13 @@ int ckc_config_load(ckc_config_t *c, const char *(*get)(const char *name, void *
 		{ "off", 0 },
 	};
 	c->step_aside = config_word(&ld, "CKPTCACHE_STEP_ASIDE", aside, 2, 1) != 0;
+
+	static const config_word_t ktouch[] = {
+		{ "auto", CKC_KTOUCH_AUTO },
+		{ "on", CKC_KTOUCH_ON },
+		{ "off", CKC_KTOUCH_OFF },
+	};
+	c->ktouch = config_word(&ld, "CKPTCACHE_KERNEL_TOUCH", ktouch, 3, CKC_KTOUCH_AUTO);
 
 	/* unset: decided when the gpu tier finds its device (peer.c) */
 	static const config_word_t peer[] = {

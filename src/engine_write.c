@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "ktouch.h"
 #include "log.h"
 #include "memlimit.h"
 #include "path.h"
@@ -380,6 +381,7 @@ static int write_bytes(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len,
 		ckc_mutex_unlock(&ckc_eng.lock);
 		int rc = 0;
 		bool big = buf && len >= CKC_PROG_COPY_MIN;
+		const char *src0 = src;
 		if (big)
 			ckc_prog_begin();
 		for (int i = 0; i < n && !rc; i++) {
@@ -392,6 +394,8 @@ static int write_bytes(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len,
 		}
 		if (big)
 			ckc_prog_end();
+		if (big && !rc)
+			ckc_ktouch_note(src0, (size_t)(src - src0));
 		ckc_mutex_lock(&ckc_eng.lock);
 		ckc_unpin(o, t->level);
 		if (rc)

@@ -63,6 +63,9 @@ typedef enum ckc_rank {
 	CKC_RANK_STATE,
 	/* The copy lanes' hand-off: taken around a post and its end only. */
 	CKC_RANK_LANES,
+	/* The kernel touch's queue (ktouch.h): taken around a note and the
+	 * thread's turn only. */
+	CKC_RANK_KTOUCH,
 	/* Lending between the ranks of a node: the borrowing round's
 	 * hand-off and the counts, read for the statistics (the engine lock
 	 * held). Its thread takes nothing else while holding it. */

@@ -77,6 +77,15 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 		s->aside_bw_home);
 	fprintf(f, "  \"lanes\": {\"helpers\": %d, \"copies\": %llu, \"bytes\": %llu},\n", s->lane_helpers,
 		(unsigned long long)s->lane_copies, (unsigned long long)s->lane_bytes);
+	fprintf(f,
+		"  \"kernel_touch\": {\"mode\": \"%s\", \"state\": \"%s\", \"buffers\": %llu, \"pages\": %llu,"
+		" \"dropped\": %llu, \"seconds\": %.6f, \"probe_ns_per_page\": [",
+		s->ktouch.mode ? s->ktouch.mode : "auto", s->ktouch.state ? s->ktouch.state : "idle",
+		(unsigned long long)s->ktouch.buffers, (unsigned long long)s->ktouch.pages,
+		(unsigned long long)s->ktouch.dropped, s->ktouch.seconds);
+	for (int i = 0; i < s->ktouch.probes; i++)
+		fprintf(f, "%s%u", i ? ", " : "", s->ktouch.probe_ns[i]);
+	fprintf(f, "]},\n");
 	fprintf(f, "  \"prefetch_distance_at_read\": {");
 	for (int i = 0; i < CKC_DIST_BUCKETS; i++)
 		fprintf(f, "%s\"%s\": %llu", i ? ", " : "", dist_label[i],

@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "ktouch.h"
 #include <stdio.h>
 
 #include "peer_lend.h"
@@ -86,6 +88,8 @@ typedef struct ckc_stats {
 	/* program reads copied in lanes (lanes.h) */
 	int lane_helpers;
 	uint64_t lane_copies, lane_bytes;
+	/* the kernel's early touch of program buffers (ktouch.h) */
+	ckc_ktouch_stats_t ktouch;
 	bool capture_seen;
 	uint64_t cap_captured, cap_captured_bytes, cap_attached, cap_copied_in;
 	uint64_t cap_restored_d2d, cap_filled, cap_dropped, cap_passed, cap_read_refs;

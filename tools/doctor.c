@@ -75,7 +75,7 @@ static const char *const known_vars[] = {
 	"CKPTCACHE_PERSIST",   "CKPTCACHE_EVICTION",	"CKPTCACHE_PREFETCH",
 	"CKPTCACHE_STATS",     "CKPTCACHE_TRACE",	"CKPTCACHE_LOG",
 	"CKPTCACHE_STRICT",    "CKPTCACHE_TERM_WAIT",	"CKPTCACHE_LANES",
-	"CKPTCACHE_PEER",      "CKPTCACHE_STEP_ASIDE",
+	"CKPTCACHE_PEER",      "CKPTCACHE_STEP_ASIDE",	"CKPTCACHE_KERNEL_TOUCH",
 };
 /* Read by the ckptcache launcher, not by the library; CKPTCACHE_REPORTED is
  * left by the library for the children of a process that reported a bad

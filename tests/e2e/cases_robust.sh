@@ -495,6 +495,78 @@ with open("ck/b.bin", "wb") as f:
 	return 0
 }
 
+# ---- the kernel's early touch of program buffers -------------------------------
+
+# Python writes checkpoints of 8 MiB from one buffer and reads them back into
+# it; with CKPTCACHE_KERNEL_TOUCH=on the library's thread has the kernel
+# touch the buffer (a private memory file takes one byte a page). Then the
+# program closes a descriptor it did not open (the library's memory file)
+# and puts a file of its own on that number: the next
+# touch must not write into the program's file. Every byte is compared in
+# the process and at the real paths; with =off nothing is touched.
+kernel_touch() {
+	phase on
+	ck CKPTCACHE_KERNEL_TOUCH=on -- "$PY" -c '
+import os, sys, time
+n = 8 << 20
+buf = bytearray(os.urandom(n))
+datas = []
+def ckpt(name):
+    buf[:16] = os.urandom(16)
+    datas.append((name, bytes(buf)))
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, buf)
+    os.close(fd)
+for i in range(3):
+    ckpt(f"ck/a{i}.bin")
+    time.sleep(0.2)
+def target(f):
+    try:
+        return os.readlink(f"/proc/self/fd/{f}")
+    except OSError:  # the descriptor of the listing itself
+        return ""
+mem = [int(f) for f in os.listdir("/proc/self/fd") if target(f).startswith("/memfd:ckptcache-touch")]
+assert len(mem) == 1, f"the library holds one memory file (found {mem})"
+os.close(mem[0])
+mine = b"the program\x27s own file\n" * 200
+vfd = os.open("victim.txt", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(vfd, mine)
+if vfd != mem[0]:
+    os.dup2(vfd, mem[0])
+    os.close(vfd)
+for i in range(3, 6):
+    ckpt(f"ck/a{i}.bin")
+    time.sleep(0.2)
+os.lseek(mem[0], 0, 0)
+got = os.read(mem[0], len(mine) + 1)
+assert got == mine, "the program\x27s file on the memory file\x27s old number was written to"
+for name, data in datas:
+    with open(name, "rb") as f:
+        n_read = f.readinto(buf)
+    assert n_read == n and buf == data, f"{name} read back in the process"
+    open(name.replace("ck/", "ref.").replace("/", "_"), "wb").write(data)
+' || fail "kernel touch on: the program failed$(last_error)"
+	grep -a 'ckptcache: error' "$T/.log" && fail "the library reported an error$(first_error 'ckptcache: error')"
+	local i
+	for i in 0 1 2 3 4 5; do
+		same "ref.a$i.bin" "ck/a$i.bin" "ck/a$i.bin at its real path"
+	done
+	cmp -s victim.txt <(for i in $(seq 200); do printf "the program's own file\n"; done) ||
+		fail "the program's own file (on the memory file's old number) changed at its real path"
+	stats_ok files==1 kernel_touch.buffers\>=2 kernel_touch.pages\>=4096
+	phase off
+	ck CKPTCACHE_KERNEL_TOUCH=off -- "$PY" -c '
+import os
+data = os.urandom(8 << 20)
+with open("ck/b.bin", "wb") as f:
+    f.write(data)
+assert open("ck/b.bin", "rb").read() == data
+open("ref.b.bin", "wb").write(data)
+' || fail "kernel touch off: the program failed$(last_error)"
+	same ref.b.bin ck/b.bin "ck/b.bin at its real path"
+	stats_ok files==1 kernel_touch.buffers==0 kernel_touch.pages==0
+}
+
 case_add robust/names-255-bytes long_names
 case_add robust/names-long-path-rescue long_path_rescue
 case_add robust/exit-thread-writing exit_race
@@ -512,3 +584,4 @@ case_add robust/hints-fifo hints_fifo
 case_add robust/hints-flood hints_flood
 case_add robust/config-children-ssd child_ssd_share
 case_add robust/posix-excl-and-rename posix_results
+case_add robust/kernel-touch-buffers kernel_touch

@@ -1,0 +1,240 @@
+/* The kernel's early touch of program buffers (ktouch.h): a queue of
+ * buffers, and one thread, started on the first note, that has the kernel
+ * read a byte of each of their pages. */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "ckc.h"
+#include "io.h"
+#include "ktouch.h"
+#include "lockrank.h"
+#include "log.h"
+#include "sys.h"
+
+#ifndef MFD_CLOEXEC
+#define MFD_CLOEXEC 1u
+#endif
+
+/* Pages one system call touches (IOV_MAX). */
+#define KT_BATCH 1024
+
+enum { KT_IDLE, KT_TOUCHING, KT_STOPPED, KT_FAILED };
+static const char *const kt_state_name[] = { "idle", "touching", "stopped", "failed" };
+static const char *const kt_mode_name[] = { "auto", "on", "off" };
+
+static struct {
+	ckc_mutex_t mu;
+	pthread_cond_t cv;
+	int mode;
+	int state;
+	bool tried; /* the thread was asked for in this process */
+	uintptr_t qa[CKC_KTOUCH_QUEUE], qb[CKC_KTOUCH_QUEUE];
+	int qhead, qlen;
+	uint64_t buffers, pages, dropped, ns;
+	uint32_t probe_ns[CKC_KTOUCH_PROBES];
+	int probes;
+	/* the memory file the touched bytes go to, and who it is (a
+	 * descriptor the program closed and reused is never written) */
+	int fd;
+	dev_t dev;
+	ino_t ino;
+} K = { .mu = CKC_MUTEX_INIT(KTOUCH), .cv = PTHREAD_COND_INITIALIZER, .fd = -1 };
+
+/* Read without the lock by the note's early return. */
+static atomic_int kt_live = 1;
+
+int ckc_ktouch_judge(const uint32_t *ns_per_page, int probes)
+{
+	for (int i = 0; i < probes && i < CKC_KTOUCH_PROBES; i++)
+		if (ns_per_page[i] >= CKC_KTOUCH_SLOW_NS)
+			return 1;
+	return probes >= CKC_KTOUCH_PROBES ? 0 : -1;
+}
+
+void ckc_ktouch_configure(int mode)
+{
+	ckc_mutex_lock(&K.mu);
+	K.mode = mode;
+	atomic_store(&kt_live, mode != CKC_KTOUCH_OFF && K.state != KT_STOPPED && K.state != KT_FAILED);
+	ckc_mutex_unlock(&K.mu);
+}
+
+/* The memory file, still ours (made on first use). */
+static bool kt_sink(void)
+{
+	struct stat st;
+
+	if (K.fd >= 0 && sys_fstat(K.fd, &st) == 0 && st.st_dev == K.dev && st.st_ino == K.ino)
+		return true;
+	/* gone: the program closed the number (and may use it for its own
+	 * file now), so it is not ours to close */
+	K.fd = (int)syscall(SYS_memfd_create, "ckptcache-touch", MFD_CLOEXEC);
+	if (K.fd < 0 || sys_fstat(K.fd, &st) != 0) {
+		ckc_debug("kernel touch: no memory file (%s): buffers are not touched", strerror(errno));
+		if (K.fd >= 0)
+			sys_close(K.fd);
+		K.fd = -1;
+		return false;
+	}
+	K.dev = st.st_dev;
+	K.ino = st.st_ino;
+	return true;
+}
+
+/* Has the kernel read the first byte of each page that begins in [a, b). Returns the
+ * pages touched (0 when the buffer is gone), or -1 without a sink. */
+static long kt_touch(uintptr_t a, uintptr_t b)
+{
+	struct iovec iov[KT_BATCH];
+	long pg = sysconf(_SC_PAGESIZE), done = 0;
+
+	a = (a + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+	while (a < b) {
+		int k = 0;
+		for (; k < KT_BATCH && a < b; k++, a += (uintptr_t)pg) {
+			iov[k].iov_base = (void *)a;
+			iov[k].iov_len = 1;
+		}
+		if (!kt_sink())
+			return -1;
+		long rc = syscall(SYS_pwritev, K.fd, iov, k, 0L, 0L);
+		if (rc < 0)
+			return done; /* EFAULT: the program let the buffer go */
+		done += rc;
+		if (rc < k)
+			return done;
+	}
+	return done;
+}
+
+static void *kt_main(void *unused)
+{
+	(void)unused;
+	ckc_io_guard = 1;
+	ckc_mutex_lock(&K.mu);
+	for (;;) {
+		while (K.qlen == 0)
+			ckc_cond_wait(&K.cv, &K.mu);
+		uintptr_t a = K.qa[K.qhead], b = K.qb[K.qhead];
+		K.qhead = (K.qhead + 1) % CKC_KTOUCH_QUEUE;
+		K.qlen--;
+		ckc_mutex_unlock(&K.mu);
+		uint64_t t0 = ckc_now_ns();
+		long n = kt_touch(a, b);
+		uint64_t ns = ckc_now_ns() - t0;
+		ckc_mutex_lock(&K.mu);
+		if (n < 0) {
+			K.state = KT_FAILED;
+			atomic_store(&kt_live, 0);
+			K.qlen = 0;
+			continue;
+		}
+		K.buffers++;
+		K.pages += (uint64_t)n;
+		K.ns += ns;
+		if (n >= 64 && K.probes < CKC_KTOUCH_PROBES)
+			K.probe_ns[K.probes++] = (uint32_t)(ns / (uint64_t)n > UINT32_MAX ? UINT32_MAX : ns / (uint64_t)n);
+		if (K.mode == CKC_KTOUCH_AUTO && ckc_ktouch_judge(K.probe_ns, K.probes) == 0) {
+			ckc_debug("kernel touch: %d touches cost under %u ns a page: not needed here",
+				  K.probes, CKC_KTOUCH_SLOW_NS);
+			K.state = KT_STOPPED;
+			atomic_store(&kt_live, 0);
+			K.qlen = 0;
+		}
+	}
+	return NULL;
+}
+
+/* A forked child has no thread, and the lock may have been held by a
+ * thread that is not there; the memory file was the parent's at the fork
+ * and is closed (before the program can reuse its number). */
+static void kt_child(void)
+{
+	ckc_mutex_init(&K.mu, CKC_RANK_KTOUCH);
+	pthread_cond_init(&K.cv, NULL);
+	if (K.fd >= 0)
+		sys_close(K.fd);
+	K.fd = -1;
+	K.tried = false;
+	K.qlen = K.qhead = 0;
+	if (K.state == KT_TOUCHING)
+		K.state = KT_IDLE;
+}
+
+/* Lock held. */
+static void kt_start(void)
+{
+	static atomic_bool forks_known;
+	sigset_t all, old;
+	pthread_t t;
+
+	K.tried = true;
+	if (!atomic_exchange(&forks_known, true))
+		pthread_atfork(NULL, NULL, kt_child);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&t, NULL, kt_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		ckc_debug("kernel touch: no thread (%s)", strerror(rc));
+		K.state = KT_FAILED;
+		atomic_store(&kt_live, 0);
+		return;
+	}
+	pthread_detach(t);
+	K.state = KT_TOUCHING;
+}
+
+void ckc_ktouch_note(const void *p, size_t n)
+{
+	uintptr_t a = (uintptr_t)p, b = a + n;
+
+	if (n < CKC_KTOUCH_MIN || !atomic_load_explicit(&kt_live, memory_order_relaxed))
+		return;
+	ckc_mutex_lock(&K.mu);
+	if (K.mode == CKC_KTOUCH_OFF || K.state == KT_STOPPED || K.state == KT_FAILED)
+		goto out;
+	if (!K.tried)
+		kt_start();
+	if (K.state != KT_TOUCHING)
+		goto out;
+	/* a buffer noted again before its touch is touched once */
+	for (int i = 0; i < K.qlen; i++) {
+		int j = (K.qhead + i) % CKC_KTOUCH_QUEUE;
+		if (K.qa[j] <= a && b <= K.qb[j])
+			goto out;
+	}
+	if (K.qlen == CKC_KTOUCH_QUEUE) {
+		K.dropped++;
+		goto out;
+	}
+	int j = (K.qhead + K.qlen++) % CKC_KTOUCH_QUEUE;
+	K.qa[j] = a;
+	K.qb[j] = b;
+	pthread_cond_signal(&K.cv);
+out:
+	ckc_mutex_unlock(&K.mu);
+}
+
+void ckc_ktouch_stats(ckc_ktouch_stats_t *s)
+{
+	ckc_mutex_lock(&K.mu);
+	s->mode = kt_mode_name[K.mode];
+	s->state = kt_state_name[K.state];
+	s->buffers = K.buffers;
+	s->pages = K.pages;
+	s->dropped = K.dropped;
+	s->seconds = (double)K.ns / 1e9;
+	s->probes = K.probes;
+	memcpy(s->probe_ns, K.probe_ns, sizeof(s->probe_ns));
+	ckc_mutex_unlock(&K.mu);
+}

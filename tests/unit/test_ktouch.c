@@ -1,0 +1,97 @@
+/* Unit tests of the kernel's early touch of program buffers (src/ktouch.c):
+ * the auto mode's judgement of the machine, table by table, and the thread
+ * at work: it touches every whole page of a noted buffer without changing a
+ * byte, skips small buffers, and survives a buffer that is gone before its
+ * turn. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ktouch.h"
+
+Test(ktouch, judge)
+{
+	static const struct {
+		uint32_t ns[CKC_KTOUCH_PROBES];
+		int probes, want;
+	} cases[] = {
+		{ { 0 }, 0, -1 },                          /* nothing measured yet */
+		{ { 60, 70, 55 }, 3, -1 },                 /* fast so far: wait for the last probe */
+		{ { 60, 70, 55, 80 }, 4, 0 },              /* fast every time: stop */
+		{ { 5000 }, 1, 1 },                        /* one slow touch decides at once */
+		{ { 60, 70, 55, CKC_KTOUCH_SLOW_NS }, 4, 1 }, /* the threshold itself is slow */
+		{ { 60, CKC_KTOUCH_SLOW_NS - 1, 55, 80 }, 4, 0 },
+		{ { 70, 70, 70, 70 }, 9, 0 },              /* more probes than kept: the kept ones */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_expect_eq(ckc_ktouch_judge(cases[i].ns, cases[i].probes), cases[i].want, "case %zu", i);
+}
+
+static ckc_ktouch_stats_t stats_now(void)
+{
+	ckc_ktouch_stats_t s;
+	ckc_ktouch_stats(&s);
+	return s;
+}
+
+/* Waits up to 5 s for the thread to have touched `buffers` buffers. */
+static ckc_ktouch_stats_t wait_buffers(uint64_t buffers)
+{
+	ckc_ktouch_stats_t s = stats_now();
+	for (int i = 0; i < 500 && s.buffers < buffers; i++) {
+		struct timespec ts = { 0, 10000000 };
+		nanosleep(&ts, NULL);
+		s = stats_now();
+	}
+	return s;
+}
+
+Test(ktouch, touches_whole_pages_and_changes_nothing)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t n = 4u << 20;
+	unsigned char *b = mmap(NULL, n + (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(b, MAP_FAILED);
+	for (size_t i = 0; i < n + (size_t)pg; i++)
+		b[i] = (unsigned char)(i * 131 + 7);
+
+	ckc_ktouch_configure(CKC_KTOUCH_ON);
+	cr_assert_str_eq(stats_now().state, "idle", "nothing noted yet: no thread");
+	ckc_ktouch_note(b, CKC_KTOUCH_MIN - 1);
+	cr_assert_str_eq(stats_now().state, "idle", "a small buffer is not worth it");
+
+	/* a buffer that starts mid-page: its first partial page is skipped */
+	ckc_ktouch_note(b + 100, n);
+	ckc_ktouch_stats_t s = wait_buffers(1);
+	cr_assert_eq(s.buffers, 1, "the thread touched the buffer (state %s)", s.state);
+	cr_assert_str_eq(s.state, "touching");
+	cr_assert_str_eq(s.mode, "on");
+	cr_assert_eq(s.pages, (n + 100 - 1) / (size_t)pg, "whole pages of the buffer: %llu",
+		     (unsigned long long)s.pages);
+	cr_assert_eq(s.probes, 1);
+	for (size_t i = 0; i < n + (size_t)pg; i++)
+		cr_assert_eq(b[i], (unsigned char)(i * 131 + 7), "byte %zu changed", i);
+
+	/* a buffer gone before its turn: the kernel's read fails, nothing more */
+	munmap(b, n + (size_t)pg);
+	ckc_ktouch_note(b, n);
+	s = wait_buffers(2);
+	cr_assert_eq(s.buffers, 2);
+	cr_assert_eq(s.pages, (n + 100 - 1) / (size_t)pg, "no page of an unmapped buffer counts");
+}
+
+Test(ktouch, off_touches_nothing)
+{
+	static char buf[2u << 20];
+	ckc_ktouch_configure(CKC_KTOUCH_OFF);
+	ckc_ktouch_note(buf, sizeof(buf));
+	struct timespec ts = { 0, 50000000 };
+	nanosleep(&ts, NULL);
+	ckc_ktouch_stats_t s = stats_now();
+	cr_assert_str_eq(s.mode, "off");
+	cr_assert_str_eq(s.state, "idle");
+	cr_assert_eq(s.buffers, 0);
+}
