@@ -114,6 +114,7 @@ class Bench:
         self.samples = {} # (row, metric) -> {"without": [...], "with": [...], "ratio": [...]}
         self.rss = {}     # row -> {"without": [...], "with": [...]}
         self.cached = {}  # row -> [KiB the library's memory tiers held at most, per run with it]
+        self.unpaired = set()  # rows measured in one process, with no order
         self.raw = []     # csv rows
         self.warming = False  # an untimed run: measured, not recorded
 
@@ -369,6 +370,7 @@ class Bench:
         row = "tagged fread vs memcpy (same process)"
         if k == 0:
             self.add_row(row, [("GBps", True)], target=0.8)
+            self.unpaired.add(row)
         if self.warming:
             return
         env = self.env("with", os.path.join(self.ck, "*.bin"), CKPTCACHE_PERSIST="never")
@@ -408,9 +410,18 @@ def mib(kib_list):
     return f"{med(kib_list) / 1024:.0f}" if kib_list else "-"
 
 
+def by_order(ratios):
+    """The median ratio of the pairs run without the library first (even
+    pairs) and of those run with it first (odd pairs)."""
+    first_without, first_with = ratios[0::2], ratios[1::2]
+    if not first_without or not first_with:
+        return "-"
+    return f"{med(first_without):.2f} / {med(first_with):.2f}"
+
+
 def table(b, cmdline, started, load):
-    lines = ["| workload | measure | without | with | ratio (median) | ratio min..max | target | "
-             "peak RSS MiB without | with | cached MiB |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| workload | measure | without | with | ratio (median) | ratio min..max | by order | target | "
+             "peak RSS MiB without | with | cached MiB |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     fails = []
     # memory: the peak with the library within MEM_SLACK of the peak without
     # it plus what the library held in memory (medians over the pairs)
@@ -430,7 +441,7 @@ def table(b, cmdline, started, load):
                          + ", ".join(f"{x:.2f}" for x in s["ratio"]) + ")")
         unit = m.replace("_s", " (s)").replace("_GBps", " (GB/s)").replace("GBps", "GB/s")
         lines.append(f"| {row} | {unit} | {fmt(med(s['without']), m)} | {fmt(med(s['with']), m)} | "
-                     f"{r:.2f}{verdict} | {min(s['ratio']):.2f}..{max(s['ratio']):.2f} | {target} | "
+                     f"{r:.2f}{verdict} | {min(s['ratio']):.2f}..{max(s['ratio']):.2f} | {'-' if row in b.unpaired else by_order(s['ratio'])} | {target} | "
                      f"{mib(b.rss[row]['without'])} | {mib(b.rss[row]['with'])}"
                      f"{' **FAIL**' if any(x.startswith(f'FAIL {row}: peak RSS') for x in fails) else ''} | "
                      f"{mib(b.cached[row])} |")
@@ -439,7 +450,10 @@ def table(b, cmdline, started, load):
             f"- host: {os.uname().nodename}, {os.cpu_count()} CPUs, kernel {os.uname().release}",
             f"- started {started}, load average at start {load}",
             *( [f"- library settings for every row: {' '.join(f'{k}={v}' for k, v in b.a.env.items())}"] if b.a.env else [] ),
-            f"- {b.a.pairs} pairs per row (the order alternating), median and spread of the per-pair ratios",
+            f"- {b.a.pairs} pairs per row (the order alternating), median and spread of the per-pair ratios; "
+            "by order: the median ratio of the pairs that ran without the library first / with it first (a "
+            "row whose two differ several times over measures what one run leaves the next on this machine "
+            "more than the library)",
             "- each workload's pairs run one after another, after one untimed run of it without the library: "
             "this machine hands freed memory back to its host, and the first touch of a page costs 0.5 to 2 GB/s "
             "(26 GB/s touched again), so a run that followed another workload paid for memory that the run after it "
