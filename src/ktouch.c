@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -20,9 +21,6 @@
 #include "log.h"
 #include "sys.h"
 
-#ifndef MFD_CLOEXEC
-#define MFD_CLOEXEC 1u
-#endif
 
 /* Pages one system call touches (IOV_MAX). */
 #define KT_BATCH 1024
@@ -42,7 +40,7 @@ static struct {
 	uint64_t buffers, pages, dropped, ns;
 	uint32_t probe_ns[CKC_KTOUCH_PROBES];
 	int probes;
-	/* the memory file the touched bytes go to, and who it is (a
+	/* the file the touched bytes go to, and which file it is (a
 	 * descriptor the program closed and reused is never written) */
 	int fd;
 	dev_t dev;
@@ -68,7 +66,7 @@ void ckc_ktouch_configure(int mode)
 	ckc_mutex_unlock(&K.mu);
 }
 
-/* The memory file, still ours (made on first use). */
+/* The file, still ours (made on first use). */
 static bool kt_sink(void)
 {
 	struct stat st;
@@ -76,10 +74,14 @@ static bool kt_sink(void)
 	if (K.fd >= 0 && sys_fstat(K.fd, &st) == 0 && st.st_dev == K.dev && st.st_ino == K.ino)
 		return true;
 	/* gone: the program closed the number (and may use it for its own
-	 * file now), so it is not ours to close */
-	K.fd = (int)syscall(SYS_memfd_create, "ckptcache-touch", MFD_CLOEXEC);
+	 * file now), so it is not ours to close. An unnamed file (the
+	 * engine's open keeps it above the program's numbers), in memory
+	 * where there is a /dev/shm. */
+	K.fd = sys_open("/dev/shm", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (K.fd < 0)
+		K.fd = sys_open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (K.fd < 0 || sys_fstat(K.fd, &st) != 0) {
-		ckc_debug("kernel touch: no memory file (%s): buffers are not touched", strerror(errno));
+		ckc_debug("kernel touch: no file to touch into (%s): buffers are not touched", strerror(errno));
 		if (K.fd >= 0)
 			sys_close(K.fd);
 		K.fd = -1;
@@ -155,8 +157,8 @@ static void *kt_main(void *unused)
 }
 
 /* A forked child has no thread, and the lock may have been held by a
- * thread that is not there; the memory file was the parent's at the fork
- * and is closed (before the program can reuse its number). */
+ * thread that is not there; the file was the parent's at the fork and is
+ * closed (before the program can reuse its number). */
 static void kt_child(void)
 {
 	ckc_mutex_init(&K.mu, CKC_RANK_KTOUCH);

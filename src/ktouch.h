@@ -13,8 +13,8 @@
  *
  * So after a program's write of CKC_KTOUCH_MIN bytes or more has been
  * copied into the cache, a background thread has the kernel read one byte
- * of each page that begins in the buffer (a pwritev of those bytes into a
- * private memory file of the library), paying the faults where the program does not
+ * of each page that begins in the buffer (a pwritev of those bytes into an
+ * unnamed file of the library in /dev/shm), paying the faults where the program does not
  * wait. Where the first CKC_KTOUCH_PROBES touches all cost less than
  * CKC_KTOUCH_SLOW_NS a page (any machine without the effect), the thread
  * stops touching for good. CKPTCACHE_KERNEL_TOUCH=on|off overrides that

@@ -499,9 +499,10 @@ with open("ck/b.bin", "wb") as f:
 
 # Python writes checkpoints of 8 MiB from one buffer and reads them back into
 # it; with CKPTCACHE_KERNEL_TOUCH=on the library's thread has the kernel
-# touch the buffer (a private memory file takes one byte a page). Then the
-# program closes a descriptor it did not open (the library's memory file)
-# and puts a file of its own on that number: the next
+# touch the buffer (an unnamed file of the library takes one byte a page,
+# above the program's descriptor numbers). Then the program closes a
+# descriptor it did not open (that file) and puts a file of its own on that
+# number: the next
 # touch must not write into the program's file. Every byte is compared in
 # the process and at the real paths; with =off nothing is touched.
 kernel_touch() {
@@ -525,8 +526,9 @@ def target(f):
         return os.readlink(f"/proc/self/fd/{f}")
     except OSError:  # the descriptor of the listing itself
         return ""
-mem = [int(f) for f in os.listdir("/proc/self/fd") if target(f).startswith("/memfd:ckptcache-touch")]
-assert len(mem) == 1, f"the library holds one memory file (found {mem})"
+import re
+mem = [int(f) for f in os.listdir("/proc/self/fd") if re.fullmatch(r"/(dev/shm|tmp)/#[0-9]+ \(deleted\)", target(f))]
+assert len(mem) == 1, f"the library holds one unnamed file (found {mem})"
 os.close(mem[0])
 mine = b"the program\x27s own file\n" * 200
 vfd = os.open("victim.txt", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -539,7 +541,7 @@ for i in range(3, 6):
     time.sleep(0.2)
 os.lseek(mem[0], 0, 0)
 got = os.read(mem[0], len(mine) + 1)
-assert got == mine, "the program\x27s file on the memory file\x27s old number was written to"
+assert got == mine, "the program\x27s file on the library file\x27s old number was written to"
 for name, data in datas:
     with open(name, "rb") as f:
         n_read = f.readinto(buf)
@@ -552,7 +554,7 @@ for name, data in datas:
 		same "ref.a$i.bin" "ck/a$i.bin" "ck/a$i.bin at its real path"
 	done
 	cmp -s victim.txt <(for i in $(seq 200); do printf "the program's own file\n"; done) ||
-		fail "the program's own file (on the memory file's old number) changed at its real path"
+		fail "the program's own file (on the library file's old number) changed at its real path"
 	stats_ok files==1 kernel_touch.buffers\>=2 kernel_touch.pages\>=4096
 	phase off
 	ck CKPTCACHE_KERNEL_TOUCH=off -- "$PY" -c '
