@@ -58,6 +58,7 @@ python_start() {
 # with the same malloc thresholds; every array is compared after its load
 # and at its real path.
 python_memory_peak() {
+	under_sanitizer && note "the sanitizer runtime's own memory would be counted; the plain build checks it"
 	"$PY" -c 'import numpy' 2>/dev/null || fail "numpy cannot be imported by $PY (install python3-numpy)"
 	cat >job.py <<'PYEOF'
 import os, sys, numpy as np
