@@ -243,6 +243,7 @@ static void threads_stop(void)
 		ckc_flusher_stop(l);
 	for (int l = 0; l < ckc_eng.ntier; l++)
 		ckc_tier_stop(&ckc_eng.tier[l]);
+	ckc_ktouch_stop();
 }
 
 int ckc_init_config(const ckc_config_t *c)

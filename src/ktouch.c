@@ -34,7 +34,10 @@ static struct {
 	pthread_cond_t cv;
 	int mode;
 	int state;
-	bool tried; /* the thread was asked for in this process */
+	bool tried;   /* the thread was asked for since the engine started */
+	bool running; /* the thread exists (joined by ckc_ktouch_stop) */
+	bool stop;
+	pthread_t thread;
 	uintptr_t qa[CKC_KTOUCH_QUEUE], qb[CKC_KTOUCH_QUEUE];
 	int qhead, qlen;
 	uint64_t buffers, pages, dropped, ns;
@@ -124,8 +127,10 @@ static void *kt_main(void *unused)
 	ckc_io_guard = 1;
 	ckc_mutex_lock(&K.mu);
 	for (;;) {
-		while (K.qlen == 0)
+		while (K.qlen == 0 && !K.stop)
 			ckc_cond_wait(&K.cv, &K.mu);
+		if (K.stop)
+			break;
 		uintptr_t a = K.qa[K.qhead], b = K.qb[K.qhead];
 		K.qhead = (K.qhead + 1) % CKC_KTOUCH_QUEUE;
 		K.qlen--;
@@ -153,6 +158,7 @@ static void *kt_main(void *unused)
 			K.qlen = 0;
 		}
 	}
+	ckc_mutex_unlock(&K.mu);
 	return NULL;
 }
 
@@ -166,7 +172,7 @@ static void kt_child(void)
 	if (K.fd >= 0)
 		sys_close(K.fd);
 	K.fd = -1;
-	K.tried = false;
+	K.tried = K.running = K.stop = false;
 	K.qlen = K.qhead = 0;
 	if (K.state == KT_TOUCHING)
 		K.state = KT_IDLE;
@@ -192,7 +198,8 @@ static void kt_start(void)
 		atomic_store(&kt_live, 0);
 		return;
 	}
-	pthread_detach(t);
+	K.thread = t;
+	K.running = true;
 	K.state = KT_TOUCHING;
 }
 
@@ -224,6 +231,26 @@ void ckc_ktouch_note(const void *p, size_t n)
 	K.qb[j] = b;
 	pthread_cond_signal(&K.cv);
 out:
+	ckc_mutex_unlock(&K.mu);
+}
+
+void ckc_ktouch_stop(void)
+{
+	ckc_mutex_lock(&K.mu);
+	bool running = K.running;
+	K.stop = true;
+	pthread_cond_signal(&K.cv);
+	ckc_mutex_unlock(&K.mu);
+	if (running)
+		pthread_join(K.thread, NULL);
+	ckc_mutex_lock(&K.mu);
+	if (K.fd >= 0)
+		sys_close(K.fd);
+	K.fd = -1;
+	K.running = K.stop = K.tried = false;
+	K.qlen = K.qhead = 0;
+	if (K.state == KT_TOUCHING)
+		K.state = KT_IDLE;
 	ckc_mutex_unlock(&K.mu);
 }
 

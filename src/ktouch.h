@@ -43,6 +43,11 @@ void ckc_ktouch_configure(int mode);
  * the kernel touch the pages that begin in it soon. Never blocks on the thread. */
 void ckc_ktouch_note(const void *p, size_t n);
 
+/* Ends the thread and closes its file (at the engine's stop: the thread
+ * uses the engine's table of real functions); the next note starts them
+ * again. What was measured is kept. */
+void ckc_ktouch_stop(void);
+
 /* Whether the auto mode's probes found the machine slow: given the costs
  * of the touches so far (ns per page, probes of them), true (keep
  * touching), false (stop), or undecided (-1) while fewer than
