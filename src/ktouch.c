@@ -162,6 +162,18 @@ static void *kt_main(void *unused)
 	return NULL;
 }
 
+/* No thread any more: its file closed, its queue emptied; the next note
+ * starts them again. What was measured, and the state the statistics
+ * show, are kept. */
+static void kt_forget(void)
+{
+	if (K.fd >= 0)
+		sys_close(K.fd);
+	K.fd = -1;
+	K.tried = K.running = K.stop = false;
+	K.qlen = K.qhead = 0;
+}
+
 /* A forked child has no thread, and the lock may have been held by a
  * thread that is not there; the file was the parent's at the fork and is
  * closed (before the program can reuse its number). */
@@ -169,13 +181,7 @@ static void kt_child(void)
 {
 	ckc_mutex_init(&K.mu, CKC_RANK_KTOUCH);
 	pthread_cond_init(&K.cv, NULL);
-	if (K.fd >= 0)
-		sys_close(K.fd);
-	K.fd = -1;
-	K.tried = K.running = K.stop = false;
-	K.qlen = K.qhead = 0;
-	if (K.state == KT_TOUCHING)
-		K.state = KT_IDLE;
+	kt_forget();
 }
 
 /* Lock held. */
@@ -244,13 +250,7 @@ void ckc_ktouch_stop(void)
 	if (running)
 		pthread_join(K.thread, NULL);
 	ckc_mutex_lock(&K.mu);
-	if (K.fd >= 0)
-		sys_close(K.fd);
-	K.fd = -1;
-	K.running = K.stop = K.tried = false;
-	K.qlen = K.qhead = 0;
-	if (K.state == KT_TOUCHING)
-		K.state = KT_IDLE;
+	kt_forget();
 	ckc_mutex_unlock(&K.mu);
 }
 

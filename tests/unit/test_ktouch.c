@@ -1,8 +1,8 @@
 /* Unit tests of the kernel's early touch of program buffers (src/ktouch.c):
  * the auto mode's judgement of the machine, table by table, and the thread
- * at work: it touches every whole page of a noted buffer without changing a
+ * at work: it touches each page that begins in a noted buffer without changing a
  * byte, skips small buffers, and survives a buffer that is gone before its
- * turn. */
+ * turn; the engine's stop ends the thread and a later note starts another. */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <string.h>
@@ -81,6 +81,18 @@ Test(ktouch, touches_whole_pages_and_changes_nothing)
 	s = wait_buffers(2);
 	cr_assert_eq(s.buffers, 2);
 	cr_assert_eq(s.pages, (n + 100 - 1) / (size_t)pg, "no page of an unmapped buffer counts");
+
+	/* the engine's stop ends the thread and keeps what was counted; the
+	 * next note starts it again */
+	ckc_ktouch_stop();
+	s = stats_now();
+	cr_assert_eq(s.buffers, 2);
+	cr_assert_str_eq(s.state, "touching", "the statistics keep the last state");
+	static char again[2u << 20];
+	ckc_ktouch_note(again, sizeof(again));
+	s = wait_buffers(3);
+	cr_assert_eq(s.buffers, 3, "a note after the stop is touched by a new thread");
+	ckc_ktouch_stop();
 }
 
 Test(ktouch, off_touches_nothing)
