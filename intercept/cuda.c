@@ -24,6 +24,7 @@
 #include "log.h"
 #include "owed.h"
 #include "ranges.h"
+#include "cuda_int.h"
 
 /* ---- the real dlsym and libcuda ------------------------------------- */
 
@@ -71,41 +72,6 @@ static const char *const cu_path_name[CU_NPATHS] = { "exported", "dlsym", "get_p
 static atomic_ullong cu_calls[CU_NKINDS];
 static atomic_ullong cu_hooked[CU_NPATHS];
 
-/* ---- the program's memory, by address --------------------------------- */
-
-static ckc_ranges_t cu_ranges;
-static ckc_rwlock_t cu_ranges_lock = CKC_RWLOCK_INIT(CU_RANGES);
-CKC_LOCKS_AT_START(cu_ranges, ckc_locks_add_rw, &cu_ranges_lock)
-
-static void cu_track(CUdeviceptr p, size_t n, ckc_mem_kind_t kind)
-{
-	ckc_rw_wrlock(&cu_ranges_lock);
-	ckc_ranges_add(&cu_ranges, (uint64_t)p, n, kind, -1);
-	ckc_rw_unlock(&cu_ranges_lock);
-}
-
-static void cu_untrack(CUdeviceptr p)
-{
-	ckc_rw_wrlock(&cu_ranges_lock);
-	ckc_ranges_remove(&cu_ranges, (uint64_t)p);
-	ckc_rw_unlock(&cu_ranges_lock);
-}
-
-static void cu_untrack_span(CUdeviceptr p, size_t n)
-{
-	ckc_rw_wrlock(&cu_ranges_lock);
-	ckc_ranges_remove_span(&cu_ranges, (uint64_t)p, n);
-	ckc_rw_unlock(&cu_ranges_lock);
-}
-
-int ckc_cuda_mem_kind(const void *addr)
-{
-	ckc_rw_rdlock(&cu_ranges_lock);
-	ckc_mem_kind_t k = ckc_ranges_kind(&cu_ranges, (uint64_t)(uintptr_t)addr);
-	ckc_rw_unlock(&cu_ranges_lock);
-	return k;
-}
-
 /* A kind=Default copy, classified by the table (no driver query). */
 static void cu_classify(CUdeviceptr d, CUdeviceptr s)
 {
@@ -115,10 +81,6 @@ static void cu_classify(CUdeviceptr d, CUdeviceptr s)
 	atomic_fetch_add_explicit(&cu_calls[k], 1, memory_order_relaxed);
 }
 
-static inline bool cu_device_mode(void)
-{
-	return ckc_capture_mode() == CKC_CAPTURE_DEVICE;
-}
 
 /* ---- the wrapped entry points ---------------------------------------- */
 
@@ -129,12 +91,12 @@ static inline bool cu_device_mode(void)
 	X(CU_PEER, cuMemcpyPeer_ptds, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n), (d, dc, s, sc, n), (void)0) \
 	X(CU_PEER, cuMemcpyPeerAsync, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream t), (d, dc, s, sc, n, t), (void)0) \
 	X(CU_PEER, cuMemcpyPeerAsync_ptsz, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream t), (d, dc, s, sc, n, t), (void)0) \
-	X(CU_FREE, cuMemFree_v2, (CUdeviceptr p), (p), cu_untrack(p)) \
-	X(CU_FREE, cuMemFreeAsync, (CUdeviceptr p, CUstream t), (p, t), cu_untrack(p)) \
-	X(CU_FREE, cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream t), (p, t), cu_untrack(p)) \
-	X(CU_HOSTMEM, cuMemHostRegister_v2, (void *p, size_t n, unsigned f), (p, n, f), cu_track((CUdeviceptr)(uintptr_t)p, n, CKC_MEM_REGISTERED)) \
-	X(CU_ALLOC, cuMemMap, (CUdeviceptr p, size_t n, size_t o, CUmemGenericAllocationHandle h, unsigned long long f), (p, n, o, h, f), cu_track(p, n, CKC_MEM_DEVICE)) \
-	X(CU_FREE, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n), cu_untrack_span(p, n)) \
+	X(CU_FREE, cuMemFree_v2, (CUdeviceptr p), (p), ckc_cu_untrack(p)) \
+	X(CU_FREE, cuMemFreeAsync, (CUdeviceptr p, CUstream t), (p, t), ckc_cu_untrack(p)) \
+	X(CU_FREE, cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream t), (p, t), ckc_cu_untrack(p)) \
+	X(CU_HOSTMEM, cuMemHostRegister_v2, (void *p, size_t n, unsigned f), (p, n, f), ckc_cu_track((CUdeviceptr)(uintptr_t)p, n, CKC_MEM_REGISTERED)) \
+	X(CU_ALLOC, cuMemMap, (CUdeviceptr p, size_t n, size_t o, CUmemGenericAllocationHandle h, unsigned long long f), (p, n, o, h, f), ckc_cu_track(p, n, CKC_MEM_DEVICE)) \
+	X(CU_FREE, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n), ckc_cu_untrack_span(p, n)) \
 	X(CU_STREAM, cuStreamCreate, (CUstream *p, unsigned f), (p, f), cu_stream_made(f)) \
 	X(CU_STREAM, cuStreamCreateWithPriority, (CUstream *p, unsigned f, int pr), (p, f, pr), cu_stream_made(f))
 
@@ -146,7 +108,7 @@ static inline bool cu_device_mode(void)
 	CKC_EXPORT CUresult ckc_cu_##name params __asm__(#name);                       \
 	CUresult ckc_cu_##name params                                                  \
 	{                                                                              \
-		CUresult(*r) params = (CUresult(*) params)cu_real(&cu_real_##name, #name); \
+		CUresult(*r) params = (CUresult(*) params)ckc_cu_real(&cu_real_##name, #name); \
 		if (!r)                                                                \
 			return CUDA_ERROR_NOT_INITIALIZED;                             \
 		atomic_fetch_add_explicit(&cu_calls[kind], 1, memory_order_relaxed);   \
@@ -160,7 +122,7 @@ static inline bool cu_device_mode(void)
 	}
 
 /* The real function behind a wrapper, resolved from libcuda on first use. */
-static void *cu_real(_Atomic(void *) *slot, const char *name)
+void *ckc_cu_real(_Atomic(void *) *slot, const char *name)
 {
 	void *p = atomic_load_explicit(slot, memory_order_acquire);
 	if (p)
@@ -228,14 +190,13 @@ CU_HAND(CU_HAND_DECL)
 
 /* The real function of a hand-written wrapper, or return an error. */
 #define CU_REAL(name, params)                                                                  \
-	CUresult(*real) params = (CUresult(*) params)cu_real(&cu_real_##name, #name);        \
+	CUresult(*real) params = (CUresult(*) params)ckc_cu_real(&cu_real_##name, #name);        \
 	if (!real)                                                                             \
 		return CUDA_ERROR_NOT_INITIALIZED
 
 /* ---- driver functions of device capture ------------------------------- */
 
 static _Atomic(void *) cx_dtod, cx_dtoh, cx_htod, cx_sync, cx_ctx, cx_dev, cx_evc, cx_evr, cx_evs, cx_evd, cx_evq;
-#define CX(slot, name, type) ((type)cu_real(&slot, name))
 typedef CUresult (*dtod_fn)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 typedef CUresult (*dtoh_fn)(void *, CUdeviceptr, size_t, CUstream);
 typedef CUresult (*htod_fn)(CUdeviceptr, const void *, size_t, CUstream);
@@ -1023,32 +984,21 @@ static bool cu_oom_retry(CUresult rc, size_t need)
 		return rc;                                           \
 	}
 
-CU_ALLOCW(cuMemAlloc_v2, (CUdeviceptr *p, size_t n), (p, n), n, cu_track(*p, n, CKC_MEM_DEVICE))
+CU_ALLOCW(cuMemAlloc_v2, (CUdeviceptr *p, size_t n), (p, n), n, ckc_cu_track(*p, n, CKC_MEM_DEVICE))
 CU_ALLOCW(cuMemAllocPitch_v2, (CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e), (p, pitch, w, h, e),
-	  w * h, cu_track(*p, *pitch * h, CKC_MEM_DEVICE))
-CU_ALLOCW(cuMemAllocManaged, (CUdeviceptr *p, size_t n, unsigned f), (p, n, f), n, cu_track(*p, n, CKC_MEM_MANAGED))
-CU_ALLOCW(cuMemAllocAsync, (CUdeviceptr *p, size_t n, CUstream t), (p, n, t), n, cu_track(*p, n, CKC_MEM_DEVICE))
-CU_ALLOCW(cuMemAllocAsync_ptsz, (CUdeviceptr *p, size_t n, CUstream t), (p, n, t), n, cu_track(*p, n, CKC_MEM_DEVICE))
+	  w * h, ckc_cu_track(*p, *pitch * h, CKC_MEM_DEVICE))
+CU_ALLOCW(cuMemAllocManaged, (CUdeviceptr *p, size_t n, unsigned f), (p, n, f), n, ckc_cu_track(*p, n, CKC_MEM_MANAGED))
+CU_ALLOCW(cuMemAllocAsync, (CUdeviceptr *p, size_t n, CUstream t), (p, n, t), n, ckc_cu_track(*p, n, CKC_MEM_DEVICE))
+CU_ALLOCW(cuMemAllocAsync_ptsz, (CUdeviceptr *p, size_t n, CUstream t), (p, n, t), n, ckc_cu_track(*p, n, CKC_MEM_DEVICE))
 CU_ALLOCW(cuMemCreate, (CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *pr, unsigned long long f),
 	  (h, n, pr, f), n, (void)0)
-
-/* Length of the recorded pinned or registered block starting at p, 0 if
- * none. */
-static uint64_t cu_block_len(const void *p)
-{
-	ckc_rw_rdlock(&cu_ranges_lock);
-	const ckc_range_t *r = ckc_ranges_find(&cu_ranges, (uint64_t)(uintptr_t)p);
-	uint64_t len = r && r->start == (uint64_t)(uintptr_t)p ? r->end - r->start : 0;
-	ckc_rw_unlock(&cu_ranges_lock);
-	return len;
-}
 
 /* Pinned memory given back: what it owes is dropped. */
 static void cu_host_freed(void *p)
 {
 	if (!p || !atomic_load_explicit(&ckc_owed_count, memory_order_relaxed))
 		return;
-	uint64_t len = cu_block_len(p);
+	uint64_t len = ckc_cu_block_len(p);
 	if (len) {
 		ckc_enter();
 		ckc_owed_cut(p, len, false);
@@ -1056,108 +1006,17 @@ static void cu_host_freed(void *p)
 	}
 }
 
-/* ---- pinned host allocations of huge pages -----------------------------
- * Owing pinned memory changes the protection of its pages in place (the
- * driver holds them): 1.7 to 7 ms for a 128 MiB staging buffer of 4 KiB
- * pages on an H100 machine, on the program's read. Under device capture a
- * large pinned allocation (cudaMallocHost, cudaHostAlloc, torch's pinned
- * memory) is therefore made of huge pages, populated and registered with the
- * driver (portable and mapped, as an allocation of its own is under unified
- * addressing): its protection then changes one entry per 2 MiB. Write-
- * combined ones, small ones and any the kernel refuses are made by the
- * driver as asked. */
-#define HUGE_PIN_MIN ((size_t)4 << 20)
-#define HUGE_PIN_ALIGN ((size_t)2 << 20)
-
-typedef struct cu_hugepin {
-	void *p;
-	size_t len;
-} cu_hugepin_t;
-static cu_hugepin_t *hugepins;
-static atomic_ullong hugepins_made;
-static size_t nhugepins, caphugepins;
-static ckc_mutex_t hugepin_lock = CKC_MUTEX_INIT(HUGEPIN);
-CKC_LOCKS_AT_START(hugepin, ckc_locks_add, &hugepin_lock)
-static _Atomic(void *) cx_hreg, cx_hunreg;
-
-/* A registered huge-page allocation of n bytes in *pp, or false. */
-static bool cu_hugepin_alloc(void **pp, size_t n, unsigned flags)
-{
-	if (!cu_device_mode() || n < HUGE_PIN_MIN || (flags & CU_MEMHOSTALLOC_WRITECOMBINED))
-		return false;
-	CUresult (*reg)(void *, size_t, unsigned) =
-		CX(cx_hreg, "cuMemHostRegister_v2", CUresult(*)(void *, size_t, unsigned));
-	if (!reg)
-		return false;
-	size_t len = (n + HUGE_PIN_ALIGN - 1) & ~(HUGE_PIN_ALIGN - 1);
-	char *m = mmap(NULL, len + HUGE_PIN_ALIGN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED)
-		return false;
-	char *p = (char *)(((uintptr_t)m + HUGE_PIN_ALIGN - 1) & ~(uintptr_t)(HUGE_PIN_ALIGN - 1));
-	if (p > m)
-		REAL(munmap)(m, (size_t)(p - m));
-	if (m + len + HUGE_PIN_ALIGN > p + len)
-		REAL(munmap)(p + len, (size_t)(m + len + HUGE_PIN_ALIGN - (p + len)));
-	(void)REAL(madvise)(p, len, MADV_HUGEPAGE);
-#ifdef MADV_POPULATE_WRITE
-	(void)REAL(madvise)(p, len, MADV_POPULATE_WRITE);
-#endif
-	ckc_mutex_lock(&hugepin_lock);
-	bool room = nhugepins < caphugepins;
-	if (!room) {
-		size_t cap = caphugepins ? 2 * caphugepins : 16;
-		cu_hugepin_t *t = realloc(hugepins, cap * sizeof(*t));
-		if (t) {
-			hugepins = t;
-			caphugepins = cap;
-			room = true;
-		}
-	}
-	ckc_mutex_unlock(&hugepin_lock);
-	if (!room || reg(p, len, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP) != CUDA_SUCCESS) {
-		REAL(munmap)(p, len);
-		return false;
-	}
-	ckc_mutex_lock(&hugepin_lock);
-	hugepins[nhugepins++] = (cu_hugepin_t){ p, len };
-	ckc_mutex_unlock(&hugepin_lock);
-	atomic_fetch_add(&hugepins_made, 1);
-	cu_track((CUdeviceptr)(uintptr_t)p, n, CKC_MEM_PINNED);
-	*pp = p;
-	return true;
-}
-
-/* Gives back a huge-page allocation at p: true if it was one. */
-static bool cu_hugepin_free(void *p)
-{
-	size_t len = 0;
-	ckc_mutex_lock(&hugepin_lock);
-	for (size_t i = 0; i < nhugepins; i++)
-		if (hugepins[i].p == p) {
-			len = hugepins[i].len;
-			hugepins[i] = hugepins[--nhugepins];
-			break;
-		}
-	ckc_mutex_unlock(&hugepin_lock);
-	if (!len)
-		return false;
-	CUresult (*unreg)(void *) = CX(cx_hunreg, "cuMemHostUnregister", CUresult(*)(void *));
-	if (unreg)
-		unreg(p);
-	cu_untrack((CUdeviceptr)(uintptr_t)p);
-	REAL(munmap)(p, len);
-	return true;
-}
+/* ---- pinned host allocations (the huge-page ones: cuda_mem.c) ----------- */
 
 CUresult ckc_cu_cuMemHostAlloc(void **p, size_t n, unsigned f)
 {
 	CU_REAL(cuMemHostAlloc, (void **, size_t, unsigned));
 	CU_COUNT(CU_HOSTMEM);
-	if (p && cu_hugepin_alloc(p, n, f))
+	if (p && ckc_cu_hugepin_alloc(p, n, f))
 		return CUDA_SUCCESS;
 	CUresult rc = real(p, n, f);
 	if (rc == CUDA_SUCCESS)
-		cu_track((CUdeviceptr)(uintptr_t)*p, n, CKC_MEM_PINNED);
+		ckc_cu_track((CUdeviceptr)(uintptr_t)*p, n, CKC_MEM_PINNED);
 	return rc;
 }
 
@@ -1165,11 +1024,11 @@ CUresult ckc_cu_cuMemAllocHost_v2(void **p, size_t n)
 {
 	CU_REAL(cuMemAllocHost_v2, (void **, size_t));
 	CU_COUNT(CU_HOSTMEM);
-	if (p && cu_hugepin_alloc(p, n, 0))
+	if (p && ckc_cu_hugepin_alloc(p, n, 0))
 		return CUDA_SUCCESS;
 	CUresult rc = real(p, n);
 	if (rc == CUDA_SUCCESS)
-		cu_track((CUdeviceptr)(uintptr_t)*p, n, CKC_MEM_PINNED);
+		ckc_cu_track((CUdeviceptr)(uintptr_t)*p, n, CKC_MEM_PINNED);
 	return rc;
 }
 
@@ -1178,11 +1037,11 @@ CUresult ckc_cu_cuMemFreeHost(void *p)
 	CU_REAL(cuMemFreeHost, (void *));
 	CU_COUNT(CU_HOSTMEM);
 	cu_host_freed(p);
-	if (cu_hugepin_free(p))
+	if (ckc_cu_hugepin_free(p))
 		return CUDA_SUCCESS;
 	CUresult rc = real(p);
 	if (rc == CUDA_SUCCESS)
-		cu_untrack((CUdeviceptr)(uintptr_t)p);
+		ckc_cu_untrack((CUdeviceptr)(uintptr_t)p);
 	return rc;
 }
 
@@ -1192,13 +1051,13 @@ CUresult ckc_cu_cuMemHostUnregister(void *p)
 	CU_COUNT(CU_HOSTMEM);
 	/* pageable again: what it owes must be filled the pageable way */
 	if (p && atomic_load_explicit(&ckc_owed_count, memory_order_relaxed)) {
-		uint64_t len = cu_block_len(p);
+		uint64_t len = ckc_cu_block_len(p);
 		if (len)
 			cu_host_read(p, len);
 	}
 	CUresult rc = real(p);
 	if (rc == CUDA_SUCCESS)
-		cu_untrack((CUdeviceptr)(uintptr_t)p);
+		ckc_cu_untrack((CUdeviceptr)(uintptr_t)p);
 	return rc;
 }
 
@@ -1207,7 +1066,7 @@ static void cu_capture_stats(ckc_stats_t *s)
 {
 	s->capture_seen = cu_device_mode();
 	s->cap_pageable = atomic_load(&cu_pageable_known) >= 0;
-	s->cap_huge_pinned = atomic_load(&hugepins_made);
+	s->cap_huge_pinned = ckc_cu_hugepins_made();
 	s->cap_captured = atomic_load(&cap_captured);
 	s->cap_captured_bytes = atomic_load(&cap_bytes);
 	s->cap_restored_d2d = atomic_load(&cap_restored);
@@ -1306,7 +1165,7 @@ static void cu_gpa_fix(const char *symbol, void **pfn)
 
 CUresult ckc_cu_gpa4(const char *symbol, void **pfn, int ver, cuuint64_t flags)
 {
-	gpa4_fn r = (gpa4_fn)cu_real(&cu_real_gpa4, "cuGetProcAddress");
+	gpa4_fn r = (gpa4_fn)ckc_cu_real(&cu_real_gpa4, "cuGetProcAddress");
 	if (!r)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	CUresult rc = r(symbol, pfn, ver, flags);
@@ -1319,7 +1178,7 @@ static CUresult cu_gpa5_common(_Atomic(void *) *slot, const char *name, const ch
 			       void **pfn, int ver, cuuint64_t flags,
 			       CUdriverProcAddressQueryResult *status)
 {
-	gpa5_fn r = (gpa5_fn)cu_real(slot, name);
+	gpa5_fn r = (gpa5_fn)ckc_cu_real(slot, name);
 	if (!r)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	CUresult rc = r(symbol, pfn, ver, flags, status);
