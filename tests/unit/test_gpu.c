@@ -499,14 +499,14 @@ static void put_capture(const char *path, int dev, const unsigned char *d, size_
 
 Test(gpu, each_device_has_its_own_region_and_every_byte_comes_back)
 {
-	gpu_start2(512 * MiB, 256 * MiB);
+	gpu_start2(128 * MiB, 256 * MiB);
 	ckc_stats_t st;
 	ckc_stats_get(&st);
 	cr_expect_eq(st.gpu_ndev, 2);
 	cr_expect_eq(st.gpu_devs[0], 0);
 	cr_expect_eq(st.gpu_devs[1], 1);
-	cr_expect_eq(st.gpu_arena_bytes, 1024 * MiB, "both regions counted");
-	size_t n = 24 * MiB + 77;
+	cr_expect_eq(st.gpu_arena_bytes, 256 * MiB, "both regions counted");
+	size_t n = 6 * MiB + 77;
 	for (int i = 0; i < 6; i++) {
 		char path[PATH_MAX];
 		tpath(&env, path, i);
@@ -547,25 +547,25 @@ Test(gpu, each_device_has_its_own_region_and_every_byte_comes_back)
 
 Test(gpu, a_full_region_does_not_spill_into_another_device)
 {
-	gpu_start2(512 * MiB, 256 * MiB);
+	gpu_start2(128 * MiB, 256 * MiB);
 	/* owed captures (references held) cannot be evicted */
-	unsigned char *d = dev_buf(300 * MiB, 600);
-	ckc_ref_t *r0 = capture_on(0, d, 300 * MiB, 0);
-	ckc_ref_t *r1 = capture_on(1, d, 100 * MiB, 0);
+	unsigned char *d = dev_buf(75 * MiB, 600);
+	ckc_ref_t *r0 = capture_on(0, d, 75 * MiB, 0);
+	ckc_ref_t *r1 = capture_on(1, d, 25 * MiB, 0);
 	ckc_ref_t *r;
 	uint64_t dptr;
-	cr_expect_eq(ckc_capture_begin(300 * MiB, 0, 0, &r, &dptr), -ENOSPC,
+	cr_expect_eq(ckc_capture_begin(75 * MiB, 0, 0, &r, &dptr), -ENOSPC,
 		     "device 0's region is full although device 1's has room");
-	ckc_ref_t *r2 = capture_on(1, d, 300 * MiB, 0);
+	ckc_ref_t *r2 = capture_on(1, d, 75 * MiB, 0);
 	uint64_t a0, a1;
-	cr_assert_eq(ckc_ref_addr(r0, 0, 300 * MiB, &a0), 0);
-	cr_assert_eq(ckc_ref_addr(r1, 0, 100 * MiB, &a1), 0);
-	cr_expect(a1 >= a0 + 300 * MiB || a0 >= a1 + 100 * MiB, "no overlap");
-	unsigned char *got = malloc(300 * MiB);
-	cr_assert_eq(ckc_ref_fill(r2, 0, got, 300 * MiB), 0);
-	cr_expect_eq(memcmp(got, d, 300 * MiB), 0);
-	cr_assert_eq(ckc_ref_fill(r0, 0, got, 300 * MiB), 0);
-	cr_expect_eq(memcmp(got, d, 300 * MiB), 0, "device 1's captures did not overwrite device 0's");
+	cr_assert_eq(ckc_ref_addr(r0, 0, 75 * MiB, &a0), 0);
+	cr_assert_eq(ckc_ref_addr(r1, 0, 25 * MiB, &a1), 0);
+	cr_expect(a1 >= a0 + 75 * MiB || a0 >= a1 + 25 * MiB, "no overlap");
+	unsigned char *got = malloc(75 * MiB);
+	cr_assert_eq(ckc_ref_fill(r2, 0, got, 75 * MiB), 0);
+	cr_expect_eq(memcmp(got, d, 75 * MiB), 0);
+	cr_assert_eq(ckc_ref_fill(r0, 0, got, 75 * MiB), 0);
+	cr_expect_eq(memcmp(got, d, 75 * MiB), 0, "device 1's captures did not overwrite device 0's");
 	ckc_ref_put(r0);
 	ckc_ref_put(r1);
 	ckc_ref_put(r2);
