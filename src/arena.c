@@ -142,6 +142,14 @@ ssize_t arena_find_gap_in(const arena_t *a, uint64_t len, uint64_t lo, uint64_t 
 	return best;
 }
 
+/* Bytes newly in extents, and the most there were at once. */
+static void arena_add_used(arena_t *a, uint64_t n)
+{
+	a->used += n;
+	if (a->used > a->peak)
+		a->peak = a->used;
+}
+
 ssize_t arena_take(arena_t *a, size_t gap_idx, uint64_t len, void *owner)
 {
 	uint64_t want = arena_round(a, len);
@@ -168,9 +176,7 @@ ssize_t arena_take(arena_t *a, size_t gap_idx, uint64_t len, void *owner)
 		g->len = want;
 	}
 	g->owner = owner;
-	a->used += want;
-	if (a->used > a->peak)
-		a->peak = a->used;
+	arena_add_used(a, want);
 	return (ssize_t)gap_idx;
 }
 
@@ -247,9 +253,7 @@ int arena_extend(arena_t *a, size_t idx, uint64_t newlen)
 		return -ENOSPC;
 	next = &a->frag[idx + 1];
 	f->len = want;
-	a->used += grow;
-	if (a->used > a->peak)
-		a->peak = a->used;
+	arena_add_used(a, grow);
 	if (next->len == grow) {
 		arena_remove_slots(a, idx + 1, 1);
 	} else {
@@ -276,9 +280,7 @@ int arena_move_start(arena_t *a, size_t idx, uint64_t off)
 		g->len -= grow;
 		f->off = off;
 		f->len += grow;
-		a->used += grow;
-		if (a->used > a->peak)
-			a->peak = a->used;
+		arena_add_used(a, grow);
 		if (g->len == 0)
 			arena_remove_slots(a, idx - 1, 1);
 		return 0;

@@ -34,7 +34,6 @@ static struct {
 	pthread_cond_t cv;
 	int mode;
 	int state;
-	bool tried;   /* the thread was asked for since the engine started */
 	bool running; /* the thread exists (joined by ckc_ktouch_stop) */
 	bool stop;
 	pthread_t thread;
@@ -95,8 +94,9 @@ static bool kt_sink(void)
 	return true;
 }
 
-/* Has the kernel read the first byte of each page that begins in [a, b). Returns the
- * pages touched (0 when the buffer is gone), or -1 without a sink. */
+/* Has the kernel read the first byte of each page that begins in [a, b).
+ * Returns the pages touched (0 when the buffer is gone), or -1 without a
+ * file to touch into. */
 static long kt_touch(uintptr_t a, uintptr_t b)
 {
 	struct iovec iov[KT_BATCH];
@@ -148,8 +148,10 @@ static void *kt_main(void *unused)
 		K.buffers++;
 		K.pages += (uint64_t)n;
 		K.ns += ns;
-		if (n >= 64 && K.probes < CKC_KTOUCH_PROBES)
-			K.probe_ns[K.probes++] = (uint32_t)(ns / (uint64_t)n > UINT32_MAX ? UINT32_MAX : ns / (uint64_t)n);
+		if (n >= 64 && K.probes < CKC_KTOUCH_PROBES) {
+			uint64_t per = ns / (uint64_t)n;
+			K.probe_ns[K.probes++] = per > UINT32_MAX ? UINT32_MAX : (uint32_t)per;
+		}
 		if (K.mode == CKC_KTOUCH_AUTO && ckc_ktouch_judge(K.probe_ns, K.probes) == 0) {
 			ckc_debug("kernel touch: %d touches cost under %u ns a page: not needed here",
 				  K.probes, CKC_KTOUCH_SLOW_NS);
@@ -170,7 +172,7 @@ static void kt_forget(void)
 	if (K.fd >= 0)
 		sys_close(K.fd);
 	K.fd = -1;
-	K.tried = K.running = K.stop = false;
+	K.running = K.stop = false;
 	K.qlen = K.qhead = 0;
 }
 
@@ -191,7 +193,6 @@ static void kt_start(void)
 	sigset_t all, old;
 	pthread_t t;
 
-	K.tried = true;
 	if (!atomic_exchange(&forks_known, true))
 		pthread_atfork(NULL, NULL, kt_child);
 	sigfillset(&all);
@@ -218,7 +219,7 @@ void ckc_ktouch_note(const void *p, size_t n)
 	ckc_mutex_lock(&K.mu);
 	if (K.mode == CKC_KTOUCH_OFF || K.state == KT_STOPPED || K.state == KT_FAILED)
 		goto out;
-	if (!K.tried)
+	if (!K.running)
 		kt_start();
 	if (K.state != KT_TOUCHING)
 		goto out;

@@ -14,8 +14,8 @@
  * So after a program's write of CKC_KTOUCH_MIN bytes or more has been
  * copied into the cache, a background thread has the kernel read one byte
  * of each page that begins in the buffer (a pwritev of those bytes into an
- * unnamed file of the library in /dev/shm), paying the faults where the program does not
- * wait. Where the first CKC_KTOUCH_PROBES touches all cost less than
+ * unnamed file of the library in /dev/shm), paying the faults where the
+ * program does not wait. Where the first CKC_KTOUCH_PROBES touches all cost less than
  * CKC_KTOUCH_SLOW_NS a page (any machine without the effect), the thread
  * stops touching for good. CKPTCACHE_KERNEL_TOUCH=on|off overrides that
  * choice. The touch only reads, and never the program's memory through its
@@ -40,7 +40,8 @@ enum { CKC_KTOUCH_AUTO = 0, CKC_KTOUCH_ON, CKC_KTOUCH_OFF };
 void ckc_ktouch_configure(int mode);
 
 /* The program's buffer [p, p + n) was copied by the library's code: have
- * the kernel touch the pages that begin in it soon. Never blocks on the thread. */
+ * the kernel touch the pages that begin in it soon. Never blocks on the
+ * thread. */
 void ckc_ktouch_note(const void *p, size_t n);
 
 /* Ends the thread and closes its file (at the engine's stop: the thread

@@ -5,10 +5,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-
-#include "ktouch.h"
 #include <stdio.h>
 
+#include "ktouch.h"
 #include "peer_lend.h"
 
 #define CKC_MAX_TIERS 4

@@ -28,13 +28,12 @@ typedef struct ckc_obj ckc_obj_t;
 typedef struct ckc_pin_fns {
 	/* Around the registration of one tier's memory, when it is
 	 * registered at all (a node-wide turn, say); either may be NULL. */
-	void (*begin)(void *ctx);
-	void (*end)(void *ctx);
+	void (*begin)(void);
+	void (*end)(void);
 	/* Registers [p, p+n): 0, or the caller's nonzero error. */
-	int (*reg)(void *p, size_t n, void *ctx);
+	int (*reg)(void *p, size_t n);
 	/* Undoes one reg of the same piece. */
-	void (*unreg)(void *p, size_t n, void *ctx);
-	void *ctx;
+	void (*unreg)(void *p, size_t n);
 } ckc_pin_fns_t;
 
 typedef struct ckc_tier_ops {

@@ -113,16 +113,16 @@ static int host_pin(ckc_tier_t *t, const ckc_pin_fns_t *f, const atomic_bool *st
 	uint64_t cap = t->arena.capacity;
 	int rc = 0;
 	if (f->begin)
-		f->begin(f->ctx);
+		f->begin();
 	for (uint64_t off = 0; off < cap && !atomic_load(stop) && !rc; off += CKC_PIN_PIECE) {
 		uint64_t n = cap - off < CKC_PIN_PIECE ? cap - off : CKC_PIN_PIECE;
-		if ((rc = f->reg(t->base + off, n, f->ctx)) == 0) {
+		if ((rc = f->reg(t->base + off, n)) == 0) {
 			atomic_store(&t->pinned_bytes, off + n);
 			atomic_store(&t->pinned_once, true);
 		}
 	}
 	if (f->end)
-		f->end(f->ctx);
+		f->end();
 	*done = atomic_load(&t->pinned_bytes);
 	return rc;
 }
@@ -131,7 +131,7 @@ static void host_unpin(ckc_tier_t *t, const ckc_pin_fns_t *f)
 {
 	uint64_t pinned = atomic_load(&t->pinned_bytes);
 	for (uint64_t off = 0; off < pinned; off += CKC_PIN_PIECE)
-		f->unreg(t->base + off, pinned - off < CKC_PIN_PIECE ? pinned - off : CKC_PIN_PIECE, f->ctx);
+		f->unreg(t->base + off, pinned - off < CKC_PIN_PIECE ? pinned - off : CKC_PIN_PIECE);
 	atomic_store(&t->pinned_bytes, 0);
 }
 

@@ -510,9 +510,8 @@ static int pin_lock(const char *dir)
  * are never held up for long (a call of the program's that starts during a
  * registration waits for it); a single copy to or from the tier never
  * crosses a piece. */
-static int pin_reg(void *p, size_t n, void *ctx)
+static int pin_reg(void *p, size_t n)
 {
-	(void)ctx;
 	ckc_bg_yield();
 	CUresult r = gpu_drv.cuMemHostRegister_v2(p, n, CU_MEMHOSTREGISTER_PORTABLE);
 	/* let the program's calls in between */
@@ -521,25 +520,22 @@ static int pin_reg(void *p, size_t n, void *ctx)
 	return (int)r;
 }
 
-static void pin_unreg(void *p, size_t n, void *ctx)
+static void pin_unreg(void *p, size_t n)
 {
 	(void)n;
-	(void)ctx;
 	gpu_drv.cuMemHostUnregister(p);
 }
 
 /* One process of the node registers at a time (pin_lock). */
 static int pin_turn = -1;
 
-static void pin_begin(void *ctx)
+static void pin_begin(void)
 {
-	(void)ctx;
 	pin_turn = pin_lock(ckc_eng.cfg.ssd_dir);
 }
 
-static void pin_end(void *ctx)
+static void pin_end(void)
 {
-	(void)ctx;
 	if (pin_turn >= 0)
 		sys_close(pin_turn);
 	pin_turn = -1;
