@@ -73,13 +73,14 @@ static CUresult f_dtoh(void *h, uint64_t d, size_t n, void *s)
 }
 static CUresult f_htod(uint64_t d, const void *h, size_t n, void *s) { (void)s; memcpy((void *)(uintptr_t)d, h, n); return OK; }
 static CUresult f_dtod(uint64_t d, uint64_t x, size_t n, void *s) { (void)s; memmove((void *)(uintptr_t)d, (void *)(uintptr_t)x, n); return OK; }
-static atomic_int fake_pins;
+static atomic_int fake_pins, fake_pin_tries;
 static atomic_bool fake_no_pinned; /* cuMemAllocHost and cuMemHostRegister fail */
 static CUresult f_hreg(void *p, size_t n, unsigned f)
 {
 	(void)p;
 	(void)n;
 	(void)f;
+	fake_pin_tries++;
 	if (atomic_load(&fake_no_pinned))
 		return OOM;
 	fake_pins++;

@@ -405,6 +405,41 @@ Test(gpu, a_host_tier_populated_whole_is_registered_in_pieces_and_unregistered_a
 	cr_expect_eq(atomic_load(&fake_pins), pins0, "every piece unregistered at the end");
 }
 
+Test(gpu, a_host_tier_the_driver_will_not_register_stays_pageable_and_keeps_every_byte)
+{
+	/* the registration fails at its first piece: nothing is counted as
+	 * pinned, nothing is left registered, and the flushes go through the
+	 * threads' own buffers (or directly) */
+	int pins0 = atomic_load(&fake_pins), tries0 = atomic_load(&fake_pin_tries);
+	atomic_store(&fake_no_pinned, true);
+	start_whole = true;
+	gpu_start(64 * MiB, 64 * MiB, CKC_PERSIST_ALWAYS);
+	start_whole = false;
+	for (int i = 0; i < 500 && atomic_load(&fake_pin_tries) == tries0; i++)
+		usleep(10000);
+	cr_assert_gt(atomic_load(&fake_pin_tries), tries0, "the tier's registration was tried");
+	usleep(20000); /* and its failure handled */
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_expect(!st.host_pinned, "a tier the driver refused is not reported pinned");
+	cr_expect_eq(atomic_load(&fake_pins), pins0);
+	for (int i = 0; i < 4; i++) {
+		char path[PATH_MAX];
+		tpath(&env, path, i);
+		put_ckpt(path, 450 + (uint64_t)i, 16 * MiB);
+	}
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	for (int i = 0; i < 4; i++) {
+		char path[PATH_MAX];
+		tpath(&env, path, i);
+		tverify(path, 450 + (uint64_t)i, 16 * MiB, 4 * MiB);
+		cr_expect(thome_matches(path, 450 + (uint64_t)i, 16 * MiB), "%s at its real path", path);
+	}
+	gpu_stop();
+	atomic_store(&fake_no_pinned, false);
+	cr_expect_eq(atomic_load(&fake_pins), pins0);
+}
+
 Test(gpu, history_larger_than_the_tier_flows_down_and_comes_back)
 {
 	/* 24 checkpoints of 4 MiB through a 32 MiB gpu tier and a 48 MiB host

@@ -10,6 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <errno.h>
+
+#include "io.h"
 #include "ktouch.h"
 
 Test(ktouch, judge)
@@ -106,4 +109,39 @@ Test(ktouch, off_touches_nothing)
 	cr_assert_str_eq(s.mode, "off");
 	cr_assert_str_eq(s.state, "idle");
 	cr_assert_eq(s.buffers, 0);
+}
+
+/* No file to touch into (neither /dev/shm nor /tmp takes one): the thread
+ * says failed, the buffer is unchanged, and later notes are ignored. */
+static int open_fails(const char *path, int flags, mode_t mode)
+{
+	(void)path;
+	(void)flags;
+	(void)mode;
+	errno = EOPNOTSUPP;
+	return -1;
+}
+
+Test(ktouch, without_a_file_it_fails_once_and_touches_nothing)
+{
+	static unsigned char buf[2u << 20];
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (unsigned char)(i * 7 + 1);
+	ckc_io.open = open_fails;
+	ckc_ktouch_configure(CKC_KTOUCH_ON);
+	ckc_ktouch_note(buf, sizeof(buf));
+	ckc_ktouch_stats_t s = stats_now();
+	for (int i = 0; i < 500 && strcmp(s.state, "failed") != 0; i++) {
+		struct timespec ts = { 0, 10000000 };
+		nanosleep(&ts, NULL);
+		s = stats_now();
+	}
+	cr_assert_str_eq(s.state, "failed");
+	cr_assert_eq(s.buffers, 0);
+	cr_assert_eq(s.pages, 0);
+	ckc_ktouch_note(buf, sizeof(buf));
+	cr_assert_str_eq(stats_now().state, "failed", "a later note changes nothing");
+	for (size_t i = 0; i < sizeof(buf); i++)
+		cr_assert_eq(buf[i], (unsigned char)(i * 7 + 1), "byte %zu changed", i);
+	ckc_ktouch_stop();
 }
