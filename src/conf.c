@@ -7,6 +7,7 @@
 #include "conf.h"
 #include "lanes.h"
 #include "ktouch.h"
+#include "copy.h"
 #include "memlimit.h"
 #include "log.h"
 #include "state.h"
@@ -712,6 +713,12 @@ int ckc_config_load(ckc_config_t *c, const char *(*get)(const char *name, void *
 		{ "off", CKC_KTOUCH_OFF },
 	};
 	c->ktouch = config_word(&ld, "CKPTCACHE_KERNEL_TOUCH", ktouch, 3, CKC_KTOUCH_AUTO);
+
+	static const config_word_t copy[] = {
+		{ "auto", CKC_COPY_AUTO },
+		{ "libc", CKC_COPY_LIBC },
+	};
+	c->copy = config_word(&ld, "CKPTCACHE_COPY", copy, 2, CKC_COPY_AUTO);
 
 	/* unset: decided when the gpu tier finds its device (peer.c) */
 	static const config_word_t peer[] = {

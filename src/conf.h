@@ -49,6 +49,7 @@ typedef struct ckc_config {
 	double term_wait_s;    /* the most a SIGTERM/SIGINT/SIGABRT waits for the drain */
 	int lanes;             /* threads that copy one large read (lanes.h); 0: by the CPUs */
 	int ktouch;            /* CKPTCACHE_KERNEL_TOUCH: CKC_KTOUCH_* (ktouch.h) */
+	int copy;              /* CKPTCACHE_COPY: CKC_COPY_* (copy.h) */
 	int log_level;         /* CKC_LOG_* */
 	long rank;             /* from the MPI/Slurm environment; 0 if none */
 	long local_size;       /* processes of this job on this node; 1 if unknown */

@@ -17,6 +17,7 @@
 #include "engine_int.h"
 #include "lanes.h"
 #include "ktouch.h"
+#include "copy.h"
 #include "log.h"
 #include "memlimit.h"
 #include "path.h"
@@ -259,6 +260,7 @@ int ckc_init_config(const ckc_config_t *c)
 	config_copy(&ckc_eng.cfg, c);
 	ckc_lanes_configure(c->lanes);
 	ckc_ktouch_configure(c->ktouch);
+	ckc_copy_configure(c->copy);
 	int rc = c->enabled ? engine_start() : 1;
 	if (rc < 0) {
 		ckc_error("the cache is disabled and every call passes through");
@@ -299,6 +301,7 @@ void eng_stats_collect(ckc_stats_t *s)
 {
 	*s = ckc_eng.st;
 	ckc_lanes_stats(&s->lane_helpers, &s->lane_copies, &s->lane_bytes);
+	s->copy_movsb = ckc_copy_movsb();
 	ckc_ktouch_stats(&s->ktouch);
 	if (ckc_svc.stats_extra)
 		ckc_svc.stats_extra(s);

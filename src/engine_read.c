@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "copy.h"
 #include "engine_int.h"
 #include "log.h"
 #include "memlimit.h"
@@ -272,7 +273,7 @@ static ssize_t window_read(ckc_handle_t *h, void *buf, size_t len, uint64_t off,
 	ckc_mutex_unlock(&ckc_eng.lock);
 	/* the window is the handle's own: copied from without the lock */
 	if (!rc)
-		memcpy(buf, h->win + (off - h->win_off), len);
+		ckc_copy(buf, h->win + (off - h->win_off), len);
 	return rc ? rc : (ssize_t)len;
 }
 

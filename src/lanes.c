@@ -16,6 +16,7 @@
 
 #include "lockrank.h"
 
+#include "copy.h"
 #include "io.h"
 #include "lanes.h"
 #include "log.h"
@@ -221,7 +222,7 @@ static int memcpy_piece(void *arg, uintptr_t a, uintptr_t b, uint64_t at)
 {
 	int rc = ckc_lanes_populate(a, b);
 	if (!rc)
-		memcpy((void *)a, (const char *)arg + at, b - a);
+		ckc_copy((void *)a, (const char *)arg + at, b - a);
 	return rc;
 }
 

@@ -75,6 +75,7 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 		s->aside_on ? "true" : "false", s->aside_home ? "real_path" : "cache",
 		(unsigned long long)s->aside_objects, s->aside_tries, s->aside_switches, s->aside_bw_cache,
 		s->aside_bw_home);
+	fprintf(f, "  \"copy\": \"%s\",\n", s->copy_movsb ? "movsb" : "libc");
 	fprintf(f, "  \"lanes\": {\"helpers\": %d, \"copies\": %llu, \"bytes\": %llu},\n", s->lane_helpers,
 		(unsigned long long)s->lane_copies, (unsigned long long)s->lane_bytes);
 	fprintf(f,

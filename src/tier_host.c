@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "copy.h"
 #include "engine_int.h"
 #include "lanes.h"
 #include "log.h"
@@ -405,7 +406,7 @@ void ckc_wait_ready(void)
 
 static int host_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len)
 {
-	memcpy(t->base + aoff, buf, len);
+	ckc_copy(t->base + aoff, buf, len);
 	return 0;
 }
 
@@ -414,7 +415,7 @@ static int host_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
 	/* a program's read into memory it may never have touched: faulted in
 	 * and copied by several threads (lanes.h) */
 	if (!ckc_tl_program_read || len < CKC_LANE_MIN || ckc_lanes_memcpy(buf, t->base + aoff, len))
-		memcpy(buf, t->base + aoff, len);
+		ckc_copy(buf, t->base + aoff, len);
 	return 0;
 }
 

@@ -76,6 +76,7 @@ static const char *const known_vars[] = {
 	"CKPTCACHE_STATS",     "CKPTCACHE_TRACE",	"CKPTCACHE_LOG",
 	"CKPTCACHE_STRICT",    "CKPTCACHE_TERM_WAIT",	"CKPTCACHE_LANES",
 	"CKPTCACHE_PEER",      "CKPTCACHE_STEP_ASIDE",	"CKPTCACHE_KERNEL_TOUCH",
+	"CKPTCACHE_COPY",
 };
 /* Read by the ckptcache launcher, not by the library; CKPTCACHE_REPORTED is
  * left by the library for the children of a process that reported a bad

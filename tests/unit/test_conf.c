@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "conf.h"
+#include "copy.h"
 #include "log.h"
 
 #include <criterion/criterion.h>
@@ -312,6 +313,7 @@ static int f_capture(const ckc_config_t *c) { return (int)c->capture; }
 static int f_persist(const ckc_config_t *c) { return (int)c->persist; }
 static int f_eviction(const ckc_config_t *c) { return (int)c->eviction; }
 static int f_prefetch(const ckc_config_t *c) { return (int)c->prefetch; }
+static int f_copy(const ckc_config_t *c) { return c->copy; }
 static int f_log(const ckc_config_t *c) { return c->log_level; }
 static int f_strict(const ckc_config_t *c) { return c->strict; }
 
@@ -398,6 +400,28 @@ Test(conf, prefetch_words)
 		{ "CKPTCACHE_PREFETCH", "OFF\t", f_prefetch, CKC_PREFETCH_OFF },
 	};
 	check_words(t, sizeof(t) / sizeof(t[0]));
+}
+
+Test(conf, copy_words)
+{
+	static const struct word_case t[] = {
+		{ "CKPTCACHE_COPY", "auto", f_copy, CKC_COPY_AUTO },
+		{ "CKPTCACHE_COPY", " Auto", f_copy, CKC_COPY_AUTO },
+		{ "CKPTCACHE_COPY", "libc", f_copy, CKC_COPY_LIBC },
+		{ "CKPTCACHE_COPY", "LIBC\t", f_copy, CKC_COPY_LIBC },
+	};
+	check_words(t, sizeof(t) / sizeof(t[0]));
+	conf_reset();
+	cr_assert_eq(load(), 0);
+	cr_expect_eq(cfg.copy, CKC_COPY_AUTO, "unset: auto");
+}
+
+Test(conf, bad_copy)
+{
+	const char *why = "unknown value (expected auto or libc)";
+	expect_single_error("CKPTCACHE_COPY", "movsb", why);
+	expect_single_error("CKPTCACHE_COPY", "memcpy", why);
+	expect_single_error("CKPTCACHE_COPY", "off", why);
 }
 
 Test(conf, log_words_set_level_and_threshold)

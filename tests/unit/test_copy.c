@@ -1,0 +1,89 @@
+/* Unit tests of the library's copies of checkpoint bytes (src/copy.c):
+ * every size around the string move's threshold, at every alignment of
+ * source and destination, copies exactly its bytes and nothing beside
+ * them, with either mode; the auto mode uses the string move exactly where
+ * the processor announces fast string moves (read from /proc/cpuinfo, not
+ * from the code under test) and a sanitizer does not check it. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "copy.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#else
+#define SANITIZED 0
+#endif
+
+/* whether /proc/cpuinfo names erms or fsrm among the flags */
+static bool cpuinfo_fast_strings(void)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[8192];
+	bool found = false;
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "flags", 5) != 0)
+			continue;
+		for (char *w = strtok(strchr(line, ':') + 1, " \t\n"); w; w = strtok(NULL, " \t\n"))
+			if (strcmp(w, "erms") == 0 || strcmp(w, "fsrm") == 0)
+				found = true;
+		break;
+	}
+	fclose(f);
+	return found;
+}
+
+Test(copy, modes)
+{
+	ckc_copy_configure(CKC_COPY_LIBC);
+	cr_expect_not(ckc_copy_movsb(), "libc: never the string move");
+	ckc_copy_configure(CKC_COPY_AUTO);
+#if defined(__x86_64__)
+	bool want = !SANITIZED && cpuinfo_fast_strings();
+#else
+	bool want = false;
+#endif
+	cr_expect_eq(ckc_copy_movsb(), want, "auto: the string move %s", want ? "expected" : "not expected");
+}
+
+static void copy_sizes(int mode)
+{
+	static const size_t sizes[] = { 0, 1, 7, 4095, 4096, CKC_COPY_MOVSB_MIN - 1, CKC_COPY_MOVSB_MIN,
+					CKC_COPY_MOVSB_MIN + 1, (1u << 20) + 13, (3u << 20) + 4093 };
+	const size_t pad = 64, most = (3u << 20) + 4093 + 2 * pad + 16;
+	unsigned char *src = malloc(most), *dst = malloc(most), *want = malloc(most);
+	cr_assert(src && dst && want);
+	for (size_t i = 0; i < most; i++)
+		src[i] = (unsigned char)(i * 131 + (i >> 11) + 7);
+	ckc_copy_configure(mode);
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+		for (size_t sa = 0; sa < 8; sa++)
+			for (size_t da = 0; da < 8; da += (sizes[k] > 4096 ? 3 : 1)) {
+				size_t n = sizes[k];
+				memset(dst, 0xA5, most);
+				memset(want, 0xA5, most);
+				memcpy(want + pad + da, src + sa, n);
+				ckc_copy(dst + pad + da, src + sa, n);
+				cr_assert(memcmp(dst, want, most) == 0,
+					  "mode %d: %zu bytes, source +%zu, destination +%zu: wrong bytes", mode, n,
+					  sa, da);
+			}
+	free(src);
+	free(dst);
+	free(want);
+}
+
+Test(copy, every_size_and_alignment_auto)
+{
+	copy_sizes(CKC_COPY_AUTO);
+}
+
+Test(copy, every_size_and_alignment_libc)
+{
+	copy_sizes(CKC_COPY_LIBC);
+}
