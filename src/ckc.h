@@ -311,6 +311,9 @@ uint64_t ckc_now_ns(void);
  * for it to end (ckc_bg_yield). */
 void ckc_prog_begin(void);
 void ckc_prog_end(void);
+/* How long ago the program's last copy ended: 0 while one is in progress
+ * (pace.c). */
+uint64_t ckc_prog_quiet_ns(void);
 
 /* The program's allocation of bytes of memory of device failed: empty and
  * unmap the end of that device's region. Returns the bytes given back. */

@@ -359,7 +359,7 @@ bool ckc_ext_run(const ckc_ext_t *ext, int n, uint64_t off, uint64_t *aoff, uint
 uint64_t ckc_dist(const ckc_obj_t *o);        /* restore-queue distance, HQ_FAR if none */
 void ckc_refresh_flush_eta(int edge);
 
-/* gpu/tier.c, gpu/lend.c, gpu/yield.c */
+/* gpu/tier.c, gpu/lend.c */
 /* A host buffer of CKC_GPU_WINDOW bytes for a reader's window on a copy in
  * device memory (pinned when one is spare), NULL when none can be had;
  * given back with ckc_gpu_window_put. */

@@ -15,7 +15,8 @@
  * copied into the cache, a background thread has the kernel read one byte
  * of each page that begins in the buffer (a pwritev of those bytes into an
  * unnamed file of the library in /dev/shm), paying the faults where the
- * program does not wait. Where the first CKC_KTOUCH_PROBES touches all cost less than
+ * program does not wait: a megabyte at a time, each once the program has
+ * made no copy for CKC_KTOUCH_QUIET_NS (it computes). Where the first CKC_KTOUCH_PROBES touches all cost less than
  * CKC_KTOUCH_SLOW_NS a page (any machine without the effect), the thread
  * stops touching for good. CKPTCACHE_KERNEL_TOUCH=on|off overrides that
  * choice. The touch only reads, and never the program's memory through its
@@ -29,6 +30,10 @@
 #include <stdint.h>
 
 #define CKC_KTOUCH_MIN (1u << 20)
+/* The touch waits until the program has made no copy for this long (its
+ * writes and reads of checkpoints, its captures): it runs while the
+ * program computes. */
+#define CKC_KTOUCH_QUIET_NS 1000000ull
 #define CKC_KTOUCH_PROBES 4
 #define CKC_KTOUCH_SLOW_NS 1000u
 /* Buffers waiting for the thread; a note beyond that is dropped. */

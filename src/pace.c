@@ -18,6 +18,54 @@ static __thread uint64_t pace_last_ns;
 
 __thread bool ckc_tl_flushing;
 
+/* The program's copies and captures in progress (ckc_prog_begin), and
+ * when the last one ended. The driver serialises more than the hardware
+ * does, and the kernel more than the program sees: a transfer to or from
+ * pageable memory, a registration of host memory and the mapping of
+ * device memory hold the program's own calls for their whole length; a
+ * population of host pages holds the address space's lock, which a
+ * capture's page protection needs. The cache's background threads
+ * (flushers, prefetcher, mapping thread, host populator, kernel touch)
+ * therefore work in short pieces, and start each one only while no copy
+ * or capture of the program is in progress. */
+static atomic_int prog_busy;
+static atomic_uint_fast64_t prog_end;
+
+void ckc_prog_begin(void)
+{
+	atomic_fetch_add_explicit(&prog_busy, 1, memory_order_acq_rel);
+}
+
+void ckc_prog_end(void)
+{
+	atomic_store_explicit(&prog_end, ckc_now_ns(), memory_order_release);
+	atomic_fetch_sub_explicit(&prog_busy, 1, memory_order_acq_rel);
+}
+
+int ckc_prog_copies(void)
+{
+	return atomic_load_explicit(&prog_busy, memory_order_acquire);
+}
+
+uint64_t ckc_prog_quiet_ns(void)
+{
+	if (atomic_load_explicit(&prog_busy, memory_order_acquire) > 0)
+		return 0;
+	uint64_t end = atomic_load_explicit(&prog_end, memory_order_acquire), now = ckc_now_ns();
+	return now > end ? now - end : 0;
+}
+
+void ckc_bg_yield(void)
+{
+	if (!ckc_tl_background || atomic_load_explicit(&prog_busy, memory_order_acquire) <= 0)
+		return;
+	uint64_t t0 = ckc_now_ns();
+	while (atomic_load_explicit(&prog_busy, memory_order_acquire) > 0 && ckc_now_ns() - t0 < CKC_BG_YIELD_MAX_NS) {
+		struct timespec ts = { 0, 20000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* Reads of the program in progress (a restore: what the background work
  * must not slow down), and when the last one ended. */
 static atomic_int pace_reads;

@@ -1,7 +1,6 @@
 /* The gpu tier's parts: tier.c (the arena's regions, their mapping, the
- * copies, giving memory back to the program), lend.c (regions lent to and
- * borrowed from the node's other ranks) and yield.c (the background
- * threads giving way to the program's copies). What they share: the
+ * copies, giving memory back to the program) and lend.c (regions lent to
+ * and borrowed from the node's other ranks). What they share: the
  * driver's table, the lock of the tier's set-up and tear-down, and the
  * region operations below. Not for the rest of the engine, which calls the
  * tier through engine_int.h. */

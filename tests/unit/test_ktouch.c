@@ -12,6 +12,7 @@
 
 #include <errno.h>
 
+#include "ckc.h"
 #include "io.h"
 #include "ktouch.h"
 
@@ -96,6 +97,46 @@ Test(ktouch, touches_whole_pages_and_changes_nothing)
 	s = wait_buffers(3);
 	cr_assert_eq(s.buffers, 3, "a note after the stop is touched by a new thread");
 	ckc_ktouch_stop();
+}
+
+/* The touch runs while the program computes: nothing while one of its
+ * copies is in progress, the whole buffer once it pauses; a stop while the
+ * thread waits for that pause returns at once and touches nothing. */
+Test(ktouch, waits_for_the_program_to_pause)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t n = 4u << 20;
+	unsigned char *b = mmap(NULL, 2 * n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(b, MAP_FAILED);
+	memset(b, 0x5a, 2 * n);
+
+	ckc_ktouch_configure(CKC_KTOUCH_ON);
+	ckc_prog_begin();
+	ckc_ktouch_note(b, n);
+	struct timespec ts = { 0, 100000000 };
+	nanosleep(&ts, NULL);
+	ckc_ktouch_stats_t s = stats_now();
+	cr_assert_str_eq(s.state, "touching");
+	cr_assert_eq(s.pages, 0, "%llu pages touched while the program copied", (unsigned long long)s.pages);
+	ckc_prog_end();
+	s = wait_buffers(1);
+	cr_assert_eq(s.buffers, 1, "touched once the program paused");
+	cr_assert_eq(s.pages, n / (size_t)pg);
+
+	ckc_prog_begin();
+	ckc_ktouch_note(b + n, n);
+	nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+	uint64_t t0 = ckc_now_ns();
+	ckc_ktouch_stop();
+	uint64_t took = ckc_now_ns() - t0;
+	ckc_prog_end();
+	cr_assert_lt(took, 1000000000ull, "the stop waited %llu ns for the program to pause",
+		     (unsigned long long)took);
+	s = stats_now();
+	cr_assert_eq(s.pages, n / (size_t)pg, "nothing more touched: %llu", (unsigned long long)s.pages);
+	for (size_t i = 0; i < 2 * n; i++)
+		cr_assert_eq(b[i], 0x5a, "byte %zu changed", i);
+	munmap(b, 2 * n);
 }
 
 Test(ktouch, off_touches_nothing)
