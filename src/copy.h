@@ -5,11 +5,12 @@
  * (copy_to_user), and on x86-64 processors that announce fast string moves
  * (ERMS or FSRM in CPUID leaf 7) the kernel makes it with one `rep movsb`.
  * glibc's memcpy moves a copy this large with non-temporal stores instead.
- * On the build machine (AMD EPYC, 2 CPUs) a 16 MiB copy ran at 14.3 GB/s
- * with memcpy, 16.5 with `rep movsb` and 15.9 through pread() of a cached
- * file, so a restore served from the host tier by memcpy lost to the
- * program without the library by the difference; on an H100 machine (Intel
- * Xeon) the three were within the run-to-run spread. So copies of
+ * On the build machine (AMD EPYC, 2 CPUs) a 16 MiB copy ran at 14.3 to
+ * 21.6 GB/s with memcpy, 16.5 to 25.0 with `rep movsb` and 15.9 to 25.8
+ * through pread() of a cached file (scripts/bench/copies), so a restore
+ * served from the host tier by memcpy lost to the program without the
+ * library by the difference; on an H100 machine (Intel Xeon) memcpy and
+ * the string move were within the run-to-run spread. So copies of
  * CKC_COPY_MOVSB_MIN bytes or more use `rep movsb` where the processor
  * announces it, memcpy otherwise. CKPTCACHE_COPY=libc keeps memcpy for
  * every copy. Builds with a sanitizer use memcpy, which it checks. */
