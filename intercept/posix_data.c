@@ -346,9 +346,11 @@ CKC_EXPORT ssize_t readahead(int fd, off_t off, size_t count)
 	return 0;
 }
 
-/* Space reservation: a checkpoint's space is the cache's business; a
+/* Space reservation: in a checkpoint written straight to its real path,
+ * made there (posix_fallocate's emulation, emulate, where the file system
+ * has none: as below); in the cache, the cache's business, where a
  * reservation past the end makes the file that long, as on a real file. */
-static int vfd_allocate(ckc_vfd_t *v, int mode, off_t off, off_t len)
+static int vfd_allocate(ckc_vfd_t *v, int mode, off_t off, off_t len, bool emulate)
 {
 	if (off < 0 || len <= 0)
 		return -EINVAL;
@@ -356,6 +358,9 @@ static int vfd_allocate(ckc_vfd_t *v, int mode, off_t off, off_t len)
 		return -EOPNOTSUPP;
 	if ((v->flags & O_ACCMODE) == O_RDONLY)
 		return -EBADF;
+	int home = ckc_fallocate_home(v->h, mode, (uint64_t)off, (uint64_t)len);
+	if (home != -ENOENT && !(emulate && home == -EOPNOTSUPP))
+		return home;
 	uint64_t end = (uint64_t)off + (uint64_t)len;
 	if ((mode & FALLOC_FL_KEEP_SIZE) || end <= ckc_handle_size(v->h))
 		return 0;
@@ -368,7 +373,7 @@ CKC_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
 	if (!v)
 		return REAL(fallocate)(fd, mode, off, len);
 	int saved = errno;
-	long r = vfd_allocate(v, mode, off, len);
+	long r = vfd_allocate(v, mode, off, len, false);
 	if (ckc_px_handed_over(&r, v))
 		return REAL(fallocate)(fd, mode, off, len);
 	return (int)ckc_result(r, saved);
@@ -380,7 +385,7 @@ CKC_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
 	if (!v)
 		return REAL(fallocate64)(fd, mode, off, len);
 	int saved = errno;
-	long r = vfd_allocate(v, mode, off, len);
+	long r = vfd_allocate(v, mode, off, len, false);
 	if (ckc_px_handed_over(&r, v))
 		return REAL(fallocate64)(fd, mode, off, len);
 	return (int)ckc_result(r, saved);
@@ -392,7 +397,7 @@ CKC_EXPORT int posix_fallocate(int fd, off_t off, off_t len)
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!v)
 		return REAL(posix_fallocate)(fd, off, len);
-	long r = vfd_allocate(v, 0, off, len);
+	long r = vfd_allocate(v, 0, off, len, true);
 	if (ckc_px_handed_over(&r, v))
 		return REAL(posix_fallocate)(fd, off, len);
 	return (int)-r;
@@ -403,7 +408,7 @@ CKC_EXPORT int posix_fallocate64(int fd, off_t off, off_t len)
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!v)
 		return REAL(posix_fallocate64)(fd, off, len);
-	long r = vfd_allocate(v, 0, off, len);
+	long r = vfd_allocate(v, 0, off, len, true);
 	if (ckc_px_handed_over(&r, v))
 		return REAL(posix_fallocate64)(fd, off, len);
 	return (int)-r;

@@ -544,6 +544,34 @@ int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
 	return rc;
 }
 
+int ckc_fallocate_home(ckc_handle_t *h, int mode, uint64_t off, uint64_t len)
+{
+	ckc_obj_t *o = h->o;
+
+	if (!h->writer)
+		return -ENOENT;
+	ckc_mutex_lock(&ckc_eng.lock);
+	while (o->migrating || o->handing)
+		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+	if (o->handed || o->retired || o->complete || o->wlevel != ckc_eng.ntier - 1 || o->home_fd < 0) {
+		ckc_mutex_unlock(&ckc_eng.lock);
+		return -ENOENT;
+	}
+	/* the writer's own file, as its writes use it: without the lock */
+	int fd = o->home_fd;
+	ckc_mutex_unlock(&ckc_eng.lock);
+	if (sys_fallocate(fd, mode, (off_t)off, (off_t)len) != 0)
+		return -errno;
+	if (!(mode & FALLOC_FL_KEEP_SIZE)) {
+		ckc_mutex_lock(&ckc_eng.lock);
+		if (off + len > o->size)
+			o->size = off + len;
+		clock_gettime(CLOCK_REALTIME, &o->mtime);
+		ckc_mutex_unlock(&ckc_eng.lock);
+	}
+	return 0;
+}
+
 uint64_t ckc_handle_size(const ckc_handle_t *h)
 {
 	ckc_mutex_lock(&ckc_eng.lock);

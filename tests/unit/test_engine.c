@@ -6,9 +6,12 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <sys/stat.h>
+#include <linux/falloc.h>
 #include <sys/mman.h>
 
 #include "engine_int.h"
+#include "aside.h"
 #include "engine_util.h"
 #include "ckptcache.h"
 
@@ -582,6 +585,64 @@ Test(engine, flush_writes_whole_huge_pieces)
 		covered += pieces[i].len;
 	}
 	cr_expect_eq(covered, size, "the pieces cover the checkpoint once: %llu", (unsigned long long)covered);
+	tenv_clean(&e);
+}
+
+/* A reservation of space in a checkpoint written straight to its real
+ * path is made on its file there (blocks reserved, the size as asked); in
+ * the cache it stays the cache's business. */
+Test(engine, fallocate_reaches_a_straight_version)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 32 * MiB, 0);
+	c.step_aside = true;
+	c.capture = CKC_CAPTURE_COPY;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	cr_assert(ckc_eng.aside.on, "stepping aside is on");
+	/* the real path known to be the faster: checkpoints go straight */
+	ckc_mutex_lock(&ckc_eng.lock);
+	aside_prior(&ckc_eng.aside, 1e8, 1e10, 0, ASIDE_EVERY_MAX);
+	ckc_mutex_unlock(&ckc_eng.lock);
+	char path[PATH_MAX];
+	tpath(&e, path, 0);
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_write_only(path, 0644, &h), 0);
+	cr_assert(h->o->aside_home && h->o->home_fd >= 0, "written straight to the real path");
+	cr_assert_eq(ckc_fallocate_home(h, FALLOC_FL_KEEP_SIZE, 0, 8 * MiB), 0);
+	struct stat st;
+	cr_assert_eq(fstat(h->o->home_fd, &st), 0);
+	cr_expect_geq((uint64_t)st.st_blocks * 512, 8 * MiB, "blocks reserved in the file: %lld",
+		      (long long)st.st_blocks);
+	cr_expect_eq(st.st_size, 0, "KEEP_SIZE keeps the size");
+	cr_expect_eq(ckc_handle_size(h), 0);
+	cr_assert_eq(ckc_fallocate_home(h, 0, 0, 3 * MiB), 0);
+	cr_expect_eq(ckc_handle_size(h), 3 * MiB, "the size follows a reservation past the end");
+	unsigned char buf[4096];
+	tfill(buf, sizeof(buf), 5, 0);
+	cr_assert_eq(ckc_pwrite(h, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	cr_assert_eq(ckc_close(h), 0);
+
+	/* a version the cache holds: not there */
+	ckc_mutex_lock(&ckc_eng.lock);
+	aside_init(&ckc_eng.aside, true);
+	aside_prior(&ckc_eng.aside, 1e10, 1e8, 0, ASIDE_EVERY_MAX);
+	ckc_mutex_unlock(&ckc_eng.lock);
+	tpath(&e, path, 1);
+	cr_assert_eq(ckc_open_write_only(path, 0644, &h), 0);
+	cr_assert_not(h->o->aside_home, "the cache holds this one");
+	cr_expect_eq(ckc_fallocate_home(h, 0, 0, 1 * MiB), -ENOENT);
+	cr_assert_eq(ckc_close(h), 0);
+	ckc_shutdown();
+	tpath(&e, path, 0);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_expect_eq(st.st_size, 3 * MiB, "the real file as the program made it");
+	unsigned char back[4096];
+	int fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, back, sizeof(back), 0), (ssize_t)sizeof(back));
+	close(fd);
+	cr_expect(memcmp(back, buf, sizeof(buf)) == 0, "the bytes written");
 	tenv_clean(&e);
 }
 
