@@ -436,14 +436,6 @@ int ckc_prog_copies(void);
  * CKC_BG_SLICE_NS, of CKC_BG_PIECE_MIN to CKC_BG_PIECE bytes. */
 #define CKC_BG_SLICE_NS 250000ull
 #define CKC_BG_PIECE_MIN (128u << 10)
-/* A flush writes the real file in pieces of this size at offsets that are
- * multiples of it, whatever the pacing's piece: the page cache makes its
- * folios no larger than the write that creates them, and files written in
- * 64 or 128 KiB pieces read back 6 to 11% slower than in 2 MiB pieces on
- * the build machine (scripts/bench/copies, medians of 9), so a checkpoint
- * the program read back from its real file after eviction paid for the
- * flush's pacing. */
-#define CKC_HOME_PIECE (2u << 20)
 /* Gives way to the program, then returns the size of the next piece of a
  * copy with left bytes to go, and its start time in *t0: while the
  * program reads checkpoints (a read in progress, or one that ended

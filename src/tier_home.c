@@ -112,11 +112,7 @@ int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,
 	uint64_t told = 0;
 
 	for (uint64_t off = 0, t0; off < size && rc == 0;) {
-		/* the pacing's wait, not its piece size: see CKC_HOME_PIECE */
-		ckc_pace_begin(size - off, &t0);
-		size_t n = CKC_HOME_PIECE - (size_t)(off % CKC_HOME_PIECE);
-		if (n > size - off)
-			n = (size_t)(size - off);
+		size_t n = ckc_pace_begin(size - off, &t0);
 		if (src->t && src->t->kind == TIER_HOST) {
 			/* host memory goes straight to the file, run by run */
 			uint64_t aoff, avail;
@@ -128,7 +124,7 @@ int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,
 				n = (size_t)avail;
 			rc = ckc_io_pwrite_all(fd, src->t->base + aoff, n, (off_t)off);
 		} else {
-			if (!bounce && posix_memalign((void **)&bounce, CKC_ALIGN, CKC_HOME_PIECE)) {
+			if (!bounce && posix_memalign((void **)&bounce, CKC_ALIGN, CKC_BG_PIECE)) {
 				rc = -ENOMEM;
 				break;
 			}

@@ -537,57 +537,6 @@ Test(engine, shutdown_drains_every_flush)
 	tenv_clean(&e);
 }
 
-/* The flush's writes to the real file, as (offset, length): the pieces the
- * page cache makes its folios from. */
-static pthread_mutex_t piece_mx = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-	off_t off;
-	size_t len;
-} pieces[256];
-static int npieces;
-static ssize_t piece_pwrite(int fd, const void *buf, size_t len, off_t off)
-{
-	usleep(3000); /* slower than a pacing slice: the old pacing shrank its pieces */
-	if (len > 4096) {
-		pthread_mutex_lock(&piece_mx);
-		if (npieces < 256) {
-			pieces[npieces].off = off;
-			pieces[npieces].len = len;
-			npieces++;
-		}
-		pthread_mutex_unlock(&piece_mx);
-	}
-	return pwrite(fd, buf, len, off);
-}
-
-/* However slowly the real file takes the bytes, a flush writes it in
- * pieces of CKC_HOME_PIECE at multiples of it (a shorter last piece). */
-Test(engine, flush_writes_whole_huge_pieces)
-{
-	tenv_t e;
-	tenv_make(&e);
-	ckc_config_t c = tcfg(&e, 32 * MiB, 0);
-	const uint64_t size = 8 * MiB + 100 * 1024;
-	npieces = 0;
-	ckc_io.pwrite = piece_pwrite;
-	cr_assert_eq(ckc_init_config(&c), 0);
-	char path[PATH_MAX];
-	tpath(&e, path, 0);
-	twrite(path, 11, size, 1 * MiB);
-	ckc_shutdown();
-	ckc_io_reset();
-	cr_assert(thome_matches(path, 11, size));
-	uint64_t covered = 0;
-	for (int i = 0; i < npieces; i++) {
-		cr_expect_eq(pieces[i].off % CKC_HOME_PIECE, 0, "piece %d at %lld", i, (long long)pieces[i].off);
-		cr_expect(pieces[i].len == CKC_HOME_PIECE || (uint64_t)pieces[i].off + pieces[i].len == size,
-			  "piece %d: %zu bytes at %lld", i, pieces[i].len, (long long)pieces[i].off);
-		covered += pieces[i].len;
-	}
-	cr_expect_eq(covered, size, "the pieces cover the checkpoint once: %llu", (unsigned long long)covered);
-	tenv_clean(&e);
-}
-
 /* A reservation of space in a checkpoint written straight to its real
  * path is made on its file there (blocks reserved, the size as asked); in
  * the cache it stays the cache's business. */
