@@ -230,6 +230,45 @@ Test(host_tier, grows_with_use_and_gives_back_when_idle)
 	tenv_clean(&e);
 }
 
+/* After one checkpoint no room of its size is populated ahead, even once
+ * the tier has idled (a process that writes one large checkpoint would
+ * hold the memory for nothing); after more it is. */
+Test(host_tier, one_checkpoint_populates_nothing_ahead)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 512 * MiB, 0);
+	c.persist = CKC_PERSIST_NEVER;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	ckc_tier_t *h = &ckc_eng.tier[0];
+	cr_assert(h->grow);
+	char path[PATH_MAX];
+	tpath(&e, path, 0);
+	twrite(path, 0, 96 * MiB, 8 * MiB);
+	/* the toucher looks again once the tier has been idle a while */
+	struct timespec idle = { 1, 500000000 };
+	nanosleep(&idle, NULL);
+	ckc_wait_ready();
+	uint64_t r1 = host_resident(h);
+	cr_assert_leq(r1, (96 + 40) * MiB, "one checkpoint of 96 MiB: %llu MiB resident",
+		      (unsigned long long)(r1 / MiB));
+	for (int i = 1; i < 3; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 96 * MiB, 8 * MiB);
+	}
+	nanosleep(&idle, NULL);
+	ckc_wait_ready();
+	uint64_t r3 = host_resident(h);
+	cr_assert_geq(r3, (3 * 96 + 96) * MiB, "three checkpoints: room ahead of the next: %llu MiB",
+		      (unsigned long long)(r3 / MiB));
+	for (int i = 0; i < 3; i++) {
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i, 96 * MiB, 5 * MiB);
+	}
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
 /* Under device capture (or when asked) the host tier is populated whole at
  * start: the gpu tier pins it. */
 Test(host_tier, whole_when_asked)
