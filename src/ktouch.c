@@ -64,9 +64,13 @@ static atomic_bool kt_halt;
 static bool kt_wait_quiet(void)
 {
 	while (!atomic_load_explicit(&kt_halt, memory_order_acquire)) {
-		if (ckc_prog_quiet_ns() >= CKC_KTOUCH_QUIET_NS)
+		uint64_t quiet = ckc_prog_quiet_ns();
+		if (quiet >= CKC_KTOUCH_QUIET_NS)
 			return true;
-		struct timespec ts = { 0, 200000 };
+		/* the rest of the pause asked for (the whole of it while the
+		 * program copies), 0.2 ms at least */
+		uint64_t left = CKC_KTOUCH_QUIET_NS - quiet;
+		struct timespec ts = { 0, (long)(left > 200000 ? left : 200000) };
 		nanosleep(&ts, NULL);
 	}
 	return false;

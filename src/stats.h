@@ -86,8 +86,8 @@ typedef struct ckc_stats {
 	uint64_t peer_placed_bytes, gpu_borrowed_bytes;
 	/* program reads copied in lanes (lanes.h) */
 	int lane_helpers;
-	bool copy_movsb;        /* large copies by `rep movsb` (copy.h) */
 	uint64_t lane_copies, lane_bytes;
+	bool copy_movsb;        /* large copies by `rep movsb` (copy.h) */
 	/* the kernel's early touch of program buffers (ktouch.h) */
 	ckc_ktouch_stats_t ktouch;
 	bool capture_seen;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "copy.h"
 #include "engine_int.h"
 #include "lanes.h"
 #include "log.h"
@@ -119,7 +120,7 @@ static int ssd_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len)
 				break;
 			}
 		}
-		memcpy(bounce + head, src, n);
+		ckc_copy(bounce + head, src, n);
 		rc = ckc_io_pwrite_all(t->fd, bounce, span, (off_t)start);
 		src += n;
 		aoff += n;
@@ -150,7 +151,7 @@ static int ssd_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
 			rc = r < 0 ? (int)r : -EIO;
 			break;
 		}
-		memcpy(dst, bounce + head, n);
+		ckc_copy(dst, bounce + head, n);
 		dst += n;
 		aoff += n;
 		len -= n;

@@ -185,18 +185,25 @@ static uint64_t host_settles(const ckc_tier_t *h, uint64_t keep)
 	return r;
 }
 
+/* An engine with a growing host tier of 512 MiB and no flushes: its tier. */
+static ckc_tier_t *growing_host(tenv_t *e)
+{
+	tenv_make(e);
+	ckc_config_t c = tcfg(e, 512 * MiB, 0);
+	c.persist = CKC_PERSIST_NEVER;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	ckc_tier_t *h = &ckc_eng.tier[0];
+	cr_assert(h->grow);
+	return h;
+}
+
 /* The host tier grows with use: the room of the next checkpoints is
  * populated ahead of them, not the whole tier; free room goes back to the
  * system once the tier is idle, the room of the next checkpoints staying. */
 Test(host_tier, grows_with_use_and_gives_back_when_idle)
 {
 	tenv_t e;
-	tenv_make(&e);
-	ckc_config_t c = tcfg(&e, 512 * MiB, 0);
-	c.persist = CKC_PERSIST_NEVER;
-	cr_assert_eq(ckc_init_config(&c), 0);
-	ckc_tier_t *h = &ckc_eng.tier[0];
-	cr_assert(h->grow);
+	ckc_tier_t *h = growing_host(&e);
 	ckc_wait_ready();
 	uint64_t r0 = host_resident(h);
 	cr_assert_leq(r0, 40 * MiB, "at start only the room ahead is populated: %llu MiB",
@@ -236,12 +243,7 @@ Test(host_tier, grows_with_use_and_gives_back_when_idle)
 Test(host_tier, one_checkpoint_populates_nothing_ahead)
 {
 	tenv_t e;
-	tenv_make(&e);
-	ckc_config_t c = tcfg(&e, 512 * MiB, 0);
-	c.persist = CKC_PERSIST_NEVER;
-	cr_assert_eq(ckc_init_config(&c), 0);
-	ckc_tier_t *h = &ckc_eng.tier[0];
-	cr_assert(h->grow);
+	ckc_tier_t *h = growing_host(&e);
 	char path[PATH_MAX];
 	tpath(&e, path, 0);
 	twrite(path, 0, 96 * MiB, 8 * MiB);
