@@ -26,6 +26,7 @@
 #include "intercept.h"
 #include "log.h"
 #include "nodetab.h"
+#include "thread.h"
 
 #define NODE_SLOTS (1u << 16)
 /* "ckptnod1": the layout of the shared file and of the messages */
@@ -301,7 +302,7 @@ static void node_start_once(void)
 	}
 	node_listen = s;
 	atomic_store(&node_serving, true);
-	if (pthread_create(&node_thread, NULL, node_main, NULL) != 0) {
+	if (ckc_thread_start(&node_thread, node_main, NULL, "ckc-node", false) != 0) {
 		atomic_store(&node_serving, false);
 		REAL(close)(s);
 		node_listen = -1;

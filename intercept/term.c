@@ -14,6 +14,7 @@
 
 #include "intercept.h"
 #include "log.h"
+#include "thread.h"
 
 static const int term_sigs[] = { SIGTERM, SIGINT, SIGABRT };
 #define TERM_NSIGS (int)(sizeof(term_sigs) / sizeof(term_sigs[0]))
@@ -89,9 +90,6 @@ static void *term_main(void *arg)
 void ckc_term_install(double wait_s)
 {
 	static bool installed;
-	pthread_t t;
-	pthread_attr_t attr;
-	sigset_t all, old;
 
 	if (installed)
 		return;
@@ -100,14 +98,8 @@ void ckc_term_install(double wait_s)
 	term_pid = getpid();
 	if (sem_init(&term_sem, 0, 0) != 0)
 		return;
-	/* the thread must never run a handler itself */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	int rc = pthread_create(&t, &attr, term_main, NULL);
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* the thread never runs a handler itself (thread.h) */
+	int rc = ckc_thread_start(NULL, term_main, NULL, "ckc-term", true);
 	if (rc != 0) {
 		ckc_warn("no thread for the end by signal (%s): SIGTERM ends the program without "
 			 "writing the cache's checkpoints", strerror(rc));

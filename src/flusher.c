@@ -11,6 +11,7 @@
 
 #include "engine_int.h"
 #include "log.h"
+#include "thread.h"
 #include "sys.h"
 
 static void edge_thread(ckc_edge_t *e);
@@ -433,7 +434,7 @@ static void edge_thread(ckc_edge_t *e)
 
 	if (e->running || ckc_eng.stopping)
 		return;
-	int rc = pthread_create(&e->thread, NULL, flusher_main, e);
+	int rc = ckc_thread_start(&e->thread, flusher_main, e, "ckc-flush", false);
 	e->running = rc == 0;
 	if (rc && !said) {
 		said = true;

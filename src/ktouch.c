@@ -20,6 +20,7 @@
 #include "ktouch.h"
 #include "lockrank.h"
 #include "log.h"
+#include "thread.h"
 #include "sys.h"
 
 
@@ -220,15 +221,11 @@ static void kt_child(void)
 static void kt_start(void)
 {
 	static atomic_bool forks_known;
-	sigset_t all, old;
 	pthread_t t;
 
 	if (!atomic_exchange(&forks_known, true))
 		pthread_atfork(NULL, NULL, kt_child);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&t, NULL, kt_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int rc = ckc_thread_start(&t, kt_main, NULL, "ckc-ktouch", false);
 	if (rc) {
 		ckc_debug("kernel touch: no thread (%s)", strerror(rc));
 		K.state = KT_FAILED;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "lockrank.h"
+#include "thread.h"
 
 #include "copy.h"
 #include "io.h"
@@ -133,20 +134,14 @@ static void lanes_start(void)
 		return;
 	if (!atomic_exchange(&forks_known, true))
 		pthread_atfork(NULL, NULL, lanes_child);
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (int i = 0; i < want; i++) {
-		pthread_t t;
-		int rc = pthread_create(&t, NULL, lanes_main, NULL);
+		int rc = ckc_thread_start(NULL, lanes_main, NULL, "ckc-lane", true);
 		if (rc) {
 			ckc_debug("copy lanes: helper %d not started (%s)", i, strerror(rc));
 			break;
 		}
-		pthread_detach(t);
 		L.helpers++;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 int ckc_lanes_run(uintptr_t p, size_t n, ckc_lane_fn fn, void *arg)

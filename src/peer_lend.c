@@ -25,6 +25,7 @@
 #include "peer.h"
 #include "peer_lend.h"
 #include "peer_sched.h"
+#include "thread.h"
 #include "sys.h"
 
 /* "ckcL" and the layout's version */
@@ -599,7 +600,7 @@ int ckc_lend_start(const char *name, int slot)
 		return -e;
 	}
 	atomic_store(&L.stop, false);
-	if (pthread_create(&L.thread, NULL, lend_main, NULL) != 0) {
+	if (ckc_thread_start(&L.thread, lend_main, NULL, "ckc-lend", false) != 0) {
 		sys_close(L.lfd);
 		sys_close(L.wake);
 		L.lfd = L.wake = -1;

@@ -12,6 +12,7 @@
 #include "engine_int.h"
 #include "log.h"
 #include "path.h"
+#include "thread.h"
 #include "sys.h"
 
 /* How far down the queue one pass looks. */
@@ -314,7 +315,7 @@ int ckc_prefetcher_start(void)
 {
 	if (ckc_eng.prefetcher_running || ckc_eng.stopping || ckc_eng.cfg.prefetch == CKC_PREFETCH_OFF)
 		return 0;
-	int rc = pthread_create(&ckc_eng.prefetcher, NULL, prefetcher_main, NULL);
+	int rc = ckc_thread_start(&ckc_eng.prefetcher, prefetcher_main, NULL, "ckc-prefetch", false);
 
 	ckc_eng.prefetcher_running = rc == 0;
 	return -rc;

@@ -17,6 +17,7 @@
 #include "engine_int.h"
 #include "lanes.h"
 #include "log.h"
+#include "thread.h"
 #include "sys.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -280,7 +281,7 @@ void ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len)
 	 * be faulted in by the copies themselves) */
 	if (!t->toucher_running && !t->toucher_tried && !atomic_load(&t->toucher_stop)) {
 		t->toucher_tried = true;
-		t->toucher_running = pthread_create(&t->toucher, NULL, host_toucher, t) == 0;
+		t->toucher_running = ckc_thread_start(&t->toucher, host_toucher, t, "ckc-populate", false) == 0;
 		if (!t->toucher_running)
 			atomic_store(&t->caught_up, true);
 	}
@@ -352,7 +353,7 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow, bool keep)
 		atomic_store(&t->caught_up, true); /* nothing to populate before the first use */
 		return 0;
 	}
-	t->toucher_running = pthread_create(&t->toucher, NULL, host_toucher, t) == 0;
+	t->toucher_running = ckc_thread_start(&t->toucher, host_toucher, t, "ckc-populate", false) == 0;
 	if (!t->toucher_running) {
 		atomic_store(&t->populated, capacity);
 		host_peak(t);

@@ -10,6 +10,7 @@
 #include "gpu_int.h"
 #include "log.h"
 #include "peer_lend.h"
+#include "thread.h"
 
 #ifdef HAVE_CUDA_H
 #include "sys.h"
@@ -155,7 +156,7 @@ void ckc_gpu_lend_back(uint64_t bytes, bool grow)
 	if (start) {
 		if (r->mapper_running)
 			pthread_join(r->mapper, NULL);
-		r->mapper_running = pthread_create(&r->mapper, NULL, gpu_mapper, r) == 0;
+		r->mapper_running = ckc_thread_start(&r->mapper, gpu_mapper, r, "ckc-gpu-map", false) == 0;
 	}
 	ckc_mutex_unlock(&gpu_life);
 }

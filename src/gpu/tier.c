@@ -31,6 +31,7 @@
 #include "log.h"
 #include "peer.h"
 #include "peer_lend.h"
+#include "thread.h"
 
 __thread bool ckc_tl_background;
 __thread bool ckc_tl_program_read;
@@ -888,7 +889,7 @@ int ckc_gpu_attach(void *ctx, int device)
 		goto unretain;
 	}
 	rc = 0;
-	r->mapper_running = pthread_create(&r->mapper, NULL, gpu_mapper, r) == 0;
+	r->mapper_running = ckc_thread_start(&r->mapper, gpu_mapper, r, "ckc-gpu-map", false) == 0;
 	char b1[32];
 	ckc_info("gpu tier: %s on device %d, mapped in %llu chunks in the background",
 		 ckc_format_size(want, b1, sizeof(b1)), device, (unsigned long long)r->nchunk);

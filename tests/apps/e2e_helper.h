@@ -136,5 +136,6 @@ int m_misc(int argc, char **argv);
 int m_plainops(int argc, char **argv);
 int m_exitrace(int argc, char **argv);
 int m_prefix(int argc, char **argv);
+int m_signals(int argc, char **argv);
 
 #endif

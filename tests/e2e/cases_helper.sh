@@ -27,6 +27,17 @@ helper_ok() {
 
 # ---- threads, fork -----------------------------------------------------------------
 
+# A program that takes its own signals through a signalfd and sigtimedwait,
+# blocked in its thread: the library's threads must not take them (SIGUSR1's
+# default would end the program, a child's SIGCHLD would be lost).
+signals_case() {
+	helper_ok "signals taken by signalfd and sigtimedwait" -- signals "$T/ck" 4 1M 71
+	local i
+	for i in 0 1 2 3; do
+		run_ok "checkpoint $i at its real path" plain "$HELPER" check "ck/sig_0$i.bin" 1M $((71 + i))
+	done
+}
+
 threads_case() {
 	helper_ok "4 writer threads + 2 pwrite threads sharing an fd" -- threads "$T/ck" 3M
 	# 4 x 3 MiB, 6 MiB shared, 4 MiB read by four threads through one fd
@@ -586,6 +597,7 @@ case_add names/metadata metadata_case
 case_add persist/unconsumed-unread persist_unconsumed_unread
 case_add paths/patterns paths_case
 case_add exit/unclosed-fd unclosed_case fd
+case_add threads/program-signals signals_case
 case_add exit/unclosed-stream unclosed_case stream
 case_add sizes/larger-than-host big_host
 case_add sizes/larger-than-all-tiers big_all
