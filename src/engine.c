@@ -27,7 +27,9 @@
 
 ckc_engine_t ckc_eng = {
 	.lock = CKC_MUTEX_INIT(ENGINE),
-	.cv = PTHREAD_COND_INITIALIZER,
+	.obj_cv = PTHREAD_COND_INITIALIZER,
+	.flushed_cv = PTHREAD_COND_INITIALIZER,
+	.finish_cv = PTHREAD_COND_INITIALIZER,
 	.pcv = PTHREAD_COND_INITIALIZER,
 	.trace_fd = -1,
 };
@@ -157,10 +159,13 @@ static void engine_reset(void)
 	if (ckc_eng.trace_fd >= 0)
 		sys_close(ckc_eng.trace_fd);
 	ckc_mutex_t lock = ckc_eng.lock;
-	pthread_cond_t cv = ckc_eng.cv, pcv = ckc_eng.pcv;
+	pthread_cond_t cv = ckc_eng.obj_cv, fcv = ckc_eng.flushed_cv, ecv = ckc_eng.finish_cv,
+		       pcv = ckc_eng.pcv;
 	memset(&ckc_eng, 0, sizeof(ckc_eng));
 	ckc_eng.lock = lock;
-	ckc_eng.cv = cv;
+	ckc_eng.obj_cv = cv;
+	ckc_eng.flushed_cv = fcv;
+	ckc_eng.finish_cv = ecv;
 	ckc_eng.pcv = pcv;
 	ckc_eng.trace_fd = -1;
 	for (int l = 0; l < CKC_MAX_TIERS; l++)
@@ -234,8 +239,7 @@ static void threads_stop(void)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_eng.stopping = true;
-	pthread_cond_broadcast(&ckc_eng.cv);
-	pthread_cond_broadcast(&ckc_eng.pcv);
+	eng_wake_all();
 	ckc_mutex_unlock(&ckc_eng.lock);
 	ckc_prefetcher_stop();
 	/* no more lending or borrowing: before the gpu tier stops */
@@ -413,12 +417,12 @@ static void stats_write(void)
 }
 
 
-/* Waits on the engine's condition until deadline_ns (0: no limit). Lock
+/* Waits on the engine's condition cv until deadline_ns (0: no limit). Lock
  * held. Returns false once the deadline has passed. */
-bool eng_wait_until(uint64_t deadline_ns)
+bool eng_wait_until(pthread_cond_t *cv, uint64_t deadline_ns)
 {
 	if (!deadline_ns) {
-		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(cv, &ckc_eng.lock);
 		return true;
 	}
 	uint64_t now = ckc_now_ns();
@@ -431,7 +435,7 @@ bool eng_wait_until(uint64_t deadline_ns)
 	ts.tv_nsec += (long)step;
 	ts.tv_sec += ts.tv_nsec / 1000000000L;
 	ts.tv_nsec %= 1000000000L;
-	ckc_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
+	ckc_cond_timedwait(cv, &ckc_eng.lock, &ts);
 	return true;
 }
 
@@ -465,7 +469,7 @@ static void handover(ckc_obj_t *o)
 	int rc = 0;
 
 	while (o->migrating)
-		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	if (o->complete || o->retired || o->home_live)
 		return;
 	if (o->wlevel < ckc_eng.ntier - 1)
@@ -485,7 +489,7 @@ static void handover(ckc_obj_t *o)
 			o->home_live = true;
 			o->at_home = true;
 		}
-		pthread_cond_broadcast(&ckc_eng.cv);
+		pthread_cond_broadcast(&ckc_eng.obj_cv);
 	}
 	if (rc) {
 		ckc_error("checkpoint %s, still open as the program ends, could not be written to its "
@@ -513,7 +517,7 @@ static bool drain_locked(uint64_t deadline_ns)
 			pthread_cond_signal(&ckc_eng.edge[l].cv);
 		if (ckc_flush_unthreaded())
 			continue;
-		if (!eng_wait_until(deadline_ns))
+		if (!eng_wait_until(&ckc_eng.flushed_cv, deadline_ns))
 			return false;
 	}
 }
@@ -538,13 +542,13 @@ int ckc_finish(uint64_t deadline_ns)
 	if (ckc_eng.finish_state) {
 		bool in_time = true;
 		while (ckc_eng.finish_state == 1 && in_time)
-			in_time = eng_wait_until(deadline_ns);
+			in_time = eng_wait_until(&ckc_eng.finish_cv, deadline_ns);
 		ckc_mutex_unlock(&ckc_eng.lock);
 		return in_time ? 0 : -ETIMEDOUT;
 	}
 	ckc_eng.finish_state = 1;
 	ckc_eng.draining = true;
-	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_cond_broadcast(&ckc_eng.obj_cv);
 	uint64_t drain0 = ckc_now_ns();
 	bool done = drain_locked(deadline_ns);
 	ckc_eng.st.drain_s = (double)(ckc_now_ns() - drain0) / 1e9;
@@ -569,7 +573,7 @@ int ckc_finish(uint64_t deadline_ns)
 	if (done)
 		ckc_state_close();
 	ckc_eng.finish_state = 2;
-	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_cond_broadcast(&ckc_eng.finish_cv);
 	ckc_mutex_unlock(&ckc_eng.lock);
 	return done ? 0 : -ETIMEDOUT;
 }
@@ -595,6 +599,7 @@ void ckc_shutdown(void)
 	tiers_close();
 	ckc_state_close();
 	ckc_eng.active = false;
+	eng_wake_all();
 	ckc_mutex_unlock(&ckc_eng.lock);
 	engine_reset();
 	ckc_mutex_unlock(&eng_life);

@@ -29,7 +29,7 @@ int ckc_hint_enqueue(const char *path)
 	if (ckc_eng.active) {
 		rc = hq_push_back(ckc_eng.hq, key);
 		ckc_prefetch_kick();
-		pthread_cond_broadcast(&ckc_eng.cv);
+		pthread_cond_broadcast(&ckc_eng.obj_cv);
 	} else {
 		rc = -ENODEV;
 	}
@@ -43,7 +43,7 @@ int ckc_prefetch_start(void)
 	if (ckc_eng.cfg.prefetch != CKC_PREFETCH_OFF)
 		ckc_eng.prefetch_started = true;
 	ckc_prefetch_kick();
-	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_cond_broadcast(&ckc_eng.obj_cv);
 	ckc_mutex_unlock(&ckc_eng.lock);
 	return 0;
 }
@@ -58,7 +58,7 @@ int ckc_wait_flushed(void)
 		if (!busy || !ckc_eng.active)
 			break;
 		if (!ckc_flush_unthreaded())
-			ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			ckc_cond_wait(&ckc_eng.flushed_cv, &ckc_eng.lock);
 	}
 	int rc = ckc_eng.st.rescued ? -EIO : 0;
 	ckc_mutex_unlock(&ckc_eng.lock);
@@ -86,7 +86,9 @@ void ckc_atfork_child(void)
 	 * copy of the cache is simply abandoned (the parent still owns it and
 	 * the ssd file). */
 	ckc_locks_postfork_child();
-	pthread_cond_init(&ckc_eng.cv, NULL);
+	pthread_cond_init(&ckc_eng.obj_cv, NULL);
+	pthread_cond_init(&ckc_eng.flushed_cv, NULL);
+	pthread_cond_init(&ckc_eng.finish_cv, NULL);
 	pthread_cond_init(&ckc_eng.pcv, NULL);
 	ckc_eng.active = false;
 	ckc_eng.trace_fd = -1;

@@ -233,7 +233,14 @@ typedef struct ckc_edge {
 
 typedef struct ckc_engine {
 	ckc_mutex_t lock;       /* guards everything below; never held during I/O */
-	pthread_cond_t cv;      /* broadcast on every state change others may wait for */
+	/* One condition per predicate family, each broadcast where its
+	 * predicate may have turned (the lock held); eng_wake_all at a stop. */
+	pthread_cond_t obj_cv;  /* an object's state: its flags (migrating, home_busy,
+				   flushing, handing, writing), pins, places, versions and
+				   names, and the tiers' room that these free */
+	pthread_cond_t flushed_cv; /* a flush ended or an object left a flush queue: the
+				      queues (edge head, current) may be empty now */
+	pthread_cond_t finish_cv;  /* ckc_finish ended (finish_state 2) */
 	pthread_cond_t pcv;     /* the prefetcher's alone: prefetch_gen changed, or stop */
 	bool active;
 	bool stopping;
@@ -578,7 +585,17 @@ void ckc_hints_summary(void);
 extern ckc_mutex_t eng_life;
 extern uint64_t eng_trace_off;
 void eng_stats_collect(ckc_stats_t *s);
-bool eng_wait_until(uint64_t deadline_ns);
+bool eng_wait_until(pthread_cond_t *cv, uint64_t deadline_ns);
+
+/* Wakes every waiter of the engine's conditions (a stop, a reset). Lock
+ * held. */
+static inline void eng_wake_all(void)
+{
+	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	pthread_cond_broadcast(&ckc_eng.flushed_cv);
+	pthread_cond_broadcast(&ckc_eng.finish_cv);
+	pthread_cond_broadcast(&ckc_eng.pcv);
+}
 int eng_map_insert(ckc_obj_t *o);
 void eng_map_remove(ckc_obj_t *o);
 ckc_obj_t *eng_obj_alloc(const char *key);

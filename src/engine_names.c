@@ -27,7 +27,7 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 	 * second one beside it would copy the bytes again, and its rename
 	 * could land on what another process writes there once told) */
 	while (o->home_busy || o->migrating || o->flushing || o->handing)
-		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	if (o->at_home && (!durable || o->durable))
 		return 0;
 	if (o->at_home) {
@@ -51,7 +51,7 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 		o->home_busy = false;
 		if (!rc && o->at_home)
 			o->durable = true;
-		pthread_cond_broadcast(&ckc_eng.cv);
+		pthread_cond_broadcast(&ckc_eng.obj_cv);
 		ckc_obj_put(o);
 		return rc;
 	}
@@ -110,7 +110,7 @@ int ckc_unlink(const char *path)
 	bool cached = o != NULL;
 	if (o) {
 		while (o->home_busy || o->flushing)
-			ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 		ckc_trace("unlink", o, 0, o->size, -1, 0);
 		ckc_obj_retire(o);
 	}
@@ -145,7 +145,7 @@ int ckc_forget(const char *path)
 		/* a running flush ends first, so that no temporary file of it is
 		 * left for the caller's next move (a rename of its folder) */
 		while (o->home_busy || o->flushing)
-			ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 		ckc_trace("forget", o, 0, o->size, -1, 0);
 		ckc_obj_retire(o);
 	}
@@ -163,7 +163,7 @@ static int handoff_locked(ckc_obj_t *o)
 	 * process told "handed" before the real file exists would create it,
 	 * and the hand-over's rename would take its bytes away) */
 	while (o->handing)
-		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	if (o->handed)
 		return 0;
 	if (o->retired)
@@ -173,7 +173,7 @@ static int handoff_locked(ckc_obj_t *o)
 	 * processes ask this one, and wait) until its bytes are there */
 	o->handing = true;
 	while (o->writing > 0 || o->migrating || o->home_busy)
-		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	if (o->retired) {
 		rc = 0; /* forgotten meanwhile (its real file was kept) */
 	} else if (!o->complete && o->wlevel == ckc_eng.ntier - 1 && o->home_fd >= 0) {
@@ -191,7 +191,7 @@ static int handoff_locked(ckc_obj_t *o)
 			ckc_obj_retire(o);
 		}
 	}
-	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_cond_broadcast(&ckc_eng.obj_cv);
 	ckc_obj_put(o);
 	return rc == CKC_CHANGED ? 0 : rc;
 }
@@ -307,7 +307,7 @@ int ckc_publish_all(uint64_t timeout_ns, bool writers)
 		}
 		if (!busy)
 			break;
-		if (ckc_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &end) == ETIMEDOUT) {
+		if (ckc_cond_timedwait(&ckc_eng.obj_cv, &ckc_eng.lock, &end) == ETIMEDOUT) {
 			rc = -ETIMEDOUT;
 			break;
 		}
@@ -339,7 +339,7 @@ int ckc_handover_dir(const char *dir)
 		if (rc && rc != CKC_CHANGED && !first)
 			first = rc;
 		while (o->home_busy || o->flushing)
-			ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 		if (!o->retired) {
 			ckc_trace("forget", o, 0, o->size, -1, 0);
 			ckc_obj_retire(o);
@@ -368,14 +368,14 @@ int ckc_rename(const char *from, const char *to)
 		return 0;
 	}
 	while (o->home_busy)
-		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	ckc_obj_t *victim = ckc_map_find(kt);
 	if (victim)
 		ckc_obj_retire(victim);
 	/* a publication to the new name under way lands before the look at
 	 * what that name holds (below) */
 	while (ckc_committing(kt))
-		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	char *nk = strdup(kt);
 	if (!nk) {
 		ckc_mutex_unlock(&ckc_eng.lock);
@@ -412,7 +412,7 @@ int ckc_rename(const char *from, const char *to)
 	if (rc)
 		o->at_home = false;
 	ckc_node_note(o);
-	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_cond_broadcast(&ckc_eng.obj_cv);
 	if (rc && !o->retired && o->complete && ckc_persist_wanted(o)) {
 		/* the cache still has the bytes: publish them under the new name */
 		int lvl = ckc_best_level(o);

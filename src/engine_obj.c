@@ -183,7 +183,7 @@ void ckc_obj_retire(ckc_obj_t *o)
 		}
 	}
 	ckc_trace("retire", o, 0, o->size, -1, 0);
-	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_cond_broadcast(&ckc_eng.obj_cv);
 	ckc_obj_put(o);
 }
 

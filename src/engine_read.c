@@ -53,7 +53,7 @@ ckc_obj_t *eng_current_locked(const char *key)
 	ckc_obj_t *o;
 	/* a publication being committed ends first (a rename: short) */
 	while ((o = ckc_map_find(key)) && o->home_busy)
-		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	if (!o || !o->complete || !o->base.known || o->capture)
 		return o;
 	uint64_t v = o->version;
@@ -90,7 +90,7 @@ static void start_prefetch_locked(void)
 	if (!ckc_eng.prefetch_started && ckc_eng.cfg.prefetch == CKC_PREFETCH_AUTO) {
 		ckc_eng.prefetch_started = true;
 		ckc_prefetch_kick();
-		pthread_cond_broadcast(&ckc_eng.cv);
+		pthread_cond_broadcast(&ckc_eng.obj_cv);
 	}
 }
 
@@ -194,7 +194,7 @@ bool eng_prefetch_wait(ckc_handle_t *h, uint64_t *deadline)
 			ckc_eng.st.reads_waited++;
 		}
 	}
-	bool more = eng_wait_until(*deadline);
+	bool more = eng_wait_until(&ckc_eng.obj_cv, *deadline);
 	ckc_eng.st.read_wait_s += (double)(ckc_now_ns() - w0) / 1e9;
 	if (!more) {
 		static atomic_bool said;
@@ -298,7 +298,7 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 		if (ckc_eng.ntier > 1 && o->place[0].state == LC_READ_IN_PROGRESS && eng_prefetch_wait(h, &deadline))
 			continue;
 		if (o->migrating) {
-			ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 			continue;
 		}
 		break;
@@ -447,7 +447,7 @@ void eng_stat_fill(const ckc_obj_t *o, ckc_stat_t *st)
 static int setattr_locked(ckc_obj_t *o, const ckc_attr_t *a)
 {
 	while (o->home_busy)
-		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	if (a->mask & CKC_ATTR_MODE) {
 		o->mode = a->mode & 07777;
 		o->attr.mode = o->mode;
@@ -519,7 +519,7 @@ int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
 		return -EBADF;
 	ckc_mutex_lock(&ckc_eng.lock);
 	while (o->migrating || o->handing)
-		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	if (o->handed || o->retired || o->complete) {
 		ckc_mutex_unlock(&ckc_eng.lock);
 		return o->handed ? CKC_HANDED : o->retired ? 0 : -EBADF;
@@ -533,7 +533,7 @@ int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
 			rc = sys_ftruncate(o->home_fd, (off_t)size) ? -errno : 0;
 		else if (!rc) {
 			while (o->place[o->wlevel].pins > 0)
-				ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+				ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 			rc = eng_zero_fill(o, o->size, size);
 		}
 	}
@@ -552,7 +552,7 @@ int ckc_fallocate_home(ckc_handle_t *h, int mode, uint64_t off, uint64_t len)
 		return -ENOENT;
 	ckc_mutex_lock(&ckc_eng.lock);
 	while (o->migrating || o->handing)
-		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	if (o->handed || o->retired || o->complete || o->wlevel != ckc_eng.ntier - 1 || o->home_fd < 0) {
 		ckc_mutex_unlock(&ckc_eng.lock);
 		return -ENOENT;
@@ -599,7 +599,7 @@ static void consume_locked(ckc_obj_t *o)
 	ckc_node_note(o);
 	ckc_trace("consume", o, 0, o->size, -1, 0);
 	ckc_prefetch_room();
-	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_cond_broadcast(&ckc_eng.obj_cv);
 }
 
 int ckc_close(ckc_handle_t *h)

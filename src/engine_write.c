@@ -138,12 +138,12 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 	 * this version replaces is the one recorded below */
 	ckc_obj_t *old;
 	while (((old = ckc_map_find(key)) && old->home_busy) || ckc_committing(key))
-		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	if (ckc_eng.draining) {
 		/* the program ends: the new version goes to the real file
 		 * directly, after any publication of the old one */
 		while (old && (old->home_busy || old->flushing) && !old->retired)
-			ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 		if (old && !old->retired)
 			ckc_obj_retire(old);
 		ckc_mutex_unlock(&ckc_eng.lock);
@@ -235,7 +235,7 @@ int eng_migrate_to(ckc_obj_t *o, bool home_only)
 
 	o->migrating = true;
 	while (fp->pins > 0)
-		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	ckc_eng.tier[from].st.bypasses++;
 	uint64_t size = o->size;
 	if ((rc = ckc_src_snapshot(o, from, &src)) != 0)
@@ -285,7 +285,7 @@ int eng_migrate_to(ckc_obj_t *o, bool home_only)
 	ckc_trace("bypass", o, 0, size, to, 0);
 out:
 	o->migrating = false;
-	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_cond_broadcast(&ckc_eng.obj_cv);
 	return rc;
 }
 
@@ -442,7 +442,7 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 	int rc;
 
 	while (o->migrating)
-		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	if (o->retired)
 		return (ssize_t)len; /* a newer version replaced this one: its bytes go nowhere */
 	if ((rc = eng_write_room(o, end)) != 0)
@@ -465,7 +465,7 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 		 * below it may fill it first, so let them land and look again */
 		int wl = o->wlevel;
 		while (off > o->size && o->place[wl].pins > 0)
-			ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+			ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 		if (o->migrating || o->wlevel != wl)
 			return PW_AGAIN;
 		if (off > o->size && (rc = eng_zero_fill(o, o->size, off)) != 0)
@@ -508,7 +508,7 @@ ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t l
 		return -EFBIG;
 	ckc_mutex_lock(&ckc_eng.lock);
 	while (o->handing) /* its bytes so far are being published */
-		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	if (!o->handed) {
 		/* a hand-over waits for the writes under way (ckc_handoff) */
 		o->writing++;
@@ -517,7 +517,7 @@ ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t l
 		while (rc == PW_AGAIN);
 		o->write_ns += ckc_now_ns() - t0;
 		if (--o->writing == 0)
-			pthread_cond_broadcast(&ckc_eng.cv);
+			pthread_cond_broadcast(&ckc_eng.obj_cv);
 	}
 	ckc_mutex_unlock(&ckc_eng.lock);
 	return rc;
@@ -584,7 +584,7 @@ int eng_close_home_writer(ckc_obj_t *o)
 		}
 	}
 	sys_free(tmp);
-	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_cond_broadcast(&ckc_eng.obj_cv);
 	return rc;
 }
 
@@ -595,7 +595,7 @@ void eng_close_writer_locked(ckc_obj_t *o)
 	/* a hand-over under way ends first (it closes a written-through
 	 * version's file itself) */
 	while (o->migrating || o->handing)
-		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	if (o->complete || o->retired)
 		return;
 	if (!(o->attr.mask & CKC_ATTR_TIMES))
@@ -625,5 +625,5 @@ void eng_close_writer_locked(ckc_obj_t *o)
 	ckc_trace("close-write", o, 0, o->size, o->wlevel, 0);
 	ckc_node_note(o);
 	ckc_prefetch_kick();
-	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_cond_broadcast(&ckc_eng.obj_cv);
 }

@@ -76,6 +76,7 @@ void ckc_flush_dequeue(ckc_obj_t *o)
 	o->flush_edge = -1;
 	o->fq_next = NULL;
 	ckc_obj_put(o);
+	pthread_cond_broadcast(&ckc_eng.flushed_cv);
 }
 
 static ckc_obj_t *edge_pop(ckc_edge_t *e)
@@ -205,7 +206,7 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 	/* another publication of this object may be committing: let it end,
 	 * then decide on what is true after it */
 	while (o->home_busy || ckc_committing(key))
-		ckc_cond_wait(&ckc_eng.cv, &ckc_eng.lock);
+		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	if (o->retired || o->flush_cancel || strcmp(key, o->key) != 0) {
 		/* retired, handed over or renamed meanwhile: these bytes must not
 		 * be published under the old name (a failed write included: its
@@ -251,7 +252,7 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 			o->base = now;
 			ckc_node_note(o);
 		}
-		pthread_cond_broadcast(&ckc_eng.cv);
+		pthread_cond_broadcast(&ckc_eng.obj_cv);
 	}
 	if (rc == CKC_CHANGED && !o->retired) {
 		ckc_keep_newer(o, &src, size);
@@ -325,11 +326,11 @@ static int flush_to_tier(ckc_obj_t *o, int level, int target)
 		}
 		if (rc)
 			to->st.flush_errors++;
-		pthread_cond_broadcast(&ckc_eng.cv);
+		pthread_cond_broadcast(&ckc_eng.obj_cv);
 		return rc ? -EIO : -ECANCELED;
 	}
 	ckc_set_state(o, target, LC_EV_WRITE_END);
-	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_cond_broadcast(&ckc_eng.obj_cv);
 	return target;
 }
 
@@ -408,7 +409,8 @@ static void *flusher_main(void *arg)
 		ckc_obj_t *o = edge_pop(e);
 		flush_one(e, o);
 		ckc_obj_put(o);
-		pthread_cond_broadcast(&ckc_eng.cv);
+		pthread_cond_broadcast(&ckc_eng.obj_cv);
+		pthread_cond_broadcast(&ckc_eng.flushed_cv);
 	}
 	ckc_mutex_unlock(&ckc_eng.lock);
 	return NULL;
@@ -458,8 +460,10 @@ bool ckc_flush_unthreaded(void)
 			any = true;
 		}
 	}
-	if (any)
-		pthread_cond_broadcast(&ckc_eng.cv);
+	if (any) {
+		pthread_cond_broadcast(&ckc_eng.obj_cv);
+		pthread_cond_broadcast(&ckc_eng.flushed_cv);
+	}
 	return any;
 }
 

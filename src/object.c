@@ -144,7 +144,7 @@ void ckc_unpin(ckc_obj_t *o, int level)
 		ckc_place_free(o, level);
 		ckc_set_state(o, level, LC_EV_DROP);
 	}
-	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_cond_broadcast(&ckc_eng.obj_cv);
 }
 
 void ckc_place_trim(ckc_obj_t *o, int level, uint64_t size)
@@ -354,7 +354,7 @@ static void timed_wait(double seconds)
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000L;
 	}
-	ckc_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
+	ckc_cond_timedwait(&ckc_eng.obj_cv, &ckc_eng.lock, &ts);
 }
 
 uint64_t ckc_place_limit(const ckc_obj_t *o, int level)

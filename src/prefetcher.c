@@ -120,7 +120,7 @@ void ckc_hints_poll(bool now_anyway)
 	}
 	if (n > 0) {
 		ckc_prefetch_kick();
-		pthread_cond_broadcast(&ckc_eng.cv);
+		pthread_cond_broadcast(&ckc_eng.obj_cv);
 	}
 }
 
@@ -204,7 +204,7 @@ static int promote(ckc_obj_t *o, uint64_t dist)
 		ckc_trace("prefetch", o, 0, size, 0, t0);
 	}
 	ckc_obj_put(o);
-	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_cond_broadcast(&ckc_eng.obj_cv);
 	return rc == -EAGAIN ? -EIO : rc;
 }
 

@@ -455,7 +455,7 @@ int gpu_join_chunk(ckc_tier_t *t, ckc_gpu_dev_t *r, size_t i)
 		r->nmapped_max = r->nmapped;
 	r->usable = true;
 	gpu_capacity(t);
-	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_cond_broadcast(&ckc_eng.obj_cv);
 	return 0;
 }
 
@@ -975,7 +975,7 @@ uint64_t gpu_cut_tail(ckc_tier_t *t, ckc_gpu_dev_t *r, uint64_t target, double w
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
 		}
-		ckc_cond_timedwait(&ckc_eng.cv, &ckc_eng.lock, &ts);
+		ckc_cond_timedwait(&ckc_eng.obj_cv, &ckc_eng.lock, &ts);
 	}
 	uint64_t keep = (busy - r->off + g->chunk - 1) / g->chunk * g->chunk;
 	if (keep < target)
@@ -1050,7 +1050,7 @@ static void gpu_stop_mappers(ckc_gpu_t *g, bool locked)
 	if (!locked)
 		ckc_mutex_lock(&ckc_eng.lock);
 	g->stop = true;
-	pthread_cond_broadcast(&ckc_eng.cv);
+	pthread_cond_broadcast(&ckc_eng.obj_cv);
 	if (!locked)
 		ckc_mutex_unlock(&ckc_eng.lock);
 	for (int i = 0; i < g->ndev; i++) {
