@@ -267,18 +267,36 @@ out:
 	return rc;
 }
 
+/* The virtual descriptor at fd with a reference of the caller's (dropped
+ * with ckc_vfd_put), or NULL: a walk of the table meets numbers that other
+ * threads close meanwhile, and their last put frees v. */
+static ckc_vfd_t *vfd_ref(size_t fd)
+{
+	ckc_mutex_lock(&fdtab_lock);
+	ckc_vfd_t *v = atomic_load(&ckc_vfd_tab[fd]);
+	if (v)
+		atomic_fetch_add(&v->refs, 1);
+	ckc_mutex_unlock(&fdtab_lock);
+	return v;
+}
+
 void ckc_vfd_switch_path(const char *canon)
 {
 	size_t hi = atomic_load(&ckc_vfd_hi);
 	for (size_t fd = 0; fd <= hi && fd < ckc_vfd_cap; fd++) {
-		ckc_vfd_t *v = atomic_load(&ckc_vfd_tab[fd]);
-		if (!v || strcmp(v->path, canon) != 0)
+		if (!atomic_load(&ckc_vfd_tab[fd]))
 			continue;
-		ckc_enter();
-		bool handed = ckc_handle_handed(v->h);
-		ckc_leave();
-		if (handed)
-			ckc_vfd_switch(v);
+		ckc_vfd_t *v = vfd_ref(fd);
+		if (!v)
+			continue;
+		if (strcmp(v->path, canon) == 0) {
+			ckc_enter();
+			bool handed = ckc_handle_handed(v->h);
+			ckc_leave();
+			if (handed)
+				ckc_vfd_switch(v);
+		}
+		ckc_vfd_put(v);
 	}
 }
 
@@ -302,13 +320,16 @@ void ckc_vfd_demote_all(bool inherited_only, const char *why)
 	if (!ckc_vfd_tab)
 		return;
 	for (size_t fd = 0; fd <= hi && fd < ckc_vfd_cap; fd++) {
-		ckc_vfd_t *v = atomic_load(&ckc_vfd_tab[fd]);
-		if (!v || !(v = ckc_vfd_check((int)fd, v)))
+		if (!atomic_load(&ckc_vfd_tab[fd]))
 			continue;
-		if (inherited_only) {
-			int fdfl = REAL(fcntl)((int)fd, F_GETFD);
-			if (fdfl < 0 || (fdfl & FD_CLOEXEC))
-				continue;
+		ckc_vfd_t *v = vfd_ref(fd);
+		if (!v)
+			continue;
+		int fdfl = 0;
+		if (!ckc_vfd_check((int)fd, v) ||
+		    (inherited_only && ((fdfl = REAL(fcntl)((int)fd, F_GETFD)) < 0 || (fdfl & FD_CLOEXEC)))) {
+			ckc_vfd_put(v);
+			continue;
 		}
 		int rc = ckc_vfd_demote(v);
 		if (rc)
@@ -316,6 +337,7 @@ void ckc_vfd_demote_all(bool inherited_only, const char *why)
 				  "fails there with EBADF", fd, v->path, why,
 				  rc == -ESTALE ? "it reads a version that a newer one replaced" :
 						  strerror(-rc));
+		ckc_vfd_put(v);
 	}
 }
 

@@ -156,6 +156,11 @@ void ckc_node_ask_at(int dirfd, const char *path);
  * is off too, where the answer is false. */
 bool ckc_tagged_asked(int dirfd, const char *path, char *canon);
 
+/* Before a removal of the folder path (relative to dirfd): what the cache
+ * owes under it is published first, so that the removal fails as it would
+ * without the library if those files are still there (dirs.c). */
+void ckc_dir_removing(int dirfd, const char *path);
+
 /* ---- virtual descriptors (fdtab.c) ---- */
 
 typedef struct ckc_vfd {

@@ -190,6 +190,8 @@ CKC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 	char canon[PATH_MAX];
 	if (!(flags & AT_REMOVEDIR) && ckc_tagged_asked(dirfd, path, canon))
 		return unlink_tagged(canon);
+	if (flags & AT_REMOVEDIR)
+		ckc_dir_removing(dirfd, path);
 	return REAL(unlinkat)(dirfd, path, flags);
 }
 

@@ -32,6 +32,9 @@ struct utimbuf;
 	X(close_range, int, (unsigned int, unsigned int, int))                             \
 	X(closefrom, void, (int))                                                          \
 	X(closedir, int, (DIR *))                                                          \
+	X(opendir, DIR *, (const char *))                                                  \
+	X(fdopendir, DIR *, (int))                                                         \
+	X(rmdir, int, (const char *))                                                      \
 	X(chdir, int, (const char *))                                                      \
 	X(fchdir, int, (int))                                                              \
 	X(read, ssize_t, (int, void *, size_t))                                            \

@@ -202,6 +202,15 @@ bool ckc_handle_handed(const ckc_handle_t *h);
  * way. Returns 0, -ETIMEDOUT, or the first -errno (said already). */
 int ckc_publish_all(uint64_t timeout_ns, bool writers);
 
+/* ckc_publish_all for the files under the folder dir (at any depth), NULL
+ * for all. Returns -errno for a bad dir too. */
+int ckc_publish_under(const char *dir, uint64_t timeout_ns, bool writers);
+
+/* Whether a closed version under the folder dir (NULL: anywhere) is owed to
+ * its real path: what ckc_publish_under(dir, ...) would publish, writers
+ * aside. */
+bool ckc_owes_under(const char *dir);
+
 /* Set by the preloaded library: told, with the engine lock held, when the
  * cache starts (holds) or stops holding bytes that the real file key lacks
  * (an open writer's, or a closed version's not yet published). Must not

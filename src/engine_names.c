@@ -231,10 +231,48 @@ static bool owed_home(const ckc_obj_t *o)
 	       ckc_persist_wanted(o);
 }
 
+/* Whether key names a file under the folder prefix (its n bytes), or
+ * prefix is NULL (every file). */
+static bool under(const char *key, const char *prefix, size_t n)
+{
+	return !prefix || (!strncmp(key, prefix, n) && (key[n] == '/' || n == 1));
+}
+
 int ckc_publish_all(uint64_t timeout_ns, bool writers)
+{
+	return ckc_publish_under(NULL, timeout_ns, writers);
+}
+
+bool ckc_owes_under(const char *dir)
+{
+	char key[PATH_MAX];
+	if (dir && eng_canon(dir, key))
+		return false;
+	size_t n = dir ? strlen(key) : 0;
+	bool owed = false;
+	ckc_mutex_lock(&ckc_eng.lock);
+	if (ckc_eng.active && ckc_eng.cfg.persist != CKC_PERSIST_NEVER)
+		for (size_t i = 0; i < ckc_eng.map_cap && !owed; i++)
+			for (ckc_obj_t *o = ckc_eng.map[i]; o && !owed; o = o->hnext)
+				owed = owed_home(o) && under(o->key, dir ? key : NULL, n);
+	ckc_mutex_unlock(&ckc_eng.lock);
+	return owed;
+}
+
+int ckc_publish_under(const char *dir, uint64_t timeout_ns, bool writers)
 {
 	struct timespec end;
 	int rc = 0;
+	char key[PATH_MAX];
+	const char *pfx = NULL;
+	size_t n = 0;
+
+	if (dir) {
+		if ((rc = eng_canon(dir, key)) != 0)
+			return rc;
+		pfx = key;
+		n = strlen(key);
+	}
 
 	clock_gettime(CLOCK_REALTIME, &end);
 	end.tv_sec += (time_t)(timeout_ns / 1000000000u);
@@ -248,13 +286,16 @@ int ckc_publish_all(uint64_t timeout_ns, bool writers)
 		ckc_mutex_unlock(&ckc_eng.lock);
 		return 0;
 	}
+	/* the versions there are now: those the program's other threads make
+	 * meanwhile are not waited for (they would keep the caller forever) */
+	uint64_t last = ckc_eng.next_version;
 	/* open writers: their bytes so far (a snapshot; the writer goes on) */
 	for (uint64_t seen = 0; writers;) {
 		ckc_obj_t *w = NULL;
 		for (size_t i = 0; i < ckc_eng.map_cap && !w; i++)
 			for (ckc_obj_t *o = ckc_eng.map[i]; o && !w; o = o->hnext)
 				if (!o->complete && !o->retired && !o->handed && o->version > seen &&
-				    !o->capture)
+				    o->version <= last && !o->capture && under(o->key, pfx, n))
 					w = o;
 		if (!w)
 			break;
@@ -262,7 +303,7 @@ int ckc_publish_all(uint64_t timeout_ns, bool writers)
 		for (size_t i = 0; i < ckc_eng.map_cap; i++)
 			for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext)
 				if (!o->complete && !o->retired && !o->handed && o->version > seen &&
-				    o->version < w->version && !o->capture)
+				    o->version < w->version && !o->capture && under(o->key, pfx, n))
 					w = o;
 		seen = w->version;
 		if (w->wlevel < ckc_eng.ntier - 1) {
@@ -285,7 +326,7 @@ int ckc_publish_all(uint64_t timeout_ns, bool writers)
 				bool skip = false;
 				for (int k = 0; k < nfailed; k++)
 					skip |= failed[k] == o->version;
-				if (skip || !owed_home(o))
+				if (skip || o->version > last || !owed_home(o) || !under(o->key, pfx, n))
 					continue;
 				if (o->flushing || o->home_busy || o->migrating)
 					busy = true;

@@ -51,6 +51,8 @@
 	X(fopen, FILE *, (const char *path, const char *mode), (path, mode))              \
 	X(fclose, int, (FILE *f), (f))                                                    \
 	X(fwrite, size_t, (const void *p, size_t size, size_t n, FILE *f), (p, size, n, f)) \
+	X(opendir, DIR *, (const char *path), (path))                                     \
+	X(rmdir, int, (const char *path), (path))                                         \
 	X(closedir, int, (DIR *d), (d))                                                   \
 	X(realloc, void *, (void *p, size_t n), (p, n))                                   \
 	X(dlsym, void *, (void *h, const char *name), (h, name))

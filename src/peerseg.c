@@ -255,7 +255,7 @@ int ckc_peerseg_sweep(const char *dir, bool drop, ckc_peerseg_fn fn, void *ctx)
 {
 	char mine[64], path[PATH_MAX];
 	snprintf(mine, sizeof(mine), CKC_PEERSEG_PREFIX "%u-", (unsigned)geteuid());
-	DIR *d = opendir(dir);
+	DIR *d = sys_opendir(dir);
 	if (!d)
 		return 0;
 	int found = 0;

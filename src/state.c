@@ -203,7 +203,7 @@ static long sweep_record(const char *rec, bool drop, ckc_stale_fn fn, void *ctx)
 
 long ckc_stale_sweep(const char *priv, bool drop, ckc_stale_fn fn, void *ctx)
 {
-	DIR *d = opendir(priv);
+	DIR *d = sys_opendir(priv);
 	long found = 0;
 	if (!d)
 		return 0;
@@ -239,7 +239,7 @@ uint64_t ckc_ssd_files_bytes(const char *base)
 	if (snprintf(priv, sizeof(priv), "%s/ckptcache-%u", base, (unsigned)getuid()) >=
 	    (int)sizeof(priv))
 		return 0;
-	DIR *d = opendir(priv);
+	DIR *d = sys_opendir(priv);
 	if (!d)
 		return 0;
 	struct dirent *de;
@@ -317,7 +317,7 @@ void ckc_state_close(void)
 		sys_close(state_fd);
 		sys_unlink(state_rec);
 		state_fd = -1;
-		(void)rmdir(state_dir); /* only if nothing else is in it */
+		(void)sys_rmdir(state_dir); /* only if nothing else is in it */
 	}
 	for (int i = 0; i < state_ntmp; i++)
 		sys_free(state_tmp[i]);

@@ -51,6 +51,8 @@
 #define sys_fopen CKC_SYS_IO(fopen)
 #define sys_fclose CKC_SYS_IO(fclose)
 #define sys_fwrite CKC_SYS_IO(fwrite)
+#define sys_opendir CKC_SYS_IO(opendir)
+#define sys_rmdir CKC_SYS_IO(rmdir)
 #define sys_closedir CKC_SYS_IO(closedir)
 #define sys_free (*ckc_io.free)
 #define sys_realloc (*ckc_io.realloc)
@@ -68,7 +70,7 @@
 #pragma GCC poison utimensat futimens utimes lutimes futimes utime
 #pragma GCC poison setxattr lsetxattr fsetxattr getxattr lgetxattr fgetxattr flistxattr
 #pragma GCC poison fremovexattr link linkat rename renameat renameat2 unlink unlinkat remove
-#pragma GCC poison chdir fchdir closedir mkdir flock
+#pragma GCC poison chdir fchdir opendir fdopendir closedir mkdir rmdir flock
 #pragma GCC poison fopen fopen64 fdopen freopen freopen64 fclose fread
 #pragma GCC poison fwrite fileno popen
 #pragma GCC poison mmap mmap64 munmap mremap madvise free realloc dlsym

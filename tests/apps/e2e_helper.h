@@ -137,5 +137,6 @@ int m_plainops(int argc, char **argv);
 int m_exitrace(int argc, char **argv);
 int m_prefix(int argc, char **argv);
 int m_signals(int argc, char **argv);
+int m_spawnrace(int argc, char **argv);
 
 #endif

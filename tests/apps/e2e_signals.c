@@ -1,5 +1,6 @@
-/* e2e_helper: Signals a program takes for itself while the library's threads
- * run: a signalfd event loop and sigtimedwait. */
+/* e2e_helper: What a program does beside the library's threads: signals it
+ * takes for itself (a signalfd event loop, sigtimedwait), and children it
+ * starts while its own threads open and close checkpoints. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -9,6 +10,9 @@
 #include "e2e_helper.h"
 
 #include <poll.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -102,5 +106,85 @@ int m_signals(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s/sig_%02ld.bin", arg.path, i);
 		check_file(path, arg.size, arg.seed + (uint64_t)i, 0);
 	}
+	return 0;
+}
+
+static const char *spawn_dir;
+static size_t spawn_size;
+static atomic_bool spawn_stop;
+static atomic_long spawn_rounds;
+
+/* Writes its own files again and again and reads each back: descriptors
+ * of tagged files open and close all the time. */
+static void *spawn_churner(void *arg)
+{
+	long k = (long)(intptr_t)arg;
+	unsigned char *b = xmalloc(spawn_size);
+	char path[PATH_MAX];
+	for (long i = 0; !atomic_load(&spawn_stop); i++) {
+		snprintf(path, sizeof(path), "%s/c%ld_%ld.bin", spawn_dir, k, i % 5);
+		uint64_t seed = (uint64_t)(k * 1000 + i % 5);
+		pattern(b, 0, spawn_size, seed);
+		int fd = xopen(path, O_WRONLY | O_CREAT | O_TRUNC);
+		write_all(fd, b, spawn_size, path);
+		xclose(fd, path);
+		fd = xopen(path, O_RDONLY);
+		size_t got = read_all(fd, b, spawn_size, path);
+		xclose(fd, path);
+		if (got != spawn_size || pattern_diff(b, 0, spawn_size, seed) != spawn_size)
+			fail("%s: read back differs from what was written", path);
+		atomic_fetch_add(&spawn_rounds, 1);
+	}
+	free(b);
+	return NULL;
+}
+
+/* spawnrace DIR N SIZE SEED: four threads write and read back their own
+ * tagged files without pause while the main thread starts N children in
+ * turn (posix_spawn of /bin/true, vfork+exec, fork): each start hands the
+ * program's tagged descriptors over to their real files while the threads
+ * close them. Every child must end well and every read be exact. */
+int m_spawnrace(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "DIR N SIZE SEED");
+	spawn_dir = arg.path;
+	spawn_size = arg.size;
+	pthread_t t[4];
+	for (long k = 0; k < 4; k++)
+		if (pthread_create(&t[k], NULL, spawn_churner, (void *)(intptr_t)k) != 0)
+			fail("pthread_create");
+	extern char **environ;
+	char *const targv[] = { "true", NULL };
+	for (long i = 0; i < arg.n; i++) {
+		pid_t c = -1;
+		switch (i % 3) {
+		case 0:
+			if (posix_spawn(&c, "/bin/true", NULL, NULL, targv, environ) != 0)
+				fail("posix_spawn: %s", strerror(errno));
+			break;
+		case 1:
+			c = vfork();
+			if (c == 0) {
+				execv("/bin/true", targv);
+				_exit(127);
+			}
+			break;
+		default:
+			c = fork();
+			if (c == 0)
+				_exit(0);
+			break;
+		}
+		if (c < 0)
+			fail("starting child %ld: %s", i, strerror(errno));
+		int st;
+		if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			fail("child %ld ended badly (status %#x)", i, st);
+	}
+	atomic_store(&spawn_stop, true);
+	for (int k = 0; k < 4; k++)
+		pthread_join(t[k], NULL);
+	if (atomic_load(&spawn_rounds) < 4)
+		fail("the writer threads made only %ld rounds", atomic_load(&spawn_rounds));
 	return 0;
 }

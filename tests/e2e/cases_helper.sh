@@ -27,6 +27,13 @@ helper_ok() {
 
 # ---- threads, fork -----------------------------------------------------------------
 
+# Children started (posix_spawn, vfork+exec, fork) while four threads open,
+# write, read and close their checkpoints without pause: each start hands
+# the program's tagged descriptors over while the threads close them.
+spawnrace_case() {
+	helper_ok "children started while threads close checkpoints" -- spawnrace "$T/ck" 300 60K 5
+}
+
 # A program that takes its own signals through a signalfd and sigtimedwait,
 # blocked in its thread: the library's threads must not take them (SIGUSR1's
 # default would end the program, a child's SIGCHLD would be lost).
@@ -598,6 +605,7 @@ case_add persist/unconsumed-unread persist_unconsumed_unread
 case_add paths/patterns paths_case
 case_add exit/unclosed-fd unclosed_case fd
 case_add threads/program-signals signals_case
+case_add threads/children-while-closing spawnrace_case
 case_add exit/unclosed-stream unclosed_case stream
 case_add sizes/larger-than-host big_host
 case_add sizes/larger-than-all-tiers big_all

@@ -246,3 +246,47 @@ python_readers_replaced() {
 }
 
 case_add python/readers-replaced python_readers_replaced
+
+# Listings of a checkpoint folder in the program that writes it: a resume
+# from the newest checkpoint glob finds, a "keep the last 3" rotation by
+# os.listdir, and the "clear the folder and write it again" idiom
+# (shutil.rmtree, then fewer shards). Each listing must see every checkpoint
+# closed before it; at the end the folder holds exactly the last round's
+# shards and the last three checkpoints, with their bytes.
+python_listings() {
+	ck CKPTCACHE_PATHS="$T/ck/**" -- "$PY" -c '
+import glob, os, shutil, sys
+d = sys.argv[1]
+os.makedirs(d + "/rot")
+for i in range(12):
+    with open(f"{d}/rot/ckpt_{i:03d}.bin", "wb") as f:
+        f.write(bytes([i]) * (300000 + i))
+    newest = sorted(glob.glob(f"{d}/rot/ckpt_*.bin"))[-1]
+    assert newest.endswith(f"ckpt_{i:03d}.bin"), f"glob after ckpt_{i:03d}: newest is {newest}"
+    names = sorted(os.listdir(d + "/rot"))
+    for old in names[:-3]:
+        os.unlink(f"{d}/rot/{old}")
+    left = os.listdir(d + "/rot")
+    assert len(left) == min(i + 1, 3), f"after {i}: {left}"
+for r in range(5):
+    os.makedirs(d + "/shards")
+    for i in range(20 - 3 * r):
+        with open(f"{d}/shards/s{i:02d}.bin", "wb") as f:
+            f.write(bytes([100 + r]) * (200000 + i))
+    if r < 4:
+        shutil.rmtree(d + "/shards")
+' "$T/ck" || fail "listings of the checkpoint folder$(last_error)"
+	local names
+	names=$(ls ck/rot | tr '\n' ' ')
+	[ "$names" = "ckpt_009.bin ckpt_010.bin ckpt_011.bin " ] || fail "ck/rot holds '$names' after the rotation, not the last three checkpoints"
+	[ "$(ls ck/shards | wc -l)" = 8 ] || fail "ck/shards holds $(ls ck/shards | wc -l) files, not the last round's 8: $(ls ck/shards | tr '\n' ' ')"
+	plain "$PY" -c '
+import os, sys
+d = sys.argv[1]
+for i in (9, 10, 11):
+    assert open(f"{d}/rot/ckpt_{i:03d}.bin", "rb").read() == bytes([i]) * (300000 + i), i
+for i in range(8):
+    assert open(f"{d}/shards/s{i:02d}.bin", "rb").read() == bytes([104]) * (200000 + i), i
+' "$T/ck" || fail "the checkpoints at their real paths differ from what was written"
+}
+case_add python/listings python_listings

@@ -1,0 +1,100 @@
+/* Folder listings and removals of folders that hold checkpoints the cache
+ * still owes to their real paths.
+ *
+ * A closed checkpoint is the cache's until its flush publishes it: its name
+ * is not in its folder yet. A program that lists the folder (os.listdir,
+ * glob, os.scandir, ls, a "keep the last k" rotation, a resume from the
+ * newest checkpoint found) or removes it (shutil.rmtree, rm -r) would miss
+ * it: the resume picks an older one, the removal leaves it to be published
+ * into the folder afterwards. So opendir, fdopendir (the C library's and
+ * gnulib's directory walkers) and rmdir of a folder under which the cache
+ * owes closed checkpoints publish those first, waiting at most DIR_WAIT_NS
+ * for flushes already under way; the listing then sees what it would have
+ * seen without the library. A folder it owes nothing costs a look at the
+ * cache's map (none at all in a process that cached nothing). */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "intercept.h"
+#include "log.h"
+
+#define DIR_WAIT_NS (60ull * 1000000000u)
+
+/* Publishes what the cache owes under the folder dir before the caller
+ * lists or removes it. errno kept. */
+static void owed_first(const char *dir)
+{
+	static atomic_bool said;
+	if (!dir || ckc_io_guard || !ckc_engine_started())
+		return;
+	int saved = errno;
+	ckc_enter();
+	if (ckc_owes_under(NULL) && ckc_owes_under(dir)) {
+		int rc = ckc_publish_under(dir, DIR_WAIT_NS, false);
+		if (rc == -ETIMEDOUT && !atomic_exchange(&said, true))
+			ckc_warn("%s is listed before every closed checkpoint in it reached its real "
+				 "path (waited %llu s): the listing may miss some",
+				 dir, (unsigned long long)(DIR_WAIT_NS / 1000000000u));
+	}
+	ckc_leave();
+	errno = saved;
+}
+
+/* owed_first for the folder path names relative to dirfd. */
+static void owed_first_at(int dirfd, const char *path)
+{
+	char full[PATH_MAX], link[64];
+	if (!path || ckc_io_guard || !ckc_engine_started())
+		return;
+	if (path[0] == '/' || dirfd == AT_FDCWD) {
+		owed_first(path);
+		return;
+	}
+	int saved = errno;
+	ckc_enter();
+	bool owes = ckc_owes_under(NULL);
+	ckc_leave();
+	if (owes) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
+		ssize_t n = readlink(link, full, sizeof(full) - 1);
+		if (n > 0 && full[0] == '/') {
+			full[n] = '\0';
+			size_t k = (size_t)n;
+			if (path[0] && snprintf(full + k, sizeof(full) - k, "/%s", path) < (int)(sizeof(full) - k))
+				owed_first(full);
+			else if (!path[0])
+				owed_first(full);
+		}
+	}
+	errno = saved;
+}
+
+CKC_EXPORT DIR *opendir(const char *name)
+{
+	owed_first(name);
+	return REAL(opendir)(name);
+}
+
+CKC_EXPORT DIR *fdopendir(int fd)
+{
+	owed_first_at(fd, "");
+	return REAL(fdopendir)(fd);
+}
+
+CKC_EXPORT int rmdir(const char *path)
+{
+	owed_first(path);
+	return REAL(rmdir)(path);
+}
+
+void ckc_dir_removing(int dirfd, const char *path)
+{
+	owed_first_at(dirfd, path);
+}
