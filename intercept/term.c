@@ -1,5 +1,10 @@
 /* The program's end by a signal: SIGTERM (what a batch system sends before
- * SIGKILL), SIGINT and SIGABRT, where the program left them at their default.
+ * SIGKILL), SIGINT, SIGABRT and every other signal whose default ends the
+ * program and that comes from outside it or from its own calls (a hang-up,
+ * a quit, SIGUSR1 as a time limit's warning, an alarm, a broken pipe, a CPU
+ * or file size limit), where the program left them at their default. The
+ * faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL) are not among them: the program
+ * that raised them is broken, and may be broken in the library.
  * A thread of the library drains the cache (ckc_finish) within
  * CKPTCACHE_TERM_WAIT seconds while the handler waits for it; then the
  * signal takes its default course. A handler never does the work itself:
@@ -16,7 +21,8 @@
 #include "log.h"
 #include "thread.h"
 
-static const int term_sigs[] = { SIGTERM, SIGINT, SIGABRT };
+static const int term_sigs[] = { SIGTERM, SIGINT,  SIGABRT, SIGHUP,  SIGQUIT,   SIGUSR1, SIGUSR2,
+				 SIGPIPE, SIGALRM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF };
 #define TERM_NSIGS (int)(sizeof(term_sigs) / sizeof(term_sigs[0]))
 
 static sem_t term_sem;

@@ -299,6 +299,27 @@ killed_leftovers() {
 	return 0
 }
 
+# The other signals whose default ends the program (a hang-up, a quit, a
+# time limit's warning sent as SIGUSR1, an alarm) drain the cache as
+# SIGTERM does: the program ends by the signal, and every checkpoint it
+# closed is at its real path.
+other_signals_drain() {
+	src_file 1000000
+	local sig num i rc
+	for sig in HUP QUIT USR1 ALRM; do
+		rm -f ck/*
+		SLOW_US=150000 SLOWFS_OPS=rename bg_writer -- 3
+		kill -$sig $BG
+		wait $BGJOB
+		rc=$?
+		num=$(kill -l $sig)
+		[ $rc -eq $((128 + num)) ] || fail "SIG$sig: $(status_text $rc), expected killed by SIG$sig"
+		for ((i = 0; i < 3; i++)); do
+			same src.bin ck/k$i.bin "SIG$sig: checkpoint $i at its real path"
+		done
+	done
+}
+
 # SIGTERM, as a batch system sends it at the time limit: what was closed is
 # written to the real paths, then the program ends by SIGTERM, and nothing
 # is left behind. A program with its own SIGTERM handler keeps it. An abort()
@@ -578,6 +599,7 @@ case_add robust/security-stats-planted stats_planted
 case_add robust/security-foreign-folder foreign_folder
 case_add robust/cleanup-after-sigkill killed_leftovers
 case_add robust/sigterm-drains sigterm_drains
+case_add robust/other-signals-drain other_signals_drain
 case_add robust/sigterm-bounded sigterm_bounded
 case_add robust/config-rescue-dir-missing rescue_dir_missing
 case_add robust/config-ssd-dir-typo ssd_dir_typo
