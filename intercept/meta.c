@@ -171,10 +171,19 @@ CKC_EXPORT int utimensat(int dirfd, const char *path, const struct timespec ts[2
 	 * descriptor itself): keep the compiler from dropping the test */
 	const char *volatile laundered = path;
 	if (!laundered) {
-		/* the descriptor itself, as futimens does */
+		/* the descriptor itself, as futimens does, where the C library
+		 * passes a null path on (recent glibc refuses it with EINVAL:
+		 * a call on a descriptor that cannot exist tells which) */
+		static int null_path = -1; /* 0: refused, 1: passed on */
 		ckc_vfd_t *v = ckc_vfd_get(dirfd);
 		if (!v)
 			return REAL(utimensat)(dirfd, path, ts, flags);
+		if (null_path < 0) {
+			int r = REAL(utimensat)(-1, laundered, NULL, 0);
+			null_path = !(r < 0 && errno == EINVAL);
+		}
+		if (!null_path)
+			return (int)ckc_result(-EINVAL, saved);
 		return (int)ckc_result(times_fd(v, ts), saved);
 	}
 	rc = times_path(dirfd, path, ts);

@@ -242,7 +242,11 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 	struct stat rst;
 	ckc_handle_t *h;
 
-	if ((flags & (O_PATH | O_DIRECTORY)) || (flags & O_TMPFILE) == O_TMPFILE)
+	if ((flags & O_TMPFILE) == O_TMPFILE)
+		return CKC_PASS;
+	if (flags & O_DIRECTORY) /* a cached checkpoint is a file */
+		return ckc_stat(canon, &cst) == 0 ? -ENOTDIR : CKC_PASS;
+	if (flags & O_PATH)
 		return CKC_PASS;
 	bool cached = ckc_stat(canon, &cst) == 0;
 	if (cached && !cst.complete) {

@@ -260,6 +260,34 @@ CKC_EXPORT int fdatasync(int fd)
 	return (int)ckc_result(r, saved);
 }
 
+/* Starting or waiting for the write-back of a range: the cache's bytes reach
+ * the real file by its own flush, so there is nothing to start. */
+CKC_EXPORT int sync_file_range(int fd, off_t off, off_t len, unsigned int flags)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(sync_file_range)(fd, off, len, flags);
+	int saved = errno;
+	long r = off < 0 || len < 0 ? -EINVAL : ckc_px_vfd_usable(v);
+	if (ckc_px_handed_over(&r, v))
+		return REAL(sync_file_range)(fd, off, len, flags);
+	return (int)ckc_result(r, saved);
+}
+
+/* The file system of a tagged descriptor: the file is synced as by fsync
+ * (the real file system holds nothing of it before that). */
+CKC_EXPORT int syncfs(int fd)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v)
+		return REAL(syncfs)(fd);
+	int saved = errno;
+	long r = vfd_sync(v);
+	if (ckc_px_handed_over(&r, v))
+		return REAL(syncfs)(fd);
+	return (int)ckc_result(r, saved);
+}
+
 static int vfd_truncate(ckc_vfd_t *v, off_t len)
 {
 	int rc = ckc_px_vfd_usable(v);

@@ -105,6 +105,13 @@ static int fcntl_common(int (*rf)(int, int, ...), int fd, int cmd, unsigned long
 		return dup_fixup(fd, rf(fd, cmd, arg));
 	case F_GETFL:
 		return v->flags;
+	case F_GETLEASE: /* no lease is taken on a cached checkpoint */
+		return F_UNLCK;
+	case F_SETLEASE:
+		if ((int)arg == F_UNLCK)
+			return 0;
+		errno = EAGAIN; /* as for a file another descriptor has open */
+		return -1;
 	case F_SETFL: {
 		/* only the status flags may change, as for a real file */
 		int keep = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_ASYNC;
@@ -205,6 +212,58 @@ static bool cached_now(const char *canon)
 	return cached;
 }
 
+/* A new name (a folder, a symbolic link, a node) at dirfd/path: EEXIST where
+ * the cache holds a checkpoint by that name that is not at its real path
+ * yet, as the real call would fail on the file it stands for. */
+static bool name_taken(int dirfd, const char *path)
+{
+	char canon[PATH_MAX];
+	if (!ckc_tagged_asked(dirfd, path, canon) || !cached_now(canon))
+		return false;
+	errno = EEXIST;
+	return true;
+}
+
+CKC_EXPORT int mkdir(const char *path, mode_t mode)
+{
+	return name_taken(AT_FDCWD, path) ? -1 : REAL(mkdir)(path, mode);
+}
+
+CKC_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
+{
+	return name_taken(dirfd, path) ? -1 : REAL(mkdirat)(dirfd, path, mode);
+}
+
+CKC_EXPORT int symlink(const char *target, const char *path)
+{
+	return name_taken(AT_FDCWD, path) ? -1 : REAL(symlink)(target, path);
+}
+
+CKC_EXPORT int symlinkat(const char *target, int dirfd, const char *path)
+{
+	return name_taken(dirfd, path) ? -1 : REAL(symlinkat)(target, dirfd, path);
+}
+
+CKC_EXPORT int mknod(const char *path, mode_t mode, dev_t dev)
+{
+	return name_taken(AT_FDCWD, path) ? -1 : REAL(mknod)(path, mode, dev);
+}
+
+CKC_EXPORT int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
+{
+	return name_taken(dirfd, path) ? -1 : REAL(mknodat)(dirfd, path, mode, dev);
+}
+
+CKC_EXPORT int mkfifo(const char *path, mode_t mode)
+{
+	return name_taken(AT_FDCWD, path) ? -1 : REAL(mkfifo)(path, mode);
+}
+
+CKC_EXPORT int mkfifoat(int dirfd, const char *path, mode_t mode)
+{
+	return name_taken(dirfd, path) ? -1 : REAL(mkfifoat)(dirfd, path, mode);
+}
+
 CKC_EXPORT int remove(const char *path)
 {
 	char canon[PATH_MAX];
@@ -270,8 +329,11 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 		int rc = 0;
 		if (cached && tt && !(flags & RENAME_EXCHANGE)) {
 			struct stat rst;
-			if ((flags & RENAME_NOREPLACE) && (dest_cached || ckc_px_real_stat_path(ct, &rst) == 0))
+			bool dest_real = !dest_cached && ckc_px_real_stat_path(ct, &rst) == 0;
+			if ((flags & RENAME_NOREPLACE) && (dest_cached || dest_real))
 				rc = -EEXIST;
+			else if (dest_real && S_ISDIR(rst.st_mode))
+				rc = -EISDIR; /* a file never replaces a directory */
 			else if ((rc = rename_dirs_ok(cf, ct)) == 0)
 				rc = ckc_rename(cf, ct);
 			ckc_leave();

@@ -35,6 +35,16 @@ struct utimbuf;
 	X(opendir, DIR *, (const char *))                                                  \
 	X(fdopendir, DIR *, (int))                                                         \
 	X(rmdir, int, (const char *))                                                      \
+	X(sync_file_range, int, (int, off_t, off_t, unsigned int))                         \
+	X(syncfs, int, (int))                                                              \
+	X(mkdir, int, (const char *, mode_t))                                              \
+	X(mkdirat, int, (int, const char *, mode_t))                                       \
+	X(symlink, int, (const char *, const char *))                                      \
+	X(symlinkat, int, (const char *, int, const char *))                               \
+	X(mknod, int, (const char *, mode_t, dev_t))                                       \
+	X(mknodat, int, (int, const char *, mode_t, dev_t))                                \
+	X(mkfifo, int, (const char *, mode_t))                                             \
+	X(mkfifoat, int, (int, const char *, mode_t))                                      \
 	X(chdir, int, (const char *))                                                      \
 	X(fchdir, int, (int))                                                              \
 	X(read, ssize_t, (int, void *, size_t))                                            \

@@ -138,5 +138,6 @@ int m_exitrace(int argc, char **argv);
 int m_prefix(int argc, char **argv);
 int m_signals(int argc, char **argv);
 int m_spawnrace(int argc, char **argv);
+int m_answers(int argc, char **argv);
 
 #endif

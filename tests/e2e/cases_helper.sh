@@ -27,6 +27,16 @@ helper_ok() {
 
 # ---- threads, fork -----------------------------------------------------------------
 
+# Calls on a checkpoint the cache holds answer as on an untagged file: a
+# rename onto a folder, O_DIRECTORY, new names onto it, sync_file_range,
+# syncfs, F_GETLEASE, utimensat with a null path.
+answers_case() {
+	mkdir -p plainside
+	helper_ok "calls answered as the kernel answers" CKPTCACHE_STEP_ASIDE=off -- answers "$T/ck" "$T/plainside"
+	run_ok "b.bin at its real path" plain "$HELPER" check ck/b.bin 8192 1
+	run_ok "a.bin at its real path" plain "$HELPER" check ck/a.bin 8192 2
+}
+
 # Children started (posix_spawn, vfork+exec, fork) while four threads open,
 # write, read and close their checkpoints without pause: each start hands
 # the program's tagged descriptors over while the threads close them.
@@ -605,6 +615,7 @@ case_add persist/unconsumed-unread persist_unconsumed_unread
 case_add paths/patterns paths_case
 case_add exit/unclosed-fd unclosed_case fd
 case_add threads/program-signals signals_case
+case_add names/kernel-answers answers_case
 case_add threads/children-while-closing spawnrace_case
 case_add exit/unclosed-stream unclosed_case stream
 case_add sizes/larger-than-host big_host
