@@ -67,6 +67,10 @@ static void config_copy(ckc_config_t *dst, const ckc_config_t *src)
 	dst->trace = dup_or_null(src->trace);
 }
 
+/* The share of the address space left under RLIMIT_AS that a host tier of
+ * the default size may take. */
+#define CKC_AS_SHARE 4
+
 static int tiers_open(void)
 {
 	ckc_config_t *c = &ckc_eng.cfg;
@@ -81,6 +85,14 @@ static int tiers_open(void)
 		if (c->host_cache != was)
 			ckc_info("host tier: %llu bytes, from the memory limit of this job's control group "
 				 "(%llu bytes)", (unsigned long long)c->host_cache, (unsigned long long)lim);
+		/* under an address-space limit the tier's mapping counts as
+		 * much as the program's own: a quarter of what is left */
+		uint64_t room = ckc_memlimit_as_room("/proc/self/statm");
+		if (room && c->host_cache > room / CKC_AS_SHARE) {
+			c->host_cache = room / CKC_AS_SHARE / (2u << 20) * (2u << 20);
+			ckc_info("host tier: %llu bytes, a quarter of the address space left under this "
+				 "process's limit (ulimit -v)", (unsigned long long)c->host_cache);
+		}
 	}
 
 	if (c->capture == CKC_CAPTURE_DEVICE && (c->gpu_cache_pct > 0 || c->gpu_cache > 0)) {

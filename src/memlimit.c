@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include "sys.h"
 
@@ -176,4 +177,22 @@ uint64_t ckc_memlimit_job(void)
 	uint64_t phys = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
 	uint64_t m = ckc_memlimit(phys);
 	return m && m != phys ? m : 0;
+}
+
+uint64_t ckc_memlimit_as_room(const char *statm)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 0;
+	unsigned long long pages = 0;
+	FILE *f = sys_fopen(statm, "re");
+	if (f) {
+		if (fscanf(f, "%llu", &pages) != 1)
+			pages = 0;
+		sys_fclose(f);
+	}
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t used = (uint64_t)pages * (uint64_t)(page > 0 ? page : 4096);
+	uint64_t lim = (uint64_t)rl.rlim_cur;
+	return lim > used ? lim - used : 1;
 }

@@ -21,4 +21,10 @@ uint64_t ckc_memlimit(uint64_t phys);
  * else 0. */
 uint64_t ckc_memlimit_job(void);
 
+/* The address space this process may still map under its RLIMIT_AS (ulimit
+ * -v, set by some batch systems): the limit less what it maps now (the
+ * first field of statm, a file in the format of /proc/self/statm), at least
+ * 1; 0 when no limit applies. */
+uint64_t ckc_memlimit_as_room(const char *statm);
+
 #endif

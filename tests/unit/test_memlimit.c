@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -116,4 +117,39 @@ Test(memlimit, physical_memory_is_the_bound_without_a_limit)
 	uint64_t m = ckc_memlimit(phys);
 	cr_assert(m > 0 && m <= phys, "the limit (%llu) is at most physical memory (%llu)",
 		  (unsigned long long)m, (unsigned long long)phys);
+}
+
+/* a statm file that says the process maps `pages` pages */
+static char *statm_of(unsigned long long pages)
+{
+	char *path = strdup("/tmp/ckc-statm-XXXXXX");
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	fprintf(f, "%llu 100 10 1 0 50 0\n", pages);
+	fclose(f);
+	return path;
+}
+
+Test(memlimit, address_space_room_under_ulimit_v)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *statm = statm_of(1000);
+	struct rlimit rl;
+	cr_assert_eq(getrlimit(RLIMIT_AS, &rl), 0);
+	rl.rlim_cur = RLIM_INFINITY;
+	if (rl.rlim_max == RLIM_INFINITY) {
+		cr_assert_eq(setrlimit(RLIMIT_AS, &rl), 0);
+		cr_expect_eq(ckc_memlimit_as_room(statm), 0, "no limit: no room to compute");
+	}
+	rl.rlim_cur = 8ull << 30;
+	cr_assert_eq(setrlimit(RLIMIT_AS, &rl), 0);
+	cr_expect_eq(ckc_memlimit_as_room(statm), (8ull << 30) - 1000ull * (uint64_t)page);
+	unlink(statm);
+	free(statm);
+	/* mapped beyond the limit already: the least room, not a wrap-around */
+	statm = statm_of((16ull << 30) / (uint64_t)page);
+	cr_expect_eq(ckc_memlimit_as_room(statm), 1);
+	unlink(statm);
+	free(statm);
 }
