@@ -34,6 +34,8 @@
 /* How long an open waits for a holder to publish (a large checkpoint on a
  * slow file system). */
 #define NODE_ASK_WAIT_MS 60000
+/* How often a wait for a holder looks whether it is stopped. */
+#define NODE_ASK_SLICE_NS (200ull * 1000000u)
 /* Slots of one path looked at (one per version a process holds: more
  * than a few is rare). */
 #define NODE_ASK_MAX 16
@@ -356,6 +358,24 @@ void ckc_node_atfork_child(void)
 
 /* Asks process pid to publish canon. Returns what it answered, NODE_GONE
  * when no process of this user serves that pid, or -errno. */
+/* Whether process pid is stopped (SIGSTOP, a debugger's breakpoint): its
+ * state in /proc/PID/stat, the field after the command's closing ')'. */
+static bool node_stopped(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = REAL(open)(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = REAL(read)(fd, buf, sizeof(buf) - 1);
+	REAL(close)(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
 static int node_ask_one(pid_t pid, const char *canon)
 {
 	static atomic_bool said;
@@ -386,9 +406,22 @@ static int node_ask_one(pid_t pid, const char *canon)
 	for (;;) {
 		uint64_t now = ckc_now_ns();
 		struct pollfd p = { s, POLLIN, 0 };
-		int ready = now < end ? poll(&p, 1, (int)((end - now) / 1000000u) + 1) : 0;
+		/* in slices: a holder that is stopped answers nothing until it
+		 * runs again, so it is not waited for */
+		uint64_t slice = end - now < NODE_ASK_SLICE_NS ? end - now : NODE_ASK_SLICE_NS;
+		int ready = now < end ? poll(&p, 1, (int)(slice / 1000000u) + 1) : 0;
 		if (ready < 0 && errno == EINTR)
 			continue;
+		if (ready == 0 && ckc_now_ns() < end) {
+			if (!node_stopped(pid))
+				continue;
+			static atomic_bool said_stopped;
+			if (!atomic_exchange(&said_stopped, true))
+				ckc_warn("process %d, which holds %s, is stopped: this process reads what its "
+					 "real path holds", (int)pid, canon);
+			rc = -EAGAIN;
+			goto out;
+		}
 		if (ready <= 0) {
 			if (!atomic_exchange(&said, true))
 				ckc_warn("process %d did not publish %s within %d s: this process may "

@@ -320,6 +320,35 @@ other_signals_drain() {
 	done
 }
 
+# A process that holds a checkpoint open for writing is stopped (Ctrl-Z, a
+# debugger's breakpoint): another process that opens the file does not wait
+# for it to publish (it cannot answer until it runs again).
+holder_stopped() {
+	ck -- "$PY" -c '
+import os, sys, time
+f = open("ck/train.log", "w"); f.write("epoch 1\n"); f.flush()
+print("ready", os.getpid(), flush=True)
+sys.stdin.read()
+f.write("epoch 2\n"); f.close()
+' >out.txt 2>err.txt < <(sleep 30) &
+	local job=$! pid= i
+	for ((i = 0; i < 300; i++)); do
+		pid=$(sed -n 's/^ready //p' out.txt 2>/dev/null)
+		[ -n "$pid" ] && break
+		sleep 0.05
+	done
+	[ -n "$pid" ] || fail "the holder never got ready$(last_error)"
+	kill -STOP "$pid"
+	local t0 t1
+	t0=$(date +%s%N)
+	ck -- cat ck/train.log >/dev/null 2>&1
+	t1=$(date +%s%N)
+	kill -CONT "$pid"
+	kill "$pid" 2>/dev/null
+	wait $job 2>/dev/null
+	[ $(((t1 - t0) / 1000000)) -lt 5000 ] || fail "reading a file a stopped process holds took $(((t1 - t0) / 1000000)) ms"
+}
+
 # SIGTERM, as a batch system sends it at the time limit: what was closed is
 # written to the real paths, then the program ends by SIGTERM, and nothing
 # is left behind. A program with its own SIGTERM handler keeps it. An abort()
@@ -600,6 +629,7 @@ case_add robust/security-foreign-folder foreign_folder
 case_add robust/cleanup-after-sigkill killed_leftovers
 case_add robust/sigterm-drains sigterm_drains
 case_add robust/other-signals-drain other_signals_drain
+case_add robust/holder-stopped holder_stopped
 case_add robust/sigterm-bounded sigterm_bounded
 case_add robust/config-rescue-dir-missing rescue_dir_missing
 case_add robust/config-ssd-dir-typo ssd_dir_typo
