@@ -29,14 +29,8 @@ static atomic_long fd_slots;
 static bool fd_table(long *slots, long *threads)
 {
 	char buf[4096];
-	int fd = REAL(openat)(AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC, 0);
-	if (fd < 0)
+	if (ckc_px_read_file("/proc/self/status", buf, sizeof(buf)) <= 0)
 		return false;
-	ssize_t n = REAL(read)(fd, buf, sizeof(buf) - 1);
-	REAL(close)(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
 	const char *fs = strstr(buf, "\nFDSize:"), *th = strstr(buf, "\nThreads:");
 	return fs && th && sscanf(fs, "\nFDSize: %ld", slots) == 1 &&
 	       sscanf(th, "\nThreads: %ld", threads) == 1;

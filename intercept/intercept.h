@@ -331,6 +331,9 @@ bool ckc_px_handed_over(long *r, ckc_vfd_t *v);
 ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos,
 		       bool wr);
 int ckc_px_real_stat_path(const char *p, struct stat *st);
+/* The start of a small file (a /proc file) in buf, NUL-terminated: the
+ * bytes read (at most size - 1), or -1. Through the real functions. */
+ssize_t ckc_px_read_file(const char *path, char *buf, size_t size);
 int ckc_px_real_access(const char *p, int mode);
 
 #endif

@@ -356,26 +356,20 @@ void ckc_node_atfork_child(void)
 
 /* ---- asking ------------------------------------------------------------------ */
 
-/* Asks process pid to publish canon. Returns what it answered, NODE_GONE
- * when no process of this user serves that pid, or -errno. */
 /* Whether process pid is stopped (SIGSTOP, a debugger's breakpoint): its
  * state in /proc/PID/stat, the field after the command's closing ')'. */
 static bool node_stopped(pid_t pid)
 {
 	char path[64], buf[512];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = REAL(open)(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (ckc_px_read_file(path, buf, sizeof(buf)) <= 0)
 		return false;
-	ssize_t n = REAL(read)(fd, buf, sizeof(buf) - 1);
-	REAL(close)(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
 	char *p = strrchr(buf, ')');
 	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
 }
 
+/* Asks process pid to publish canon. Returns what it answered, NODE_GONE
+ * when no process of this user serves that pid, or -errno. */
 static int node_ask_one(pid_t pid, const char *canon)
 {
 	static atomic_bool said;

@@ -45,37 +45,37 @@ static void expect_library_mask(const sigset_t *m)
 	cr_expect(sigismember(m, SIGRTMIN + 1), "a real-time signal open in a library thread");
 }
 
-Test(thread, blocks_the_programs_signals_from_an_open_creator)
+/* Starts a library thread from a creator whose mask is creator, checks the
+ * new thread's mask, and gives the creator's mask after the start in after
+ * (the caller's own mask is put back). */
+static void start_from(const sigset_t *creator, sigset_t *after)
 {
-	sigset_t none, before, after;
-	sigemptyset(&none);
-	pthread_sigmask(SIG_SETMASK, &none, &before);
+	sigset_t before;
+	pthread_sigmask(SIG_SETMASK, creator, &before);
 	struct seen s = { 0 };
 	pthread_t t;
 	cr_assert_eq(ckc_thread_start(&t, look, &s, "ckc-test", false), 0);
 	pthread_join(t, NULL);
 	expect_library_mask(&s.mask);
-	cr_expect(!sigismember(&s.mask, SIGSEGV));
-	pthread_sigmask(SIG_SETMASK, NULL, &after);
+	pthread_sigmask(SIG_SETMASK, &before, after);
+}
+
+Test(thread, blocks_the_programs_signals_from_an_open_creator)
+{
+	sigset_t none, after;
+	sigemptyset(&none);
+	start_from(&none, &after);
 	cr_expect(!sigismember(&after, SIGUSR1), "the creator's mask changed");
 	cr_expect(!sigismember(&after, SIGCHLD), "the creator's mask changed");
-	pthread_sigmask(SIG_SETMASK, &before, NULL);
 }
 
 Test(thread, opens_fault_signals_a_creator_blocked)
 {
-	sigset_t all, before, after;
+	sigset_t all, after;
 	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &before);
-	struct seen s = { 0 };
-	pthread_t t;
-	cr_assert_eq(ckc_thread_start(&t, look, &s, "ckc-test", false), 0);
-	pthread_join(t, NULL);
-	expect_library_mask(&s.mask);
-	pthread_sigmask(SIG_SETMASK, NULL, &after);
+	start_from(&all, &after);
 	cr_expect(sigismember(&after, SIGUSR1) && sigismember(&after, SIGSEGV),
 		  "the creator's mask changed");
-	pthread_sigmask(SIG_SETMASK, &before, NULL);
 }
 
 Test(thread, carries_its_name_cut_to_fifteen_characters)
