@@ -2,9 +2,11 @@
  * SIGKILL), SIGINT, SIGABRT and every other signal whose default ends the
  * program and that comes from outside it or from its own calls (a hang-up,
  * a quit, SIGUSR1 as a time limit's warning, an alarm, a broken pipe, a CPU
- * or file size limit), where the program left them at their default. The
- * faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL) are not among them: the program
- * that raised them is broken, and may be broken in the library.
+ * or file size limit), where the program left them at their default; and
+ * the faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL) of the program's own code, so
+ * that a crash keeps the checkpoints it closed before. A fault inside the
+ * library (a thread in a wrapper or one of the library's threads) ends the
+ * process at once, as without a handler: the library may be what broke.
  * A thread of the library drains the cache (ckc_finish) within
  * CKPTCACHE_TERM_WAIT seconds while the handler waits for it; then the
  * signal takes its default course. A handler never does the work itself:
@@ -21,8 +23,9 @@
 #include "log.h"
 #include "thread.h"
 
-static const int term_sigs[] = { SIGTERM, SIGINT,  SIGABRT, SIGHUP,  SIGQUIT,   SIGUSR1, SIGUSR2,
-				 SIGPIPE, SIGALRM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF };
+static const int term_sigs[] = { SIGTERM, SIGINT,  SIGABRT,   SIGHUP,  SIGQUIT, SIGUSR1,
+				 SIGUSR2, SIGPIPE, SIGALRM,   SIGXCPU, SIGXFSZ, SIGVTALRM,
+				 SIGPROF, SIGSEGV, SIGBUS,    SIGFPE,  SIGILL };
 #define TERM_NSIGS (int)(sizeof(term_sigs) / sizeof(term_sigs[0]))
 
 static sem_t term_sem;
@@ -48,11 +51,23 @@ static void term_default(int sig)
 	sigaction(sig, &sa, NULL);
 }
 
-static void term_handler(int sig)
+static void term_handler(int sig, siginfo_t *si, void *uc)
 {
+	(void)uc;
 	int saved = errno;
 	bool here = getpid() == term_pid; /* not a forked child */
+	/* raised by the kernel for the instruction this thread ran (not sent
+	 * by kill): it faults again when the handler returns */
+	bool fault = (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL) && si &&
+		     si->si_code > 0;
 
+	if (fault && (!here || ckc_io_guard)) {
+		/* inside the library, or a child's: no drain; the instruction
+		 * faults again with the default disposition */
+		term_default(sig);
+		errno = saved;
+		return;
+	}
 	if (here && atomic_exchange(&term_sig, sig) == 0)
 		sem_post(&term_sem);
 	/* a thread inside the library may hold what the drain needs: it goes
@@ -69,7 +84,8 @@ static void term_handler(int sig)
 		nanosleep(&ms, NULL);
 	}
 	term_default(sig);
-	raise(sig); /* blocked in this handler: delivered as it returns */
+	if (!fault)
+		raise(sig); /* blocked in this handler: delivered as it returns */
 	errno = saved;
 }
 
@@ -119,9 +135,9 @@ void ckc_term_install(double wait_s)
 		    (cur.sa_flags & SA_SIGINFO))
 			continue;
 		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = term_handler;
+		sa.sa_sigaction = term_handler;
 		sigfillset(&sa.sa_mask);
-		sa.sa_flags = SA_RESTART;
+		sa.sa_flags = SA_RESTART | SA_SIGINFO;
 		sigaction(term_sigs[i], &sa, NULL);
 	}
 }

@@ -113,3 +113,36 @@ int m_prefix(int argc, char **argv)
 }
 
 /* ---- main ----------------------------------------------------------------- */
+
+/* crash DIR N SIZE SEED segv|bus|fpe: writes and closes N checkpoints
+ * (crash_NN.bin, streams SEED + i), then faults in its own code as a
+ * program with a bug does: a store through a null pointer, a read past the
+ * end of a mapped file, an integer division by zero. */
+int m_crash(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "DIR N SIZE SEED segv|bus|fpe");
+	char path[PATH_MAX];
+	for (long i = 0; i < arg.n; i++) {
+		snprintf(path, sizeof(path), "%s/crash_%02ld.bin", arg.path, i);
+		gen_file(path, arg.size, arg.seed + (uint64_t)i, 0);
+	}
+	const char *how = argv[5];
+	if (strcmp(how, "segv") == 0) {
+		volatile int *volatile p = NULL;
+		*p = 1;
+	} else if (strcmp(how, "bus") == 0) {
+		char tmp[] = "/tmp/e2e-crash-XXXXXX";
+		int fd = mkstemp(tmp);
+		if (fd < 0 || ftruncate(fd, 4096) != 0)
+			fail("mkstemp: %s", strerror(errno));
+		volatile char *m = mmap(NULL, 8192, PROT_READ, MAP_SHARED, fd, 0);
+		unlink(tmp);
+		if (m == MAP_FAILED)
+			fail("mmap: %s", strerror(errno));
+		(void)m[4096]; /* past the end of the file: SIGBUS */
+	} else if (strcmp(how, "fpe") == 0) {
+		volatile int zero = 0, one = 1;
+		one = one / zero;
+	}
+	fail("the fault '%s' did not end the program", how);
+}

@@ -139,5 +139,6 @@ int m_prefix(int argc, char **argv);
 int m_signals(int argc, char **argv);
 int m_spawnrace(int argc, char **argv);
 int m_answers(int argc, char **argv);
+int m_crash(int argc, char **argv);
 
 #endif

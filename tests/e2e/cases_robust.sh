@@ -320,6 +320,27 @@ other_signals_drain() {
 	done
 }
 
+# A program that crashes (a store through a null pointer, a read past the end
+# of a mapped file, a division by zero) after closing its checkpoints: they
+# are at their real paths, and the program ends by the fault's signal.
+crash_keeps_closed() {
+	need_helper
+	# a sanitizer's runtime preloaded first catches the faults itself
+	[ "$PRELOAD" = "$LIB" ] || note "a runtime is preloaded before the library ($PRELOAD): it takes the faults"
+	local how num rc i
+	for how in segv bus fpe; do
+		rm -f ck/*
+		SLOW_US=150000 SLOWFS_OPS=rename ck -- bash -c 'ulimit -c 0; exec "$@"' crash \
+			"$HELPER" crash "$T/ck" 3 1M 40 $how
+		rc=$?
+		num=$(kill -l "${how^^}")
+		[ $rc -eq $((128 + num)) ] || fail "$how: $(status_text $rc), expected killed by SIG${how^^}$(last_error)"
+		for ((i = 0; i < 3; i++)); do
+			run_ok "$how: checkpoint $i at its real path" plain "$HELPER" check "ck/crash_0$i.bin" 1M $((40 + i))
+		done
+	done
+}
+
 # A process that holds a checkpoint open for writing is stopped (Ctrl-Z, a
 # debugger's breakpoint): another process that opens the file does not wait
 # for it to publish (it cannot answer until it runs again).
@@ -630,6 +651,7 @@ case_add robust/cleanup-after-sigkill killed_leftovers
 case_add robust/sigterm-drains sigterm_drains
 case_add robust/other-signals-drain other_signals_drain
 case_add robust/holder-stopped holder_stopped
+case_add robust/crash-keeps-closed crash_keeps_closed
 case_add robust/sigterm-bounded sigterm_bounded
 case_add robust/config-rescue-dir-missing rescue_dir_missing
 case_add robust/config-ssd-dir-typo ssd_dir_typo
