@@ -24,6 +24,17 @@ CKC_LOCKS_AT_START(fdtab_lock, ckc_locks_add, &fdtab_lock)
 /* Slots the descriptor table is known to have (it never shrinks). */
 static atomic_long fd_slots;
 
+ssize_t ckc_px_read_file(const char *path, char *buf, size_t size)
+{
+	int fd = REAL(openat)(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	ssize_t n = REAL(read)(fd, buf, size - 1);
+	REAL(close)(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
 /* The process's descriptor table now: its slots and its threads (from
  * /proc/self/status). Returns false if unknown. */
 static bool fd_table(long *slots, long *threads)

@@ -184,17 +184,6 @@ int ckc_px_real_stat_path(const char *p, struct stat *st)
 	return rs ? rs(p, st) : -1;
 }
 
-ssize_t ckc_px_read_file(const char *path, char *buf, size_t size)
-{
-	int fd = REAL(openat)(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	ssize_t n = REAL(read)(fd, buf, size - 1);
-	REAL(close)(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	return n;
-}
-
 int ckc_px_real_access(const char *p, int mode)
 {
 	int (*ra)(const char *, int) = REAL(access);
