@@ -88,6 +88,91 @@ CKC_EXPORT DIR *fdopendir(int fd)
 	return REAL(fdopendir)(fd);
 }
 
+/* The C library's own walkers open their folders inside it, past the
+ * wrappers above: the folder they start from is published first. */
+CKC_EXPORT int scandir(const char *dir, struct dirent ***list, int (*sel)(const struct dirent *),
+		       int (*cmp)(const struct dirent **, const struct dirent **))
+{
+	owed_first(dir);
+	return REAL(scandir)(dir, list, sel, cmp);
+}
+
+CKC_EXPORT int scandir64(const char *dir, struct dirent64 ***list, int (*sel)(const struct dirent64 *),
+			 int (*cmp)(const struct dirent64 **, const struct dirent64 **))
+{
+	owed_first(dir);
+	return REAL(scandir64)(dir, list, sel, cmp);
+}
+
+CKC_EXPORT int scandirat(int dirfd, const char *dir, struct dirent ***list,
+			 int (*sel)(const struct dirent *),
+			 int (*cmp)(const struct dirent **, const struct dirent **))
+{
+	owed_first_at(dirfd, dir);
+	return REAL(scandirat)(dirfd, dir, list, sel, cmp);
+}
+
+CKC_EXPORT int scandirat64(int dirfd, const char *dir, struct dirent64 ***list,
+			   int (*sel)(const struct dirent64 *),
+			   int (*cmp)(const struct dirent64 **, const struct dirent64 **))
+{
+	owed_first_at(dirfd, dir);
+	return REAL(scandirat64)(dirfd, dir, list, sel, cmp);
+}
+
+CKC_EXPORT int nftw(const char *dir, __nftw_func_t fn, int nfd, int flags)
+{
+	owed_first(dir);
+	return REAL(nftw)(dir, fn, nfd, flags);
+}
+
+CKC_EXPORT int nftw64(const char *dir, __nftw64_func_t fn, int nfd, int flags)
+{
+	owed_first(dir);
+	return REAL(nftw64)(dir, fn, nfd, flags);
+}
+
+CKC_EXPORT FTS *fts_open(char *const *paths, int options,
+			 int (*cmp)(const FTSENT **, const FTSENT **))
+{
+	for (size_t i = 0; paths && paths[i]; i++)
+		owed_first(paths[i]);
+	return REAL(fts_open)(paths, options, cmp);
+}
+
+/* The folder a glob pattern lists: its part before the first wildcard, up
+ * to the last '/' there (the working directory when there is none). */
+static void glob_first(const char *pattern)
+{
+	char dir[PATH_MAX];
+	if (!pattern || ckc_io_guard || !ckc_engine_started())
+		return;
+	size_t w = strcspn(pattern, "*?[");
+	size_t cut = 0;
+	for (size_t i = 0; i < w; i++)
+		if (pattern[i] == '/')
+			cut = i;
+	if (w == 0 || cut == 0 || cut >= sizeof(dir)) {
+		owed_first(cut == 0 && pattern[0] == '/' ? "/" : ".");
+		return;
+	}
+	memcpy(dir, pattern, cut);
+	dir[cut] = '\0';
+	owed_first(dir);
+}
+
+CKC_EXPORT int glob(const char *pattern, int flags, int (*err)(const char *, int), glob_t *g)
+{
+	glob_first(pattern);
+	return REAL(glob)(pattern, flags, err, g);
+}
+
+CKC_EXPORT int glob64(const char *pattern, int flags, int (*err)(const char *, int), glob64_t *g)
+{
+	glob_first(pattern);
+	return REAL(glob64)(pattern, flags, err, g);
+}
+
 CKC_EXPORT int rmdir(const char *path)
 {
 	owed_first(path);

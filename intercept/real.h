@@ -5,6 +5,9 @@
 #define CKC_REAL_H
 
 #include <dirent.h>
+#include <fts.h>
+#include <ftw.h>
+#include <glob.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -33,6 +36,22 @@ struct utimbuf;
 	X(closefrom, void, (int))                                                          \
 	X(closedir, int, (DIR *))                                                          \
 	X(opendir, DIR *, (const char *))                                                  \
+	X(scandir, int, (const char *, struct dirent ***, int (*)(const struct dirent *),  \
+			 int (*)(const struct dirent **, const struct dirent **)))          \
+	X(scandir64, int, (const char *, struct dirent64 ***,                             \
+			   int (*)(const struct dirent64 *),                                \
+			   int (*)(const struct dirent64 **, const struct dirent64 **)))    \
+	X(scandirat, int, (int, const char *, struct dirent ***,                          \
+			   int (*)(const struct dirent *),                                  \
+			   int (*)(const struct dirent **, const struct dirent **)))        \
+	X(scandirat64, int, (int, const char *, struct dirent64 ***,                      \
+			     int (*)(const struct dirent64 *),                              \
+			     int (*)(const struct dirent64 **, const struct dirent64 **)))  \
+	X(glob, int, (const char *, int, int (*)(const char *, int), glob_t *))            \
+	X(glob64, int, (const char *, int, int (*)(const char *, int), glob64_t *))        \
+	X(nftw, int, (const char *, __nftw_func_t, int, int))                              \
+	X(nftw64, int, (const char *, __nftw64_func_t, int, int))                          \
+	X(fts_open, FTS *, (char *const *, int, int (*)(const FTSENT **, const FTSENT **))) \
 	X(fdopendir, DIR *, (int))                                                         \
 	X(rmdir, int, (const char *))                                                      \
 	X(sync_file_range, int, (int, off_t, off_t, unsigned int))                         \

@@ -608,6 +608,7 @@ void ckc_shutdown(void)
 			ckc_node_note(o);
 			ckc_obj_put(o);
 		}
+	eng_owed_clear();
 	tiers_close();
 	ckc_state_close();
 	ckc_eng.active = false;

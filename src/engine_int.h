@@ -263,6 +263,16 @@ typedef struct ckc_engine {
 	aside_t aside;          /* copy mode: the cache or the real path for new checkpoints */
 	bool aside_said;        /* the first step aside was reported */
 
+	/* The names (and versions) of checkpoints that may be owed to their
+	 * real paths (closed, or renamed, and not published yet): what a
+	 * folder's listing looks at instead of the whole map. An entry goes
+	 * when its version is no longer current or no longer owed. */
+	struct eng_owed {
+		char *key;
+		uint64_t version;
+	} *owed;
+	size_t nowed, owed_cap;
+
 	hint_queue_t *hq;
 	hint_reader_t hints;
 	bool hints_open;
@@ -586,6 +596,12 @@ extern ckc_mutex_t eng_life;
 extern uint64_t eng_trace_off;
 void eng_stats_collect(ckc_stats_t *s);
 bool eng_wait_until(pthread_cond_t *cv, uint64_t deadline_ns);
+
+/* Notes o, just closed or renamed, among the versions that may be owed to
+ * their real paths (ckc_owes_under). Lock held. */
+void eng_note_owed(const ckc_obj_t *o);
+/* Drops every such note (the engine's stop). Lock held. */
+void eng_owed_clear(void);
 
 /* Wakes every waiter of the engine's conditions (a stop, a reset). Lock
  * held. */

@@ -243,18 +243,73 @@ int ckc_publish_all(uint64_t timeout_ns, bool writers)
 	return ckc_publish_under(NULL, timeout_ns, writers);
 }
 
+/* Drops the notes of versions no longer current or owed; whether one left
+ * is under the folder prefix (its n bytes; NULL: anywhere). Lock held. */
+static bool owed_prune(const char *prefix, size_t n)
+{
+	bool owed = false;
+	size_t keep = 0;
+	for (size_t i = 0; i < ckc_eng.nowed; i++) {
+		struct eng_owed *e = &ckc_eng.owed[i];
+		ckc_obj_t *o = ckc_map_find(e->key);
+		if (!o || o->version != e->version || !owed_home(o)) {
+			sys_free(e->key);
+			continue;
+		}
+		owed |= under(e->key, prefix, n);
+		ckc_eng.owed[keep++] = *e;
+	}
+	__atomic_store_n(&ckc_eng.nowed, keep, __ATOMIC_RELAXED);
+	return owed;
+}
+
+void eng_note_owed(const ckc_obj_t *o)
+{
+	if (o->capture || !ckc_persist_wanted(o))
+		return;
+	/* a full table first loses what was published since: it grows only
+	 * with what is still owed */
+	if (ckc_eng.nowed == ckc_eng.owed_cap)
+		owed_prune(NULL, 0);
+	if (ckc_eng.nowed == ckc_eng.owed_cap) {
+		size_t cap = ckc_eng.owed_cap ? 2 * ckc_eng.owed_cap : 64;
+		struct eng_owed *a = sys_realloc(ckc_eng.owed, cap * sizeof(*a));
+		if (!a)
+			return; /* a listing may then miss it, as before it was noted */
+		ckc_eng.owed = a;
+		ckc_eng.owed_cap = cap;
+	}
+	char *k = strdup(o->key);
+	if (!k)
+		return;
+	ckc_eng.owed[ckc_eng.nowed] = (struct eng_owed){ k, o->version };
+	__atomic_store_n(&ckc_eng.nowed, ckc_eng.nowed + 1, __ATOMIC_RELAXED);
+}
+
+void eng_owed_clear(void)
+{
+	for (size_t i = 0; i < ckc_eng.nowed; i++)
+		sys_free(ckc_eng.owed[i].key);
+	sys_free(ckc_eng.owed);
+	ckc_eng.owed = NULL;
+	ckc_eng.owed_cap = 0;
+	__atomic_store_n(&ckc_eng.nowed, 0, __ATOMIC_RELAXED);
+}
+
 bool ckc_owes_under(const char *dir)
 {
 	char key[PATH_MAX];
+	/* a look without the lock: a note made meanwhile is of a close that
+	 * races this listing anyway */
+	if (!__atomic_load_n(&ckc_eng.nowed, __ATOMIC_RELAXED))
+		return false;
 	if (dir && eng_canon(dir, key))
 		return false;
 	size_t n = dir ? strlen(key) : 0;
 	bool owed = false;
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (ckc_eng.active && ckc_eng.cfg.persist != CKC_PERSIST_NEVER)
-		for (size_t i = 0; i < ckc_eng.map_cap && !owed; i++)
-			for (ckc_obj_t *o = ckc_eng.map[i]; o && !owed; o = o->hnext)
-				owed = owed_home(o) && under(o->key, dir ? key : NULL, n);
+		owed = owed_prune(dir ? key : NULL, n);
 	ckc_mutex_unlock(&ckc_eng.lock);
 	return owed;
 }
@@ -450,8 +505,11 @@ int ckc_rename(const char *from, const char *to)
 	ckc_mutex_lock(&ckc_eng.lock);
 	o->home_busy = false;
 	o->base = base;
-	if (rc)
+	if (rc) {
 		o->at_home = false;
+		if (o->complete)
+			eng_note_owed(o);
+	}
 	ckc_node_note(o);
 	pthread_cond_broadcast(&ckc_eng.obj_cv);
 	if (rc && !o->retired && o->complete && ckc_persist_wanted(o)) {

@@ -601,6 +601,7 @@ void eng_close_writer_locked(ckc_obj_t *o)
 	if (!(o->attr.mask & CKC_ATTR_TIMES))
 		clock_gettime(CLOCK_REALTIME, &o->mtime);
 	o->complete = true;
+	eng_note_owed(o);
 	if (o->wlevel == ckc_eng.ntier - 1) {
 		rc = eng_close_home_writer(o);
 	} else {

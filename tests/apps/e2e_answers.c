@@ -1,6 +1,7 @@
 /* e2e_helper: Calls whose answers on a checkpoint the cache holds must be
  * the kernel's: each is made on a just-written tagged file and on its
- * untagged twin, and the two answers (result and errno) must agree. */
+ * untagged twin, and the two answers (result and errno) must agree; and the
+ * C library's directory walkers, which must find every closed checkpoint. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -9,6 +10,10 @@
 #endif
 #include "e2e_helper.h"
 
+#include <dirent.h>
+#include <fts.h>
+#include <ftw.h>
+#include <glob.h>
 #include <sys/stat.h>
 
 struct answer {
@@ -116,6 +121,75 @@ int m_answers(int argc, char **argv)
 		check_file(p, 8192, 1, 0);
 		snprintf(p, sizeof(p), "%s/a.bin", ans_dirs[side]);
 		check_file(p, 8192, 2, 0);
+	}
+	return 0;
+}
+
+static int walk_files;
+static int walk_count(const char *p, const struct stat *s, int type, struct FTW *f)
+{
+	(void)p, (void)s, (void)f;
+	walk_files += type == FTW_F;
+	return 0;
+}
+
+/* How many regular files the C library's walker `how` finds in dir. */
+static int walker_count(const char *dir, const char *how)
+{
+	char p[PATH_MAX];
+	int n = 0;
+	if (strcmp(how, "scandir") == 0 || strcmp(how, "scandirat") == 0) {
+		struct dirent **l;
+		int k = how[7] ? scandirat(AT_FDCWD, dir, &l, NULL, alphasort) :
+				 scandir(dir, &l, NULL, alphasort);
+		for (int i = 0; i < k; i++) {
+			n += l[i]->d_name[0] != '.';
+			free(l[i]);
+		}
+		if (k >= 0)
+			free(l);
+	} else if (strcmp(how, "glob") == 0) {
+		glob_t g;
+		snprintf(p, sizeof(p), "%s/*.bin", dir);
+		if (glob(p, 0, NULL, &g) == 0)
+			n = (int)g.gl_pathc;
+		globfree(&g);
+	} else if (strcmp(how, "nftw") == 0) {
+		walk_files = 0;
+		nftw(dir, walk_count, 16, FTW_PHYS);
+		n = walk_files;
+	} else {
+		char *paths[] = { (char *)dir, NULL };
+		FTS *f = fts_open(paths, FTS_PHYSICAL, NULL);
+		FTSENT *e;
+		while (f && (e = fts_read(f)))
+			n += e->fts_info == FTS_F;
+		if (f)
+			fts_close(f);
+	}
+	return n;
+}
+
+/* walkers DIR N SIZE SEED: for each of the C library's directory walkers
+ * (scandir, scandirat, glob, nftw, fts), writes N more checkpoints into a
+ * fresh folder of DIR and has the walker count them: it must find every
+ * one closed before it ran. */
+int m_walkers(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "DIR N SIZE SEED");
+	const char *hows[] = { "scandir", "scandirat", "glob", "nftw", "fts" };
+	char dir[PATH_MAX], path[PATH_MAX];
+	for (size_t h = 0; h < sizeof(hows) / sizeof(hows[0]); h++) {
+		snprintf(dir, sizeof(dir), "%s/%s", arg.path, hows[h]);
+		if (mkdir(dir, 0755) != 0)
+			fail("mkdir %s: %s", dir, strerror(errno));
+		for (long i = 0; i < arg.n; i++) {
+			snprintf(path, sizeof(path), "%s/w%03ld.bin", dir, i);
+			gen_file(path, arg.size, arg.seed + (uint64_t)i, 0);
+		}
+		int n = walker_count(dir, hows[h]);
+		if (n != (int)arg.n)
+			fail("%s found %d of the %ld checkpoints closed in %s", hows[h], n, arg.n, dir);
 	}
 	return 0;
 }

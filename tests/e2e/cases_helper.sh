@@ -27,6 +27,13 @@ helper_ok() {
 
 # ---- threads, fork -----------------------------------------------------------------
 
+# The C library's directory walkers (scandir, scandirat, glob, nftw, fts)
+# find every checkpoint closed before they ran, though the cache had not
+# published them yet.
+walkers_case() {
+	helper_ok "the C library's walkers" CKPTCACHE_PATHS="$T/ck/**" CKPTCACHE_STEP_ASIDE=off -- walkers "$T/ck" 10 64K 90
+}
+
 # Calls on a checkpoint the cache holds answer as on an untagged file: a
 # rename onto a folder, O_DIRECTORY, new names onto it, sync_file_range,
 # syncfs, F_GETLEASE, utimensat with a null path.
@@ -616,6 +623,7 @@ case_add paths/patterns paths_case
 case_add exit/unclosed-fd unclosed_case fd
 case_add threads/program-signals signals_case
 case_add names/kernel-answers answers_case
+case_add names/c-walkers walkers_case
 case_add threads/children-while-closing spawnrace_case
 case_add exit/unclosed-stream unclosed_case stream
 case_add sizes/larger-than-host big_host
