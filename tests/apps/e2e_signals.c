@@ -73,7 +73,7 @@ int m_signals(int argc, char **argv)
 	if (sfd < 0)
 		fail("signalfd: %s", strerror(errno));
 
-	for (int round = 0; round < 20; round++) {
+	for (int round = 0; round < 8; round++) {
 		if (kill(getpid(), SIGUSR1) != 0)
 			fail("kill: %s", strerror(errno));
 		expect_signal(sfd, SIGUSR1, "SIGUSR1 sent to the process");

@@ -48,7 +48,7 @@ answers_case() {
 # write, read and close their checkpoints without pause: each start hands
 # the program's tagged descriptors over while the threads close them.
 spawnrace_case() {
-	helper_ok "children started while threads close checkpoints" -- spawnrace "$T/ck" 300 60K 5
+	helper_ok "children started while threads close checkpoints" -- spawnrace "$T/ck" 150 60K 5
 }
 
 # A program that takes its own signals through a signalfd and sigtimedwait,

@@ -306,7 +306,7 @@ killed_leftovers() {
 other_signals_drain() {
 	src_file 1000000
 	local sig num i rc
-	for sig in HUP QUIT USR1 ALRM; do
+	for sig in HUP USR1 ALRM; do
 		rm -f ck/*
 		SLOW_US=150000 SLOWFS_OPS=rename bg_writer -- 3
 		kill -$sig $BG
