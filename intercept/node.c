@@ -310,7 +310,7 @@ static void node_start_once(void)
 		node_listen = -1;
 		return;
 	}
-	ckc_node_hook = node_hook;
+	__atomic_store_n(&ckc_node_hook, node_hook, __ATOMIC_RELEASE);
 }
 
 static pthread_once_t node_once = PTHREAD_ONCE_INIT;
@@ -324,7 +324,7 @@ void ckc_node_stop(void)
 {
 	if (!atomic_exchange(&node_serving, false))
 		return;
-	ckc_node_hook = NULL;
+	__atomic_store_n(&ckc_node_hook, NULL, __ATOMIC_RELEASE);
 	/* wakes the service's poll: a datagram to itself */
 	struct sockaddr_un a;
 	socklen_t len = node_addr(&a, node_pid);
@@ -351,7 +351,7 @@ void ckc_node_atfork_child(void)
 		REAL(close)(node_listen);
 		node_listen = -1;
 	}
-	ckc_node_hook = NULL;
+	__atomic_store_n(&ckc_node_hook, NULL, __ATOMIC_RELEASE);
 }
 
 /* ---- asking ------------------------------------------------------------------ */

@@ -479,8 +479,10 @@ int ckc_rename(const char *from, const char *to)
 	}
 	/* the node registry knows versions by name */
 	if (o->announced) {
+		void (*hook)(bool, const char *) = __atomic_load_n(&ckc_node_hook, __ATOMIC_ACQUIRE);
 		o->announced = false;
-		ckc_node_hook(false, o->key);
+		if (hook)
+			hook(false, o->key);
 	}
 	eng_map_remove(o);
 	sys_free(o->key);

@@ -146,14 +146,17 @@ void (*ckc_node_hook)(bool holds, const char *key);
 
 void ckc_node_note(ckc_obj_t *o)
 {
+	/* read once: the program's exit stops the registry (and clears the
+	 * hook) while its other threads still close checkpoints */
+	void (*hook)(bool, const char *) = __atomic_load_n(&ckc_node_hook, __ATOMIC_ACQUIRE);
 	/* bytes the real path lacks: an open writer's, or a closed version's
 	 * that must still be published */
-	bool holds = ckc_node_hook && !o->retired && !o->capture && !o->at_home && !o->rescue &&
-		     !o->handed && ckc_eng.cfg.persist != CKC_PERSIST_NEVER &&
-		     (!o->complete || ckc_persist_wanted(o));
+	bool holds = hook && !o->retired && !o->capture && !o->at_home && !o->rescue && !o->handed &&
+		     ckc_eng.cfg.persist != CKC_PERSIST_NEVER && (!o->complete || ckc_persist_wanted(o));
 	if (holds != o->announced) {
 		o->announced = holds;
-		ckc_node_hook(holds, o->key);
+		if (hook)
+			hook(holds, o->key);
 	}
 }
 

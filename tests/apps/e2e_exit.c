@@ -146,3 +146,44 @@ int m_crash(int argc, char **argv)
 	}
 	fail("the fault '%s' did not end the program", how);
 }
+
+static const char *xt_dir;
+
+/* Writes and closes checkpoints (64 KiB pieces, computed between writes)
+ * until the process ends. */
+static void *xt_writer(void *arg)
+{
+	long k = (long)(intptr_t)arg;
+	unsigned char *b = xmalloc(65536);
+	char path[PATH_MAX];
+	for (long i = 0;; i++) {
+		snprintf(path, sizeof(path), "%s/x%ld_%06ld.bin", xt_dir, k, i);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			continue;
+		for (int p = 0; p < 16; p++) {
+			for (size_t j = 0; j < 65536; j++) /* computing between writes */
+				b[j] = (unsigned char)(i + (long)j + p);
+			if (write(fd, b, 65536) < 0)
+				break;
+		}
+		close(fd);
+	}
+	return NULL;
+}
+
+/* exitthreads DIR: four threads write and close checkpoints without pause
+ * while the main thread calls exit(7) after 200 ms: the process must end
+ * with status 7, as it does without the library. */
+int m_exitthreads(int argc, char **argv)
+{
+	need_args(argc, 2, "DIR");
+	xt_dir = argv[1];
+	for (long k = 0; k < 4; k++) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, xt_writer, (void *)(intptr_t)k) != 0)
+			fail("pthread_create");
+	}
+	sleep_ms(200);
+	exit(7);
+}

@@ -141,5 +141,6 @@ int m_spawnrace(int argc, char **argv);
 int m_answers(int argc, char **argv);
 int m_crash(int argc, char **argv);
 int m_walkers(int argc, char **argv);
+int m_exitthreads(int argc, char **argv);
 
 #endif

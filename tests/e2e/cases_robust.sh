@@ -320,6 +320,21 @@ other_signals_drain() {
 	done
 }
 
+# exit(7) while four threads write and close checkpoints: the exit stops the
+# node registry while the threads still close files; the process must end
+# with status 7 every time (it died of SIGSEGV about one run in three).
+exit_beside_writers() {
+	need_helper
+	local i rc
+	for ((i = 0; i < 6; i++)); do
+		rm -rf ck
+		mkdir ck
+		ck CKPTCACHE_STEP_ASIDE=auto -- "$HELPER" exitthreads "$T/ck"
+		rc=$?
+		[ $rc -eq 7 ] || fail "run $i: $(status_text $rc), expected exit status 7$(last_error)"
+	done
+}
+
 # A program that crashes (a store through a null pointer, a read past the end
 # of a mapped file, a division by zero) after closing its checkpoints: they
 # are at their real paths, and the program ends by the fault's signal.
@@ -652,6 +667,7 @@ case_add robust/sigterm-drains sigterm_drains
 case_add robust/other-signals-drain other_signals_drain
 case_add robust/holder-stopped holder_stopped
 case_add robust/crash-keeps-closed crash_keeps_closed
+case_add robust/exit-beside-writers exit_beside_writers
 case_add robust/sigterm-bounded sigterm_bounded
 case_add robust/config-rescue-dir-missing rescue_dir_missing
 case_add robust/config-ssd-dir-typo ssd_dir_typo
