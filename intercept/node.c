@@ -391,12 +391,21 @@ static int node_ask_one(pid_t pid, const char *canon)
 	size_t n = strlen(canon);
 	memcpy(req.path, canon, n + 1);
 	socklen_t len = node_addr(&a, pid);
-	if (sendto(s, &req, offsetof(node_req_t, path) + n + 1, MSG_NOSIGNAL, (struct sockaddr *)&a,
-		   len) < 0) {
-		rc = errno == ECONNREFUSED || errno == ENOENT ? NODE_GONE : -errno;
-		goto out;
-	}
 	uint64_t end = ckc_now_ns() + (uint64_t)NODE_ASK_WAIT_MS * 1000000u;
+	/* the holder's queue is full while it does not run (stopped: every
+	 * asker's request waits there): never block on it */
+	while (sendto(s, &req, offsetof(node_req_t, path) + n + 1, MSG_NOSIGNAL | MSG_DONTWAIT,
+		      (struct sockaddr *)&a, len) < 0) {
+		if (errno == EINTR)
+			continue;
+		if ((errno != EAGAIN && errno != EWOULDBLOCK) || node_stopped(pid) || ckc_now_ns() >= end) {
+			rc = errno == ECONNREFUSED || errno == ENOENT ? NODE_GONE :
+			     errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : -errno;
+			goto out;
+		}
+		struct timespec ms10 = { 0, 10000000 };
+		nanosleep(&ms10, NULL);
+	}
 	for (;;) {
 		uint64_t now = ckc_now_ns();
 		struct pollfd p = { s, POLLIN, 0 };

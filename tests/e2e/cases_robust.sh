@@ -358,7 +358,8 @@ crash_keeps_closed() {
 
 # A process that holds a checkpoint open for writing is stopped (Ctrl-Z, a
 # debugger's breakpoint): another process that opens the file does not wait
-# for it to publish (it cannot answer until it runs again).
+# for it to publish (it cannot answer until it runs again), the 12th reader
+# neither (the stopped holder's queue of requests is full by then).
 holder_stopped() {
 	ck -- "$PY" -c '
 import os, sys, time
@@ -377,12 +378,14 @@ f.write("epoch 2\n"); f.close()
 	kill -STOP "$pid"
 	local t0 t1
 	t0=$(date +%s%N)
-	ck -- cat ck/train.log >/dev/null 2>&1
+	for ((i = 0; i < 13; i++)); do
+		ck -- timeout 20 cat ck/train.log >/dev/null 2>&1
+	done
 	t1=$(date +%s%N)
 	kill -CONT "$pid"
 	kill "$pid" 2>/dev/null
 	wait $job 2>/dev/null
-	[ $(((t1 - t0) / 1000000)) -lt 5000 ] || fail "reading a file a stopped process holds took $(((t1 - t0) / 1000000)) ms"
+	[ $(((t1 - t0) / 1000000)) -lt 15000 ] || fail "13 reads of a file a stopped process holds took $(((t1 - t0) / 1000000)) ms"
 }
 
 # SIGTERM, as a batch system sends it at the time limit: what was closed is
