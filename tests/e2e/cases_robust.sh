@@ -325,6 +325,10 @@ other_signals_drain() {
 # with status 7 every time (it died of SIGSEGV about one run in three).
 exit_beside_writers() {
 	need_helper
+	# under AddressSanitizer this exit reports a use-after-free in the
+	# library (strcmp on freed memory, about one run in six): an open
+	# defect, which the plain build's runs do not show
+	[ "$PRELOAD" = "$LIB" ] || note "a sanitizer runtime is preloaded: its report of a use-after-free at this exit is an open defect"
 	local i rc
 	for ((i = 0; i < 6; i++)); do
 		rm -rf ck
