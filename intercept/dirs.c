@@ -67,9 +67,7 @@ static void owed_first_at(int dirfd, const char *path)
 		if (n > 0 && full[0] == '/') {
 			full[n] = '\0';
 			size_t k = (size_t)n;
-			if (path[0] && snprintf(full + k, sizeof(full) - k, "/%s", path) < (int)(sizeof(full) - k))
-				owed_first(full);
-			else if (!path[0])
+			if (!path[0] || snprintf(full + k, sizeof(full) - k, "/%s", path) < (int)(sizeof(full) - k))
 				owed_first(full);
 		}
 	}
