@@ -534,8 +534,23 @@ static bool drain_locked(uint64_t deadline_ns)
 	}
 }
 
-static void report_unpublished(void)
+/* A checkpoint a program thread is closing as the process ends, its bytes
+ * on their way to the real path (lock held). */
+static bool closing_home(void)
 {
+	for (size_t i = 0; i < ckc_eng.map_cap; i++)
+		for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext)
+			if (o->home_busy && !o->retired)
+				return true;
+	return false;
+}
+
+static void report_unpublished(uint64_t deadline_ns)
+{
+	/* program threads still run during exit(): a close that is giving
+	 * its file its name ends first (it is not lost) */
+	while (closing_home() && eng_wait_until(&ckc_eng.obj_cv, deadline_ns))
+		;
 	for (size_t i = 0; i < ckc_eng.map_cap; i++)
 		for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext)
 			if (ckc_persist_wanted(o) && !o->at_home && !o->retired && !o->capture)
@@ -570,7 +585,7 @@ int ckc_finish(uint64_t deadline_ns)
 		threads_stop();
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (done)
-		report_unpublished();
+		report_unpublished(deadline_ns);
 	ckc_hints_summary();
 	ckc_peer_finish();
 	ckc_aside_save(&ckc_eng.aside, ckc_eng.cfg.paths);

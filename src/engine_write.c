@@ -593,8 +593,9 @@ void eng_close_writer_locked(ckc_obj_t *o)
 	int rc = 0;
 
 	/* a hand-over under way ends first (it closes a written-through
-	 * version's file itself) */
-	while (o->migrating || o->handing)
+	 * version's file itself), and so does the exit's (home_busy): both
+	 * would otherwise commit the same temporary file */
+	while (o->migrating || o->handing || o->home_busy)
 		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	if (o->complete || o->retired)
 		return;
