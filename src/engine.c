@@ -455,7 +455,7 @@ static bool flushes_pending(void)
 {
 	bool busy = false;
 	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
-		busy |= ckc_eng.edge[l].head || ckc_eng.edge[l].current;
+		busy |= ckc_eng.edge[l].head || ckc_eng.edge[l].current || ckc_eng.edge[l].helping;
 	return busy;
 }
 
@@ -492,7 +492,7 @@ static void handover(ckc_obj_t *o)
 		ckc_attr_t attr = o->attr;
 		o->home_busy = true;
 		ckc_mutex_unlock(&ckc_eng.lock);
-		rc = ckc_home_commit_open(tmp, o->key, fd, &attr);
+		rc = ckc_home_commit_open(tmp, o->key, fd, &attr, NULL);
 		ckc_mutex_lock(&ckc_eng.lock);
 		o->home_busy = false;
 		if (!rc) {
@@ -528,6 +528,10 @@ static bool drain_locked(uint64_t deadline_ns)
 		for (int l = 0; l + 1 < ckc_eng.ntier; l++)
 			pthread_cond_signal(&ckc_eng.edge[l].cv);
 		if (ckc_flush_unthreaded())
+			continue;
+		/* many small checkpoints left: this thread publishes too (not
+		 * with a deadline: a publication it began could outlast it) */
+		if (!deadline_ns && ckc_flush_help())
 			continue;
 		if (!eng_wait_until(&ckc_eng.flushed_cv, deadline_ns))
 			return false;

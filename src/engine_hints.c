@@ -54,7 +54,7 @@ int ckc_wait_flushed(void)
 	for (;;) {
 		bool busy = false;
 		for (int l = 0; l + 1 < ckc_eng.ntier; l++)
-			busy |= ckc_eng.edge[l].head || ckc_eng.edge[l].current;
+			busy |= ckc_eng.edge[l].head || ckc_eng.edge[l].current || ckc_eng.edge[l].helping;
 		if (!busy || !ckc_eng.active)
 			break;
 		if (!ckc_flush_unthreaded())

@@ -224,7 +224,9 @@ typedef struct ckc_tier {
 typedef struct ckc_edge {
 	int level;
 	ckc_obj_t *head, *tail; /* FIFO queue */
-	ckc_obj_t *current;     /* the object being flushed */
+	ckc_obj_t *current;     /* the object being flushed by the edge's thread */
+	int helping;            /* flushes the ending program's thread runs beside it */
+	uint32_t queued;        /* objects in the queue */
 	pthread_t thread;
 	bool running;
 	pthread_cond_t cv;
@@ -262,6 +264,7 @@ typedef struct ckc_engine {
 
 	aside_t aside;          /* copy mode: the cache or the real path for new checkpoints */
 	bool aside_said;        /* the first step aside was reported */
+	bool small_said;        /* the first small checkpoint stepped aside was reported */
 
 	/* The names (and versions) of checkpoints that may be owed to their
 	 * real paths (closed, or renamed, and not published yet): what a
@@ -520,10 +523,15 @@ int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,
 int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd);
 /* Publishes a temporary file of ckc_home_temp: applies a, fsyncs (if
  * asked), names it tmp if it is anonymous, closes fd and renames tmp to key
- * (atomic); removes it on failure. Returns 0 or -errno. */
-int ckc_home_commit(char *tmp, const char *key, int fd, bool fsync_it, const ckc_attr_t *a);
-/* The same, but fd stays open: it then writes to the real file. */
-int ckc_home_commit_open(char *tmp, const char *key, int fd, const ckc_attr_t *a);
+ * (atomic); removes it on failure. With base (the record of the real path
+ * when the version began; NULL: no check), a file made or changed there
+ * since is kept and CKC_CHANGED returned; where there was none, an
+ * anonymous file is linked to key directly. Returns 0 or -errno. */
+int ckc_home_commit(char *tmp, const char *key, int fd, bool fsync_it, const ckc_attr_t *a,
+		    const ckc_fid_t *base);
+/* The same, but fd stays open: it then writes to the real file (and on
+ * CKC_CHANGED still holds the bytes). */
+int ckc_home_commit_open(char *tmp, const char *key, int fd, const ckc_attr_t *a, const ckc_fid_t *base);
 /* Drops a temporary file of ckc_home_temp: closes fd (if >= 0), removes tmp. */
 void ckc_home_discard(const char *tmp, int fd);
 /* Applies a to the open file fd (fchmod, fchown, futimens). 0 or -errno. */
@@ -564,6 +572,10 @@ void ckc_flusher_stop(int level);
  * not be started (lock held; dropped while bytes move). Returns whether it
  * flushed anything. */
 bool ckc_flush_unthreaded(void);
+/* At the end of the program (draining): the calling thread publishes one
+ * small checkpoint waiting in a flush queue, beside the flush threads
+ * (lock held; dropped meanwhile). Whether it did. */
+bool ckc_flush_help(void);
 void ckc_flush_enqueue(ckc_obj_t *o, int level);  /* lock held */
 void ckc_flush_dequeue(ckc_obj_t *o);              /* lock held */
 bool ckc_flush_wanted(const ckc_obj_t *o, int level);

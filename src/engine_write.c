@@ -115,6 +115,33 @@ void eng_aside_note(ckc_obj_t *o)
 	}
 }
 
+/* Small checkpoints (all of the last few under ASIDE_MIN_BYTES) waiting
+ * for publication beyond which a new one goes straight to its real path:
+ * their time is the file system's metadata operations, which publishing
+ * pays as the program would, plus the cache's own work, so a program that
+ * makes them faster than its file system takes them only defers that
+ * time to its end. */
+#define ASIDE_SMALL_BACKLOG 64
+
+/* Whether a new checkpoint steps aside for that (lock held). */
+static bool small_aside_locked(void)
+{
+	if (!ckc_eng.aside.on || ckc_eng.nrecent < CKC_PREDICT_SLOTS || ckc_predict_size() >= ASIDE_MIN_BYTES)
+		return false;
+	uint32_t queued = 0;
+	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
+		queued += ckc_eng.edge[l].queued;
+	if (queued < ASIDE_SMALL_BACKLOG)
+		return false;
+	ckc_eng.st.aside_objects++;
+	if (!ckc_eng.small_said) {
+		ckc_eng.small_said = true;
+		ckc_info("small checkpoints are written straight to their real paths while %u wait to be "
+			 "published (CKPTCACHE_STEP_ASIDE=off keeps them in the cache)", queued);
+	}
+	return true;
+}
+
 static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t **hp);
 
 int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
@@ -148,6 +175,10 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 			ckc_obj_retire(old);
 		ckc_mutex_unlock(&ckc_eng.lock);
 		return -ENODEV;
+	}
+	if (!old && aside_ok && small_aside_locked()) {
+		ckc_mutex_unlock(&ckc_eng.lock);
+		return -ENODEV; /* the program writes the real file */
 	}
 	if (old)
 		ckc_obj_retire(old);
@@ -544,12 +575,11 @@ int eng_close_home_writer(ckc_obj_t *o)
 			rc = -errno;
 		if (!rc)
 			ckc_fid_take(o->key, &now);
-	} else if (ckc_fid_changed(&base, o->key)) {
-		rc = CKC_CHANGED; /* fd stays open: the rescue below reads it */
 	} else {
 		/* the descriptor stays open until the file has its name: if it
-		 * cannot get it, the bytes are read back from it (below) */
-		rc = ckc_home_commit_open(tmp, o->key, fd, &attr);
+		 * cannot get it, or a newer file is there (CKC_CHANGED), the
+		 * bytes are read back from it (below) */
+		rc = ckc_home_commit_open(tmp, o->key, fd, &attr, &base);
 		if (!rc) {
 			if (sys_close(fd) != 0)
 				ckc_error("checkpoint %s: closing its real file failed (%s)", o->key, strerror(errno));

@@ -53,6 +53,7 @@ void ckc_flush_enqueue(ckc_obj_t *o, int level)
 	else
 		e->head = o;
 	e->tail = o;
+	e->queued++;
 	ckc_obj_get(o);
 	pthread_cond_signal(&e->cv);
 	edge_thread(e);
@@ -72,6 +73,7 @@ void ckc_flush_dequeue(ckc_obj_t *o)
 		*pp = o->fq_next;
 		if (e->tail == o)
 			e->tail = prev;
+		e->queued--;
 	}
 	o->flush_edge = -1;
 	o->fq_next = NULL;
@@ -86,6 +88,7 @@ static ckc_obj_t *edge_pop(ckc_edge_t *e)
 	e->head = o->fq_next;
 	if (!e->head)
 		e->tail = NULL;
+	e->queued--;
 	o->flush_edge = -1;
 	o->fq_next = NULL;
 	return o; /* the queue's reference passes to the caller */
@@ -228,15 +231,10 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		ckc_fid_t base = o->base, now;
 		ckc_mutex_unlock(&ckc_eng.lock);
 		/* a file made or changed there since this version began is
-		 * newer than it: never replaced */
-		if (ckc_fid_changed(&base, key)) {
-			ckc_home_discard(tmp, fd);
-			rc = CKC_CHANGED;
-		} else {
-			rc = ckc_home_commit(tmp, key, fd, fsync_it, &attr);
-			if (!rc)
-				ckc_fid_take(key, &now);
-		}
+		 * newer than it: never replaced (CKC_CHANGED) */
+		rc = ckc_home_commit(tmp, key, fd, fsync_it, &attr, &base);
+		if (!rc)
+			ckc_fid_take(key, &now);
 		ckc_mutex_lock(&ckc_eng.lock);
 		for (commit_t **pp = &commits; *pp; pp = &(*pp)->next)
 			if (*pp == &me) {
@@ -334,8 +332,9 @@ static int flush_to_tier(ckc_obj_t *o, int level, int target)
 	return target;
 }
 
-/* One flush of o from level (lock held). */
-static void flush_one(ckc_edge_t *e, ckc_obj_t *o)
+/* One flush of o from level (lock held), by the edge's thread, or by
+ * another beside it (help). */
+static void flush_one(ckc_edge_t *e, ckc_obj_t *o, bool help)
 {
 	int level = e->level, home = ckc_eng.ntier - 1;
 	ckc_place_t *p = &o->place[level];
@@ -343,7 +342,10 @@ static void flush_one(ckc_edge_t *e, ckc_obj_t *o)
 	if (!lc_readable(p->state) || !ckc_flush_wanted(o, level))
 		return;
 	p->pins++;
-	e->current = o;
+	if (help)
+		e->helping++;
+	else
+		e->current = o;
 	o->flushing = true;
 	o->flush_done = 0;
 	o->flush_cancel = false;
@@ -378,7 +380,10 @@ static void flush_one(ckc_edge_t *e, ckc_obj_t *o)
 			ckc_flush_enqueue(o, level);
 		reached = rc ? rc : home;
 	}
-	e->current = NULL;
+	if (help)
+		e->helping--;
+	else
+		e->current = NULL;
 	o->flushing = false;
 	if (reached > level) {
 		uint64_t ns = ckc_now_ns() - t0;
@@ -407,7 +412,7 @@ static void *flusher_main(void *arg)
 		if (!e->head)
 			break;
 		ckc_obj_t *o = edge_pop(e);
-		flush_one(e, o);
+		flush_one(e, o, false);
 		ckc_obj_put(o);
 		pthread_cond_broadcast(&ckc_eng.obj_cv);
 		pthread_cond_broadcast(&ckc_eng.flushed_cv);
@@ -422,6 +427,8 @@ void ckc_flusher_init(int level)
 
 	e->level = level;
 	e->head = e->tail = e->current = NULL;
+	e->helping = 0;
+	e->queued = 0;
 	e->running = false;
 	pthread_cond_init(&e->cv, NULL);
 }
@@ -455,7 +462,7 @@ bool ckc_flush_unthreaded(void)
 			edge_thread(e);
 		while (!e->running && e->head) {
 			ckc_obj_t *o = edge_pop(e);
-			flush_one(e, o);
+			flush_one(e, o, false);
 			ckc_obj_put(o);
 			any = true;
 		}
@@ -465,6 +472,28 @@ bool ckc_flush_unthreaded(void)
 		pthread_cond_broadcast(&ckc_eng.flushed_cv);
 	}
 	return any;
+}
+
+/* Checkpoints up to this size are what the ending thread publishes beside
+ * the flush threads: their time is the file system's metadata operations
+ * (a file made, named), which run side by side; a larger one's is the
+ * copy, which one thread already keeps the file system busy with. */
+#define FLUSH_HELP_MAX_BYTES (1u << 20)
+
+bool ckc_flush_help(void)
+{
+	for (int l = 0; l + 1 < ckc_eng.ntier; l++) {
+		ckc_edge_t *e = &ckc_eng.edge[l];
+		if (!e->running || !e->head || e->head->size > FLUSH_HELP_MAX_BYTES)
+			continue;
+		ckc_obj_t *o = edge_pop(e);
+		flush_one(e, o, true);
+		ckc_obj_put(o);
+		pthread_cond_broadcast(&ckc_eng.obj_cv);
+		pthread_cond_broadcast(&ckc_eng.flushed_cv);
+		return true;
+	}
+	return false;
 }
 
 void ckc_flusher_stop(int level)

@@ -358,9 +358,10 @@ void ckc_state_later(const char *base, const char *var)
 	ckc_mutex_unlock(&state_lock);
 }
 
-void ckc_state_tmp_add(const char *path)
+/* The deferred ckc_state_open, if one is due (state_lock held; dropped
+ * while it runs). */
+static void state_open_due(void)
 {
-	ckc_mutex_lock(&state_lock);
 	if (state_fd < 0 && state_later_base) {
 		char *base = state_later_base, *var = state_later_var;
 		state_later_base = state_later_var = NULL;
@@ -370,6 +371,19 @@ void ckc_state_tmp_add(const char *path)
 		sys_free(var);
 		ckc_mutex_lock(&state_lock);
 	}
+}
+
+void ckc_state_publishing(void)
+{
+	ckc_mutex_lock(&state_lock);
+	state_open_due();
+	ckc_mutex_unlock(&state_lock);
+}
+
+void ckc_state_tmp_add(const char *path)
+{
+	ckc_mutex_lock(&state_lock);
+	state_open_due();
 	if (state_fd >= 0 && state_ntmp < STATE_MAX_TMP) {
 		char *c = strdup(path);
 		if (c) {

@@ -31,9 +31,14 @@ unsigned long long ckc_self_start(void);
 int ckc_state_open(const char *base, const char *var);
 
 /* Remembers base and var for ckc_state_open, which then runs with the
- * first temporary file recorded (ckc_state_tmp_add): a process that makes
- * none has no record, and leaves the sweep to the next one that does. */
+ * first file this process publishes (ckc_state_publishing) or temporary
+ * file it records (ckc_state_tmp_add): a process that makes none has no
+ * record, and leaves the sweep to the next one that does. */
 void ckc_state_later(const char *base, const char *var);
+
+/* A file is about to be published: the record deferred by ckc_state_later
+ * starts now (its sweep included), if it has not. */
+void ckc_state_publishing(void);
 
 /* The private folder of ckc_state_open, or NULL before it. */
 const char *ckc_state_dir(void);

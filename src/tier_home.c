@@ -171,6 +171,7 @@ int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd)
 
 	if (rc)
 		return rc;
+	ckc_state_publishing();
 	ckc_bg_yield();
 	if (atomic_load(&home_tmpfile_ok)) {
 		/* an anonymous file: nothing to clean up if the process dies
@@ -265,42 +266,74 @@ int ckc_attr_apply_fd(int fd, const ckc_attr_t *a)
 	return 0;
 }
 
-int ckc_home_commit(char *tmp, const char *key, int fd, bool fsync_it, const ckc_attr_t *a)
+/* A checkpoint whose real path did not exist when it began, in an
+ * anonymous file: linking that file to the real path publishes it in one
+ * step, with no temporary name to record, rename or clean up, and fails
+ * with EEXIST where a file was made there meanwhile. *named: it was. */
+static void home_link_new(int fd, const char *key, bool *named)
+{
+	struct stat st;
+	char proc[64];
+
+	*named = false;
+	if (sys_fstat(fd, &st) != 0 || st.st_nlink > 0)
+		return; /* a named temporary file: renamed as any other */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (sys_linkat(AT_FDCWD, proc, AT_FDCWD, key, AT_SYMLINK_FOLLOW) == 0)
+		*named = true;
+	/* EEXIST: a file made there since (the check below keeps it), or a
+	 * name the stat of the record did not see (a dangling symbolic link,
+	 * which the rename replaces); anything else fails the same way below */
+}
+
+/* ckc_home_commit and ckc_home_commit_open: fd closed unless keep_open. */
+static int home_publish(char *tmp, const char *key, int fd, const ckc_fid_t *base, bool fsync_it,
+			bool keep_open, const ckc_attr_t *a)
 {
 	int rc = a ? ckc_attr_apply_fd(fd, a) : 0;
+	bool named = false;
 
 	if (!rc && fsync_it && sys_fsync(fd) != 0)
 		rc = -errno;
-	if (!rc)
+	if (!rc && !keep_open)
 		ckc_bg_yield();
-	if (!rc)
+	if (!rc && base && base->known && !base->exists)
+		home_link_new(fd, key, &named);
+	/* a file made or changed there since the version began is newer
+	 * than it: never replaced */
+	if (!rc && !named && base && ckc_fid_changed(base, key))
+		rc = CKC_CHANGED;
+	if (!rc && !named)
 		rc = home_link(tmp, fd);
-	if (sys_close(fd) != 0 && !rc)
+	if (!keep_open && sys_close(fd) != 0 && !rc) {
 		rc = -errno;
-	if (!rc && sys_rename(tmp, key) != 0)
+		if (named)
+			(void)sys_unlink(key); /* its bytes may not be there */
+	}
+	if (!rc && !named && sys_rename(tmp, key) != 0)
 		rc = -errno;
-	if (rc) {
+	if (rc && !named) {
 		ckc_home_discard(tmp, -1);
 		return rc;
 	}
-	ckc_state_tmp_del(tmp);
+	if (rc)
+		return rc;
+	if (!named)
+		ckc_state_tmp_del(tmp);
 	if (fsync_it)
 		rc = ckc_fsync_dir_of(key);
 	return rc;
 }
 
-int ckc_home_commit_open(char *tmp, const char *key, int fd, const ckc_attr_t *a)
+int ckc_home_commit(char *tmp, const char *key, int fd, bool fsync_it, const ckc_attr_t *a,
+		    const ckc_fid_t *base)
 {
-	int rc = a ? ckc_attr_apply_fd(fd, a) : 0;
+	return home_publish(tmp, key, fd, base, fsync_it, false, a);
+}
 
-	if (!rc)
-		rc = home_link(tmp, fd);
-	if (!rc && sys_rename(tmp, key) != 0)
-		rc = -errno;
-	if (rc)
-		(void)sys_unlink(tmp);
-	ckc_state_tmp_del(tmp);
-	return rc;
+int ckc_home_commit_open(char *tmp, const char *key, int fd, const ckc_attr_t *a, const ckc_fid_t *base)
+{
+	return home_publish(tmp, key, fd, base, false, true, a);
 }
 
 ssize_t ckc_home_read(const char *path, void *buf, size_t len, uint64_t off, int *fdp)

@@ -5,9 +5,12 @@
  * overlap.
  *   SLOWFS_MATCH  only paths containing this string are slowed
  *   SLOWFS_US     microseconds added before each such call
- *   SLOWFS_OPS    which calls: any of "unlink", "rename", "pwrite" (default
- *                 all; pwrite: a write to a descriptor of such a path, as a
- *                 slow file system's data path)
+ *   SLOWFS_OPS    which calls: any of "unlink", "rename", "open", "pwrite"
+ *                 (default all but pwrite; rename: a file given its name,
+ *                 by rename(2) or by linkat(2) of an anonymous file, the
+ *                 two ways the library publishes; pwrite: a write to a
+ *                 descriptor of such a path, as a slow file system's data
+ *                 path)
  *   SLOWFS_ERRNO  instead of a delay, such a call fails with this errno
  *                 (a real path that cannot be written: the rescue path)
  *   SLOWFS_NOTMPFILE  open(O_TMPFILE) fails with EOPNOTSUPP, as on file
@@ -67,6 +70,16 @@ int rename(const char *from, const char *to)
 	return real(from, to);
 }
 
+int linkat(int olddirfd, const char *from, int newdirfd, const char *to, int flags)
+{
+	static int (*real)(int, const char *, int, const char *, int);
+	if (!real)
+		real = (int (*)(int, const char *, int, const char *, int))dlsym(RTLD_NEXT, "linkat");
+	if (slow("rename", to))
+		return -1;
+	return real(olddirfd, from, newdirfd, to, flags);
+}
+
 /* SLOWFS_OPS must name pwrite: data writes are slowed only when asked. */
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
@@ -107,5 +120,9 @@ int open(const char *path, int flags, ...)
 		errno = atoi(getenv("SLOWFS_TMPFILE_ERRNO"));
 		return -1;
 	}
+	/* slowed only where SLOWFS_OPS names it */
+	const char *ops = getenv("SLOWFS_OPS");
+	if (ops && strstr(ops, "open") && slow("open", path))
+		return -1;
 	return real(path, flags, mode);
 }
