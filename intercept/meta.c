@@ -17,7 +17,7 @@
 static int meta_path(int dirfd, const char *path, const ckc_attr_t *a)
 {
 	char canon[PATH_MAX];
-	if (!ckc_tagged_at(dirfd, path, canon))
+	if (!ckc_holds_objects() || !ckc_tagged_at(dirfd, path, canon))
 		return -ENOENT;
 	ckc_enter();
 	int rc = ckc_setattr(canon, a);
@@ -144,7 +144,7 @@ static int times_path(int dirfd, const char *path, const struct timespec ts[2])
 	char canon[PATH_MAX];
 	ckc_stat_t st;
 	ckc_attr_t a;
-	if (!ckc_tagged_at(dirfd, path, canon))
+	if (!ckc_holds_objects() || !ckc_tagged_at(dirfd, path, canon))
 		return -ENOENT;
 	ckc_enter();
 	int rc = ckc_stat(canon, &st);

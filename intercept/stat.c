@@ -81,7 +81,9 @@ static bool stat_cached(int dirfd, const char *path, struct stat *st)
 	char canon[PATH_MAX];
 	ckc_stat_t c;
 
-	if (!ckc_tagged_at(dirfd, path, canon))
+	/* nothing cached: every answer is the real file's, and the path need
+	 * not be looked at (a walker's stat of each name: du, find, tar) */
+	if (!ckc_holds_objects() || !ckc_tagged_at(dirfd, path, canon))
 		return false;
 	ckc_enter();
 	bool cached = ckc_stat(canon, &c) == 0;

@@ -149,7 +149,8 @@ bool ckc_cached_at(int dirfd, const char *path, char *canon)
 {
 	ckc_stat_t st;
 
-	if (!ckc_tagged_at(dirfd, path, canon))
+	/* nothing cached: the path need not be looked at */
+	if (!ckc_holds_objects() || !ckc_tagged_at(dirfd, path, canon))
 		return false;
 	ckc_enter();
 	bool cached = ckc_stat(canon, &st) == 0;
