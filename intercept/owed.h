@@ -28,7 +28,7 @@ typedef struct ckc_owed_stats {
 } ckc_owed_stats_t;
 extern ckc_owed_stats_t ckc_owed_st;
 
-/* Events of the device copies, from the CUDA side (cuda.c). */
+/* Events of the device copies, from the CUDA side (cuda_events.c). */
 typedef struct ckc_owed_ops {
 	void (*event_wait)(void *ev);
 	void (*event_get)(void *ev);
@@ -107,7 +107,7 @@ bool ckc_owed_plan(uintptr_t s0, size_t n, ckc_owed_plan_t *pl);
  * completes with that event, and the capture stays until then. */
 void ckc_owed_plan_done(ckc_owed_plan_t *pl, void *busy);
 
-/* Whether a tagged read into buf may leave it owed (set by cuda.c). */
+/* Whether a tagged read into buf may leave it owed (set by cuda_capture.c). */
 extern bool (*ckc_owed_read_ok)(const void *buf, size_t n);
 
 /* Whether the partial pages of e's capture still hold the bytes they had
