@@ -16,7 +16,12 @@
  * ours that faults again right after being let through is made accessible
  * as it is and reported with a backtrace; a fault that is not ours goes to
  * the program's handler or to the default action. Pure table logic lives
- * in src/owedtab.c. */
+ * in src/owedtab.c.
+ *
+ * This file owns the table, its lock, parked pages, the fill and drop of
+ * an entry's parts, new owed ranges and what a host-to-device copy may take
+ * from device memory; what owing pays by call site is owed_site.c's, the
+ * fault handler owed_fault.c's, tagged write() and read() owed_io.c's. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -30,44 +35,38 @@
 #include "intercept.h"
 #include "log.h"
 #include "owed.h"
+#include "owed_int.h"
 #include "owedtab.h"
 #include "ranges.h"
-
-#define CKC_TLS_IE __attribute__((tls_model("initial-exec")))
 
 atomic_size_t ckc_owed_count;
 ckc_owed_stats_t ckc_owed_st;
 
-static ckc_owedtab_t tab;
+ckc_owedtab_t ckc_owed_tab;
 static ckc_mutex_t tab_mutex = CKC_MUTEX_INIT(OWED);
 CKC_LOCKS_AT_START(tab_mutex, ckc_locks_add, &tab_mutex)
 /* This thread holds the table: whatever it calls (free, realloc, munmap
  * of its own memory) must not come back for it. */
-static __thread CKC_TLS_IE bool tab_held;
+__thread CKC_TLS_IE bool ckc_owed_tab_held;
 /* The host range this thread's fill is writing (a fault there comes from
  * the fill itself). */
-static __thread CKC_TLS_IE uintptr_t filling_lo, filling_hi;
+__thread CKC_TLS_IE uintptr_t ckc_owed_filling_lo, ckc_owed_filling_hi;
 
-static bool tab_lock(void)
+bool ckc_owed_tab_lock(void)
 {
-	if (tab_held)
+	if (ckc_owed_tab_held)
 		return false;
 	ckc_mutex_lock(&tab_mutex);
-	tab_held = true;
+	ckc_owed_tab_held = true;
 	return true;
 }
 
-static void tab_unlock(void)
+void ckc_owed_tab_unlock(void)
 {
-	atomic_store(&ckc_owed_count, tab.n);
-	tab_held = false;
+	atomic_store(&ckc_owed_count, ckc_owed_tab.n);
+	ckc_owed_tab_held = false;
 	ckc_mutex_unlock(&tab_mutex);
 }
-
-static atomic_bool segv_installed;
-static struct sigaction segv_prev;
-static ckc_mutex_t segv_lock = CKC_MUTEX_INIT(SEGV);
-CKC_LOCKS_AT_START(segv_lock, ckc_locks_add, &segv_lock)
 
 /* Ranges filled lately: a thread that faulted on a page another thread
  * was filling finds it here and retries the access. */
@@ -77,11 +76,11 @@ static struct {
 } recent[RECENT];
 static atomic_uint recent_next;
 
-static const ckc_owed_ops_t *ops;
+const ckc_owed_ops_t *ckc_owed_ops;
 
 void ckc_owed_set_ops(const ckc_owed_ops_t *o)
 {
-	ops = o;
+	ckc_owed_ops = o;
 }
 
 uintptr_t ckc_page_size(void)
@@ -90,17 +89,6 @@ uintptr_t ckc_page_size(void)
 	if (!ps)
 		ps = (uintptr_t)sysconf(_SC_PAGESIZE);
 	return ps;
-}
-
-static inline uintptr_t page_down(uintptr_t x)
-{
-	return x & ~(ckc_page_size() - 1);
-}
-
-static inline uintptr_t page_up(uintptr_t x)
-{
-	uintptr_t ps = ckc_page_size();
-	return x > UINTPTR_MAX - ps ? page_down(UINTPTR_MAX) : (x + ps - 1) & ~(ps - 1);
 }
 
 /* ---- parked pages -------------------------------------------------------
@@ -159,82 +147,13 @@ static int pages_unpark(uintptr_t a, uintptr_t b, intptr_t park)
 	return rc;
 }
 
-/* ---- what owing pays, by call site -----------------------------------
- * A program that touches what it copied (PyTorch's torch.save checksums the
- * bytes it writes) pays a fill on top of every capture; one that writes or
- * copies them back to the device gains a copy. The last outcomes of each
- * call site decide whether its next copies are owed. */
-#define SITES 64
-/* three outcomes decide: a numpy or HDF5 load that CuPy copies into a
- * pinned buffer with the CPU gains nothing from owing (its touch comes
- * before any device copy) and pays the protection, the fault and the fill
- * on top of the copy for every read owed before its site is judged; but a
- * site that alternates (a copy hashed, then one written, or a staging
- * buffer partly touched before its host-to-device copy) needs more than
- * one outcome to be seen gaining */
-#define SITE_MIN_OUTCOMES 3
-#define SITE_RETRY 64
-static struct site_slot {
-	_Atomic uintptr_t site;
-	atomic_uint hist;  /* the last 32 outcomes, newest in bit 0: 1 paid */
-	atomic_uint n;     /* outcomes so far (saturating) */
-	atomic_uint skips; /* copies not owed since it stopped paying */
-} sites[SITES];
-
-static struct site_slot *site_slot(uintptr_t site, bool make)
-{
-	if (!site)
-		return NULL;
-	size_t h = (size_t)((site >> 4) * 0x9e3779b97f4a7c15ull >> 58);
-	for (size_t k = 0; k < SITES; k++) {
-		struct site_slot *s = &sites[(h + k) % SITES];
-		uintptr_t cur = atomic_load(&s->site);
-		if (cur == site)
-			return s;
-		if (cur == 0) {
-			if (!make)
-				return NULL;
-			uintptr_t expected = 0;
-			if (atomic_compare_exchange_strong(&s->site, &expected, site) || expected == site)
-				return s;
-		}
-	}
-	return NULL;
-}
-
-static void site_outcome(uintptr_t site, bool paid)
-{
-	struct site_slot *s = site_slot(site, true);
-	if (!s)
-		return;
-	unsigned h = atomic_load(&s->hist);
-	atomic_store(&s->hist, (h << 1) | (paid ? 1u : 0u));
-	if (atomic_load(&s->n) < 1000)
-		atomic_fetch_add(&s->n, 1);
-}
-
-bool ckc_owed_site_ok(uintptr_t site)
-{
-	struct site_slot *s = site_slot(site, false);
-	if (!s || atomic_load(&s->n) < SITE_MIN_OUTCOMES)
-		return true;
-	unsigned n = atomic_load(&s->n), seen = n < 16 ? n : 16;
-	unsigned last = atomic_load(&s->hist) & ((1u << seen) - 1u);
-	/* paying one time in four of the last (up to) sixteen is worth it */
-	if ((unsigned)__builtin_popcount(last) * 4 >= seen)
-		return true;
-	if (atomic_fetch_add(&s->skips, 1) % SITE_RETRY == SITE_RETRY - 1)
-		return true;
-	return false;
-}
-
 /* The part at e was used (written or copied back): its site paid. Table
  * lock held. */
-static void part_used(ckc_owed_t *e)
+void ckc_owed_part_used(ckc_owed_t *e)
 {
 	if (!e->used) {
 		e->used = true;
-		site_outcome(e->site, true);
+		ckc_owed_site_outcome(e->site, true);
 	}
 }
 
@@ -242,12 +161,12 @@ static void part_used(ckc_owed_t *e)
 
 static void part_release(ckc_owed_t *e)
 {
-	if (ops && e->busy)
-		ops->event_wait(e->busy);
-	if (ops && e->busy)
-		ops->event_put(e->busy);
-	if (ops && e->ready)
-		ops->event_put(e->ready);
+	if (ckc_owed_ops && e->busy)
+		ckc_owed_ops->event_wait(e->busy);
+	if (ckc_owed_ops && e->busy)
+		ckc_owed_ops->event_put(e->busy);
+	if (ckc_owed_ops && e->ready)
+		ckc_owed_ops->event_put(e->ready);
 	if (e->ref)
 		ckc_ref_put(e->ref);
 	e->ref = NULL;
@@ -261,6 +180,14 @@ static void recent_add(uintptr_t a, uintptr_t b)
 	atomic_store(&recent[k].end, b);
 }
 
+bool ckc_owed_recent_has(uintptr_t a)
+{
+	for (int k = 0; k < RECENT; k++)
+		if (a >= atomic_load(&recent[k].start) && a < atomic_load(&recent[k].end))
+			return true;
+	return false;
+}
+
 /* Writes the owed bytes of [a, b) (pages of e) where e keeps them and
  * makes the pages accessible. */
 static int part_fill(const ckc_owed_t *e, uintptr_t a, uintptr_t b)
@@ -270,19 +197,19 @@ static int part_fill(const ckc_owed_t *e, uintptr_t a, uintptr_t b)
 	uint64_t roff = a - e->cap_start;
 	int rc;
 
-	if (ops && e->ready)
-		ops->event_wait(e->ready);
+	if (ckc_owed_ops && e->ready)
+		ckc_owed_ops->event_wait(e->ready);
 	if (e->pinned) {
 		/* device-to-host transfers land in the protected pinned pages */
-		filling_lo = a;
-		filling_hi = b;
+		ckc_owed_filling_lo = a;
+		ckc_owed_filling_hi = b;
 		rc = ckc_ref_fill_dma(e->ref, roff, (void *)a, len);
 		if (mprotect((void *)a, len, PROT_READ | PROT_WRITE) != 0 && !rc)
 			rc = -errno;
 	} else if (e->park) {
 		/* the parked pages take the bytes and move back */
-		filling_lo = a + (uintptr_t)e->park;
-		filling_hi = b + (uintptr_t)e->park;
+		ckc_owed_filling_lo = a + (uintptr_t)e->park;
+		ckc_owed_filling_hi = b + (uintptr_t)e->park;
 		rc = ckc_ref_fill(e->ref, roff, (void *)(a + (uintptr_t)e->park), len);
 		int back = pages_unpark(a, b, e->park);
 		if (!rc)
@@ -306,7 +233,7 @@ static int part_fill(const ckc_owed_t *e, uintptr_t a, uintptr_t b)
 		if (rc)
 			mprotect((void *)a, len, PROT_READ | PROT_WRITE);
 	}
-	filling_lo = filling_hi = 0;
+	ckc_owed_filling_lo = ckc_owed_filling_hi = 0;
 	if (rc) {
 		ckc_error("device capture: %zu bytes at %p could not be filled from device memory (%s): "
 			  "they hold stale bytes",
@@ -342,21 +269,21 @@ static void part_drop(const ckc_owed_t *e, uintptr_t a, uintptr_t b)
  * cannot split the entry, *a and *b widen to all of it. */
 static ckc_owed_t part_take(size_t i, uintptr_t *a, uintptr_t *b)
 {
-	ckc_owed_t e = tab.e[i];
-	int kept = ckc_owedtab_cut(&tab, i, *a, *b);
+	ckc_owed_t e = ckc_owed_tab.e[i];
+	int kept = ckc_owedtab_cut(&ckc_owed_tab, i, *a, *b);
 	if (kept < 0) {
 		*a = e.start;
 		*b = e.end;
-		ckc_owedtab_remove(&tab, i);
+		ckc_owedtab_remove(&ckc_owed_tab, i);
 		kept = 0;
 	}
 	/* the remainders keep their own references */
 	for (int k = 0; k < kept; k++) {
 		ckc_ref_get(e.ref);
-		if (ops && e.ready)
-			ops->event_get(e.ready);
-		if (ops && e.busy)
-			ops->event_get(e.busy);
+		if (ckc_owed_ops && e.ready)
+			ckc_owed_ops->event_get(e.ready);
+		if (ckc_owed_ops && e.busy)
+			ckc_owed_ops->event_get(e.busy);
 	}
 	return e;
 }
@@ -365,20 +292,20 @@ static ckc_owed_t part_take(size_t i, uintptr_t *a, uintptr_t *b)
  * hold outside stays owed. touch: the program's own use of the bytes (a
  * fault, a system call on them), which an owing that was never used did
  * not pay for. Table lock held. */
-static void cut_touch_locked(uintptr_t lo, uintptr_t hi, bool fill, bool touch)
+void ckc_owed_cut_touch_locked(uintptr_t lo, uintptr_t hi, bool fill, bool touch)
 {
 	size_t i;
 
-	while ((i = ckc_owedtab_first(&tab, lo, hi)) < tab.n) {
-		uintptr_t a = tab.e[i].start > lo ? tab.e[i].start : lo;
-		uintptr_t b = tab.e[i].end < hi ? tab.e[i].end : hi;
+	while ((i = ckc_owedtab_first(&ckc_owed_tab, lo, hi)) < ckc_owed_tab.n) {
+		uintptr_t a = ckc_owed_tab.e[i].start > lo ? ckc_owed_tab.e[i].start : lo;
+		uintptr_t b = ckc_owed_tab.e[i].end < hi ? ckc_owed_tab.e[i].end : hi;
 		ckc_owed_t e = part_take(i, &a, &b);
 		if (touch && fill && !e.used) {
 			/* the remainders of this part count as used: one outcome */
-			for (size_t j = 0; j < tab.n; j++)
-				if (tab.e[j].ref == e.ref && tab.e[j].cap_start == e.cap_start)
-					tab.e[j].used = true;
-			site_outcome(e.site, false);
+			for (size_t j = 0; j < ckc_owed_tab.n; j++)
+				if (ckc_owed_tab.e[j].ref == e.ref && ckc_owed_tab.e[j].cap_start == e.cap_start)
+					ckc_owed_tab.e[j].used = true;
+			ckc_owed_site_outcome(e.site, false);
 		}
 		if (fill)
 			part_fill(&e, a, b);
@@ -390,7 +317,7 @@ static void cut_touch_locked(uintptr_t lo, uintptr_t hi, bool fill, bool touch)
 
 static void cut_locked(uintptr_t lo, uintptr_t hi, bool fill)
 {
-	cut_touch_locked(lo, hi, fill, false);
+	ckc_owed_cut_touch_locked(lo, hi, fill, false);
 }
 
 void ckc_owed_cut(const void *p, size_t n, bool fill)
@@ -404,169 +331,22 @@ void ckc_owed_cut_addr(uintptr_t p, size_t n, bool fill)
 		return;
 	uintptr_t lo = page_down(p);
 	uintptr_t hi = p + n < p ? page_down(UINTPTR_MAX) : page_up(p + n);
-	if (!tab_lock())
+	if (!ckc_owed_tab_lock())
 		return;
-	cut_touch_locked(lo, hi, fill, true);
-	tab_unlock();
+	ckc_owed_cut_touch_locked(lo, hi, fill, true);
+	ckc_owed_tab_unlock();
 }
 
 void ckc_owed_fill_all(void)
 {
 	if (!atomic_load(&ckc_owed_count))
 		return;
-	if (!tab_lock())
+	if (!ckc_owed_tab_lock())
 		return;
 	cut_locked(0, UINTPTR_MAX, true);
-	tab_unlock();
+	ckc_owed_tab_unlock();
 }
 
-/* ---- the fault handler ---------------------------------------------- */
-
-static bool recent_has(uintptr_t a)
-{
-	for (int k = 0; k < RECENT; k++)
-		if (a >= atomic_load(&recent[k].start) && a < atomic_load(&recent[k].end))
-			return true;
-	return false;
-}
-
-/* The program's handler, or the default action. */
-static void segv_chain(int sig, siginfo_t *si, void *uc)
-{
-	struct sigaction prev;
-	ckc_mutex_lock(&segv_lock);
-	prev = segv_prev;
-	if (prev.sa_flags & SA_RESETHAND) {
-		memset(&segv_prev, 0, sizeof(segv_prev));
-		segv_prev.sa_handler = SIG_DFL;
-	}
-	ckc_mutex_unlock(&segv_lock);
-	if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
-		prev.sa_sigaction(sig, si, uc);
-	} else if (prev.sa_handler == SIG_DFL || prev.sa_handler == SIG_IGN) {
-		/* a fault cannot be ignored: the default action, when the
-		 * access is made again (set with the real sigaction: the
-		 * interposed one would keep this handler in front) */
-		struct sigaction dfl;
-		memset(&dfl, 0, sizeof(dfl));
-		dfl.sa_handler = SIG_DFL;
-		sigemptyset(&dfl.sa_mask);
-		atomic_store(&segv_installed, false);
-		ckc_real_sigaction(sig, &dfl, NULL);
-	} else {
-		prev.sa_handler(sig);
-	}
-}
-
-/* The page of this thread's last fault that the handler let through as
- * its own, how many times in a row, and the table's generation then (a
- * page owed anew since faults anew). */
-static __thread CKC_TLS_IE uintptr_t fault_page;
-static __thread CKC_TLS_IE unsigned fault_again;
-static __thread CKC_TLS_IE uint64_t fault_gen;
-static atomic_uint_fast64_t owe_gen;
-
-/* Makes the page of a accessible as it is: the way out of a fault that
- * would otherwise come back forever. */
-static void page_release(uintptr_t a, void *uc, const char *why)
-{
-	int rc = mprotect((void *)page_down(a), ckc_page_size(), PROT_READ | PROT_WRITE);
-	ckc_error("device capture: %s at %p: the page is made accessible as it is%s", why, (void *)a,
-		  rc ? " (that failed: the fault goes to the program)" : "");
-	ckc_backtrace_log("device capture: unexpected fault", uc);
-}
-
-static void segv_handler(int sig, siginfo_t *si, void *uc)
-{
-	int saved = errno;
-	uintptr_t a = (uintptr_t)si->si_addr, page = page_down(a);
-
-	if (si->si_code != SEGV_ACCERR)
-		goto chain;
-	if (tab_held) {
-		/* this thread's own fill wrote to a page still protected: it
-		 * holds the right bytes once the write goes through */
-		if (a >= filling_lo && a < filling_hi) {
-			page_release(a, uc, "a fill faulted on its own page");
-			errno = saved;
-			return;
-		}
-		goto chain;
-	}
-	uint64_t gen = atomic_load(&owe_gen);
-	fault_again = page == fault_page && gen == fault_gen ? fault_again + 1 : 0;
-	fault_page = page;
-	fault_gen = gen;
-	if (fault_again >= 2) {
-		/* ours, filled or let through twice already, still faulting */
-		fault_page = 0;
-		page_release(a, uc, "a page faulted again after its fill");
-		errno = saved;
-		return;
-	}
-	bool ours = false;
-	if (atomic_load(&ckc_owed_count)) {
-		ckc_enter();
-		ckc_prog_begin();
-		if (tab_lock()) {
-			size_t i = ckc_owedtab_first(&tab, a, a + 1);
-			ours = i < tab.n;
-			if (ours) {
-				/* the whole entry: a program that reads a staging
-				 * buffer reads all of it */
-				uintptr_t lo = tab.e[i].start, hi = tab.e[i].end;
-				cut_touch_locked(lo, hi, true, true);
-			}
-			tab_unlock();
-		}
-		ckc_prog_end();
-		ckc_leave();
-	}
-	/* another thread may have filled it just before: retried once */
-	if (ours || (fault_again == 0 && recent_has(a))) {
-		errno = saved;
-		return;
-	}
-chain:
-	fault_page = 0;
-	segv_chain(sig, si, uc);
-	errno = saved;
-}
-
-static int segv_install(void)
-{
-	if (atomic_load(&segv_installed))
-		return 0;
-	ckc_mutex_lock(&segv_lock);
-	int rc = 0;
-	if (!atomic_load(&segv_installed)) {
-		struct sigaction sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = segv_handler;
-		sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
-		sigemptyset(&sa.sa_mask);
-		if (ckc_real_sigaction(SIGSEGV, &sa, &segv_prev) == 0)
-			atomic_store(&segv_installed, true);
-		else
-			rc = -errno;
-	}
-	ckc_mutex_unlock(&segv_lock);
-	return rc;
-}
-
-/* The program's own SIGSEGV handler runs behind ours. */
-int ckc_owed_sigaction(const struct sigaction *act, struct sigaction *old)
-{
-	if (!atomic_load(&segv_installed))
-		return 1;
-	ckc_mutex_lock(&segv_lock);
-	if (old)
-		*old = segv_prev;
-	if (act)
-		segv_prev = *act;
-	ckc_mutex_unlock(&segv_lock);
-	return 0;
-}
 
 /* ---- new owed ranges -------------------------------------------------- */
 
@@ -578,13 +358,13 @@ void ckc_owed_edges_fill(uintptr_t d, size_t n)
 	uintptr_t a = page_up(d), b = page_down(d + n);
 	if (b < a)
 		a = b = lo;
-	if (!tab_lock())
+	if (!ckc_owed_tab_lock())
 		return;
 	if (lo < a)
 		cut_locked(lo, a, true);
 	if (b < hi && b >= a)
 		cut_locked(b > lo ? b : lo, hi, true);
-	tab_unlock();
+	ckc_owed_tab_unlock();
 }
 
 void ckc_owed_will_write(const void *p, size_t n)
@@ -592,7 +372,7 @@ void ckc_owed_will_write(const void *p, size_t n)
 	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) || !p || !n)
 		return;
 	uintptr_t d = (uintptr_t)p, a = page_up(d), b = page_down(d + n);
-	if (!tab_lock())
+	if (!ckc_owed_tab_lock())
 		return;
 	if (b <= a) {
 		cut_locked(page_down(d), page_up(d + n), true);
@@ -605,7 +385,7 @@ void ckc_owed_will_write(const void *p, size_t n)
 			cut_locked(b, page_up(d + n), true);
 		cut_locked(a, b, false);
 	}
-	tab_unlock();
+	ckc_owed_tab_unlock();
 }
 
 /* Two independent 64-bit sums of the partial pages of a capture: the bytes
@@ -672,14 +452,14 @@ static int gap_protect(uintptr_t a, uintptr_t b, bool pinned, intptr_t *park)
  * Table lock held. */
 static void coalesce_locked(uintptr_t a, uintptr_t b)
 {
-	size_t i = ckc_owedtab_first(&tab, a, b);
-	while (i < tab.n && i + 1 < tab.n && tab.e[i + 1].start < b) {
-		ckc_owed_t *x = &tab.e[i], *y = &tab.e[i + 1];
+	size_t i = ckc_owedtab_first(&ckc_owed_tab, a, b);
+	while (i < ckc_owed_tab.n && i + 1 < ckc_owed_tab.n && ckc_owed_tab.e[i + 1].start < b) {
+		ckc_owed_t *x = &ckc_owed_tab.e[i], *y = &ckc_owed_tab.e[i + 1];
 		if (x->end == y->start && x->ref == y->ref && x->cap_start == y->cap_start && x->park == y->park &&
 		    x->pinned == y->pinned && x->ready == y->ready && !x->busy && !y->busy && x->used == y->used) {
 			x->end = y->end;
 			ckc_owed_t gone = *y;
-			ckc_owedtab_remove(&tab, i + 1);
+			ckc_owedtab_remove(&ckc_owed_tab, i + 1);
 			part_release(&gone);
 		} else {
 			i++;
@@ -690,7 +470,7 @@ static void coalesce_locked(uintptr_t a, uintptr_t b)
 int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap_len,
 		     ckc_ref_t *ref, bool pinned, void *ready, bool ordered, uintptr_t site)
 {
-	int rc = segv_install();
+	int rc = ckc_owed_segv_install();
 	if (rc)
 		return rc;
 	ckc_owed_t e = { .start = a, .end = b, .cap_start = cap_start, .cap_len = cap_len, .ref = ref,
@@ -701,21 +481,21 @@ int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap
 		edges_sum(cap_start, cap_len, e.edge_sum);
 		e.edges_ok = true;
 	}
-	if (!tab_lock())
+	if (!ckc_owed_tab_lock())
 		return -EDEADLK;
-	atomic_fetch_add(&owe_gen, 1);
+	atomic_fetch_add(&ckc_owed_gen, 1);
 	/* Page by page in address order: a page owed already keeps its
 	 * protection (and place) and changes owner; the others are protected.
 	 * Each part becomes an entry of its own, all holding ref. */
 	uintptr_t at = a;
 	int parts = 0;
 	while (!rc && at < b) {
-		size_t i = ckc_owedtab_first(&tab, at, b);
+		size_t i = ckc_owedtab_first(&ckc_owed_tab, at, b);
 		ckc_owed_t part = e;
 		part.start = at;
-		if (i < tab.n && tab.e[i].start <= at) {
+		if (i < ckc_owed_tab.n && ckc_owed_tab.e[i].start <= at) {
 			/* owed now: the part of it inside [at, b) */
-			uintptr_t x = at, y = tab.e[i].end < b ? tab.e[i].end : b;
+			uintptr_t x = at, y = ckc_owed_tab.e[i].end < b ? ckc_owed_tab.e[i].end : b;
 			ckc_owed_t old = part_take(i, &x, &y);
 			if (x < at || y > b) {
 				/* could not split: what lies outside is filled */
@@ -731,17 +511,17 @@ int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap
 			ckc_owed_st.dropped++;
 		} else {
 			/* not owed: up to the next owed page */
-			uintptr_t y = i < tab.n ? tab.e[i].start : b;
+			uintptr_t y = i < ckc_owed_tab.n ? ckc_owed_tab.e[i].start : b;
 			if ((rc = gap_protect(at, y, pinned, &part.park)) != 0)
 				break;
 			part.end = y;
 		}
 		if (parts > 0) {
 			ckc_ref_get(ref);
-			if (ops && ready)
-				ops->event_get(ready);
+			if (ckc_owed_ops && ready)
+				ckc_owed_ops->event_get(ready);
 		}
-		if ((rc = ckc_owedtab_insert(&tab, &part)) != 0) {
+		if ((rc = ckc_owedtab_insert(&ckc_owed_tab, &part)) != 0) {
 			part_drop(&part, part.start, part.end);
 			if (parts == 0) {
 				/* the caller keeps ref and ready */
@@ -760,15 +540,15 @@ int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap
 		/* what was owed of [a, b) goes; the caller keeps its own
 		 * reference and event, which the entries took */
 		ckc_ref_get(ref);
-		if (ops && ready)
-			ops->event_get(ready);
+		if (ckc_owed_ops && ready)
+			ckc_owed_ops->event_get(ready);
 		cut_locked(a, b, false);
 	} else if (rc) {
 		cut_locked(a, b, false);
 	} else {
 		coalesce_locked(a, b);
 	}
-	tab_unlock();
+	ckc_owed_tab_unlock();
 	return rc;
 }
 
@@ -781,21 +561,21 @@ bool ckc_owed_plan(uintptr_t s0, size_t n, ckc_owed_plan_t *pl)
 	uintptr_t s1 = s0 + n, a = page_up(s0), b = page_down(s1);
 	if (b <= a)
 		return false;
-	if (!tab_lock())
+	if (!ckc_owed_tab_lock())
 		return false;
-	size_t i = ckc_owedtab_first(&tab, a, b);
-	bool ok = i < tab.n;
+	size_t i = ckc_owedtab_first(&ckc_owed_tab, a, b);
+	bool ok = i < ckc_owed_tab.n;
 	if (ok) {
 		/* the owed pages of [a, b) must be one run of one capture */
-		const ckc_owed_t *e = &tab.e[i];
+		const ckc_owed_t *e = &ckc_owed_tab.e[i];
 		uintptr_t lo = e->start > a ? e->start : a, hi = lo;
 		size_t j = i;
-		while (j < tab.n && tab.e[j].start < b && tab.e[j].start == hi && tab.e[j].ref == e->ref &&
-		       tab.e[j].cap_start == e->cap_start) {
-			hi = tab.e[j].end < b ? tab.e[j].end : b;
+		while (j < ckc_owed_tab.n && ckc_owed_tab.e[j].start < b && ckc_owed_tab.e[j].start == hi && ckc_owed_tab.e[j].ref == e->ref &&
+		       ckc_owed_tab.e[j].cap_start == e->cap_start) {
+			hi = ckc_owed_tab.e[j].end < b ? ckc_owed_tab.e[j].end : b;
 			j++;
 		}
-		ok = j == tab.n || tab.e[j].start >= b;
+		ok = j == ckc_owed_tab.n || ckc_owed_tab.e[j].start >= b;
 		uintptr_t cap_end = e->cap_start + (uintptr_t)e->cap_len;
 		uintptr_t ca = page_up(e->cap_start), cb = page_down(cap_end);
 		/* every whole page of the capture inside [a, b) is still owed by
@@ -808,220 +588,40 @@ bool ckc_owed_plan(uintptr_t s0, size_t n, ckc_owed_plan_t *pl)
 			pl->lo = pl->whole ? s0 : lo;
 			pl->hi = pl->whole ? s1 : hi;
 			ckc_ref_get(e->ref);
-			if (ops && e->ready)
-				ops->event_get(e->ready);
+			if (ckc_owed_ops && e->ready)
+				ckc_owed_ops->event_get(e->ready);
 			for (size_t k = i; k < j; k++)
-				part_used(&tab.e[k]);
+				ckc_owed_part_used(&ckc_owed_tab.e[k]);
 		}
 	}
-	tab_unlock();
+	ckc_owed_tab_unlock();
 	return ok;
 }
 
 void ckc_owed_plan_done(ckc_owed_plan_t *pl, void *busy)
 {
-	if (busy && tab_lock()) {
+	if (busy && ckc_owed_tab_lock()) {
 		/* the device copy reads [lo, hi) of the capture: its parts keep
 		 * the gpu copy until it is done */
 		size_t i;
 		uintptr_t at = page_up(pl->lo);
 		uintptr_t end = page_down(pl->hi);
-		while (at < end && (i = ckc_owedtab_first(&tab, at, end)) < tab.n) {
-			ckc_owed_t *e = &tab.e[i];
+		while (at < end && (i = ckc_owedtab_first(&ckc_owed_tab, at, end)) < ckc_owed_tab.n) {
+			ckc_owed_t *e = &ckc_owed_tab.e[i];
 			if (e->ref == pl->e.ref) {
-				if (ops && e->busy)
-					ops->event_put(e->busy);
-				if (ops)
-					ops->event_get(busy);
+				if (ckc_owed_ops && e->busy)
+					ckc_owed_ops->event_put(e->busy);
+				if (ckc_owed_ops)
+					ckc_owed_ops->event_get(busy);
 				e->busy = busy;
 			}
 			at = e->end;
 		}
-		tab_unlock();
+		ckc_owed_tab_unlock();
 	}
-	if (ops && busy)
-		ops->event_put(busy);
-	if (ops && pl->e.ready)
-		ops->event_put(pl->e.ready);
+	if (ckc_owed_ops && busy)
+		ckc_owed_ops->event_put(busy);
+	if (ckc_owed_ops && pl->e.ready)
+		ckc_owed_ops->event_put(pl->e.ready);
 	ckc_ref_put(pl->e.ref);
-}
-
-/* ---- tagged write() and read() under device capture ------------------- */
-
-/* The first owed part overlapping [p, p+n), with a reference (and ready
- * event) of its own for the caller; whole: the capture's whole pages are
- * all still owed by it. */
-static bool owed_first(uintptr_t p, size_t n, ckc_owed_t *out, bool *whole)
-{
-	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed))
-		return false;
-	if (!tab_lock())
-		return false;
-	size_t i = ckc_owedtab_first(&tab, p, p + n);
-	bool found = i < tab.n;
-	if (found) {
-		*out = tab.e[i];
-		uintptr_t ca = page_up(out->cap_start), cb = page_down(out->cap_start + (uintptr_t)out->cap_len);
-		/* walk the capture's parts from its first page */
-		size_t j = ckc_owedtab_first(&tab, ca, cb);
-		uintptr_t hi = ca;
-		while (j < tab.n && tab.e[j].start == hi && tab.e[j].ref == out->ref)
-			hi = tab.e[j++].end;
-		*whole = hi == cb;
-		for (size_t k = ckc_owedtab_first(&tab, ca, cb); k < tab.n && tab.e[k].start < cb; k++)
-			if (tab.e[k].ref == out->ref)
-				part_used(&tab.e[k]);
-		ckc_ref_get(out->ref);
-		if (ops && out->ready)
-			ops->event_get(out->ready);
-	}
-	tab_unlock();
-	return found;
-}
-
-static void owed_put(ckc_owed_t *e)
-{
-	if (ops && e->ready)
-		ops->event_put(e->ready);
-	ckc_ref_put(e->ref);
-}
-
-static ssize_t host_part(ckc_handle_t *h, uintptr_t p, uintptr_t q, uint64_t off)
-{
-	size_t len = q - p;
-	return len ? ckc_pwrite(h, (const void *)p, len, off) : 0;
-}
-
-static ssize_t owed_pwrite(ckc_handle_t *h, const void *buf, size_t n, uint64_t off);
-
-/* The tagged read and write paths below, and fills, change the program's
- * page tables: the cache's background work (population and registration of
- * the host tier, which hold the address space's lock) gives way meanwhile
- * (ckc_prog_begin). */
-
-ssize_t ckc_owed_pwrite(ckc_handle_t *h, const void *buf, size_t n, uint64_t off)
-{
-	uint64_t t0 = ckc_now_ns();
-	ckc_prog_begin();
-	ssize_t r = owed_pwrite(h, buf, n, off);
-	ckc_prog_end();
-	if (r != CKC_OWED_PASS)
-		atomic_fetch_add(&ckc_owed_st.write_ns, ckc_now_ns() - t0);
-	return r;
-}
-
-static ssize_t owed_pwrite(ckc_handle_t *h, const void *buf, size_t n, uint64_t off)
-{
-	uintptr_t p = (uintptr_t)buf, end = p + n;
-	ckc_owed_t e;
-	bool whole_owed;
-	ssize_t r;
-
-	if (!owed_first(p, n, &e, &whole_owed))
-		return CKC_OWED_PASS;
-	for (;;) {
-		uint64_t at = off + (p - (uintptr_t)buf);
-		uintptr_t first = e.start > p ? e.start : p;
-		uintptr_t cap_end = e.cap_start + (uintptr_t)e.cap_len;
-		/* the whole capture, every page of it still owed, inside the
-		 * write: attached as it is */
-		bool whole = whole_owed && e.cap_start >= p && cap_end <= end;
-		uintptr_t from = whole ? e.cap_start : first;
-		/* host bytes before the owed pages */
-		if ((r = host_part(h, p, from, at)) < 0)
-			goto fail;
-		at += from - p;
-		/* attaching a deferred capture waits for nothing: the cache
-		 * reads its bytes only after it completed */
-		if (ops && e.ready && !(whole && e.ordered))
-			ops->event_wait(e.ready);
-		if (whole) {
-			/* the edge bytes are written again from host memory
-			 * when the program changed them since the copy */
-			bool same = ckc_owed_edges_same(&e);
-			uintptr_t ca = page_up(e.cap_start), cb = page_down(cap_end);
-			if (cb < ca)
-				ca = cb = cap_end;
-			r = ckc_pwrite_ref(h, e.ref, 0, (size_t)e.cap_len, at);
-			if (r >= 0 && !same && (r = host_part(h, e.cap_start, ca, at)) >= 0)
-				r = host_part(h, cb, cap_end, at + (cb - e.cap_start));
-			p = cap_end;
-		} else {
-			uintptr_t q = e.end < end ? e.end : end;
-			r = ckc_pwrite_ref(h, e.ref, first - e.cap_start, q - first, at);
-			if (r == -ERANGE || r == -ENODEV) {
-				/* not contiguous in device memory: from host bytes */
-				ckc_owed_cut((void *)first, q - first, true);
-				r = host_part(h, first, q, at);
-			}
-			p = q;
-		}
-		owed_put(&e);
-		if (r < 0)
-			return r;
-		if (p >= end)
-			return (ssize_t)n;
-		if (!owed_first(p, end - p, &e, &whole_owed)) {
-			r = host_part(h, p, end, off + (p - (uintptr_t)buf));
-			return r < 0 ? r : (ssize_t)n;
-		}
-	}
-fail:
-	owed_put(&e);
-	return r;
-}
-
-/* Set by cuda.c: a host buffer may be owed from the gpu tier. */
-bool (*ckc_owed_read_ok)(const void *buf, size_t n);
-
-static ssize_t owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off, uintptr_t site);
-
-ssize_t ckc_owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off, uintptr_t site)
-{
-	uint64_t t0 = ckc_now_ns();
-	ckc_prog_begin();
-	ssize_t r = owed_pread(h, buf, n, off, site);
-	ckc_prog_end();
-	if (r != CKC_OWED_PASS)
-		atomic_fetch_add(&ckc_owed_st.read_ns, ckc_now_ns() - t0);
-	return r;
-}
-
-static ssize_t owed_pread(ckc_handle_t *h, void *buf, size_t n, uint64_t off, uintptr_t site)
-{
-	uintptr_t p = (uintptr_t)buf;
-	uintptr_t a = page_up(p), b;
-	ckc_ref_t *ref;
-
-	if (!ckc_owed_read_ok || !ckc_owed_read_ok(buf, n) || !ckc_owed_site_ok(site))
-		return CKC_OWED_PASS;
-	int kind = ckc_cuda_mem_kind(buf);
-	bool pinned = kind == CKC_MEM_PINNED || kind == CKC_MEM_REGISTERED;
-	uint64_t t0 = ckc_now_ns();
-	ssize_t len = ckc_pread_ref(h, off, n, &ref);
-	uint64_t t1 = ckc_now_ns();
-	atomic_fetch_add(&ckc_owed_st.read_engine_ns, t1 - t0);
-	if (len <= 0)
-		return len < 0 ? len : CKC_OWED_PASS;
-	b = page_down(p + (size_t)len);
-	if (b <= a) {
-		ckc_ref_put(ref);
-		return CKC_OWED_PASS;
-	}
-	/* the partial pages: filled where owed, then the read's bytes */
-	ckc_owed_edges_fill(p, (size_t)len);
-	int rc = ckc_ref_fill(ref, 0, buf, a - p);
-	if (!rc)
-		rc = ckc_ref_fill(ref, b - p, (void *)b, p + (size_t)len - b);
-	if (!rc)
-		rc = ckc_owed_add_len(a, b, p, (uint64_t)len, ref, pinned, NULL, false, site);
-	atomic_fetch_add(&ckc_owed_st.read_owe_ns, ckc_now_ns() - t1);
-	if (rc) {
-		/* bytes, then (the pages are accessible again) */
-		ckc_owed_cut((void *)a, b - a, false);
-		rc = ckc_ref_fill(ref, a - p, (void *)a, b - a);
-		ckc_ref_put(ref);
-		return rc ? rc : len;
-	}
-	return len;
 }
