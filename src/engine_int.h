@@ -379,7 +379,7 @@ bool ckc_ext_run(const ckc_ext_t *ext, int n, uint64_t off, uint64_t *aoff, uint
 uint64_t ckc_dist(const ckc_obj_t *o);        /* restore-queue distance, HQ_FAR if none */
 void ckc_refresh_flush_eta(int edge);
 
-/* gpu/tier.c, gpu/lend.c */
+/* gpu/tier.c, gpu/xfer.c, gpu/pin.c, gpu/release.c, gpu/lend.c */
 /* A host buffer of CKC_GPU_WINDOW bytes for a reader's window on a copy in
  * device memory (pinned when one is spare), NULL when none can be had;
  * given back with ckc_gpu_window_put. */
@@ -433,7 +433,7 @@ extern __thread bool ckc_tl_background;
  * for half the time at most (pace.c). */
 extern __thread bool ckc_tl_flushing;
 /* Set by the read path around a read the program asked for: only such a
- * copy into pageable memory runs in lanes (gpu/tier.c). A fill of owed
+ * copy into pageable memory runs in lanes (gpu/xfer.c). A fill of owed
  * memory may run inside a fault the program took holding a lock (its own,
  * the driver's, the owed table's) that the helpers would wait for. */
 extern __thread bool ckc_tl_program_read;

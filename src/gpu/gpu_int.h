@@ -1,6 +1,7 @@
-/* The gpu tier's parts: tier.c (the arena's regions, their mapping, the
- * copies, giving memory back to the program) and lend.c (regions lent to
- * and borrowed from the node's other ranks). What they share: the
+/* The gpu tier's parts: tier.c (the arena's regions and their mapping),
+ * xfer.c (the copies), pin.c (pinned host memory for transfers),
+ * release.c (giving memory back to the program) and lend.c (regions lent
+ * to and borrowed from the node's other ranks). What they share: the
  * driver's table, the lock of the tier's set-up and tear-down, and the
  * region operations below. Not for the rest of the engine, which calls the
  * tier through engine_int.h. */
@@ -71,6 +72,20 @@ void *gpu_mapper(void *arg);
 /* Empties region r from target bytes on and unmaps what could be emptied
  * (gpu_life and the lock held; the lock is dropped while unmapping). */
 uint64_t gpu_cut_tail(ckc_tier_t *t, ckc_gpu_dev_t *r, uint64_t target, double wait_s);
+/* The region of device (NULL: none); a region of lent memory is no
+ * device's own. */
+ckc_gpu_dev_t *gpu_region_for(const ckc_gpu_t *g, int device);
+/* The region holding device address d (NULL: none). */
+const ckc_gpu_dev_t *gpu_region_of(const ckc_gpu_t *g, uint64_t d);
+/* Registers the host tiers populated whole for transfers, one process of
+ * the node at a time (the first mapping thread). */
+void gpu_pin_host(ckc_gpu_t *g);
+/* The registering functions the host tiers are handed (and unpinned with). */
+extern const ckc_pin_fns_t gpu_pin_fns;
+/* The program threads' small pinned slots and the readers' pinned windows,
+ * made in the background by the first mapping thread. */
+void gpu_make_slots(void);
+void gpu_make_windows(void);
 #endif
 
 #endif
