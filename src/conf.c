@@ -1,10 +1,12 @@
 /* The configuration loader: reads every CKPTCACHE_* variable, resolves the
  * defaults against the machine (memory, file-system space), and reports each
- * bad value once. Also owns the rank/local-size lookup; the size syntax is
+ * bad value once. Also owns the rank/local-size lookup; the sizes and
+ * folders of the host and ssd tiers are conf_tiers.c's, the size syntax is
  * size.c's. */
 #include "config.h"
 
 #include "conf.h"
+#include "conf_int.h"
 #include "lanes.h"
 #include "ktouch.h"
 #include "copy.h"
@@ -27,27 +29,7 @@
 #include "sys.h"
 #endif
 
-#ifndef TMPFS_MAGIC
-#define TMPFS_MAGIC 0x01021994
-#endif
-#ifndef RAMFS_MAGIC
-#define RAMFS_MAGIC 0x858458f6
-#endif
-
-#define CONFIG_MIB (1024ULL * 1024)
-#define CONFIG_GIB (1024ULL * CONFIG_MIB)
-
 #define CONFIG_SIZE_HINT "use e.g. 512M, 4G or 10%%"
-
-typedef const char *(*config_get_fn)(const char *name, void *ctx);
-
-typedef struct config_loader {
-	ckc_config_t *c;
-	config_get_fn get;
-	void *ctx;
-	const ckc_sysinfo_t *sys;
-	int errors;
-} config_loader_t;
 
 typedef struct config_word {
 	const char *word;
@@ -58,7 +40,7 @@ typedef struct config_word {
 
 /* Set-but-blank counts as unset, so that `export CKPTCACHE_X=` restores the
  * default instead of being an error. */
-static const char *config_value(config_loader_t *ld, const char *name)
+const char *config_value(config_loader_t *ld, const char *name)
 {
 	const char *v = ld->get(name, ld->ctx);
 	if (!v)
@@ -69,7 +51,7 @@ static const char *config_value(config_loader_t *ld, const char *name)
 	return NULL;
 }
 
-static char *config_strdup(config_loader_t *ld, const char *s)
+char *config_strdup(config_loader_t *ld, const char *s)
 {
 	char *d = strdup(s);
 	if (!d) {
@@ -212,8 +194,8 @@ static int config_word(config_loader_t *ld, const char *name, const config_word_
 }
 
 /* Parses a size variable; on a bad value reports it and returns false. */
-static bool config_size(config_loader_t *ld, const char *name, const char *raw, uint64_t *bytes,
-			double *pct)
+bool config_size(config_loader_t *ld, const char *name, const char *raw, uint64_t *bytes,
+		 double *pct)
 {
 	const char *p;
 	size_t n;
@@ -231,7 +213,7 @@ static bool config_size(config_loader_t *ld, const char *name, const char *raw, 
 	return false;
 }
 
-static uint64_t config_pct_of(uint64_t total, double pct)
+uint64_t config_pct_of(uint64_t total, double pct)
 {
 	return (uint64_t)((long double)total * pct / 100);
 }
@@ -345,282 +327,6 @@ static void config_lanes(config_loader_t *ld)
 	ckc_error("CKPTCACHE_LANES='%s': expected auto or a number of threads from 1 (one thread "
 		  "copies each read) to %d", raw, CKC_LANES_MAX);
 	ld->errors++;
-}
-
-/* A tier size (resolved from raw): 0 turns the tier off, anything else
- * must be at least CKC_TIER_MIN. Returns the size, or 0 after an error. */
-static uint64_t config_min_size(config_loader_t *ld, const char *name, const char *raw,
-				uint64_t bytes)
-{
-	if (bytes == 0 || bytes >= CKC_TIER_MIN)
-		return bytes;
-	char h[32], m[32];
-	ckc_error("%s='%s': %s is below the minimum of %s (use 0 to turn the tier off)", name, raw,
-		  ckc_format_size(bytes, h, sizeof(h)), ckc_format_size(CKC_TIER_MIN, m, sizeof(m)));
-	ld->errors++;
-	return 0;
-}
-
-/* min(16 GiB, 10% of memory shared by the node's ranks), raised to 64 MiB
- * where the machine has room for that. */
-static uint64_t config_host_default(uint64_t mem, long local_size)
-{
-	uint64_t d = mem / 10 / (uint64_t)local_size;
-	if (d > 16 * CONFIG_GIB)
-		d = 16 * CONFIG_GIB;
-	if (d < 64 * CONFIG_MIB && 64 * CONFIG_MIB <= mem / 2)
-		d = 64 * CONFIG_MIB;
-	return d;
-}
-
-static void config_host(config_loader_t *ld)
-{
-	ckc_config_t *c = ld->c;
-	uint64_t mem = ld->sys->mem_total;
-	const char *raw = config_value(ld, "CKPTCACHE_HOST_CACHE");
-	uint64_t bytes;
-	double pct;
-
-	c->host_cache = 0;
-	c->host_cache_from = CKC_SIZE_BYTES;
-	if (!raw) {
-		c->host_cache = config_host_default(mem, c->local_size);
-		c->host_cache_from = CKC_SIZE_DEFAULT;
-		return;
-	}
-	if (!config_size(ld, "CKPTCACHE_HOST_CACHE", raw, &bytes, &pct))
-		return;
-	if (pct >= 0) {
-		c->host_cache = config_min_size(ld, "CKPTCACHE_HOST_CACHE", raw, config_pct_of(mem, pct));
-		c->host_cache_from = CKC_SIZE_PERCENT;
-		c->host_cache_pct = pct;
-		return;
-	}
-	/* mem_total 0 means the machine's memory is unknown: nothing to compare. */
-	if (mem && bytes > mem) {
-		char h[32];
-		ckc_format_size(mem, h, sizeof(h));
-		ckc_error("CKPTCACHE_HOST_CACHE='%s': larger than this machine's memory (%s)", raw, h);
-		ld->errors++;
-		return;
-	}
-	c->host_cache = config_min_size(ld, "CKPTCACHE_HOST_CACHE", raw, bytes);
-}
-
-uint64_t ckc_config_host_for(ckc_config_t *c, uint64_t mem)
-{
-	if (!mem)
-		return c->host_cache;
-	if (c->host_cache_from == CKC_SIZE_DEFAULT)
-		c->host_cache = config_host_default(mem, c->local_size > 0 ? c->local_size : 1);
-	else if (c->host_cache_from == CKC_SIZE_PERCENT)
-		c->host_cache = config_pct_of(mem, c->host_cache_pct);
-	return c->host_cache;
-}
-
-/* The file-system facts for dir, or for its nearest existing ancestor when
- * dir does not exist yet: that is where it will be created. */
-static int config_fs_facts(const ckc_sysinfo_t *sys, const char *dir, uint64_t *avail,
-			   bool *in_memory)
-{
-	char *p = strdup(dir);
-	if (!p)
-		return -ENOMEM;
-	int rc;
-	for (;;) {
-		rc = sys->fs_info(p, avail, in_memory);
-		if (rc != -ENOENT || strcmp(p, "/") == 0 || strcmp(p, ".") == 0)
-			break;
-		size_t n = strlen(p);
-		while (n > 1 && p[n - 1] == '/')
-			n--;
-		while (n > 0 && p[n - 1] != '/')
-			n--;
-		while (n > 1 && p[n - 1] == '/')
-			n--;
-		if (n == 0)
-			strcpy(p, ".");
-		else
-			p[n] = '\0';
-	}
-	sys_free(p);
-	return rc;
-}
-
-/* The folder dir is in ("." for a bare name), malloc'ed; NULL if out of
- * memory. */
-static char *config_parent_of(const char *dir)
-{
-	char *parent = strdup(dir);
-	if (!parent)
-		return NULL;
-	size_t n = strlen(parent);
-	while (n > 1 && parent[n - 1] == '/')
-		n--;
-	while (n > 0 && parent[n - 1] != '/')
-		n--;
-	parent[n > 1 ? n - 1 : n] = '\0';
-	if (!*parent)
-		strcpy(parent, ".");
-	return parent;
-}
-
-/* Creates dir (mode 0700) when its parent folder exists, and says so: a
- * mistyped name must not become a tree of new folders. Returns 0 or an
- * errno (ENOENT when the parent is missing too). */
-static int config_make_dir(const char *dir)
-{
-	char *parent = config_parent_of(dir);
-	struct stat st;
-	if (!parent)
-		return ENOMEM;
-	int err = 0;
-	if (sys_stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))
-		err = ENOENT;
-	else if (sys_mkdir(dir, 0700) != 0 && errno != EEXIST)
-		err = errno;
-	else
-		ckc_warn("CKPTCACHE_SSD_DIR='%s' did not exist: created it (mode 0700)", dir);
-	sys_free(parent);
-	return err;
-}
-
-/* The errno why the missing dir could not be made (as config_make_dir
- * would: its parent exists, and is a writable folder), or 0. */
-static int config_parent_writable(const char *dir)
-{
-	char *p = config_parent_of(dir);
-	struct stat st;
-	if (!p)
-		return ENOMEM;
-	int err = sys_stat(p, &st) != 0 || !S_ISDIR(st.st_mode) ? ENOENT : sys_access(p, W_OK | X_OK) ? errno : 0;
-	sys_free(p);
-	return err;
-}
-
-/* Returns 0 when dir is (or has just been made) a writable directory, else
- * the errno that explains why not. A missing dir is made if create, except
- * that with no_mkdir it is not: 0 when it could be. */
-static int config_usable_dir(const char *dir, bool create, bool no_mkdir)
-{
-	struct stat st;
-	if (sys_stat(dir, &st) != 0) {
-		if (errno != ENOENT || !create)
-			return errno;
-		if (no_mkdir)
-			return config_parent_writable(dir);
-		int err = config_make_dir(dir);
-		if (err)
-			return err;
-		if (sys_stat(dir, &st) != 0)
-			return errno;
-	}
-	if (!S_ISDIR(st.st_mode))
-		return ENOTDIR;
-	if (sys_access(dir, W_OK | X_OK) != 0)
-		return errno;
-	return 0;
-}
-
-static void config_ssd_dir_error(config_loader_t *ld, const char *dir_raw, const char *cache_raw,
-				 int err)
-{
-	if (dir_raw && err == ENOENT)
-		ckc_error("CKPTCACHE_SSD_DIR='%s': no such folder, nor its parent (a typing error?): "
-			  "create it first", dir_raw);
-	else if (dir_raw)
-		ckc_error("CKPTCACHE_SSD_DIR='%s': not a writable directory (%s)", dir_raw,
-			  strerror(err));
-	else
-		ckc_error("CKPTCACHE_SSD_CACHE='%s': '%s' (the default, as CKPTCACHE_SSD_DIR is "
-			  "unset) is not a writable directory (%s)",
-			  cache_raw, ld->c->ssd_dir, strerror(err));
-	ld->errors++;
-}
-
-static void config_ssd(config_loader_t *ld)
-{
-	ckc_config_t *c = ld->c;
-	const char *dir_raw = config_value(ld, "CKPTCACHE_SSD_DIR");
-	const char *cache_raw = config_value(ld, "CKPTCACHE_SSD_CACHE");
-	const char *dir = dir_raw;
-
-	c->ssd_cache = 0;
-	if (!dir) {
-		dir = config_value(ld, "TMPDIR");
-		if (!dir)
-			dir = "/tmp";
-	}
-	c->ssd_dir = config_strdup(ld, dir);
-	if (!c->ssd_dir || (!dir_raw && !cache_raw))
-		return;
-
-	uint64_t avail = 0;
-	bool in_memory = false;
-	int fs_rc = config_fs_facts(ld->sys, dir, &avail, &in_memory);
-	uint64_t size;
-	/* the space the ssd tiers may have: what is free, and what this
-	 * user's running caches took (a child of a program with an ssd tier
-	 * must not count its parent's tier against its own) */
-	if (fs_rc == 0 && ld->sys->tier_files)
-		avail += ld->sys->tier_files(dir);
-
-	if (cache_raw) {
-		uint64_t bytes;
-		double pct;
-		if (!config_size(ld, "CKPTCACHE_SSD_CACHE", cache_raw, &bytes, &pct))
-			return;
-		if (pct >= 0) {
-			if (fs_rc < 0) {
-				config_ssd_dir_error(ld, dir_raw, cache_raw, -fs_rc);
-				return;
-			}
-			size = config_pct_of(avail, pct);
-		} else {
-			/* Without the file system's facts the directory check
-			 * below reports the actual problem. */
-			if (fs_rc == 0 && bytes > avail) {
-				char h[32];
-				ckc_format_size(avail, h, sizeof(h));
-				ckc_error("CKPTCACHE_SSD_CACHE='%s': larger than the space available "
-					  "in '%s' (%s)",
-					  cache_raw, dir, h);
-				ld->errors++;
-				return;
-			}
-			size = bytes;
-		}
-	} else {
-		if (fs_rc < 0) {
-			config_ssd_dir_error(ld, dir_raw, cache_raw, -fs_rc);
-			return;
-		}
-		if (in_memory) {
-			/* Staging in RAM-backed storage would double-count the
-			 * host tier's memory. */
-			ckc_info("CKPTCACHE_SSD_DIR='%s' is on a memory-backed file system (tmpfs "
-				 "or ramfs): the ssd tier is off (set CKPTCACHE_SSD_CACHE to use it "
-				 "anyway)",
-				 dir_raw);
-			return;
-		}
-		size = avail / 4 / (uint64_t)c->local_size;
-		if (size > 64 * CONFIG_GIB)
-			size = 64 * CONFIG_GIB;
-	}
-
-	if (cache_raw)
-		size = config_min_size(ld, "CKPTCACHE_SSD_CACHE", cache_raw, size);
-	else if (size < CKC_TIER_MIN)
-		size = 0; /* the default on a full file system: no tier */
-	if (size > 0) {
-		int err = config_usable_dir(dir, true, ld->sys->no_mkdir);
-		if (err) {
-			config_ssd_dir_error(ld, dir_raw, cache_raw, err);
-			return;
-		}
-	}
-	c->ssd_cache = size;
 }
 
 int ckc_config_load(ckc_config_t *c, const char *(*get)(const char *name, void *ctx),
@@ -757,33 +463,6 @@ static const char *config_getenv(const char *name, void *ctx)
 	(void)ctx;
 	return getenv(name);
 }
-
-static int config_fs_info(const char *dir, uint64_t *avail, bool *in_memory)
-{
-	struct statvfs v;
-	if (statvfs(dir, &v) != 0)
-		return -errno;
-	*avail = (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
-	*in_memory = false;
-#ifdef __linux__
-	struct statfs f;
-	if (statfs(dir, &f) == 0)
-		*in_memory = (uint32_t)f.f_type == (uint32_t)TMPFS_MAGIC ||
-			     (uint32_t)f.f_type == (uint32_t)RAMFS_MAGIC;
-#endif
-	return 0;
-}
-
-void ckc_sysinfo_default(ckc_sysinfo_t *sys)
-{
-	long pages = sysconf(_SC_PHYS_PAGES);
-	long page = sysconf(_SC_PAGESIZE);
-	sys->mem_total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
-	sys->fs_info = config_fs_info;
-	sys->no_mkdir = false;
-	sys->tier_files = ckc_ssd_files_bytes;
-}
-
 int ckc_config_from_env(ckc_config_t *c)
 {
 	ckc_sysinfo_t sys;
