@@ -3,7 +3,9 @@
  * peers it borrowed from; a capture that found no room hands it a
  * borrowing round and waits for it a bounded time. Messages are fixed-size
  * records on SOCK_SEQPACKET sockets; a grant carries its chunks' file
- * descriptors (at most LEND_FDS a message). */
+ * descriptors (at most LEND_FDS a message). This file owns the thread, the
+ * lender's and the borrower's sides and the rounds; the messages' layout
+ * and their sending and receiving are peer_lend_msg.c's. */
 #include "config.h"
 
 #include <errno.h>
@@ -24,28 +26,16 @@
 #include "log.h"
 #include "peer.h"
 #include "peer_lend.h"
+#include "peer_lend_int.h"
 #include "peer_sched.h"
 #include "thread.h"
 #include "sys.h"
 
-/* "ckcL" and the layout's version */
-#define LEND_MAGIC 0x4c636b01u
-#define LEND_FDS 32
 /* How long a borrower waits for each message of a grant. */
 #define LEND_REPLY_MS 2000
 /* After a round that got nothing, captures do not wait for another for
  * this long. */
 #define LEND_QUIET_NS 100000000ull
-
-enum { LEND_BORROW = 1, LEND_GRANT, LEND_TAKE, LEND_RETURNED };
-
-typedef struct lend_msg {
-	uint32_t magic, op;
-	int32_t slot; /* the sender's board entry */
-	int32_t n;    /* BORROW: chunks asked; GRANT: descriptors attached; RETURNED: chunks */
-	uint64_t bytes; /* GRANT: chunks still to come; TAKE: bytes asked back */
-	uint64_t chunk; /* the chunks' size */
-} lend_msg_t;
 
 /* The lender's side of one borrower's connection. */
 typedef struct loan {
@@ -100,80 +90,6 @@ static int lend_addr(struct sockaddr_un *a, int slot)
 	return (int)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
-/* Sends m with fds (n of them) attached. */
-static int lend_send(int fd, const lend_msg_t *m, const int *fds, int n)
-{
-	struct iovec v = { (void *)m, sizeof(*m) };
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * LEND_FDS)];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = { .msg_iov = &v, .msg_iovlen = 1 };
-	if (n > 0) {
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
-	}
-	long r = syscall(SYS_sendmsg, fd, &mh, MSG_NOSIGNAL);
-	return r == (long)sizeof(*m) ? 0 : -EPIPE;
-}
-
-/* Receives one message (its descriptors in fds, *nfd of them, closed by
- * the caller). 1, 0 at the end of the connection, -errno. */
-static int lend_recv(int fd, lend_msg_t *m, int *fds, int *nfd)
-{
-	struct iovec v = { m, sizeof(*m) };
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * LEND_FDS)];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = { .msg_iov = &v, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-	*nfd = 0;
-	long r = syscall(SYS_recvmsg, fd, &mh, MSG_CMSG_CLOEXEC);
-	if (r < 0)
-		return -errno;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-			int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-			for (int i = 0; i < k; i++) {
-				int x;
-				memcpy(&x, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-				if (*nfd < LEND_FDS)
-					fds[(*nfd)++] = x;
-				else
-					sys_close(x);
-			}
-		}
-	if (r == 0)
-		return 0;
-	if (r != (long)sizeof(*m) || m->magic != LEND_MAGIC || (mh.msg_flags & MSG_CTRUNC)) {
-		for (int i = 0; i < *nfd; i++)
-			sys_close(fds[i]);
-		*nfd = 0;
-		return -EPROTO;
-	}
-	return 1;
-}
-
-static void close_fds(int *fds, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (fds[i] >= 0)
-			sys_close(fds[i]);
-}
-
-/* Whether the process at the other end of fd is this user's. */
-static bool same_user(int fd)
-{
-	struct ucred cr;
-	socklen_t len = sizeof(cr);
-	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.uid == geteuid();
-}
 
 /* ---- the lender's side ---------------------------------------------------- */
 
@@ -259,7 +175,7 @@ static void loan_grant(loan_t *l, const lend_msg_t *m)
 			break;
 	}
 	if (fds)
-		close_fds(fds, made);
+		lend_close_fds(fds, made);
 	sys_free(fds);
 	ckc_mutex_lock(&L.mx);
 	if (made) {
@@ -281,7 +197,7 @@ static void loan_serve(loan_t *l)
 	lend_msg_t m;
 	int fds[LEND_FDS], nfd;
 	int rc = lend_recv(l->fd, &m, fds, &nfd);
-	close_fds(fds, nfd);
+	lend_close_fds(fds, nfd);
 	if (rc <= 0) {
 		/* the borrower gave everything back by leaving, or died: the
 		 * driver dropped its mappings with it */
@@ -322,7 +238,7 @@ static void lend_accept(void)
 	int fd = accept4(L.lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
-	if (!same_user(fd)) {
+	if (!lend_same_user(fd)) {
 		sys_close(fd);
 		return;
 	}
@@ -388,7 +304,7 @@ static void debt_serve(int lender)
 	lend_msg_t m;
 	int fds[LEND_FDS], nfd;
 	int rc = lend_recv(L.debt[lender].fd, &m, fds, &nfd);
-	close_fds(fds, nfd);
+	lend_close_fds(fds, nfd);
 	if (rc <= 0)
 		debt_lost(lender);
 	else
@@ -404,7 +320,7 @@ static int lend_connect(int slot)
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&a, (socklen_t)len) != 0 || !same_user(fd)) {
+	if (connect(fd, (struct sockaddr *)&a, (socklen_t)len) != 0 || !lend_same_user(fd)) {
 		int e = errno ? errno : EPERM;
 		sys_close(fd);
 		return -e;
@@ -453,12 +369,12 @@ static bool borrow_from(const ckc_lend_part_t *part, uint64_t chunk)
 		int fds[LEND_FDS], nfd;
 		int rc = lend_recv(d->fd, &m, fds, &nfd);
 		if (rc <= 0) {
-			close_fds(fds, nfd);
+			lend_close_fds(fds, nfd);
 			debt_lost(part->slot);
 			return mapped > 0;
 		}
 		if (m.op != LEND_GRANT) {
-			close_fds(fds, nfd);
+			lend_close_fds(fds, nfd);
 			debt_message(part->slot, &m);
 			continue;
 		}
@@ -471,7 +387,7 @@ static bool borrow_from(const ckc_lend_part_t *part, uint64_t chunk)
 		}
 		mapped += got;
 		unmapped += nfd - got;
-		close_fds(fds, nfd);
+		lend_close_fds(fds, nfd);
 		if (m.bytes == 0)
 			break;
 	}
