@@ -590,6 +590,8 @@ void ckc_gpu_stats(const ckc_tier_t *t, ckc_stats_t *s)
 
 #else /* !HAVE_CUDA_H */
 
+#include "sys.h"
+
 bool ckc_gpu_usable(const ckc_tier_t *t) { (void)t; return false; }
 int ckc_gpu_attach(void *ctx, int device) { (void)ctx; (void)device; return -ENODEV; }
 uint64_t ckc_gpu_release(int device, uint64_t bytes) { (void)device; (void)bytes; return 0; }
