@@ -345,17 +345,29 @@ Test(faults, rescue_impossible_keeps_bytes_in_cache)
 	faults_teardown(&e);
 }
 
-/* The flushers' renames into the home directory wait while held. */
+/* The flushers' publications into the home directory (a rename, or the
+ * link that names a new file) wait while held. */
 static _Atomic int hold_bg_renames, held_renames;
 
-static int f_rename_held(const char *from, const char *to)
+static void bg_rename_hold(void)
 {
 	if (ckc_tl_background && atomic_load(&hold_bg_renames)) {
 		atomic_fetch_add(&held_renames, 1);
 		while (atomic_load(&hold_bg_renames))
 			usleep(1000);
 	}
+}
+
+static int f_rename_held(const char *from, const char *to)
+{
+	bg_rename_hold();
 	return rename(from, to);
+}
+
+static int f_linkat_held(int ofd, const char *from, int nfd, const char *to, int flags)
+{
+	bg_rename_hold();
+	return linkat(ofd, from, nfd, to, flags);
 }
 
 /* Before a child can see them, the closed checkpoints are published by the
@@ -366,6 +378,7 @@ Test(faults, publish_all_does_what_the_flusher_has_not_reached)
 	tenv_t e;
 	faults_setup(&e);
 	ckc_io.rename = f_rename_held;
+	ckc_io.linkat = f_linkat_held;
 	atomic_store(&hold_bg_renames, 1);
 	ckc_config_t c = tcfg(&e, 16 * MiB, 0);
 	cr_assert_eq(ckc_init_config(&c), 0);
