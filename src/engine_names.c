@@ -60,7 +60,19 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 		 * becomes the real file at close */
 		if (!durable)
 			return -ENOTSUP;
-		return sys_fsync(o->home_fd) ? -errno : 0;
+		/* the fsync (seconds, on a busy file system) runs without the
+		 * engine lock; the close waits for it (home_busy), and with it
+		 * the descriptor's end */
+		int fd = o->home_fd;
+		o->home_busy = true;
+		ckc_obj_get(o);
+		ckc_mutex_unlock(&ckc_eng.lock);
+		int rc = sys_fsync(fd) ? -errno : 0;
+		ckc_mutex_lock(&ckc_eng.lock);
+		o->home_busy = false;
+		pthread_cond_broadcast(&ckc_eng.obj_cv);
+		ckc_obj_put(o);
+		return rc;
 	}
 	bool complete = o->complete;
 	int rc = ckc_flush_home_now(o, durable);

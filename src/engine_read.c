@@ -470,15 +470,28 @@ static int setattr_locked(ckc_obj_t *o, const ckc_attr_t *a)
 	o->attr.mask |= a->mask;
 	if (!o->at_home)
 		return 0;
-	int fd = sys_open(o->key, O_RDONLY, 0);
-	if (fd < 0)
-		return -errno;
-	int rc = ckc_attr_apply_fd(fd, a);
+	/* the real file takes it too, without the engine lock held: the
+	 * file is busy meanwhile, as during a publication */
+	char *key = strdup(o->key);
+	if (!key)
+		return -ENOMEM;
+	o->home_busy = true;
+	ckc_obj_get(o);
+	ckc_mutex_unlock(&ckc_eng.lock);
+	int fd = sys_open(key, O_RDONLY, 0);
+	int rc = fd < 0 ? -errno : ckc_attr_apply_fd(fd, a);
 	/* the change time moved: this is still the file the cache published */
 	struct stat st;
-	if (sys_fstat(fd, &st) == 0)
+	bool seen = fd >= 0 && sys_fstat(fd, &st) == 0;
+	if (fd >= 0)
+		sys_close(fd);
+	sys_free(key);
+	ckc_mutex_lock(&ckc_eng.lock);
+	o->home_busy = false;
+	if (seen && o->at_home)
 		ckc_fid_of(&st, &o->base);
-	sys_close(fd);
+	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	ckc_obj_put(o);
 	return rc;
 }
 
