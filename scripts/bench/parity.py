@@ -247,6 +247,52 @@ class Bench:
             return keyvals(text), rss
         self.pair(row, k, m)
 
+    def small(self, k):
+        """Many small files written in a loop and read back (a script's
+        logs, JSON metadata and pickles beside its checkpoints); the job's
+        time includes the end of the process, which waits for what the
+        library has not yet published."""
+        row = f"small files ({self.a.small_count} x 1 B-4 KiB, Python)"
+        if k == 0:
+            self.add_row(row, [("save_s", False), ("load_s", False), ("job_s", False)])
+
+        def m(side):
+            clean(self.ck)
+            env = self.env(side, os.path.join(self.ck, "*.dat"))
+            wall, rss, text = run([PY, PYWORK, "small", self.ck, str(self.a.small_count)], env)
+            v = keyvals(text)
+            v["job_s"] = wall
+            return v, rss
+        self.pair(row, k, m)
+
+    def tagged_walkers(self, k):
+        """du, tar and find over a tree of checkpoints the patterns tag
+        (made once, without the library): a user's look at what a job left."""
+        tree = os.path.join(self.work, "tagged")
+        if not os.path.isdir(tree):
+            for d in range(self.a.tagged_dirs):
+                sub = os.path.join(tree, f"step_{d:03d}")
+                os.makedirs(sub)
+                for f in range(self.a.tagged_files):
+                    with open(os.path.join(sub, f"rank_{f:04d}.bin"), "wb") as fh:
+                        fh.write(b"x" * (64 + f))
+        paths = os.path.join(tree, "**")
+        for name, cmd in (("tar", ["tar", "cf", "/dev/null", tree]), ("du", ["du", "-s", tree]),
+                          ("find", ["find", tree, "-name", "*.bin"])):
+            row = f"{name} over a tagged tree ({self.a.tagged_dirs} x {self.a.tagged_files} files)"
+            if k == 0:
+                self.add_row(row, [("time_s", False)])
+
+            def m(side, cmd=cmd):
+                env = self.env(side, paths)
+                total, rss = 0.0, 0
+                for _ in range(self.a.walk_reps):
+                    wall, r, _ = run(cmd, env)
+                    total += wall
+                    rss = max(rss, r)
+                return {"time_s": total}, rss
+            self.pair(row, k, m)
+
     def walkers(self, k):
         tree = self.a.tree
         # a subtree and a file-name pattern, neither matching the tree
@@ -494,8 +540,8 @@ def main():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pairs", type=int, default=5, help="paired runs per row (default 5)")
     p.add_argument("--quick", action="store_true", help="smaller workloads (about a minute in all)")
-    p.add_argument("--only", default="", help="comma-separated workloads: numpy,pickle,h5py,walkers,proxy,"
-                                              "bands,stdio,miss,tools,fread (default: all)")
+    p.add_argument("--only", default="", help="comma-separated workloads: numpy,pickle,h5py,small,walkers,"
+                                              "tagged_walkers,proxy,bands,stdio,miss,tools,fread (default: all)")
     p.add_argument("--count", type=int, default=48, help="RTM proxy checkpoints (default 48)")
     p.add_argument("--size", default="16M", help="RTM proxy checkpoint size (default 16M)")
     p.add_argument("--host-cache", default="256M", help="RTM proxy host tier (default 256M)")
@@ -509,6 +555,10 @@ def main():
     p.add_argument("--band-count", type=int, default=48, help="stencil bands (default 48)")
     p.add_argument("--band-mib", type=int, default=16, help="MiB per stencil band (default 16)")
     p.add_argument("--tree", default="/usr/share", help="the untagged tree tar, du and find walk")
+    p.add_argument("--small-count", type=int, default=3000, help="small files (default 3000)")
+    p.add_argument("--tagged-dirs", type=int, default=40, help="folders of the tagged tree (default 40)")
+    p.add_argument("--tagged-files", type=int, default=250, help="files per folder of the tagged tree "
+                   "(default 250)")
     p.add_argument("--walk-reps", type=int, default=3, help="walks per sample (default 3)")
     p.add_argument("--tool-mib", type=int, default=512, help="MiB of the file cp, cat and dd copy")
     p.add_argument("--fread-mib", type=int, default=256, help="MiB of the fread benchmark's file")
@@ -524,6 +574,7 @@ def main():
         a.np_count, a.np_mib, a.pickle_entries = 32, 8, 500000
         a.h5_count, a.h5_mib, a.band_count, a.band_mib = 16, 8, 24, 8
         a.walk_reps, a.tool_mib, a.fread_mib = 1, 128, 64
+        a.small_count, a.tagged_dirs, a.tagged_files = 1000, 20, 100
     if a.pairs < 1:
         p.error("--pairs must be at least 1")
     env = {}
@@ -533,7 +584,8 @@ def main():
             p.error(f"--env {kv!r}: expected CKPTCACHE_NAME=VALUE")
         env[k] = v
     a.env = env
-    work = ["numpy", "pickle", "h5py", "walkers", "proxy", "bands", "stdio", "miss", "tools", "fread"]
+    work = ["numpy", "pickle", "h5py", "small", "walkers", "tagged_walkers", "proxy", "bands", "stdio", "miss",
+            "tools", "fread"]
     only = [w for w in a.only.split(",") if w] or work
     for w in only:
         if w not in work:

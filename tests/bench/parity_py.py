@@ -7,6 +7,9 @@
                                      DIR/state.pkl, then pickle.load it back
   parity_py.py h5py DIR COUNT MIB    h5py writes COUNT datasets of MIB MiB to
                                      DIR/state.h5, then reads them back
+  parity_py.py small DIR COUNT       writes COUNT small files (JSON, pickles
+                                     and bytes of 1 B to 4 KiB) to
+                                     DIR/s_NNNNN.dat, then reads them back
 
 Prints one line "key=value ..." with the seconds each phase took (save_s and
 load_s), and checks what was read back: exit 1 on a mismatch.
@@ -76,6 +79,35 @@ def h5py_case(d, count, mib):
     print(f"save_s={save:.6f} load_s={load:.6f}")
 
 
+def small_body(i):
+    import json
+    import random
+    r = random.Random(i)
+    k = i % 3
+    if k == 0:
+        return json.dumps({"step": i, "loss": r.random(), "tags": ["a"] * (i % 40)}).encode()
+    if k == 1:
+        return pickle.dumps([r.random() for _ in range(r.randrange(0, 500))])
+    return r.randbytes(r.randrange(1, 4097))
+
+
+def small_case(d, count):
+    bodies = [small_body(i) for i in range(count)]
+    t0 = time.perf_counter()
+    for i, b in enumerate(bodies):
+        with open(os.path.join(d, f"s_{i:05d}.dat"), "wb") as f:
+            f.write(b)
+    save = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for i, b in enumerate(bodies):
+        with open(os.path.join(d, f"s_{i:05d}.dat"), "rb") as f:
+            if f.read() != b:
+                print(f"s_{i:05d}.dat: read back differs", file=sys.stderr)
+                sys.exit(1)
+    load = time.perf_counter() - t0
+    print(f"save_s={save:.6f} load_s={load:.6f}")
+
+
 def main(argv):
     if len(argv) == 5 and argv[1] == "numpy":
         numpy_case(argv[2], int(argv[3]), int(argv[4]))
@@ -83,6 +115,8 @@ def main(argv):
         pickle_case(argv[2], int(argv[3]))
     elif len(argv) == 5 and argv[1] == "h5py":
         h5py_case(argv[2], int(argv[3]), int(argv[4]))
+    elif len(argv) == 4 and argv[1] == "small":
+        small_case(argv[2], int(argv[3]))
     else:
         print(__doc__, file=sys.stderr)
         return 2
