@@ -612,6 +612,13 @@ bool eng_wait_until(pthread_cond_t *cv, uint64_t deadline_ns);
 /* Notes o, just closed or renamed, among the versions that may be owed to
  * their real paths (ckc_owes_under). Lock held. */
 void eng_note_owed(const ckc_obj_t *o);
+/* I/O on o's real file without the engine lock: begin marks the file busy
+ * (home_busy: publications, closes and readers of it wait), takes a
+ * reference and drops the lock; end takes the lock back, clears the mark
+ * and wakes the waiters, the reference still held (the caller records
+ * what the I/O found, then ckc_obj_put). */
+void eng_home_io_begin(ckc_obj_t *o);
+void eng_home_io_end(ckc_obj_t *o);
 /* Drops every such note (the engine's stop). Lock held. */
 void eng_owed_clear(void);
 

@@ -37,9 +37,7 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 		char *key = strdup(o->key);
 		if (!key)
 			return -ENOMEM;
-		o->home_busy = true;
-		ckc_obj_get(o);
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_home_io_begin(o);
 		int fd = sys_open(key, O_RDONLY, 0);
 		int rc = fd < 0 ? -errno : sys_fsync(fd) ? -errno : 0;
 		if (fd >= 0)
@@ -47,11 +45,9 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 		if (!rc)
 			rc = ckc_fsync_dir_of(key);
 		sys_free(key);
-		ckc_mutex_lock(&ckc_eng.lock);
-		o->home_busy = false;
+		eng_home_io_end(o);
 		if (!rc && o->at_home)
 			o->durable = true;
-		pthread_cond_broadcast(&ckc_eng.obj_cv);
 		ckc_obj_put(o);
 		return rc;
 	}
@@ -64,13 +60,9 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 		 * engine lock; the close waits for it (home_busy), and with it
 		 * the descriptor's end */
 		int fd = o->home_fd;
-		o->home_busy = true;
-		ckc_obj_get(o);
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_home_io_begin(o);
 		int rc = sys_fsync(fd) ? -errno : 0;
-		ckc_mutex_lock(&ckc_eng.lock);
-		o->home_busy = false;
-		pthread_cond_broadcast(&ckc_eng.obj_cv);
+		eng_home_io_end(o);
 		ckc_obj_put(o);
 		return rc;
 	}

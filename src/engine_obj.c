@@ -231,6 +231,20 @@ static void trace_line(const char *op, const char *key, uint64_t version, uint64
 		eng_trace_off += (uint64_t)n;
 }
 
+void eng_home_io_begin(ckc_obj_t *o)
+{
+	o->home_busy = true;
+	ckc_obj_get(o);
+	ckc_mutex_unlock(&ckc_eng.lock);
+}
+
+void eng_home_io_end(ckc_obj_t *o)
+{
+	ckc_mutex_lock(&ckc_eng.lock);
+	o->home_busy = false;
+	pthread_cond_broadcast(&ckc_eng.obj_cv);
+}
+
 void ckc_trace(const char *op, const ckc_obj_t *o, uint64_t off, uint64_t len, int level,
 	       uint64_t t0_ns)
 {

@@ -475,9 +475,7 @@ static int setattr_locked(ckc_obj_t *o, const ckc_attr_t *a)
 	char *key = strdup(o->key);
 	if (!key)
 		return -ENOMEM;
-	o->home_busy = true;
-	ckc_obj_get(o);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_home_io_begin(o);
 	int fd = sys_open(key, O_RDONLY, 0);
 	int rc = fd < 0 ? -errno : ckc_attr_apply_fd(fd, a);
 	/* the change time moved: this is still the file the cache published */
@@ -486,11 +484,9 @@ static int setattr_locked(ckc_obj_t *o, const ckc_attr_t *a)
 	if (fd >= 0)
 		sys_close(fd);
 	sys_free(key);
-	ckc_mutex_lock(&ckc_eng.lock);
-	o->home_busy = false;
+	eng_home_io_end(o);
 	if (seen && o->at_home)
 		ckc_fid_of(&st, &o->base);
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
 	ckc_obj_put(o);
 	return rc;
 }

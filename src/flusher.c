@@ -398,6 +398,17 @@ static void flush_one(ckc_edge_t *e, ckc_obj_t *o, bool help)
 	ckc_unpin(o, level);
 }
 
+/* Flushes the head of e's queue and wakes who waits for flushes (lock
+ * held; dropped meanwhile). */
+static void flush_head(ckc_edge_t *e, bool help)
+{
+	ckc_obj_t *o = edge_pop(e);
+	flush_one(e, o, help);
+	ckc_obj_put(o);
+	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	pthread_cond_broadcast(&ckc_eng.flushed_cv);
+}
+
 static void *flusher_main(void *arg)
 {
 	ckc_edge_t *e = arg;
@@ -411,11 +422,7 @@ static void *flusher_main(void *arg)
 			ckc_cond_wait(&e->cv, &ckc_eng.lock);
 		if (!e->head)
 			break;
-		ckc_obj_t *o = edge_pop(e);
-		flush_one(e, o, false);
-		ckc_obj_put(o);
-		pthread_cond_broadcast(&ckc_eng.obj_cv);
-		pthread_cond_broadcast(&ckc_eng.flushed_cv);
+		flush_head(e, false);
 	}
 	ckc_mutex_unlock(&ckc_eng.lock);
 	return NULL;
@@ -461,15 +468,9 @@ bool ckc_flush_unthreaded(void)
 		if (e->head)
 			edge_thread(e);
 		while (!e->running && e->head) {
-			ckc_obj_t *o = edge_pop(e);
-			flush_one(e, o, false);
-			ckc_obj_put(o);
+			flush_head(e, false);
 			any = true;
 		}
-	}
-	if (any) {
-		pthread_cond_broadcast(&ckc_eng.obj_cv);
-		pthread_cond_broadcast(&ckc_eng.flushed_cv);
 	}
 	return any;
 }
@@ -486,11 +487,7 @@ bool ckc_flush_help(void)
 		ckc_edge_t *e = &ckc_eng.edge[l];
 		if (!e->running || !e->head || e->head->size > FLUSH_HELP_MAX_BYTES)
 			continue;
-		ckc_obj_t *o = edge_pop(e);
-		flush_one(e, o, true);
-		ckc_obj_put(o);
-		pthread_cond_broadcast(&ckc_eng.obj_cv);
-		pthread_cond_broadcast(&ckc_eng.flushed_cv);
+		flush_head(e, true);
 		return true;
 	}
 	return false;

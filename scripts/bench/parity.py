@@ -276,10 +276,16 @@ class Bench:
                 for f in range(self.a.tagged_files):
                     with open(os.path.join(sub, f"rank_{f:04d}.bin"), "wb") as fh:
                         fh.write(b"x" * (64 + f))
-        paths = os.path.join(tree, "**")
-        for name, cmd in (("tar", ["tar", "cf", "/dev/null", tree]), ("du", ["du", "-s", tree]),
-                          ("find", ["find", tree, "-name", "*.bin"])):
-            row = f"{name} over a tagged tree ({self.a.tagged_dirs} x {self.a.tagged_files} files)"
+        self.walk_rows(k, os.path.join(tree, "**"), (
+            (f"tar over a tagged tree ({self.a.tagged_dirs} x {self.a.tagged_files} files)",
+             ["tar", "cf", "/dev/null", tree]),
+            (f"du over a tagged tree ({self.a.tagged_dirs} x {self.a.tagged_files} files)", ["du", "-s", tree]),
+            (f"find over a tagged tree ({self.a.tagged_dirs} x {self.a.tagged_files} files)",
+             ["find", tree, "-name", "*.bin"])))
+
+    def walk_rows(self, k, paths, rows):
+        """Rows of short walks: each sample is walk_reps runs of the command."""
+        for row, cmd in rows:
             if k == 0:
                 self.add_row(row, [("time_s", False)])
 
@@ -297,22 +303,9 @@ class Bench:
         tree = self.a.tree
         # a subtree and a file-name pattern, neither matching the tree
         paths = f"{self.ck}/ckpt_*.bin:{self.ck}/sub/**"
-        for name, cmd in (("tar", ["tar", "cf", "/dev/null", tree]), ("du", ["du", "-s", tree]),
-                          ("find", ["find", tree])):
-            row = f"{name} over {tree} (untagged)"
-            if k == 0:
-                self.add_row(row, [("time_s", False)])
-
-            def m(side, cmd=cmd):
-                env = self.env(side, paths)
-                # several runs per sample: each is short
-                total, rss = 0.0, 0
-                for _ in range(self.a.walk_reps):
-                    wall, r, _ = run(cmd, env)
-                    total += wall
-                    rss = max(rss, r)
-                return {"time_s": total}, rss
-            self.pair(row, k, m)
+        self.walk_rows(k, paths, ((f"tar over {tree} (untagged)", ["tar", "cf", "/dev/null", tree]),
+                                  (f"du over {tree} (untagged)", ["du", "-s", tree]),
+                                  (f"find over {tree} (untagged)", ["find", tree])))
 
     def proxy_args(self, extra=(), d=None):
         a = self.a

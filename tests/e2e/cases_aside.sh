@@ -137,7 +137,7 @@ assert open("ck/a.bin", "rb").read() == data, "read back in the process"
 }
 case_add aside/folder-refuses-new-files aside_folder_refuses
 
-# A script writes many small files (1 B to 4 KiB: JSON, text, pickles) in a
+# A script writes many small files (1 B to 4 KiB: JSON, bytes, pickles) in a
 # loop, faster than the real path's folder takes new files (each open there
 # slowed to 1 ms): once 64 of them wait to be published, new ones are
 # written straight to their real paths, so the program's end does not wait
@@ -146,43 +146,27 @@ case_add aside/folder-refuses-new-files aside_folder_refuses
 # aside off every one is cached. (The first one or two of a process go
 # straight to their real paths as cached objects, as every process begins:
 # they count in both sums.)
-small_files_prog='
-import sys, os, json, pickle, random
-d, n = sys.argv[1], int(sys.argv[2])
-def body(i):
-    r = random.Random(i)
-    k = i % 3
-    if k == 0:
-        return json.dumps({"step": i, "loss": r.random(), "tags": ["a"] * (i % 40)}).encode()
-    if k == 1:
-        return pickle.dumps([r.random() for _ in range(r.randrange(0, 500))])
-    return bytes(r.randrange(256) for _ in range(r.randrange(1, 4097)))
-for i in range(n):
-    with open(f"{d}/s{i:04d}.dat", "wb") as f:
-        f.write(body(i))
-for i in reversed(range(n)):
-    with open(f"{d}/s{i:04d}.dat", "rb") as f:
-        assert f.read() == body(i), f"s{i:04d}.dat read back in the process"
-if len(sys.argv) > 3:
-    for i in range(n):
-        open(f"{sys.argv[3]}/s{i:04d}.dat", "wb").write(body(i))
-'
 aside_small_files() {
 	local side
 	for side in auto off; do
 		phase $side
-		rm -rf ck ref
-		mkdir ck ref
-		SLOW_US=1000 SLOWFS_OPS=open ck CKPTCACHE_STEP_ASIDE=$side -- "$PY" -c "$small_files_prog" \
-			"$T/ck" 600 "$T/ref" || fail "$side: the program failed$(last_error)"
+		rm -rf ck
+		mkdir ck
+		# the benchmark's workload (tests/bench/parity_py.py), which
+		# checks each file it reads back in the process
+		SLOW_US=1000 SLOWFS_OPS=open ck CKPTCACHE_STEP_ASIDE=$side -- "$PY" \
+			"$ROOT/tests/bench/parity_py.py" small "$T/ck" 600 || fail "$side: the program failed$(last_error)"
 		if grep -aq 'ckptcache: error' "$T/.log"; then
 			fail "$side: the library reported an error$(first_error 'ckptcache: error')"
 		fi
-		local i
-		for ((i = 0; i < 600; i++)); do
-			cmp -s "ref/s$(printf %04d $i).dat" "ck/s$(printf %04d $i).dat" ||
-				fail "$side: ck/s$(printf %04d $i).dat at its real path differs from what was written"
-		done
+		plain "$PY" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+from parity_py import small_body
+for i in range(600):
+    with open(f"{sys.argv[2]}/s_{i:05d}.dat", "rb") as f:
+        assert f.read() == small_body(i), f"s_{i:05d}.dat at its real path differs from what was written"
+' "$ROOT/tests/bench" "$T/ck" || fail "$side: the files at their real paths$(last_error)"
 	done
 	phase auto
 	stats_ok files==1 step_aside.on==1 step_aside.written_straight\>=100 objects.written\>=64 \
