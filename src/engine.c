@@ -23,6 +23,7 @@
 #include "path.h"
 #include "peer.h"
 #include "state.h"
+#include "trace.h"
 #include "sys.h"
 
 ckc_engine_t ckc_eng = {
@@ -168,8 +169,10 @@ static void engine_reset(void)
 		hq_free(ckc_eng.hq);
 	if (ckc_eng.hints_open)
 		hint_reader_close(&ckc_eng.hints);
-	if (ckc_eng.trace_fd >= 0)
+	if (ckc_eng.trace_fd >= 0) {
+		ckc_trace_close();
 		sys_close(ckc_eng.trace_fd);
+	}
 	ckc_mutex_t lock = ckc_eng.lock;
 	pthread_cond_t cv = ckc_eng.obj_cv, fcv = ckc_eng.flushed_cv, ecv = ckc_eng.finish_cv,
 		       pcv = ckc_eng.pcv;
@@ -182,7 +185,6 @@ static void engine_reset(void)
 	ckc_eng.trace_fd = -1;
 	for (int l = 0; l < CKC_MAX_TIERS; l++)
 		ckc_eng.tier[l].fd = -1;
-	eng_trace_off = 0;
 }
 
 static int engine_start(void)
@@ -222,6 +224,8 @@ static int engine_start(void)
 				   output_open(name, &why);
 		if (ckc_eng.trace_fd < 0)
 			ckc_warn("CKPTCACHE_TRACE='%s': %s; no trace is written", c->trace, why);
+		else
+			ckc_trace_begin(ckc_eng.trace_fd);
 	}
 	ckc_eng.prefetch_started = c->prefetch == CKC_PREFETCH_EAGER;
 	/* only in copy mode, and only where every checkpoint goes home anyway:
@@ -605,7 +609,10 @@ int ckc_finish(uint64_t deadline_ns)
 		ckc_state_close();
 	ckc_eng.finish_state = 2;
 	pthread_cond_broadcast(&ckc_eng.finish_cv);
+	bool traced = ckc_eng.trace_fd >= 0;
 	ckc_mutex_unlock(&ckc_eng.lock);
+	if (traced)
+		ckc_trace_end(); /* its lines so far, written */
 	return done ? 0 : -ETIMEDOUT;
 }
 

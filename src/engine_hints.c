@@ -15,6 +15,7 @@
 #include "memlimit.h"
 #include "path.h"
 #include "state.h"
+#include "trace.h"
 #include "sys.h"
 
 /* ---- hints --------------------------------------------------------- */
@@ -92,6 +93,7 @@ void ckc_atfork_child(void)
 	pthread_cond_init(&ckc_eng.pcv, NULL);
 	ckc_eng.active = false;
 	ckc_eng.trace_fd = -1;
+	ckc_trace_atfork_child();
 	ckc_peer_atfork_child();
 }
 

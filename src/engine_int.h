@@ -605,7 +605,6 @@ void ckc_hints_summary(void);
 
 /* Shared by the engine's files (engine*.c), lock held unless said. */
 extern ckc_mutex_t eng_life;
-extern uint64_t eng_trace_off;
 void eng_stats_collect(ckc_stats_t *s);
 bool eng_wait_until(pthread_cond_t *cv, uint64_t deadline_ns);
 

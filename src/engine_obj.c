@@ -14,6 +14,7 @@
 #include "memlimit.h"
 #include "path.h"
 #include "state.h"
+#include "trace.h"
 #include "sys.h"
 
 /* ---- object map ---------------------------------------------------- */
@@ -213,7 +214,6 @@ ckc_obj_t *ckc_obj_import_home(const char *key)
 
 /* ---- trace --------------------------------------------------------- */
 
-uint64_t eng_trace_off;
 
 static void trace_line(const char *op, const char *key, uint64_t version, uint64_t off, uint64_t len,
 		       int level, uint64_t t0_ns)
@@ -226,9 +226,8 @@ static void trace_line(const char *op, const char *key, uint64_t version, uint64
 			 (unsigned long long)len,
 			 level >= 0 && level < ckc_eng.ntier ? ckc_eng.tier[level].name : "-",
 			 t0_ns ? (double)(now - t0_ns) / 1e3 : 0.0);
-	if (n > 0 && (size_t)n < sizeof(line) &&
-	    ckc_io_pwrite_all(ckc_eng.trace_fd, line, (size_t)n, (off_t)eng_trace_off) == 0)
-		eng_trace_off += (uint64_t)n;
+	if (n > 0 && (size_t)n < sizeof(line))
+		ckc_trace_put(line, (size_t)n); /* written by the trace's thread */
 }
 
 void eng_home_io_begin(ckc_obj_t *o)

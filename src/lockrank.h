@@ -11,7 +11,7 @@
  * the tests). With --enable-lock-check=io, the engine's file system calls
  * (src/sys.h) report themselves when they run under the engine lock
  * (ckc_rank_io_check): not yet in the test builds, as some still do (the
- * trace's line, the hint file's poll, the statistics at exit, the real
+ * hint file's poll, the statistics at exit, the real
  * file's stat at a first open, the temporary file's creation). In the
  * release build a lock is a plain pthread call: the rank is a field that
  * only the fork hooks read. */
@@ -66,6 +66,9 @@ typedef enum ckc_rank {
 	/* The kernel touch's queue (ktouch.h): taken around a note and the
 	 * thread's turn only. */
 	CKC_RANK_KTOUCH,
+	/* The trace's buffer (trace.h): a line appended (the engine lock
+	 * held), the writer's take of the buffer. */
+	CKC_RANK_TRACE,
 	/* Lending between the ranks of a node: the borrowing round's
 	 * hand-off and the counts, read for the statistics (the engine lock
 	 * held). Its thread takes nothing else while holding it. */
