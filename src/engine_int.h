@@ -330,7 +330,7 @@ void ckc_obj_put(ckc_obj_t *o);               /* lock held */
  * flushes are cancelled and its copies freed once unused. Lock held. */
 void ckc_obj_retire(ckc_obj_t *o);
 ckc_obj_t *ckc_map_find(const char *key);
-ckc_obj_t *ckc_obj_import_home(const char *key); /* lock held; NULL if no real file */
+ckc_obj_t *ckc_obj_import_home(const char *key); /* lock held (dropped for a stat); NULL if no real file */
 /* Tells the node registry whether o holds bytes its real path lacks (after
  * any change of that). Lock held. */
 void ckc_node_note(ckc_obj_t *o);

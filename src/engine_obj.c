@@ -194,10 +194,22 @@ void ckc_obj_retire(ckc_obj_t *o)
 ckc_obj_t *ckc_obj_import_home(const char *key)
 {
 	struct stat st;
-
-	if (sys_stat(key, &st) != 0 || !S_ISREG(st.st_mode))
+	/* the look at the real file runs without the lock (key may go with
+	 * it: a name in the restore queue) */
+	char *k = strdup(key);
+	if (!k)
 		return NULL;
-	ckc_obj_t *o = eng_obj_new(key);
+	ckc_mutex_unlock(&ckc_eng.lock);
+	bool found = sys_stat(k, &st) == 0 && S_ISREG(st.st_mode);
+	ckc_mutex_lock(&ckc_eng.lock);
+	/* written or imported meanwhile: that version is the current one */
+	ckc_obj_t *o = ckc_map_find(k);
+	if (o || !found || !ckc_eng.active) {
+		sys_free(k);
+		return o;
+	}
+	o = eng_obj_new(k);
+	sys_free(k);
 	if (!o)
 		return NULL;
 	o->size = (uint64_t)st.st_size;

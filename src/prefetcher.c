@@ -261,11 +261,14 @@ static bool prefetch_pass(void)
 	ckc_eng.prefetch_wants_room = false;
 	while (seen++ < PREFETCH_LOOKAHEAD && hq_next(ckc_eng.hq, &cursor, &key, &dist)) {
 		ckc_obj_t *o = ckc_map_find(key);
-		if (!o)
-			o = ckc_obj_import_home(key);
+		uint64_t gen = hq_generation(ckc_eng.hq);
+		if (!o) {
+			o = ckc_obj_import_home(key); /* the lock dropped for a stat */
+			if (hq_generation(ckc_eng.hq) != gen)
+				return true;
+		}
 		if (!o || !o->complete || o->retired || o->place[0].state != LC_INIT)
 			continue;
-		uint64_t gen = hq_generation(ckc_eng.hq);
 		if (left_in_page_cache(o)) {
 			if (hq_generation(ckc_eng.hq) != gen)
 				return true;
