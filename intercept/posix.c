@@ -301,8 +301,10 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 		 * a symbolic link and split a hard link, so such a checkpoint
 		 * is written to the real file directly */
 		struct stat lst;
-		if (real && (rst.st_nlink > 1 ||
-			     (REAL(lstat)(canon, &lst) == 0 && S_ISLNK(lst.st_mode)))) {
+		if ((real && rst.st_nlink > 1) ||
+		    /* a link, or one whose target is not there yet: the
+		     * program's open makes that target */
+		    (REAL(lstat)(canon, &lst) == 0 && S_ISLNK(lst.st_mode))) {
 			if (cached)
 				(void)ckc_hand_over_path(canon);
 			return CKC_PASS;

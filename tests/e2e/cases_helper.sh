@@ -438,6 +438,21 @@ assert open("ck/link.bin").read() == "new\n", "reading the link back"
 	[ "$(cat ck/target.bin)" = new ] || fail "the symbolic link's target holds '$(cat ck/target.bin)' after a write through the link"
 }
 
+# A symbolic link whose target is not there yet: the program's open makes
+# the target, and the link stays, as without the library.
+write_through_dangling_symlink() {
+	mkdir ck/sub
+	ln -s ../made.bin ck/sub/link.bin
+	ck -- "$PY" -c '
+for i in range(5):
+    open(f"ck/w{i}.bin", "wb").write(b"w" * 1000)
+open("ck/sub/link.bin", "w").write("new\n")
+assert open("ck/sub/link.bin").read() == "new\n", "reading the link back"
+' || fail "writing through a dangling symbolic link failed$(last_error)"
+	[ -L ck/sub/link.bin ] || fail "writing through the dangling symbolic link ck/sub/link.bin replaced it with a regular file"
+	[ "$(cat ck/made.bin 2>&1)" = new ] || fail "the link's target holds '$(cat ck/made.bin 2>&1)' after a write through the link"
+}
+
 write_hard_link() {
 	echo old >ck/one.bin
 	ln ck/one.bin ck/two.bin
@@ -638,6 +653,7 @@ case_add versions/rewrite-ssd rewrite_case ssd
 case_add hints/growing-file grow_hints
 case_add names/rewrite-keeps-mode rewrite_keeps_mode
 case_add names/write-through-symlink write_through_symlink
+case_add names/write-through-dangling-symlink write_through_dangling_symlink
 case_add names/write-hard-link write_hard_link
 case_add api api_case
 case_add untagged/helper untagged_helper
