@@ -269,21 +269,23 @@ int ckc_attr_apply_fd(int fd, const ckc_attr_t *a)
 /* A checkpoint whose real path did not exist when it began, in an
  * anonymous file: linking that file to the real path publishes it in one
  * step, with no temporary name to record, rename or clean up, and fails
- * with EEXIST where a file was made there meanwhile. *named: it was. */
-static void home_link_new(int fd, const char *key, bool *named)
+ * with EEXIST where something was made there meanwhile: a file, a folder,
+ * a symbolic link (one there when the checkpoint was opened made the
+ * program write through it), each newer than the version. *named: it was
+ * published; *taken: the name was taken. */
+static void home_link_new(int fd, const char *key, bool *named, bool *taken)
 {
 	struct stat st;
 	char proc[64];
 
-	*named = false;
+	*named = *taken = false;
 	if (sys_fstat(fd, &st) != 0 || st.st_nlink > 0)
 		return; /* a named temporary file: renamed as any other */
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	if (sys_linkat(AT_FDCWD, proc, AT_FDCWD, key, AT_SYMLINK_FOLLOW) == 0)
 		*named = true;
-	/* EEXIST: a file made there since (the check below keeps it), or a
-	 * name the stat of the record did not see (a dangling symbolic link,
-	 * which the rename replaces); anything else fails the same way below */
+	else
+		*taken = errno == EEXIST; /* anything else fails the same way below */
 }
 
 /* ckc_home_commit and ckc_home_commit_open: fd closed unless keep_open. */
@@ -291,17 +293,17 @@ static int home_publish(char *tmp, const char *key, int fd, const ckc_fid_t *bas
 			bool keep_open, const ckc_attr_t *a)
 {
 	int rc = a ? ckc_attr_apply_fd(fd, a) : 0;
-	bool named = false;
+	bool named = false, taken = false;
 
 	if (!rc && fsync_it && sys_fsync(fd) != 0)
 		rc = -errno;
 	if (!rc && !keep_open)
 		ckc_bg_yield();
 	if (!rc && base && base->known && !base->exists)
-		home_link_new(fd, key, &named);
+		home_link_new(fd, key, &named, &taken);
 	/* a file made or changed there since the version began is newer
 	 * than it: never replaced */
-	if (!rc && !named && base && ckc_fid_changed(base, key))
+	if (!rc && !named && base && (taken || ckc_fid_changed(base, key)))
 		rc = CKC_CHANGED;
 	if (!rc && !named)
 		rc = home_link(tmp, fd);

@@ -137,6 +137,30 @@ symlink_dotdot() {
 	absent ck/y.bin "ck/none/../y.bin"
 }
 
+# A new checkpoint closed and waiting to be published (its publication
+# slowed); another program makes a symbolic link at its name meanwhile (no
+# target). That link is newer than the cached version: it is kept, and the
+# version goes to a rescue file, said where.
+symlink_made_meanwhile() {
+	mkdir -p ck/sub rescue
+	SLOW_US=400000 SLOWFS_OPS=open ck CKPTCACHE_RESCUE_DIR="$T/rescue" -- "$PY" -c '
+import sys, time
+with open("ck/sub/x.bin", "wb") as f:
+    f.write(b"cached version\n")
+print("closed", flush=True)
+time.sleep(1.5)
+' 2>err.txt | { read -r l; [ "$l" = closed ] && ln -s "$T/nowhere" ck/sub/x.bin; cat >/dev/null; }
+	cat err.txt
+	[ -L ck/sub/x.bin ] || fail "the symbolic link made at the name while the version waited was replaced"
+	absent nowhere "the link's target (nothing wrote through the link)"
+	grep -q 'was changed at its real path by another program' err.txt ||
+		fail "no message that the name was taken by another program"
+	local r
+	r=$(find rescue -type f -name 'rescue.*x.bin' | head -1)
+	[ -n "$r" ] || fail "no rescue file of the cached version"
+	[ "$(cat "$r")" = "cached version" ] || fail "the rescue file holds '$(cat "$r")'"
+}
+
 # ---- other users ----------------------------------------------------------------------
 
 # plant_and_run PLANT -- CMD...: runs PLANT as nobody (with $PID, the pid the
@@ -670,6 +694,7 @@ case_add robust/names-255-bytes long_names
 case_add robust/names-long-path-rescue long_path_rescue
 case_add robust/exit-thread-writing exit_race
 case_add robust/path-symlink-dotdot symlink_dotdot
+case_add robust/symlink-made-meanwhile symlink_made_meanwhile
 case_add robust/security-rescue-planted rescue_planted
 case_add robust/security-stats-planted stats_planted
 case_add robust/security-foreign-folder foreign_folder
