@@ -84,6 +84,8 @@ struct ckc_obj {
 	mode_t mode;
 
 	uint64_t size;       /* bytes written (end of the furthest write) */
+	uint64_t writes;     /* writes and truncations so far (a publication's
+				snapshot is whole if none came since it began) */
 	bool complete;       /* its writer closed it */
 	bool retired;        /* a newer version or an unlink replaced it */
 	bool consumed;       /* read back whole at least once */

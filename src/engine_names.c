@@ -66,11 +66,21 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 		ckc_obj_put(o);
 		return rc;
 	}
-	bool complete = o->complete;
+	uint64_t writes = o->writes;
 	int rc = ckc_flush_home_now(o, durable);
-	if (!rc && !complete) {
-		o->at_home = false; /* a snapshot: the final bytes come at close */
+	/* a snapshot of a checkpoint still open, or closed meanwhile after
+	 * more writes: its final bytes come with its close's flush (queued
+	 * again: the one queued at the close may have found this publication
+	 * and stood down) */
+	if (!rc && (!o->complete || o->writes != writes)) {
+		o->at_home = false;
+		o->durable = false;
 		ckc_node_note(o);
+		int l = ckc_best_level(o);
+		if (o->complete && !o->retired && l >= 0 && l < ckc_eng.ntier - 1 && ckc_flush_wanted(o, l)) {
+			eng_note_owed(o);
+			ckc_flush_enqueue(o, l);
+		}
 	}
 	return rc;
 }

@@ -546,8 +546,11 @@ int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
 			rc = eng_zero_fill(o, o->size, size);
 		}
 	}
-	if (!rc)
+	if (!rc) {
 		o->size = size;
+		o->writes++;
+	}
+	o->attr.mask &= ~CKC_ATTR_TIMES;
 	clock_gettime(CLOCK_REALTIME, &o->mtime);
 	ckc_mutex_unlock(&ckc_eng.lock);
 	return rc;

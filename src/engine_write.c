@@ -516,7 +516,13 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 	if (!rc) {
 		if (end > o->size)
 			o->size = end;
-		o->attr.mask &= ~CKC_ATTR_TIMES;
+		o->writes++;
+		/* a write after utimes sets the modification time again, as on
+		 * a real file */
+		if (o->attr.mask & CKC_ATTR_TIMES) {
+			o->attr.mask &= ~CKC_ATTR_TIMES;
+			clock_gettime(CLOCK_REALTIME, &o->mtime);
+		}
 		ckc_tier_stats_t *st = &ckc_eng.tier[o->wlevel].st;
 		st->put_ops++;
 		st->put_bytes += len;

@@ -161,6 +161,63 @@ time.sleep(1.5)
 	[ "$(cat "$r")" = "cached version" ] || fail "the rescue file holds '$(cat "$r")'"
 }
 
+# One thread fsyncs a checkpoint in a loop while another closes it (a
+# logger's flush beside the main thread's close): every file is complete at
+# its real path, and no false report of a checkpoint that did not reach it.
+fsync_beside_close() {
+	ck CKPTCACHE_HOST_CACHE=64M -- "$PY" -c '
+import os, threading
+for i in range(20):
+    data = bytes([97 + i % 26]) * 4000000
+    fd = os.open(f"ck/f{i:02d}.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    written = threading.Event()
+    def syncer():
+        os.write(fd, data)
+        written.set()
+        while True:
+            try:
+                os.fsync(fd)
+            except OSError:
+                break
+    t = threading.Thread(target=syncer)
+    t.start()
+    written.wait()
+    os.close(fd)
+    t.join()
+    with open(f"ck/f{i:02d}.bin", "rb") as f:
+        assert f.read() == data, f"f{i:02d}.bin read back in the process"
+' 2>err.txt || fail "the program failed: $(tail -1 err.txt)"
+	if grep -q 'ckptcache: error' err.txt; then
+		fail "the library reported an error: $(grep -m1 'ckptcache: error' err.txt)"
+	fi
+	plain "$PY" -c '
+for i in range(20):
+    assert open(f"ck/f{i:02d}.bin", "rb").read() == bytes([97 + i % 26]) * 4000000, f"f{i:02d}.bin at its real path"
+' || fail "the files at their real paths$(last_error)"
+}
+
+# utime on a checkpoint still open for writing, then more writes: its
+# modification time is the writes' again, as on a real file, before and
+# after the close.
+utime_then_write() {
+	ck -- "$PY" -c '
+import os, time
+p = "ck/last.bin"
+with open(p, "wb") as f:
+    f.write(b"part1")
+    f.flush()
+    os.utime(p, (1000000000, 1000000000))
+    assert os.stat(p).st_mtime == 1000000000, "utime did not take"
+    f.write(b"part2")
+    f.flush()
+    now = time.time()
+    for what, m in (("stat", os.stat(p).st_mtime), ("fstat", os.fstat(f.fileno()).st_mtime)):
+        assert abs(m - now) < 60, f"{what} before close: mtime {m:.0f}, now {now:.0f}"
+assert abs(os.stat(p).st_mtime - time.time()) < 60, "after close"
+' || fail "the modification time after utime and a write$(last_error)"
+	[ "$(cat ck/last.bin)" = part1part2 ] || fail "ck/last.bin holds '$(cat ck/last.bin)'"
+}
+
 # ---- other users ----------------------------------------------------------------------
 
 # plant_and_run PLANT -- CMD...: runs PLANT as nobody (with $PID, the pid the
@@ -695,6 +752,8 @@ case_add robust/names-long-path-rescue long_path_rescue
 case_add robust/exit-thread-writing exit_race
 case_add robust/path-symlink-dotdot symlink_dotdot
 case_add robust/symlink-made-meanwhile symlink_made_meanwhile
+case_add robust/fsync-beside-close fsync_beside_close
+case_add robust/utime-then-write utime_then_write
 case_add robust/security-rescue-planted rescue_planted
 case_add robust/security-stats-planted stats_planted
 case_add robust/security-foreign-folder foreign_folder
