@@ -127,8 +127,10 @@ bool ckc_tagged_at(int dirfd, const char *path, char *out);
 bool ckc_tag_path_at(int dirfd, const char *path, char *out);
 
 /* Whether path (relative to dirfd) is a tagged checkpoint the cache holds
- * now; canon (PATH_MAX bytes) receives its canonical form. */
-bool ckc_cached_at(int dirfd, const char *path, char *canon);
+ * now; canon (PATH_MAX bytes) receives its canonical form, st (unless
+ * NULL) what the cache says of it. A process that caches nothing answers
+ * without looking at the path. */
+bool ckc_cached_at(int dirfd, const char *path, char *canon, ckc_stat_t *st);
 
 /* ---- the node registry (node.c) ---- */
 

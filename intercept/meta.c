@@ -17,7 +17,7 @@
 static int meta_path(int dirfd, const char *path, const ckc_attr_t *a)
 {
 	char canon[PATH_MAX];
-	if (!ckc_holds_objects() || !ckc_tagged_at(dirfd, path, canon))
+	if (!ckc_cached_at(dirfd, path, canon, NULL))
 		return -ENOENT;
 	ckc_enter();
 	int rc = ckc_setattr(canon, a);
@@ -144,14 +144,11 @@ static int times_path(int dirfd, const char *path, const struct timespec ts[2])
 	char canon[PATH_MAX];
 	ckc_stat_t st;
 	ckc_attr_t a;
-	if (!ckc_holds_objects() || !ckc_tagged_at(dirfd, path, canon))
+	if (!ckc_cached_at(dirfd, path, canon, &st))
 		return -ENOENT;
+	meta_times(ts, &st, &a);
 	ckc_enter();
-	int rc = ckc_stat(canon, &st);
-	if (!rc) {
-		meta_times(ts, &st, &a);
-		rc = ckc_setattr(canon, &a);
-	}
+	int rc = ckc_setattr(canon, &a);
 	ckc_leave();
 	return rc;
 }
@@ -249,7 +246,7 @@ CKC_EXPORT int utime(const char *path, const struct utimbuf *b)
 static bool meta_cached(const char *path)
 {
 	char canon[PATH_MAX];
-	return ckc_cached_at(AT_FDCWD, path, canon);
+	return ckc_cached_at(AT_FDCWD, path, canon, NULL);
 }
 
 CKC_EXPORT int fsetxattr(int fd, const char *name, const void *value, size_t size, int flags)

@@ -162,7 +162,7 @@ static int access_cached(int mode)
 CKC_EXPORT int access(const char *path, int mode)
 {
 	char canon[PATH_MAX];
-	if (ckc_cached_at(AT_FDCWD, path, canon))
+	if (ckc_cached_at(AT_FDCWD, path, canon, NULL))
 		return access_cached(mode);
 	return REAL(access)(path, mode);
 }
@@ -170,7 +170,7 @@ CKC_EXPORT int access(const char *path, int mode)
 CKC_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 {
 	char canon[PATH_MAX];
-	if (ckc_cached_at(dirfd, path, canon))
+	if (ckc_cached_at(dirfd, path, canon, NULL))
 		return access_cached(mode);
 	return REAL(faccessat)(dirfd, path, mode, flags);
 }

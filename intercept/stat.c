@@ -81,16 +81,10 @@ static bool stat_cached(int dirfd, const char *path, struct stat *st)
 	char canon[PATH_MAX];
 	ckc_stat_t c;
 
-	/* nothing cached: every answer is the real file's, and the path need
-	 * not be looked at (a walker's stat of each name: du, find, tar) */
-	if (!ckc_holds_objects() || !ckc_tagged_at(dirfd, path, canon))
+	if (!ckc_cached_at(dirfd, path, canon, &c))
 		return false;
-	ckc_enter();
-	bool cached = ckc_stat(canon, &c) == 0;
-	ckc_leave();
-	if (cached)
-		stat_fill(canon, &c, st);
-	return cached;
+	stat_fill(canon, &c, st);
+	return true;
 }
 
 static bool stat_fd(int fd, struct stat *st)

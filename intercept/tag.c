@@ -145,15 +145,16 @@ bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 	return ckc_tag_match(out);
 }
 
-bool ckc_cached_at(int dirfd, const char *path, char *canon)
+bool ckc_cached_at(int dirfd, const char *path, char *canon, ckc_stat_t *out)
 {
 	ckc_stat_t st;
 
-	/* nothing cached: the path need not be looked at */
+	/* nothing cached: every answer is the real file's, and the path need
+	 * not be looked at (a walker's stat of each name: du, find, tar) */
 	if (!ckc_holds_objects() || !ckc_tagged_at(dirfd, path, canon))
 		return false;
 	ckc_enter();
-	bool cached = ckc_stat(canon, &st) == 0;
+	bool cached = ckc_stat(canon, out ? out : &st) == 0;
 	ckc_leave();
 	return cached;
 }

@@ -459,7 +459,7 @@ static bool flushes_pending(void)
 {
 	bool busy = false;
 	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
-		busy |= ckc_eng.edge[l].head || ckc_eng.edge[l].current || ckc_eng.edge[l].helping;
+		busy |= ckc_edge_busy(&ckc_eng.edge[l]);
 	return busy;
 }
 

@@ -431,7 +431,7 @@ void ckc_gpu_evacuate(void)
 	map_walk(evac_writer);
 	/* what must survive is flushed down by the gpu edge's flusher */
 	if (ckc_eng.cfg.persist != CKC_PERSIST_NEVER)
-		while (ckc_eng.edge[0].head || ckc_eng.edge[0].current || ckc_eng.edge[0].helping)
+		while (ckc_edge_busy(&ckc_eng.edge[0]))
 			ckc_cond_wait(&ckc_eng.flushed_cv, &ckc_eng.lock);
 	for (;;) {
 		bool pinned = false;

@@ -55,7 +55,7 @@ int ckc_wait_flushed(void)
 	for (;;) {
 		bool busy = false;
 		for (int l = 0; l + 1 < ckc_eng.ntier; l++)
-			busy |= ckc_eng.edge[l].head || ckc_eng.edge[l].current || ckc_eng.edge[l].helping;
+			busy |= ckc_edge_busy(&ckc_eng.edge[l]);
 		if (!busy || !ckc_eng.active)
 			break;
 		if (!ckc_flush_unthreaded())

@@ -235,6 +235,12 @@ typedef struct ckc_edge {
 	double bw;              /* measured bytes/s, moving average */
 } ckc_edge_t;
 
+/* Whether an edge has a flush queued or running (lock held). */
+static inline bool ckc_edge_busy(const ckc_edge_t *e)
+{
+	return e->head || e->current || e->helping;
+}
+
 typedef struct ckc_engine {
 	ckc_mutex_t lock;       /* guards everything below; never held during I/O */
 	/* One condition per predicate family, each broadcast where its
