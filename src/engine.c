@@ -237,7 +237,7 @@ static int engine_start(void)
 	/* the hint file as it is now, before the first read is counted */
 	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_hints_poll(false);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	/* the threads start when there is work for them: a flush thread with
 	 * its first flush, the prefetch thread now only with a hint file to
 	 * read (or eager prefetching), else with a restore queue */
@@ -256,7 +256,7 @@ static void threads_stop(void)
 	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_eng.stopping = true;
 	eng_wake_all();
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	ckc_prefetcher_stop();
 	/* no more lending or borrowing: before the gpu tier stops */
 	ckc_lend_stop();
@@ -313,7 +313,7 @@ bool ckc_active(void)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	bool a = ckc_eng.active;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return a;
 }
 
@@ -416,7 +416,9 @@ static void stats_write(void)
 
 	if (!f)
 		return;
+	ckc_mutex_lock(&ckc_eng.lock);
 	eng_stats_collect(&s);
+	eng_unlock();
 	ckc_stats_write_json(&s, f);
 	sys_fclose(f);
 	char name[PATH_MAX];
@@ -484,7 +486,9 @@ static void handover(ckc_obj_t *o)
 {
 	int rc = 0;
 
-	while (o->migrating)
+	/* a move between tiers, or the making of its temporary file, ends
+	 * first */
+	while (o->migrating || o->home_busy)
 		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	if (o->complete || o->retired || o->home_live)
 		return;
@@ -495,7 +499,7 @@ static void handover(ckc_obj_t *o)
 		int fd = o->home_fd;
 		ckc_attr_t attr = o->attr;
 		o->home_busy = true;
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		rc = ckc_home_commit_open(tmp, o->key, fd, &attr, NULL);
 		ckc_mutex_lock(&ckc_eng.lock);
 		o->home_busy = false;
@@ -571,14 +575,14 @@ int ckc_finish(uint64_t deadline_ns)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (!ckc_eng.active) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return 0;
 	}
 	if (ckc_eng.finish_state) {
 		bool in_time = true;
 		while (ckc_eng.finish_state == 1 && in_time)
 			in_time = eng_wait_until(&ckc_eng.finish_cv, deadline_ns);
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return in_time ? 0 : -ETIMEDOUT;
 	}
 	ckc_eng.finish_state = 1;
@@ -587,16 +591,22 @@ int ckc_finish(uint64_t deadline_ns)
 	uint64_t drain0 = ckc_now_ns();
 	bool done = drain_locked(deadline_ns);
 	ckc_eng.st.drain_s = (double)(ckc_now_ns() - drain0) / 1e9;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	/* a flush that is stuck past the deadline is not waited for */
 	if (done)
 		threads_stop();
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (done)
 		report_unpublished(deadline_ns);
-	ckc_hints_summary();
 	ckc_peer_finish();
-	ckc_aside_save(&ckc_eng.aside, ckc_eng.cfg.paths);
+	aside_t aside = ckc_eng.aside;
+	eng_unlock();
+	/* the files this process leaves are written, and its own files
+	 * removed, without the engine lock: program threads may still use
+	 * the cache */
+	ckc_peer_release();
+	ckc_hints_summary();
+	ckc_aside_save(&aside, ckc_eng.cfg.paths);
 	if (ckc_eng.cfg.stats)
 		stats_write();
 	/* the tier's file goes now (this process's threads may still read it
@@ -607,10 +617,11 @@ int ckc_finish(uint64_t deadline_ns)
 	 * the next process to remove once this one is gone */
 	if (done)
 		ckc_state_close();
+	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_eng.finish_state = 2;
 	pthread_cond_broadcast(&ckc_eng.finish_cv);
 	bool traced = ckc_eng.trace_fd >= 0;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	if (traced)
 		ckc_trace_end(); /* its lines so far, written */
 	return done ? 0 : -ETIMEDOUT;
@@ -622,7 +633,7 @@ void ckc_shutdown(void)
 	ckc_finish(0);
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (!ckc_eng.active) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		ckc_mutex_unlock(&eng_life);
 		return;
 	}
@@ -635,11 +646,13 @@ void ckc_shutdown(void)
 			ckc_obj_put(o);
 		}
 	eng_owed_clear();
-	tiers_close();
-	ckc_state_close();
 	ckc_eng.active = false;
 	eng_wake_all();
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
+	/* no engine call starts now (the engine is not active): the tiers
+	 * and the private folder's record close without the lock */
+	tiers_close();
+	ckc_state_close();
 	engine_reset();
 	ckc_mutex_unlock(&eng_life);
 }

@@ -119,7 +119,7 @@ static int capture_on_peers(ckc_obj_t *c, uint64_t need)
 		return 0;
 	if (!ckc_lend_may_borrow())
 		return -EAGAIN;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	bool got = ckc_lend_borrow(need, CKC_PEER_BORROW_WAIT_S);
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (!got || !ckc_eng.active)
@@ -136,7 +136,7 @@ int ckc_capture_begin(size_t len, unsigned skew, int device, ckc_ref_t **ref, ui
 	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_tier_t *t = &ckc_eng.tier[0];
 	if (!ckc_eng.active || t->kind != TIER_GPU || !ckc_gpu_usable(t)) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return -ENODEV;
 	}
 	ckc_obj_t *c = anon_new();
@@ -146,7 +146,7 @@ int ckc_capture_begin(size_t len, unsigned skew, int device, ckc_ref_t **ref, ui
 			sys_free(c->key);
 			sys_free(c);
 		}
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return -ENOMEM;
 	}
 	/* the capture must not wait for room: a full tier means the copy
@@ -163,7 +163,7 @@ int ckc_capture_begin(size_t len, unsigned skew, int device, ckc_ref_t **ref, ui
 		rc = capture_on_peers(c, (uint64_t)skew + len);
 	c->retired = true;
 	if (rc) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		ckc_ref_put(r);
 		return rc == -EAGAIN ? -ENOSPC : rc;
 	}
@@ -175,7 +175,7 @@ int ckc_capture_begin(size_t len, unsigned skew, int device, ckc_ref_t **ref, ui
 	*ref = r;
 	t->st.put_ops++;
 	t->st.put_bytes += len;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return 0;
 }
 
@@ -183,14 +183,14 @@ void ckc_ref_get(ckc_ref_t *r)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	r->refs++;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 }
 
 void ckc_ref_put(ckc_ref_t *r)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (--r->refs > 0) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return;
 	}
 	ckc_obj_t *o = r->o;
@@ -209,7 +209,7 @@ void ckc_ref_put(ckc_ref_t *r)
 	/* its copy may be evicted now */
 	ckc_prefetch_kick();
 	pthread_cond_broadcast(&ckc_eng.obj_cv);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 }
 
 /* Device address of [roff, roff+len) of r (lock held). */
@@ -231,7 +231,7 @@ int ckc_ref_addr(ckc_ref_t *r, uint64_t roff, size_t len, uint64_t *dptr)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	int rc = ref_addr_locked(r, roff, len, dptr);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return rc;
 }
 
@@ -241,13 +241,13 @@ int ckc_ref_fill(ckc_ref_t *r, uint64_t roff, void *buf, size_t len)
 	ckc_src_t src;
 	ckc_obj_t *o = r->o;
 	int rc = ckc_src_snapshot(o, 0, &src);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	/* the references keep the copy where it is */
 	if (!rc)
 		rc = ckc_src_read(&src, r->base + roff, buf, len, NULL);
 	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_src_release(&src);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return rc;
 }
 
@@ -262,7 +262,7 @@ int ckc_ref_fill_dma(ckc_ref_t *r, uint64_t roff, void *buf, size_t len)
 		ckc_mutex_lock(&ckc_eng.lock);
 		int n = t->kind == TIER_GPU ? ckc_place_segments(&r->o->place[0], r->base + roff, len, seg, 16) :
 					      -ENODEV;
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		if (n == -E2BIG)
 			n = 16;
 		else if (n < 0)
@@ -290,7 +290,7 @@ ssize_t ckc_pwrite_ref(ckc_handle_t *h, ckc_ref_t *r, uint64_t roff, size_t len,
 	while (o->migrating)
 		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	if (o->handed) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return CKC_HANDED;
 	}
 	/* its gpu copy goes where the capture is */
@@ -326,7 +326,7 @@ ssize_t ckc_pwrite_ref(ckc_handle_t *h, ckc_ref_t *r, uint64_t roff, size_t len,
 			refs_move(c, o, off);
 			ckc_eng.st.cap_attached++;
 			ckc_trace("attach", o, off, len, 0, 0);
-			ckc_mutex_unlock(&ckc_eng.lock);
+			eng_unlock();
 			return (ssize_t)len;
 		}
 	}
@@ -334,7 +334,7 @@ ssize_t ckc_pwrite_ref(ckc_handle_t *h, ckc_ref_t *r, uint64_t roff, size_t len,
 	int rc = ref_addr_locked(r, roff, len, &dsrc);
 	if (!rc)
 		ckc_eng.st.cap_copied_in++;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	if (rc)
 		return rc;
 	/* the reference keeps the source where it is */
@@ -380,7 +380,7 @@ ssize_t ckc_pread_ref(ckc_handle_t *h, uint64_t off, size_t len, ckc_ref_t **ref
 	*ref = r;
 	rc = (ssize_t)len;
 out:
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return rc;
 }
 
@@ -422,7 +422,7 @@ void ckc_gpu_evacuate(void)
 	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_tier_t *t = &ckc_eng.tier[0];
 	if (!ckc_eng.active || t->kind != TIER_GPU) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return;
 	}
 	/* nothing new comes in */
@@ -443,5 +443,5 @@ void ckc_gpu_evacuate(void)
 		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	}
 	map_walk(evac_drop);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 }

@@ -34,7 +34,7 @@ int ckc_hint_enqueue(const char *path)
 	} else {
 		rc = -ENODEV;
 	}
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return rc;
 }
 
@@ -45,7 +45,7 @@ int ckc_prefetch_start(void)
 		ckc_eng.prefetch_started = true;
 	ckc_prefetch_kick();
 	pthread_cond_broadcast(&ckc_eng.obj_cv);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return 0;
 }
 
@@ -62,7 +62,7 @@ int ckc_wait_flushed(void)
 			ckc_cond_wait(&ckc_eng.flushed_cv, &ckc_eng.lock);
 	}
 	int rc = ckc_eng.st.rescued ? -EIO : 0;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return rc;
 }
 
@@ -101,5 +101,5 @@ void ckc_stats_get(ckc_stats_t *s)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	eng_stats_collect(s);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 }

@@ -434,6 +434,25 @@ int ckc_gpu_lent_regions(int *greg1, int max);
  * part of its device's region (of the first region when its device has
  * none). -ENOSPC when there is none. Lock held. */
 int ckc_gpu_span(const ckc_tier_t *t, const ckc_obj_t *o, uint64_t *lo, uint64_t *hi);
+/* File work that objects retired or freed under the engine lock leave:
+ * a descriptor to close, a temporary file to discard, a retired version's
+ * real file to hold open for its readers. It is done by the same thread
+ * once it lets the lock go (eng_unlock), before it goes on to what the
+ * program asked (an unlink or a rename of the name, say): no file system
+ * call runs under the engine lock. */
+extern __thread int eng_later_n;
+/* Leaves fd to close after the lock (with tmp: the temporary file to
+ * discard, and tmp to free). Lock held. */
+void eng_close_later(int fd, char *tmp);
+/* Lets the engine lock go, then does this thread's file work left. */
+void eng_unlock_later(void);
+static inline void eng_unlock(void)
+{
+	if (__builtin_expect(eng_later_n != 0, 0))
+		eng_unlock_later();
+	else
+		ckc_mutex_unlock(&ckc_eng.lock);
+}
 /* Set on the cache's own threads: their device transfers give way to the
  * program's copies. */
 extern __thread bool ckc_tl_background;
@@ -605,10 +624,12 @@ int ckc_flush_home_now(ckc_obj_t *o, bool fsync_it); /* lock held; drops it whil
 int ckc_prefetcher_start(void);
 void ckc_prefetcher_stop(void);
 /* Reads the hint file's new lines; a missing file is looked for again after
- * HINTS_POLL_NS, or now_anyway. Lock held. */
+ * HINTS_POLL_NS, or now_anyway. Lock held; dropped while the file is
+ * read. */
 void ckc_hints_poll(bool now_anyway);
-void ckc_hints_reading(void);                       /* lock held */
-/* Says how many malformed hint lines were not shown (lock held). */
+/* The same as the program opens a checkpoint for reading. */
+void ckc_hints_reading(void);
+/* Says how many malformed hint lines were not shown (lock not held). */
 void ckc_hints_summary(void);
 
 /* Shared by the engine's files (engine*.c), lock held unless said. */
@@ -626,6 +647,10 @@ void eng_note_owed(const ckc_obj_t *o);
  * what the I/O found, then ckc_obj_put). */
 void eng_home_io_begin(ckc_obj_t *o);
 void eng_home_io_end(ckc_obj_t *o);
+/* Makes o's temporary file in its real path's folder, o->home_tmp and
+ * o->home_fd (lock held; dropped while the file is made, o busy at home
+ * meanwhile). Returns 0 or -errno. */
+int eng_home_temp(ckc_obj_t *o);
 /* Drops every such note (the engine's stop). Lock held. */
 void eng_owed_clear(void);
 

@@ -98,7 +98,7 @@ int ckc_sync(ckc_handle_t *h)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	int rc = h->o->handed ? CKC_HANDED : h->o->retired ? 0 : sync_locked(h->o);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return rc;
 }
 
@@ -110,7 +110,7 @@ int ckc_sync_path(const char *path)
 	if (rc)
 		return rc;
 	rc = o ? sync_locked(o) : -ENOENT;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return rc;
 }
 
@@ -130,7 +130,7 @@ int ckc_unlink(const char *path)
 	}
 	if (ckc_eng.hq)
 		hq_remove_all(ckc_eng.hq, key);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	rc = sys_unlink(key) ? -errno : 0;
 	return rc == -ENOENT && cached ? 0 : rc;
 }
@@ -143,7 +143,7 @@ int ckc_materialize(const char *path)
 	if (rc)
 		return rc;
 	rc = o ? publish_locked(o, false) : -ENOENT;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	/* a newer real file was kept: it is what the caller will use */
 	return rc == CKC_CHANGED ? 0 : rc;
 }
@@ -163,7 +163,7 @@ int ckc_forget(const char *path)
 		ckc_trace("forget", o, 0, o->size, -1, 0);
 		ckc_obj_retire(o);
 	}
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return o ? 0 : -ENOENT;
 }
 
@@ -214,7 +214,7 @@ int ckc_handoff(ckc_handle_t *h)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	int rc = ckc_eng.active || h->o->handed ? handoff_locked(h->o) : -ENODEV;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return rc;
 }
 
@@ -226,7 +226,7 @@ int ckc_handoff_path(const char *path)
 	if (rc)
 		return rc;
 	rc = o ? handoff_locked(o) : -ENOENT;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return rc;
 }
 
@@ -234,7 +234,7 @@ bool ckc_handle_handed(const ckc_handle_t *h)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	bool handed = h->o->handed;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return handed;
 }
 
@@ -324,7 +324,7 @@ bool ckc_owes_under(const char *dir)
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (ckc_eng.active && ckc_eng.cfg.persist != CKC_PERSIST_NEVER)
 		owed = owed_prune(dir ? key : NULL, n);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return owed;
 }
 
@@ -352,7 +352,7 @@ int ckc_publish_under(const char *dir, uint64_t timeout_ns, bool writers)
 	}
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (!ckc_eng.active || ckc_eng.cfg.persist == CKC_PERSIST_NEVER) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return 0;
 	}
 	/* the versions there are now: those the program's other threads make
@@ -422,7 +422,7 @@ int ckc_publish_under(const char *dir, uint64_t timeout_ns, bool writers)
 			break;
 		}
 	}
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return rc;
 }
 
@@ -456,7 +456,7 @@ int ckc_handover_dir(const char *dir)
 		}
 		ckc_obj_put(o);
 	}
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return first;
 }
 
@@ -470,11 +470,11 @@ int ckc_rename(const char *from, const char *to)
 	if (rc)
 		return rc;
 	if (!o) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return -ENOENT;
 	}
 	if (strcmp(kf, kt) == 0) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return 0;
 	}
 	while (o->home_busy)
@@ -488,7 +488,7 @@ int ckc_rename(const char *from, const char *to)
 		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	char *nk = strdup(kt);
 	if (!nk) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return -ENOMEM;
 	}
 	/* the node registry knows versions by name */
@@ -502,13 +502,13 @@ int ckc_rename(const char *from, const char *to)
 	sys_free(o->key);
 	o->key = nk;
 	if (eng_map_insert(o) != 0) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return -ENOMEM;
 	}
 	bool at_home = o->at_home;
 	o->home_busy = true;
 	ckc_trace("rename", o, 0, o->size, -1, 0);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	/* the real file follows the object; an older version left at the
 	 * old name must not survive the rename either */
 	if (at_home)
@@ -535,7 +535,7 @@ int ckc_rename(const char *from, const char *to)
 			ckc_flush_enqueue(o, lvl);
 		rc = 0;
 	}
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return rc;
 }
 
@@ -550,7 +550,7 @@ int ckc_stat(const char *path, ckc_stat_t *st)
 		o = eng_current_locked(key);
 	if (o)
 		eng_stat_fill(o, st);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return o ? 0 : -ENOENT;
 }
 
@@ -568,6 +568,6 @@ const char *ckc_where(const char *path)
 			l = 0;
 		name = l >= 0 ? ckc_eng.tier[l].name : NULL;
 	}
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return name;
 }

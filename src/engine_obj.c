@@ -117,6 +117,87 @@ ckc_obj_t *eng_obj_new(const char *key)
 	return o;
 }
 
+/* ---- file work after the lock (eng_unlock) ---------------------------- */
+
+/* One piece: fd closed (with tmp: discarded, tmp freed); or, with keep,
+ * keep's real file opened and held for its readers (a reference held). */
+typedef struct later {
+	int fd;
+	char *tmp;
+	ckc_obj_t *keep;
+	char *key;
+} later_t;
+/* This thread's pieces: made with the first, freed once done (the
+ * library's thread-local storage stays small: tests/launcher checks it). */
+__thread int eng_later_n;
+static __thread later_t *later;
+static __thread int later_cap;
+
+/* Lock held. Where no memory is left for the note, the work is done now. */
+static void later_add(int fd, char *tmp, ckc_obj_t *keep)
+{
+	char *key = keep ? strdup(keep->key) : NULL;
+	if (eng_later_n == later_cap && (keep ? key != NULL : true)) {
+		int cap = later_cap ? 2 * later_cap : 8;
+		later_t *l = sys_realloc(later, (size_t)cap * sizeof(*l));
+		if (l) {
+			later = l;
+			later_cap = cap;
+		}
+	}
+	if (eng_later_n == later_cap || (keep && !key)) {
+		sys_free(key);
+		if (keep)
+			keep->keep_fd = sys_open(keep->key, O_RDONLY | O_CLOEXEC, 0);
+		else if (tmp)
+			ckc_home_discard(tmp, fd);
+		else
+			sys_close(fd);
+		sys_free(tmp);
+		return;
+	}
+	if (keep)
+		ckc_obj_get(keep);
+	later[eng_later_n++] = (later_t){ fd, tmp, keep, key };
+}
+
+void eng_unlock_later(void)
+{
+	later_t *mine = later;
+	int n = eng_later_n;
+	later = NULL;
+	later_cap = eng_later_n = 0;
+	ckc_mutex_unlock(&ckc_eng.lock);
+	for (int i = 0; i < n; i++) {
+		later_t *w = &mine[i];
+		if (!w->keep) {
+			if (w->tmp)
+				ckc_home_discard(w->tmp, w->fd);
+			else
+				sys_close(w->fd);
+			sys_free(w->tmp);
+			continue;
+		}
+		int fd = sys_open(w->key, O_RDONLY | O_CLOEXEC, 0);
+		sys_free(w->key);
+		ckc_mutex_lock(&ckc_eng.lock);
+		if (fd >= 0 && w->keep->keep_fd < 0 && w->keep->readers > 0) {
+			w->keep->keep_fd = fd;
+			fd = -1;
+		}
+		ckc_obj_put(w->keep);
+		eng_unlock(); /* what the put left, too */
+		if (fd >= 0)
+			sys_close(fd);
+	}
+	sys_free(mine);
+}
+
+void eng_close_later(int fd, char *tmp)
+{
+	later_add(fd, tmp, NULL);
+}
+
 void ckc_obj_get(ckc_obj_t *o)
 {
 	o->refs++;
@@ -132,11 +213,13 @@ void ckc_obj_put(ckc_obj_t *o)
 	for (int l = 0; l < CKC_MAX_TIERS; l++)
 		sys_free(o->place[l].ext);
 	if (o->keep_fd >= 0)
-		sys_close(o->keep_fd);
-	if (o->home_fd >= 0 && !o->home_live)
-		ckc_home_discard(o->home_tmp, o->home_fd);
-	else if (o->home_fd >= 0)
-		sys_close(o->home_fd);
+		later_add(o->keep_fd, NULL, NULL);
+	if (o->home_fd >= 0 && !o->home_live) {
+		later_add(o->home_fd, o->home_tmp, NULL);
+		o->home_tmp = NULL;
+	} else if (o->home_fd >= 0) {
+		later_add(o->home_fd, NULL, NULL);
+	}
 	sys_free(o->home_tmp);
 	sys_free(o->rescue);
 	sys_free(o->key);
@@ -175,10 +258,10 @@ void ckc_obj_retire(ckc_obj_t *o)
 		o->flush_cancel = true;
 	/* a descriptor still open for reading reads the version it opened, as
 	 * after a rename over the file or an unlink: its copies go with the
-	 * last handle, and so does its real file (held open here, before the
-	 * caller removes or replaces the name; a rare open under the lock) */
+	 * last handle, and so does its real file (opened as this thread lets
+	 * the lock go, before it removes or replaces the name) */
 	if (o->readers > 0 && o->at_home && o->keep_fd < 0)
-		o->keep_fd = sys_open(o->key, O_RDONLY | O_CLOEXEC, 0);
+		later_add(-1, NULL, o);
 	for (int l = 0; l < ckc_eng.ntier - 1 && ckc_obj_gone(o); l++) {
 		ckc_place_t *p = &o->place[l];
 		if (p->pins == 0 && p->state != LC_INIT && !(l == 0 && o->gref)) {
@@ -199,7 +282,7 @@ ckc_obj_t *ckc_obj_import_home(const char *key)
 	char *k = strdup(key);
 	if (!k)
 		return NULL;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	bool found = sys_stat(k, &st) == 0 && S_ISREG(st.st_mode);
 	ckc_mutex_lock(&ckc_eng.lock);
 	/* written or imported meanwhile: that version is the current one */
@@ -246,7 +329,7 @@ void eng_home_io_begin(ckc_obj_t *o)
 {
 	o->home_busy = true;
 	ckc_obj_get(o);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 }
 
 void eng_home_io_end(ckc_obj_t *o)
@@ -254,6 +337,25 @@ void eng_home_io_end(ckc_obj_t *o)
 	ckc_mutex_lock(&ckc_eng.lock);
 	o->home_busy = false;
 	pthread_cond_broadcast(&ckc_eng.obj_cv);
+}
+
+int eng_home_temp(ckc_obj_t *o)
+{
+	char *key = strdup(o->key), *tmp = NULL;
+	mode_t mode = o->mode;
+	int fd = -1;
+	if (!key)
+		return -ENOMEM;
+	eng_home_io_begin(o);
+	int rc = ckc_home_temp(key, mode, &tmp, &fd);
+	eng_home_io_end(o);
+	if (!rc) {
+		o->home_tmp = tmp;
+		o->home_fd = fd;
+	}
+	sys_free(key);
+	ckc_obj_put(o);
+	return rc;
 }
 
 void ckc_trace(const char *op, const ckc_obj_t *o, uint64_t off, uint64_t len, int level,

@@ -59,7 +59,7 @@ ckc_obj_t *eng_current_locked(const char *key)
 	uint64_t v = o->version;
 	bool published = o->at_home;
 	ckc_fid_t base = o->base, now;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	ckc_fid_take(key, &now);
 	ckc_mutex_lock(&ckc_eng.lock);
 	o = ckc_map_find(key);
@@ -101,6 +101,11 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 	if (rc)
 		return rc;
 	ckc_hints_reading();
+	if (!ckc_eng.active) {
+		/* stopped while the hint file was read */
+		eng_unlock();
+		return -ENODEV;
+	}
 	ckc_obj_t *o = eng_current_locked(key);
 	/* a version written straight to its real path (aside.h), which no
 	 * tier holds, reads as a file the cache holds nothing of */
@@ -119,7 +124,7 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 		ckc_eng.st.dist_hist[ckc_stats_dist_bucket(HQ_FAR, true)]++;
 		start_prefetch_locked();
 		ckc_trace_key("open-read-real", key);
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return -ENOENT;
 	}
 	if (!o && ckc_eng.active)
@@ -129,12 +134,12 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 	if (o && o->complete && ckc_best_level(o) < 0 && o->place[0].state != LC_READ_IN_PROGRESS)
 		o = NULL;
 	if (!o) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return -ENOENT;
 	}
 	ckc_handle_t *h = eng_handle_new(o, false);
 	if (!h) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return -ENOMEM;
 	}
 	uint64_t d = ckc_dist(o);
@@ -142,7 +147,7 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 	ckc_eng.st.dist_hist[ckc_stats_dist_bucket(d, d >= HQ_FAR)]++;
 	start_prefetch_locked();
 	ckc_trace("open-read", o, 0, o->size, ckc_best_level(o), 0);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	*hp = h;
 	return 0;
 }
@@ -241,18 +246,18 @@ static ssize_t window_read(ckc_handle_t *h, void *buf, size_t len, uint64_t off,
 	int rc = 0;
 	if (!h->win || off < h->win_off || off + len > h->win_off + h->win_len) {
 		if (!h->win && !(h->win = ckc_gpu_window_get())) {
-			ckc_mutex_unlock(&ckc_eng.lock);
+			eng_unlock();
 			return -EAGAIN;
 		}
 		uint64_t wl = o->size - off < CKC_GPU_WINDOW ? o->size - off : CKC_GPU_WINDOW;
 		ckc_src_t src;
 		if ((rc = ckc_src_snapshot(o, 0, &src)) != 0) {
-			ckc_mutex_unlock(&ckc_eng.lock);
+			eng_unlock();
 			return rc;
 		}
 		o->place[0].pins++;
 		h->win_len = 0;
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		rc = ckc_src_read(&src, off, h->win, (size_t)wl, NULL);
 		ckc_mutex_lock(&ckc_eng.lock);
 		ckc_src_release(&src);
@@ -270,7 +275,7 @@ static ssize_t window_read(ckc_handle_t *h, void *buf, size_t len, uint64_t off,
 		o->place[0].seq_use = ++ckc_eng.seq;
 		ckc_trace("read", o, off, len, 0, t0);
 	}
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	/* the window is the handle's own: copied from without the lock */
 	if (!rc)
 		ckc_copy(buf, h->win + (off - h->win_off), len);
@@ -287,11 +292,11 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	uint64_t deadline = 0;
 	for (;;) {
 		if (o->handed) {
-			ckc_mutex_unlock(&ckc_eng.lock);
+			eng_unlock();
 			return CKC_HANDED;
 		}
 		if (off >= o->size || len == 0) {
-			ckc_mutex_unlock(&ckc_eng.lock);
+			eng_unlock();
 			return 0;
 		}
 		/* a prefetch in flight is worth waiting for, a while */
@@ -308,14 +313,14 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	if (h->writer && o->home_fd >= 0) {
 		/* written through at home: the bytes are in the temporary file */
 		int fd = o->home_fd;
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		ssize_t n = ckc_io_pread_all(fd, buf, len, (off_t)off);
 		return n;
 	}
 	int level = ckc_best_level(o);
 	if (level < 0) {
 		ckc_error("checkpoint %s: no copy of its bytes is left", o->key);
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return -EIO;
 	}
 	if (level == 0 && ckc_eng.tier[0].kind == TIER_GPU && !h->writer && o->complete && len < WIN_READ_MAX) {
@@ -325,13 +330,13 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 		ckc_mutex_lock(&ckc_eng.lock);
 		level = ckc_best_level(o);
 		if (level < 0) {
-			ckc_mutex_unlock(&ckc_eng.lock);
+			eng_unlock();
 			return -EIO;
 		}
 	}
 	ckc_src_t src;
 	if ((rc = ckc_src_snapshot(o, level, &src)) != 0) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return rc;
 	}
 	bool bounded = level < ckc_eng.ntier - 1;
@@ -347,7 +352,7 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	 * (the name may be gone, or another file's) */
 	int keep = o->retired && h->home_fd < 0 ? o->keep_fd : -1;
 	int *hfd = keep >= 0 ? &keep : &h->home_fd;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	bool big = len >= CKC_PROG_COPY_MIN;
 	if (big) {
 		ckc_prog_begin();
@@ -365,7 +370,7 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (got && o->retired) {
 		/* a newer version may have replaced the real file meanwhile */
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		got = 0;
 		rc = ckc_src_read(&src, off, buf, len, hfd);
 		ckc_mutex_lock(&ckc_eng.lock);
@@ -379,7 +384,7 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 		read_account(h, level, off, len, t0);
 		rc = (ssize_t)len;
 	}
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return rc;
 }
 
@@ -394,7 +399,7 @@ int ckc_handle_home_fd(ckc_handle_t *h)
 	bool home_only = ckc_best_level(o) == ckc_eng.ntier - 1 && !o->retired &&
 			 (o->at_home || (o->from_home && !o->rescue));
 	char *key = home_only && h->home_fd < 0 ? strdup(o->key) : NULL;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	if (!home_only)
 		return -ENOENT;
 	if (key) {
@@ -404,17 +409,19 @@ int ckc_handle_home_fd(ckc_handle_t *h)
 		if (f < 0)
 			return -ENOENT;
 		ckc_mutex_lock(&ckc_eng.lock);
-		if (h->home_fd < 0)
+		if (h->home_fd < 0) {
 			h->home_fd = f;
-		else
-			sys_close(f);
-		ckc_mutex_unlock(&ckc_eng.lock);
+			f = -1;
+		}
+		eng_unlock();
+		if (f >= 0)
+			sys_close(f); /* opened by another read meanwhile */
 	}
 	ckc_mutex_lock(&ckc_eng.lock);
 	/* a checkpoint promoted or rewritten meanwhile is read through the cache */
 	if (ckc_best_level(o) == ckc_eng.ntier - 1 && !o->retired)
 		fd = h->home_fd;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return fd;
 }
 
@@ -424,7 +431,7 @@ void ckc_handle_note_read(ckc_handle_t *h, uint64_t off, uint64_t len)
 		return;
 	ckc_mutex_lock(&ckc_eng.lock);
 	read_account(h, ckc_eng.ntier - 1, off, len, 0);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 }
 
 void eng_stat_fill(const ckc_obj_t *o, ckc_stat_t *st)
@@ -499,7 +506,7 @@ int ckc_setattr(const char *path, const ckc_attr_t *a)
 	if (rc)
 		return rc;
 	rc = o ? setattr_locked(o, a) : -ENOENT;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return rc;
 }
 
@@ -507,7 +514,7 @@ int ckc_handle_setattr(ckc_handle_t *h, const ckc_attr_t *a)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	int rc = h->o->retired ? 0 : setattr_locked(h->o, a);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return rc;
 }
 
@@ -515,8 +522,22 @@ int ckc_handle_stat(const ckc_handle_t *h, ckc_stat_t *st)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	eng_stat_fill(h->o, st);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return 0;
+}
+
+/* Truncates the writer's own file at home, as its writes use it: without
+ * the lock, counted as a write (a hand-over waits for it). Lock held. */
+static int home_truncate(ckc_obj_t *o, uint64_t size)
+{
+	int fd = o->home_fd;
+	o->writing++;
+	eng_unlock();
+	int rc = sys_ftruncate(fd, (off_t)size) ? -errno : 0;
+	ckc_mutex_lock(&ckc_eng.lock);
+	if (--o->writing == 0)
+		pthread_cond_broadcast(&ckc_eng.obj_cv);
+	return rc;
 }
 
 int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
@@ -530,20 +551,29 @@ int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
 	while (o->migrating || o->handing)
 		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	if (o->handed || o->retired || o->complete) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return o->handed ? CKC_HANDED : o->retired ? 0 : -EBADF;
 	}
 	if (o->wlevel == ckc_eng.ntier - 1) {
-		rc = sys_ftruncate(o->home_fd, (off_t)size) ? -errno : 0;
+		rc = home_truncate(o, size);
 	} else if (size > o->size) {
-		/* growing: the new bytes read as zeros */
-		rc = eng_write_room(o, size);
-		if (!rc && o->wlevel == ckc_eng.ntier - 1)
-			rc = sys_ftruncate(o->home_fd, (off_t)size) ? -errno : 0;
-		else if (!rc) {
-			while (o->place[o->wlevel].pins > 0)
+		/* growing: the new bytes read as zeros (again where the object
+		 * moved to another tier while writes in flight landed) */
+		for (;;) {
+			rc = eng_write_room(o, size);
+			if (!rc && o->wlevel == ckc_eng.ntier - 1) {
+				rc = home_truncate(o, size);
+				break;
+			}
+			if (rc)
+				break;
+			int wl = o->wlevel;
+			while (o->place[wl].pins > 0 || o->migrating)
 				ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+			if (o->wlevel != wl)
+				continue;
 			rc = eng_zero_fill(o, o->size, size);
+			break;
 		}
 	}
 	if (!rc) {
@@ -552,7 +582,7 @@ int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
 	}
 	o->attr.mask &= ~CKC_ATTR_TIMES;
 	clock_gettime(CLOCK_REALTIME, &o->mtime);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return rc;
 }
 
@@ -566,12 +596,12 @@ int ckc_fallocate_home(ckc_handle_t *h, int mode, uint64_t off, uint64_t len)
 	while (o->migrating || o->handing)
 		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 	if (o->handed || o->retired || o->complete || o->wlevel != ckc_eng.ntier - 1 || o->home_fd < 0) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return -ENOENT;
 	}
 	/* the writer's own file, as its writes use it: without the lock */
 	int fd = o->home_fd;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	if (sys_fallocate(fd, mode, (off_t)off, (off_t)len) != 0)
 		return -errno;
 	if (!(mode & FALLOC_FL_KEEP_SIZE)) {
@@ -579,7 +609,7 @@ int ckc_fallocate_home(ckc_handle_t *h, int mode, uint64_t off, uint64_t len)
 		if (off + len > o->size)
 			o->size = off + len;
 		clock_gettime(CLOCK_REALTIME, &o->mtime);
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 	}
 	return 0;
 }
@@ -588,7 +618,7 @@ uint64_t ckc_handle_size(const ckc_handle_t *h)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	uint64_t s = h->o->size;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return s;
 }
 
@@ -640,7 +670,7 @@ int ckc_close(ckc_handle_t *h)
 	if (!h->writer)
 		o->readers--;
 	ckc_obj_put(o);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	if (h->home_fd >= 0)
 		sys_close(h->home_fd);
 	if (h->win)

@@ -54,7 +54,7 @@ int eng_open_locked(const char *path, char *key)
 		return rc;
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (!ckc_eng.active) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return -ENODEV;
 	}
 	return 0;
@@ -173,11 +173,11 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 			ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
 		if (old && !old->retired)
 			ckc_obj_retire(old);
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return -ENODEV;
 	}
 	if (!old && aside_ok && small_aside_locked()) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return -ENODEV; /* the program writes the real file */
 	}
 	if (old)
@@ -187,7 +187,7 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 	if (!h) {
 		if (o)
 			ckc_obj_retire(o);
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		return -ENOMEM;
 	}
 	o->mode = mode & 07777;
@@ -200,10 +200,10 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 	if (aside_ok)
 		aside_place(o);
 	if (o->wlevel == ckc_eng.ntier - 1 &&
-	    (rc = ckc_home_temp(key, o->mode, &o->home_tmp, &o->home_fd)) != 0) {
+	    (rc = eng_home_temp(o)) != 0) {
 		if (!o->aside_home) {
 			ckc_obj_retire(o);
-			ckc_mutex_unlock(&ckc_eng.lock);
+			eng_unlock();
 			sys_free(h);
 			return rc;
 		}
@@ -219,7 +219,7 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 		ckc_set_state(o, o->wlevel, LC_EV_WRITE_BEGIN);
 	ckc_trace("open-write", o, 0, 0, o->wlevel, 0);
 	ckc_node_note(o);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	/* no handle is out yet: nothing can publish o meanwhile */
 	ckc_fid_t base;
 	dev_t dev = 0;
@@ -230,7 +230,7 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 	o->home_dev = dev;
 	o->home_dev_known = dev_known;
 	o->write_ns += ckc_now_ns() - t0;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	*hp = h;
 	return 0;
 }
@@ -245,7 +245,7 @@ static int copy_into_tier(ckc_obj_t *o, const ckc_src_t *src, int to, uint64_t s
 	if (rc)
 		return rc;
 	o->place[to].pins++;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	rc = ckc_src_copy(src, &dst, size, NULL, NULL);
 	ckc_mutex_lock(&ckc_eng.lock);
 	o->place[to].pins--;
@@ -293,10 +293,10 @@ int eng_migrate_to(ckc_obj_t *o, bool home_only)
 		ckc_set_state(o, to, LC_EV_DROP);
 	}
 	if (to == home) {
-		rc = ckc_home_temp(o->key, o->mode, &o->home_tmp, &o->home_fd);
+		rc = eng_home_temp(o);
 		if (!rc) {
 			int fd = o->home_fd;
-			ckc_mutex_unlock(&ckc_eng.lock);
+			eng_unlock();
 			rc = ckc_home_fill(fd, &src, size, NULL, NULL);
 			ckc_mutex_lock(&ckc_eng.lock);
 		}
@@ -409,7 +409,7 @@ static int write_bytes(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len,
 		else if (n < 0)
 			return n;
 		p->pins++;
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		int rc = 0;
 		bool big = buf && len >= CKC_PROG_COPY_MIN;
 		const char *src0 = src;
@@ -438,23 +438,40 @@ static int write_bytes(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len,
 int eng_zero_fill(ckc_obj_t *o, uint64_t from, uint64_t to)
 {
 	static const char zeros[CKC_ALIGN];
-	int rc = 0;
+	int rc = 0, wl = o->wlevel;
+	/* a file system write (the ssd tier) runs without the lock: the
+	 * object's writes, moves and hand-over wait meanwhile (migrating), so
+	 * no concurrent writer of the range can be overwritten; a tier in
+	 * memory is filled with the lock held */
+	bool io = ckc_eng.tier[wl].kind == TIER_SSD;
 
-	/* holes are rare: fill them with the lock held so no concurrent
-	 * writer of the same range can be overwritten */
-	while (!rc && from < to) {
+	if (io)
+		o->migrating = true;
+	while (!rc && from < to && !o->retired) {
 		size_t n = to - from < sizeof(zeros) ? (size_t)(to - from) : sizeof(zeros);
-		ckc_place_t *p = &o->place[o->wlevel];
+		ckc_place_t *p = &o->place[wl];
 		ckc_ext_t seg;
 		if (ckc_place_segments(p, from, n, &seg, 1) != 1)
 			n = 1 + (size_t)((from | (CKC_ALIGN - 1)) - from);
-		rc = ckc_place_segments(p, from, n, &seg, 1) == 1 ?
-			     ckc_tier_put(&ckc_eng.tier[o->wlevel], seg.aoff, zeros, n) : -EIO;
+		if (ckc_place_segments(p, from, n, &seg, 1) != 1) {
+			rc = -EIO;
+		} else if (io) {
+			p->pins++;
+			eng_unlock();
+			rc = ckc_tier_put(&ckc_eng.tier[wl], seg.aoff, zeros, n);
+			ckc_mutex_lock(&ckc_eng.lock);
+			ckc_unpin(o, wl);
+		} else {
+			rc = ckc_tier_put(&ckc_eng.tier[wl], seg.aoff, zeros, n);
+		}
 		from += n;
+	}
+	if (io) {
+		o->migrating = false;
+		pthread_cond_broadcast(&ckc_eng.obj_cv);
 	}
 	return rc;
 }
-
 
 ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off)
 {
@@ -483,7 +500,7 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 		/* the cache's background copies give way to it, as to a
 		 * write into the cache */
 		bool big = buf && len >= CKC_PROG_COPY_MIN;
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		if (big)
 			ckc_prog_begin();
 		rc = buf ? ckc_io_pwrite_all(fd, buf, len, (off_t)off) :
@@ -501,6 +518,8 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 			return PW_AGAIN;
 		if (off > o->size && (rc = eng_zero_fill(o, o->size, off)) != 0)
 			return rc;
+		if (o->retired)
+			return (ssize_t)len; /* replaced while the hole was filled */
 		if (off > o->size)
 			o->size = off;
 		rc = write_bytes(o, buf, dsrc, len, off);
@@ -556,7 +575,7 @@ ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t l
 		if (--o->writing == 0)
 			pthread_cond_broadcast(&ckc_eng.obj_cv);
 	}
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return rc;
 }
 
@@ -572,7 +591,7 @@ int eng_close_home_writer(ckc_obj_t *o)
 	o->home_busy = true;
 	ckc_attr_t attr = o->attr;
 	ckc_fid_t base = o->base, now;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	int rc;
 	if (live) {
 		/* handed over already: the file is at its real path */
@@ -601,7 +620,8 @@ int eng_close_home_writer(ckc_obj_t *o)
 	ckc_src_t held = { .path = self };
 	if (rc == CKC_CHANGED) {
 		ckc_keep_newer(o, &held, o->size);
-		ckc_home_discard(tmp, fd);
+		eng_close_later(fd, tmp);
+		tmp = NULL;
 	} else if (!rc) {
 		o->at_home = true;
 		o->base = now;
@@ -611,7 +631,7 @@ int eng_close_home_writer(ckc_obj_t *o)
 			  strerror(-rc));
 		if (!live) {
 			int r2 = ckc_rescue_save(o, &held, o->size);
-			sys_close(fd);
+			eng_close_later(fd, NULL);
 			if (r2) {
 				ckc_error("checkpoint %s could not be saved to a rescue file either (%s): "
 					  "it is lost", o->key, strerror(-r2));

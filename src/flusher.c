@@ -100,7 +100,7 @@ static void edge_progress(uint64_t done, void *ctx)
 
 	ckc_mutex_lock(&ckc_eng.lock);
 	o->flush_done = done;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 }
 
 static void edge_measure(ckc_edge_t *e, uint64_t bytes, uint64_t ns)
@@ -138,7 +138,7 @@ static int rescue_file(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 	int rc = key ? 0 : -ENOMEM;
 
 	if (!o->rescue && !rc) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		rc = ckc_home_rescue(key, src, size, &where);
 		ckc_mutex_lock(&ckc_eng.lock);
 		if (!rc) {
@@ -186,6 +186,7 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 	ckc_src_t src;
 	char *tmp = NULL, *key = strdup(o->key);
 	int fd = -1, rc;
+	bool drop_tmp = false; /* the filled file is not published */
 
 	if (!key)
 		return -ENOMEM;
@@ -196,7 +197,7 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		sys_free(key);
 		return rc;
 	}
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	rc = ckc_home_temp(key, mode, &tmp, &fd);
 	if (!rc) {
 		rc = ckc_home_fill(fd, &src, size, edge_progress, o);
@@ -214,22 +215,21 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		/* retired, handed over or renamed meanwhile: these bytes must not
 		 * be published under the old name (a failed write included: its
 		 * folder may have been renamed) */
-		if (!rc)
-			ckc_home_discard(tmp, fd);
+		drop_tmp = !rc;
 		rc = o->retired || o->flush_cancel ? -ECANCELED : -EAGAIN;
 	} else if (!rc && o->at_home && (!fsync_it || o->durable)) {
 		/* published meanwhile by a publication that began while this
 		 * copy was being filled (another process's ask, an fsync): the
 		 * real file holds these bytes already, and that process may be
 		 * writing it now that it was told so */
-		ckc_home_discard(tmp, fd);
+		drop_tmp = true;
 	} else if (!rc) {
 		o->home_busy = true;
 		commit_t me = { key, commits };
 		commits = &me;
 		ckc_attr_t attr = o->attr;
 		ckc_fid_t base = o->base, now;
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		/* a file made or changed there since this version began is
 		 * newer than it: never replaced (CKC_CHANGED) */
 		rc = ckc_home_commit(tmp, key, fd, fsync_it, &attr, &base);
@@ -251,6 +251,11 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 			ckc_node_note(o);
 		}
 		pthread_cond_broadcast(&ckc_eng.obj_cv);
+	}
+	if (drop_tmp) {
+		eng_unlock();
+		ckc_home_discard(tmp, fd);
+		ckc_mutex_lock(&ckc_eng.lock);
 	}
 	if (rc == CKC_CHANGED && !o->retired) {
 		ckc_keep_newer(o, &src, size);
@@ -308,7 +313,7 @@ static int flush_to_tier(ckc_obj_t *o, int level, int target)
 	if (!rc)
 		rc = ckc_src_snapshot(o, target, &dst);
 	uint64_t size = arena_round(&to->arena, o->size);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	if (!rc)
 		rc = ckc_src_copy(&src, &dst, size, edge_progress, o);
 	ckc_mutex_lock(&ckc_eng.lock);
@@ -424,7 +429,7 @@ static void *flusher_main(void *arg)
 			break;
 		flush_head(e, false);
 	}
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return NULL;
 }
 
@@ -500,7 +505,7 @@ void ckc_flusher_stop(int level)
 	if (e->running) {
 		ckc_mutex_lock(&ckc_eng.lock);
 		pthread_cond_broadcast(&e->cv);
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		pthread_join(e->thread, NULL);
 		e->running = false;
 	}

@@ -22,6 +22,7 @@ static const char *const rank_name[CKC_RANK_COUNT] = {
 	[CKC_RANK_GPU_LIFE] = "gpu tier life",
 	[CKC_RANK_OWED] = "owed-range table",
 	[CKC_RANK_HUGEPIN] = "huge-page pin list",
+	[CKC_RANK_HINTS] = "hint file",
 	[CKC_RANK_CU_EVENTS] = "cuda event spares",
 	[CKC_RANK_ENGINE] = "engine",
 	[CKC_RANK_HOST_GROW] = "host tier growth",

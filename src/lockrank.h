@@ -7,12 +7,11 @@
  * config.h) every lock taken checks that rule before it blocks: a lock taken
  * out of order is reported through the log with both names, and aborts
  * when CKPTCACHE_STRICT=1 or in a build configured with
- * --enable-lock-check=abort (the sanitizer builds of scripts/build, which run
- * the tests). With --enable-lock-check=io, the engine's file system calls
- * (src/sys.h) report themselves when they run under the engine lock
- * (ckc_rank_io_check): not yet in the test builds, as some still do (the
- * hint file's poll, the statistics at exit, the real
- * file's stat at a first open, the temporary file's creation). In the
+ * --enable-lock-check=abort. With --enable-lock-check=io, the engine's file
+ * system calls (src/sys.h) report themselves when they run under the engine
+ * lock (ckc_rank_io_check): none does (work an object leaves under the lock
+ * is done after it, eng_unlock). --enable-lock-check=all does both, and the
+ * sanitizer builds of scripts/build, which run the tests, use it. In the
  * release build a lock is a plain pthread call: the rank is a field that
  * only the fork hooks read. */
 #ifndef CKC_LOCKRANK_H
@@ -50,8 +49,10 @@ typedef enum ckc_rank {
 	/* The program's huge-page pinned allocations: a list, taken around
 	 * the list only. */
 	CKC_RANK_HUGEPIN,
-	/* The spare CUDA events: a list, taken around the list only. */
-	CKC_RANK_CU_EVENTS,
+	/* The hint file's reader: held while the file is read (the engine
+	 * lock is not), taking the engine lock for each line's push onto the
+	 * restore queue. */
+	CKC_RANK_HINTS,
 	/* The engine's metadata: objects, the tiers' arenas, the queues, the
 	 * statistics. Never held during bulk I/O or a file system call. */
 	CKC_RANK_ENGINE,
@@ -76,6 +77,10 @@ typedef enum ckc_rank {
 	/* The program's device and pinned memory by address: looked up by the
 	 * engine's capture decisions (the engine lock held). */
 	CKC_RANK_CU_RANGES,
+	/* The spare CUDA events and each device's last deferred capture:
+	 * lists, taken around the lists only, also by captures the engine
+	 * makes (the engine lock held). */
+	CKC_RANK_CU_EVENTS,
 	/* The program's own SIGSEGV handler: read by the library's handler,
 	 * which may run on a thread that holds any other lock. */
 	CKC_RANK_SEGV,

@@ -170,7 +170,7 @@ void ckc_peer_attach(int device)
 
 	ckc_mutex_lock(&ckc_eng.lock);
 	bool once = peer.on || peer.done;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	if (c->peer == CKC_PEER_OFF || once)
 		return;
 	const char *why = peer_why_off(c, device, &mode);
@@ -203,7 +203,7 @@ void ckc_peer_attach(int device)
 	peer.spare = ckc_gpu_lendable();
 	peer.on = true;
 	peer_publish();
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	rc = ckc_lend_start(name, peer.seg.slot);
 	peer.lending = rc == 0;
@@ -321,7 +321,16 @@ void ckc_peer_finish(void)
 		peer_plan_bytes(&p, n, me);
 	peer.on = false;
 	peer.done = true;
-	peer.removed = ckc_peerseg_close(&peer.seg) == 1;
+}
+
+void ckc_peer_release(void)
+{
+	if (!peer.done || peer.seg.fd < 0)
+		return;
+	bool removed = ckc_peerseg_close(&peer.seg) == 1;
+	ckc_mutex_lock(&ckc_eng.lock);
+	peer.removed = removed;
+	eng_unlock();
 }
 
 void ckc_peer_atfork_child(void)

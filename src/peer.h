@@ -23,10 +23,12 @@ void ckc_peer_room(void);
  * found room (0). Lock held. */
 void ckc_peer_remainder(uint64_t len);
 
-/* At exit: the schedule the board implies, kept for the statistics; the
- * entry given back and the segment left (the last out removes it). Lock
+/* At exit: the schedule the board implies, kept for the statistics. Lock
  * held. */
 void ckc_peer_finish(void);
+/* Then, without the engine lock: the entry given back and the segment
+ * left (the last out removes it). */
+void ckc_peer_release(void);
 
 /* Where a remainder of len bytes of this process goes, as the schedule
  * over the board now says: the peers' entries, their devices' ordinals

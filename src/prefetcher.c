@@ -19,10 +19,21 @@
 #define PREFETCH_LOOKAHEAD 4096
 #define HINTS_POLL_NS 50000000ull
 
+/* The hint file is read under its own lock, never the engine's: a line
+ * read is pushed onto the restore queue under the engine lock, taken for
+ * that push only. The hint fields of ckc_eng (hints, hints_open,
+ * hints_said, hints_bad, hints_next_try_ns, hints_last_off,
+ * hints_quiet_since) belong to this lock. */
+static ckc_mutex_t hints_lock = CKC_MUTEX_INIT(HINTS);
+CKC_LOCKS_AT_START(hints_lock, ckc_locks_add, &hints_lock)
+
 static int hints_emit(void *ctx, const char *canon)
 {
 	(void)ctx;
-	return hq_push_back(ckc_eng.hq, canon);
+	ckc_mutex_lock(&ckc_eng.lock);
+	int rc = hq_push_back(ckc_eng.hq, canon);
+	eng_unlock();
+	return rc;
 }
 
 /* Malformed lines shown one by one; the others are counted, and the count
@@ -45,70 +56,63 @@ static void hints_report(void *ctx, const char *file, unsigned line, const char 
 
 void ckc_hints_summary(void)
 {
-	if (ckc_eng.hints_bad > HINTS_SHOWN)
+	ckc_mutex_lock(&hints_lock);
+	uint64_t bad = ckc_eng.hints_bad;
+	ckc_mutex_unlock(&hints_lock);
+	if (bad > HINTS_SHOWN)
 		ckc_warn("CKPTCACHE_HINTS='%s': %llu malformed lines in all, the first %d shown",
-			 ckc_eng.cfg.hints, (unsigned long long)ckc_eng.hints_bad, HINTS_SHOWN);
+			 ckc_eng.cfg.hints, (unsigned long long)bad, HINTS_SHOWN);
 }
 
-/* The program opens a checkpoint for reading (lock held): the hint file's
- * lines so far are read first, also where the prefetcher opened the file
- * before the program had written them. */
-void ckc_hints_reading(void)
+/* Opens the hint file if it is due (hints_lock held); false while it is
+ * not open. */
+static bool hints_open_due(uint64_t now, bool now_anyway)
 {
-	if (!ckc_eng.cfg.hints || ckc_eng.hints_said)
-		return;
-	ckc_hints_poll(true);
-	if (ckc_eng.hints_open || ckc_eng.hints_said)
-		return;
-	ckc_eng.hints_said = true;
-	ckc_warn("CKPTCACHE_HINTS='%s': no such file as the program starts reading checkpoints; they are "
-		 "read without prefetching until it appears",
-		 ckc_eng.cfg.hints);
-}
-
-void ckc_hints_poll(bool now_anyway)
-{
-	if (!ckc_eng.cfg.hints)
-		return;
-	uint64_t now = ckc_now_ns();
-	if (!ckc_eng.hints_open) {
-		if (ckc_eng.hints_next_try_ns == UINT64_MAX ||
-		    (now < ckc_eng.hints_next_try_ns && !now_anyway))
-			return;
-		/* one hint file per rank: CKPTCACHE_HINTS=order.%r.txt */
-		char name[PATH_MAX];
-		int rc = ckc_expand_name(ckc_eng.cfg.hints, name, sizeof(name));
-		if (!rc)
-			rc = hint_reader_open(&ckc_eng.hints, name, ckc_eng.cfg.rank,
-					      HINT_MAX_ENTRIES_DEFAULT);
-		if (rc == -EINVAL) {
-			/* never opened again: a FIFO would block the reader or
-			 * release its writer */
-			ckc_warn("CKPTCACHE_HINTS='%s': not a regular file (a FIFO, socket or device), "
-				 "which could block the program: it is not read; checkpoints are read "
-				 "without its order", ckc_eng.cfg.hints);
-			ckc_eng.hints_said = true;
-			ckc_eng.hints_next_try_ns = UINT64_MAX;
-			return;
-		}
-		if (rc) {
-			/* a program often writes its hint file after it starts:
-			 * one that is not there yet is reported only if the
-			 * program starts reading checkpoints without it */
-			if (rc != -ENOENT && !ckc_eng.hints_said) {
-				ckc_warn("CKPTCACHE_HINTS='%s': %s; looking again every %llu ms",
-					 ckc_eng.cfg.hints, strerror(-rc),
-					 (unsigned long long)(HINTS_POLL_NS / 1000000));
-				ckc_eng.hints_said = true;
-			} else if (ckc_eng.hints_next_try_ns == 0) {
-				ckc_info("CKPTCACHE_HINTS='%s' is not there yet; looking for it every %llu ms",
-					 ckc_eng.cfg.hints, (unsigned long long)(HINTS_POLL_NS / 1000000));
-			}
-			ckc_eng.hints_next_try_ns = now + HINTS_POLL_NS;
-			return;
-		}
-		ckc_eng.hints_open = true;
+	if (ckc_eng.hints_open)
+		return true;
+	if (ckc_eng.hints_next_try_ns == UINT64_MAX || (now < ckc_eng.hints_next_try_ns && !now_anyway))
+		return false;
+	/* one hint file per rank: CKPTCACHE_HINTS=order.%r.txt */
+	char name[PATH_MAX];
+	int rc = ckc_expand_name(ckc_eng.cfg.hints, name, sizeof(name));
+	if (!rc)
+		rc = hint_reader_open(&ckc_eng.hints, name, ckc_eng.cfg.rank, HINT_MAX_ENTRIES_DEFAULT);
+	if (rc == -EINVAL) {
+		/* never opened again: a FIFO would block the reader or release
+		 * its writer */
+		ckc_warn("CKPTCACHE_HINTS='%s': not a regular file (a FIFO, socket or device), "
+			 "which could block the program: it is not read; checkpoints are read "
+			 "without its order", ckc_eng.cfg.hints);
+		ckc_eng.hints_said = true;
+		ckc_eng.hints_next_try_ns = UINT64_MAX;
+		return false;
 	}
+	if (rc) {
+		/* a program often writes its hint file after it starts: one
+		 * that is not there yet is reported only if the program starts
+		 * reading checkpoints without it */
+		if (rc != -ENOENT && !ckc_eng.hints_said) {
+			ckc_warn("CKPTCACHE_HINTS='%s': %s; looking again every %llu ms",
+				 ckc_eng.cfg.hints, strerror(-rc),
+				 (unsigned long long)(HINTS_POLL_NS / 1000000));
+			ckc_eng.hints_said = true;
+		} else if (ckc_eng.hints_next_try_ns == 0) {
+			ckc_info("CKPTCACHE_HINTS='%s' is not there yet; looking for it every %llu ms",
+				 ckc_eng.cfg.hints, (unsigned long long)(HINTS_POLL_NS / 1000000));
+		}
+		ckc_eng.hints_next_try_ns = now + HINTS_POLL_NS;
+		return false;
+	}
+	ckc_eng.hints_open = true;
+	return true;
+}
+
+/* Reads the lines appended since the last poll (hints_lock held); returns
+ * how many went onto the queue. */
+static long hints_read_new(uint64_t now, bool now_anyway)
+{
+	if (!hints_open_due(now, now_anyway))
+		return 0;
 	long n = hint_reader_poll(&ckc_eng.hints, hints_emit, hints_report, NULL);
 	/* a last line without its newline counts once the file has been
 	 * quiet for a second */
@@ -118,10 +122,46 @@ void ckc_hints_poll(bool now_anyway)
 	} else if (now - ckc_eng.hints_quiet_since > 1000000000ull) {
 		n = hint_reader_finish(&ckc_eng.hints, hints_emit, hints_report, NULL);
 	}
+	return n;
+}
+
+/* The poll itself (engine lock held, dropped while the file is read);
+ * reading: the program opens a checkpoint for reading. */
+static void hints_poll(bool now_anyway, bool reading)
+{
+	if (!ckc_eng.cfg.hints)
+		return;
+	eng_unlock();
+	ckc_mutex_lock(&hints_lock);
+	long n = 0;
+	if (!reading || !ckc_eng.hints_said) {
+		n = hints_read_new(ckc_now_ns(), now_anyway);
+		if (reading && !ckc_eng.hints_open && !ckc_eng.hints_said) {
+			ckc_eng.hints_said = true;
+			ckc_warn("CKPTCACHE_HINTS='%s': no such file as the program starts reading "
+				 "checkpoints; they are read without prefetching until it appears",
+				 ckc_eng.cfg.hints);
+		}
+	}
+	ckc_mutex_unlock(&hints_lock);
+	ckc_mutex_lock(&ckc_eng.lock);
 	if (n > 0) {
 		ckc_prefetch_kick();
 		pthread_cond_broadcast(&ckc_eng.obj_cv);
 	}
+}
+
+/* The program opens a checkpoint for reading (lock held): the hint file's
+ * lines so far are read first, also where the prefetcher opened the file
+ * before the program had written them. */
+void ckc_hints_reading(void)
+{
+	hints_poll(true, true);
+}
+
+void ckc_hints_poll(bool now_anyway)
+{
+	hints_poll(now_anyway, false);
 }
 
 /* Promotes o into the top tier (lock held, dropped during the copy).
@@ -151,7 +191,7 @@ static int promote(ckc_obj_t *o, uint64_t dist)
 		memcpy(dst, o->place[0].ext, (size_t)ndst * sizeof(*dst));
 	uint64_t size = o->size, t0 = ckc_now_ns();
 	ckc_tier_t *top = &ckc_eng.tier[0];
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	int fd = -1;
 	uint64_t start = 0;
 	if (!rc && from.t) {
@@ -233,7 +273,7 @@ static bool left_in_page_cache(ckc_obj_t *o)
 	if (!key)
 		return false;
 	ckc_obj_get(o);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	bool held = ckc_home_in_memory(key, size);
 	ckc_mutex_lock(&ckc_eng.lock);
 	sys_free(key);
@@ -310,7 +350,7 @@ static void *prefetcher_main(void *arg)
 		       ckc_cond_timedwait(&ckc_eng.pcv, &ckc_eng.lock, &ts) == 0)
 			;
 	}
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	return NULL;
 }
 

@@ -228,7 +228,7 @@ static void host_toucher_grow(ckc_tier_t *t)
 		ckc_mutex_lock(&ckc_eng.lock);
 		if (atomic_load(&t->use_seq))
 			host_plan(t, want);
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		/* populate what the next checkpoints will take */
 		for (size_t k = 0; k < t->npiece && !atomic_load(&t->toucher_stop); k++) {
 			if (!want[k] || atomic_load(&t->piece[k]))
@@ -263,7 +263,7 @@ static void host_toucher_grow(ckc_tier_t *t)
 		host_plan(t, want);
 		uint64_t b = host_give_back(t, want);
 		t->st.given_back_bytes += b;
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		atomic_fetch_sub(&t->populated, b);
 	}
 	sys_free(want);

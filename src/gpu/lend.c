@@ -72,7 +72,7 @@ int ckc_gpu_lend_cut(uint64_t want, uint64_t *cut, uint64_t *chunk)
 	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_gpu_dev_t *r = ckc_eng.active && t->kind == TIER_GPU && ckc_gpu_usable(t) ? gpu_lender_region(t->gpu) : NULL;
 	if (!r) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		ckc_mutex_unlock(&gpu_life);
 		return -ENODEV;
 	}
@@ -89,7 +89,7 @@ int ckc_gpu_lend_cut(uint64_t want, uint64_t *cut, uint64_t *chunk)
 		*cut = gpu_cut_tail(t, r, (uint64_t)r->nmapped * g->chunk - k * g->chunk, 0);
 		r->ceiling += k * g->chunk - *cut;
 	}
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	ckc_mutex_unlock(&gpu_life);
 	return 0;
 }
@@ -104,7 +104,7 @@ int ckc_gpu_lend_alloc(uint64_t len, int *fd, uint64_t *handle)
 	const ckc_gpu_dev_t *r = gpu_lender_region(t->gpu);
 	int device = r ? r->device : -1;
 	void *ctx = r ? r->ctx : NULL;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	if (device < 0)
 		return -ENODEV;
 	gpu_drv.cuCtxSetCurrent((CUcontext)ctx);
@@ -152,7 +152,7 @@ void ckc_gpu_lend_back(uint64_t bytes, bool grow)
 		if (start)
 			r->mapper_idle = false;
 	}
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	if (start) {
 		if (r->mapper_running)
 			pthread_join(r->mapper, NULL);
@@ -208,7 +208,7 @@ int ckc_gpu_borrow_add(int lender, int home, const int *fds, int n, uint64_t chu
 		rc = -ESHUTDOWN;
 	if (r)
 		r->home = home;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	if (rc) {
 		ckc_mutex_unlock(&gpu_life);
 		return rc;
@@ -230,7 +230,7 @@ int ckc_gpu_borrow_add(int lender, int home, const int *fds, int n, uint64_t chu
 		}
 		ckc_mutex_lock(&ckc_eng.lock);
 		rc = gpu_join_chunk(t, r, i);
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		if (rc) {
 			gpu_unmap_chunk(g, r, i);
 			break;
@@ -251,7 +251,7 @@ uint64_t ckc_gpu_borrow_return(int lender, uint64_t want, double wait_s)
 	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_gpu_dev_t *r = t->kind == TIER_GPU && t->gpu && t->gpu->nslot ? gpu_lent_region(t->gpu, lender, false) : NULL;
 	if (!r || !r->nmapped) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		ckc_mutex_unlock(&gpu_life);
 		return 0;
 	}
@@ -261,7 +261,7 @@ uint64_t ckc_gpu_borrow_return(int lender, uint64_t want, double wait_s)
 	if (want == UINT64_MAX)
 		r->closing = true;
 	uint64_t back = gpu_cut_tail(t, r, target, wait_s);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	ckc_mutex_unlock(&gpu_life);
 	return back;
 }

@@ -95,7 +95,7 @@ uint64_t gpu_cut_tail(ckc_tier_t *t, ckc_gpu_dev_t *r, uint64_t target, double w
 	r->nmapped = nkeep;
 	r->usable = nkeep > 0;
 	gpu_capacity(t);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	if (ckc_svc.gpu_settle)
 		ckc_svc.gpu_settle();
 	gpu_drv.cuCtxSetCurrent((CUcontext)r->ctx);
@@ -128,7 +128,7 @@ uint64_t ckc_gpu_release(int device, uint64_t bytes)
 	if (ckc_eng.active && t->kind == TIER_GPU && ckc_gpu_usable(t))
 		r = gpu_region_for(t->gpu, device);
 	if (!r || !r->usable) {
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		ckc_mutex_unlock(&gpu_life);
 		return back;
 	}
@@ -145,7 +145,7 @@ uint64_t ckc_gpu_release(int device, uint64_t bytes)
 		r->released_bytes += released;
 		r->releases++;
 	}
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	ckc_mutex_unlock(&gpu_life);
 	if (released)
 		ckc_info("gpu tier: %llu bytes of device %d given back to the program",

@@ -199,7 +199,7 @@ static int gpu_grow_one(ckc_tier_t *t, ckc_gpu_dev_t *r)
 	bool done = i >= r->nchunk || (uint64_t)(i + 1) * g->chunk > r->ceiling || g->stop;
 	if (done)
 		r->mapper_idle = true;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	if (done)
 		return 1;
 	int rc = gpu_map_chunk(g, r, i);
@@ -208,14 +208,14 @@ static int gpu_grow_one(ckc_tier_t *t, ckc_gpu_dev_t *r)
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (r->nmapped != i || (uint64_t)(i + 1) * g->chunk > r->ceiling || g->stop) {
 		/* a release cut the region meanwhile */
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		gpu_unmap_chunk(g, r, i);
 		return 1;
 	}
 	rc = gpu_join_chunk(t, r, i);
 	if (rc == 0)
 		ckc_prefetch_kick();
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	if (rc)
 		gpu_unmap_chunk(g, r, i);
 	return rc;
@@ -241,7 +241,7 @@ void *gpu_mapper(void *arg)
 	while ((rc = gpu_grow_one(t, r)) == 0);
 	ckc_mutex_lock(&ckc_eng.lock);
 	r->mapper_idle = true;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	if (rc < 0)
 		ckc_info("gpu tier: %llu bytes mapped on device %d; the rest stays unmapped (%s)",
 			 (unsigned long long)r->nmapped * g->chunk, r->device, strerror(-rc));
@@ -365,7 +365,7 @@ static int gpu_reserve(ckc_tier_t *t, int device, uint64_t want)
 		arena_fini(a);
 		arena_init(a, CKC_ALIGN, CKC_ALIGN);
 	}
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	if (rc) {
 		gpu_drv.cuMemAddressFree(base, g->span);
 		g->base = g->span = 0;
@@ -445,14 +445,14 @@ int ckc_gpu_attach(void *ctx, int device)
 	}
 	ckc_mutex_lock(&ckc_eng.lock);
 	g->ndev++;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	/* the first chunk now, so the first capture finds room; the rest in
 	 * the background */
 	if ((rc = gpu_grow_one(t, r)) < 0) {
 		ckc_warn("gpu tier: cannot map memory of device %d (%s)", device, strerror(-rc));
 		ckc_mutex_lock(&ckc_eng.lock);
 		g->ndev--;
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 		sys_free(r->handle);
 		r->handle = NULL;
 		goto unretain;
@@ -484,7 +484,7 @@ static void gpu_stop_mappers(ckc_gpu_t *g, bool locked)
 	g->stop = true;
 	pthread_cond_broadcast(&ckc_eng.obj_cv);
 	if (!locked)
-		ckc_mutex_unlock(&ckc_eng.lock);
+		eng_unlock();
 	for (int i = 0; i < g->ndev; i++) {
 		ckc_gpu_dev_t *r = &g->dev[i];
 		if (!r->mapper_running)
@@ -550,7 +550,7 @@ void ckc_gpu_exit(void)
 	ckc_mutex_lock(&ckc_eng.lock);
 	t->gpu->gone = true;
 	t->gpu->usable = false;
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	gpu_teardown(t, false);
 	ckc_mutex_unlock(&gpu_life);
 }

@@ -595,7 +595,7 @@ Test(engine, fallocate_reaches_a_straight_version)
 	/* the real path known to be the faster: checkpoints go straight */
 	ckc_mutex_lock(&ckc_eng.lock);
 	aside_prior(&ckc_eng.aside, 1e8, 1e10, 0, ASIDE_EVERY_MAX);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	char path[PATH_MAX];
 	tpath(&e, path, 0);
 	ckc_handle_t *h;
@@ -619,7 +619,7 @@ Test(engine, fallocate_reaches_a_straight_version)
 	ckc_mutex_lock(&ckc_eng.lock);
 	aside_init(&ckc_eng.aside, true);
 	aside_prior(&ckc_eng.aside, 1e10, 1e8, 0, ASIDE_EVERY_MAX);
-	ckc_mutex_unlock(&ckc_eng.lock);
+	eng_unlock();
 	tpath(&e, path, 1);
 	cr_assert_eq(ckc_open_write_only(path, 0644, &h), 0);
 	cr_assert_not(h->o->aside_home, "the cache holds this one");
