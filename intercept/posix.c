@@ -248,7 +248,9 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 		return ckc_stat(canon, &cst) == 0 ? -ENOTDIR : CKC_PASS;
 	if (flags & O_PATH)
 		return CKC_PASS;
-	bool cached = ckc_stat(canon, &cst) == 0;
+	bool rd = acc == O_RDONLY && !(flags & O_TRUNC);
+	/* a read's open looks at the real file once, in ckc_open_read */
+	bool cached = (rd ? ckc_stat_held(canon, &cst) : ckc_stat(canon, &cst)) == 0;
 	if (cached && !cst.complete) {
 		/* this process has the file open for writing: every descriptor
 		 * of a file shares one state, so the written bytes go to the
@@ -265,7 +267,23 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 	}
 	/* a read of a checkpoint the cache holds is answered from the cache
 	 * alone: the real file is older (or not there yet) */
-	bool rd = acc == O_RDONLY && !(flags & O_TRUNC);
+	if (rd && !cached && !(flags & O_CREAT)) {
+		/* the cache holds nothing of it: the engine reads it through
+		 * the cache only where a hint names it (a regular file it
+		 * finds there), else the real open answers, as without the
+		 * library (no look at the file first) */
+		int rc = ckc_open_read(canon, &h);
+		if (rc == -ENOENT || rc == -ENODEV)
+			return CKC_PASS;
+		if (rc)
+			return rc;
+		if (ckc_px_real_access(canon, R_OK) != 0) {
+			rc = -errno;
+			ckc_close(h);
+			return rc;
+		}
+		return install_new(h, flags, canon);
+	}
 	bool real = !(rd && cached) && ckc_px_real_stat_path(canon, &rst) == 0;
 	if (real && !S_ISREG(rst.st_mode))
 		return CKC_PASS;

@@ -177,6 +177,9 @@ int ckc_forget(const char *path);
  * (also when a published version's real file was changed since by someone
  * else: the cache then forgets its version). */
 int ckc_stat(const char *path, ckc_stat_t *st);
+/* The same without the look at the real file: what this process's cache
+ * holds of path (a read's open, which ckc_open_read checks then). */
+int ckc_stat_held(const char *path, ckc_stat_t *st);
 
 /* What a call on a handle returns once its version was handed over to the
  * real file: the caller makes the call again on the real file. */

@@ -554,6 +554,19 @@ int ckc_stat(const char *path, ckc_stat_t *st)
 	return o ? 0 : -ENOENT;
 }
 
+int ckc_stat_held(const char *path, ckc_stat_t *st)
+{
+	char key[PATH_MAX];
+	ckc_obj_t *o;
+	int rc = eng_lookup_locked(path, key, &o);
+	if (rc)
+		return rc;
+	if (o)
+		eng_stat_fill(o, st);
+	eng_unlock();
+	return o ? 0 : -ENOENT;
+}
+
 const char *ckc_where(const char *path)
 {
 	char key[PATH_MAX];

@@ -121,6 +121,31 @@ tools_walk_untagged() {
 	done
 }
 
+# The file look-ups (stat, access) of cat reading COUNT tagged files the
+# cache does not hold (written by an earlier run).
+read_lookups() {
+	local lib=$1
+	timeout -k 5 "$CASE_TIMEOUT" strace -f -qq -c -o strace.out \
+		-e trace=stat,lstat,newfstatat,statx,access,faccessat,faccessat2 \
+		env ${lib:+LD_PRELOAD=$PRELOAD} CKPTCACHE_PATHS="$T/ck/*.bin" CKPTCACHE_HOST_CACHE=32M \
+		cat ck/r*.bin >out.bin || fail "cat under strace: exit status $?"
+	awk '$NF ~ /stat|access/ { n += $4 } END { print n + 0 }' strace.out
+}
+
+tools_read_looks_once() {
+	command -v strace >/dev/null || note "strace is not installed"
+	under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
+	local i plain lib
+	for i in $(seq 10 49); do randfile "ck/r$i.bin" $((i * 977)); done
+	cat ck/r*.bin >expect.bin
+	plain=$(read_lookups "")
+	lib=$(read_lookups lib)
+	same expect.bin out.bin "cat of 40 tagged files of an earlier run"
+	echo "cat of 40 tagged files: $plain look-ups without the library, $lib with it"
+	[ "$lib" -le $((plain + 8)) ] ||
+		fail "cat of 40 tagged files the cache does not hold: $lib stat/access calls, $plain without the library"
+}
+
 tools_cat() {
 	randfile a.src 1048577
 	randfile b.src 77
@@ -295,6 +320,7 @@ case_add tools/cp tools_cp
 case_add tools/cp-preserve tools_cp_preserve
 case_add tools/walk-untagged tools_walk_untagged
 case_add tools/cat tools_cat
+case_add tools/read-looks-once tools_read_looks_once
 for bs in 1 4096 1M 7777; do
 	case_add "tools/dd-bs$bs" tools_dd $bs
 done
