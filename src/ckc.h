@@ -86,6 +86,11 @@ int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **h);
  * real path where that writes as fast as the cache (stepping aside,
  * aside.h). */
 int ckc_open_write_only(const char *path, mode_t mode, ckc_handle_t **h);
+/* Whether a new version of path, opened write-only, steps aside now for
+ * the small checkpoints waiting to be published: then the version this
+ * process holds (nobody reads it) is forgotten, and the program writes
+ * the real file itself, with no look at it first. */
+bool ckc_write_aside(const char *path);
 
 /* Writes len bytes at off of a writing handle. Returns len or -errno. */
 ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off);

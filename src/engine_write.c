@@ -144,6 +144,28 @@ static bool small_aside_locked(void)
 
 static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t **hp);
 
+/* Whether old (or no version) may be replaced by a version the program
+ * writes straight to the real file: nobody reads it (lock held). */
+static bool aside_replaces(const ckc_obj_t *old)
+{
+	return !old || (old->readers == 0 && !old->passed_read);
+}
+
+bool ckc_write_aside(const char *path)
+{
+	char key[PATH_MAX];
+	if (eng_open_locked(path, key))
+		return false;
+	ckc_obj_t *old = ckc_map_find(key);
+	/* a publication or a write of it under way: open_write decides */
+	bool aside = !ckc_eng.draining && aside_replaces(old) && (!old || (old->complete && !old->home_busy)) &&
+		     !ckc_committing(key) && small_aside_locked();
+	if (aside && old)
+		ckc_obj_retire(old);
+	eng_unlock();
+	return aside;
+}
+
 int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
 {
 	return open_write(path, mode, false, hp);
@@ -176,7 +198,11 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 		eng_unlock();
 		return -ENODEV;
 	}
-	if (!old && aside_ok && small_aside_locked()) {
+	/* a version nobody reads is replaced as a new name is: the older
+	 * one is forgotten (its flush stands down) */
+	if (aside_replaces(old) && aside_ok && small_aside_locked()) {
+		if (old)
+			ckc_obj_retire(old);
 		eng_unlock();
 		return -ENODEV; /* the program writes the real file */
 	}

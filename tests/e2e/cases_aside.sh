@@ -175,3 +175,35 @@ for i in range(600):
 	stats_ok files==1 step_aside.written_straight==0 objects.written==600
 }
 case_add aside/small-files aside_small_files
+
+# Small files written again and again (a script that saves its state each
+# step under the same names): once many wait to be published, a new version
+# of a name the cache holds goes straight to the real file too.
+aside_small_rewritten() {
+	SLOW_US=1000 SLOWFS_OPS=open ck CKPTCACHE_STEP_ASIDE=auto -- "$PY" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+from parity_py import small_body
+d, n = sys.argv[2], 300
+for r in range(3):
+    for i in range(n):
+        with open(f"{d}/s_{i:05d}.dat", "wb") as f:
+            f.write(small_body(i + 1000 * r))
+for i in range(n):
+    with open(f"{d}/s_{i:05d}.dat", "rb") as f:
+        assert f.read() == small_body(i + 2000), f"s_{i:05d}.dat read back differs"
+' "$ROOT/tests/bench" "$T/ck" || fail "the program failed$(last_error)"
+	if grep -aq 'ckptcache: error' "$T/.log"; then
+		fail "the library reported an error$(first_error 'ckptcache: error')"
+	fi
+	plain "$PY" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+from parity_py import small_body
+for i in range(300):
+    with open(f"{sys.argv[2]}/s_{i:05d}.dat", "rb") as f:
+        assert f.read() == small_body(i + 2000), f"s_{i:05d}.dat at its real path differs"
+' "$ROOT/tests/bench" "$T/ck" || fail "the files at their real paths$(last_error)"
+	stats_ok files==1 step_aside.written_straight\>=100 objects.written+step_aside.written_straight\>=900
+}
+case_add aside/small-files-rewritten aside_small_rewritten
