@@ -112,6 +112,7 @@ ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path)
 	v->lock_real = false;
 	v->lock_flock = 0;
 	v->lock_whole = 0;
+	v->stat_known = v->stat_at_home = false;
 	memcpy(v->path, path, n);
 	return v;
 }

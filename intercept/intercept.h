@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -176,6 +177,10 @@ typedef struct ckc_vfd {
 	bool lock_real;       /* lock_fd is the real file, opened as v was */
 	int lock_flock;       /* the flock(2) lock it holds: 0, LOCK_SH, LOCK_EX */
 	int lock_whole;       /* its fcntl(2) lock of the whole file: 0, F_RDLCK, F_WRLCK */
+	/* what fstat took from the real file (under lock): kept for a closed
+	 * version while the real path holds it or does not, as then */
+	bool stat_known, stat_at_home;
+	struct stat stat_real;
 	char path[];          /* canonical */
 } ckc_vfd_t;
 

@@ -37,7 +37,9 @@ static mode_t stat_umask(void)
 	return (mode_t)m;
 }
 
-static void stat_fill(const char *canon, const ckc_stat_t *c, struct stat *st)
+/* What the real file says of canon (its device, inode, owner, links), or
+ * what stands in for it before it is there. */
+static void stat_base(const char *canon, const ckc_stat_t *c, struct stat *st)
 {
 	int (*rs)(const char *, struct stat *) = REAL(stat);
 	struct stat real;
@@ -61,6 +63,11 @@ static void stat_fill(const char *canon, const ckc_stat_t *c, struct stat *st)
 		st->st_blksize = 4096;
 		st->st_atim = c->mtime;
 	}
+}
+
+/* The cache's version over it: size, mode, owner and times. */
+static void stat_apply(const ckc_stat_t *c, struct stat *st)
+{
 	st->st_size = (off_t)c->size;
 	st->st_blocks = (blkcnt_t)((c->size + 511) / 512);
 	st->st_mode = S_IFREG | (c->mode & 07777 & ~stat_umask());
@@ -73,6 +80,12 @@ static void stat_fill(const char *canon, const ckc_stat_t *c, struct stat *st)
 	st->st_atim = c->atime;
 	st->st_mtim = c->mtime;
 	st->st_ctim = c->mtime;
+}
+
+static void stat_fill(const char *canon, const ckc_stat_t *c, struct stat *st)
+{
+	stat_base(canon, c, st);
+	stat_apply(c, st);
 }
 
 /* Fills st if path (relative to dirfd) is a cached checkpoint. */
@@ -96,7 +109,17 @@ static bool stat_fd(int fd, struct stat *st)
 		return false;
 	ckc_enter();
 	ckc_handle_stat(v->h, &c);
-	stat_fill(v->path, &c, st);
+	/* a closed version's real file changes only with its publication:
+	 * an fstat in a loop (Python's reads ask twice) looks at it once */
+	ckc_mutex_lock(&v->lock);
+	if (!c.complete || !v->stat_known || v->stat_at_home != c.at_home) {
+		stat_base(v->path, &c, &v->stat_real);
+		v->stat_known = c.complete;
+		v->stat_at_home = c.at_home;
+	}
+	*st = v->stat_real;
+	ckc_mutex_unlock(&v->lock);
+	stat_apply(&c, st);
 	ckc_leave();
 	return true;
 }
