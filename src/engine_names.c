@@ -539,14 +539,15 @@ int ckc_rename(const char *from, const char *to)
 	return rc;
 }
 
-int ckc_stat(const char *path, ckc_stat_t *st)
+/* ckc_stat and ckc_stat_held: current, the look at the real file. */
+static int stat_of(const char *path, ckc_stat_t *st, bool current)
 {
 	char key[PATH_MAX];
 	ckc_obj_t *o;
 	int rc = eng_lookup_locked(path, key, &o);
 	if (rc)
 		return rc;
-	if (o)
+	if (o && current)
 		o = eng_current_locked(key);
 	if (o)
 		eng_stat_fill(o, st);
@@ -554,17 +555,14 @@ int ckc_stat(const char *path, ckc_stat_t *st)
 	return o ? 0 : -ENOENT;
 }
 
+int ckc_stat(const char *path, ckc_stat_t *st)
+{
+	return stat_of(path, st, true);
+}
+
 int ckc_stat_held(const char *path, ckc_stat_t *st)
 {
-	char key[PATH_MAX];
-	ckc_obj_t *o;
-	int rc = eng_lookup_locked(path, key, &o);
-	if (rc)
-		return rc;
-	if (o)
-		eng_stat_fill(o, st);
-	eng_unlock();
-	return o ? 0 : -ENOENT;
+	return stat_of(path, st, false);
 }
 
 const char *ckc_where(const char *path)

@@ -146,6 +146,24 @@ case_add aside/folder-refuses-new-files aside_folder_refuses
 # aside off every one is cached. (The first one or two of a process go
 # straight to their real paths as cached objects, as every process begins:
 # they count in both sums.)
+# No library error, and ck/s_NNNNN.dat (COUNT files) at their real paths
+# hold small_body(NNNNN + OFFSET) of the parity workload, read without the
+# library; WHAT prefixes the failure.
+small_files_landed() {
+	local count=$1 offset=$2 what=$3
+	if grep -aq 'ckptcache: error' "$T/.log"; then
+		fail "${what}the library reported an error$(first_error 'ckptcache: error')"
+	fi
+	plain "$PY" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+from parity_py import small_body
+for i in range(int(sys.argv[3])):
+    with open(f"{sys.argv[2]}/s_{i:05d}.dat", "rb") as f:
+        assert f.read() == small_body(i + int(sys.argv[4])), f"s_{i:05d}.dat at its real path differs from what was written"
+' "$ROOT/tests/bench" "$T/ck" "$count" "$offset" || fail "${what}the files at their real paths$(last_error)"
+}
+
 aside_small_files() {
 	local side
 	for side in auto off; do
@@ -156,17 +174,7 @@ aside_small_files() {
 		# checks each file it reads back in the process
 		SLOW_US=1000 SLOWFS_OPS=open ck CKPTCACHE_STEP_ASIDE=$side -- "$PY" \
 			"$ROOT/tests/bench/parity_py.py" small "$T/ck" 600 || fail "$side: the program failed$(last_error)"
-		if grep -aq 'ckptcache: error' "$T/.log"; then
-			fail "$side: the library reported an error$(first_error 'ckptcache: error')"
-		fi
-		plain "$PY" -c '
-import sys
-sys.path.insert(0, sys.argv[1])
-from parity_py import small_body
-for i in range(600):
-    with open(f"{sys.argv[2]}/s_{i:05d}.dat", "rb") as f:
-        assert f.read() == small_body(i), f"s_{i:05d}.dat at its real path differs from what was written"
-' "$ROOT/tests/bench" "$T/ck" || fail "$side: the files at their real paths$(last_error)"
+		small_files_landed 600 0 "$side: "
 	done
 	phase auto
 	stats_ok files==1 step_aside.on==1 step_aside.written_straight\>=100 objects.written\>=64 \
@@ -193,17 +201,7 @@ for i in range(n):
     with open(f"{d}/s_{i:05d}.dat", "rb") as f:
         assert f.read() == small_body(i + 2000), f"s_{i:05d}.dat read back differs"
 ' "$ROOT/tests/bench" "$T/ck" || fail "the program failed$(last_error)"
-	if grep -aq 'ckptcache: error' "$T/.log"; then
-		fail "the library reported an error$(first_error 'ckptcache: error')"
-	fi
-	plain "$PY" -c '
-import sys
-sys.path.insert(0, sys.argv[1])
-from parity_py import small_body
-for i in range(300):
-    with open(f"{sys.argv[2]}/s_{i:05d}.dat", "rb") as f:
-        assert f.read() == small_body(i + 2000), f"s_{i:05d}.dat at its real path differs"
-' "$ROOT/tests/bench" "$T/ck" || fail "the files at their real paths$(last_error)"
+	small_files_landed 300 2000 ""
 	stats_ok files==1 step_aside.written_straight\>=100 objects.written+step_aside.written_straight\>=900
 }
 case_add aside/small-files-rewritten aside_small_rewritten
