@@ -145,10 +145,13 @@ static bool small_aside_locked(void)
 static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t **hp);
 
 /* Whether old (or no version) may be replaced by a version the program
- * writes straight to the real file: nobody reads it (lock held). */
+ * writes straight to the real file (lock held): the real file holds it
+ * (its name, mode and existence are what the program's open meets there)
+ * and nobody reads it. */
 static bool aside_replaces(const ckc_obj_t *old)
 {
-	return !old || (old->readers == 0 && !old->passed_read);
+	return !old || (old->complete && old->at_home && !old->retired && old->readers == 0 &&
+			!old->passed_read);
 }
 
 bool ckc_write_aside(const char *path)
@@ -158,7 +161,7 @@ bool ckc_write_aside(const char *path)
 		return false;
 	ckc_obj_t *old = ckc_map_find(key);
 	/* a publication or a write of it under way: open_write decides */
-	bool aside = !ckc_eng.draining && aside_replaces(old) && (!old || (old->complete && !old->home_busy)) &&
+	bool aside = !ckc_eng.draining && aside_replaces(old) && (!old || !old->home_busy) &&
 		     !ckc_committing(key) && small_aside_locked();
 	if (aside && old)
 		ckc_obj_retire(old);

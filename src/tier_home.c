@@ -176,7 +176,7 @@ int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd)
 	if (atomic_load(&home_tmpfile_ok)) {
 		/* an anonymous file: nothing to clean up if the process dies
 		 * before it is published */
-		int f = sys_open(dir, O_TMPFILE | O_WRONLY, mode);
+		int f = sys_open(dir, O_TMPFILE | O_RDWR, mode);
 		if (f >= 0) {
 			if (!(*tmp = home_tmp_name(dir))) {
 				sys_close(f);
@@ -195,7 +195,7 @@ int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd)
 			return -ENOMEM;
 		ckc_state_tmp_add(name);
 		ckc_bg_yield();
-		int f = sys_open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+		int f = sys_open(name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
 		if (f >= 0) {
 			*tmp = name;
 			*fd = f;

@@ -205,3 +205,58 @@ for i in range(n):
 	stats_ok files==1 step_aside.written_straight\>=100 objects.written+step_aside.written_straight\>=900
 }
 case_add aside/small-files-rewritten aside_small_rewritten
+
+# A cached small checkpoint not yet published is opened for writing again
+# while many wait to be published: the open must meet what the program
+# wrote (the file exists, with its mode), not the real path as it still is.
+aside_overwrite_unpublished() {
+	cat >ow.py <<'PYEOF'
+import errno, os, sys
+d = sys.argv[1]
+os.umask(0o022)
+W = os.O_WRONLY
+
+def put(name, flags, mode, data):
+    try:
+        fd = os.open(f"{d}/{name}", flags, mode)
+    except OSError as e:
+        return f"{name}: {errno.errorcode[e.errno]}"
+    os.write(fd, data)
+    os.close(fd)
+    st = os.stat(f"{d}/{name}")
+    return f"{name}: {st.st_mode & 0o777:o} {st.st_size}"
+
+n = 0
+def fillers(k):
+    global n
+    for _ in range(k):
+        put(f"f{n:04d}", W | os.O_CREAT | os.O_TRUNC, 0o644, b"filler\n")
+        n += 1
+
+fillers(20)
+for t in ("t0", "t1", "t2"):
+    put(t, W | os.O_CREAT | os.O_TRUNC, 0o600, b"version one\n")
+fillers(100)
+print(put("t0", W | os.O_TRUNC, 0o644, b"v2\n"))
+fillers(2)
+print(put("t1", W | os.O_CREAT | os.O_TRUNC, 0o644, b"v2\n"))
+fillers(2)
+print(put("t2", W | os.O_CREAT | os.O_EXCL | os.O_TRUNC, 0o644, b"v2\n"))
+PYEOF
+	mkdir -p ref
+	plain "$PY" ow.py "$T/ref" >expect.txt || fail "the program failed without the library"
+	SLOW_US=50000 SLOWFS_OPS=rename ck CKPTCACHE_STEP_ASIDE=auto -- "$PY" ow.py "$T/ck" >got.txt ||
+		fail "the program failed$(last_error)"
+	if grep -aq 'ckptcache: error' "$T/.log"; then
+		fail "the library reported an error$(first_error 'ckptcache: error')"
+	fi
+	cmp -s expect.txt got.txt || fail "the opens differ: without the library $(tr '\n' ';' <expect.txt) with it $(tr '\n' ';' <got.txt)"
+	local t
+	for t in t0 t1 t2; do
+		[ -f "ck/$t" ] || fail "ck/$t is not at its real path"
+		same "ref/$t" "ck/$t" "ck/$t at its real path"
+		[ "$(stat -c %a "ck/$t")" = "$(stat -c %a "ref/$t")" ] ||
+			fail "ck/$t has mode $(stat -c %a "ck/$t"), without the library $(stat -c %a "ref/$t")"
+	done
+}
+case_add aside/overwrite-unpublished aside_overwrite_unpublished

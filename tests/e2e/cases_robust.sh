@@ -772,3 +772,35 @@ case_add robust/hints-flood hints_flood
 case_add robust/config-children-ssd child_ssd_share
 case_add robust/posix-excl-and-rename posix_results
 case_add robust/kernel-touch-buffers kernel_touch
+
+# A descriptor opened for reading and writing whose checkpoint outgrew the
+# cache (a small host tier): its bytes go to a temporary file at the real
+# path, which its reads then read.
+rdwr_through_home() {
+	cat >rw.py <<'PYEOF'
+import os, sys
+path, bad = sys.argv[1], 0
+block = b"q" * 867072
+for it in range(60):
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.ftruncate(fd, 4127398)
+    os.pwrite(fd, block, 2847017)
+    os.ftruncate(fd, 463881)
+    os.ftruncate(fd, 1689142)
+    try:
+        back = os.pread(fd, 6 << 20, 0)
+        if back != bytes(1689142):
+            bad += 1
+            print(f"round {it}: read back {len(back)} bytes, not 1689142 zeros")
+    except OSError as e:
+        bad += 1
+        print(f"round {it}: pread: {e}")
+    os.close(fd)
+sys.exit(1 if bad else 0)
+PYEOF
+	ck CKPTCACHE_HOST_CACHE=8M -- "$PY" rw.py "$T/ck/rw.bin" >rw.txt ||
+		fail "reads through O_RDWR descriptors failed: $(head -3 rw.txt | tr '\n' ';')$(last_error)"
+	plain "$PY" -c 'import sys; d = open(sys.argv[1], "rb").read(); sys.exit(d != bytes(1689142))' "$T/ck/rw.bin" ||
+		fail "ck/rw.bin at its real path is not 1689142 zeros"
+}
+case_add robust/rdwr-through-home rdwr_through_home
