@@ -9,8 +9,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <sys/stat.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "ckc.h"

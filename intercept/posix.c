@@ -234,6 +234,26 @@ static int hand_over_for(const char *canon, const char *why)
 	return CKC_PASS;
 }
 
+/* A tagged open for reading through the engine: an fd, -errno, or
+ * CKC_PASS where the cache has nothing to do with the file. cached: the
+ * cache held a version as the open began (else the engine may bring the
+ * real file in, which the program must be allowed to read). */
+static int open_read_tagged(const char *canon, int flags, bool cached)
+{
+	ckc_handle_t *h;
+	int rc = ckc_open_read(canon, &h);
+	if (rc == -ENOENT || rc == -ENODEV)
+		return CKC_PASS;
+	if (rc)
+		return rc;
+	if (!cached && ckc_px_real_access(canon, R_OK) != 0) {
+		rc = -errno;
+		ckc_close(h);
+		return rc;
+	}
+	return install_new(h, flags, canon);
+}
+
 /* The open logic for a tagged path: returns an fd, -errno, or CKC_PASS. */
 static int open_tagged(const char *canon, int flags, mode_t mode)
 {
@@ -265,29 +285,15 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 		ckc_vfd_switch_path(canon);
 		return CKC_PASS;
 	}
-	/* a read of a checkpoint the cache holds is answered from the cache
-	 * alone: the real file is older (or not there yet) */
-	if (rd && !cached && !(flags & O_CREAT)) {
-		/* the cache holds nothing of it: the engine reads it through
-		 * the cache only where a hint names it (a regular file it
-		 * finds there), else the real open answers, as without the
-		 * library (no look at the file first) */
-		int rc = ckc_open_read(canon, &h);
-		if (rc == -ENOENT || rc == -ENODEV)
-			return CKC_PASS;
-		if (rc)
-			return rc;
-		if (ckc_px_real_access(canon, R_OK) != 0) {
-			rc = -errno;
-			ckc_close(h);
-			return rc;
-		}
-		return install_new(h, flags, canon);
-	}
+	/* a read of a checkpoint the cache holds nothing of: the real open
+	 * answers (ENOENT, EACCES, a folder, O_CREAT), as without the library,
+	 * with no look at the file first, unless a hint brings it through the
+	 * cache; O_EXCL is the real file's to judge below */
+	if (rd && !cached && !(flags & O_EXCL))
+		return open_read_tagged(canon, flags, false);
 	/* a small checkpoint written while many wait to be published goes
 	 * straight to the real file: the real open decides everything */
-	if (acc == O_WRONLY && (flags & (O_TRUNC | O_APPEND)) == O_TRUNC &&
-	    !(cached && (cst.readers > 0 || cst.passed_read)) && ckc_write_aside(canon))
+	if (acc == O_WRONLY && (flags & (O_TRUNC | O_APPEND)) == O_TRUNC && ckc_write_aside(canon))
 		return CKC_PASS;
 	bool real = !(rd && cached) && ckc_px_real_stat_path(canon, &rst) == 0;
 	if (real && !S_ISREG(rst.st_mode))
@@ -296,15 +302,12 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 
 	if ((flags & O_CREAT) && (flags & O_EXCL) && exists)
 		return -EEXIST;
+	/* a read of a checkpoint the cache holds is answered from the cache
+	 * alone: the real file is older (or not there yet) */
 	if (rd) {
 		if (!exists)
 			return flags & O_CREAT ? CKC_PASS : -ENOENT;
-		if (!cached && ckc_px_real_access(canon, R_OK) != 0)
-			return -errno;
-		int rc = ckc_open_read(canon, &h);
-		if (rc == -ENOENT || rc == -ENODEV)
-			return CKC_PASS;
-		return rc ? rc : install_new(h, flags, canon);
+		return open_read_tagged(canon, flags, cached);
 	}
 	/* A new version is cached when it replaces the file (O_TRUNC) or
 	 * creates it exclusively. O_CREAT without either may be one of several

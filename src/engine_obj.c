@@ -133,27 +133,40 @@ __thread int eng_later_n;
 static __thread later_t *later;
 static __thread int later_cap;
 
+/* Closes fd, or with tmp discards that temporary file and frees tmp. */
+static void later_close(int fd, char *tmp)
+{
+	if (tmp)
+		ckc_home_discard(tmp, fd);
+	else
+		sys_close(fd);
+	sys_free(tmp);
+}
+
+/* Room for one more piece: false where no memory is left. */
+static bool later_room(void)
+{
+	if (eng_later_n < later_cap)
+		return true;
+	int cap = later_cap ? 2 * later_cap : 8;
+	later_t *l = sys_realloc(later, (size_t)cap * sizeof(*l));
+	if (!l)
+		return false;
+	later = l;
+	later_cap = cap;
+	return true;
+}
+
 /* Lock held. Where no memory is left for the note, the work is done now. */
 static void later_add(int fd, char *tmp, ckc_obj_t *keep)
 {
 	char *key = keep ? strdup(keep->key) : NULL;
-	if (eng_later_n == later_cap && (keep ? key != NULL : true)) {
-		int cap = later_cap ? 2 * later_cap : 8;
-		later_t *l = sys_realloc(later, (size_t)cap * sizeof(*l));
-		if (l) {
-			later = l;
-			later_cap = cap;
-		}
-	}
-	if (eng_later_n == later_cap || (keep && !key)) {
+	if ((keep && !key) || !later_room()) {
 		sys_free(key);
 		if (keep)
 			keep->keep_fd = sys_open(keep->key, O_RDONLY | O_CLOEXEC, 0);
-		else if (tmp)
-			ckc_home_discard(tmp, fd);
 		else
-			sys_close(fd);
-		sys_free(tmp);
+			later_close(fd, tmp);
 		return;
 	}
 	if (keep)
@@ -171,11 +184,7 @@ void eng_unlock_later(void)
 	for (int i = 0; i < n; i++) {
 		later_t *w = &mine[i];
 		if (!w->keep) {
-			if (w->tmp)
-				ckc_home_discard(w->tmp, w->fd);
-			else
-				sys_close(w->fd);
-			sys_free(w->tmp);
+			later_close(w->fd, w->tmp);
 			continue;
 		}
 		int fd = sys_open(w->key, O_RDONLY | O_CLOEXEC, 0);

@@ -144,14 +144,22 @@ static bool small_aside_locked(void)
 
 static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t **hp);
 
-/* Whether old (or no version) may be replaced by a version the program
- * writes straight to the real file (lock held): the real file holds it
- * (its name, mode and existence are what the program's open meets there)
- * and nobody reads it. */
-static bool aside_replaces(const ckc_obj_t *old)
+/* Whether a version of key opened write-only goes straight to the real
+ * file for the small checkpoints waiting (lock held; old: the version the
+ * cache holds, which no publication is committing). It may replace old
+ * only where the real file holds it (its name, mode and existence are
+ * what the program's open meets there) and nobody reads it; old is then
+ * forgotten (its flush stands down). */
+static bool small_aside_takes(ckc_obj_t *old)
 {
-	return !old || (old->complete && old->at_home && !old->retired && old->readers == 0 &&
-			!old->passed_read);
+	if (old && !(old->complete && old->at_home && !old->retired && old->readers == 0 &&
+		     !old->passed_read))
+		return false;
+	if (!small_aside_locked())
+		return false;
+	if (old)
+		ckc_obj_retire(old);
+	return true;
 }
 
 bool ckc_write_aside(const char *path)
@@ -160,11 +168,9 @@ bool ckc_write_aside(const char *path)
 	if (eng_open_locked(path, key))
 		return false;
 	ckc_obj_t *old = ckc_map_find(key);
-	/* a publication or a write of it under way: open_write decides */
-	bool aside = !ckc_eng.draining && aside_replaces(old) && (!old || !old->home_busy) &&
-		     !ckc_committing(key) && small_aside_locked();
-	if (aside && old)
-		ckc_obj_retire(old);
+	/* a publication of it under way: open_write waits for it, then decides */
+	bool aside = !ckc_eng.draining && !(old && old->home_busy) && !ckc_committing(key) &&
+		     small_aside_takes(old);
 	eng_unlock();
 	return aside;
 }
@@ -201,11 +207,7 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 		eng_unlock();
 		return -ENODEV;
 	}
-	/* a version nobody reads is replaced as a new name is: the older
-	 * one is forgotten (its flush stands down) */
-	if (aside_replaces(old) && aside_ok && small_aside_locked()) {
-		if (old)
-			ckc_obj_retire(old);
+	if (aside_ok && small_aside_takes(old)) {
 		eng_unlock();
 		return -ENODEV; /* the program writes the real file */
 	}
