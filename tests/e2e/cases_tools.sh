@@ -146,6 +146,50 @@ tools_read_looks_once() {
 		fail "cat of 40 tagged files the cache does not hold: $lib stat/access calls, $plain without the library"
 }
 
+# Opens for reading that fail, or that do not read a regular file, answer
+# as without the library, hinted or not: a missing name, a folder, a FIFO,
+# O_CREAT of a new name, O_CREAT|O_EXCL of an existing one.
+tools_read_open_errors() {
+	cat >ro.py <<'PYEOF'
+import errno, os, sys
+d = sys.argv[1]
+def tryopen(name, flags):
+    try:
+        fd = os.open(f"{d}/{name}", flags, 0o644)
+    except OSError as e:
+        return f"{name}: open {errno.errorcode[e.errno]}"
+    try:
+        r = f"{name}: read {os.read(fd, 100)!r}"
+    except OSError as e:
+        r = f"{name}: read {errno.errorcode[e.errno]}"
+    os.close(fd)
+    return r
+print(tryopen("missing.bin", os.O_RDONLY))
+print(tryopen("dir.bin", os.O_RDONLY))
+print(tryopen("fifo.bin", os.O_RDONLY | os.O_NONBLOCK))
+print(tryopen("made.bin", os.O_RDONLY | os.O_CREAT))
+print(tryopen("old.bin", os.O_RDONLY | os.O_CREAT | os.O_EXCL))
+print(tryopen("old.bin", os.O_RDONLY))
+PYEOF
+	local dir
+	for dir in ref ck; do
+		mkdir -p "$dir/dir.bin"
+		mkfifo "$dir/fifo.bin"
+		printf 'written by an earlier run\n' >"$dir/old.bin"
+	done
+	plain "$PY" ro.py "$T/ref" >expect.txt || fail "the program failed without the library"
+	hints_naming "$T/ck/missing.bin" "$T/ck/dir.bin" "$T/ck/fifo.bin" "$T/ck/made.bin" "$T/ck/old.bin"
+	local hints
+	for hints in "" "$T/hints.txt"; do
+		rm -f ck/made.bin
+		ck CKPTCACHE_HINTS="$hints" -- "$PY" ro.py "$T/ck" >got.txt || fail "the program failed$(last_error)"
+		cmp -s expect.txt got.txt ||
+			fail "hints '$hints': without the library $(tr '\n' ';' <expect.txt) with it $(tr '\n' ';' <got.txt)"
+		[ -f ck/made.bin ] || fail "hints '$hints': O_RDONLY|O_CREAT did not make ck/made.bin"
+		same ref/old.bin ck/old.bin "ck/old.bin"
+	done
+}
+
 tools_cat() {
 	randfile a.src 1048577
 	randfile b.src 77
@@ -321,6 +365,7 @@ case_add tools/cp-preserve tools_cp_preserve
 case_add tools/walk-untagged tools_walk_untagged
 case_add tools/cat tools_cat
 case_add tools/read-looks-once tools_read_looks_once
+case_add tools/read-open-errors tools_read_open_errors
 for bs in 1 4096 1M 7777; do
 	case_add "tools/dd-bs$bs" tools_dd $bs
 done
