@@ -28,10 +28,7 @@
 
 ckc_engine_t ckc_eng = {
 	.lock = CKC_MUTEX_INIT(ENGINE),
-	.obj_cv = PTHREAD_COND_INITIALIZER,
-	.flushed_cv = PTHREAD_COND_INITIALIZER,
-	.finish_cv = PTHREAD_COND_INITIALIZER,
-	.pcv = PTHREAD_COND_INITIALIZER,
+	.cv = { [0 ... EC_N - 1] = PTHREAD_COND_INITIALIZER },
 	.trace_fd = -1,
 };
 
@@ -174,14 +171,11 @@ static void engine_reset(void)
 		sys_close(ckc_eng.trace_fd);
 	}
 	ckc_mutex_t lock = ckc_eng.lock;
-	pthread_cond_t cv = ckc_eng.obj_cv, fcv = ckc_eng.flushed_cv, ecv = ckc_eng.finish_cv,
-		       pcv = ckc_eng.pcv;
+	pthread_cond_t cv[EC_N];
+	memcpy(cv, ckc_eng.cv, sizeof(cv));
 	memset(&ckc_eng, 0, sizeof(ckc_eng));
 	ckc_eng.lock = lock;
-	ckc_eng.obj_cv = cv;
-	ckc_eng.flushed_cv = fcv;
-	ckc_eng.finish_cv = ecv;
-	ckc_eng.pcv = pcv;
+	memcpy(ckc_eng.cv, cv, sizeof(cv));
 	ckc_eng.trace_fd = -1;
 	for (int l = 0; l < CKC_MAX_TIERS; l++)
 		ckc_eng.tier[l].fd = -1;
@@ -435,25 +429,34 @@ static void stats_write(void)
 }
 
 
-/* Waits on the engine's condition cv until deadline_ns (0: no limit). Lock
+/* Waits on the engine's condition c at most ns nanoseconds (lock held).
+ * Returns ETIMEDOUT once they have passed, else 0. */
+int eng_wait_ns(eng_cond_t c, uint64_t ns)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ns / 1000000000u);
+	ts.tv_nsec += (long)(ns % 1000000000u);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ckc_cond_timedwait(&ckc_eng.cv[c], &ckc_eng.lock, &ts);
+}
+
+/* Waits on the engine's condition c until deadline_ns (0: no limit). Lock
  * held. Returns false once the deadline has passed. */
-bool eng_wait_until(pthread_cond_t *cv, uint64_t deadline_ns)
+bool eng_wait_until(eng_cond_t c, uint64_t deadline_ns)
 {
 	if (!deadline_ns) {
-		ckc_cond_wait(cv, &ckc_eng.lock);
+		eng_wait(c);
 		return true;
 	}
 	uint64_t now = ckc_now_ns();
 	if (now >= deadline_ns)
 		return false;
 	/* the condition waits on CLOCK_REALTIME: wake up in small steps */
-	uint64_t step = deadline_ns - now < 50000000ull ? deadline_ns - now : 50000000ull;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += (long)step;
-	ts.tv_sec += ts.tv_nsec / 1000000000L;
-	ts.tv_nsec %= 1000000000L;
-	ckc_cond_timedwait(cv, &ckc_eng.lock, &ts);
+	eng_wait_ns(c, deadline_ns - now < 50000000ull ? deadline_ns - now : 50000000ull);
 	return true;
 }
 
@@ -488,8 +491,7 @@ static void handover(ckc_obj_t *o)
 
 	/* a move between tiers, or the making of its temporary file, ends
 	 * first */
-	while (o->migrating || o->home_busy)
-		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+	eng_wait_idle(o, EB_MOVE | EB_HOME);
 	if (o->complete || o->retired || o->home_live)
 		return;
 	if (o->wlevel < ckc_eng.ntier - 1)
@@ -502,14 +504,13 @@ static void handover(ckc_obj_t *o)
 		eng_unlock();
 		rc = ckc_home_commit_open(tmp, o->key, fd, &attr, NULL);
 		ckc_mutex_lock(&ckc_eng.lock);
-		o->home_busy = false;
 		if (!rc) {
 			sys_free(o->home_tmp);
 			o->home_tmp = NULL;
 			o->home_live = true;
 			o->at_home = true;
 		}
-		pthread_cond_broadcast(&ckc_eng.obj_cv);
+		eng_home_end(o);
 	}
 	if (rc) {
 		ckc_error("checkpoint %s, still open as the program ends, could not be written to its "
@@ -541,7 +542,7 @@ static bool drain_locked(uint64_t deadline_ns)
 		 * with a deadline: a publication it began could outlast it) */
 		if (!deadline_ns && ckc_flush_help())
 			continue;
-		if (!eng_wait_until(&ckc_eng.flushed_cv, deadline_ns))
+		if (!eng_wait_until(EC_FLUSHED, deadline_ns))
 			return false;
 	}
 }
@@ -561,7 +562,7 @@ static void report_unpublished(uint64_t deadline_ns)
 {
 	/* program threads still run during exit(): a close that is giving
 	 * its file its name ends first (it is not lost) */
-	while (closing_home() && eng_wait_until(&ckc_eng.obj_cv, deadline_ns))
+	while (closing_home() && eng_wait_until(EC_HOME, deadline_ns))
 		;
 	for (size_t i = 0; i < ckc_eng.map_cap; i++)
 		for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext)
@@ -581,13 +582,13 @@ int ckc_finish(uint64_t deadline_ns)
 	if (ckc_eng.finish_state) {
 		bool in_time = true;
 		while (ckc_eng.finish_state == 1 && in_time)
-			in_time = eng_wait_until(&ckc_eng.finish_cv, deadline_ns);
+			in_time = eng_wait_until(EC_FINISH, deadline_ns);
 		eng_unlock();
 		return in_time ? 0 : -ETIMEDOUT;
 	}
 	ckc_eng.finish_state = 1;
 	ckc_eng.draining = true;
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	eng_wake_all();
 	uint64_t drain0 = ckc_now_ns();
 	bool done = drain_locked(deadline_ns);
 	ckc_eng.st.drain_s = (double)(ckc_now_ns() - drain0) / 1e9;
@@ -619,7 +620,7 @@ int ckc_finish(uint64_t deadline_ns)
 		ckc_state_close();
 	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_eng.finish_state = 2;
-	pthread_cond_broadcast(&ckc_eng.finish_cv);
+	eng_signal(EC_FINISH);
 	bool traced = ckc_eng.trace_fd >= 0;
 	eng_unlock();
 	if (traced)

@@ -208,7 +208,7 @@ void ckc_ref_put(ckc_ref_t *r)
 	ckc_obj_put(o);
 	/* its copy may be evicted now */
 	ckc_prefetch_kick();
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	eng_signal(EC_ROOM);
 	eng_unlock();
 }
 
@@ -287,8 +287,7 @@ ssize_t ckc_pwrite_ref(ckc_handle_t *h, ckc_ref_t *r, uint64_t roff, size_t len,
 	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_obj_t *o = h->o, *c = r->o;
 	ckc_tier_t *t = &ckc_eng.tier[0];
-	while (o->migrating)
-		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+	eng_wait_idle(o, EB_MOVE);
 	if (o->handed) {
 		eng_unlock();
 		return CKC_HANDED;
@@ -352,7 +351,7 @@ ssize_t ckc_pread_ref(ckc_handle_t *h, uint64_t off, size_t len, ckc_ref_t **ref
 	uint64_t deadline = 0;
 	while (o->migrating || (o->place[0].state == LC_READ_IN_PROGRESS && eng_prefetch_wait(h, &deadline))) {
 		if (o->migrating)
-			ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+			eng_wait(EC_MOVED);
 	}
 	ssize_t rc = 0;
 	uint64_t dptr;
@@ -432,7 +431,7 @@ void ckc_gpu_evacuate(void)
 	/* what must survive is flushed down by the gpu edge's flusher */
 	if (ckc_eng.cfg.persist != CKC_PERSIST_NEVER)
 		while (ckc_edge_busy(&ckc_eng.edge[0]))
-			ckc_cond_wait(&ckc_eng.flushed_cv, &ckc_eng.lock);
+			eng_wait(EC_FLUSHED);
 	for (;;) {
 		bool pinned = false;
 		for (size_t i = 0; i < ckc_eng.map_cap; i++)
@@ -440,7 +439,7 @@ void ckc_gpu_evacuate(void)
 				pinned |= o->place[0].pins > 0;
 		if (!pinned)
 			break;
-		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+		eng_wait(EC_PINS);
 	}
 	map_walk(evac_drop);
 	eng_unlock();

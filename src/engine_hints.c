@@ -30,7 +30,7 @@ int ckc_hint_enqueue(const char *path)
 	if (ckc_eng.active) {
 		rc = hq_push_back(ckc_eng.hq, key);
 		ckc_prefetch_kick();
-		pthread_cond_broadcast(&ckc_eng.obj_cv);
+		eng_signal(EC_ROOM);
 	} else {
 		rc = -ENODEV;
 	}
@@ -44,7 +44,7 @@ int ckc_prefetch_start(void)
 	if (ckc_eng.cfg.prefetch != CKC_PREFETCH_OFF)
 		ckc_eng.prefetch_started = true;
 	ckc_prefetch_kick();
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	eng_signal(EC_ROOM);
 	eng_unlock();
 	return 0;
 }
@@ -59,7 +59,7 @@ int ckc_wait_flushed(void)
 		if (!busy || !ckc_eng.active)
 			break;
 		if (!ckc_flush_unthreaded())
-			ckc_cond_wait(&ckc_eng.flushed_cv, &ckc_eng.lock);
+			eng_wait(EC_FLUSHED);
 	}
 	int rc = ckc_eng.st.rescued ? -EIO : 0;
 	eng_unlock();
@@ -87,10 +87,8 @@ void ckc_atfork_child(void)
 	 * copy of the cache is simply abandoned (the parent still owns it and
 	 * the ssd file). */
 	ckc_locks_postfork_child();
-	pthread_cond_init(&ckc_eng.obj_cv, NULL);
-	pthread_cond_init(&ckc_eng.flushed_cv, NULL);
-	pthread_cond_init(&ckc_eng.finish_cv, NULL);
-	pthread_cond_init(&ckc_eng.pcv, NULL);
+	for (int c = 0; c < EC_N; c++)
+		pthread_cond_init(&ckc_eng.cv[c], NULL);
 	ckc_eng.active = false;
 	ckc_eng.trace_fd = -1;
 	ckc_trace_atfork_child();

@@ -1,309 +1,11 @@
-/* Internal state of the engine: objects, their per-tier copies, tiers,
- * flush edges and the one engine lock. Shared by engine.c, object.c, the
- * tier files, flusher.c and prefetcher.c; never seen by the interposer. */
+/* Internal functions of the engine over its data (engine_types.h):
+ * objects, their per-tier copies, the tiers, the flush edges, the one
+ * engine lock and its conditions. Shared by the engine's files, the tier
+ * files, flusher.c and prefetcher.c; never seen by the interposer. */
 #ifndef CKC_ENGINE_INT_H
 #define CKC_ENGINE_INT_H
 
-#include <errno.h>
-#include <limits.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <time.h>
-
-#include "arena.h"
-#include "aside.h"
-#include "ckc.h"
-#include "conf.h"
-#include "evict.h"
-#include "hintfile.h"
-#include "io.h"
-#include "lifecycle.h"
-#include "lockrank.h"
-#include "queue.h"
-#include "stats.h"
-#include "tier.h"
-
-#define CKC_ALIGN 4096u
-#define CKC_PREDICT_SLOTS 4
-/* Smallest first reservation when nothing is known about sizes yet. */
-#define CKC_MIN_RESERVE (1u << 20)
-
-typedef enum tier_kind { TIER_GPU, TIER_HOST, TIER_SSD, TIER_HOME } tier_kind_t;
-
-/* File bytes follow one another from extent to extent. An extent normally
- * starts on an aligned arena offset and holds a whole number of aligned
- * blocks; one attached from a device capture (gpu tier) may start inside its
- * first block and end anywhere: its arena fragment is the aligned span. */
-typedef struct ckc_ext {
-	uint64_t aoff; /* arena offset of its first file byte */
-	uint64_t alen; /* file bytes it holds (room for them, for the last one) */
-} ckc_ext_t;
-
-/* One object's copy in one bounded tier. */
-typedef struct ckc_place {
-	lc_state_t state;
-	int pins;           /* transfers in or out of this copy running unlocked */
-	int nexts, capexts;
-	ckc_ext_t *ext;     /* in file order */
-	uint64_t seq_in;    /* FIFO age */
-	uint64_t seq_use;   /* LRU age */
-} ckc_place_t;
-
-typedef struct ckc_obj ckc_obj_t;
-
-/* What a real path held: nothing, or a file's identity and change marks.
- * A version remembers the file it is to replace (taken when it starts, and
- * after each of its publications), so that a file changed behind the
- * cache's back is noticed before it would be overwritten. */
-typedef struct ckc_fid {
-	bool known;          /* false: nothing recorded (no check) */
-	bool exists;
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	struct timespec mtime, ctime;
-} ckc_fid_t;
-
-/* Internal result of a publication that found the real file changed since
- * the version's record of it: the newer file was kept (flusher.c). */
-#define CKC_CHANGED (-EUCLEAN)
-
-struct ckc_obj {
-	char *key;           /* canonical absolute path */
-	uint64_t version;
-	ckc_obj_t *hnext;    /* object map chain */
-	int refs;            /* handles and transfers; freed at 0 once retired */
-	int readers;         /* reading handles open: a retired version keeps its
-				copies for them, as an unlinked file its blocks */
-	int keep_fd;         /* retired with readers while its real file held it:
-				that file, for them, or -1 */
-	mode_t mode;
-
-	uint64_t size;       /* bytes written (end of the furthest write) */
-	uint64_t writes;     /* writes and truncations so far (a publication's
-				snapshot is whole if none came since it began) */
-	bool complete;       /* its writer closed it */
-	bool retired;        /* a newer version or an unlink replaced it */
-	bool consumed;       /* read back whole at least once */
-	bool from_home;      /* imported from a file of an earlier run */
-	struct timespec mtime;
-	ckc_attr_t attr;     /* set by the program; given to the real file */
-
-	int wlevel;          /* tier receiving the writer's bytes */
-	bool aside_home;     /* written straight to its real path by the choice of
-				ckc_eng.aside (a sample of the real path's speed) */
-	bool aside_sample;   /* its write time is a sample for ckc_eng.aside */
-	uint64_t write_ns;   /* the program's time in its open, writes and close */
-	bool passed_read;    /* opened for reading at its real path (aside_home) */
-	bool migrating;      /* its bytes are moving to a lower tier */
-	int home_fd;         /* write-through at home: the temporary file */
-	char *home_tmp;
-	bool home_live;      /* handed over at the end: home_fd is the real file */
-	bool home_dev_known; /* home_dev is the file system of its real path */
-	dev_t home_dev;
-
-	ckc_place_t place[CKC_MAX_TIERS];
-
-	bool at_home;        /* the real path holds this version */
-	bool durable;        /* ... and it was fsync'ed */
-	ckc_fid_t base;      /* the real file this version replaces, or published */
-	bool handed;         /* handed over to the real file (ckc_handoff) */
-	bool handing;        /* a hand-over is publishing its bytes: writes wait */
-	int writing;         /* writes through its handles in progress */
-	bool announced;      /* in the node registry (ckc_node_hook) */
-	bool home_busy;      /* a transfer to the real path is running */
-	char *rescue;        /* file holding the bytes after a failed flush */
-
-	int flush_edge;      /* edge whose queue holds it, or -1 */
-	bool flushing;       /* its flush is running */
-	bool flush_cancel;   /* the running flush must be discarded */
-	uint64_t flush_done; /* bytes of the running flush so far */
-	double flush_eta;    /* estimated seconds until its flush completes */
-	ckc_obj_t *fq_next;  /* edge queue link */
-
-	uint64_t pc_until;   /* its real file was in the page cache: the prefetcher
-				leaves it there until this time (ns) */
-	bool pc_counted;     /* ... and counted it (prefetch_cached) */
-
-	ckc_ref_t *gref;     /* host ranges owed from its gpu copy */
-	bool capture;        /* an anonymous device capture, not yet a file */
-	int gdev1;           /* 1 + the device it came from (0: none known) */
-	int greg1;           /* 1 + the gpu region a capture is placed in (0: its device's) */
-};
-
-/* A host range the interposer owes from an object's gpu copy: bytes
- * [base, base + length) of the object. The copy cannot be evicted while a
- * reference exists. */
-struct ckc_ref {
-	ckc_obj_t *o;
-	uint64_t base;
-	int refs;
-	ckc_ref_t *next;     /* o's list */
-};
-
-/* The gpu tier's device memory: one address range holds a region (slot)
- * per device the program checkpoints from, each with its own physical
- * chunks, context, streams and mapping thread. A region's unmapped part is
- * covered in the arena by a fence extent (owner &ckc_gpu_fence), so every
- * gap lies within the mapped part of one region. */
-typedef struct ckc_gpu_dev {
-	void *ctx;           /* CUcontext of the program's first capture there */
-	int device;
-	bool usable, retained;
-	uint64_t off;        /* the region's offset in the arena */
-	uint64_t reserved, ceiling; /* bytes it may map; growth stops at ceiling */
-	size_t nchunk, nmapped, nmapped_max;
-	uint64_t *handle;    /* per chunk */
-	int lender1;         /* 1 + the peer board entry whose device lent the chunks (0: own) */
-	int home;            /* lent: the ordinal of the device that holds the chunks */
-	bool closing;        /* lent: nothing more is placed in it; it goes back once empty */
-	pthread_t mapper;
-	bool mapper_running;
-	bool mapper_idle;    /* its mapping thread took its last step (lock) */
-	uint64_t released_bytes, releases;
-} ckc_gpu_dev_t;
-
-typedef struct ckc_gpu {
-	bool tried, usable, gone; /* usable: some region is */
-	atomic_bool stop;    /* the mapping threads must end (read unlocked) */
-	atomic_bool pinning; /* the host tier's pinning has been started */
-	uint64_t base;       /* reserved virtual range: nslot slots */
-	uint64_t span, slot, chunk;
-	int nslot, ndev;     /* slots reserved, regions set up (in that order) */
-	ckc_gpu_dev_t dev[CKC_GPU_MAXDEV];
-} ckc_gpu_t;
-
-/* The owner of the fences. */
-extern char ckc_gpu_fence;
-
-typedef struct ckc_tier {
-	const char *name;
-	tier_kind_t kind;
-	const ckc_tier_ops_t *ops;  /* tier.h: how the engine reaches it */
-	int level;
-	arena_t arena;
-	ckc_tier_stats_t st;
-
-	/* host: one anonymous mapping, populated by a background thread:
-	 * whole at start (populated grows from 0 to the capacity), or, when it
-	 * grows with use (grow), piece by piece ahead of the allocations, and
-	 * given back when idle (populated: the bytes of pieces populated now) */
-	char *base;
-	pthread_t toucher;
-	bool toucher_running, toucher_tried; /* (grow_mx) */
-	atomic_uint_fast64_t populated;
-	atomic_uint_fast64_t populated_peak; /* the most populated at once */
-	atomic_bool toucher_stop;
-	bool grow;
-	bool keep;                     /* grow, under a gpu tier: nothing is given back */
-	_Atomic uint8_t *piece;        /* grow: per CKC_HOST_PIECE, CKC_PIECE_USED when populated
-					  or allocated since it was last given back */
-	size_t npiece;
-	atomic_uint_fast64_t use_seq;  /* grow: allocations in the tier so far */
-	atomic_bool caught_up;         /* grow: the toucher has nothing left to populate */
-	ckc_mutex_t grow_mx;           /* the toucher's wake-ups */
-	pthread_cond_t grow_cv;
-
-	atomic_uint_fast64_t pinned_bytes; /* registered with CUDA, from base (device capture,
-					     a tier populated whole) */
-	atomic_bool pinned_once;
-
-	/* gpu: spare device memory */
-	ckc_gpu_t *gpu;
-
-	/* ssd: one preallocated file of this process, on file system dev */
-	int fd;
-	bool direct;
-	dev_t dev;
-	char path[PATH_MAX];
-} ckc_tier_t;
-
-/* The flusher of the edge from tier `level` to the tier below it. */
-typedef struct ckc_edge {
-	int level;
-	ckc_obj_t *head, *tail; /* FIFO queue */
-	ckc_obj_t *current;     /* the object being flushed by the edge's thread */
-	int helping;            /* flushes the ending program's thread runs beside it */
-	uint32_t queued;        /* objects in the queue */
-	pthread_t thread;
-	bool running;
-	pthread_cond_t cv;
-	double bw;              /* measured bytes/s, moving average */
-} ckc_edge_t;
-
-/* Whether an edge has a flush queued or running (lock held). */
-static inline bool ckc_edge_busy(const ckc_edge_t *e)
-{
-	return e->head || e->current || e->helping;
-}
-
-typedef struct ckc_engine {
-	ckc_mutex_t lock;       /* guards everything below; never held during I/O */
-	/* One condition per predicate family, each broadcast where its
-	 * predicate may have turned (the lock held); eng_wake_all at a stop. */
-	pthread_cond_t obj_cv;  /* an object's state: its flags (migrating, home_busy,
-				   flushing, handing, writing), pins, places, versions and
-				   names, and the tiers' room that these free */
-	pthread_cond_t flushed_cv; /* a flush ended or an object left a flush queue: the
-				      queues (edge head, current) may be empty now */
-	pthread_cond_t finish_cv;  /* ckc_finish ended (finish_state 2) */
-	pthread_cond_t pcv;     /* the prefetcher's alone: prefetch_gen changed, or stop */
-	bool active;
-	bool stopping;
-	bool draining;          /* the program ends: flushes go home, new files pass through */
-	int finish_state;       /* ckc_finish: 0 not yet, 1 running, 2 done */
-	ckc_config_t cfg;
-
-	int ntier;              /* bounded tiers, then home */
-	ckc_tier_t tier[CKC_MAX_TIERS];
-	ckc_edge_t edge[CKC_MAX_TIERS];
-
-	ckc_obj_t **map;        /* key -> current version */
-	size_t map_cap, nobj;
-	uint64_t next_version;
-	uint64_t seq;           /* FIFO/LRU clock */
-
-	uint64_t recent[CKC_PREDICT_SLOTS];
-	int nrecent;
-
-	aside_t aside;          /* copy mode: the cache or the real path for new checkpoints */
-	bool aside_said;        /* the first step aside was reported */
-	bool small_said;        /* the first small checkpoint stepped aside was reported */
-
-	/* The names (and versions) of checkpoints that may be owed to their
-	 * real paths (closed, or renamed, and not published yet): what a
-	 * folder's listing looks at instead of the whole map. An entry goes
-	 * when its version is no longer current or no longer owed. */
-	struct eng_owed {
-		char *key;
-		uint64_t version;
-	} *owed;
-	size_t nowed, owed_cap;
-
-	hint_queue_t *hq;
-	hint_reader_t hints;
-	bool hints_open;
-	bool hints_said; /* a missing hint file was reported */
-	uint64_t hints_bad; /* malformed lines met */
-	uint64_t hints_next_try_ns;
-	off_t hints_last_off;
-	uint64_t hints_quiet_since;
-	bool prefetch_started;
-	pthread_t prefetcher;
-	bool prefetcher_running;
-	uint64_t prefetch_gen;  /* bumped when room may have appeared */
-	bool prefetch_wants_room; /* the last pass stopped for want of room */
-
-	int trace_fd;
-	uint64_t t0_ns;
-	ckc_stats_t st;
-} ckc_engine_t;
-
-extern ckc_engine_t ckc_eng;
+#include "engine_types.h"
 
 /* The restore queue or the room for prefetches changed (lock held): the
  * prefetcher looks again. It has a condition variable of its own, so that
@@ -312,7 +14,7 @@ void ckc_prefetcher_need(void);
 static inline void ckc_prefetch_kick(void)
 {
 	ckc_eng.prefetch_gen++;
-	pthread_cond_signal(&ckc_eng.pcv);
+	pthread_cond_signal(&ckc_eng.cv[EC_PREFETCH]);
 	if (!ckc_eng.prefetcher_running)
 		ckc_prefetcher_need();
 }
@@ -635,7 +337,8 @@ void ckc_hints_summary(void);
 /* Shared by the engine's files (engine*.c), lock held unless said. */
 extern ckc_mutex_t eng_life;
 void eng_stats_collect(ckc_stats_t *s);
-bool eng_wait_until(pthread_cond_t *cv, uint64_t deadline_ns);
+bool eng_wait_until(eng_cond_t c, uint64_t deadline_ns);
+int eng_wait_ns(eng_cond_t c, uint64_t ns);
 
 /* Notes o, just closed or renamed, among the versions that may be owed to
  * their real paths (ckc_owes_under). Lock held. */
@@ -654,15 +357,87 @@ int eng_home_temp(ckc_obj_t *o);
 /* Drops every such note (the engine's stop). Lock held. */
 void eng_owed_clear(void);
 
-/* Wakes every waiter of the engine's conditions (a stop, a reset). Lock
- * held. */
+/* Wakes the waiters of condition c (lock held). */
+static inline void eng_signal(eng_cond_t c)
+{
+	pthread_cond_broadcast(&ckc_eng.cv[c]);
+}
+
+/* Waits on condition c (lock held, dropped meanwhile). */
+static inline void eng_wait(eng_cond_t c)
+{
+	ckc_cond_wait(&ckc_eng.cv[c], &ckc_eng.lock);
+}
+
+/* Wakes every waiter of the engine's conditions (a stop, a reset, the
+ * exit's drain). Lock held. */
 static inline void eng_wake_all(void)
 {
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
-	pthread_cond_broadcast(&ckc_eng.flushed_cv);
-	pthread_cond_broadcast(&ckc_eng.finish_cv);
-	pthread_cond_broadcast(&ckc_eng.pcv);
+	for (int c = 0; c < EC_N; c++)
+		eng_signal((eng_cond_t)c);
 }
+
+/* An object's works that a caller may wait out (eng_wait_idle), each with
+ * its flag and the condition its end broadcasts. */
+#define EB_MOVE 1u  /* migrating: EC_MOVED */
+#define EB_HOME 2u  /* home_busy: EC_HOME */
+#define EB_HAND 4u  /* handing: EC_HANDED */
+#define EB_FLUSH 8u /* flushing: EC_FLUSHED */
+#define EB_WRITE 16u /* writing > 0: EC_WRITES */
+
+/* Waits until none of o's works in `what` (EB_*) runs. Lock held. */
+static inline void eng_wait_idle(const ckc_obj_t *o, unsigned what)
+{
+	for (;;) {
+		if ((what & EB_MOVE) && o->migrating)
+			eng_wait(EC_MOVED);
+		else if ((what & EB_HOME) && o->home_busy)
+			eng_wait(EC_HOME);
+		else if ((what & EB_HAND) && o->handing)
+			eng_wait(EC_HANDED);
+		else if ((what & EB_FLUSH) && o->flushing)
+			eng_wait(EC_FLUSHED);
+		else if ((what & EB_WRITE) && o->writing > 0)
+			eng_wait(EC_WRITES);
+		else
+			return;
+	}
+}
+
+/* The ends of those works (lock held): each clears its flag and wakes its
+ * condition's waiters. A move's end may also leave room behind. */
+static inline void eng_move_end(ckc_obj_t *o)
+{
+	o->migrating = false;
+	eng_signal(EC_MOVED);
+	eng_signal(EC_ROOM);
+}
+
+static inline void eng_home_end(ckc_obj_t *o)
+{
+	o->home_busy = false;
+	eng_signal(EC_HOME);
+}
+
+static inline void eng_hand_end(ckc_obj_t *o)
+{
+	o->handing = false;
+	eng_signal(EC_HANDED);
+}
+
+static inline void eng_flush_end(ckc_obj_t *o)
+{
+	o->flushing = false;
+	eng_signal(EC_FLUSHED);
+	eng_signal(EC_ROOM);
+}
+
+static inline void eng_write_end(ckc_obj_t *o)
+{
+	if (--o->writing == 0)
+		eng_signal(EC_WRITES);
+}
+
 int eng_map_insert(ckc_obj_t *o);
 void eng_map_remove(ckc_obj_t *o);
 ckc_obj_t *eng_obj_alloc(const char *key);

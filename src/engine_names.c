@@ -26,8 +26,7 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 	/* a flush under way ends first: its publication is this one (a
 	 * second one beside it would copy the bytes again, and its rename
 	 * could land on what another process writes there once told) */
-	while (o->home_busy || o->migrating || o->flushing || o->handing)
-		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+	eng_wait_idle(o, EB_HOME | EB_MOVE | EB_FLUSH | EB_HAND);
 	if (o->at_home && (!durable || o->durable))
 		return 0;
 	if (o->at_home) {
@@ -123,8 +122,7 @@ int ckc_unlink(const char *path)
 		return rc;
 	bool cached = o != NULL;
 	if (o) {
-		while (o->home_busy || o->flushing)
-			ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+		eng_wait_idle(o, EB_HOME | EB_FLUSH);
 		ckc_trace("unlink", o, 0, o->size, -1, 0);
 		ckc_obj_retire(o);
 	}
@@ -158,8 +156,7 @@ int ckc_forget(const char *path)
 	if (o) {
 		/* a running flush ends first, so that no temporary file of it is
 		 * left for the caller's next move (a rename of its folder) */
-		while (o->home_busy || o->flushing)
-			ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+		eng_wait_idle(o, EB_HOME | EB_FLUSH);
 		ckc_trace("forget", o, 0, o->size, -1, 0);
 		ckc_obj_retire(o);
 	}
@@ -176,8 +173,7 @@ static int handoff_locked(ckc_obj_t *o)
 	/* another hand-over under way ends first: its answer is this one (a
 	 * process told "handed" before the real file exists would create it,
 	 * and the hand-over's rename would take its bytes away) */
-	while (o->handing)
-		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+	eng_wait_idle(o, EB_HAND);
 	if (o->handed)
 		return 0;
 	if (o->retired)
@@ -186,8 +182,7 @@ static int handoff_locked(ckc_obj_t *o)
 	/* new writes wait; the version stays announced to the node (other
 	 * processes ask this one, and wait) until its bytes are there */
 	o->handing = true;
-	while (o->writing > 0 || o->migrating || o->home_busy)
-		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+	eng_wait_idle(o, EB_WRITE | EB_MOVE | EB_HOME);
 	if (o->retired) {
 		rc = 0; /* forgotten meanwhile (its real file was kept) */
 	} else if (!o->complete && o->wlevel == ckc_eng.ntier - 1 && o->home_fd >= 0) {
@@ -196,7 +191,6 @@ static int handoff_locked(ckc_obj_t *o)
 	} else if (!o->at_home) {
 		rc = ckc_flush_home_now(o, false);
 	}
-	o->handing = false;
 	if (!rc || rc == CKC_CHANGED) {
 		o->handed = true;
 		ckc_node_note(o);
@@ -205,7 +199,7 @@ static int handoff_locked(ckc_obj_t *o)
 			ckc_obj_retire(o);
 		}
 	}
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	eng_hand_end(o);
 	ckc_obj_put(o);
 	return rc == CKC_CHANGED ? 0 : rc;
 }
@@ -390,6 +384,7 @@ int ckc_publish_under(const char *dir, uint64_t timeout_ns, bool writers)
 	for (;;) {
 		ckc_obj_t *due = NULL;
 		bool busy = false;
+		eng_cond_t wait_on = EC_FLUSHED; /* the first busy one's */
 		for (size_t i = 0; i < ckc_eng.map_cap && !due; i++)
 			for (ckc_obj_t *o = ckc_eng.map[i]; o && !due; o = o->hnext) {
 				bool skip = false;
@@ -397,10 +392,13 @@ int ckc_publish_under(const char *dir, uint64_t timeout_ns, bool writers)
 					skip |= failed[k] == o->version;
 				if (skip || o->version > last || !owed_home(o) || !under(o->key, pfx, n))
 					continue;
-				if (o->flushing || o->home_busy || o->migrating)
+				if (o->flushing || o->home_busy || o->migrating) {
+					if (!busy)
+						wait_on = o->flushing ? EC_FLUSHED : o->home_busy ? EC_HOME : EC_MOVED;
 					busy = true;
-				else
+				} else {
 					due = o;
+				}
 			}
 		if (due) {
 			ckc_obj_get(due);
@@ -417,7 +415,7 @@ int ckc_publish_under(const char *dir, uint64_t timeout_ns, bool writers)
 		}
 		if (!busy)
 			break;
-		if (ckc_cond_timedwait(&ckc_eng.obj_cv, &ckc_eng.lock, &end) == ETIMEDOUT) {
+		if (ckc_cond_timedwait(&ckc_eng.cv[wait_on], &ckc_eng.lock, &end) == ETIMEDOUT) {
 			rc = -ETIMEDOUT;
 			break;
 		}
@@ -448,8 +446,7 @@ int ckc_handover_dir(const char *dir)
 		rc = publish_locked(o, false);
 		if (rc && rc != CKC_CHANGED && !first)
 			first = rc;
-		while (o->home_busy || o->flushing)
-			ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+		eng_wait_idle(o, EB_HOME | EB_FLUSH);
 		if (!o->retired) {
 			ckc_trace("forget", o, 0, o->size, -1, 0);
 			ckc_obj_retire(o);
@@ -477,15 +474,14 @@ int ckc_rename(const char *from, const char *to)
 		eng_unlock();
 		return 0;
 	}
-	while (o->home_busy)
-		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+	eng_wait_idle(o, EB_HOME);
 	ckc_obj_t *victim = ckc_map_find(kt);
 	if (victim)
 		ckc_obj_retire(victim);
 	/* a publication to the new name under way lands before the look at
 	 * what that name holds (below) */
 	while (ckc_committing(kt))
-		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+		eng_wait(EC_HOME);
 	char *nk = strdup(kt);
 	if (!nk) {
 		eng_unlock();
@@ -519,7 +515,6 @@ int ckc_rename(const char *from, const char *to)
 	ckc_fid_t base;
 	ckc_fid_take(kt, &base);
 	ckc_mutex_lock(&ckc_eng.lock);
-	o->home_busy = false;
 	o->base = base;
 	if (rc) {
 		o->at_home = false;
@@ -527,7 +522,7 @@ int ckc_rename(const char *from, const char *to)
 			eng_note_owed(o);
 	}
 	ckc_node_note(o);
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	eng_home_end(o);
 	if (rc && !o->retired && o->complete && ckc_persist_wanted(o)) {
 		/* the cache still has the bytes: publish them under the new name */
 		int lvl = ckc_best_level(o);

@@ -219,6 +219,7 @@ void ckc_obj_put(ckc_obj_t *o)
 	for (int l = 0; l < ckc_eng.ntier - 1; l++)
 		if (o->place[l].nexts)
 			ckc_place_free(o, l);
+	eng_signal(EC_ROOM);
 	for (int l = 0; l < CKC_MAX_TIERS; l++)
 		sys_free(o->place[l].ext);
 	if (o->keep_fd >= 0)
@@ -279,7 +280,7 @@ void ckc_obj_retire(ckc_obj_t *o)
 		}
 	}
 	ckc_trace("retire", o, 0, o->size, -1, 0);
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	eng_signal(EC_ROOM);
 	ckc_obj_put(o);
 }
 
@@ -344,8 +345,7 @@ void eng_home_io_begin(ckc_obj_t *o)
 void eng_home_io_end(ckc_obj_t *o)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
-	o->home_busy = false;
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	eng_home_end(o);
 }
 
 int eng_home_temp(ckc_obj_t *o)

@@ -53,7 +53,7 @@ ckc_obj_t *eng_current_locked(const char *key)
 	ckc_obj_t *o;
 	/* a publication being committed ends first (a rename: short) */
 	while ((o = ckc_map_find(key)) && o->home_busy)
-		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+		eng_wait(EC_HOME);
 	if (!o || !o->complete || !o->base.known || o->capture)
 		return o;
 	uint64_t v = o->version;
@@ -90,7 +90,7 @@ static void start_prefetch_locked(void)
 	if (!ckc_eng.prefetch_started && ckc_eng.cfg.prefetch == CKC_PREFETCH_AUTO) {
 		ckc_eng.prefetch_started = true;
 		ckc_prefetch_kick();
-		pthread_cond_broadcast(&ckc_eng.obj_cv);
+		eng_signal(EC_ROOM);
 	}
 }
 
@@ -199,7 +199,7 @@ bool eng_prefetch_wait(ckc_handle_t *h, uint64_t *deadline)
 			ckc_eng.st.reads_waited++;
 		}
 	}
-	bool more = eng_wait_until(&ckc_eng.obj_cv, *deadline);
+	bool more = eng_wait_until(EC_LANDED, *deadline);
 	ckc_eng.st.read_wait_s += (double)(ckc_now_ns() - w0) / 1e9;
 	if (!more) {
 		static atomic_bool said;
@@ -303,7 +303,7 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 		if (ckc_eng.ntier > 1 && o->place[0].state == LC_READ_IN_PROGRESS && eng_prefetch_wait(h, &deadline))
 			continue;
 		if (o->migrating) {
-			ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+			eng_wait(EC_MOVED);
 			continue;
 		}
 		break;
@@ -453,8 +453,7 @@ void eng_stat_fill(const ckc_obj_t *o, ckc_stat_t *st)
  * it there (lock held). */
 static int setattr_locked(ckc_obj_t *o, const ckc_attr_t *a)
 {
-	while (o->home_busy)
-		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+	eng_wait_idle(o, EB_HOME);
 	if (a->mask & CKC_ATTR_MODE) {
 		o->mode = a->mode & 07777;
 		o->attr.mode = o->mode;
@@ -535,8 +534,7 @@ static int home_truncate(ckc_obj_t *o, uint64_t size)
 	eng_unlock();
 	int rc = sys_ftruncate(fd, (off_t)size) ? -errno : 0;
 	ckc_mutex_lock(&ckc_eng.lock);
-	if (--o->writing == 0)
-		pthread_cond_broadcast(&ckc_eng.obj_cv);
+	eng_write_end(o);
 	return rc;
 }
 
@@ -548,8 +546,7 @@ int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
 	if (!h->writer)
 		return -EBADF;
 	ckc_mutex_lock(&ckc_eng.lock);
-	while (o->migrating || o->handing)
-		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+	eng_wait_idle(o, EB_MOVE | EB_HAND);
 	if (o->handed || o->retired || o->complete) {
 		eng_unlock();
 		return o->handed ? CKC_HANDED : o->retired ? 0 : -EBADF;
@@ -569,7 +566,7 @@ int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
 				break;
 			int wl = o->wlevel;
 			while (o->place[wl].pins > 0 || o->migrating)
-				ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+				eng_wait(o->migrating ? EC_MOVED : EC_PINS);
 			if (o->wlevel != wl)
 				continue;
 			rc = eng_zero_fill(o, o->size, size);
@@ -593,8 +590,7 @@ int ckc_fallocate_home(ckc_handle_t *h, int mode, uint64_t off, uint64_t len)
 	if (!h->writer)
 		return -ENOENT;
 	ckc_mutex_lock(&ckc_eng.lock);
-	while (o->migrating || o->handing)
-		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+	eng_wait_idle(o, EB_MOVE | EB_HAND);
 	if (o->handed || o->retired || o->complete || o->wlevel != ckc_eng.ntier - 1 || o->home_fd < 0) {
 		eng_unlock();
 		return -ENOENT;
@@ -641,7 +637,7 @@ static void consume_locked(ckc_obj_t *o)
 	ckc_node_note(o);
 	ckc_trace("consume", o, 0, o->size, -1, 0);
 	ckc_prefetch_room();
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	eng_signal(EC_ROOM);
 }
 
 int ckc_close(ckc_handle_t *h)

@@ -196,12 +196,12 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 	 * this version replaces is the one recorded below */
 	ckc_obj_t *old;
 	while (((old = ckc_map_find(key)) && old->home_busy) || ckc_committing(key))
-		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+		eng_wait(EC_HOME);
 	if (ckc_eng.draining) {
 		/* the program ends: the new version goes to the real file
 		 * directly, after any publication of the old one */
 		while (old && (old->home_busy || old->flushing) && !old->retired)
-			ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+			eng_wait(old->home_busy ? EC_HOME : EC_FLUSHED);
 		if (old && !old->retired)
 			ckc_obj_retire(old);
 		eng_unlock();
@@ -280,6 +280,7 @@ static int copy_into_tier(ckc_obj_t *o, const ckc_src_t *src, int to, uint64_t s
 	rc = ckc_src_copy(src, &dst, size, NULL, NULL);
 	ckc_mutex_lock(&ckc_eng.lock);
 	o->place[to].pins--;
+	eng_signal(EC_PINS);
 	ckc_src_release(&dst);
 	return rc;
 }
@@ -297,7 +298,7 @@ int eng_migrate_to(ckc_obj_t *o, bool home_only)
 
 	o->migrating = true;
 	while (fp->pins > 0)
-		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+		eng_wait(EC_PINS);
 	ckc_eng.tier[from].st.bypasses++;
 	uint64_t size = o->size;
 	if ((rc = ckc_src_snapshot(o, from, &src)) != 0)
@@ -346,8 +347,7 @@ int eng_migrate_to(ckc_obj_t *o, bool home_only)
 	o->wlevel = to;
 	ckc_trace("bypass", o, 0, size, to, 0);
 out:
-	o->migrating = false;
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	eng_move_end(o);
 	return rc;
 }
 
@@ -497,10 +497,8 @@ int eng_zero_fill(ckc_obj_t *o, uint64_t from, uint64_t to)
 		}
 		from += n;
 	}
-	if (io) {
-		o->migrating = false;
-		pthread_cond_broadcast(&ckc_eng.obj_cv);
-	}
+	if (io)
+		eng_move_end(o);
 	return rc;
 }
 
@@ -520,8 +518,7 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 	uint64_t end = off + len;
 	int rc;
 
-	while (o->migrating)
-		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+	eng_wait_idle(o, EB_MOVE);
 	if (o->retired)
 		return (ssize_t)len; /* a newer version replaced this one: its bytes go nowhere */
 	if ((rc = eng_write_room(o, end)) != 0)
@@ -544,7 +541,7 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 		 * below it may fill it first, so let them land and look again */
 		int wl = o->wlevel;
 		while (off > o->size && o->place[wl].pins > 0)
-			ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+			eng_wait(EC_PINS);
 		if (o->migrating || o->wlevel != wl)
 			return PW_AGAIN;
 		if (off > o->size && (rc = eng_zero_fill(o, o->size, off)) != 0)
@@ -594,8 +591,7 @@ ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t l
 	if (off + len < off)
 		return -EFBIG;
 	ckc_mutex_lock(&ckc_eng.lock);
-	while (o->handing) /* its bytes so far are being published */
-		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+	eng_wait_idle(o, EB_HAND); /* its bytes so far are being published */
 	if (!o->handed) {
 		/* a hand-over waits for the writes under way (ckc_handoff) */
 		o->writing++;
@@ -603,8 +599,7 @@ ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t l
 			rc = pwrite_locked(o, buf, dsrc, len, off, t0);
 		while (rc == PW_AGAIN);
 		o->write_ns += ckc_now_ns() - t0;
-		if (--o->writing == 0)
-			pthread_cond_broadcast(&ckc_eng.obj_cv);
+		eng_write_end(o);
 	}
 	eng_unlock();
 	return rc;
@@ -643,7 +638,7 @@ int eng_close_home_writer(ckc_obj_t *o)
 		}
 	}
 	ckc_mutex_lock(&ckc_eng.lock);
-	o->home_busy = false;
+	eng_home_end(o);
 	/* the temporary file may have no name (O_TMPFILE): its bytes are read
 	 * back through its descriptor */
 	char self[64];
@@ -671,7 +666,7 @@ int eng_close_home_writer(ckc_obj_t *o)
 		}
 	}
 	sys_free(tmp);
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	eng_signal(EC_HOME); /* its real file's state is settled */
 	return rc;
 }
 
@@ -682,8 +677,7 @@ void eng_close_writer_locked(ckc_obj_t *o)
 	/* a hand-over under way ends first (it closes a written-through
 	 * version's file itself), and so does the exit's (home_busy): both
 	 * would otherwise commit the same temporary file */
-	while (o->migrating || o->handing || o->home_busy)
-		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+	eng_wait_idle(o, EB_MOVE | EB_HAND | EB_HOME);
 	if (o->complete || o->retired)
 		return;
 	if (!(o->attr.mask & CKC_ATTR_TIMES))
@@ -714,5 +708,5 @@ void eng_close_writer_locked(ckc_obj_t *o)
 	ckc_trace("close-write", o, 0, o->size, o->wlevel, 0);
 	ckc_node_note(o);
 	ckc_prefetch_kick();
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	eng_signal(EC_ROOM);
 }

@@ -78,7 +78,7 @@ void ckc_flush_dequeue(ckc_obj_t *o)
 	o->flush_edge = -1;
 	o->fq_next = NULL;
 	ckc_obj_put(o);
-	pthread_cond_broadcast(&ckc_eng.flushed_cv);
+	eng_signal(EC_FLUSHED);
 }
 
 static ckc_obj_t *edge_pop(ckc_edge_t *e)
@@ -210,7 +210,7 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 	/* another publication of this object may be committing: let it end,
 	 * then decide on what is true after it */
 	while (o->home_busy || ckc_committing(key))
-		ckc_cond_wait(&ckc_eng.obj_cv, &ckc_eng.lock);
+		eng_wait(EC_HOME);
 	if (o->retired || o->flush_cancel || strcmp(key, o->key) != 0) {
 		/* retired, handed over or renamed meanwhile: these bytes must not
 		 * be published under the old name (a failed write included: its
@@ -241,7 +241,6 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 				*pp = me.next;
 				break;
 			}
-		o->home_busy = false;
 		if (!rc) {
 			/* each publication replaces the file: durable only if
 			 * this one was synced */
@@ -250,7 +249,7 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 			o->base = now;
 			ckc_node_note(o);
 		}
-		pthread_cond_broadcast(&ckc_eng.obj_cv);
+		eng_home_end(o); /* and the commit's */
 	}
 	if (drop_tmp) {
 		eng_unlock();
@@ -320,6 +319,7 @@ static int flush_to_tier(ckc_obj_t *o, int level, int target)
 	ckc_src_release(&src);
 	ckc_src_release(&dst);
 	o->place[target].pins--;
+	eng_signal(EC_PINS);
 	if (rc || o->retired || o->flush_cancel) {
 		if (rc)
 			ckc_warn("%s tier: could not store %s (%s)", to->name, o->key, strerror(-rc));
@@ -329,11 +329,11 @@ static int flush_to_tier(ckc_obj_t *o, int level, int target)
 		}
 		if (rc)
 			to->st.flush_errors++;
-		pthread_cond_broadcast(&ckc_eng.obj_cv);
+		eng_signal(EC_ROOM);
 		return rc ? -EIO : -ECANCELED;
 	}
 	ckc_set_state(o, target, LC_EV_WRITE_END);
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	eng_signal(EC_ROOM);
 	return target;
 }
 
@@ -389,7 +389,7 @@ static void flush_one(ckc_edge_t *e, ckc_obj_t *o, bool help)
 		e->helping--;
 	else
 		e->current = NULL;
-	o->flushing = false;
+	eng_flush_end(o);
 	if (reached > level) {
 		uint64_t ns = ckc_now_ns() - t0;
 		edge_measure(e, size, ns);
@@ -410,8 +410,7 @@ static void flush_head(ckc_edge_t *e, bool help)
 	ckc_obj_t *o = edge_pop(e);
 	flush_one(e, o, help);
 	ckc_obj_put(o);
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
-	pthread_cond_broadcast(&ckc_eng.flushed_cv);
+	eng_signal(EC_FLUSHED); /* e->current or e->helping changed */
 }
 
 static void *flusher_main(void *arg)

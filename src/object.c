@@ -144,7 +144,9 @@ void ckc_unpin(ckc_obj_t *o, int level)
 		ckc_place_free(o, level);
 		ckc_set_state(o, level, LC_EV_DROP);
 	}
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	eng_signal(EC_PINS);
+	if (p->pins == 0) /* evictable now, or freed */
+		eng_signal(EC_ROOM);
 }
 
 void ckc_place_trim(ckc_obj_t *o, int level, uint64_t size)
@@ -343,20 +345,6 @@ static void evict_window(int level, size_t first, size_t last)
 	}
 }
 
-static void timed_wait(double seconds)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	uint64_t ns = (uint64_t)(seconds * 1e9);
-	ts.tv_sec += (time_t)(ns / 1000000000u);
-	ts.tv_nsec += (long)(ns % 1000000000u);
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	ckc_cond_timedwait(&ckc_eng.obj_cv, &ckc_eng.lock, &ts);
-}
-
 uint64_t ckc_place_limit(const ckc_obj_t *o, int level)
 {
 	uint64_t lo, hi;
@@ -417,7 +405,7 @@ static int find_room(ckc_obj_t *o, int level, uint64_t want, int mode, uint64_t 
 			t0 = ckc_now_ns();
 			t->st.waits++;
 		}
-		timed_wait(c.p < 0.05 ? c.p : 0.05);
+		eng_wait_ns(EC_ROOM, (uint64_t)((c.p < 0.05 ? c.p : 0.05) * 1e9));
 	}
 	if (waited)
 		t->st.wait_s += (double)(ckc_now_ns() - t0) / 1e9;

@@ -147,7 +147,7 @@ static void hints_poll(bool now_anyway, bool reading)
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (n > 0) {
 		ckc_prefetch_kick();
-		pthread_cond_broadcast(&ckc_eng.obj_cv);
+		eng_signal(EC_ROOM);
 	}
 }
 
@@ -230,6 +230,7 @@ static int promote(ckc_obj_t *o, uint64_t dist)
 	if (bounded)
 		ckc_unpin(o, src);
 	o->place[0].pins--;
+	eng_signal(EC_PINS);
 	if (rc || o->retired) {
 		if (rc)
 			ckc_warn("could not prefetch %s (%s)", o->key, strerror(-rc));
@@ -244,7 +245,8 @@ static int promote(ckc_obj_t *o, uint64_t dist)
 		ckc_trace("prefetch", o, 0, size, 0, t0);
 	}
 	ckc_obj_put(o);
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	eng_signal(EC_LANDED);
+	eng_signal(EC_ROOM);
 	return rc == -EAGAIN ? -EIO : rc;
 }
 
@@ -347,7 +349,7 @@ static void *prefetcher_main(void *arg)
 			ts.tv_nsec -= 1000000000L;
 		}
 		while (gen == ckc_eng.prefetch_gen && !ckc_eng.stopping &&
-		       ckc_cond_timedwait(&ckc_eng.pcv, &ckc_eng.lock, &ts) == 0)
+		       ckc_cond_timedwait(&ckc_eng.cv[EC_PREFETCH], &ckc_eng.lock, &ts) == 0)
 			;
 	}
 	eng_unlock();

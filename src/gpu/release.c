@@ -75,16 +75,8 @@ uint64_t gpu_cut_tail(ckc_tier_t *t, ckc_gpu_dev_t *r, uint64_t target, double w
 	uint64_t cap = (uint64_t)r->nmapped * g->chunk, busy;
 	uint64_t deadline = ckc_now_ns() + (uint64_t)(wait_s * 1e9);
 	while ((busy = gpu_empty_tail(t, r->off + target, r->off + cap)) > r->off + target &&
-	       ckc_now_ns() < deadline) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10000000;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		ckc_cond_timedwait(&ckc_eng.obj_cv, &ckc_eng.lock, &ts);
-	}
+	       ckc_now_ns() < deadline)
+		eng_wait_ns(EC_ROOM, 10000000);
 	uint64_t keep = (busy - r->off + g->chunk - 1) / g->chunk * g->chunk;
 	if (keep < target)
 		keep = target;

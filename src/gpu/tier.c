@@ -184,7 +184,7 @@ int gpu_join_chunk(ckc_tier_t *t, ckc_gpu_dev_t *r, size_t i)
 		r->nmapped_max = r->nmapped;
 	r->usable = true;
 	gpu_capacity(t);
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	eng_signal(EC_ROOM);
 	return 0;
 }
 
@@ -482,7 +482,7 @@ static void gpu_stop_mappers(ckc_gpu_t *g, bool locked)
 	if (!locked)
 		ckc_mutex_lock(&ckc_eng.lock);
 	g->stop = true;
-	pthread_cond_broadcast(&ckc_eng.obj_cv);
+	eng_signal(EC_ROOM);
 	if (!locked)
 		eng_unlock();
 	for (int i = 0; i < g->ndev; i++) {
