@@ -60,6 +60,7 @@ static void icpt_parent(void)
 static void icpt_child(void)
 {
 	ckc_atfork_child();
+	ckc_owed_atfork_child();
 	ckc_fdtab_atfork_child();
 	atomic_store(&ckc_icpt_on, false);
 	ckc_node_atfork_child();

@@ -19,16 +19,19 @@
  * in src/owedtab.c.
  *
  * This file owns the table, its lock, parked pages, the fill and drop of
- * an entry's parts, new owed ranges and what a host-to-device copy may take
- * from device memory; what owing pays by call site is owed_site.c's, the
- * fault handler owed_fault.c's, tagged write() and read() owed_io.c's. */
+ * an entry's parts, the claims of fills under way and new owed ranges; what
+ * a host-to-device copy may take from device memory is owed_plan.c's, what
+ * owing pays by call site is owed_site.c's, the fault handler
+ * owed_fault.c's, tagged write() and read() owed_io.c's. */
 #include "config.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backtrace.h"
@@ -52,6 +55,106 @@ __thread CKC_TLS_IE bool ckc_owed_tab_held;
  * the fill itself). */
 __thread CKC_TLS_IE uintptr_t ckc_owed_filling_lo, ckc_owed_filling_hi;
 
+/* ---- claims -------------------------------------------------------------
+ * A fill moves device bytes into host pages (a millisecond per megabyte or
+ * so) and a drop may wait for a device copy that reads them: neither runs
+ * under the table lock. The thread that takes the parts of [lo, hi) out of
+ * the table claims that range first and lets the lock go while it fills
+ * (or drops); every other operation on an overlapping range, a fault there
+ * included, waits for the claim to end, so that no thread finds a page
+ * taken out of the table and not yet filled. While the lock is let go the
+ * claimant holds fill_rw for reading: fork takes it for writing, so that
+ * no fill is half done in a child. A claim that finds no slot, and a part
+ * the table could not split off its entry, are filled with the lock held,
+ * as the one way that cannot fail. */
+#define CLAIMS 32
+static struct {
+	uintptr_t lo, hi; /* hi == 0: a free slot */
+} claims[CLAIMS];
+static size_t nclaims;
+static pthread_cond_t claim_cv = PTHREAD_COND_INITIALIZER;
+static ckc_rwlock_t fill_rw = CKC_RWLOCK_INIT(OWED_FILL);
+CKC_LOCKS_AT_START(fill_rw, ckc_locks_add_rw, &fill_rw)
+/* The longest an operation waits for another thread's claim before it
+ * goes on (and says so): a fill stuck in the driver must not hold every
+ * thread of the program. */
+#define CLAIM_WAIT_S 30
+
+static void count_publish(void)
+{
+	atomic_store(&ckc_owed_count, ckc_owed_tab.n + nclaims);
+}
+
+/* Waits until no claim overlaps [lo, hi); true if there was one. Table
+ * lock held. */
+bool ckc_owed_claims_wait(uintptr_t lo, uintptr_t hi)
+{
+	struct timespec end;
+	bool timed = false;
+	for (;;) {
+		bool busy = false;
+		for (int k = 0; k < CLAIMS && !busy && nclaims; k++)
+			busy = claims[k].hi && claims[k].lo < hi && lo < claims[k].hi;
+		if (!busy)
+			return timed;
+		if (!timed) {
+			clock_gettime(CLOCK_REALTIME, &end);
+			end.tv_sec += CLAIM_WAIT_S;
+			timed = true;
+		}
+		if (ckc_cond_timedwait(&claim_cv, &tab_mutex, &end) == ETIMEDOUT) {
+			ckc_error("device capture: a fill of host memory near %p has run for %d s: "
+				  "this thread goes on without it",
+				  (void *)lo, CLAIM_WAIT_S);
+			return true;
+		}
+	}
+}
+
+static int claim_add(uintptr_t lo, uintptr_t hi)
+{
+	for (int k = 0; k < CLAIMS; k++)
+		if (!claims[k].hi) {
+			claims[k].lo = lo;
+			claims[k].hi = hi;
+			nclaims++;
+			return k;
+		}
+	return -1;
+}
+
+static void claim_end(int k)
+{
+	claims[k].lo = claims[k].hi = 0;
+	nclaims--;
+	pthread_cond_broadcast(&claim_cv);
+}
+
+/* Lets the table lock go for a claimed fill, and takes it back. The thread
+ * still counts as holding the table (ckc_owed_tab_held): what it calls
+ * must not come back for it, and a fault of its own fill is its own. */
+static void claim_unlock(void)
+{
+	count_publish();
+	ckc_rw_rdlock(&fill_rw);
+	ckc_mutex_unlock(&tab_mutex);
+}
+
+static void claim_relock(void)
+{
+	ckc_rw_unlock(&fill_rw);
+	ckc_mutex_lock(&tab_mutex);
+}
+
+void ckc_owed_atfork_child(void)
+{
+	/* the claimants are gone; fork waited for their fills (fill_rw) */
+	memset(claims, 0, sizeof(claims));
+	nclaims = 0;
+	pthread_cond_init(&claim_cv, NULL);
+	count_publish();
+}
+
 bool ckc_owed_tab_lock(void)
 {
 	if (ckc_owed_tab_held)
@@ -63,7 +166,7 @@ bool ckc_owed_tab_lock(void)
 
 void ckc_owed_tab_unlock(void)
 {
-	atomic_store(&ckc_owed_count, ckc_owed_tab.n);
+	count_publish();
 	ckc_owed_tab_held = false;
 	ckc_mutex_unlock(&tab_mutex);
 }
@@ -295,10 +398,13 @@ static ckc_owed_t part_take(size_t i, uintptr_t *a, uintptr_t *b)
 void ckc_owed_cut_touch_locked(uintptr_t lo, uintptr_t hi, bool fill, bool touch)
 {
 	size_t i;
+	int claim = -1;
 
+	ckc_owed_claims_wait(lo, hi);
 	while ((i = ckc_owedtab_first(&ckc_owed_tab, lo, hi)) < ckc_owed_tab.n) {
 		uintptr_t a = ckc_owed_tab.e[i].start > lo ? ckc_owed_tab.e[i].start : lo;
 		uintptr_t b = ckc_owed_tab.e[i].end < hi ? ckc_owed_tab.e[i].end : hi;
+		uintptr_t a0 = a, b0 = b;
 		ckc_owed_t e = part_take(i, &a, &b);
 		if (touch && fill && !e.used) {
 			/* the remainders of this part count as used: one outcome */
@@ -307,12 +413,23 @@ void ckc_owed_cut_touch_locked(uintptr_t lo, uintptr_t hi, bool fill, bool touch
 					ckc_owed_tab.e[j].used = true;
 			ckc_owed_site_outcome(e.site, false);
 		}
+		/* the bytes move without the lock, inside the claim (a part
+		 * widened to a whole entry reaches outside it: not) */
+		if (claim < 0 && a == a0 && b == b0)
+			claim = claim_add(lo, hi);
+		bool unlocked = claim >= 0 && a == a0 && b == b0;
+		if (unlocked)
+			claim_unlock();
 		if (fill)
 			part_fill(&e, a, b);
 		else
 			part_drop(&e, a, b);
 		part_release(&e);
+		if (unlocked)
+			claim_relock();
 	}
+	if (claim >= 0)
+		claim_end(claim);
 }
 
 static void cut_locked(uintptr_t lo, uintptr_t hi, bool fill)
@@ -483,6 +600,7 @@ int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap
 	}
 	if (!ckc_owed_tab_lock())
 		return -EDEADLK;
+	ckc_owed_claims_wait(a, b);
 	atomic_fetch_add(&ckc_owed_gen, 1);
 	/* Page by page in address order: a page owed already keeps its
 	 * protection (and place) and changes owner; the others are protected.
@@ -550,78 +668,4 @@ int ckc_owed_add_len(uintptr_t a, uintptr_t b, uintptr_t cap_start, uint64_t cap
 	}
 	ckc_owed_tab_unlock();
 	return rc;
-}
-
-/* ---- what a host-to-device copy may take from device memory ------------ */
-
-bool ckc_owed_plan(uintptr_t s0, size_t n, ckc_owed_plan_t *pl)
-{
-	if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) || n == 0)
-		return false;
-	uintptr_t s1 = s0 + n, a = page_up(s0), b = page_down(s1);
-	if (b <= a)
-		return false;
-	if (!ckc_owed_tab_lock())
-		return false;
-	size_t i = ckc_owedtab_first(&ckc_owed_tab, a, b);
-	bool ok = i < ckc_owed_tab.n;
-	if (ok) {
-		/* the owed pages of [a, b) must be one run of one capture */
-		const ckc_owed_t *e = &ckc_owed_tab.e[i];
-		uintptr_t lo = e->start > a ? e->start : a, hi = lo;
-		size_t j = i;
-		while (j < ckc_owed_tab.n && ckc_owed_tab.e[j].start < b && ckc_owed_tab.e[j].start == hi && ckc_owed_tab.e[j].ref == e->ref &&
-		       ckc_owed_tab.e[j].cap_start == e->cap_start) {
-			hi = ckc_owed_tab.e[j].end < b ? ckc_owed_tab.e[j].end : b;
-			j++;
-		}
-		ok = j == ckc_owed_tab.n || ckc_owed_tab.e[j].start >= b;
-		uintptr_t cap_end = e->cap_start + (uintptr_t)e->cap_len;
-		uintptr_t ca = page_up(e->cap_start), cb = page_down(cap_end);
-		/* every whole page of the capture inside [a, b) is still owed by
-		 * it, and the copy lies within the capture: the whole copy can
-		 * come from device memory if the partial pages are unchanged */
-		pl->whole = ok && s0 >= e->cap_start && s1 <= cap_end && lo == (ca > a ? ca : a) &&
-			    hi == (cb < b ? cb : b) && ckc_owed_edges_same(e);
-		if (ok) {
-			pl->e = *e;
-			pl->lo = pl->whole ? s0 : lo;
-			pl->hi = pl->whole ? s1 : hi;
-			ckc_ref_get(e->ref);
-			if (ckc_owed_ops && e->ready)
-				ckc_owed_ops->event_get(e->ready);
-			for (size_t k = i; k < j; k++)
-				ckc_owed_part_used(&ckc_owed_tab.e[k]);
-		}
-	}
-	ckc_owed_tab_unlock();
-	return ok;
-}
-
-void ckc_owed_plan_done(ckc_owed_plan_t *pl, void *busy)
-{
-	if (busy && ckc_owed_tab_lock()) {
-		/* the device copy reads [lo, hi) of the capture: its parts keep
-		 * the gpu copy until it is done */
-		size_t i;
-		uintptr_t at = page_up(pl->lo);
-		uintptr_t end = page_down(pl->hi);
-		while (at < end && (i = ckc_owedtab_first(&ckc_owed_tab, at, end)) < ckc_owed_tab.n) {
-			ckc_owed_t *e = &ckc_owed_tab.e[i];
-			if (e->ref == pl->e.ref) {
-				if (ckc_owed_ops && e->busy)
-					ckc_owed_ops->event_put(e->busy);
-				if (ckc_owed_ops)
-					ckc_owed_ops->event_get(busy);
-				e->busy = busy;
-			}
-			at = e->end;
-		}
-		ckc_owed_tab_unlock();
-	}
-	if (ckc_owed_ops && busy)
-		ckc_owed_ops->event_put(busy);
-	if (ckc_owed_ops && pl->e.ready)
-		ckc_owed_ops->event_put(pl->e.ready);
-	ckc_ref_put(pl->e.ref);
 }

@@ -35,6 +35,8 @@ typedef struct ckc_owed_ops {
 	void (*event_put)(void *ev);
 } ckc_owed_ops_t;
 void ckc_owed_set_ops(const ckc_owed_ops_t *ops);
+/* The child of fork: the claims of the parent's other threads are gone. */
+void ckc_owed_atfork_child(void);
 
 /* Fills (fill) or drops every owed byte in the pages of [p, p+n); the rest
  * of an entry reaching outside stays owed. */

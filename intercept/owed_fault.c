@@ -101,9 +101,12 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 		ckc_enter();
 		ckc_prog_begin();
 		if (ckc_owed_tab_lock()) {
+			/* a page another thread is filling: the access is made
+			 * again once the fill is done */
+			bool waited = ckc_owed_claims_wait(page, page + ckc_page_size());
 			size_t i = ckc_owedtab_first(&ckc_owed_tab, a, a + 1);
-			ours = i < ckc_owed_tab.n;
-			if (ours) {
+			ours = i < ckc_owed_tab.n || waited;
+			if (i < ckc_owed_tab.n) {
 				/* the whole entry: a program that reads a staging
 				 * buffer reads all of it */
 				uintptr_t lo = ckc_owed_tab.e[i].start, hi = ckc_owed_tab.e[i].end;

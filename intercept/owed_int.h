@@ -40,6 +40,10 @@ extern const ckc_owed_ops_t *ckc_owed_ops;
 /* The owed pages of [lo, hi) are filled (fill) or dropped; touch: the
  * program's own use of the bytes. Table lock held. */
 void ckc_owed_cut_touch_locked(uintptr_t lo, uintptr_t hi, bool fill, bool touch);
+/* Waits until no other thread's fill or drop works in [lo, hi) (a claim:
+ * see owed.c), at most a bound; true if one did. Table lock held (let go
+ * meanwhile). */
+bool ckc_owed_claims_wait(uintptr_t lo, uintptr_t hi);
 /* The part at e was used: its site paid. Table lock held. */
 void ckc_owed_part_used(ckc_owed_t *e);
 /* Whether a was in a range filled lately. */

@@ -23,6 +23,7 @@ static bool owed_first(uintptr_t p, size_t n, ckc_owed_t *out, bool *whole)
 		return false;
 	if (!ckc_owed_tab_lock())
 		return false;
+	ckc_owed_claims_wait(page_down(p), page_up(p + n));
 	size_t i = ckc_owedtab_first(&ckc_owed_tab, p, p + n);
 	bool found = i < ckc_owed_tab.n;
 	if (found) {

@@ -21,6 +21,7 @@ static const char *const rank_name[CKC_RANK_COUNT] = {
 	[CKC_RANK_ENG_LIFE] = "engine life",
 	[CKC_RANK_GPU_LIFE] = "gpu tier life",
 	[CKC_RANK_OWED] = "owed-range table",
+	[CKC_RANK_OWED_FILL] = "owed-range fills",
 	[CKC_RANK_HUGEPIN] = "huge-page pin list",
 	[CKC_RANK_HINTS] = "hint file",
 	[CKC_RANK_CU_EVENTS] = "cuda event spares",
@@ -96,11 +97,12 @@ bool ckc_rank_held(ckc_rank_t r)
 
 void ckc_rank_io_check(const char *what)
 {
-	if (!held[CKC_RANK_ENGINE])
+	ckc_rank_t r = held[CKC_RANK_ENGINE] ? CKC_RANK_ENGINE : held[CKC_RANK_OWED] ? CKC_RANK_OWED : CKC_RANK_NONE;
+	if (r == CKC_RANK_NONE)
 		return;
 	char msg[96];
 	snprintf(msg, sizeof(msg), "%s(2) is called", what);
-	rank_violation(msg, ckc_rank_name(CKC_RANK_ENGINE));
+	rank_violation(msg, ckc_rank_name(r));
 }
 
 #endif

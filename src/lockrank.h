@@ -9,8 +9,11 @@
  * when CKPTCACHE_STRICT=1 or in a build configured with
  * --enable-lock-check=abort. With --enable-lock-check=io, the engine's file
  * system calls (src/sys.h) report themselves when they run under the engine
- * lock (ckc_rank_io_check): none does (work an object leaves under the lock
- * is done after it, eng_unlock). --enable-lock-check=all does both, and the
+ * lock or the owed-range table's (ckc_rank_io_check): none does (work an
+ * object leaves under the engine lock is done after it, eng_unlock; a fill
+ * of owed pages lets the table go, intercept/owed.c). Waits on the engine's
+ * conditions name their predicate (eng_cond_t, src/engine_types.h).
+ * --enable-lock-check=all does both, and the
  * sanitizer builds of scripts/build, which run the tests, use it. In the
  * release build a lock is a plain pthread call: the rank is a field that
  * only the fork hooks read. */
@@ -43,9 +46,16 @@ typedef enum ckc_rank {
 	/* The gpu tier's set-up and tear-down: they take the engine lock
 	 * inside, and are serialised with each other only. */
 	CKC_RANK_GPU_LIFE,
-	/* The table of host ranges owed by device captures: a fill reads the
-	 * cache (the engine lock) while it holds the table. */
+	/* The table of host ranges owed by device captures: held around the
+	 * table and the protection of its pages; a fill lets it go (a claim,
+	 * intercept/owed.c) except where it cannot, and reads the cache (the
+	 * engine lock) either way. */
 	CKC_RANK_OWED,
+	/* The owed-range fills under way without the table lock: each holds
+	 * it for reading (the table lock let go, the engine lock taken
+	 * inside); fork takes it for writing, after the table, so that a
+	 * child never finds a fill half done. */
+	CKC_RANK_OWED_FILL,
 	/* The program's huge-page pinned allocations: a list, taken around
 	 * the list only. */
 	CKC_RANK_HUGEPIN,
@@ -111,7 +121,8 @@ void ckc_rank_take(ckc_rank_t r);
 void ckc_rank_drop(ckc_rank_t r);
 /* Whether this thread holds a lock of rank r. */
 bool ckc_rank_held(ckc_rank_t r);
-/* Reports a file system call (what) made under the engine lock. */
+/* Reports a file system call (what) made under the engine lock or the
+ * owed-range table's. */
 void ckc_rank_io_check(const char *what);
 #else
 static inline void ckc_rank_take(ckc_rank_t r)

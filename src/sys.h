@@ -14,7 +14,8 @@
 #include "lockrank.h"
 
 /* A file system call: in a build configured with --enable-lock-check=io,
- * it must not run under the engine lock (lockrank.h). */
+ * it must not run under the engine lock or the owed-range table's
+ * (lockrank.h). */
 #ifdef CKC_LOCK_CHECK_IO
 #define CKC_SYS_IO(name) (ckc_rank_io_check(#name), *ckc_io.name)
 #else

@@ -63,9 +63,24 @@ static CUresult f_stream(void **s, unsigned f) { (void)f; *s = (void *)0x2; retu
 static CUresult f_sync(void *s) { (void)s; return OK; }
 /* microseconds each device-to-host copy takes on top of its memcpy */
 static atomic_int fake_dtoh_us;
+/* While the gate is shut, device-to-host copies wait (at most 5 s: then
+ * they go on and count a timeout); waiting counts those waiting now. */
+static atomic_bool fake_dtoh_gate;
+static atomic_int fake_dtoh_waiting, fake_dtoh_timeouts;
 static CUresult f_dtoh(void *h, uint64_t d, size_t n, void *s)
 {
 	(void)s;
+	if (atomic_load(&fake_dtoh_gate)) {
+		atomic_fetch_add(&fake_dtoh_waiting, 1);
+		int ms = 0;
+		while (atomic_load(&fake_dtoh_gate) && ms < 5000) {
+			usleep(1000);
+			ms++;
+		}
+		if (ms >= 5000)
+			atomic_fetch_add(&fake_dtoh_timeouts, 1);
+		atomic_fetch_sub(&fake_dtoh_waiting, 1);
+	}
 	if (atomic_load(&fake_dtoh_us))
 		usleep((useconds_t)atomic_load(&fake_dtoh_us));
 	memcpy(h, (void *)(uintptr_t)d, n);

@@ -6,6 +6,7 @@
  * out of the way (parked) or protected in place. */
 #include "config.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -401,4 +402,56 @@ Test(owed, a_small_range_is_protected_in_place_and_filled)
 	cr_assert_eq(atomic_load(&ckc_owed_count), 0);
 	free(d);
 	munmap(m, len);
+}
+
+/* A thread that reads a whole buffer back (its pages fault and fill). */
+typedef struct reader {
+	const unsigned char *h, *d;
+	size_t n;
+	bool same;
+} reader_t;
+
+static void *read_back(void *arg)
+{
+	reader_t *r = arg;
+	r->same = memcmp(r->h, r->d, r->n) == 0;
+	return NULL;
+}
+
+Test(owed, a_fill_under_way_holds_no_other_range_and_a_touch_of_its_pages_waits_for_it)
+{
+	size_t len = 8 * MiB, n = len - 100;
+	unsigned char *m1 = host_buf(len), *m2 = host_buf(len), *d1 = dev_bytes(n, 11), *d2 = dev_bytes(n, 12);
+	uintptr_t a, b;
+
+	owe(m1 + 100, n, d1, &a, &b);
+	/* the device copies of fills wait at the gate */
+	atomic_store(&fake_dtoh_gate, true);
+	reader_t r1 = { m1 + 100, d1, n, false }, r2 = r1;
+	pthread_t t1, t2;
+	cr_assert_eq(pthread_create(&t1, NULL, read_back, &r1), 0);
+	for (int ms = 0; ms < 5000 && !atomic_load(&fake_dtoh_waiting); ms++)
+		usleep(1000);
+	cr_assert_gt(atomic_load(&fake_dtoh_waiting), 0, "the fault's fill is in the driver");
+	/* another buffer is owed and written over meanwhile: it does not wait
+	 * for that fill (the gate would time out if it did) */
+	owe(m2 + 100, n, d2, &a, &b);
+	ckc_owed_will_write(m2, len);
+	cr_assert_eq(atomic_load(&fake_dtoh_timeouts), 0,
+		     "owing and dropping another range waited for a fill of the first");
+	/* a second reader of the buffer being filled waits for that fill */
+	cr_assert_eq(pthread_create(&t2, NULL, read_back, &r2), 0);
+	usleep(20000);
+	atomic_store(&fake_dtoh_gate, false);
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	cr_assert(r1.same, "the faulting reader read the captured bytes");
+	cr_assert(r2.same, "the reader that came during the fill read them too");
+	cr_assert_eq(atomic_load(&ckc_owed_count), 0);
+	cr_assert(all_are((const unsigned char *)a, b - a, OLD),
+		  "the whole pages written over came back as they were");
+	free(d1);
+	free(d2);
+	munmap(m1, len);
+	munmap(m2, len);
 }
