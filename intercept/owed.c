@@ -64,9 +64,10 @@ __thread CKC_TLS_IE uintptr_t ckc_owed_filling_lo, ckc_owed_filling_hi;
  * included, waits for the claim to end, so that no thread finds a page
  * taken out of the table and not yet filled. While the lock is let go the
  * claimant holds fill_rw for reading: fork takes it for writing, so that
- * no fill is half done in a child. A claim that finds no slot, and a part
- * the table could not split off its entry, are filled with the lock held,
- * as the one way that cannot fail. */
+ * no fill is half done in a child. A claim waits for a free slot; a part
+ * the table could not split off its entry (no memory to grow it), and a
+ * claim still waiting after the bound, are filled with the lock held, as
+ * the one way that cannot fail. */
 #define CLAIMS 32
 static struct {
 	uintptr_t lo, hi; /* hi == 0: a free slot */
@@ -85,18 +86,42 @@ static void count_publish(void)
 	atomic_store(&ckc_owed_count, ckc_owed_tab.n + nclaims);
 }
 
-/* Waits until no claim overlaps [lo, hi); true if there was one. Table
- * lock held. */
-bool ckc_owed_claims_wait(uintptr_t lo, uintptr_t hi)
+static bool claims_overlap(uintptr_t lo, uintptr_t hi)
+{
+	for (int k = 0; k < CLAIMS && nclaims; k++)
+		if (claims[k].hi && claims[k].lo < hi && lo < claims[k].hi)
+			return true;
+	return false;
+}
+
+static int claim_free_slot(void)
+{
+	for (int k = 0; k < CLAIMS; k++)
+		if (!claims[k].hi)
+			return k;
+	return -1;
+}
+
+/* Waits until no claim overlaps [lo, hi) and, with take, a slot is free,
+ * which it then claims for [lo, hi). Returns the slot (take), or -1; *waited
+ * says whether it waited. After the bound it goes on as if nothing were in
+ * the way (without claiming). Table lock held (let go meanwhile). */
+static int claim_wait_take(uintptr_t lo, uintptr_t hi, bool take, bool *waited)
 {
 	struct timespec end;
 	bool timed = false;
 	for (;;) {
-		bool busy = false;
-		for (int k = 0; k < CLAIMS && !busy && nclaims; k++)
-			busy = claims[k].hi && claims[k].lo < hi && lo < claims[k].hi;
-		if (!busy)
-			return timed;
+		bool busy = claims_overlap(lo, hi);
+		int k = take && !busy ? claim_free_slot() : -1;
+		if (!busy && (!take || k >= 0)) {
+			if (take) {
+				claims[k].lo = lo;
+				claims[k].hi = hi;
+				nclaims++;
+			}
+			*waited = timed;
+			return k;
+		}
 		if (!timed) {
 			clock_gettime(CLOCK_REALTIME, &end);
 			end.tv_sec += CLAIM_WAIT_S;
@@ -106,21 +131,19 @@ bool ckc_owed_claims_wait(uintptr_t lo, uintptr_t hi)
 			ckc_error("device capture: a fill of host memory near %p has run for %d s: "
 				  "this thread goes on without it",
 				  (void *)lo, CLAIM_WAIT_S);
-			return true;
+			*waited = true;
+			return -1;
 		}
 	}
 }
 
-static int claim_add(uintptr_t lo, uintptr_t hi)
+/* Waits until no claim overlaps [lo, hi); true if there was one. Table
+ * lock held. */
+bool ckc_owed_claims_wait(uintptr_t lo, uintptr_t hi)
 {
-	for (int k = 0; k < CLAIMS; k++)
-		if (!claims[k].hi) {
-			claims[k].lo = lo;
-			claims[k].hi = hi;
-			nclaims++;
-			return k;
-		}
-	return -1;
+	bool waited;
+	claim_wait_take(lo, hi, false, &waited);
+	return waited;
 }
 
 static void claim_end(int k)
@@ -399,8 +422,11 @@ void ckc_owed_cut_touch_locked(uintptr_t lo, uintptr_t hi, bool fill, bool touch
 {
 	size_t i;
 	int claim = -1;
+	bool waited;
 
 	ckc_owed_claims_wait(lo, hi);
+	if (ckc_owedtab_first(&ckc_owed_tab, lo, hi) < ckc_owed_tab.n)
+		claim = claim_wait_take(lo, hi, true, &waited);
 	while ((i = ckc_owedtab_first(&ckc_owed_tab, lo, hi)) < ckc_owed_tab.n) {
 		uintptr_t a = ckc_owed_tab.e[i].start > lo ? ckc_owed_tab.e[i].start : lo;
 		uintptr_t b = ckc_owed_tab.e[i].end < hi ? ckc_owed_tab.e[i].end : hi;
@@ -415,8 +441,6 @@ void ckc_owed_cut_touch_locked(uintptr_t lo, uintptr_t hi, bool fill, bool touch
 		}
 		/* the bytes move without the lock, inside the claim (a part
 		 * widened to a whole entry reaches outside it: not) */
-		if (claim < 0 && a == a0 && b == b0)
-			claim = claim_add(lo, hi);
 		bool unlocked = claim >= 0 && a == a0 && b == b0;
 		if (unlocked)
 			claim_unlock();
