@@ -207,7 +207,8 @@ typedef struct ckc_tier {
 	atomic_uint_fast64_t use_seq;  /* grow: allocations in the tier so far */
 	atomic_bool caught_up;         /* grow: the toucher has nothing left to populate */
 	ckc_mutex_t grow_mx;           /* the toucher's wake-ups */
-	pthread_cond_t grow_cv;
+	pthread_cond_t grow_cv;        /* work for the toucher: a new use, or stop */
+	pthread_cond_t caught_cv;      /* caught_up became true, or stop */
 
 	atomic_uint_fast64_t pinned_bytes; /* registered with CUDA, from base (device capture,
 					     a tier populated whole) */

@@ -57,7 +57,8 @@ typedef struct debt {
 
 static struct {
 	ckc_mutex_t mx;
-	pthread_cond_t cv;
+	pthread_cond_t round_cv; /* a borrowing round ended (done), or stop */
+	pthread_cond_t back_cv;  /* lent bytes came back (taken_back_bytes), or stop */
 	pthread_t thread;
 	bool running;
 	atomic_bool stop;
@@ -74,7 +75,8 @@ static struct {
 	uint64_t lent_now;
 	uint64_t take;     /* bytes the program needs back from borrowers (mx) */
 	atomic_uint_fast64_t placed;
-} L = { .mx = CKC_MUTEX_INIT(LEND), .cv = PTHREAD_COND_INITIALIZER, .lfd = -1, .wake = -1 };
+} L = { .mx = CKC_MUTEX_INIT(LEND), .round_cv = PTHREAD_COND_INITIALIZER,
+	.back_cv = PTHREAD_COND_INITIALIZER, .lfd = -1, .wake = -1 };
 
 CKC_LOCKS_AT_START(lend_mx, ckc_locks_add, &L.mx)
 
@@ -124,7 +126,7 @@ static void loan_drop(loan_t *l, size_t n, bool grow)
 	L.st.returned_bytes += bytes;
 	if (!grow)
 		L.st.taken_back_bytes += bytes;
-	pthread_cond_broadcast(&L.cv);
+	pthread_cond_broadcast(&L.back_cv);
 	ckc_mutex_unlock(&L.mx);
 }
 
@@ -478,7 +480,7 @@ static void *lend_main(void *arg)
 			L.last_got = got;
 			L.last_round_ns = ckc_now_ns();
 			L.st.borrow_rounds++;
-			pthread_cond_broadcast(&L.cv);
+			pthread_cond_broadcast(&L.round_cv);
 			ckc_mutex_unlock(&L.mx);
 		}
 	}
@@ -533,7 +535,8 @@ void ckc_lend_stop(void)
 	ckc_mutex_lock(&L.mx);
 	bool was = L.running;
 	L.running = false;
-	pthread_cond_broadcast(&L.cv);
+	pthread_cond_broadcast(&L.round_cv);
+	pthread_cond_broadcast(&L.back_cv);
 	ckc_mutex_unlock(&L.mx);
 	if (!was)
 		return;
@@ -555,7 +558,7 @@ void ckc_lend_stop(void)
 	L.lfd = L.wake = -1;
 }
 
-/* The time wait_s from now, for a wait on L.cv. */
+/* The time wait_s from now, for a wait on L's conditions. */
 static void lend_deadline(struct timespec *ts, double wait_s)
 {
 	clock_gettime(CLOCK_REALTIME, ts);
@@ -606,7 +609,7 @@ bool ckc_lend_borrow(uint64_t len, double wait_s)
 	struct timespec ts;
 	lend_deadline(&ts, wait_s);
 	while (L.running && L.done < ticket)
-		if (ckc_cond_timedwait(&L.cv, &L.mx, &ts) == ETIMEDOUT)
+		if (ckc_cond_timedwait(&L.round_cv, &L.mx, &ts) == ETIMEDOUT)
 			break;
 	bool got = L.done >= ticket && L.last_got;
 	ckc_mutex_unlock(&L.mx);
@@ -627,7 +630,7 @@ uint64_t ckc_lend_take_back(uint64_t want, double wait_s)
 	struct timespec ts;
 	lend_deadline(&ts, wait_s);
 	while (L.running && L.st.taken_back_bytes - before < asked)
-		if (ckc_cond_timedwait(&L.cv, &L.mx, &ts) == ETIMEDOUT)
+		if (ckc_cond_timedwait(&L.back_cv, &L.mx, &ts) == ETIMEDOUT)
 			break;
 	uint64_t got = L.st.taken_back_bytes - before;
 	ckc_mutex_unlock(&L.mx);

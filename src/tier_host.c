@@ -241,7 +241,7 @@ static void host_toucher_grow(ckc_tier_t *t)
 		}
 		ckc_mutex_lock(&t->grow_mx);
 		atomic_store(&t->caught_up, true);
-		pthread_cond_broadcast(&t->grow_cv);
+		pthread_cond_broadcast(&t->caught_cv);
 		if (!atomic_load(&t->toucher_stop) && atomic_load(&t->use_seq) == seen) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
@@ -286,8 +286,10 @@ void ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len)
 	if (!t->toucher_running && !t->toucher_tried && !atomic_load(&t->toucher_stop)) {
 		t->toucher_tried = true;
 		t->toucher_running = ckc_thread_start(&t->toucher, host_toucher, t, "ckc-populate", false) == 0;
-		if (!t->toucher_running)
+		if (!t->toucher_running) {
 			atomic_store(&t->caught_up, true);
+			pthread_cond_broadcast(&t->caught_cv);
+		}
 	}
 	pthread_cond_broadcast(&t->grow_cv);
 	ckc_mutex_unlock(&t->grow_mx);
@@ -347,6 +349,7 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow, bool keep)
 	ckc_mutex_init(&t->grow_mx, CKC_RANK_HOST_GROW);
 	ckc_locks_add(&t->grow_mx);
 	pthread_cond_init(&t->grow_cv, NULL);
+	pthread_cond_init(&t->caught_cv, NULL);
 	atomic_store(&t->use_seq, 0);
 	atomic_store(&t->caught_up, false);
 	atomic_store(&t->populated, 0);
@@ -374,6 +377,7 @@ void ckc_host_stop(ckc_tier_t *t)
 	atomic_store(&t->toucher_stop, true);
 	bool running = t->toucher_running;
 	pthread_cond_broadcast(&t->grow_cv);
+	pthread_cond_broadcast(&t->caught_cv);
 	ckc_mutex_unlock(&t->grow_mx);
 	if (!running)
 		return;
@@ -390,6 +394,7 @@ void ckc_host_close(ckc_tier_t *t)
 	sys_free((void *)t->piece);
 	t->piece = NULL;
 	pthread_cond_destroy(&t->grow_cv);
+	pthread_cond_destroy(&t->caught_cv);
 	ckc_locks_remove(&t->grow_mx);
 	ckc_mutex_destroy(&t->grow_mx);
 	arena_fini(&t->arena);
@@ -404,7 +409,7 @@ void ckc_wait_ready(void)
 		if (t->grow) {
 			ckc_mutex_lock(&t->grow_mx);
 			while (!atomic_load(&t->caught_up))
-				ckc_cond_wait(&t->grow_cv, &t->grow_mx);
+				ckc_cond_wait(&t->caught_cv, &t->grow_mx);
 			ckc_mutex_unlock(&t->grow_mx);
 			continue;
 		}
