@@ -121,6 +121,48 @@ tools_walk_untagged() {
 	done
 }
 
+# find and du over a tree the patterns tag, made by an earlier run: each
+# folder they open is opened as without the library (no look at its path),
+# and a folder open of a name whose checkpoint this process has just
+# written answers ENOTDIR, as without it.
+tools_walk_tagged() {
+	command -v strace >/dev/null || note "strace is not installed"
+	under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
+	local d f cmd plain lib
+	for d in $(seq 1 40); do
+		mkdir -p "ck/step$d"
+		for f in 1 2 3; do echo "$d $f" >"ck/step$d/r$f.bin"; done
+	done
+	for cmd in "find ck -type f" "du -s ck" "find $T/ck -type d"; do
+		# shellcheck disable=SC2086
+		plain=$(walk_syscalls "" "$T/ck/**" $cmd)
+		# shellcheck disable=SC2086
+		lib=$(walk_syscalls lib "$T/ck/**" $cmd)
+		echo "$cmd over 40 tagged folders: $plain lookups without the library, $lib with it"
+		[ "$lib" -le $((plain + 4)) ] ||
+			fail "$cmd over 40 tagged folders: $lib path lookups (readlink/getcwd), $plain without the library"
+	done
+	cat >dirs.py <<'PYEOF'
+import errno, os, sys
+d = sys.argv[1]
+with open(f"{d}/fresh.bin", "wb") as f:
+    f.write(b"x" * 1000)
+for name in ("fresh.bin", "missing.bin", "step1"):
+    try:
+        fd = os.open(f"{d}/{name}", os.O_RDONLY | os.O_DIRECTORY)
+        print(name, "opened", sorted(os.listdir(fd)))
+        os.close(fd)
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+PYEOF
+	mkdir -p ref/step1 && cp ck/step1/* ref/step1/
+	plain python3 dirs.py "$T/ref" >want.txt || fail "dirs.py without the library: exit status $?"
+	run_ok "folder opens of tagged names" ck -- python3 dirs.py "$T/ck" >got.txt
+	grep -v '^ckptcache' got.txt >got2.txt
+	diff want.txt got2.txt >&2 || fail "folder opens of tagged names answer otherwise than without the library"
+	same ck/fresh.bin ref/fresh.bin "the checkpoint written beside them"
+}
+
 # The file look-ups (stat, access) of cat reading COUNT tagged files the
 # cache does not hold (written by an earlier run).
 read_lookups() {
@@ -363,6 +405,7 @@ tools_write_then_read() {
 case_add tools/cp tools_cp
 case_add tools/cp-preserve tools_cp_preserve
 case_add tools/walk-untagged tools_walk_untagged
+case_add tools/walk-tagged tools_walk_tagged
 case_add tools/cat tools_cat
 case_add tools/read-looks-once tools_read_looks_once
 case_add tools/read-open-errors tools_read_open_errors
