@@ -37,11 +37,14 @@
  * (a pickle of one large dict, one HDF5 file), and room populated for it
  * counted against the job's memory (a pickle of 128 MiB peaked 370 MiB
  * above the program without the library, the limit being 1.1 x what the
- * program took and the cache held). Before that, HOST_AHEAD_FIRST. A
- * script whose checkpoints are small files holds two pieces ahead, not the
- * 32 MiB it did (a Python process of 14 MiB peaked at 50 MiB writing
- * 1000 files of at most 4 KiB). */
+ * program took and the cache held). Before that, twice what the tier
+ * holds, at most HOST_AHEAD_FIRST. Checkpoints so small that twice one is
+ * below HOST_AHEAD_SMALL get no minimum: a script whose checkpoints are
+ * small files populates the pieces it uses and no more (a Python process
+ * of 14 MiB peaked at 50 MiB writing 1000 files of at most 4 KiB with 32
+ * MiB ahead, at 29 MiB with two pieces). */
 #define HOST_AHEAD_MIN (2 * HOST_PIECE)
+#define HOST_AHEAD_SMALL (512ull << 10)
 #define HOST_AHEAD_FIRST (8ull << 20)
 #define HOST_AHEAD_MAX (256ull << 20)
 #define HOST_AHEAD_AFTER 2
@@ -153,10 +156,18 @@ static void host_unpin(ckc_tier_t *t, const ckc_pin_fns_t *f)
 static size_t host_plan(const ckc_tier_t *t, uint8_t *want)
 {
 	const arena_t *a = &t->arena;
-	uint64_t p = ckc_predict_size(), ahead = ckc_eng.nrecent >= HOST_AHEAD_AFTER ? 2 * p : HOST_AHEAD_FIRST;
+	uint64_t p = ckc_predict_size(), ahead;
 	size_t n = 0;
 
-	if (ahead < HOST_AHEAD_MIN)
+	if (ckc_eng.nrecent >= HOST_AHEAD_AFTER) {
+		ahead = 2 * p;
+	} else {
+		/* twice what the tier holds now (the first checkpoint as it
+		 * grows), at most HOST_AHEAD_FIRST */
+		uint64_t u = a->used > p ? a->used : p;
+		ahead = 2 * u < HOST_AHEAD_FIRST ? 2 * u : HOST_AHEAD_FIRST;
+	}
+	if (ahead < HOST_AHEAD_MIN && ahead >= HOST_AHEAD_SMALL)
 		ahead = HOST_AHEAD_MIN;
 	if (ahead > HOST_AHEAD_MAX)
 		ahead = HOST_AHEAD_MAX;

@@ -239,6 +239,33 @@ Test(host_tier, grows_with_use_and_gives_back_when_idle)
 	tenv_clean(&e);
 }
 
+/* Checkpoints of a few KiB (a script's small files) keep no room ahead of
+ * them populated: the tier's memory follows what it holds, not a minimum
+ * meant for large checkpoints. */
+Test(host_tier, small_checkpoints_populate_no_room_ahead)
+{
+	tenv_t e;
+	ckc_tier_t *h = growing_host(&e);
+	char path[PATH_MAX];
+	for (int i = 0; i < 600; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 3000 + (uint64_t)i % 1000, 4096);
+	}
+	/* once idle the tier keeps what it holds and the room it plans ahead
+	 * (a first reservation, larger, may have populated more meanwhile) */
+	ckc_wait_ready();
+	uint64_t used = h->arena.used, r = host_settles(h, used + CKC_HOST_PIECE);
+	cr_assert_geq(used, 600 * 4096ull, "every checkpoint is cached");
+	cr_assert_leq(r, used + CKC_HOST_PIECE, "%llu KiB resident for %llu KiB cached",
+		      (unsigned long long)(r >> 10), (unsigned long long)(used >> 10));
+	for (int i = 0; i < 600; i += 97) {
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i, 3000 + (uint64_t)i % 1000, 4096);
+	}
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
 /* After one checkpoint no room of its size is populated ahead, even once
  * the tier has idled (a process that writes one large checkpoint would
  * hold the memory for nothing); after more it is. */
