@@ -429,18 +429,23 @@ static void stats_write(void)
 }
 
 
+void eng_abstime(uint64_t ns, struct timespec *ts)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += (time_t)(ns / 1000000000u);
+	ts->tv_nsec += (long)(ns % 1000000000u);
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
 /* Waits on the engine's condition c at most ns nanoseconds (lock held).
  * Returns ETIMEDOUT once they have passed, else 0. */
 int eng_wait_ns(eng_cond_t c, uint64_t ns)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)(ns / 1000000000u);
-	ts.tv_nsec += (long)(ns % 1000000000u);
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	eng_abstime(ns, &ts);
 	return ckc_cond_timedwait(&ckc_eng.cv[c], &ckc_eng.lock, &ts);
 }
 

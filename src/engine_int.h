@@ -339,6 +339,8 @@ extern ckc_mutex_t eng_life;
 void eng_stats_collect(ckc_stats_t *s);
 bool eng_wait_until(eng_cond_t c, uint64_t deadline_ns);
 int eng_wait_ns(eng_cond_t c, uint64_t ns);
+/* The CLOCK_REALTIME time ns nanoseconds from now, for a timed wait. */
+void eng_abstime(uint64_t ns, struct timespec *ts);
 
 /* Notes o, just closed or renamed, among the versions that may be owed to
  * their real paths (ckc_owes_under). Lock held. */

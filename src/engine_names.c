@@ -337,13 +337,7 @@ int ckc_publish_under(const char *dir, uint64_t timeout_ns, bool writers)
 		n = strlen(key);
 	}
 
-	clock_gettime(CLOCK_REALTIME, &end);
-	end.tv_sec += (time_t)(timeout_ns / 1000000000u);
-	end.tv_nsec += (long)(timeout_ns % 1000000000u);
-	if (end.tv_nsec >= 1000000000L) {
-		end.tv_sec++;
-		end.tv_nsec -= 1000000000L;
-	}
+	eng_abstime(timeout_ns, &end);
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (!ckc_eng.active || ckc_eng.cfg.persist == CKC_PERSIST_NEVER) {
 		eng_unlock();
