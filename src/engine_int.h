@@ -166,6 +166,10 @@ extern __thread bool ckc_tl_flushing;
  * memory may run inside a fault the program took holding a lock (its own,
  * the driver's, the owed table's) that the helpers would wait for. */
 extern __thread bool ckc_tl_program_read;
+/* The same around a write the program asked for: a large copy from its
+ * memory into the host tier runs in lanes (host_put), the tier's fresh
+ * pages faulted in by several threads. */
+extern __thread bool ckc_tl_program_write;
 /* On a background thread, before a piece of work that could hold up the
  * program: waits (CKC_BG_YIELD_MAX_NS at most) while a copy or capture of
  * the program is in progress. */

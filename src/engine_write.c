@@ -446,6 +446,7 @@ static int write_bytes(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len,
 		const char *src0 = src;
 		if (big)
 			ckc_prog_begin();
+		ckc_tl_program_write = big;
 		for (int i = 0; i < n && !rc; i++) {
 			rc = buf ? ckc_tier_put(t, seg[i].aoff, src, seg[i].alen) :
 				   put_from_device(t, seg[i].aoff, dsrc, seg[i].alen);
@@ -454,6 +455,7 @@ static int write_bytes(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len,
 			off += seg[i].alen;
 			len -= seg[i].alen;
 		}
+		ckc_tl_program_write = false;
 		if (big)
 			ckc_prog_end();
 		if (big && !rc)

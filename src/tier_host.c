@@ -431,9 +431,15 @@ void ckc_wait_ready(void)
 	}
 }
 
+__thread bool ckc_tl_program_write;
+
 static int host_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len)
 {
-	ckc_copy(t->base + aoff, buf, len);
+	/* a program's write of a large checkpoint: the tier's pages it lands
+	 * in are faulted in and filled by several threads (lanes.h), as the
+	 * kernel's page cache would take it no slower */
+	if (!ckc_tl_program_write || len < CKC_LANE_MIN || ckc_lanes_memcpy(t->base + aoff, buf, len))
+		ckc_copy(t->base + aoff, buf, len);
 	return 0;
 }
 

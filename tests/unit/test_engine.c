@@ -266,6 +266,33 @@ Test(host_tier, small_checkpoints_populate_no_room_ahead)
 	tenv_clean(&e);
 }
 
+/* A program's large write goes into the host tier in lanes (several
+ * threads fault in and fill its pages), every byte where it belongs. */
+Test(host_tier, a_large_write_runs_in_lanes_and_keeps_every_byte)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 256 * MiB, 0);
+	c.persist = CKC_PERSIST_NEVER;
+	c.lanes = 3;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	for (int i = 0; i < 3; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i + 40, 24 * MiB + (uint64_t)i * 4099, 24 * MiB + 4099);
+	}
+	ckc_stats_t s;
+	ckc_stats_get(&s);
+	cr_assert_geq(s.lane_copies, 1, "a copy ran in lanes");
+	cr_assert_geq(s.lane_bytes, 24 * MiB);
+	for (int i = 0; i < 3; i++) {
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i + 40, 24 * MiB + (uint64_t)i * 4099, 5 * MiB + 7);
+	}
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
 /* After one checkpoint no room of its size is populated ahead, even once
  * the tier has idled (a process that writes one large checkpoint would
  * hold the memory for nothing); after more it is. */
