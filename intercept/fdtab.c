@@ -286,6 +286,20 @@ static ckc_vfd_t *vfd_ref(size_t fd)
 	return v;
 }
 
+ckc_vfd_t *ckc_vfd_hold(int fd)
+{
+	if (!ckc_fd_maybe_tagged(fd))
+		return NULL;
+	ckc_vfd_t *v = vfd_ref((size_t)fd);
+	if (!v)
+		return NULL;
+	if (!ckc_vfd_check(fd, v)) {
+		ckc_vfd_put(v);
+		return NULL;
+	}
+	return v;
+}
+
 void ckc_vfd_switch_path(const char *canon)
 {
 	size_t hi = atomic_load(&ckc_vfd_hi);

@@ -212,6 +212,10 @@ static inline ckc_vfd_t *ckc_vfd_get(int fd)
 	return v ? ckc_vfd_check(fd, v) : NULL;
 }
 
+/* The same with a reference of the caller's (dropped with ckc_vfd_put),
+ * for a call that may take long: a close of fd by another thread meanwhile
+ * leaves v, and its handle, whole until the put. */
+ckc_vfd_t *ckc_vfd_hold(int fd);
 int ckc_fdtab_init(void);
 /* fd moved to the lowest free number at or above floor (closing fd), or
  * below floor near the top of the descriptor table where reaching floor

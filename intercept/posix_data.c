@@ -236,28 +236,31 @@ static int vfd_sync(ckc_vfd_t *v)
 	return rc;
 }
 
-CKC_EXPORT int fsync(int fd)
+/* A sync may take seconds (a publication, an fsync of the real file):
+ * the descriptor is held for it, so that a close of its number by another
+ * thread meanwhile leaves it, and its handle, whole until the sync ends. */
+static long vfd_sync_held(int fd, int (*real)(int))
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_hold(fd);
 	if (!v)
-		return REAL(fsync)(fd);
+		return real(fd);
 	int saved = errno;
 	long r = vfd_sync(v);
-	if (ckc_px_handed_over(&r, v))
-		return REAL(fsync)(fd);
-	return (int)ckc_result(r, saved);
+	bool handed = ckc_px_handed_over(&r, v);
+	ckc_vfd_put(v);
+	if (handed)
+		return real(fd);
+	return ckc_result(r, saved);
+}
+
+CKC_EXPORT int fsync(int fd)
+{
+	return (int)vfd_sync_held(fd, REAL(fsync));
 }
 
 CKC_EXPORT int fdatasync(int fd)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v)
-		return REAL(fdatasync)(fd);
-	int saved = errno;
-	long r = vfd_sync(v);
-	if (ckc_px_handed_over(&r, v))
-		return REAL(fdatasync)(fd);
-	return (int)ckc_result(r, saved);
+	return (int)vfd_sync_held(fd, REAL(fdatasync));
 }
 
 /* Starting or waiting for the write-back of a range: the cache's bytes reach
@@ -278,14 +281,7 @@ CKC_EXPORT int sync_file_range(int fd, off_t off, off_t len, unsigned int flags)
  * (the real file system holds nothing of it before that). */
 CKC_EXPORT int syncfs(int fd)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v)
-		return REAL(syncfs)(fd);
-	int saved = errno;
-	long r = vfd_sync(v);
-	if (ckc_px_handed_over(&r, v))
-		return REAL(syncfs)(fd);
-	return (int)ckc_result(r, saved);
+	return (int)vfd_sync_held(fd, REAL(syncfs));
 }
 
 static int vfd_truncate(ckc_vfd_t *v, off_t len)
