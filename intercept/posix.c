@@ -373,32 +373,30 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 {
 	char canon[PATH_MAX];
 	int saved = errno;
-
+	int (*ro)(int, const char *, int, ...) = REAL(openat);
+	int fd;
 	/* a folder (a walker's open: find, du, tar, os.walk): no checkpoint is
 	 * one, so the real open answers first, without a look at the path;
 	 * the cache is asked only when the name is missing there (a checkpoint
 	 * it holds and the real path lacks is a file: ENOTDIR) */
-	if ((flags & O_DIRECTORY) && (flags & O_TMPFILE) != O_TMPFILE && REAL(openat)) {
-		int fd = REAL(openat)(dirfd, path, flags, mode);
-		if (fd >= 0 || errno != ENOENT) {
-			if (fd >= 0 && (flags & O_NOFOLLOW) && ckc_tag_dirv_cap)
-				ckc_tag_opened(dirfd, path, flags, fd);
-			return fd;
-		}
+	if ((flags & O_DIRECTORY) && (flags & O_TMPFILE) != O_TMPFILE && ro) {
+		fd = ro(dirfd, path, flags, mode);
+		if (fd >= 0 || errno != ENOENT)
+			goto opened;
 		errno = saved;
 	}
 	if (ckc_tagged_asked(dirfd, path, canon)) {
-		int fd = ckc_open_tagged(canon, flags, mode);
+		fd = ckc_open_tagged(canon, flags, mode);
 		if (fd != CKC_PASS)
 			return (int)ckc_result(fd, saved);
 	}
-	int (*ro)(int, const char *, int, ...) = REAL(openat);
 	if (!ro) {
 		ckc_real_missing("openat");
 		errno = ENOSYS;
 		return -1;
 	}
-	int fd = ro(dirfd, path, flags, mode);
+	fd = ro(dirfd, path, flags, mode);
+opened:
 	if (fd >= 0 && (flags & O_NOFOLLOW) && ckc_tag_dirv_cap)
 		ckc_tag_opened(dirfd, path, flags, fd);
 	return fd;
