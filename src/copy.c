@@ -2,9 +2,11 @@
 #include "copy.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <immintrin.h>
 #endif
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -16,6 +18,8 @@
 /* whether large copies use the string move: set once by configure, read by
  * every copy */
 static atomic_bool use_movsb;
+/* whether the near copies that avoid the string move may use AVX2 */
+static atomic_bool use_avx2;
 
 /* Whether the processor announces fast string moves: ERMS (CPUID leaf 7,
  * EBX bit 9) or FSRM (EDX bit 4). */
@@ -33,7 +37,14 @@ static bool cpu_fast_strings(void)
 
 void ckc_copy_configure(int mode)
 {
-	atomic_store(&use_movsb, !CKC_COPY_CHECKED && mode == CKC_COPY_AUTO && cpu_fast_strings());
+	bool movsb = !CKC_COPY_CHECKED && mode == CKC_COPY_AUTO && cpu_fast_strings();
+	bool avx2 = false;
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	avx2 = movsb && __builtin_cpu_supports("avx2");
+#endif
+	atomic_store(&use_avx2, avx2);
+	atomic_store(&use_movsb, movsb);
 }
 
 bool ckc_copy_movsb(void)
@@ -41,13 +52,65 @@ bool ckc_copy_movsb(void)
 	return atomic_load_explicit(&use_movsb, memory_order_relaxed);
 }
 
-void ckc_copy(void *dst, const void *src, size_t n)
+bool ckc_copy_near(const void *dst, const void *src)
+{
+	uintptr_t k = ((uintptr_t)dst - (uintptr_t)src) & (CKC_COPY_PAGE - 1);
+	return k != 0 && k < CKC_COPY_NEAR;
+}
+
+#if defined(__x86_64__)
+/* n bytes with 32-byte loads and non-temporal stores, four at a time, the
+ * destination aligned to 32 first (a stream store requires it); the head
+ * and tail by memcpy. The fence orders the stores before whatever the
+ * caller does next, another thread's reads included. */
+__attribute__((target("avx2"))) static void copy_stream(unsigned char *d, const unsigned char *s, size_t n)
+{
+	size_t head = (32 - ((uintptr_t)d & 31)) & 31;
+	memcpy(d, s, head);
+	size_t i = head;
+	for (; i + 128 <= n; i += 128) {
+		__m256i a = _mm256_loadu_si256((const __m256i *)(s + i));
+		__m256i b = _mm256_loadu_si256((const __m256i *)(s + i + 32));
+		__m256i c = _mm256_loadu_si256((const __m256i *)(s + i + 64));
+		__m256i e = _mm256_loadu_si256((const __m256i *)(s + i + 96));
+		_mm256_stream_si256((__m256i *)(d + i), a);
+		_mm256_stream_si256((__m256i *)(d + i + 32), b);
+		_mm256_stream_si256((__m256i *)(d + i + 64), c);
+		_mm256_stream_si256((__m256i *)(d + i + 96), e);
+	}
+	_mm_sfence();
+	memcpy(d + i, s + i, n - i);
+}
+#endif
+
+int ckc_copy_way(const void *dst, const void *src, size_t n)
 {
 #if defined(__x86_64__)
 	/* never set in a sanitizer's build (ckc_copy_configure) */
 	if (n >= CKC_COPY_MOVSB_MIN && atomic_load_explicit(&use_movsb, memory_order_relaxed)) {
+		if (!ckc_copy_near(dst, src))
+			return CKC_WAY_MOVSB;
+		if (n >= CKC_COPY_STREAM_MIN && atomic_load_explicit(&use_avx2, memory_order_relaxed))
+			return CKC_WAY_STREAM;
+	}
+#else
+	(void)dst, (void)src, (void)n;
+#endif
+	return CKC_WAY_LIBC;
+}
+
+void ckc_copy(void *dst, const void *src, size_t n)
+{
+#if defined(__x86_64__)
+	switch (ckc_copy_way(dst, src, n)) {
+	case CKC_WAY_MOVSB:
 		__asm__ volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(n) : : "memory");
 		return;
+	case CKC_WAY_STREAM:
+		copy_stream(dst, src, n);
+		return;
+	default:
+		break;
 	}
 #endif
 	memcpy(dst, src, n);
