@@ -61,19 +61,23 @@ void aside_prior(aside_t *a, double bw_cache, double bw_home, uint32_t since, ui
 		a->choice = aside_better(a);
 }
 
-aside_side_t aside_pick(aside_t *a)
+aside_side_t aside_peek(const aside_t *a)
 {
-	aside_side_t s;
-
 	if (!a->on)
 		return ASIDE_CACHE;
 	aside_side_t other = a->choice == ASIDE_CACHE ? ASIDE_HOME : ASIDE_CACHE;
-	if (a->n[other] == 0) {
-		/* never measured: tried once the chosen side is known */
-		s = a->n[a->choice] >= ASIDE_WARM ? other : a->choice;
-	} else {
-		s = a->since >= a->every ? other : a->choice;
-	}
+	/* never measured: tried once the chosen side is known */
+	if (a->n[other] == 0)
+		return a->n[a->choice] >= ASIDE_WARM ? other : a->choice;
+	return a->since >= a->every ? other : a->choice;
+}
+
+aside_side_t aside_pick(aside_t *a)
+{
+	if (!a->on)
+		return ASIDE_CACHE;
+	aside_side_t s = aside_peek(a);
+	a->picked[s]++;
 	if (s == a->choice) {
 		a->since++;
 	} else {
@@ -83,9 +87,18 @@ aside_side_t aside_pick(aside_t *a)
 	return s;
 }
 
+uint32_t aside_open(const aside_t *a, aside_side_t s)
+{
+	return a->picked[s] - a->noted[s];
+}
+
 bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns)
 {
-	if (!a->on || bytes < ASIDE_MIN_BYTES || ns == 0)
+	if (!a->on)
+		return false;
+	if (a->noted[s] != a->picked[s])
+		a->noted[s]++;
+	if (bytes < ASIDE_MIN_BYTES || ns == 0)
 		return false;
 	aside_keep(a, s, (double)bytes * 1e9 / (double)ns);
 	a->measured[s]++;

@@ -46,6 +46,8 @@ typedef struct aside {
 	uint32_t switches;         /* times the choice changed */
 	uint32_t tries;            /* checkpoints begun on the side not chosen */
 	uint32_t measured[2];      /* samples this process took itself */
+	uint32_t picked[2];        /* checkpoints sent to each side */
+	uint32_t noted[2];         /* of those, the ones whose write ended (aside_note) */
 } aside_t;
 
 /* A model that begins on the real path; on false: it always answers
@@ -62,8 +64,15 @@ void aside_prior(aside_t *a, double bw_cache, double bw_home, uint32_t since, ui
 /* The side for the next checkpoint (a try of the other side now and then). */
 aside_side_t aside_pick(aside_t *a);
 
+/* The side the next aside_pick will answer, changing nothing. */
+aside_side_t aside_peek(const aside_t *a);
+
+/* Checkpoints sent to side s whose write has not ended yet. */
+uint32_t aside_open(const aside_t *a, aside_side_t s);
+
 /* One checkpoint of bytes written in ns on side s (the program's time in
- * its open, writes and close). Returns true when the choice changed. */
+ * its open, writes and close), which aside_pick sent there. Returns true
+ * when the choice changed. */
 bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns);
 
 #endif

@@ -224,6 +224,10 @@ void ckc_host_close(ckc_tier_t *t);
  * toucher populates ahead of the next allocations, and gives these back
  * once they are free again and the tier idle. */
 void ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len);
+/* A checkpoint is coming into a growing host tier (a try of the cache by
+ * stepping aside), though the tier may not have been used yet: its toucher
+ * starts, or wakes, and populates the room planned for it (lock held). */
+void ckc_host_expect(ckc_tier_t *t);
 int ckc_ssd_open(ckc_tier_t *t, uint64_t capacity, const char *dir);
 void ckc_ssd_close(ckc_tier_t *t);
 /* Removes the tier's file name; its descriptor still works. */

@@ -205,6 +205,8 @@ typedef struct ckc_tier {
 					  or allocated since it was last given back */
 	size_t npiece;
 	atomic_uint_fast64_t use_seq;  /* grow: allocations in the tier so far */
+	atomic_bool expected;          /* grow: a checkpoint comes, though none came yet
+					  (ckc_host_expect) */
 	atomic_bool caught_up;         /* grow: the toucher has nothing left to populate */
 	ckc_mutex_t grow_mx;           /* the toucher's wake-ups */
 	pthread_cond_t grow_cv;        /* work for the toucher: a new use, or stop */

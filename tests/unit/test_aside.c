@@ -278,3 +278,27 @@ Test(aside_store, a_damaged_record_is_ignored)
 	ckc_aside_load(&c, paths);
 	cr_assert_eq(c.n[ASIDE_CACHE], ASIDE_WARM, "restored, the record is taken again");
 }
+
+/* What aside_peek foretells is what the next aside_pick answers, whatever
+ * the samples, the prior or the thresholds crossed meanwhile; peeking
+ * changes nothing. */
+Test(aside, a_peek_foretells_the_next_pick)
+{
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+	for (int run = 0; run < 40; run++) {
+		aside_t a;
+		aside_init(&a, run % 10 != 0);
+		if (run % 3 == 1)
+			aside_prior(&a, 1e9 * (1 + run % 4), 2e9, (uint32_t)run % 9, ASIDE_EVERY_MIN * (1u + run % 4));
+		for (int i = 0; i < 300; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			aside_side_t want = aside_peek(&a);
+			cr_assert_eq(aside_peek(&a), want, "a peek changes nothing");
+			aside_side_t s = aside_pick(&a);
+			cr_assert_eq(s, want, "run %d, checkpoint %d: peek %d, pick %d", run, i, want, s);
+			/* speeds that wander across both thresholds */
+			double gbps = 0.5 + (double)(x % 4000) / 1000.0;
+			aside_note(&a, s, (x >> 20) % 3 ? 16 * MiB : 4096, at(16 * MiB, gbps));
+		}
+	}
+}

@@ -266,6 +266,79 @@ Test(host_tier, small_checkpoints_populate_no_room_ahead)
 	tenv_clean(&e);
 }
 
+/* Writes a checkpoint the way a program's open for writing only does (the
+ * one stepping aside weighs); returns whether it went straight to its real
+ * path. */
+static bool twrite_only(const char *path, uint64_t seed, uint64_t size)
+{
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_write_only(path, 0644, &h), 0, "open %s", path);
+	bool straight = h->o->aside_home;
+	unsigned char *buf = malloc(MiB);
+	cr_assert(buf);
+	for (uint64_t off = 0; off < size; off += MiB) {
+		size_t n = size - off < MiB ? (size_t)(size - off) : MiB;
+		tfill(buf, n, seed, off);
+		cr_assert_eq(ckc_pwrite(h, buf, n, off), (ssize_t)n);
+	}
+	free(buf);
+	cr_assert_eq(ckc_close(h), 0);
+	return straight;
+}
+
+/* Stepping aside (copy mode): the cache's first try finds its room
+ * populated, so that it measures memory at hand, as the cache's later
+ * checkpoints find it, and not the first touch of pages new to the
+ * process; while checkpoints go straight to their real paths, the tier
+ * holds no room ahead for them. Every byte reaches its real file. */
+Test(host_tier, a_try_of_the_cache_finds_its_room_populated)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 512 * MiB, 0);
+	c.step_aside = true;
+	c.capture = CKC_CAPTURE_COPY;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	ckc_tier_t *h = &ckc_eng.tier[0];
+	cr_assert(ckc_eng.aside.on && h->grow);
+	char path[PATH_MAX];
+	for (int i = 0; i < 2; i++) {
+		tpath(&e, path, i);
+		cr_assert(twrite_only(path, (uint64_t)i, 16 * MiB), "a process begins on the real path");
+	}
+	ckc_mutex_lock(&ckc_eng.lock);
+	aside_side_t next = aside_peek(&ckc_eng.aside);
+	eng_unlock();
+	cr_assert_eq(next, ASIDE_CACHE, "the third checkpoint tries the cache");
+	const struct timespec ms10 = { 0, 10000000 };
+	for (int i = 0; i < 300 && atomic_load(&h->populated) < 16 * MiB; i++)
+		nanosleep(&ms10, NULL);
+	uint64_t before = atomic_load(&h->populated);
+	cr_assert_geq(before, 16 * MiB, "the try's room is populated before it: %llu MiB",
+		      (unsigned long long)(before / MiB));
+	tpath(&e, path, 2);
+	cr_assert_not(twrite_only(path, 2, 16 * MiB), "the try goes into the cache");
+	cr_assert_leq(atomic_load(&h->populated), before + CKC_HOST_PIECE,
+		      "the try took the room populated for it: %llu MiB before, %llu after", (unsigned long long)(before / MiB), (unsigned long long)(atomic_load(&h->populated) / MiB));
+	/* the real path known to be the faster from here on */
+	ckc_mutex_lock(&ckc_eng.lock);
+	aside_init(&ckc_eng.aside, true);
+	aside_prior(&ckc_eng.aside, 1e8, 1e10, 0, ASIDE_EVERY_MAX);
+	eng_unlock();
+	tpath(&e, path, 3);
+	cr_assert(twrite_only(path, 3, 16 * MiB), "straight to the real path");
+	ckc_wait_ready();
+	uint64_t used = h->arena.used, r = host_settles(h, used + CKC_HOST_PIECE);
+	cr_assert_leq(r, used + CKC_HOST_PIECE, "%llu MiB resident for %llu MiB cached",
+		      (unsigned long long)(r / MiB), (unsigned long long)(used / MiB));
+	ckc_shutdown();
+	for (int i = 0; i < 4; i++) {
+		tpath(&e, path, i);
+		cr_assert(thome_matches(path, (uint64_t)i, 16 * MiB), "the real file %s", path);
+	}
+	tenv_clean(&e);
+}
+
 /* A program's large write goes into the host tier in lanes (several
  * threads fault in and fill its pages), every byte where it belongs. */
 Test(host_tier, a_large_write_runs_in_lanes_and_keeps_every_byte)
