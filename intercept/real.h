@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <termios.h>
 #include <sys/uio.h>
 
 struct statx;
@@ -84,6 +85,9 @@ struct utimbuf;
 	X(pwritev64v2, ssize_t, (int, const struct iovec *, int, off_t, int))              \
 	X(lseek, off_t, (int, off_t, int))                                                 \
 	X(lseek64, off_t, (int, off_t, int))                                               \
+	X(ioctl, int, (int, unsigned long, ...))                                           \
+	X(isatty, int, (int))                                                              \
+	X(tcgetattr, int, (int, struct termios *))                                         \
 	X(fsync, int, (int))                                                               \
 	X(fdatasync, int, (int))                                                           \
 	X(ftruncate, int, (int, off_t))                                                    \

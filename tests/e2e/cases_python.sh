@@ -290,3 +290,49 @@ for i in range(8):
 ' "$T/ck" || fail "the checkpoints at their real paths differ from what was written"
 }
 case_add python/listings python_listings
+
+# What a program asks of a descriptor besides its bytes: isatty(3),
+# tcgetattr(3), ioctl(2) FIONREAD at several positions and a terminal's
+# request (TIOCGWINSZ), on a checkpoint the cache holds, answered as a
+# regular file answers them without the library (same values, same errno),
+# and the bytes read back.
+python_ioctl() {
+	local probe='
+import array, ctypes, errno, fcntl, os, sys, termios
+libc = ctypes.CDLL(None, use_errno=True)
+p = sys.argv[1] + "/io.bin"
+data = bytes(range(256)) * 4000
+with open(p, "wb") as f:
+    f.write(data)
+out = []
+fd = os.open(p, os.O_RDONLY)
+for name, call in (("isatty", lambda: libc.isatty(fd)),
+                   ("tcgetattr", lambda: libc.tcgetattr(fd, ctypes.create_string_buffer(256)))):
+    ctypes.set_errno(0)
+    r = call()
+    out.append(f"{name}={r}/{errno.errorcode.get(ctypes.get_errno(), 0)}")
+out.append(f"os.isatty={os.isatty(fd)}")
+for pos in (0, 1000, len(data), len(data) + 10):
+    os.lseek(fd, pos, os.SEEK_SET)
+    b = array.array("i", [-1])
+    fcntl.ioctl(fd, termios.FIONREAD, b, True)
+    out.append(f"fionread@{pos}={b[0]}")
+try:
+    fcntl.ioctl(fd, termios.TIOCGWINSZ, bytes(8))
+    out.append("winsz=ok")
+except OSError as e:
+    out.append(f"winsz={errno.errorcode[e.errno]}")
+os.lseek(fd, 0, os.SEEK_SET)
+assert os.read(fd, len(data) + 1) == data, "bytes read back"
+os.close(fd)
+print(" ".join(out))
+'
+	mkdir -p plain
+	ck -- "$PY" -c "$probe" "$T/ck" >with.txt || fail "the probe under the library$(last_error)"
+	plain "$PY" -c "$probe" "$T/plain" >without.txt || fail "the probe without the library"
+	stats_ok files==1 host.hits\>0
+	[ "$(cat with.txt)" = "$(cat without.txt)" ] ||
+		fail "answers differ: with the library '$(cat with.txt)', without '$(cat without.txt)'"
+	same plain/io.bin ck/io.bin "io.bin at its real path"
+}
+case_add python/ioctl python_ioctl
