@@ -35,14 +35,31 @@ static bool cpu_fast_strings(void)
 #endif
 }
 
+/* Whether the processor has AVX2 (CPUID leaf 7, EBX bit 5) and the system
+ * saves the YMM registers (OSXSAVE, then XCR0 bits 1 and 2). Not
+ * __builtin_cpu_supports: that links libgcc's CPU model, whose constructor
+ * runs a dozen CPUID instructions in every process at load, each a trap to
+ * the hypervisor on a virtual machine. */
+static bool cpu_avx2(void)
+{
+#if defined(__x86_64__)
+	unsigned a, b, c, d;
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)))
+		return false;
+	unsigned lo, hi;
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	if ((lo & 6u) != 6u || !__get_cpuid_count(7, 0, &a, &b, &c, &d))
+		return false;
+	return (b & (1u << 5)) != 0;
+#else
+	return false;
+#endif
+}
+
 void ckc_copy_configure(int mode)
 {
 	bool movsb = !CKC_COPY_CHECKED && mode == CKC_COPY_AUTO && cpu_fast_strings();
-	bool avx2 = false;
-#if defined(__x86_64__)
-	__builtin_cpu_init();
-	avx2 = movsb && __builtin_cpu_supports("avx2");
-#endif
+	bool avx2 = movsb && cpu_avx2();
 	atomic_store(&use_avx2, avx2);
 	atomic_store(&use_movsb, movsb);
 }
