@@ -133,9 +133,11 @@ Test(copy, near_copies_keep_every_byte)
 					CKC_COPY_STREAM_MIN + 13, (3u << 20) + 4093 };
 	static const size_t dists[] = { 1, 16, 33, 63 }, soffs[] = { 0, 5, 100, 4000 };
 	const size_t most = (3u << 20) + 4093 + 3 * 4096;
-	unsigned char *src = aligned_alloc(4096, most), *dst = aligned_alloc(4096, most + 4096),
-		      *want = malloc(most + 4096);
-	cr_assert(src && dst && want);
+	void *s = NULL, *d = NULL;
+	cr_assert_eq(posix_memalign(&s, 4096, most), 0);
+	cr_assert_eq(posix_memalign(&d, 4096, most + 4096), 0);
+	unsigned char *src = s, *dst = d, *want = malloc(most + 4096);
+	cr_assert(want);
 	for (size_t i = 0; i < most; i++)
 		src[i] = (unsigned char)(i * 131 + (i >> 11) + 7);
 	ckc_copy_configure(CKC_COPY_AUTO);
