@@ -254,7 +254,7 @@ CKC_EXPORT int ioctl(int fd, unsigned long req, ...)
 		/* as the kernel puts it: the difference, cut to an int */
 		int left = (int)((int64_t)size - (int64_t)v->pos);
 		ckc_mutex_unlock(&v->lock);
-		*(int *)arg = left;
+		memcpy(arg, &left, sizeof(left)); /* the caller's int need not be aligned */
 		return (int)ckc_result(0, saved);
 	}
 	return (int)ckc_result(rc ? rc : -ENOTTY, saved);
