@@ -96,6 +96,26 @@ static double read_bands(const char *dir, char *dst, size_t band)
 	return now() - t;
 }
 
+/* Prints the medians of RUNS passes of the BANDS bands copied into dst by
+ * memcpy, by `rep movsb` and by the kernel (a pread of the files). */
+static void copies(const char *label, const char *dir, const char *src, char *dst, size_t band, int runs)
+{
+	double m[RUNS_MAX], s[RUNS_MAX], k[RUNS_MAX], gb = (double)band * BANDS / 1e9;
+	for (int r = 0; r < runs; r++) {
+		double t = now();
+		for (int i = 0; i < BANDS; i++)
+			memcpy(dst, src + (size_t)i * band, band);
+		m[r] = gb / (now() - t);
+		t = now();
+		for (int i = 0; i < BANDS; i++)
+			movsb(dst, src + (size_t)i * band, band);
+		s[r] = gb / (now() - t);
+		k[r] = gb / read_bands(dir, dst, band);
+	}
+	printf("%s band=%zuMiB memcpy_GBps=%.2f movsb_GBps=%.2f pread_GBps=%.2f\n", label, band >> 20,
+	       median(m, runs), median(s, runs), median(k, runs));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2 || argc > 4) {
@@ -118,36 +138,10 @@ int main(int argc, char **argv)
 	double gb = (double)size / 1e9;
 
 	/* 1. memory to memory, and the kernel's copy out of the page cache */
-	double m[RUNS_MAX], s[RUNS_MAX], k[RUNS_MAX];
 	write_bands(argv[1], src, band, band);
-	for (int r = 0; r < runs; r++) {
-		double t = now();
-		for (int i = 0; i < BANDS; i++)
-			memcpy(dst, src + (size_t)i * band, band);
-		m[r] = gb / (now() - t);
-		t = now();
-		for (int i = 0; i < BANDS; i++)
-			movsb(dst, src + (size_t)i * band, band);
-		s[r] = gb / (now() - t);
-		k[r] = gb / read_bands(argv[1], dst, band);
-	}
-	printf("copy band=%zuMiB memcpy_GBps=%.2f movsb_GBps=%.2f pread_GBps=%.2f\n", band >> 20,
-	       median(m, runs), median(s, runs), median(k, runs));
+	copies("copy", argv[1], src, dst, band, runs);
 	/* the same into a destination 16 bytes into its page */
-	char *near = dst + 16;
-	for (int r = 0; r < runs; r++) {
-		double t = now();
-		for (int i = 0; i < BANDS; i++)
-			memcpy(near, src + (size_t)i * band, band);
-		m[r] = gb / (now() - t);
-		t = now();
-		for (int i = 0; i < BANDS; i++)
-			movsb(near, src + (size_t)i * band, band);
-		s[r] = gb / (now() - t);
-		k[r] = gb / read_bands(argv[1], near, band);
-	}
-	printf("near-copy band=%zuMiB dst_page_offset=16 memcpy_GBps=%.2f movsb_GBps=%.2f pread_GBps=%.2f\n",
-	       band >> 20, median(m, runs), median(s, runs), median(k, runs));
+	copies("near-copy dst_page_offset=16", argv[1], src, dst + 16, band, runs);
 
 	/* 2. read speed by the pieces the files were written in */
 	static const size_t pieces[] = { 64u << 10, 128u << 10, 512u << 10, 2u << 20, 0 };

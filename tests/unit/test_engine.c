@@ -266,6 +266,17 @@ Test(host_tier, small_checkpoints_populate_no_room_ahead)
 	tenv_clean(&e);
 }
 
+/* An engine in copy mode that steps aside, with a host tier of host bytes. */
+static void aside_engine(tenv_t *e, uint64_t host)
+{
+	tenv_make(e);
+	ckc_config_t c = tcfg(e, host, 0);
+	c.step_aside = true;
+	c.capture = CKC_CAPTURE_COPY;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	cr_assert(ckc_eng.aside.on, "stepping aside is on");
+}
+
 /* Writes a checkpoint the way a program's open for writing only does (the
  * one stepping aside weighs); returns whether it went straight to its real
  * path. */
@@ -294,13 +305,9 @@ static bool twrite_only(const char *path, uint64_t seed, uint64_t size)
 Test(host_tier, a_try_of_the_cache_finds_its_room_populated)
 {
 	tenv_t e;
-	tenv_make(&e);
-	ckc_config_t c = tcfg(&e, 512 * MiB, 0);
-	c.step_aside = true;
-	c.capture = CKC_CAPTURE_COPY;
-	cr_assert_eq(ckc_init_config(&c), 0);
+	aside_engine(&e, 512 * MiB);
 	ckc_tier_t *h = &ckc_eng.tier[0];
-	cr_assert(ckc_eng.aside.on && h->grow);
+	cr_assert(h->grow);
 	char path[PATH_MAX];
 	for (int i = 0; i < 2; i++) {
 		tpath(&e, path, i);
@@ -713,12 +720,7 @@ Test(engine, shutdown_drains_every_flush)
 Test(engine, fallocate_reaches_a_straight_version)
 {
 	tenv_t e;
-	tenv_make(&e);
-	ckc_config_t c = tcfg(&e, 32 * MiB, 0);
-	c.step_aside = true;
-	c.capture = CKC_CAPTURE_COPY;
-	cr_assert_eq(ckc_init_config(&c), 0);
-	cr_assert(ckc_eng.aside.on, "stepping aside is on");
+	aside_engine(&e, 32 * MiB);
 	/* the real path known to be the faster: checkpoints go straight */
 	ckc_mutex_lock(&ckc_eng.lock);
 	aside_prior(&ckc_eng.aside, 1e8, 1e10, 0, ASIDE_EVERY_MAX);
