@@ -103,13 +103,16 @@ PYEOF
 # peer_setup [alone]: the case's job and segment. The first rank of a job
 # on a node removes every segment of this user that no process holds (a
 # crashed job's): a case that leaves one behind on purpose ("alone") runs
-# while no other peer case does, which hold the lock below shared.
+# while no other peer case does, which hold the lock below shared. The lock
+# is the node's, as the removal is: not under the case's TMPDIR (its own
+# folder), and shared by every run of the suite on this machine.
+PEER_LOCK_FILE=/tmp/ckptcache-e2e-peer.lock
 peer_setup() {
 	[ -n "$FAKECUDA" ] || fail "the stand-in driver (tests/apps/fake_libcuda.c) did not compile"
 	[ -n "$STENCIL" ] || fail "no stencil_client program"
-	exec {PEER_LOCK}>>"${TMPDIR:-/tmp}/ckptcache-e2e-peer.lock"
+	exec {PEER_LOCK}>>"$PEER_LOCK_FILE"
 	flock -w 120 "$([ "${1:-}" = alone ] && echo -x || echo -s)" "$PEER_LOCK" ||
-		fail "cannot lock ${TMPDIR:-/tmp}/ckptcache-e2e-peer.lock"
+		fail "cannot lock $PEER_LOCK_FILE"
 	PEER_JOB=$((900000000 + $$ % 100000 * 1000 + RANDOM % 1000))
 	rm -f "$(peer_seg)"
 	phase peer
