@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <limits.h>
 #include <sys/ioctl.h>
 #include <termios.h>
 #include <sys/mman.h>
@@ -226,33 +225,40 @@ CKC_EXPORT off_t lseek64(int fd, off_t off, int whence)
 	return ckc_result(ckc_vfd_lseek(v, off, whence), saved);
 }
 
+/* The virtual descriptor behind fd while the cache answers for it (not
+ * handed over to its real file), or NULL. */
+static ckc_vfd_t *vfd_cached(int fd)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	return v && !v->switched ? v : NULL;
+}
+
 /* ioctl(2) on a tagged descriptor. Its placeholder answers every request
  * with EBADF, where a regular file answers a terminal's (isatty(3), as
  * Python's open() and stdio ask) with ENOTTY, FIONREAD with the size less
- * the position (negative past the end) and the other requests of its file system as that supports them:
- * those the cache cannot answer get ENOTTY, as from a file system without
- * them. A descriptor handed over to its real file asks there. */
+ * the position (negative past the end), and the other requests of its file
+ * system as that supports them: those the cache cannot answer get ENOTTY,
+ * as from a file system without them. */
 CKC_EXPORT int ioctl(int fd, unsigned long req, ...)
 {
 	va_list ap;
 	va_start(ap, req);
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
-	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!REAL(ioctl)) {
 		errno = ENOSYS;
 		return -1;
 	}
-	if (!v || v->switched)
+	ckc_vfd_t *v = vfd_cached(fd);
+	if (!v)
 		return REAL(ioctl)(fd, req, arg);
 	int saved = errno, rc = ckc_px_vfd_usable(v);
-	if (!rc && req == FIONREAD && !arg)
-		rc = -EFAULT;
 	if (!rc && req == FIONREAD) {
+		if (!arg)
+			return (int)ckc_result(-EFAULT, saved);
 		ckc_mutex_lock(&v->lock);
-		uint64_t size = ckc_handle_size(v->h);
 		/* as the kernel puts it: the difference, cut to an int */
-		int left = (int)((int64_t)size - (int64_t)v->pos);
+		int left = (int)((int64_t)ckc_handle_size(v->h) - (int64_t)v->pos);
 		ckc_mutex_unlock(&v->lock);
 		memcpy(arg, &left, sizeof(left)); /* the caller's int need not be aligned */
 		return (int)ckc_result(0, saved);
@@ -264,24 +270,24 @@ CKC_EXPORT int ioctl(int fd, unsigned long req, ...)
  * past the ioctl above: a tagged descriptor is no terminal. */
 CKC_EXPORT int isatty(int fd)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v || v->switched || !REAL(isatty))
-		return REAL(isatty) ? REAL(isatty)(fd) : 0;
-	errno = ENOTTY;
-	return 0;
+	if (vfd_cached(fd)) {
+		errno = ENOTTY;
+		return 0;
+	}
+	return REAL(isatty) ? REAL(isatty)(fd) : 0;
 }
 
 CKC_EXPORT int tcgetattr(int fd, struct termios *t)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (vfd_cached(fd)) {
+		errno = ENOTTY;
+		return -1;
+	}
 	if (!REAL(tcgetattr)) {
 		errno = ENOSYS;
 		return -1;
 	}
-	if (!v || v->switched)
-		return REAL(tcgetattr)(fd, t);
-	errno = ENOTTY;
-	return -1;
+	return REAL(tcgetattr)(fd, t);
 }
 
 /* ---- durability and size --------------------------------------------- */

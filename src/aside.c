@@ -92,6 +92,11 @@ uint32_t aside_open(const aside_t *a, aside_side_t s)
 	return a->picked[s] - a->noted[s];
 }
 
+bool aside_try_next(const aside_t *a)
+{
+	return a->on && a->choice == ASIDE_HOME && aside_peek(a) == ASIDE_CACHE && !aside_open(a, ASIDE_CACHE);
+}
+
 bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns)
 {
 	if (!a->on)

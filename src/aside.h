@@ -70,6 +70,10 @@ aside_side_t aside_peek(const aside_t *a);
 /* Checkpoints sent to side s whose write has not ended yet. */
 uint32_t aside_open(const aside_t *a, aside_side_t s);
 
+/* Whether the next checkpoint is a try of the cache while checkpoints go
+ * to the real path, and no try is under way. */
+bool aside_try_next(const aside_t *a);
+
 /* One checkpoint of bytes written in ns on side s (the program's time in
  * its open, writes and close), which aside_pick sent there. Returns true
  * when the choice changed. */

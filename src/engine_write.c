@@ -103,7 +103,7 @@ void eng_aside_note(ckc_obj_t *o)
 	o->aside_sample = false;
 	bool changed = aside_note(a, o->aside_home ? ASIDE_HOME : ASIDE_CACHE, o->size, o->write_ns);
 	/* the next checkpoint tries the cache: its room is populated first */
-	if (a->choice == ASIDE_HOME && aside_peek(a) == ASIDE_CACHE && ckc_eng.tier[0].kind == TIER_HOST)
+	if (aside_try_next(a) && ckc_eng.tier[0].kind == TIER_HOST)
 		ckc_host_expect(&ckc_eng.tier[0]);
 	if (a->choice != ASIDE_HOME || !a->n[ASIDE_CACHE] || !a->n[ASIDE_HOME])
 		return;

@@ -164,7 +164,7 @@ static bool host_aside_ahead(uint64_t p, uint64_t *ahead)
 	if (!a->on || a->choice != ASIDE_HOME || ckc_eng.nrecent == 0 || p < ASIDE_MIN_BYTES)
 		return false;
 	/* a try under way has its room: none for the one after it */
-	*ahead = aside_peek(a) == ASIDE_CACHE && !aside_open(a, ASIDE_CACHE) ? p : 0;
+	*ahead = aside_try_next(a) ? p : 0;
 	return true;
 }
 
