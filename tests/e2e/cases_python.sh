@@ -292,8 +292,8 @@ for i in range(8):
 case_add python/listings python_listings
 
 # What a program asks of a descriptor besides its bytes: isatty(3),
-# tcgetattr(3), ioctl(2) FIONREAD at several positions and a terminal's
-# request (TIOCGWINSZ), on a checkpoint the cache holds, answered as a
+# tcgetattr(3), ioctl(2) FIONREAD at several positions and into no buffer
+# (EFAULT) and a terminal's request (TIOCGWINSZ), on a checkpoint the cache holds, answered as a
 # regular file answers them without the library (same values, same errno),
 # and the bytes read back.
 python_ioctl() {
@@ -317,6 +317,9 @@ for pos in (0, 1000, len(data), len(data) + 10):
     b = array.array("i", [-1])
     fcntl.ioctl(fd, termios.FIONREAD, b, True)
     out.append(f"fionread@{pos}={b[0]}")
+ctypes.set_errno(0)
+r = libc.ioctl(fd, ctypes.c_ulong(termios.FIONREAD), None)
+out.append(f"fionread-null={r}/{errno.errorcode.get(ctypes.get_errno(), 0)}")
 try:
     fcntl.ioctl(fd, termios.TIOCGWINSZ, bytes(8))
     out.append("winsz=ok")
