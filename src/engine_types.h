@@ -165,6 +165,7 @@ typedef struct ckc_gpu_dev {
 	pthread_t mapper;
 	bool mapper_running;
 	bool mapper_idle;    /* its mapping thread took its last step (lock) */
+	bool unmapping;      /* a cut unmaps chunks past nmapped (lock dropped): none is mapped meanwhile */
 	uint64_t released_bytes, releases;
 } ckc_gpu_dev_t;
 

@@ -86,6 +86,9 @@ uint64_t gpu_cut_tail(ckc_tier_t *t, ckc_gpu_dev_t *r, uint64_t target, double w
 	size_t from = nkeep, to = r->nmapped;
 	r->nmapped = nkeep;
 	r->usable = nkeep > 0;
+	/* the region's mapping thread may grow it again below the ceiling:
+	 * not into the chunks unmapped here before they are */
+	r->unmapping = true;
 	gpu_capacity(t);
 	eng_unlock();
 	if (ckc_svc.gpu_settle)
@@ -94,6 +97,8 @@ uint64_t gpu_cut_tail(ckc_tier_t *t, ckc_gpu_dev_t *r, uint64_t target, double w
 	for (size_t i = from; i < to; i++)
 		gpu_unmap_chunk(g, r, i);
 	ckc_mutex_lock(&ckc_eng.lock);
+	r->unmapping = false;
+	eng_signal(EC_ROOM);
 	return (uint64_t)(to - from) * g->chunk;
 }
 

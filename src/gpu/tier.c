@@ -195,6 +195,10 @@ static int gpu_grow_one(ckc_tier_t *t, ckc_gpu_dev_t *r)
 	ckc_gpu_t *g = t->gpu;
 
 	ckc_mutex_lock(&ckc_eng.lock);
+	/* a cut of the tail unmaps chunks at and past nmapped without the
+	 * lock: it ends first (it waits for no one) */
+	while (r->unmapping && !g->stop)
+		eng_wait_ns(EC_ROOM, 10000000);
 	size_t i = r->nmapped;
 	bool done = i >= r->nchunk || (uint64_t)(i + 1) * g->chunk > r->ceiling || g->stop;
 	if (done)
@@ -207,10 +211,12 @@ static int gpu_grow_one(ckc_tier_t *t, ckc_gpu_dev_t *r)
 		return rc;
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (r->nmapped != i || (uint64_t)(i + 1) * g->chunk > r->ceiling || g->stop) {
-		/* a release cut the region meanwhile */
+		/* a cut took the region's tail meanwhile: the next step looks
+		 * again (a release lowered the ceiling; a loan, by as much as
+		 * it took) */
 		eng_unlock();
 		gpu_unmap_chunk(g, r, i);
-		return 1;
+		return 0;
 	}
 	rc = gpu_join_chunk(t, r, i);
 	if (rc == 0)

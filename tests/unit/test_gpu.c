@@ -12,6 +12,7 @@
 
 #include "engine_util.h"
 
+#include "engine_int.h"
 #include "fake_cuda.h"
 #include "ranges.h"
 #include "tier.h"
@@ -504,6 +505,76 @@ Test(gpu, release_gives_device_memory_back_and_keeps_every_byte)
 		tpath(&env, path, i);
 		tverify(path, 200 + (uint64_t)i, n, n);
 	}
+	gpu_stop();
+}
+
+/* The region's mapping thread while a cut of its tail unmaps: the cut
+ * drops the lock to unmap, and waits here (ckc_svc.gpu_settle, called in
+ * that window) long enough for the thread to take a step. */
+static void slow_settle(void)
+{
+	usleep(30000);
+}
+
+/* Whether every byte of [p, p+n) can be read: a write to a pipe from
+ * memory that cannot fails with EFAULT (no signal). */
+static bool readable(uint64_t p, size_t n, size_t step)
+{
+	int fd[2];
+	cr_assert_eq(pipe(fd), 0);
+	bool ok = true;
+	for (size_t o = 0; o < n && ok; o += step)
+		ok = write(fd[1], (const void *)(uintptr_t)(p + o), 1) == 1;
+	close(fd[0]);
+	close(fd[1]);
+	return ok;
+}
+
+/* A lender cuts free chunks off its region's tail while its mapping thread
+ * still grows it (the program copies, so the thread pauses between steps):
+ * no chunk the cut unmaps is mapped again before the cut is done, so every
+ * chunk the region counts as mapped is device memory. */
+Test(gpu, a_cut_while_the_region_grows_leaves_every_counted_chunk_mapped)
+{
+	gpu_start(256 * MiB, 64 * MiB, CKC_PERSIST_NEVER);
+	ckc_services_set(&(ckc_services_t){ .gpu_sym = fake_sym, .host_kind = host_kind, .gpu_settle = slow_settle });
+	ckc_gpu_t *g = ckc_eng.tier[0].gpu;
+	ckc_gpu_dev_t *r = &g->dev[0];
+	ckc_prog_begin();
+	int cuts = 0;
+	for (int k = 0; k < 3; k++) {
+		size_t seen = 0;
+		for (int i = 0; i < 2000 && seen < 2; i++) {
+			ckc_mutex_lock(&ckc_eng.lock);
+			seen = r->nmapped;
+			ckc_mutex_unlock(&ckc_eng.lock);
+			usleep(500);
+		}
+		uint64_t cut = 0, chunk = 0;
+		cr_assert_eq(ckc_gpu_lend_cut(1, &cut, &chunk), 0);
+		cuts += cut > 0;
+	}
+	ckc_prog_end();
+	cr_assert_gt(cuts, 0, "the lender cut its tail");
+	/* the region grows to its ceiling again */
+	bool idle = false;
+	for (int i = 0; i < 500 && !idle; i++) {
+		ckc_mutex_lock(&ckc_eng.lock);
+		idle = r->mapper_idle;
+		ckc_mutex_unlock(&ckc_eng.lock);
+		usleep(10000);
+	}
+	ckc_mutex_lock(&ckc_eng.lock);
+	size_t n = r->nmapped;
+	uint64_t ceiling = r->ceiling;
+	ckc_mutex_unlock(&ckc_eng.lock);
+	cr_expect(idle, "the mapping thread ended");
+	cr_expect_eq((uint64_t)n * g->chunk, ceiling, "mapped %zu chunks of %llu bytes, ceiling %llu", n,
+		     (unsigned long long)g->chunk, (unsigned long long)ceiling);
+	for (size_t i = 0; i < n; i++)
+		cr_expect(readable(g->base + r->off + i * g->chunk, g->chunk, 4096),
+			  "chunk %zu of %zu counted as mapped is device memory", i, n);
+	ckc_services_set(&(ckc_services_t){ .gpu_sym = fake_sym, .host_kind = host_kind });
 	gpu_stop();
 }
 
