@@ -5,7 +5,8 @@
  *     a file the page cache holds, into the same buffer.
  *     The same three into a destination 16 bytes into its page, as a
  *     buffer from malloc lies: a near copy (src/copy.h), which `rep movsb`
- *     ran five times slower on an AMD EPYC of family 25.
+ *     ran five times slower on an AMD EPYC of family 25. Beside them, the
+ *     library's own copy (ckc_copy, src/copy.c) and how it chose to make it.
  *  2. How fast files of BAND bytes read back from the page cache, by the
  *     size of the pieces they were written in (the page cache makes its
  *     folios no larger than the write that creates them).
@@ -20,6 +21,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "copy.h"
 
 #define BANDS 48
 #define RUNS_MAX 31
@@ -97,10 +100,12 @@ static double read_bands(const char *dir, char *dst, size_t band)
 }
 
 /* Prints the medians of RUNS passes of the BANDS bands copied into dst by
- * memcpy, by `rep movsb` and by the kernel (a pread of the files). */
+ * memcpy, by `rep movsb`, by the kernel (a pread of the files) and by the
+ * library (with the way it took: libc, movsb or stream). */
 static void copies(const char *label, const char *dir, const char *src, char *dst, size_t band, int runs)
 {
-	double m[RUNS_MAX], s[RUNS_MAX], k[RUNS_MAX], gb = (double)band * BANDS / 1e9;
+	static const char *const way[] = { "libc", "movsb", "stream" };
+	double m[RUNS_MAX], s[RUNS_MAX], k[RUNS_MAX], c[RUNS_MAX], gb = (double)band * BANDS / 1e9;
 	for (int r = 0; r < runs; r++) {
 		double t = now();
 		for (int i = 0; i < BANDS; i++)
@@ -111,9 +116,14 @@ static void copies(const char *label, const char *dir, const char *src, char *ds
 			movsb(dst, src + (size_t)i * band, band);
 		s[r] = gb / (now() - t);
 		k[r] = gb / read_bands(dir, dst, band);
+		t = now();
+		for (int i = 0; i < BANDS; i++)
+			ckc_copy(dst, src + (size_t)i * band, band);
+		c[r] = gb / (now() - t);
 	}
-	printf("%s band=%zuMiB memcpy_GBps=%.2f movsb_GBps=%.2f pread_GBps=%.2f\n", label, band >> 20,
-	       median(m, runs), median(s, runs), median(k, runs));
+	printf("%s band=%zuMiB memcpy_GBps=%.2f movsb_GBps=%.2f pread_GBps=%.2f library_GBps=%.2f library_way=%s\n",
+	       label, band >> 20, median(m, runs), median(s, runs), median(k, runs), median(c, runs),
+	       way[ckc_copy_way(dst, src, band)]);
 }
 
 int main(int argc, char **argv)
@@ -129,6 +139,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	size_t size = band * BANDS;
+	ckc_copy_configure(CKC_COPY_AUTO);
 	char *src = aligned_alloc(4096, size), *dst = aligned_alloc(4096, band + 4096);
 	if (!src || !dst)
 		die("memory");
