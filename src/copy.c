@@ -18,8 +18,8 @@
 /* whether large copies use the string move: set once by configure, read by
  * every copy */
 static atomic_bool use_movsb;
-/* whether the near copies that avoid the string move may use AVX2 */
-static atomic_bool use_avx2;
+/* whether the near copies that avoid the string move stream (AVX2) */
+static atomic_bool use_stream;
 
 /* Whether the processor announces fast string moves: ERMS (CPUID leaf 7,
  * EBX bit 9) or FSRM (EDX bit 4). */
@@ -56,11 +56,24 @@ static bool cpu_avx2(void)
 #endif
 }
 
+/* Whether the processor is AMD's (CPUID leaf 0: "AuthenticAMD"). */
+static bool cpu_amd(void)
+{
+#if defined(__x86_64__)
+	unsigned a, b, c, d;
+	if (!__get_cpuid(0, &a, &b, &c, &d))
+		return false;
+	return b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;
+#else
+	return false;
+#endif
+}
+
 void ckc_copy_configure(int mode)
 {
 	bool movsb = !CKC_COPY_CHECKED && mode == CKC_COPY_AUTO && cpu_fast_strings();
-	bool avx2 = movsb && cpu_avx2();
-	atomic_store(&use_avx2, avx2);
+	bool stream = movsb && cpu_amd() && cpu_avx2();
+	atomic_store(&use_stream, stream);
 	atomic_store(&use_movsb, movsb);
 }
 
@@ -107,7 +120,7 @@ int ckc_copy_way(const void *dst, const void *src, size_t n)
 	if (n >= CKC_COPY_MOVSB_MIN && atomic_load_explicit(&use_movsb, memory_order_relaxed)) {
 		if (!ckc_copy_near(dst, src))
 			return CKC_WAY_MOVSB;
-		if (n >= CKC_COPY_STREAM_MIN && atomic_load_explicit(&use_avx2, memory_order_relaxed))
+		if (n >= CKC_COPY_STREAM_MIN && atomic_load_explicit(&use_stream, memory_order_relaxed))
 			return CKC_WAY_STREAM;
 	}
 #else

@@ -24,9 +24,13 @@
  * at 3.4 to 6.3 GB/s for distances up to 512 bytes; 32-byte loads with
  * non-temporal stores at 13 to 16 GB/s at every distance (16 MiB: 15 to
  * 20 GB/s). The kernel's copy into such a buffer is a `rep movsb` too: a
- * read of a cached file into it ran at 2 GB/s. A near copy of
- * CKC_COPY_STREAM_MIN bytes or more is made with those stores where the
- * processor has AVX2, a smaller one by memcpy. */
+ * read of a cached file into it ran at 2 GB/s. On an AMD processor with
+ * AVX2, a near copy of CKC_COPY_STREAM_MIN bytes or more is made with those
+ * stores; every other near copy by memcpy. On the Intel Xeon of an H200
+ * machine the string move, memcpy and those stores ran a near copy of
+ * 16 MiB at 8.0, 8.0 and 7.7 GB/s, and a program's fread restores into
+ * such a buffer (then copied to the device) took 0.50 s with the stores
+ * against 0.37 s with memcpy. */
 #ifndef CKC_COPY_H
 #define CKC_COPY_H
 
