@@ -455,6 +455,33 @@ Test(engine, write_read_where_stat)
 	tenv_clean(&e);
 }
 
+/* A version published after its writer closed it: the real file's times
+ * are the version's, as the cache reported them before, not the time of
+ * the publication. */
+Test(engine, a_published_file_keeps_the_times_of_its_last_write)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	tpath(&e, path, 1);
+	twrite(path, 1, 2 * MiB + 7, 1 * MiB);
+	ckc_stat_t st;
+	cr_assert_eq(ckc_stat(path, &st), 0);
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	struct stat real;
+	cr_assert_eq(stat(path, &real), 0);
+	cr_expect(real.st_mtim.tv_sec == st.mtime.tv_sec && real.st_mtim.tv_nsec == st.mtime.tv_nsec,
+		  "mtime %lld.%09ld at the real path, %lld.%09ld in the cache", (long long)real.st_mtim.tv_sec,
+		  real.st_mtim.tv_nsec, (long long)st.mtime.tv_sec, st.mtime.tv_nsec);
+	cr_expect(real.st_atim.tv_sec == st.atime.tv_sec && real.st_atim.tv_nsec == st.atime.tv_nsec,
+		  "atime as the cache reported it");
+	cr_expect(thome_matches(path, 1, 2 * MiB + 7));
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
 Test(engine, relative_paths_are_canonical)
 {
 	tenv_t e;
