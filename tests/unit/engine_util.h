@@ -103,6 +103,15 @@ static inline ckc_config_t tcfg(const tenv_t *e, uint64_t host, uint64_t ssd)
 	return c;
 }
 
+/* A scratch environment and an engine on it with a host tier of host
+ * bytes and no ssd tier. */
+static inline void tstart(tenv_t *e, uint64_t host)
+{
+	tenv_make(e);
+	ckc_config_t c = tcfg(e, host, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+}
+
 static inline void tpath(const tenv_t *e, char *out, int i)
 {
 	snprintf(out, PATH_MAX, "%s/ckpt_%04d.bin", e->home, i);

@@ -432,9 +432,7 @@ Test(eviction, lru) { run_policy(CKC_EVICT_LRU); }
 Test(engine, write_read_where_stat)
 {
 	tenv_t e;
-	tenv_make(&e);
-	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
-	cr_assert_eq(ckc_init_config(&c), 0);
+	tstart(&e, 8 * MiB);
 	cr_assert(ckc_active());
 	char path[PATH_MAX];
 	tpath(&e, path, 1);
@@ -461,9 +459,7 @@ Test(engine, write_read_where_stat)
 Test(engine, a_published_file_keeps_the_times_of_its_last_write)
 {
 	tenv_t e;
-	tenv_make(&e);
-	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
-	cr_assert_eq(ckc_init_config(&c), 0);
+	tstart(&e, 8 * MiB);
 	char path[PATH_MAX];
 	tpath(&e, path, 1);
 	twrite(path, 1, 2 * MiB + 7, 1 * MiB);
@@ -485,9 +481,7 @@ Test(engine, a_published_file_keeps_the_times_of_its_last_write)
 Test(engine, relative_paths_are_canonical)
 {
 	tenv_t e;
-	tenv_make(&e);
-	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
-	cr_assert_eq(ckc_init_config(&c), 0);
+	tstart(&e, 8 * MiB);
 	cr_assert_eq(chdir(e.home), 0);
 	twrite("./a/../rel.bin", 9, 5000, 1000);
 	char abs[PATH_MAX];
@@ -502,9 +496,7 @@ Test(engine, relative_paths_are_canonical)
 Test(engine, holes_read_as_zeros)
 {
 	tenv_t e;
-	tenv_make(&e);
-	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
-	cr_assert_eq(ckc_init_config(&c), 0);
+	tstart(&e, 8 * MiB);
 	char path[PATH_MAX];
 	tpath(&e, path, 0);
 	ckc_handle_t *h;
@@ -640,9 +632,7 @@ Test(engine, rewrite_makes_a_new_version)
 Test(engine, unlink_drops_the_object_and_the_file)
 {
 	tenv_t e;
-	tenv_make(&e);
-	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
-	cr_assert_eq(ckc_init_config(&c), 0);
+	tstart(&e, 8 * MiB);
 	char a[PATH_MAX], b[PATH_MAX];
 	tpath(&e, a, 1);
 	tpath(&e, b, 2);
@@ -665,9 +655,7 @@ Test(engine, unlink_drops_the_object_and_the_file)
 Test(engine, rename_moves_the_object)
 {
 	tenv_t e;
-	tenv_make(&e);
-	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
-	cr_assert_eq(ckc_init_config(&c), 0);
+	tstart(&e, 8 * MiB);
 	char tmp[PATH_MAX], fin[PATH_MAX], early[PATH_MAX], efin[PATH_MAX];
 	snprintf(tmp, sizeof(tmp), "%s/ckpt.tmp", e.home);
 	snprintf(fin, sizeof(fin), "%s/ckpt.bin", e.home);
@@ -1478,9 +1466,7 @@ Test(hints, a_hint_file_opened_empty_counts_from_the_first_read)
 Test(engine, truncate_grows_with_zeros_and_shrinks)
 {
 	tenv_t e;
-	tenv_make(&e);
-	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
-	cr_assert_eq(ckc_init_config(&c), 0);
+	tstart(&e, 8 * MiB);
 	char path[PATH_MAX];
 	tpath(&e, path, 0);
 	ckc_handle_t *h;
@@ -1512,9 +1498,7 @@ Test(engine, truncate_grows_with_zeros_and_shrinks)
 Test(engine, attributes_reach_the_real_file)
 {
 	tenv_t e;
-	tenv_make(&e);
-	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
-	cr_assert_eq(ckc_init_config(&c), 0);
+	tstart(&e, 8 * MiB);
 	char a[PATH_MAX], b[PATH_MAX];
 	tpath(&e, a, 1);
 	tpath(&e, b, 2);
@@ -1671,9 +1655,7 @@ static bool somewhere_below(const char *dir, uint64_t seed, uint64_t size)
 static void run_changed_behind(bool existed)
 {
 	tenv_t e;
-	tenv_make(&e);
-	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
-	cr_assert_eq(ckc_init_config(&c), 0);
+	tstart(&e, 8 * MiB);
 	char path[PATH_MAX];
 	tpath(&e, path, 1);
 	if (existed)
@@ -1704,9 +1686,7 @@ Test(consistency, a_real_file_created_behind_the_cache_is_kept) { run_changed_be
 Test(consistency, a_published_version_changed_since_is_read_from_the_real_file)
 {
 	tenv_t e;
-	tenv_make(&e);
-	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
-	cr_assert_eq(ckc_init_config(&c), 0);
+	tstart(&e, 8 * MiB);
 	char path[PATH_MAX];
 	tpath(&e, path, 2);
 	twrite(path, 2, 1 * MiB, 1 * MiB);
