@@ -478,6 +478,10 @@ void ckc_aside_save(const aside_t *a, const char *paths);
 ckc_obj_t *eng_current_locked(const char *key);
 void eng_range_add(ckc_handle_t *h, uint64_t a, uint64_t b);
 bool eng_prefetch_wait(ckc_handle_t *h, uint64_t *deadline);
+/* The access and modification times of version o, as stat reports them
+ * and its publication gives them to the real file: those the program set,
+ * else its last write's for both. Lock held. */
+void eng_version_times(const ckc_obj_t *o, struct timespec t[2]);
 void eng_stat_fill(const ckc_obj_t *o, ckc_stat_t *st);
 void eng_ref_detach(ckc_obj_t *o);
 

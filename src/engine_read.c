@@ -434,8 +434,16 @@ void ckc_handle_note_read(ckc_handle_t *h, uint64_t off, uint64_t len)
 	eng_unlock();
 }
 
+void eng_version_times(const ckc_obj_t *o, struct timespec t[2])
+{
+	t[0] = (o->attr.mask & CKC_ATTR_TIMES) ? o->attr.times[0] : o->mtime;
+	t[1] = o->mtime;
+}
+
 void eng_stat_fill(const ckc_obj_t *o, ckc_stat_t *st)
 {
+	struct timespec t[2];
+	eng_version_times(o, t);
 	st->size = o->size;
 	st->mtime = o->mtime;
 	st->complete = o->complete;
@@ -444,7 +452,7 @@ void eng_stat_fill(const ckc_obj_t *o, ckc_stat_t *st)
 	st->has_owner = o->attr.mask & CKC_ATTR_OWNER;
 	st->uid = o->attr.uid;
 	st->gid = o->attr.gid;
-	st->atime = (o->attr.mask & CKC_ATTR_TIMES) ? o->attr.times[0] : o->mtime;
+	st->atime = t[0];
 	st->readers = o->readers;
 	st->passed_read = o->passed_read;
 }

@@ -228,15 +228,12 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 		commit_t me = { key, commits };
 		commits = &me;
 		ckc_attr_t attr = o->attr;
-		/* the real file's times are the version's, as the program's
-		 * last write made them and the cache reported them (stat), not
-		 * the time of its publication: a tool that compares them with
-		 * a file the program wrote afterwards sees the order the
-		 * program made */
-		if (!(attr.mask & CKC_ATTR_TIMES)) {
-			attr.mask |= CKC_ATTR_TIMES;
-			attr.times[0] = attr.times[1] = o->mtime;
-		}
+		/* the real file's times are the version's, as stat reported
+		 * them, not the time of its publication: a tool that compares
+		 * them with a file the program wrote afterwards sees the order
+		 * the program made */
+		attr.mask |= CKC_ATTR_TIMES;
+		eng_version_times(o, attr.times);
 		ckc_fid_t base = o->base, now;
 		eng_unlock();
 		/* a file made or changed there since this version began is
