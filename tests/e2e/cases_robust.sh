@@ -218,6 +218,41 @@ assert abs(os.stat(p).st_mtime - time.time()) < 60, "after close"
 	[ "$(cat ck/last.bin)" = part1part2 ] || fail "ck/last.bin holds '$(cat ck/last.bin)'"
 }
 
+# A checkpoint, then a marker file the program writes after it (a build
+# tool's stamp, a job's "done" file): once the library published the
+# checkpoint, it is not newer than the marker, and its times are those
+# stat(2) reported in the process before the publication; a checkpoint
+# whose times the program set keeps them. Bytes compared at the real paths.
+times_order() {
+	ck -- "$PY" -c '
+import os, time
+data = bytes(range(256)) * 8192
+with open("ck/a.bin", "wb") as f:
+    f.write(data)
+seen = os.stat("ck/a.bin")
+with open("ck/set.bin", "wb") as f:
+    f.write(data[::-1])
+os.utime("ck/set.bin", ns=(1000000000123456789, 1000000000987654321))
+time.sleep(0.05)
+with open("marker", "w") as f:
+    f.write("done")
+open("seen.txt", "w").write("%d %d" % (seen.st_atime_ns, seen.st_mtime_ns))
+assert open("ck/a.bin", "rb").read() == data, "a.bin read back in the process"
+' || fail "the program failed$(last_error)"
+	plain "$PY" -c '
+import os
+data = bytes(range(256)) * 8192
+# the times first: a read moves the access time (relatime)
+a, m, s = os.stat("ck/a.bin"), os.stat("marker"), os.stat("ck/set.bin")
+assert open("ck/a.bin", "rb").read() == data, "a.bin at its real path"
+assert open("ck/set.bin", "rb").read() == data[::-1], "set.bin at its real path"
+atime, mtime = map(int, open("seen.txt").read().split())
+assert a.st_mtime_ns <= m.st_mtime_ns, f"a.bin ({a.st_mtime_ns}) is newer than the marker written after it ({m.st_mtime_ns})"
+assert (a.st_atime_ns, a.st_mtime_ns) == (atime, mtime), f"a.bin: {a.st_atime_ns} {a.st_mtime_ns}, stat said {atime} {mtime}"
+assert (s.st_atime_ns, s.st_mtime_ns) == (1000000000123456789, 1000000000987654321), f"set.bin: {s.st_atime_ns} {s.st_mtime_ns}"
+' || fail "the published times$(last_error)"
+}
+
 # ---- other users ----------------------------------------------------------------------
 
 # plant_and_run PLANT -- CMD...: runs PLANT as nobody (with $PID, the pid the
@@ -754,6 +789,7 @@ case_add robust/path-symlink-dotdot symlink_dotdot
 case_add robust/symlink-made-meanwhile symlink_made_meanwhile
 case_add robust/fsync-beside-close fsync_beside_close
 case_add robust/utime-then-write utime_then_write
+case_add robust/times-order times_order
 case_add robust/security-rescue-planted rescue_planted
 case_add robust/security-stats-planted stats_planted
 case_add robust/security-foreign-folder foreign_folder
