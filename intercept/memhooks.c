@@ -64,12 +64,17 @@ __attribute__((constructor(101))) static void mem_resolve_at_load(void)
  * program's own free, and whether this wrapper saw it. */
 static __thread void *free_probe;
 static __thread bool free_probe_seen;
+/* Probes under way: a free while there is none touches no thread-local
+ * variable (a walker's free of every entry would call the loader's
+ * __tls_get_addr each time). */
+static atomic_int free_probes;
 
 CKC_EXPORT void free(void *p)
 {
 	if (!real_free)
 		mem_resolve();
-	if (__builtin_expect(p && p == free_probe, 0))
+	if (__builtin_expect(atomic_load_explicit(&free_probes, memory_order_relaxed) != 0, 0) && p &&
+	    p == free_probe)
 		free_probe_seen = true;
 	if (p && owed_any()) {
 		ckc_enter();
@@ -93,7 +98,9 @@ bool ckc_free_is_ours(void)
 	}
 	free_probe = p;
 	free_probe_seen = false;
+	atomic_fetch_add(&free_probes, 1);
 	prog_free(p);
+	atomic_fetch_sub(&free_probes, 1);
 	free_probe = NULL;
 	return free_probe_seen;
 }
