@@ -180,7 +180,11 @@ typedef struct ckc_vfd {
 	/* what fstat took from the real file (under lock): kept for a closed
 	 * version while the real path holds it or does not, as then */
 	bool stat_known, stat_at_home;
+	bool stat_absent;     /* the open found no real file (not yet published) */
 	struct stat stat_real;
+	/* a small checkpoint the model sent to the cache as a sample: when
+	 * the program's open began (0: not one) */
+	uint64_t small_t0;
 	char path[];          /* canonical */
 } ckc_vfd_t;
 
@@ -305,9 +309,29 @@ off_t ckc_vfd_lseek(ckc_vfd_t *v, off_t off, int whence);
 /* ckc_open_tagged's answer when the path is not for the cache: call the
  * real function. */
 #define CKC_PASS (-4096)
+/* The same for a small checkpoint written straight to its real path as a
+ * sample of the model of small checkpoints: the caller hands the
+ * descriptor it opens, and the open's start, to ckc_small_opened. */
+#define CKC_PASS_TIMED (-4097)
 
-/* The open logic for a tagged path: an fd, -errno, or CKC_PASS. */
-int ckc_open_tagged(const char *canon, int flags, mode_t mode);
+/* The open logic for a tagged path: an fd, -errno, CKC_PASS or
+ * CKC_PASS_TIMED; *t0 (when not NULL) is when the open began. */
+int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0);
+
+/* The program-visible time of small checkpoints sampled by the model
+ * (engine_write.c): fd, a real file opened at t0 for one written straight
+ * to its real path, is timed to its close (t0 0: fd is not timed);
+ * ckc_small_closed is called with every number the program closes (one
+ * load when none is timed). */
+void ckc_small_opened(int fd, uint64_t t0);
+void ckc_small_closed_slow(int fd);
+extern _Atomic uint64_t *ckc_small_t0;
+static inline void ckc_small_closed(int fd)
+{
+	if ((unsigned)fd < ckc_vfd_cap && ckc_small_t0 &&
+	    __builtin_expect(atomic_load_explicit(&ckc_small_t0[fd], memory_order_relaxed) != 0, 0))
+		ckc_small_closed_slow(fd);
+}
 /* Closes fd (tagged or not). */
 int ckc_close_fd(int fd);
 

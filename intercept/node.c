@@ -67,6 +67,7 @@ static node_hdr_t *node_hdr;
 static nodetab_slot_t *node_tab; /* NULL: no registry here */
 static uid_t node_uid;
 static pid_t node_pid;           /* whose slots this process's engine writes */
+static _Atomic pid_t node_me;    /* this process (set again in a forked child) */
 static int node_listen = -1;
 static pthread_t node_thread;
 static atomic_bool node_serving;
@@ -287,6 +288,7 @@ static void node_start_once(void)
 
 	node_uid = geteuid();
 	node_pid = node_getpid();
+	atomic_store(&node_me, node_pid);
 	if (!node_tab && node_attach() != 0)
 		return;
 	/* slots of processes that died without taking theirs back */
@@ -345,6 +347,7 @@ bool ckc_node_serving(void)
 
 void ckc_node_atfork_child(void)
 {
+	atomic_store(&node_me, node_getpid());
 	/* the service thread stayed in the parent; the child must not keep
 	 * the parent's name bound once the parent is gone */
 	if (atomic_exchange(&node_serving, false)) {
@@ -478,7 +481,11 @@ void ckc_node_ask(const char *canon)
 	if (n == 0)
 		return;
 	int saved = errno;
-	pid_t me = node_getpid();
+	/* a vfork child shares the parent's memory, and a process whose
+	 * engine never started has no node_me */
+	pid_t me = atomic_load(&node_me);
+	if (!me || ckc_in_vfork_child())
+		me = node_getpid();
 	if (n > NODE_ASK_MAX)
 		n = NODE_ASK_MAX;
 	for (size_t i = 0; i < n; i++) {

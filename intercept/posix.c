@@ -190,7 +190,7 @@ int ckc_px_real_access(const char *p, int mode)
 	return ra ? ra(p, mode) : 0;
 }
 
-static int install_new(ckc_handle_t *h, int flags, const char *canon)
+static int install_new(ckc_handle_t *h, int flags, const char *canon, uint64_t small_t0)
 {
 	int fd = ckc_placeholder(flags);
 	if (fd < 0) {
@@ -207,6 +207,8 @@ static int install_new(ckc_handle_t *h, int flags, const char *canon)
 		return rc && rc != -ESTALE ? rc : CKC_PASS;
 	}
 	ckc_vfd_t *v = ckc_vfd_new(h, flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC), canon);
+	if (v)
+		v->small_t0 = small_t0;
 	int rc = v ? ckc_vfd_install(fd, v) : -ENOMEM;
 	if (rc) {
 		REAL(close)(fd);
@@ -234,28 +236,51 @@ static int hand_over_for(const char *canon, const char *why)
 	return CKC_PASS;
 }
 
+/* An open of canon, which this process has open for writing: every
+ * descriptor of a file shares one state, so the written bytes go to the
+ * real file, the open descriptors with them, and so does this open
+ * (O_TRUNC truncates the shared file, reads see writes). CKC_PASS or
+ * -errno (said). */
+static int open_while_written(const char *canon)
+{
+	int rc = ckc_handoff_path(canon);
+	if (rc && rc != -ENOENT) {
+		ckc_error("checkpoint %s is open for writing and opened again: its bytes so far "
+			  "could not be written to its real path (%s)", canon, strerror(-rc));
+		return rc;
+	}
+	ckc_vfd_switch_path(canon);
+	return CKC_PASS;
+}
+
 /* A tagged open for reading through the engine: an fd, -errno, or
  * CKC_PASS where the cache has nothing to do with the file. cached: the
  * cache held a version as the open began (else the engine may bring the
- * real file in, which the program must be allowed to read). */
-static int open_read_tagged(const char *canon, int flags, bool cached)
+ * real file in, which the program must be allowed to read); NULL: the
+ * engine tells, and a version this process still writes is opened as
+ * open_while_written says. */
+static int open_read_tagged(const char *canon, int flags, const bool *cached)
 {
 	ckc_handle_t *h;
-	int rc = ckc_open_read(canon, &h);
+	bool held = cached && *cached;
+	int rc = cached ? ckc_open_read(canon, &h) : ckc_open_read_held(canon, &h, &held);
 	if (rc == -ENOENT || rc == -ENODEV)
 		return CKC_PASS;
+	if (rc == -EBUSY && !cached)
+		return open_while_written(canon);
 	if (rc)
 		return rc;
-	if (!cached && ckc_px_real_access(canon, R_OK) != 0) {
+	if (!held && ckc_px_real_access(canon, R_OK) != 0) {
 		rc = -errno;
 		ckc_close(h);
 		return rc;
 	}
-	return install_new(h, flags, canon);
+	return install_new(h, flags, canon, 0);
 }
 
-/* The open logic for a tagged path: returns an fd, -errno, or CKC_PASS. */
-static int open_tagged(const char *canon, int flags, mode_t mode)
+/* The open logic for a tagged path: returns an fd, -errno, CKC_PASS or
+ * CKC_PASS_TIMED. t0: when the program's open began. */
+static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 {
 	int acc = flags & O_ACCMODE;
 	ckc_stat_t cst;
@@ -269,32 +294,28 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 	if (flags & O_PATH)
 		return CKC_PASS;
 	bool rd = acc == O_RDONLY && !(flags & O_TRUNC);
-	/* a read's open looks at the real file once, in ckc_open_read */
-	bool cached = (rd ? ckc_stat_held(canon, &cst) : ckc_stat(canon, &cst)) == 0;
-	if (cached && !cst.complete) {
-		/* this process has the file open for writing: every descriptor
-		 * of a file shares one state, so the written bytes go to the
-		 * real file, the open descriptors with them, and so does this
-		 * open (O_TRUNC truncates the shared file, reads see writes) */
-		int rc = ckc_handoff_path(canon);
-		if (rc && rc != -ENOENT) {
-			ckc_error("checkpoint %s is open for writing and opened again: its bytes so far "
-				  "could not be written to its real path (%s)", canon, strerror(-rc));
-			return rc;
-		}
-		ckc_vfd_switch_path(canon);
-		return CKC_PASS;
+	/* a read's open is one question to the engine, which looks at the
+	 * real file once: a checkpoint the cache holds nothing of is the real
+	 * open's to answer (ENOENT, EACCES, a folder, O_CREAT), as without the
+	 * library, with no look at the file first, unless a hint brings it
+	 * through the cache; O_EXCL is the real file's to judge below */
+	if (rd && !(flags & O_EXCL))
+		return open_read_tagged(canon, flags, NULL);
+	/* a small checkpoint written while many wait to be published, or
+	 * where the program's last ones took less time, goes straight to the
+	 * real file: the real open decides everything, with no look at
+	 * the file first (a version this process writes stays in the cache) */
+	int small = CKC_ASIDE_NO;
+	if (acc == O_WRONLY && (flags & (O_TRUNC | O_APPEND)) == O_TRUNC) {
+		small = ckc_write_aside(canon);
+		if (small == CKC_ASIDE_BACKLOG)
+			return CKC_PASS;
+		if (small == CKC_ASIDE_HOME)
+			return CKC_PASS_TIMED;
 	}
-	/* a read of a checkpoint the cache holds nothing of: the real open
-	 * answers (ENOENT, EACCES, a folder, O_CREAT), as without the library,
-	 * with no look at the file first, unless a hint brings it through the
-	 * cache; O_EXCL is the real file's to judge below */
-	if (rd && !cached && !(flags & O_EXCL))
-		return open_read_tagged(canon, flags, false);
-	/* a small checkpoint written while many wait to be published goes
-	 * straight to the real file: the real open decides everything */
-	if (acc == O_WRONLY && (flags & (O_TRUNC | O_APPEND)) == O_TRUNC && ckc_write_aside(canon))
-		return CKC_PASS;
+	bool cached = (rd ? ckc_stat_held(canon, &cst) : ckc_stat(canon, &cst)) == 0;
+	if (cached && !cst.complete)
+		return open_while_written(canon);
 	bool real = !(rd && cached) && ckc_px_real_stat_path(canon, &rst) == 0;
 	if (real && !S_ISREG(rst.st_mode))
 		return CKC_PASS;
@@ -307,7 +328,7 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 	if (rd) {
 		if (!exists)
 			return flags & O_CREAT ? CKC_PASS : -ENOENT;
-		return open_read_tagged(canon, flags, cached);
+		return open_read_tagged(canon, flags, &cached);
 	}
 	/* A new version is cached when it replaces the file (O_TRUNC) or
 	 * creates it exclusively. O_CREAT without either may be one of several
@@ -348,22 +369,25 @@ static int open_tagged(const char *canon, int flags, mode_t mode)
 								 ckc_open_write(canon, m & 07777, &h);
 		if (rc == -ENODEV)
 			return CKC_PASS;
-		return rc ? rc : install_new(h, flags, canon);
+		return rc ? rc : install_new(h, flags, canon, small == CKC_ASIDE_CACHE ? t0 : 0);
 	}
 	/* Any other write to an existing checkpoint works on the real file:
 	 * make it current there, forget the cached copy, pass through. */
 	return cached ? hand_over_for(canon, "an in-place update") : CKC_PASS;
 }
 
-int ckc_open_tagged(const char *canon, int flags, mode_t mode)
+int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)
 {
+	uint64_t start = ckc_now_ns();
+	if (t0)
+		*t0 = start;
 	if (!ckc_engine_ready())
 		return CKC_PASS;
 	ckc_enter();
 	/* the cache's file creations and renames in the checkpoint folders
 	 * wait meanwhile: the program's lookups there would wait for them */
 	ckc_prog_begin();
-	int fd = open_tagged(canon, flags, mode);
+	int fd = open_tagged(canon, flags, mode, start);
 	ckc_prog_end();
 	ckc_leave();
 	return fd;
@@ -385,9 +409,12 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 			goto opened;
 		errno = saved;
 	}
+	uint64_t t0 = 0;
+	bool timed = false;
 	if (ckc_tagged_asked(dirfd, path, canon)) {
-		fd = ckc_open_tagged(canon, flags, mode);
-		if (fd != CKC_PASS)
+		fd = ckc_open_tagged(canon, flags, mode, &t0);
+		timed = fd == CKC_PASS_TIMED;
+		if (fd != CKC_PASS && !timed)
 			return (int)ckc_result(fd, saved);
 	}
 	if (!ro) {
@@ -396,6 +423,10 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 		return -1;
 	}
 	fd = ro(dirfd, path, flags, mode);
+	/* the number's last timed file may have left without a close the
+	 * library saw (close_range, exec): that sample is dropped */
+	if (fd >= 0)
+		ckc_small_opened(fd, timed ? t0 : 0);
 opened:
 	if (fd >= 0 && (flags & O_NOFOLLOW) && ckc_tag_dirv_cap)
 		ckc_tag_opened(dirfd, path, flags, fd);
@@ -484,8 +515,11 @@ int ckc_close_fd(int fd)
 	int (*rc_close)(int) = REAL(close);
 	int saved = errno;
 	int rc = rc_close ? rc_close(fd) : 0;
-	if (!v)
+	if (!v) {
+		if (rc == 0)
+			ckc_small_closed(fd);
 		return rc;
+	}
 	int e = ckc_vfd_put(v);
 	return (int)ckc_result(e < 0 ? e : rc < 0 ? -errno : 0, saved);
 }
@@ -493,8 +527,12 @@ int ckc_close_fd(int fd)
 CKC_EXPORT int close(int fd)
 {
 	ckc_tag_forget_fd(fd);
-	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1))
-		return REAL(close)(fd);
+	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1)) {
+		int rc = REAL(close)(fd);
+		if (rc == 0)
+			ckc_small_closed(fd);
+		return rc;
+	}
 	return ckc_close_fd(fd);
 }
 

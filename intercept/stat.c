@@ -38,13 +38,14 @@ static mode_t stat_umask(void)
 }
 
 /* What the real file says of canon (its device, inode, owner, links), or
- * what stands in for it before it is there. */
-static void stat_base(const char *canon, const ckc_stat_t *c, struct stat *st)
+ * what stands in for it before it is there (absent: known not there, as a
+ * look just now found). */
+static void stat_base(const char *canon, const ckc_stat_t *c, struct stat *st, bool absent)
 {
 	int (*rs)(const char *, struct stat *) = REAL(stat);
 	struct stat real;
 
-	if (rs && rs(canon, &real) == 0 && S_ISREG(real.st_mode)) {
+	if (!absent && rs && rs(canon, &real) == 0 && S_ISREG(real.st_mode)) {
 		*st = real;
 	} else {
 		char dir[PATH_MAX];
@@ -84,7 +85,7 @@ static void stat_apply(const ckc_stat_t *c, struct stat *st)
 
 static void stat_fill(const char *canon, const ckc_stat_t *c, struct stat *st)
 {
-	stat_base(canon, c, st);
+	stat_base(canon, c, st, false);
 	stat_apply(c, st);
 }
 
@@ -113,7 +114,10 @@ static bool stat_fd(int fd, struct stat *st)
 	 * an fstat in a loop (Python's reads ask twice) looks at it once */
 	ckc_mutex_lock(&v->lock);
 	if (!c.complete || !v->stat_known || v->stat_at_home != c.at_home) {
-		stat_base(v->path, &c, &v->stat_real);
+		/* the open's look found no real file, and none is published since */
+		bool absent = v->stat_absent && !c.at_home && c.at_home == v->stat_at_home;
+		v->stat_absent = false;
+		stat_base(v->path, &c, &v->stat_real, absent);
 		v->stat_known = c.complete;
 		v->stat_at_home = c.at_home;
 	}

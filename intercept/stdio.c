@@ -327,13 +327,21 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 			errno = EINVAL;
 			return NULL;
 		}
-		int fd = ckc_open_tagged(canon, flags, 0666);
+		uint64_t t0;
+		int fd = ckc_open_tagged(canon, flags, 0666, &t0);
 		if (fd >= 0) {
 			FILE *f = stdio_stream(fd, mode);
 			if (!f)
 				ckc_close_fd(fd);
 			else
 				errno = saved;
+			return f;
+		}
+		if (fd == CKC_PASS_TIMED) {
+			/* timed to its fclose */
+			FILE *f = real(path, mode);
+			if (f)
+				ckc_small_opened(REAL(fileno)(f), t0);
 			return f;
 		}
 		if (fd != CKC_PASS) {
@@ -380,8 +388,8 @@ static FILE *freopen_cookie(const char *path, const char *mode, FILE *stream,
 	}
 	fflush(stream);
 	if (ckc_tagged_asked(AT_FDCWD, path, canon))
-		fd = ckc_open_tagged(canon, flags, 0666);
-	if (fd == CKC_PASS)
+		fd = ckc_open_tagged(canon, flags, 0666, NULL);
+	if (fd == CKC_PASS || fd == CKC_PASS_TIMED)
 		fd = REAL(openat)(AT_FDCWD, path, flags, 0666);
 	else if (fd < 0) {
 		errno = -fd;
@@ -446,9 +454,14 @@ CKC_EXPORT int fclose(FILE *f)
 	bool vforked = ckc_in_vfork_child();
 	if (f && f->_fileno == STDIO_COOKIE_FILENO && !vforked)
 		stdio_find(f, &buf);
-	else if (f && !vforked)
-		ckc_tag_forget_fd(f->_fileno);
+	int fd = -1;
+	if (f && f->_fileno != STDIO_COOKIE_FILENO && !vforked) {
+		fd = f->_fileno;
+		ckc_tag_forget_fd(fd);
+	}
 	int rc = REAL(fclose)(f);
+	if (fd >= 0)
+		ckc_small_closed(fd);
 	/* glibc is done with a buffer it did not allocate once the stream is
 	 * closed (its last flush included) */
 	free(buf);

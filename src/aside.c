@@ -97,15 +97,10 @@ bool aside_try_next(const aside_t *a)
 	return a->on && a->choice == ASIDE_HOME && aside_peek(a) == ASIDE_CACHE && !aside_open(a, ASIDE_CACHE);
 }
 
-bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns)
+/* One sample of speed on side s: the choice follows. */
+static bool aside_learn(aside_t *a, aside_side_t s, double speed)
 {
-	if (!a->on)
-		return false;
-	if (a->noted[s] != a->picked[s])
-		a->noted[s]++;
-	if (bytes < ASIDE_MIN_BYTES || ns == 0)
-		return false;
-	aside_keep(a, s, (double)bytes * 1e9 / (double)ns);
+	aside_keep(a, s, speed);
 	a->measured[s]++;
 	if (!a->n[ASIDE_CACHE] || !a->n[ASIDE_HOME])
 		return false;
@@ -121,4 +116,29 @@ bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns)
 	if (s != a->choice && a->every < most)
 		a->every *= 2; /* a try that confirmed the choice */
 	return false;
+}
+
+/* A side's write ended: counted against its picks. */
+static void aside_ended(aside_t *a, aside_side_t s)
+{
+	if (a->noted[s] != a->picked[s])
+		a->noted[s]++;
+}
+
+bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns)
+{
+	if (!a->on)
+		return false;
+	aside_ended(a, s);
+	if (bytes < ASIDE_MIN_BYTES || ns == 0)
+		return false;
+	return aside_learn(a, s, (double)bytes * 1e9 / (double)ns);
+}
+
+bool aside_note_time(aside_t *a, aside_side_t s, uint64_t ns)
+{
+	if (!a->on)
+		return false;
+	aside_ended(a, s);
+	return ns ? aside_learn(a, s, 1e9 / (double)ns) : false;
 }

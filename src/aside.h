@@ -79,4 +79,10 @@ bool aside_try_next(const aside_t *a);
  * when the choice changed. */
 bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns);
 
+/* One small checkpoint that took the program ns on side s, from its open
+ * to its close (the model of small checkpoints, whose speed is files per
+ * second: their time is metadata operations, not bytes). Returns true
+ * when the choice changed. */
+bool aside_note_time(aside_t *a, aside_side_t s, uint64_t ns);
+
 #endif

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -86,11 +87,25 @@ int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **h);
  * real path where that writes as fast as the cache (stepping aside,
  * aside.h). */
 int ckc_open_write_only(const char *path, mode_t mode, ckc_handle_t **h);
-/* Whether a new version of path, opened write-only, steps aside now for
- * the small checkpoints waiting to be published: then the version this
- * process holds (nobody reads it) is forgotten, and the program writes
- * the real file itself, with no look at it first. */
-bool ckc_write_aside(const char *path);
+/* Where a new version of path, opened write-only (O_TRUNC, no O_APPEND),
+ * goes when the checkpoints are small (aside.h): */
+enum {
+	CKC_ASIDE_NO = 0,   /* as any other: ckc_open_write_only decides */
+	CKC_ASIDE_BACKLOG,  /* its real path, for the small checkpoints waiting
+			     * to be published */
+	CKC_ASIDE_HOME,     /* its real path, a sample of the small model: the
+			     * caller times the program's open to its close */
+	CKC_ASIDE_CACHE,    /* the cache, a sample of the small model likewise */
+};
+/* Where such a version goes now. For the two straight answers the version
+ * this process holds (nobody reads it) is forgotten, and the program
+ * writes the real file itself, with no look at it first. */
+int ckc_write_aside(const char *path);
+
+/* The time a small checkpoint whose ckc_write_aside answered
+ * CKC_ASIDE_HOME or CKC_ASIDE_CACHE took the program, from its open to
+ * its close (that answer passed on as side). */
+void ckc_small_note(int side, uint64_t ns);
 
 /* Writes len bytes at off of a writing handle. Returns len or -errno. */
 ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off);
@@ -99,6 +114,12 @@ ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off);
  * real file (a checkpoint of an earlier run). Returns 0, or -ENOENT when
  * neither exists, or -errno. */
 int ckc_open_read(const char *path, ckc_handle_t **h);
+
+/* ckc_open_read for a program's open: *held tells whether the cache had a
+ * version of path as the open began; a version this process still writes
+ * is not opened (-EBUSY, *held set: every descriptor of a file being
+ * written shares its state, so the open goes to the real file). */
+int ckc_open_read_held(const char *path, ckc_handle_t **h, bool *held);
 
 /* Reads up to len bytes at off from the fastest tier holding them (a writing
  * handle reads what was written so far). Returns the number of bytes (0 at
@@ -121,6 +142,13 @@ uint64_t ckc_handle_size(const ckc_handle_t *h);
 /* Fills st for the version behind h (which may have been replaced since).
  * Returns 0. */
 int ckc_handle_stat(const ckc_handle_t *h, ckc_stat_t *st);
+
+/* What stat said of h's real file when its open looked at it (a reading
+ * handle whose version was then checked against that file), and whether
+ * the version was published then. Returns 0; 1 when there was no real
+ * file (st untouched); -ENOENT when the open did not look or the real file
+ * was not a regular file. */
+int ckc_handle_seen(const ckc_handle_t *h, struct stat *st, bool *at_home);
 
 /* Sets attributes of the current version of path. Returns 0, or -ENOENT if
  * it is not cached, or -errno from the real file. */

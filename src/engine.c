@@ -228,6 +228,7 @@ static int engine_start(void)
 					   c->persist == CKC_PERSIST_ALWAYS && ckc_eng.ntier > 1 &&
 					   ckc_eng.tier[0].kind != TIER_GPU);
 	ckc_aside_load(&ckc_eng.aside, c->paths);
+	aside_init(&ckc_eng.aside_small, ckc_eng.aside.on);
 	/* the hint file as it is now, before the first read is counted */
 	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_hints_poll(false);
@@ -326,6 +327,12 @@ void eng_stats_collect(ckc_stats_t *s)
 	s->aside_bw_cache = ckc_eng.aside.bw[ASIDE_CACHE];
 	s->aside_bw_home = ckc_eng.aside.bw[ASIDE_HOME];
 	s->aside_home = ckc_eng.aside.choice == ASIDE_HOME;
+	const aside_t *sm = &ckc_eng.aside_small;
+	s->small_home = sm->choice == ASIDE_HOME;
+	for (int k = 0; k < 2; k++) {
+		s->small_samples[k] = sm->measured[k];
+		s->small_us[k] = sm->bw[k] > 0 ? 1e6 / sm->bw[k] : 0;
+	}
 	s->ntier = ckc_eng.ntier;
 	for (int l = 0; l < ckc_eng.ntier; l++) {
 		s->tier_name[l] = ckc_eng.tier[l].name;

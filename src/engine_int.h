@@ -287,6 +287,8 @@ bool ckc_home_in_memory(const char *path, uint64_t size);
 /* Records in *id what the real path holds now (known = false if it could
  * not be looked at). */
 void ckc_fid_take(const char *path, ckc_fid_t *id);
+/* ckc_fid_take, keeping what stat said in *st (valid when id->exists). */
+void ckc_fid_take_st(const char *path, ckc_fid_t *id, struct stat *st);
 void ckc_fid_of(const struct stat *st, ckc_fid_t *id);
 /* Whether path holds the file id describes (both absent counts). */
 bool ckc_fid_same(const ckc_fid_t *id, const ckc_fid_t *now);
@@ -476,6 +478,10 @@ void ckc_aside_load(aside_t *a, const char *paths);
 /* Records what a learnt (both sides measured), at exit. */
 void ckc_aside_save(const aside_t *a, const char *paths);
 ckc_obj_t *eng_current_locked(const char *key);
+/* eng_current_locked; when it looked at the real file and found it a
+ * regular file, what stat said is in *seen and *seen_ok is set; found no
+ * file there: *seen_ok is set and seen->st_mode is 0. */
+ckc_obj_t *eng_current_seen_locked(const char *key, struct stat *seen, bool *seen_ok);
 void eng_range_add(ckc_handle_t *h, uint64_t a, uint64_t b);
 bool eng_prefetch_wait(ckc_handle_t *h, uint64_t *deadline);
 /* The access and modification times of version o, as stat reports them
@@ -492,6 +498,9 @@ struct ckc_handle {
 	bool waited;       /* this reader already counted a wait */
 	bool counted;      /* its checkpoint was counted as read from a tier */
 	int home_fd;       /* the real file, opened by the first read from it */
+	/* what stat said of the real file when the open looked at it */
+	bool seen_ok, seen_at_home;
+	struct stat seen;
 	int nrange, caprange;
 	uint64_t (*range)[2]; /* bytes read so far: sorted, disjoint [a, b) */
 	/* small reads of a copy in device memory come from one host copy of a

@@ -50,7 +50,16 @@ static void keep_newer_now(ckc_obj_t *o)
  * Lock held; dropped for the look. */
 ckc_obj_t *eng_current_locked(const char *key)
 {
+	struct stat st;
+	bool ok;
+
+	return eng_current_seen_locked(key, &st, &ok);
+}
+
+ckc_obj_t *eng_current_seen_locked(const char *key, struct stat *seen, bool *seen_ok)
+{
 	ckc_obj_t *o;
+	*seen_ok = false;
 	/* a publication being committed ends first (a rename: short) */
 	while ((o = ckc_map_find(key)) && o->home_busy)
 		eng_wait(EC_HOME);
@@ -60,12 +69,17 @@ ckc_obj_t *eng_current_locked(const char *key)
 	bool published = o->at_home;
 	ckc_fid_t base = o->base, now;
 	eng_unlock();
-	ckc_fid_take(key, &now);
+	ckc_fid_take_st(key, &now, seen);
 	ckc_mutex_lock(&ckc_eng.lock);
 	o = ckc_map_find(key);
-	if (!o || o->version != v || o->home_busy || o->at_home != published ||
-	    ckc_fid_same(&base, &now))
+	if (!o || o->version != v || o->home_busy || o->at_home != published)
 		return o;
+	if (ckc_fid_same(&base, &now)) {
+		if (now.known && !now.exists)
+			seen->st_mode = 0; /* no real file: what *seen_ok then says */
+		*seen_ok = (now.exists && S_ISREG(seen->st_mode)) || (now.known && !now.exists);
+		return o;
+	}
 	if (published) {
 		ckc_trace("stale", o, 0, o->size, -1, 0);
 		ckc_obj_retire(o);
@@ -94,7 +108,16 @@ static void start_prefetch_locked(void)
 	}
 }
 
-int ckc_open_read(const char *path, ckc_handle_t **hp)
+/* Whether o is a version written straight to its real path that no tier
+ * holds (lock held). */
+static bool aside_home_only(const ckc_obj_t *o)
+{
+	return o->aside_home && o->complete && !o->retired && o->at_home && !o->rescue &&
+	       ckc_best_level(o) == ckc_eng.ntier - 1 && o->place[0].state != LC_READ_IN_PROGRESS;
+}
+
+/* ckc_open_read, and ckc_open_read_held where held is not NULL. */
+static int open_read(const char *path, ckc_handle_t **hp, bool *held)
 {
 	char key[PATH_MAX];
 	int rc = eng_open_locked(path, key);
@@ -106,11 +129,25 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 		eng_unlock();
 		return -ENODEV;
 	}
-	ckc_obj_t *o = eng_current_locked(key);
 	/* a version written straight to its real path (aside.h), which no
-	 * tier holds, reads as a file the cache holds nothing of */
-	bool home_only = o && o->aside_home && o->complete && !o->retired && o->at_home && !o->rescue &&
-			 ckc_best_level(o) == ckc_eng.ntier - 1 && o->place[0].state != LC_READ_IN_PROGRESS;
+	 * tier holds, reads as a file the cache holds nothing of: the real
+	 * open answers, with no look at the file first (whether it changed
+	 * since is the real file's own business then) */
+	ckc_obj_t *o = ckc_map_find(key);
+	if (held && o) {
+		*held = true;
+		if (!o->complete) {
+			eng_unlock();
+			return -EBUSY;
+		}
+	}
+	bool home_only = o && !o->home_busy && aside_home_only(o);
+	struct stat seen;
+	bool seen_ok = false;
+	if (!home_only) {
+		o = eng_current_seen_locked(key, &seen, &seen_ok);
+		home_only = o && aside_home_only(o);
+	}
 	if ((!o || home_only) && ckc_eng.active && !named_ahead(key)) {
 		if (o)
 			o->passed_read = true;
@@ -142,6 +179,11 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 		eng_unlock();
 		return -ENOMEM;
 	}
+	if (seen_ok) {
+		h->seen = seen;
+		h->seen_ok = true;
+		h->seen_at_home = o->at_home;
+	}
 	uint64_t d = ckc_dist(o);
 	ckc_eng.st.objects_opened_read++;
 	ckc_eng.st.dist_hist[ckc_stats_dist_bucket(d, d >= HQ_FAR)]++;
@@ -150,6 +192,17 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 	eng_unlock();
 	*hp = h;
 	return 0;
+}
+
+int ckc_open_read(const char *path, ckc_handle_t **hp)
+{
+	return open_read(path, hp, NULL);
+}
+
+int ckc_open_read_held(const char *path, ckc_handle_t **hp, bool *held)
+{
+	*held = false;
+	return open_read(path, hp, held);
 }
 
 void eng_range_add(ckc_handle_t *h, uint64_t a, uint64_t b)
@@ -530,6 +583,18 @@ int ckc_handle_stat(const ckc_handle_t *h, ckc_stat_t *st)
 	ckc_mutex_lock(&ckc_eng.lock);
 	eng_stat_fill(h->o, st);
 	eng_unlock();
+	return 0;
+}
+
+int ckc_handle_seen(const ckc_handle_t *h, struct stat *st, bool *at_home)
+{
+	/* set at the open, before the handle was handed out */
+	if (!h->seen_ok)
+		return -ENOENT;
+	*at_home = h->seen_at_home;
+	if (!h->seen.st_mode)
+		return 1;
+	*st = h->seen;
 	return 0;
 }
 

@@ -293,6 +293,10 @@ typedef struct ckc_engine {
 	aside_t aside;          /* copy mode: the cache or the real path for new checkpoints */
 	bool aside_said;        /* the first step aside was reported */
 	bool small_said;        /* the first small checkpoint stepped aside was reported */
+	/* copy mode: the cache or the real path for small checkpoints, from
+	 * the program's time per file through each (ckc_small_note) */
+	aside_t aside_small;
+	bool small_model_said;  /* its first choice of the real paths was reported */
 
 	/* The names (and versions) of checkpoints that may be owed to their
 	 * real paths (closed, or renamed, and not published yet): what a

@@ -126,23 +126,55 @@ void eng_aside_note(ckc_obj_t *o)
  * time to its end. */
 #define ASIDE_SMALL_BACKLOG 64
 
-/* Whether a new checkpoint steps aside for that (lock held). */
-static bool small_aside_locked(void)
+/* Where a new checkpoint goes for that, or by the model of small
+ * checkpoints when pick is set (lock held): a CKC_ASIDE_ answer. */
+static int small_aside_locked(bool pick)
 {
 	if (!ckc_eng.aside.on || ckc_eng.nrecent < CKC_PREDICT_SLOTS || ckc_predict_size() >= ASIDE_MIN_BYTES)
-		return false;
+		return CKC_ASIDE_NO;
 	uint32_t queued = 0;
 	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
 		queued += ckc_eng.edge[l].queued;
-	if (queued < ASIDE_SMALL_BACKLOG)
-		return false;
-	ckc_eng.st.aside_objects++;
-	if (!ckc_eng.small_said) {
-		ckc_eng.small_said = true;
-		ckc_info("small checkpoints are written straight to their real paths while %u wait to be "
-			 "published (CKPTCACHE_STEP_ASIDE=off keeps them in the cache)", queued);
+	if (queued >= ASIDE_SMALL_BACKLOG) {
+		ckc_eng.st.aside_objects++;
+		if (!ckc_eng.small_said) {
+			ckc_eng.small_said = true;
+			ckc_info("small checkpoints are written straight to their real paths while %u wait "
+				 "to be published (CKPTCACHE_STEP_ASIDE=off keeps them in the cache)", queued);
+		}
+		return CKC_ASIDE_BACKLOG;
 	}
-	return true;
+	if (!pick)
+		return CKC_ASIDE_NO;
+	/* a small checkpoint costs the program its file system's metadata
+	 * operations on the real path, and the cache's own work in the cache
+	 * (its publication then pays those operations beside the program):
+	 * the model sends it where the program's last ones took less time */
+	if (aside_pick(&ckc_eng.aside_small) == ASIDE_CACHE)
+		return CKC_ASIDE_CACHE;
+	ckc_eng.st.aside_objects++;
+	return CKC_ASIDE_HOME;
+}
+
+static bool aside_straight(int how)
+{
+	return how == CKC_ASIDE_BACKLOG || how == CKC_ASIDE_HOME;
+}
+
+void ckc_small_note(int side, uint64_t ns)
+{
+	if (side != CKC_ASIDE_HOME && side != CKC_ASIDE_CACHE)
+		return;
+	ckc_mutex_lock(&ckc_eng.lock);
+	aside_t *a = &ckc_eng.aside_small;
+	bool changed = aside_note_time(a, side == CKC_ASIDE_HOME ? ASIDE_HOME : ASIDE_CACHE, ns);
+	if (changed && a->choice == ASIDE_HOME && !ckc_eng.small_model_said) {
+		ckc_eng.small_model_said = true;
+		ckc_info("small checkpoints are written straight to their real paths: there the program "
+			 "took %.1f us for one, through the cache %.1f us (CKPTCACHE_STEP_ASIDE=off keeps them "
+			 "in the cache)", 1e6 / a->bw[ASIDE_HOME], 1e6 / a->bw[ASIDE_CACHE]);
+	}
+	eng_unlock();
 }
 
 static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t **hp);
@@ -153,29 +185,28 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
  * only where the real file holds it (its name, mode and existence are
  * what the program's open meets there) and nobody reads it; old is then
  * forgotten (its flush stands down). */
-static bool small_aside_takes(ckc_obj_t *old)
+static int small_aside_takes(ckc_obj_t *old, bool pick)
 {
 	if (old && !(old->complete && old->at_home && !old->retired && old->readers == 0 &&
 		     !old->passed_read))
-		return false;
-	if (!small_aside_locked())
-		return false;
-	if (old)
+		return CKC_ASIDE_NO;
+	int how = small_aside_locked(pick);
+	if (aside_straight(how) && old)
 		ckc_obj_retire(old);
-	return true;
+	return how;
 }
 
-bool ckc_write_aside(const char *path)
+int ckc_write_aside(const char *path)
 {
 	char key[PATH_MAX];
 	if (eng_open_locked(path, key))
-		return false;
+		return CKC_ASIDE_NO;
 	ckc_obj_t *old = ckc_map_find(key);
 	/* a publication of it under way: open_write waits for it, then decides */
-	bool aside = !ckc_eng.draining && !(old && old->home_busy) && !ckc_committing(key) &&
-		     small_aside_takes(old);
+	int how = ckc_eng.draining || (old && old->home_busy) || ckc_committing(key) ? CKC_ASIDE_NO :
+										       small_aside_takes(old, true);
 	eng_unlock();
-	return aside;
+	return how;
 }
 
 int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **hp)
@@ -210,7 +241,7 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 		eng_unlock();
 		return -ENODEV;
 	}
-	if (aside_ok && small_aside_takes(old)) {
+	if (aside_ok && aside_straight(small_aside_takes(old, false))) {
 		eng_unlock();
 		return -ENODEV; /* the program writes the real file */
 	}

@@ -59,6 +59,10 @@ typedef struct ckc_stats {
 	uint32_t aside_tries, aside_switches;
 	double aside_bw_cache, aside_bw_home;  /* bytes/s the program saw; 0: not measured */
 	bool aside_home;                       /* the choice at the end */
+	/* the same for small checkpoints, from the program's time per file */
+	bool small_home;                       /* the choice at the end */
+	uint32_t small_samples[2];             /* files timed: [0] cache, [1] real path */
+	double small_us[2];                    /* median us per file; 0: not measured */
 	uint64_t dist_hist[CKC_DIST_BUCKETS];
 	/* CUDA driver calls the wrappers saw, by kind, and the entry points
 	 * through which the wrappers were handed out */

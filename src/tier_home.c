@@ -469,15 +469,20 @@ void ckc_fid_of(const struct stat *st, ckc_fid_t *id)
 	id->ctime = st->st_ctim;
 }
 
+void ckc_fid_take_st(const char *path, ckc_fid_t *id, struct stat *st)
+{
+	memset(id, 0, sizeof(*id));
+	if (sys_stat(path, st) == 0)
+		ckc_fid_of(st, id);
+	else
+		id->known = errno == ENOENT; /* known to be absent */
+}
+
 void ckc_fid_take(const char *path, ckc_fid_t *id)
 {
 	struct stat st;
 
-	memset(id, 0, sizeof(*id));
-	if (sys_stat(path, &st) == 0)
-		ckc_fid_of(&st, id);
-	else
-		id->known = errno == ENOENT; /* known to be absent */
+	ckc_fid_take_st(path, id, &st);
 }
 
 static bool ts_eq(struct timespec a, struct timespec b)

@@ -840,3 +840,67 @@ PYEOF
 		fail "ck/rw.bin at its real path is not 1689142 zeros"
 }
 case_add robust/rdwr-through-home rdwr_through_home
+
+# The library makes the descriptors of cached files it reads from copies of
+# one descriptor of "/" it keeps open. A program that dup2s a file of its
+# own onto that number (it believes it free), and later closes it, must
+# still read its checkpoints, not its own file, through the next opens;
+# fstat of each agrees with stat of its path; every checkpoint is right at
+# its real path afterwards.
+placeholder_base_taken() {
+	cat >pb.py <<'PYEOF'
+import os, random, sys
+d = sys.argv[1]
+data = [random.Random(i).randbytes(1000 + 17 * i) for i in range(6)]
+for i, b in enumerate(data):
+    with open(f"{d}/c{i}.bin", "wb") as f:
+        f.write(b)
+
+def check(i):
+    with open(f"{d}/c{i}.bin", "rb") as f:
+        got = f.read()
+        fs = os.fstat(f.fileno())
+    st = os.stat(f"{d}/c{i}.bin")
+    assert got == data[i], f"c{i}.bin read back: {got[:8]!r}..., {len(got)} bytes"
+    assert (fs.st_size, fs.st_dev, fs.st_mode) == (st.st_size, st.st_dev, st.st_mode), \
+        f"c{i}.bin: fstat {fs} against stat {st}"
+
+check(0)
+# the library's descriptor of "/": opened as a path only (O_PATH in fdinfo)
+base = []
+for n in os.listdir("/proc/self/fd"):
+    try:
+        link = os.readlink(f"/proc/self/fd/{n}")
+        flags = int(open(f"/proc/self/fdinfo/{n}").read().split("flags:")[1].split()[0], 8)
+    except OSError:
+        continue
+    if link == "/" and flags & 0o10000000:
+        base.append(int(n))
+assert base, "no descriptor of / opened as a path"
+mine = os.open(f"{d}/../junk.txt", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(mine, b"JUNK" * 400)
+for n in base:
+    os.dup2(mine, n)
+check(1)
+check(2)
+for n in base:
+    os.close(n)
+check(3)
+check(4)
+check(5)
+print("placeholders", base)
+PYEOF
+	ck -- "$PY" pb.py "$T/ck" || fail "the program failed$(last_error)"
+	if grep -aq 'ckptcache: error' "$T/.log"; then
+		fail "the library reported an error$(first_error 'ckptcache: error')"
+	fi
+	stats_ok files==1 host.put_ops\>=6
+	plain "$PY" -c '
+import random, sys
+d = sys.argv[1]
+for i in range(6):
+    assert open(f"{d}/c{i}.bin", "rb").read() == random.Random(i).randbytes(1000 + 17 * i), \
+        f"c{i}.bin at its real path differs from what was written"
+' "$T/ck" || fail "the checkpoints at their real paths$(last_error)"
+}
+case_add robust/placeholder-base-taken placeholder_base_taken

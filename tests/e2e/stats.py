@@ -9,7 +9,8 @@ home.put_ops==0, objects.consumed>=12, dist.unhinted==0, files==1:
   TIER.FIELD        a field of the tier named TIER (host, ssd, home)
   objects.FIELD     a field of "objects"
   dist.LABEL        a bucket of "prefetch_distance_at_read"
-  SECTION.FIELD     a number of any other section (capture.captured, gpu.releases)
+  SECTION.FIELD     a number of any other section (capture.captured, gpu.releases),
+                    or of a section in it (step_aside.small.cache_samples)
   files             the number of statistics files
   FIELD             any other top-level number
   KEY+KEY...        the sum of several, e.g. host.prefetch_ops+host.prefetch_cached>0
@@ -43,6 +44,10 @@ def flatten(doc):
             for kk, vv in v.items():
                 if isinstance(vv, (int, float)):
                     out[k + "." + kk] = int(vv) if isinstance(vv, bool) else vv
+                elif isinstance(vv, dict):
+                    for k3, v3 in vv.items():
+                        if isinstance(v3, (int, float)):
+                            out[k + "." + kk + "." + k3] = int(v3) if isinstance(v3, bool) else v3
     return out
 
 

@@ -97,6 +97,63 @@ Test(aside, small_checkpoints_teach_nothing)
 	cr_assert_eq(a.n[ASIDE_CACHE], 0);
 }
 
+/* Runs n small checkpoints whose open-to-close time is cache_us through
+ * the cache and home_us on the real path (the model of small files). */
+static void small_world(aside_t *a, int n, double cache_us, double home_us, int sent[2])
+{
+	for (int i = 0; i < n; i++) {
+		aside_side_t s = aside_pick(a);
+		sent[s]++;
+		aside_note_time(a, s, (uint64_t)((s == ASIDE_HOME ? home_us : cache_us) * 1e3));
+	}
+}
+
+Test(aside, small_files_stay_on_a_real_path_that_takes_them_faster)
+{
+	/* a local file system that creates a file in 15 us, and a cache whose
+	 * own work beside its publications costs the program 50 us a file */
+	aside_t a;
+	aside_init(&a, true);
+	int sent[2] = { 0, 0 };
+	small_world(&a, 3000, 50, 15, sent);
+	cr_assert_eq(a.choice, ASIDE_HOME);
+	cr_assert_eq(a.switches, 0);
+	cr_assert_leq(sent[ASIDE_CACHE], 5 + 3000 / ASIDE_EVERY_MAX_CACHE + 1, "%d small files went to the slower cache",
+		      sent[ASIDE_CACHE]);
+	cr_assert_geq(sent[ASIDE_CACHE], 1, "the cache is tried");
+}
+
+Test(aside, small_files_go_to_the_cache_where_the_file_system_is_slow_to_make_them)
+{
+	/* a file system in the middle of a purge: 400 us a file, against 20
+	 * through the cache */
+	aside_t a;
+	aside_init(&a, true);
+	int sent[2] = { 0, 0 };
+	small_world(&a, 3000, 20, 400, sent);
+	cr_assert_eq(a.choice, ASIDE_CACHE);
+	cr_assert_geq(sent[ASIDE_CACHE], 2900, "only %d of 3000 went to the cache", sent[ASIDE_CACHE]);
+	/* and when the file system recovers, the real path takes them back */
+	int later[2] = { 0, 0 };
+	small_world(&a, 3000, 20, 10, later);
+	cr_assert_eq(a.choice, ASIDE_HOME);
+	cr_assert_geq(later[ASIDE_HOME], 2800, "only %d of 3000 went straight", later[ASIDE_HOME]);
+}
+
+Test(aside, a_time_sample_counts_a_pick_as_ended)
+{
+	aside_t a;
+	aside_init(&a, true);
+	aside_side_t s = aside_pick(&a);
+	cr_assert_eq(aside_open(&a, s), 1);
+	aside_note_time(&a, s, 20000);
+	cr_assert_eq(aside_open(&a, s), 0);
+	cr_assert_eq(a.measured[s], 1);
+	cr_assert_float_eq(a.bw[s], 1e9 / 20000.0, 1e-6, "speed is files per second");
+	cr_assert_not(aside_note_time(&a, ASIDE_CACHE, 0), "a zero time teaches nothing");
+	cr_assert_eq(a.measured[ASIDE_CACHE], 0);
+}
+
 Test(aside, a_real_path_that_slows_down_sends_the_checkpoints_back_to_the_cache)
 {
 	aside_t a;

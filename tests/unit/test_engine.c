@@ -297,6 +297,59 @@ static bool twrite_only(const char *path, uint64_t seed, uint64_t size)
 	return straight;
 }
 
+/* Small checkpoints (copy mode) go where the program's last ones took it
+ * less time from open to close, the real path or the cache, as the
+ * intercept layer times them and tells the engine (ckc_small_note). */
+Test(engine, small_checkpoints_go_where_the_program_took_less_time_for_them)
+{
+	tenv_t e;
+	char path[PATH_MAX];
+	int next = 100;
+	aside_engine(&e, 64 * MiB);
+	/* a history of small checkpoints: the next ones are predicted small */
+	for (int i = 0; i < CKC_PREDICT_SLOTS; i++) {
+		tpath(&e, path, i);
+		twrite_only(path, (uint64_t)i, 3000);
+	}
+	ckc_wait_ready();
+	/* a process begins on the real path, as without the library */
+	for (int i = 0; i < ASIDE_WARM; i++) {
+		tpath(&e, path, next++);
+		cr_assert_eq(ckc_write_aside(path), CKC_ASIDE_HOME, "small checkpoint %d goes straight", i);
+		ckc_small_note(CKC_ASIDE_HOME, 15000);
+	}
+	tpath(&e, path, next++);
+	cr_assert_eq(ckc_write_aside(path), CKC_ASIDE_CACHE, "then the cache is tried");
+	ckc_small_note(CKC_ASIDE_CACHE, 50000);
+	cr_assert_eq(ckc_eng.aside_small.choice, ASIDE_HOME, "15 us straight against 50 in the cache");
+	int sent[2] = { 0, 0 };
+	for (int i = 0; i < 200; i++) {
+		tpath(&e, path, next++);
+		int how = ckc_write_aside(path);
+		cr_assert(how == CKC_ASIDE_HOME || how == CKC_ASIDE_CACHE, "a sample: %d", how);
+		sent[how == CKC_ASIDE_CACHE]++;
+		/* the file system slows down (a purge): 400 us a file */
+		ckc_small_note(how, how == CKC_ASIDE_HOME ? (i < 20 ? 15000 : 400000) : 20000);
+	}
+	cr_assert_eq(ckc_eng.aside_small.choice, ASIDE_CACHE, "the cache takes them once the real path is slow");
+	cr_assert_geq(sent[1], 100, "%d of 200 went to the cache", sent[1]);
+	/* large checkpoints are not the small model's: no sample is asked */
+	tpath(&e, path, next++);
+	twrite_only(path, 7, 8 * MiB);
+	for (int i = 0; i < CKC_PREDICT_SLOTS; i++) {
+		tpath(&e, path, next++);
+		twrite_only(path, (uint64_t)i, 2 * MiB);
+	}
+	tpath(&e, path, next++);
+	cr_assert_eq(ckc_write_aside(path), CKC_ASIDE_NO);
+	ckc_shutdown();
+	for (int i = 0; i < CKC_PREDICT_SLOTS; i++) {
+		tpath(&e, path, i);
+		cr_assert(thome_matches(path, (uint64_t)i, 3000), "the real file %s", path);
+	}
+	tenv_clean(&e);
+}
+
 /* Stepping aside (copy mode): the cache's first try finds its room
  * populated, so that it measures memory at hand, as the cache's later
  * checkpoints find it, and not the first touch of pages new to the
