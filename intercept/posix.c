@@ -378,7 +378,9 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 
 int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)
 {
-	uint64_t start = ckc_now_ns();
+	/* only a small checkpoint's open is timed (open_tagged) */
+	bool timeable = (flags & O_ACCMODE) == O_WRONLY && (flags & (O_TRUNC | O_APPEND)) == O_TRUNC;
+	uint64_t start = timeable ? ckc_now_ns() : 0;
 	if (t0)
 		*t0 = start;
 	if (!ckc_engine_ready())
