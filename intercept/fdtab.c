@@ -212,18 +212,24 @@ static atomic_int ph_base = -1;
 /* ---- small checkpoints written straight, timed (ckc_small_opened) ---- */
 
 _Atomic uint64_t *ckc_small_t0;
+/* The highest number ever timed (ckc_small_drop looks no further). */
+static atomic_uint small_hi;
 
 void ckc_small_opened(int fd, uint64_t t0)
 {
 	if (fd < 0 || (size_t)fd >= ckc_vfd_cap || !ckc_small_t0)
 		return;
+	if (t0) {
+		unsigned hi = atomic_load(&small_hi);
+		while ((unsigned)fd > hi && !atomic_compare_exchange_weak(&small_hi, &hi, (unsigned)fd))
+			;
+	}
 	if (t0 || atomic_load_explicit(&ckc_small_t0[fd], memory_order_relaxed))
 		atomic_store_explicit(&ckc_small_t0[fd], t0, memory_order_relaxed);
 }
 
-void ckc_small_closed_slow(int fd)
+void ckc_small_done(uint64_t t0)
 {
-	uint64_t t0 = atomic_exchange_explicit(&ckc_small_t0[fd], 0, memory_order_relaxed);
 	/* in a forked child the engine is not this process's */
 	if (t0 && atomic_load(&ckc_icpt_on) && !ckc_in_vfork_child()) {
 		int saved = errno;
@@ -232,6 +238,17 @@ void ckc_small_closed_slow(int fd)
 		ckc_leave();
 		errno = saved;
 	}
+}
+
+void ckc_small_drop(unsigned first, unsigned last)
+{
+	unsigned hi = atomic_load(&small_hi);
+	if (!ckc_small_t0 || first > hi)
+		return;
+	if (last > hi)
+		last = hi;
+	for (unsigned fd = first; fd <= last; fd++)
+		(void)ckc_small_take((int)fd);
 }
 
 int ckc_placeholder(int oflags)
@@ -256,6 +273,8 @@ int ckc_placeholder(int oflags)
 	}
 	if (b >= 0) {
 		int fd = rf(b, (oflags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+		if (fd < 0 && errno != EBADF)
+			return -errno; /* EMFILE: the table is full, the base stays */
 		if (fd >= 0) {
 			/* the program may have closed the number and opened
 			 * something else there: a copy of that is no placeholder */
@@ -264,7 +283,7 @@ int ckc_placeholder(int oflags)
 				return fd;
 			REAL(close)(fd);
 		}
-		/* forgotten, not closed: the number may be the program's now */
+		/* forgotten, not closed: the number is the program's now */
 		atomic_compare_exchange_strong(&ph_base, &b, -1);
 	}
 	int fd = ropen("/", O_PATH | O_DIRECTORY | (oflags & O_CLOEXEC));

@@ -117,12 +117,29 @@ static ckc_config_t icpt_cfg;
 static pthread_once_t icpt_engine_once = PTHREAD_ONCE_INIT;
 static atomic_bool icpt_engine_ok;
 
+/* Reads passed to their real paths before the engine started: counted in
+ * its statistics once it starts (a process that never starts it writes
+ * none). */
+static _Atomic uint64_t icpt_reads_before;
+
+static void icpt_fold_reads(void)
+{
+	uint64_t n = atomic_exchange(&icpt_reads_before, 0);
+	if (n) {
+		ckc_enter();
+		ckc_count_passed_reads(n);
+		ckc_leave();
+	}
+}
+
 static void icpt_engine_start(void)
 {
 	ckc_enter();
 	int rc = ckc_init_config(&icpt_cfg);
 	ckc_leave();
 	atomic_store(&icpt_engine_ok, rc == 0);
+	if (rc == 0)
+		icpt_fold_reads();
 	if (rc != 0)
 		atomic_store(&ckc_icpt_on, false); /* everything passes through */
 }
@@ -166,6 +183,22 @@ bool ckc_strict(void)
 bool ckc_engine_started(void)
 {
 	return atomic_load(&icpt_engine_ok);
+}
+
+void ckc_read_passed(void)
+{
+	atomic_fetch_add(&icpt_reads_before, 1);
+	/* the engine may have started meanwhile (another thread's write) */
+	if (atomic_load(&icpt_engine_ok))
+		icpt_fold_reads();
+}
+
+bool ckc_read_needs_engine(void)
+{
+	/* a hint file, an order or an eager prefetch may name a checkpoint
+	 * ahead of its read: the engine brings it through the cache */
+	return atomic_load(&icpt_engine_ok) || icpt_cfg.hints || icpt_cfg.order != CKC_ORDER_NONE ||
+	       icpt_cfg.prefetch == CKC_PREFETCH_EAGER;
 }
 
 bool ckc_engine_ready(void)

@@ -31,6 +31,13 @@ bool ckc_engine_ready(void);
 
 /* Whether the engine was started here (without starting it). */
 bool ckc_engine_started(void);
+/* Whether a read of a checkpoint needs the engine when it has not started:
+ * false when nothing could have named the checkpoint ahead (no hint file,
+ * no order, prefetching not eager), so the cache holds nothing of it and
+ * the real open answers. */
+bool ckc_read_needs_engine(void);
+/* A read passed to its real path for that: counted once the engine runs. */
+void ckc_read_passed(void);
 
 /* Set, in the thread that calls vfork, to its process id: the vfork child
  * runs in that thread's memory and must never enter the cache, whose locks
@@ -320,17 +327,22 @@ int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0);
 
 /* The program-visible time of small checkpoints sampled by the model
  * (engine_write.c): fd, a real file opened at t0 for one written straight
- * to its real path, is timed to its close (t0 0: fd is not timed);
- * ckc_small_closed is called with every number the program closes (one
- * load when none is timed). */
+ * to its real path, is timed to its close (t0 0: fd is not timed). Before
+ * every close the program makes, ckc_small_take takes the number's start
+ * (one load when none is timed: the number is free for another thread's
+ * open once closed), and ckc_small_done notes it after a close that
+ * succeeded. ckc_small_drop forgets the starts of numbers closed or
+ * replaced otherwise (close_range, dup2 onto one). */
 void ckc_small_opened(int fd, uint64_t t0);
-void ckc_small_closed_slow(int fd);
+void ckc_small_done(uint64_t t0);
+void ckc_small_drop(unsigned first, unsigned last);
 extern _Atomic uint64_t *ckc_small_t0;
-static inline void ckc_small_closed(int fd)
+static inline uint64_t ckc_small_take(int fd)
 {
 	if ((unsigned)fd < ckc_vfd_cap && ckc_small_t0 &&
 	    __builtin_expect(atomic_load_explicit(&ckc_small_t0[fd], memory_order_relaxed) != 0, 0))
-		ckc_small_closed_slow(fd);
+		return atomic_exchange_explicit(&ckc_small_t0[fd], 0, memory_order_relaxed);
+	return 0;
 }
 /* Closes fd (tagged or not). */
 int ckc_close_fd(int fd);

@@ -71,8 +71,10 @@ CKC_EXPORT int dup(int fd)
 
 CKC_EXPORT int dup2(int oldfd, int newfd)
 {
-	if (oldfd != newfd)
+	if (oldfd != newfd) {
 		ckc_tag_forget_fd(newfd);
+		ckc_small_drop((unsigned)newfd, (unsigned)newfd);
+	}
 	if (!ckc_vfd_get(oldfd) && !ckc_vfd_get(newfd))
 		return ckc_tag_dup(oldfd, REAL(dup2)(oldfd, newfd));
 	return dup_fixup(oldfd, REAL(dup2)(oldfd, newfd));
@@ -80,8 +82,10 @@ CKC_EXPORT int dup2(int oldfd, int newfd)
 
 CKC_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
-	if (oldfd != newfd)
+	if (oldfd != newfd) {
 		ckc_tag_forget_fd(newfd);
+		ckc_small_drop((unsigned)newfd, (unsigned)newfd);
+	}
 	if (!ckc_vfd_get(oldfd) && !ckc_vfd_get(newfd))
 		return ckc_tag_dup(oldfd, REAL(dup3)(oldfd, newfd, flags));
 	return dup_fixup(oldfd, REAL(dup3)(oldfd, newfd, flags));

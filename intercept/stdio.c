@@ -341,7 +341,7 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 			/* timed to its fclose */
 			FILE *f = real(path, mode);
 			if (f)
-				ckc_small_opened(REAL(fileno)(f), t0);
+				ckc_small_opened(f->_fileno, t0);
 			return f;
 		}
 		if (fd != CKC_PASS) {
@@ -454,14 +454,14 @@ CKC_EXPORT int fclose(FILE *f)
 	bool vforked = ckc_in_vfork_child();
 	if (f && f->_fileno == STDIO_COOKIE_FILENO && !vforked)
 		stdio_find(f, &buf);
-	int fd = -1;
+	uint64_t t0 = 0;
 	if (f && f->_fileno != STDIO_COOKIE_FILENO && !vforked) {
-		fd = f->_fileno;
-		ckc_tag_forget_fd(fd);
+		ckc_tag_forget_fd(f->_fileno);
+		t0 = ckc_small_take(f->_fileno);
 	}
 	int rc = REAL(fclose)(f);
-	if (fd >= 0)
-		ckc_small_closed(fd);
+	if (rc == 0 && t0)
+		ckc_small_done(t0);
 	/* glibc is done with a buffer it did not allocate once the stream is
 	 * closed (its last flush included) */
 	free(buf);

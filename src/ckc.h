@@ -121,6 +121,11 @@ int ckc_open_read(const char *path, ckc_handle_t **h);
  * written shares its state, so the open goes to the real file). */
 int ckc_open_read_held(const char *path, ckc_handle_t **h, bool *held);
 
+/* Counts n checkpoints the program opened for reading at their real paths
+ * before the engine started (nothing could be cached or named ahead then),
+ * as the engine counts such opens itself (statistics). */
+void ckc_count_passed_reads(uint64_t n);
+
 /* Reads up to len bytes at off from the fastest tier holding them (a writing
  * handle reads what was written so far). Returns the number of bytes (0 at
  * end) or -errno. */

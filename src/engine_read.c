@@ -108,6 +108,26 @@ static void start_prefetch_locked(void)
 	}
 }
 
+/* n checkpoints opened for reading at their real paths, the cache holding
+ * nothing of them and no hint naming them (lock held). */
+static void count_passed_locked(uint64_t n)
+{
+	ckc_eng.tier[ckc_eng.ntier - 1].st.ckpt_reads += n;
+	ckc_eng.st.objects_opened_read += n;
+	ckc_eng.st.objects_passed_read += n;
+	ckc_eng.st.dist_hist[ckc_stats_dist_bucket(HQ_FAR, true)] += n;
+}
+
+void ckc_count_passed_reads(uint64_t n)
+{
+	if (!n)
+		return;
+	ckc_mutex_lock(&ckc_eng.lock);
+	if (ckc_eng.active)
+		count_passed_locked(n);
+	eng_unlock();
+}
+
 /* Whether o is a version written straight to its real path that no tier
  * holds (lock held). */
 static bool aside_home_only(const ckc_obj_t *o)
@@ -130,9 +150,10 @@ static int open_read(const char *path, ckc_handle_t **hp, bool *held)
 		return -ENODEV;
 	}
 	/* a version written straight to its real path (aside.h), which no
-	 * tier holds, reads as a file the cache holds nothing of: the real
-	 * open answers, with no look at the file first (whether it changed
-	 * since is the real file's own business then) */
+	 * tier holds and nothing names ahead, reads as a file the cache holds
+	 * nothing of: the real open answers, with no look at the file first
+	 * (whether it changed since is the real file's own business then); a
+	 * version named ahead is read through the cache, after the look */
 	ckc_obj_t *o = ckc_map_find(key);
 	if (held && o) {
 		*held = true;
@@ -141,7 +162,7 @@ static int open_read(const char *path, ckc_handle_t **hp, bool *held)
 			return -EBUSY;
 		}
 	}
-	bool home_only = o && !o->home_busy && aside_home_only(o);
+	bool home_only = o && !o->home_busy && aside_home_only(o) && !named_ahead(key);
 	struct stat seen;
 	bool seen_ok = false;
 	if (!home_only) {
@@ -155,10 +176,7 @@ static int open_read(const char *path, ckc_handle_t **hp, bool *held)
 		 * would come from the real file anyway, so the program reads
 		 * that directly, as without the library (a read of 128 KiB,
 		 * cat's, costs the engine's bookkeeping a few per cent) */
-		ckc_eng.tier[ckc_eng.ntier - 1].st.ckpt_reads++;
-		ckc_eng.st.objects_opened_read++;
-		ckc_eng.st.objects_passed_read++;
-		ckc_eng.st.dist_hist[ckc_stats_dist_bucket(HQ_FAR, true)]++;
+		count_passed_locked(1);
 		start_prefetch_locked();
 		ckc_trace_key("open-read-real", key);
 		eng_unlock();

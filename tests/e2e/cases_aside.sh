@@ -236,6 +236,33 @@ for i in range(600):
 }
 case_add aside/small-files-timed aside_small_files_timed
 
+# A checkpoint written straight to its real path, then replaced there by
+# another program (without the library), and read back while an order names
+# it ahead: the read meets the new file, its size and its bytes, as without
+# the library (not the size the cache knew).
+aside_replaced_named_ahead() {
+	ck CKPTCACHE_STEP_ASIDE=auto CKPTCACHE_ORDER=sequential -- "$PY" -c '
+import os, random, subprocess, sys
+d, t = sys.argv[1], sys.argv[2]
+a = random.Random(1).randbytes(4 << 20)
+with open(f"{d}/c0.bin", "wb") as f:
+    f.write(a)
+b = random.Random(2).randbytes(6 << 20)
+with open(f"{t}/new.bin", "wb") as f:
+    f.write(b)
+env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+subprocess.run(["cp", f"{t}/new.bin", f"{d}/c0.bin"], env=env, check=True)
+with open(f"{d}/c0.bin", "rb") as f:
+    got = f.read()
+    size = os.fstat(f.fileno()).st_size
+assert size == len(b), f"fstat says {size} bytes, the file has {len(b)}"
+assert got == b, f"read {len(got)} bytes, not the {len(b)} the other program wrote"
+' "$T/ck" "$T" || fail "the program failed$(last_error)"
+	same "$T/new.bin" "$T/ck/c0.bin" "c0.bin at its real path"
+	stats_ok files==1 step_aside.written_straight\>=1
+}
+case_add aside/replaced-named-ahead aside_replaced_named_ahead
+
 # Small files written again and again (a script that saves its state each
 # step under the same names): once many wait to be published, a new version
 # of a name the cache holds goes straight to the real file too.

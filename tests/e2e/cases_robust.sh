@@ -904,3 +904,59 @@ for i in range(6):
 ' "$T/ck" || fail "the checkpoints at their real paths$(last_error)"
 }
 case_add robust/placeholder-base-taken placeholder_base_taken
+
+# A program that runs out of descriptors (EMFILE) while it opens cached
+# checkpoints, and frees some again, five times over: each open fails as
+# without the library, the library keeps no more descriptors than it had,
+# and the checkpoints read back right once there is room.
+placeholder_emfile() {
+	cat >em.py <<'PYEOF'
+import errno, os, random, resource, sys
+d = sys.argv[1]
+data = [random.Random(i).randbytes(5000 + i) for i in range(3)]
+for i, b in enumerate(data):
+    with open(f"{d}/c{i}.bin", "wb") as f:
+        f.write(b)
+
+def paths_of_root():
+    n = 0
+    for e in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{e}") == "/":
+                n += 1
+        except OSError:
+            pass
+    return n
+
+assert open(f"{d}/c0.bin", "rb").read() == data[0]
+before = paths_of_root()
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 256), hard))
+for round in range(5):
+    fill = []
+    try:
+        while True:
+            fill.append(os.open("/dev/null", os.O_RDONLY))
+    except OSError as e:
+        assert e.errno == errno.EMFILE, e
+    try:
+        os.open(f"{d}/c1.bin", os.O_RDONLY)
+        raise AssertionError("an open with a full table succeeded")
+    except OSError as e:
+        assert e.errno == errno.EMFILE, f"round {round}: {e}"
+    for fd in fill:
+        os.close(fd)
+    assert open(f"{d}/c{round % 3}.bin", "rb").read() == data[round % 3], f"round {round}: read back"
+after = paths_of_root()
+assert after <= before, f"descriptors of / before: {before}, after five full tables: {after}"
+for i in range(3):
+    assert open(f"{d}/c{i}.bin", "rb").read() == data[i], f"c{i}.bin read back"
+PYEOF
+	ck -- "$PY" em.py "$T/ck" || fail "the program failed$(last_error)"
+	plain "$PY" -c '
+import random, sys
+for i in range(3):
+    assert open(f"{sys.argv[1]}/c{i}.bin", "rb").read() == random.Random(i).randbytes(5000 + i), f"c{i}.bin"
+' "$T/ck" || fail "the checkpoints at their real paths$(last_error)"
+}
+case_add robust/placeholder-emfile placeholder_emfile

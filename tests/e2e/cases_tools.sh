@@ -50,8 +50,9 @@ tools_cp() {
 	run_ok "cp tagged -> untagged" ck -- cp ck/b.bin out.bin
 	same src.bin out.bin "cp out of a tagged path"
 	# the checkpoint is only in its real file: cp's copy_file_range runs in
-	# the kernel on that file (one call), not 1 MiB at a time through memory
-	stats_ok files==1 objects.opened_for_read==1 objects.read_from_real_file==1
+	# the kernel on that file (one call), not 1 MiB at a time through memory;
+	# a process that only reads it, no hint naming it, never starts the cache
+	no_stats
 	phase out-hinted
 	run_ok "cp tagged -> untagged, hinted" ck CKPTCACHE_HINTS="$T/hints.txt" CKPTCACHE_PREFETCH=off -- \
 		cp ck/a.bin out3.bin
@@ -244,7 +245,9 @@ tools_cat() {
 	ck -- cat ck/a.bin ck/b.bin ck/a.bin >out.bin || fail "cat of tagged files failed$(last_error)"
 	cat a.src b.src a.src >expect.bin
 	same expect.bin out.bin "cat of three tagged files"
-	stats_ok files==1 objects.opened_for_read==3 objects.read_from_real_file==3
+	# a process that only reads checkpoints the cache holds nothing of, no
+	# hint naming them, never starts the cache: no statistics
+	no_stats
 	phase cat-hinted
 	hints_naming "$T/ck/b.bin" "$T/ck/a.bin"
 	ck CKPTCACHE_HINTS="$T/hints.txt" CKPTCACHE_PREFETCH=off -- cat ck/a.bin ck/b.bin ck/a.bin >out3.bin ||
@@ -326,7 +329,7 @@ tools_sha256sum() {
 	sums=$(ck -- sha256sum ck/s1.bin ck/s2.bin ck/s3.bin ck/s4.bin) || fail "sha256sum of tagged files failed"
 	[ "$(awk '{print $1}' <<<"$sums")" = "$(sha256sum s1.src s2.src s3.src s4.src | awk '{print $1}')" ] ||
 		fail "sha256sum of tagged files differs from the sources"
-	stats_ok files==1 objects.opened_for_read==4 objects.read_from_real_file==4
+	no_stats # only reads: the cache never started
 	sha256sum s1.src s2.src s3.src s4.src | sed 's/\(s[0-9]\)\.src$/ck\/\1.bin/' >sums.txt
 	run_ok "sha256sum -c" ck -- sha256sum --quiet -c sums.txt
 }
@@ -351,7 +354,7 @@ tools_tar_out_of() {
 	run_ok "cp -r into a tagged folder" ck -- cp -r tree ck/tree
 	phase tar
 	run_ok "tar -c of a tagged folder" ck -- tar -C ck/tree -cf out.tar .
-	stats_ok objects.opened_for_read\>=4  # tar does not open empty files
+	no_stats # only reads: the cache never started
 	mkdir o
 	tar -C o -xf out.tar || fail "the archive of a tagged folder cannot be extracted"
 	diff -r tree o >/dev/null || fail "tar -c of a tagged folder: $(diff -r tree o 2>&1 | head -1)"
@@ -390,7 +393,7 @@ tools_bash_builtins() {
 	[ "$(cat count.txt)" = "read 4000 lines" ] || fail "bash: read loop: $(cat count.txt)"
 	[ "$(cat first.txt)" = "1 some text to make the line longer|2 some text to make the line longer|3 some tex" ] ||
 		fail "bash: reads through an exec'ed descriptor: $(cat first.txt)"
-	stats_ok files==1 objects.opened_for_read==3 objects.read_from_real_file==3
+	no_stats # only reads: the cache never started
 }
 
 # The C helper writes and reads back in one process, with odd-sized calls.
