@@ -113,12 +113,11 @@ ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path)
 	v->lock_real = false;
 	v->lock_flock = 0;
 	v->lock_whole = 0;
-	v->stat_known = v->stat_at_home = v->stat_absent = false;
 	v->small_t0 = 0;
 	/* the open's own look at the real file answers the first fstat */
 	int seen = ckc_handle_seen(h, &v->stat_real, &v->stat_at_home);
-	v->stat_known = seen == 0;
-	v->stat_absent = seen == 1;
+	v->stat_known = seen == CKC_SEEN_FILE;
+	v->stat_absent = seen == CKC_SEEN_ABSENT;
 	memcpy(v->path, path, n);
 	return v;
 }
@@ -217,15 +216,12 @@ static atomic_uint small_hi;
 
 void ckc_small_opened(int fd, uint64_t t0)
 {
-	if (fd < 0 || (size_t)fd >= ckc_vfd_cap || !ckc_small_t0)
+	if (fd < 0 || (size_t)fd >= ckc_vfd_cap || !ckc_small_t0 || !t0)
 		return;
-	if (t0) {
-		unsigned hi = atomic_load(&small_hi);
-		while ((unsigned)fd > hi && !atomic_compare_exchange_weak(&small_hi, &hi, (unsigned)fd))
-			;
-	}
-	if (t0 || atomic_load_explicit(&ckc_small_t0[fd], memory_order_relaxed))
-		atomic_store_explicit(&ckc_small_t0[fd], t0, memory_order_relaxed);
+	unsigned hi = atomic_load(&small_hi);
+	while ((unsigned)fd > hi && !atomic_compare_exchange_weak(&small_hi, &hi, (unsigned)fd))
+		;
+	atomic_store_explicit(&ckc_small_t0[fd], t0, memory_order_relaxed);
 }
 
 void ckc_small_done(uint64_t t0)

@@ -140,7 +140,7 @@ static void icpt_engine_start(void)
 	atomic_store(&icpt_engine_ok, rc == 0);
 	if (rc == 0)
 		icpt_fold_reads();
-	if (rc != 0)
+	else
 		atomic_store(&ckc_icpt_on, false); /* everything passes through */
 }
 

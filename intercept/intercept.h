@@ -327,7 +327,7 @@ int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0);
 
 /* The program-visible time of small checkpoints sampled by the model
  * (engine_write.c): fd, a real file opened at t0 for one written straight
- * to its real path, is timed to its close (t0 0: fd is not timed). Before
+ * to its real path, is timed to its close. Before
  * every close the program makes, ckc_small_take takes the number's start
  * (one load when none is timed: the number is free for another thread's
  * open once closed), and ckc_small_done notes it after a close that

@@ -254,19 +254,18 @@ static int open_while_written(const char *canon)
 }
 
 /* A tagged open for reading through the engine: an fd, -errno, or
- * CKC_PASS where the cache has nothing to do with the file. cached: the
- * cache held a version as the open began (else the engine may bring the
- * real file in, which the program must be allowed to read); NULL: the
- * engine tells, and a version this process still writes is opened as
- * open_while_written says. */
-static int open_read_tagged(const char *canon, int flags, const bool *cached)
+ * CKC_PASS where the cache has nothing to do with the file. Where the
+ * cache held no version as the open began, the engine may bring the real
+ * file in, which the program must be allowed to read; a version this
+ * process still writes is opened as open_while_written says. */
+static int open_read_tagged(const char *canon, int flags)
 {
 	ckc_handle_t *h;
-	bool held = cached && *cached;
-	int rc = cached ? ckc_open_read(canon, &h) : ckc_open_read_held(canon, &h, &held);
+	bool held;
+	int rc = ckc_open_read_held(canon, &h, &held);
 	if (rc == -ENOENT || rc == -ENODEV)
 		return CKC_PASS;
-	if (rc == -EBUSY && !cached)
+	if (rc == -EBUSY)
 		return open_while_written(canon);
 	if (rc)
 		return rc;
@@ -300,7 +299,7 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 	 * library, with no look at the file first, unless a hint brings it
 	 * through the cache; O_EXCL is the real file's to judge below */
 	if (rd && !(flags & O_EXCL))
-		return open_read_tagged(canon, flags, NULL);
+		return open_read_tagged(canon, flags);
 	/* a small checkpoint written while many wait to be published, or
 	 * where the program's last ones took less time, goes straight to the
 	 * real file: the real open decides everything, with no look at
@@ -328,7 +327,7 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 	if (rd) {
 		if (!exists)
 			return flags & O_CREAT ? CKC_PASS : -ENOENT;
-		return open_read_tagged(canon, flags, &cached);
+		return open_read_tagged(canon, flags);
 	}
 	/* A new version is cached when it replaces the file (O_TRUNC) or
 	 * creates it exclusively. O_CREAT without either may be one of several
@@ -436,9 +435,11 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 	}
 	fd = ro(dirfd, path, flags, mode);
 	/* the number's last timed file may have left without a close the
-	 * library saw (close_range, exec): that sample is dropped */
-	if (fd >= 0)
-		ckc_small_opened(fd, timed ? t0 : 0);
+	 * library saw: that sample is dropped (one load when none is timed) */
+	if (timed && fd >= 0)
+		ckc_small_opened(fd, t0);
+	else if (fd >= 0)
+		(void)ckc_small_take(fd);
 opened:
 	if (fd >= 0 && (flags & O_NOFOLLOW) && ckc_tag_dirv_cap)
 		ckc_tag_opened(dirfd, path, flags, fd);

@@ -148,11 +148,15 @@ uint64_t ckc_handle_size(const ckc_handle_t *h);
  * Returns 0. */
 int ckc_handle_stat(const ckc_handle_t *h, ckc_stat_t *st);
 
-/* What stat said of h's real file when its open looked at it (a reading
- * handle whose version was then checked against that file), and whether
- * the version was published then. Returns 0; 1 when there was no real
- * file (st untouched); -ENOENT when the open did not look or the real file
- * was not a regular file. */
+/* What the open of a reading handle found at its real path when it checked
+ * its version against that file: */
+enum {
+	CKC_SEEN_NONE = 0, /* nothing kept: no look, or not a regular file */
+	CKC_SEEN_FILE,     /* a regular file: what stat said */
+	CKC_SEEN_ABSENT,   /* no file (the version is not published yet) */
+};
+/* That (a CKC_SEEN_ answer), with stat's answer in *st for CKC_SEEN_FILE,
+ * and in *at_home whether the version was published then. */
 int ckc_handle_seen(const ckc_handle_t *h, struct stat *st, bool *at_home);
 
 /* Sets attributes of the current version of path. Returns 0, or -ENOENT if

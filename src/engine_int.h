@@ -478,10 +478,10 @@ void ckc_aside_load(aside_t *a, const char *paths);
 /* Records what a learnt (both sides measured), at exit. */
 void ckc_aside_save(const aside_t *a, const char *paths);
 ckc_obj_t *eng_current_locked(const char *key);
-/* eng_current_locked; when it looked at the real file and found it a
- * regular file, what stat said is in *seen and *seen_ok is set; found no
- * file there: *seen_ok is set and seen->st_mode is 0. */
-ckc_obj_t *eng_current_seen_locked(const char *key, struct stat *seen, bool *seen_ok);
+/* eng_current_locked, telling in *what what its look at the real file
+ * found (CKC_SEEN_): a regular file (what stat said is in *seen), no file,
+ * or nothing to keep (no look, or the version was not current). */
+ckc_obj_t *eng_current_seen_locked(const char *key, struct stat *seen, int *what);
 void eng_range_add(ckc_handle_t *h, uint64_t a, uint64_t b);
 bool eng_prefetch_wait(ckc_handle_t *h, uint64_t *deadline);
 /* The access and modification times of version o, as stat reports them
@@ -498,8 +498,10 @@ struct ckc_handle {
 	bool waited;       /* this reader already counted a wait */
 	bool counted;      /* its checkpoint was counted as read from a tier */
 	int home_fd;       /* the real file, opened by the first read from it */
-	/* what stat said of the real file when the open looked at it */
-	bool seen_ok, seen_at_home;
+	/* what the open's look at the real file found (CKC_SEEN_), and
+	 * whether the version was published then */
+	int seen_what;
+	bool seen_at_home;
 	struct stat seen;
 	int nrange, caprange;
 	uint64_t (*range)[2]; /* bytes read so far: sorted, disjoint [a, b) */

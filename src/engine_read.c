@@ -51,15 +51,15 @@ static void keep_newer_now(ckc_obj_t *o)
 ckc_obj_t *eng_current_locked(const char *key)
 {
 	struct stat st;
-	bool ok;
+	int what;
 
-	return eng_current_seen_locked(key, &st, &ok);
+	return eng_current_seen_locked(key, &st, &what);
 }
 
-ckc_obj_t *eng_current_seen_locked(const char *key, struct stat *seen, bool *seen_ok)
+ckc_obj_t *eng_current_seen_locked(const char *key, struct stat *seen, int *what)
 {
 	ckc_obj_t *o;
-	*seen_ok = false;
+	*what = CKC_SEEN_NONE;
 	/* a publication being committed ends first (a rename: short) */
 	while ((o = ckc_map_find(key)) && o->home_busy)
 		eng_wait(EC_HOME);
@@ -75,9 +75,10 @@ ckc_obj_t *eng_current_seen_locked(const char *key, struct stat *seen, bool *see
 	if (!o || o->version != v || o->home_busy || o->at_home != published)
 		return o;
 	if (ckc_fid_same(&base, &now)) {
-		if (now.known && !now.exists)
-			seen->st_mode = 0; /* no real file: what *seen_ok then says */
-		*seen_ok = (now.exists && S_ISREG(seen->st_mode)) || (now.known && !now.exists);
+		if (now.exists && S_ISREG(seen->st_mode))
+			*what = CKC_SEEN_FILE;
+		else if (now.known && !now.exists)
+			*what = CKC_SEEN_ABSENT;
 		return o;
 	}
 	if (published) {
@@ -164,9 +165,9 @@ static int open_read(const char *path, ckc_handle_t **hp, bool *held)
 	}
 	bool home_only = o && !o->home_busy && aside_home_only(o) && !named_ahead(key);
 	struct stat seen;
-	bool seen_ok = false;
+	int seen_what = CKC_SEEN_NONE;
 	if (!home_only) {
-		o = eng_current_seen_locked(key, &seen, &seen_ok);
+		o = eng_current_seen_locked(key, &seen, &seen_what);
 		home_only = o && aside_home_only(o);
 	}
 	if ((!o || home_only) && ckc_eng.active && !named_ahead(key)) {
@@ -197,11 +198,10 @@ static int open_read(const char *path, ckc_handle_t **hp, bool *held)
 		eng_unlock();
 		return -ENOMEM;
 	}
-	if (seen_ok) {
+	h->seen_what = seen_what;
+	h->seen_at_home = o->at_home;
+	if (seen_what == CKC_SEEN_FILE)
 		h->seen = seen;
-		h->seen_ok = true;
-		h->seen_at_home = o->at_home;
-	}
 	uint64_t d = ckc_dist(o);
 	ckc_eng.st.objects_opened_read++;
 	ckc_eng.st.dist_hist[ckc_stats_dist_bucket(d, d >= HQ_FAR)]++;
@@ -607,13 +607,10 @@ int ckc_handle_stat(const ckc_handle_t *h, ckc_stat_t *st)
 int ckc_handle_seen(const ckc_handle_t *h, struct stat *st, bool *at_home)
 {
 	/* set at the open, before the handle was handed out */
-	if (!h->seen_ok)
-		return -ENOENT;
 	*at_home = h->seen_at_home;
-	if (!h->seen.st_mode)
-		return 1;
-	*st = h->seen;
-	return 0;
+	if (h->seen_what == CKC_SEEN_FILE)
+		*st = h->seen;
+	return h->seen_what;
 }
 
 /* Truncates the writer's own file at home, as its writes use it: without

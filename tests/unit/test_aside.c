@@ -108,14 +108,22 @@ static void small_world(aside_t *a, int n, double cache_us, double home_us, int 
 	}
 }
 
+/* A new model (on) after n small checkpoints of such a world. */
+static aside_t small_fresh(int n, double cache_us, double home_us, int sent[2])
+{
+	aside_t a;
+	aside_init(&a, true);
+	sent[0] = sent[1] = 0;
+	small_world(&a, n, cache_us, home_us, sent);
+	return a;
+}
+
 Test(aside, small_files_stay_on_a_real_path_that_takes_them_faster)
 {
 	/* a local file system that creates a file in 15 us, and a cache whose
 	 * own work beside its publications costs the program 50 us a file */
-	aside_t a;
-	aside_init(&a, true);
-	int sent[2] = { 0, 0 };
-	small_world(&a, 3000, 50, 15, sent);
+	int sent[2];
+	aside_t a = small_fresh(3000, 50, 15, sent);
 	cr_assert_eq(a.choice, ASIDE_HOME);
 	cr_assert_eq(a.switches, 0);
 	cr_assert_leq(sent[ASIDE_CACHE], 5 + 3000 / ASIDE_EVERY_MAX_CACHE + 1, "%d small files went to the slower cache",
@@ -127,10 +135,8 @@ Test(aside, small_files_go_to_the_cache_where_the_file_system_is_slow_to_make_th
 {
 	/* a file system in the middle of a purge: 400 us a file, against 20
 	 * through the cache */
-	aside_t a;
-	aside_init(&a, true);
-	int sent[2] = { 0, 0 };
-	small_world(&a, 3000, 20, 400, sent);
+	int sent[2];
+	aside_t a = small_fresh(3000, 20, 400, sent);
 	cr_assert_eq(a.choice, ASIDE_CACHE);
 	cr_assert_geq(sent[ASIDE_CACHE], 2900, "only %d of 3000 went to the cache", sent[ASIDE_CACHE]);
 	/* and when the file system recovers, the real path takes them back */
