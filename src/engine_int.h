@@ -220,10 +220,15 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow, bool keep);
 void ckc_host_stop(ckc_tier_t *t);
 /* Unmaps the tier; its toucher must be stopped if the lock is held. */
 void ckc_host_close(ckc_tier_t *t);
-/* Bytes [aoff, aoff+len) of host tier t were allocated (lock held): the
- * toucher populates ahead of the next allocations, and gives these back
- * once they are free again and the tier idle. */
-void ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len);
+/* A growing host tier takes huge pages from its first checkpoint of more
+ * than this many bytes (or predicted so) on; before, small pages. A first
+ * checkpoint reserves CKC_MIN_RESERVE whatever its size. */
+#define CKC_HOST_HUGE_FROM ((uint64_t)CKC_MIN_RESERVE)
+/* Bytes [aoff, aoff+len) of host tier t were allocated for a checkpoint
+ * that holds whole bytes there now (lock held): the toucher populates
+ * ahead of the next allocations, and gives these back once they are free
+ * again and the tier idle. */
+void ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len, uint64_t whole);
 /* A checkpoint is coming into a growing host tier (a try of the cache by
  * stepping aside), though the tier may not have been used yet: its toucher
  * starts, or wakes, and populates the room planned for it (lock held). */

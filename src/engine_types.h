@@ -205,6 +205,10 @@ typedef struct ckc_tier {
 	_Atomic uint8_t *piece;        /* grow: per CKC_HOST_PIECE, CKC_PIECE_USED when populated
 					  or allocated since it was last given back */
 	size_t npiece;
+	atomic_bool huge;              /* grow: huge pages advised (the first checkpoint of
+					  CKC_HOST_HUGE_FROM bytes or more) */
+	uint64_t plan_off, plan_len;   /* grow, small pages: the room the next allocations
+					  take, from the last plan (engine lock) */
 	atomic_uint_fast64_t use_seq;  /* grow: allocations in the tier so far */
 	atomic_bool expected;          /* grow: a checkpoint comes, though none came yet
 					  (ckc_host_expect) */

@@ -402,7 +402,11 @@ int eng_write_room(ckc_obj_t *o, uint64_t end)
 		if (have == 0) {
 			uint64_t guess = ckc_predict_size();
 			need = end > guess ? end : guess;
-			if (need < CKC_MIN_RESERVE && end <= CKC_MIN_RESERVE)
+			/* the last checkpoints' size where known: a reservation
+			 * of CKC_MIN_RESERVE for each small file had the host
+			 * tier populate room beyond it, which the next file
+			 * did not take once this one was cut to its size */
+			if (need < CKC_MIN_RESERVE && end <= CKC_MIN_RESERVE && !guess)
 				need = CKC_MIN_RESERVE;
 		} else {
 			need = end > 2 * have ? end : 2 * have;

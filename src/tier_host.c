@@ -49,6 +49,15 @@
 #define HOST_AHEAD_MAX (256ull << 20)
 #define HOST_AHEAD_AFTER 2
 
+/* Before its first checkpoint of more than CKC_HOST_HUGE_FROM bytes, a
+ * growing tier has small pages, and this much room populated ahead of the
+ * next allocation (again once half of it is taken): a script whose
+ * checkpoints are small files holds what they take, not whole huge pages
+ * (3,000 files of at most 4 KiB held 8 MiB of huge pages for 6.4 MiB of
+ * checkpoints; 600 such files of 2.4 MiB in all, 6 MiB). Its pieces count
+ * as populated (statistics) once any of their pages is. */
+#define HOST_SMALL_AHEAD (64ull << 10)
+
 /* Free room beyond that is given back after this long without an
  * allocation in the tier; the toucher looks at least this often. */
 #define HOST_IDLE_NS 1000000000ull
@@ -168,14 +177,27 @@ static bool host_aside_ahead(uint64_t p, uint64_t *ahead)
 	return true;
 }
 
+/* Huge pages from now on (lock held): the tier's checkpoints are large. */
+static void host_go_huge(ckc_tier_t *t)
+{
+	if (atomic_load(&t->huge))
+		return;
+	(void)sys_madvise(t->base, t->arena.capacity, MADV_HUGEPAGE);
+	atomic_store(&t->huge, true);
+}
+
 /* The room the next allocations will take (lock held): in best-fit order,
  * the starts of the gaps that fit a predicted checkpoint, ahead bytes in
  * all. Marks their pieces in want[]. Returns the pieces marked. */
-static size_t host_plan(const ckc_tier_t *t, uint8_t *want)
+static size_t host_plan(ckc_tier_t *t, uint8_t *want)
 {
 	const arena_t *a = &t->arena;
 	uint64_t p = ckc_predict_size(), ahead;
 	size_t n = 0;
+
+	if (p > CKC_HOST_HUGE_FROM)
+		host_go_huge(t);
+	t->plan_len = 0;
 
 	if (host_aside_ahead(p, &ahead)) {
 		/* stepping aside: its own rule */
@@ -206,6 +228,10 @@ static size_t host_plan(const ckc_tier_t *t, uint8_t *want)
 			break;
 		const arena_frag_t *g = &a->frag[best];
 		uint64_t take = g->len < ahead ? g->len : ahead;
+		if (!t->plan_len) {
+			t->plan_off = g->off;
+			t->plan_len = g->len < HOST_SMALL_AHEAD ? g->len : HOST_SMALL_AHEAD;
+		}
 		for (uint64_t k = g->off / HOST_PIECE; k * HOST_PIECE < g->off + take; k++)
 			if (!want[k]) {
 				want[k] = 1;
@@ -250,16 +276,39 @@ static void host_toucher_grow(ckc_tier_t *t)
 {
 	uint8_t *want = calloc(t->npiece, 1);
 	uint64_t seen = 0, last_use = ckc_now_ns();
+	uint64_t small_from = 0, small_to = 0; /* small pages populated last */
 
 	if (!want)
 		return;
 	while (!atomic_load(&t->toucher_stop)) {
 		/* nothing ahead of a tier that was never used: a process that
 		 * only reads checkpoints from their real files needs no room */
+		uint64_t small_off = 0, small_len = 0;
 		ckc_mutex_lock(&ckc_eng.lock);
-		if (atomic_load(&t->use_seq) || atomic_load(&t->expected))
+		if (atomic_load(&t->use_seq) || atomic_load(&t->expected)) {
 			host_plan(t, want);
+			if (!atomic_load(&t->huge)) {
+				small_off = t->plan_off;
+				small_len = t->plan_len;
+			}
+		}
 		eng_unlock();
+		/* small pages: the room just ahead of the next allocation */
+		if (small_len) {
+			uint64_t from = small_off & ~(uint64_t)4095;
+			uint64_t to = (small_off + small_len + 4095) & ~(uint64_t)4095;
+			if (to > t->arena.capacity)
+				to = t->arena.capacity;
+			bool ahead = from >= small_from && from < small_to &&
+				     small_to - from >= HOST_SMALL_AHEAD / 2;
+			if (!ahead && host_populate(t, from, to - from) == 0) {
+				for (uint64_t k = from / HOST_PIECE; k * HOST_PIECE < to; k++)
+					host_mark(t, k);
+				small_from = from;
+				small_to = to;
+			}
+			memset(want, 0, t->npiece);
+		}
 		/* populate what the next checkpoints will take */
 		for (size_t k = 0; k < t->npiece && !atomic_load(&t->toucher_stop); k++) {
 			if (!want[k] || atomic_load(&t->piece[k]))
@@ -296,6 +345,8 @@ static void host_toucher_grow(ckc_tier_t *t)
 		t->st.given_back_bytes += b;
 		eng_unlock();
 		atomic_fetch_sub(&t->populated, b);
+		if (b)
+			small_from = small_to = 0;
 	}
 	sys_free(want);
 }
@@ -303,10 +354,12 @@ static void host_toucher_grow(ckc_tier_t *t)
 static void *host_toucher(void *arg);
 static void host_wake(ckc_tier_t *t);
 
-void ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len)
+void ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len, uint64_t whole)
 {
 	if (!t->grow || !len)
 		return;
+	if (whole > CKC_HOST_HUGE_FROM)
+		host_go_huge(t);
 	for (uint64_t k = aoff / HOST_PIECE; k * HOST_PIECE < aoff + len && k < t->npiece; k++)
 		host_mark(t, k);
 	atomic_fetch_add(&t->use_seq, 1);
@@ -380,7 +433,11 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow, bool keep)
 		arena_fini(&t->arena);
 		return rc;
 	}
-	(void)sys_madvise(p, capacity, MADV_HUGEPAGE);
+	/* a growing tier takes huge pages with its first large checkpoint */
+	if (!grow)
+		(void)sys_madvise(p, capacity, MADV_HUGEPAGE);
+	atomic_store(&t->huge, !grow);
+	t->plan_off = t->plan_len = 0;
 	t->base = p;
 	t->grow = grow;
 	t->keep = keep;

@@ -266,6 +266,36 @@ Test(host_tier, small_checkpoints_populate_no_room_ahead)
 	tenv_clean(&e);
 }
 
+/* Small checkpoints are held in small pages, with little room populated
+ * ahead of them: right after they are written (no idle time to give room
+ * back) the tier's resident memory is what they take. A first larger
+ * checkpoint then brings huge pages. */
+Test(host_tier, small_checkpoints_hold_small_pages)
+{
+	tenv_t e;
+	ckc_tier_t *h = growing_host(&e);
+	char path[PATH_MAX];
+	for (int i = 0; i < 600; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 1 + (uint64_t)i * 7 % 4096, 4096);
+	}
+	ckc_wait_ready();
+	uint64_t used = h->arena.used, r = host_resident(h);
+	cr_assert_geq(used, 600 * 4096ull, "every checkpoint is cached");
+	cr_assert_leq(r, used + 256 * 1024, "%llu KiB resident for %llu KiB cached",
+		      (unsigned long long)(r >> 10), (unsigned long long)(used >> 10));
+	cr_assert_not(atomic_load(&h->huge), "small checkpoints took huge pages");
+	tpath(&e, path, 600);
+	twrite(path, 600, 8 * MiB, 1 * MiB);
+	cr_assert(atomic_load(&h->huge), "a checkpoint of 8 MiB took no huge pages");
+	for (int i = 0; i <= 600; i += 61) {
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i, i == 600 ? 8 * MiB : 1 + (uint64_t)i * 7 % 4096, 4096);
+	}
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
 /* An engine in copy mode that steps aside, with a host tier of host bytes. */
 static void aside_engine(tenv_t *e, uint64_t host)
 {
