@@ -23,6 +23,10 @@ CKC_LOCKS_AT_START(fdtab_lock, ckc_locks_add, &fdtab_lock)
 
 /* Slots the descriptor table is known to have (it never shrinks). */
 static atomic_long fd_slots;
+/* Threads the process had at that read, and when it was made. */
+static atomic_long fd_threads;
+static _Atomic uint64_t fd_table_ns;
+#define FD_TABLE_NS 100000000ull
 
 ssize_t ckc_px_read_file(const char *path, char *buf, size_t size)
 {
@@ -37,9 +41,12 @@ ssize_t ckc_px_read_file(const char *path, char *buf, size_t size)
 
 /* The process's descriptor table now: its slots and its threads (from
  * /proc/self/status). Returns false if unknown. */
+atomic_ulong ckc_fd_table_reads;
+
 static bool fd_table(long *slots, long *threads)
 {
 	char buf[4096];
+	atomic_fetch_add_explicit(&ckc_fd_table_reads, 1, memory_order_relaxed);
 	if (ckc_px_read_file("/proc/self/status", buf, sizeof(buf)) <= 0)
 		return false;
 	const char *fs = strstr(buf, "\nFDSize:"), *th = strstr(buf, "\nThreads:");
@@ -49,15 +56,24 @@ static bool fd_table(long *slots, long *threads)
 
 int ckc_fd_above(int fd, int floor)
 {
-	long slots = atomic_load(&fd_slots), threads = 1;
+	long slots = atomic_load(&fd_slots), threads = atomic_load(&fd_threads);
 
 	if (fd >= floor)
 		return fd;
 	/* In a process with more than one thread, growing the table makes
 	 * the kernel wait for an RCU grace period (10 to 20 ms here): there
-	 * the number is taken near the top of the table it has now. */
-	if (floor >= slots && fd_table(&slots, &threads)) {
-		atomic_store(&fd_slots, slots);
+	 * the number is taken near the top of the table it has now. The
+	 * table's size is read again at most every FD_TABLE_NS: the engine
+	 * opens a file for each checkpoint it publishes, and reading
+	 * /proc/self/status for each cost 3,000 small files 60 ms. */
+	if (floor >= slots) {
+		uint64_t now = ckc_now_ns(), last = atomic_load(&fd_table_ns);
+		/* one thread then: maybe more now (no wait for those) */
+		if ((threads <= 1 || now - last >= FD_TABLE_NS) && fd_table(&slots, &threads)) {
+			atomic_store(&fd_slots, slots);
+			atomic_store(&fd_threads, threads);
+			atomic_store(&fd_table_ns, now);
+		}
 		if (threads > 1 && floor >= slots)
 			floor = (int)(slots - slots / 4);
 	}
@@ -214,14 +230,23 @@ _Atomic uint64_t *ckc_small_t0;
 /* The highest number ever timed (ckc_small_drop looks no further). */
 static atomic_uint small_hi;
 
+static void small_reach(int fd)
+{
+	unsigned hi = atomic_load(&small_hi);
+	while ((unsigned)fd > hi && !atomic_compare_exchange_weak(&small_hi, &hi, (unsigned)fd))
+		;
+}
+
 void ckc_small_opened(int fd, uint64_t t0)
 {
 	if (fd < 0 || (size_t)fd >= ckc_vfd_cap || !ckc_small_t0 || !t0)
 		return;
-	unsigned hi = atomic_load(&small_hi);
-	while ((unsigned)fd > hi && !atomic_compare_exchange_weak(&small_hi, &hi, (unsigned)fd))
-		;
-	atomic_store_explicit(&ckc_small_t0[fd], t0, memory_order_relaxed);
+	small_reach(fd);
+	/* a number the base held, closed by a way the library does not see */
+	if (atomic_exchange(&ckc_small_t0[fd], t0) == CKC_SMALL_BASE) {
+		int b = fd;
+		atomic_compare_exchange_strong(&ph_base, &b, -1);
+	}
 }
 
 void ckc_small_done(uint64_t t0)
@@ -247,6 +272,25 @@ void ckc_small_drop(unsigned first, unsigned last)
 		(void)ckc_small_take((int)fd);
 }
 
+void ckc_ph_base_lost(int fd)
+{
+	/* a vfork child shares this memory, not the descriptor table: the
+	 * parent's base is still there */
+	if (ckc_in_vfork_child()) {
+		atomic_store(&ckc_small_t0[fd], CKC_SMALL_BASE);
+		return;
+	}
+	int b = fd;
+	/* forgotten, not closed: the number is the program's */
+	atomic_compare_exchange_strong(&ph_base, &b, -1);
+}
+
+/* The base's slot holds CKC_SMALL_BASE while the number is the base's. */
+static bool ph_base_marked(int b)
+{
+	return ckc_small_t0 && (size_t)b < ckc_vfd_cap && atomic_load(&ckc_small_t0[b]) == CKC_SMALL_BASE;
+}
+
 int ckc_placeholder(int oflags)
 {
 	/* O_PATH: read, write, mmap, io_uring and every other data operation
@@ -261,10 +305,15 @@ int ckc_placeholder(int oflags)
 		int nb = ropen("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (nb >= 0) {
 			nb = ckc_fd_above(nb, PH_BASE_FLOOR);
-			if (atomic_compare_exchange_strong(&ph_base, &b, nb))
+			if (atomic_compare_exchange_strong(&ph_base, &b, nb)) {
 				b = nb;
-			else
+				if (ckc_small_t0 && (size_t)nb < ckc_vfd_cap) {
+					small_reach(nb);
+					atomic_store(&ckc_small_t0[nb], CKC_SMALL_BASE);
+				}
+			} else {
 				REAL(close)(nb); /* another thread's came first: b is it */
+			}
 		}
 	}
 	if (b >= 0) {
@@ -273,7 +322,13 @@ int ckc_placeholder(int oflags)
 			return -errno; /* EMFILE: the table is full, the base stays */
 		if (fd >= 0) {
 			/* the program may have closed the number and opened
-			 * something else there: a copy of that is no placeholder */
+			 * something else there: a copy of that is no placeholder.
+			 * Every close, dup2, dup3, close_range and closefrom
+			 * takes the mark before the number is freed, so a mark
+			 * still there after the copy says the copy is of the
+			 * base; else the copy itself is asked. */
+			if (ph_base_marked(b))
+				return fd;
 			int fl = rf(fd, F_GETFL);
 			if (fl >= 0 && (fl & O_PATH))
 				return fd;

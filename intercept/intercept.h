@@ -233,6 +233,8 @@ int ckc_fdtab_init(void);
  * would grow the table of a process with more than one thread; fd itself
  * if it cannot be moved. errno is kept. */
 int ckc_fd_above(int fd, int floor);
+/* The times ckc_fd_above read the process's descriptor table's size. */
+extern atomic_ulong ckc_fd_table_reads;
 ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path);
 /* Puts v at fd (taking a reference). Returns 0, or -EMFILE past the table. */
 int ckc_vfd_install(int fd, ckc_vfd_t *v);
@@ -337,11 +339,22 @@ void ckc_small_opened(int fd, uint64_t t0);
 void ckc_small_done(uint64_t t0);
 void ckc_small_drop(unsigned first, unsigned last);
 extern _Atomic uint64_t *ckc_small_t0;
+/* The slot of the number of the placeholders' base (ckc_placeholder): the
+ * program closing or replacing that number takes it, and the base is
+ * forgotten (ckc_ph_base_lost). */
+#define CKC_SMALL_BASE UINT64_MAX
+void ckc_ph_base_lost(int fd);
 static inline uint64_t ckc_small_take(int fd)
 {
 	if ((unsigned)fd < ckc_vfd_cap && ckc_small_t0 &&
-	    __builtin_expect(atomic_load_explicit(&ckc_small_t0[fd], memory_order_relaxed) != 0, 0))
-		return atomic_exchange_explicit(&ckc_small_t0[fd], 0, memory_order_relaxed);
+	    __builtin_expect(atomic_load_explicit(&ckc_small_t0[fd], memory_order_relaxed) != 0, 0)) {
+		uint64_t t0 = atomic_exchange(&ckc_small_t0[fd], 0);
+		if (__builtin_expect(t0 == CKC_SMALL_BASE, 0)) {
+			ckc_ph_base_lost(fd);
+			return 0;
+		}
+		return t0;
+	}
 	return 0;
 }
 /* Closes fd (tagged or not). */

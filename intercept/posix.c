@@ -596,6 +596,9 @@ CKC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 		errno = ENOSYS;
 		return -1;
 	}
+	/* the placeholders' base is forgotten before its number is free */
+	if (!(flags & CLOSE_RANGE_CLOEXEC))
+		ckc_small_drop(first, last);
 	int rc = rc_range(first, last, flags);
 	/* CLOSE_RANGE_CLOEXEC only marks them; the program still has them */
 	if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
@@ -606,6 +609,8 @@ CKC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 CKC_EXPORT void closefrom(int lowfd)
 {
 	void (*rc_from)(int) = REAL(closefrom);
+	if (lowfd >= 0)
+		ckc_small_drop((unsigned)lowfd, ~0u);
 	if (rc_from)
 		rc_from(lowfd);
 	if (lowfd >= 0)

@@ -32,6 +32,7 @@ static int dup_fixup(int oldfd, int newfd)
 		return newfd;
 	if (oldfd == newfd)
 		return newfd;
+	(void)ckc_small_take(newfd); /* a new number: nothing timed, no base there */
 	if (v) {
 		int saved = errno;
 		if (ckc_vfd_install(newfd, v) != 0) {
@@ -64,8 +65,11 @@ static int dup_fixup(int oldfd, int newfd)
 
 CKC_EXPORT int dup(int fd)
 {
-	if (!ckc_vfd_get(fd))
-		return ckc_tag_dup(fd, REAL(dup)(fd));
+	if (!ckc_vfd_get(fd)) {
+		int r = REAL(dup)(fd);
+		(void)ckc_small_take(r);
+		return ckc_tag_dup(fd, r);
+	}
 	return dup_fixup(fd, REAL(dup)(fd));
 }
 
@@ -101,7 +105,10 @@ static int fcntl_common(int (*rf)(int, int, ...), int fd, int cmd, unsigned long
 	}
 	if (!v) {
 		int r = rf(fd, cmd, arg);
-		return cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC ? ckc_tag_dup(fd, r) : r;
+		if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)
+			return r;
+		(void)ckc_small_take(r);
+		return ckc_tag_dup(fd, r);
 	}
 	switch (cmd) {
 	case F_DUPFD:

@@ -905,6 +905,84 @@ for i in range(6):
 }
 case_add robust/placeholder-base-taken placeholder_base_taken
 
+# The library's descriptor of "/" closed by the program, by each way a
+# program has (close_range, closefrom through os.closerange, a raw close
+# syscall), its number then reused by the program for a file of its own
+# (fcntl F_DUPFD onto it): the checkpoints read back right each time.
+# And programs that start children (subprocess closes every descriptor in
+# a vfork child) keep one such descriptor, not one more per child.
+placeholder_base_closed() {
+	cat >pc.py <<'PYEOF'
+import ctypes, fcntl, os, random, subprocess, sys
+d = sys.argv[1]
+data = [random.Random(i).randbytes(900 + 31 * i) for i in range(8)]
+for i, b in enumerate(data):
+    with open(f"{d}/c{i}.bin", "wb") as f:
+        f.write(b)
+
+def check(i):
+    with open(f"{d}/c{i}.bin", "rb") as f:
+        got = f.read()
+        fs = os.fstat(f.fileno())
+    assert got == data[i], f"c{i}.bin read back: {got[:8]!r}..., {len(got)} bytes"
+    assert fs.st_size == len(data[i]), f"c{i}.bin: fstat says {fs.st_size} bytes"
+
+def bases():
+    out = []
+    for n in os.listdir("/proc/self/fd"):
+        try:
+            link = os.readlink(f"/proc/self/fd/{n}")
+            flags = int(open(f"/proc/self/fdinfo/{n}").read().split("flags:")[1].split()[0], 8)
+        except OSError:
+            continue
+        if link == "/" and flags & 0o10000000:
+            out.append(int(n))
+    return out
+
+libc = ctypes.CDLL(None, use_errno=True)
+mine = os.open(f"{d}/../junk.txt", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(mine, b"JUNK" * 400)
+ways = {
+    "close_range": lambda n: os.closerange(n, n + 1),
+    "closefrom": lambda n: libc.closefrom(n),
+    "raw close": lambda n: libc.syscall(3, n),  # SYS_close on x86-64
+}
+k = 0
+for way, close in ways.items():
+    check(k % 8)
+    base = bases()
+    assert len(base) == 1, f"{way}: descriptors of / opened as a path: {base}"
+    n = base[0]
+    close(n)
+    took = fcntl.fcntl(mine, fcntl.F_DUPFD, n)
+    assert took == n, f"{way}: F_DUPFD onto {n} gave {took}"
+    for _ in range(3):
+        k += 1
+        check(k % 8)
+    os.close(took)
+before = len(bases())
+for _ in range(10):
+    subprocess.run(["true"], close_fds=True, check=True)
+    check(k % 8)
+    k += 1
+after = len(bases())
+assert after <= before, f"descriptors of / before 10 children: {before}, after: {after}"
+print("ok", k)
+PYEOF
+	ck -- "$PY" pc.py "$T/ck" || fail "the program failed$(last_error)"
+	if grep -aq 'ckptcache: error' "$T/.log"; then
+		fail "the library reported an error$(first_error 'ckptcache: error')"
+	fi
+	plain "$PY" -c '
+import random, sys
+d = sys.argv[1]
+for i in range(8):
+    assert open(f"{d}/c{i}.bin", "rb").read() == random.Random(i).randbytes(900 + 31 * i), \
+        f"c{i}.bin at its real path differs from what was written"
+' "$T/ck" || fail "the checkpoints at their real paths$(last_error)"
+}
+case_add robust/placeholder-base-closed placeholder_base_closed
+
 # A program that runs out of descriptors (EMFILE) while it opens cached
 # checkpoints, and frees some again, five times over: each open fails as
 # without the library, the library keeps no more descriptors than it had,

@@ -197,6 +197,36 @@ Test(tag, virtual_descriptor_table)
 	close(fd);
 }
 
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	pause();
+	return NULL;
+}
+
+/* Moving descriptors up (the engine does it for each file it opens, one
+ * per checkpoint published) in a process of several threads reads the
+ * descriptor table's size now and then, not for each. */
+Test(tag, descriptors_moved_up_read_the_table_size_rarely)
+{
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, sleeper, NULL), 0);
+	unsigned long before = atomic_load(&ckc_fd_table_reads);
+	for (int i = 0; i < 200; i++) {
+		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		cr_assert_geq(fd, 0);
+		int up = ckc_fd_above(fd, 4096);
+		cr_assert_geq(up, fd, "moved down: %d to %d", fd, up);
+		cr_assert_eq(fcntl(up, F_GETFD), FD_CLOEXEC);
+		close(up);
+	}
+	unsigned long reads = atomic_load(&ckc_fd_table_reads) - before;
+	cr_assert_geq(reads, 1);
+	cr_assert_leq(reads, 20, "the table's size was read %lu times for 200 descriptors", reads);
+	pthread_cancel(t);
+	pthread_join(t, NULL);
+}
+
 /* Random text of n pieces from pieces[]. */
 static void rand_text(char *out, int n, const char *const *pieces, int npieces, unsigned *seed)
 {
