@@ -400,6 +400,8 @@ int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)
 	ckc_prog_begin();
 	int fd = open_tagged(canon, flags, mode, start);
 	ckc_prog_end();
+	if ((flags & O_ACCMODE) == O_RDONLY)
+		ckc_prog_read_opened();
 	ckc_leave();
 	return fd;
 }

@@ -374,6 +374,10 @@ uint64_t ckc_now_ns(void);
  * for it to end (ckc_bg_yield). */
 void ckc_prog_begin(void);
 void ckc_prog_end(void);
+/* The program opened a checkpoint for reading (after ckc_prog_end): the
+ * cache's publications in the checkpoint folders give way to a program
+ * reading them back (ckc_bg_yield_reads). */
+void ckc_prog_read_opened(void);
 /* How long ago the program's last copy ended: 0 while one is in progress
  * (pace.c). */
 uint64_t ckc_prog_quiet_ns(void);

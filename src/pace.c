@@ -30,6 +30,8 @@ __thread bool ckc_tl_flushing;
  * or capture of the program is in progress. */
 static atomic_int prog_busy;
 static atomic_uint_fast64_t prog_end;
+/* when the program last opened a checkpoint for reading */
+static atomic_uint_fast64_t prog_read_open;
 
 void ckc_prog_begin(void)
 {
@@ -40,6 +42,31 @@ void ckc_prog_end(void)
 {
 	atomic_store_explicit(&prog_end, ckc_now_ns(), memory_order_release);
 	atomic_fetch_sub_explicit(&prog_busy, 1, memory_order_acq_rel);
+}
+
+void ckc_prog_read_opened(void)
+{
+	atomic_store_explicit(&prog_read_open, atomic_load_explicit(&prog_end, memory_order_relaxed),
+			      memory_order_release);
+}
+
+void ckc_bg_yield_reads(void)
+{
+	if (!ckc_tl_background)
+		return;
+	uint64_t t0 = 0;
+	for (;;) {
+		/* the stamp first: it is never later than the clock read after */
+		uint64_t r = atomic_load_explicit(&prog_read_open, memory_order_acquire), now = ckc_now_ns();
+		if (now < r || now - r >= CKC_BG_READ_QUIET_NS)
+			return;
+		if (!t0)
+			t0 = now;
+		else if (now - t0 >= CKC_BG_YIELD_MAX_NS)
+			return;
+		struct timespec ts = { 0, 50000 };
+		nanosleep(&ts, NULL);
+	}
 }
 
 int ckc_prog_copies(void)

@@ -297,8 +297,10 @@ static int home_publish(char *tmp, const char *key, int fd, const ckc_fid_t *bas
 
 	if (!rc && fsync_it && sys_fsync(fd) != 0)
 		rc = -errno;
-	if (!rc && !keep_open)
+	if (!rc && !keep_open) {
 		ckc_bg_yield();
+		ckc_bg_yield_reads();
+	}
 	if (!rc && base && base->known && !base->exists)
 		home_link_new(fd, key, &named, &taken);
 	/* a file made or changed there since the version began is newer

@@ -3,6 +3,7 @@
  * program's copies (a read: the full yield, a flush half the time; writes: a
  * few pieces' time). */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -113,4 +114,68 @@ Test(pace, a_flush_keeps_half_the_time_while_the_program_reads)
 	cr_assert_geq(w, 100000, "a read in progress: a flush piece waited %llu ns", (unsigned long long)w);
 	cr_assert_lt(w, 1000000, "a read in progress: a flush piece waited %llu ns, more than a piece's time",
 		     (unsigned long long)w);
+}
+
+/* How long ckc_bg_yield_reads held a background thread, in ns. */
+static uint64_t held_for_reads(void)
+{
+	ckc_tl_background = true;
+	uint64_t a = ckc_now_ns();
+	ckc_bg_yield_reads();
+	return ckc_now_ns() - a;
+}
+
+/* A name made in a checkpoint folder waits until the program has read
+ * nothing back there for a while (CKC_BG_READ_QUIET_NS), at most
+ * CKC_BG_YIELD_MAX_NS; the program's own threads never wait. */
+Test(pace, a_publication_gives_way_to_the_program_reading_back)
+{
+	cr_assert_lt(held_for_reads(), CKC_BG_READ_QUIET_NS / 2, "no read yet: no wait");
+	ckc_prog_begin();
+	ckc_prog_end();
+	ckc_prog_read_opened();
+	uint64_t w = held_for_reads();
+	cr_assert_geq(w, CKC_BG_READ_QUIET_NS * 9 / 10, "waited %llu ns after a read", (unsigned long long)w);
+	cr_assert_lt(w, CKC_BG_YIELD_MAX_NS, "waited %llu ns after a read", (unsigned long long)w);
+	cr_assert_lt(held_for_reads(), CKC_BG_READ_QUIET_NS / 2, "quiet since: no wait");
+	/* a program that keeps reading holds it for the longest wait */
+	ckc_prog_begin();
+	ckc_prog_end();
+	ckc_prog_read_opened();
+	ckc_tl_background = false;
+	uint64_t a = ckc_now_ns();
+	ckc_bg_yield_reads();
+	cr_assert_lt(ckc_now_ns() - a, CKC_BG_READ_QUIET_NS / 2, "the program's own thread waited");
+	/* and a write's open (no read) holds nothing */
+	struct timespec gap = { 0, 2 * CKC_BG_READ_QUIET_NS };
+	nanosleep(&gap, NULL);
+	ckc_prog_begin();
+	ckc_prog_end();
+	cr_assert_lt(held_for_reads(), CKC_BG_READ_QUIET_NS / 2, "after a write's open: no wait");
+}
+
+static void *reader_loop(void *arg)
+{
+	uint64_t until = *(uint64_t *)arg;
+	while (ckc_now_ns() < until) {
+		ckc_prog_begin();
+		ckc_prog_end();
+		ckc_prog_read_opened();
+		struct timespec ts = { 0, 20000 };
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+Test(pace, a_publication_waits_a_bounded_time_for_a_long_read_back)
+{
+	uint64_t until = ckc_now_ns() + 4 * CKC_BG_YIELD_MAX_NS;
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, reader_loop, &until), 0);
+	struct timespec ts = { 0, 1000000 };
+	nanosleep(&ts, NULL);
+	uint64_t w = held_for_reads();
+	pthread_join(t, NULL);
+	cr_assert_geq(w, CKC_BG_YIELD_MAX_NS, "waited %llu ns", (unsigned long long)w);
+	cr_assert_lt(w, 2 * CKC_BG_YIELD_MAX_NS, "waited %llu ns", (unsigned long long)w);
 }
