@@ -64,11 +64,20 @@ class RunError(Exception):
     pass
 
 
+# Seconds every run of a workload that moves hundreds of MiB waits before it
+# starts (after its files from the run before are removed): see --settle-s.
+SETTLE = {"s": 0.0}
+# the workloads that move hundreds of MiB: they wait --settle-s
+MEMORY_WORK = ("numpy", "pickle", "h5py", "bands", "proxy", "stdio", "miss", "tools")
+
+
 def run(cmd, env=None):
     """Runs cmd; returns (wall seconds, peak RSS in KiB, stdout)."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("CKPTCACHE_") and k != "LD_PRELOAD"}
     full.update(env or {})
     subprocess.run(["sync"], check=False)
+    if SETTLE["s"] > 0:
+        time.sleep(SETTLE["s"])
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as cap, tempfile.TemporaryFile() as errf:
         p = subprocess.Popen(cmd, env=full, stdout=cap, stderr=errf)
@@ -499,6 +508,16 @@ def table(b, cmdline, started, load):
             "this machine hands freed memory back to its host, and the first touch of a page costs 0.5 to 2 GB/s "
             "(26 GB/s touched again), so a run that followed another workload paid for memory that the run after it "
             "found at hand (the first run of a pair was up to 9x slower, whichever side it was)",
+            (f"- every run of {', '.join(MEMORY_WORK)} waited {b.a.settle_s:g} s before it started "
+             "(--settle-s): long enough for this machine to hand the memory freed by the run before back "
+             "to its host, so that every run paid the first touch of all its memory"
+             if b.a.settle_s > 0 else
+             "- runs of a workload follow each other at once (--settle-s 0): whether a run finds the memory "
+             "the run before freed at hand, or handed back to the host, changes from run to run (without the "
+             "library, h5py's save of 512 MiB took 0.11 to 1.35 s in runs one after another, mostly "
+             "alternating fast and slow; with 3 s between runs it took 0.77 to 1.35 s each time), and a run "
+             "with the library, which holds its checkpoints in memory beside the page cache, finds less of "
+             "its memory at hand after a run without it than after one with it"),
             "- the side without the library runs with the same environment: the same CKPTCACHE_ variables "
             "(inert without the library) and an LD_PRELOAD of the same length naming the C library (which "
             "every program loads): a program's heap layout follows its environment's size",
@@ -558,6 +577,12 @@ def main():
     p.add_argument("--env", action="append", default=[], metavar="CKPTCACHE_NAME=VALUE",
                    help="a library setting for every row (both sides, as the others), e.g. "
                    "CKPTCACHE_KERNEL_TOUCH=off; repeatable")
+    p.add_argument("--settle-s", type=float, default=0.0,
+                   help="seconds each run of the workloads that move hundreds of MiB (%s) waits "
+                        "before it starts (after the files of the run before are removed), long enough "
+                        "for a virtual machine to "
+                        "hand the freed memory back to its host (3 here): every run then pays the "
+                        "first touch of its memory (default 0)" % ",".join(MEMORY_WORK))
     p.add_argument("--dir", default=os.environ.get("TMPDIR", "/tmp"), help="where the files go")
     p.add_argument("--results", default=os.path.join(ROOT, "docs", "results"),
                    help="folder of parity.md and parity.csv (default docs/results)")
@@ -600,6 +625,7 @@ def main():
         # workload pays for pages that the same workload run just before
         # left at hand; every timed run follows a run of its own workload.
         for w in only:
+            SETTLE["s"] = a.settle_s if w in MEMORY_WORK else 0.0
             b.warming = True
             getattr(b, w)(0)
             b.warming = False
