@@ -940,6 +940,9 @@ def bases():
     return out
 
 libc = ctypes.CDLL(None, use_errno=True)
+# a listing publishes what the folder is owed: no file of the cache's is
+# opened meanwhile, which could take the number closed below
+assert sorted(os.listdir(d)) == [f"c{i}.bin" for i in range(8)]
 mine = os.open(f"{d}/../junk.txt", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
 os.write(mine, b"JUNK" * 400)
 ways = {
