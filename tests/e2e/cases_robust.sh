@@ -841,22 +841,23 @@ PYEOF
 }
 case_add robust/rdwr-through-home rdwr_through_home
 
-# The library makes the descriptors of cached files it reads from copies of
-# one descriptor of "/" it keeps open. A program that dup2s a file of its
-# own onto that number (it believes it free), and later closes it, must
-# still read its checkpoints, not its own file, through the next opens;
-# fstat of each agrees with stat of its path; every checkpoint is right at
-# its real path afterwards.
-placeholder_base_taken() {
-	cat >pb.py <<'PYEOF'
-import os, random, sys
-d = sys.argv[1]
-data = [random.Random(i).randbytes(1000 + 17 * i) for i in range(6)]
-for i, b in enumerate(data):
-    with open(f"{d}/c{i}.bin", "wb") as f:
-        f.write(b)
+# The two cases of the library's kept descriptor of "/" (the descriptors of
+# cached files it reads are copies of it): ph.py writes N checkpoints of
+# random bytes, reads one back (its fstat agreeing with stat of its path)
+# and finds the kept descriptors; placeholder_run runs a program of the
+# case and checks every checkpoint at its real path afterwards.
+placeholder_helpers() {
+	cat >ph.py <<'PYEOF'
+import os, random
 
-def check(i):
+def make(d, n, size, step):
+    data = [random.Random(i).randbytes(size + step * i) for i in range(n)]
+    for i, b in enumerate(data):
+        with open(f"{d}/c{i}.bin", "wb") as f:
+            f.write(b)
+    return data
+
+def check(d, data, i):
     with open(f"{d}/c{i}.bin", "rb") as f:
         got = f.read()
         fs = os.fstat(f.fileno())
@@ -865,69 +866,8 @@ def check(i):
     assert (fs.st_size, fs.st_dev, fs.st_mode) == (st.st_size, st.st_dev, st.st_mode), \
         f"c{i}.bin: fstat {fs} against stat {st}"
 
-check(0)
-# the library's descriptor of "/": opened as a path only (O_PATH in fdinfo)
-base = []
-for n in os.listdir("/proc/self/fd"):
-    try:
-        link = os.readlink(f"/proc/self/fd/{n}")
-        flags = int(open(f"/proc/self/fdinfo/{n}").read().split("flags:")[1].split()[0], 8)
-    except OSError:
-        continue
-    if link == "/" and flags & 0o10000000:
-        base.append(int(n))
-assert base, "no descriptor of / opened as a path"
-mine = os.open(f"{d}/../junk.txt", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-os.write(mine, b"JUNK" * 400)
-for n in base:
-    os.dup2(mine, n)
-check(1)
-check(2)
-for n in base:
-    os.close(n)
-check(3)
-check(4)
-check(5)
-print("placeholders", base)
-PYEOF
-	ck -- "$PY" pb.py "$T/ck" || fail "the program failed$(last_error)"
-	if grep -aq 'ckptcache: error' "$T/.log"; then
-		fail "the library reported an error$(first_error 'ckptcache: error')"
-	fi
-	stats_ok files==1 host.put_ops\>=6
-	plain "$PY" -c '
-import random, sys
-d = sys.argv[1]
-for i in range(6):
-    assert open(f"{d}/c{i}.bin", "rb").read() == random.Random(i).randbytes(1000 + 17 * i), \
-        f"c{i}.bin at its real path differs from what was written"
-' "$T/ck" || fail "the checkpoints at their real paths$(last_error)"
-}
-case_add robust/placeholder-base-taken placeholder_base_taken
-
-# The library's descriptor of "/" closed by the program, by each way a
-# program has (close_range, closefrom through os.closerange, a raw close
-# syscall), its number then reused by the program for a file of its own
-# (fcntl F_DUPFD onto it): the checkpoints read back right each time.
-# And programs that start children (subprocess closes every descriptor in
-# a vfork child) keep one such descriptor, not one more per child.
-placeholder_base_closed() {
-	cat >pc.py <<'PYEOF'
-import ctypes, fcntl, os, random, subprocess, sys
-d = sys.argv[1]
-data = [random.Random(i).randbytes(900 + 31 * i) for i in range(8)]
-for i, b in enumerate(data):
-    with open(f"{d}/c{i}.bin", "wb") as f:
-        f.write(b)
-
-def check(i):
-    with open(f"{d}/c{i}.bin", "rb") as f:
-        got = f.read()
-        fs = os.fstat(f.fileno())
-    assert got == data[i], f"c{i}.bin read back: {got[:8]!r}..., {len(got)} bytes"
-    assert fs.st_size == len(data[i]), f"c{i}.bin: fstat says {fs.st_size} bytes"
-
 def bases():
+    """The descriptors of / opened as a path only (O_PATH in fdinfo)."""
     out = []
     for n in os.listdir("/proc/self/fd"):
         try:
@@ -938,7 +878,67 @@ def bases():
         if link == "/" and flags & 0o10000000:
             out.append(int(n))
     return out
+PYEOF
+}
 
+# placeholder_run PROGRAM N SIZE STEP
+placeholder_run() {
+	ck -- "$PY" "$1" "$T/ck" || fail "the program failed$(last_error)"
+	if grep -aq 'ckptcache: error' "$T/.log"; then
+		fail "the library reported an error$(first_error 'ckptcache: error')"
+	fi
+	plain "$PY" -c '
+import random, sys
+d, n, size, step = sys.argv[1], *map(int, sys.argv[2:])
+for i in range(n):
+    assert open(f"{d}/c{i}.bin", "rb").read() == random.Random(i).randbytes(size + step * i), \
+        f"c{i}.bin at its real path differs from what was written"
+' "$T/ck" "$2" "$3" "$4" || fail "the checkpoints at their real paths$(last_error)"
+}
+
+# A program that dup2s a file of its own onto the kept number (it believes
+# it free), and later closes it, must still read its checkpoints, not its
+# own file, through the next opens.
+placeholder_base_taken() {
+	placeholder_helpers
+	cat >pb.py <<'PYEOF'
+import os, sys
+from ph import make, check, bases
+d = sys.argv[1]
+data = make(d, 6, 1000, 17)
+check(d, data, 0)
+base = bases()
+assert base, "no descriptor of / opened as a path"
+mine = os.open(f"{d}/../junk.txt", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(mine, b"JUNK" * 400)
+for n in base:
+    os.dup2(mine, n)
+check(d, data, 1)
+check(d, data, 2)
+for n in base:
+    os.close(n)
+for i in (3, 4, 5):
+    check(d, data, i)
+print("placeholders", base)
+PYEOF
+	placeholder_run pb.py 6 1000 17
+	stats_ok files==1 host.put_ops\>=6
+}
+case_add robust/placeholder-base-taken placeholder_base_taken
+
+# The kept descriptor closed by the program, by each way a program has
+# (close_range, closefrom through os.closerange, a raw close syscall), its
+# number then reused by the program for a file of its own (fcntl F_DUPFD
+# onto it): the checkpoints read back right each time. And programs that
+# start children (subprocess closes every descriptor in a vfork child)
+# keep one such descriptor, not one more per child.
+placeholder_base_closed() {
+	placeholder_helpers
+	cat >pc.py <<'PYEOF'
+import ctypes, fcntl, os, subprocess, sys
+from ph import make, check, bases
+d = sys.argv[1]
+data = make(d, 8, 900, 31)
 libc = ctypes.CDLL(None, use_errno=True)
 # a listing publishes what the folder is owed: no file of the cache's is
 # opened meanwhile, which could take the number closed below
@@ -952,7 +952,7 @@ ways = {
 }
 k = 0
 for way, close in ways.items():
-    check(k % 8)
+    check(d, data, k % 8)
     base = bases()
     assert len(base) == 1, f"{way}: descriptors of / opened as a path: {base}"
     n = base[0]
@@ -961,28 +961,18 @@ for way, close in ways.items():
     assert took == n, f"{way}: F_DUPFD onto {n} gave {took}"
     for _ in range(3):
         k += 1
-        check(k % 8)
+        check(d, data, k % 8)
     os.close(took)
 before = len(bases())
 for _ in range(10):
     subprocess.run(["true"], close_fds=True, check=True)
-    check(k % 8)
+    check(d, data, k % 8)
     k += 1
 after = len(bases())
 assert after <= before, f"descriptors of / before 10 children: {before}, after: {after}"
 print("ok", k)
 PYEOF
-	ck -- "$PY" pc.py "$T/ck" || fail "the program failed$(last_error)"
-	if grep -aq 'ckptcache: error' "$T/.log"; then
-		fail "the library reported an error$(first_error 'ckptcache: error')"
-	fi
-	plain "$PY" -c '
-import random, sys
-d = sys.argv[1]
-for i in range(8):
-    assert open(f"{d}/c{i}.bin", "rb").read() == random.Random(i).randbytes(900 + 31 * i), \
-        f"c{i}.bin at its real path differs from what was written"
-' "$T/ck" || fail "the checkpoints at their real paths$(last_error)"
+	placeholder_run pc.py 8 900 31
 }
 case_add robust/placeholder-base-closed placeholder_base_closed
 

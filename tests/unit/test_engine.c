@@ -239,6 +239,32 @@ Test(host_tier, grows_with_use_and_gives_back_when_idle)
 	tenv_clean(&e);
 }
 
+/* Sizes of small checkpoints (a script's files): a few KiB, and 1 B to
+ * 4 KiB. */
+static uint64_t few_kib(int i)
+{
+	return 3000 + (uint64_t)i % 1000;
+}
+
+static uint64_t up_to_4k(int i)
+{
+	return 1 + (uint64_t)i * 7 % 4096;
+}
+
+/* Checkpoints 0..n-1 of size(i) bytes each, written (verify false) or
+ * every step-th read back and compared (verify true). */
+static void small_files(tenv_t *e, int n, uint64_t (*size)(int), bool verify, int step)
+{
+	char path[PATH_MAX];
+	for (int i = 0; i < n; i += verify ? step : 1) {
+		tpath(e, path, i);
+		if (verify)
+			tverify(path, (uint64_t)i, size(i), 4096);
+		else
+			twrite(path, (uint64_t)i, size(i), 4096);
+	}
+}
+
 /* Checkpoints of a few KiB (a script's small files) keep no room ahead of
  * them populated: the tier's memory follows what it holds, not a minimum
  * meant for large checkpoints. */
@@ -246,11 +272,7 @@ Test(host_tier, small_checkpoints_populate_no_room_ahead)
 {
 	tenv_t e;
 	ckc_tier_t *h = growing_host(&e);
-	char path[PATH_MAX];
-	for (int i = 0; i < 600; i++) {
-		tpath(&e, path, i);
-		twrite(path, (uint64_t)i, 3000 + (uint64_t)i % 1000, 4096);
-	}
+	small_files(&e, 600, few_kib, false, 1);
 	/* once idle the tier keeps what it holds and the room it plans ahead
 	 * (a first reservation, larger, may have populated more meanwhile) */
 	ckc_wait_ready();
@@ -258,10 +280,7 @@ Test(host_tier, small_checkpoints_populate_no_room_ahead)
 	cr_assert_geq(used, 600 * 4096ull, "every checkpoint is cached");
 	cr_assert_leq(r, used + CKC_HOST_PIECE, "%llu KiB resident for %llu KiB cached",
 		      (unsigned long long)(r >> 10), (unsigned long long)(used >> 10));
-	for (int i = 0; i < 600; i += 97) {
-		tpath(&e, path, i);
-		tverify(path, (uint64_t)i, 3000 + (uint64_t)i % 1000, 4096);
-	}
+	small_files(&e, 600, few_kib, true, 97);
 	ckc_shutdown();
 	tenv_clean(&e);
 }
@@ -274,24 +293,19 @@ Test(host_tier, small_checkpoints_hold_small_pages)
 {
 	tenv_t e;
 	ckc_tier_t *h = growing_host(&e);
-	char path[PATH_MAX];
-	for (int i = 0; i < 600; i++) {
-		tpath(&e, path, i);
-		twrite(path, (uint64_t)i, 1 + (uint64_t)i * 7 % 4096, 4096);
-	}
+	small_files(&e, 600, up_to_4k, false, 1);
 	ckc_wait_ready();
 	uint64_t used = h->arena.used, r = host_resident(h);
 	cr_assert_geq(used, 600 * 4096ull, "every checkpoint is cached");
 	cr_assert_leq(r, used + 256 * 1024, "%llu KiB resident for %llu KiB cached",
 		      (unsigned long long)(r >> 10), (unsigned long long)(used >> 10));
 	cr_assert_not(atomic_load(&h->huge), "small checkpoints took huge pages");
+	char path[PATH_MAX];
 	tpath(&e, path, 600);
 	twrite(path, 600, 8 * MiB, 1 * MiB);
 	cr_assert(atomic_load(&h->huge), "a checkpoint of 8 MiB took no huge pages");
-	for (int i = 0; i <= 600; i += 61) {
-		tpath(&e, path, i);
-		tverify(path, (uint64_t)i, i == 600 ? 8 * MiB : 1 + (uint64_t)i * 7 % 4096, 4096);
-	}
+	tverify(path, 600, 8 * MiB, 1 * MiB);
+	small_files(&e, 600, up_to_4k, true, 61);
 	ckc_shutdown();
 	tenv_clean(&e);
 }
