@@ -39,10 +39,10 @@ ssize_t ckc_px_read_file(const char *path, char *buf, size_t size)
 	return n;
 }
 
-/* The process's descriptor table now: its slots and its threads (from
- * /proc/self/status). Returns false if unknown. */
 atomic_ulong ckc_fd_table_reads;
 
+/* The process's descriptor table now: its slots and its threads (from
+ * /proc/self/status). Returns false if unknown. */
 static bool fd_table(long *slots, long *threads)
 {
 	char buf[4096];

@@ -205,8 +205,8 @@ typedef struct ckc_tier {
 	_Atomic uint8_t *piece;        /* grow: per CKC_HOST_PIECE, CKC_PIECE_USED when populated
 					  or allocated since it was last given back */
 	size_t npiece;
-	atomic_bool huge;              /* grow: huge pages advised (the first checkpoint of
-					  CKC_HOST_HUGE_FROM bytes or more) */
+	atomic_bool huge;              /* grow: huge pages advised (from the first checkpoint
+					  of more than CKC_HOST_HUGE_FROM bytes) */
 	uint64_t plan_off, plan_len;   /* grow, small pages: the room the next allocations
 					  take, from the last plan (engine lock) */
 	atomic_uint_fast64_t use_seq;  /* grow: allocations in the tier so far */
