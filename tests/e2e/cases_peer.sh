@@ -264,16 +264,20 @@ case_peer_stale() {
 
 case_add peer-stale case_peer_stale
 
-# Lending. Ranks 1.. start first (their gpu tiers have room to spare);
-# rank 0, whose tier is too small, then borrows from them: its captures
-# that do not fit its own device go to memory they lent, and are restored
-# from there, every byte verified. When rank 0 ends, everything lent comes
-# back.
+# Lending. Ranks 1.. start first and write their checkpoints (their gpu
+# tiers have room to spare once they hold them); rank 0, whose tier is too
+# small, then borrows from them: its captures that do not fit its own
+# device go to memory they lent, and are restored from there, every byte
+# verified. When rank 0 ends, everything lent comes back. (Started while
+# the lenders still wrote, rank 0 could find no room spare yet and, its
+# captures a few milliseconds apart, not ask again: on a loaded machine it
+# sometimes borrowed nothing.)
 peer_lenders_first() { # N [VAR=VALUE]...: ranks 1..N-1, then rank 0 with a 2 MiB tier
 	local n=$1 r
 	shift
 	for ((r = 1; r < n; r++)); do peer_start $r $n "$@"; done
 	for ((r = 1; r < n; r++)); do peer_wait_for $r 'lending and borrowing'; done
+	for ((r = 1; r < n; r++)); do peer_wait_for $r holding; done
 	peer_start 0 $n CKPTCACHE_GPU_CACHE=2M "$@"
 }
 
@@ -353,6 +357,7 @@ case_peer_lend_taken_back() {
 	peer_setup
 	PEER_ARGS="--grab-beyond 6" peer_start 1 2 CKPTCACHE_PERSIST=always
 	peer_wait_for 1 'lending and borrowing'
+	peer_wait_for 1 holding
 	peer_start 0 2 CKPTCACHE_GPU_CACHE=2M CKPTCACHE_PERSIST=always
 	peer_wait_for 0 holding
 	peer_wait_for 1 holding
