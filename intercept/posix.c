@@ -598,8 +598,9 @@ CKC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 		errno = ENOSYS;
 		return -1;
 	}
-	/* the placeholders' base is forgotten before its number is free */
-	if (!(flags & CLOSE_RANGE_CLOEXEC))
+	/* the placeholders' base is forgotten before its number is free (a
+	 * call the kernel refuses at once closes nothing) */
+	if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
 		ckc_small_drop(first, last);
 	int rc = rc_range(first, last, flags);
 	/* CLOSE_RANGE_CLOEXEC only marks them; the program still has them */
