@@ -224,6 +224,13 @@ void ckc_fdtab_atfork_child(void)
 static atomic_int ph_base = -1;
 #define PH_BASE_FLOOR 512
 
+/* The base at number b is forgotten, not closed: the number is the
+ * program's now. */
+static void ph_forget(int b)
+{
+	atomic_compare_exchange_strong(&ph_base, &b, -1);
+}
+
 /* ---- small checkpoints written straight, timed (ckc_small_opened) ---- */
 
 _Atomic uint64_t *ckc_small_t0;
@@ -243,10 +250,8 @@ void ckc_small_opened(int fd, uint64_t t0)
 		return;
 	small_reach(fd);
 	/* a number the base held, closed by a way the library does not see */
-	if (atomic_exchange(&ckc_small_t0[fd], t0) == CKC_SMALL_BASE) {
-		int b = fd;
-		atomic_compare_exchange_strong(&ph_base, &b, -1);
-	}
+	if (atomic_exchange(&ckc_small_t0[fd], t0) == CKC_SMALL_BASE)
+		ph_forget(fd);
 }
 
 void ckc_small_done(uint64_t t0)
@@ -280,9 +285,7 @@ void ckc_ph_base_lost(int fd)
 		atomic_store(&ckc_small_t0[fd], CKC_SMALL_BASE);
 		return;
 	}
-	int b = fd;
-	/* forgotten, not closed: the number is the program's */
-	atomic_compare_exchange_strong(&ph_base, &b, -1);
+	ph_forget(fd);
 }
 
 /* The base's slot holds CKC_SMALL_BASE while the number is the base's. */
@@ -334,8 +337,7 @@ int ckc_placeholder(int oflags)
 				return fd;
 			REAL(close)(fd);
 		}
-		/* forgotten, not closed: the number is the program's now */
-		atomic_compare_exchange_strong(&ph_base, &b, -1);
+		ph_forget(b);
 	}
 	int fd = ropen("/", O_PATH | O_DIRECTORY | (oflags & O_CLOEXEC));
 	return fd < 0 ? -errno : fd;

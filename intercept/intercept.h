@@ -334,7 +334,7 @@ int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0);
  * (one load when none is timed: the number is free for another thread's
  * open once closed), and ckc_small_done notes it after a close that
  * succeeded. ckc_small_drop forgets the starts of numbers closed or
- * replaced otherwise (close_range, dup2 onto one). */
+ * replaced otherwise (close_range, closefrom), before the call. */
 void ckc_small_opened(int fd, uint64_t t0);
 void ckc_small_done(uint64_t t0);
 void ckc_small_drop(unsigned first, unsigned last);

@@ -578,7 +578,6 @@ static void vfd_close_range(unsigned first, unsigned last)
 {
 	for (unsigned fd = first; fd < ckc_tag_dirv_cap && fd <= last; fd++)
 		ckc_tag_forget_fd((int)fd);
-	ckc_small_drop(first, last);
 	if (ckc_vfd_cap == 0 || first >= ckc_vfd_cap || ckc_in_vfork_child())
 		return;
 	if (last >= ckc_vfd_cap)

@@ -77,7 +77,7 @@ CKC_EXPORT int dup2(int oldfd, int newfd)
 {
 	if (oldfd != newfd) {
 		ckc_tag_forget_fd(newfd);
-		ckc_small_drop((unsigned)newfd, (unsigned)newfd);
+		(void)ckc_small_take(newfd);
 	}
 	if (!ckc_vfd_get(oldfd) && !ckc_vfd_get(newfd))
 		return ckc_tag_dup(oldfd, REAL(dup2)(oldfd, newfd));
@@ -88,7 +88,7 @@ CKC_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
 	if (oldfd != newfd) {
 		ckc_tag_forget_fd(newfd);
-		ckc_small_drop((unsigned)newfd, (unsigned)newfd);
+		(void)ckc_small_take(newfd);
 	}
 	if (!ckc_vfd_get(oldfd) && !ckc_vfd_get(newfd))
 		return ckc_tag_dup(oldfd, REAL(dup3)(oldfd, newfd, flags));

@@ -207,8 +207,6 @@ typedef struct ckc_tier {
 	size_t npiece;
 	atomic_bool huge;              /* grow: huge pages advised (from the first checkpoint
 					  of more than CKC_HOST_HUGE_FROM bytes) */
-	uint64_t plan_off, plan_len;   /* grow, small pages: the room the next allocations
-					  take, from the last plan (engine lock) */
 	atomic_uint_fast64_t use_seq;  /* grow: allocations in the tier so far */
 	atomic_bool expected;          /* grow: a checkpoint comes, though none came yet
 					  (ckc_host_expect) */

@@ -188,8 +188,10 @@ static void host_go_huge(ckc_tier_t *t)
 
 /* The room the next allocations will take (lock held): in best-fit order,
  * the starts of the gaps that fit a predicted checkpoint, ahead bytes in
- * all. Marks their pieces in want[]. Returns the pieces marked. */
-static size_t host_plan(ckc_tier_t *t, uint8_t *want)
+ * all. Marks their pieces in want[]; *next_off and *next_len (when not
+ * NULL) get the start of the first gap and what of it small pages
+ * populate (0: none). Returns the pieces marked. */
+static size_t host_plan(ckc_tier_t *t, uint8_t *want, uint64_t *next_off, uint64_t *next_len)
 {
 	const arena_t *a = &t->arena;
 	uint64_t p = ckc_predict_size(), ahead;
@@ -197,7 +199,7 @@ static size_t host_plan(ckc_tier_t *t, uint8_t *want)
 
 	if (p > CKC_HOST_HUGE_FROM)
 		host_go_huge(t);
-	t->plan_len = 0;
+	uint64_t first_off = 0, first_len = 0;
 
 	if (host_aside_ahead(p, &ahead)) {
 		/* stepping aside: its own rule */
@@ -228,9 +230,9 @@ static size_t host_plan(ckc_tier_t *t, uint8_t *want)
 			break;
 		const arena_frag_t *g = &a->frag[best];
 		uint64_t take = g->len < ahead ? g->len : ahead;
-		if (!t->plan_len) {
-			t->plan_off = g->off;
-			t->plan_len = g->len < HOST_SMALL_AHEAD ? g->len : HOST_SMALL_AHEAD;
+		if (!first_len) {
+			first_off = g->off;
+			first_len = g->len < HOST_SMALL_AHEAD ? g->len : HOST_SMALL_AHEAD;
 		}
 		for (uint64_t k = g->off / HOST_PIECE; k * HOST_PIECE < g->off + take; k++)
 			if (!want[k]) {
@@ -240,6 +242,10 @@ static size_t host_plan(ckc_tier_t *t, uint8_t *want)
 		ahead -= take;
 		floor = g->len;
 		floor_off = g->off;
+	}
+	if (next_off) {
+		*next_off = first_off;
+		*next_len = first_len;
 	}
 	return n;
 }
@@ -272,6 +278,37 @@ static uint64_t host_give_back(ckc_tier_t *t, const uint8_t *want)
 	return bytes;
 }
 
+/* Small pages: [off, off+len) of the room ahead, in whole pages, unless
+ * half of what was populated last ([*from, *to)) is still ahead of it. */
+static void host_populate_small(ckc_tier_t *t, uint64_t off, uint64_t len, uint64_t *from, uint64_t *to)
+{
+	uint64_t a = off & ~(uint64_t)4095, b = (off + len + 4095) & ~(uint64_t)4095;
+	if (b > t->arena.capacity)
+		b = t->arena.capacity;
+	if (a >= *from && a < *to && *to - a >= HOST_SMALL_AHEAD / 2)
+		return;
+	if (host_populate(t, a, b - a) != 0)
+		return;
+	for (uint64_t k = a / HOST_PIECE; k * HOST_PIECE < b; k++)
+		host_mark(t, k);
+	*from = a;
+	*to = b;
+}
+
+/* Huge pages: the pieces the plan wants that are not populated yet. */
+static void host_populate_wanted(ckc_tier_t *t, const uint8_t *want)
+{
+	for (size_t k = 0; k < t->npiece && !atomic_load(&t->toucher_stop); k++) {
+		if (!want[k] || atomic_load(&t->piece[k]))
+			continue;
+		ckc_bg_yield();
+		uint64_t off = k * HOST_PIECE, len = t->arena.capacity - off;
+		if (host_populate(t, off, len < HOST_PIECE ? len : HOST_PIECE) != 0)
+			break;
+		host_mark(t, k);
+	}
+}
+
 static void host_toucher_grow(ckc_tier_t *t)
 {
 	uint8_t *want = calloc(t->npiece, 1);
@@ -285,39 +322,17 @@ static void host_toucher_grow(ckc_tier_t *t)
 		 * only reads checkpoints from their real files needs no room */
 		uint64_t small_off = 0, small_len = 0;
 		ckc_mutex_lock(&ckc_eng.lock);
-		if (atomic_load(&t->use_seq) || atomic_load(&t->expected)) {
-			host_plan(t, want);
-			if (!atomic_load(&t->huge)) {
-				small_off = t->plan_off;
-				small_len = t->plan_len;
-			}
-		}
+		if (atomic_load(&t->use_seq) || atomic_load(&t->expected))
+			host_plan(t, want, &small_off, &small_len);
+		bool small = !atomic_load(&t->huge);
 		eng_unlock();
-		/* small pages: the room just ahead of the next allocation */
-		if (small_len) {
-			uint64_t from = small_off & ~(uint64_t)4095;
-			uint64_t to = (small_off + small_len + 4095) & ~(uint64_t)4095;
-			if (to > t->arena.capacity)
-				to = t->arena.capacity;
-			bool ahead = from >= small_from && from < small_to &&
-				     small_to - from >= HOST_SMALL_AHEAD / 2;
-			if (!ahead && host_populate(t, from, to - from) == 0) {
-				for (uint64_t k = from / HOST_PIECE; k * HOST_PIECE < to; k++)
-					host_mark(t, k);
-				small_from = from;
-				small_to = to;
-			}
-			memset(want, 0, t->npiece);
-		}
-		/* populate what the next checkpoints will take */
-		for (size_t k = 0; k < t->npiece && !atomic_load(&t->toucher_stop); k++) {
-			if (!want[k] || atomic_load(&t->piece[k]))
-				continue;
-			ckc_bg_yield();
-			uint64_t off = k * HOST_PIECE, len = t->arena.capacity - off;
-			if (host_populate(t, off, len < HOST_PIECE ? len : HOST_PIECE) != 0)
-				break;
-			host_mark(t, k);
+		/* small pages: the room just ahead of the next allocation; huge
+		 * pages: what the next checkpoints will take, piece by piece */
+		if (small) {
+			if (small_len)
+				host_populate_small(t, small_off, small_len, &small_from, &small_to);
+		} else {
+			host_populate_wanted(t, want);
 		}
 		ckc_mutex_lock(&t->grow_mx);
 		atomic_store(&t->caught_up, true);
@@ -340,7 +355,7 @@ static void host_toucher_grow(ckc_tier_t *t)
 		/* idle: free room beyond what the next checkpoints take goes
 		 * back to the system (room freed since the last look included) */
 		ckc_mutex_lock(&ckc_eng.lock);
-		host_plan(t, want);
+		host_plan(t, want, NULL, NULL);
 		uint64_t b = host_give_back(t, want);
 		t->st.given_back_bytes += b;
 		eng_unlock();
@@ -437,7 +452,6 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow, bool keep)
 	if (!grow)
 		(void)sys_madvise(p, capacity, MADV_HUGEPAGE);
 	atomic_store(&t->huge, !grow);
-	t->plan_off = t->plan_len = 0;
 	t->base = p;
 	t->grow = grow;
 	t->keep = keep;
