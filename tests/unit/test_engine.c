@@ -310,6 +310,44 @@ Test(host_tier, small_checkpoints_hold_small_pages)
 	tenv_clean(&e);
 }
 
+/* A kernel that refuses MADV_POPULATE_WRITE and MADV_HUGEPAGE (older than
+ * 5.14, or huge pages off): the tier's pages are faulted in by the copies
+ * themselves, and every checkpoint reads back whole. */
+static int (*real_madvise)(void *, size_t, int);
+static _Atomic int madvise_refused;
+
+static int refusing_madvise(void *a, size_t len, int advice)
+{
+	if (advice == MADV_POPULATE_WRITE || advice == MADV_HUGEPAGE) {
+		atomic_fetch_add(&madvise_refused, 1);
+		errno = EINVAL;
+		return -1;
+	}
+	return real_madvise(a, len, advice);
+}
+
+Test(host_tier, small_pages_without_populate_or_huge_pages)
+{
+	tenv_t e;
+	real_madvise = ckc_io.madvise;
+	ckc_io.madvise = refusing_madvise;
+	ckc_tier_t *h = growing_host(&e);
+	small_files(&e, 300, up_to_4k, false, 1);
+	char path[PATH_MAX];
+	tpath(&e, path, 300);
+	twrite(path, 300, 8 * MiB, 1 * MiB);
+	ckc_wait_ready();
+	cr_assert_gt(atomic_load(&madvise_refused), 0, "the tier never asked to populate");
+	uint64_t used = h->arena.used, r = host_resident(h);
+	cr_assert_leq(r, used + 256 * 1024, "%llu KiB resident for %llu KiB cached",
+		      (unsigned long long)(r >> 10), (unsigned long long)(used >> 10));
+	tverify(path, 300, 8 * MiB, 1 * MiB);
+	small_files(&e, 300, up_to_4k, true, 1);
+	ckc_shutdown();
+	ckc_io.madvise = real_madvise;
+	tenv_clean(&e);
+}
+
 /* An engine in copy mode that steps aside, with a host tier of host bytes. */
 static void aside_engine(tenv_t *e, uint64_t host)
 {

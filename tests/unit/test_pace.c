@@ -3,6 +3,8 @@
  * program's copies (a read: the full yield, a flush half the time; writes: a
  * few pieces' time). */
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -151,4 +153,29 @@ Test(pace, a_publication_gives_way_to_the_program_reading_back)
 	ckc_prog_begin();
 	ckc_prog_end();
 	cr_assert_lt(held_for_reads(), CKC_BG_READ_QUIET_NS / 2, "after a write's open: no wait");
+}
+
+static atomic_bool reader_stop;
+
+static void *reader_never_stops(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&reader_stop)) {
+		ckc_prog_begin();
+		ckc_prog_end();
+		ckc_prog_read_opened();
+	}
+	return NULL;
+}
+
+/* A program that never stops reading checkpoints back holds a publication
+ * for CKC_BG_YIELD_MAX_NS at most: it is never held up for good. */
+Test(pace, a_publication_is_never_held_for_good)
+{
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, reader_never_stops, NULL), 0);
+	uint64_t w = held_for_reads();
+	atomic_store(&reader_stop, true);
+	pthread_join(t, NULL);
+	cr_assert_lt(w, 3 * CKC_BG_YIELD_MAX_NS, "waited %llu ns", (unsigned long long)w);
 }
