@@ -294,6 +294,53 @@ static bool ph_base_marked(int b)
 	return ckc_small_t0 && (size_t)b < ckc_vfd_cap && atomic_load(&ckc_small_t0[b]) == CKC_SMALL_BASE;
 }
 
+/* The placeholders' base, opened if there is none: -1 if it cannot be. */
+static int ph_base_get(void)
+{
+	int b = atomic_load(&ph_base);
+	if (b >= 0)
+		return b;
+	int (*ropen)(const char *, int, ...) = REAL(open);
+	int nb = ropen ? ropen("/", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (nb < 0)
+		return -1;
+	nb = ckc_fd_above(nb, PH_BASE_FLOOR);
+	if (atomic_compare_exchange_strong(&ph_base, &b, nb)) {
+		if (ckc_small_t0 && (size_t)nb < ckc_vfd_cap) {
+			small_reach(nb);
+			atomic_store(&ckc_small_t0[nb], CKC_SMALL_BASE);
+		}
+		return nb;
+	}
+	REAL(close)(nb); /* another thread's came first: b is it */
+	return b;
+}
+
+void ckc_ph_keep(void)
+{
+	(void)ph_base_get();
+}
+
+bool ckc_ph_spare(void)
+{
+	int b = atomic_load(&ph_base);
+	if (b < 0 || !atomic_compare_exchange_strong(&ph_base, &b, -1))
+		return false;
+	/* the number is closed only while it is the base's: its mark taken
+	 * here, or (no mark kept) a descriptor opened as a path only */
+	if (ckc_small_t0 && (size_t)b < ckc_vfd_cap) {
+		if (atomic_exchange(&ckc_small_t0[b], 0) != CKC_SMALL_BASE)
+			return false;
+	} else {
+		int fl = REAL(fcntl)(b, F_GETFL);
+		if (fl < 0 || !(fl & O_PATH))
+			return false;
+	}
+	REAL(close)(b);
+	return true;
+}
+
+
 int ckc_placeholder(int oflags)
 {
 	/* O_PATH: read, write, mmap, io_uring and every other data operation
@@ -303,22 +350,7 @@ int ckc_placeholder(int oflags)
 	int (*rf)(int, int, ...) = REAL(fcntl);
 	if (!ropen || !rf)
 		return -ENOSYS;
-	int b = atomic_load(&ph_base);
-	if (b < 0) {
-		int nb = ropen("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (nb >= 0) {
-			nb = ckc_fd_above(nb, PH_BASE_FLOOR);
-			if (atomic_compare_exchange_strong(&ph_base, &b, nb)) {
-				b = nb;
-				if (ckc_small_t0 && (size_t)nb < ckc_vfd_cap) {
-					small_reach(nb);
-					atomic_store(&ckc_small_t0[nb], CKC_SMALL_BASE);
-				}
-			} else {
-				REAL(close)(nb); /* another thread's came first: b is it */
-			}
-		}
-	}
+	int b = ph_base_get();
 	if (b >= 0) {
 		int fd = rf(b, (oflags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
 		if (fd < 0 && errno != EBADF)

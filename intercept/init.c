@@ -150,6 +150,8 @@ static void icpt_engine_start(void)
  * checkpoints starts neither. */
 static void icpt_writer_start(void)
 {
+	ckc_ph_keep();
+	__atomic_store_n(&ckc_spare_fd_hook, ckc_ph_spare, __ATOMIC_RELEASE);
 	ckc_term_install(icpt_cfg.term_wait_s);
 	ckc_node_start();
 }

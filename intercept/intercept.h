@@ -344,6 +344,14 @@ extern _Atomic uint64_t *ckc_small_t0;
  * forgotten (ckc_ph_base_lost). */
 #define CKC_SMALL_BASE UINT64_MAX
 void ckc_ph_base_lost(int fd);
+/* Closes the placeholders' base, giving its number back to the process
+ * (ckc_spare_fd_hook); the next placeholder opens another. Returns
+ * whether it closed one. */
+bool ckc_ph_spare(void);
+/* Opens the placeholders' base now if none is open: a process that
+ * writes checkpoints keeps it, also as the descriptor ckc_ph_spare gives
+ * back when the program ends with its table full. */
+void ckc_ph_keep(void);
 static inline uint64_t ckc_small_take(int fd)
 {
 	if ((unsigned)fd < ckc_vfd_cap && ckc_small_t0 &&

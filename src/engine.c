@@ -601,7 +601,9 @@ int ckc_finish(uint64_t deadline_ns)
 	ckc_eng.finish_state = 1;
 	ckc_eng.draining = true;
 	eng_wake_all();
-	uint64_t drain0 = ckc_now_ns();
+	uint64_t drain0 = ckc_eng.drain_t0 = ckc_now_ns();
+	ckc_state_ending();
+	ckc_flush_short_again();
 	bool done = drain_locked(deadline_ns);
 	ckc_eng.st.drain_s = (double)(ckc_now_ns() - drain0) / 1e9;
 	eng_unlock();

@@ -343,6 +343,10 @@ void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size);
  * 0 (also when o has one already) or -errno. */
 int ckc_rescue_save(ckc_obj_t *o, const ckc_src_t *src, uint64_t size);
 int ckc_flush_home_now(ckc_obj_t *o, bool fsync_it); /* lock held; drops it while writing */
+/* Queues again, as the program ends, the checkpoints whose publications
+ * failed for want of a descriptor or of memory and were given up (lock
+ * held). */
+void ckc_flush_short_again(void);
 
 /* prefetcher.c */
 /* Starts the prefetch thread, once there is something for it to do: a

@@ -123,6 +123,7 @@ struct ckc_obj {
 	bool flushing;       /* its flush is running */
 	bool flush_cancel;   /* the running flush must be discarded */
 	uint64_t flush_done; /* bytes of the running flush so far */
+	uint64_t short_t0;   /* since when its publications fail short (flusher.c), or 0 */
 	double flush_eta;    /* estimated seconds until its flush completes */
 	ckc_obj_t *fq_next;  /* edge queue link */
 
@@ -240,6 +241,7 @@ typedef struct ckc_edge {
 	bool running;
 	pthread_cond_t cv;
 	double bw;              /* measured bytes/s, moving average */
+	uint64_t retry_ns;      /* the wait before a publication that failed short is tried again */
 } ckc_edge_t;
 
 /* Whether an edge has a flush queued or running (lock held). */
@@ -277,6 +279,8 @@ typedef struct ckc_engine {
 	bool active;
 	bool stopping;
 	bool draining;          /* the program ends: flushes go home, new files pass through */
+	uint64_t drain_t0;      /* when draining began */
+	uint64_t flush_ok_ns;   /* when a publication last succeeded */
 	int finish_state;       /* ckc_finish: 0 not yet, 1 running, 2 done */
 	ckc_config_t cfg;
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine_int.h"
 #include "log.h"
@@ -15,6 +16,60 @@
 #include "sys.h"
 
 static void edge_thread(ckc_edge_t *e);
+
+/* A publication that failed for want of a descriptor or of memory (the
+ * program's descriptor table full, say) is tried again later, not
+ * reported: that passes. Waits between tries grow from 1 to 64 ms. After
+ * 10 s of such failures, or, once the program ends, 2 s without a
+ * publication that succeeded, the failure is reported as any other (and a
+ * rescue file tried); the end of the program tries such a checkpoint once
+ * more (ckc_flush_short_again). */
+#define FLUSH_RETRY_MIN_NS 1000000ull
+#define FLUSH_RETRY_MAX_NS 64000000ull
+#define FLUSH_RETRY_RUN_NS 10000000000ull
+#define FLUSH_RETRY_DRAIN_NS 2000000000ull
+
+bool (*ckc_spare_fd_hook)(void);
+
+static bool flush_short(int rc)
+{
+	return rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM;
+}
+
+/* Whether o's publication, if it fails short, may be tried again (lock
+ * held). */
+static bool flush_may_retry(const ckc_obj_t *o)
+{
+	uint64_t now = ckc_now_ns();
+	if (ckc_eng.draining) {
+		uint64_t from = ckc_eng.drain_t0 > ckc_eng.flush_ok_ns ? ckc_eng.drain_t0 : ckc_eng.flush_ok_ns;
+		return now - from < FLUSH_RETRY_DRAIN_NS;
+	}
+	return !o->short_t0 || now - o->short_t0 < FLUSH_RETRY_RUN_NS;
+}
+
+/* Notes how o's publication ended (lock held). */
+static void flush_note_short(ckc_obj_t *o, int rc)
+{
+	if (!rc)
+		ckc_eng.flush_ok_ns = ckc_now_ns();
+	if (!flush_short(rc))
+		o->short_t0 = 0;
+	else if (!o->short_t0)
+		o->short_t0 = ckc_now_ns();
+}
+
+void ckc_flush_short_again(void)
+{
+	for (size_t i = 0; i < ckc_eng.map_cap; i++)
+		for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext) {
+			if (!o->short_t0 || o->flushing || o->flush_edge >= 0)
+				continue;
+			int l = ckc_best_level(o);
+			if (l >= 0 && l < ckc_eng.ntier - 1 && ckc_flush_wanted(o, l))
+				ckc_flush_enqueue(o, l);
+		}
+}
 
 bool ckc_persist_wanted(const ckc_obj_t *o)
 {
@@ -180,8 +235,9 @@ void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 
 /* Writes the copy at level to the real path (lock held; dropped while the
  * bytes move). Returns 0, -ECANCELED if the object was retired meanwhile, or
- * -errno from the file system. */
-static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
+ * -errno from the file system. A failure flush_short names is not reported
+ * while retry says it will be tried again. */
+static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 {
 	ckc_src_t src;
 	char *tmp = NULL, *key = strdup(o->key);
@@ -264,7 +320,8 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it)
 	}
 	if (rc == CKC_CHANGED && !o->retired) {
 		ckc_keep_newer(o, &src, size);
-	} else if (rc && rc != CKC_CHANGED && rc != -ECANCELED && rc != -EAGAIN && !o->retired) {
+	} else if (rc && rc != CKC_CHANGED && rc != -ECANCELED && rc != -EAGAIN && !o->retired &&
+		   !(retry && flush_short(rc))) {
 		ckc_error("could not write checkpoint %s (%s)", key, strerror(-rc));
 		if (level < ckc_eng.ntier - 1)
 			ckc_eng.tier[level].st.flush_errors++;
@@ -294,9 +351,14 @@ int ckc_flush_home_now(ckc_obj_t *o, bool fsync_it)
 	ckc_obj_get(o);
 	if (level < ckc_eng.ntier - 1)
 		o->place[level].pins++;
-	int rc = flush_to_home(o, level, fsync_it);
+	bool retry = flush_may_retry(o) && level < ckc_eng.ntier - 1;
+	int rc = flush_to_home(o, level, fsync_it, retry);
+	flush_note_short(o, rc);
 	if (level < ckc_eng.ntier - 1)
 		ckc_unpin(o, level);
+	/* the caller hears of the failure; the flusher tries again */
+	if (retry && flush_short(rc) && ckc_flush_wanted(o, level))
+		ckc_flush_enqueue(o, level);
 	ckc_obj_put(o);
 	return rc;
 }
@@ -343,15 +405,44 @@ static int flush_to_tier(ckc_obj_t *o, int level, int target)
 	return target;
 }
 
+/* o's publication failed short (flush_short): queued again, then a wait
+ * that grows while they keep failing (lock held; dropped meanwhile; o
+ * stays queued through it, so that who waits for the flushes waits for
+ * it). As the program ends, the library gives the process a descriptor of
+ * its own for it: the program may end with its table full. */
+static void flush_later(ckc_edge_t *e, ckc_obj_t *o)
+{
+	static bool said;
+
+	if (!said) {
+		said = true;
+		ckc_warn("checkpoint %s: no descriptor or memory to publish it now; the cache keeps it "
+			 "and tries again", o->key);
+	}
+	if (ckc_flush_wanted(o, e->level))
+		ckc_flush_enqueue(o, e->level);
+	e->retry_ns = e->retry_ns ? e->retry_ns * 2 : FLUSH_RETRY_MIN_NS;
+	if (e->retry_ns > FLUSH_RETRY_MAX_NS)
+		e->retry_ns = FLUSH_RETRY_MAX_NS;
+	bool (*spare)(void) = __atomic_load_n(&ckc_spare_fd_hook, __ATOMIC_ACQUIRE);
+	if (ckc_eng.draining && spare && spare())
+		return;
+	struct timespec ts = { (time_t)(e->retry_ns / 1000000000ull), (long)(e->retry_ns % 1000000000ull) };
+	eng_unlock();
+	nanosleep(&ts, NULL);
+	ckc_mutex_lock(&ckc_eng.lock);
+}
+
 /* One flush of o from level (lock held), by the edge's thread, or by
- * another beside it (help). */
-static void flush_one(ckc_edge_t *e, ckc_obj_t *o, bool help)
+ * another beside it (help). Returns whether it failed short and o is queued
+ * again. */
+static bool flush_one(ckc_edge_t *e, ckc_obj_t *o, bool help)
 {
 	int level = e->level, home = ckc_eng.ntier - 1;
 	ckc_place_t *p = &o->place[level];
 
 	if (!lc_readable(p->state) || !ckc_flush_wanted(o, level))
-		return;
+		return false;
 	p->pins++;
 	if (help)
 		e->helping++;
@@ -362,6 +453,7 @@ static void flush_one(ckc_edge_t *e, ckc_obj_t *o, bool help)
 	o->flush_cancel = false;
 	uint64_t t0 = ckc_now_ns(), size = o->size;
 	int reached = -ENOSPC;
+	bool retry = false;
 	/* At shutdown every byte that must reach home goes there directly. */
 	bool direct = ckc_eng.draining && ckc_persist_wanted(o);
 	for (int target = level + 1; target < home && !direct; target++) {
@@ -384,11 +476,14 @@ static void flush_one(ckc_edge_t *e, ckc_obj_t *o, bool help)
 			}
 		if (from != level)
 			o->place[from].pins++;
-		int rc = flush_to_home(o, from, false);
+		retry = flush_may_retry(o);
+		int rc = flush_to_home(o, from, false, retry);
+		flush_note_short(o, rc);
 		if (from != level)
 			ckc_unpin(o, from);
 		if (rc == -EAGAIN) /* renamed meanwhile: flush it again */
 			ckc_flush_enqueue(o, level);
+		retry = retry && flush_short(rc);
 		reached = rc ? rc : home;
 	}
 	if (help)
@@ -405,18 +500,23 @@ static void flush_one(ckc_edge_t *e, ckc_obj_t *o, bool help)
 		ckc_mark_safe(o);
 		if (reached < home && ckc_flush_wanted(o, reached))
 			ckc_flush_enqueue(o, reached);
+		e->retry_ns = 0;
 	}
 	ckc_unpin(o, level);
+	if (retry)
+		flush_later(e, o);
+	return retry;
 }
 
 /* Flushes the head of e's queue and wakes who waits for flushes (lock
- * held; dropped meanwhile). */
-static void flush_head(ckc_edge_t *e, bool help)
+ * held; dropped meanwhile). Returns flush_one's answer. */
+static bool flush_head(ckc_edge_t *e, bool help)
 {
 	ckc_obj_t *o = edge_pop(e);
-	flush_one(e, o, help);
+	bool again = flush_one(e, o, help);
 	ckc_obj_put(o);
 	eng_signal(EC_FLUSHED); /* e->current or e->helping changed */
+	return again;
 }
 
 static void *flusher_main(void *arg)
@@ -446,6 +546,7 @@ void ckc_flusher_init(int level)
 	e->head = e->tail = e->current = NULL;
 	e->helping = 0;
 	e->queued = 0;
+	e->retry_ns = 0;
 	e->running = false;
 	pthread_cond_init(&e->cv, NULL);
 }
@@ -477,9 +578,12 @@ bool ckc_flush_unthreaded(void)
 		ckc_edge_t *e = &ckc_eng.edge[l];
 		if (e->head)
 			edge_thread(e);
+		/* one that must wait to be tried again ends the round: the
+		 * caller decides whether to wait on */
 		while (!e->running && e->head) {
-			flush_head(e, false);
 			any = true;
+			if (flush_head(e, false))
+				break;
 		}
 	}
 	return any;

@@ -36,6 +36,9 @@ static char *state_tmp[STATE_MAX_TMP];
 static int state_ntmp;
 /* ckc_state_later: where ckc_state_open is to run with the first record */
 static char *state_later_base, *state_later_var;
+/* A deferred record found no descriptor (state_open_due); once the
+ * program ends (ckc_state_ending) it is not tried again. */
+static bool state_short, state_ending;
 
 static void owner_name(uid_t uid, char *out, size_t len)
 {
@@ -262,7 +265,9 @@ static void stale_said(const char *path, uint64_t bytes, bool removed, void *ctx
 		 removed ? "removed" : "could not remove", path, (unsigned long long)bytes);
 }
 
-int ckc_state_open(const char *base, const char *var)
+/* ckc_state_open; a failure for want of a descriptor or of memory is not
+ * reported when quiet_short says so (the caller tries again later). */
+static int state_open(const char *base, const char *var, bool quiet_short)
 {
 	char why[512];
 	int rc;
@@ -297,12 +302,17 @@ int ckc_state_open(const char *base, const char *var)
 		if (rc != -ENOENT)
 			break;
 	}
-	if (rc) {
+	if (rc && !(quiet_short && (rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM)))
 		ckc_error("%s='%s': cannot create %s (%s)", var, base, state_rec, strerror(-rc));
+	if (rc)
 		state_dir[0] = '\0';
-	}
 	ckc_mutex_unlock(&state_lock);
 	return rc;
+}
+
+int ckc_state_open(const char *base, const char *var)
+{
+	return state_open(base, var, false);
 }
 
 const char *ckc_state_dir(void)
@@ -326,6 +336,7 @@ void ckc_state_close(void)
 	sys_free(state_later_base);
 	sys_free(state_later_var);
 	state_later_base = state_later_var = NULL;
+	state_short = state_ending = false;
 	ckc_mutex_unlock(&state_lock);
 }
 
@@ -359,18 +370,38 @@ void ckc_state_later(const char *base, const char *var)
 }
 
 /* The deferred ckc_state_open, if one is due (state_lock held; dropped
- * while it runs). */
+ * while it runs). One that found no descriptor or memory (the program's
+ * table full) is due again at the next record. */
 static void state_open_due(void)
 {
 	if (state_fd < 0 && state_later_base) {
 		char *base = state_later_base, *var = state_later_var;
 		state_later_base = state_later_var = NULL;
 		ckc_mutex_unlock(&state_lock);
-		(void)ckc_state_open(base, var ? var : "CKPTCACHE_SSD_DIR");
+		int rc = state_open(base, var ? var : "CKPTCACHE_SSD_DIR", true);
+		ckc_mutex_lock(&state_lock);
+		if ((rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM) && !state_later_base && !state_ending) {
+			state_short = true;
+			state_later_base = base;
+			state_later_var = var;
+			return;
+		}
 		sys_free(base);
 		sys_free(var);
-		ckc_mutex_lock(&state_lock);
 	}
+}
+
+void ckc_state_ending(void)
+{
+	ckc_mutex_lock(&state_lock);
+	state_ending = true;
+	if (state_short && state_fd < 0) {
+		/* the descriptor it would take is the publications' */
+		sys_free(state_later_base);
+		sys_free(state_later_var);
+		state_later_base = state_later_var = NULL;
+	}
+	ckc_mutex_unlock(&state_lock);
 }
 
 void ckc_state_publishing(void)

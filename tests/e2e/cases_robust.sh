@@ -1031,3 +1031,52 @@ for i in range(3):
 ' "$T/ck" || fail "the checkpoints at their real paths$(last_error)"
 }
 case_add robust/placeholder-emfile placeholder_emfile
+
+# A program whose descriptor table is full while the cache publishes what
+# it wrote (its files opened for publication get EMFILE): the publication
+# waits for room and nothing is lost, even when the table is still full
+# as the program ends.
+flush_table_full() {
+	cat >tf.py <<'PYEOF'
+import errno, os, random, resource, sys, time
+d, hold_at_exit = sys.argv[1], sys.argv[2] == "1"
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 256), hard))
+data = [random.Random(i).randbytes(3000 + 977 * i) for i in range(12)]
+for i, b in enumerate(data):
+    with open(f"{d}/c{i}.bin", "wb") as f:
+        f.write(b)
+fill = []
+try:
+    while True:
+        fill.append(os.open("/dev/null", os.O_RDONLY))
+except OSError as e:
+    assert e.errno == errno.EMFILE, e
+time.sleep(0.4)
+if hold_at_exit:
+    # the table stays full: the library frees nothing of the program's
+    sys.exit(0)
+for fd in fill:
+    os.close(fd)
+for i, b in enumerate(data):
+    assert open(f"{d}/c{i}.bin", "rb").read() == b, f"c{i}.bin read back"
+PYEOF
+	local hold
+	for hold in 0 1; do
+		rm -rf "$T/ck" && mkdir -p "$T/ck"
+		# each publication's open waits 150 ms: the table is full by then
+		SLOW_US=150000 ck SLOWFS_OPS=open -- "$PY" tf.py "$T/ck" $hold ||
+			fail "the program failed (table full at exit: $hold)$(last_error)"
+		if grep -aq 'ckptcache: error' "$T/.log"; then
+			fail "the library reported an error (table full at exit: $hold)$(first_error 'ckptcache: error')"
+		fi
+		grep -aq 'no descriptor or memory to publish' "$T/.log" ||
+			fail "no publication found the table full (table full at exit: $hold)"
+		plain "$PY" -c '
+import random, sys
+for i in range(12):
+    assert open(f"{sys.argv[1]}/c{i}.bin", "rb").read() == random.Random(i).randbytes(3000 + 977 * i), f"c{i}.bin"
+' "$T/ck" || fail "the checkpoints at their real paths (table full at exit: $hold)$(last_error)"
+	done
+}
+case_add robust/flush-table-full flush_table_full

@@ -39,8 +39,16 @@ static bool below(const char *path, const char *prefix)
 	return !strncmp(path, prefix, n) || (strlen(path) == n - 1 && !strncmp(path, prefix, n - 1));
 }
 
+/* An open below home fails with this errno while it is set (EMFILE: the
+ * program's descriptor table full). */
+static _Atomic int home_open_errno;
+
 static int f_open(const char *path, int flags, mode_t mode)
 {
+	if (atomic_load(&home_open_errno) && below(path, home_prefix)) {
+		errno = atomic_load(&home_open_errno);
+		return -1;
+	}
 	int fd = open(path, flags | O_CLOEXEC, mode);
 	if (fd >= 0 && fd < 4096)
 		atomic_store(&fd_kind[fd], below(path, ssd_prefix) ? 1 : below(path, home_prefix) ? 2 : 0);
@@ -109,6 +117,8 @@ static void faults_teardown(tenv_t *e)
 	atomic_store(&fail_ssd_errno, 0);
 	atomic_store(&fail_home_errno, 0);
 	atomic_store(&home_delay_us, 0);
+	atomic_store(&home_open_errno, 0);
+	ckc_spare_fd_hook = NULL;
 	tenv_clean(e);
 }
 
@@ -467,5 +477,108 @@ Test(faults, an_fsync_of_a_published_checkpoint_leaves_the_cache_to_the_other_th
 	ckc_stat_t st;
 	cr_assert_eq(ckc_stat(path, &st), 0);
 	cr_assert(thome_matches(path, 31, 2 * MiB));
+	faults_teardown(&e);
+}
+
+/* Whether the log holds text. */
+static bool logged(const char *text)
+{
+	pthread_mutex_lock(&err_lock);
+	bool yes = strstr(all_errors, text) != NULL;
+	pthread_mutex_unlock(&err_lock);
+	return yes;
+}
+
+/* A publication that finds the process's descriptor table full (EMFILE)
+ * is tried again once there is room: not reported as a failure, no rescue
+ * file, every byte at the real path. */
+Test(faults, a_full_descriptor_table_delays_publication_and_loses_nothing)
+{
+	tenv_t e;
+	faults_setup(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	c.log_level = CKC_LOG_WARN;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	atomic_store(&home_open_errno, EMFILE);
+	char path[PATH_MAX];
+	for (int i = 0; i < 4; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 300 * 1024 + (uint64_t)i, 100000);
+	}
+	usleep(200 * 1000);
+	tpath(&e, path, 0);
+	cr_assert_not(texists(path), "published with no descriptor to do it with");
+	atomic_store(&home_open_errno, 0);
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	for (int i = 0; i < 4; i++) {
+		tpath(&e, path, i);
+		cr_assert(thome_matches(path, (uint64_t)i, 300 * 1024 + (uint64_t)i), "%s", path);
+	}
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert_eq(st.rescued, 0);
+	cr_assert(logged("no descriptor or memory to publish"), "%s", all_errors);
+	cr_assert_not(logged("could not write"), "%s", all_errors);
+	faults_teardown(&e);
+}
+
+static _Atomic int spares_given;
+
+/* The preloaded library's spare descriptor: giving it back makes room. */
+static bool give_spare(void)
+{
+	atomic_fetch_add(&spares_given, 1);
+	atomic_store(&home_open_errno, 0);
+	return true;
+}
+
+/* A program that ends with its descriptor table full: the library gives
+ * back the descriptor it keeps, and the end publishes everything. */
+Test(faults, the_end_with_a_full_table_gives_a_descriptor_back)
+{
+	tenv_t e;
+	faults_setup(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	c.log_level = CKC_LOG_WARN;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	atomic_store(&spares_given, 0);
+	ckc_spare_fd_hook = give_spare;
+	atomic_store(&home_open_errno, EMFILE);
+	char path[PATH_MAX];
+	for (int i = 0; i < 3; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 200 * 1024, 100000);
+	}
+	usleep(100 * 1000);
+	cr_assert_eq(atomic_load(&spares_given), 0, "the spare is the end's only");
+	ckc_shutdown();
+	cr_assert_geq(atomic_load(&spares_given), 1);
+	for (int i = 0; i < 3; i++) {
+		tpath(&e, path, i);
+		cr_assert(thome_matches(path, (uint64_t)i, 200 * 1024), "%s", path);
+	}
+	cr_assert_not(logged("did not reach"), "%s", all_errors);
+	faults_teardown(&e);
+}
+
+/* A table that stays full through the end: the end waits a bounded time,
+ * then says which checkpoints did not reach their real paths. */
+Test(faults, a_table_full_for_good_ends_in_bounded_time_and_says_so)
+{
+	tenv_t e;
+	faults_setup(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	c.log_level = CKC_LOG_WARN;
+	c.rescue_dir = "/nonexistent/rescue";
+	cr_assert_eq(ckc_init_config(&c), 0);
+	atomic_store(&home_open_errno, EMFILE);
+	char path[PATH_MAX];
+	tpath(&e, path, 0);
+	twrite(path, 0, 100 * 1024, 100000);
+	uint64_t t0 = ckc_now_ns();
+	ckc_shutdown();
+	double s = (double)(ckc_now_ns() - t0) / 1e9;
+	cr_assert_lt(s, 6.0, "the end took %.1f s", s);
+	cr_assert(logged("did not reach its real path"), "%s", all_errors);
 	faults_teardown(&e);
 }
