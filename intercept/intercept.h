@@ -96,6 +96,12 @@ void ckc_tag_free(void);
 /* The directory descriptors below which nothing can be tagged (tag.c). */
 extern _Atomic uint8_t *ckc_tag_dirv;
 extern size_t ckc_tag_dirv_cap;
+/* ckc_tag_dirv's values: nothing below the directory can be tagged, or its
+ * path is kept (tag.c); a number whose path is kept that is closed or
+ * replaced makes every kept path go (ckc_tag_dpath_gen). */
+#define CKC_TAG_DIR_NONE 1
+#define CKC_TAG_DIR_PATH 2
+extern _Atomic unsigned ckc_tag_dpath_gen;
 
 /* A real open of path (relative to dirfd) with flags returned fd: what is
  * opened below a directory where nothing can be tagged, by one name with
@@ -109,10 +115,17 @@ void ckc_tag_cwd_changed(void);
  * Returns newfd. */
 static inline int ckc_tag_dup(int oldfd, int newfd)
 {
-	if ((unsigned)oldfd < ckc_tag_dirv_cap && (unsigned)newfd < ckc_tag_dirv_cap)
-		atomic_store_explicit(&ckc_tag_dirv[newfd],
-				      atomic_load_explicit(&ckc_tag_dirv[oldfd], memory_order_relaxed),
-				      memory_order_relaxed);
+	if ((unsigned)oldfd < ckc_tag_dirv_cap && (unsigned)newfd < ckc_tag_dirv_cap) {
+		uint8_t v = atomic_load_explicit(&ckc_tag_dirv[oldfd], memory_order_relaxed);
+		uint8_t was = atomic_load_explicit(&ckc_tag_dirv[newfd], memory_order_relaxed);
+		/* a kept path is oldfd's number's only */
+		if (v == CKC_TAG_DIR_PATH)
+			v = 0;
+		if (v != was)
+			atomic_store_explicit(&ckc_tag_dirv[newfd], v, memory_order_relaxed);
+		if (was == CKC_TAG_DIR_PATH)
+			atomic_fetch_add_explicit(&ckc_tag_dpath_gen, 1, memory_order_release);
+	}
 	return newfd;
 }
 
@@ -120,9 +133,14 @@ static inline int ckc_tag_dup(int oldfd, int newfd)
  * One load for a number that was never a directory looked at. */
 static inline void ckc_tag_forget_fd(int fd)
 {
-	if ((unsigned)fd < ckc_tag_dirv_cap &&
-	    atomic_load_explicit(&ckc_tag_dirv[fd], memory_order_relaxed))
-		atomic_store_explicit(&ckc_tag_dirv[fd], 0, memory_order_relaxed);
+	if ((unsigned)fd < ckc_tag_dirv_cap) {
+		uint8_t v = atomic_load_explicit(&ckc_tag_dirv[fd], memory_order_relaxed);
+		if (v) {
+			atomic_store_explicit(&ckc_tag_dirv[fd], 0, memory_order_relaxed);
+			if (v == CKC_TAG_DIR_PATH)
+				atomic_fetch_add_explicit(&ckc_tag_dpath_gen, 1, memory_order_release);
+		}
+	}
 }
 
 /* Canonicalises path (relative to dirfd, AT_FDCWD for the cwd) into out
@@ -160,6 +178,8 @@ bool ckc_node_serving(void);
 void ckc_node_ask(const char *canon);
 /* The same for path relative to dirfd, if the patterns tag it. */
 void ckc_node_ask_at(int dirfd, const char *path);
+/* Whether a process of the node holds a checkpoint its real file lacks. */
+bool ckc_node_holds_any(void);
 
 /* Whether path is tagged (canon receives its canonical form), after the
  * processes holding it were asked to publish it: in a process whose cache

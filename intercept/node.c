@@ -471,6 +471,11 @@ static bool node_anything(void)
 	return node_ready() && atomic_load_explicit(&node_hdr->used, memory_order_acquire) > 0;
 }
 
+bool ckc_node_holds_any(void)
+{
+	return node_anything();
+}
+
 void ckc_node_ask(const char *canon)
 {
 	uint64_t vals[NODE_ASK_MAX];

@@ -20,10 +20,110 @@
 #include "tagpat.h"
 
 /* Per descriptor number: TAG_DIR_NONE once no path below that directory
- * can be tagged. Cleared when the number is closed or replaced. */
-#define TAG_DIR_NONE 1
+ * can be tagged, TAG_DIR_PATH while its path may be kept (below). Cleared
+ * when the number is closed or replaced. */
+#define TAG_DIR_NONE CKC_TAG_DIR_NONE
+#define TAG_DIR_PATH CKC_TAG_DIR_PATH
 _Atomic uint8_t *ckc_tag_dirv;
 size_t ckc_tag_dirv_cap;
+_Atomic unsigned ckc_tag_dpath_gen;
+
+/* The path of the last directory descriptor looked up, and of the working
+ * directory, for a walker's opens of the names in a tagged folder (tar,
+ * cp -r, rsync: an openat of each name at the folder's descriptor; a
+ * Python loop: an open of each relative name), which would otherwise read
+ * /proc/self/fd/N or call getcwd for each. A descriptor's path is kept
+ * while its number is not closed or replaced through the library
+ * (ckc_tag_dpath_gen), the working directory's while chdir and fchdir are
+ * not called (tag_cwd_gen), and either is used only while nothing on the
+ * node holds a checkpoint its real file lacks (the cache's objects, other
+ * processes' versions): then the path decides only whether a read is
+ * counted as a tagged one, and a number closed or a directory changed
+ * behind the library's back (a raw system call), or a folder renamed
+ * meanwhile, costs no byte. Each is taken with a try-lock: a thread that
+ * finds it busy looks the path up. */
+typedef struct {
+	atomic_flag busy;
+	int fd;
+	unsigned gen;
+	size_t len;
+	char path[PATH_MAX];
+} tag_kept_t;
+
+static tag_kept_t tag_dpath = { .busy = ATOMIC_FLAG_INIT, .fd = -1 };
+static tag_kept_t tag_cwd = { .busy = ATOMIC_FLAG_INIT, .fd = -1 };
+static _Atomic unsigned tag_cwd_gen;
+
+static bool tag_kept_trusted(void)
+{
+	return !ckc_holds_objects() && !ckc_node_holds_any();
+}
+
+/* Copies k's path into out if it is fd's of generation gen. */
+static bool tag_kept_get(tag_kept_t *k, int fd, unsigned gen, char *out)
+{
+	if (atomic_flag_test_and_set_explicit(&k->busy, memory_order_acquire))
+		return false;
+	bool hit = k->fd == fd && k->gen == gen;
+	if (hit)
+		memcpy(out, k->path, k->len + 1);
+	atomic_flag_clear_explicit(&k->busy, memory_order_release);
+	return hit;
+}
+
+/* gen: the generation read before the path was looked up. */
+static void tag_kept_put(tag_kept_t *k, int fd, unsigned gen, const char *path, size_t len)
+{
+	if (len >= PATH_MAX || atomic_flag_test_and_set_explicit(&k->busy, memory_order_acquire))
+		return;
+	k->fd = fd;
+	k->gen = gen;
+	k->len = len;
+	memcpy(k->path, path, len + 1);
+	atomic_flag_clear_explicit(&k->busy, memory_order_release);
+}
+
+/* The path of directory descriptor dirfd into out (PATH_MAX bytes), kept
+ * or looked up; 0 or -1. */
+static int tag_dir_path(int dirfd, char *out)
+{
+	bool trusted = tag_kept_trusted() && (size_t)dirfd < ckc_tag_dirv_cap;
+	unsigned gen = 0;
+	if (trusted) {
+		uint8_t v = 0;
+		/* the mark first: a close from now on changes the generation */
+		if (!atomic_compare_exchange_strong_explicit(&ckc_tag_dirv[dirfd], &v, TAG_DIR_PATH,
+							     memory_order_acq_rel, memory_order_relaxed) &&
+		    v != TAG_DIR_PATH)
+			trusted = false;
+		gen = atomic_load_explicit(&ckc_tag_dpath_gen, memory_order_acquire);
+		if (trusted && tag_kept_get(&tag_dpath, dirfd, gen, out))
+			return 0;
+	}
+	char link[64];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
+	ssize_t n = readlink(link, out, PATH_MAX - 1);
+	if (n <= 0 || out[0] != '/')
+		return -1;
+	out[n] = '\0';
+	if (trusted)
+		tag_kept_put(&tag_dpath, dirfd, gen, out, (size_t)n);
+	return 0;
+}
+
+/* The same for the working directory. */
+static int tag_cwd_path(char *out)
+{
+	bool trusted = tag_kept_trusted();
+	unsigned gen = atomic_load_explicit(&tag_cwd_gen, memory_order_acquire);
+	if (trusted && tag_kept_get(&tag_cwd, AT_FDCWD, gen, out))
+		return 0;
+	if (!getcwd(out, PATH_MAX))
+		return -1;
+	if (trusted)
+		tag_kept_put(&tag_cwd, AT_FDCWD, gen, out, strlen(out));
+	return 0;
+}
 
 int ckc_tag_load(const char *paths, long rank)
 {
@@ -71,12 +171,14 @@ static _Atomic uint8_t tag_cwdv;
 void ckc_tag_cwd_changed(void)
 {
 	atomic_store_explicit(&tag_cwdv, 0, memory_order_relaxed);
+	atomic_fetch_add_explicit(&tag_cwd_gen, 1, memory_order_release);
 }
 
 static void tag_dir_set(int fd, uint8_t v)
 {
-	if ((size_t)fd < ckc_tag_dirv_cap)
-		atomic_store_explicit(&ckc_tag_dirv[fd], v, memory_order_relaxed);
+	if ((size_t)fd < ckc_tag_dirv_cap &&
+	    atomic_exchange_explicit(&ckc_tag_dirv[fd], v, memory_order_relaxed) == TAG_DIR_PATH)
+		atomic_fetch_add_explicit(&ckc_tag_dpath_gen, 1, memory_order_release); /* path kept: it goes */
 }
 
 void ckc_tag_opened(int dirfd, const char *path, int flags, int fd)
@@ -111,7 +213,7 @@ bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 		if (below && atomic_load_explicit(&tag_cwdv, memory_order_relaxed) == TAG_DIR_NONE &&
 		    !ckc_holds_objects())
 			return false;
-		if (!getcwd(base, sizeof(base)))
+		if (tag_cwd_path(base))
 			return false;
 		b = base;
 		if (ckc_tag_dir_holds_none(base)) {
@@ -120,17 +222,13 @@ bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 				return false;
 		}
 	} else if (path[0] != '/') {
-		char link[64];
 		bool below = tag_stays_below(path);
 		if (below && tag_dir_known_empty(dirfd))
 			return false;
 		if (ckc_vfd_get(dirfd))
 			return false; /* not a directory: the real call says so */
-		snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
-		ssize_t n = readlink(link, base, sizeof(base) - 1);
-		if (n <= 0 || base[0] != '/')
+		if (tag_dir_path(dirfd, base))
 			return false;
-		base[n] = '\0';
 		b = base;
 		if (ckc_tag_dir_holds_none(base)) {
 			tag_dir_set(dirfd, TAG_DIR_NONE);

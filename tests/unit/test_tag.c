@@ -20,6 +20,13 @@ bool ckc_vfork_child_slow(void)
 {
 	return false;
 }
+/* whether another process of the node holds a checkpoint (node.c is not
+ * linked) */
+static bool node_holds;
+bool ckc_node_holds_any(void)
+{
+	return node_holds;
+}
 
 static void load(const char *paths, long rank)
 {
@@ -137,9 +144,9 @@ Test(tag, quick_answers_never_hide_a_tagged_path)
 	/* nothing below other: known for its descriptor, and for what is
 	 * opened at it; not for the top, which holds run and sub */
 	cr_assert_eq(atomic_load(&ckc_tag_dirv[other]), 1);
-	cr_assert_eq(atomic_load(&ckc_tag_dirv[top]), 0);
-	cr_assert_eq(atomic_load(&ckc_tag_dirv[run]), 0);
-	cr_assert_eq(atomic_load(&ckc_tag_dirv[sub]), 0);
+	cr_assert_neq(atomic_load(&ckc_tag_dirv[top]), 1);
+	cr_assert_neq(atomic_load(&ckc_tag_dirv[run]), 1);
+	cr_assert_neq(atomic_load(&ckc_tag_dirv[sub]), 1);
 	int deep = openat(other, "deep", O_RDONLY | O_NOFOLLOW);
 	cr_assert_geq(deep, 0);
 	ckc_tag_opened(other, "deep", O_RDONLY | O_NOFOLLOW, deep);
@@ -262,4 +269,77 @@ Test(tag, glob_match_agrees_with_fnmatch_in_a_multibyte_locale)
 	cr_assert(ckc_glob_match("ckpt_[0-9].bin", "ckpt_7.bin", true));
 	cr_assert_not(ckc_glob_match("ckpt_\\*.bin", "ckpt_1.bin", true));
 	setlocale(LC_ALL, "C");
+}
+
+/* The kept path of a folder's descriptor and of the working directory (a
+ * walker's opens of each name): a number closed or replaced through the
+ * library, or a chdir, makes the next lookup find the new folder; while
+ * another process holds a checkpoint nothing kept is used, so that even a
+ * number changed behind the library's back is looked up. */
+Test(tag, kept_folder_paths_follow_the_numbers)
+{
+	char dir[] = "/tmp/ckc-tag-XXXXXX", canon[PATH_MAX], p[PATH_MAX + 32], want[PATH_MAX + 32];
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(ckc_fdtab_init(), 0);
+	snprintf(p, sizeof(p), "%s/**", dir);
+	load(p, 0);
+	cr_assert_eq(chdir(dir), 0);
+	cr_assert_eq(mkdir("a", 0755), 0);
+	cr_assert_eq(mkdir("b", 0755), 0);
+	cr_assert_eq(mkdir("c", 0755), 0);
+	int fd = open("a", O_RDONLY | O_DIRECTORY);
+	cr_assert_geq(fd, 0);
+	for (int i = 0; i < 3; i++) {
+		cr_assert(ckc_tagged_at(fd, "x.bin", canon));
+		snprintf(want, sizeof(want), "%s/a/x.bin", dir);
+		cr_assert_str_eq(canon, want);
+	}
+	cr_assert_eq(atomic_load(&ckc_tag_dirv[fd]), 2, "the path is kept");
+	/* closed (the close wrapper forgets the number), b opened there */
+	ckc_tag_forget_fd(fd);
+	close(fd);
+	cr_assert_eq(open("b", O_RDONLY | O_DIRECTORY), fd);
+	cr_assert(ckc_tagged_at(fd, "x.bin", canon));
+	snprintf(want, sizeof(want), "%s/b/x.bin", dir);
+	cr_assert_str_eq(canon, want, "after a close");
+	/* c put there by dup2 (the wrapper forgets the number, then copies) */
+	int c = open("c", O_RDONLY | O_DIRECTORY);
+	cr_assert_geq(c, 0);
+	ckc_tag_forget_fd(fd);
+	cr_assert_eq(ckc_tag_dup(c, dup2(c, fd)), fd);
+	cr_assert(ckc_tagged_at(fd, "x.bin", canon));
+	snprintf(want, sizeof(want), "%s/c/x.bin", dir);
+	cr_assert_str_eq(canon, want, "after a dup2");
+	/* a copy of a number whose path is kept does not take the path */
+	cr_assert(ckc_tagged_at(c, "y.bin", canon));
+	int d = dup(c);
+	cr_assert_eq(ckc_tag_dup(c, d), d);
+	cr_assert_neq(atomic_load(&ckc_tag_dirv[d]), 2);
+	/* another process holds a checkpoint: a number changed behind the
+	 * library's back (a raw dup2) is still looked up */
+	cr_assert(ckc_tagged_at(fd, "x.bin", canon));
+	int a = open("a", O_RDONLY | O_DIRECTORY);
+	cr_assert_geq(a, 0);
+	cr_assert_eq(dup2(a, fd), fd);
+	node_holds = true;
+	cr_assert(ckc_tagged_at(fd, "x.bin", canon));
+	snprintf(want, sizeof(want), "%s/a/x.bin", dir);
+	cr_assert_str_eq(canon, want, "a raw dup2 while another process holds a checkpoint");
+	node_holds = false;
+	/* the working directory: kept until chdir through the library */
+	cr_assert(ckc_tagged_at(AT_FDCWD, "a/z.bin", canon));
+	snprintf(want, sizeof(want), "%s/a/z.bin", dir);
+	cr_assert_str_eq(canon, want);
+	cr_assert_eq(chdir("b"), 0);
+	ckc_tag_cwd_changed();
+	cr_assert(ckc_tagged_at(AT_FDCWD, "z.bin", canon));
+	snprintf(want, sizeof(want), "%s/b/z.bin", dir);
+	cr_assert_str_eq(canon, want, "after a chdir");
+	cr_assert_eq(chdir("/"), 0);
+	ckc_tag_cwd_changed();
+	for (const char *n = "abc"; *n; n++) {
+		snprintf(p, sizeof(p), "%s/%c", dir, *n);
+		rmdir(p);
+	}
+	rmdir(dir);
 }
