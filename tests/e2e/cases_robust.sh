@@ -980,9 +980,32 @@ case_add robust/placeholder-base-closed placeholder_base_closed
 # checkpoints, and frees some again, five times over: each open fails as
 # without the library, the library keeps no more descriptors than it had,
 # and the checkpoints read back right once there is room.
+# fulltable.py: fill() opens /dev/null until the table is full (EMFILE) and
+# returns the descriptors; the soft limit is lowered to 256 first.
+fulltable_helper() {
+	cat >fulltable.py <<'PYEOF'
+import errno, os, resource
+
+def limit():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 256), hard))
+
+def fill():
+    fds = []
+    try:
+        while True:
+            fds.append(os.open("/dev/null", os.O_RDONLY))
+    except OSError as e:
+        assert e.errno == errno.EMFILE, e
+    return fds
+PYEOF
+}
+
 placeholder_emfile() {
+	fulltable_helper
 	cat >em.py <<'PYEOF'
-import errno, os, random, resource, sys
+import errno, os, random, sys
+from fulltable import limit, fill
 d = sys.argv[1]
 data = [random.Random(i).randbytes(5000 + i) for i in range(3)]
 for i, b in enumerate(data):
@@ -1001,21 +1024,15 @@ def paths_of_root():
 
 assert open(f"{d}/c0.bin", "rb").read() == data[0]
 before = paths_of_root()
-soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 256), hard))
+limit()
 for round in range(5):
-    fill = []
-    try:
-        while True:
-            fill.append(os.open("/dev/null", os.O_RDONLY))
-    except OSError as e:
-        assert e.errno == errno.EMFILE, e
+    fds = fill()
     try:
         os.open(f"{d}/c1.bin", os.O_RDONLY)
         raise AssertionError("an open with a full table succeeded")
     except OSError as e:
         assert e.errno == errno.EMFILE, f"round {round}: {e}"
-    for fd in fill:
+    for fd in fds:
         os.close(fd)
     assert open(f"{d}/c{round % 3}.bin", "rb").read() == data[round % 3], f"round {round}: read back"
 after = paths_of_root()
@@ -1037,26 +1054,22 @@ case_add robust/placeholder-emfile placeholder_emfile
 # waits for room and nothing is lost, even when the table is still full
 # as the program ends.
 flush_table_full() {
+	fulltable_helper
 	cat >tf.py <<'PYEOF'
-import errno, os, random, resource, sys, time
+import os, random, sys, time
+from fulltable import limit, fill
 d, hold_at_exit = sys.argv[1], sys.argv[2] == "1"
-soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 256), hard))
+limit()
 data = [random.Random(i).randbytes(3000 + 977 * i) for i in range(12)]
 for i, b in enumerate(data):
     with open(f"{d}/c{i}.bin", "wb") as f:
         f.write(b)
-fill = []
-try:
-    while True:
-        fill.append(os.open("/dev/null", os.O_RDONLY))
-except OSError as e:
-    assert e.errno == errno.EMFILE, e
+fds = fill()
 time.sleep(0.4)
 if hold_at_exit:
     # the table stays full: the library frees nothing of the program's
     sys.exit(0)
-for fd in fill:
+for fd in fds:
     os.close(fd)
 for i, b in enumerate(data):
     assert open(f"{d}/c{i}.bin", "rb").read() == b, f"c{i}.bin read back"

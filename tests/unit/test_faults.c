@@ -489,17 +489,27 @@ static bool logged(const char *text)
 	return yes;
 }
 
+/* Starts the engine (host tier 8 MiB, no ssd tier) with every open below
+ * home failing with EMFILE, as when the program's descriptor table is
+ * full. */
+static void full_table_start(tenv_t *e, char *rescue_dir)
+{
+	faults_setup(e);
+	ckc_config_t c = tcfg(e, 8 * MiB, 0);
+	c.log_level = CKC_LOG_WARN;
+	if (rescue_dir)
+		c.rescue_dir = rescue_dir;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	atomic_store(&home_open_errno, EMFILE);
+}
+
 /* A publication that finds the process's descriptor table full (EMFILE)
  * is tried again once there is room: not reported as a failure, no rescue
  * file, every byte at the real path. */
 Test(faults, a_full_descriptor_table_delays_publication_and_loses_nothing)
 {
 	tenv_t e;
-	faults_setup(&e);
-	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
-	c.log_level = CKC_LOG_WARN;
-	cr_assert_eq(ckc_init_config(&c), 0);
-	atomic_store(&home_open_errno, EMFILE);
+	full_table_start(&e, NULL);
 	char path[PATH_MAX];
 	for (int i = 0; i < 4; i++) {
 		tpath(&e, path, i);
@@ -537,13 +547,9 @@ static bool give_spare(void)
 Test(faults, the_end_with_a_full_table_gives_a_descriptor_back)
 {
 	tenv_t e;
-	faults_setup(&e);
-	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
-	c.log_level = CKC_LOG_WARN;
-	cr_assert_eq(ckc_init_config(&c), 0);
 	atomic_store(&spares_given, 0);
 	ckc_spare_fd_hook = give_spare;
-	atomic_store(&home_open_errno, EMFILE);
+	full_table_start(&e, NULL);
 	char path[PATH_MAX];
 	for (int i = 0; i < 3; i++) {
 		tpath(&e, path, i);
@@ -566,12 +572,7 @@ Test(faults, the_end_with_a_full_table_gives_a_descriptor_back)
 Test(faults, a_table_full_for_good_ends_in_bounded_time_and_says_so)
 {
 	tenv_t e;
-	faults_setup(&e);
-	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
-	c.log_level = CKC_LOG_WARN;
-	c.rescue_dir = "/nonexistent/rescue";
-	cr_assert_eq(ckc_init_config(&c), 0);
-	atomic_store(&home_open_errno, EMFILE);
+	full_table_start(&e, (char *)"/nonexistent/rescue");
 	char path[PATH_MAX];
 	tpath(&e, path, 0);
 	twrite(path, 0, 100 * 1024, 100000);
