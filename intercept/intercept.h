@@ -178,7 +178,8 @@ bool ckc_node_serving(void);
 void ckc_node_ask(const char *canon);
 /* The same for path relative to dirfd, if the patterns tag it. */
 void ckc_node_ask_at(int dirfd, const char *path);
-/* Whether a process of the node holds a checkpoint its real file lacks. */
+/* Whether a process of the node may hold a checkpoint its real file lacks
+ * (true while this process has not looked at the node's table yet). */
 bool ckc_node_holds_any(void);
 
 /* Whether path is tagged (canon receives its canonical form), after the

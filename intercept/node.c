@@ -473,7 +473,12 @@ static bool node_anything(void)
 
 bool ckc_node_holds_any(void)
 {
-	return node_anything();
+	/* not attached yet (nothing tagged was asked about): not known, and
+	 * not attached here, which would make the table for a process that
+	 * never touches a checkpoint */
+	if (!node_tab)
+		return true;
+	return atomic_load_explicit(&node_hdr->used, memory_order_acquire) > 0;
 }
 
 void ckc_node_ask(const char *canon)
