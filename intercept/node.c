@@ -291,8 +291,11 @@ static void node_start_once(void)
 	atomic_store(&node_me, node_pid);
 	if (!node_tab && node_attach() != 0)
 		return;
-	/* slots of processes that died without taking theirs back */
-	atomic_fetch_sub(&node_hdr->used, (int64_t)nodetab_sweep(node_tab, NODE_SLOTS, pid_alive));
+	/* slots of processes that died without taking theirs back (none
+	 * while no slot is used: the walk would map all of the table's 512
+	 * KiB into this process) */
+	if (atomic_load_explicit(&node_hdr->used, memory_order_acquire) > 0)
+		atomic_fetch_sub(&node_hdr->used, (int64_t)nodetab_sweep(node_tab, NODE_SLOTS, pid_alive));
 	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s < 0)
 		return;
