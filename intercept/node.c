@@ -134,6 +134,10 @@ static socklen_t node_addr(struct sockaddr_un *a, pid_t pid)
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
+/* The slots this process holds (node_hook): a table whose used slots are
+ * all this process's needs no search for another holder. */
+static _Atomic int64_t node_mine;
+
 static int node_add(uint64_t val)
 {
 	atomic_fetch_add(&node_hdr->used, 1);
@@ -159,8 +163,11 @@ static void node_hook(bool holds, const char *key)
 	uint64_t val = nodetab_val(nodetab_key(key), node_pid);
 
 	if (!holds) {
-		node_del(val);
-	} else if (node_add(val) != 0 && !atomic_exchange(&said, true)) {
+		if (node_del(val) == 0)
+			atomic_fetch_sub(&node_mine, 1);
+	} else if (node_add(val) == 0) {
+		atomic_fetch_add(&node_mine, 1);
+	} else if (!atomic_exchange(&said, true)) {
 		ckc_warn("the table of cached checkpoints of this node is full: other processes may "
 			 "open %s before it reaches its real path and read an older version", key);
 	}
@@ -294,8 +301,10 @@ static void node_start_once(void)
 	/* slots of processes that died without taking theirs back (none
 	 * while no slot is used: the walk would map all of the table's 512
 	 * KiB into this process) */
-	if (atomic_load_explicit(&node_hdr->used, memory_order_acquire) > 0)
+	if (atomic_load_explicit(&node_hdr->used, memory_order_acquire) > 0) {
 		atomic_fetch_sub(&node_hdr->used, (int64_t)nodetab_sweep(node_tab, NODE_SLOTS, pid_alive));
+		(void)nodetab_compact(node_tab, NODE_SLOTS);
+	}
 	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s < 0)
 		return;
@@ -351,6 +360,7 @@ bool ckc_node_serving(void)
 void ckc_node_atfork_child(void)
 {
 	atomic_store(&node_me, node_getpid());
+	atomic_store(&node_mine, 0); /* the parent's slots are the parent's */
 	/* the service thread stayed in the parent; the child must not keep
 	 * the parent's name bound once the parent is gone */
 	if (atomic_exchange(&node_serving, false)) {
@@ -468,10 +478,18 @@ static bool node_ready(void)
 	return node_attach() == 0;
 }
 
-/* Whether some process may hold something (one load, no search). */
+/* Whether another process may hold something (two loads, no search): a
+ * process reading back what it wrote itself, its versions still on their
+ * way to the real files, asks nobody. */
+static bool node_others(void)
+{
+	return atomic_load_explicit(&node_hdr->used, memory_order_acquire) >
+	       atomic_load_explicit(&node_mine, memory_order_relaxed);
+}
+
 static bool node_anything(void)
 {
-	return node_ready() && atomic_load_explicit(&node_hdr->used, memory_order_acquire) > 0;
+	return node_ready() && node_others();
 }
 
 bool ckc_node_holds_any(void)
@@ -479,9 +497,21 @@ bool ckc_node_holds_any(void)
 	/* not attached yet (nothing tagged was asked about): not known, and
 	 * not attached here, which would make the table for a process that
 	 * never touches a checkpoint */
-	if (!node_tab)
-		return true;
-	return atomic_load_explicit(&node_hdr->used, memory_order_acquire) > 0;
+	return !node_tab || node_others();
+}
+
+/* A search that walked this many slots found a table full of freed slots
+ * (left by a version of the library that never emptied them): this
+ * process empties them, once. */
+#define NODE_PROBE_LONG 64
+
+static void node_compact_if(size_t probed)
+{
+	static atomic_bool done;
+	if (probed > NODE_PROBE_LONG && !atomic_exchange(&done, true)) {
+		size_t n = nodetab_compact(node_tab, NODE_SLOTS);
+		ckc_debug("node table: %zu freed slots emptied", n);
+	}
 }
 
 void ckc_node_ask(const char *canon)
@@ -490,7 +520,9 @@ void ckc_node_ask(const char *canon)
 
 	if (!node_anything())
 		return;
-	size_t n = nodetab_find(node_tab, NODE_SLOTS, nodetab_key(canon), vals, NODE_ASK_MAX);
+	size_t probed = 0;
+	size_t n = nodetab_find(node_tab, NODE_SLOTS, nodetab_key(canon), vals, NODE_ASK_MAX, &probed);
+	node_compact_if(probed);
 	if (n == 0)
 		return;
 	int saved = errno;

@@ -39,18 +39,58 @@ static size_t probe_len(size_t n)
 	return n < NODETAB_PROBE ? n : NODETAB_PROBE;
 }
 
+/* Whether a search from start reaches slot start + at: no empty slot
+ * before it. */
+static bool reaches(nodetab_slot_t *t, size_t n, size_t start, size_t at)
+{
+	for (size_t i = 0; i < at; i++)
+		if (atomic_load(&t[(start + i) % n]) == NODETAB_EMPTY)
+			return false;
+	return true;
+}
+
 int nodetab_add(nodetab_slot_t *t, size_t n, uint64_t val)
 {
 	size_t start = (size_t)(nodetab_val_key(val) % n), len = probe_len(n);
-	for (size_t i = 0; i < len; i++) {
-		nodetab_slot_t *s = &t[(start + i) % n];
-		uint64_t v = atomic_load(s);
-		/* a slot another process takes meanwhile is skipped */
-		while (v == NODETAB_EMPTY || v == NODETAB_FREED)
-			if (atomic_compare_exchange_weak(s, &v, val))
-				return 0;
+	for (;;) {
+		size_t at = len;
+		for (size_t i = 0; i < len && at == len; i++) {
+			nodetab_slot_t *s = &t[(start + i) % n];
+			uint64_t v = atomic_load(s);
+			/* a slot another process takes meanwhile is skipped */
+			while (v == NODETAB_EMPTY || v == NODETAB_FREED)
+				if (atomic_compare_exchange_weak(s, &v, val)) {
+					at = i;
+					break;
+				}
+		}
+		if (at == len)
+			return -ENOSPC;
+		/* a freed slot before it that a removal emptied meanwhile
+		 * (nodetab_del) would stop a search short of it: placed again,
+		 * there or before */
+		if (reaches(t, n, start, at))
+			return 0;
+		uint64_t v = val;
+		atomic_compare_exchange_strong(&t[(start + at) % n], &v, (uint64_t)NODETAB_FREED);
 	}
-	return -ENOSPC;
+}
+
+/* Slot i is freed: it becomes empty, and so does each freed slot before
+ * it, while the slot after is empty. A search that reached such a slot
+ * would stop at the next one anyway, and an addition whose search passed
+ * it checks that it is still reachable (nodetab_add). Returns how many. */
+static size_t reclaim(nodetab_slot_t *t, size_t n, size_t i)
+{
+	size_t done = 0;
+	for (; done < n; done++, i = (i + n - 1) % n) {
+		if (atomic_load(&t[(i + 1) % n]) != NODETAB_EMPTY)
+			break;
+		uint64_t v = NODETAB_FREED;
+		if (!atomic_compare_exchange_strong(&t[i], &v, (uint64_t)NODETAB_EMPTY))
+			break;
+	}
+	return done;
 }
 
 int nodetab_del(nodetab_slot_t *t, size_t n, uint64_t val)
@@ -61,16 +101,35 @@ int nodetab_del(nodetab_slot_t *t, size_t n, uint64_t val)
 		uint64_t v = atomic_load(s);
 		if (v == NODETAB_EMPTY)
 			break;
-		if (v == val && atomic_compare_exchange_strong(s, &v, (uint64_t)NODETAB_FREED))
+		if (v == val && atomic_compare_exchange_strong(s, &v, (uint64_t)NODETAB_FREED)) {
+			reclaim(t, n, (start + i) % n);
 			return 0;
+		}
 	}
 	return -ENOENT;
 }
 
-size_t nodetab_find(nodetab_slot_t *t, size_t n, uint64_t key, uint64_t *vals, size_t max)
+size_t nodetab_compact(nodetab_slot_t *t, size_t n)
 {
-	size_t start = (size_t)(key % n), len = probe_len(n), found = 0;
-	for (size_t i = 0; i < len; i++) {
+	size_t e = n, done = 0;
+	for (size_t i = 0; i < n && e == n; i++)
+		if (atomic_load(&t[i]) == NODETAB_EMPTY)
+			e = i;
+	if (e == n)
+		return 0; /* no empty slot to start from */
+	/* backwards from the slot before an empty one, once around */
+	for (size_t k = 1; k <= n; k++) {
+		size_t i = (e + n - k) % n;
+		if (atomic_load(&t[i]) == NODETAB_FREED)
+			done += reclaim(t, n, i);
+	}
+	return done;
+}
+
+size_t nodetab_find(nodetab_slot_t *t, size_t n, uint64_t key, uint64_t *vals, size_t max, size_t *probed)
+{
+	size_t start = (size_t)(key % n), len = probe_len(n), found = 0, i;
+	for (i = 0; i < len; i++) {
 		uint64_t v = atomic_load(&t[(start + i) % n]);
 		if (v == NODETAB_EMPTY)
 			break;
@@ -80,6 +139,8 @@ size_t nodetab_find(nodetab_slot_t *t, size_t n, uint64_t key, uint64_t *vals, s
 			found++;
 		}
 	}
+	if (probed)
+		*probed = i;
 	return found;
 }
 

@@ -33,12 +33,19 @@ pid_t nodetab_val_pid(uint64_t val);
 int nodetab_add(nodetab_slot_t *t, size_t n, uint64_t val);
 
 /* Frees one slot holding val (a value may be there more than once: one per
- * version the process holds). 0, or -ENOENT. */
+ * version the process holds). 0, or -ENOENT. A freed slot followed by an
+ * empty one becomes empty, and so do the freed ones before it: freed
+ * slots do not pile up where searches would walk them. */
 int nodetab_del(nodetab_slot_t *t, size_t n, uint64_t val);
 
 /* Copies up to max values held for key into vals; returns how many were
- * found (possibly more than max). */
-size_t nodetab_find(nodetab_slot_t *t, size_t n, uint64_t key, uint64_t *vals, size_t max);
+ * found (possibly more than max). *probed (unless NULL): the slots
+ * looked at. */
+size_t nodetab_find(nodetab_slot_t *t, size_t n, uint64_t key, uint64_t *vals, size_t max, size_t *probed);
+
+/* Empties every freed slot that nodetab_del would have (a table left full
+ * of freed slots by a version that kept them); returns how many. */
+size_t nodetab_compact(nodetab_slot_t *t, size_t n);
 
 /* Frees every slot whose process alive() says is gone; returns how many. */
 size_t nodetab_sweep(nodetab_slot_t *t, size_t n, bool (*alive)(pid_t pid));

@@ -50,17 +50,17 @@ Test(nodetab, holders_of_one_path_are_all_found)
 	cr_assert_eq(nodetab_add(tab, N, nodetab_val(other, 100)), 0);
 	cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, 200)), 0);
 	cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, 200)), 0); /* a second version */
-	cr_assert_eq(nodetab_find(tab, N, k, vals, 8), 3);
+	cr_assert_eq(nodetab_find(tab, N, k, vals, 8, NULL), 3);
 	cr_assert_eq(nodetab_val_pid(vals[0]), 100);
 	cr_assert_eq(nodetab_val_pid(vals[1]), 200);
-	cr_assert_eq(nodetab_find(tab, N, other, vals, 8), 1);
-	cr_assert_eq(nodetab_find(tab, N, key_at(6, 3), vals, 8), 0);
+	cr_assert_eq(nodetab_find(tab, N, other, vals, 8, NULL), 1);
+	cr_assert_eq(nodetab_find(tab, N, key_at(6, 3), vals, 8, NULL), 0);
 	/* one removal per version */
 	cr_assert_eq(nodetab_del(tab, N, nodetab_val(k, 200)), 0);
-	cr_assert_eq(nodetab_find(tab, N, k, vals, 8), 2);
+	cr_assert_eq(nodetab_find(tab, N, k, vals, 8, NULL), 2);
 	cr_assert_eq(nodetab_del(tab, N, nodetab_val(k, 200)), 0);
 	cr_assert_eq(nodetab_del(tab, N, nodetab_val(k, 200)), -ENOENT);
-	cr_assert_eq(nodetab_find(tab, N, k, vals, 1), 1);
+	cr_assert_eq(nodetab_find(tab, N, k, vals, 1, NULL), 1);
 	cr_assert_eq(nodetab_val_pid(vals[0]), 100);
 }
 
@@ -71,11 +71,69 @@ Test(nodetab, freed_slots_are_passed_and_reused)
 	cr_assert_eq(nodetab_add(tab, N, nodetab_val(a, 1)), 0);
 	cr_assert_eq(nodetab_add(tab, N, nodetab_val(b, 2)), 0); /* in the slot after a's */
 	cr_assert_eq(nodetab_del(tab, N, nodetab_val(a, 1)), 0);
-	cr_assert_eq(nodetab_find(tab, N, b, vals, 4), 1, "a search stopped at a freed slot");
+	cr_assert_eq(nodetab_find(tab, N, b, vals, 4, NULL), 1, "a search stopped at a freed slot");
 	cr_assert_eq(atomic_load(&tab[10]), NODETAB_FREED);
 	cr_assert_eq(nodetab_add(tab, N, nodetab_val(a, 3)), 0);
 	cr_assert_eq(atomic_load(&tab[10]), nodetab_val(a, 3), "the freed slot was not reused");
 	cr_assert_eq(nodetab_del(tab, N, nodetab_val(b, 2)), 0);
+}
+
+/* Freed slots that no search needs (an empty one follows) become empty
+ * again: a table that many versions went through is not left with freed
+ * slots for every search to walk. */
+Test(nodetab, freed_slots_empty_again_where_no_search_needs_them)
+{
+	clear();
+	uint64_t a = key_at(10, 0), b = key_at(10, 1), c = key_at(10, 2), vals[4];
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(a, 1)), 0);
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(b, 2)), 0);
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(c, 3)), 0);
+	cr_assert_eq(nodetab_del(tab, N, nodetab_val(c, 3)), 0);
+	cr_assert_eq(atomic_load(&tab[12]), NODETAB_EMPTY, "the last of a run");
+	cr_assert_eq(nodetab_del(tab, N, nodetab_val(a, 1)), 0);
+	cr_assert_eq(atomic_load(&tab[10]), NODETAB_FREED, "b's search passes it");
+	size_t probed;
+	cr_assert_eq(nodetab_find(tab, N, b, vals, 4, &probed), 1);
+	cr_assert_eq(probed, 2);
+	cr_assert_eq(nodetab_del(tab, N, nodetab_val(b, 2)), 0);
+	for (size_t i = 0; i < N; i++)
+		cr_assert_eq(atomic_load(&tab[i]), NODETAB_EMPTY, "slot %zu", i);
+	cr_assert_eq(nodetab_find(tab, N, a, vals, 4, &probed), 0);
+	cr_assert_eq(probed, 0);
+}
+
+/* A table that an older version left full of freed slots: compacted, every
+ * value is still found, and searches stop where nothing lies beyond. */
+Test(nodetab, compact_empties_freed_slots_and_keeps_every_value)
+{
+	clear();
+	for (size_t i = 0; i < N - 1; i++)
+		atomic_store(&tab[i], NODETAB_FREED);
+	uint64_t k = key_at(5, 0), m = key_at(40, 1), vals[4];
+	atomic_store(&tab[7], nodetab_val(k, 11)); /* placed past two slots taken then */
+	atomic_store(&tab[40], nodetab_val(m, 12));
+	size_t probed;
+	cr_assert_eq(nodetab_find(tab, N, key_at(20, 2), vals, 4, &probed), 0);
+	cr_assert_eq(probed, N - 1 - 20, "a search walks every freed slot");
+	cr_assert_gt(nodetab_compact(tab, N), 0);
+	cr_assert_eq(nodetab_find(tab, N, k, vals, 4, &probed), 1);
+	cr_assert_eq(vals[0], nodetab_val(k, 11));
+	cr_assert_eq(nodetab_find(tab, N, m, vals, 4, &probed), 1);
+	cr_assert_eq(probed, 1);
+	cr_assert_eq(nodetab_find(tab, N, key_at(50, 2), vals, 4, &probed), 0);
+	cr_assert_eq(probed, 0, "searched %zu slots after the compaction", probed);
+	/* the freed slots before a value stay while it is there, and go with
+	 * it */
+	cr_assert_eq(nodetab_find(tab, N, key_at(20, 2), vals, 4, &probed), 0);
+	cr_assert_eq(probed, 21);
+	cr_assert_eq(nodetab_del(tab, N, nodetab_val(m, 12)), 0);
+	cr_assert_eq(nodetab_find(tab, N, key_at(20, 2), vals, 4, &probed), 0);
+	cr_assert_eq(probed, 0);
+	cr_assert_eq(atomic_load(&tab[5]), NODETAB_FREED, "k's search needs it");
+	cr_assert_eq(atomic_load(&tab[6]), NODETAB_FREED, "k's search needs it");
+	cr_assert_eq(atomic_load(&tab[8]), NODETAB_EMPTY);
+	cr_assert_eq(nodetab_del(tab, N, nodetab_val(k, 11)), 0);
+	cr_assert_eq(atomic_load(&tab[5]), NODETAB_EMPTY, "emptied with the value after it");
 }
 
 Test(nodetab, wraps_around_and_fills_up)
@@ -86,7 +144,7 @@ Test(nodetab, wraps_around_and_fills_up)
 		cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, 1000 + i)), 0, "add %d", i);
 	cr_assert_eq(atomic_load(&tab[0]), nodetab_val(k, 1001), "no wrap-around");
 	cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, 7)), -ENOSPC);
-	cr_assert_eq(nodetab_find(tab, N, k, vals, N), N);
+	cr_assert_eq(nodetab_find(tab, N, k, vals, N, NULL), N);
 	cr_assert_eq(nodetab_del(tab, N, nodetab_val(k, 1000 + N - 1)), 0);
 	cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, 7)), 0);
 }
@@ -103,7 +161,7 @@ Test(nodetab, sweep_frees_dead_processes_only)
 	for (int pid = 1; pid <= 10; pid++)
 		cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, pid)), 0);
 	cr_assert_eq(nodetab_sweep(tab, N, odd_alive), 5);
-	cr_assert_eq(nodetab_find(tab, N, k, vals, 16), 5);
+	cr_assert_eq(nodetab_find(tab, N, k, vals, 16, NULL), 5);
 	for (int i = 0; i < 5; i++)
 		cr_assert_eq(nodetab_val_pid(vals[i]) % 2, 1);
 	cr_assert_eq(nodetab_sweep(tab, N, odd_alive), 0);
@@ -118,12 +176,22 @@ Test(nodetab, sweep_frees_dead_processes_only)
 static nodetab_slot_t big[RACE_SLOTS];
 static atomic_int race_errors;
 
+static uint64_t race_vals[RACE_THREADS][RACE_SLOTS];
+
 static void *racer(void *arg)
 {
 	pid_t me = (pid_t)(uintptr_t)arg;
+	uint64_t *mine = race_vals[me - 100];
 	for (int r = 0; r < RACE_ROUNDS; r++) {
 		uint64_t v = nodetab_val(key_at((size_t)(r % 3), 9), me);
 		if (nodetab_add(big, RACE_SLOTS, v) != 0)
+			atomic_fetch_add(&race_errors, 1);
+		/* found at once, whatever the others free and empty meanwhile */
+		size_t n = nodetab_find(big, RACE_SLOTS, key_at((size_t)(r % 3), 9), mine, RACE_SLOTS, NULL);
+		bool seen = false;
+		for (size_t i = 0; i < n && i < RACE_SLOTS && !seen; i++)
+			seen = mine[i] == v;
+		if (!seen)
 			atomic_fetch_add(&race_errors, 1);
 		if (!RACE_KEPT(r) && nodetab_del(big, RACE_SLOTS, v) != 0)
 			atomic_fetch_add(&race_errors, 1);
@@ -142,7 +210,7 @@ Test(nodetab, concurrent_adds_and_removes)
 		     atomic_load(&race_errors));
 	static uint64_t vals[RACE_SLOTS];
 	for (int k = 0; k < 3; k++) {
-		size_t n = nodetab_find(big, RACE_SLOTS, key_at((size_t)k, 9), vals, RACE_SLOTS);
+		size_t n = nodetab_find(big, RACE_SLOTS, key_at((size_t)k, 9), vals, RACE_SLOTS, NULL);
 		size_t per[RACE_THREADS] = { 0 };
 		for (size_t i = 0; i < n && i < RACE_SLOTS; i++)
 			per[nodetab_val_pid(vals[i]) - 100]++;
