@@ -323,8 +323,21 @@ void ckc_ph_keep(void)
 
 bool ckc_ph_spare(void)
 {
+	/* the process ends: a soft limit below the hard one is raised a
+	 * little (nothing of the program runs long enough to notice), once */
+	static atomic_bool raised;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return false;
+	if (rl.rlim_cur < rl.rlim_max && !atomic_exchange(&raised, true)) {
+		struct rlimit more = rl;
+		more.rlim_cur = rl.rlim_max - rl.rlim_cur > 16 ? rl.rlim_cur + 16 : rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &more) == 0)
+			return true;
+	}
+	/* else the base's number, if the limit lets a new descriptor take it */
 	int b = atomic_load(&ph_base);
-	if (b < 0 || !atomic_compare_exchange_strong(&ph_base, &b, -1))
+	if (b < 0 || (rlim_t)b >= rl.rlim_cur || !atomic_compare_exchange_strong(&ph_base, &b, -1))
 		return false;
 	/* the number is closed only while it is the base's: its mark taken
 	 * here, or (no mark kept) a descriptor opened as a path only */

@@ -365,9 +365,11 @@ extern _Atomic uint64_t *ckc_small_t0;
  * forgotten (ckc_ph_base_lost). */
 #define CKC_SMALL_BASE UINT64_MAX
 void ckc_ph_base_lost(int fd);
-/* Closes the placeholders' base, giving its number back to the process
- * (ckc_spare_fd_hook); the next placeholder opens another. Returns
- * whether it closed one. */
+/* Room for one more descriptor as the process ends with its table full
+ * (ckc_spare_fd_hook): the soft descriptor limit raised towards the hard
+ * one, once, or else the placeholders' base closed if its number is below
+ * the limit (the next placeholder opens another). Returns whether it made
+ * room. */
 bool ckc_ph_spare(void);
 /* Opens the placeholders' base now if none is open: a process that
  * writes checkpoints keeps it, also as the descriptor ckc_ph_spare gives
