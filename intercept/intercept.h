@@ -143,6 +143,10 @@ static inline void ckc_tag_forget_fd(int fd)
 	}
 }
 
+/* Set by the caller around a lookup whose answer only counts a read that
+ * goes to the real file anyway: kept folder paths may be used (tag.c). */
+extern __thread bool ckc_tag_keep_ok;
+
 /* Canonicalises path (relative to dirfd, AT_FDCWD for the cwd) into out
  * (PATH_MAX bytes) and tells whether it is tagged. False for anything that
  * is not a tagged path (or while the thread is inside the engine). */

@@ -424,7 +424,13 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 	}
 	uint64_t t0 = 0;
 	bool timed = false;
-	if (ckc_tagged_asked(dirfd, path, canon)) {
+	/* a read that passes to the real file whatever the path (the cache
+	 * not started): the folder's kept path may be used */
+	ckc_tag_keep_ok = (flags & O_ACCMODE) == O_RDONLY && !(flags & (O_TRUNC | O_CREAT)) &&
+			  !ckc_read_needs_engine();
+	bool tagged = ckc_tagged_asked(dirfd, path, canon);
+	ckc_tag_keep_ok = false;
+	if (tagged) {
 		fd = ckc_open_tagged(canon, flags, mode, &t0);
 		timed = fd == CKC_PASS_TIMED;
 		if (fd != CKC_PASS && !timed)

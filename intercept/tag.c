@@ -35,12 +35,14 @@ _Atomic unsigned ckc_tag_dpath_gen;
  * /proc/self/fd/N or call getcwd for each. A descriptor's path is kept
  * while its number is not closed or replaced through the library
  * (ckc_tag_dpath_gen), the working directory's while chdir and fchdir are
- * not called (tag_cwd_gen), and either is used only while nothing on the
- * node holds a checkpoint its real file lacks (the cache's objects, other
- * processes' versions): then the path decides only whether a read is
- * counted as a tagged one, and a number closed or a directory changed
- * behind the library's back (a raw system call), or a folder renamed
- * meanwhile, costs no byte. Each is taken with a try-lock: a thread that
+ * not called (tag_cwd_gen), and either is used only for an open that the
+ * caller passes to the real file whatever the answer (ckc_tag_keep_ok: a
+ * read in a process that has not started the cache) and only while
+ * nothing on the node holds a checkpoint its real file lacks (the cache's
+ * objects, other processes' versions): then the path decides only whether
+ * the read is counted as a tagged one, and a number closed or a directory
+ * changed behind the library's back (a raw system call), or a folder
+ * renamed meanwhile, costs no byte. Each is taken with a try-lock: a thread that
  * finds it busy looks the path up. */
 typedef struct {
 	atomic_flag busy;
@@ -54,9 +56,11 @@ static tag_kept_t tag_dpath = { .busy = ATOMIC_FLAG_INIT, .fd = -1 };
 static tag_kept_t tag_cwd = { .busy = ATOMIC_FLAG_INIT, .fd = -1 };
 static _Atomic unsigned tag_cwd_gen;
 
+__thread bool ckc_tag_keep_ok;
+
 static bool tag_kept_trusted(void)
 {
-	return !ckc_holds_objects() && !ckc_node_holds_any();
+	return ckc_tag_keep_ok && !ckc_holds_objects() && !ckc_node_holds_any();
 }
 
 /* Copies k's path into out if it is fd's of generation gen. */

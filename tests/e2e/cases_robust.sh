@@ -1107,3 +1107,44 @@ for i in range(12):
 	done
 }
 case_add robust/flush-table-full flush_table_full
+
+# A folder's descriptor whose path was looked up for a read, the folder
+# then renamed, then a checkpoint written and read at that descriptor: the
+# write lands in the folder as it is named now, and every byte reads back,
+# in the process and at the real path.
+dirfd_after_rename() {
+	cat >dr.py <<'PYEOF'
+import os, random, sys
+top = sys.argv[1]
+a = random.Random(1).randbytes(7777)
+b = random.Random(2).randbytes(12345)
+d = os.open(f"{top}/ck/run", os.O_RDONLY | os.O_DIRECTORY)
+op = lambda name, flags: os.open(name, flags, 0o644, dir_fd=d)
+for _ in range(3):
+    with open("a.bin", "rb", opener=op) as f:
+        assert f.read() == a, "a.bin read back"
+os.rename(f"{top}/ck/run", f"{top}/ck/run2")
+with open("b.bin", "wb", opener=op) as f:
+    f.write(b)
+with open("b.bin", "rb", opener=op) as f:
+    assert f.read() == b, "b.bin read back at the descriptor"
+assert open(f"{top}/ck/run2/b.bin", "rb").read() == b, "b.bin read back by its new path"
+PYEOF
+	# a.bin made without the library: the program is a reader first, and
+	# the cache starts with its write
+	mkdir -p "$T/ck/run"
+	plain "$PY" -c '
+import random, sys
+open(sys.argv[1], "wb").write(random.Random(1).randbytes(7777))
+' "$T/ck/run/a.bin" || fail "a.bin could not be made"
+	ck -- "$PY" dr.py "$T" || fail "the program failed$(last_error)"
+	if grep -aq 'ckptcache: error' "$T/.log"; then
+		fail "the library reported an error$(first_error 'ckptcache: error')"
+	fi
+	plain "$PY" -c '
+import random, sys
+assert open(f"{sys.argv[1]}/ck/run2/b.bin", "rb").read() == random.Random(2).randbytes(12345)
+assert open(f"{sys.argv[1]}/ck/run2/a.bin", "rb").read() == random.Random(1).randbytes(7777)
+' "$T" || fail "the checkpoints at their real paths$(last_error)"
+}
+case_add robust/dirfd-after-rename dirfd_after_rename
