@@ -294,6 +294,14 @@ static bool ph_base_marked(int b)
 	return ckc_small_t0 && (size_t)b < ckc_vfd_cap && atomic_load(&ckc_small_t0[b]) == CKC_SMALL_BASE;
 }
 
+/* Whether fd is a descriptor opened as a path only (as the base and its
+ * copies are). */
+static bool ph_path_only(int fd)
+{
+	int fl = REAL(fcntl)(fd, F_GETFL);
+	return fl >= 0 && (fl & O_PATH);
+}
+
 /* The placeholders' base, opened if there is none: -1 if it cannot be. */
 static int ph_base_get(void)
 {
@@ -344,15 +352,12 @@ bool ckc_ph_spare(void)
 	if (ckc_small_t0 && (size_t)b < ckc_vfd_cap) {
 		if (atomic_exchange(&ckc_small_t0[b], 0) != CKC_SMALL_BASE)
 			return false;
-	} else {
-		int fl = REAL(fcntl)(b, F_GETFL);
-		if (fl < 0 || !(fl & O_PATH))
-			return false;
+	} else if (!ph_path_only(b)) {
+		return false;
 	}
 	REAL(close)(b);
 	return true;
 }
-
 
 int ckc_placeholder(int oflags)
 {
@@ -375,10 +380,7 @@ int ckc_placeholder(int oflags)
 			 * takes the mark before the number is freed, so a mark
 			 * still there after the copy says the copy is of the
 			 * base; else the copy itself is asked. */
-			if (ph_base_marked(b))
-				return fd;
-			int fl = rf(fd, F_GETFL);
-			if (fl >= 0 && (fl & O_PATH))
+			if (ph_base_marked(b) || ph_path_only(fd))
 				return fd;
 			REAL(close)(fd);
 		}

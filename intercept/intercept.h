@@ -143,8 +143,10 @@ static inline void ckc_tag_forget_fd(int fd)
 	}
 }
 
-/* Set by the caller around a lookup whose answer only counts a read that
- * goes to the real file anyway: kept folder paths may be used (tag.c). */
+/* Set by the caller around a lookup for a read (no O_TRUNC, no O_CREAT):
+ * while the cache has not started, such a read goes to the real file
+ * whatever the answer, which then only counts it, and kept folder paths
+ * may be used (tag.c). */
 extern __thread bool ckc_tag_keep_ok;
 
 /* Canonicalises path (relative to dirfd, AT_FDCWD for the cwd) into out

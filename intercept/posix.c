@@ -424,10 +424,10 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 	}
 	uint64_t t0 = 0;
 	bool timed = false;
-	/* a read that passes to the real file whatever the path (the cache
-	 * not started): the folder's kept path may be used */
-	ckc_tag_keep_ok = (flags & O_ACCMODE) == O_RDONLY && !(flags & (O_TRUNC | O_CREAT)) &&
-			  !ckc_read_needs_engine();
+	/* a read passes to the real file whatever the path while the cache
+	 * has not started (tag.c checks that): a folder's kept path may be
+	 * used for it */
+	ckc_tag_keep_ok = (flags & O_ACCMODE) == O_RDONLY && !(flags & (O_TRUNC | O_CREAT));
 	bool tagged = ckc_tagged_asked(dirfd, path, canon);
 	ckc_tag_keep_ok = false;
 	if (tagged) {

@@ -42,8 +42,8 @@ _Atomic unsigned ckc_tag_dpath_gen;
  * objects, other processes' versions): then the path decides only whether
  * the read is counted as a tagged one, and a number closed or a directory
  * changed behind the library's back (a raw system call), or a folder
- * renamed meanwhile, costs no byte. Each is taken with a try-lock: a thread that
- * finds it busy looks the path up. */
+ * renamed meanwhile, costs no byte. Each is taken with a try-lock: a
+ * thread that finds it busy looks the path up. */
 typedef struct {
 	atomic_flag busy;
 	int fd;
@@ -60,7 +60,7 @@ __thread bool ckc_tag_keep_ok;
 
 static bool tag_kept_trusted(void)
 {
-	return ckc_tag_keep_ok && !ckc_holds_objects() && !ckc_node_holds_any();
+	return ckc_tag_keep_ok && !ckc_read_needs_engine() && !ckc_holds_objects() && !ckc_node_holds_any();
 }
 
 /* Copies k's path into out if it is fd's of generation gen. */

@@ -262,9 +262,9 @@ bool ckc_owes_under(const char *dir);
  * block. NULL: nobody listens. */
 extern void (*ckc_node_hook)(bool holds, const char *key);
 
-/* Set by the preloaded library: closes one descriptor the library keeps
- * for its own speed, for a publication that found the process's table
- * full as the program ends. Returns whether one was closed. NULL: none. */
+/* Set by the preloaded library: makes room for one more descriptor, for a
+ * publication that found the process's table full as the program ends.
+ * Returns whether it did. NULL: none. */
 extern bool (*ckc_spare_fd_hook)(void);
 
 /* Appends path to the restore queue. Returns 0 or -errno. */

@@ -31,11 +31,6 @@ static void edge_thread(ckc_edge_t *e);
 
 bool (*ckc_spare_fd_hook)(void);
 
-static bool flush_short(int rc)
-{
-	return rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM;
-}
-
 /* Whether o's publication, if it fails short, may be tried again (lock
  * held). */
 static bool flush_may_retry(const ckc_obj_t *o)
@@ -53,7 +48,7 @@ static void flush_note_short(ckc_obj_t *o, int rc)
 {
 	if (!rc)
 		ckc_eng.flush_ok_ns = ckc_now_ns();
-	if (!flush_short(rc))
+	if (!ckc_io_short(rc))
 		o->short_t0 = 0;
 	else if (!o->short_t0)
 		o->short_t0 = ckc_now_ns();
@@ -235,7 +230,7 @@ void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 
 /* Writes the copy at level to the real path (lock held; dropped while the
  * bytes move). Returns 0, -ECANCELED if the object was retired meanwhile, or
- * -errno from the file system. A failure flush_short names is not reported
+ * -errno from the file system. A failure ckc_io_short names is not reported
  * while retry says it will be tried again. */
 static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 {
@@ -321,7 +316,7 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 	if (rc == CKC_CHANGED && !o->retired) {
 		ckc_keep_newer(o, &src, size);
 	} else if (rc && rc != CKC_CHANGED && rc != -ECANCELED && rc != -EAGAIN && !o->retired &&
-		   !(retry && flush_short(rc))) {
+		   !(retry && ckc_io_short(rc))) {
 		ckc_error("could not write checkpoint %s (%s)", key, strerror(-rc));
 		if (level < ckc_eng.ntier - 1)
 			ckc_eng.tier[level].st.flush_errors++;
@@ -357,7 +352,7 @@ int ckc_flush_home_now(ckc_obj_t *o, bool fsync_it)
 	if (level < ckc_eng.ntier - 1)
 		ckc_unpin(o, level);
 	/* the caller hears of the failure; the flusher tries again */
-	if (retry && flush_short(rc) && ckc_flush_wanted(o, level))
+	if (retry && ckc_io_short(rc) && ckc_flush_wanted(o, level))
 		ckc_flush_enqueue(o, level);
 	ckc_obj_put(o);
 	return rc;
@@ -405,7 +400,7 @@ static int flush_to_tier(ckc_obj_t *o, int level, int target)
 	return target;
 }
 
-/* o's publication failed short (flush_short): queued again, then a wait
+/* o's publication failed short (ckc_io_short): queued again, then a wait
  * that grows while they keep failing (lock held; dropped meanwhile; o
  * stays queued through it, so that who waits for the flushes waits for
  * it). As the program ends, the library gives the process a descriptor of
@@ -483,7 +478,7 @@ static bool flush_one(ckc_edge_t *e, ckc_obj_t *o, bool help)
 			ckc_unpin(o, from);
 		if (rc == -EAGAIN) /* renamed meanwhile: flush it again */
 			ckc_flush_enqueue(o, level);
-		retry = retry && flush_short(rc);
+		retry = retry && ckc_io_short(rc);
 		reached = rc ? rc : home;
 	}
 	if (help)

@@ -10,6 +10,8 @@
 #define CKC_IO_H
 
 #include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -99,6 +101,14 @@ void ckc_io_reset(void);
 /* Writes all of buf at off, retrying short writes and EINTR.
  * Returns 0 on success, -errno on failure. */
 int ckc_io_pwrite_all(int fd, const void *buf, size_t len, off_t off);
+
+/* Whether a call failed (-errno rc) for want of a descriptor or of memory
+ * (the process's descriptor table full, say): that passes, and the call
+ * is worth making again later. */
+static inline bool ckc_io_short(int rc)
+{
+	return rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM;
+}
 
 /* Reads len bytes at off, retrying short reads and EINTR. Returns the number
  * of bytes read (less than len only at end of file), or -errno. */

@@ -50,23 +50,36 @@ void ckc_prog_read_opened(void)
 			      memory_order_release);
 }
 
-void ckc_bg_yield_reads(void)
+/* Whether the program opened a checkpoint for reading within the last
+ * CKC_BG_READ_QUIET_NS. */
+static bool prog_reading(void)
 {
-	if (!ckc_tl_background)
+	/* the stamp first: it is never later than the clock read after */
+	uint64_t r = atomic_load_explicit(&prog_read_open, memory_order_acquire), now = ckc_now_ns();
+	return now >= r && now - r < CKC_BG_READ_QUIET_NS;
+}
+
+static bool prog_copying(void)
+{
+	return atomic_load_explicit(&prog_busy, memory_order_acquire) > 0;
+}
+
+/* On a background thread: naps of nap_ns while busy() says so, for
+ * CKC_BG_YIELD_MAX_NS at most. */
+static void bg_wait(bool (*busy)(void), long nap_ns)
+{
+	if (!ckc_tl_background || !busy())
 		return;
-	uint64_t t0 = 0;
-	for (;;) {
-		/* the stamp first: it is never later than the clock read after */
-		uint64_t r = atomic_load_explicit(&prog_read_open, memory_order_acquire), now = ckc_now_ns();
-		if (now < r || now - r >= CKC_BG_READ_QUIET_NS)
-			return;
-		if (!t0)
-			t0 = now;
-		else if (now - t0 >= CKC_BG_YIELD_MAX_NS)
-			return;
-		struct timespec ts = { 0, 50000 };
+	uint64_t t0 = ckc_now_ns();
+	while (busy() && ckc_now_ns() - t0 < CKC_BG_YIELD_MAX_NS) {
+		struct timespec ts = { 0, nap_ns };
 		nanosleep(&ts, NULL);
 	}
+}
+
+void ckc_bg_yield_reads(void)
+{
+	bg_wait(prog_reading, 50000);
 }
 
 int ckc_prog_copies(void)
@@ -84,13 +97,7 @@ uint64_t ckc_prog_quiet_ns(void)
 
 void ckc_bg_yield(void)
 {
-	if (!ckc_tl_background || atomic_load_explicit(&prog_busy, memory_order_acquire) <= 0)
-		return;
-	uint64_t t0 = ckc_now_ns();
-	while (atomic_load_explicit(&prog_busy, memory_order_acquire) > 0 && ckc_now_ns() - t0 < CKC_BG_YIELD_MAX_NS) {
-		struct timespec ts = { 0, 20000 };
-		nanosleep(&ts, NULL);
-	}
+	bg_wait(prog_copying, 20000);
 }
 
 /* Reads of the program in progress (a restore: what the background work

@@ -302,7 +302,7 @@ static int state_open(const char *base, const char *var, bool quiet_short)
 		if (rc != -ENOENT)
 			break;
 	}
-	if (rc && !(quiet_short && (rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM)))
+	if (rc && !(quiet_short && ckc_io_short(rc)))
 		ckc_error("%s='%s': cannot create %s (%s)", var, base, state_rec, strerror(-rc));
 	if (rc)
 		state_dir[0] = '\0';
@@ -380,7 +380,7 @@ static void state_open_due(void)
 		ckc_mutex_unlock(&state_lock);
 		int rc = state_open(base, var ? var : "CKPTCACHE_SSD_DIR", true);
 		ckc_mutex_lock(&state_lock);
-		if ((rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM) && !state_later_base && !state_ending) {
+		if (ckc_io_short(rc) && !state_later_base && !state_ending) {
 			state_short = true;
 			state_later_base = base;
 			state_later_var = var;

@@ -27,6 +27,11 @@ bool ckc_node_holds_any(void)
 {
 	return node_holds;
 }
+/* the cache not started (init.c is not linked) */
+bool ckc_read_needs_engine(void)
+{
+	return false;
+}
 
 static void load(const char *paths, long rank)
 {
