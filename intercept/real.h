@@ -4,10 +4,16 @@
 #ifndef CKC_REAL_H
 #define CKC_REAL_H
 
+#include <aio.h>
 #include <dirent.h>
+#include <mqueue.h>
+#include <netdb.h>
+#include <threads.h>
+#include <time.h>
 #include <fts.h>
 #include <ftw.h>
 #include <glob.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -199,7 +205,20 @@ struct utimbuf;
 	X(fexecve, int, (int, char *const[], char *const[]))                               \
 	X(execveat, int, (int, const char *, char *const[], char *const[], int))           \
 	X(_exit, void, (int))                                                              \
-	X(_Exit, void, (int))
+	X(_Exit, void, (int))                                                              \
+	X(pthread_create, int, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)) \
+	X(thrd_create, int, (thrd_t *, thrd_start_t, void *))                              \
+	X(timer_create, int, (clockid_t, struct sigevent *, timer_t *))                     \
+	X(mq_notify, int, (mqd_t, const struct sigevent *))                                 \
+	X(getaddrinfo_a, int, (int, struct gaicb **, int, struct sigevent *))               \
+	X(aio_read, int, (struct aiocb *))                                                  \
+	X(aio_read64, int, (struct aiocb64 *))                                              \
+	X(aio_write, int, (struct aiocb *))                                                 \
+	X(aio_write64, int, (struct aiocb64 *))                                             \
+	X(aio_fsync, int, (int, struct aiocb *))                                            \
+	X(aio_fsync64, int, (int, struct aiocb64 *))                                        \
+	X(lio_listio, int, (int, struct aiocb *const[], int, struct sigevent *))            \
+	X(lio_listio64, int, (int, struct aiocb64 *const[], int, struct sigevent *))
 
 #define CKC_REAL_FIELD(name, ret, args) ret(*name) args;
 typedef struct ckc_real {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "intercept.h"
+#include "thread.h"
 
 
 /* The buffer of a tagged stream. glibc writes whole multiples of it
@@ -302,6 +303,7 @@ static FILE *stdio_stream(int fd, const char *mode)
 		free(c);
 		return NULL;
 	}
+	ckc_thread_stream(f);
 	/* without a buffer of its own the stream keeps glibc's 8 KiB one */
 	char *buf = malloc(STDIO_BUF);
 	if (buf)
@@ -342,6 +344,7 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 			FILE *f = real(path, mode);
 			if (f)
 				ckc_small_opened(f->_fileno, t0);
+			ckc_thread_stream(f);
 			return f;
 		}
 		if (fd != CKC_PASS) {
@@ -349,7 +352,9 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 			return NULL;
 		}
 	}
-	return real(path, mode);
+	FILE *f = real(path, mode);
+	ckc_thread_stream(f);
+	return f;
 }
 
 CKC_EXPORT FILE *fopen(const char *path, const char *mode)
@@ -364,8 +369,11 @@ CKC_EXPORT FILE *fopen64(const char *path, const char *mode)
 
 CKC_EXPORT FILE *fdopen(int fd, const char *mode)
 {
-	if (!ckc_vfd_get(fd))
-		return REAL(fdopen)(fd, mode);
+	if (!ckc_vfd_get(fd)) {
+		FILE *f = REAL(fdopen)(fd, mode);
+		ckc_thread_stream(f);
+		return f;
+	}
 	int saved = errno;
 	FILE *f = stdio_stream(fd, mode);
 	if (f)
@@ -432,6 +440,37 @@ CKC_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *stream)
 {
 	return freopen_common(path, mode, stream, REAL(freopen64));
 }
+
+/* The program's threads: the streams' locks go back on first (thread.h).
+ * The C library starts threads of its own for C11 threads, and for the
+ * SIGEV_THREAD notifications of timers, message queues, POSIX AIO and
+ * getaddrinfo_a, which run the program's code: each of those calls turns
+ * them on as well (the first one; then each costs a load). */
+CKC_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
+{
+	ckc_thread_program_creates();
+	return REAL(pthread_create)(t, a, fn, arg);
+}
+
+#define STDIO_THREADS_BY(ret, name, params, args)  \
+	CKC_EXPORT ret name params                 \
+	{                                          \
+		ckc_thread_program_creates();      \
+		return REAL(name) args;            \
+	}
+STDIO_THREADS_BY(int, thrd_create, (thrd_t * t, thrd_start_t fn, void *arg), (t, fn, arg))
+STDIO_THREADS_BY(int, timer_create, (clockid_t c, struct sigevent *e, timer_t *t), (c, e, t))
+STDIO_THREADS_BY(int, mq_notify, (mqd_t q, const struct sigevent *e), (q, e))
+STDIO_THREADS_BY(int, getaddrinfo_a, (int m, struct gaicb **l, int n, struct sigevent *e), (m, l, n, e))
+STDIO_THREADS_BY(int, aio_read, (struct aiocb * a), (a))
+STDIO_THREADS_BY(int, aio_read64, (struct aiocb64 * a), (a))
+STDIO_THREADS_BY(int, aio_write, (struct aiocb * a), (a))
+STDIO_THREADS_BY(int, aio_write64, (struct aiocb64 * a), (a))
+STDIO_THREADS_BY(int, aio_fsync, (int op, struct aiocb *a), (op, a))
+STDIO_THREADS_BY(int, aio_fsync64, (int op, struct aiocb64 *a), (op, a))
+STDIO_THREADS_BY(int, lio_listio, (int m, struct aiocb *const l[], int n, struct sigevent *e), (m, l, n, e))
+STDIO_THREADS_BY(int, lio_listio64, (int m, struct aiocb64 *const l[], int n, struct sigevent *e), (m, l, n, e))
+#undef STDIO_THREADS_BY
 
 void ckc_stdio_flush_all(void)
 {

@@ -8,12 +8,87 @@
 
 #include "thread.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "io.h"
 #include "sys.h"
+
+/* ---- the streams' locks (thread.h) ---------------------------------- */
+
+/* glibc's stream flag (libio.h, not installed) and its list of streams
+ * (exported since 2.2.5); __libc_single_threaded since 2.32. Where any is
+ * missing, or a stream lacks the flag right after a thread was created,
+ * nothing is changed. */
+#define THREAD_STDIO_NEED_LOCK 0x80
+
+enum { STDIO_UNKNOWN, STDIO_SOLO, STDIO_SHARED };
+static atomic_int thread_stdio;
+static __thread bool thread_own;
+
+struct stdio_list {
+	void (*lock)(void), (*unlock)(void);
+	void *(*begin)(void), *(*end)(void), *(*next)(void *);
+	FILE *(*file)(void *);
+	char *single;
+};
+
+static bool stdio_list(struct stdio_list *l)
+{
+	ckc_dlsym_fn d = ckc_io_real_dlsym();
+	if (!d)
+		return false;
+	*(void **)&l->lock = d(RTLD_DEFAULT, "_IO_list_lock");
+	*(void **)&l->unlock = d(RTLD_DEFAULT, "_IO_list_unlock");
+	*(void **)&l->begin = d(RTLD_DEFAULT, "_IO_iter_begin");
+	*(void **)&l->end = d(RTLD_DEFAULT, "_IO_iter_end");
+	*(void **)&l->next = d(RTLD_DEFAULT, "_IO_iter_next");
+	*(void **)&l->file = d(RTLD_DEFAULT, "_IO_iter_file");
+	l->single = d(RTLD_DEFAULT, "__libc_single_threaded");
+	return l->lock && l->unlock && l->begin && l->end && l->next && l->file && l->single;
+}
+
+/* Sets (on) or clears the lock flag of every stream; clearing is done only
+ * where every stream has it, as the first pthread_create leaves them. */
+static bool stdio_locks(const struct stdio_list *l, bool on)
+{
+	bool all = true;
+	l->lock();
+	if (!on)
+		for (void *i = l->begin(); i != l->end(); i = l->next(i))
+			all = all && (l->file(i)->_flags2 & THREAD_STDIO_NEED_LOCK);
+	if (all)
+		for (void *i = l->begin(); i != l->end(); i = l->next(i)) {
+			FILE *f = l->file(i);
+			f->_flags2 = on ? f->_flags2 | THREAD_STDIO_NEED_LOCK : f->_flags2 & ~THREAD_STDIO_NEED_LOCK;
+		}
+	l->unlock();
+	return all;
+}
+
+void ckc_thread_program_creates(void)
+{
+	if (thread_own || atomic_load_explicit(&thread_stdio, memory_order_relaxed) == STDIO_SHARED)
+		return;
+	struct stdio_list l;
+	if (atomic_exchange(&thread_stdio, STDIO_SHARED) == STDIO_SOLO && stdio_list(&l))
+		stdio_locks(&l, true);
+}
+
+void ckc_thread_stream(FILE *f)
+{
+	if (f && atomic_load_explicit(&thread_stdio, memory_order_relaxed) == STDIO_SOLO)
+		f->_flags2 &= ~THREAD_STDIO_NEED_LOCK;
+}
+
+bool ckc_thread_stdio_solo(void)
+{
+	return atomic_load(&thread_stdio) == STDIO_SOLO;
+}
 
 /* What the new thread runs, and its name, set by the thread itself (a
  * detached thread may be gone before its creator could name it). */
@@ -67,9 +142,19 @@ int ckc_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *n
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	/* the new thread inherits the creator's mask: block for the creation
 	 * only, then give the creator its own back */
+	/* the process's first thread: the program has had one thread only */
+	struct stdio_list l;
+	bool first = atomic_load(&thread_stdio) == STDIO_UNKNOWN && stdio_list(&l) && *l.single;
 	pthread_sigmask(SIG_SETMASK, &block, &old);
+	thread_own = true;
 	rc = pthread_create(&th, &attr, thread_main, s);
+	thread_own = false;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!rc && first) {
+		int expect = STDIO_UNKNOWN;
+		if (stdio_locks(&l, false) && !atomic_compare_exchange_strong(&thread_stdio, &expect, STDIO_SOLO))
+			stdio_locks(&l, true);
+	}
 	pthread_attr_destroy(&attr);
 	if (rc) {
 		sys_free(s);

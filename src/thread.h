@@ -25,4 +25,24 @@ int ckc_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *n
  * signal but these (tests). */
 bool ckc_thread_open_signal(int sig);
 
+/* glibc's getc, putc, fgetc, fputc, getchar and putchar skip the stream's
+ * lock while a process has a single thread, and its first pthread_create
+ * turns the locks on for every stream, for good: a program writing text a
+ * character at a time then runs 1.5x as long. The library's threads
+ * never use the program's streams: when the first thread of a process is
+ * one of the library's, the locks are turned off again, and turned on for
+ * every stream before the program creates a thread of its own, as the C
+ * library itself would.
+ *
+ * ckc_thread_program_creates: the program (not the library) is about to
+ * create a thread. ckc_thread_stream: the program opened stream f, which
+ * needs no lock while the program's only thread is its first. Both cost a
+ * load when nothing applies. */
+#include <stdio.h>
+void ckc_thread_program_creates(void);
+void ckc_thread_stream(FILE *f);
+
+/* The streams' locks are off for the program's single thread (tests). */
+bool ckc_thread_stdio_solo(void);
+
 #endif

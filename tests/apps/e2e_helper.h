@@ -121,6 +121,8 @@ void expect_bytes(const unsigned char *b, const unsigned char *e, size_t off, si
 int m_stdio_large(int argc, char **argv);
 int m_stdio_large_writes(int argc, char **argv);
 int m_freopen(int argc, char **argv);
+int m_stdio_threads(int argc, char **argv);
+int m_stdio_threads_check(int argc, char **argv);
 int m_noclose(int argc, char **argv);
 int m_renames(int argc, char **argv);
 int m_pingpong(int argc, char **argv);

@@ -532,3 +532,87 @@ int m_noclose(int argc, char **argv)
 /* renames DIR N SIZE [verify]: N checkpoints written under a temporary
  * name and renamed at once (while their flush may be running), half of
  * them renamed a second time; then each is read under its final name. */
+
+/* stdio-threads TAGGED UNTAGGED: the program opens a tagged stream (the
+ * library's threads start) and an untagged one, then starts threads of its
+ * own that putc their own letter into both streams at once. glibc's putc
+ * and getc skip the stream's lock while the process has one thread; with
+ * the program's threads running, every byte must arrive: each letter
+ * exactly as often as it was written. */
+#define STDIO_THREADS 4
+#define STDIO_PUTS 1000000L
+
+struct stdio_threads_arg {
+	FILE *f[2];
+	int id;
+	pthread_barrier_t *go;
+};
+
+static void *stdio_threads_main(void *p)
+{
+	struct stdio_threads_arg *a = p;
+	pthread_barrier_wait(a->go);
+	for (long i = 0; i < STDIO_PUTS; i++)
+		for (int k = 0; k < 2; k++)
+			putc('a' + a->id, a->f[k]);
+	return NULL;
+}
+
+static void stdio_threads_check(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		fail("reopen %s: %s", path, strerror(errno));
+	long count[256] = { 0 }, total = 0;
+	int c;
+	while ((c = getc(f)) != EOF) {
+		count[c]++;
+		total++;
+	}
+	fclose(f);
+	for (int id = 0; id < STDIO_THREADS; id++)
+		if (count['a' + id] != STDIO_PUTS)
+			fail("%s: %ld bytes '%c' of %ld written by one thread, %ld bytes in all (bytes that threads "
+			     "put at once were lost)", path, count['a' + id], 'a' + id, STDIO_PUTS, total);
+	if (total != STDIO_THREADS * STDIO_PUTS)
+		fail("%s: %ld bytes, expected %ld", path, total, STDIO_THREADS * STDIO_PUTS);
+}
+
+int m_stdio_threads(int argc, char **argv)
+{
+	need_args(argc, 3, "TAGGED UNTAGGED");
+	FILE *f[2] = { fopen(argv[1], "w"), NULL };
+	if (!f[0] || fputs("", f[0]) == EOF)
+		fail("fopen %s: %s", argv[1], strerror(errno));
+	f[1] = fopen(argv[2], "w");
+	if (!f[1])
+		fail("fopen %s: %s", argv[2], strerror(errno));
+	pthread_t t[STDIO_THREADS];
+	struct stdio_threads_arg a[STDIO_THREADS];
+	pthread_barrier_t go;
+	pthread_barrier_init(&go, NULL, STDIO_THREADS);
+	for (int i = 0; i < STDIO_THREADS; i++) {
+		a[i] = (struct stdio_threads_arg){ { f[0], f[1] }, i, &go };
+		int rc = pthread_create(&t[i], NULL, stdio_threads_main, &a[i]);
+		if (rc)
+			fail("pthread_create: %s", strerror(rc));
+	}
+	for (int i = 0; i < STDIO_THREADS; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&go);
+	if (fclose(f[0]) != 0 || fclose(f[1]) != 0)
+		fail("fclose: %s", strerror(errno));
+	stdio_threads_check(argv[1]);
+	stdio_threads_check(argv[2]);
+	printf("stdio-threads: %d threads x %ld putc into shared streams, every byte there\n", STDIO_THREADS,
+	       STDIO_PUTS);
+	return 0;
+}
+
+/* stdio-threads-check PATH: the lines of stdio-threads, read back. */
+int m_stdio_threads_check(int argc, char **argv)
+{
+	need_args(argc, 2, "PATH");
+	stdio_threads_check(argv[1]);
+	return 0;
+}

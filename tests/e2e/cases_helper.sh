@@ -158,6 +158,13 @@ stdio_case() {
 
 # Large freads go straight from the cache into the program's buffer, not in
 # pieces of the stream's buffer: a few reads reach the cache, not hundreds.
+# Threads of the program sharing a tagged and an untagged stream, started
+# after the library's own: the streams' locks are on (every line whole).
+stdio_threads_case() {
+	helper_ok "threads sharing streams" -- stdio-threads "$T/ck/t.txt" "$T/u.txt"
+	run_ok "the lines at the real path" plain "$HELPER" stdio-threads-check "$T/ck/t.txt"
+}
+
 stdio_large_case() {
 	helper_ok "large freads of tagged streams" -- stdio-large "$T/ck/l.bin" 4M 5
 	stats_ok files==1 host.read_ops\<64
@@ -616,6 +623,7 @@ case_add fsync/persist-never fsync_never_case
 case_add stdio stdio_case
 case_add stdio/large-reads stdio_large_case
 case_add stdio/large-writes stdio_large_writes_case
+case_add stdio/threads-share-streams stdio_threads_case
 case_add memory/grows-with-use memory_grows_case
 case_add memory/cgroup-default memory_cgroup_case
 case_add stdio/freopen-tagged-stream freopen_case
