@@ -425,8 +425,13 @@ static inline long ckc_result(long rc, int saved)
 
 int ckc_px_vfd_usable(const ckc_vfd_t *v);
 bool ckc_px_handed_over(long *r, ckc_vfd_t *v);
-ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos,
-		       bool wr);
+/* wr: 0 reads, 1 writes, CKC_PX_APPEND writes at the end whatever off is
+ * (RWF_APPEND); a write to an O_APPEND descriptor always goes at the end,
+ * and only a write at the position moves it (pwrite's rule on Linux). */
+#define CKC_PX_APPEND 2
+ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos, int wr);
+/* pwrite of a tagged descriptor, at the end when it is O_APPEND. */
+ssize_t ckc_px_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off);
 int ckc_px_real_stat_path(const char *p, struct stat *st);
 /* The start of a small file (a /proc file) in buf, NUL-terminated: the
  * bytes read (at most size - 1), or -1. Through the real functions. */

@@ -141,18 +141,16 @@ off_t ckc_vfd_lseek(ckc_vfd_t *v, off_t off, int whence)
 }
 
 /* Scatter/gather over pread/pwrite; stops at the first short transfer. */
-ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos,
-		       bool wr)
+ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos, int wr)
 {
 	ssize_t total = 0;
 
 	if (cnt < 0)
 		return -EINVAL;
-	if (use_pos) {
+	bool append = wr == CKC_PX_APPEND || (wr && (v->flags & O_APPEND));
+	if (use_pos || append) {
 		ckc_mutex_lock(&v->lock);
-		if (wr && (v->flags & O_APPEND))
-			v->pos = ckc_handle_size(v->h);
-		off = (off_t)v->pos;
+		off = append ? (off_t)ckc_handle_size(v->h) : (off_t)v->pos;
 	}
 	for (int i = 0; i < cnt; i++) {
 		if (iov[i].iov_len == 0)
@@ -168,12 +166,20 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 		if ((size_t)r < iov[i].iov_len)
 			break;
 	}
-	if (use_pos) {
-		if (total > 0)
-			v->pos += (uint64_t)total;
+	if (use_pos || append) {
+		if (use_pos && total > 0)
+			v->pos = (uint64_t)(off + total);
 		ckc_mutex_unlock(&v->lock);
 	}
 	return total;
+}
+
+ssize_t ckc_px_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off)
+{
+	if (!(v->flags & O_APPEND))
+		return ckc_vfd_pwrite(v, buf, n, off);
+	struct iovec one = { (void *)buf, n };
+	return ckc_px_vfd_iov(v, &one, 1, off, false, 1);
 }
 
 /* ---- open and close ------------------------------------------------- */

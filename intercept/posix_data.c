@@ -70,7 +70,7 @@ static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, 
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
-	long r = ckc_vfd_pwrite(v, buf, n, off);
+	long r = ckc_px_vfd_pwrite(v, buf, n, off);
 	if (ckc_px_handed_over(&r, v))
 		return real(fd, buf, n, off);
 	return ckc_result(r, saved);
@@ -189,7 +189,8 @@ VFD_IOV_WRAPPER(pwritev64, true)
 		if (!v)                                                                    \
 			return REAL(name)(fd, iov, cnt, off, flags);                       \
 		int saved = errno;                                                         \
-		long r = ckc_px_vfd_iov(v, iov, cnt, off, off == -1, wr);                         \
+		long r = ckc_px_vfd_iov(v, iov, cnt, off, off == -1,                               \
+					wr ? ((flags & RWF_APPEND) ? CKC_PX_APPEND : 1) : 0);                  \
 		if (ckc_px_handed_over(&r, v))                                                    \
 			return REAL(name)(fd, iov, cnt, off, flags);                       \
 		if (r > 0 && wr && (flags & (RWF_DSYNC | RWF_SYNC))) {                     \

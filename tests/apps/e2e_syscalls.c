@@ -355,3 +355,69 @@ int m_locks(int argc, char **argv)
 /* stdout moved onto a tagged descriptor with dup2: glibc's stdio writes
  * there with internal calls the library cannot see, so the file must be
  * used directly, and it holds what write() and stdio wrote, in order. */
+
+/* append-positional PATH: Linux's rule for O_APPEND descriptors: pwrite,
+ * pwritev and pwritev2 write at the end whatever their offset, and leave
+ * the position alone; pwritev2 with RWF_APPEND appends on any descriptor.
+ * The file must read "12345ABCDEF" (in the process, and at its real path
+ * checked by append-positional-check). */
+static void append_pos(int fd, off_t want, const char *after)
+{
+	off_t pos = lseek(fd, 0, SEEK_CUR);
+	if (pos != want)
+		fail("the position after %s is %lld, expected %lld", after, (long long)pos, (long long)want);
+}
+
+static void append_expect(const char *path)
+{
+	char b[64] = "";
+	int fd = xopen(path, O_RDONLY);
+	ssize_t r = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	if (r != 11 || memcmp(b, "12345ABCDEF", 11) != 0)
+		fail("%s holds '%.*s' (%zd bytes), expected '12345ABCDEF': a positional write to an O_APPEND "
+		     "descriptor went to its offset", path, (int)(r > 0 ? r : 0), b, r);
+}
+
+int m_append_positional(int argc, char **argv)
+{
+	need_args(argc, 2, "PATH");
+	int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+	if (fd < 0)
+		fail("open %s: %s", argv[1], strerror(errno));
+	if (write(fd, "12345", 5) != 5)
+		fail("write: %s", strerror(errno));
+	append_pos(fd, 5, "write");
+	if (pwrite(fd, "AB", 2, 0) != 2)
+		fail("pwrite: %s", strerror(errno));
+	append_pos(fd, 5, "pwrite at 0 of an O_APPEND descriptor");
+	struct iovec v[2] = { { "C", 1 }, { "D", 1 } };
+	if (pwritev(fd, v, 2, 1) != 2)
+		fail("pwritev: %s", strerror(errno));
+	append_pos(fd, 5, "pwritev at 1 of an O_APPEND descriptor");
+	close(fd);
+	fd = open(argv[1], O_WRONLY);
+	if (fd < 0)
+		fail("reopen %s: %s", argv[1], strerror(errno));
+	struct iovec e = { "E", 1 };
+	if (pwritev2(fd, &e, 1, 0, RWF_APPEND) != 1)
+		fail("pwritev2(RWF_APPEND): %s", strerror(errno));
+	append_pos(fd, 0, "pwritev2(RWF_APPEND) at 0");
+	off_t end = lseek(fd, 0, SEEK_END);
+	if (end != 10)
+		fail("the file ends at %lld after 10 bytes were written (%s)", (long long)end,
+		     end < 0 ? strerror(errno) : "positional writes to O_APPEND went to their offset");
+	if (write(fd, "F", 1) != 1)
+		fail("write at the end: %s", strerror(errno));
+	close(fd);
+	append_expect(argv[1]);
+	printf("append-positional: positional writes to O_APPEND went to the end\n");
+	return 0;
+}
+
+int m_append_positional_check(int argc, char **argv)
+{
+	need_args(argc, 2, "PATH");
+	append_expect(argv[1]);
+	return 0;
+}

@@ -158,6 +158,13 @@ stdio_case() {
 
 # Large freads go straight from the cache into the program's buffer, not in
 # pieces of the stream's buffer: a few reads reach the cache, not hundreds.
+# pwrite/pwritev to an O_APPEND descriptor and pwritev2(RWF_APPEND) append
+# (Linux), and leave the position alone.
+append_positional_case() {
+	helper_ok "positional writes to O_APPEND descriptors" -- append-positional "$T/ck/ap.bin"
+	run_ok "the file at its real path" plain "$HELPER" append-positional-check "$T/ck/ap.bin"
+}
+
 # Threads of the program sharing a tagged and an untagged stream, started
 # after the library's own: the streams' locks are on (every line whole).
 stdio_threads_case() {
@@ -624,6 +631,7 @@ case_add stdio stdio_case
 case_add stdio/large-reads stdio_large_case
 case_add stdio/large-writes stdio_large_writes_case
 case_add stdio/threads-share-streams stdio_threads_case
+case_add fdops/append-positional append_positional_case
 case_add memory/grows-with-use memory_grows_case
 case_add memory/cgroup-default memory_cgroup_case
 case_add stdio/freopen-tagged-stream freopen_case
