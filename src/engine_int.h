@@ -48,7 +48,7 @@ void ckc_node_note(ckc_obj_t *o);
  * (one that is read keeps them until its last reader closes). */
 static inline bool ckc_obj_gone(const ckc_obj_t *o)
 {
-	return o->retired && o->readers == 0;
+	return o->retired && o->readers == 0 && o->writers == 0;
 }
 
 /* A trace line of op on key, of which the engine holds no object (v0). */

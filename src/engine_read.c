@@ -751,7 +751,9 @@ int ckc_close(ckc_handle_t *h)
 		    (h->nrange == 1 && h->range[0][0] == 0 && h->range[0][1] >= o->size))) {
 		consume_locked(o);
 	}
-	if (!h->writer)
+	if (h->writer)
+		o->writers--;
+	else
 		o->readers--;
 	ckc_obj_put(o);
 	eng_unlock();

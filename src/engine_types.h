@@ -80,6 +80,8 @@ struct ckc_obj {
 	int refs;            /* handles and transfers; freed at 0 once retired */
 	int readers;         /* reading handles open: a retired version keeps its
 				copies for them, as an unlinked file its blocks */
+	int writers;         /* writing handles open: the same for them (a file
+				unlinked while its writer still uses it) */
 	int keep_fd;         /* retired with readers while its real file held it:
 				that file, for them, or -1 */
 	mode_t mode;

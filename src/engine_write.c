@@ -69,7 +69,9 @@ ckc_handle_t *eng_handle_new(ckc_obj_t *o, bool writer)
 	h->writer = writer;
 	h->home_fd = -1;
 	ckc_obj_get(o);
-	if (!writer)
+	if (writer)
+		o->writers++;
+	else
 		o->readers++;
 	return h;
 }
@@ -518,7 +520,7 @@ int eng_zero_fill(ckc_obj_t *o, uint64_t from, uint64_t to)
 
 	if (io)
 		o->migrating = true;
-	while (!rc && from < to && !o->retired) {
+	while (!rc && from < to) {
 		size_t n = to - from < sizeof(zeros) ? (size_t)(to - from) : sizeof(zeros);
 		ckc_place_t *p = &o->place[wl];
 		ckc_ext_t seg;
@@ -558,9 +560,10 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 	uint64_t end = off + len;
 	int rc;
 
+	/* a version retired (unlinked, renamed over, replaced) keeps its
+	 * copies while a handle is open (ckc_obj_gone): its writer writes on,
+	 * and reads back what it wrote, as into an unlinked file */
 	eng_wait_idle(o, EB_MOVE);
-	if (o->retired)
-		return (ssize_t)len; /* a newer version replaced this one: its bytes go nowhere */
 	if ((rc = eng_write_room(o, end)) != 0)
 		return rc;
 	if (o->wlevel == ckc_eng.ntier - 1) {
@@ -586,8 +589,6 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 			return PW_AGAIN;
 		if (off > o->size && (rc = eng_zero_fill(o, o->size, off)) != 0)
 			return rc;
-		if (o->retired)
-			return (ssize_t)len; /* replaced while the hole was filled */
 		if (off > o->size)
 			o->size = off;
 		rc = write_bytes(o, buf, dsrc, len, off);

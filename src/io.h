@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -57,7 +58,9 @@
 	X(rmdir, int, (const char *path), (path))                                         \
 	X(closedir, int, (DIR *d), (d))                                                   \
 	X(realloc, void *, (void *p, size_t n), (p, n))                                   \
-	X(dlsym, void *, (void *h, const char *name), (h, name))
+	X(dlsym, void *, (void *h, const char *name), (h, name))                          \
+	X(pthread_create, int, (pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg), \
+	  (t, a, fn, arg))
 
 typedef struct ckc_io {
 	/* open(2) with O_CLOEXEC added */

@@ -374,7 +374,9 @@ static int find_room(ckc_obj_t *o, int level, uint64_t want, int mode, uint64_t 
 	if (ckc_tier_span(t, o, &lo, &hi) != 0 || want > hi - lo)
 		return mode == CKC_ALLOC_PREFETCH ? -EAGAIN : -ENOSPC;
 	for (;;) {
-		if (o->retired)
+		/* a retired version takes room only for its writer's bytes
+		 * (a file unlinked while written) */
+		if (o->retired && (mode != CKC_ALLOC_WRITE || o->writers == 0))
 			return -ECANCELED;
 		*gap = arena_find_gap_in(&t->arena, want, lo, hi);
 		if (*gap >= 0)

@@ -58,6 +58,7 @@
 #define sys_free (*ckc_io.free)
 #define sys_realloc (*ckc_io.realloc)
 #define sys_dlsym (*ckc_io.dlsym)
+#define sys_pthread_create (*ckc_io.pthread_create)
 
 #pragma GCC poison open open64 openat openat64 creat creat64 close close_range closefrom
 #pragma GCC poison read write pread pread64 pwrite pwrite64 readv writev

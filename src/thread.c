@@ -28,7 +28,6 @@
 
 enum { STDIO_UNKNOWN, STDIO_SOLO, STDIO_SHARED };
 static atomic_int thread_stdio;
-static __thread bool thread_own;
 
 struct stdio_list {
 	void (*lock)(void), (*unlock)(void);
@@ -72,7 +71,7 @@ static bool stdio_locks(const struct stdio_list *l, bool on)
 
 void ckc_thread_program_creates(void)
 {
-	if (thread_own || atomic_load_explicit(&thread_stdio, memory_order_relaxed) == STDIO_SHARED)
+	if (atomic_load_explicit(&thread_stdio, memory_order_relaxed) == STDIO_SHARED)
 		return;
 	struct stdio_list l;
 	if (atomic_exchange(&thread_stdio, STDIO_SHARED) == STDIO_SOLO && stdio_list(&l))
@@ -146,9 +145,7 @@ int ckc_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *n
 	struct stdio_list l;
 	bool first = atomic_load(&thread_stdio) == STDIO_UNKNOWN && stdio_list(&l) && *l.single;
 	pthread_sigmask(SIG_SETMASK, &block, &old);
-	thread_own = true;
-	rc = pthread_create(&th, &attr, thread_main, s);
-	thread_own = false;
+	rc = sys_pthread_create(&th, &attr, thread_main, s);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!rc && first) {
 		int expect = STDIO_UNKNOWN;

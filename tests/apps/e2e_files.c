@@ -190,3 +190,56 @@ int m_growhints(int argc, char **argv)
 }
 
 /* ---- modes: threads ---------------------------------------------------------- */
+
+/* unlink-open DIR: the scratch-file idiom: a file opened read-write,
+ * unlinked, and used on through its descriptor (sizes 0 B to 3 MiB, a
+ * write before and after the unlink): every byte written reads back, fstat
+ * counts them, and no file is left at the path. The same for a file
+ * renamed over while its writer still writes. */
+int m_unlink_open(int argc, char **argv)
+{
+	need_args(argc, 2, "DIR");
+	static const size_t sizes[] = { 0, 1, 5, 4096, 100003, 3u << 20 };
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+		for (int how = 0; how < 2; how++) {
+			size_t n = sizes[k], m = 1 + k * 1000;
+			char path[PATH_MAX], other[PATH_MAX];
+			snprintf(path, sizeof(path), "%s/scratch%zu.bin", argv[1], k);
+			snprintf(other, sizeof(other), "%s/other%zu.bin", argv[1], k);
+			unsigned char *e = pattern_buf(n + m, 7 + k);
+			int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+			if (fd < 0)
+				fail("open %s: %s", path, strerror(errno));
+			if (write(fd, e, n) != (ssize_t)n)
+				fail("write %zu bytes: %s", n, strerror(errno));
+			if (how == 0 && unlink(path) != 0)
+				fail("unlink %s: %s", path, strerror(errno));
+			if (how == 1) {
+				gen_file(other, 1000, 3, 0);
+				if (rename(other, path) != 0)
+					fail("rename %s over %s: %s", other, path, strerror(errno));
+			}
+			const char *what = how ? "renamed over" : "unlinked";
+			if (write(fd, e + n, m) != (ssize_t)m)
+				fail("write of %zu bytes after %s %zu: %s", m, what, n, strerror(errno));
+			struct stat st;
+			if (fstat(fd, &st) != 0 || st.st_size != (off_t)(n + m))
+				fail("fstat of a file %s: %lld bytes, expected %zu", what, (long long)st.st_size, n + m);
+			unsigned char *b = xmalloc(n + m + 1);
+			ssize_t r = pread(fd, b, n + m + 1, 0);
+			if (r != (ssize_t)(n + m))
+				fail("pread of a file %s after %zu+%zu bytes: %zd (%s)", what, n, m, r,
+				     r < 0 ? strerror(errno) : "short");
+			expect_bytes(b, e, 0, n + m, what);
+			close(fd);
+			if (how == 0 && access(path, F_OK) == 0)
+				fail("%s is back after its unlink", path);
+			if (how == 1)
+				check_file(path, 1000, 3, 0);
+			unlink(path);
+			free(b);
+			free(e);
+		}
+	printf("unlink-open: files unlinked or renamed over while open read back whole\n");
+	return 0;
+}

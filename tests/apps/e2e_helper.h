@@ -111,6 +111,7 @@ int m_mmap(int argc, char **argv);
 int m_procfd(int argc, char **argv);
 int m_uring(int argc, char **argv);
 int m_aio(int argc, char **argv);
+int m_unlink_open(int argc, char **argv);
 int m_append_positional(int argc, char **argv);
 int m_append_positional_check(int argc, char **argv);
 int m_locks(int argc, char **argv);

@@ -165,6 +165,15 @@ append_positional_case() {
 	run_ok "the file at its real path" plain "$HELPER" append-positional-check "$T/ck/ap.bin"
 }
 
+# A file unlinked, or renamed over, while its writer still uses it: the
+# descriptor reads back every byte, before and after; nothing comes back at
+# the unlinked path, and the file renamed over it stays as it is.
+unlink_open_case() {
+	helper_ok "files unlinked while open" -- unlink-open "$T/ck"
+	only_names ck '^scratch[0-9]+\.bin$|^$' "after exit" 2>/dev/null
+	[ -z "$(ls ck)" ] || fail "after exit: ck holds $(ls ck | head -3 | tr '\n' ' ')"
+}
+
 # Threads of the program sharing a tagged and an untagged stream, started
 # after the library's own: the streams' locks are on (every line whole).
 stdio_threads_case() {
@@ -632,6 +641,7 @@ case_add stdio/large-reads stdio_large_case
 case_add stdio/large-writes stdio_large_writes_case
 case_add stdio/threads-share-streams stdio_threads_case
 case_add fdops/append-positional append_positional_case
+case_add names/unlink-while-open unlink_open_case
 case_add memory/grows-with-use memory_grows_case
 case_add memory/cgroup-default memory_cgroup_case
 case_add stdio/freopen-tagged-stream freopen_case
