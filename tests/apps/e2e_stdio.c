@@ -616,3 +616,44 @@ int m_stdio_threads_check(int argc, char **argv)
 	stdio_threads_check(argv[1]);
 	return 0;
 }
+
+/* stdin PATH: a checkpoint written, then read through the C library's
+ * stdin: moved onto descriptor 0 with dup2, and opened at descriptor 0
+ * after a close(0) (stdio reads there with calls the library cannot see). */
+int m_stdin(int argc, char **argv)
+{
+	need_args(argc, 2, "PATH");
+	const char *path = argv[1];
+	FILE *w = fopen(path, "w");
+	if (!w || fputs("first line\nsecond line\n", w) == EOF || fclose(w) != 0)
+		fail("writing %s: %s", path, strerror(errno));
+	for (int how = 0; how < 2; how++) {
+		const char *what = how ? "opened at descriptor 0" : "moved onto descriptor 0 with dup2";
+		int saved = dup(0);
+		if (how == 0) {
+			int fd = xopen(path, O_RDONLY);
+			if (dup2(fd, 0) != 0)
+				fail("dup2: %s", strerror(errno));
+			close(fd);
+		} else {
+			close(0);
+			int fd = open(path, O_RDONLY);
+			if (fd != 0)
+				fail("open after close(0) gave %d (%s)", fd, fd < 0 ? strerror(errno) : "not 0");
+		}
+		clearerr(stdin);
+		char a[64] = "", b[64] = "";
+		errno = 0;
+		bool ok = fgets(a, sizeof(a), stdin) && fgets(b, sizeof(b), stdin);
+		int e = errno, ferr = ferror(stdin);
+		if (!ok || strcmp(a, "first line\n") != 0 || strcmp(b, "second line\n") != 0)
+			fail("stdin on a checkpoint %s read '%s%s' (%s)", what, a, b,
+			     ferr ? strerror(e) : "no error");
+		__fpurge(stdin);
+		if (saved >= 0 && dup2(saved, 0) != 0)
+			fail("dup2 back: %s", strerror(errno));
+		close(saved);
+	}
+	printf("stdin: a checkpoint read through stdin\n");
+	return 0;
+}
