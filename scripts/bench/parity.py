@@ -29,6 +29,7 @@ LIB = os.path.join(ROOT, "build", ".libs", "libckptcache.so")
 PROXY = os.path.join(ROOT, "build", "tests", "apps", "rtm_proxy")
 FREAD = os.path.join(ROOT, "build", "tests", "bench", "fread_bench")
 BANDS = os.path.join(ROOT, "build", "tests", "bench", "bands_bench")
+CHARS = os.path.join(ROOT, "build", "tests", "bench", "stdio_chars")
 PYWORK = os.path.join(ROOT, "tests", "bench", "parity_py.py")
 # the Python rows' interpreter: PARITY_PYTHON, else the system's (where
 # numpy and h5py live on Debian), else this one
@@ -364,6 +365,36 @@ class Bench:
             return self.proxy_values(text), rss
         self.pair(row, k, m)
 
+    def chars(self, k):
+        """stdio a character or a record at a time: putc then getc of a
+        tagged text file, and 4-byte freads of an untagged file."""
+        a = self.a
+        row = f"C stdio putc then getc ({a.chars_mb} MB of tagged text)"
+        if k == 0:
+            self.add_row(row, [("write_s", False), ("read_s", False)])
+
+        def m(side):
+            clean(self.ck)
+            env = self.env(side, os.path.join(self.ck, "*.txt"))
+            _, rss, text = run([CHARS, "text", os.path.join(self.ck, "t.txt"), str(a.chars_mb)], env)
+            return keyvals(text), rss
+        self.pair(row, k, m)
+
+        src = os.path.join(self.work, "records.bin")
+        if not os.path.exists(src):
+            with open("/dev/urandom", "rb") as r, open(src, "wb") as w:
+                for _ in range(a.records_mib):
+                    w.write(r.read(1 << 20))
+        row = f"C fread of 4-byte records ({a.records_mib} MiB, untagged)"
+        if k == 0:
+            self.add_row(row, [("read_s", False)])
+
+        def m2(side):
+            env = self.env(side, os.path.join(self.ck, "*.bin"))
+            _, rss, text = run([CHARS, "records", src], env)
+            return keyvals(text), rss
+        self.pair(row, k, m2)
+
     def miss(self, k):
         row = "unhinted miss (restore of files the cache does not hold)"
         d = os.path.join(self.work, "miss")
@@ -554,7 +585,7 @@ def main():
     p.add_argument("--pairs", type=int, default=5, help="paired runs per row (default 5)")
     p.add_argument("--quick", action="store_true", help="smaller workloads (about a minute in all)")
     p.add_argument("--only", default="", help="comma-separated workloads: numpy,pickle,h5py,small,walkers,"
-                                              "tagged_walkers,proxy,bands,stdio,miss,tools,fread (default: all)")
+                                              "tagged_walkers,proxy,bands,stdio,chars,miss,tools,fread (default: all)")
     p.add_argument("--count", type=int, default=48, help="RTM proxy checkpoints (default 48)")
     p.add_argument("--size", default="16M", help="RTM proxy checkpoint size (default 16M)")
     p.add_argument("--host-cache", default="256M", help="RTM proxy host tier (default 256M)")
@@ -568,6 +599,8 @@ def main():
     p.add_argument("--band-count", type=int, default=48, help="stencil bands (default 48)")
     p.add_argument("--band-mib", type=int, default=16, help="MiB per stencil band (default 16)")
     p.add_argument("--tree", default="/usr/share", help="the untagged tree tar, du and find walk")
+    p.add_argument("--chars-mb", type=int, default=64, help="MB of text put and got a character at a time")
+    p.add_argument("--records-mib", type=int, default=128, help="MiB read in 4-byte freads")
     p.add_argument("--small-count", type=int, default=3000, help="small files (default 3000)")
     p.add_argument("--tagged-dirs", type=int, default=40, help="folders of the tagged tree (default 40)")
     p.add_argument("--tagged-files", type=int, default=250, help="files per folder of the tagged tree "
@@ -594,6 +627,7 @@ def main():
         a.h5_count, a.h5_mib, a.band_count, a.band_mib = 16, 8, 24, 8
         a.walk_reps, a.tool_mib, a.fread_mib = 1, 128, 64
         a.small_count, a.tagged_dirs, a.tagged_files = 1000, 20, 100
+        a.chars_mb, a.records_mib = 16, 32
     if a.pairs < 1:
         p.error("--pairs must be at least 1")
     env = {}
@@ -603,13 +637,13 @@ def main():
             p.error(f"--env {kv!r}: expected CKPTCACHE_NAME=VALUE")
         env[k] = v
     a.env = env
-    work = ["numpy", "pickle", "h5py", "small", "walkers", "tagged_walkers", "proxy", "bands", "stdio", "miss",
-            "tools", "fread"]
+    work = ["numpy", "pickle", "h5py", "small", "walkers", "tagged_walkers", "proxy", "bands", "stdio", "chars",
+            "miss", "tools", "fread"]
     only = [w for w in a.only.split(",") if w] or work
     for w in only:
         if w not in work:
             p.error(f"--only: unknown workload {w!r} (known: {','.join(work)})")
-    for f in (LIB, PROXY, FREAD, BANDS):
+    for f in (LIB, PROXY, FREAD, BANDS, CHARS):
         if not os.path.exists(f):
             p.error(f"{f} is missing: build first (scripts/bench/parity builds it)")
     cmdline = "scripts/bench/parity " + " ".join(sys.argv[1:])
