@@ -430,6 +430,9 @@ bool ckc_px_handed_over(long *r, ckc_vfd_t *v);
  * and only a write at the position moves it (pwrite's rule on Linux). */
 #define CKC_PX_APPEND 2
 ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos, int wr);
+/* An open of /proc/self/fd/N (or /dev/fd/N...) of a tagged descriptor N:
+ * N becomes a descriptor of the real file first. */
+void ckc_px_procfd_open(const char *path);
 /* pwrite of a tagged descriptor, at the end when it is O_APPEND. */
 ssize_t ckc_px_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off);
 int ckc_px_real_stat_path(const char *p, struct stat *st);

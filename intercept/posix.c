@@ -413,6 +413,61 @@ int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)
 	return fd;
 }
 
+/* The descriptor number a path of the form /proc/self/fd/N, /dev/fd/N,
+ * /proc/thread-self/fd/N or /proc/PID/fd/N (this process) names, or -1. */
+static int procfd_number(const char *path)
+{
+	const char *p = NULL;
+	if (!path || path[0] != '/' || (path[1] != 'p' && path[1] != 'd'))
+		return -1;
+	if (!strncmp(path, "/dev/fd/", 8)) {
+		p = path + 8;
+	} else if (!strncmp(path, "/proc/", 6)) {
+		const char *q = path + 6, *fd;
+		char pid[24];
+		snprintf(pid, sizeof(pid), "%d/", (int)getpid());
+		if (!strncmp(q, "self/", 5))
+			fd = q + 5;
+		else if (!strncmp(q, "thread-self/", 12))
+			fd = q + 12;
+		else if (!strncmp(q, pid, strlen(pid)))
+			fd = q + strlen(pid);
+		else
+			return -1;
+		if (strncmp(fd, "fd/", 3) != 0)
+			return -1;
+		p = fd + 3;
+	} else {
+		return -1;
+	}
+	long n = 0;
+	if (*p < '0' || *p > '9')
+		return -1;
+	for (; *p >= '0' && *p <= '9' && n < INT_MAX / 10; p++)
+		n = n * 10 + (*p - '0');
+	return *p ? -1 : (int)n;
+}
+
+void ckc_px_procfd_open(const char *path)
+{
+	int n = procfd_number(path);
+	ckc_vfd_t *v = n >= 0 ? ckc_vfd_get(n) : NULL;
+	if (!v)
+		return;
+	/* the kernel's open of that path opens the file behind the
+	 * descriptor: it must be the real one (what the cache holds of it
+	 * goes there first, and every descriptor of it is a real one from
+	 * now on) */
+	int saved = errno;
+	int rc = ckc_px_vfd_usable(v);
+	if (!rc)
+		rc = ckc_vfd_demote(v);
+	if (rc)
+		ckc_error("checkpoint %s reopened through %s: it cannot be made a real file (%s); the open "
+			  "gets another file", v->path, path, strerror(-rc));
+	errno = saved;
+}
+
 static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 {
 	char canon[PATH_MAX];
@@ -448,6 +503,8 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 		errno = ENOSYS;
 		return -1;
 	}
+	if (!tagged)
+		ckc_px_procfd_open(path);
 	fd = ro(dirfd, path, flags, mode);
 	/* the number's last timed file may have left without a close the
 	 * library saw: that sample is dropped (one load when none is timed) */

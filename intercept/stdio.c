@@ -352,6 +352,7 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 			return NULL;
 		}
 	}
+	ckc_px_procfd_open(path);
 	FILE *f = real(path, mode);
 	ckc_thread_stream(f);
 	return f;

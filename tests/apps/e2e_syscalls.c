@@ -142,38 +142,47 @@ int m_mmap(int argc, char **argv)
 int m_procfd(int argc, char **argv)
 {
 	struct args arg = parse_args(argc, argv, "PATH SIZE SEED");
-	unsigned char *e = pattern_buf(arg.size, arg.seed), b[4096];
-	char proc[64];
+	unsigned char *e = pattern_buf(arg.size, arg.seed), *b = xmalloc(arg.size + 1);
+	char proc[64], devfd[64];
 
 	gen_file(arg.path, arg.size, arg.seed, 0);
 	for (int acc = 0; acc < 2; acc++) {
+		const char *what = acc ? "a tagged writer" : "a tagged reader";
 		int fd = xopen(arg.path, acc ? O_RDWR | O_CREAT | O_TRUNC : O_RDONLY);
 		if (acc)
 			write_all(fd, e, arg.size, arg.path);
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		snprintf(devfd, sizeof(devfd), "/dev/fd/%d", fd);
 		int fd2 = open(proc, O_RDONLY);
-		if (fd2 >= 0) {
-			ssize_t r = read(fd2, b, sizeof(b));
-			if (r > 0)
-				fail("reopening %s returned %zd bytes%s", proc, r,
-				     memcmp(b, e, (size_t)r < arg.size ? (size_t)r : arg.size) == 0 ?
-					     " of the checkpoint" : "");
+		if (fd2 < 0)
+			fail("reopening %s of %s: %s", proc, what, strerror(errno));
+		size_t got = read_all(fd2, b, arg.size + 1, proc);
+		if (got != arg.size || memcmp(b, e, arg.size) != 0)
+			fail("%s of %s read %zu bytes%s, expected the %zu of the checkpoint", proc, what, got,
+			     got == arg.size ? " that differ" : "", arg.size);
+		close(fd2);
+		FILE *f = fopen(devfd, "r");
+		if (!f)
+			fail("fopen %s of %s: %s", devfd, what, strerror(errno));
+		got = fread(b, 1, arg.size + 1, f);
+		if (got != arg.size || memcmp(b, e, arg.size) != 0)
+			fail("%s of %s read %zu bytes, expected the checkpoint", devfd, what, got);
+		fclose(f);
+		if (acc) {
+			/* a write through the reopened path reaches the file */
+			fd2 = open(proc, O_WRONLY);
+			if (fd2 < 0 || pwrite(fd2, e, 1, 0) != 1)
+				fail("writing through %s: %s", proc, strerror(errno));
 			close(fd2);
-			printf("procfd: %s opened, read: %s\n", proc, r < 0 ? strerror(errno) : "0 bytes");
-		} else {
-			printf("procfd: %s: %s\n", proc, strerror(errno));
 		}
-		/* writing through the reopened path must fail too */
-		fd2 = open(proc, O_WRONLY);
-		if (fd2 >= 0) {
-			ssize_t w = write(fd2, "x", 1);
-			if (w > 0)
-				fail("a write through %s succeeded", proc);
-			close(fd2);
-		}
+		/* the first descriptor still reads the checkpoint */
+		if (pread(fd, b, arg.size, 0) != (ssize_t)arg.size || memcmp(b, e, arg.size) != 0)
+			fail("%s: the descriptor reopened through %s no longer reads the checkpoint", what, proc);
 		close(fd);
 	}
 	check_file(arg.path, arg.size, arg.seed, 0);
+	printf("procfd: tagged descriptors reopened through /proc/self/fd and /dev/fd\n");
+	free(b);
 	free(e);
 	return 0;
 }

@@ -99,8 +99,12 @@ unsupported_mmap() {
 	[ "$(stat -c %s ck/m2.bin)" -eq $((1 << 20)) ] || fail "m2 at its real path has the wrong size"
 }
 
-unsupported_procfd() {
+# A tagged descriptor reopened through /proc/self/fd/N and /dev/fd/N (by
+# open and fopen; read, and written through): the kernel opens the real
+# file, which the checkpoint goes to first.
+procfd_case() {
 	helper_ok "reopen through /proc/self/fd" -- procfd "$T/ck/p.bin" 100K 8
+	run_ok "p at its real path" plain "$HELPER" check ck/p.bin 100K 8
 }
 
 unsupported_uring() {
@@ -634,7 +638,7 @@ case_add fortified-reads fortified_case
 case_add fork-exec fork_exec_case
 case_add unsupported/raw-syscalls unsupported_raw
 case_add unsupported/mmap unsupported_mmap
-case_add unsupported/proc-reopen unsupported_procfd
+case_add fdops/proc-reopen procfd_case
 case_add unsupported/io_uring unsupported_uring
 case_add unsupported/posix-aio unsupported_aio
 case_add locks unsupported_locks
