@@ -463,15 +463,48 @@ STDIO_THREADS_BY(int, thrd_create, (thrd_t * t, thrd_start_t fn, void *arg), (t,
 STDIO_THREADS_BY(int, timer_create, (clockid_t c, struct sigevent *e, timer_t *t), (c, e, t))
 STDIO_THREADS_BY(int, mq_notify, (mqd_t q, const struct sigevent *e), (q, e))
 STDIO_THREADS_BY(int, getaddrinfo_a, (int m, struct gaicb **l, int n, struct sigevent *e), (m, l, n, e))
-STDIO_THREADS_BY(int, aio_read, (struct aiocb * a), (a))
-STDIO_THREADS_BY(int, aio_read64, (struct aiocb64 * a), (a))
-STDIO_THREADS_BY(int, aio_write, (struct aiocb * a), (a))
-STDIO_THREADS_BY(int, aio_write64, (struct aiocb64 * a), (a))
-STDIO_THREADS_BY(int, aio_fsync, (int op, struct aiocb *a), (op, a))
-STDIO_THREADS_BY(int, aio_fsync64, (int op, struct aiocb64 *a), (op, a))
-STDIO_THREADS_BY(int, lio_listio, (int m, struct aiocb *const l[], int n, struct sigevent *e), (m, l, n, e))
-STDIO_THREADS_BY(int, lio_listio64, (int m, struct aiocb64 *const l[], int n, struct sigevent *e), (m, l, n, e))
 #undef STDIO_THREADS_BY
+
+/* POSIX AIO: the C library's helper threads call the kernel on the
+ * descriptor directly, so a tagged one becomes a descriptor of the real
+ * file first (the checkpoint goes there), as for a reopen through
+ * /proc/self/fd. */
+static void aio_real_fd(int fd)
+{
+	char path[32];
+	if (fd >= 0 && ckc_vfd_get(fd)) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		ckc_px_procfd_open(path);
+	}
+}
+
+#define AIO_ONE(name, params, args)                 \
+	CKC_EXPORT int name params                  \
+	{                                           \
+		ckc_thread_program_creates();       \
+		aio_real_fd(a->aio_fildes);         \
+		return REAL(name) args;             \
+	}
+AIO_ONE(aio_read, (struct aiocb * a), (a))
+AIO_ONE(aio_read64, (struct aiocb64 * a), (a))
+AIO_ONE(aio_write, (struct aiocb * a), (a))
+AIO_ONE(aio_write64, (struct aiocb64 * a), (a))
+AIO_ONE(aio_fsync, (int op, struct aiocb *a), (op, a))
+AIO_ONE(aio_fsync64, (int op, struct aiocb64 *a), (op, a))
+#undef AIO_ONE
+
+#define AIO_LIST(name, cb_t)                                                          \
+	CKC_EXPORT int name(int m, cb_t *const l[], int n, struct sigevent *e)        \
+	{                                                                             \
+		ckc_thread_program_creates();                                         \
+		for (int i = 0; i < n; i++)                                           \
+			if (l[i] && l[i]->aio_lio_opcode != LIO_NOP)                  \
+				aio_real_fd(l[i]->aio_fildes);                        \
+		return REAL(name)(m, l, n, e);                                        \
+	}
+AIO_LIST(lio_listio, struct aiocb)
+AIO_LIST(lio_listio64, struct aiocb64)
+#undef AIO_LIST
 
 void ckc_stdio_flush_all(void)
 {

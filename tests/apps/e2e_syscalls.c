@@ -287,39 +287,63 @@ int m_uring(int argc, char **argv)
 
 /* One POSIX aio_read or aio_write of n bytes at offset 0, which must fail;
  * returns its error. */
-static int aio_run(int fd, unsigned char *b, size_t n, bool wr)
+static void aio_run(int fd, unsigned char *b, size_t n, bool wr, bool list)
 {
 	struct aiocb cb;
 	memset(&cb, 0, sizeof(cb));
 	cb.aio_fildes = fd;
 	cb.aio_buf = b;
 	cb.aio_nbytes = n;
-	if ((wr ? aio_write(&cb) : aio_read(&cb)) != 0)
-		return errno;
-	const struct aiocb *list[1] = { &cb };
+	cb.aio_lio_opcode = wr ? LIO_WRITE : LIO_READ;
+	struct aiocb *l[1] = { &cb };
+	int rc = list ? lio_listio(LIO_NOWAIT, l, 1, NULL) : wr ? aio_write(&cb) : aio_read(&cb);
+	if (rc != 0)
+		fail("%s on a tagged descriptor: %s", list ? "lio_listio" : wr ? "aio_write" : "aio_read",
+		     strerror(errno));
+	const struct aiocb *wait[1] = { &cb };
 	while (aio_error(&cb) == EINPROGRESS)
-		aio_suspend(list, 1, NULL);
+		aio_suspend(wait, 1, NULL);
 	int err = aio_error(&cb);
 	ssize_t r = aio_return(&cb);
-	if (err == 0)
-		fail("POSIX aio_%s on a tagged fd succeeded (%zd bytes)", wr ? "write" : "read", r);
-	return err;
+	if (err != 0 || r != (ssize_t)n)
+		fail("POSIX %s on a tagged descriptor: %zd bytes of %zu (%s)", list ? "lio_listio" :
+		     wr ? "aio_write" : "aio_read", r, n, strerror(err));
 }
 
+/* aio PATH PATH2 SIZE SEED: POSIX AIO (aio_read, aio_write, lio_listio,
+ * aio_fsync) on tagged descriptors: the C library's helper threads call the
+ * kernel directly, on the real file the checkpoint goes to first. */
 int m_aio(int argc, char **argv)
 {
 	struct args arg = parse_args(argc, argv, "PATH PATH2 SIZE SEED");
 	unsigned char *e = pattern_buf(arg.size, arg.seed), *b = xmalloc(arg.size);
 
-	int fd = gen_open(arg.path, arg.size, arg.seed);
-	memset(b, FILLER, arg.size);
-	int er = aio_run(fd, b, arg.size, false);
-	reader_intact(fd, b, e, &arg, "aio_read", "aio_read");
+	for (int list = 0; list < 2; list++) {
+		int fd = gen_open(arg.path, arg.size, arg.seed);
+		memset(b, FILLER, arg.size);
+		aio_run(fd, b, arg.size, false, list);
+		expect_bytes(b, e, 0, arg.size, "aio_read of a tagged reader");
+		close(fd);
 
-	int wfd = xopen(arg.path2, O_WRONLY | O_CREAT | O_TRUNC);
-	int ew = aio_run(wfd, b, arg.size, true);
-	writer_intact(wfd, e, &arg);
-	printf("aio: aio_read %s, aio_write %s\n", strerror(er), strerror(ew));
+		int wfd = xopen(arg.path2, O_RDWR | O_CREAT | O_TRUNC);
+		aio_run(wfd, e, arg.size, true, list);
+		struct aiocb s;
+		memset(&s, 0, sizeof(s));
+		s.aio_fildes = wfd;
+		if (aio_fsync(O_SYNC, &s) != 0)
+			fail("aio_fsync: %s", strerror(errno));
+		const struct aiocb *wait[1] = { &s };
+		while (aio_error(&s) == EINPROGRESS)
+			aio_suspend(wait, 1, NULL);
+		if (aio_error(&s) != 0)
+			fail("aio_fsync of a tagged writer: %s", strerror(aio_error(&s)));
+		/* the descriptor reads what aio wrote, and so does the file */
+		if (!reads_back(wfd, b, e, arg.size, arg.path2))
+			fail("read() after aio_write returned wrong bytes");
+		close(wfd);
+		check_file(arg.path2, arg.size, arg.seed, 0);
+	}
+	printf("aio: aio_read, aio_write, lio_listio and aio_fsync on tagged descriptors\n");
 	free(b);
 	free(e);
 	return 0;
