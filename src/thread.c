@@ -84,11 +84,6 @@ void ckc_thread_stream(FILE *f)
 		f->_flags2 &= ~THREAD_STDIO_NEED_LOCK;
 }
 
-bool ckc_thread_stdio_solo(void)
-{
-	return atomic_load(&thread_stdio) == STDIO_SOLO;
-}
-
 /* What the new thread runs, and its name, set by the thread itself (a
  * detached thread may be gone before its creator could name it). */
 struct start {
@@ -143,7 +138,13 @@ int ckc_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *n
 	 * only, then give the creator its own back */
 	/* the process's first thread: the program has had one thread only */
 	struct stdio_list l;
-	bool first = atomic_load(&thread_stdio) == STDIO_UNKNOWN && stdio_list(&l) && *l.single;
+	bool first = false;
+	if (atomic_load(&thread_stdio) == STDIO_UNKNOWN) {
+		first = stdio_list(&l) && *l.single;
+		int expect = STDIO_UNKNOWN;
+		if (!first) /* the program has threads of its own already */
+			atomic_compare_exchange_strong(&thread_stdio, &expect, STDIO_SHARED);
+	}
 	pthread_sigmask(SIG_SETMASK, &block, &old);
 	rc = sys_pthread_create(&th, &attr, thread_main, s);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

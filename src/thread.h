@@ -42,7 +42,4 @@ bool ckc_thread_open_signal(int sig);
 void ckc_thread_program_creates(void);
 void ckc_thread_stream(FILE *f);
 
-/* The streams' locks are off for the program's single thread (tests). */
-bool ckc_thread_stdio_solo(void);
-
 #endif
