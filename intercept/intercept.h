@@ -184,6 +184,11 @@ bool ckc_node_serving(void);
 void ckc_node_ask(const char *canon);
 /* The same for path relative to dirfd, if the patterns tag it. */
 void ckc_node_ask_at(int dirfd, const char *path);
+/* The last ckc_tagged_asked of this thread found another process writing
+ * the file: that writer now writes the real file, so an open that writes
+ * must use the real file too (both write one file, as without the
+ * library: a cached version would replace the file the other writes). */
+extern __thread bool ckc_node_writer_handed;
 /* Whether a process of the node may hold a checkpoint its real file lacks
  * (true while this process has not looked at the node's table yet). */
 bool ckc_node_holds_any(void);

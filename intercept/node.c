@@ -62,6 +62,11 @@ typedef struct node_rep {
 #define NODE_NOT_HELD 1
 /* node_ask_one's answer when nobody serves that pid any more */
 #define NODE_GONE 2
+/* published: the holder had it open for writing, and its descriptors are
+ * descriptors of the real file from now on */
+#define NODE_HANDED 3
+
+__thread bool ckc_node_writer_handed;
 
 static node_hdr_t *node_hdr;
 static nodetab_slot_t *node_tab; /* NULL: no registry here */
@@ -185,10 +190,13 @@ static int node_publish(const char *canon)
 
 	if (!ckc_active() || ckc_stat(canon, &st) != 0)
 		return NODE_NOT_HELD;
-	if (!st.complete)
+	if (!st.complete) {
 		rc = ckc_hand_over_path(canon);
-	else
+		if (rc == 0)
+			return NODE_HANDED;
+	} else {
 		rc = ckc_materialize(canon);
+	}
 	return rc == -ENOENT ? NODE_NOT_HELD : rc;
 }
 
@@ -542,8 +550,10 @@ void ckc_node_ask(const char *canon)
 			continue;
 		int rc = node_ask_one(pid, canon);
 		ckc_debug("asked process %d to publish %s: %s", (int)pid, canon,
-			  rc == 0 ? "published" : rc == NODE_NOT_HELD ? "not held" : rc == NODE_GONE ? "gone" :
-			  strerror(-rc));
+			  rc == 0 ? "published" : rc == NODE_HANDED ? "its writer goes on in the real file" :
+			  rc == NODE_NOT_HELD ? "not held" : rc == NODE_GONE ? "gone" : strerror(-rc));
+		if (rc == NODE_HANDED)
+			ckc_node_writer_handed = true;
 		/* the holder is gone, or holds nothing of it: its slots go */
 		if (rc == NODE_GONE || rc == NODE_NOT_HELD)
 			while (node_del(vals[i]) == 0)
@@ -563,6 +573,7 @@ void ckc_node_ask_at(int dirfd, const char *path)
 
 bool ckc_tagged_asked(int dirfd, const char *path, char *canon)
 {
+	ckc_node_writer_handed = false;
 	if (ckc_tagged_at(dirfd, path, canon)) {
 		ckc_node_ask(canon);
 		return true;

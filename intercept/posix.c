@@ -399,7 +399,7 @@ int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)
 			ckc_read_passed();
 		return CKC_PASS;
 	}
-	if (!ckc_engine_ready())
+	if (!ckc_engine_ready() || ((flags & O_ACCMODE) != O_RDONLY && ckc_node_writer_handed))
 		return CKC_PASS;
 	ckc_enter();
 	/* the cache's file creations and renames in the checkpoint folders

@@ -58,3 +58,46 @@ case_add shared/n1-existing-file n1_writers existing
 case_add shared/n1-new-file n1_writers new
 case_add shared/n1-first-truncates n1_writers trunc-first
 case_add shared/n1-shell-creates n1_writers shell
+
+# rewritten_while_written HOW RUN: process A opens ck/a.bin for writing,
+# writes 3 MB and keeps it open; another process B rewrites the path with
+# O_TRUNC (HOW: python's "wb" or "w+b", or a dash redirection) and closes;
+# A writes 3 MB more at its offset and closes. Without the library B
+# truncates the file A writes: 50 bytes of B, a hole, A's last 3 MB. RUN is
+# ck or plain (the reference).
+rewrite_while_written_run() {
+	local how=$1 run=$2 f=$3 line
+	coproc A { "$run" -- "$PY" -c '
+import sys
+f = open(sys.argv[1], "wb"); f.write(b"A" * 3000000); f.flush()
+print("wrote", flush=True); sys.stdin.readline()
+f.write(b"B" * 3000000); f.close(); print("closed", flush=True)
+' "$f" 2>>"$T/.log"; }
+	read -r -t 30 line <&"${A[0]}" || fail "A did not write its first part"
+	case $how in
+	wb | w+b) "$run" -- "$PY" -c 'import sys; open(sys.argv[1], sys.argv[2]).write(b"R" * 50)' "$f" "$how" ||
+		fail "B's rewrite failed$(last_error)" ;;
+	dash) "$run" -- dash -c 'printf RRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRR >"$1"' _ "$f" ||
+		fail "B's rewrite failed$(last_error)" ;;
+	esac
+	echo >&"${A[1]}"
+	read -r -t 30 line <&"${A[0]}"
+	[ "$line" = closed ] || fail "A did not close after B's rewrite (said '$line')$(last_error)"
+	wait "$A_PID" 2>/dev/null
+}
+
+rewrite_while_written() {
+	local how=$1
+	[ "$(command -v dash)" ] || note "dash is not installed"
+	mkdir -p ref
+	plain_run() { shift; plain "$@"; }
+	rewrite_while_written_run "$how" plain_run "$T/ref/a.bin"
+	rewrite_while_written_run "$how" ck "$T/ck/a.bin"
+	same ref/a.bin ck/a.bin "the file two processes wrote, at its real path"
+	grep -q 'ckptcache: error' "$T/.log" && fail "the library reported an error$(first_error 'ckptcache: error')"
+	return 0
+}
+
+case_add shared/rewritten-while-written-wb rewrite_while_written wb
+case_add shared/rewritten-while-written-wplus rewrite_while_written w+b
+case_add shared/rewritten-while-written-dash rewrite_while_written dash
