@@ -24,14 +24,33 @@
 
 #include "intercept.h"
 #include "log.h"
+#include "path.h"
 
 #define DIR_WAIT_NS (60ull * 1000000000u)
 
+/* Other processes of the node that hold checkpoints are asked about the
+ * folder dir (ckc_node_ask_dir), where the patterns may tag a file under
+ * it. errno kept. */
+static void others_first(const char *dir, int what)
+{
+	char canon[PATH_MAX];
+	if (!dir || ckc_io_guard || ckc_in_vfork_child() || !ckc_node_others())
+		return;
+	int saved = errno;
+	ckc_enter();
+	if (ckc_path_resolve(dir, NULL, canon, sizeof(canon)) == 0 && !ckc_tag_dir_holds_none(canon))
+		ckc_node_ask_dir(canon, what);
+	ckc_leave();
+	errno = saved;
+}
+
 /* Publishes what the cache owes under the folder dir before the caller
- * lists or removes it. errno kept. */
+ * lists or removes it (and has the node's other processes publish what
+ * they owe there). errno kept. */
 static void owed_first(const char *dir)
 {
 	static atomic_bool said;
+	others_first(dir, CKC_NODE_DIR_LIST);
 	if (!dir || ckc_io_guard || !ckc_engine_started())
 		return;
 	int saved = errno;
@@ -47,30 +66,61 @@ static void owed_first(const char *dir)
 	errno = saved;
 }
 
-/* owed_first for the folder path names relative to dirfd. */
-static void owed_first_at(int dirfd, const char *path)
+/* The folder path names relative to dirfd, in full (PATH_MAX bytes), when
+ * this process owes something or another one may hold something: 0, or -1
+ * when neither (or the folder cannot be named). */
+static int dir_full_at(int dirfd, const char *path, char *full)
 {
-	char full[PATH_MAX], link[64];
-	if (!path || ckc_io_guard || !ckc_engine_started())
-		return;
-	if (path[0] == '/' || dirfd == AT_FDCWD) {
-		owed_first(path);
-		return;
-	}
+	char link[64];
+	if (!path || ckc_io_guard)
+		return -1;
+	if (path[0] == '/' || dirfd == AT_FDCWD)
+		return snprintf(full, PATH_MAX, "%s", path) < PATH_MAX ? 0 : -1;
 	int saved = errno;
-	ckc_enter();
-	bool owes = ckc_owes_under(NULL);
-	ckc_leave();
-	if (owes) {
+	bool owes = false;
+	if (ckc_engine_started()) {
+		ckc_enter();
+		owes = ckc_owes_under(NULL);
+		ckc_leave();
+	}
+	int rc = -1;
+	if (owes || (!ckc_in_vfork_child() && ckc_node_others())) {
 		snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
-		ssize_t n = readlink(link, full, sizeof(full) - 1);
+		ssize_t n = readlink(link, full, PATH_MAX - 1);
 		if (n > 0 && full[0] == '/') {
 			full[n] = '\0';
 			size_t k = (size_t)n;
-			if (!path[0] || snprintf(full + k, sizeof(full) - k, "/%s", path) < (int)(sizeof(full) - k))
-				owed_first(full);
+			if (!path[0] || snprintf(full + k, PATH_MAX - k, "/%s", path) < (int)(PATH_MAX - k))
+				rc = 0;
 		}
 	}
+	errno = saved;
+	return rc;
+}
+
+/* owed_first for the folder path names relative to dirfd. */
+static void owed_first_at(int dirfd, const char *path)
+{
+	char full[PATH_MAX];
+	if (dir_full_at(dirfd, path, full) == 0)
+		owed_first(full);
+}
+
+/* After the folder dir was removed: the open writers under it, of this
+ * process and of the node's others, write on as into unlinked files (and
+ * are never published into a folder made again by that name). */
+static void dir_removed(const char *dir)
+{
+	char key[PATH_MAX];
+	others_first(dir, CKC_NODE_DIR_GONE);
+	if (!dir || ckc_io_guard || !ckc_engine_started())
+		return;
+	int saved = errno;
+	ckc_enter();
+	for (int i = 0; i < 100000 && ckc_writer_under(dir, key) == 0; i++)
+		if (ckc_forget(key) != 0)
+			break;
+	ckc_leave();
 	errno = saved;
 }
 
@@ -173,11 +223,43 @@ CKC_EXPORT int glob64(const char *pattern, int flags, int (*err)(const char *, i
 
 CKC_EXPORT int rmdir(const char *path)
 {
-	owed_first(path);
-	return REAL(rmdir)(path);
+	char full[PATH_MAX];
+	bool named = dir_full_at(AT_FDCWD, path, full) == 0;
+	if (named)
+		owed_first(full);
+	int rc = REAL(rmdir)(path);
+	if (rc == 0 && named)
+		dir_removed(full);
+	return rc;
 }
 
-void ckc_dir_removing(int dirfd, const char *path)
+int ckc_dir_remove(int dirfd, const char *path, int flags, int (*real)(int, const char *, int))
 {
-	owed_first_at(dirfd, path);
+	char full[PATH_MAX];
+	bool named = dir_full_at(dirfd, path, full) == 0;
+	if (named)
+		owed_first(full);
+	int rc = real(dirfd, path, flags);
+	if (rc == 0 && named)
+		dir_removed(full);
+	return rc;
+}
+
+void ckc_dir_moving(const char *dir)
+{
+	char key[PATH_MAX];
+	others_first(dir, CKC_NODE_DIR_MOVE);
+	if (ckc_io_guard || !ckc_engine_started())
+		return;
+	/* this process's own writers under it: their descriptors follow the
+	 * files, which the folder takes along */
+	int saved = errno;
+	for (int i = 0; i < 100000; i++) {
+		ckc_enter();
+		int rc = ckc_writer_under(dir, key);
+		ckc_leave();
+		if (rc || ckc_hand_over_path(key) != 0)
+			break;
+	}
+	errno = saved;
 }

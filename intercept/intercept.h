@@ -184,6 +184,17 @@ bool ckc_node_serving(void);
 void ckc_node_ask(const char *canon);
 /* The same for path relative to dirfd, if the patterns tag it. */
 void ckc_node_ask_at(int dirfd, const char *path);
+/* Another process of the node may hold checkpoints (two loads once the
+ * node's table is mapped). */
+bool ckc_node_others(void);
+/* Asks every other process of the node that holds checkpoints about the
+ * folder dir (canonical): LIST publishes the closed ones under it (before
+ * a listing or a removal), MOVE also hands over its open writers (before
+ * the folder is renamed: their descriptors follow the files), GONE retires
+ * its open writers (the folder was removed: they write on, as into
+ * unlinked files). Waits for each (bounded). */
+enum { CKC_NODE_DIR_LIST, CKC_NODE_DIR_MOVE, CKC_NODE_DIR_GONE };
+void ckc_node_ask_dir(const char *dir, int what);
 /* The last ckc_tagged_asked of this thread found another process writing
  * the file: that writer now writes the real file, so an open that writes
  * must use the real file too (both write one file, as without the
@@ -198,10 +209,17 @@ bool ckc_node_holds_any(void);
  * is off too, where the answer is false. */
 bool ckc_tagged_asked(int dirfd, const char *path, char *canon);
 
-/* Before a removal of the folder path (relative to dirfd): what the cache
- * owes under it is published first, so that the removal fails as it would
- * without the library if those files are still there (dirs.c). */
-void ckc_dir_removing(int dirfd, const char *path);
+/* unlinkat(AT_REMOVEDIR) of the folder path (relative to dirfd), done by
+ * real: what the cache (and the node's other processes) owe under it is
+ * published first, so that the removal fails as it would without the
+ * library if those files are still there; once it is removed, the open
+ * writers under it write on as into unlinked files (dirs.c). */
+int ckc_dir_remove(int dirfd, const char *path, int flags, int (*real)(int, const char *, int));
+/* Before the folder dir (canonical) is renamed: the open writers under it,
+ * this process's and the node's others', hand their bytes to the real
+ * files, which the folder takes along with their descriptors; closed
+ * versions of the others are published (dirs.c). */
+void ckc_dir_moving(const char *dir);
 
 /* ---- virtual descriptors (fdtab.c) ---- */
 

@@ -68,6 +68,20 @@ typedef struct node_rep {
 
 __thread bool ckc_node_writer_handed;
 
+/* Requests about a folder (the path names one), each answered as one
+ * about a file: publish the closed checkpoints under it (it is listed or
+ * about to be removed); that, and hand over its open writers (it moves:
+ * their descriptors follow the files); retire its open writers (it was
+ * removed: they write on, as into unlinked files). */
+#define NODE_DIR_LIST (NODE_MAGIC + 1)
+#define NODE_DIR_MOVE (NODE_MAGIC + 2)
+#define NODE_DIR_GONE (NODE_MAGIC + 3)
+/* Processes asked about a folder at most, and writers under it handled. */
+#define NODE_DIR_PIDS 256
+#define NODE_DIR_WRITERS 100000
+/* How long a holder waits for flushes under way before it answers. */
+#define NODE_DIR_WAIT_NS (50ull * 1000000000u)
+
 static node_hdr_t *node_hdr;
 static nodetab_slot_t *node_tab; /* NULL: no registry here */
 static uid_t node_uid;
@@ -200,6 +214,27 @@ static int node_publish(const char *canon)
 	return rc == -ENOENT ? NODE_NOT_HELD : rc;
 }
 
+/* A folder request (NODE_DIR_*) of another process about dir. */
+static int node_publish_dir(const char *dir, uint64_t what)
+{
+	char key[PATH_MAX];
+	int rc = 0;
+
+	if (!ckc_active())
+		return NODE_NOT_HELD;
+	for (int i = 0; i < NODE_DIR_WRITERS && what != NODE_DIR_LIST && ckc_writer_under(dir, key) == 0; i++) {
+		rc = what == NODE_DIR_MOVE ? ckc_hand_over_path(key) : ckc_forget(key);
+		if (rc)
+			break;
+	}
+	if (what != NODE_DIR_GONE) {
+		int r = ckc_publish_under(dir, NODE_DIR_WAIT_NS, false);
+		if (!rc)
+			rc = r;
+	}
+	return rc == -ENOENT ? NODE_NOT_HELD : rc;
+}
+
 /* Receives one datagram into buf: its length, or -errno. *cr gets the
  * sender's credentials (pid 0 when the kernel gave none); a descriptor
  * passed along is closed at once. */
@@ -247,12 +282,14 @@ static void node_serve_one(int s)
 
 	ssize_t n = node_recv(s, &req, sizeof(req), &from, &fromlen, 0, &cr);
 	if (n < (ssize_t)offsetof(node_req_t, path) + 2 || !cr.pid || cr.uid != node_uid ||
-	    req.magic != NODE_MAGIC || fromlen <= offsetof(struct sockaddr_un, sun_path))
+	    req.magic < NODE_MAGIC || req.magic > NODE_DIR_GONE ||
+	    fromlen <= offsetof(struct sockaddr_un, sun_path))
 		return;
 	req.path[(size_t)n - offsetof(node_req_t, path) - 1] = '\0';
 	if (req.path[0] != '/')
 		return;
-	node_rep_t rep = { NODE_MAGIC, node_publish(req.path) };
+	node_rep_t rep = { NODE_MAGIC, req.magic == NODE_MAGIC ? node_publish(req.path) :
+							       node_publish_dir(req.path, req.magic) };
 	(void)sendto(s, &rep, sizeof(rep), MSG_NOSIGNAL | MSG_DONTWAIT, (struct sockaddr *)&from,
 		     fromlen);
 }
@@ -394,11 +431,11 @@ static bool node_stopped(pid_t pid)
 
 /* Asks process pid to publish canon. Returns what it answered, NODE_GONE
  * when no process of this user serves that pid, or -errno. */
-static int node_ask_one(pid_t pid, const char *canon)
+static int node_ask_one(pid_t pid, const char *canon, uint64_t what)
 {
 	static atomic_bool said;
 	struct sockaddr_un a, self = { .sun_family = AF_UNIX };
-	node_req_t req = { NODE_MAGIC, { 0 } };
+	node_req_t req = { what, { 0 } };
 	node_rep_t rep;
 	int rc, one = 1;
 
@@ -548,7 +585,7 @@ void ckc_node_ask(const char *canon)
 			asked = nodetab_val_pid(vals[j]) == pid;
 		if (asked)
 			continue;
-		int rc = node_ask_one(pid, canon);
+		int rc = node_ask_one(pid, canon, NODE_MAGIC);
 		ckc_debug("asked process %d to publish %s: %s", (int)pid, canon,
 			  rc == 0 ? "published" : rc == NODE_HANDED ? "its writer goes on in the real file" :
 			  rc == NODE_NOT_HELD ? "not held" : rc == NODE_GONE ? "gone" : strerror(-rc));
@@ -558,6 +595,39 @@ void ckc_node_ask(const char *canon)
 		if (rc == NODE_GONE || rc == NODE_NOT_HELD)
 			while (node_del(vals[i]) == 0)
 				;
+	}
+	errno = saved;
+}
+
+bool ckc_node_others(void)
+{
+	return node_anything();
+}
+
+void ckc_node_ask_dir(const char *dir, int what)
+{
+	static const uint64_t magic[] = { [CKC_NODE_DIR_LIST] = NODE_DIR_LIST,
+					  [CKC_NODE_DIR_MOVE] = NODE_DIR_MOVE,
+					  [CKC_NODE_DIR_GONE] = NODE_DIR_GONE };
+	static const char *const said[] = { [CKC_NODE_DIR_LIST] = "publish what it owes under",
+					    [CKC_NODE_DIR_MOVE] = "hand over what it holds under",
+					    [CKC_NODE_DIR_GONE] = "retire its writers under" };
+	pid_t pids[NODE_DIR_PIDS];
+
+	if (!node_anything())
+		return;
+	int saved = errno;
+	pid_t me = atomic_load(&node_me);
+	if (!me || ckc_in_vfork_child())
+		me = node_getpid();
+	size_t n = nodetab_pids(node_tab, NODE_SLOTS, pids, NODE_DIR_PIDS);
+	for (size_t i = 0; i < n; i++) {
+		if (pids[i] == me)
+			continue;
+		int rc = node_ask_one(pids[i], dir, magic[what]);
+		ckc_debug("asked process %d to %s %s: %s", (int)pids[i], said[what], dir,
+			  rc == 0 ? "done" : rc == NODE_NOT_HELD ? "nothing there" : rc == NODE_GONE ? "gone" :
+			  strerror(-rc));
 	}
 	errno = saved;
 }

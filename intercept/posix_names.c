@@ -210,7 +210,7 @@ CKC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 	if (!(flags & AT_REMOVEDIR) && ckc_tagged_asked(dirfd, path, canon))
 		return unlink_tagged(canon);
 	if (flags & AT_REMOVEDIR)
-		ckc_dir_removing(dirfd, path);
+		return ckc_dir_remove(dirfd, path, flags, REAL(unlinkat));
 	return REAL(unlinkat)(dirfd, path, flags);
 }
 
@@ -326,6 +326,7 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 				ckc_path_resolve(from, base, cf, sizeof(cf));
 			}
 		}
+		ckc_dir_moving(cf);
 		ckc_enter();
 		int rc = ckc_handover_dir(cf);
 		ckc_leave();

@@ -200,6 +200,11 @@ int ckc_unlink(const char *path);
  * renamed or removed. Returns 0 or the first -errno. */
 int ckc_handover_dir(const char *dir);
 
+/* The key (canonical path, PATH_MAX bytes) of a checkpoint under directory
+ * dir that is open for writing and not handed over: 0, or -ENOENT when
+ * there is none (-errno for a bad dir). */
+int ckc_writer_under(const char *dir, char *key);
+
 /* Moves the cached object at from to to (retiring any object at to) and
  * renames the real file if it exists. Returns 0, -ENOENT if from is not
  * cached, or -errno. */

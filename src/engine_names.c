@@ -451,6 +451,25 @@ int ckc_handover_dir(const char *dir)
 	return first;
 }
 
+int ckc_writer_under(const char *dir, char *key)
+{
+	char pfx[PATH_MAX];
+	int rc = eng_canon(dir, pfx);
+	if (rc)
+		return rc;
+	size_t n = strlen(pfx);
+	rc = -ENOENT;
+	ckc_mutex_lock(&ckc_eng.lock);
+	for (size_t i = 0; ckc_eng.active && i < ckc_eng.map_cap && rc; i++)
+		for (ckc_obj_t *o = ckc_eng.map[i]; o && rc; o = o->hnext)
+			if (!o->complete && !o->retired && !o->handed && !o->capture && under(o->key, pfx, n)) {
+				snprintf(key, PATH_MAX, "%s", o->key);
+				rc = 0;
+			}
+	eng_unlock();
+	return rc;
+}
+
 int ckc_rename(const char *from, const char *to)
 {
 	char kf[PATH_MAX], kt[PATH_MAX];

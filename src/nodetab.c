@@ -144,6 +144,23 @@ size_t nodetab_find(nodetab_slot_t *t, size_t n, uint64_t key, uint64_t *vals, s
 	return found;
 }
 
+size_t nodetab_pids(nodetab_slot_t *t, size_t n, pid_t *pids, size_t max)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n && k < max; i++) {
+		uint64_t v = atomic_load_explicit(&t[i], memory_order_relaxed);
+		if (v == NODETAB_EMPTY || v == NODETAB_FREED)
+			continue;
+		pid_t pid = nodetab_val_pid(v);
+		size_t j = 0;
+		while (j < k && pids[j] != pid)
+			j++;
+		if (j == k)
+			pids[k++] = pid;
+	}
+	return k;
+}
+
 size_t nodetab_sweep(nodetab_slot_t *t, size_t n, bool (*alive)(pid_t pid))
 {
 	size_t freed = 0;

@@ -47,6 +47,10 @@ size_t nodetab_find(nodetab_slot_t *t, size_t n, uint64_t key, uint64_t *vals, s
  * of freed slots by a version that kept them); returns how many. */
 size_t nodetab_compact(nodetab_slot_t *t, size_t n);
 
+/* Copies up to max distinct process ids that hold something in t into
+ * pids; returns how many (a walk of the whole table). */
+size_t nodetab_pids(nodetab_slot_t *t, size_t n, pid_t *pids, size_t max);
+
 /* Frees every slot whose process alive() says is gone; returns how many. */
 size_t nodetab_sweep(nodetab_slot_t *t, size_t n, bool (*alive)(pid_t pid));
 

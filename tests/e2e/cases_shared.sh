@@ -101,3 +101,59 @@ rewrite_while_written() {
 case_add shared/rewritten-while-written-wb rewrite_while_written wb
 case_add shared/rewritten-while-written-wplus rewrite_while_written w+b
 case_add shared/rewritten-while-written-dash rewrite_while_written dash
+
+# folder_ops_run OP RUN D: process W writes and closes 50 small files in
+# the folder D, keeps a 3 MB file open and waits; another process runs OP
+# on D (rm -rf, shutil.rmtree, mv to D2); W then writes 1000 bytes more,
+# closes, and creates one more file in D. RUN is ck or plain_run.
+folder_ops_run() {
+	local op=$1 run=$2 d=$3 line
+	mkdir -p "$d"
+	coproc W { "$run" -- "$PY" -c '
+import hashlib, sys
+d = sys.argv[1]
+for i in range(50):
+    with open(f"{d}/c{i}.bin", "wb") as f:
+        f.write(hashlib.sha256(str(i).encode()).digest() * (100 * (i + 1)))
+big = open(f"{d}/open.bin", "wb"); big.write(b"A" * 3000000)
+print("ready", flush=True); sys.stdin.readline()
+big.write(b"B" * 1000); big.close()
+try:
+    open(f"{d}/late.bin", "wb").write(b"late"); print("late created", flush=True)
+except OSError as e:
+    print("late:", e.strerror, flush=True)
+' "$d" 2>>"$T/.log"; }
+	read -r -t 30 line <&"${W[0]}" || fail "W did not write its files"
+	case $op in
+	rm) "$run" -- rm -rf "$d" || fail "rm -rf $d failed$(last_error)" ;;
+	rmtree) "$run" -- "$PY" -c 'import shutil, sys; shutil.rmtree(sys.argv[1])' "$d" ||
+		fail "shutil.rmtree($d) failed$(last_error)" ;;
+	mv) "$run" -- mv "$d" "$d.moved" || fail "mv $d failed$(last_error)" ;;
+	esac
+	echo >&"${W[1]}"
+	read -r -t 30 line <&"${W[0]}"
+	echo "$line" >"$d.said"
+	wait "$W_PID" 2>/dev/null
+}
+
+folder_ops() {
+	local op=$1
+	mkdir -p ref
+	plain_run() { shift; plain "$@"; }
+	folder_ops_run "$op" plain_run "$T/ref/d"
+	folder_ops_run "$op" ck "$T/ck/d"
+	same ref/d.said ck/d.said "what W's last open said"
+	[ "$(cd ref && find . -type f ! -name d.said | sort)" = "$(cd ck && find . -type f ! -name d.said | sort)" ] ||
+		fail "the files differ: $(cd ck && find . -type f ! -name d.said | sort | head -5 | tr '\n' ' ')" \
+			"against $(cd ref && find . -type f ! -name d.said | sort | head -5 | tr '\n' ' ')"
+	local f
+	for f in $(cd ref && find . -type f ! -name d.said); do
+		same "ref/$f" "ck/$f" "$f at its real path"
+	done
+	grep -q 'ckptcache: error' "$T/.log" && fail "the library reported an error$(first_error 'ckptcache: error')"
+	return 0
+}
+
+case_add shared/folder-removed-rm folder_ops rm
+case_add shared/folder-removed-rmtree folder_ops rmtree
+case_add shared/folder-moved folder_ops mv

@@ -222,3 +222,21 @@ Test(nodetab, concurrent_adds_and_removes)
 		}
 	}
 }
+
+Test(nodetab, pids_lists_each_holder_once)
+{
+	clear();
+	pid_t pids[8];
+	cr_assert_eq(nodetab_pids(tab, N, pids, 8), 0);
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(key_at(3, 0), 100)), 0);
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(key_at(9, 0), 100)), 0);
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(key_at(9, 1), 300)), 0);
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(key_at(20, 0), 200)), 0);
+	cr_assert_eq(nodetab_del(tab, N, nodetab_val(key_at(20, 0), 200)), 0); /* gone again */
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(key_at(40, 0), 300)), 0);
+	size_t k = nodetab_pids(tab, N, pids, 8);
+	cr_assert_eq(k, 2, "%zu holders listed, expected 100 and 300", k);
+	cr_assert(pids[0] != pids[1]);
+	cr_assert((pids[0] == 100 || pids[0] == 300) && (pids[1] == 100 || pids[1] == 300));
+	cr_assert_eq(nodetab_pids(tab, N, pids, 1), 1, "max is not kept");
+}
