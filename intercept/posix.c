@@ -203,11 +203,10 @@ static int install_new(ckc_handle_t *h, int flags, const char *canon, uint64_t s
 		ckc_close(h);
 		return fd;
 	}
-	if (fd <= 2) {
-		/* standard input, output or error: the C library's stdio reads
-		 * and writes there with calls the library never sees, so the
-		 * file is used directly (what the cache holds of it goes there
-		 * first) */
+	if (fd == 1 || fd == 2) {
+		/* standard output or error: the C library's stdio writes there
+		 * with calls the library never sees, so the file is used
+		 * directly (what the cache holds of it goes there first) */
 		REAL(close)(fd);
 		int rc = ckc_handoff(h);
 		ckc_close(h);

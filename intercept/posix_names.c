@@ -41,12 +41,11 @@ static int dup_fixup(int oldfd, int newfd)
 			errno = EMFILE;
 			return -1;
 		}
-		/* standard input, output or error (a shell's "echo >file", a
-		 * program redirecting its stdin or stdout): the C library's
-		 * stdio reads and writes there with calls the library never
-		 * sees, so the file goes to its real path and every descriptor
-		 * of it is a real one from now on */
-		if (newfd <= 2) {
+		/* standard output or error (a shell's "echo >file", a program
+		 * redirecting its stdout): the C library's stdio writes there
+		 * with calls the library never sees, so the file goes to its
+		 * real path and every descriptor of it is a real one from now on */
+		if (newfd == 1 || newfd == 2) {
 			int rc = ckc_px_vfd_usable(v);
 			if (!rc)
 				rc = ckc_vfd_demote(v);

@@ -116,7 +116,6 @@ int m_append_positional(int argc, char **argv);
 int m_append_positional_check(int argc, char **argv);
 int m_locks(int argc, char **argv);
 int m_stdout(int argc, char **argv);
-int m_stdin(int argc, char **argv);
 int m_fdops(int argc, char **argv);
 int m_fsync_never(int argc, char **argv);
 int m_stdio(int argc, char **argv);

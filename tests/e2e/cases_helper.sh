@@ -135,12 +135,6 @@ stdout_case() {
 from printf" ] || fail "bash builtins wrote '$(cat ck/echo.txt ck/printf.txt | head -c 100)' into checkpoints"
 }
 
-stdin_case() {
-	helper_ok "stdin on a tagged descriptor" -- stdin "$T/ck/in.txt"
-	printf 'first line\nsecond line\n' >in.ref
-	same in.ref ck/in.txt "the checkpoint read through stdin, at its real path"
-}
-
 unsupported_locks() {
 	helper_ok "flock/F_SETLK/F_GETLK on tagged descriptors" -- locks "$T/ck/l.bin" 100K 3
 	run_ok "l at its real path" plain "$HELPER" check ck/l.bin 100K 3
@@ -645,7 +639,6 @@ case_add unsupported/io_uring unsupported_uring
 case_add fdops/posix-aio posix_aio_case
 case_add locks unsupported_locks
 case_add stdio/tagged-stdout stdout_case
-case_add stdio/tagged-stdin stdin_case
 case_add unsupported/raw-close-reuse closeby_case syscall
 case_add fdops fdops_case
 case_add fsync/persist-never fsync_never_case
