@@ -84,12 +84,19 @@ static int dir_full_at(int dirfd, const char *path, char *full)
 		ckc_leave();
 	}
 	int rc = -1;
-	if (owes || (!ckc_in_vfork_child() && ckc_node_others())) {
+	/* the node's other processes are asked only about a folder below
+	 * which a file may be tagged: a walker's folders (opened one name at
+	 * a time below one where none can be) are known without a look */
+	bool others = !owes && !ckc_in_vfork_child() && !(!path[0] && ckc_tag_dir_none(dirfd)) &&
+		      ckc_node_others();
+	if (owes || others) {
 		snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
 		ssize_t n = readlink(link, full, PATH_MAX - 1);
 		if (n > 0 && full[0] == '/') {
 			full[n] = '\0';
 			size_t k = (size_t)n;
+			if (!path[0] && ckc_tag_dir_holds_none(full))
+				ckc_tag_dir_mark_none(dirfd);
 			if (!path[0] || snprintf(full + k, PATH_MAX - k, "/%s", path) < (int)(PATH_MAX - k))
 				rc = 0;
 		}

@@ -107,6 +107,10 @@ extern _Atomic unsigned ckc_tag_dpath_gen;
  * opened below a directory where nothing can be tagged, by one name with
  * O_NOFOLLOW, inherits that. */
 void ckc_tag_opened(int dirfd, const char *path, int flags, int fd);
+/* Directory descriptor fd is known to have nothing below it that can be
+ * tagged; that is now known (the caller looked at its path). */
+bool ckc_tag_dir_none(int fd);
+void ckc_tag_dir_mark_none(int fd);
 
 /* The working directory changed (chdir, fchdir). */
 void ckc_tag_cwd_changed(void);

@@ -621,6 +621,7 @@ void ckc_node_ask_dir(const char *dir, int what)
 	if (!me || ckc_in_vfork_child())
 		me = node_getpid();
 	size_t n = nodetab_pids(node_tab, NODE_SLOTS, pids, NODE_DIR_PIDS);
+	bool swept = false;
 	for (size_t i = 0; i < n; i++) {
 		if (pids[i] == me)
 			continue;
@@ -628,6 +629,12 @@ void ckc_node_ask_dir(const char *dir, int what)
 		ckc_debug("asked process %d to %s %s: %s", (int)pids[i], said[what], dir,
 			  rc == 0 ? "done" : rc == NODE_NOT_HELD ? "nothing there" : rc == NODE_GONE ? "gone" :
 			  strerror(-rc));
+		/* slots of processes that died without taking theirs back go
+		 * (once), so that they are not asked again */
+		if (rc == NODE_GONE && !swept) {
+			swept = true;
+			atomic_fetch_sub(&node_hdr->used, (int64_t)nodetab_sweep(node_tab, NODE_SLOTS, pid_alive));
+		}
 	}
 	errno = saved;
 }

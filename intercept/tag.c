@@ -185,6 +185,17 @@ static void tag_dir_set(int fd, uint8_t v)
 		atomic_fetch_add_explicit(&ckc_tag_dpath_gen, 1, memory_order_release); /* path kept: it goes */
 }
 
+bool ckc_tag_dir_none(int fd)
+{
+	return (size_t)fd < ckc_tag_dirv_cap &&
+	       atomic_load_explicit(&ckc_tag_dirv[fd], memory_order_relaxed) == TAG_DIR_NONE;
+}
+
+void ckc_tag_dir_mark_none(int fd)
+{
+	tag_dir_set(fd, TAG_DIR_NONE);
+}
+
 void ckc_tag_opened(int dirfd, const char *path, int flags, int fd)
 {
 	/* one name, not followed if it is a symbolic link: what is opened is

@@ -409,10 +409,10 @@ tools_write_then_read() {
 
 case_add tools/cp tools_cp
 case_add tools/cp-preserve tools_cp_preserve
-case_add tools/walk-untagged tools_walk_untagged
-case_add tools/walk-tagged tools_walk_tagged
+case_add_alone tools/walk-untagged tools_walk_untagged
+case_add_alone tools/walk-tagged tools_walk_tagged
 case_add tools/cat tools_cat
-case_add tools/read-looks-once tools_read_looks_once
+case_add_alone tools/read-looks-once tools_read_looks_once
 case_add tools/read-open-errors tools_read_open_errors
 for bs in 1 4096 1M 7777; do
 	case_add "tools/dd-bs$bs" tools_dd $bs
