@@ -29,8 +29,11 @@
 #include "thread.h"
 
 #define NODE_SLOTS (1u << 16)
-/* "ckptnod1": the layout of the shared file and of the messages */
-#define NODE_MAGIC 0x636b70746e6f6431ull
+/* "ckptnod2": the layout of the shared file and of the messages (2: the
+ * folder requests, which a process of layout 1 would leave unanswered, so
+ * the two use files of different names and never ask each other) */
+#define NODE_MAGIC 0x636b70746e6f6432ull
+#define NODE_FILE "ckptcache-%u.nodes2"
 /* How long an open waits for a holder to publish (a large checkpoint on a
  * slow file system). */
 #define NODE_ASK_WAIT_MS 60000
@@ -110,7 +113,7 @@ static int node_attach(void)
 	char path[64];
 
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		snprintf(path, sizeof(path), "%s/ckptcache-%u.nodes", dirs[i], (unsigned)node_uid);
+		snprintf(path, sizeof(path), "%s/" NODE_FILE, dirs[i], (unsigned)node_uid);
 		int fd = REAL(openat)(AT_FDCWD, path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			continue;
