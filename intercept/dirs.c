@@ -28,6 +28,48 @@
 
 #define DIR_WAIT_NS (60ull * 1000000000u)
 
+/* What this process last asked the node about: a folder listed (or about
+ * to be removed), when, and whether a holder writes below it. A walker
+ * lists every folder below the one it starts from, and a holder asked
+ * about that one published what it owed below it at any depth: the
+ * folders below it are not asked about again for DIR_ASKED_NS, and their
+ * removals ask only if a holder writes below it. */
+#define DIR_ASKED_NS (2ull * 1000000000u)
+static struct {
+	atomic_flag busy;
+	uint64_t t_ns;
+	bool writing;
+	size_t len;
+	char dir[PATH_MAX];
+} dir_asked = { .busy = ATOMIC_FLAG_INIT };
+
+/* Whether canon is (below) the folder last asked about within the window;
+ * *writing: whether a holder writes below it. */
+static bool dir_recently_asked(const char *canon, bool *writing)
+{
+	if (atomic_flag_test_and_set_explicit(&dir_asked.busy, memory_order_acquire))
+		return false;
+	size_t n = dir_asked.len;
+	bool hit = dir_asked.t_ns && ckc_now_ns() - dir_asked.t_ns < DIR_ASKED_NS &&
+		   !strncmp(canon, dir_asked.dir, n) && (canon[n] == '/' || canon[n] == '\0' || n == 1);
+	*writing = dir_asked.writing;
+	atomic_flag_clear_explicit(&dir_asked.busy, memory_order_release);
+	return hit;
+}
+
+static void dir_asked_note(const char *canon, uint64_t t_ns, bool writing)
+{
+	size_t n = strlen(canon);
+	if (atomic_flag_test_and_set_explicit(&dir_asked.busy, memory_order_acquire))
+		return;
+	dir_asked.t_ns = n < PATH_MAX ? t_ns : 0;
+	dir_asked.writing = writing;
+	dir_asked.len = n;
+	if (n < PATH_MAX)
+		memcpy(dir_asked.dir, canon, n + 1);
+	atomic_flag_clear_explicit(&dir_asked.busy, memory_order_release);
+}
+
 /* Other processes of the node that hold checkpoints are asked about the
  * folder dir (ckc_node_ask_dir), where the patterns may tag a file under
  * it. errno kept. */
@@ -38,8 +80,19 @@ static void others_first(const char *dir, int what)
 		return;
 	int saved = errno;
 	ckc_enter();
-	if (ckc_path_resolve(dir, NULL, canon, sizeof(canon)) == 0 && !ckc_tag_dir_holds_none(canon))
-		ckc_node_ask_dir(canon, what);
+	if (ckc_path_resolve(dir, NULL, canon, sizeof(canon)) == 0 && !ckc_tag_dir_holds_none(canon)) {
+		bool writing = true;
+		bool recent = what != CKC_NODE_DIR_MOVE && dir_recently_asked(canon, &writing);
+		if (what == CKC_NODE_DIR_MOVE) {
+			dir_asked_note("", 0, true); /* files move: nothing known holds */
+			ckc_node_ask_dir(canon, what);
+		} else if (what == CKC_NODE_DIR_LIST && !recent) {
+			uint64_t t0 = ckc_now_ns();
+			dir_asked_note(canon, t0, ckc_node_ask_dir(canon, what));
+		} else if (what == CKC_NODE_DIR_GONE && (!recent || writing)) {
+			ckc_node_ask_dir(canon, what);
+		}
+	}
 	ckc_leave();
 	errno = saved;
 }

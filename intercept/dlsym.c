@@ -23,9 +23,16 @@ dlsym_fn ckc_real_dlsym(void);
 
 /* Where a lookup goes: the CUDA half, or the C library's dlsym. */
 __attribute__((used)) void *ckc_dlsym_route(void *handle, const char *name);
+void ckc_thread_program_creates(void);
+
 CKC_BARE void *ckc_dlsym_route(void *handle, const char *name)
 {
 	(void)handle;
+	/* a program that looks up a thread creation may create threads past
+	 * the wrappers: the streams' locks go back on (thread.h) */
+	if (name && ((name[0] == 'p' && !__builtin_strncmp(name, "pthread_create", 14)) ||
+		     (name[0] == 't' && !__builtin_strcmp(name, "thrd_create"))))
+		ckc_thread_program_creates();
 #ifdef HAVE_CUDA_H
 	if (name && name[0] == 'c' && name[1] == 'u')
 		return (void *)ckc_cu_dlsym;

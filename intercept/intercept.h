@@ -198,7 +198,8 @@ bool ckc_node_others(void);
  * its open writers (the folder was removed: they write on, as into
  * unlinked files). Waits for each (bounded). */
 enum { CKC_NODE_DIR_LIST, CKC_NODE_DIR_MOVE, CKC_NODE_DIR_GONE };
-void ckc_node_ask_dir(const char *dir, int what);
+bool ckc_node_ask_dir(const char *dir, int what);
+/* (returns whether a process asked to LIST has open writers under dir) */
 /* The last ckc_tagged_asked of this thread found another process writing
  * the file: that writer now writes the real file, so an open that writes
  * must use the real file too (both write one file, as without the

@@ -79,6 +79,9 @@ __thread bool ckc_node_writer_handed;
 #define NODE_DIR_LIST (NODE_MAGIC + 1)
 #define NODE_DIR_MOVE (NODE_MAGIC + 2)
 #define NODE_DIR_GONE (NODE_MAGIC + 3)
+/* A folder request's answer: done, and the holder has open writers under
+ * the folder. */
+#define NODE_DIR_WRITING 4
 /* Processes asked about a folder at most, and writers under it handled. */
 #define NODE_DIR_PIDS 256
 #define NODE_DIR_WRITERS 100000
@@ -235,6 +238,8 @@ static int node_publish_dir(const char *dir, uint64_t what)
 		if (!rc)
 			rc = r;
 	}
+	if (what == NODE_DIR_LIST && (!rc || rc == -ENOENT) && ckc_writer_under(dir, key) == 0)
+		return NODE_DIR_WRITING;
 	return rc == -ENOENT ? NODE_NOT_HELD : rc;
 }
 
@@ -607,7 +612,7 @@ bool ckc_node_others(void)
 	return node_anything();
 }
 
-void ckc_node_ask_dir(const char *dir, int what)
+bool ckc_node_ask_dir(const char *dir, int what)
 {
 	static const uint64_t magic[] = { [CKC_NODE_DIR_LIST] = NODE_DIR_LIST,
 					  [CKC_NODE_DIR_MOVE] = NODE_DIR_MOVE,
@@ -618,20 +623,21 @@ void ckc_node_ask_dir(const char *dir, int what)
 	pid_t pids[NODE_DIR_PIDS];
 
 	if (!node_anything())
-		return;
+		return false;
 	int saved = errno;
 	pid_t me = atomic_load(&node_me);
 	if (!me || ckc_in_vfork_child())
 		me = node_getpid();
 	size_t n = nodetab_pids(node_tab, NODE_SLOTS, pids, NODE_DIR_PIDS);
-	bool swept = false;
+	bool swept = false, writing = false;
 	for (size_t i = 0; i < n; i++) {
 		if (pids[i] == me)
 			continue;
 		int rc = node_ask_one(pids[i], dir, magic[what]);
 		ckc_debug("asked process %d to %s %s: %s", (int)pids[i], said[what], dir,
-			  rc == 0 ? "done" : rc == NODE_NOT_HELD ? "nothing there" : rc == NODE_GONE ? "gone" :
-			  strerror(-rc));
+			  rc == 0 ? "done" : rc == NODE_DIR_WRITING ? "done; it writes there" :
+			  rc == NODE_NOT_HELD ? "nothing there" : rc == NODE_GONE ? "gone" : strerror(-rc));
+		writing = writing || rc == NODE_DIR_WRITING;
 		/* slots of processes that died without taking theirs back go
 		 * (once), so that they are not asked again */
 		if (rc == NODE_GONE && !swept) {
@@ -640,6 +646,7 @@ void ckc_node_ask_dir(const char *dir, int what)
 		}
 	}
 	errno = saved;
+	return writing;
 }
 
 void ckc_node_ask_at(int dirfd, const char *path)

@@ -174,6 +174,9 @@ struct utimbuf;
 	X(freopen64, FILE *, (const char *, const char *, FILE *))                         \
 	X(fclose, int, (FILE *))                                                           \
 	X(fileno, int, (FILE *))                                                           \
+	X(fseek, int, (FILE *, long, int))                                                 \
+	X(fseeko, int, (FILE *, off_t, int))                                               \
+	X(fseeko64, int, (FILE *, off64_t, int))                                           \
 	X(fwrite, size_t, (const void *, size_t, size_t, FILE *))                          \
 	X(fread, size_t, (void *, size_t, size_t, FILE *))                                 \
 	X(fwrite_unlocked, size_t, (const void *, size_t, size_t, FILE *))                 \

@@ -541,6 +541,59 @@ CKC_EXPORT int fclose(FILE *f)
 	return rc;
 }
 
+/* fseek(SEEK_CUR) of a cookie stream that holds written bytes in its
+ * buffer: glibc flushes them, then moves from the position it had before
+ * they were written (fputc at 1000, fseek(0, SEEK_CUR): 1000, not 1001),
+ * and the next write lands one byte early. A tagged stream's SEEK_CUR is
+ * made a SEEK_SET from ftello, which counts them. */
+static bool stdio_seek_cur(FILE *f, off64_t *off, int *whence)
+{
+	if (*whence != SEEK_CUR || f->_fileno != STDIO_COOKIE_FILENO || !ckc_stdio_tagged(f))
+		return true;
+	off64_t cur = ftello64(f);
+	if (cur < 0)
+		return false;
+	if (__builtin_add_overflow(cur, *off, off)) {
+		errno = EOVERFLOW;
+		return false;
+	}
+	*whence = SEEK_SET;
+	return true;
+}
+
+CKC_EXPORT int fseek(FILE *f, long off, int whence)
+{
+	if (__builtin_expect(f && f->_fileno < -1, 0)) {
+		off64_t o = off;
+		if (!stdio_seek_cur(f, &o, &whence))
+			return -1;
+		if (o != (long)o) {
+			errno = EOVERFLOW;
+			return -1;
+		}
+		off = (long)o;
+	}
+	return REAL(fseek)(f, off, whence);
+}
+
+CKC_EXPORT int fseeko(FILE *f, off_t off, int whence)
+{
+	if (__builtin_expect(f && f->_fileno < -1, 0)) {
+		off64_t o = off;
+		if (!stdio_seek_cur(f, &o, &whence))
+			return -1;
+		off = (off_t)o;
+	}
+	return REAL(fseeko)(f, off, whence);
+}
+
+CKC_EXPORT int fseeko64(FILE *f, off64_t off, int whence)
+{
+	if (__builtin_expect(f && f->_fileno < -1, 0) && !stdio_seek_cur(f, &off, &whence))
+		return -1;
+	return REAL(fseeko64)(f, off, whence);
+}
+
 CKC_EXPORT int fileno(FILE *f)
 {
 	struct stdio_cookie *c = f && f->_fileno == STDIO_COOKIE_FILENO ? stdio_find(f, NULL) : NULL;

@@ -69,6 +69,10 @@ static bool stdio_locks(const struct stdio_list *l, bool on)
 	return all;
 }
 
+/* Also called from the interposed dlsym, which may run before a
+ * sanitizer's runtime is ready: no instrumentation here (nothing but
+ * loads and an exchange unless the locks were turned off). */
+__attribute__((no_sanitize_address, no_sanitize("undefined"), no_sanitize("thread")))
 void ckc_thread_program_creates(void)
 {
 	if (atomic_load_explicit(&thread_stdio, memory_order_relaxed) == STDIO_SHARED)

@@ -623,3 +623,52 @@ int m_stdio_threads_check(int argc, char **argv)
 	stdio_threads_check(argv[1]);
 	return 0;
 }
+
+/* stdio-seek-cur TAGGED UNTAGGED: the same writes, seeks and reads on a
+ * tagged and an untagged stream, fseek(SEEK_CUR) after a write among them:
+ * positions, bytes read and the files (also at the real path, compared by
+ * the case) must agree. */
+static void seek_cur_run(const char *path, long *pos, int *got)
+{
+	static char b[100000];
+	memset(b, 'a', sizeof(b));
+	FILE *f = fopen(path, "w+");
+	if (!f)
+		fail("fopen %s: %s", path, strerror(errno));
+	int k = 0;
+	fwrite(b, 1, sizeof(b), f);
+	fseek(f, 1000, SEEK_SET);
+	fputc('Q', f);
+	pos[k++] = ftell(f);
+	fseek(f, 0, SEEK_CUR);
+	pos[k++] = ftell(f);
+	got[0] = getc(f);
+	fseeko(f, 0, SEEK_CUR);
+	fputc('R', f);
+	fputs("xyz", f);
+	fseeko64(f, -2, SEEK_CUR);
+	pos[k++] = ftell(f);
+	got[1] = getc(f);
+	fseek(f, 5, SEEK_CUR);
+	fputc('S', f);
+	pos[k++] = ftell(f);
+	if (fclose(f) != 0)
+		fail("fclose %s: %s", path, strerror(errno));
+}
+
+int m_stdio_seek_cur(int argc, char **argv)
+{
+	need_args(argc, 3, "TAGGED UNTAGGED");
+	long pt[4], pu[4];
+	int gt[2], gu[2];
+	seek_cur_run(argv[1], pt, gt);
+	seek_cur_run(argv[2], pu, gu);
+	for (int i = 0; i < 4; i++)
+		if (pt[i] != pu[i])
+			fail("position %d: %ld on the tagged stream, %ld on the untagged one", i, pt[i], pu[i]);
+	for (int i = 0; i < 2; i++)
+		if (gt[i] != gu[i])
+			fail("read %d: %d on the tagged stream, %d on the untagged one", i, gt[i], gu[i]);
+	printf("stdio-seek-cur: positions and bytes agree\n");
+	return 0;
+}

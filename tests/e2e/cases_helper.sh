@@ -187,6 +187,13 @@ stdio_threads_case() {
 	run_ok "the lines at the real path" plain "$HELPER" stdio-threads-check "$T/ck/t.txt"
 }
 
+# fseek(SEEK_CUR) after writes on a tagged stream: positions, reads and
+# the file as on an untagged one.
+stdio_seek_cur_case() {
+	helper_ok "fseek(SEEK_CUR) after a write" -- stdio-seek-cur "$T/ck/s.bin" "$T/u.bin"
+	same u.bin ck/s.bin "the tagged stream's file at its real path"
+}
+
 stdio_large_case() {
 	helper_ok "large freads of tagged streams" -- stdio-large "$T/ck/l.bin" 4M 5
 	stats_ok files==1 host.read_ops\<64
@@ -646,6 +653,7 @@ case_add stdio stdio_case
 case_add stdio/large-reads stdio_large_case
 case_add stdio/large-writes stdio_large_writes_case
 case_add stdio/threads-share-streams stdio_threads_case
+case_add stdio/seek-cur-after-write stdio_seek_cur_case
 case_add fdops/append-positional append_positional_case
 case_add names/unlink-while-open unlink_open_case
 case_add memory/grows-with-use memory_grows_case
