@@ -25,13 +25,23 @@ dlsym_fn ckc_real_dlsym(void);
 __attribute__((used)) void *ckc_dlsym_route(void *handle, const char *name);
 void ckc_thread_program_creates(void);
 
+/* name is want (exact), or starts with it (pthread_create@@GLIBC_...). */
+CKC_BARE static int route_is(const char *name, const char *want, int exact)
+{
+	while (*want && *name == *want) {
+		name++;
+		want++;
+	}
+	return !*want && (!exact || !*name);
+}
+
 CKC_BARE void *ckc_dlsym_route(void *handle, const char *name)
 {
 	(void)handle;
 	/* a program that looks up a thread creation may create threads past
-	 * the wrappers: the streams' locks go back on (thread.h) */
-	if (name && ((name[0] == 'p' && !__builtin_strncmp(name, "pthread_create", 14)) ||
-		     (name[0] == 't' && !__builtin_strcmp(name, "thrd_create"))))
+	 * the wrappers: the streams' locks go back on (thread.h); compared by
+	 * hand, since a sanitizer's strcmp is not ready this early */
+	if (name && (route_is(name, "pthread_create", 0) || route_is(name, "thrd_create", 1)))
 		ckc_thread_program_creates();
 #ifdef HAVE_CUDA_H
 	if (name && name[0] == 'c' && name[1] == 'u')
