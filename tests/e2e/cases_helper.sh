@@ -183,7 +183,11 @@ unlink_open_case() {
 # Threads of the program sharing a tagged and an untagged stream, started
 # after the library's own: the streams' locks are on (every line whole).
 stdio_threads_case() {
-	helper_ok "threads sharing streams" -- stdio-threads "$T/ck/t.txt" "$T/u.txt"
+	# a sanitizer's runtime looks up pthread_create through dlsym, which
+	# leaves the locks on: only the bytes are checked then
+	local any=
+	under_sanitizer && any=locks-any
+	helper_ok "threads sharing streams" -- stdio-threads "$T/ck/t.txt" "$T/u.txt" $any
 	run_ok "the lines at the real path" plain "$HELPER" stdio-threads-check "$T/ck/t.txt"
 }
 
