@@ -169,18 +169,21 @@ static void owed_first_at(int dirfd, const char *path)
 /* After the folder dir was removed: the open writers under it, of this
  * process and of the node's others, write on as into unlinked files (and
  * are never published into a folder made again by that name). */
+static int forget_writer(const char *key)
+{
+	ckc_enter();
+	int rc = ckc_forget(key);
+	ckc_leave();
+	return rc;
+}
+
 static void dir_removed(const char *dir)
 {
-	char key[PATH_MAX];
 	others_first(dir, CKC_NODE_DIR_GONE);
 	if (!dir || ckc_io_guard || !ckc_engine_started())
 		return;
 	int saved = errno;
-	ckc_enter();
-	for (int i = 0; i < 100000 && ckc_writer_under(dir, key) == 0; i++)
-		if (ckc_forget(key) != 0)
-			break;
-	ckc_leave();
+	(void)ckc_dir_each_writer(dir, forget_writer);
 	errno = saved;
 }
 
@@ -305,21 +308,30 @@ int ckc_dir_remove(int dirfd, const char *path, int flags, int (*real)(int, cons
 	return rc;
 }
 
-void ckc_dir_moving(const char *dir)
+int ckc_dir_each_writer(const char *dir, int (*fn)(const char *key))
 {
 	char key[PATH_MAX];
+	/* bounded: a writer fn could not move on is not tried forever */
+	for (int i = 0; i < 100000; i++) {
+		ckc_enter();
+		int rc = ckc_writer_under(dir, key);
+		ckc_leave();
+		if (rc)
+			return 0;
+		if ((rc = fn(key)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+void ckc_dir_moving(const char *dir)
+{
 	others_first(dir, CKC_NODE_DIR_MOVE);
 	if (ckc_io_guard || !ckc_engine_started())
 		return;
 	/* this process's own writers under it: their descriptors follow the
 	 * files, which the folder takes along */
 	int saved = errno;
-	for (int i = 0; i < 100000; i++) {
-		ckc_enter();
-		int rc = ckc_writer_under(dir, key);
-		ckc_leave();
-		if (rc || ckc_hand_over_path(key) != 0)
-			break;
-	}
+	(void)ckc_dir_each_writer(dir, ckc_hand_over_path);
 	errno = saved;
 }

@@ -458,9 +458,20 @@ bool ckc_px_handed_over(long *r, ckc_vfd_t *v);
  * and only a write at the position moves it (pwrite's rule on Linux). */
 #define CKC_PX_APPEND 2
 ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos, int wr);
+/* The checkpoint behind v goes to its real path and every descriptor of
+ * it becomes a descriptor of the real file (a call the library cannot see
+ * is about to use one): 0 or -errno. */
+int ckc_px_vfd_make_real(ckc_vfd_t *v);
+/* The same for descriptor fd if it is tagged, said (with what) if it
+ * fails; errno kept. */
+void ckc_px_fd_make_real(int fd, const char *what);
 /* An open of /proc/self/fd/N (or /dev/fd/N...) of a tagged descriptor N:
  * N becomes a descriptor of the real file first. */
 void ckc_px_procfd_open(const char *path);
+/* fn(key) for each checkpoint under the folder dir that this process has
+ * open for writing, one at a time (fn hands it over or retires it, so that
+ * it is not found again), until fn fails: 0 or fn's error (dirs.c). */
+int ckc_dir_each_writer(const char *dir, int (*fn)(const char *key));
 /* pwrite of a tagged descriptor, at the end when it is O_APPEND. */
 ssize_t ckc_px_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off);
 int ckc_px_real_stat_path(const char *p, struct stat *st);

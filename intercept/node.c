@@ -82,9 +82,8 @@ __thread bool ckc_node_writer_handed;
 /* A folder request's answer: done, and the holder has open writers under
  * the folder. */
 #define NODE_DIR_WRITING 4
-/* Processes asked about a folder at most, and writers under it handled. */
+/* Processes asked about a folder at most. */
 #define NODE_DIR_PIDS 256
-#define NODE_DIR_WRITERS 100000
 /* How long a holder waits for flushes under way before it answers. */
 #define NODE_DIR_WAIT_NS (50ull * 1000000000u)
 
@@ -228,11 +227,8 @@ static int node_publish_dir(const char *dir, uint64_t what)
 
 	if (!ckc_active())
 		return NODE_NOT_HELD;
-	for (int i = 0; i < NODE_DIR_WRITERS && what != NODE_DIR_LIST && ckc_writer_under(dir, key) == 0; i++) {
-		rc = what == NODE_DIR_MOVE ? ckc_hand_over_path(key) : ckc_forget(key);
-		if (rc)
-			break;
-	}
+	if (what != NODE_DIR_LIST)
+		rc = ckc_dir_each_writer(dir, what == NODE_DIR_MOVE ? ckc_hand_over_path : ckc_forget);
 	if (what != NODE_DIR_GONE) {
 		int r = ckc_publish_under(dir, NODE_DIR_WAIT_NS, false);
 		if (!rc)
@@ -660,8 +656,8 @@ void ckc_node_ask_at(int dirfd, const char *path)
 
 bool ckc_tagged_asked(int dirfd, const char *path, char *canon)
 {
-	ckc_node_writer_handed = false;
 	if (ckc_tagged_at(dirfd, path, canon)) {
+		ckc_node_writer_handed = false; /* read only after a tagged answer */
 		ckc_node_ask(canon);
 		return true;
 	}

@@ -447,24 +447,32 @@ static int procfd_number(const char *path)
 	return *p ? -1 : (int)n;
 }
 
-void ckc_px_procfd_open(const char *path)
+int ckc_px_vfd_make_real(ckc_vfd_t *v)
 {
-	int n = procfd_number(path);
-	ckc_vfd_t *v = n >= 0 ? ckc_vfd_get(n) : NULL;
+	int rc = ckc_px_vfd_usable(v);
+	return rc ? rc : ckc_vfd_demote(v);
+}
+
+void ckc_px_fd_make_real(int fd, const char *what)
+{
+	ckc_vfd_t *v = fd >= 0 ? ckc_vfd_get(fd) : NULL;
 	if (!v)
 		return;
-	/* the kernel's open of that path opens the file behind the
-	 * descriptor: it must be the real one (what the cache holds of it
-	 * goes there first, and every descriptor of it is a real one from
-	 * now on) */
 	int saved = errno;
-	int rc = ckc_px_vfd_usable(v);
-	if (!rc)
-		rc = ckc_vfd_demote(v);
+	int rc = ckc_px_vfd_make_real(v);
 	if (rc)
-		ckc_error("checkpoint %s reopened through %s: it cannot be made a real file (%s); the open "
-			  "gets another file", v->path, path, strerror(-rc));
+		ckc_error("checkpoint %s given to %s: it cannot be made a real file (%s); the call gets "
+			  "another file", v->path, what, strerror(-rc));
 	errno = saved;
+}
+
+void ckc_px_procfd_open(const char *path)
+{
+	/* the kernel's open of that path opens the file behind the
+	 * descriptor: it must be the real one */
+	int n = procfd_number(path);
+	if (n >= 0)
+		ckc_px_fd_make_real(n, path);
 }
 
 static int open_common(int dirfd, const char *path, int flags, mode_t mode)

@@ -46,9 +46,7 @@ static int dup_fixup(int oldfd, int newfd)
 		 * with calls the library never sees, so the file goes to its
 		 * real path and every descriptor of it is a real one from now on */
 		if (newfd == 1 || newfd == 2) {
-			int rc = ckc_px_vfd_usable(v);
-			if (!rc)
-				rc = ckc_vfd_demote(v);
+			int rc = ckc_px_vfd_make_real(v);
 			if (rc)
 				ckc_error("checkpoint %s on standard descriptor %d: it cannot be made a "
 					  "real file (%s); the C library's stdio fails there", v->path,
@@ -437,9 +435,7 @@ static int degrade(int fd)
 	int saved = errno;
 	if (!v)
 		return 0;
-	int rc = ckc_px_vfd_usable(v);
-	if (!rc)
-		rc = ckc_vfd_demote(v);
+	int rc = ckc_px_vfd_make_real(v);
 	if (rc == -ESTALE) {
 		/* the real file holds a newer version than this descriptor reads */
 		ckc_error("checkpoint %s: a descriptor of a version replaced since cannot be "

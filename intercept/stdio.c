@@ -469,20 +469,12 @@ STDIO_THREADS_BY(int, getaddrinfo_a, (int m, struct gaicb **l, int n, struct sig
  * descriptor directly, so a tagged one becomes a descriptor of the real
  * file first (the checkpoint goes there), as for a reopen through
  * /proc/self/fd. */
-static void aio_real_fd(int fd)
-{
-	char path[32];
-	if (fd >= 0 && ckc_vfd_get(fd)) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		ckc_px_procfd_open(path);
-	}
-}
 
 #define AIO_ONE(name, params, args)                 \
 	CKC_EXPORT int name params                  \
 	{                                           \
 		ckc_thread_program_creates();       \
-		aio_real_fd(a->aio_fildes);         \
+		ckc_px_fd_make_real(a->aio_fildes, "POSIX AIO");       \
 		return REAL(name) args;             \
 	}
 AIO_ONE(aio_read, (struct aiocb * a), (a))
@@ -499,7 +491,7 @@ AIO_ONE(aio_fsync64, (int op, struct aiocb64 *a), (op, a))
 		ckc_thread_program_creates();                                         \
 		for (int i = 0; i < n; i++)                                           \
 			if (l[i] && l[i]->aio_lio_opcode != LIO_NOP)                  \
-				aio_real_fd(l[i]->aio_fildes);                        \
+				ckc_px_fd_make_real(l[i]->aio_fildes, "POSIX AIO");                        \
 		return REAL(name)(m, l, n, e);                                        \
 	}
 AIO_LIST(lio_listio, struct aiocb)
