@@ -370,6 +370,11 @@ ssize_t ckc_vfd_write(ckc_vfd_t *v, const void *buf, size_t n);
 ssize_t ckc_vfd_pread(ckc_vfd_t *v, void *buf, size_t n, off_t off);
 ssize_t ckc_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off);
 off_t ckc_vfd_lseek(ckc_vfd_t *v, off_t off, int whence);
+/* Whether v's real file system allows position r: positions up to
+ * CKC_SEEK_ASK_FROM are taken without asking it (every Linux file system
+ * holds files of a TiB). */
+#define CKC_SEEK_ASK_FROM ((off_t)1 << 40)
+bool ckc_px_seek_fits(const ckc_vfd_t *v, off_t r);
 /* ckc_open_tagged's answer when the path is not for the cache: call the
  * real function. */
 #define CKC_PASS (-4096)

@@ -116,27 +116,60 @@ ssize_t ckc_vfd_write(ckc_vfd_t *v, const void *buf, size_t n)
 	return r;
 }
 
+/* Whether v's real file system allows position r, asked of an unnamed file
+ * in its real folder, else of the real file: ext4 refuses positions past
+ * 16 TiB - 4 KiB with EINVAL, as the cache must. A folder that can be
+ * asked neither way allows it. */
+bool ckc_px_seek_fits(const ckc_vfd_t *v, off_t r)
+{
+	if (r <= CKC_SEEK_ASK_FROM)
+		return true;
+	char dir[PATH_MAX];
+	const char *slash = strrchr(v->path, '/');
+	size_t n = slash ? (size_t)(slash - v->path) : 0;
+	if (n >= sizeof(dir))
+		return true;
+	memcpy(dir, v->path, n);
+	dir[n ? n : 1] = '\0';
+	if (!n)
+		dir[0] = '/';
+	int fd = REAL(open)(dir, O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+	if (fd < 0)
+		fd = REAL(open)(v->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return true;
+	bool fits = REAL(lseek)(fd, r, SEEK_SET) == r || errno != EINVAL;
+	REAL(close)(fd);
+	return fits;
+}
+
 off_t ckc_vfd_lseek(ckc_vfd_t *v, off_t off, int whence)
 {
 	int err = ckc_px_vfd_usable(v);
 	if (err)
 		return err;
+	int saved = errno;
 	ckc_mutex_lock(&v->lock);
 	off_t size = (off_t)ckc_handle_size(v->h), r = 0;
+	bool over = false;
 	switch (whence) {
 	case SEEK_SET: r = off; break;
-	case SEEK_CUR: r = (off_t)v->pos + off; break;
-	case SEEK_END: r = size + off; break;
+	case SEEK_CUR: over = __builtin_add_overflow((off_t)v->pos, off, &r); break;
+	case SEEK_END: over = __builtin_add_overflow(size, off, &r); break;
 	/* a checkpoint shows no holes: all of it is data */
 	case SEEK_DATA: r = off; err = off < size ? 0 : -ENXIO; break;
 	case SEEK_HOLE: r = size; err = off < size ? 0 : -ENXIO; break;
 	default: err = -EINVAL; break;
 	}
-	if (!err && (r < 0 || (off < 0 && whence >= SEEK_DATA)))
+	if (!err && (over || r < 0 || (off < 0 && whence >= SEEK_DATA)))
 		err = whence >= SEEK_DATA ? -ENXIO : -EINVAL;
+	/* the kernel's SEEK_CUR by 0 answers the position, whatever it is */
+	if (!err && !(whence == SEEK_CUR && off == 0) && whence <= SEEK_END && !ckc_px_seek_fits(v, r))
+		err = -EINVAL;
 	if (!err)
 		v->pos = (uint64_t)r;
 	ckc_mutex_unlock(&v->lock);
+	errno = saved;
 	return err ? err : r;
 }
 

@@ -545,8 +545,17 @@ static bool stdio_seek_cur(FILE *f, off64_t *off, int *whence)
 	off64_t cur = ftello64(f);
 	if (cur < 0)
 		return false;
-	if (__builtin_add_overflow(cur, *off, off)) {
-		errno = EOVERFLOW;
+	/* a position the file system refuses fails here, as SEEK_CUR fails
+	 * on a file stream, where the position stays: glibc's SEEK_SET would
+	 * first move to the block below it */
+	bool fits = !__builtin_add_overflow(cur, *off, off) && *off >= 0;
+	if (fits && *off > CKC_SEEK_ASK_FROM) {
+		struct stdio_cookie *c = stdio_find(f, NULL);
+		ckc_vfd_t *v = c ? ckc_vfd_get(atomic_load(&c->fd)) : NULL;
+		fits = !v || ckc_px_seek_fits(v, *off);
+	}
+	if (!fits) {
+		errno = EINVAL;
 		return false;
 	}
 	*whence = SEEK_SET;
@@ -560,7 +569,7 @@ CKC_EXPORT int fseek(FILE *f, long off, int whence)
 		if (!stdio_seek_cur(f, &o, &whence))
 			return -1;
 		if (o != (long)o) {
-			errno = EOVERFLOW;
+			errno = EINVAL;
 			return -1;
 		}
 		off = (long)o;

@@ -454,3 +454,66 @@ int m_append_positional_check(int argc, char **argv)
 	append_expect(argv[1]);
 	return 0;
 }
+
+/* seek-limits TAGGED PLAIN: lseek on a tagged descriptor answers as on an
+ * untagged file of the same file system: positions past the largest file
+ * it allows, and sums that overflow, fail with EINVAL; SEEK_DATA and
+ * SEEK_HOLE past the end fail with ENXIO. Both files hold 10 bytes. */
+int m_seek_limits(int argc, char **argv)
+{
+	need_args(argc, 3, "TAGGED PLAIN");
+	static const off_t offs[] = { 0, 5, -5, -11, (off_t)1 << 40, ((off_t)1 << 44) - 4096, (off_t)1 << 44,
+				      ((off_t)1 << 44) + 4096, (off_t)1 << 60, INT64_MAX - 5, INT64_MAX, INT64_MIN };
+	static const int whences[] = { SEEK_SET, SEEK_CUR, SEEK_END, SEEK_DATA, SEEK_HOLE };
+	int fd[2];
+	for (int k = 0; k < 2; k++) {
+		fd[k] = open(argv[1 + k], O_RDWR | O_CREAT | O_TRUNC, 0644);
+		if (fd[k] < 0)
+			fail("open %s: %s", argv[1 + k], strerror(errno));
+		if (write(fd[k], "0123456789", 10) != 10)
+			fail("write %s: %s", argv[1 + k], strerror(errno));
+	}
+	int n = 0;
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
+		for (size_t w = 0; w < sizeof(whences) / sizeof(whences[0]); w++) {
+			off_t r[2];
+			int e[2];
+			for (int k = 0; k < 2; k++) {
+				if (lseek(fd[k], 7, SEEK_SET) != 7)
+					fail("lseek to 7: %s", strerror(errno));
+				errno = 0;
+				r[k] = lseek(fd[k], offs[i], whences[w]);
+				e[k] = r[k] < 0 ? errno : 0;
+			}
+			if (r[0] != r[1] || e[0] != e[1])
+				fail("lseek(%lld, whence %d) at 7: %lld (%s) on the tagged file, %lld (%s) on the "
+				     "untagged one", (long long)offs[i], whences[w], (long long)r[0], strerror(e[0]),
+				     (long long)r[1], strerror(e[1]));
+			n++;
+		}
+	close(fd[0]);
+	close(fd[1]);
+	/* a stream's fseeko by SEEK_CUR, after bytes still in its buffer */
+	static const off_t soffs[] = { 3, -13, ((off_t)1 << 44) - 4096, INT64_MAX - 5, INT64_MAX };
+	for (size_t i = 0; i < sizeof(soffs) / sizeof(soffs[0]); i++) {
+		int rc[2], e[2];
+		off_t at[2];
+		for (int k = 0; k < 2; k++) {
+			FILE *f = fopen(argv[1 + k], "w+");
+			if (!f || fwrite("0123456789", 1, 10, f) != 10)
+				fail("fopen/fwrite %s: %s", argv[1 + k], strerror(errno));
+			errno = 0;
+			rc[k] = fseeko(f, soffs[i], SEEK_CUR);
+			e[k] = rc[k] ? errno : 0;
+			at[k] = ftello(f);
+			fclose(f);
+		}
+		if (rc[0] != rc[1] || e[0] != e[1] || at[0] != at[1])
+			fail("fseeko(%lld, SEEK_CUR) after 10 bytes: %d (%s) at %lld on the tagged stream, %d (%s) "
+			     "at %lld on the untagged one", (long long)soffs[i], rc[0], strerror(e[0]),
+			     (long long)at[0], rc[1], strerror(e[1]), (long long)at[1]);
+		n++;
+	}
+	printf("seek-limits: %d seeks answered as on an untagged file\n", n);
+	return 0;
+}

@@ -171,6 +171,13 @@ append_positional_case() {
 	run_ok "the file at its real path" plain "$HELPER" append-positional-check "$T/ck/ap.bin"
 }
 
+# lseek on a tagged descriptor past the largest file the file system
+# allows, or by a sum that overflows, fails as on an untagged file there.
+seek_limits_case() {
+	mkdir -p plainside
+	helper_ok "lseek's limits" CKPTCACHE_STEP_ASIDE=off -- seek-limits "$T/ck/sl.bin" "$T/plainside/sl.bin"
+}
+
 # A file unlinked, or renamed over, while its writer still uses it: the
 # descriptor reads back every byte, before and after; nothing comes back at
 # the unlinked path, and the file renamed over it stays as it is.
@@ -659,6 +666,7 @@ case_add stdio/large-writes stdio_large_writes_case
 case_add stdio/threads-share-streams stdio_threads_case
 case_add stdio/seek-cur-after-write stdio_seek_cur_case
 case_add fdops/append-positional append_positional_case
+case_add fdops/seek-limits seek_limits_case
 case_add names/unlink-while-open unlink_open_case
 case_add memory/grows-with-use memory_grows_case
 case_add memory/cgroup-default memory_cgroup_case
