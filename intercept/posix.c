@@ -545,6 +545,7 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 	}
 	if (!tagged)
 		ckc_px_procfd_open(path);
+	errno = saved; /* the cache's looks may have set it */
 	fd = ro(dirfd, path, flags, mode);
 	/* the number's last timed file may have left without a close the
 	 * library saw: that sample is dropped (one load when none is timed) */

@@ -339,6 +339,7 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 				errno = saved;
 			return f;
 		}
+		errno = saved; /* the cache's looks may have set it */
 		if (fd == CKC_PASS_TIMED) {
 			/* timed to its fclose */
 			FILE *f = real(path, mode);

@@ -517,3 +517,72 @@ int m_seek_limits(int argc, char **argv)
 	printf("seek-limits: %d seeks answered as on an untagged file\n", n);
 	return 0;
 }
+
+/* errno-kept DIR: successful calls on tagged files leave errno as the
+ * program set it (EDOM here), as the C library's calls do: a program may
+ * test errno after a call that succeeded. */
+static void errno_check(const char *what, bool ok)
+{
+	int e = errno;
+	if (!ok)
+		fail("%s failed: %s", what, strerror(e));
+	if (e != EDOM)
+		fail("%s succeeded but changed errno from EDOM to %s", what, strerror(e));
+}
+
+int m_errno_kept(int argc, char **argv)
+{
+	need_args(argc, 2, "DIR");
+	static const int flags[] = { O_WRONLY | O_CREAT | O_APPEND, O_RDWR | O_CREAT, O_WRONLY | O_CREAT,
+				     O_WRONLY | O_CREAT | O_TRUNC, O_RDWR | O_CREAT | O_EXCL, O_RDWR | O_CREAT | O_TRUNC };
+	static const char *const modes[] = { "a", "a+", "w", "w+", "r+", "r" };
+	char p[PATH_MAX], q[PATH_MAX];
+	struct stat st;
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		snprintf(p, sizeof(p), "%s/open%zu.bin", argv[1], i);
+		for (int again = 0; again < 2; again++) {
+			if (again && (flags[i] & O_EXCL))
+				continue;
+			errno = EDOM;
+			int fd = open(p, flags[i], 0644);
+			errno_check(again ? "open of an existing file" : "open of a new file", fd >= 0);
+			errno = EDOM;
+			errno_check("write", write(fd, "0123456789", 10) == 10);
+			errno = EDOM;
+			errno_check("lseek", lseek(fd, 0, SEEK_SET) == 0);
+			errno = EDOM;
+			errno_check("fstat", fstat(fd, &st) == 0);
+			errno = EDOM;
+			errno_check("close", close(fd) == 0);
+		}
+		errno = EDOM;
+		errno_check("stat", stat(p, &st) == 0);
+	}
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		snprintf(p, sizeof(p), "%s/stream%zu.bin", argv[1], i);
+		if (modes[i][0] == 'r') {
+			int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (fd < 0 || write(fd, "0123456789", 10) != 10 || close(fd) != 0)
+				fail("writing %s: %s", p, strerror(errno));
+		}
+		errno = EDOM;
+		FILE *f = fopen(p, modes[i]);
+		errno_check("fopen", f != NULL);
+		char b[4];
+		errno = EDOM;
+		if (modes[i][0] == 'r' && modes[i][1] == '\0')
+			errno_check("fread", fread(b, 1, 4, f) == 4);
+		else
+			errno_check("fwrite", fwrite("abcd", 1, 4, f) == 4);
+		errno = EDOM;
+		errno_check("fclose", fclose(f) == 0);
+	}
+	snprintf(p, sizeof(p), "%s/open0.bin", argv[1]);
+	snprintf(q, sizeof(q), "%s/moved.bin", argv[1]);
+	errno = EDOM;
+	errno_check("rename", rename(p, q) == 0);
+	errno = EDOM;
+	errno_check("unlink", unlink(q) == 0);
+	printf("errno-kept: successful calls left errno alone\n");
+	return 0;
+}

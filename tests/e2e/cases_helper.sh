@@ -178,6 +178,14 @@ seek_limits_case() {
 	helper_ok "lseek's limits" CKPTCACHE_STEP_ASIDE=off -- seek-limits "$T/ck/sl.bin" "$T/plainside/sl.bin"
 }
 
+# Successful calls on tagged files leave the program's errno alone, in the
+# cache and stepped aside.
+errno_kept_case() {
+	helper_ok "errno after successful calls (cached)" CKPTCACHE_STEP_ASIDE=off -- errno-kept "$T/ck"
+	rm -f "$T"/ck/*
+	helper_ok "errno after successful calls (default)" -- errno-kept "$T/ck"
+}
+
 # A file unlinked, or renamed over, while its writer still uses it: the
 # descriptor reads back every byte, before and after; nothing comes back at
 # the unlinked path, and the file renamed over it stays as it is.
@@ -667,6 +675,7 @@ case_add stdio/threads-share-streams stdio_threads_case
 case_add stdio/seek-cur-after-write stdio_seek_cur_case
 case_add fdops/append-positional append_positional_case
 case_add fdops/seek-limits seek_limits_case
+case_add fdops/errno-kept errno_kept_case
 case_add names/unlink-while-open unlink_open_case
 case_add memory/grows-with-use memory_grows_case
 case_add memory/cgroup-default memory_cgroup_case
