@@ -373,6 +373,12 @@ void eng_abstime(uint64_t ns, struct timespec *ts);
 /* Notes o, just closed or renamed, among the versions that may be owed to
  * their real paths (ckc_owes_under). Lock held. */
 void eng_note_owed(const ckc_obj_t *o);
+/* Whether o, still open, was published (an fsync) with no write since:
+ * the real file holds its bytes (engine lock held). */
+static inline bool eng_home_snap(const ckc_obj_t *o)
+{
+	return o->home_snap && !o->complete && !o->retired && o->writes == o->home_writes;
+}
 /* I/O on o's real file without the engine lock: begin marks the file busy
  * (home_busy: publications, closes and readers of it wait), takes a
  * reference and drops the lock; end takes the lock back, clears the mark

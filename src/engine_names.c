@@ -29,6 +29,9 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 	eng_wait_idle(o, EB_HOME | EB_MOVE | EB_FLUSH | EB_HAND);
 	if (o->at_home && (!durable || o->durable))
 		return 0;
+	/* an open version published with no write since (a second fsync) */
+	if (eng_home_snap(o) && (!durable || o->home_snap_durable))
+		return 0;
 	if (o->at_home) {
 		/* published, not yet durable: the fsync (seconds, on a busy
 		 * parallel file system) runs without the engine lock, the real
@@ -66,12 +69,22 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 		return rc;
 	}
 	uint64_t writes = o->writes;
+	/* the real file's modification time is the version's: an open one's
+	 * is now, its last write having come before this call */
+	if (!o->complete && !(o->attr.mask & CKC_ATTR_TIMES))
+		clock_gettime(CLOCK_REALTIME, &o->mtime);
 	int rc = ckc_flush_home_now(o, durable);
 	/* a snapshot of a checkpoint still open, or closed meanwhile after
 	 * more writes: its final bytes come with its close's flush (queued
 	 * again: the one queued at the close may have found this publication
 	 * and stood down) */
 	if (!rc && (!o->complete || o->writes != writes)) {
+		/* an open version whose snapshot is whole: its close finds the
+		 * real file holding its bytes if no write came meanwhile (the
+		 * real file is not published again, nor removed by a rename) */
+		o->home_snap = !o->complete && o->writes == writes && o->at_home;
+		o->home_snap_durable = o->durable;
+		o->home_writes = writes;
 		o->at_home = false;
 		o->durable = false;
 		ckc_node_note(o);
@@ -514,7 +527,9 @@ int ckc_rename(const char *from, const char *to)
 		eng_unlock();
 		return -ENOMEM;
 	}
-	bool at_home = o->at_home;
+	/* an open version published by an fsync: the real file is renamed
+	 * too, and its close finds it at the new name */
+	bool at_home = o->at_home || eng_home_snap(o);
 	o->home_busy = true;
 	ckc_trace("rename", o, 0, o->size, -1, 0);
 	eng_unlock();
@@ -531,6 +546,7 @@ int ckc_rename(const char *from, const char *to)
 	o->base = base;
 	if (rc) {
 		o->at_home = false;
+		o->home_snap = false;
 		if (o->complete)
 			eng_note_owed(o);
 	}

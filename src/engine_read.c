@@ -553,6 +553,7 @@ static int setattr_locked(ckc_obj_t *o, const ckc_attr_t *a)
 		o->mtime = a->times[1];
 	}
 	o->attr.mask |= a->mask;
+	o->home_snap = false; /* the real file lacks it */
 	if (!o->at_home)
 		return 0;
 	/* the real file takes it too, without the engine lock held: the

@@ -90,6 +90,12 @@ struct ckc_obj {
 	uint64_t writes;     /* writes and truncations so far (a publication's
 				snapshot is whole if none came since it began) */
 	bool complete;       /* its writer closed it */
+	bool home_snap;      /* published while open (an fsync): the real file
+				holds its bytes as of home_writes writes, durable
+				if home_snap_durable; its close then publishes
+				nothing if none came since */
+	bool home_snap_durable;
+	uint64_t home_writes;
 	bool retired;        /* a newer version or an unlink replaced it */
 	bool consumed;       /* read back whole at least once */
 	bool from_home;      /* imported from a file of an earlier run */

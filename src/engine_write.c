@@ -721,10 +721,19 @@ void eng_close_writer_locked(ckc_obj_t *o)
 	eng_wait_idle(o, EB_MOVE | EB_HAND | EB_HOME);
 	if (o->complete || o->retired)
 		return;
-	if (!(o->attr.mask & CKC_ATTR_TIMES))
+	/* published by an fsync with no write since: the real file is this
+	 * version, as it was made durable or not */
+	bool home = eng_home_snap(o) && o->wlevel < ckc_eng.ntier - 1;
+	if (!(o->attr.mask & CKC_ATTR_TIMES) && !home)
 		clock_gettime(CLOCK_REALTIME, &o->mtime);
 	o->complete = true;
-	eng_note_owed(o);
+	if (home) {
+		o->at_home = true;
+		o->durable = o->home_snap_durable;
+	} else {
+		eng_note_owed(o);
+	}
+	o->home_snap = false;
 	if (o->wlevel == ckc_eng.ntier - 1) {
 		rc = eng_close_home_writer(o);
 	} else {
@@ -732,6 +741,8 @@ void eng_close_writer_locked(ckc_obj_t *o)
 		ckc_set_state(o, o->wlevel, LC_EV_WRITE_END);
 		if (ckc_flush_wanted(o, o->wlevel))
 			ckc_flush_enqueue(o, o->wlevel);
+		else if (home)
+			ckc_mark_safe(o);
 	}
 	(void)rc;
 	memmove(ckc_eng.recent + 1, ckc_eng.recent, sizeof(ckc_eng.recent) - sizeof(uint64_t));

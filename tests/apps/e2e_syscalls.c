@@ -586,3 +586,40 @@ int m_errno_kept(int argc, char **argv)
 	printf("errno-kept: successful calls left errno alone\n");
 	return 0;
 }
+
+/* fsync-replace DIR SIZE N: the durable-replace idiom, N times:
+ * write DIR/state.tmp, fsync, close, rename it to DIR/state.bin, fsync
+ * the folder. Once rename returns, the real file state.bin holds the
+ * step's bytes and state.tmp is gone (a kill then loses nothing): the
+ * fsync made them durable there, and the rename moves that file. */
+int m_fsync_replace(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "DIR SIZE N");
+	char tmp[PATH_MAX], path[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s/state.tmp", arg.path);
+	snprintf(path, sizeof(path), "%s/state.bin", arg.path);
+	for (long s = 1; s <= arg.n; s++) {
+		unsigned char *b = pattern_buf(arg.size, (uint64_t)s);
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			fail("open %s: %s", tmp, strerror(errno));
+		write_all(fd, b, arg.size, tmp);
+		if (fsync(fd) != 0)
+			fail("fsync %s: %s", tmp, strerror(errno));
+		xclose(fd, tmp);
+		if (rename(tmp, path) != 0)
+			fail("rename %s: %s", tmp, strerror(errno));
+		int dfd = open(arg.path, O_RDONLY | O_DIRECTORY);
+		if (dfd < 0 || fsync(dfd) != 0)
+			fail("fsync of the folder %s: %s", arg.path, strerror(errno));
+		close(dfd);
+		char when[64];
+		snprintf(when, sizeof(when), "step %ld, right after the rename", s);
+		raw_check(path, b, arg.size, when);
+		if (raw_exists(tmp))
+			fail("%s: %s is still there", when, tmp);
+		free(b);
+	}
+	printf("fsync-replace: each step's bytes were at the real path when rename returned\n");
+	return 0;
+}

@@ -186,6 +186,18 @@ errno_kept_case() {
 	helper_ok "errno after successful calls (default)" -- errno-kept "$T/ck"
 }
 
+# The durable-replace idiom (write, fsync, close, rename, fsync the
+# folder): the fsync'd real file is what the rename moves, at once, and
+# the close publishes nothing more (no flush in the trace).
+fsync_replace_case() {
+	helper_ok "fsync, close, rename (cached)" CKPTCACHE_STEP_ASIDE=off CKPTCACHE_TRACE="$T/trace" -- \
+		fsync-replace "$T/ck" 24M 3
+	local n
+	n=$(grep -c ' flush ' "$T/trace")
+	[ "$n" -eq 0 ] || fail "the cache published fsync'd checkpoints again after their close ($n flushes)"
+	run_ok "fsync, close, rename (default)" ck -- "$HELPER" fsync-replace "$T/ck" 3M 3
+}
+
 # A file unlinked, or renamed over, while its writer still uses it: the
 # descriptor reads back every byte, before and after; nothing comes back at
 # the unlinked path, and the file renamed over it stays as it is.
@@ -676,6 +688,7 @@ case_add stdio/seek-cur-after-write stdio_seek_cur_case
 case_add fdops/append-positional append_positional_case
 case_add fdops/seek-limits seek_limits_case
 case_add fdops/errno-kept errno_kept_case
+case_add names/fsync-replace fsync_replace_case
 case_add names/unlink-while-open unlink_open_case
 case_add memory/grows-with-use memory_grows_case
 case_add memory/cgroup-default memory_cgroup_case

@@ -160,8 +160,9 @@ proxy_ssd() {
 	done
 }
 
-# a copy in the ssd tier of a checkpoint already published (fsync) is read
-# from the page cache, which still holds the real file, not from the device
+# a copy in the ssd tier of a checkpoint already published (by the ssd
+# tier's flush) is read from the page cache, which still holds the real
+# file, not from the device
 # (of the 12 restores, about ten would come from the device if it were not;
 # under load a few may find a page the kernel has let go, or is still
 # writing back, and read the rest of it from the device: 2 of 12 were seen
@@ -169,6 +170,15 @@ proxy_ssd() {
 proxy_ssd_published() {
 	ssd_elsewhere
 	proxy_config ssd.flush_ops\>0 ssd.read_ops\<=3 home.hits\>0 -- CKPTCACHE_HOST_CACHE=4M \
+		CKPTCACHE_SSD_DIR="$SSD" CKPTCACHE_SSD_CACHE=32M CKPTCACHE_ORDER=none --
+}
+
+# checkpoints fsync'd before their close are at their real paths when they
+# close: neither copied to the ssd tier to make room nor published again
+# (each fsync is the one flush of its checkpoint)
+proxy_ssd_fsynced() {
+	ssd_elsewhere
+	proxy_config ssd.put_ops==0 ssd.flush_ops==0 host.flush_ops\<="$PROXY_COUNT" -- CKPTCACHE_HOST_CACHE=4M \
 		CKPTCACHE_SSD_DIR="$SSD" CKPTCACHE_SSD_CACHE=32M CKPTCACHE_ORDER=none -- --fsync
 }
 
@@ -219,6 +229,7 @@ case_add "proxy/never-overflow/write" proxy_never_overflow write
 case_add "proxy/never-overflow/fwrite" proxy_never_overflow fwrite
 case_add proxy/ssd-tier proxy_ssd
 case_add proxy/ssd-published-page-cache proxy_ssd_published
+case_add proxy/ssd-fsynced proxy_ssd_fsynced
 case_add proxy/ssd-same-file-system proxy_ssd_same_fs
 case_add proxy/ssd-only proxy_config ssd.hits\>0 -- CKPTCACHE_HOST_CACHE=0 CKPTCACHE_SSD_DIR="@T@/ssd" CKPTCACHE_SSD_CACHE=32M --
 case_add proxy/no-cache-tier proxy_config home.put_ops==$PROXY_COUNT home.hits\>0 -- CKPTCACHE_HOST_CACHE=0 --
