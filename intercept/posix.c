@@ -399,8 +399,9 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 		 * real file, the descriptors with it, and so does this open */
 		if (cached && (cst.readers > 0 || cst.passed_read) && (flags & O_TRUNC))
 			return hand_over_for(canon, "a truncation while it is open for reading");
-		/* an existing file keeps its mode when it is truncated */
-		mode_t m = real ? rst.st_mode : cached ? cst.mode : mode;
+		/* an existing file keeps its mode when it is truncated; a new
+		 * one's is the open's with the umask of now applied */
+		mode_t m = real ? rst.st_mode : cached ? cst.mode : mode & ~ckc_umask();
 		/* from now on this process can hold bytes others may ask for */
 		ckc_writer_start();
 		int rc = acc == O_WRONLY && !(flags & O_APPEND) ? ckc_open_write_only(canon, m & 07777, &h) :

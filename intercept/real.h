@@ -110,6 +110,7 @@ struct utimbuf;
 	X(lockf64, int, (int, int, off_t))                                                 \
 	X(stat, int, (const char *, struct stat *))                                        \
 	X(lstat, int, (const char *, struct stat *))                                       \
+	X(umask, mode_t, (mode_t))                                                         \
 	X(fstat, int, (int, struct stat *))                                                \
 	X(fstatat, int, (int, const char *, struct stat *, int))                           \
 	X(stat64, int, (const char *, struct stat *))                                      \

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* struct stat64 is struct stat on every 64-bit Linux ABI this builds for */
@@ -16,26 +17,6 @@ _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "stat64 layout");
 
 #include "intercept.h"
 #include "path.h"
-
-/* The umask, read once: the real file will be created with it applied. */
-static mode_t stat_umask(void)
-{
-	static _Atomic int cached = -1;
-	int m = atomic_load(&cached);
-	if (m >= 0)
-		return (mode_t)m;
-	m = 022;
-	FILE *f = fopen("/proc/self/status", "r");
-	if (f) {
-		char line[128];
-		while (fgets(line, sizeof(line), f))
-			if (sscanf(line, "Umask: %o", (unsigned *)&m) == 1)
-				break;
-		fclose(f);
-	}
-	atomic_store(&cached, m);
-	return (mode_t)m;
-}
 
 /* What the real file says of canon (its device, inode, owner, links), or
  * what stands in for it before it is there (absent: known not there, as a
@@ -57,7 +38,7 @@ static void stat_base(const char *canon, const ckc_stat_t *c, struct stat *st, b
 		for (const char *p = canon; *p; p++)
 			h = (h ^ (unsigned char)*p) * 1099511628211ull;
 		st->st_ino = (ino_t)(h | 1);
-		st->st_mode = S_IFREG | (c->mode & 07777 & ~stat_umask());
+		st->st_mode = S_IFREG | (c->mode & 07777);
 		st->st_nlink = 1;
 		st->st_uid = geteuid();
 		st->st_gid = getegid();
@@ -71,7 +52,7 @@ static void stat_apply(const ckc_stat_t *c, struct stat *st)
 {
 	st->st_size = (off_t)c->size;
 	st->st_blocks = (blkcnt_t)((c->size + 511) / 512);
-	st->st_mode = S_IFREG | (c->mode & 07777 & ~stat_umask());
+	st->st_mode = S_IFREG | (c->mode & 07777);
 	if (c->has_owner) {
 		if (c->uid != (uid_t)-1)
 			st->st_uid = c->uid;
@@ -338,4 +319,14 @@ CKC_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat *s
 		return 0;
 	}
 	return REAL(__fxstatat64)(ver, dirfd, path, st, flags);
+}
+
+/* umask(2): the library creates the real files of versions opened before
+ * and after, and gives each the mode its open had */
+CKC_EXPORT mode_t umask(mode_t m)
+{
+	mode_t (*ru)(mode_t) = REAL(umask);
+	mode_t old = ru ? ru(m) : (mode_t)syscall(SYS_umask, (int)m);
+	ckc_umask_set(m);
+	return old;
 }

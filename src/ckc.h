@@ -210,6 +210,12 @@ int ckc_writer_under(const char *dir, char *key);
  * cached, or -errno. */
 int ckc_rename(const char *from, const char *to);
 
+/* The process's umask: as the program last set it through umask(2) (the
+ * library's wrapper tells ckc_umask_set), else as the kernel said at the
+ * first need. A version's mode is the open's with it applied. */
+mode_t ckc_umask(void);
+void ckc_umask_set(mode_t m);
+
 /* Writes the current version of path to its real path now, whatever
  * CKPTCACHE_PERSIST says (before the real file is used directly). Returns
  * 0, -ENOENT if path is not cached, or -errno. */

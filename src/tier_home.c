@@ -164,6 +164,47 @@ static char *home_tmp_name(const char *dir)
 /* Cleared once the kernel says anonymous files are not made here. */
 static atomic_bool home_tmpfile_ok = true;
 
+/* The process's umask as the program last set it (umask(2), seen by the
+ * library), or as /proc/self/status said at the first need; -1 before. */
+static _Atomic int home_umask = -1;
+
+mode_t ckc_umask(void)
+{
+	int m = atomic_load(&home_umask);
+	if (m >= 0)
+		return (mode_t)m;
+	m = 022;
+	FILE *f = sys_fopen("/proc/self/status", "re");
+	if (f) {
+		char line[128];
+		unsigned u;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "Umask: %o", &u) == 1) {
+				m = (int)(u & 0777);
+				break;
+			}
+		sys_fclose(f);
+	}
+	int none = -1;
+	/* a umask(2) of the program's meanwhile is newer */
+	atomic_compare_exchange_strong(&home_umask, &none, m);
+	return (mode_t)atomic_load(&home_umask);
+}
+
+void ckc_umask_set(mode_t m)
+{
+	atomic_store(&home_umask, (int)(m & 0777));
+}
+
+/* A version's mode is final (the umask of its open applied, or an
+ * existing file's): the umask now, which its creation applied, may have
+ * taken bits of it away. */
+static void home_mode(int fd, mode_t mode)
+{
+	if (mode & ckc_umask() & 0777)
+		(void)sys_fchmod(fd, mode & 07777);
+}
+
 int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd)
 {
 	char dir[PATH_MAX];
@@ -178,6 +219,7 @@ int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd)
 		 * before it is published */
 		int f = sys_open(dir, O_TMPFILE | O_RDWR, mode);
 		if (f >= 0) {
+			home_mode(f, mode);
 			if (!(*tmp = home_tmp_name(dir))) {
 				sys_close(f);
 				return -ENOMEM;
@@ -197,6 +239,7 @@ int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd)
 		ckc_bg_yield();
 		int f = sys_open(name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
 		if (f >= 0) {
+			home_mode(f, mode);
 			*tmp = name;
 			*fd = f;
 			return 0;

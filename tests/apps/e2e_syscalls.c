@@ -623,3 +623,64 @@ int m_fsync_replace(int argc, char **argv)
 	printf("fsync-replace: each step's bytes were at the real path when rename returned\n");
 	return 0;
 }
+
+/* umask-modes DIR: a program that changes its umask between checkpoints
+ * (umask(077) before a private file): each new file's mode is 0666 with
+ * the umask of its open taken away, in fstat and stat while cached, and
+ * at its real path (checked after exit: DIR/m022.bin 644, m077.bin 600,
+ * m002.bin 664, m000.bin 666, s077.bin 600 by fopen; keep.bin, made 0666,
+ * rewritten under umask 077, stays 666). */
+static void umask_expect(const char *path, int fd, mode_t want)
+{
+	struct stat st;
+	if ((fd >= 0 ? fstat(fd, &st) : stat(path, &st)) != 0)
+		fail("%s %s: %s", fd >= 0 ? "fstat" : "stat", path, strerror(errno));
+	if ((st.st_mode & 07777) != want)
+		fail("%s of %s says mode %o, expected %o", fd >= 0 ? "fstat" : "stat", path,
+		     (unsigned)(st.st_mode & 07777), (unsigned)want);
+}
+
+int m_umask_modes(int argc, char **argv)
+{
+	need_args(argc, 2, "DIR");
+	static const mode_t masks[] = { 022, 077, 002, 000 };
+	char p[PATH_MAX];
+	unsigned char *b = pattern_buf(100000, 5);
+	snprintf(p, sizeof(p), "%s/keep.bin", argv[1]);
+	umask(0);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+	if (fd < 0)
+		fail("open %s: %s", p, strerror(errno));
+	write_all(fd, b, 100000, p);
+	xclose(fd, p);
+	for (size_t i = 0; i < sizeof(masks) / sizeof(masks[0]); i++) {
+		umask(masks[i]);
+		snprintf(p, sizeof(p), "%s/m%03o.bin", argv[1], (unsigned)masks[i]);
+		fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+		if (fd < 0)
+			fail("open %s: %s", p, strerror(errno));
+		write_all(fd, b, 100000, p);
+		umask_expect(p, fd, 0666 & ~masks[i]);
+		xclose(fd, p);
+		umask_expect(p, -1, 0666 & ~masks[i]);
+	}
+	umask(077);
+	snprintf(p, sizeof(p), "%s/s077.bin", argv[1]);
+	FILE *f = xfopen(p, "w");
+	if (fwrite(b, 1, 100000, f) != 100000)
+		fail("fwrite %s: %s", p, strerror(errno));
+	xfclose(f);
+	umask_expect(p, -1, 0600);
+	snprintf(p, sizeof(p), "%s/keep.bin", argv[1]);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		fail("open %s: %s", p, strerror(errno));
+	write_all(fd, b, 100000, p);
+	xclose(fd, p);
+	umask_expect(p, -1, 0666);
+	/* the library publishes under this umask, which takes more away */
+	umask(0777);
+	free(b);
+	printf("umask-modes: each file has the mode of its open's umask\n");
+	return 0;
+}

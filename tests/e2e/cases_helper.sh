@@ -198,6 +198,17 @@ fsync_replace_case() {
 	run_ok "fsync, close, rename (default)" ck -- "$HELPER" fsync-replace "$T/ck" 3M 3
 }
 
+# A program that changes its umask between checkpoints: each file gets the
+# mode of its own open's umask, in the process and at its real path.
+umask_modes_case() {
+	local f m
+	helper_ok "modes under changing umasks" CKPTCACHE_STEP_ASIDE=off -- umask-modes "$T/ck"
+	for f in m022:644 m077:600 m002:664 m000:666 s077:600 keep:666; do
+		m=$(stat -c %a "ck/${f%%:*}.bin") || fail "ck/${f%%:*}.bin is not at its real path"
+		[ "$m" = "${f##*:}" ] || fail "ck/${f%%:*}.bin has mode $m at its real path, expected ${f##*:}"
+	done
+}
+
 # A file unlinked, or renamed over, while its writer still uses it: the
 # descriptor reads back every byte, before and after; nothing comes back at
 # the unlinked path, and the file renamed over it stays as it is.
@@ -689,6 +700,7 @@ case_add fdops/append-positional append_positional_case
 case_add fdops/seek-limits seek_limits_case
 case_add fdops/errno-kept errno_kept_case
 case_add names/fsync-replace fsync_replace_case
+case_add names/umask-modes umask_modes_case
 case_add names/unlink-while-open unlink_open_case
 case_add memory/grows-with-use memory_grows_case
 case_add memory/cgroup-default memory_cgroup_case
