@@ -549,6 +549,39 @@ static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_
 	return total;
 }
 
+/* What the kernel checks of a copy call's descriptors before it moves a
+ * byte, for a call with a tagged side (whose flags the kernel would see on
+ * the real file): 0 or -errno. An input not open for reading, an output
+ * not open for writing: EBADF; an output in append mode: EBADF for
+ * copy_file_range, EINVAL for sendfile and splice; a splice with no pipe
+ * on either side: EINVAL. */
+enum copy_call { COPY_CFR, COPY_SENDFILE, COPY_SPLICE };
+
+static int copy_fd_flags(int fd, ckc_vfd_t *v, bool *pipe)
+{
+	*pipe = false;
+	if (v)
+		return v->flags;
+	int fl = REAL(fcntl)(fd, F_GETFL);
+	struct stat st;
+	if (fl >= 0 && REAL(fstat)(fd, &st) == 0)
+		*pipe = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+	return fl < 0 ? -EBADF : fl;
+}
+
+static int copy_check(int in, ckc_vfd_t *vin, int out, ckc_vfd_t *vout, enum copy_call call)
+{
+	bool pin, pout;
+	int fin = copy_fd_flags(in, vin, &pin), fout = copy_fd_flags(out, vout, &pout);
+	if (fin < 0 || fout < 0 || (fin & O_ACCMODE) == O_WRONLY || (fout & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
+	if (call == COPY_SPLICE && !pin && !pout)
+		return -EINVAL;
+	if ((fout & O_APPEND) && !pout)
+		return call == COPY_CFR ? -EBADF : -EINVAL;
+	return 0;
+}
+
 /* A copy call with a tagged side. Into a checkpoint from an untagged file
  * (cp's copy_file_range): the kernel copies into a file in one pass, where
  * the cache would take the bytes through user memory and write them again
@@ -557,10 +590,13 @@ static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_
  * its real file holds, into an untagged descriptor: the real call on that
  * file. Anything else goes through the cache. */
 static ssize_t copy_tagged(int in, off_t *inoff, int out, off_t *outoff, size_t count,
-			   ssize_t (*real)(int, off_t *, int, off_t *, size_t))
+			   ssize_t (*real)(int, off_t *, int, off_t *, size_t), enum copy_call call)
 {
 	ckc_vfd_t *vin = ckc_vfd_get(in), *vout = ckc_vfd_get(out);
-	ssize_t n = CKC_PASS;
+	ssize_t n = copy_check(in, vin, out, vout, call);
+	if (n)
+		return n;
+	n = CKC_PASS;
 	if (vout && !vin && ckc_vfd_demote(vout) == 0 && !ckc_vfd_get(out)) {
 		n = real(in, inoff, out, outoff, count);
 		return n < 0 ? -errno : n;
@@ -575,7 +611,7 @@ CKC_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))
 		return REAL(sendfile)(out, in, off, count);
 	int saved = errno;
-	return ckc_result(copy_tagged(in, off, out, NULL, count, real_sendfile), saved);
+	return ckc_result(copy_tagged(in, off, out, NULL, count, real_sendfile, COPY_SENDFILE), saved);
 }
 
 CKC_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t count)
@@ -583,7 +619,7 @@ CKC_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t count)
 	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))
 		return REAL(sendfile64)(out, in, off, count);
 	int saved = errno;
-	return ckc_result(copy_tagged(in, off, out, NULL, count, real_sendfile), saved);
+	return ckc_result(copy_tagged(in, off, out, NULL, count, real_sendfile, COPY_SENDFILE), saved);
 }
 
 CKC_EXPORT ssize_t copy_file_range(int in, off_t *inoff, int out, off_t *outoff, size_t count,
@@ -596,7 +632,7 @@ CKC_EXPORT ssize_t copy_file_range(int in, off_t *inoff, int out, off_t *outoff,
 		errno = EINVAL;
 		return -1;
 	}
-	return ckc_result(copy_tagged(in, inoff, out, outoff, count, real_cfr), saved);
+	return ckc_result(copy_tagged(in, inoff, out, outoff, count, real_cfr, COPY_CFR), saved);
 }
 
 CKC_EXPORT ssize_t splice(int in, off_t *inoff, int out, off_t *outoff, size_t count,
@@ -605,5 +641,6 @@ CKC_EXPORT ssize_t splice(int in, off_t *inoff, int out, off_t *outoff, size_t c
 	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))
 		return REAL(splice)(in, inoff, out, outoff, count, flags);
 	int saved = errno;
-	return ckc_result(copy_emulated(in, inoff, out, outoff, count), saved);
+	int rc = copy_check(in, ckc_vfd_get(in), out, ckc_vfd_get(out), COPY_SPLICE);
+	return ckc_result(rc ? rc : copy_emulated(in, inoff, out, outoff, count), saved);
 }

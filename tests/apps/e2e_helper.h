@@ -118,6 +118,7 @@ int m_seek_limits(int argc, char **argv);
 int m_errno_kept(int argc, char **argv);
 int m_fsync_replace(int argc, char **argv);
 int m_umask_modes(int argc, char **argv);
+int m_copy_checks(int argc, char **argv);
 int m_locks(int argc, char **argv);
 int m_stdout(int argc, char **argv);
 int m_fdops(int argc, char **argv);

@@ -684,3 +684,67 @@ int m_umask_modes(int argc, char **argv)
 	printf("umask-modes: each file has the mode of its open's umask\n");
 	return 0;
 }
+
+/* copy-checks TAGGEDDIR PLAINDIR: copy_file_range, sendfile and splice
+ * with a tagged side refuse what they refuse on untagged files: an output
+ * in append mode, an input open only for writing, an output open only for
+ * reading, a splice between two files; the outputs keep their bytes. */
+static long copy_try(int call, int in, int out)
+{
+	off_t off = 0;
+	errno = 0;
+	ssize_t r = call == 0 ? copy_file_range(in, NULL, out, NULL, 100, 0) :
+		    call == 1 ? sendfile(out, in, &off, 100) : splice(in, &off, out, NULL, 100, 0);
+	return r < 0 ? -errno : r;
+}
+
+int m_copy_checks(int argc, char **argv)
+{
+	need_args(argc, 3, "TAGGEDDIR PLAINDIR");
+	static const char *const calls[] = { "copy_file_range", "sendfile", "splice" };
+	/* the input's and the output's open flags */
+	static const int cases[][2] = { { O_RDONLY, O_WRONLY | O_APPEND }, { O_WRONLY, O_WRONLY },
+					{ O_RDONLY, O_RDONLY }, { O_RDONLY, O_RDWR | O_APPEND }, { O_RDONLY, O_WRONLY } };
+	unsigned char *b = pattern_buf(4096, 9);
+	char src[2][PATH_MAX], dst[2][PATH_MAX];
+	for (int k = 0; k < 2; k++) {
+		snprintf(src[k], PATH_MAX, "%s/src.bin", argv[1 + k]);
+		snprintf(dst[k], PATH_MAX, "%s/dst.bin", argv[1 + k]);
+		int fd = open(src[k], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			fail("open %s: %s", src[k], strerror(errno));
+		write_all(fd, b, 4096, src[k]);
+		xclose(fd, src[k]);
+	}
+	int n = 0;
+	for (int c = 0; c < 3; c++)
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			long r[2];
+			off_t size[2];
+			for (int k = 0; k < 2; k++) {
+				int fd = open(dst[k], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+				if (fd < 0)
+					fail("open %s: %s", dst[k], strerror(errno));
+				write_all(fd, b, 100, dst[k]);
+				xclose(fd, dst[k]);
+				int in = open(src[k], cases[i][0]), out = open(dst[k], cases[i][1]);
+				if (in < 0 || out < 0)
+					fail("open: %s", strerror(errno));
+				r[k] = copy_try(c, in, out);
+				close(in);
+				close(out);
+				struct stat st;
+				if (stat(dst[k], &st) != 0)
+					fail("stat %s: %s", dst[k], strerror(errno));
+				size[k] = st.st_size;
+			}
+			if (r[0] != r[1] || size[0] != size[1])
+				fail("%s, case %zu: %ld (%s) and %lld bytes after it with the tagged files, %ld (%s) and "
+				     "%lld bytes with the untagged ones", calls[c], i, r[0], r[0] < 0 ? strerror((int)-r[0]) : "-",
+				     (long long)size[0], r[1], r[1] < 0 ? strerror((int)-r[1]) : "-", (long long)size[1]);
+			n++;
+		}
+	free(b);
+	printf("copy-checks: %d copy calls answered as on untagged files\n", n);
+	return 0;
+}

@@ -209,6 +209,14 @@ umask_modes_case() {
 	done
 }
 
+# copy_file_range, sendfile and splice with a cached side refuse what the
+# kernel refuses on untagged files (an output in append mode, a splice
+# between two files, descriptors open the wrong way).
+copy_checks_case() {
+	mkdir -p plainside
+	helper_ok "copy calls' refusals" CKPTCACHE_STEP_ASIDE=off -- copy-checks "$T/ck" "$T/plainside"
+}
+
 # A file unlinked, or renamed over, while its writer still uses it: the
 # descriptor reads back every byte, before and after; nothing comes back at
 # the unlinked path, and the file renamed over it stays as it is.
@@ -701,6 +709,7 @@ case_add fdops/seek-limits seek_limits_case
 case_add fdops/errno-kept errno_kept_case
 case_add names/fsync-replace fsync_replace_case
 case_add names/umask-modes umask_modes_case
+case_add fdops/copy-checks copy_checks_case
 case_add names/unlink-while-open unlink_open_case
 case_add memory/grows-with-use memory_grows_case
 case_add memory/cgroup-default memory_cgroup_case
