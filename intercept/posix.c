@@ -229,9 +229,12 @@ int ckc_px_real_access(const char *p, int mode)
 	return ra ? ra(p, mode) : 0;
 }
 
-static int install_new(ckc_handle_t *h, int flags, const char *canon, uint64_t small_t0)
+/* fd: a placeholder taken before the version was made (a write's open:
+ * a full descriptor table then fails it with nothing made), or -1. */
+static int install_new(int fd, ckc_handle_t *h, int flags, const char *canon, uint64_t small_t0)
 {
-	int fd = ckc_placeholder(flags);
+	if (fd < 0)
+		fd = ckc_placeholder(flags);
 	if (fd < 0) {
 		ckc_close(h);
 		return fd;
@@ -313,7 +316,7 @@ static int open_read_tagged(const char *canon, int flags)
 		ckc_close(h);
 		return rc;
 	}
-	return install_new(h, flags, canon, 0);
+	return install_new(-1, h, flags, canon, 0);
 }
 
 /* The open logic for a tagged path: returns an fd, -errno, CKC_PASS or
@@ -402,13 +405,20 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 		/* an existing file keeps its mode when it is truncated; a new
 		 * one's is the open's with the umask of now applied */
 		mode_t m = real ? rst.st_mode : cached ? cst.mode : mode & ~ckc_umask();
+		/* the descriptor first: an open that fails for the want of one
+		 * (EMFILE) makes no version, which its close would publish */
+		int ph = ckc_placeholder(flags);
+		if (ph < 0)
+			return ph;
 		/* from now on this process can hold bytes others may ask for */
 		ckc_writer_start();
 		int rc = acc == O_WRONLY && !(flags & O_APPEND) ? ckc_open_write_only(canon, m & 07777, &h) :
 								 ckc_open_write(canon, m & 07777, &h);
-		if (rc == -ENODEV)
-			return CKC_PASS;
-		return rc ? rc : install_new(h, flags, canon, small == CKC_ASIDE_CACHE ? t0 : 0);
+		if (rc) {
+			REAL(close)(ph);
+			return rc == -ENODEV ? CKC_PASS : rc;
+		}
+		return install_new(ph, h, flags, canon, small == CKC_ASIDE_CACHE ? t0 : 0);
 	}
 	/* Any other write to an existing checkpoint works on the real file:
 	 * make it current there, forget the cached copy, pass through. */

@@ -31,6 +31,7 @@
 #include <sys/file.h>
 #include <sys/sendfile.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -119,6 +120,7 @@ int m_errno_kept(int argc, char **argv);
 int m_fsync_replace(int argc, char **argv);
 int m_umask_modes(int argc, char **argv);
 int m_copy_checks(int argc, char **argv);
+int m_emfile_excl(int argc, char **argv);
 int m_locks(int argc, char **argv);
 int m_stdout(int argc, char **argv);
 int m_fdops(int argc, char **argv);

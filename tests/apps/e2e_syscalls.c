@@ -748,3 +748,45 @@ int m_copy_checks(int argc, char **argv)
 	printf("copy-checks: %d copy calls answered as on untagged files\n", n);
 	return 0;
 }
+
+/* emfile-excl PATH: an O_CREAT|O_EXCL open of a tagged path that fails
+ * with EMFILE (the descriptor table full) makes no file, in the process or
+ * at the real path; once two descriptors are freed the same open works. */
+int m_emfile_excl(int argc, char **argv)
+{
+	need_args(argc, 2, "PATH");
+	struct rlimit rl = { 64, 64 };
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		fail("setrlimit: %s", strerror(errno));
+	int junk[64], n = 0;
+	for (;;) {
+		int fd = open("/dev/null", O_RDONLY);
+		if (fd < 0)
+			break;
+		if (n == 64)
+			fail("more than 64 descriptors under a limit of 64");
+		junk[n++] = fd;
+	}
+	errno = 0;
+	int fd = open(argv[1], O_WRONLY | O_CREAT | O_EXCL, 0644);
+	if (fd >= 0 || errno != EMFILE)
+		fail("open with the table full: %d (%s), expected EMFILE", fd, strerror(errno));
+	struct stat st;
+	if (stat(argv[1], &st) == 0)
+		fail("the failed open made %s (stat finds it)", argv[1]);
+	if (raw_exists(argv[1]))
+		fail("the failed open made %s at its real path", argv[1]);
+	close(junk[--n]);
+	close(junk[--n]);
+	fd = open(argv[1], O_WRONLY | O_CREAT | O_EXCL, 0644);
+	if (fd < 0)
+		fail("open once two descriptors were freed: %s", strerror(errno));
+	unsigned char *b = pattern_buf(1000, 3);
+	write_all(fd, b, 1000, argv[1]);
+	xclose(fd, argv[1]);
+	free(b);
+	while (n > 0)
+		close(junk[--n]);
+	printf("emfile-excl: the open that failed made nothing\n");
+	return 0;
+}

@@ -217,6 +217,17 @@ copy_checks_case() {
 	helper_ok "copy calls' refusals" CKPTCACHE_STEP_ASIDE=off -- copy-checks "$T/ck" "$T/plainside"
 }
 
+# An O_EXCL open that fails with EMFILE makes no file; the retry works.
+emfile_excl_case() {
+	local sa
+	for sa in off auto; do
+		rm -f ck/ex.bin
+		helper_ok "O_EXCL under a full descriptor table (step aside $sa)" CKPTCACHE_STEP_ASIDE=$sa -- \
+			emfile-excl "$T/ck/ex.bin"
+		run_ok "ex.bin at its real path" plain "$HELPER" check ck/ex.bin 1000 3
+	done
+}
+
 # A file unlinked, or renamed over, while its writer still uses it: the
 # descriptor reads back every byte, before and after; nothing comes back at
 # the unlinked path, and the file renamed over it stays as it is.
@@ -710,6 +721,7 @@ case_add fdops/errno-kept errno_kept_case
 case_add names/fsync-replace fsync_replace_case
 case_add names/umask-modes umask_modes_case
 case_add fdops/copy-checks copy_checks_case
+case_add fdops/emfile-excl emfile_excl_case
 case_add names/unlink-while-open unlink_open_case
 case_add memory/grows-with-use memory_grows_case
 case_add memory/cgroup-default memory_cgroup_case
