@@ -167,6 +167,21 @@ bool ckc_tag_path_at(int dirfd, const char *path, char *out);
  * NULL) what the cache says of it. A process that caches nothing answers
  * without looking at the path. */
 bool ckc_cached_at(int dirfd, const char *path, char *canon, ckc_stat_t *st);
+/* The same, where a tagged path that is a symbolic link leads to a
+ * checkpoint this process's cache holds (ckc_link_held): canon is then
+ * that checkpoint's path. For the calls that follow links (stat, access). */
+bool ckc_cached_follow(int dirfd, const char *path, char *canon, ckc_stat_t *st);
+/* The checkpoint a tagged path (canonical) that is a symbolic link leads
+ * to, where this process's cache holds a version of it, in target (up to
+ * 8 links in a row, each relative target taken from its link's folder):
+ * the real file there may not be published yet, or be an older version.
+ * False at once while the cache holds nothing. */
+bool ckc_link_held(const char *canon, char target[PATH_MAX]);
+/* A write's open of canon (a tagged path): the versions this process holds
+ * of the same file under another spelling (through a folder's symbolic
+ * link) go to the real file first, so that the versions land in the order
+ * they were written. */
+void ckc_alias_write(const char *canon);
 
 /* ---- the node registry (node.c) ---- */
 

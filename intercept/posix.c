@@ -295,6 +295,16 @@ static int open_while_written(const char *canon)
 	return CKC_PASS;
 }
 
+/* A write through a symbolic link (the real file's) to a checkpoint this
+ * process holds: that checkpoint goes to its real file first, which the
+ * write then changes. */
+static void link_hand_over(const char *canon)
+{
+	char target[PATH_MAX];
+	if (ckc_link_held(canon, target))
+		(void)ckc_hand_over_path(target);
+}
+
 /* A tagged open for reading through the engine: an fd, -errno, or
  * CKC_PASS where the cache has nothing to do with the file. Where the
  * cache held no version as the open began, the engine may bring the real
@@ -305,6 +315,11 @@ static int open_read_tagged(const char *canon, int flags)
 	ckc_handle_t *h;
 	bool held;
 	int rc = ckc_open_read_held(canon, &h, &held);
+	/* a symbolic link to a checkpoint this process holds (the "latest"
+	 * link of a restart): the kernel's walk would find it missing or old */
+	char target[PATH_MAX];
+	if (rc == -ENOENT && !(flags & O_NOFOLLOW) && ckc_link_held(canon, target))
+		rc = ckc_open_read_held(canon = target, &h, &held);
 	if (rc == -ENOENT || rc == -ENODEV)
 		return CKC_PASS;
 	if (rc == -EBUSY)
@@ -389,12 +404,15 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 		 * a symbolic link and split a hard link, so such a checkpoint
 		 * is written to the real file directly */
 		struct stat lst;
-		if ((real && rst.st_nlink > 1) ||
-		    /* a link, or one whose target is not there yet: the
-		     * program's open makes that target */
-		    (REAL(lstat)(canon, &lst) == 0 && S_ISLNK(lst.st_mode))) {
+		bool hard = real && rst.st_nlink > 1;
+		/* a link, or one whose target is not there yet: the program's
+		 * open makes that target */
+		bool sym = !hard && REAL(lstat)(canon, &lst) == 0 && S_ISLNK(lst.st_mode);
+		if (hard || sym) {
 			if (cached)
 				(void)ckc_hand_over_path(canon);
+			else if (sym)
+				link_hand_over(canon);
 			return CKC_PASS;
 		}
 		/* a descriptor of this process still reads the checkpoint: the
@@ -410,6 +428,7 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 		int ph = ckc_placeholder(flags);
 		if (ph < 0)
 			return ph;
+		ckc_alias_write(canon);
 		/* from now on this process can hold bytes others may ask for */
 		ckc_writer_start();
 		int rc = acc == O_WRONLY && !(flags & O_APPEND) ? ckc_open_write_only(canon, m & 07777, &h) :
@@ -422,7 +441,11 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 	}
 	/* Any other write to an existing checkpoint works on the real file:
 	 * make it current there, forget the cached copy, pass through. */
-	return cached ? hand_over_for(canon, "an in-place update") : CKC_PASS;
+	if (cached)
+		return hand_over_for(canon, "an in-place update");
+	link_hand_over(canon);
+	ckc_alias_write(canon);
+	return CKC_PASS;
 }
 
 int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)

@@ -171,7 +171,7 @@ static int access_cached(int mode)
 CKC_EXPORT int access(const char *path, int mode)
 {
 	char canon[PATH_MAX];
-	if (ckc_cached_at(AT_FDCWD, path, canon, NULL))
+	if (ckc_cached_follow(AT_FDCWD, path, canon, NULL))
 		return access_cached(mode);
 	return REAL(access)(path, mode);
 }
@@ -179,7 +179,7 @@ CKC_EXPORT int access(const char *path, int mode)
 CKC_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 {
 	char canon[PATH_MAX];
-	if (ckc_cached_at(dirfd, path, canon, NULL))
+	if ((flags & AT_SYMLINK_NOFOLLOW ? ckc_cached_at : ckc_cached_follow)(dirfd, path, canon, NULL))
 		return access_cached(mode);
 	return REAL(faccessat)(dirfd, path, mode, flags);
 }
@@ -243,14 +243,53 @@ CKC_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
 	return name_taken(dirfd, path) ? -1 : REAL(mkdirat)(dirfd, path, mode);
 }
 
+/* A symbolic link made to a checkpoint this process holds: the checkpoint
+ * is published first, so that whoever follows the link (another process, a
+ * path the library does not tag) finds it. */
+static void link_target_publish(int dirfd, const char *target, const char *path)
+{
+	char base[PATH_MAX], dir[PATH_MAX], t[PATH_MAX];
+	if (!target || !path || !ckc_holds_objects())
+		return;
+	if (target[0] != '/') {
+		/* a relative target is taken from the link's folder */
+		if (path[0] != '/' && dirfd != AT_FDCWD) {
+			char link[64];
+			snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
+			ssize_t n = readlink(link, base, sizeof(base) - 1);
+			if (n <= 0)
+				return;
+			base[n] = '\0';
+		} else if (path[0] != '/' && !getcwd(base, sizeof(base))) {
+			return;
+		}
+		if (ckc_path_key(path, path[0] == '/' ? "/" : base, t, sizeof(t)) ||
+		    ckc_path_dirname(t, dir, sizeof(dir)) || ckc_path_key(target, dir, t, sizeof(t)))
+			return;
+	} else if (ckc_path_key(target, "/", t, sizeof(t))) {
+		return;
+	}
+	int saved = errno;
+	ckc_enter();
+	(void)ckc_materialize(t);
+	ckc_leave();
+	errno = saved;
+}
+
 CKC_EXPORT int symlink(const char *target, const char *path)
 {
-	return name_taken(AT_FDCWD, path) ? -1 : REAL(symlink)(target, path);
+	if (name_taken(AT_FDCWD, path))
+		return -1;
+	link_target_publish(AT_FDCWD, target, path);
+	return REAL(symlink)(target, path);
 }
 
 CKC_EXPORT int symlinkat(const char *target, int dirfd, const char *path)
 {
-	return name_taken(dirfd, path) ? -1 : REAL(symlinkat)(target, dirfd, path);
+	if (name_taken(dirfd, path))
+		return -1;
+	link_target_publish(dirfd, target, path);
+	return REAL(symlinkat)(target, dirfd, path);
 }
 
 CKC_EXPORT int mknod(const char *path, mode_t mode, dev_t dev)

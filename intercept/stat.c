@@ -70,13 +70,14 @@ static void stat_fill(const char *canon, const ckc_stat_t *c, struct stat *st)
 	stat_apply(c, st);
 }
 
-/* Fills st if path (relative to dirfd) is a cached checkpoint. */
-static bool stat_cached(int dirfd, const char *path, struct stat *st)
+/* Fills st if path (relative to dirfd) is a cached checkpoint, or (follow)
+ * a symbolic link to one. */
+static bool stat_cached(int dirfd, const char *path, struct stat *st, bool follow)
 {
 	char canon[PATH_MAX];
 	ckc_stat_t c;
 
-	if (!ckc_cached_at(dirfd, path, canon, &c))
+	if (!(follow ? ckc_cached_follow : ckc_cached_at)(dirfd, path, canon, &c))
 		return false;
 	stat_fill(canon, &c, st);
 	return true;
@@ -112,7 +113,7 @@ static bool stat_fd(int fd, struct stat *st)
 CKC_EXPORT int stat(const char *path, struct stat *st)
 {
 	int saved = errno;
-	if (stat_cached(AT_FDCWD, path, st)) {
+	if (stat_cached(AT_FDCWD, path, st, true)) {
 		errno = saved;
 		return 0;
 	}
@@ -123,7 +124,7 @@ CKC_EXPORT int stat64(const char *path, struct stat64 *st64)
 {
 	struct stat *st = (struct stat *)st64;
 	int saved = errno;
-	if (stat_cached(AT_FDCWD, path, st)) {
+	if (stat_cached(AT_FDCWD, path, st, true)) {
 		errno = saved;
 		return 0;
 	}
@@ -134,7 +135,7 @@ CKC_EXPORT int stat64(const char *path, struct stat64 *st64)
 CKC_EXPORT int lstat(const char *path, struct stat *st)
 {
 	int saved = errno;
-	if (stat_cached(AT_FDCWD, path, st)) {
+	if (stat_cached(AT_FDCWD, path, st, false)) {
 		errno = saved;
 		return 0;
 	}
@@ -145,7 +146,7 @@ CKC_EXPORT int lstat64(const char *path, struct stat64 *st64)
 {
 	struct stat *st = (struct stat *)st64;
 	int saved = errno;
-	if (stat_cached(AT_FDCWD, path, st)) {
+	if (stat_cached(AT_FDCWD, path, st, false)) {
 		errno = saved;
 		return 0;
 	}
@@ -177,7 +178,7 @@ static bool statat_cached(int dirfd, const char *path, struct stat *st, int flag
 {
 	if ((flags & AT_EMPTY_PATH) && path && !*path)
 		return stat_fd(dirfd, st);
-	return stat_cached(dirfd, path, st);
+	return stat_cached(dirfd, path, st, !(flags & AT_SYMLINK_NOFOLLOW));
 }
 
 CKC_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
@@ -244,7 +245,7 @@ CKC_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask, 
 CKC_EXPORT int __xstat(int ver, const char *path, struct stat *st)
 {
 	int saved = errno;
-	if (stat_cached(AT_FDCWD, path, st)) {
+	if (stat_cached(AT_FDCWD, path, st, true)) {
 		errno = saved;
 		return 0;
 	}
@@ -254,7 +255,7 @@ CKC_EXPORT int __xstat(int ver, const char *path, struct stat *st)
 CKC_EXPORT int __xstat64(int ver, const char *path, struct stat *st)
 {
 	int saved = errno;
-	if (stat_cached(AT_FDCWD, path, st)) {
+	if (stat_cached(AT_FDCWD, path, st, true)) {
 		errno = saved;
 		return 0;
 	}
@@ -264,7 +265,7 @@ CKC_EXPORT int __xstat64(int ver, const char *path, struct stat *st)
 CKC_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
 {
 	int saved = errno;
-	if (stat_cached(AT_FDCWD, path, st)) {
+	if (stat_cached(AT_FDCWD, path, st, false)) {
 		errno = saved;
 		return 0;
 	}
@@ -274,7 +275,7 @@ CKC_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
 CKC_EXPORT int __lxstat64(int ver, const char *path, struct stat *st)
 {
 	int saved = errno;
-	if (stat_cached(AT_FDCWD, path, st)) {
+	if (stat_cached(AT_FDCWD, path, st, false)) {
 		errno = saved;
 		return 0;
 	}

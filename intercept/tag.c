@@ -258,7 +258,185 @@ bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 	return ckc_tag_match(out);
 }
 
-bool ckc_cached_at(int dirfd, const char *path, char *canon, ckc_stat_t *out)
+/* Links followed in a row by ckc_link_held, as the kernel follows 40. */
+#define LINK_HOPS 8
+
+/* The folder the kernel reaches through dir (its symbolic links followed),
+ * in real: 0, or -errno. Each thread keeps its last answer for a second:
+ * a restore that misses the cache in one folder asks once. */
+#define LINK_DIR_KEEP_NS 1000000000ull
+static __thread struct {
+	uint64_t at;
+	char dir[PATH_MAX], real[PATH_MAX];
+} *link_dir;
+
+static int link_folder(const char *dir, char real[PATH_MAX])
+{
+	uint64_t now = ckc_now_ns();
+	if (link_dir && now - link_dir->at < LINK_DIR_KEEP_NS && !strcmp(link_dir->dir, dir)) {
+		strcpy(real, link_dir->real);
+		return 0;
+	}
+	int fd = REAL(open)(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	ssize_t k = readlink(proc, real, PATH_MAX - 1);
+	int rc = k > 0 && real[0] == '/' ? 0 : -ENOENT;
+	REAL(close)(fd);
+	if (rc)
+		return rc;
+	real[k] = '\0';
+	/* (a thread's one allocation, left to the process's end) */
+	if (!link_dir)
+		link_dir = malloc(sizeof(*link_dir));
+	if (link_dir) {
+		strcpy(link_dir->dir, dir);
+		strcpy(link_dir->real, real);
+		link_dir->at = now;
+	}
+	return 0;
+}
+
+/* Checkpoints this process wrote through a folder's symbolic link (run/x,
+ * run a link to run_real), each with the path the kernel reaches
+ * (run_real/x): two spellings of one file would be two versions in the
+ * cache, published in either order. Few programs do it; the list keeps
+ * the last ALIAS_MAX. */
+#define ALIAS_MAX 32
+static struct alias {
+	char *spelt, *real;
+} aliases[ALIAS_MAX];
+static atomic_uint alias_n;
+static unsigned alias_next;
+static ckc_mutex_t alias_lock = CKC_MUTEX_INIT(ALIAS);
+CKC_LOCKS_AT_START(alias_lock, ckc_locks_add, &alias_lock)
+
+/* The path the kernel reaches for canon through its folder's links, in
+ * real: false if it is canon itself (or cannot be known). */
+static bool link_real(const char *canon, char real[PATH_MAX])
+{
+	char dir[PATH_MAX], rdir[PATH_MAX];
+	if (ckc_path_dirname(canon, dir, sizeof(dir)) || link_folder(dir, rdir) || !strcmp(dir, rdir))
+		return false;
+	const char *base = canon + strlen(dir) + (strcmp(dir, "/") != 0);
+	return snprintf(real, PATH_MAX, "%s/%s", rdir, base) < PATH_MAX;
+}
+
+void ckc_alias_write(const char *canon)
+{
+	char real[PATH_MAX], *other[ALIAS_MAX];
+	unsigned n = 0;
+	bool spelt = link_real(canon, real);
+	if (!spelt && !atomic_load_explicit(&alias_n, memory_order_relaxed))
+		return;
+	if (!spelt)
+		strcpy(real, canon);
+	ckc_mutex_lock(&alias_lock);
+	bool known = false;
+	unsigned have = atomic_load(&alias_n);
+	for (unsigned i = 0; i < have; i++)
+		if (!strcmp(aliases[i].real, real)) {
+			if (strcmp(aliases[i].spelt, canon)) {
+				if ((other[n] = strdup(aliases[i].spelt)))
+					n++;
+			} else {
+				known = true;
+			}
+		}
+	if (spelt && !known) {
+		struct alias *a = &aliases[alias_next];
+		char *s = strdup(canon), *r = strdup(real);
+		if (s && r) {
+			free(a->spelt);
+			free(a->real);
+			*a = (struct alias){ s, r };
+			alias_next = (alias_next + 1) % ALIAS_MAX;
+			if (have < ALIAS_MAX)
+				atomic_store(&alias_n, have + 1);
+		} else {
+			free(s);
+			free(r);
+		}
+	}
+	ckc_mutex_unlock(&alias_lock);
+	/* the file's other spellings' versions go to it first, in order */
+	if (spelt)
+		(void)ckc_hand_over_path(real);
+	for (unsigned i = 0; i < n; i++) {
+		(void)ckc_hand_over_path(other[i]);
+		free(other[i]);
+	}
+}
+
+/* The spelling under which this process holds the file real names, from
+ * the list of checkpoints written through a folder's link, in target. */
+static bool alias_held(const char *real, char target[PATH_MAX])
+{
+	if (!atomic_load_explicit(&alias_n, memory_order_relaxed))
+		return false;
+	char *spelt[ALIAS_MAX];
+	unsigned n = 0;
+	ckc_mutex_lock(&alias_lock);
+	unsigned have = atomic_load(&alias_n);
+	for (unsigned i = 0; i < have; i++)
+		if (!strcmp(aliases[i].real, real) && (spelt[n] = strdup(aliases[i].spelt)))
+			n++;
+	ckc_mutex_unlock(&alias_lock);
+	bool held = false;
+	for (unsigned i = 0; i < n; i++) {
+		ckc_stat_t st;
+		ckc_enter();
+		if (!held && ckc_stat_held(spelt[i], &st) == 0 && strlen(spelt[i]) < PATH_MAX) {
+			strcpy(target, spelt[i]);
+			held = true;
+		}
+		ckc_leave();
+		free(spelt[i]);
+	}
+	return held;
+}
+
+bool ckc_link_held(const char *canon, char target[PATH_MAX])
+{
+	char cur[PATH_MAX], t[PATH_MAX], dir[PATH_MAX];
+	int hops = 0;
+	if (!ckc_holds_objects() || strlen(canon) >= sizeof(cur))
+		return false;
+	strcpy(cur, canon);
+	for (struct stat st; hops < LINK_HOPS && REAL(lstat)(cur, &st) == 0 && S_ISLNK(st.st_mode); hops++) {
+		ssize_t k = readlink(cur, t, sizeof(t) - 1);
+		if (k <= 0)
+			return false;
+		t[k] = '\0';
+		/* a relative target is taken from the link's folder */
+		if (ckc_path_dirname(cur, dir, sizeof(dir)) || ckc_path_key(t, dir, cur, sizeof(cur)))
+			return false;
+	}
+	/* a folder on the way that is a link (run -> run_real) */
+	if (ckc_path_dirname(cur, dir, sizeof(dir)) == 0 && link_folder(dir, t) == 0 && strcmp(dir, t) != 0) {
+		const char *base = cur + strlen(dir) + (strcmp(dir, "/") != 0);
+		if (strlen(t) + 1 + strlen(base) < sizeof(t)) {
+			char *e = t + strlen(t);
+			*e++ = '/';
+			strcpy(e, base);
+			strcpy(cur, t);
+			hops++;
+		}
+	}
+	ckc_stat_t st;
+	ckc_enter();
+	bool held = hops > 0 && ckc_stat_held(cur, &st) == 0;
+	ckc_leave();
+	if (held)
+		strcpy(target, cur);
+	else if (alias_held(cur, target))
+		held = true;
+	return held;
+}
+
+static bool cached_at(int dirfd, const char *path, char *canon, ckc_stat_t *out, bool follow)
 {
 	ckc_stat_t st;
 
@@ -269,5 +447,23 @@ bool ckc_cached_at(int dirfd, const char *path, char *canon, ckc_stat_t *out)
 	ckc_enter();
 	bool cached = ckc_stat(canon, out ? out : &st) == 0;
 	ckc_leave();
+	char target[PATH_MAX];
+	if (!cached && follow && ckc_link_held(canon, target)) {
+		ckc_enter();
+		cached = ckc_stat(target, out ? out : &st) == 0;
+		ckc_leave();
+		if (cached)
+			strcpy(canon, target);
+	}
 	return cached;
+}
+
+bool ckc_cached_at(int dirfd, const char *path, char *canon, ckc_stat_t *out)
+{
+	return cached_at(dirfd, path, canon, out, false);
+}
+
+bool ckc_cached_follow(int dirfd, const char *path, char *canon, ckc_stat_t *out)
+{
+	return cached_at(dirfd, path, canon, out, true);
 }

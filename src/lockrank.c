@@ -15,6 +15,7 @@
 static const char *const rank_name[CKC_RANK_COUNT] = {
 	[CKC_RANK_NONE] = "none",
 	[CKC_RANK_STDIO] = "stdio stream list",
+	[CKC_RANK_ALIAS] = "checkpoint spellings",
 	[CKC_RANK_FD] = "descriptor",
 	[CKC_RANK_FDTAB] = "descriptor table",
 	[CKC_RANK_LOCKDIR] = "file-lock folder",

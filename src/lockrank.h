@@ -31,6 +31,9 @@ typedef enum ckc_rank {
 	/* The list of tagged stdio streams: taken alone, by fopen, fclose and
 	 * fileno, around the list only. */
 	CKC_RANK_STDIO,
+	/* The other spellings of checkpoints written through a folder's
+	 * symbolic link: taken alone, around the list only. */
+	CKC_RANK_ALIAS,
 	/* A tagged descriptor's offset and switch: held across the whole
 	 * engine call of a read or write that uses the offset, so it comes
 	 * before everything the engine takes. */

@@ -790,3 +790,83 @@ int m_emfile_excl(int argc, char **argv)
 	printf("emfile-excl: the open that failed made nothing\n");
 	return 0;
 }
+
+/* links DIR: checkpoints reached through symbolic links, as a restart
+ * script reaches them: a "latest" link remade to each new checkpoint
+ * (stat, read, and the real file through the link, which another process
+ * would open), a link made once to a file rewritten at each step, and a
+ * folder reached through a link (run -> run_real), written through both
+ * spellings in turn and read through the other one each time. The last
+ * step leaves DIR/run_real/state.bin with the bytes of seed 16. */
+static void links_read(const char *path, const unsigned char *b, size_t n, const char *what)
+{
+	struct stat st;
+	if (stat(path, &st) != 0 || (size_t)st.st_size != n)
+		fail("%s: stat %s: %s, size %lld, expected %zu", what, path, strerror(errno),
+		     (long long)st.st_size, n);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		fail("%s: open %s: %s", what, path, strerror(errno));
+	unsigned char *r = xmalloc(n + 1);
+	size_t got = read_all(fd, r, n + 1, path);
+	xclose(fd, path);
+	if (got != n || memcmp(r, b, n) != 0)
+		fail("%s: %s reads %zu bytes%s", what, path, got, got == n ? " that differ" : "");
+	free(r);
+}
+
+static void links_write(const char *path, const unsigned char *b, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	write_all(fd, b, n, path);
+	xclose(fd, path);
+}
+
+int m_links(int argc, char **argv)
+{
+	need_args(argc, 2, "DIR");
+	const size_t n = 1 << 20;
+	char p[PATH_MAX], l[PATH_MAX], q[PATH_MAX];
+	snprintf(l, sizeof(l), "%s/latest.bin", argv[1]);
+	for (int s = 0; s < 4; s++) {
+		unsigned char *b = pattern_buf(n, (uint64_t)s);
+		char name[32];
+		snprintf(name, sizeof(name), "ckpt_%d.bin", s);
+		snprintf(p, sizeof(p), "%s/%s", argv[1], name);
+		links_write(p, b, n);
+		unlink(l);
+		if (symlink(name, l) != 0)
+			fail("symlink %s: %s", l, strerror(errno));
+		links_read(l, b, n, "the latest link");
+		raw_check(l, b, n, "the real file through the latest link");
+		free(b);
+	}
+	snprintf(p, sizeof(p), "%s/restart.bin", argv[1]);
+	snprintf(l, sizeof(l), "%s/current.bin", argv[1]);
+	for (int s = 4; s < 8; s++) {
+		unsigned char *b = pattern_buf(n, (uint64_t)s);
+		links_write(p, b, n);
+		if (s == 4 && symlink("restart.bin", l) != 0)
+			fail("symlink %s: %s", l, strerror(errno));
+		links_read(l, b, n, "a link to a file rewritten");
+		free(b);
+	}
+	snprintf(p, sizeof(p), "%s/run_real", argv[1]);
+	snprintf(l, sizeof(l), "%s/run", argv[1]);
+	if (mkdir(p, 0755) != 0 || symlink("run_real", l) != 0)
+		fail("mkdir or symlink in %s: %s", argv[1], strerror(errno));
+	snprintf(p, sizeof(p), "%s/run_real/state.bin", argv[1]);
+	snprintf(q, sizeof(q), "%s/run/state.bin", argv[1]);
+	for (int s = 8; s <= 16; s++) {
+		unsigned char *b = pattern_buf(n, (uint64_t)s);
+		bool via_link = s % 2;
+		links_write(via_link ? q : p, b, n);
+		links_read(via_link ? p : q, b, n, via_link ? "written through the folder's link, read by its folder"
+							   : "written in the folder, read through its link");
+		free(b);
+	}
+	printf("links: checkpoints read through links as written\n");
+	return 0;
+}

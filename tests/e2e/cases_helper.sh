@@ -228,6 +228,15 @@ emfile_excl_case() {
 	done
 }
 
+# Checkpoints reached through symbolic links: a "latest" link, a link to a
+# file rewritten, a folder reached through a link and written through both
+# spellings. No error message, and the last version at the real path.
+links_case() {
+	helper_ok "checkpoints through symbolic links" CKPTCACHE_STEP_ASIDE=off -- links "$T/ck"
+	grep -q 'ckptcache: error' "$T/.log" && fail "an error message:$(first_error 'ckptcache: error')"
+	run_ok "run_real/state.bin at its real path" plain "$HELPER" check ck/run_real/state.bin 1M 16
+}
+
 # A file unlinked, or renamed over, while its writer still uses it: the
 # descriptor reads back every byte, before and after; nothing comes back at
 # the unlinked path, and the file renamed over it stays as it is.
@@ -722,6 +731,7 @@ case_add names/fsync-replace fsync_replace_case
 case_add names/umask-modes umask_modes_case
 case_add fdops/copy-checks copy_checks_case
 case_add fdops/emfile-excl emfile_excl_case
+case_add names/links links_case
 case_add names/unlink-while-open unlink_open_case
 case_add memory/grows-with-use memory_grows_case
 case_add memory/cgroup-default memory_cgroup_case
