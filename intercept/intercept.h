@@ -385,6 +385,9 @@ ssize_t ckc_vfd_write(ckc_vfd_t *v, const void *buf, size_t n);
 ssize_t ckc_vfd_pread(ckc_vfd_t *v, void *buf, size_t n, off_t off);
 ssize_t ckc_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off);
 off_t ckc_vfd_lseek(ckc_vfd_t *v, off_t off, int whence);
+/* CKC_HANDED where a write or truncation of v to position to would leave a
+ * large hole (the checkpoint then went to its real file), else 0. */
+int ckc_px_hole_aside(ckc_vfd_t *v, uint64_t to);
 /* Whether v's real file system allows position r: positions up to
  * CKC_SEEK_ASK_FROM are taken without asking it (every Linux file system
  * holds files of a TiB). */

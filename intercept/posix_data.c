@@ -361,6 +361,8 @@ static int vfd_truncate(ckc_vfd_t *v, off_t len)
 		return -EINVAL;
 	if ((v->flags & O_ACCMODE) == O_RDONLY)
 		return -EINVAL;
+	if ((rc = ckc_px_hole_aside(v, (uint64_t)len)) != 0)
+		return rc;
 	ckc_enter();
 	rc = ckc_ftruncate(v->h, (uint64_t)len);
 	ckc_leave();

@@ -122,6 +122,7 @@ int m_umask_modes(int argc, char **argv);
 int m_copy_checks(int argc, char **argv);
 int m_emfile_excl(int argc, char **argv);
 int m_links(int argc, char **argv);
+int m_sparse(int argc, char **argv);
 int m_locks(int argc, char **argv);
 int m_stdout(int argc, char **argv);
 int m_fdops(int argc, char **argv);

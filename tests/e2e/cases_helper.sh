@@ -237,6 +237,18 @@ links_case() {
 	run_ok "run_real/state.bin at its real path" plain "$HELPER" check ck/run_real/state.bin 1M 16
 }
 
+# Sparse files (a seek far past the end, an ftruncate far up) stay sparse
+# at their real paths: the cache steps aside rather than fill the hole.
+sparse_case() {
+	local f b
+	helper_ok "sparse files" CKPTCACHE_STEP_ASIDE=off CKPTCACHE_HOST_CACHE=512M -- sparse "$T/ck"
+	for f in sparse0 sparse1 sparse2; do
+		b=$(stat -c %b "ck/$f.bin") || fail "ck/$f.bin is not at its real path"
+		[ "$b" -lt 2048 ] || fail "ck/$f.bin takes $b blocks of 512 bytes at its real path: its hole was filled"
+		run_ok "$f.bin's first bytes" cmp -n 4 "ck/$f.bin" <(printf HEAD)
+	done
+}
+
 # A file unlinked, or renamed over, while its writer still uses it: the
 # descriptor reads back every byte, before and after; nothing comes back at
 # the unlinked path, and the file renamed over it stays as it is.
@@ -732,6 +744,7 @@ case_add names/umask-modes umask_modes_case
 case_add fdops/copy-checks copy_checks_case
 case_add fdops/emfile-excl emfile_excl_case
 case_add names/links links_case
+case_add fdops/sparse sparse_case
 case_add names/unlink-while-open unlink_open_case
 case_add memory/grows-with-use memory_grows_case
 case_add memory/cgroup-default memory_cgroup_case
