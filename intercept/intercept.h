@@ -182,6 +182,9 @@ bool ckc_link_held(const char *canon, char target[PATH_MAX]);
  * link) go to the real file first, so that the versions land in the order
  * they were written. */
 void ckc_alias_write(const char *canon);
+/* Whether the folder of canon has a default ACL (a new file there takes
+ * its mode and ACL from it, not from the umask: the real open makes it). */
+bool ckc_folder_default_acl(const char *canon);
 
 /* ---- the node registry (node.c) ---- */
 

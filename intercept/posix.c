@@ -446,7 +446,11 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 		if (cached && (cst.readers > 0 || cst.passed_read) && (flags & O_TRUNC))
 			return hand_over_for(canon, "a truncation while it is open for reading");
 		/* an existing file keeps its mode when it is truncated; a new
-		 * one's is the open's with the umask of now applied */
+		 * one's is the open's with the umask of now applied, except
+		 * in a folder with a default ACL, which the real open applies
+		 * (a mode from it, and an ACL the cache's file would lack) */
+		if (!exists && ckc_folder_default_acl(canon))
+			return CKC_PASS;
 		mode_t m = real ? rst.st_mode : cached ? cst.mode : mode & ~ckc_umask();
 		/* the descriptor first: an open that fails for the want of one
 		 * (EMFILE) makes no version, which its close would publish */

@@ -299,6 +299,37 @@ static int link_folder(const char *dir, char real[PATH_MAX])
 	return 0;
 }
 
+/* Whether canon's folder has a default ACL, which gives a new file there
+ * its mode in place of the umask (and an ACL of its own): asked of the
+ * kernel once a second per thread and folder. */
+static __thread struct {
+	uint64_t at;
+	bool acl;
+	char dir[PATH_MAX];
+} *acl_dir;
+
+bool ckc_folder_default_acl(const char *canon)
+{
+	char dir[PATH_MAX];
+	if (ckc_path_dirname(canon, dir, sizeof(dir)))
+		return false;
+	uint64_t now = ckc_now_ns();
+	if (acl_dir && now - acl_dir->at < LINK_DIR_KEEP_NS && !strcmp(acl_dir->dir, dir))
+		return acl_dir->acl;
+	ssize_t (*gx)(const char *, const char *, void *, size_t) = REAL(getxattr);
+	int saved = errno;
+	bool acl = gx && gx(dir, "system.posix_acl_default", NULL, 0) > 0;
+	errno = saved;
+	if (!acl_dir)
+		acl_dir = malloc(sizeof(*acl_dir));
+	if (acl_dir) {
+		strcpy(acl_dir->dir, dir);
+		acl_dir->acl = acl;
+		acl_dir->at = now;
+	}
+	return acl;
+}
+
 /* Checkpoints this process wrote through a folder's symbolic link (run/x,
  * run a link to run_real), each with the path the kernel reaches
  * (run_real/x): two spellings of one file would be two versions in the

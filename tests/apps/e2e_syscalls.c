@@ -678,10 +678,30 @@ int m_umask_modes(int argc, char **argv)
 	write_all(fd, b, 100000, p);
 	xclose(fd, p);
 	umask_expect(p, -1, 0666);
+	/* a folder with a default ACL (u::rwx g::rwx o::rwx, as setfacl -d
+	 * makes): the kernel gives a new file the open's mode, not the umask's */
+	snprintf(p, sizeof(p), "%s/acl", argv[1]);
+	if (mkdir(p, 0755) != 0)
+		fail("mkdir %s: %s", p, strerror(errno));
+	struct { uint32_t version; struct { uint16_t tag, perm; uint32_t id; } e[3]; } acl = {
+		2, { { 0x01, 7, 0xffffffff }, { 0x04, 7, 0xffffffff }, { 0x20, 7, 0xffffffff } } };
+	bool acls = setxattr(p, "system.posix_acl_default", &acl, sizeof(acl), 0) == 0;
+	if (acls) {
+		umask(022);
+		snprintf(p, sizeof(p), "%s/acl/a.bin", argv[1]);
+		fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+		if (fd < 0)
+			fail("open %s: %s", p, strerror(errno));
+		write_all(fd, b, 100000, p);
+		umask_expect(p, fd, 0666);
+		xclose(fd, p);
+		umask_expect(p, -1, 0666);
+	}
 	/* the library publishes under this umask, which takes more away */
 	umask(0777);
 	free(b);
-	printf("umask-modes: each file has the mode of its open's umask\n");
+	printf("umask-modes: each file has the mode of its open's umask%s\n",
+	       acls ? " or of its folder's default ACL" : " (no ACLs here)");
 	return 0;
 }
 
