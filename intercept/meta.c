@@ -38,7 +38,7 @@ static int meta_fd(ckc_vfd_t *v, const ckc_attr_t *a)
 static void meta_times(const struct timespec in[2], const ckc_stat_t *st, ckc_attr_t *a)
 {
 	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
+	ckc_file_now(&now);
 	a->mask = CKC_ATTR_TIMES;
 	for (int i = 0; i < 2; i++) {
 		if (!in || in[i].tv_nsec == UTIME_NOW)

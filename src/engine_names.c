@@ -72,7 +72,7 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 	/* the real file's modification time is the version's: an open one's
 	 * is now, its last write having come before this call */
 	if (!o->complete && !(o->attr.mask & CKC_ATTR_TIMES))
-		clock_gettime(CLOCK_REALTIME, &o->mtime);
+		ckc_file_now(&o->mtime);
 	int rc = ckc_flush_home_now(o, durable);
 	/* a snapshot of a checkpoint still open, or closed meanwhile after
 	 * more writes: its final bytes come with its close's flush (queued

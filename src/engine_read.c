@@ -667,7 +667,7 @@ int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
 		o->writes++;
 	}
 	o->attr.mask &= ~CKC_ATTR_TIMES;
-	clock_gettime(CLOCK_REALTIME, &o->mtime);
+	ckc_file_now(&o->mtime);
 	eng_unlock();
 	return rc;
 }
@@ -693,7 +693,7 @@ int ckc_fallocate_home(ckc_handle_t *h, int mode, uint64_t off, uint64_t len)
 		ckc_mutex_lock(&ckc_eng.lock);
 		if (off + len > o->size)
 			o->size = off + len;
-		clock_gettime(CLOCK_REALTIME, &o->mtime);
+		ckc_file_now(&o->mtime);
 		eng_unlock();
 	}
 	return 0;

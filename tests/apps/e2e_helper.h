@@ -124,6 +124,7 @@ int m_copy_checks(int argc, char **argv);
 int m_emfile_excl(int argc, char **argv);
 int m_links(int argc, char **argv);
 int m_sparse(int argc, char **argv);
+int m_mtime_order(int argc, char **argv);
 int m_locks(int argc, char **argv);
 int m_stdout(int argc, char **argv);
 int m_fdops(int argc, char **argv);

@@ -933,3 +933,41 @@ int m_sparse(int argc, char **argv)
 	printf("sparse: sparse files read back as written\n");
 	return 0;
 }
+
+/* mtime-order DIR N: N times, a checkpoint DIR/a_i.bin written and closed,
+ * then an untagged file DIR/b_i.dat: the checkpoint's modification time is
+ * never after the later file's, in stat while cached (and at the real
+ * paths, checked after exit with find -newer), as the kernel stamps them. */
+int m_mtime_order(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "DIR N");
+	char a[PATH_MAX], b[PATH_MAX];
+	unsigned char *buf = pattern_buf(65536, 1);
+	int inverted = 0;
+	for (long i = 0; i < arg.n; i++) {
+		snprintf(a, sizeof(a), "%s/a_%ld.bin", arg.path, i);
+		snprintf(b, sizeof(b), "%s/b_%ld.dat", arg.path, i);
+		int fd = open(a, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			fail("open %s: %s", a, strerror(errno));
+		write_all(fd, buf, 65536, a);
+		xclose(fd, a);
+		fd = open(b, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			fail("open %s: %s", b, strerror(errno));
+		write_all(fd, buf, 100, b);
+		xclose(fd, b);
+		struct stat sa, sb;
+		if (stat(a, &sa) != 0 || stat(b, &sb) != 0)
+			fail("stat: %s", strerror(errno));
+		if (sa.st_mtim.tv_sec > sb.st_mtim.tv_sec ||
+		    (sa.st_mtim.tv_sec == sb.st_mtim.tv_sec && sa.st_mtim.tv_nsec > sb.st_mtim.tv_nsec))
+			inverted++;
+	}
+	free(buf);
+	if (inverted)
+		fail("%d of %ld checkpoints have a modification time after that of a file written after them",
+		     inverted, arg.n);
+	printf("mtime-order: %ld checkpoints no newer than the files after them\n", arg.n);
+	return 0;
+}

@@ -251,6 +251,16 @@ sparse_case() {
 	done
 }
 
+# A checkpoint is never newer than a file the program wrote after it, while
+# cached and at its real path (make, find -newer and rsync compare them).
+mtime_order_case() {
+	helper_ok "modification times' order" CKPTCACHE_PATHS="$T/ck/*.bin" CKPTCACHE_STEP_ASIDE=off -- \
+		mtime-order "$T/ck" 200
+	local newer
+	newer=$(for i in $(seq 0 199); do find ck -name "a_$i.bin" -newer "ck/b_$i.dat"; done | head -3)
+	[ -z "$newer" ] || fail "at their real paths, newer than the files written after them: $newer"
+}
+
 # A file unlinked, or renamed over, while its writer still uses it: the
 # descriptor reads back every byte, before and after; nothing comes back at
 # the unlinked path, and the file renamed over it stays as it is.
@@ -747,6 +757,7 @@ case_add fdops/copy-checks copy_checks_case
 case_add fdops/emfile-excl emfile_excl_case
 case_add names/links links_case
 case_add fdops/sparse sparse_case
+case_add names/mtime-order mtime_order_case
 case_add names/unlink-while-open unlink_open_case
 case_add memory/grows-with-use memory_grows_case
 case_add memory/cgroup-default memory_cgroup_case
