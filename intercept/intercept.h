@@ -177,11 +177,14 @@ bool ckc_cached_follow(int dirfd, const char *path, char *canon, ckc_stat_t *st)
  * the real file there may not be published yet, or be an older version.
  * False at once while the cache holds nothing. */
 bool ckc_link_held(const char *canon, char target[PATH_MAX]);
+/* The same without following canon's last component (the name unlink and
+ * rename act on): its folder's link, or another spelling of the file. */
+bool ckc_spelling_held(const char *canon, char target[PATH_MAX]);
 /* A write's open of canon (a tagged path): the versions this process holds
  * of the same file under another spelling (through a folder's symbolic
  * link) go to the real file first, so that the versions land in the order
  * they were written. */
-void ckc_alias_write(const char *canon);
+void ckc_alias_write(const char *canon, bool replacing);
 /* Whether the folder of canon has a default ACL (a new file there takes
  * its mode and ACL from it, not from the umask: the real open makes it). */
 bool ckc_folder_default_acl(const char *canon);

@@ -457,7 +457,7 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 		int ph = ckc_placeholder(flags);
 		if (ph < 0)
 			return ph;
-		ckc_alias_write(canon);
+		ckc_alias_write(canon, true);
 		/* from now on this process can hold bytes others may ask for */
 		ckc_writer_start();
 		int rc = acc == O_WRONLY && !(flags & O_APPEND) ? ckc_open_write_only(canon, m & 07777, &h) :
@@ -473,7 +473,7 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 	if (cached)
 		return hand_over_for(canon, "an in-place update");
 	link_hand_over(canon);
-	ckc_alias_write(canon);
+	ckc_alias_write(canon, false);
 	return CKC_PASS;
 }
 

@@ -187,6 +187,14 @@ CKC_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 static int unlink_tagged(const char *canon)
 {
 	int saved = errno;
+	char other[PATH_MAX];
+	ckc_stat_t st;
+	ckc_enter();
+	bool held = ckc_stat_held(canon, &st) == 0;
+	ckc_leave();
+	/* written through its folder's other spelling: that version goes */
+	if (!held && ckc_spelling_held(canon, other))
+		canon = other;
 	ckc_enter();
 	int rc = ckc_unlink(canon);
 	ckc_leave();
@@ -374,6 +382,14 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 	if (tf || tt) {
 		ckc_enter();
 		bool cached = tf && ckc_stat(cf, &st) == 0;
+		ckc_leave();
+		/* written through its folder's other spelling: that version moves */
+		char other[PATH_MAX];
+		if (tf && !cached && ckc_spelling_held(cf, other)) {
+			strcpy(cf, other);
+			cached = true;
+		}
+		ckc_enter();
 		bool dest_cached = tt && ckc_stat(ct, &st) == 0;
 		int rc = 0;
 		if (cached && tt && !(flags & RENAME_EXCHANGE)) {
@@ -596,27 +612,35 @@ static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_
  * on either side: EINVAL. */
 enum copy_call { COPY_CFR, COPY_SENDFILE, COPY_SPLICE };
 
-static int copy_fd_flags(int fd, ckc_vfd_t *v, bool *pipe)
+static int copy_fd_flags(int fd, ckc_vfd_t *v, mode_t *type)
 {
-	*pipe = false;
+	*type = S_IFREG; /* a checkpoint is a file */
 	if (v)
 		return v->flags;
 	int fl = REAL(fcntl)(fd, F_GETFL);
 	struct stat st;
 	if (fl >= 0 && REAL(fstat)(fd, &st) == 0)
-		*pipe = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+		*type = st.st_mode & S_IFMT;
 	return fl < 0 ? -EBADF : fl;
 }
 
 static int copy_check(int in, ckc_vfd_t *vin, int out, ckc_vfd_t *vout, enum copy_call call)
 {
-	bool pin, pout;
-	int fin = copy_fd_flags(in, vin, &pin), fout = copy_fd_flags(out, vout, &pout);
-	if (fin < 0 || fout < 0 || (fin & O_ACCMODE) == O_WRONLY || (fout & O_ACCMODE) == O_RDONLY)
+	mode_t tin, tout;
+	int fin = copy_fd_flags(in, vin, &tin), fout = copy_fd_flags(out, vout, &tout);
+	if (fin < 0 || fout < 0)
 		return -EBADF;
-	if (call == COPY_SPLICE && !pin && !pout)
+	/* copy_file_range copies between files only */
+	if (call == COPY_CFR && (tin == S_IFDIR || tout == S_IFDIR))
+		return -EISDIR;
+	if (call == COPY_CFR && (tin != S_IFREG || tout != S_IFREG))
 		return -EINVAL;
-	if ((fout & O_APPEND) && !pout)
+	if ((fin & O_ACCMODE) == O_WRONLY || (fout & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
+	/* splice moves bytes through a pipe on one side */
+	if (call == COPY_SPLICE && tin != S_IFIFO && tout != S_IFIFO)
+		return -EINVAL;
+	if ((fout & O_APPEND) && tout == S_IFREG)
 		return call == COPY_CFR ? -EBADF : -EINVAL;
 	return 0;
 }

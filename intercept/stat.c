@@ -328,6 +328,8 @@ CKC_EXPORT mode_t umask(mode_t m)
 {
 	mode_t (*ru)(mode_t) = REAL(umask);
 	mode_t old = ru ? ru(m) : (mode_t)syscall(SYS_umask, (int)m);
-	ckc_umask_set(m);
+	/* a vfork child shares the parent's memory, not its umask */
+	if (!ckc_in_vfork_child())
+		ckc_umask_set(m);
 	return old;
 }

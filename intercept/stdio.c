@@ -308,6 +308,16 @@ static FILE *stdio_stream(int fd, const char *mode)
 	char *buf = malloc(STDIO_BUF);
 	if (buf)
 		setvbuf(f, buf, _IOFBF, STDIO_BUF);
+	/* glibc sizes a file stream's buffer by an fstat of its file before
+	 * the first transfer, which the file's times then show (a stamp of
+	 * the kernel's fine clock at its next change): the same look here */
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (v) {
+		ckc_stat_t st;
+		ckc_enter();
+		ckc_handle_stat(v->h, &st);
+		ckc_leave();
+	}
 	if (stdio_add(f, c, buf) != 0) {
 		atomic_store(&c->fd, -1); /* the caller still owns fd */
 		REAL(fclose)(f);

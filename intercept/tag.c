@@ -261,20 +261,53 @@ bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 /* Links followed in a row by ckc_link_held, as the kernel follows 40. */
 #define LINK_HOPS 8
 
-/* The folder the kernel reaches through dir (its symbolic links followed),
- * in real: 0, or -errno. Each thread keeps its last answer for a second:
- * a restore that misses the cache in one folder asks once. */
-#define LINK_DIR_KEEP_NS 1000000000ull
-static __thread struct {
-	uint64_t at;
+/* A thread's last answers about a folder (freed when the thread ends): the
+ * path the kernel reaches through it, kept while the folder it leads to
+ * is the same one (a link retargeted leads elsewhere); whether it has a
+ * default ACL, kept a second. */
+#define ACL_KEEP_NS 1000000000ull
+struct tag_cache {
 	char dir[PATH_MAX], real[PATH_MAX];
-} *link_dir;
+	dev_t dev;
+	ino_t ino;
+	bool known;
+	char acl_dir[PATH_MAX];
+	uint64_t acl_at;
+	bool acl;
+};
+static pthread_key_t tag_cache_key;
+static pthread_once_t tag_cache_once = PTHREAD_ONCE_INIT;
+static bool tag_cache_ok;
 
+static void tag_cache_make(void)
+{
+	tag_cache_ok = pthread_key_create(&tag_cache_key, free) == 0;
+}
+
+static struct tag_cache *tag_cache(void)
+{
+	pthread_once(&tag_cache_once, tag_cache_make);
+	if (!tag_cache_ok)
+		return NULL;
+	struct tag_cache *c = pthread_getspecific(tag_cache_key);
+	if (!c && (c = calloc(1, sizeof(*c))) && pthread_setspecific(tag_cache_key, c) != 0) {
+		free(c);
+		c = NULL;
+	}
+	return c;
+}
+
+/* The folder the kernel reaches through dir (its symbolic links followed),
+ * in real: 0, or -errno. One stat of dir when the thread's last answer was
+ * about it; the kernel's name of it otherwise (O_PATH, /proc/self/fd). */
 static int link_folder(const char *dir, char real[PATH_MAX])
 {
-	uint64_t now = ckc_now_ns();
-	if (link_dir && now - link_dir->at < LINK_DIR_KEEP_NS && !strcmp(link_dir->dir, dir)) {
-		strcpy(real, link_dir->real);
+	struct stat st;
+	if (REAL(stat)(dir, &st) != 0)
+		return -errno;
+	struct tag_cache *c = tag_cache();
+	if (c && c->known && c->dev == st.st_dev && c->ino == st.st_ino && !strcmp(c->dir, dir)) {
+		strcpy(real, c->real);
 		return 0;
 	}
 	int fd = REAL(open)(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -288,13 +321,12 @@ static int link_folder(const char *dir, char real[PATH_MAX])
 	if (rc)
 		return rc;
 	real[k] = '\0';
-	/* (a thread's one allocation, left to the process's end) */
-	if (!link_dir)
-		link_dir = malloc(sizeof(*link_dir));
-	if (link_dir) {
-		strcpy(link_dir->dir, dir);
-		strcpy(link_dir->real, real);
-		link_dir->at = now;
+	if (c && strlen(dir) < sizeof(c->dir)) {
+		strcpy(c->dir, dir);
+		strcpy(c->real, real);
+		c->dev = st.st_dev;
+		c->ino = st.st_ino;
+		c->known = true;
 	}
 	return 0;
 }
@@ -302,30 +334,23 @@ static int link_folder(const char *dir, char real[PATH_MAX])
 /* Whether canon's folder has a default ACL, which gives a new file there
  * its mode in place of the umask (and an ACL of its own): asked of the
  * kernel once a second per thread and folder. */
-static __thread struct {
-	uint64_t at;
-	bool acl;
-	char dir[PATH_MAX];
-} *acl_dir;
-
 bool ckc_folder_default_acl(const char *canon)
 {
 	char dir[PATH_MAX];
 	if (ckc_path_dirname(canon, dir, sizeof(dir)))
 		return false;
 	uint64_t now = ckc_now_ns();
-	if (acl_dir && now - acl_dir->at < LINK_DIR_KEEP_NS && !strcmp(acl_dir->dir, dir))
-		return acl_dir->acl;
+	struct tag_cache *c = tag_cache();
+	if (c && c->acl_at && now - c->acl_at < ACL_KEEP_NS && !strcmp(c->acl_dir, dir))
+		return c->acl;
 	ssize_t (*gx)(const char *, const char *, void *, size_t) = REAL(getxattr);
 	int saved = errno;
 	bool acl = gx && gx(dir, "system.posix_acl_default", NULL, 0) > 0;
 	errno = saved;
-	if (!acl_dir)
-		acl_dir = malloc(sizeof(*acl_dir));
-	if (acl_dir) {
-		strcpy(acl_dir->dir, dir);
-		acl_dir->acl = acl;
-		acl_dir->at = now;
+	if (c) {
+		strcpy(c->acl_dir, dir);
+		c->acl = acl;
+		c->acl_at = now;
 	}
 	return acl;
 }
@@ -333,12 +358,15 @@ bool ckc_folder_default_acl(const char *canon)
 /* Checkpoints this process wrote through a folder's symbolic link (run/x,
  * run a link to run_real), each with the path the kernel reaches
  * (run_real/x): two spellings of one file would be two versions in the
- * cache, published in either order. Few programs do it; the list keeps
- * the last ALIAS_MAX. */
-#define ALIAS_MAX 32
+ * cache, published in either order. The list keeps the last ALIAS_MAX;
+ * the one it drops is published first, so that no version is left that a
+ * write through the other spelling would not see. */
+#define ALIAS_MAX 1024
+/* Spellings of one file looked at (a file has few). */
+#define ALIAS_SAME 8
 static struct alias {
 	char *spelt, *real;
-} aliases[ALIAS_MAX];
+} *aliases;
 static atomic_uint alias_n;
 static unsigned alias_next;
 static ckc_mutex_t alias_lock = CKC_MUTEX_INIT(ALIAS);
@@ -355,9 +383,9 @@ static bool link_real(const char *canon, char real[PATH_MAX])
 	return snprintf(real, PATH_MAX, "%s/%s", rdir, base) < PATH_MAX;
 }
 
-void ckc_alias_write(const char *canon)
+void ckc_alias_write(const char *canon, bool replacing)
 {
-	char real[PATH_MAX], *other[ALIAS_MAX];
+	char real[PATH_MAX], *other[ALIAS_SAME], *moved = NULL;
 	unsigned n = 0;
 	bool spelt = link_real(canon, real);
 	if (!spelt && !atomic_load_explicit(&alias_n, memory_order_relaxed))
@@ -367,20 +395,37 @@ void ckc_alias_write(const char *canon)
 	ckc_mutex_lock(&alias_lock);
 	bool known = false;
 	unsigned have = atomic_load(&alias_n);
-	for (unsigned i = 0; i < have; i++)
-		if (!strcmp(aliases[i].real, real)) {
-			if (strcmp(aliases[i].spelt, canon)) {
-				if ((other[n] = strdup(aliases[i].spelt)))
+	for (unsigned i = 0; i < have; i++) {
+		bool same = !strcmp(aliases[i].spelt, canon);
+		if (same && strcmp(aliases[i].real, real)) {
+			/* the folder's link leads elsewhere now: a version held
+			 * under this spelling belongs to the file it led to */
+			char *r = strdup(real);
+			if (r) {
+				if (replacing && !moved)
+					moved = aliases[i].real;
+				else
+					free(aliases[i].real);
+				aliases[i].real = r;
+			}
+			known = true;
+		} else if (!strcmp(aliases[i].real, real)) {
+			if (!same) {
+				if (n < ALIAS_SAME && (other[n] = strdup(aliases[i].spelt)))
 					n++;
 			} else {
 				known = true;
 			}
 		}
-	if (spelt && !known) {
+	}
+	char *dropped = NULL;
+	if (spelt && !known && !aliases)
+		aliases = calloc(ALIAS_MAX, sizeof(*aliases));
+	if (spelt && !known && aliases) {
 		struct alias *a = &aliases[alias_next];
 		char *s = strdup(canon), *r = strdup(real);
 		if (s && r) {
-			free(a->spelt);
+			dropped = a->spelt;
 			free(a->real);
 			*a = (struct alias){ s, r };
 			alias_next = (alias_next + 1) % ALIAS_MAX;
@@ -392,6 +437,21 @@ void ckc_alias_write(const char *canon)
 		}
 	}
 	ckc_mutex_unlock(&alias_lock);
+	/* it is named by that file's path, and published there (what the
+	 * spelling leads to now is replaced by the version this open makes) */
+	if (moved) {
+		ckc_stat_t st;
+		ckc_enter();
+		/* (one published already is there: nothing to move) */
+		if (ckc_stat_held(canon, &st) == 0 && !st.at_home)
+			(void)ckc_rename(canon, moved);
+		ckc_leave();
+		free(moved);
+	}
+	if (dropped) {
+		(void)ckc_hand_over_path(dropped);
+		free(dropped);
+	}
 	/* the file's other spellings' versions go to it first, in order */
 	if (spelt)
 		(void)ckc_hand_over_path(real);
@@ -407,12 +467,12 @@ static bool alias_held(const char *real, char target[PATH_MAX])
 {
 	if (!atomic_load_explicit(&alias_n, memory_order_relaxed))
 		return false;
-	char *spelt[ALIAS_MAX];
+	char *spelt[ALIAS_SAME];
 	unsigned n = 0;
 	ckc_mutex_lock(&alias_lock);
 	unsigned have = atomic_load(&alias_n);
 	for (unsigned i = 0; i < have; i++)
-		if (!strcmp(aliases[i].real, real) && (spelt[n] = strdup(aliases[i].spelt)))
+		if (n < ALIAS_SAME && !strcmp(aliases[i].real, real) && (spelt[n] = strdup(aliases[i].spelt)))
 			n++;
 	ckc_mutex_unlock(&alias_lock);
 	bool held = false;
@@ -429,24 +489,30 @@ static bool alias_held(const char *real, char target[PATH_MAX])
 	return held;
 }
 
-bool ckc_link_held(const char *canon, char target[PATH_MAX])
+/* The held checkpoint canon names through its links: the last component's
+ * when last (up to LINK_HOPS in a row), its folder's, and the spellings of
+ * files written through a folder's link. */
+static bool held_through(const char *canon, char target[PATH_MAX], bool last)
 {
 	char cur[PATH_MAX], t[PATH_MAX], dir[PATH_MAX];
 	int hops = 0;
 	if (!ckc_holds_objects() || strlen(canon) >= sizeof(cur))
 		return false;
+	int saved = errno;
 	strcpy(cur, canon);
-	for (struct stat st; hops < LINK_HOPS && REAL(lstat)(cur, &st) == 0 && S_ISLNK(st.st_mode); hops++) {
+	bool ok = true;
+	for (struct stat st; last && ok && hops < LINK_HOPS && REAL(lstat)(cur, &st) == 0 && S_ISLNK(st.st_mode);
+	     hops++) {
 		ssize_t k = readlink(cur, t, sizeof(t) - 1);
-		if (k <= 0)
-			return false;
-		t[k] = '\0';
-		/* a relative target is taken from the link's folder */
-		if (ckc_path_dirname(cur, dir, sizeof(dir)) || ckc_path_key(t, dir, cur, sizeof(cur)))
-			return false;
+		if (k > 0)
+			t[k] = '\0';
+		/* a relative target is taken from the link's folder; a walk the
+		 * kernel would refuse (nodir/../x) finds nothing */
+		ok = k > 0 && ckc_path_dirname(cur, dir, sizeof(dir)) == 0 &&
+		     ckc_path_resolve(t, dir, cur, sizeof(cur)) == 0;
 	}
 	/* a folder on the way that is a link (run -> run_real) */
-	if (ckc_path_dirname(cur, dir, sizeof(dir)) == 0 && link_folder(dir, t) == 0 && strcmp(dir, t) != 0) {
+	if (ok && ckc_path_dirname(cur, dir, sizeof(dir)) == 0 && link_folder(dir, t) == 0 && strcmp(dir, t) != 0) {
 		const char *base = cur + strlen(dir) + (strcmp(dir, "/") != 0);
 		if (strlen(t) + 1 + strlen(base) < sizeof(t)) {
 			char *e = t + strlen(t);
@@ -456,25 +522,52 @@ bool ckc_link_held(const char *canon, char target[PATH_MAX])
 			hops++;
 		}
 	}
-	ckc_stat_t st;
-	ckc_enter();
-	bool held = hops > 0 && ckc_stat_held(cur, &st) == 0;
-	ckc_leave();
-	if (held)
-		strcpy(target, cur);
-	else if (alias_held(cur, target))
-		held = true;
+	bool held = false;
+	if (ok) {
+		ckc_stat_t st;
+		ckc_enter();
+		held = hops > 0 && ckc_stat_held(cur, &st) == 0;
+		ckc_leave();
+		if (held)
+			strcpy(target, cur);
+		else
+			held = alias_held(cur, target);
+	}
+	errno = saved;
 	return held;
+}
+
+bool ckc_link_held(const char *canon, char target[PATH_MAX])
+{
+	return held_through(canon, target, true);
+}
+
+bool ckc_spelling_held(const char *canon, char target[PATH_MAX])
+{
+	return held_through(canon, target, false);
 }
 
 static bool cached_at(int dirfd, const char *path, char *canon, ckc_stat_t *out, bool follow)
 {
 	ckc_stat_t st;
+	int saved = errno;
 
-	/* nothing cached: every answer is the real file's, and the path need
-	 * not be looked at (a walker's stat of each name: du, find, tar) */
-	if (!ckc_holds_objects() || !ckc_tagged_at(dirfd, path, canon))
+	/* nothing cached here or elsewhere on the node: every answer is the
+	 * real file's, and the path need not be looked at (a walker's stat of
+	 * each name: du, find, tar) */
+	bool held = ckc_holds_objects(), others = ckc_node_holds_any();
+	if ((!held && !others) || !ckc_tagged_at(dirfd, path, canon)) {
+		errno = saved;
 		return false;
+	}
+	/* another process that holds it publishes it first, as for an open:
+	 * a stat after its writer's close sees it (find -newer, test -e) */
+	if (others && !ckc_in_vfork_child())
+		ckc_node_ask(canon);
+	if (!held) {
+		errno = saved;
+		return false;
+	}
 	ckc_enter();
 	bool cached = ckc_stat(canon, out ? out : &st) == 0;
 	ckc_leave();
@@ -486,6 +579,7 @@ static bool cached_at(int dirfd, const char *path, char *canon, ckc_stat_t *out,
 		if (cached)
 			strcpy(canon, target);
 	}
+	errno = saved; /* the looks' (the call's own is the caller's) */
 	return cached;
 }
 

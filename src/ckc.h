@@ -216,9 +216,9 @@ int ckc_rename(const char *from, const char *to);
 mode_t ckc_umask(void);
 
 /* Now, as the kernel stamps a file it writes: its coarse clock (a tick's
- * granularity). A version's times come from it, so that a file the
- * program writes right after a checkpoint is never older than it (the
- * fine clock put a checkpoint up to a tick after a later file). */
+ * granularity), so that a file the program writes right after a checkpoint
+ * is never older than it (the fine clock put a checkpoint up to a tick
+ * after a later file). */
 static inline void ckc_file_now(struct timespec *ts)
 {
 	clock_gettime(CLOCK_REALTIME_COARSE, ts);

@@ -373,6 +373,9 @@ void eng_abstime(uint64_t ns, struct timespec *ts);
 /* Notes o, just closed or renamed, among the versions that may be owed to
  * their real paths (ckc_owes_under). Lock held. */
 void eng_note_owed(const ckc_obj_t *o);
+/* Sets o's modification time to now, as the kernel would stamp its file
+ * (engine lock held). */
+void eng_touch_mtime(ckc_obj_t *o);
 /* Whether o, still open, was published (an fsync) with no write since:
  * the real file holds its bytes (engine lock held). */
 static inline bool eng_home_snap(const ckc_obj_t *o)

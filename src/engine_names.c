@@ -72,7 +72,7 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 	/* the real file's modification time is the version's: an open one's
 	 * is now, its last write having come before this call */
 	if (!o->complete && !(o->attr.mask & CKC_ATTR_TIMES))
-		ckc_file_now(&o->mtime);
+		eng_touch_mtime(o);
 	int rc = ckc_flush_home_now(o, durable);
 	/* a snapshot of a checkpoint still open, or closed meanwhile after
 	 * more writes: its final bytes come with its close's flush (queued
@@ -573,8 +573,10 @@ static int stat_of(const char *path, ckc_stat_t *st, bool current)
 		return rc;
 	if (o && current)
 		o = eng_current_locked(key);
-	if (o)
+	if (o) {
 		eng_stat_fill(o, st);
+		o->mtime_seen = true;
+	}
 	eng_unlock();
 	return o ? 0 : -ENOENT;
 }

@@ -505,6 +505,21 @@ void ckc_handle_note_read(ckc_handle_t *h, uint64_t off, uint64_t len)
 	eng_unlock();
 }
 
+void eng_touch_mtime(ckc_obj_t *o)
+{
+	struct timespec t;
+	ckc_file_now(&t);
+	/* times looked at since their last change, and no tick later: the
+	 * kernel's fine clock, as the kernel stamps such a file (glibc's stdio
+	 * looks before its first write), so that it is newer than what came
+	 * before in that tick */
+	if (o->mtime_seen && (t.tv_sec < o->mtime.tv_sec ||
+			      (t.tv_sec == o->mtime.tv_sec && t.tv_nsec <= o->mtime.tv_nsec)))
+		clock_gettime(CLOCK_REALTIME, &t);
+	o->mtime = t;
+	o->mtime_seen = false;
+}
+
 void eng_version_times(const ckc_obj_t *o, struct timespec t[2])
 {
 	t[0] = (o->attr.mask & CKC_ATTR_TIMES) ? o->attr.times[0] : o->mtime;
@@ -601,6 +616,7 @@ int ckc_handle_stat(const ckc_handle_t *h, ckc_stat_t *st)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	eng_stat_fill(h->o, st);
+	h->o->mtime_seen = true;
 	eng_unlock();
 	return 0;
 }
@@ -667,7 +683,7 @@ int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
 		o->writes++;
 	}
 	o->attr.mask &= ~CKC_ATTR_TIMES;
-	ckc_file_now(&o->mtime);
+	eng_touch_mtime(o);
 	eng_unlock();
 	return rc;
 }
@@ -693,7 +709,7 @@ int ckc_fallocate_home(ckc_handle_t *h, int mode, uint64_t off, uint64_t len)
 		ckc_mutex_lock(&ckc_eng.lock);
 		if (off + len > o->size)
 			o->size = off + len;
-		ckc_file_now(&o->mtime);
+		eng_touch_mtime(o);
 		eng_unlock();
 	}
 	return 0;

@@ -100,6 +100,7 @@ struct ckc_obj {
 	bool consumed;       /* read back whole at least once */
 	bool from_home;      /* imported from a file of an earlier run */
 	struct timespec mtime;
+	bool mtime_seen;     /* stat looked at it since it last changed */
 	ckc_attr_t attr;     /* set by the program; given to the real file */
 
 	int wlevel;          /* tier receiving the writer's bytes */

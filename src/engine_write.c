@@ -258,7 +258,7 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 		return -ENOMEM;
 	}
 	o->mode = mode & 07777;
-	ckc_file_now(&o->mtime);
+	eng_touch_mtime(o);
 	o->wlevel = ckc_eng.ntier > 1 ? 0 : ckc_eng.ntier - 1;
 	/* a gpu tier without device memory yet (no capture so far) */
 	if (o->wlevel == 0 && ckc_eng.tier[0].kind == TIER_GPU && !ckc_gpu_usable(&ckc_eng.tier[0]))
@@ -609,7 +609,7 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 		 * a real file */
 		if (o->attr.mask & CKC_ATTR_TIMES) {
 			o->attr.mask &= ~CKC_ATTR_TIMES;
-			ckc_file_now(&o->mtime);
+			eng_touch_mtime(o);
 		}
 		ckc_tier_stats_t *st = &ckc_eng.tier[o->wlevel].st;
 		st->put_ops++;
@@ -725,7 +725,7 @@ void eng_close_writer_locked(ckc_obj_t *o)
 	 * version, as it was made durable or not */
 	bool home = eng_home_snap(o) && o->wlevel < ckc_eng.ntier - 1;
 	if (!(o->attr.mask & CKC_ATTR_TIMES) && !home)
-		ckc_file_now(&o->mtime);
+		eng_touch_mtime(o);
 	o->complete = true;
 	if (home) {
 		o->at_home = true;

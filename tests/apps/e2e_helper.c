@@ -20,7 +20,7 @@ static const struct modedef modes[] = {
 	{ "rawcheck", m_rawcheck }, { "history", m_history },	{ "threads", m_threads },
 	{ "readfd", m_readfd },	    { "fork", m_fork },		{ "rawsys", m_rawsys },
 	{ "mmap", m_mmap },	    { "procfd", m_procfd },	{ "uring", m_uring },
-	{ "aio", m_aio }, { "unlink-open", m_unlink_open }, { "append-positional", m_append_positional }, { "append-positional-check", m_append_positional_check }, { "seek-limits", m_seek_limits }, { "errno-kept", m_errno_kept }, { "fsync-replace", m_fsync_replace }, { "umask-modes", m_umask_modes }, { "copy-checks", m_copy_checks }, { "emfile-excl", m_emfile_excl }, { "links", m_links }, { "sparse", m_sparse }, { "mtime-order", m_mtime_order },	    { "locks", m_locks },	{ "fdops", m_fdops },
+	{ "aio", m_aio }, { "unlink-open", m_unlink_open }, { "append-positional", m_append_positional }, { "append-positional-check", m_append_positional_check }, { "seek-limits", m_seek_limits }, { "errno-kept", m_errno_kept }, { "fsync-replace", m_fsync_replace }, { "umask-modes", m_umask_modes }, { "copy-checks", m_copy_checks }, { "emfile-excl", m_emfile_excl }, { "links", m_links }, { "sparse", m_sparse }, { "mtime-order", m_mtime_order }, { "thread-files", m_thread_files },	    { "locks", m_locks },	{ "fdops", m_fdops },
 	{ "fsync-never", m_fsync_never }, { "stdio", m_stdio }, { "stdio-large", m_stdio_large }, { "stdio-large-writes", m_stdio_large_writes }, { "stdio-threads", m_stdio_threads }, { "stdio-seek-cur", m_stdio_seek_cur }, { "stdio-threads-check", m_stdio_threads_check }, { "statcached", m_statcached },
 	{ "closeby", m_closeby },   { "meta", m_meta },	    { "copycalls", m_copycalls },
 	{ "misc", m_misc },	    { "histcheck", m_histcheck }, { "rewrite", m_rewrite },

@@ -31,6 +31,7 @@
 #include <sys/file.h>
 #include <sys/sendfile.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -125,6 +126,7 @@ int m_emfile_excl(int argc, char **argv);
 int m_links(int argc, char **argv);
 int m_sparse(int argc, char **argv);
 int m_mtime_order(int argc, char **argv);
+int m_thread_files(int argc, char **argv);
 int m_locks(int argc, char **argv);
 int m_stdout(int argc, char **argv);
 int m_fdops(int argc, char **argv);

@@ -580,6 +580,10 @@ int m_errno_kept(int argc, char **argv)
 	snprintf(p, sizeof(p), "%s/open0.bin", argv[1]);
 	snprintf(q, sizeof(q), "%s/moved.bin", argv[1]);
 	errno = EDOM;
+	errno_check("access", access(p, R_OK | W_OK) == 0);
+	errno = EDOM;
+	errno_check("faccessat", faccessat(AT_FDCWD, p, R_OK, 0) == 0);
+	errno = EDOM;
 	errno_check("rename", rename(p, q) == 0);
 	errno = EDOM;
 	errno_check("unlink", unlink(q) == 0);
@@ -664,6 +668,22 @@ int m_umask_modes(int argc, char **argv)
 		xclose(fd, p);
 		umask_expect(p, -1, 0666 & ~masks[i]);
 	}
+	/* a vfork child's umask is its own (Python's subprocess with umask=) */
+	umask(022);
+	pid_t pid = vfork();
+	if (pid == 0) {
+		umask(077);
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, NULL, 0) != pid)
+		fail("vfork: %s", strerror(errno));
+	snprintf(p, sizeof(p), "%s/v022.bin", argv[1]);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+	if (fd < 0)
+		fail("open %s: %s", p, strerror(errno));
+	write_all(fd, b, 100000, p);
+	umask_expect(p, fd, 0644);
+	xclose(fd, p);
 	umask(077);
 	snprintf(p, sizeof(p), "%s/s077.bin", argv[1]);
 	FILE *f = xfopen(p, "w");
@@ -764,6 +784,50 @@ int m_copy_checks(int argc, char **argv)
 				     (long long)size[0], r[1], r[1] < 0 ? strerror((int)-r[1]) : "-", (long long)size[1]);
 			n++;
 		}
+	/* into a pipe, a socket and a folder: copy_file_range copies between
+	 * files only, splice needs a pipe */
+	int pp[2], sp[2], dir[2];
+	if (pipe(pp) != 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, sp) != 0)
+		fail("pipe or socketpair: %s", strerror(errno));
+	for (int k = 0; k < 2; k++) {
+		if ((dir[k] = open(argv[1 + k], O_RDONLY | O_DIRECTORY)) < 0)
+			fail("open %s: %s", argv[1 + k], strerror(errno));
+		/* a new version: the copies above may have made the last one
+		 * its real file */
+		int fd = open(src[k], O_WRONLY | O_TRUNC);
+		if (fd < 0)
+			fail("open %s: %s", src[k], strerror(errno));
+		write_all(fd, b, 4096, src[k]);
+		xclose(fd, src[k]);
+	}
+	for (int c = 0; c < 3; c++)
+		for (int to = 0; to < 3; to++) {
+			long r[2];
+			for (int k = 0; k < 2; k++) {
+				int in = open(src[k], O_RDONLY);
+				if (in < 0)
+					fail("open %s: %s", src[k], strerror(errno));
+				int out = to == 0 ? pp[1] : to == 1 ? sp[0] : dir[k];
+				r[k] = c == 1 && to == 2 ? r[0] : copy_try(c, in, out);
+				close(in);
+				char sink[8192];
+				while (to == 0 && r[k] > 0 && read(pp[0], sink, sizeof(sink)) == sizeof(sink))
+					;
+				while (to == 1 && r[k] > 0 && recv(sp[1], sink, sizeof(sink), MSG_DONTWAIT) > 0)
+					;
+			}
+			if (r[0] != r[1])
+				fail("%s into a %s: %ld (%s) from the tagged file, %ld (%s) from the untagged one", calls[c],
+				     to == 0 ? "pipe" : to == 1 ? "socket" : "folder", r[0],
+				     r[0] < 0 ? strerror((int)-r[0]) : "-", r[1], r[1] < 0 ? strerror((int)-r[1]) : "-");
+			n++;
+		}
+	close(pp[0]);
+	close(pp[1]);
+	close(sp[0]);
+	close(sp[1]);
+	close(dir[0]);
+	close(dir[1]);
 	free(b);
 	printf("copy-checks: %d copy calls answered as on untagged files\n", n);
 	return 0;
@@ -887,6 +951,43 @@ int m_links(int argc, char **argv)
 							   : "written in the folder, read through its link");
 		free(b);
 	}
+	/* a folder link retargeted between two writes through it (A/x, then
+	 * B/x); a file removed by its other spelling (B/y); 1,100 files
+	 * written through the link, then the first again through the folder */
+	char cur[PATH_MAX];
+	snprintf(cur, sizeof(cur), "%s/cur", argv[1]);
+	snprintf(p, sizeof(p), "%s/A", argv[1]);
+	snprintf(q, sizeof(q), "%s/B", argv[1]);
+	if (mkdir(p, 0755) != 0 || mkdir(q, 0755) != 0 || symlink("A", cur) != 0)
+		fail("mkdir or symlink in %s: %s", argv[1], strerror(errno));
+	unsigned char *b20 = pattern_buf(n, 20), *b21 = pattern_buf(n, 21);
+	snprintf(l, sizeof(l), "%s/cur/x.bin", argv[1]);
+	links_write(l, b20, n);
+	if (unlink(cur) != 0 || symlink("B", cur) != 0)
+		fail("retargeting %s: %s", cur, strerror(errno));
+	links_write(l, b21, n);
+	snprintf(p, sizeof(p), "%s/A/x.bin", argv[1]);
+	links_read(p, b20, n, "written through a folder link before it was retargeted");
+	snprintf(p, sizeof(p), "%s/B/x.bin", argv[1]);
+	links_read(p, b21, n, "written through a folder link after it was retargeted");
+	snprintf(l, sizeof(l), "%s/cur/y.bin", argv[1]);
+	links_write(l, b21, n);
+	snprintf(p, sizeof(p), "%s/B/y.bin", argv[1]);
+	if (unlink(p) != 0)
+		fail("unlink %s, written as %s: %s", p, l, strerror(errno));
+	struct stat st;
+	if (stat(l, &st) == 0 || errno != ENOENT)
+		fail("%s is still there after its other spelling %s was removed", l, p);
+	for (int i = 0; i < 1100; i++) {
+		snprintf(l, sizeof(l), "%s/cur/f_%d.bin", argv[1], i);
+		links_write(l, b20, 16);
+	}
+	snprintf(p, sizeof(p), "%s/B/f_0.bin", argv[1]);
+	links_write(p, b21, 16);
+	snprintf(l, sizeof(l), "%s/cur/f_0.bin", argv[1]);
+	links_read(l, b21, 16, "written through a folder link 1,100 files ago, then through the folder");
+	free(b20);
+	free(b21);
 	printf("links: checkpoints read through links as written\n");
 	return 0;
 }
@@ -937,13 +1038,22 @@ int m_sparse(int argc, char **argv)
 /* mtime-order DIR N: N times, a checkpoint DIR/a_i.bin written and closed,
  * then an untagged file DIR/b_i.dat: the checkpoint's modification time is
  * never after the later file's, in stat while cached (and at the real
- * paths, checked after exit with find -newer), as the kernel stamps them. */
+ * paths, checked after exit with find -newer), as the kernel stamps them.
+ * Then a checkpoint DIR/c_i.bin written through stdio, which looks at its
+ * file before writing: it prints how many are strictly newer than a_i.bin
+ * (a kernel with fine-grained stamps for files looked at makes them so). */
+static bool mtime_after(const struct stat *x, const struct stat *y)
+{
+	return x->st_mtim.tv_sec > y->st_mtim.tv_sec ||
+	       (x->st_mtim.tv_sec == y->st_mtim.tv_sec && x->st_mtim.tv_nsec > y->st_mtim.tv_nsec);
+}
+
 int m_mtime_order(int argc, char **argv)
 {
 	struct args arg = parse_args(argc, argv, "DIR N");
 	char a[PATH_MAX], b[PATH_MAX];
 	unsigned char *buf = pattern_buf(65536, 1);
-	int inverted = 0;
+	int inverted = 0, strict = 0;
 	for (long i = 0; i < arg.n; i++) {
 		snprintf(a, sizeof(a), "%s/a_%ld.bin", arg.path, i);
 		snprintf(b, sizeof(b), "%s/b_%ld.dat", arg.path, i);
@@ -957,17 +1067,59 @@ int m_mtime_order(int argc, char **argv)
 			fail("open %s: %s", b, strerror(errno));
 		write_all(fd, buf, 100, b);
 		xclose(fd, b);
-		struct stat sa, sb;
+		snprintf(b, sizeof(b), "%s/c_%ld.bin", arg.path, i);
+		FILE *f = xfopen(b, "w");
+		if (fwrite(buf, 1, 100, f) != 100)
+			fail("fwrite %s: %s", b, strerror(errno));
+		xfclose(f);
+		struct stat sa, sb, sc;
+		snprintf(b, sizeof(b), "%s/b_%ld.dat", arg.path, i);
 		if (stat(a, &sa) != 0 || stat(b, &sb) != 0)
 			fail("stat: %s", strerror(errno));
-		if (sa.st_mtim.tv_sec > sb.st_mtim.tv_sec ||
-		    (sa.st_mtim.tv_sec == sb.st_mtim.tv_sec && sa.st_mtim.tv_nsec > sb.st_mtim.tv_nsec))
-			inverted++;
+		snprintf(b, sizeof(b), "%s/c_%ld.bin", arg.path, i);
+		if (stat(b, &sc) != 0)
+			fail("stat %s: %s", b, strerror(errno));
+		inverted += mtime_after(&sa, &sb) || mtime_after(&sa, &sc);
+		strict += mtime_after(&sc, &sa);
 	}
 	free(buf);
 	if (inverted)
 		fail("%d of %ld checkpoints have a modification time after that of a file written after them",
 		     inverted, arg.n);
-	printf("mtime-order: %ld checkpoints no newer than the files after them\n", arg.n);
+	printf("mtime-order: %ld checkpoints no newer than the files after them\nstrict=%d\n", arg.n, strict);
+	return 0;
+}
+
+/* thread-files PATH N: N threads one after another, each rewriting the
+ * checkpoint PATH (a program that saves from a new thread each time): the
+ * heap ends within 1 KiB a thread of where it began (what the library
+ * keeps for a thread goes with it). */
+static void *thread_file(void *arg)
+{
+	const char *path = arg;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, "0123456789", 10) != 10)
+		fail("writing %s: %s", path, strerror(errno));
+	xclose(fd, path);
+	return NULL;
+}
+
+int m_thread_files(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "PATH N");
+	/* the first ones set up what the process keeps */
+	for (int i = 0; i < 20; i++)
+		thread_file((void *)arg.path);
+	size_t before = mallinfo2().uordblks;
+	for (long i = 0; i < arg.n; i++) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, thread_file, (void *)arg.path) != 0 || pthread_join(t, NULL) != 0)
+			fail("thread %ld: %s", i, strerror(errno));
+	}
+	size_t after = mallinfo2().uordblks;
+	if (after > before + (size_t)arg.n * 1024)
+		fail("the heap grew by %zu KiB over %ld threads", (after - before) / 1024, arg.n);
+	printf("thread-files: the heap grew by %ld KiB over %ld threads\n",
+	       ((long)after - (long)before) / 1024, arg.n);
 	return 0;
 }

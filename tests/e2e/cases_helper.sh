@@ -203,7 +203,7 @@ fsync_replace_case() {
 umask_modes_case() {
 	local f m
 	helper_ok "modes under changing umasks" CKPTCACHE_STEP_ASIDE=off -- umask-modes "$T/ck"
-	local files="m022:644 m077:600 m002:664 m000:666 s077:600 keep:666"
+	local files="m022:644 m077:600 m002:664 m000:666 v022:644 s077:600 keep:666"
 	[ -e ck/acl/a.bin ] && files="$files acl/a:666"
 	for f in $files; do
 		m=$(stat -c %a "ck/${f%%:*}.bin") || fail "ck/${f%%:*}.bin is not at its real path"
@@ -217,6 +217,10 @@ umask_modes_case() {
 copy_checks_case() {
 	mkdir -p plainside
 	helper_ok "copy calls' refusals" CKPTCACHE_STEP_ASIDE=off -- copy-checks "$T/ck" "$T/plainside"
+	# nothing published: every copy out of a checkpoint comes from the cache
+	rm -f ck/*
+	helper_ok "copy calls' refusals (persist=never)" CKPTCACHE_STEP_ASIDE=off CKPTCACHE_PERSIST=never -- \
+		copy-checks "$T/ck" "$T/plainside"
 }
 
 # An O_EXCL open that fails with EMFILE makes no file; the retry works.
@@ -237,6 +241,10 @@ links_case() {
 	helper_ok "checkpoints through symbolic links" CKPTCACHE_STEP_ASIDE=off -- links "$T/ck"
 	grep -q 'ckptcache: error' "$T/.log" && fail "an error message:$(first_error 'ckptcache: error')"
 	run_ok "run_real/state.bin at its real path" plain "$HELPER" check ck/run_real/state.bin 1M 16
+	run_ok "A/x.bin at its real path" plain "$HELPER" check ck/A/x.bin 1M 20
+	run_ok "B/x.bin at its real path" plain "$HELPER" check ck/B/x.bin 1M 21
+	run_ok "B/f_0.bin at its real path" plain "$HELPER" check ck/B/f_0.bin 16 21
+	absent ck/B/y.bin "removed through its other spelling"
 }
 
 # Sparse files (a seek far past the end, an ftruncate far up) stay sparse
@@ -254,11 +262,28 @@ sparse_case() {
 # A checkpoint is never newer than a file the program wrote after it, while
 # cached and at its real path (make, find -newer and rsync compare them).
 mtime_order_case() {
+	mkdir -p plainside
+	run_ok "modification times' order without the library" plain "$HELPER" mtime-order "$T/plainside" 200
+	local plain_strict with_strict newer
+	plain_strict=$(grep -a '^strict=' "$T/.log" | tail -1 | cut -d= -f2)
 	helper_ok "modification times' order" CKPTCACHE_PATHS="$T/ck/*.bin" CKPTCACHE_STEP_ASIDE=off -- \
 		mtime-order "$T/ck" 200
-	local newer
+	with_strict=$(grep -a '^strict=' "$T/.log" | tail -1 | cut -d= -f2)
 	newer=$(for i in $(seq 0 199); do find ck -name "a_$i.bin" -newer "ck/b_$i.dat"; done | head -3)
 	[ -z "$newer" ] || fail "at their real paths, newer than the files written after them: $newer"
+	# where the kernel stamps a file its stdio looked at with its fine
+	# clock, a checkpoint written so after another is newer than it
+	[ "${plain_strict:-0}" -lt 100 ] || [ "${with_strict:-0}" -ge 100 ] ||
+		fail "$with_strict of 200 stdio checkpoints newer than the one before, $plain_strict without the library"
+}
+
+# A program that saves from a new thread each time: what the library keeps
+# for a thread goes with it (the heap does not grow with the threads), in
+# a folder reached through a link too.
+thread_files_case() {
+	helper_ok "a checkpoint saved from 2,000 threads" CKPTCACHE_STEP_ASIDE=off -- thread-files "$T/ck/t.bin" 2000
+	mkdir -p ck/real && ln -s real ck/via
+	helper_ok "the same through a folder link" CKPTCACHE_STEP_ASIDE=off -- thread-files "$T/ck/via/t.bin" 2000
 }
 
 # A file unlinked, or renamed over, while its writer still uses it: the
@@ -758,6 +783,7 @@ case_add fdops/emfile-excl emfile_excl_case
 case_add names/links links_case
 case_add fdops/sparse sparse_case
 case_add names/mtime-order mtime_order_case
+case_add threads/thread-files thread_files_case
 case_add names/unlink-while-open unlink_open_case
 case_add memory/grows-with-use memory_grows_case
 case_add memory/cgroup-default memory_cgroup_case

@@ -27,6 +27,14 @@ bool ckc_node_holds_any(void)
 {
 	return node_holds;
 }
+/* the paths another process was asked to publish (node.c is not linked) */
+static char node_asked[4][PATH_MAX];
+static int node_nasked;
+void ckc_node_ask(const char *canon)
+{
+	if (node_nasked < 4)
+		snprintf(node_asked[node_nasked++], PATH_MAX, "%s", canon);
+}
 /* the cache not started (init.c is not linked) */
 bool ckc_read_needs_engine(void)
 {
@@ -353,4 +361,24 @@ Test(tag, kept_folder_paths_follow_the_numbers)
 		rmdir(p);
 	}
 	rmdir(dir);
+}
+
+/* A stat of a tagged path while another process of the node holds
+ * checkpoints asks it to publish that path first (close-to-open, as for an
+ * open: find -newer or test -e after the writer's close); an untagged path
+ * is not looked at, and nothing is asked while nobody holds anything. */
+Test(tag, stat_asks_the_holders)
+{
+	char canon[PATH_MAX];
+	load("/lustre/u/run42/*.bin", 0);
+	node_holds = true;
+	node_nasked = 0;
+	cr_assert_not(ckc_cached_at(AT_FDCWD, "/lustre/u/run42/a.bin", canon, NULL));
+	cr_assert_not(ckc_cached_at(AT_FDCWD, "/lustre/u/run42/a.txt", canon, NULL));
+	cr_assert_eq(node_nasked, 1);
+	cr_assert_str_eq(node_asked[0], "/lustre/u/run42/a.bin");
+	node_holds = false;
+	cr_assert_not(ckc_cached_at(AT_FDCWD, "/lustre/u/run42/b.bin", canon, NULL));
+	cr_assert_eq(node_nasked, 1);
+	ckc_tag_free();
 }
