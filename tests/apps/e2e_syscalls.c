@@ -644,6 +644,21 @@ static void umask_expect(const char *path, int fd, mode_t want)
 		     (unsigned)(st.st_mode & 07777), (unsigned)want);
 }
 
+/* Writes path (made with mode mode) and checks the mode fstat gives while
+ * it is open and stat after its close: want, or want_after where it is
+ * not -1 (an existing file keeps its mode). */
+static void umask_file(const char *path, mode_t mode, const unsigned char *b, mode_t want, int want_after)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	write_all(fd, b, 100000, path);
+	if (want_after < 0)
+		umask_expect(path, fd, want);
+	xclose(fd, path);
+	umask_expect(path, -1, want_after < 0 ? want : (mode_t)want_after);
+}
+
 int m_umask_modes(int argc, char **argv)
 {
 	need_args(argc, 2, "DIR");
@@ -652,21 +667,11 @@ int m_umask_modes(int argc, char **argv)
 	unsigned char *b = pattern_buf(100000, 5);
 	snprintf(p, sizeof(p), "%s/keep.bin", argv[1]);
 	umask(0);
-	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-	if (fd < 0)
-		fail("open %s: %s", p, strerror(errno));
-	write_all(fd, b, 100000, p);
-	xclose(fd, p);
+	umask_file(p, 0666, b, 0666, -1);
 	for (size_t i = 0; i < sizeof(masks) / sizeof(masks[0]); i++) {
 		umask(masks[i]);
 		snprintf(p, sizeof(p), "%s/m%03o.bin", argv[1], (unsigned)masks[i]);
-		fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-		if (fd < 0)
-			fail("open %s: %s", p, strerror(errno));
-		write_all(fd, b, 100000, p);
-		umask_expect(p, fd, 0666 & ~masks[i]);
-		xclose(fd, p);
-		umask_expect(p, -1, 0666 & ~masks[i]);
+		umask_file(p, 0666, b, 0666 & ~masks[i], -1);
 	}
 	/* a vfork child's umask is its own (Python's subprocess with umask=) */
 	umask(022);
@@ -678,12 +683,7 @@ int m_umask_modes(int argc, char **argv)
 	if (pid < 0 || waitpid(pid, NULL, 0) != pid)
 		fail("vfork: %s", strerror(errno));
 	snprintf(p, sizeof(p), "%s/v022.bin", argv[1]);
-	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-	if (fd < 0)
-		fail("open %s: %s", p, strerror(errno));
-	write_all(fd, b, 100000, p);
-	umask_expect(p, fd, 0644);
-	xclose(fd, p);
+	umask_file(p, 0666, b, 0644, -1);
 	umask(077);
 	snprintf(p, sizeof(p), "%s/s077.bin", argv[1]);
 	FILE *f = xfopen(p, "w");
@@ -692,12 +692,7 @@ int m_umask_modes(int argc, char **argv)
 	xfclose(f);
 	umask_expect(p, -1, 0600);
 	snprintf(p, sizeof(p), "%s/keep.bin", argv[1]);
-	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0)
-		fail("open %s: %s", p, strerror(errno));
-	write_all(fd, b, 100000, p);
-	xclose(fd, p);
-	umask_expect(p, -1, 0666);
+	umask_file(p, 0600, b, 0, 0666);
 	/* a folder with a default ACL (u::rwx g::rwx o::rwx, as setfacl -d
 	 * makes): the kernel gives a new file the open's mode, not the umask's */
 	snprintf(p, sizeof(p), "%s/acl", argv[1]);
@@ -709,13 +704,7 @@ int m_umask_modes(int argc, char **argv)
 	if (acls) {
 		umask(022);
 		snprintf(p, sizeof(p), "%s/acl/a.bin", argv[1]);
-		fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-		if (fd < 0)
-			fail("open %s: %s", p, strerror(errno));
-		write_all(fd, b, 100000, p);
-		umask_expect(p, fd, 0666);
-		xclose(fd, p);
-		umask_expect(p, -1, 0666);
+		umask_file(p, 0666, b, 0666, -1);
 	}
 	/* the library publishes under this umask, which takes more away */
 	umask(0777);

@@ -174,11 +174,11 @@ proxy_ssd_published() {
 }
 
 # checkpoints fsync'd before their close are at their real paths when they
-# close: neither copied to the ssd tier to make room nor published again
-# (each fsync is the one flush of its checkpoint)
+# close: never published again from the ssd tier they may be copied to
+# (names/fsync-replace checks the trace for any other publication)
 proxy_ssd_fsynced() {
 	ssd_elsewhere
-	proxy_config ssd.put_ops==0 ssd.flush_ops==0 host.flush_ops\<="$PROXY_COUNT" -- CKPTCACHE_HOST_CACHE=4M \
+	proxy_config ssd.flush_ops==0 -- CKPTCACHE_HOST_CACHE=4M \
 		CKPTCACHE_SSD_DIR="$SSD" CKPTCACHE_SSD_CACHE=32M CKPTCACHE_ORDER=none -- --fsync
 }
 
