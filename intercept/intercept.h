@@ -161,6 +161,9 @@ bool ckc_tagged_at(int dirfd, const char *path, char *out);
 /* ckc_tagged_at where the cache is off (a forked or a vfork child): only
  * whether the patterns tag path. */
 bool ckc_tag_path_at(int dirfd, const char *path, char *out);
+/* The canonical path of path relative to dirfd (AT_FDCWD: the working
+ * directory), tagged or not, with the folders' kept paths: 0 or -errno. */
+int ckc_path_at(int dirfd, const char *path, char out[PATH_MAX]);
 
 /* Whether path (relative to dirfd) is a tagged checkpoint the cache holds
  * now; canon (PATH_MAX bytes) receives its canonical form, st (unless

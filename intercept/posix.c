@@ -154,14 +154,8 @@ bool ckc_px_seek_fits(const ckc_vfd_t *v, off_t r)
 	if (r <= CKC_SEEK_ASK_FROM)
 		return true;
 	char dir[PATH_MAX];
-	const char *slash = strrchr(v->path, '/');
-	size_t n = slash ? (size_t)(slash - v->path) : 0;
-	if (n >= sizeof(dir))
+	if (ckc_path_dirname(v->path, dir, sizeof(dir)))
 		return true;
-	memcpy(dir, v->path, n);
-	dir[n ? n : 1] = '\0';
-	if (!n)
-		dir[0] = '/';
 	int fd = REAL(open)(dir, O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
 	if (fd < 0)
 		fd = REAL(open)(v->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);

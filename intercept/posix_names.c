@@ -256,31 +256,19 @@ CKC_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
  * path the library does not tag) finds it. */
 static void link_target_publish(int dirfd, const char *target, const char *path)
 {
-	char base[PATH_MAX], dir[PATH_MAX], t[PATH_MAX];
-	if (!target || !path || !ckc_holds_objects())
+	char dir[PATH_MAX], t[PATH_MAX];
+	if (!target || !*target || !ckc_holds_objects())
 		return;
-	if (target[0] != '/') {
-		/* a relative target is taken from the link's folder */
-		if (path[0] != '/' && dirfd != AT_FDCWD) {
-			char link[64];
-			snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
-			ssize_t n = readlink(link, base, sizeof(base) - 1);
-			if (n <= 0)
-				return;
-			base[n] = '\0';
-		} else if (path[0] != '/' && !getcwd(base, sizeof(base))) {
-			return;
-		}
-		if (ckc_path_key(path, path[0] == '/' ? "/" : base, t, sizeof(t)) ||
-		    ckc_path_dirname(t, dir, sizeof(dir)) || ckc_path_key(target, dir, t, sizeof(t)))
-			return;
-	} else if (ckc_path_key(target, "/", t, sizeof(t))) {
-		return;
-	}
 	int saved = errno;
-	ckc_enter();
-	(void)ckc_materialize(t);
-	ckc_leave();
+	/* a relative target is taken from the link's folder */
+	bool found = target[0] == '/' ? ckc_path_key(target, "/", t, sizeof(t)) == 0 :
+		     ckc_path_at(dirfd, path, t) == 0 && ckc_path_dirname(t, dir, sizeof(dir)) == 0 &&
+			     ckc_path_key(target, dir, t, sizeof(t)) == 0;
+	if (found) {
+		ckc_enter();
+		(void)ckc_materialize(t);
+		ckc_leave();
+	}
 	errno = saved;
 }
 

@@ -481,12 +481,12 @@ STDIO_THREADS_BY(int, getaddrinfo_a, (int m, struct gaicb **l, int n, struct sig
  * file first (the checkpoint goes there), as for a reopen through
  * /proc/self/fd. */
 
-#define AIO_ONE(name, params, args)                 \
-	CKC_EXPORT int name params                  \
-	{                                           \
-		ckc_thread_program_creates();       \
-		ckc_px_fd_make_real(a->aio_fildes, "POSIX AIO");       \
-		return REAL(name) args;             \
+#define AIO_ONE(name, params, args)                              \
+	CKC_EXPORT int name params                               \
+	{                                                        \
+		ckc_thread_program_creates();                    \
+		ckc_px_fd_make_real(a->aio_fildes, "POSIX AIO"); \
+		return REAL(name) args;                          \
 	}
 AIO_ONE(aio_read, (struct aiocb * a), (a))
 AIO_ONE(aio_read64, (struct aiocb64 * a), (a))
@@ -502,7 +502,7 @@ AIO_ONE(aio_fsync64, (int op, struct aiocb64 *a), (op, a))
 		ckc_thread_program_creates();                                         \
 		for (int i = 0; i < n; i++)                                           \
 			if (l[i] && l[i]->aio_lio_opcode != LIO_NOP)                  \
-				ckc_px_fd_make_real(l[i]->aio_fildes, "POSIX AIO");                        \
+				ckc_px_fd_make_real(l[i]->aio_fildes, "POSIX AIO");   \
 		return REAL(name)(m, l, n, e);                                        \
 	}
 AIO_LIST(lio_listio, struct aiocb)
@@ -573,29 +573,20 @@ static bool stdio_seek_cur(FILE *f, off64_t *off, int *whence)
 	return true;
 }
 
+/* long and off_t are off64_t here (LP64): one conversion serves the three */
+_Static_assert(sizeof(long) == sizeof(off64_t) && sizeof(off_t) == sizeof(off64_t), "64-bit offsets");
+
 CKC_EXPORT int fseek(FILE *f, long off, int whence)
 {
-	if (__builtin_expect(f && f->_fileno < -1, 0)) {
-		off64_t o = off;
-		if (!stdio_seek_cur(f, &o, &whence))
-			return -1;
-		if (o != (long)o) {
-			errno = EINVAL;
-			return -1;
-		}
-		off = (long)o;
-	}
+	if (__builtin_expect(f && f->_fileno < -1, 0) && !stdio_seek_cur(f, (off64_t *)&off, &whence))
+		return -1;
 	return REAL(fseek)(f, off, whence);
 }
 
 CKC_EXPORT int fseeko(FILE *f, off_t off, int whence)
 {
-	if (__builtin_expect(f && f->_fileno < -1, 0)) {
-		off64_t o = off;
-		if (!stdio_seek_cur(f, &o, &whence))
-			return -1;
-		off = (off_t)o;
-	}
+	if (__builtin_expect(f && f->_fileno < -1, 0) && !stdio_seek_cur(f, (off64_t *)&off, &whence))
+		return -1;
 	return REAL(fseeko)(f, off, whence);
 }
 

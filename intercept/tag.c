@@ -129,6 +129,16 @@ static int tag_cwd_path(char *out)
 	return 0;
 }
 
+int ckc_path_at(int dirfd, const char *path, char out[PATH_MAX])
+{
+	char base[PATH_MAX];
+	if (!path || !*path)
+		return -ENOENT;
+	if (path[0] != '/' && (dirfd == AT_FDCWD ? tag_cwd_path(base) : tag_dir_path(dirfd, base)))
+		return -ENOENT;
+	return ckc_path_key(path, path[0] == '/' ? "/" : base, out, PATH_MAX);
+}
+
 int ckc_tag_load(const char *paths, long rank)
 {
 	ckc_tag_free();
@@ -512,15 +522,9 @@ static bool held_through(const char *canon, char target[PATH_MAX], bool last)
 		     ckc_path_resolve(t, dir, cur, sizeof(cur)) == 0;
 	}
 	/* a folder on the way that is a link (run -> run_real) */
-	if (ok && ckc_path_dirname(cur, dir, sizeof(dir)) == 0 && link_folder(dir, t) == 0 && strcmp(dir, t) != 0) {
-		const char *base = cur + strlen(dir) + (strcmp(dir, "/") != 0);
-		if (strlen(t) + 1 + strlen(base) < sizeof(t)) {
-			char *e = t + strlen(t);
-			*e++ = '/';
-			strcpy(e, base);
-			strcpy(cur, t);
-			hops++;
-		}
+	if (ok && link_real(cur, t)) {
+		strcpy(cur, t);
+		hops++;
 	}
 	bool held = false;
 	if (ok) {
@@ -562,7 +566,7 @@ static bool cached_at(int dirfd, const char *path, char *canon, ckc_stat_t *out,
 	}
 	/* another process that holds it publishes it first, as for an open:
 	 * a stat after its writer's close sees it (find -newer, test -e) */
-	if (others && !ckc_in_vfork_child())
+	if (others)
 		ckc_node_ask(canon);
 	if (!held) {
 		errno = saved;

@@ -214,6 +214,7 @@ int ckc_rename(const char *from, const char *to);
  * library's wrapper tells ckc_umask_set), else as the kernel said at the
  * first need. A version's mode is the open's with it applied. */
 mode_t ckc_umask(void);
+void ckc_umask_set(mode_t m);
 
 /* Now, as the kernel stamps a file it writes: its coarse clock (a tick's
  * granularity), so that a file the program writes right after a checkpoint
@@ -223,7 +224,6 @@ static inline void ckc_file_now(struct timespec *ts)
 {
 	clock_gettime(CLOCK_REALTIME_COARSE, ts);
 }
-void ckc_umask_set(mode_t m);
 
 /* Writes the current version of path to its real path now, whatever
  * CKPTCACHE_PERSIST says (before the real file is used directly). Returns
