@@ -506,7 +506,10 @@ static bool held_through(const char *canon, char target[PATH_MAX], bool last)
 {
 	char cur[PATH_MAX], t[PATH_MAX], dir[PATH_MAX];
 	int hops = 0;
-	if (!ckc_holds_objects() || strlen(canon) >= sizeof(cur))
+	/* a read or stat through links to a published version reaches its
+	 * bytes through the kernel; an unlink or rename by a folder's other
+	 * spelling must find a published one too, which the cache forgets */
+	if (!(last ? ckc_holds_unpublished() : ckc_holds_objects()) || strlen(canon) >= sizeof(cur))
 		return false;
 	int saved = errno;
 	strcpy(cur, canon);

@@ -63,6 +63,11 @@ bool ckc_active(void);
 /* Whether the engine holds any checkpoint now (one load; no lock). */
 bool ckc_holds_objects(void);
 
+/* Whether it holds a checkpoint that its real path does not (one load; no
+ * lock): where not, a path reaches the bytes the cache holds through the
+ * kernel, whatever links it goes through. */
+bool ckc_holds_unpublished(void);
+
 /* The program ends: drains every required flush (until deadline_ns on
  * ckc_now_ns()'s clock; 0: no limit), hands each checkpoint still open for
  * writing over to its real file (its bytes so far are published there and

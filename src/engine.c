@@ -520,7 +520,7 @@ static void handover(ckc_obj_t *o)
 			sys_free(o->home_tmp);
 			o->home_tmp = NULL;
 			o->home_live = true;
-			o->at_home = true;
+			eng_set_home(o, true);
 		}
 		eng_home_end(o);
 	}

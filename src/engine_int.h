@@ -479,6 +479,9 @@ static inline void eng_write_end(ckc_obj_t *o)
 
 int eng_map_insert(ckc_obj_t *o);
 void eng_map_remove(ckc_obj_t *o);
+/* Sets whether o's real path holds its bytes, counted for
+ * ckc_holds_unpublished. Lock held. */
+void eng_set_home(ckc_obj_t *o, bool home);
 ckc_obj_t *eng_obj_alloc(const char *key);
 ckc_obj_t *eng_obj_new(const char *key);
 int eng_canon(const char *path, char *out);

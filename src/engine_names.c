@@ -85,7 +85,7 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 		o->home_snap = !o->complete && o->writes == writes && o->at_home;
 		o->home_snap_durable = o->durable;
 		o->home_writes = writes;
-		o->at_home = false;
+		eng_set_home(o, false);
 		o->durable = false;
 		ckc_node_note(o);
 		int l = ckc_best_level(o);
@@ -545,7 +545,7 @@ int ckc_rename(const char *from, const char *to)
 	ckc_mutex_lock(&ckc_eng.lock);
 	o->base = base;
 	if (rc) {
-		o->at_home = false;
+		eng_set_home(o, false);
 		o->home_snap = false;
 		if (o->complete)
 			eng_note_owed(o);

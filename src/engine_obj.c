@@ -19,12 +19,31 @@
 
 /* ---- object map ---------------------------------------------------- */
 
-/* ckc_eng.nobj for readers without the lock. */
-static atomic_size_t eng_nobj;
+/* ckc_eng.nobj for readers without the lock; the versions of the map
+ * that their real paths do not hold. */
+static atomic_size_t eng_nobj, eng_unpublished;
 
 bool ckc_holds_objects(void)
 {
 	return atomic_load_explicit(&eng_nobj, memory_order_relaxed) != 0;
+}
+
+bool ckc_holds_unpublished(void)
+{
+	return atomic_load_explicit(&eng_unpublished, memory_order_relaxed) != 0;
+}
+
+void eng_set_home(ckc_obj_t *o, bool home)
+{
+	if (o->at_home == home)
+		return;
+	o->at_home = home;
+	if (o->mapped) {
+		if (home)
+			atomic_fetch_sub_explicit(&eng_unpublished, 1, memory_order_relaxed);
+		else
+			atomic_fetch_add_explicit(&eng_unpublished, 1, memory_order_relaxed);
+	}
 }
 
 static uint64_t key_hash(const char *k)
@@ -68,6 +87,9 @@ int eng_map_insert(ckc_obj_t *o)
 	ckc_eng.map[b] = o;
 	ckc_eng.nobj++;
 	atomic_store_explicit(&eng_nobj, ckc_eng.nobj, memory_order_relaxed);
+	o->mapped = true;
+	if (!o->at_home)
+		atomic_fetch_add_explicit(&eng_unpublished, 1, memory_order_relaxed);
 	return 0;
 }
 
@@ -80,6 +102,9 @@ void eng_map_remove(ckc_obj_t *o)
 		*pp = o->hnext;
 		ckc_eng.nobj--;
 		atomic_store_explicit(&eng_nobj, ckc_eng.nobj, memory_order_relaxed);
+		if (o->mapped && !o->at_home)
+			atomic_fetch_sub_explicit(&eng_unpublished, 1, memory_order_relaxed);
+		o->mapped = false;
 	}
 	o->hnext = NULL;
 }
@@ -307,7 +332,7 @@ ckc_obj_t *ckc_obj_import_home(const char *key)
 		return NULL;
 	o->size = (uint64_t)st.st_size;
 	o->complete = true;
-	o->at_home = true;
+	eng_set_home(o, true);
 	o->from_home = true;
 	ckc_fid_of(&st, &o->base);
 	o->home_dev = st.st_dev;

@@ -118,7 +118,8 @@ struct ckc_obj {
 
 	ckc_place_t place[CKC_MAX_TIERS];
 
-	bool at_home;        /* the real path holds this version */
+	bool at_home;        /* the real path holds this version (eng_set_home) */
+	bool mapped;         /* in the object map (eng_map_insert) */
 	bool durable;        /* ... and it was fsync'ed */
 	ckc_fid_t base;      /* the real file this version replaces, or published */
 	bool handed;         /* handed over to the real file (ckc_handoff) */

@@ -690,7 +690,7 @@ int eng_close_home_writer(ckc_obj_t *o)
 		eng_close_later(fd, tmp);
 		tmp = NULL;
 	} else if (!rc) {
-		o->at_home = true;
+		eng_set_home(o, true);
 		o->base = now;
 		ckc_node_note(o);
 	} else {
@@ -728,7 +728,7 @@ void eng_close_writer_locked(ckc_obj_t *o)
 		eng_touch_mtime(o);
 	o->complete = true;
 	if (home) {
-		o->at_home = true;
+		eng_set_home(o, true);
 		o->durable = o->home_snap_durable;
 	} else {
 		eng_note_owed(o);

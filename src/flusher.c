@@ -301,7 +301,7 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 		if (!rc) {
 			/* each publication replaces the file: durable only if
 			 * this one was synced */
-			o->at_home = true;
+			eng_set_home(o, true);
 			o->durable = fsync_it;
 			o->base = now;
 			ckc_node_note(o);
