@@ -120,9 +120,10 @@ static void owed_first(const char *dir)
 }
 
 /* The folder path names relative to dirfd, in full (PATH_MAX bytes), when
- * this process owes something or another one may hold something: 0, or -1
- * when neither (or the folder cannot be named). */
-static int dir_full_at(int dirfd, const char *path, char *full)
+ * this process owes something, or another one may hold something, or
+ * (writers) this process holds a version its real path lacks (one it
+ * writes): 0, or -1 when none of these (or the folder cannot be named). */
+static int dir_full_at(int dirfd, const char *path, char *full, bool writers)
 {
 	char link[64];
 	if (!path || ckc_io_guard)
@@ -133,7 +134,7 @@ static int dir_full_at(int dirfd, const char *path, char *full)
 	bool owes = false;
 	if (ckc_engine_started()) {
 		ckc_enter();
-		owes = ckc_owes_under(NULL);
+		owes = ckc_owes_under(NULL) || (writers && ckc_holds_unpublished());
 		ckc_leave();
 	}
 	int rc = -1;
@@ -162,7 +163,7 @@ static int dir_full_at(int dirfd, const char *path, char *full)
 static void owed_first_at(int dirfd, const char *path)
 {
 	char full[PATH_MAX];
-	if (dir_full_at(dirfd, path, full) == 0)
+	if (dir_full_at(dirfd, path, full, false) == 0)
 		owed_first(full);
 }
 
@@ -284,12 +285,32 @@ CKC_EXPORT int glob64(const char *pattern, int flags, int (*err)(const char *, i
 	return REAL(glob64)(pattern, flags, err, g);
 }
 
+/* Whether this process still writes a new checkpoint under the folder
+ * dir: the kernel finds the file the program made there, which the real
+ * folder lacks until its close publishes it. */
+static bool dir_has_writer(const char *dir)
+{
+	if (ckc_io_guard || !ckc_engine_started())
+		return false;
+	char key[PATH_MAX];
+	int saved = errno;
+	ckc_enter();
+	bool has = ckc_writer_under(dir, key) == 0;
+	ckc_leave();
+	errno = saved;
+	return has;
+}
+
 CKC_EXPORT int rmdir(const char *path)
 {
 	char full[PATH_MAX];
-	bool named = dir_full_at(AT_FDCWD, path, full) == 0;
+	bool named = dir_full_at(AT_FDCWD, path, full, true) == 0;
 	if (named)
 		owed_first(full);
+	if (named && dir_has_writer(full)) {
+		errno = ENOTEMPTY;
+		return -1;
+	}
 	int rc = REAL(rmdir)(path);
 	if (rc == 0 && named)
 		dir_removed(full);
@@ -299,9 +320,13 @@ CKC_EXPORT int rmdir(const char *path)
 int ckc_dir_remove(int dirfd, const char *path, int flags, int (*real)(int, const char *, int))
 {
 	char full[PATH_MAX];
-	bool named = dir_full_at(dirfd, path, full) == 0;
+	bool named = dir_full_at(dirfd, path, full, true) == 0;
 	if (named)
 		owed_first(full);
+	if (named && dir_has_writer(full)) {
+		errno = ENOTEMPTY;
+		return -1;
+	}
 	int rc = real(dirfd, path, flags);
 	if (rc == 0 && named)
 		dir_removed(full);

@@ -128,7 +128,6 @@ ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path)
 	atomic_init(&v->lock_fd, -1);
 	v->lock_real = false;
 	v->lock_flock = 0;
-	v->lock_whole = 0;
 	v->small_t0 = 0;
 	/* the open's own look at the real file answers the first fstat */
 	int seen = ckc_handle_seen(h, &v->stat_real, &v->stat_at_home);

@@ -262,7 +262,6 @@ typedef struct ckc_vfd {
 	atomic_int lock_fd;   /* the file its locks are taken on (locks.c), or -1 */
 	bool lock_real;       /* lock_fd is the real file, opened as v was */
 	int lock_flock;       /* the flock(2) lock it holds: 0, LOCK_SH, LOCK_EX */
-	int lock_whole;       /* its fcntl(2) lock of the whole file: 0, F_RDLCK, F_WRLCK */
 	/* what fstat took from the real file (under lock): kept for a closed
 	 * version while the real path holds it or does not, as then */
 	bool stat_known, stat_at_home;
@@ -361,6 +360,12 @@ void ckc_fdtab_atfork_child(void);
 #include <stdio.h>
 bool ckc_stdio_tagged(FILE *f);
 
+/* A tagged stream's orientation as fwide(3) sets and answers it (mode 0:
+ * the question): 1 wide, -1 bytes, 0 none yet; CKC_NOT_TAGGED_STREAM for
+ * any other stream. */
+#define CKC_NOT_TAGGED_STREAM (-2)
+int ckc_stdio_orient(FILE *f, int mode);
+
 /* fread (fread_unlocked when !locked) of any stream: on a tagged one, a
  * read of a whole buffer or more goes straight from the cache into p. */
 size_t ckc_stdio_fread(void *p, size_t size, size_t n, FILE *f, bool locked);
@@ -369,11 +374,10 @@ size_t ckc_stdio_fwrite(const void *p, size_t size, size_t n, FILE *f, bool lock
 /* Flushes every tagged stdio stream (before the engine stops at exit). */
 void ckc_stdio_flush_all(void);
 
-/* File locks on a tagged descriptor (locks.c): flock(2), lockf(3) and the
- * fcntl(2) lock commands act on a lock file of the checkpoint's path, the
- * same for every process of the user on the node. ckc_lock_fcntl returns
- * the result of a lock command, or CKC_PASS when cmd is not one. */
-int ckc_lock_fcntl(ckc_vfd_t *v, int cmd, unsigned long arg);
+/* flock(2) on a tagged descriptor (locks.c) acts on the real file, or on
+ * a lock file of the checkpoint's path while the real file is missing, the
+ * same for every process of the user on the node; record locks (fcntl(2),
+ * lockf(3)) make the descriptor the real file's first. */
 void ckc_lock_release(ckc_vfd_t *v);
 /* When v's numbers go to the real file (ckc_vfd_switch, v locked): the
  * descriptor that holds v's locks on the real file, at v's offset, for the
@@ -511,5 +515,11 @@ int ckc_px_real_stat_path(const char *p, struct stat *st);
  * bytes read (at most size - 1), or -1. Through the real functions. */
 ssize_t ckc_px_read_file(const char *path, char *buf, size_t size);
 int ckc_px_real_access(const char *p, int mode);
+/* Whether this process has a file size limit (RLIMIT_FSIZE): a file
+ * written then goes to its real path, whose writes the kernel limits
+ * (EFBIG, SIGXFSZ). Asked of the kernel once after each change
+ * (ckc_fsize_forget, from the setrlimit and prlimit wrappers). */
+bool ckc_fsize_limited(void);
+void ckc_fsize_forget(void);
 
 #endif

@@ -1,16 +1,18 @@
-/* File locks on tagged descriptors: flock(2), lockf(3) and the fcntl(2)
- * lock commands. A tagged descriptor is a placeholder on which the kernel
- * refuses locks (EBADF), so its locks are taken on a descriptor of the real
- * file, opened as the tagged one was: a process that opens the file
- * without the library, or with a descriptor the cache passes through,
- * locks the same inode. A checkpoint whose real file does not exist yet (a
- * new version not published) is locked through a lock file of its path, in
- * a 0700 folder of the user's under /dev/shm (else the library's private
- * folder), the same for every process of the user that runs with the
- * library. When the descriptor goes to the real file (a child, another
- * process that needs the file), the real file's locked descriptor becomes
- * the program's, so its locks stay with it. Byte ranges are kept; an
- * offset from the current position or the end is made absolute first. */
+/* File locks on tagged descriptors. A tagged descriptor is a placeholder
+ * on which the kernel refuses locks (EBADF). Record locks (fcntl(2)'s lock
+ * commands, lockf(3)) exist to exclude other processes, which lock the
+ * real file: the descriptor becomes the real file's first (the version
+ * published there), and the kernel takes the lock. flock(2) (HDF5 takes
+ * one on every file it opens) keeps the checkpoint in the cache: it is
+ * taken on a descriptor of the real file, opened as the tagged one was, so
+ * that a process without the library locks the same inode; a checkpoint
+ * whose real file does not exist yet (a new version not published) is
+ * locked through a lock file of its path, in a 0700 folder of the user's
+ * under /dev/shm (else the library's private folder), the same for every
+ * process of the user that runs with the library. When the descriptor
+ * goes to the real file (a child, another process that needs the file),
+ * the real file's locked descriptor becomes the program's, so its lock
+ * stays with it. */
 #include "config.h"
 
 #include <fcntl.h>
@@ -107,10 +109,20 @@ static int lockfile_open(const char *canon)
 	return fd < 0 ? -errno : fd;
 }
 
+/* Whether descriptor fd is of the file at path now (a publication
+ * replaces the file the descriptor was opened on). */
+static bool lock_fd_current(int fd, const char *path)
+{
+	struct stat a, b;
+	return REAL(fstat)(fd, &a) == 0 && REAL(stat)(path, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
 int ckc_lock_switch_fd(ckc_vfd_t *v)
 {
 	int fd = atomic_load(&v->lock_fd);
-	if (fd < 0 || !v->lock_real || REAL(lseek)(fd, (off_t)v->pos, SEEK_SET) < 0)
+	if (fd < 0 || !v->lock_real || !lock_fd_current(fd, v->path) ||
+	    REAL(lseek)(fd, (off_t)v->pos, SEEK_SET) < 0)
 		return -1;
 	atomic_store(&v->lock_fd, -1);
 	return fd;
@@ -119,16 +131,12 @@ int ckc_lock_switch_fd(ckc_vfd_t *v)
 void ckc_lock_switched(ckc_vfd_t *v, int real)
 {
 	int fd = atomic_load(&v->lock_fd);
-	if (fd < 0 || v->lock_real)
+	if (fd < 0)
 		return;
-	/* the lock file's locks go to the real file, then the lock file (a
-	 * record lock of part of the file is not carried over) */
+	/* the flock of the lock file, or of a real file a publication has
+	 * replaced since, goes to the real file; the old descriptor goes */
 	if (v->lock_flock && REAL(flock)(real, v->lock_flock | LOCK_NB) != 0)
 		ckc_warn("checkpoint %s: its flock could not move to its real file (%s)", v->path,
-			 strerror(errno));
-	struct flock whole = { .l_type = (short)v->lock_whole, .l_whence = SEEK_SET };
-	if (v->lock_whole && REAL(fcntl)(real, F_SETLK, &whole) != 0)
-		ckc_warn("checkpoint %s: its record lock could not move to its real file (%s)", v->path,
 			 strerror(errno));
 	ckc_lock_release(v);
 }
@@ -138,69 +146,6 @@ void ckc_lock_release(ckc_vfd_t *v)
 	int fd = atomic_exchange(&v->lock_fd, -1);
 	if (fd >= 0 && REAL(close))
 		REAL(close)(fd);
-}
-
-/* A lock request's range made absolute: SEEK_CUR from v's position,
- * SEEK_END from the checkpoint's size. */
-static int lock_absolute(ckc_vfd_t *v, struct flock *fl)
-{
-	off_t base = 0;
-	if (fl->l_whence == SEEK_CUR)
-		base = (off_t)v->pos;
-	else if (fl->l_whence == SEEK_END)
-		base = (off_t)ckc_handle_size(v->h);
-	else if (fl->l_whence != SEEK_SET)
-		return -EINVAL;
-	if (base && __builtin_add_overflow(fl->l_start, base, &fl->l_start))
-		return -EOVERFLOW;
-	fl->l_whence = SEEK_SET;
-	return 0;
-}
-
-int ckc_lock_fcntl(ckc_vfd_t *v, int cmd, unsigned long arg)
-{
-	switch (cmd) {
-	case F_GETLK:
-	case F_SETLK:
-	case F_SETLKW:
-#ifdef F_OFD_GETLK
-	case F_OFD_GETLK:
-	case F_OFD_SETLK:
-	case F_OFD_SETLKW:
-#endif
-		break;
-	default:
-		return CKC_PASS;
-	}
-	struct flock *user = (struct flock *)arg, fl;
-	if (!user)
-		return -EFAULT;
-	fl = *user;
-	/* as the kernel asks: a read lock of a readable descriptor, a write
-	 * lock of a writable one */
-	int acc = v->flags & O_ACCMODE;
-	bool set = cmd == F_SETLK || cmd == F_SETLKW
-#ifdef F_OFD_SETLK
-		   || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW
-#endif
-		;
-	if (set && ((fl.l_type == F_RDLCK && acc == O_WRONLY) || (fl.l_type == F_WRLCK && acc == O_RDONLY)))
-		return -EBADF;
-	int rc = lock_absolute(v, &fl);
-	int fd = rc ? rc : lock_fd(v);
-	if (fd < 0)
-		return fd;
-	if (REAL(fcntl)(fd, cmd, &fl) != 0)
-		return -errno;
-	if ((cmd == F_SETLK || cmd == F_SETLKW) && fl.l_start == 0 && fl.l_len == 0)
-		v->lock_whole = fl.l_type == F_UNLCK ? 0 : fl.l_type;
-	if (cmd == F_GETLK
-#ifdef F_OFD_GETLK
-	    || cmd == F_OFD_GETLK
-#endif
-	)
-		*user = fl;
-	return 0;
 }
 
 CKC_EXPORT int flock(int fd, int op)
@@ -217,27 +162,21 @@ CKC_EXPORT int flock(int fd, int op)
 	return (int)ckc_result(0, saved);
 }
 
+/* lockf(3) is fcntl(2) record locking: taken on the real file, which
+ * the descriptor becomes first (as fcntl's lock commands do). */
 static int lockf_common(int (*real)(int, int, off_t), int fd, int cmd, off_t len)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v || !real)
-		return real ? real(fd, cmd, len) : (errno = ENOSYS, -1);
-	/* lockf(3) is fcntl(2) record locking from the current position */
-	struct flock fl = { .l_whence = SEEK_CUR, .l_start = 0, .l_len = len };
-	int fcmd = F_SETLK, saved = errno;
-	switch (cmd) {
-	case F_ULOCK: fl.l_type = F_UNLCK; break;
-	case F_LOCK: fl.l_type = F_WRLCK; fcmd = F_SETLKW; break;
-	case F_TLOCK: fl.l_type = F_WRLCK; break;
-	case F_TEST: fl.l_type = F_WRLCK; fcmd = F_GETLK; break;
-	default: errno = EINVAL; return -1;
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
 	}
-	int rc = ckc_lock_fcntl(v, fcmd, (unsigned long)&fl);
-	if (rc == 0 && cmd == F_TEST && fl.l_type != F_UNLCK && fl.l_pid != getpid())
-		rc = -EAGAIN;
-	if (rc == -EACCES)
-		rc = -EAGAIN;
-	return (int)ckc_result(rc, saved);
+	if (v) {
+		int saved = errno, rc = ckc_px_vfd_make_real(v);
+		if (rc)
+			return (int)ckc_result(rc, saved);
+	}
+	return real(fd, cmd, len);
 }
 
 CKC_EXPORT int lockf(int fd, int cmd, off_t len)

@@ -201,8 +201,13 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 {
 	ssize_t total = 0;
 
-	if (cnt < 0)
+	/* refused as by the kernel: too many pieces, a piece longer than
+	 * SSIZE_MAX, a negative offset */
+	if (cnt < 0 || cnt > IOV_MAX || (!use_pos && off < 0))
 		return -EINVAL;
+	for (int i = 0; i < cnt; i++)
+		if (iov[i].iov_len > (size_t)SSIZE_MAX)
+			return -EINVAL;
 	bool append = wr == CKC_PX_APPEND || (wr && (v->flags & O_APPEND));
 	if (use_pos || append) {
 		ckc_mutex_lock(&v->lock);
@@ -250,6 +255,27 @@ int ckc_px_real_access(const char *p, int mode)
 {
 	int (*ra)(const char *, int) = REAL(access);
 	return ra ? ra(p, mode) : 0;
+}
+
+/* -1 unknown, else whether RLIMIT_FSIZE is finite. */
+static atomic_int fsize_state = -1;
+
+bool ckc_fsize_limited(void)
+{
+	int st = atomic_load_explicit(&fsize_state, memory_order_relaxed);
+	if (st < 0) {
+		struct rlimit rl;
+		int saved = errno;
+		st = getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
+		errno = saved;
+		atomic_store_explicit(&fsize_state, st, memory_order_relaxed);
+	}
+	return st == 1;
+}
+
+void ckc_fsize_forget(void)
+{
+	atomic_store(&fsize_state, -1);
 }
 
 /* fd: a placeholder taken before the version was made (a write's open:
@@ -380,6 +406,15 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 	 * through the cache; O_EXCL is the real file's to judge below */
 	if (rd && !(flags & O_EXCL))
 		return open_read_tagged(canon, flags);
+	/* a file size limit is the kernel's to apply, write by write (a
+	 * short write, EFBIG, SIGXFSZ): the real file is used */
+	if (ckc_fsize_limited()) {
+		static atomic_bool said;
+		if (!atomic_exchange(&said, true))
+			ckc_warn("this process has a file size limit (ulimit -f): the checkpoints it writes go "
+				 "to their real paths, not through the cache");
+		return hand_over_for(canon, "a write under a file size limit");
+	}
 	/* a small checkpoint written while many wait to be published, or
 	 * where the program's last ones took less time, goes straight to the
 	 * real file: the real open decides everything, with no look at
@@ -415,14 +450,30 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 	 * file is used, never replaced (below). */
 	if (acc != O_RDONLY && ((flags & O_TRUNC) || (!exists && (flags & O_EXCL)))) {
 		char dir[PATH_MAX];
+		struct stat dst;
 		if (!exists && !(flags & O_CREAT))
 			return -ENOENT;
-		/* fail now, as the real open would, not at flush time */
-		if (ckc_path_dirname(canon, dir, sizeof(dir)) == 0 &&
+		/* the cache publishes a version by a rename in its folder, as a
+		 * new file of this process: where the real open would write
+		 * the file in place or refuse it, it does (a folder the process
+		 * cannot write, a file it may not write, or one another user
+		 * or group owns, which a new file would not keep: a sticky
+		 * folder refuses its replacement) */
+		if (ckc_path_dirname(canon, dir, sizeof(dir)) != 0 || ckc_px_real_stat_path(dir, &dst) != 0 ||
 		    ckc_px_real_access(dir, W_OK | X_OK) != 0)
-			return -errno;
-		if (real && ckc_px_real_access(canon, W_OK) != 0)
-			return -errno;
+			return hand_over_for(canon, "a rewrite in a folder the process cannot write");
+		/* the owner the file has now: the real file's, or that of the
+		 * version the cache holds (its creator, or as chown set it) */
+		uid_t uid = real ? rst.st_uid : geteuid();
+		gid_t gid = real ? rst.st_gid : getegid();
+		if (cached) {
+			uid = cst.has_owner && cst.uid != (uid_t)-1 ? cst.uid : geteuid();
+			gid = cst.has_owner && cst.gid != (gid_t)-1 ? cst.gid : getegid();
+		}
+		if (exists && (uid != geteuid() || gid != ((dst.st_mode & S_ISGID) ? dst.st_gid : getegid())))
+			return hand_over_for(canon, "a rewrite of a file another user or group owns");
+		if (real && !cached && ckc_px_real_access(canon, W_OK) != 0)
+			return CKC_PASS;
 		/* the cache publishes a new file by rename: that would replace
 		 * a symbolic link and split a hard link, so such a checkpoint
 		 * is written to the real file directly */

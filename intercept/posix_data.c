@@ -181,6 +181,12 @@ VFD_IOV_WRAPPER(pwritev64, true)
 /* preadv2/pwritev2: offset -1 means the current position; flags are hints
  * (RWF_HIPRI, RWF_DSYNC...) that the cache satisfies or ignores, except
  * RWF_DSYNC/RWF_SYNC, which sync like fdatasync. */
+#define RWF_KNOWN (RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND | RWF_MORE)
+#ifdef RWF_NOAPPEND
+#define RWF_MORE RWF_NOAPPEND
+#else
+#define RWF_MORE 0
+#endif
 #define VFD_IOV2_WRAPPER(name, wr)                                                         \
 	CKC_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt, off_t off,      \
 				int flags)                                                 \
@@ -189,6 +195,10 @@ VFD_IOV_WRAPPER(pwritev64, true)
 		if (!v)                                                                    \
 			return REAL(name)(fd, iov, cnt, off, flags);                       \
 		int saved = errno;                                                         \
+		if (flags & ~RWF_KNOWN) {                                                  \
+			errno = EOPNOTSUPP;                                                \
+			return -1;                                                         \
+		}                                                                          \
 		long r = ckc_px_vfd_iov(v, iov, cnt, off, off == -1,                               \
 					wr ? ((flags & RWF_APPEND) ? CKC_PX_APPEND : 1) : 0);                  \
 		if (ckc_px_handed_over(&r, v))                                                    \

@@ -93,6 +93,18 @@ CKC_EXPORT int dup3(int oldfd, int newfd, int flags)
 	return dup_fixup(oldfd, REAL(dup3)(oldfd, newfd, flags));
 }
 
+/* The kernel's O_LARGEFILE, which F_GETFL shows for a 64-bit process's
+ * files (glibc's is 0 there). */
+#if defined(__x86_64__)
+#define KERNEL_O_LARGEFILE 0100000
+#elif defined(__aarch64__)
+#define KERNEL_O_LARGEFILE 0400000
+#else
+#define KERNEL_O_LARGEFILE 0
+#endif
+
+static int degrade(int fd);
+
 static int fcntl_common(int (*rf)(int, int, ...), int fd, int cmd, unsigned long arg)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
@@ -113,7 +125,9 @@ static int fcntl_common(int (*rf)(int, int, ...), int fd, int cmd, unsigned long
 	case F_DUPFD_CLOEXEC:
 		return dup_fixup(fd, rf(fd, cmd, arg));
 	case F_GETFL:
-		return v->flags;
+		/* as the kernel answers: the open's creation flags are gone, a
+		 * 64-bit process's file is large */
+		return (v->flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_CLOEXEC)) | KERNEL_O_LARGEFILE;
 	case F_GETLEASE: /* no lease is taken on a cached checkpoint */
 		return F_UNLCK;
 	case F_SETLEASE:
@@ -127,14 +141,15 @@ static int fcntl_common(int (*rf)(int, int, ...), int fd, int cmd, unsigned long
 		v->flags = (v->flags & ~keep) | ((int)arg & keep);
 		return 0;
 	}
-	default: {
-		int saved = errno, r = ckc_lock_fcntl(v, cmd, arg);
-		if (r != CKC_PASS)
-			return (int)ckc_result(r, saved);
+	default:
 		/* F_GETFD/F_SETFD act on the placeholder as they should; the
-		 * rest fail there (EBADF) */
+		 * rest are the real file's to answer: record locks (which
+		 * other processes, with the library or not, take on the real
+		 * file), owners, signals, seals, hints, commands the kernel
+		 * refuses */
+		if (cmd != F_GETFD && cmd != F_SETFD && degrade(fd) != 0)
+			return -1;
 		return rf(fd, cmd, arg);
-	}
 	}
 }
 

@@ -16,11 +16,14 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <termios.h>
+#include <wchar.h>
 #include <sys/uio.h>
 
 struct statx;
@@ -111,6 +114,10 @@ struct utimbuf;
 	X(stat, int, (const char *, struct stat *))                                        \
 	X(lstat, int, (const char *, struct stat *))                                       \
 	X(umask, mode_t, (mode_t))                                                         \
+	X(setrlimit, int, (__rlimit_resource_t, const struct rlimit *))                    \
+	X(setrlimit64, int, (__rlimit_resource_t, const struct rlimit64 *))                \
+	X(prlimit, int, (pid_t, __rlimit_resource_t, const struct rlimit *, struct rlimit *)) \
+	X(prlimit64, int, (pid_t, __rlimit_resource_t, const struct rlimit64 *, struct rlimit64 *)) \
 	X(fstat, int, (int, struct stat *))                                                \
 	X(fstatat, int, (int, const char *, struct stat *, int))                           \
 	X(stat64, int, (const char *, struct stat *))                                      \
@@ -182,6 +189,23 @@ struct utimbuf;
 	X(fread, size_t, (void *, size_t, size_t, FILE *))                                 \
 	X(fwrite_unlocked, size_t, (const void *, size_t, size_t, FILE *))                 \
 	X(fread_unlocked, size_t, (void *, size_t, size_t, FILE *))                        \
+	X(fwide, int, (FILE *, int))                                                       \
+	X(fputwc, wint_t, (wchar_t, FILE *))                                               \
+	X(putwc, wint_t, (wchar_t, FILE *))                                                \
+	X(fputwc_unlocked, wint_t, (wchar_t, FILE *))                                      \
+	X(putwc_unlocked, wint_t, (wchar_t, FILE *))                                       \
+	X(fputws, int, (const wchar_t *, FILE *))                                          \
+	X(fputws_unlocked, int, (const wchar_t *, FILE *))                                 \
+	X(fgetwc, wint_t, (FILE *))                                                        \
+	X(getwc, wint_t, (FILE *))                                                         \
+	X(fgetwc_unlocked, wint_t, (FILE *))                                               \
+	X(getwc_unlocked, wint_t, (FILE *))                                                \
+	X(fgetws, wchar_t *, (wchar_t *, int, FILE *))                                     \
+	X(fgetws_unlocked, wchar_t *, (wchar_t *, int, FILE *))                            \
+	X(ungetwc, wint_t, (wint_t, FILE *))                                               \
+	X(vfwprintf, int, (FILE *, const wchar_t *, va_list))                              \
+	X(vfwscanf, int, (FILE *, const wchar_t *, va_list))                               \
+	X(__isoc99_vfwscanf, int, (FILE *, const wchar_t *, va_list))                      \
 	X(munmap, int, (void *, size_t))                                                   \
 	X(mremap, void *, (void *, size_t, size_t, int, ...))                              \
 	X(madvise, int, (void *, size_t, int))                                             \

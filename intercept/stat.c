@@ -106,6 +106,9 @@ static bool stat_fd(int fd, struct stat *st)
 	*st = v->stat_real;
 	ckc_mutex_unlock(&v->lock);
 	stat_apply(&c, st);
+	/* unlinked, or replaced by a rename since: no name is left */
+	if (!c.linked)
+		st->st_nlink = 0;
 	ckc_leave();
 	return true;
 }
@@ -320,6 +323,74 @@ CKC_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat *s
 		return 0;
 	}
 	return REAL(__fxstatat64)(ver, dirfd, path, st, flags);
+}
+
+/* setrlimit(2) and prlimit(2) of this process: a file size limit makes the
+ * cache step aside for the files opened for writing after it
+ * (ckc_fsize_limited) */
+static void fsize_changed(int resource, int rc)
+{
+	if (rc == 0 && resource == RLIMIT_FSIZE && !ckc_in_vfork_child())
+		ckc_fsize_forget();
+}
+
+static bool self_pid(pid_t pid)
+{
+	return pid == 0 || pid == getpid();
+}
+
+CKC_EXPORT int setrlimit(__rlimit_resource_t r, const struct rlimit *l)
+{
+	int (*real)(__rlimit_resource_t, const struct rlimit *) = REAL(setrlimit);
+	if (!real) {
+		ckc_real_missing("setrlimit");
+		errno = ENOSYS;
+		return -1;
+	}
+	int rc = real(r, l);
+	fsize_changed((int)r, rc);
+	return rc;
+}
+
+CKC_EXPORT int setrlimit64(__rlimit_resource_t r, const struct rlimit64 *l)
+{
+	int (*real)(__rlimit_resource_t, const struct rlimit64 *) = REAL(setrlimit64);
+	if (!real) {
+		ckc_real_missing("setrlimit64");
+		errno = ENOSYS;
+		return -1;
+	}
+	int rc = real(r, l);
+	fsize_changed((int)r, rc);
+	return rc;
+}
+
+CKC_EXPORT int prlimit(pid_t pid, __rlimit_resource_t r, const struct rlimit *l, struct rlimit *old)
+{
+	int (*real)(pid_t, __rlimit_resource_t, const struct rlimit *, struct rlimit *) = REAL(prlimit);
+	if (!real) {
+		ckc_real_missing("prlimit");
+		errno = ENOSYS;
+		return -1;
+	}
+	int rc = real(pid, r, l, old);
+	if (l && self_pid(pid))
+		fsize_changed((int)r, rc);
+	return rc;
+}
+
+CKC_EXPORT int prlimit64(pid_t pid, __rlimit_resource_t r, const struct rlimit64 *l, struct rlimit64 *old)
+{
+	int (*real)(pid_t, __rlimit_resource_t, const struct rlimit64 *, struct rlimit64 *) = REAL(prlimit64);
+	if (!real) {
+		ckc_real_missing("prlimit64");
+		errno = ENOSYS;
+		return -1;
+	}
+	int rc = real(pid, r, l, old);
+	if (l && self_pid(pid))
+		fsize_changed((int)r, rc);
+	return rc;
 }
 
 /* umask(2): the library creates the real files of versions opened before

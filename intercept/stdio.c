@@ -86,7 +86,19 @@ static struct stdio_cookie *stdio_find(FILE *f, char **bufp)
  * replace (with a tagged one or, for an untagged path, a real one). */
 typedef struct stdio_cookie {
 	atomic_int fd;
+	atomic_int orient; /* fwide's: 0 none yet, 1 wide (wstdio.c) */
 } stdio_cookie_t;
+
+int ckc_stdio_orient(FILE *f, int mode)
+{
+	stdio_cookie_t *c = f && f->_fileno == STDIO_COOKIE_FILENO && stdio_n ? stdio_find(f, NULL) : NULL;
+	if (!c)
+		return CKC_NOT_TAGGED_STREAM;
+	int none = 0;
+	if (mode)
+		atomic_compare_exchange_strong(&c->orient, &none, mode > 0 ? 1 : -1);
+	return atomic_load(&c->orient);
+}
 
 bool ckc_stdio_tagged(FILE *f)
 {
@@ -298,12 +310,17 @@ static FILE *stdio_stream(int fd, const char *mode)
 	if (!c)
 		return NULL;
 	atomic_init(&c->fd, fd);
+	atomic_init(&c->orient, 0);
 	FILE *f = fopencookie(c, mode, stdio_funcs);
 	if (!f) {
 		free(c);
 		return NULL;
 	}
 	ckc_thread_stream(f);
+	/* glibc's cookie streams have no wide-character state: their own
+	 * orientation stays that of bytes (a wide one would crash glibc),
+	 * and the wide functions work through the byte ones (wstdio.c) */
+	REAL(fwide)(f, -1);
 	/* without a buffer of its own the stream keeps glibc's 8 KiB one */
 	char *buf = malloc(STDIO_BUF);
 	if (buf)
@@ -387,6 +404,19 @@ CKC_EXPORT FILE *fdopen(int fd, const char *mode)
 		return f;
 	}
 	int saved = errno;
+	/* as glibc's: a mode the descriptor's access does not allow is
+	 * refused, and "a" sets O_APPEND on the descriptor */
+	int want = mode ? stdio_flags(mode) : -1, fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return NULL;
+	int acc = fl & O_ACCMODE, wacc = want & O_ACCMODE;
+	if (want < 0 || (wacc == O_RDWR && acc != O_RDWR) || (wacc == O_RDONLY && acc == O_WRONLY) ||
+	    (wacc == O_WRONLY && acc == O_RDONLY)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((want & O_APPEND) && !(fl & O_APPEND) && fcntl(fd, F_SETFL, fl | O_APPEND) != 0)
+		return NULL;
 	FILE *f = stdio_stream(fd, mode);
 	if (f)
 		errno = saved;

@@ -217,10 +217,51 @@ void ckc_tag_opened(int dirfd, const char *path, int flags, int fd)
 		tag_dir_set(fd, TAG_DIR_NONE);
 }
 
+/* Whether path names a folder by its form: a last component "." or "..",
+ * or a slash at the end ("ckpt.bin/"), which the kernel refuses for a file
+ * (ENOTDIR, EISDIR). */
+static bool tag_dirish(const char *path)
+{
+	size_t n = strlen(path);
+	if (n && path[n - 1] == '/')
+		return true;
+	const char *last = strrchr(path, '/');
+	last = last ? last + 1 : path;
+	return !strcmp(last, ".") || !strcmp(last, "..");
+}
+
+/* Such a path is the kernel's to answer: a version of the file it spells
+ * with its slashes and dots stripped, which the real path lacks, goes
+ * there first, so that the kernel finds the file. */
+static void tag_dirish_first(int dirfd, const char *path)
+{
+	char p[PATH_MAX], canon[PATH_MAX];
+	size_t n = strlen(path);
+	if (!ckc_holds_unpublished() || n >= sizeof(p))
+		return;
+	memcpy(p, path, n + 1);
+	for (;;) {
+		if (n > 1 && p[n - 1] == '/')
+			p[--n] = '\0';
+		else if (n > 2 && p[n - 1] == '.' && p[n - 2] == '/')
+			p[n -= 2] = '\0';
+		else
+			break;
+	}
+	if (n && !tag_dirish(p) && ckc_tag_path_at(dirfd, p, canon))
+		(void)ckc_hand_over_path(canon);
+}
+
 bool ckc_tagged_at(int dirfd, const char *path, char *out)
 {
 	if (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child())
 		return false;
+	if (path && *path && tag_dirish(path)) {
+		int saved = errno;
+		tag_dirish_first(dirfd, path);
+		errno = saved;
+		return false;
+	}
 	return ckc_tag_path_at(dirfd, path, out);
 }
 

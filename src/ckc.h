@@ -31,6 +31,7 @@ typedef struct ckc_stat {
 	int readers;            /* descriptors of this process reading it */
 	bool passed_read;       /* it was written straight to its real path and opened
 				   for reading there: descriptors may read that file */
+	bool linked;            /* its path still names it (not unlinked, not replaced) */
 } ckc_stat_t;
 
 /* Attributes a program sets on a cached checkpoint (chmod, chown,

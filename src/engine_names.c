@@ -527,6 +527,10 @@ int ckc_rename(const char *from, const char *to)
 		eng_unlock();
 		return -ENOMEM;
 	}
+	/* a closed version its real path lacks is owed under its new name:
+	 * a listing of that folder publishes it first */
+	if (o->complete && !o->at_home)
+		eng_note_owed(o);
 	/* an open version published by an fsync: the real file is renamed
 	 * too, and its close finds it at the new name */
 	bool at_home = o->at_home || eng_home_snap(o);

@@ -534,6 +534,7 @@ void eng_stat_fill(const ckc_obj_t *o, ckc_stat_t *st)
 	st->mtime = o->mtime;
 	st->complete = o->complete;
 	st->at_home = o->at_home;
+	st->linked = o->mapped;
 	st->mode = o->mode;
 	st->has_owner = o->attr.mask & CKC_ATTR_OWNER;
 	st->uid = o->attr.uid;

@@ -15,6 +15,7 @@
 #include <ftw.h>
 #include <glob.h>
 #include <sys/stat.h>
+#include <wchar.h>
 
 struct answer {
 	long r;
@@ -31,12 +32,17 @@ static void fresh(const char *dir, const char *name, uint64_t seed)
 	gen_file(p, 8192, seed, 0);
 }
 
+static int ans_differ;
+
+/* Each difference is told; the test fails at the end (ans_done). */
 static void agree(const char *what, struct answer a[2])
 {
-	if (a[0].r != a[1].r || (a[0].r < 0 && a[0].err != a[1].err))
-		fail("%s: %ld (%s) on the checkpoint, %ld (%s) on an untagged file", what, a[0].r,
-		     a[0].r < 0 ? strerror(a[0].err) : "no error", a[1].r,
-		     a[1].r < 0 ? strerror(a[1].err) : "no error");
+	if (a[0].r != a[1].r || (a[0].r < 0 && a[0].err != a[1].err)) {
+		fprintf(stderr, "%s %s: differs: %s: %ld (%s) on the checkpoint, %ld (%s) on an untagged file\n",
+			PROG, mode, what, a[0].r, a[0].r < 0 ? strerror(a[0].err) : "no error", a[1].r,
+			a[1].r < 0 ? strerror(a[1].err) : "no error");
+		ans_differ++;
+	}
 }
 
 #define BOTH(what, expr)                                                      \
@@ -91,6 +97,238 @@ static long fd_call(const char *dir, const char *name, int how)
 	return r;
 }
 
+/* A new file dir/name opened with flags and 100 bytes written: its fd. */
+static int fresh_fd(const char *dir, const char *name, int flags)
+{
+	char p[PATH_MAX];
+	in(p, dir, name);
+	int fd = open(p, flags | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		fail("open %s: %s", p, strerror(errno));
+	unsigned char b[100];
+	memset(b, 7, sizeof(b));
+	write_all(fd, b, sizeof(b), p);
+	return fd;
+}
+
+/* The answer of call `how` on a descriptor of a new file, which is closed
+ * after (errno kept). */
+static long fd_answer(const char *dir, int how)
+{
+	static char big[8];
+	struct iovec v[IOV_MAX + 1];
+	for (int i = 0; i <= IOV_MAX; i++)
+		v[i] = (struct iovec){ big, 1 };
+	int fd = fresh_fd(dir, "v.bin", O_RDWR);
+	long r;
+	switch (how) {
+	case 0: r = writev(fd, v, IOV_MAX + 1); break;
+	case 1: r = preadv(fd, v, IOV_MAX + 1, 0); break;
+	case 2: {
+		struct iovec two[2] = { { big, 2 }, { big, (size_t)SSIZE_MAX + 1 } };
+		r = writev(fd, two, 2);
+		break;
+	}
+	case 3: r = pwritev2(fd, v, 1, 0, 0x1000000); break;
+	case 4: r = fcntl(fd, F_GETFL); break;
+	case 5: r = fcntl(fd, F_GETOWN); break;
+	case 6: r = fcntl(fd, F_GET_SEALS); break;
+	case 7: r = fcntl(fd, 9999); break;
+	default: r = lseek(fd, 0, SEEK_CUR); break;
+	}
+	int e = errno;
+	close(fd);
+	errno = e;
+	return r;
+}
+
+/* fdopen of a new file's descriptor: "w" on a read-only one (refused), "a"
+ * on its writer moved back to offset 0, which appends: the file's size
+ * after. */
+static long fdopen_answer(const char *dir, bool append)
+{
+	char p[PATH_MAX];
+	in(p, dir, "f.bin");
+	int fd = fresh_fd(dir, "f.bin", O_WRONLY);
+	if (!append) {
+		close(fd);
+		if ((fd = open(p, O_RDONLY)) < 0)
+			fail("open %s: %s", p, strerror(errno));
+	} else if (lseek(fd, 0, SEEK_SET) != 0) {
+		fail("lseek %s: %s", p, strerror(errno));
+	}
+	FILE *f = fdopen(fd, append ? "a" : "w");
+	if (!f) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	fputs("tail", f);
+	fclose(f);
+	struct stat st;
+	return stat(p, &st) == 0 ? (long)st.st_size : -2;
+}
+
+/* rmdir of a folder holding a new file still open for writing, then the
+ * file after its close: -errno of the rmdir * 10 + whether it exists. */
+static long rmdir_answer(const char *dir)
+{
+	char d[PATH_MAX], p[PATH_MAX];
+	in(d, dir, "sub");
+	if (mkdir(d, 0755) != 0)
+		fail("mkdir %s: %s", d, strerror(errno));
+	int fd = fresh_fd(d, "w.bin", O_WRONLY);
+	long r = rmdir(d) == 0 ? 0 : -errno;
+	close(fd);
+	in(p, d, "w.bin");
+	return r * 10 + (access(p, F_OK) == 0);
+}
+
+/* A path to a just-written file spelt as a folder's (how): the answer. */
+static long slash_answer(const char *dir, int how)
+{
+	char p[PATH_MAX], q[PATH_MAX];
+	struct stat st;
+	fresh(dir, "t.bin", 5);
+	in(p, dir, how == 4 ? "t.bin/." : "t.bin/");
+	switch (how) {
+	case 0: {
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd >= 0)
+			close(fd);
+		return fd >= 0 ? 1 : -1;
+	}
+	case 1: return stat(p, &st);
+	case 2: return access(p, F_OK);
+	case 3: return unlink(p);
+	case 4: return stat(p, &st);
+	case 5: return (in(q, dir, "b.bin"), rename(q, p));
+	default: {
+		in(p, dir, "t.bin/x");
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd >= 0)
+			close(fd);
+		return fd >= 0 ? 1 : -1;
+	}
+	}
+}
+
+/* fstat's link count of a new file unlinked while open. */
+static long nlink_answer(const char *dir)
+{
+	char p[PATH_MAX];
+	int fd = fresh_fd(dir, "u.bin", O_RDWR);
+	in(p, dir, "u.bin");
+	if (unlink(p) != 0)
+		fail("unlink %s: %s", p, strerror(errno));
+	struct stat st;
+	long r = fstat(fd, &st) == 0 ? (long)st.st_nlink : -1;
+	close(fd);
+	return r;
+}
+
+/* fsize-child PATH: with a file size limit of 100000 bytes (SIGXFSZ
+ * ignored), writes three pieces of 60000 to PATH; its exit status tells
+ * how each went (0 whole, 1 short, 2 EFBIG, in base 3). */
+int m_fsize_child(int argc, char **argv)
+{
+	need_args(argc, 2, "PATH");
+	signal(SIGXFSZ, SIG_IGN);
+	struct rlimit rl = { 100000, 100000 };
+	if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+		return 100;
+	static char b[60000];
+	int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644), code = 0;
+	for (int i = 0; i < 3; i++) {
+		ssize_t r = write(fd, b, sizeof(b));
+		code = code * 3 + (r == (ssize_t)sizeof(b) ? 0 : r > 0 ? 1 : errno == EFBIG ? 2 : 0);
+	}
+	close(fd);
+	return code;
+}
+
+/* That child, a new program (the library starts in it): its status and
+ * the file's size after, in one. */
+static long fsize_answer(const char *dir)
+{
+	char p[PATH_MAX];
+	in(p, dir, "lim.bin");
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl(self_exe, self_exe, "fsize-child", p, (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		fail("the file size limit's child: %s", strerror(errno));
+	struct stat s;
+	return WEXITSTATUS(st) * 1000000L + (stat(p, &s) == 0 ? (long)s.st_size : -1);
+}
+
+/* Wide characters written with fwprintf and read back with fgetwc and
+ * fgetws: fwprintf's count, fwide's answer and what came back, in one. */
+static long wide_answer(const char *dir)
+{
+	char p[PATH_MAX];
+	in(p, dir, "w.txt");
+	FILE *f = fopen(p, "w");
+	if (!f)
+		fail("fopen %s: %s", p, strerror(errno));
+	long r = fwprintf(f, L"step %d\n", 42) * 10 + fwide(f, 0) + 1;
+	fputws(L"x\n", f);
+	fclose(f);
+	if (!(f = fopen(p, "r")))
+		fail("fopen %s: %s", p, strerror(errno));
+	wchar_t line[32] = L"";
+	wint_t c = fgetwc(f);
+	ungetwc(c, f);
+	if (!fgetws(line, 32, f) || wcscmp(line, L"step 42\n") != 0)
+		r = -1;
+	fclose(f);
+	return r * 1000 + (long)c;
+}
+
+/* A file written under a temporary name and renamed: whether a listing of
+ * its folder, right after, has it. */
+static long listing_answer(const char *dir)
+{
+	char d[PATH_MAX], p[PATH_MAX], q[PATH_MAX];
+	in(d, dir, "lst");
+	if (mkdir(d, 0755) != 0)
+		fail("mkdir %s: %s", d, strerror(errno));
+	int fd = fresh_fd(d, "c.tmp", O_WRONLY);
+	close(fd);
+	in(p, d, "c.tmp");
+	in(q, d, "c_0.bin");
+	if (rename(p, q) != 0)
+		fail("rename %s: %s", p, strerror(errno));
+	DIR *dp = opendir(d);
+	long n = 0;
+	for (struct dirent *e; dp && (e = readdir(dp));)
+		n += !strcmp(e->d_name, "c_0.bin");
+	if (dp)
+		closedir(dp);
+	return n;
+}
+
+/* Run as root: a file of another owner and group rewritten (O_TRUNC)
+ * keeps them, as the kernel's file does. */
+static long owner_answer(const char *dir)
+{
+	char p[PATH_MAX];
+	fresh(dir, "o.bin", 6);
+	in(p, dir, "o.bin");
+	int fd = open(p, O_RDONLY);
+	if (fd >= 0)
+		close(fd);
+	if (chown(p, 65534, 65534) != 0)
+		return -1;
+	gen_file(p, 4096, 7, 0);
+	struct stat st;
+	return stat(p, &st) == 0 ? (long)st.st_uid * 100000 + (long)st.st_gid : -2;
+}
+
 /* answers TAGGED_DIR UNTAGGED_DIR */
 int m_answers(int argc, char **argv)
 {
@@ -114,6 +352,33 @@ int m_answers(int argc, char **argv)
 	BOTH("syncfs", fd_call(dir, "s.bin", 1));
 	BOTH("fcntl(F_GETLEASE)", fd_call(dir, "s.bin", 2));
 	BOTH("utimensat(fd, NULL)", fd_call(dir, "s.bin", 3));
+	BOTH("writev of IOV_MAX + 1 pieces", fd_answer(dir, 0));
+	BOTH("preadv of IOV_MAX + 1 pieces", fd_answer(dir, 1));
+	BOTH("writev of a piece longer than SSIZE_MAX", fd_answer(dir, 2));
+	BOTH("pwritev2 with an unknown flag", fd_answer(dir, 3));
+	BOTH("fcntl(F_GETFL)", fd_answer(dir, 4));
+	BOTH("fcntl(F_GETOWN)", fd_answer(dir, 5));
+	BOTH("fcntl(F_GET_SEALS)", fd_answer(dir, 6));
+	BOTH("fcntl of an unknown command", fd_answer(dir, 7));
+	BOTH("the position after those", fd_answer(dir, 8));
+	BOTH("fdopen(\"w\") of a read-only descriptor", fdopen_answer(dir, false));
+	BOTH("fdopen(\"a\") of a writer, then fputs", fdopen_answer(dir, true));
+	BOTH("rmdir of a folder with a file open for writing", rmdir_answer(dir));
+	BOTH("open(\"file/\", O_CREAT|O_TRUNC)", slash_answer(dir, 0));
+	BOTH("stat(\"file/\")", slash_answer(dir, 1));
+	BOTH("access(\"file/\")", slash_answer(dir, 2));
+	BOTH("unlink(\"file/\")", slash_answer(dir, 3));
+	BOTH("stat(\"file/.\")", slash_answer(dir, 4));
+	BOTH("rename onto \"file/\"", slash_answer(dir, 5));
+	BOTH("open(\"file/x\", O_CREAT)", slash_answer(dir, 6));
+	BOTH("fstat's link count after unlink", nlink_answer(dir));
+	BOTH("writes under a file size limit", fsize_answer(dir));
+	BOTH("a listing right after a rename", listing_answer(dir));
+	if (geteuid() == 0)
+		BOTH("owner and group of a rewritten file", owner_answer(dir));
+	BOTH("fwprintf, fgetwc, fgetws", wide_answer(dir));
+	if (ans_differ)
+		fail("%d calls answered otherwise than on untagged files (above)", ans_differ);
 	/* the files themselves are still what was written */
 	for (int side = 0; side < 2; side++) {
 		char p[PATH_MAX];
@@ -121,6 +386,8 @@ int m_answers(int argc, char **argv)
 		check_file(p, 8192, 1, 0);
 		snprintf(p, sizeof(p), "%s/a.bin", ans_dirs[side]);
 		check_file(p, 8192, 2, 0);
+		snprintf(p, sizeof(p), "%s/t.bin", ans_dirs[side]);
+		check_file(p, 8192, 5, 0);
 	}
 	return 0;
 }

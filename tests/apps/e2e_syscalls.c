@@ -382,6 +382,36 @@ int m_locks(int argc, char **argv)
 		close(fd);
 	}
 	check_file(arg.path, arg.size, arg.seed, 0);
+	/* a record lock of a new checkpoint excludes another process, which
+	 * locks the real file (here with raw system calls, no library) */
+	char np[PATH_MAX];
+	snprintf(np, sizeof(np), "%s.new", arg.path);
+	int fd = open(np, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		fail("open %s: %s", np, strerror(errno));
+	unsigned char *e = pattern_buf(arg.size, arg.seed + 1);
+	write_all(fd, e, arg.size / 2, np);
+	if (lockf(fd, F_TLOCK, 0) != 0)
+		fail("lockf(F_TLOCK) of a new checkpoint: %s", strerror(errno));
+	pid_t pid = fork();
+	if (pid == 0) {
+		int o = (int)syscall(SYS_openat, AT_FDCWD, np, O_RDWR);
+		struct flock w = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		long r = o < 0 ? -1 : syscall(SYS_fcntl, o, F_SETLK, &w);
+		_exit(o < 0 ? 2 : r == 0 ? 3 : (errno == EAGAIN || errno == EACCES) ? 0 : 4);
+	}
+	int st = 0;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		fail("fork: %s", strerror(errno));
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail("another process locking %s while this one holds lockf(F_TLOCK): %s", np,
+		     WEXITSTATUS(st) == 2 ? "the real file is missing" :
+		     WEXITSTATUS(st) == 3 ? "it got the lock" : "an unexpected error");
+	write_all(fd, e + arg.size / 2, arg.size - arg.size / 2, np);
+	close(fd);
+	check_file(np, arg.size, arg.seed + 1, 0);
+	free(e);
+	printf("locks: a record lock of a new checkpoint excludes another process\n");
 	return 0;
 }
 
