@@ -123,6 +123,7 @@ ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path)
 	atomic_init(&v->refs, 0);
 	v->h = h;
 	v->pos = 0;
+	atomic_init(&v->room_next, CKC_ROOM_FIRST);
 	v->flags = flags;
 	v->switched = false;
 	atomic_init(&v->lock_fd, -1);

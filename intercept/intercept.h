@@ -257,6 +257,7 @@ typedef struct ckc_vfd {
 	atomic_int refs;      /* descriptor numbers sharing it (dup) */
 	ckc_handle_t *h;
 	uint64_t pos;
+	_Atomic uint64_t room_next; /* the size at which room_aside looks at the free space next */
 	int flags;            /* access mode, O_APPEND, O_NONBLOCK... as opened */
 	bool switched;        /* its numbers name the real file now */
 	atomic_int lock_fd;   /* the file its locks are taken on (locks.c), or -1 */
@@ -493,6 +494,9 @@ bool ckc_px_handed_over(long *r, ckc_vfd_t *v);
  * (RWF_APPEND); a write to an O_APPEND descriptor always goes at the end,
  * and only a write at the position moves it (pwrite's rule on Linux). */
 #define CKC_PX_APPEND 2
+/* A version growing past this size looks at the free space of its real
+ * file's file system (room_aside, posix.c). */
+#define CKC_ROOM_FIRST ((uint64_t)1 << 20)
 ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos, int wr);
 /* The checkpoint behind v goes to its real path and every descriptor of
  * it becomes a descriptor of the real file (a call the library cannot see

@@ -16,6 +16,7 @@
 #include <linux/close_range.h>
 #include <linux/falloc.h>
 #include <sys/sendfile.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "intercept.h"
@@ -102,6 +103,44 @@ int ckc_px_hole_aside(ckc_vfd_t *v, uint64_t to)
 	return CKC_HANDED;
 }
 
+/* The cache publishes a version by writing a new file beside the real one:
+ * a version that would not fit in the free space of that file system goes
+ * to its real file while half of that space is still free, so that the
+ * program's own writes there meet ENOSPC (or EDQUOT) where they would
+ * without the library, not its publication later. The free space is looked
+ * at when the version passes CKC_ROOM_FIRST, then each time it has grown
+ * by half of what was left. */
+static int room_aside(ckc_vfd_t *v, uint64_t end)
+{
+	if (end < atomic_load_explicit(&v->room_next, memory_order_relaxed))
+		return 0;
+	char dir[PATH_MAX];
+	struct statvfs fs;
+	int saved = errno;
+	if (ckc_path_dirname(v->path, dir, sizeof(dir)) != 0 || statvfs(dir, &fs) != 0) {
+		errno = saved;
+		atomic_store(&v->room_next, UINT64_MAX); /* not known: not looked at again */
+		return 0;
+	}
+	uint64_t unit = fs.f_frsize ? fs.f_frsize : fs.f_bsize;
+	uint64_t room = (uint64_t)(geteuid() == 0 ? fs.f_bfree : fs.f_bavail) * unit;
+	if (end < room / 2) {
+		uint64_t step = (room - end) / 2;
+		atomic_store(&v->room_next, end + (step > CKC_ROOM_FIRST ? step : CKC_ROOM_FIRST));
+		return 0;
+	}
+	ckc_enter();
+	int rc = ckc_handoff(v->h);
+	ckc_leave();
+	if (rc && rc != -ESTALE) {
+		atomic_store(&v->room_next, UINT64_MAX);
+		ckc_warn("checkpoint %s is larger than half the free space of its file system: it stays in "
+			 "the cache (the real file could not take it: %s)", v->path, strerror(-rc));
+		return 0;
+	}
+	return CKC_HANDED;
+}
+
 ssize_t ckc_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off)
 {
 	int rc = ckc_px_vfd_usable(v);
@@ -112,6 +151,8 @@ ssize_t ckc_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off)
 	if (off < 0)
 		return -EINVAL;
 	if ((rc = ckc_px_hole_aside(v, (uint64_t)off)) != 0)
+		return rc;
+	if ((rc = room_aside(v, (uint64_t)off + n)) != 0)
 		return rc;
 	ckc_enter();
 	ssize_t r = CKC_OWED_PASS;
