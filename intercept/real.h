@@ -114,10 +114,6 @@ struct utimbuf;
 	X(stat, int, (const char *, struct stat *))                                        \
 	X(lstat, int, (const char *, struct stat *))                                       \
 	X(umask, mode_t, (mode_t))                                                         \
-	X(setrlimit, int, (__rlimit_resource_t, const struct rlimit *))                    \
-	X(setrlimit64, int, (__rlimit_resource_t, const struct rlimit64 *))                \
-	X(prlimit, int, (pid_t, __rlimit_resource_t, const struct rlimit *, struct rlimit *)) \
-	X(prlimit64, int, (pid_t, __rlimit_resource_t, const struct rlimit64 *, struct rlimit64 *)) \
 	X(fstat, int, (int, struct stat *))                                                \
 	X(fstatat, int, (int, const char *, struct stat *, int))                           \
 	X(stat64, int, (const char *, struct stat *))                                      \

@@ -327,70 +327,38 @@ CKC_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat *s
 
 /* setrlimit(2) and prlimit(2) of this process: a file size limit makes the
  * cache step aside for the files opened for writing after it
- * (ckc_fsize_limited) */
-static void fsize_changed(int resource, int rc)
+ * (ckc_fsize_limited). Made with the system call, as the C library makes
+ * them (struct rlimit is struct rlimit64 in a 64-bit process): a sanitizer
+ * runtime sets its limits before this library has started. */
+static int rlimit_call(pid_t pid, int resource, const void *l, void *old)
 {
-	if (rc == 0 && resource == RLIMIT_FSIZE && !ckc_in_vfork_child())
+	int rc = (int)syscall(SYS_prlimit64, pid, resource, l, old);
+	if (rc == 0 && l && resource == RLIMIT_FSIZE && (pid == 0 || pid == getpid()) &&
+	    !ckc_in_vfork_child())
 		ckc_fsize_forget();
+	return rc;
 }
 
-static bool self_pid(pid_t pid)
-{
-	return pid == 0 || pid == getpid();
-}
+_Static_assert(sizeof(struct rlimit) == sizeof(struct rlimit64), "a 64-bit struct rlimit");
 
 CKC_EXPORT int setrlimit(__rlimit_resource_t r, const struct rlimit *l)
 {
-	int (*real)(__rlimit_resource_t, const struct rlimit *) = REAL(setrlimit);
-	if (!real) {
-		ckc_real_missing("setrlimit");
-		errno = ENOSYS;
-		return -1;
-	}
-	int rc = real(r, l);
-	fsize_changed((int)r, rc);
-	return rc;
+	return rlimit_call(0, (int)r, l, NULL);
 }
 
 CKC_EXPORT int setrlimit64(__rlimit_resource_t r, const struct rlimit64 *l)
 {
-	int (*real)(__rlimit_resource_t, const struct rlimit64 *) = REAL(setrlimit64);
-	if (!real) {
-		ckc_real_missing("setrlimit64");
-		errno = ENOSYS;
-		return -1;
-	}
-	int rc = real(r, l);
-	fsize_changed((int)r, rc);
-	return rc;
+	return rlimit_call(0, (int)r, l, NULL);
 }
 
 CKC_EXPORT int prlimit(pid_t pid, __rlimit_resource_t r, const struct rlimit *l, struct rlimit *old)
 {
-	int (*real)(pid_t, __rlimit_resource_t, const struct rlimit *, struct rlimit *) = REAL(prlimit);
-	if (!real) {
-		ckc_real_missing("prlimit");
-		errno = ENOSYS;
-		return -1;
-	}
-	int rc = real(pid, r, l, old);
-	if (l && self_pid(pid))
-		fsize_changed((int)r, rc);
-	return rc;
+	return rlimit_call(pid, (int)r, l, old);
 }
 
 CKC_EXPORT int prlimit64(pid_t pid, __rlimit_resource_t r, const struct rlimit64 *l, struct rlimit64 *old)
 {
-	int (*real)(pid_t, __rlimit_resource_t, const struct rlimit64 *, struct rlimit64 *) = REAL(prlimit64);
-	if (!real) {
-		ckc_real_missing("prlimit64");
-		errno = ENOSYS;
-		return -1;
-	}
-	int rc = real(pid, r, l, old);
-	if (l && self_pid(pid))
-		fsize_changed((int)r, rc);
-	return rc;
+	return rlimit_call(pid, (int)r, l, old);
 }
 
 /* umask(2): the library creates the real files of versions opened before
