@@ -424,6 +424,26 @@ static int open_read_tagged(const char *canon, int flags)
 	return install_new(-1, h, flags, canon, 0);
 }
 
+/* Whether an existing file in folder dir has the owner and group
+ * a new file of this process there gets: the real file's (rst), or those
+ * of the version the cache holds (cst: its creator's, or as chown set
+ * them). A new file's group is the folder's where the folder is setgid. */
+static bool owned_as_new(const char *dir, const struct stat *rst, const ckc_stat_t *cst)
+{
+	uid_t uid = rst ? rst->st_uid : geteuid();
+	gid_t gid = rst ? rst->st_gid : getegid();
+	if (cst) {
+		uid = cst->has_owner && cst->uid != (uid_t)-1 ? cst->uid : geteuid();
+		gid = cst->has_owner && cst->gid != (gid_t)-1 ? cst->gid : getegid();
+	}
+	if (uid != geteuid())
+		return false;
+	if (gid == getegid())
+		return true;
+	struct stat dst;
+	return ckc_px_real_stat_path(dir, &dst) == 0 && (dst.st_mode & S_ISGID) && dst.st_gid == gid;
+}
+
 /* The open logic for a tagged path: returns an fd, -errno, CKC_PASS or
  * CKC_PASS_TIMED. t0: when the program's open began. */
 static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
@@ -491,7 +511,6 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 	 * file is used, never replaced (below). */
 	if (acc != O_RDONLY && ((flags & O_TRUNC) || (!exists && (flags & O_EXCL)))) {
 		char dir[PATH_MAX];
-		struct stat dst;
 		if (!exists && !(flags & O_CREAT))
 			return -ENOENT;
 		/* the cache publishes a version by a rename in its folder, as a
@@ -500,18 +519,9 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 		 * cannot write, a file it may not write, or one another user
 		 * or group owns, which a new file would not keep: a sticky
 		 * folder refuses its replacement) */
-		if (ckc_path_dirname(canon, dir, sizeof(dir)) != 0 || ckc_px_real_stat_path(dir, &dst) != 0 ||
-		    ckc_px_real_access(dir, W_OK | X_OK) != 0)
+		if (ckc_path_dirname(canon, dir, sizeof(dir)) != 0 || ckc_px_real_access(dir, W_OK | X_OK) != 0)
 			return hand_over_for(canon, "a rewrite in a folder the process cannot write");
-		/* the owner the file has now: the real file's, or that of the
-		 * version the cache holds (its creator, or as chown set it) */
-		uid_t uid = real ? rst.st_uid : geteuid();
-		gid_t gid = real ? rst.st_gid : getegid();
-		if (cached) {
-			uid = cst.has_owner && cst.uid != (uid_t)-1 ? cst.uid : geteuid();
-			gid = cst.has_owner && cst.gid != (gid_t)-1 ? cst.gid : getegid();
-		}
-		if (exists && (uid != geteuid() || gid != ((dst.st_mode & S_ISGID) ? dst.st_gid : getegid())))
+		if (exists && !owned_as_new(dir, real ? &rst : NULL, cached ? &cst : NULL))
 			return hand_over_for(canon, "a rewrite of a file another user or group owns");
 		if (real && !cached && ckc_px_real_access(canon, W_OK) != 0)
 			return CKC_PASS;
