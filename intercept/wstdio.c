@@ -260,18 +260,21 @@ int ckc_w_fwscanf(FILE *f, const wchar_t *fmt, ...) __asm__("fwscanf");
 int ckc_w_isoc99_vfwscanf(FILE *f, const wchar_t *fmt, va_list ap) __asm__("__isoc99_vfwscanf");
 int ckc_w_isoc99_fwscanf(FILE *f, const wchar_t *fmt, ...) __asm__("__isoc99_fwscanf");
 
-CKC_EXPORT int ckc_w_vfwscanf(FILE *f, const wchar_t *fmt, va_list ap)
+static int w_vscanf(int (*real)(FILE *, const wchar_t *, va_list), FILE *f, const wchar_t *fmt, va_list ap)
 {
 	if (ckc_stdio_orient(f, 0) != CKC_NOT_TAGGED_STREAM)
 		return w_scanf_refused(f);
-	return REAL(vfwscanf)(f, fmt, ap);
+	return real(f, fmt, ap);
+}
+
+CKC_EXPORT int ckc_w_vfwscanf(FILE *f, const wchar_t *fmt, va_list ap)
+{
+	return w_vscanf(REAL(vfwscanf), f, fmt, ap);
 }
 
 CKC_EXPORT int ckc_w_isoc99_vfwscanf(FILE *f, const wchar_t *fmt, va_list ap)
 {
-	if (ckc_stdio_orient(f, 0) != CKC_NOT_TAGGED_STREAM)
-		return w_scanf_refused(f);
-	return REAL(__isoc99_vfwscanf)(f, fmt, ap);
+	return w_vscanf(REAL(__isoc99_vfwscanf), f, fmt, ap);
 }
 
 CKC_EXPORT int ckc_w_fwscanf(FILE *f, const wchar_t *fmt, ...)

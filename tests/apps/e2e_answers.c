@@ -65,15 +65,23 @@ static long in(char *p, const char *dir, const char *name)
 	return 0;
 }
 
-static long fd_call(const char *dir, const char *name, int how)
+/* A new file dir/name opened with flags and 100 bytes written: its fd. */
+static int fresh_fd(const char *dir, const char *name, int flags)
 {
 	char p[PATH_MAX];
 	in(p, dir, name);
-	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int fd = open(p, flags | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0)
 		fail("open %s: %s", p, strerror(errno));
-	char b[4096] = { 1 };
-	write_all(fd, (unsigned char *)b, sizeof(b), p);
+	unsigned char b[100];
+	memset(b, 7, sizeof(b));
+	write_all(fd, b, sizeof(b), p);
+	return fd;
+}
+
+static long fd_call(const char *dir, const char *name, int how)
+{
+	int fd = fresh_fd(dir, name, O_WRONLY);
 	long r;
 	switch (how) {
 	case 0:
@@ -95,20 +103,6 @@ static long fd_call(const char *dir, const char *name, int how)
 	close(fd);
 	errno = e;
 	return r;
-}
-
-/* A new file dir/name opened with flags and 100 bytes written: its fd. */
-static int fresh_fd(const char *dir, const char *name, int flags)
-{
-	char p[PATH_MAX];
-	in(p, dir, name);
-	int fd = open(p, flags | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0)
-		fail("open %s: %s", p, strerror(errno));
-	unsigned char b[100];
-	memset(b, 7, sizeof(b));
-	write_all(fd, b, sizeof(b), p);
-	return fd;
 }
 
 /* The answer of call `how` on a descriptor of a new file, which is closed
