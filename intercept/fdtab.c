@@ -123,7 +123,7 @@ ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path)
 	atomic_init(&v->refs, 0);
 	v->h = h;
 	v->pos = 0;
-	atomic_init(&v->room_next, CKC_ROOM_FIRST);
+	atomic_init(&v->room_next, 0); /* looked at by the first write */
 	v->flags = flags;
 	v->switched = false;
 	atomic_init(&v->lock_fd, -1);

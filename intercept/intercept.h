@@ -494,9 +494,6 @@ bool ckc_px_handed_over(long *r, ckc_vfd_t *v);
  * (RWF_APPEND); a write to an O_APPEND descriptor always goes at the end,
  * and only a write at the position moves it (pwrite's rule on Linux). */
 #define CKC_PX_APPEND 2
-/* A version growing past this size looks at the free space of its real
- * file's file system (room_aside, posix.c). */
-#define CKC_ROOM_FIRST ((uint64_t)1 << 20)
 ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos, int wr);
 /* The checkpoint behind v goes to its real path and every descriptor of
  * it becomes a descriptor of the real file (a call the library cannot see

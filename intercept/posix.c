@@ -108,25 +108,50 @@ int ckc_px_hole_aside(ckc_vfd_t *v, uint64_t to)
  * to its real file while half of that space is still free, so that the
  * program's own writes there meet ENOSPC (or EDQUOT) where they would
  * without the library, not its publication later. The free space is looked
- * at when the version passes CKC_ROOM_FIRST, then each time it has grown
- * by half of what was left. */
-static int room_aside(ckc_vfd_t *v, uint64_t end)
+ * at by a version's first write (a thread's answer for the same folder is
+ * kept ROOM_KEEP_NS for that one), then each time the version has grown by
+ * half of what was left, at least ROOM_STEP. */
+#define ROOM_KEEP_NS 100000000ull
+#define ROOM_STEP ((uint64_t)64 << 10)
+static __thread uint64_t room_dir_hash, room_bytes, room_at;
+
+/* The bytes free to this process in the file system of folder dir, or
+ * UINT64_MAX where it cannot be known. */
+static uint64_t room_free(const char *dir, bool first)
 {
-	if (end < atomic_load_explicit(&v->room_next, memory_order_relaxed))
-		return 0;
-	char dir[PATH_MAX];
+	uint64_t h = 1469598103934665603ull, now = first ? ckc_now_ns() : 0;
+	for (const char *p = dir; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	if (first && h == room_dir_hash && now - room_at < ROOM_KEEP_NS)
+		return room_bytes;
 	struct statvfs fs;
 	int saved = errno;
-	if (ckc_path_dirname(v->path, dir, sizeof(dir)) != 0 || statvfs(dir, &fs) != 0) {
+	if (statvfs(dir, &fs) != 0) {
 		errno = saved;
-		atomic_store(&v->room_next, UINT64_MAX); /* not known: not looked at again */
-		return 0;
+		return UINT64_MAX;
 	}
 	uint64_t unit = fs.f_frsize ? fs.f_frsize : fs.f_bsize;
 	uint64_t room = (uint64_t)(geteuid() == 0 ? fs.f_bfree : fs.f_bavail) * unit;
+	room_dir_hash = h;
+	room_bytes = room;
+	room_at = now ? now : ckc_now_ns();
+	return room;
+}
+
+static int room_aside(ckc_vfd_t *v, uint64_t end)
+{
+	uint64_t next = atomic_load_explicit(&v->room_next, memory_order_relaxed);
+	if (end < next)
+		return 0;
+	char dir[PATH_MAX];
+	uint64_t room = ckc_path_dirname(v->path, dir, sizeof(dir)) == 0 ? room_free(dir, next == 0) : UINT64_MAX;
+	if (room == UINT64_MAX) {
+		atomic_store(&v->room_next, UINT64_MAX); /* not known: not looked at again */
+		return 0;
+	}
 	if (end < room / 2) {
 		uint64_t step = (room - end) / 2;
-		atomic_store(&v->room_next, end + (step > CKC_ROOM_FIRST ? step : CKC_ROOM_FIRST));
+		atomic_store(&v->room_next, end + (step > ROOM_STEP ? step : ROOM_STEP));
 		return 0;
 	}
 	ckc_enter();

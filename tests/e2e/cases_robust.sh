@@ -673,39 +673,47 @@ assert open(\"ck/b.bin\", \"rb\").read() == data
 	same src.bin ck/b.bin "ck/b.bin (dd in a child shell) at its real path"
 }
 
-# A checkpoint written in 1 MiB pieces until its file system (an 8 MiB
-# tmpfs) is full: the program's own writes meet ENOSPC at the same piece as
-# without the library, and the real file holds what they wrote.
+# A checkpoint written until its file system (a tmpfs) is full: in 1 MiB
+# pieces into 8 MiB, and in 128 KiB pieces into 2 MiB of which a file of
+# the program's own took 1.5 MB first (a checkpoint larger than the free
+# space from its start). The program's own writes meet ENOSPC at the same
+# byte as without the library, and the real file holds what they wrote.
 enospc_case() {
 	command -v unshare >/dev/null || note "no unshare here"
 	mkdir -p small
 	plain unshare -m sh -c 'mount -t tmpfs -o size=8M tmpfs small' 2>/dev/null ||
 		note "cannot mount a tmpfs in a mount namespace here"
-	local side
-	for side in plain lib; do
-		plain unshare -m sh -c 'mount -t tmpfs -o size=8M tmpfs small || exit 9
-			[ "$4" = lib ] && export CKPTCACHE_PATHS="$1/small/*.bin" LD_PRELOAD="$2"
-			"$3" -c "
-import errno
-b = bytes(range(256)) * 4096
+	local side fs
+	for fs in 8M:1048576:0 2M:131072:1500000; do
+		for side in plain lib; do
+			plain unshare -m sh -c 'mount -t tmpfs -o size=${5%%:*} tmpfs small || exit 9
+				[ "$4" = lib ] && export CKPTCACHE_PATHS="$1/small/*.bin" LD_PRELOAD="$2"
+				"$3" -c "
+import errno, sys
+piece, filler = map(int, sys.argv[1].split(\":\")[1:])
+open(\"small/filler\", \"wb\").write(b\"f\" * filler)
+b = bytes(range(256)) * (piece // 256)
 n = 0
 with open(\"small/full.bin\", \"wb\", buffering=0) as f:
     try:
-        for i in range(100):
+        for i in range(100 * 1048576 // piece):
             n += f.write(b)
     except OSError as e:
         print(\"error\", errno.errorcode[e.errno])
 print(\"written\", n)
 d = open(\"small/full.bin\", \"rb\").read()
-print(\"read back\", len(d), d == (b * 100)[:len(d)])
-" || exit 8
-			env -u LD_PRELOAD wc -c < small/full.bin' sh "$T" "$PRELOAD" "$PY" $side >out_$side.txt 2>err_$side.txt
-		echo "rc $?" >>out_$side.txt
+print(\"read back\", len(d), d == (b * (n // len(b) + 1))[:len(d)])
+" "$5" || exit 8
+				env -u LD_PRELOAD wc -c < small/full.bin' sh "$T" "$PRELOAD" "$PY" $side $fs \
+				>out_$side.txt 2>err_$side.txt
+			echo "rc $?" >>out_$side.txt
+		done
+		cat out_plain.txt out_lib.txt err_lib.txt
+		grep -q '^error ENOSPC' out_plain.txt || note "no ENOSPC without the library here"
+		cmp -s out_plain.txt out_lib.txt ||
+			fail "writes until the file system ($fs) is full:$(tr '\n' ' ' <out_plain.txt) without the library,$(tr '\n' ' ' <out_lib.txt) with it"
+		grep -q 'ckptcache: error' err_lib.txt && fail "an error message:$(first_error 'ckptcache: error')"
 	done
-	cat out_plain.txt out_lib.txt err_lib.txt
-	grep -q '^error ENOSPC' out_plain.txt || note "no ENOSPC without the library here"
-	cmp -s out_plain.txt out_lib.txt || fail "writes until the file system is full:$(tr '\n' ' ' <out_plain.txt) without the library,$(tr '\n' ' ' <out_lib.txt) with it"
-	grep -q 'ckptcache: error' err_lib.txt && fail "an error message:$(first_error 'ckptcache: error')"
 	return 0
 }
 
