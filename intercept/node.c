@@ -421,16 +421,34 @@ void ckc_node_atfork_child(void)
 
 /* ---- asking ------------------------------------------------------------------ */
 
-/* Whether process pid is stopped (SIGSTOP, a debugger's breakpoint): its
- * state in /proc/PID/stat, the field after the command's closing ')'. */
-static bool node_stopped(pid_t pid)
+/* What a holder that has not answered yet is doing, from /proc/PID/stat
+ * (the state after the command's closing ')', and the kernel's flags six
+ * fields on): running, stopped (SIGSTOP, a debugger's breakpoint), or gone
+ * (no longer there, a zombie, or exiting: a process killed with SIGKILL
+ * that frees a large memory takes a while to end, and never answers). */
+enum { HOLDER_RUNS, HOLDER_STOPPED, HOLDER_GONE };
+#define PF_EXITING_FLAG 0x4u
+static int node_holder(pid_t pid)
 {
 	char path[64], buf[512];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	if (ckc_px_read_file(path, buf, sizeof(buf)) <= 0)
-		return false;
+		return kill(pid, 0) != 0 && errno == ESRCH ? HOLDER_GONE : HOLDER_RUNS;
 	char *p = strrchr(buf, ')');
-	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+	if (!p || p[1] != ' ')
+		return HOLDER_RUNS;
+	char st = p[2];
+	if (st == 'Z' || st == 'X' || st == 'x')
+		return HOLDER_GONE;
+	unsigned long long flags;
+	if (sscanf(p + 3, " %*d %*d %*d %*d %*d %llu", &flags) == 1 && (flags & PF_EXITING_FLAG))
+		return HOLDER_GONE;
+	return st == 'T' || st == 't' ? HOLDER_STOPPED : HOLDER_RUNS;
+}
+
+static bool node_stopped(pid_t pid)
+{
+	return node_holder(pid) == HOLDER_STOPPED;
 }
 
 /* Asks process pid to publish canon. Returns what it answered, NODE_GONE
@@ -471,18 +489,27 @@ static int node_ask_one(pid_t pid, const char *canon, uint64_t what)
 		struct timespec ms10 = { 0, 10000000 };
 		nanosleep(&ms10, NULL);
 	}
+	/* in slices, 2 ms first and growing: a holder that is stopped answers
+	 * nothing until it runs again, and one that is exiting never does,
+	 * so neither is waited for */
+	uint64_t slice = 2000000u;
 	for (;;) {
 		uint64_t now = ckc_now_ns();
 		struct pollfd p = { s, POLLIN, 0 };
-		/* in slices: a holder that is stopped answers nothing until it
-		 * runs again, so it is not waited for */
-		uint64_t slice = end - now < NODE_ASK_SLICE_NS ? end - now : NODE_ASK_SLICE_NS;
+		if (slice > end - now)
+			slice = end - now;
 		int ready = now < end ? poll(&p, 1, (int)(slice / 1000000u) + 1) : 0;
 		if (ready < 0 && errno == EINTR)
 			continue;
 		if (ready == 0 && ckc_now_ns() < end) {
-			if (!node_stopped(pid))
+			slice = slice * 2 < NODE_ASK_SLICE_NS ? slice * 2 : NODE_ASK_SLICE_NS;
+			int h = node_holder(pid);
+			if (h == HOLDER_RUNS)
 				continue;
+			if (h == HOLDER_GONE) {
+				rc = NODE_GONE;
+				goto out;
+			}
 			static atomic_bool said_stopped;
 			if (!atomic_exchange(&said_stopped, true))
 				ckc_warn("process %d, which holds %s, is stopped: this process reads what its "
