@@ -265,6 +265,21 @@ static void stale_said(const char *path, uint64_t bytes, bool removed, void *ctx
 		 removed ? "removed" : "could not remove", path, (unsigned long long)bytes);
 }
 
+int ckc_own_open(const char *path, int flags, bool record)
+{
+	int fd = sys_open(path, flags | O_CREAT | O_EXCL, 0600);
+	if (fd >= 0 || errno != EEXIST)
+		return fd;
+	/* named by this process's pid and start time: left by its image
+	 * before an exec (the program that ran before in this process),
+	 * which no longer uses it, nor the temporary files its record lists */
+	if (record)
+		(void)sweep_record(path, true, NULL, NULL);
+	if (sys_unlink(path) != 0 && errno != ENOENT)
+		return -1;
+	return sys_open(path, flags | O_CREAT | O_EXCL, 0600);
+}
+
 /* ckc_state_open; a failure for want of a descriptor or of memory is not
  * reported when quiet_short says so (the caller tries again later). */
 static int state_open(const char *base, const char *var, bool quiet_short)
@@ -297,7 +312,7 @@ static int state_open(const char *base, const char *var, bool quiet_short)
 			rc = -ENAMETOOLONG;
 			break;
 		}
-		state_fd = sys_open(state_rec, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+		state_fd = ckc_own_open(state_rec, O_RDWR | O_NOFOLLOW, true);
 		rc = state_fd < 0 ? -errno : 0;
 		if (rc != -ENOENT)
 			break;

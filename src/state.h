@@ -53,6 +53,12 @@ const char *ckc_state_dir(void);
  * checkpoint folders); the folder too if nothing else is in it. */
 void ckc_state_close(void);
 
+/* Creates path, a file named by this process's pid and start time (its
+ * record, when record, or its ssd tier's file), with flags: a file of that
+ * name is one this process's image before an exec left, and is replaced.
+ * The descriptor, or -1 (errno). */
+int ckc_own_open(const char *path, int flags, bool record);
+
 /* Records that a temporary file is about to appear at path (so that a later
  * process removes it if this one dies before it is renamed), or that it is
  * gone. No-ops before ckc_state_open or ckc_state_later. */

@@ -38,10 +38,10 @@ int ckc_ssd_open(ckc_tier_t *t, uint64_t capacity, const char *dir)
 		if (snprintf(t->path, sizeof(t->path), "%s/ssd.%ld.%llu", pdir, (long)getpid(),
 			     ckc_self_start()) >= (int)sizeof(t->path))
 			return -ENAMETOOLONG;
-		fd = sys_open(t->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_DIRECT, 0600);
+		fd = ckc_own_open(t->path, O_RDWR | O_NOFOLLOW | O_DIRECT, false);
 		t->direct = fd >= 0;
 		if (fd < 0 && errno == EINVAL)
-			fd = sys_open(t->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+			fd = ckc_own_open(t->path, O_RDWR | O_NOFOLLOW, false);
 		if (fd < 0 && errno != ENOENT)
 			break;
 	}

@@ -387,6 +387,31 @@ os.kill(os.getpid(), signal.SIGKILL)
 	return 0
 }
 
+# A shell that wrote a checkpoint, then execs a program that writes one:
+# the new program in the same process (same pid, same start time) takes
+# over the record the shell's image left, with no message, and nothing of
+# the process is left behind after it ends.
+exec_after_write() {
+	local sh
+	for sh in bash dash; do
+		command -v $sh >/dev/null || continue
+		rm -rf state && mkdir state
+		ck CKPTCACHE_SSD_DIR="$T/state" -- $sh -c 'echo q > ck/d.bin; exec "$1" -c "
+import os
+open(\"ck/out.bin\", \"w\").write(\"hello\")
+print(os.getpid())
+"' sh "$PY" >out.txt 2>err.txt || fail "$sh then exec: exit status $?$(last_error)"
+		cat err.txt
+		grep -q 'ckptcache:' err.txt && fail "$sh then exec: a message:$(first_error 'ckptcache:')"
+		[ "$(cat ck/d.bin)" = q ] || fail "$sh then exec: ck/d.bin holds '$(cat ck/d.bin)'"
+		[ "$(cat ck/out.bin)" = hello ] || fail "$sh then exec: ck/out.bin holds '$(cat ck/out.bin)'"
+		local left
+		left=$(ls state/ckptcache-* 2>/dev/null | grep "\.$(cat out.txt)\." )
+		[ -z "$left" ] || fail "$sh then exec: left behind: $left"
+	done
+}
+
+case_add children/exec-after-write exec_after_write
 case_add children/bash-redirections shell_redirections bash
 case_add children/dash-redirections shell_redirections dash
 case_add children/bash-here-strings bash_here_strings
