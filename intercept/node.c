@@ -214,7 +214,10 @@ static int node_publish(const char *canon)
 		if (rc == 0)
 			return NODE_HANDED;
 	} else {
+		uint64_t t0 = ckc_now_ns();
 		rc = ckc_materialize(canon);
+		if (rc == 0 && !st.at_home)
+			ckc_small_asked(st.size, ckc_now_ns() - t0);
 	}
 	return rc == -ENOENT ? NODE_NOT_HELD : rc;
 }
@@ -511,9 +514,15 @@ static int node_ask_one(pid_t pid, const char *canon, uint64_t what)
 				goto out;
 			}
 			static atomic_bool said_stopped;
-			if (!atomic_exchange(&said_stopped, true))
-				ckc_warn("process %d, which holds %s, is stopped: this process reads what its "
-					 "real path holds", (int)pid, canon);
+			if (!atomic_exchange(&said_stopped, true)) {
+				if (what == NODE_MAGIC)
+					ckc_warn("process %d, which holds %s, is stopped: this process reads "
+						 "what its real path holds", (int)pid, canon);
+				else
+					ckc_warn("process %d, which holds checkpoints, is stopped: what it "
+						 "holds under %s, if anything, is not there for this process",
+						 (int)pid, canon);
+			}
 			rc = -EAGAIN;
 			goto out;
 		}

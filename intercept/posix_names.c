@@ -407,20 +407,26 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 			ckc_leave();
 			return (int)ckc_result(rc, saved);
 		}
-		/* the real files take over: publish what the cache holds */
+		/* the real files take over: what the cache holds of either
+		 * name goes to its real file first (a writer's descriptors
+		 * follow it there), so that the kernel's rename, whether it
+		 * succeeds, fails (a missing source, NOREPLACE) or exchanges,
+		 * finds what the program wrote */
 		ckc_leave();
 		if (cached)
 			rc = ckc_hand_over_path(cf);
+		if (!rc && dest_cached)
+			rc = ckc_hand_over_path(ct);
 		ckc_enter();
-		if (!rc && dest_cached) {
-			rc = (flags & RENAME_EXCHANGE) ? ckc_materialize(ct) : 0;
-			if (!rc)
-				ckc_forget(ct);
-		}
+		if (!rc && dest_cached)
+			ckc_forget(ct);
+		if (!rc && cached && (flags & RENAME_EXCHANGE))
+			ckc_forget(cf);
 		ckc_leave();
 		if (rc)
 			return (int)ckc_result(rc, saved);
 	}
+	errno = saved; /* the cache's looks may have set it */
 	return real(fd1, from, fd2, to, flags);
 }
 
@@ -462,13 +468,19 @@ static int link_common(int fd1, const char *from, int fd2, const char *to, int f
 	char cf[PATH_MAX], ct[PATH_MAX];
 	int saved = errno;
 
-	if (ckc_tagged_asked(fd2, to, ct) && cached_now(ct))
-		return (int)ckc_result(-EEXIST, saved);
+	/* a checkpoint the cache holds at the new name goes to its real file,
+	 * where the kernel finds it (EEXIST, or the source's error first) */
+	if (ckc_tagged_asked(fd2, to, ct) && cached_now(ct)) {
+		int rc = ckc_hand_over_path(ct);
+		if (rc)
+			return (int)ckc_result(rc, saved);
+	}
 	if (ckc_tagged_asked(fd1, from, cf)) {
 		int rc = ckc_hand_over_path(cf);
 		if (rc)
 			return (int)ckc_result(rc, saved);
 	}
+	errno = saved; /* the cache's looks may have set it */
 	return at ? REAL(linkat)(fd1, from, fd2, to, flags) : REAL(link)(from, to);
 }
 

@@ -108,6 +108,12 @@ enum {
  * writes the real file itself, with no look at it first. */
 int ckc_write_aside(const char *path);
 
+/* A small checkpoint of size bytes that another process asked for soon
+ * after its close took ns to publish, which that process waited: the
+ * model of small checkpoints counts it as their cost in the cache (a
+ * shell loop that writes a file and runs a tool that reads it). */
+void ckc_small_asked(uint64_t size, uint64_t ns);
+
 /* The time a small checkpoint whose ckc_write_aside answered
  * CKC_ASIDE_HOME or CKC_ASIDE_CACHE took the program, from its open to
  * its close (that answer passed on as side). */

@@ -179,6 +179,12 @@ void ckc_small_note(int side, uint64_t ns)
 	eng_unlock();
 }
 
+void ckc_small_asked(uint64_t size, uint64_t ns)
+{
+	if (size < ASIDE_MIN_BYTES)
+		ckc_small_note(CKC_ASIDE_CACHE, ns);
+}
+
 static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t **hp);
 
 /* Whether a version of key opened write-only goes straight to the real

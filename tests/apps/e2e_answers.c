@@ -283,6 +283,34 @@ static long wide_answer(const char *dir)
 	return r * 1000 + (long)c;
 }
 
+/* Renames onto a new checkpoint still open for writing (its writer then
+ * writes more and closes): how 0 from a missing file (fails), 1 with
+ * RENAME_NOREPLACE from an existing file (fails), 2 with RENAME_EXCHANGE
+ * (works); 3 a link from a missing file onto it (fails). The call's
+ * result, its errno even on success, and the two files' sizes after, in
+ * one. */
+static long onto_open_answer(const char *dir, int how)
+{
+	char p[PATH_MAX], q[PATH_MAX];
+	in(p, dir, "open.bin");
+	in(q, dir, how == 0 || how == 3 ? "missing.bin" : "other.bin");
+	unlink(q);
+	if (how == 1 || how == 2)
+		gen_file(q, 3000, 8, 0);
+	int fd = fresh_fd(dir, "open.bin", O_WRONLY);
+	errno = 0;
+	long r = how == 3 ? link(q, p) : renameat2(AT_FDCWD, q, AT_FDCWD, p,
+						  how == 1 ? RENAME_NOREPLACE : how == 2 ? RENAME_EXCHANGE : 0);
+	long e = errno;
+	unsigned char b[50];
+	memset(b, 3, sizeof(b));
+	write_all(fd, b, sizeof(b), p);
+	close(fd);
+	struct stat sp, sq;
+	long a = stat(p, &sp) == 0 ? (long)sp.st_size : -1, c = stat(q, &sq) == 0 ? (long)sq.st_size : -1;
+	return ((r * 1000 + e) * 100000 + a) * 100000 + c;
+}
+
 /* A file written under a temporary name and renamed: whether a listing of
  * its folder, right after, has it. */
 static long listing_answer(const char *dir)
@@ -368,6 +396,10 @@ int m_answers(int argc, char **argv)
 	BOTH("fstat's link count after unlink", nlink_answer(dir));
 	BOTH("writes under a file size limit", fsize_answer(dir));
 	BOTH("a listing right after a rename", listing_answer(dir));
+	BOTH("a rename of a missing file onto a checkpoint open for writing", onto_open_answer(dir, 0));
+	BOTH("renameat2(RENAME_NOREPLACE) onto a checkpoint open for writing", onto_open_answer(dir, 1));
+	BOTH("renameat2(RENAME_EXCHANGE) with a checkpoint open for writing", onto_open_answer(dir, 2));
+	BOTH("a link of a missing file onto a checkpoint open for writing", onto_open_answer(dir, 3));
 	if (geteuid() == 0)
 		BOTH("owner and group of a rewritten file", owner_answer(dir));
 	BOTH("fwprintf, fgetwc, fgetws", wide_answer(dir));
