@@ -187,12 +187,6 @@ bool ckc_engine_started(void)
 	return atomic_load(&icpt_engine_ok);
 }
 
-bool ckc_first_write_aside(void)
-{
-	static atomic_bool taken;
-	return icpt_cfg.step_aside && icpt_cfg.capture != CKC_CAPTURE_DEVICE && !atomic_load(&icpt_engine_ok) &&
-	       !atomic_load(&taken) && !atomic_exchange(&taken, true);
-}
 
 void ckc_read_passed(void)
 {

@@ -31,10 +31,6 @@ bool ckc_engine_ready(void);
 
 /* Whether the engine was started here (without starting it). */
 bool ckc_engine_started(void);
-/* Whether this write's open, the process's first of a whole checkpoint,
- * goes to its real path without starting the cache (once per process;
- * not with CKPTCACHE_STEP_ASIDE=off or device capture). */
-bool ckc_first_write_aside(void);
 /* Whether a read of a checkpoint needs the engine when it has not started:
  * false when nothing could have named the checkpoint ahead (no hint file,
  * no order, prefetching not eager), so the cache holds nothing of it and

@@ -619,13 +619,6 @@ int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)
 			ckc_read_passed();
 		return CKC_PASS;
 	}
-	/* a process's first checkpoint written whole goes to its real path,
-	 * as stepping aside begins, without starting the cache (its threads,
-	 * its files, its drain at the end: 1.4 ms of a cp of 2 ms): a tool
-	 * that writes one file and ends (cp, tee, a converter) pays nothing;
-	 * the cache starts with the second */
-	if (timeable && ckc_first_write_aside())
-		return CKC_PASS;
 	if (!ckc_engine_ready() || ((flags & O_ACCMODE) != O_RDONLY && ckc_node_writer_handed))
 		return CKC_PASS;
 	ckc_enter();
