@@ -250,8 +250,45 @@ void ckc_small_opened(int fd, uint64_t t0)
 		return;
 	small_reach(fd);
 	/* a number the base held, closed by a way the library does not see */
-	if (atomic_exchange(&ckc_small_t0[fd], t0) == CKC_SMALL_BASE)
+	uint64_t old = atomic_exchange(&ckc_small_t0[fd], t0);
+	if (old == CKC_SMALL_BASE)
 		ph_forget(fd);
+	else if (old & CKC_SMALL_READ)
+		atomic_fetch_sub(&ckc_passed_n, 1);
+}
+
+atomic_uint ckc_passed_n;
+
+static uint64_t passed_hash(const char *canon)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (const char *p = canon; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return CKC_SMALL_READ | (h >> 1);
+}
+
+void ckc_passed_read(int fd, const char *canon)
+{
+	if (fd < 0 || (size_t)fd >= ckc_vfd_cap || !ckc_small_t0)
+		return;
+	small_reach(fd);
+	uint64_t old = atomic_exchange(&ckc_small_t0[fd], passed_hash(canon));
+	if (old == CKC_SMALL_BASE)
+		ph_forget(fd);
+	if (!(old & CKC_SMALL_READ) || old == CKC_SMALL_BASE)
+		atomic_fetch_add(&ckc_passed_n, 1);
+}
+
+bool ckc_passed_reading(const char *canon)
+{
+	if (!atomic_load_explicit(&ckc_passed_n, memory_order_relaxed) || !ckc_small_t0)
+		return false;
+	uint64_t h = passed_hash(canon);
+	unsigned hi = atomic_load(&small_hi);
+	for (unsigned fd = 0; fd <= hi && fd < ckc_vfd_cap; fd++)
+		if (atomic_load_explicit(&ckc_small_t0[fd], memory_order_relaxed) == h)
+			return true;
+	return false;
 }
 
 void ckc_small_done(uint64_t t0)

@@ -436,6 +436,16 @@ extern _Atomic uint64_t *ckc_small_t0;
  * forgotten (ckc_ph_base_lost). */
 #define CKC_SMALL_BASE UINT64_MAX
 void ckc_ph_base_lost(int fd);
+/* A number's slot also tells that it is a descriptor of a tagged path
+ * opened for reading at its real file (the cache held nothing of it):
+ * CKC_SMALL_READ and a hash of the path (ckc_passed_read). A new version
+ * of that path replacing the real file would leave the reader on the old
+ * one, where the kernel's in-place rewrite shows it the new bytes: such a
+ * rewrite goes to the real file (ckc_passed_reading). */
+#define CKC_SMALL_READ (1ull << 63)
+void ckc_passed_read(int fd, const char *canon);
+bool ckc_passed_reading(const char *canon);
+extern atomic_uint ckc_passed_n;
 /* Room for one more descriptor as the process ends with its table full
  * (ckc_spare_fd_hook): the soft descriptor limit raised towards the hard
  * one, once, or else the placeholders' base closed if its number is below
@@ -453,6 +463,10 @@ static inline uint64_t ckc_small_take(int fd)
 		uint64_t t0 = atomic_exchange(&ckc_small_t0[fd], 0);
 		if (__builtin_expect(t0 == CKC_SMALL_BASE, 0)) {
 			ckc_ph_base_lost(fd);
+			return 0;
+		}
+		if (__builtin_expect(t0 & CKC_SMALL_READ, 0)) {
+			atomic_fetch_sub(&ckc_passed_n, 1);
 			return 0;
 		}
 		return t0;

@@ -570,6 +570,10 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 		 * real file, the descriptors with it, and so does this open */
 		if (cached && (cst.readers > 0 || cst.passed_read) && (flags & O_TRUNC))
 			return hand_over_for(canon, "a truncation while it is open for reading");
+		/* one this process reads at its real file (a file of an
+		 * earlier run): rewritten in place there, as the reader sees */
+		if (real && ckc_passed_reading(canon))
+			return hand_over_for(canon, "a truncation while it is open for reading");
 		/* an existing file keeps its mode when it is truncated; a new
 		 * one's is the open's with the umask of now applied, except
 		 * in a folder with a default ACL, which the real open applies
@@ -739,6 +743,8 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 	 * library saw: that sample is dropped (one load when none is timed) */
 	if (timed && fd >= 0)
 		ckc_small_opened(fd, t0);
+	else if (fd >= 0 && tagged && (flags & O_ACCMODE) == O_RDONLY)
+		ckc_passed_read(fd, canon);
 	else if (fd >= 0)
 		(void)ckc_small_take(fd);
 opened:

@@ -349,6 +349,7 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 {
 	char canon[PATH_MAX];
 	int saved = errno;
+	bool read_tagged = false;
 
 	if (mode && ckc_tagged_asked(AT_FDCWD, path, canon)) {
 		int flags = stdio_flags(mode);
@@ -379,9 +380,12 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 			errno = -fd;
 			return NULL;
 		}
+		read_tagged = (flags & O_ACCMODE) == O_RDONLY;
 	}
 	ckc_px_procfd_open(path);
 	FILE *f = real(path, mode);
+	if (f && read_tagged)
+		ckc_passed_read(f->_fileno, canon);
 	ckc_thread_stream(f);
 	return f;
 }

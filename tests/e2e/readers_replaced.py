@@ -49,6 +49,18 @@ def main(d):
             rest = f"error {e.errno}"
         os.close(fd)
         print(f"{way}: first {digest(head)}, again {rest}")
+    # a file the cache holds nothing of (one written in place, as a file of
+    # an earlier run), read at its real path, then rewritten in place
+    p = os.path.join(d, "inplace.bin")
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, v1)
+    os.close(fd)
+    fd = os.open(p, os.O_RDONLY)
+    head = os.read(fd, 4096)
+    with open(p, "wb") as f:
+        f.write(v2)
+    print(f"in place: first {digest(head)}, again {digest(read_all(fd))}")
+    os.close(fd)
 
 
 if __name__ == "__main__":
