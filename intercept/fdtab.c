@@ -254,7 +254,7 @@ void ckc_small_opened(int fd, uint64_t t0)
 	if (old == CKC_SMALL_BASE)
 		ph_forget(fd);
 	else if (old & CKC_SMALL_READ)
-		atomic_fetch_sub(&ckc_passed_n, 1);
+		ckc_passed_gone(fd, old);
 }
 
 atomic_uint ckc_passed_n;
@@ -275,6 +275,30 @@ void ckc_passed_read(int fd, const char *canon)
 	uint64_t old = atomic_exchange(&ckc_small_t0[fd], passed_hash(canon));
 	if (old == CKC_SMALL_BASE)
 		ph_forget(fd);
+	if (!(old & CKC_SMALL_READ) || old == CKC_SMALL_BASE)
+		atomic_fetch_add(&ckc_passed_n, 1);
+}
+
+void ckc_passed_gone(int fd, uint64_t mark)
+{
+	if (ckc_in_vfork_child())
+		atomic_store(&ckc_small_t0[fd], mark);
+	else
+		atomic_fetch_sub(&ckc_passed_n, 1);
+}
+
+void ckc_passed_dup(int oldfd, int newfd)
+{
+	if (oldfd < 0 || newfd < 0 || (size_t)oldfd >= ckc_vfd_cap || (size_t)newfd >= ckc_vfd_cap ||
+	    !ckc_small_t0 || !atomic_load_explicit(&ckc_passed_n, memory_order_relaxed))
+		return;
+	uint64_t m = atomic_load(&ckc_small_t0[oldfd]);
+	if (!(m & CKC_SMALL_READ) || m == CKC_SMALL_BASE)
+		return;
+	small_reach(newfd);
+	uint64_t old = atomic_exchange(&ckc_small_t0[newfd], m);
+	if (old == CKC_SMALL_BASE)
+		ph_forget(newfd);
 	if (!(old & CKC_SMALL_READ) || old == CKC_SMALL_BASE)
 		atomic_fetch_add(&ckc_passed_n, 1);
 }

@@ -444,6 +444,11 @@ void ckc_ph_base_lost(int fd);
  * rewrite goes to the real file (ckc_passed_reading). */
 #define CKC_SMALL_READ (1ull << 63)
 void ckc_passed_read(int fd, const char *canon);
+/* The mark left fd's slot (mark: what was there): forgotten, except in a
+ * vfork child, whose numbers are its own while the slots are the parent's. */
+void ckc_passed_gone(int fd, uint64_t mark);
+/* newfd, a copy of oldfd (dup), reads what oldfd reads. */
+void ckc_passed_dup(int oldfd, int newfd);
 bool ckc_passed_reading(const char *canon);
 extern atomic_uint ckc_passed_n;
 /* Room for one more descriptor as the process ends with its table full
@@ -466,7 +471,7 @@ static inline uint64_t ckc_small_take(int fd)
 			return 0;
 		}
 		if (__builtin_expect(t0 & CKC_SMALL_READ, 0)) {
-			atomic_fetch_sub(&ckc_passed_n, 1);
+			ckc_passed_gone(fd, t0);
 			return 0;
 		}
 		return t0;
@@ -508,6 +513,8 @@ bool ckc_px_handed_over(long *r, ckc_vfd_t *v);
  * (RWF_APPEND); a write to an O_APPEND descriptor always goes at the end,
  * and only a write at the position moves it (pwrite's rule on Linux). */
 #define CKC_PX_APPEND 2
+/* CKC_PX_AT_OFFSET writes at off even on an O_APPEND descriptor (RWF_NOAPPEND). */
+#define CKC_PX_AT_OFFSET 3
 ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos, int wr);
 /* The checkpoint behind v goes to its real path and every descriptor of
  * it becomes a descriptor of the real file (a call the library cannot see

@@ -274,7 +274,7 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 	for (int i = 0; i < cnt; i++)
 		if (iov[i].iov_len > (size_t)SSIZE_MAX)
 			return -EINVAL;
-	bool append = wr == CKC_PX_APPEND || (wr && (v->flags & O_APPEND));
+	bool append = wr == CKC_PX_APPEND || (wr && wr != CKC_PX_AT_OFFSET && (v->flags & O_APPEND));
 	if (use_pos || append) {
 		ckc_mutex_lock(&v->lock);
 		off = append ? (off_t)ckc_handle_size(v->h) : (off_t)v->pos;
@@ -449,6 +449,22 @@ static int open_read_tagged(const char *canon, int flags)
 	return install_new(-1, h, flags, canon, 0);
 }
 
+/* Whether this process may write the version the cache holds (its mode
+ * and owner as the kernel would judge the real file's; the process's
+ * other groups are not looked at). */
+static bool cached_writable(const ckc_stat_t *cst)
+{
+	if (geteuid() == 0)
+		return true;
+	uid_t uid = cst->has_owner && cst->uid != (uid_t)-1 ? cst->uid : geteuid();
+	gid_t gid = cst->has_owner && cst->gid != (gid_t)-1 ? cst->gid : getegid();
+	if (uid == geteuid())
+		return cst->mode & S_IWUSR;
+	if (gid == getegid())
+		return cst->mode & S_IWGRP;
+	return cst->mode & S_IWOTH;
+}
+
 /* Whether an existing file in folder dir has the owner and group
  * a new file of this process there gets: the real file's (rst), or those
  * of the version the cache holds (cst: its creator's, or as chown set
@@ -550,6 +566,8 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 			return hand_over_for(canon, "a rewrite of a file another user or group owns");
 		if (real && !cached && ckc_px_real_access(canon, W_OK) != 0)
 			return CKC_PASS;
+		if (cached && !cached_writable(&cst))
+			return -EACCES;
 		/* the cache publishes a new file by rename: that would replace
 		 * a symbolic link and split a hard link, so such a checkpoint
 		 * is written to the real file directly */

@@ -181,12 +181,12 @@ VFD_IOV_WRAPPER(pwritev64, true)
 /* preadv2/pwritev2: offset -1 means the current position; flags are hints
  * (RWF_HIPRI, RWF_DSYNC...) that the cache satisfies or ignores, except
  * RWF_DSYNC/RWF_SYNC, which sync like fdatasync. */
-#define RWF_KNOWN (RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND | RWF_MORE)
-#ifdef RWF_NOAPPEND
-#define RWF_MORE RWF_NOAPPEND
-#else
-#define RWF_MORE 0
-#endif
+/* The flags Linux has defined (HIPRI, DSYNC, SYNC, NOWAIT, APPEND, NOAPPEND,
+ * ATOMIC, DONTCACHE, NOSIGNAL): any other bit is refused, as the kernel
+ * refuses it; of these, a kernel older than the flag refuses it too, which
+ * the cache does not. */
+#define RWF_KNOWN 0x1ffu
+#define RWF_NOAPPEND_FLAG 0x20u
 #define VFD_IOV2_WRAPPER(name, wr)                                                         \
 	CKC_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt, off_t off,      \
 				int flags)                                                 \
@@ -200,7 +200,8 @@ VFD_IOV_WRAPPER(pwritev64, true)
 			return -1;                                                         \
 		}                                                                          \
 		long r = ckc_px_vfd_iov(v, iov, cnt, off, off == -1,                               \
-					wr ? ((flags & RWF_APPEND) ? CKC_PX_APPEND : 1) : 0);                  \
+					wr ? ((flags & RWF_APPEND) ? CKC_PX_APPEND :                       \
+					      (flags & RWF_NOAPPEND_FLAG) ? CKC_PX_AT_OFFSET : 1) : 0);          \
 		if (ckc_px_handed_over(&r, v))                                                    \
 			return REAL(name)(fd, iov, cnt, off, flags);                       \
 		if (r > 0 && wr && (flags & (RWF_DSYNC | RWF_SYNC))) {                     \

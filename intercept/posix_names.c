@@ -66,6 +66,7 @@ CKC_EXPORT int dup(int fd)
 	if (!ckc_vfd_get(fd)) {
 		int r = REAL(dup)(fd);
 		(void)ckc_small_take(r);
+		ckc_passed_dup(fd, r);
 		return ckc_tag_dup(fd, r);
 	}
 	return dup_fixup(fd, REAL(dup)(fd));
@@ -77,8 +78,12 @@ CKC_EXPORT int dup2(int oldfd, int newfd)
 		ckc_tag_forget_fd(newfd);
 		(void)ckc_small_take(newfd);
 	}
-	if (!ckc_vfd_get(oldfd) && !ckc_vfd_get(newfd))
-		return ckc_tag_dup(oldfd, REAL(dup2)(oldfd, newfd));
+	if (!ckc_vfd_get(oldfd) && !ckc_vfd_get(newfd)) {
+		int r = REAL(dup2)(oldfd, newfd);
+		if (oldfd != newfd)
+			ckc_passed_dup(oldfd, r);
+		return ckc_tag_dup(oldfd, r);
+	}
 	return dup_fixup(oldfd, REAL(dup2)(oldfd, newfd));
 }
 
@@ -88,8 +93,12 @@ CKC_EXPORT int dup3(int oldfd, int newfd, int flags)
 		ckc_tag_forget_fd(newfd);
 		(void)ckc_small_take(newfd);
 	}
-	if (!ckc_vfd_get(oldfd) && !ckc_vfd_get(newfd))
-		return ckc_tag_dup(oldfd, REAL(dup3)(oldfd, newfd, flags));
+	if (!ckc_vfd_get(oldfd) && !ckc_vfd_get(newfd)) {
+		int r = REAL(dup3)(oldfd, newfd, flags);
+		if (oldfd != newfd)
+			ckc_passed_dup(oldfd, r);
+		return ckc_tag_dup(oldfd, r);
+	}
 	return dup_fixup(oldfd, REAL(dup3)(oldfd, newfd, flags));
 }
 
@@ -118,6 +127,7 @@ static int fcntl_common(int (*rf)(int, int, ...), int fd, int cmd, unsigned long
 		if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)
 			return r;
 		(void)ckc_small_take(r);
+		ckc_passed_dup(fd, r);
 		return ckc_tag_dup(fd, r);
 	}
 	switch (cmd) {

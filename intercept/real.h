@@ -202,6 +202,9 @@ struct utimbuf;
 	X(vfwprintf, int, (FILE *, const wchar_t *, va_list))                              \
 	X(vfwscanf, int, (FILE *, const wchar_t *, va_list))                               \
 	X(__isoc99_vfwscanf, int, (FILE *, const wchar_t *, va_list))                      \
+	X(__vfwprintf_chk, int, (FILE *, int, const wchar_t *, va_list))                   \
+	X(__fgetws_chk, wchar_t *, (wchar_t *, size_t, int, FILE *))                       \
+	X(__fgetws_unlocked_chk, wchar_t *, (wchar_t *, size_t, int, FILE *))              \
 	X(munmap, int, (void *, size_t))                                                   \
 	X(mremap, void *, (void *, size_t, size_t, int, ...))                              \
 	X(madvise, int, (void *, size_t, int))                                             \

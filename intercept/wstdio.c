@@ -4,7 +4,7 @@
  * functions of the same stream, in the locale's multibyte encoding, as
  * glibc's own conversion does for a file stream: fwide, fputwc, putwc,
  * fputws, fwprintf, vfwprintf, fgetwc, getwc, fgetws, ungetwc (and the
- * _unlocked forms). The wide scanf family cannot be served so: on a tagged
+ * _unlocked and _FORTIFY_SOURCE forms). The wide scanf family cannot be served so: on a tagged
  * stream it fails (EINVAL) and says so once. Any other stream goes to the
  * C library's functions. */
 #include "config.h"
@@ -239,6 +239,47 @@ CKC_EXPORT int fwprintf(FILE *f, const wchar_t *fmt, ...)
 	int r = vfwprintf(f, fmt, ap);
 	va_end(ap);
 	return r;
+}
+
+/* The checking entry points of _FORTIFY_SOURCE (a program built with it
+ * calls these for fwprintf and fgetws): the same check as glibc's, then
+ * the tagged stream is served as for the plain call. */
+extern void __chk_fail(void) __attribute__((noreturn));
+
+CKC_EXPORT int __vfwprintf_chk(FILE *f, int flag, const wchar_t *fmt, va_list ap)
+{
+	if (ckc_stdio_orient(f, 0) == CKC_NOT_TAGGED_STREAM)
+		return REAL(__vfwprintf_chk)(f, flag, fmt, ap);
+	return vfwprintf(f, fmt, ap);
+}
+
+CKC_EXPORT int __fwprintf_chk(FILE *f, int flag, const wchar_t *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = __vfwprintf_chk(f, flag, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+static wchar_t *w_gets_chk(wchar_t *(*real)(wchar_t *, size_t, int, FILE *), wchar_t *ws, size_t size, int n,
+			   FILE *f)
+{
+	if (ckc_stdio_orient(f, 0) == CKC_NOT_TAGGED_STREAM)
+		return real(ws, size, n, f);
+	if (n > 0 && (size_t)n > size)
+		__chk_fail();
+	return fgetws(ws, n, f);
+}
+
+CKC_EXPORT wchar_t *__fgetws_chk(wchar_t *ws, size_t size, int n, FILE *f)
+{
+	return w_gets_chk(REAL(__fgetws_chk), ws, size, n, f);
+}
+
+CKC_EXPORT wchar_t *__fgetws_unlocked_chk(wchar_t *ws, size_t size, int n, FILE *f)
+{
+	return w_gets_chk(REAL(__fgetws_unlocked_chk), ws, size, n, f);
 }
 
 /* The wide scanf family on a tagged stream: refused. */

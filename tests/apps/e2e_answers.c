@@ -136,6 +136,45 @@ static long fd_answer(const char *dir, int how)
 	return r;
 }
 
+/* Whether the kernel takes pwritev2 flag on a file of the untagged folder
+ * (RWF_NOAPPEND and RWF_DONTCACHE are younger than some kernels). */
+static bool kernel_takes(unsigned flag)
+{
+	char p[PATH_MAX];
+	in(p, ans_dirs[1], "probe.bin");
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		fail("open %s: %s", p, strerror(errno));
+	struct iovec v = { "x", 1 };
+	bool ok = pwritev2(fd, &v, 1, 0, (int)flag) == 1;
+	close(fd);
+	unlink(p);
+	return ok;
+}
+
+/* pwritev2 with flag at offset 0 of a new file's O_APPEND descriptor
+ * (RWF_NOAPPEND writes there, as pwrite on other descriptors): its result,
+ * and the file's first byte and size after, in one. */
+static long rwf_answer(const char *dir, unsigned flag)
+{
+	char p[PATH_MAX];
+	int fd = fresh_fd(dir, "rwf.bin", O_RDWR | O_APPEND);
+	struct iovec v = { "X", 1 };
+	long r = pwritev2(fd, &v, 1, 0, (int)flag);
+	long e = errno;
+	close(fd);
+	in(p, dir, "rwf.bin");
+	char c = 0;
+	fd = open(p, O_RDONLY);
+	if (fd < 0 || read(fd, &c, 1) != 1)
+		fail("read back %s: %s", p, strerror(errno));
+	struct stat st;
+	long size = fstat(fd, &st) == 0 ? (long)st.st_size : -1;
+	close(fd);
+	errno = (int)e;
+	return r < 0 ? r : (r * 1000 + c) * 1000 + size;
+}
+
 /* fdopen of a new file's descriptor: "w" on a read-only one (refused), "a"
  * on its writer moved back to offset 0, which appends: the file's size
  * after. */
@@ -383,6 +422,10 @@ int m_answers(int argc, char **argv)
 	BOTH("fcntl(F_GET_SEALS)", fd_answer(dir, 6));
 	BOTH("fcntl of an unknown command", fd_answer(dir, 7));
 	BOTH("the position after those", fd_answer(dir, 8));
+	if (kernel_takes(0x20))
+		BOTH("pwritev2(RWF_NOAPPEND) at 0 of an O_APPEND descriptor", rwf_answer(dir, 0x20));
+	if (kernel_takes(0x80))
+		BOTH("pwritev2(RWF_DONTCACHE)", rwf_answer(dir, 0x80));
 	BOTH("fdopen(\"w\") of a read-only descriptor", fdopen_answer(dir, false));
 	BOTH("fdopen(\"a\") of a writer, then fputs", fdopen_answer(dir, true));
 	BOTH("rmdir of a folder with a file open for writing", rmdir_answer(dir));

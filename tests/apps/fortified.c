@@ -3,7 +3,8 @@
  * and fread into a buffer whose size the compiler knows, with lengths it
  * does not know, so that the reads go to glibc's checking entry points
  * (__read_chk, __pread_chk, __fread_chk). Every byte read is compared with
- * the byte written.
+ * the byte written. A text checkpoint beside it (FILE.txt) is written with
+ * fwprintf and read back with fgetws (__fwprintf_chk, __fgetws_chk).
  *   fortified FILE BYTES      exit 0: equal; 1: a difference or an error */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #define CAP (4u << 20)
 static unsigned char want[CAP], got[CAP];
@@ -99,6 +101,28 @@ int main(int argc, char **argv)
 	fclose(f);
 	if (!same("fread", n))
 		return 1;
-	printf("fortified: %zu bytes read back equal through read, pread and fread\n", n);
+	char tp[4096];
+	snprintf(tp, sizeof(tp), "%s.txt", path);
+	FILE *w = fopen(tp, "w");
+	if (!w)
+		return fail("fopen", tp);
+	int k = fwprintf(w, L"step %d of %ls\n", 42, L"many");
+	if (fclose(w) != 0 || k != 16) {
+		fprintf(stderr, "fortified: fwprintf to %s gave %d, expected 16\n", tp, k);
+		return 1;
+	}
+	wchar_t line[64];
+	FILE *r = fopen(tp, "r");
+	if (!r)
+		return fail("fopen", tp);
+	/* a length the compiler does not know: the checking entry point */
+	if (!fgetws(line, (int)(sizeof(line) / sizeof(line[0])) - (argc - 3), r) ||
+	    wcscmp(line, L"step 42 of many\n") != 0) {
+		fprintf(stderr, "fortified: fgetws of %s did not read back what fwprintf wrote\n", tp);
+		return 1;
+	}
+	fclose(r);
+	printf("fortified: %zu bytes read back equal through read, pread and fread; fwprintf and fgetws agree\n",
+	       n);
 	return 0;
 }

@@ -750,9 +750,10 @@ fortified_case() {
 	nm -D "$FORTIFIED" 2>/dev/null | grep -q '__read_chk' ||
 		note "the compiler did not make fortified reads here (no __read_chk in the program)"
 	ck -- "$FORTIFIED" "$T/ck/fort.bin" 3000001 || fail "fortified reads under the library$(last_error)"
-	stats_ok files==1 objects.written==1 host.hits\>0
+	stats_ok files==1 objects.written==2 host.hits\>0
 	run_ok "the real file, read without the library" plain "$FORTIFIED" "$T/plain.bin" 3000001
 	cmp -s "$T/ck/fort.bin" "$T/plain.bin" || fail "the real file differs from the bytes written"
+	cmp -s "$T/ck/fort.bin.txt" "$T/plain.bin.txt" || fail "the text file differs from the one written without the library"
 }
 
 case_add threads threads_case

@@ -242,7 +242,7 @@ python_readers_replaced() {
 	diff expect.txt got.txt >/dev/null || fail "readers read otherwise under the library: $(diff expect.txt got.txt | tr '\n' ' ')"
 	same plain/rewrite.bin ck/rewrite.bin "the rewritten checkpoint at its real path"
 	same plain/rename.bin ck/rename.bin "the renamed checkpoint at its real path"
-	same plain/inplace.bin ck/inplace.bin "the checkpoint rewritten in place at its real path"
+	same plain/in_place.bin ck/in_place.bin "the checkpoint rewritten in place at its real path"
 	absent ck/unlink.bin "the removed checkpoint"
 }
 

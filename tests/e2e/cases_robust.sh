@@ -759,6 +759,40 @@ print(\"read back\", len(d), d == (b * (n // len(b) + 1))[:len(d)])
 	return 0
 }
 
+# A user other than root makes a checkpoint read-only (chmod 0444) while
+# the cache holds it, then opens it to write again: EACCES, as the kernel
+# answers for the real file, and the bytes stay.
+readonly_cached_case() {
+	[ "$(id -u)" = 0 ] || note "acting as another user needs root"
+	command -v setpriv >/dev/null || note "no setpriv here"
+	chmod 755 "$T" ck
+	mkdir -p ck/ro plain/ro
+	chmod 777 ck/ro plain/ro
+	local prog='
+import errno, os, sys
+p = sys.argv[1] + "/c.bin"
+fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b"v1")
+os.close(fd)
+os.chmod(p, 0o444)
+try:
+    fd = os.open(p, os.O_WRONLY | os.O_TRUNC)
+    os.write(fd, b"v2")
+    os.close(fd)
+    print("opened")
+except OSError as e:
+    print(errno.errorcode[e.errno])
+print(open(p).read())
+'
+	plain setpriv --reuid=65534 --regid=65534 --clear-groups "$PY" -c "$prog" "$T/plain/ro" >expect.txt ||
+		fail "the program fails without the library"
+	ck CKPTCACHE_STATS= -- setpriv --reuid=65534 --regid=65534 --clear-groups "$PY" -c "$prog" "$T/ck/ro" \
+		>got.txt || fail "the program fails under the library$(last_error)"
+	cmp -s expect.txt got.txt ||
+		fail "a read-only checkpoint opened to write:$(tr '\n' ' ' <expect.txt) without the library,$(tr '\n' ' ' <got.txt) with it"
+	same plain/ro/c.bin ck/ro/c.bin "the read-only checkpoint at its real path"
+}
+
 # ---- POSIX results -------------------------------------------------------------------------
 
 posix_results() {
@@ -870,6 +904,7 @@ open("ref.b.bin", "wb").write(data)
 
 case_add robust/names-255-bytes long_names
 case_add robust/enospc-until-full enospc_case
+case_add robust/readonly-cached readonly_cached_case
 case_add robust/names-long-path-rescue long_path_rescue
 case_add robust/exit-thread-writing exit_race
 case_add robust/path-symlink-dotdot symlink_dotdot

@@ -8,6 +8,7 @@ that the run under the library is compared with the same run without it.
 """
 import hashlib
 import os
+import subprocess
 import sys
 
 
@@ -50,17 +51,26 @@ def main(d):
         os.close(fd)
         print(f"{way}: first {digest(head)}, again {rest}")
     # a file the cache holds nothing of (one written in place, as a file of
-    # an earlier run), read at its real path, then rewritten in place
-    p = os.path.join(d, "inplace.bin")
-    fd = os.open(p, os.O_WRONLY | os.O_CREAT, 0o644)
-    os.write(fd, v1)
-    os.close(fd)
-    fd = os.open(p, os.O_RDONLY)
-    head = os.read(fd, 4096)
-    with open(p, "wb") as f:
-        f.write(v2)
-    print(f"in place: first {digest(head)}, again {digest(read_all(fd))}")
-    os.close(fd)
+    # an earlier run), read at its real path, then rewritten in place; also
+    # with a child run meanwhile (a vfork child closing every descriptor of
+    # its own), and read through a copy of the descriptor
+    for way in ("in place", "after a child", "through a dup"):
+        p = os.path.join(d, way.replace(" ", "_") + ".bin")
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT, 0o644)
+        os.write(fd, v1)
+        os.close(fd)
+        fd = os.open(p, os.O_RDONLY)
+        head = os.read(fd, 4096)
+        if way == "after a child":
+            subprocess.run(["true"], check=True)
+        elif way == "through a dup":
+            fd2 = os.dup(fd)
+            os.close(fd)
+            fd = fd2
+        with open(p, "wb") as f:
+            f.write(v2)
+        print(f"{way}: first {digest(head)}, again {digest(read_all(fd))}")
+        os.close(fd)
 
 
 if __name__ == "__main__":
