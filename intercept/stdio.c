@@ -86,7 +86,8 @@ static struct stdio_cookie *stdio_find(FILE *f, char **bufp)
  * replace (with a tagged one or, for an untagged path, a real one). */
 typedef struct stdio_cookie {
 	atomic_int fd;
-	atomic_int orient; /* fwide's: 0 none yet, 1 wide (wstdio.c) */
+	atomic_int orient; /* fwide's: 0 none yet, 1 wide, -1 bytes (wstdio.c) */
+	atomic_bool moved; /* bytes went through it (its read or write ran) */
 } stdio_cookie_t;
 
 int ckc_stdio_orient(FILE *f, int mode)
@@ -95,6 +96,12 @@ int ckc_stdio_orient(FILE *f, int mode)
 	if (!c)
 		return CKC_NOT_TAGGED_STREAM;
 	int none = 0;
+	/* a byte function used first makes the stream one of bytes, as in
+	 * glibc: bytes in its buffer, or passed through it */
+	if (atomic_load(&c->orient) == 0 &&
+	    (atomic_load(&c->moved) || f->_IO_write_ptr != f->_IO_write_base || f->_IO_read_ptr != f->_IO_read_end))
+		atomic_compare_exchange_strong(&c->orient, &none, -1);
+	none = 0;
 	if (mode)
 		atomic_compare_exchange_strong(&c->orient, &none, mode > 0 ? 1 : -1);
 	return atomic_load(&c->orient);
@@ -107,6 +114,7 @@ bool ckc_stdio_tagged(FILE *f)
 
 static ssize_t cookie_read(void *c, char *buf, size_t n)
 {
+	atomic_store(&((stdio_cookie_t *)c)->moved, true);
 	int fd = atomic_load(&((stdio_cookie_t *)c)->fd);
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!v)
@@ -124,6 +132,7 @@ static ssize_t cookie_read(void *c, char *buf, size_t n)
 
 static ssize_t cookie_write(void *c, const char *buf, size_t n)
 {
+	atomic_store(&((stdio_cookie_t *)c)->moved, true);
 	int fd = atomic_load(&((stdio_cookie_t *)c)->fd);
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	ssize_t r;
@@ -311,6 +320,7 @@ static FILE *stdio_stream(int fd, const char *mode)
 		return NULL;
 	atomic_init(&c->fd, fd);
 	atomic_init(&c->orient, 0);
+	atomic_init(&c->moved, false);
 	FILE *f = fopencookie(c, mode, stdio_funcs);
 	if (!f) {
 		free(c);

@@ -350,6 +350,23 @@ static long onto_open_answer(const char *dir, int how)
 	return ((r * 1000 + e) * 100000 + a) * 100000 + c;
 }
 
+/* A stream used with a byte function first is one of bytes: fwide's
+ * answer, then fputwc's (refused), and the file's size, in one. */
+static long bytes_first_answer(const char *dir)
+{
+	char p[PATH_MAX];
+	in(p, dir, "b.txt");
+	FILE *f = fopen(p, "w");
+	if (!f)
+		fail("fopen %s: %s", p, strerror(errno));
+	fputs("bytes", f);
+	long o = fwide(f, 0), w = (long)fputwc(L'x', f);
+	fclose(f);
+	struct stat st;
+	return ((o + 1) * 100000000000L + (w == (long)WEOF ? 0 : w + 1) * 1000) +
+	       (stat(p, &st) == 0 ? (long)st.st_size : -1);
+}
+
 /* A file written under a temporary name and renamed: whether a listing of
  * its folder, right after, has it. */
 static long listing_answer(const char *dir)
@@ -445,6 +462,7 @@ int m_answers(int argc, char **argv)
 	BOTH("a link of a missing file onto a checkpoint open for writing", onto_open_answer(dir, 3));
 	if (geteuid() == 0)
 		BOTH("owner and group of a rewritten file", owner_answer(dir));
+	BOTH("fwide and fputwc after fputs", bytes_first_answer(dir));
 	BOTH("fwprintf, fgetwc, fgetws", wide_answer(dir));
 	if (ans_differ)
 		fail("%d calls answered otherwise than on untagged files (above)", ans_differ);
