@@ -144,7 +144,7 @@ static int dir_full_at(int dirfd, const char *path, char *full, bool writers)
 	bool others = !owes && !ckc_in_vfork_child() && !(!path[0] && ckc_tag_dir_none(dirfd)) &&
 		      ckc_node_others();
 	if (owes || others) {
-		snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
+		snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", dirfd);
 		ssize_t n = readlink(link, full, PATH_MAX - 1);
 		if (n > 0 && full[0] == '/') {
 			full[n] = '\0';

@@ -376,7 +376,7 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 		char base[PATH_MAX];
 		if (fd1 != AT_FDCWD && from[0] != '/') {
 			char link[64];
-			snprintf(link, sizeof(link), "/proc/self/fd/%d", fd1);
+			snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", fd1);
 			ssize_t n = readlink(link, base, sizeof(base) - 1);
 			if (n > 0) {
 				base[n] = '\0';

@@ -234,6 +234,7 @@ struct utimbuf;
 	X(_exit, void, (int))                                                              \
 	X(_Exit, void, (int))                                                              \
 	X(pthread_create, int, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)) \
+	X(pthread_exit, void, (void *))                                                    \
 	X(thrd_create, int, (thrd_t *, thrd_start_t, void *))                              \
 	X(timer_create, int, (clockid_t, struct sigevent *, timer_t *))                     \
 	X(mq_notify, int, (mqd_t, const struct sigevent *))                                 \

@@ -105,7 +105,7 @@ static int tag_dir_path(int dirfd, char *out)
 			return 0;
 	}
 	char link[64];
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
+	snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", dirfd);
 	ssize_t n = readlink(link, out, PATH_MAX - 1);
 	if (n <= 0 || out[0] != '/')
 		return -1;
@@ -365,7 +365,7 @@ static int link_folder(const char *dir, char real[PATH_MAX])
 	if (fd < 0)
 		return -errno;
 	char proc[64];
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	snprintf(proc, sizeof(proc), "/proc/thread-self/fd/%d", fd);
 	ssize_t k = readlink(proc, real, PATH_MAX - 1);
 	int rc = k > 0 && real[0] == '/' ? 0 : -ENOENT;
 	REAL(close)(fd);

@@ -689,7 +689,7 @@ int eng_close_home_writer(ckc_obj_t *o)
 	/* the temporary file may have no name (O_TMPFILE): its bytes are read
 	 * back through its descriptor */
 	char self[64];
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	snprintf(self, sizeof(self), "/proc/thread-self/fd/%d", fd);
 	ckc_src_t held = { .path = self };
 	if (rc == CKC_CHANGED) {
 		ckc_keep_newer(o, &held, o->size);

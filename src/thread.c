@@ -96,13 +96,24 @@ struct start {
 	char name[16];
 };
 
+/* The library's threads running now (counted from before each is made
+ * to after its function returned). */
+static atomic_int thread_live;
+
+int ckc_thread_live(void)
+{
+	return atomic_load(&thread_live);
+}
+
 static void *thread_main(void *p)
 {
 	struct start s = *(struct start *)p;
 	sys_free(p);
 	if (s.name[0])
 		pthread_setname_np(pthread_self(), s.name);
-	return s.fn(s.arg);
+	void *r = s.fn(s.arg);
+	atomic_fetch_sub(&thread_live, 1);
+	return r;
 }
 
 static const int open_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
@@ -150,7 +161,10 @@ int ckc_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *n
 			atomic_compare_exchange_strong(&thread_stdio, &expect, STDIO_SHARED);
 	}
 	pthread_sigmask(SIG_SETMASK, &block, &old);
+	atomic_fetch_add(&thread_live, 1);
 	rc = sys_pthread_create(&th, &attr, thread_main, s);
+	if (rc)
+		atomic_fetch_sub(&thread_live, 1);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!rc && first) {
 		int expect = STDIO_UNKNOWN;

@@ -25,6 +25,10 @@ int ckc_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *n
  * signal but these (tests). */
 bool ckc_thread_open_signal(int sig);
 
+/* The library's threads alive now (a thread leaving counts until it is
+ * gone from the process, a little past this count's decrease). */
+int ckc_thread_live(void);
+
 /* glibc's getc, putc, fgetc, fputc, getchar and putchar skip the stream's
  * lock while a process has a single thread, and its first pthread_create
  * turns the locks on for every stream, for good: a program writing text a

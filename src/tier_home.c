@@ -275,7 +275,7 @@ static int home_link(const char *tmp, int fd)
 	if (st.st_nlink > 0)
 		return 0;
 	ckc_state_tmp_add(tmp);
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	snprintf(proc, sizeof(proc), "/proc/thread-self/fd/%d", fd);
 	if (sys_linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0)
 		return 0;
 	int rc = -errno;
@@ -324,7 +324,7 @@ static void home_link_new(int fd, const char *key, bool *named, bool *taken)
 	*named = *taken = false;
 	if (sys_fstat(fd, &st) != 0 || st.st_nlink > 0)
 		return; /* a named temporary file: renamed as any other */
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	snprintf(proc, sizeof(proc), "/proc/thread-self/fd/%d", fd);
 	if (sys_linkat(AT_FDCWD, proc, AT_FDCWD, key, AT_SYMLINK_FOLLOW) == 0)
 		*named = true;
 	else

@@ -159,6 +159,7 @@ int m_signals(int argc, char **argv);
 int m_spawnrace(int argc, char **argv);
 int m_answers(int argc, char **argv);
 int m_fsize_child(int argc, char **argv);
+int m_main_exits(int argc, char **argv);
 int m_crash(int argc, char **argv);
 int m_walkers(int argc, char **argv);
 int m_exitthreads(int argc, char **argv);

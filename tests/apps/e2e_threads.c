@@ -649,3 +649,45 @@ int m_n1part(int argc, char **argv)
 
 /* What a buffer holds before a call that must fail on a tagged reader:
  * the call may not have written into it. */
+
+/* main-exits DIR: the main thread writes DIR/main.bin and ends with
+ * pthread_exit while a thread of the program writes DIR/worker.bin a
+ * moment later and returns: the process ends (exit status 0) when that
+ * last thread does, with both files at their real paths. */
+static void *main_exits_worker(void *p)
+{
+	const char *dir = p;
+	char path[PATH_MAX];
+	struct timespec d = { 0, 100000000 };
+	nanosleep(&d, NULL);
+	snprintf(path, sizeof(path), "%s/worker.bin", dir);
+	gen_file(path, 100000, 12, 0);
+	return NULL;
+}
+
+/* ... and with "raw", the main thread ends by the exit system call (the
+ * process's first thread then a zombie, /proc/self/fd gone) and the worker
+ * ends the process with exit(0). */
+static void *main_exits_raw_worker(void *p)
+{
+	main_exits_worker(p);
+	exit(0);
+}
+
+int m_main_exits(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[2], "raw") == 0) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, main_exits_raw_worker, argv[1]) != 0)
+			fail("pthread_create: %s", strerror(errno));
+		syscall(SYS_exit, 0);
+	}
+	need_args(argc, 2, "DIR");
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/main.bin", argv[1]);
+	gen_file(path, 100000, 11, 0);
+	pthread_t t;
+	if (pthread_create(&t, NULL, main_exits_worker, argv[1]) != 0)
+		fail("pthread_create: %s", strerror(errno));
+	pthread_exit(NULL);
+}

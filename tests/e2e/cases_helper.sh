@@ -779,6 +779,25 @@ case_add fdops/seek-limits seek_limits_case
 case_add fdops/errno-kept errno_kept_case
 case_add names/fsync-replace fsync_replace_case
 case_add names/umask-modes umask_modes_case
+# The main thread ends with pthread_exit while another thread of the
+# program still writes a checkpoint: the process ends when that thread does
+# (the library's own threads do not keep it alive), with both files.
+main_exits_case() {
+	local t0 t1
+	t0=$(date +%s%N)
+	ck -- timeout 30 "$HELPER" main-exits "$T/ck" || fail "main-exits: exit status $? (124: it did not end)"
+	t1=$(date +%s%N)
+	[ $(((t1 - t0) / 1000000)) -lt 10000 ] || fail "main-exits took $(((t1 - t0) / 1000000)) ms"
+	run_ok "main.bin at its real path" plain "$HELPER" check ck/main.bin 100000 11
+	run_ok "worker.bin at its real path" plain "$HELPER" check ck/worker.bin 100000 12
+	# the first thread gone by the exit system call, a worker ends the process
+	rm -f ck/worker.bin
+	ck -- timeout 30 "$HELPER" main-exits "$T/ck" raw || fail "main-exits raw: exit status $?"
+	grep -q 'ckptcache: error' "$T/.log" && fail "an error message:$(first_error 'ckptcache: error')"
+	run_ok "worker.bin at its real path (first thread gone)" plain "$HELPER" check ck/worker.bin 100000 12
+}
+
+case_add threads/main-exits main_exits_case
 case_add fdops/copy-checks copy_checks_case
 case_add fdops/emfile-excl emfile_excl_case
 case_add names/links links_case
