@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 
 #include "intercept.h"
+#include "path.h"
 #include "log.h"
 
 _Atomic(ckc_vfd_t *) *ckc_vfd_tab;
@@ -36,6 +37,20 @@ ssize_t ckc_px_read_file(const char *path, char *buf, size_t size)
 	ssize_t n = REAL(read)(fd, buf, size - 1);
 	REAL(close)(fd);
 	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
+long ckc_px_threads(pid_t pid)
+{
+	char path[64], buf[4096];
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/status");
+	long n = -1;
+	const char *t = ckc_px_read_file(path, buf, sizeof(buf)) > 0 ? strstr(buf, "\nThreads:") : NULL;
+	if (!t || sscanf(t, "\nThreads: %ld", &n) != 1)
+		return -1;
 	return n;
 }
 
@@ -244,39 +259,44 @@ static void small_reach(int fd)
 		;
 }
 
-void ckc_small_opened(int fd, uint64_t t0)
+atomic_uint ckc_passed_n;
+
+/* Whether slot value s marks a descriptor passed for reading. */
+static bool slot_read(uint64_t s)
 {
-	if (fd < 0 || (size_t)fd >= ckc_vfd_cap || !ckc_small_t0 || !t0)
-		return;
-	small_reach(fd);
-	/* a number the base held, closed by a way the library does not see */
-	uint64_t old = atomic_exchange(&ckc_small_t0[fd], t0);
-	if (old == CKC_SMALL_BASE)
-		ph_forget(fd);
-	else if (old & CKC_SMALL_READ)
-		ckc_passed_gone(fd, old);
+	return (s & CKC_SMALL_READ) && s != CKC_SMALL_BASE;
 }
 
-atomic_uint ckc_passed_n;
+/* Puts s (a start, or a mark) in fd's slot, a number the program has just
+ * been given: what the slot held goes (the base's number, closed by a way
+ * the library does not see; a mark), and a mark is counted. Not in a vfork
+ * child, whose numbers are its own while the slots are the parent's. */
+static void slot_put(int fd, uint64_t s)
+{
+	if (fd < 0 || (size_t)fd >= ckc_vfd_cap || !ckc_small_t0 || ckc_in_vfork_child())
+		return;
+	small_reach(fd);
+	uint64_t old = atomic_exchange(&ckc_small_t0[fd], s);
+	if (old == CKC_SMALL_BASE)
+		ph_forget(fd);
+	if (slot_read(old) != slot_read(s))
+		atomic_fetch_add(&ckc_passed_n, slot_read(s) ? 1u : (unsigned)-1);
+}
+
+void ckc_small_opened(int fd, uint64_t t0)
+{
+	if (t0)
+		slot_put(fd, t0);
+}
 
 static uint64_t passed_hash(const char *canon)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (const char *p = canon; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	return CKC_SMALL_READ | (h >> 1);
+	return CKC_SMALL_READ | (ckc_path_hash(canon) >> 1);
 }
 
 void ckc_passed_read(int fd, const char *canon)
 {
-	if (fd < 0 || (size_t)fd >= ckc_vfd_cap || !ckc_small_t0)
-		return;
-	small_reach(fd);
-	uint64_t old = atomic_exchange(&ckc_small_t0[fd], passed_hash(canon));
-	if (old == CKC_SMALL_BASE)
-		ph_forget(fd);
-	if (!(old & CKC_SMALL_READ) || old == CKC_SMALL_BASE)
-		atomic_fetch_add(&ckc_passed_n, 1);
+	slot_put(fd, passed_hash(canon));
 }
 
 void ckc_passed_gone(int fd, uint64_t mark)
@@ -289,18 +309,12 @@ void ckc_passed_gone(int fd, uint64_t mark)
 
 void ckc_passed_dup(int oldfd, int newfd)
 {
-	if (oldfd < 0 || newfd < 0 || (size_t)oldfd >= ckc_vfd_cap || (size_t)newfd >= ckc_vfd_cap ||
-	    !ckc_small_t0 || !atomic_load_explicit(&ckc_passed_n, memory_order_relaxed))
+	if (oldfd < 0 || (size_t)oldfd >= ckc_vfd_cap || !ckc_small_t0 ||
+	    !atomic_load_explicit(&ckc_passed_n, memory_order_relaxed))
 		return;
 	uint64_t m = atomic_load(&ckc_small_t0[oldfd]);
-	if (!(m & CKC_SMALL_READ) || m == CKC_SMALL_BASE)
-		return;
-	small_reach(newfd);
-	uint64_t old = atomic_exchange(&ckc_small_t0[newfd], m);
-	if (old == CKC_SMALL_BASE)
-		ph_forget(newfd);
-	if (!(old & CKC_SMALL_READ) || old == CKC_SMALL_BASE)
-		atomic_fetch_add(&ckc_passed_n, 1);
+	if (slot_read(m))
+		slot_put(newfd, m);
 }
 
 bool ckc_passed_reading(const char *canon)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "intercept.h"
+#include "path.h"
 #include "owed.h"
 #include "log.h"
 
@@ -88,10 +89,7 @@ static unsigned long long icpt_env_digest(void)
 		if (strncmp(*e, "CKPTCACHE_", 10) != 0 ||
 		    strncmp(*e, ICPT_REPORTED "=", sizeof(ICPT_REPORTED)) == 0)
 			continue;
-		unsigned long long h = 1469598103934665603ull;
-		for (const char *c = *e; *c; c++)
-			h = (h ^ (unsigned char)*c) * 1099511628211ull;
-		sum += h;
+		sum += ckc_path_hash(*e);
 	}
 	return sum;
 }

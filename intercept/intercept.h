@@ -536,6 +536,8 @@ int ckc_px_real_stat_path(const char *p, struct stat *st);
 /* The start of a small file (a /proc file) in buf, NUL-terminated: the
  * bytes read (at most size - 1), or -1. Through the real functions. */
 ssize_t ckc_px_read_file(const char *path, char *buf, size_t size);
+/* The threads of process pid (0: this one) from /proc/PID/status, or -1. */
+long ckc_px_threads(pid_t pid);
 int ckc_px_real_access(const char *p, int mode);
 /* Whether this process has a file size limit (RLIMIT_FSIZE): a file
  * written then goes to its real path, whose writes the kernel limits

@@ -14,7 +14,6 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -447,18 +446,8 @@ static int node_holder(pid_t pid)
 		      (sscanf(p + 3, " %*d %*d %*d %*d %*d %llu", &flags) == 1 && (flags & PF_EXITING_FLAG));
 	/* (a main thread that ended with pthread_exit leaves the others
 	 * running: the process's count of threads tells) */
-	if (ending) {
-		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-		char sb[2048];
-		ssize_t n = ckc_px_read_file(path, sb, sizeof(sb) - 1);
-		if (n > 0) {
-			sb[n] = '\0';
-			const char *t = strstr(sb, "\nThreads:");
-			if (t && atoi(t + 9) > 1)
-				return HOLDER_RUNS;
-		}
-		return HOLDER_GONE;
-	}
+	if (ending)
+		return ckc_px_threads(pid) > 1 ? HOLDER_RUNS : HOLDER_GONE;
 	return st == 'T' || st == 't' ? HOLDER_STOPPED : HOLDER_RUNS;
 }
 

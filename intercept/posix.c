@@ -83,6 +83,17 @@ ssize_t ckc_vfd_pread(ckc_vfd_t *v, void *buf, size_t n, off_t off)
  * 2 GiB hole took 2 GiB of memory and 1.3 s, and its real file 2 GiB). */
 #define HOLE_ASIDE ((uint64_t)64 << 20)
 
+/* v's version goes to its real file now, where a write is to go instead
+ * (a descriptor of a version replaced since is the real file's already):
+ * 0, or -errno when the real file could not take it. */
+static int vfd_to_real(ckc_vfd_t *v)
+{
+	ckc_enter();
+	int rc = ckc_handoff(v->h);
+	ckc_leave();
+	return rc == -ESTALE ? 0 : rc;
+}
+
 int ckc_px_hole_aside(ckc_vfd_t *v, uint64_t to)
 {
 	/* (no hole that large below it: no look at the size, which takes the
@@ -92,10 +103,8 @@ int ckc_px_hole_aside(ckc_vfd_t *v, uint64_t to)
 	uint64_t size = ckc_handle_size(v->h);
 	if (to <= size + HOLE_ASIDE || to - size <= size)
 		return 0;
-	ckc_enter();
-	int rc = ckc_handoff(v->h);
-	ckc_leave();
-	if (rc && rc != -ESTALE) {
+	int rc = vfd_to_real(v);
+	if (rc) {
 		ckc_warn("checkpoint %s: a hole of %llu bytes is kept in the cache (the real file could not "
 			 "take it: %s)", v->path, (unsigned long long)(to - size), strerror(-rc));
 		return 0;
@@ -119,9 +128,7 @@ static __thread uint64_t room_dir_hash, room_bytes, room_at;
  * UINT64_MAX where it cannot be known. */
 static uint64_t room_free(const char *dir, bool first)
 {
-	uint64_t h = 1469598103934665603ull, now = first ? ckc_now_ns() : 0;
-	for (const char *p = dir; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	uint64_t h = ckc_path_hash(dir), now = first ? ckc_now_ns() : 0;
 	if (first && h == room_dir_hash && now - room_at < ROOM_KEEP_NS)
 		return room_bytes;
 	struct statvfs fs;
@@ -154,10 +161,8 @@ static int room_aside(ckc_vfd_t *v, uint64_t end)
 		atomic_store(&v->room_next, end + (step > ROOM_STEP ? step : ROOM_STEP));
 		return 0;
 	}
-	ckc_enter();
-	int rc = ckc_handoff(v->h);
-	ckc_leave();
-	if (rc && rc != -ESTALE) {
+	int rc = vfd_to_real(v);
+	if (rc) {
 		atomic_store(&v->room_next, UINT64_MAX);
 		ckc_warn("checkpoint %s is larger than half the free space of its file system: it stays in "
 			 "the cache (the real file could not take it: %s)", v->path, strerror(-rc));
@@ -449,6 +454,14 @@ static int open_read_tagged(const char *canon, int flags)
 	return install_new(-1, h, flags, canon, 0);
 }
 
+/* The owner and group of the version the cache holds: its creator's (this
+ * process's), or as chown set them. */
+static void cached_owner(const ckc_stat_t *cst, uid_t *uid, gid_t *gid)
+{
+	*uid = cst->has_owner && cst->uid != (uid_t)-1 ? cst->uid : geteuid();
+	*gid = cst->has_owner && cst->gid != (gid_t)-1 ? cst->gid : getegid();
+}
+
 /* Whether this process may write the version the cache holds (its mode
  * and owner as the kernel would judge the real file's; the process's
  * other groups are not looked at). */
@@ -456,8 +469,9 @@ static bool cached_writable(const ckc_stat_t *cst)
 {
 	if (geteuid() == 0)
 		return true;
-	uid_t uid = cst->has_owner && cst->uid != (uid_t)-1 ? cst->uid : geteuid();
-	gid_t gid = cst->has_owner && cst->gid != (gid_t)-1 ? cst->gid : getegid();
+	uid_t uid;
+	gid_t gid;
+	cached_owner(cst, &uid, &gid);
 	if (uid == geteuid())
 		return cst->mode & S_IWUSR;
 	if (gid == getegid())
@@ -466,17 +480,15 @@ static bool cached_writable(const ckc_stat_t *cst)
 }
 
 /* Whether an existing file in folder dir has the owner and group
- * a new file of this process there gets: the real file's (rst), or those
- * of the version the cache holds (cst: its creator's, or as chown set
- * them). A new file's group is the folder's where the folder is setgid. */
+ * a new file of this process there gets: those of the version the cache
+ * holds (cst), else the real file's (rst). A new file's group is the
+ * folder's where the folder is setgid. */
 static bool owned_as_new(const char *dir, const struct stat *rst, const ckc_stat_t *cst)
 {
 	uid_t uid = rst ? rst->st_uid : geteuid();
 	gid_t gid = rst ? rst->st_gid : getegid();
-	if (cst) {
-		uid = cst->has_owner && cst->uid != (uid_t)-1 ? cst->uid : geteuid();
-		gid = cst->has_owner && cst->gid != (gid_t)-1 ? cst->gid : getegid();
-	}
+	if (cst)
+		cached_owner(cst, &uid, &gid);
 	if (uid != geteuid())
 		return false;
 	if (gid == getegid())

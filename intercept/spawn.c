@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "intercept.h"
+#include "thread.h"
 #include "log.h"
 #include "owed.h"
 
@@ -136,6 +137,33 @@ CKC_EXPORT pid_t vfork(void)
 	return fork();
 }
 #endif
+
+/* ---- the end of the main thread --------------------------------------------- */
+
+/* A process ends when its last thread does (glibc then calls exit(0)),
+ * which the library's threads, which never end, would prevent: a main
+ * thread that ends with pthread_exit while the cache runs waits here for
+ * the program's other threads instead, then ends the process so (its own
+ * thread-specific data is not destroyed first). */
+CKC_EXPORT void pthread_exit(void *ret)
+{
+	if (gettid() == getpid() && atomic_load(&ckc_icpt_on) && ckc_engine_started() && !ckc_in_vfork_child()) {
+		long ms = 1;
+		for (;;) {
+			long n = ckc_px_threads(0);
+			if (n < 0)
+				break;
+			if (n - ckc_thread_live() <= 1)
+				exit(0);
+			struct timespec d = { 0, ms * 1000000L };
+			nanosleep(&d, NULL);
+			if (ms < 50)
+				ms *= 2;
+		}
+	}
+	REAL(pthread_exit)(ret);
+	__builtin_unreachable();
+}
 
 /* ---- posix_spawn, system, popen --------------------------------------------- */
 

@@ -34,10 +34,7 @@ static void stat_base(const char *canon, const ckc_stat_t *c, struct stat *st, b
 		if (rs && ckc_path_dirname(canon, dir, sizeof(dir)) == 0 && rs(dir, &real) == 0)
 			st->st_dev = real.st_dev;
 		/* no inode yet: a stable number derived from the path */
-		uint64_t h = 1469598103934665603ull;
-		for (const char *p = canon; *p; p++)
-			h = (h ^ (unsigned char)*p) * 1099511628211ull;
-		st->st_ino = (ino_t)(h | 1);
+		st->st_ino = (ino_t)(ckc_path_hash(canon) | 1);
 		st->st_mode = S_IFREG | (c->mode & 07777);
 		st->st_nlink = 1;
 		st->st_uid = geteuid();

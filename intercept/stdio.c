@@ -508,43 +508,6 @@ CKC_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)
 	return REAL(pthread_create)(t, a, fn, arg);
 }
 
-/* The threads of the process as /proc/self/status counts them, or -1. */
-static int threads_now(void)
-{
-	char buf[2048];
-	ssize_t n = ckc_px_read_file("/proc/self/status", buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	const char *t = strstr(buf, "\nThreads:");
-	return t ? atoi(t + 9) : -1;
-}
-
-/* A process ends when its last thread does (glibc then calls exit(0)),
- * which the library's threads, which never end, would prevent: a main
- * thread that ends with pthread_exit while the cache runs waits here for
- * the program's other threads instead, then ends the process so (its own
- * thread-specific data is not destroyed first). */
-CKC_EXPORT void pthread_exit(void *ret)
-{
-	if (gettid() == getpid() && atomic_load(&ckc_icpt_on) && ckc_engine_started() && !ckc_in_vfork_child()) {
-		long ms = 1;
-		for (;;) {
-			int n = threads_now();
-			if (n < 0)
-				break;
-			if (n - ckc_thread_live() <= 1)
-				exit(0);
-			struct timespec d = { 0, ms * 1000000L };
-			nanosleep(&d, NULL);
-			if (ms < 50)
-				ms *= 2;
-		}
-	}
-	REAL(pthread_exit)(ret);
-	__builtin_unreachable();
-}
-
 #define STDIO_THREADS_BY(ret, name, params, args)  \
 	CKC_EXPORT ret name params                 \
 	{                                          \

@@ -48,10 +48,7 @@ void eng_set_home(ckc_obj_t *o, bool home)
 
 static uint64_t key_hash(const char *k)
 {
-	uint64_t h = 1469598103934665603ull;
-	while (*k)
-		h = (h ^ (unsigned char)*k++) * 1099511628211ull;
-	return h;
+	return ckc_path_hash(k);
 }
 
 ckc_obj_t *ckc_map_find(const char *key)

@@ -5,6 +5,7 @@
 #include <errno.h>
 
 #include "nodetab.h"
+#include "path.h"
 #include "sys.h"
 
 #define PID_BITS 24u
@@ -12,10 +13,7 @@
 
 uint64_t nodetab_key(const char *path)
 {
-	uint64_t h = 1469598103934665603ull;
-	while (*path)
-		h = (h ^ (unsigned char)*path++) * 1099511628211ull;
-	uint64_t k = h >> PID_BITS;
+	uint64_t k = ckc_path_hash(path) >> PID_BITS;
 	return k ? k : 1;
 }
 

@@ -146,3 +146,11 @@ int ckc_path_key(const char *path, const char *base, char *out, size_t outlen)
 		rc = ckc_path_canon(path, base, out, outlen);
 	return rc;
 }
+
+uint64_t ckc_path_hash(const char *path)
+{
+	uint64_t h = 1469598103934665603ull;
+	while (*path)
+		h = (h ^ (unsigned char)*path++) * 1099511628211ull;
+	return h;
+}

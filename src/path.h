@@ -3,6 +3,7 @@
 #define CKC_PATH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Writes the canonical absolute form of path into out: relative paths are
  * resolved against base (an absolute directory; NULL means the current
@@ -27,5 +28,9 @@ int ckc_path_key(const char *path, const char *base, char *out, size_t outlen);
 /* Writes the directory part of the canonical path canon into out ("/" for a
  * file in the root). Returns 0 or -ENAMETOOLONG. */
 int ckc_path_dirname(const char *canon, char *out, size_t outlen);
+
+/* A 64-bit hash of a path (FNV-1a's step with the project's constant): the
+ * object map's buckets, the node table's keys, a stand-in inode number. */
+uint64_t ckc_path_hash(const char *path);
 
 #endif

@@ -621,6 +621,18 @@ int m_errno_kept(int argc, char **argv)
 	return 0;
 }
 
+/* b (size bytes) written to path anew, fsync'd and closed. */
+static void write_synced(const char *path, const unsigned char *b, size_t size)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	write_all(fd, b, size, path);
+	if (fsync(fd) != 0)
+		fail("fsync %s: %s", path, strerror(errno));
+	xclose(fd, path);
+}
+
 /* fsync-replace DIR SIZE N: the durable-replace idiom, N times:
  * write DIR/state.tmp, fsync, close, rename it to DIR/state.bin, fsync
  * the folder. Once rename returns, the real file state.bin holds the
@@ -634,13 +646,7 @@ int m_fsync_replace(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/state.bin", arg.path);
 	for (long s = 1; s <= arg.n; s++) {
 		unsigned char *b = pattern_buf(arg.size, (uint64_t)s);
-		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (fd < 0)
-			fail("open %s: %s", tmp, strerror(errno));
-		write_all(fd, b, arg.size, tmp);
-		if (fsync(fd) != 0)
-			fail("fsync %s: %s", tmp, strerror(errno));
-		xclose(fd, tmp);
+		write_synced(tmp, b, arg.size);
 		if (rename(tmp, path) != 0)
 			fail("rename %s: %s", tmp, strerror(errno));
 		int dfd = open(arg.path, O_RDONLY | O_DIRECTORY);
@@ -661,19 +667,13 @@ int m_fsync_replace(int argc, char **argv)
 	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
 		fail("mkdir %s: %s", dir, strerror(errno));
 	unsigned char *b = pattern_buf(arg.size, 99);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0)
-		fail("open %s: %s", tmp, strerror(errno));
-	write_all(fd, b, arg.size, tmp);
-	if (fsync(fd) != 0)
-		fail("fsync %s: %s", tmp, strerror(errno));
-	xclose(fd, tmp);
+	write_synced(tmp, b, arg.size);
 	errno = 0;
 	if (rename(tmp, dir) == 0 || errno != EISDIR)
 		fail("rename of %s onto the folder %s: %s, expected EISDIR", tmp, dir, strerror(errno));
 	raw_check(tmp, b, arg.size, "after a rename refused");
 	unsigned char *r = xmalloc(arg.size + 1);
-	fd = xopen(tmp, O_RDONLY);
+	int fd = xopen(tmp, O_RDONLY);
 	if (read_all(fd, r, arg.size + 1, tmp) != arg.size || memcmp(r, b, arg.size) != 0)
 		fail("%s does not read back as written after a rename refused", tmp);
 	xclose(fd, tmp);

@@ -480,6 +480,19 @@ crash_keeps_closed() {
 	done
 }
 
+# holder_ready TRIES: the pid a background holder printed ("ready PID")
+# to out.txt, waiting TRIES x 50 ms at most; fails the case if it never did.
+holder_ready() {
+	local i pid=
+	for ((i = 0; i < $1; i++)); do
+		pid=$(sed -n 's/^ready //p' out.txt 2>/dev/null)
+		[ -n "$pid" ] && break
+		sleep 0.05
+	done
+	[ -n "$pid" ] || fail "the holder never got ready$(last_error)"
+	echo "$pid"
+}
+
 # A process that holds a checkpoint open for writing is stopped (Ctrl-Z, a
 # debugger's breakpoint): another process that opens the file does not wait
 # for it to publish (it cannot answer until it runs again), the 12th reader
@@ -492,13 +505,8 @@ print("ready", os.getpid(), flush=True)
 sys.stdin.read()
 f.write("epoch 2\n"); f.close()
 ' >out.txt 2>err.txt < <(sleep 30) &
-	local job=$! pid= i
-	for ((i = 0; i < 300; i++)); do
-		pid=$(sed -n 's/^ready //p' out.txt 2>/dev/null)
-		[ -n "$pid" ] && break
-		sleep 0.05
-	done
-	[ -n "$pid" ] || fail "the holder never got ready$(last_error)"
+	local job=$! pid i
+	pid=$(holder_ready 300) || exit 1
 	kill -STOP "$pid"
 	local t0 t1 ms
 	# the first open, timed in the reader: no wait for the stopped holder
@@ -538,13 +546,8 @@ f = open("ck/state.bin", "wb"); f.write(b"x" * 4096); f.flush()
 print("ready", os.getpid(), flush=True)
 sys.stdin.read()
 ' >out.txt 2>err.txt < <(sleep 60) &
-	local job=$! pid= i
-	for ((i = 0; i < 600; i++)); do
-		pid=$(sed -n 's/^ready //p' out.txt 2>/dev/null)
-		[ -n "$pid" ] && break
-		sleep 0.05
-	done
-	[ -n "$pid" ] || fail "the holder never got ready$(last_error)"
+	local job=$! pid
+	pid=$(holder_ready 600) || exit 1
 	local t0 t1
 	t0=$(date +%s%N)
 	kill -KILL "$pid"
