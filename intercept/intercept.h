@@ -414,10 +414,20 @@ bool ckc_px_seek_fits(const ckc_vfd_t *v, off_t r);
  * sample of the model of small checkpoints: the caller hands the
  * descriptor it opens, and the open's start, to ckc_small_opened. */
 #define CKC_PASS_TIMED (-4097)
+/* The same for a read the cache holds nothing of, whose path may still
+ * lead through links to a version not yet published: where the real open
+ * finds no file (ENOENT), the caller asks ckc_open_linked. */
+#define CKC_PASS_LINKS (-4098)
 
-/* The open logic for a tagged path: an fd, -errno, CKC_PASS or
- * CKC_PASS_TIMED; *t0 (when not NULL) is when the open began. */
+/* The open logic for a tagged path: an fd, -errno, CKC_PASS,
+ * CKC_PASS_TIMED or CKC_PASS_LINKS; *t0 (when not NULL) is when the open
+ * began. */
 int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0);
+/* After CKC_PASS_LINKS and a real open that found no file: the version
+ * not yet published that canon leads to through links, opened for
+ * reading (an fd, -errno), or CKC_PASS: none, and the real open is made
+ * again (the version may have been published meanwhile). */
+int ckc_open_linked(const char *canon, int flags);
 
 /* The program-visible time of small checkpoints sampled by the model
  * (engine_write.c): fd, a real file opened at t0 for one written straight

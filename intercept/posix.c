@@ -438,8 +438,15 @@ static int open_read_tagged(const char *canon, int flags)
 	/* a symbolic link to a checkpoint this process holds (the "latest"
 	 * link of a restart): the kernel's walk would find it missing or old */
 	char target[PATH_MAX];
-	if (rc == -ENOENT && !(flags & O_NOFOLLOW) && ckc_link_held(canon, target))
-		rc = ckc_open_read_held(canon = target, &h, &held);
+	if (rc == -ENOENT && !(flags & O_NOFOLLOW)) {
+		/* where every such version is of a new file, a link to one
+		 * leads to no file: the look (two path walks) waits for the
+		 * real open to fail */
+		if (!ckc_holds_replacements())
+			return CKC_PASS_LINKS;
+		if (ckc_link_held(canon, target))
+			rc = ckc_open_read_held(canon = target, &h, &held);
+	}
 	if (rc == -ENOENT || rc == -ENODEV)
 		return CKC_PASS;
 	if (rc == -EBUSY)
@@ -667,6 +674,22 @@ int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)
 	return fd;
 }
 
+int ckc_open_linked(const char *canon, int flags)
+{
+	char target[PATH_MAX];
+	int saved = errno;
+	if (!ckc_engine_ready() || !ckc_link_held(canon, target))
+		return CKC_PASS;
+	ckc_enter();
+	ckc_prog_begin();
+	int fd = open_read_tagged(target, flags);
+	ckc_prog_end();
+	ckc_prog_read_opened();
+	ckc_leave();
+	errno = saved;
+	return fd == CKC_PASS_LINKS ? CKC_PASS : fd;
+}
+
 /* The descriptor number a path of the form /proc/self/fd/N, /dev/fd/N,
  * /proc/thread-self/fd/N or /proc/PID/fd/N (this process) names, or -1. */
 static int procfd_number(const char *path)
@@ -747,7 +770,7 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 		errno = saved;
 	}
 	uint64_t t0 = 0;
-	bool timed = false;
+	bool timed = false, links = false;
 	/* a read passes to the real file whatever the path while the cache
 	 * has not started (tag.c checks that): a folder's kept path may be
 	 * used for it */
@@ -757,7 +780,8 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 	if (tagged) {
 		fd = ckc_open_tagged(canon, flags, mode, &t0);
 		timed = fd == CKC_PASS_TIMED;
-		if (fd != CKC_PASS && !timed)
+		links = fd == CKC_PASS_LINKS;
+		if (fd != CKC_PASS && !timed && !links)
 			return (int)ckc_result(fd, saved);
 	}
 	if (!ro) {
@@ -769,6 +793,13 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 		ckc_px_procfd_open(path);
 	errno = saved; /* the cache's looks may have set it */
 	fd = ro(dirfd, path, flags, mode);
+	if (links && fd < 0 && errno == ENOENT) {
+		int lfd = ckc_open_linked(canon, flags);
+		if (lfd != CKC_PASS)
+			return (int)ckc_result(lfd, saved);
+		errno = saved;
+		fd = ro(dirfd, path, flags, mode);
+	}
 	/* the number's last timed file may have left without a close the
 	 * library saw: that sample is dropped (one load when none is timed) */
 	if (timed && fd >= 0)

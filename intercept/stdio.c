@@ -358,11 +358,11 @@ static FILE *stdio_stream(int fd, const char *mode)
 static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(const char *, const char *))
 {
 	char canon[PATH_MAX];
-	int saved = errno;
-	bool read_tagged = false;
+	int saved = errno, flags = 0;
+	bool read_tagged = false, links = false;
 
 	if (mode && ckc_tagged_asked(AT_FDCWD, path, canon)) {
-		int flags = stdio_flags(mode);
+		flags = stdio_flags(mode);
 		if (flags < 0) {
 			errno = EINVAL;
 			return NULL;
@@ -386,7 +386,8 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 			ckc_thread_stream(f);
 			return f;
 		}
-		if (fd != CKC_PASS) {
+		links = fd == CKC_PASS_LINKS;
+		if (fd != CKC_PASS && !links) {
 			errno = -fd;
 			return NULL;
 		}
@@ -394,6 +395,23 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 	}
 	ckc_px_procfd_open(path);
 	FILE *f = real(path, mode);
+	if (!f && links && errno == ENOENT) {
+		int fd = ckc_open_linked(canon, flags);
+		if (fd >= 0) {
+			f = stdio_stream(fd, mode);
+			if (!f)
+				ckc_close_fd(fd);
+			else
+				errno = saved;
+			return f;
+		}
+		if (fd != CKC_PASS) {
+			errno = -fd;
+			return NULL;
+		}
+		errno = saved;
+		f = real(path, mode);
+	}
 	if (f && read_tagged)
 		ckc_passed_read(f->_fileno, canon);
 	ckc_thread_stream(f);
@@ -453,9 +471,20 @@ static FILE *freopen_cookie(const char *path, const char *mode, FILE *stream,
 	fflush(stream);
 	if (ckc_tagged_asked(AT_FDCWD, path, canon))
 		fd = ckc_open_tagged(canon, flags, 0666, NULL);
-	if (fd == CKC_PASS || fd == CKC_PASS_TIMED)
+	bool links = fd == CKC_PASS_LINKS;
+	if (fd == CKC_PASS || fd == CKC_PASS_TIMED || links) {
 		fd = REAL(openat)(AT_FDCWD, path, flags, 0666);
-	else if (fd < 0) {
+		if (fd < 0 && links && errno == ENOENT) {
+			fd = ckc_open_linked(canon, flags);
+			if (fd == CKC_PASS) {
+				errno = saved;
+				fd = REAL(openat)(AT_FDCWD, path, flags, 0666);
+			} else if (fd < 0) {
+				errno = -fd;
+				return NULL;
+			}
+		}
+	} else if (fd < 0) {
 		errno = -fd;
 		return NULL;
 	}

@@ -69,6 +69,12 @@ bool ckc_holds_objects(void);
  * kernel, whatever links it goes through. */
 bool ckc_holds_unpublished(void);
 
+/* Whether one of those replaces a file its real path held when it began
+ * (one load; no lock): where not, a path that reaches a version not yet
+ * published through links finds no file there, and the kernel's open of it
+ * fails. */
+bool ckc_holds_replacements(void);
+
 /* The program ends: drains every required flush (until deadline_ns on
  * ckc_now_ns()'s clock; 0: no limit), hands each checkpoint still open for
  * writing over to its real file (its bytes so far are published there and

@@ -482,6 +482,8 @@ void eng_map_remove(ckc_obj_t *o);
 /* Sets whether o's real path holds its bytes, counted for
  * ckc_holds_unpublished. Lock held. */
 void eng_set_home(ckc_obj_t *o, bool home);
+/* Sets the file o replaces, counted for ckc_holds_replacements. Lock held. */
+void eng_set_base(ckc_obj_t *o, const ckc_fid_t *base);
 ckc_obj_t *eng_obj_alloc(const char *key);
 ckc_obj_t *eng_obj_new(const char *key);
 int eng_canon(const char *path, char *out);

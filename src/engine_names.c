@@ -547,7 +547,7 @@ int ckc_rename(const char *from, const char *to)
 	ckc_fid_t base;
 	ckc_fid_take(kt, &base);
 	ckc_mutex_lock(&ckc_eng.lock);
-	o->base = base;
+	eng_set_base(o, &base);
 	if (rc) {
 		eng_set_home(o, false);
 		o->home_snap = false;

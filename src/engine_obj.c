@@ -20,8 +20,9 @@
 /* ---- object map ---------------------------------------------------- */
 
 /* ckc_eng.nobj for readers without the lock; the versions of the map
- * that their real paths do not hold. */
-static atomic_size_t eng_nobj, eng_unpublished;
+ * that their real paths do not hold; those of them that replace a file
+ * their real paths held (or may have held) when they began. */
+static atomic_size_t eng_nobj, eng_unpublished, eng_replacing;
 
 bool ckc_holds_objects(void)
 {
@@ -33,17 +34,49 @@ bool ckc_holds_unpublished(void)
 	return atomic_load_explicit(&eng_unpublished, memory_order_relaxed) != 0;
 }
 
+bool ckc_holds_replacements(void)
+{
+	return atomic_load_explicit(&eng_replacing, memory_order_relaxed) != 0;
+}
+
+/* o's part in the two counts: 1 for unpublished, 2 for replacing. */
+static unsigned unpub_part(const ckc_obj_t *o)
+{
+	if (!o->mapped || o->at_home)
+		return 0;
+	return 1u | (o->base.known && !o->base.exists ? 0u : 2u);
+}
+
+/* The counts follow o from part `was` to its part now (lock held). */
+static void unpub_count(const ckc_obj_t *o, unsigned was)
+{
+	unsigned now = unpub_part(o);
+	if ((was ^ now) & 1u) {
+		if (now & 1u)
+			atomic_fetch_add_explicit(&eng_unpublished, 1, memory_order_relaxed);
+		else
+			atomic_fetch_sub_explicit(&eng_unpublished, 1, memory_order_relaxed);
+	}
+	if ((was ^ now) & 2u) {
+		if (now & 2u)
+			atomic_fetch_add_explicit(&eng_replacing, 1, memory_order_relaxed);
+		else
+			atomic_fetch_sub_explicit(&eng_replacing, 1, memory_order_relaxed);
+	}
+}
+
 void eng_set_home(ckc_obj_t *o, bool home)
 {
-	if (o->at_home == home)
-		return;
+	unsigned was = unpub_part(o);
 	o->at_home = home;
-	if (o->mapped) {
-		if (home)
-			atomic_fetch_sub_explicit(&eng_unpublished, 1, memory_order_relaxed);
-		else
-			atomic_fetch_add_explicit(&eng_unpublished, 1, memory_order_relaxed);
-	}
+	unpub_count(o, was);
+}
+
+void eng_set_base(ckc_obj_t *o, const ckc_fid_t *base)
+{
+	unsigned was = unpub_part(o);
+	o->base = *base;
+	unpub_count(o, was);
 }
 
 static uint64_t key_hash(const char *k)
@@ -84,9 +117,9 @@ int eng_map_insert(ckc_obj_t *o)
 	ckc_eng.map[b] = o;
 	ckc_eng.nobj++;
 	atomic_store_explicit(&eng_nobj, ckc_eng.nobj, memory_order_relaxed);
+	unsigned was = unpub_part(o);
 	o->mapped = true;
-	if (!o->at_home)
-		atomic_fetch_add_explicit(&eng_unpublished, 1, memory_order_relaxed);
+	unpub_count(o, was);
 	return 0;
 }
 
@@ -99,9 +132,9 @@ void eng_map_remove(ckc_obj_t *o)
 		*pp = o->hnext;
 		ckc_eng.nobj--;
 		atomic_store_explicit(&eng_nobj, ckc_eng.nobj, memory_order_relaxed);
-		if (o->mapped && !o->at_home)
-			atomic_fetch_sub_explicit(&eng_unpublished, 1, memory_order_relaxed);
+		unsigned was = unpub_part(o);
 		o->mapped = false;
+		unpub_count(o, was);
 	}
 	o->hnext = NULL;
 }
@@ -331,7 +364,9 @@ ckc_obj_t *ckc_obj_import_home(const char *key)
 	o->complete = true;
 	eng_set_home(o, true);
 	o->from_home = true;
-	ckc_fid_of(&st, &o->base);
+	ckc_fid_t base;
+	ckc_fid_of(&st, &base);
+	eng_set_base(o, &base);
 	o->home_dev = st.st_dev;
 	o->home_dev_known = true;
 	o->mode = st.st_mode & 07777;

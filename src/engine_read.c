@@ -587,8 +587,11 @@ static int setattr_locked(ckc_obj_t *o, const ckc_attr_t *a)
 		sys_close(fd);
 	sys_free(key);
 	eng_home_io_end(o);
-	if (seen && o->at_home)
-		ckc_fid_of(&st, &o->base);
+	if (seen && o->at_home) {
+		ckc_fid_t base;
+		ckc_fid_of(&st, &base);
+		eng_set_base(o, &base);
+	}
 	ckc_obj_put(o);
 	return rc;
 }

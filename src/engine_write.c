@@ -299,7 +299,7 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 	ckc_fid_take(key, &base);
 	bool dev_known = ckc_home_dev(key, &base, &dev);
 	ckc_mutex_lock(&ckc_eng.lock);
-	o->base = base;
+	eng_set_base(o, &base);
 	o->home_dev = dev;
 	o->home_dev_known = dev_known;
 	o->write_ns += ckc_now_ns() - t0;
@@ -697,7 +697,7 @@ int eng_close_home_writer(ckc_obj_t *o)
 		tmp = NULL;
 	} else if (!rc) {
 		eng_set_home(o, true);
-		o->base = now;
+		eng_set_base(o, &now);
 		ckc_node_note(o);
 	} else {
 		ckc_error("checkpoint %s could not be written to its real path (%s)", o->key,

@@ -303,7 +303,7 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 			 * this one was synced */
 			eng_set_home(o, true);
 			o->durable = fsync_it;
-			o->base = now;
+			eng_set_base(o, &now);
 			ckc_node_note(o);
 		}
 		eng_home_end(o); /* and the commit's */

@@ -137,6 +137,94 @@ symlink_dotdot() {
 	absent ck/y.bin "ck/none/../y.bin"
 }
 
+# Checkpoints waiting to be published (each naming slowed), read through
+# links by open(2), fopen(3) and Python: a "latest" link made before its
+# new file, a folder's link both ways, a link to a file rewritten, a
+# dangling link.
+# The kernel's walk finds the new files missing and the rewritten one old:
+# each read gets the bytes written, and the real paths get them after exit.
+links_unpublished() {
+	mkdir -p ck/run_real ck/blk ref
+	echo "the version before" >ck/old.bin
+	SLOW_US=400000 SLOWFS_OPS=rename ck -- "$PY" -c '
+import ctypes, errno, os, random, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fopen.restype = ctypes.c_void_p
+libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+libc.fread.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+
+def write(path, i, n):
+    b = random.Random(i).randbytes(n)
+    with open(path, "wb") as f:
+        f.write(b)
+    with open("ref/" + path.replace("/", "_"), "wb") as f:
+        f.write(b)
+    return b
+
+def fread(path, n):
+    f = libc.fopen(path.encode(), b"rb")
+    if not f:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()), path)
+    buf = ctypes.create_string_buffer(n + 1)
+    k = libc.fread(buf, 1, n + 1, f)
+    libc.fclose(f)
+    return buf.raw[:k]
+
+def osread(path, n):
+    fd = os.open(path, os.O_RDONLY)
+    out = b""
+    while True:
+        c = os.read(fd, n + 1)
+        if not c:
+            break
+        out += c
+    os.close(fd)
+    return out
+
+def check(path, want, what):
+    assert os.stat(path).st_size == len(want), f"{what}: stat {path}: {os.stat(path).st_size}"
+    for how, r in (("open", lambda: open(path, "rb").read()), ("os.open", lambda: osread(path, len(want))),
+                   ("fopen", lambda: fread(path, len(want)))):
+        got = r()
+        assert got == want, f"{what}: {how} of {path} read {len(got)} bytes, other than written"
+
+# their slowed namings in another folder keep the others waiting (a naming
+# in a folder holds the lookups of the program there until it ends)
+for k in range(4):
+    write(f"ck/blk/b{k}.bin", k, 100)
+# (a link made to a checkpoint held publishes it: these are made first)
+for k in range(3):
+    if os.path.lexists("ck/latest.bin"):
+        os.unlink("ck/latest.bin")
+    os.symlink(f"c{k}.bin", "ck/latest.bin")
+    b = write(f"ck/c{k}.bin", 10 + k, 70000 + k)
+    check("ck/latest.bin", b, "a latest link to a new file")
+os.symlink("run_real", "ck/run")
+b = write("ck/run_real/s.bin", 20, 50000)
+check("ck/run/s.bin", b, "written in a folder, read through its link")
+b = write("ck/run/t.bin", 21, 40000)
+check("ck/run_real/t.bin", b, "written through a folder link, read in the folder")
+b = write("ck/old.bin", 22, 30000)
+os.symlink("old.bin", "ck/cur.bin")
+check("ck/cur.bin", b, "a link to a file rewritten")
+os.symlink("missing.bin", "ck/none.bin")
+for how, r in (("open", lambda: open("ck/none.bin", "rb")), ("fopen", lambda: fread("ck/none.bin", 1))):
+    try:
+        r()
+        raise AssertionError(f"{how} of a dangling link succeeded")
+    except OSError as e:
+        assert e.errno == errno.ENOENT, f"{how} of a dangling link: {e}"
+print("ok")
+' || fail "a read through a link$(last_error)"
+	grep -q 'ckptcache: error' "$T/.log" && fail "an error message:$(first_error 'ckptcache: error')"
+	same ref/ck_c2.bin ck/c2.bin "c2.bin at its real path"
+	same ref/ck_c2.bin ck/latest.bin "latest.bin at its real path"
+	same ref/ck_run_real_s.bin ck/run_real/s.bin "run_real/s.bin at its real path"
+	same ref/ck_run_t.bin ck/run_real/t.bin "run_real/t.bin at its real path"
+	same ref/ck_old.bin ck/old.bin "old.bin at its real path"
+}
+
 # A new checkpoint closed and waiting to be published (its publication
 # slowed); another program makes a symbolic link at its name meanwhile (no
 # target). That link is newer than the cached version: it is kept, and the
@@ -912,6 +1000,7 @@ case_add robust/names-long-path-rescue long_path_rescue
 case_add robust/exit-thread-writing exit_race
 case_add robust/path-symlink-dotdot symlink_dotdot
 case_add robust/symlink-made-meanwhile symlink_made_meanwhile
+case_add robust/links-unpublished links_unpublished
 case_add robust/fsync-beside-close fsync_beside_close
 case_add robust/utime-then-write utime_then_write
 case_add robust/times-order times_order

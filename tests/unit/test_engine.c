@@ -764,6 +764,77 @@ Test(engine, rewrite_makes_a_new_version)
 	tenv_clean(&e);
 }
 
+/* The counts a reader asks without the lock: a version not yet published,
+ * and one that replaces a file its real path held, a version renamed over
+ * a file, each until its publication (and a removal). */
+Test(engine, counts_versions_not_published_and_those_that_replace_a_file)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 4 * MiB);
+	c.persist = CKC_PERSIST_NEVER;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char a[PATH_MAX], b[PATH_MAX], d[PATH_MAX];
+	tpath(&e, a, 1);
+	tpath(&e, b, 2);
+	tpath(&e, d, 3);
+	cr_assert_not(ckc_holds_unpublished());
+	twrite(a, 1, 5000, 5000); /* a new file */
+	cr_assert(ckc_holds_unpublished());
+	cr_assert_not(ckc_holds_replacements());
+	int fd = open(b, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "old", 3), 3);
+	close(fd);
+	twrite(b, 2, 6000, 6000); /* replaces that file */
+	cr_assert(ckc_holds_replacements());
+	cr_assert_eq(ckc_unlink(b), 0);
+	cr_assert_not(ckc_holds_replacements());
+	cr_assert(ckc_holds_unpublished(), "a.bin is not published");
+	/* a new version renamed over a file replaces it */
+	twrite(d, 3, 7000, 7000);
+	cr_assert_not(ckc_holds_replacements());
+	fd = open(b, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(ckc_rename(d, b), 0);
+	cr_assert(ckc_holds_replacements());
+	cr_assert_eq(ckc_unlink(b), 0);
+	cr_assert_eq(ckc_unlink(a), 0);
+	cr_assert_not(ckc_holds_replacements());
+	cr_assert_not(ckc_holds_unpublished());
+	ckc_shutdown();
+	cr_assert_not(texists(a));
+	cr_assert_not(texists(b));
+	tenv_clean(&e);
+}
+
+/* The same counts end with each publication. */
+Test(engine, a_published_version_is_counted_neither_unpublished_nor_replacing)
+{
+	tenv_t e;
+	tstart(&e, 8 * MiB);
+	char a[PATH_MAX], b[PATH_MAX];
+	tpath(&e, a, 1);
+	tpath(&e, b, 2);
+	int fd = open(b, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "old", 3), 3);
+	close(fd);
+	for (int v = 0; v < 3; v++) {
+		twrite(a, 10 + (uint64_t)v, 50000, 50000);
+		twrite(b, 20 + (uint64_t)v, 60000, 60000);
+		cr_assert_eq(ckc_wait_flushed(), 0);
+		cr_assert(thome_matches(a, 10 + (uint64_t)v, 50000));
+		cr_assert(thome_matches(b, 20 + (uint64_t)v, 60000));
+		cr_assert(ckc_holds_objects());
+		cr_assert_not(ckc_holds_unpublished(), "round %d", v);
+		cr_assert_not(ckc_holds_replacements(), "round %d", v);
+	}
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
 Test(engine, unlink_drops_the_object_and_the_file)
 {
 	tenv_t e;
