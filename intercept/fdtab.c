@@ -262,9 +262,9 @@ static void small_reach(int fd)
 atomic_uint ckc_passed_n;
 
 /* Whether slot value s marks a descriptor passed for reading. */
-static bool slot_read(uint64_t s)
+static bool slot_passed(uint64_t s)
 {
-	return (s & CKC_SMALL_READ) && s != CKC_SMALL_BASE;
+	return (s & CKC_SMALL_PASSED) && s != CKC_SMALL_BASE;
 }
 
 /* Puts s (a start, or a mark) in fd's slot, a number the program has just
@@ -279,8 +279,8 @@ static void slot_put(int fd, uint64_t s)
 	uint64_t old = atomic_exchange(&ckc_small_t0[fd], s);
 	if (old == CKC_SMALL_BASE)
 		ph_forget(fd);
-	if (slot_read(old) != slot_read(s))
-		atomic_fetch_add(&ckc_passed_n, slot_read(s) ? 1u : (unsigned)-1);
+	if (slot_passed(old) != slot_passed(s))
+		atomic_fetch_add(&ckc_passed_n, slot_passed(s) ? 1u : (unsigned)-1);
 }
 
 void ckc_small_opened(int fd, uint64_t t0)
@@ -291,10 +291,10 @@ void ckc_small_opened(int fd, uint64_t t0)
 
 static uint64_t passed_hash(const char *canon)
 {
-	return CKC_SMALL_READ | (ckc_path_hash(canon) >> 1);
+	return CKC_SMALL_PASSED | (ckc_path_hash(canon) >> 1);
 }
 
-void ckc_passed_read(int fd, const char *canon)
+void ckc_passed_open(int fd, const char *canon)
 {
 	slot_put(fd, passed_hash(canon));
 }
@@ -313,11 +313,11 @@ void ckc_passed_dup(int oldfd, int newfd)
 	    !atomic_load_explicit(&ckc_passed_n, memory_order_relaxed))
 		return;
 	uint64_t m = atomic_load(&ckc_small_t0[oldfd]);
-	if (slot_read(m))
+	if (slot_passed(m))
 		slot_put(newfd, m);
 }
 
-bool ckc_passed_reading(const char *canon)
+bool ckc_passed_using(const char *canon)
 {
 	if (!atomic_load_explicit(&ckc_passed_n, memory_order_relaxed) || !ckc_small_t0)
 		return false;

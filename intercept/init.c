@@ -60,6 +60,7 @@ static void icpt_parent(void)
 
 static void icpt_child(void)
 {
+	ckc_aside_firsts_forget();
 	ckc_atfork_child();
 	ckc_owed_atfork_child();
 	ckc_fdtab_atfork_child();
@@ -185,6 +186,17 @@ bool ckc_engine_started(void)
 	return atomic_load(&icpt_engine_ok);
 }
 
+bool ckc_first_write_aside(void)
+{
+	static atomic_bool taken;
+	/* as stepping aside begins a process (engine.c): in copy mode, where
+	 * every checkpoint goes to its real path anyway, on the real path
+	 * unless what an earlier process on this node learnt says otherwise */
+	if (!icpt_cfg.step_aside || icpt_cfg.capture != CKC_CAPTURE_COPY || icpt_cfg.persist != CKC_PERSIST_ALWAYS ||
+	    atomic_load(&icpt_engine_ok) || atomic_load(&taken) || atomic_exchange(&taken, true))
+		return false;
+	return ckc_aside_first_home(icpt_cfg.paths);
+}
 
 void ckc_read_passed(void)
 {
@@ -253,6 +265,11 @@ __attribute__((destructor)) static void icpt_fini(void)
 {
 	if (!atomic_load(&icpt_engine_ok)) {
 		atomic_store(&ckc_icpt_on, false);
+		if (ckc_aside_firsts()) {
+			ckc_enter();
+			ckc_stats_write_unstarted(&icpt_cfg);
+			ckc_leave();
+		}
 		return;
 	}
 	ckc_stdio_flush_all();

@@ -31,6 +31,11 @@ bool ckc_engine_ready(void);
 
 /* Whether the engine was started here (without starting it). */
 bool ckc_engine_started(void);
+/* Whether this write's open, the process's first of a whole checkpoint,
+ * goes to its real path without starting the cache (once per process;
+ * only where stepping aside is on, in copy mode with PERSIST=always, and
+ * an earlier process's choice of the cache is not in force). */
+bool ckc_first_write_aside(void);
 /* Whether a read of a checkpoint needs the engine when it has not started:
  * false when nothing could have named the checkpoint ahead (no hint file,
  * no order, prefetching not eager), so the cache holds nothing of it and
@@ -447,19 +452,20 @@ extern _Atomic uint64_t *ckc_small_t0;
 #define CKC_SMALL_BASE UINT64_MAX
 void ckc_ph_base_lost(int fd);
 /* A number's slot also tells that it is a descriptor of a tagged path
- * opened for reading at its real file (the cache held nothing of it):
- * CKC_SMALL_READ and a hash of the path (ckc_passed_read). A new version
- * of that path replacing the real file would leave the reader on the old
- * one, where the kernel's in-place rewrite shows it the new bytes: such a
- * rewrite goes to the real file (ckc_passed_reading). */
-#define CKC_SMALL_READ (1ull << 63)
-void ckc_passed_read(int fd, const char *canon);
+ * opened at its real file (the cache held nothing of it, or the open went
+ * there as a process's first checkpoint does): CKC_SMALL_PASSED and a hash
+ * of the path (ckc_passed_open). A new version of that path replacing the
+ * real file would leave that descriptor on the old one, where the kernel's
+ * in-place rewrite shows it the new bytes (and takes its writes): such a
+ * rewrite goes to the real file (ckc_passed_using). */
+#define CKC_SMALL_PASSED (1ull << 63)
+void ckc_passed_open(int fd, const char *canon);
 /* The mark left fd's slot (mark: what was there): forgotten, except in a
  * vfork child, whose numbers are its own while the slots are the parent's. */
 void ckc_passed_gone(int fd, uint64_t mark);
-/* newfd, a copy of oldfd (dup), reads what oldfd reads. */
+/* newfd, a copy of oldfd (dup), uses the file oldfd uses. */
 void ckc_passed_dup(int oldfd, int newfd);
-bool ckc_passed_reading(const char *canon);
+bool ckc_passed_using(const char *canon);
 extern atomic_uint ckc_passed_n;
 /* Room for one more descriptor as the process ends with its table full
  * (ckc_spare_fd_hook): the soft descriptor limit raised towards the hard
@@ -480,7 +486,7 @@ static inline uint64_t ckc_small_take(int fd)
 			ckc_ph_base_lost(fd);
 			return 0;
 		}
-		if (__builtin_expect(t0 & CKC_SMALL_READ, 0)) {
+		if (__builtin_expect(t0 & CKC_SMALL_PASSED, 0)) {
 			ckc_passed_gone(fd, t0);
 			return 0;
 		}

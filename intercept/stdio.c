@@ -359,7 +359,7 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 {
 	char canon[PATH_MAX];
 	int saved = errno, flags = 0;
-	bool read_tagged = false, links = false;
+	bool tagged = false, links = false;
 
 	if (mode && ckc_tagged_asked(AT_FDCWD, path, canon)) {
 		flags = stdio_flags(mode);
@@ -391,7 +391,7 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 			errno = -fd;
 			return NULL;
 		}
-		read_tagged = (flags & O_ACCMODE) == O_RDONLY;
+		tagged = true;
 	}
 	ckc_px_procfd_open(path);
 	FILE *f = real(path, mode);
@@ -412,8 +412,8 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 		errno = saved;
 		f = real(path, mode);
 	}
-	if (f && read_tagged)
-		ckc_passed_read(f->_fileno, canon);
+	if (f && tagged)
+		ckc_passed_open(f->_fileno, canon);
 	ckc_thread_stream(f);
 	return f;
 }

@@ -6,6 +6,8 @@
  * Records are advice: a torn or stale one is ignored. */
 #include "config.h"
 
+#include <stdatomic.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -129,6 +131,30 @@ void ckc_aside_load(aside_t *a, const char *paths)
 			  "the real paths", r->bw_cache / 1e9, r->bw_home / 1e9);
 		return;
 	}
+}
+
+/* checkpoints ckc_aside_first_home sent to their real paths */
+static atomic_uint aside_firsts;
+
+bool ckc_aside_first_home(const char *paths)
+{
+	aside_t a;
+	aside_init(&a, true);
+	ckc_aside_load(&a, paths);
+	if (aside_peek(&a) != ASIDE_HOME)
+		return false;
+	atomic_fetch_add(&aside_firsts, 1);
+	return true;
+}
+
+unsigned ckc_aside_firsts(void)
+{
+	return atomic_load(&aside_firsts);
+}
+
+void ckc_aside_firsts_forget(void)
+{
+	atomic_store(&aside_firsts, 0);
 }
 
 void ckc_aside_save(const aside_t *a, const char *paths)

@@ -75,6 +75,20 @@ bool ckc_holds_unpublished(void);
  * fails. */
 bool ckc_holds_replacements(void);
 
+/* Whether stepping aside, in a process that has not started the cache,
+ * sends its first checkpoint to the real path (what an earlier process on
+ * this node learnt about paths, the CKPTCACHE_PATHS value, may say the
+ * cache; one read of a small file); such checkpoints are counted in the
+ * statistics' step_aside.written_straight (ckc_aside_firsts). */
+bool ckc_aside_first_home(const char *paths);
+unsigned ckc_aside_firsts(void);
+/* A forked child's count starts again (its parent's are its parent's). */
+void ckc_aside_firsts_forget(void);
+/* A process that wrote checkpoints that way and never started the cache
+ * writes its statistics (CKPTCACHE_STATS of c) at exit: those checkpoints,
+ * and no tier. */
+void ckc_stats_write_unstarted(const ckc_config_t *c);
+
 /* The program ends: drains every required flush (until deadline_ns on
  * ckc_now_ns()'s clock; 0: no limit), hands each checkpoint still open for
  * writing over to its real file (its bytes so far are published there and

@@ -315,6 +315,7 @@ bool ckc_active(void)
 void eng_stats_collect(ckc_stats_t *s)
 {
 	*s = ckc_eng.st;
+	s->aside_objects += ckc_aside_firsts();
 	ckc_lanes_stats(&s->lane_helpers, &s->lane_copies, &s->lane_bytes);
 	s->copy_movsb = ckc_copy_movsb();
 	ckc_ktouch_stats(&s->ktouch);
@@ -345,7 +346,14 @@ void eng_stats_collect(ckc_stats_t *s)
 	}
 }
 
+static int expand_name_rank(const char *tmpl, long rank, char *out, size_t outlen);
+
 int ckc_expand_name(const char *tmpl, char *out, size_t outlen)
+{
+	return expand_name_rank(tmpl, ckc_eng.cfg.rank, out, outlen);
+}
+
+static int expand_name_rank(const char *tmpl, long rank, char *out, size_t outlen)
 {
 	size_t n = 0;
 
@@ -355,7 +363,7 @@ int ckc_expand_name(const char *tmpl, char *out, size_t outlen)
 		if (p[0] == '%' && p[1]) {
 			switch (p[1]) {
 			case 'p': snprintf(num, sizeof(num), "%ld", (long)getpid()); add = num; break;
-			case 'r': snprintf(num, sizeof(num), "%ld", ckc_eng.cfg.rank); add = num; break;
+			case 'r': snprintf(num, sizeof(num), "%ld", rank); add = num; break;
 			case 'h':
 				if (gethostname(num, sizeof(num) - 1) != 0)
 					strcpy(num, "host");
@@ -408,31 +416,49 @@ static int output_open(const char *name, const char **why)
 	return fd;
 }
 
-static void stats_write(void)
+/* Writes s to the file CKPTCACHE_STATS (tmpl) names. */
+static void stats_write_to(const ckc_stats_t *s, const char *tmpl, long rank)
 {
 	char *buf = NULL;
 	size_t len = 0;
-	ckc_stats_t s;
 	FILE *f = open_memstream(&buf, &len);
 
 	if (!f)
 		return;
-	ckc_mutex_lock(&ckc_eng.lock);
-	eng_stats_collect(&s);
-	eng_unlock();
-	ckc_stats_write_json(&s, f);
+	ckc_stats_write_json(s, f);
 	sys_fclose(f);
 	char name[PATH_MAX];
 	const char *why = "the name is too long";
-	int fd = ckc_expand_name(ckc_eng.cfg.stats, name, sizeof(name)) ? -1 : output_open(name, &why);
+	int fd = expand_name_rank(tmpl, rank, name, sizeof(name)) ? -1 : output_open(name, &why);
 	int rc = fd < 0 ? 0 : ckc_io_pwrite_all(fd, buf, len, 0);
 	if (rc)
 		why = strerror(-rc);
 	if (fd < 0 || rc)
-		ckc_warn("CKPTCACHE_STATS='%s': %s; no statistics written", ckc_eng.cfg.stats, why);
+		ckc_warn("CKPTCACHE_STATS='%s': %s; no statistics written", tmpl, why);
 	if (fd >= 0)
 		sys_close(fd);
 	sys_free(buf);
+}
+
+static void stats_write(void)
+{
+	ckc_stats_t s;
+	ckc_mutex_lock(&ckc_eng.lock);
+	eng_stats_collect(&s);
+	eng_unlock();
+	stats_write_to(&s, ckc_eng.cfg.stats, ckc_eng.cfg.rank);
+}
+
+void ckc_stats_write_unstarted(const ckc_config_t *c)
+{
+	ckc_stats_t s;
+	memset(&s, 0, sizeof(s));
+	s.aside_on = true;
+	s.aside_home = true;
+	s.small_home = true;
+	s.aside_objects = ckc_aside_firsts();
+	if (c->stats && s.aside_objects)
+		stats_write_to(&s, c->stats, c->rank);
 }
 
 

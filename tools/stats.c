@@ -241,11 +241,15 @@ int ckc_stats_summary(const char *path)
 		return 3;
 	}
 	const json_t *tiers = json_get(&root, "tiers");
-	if (!tiers || tiers->type != JSON_ARR || !tiers->n) {
+	if (!tiers || tiers->type != JSON_ARR || (!tiers->n && !json_get(&root, "step_aside"))) {
 		json_free(&root);
 		return 3;
 	}
 	printf("ckptcache statistics: %s\n", path);
+	/* a process whose checkpoints all went to their real paths before a
+	 * cache started has no tier */
+	if (!tiers->n)
+		printf("\nno cache was started: the checkpoints went straight to their real paths\n");
 	/* checkpoints read back, by the tier that served each (files of an
 	 * older library count read calls only) */
 	bool per_ckpt = false;

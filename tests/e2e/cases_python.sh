@@ -29,7 +29,9 @@ python_numpy() {
 	local rc=$?
 	[ $rc -eq 3 ] && fail "numpy cannot be imported under the library$(last_error)"
 	[ $rc -eq 0 ] || fail "numpy save/load: exit status $rc$(last_error)"
-	stats_ok files==1 objects.written==$((n + 1)) objects.opened_for_read\>=$((n + 1)) \
+	# (with stepping aside on, the first array goes to its real path
+	# before the cache starts)
+	stats_ok files==1 objects.written\>=$n objects.written\<=$((n + 1)) objects.opened_for_read\>=$((n + 1)) \
 		host.hits\>0 host.prefetch_ops+host.prefetch_cached\>0 dist.unhinted==0
 	# and the arrays at their real paths load without the library
 	plain "$PY" -B -c '

@@ -64,10 +64,13 @@ assert open(p, "rb").read() == data, "read back in the process"
 long_path_rescue() {
 	src_file
 	local d=ck/$(printf 'd%.0s' $(seq 200))/$(printf 'e%.0s' $(seq 200))
-	mkdir -p "$d"
+	mkdir -p "$d" warm
 	local p=$d/$(printf 'f%.0s' $(seq 180)).bin
-	SLOW_MATCH="$T/ck/" SLOWFS_OPS=rename FAIL_ERRNO=5 ck -- "$PY" -c '
+	# (warm/w.bin, tagged and published there, is the first checkpoint,
+	# which stepping aside sends to its real path before the cache starts)
+	SLOW_MATCH="$T/ck/" SLOWFS_OPS=rename FAIL_ERRNO=5 ck CKPTCACHE_PATHS="$T/ck/**:$T/warm/*" -- "$PY" -c '
 import sys
+open("warm/w.bin", "wb").write(b"first")
 p, data = sys.argv[1], open("src.bin", "rb").read()
 with open(p, "wb") as f:
     f.write(data)
@@ -365,10 +368,14 @@ rescue_planted() {
 	local flat_a flat_b
 	flat_a=$(printf '%s' "$T/ck/a.bin" | tr / _)
 	flat_b=$(printf '%s' "$T/ck/b.bin" | tr / _)
-	RUN_ENV=(CKPTCACHE_HOST_CACHE=32M)
+	mkdir -p warm
+	chmod 777 warm
+	# (warm/w.bin: the first checkpoint, as in long_path_rescue)
+	RUN_ENV=(CKPTCACHE_HOST_CACHE=32M CKPTCACHE_PATHS="$T/ck/**:$T/warm/*")
 	SLOW_MATCH="$T/ck/" SLOWFS_OPS=rename FAIL_ERRNO=5 plant_and_run "
 		umask 0; : >'$T/ckptcache-rescue.'\$PID'$flat_a'; chmod 666 '$T/ckptcache-rescue.'\$PID'$flat_a'
 		ln -s '$T/victim.txt' '$T/ckptcache-rescue.'\$PID'$flat_b'" -- "$PY" -c '
+open("warm/w.bin", "wb").write(b"first")
 data = open("src.bin", "rb").read()
 for p in ("ck/a.bin", "ck/b.bin"):
     with open(p, "wb") as f:
