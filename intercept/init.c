@@ -37,8 +37,10 @@ static int icpt_open(const char *path, int flags, mode_t mode)
  * its files are opened above the program's numbers. */
 static void icpt_route_engine_io(void)
 {
-	ckc_real_resolve();
-	ckc_io_resolve();
+	/* the rest of both tables resolves on first use (the engine's as it
+	 * starts): a process that runs a tool pays for what it calls */
+	ckc_real_resolve_early();
+	ckc_mem_own_alloc();
 	ckc_io.open = icpt_open;
 }
 
@@ -95,10 +97,25 @@ static unsigned long long icpt_env_digest(void)
 	return sum;
 }
 
+/* v in lower-case hexadecimal, as "%llx" writes it (without the C
+ * library's printf, which a tool that never prints would load for it). */
+static void hex64(char out[17], unsigned long long v)
+{
+	char t[16];
+	int n = 0;
+	do {
+		t[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	for (int i = 0; i < n; i++)
+		out[i] = t[n - 1 - i];
+	out[n] = '\0';
+}
+
 static int icpt_config_load(ckc_config_t *c)
 {
 	char digest[24];
-	snprintf(digest, sizeof(digest), "%llx", icpt_env_digest());
+	hex64(digest, icpt_env_digest());
 	const char *said = getenv(ICPT_REPORTED);
 	bool quiet = said && strcmp(said, digest) == 0;
 	void (*sink)(int, const char *) = ckc_log_sink;
@@ -134,6 +151,9 @@ static void icpt_fold_reads(void)
 static void icpt_engine_start(void)
 {
 	ckc_enter();
+	/* the engine's table of C library functions, looked up until now
+	 * on first use, is filled before its threads start */
+	ckc_io_resolve();
 	int rc = ckc_init_config(&icpt_cfg);
 	ckc_leave();
 	atomic_store(&icpt_engine_ok, rc == 0);

@@ -77,6 +77,9 @@ void ckc_term_install(double wait_s);
 /* Whether the program's free(3) reaches this library's wrapper (memhooks.c):
  * false under an allocator or a sanitizer that comes before it. */
 bool ckc_free_is_ours(void);
+/* Tells the engine's table (io.c) which free and realloc are this
+ * library's own wrappers. */
+void ckc_mem_own_alloc(void);
 
 /* The CUDA part of the engine's services (cuda.c): the driver's own
  * functions, the wait for captures completing in stream order, the

@@ -118,6 +118,17 @@ CKC_EXPORT void *realloc(void *p, size_t n)
 	return (real_realloc ? real_realloc : __libc_realloc)(p, n);
 }
 
+/* This object's own free and realloc, by names that bind to them: the
+ * engine's allocator lookup (io.c) must not take these wrappers for the
+ * allocator. */
+static __typeof__(free) own_free __attribute__((alias("free"), copy(free)));
+static __typeof__(realloc) own_realloc __attribute__((alias("realloc"), copy(realloc)));
+
+void ckc_mem_own_alloc(void)
+{
+	ckc_io_own_alloc((void *)own_free, (void *)own_realloc);
+}
+
 /* ---- mappings ---------------------------------------------------------- */
 
 CKC_EXPORT int munmap(void *p, size_t n)
@@ -241,7 +252,7 @@ __attribute__((noinline)) static size_t stdio_slow(void *p, size_t size, size_t 
 
 CKC_EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
 {
-	__typeof__(ckc_real.fwrite) fn = ckc_real.fwrite;
+	__typeof__(ckc_real.fwrite) fn = __atomic_load_n(&ckc_real.fwrite, __ATOMIC_RELAXED);
 	if (STDIO_SLOW(f, fn))
 		return stdio_slow((void *)p, size, n, f, true, true);
 	return fn(p, size, n, f);
@@ -249,7 +260,7 @@ CKC_EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
 
 CKC_EXPORT size_t fread(void *p, size_t size, size_t n, FILE *f)
 {
-	__typeof__(ckc_real.fread) fn = ckc_real.fread;
+	__typeof__(ckc_real.fread) fn = __atomic_load_n(&ckc_real.fread, __ATOMIC_RELAXED);
 	if (STDIO_SLOW(f, fn))
 		return stdio_slow(p, size, n, f, false, true);
 	return fn(p, size, n, f);
@@ -257,7 +268,7 @@ CKC_EXPORT size_t fread(void *p, size_t size, size_t n, FILE *f)
 
 CKC_EXPORT size_t fwrite_unlocked(const void *p, size_t size, size_t n, FILE *f)
 {
-	__typeof__(ckc_real.fwrite_unlocked) fn = ckc_real.fwrite_unlocked;
+	__typeof__(ckc_real.fwrite_unlocked) fn = __atomic_load_n(&ckc_real.fwrite_unlocked, __ATOMIC_RELAXED);
 	if (STDIO_SLOW(f, fn))
 		return stdio_slow((void *)p, size, n, f, true, false);
 	return fn(p, size, n, f);
@@ -265,7 +276,7 @@ CKC_EXPORT size_t fwrite_unlocked(const void *p, size_t size, size_t n, FILE *f)
 
 CKC_EXPORT size_t fread_unlocked(void *p, size_t size, size_t n, FILE *f)
 {
-	__typeof__(ckc_real.fread_unlocked) fn = ckc_real.fread_unlocked;
+	__typeof__(ckc_real.fread_unlocked) fn = __atomic_load_n(&ckc_real.fread_unlocked, __ATOMIC_RELAXED);
 	if (STDIO_SLOW(f, fn))
 		return stdio_slow(p, size, n, f, false, false);
 	return fn(p, size, n, f);

@@ -6,6 +6,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -35,23 +37,46 @@ static void *real_stub_null(void)
 	return NULL;
 }
 
-static void real_resolve_all(void)
+/* Each function's name, its slot in ckc_real, and whether its stub
+ * returns NULL (a FILE *) rather than -1. */
+#define CKC_REAL_ENTRY(name, ret, args) \
+	{ #name, offsetof(ckc_real_t, name), _Generic((ret *)0, FILE **: true, default: false) },
+static const struct real_entry {
+	const char *name;
+	size_t off;
+	bool null_stub;
+} real_tab[CKC_REAL_N] = { CKC_REAL_FUNCS(CKC_REAL_ENTRY) };
+#undef CKC_REAL_ENTRY
+
+void ckc_real_resolve_one(unsigned i)
 {
 	dlsym_fn dls = ckc_real_dlsym();
-	if (!dls)
+	if (i >= CKC_REAL_N)
 		return;
+	const struct real_entry *e = &real_tab[i];
 	/* the __xstat family is only a compatibility symbol on glibc >= 2.33,
 	 * which plain dlsym does not return */
-#define CKC_REAL_RESOLVE(name, ret, args)                                     \
-	ckc_real.name = (ret(*) args)dls(RTLD_NEXT, #name);                \
-	if (!ckc_real.name)                                                   \
-		ckc_real.name = (ret(*) args)dlvsym(RTLD_NEXT, #name, "GLIBC_2.2.5"); \
-	if (!ckc_real.name) {                                                 \
-		ckc_real.name = (ret(*) args)_Generic((ret *)0, FILE **: (void (*)(void))real_stub_null, \
-						      default: (void (*)(void))real_stub_neg1); \
-	}
-	CKC_REAL_FUNCS(CKC_REAL_RESOLVE)
-#undef CKC_REAL_RESOLVE
+	void *f = dls ? dls(RTLD_NEXT, e->name) : NULL;
+	if (!f)
+		f = dlvsym(RTLD_NEXT, e->name, "GLIBC_2.2.5");
+	void (*fn)(void) = f ? (void (*)(void))f
+			     : e->null_stub ? (void (*)(void))real_stub_null : (void (*)(void))real_stub_neg1;
+	/* every thread that looks it up finds the same function */
+	__atomic_store_n((void (**)(void))((char *)&ckc_real + e->off), fn, __ATOMIC_RELAXED);
+}
+
+static void real_resolve_all(void)
+{
+	for (unsigned i = 0; i < CKC_REAL_N; i++)
+		ckc_real_resolve_one(i);
+}
+
+void ckc_real_resolve_early(void)
+{
+	static const unsigned early[] = { CKC_REAL_I_write, CKC_REAL_I_read, CKC_REAL_I_close,
+					  CKC_REAL_I_open, CKC_REAL_I_fsync, CKC_REAL_I_sigaction };
+	for (size_t i = 0; i < sizeof(early) / sizeof(early[0]); i++)
+		ckc_real_resolve_one(early[i]);
 }
 
 /* Called by the interposed dlsym, which a sanitizer's runtime uses before

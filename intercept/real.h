@@ -254,6 +254,11 @@ typedef struct ckc_real {
 } ckc_real_t;
 #undef CKC_REAL_FIELD
 
+/* Each function's number, for ckc_real_resolve_one. */
+#define CKC_REAL_NUMBER(name, ret, args) CKC_REAL_I_##name,
+enum { CKC_REAL_FUNCS(CKC_REAL_NUMBER) CKC_REAL_N };
+#undef CKC_REAL_NUMBER
+
 extern ckc_real_t ckc_real;
 
 /* The C library's dlsym (this library exports its own, for CUDA). */
@@ -265,12 +270,24 @@ int ckc_real_sigaction(int sig, const struct sigaction *act, struct sigaction *o
 
 /* Resolves every real function (idempotent, thread-safe). */
 void ckc_real_resolve(void);
+/* Resolves the real function numbered i (CKC_REAL_I_name): each is looked
+ * up on its first use, so a process pays for the few it calls (a lookup
+ * costs about 0.2 us; the library wraps some 200). */
+void ckc_real_resolve_one(unsigned i);
+/* The few a signal handler may well call first (write, read, close...),
+ * resolved as the library starts: a lookup from a handler that interrupted
+ * the dynamic loader would enter it again. */
+void ckc_real_resolve_early(void);
 
 /* Reports, once per function, that its real symbol is missing. */
 void ckc_real_missing(const char *name);
 
 /* The real function `name`, resolving on first use; never NULL once
  * resolved (a missing one is a stub that fails with ENOSYS). */
-#define REAL(name) (ckc_real.name ? ckc_real.name : (ckc_real_resolve(), ckc_real.name))
+#define REAL(name)                                                        \
+	(__atomic_load_n(&ckc_real.name, __ATOMIC_RELAXED)                \
+		 ? __atomic_load_n(&ckc_real.name, __ATOMIC_RELAXED)      \
+		 : (ckc_real_resolve_one(CKC_REAL_I_##name),              \
+		    __atomic_load_n(&ckc_real.name, __ATOMIC_RELAXED)))
 
 #endif

@@ -101,41 +101,64 @@ static void *io_sym(const char *name)
  * comes from: the first in the global scope (a sanitizer's runtime
  * preloaded before the library, a program's own allocator), unless that is
  * this object's own wrapper, whose job is then the next one's. */
+/* this object's own wrappers of free and realloc, where it has them
+ * (ckc_io_own_alloc) */
+static void *io_own_free, *io_own_realloc;
+
+void ckc_io_own_alloc(void *free_fn, void *realloc_fn)
+{
+	io_own_free = free_fn;
+	io_own_realloc = realloc_fn;
+}
+
 static void *io_alloc_sym(const char *name)
 {
 	ckc_dlsym_fn d = ckc_io_real_dlsym();
 	void *f = d ? d(RTLD_DEFAULT, name) : NULL;
-	Dl_info in, self;
-	if (!f || (dladdr(f, &in) && dladdr((void *)io_alloc_sym, &self) &&
-		   in.dli_fbase == self.dli_fbase))
+	if (!f || (io_own_free && f == io_own_free) || (io_own_realloc && f == io_own_realloc))
 		f = io_sym(name);
 	return f;
 }
+
+/* One entry looked up: the allocator's realloc as free's (io_alloc_sym),
+ * the C library's dlsym, or the next definition; a missing one is a stub
+ * that fails. */
+#define IO_ONE(name, ret, params, args)                                                             \
+	static ret(*io_one_##name(void)) params                                                      \
+	{                                                                                            \
+		ret(*f) params = (ret(*) params)(!strcmp(#name, "realloc") ? io_alloc_sym(#name)      \
+					 : !strcmp(#name, "dlsym") ? (void *)ckc_io_real_dlsym()      \
+								     : io_sym(#name));                \
+		if (!f)                                                                              \
+			f = (ret(*) params)_Generic((ret *)0, FILE **: (void (*)(void))io_stub_null,  \
+						    void **: !strcmp(#name, "mmap")                   \
+							     ? (void (*)(void))io_stub_neg1 /* MAP_FAILED */ \
+							     : (void (*)(void))io_stub_null,          \
+						    size_t *: (void (*)(void))io_stub_zero,           \
+						    default: (void (*)(void))io_stub_neg1);           \
+		__atomic_store_n(&io_real.name, f, __ATOMIC_RELEASE);                                \
+		return f;                                                                            \
+	}
+CKC_IO_LIBC(IO_ONE)
+#undef IO_ONE
 
 static void io_resolve_all(void)
 {
 	io_real.open = (int (*)(const char *, int, ...))io_sym("open");
 	io_real.fallocate = (int (*)(int, int, off_t, off_t))io_sym("fallocate");
 	io_real.posix_fallocate = (int (*)(int, off_t, off_t))io_sym("posix_fallocate");
-	io_real.free = (void (*)(void *))io_alloc_sym("free");
 	if (!io_real.open)
 		io_real.open = (int (*)(const char *, int, ...))(void (*)(void))io_stub_neg1;
-	if (!io_real.free)
-		io_real.free = (void (*)(void *))(void (*)(void))io_stub_void;
-#define IO_RESOLVE(name, ret, params, args)                                                       \
-	io_real.name = (ret(*) params)(!strcmp(#name, "realloc") ? io_alloc_sym(#name)             \
-				       : !strcmp(#name, "dlsym") ? (void *)ckc_io_real_dlsym()     \
-								   : io_sym(#name));               \
-	if (!io_real.name)                                                                         \
-		io_real.name = (ret(*) params)_Generic((ret *)0, FILE **: (void (*)(void))io_stub_null, \
-						       void **: (void (*)(void))io_stub_null,      \
-						       size_t *: (void (*)(void))io_stub_zero,     \
-						       default: (void (*)(void))io_stub_neg1);
+	if (!__atomic_load_n(&io_real.free, __ATOMIC_ACQUIRE)) {
+		void (*f)(void *) = (void (*)(void *))io_alloc_sym("free");
+		__atomic_store_n(&io_real.free, f ? f : (void (*)(void *))(void (*)(void))io_stub_void,
+				 __ATOMIC_RELEASE);
+	}
+#define IO_RESOLVE(name, ret, params, args)                     \
+	if (!__atomic_load_n(&io_real.name, __ATOMIC_ACQUIRE)) \
+		(void)io_one_##name();
 	CKC_IO_LIBC(IO_RESOLVE)
 #undef IO_RESOLVE
-	/* mmap's failure is MAP_FAILED, not NULL */
-	if ((void (*)(void))io_real.mmap == (void (*)(void))io_stub_null)
-		io_real.mmap = (void *(*)(void *, size_t, int, int, int, off_t))(void (*)(void))io_stub_neg1;
 }
 
 static void io_once_resolve(void)
@@ -143,20 +166,29 @@ static void io_once_resolve(void)
 	pthread_once(&io_once, io_resolve_all);
 }
 
-/* The defaults before resolution: each resolves every entry first. */
-#define IO_LAZY(name, ret, params, args)         \
-	static ret io_lazy_##name params          \
-	{                                         \
-		io_once_resolve();                \
-		return io_real.name args;         \
+/* The defaults before resolution: each looks up its own entry on its first
+ * call (a process that never starts the engine pays for the few it used). */
+#define IO_LAZY(name, ret, params, args)                                            \
+	static ret io_lazy_##name params                                             \
+	{                                                                            \
+		ret(*io_fn_) params = __atomic_load_n(&io_real.name, __ATOMIC_ACQUIRE);  \
+		if (!io_fn_)                                                         \
+			io_fn_ = io_one_##name();                                         \
+		return io_fn_ args;                                                       \
 	}
 CKC_IO_LIBC(IO_LAZY)
 #undef IO_LAZY
 
 static void io_lazy_free(void *p)
 {
-	io_once_resolve();
-	io_real.free(p);
+	void (*f)(void *) = __atomic_load_n(&io_real.free, __ATOMIC_ACQUIRE);
+	if (!f) {
+		f = (void (*)(void *))io_alloc_sym("free");
+		if (!f)
+			f = (void (*)(void *))(void (*)(void))io_stub_void;
+		__atomic_store_n(&io_real.free, f, __ATOMIC_RELEASE);
+	}
+	f(p);
 }
 
 /* ---- the entries that are more than one C library function ---------- */

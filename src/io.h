@@ -80,13 +80,17 @@ typedef struct ckc_io {
 #undef CKC_IO_FIELD
 } ckc_io_t;
 
-/* The table in use; never NULL: an entry not resolved yet resolves every
- * entry on its first call. */
+/* The table in use; never NULL: an entry not resolved yet looks up its
+ * own function on its first call. */
 extern ckc_io_t ckc_io;
 
 /* Resolves the entries still at their defaults (the interposer calls it
- * at start-up, before any thread of the engine runs). */
+ * as the engine starts, before any thread of the engine runs). */
 void ckc_io_resolve(void);
+/* Names the preloaded library's own wrappers of free and realloc, which
+ * the engine's allocator functions must never be (given before they are
+ * first looked up). */
+void ckc_io_own_alloc(void *free_fn, void *realloc_fn);
 
 /* The real dlsym (dlvsym is never interposed). */
 typedef void *(*ckc_dlsym_fn)(void *, const char *);
