@@ -329,6 +329,22 @@ bool ckc_passed_using(const char *canon)
 	return false;
 }
 
+void ckc_passed_renamed(const char *from, const char *to, bool exchange)
+{
+	if (!atomic_load_explicit(&ckc_passed_n, memory_order_relaxed) || !ckc_small_t0 || ckc_in_vfork_child())
+		return;
+	uint64_t hf = passed_hash(from), ht = passed_hash(to);
+	unsigned hi = atomic_load(&small_hi);
+	for (unsigned fd = 0; fd <= hi && fd < ckc_vfd_cap; fd++) {
+		uint64_t m = atomic_load_explicit(&ckc_small_t0[fd], memory_order_relaxed);
+		/* (a mark that left meanwhile stays gone) */
+		if (m == hf)
+			atomic_compare_exchange_strong(&ckc_small_t0[fd], &m, ht);
+		else if (exchange && m == ht)
+			atomic_compare_exchange_strong(&ckc_small_t0[fd], &m, hf);
+	}
+}
+
 void ckc_small_done(uint64_t t0)
 {
 	/* in a forked child the engine is not this process's */

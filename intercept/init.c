@@ -206,16 +206,36 @@ bool ckc_engine_started(void)
 	return atomic_load(&icpt_engine_ok);
 }
 
+static atomic_bool first_taken;
+
 bool ckc_first_write_aside(void)
 {
-	static atomic_bool taken;
 	/* as stepping aside begins a process (engine.c): in copy mode, where
 	 * every checkpoint goes to its real path anyway, on the real path
 	 * unless what an earlier process on this node learnt says otherwise */
 	if (!icpt_cfg.step_aside || icpt_cfg.capture != CKC_CAPTURE_COPY || icpt_cfg.persist != CKC_PERSIST_ALWAYS ||
-	    atomic_load(&icpt_engine_ok) || atomic_load(&taken) || atomic_exchange(&taken, true))
+	    atomic_load(&icpt_engine_ok) || atomic_load(&first_taken) || atomic_exchange(&first_taken, true))
 		return false;
-	return ckc_aside_first_home(icpt_cfg.paths);
+	if (ckc_aside_first_home(icpt_cfg.paths))
+		return true;
+	return false;
+}
+
+void ckc_first_write_done(bool opened)
+{
+	if (opened)
+		ckc_aside_first_note();
+	else
+		atomic_store(&first_taken, false); /* the next one may still go */
+}
+
+void ckc_stats_unstarted(void)
+{
+	if (!ckc_aside_firsts())
+		return;
+	ckc_enter();
+	ckc_stats_write_unstarted(&icpt_cfg);
+	ckc_leave();
 }
 
 void ckc_read_passed(void)
@@ -285,11 +305,7 @@ __attribute__((destructor)) static void icpt_fini(void)
 {
 	if (!atomic_load(&icpt_engine_ok)) {
 		atomic_store(&ckc_icpt_on, false);
-		if (ckc_aside_firsts()) {
-			ckc_enter();
-			ckc_stats_write_unstarted(&icpt_cfg);
-			ckc_leave();
-		}
+		ckc_stats_unstarted();
 		return;
 	}
 	ckc_stdio_flush_all();

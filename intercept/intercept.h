@@ -36,6 +36,12 @@ bool ckc_engine_started(void);
  * only where stepping aside is on, in copy mode with PERSIST=always, and
  * an earlier process's choice of the cache is not in force). */
 bool ckc_first_write_aside(void);
+/* Its real open ended: counted where it opened the file, and the next
+ * checkpoint may go so where it did not. */
+void ckc_first_write_done(bool opened);
+/* At the end of a process that started no cache: its statistics, where it
+ * wrote checkpoints straight to their real paths (ckc_first_write_aside). */
+void ckc_stats_unstarted(void);
 /* Whether a read of a checkpoint needs the engine when it has not started:
  * false when nothing could have named the checkpoint ahead (no hint file,
  * no order, prefetching not eager), so the cache holds nothing of it and
@@ -426,10 +432,14 @@ bool ckc_px_seek_fits(const ckc_vfd_t *v, off_t r);
  * lead through links to a version not yet published: where the real open
  * finds no file (ENOENT), the caller asks ckc_open_linked. */
 #define CKC_PASS_LINKS (-4098)
+/* The same for a process's first checkpoint, sent to its real path before
+ * the cache starts: the caller tells ckc_first_write_done how its real
+ * open went. */
+#define CKC_PASS_FIRST (-4099)
 
 /* The open logic for a tagged path: an fd, -errno, CKC_PASS,
- * CKC_PASS_TIMED or CKC_PASS_LINKS; *t0 (when not NULL) is when the open
- * began. */
+ * CKC_PASS_TIMED, CKC_PASS_LINKS or CKC_PASS_FIRST; *t0 (when not NULL) is
+ * when the open began. */
 int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0);
 /* After CKC_PASS_LINKS and a real open that found no file: the version
  * not yet published that canon leads to through links, opened for
@@ -469,6 +479,9 @@ void ckc_passed_gone(int fd, uint64_t mark);
 /* newfd, a copy of oldfd (dup), uses the file oldfd uses. */
 void ckc_passed_dup(int oldfd, int newfd);
 bool ckc_passed_using(const char *canon);
+/* The file at from was renamed to to (or the two exchanged): the marks of
+ * its descriptors follow it. */
+void ckc_passed_renamed(const char *from, const char *to, bool exchange);
 extern atomic_uint ckc_passed_n;
 /* Room for one more descriptor as the process ends with its table full
  * (ckc_spare_fd_hook): the soft descriptor limit raised towards the hard
@@ -545,6 +558,9 @@ void ckc_px_fd_make_real(int fd, const char *what);
 /* An open of /proc/self/fd/N (or /dev/fd/N...) of a tagged descriptor N:
  * N becomes a descriptor of the real file first. */
 void ckc_px_procfd_open(const char *path);
+/* After such an open gave fd: it uses the file the numbered descriptor
+ * uses (ckc_passed_dup). */
+void ckc_px_procfd_opened(const char *path, int fd);
 /* fn(key) for each checkpoint under the folder dir that this process has
  * open for writing, one at a time (fn hands it over or retires it, so that
  * it is not found again), until fn fails: 0 or fn's error (dirs.c). */

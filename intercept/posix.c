@@ -671,7 +671,7 @@ int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)
 	bool whole = acc != O_RDONLY && !(flags & O_APPEND) &&
 		     ((flags & O_TRUNC) || (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL));
 	if (whole && !(flags & (O_PATH | O_DIRECTORY)) && ckc_first_write_aside())
-		return CKC_PASS;
+		return CKC_PASS_FIRST;
 	if (!ckc_engine_ready() || ((flags & O_ACCMODE) != O_RDONLY && ckc_node_writer_handed))
 		return CKC_PASS;
 	ckc_enter();
@@ -765,6 +765,17 @@ void ckc_px_procfd_open(const char *path)
 		ckc_px_fd_make_real(n, path);
 }
 
+void ckc_px_procfd_opened(const char *path, int fd)
+{
+	/* a descriptor open at a real file, opened again by that path, is
+	 * one more of that file */
+	if (fd >= 0 && atomic_load_explicit(&ckc_passed_n, memory_order_relaxed)) {
+		int n = procfd_number(path);
+		if (n >= 0)
+			ckc_passed_dup(n, fd);
+	}
+}
+
 static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 {
 	char canon[PATH_MAX];
@@ -782,7 +793,7 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 		errno = saved;
 	}
 	uint64_t t0 = 0;
-	bool timed = false, links = false;
+	bool timed = false, links = false, first = false;
 	/* a read passes to the real file whatever the path while the cache
 	 * has not started (tag.c checks that): a folder's kept path may be
 	 * used for it */
@@ -793,7 +804,8 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 		fd = ckc_open_tagged(canon, flags, mode, &t0);
 		timed = fd == CKC_PASS_TIMED;
 		links = fd == CKC_PASS_LINKS;
-		if (fd != CKC_PASS && !timed && !links)
+		first = fd == CKC_PASS_FIRST;
+		if (fd != CKC_PASS && !timed && !links && !first)
 			return (int)ckc_result(fd, saved);
 	}
 	if (!ro) {
@@ -805,6 +817,8 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 		ckc_px_procfd_open(path);
 	errno = saved; /* the cache's looks may have set it */
 	fd = ro(dirfd, path, flags, mode);
+	if (first)
+		ckc_first_write_done(fd >= 0);
 	if (links && fd < 0 && errno == ENOENT) {
 		int lfd = ckc_open_linked(canon, flags);
 		if (lfd != CKC_PASS)
@@ -818,8 +832,10 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 		ckc_small_opened(fd, t0);
 	else if (fd >= 0 && tagged && !(flags & (O_PATH | O_DIRECTORY)))
 		ckc_passed_open(fd, canon);
-	else if (fd >= 0)
+	else if (fd >= 0) {
 		(void)ckc_small_take(fd);
+		ckc_px_procfd_opened(path, fd);
+	}
 opened:
 	if (fd >= 0 && (flags & O_NOFOLLOW) && ckc_tag_dirv_cap)
 		ckc_tag_opened(dirfd, path, flags, fd);

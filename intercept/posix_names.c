@@ -209,11 +209,30 @@ CKC_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 	return REAL(faccessat)(dirfd, path, mode, flags);
 }
 
+/* A folder's link at canon about to be replaced or removed (ln -sfn, a
+ * job's "current" link retargeted): what the cache holds under the link's
+ * spelling belongs to the folder it leads to now, and goes there first
+ * (0 or -errno). */
+static int link_dir_hand_over(const char *canon)
+{
+	struct stat lst, st;
+	if (!ckc_holds_objects() || REAL(lstat)(canon, &lst) != 0 || !S_ISLNK(lst.st_mode) ||
+	    REAL(stat)(canon, &st) != 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	ckc_enter();
+	int rc = ckc_handover_dir(canon);
+	ckc_leave();
+	return rc;
+}
+
 static int unlink_tagged(const char *canon)
 {
 	int saved = errno;
 	char other[PATH_MAX];
 	ckc_stat_t st;
+	int lrc = link_dir_hand_over(canon);
+	if (lrc)
+		return (int)ckc_result(lrc, saved);
 	ckc_enter();
 	bool held = ckc_stat_held(canon, &st) == 0;
 	ckc_leave();
@@ -436,8 +455,19 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 		if (rc)
 			return (int)ckc_result(rc, saved);
 	}
+	if (tt) {
+		int lrc = link_dir_hand_over(ct);
+		if (lrc == 0 && (flags & RENAME_EXCHANGE) && tf)
+			lrc = link_dir_hand_over(cf);
+		if (lrc)
+			return (int)ckc_result(lrc, saved);
+	}
 	errno = saved; /* the cache's looks may have set it */
-	return real(fd1, from, fd2, to, flags);
+	int rc = real(fd1, from, fd2, to, flags);
+	/* a descriptor open at the real file now has it by the new name */
+	if (rc == 0 && tf && tt)
+		ckc_passed_renamed(cf, ct, flags & RENAME_EXCHANGE);
+	return rc;
 }
 
 static int real_rename2(int fd1, const char *from, int fd2, const char *to, unsigned flags)

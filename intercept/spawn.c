@@ -284,8 +284,12 @@ CKC_EXPORT int execle(const char *path, const char *arg, ...)
  * is written now, as at exit. */
 static void exit_drain(void)
 {
-	if (!spawn_applies() || !ckc_engine_started())
+	if (!spawn_applies())
 		return;
+	if (!ckc_engine_started()) {
+		ckc_stats_unstarted();
+		return;
+	}
 	ckc_enter();
 	ckc_finish(0);
 	ckc_node_stop();

@@ -359,7 +359,7 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 {
 	char canon[PATH_MAX];
 	int saved = errno, flags = 0;
-	bool tagged = false, links = false;
+	bool tagged = false, links = false, first = false;
 
 	if (mode && ckc_tagged_asked(AT_FDCWD, path, canon)) {
 		flags = stdio_flags(mode);
@@ -387,7 +387,8 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 			return f;
 		}
 		links = fd == CKC_PASS_LINKS;
-		if (fd != CKC_PASS && !links) {
+		first = fd == CKC_PASS_FIRST;
+		if (fd != CKC_PASS && !links && !first) {
 			errno = -fd;
 			return NULL;
 		}
@@ -395,6 +396,8 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 	}
 	ckc_px_procfd_open(path);
 	FILE *f = real(path, mode);
+	if (first)
+		ckc_first_write_done(f != NULL);
 	if (!f && links && errno == ENOENT) {
 		int fd = ckc_open_linked(canon, flags);
 		if (fd >= 0) {
@@ -414,6 +417,8 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 	}
 	if (f && tagged)
 		ckc_passed_open(f->_fileno, canon);
+	else if (f)
+		ckc_px_procfd_opened(path, f->_fileno);
 	ckc_thread_stream(f);
 	return f;
 }
@@ -471,9 +476,11 @@ static FILE *freopen_cookie(const char *path, const char *mode, FILE *stream,
 	fflush(stream);
 	if (ckc_tagged_asked(AT_FDCWD, path, canon))
 		fd = ckc_open_tagged(canon, flags, 0666, NULL);
-	bool links = fd == CKC_PASS_LINKS;
-	if (fd == CKC_PASS || fd == CKC_PASS_TIMED || links) {
+	bool links = fd == CKC_PASS_LINKS, first = fd == CKC_PASS_FIRST;
+	if (fd == CKC_PASS || fd == CKC_PASS_TIMED || links || first) {
 		fd = REAL(openat)(AT_FDCWD, path, flags, 0666);
+		if (first)
+			ckc_first_write_done(fd >= 0);
 		if (fd < 0 && links && errno == ENOENT) {
 			fd = ckc_open_linked(canon, flags);
 			if (fd == CKC_PASS) {

@@ -133,7 +133,7 @@ void ckc_aside_load(aside_t *a, const char *paths)
 	}
 }
 
-/* checkpoints ckc_aside_first_home sent to their real paths */
+/* checkpoints sent to their real paths before the cache started */
 static atomic_uint aside_firsts;
 
 bool ckc_aside_first_home(const char *paths)
@@ -141,10 +141,12 @@ bool ckc_aside_first_home(const char *paths)
 	aside_t a;
 	aside_init(&a, true);
 	ckc_aside_load(&a, paths);
-	if (aside_peek(&a) != ASIDE_HOME)
-		return false;
+	return aside_peek(&a) == ASIDE_HOME;
+}
+
+void ckc_aside_first_note(void)
+{
 	atomic_fetch_add(&aside_firsts, 1);
-	return true;
 }
 
 unsigned ckc_aside_firsts(void)

@@ -78,9 +78,11 @@ bool ckc_holds_replacements(void);
 /* Whether stepping aside, in a process that has not started the cache,
  * sends its first checkpoint to the real path (what an earlier process on
  * this node learnt about paths, the CKPTCACHE_PATHS value, may say the
- * cache; one read of a small file); such checkpoints are counted in the
- * statistics' step_aside.written_straight (ckc_aside_firsts). */
+ * cache; one read of a small file). Each such checkpoint opened is noted
+ * (ckc_aside_first_note) and counted in the statistics'
+ * step_aside.written_straight (ckc_aside_firsts). */
 bool ckc_aside_first_home(const char *paths);
+void ckc_aside_first_note(void);
 unsigned ckc_aside_firsts(void);
 /* A forked child's count starts again (its parent's are its parent's). */
 void ckc_aside_firsts_forget(void);

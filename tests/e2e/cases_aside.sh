@@ -167,6 +167,51 @@ print(len(got), got[:3000].count(b"B"), got.count(b"C"), got.count(b"\0"))
 }
 case_add aside/first-checkpoint aside_first_checkpoint
 
+# The first checkpoint's edges: a first open that fails (a missing folder)
+# is not counted and leaves the next checkpoint first; a shell that ends
+# with _exit (dash) still writes the statistics; the first file renamed
+# while open, or opened again through /proc/self/fd, then rewritten:
+# the program reads and leaves the same bytes as without the library.
+aside_first_edges() {
+	head -c 5000 /dev/urandom >src.bin
+	phase failed
+	ck CKPTCACHE_STEP_ASIDE=auto -- cp src.bin ck/nodir/x.bin 2>/dev/null && fail "cp into a missing folder succeeded"
+	no_stats
+	phase dash
+	ck CKPTCACHE_STEP_ASIDE=auto -- dash -c 'echo one >ck/d.txt' || fail "dash -c 'echo one >ck/d.txt'$(last_error)"
+	[ "$(cat ck/d.txt)" = one ] || fail "ck/d.txt holds '$(cat ck/d.txt)'"
+	stats_ok files==1 step_aside.written_straight==1
+	local prog='
+import os, sys
+d = sys.argv[1]
+fd = os.open(f"{d}/a.tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b"A" * 1000)
+with open(f"{d}/b.bin", "wb") as f:  # the cache starts with this one
+    f.write(b"B" * 2000)
+os.rename(f"{d}/a.tmp", f"{d}/a.bin")
+with open(f"{d}/a.bin", "wb") as f:
+    f.write(b"a" * 500)
+os.write(fd, b"Z" * 10)
+os.close(fd)
+r = os.open(f"{d}/b.bin", os.O_RDONLY)
+again = os.open(f"/proc/self/fd/{r}", os.O_RDONLY)
+os.close(r)
+with open(f"{d}/b.bin", "wb") as f:
+    f.write(b"b" * 700)
+got = os.read(again, 5000)
+print(len(got), got[:1], open(f"{d}/a.bin", "rb").read().count(b"Z"), os.path.getsize(f"{d}/a.bin"))
+'
+	mkdir -p plainrun
+	phase edges
+	local want got
+	want=$(plain "$PY" -c "$prog" "$T/plainrun") || fail "the program without the library"
+	got=$(ck CKPTCACHE_STEP_ASIDE=auto -- "$PY" -c "$prog" "$T/ck") || fail "the program with the library$(last_error)"
+	[ "$got" = "$want" ] || fail "renamed or reopened first file rewritten: '$got' with the library, '$want' without"
+	same plainrun/a.bin ck/a.bin "a.bin at its real path, against the run without the library"
+	same plainrun/b.bin ck/b.bin "b.bin at its real path, against the run without the library"
+}
+case_add aside/first-checkpoint-edges aside_first_edges
+
 # The real path's folder takes no new file when a checkpoint would go
 # straight there (an O_TMPFILE open fails with EIO): the checkpoint stays
 # in the cache instead, the program's open and writes succeed and it reads

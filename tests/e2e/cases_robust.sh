@@ -142,8 +142,8 @@ symlink_dotdot() {
 
 # Checkpoints waiting to be published (each naming slowed), read through
 # links by open(2), fopen(3) and Python: a "latest" link made before its
-# new file, a folder's link both ways, a link to a file rewritten, a
-# dangling link.
+# new file, a folder's link both ways, a link to a file rewritten, a folder
+# link retargeted after a file was written through it, a dangling link.
 # The kernel's walk finds the new files missing and the rewritten one old:
 # each read gets the bytes written, and the real paths get them after exit.
 links_unpublished() {
@@ -211,6 +211,16 @@ check("ck/run_real/t.bin", b, "written through a folder link, read in the folder
 b = write("ck/old.bin", 22, 30000)
 os.symlink("old.bin", "ck/cur.bin")
 check("ck/cur.bin", b, "a link to a file rewritten")
+# a folder link retargeted (a rename over it) while a file written through
+# it waits: that file is in the folder the link led to
+os.makedirs("ck/r1")
+os.makedirs("ck/r2")
+os.symlink("r1", "ck/cur")
+b = write("ck/cur/c.bin", 23, 20000)
+os.symlink("r2", "ck/cur.tmp")
+os.rename("ck/cur.tmp", "ck/cur")
+check("ck/r1/c.bin", b, "written through a folder link since retargeted")
+assert not os.path.exists("ck/cur/c.bin"), "the retargeted link shows the file of the folder it left"
 os.symlink("missing.bin", "ck/none.bin")
 for how, r in (("open", lambda: open("ck/none.bin", "rb")), ("fopen", lambda: fread("ck/none.bin", 1))):
     try:
@@ -226,6 +236,8 @@ print("ok")
 	same ref/ck_run_real_s.bin ck/run_real/s.bin "run_real/s.bin at its real path"
 	same ref/ck_run_t.bin ck/run_real/t.bin "run_real/t.bin at its real path"
 	same ref/ck_old.bin ck/old.bin "old.bin at its real path"
+	same ref/ck_cur_c.bin ck/r1/c.bin "r1/c.bin, written through the link cur before it was retargeted"
+	absent ck/r2/c.bin "the retargeted link's new folder"
 }
 
 # A new checkpoint closed and waiting to be published (its publication
