@@ -16,6 +16,7 @@
 #include "path.h"
 #include "owed.h"
 #include "log.h"
+#include "thread.h"
 
 atomic_bool ckc_icpt_on;
 
@@ -44,27 +45,41 @@ static void icpt_route_engine_io(void)
 	ckc_io.open = icpt_open;
 }
 
+/* Whether this fork is made by the process's only thread, which has never
+ * had another (glibc's own mark): no other thread can hold a lock of the
+ * library (the engine's threads, once started, are threads too). */
+static bool fork_alone;
+
 /* fork takes every lock of the library in rank order (src/lockrank.h),
- * so that the child finds none held by a thread it does not have. */
+ * so that the child finds none held by a thread it does not have; a
+ * process of one thread has none to take. Each page either side writes
+ * after the fork is copied first (a shell's fork of a tool paid 100 us for
+ * the locks' pages), so the child writes only what it must change. */
 static void icpt_prepare(void)
 {
 	/* a child must not inherit pages that only the parent's cache can fill */
 	ckc_enter();
 	ckc_owed_fill_all();
 	ckc_leave();
-	ckc_atfork_prepare();
+	ckc_thread_single_init(); /* (once: the process's first fork) */
+	fork_alone = ckc_thread_single();
+	if (!fork_alone)
+		ckc_atfork_prepare();
 }
 
 static void icpt_parent(void)
 {
-	ckc_atfork_parent();
+	if (!fork_alone)
+		ckc_atfork_parent();
 }
 
 static void icpt_child(void)
 {
 	ckc_aside_firsts_forget();
-	ckc_atfork_child();
-	ckc_owed_atfork_child();
+	if (!fork_alone) {
+		ckc_atfork_child();
+		ckc_owed_atfork_child();
+	}
 	ckc_fdtab_atfork_child();
 	atomic_store(&ckc_icpt_on, false);
 	ckc_node_atfork_child();

@@ -411,15 +411,20 @@ bool ckc_node_serving(void)
 
 void ckc_node_atfork_child(void)
 {
-	atomic_store(&node_me, node_getpid());
-	atomic_store(&node_mine, 0); /* the parent's slots are the parent's */
+	/* (each store only where it changes something: a page the child
+	 * writes is copied first) */
+	if (atomic_load(&node_me))
+		atomic_store(&node_me, node_getpid());
+	if (atomic_load(&node_mine))
+		atomic_store(&node_mine, 0); /* the parent's slots are the parent's */
 	/* the service thread stayed in the parent; the child must not keep
 	 * the parent's name bound once the parent is gone */
-	if (atomic_exchange(&node_serving, false)) {
+	if (atomic_load(&node_serving) && atomic_exchange(&node_serving, false)) {
 		REAL(close)(node_listen);
 		node_listen = -1;
 	}
-	__atomic_store_n(&ckc_node_hook, NULL, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&ckc_node_hook, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&ckc_node_hook, NULL, __ATOMIC_RELEASE);
 }
 
 /* ---- asking ------------------------------------------------------------------ */

@@ -276,7 +276,8 @@ void ckc_real_resolve(void);
 void ckc_real_resolve_one(unsigned i);
 /* The few a signal handler may well call first (write, read, close...),
  * resolved as the library starts: a lookup from a handler that interrupted
- * the dynamic loader would enter it again. */
+ * the dynamic loader would enter it again; and those a forked child calls
+ * (_exit, execve, dup2), which each child would look up again. */
 void ckc_real_resolve_early(void);
 
 /* Reports, once per function, that its real symbol is missing. */

@@ -156,7 +156,9 @@ unsigned ckc_aside_firsts(void)
 
 void ckc_aside_firsts_forget(void)
 {
-	atomic_store(&aside_firsts, 0);
+	/* (a fork's child writes no page it need not) */
+	if (atomic_load(&aside_firsts))
+		atomic_store(&aside_firsts, 0);
 }
 
 void ckc_aside_save(const aside_t *a, const char *paths)

@@ -273,6 +273,8 @@ int ckc_tagpat_count(void)
 
 void ckc_tagpat_free(void)
 {
+	if (!tag_pats)
+		return; /* (the first load: nothing to free) */
 	for (int i = 0; i < tag_npats; i++) {
 		sys_free(tag_pats[i].glob);
 		sys_free(tag_pats[i].comp);

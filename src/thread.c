@@ -105,6 +105,26 @@ int ckc_thread_live(void)
 	return atomic_load(&thread_live);
 }
 
+/* glibc's __libc_single_threaded (2.32 on), or NULL */
+static _Atomic(char *) single_mark;
+
+void ckc_thread_single_init(void)
+{
+	static atomic_bool looked;
+	if (atomic_load_explicit(&looked, memory_order_acquire))
+		return;
+	ckc_dlsym_fn d = ckc_io_real_dlsym();
+	if (d)
+		atomic_store(&single_mark, (char *)d(RTLD_DEFAULT, "__libc_single_threaded"));
+	atomic_store_explicit(&looked, true, memory_order_release);
+}
+
+bool ckc_thread_single(void)
+{
+	char *single = atomic_load(&single_mark);
+	return single && *single && atomic_load(&thread_live) == 0;
+}
+
 static void *thread_main(void *p)
 {
 	struct start s = *(struct start *)p;

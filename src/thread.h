@@ -29,6 +29,12 @@ bool ckc_thread_open_signal(int sig);
  * gone from the process, a little past this count's decrease). */
 int ckc_thread_live(void);
 
+/* Whether the process has only the calling thread and never had another
+ * (the C library's own mark; false where it has none to read, before
+ * ckc_thread_single_init). */
+bool ckc_thread_single(void);
+void ckc_thread_single_init(void);
+
 /* glibc's getc, putc, fgetc, fputc, getchar and putchar skip the stream's
  * lock while a process has a single thread, and its first pthread_create
  * turns the locks on for every stream, for good: a program writing text a
