@@ -285,10 +285,15 @@ void ckc_real_missing(const char *name);
 
 /* The real function `name`, resolving on first use; never NULL once
  * resolved (a missing one is a stub that fails with ENOSYS). */
-#define REAL(name)                                                        \
-	(__atomic_load_n(&ckc_real.name, __ATOMIC_RELAXED)                \
-		 ? __atomic_load_n(&ckc_real.name, __ATOMIC_RELAXED)      \
-		 : (ckc_real_resolve_one(CKC_REAL_I_##name),              \
-		    __atomic_load_n(&ckc_real.name, __ATOMIC_RELAXED)))
+#define REAL(name)                                                                    \
+	({                                                                            \
+		__typeof__(ckc_real.name) real_fn_ = __atomic_load_n(&ckc_real.name,  \
+								      __ATOMIC_RELAXED); \
+		if (__builtin_expect(!real_fn_, 0)) {                                 \
+			ckc_real_resolve_one(CKC_REAL_I_##name);                      \
+			real_fn_ = __atomic_load_n(&ckc_real.name, __ATOMIC_RELAXED); \
+		}                                                                     \
+		real_fn_;                                                             \
+	})
 
 #endif
