@@ -243,10 +243,10 @@ CKC_EXPORT int utime(const char *path, const struct utimbuf *b)
 /* A cached checkpoint has none and takes none: ENOTSUP, which tools such as
  * cp -p and tar treat as "this file system has no ACLs" and fall back to
  * the mode bits. */
-static bool meta_cached(const char *path)
+static bool meta_cached(const char *path, bool follow)
 {
 	char canon[PATH_MAX];
-	return ckc_cached_at(AT_FDCWD, path, canon, NULL);
+	return follow ? ckc_cached_follow(AT_FDCWD, path, canon, NULL) : ckc_cached_at(AT_FDCWD, path, canon, NULL);
 }
 
 CKC_EXPORT int fsetxattr(int fd, const char *name, const void *value, size_t size, int flags)
@@ -276,13 +276,13 @@ CKC_EXPORT int fremovexattr(int fd, const char *name)
 {
 	if (!ckc_vfd_get(fd))
 		return REAL(fremovexattr)(fd, name);
-	errno = ENOTSUP;
+	errno = ENODATA; /* it has none to remove */
 	return -1;
 }
 
 CKC_EXPORT int setxattr(const char *path, const char *name, const void *value, size_t size, int flags)
 {
-	if (!meta_cached(path))
+	if (!meta_cached(path, true))
 		return REAL(setxattr)(path, name, value, size, flags);
 	errno = ENOTSUP;
 	return -1;
@@ -290,7 +290,7 @@ CKC_EXPORT int setxattr(const char *path, const char *name, const void *value, s
 
 CKC_EXPORT int lsetxattr(const char *path, const char *name, const void *value, size_t size, int flags)
 {
-	if (!meta_cached(path))
+	if (!meta_cached(path, false))
 		return REAL(lsetxattr)(path, name, value, size, flags);
 	errno = ENOTSUP;
 	return -1;
@@ -298,7 +298,7 @@ CKC_EXPORT int lsetxattr(const char *path, const char *name, const void *value, 
 
 CKC_EXPORT ssize_t getxattr(const char *path, const char *name, void *value, size_t size)
 {
-	if (!meta_cached(path))
+	if (!meta_cached(path, true))
 		return REAL(getxattr)(path, name, value, size);
 	errno = ENOTSUP;
 	return -1;
@@ -306,8 +306,39 @@ CKC_EXPORT ssize_t getxattr(const char *path, const char *name, void *value, siz
 
 CKC_EXPORT ssize_t lgetxattr(const char *path, const char *name, void *value, size_t size)
 {
-	if (!meta_cached(path))
+	if (!meta_cached(path, false))
 		return REAL(lgetxattr)(path, name, value, size);
 	errno = ENOTSUP;
+	return -1;
+}
+
+/* (shutil.copy2 lists a file's attributes to copy them) */
+CKC_EXPORT ssize_t listxattr(const char *path, char *list, size_t size)
+{
+	if (!meta_cached(path, true))
+		return REAL(listxattr)(path, list, size);
+	return 0; /* no attributes */
+}
+
+CKC_EXPORT ssize_t llistxattr(const char *path, char *list, size_t size)
+{
+	if (!meta_cached(path, false))
+		return REAL(llistxattr)(path, list, size);
+	return 0;
+}
+
+CKC_EXPORT int removexattr(const char *path, const char *name)
+{
+	if (!meta_cached(path, true))
+		return REAL(removexattr)(path, name);
+	errno = ENODATA; /* it has none to remove */
+	return -1;
+}
+
+CKC_EXPORT int lremovexattr(const char *path, const char *name)
+{
+	if (!meta_cached(path, false))
+		return REAL(lremovexattr)(path, name);
+	errno = ENODATA; /* it has none to remove */
 	return -1;
 }

@@ -149,6 +149,10 @@ struct utimbuf;
 	X(setxattr, int, (const char *, const char *, const void *, size_t, int))          \
 	X(lsetxattr, int, (const char *, const char *, const void *, size_t, int))         \
 	X(getxattr, ssize_t, (const char *, const char *, void *, size_t))                 \
+	X(listxattr, ssize_t, (const char *, char *, size_t))                               \
+	X(llistxattr, ssize_t, (const char *, char *, size_t))                              \
+	X(removexattr, int, (const char *, const char *))                                   \
+	X(lremovexattr, int, (const char *, const char *))                                  \
 	X(lgetxattr, ssize_t, (const char *, const char *, void *, size_t))                \
 	X(access, int, (const char *, int))                                                \
 	X(faccessat, int, (int, const char *, int, int))                                   \

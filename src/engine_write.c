@@ -611,12 +611,11 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 		if (end > o->size)
 			o->size = end;
 		o->writes++;
-		/* a write after utimes sets the modification time again, as on
-		 * a real file */
-		if (o->attr.mask & CKC_ATTR_TIMES) {
-			o->attr.mask &= ~CKC_ATTR_TIMES;
-			eng_touch_mtime(o);
-		}
+		/* each write sets the modification time, as on a real file
+		 * (also after utimes): a checkpoint closed after another was
+		 * written is still the older */
+		o->attr.mask &= ~CKC_ATTR_TIMES;
+		eng_touch_mtime(o);
 		ckc_tier_stats_t *st = &ckc_eng.tier[o->wlevel].st;
 		st->put_ops++;
 		st->put_bytes += len;
@@ -730,8 +729,6 @@ void eng_close_writer_locked(ckc_obj_t *o)
 	/* published by an fsync with no write since: the real file is this
 	 * version, as it was made durable or not */
 	bool home = eng_home_snap(o) && o->wlevel < ckc_eng.ntier - 1;
-	if (!(o->attr.mask & CKC_ATTR_TIMES) && !home)
-		eng_touch_mtime(o);
 	o->complete = true;
 	if (home) {
 		eng_set_home(o, true);

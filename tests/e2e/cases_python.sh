@@ -100,6 +100,67 @@ PYEOF
 	done
 }
 
+# A checkpoint's modification time is its last write's, not its close's:
+# A written, B written and closed, A closed last; a restart that picks the
+# newest by time (ls -t) picks B, in the process and at the real paths.
+python_mtime_last_write() {
+	local prog='
+import os, sys, time
+d = sys.argv[1]
+a = open(f"{d}/A.dat", "wb")
+a.write(b"a" * 300000)
+a.flush()
+time.sleep(0.05)
+with open(f"{d}/B.dat", "wb") as b:
+    b.write(b"b" * 300000)
+time.sleep(0.05)
+a.close()
+ta, tb = os.stat(f"{d}/A.dat").st_mtime_ns, os.stat(f"{d}/B.dat").st_mtime_ns
+print("newest", "B" if tb > ta else "A")
+'
+	local got
+	got=$(ck -- "$PY" -c "$prog" "$T/ck") || fail "the program$(last_error)"
+	[ "$got" = "newest B" ] || fail "in the process: $got (B was written after A's last write)"
+	[ "$(cd ck && ls -t A.dat B.dat | head -1)" = B.dat ] ||
+		fail "at the real paths, ls -t puts $(cd ck && ls -t A.dat B.dat | head -1) first"
+}
+
+# shutil.copy2 (a "best model" copy) of checkpoints just written, which the
+# cache still holds: it copies the attributes too (listxattr), and the
+# attribute calls by path answer as for a file that has none; the same
+# output and copies as without the library.
+python_copy2() {
+	local prog='
+import errno, os, shutil, sys
+d = sys.argv[1]
+os.makedirs(f"{d}/../backup_{os.path.basename(d)}", exist_ok=True)
+b = f"{d}/../backup_{os.path.basename(d)}"
+for i in range(12):
+    with open(f"{d}/state_{i}.bin", "wb") as f:
+        f.write(bytes([i]) * (5000 + i))
+    shutil.copy2(f"{d}/state_{i}.bin", f"{b}/state_{i}.bin")
+    assert open(f"{b}/state_{i}.bin", "rb").read() == bytes([i]) * (5000 + i)
+os.symlink("state_11.bin", f"{d}/latest.bin")
+for p in ("state_11.bin", "latest.bin"):
+    print(p, os.listxattr(f"{d}/{p}"), os.listxattr(f"{d}/{p}", follow_symlinks=False) if p == "state_11.bin" else "")
+    try:
+        os.removexattr(f"{d}/{p}", "user.none")
+    except OSError as e:
+        print("removexattr", errno.errorcode[e.errno])
+print(sorted(os.listdir(b)) == sorted(f"state_{i}.bin" for i in range(12)))
+'
+	mkdir -p plainrun
+	local want got
+	want=$(plain "$PY" -c "$prog" "$T/plainrun") || fail "the program without the library"
+	got=$(ck -- "$PY" -c "$prog" "$T/ck") || fail "shutil.copy2 of checkpoints just written$(last_error)"
+	[ "$got" = "$want" ] || fail "'$got' with the library, '$want' without"
+	local i
+	for i in $(seq 0 11); do
+		same plainrun/state_$i.bin ck/state_$i.bin "state_$i.bin at its real path"
+		same backup_plainrun/state_$i.bin backup_ck/state_$i.bin "the copy of state_$i.bin"
+	done
+}
+
 case_add python/io python_io
 case_add python/start python_start
 case_add python/numpy python_numpy
@@ -342,3 +403,5 @@ print(" ".join(out))
 	same plain/io.bin ck/io.bin "io.bin at its real path"
 }
 case_add python/ioctl python_ioctl
+case_add python/copy2-just-written python_copy2
+case_add python/mtime-last-write python_mtime_last_write
