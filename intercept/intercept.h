@@ -194,6 +194,11 @@ bool ckc_cached_follow(int dirfd, const char *path, char *canon, ckc_stat_t *st)
  * the real file there may not be published yet, or be an older version.
  * False at once while the cache holds nothing. */
 bool ckc_link_held(const char *canon, char target[PATH_MAX]);
+/* A call on dirfd/path that answered rc: where it failed with ENOENT and a
+ * folder on the way is a checkpoint the cache holds and its real path
+ * lacks yet, errno becomes ENOTDIR, as the kernel would say of that file.
+ * Returns rc. */
+int ckc_enoent_checked(int dirfd, const char *path, int rc);
 /* The same without following canon's last component (the name unlink and
  * rename act on): its folder's link, or another spelling of the file. */
 bool ckc_spelling_held(const char *canon, char target[PATH_MAX]);

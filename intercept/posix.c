@@ -826,6 +826,8 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 		errno = saved;
 		fd = ro(dirfd, path, flags, mode);
 	}
+	if (fd < 0)
+		(void)ckc_enoent_checked(dirfd, path, fd);
 	/* the number's last timed file may have left without a close the
 	 * library saw: that sample is dropped (one load when none is timed) */
 	if (timed && fd >= 0)

@@ -287,12 +287,12 @@ static bool name_taken(int dirfd, const char *path)
 
 CKC_EXPORT int mkdir(const char *path, mode_t mode)
 {
-	return name_taken(AT_FDCWD, path) ? -1 : REAL(mkdir)(path, mode);
+	return name_taken(AT_FDCWD, path) ? -1 : ckc_enoent_checked(AT_FDCWD, path, REAL(mkdir)(path, mode));
 }
 
 CKC_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
 {
-	return name_taken(dirfd, path) ? -1 : REAL(mkdirat)(dirfd, path, mode);
+	return name_taken(dirfd, path) ? -1 : ckc_enoent_checked(dirfd, path, REAL(mkdirat)(dirfd, path, mode));
 }
 
 /* A symbolic link made to a checkpoint this process holds: the checkpoint

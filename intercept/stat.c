@@ -117,7 +117,7 @@ CKC_EXPORT int stat(const char *path, struct stat *st)
 		errno = saved;
 		return 0;
 	}
-	return REAL(stat)(path, st);
+	return ckc_enoent_checked(AT_FDCWD, path, REAL(stat)(path, st));
 }
 
 CKC_EXPORT int stat64(const char *path, struct stat64 *st64)
@@ -128,7 +128,7 @@ CKC_EXPORT int stat64(const char *path, struct stat64 *st64)
 		errno = saved;
 		return 0;
 	}
-	return REAL(stat64)(path, st);
+	return ckc_enoent_checked(AT_FDCWD, path, REAL(stat64)(path, st));
 }
 
 /* A cached checkpoint is never a symbolic link: lstat is stat. */
@@ -139,7 +139,7 @@ CKC_EXPORT int lstat(const char *path, struct stat *st)
 		errno = saved;
 		return 0;
 	}
-	return REAL(lstat)(path, st);
+	return ckc_enoent_checked(AT_FDCWD, path, REAL(lstat)(path, st));
 }
 
 CKC_EXPORT int lstat64(const char *path, struct stat64 *st64)
@@ -150,7 +150,7 @@ CKC_EXPORT int lstat64(const char *path, struct stat64 *st64)
 		errno = saved;
 		return 0;
 	}
-	return REAL(lstat64)(path, st);
+	return ckc_enoent_checked(AT_FDCWD, path, REAL(lstat64)(path, st));
 }
 
 CKC_EXPORT int fstat(int fd, struct stat *st)
@@ -188,7 +188,7 @@ CKC_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 		errno = saved;
 		return 0;
 	}
-	return REAL(fstatat)(dirfd, path, st, flags);
+	return ckc_enoent_checked(dirfd, path, REAL(fstatat)(dirfd, path, st, flags));
 }
 
 CKC_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st64, int flags)
@@ -199,7 +199,7 @@ CKC_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st64, int f
 		errno = saved;
 		return 0;
 	}
-	return REAL(fstatat64)(dirfd, path, st, flags);
+	return ckc_enoent_checked(dirfd, path, REAL(fstatat64)(dirfd, path, st, flags));
 }
 
 static void statx_from_stat(const struct stat *st, unsigned mask, struct statx *sx)
@@ -238,7 +238,7 @@ CKC_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask, 
 		errno = ENOSYS;
 		return -1;
 	}
-	return rs(dirfd, path, flags, mask, sx);
+	return ckc_enoent_checked(dirfd, path, rs(dirfd, path, flags, mask, sx));
 }
 
 /* glibc < 2.33 binaries: stat() and friends were inline calls to these. */

@@ -585,6 +585,28 @@ static bool held_through(const char *canon, char target[PATH_MAX], bool last)
 	return held;
 }
 
+int ckc_enoent_checked(int dirfd, const char *path, int rc)
+{
+	if (rc >= 0 || errno != ENOENT || !path || !ckc_holds_unpublished())
+		return rc;
+	int saved = errno;
+	char canon[PATH_MAX], dir[PATH_MAX];
+	bool file = false;
+	/* the kernel found no folder where the cache holds a checkpoint: a
+	 * file, which the path uses as a folder */
+	if (ckc_path_at(dirfd, path, canon) == 0) {
+		ckc_enter();
+		while (!file && ckc_path_dirname(canon, dir, sizeof(dir)) == 0 && strcmp(dir, canon) != 0) {
+			ckc_stat_t st;
+			file = ckc_stat_held(dir, &st) == 0 && !st.at_home;
+			strcpy(canon, dir);
+		}
+		ckc_leave();
+	}
+	errno = file ? ENOTDIR : saved;
+	return rc;
+}
+
 bool ckc_link_held(const char *canon, char target[PATH_MAX])
 {
 	return held_through(canon, target, true);

@@ -100,6 +100,39 @@ PYEOF
 	done
 }
 
+# A checkpoint the cache holds, not yet at its real path, used as a folder
+# (ck/w1/f): open, stat, lstat and mkdir fail with ENOTDIR, as the kernel
+# says of the file, in the same run as without the library.
+python_file_as_folder() {
+	local prog='
+import errno, os, sys
+d = sys.argv[1]
+for i in range(3):
+    with open(f"{d}/w{i}", "wb") as f:
+        f.write(b"w" * 100)
+def t(name, fn):
+    try:
+        fn()
+        print(name, "ok")
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+t("open-w", lambda: open(f"{d}/w1/f", "wb"))
+t("open-r", lambda: open(f"{d}/w1/f", "rb"))
+t("stat", lambda: os.stat(f"{d}/w1/f"))
+t("lstat", lambda: os.lstat(f"{d}/w1/sub/f"))
+t("mkdir", lambda: os.mkdir(f"{d}/w1/d"))
+t("missing", lambda: os.stat(f"{d}/nothing/f"))
+'
+	mkdir -p plainrun
+	local want got
+	want=$(plain "$PY" -c "$prog" "$T/plainrun") || fail "the program without the library"
+	got=$(ck -- "$PY" -c "$prog" "$T/ck") || fail "the program with the library$(last_error)"
+	[ "$got" = "$want" ] || fail "with the library:
+$got
+without:
+$want"
+}
+
 # A checkpoint's modification time is its last write's, not its close's:
 # A written, B written and closed, A closed last; a restart that picks the
 # newest by time (ls -t) picks B, in the process and at the real paths.
@@ -405,3 +438,4 @@ print(" ".join(out))
 case_add python/ioctl python_ioctl
 case_add python/copy2-just-written python_copy2
 case_add python/mtime-last-write python_mtime_last_write
+case_add python/file-as-folder python_file_as_folder
