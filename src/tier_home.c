@@ -198,11 +198,13 @@ void ckc_umask_set(mode_t m)
 
 /* A version's mode is final (the umask of its open applied, or an
  * existing file's): the umask now, which its creation applied, may have
- * taken bits of it away. */
+ * taken bits of it away. It is set whatever the umask seems to be: the
+ * program's umask(2) changes the kernel's before the library's copy of it,
+ * and a file made in between lost bits the copy did not show (a rewrite
+ * that keeps the file's mode then kept the wrong one). */
 static void home_mode(int fd, mode_t mode)
 {
-	if (mode & ckc_umask() & 0777)
-		(void)sys_fchmod(fd, mode & 07777);
+	(void)sys_fchmod(fd, mode & 07777);
 }
 
 int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd)
