@@ -504,6 +504,24 @@ static bool owned_as_new(const char *dir, const struct stat *rst, const ckc_stat
 	return ckc_px_real_stat_path(dir, &dst) == 0 && (dst.st_mode & S_ISGID) && dst.st_gid == gid;
 }
 
+/* Whether the real file at canon has extended attributes a new file in its
+ * place would not get (an ACL, user.* names; a security label the folder
+ * gives every new file is not counted). */
+static bool has_attributes(const char *canon)
+{
+	char names[512];
+	int saved = errno;
+	ssize_t n = REAL(listxattr)(canon, names, sizeof(names) - 1);
+	bool has = n < 0 && errno == ERANGE; /* more names than fit */
+	if (n > 0)
+		names[n] = '\0';
+	for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(names + i) + 1)
+		if (strncmp(names + i, "security.", 9) != 0)
+			has = true;
+	errno = saved;
+	return has;
+}
+
 /* The open logic for a tagged path: returns an fd, -errno, CKC_PASS or
  * CKC_PASS_TIMED. t0: when the program's open began. */
 static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
@@ -585,6 +603,10 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 			return hand_over_for(canon, "a rewrite of a file another user or group owns");
 		if (real && !cached && ckc_px_real_access(canon, W_OK) != 0)
 			return CKC_PASS;
+		/* a file with extended attributes or an ACL keeps them when the
+		 * kernel truncates it; a new file would not have them */
+		if (real && !cached && has_attributes(canon))
+			return hand_over_for(canon, "a rewrite of a file with extended attributes");
 		if (cached && !cached_writable(&cst))
 			return -EACCES;
 		/* the cache publishes a new file by rename: that would replace

@@ -133,6 +133,43 @@ without:
 $want"
 }
 
+# A checkpoint of an earlier run that carries an extended attribute (a
+# user.* name, as an ACL is one) rewritten by the program: the kernel
+# truncates the same file, which keeps it; the cache must not replace the
+# file with a new one without it. Checked in the process and after exit,
+# against the same program without the library.
+python_xattr_rewrite() {
+	local prog='
+import errno, os, sys
+d = sys.argv[1]
+for n in "abc":
+    with open(f"{d}/{n}.bin", "wb") as f:
+        f.write(b"x" * 1000)
+'
+	local prog2='
+import os, sys
+d = sys.argv[1]
+for n in "abc":
+    with open(f"{d}/{n}.bin", "wb") as f:
+        f.write(b"z" * 2000)
+print(os.listxattr(f"{d}/c.bin"), os.getxattr(f"{d}/c.bin", "user.k"), os.path.getsize(f"{d}/c.bin"))
+'
+	mkdir -p plainrun
+	plain "$PY" -c "$prog" "$T/plainrun" && plain "$PY" -c "$prog" "$T/ck" || fail "making the files"
+	if ! plain "$PY" -c 'import os, sys; [os.setxattr(f"{d}/c.bin", "user.k", b"val") for d in sys.argv[1:]]' \
+		"$T/plainrun" "$T/ck" 2>/dev/null; then
+		note "this file system takes no user.* attributes: nothing to check"
+		return 0
+	fi
+	local want got
+	want=$(plain "$PY" -c "$prog2" "$T/plainrun") || fail "the program without the library"
+	got=$(ck -- "$PY" -c "$prog2" "$T/ck") || fail "the rewrite with the library$(last_error)"
+	[ "$got" = "$want" ] || fail "'$got' with the library, '$want' without"
+	[ "$(plain "$PY" -c 'import os, sys; print(os.getxattr(sys.argv[1], "user.k"))' "$T/ck/c.bin")" = "b'val'" ] ||
+		fail "c.bin lost its attribute at its real path"
+	same plainrun/c.bin ck/c.bin "c.bin at its real path"
+}
+
 # A checkpoint's modification time is its last write's, not its close's:
 # A written, B written and closed, A closed last; a restart that picks the
 # newest by time (ls -t) picks B, in the process and at the real paths.
@@ -439,3 +476,4 @@ case_add python/ioctl python_ioctl
 case_add python/copy2-just-written python_copy2
 case_add python/mtime-last-write python_mtime_last_write
 case_add python/file-as-folder python_file_as_folder
+case_add python/xattr-rewrite python_xattr_rewrite
