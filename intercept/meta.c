@@ -246,7 +246,10 @@ CKC_EXPORT int utime(const char *path, const struct utimbuf *b)
 static bool meta_cached(const char *path, bool follow)
 {
 	char canon[PATH_MAX];
-	return follow ? ckc_cached_follow(AT_FDCWD, path, canon, NULL) : ckc_cached_at(AT_FDCWD, path, canon, NULL);
+	ckc_stat_t st;
+	bool c = follow ? ckc_cached_follow(AT_FDCWD, path, canon, &st) : ckc_cached_at(AT_FDCWD, path, canon, &st);
+	/* a version at its real path: that file's attributes are its own */
+	return c && !st.at_home;
 }
 
 CKC_EXPORT int fsetxattr(int fd, const char *name, const void *value, size_t size, int flags)

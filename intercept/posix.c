@@ -605,7 +605,7 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 			return CKC_PASS;
 		/* a file with extended attributes or an ACL keeps them when the
 		 * kernel truncates it; a new file would not have them */
-		if (real && !cached && has_attributes(canon))
+		if (real && (!cached || cst.at_home) && has_attributes(canon))
 			return hand_over_for(canon, "a rewrite of a file with extended attributes");
 		if (cached && !cached_writable(&cst))
 			return -EACCES;

@@ -168,6 +168,25 @@ print(os.listxattr(f"{d}/c.bin"), os.getxattr(f"{d}/c.bin", "user.k"), os.path.g
 	[ "$(plain "$PY" -c 'import os, sys; print(os.getxattr(sys.argv[1], "user.k"))' "$T/ck/c.bin")" = "b'val'" ] ||
 		fail "c.bin lost its attribute at its real path"
 	same plainrun/c.bin ck/c.bin "c.bin at its real path"
+	# in one process: a checkpoint written, made durable at its real path
+	# (fsync), given an attribute there, listed, then rewritten
+	local prog3='
+import os, sys
+d = sys.argv[1]
+with open(f"{d}/e.bin", "wb") as f:
+    f.write(b"e" * 3000)
+    f.flush()
+    os.fsync(f.fileno())
+os.setxattr(f"{d}/e.bin", "user.k", b"mine")
+a = os.listxattr(f"{d}/e.bin")
+with open(f"{d}/e.bin", "wb") as f:
+    f.write(b"E" * 100)
+print(a, os.listxattr(f"{d}/e.bin"), os.getxattr(f"{d}/e.bin", "user.k"), os.path.getsize(f"{d}/e.bin"))
+'
+	want=$(plain "$PY" -c "$prog3" "$T/plainrun") || fail "the program without the library"
+	got=$(ck -- "$PY" -c "$prog3" "$T/ck") || fail "the attribute on a published checkpoint$(last_error)"
+	[ "$got" = "$want" ] || fail "a published checkpoint given an attribute: '$got' with the library, '$want' without"
+	same plainrun/e.bin ck/e.bin "e.bin at its real path"
 }
 
 # A checkpoint's modification time is its last write's, not its close's:
