@@ -69,10 +69,8 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 		return rc;
 	}
 	uint64_t writes = o->writes;
-	/* the real file's modification time is the version's: an open one's
-	 * is now, its last write having come before this call */
-	if (!o->complete && !(o->attr.mask & CKC_ATTR_TIMES))
-		eng_touch_mtime(o);
+	/* (the real file's modification time is the version's, its last
+	 * write's: a sync changes none) */
 	int rc = ckc_flush_home_now(o, durable);
 	/* a snapshot of a checkpoint still open, or closed meanwhile after
 	 * more writes: its final bytes come with its close's flush (queued
@@ -110,6 +108,11 @@ int ckc_sync(ckc_handle_t *h)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	int rc = h->o->handed ? CKC_HANDED : h->o->retired ? 0 : sync_locked(h->o);
+	/* handed over to its real file meanwhile (another thread's fork makes
+	 * every tagged descriptor real first), or removed: the publication
+	 * stood down, and the real file is the caller's to sync */
+	if (rc == -ECANCELED && (h->o->handed || h->o->retired))
+		rc = h->o->handed ? CKC_HANDED : 0;
 	eng_unlock();
 	return rc;
 }

@@ -189,6 +189,45 @@ print(a, os.listxattr(f"{d}/e.bin"), os.getxattr(f"{d}/e.bin", "user.k"), os.pat
 	same plainrun/e.bin ck/e.bin "e.bin at its real path"
 }
 
+# One thread rewrites a checkpoint and fsyncs it in a loop while the main
+# thread forks children that only _exit (a fork makes every tagged
+# descriptor a real one first): every fsync succeeds, as without the
+# library, and the file holds its last version.
+python_fsync_beside_fork() {
+	local prog='
+import errno, os, sys, threading
+d = sys.argv[1]
+for i in range(3):
+    with open(f"{d}/p{i}", "wb") as f:
+        f.write(b"P" * 5000)
+stop = False
+errs = []
+def bg():
+    while not stop:
+        try:
+            with open(f"{d}/t", "wb") as f:
+                f.write(b"T" * 7000)
+                os.fsync(f.fileno())
+        except OSError as e:
+            errs.append(errno.errorcode[e.errno])
+            return
+th = threading.Thread(target=bg)
+th.start()
+for k in range(200):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+stop = True
+th.join()
+print("writer errors:", errs, os.path.getsize(f"{d}/t"))
+'
+	local got
+	got=$(ck -- "$PY" -c "$prog" "$T/ck") || fail "the program$(last_error)"
+	[ "$got" = "writer errors: [] 7000" ] || fail "fsync beside forks: $got"
+	[ "$(cat ck/t)" = "$(printf 'T%.0s' $(seq 7000))" ] || fail "ck/t at its real path is not the last version"
+}
+
 # A checkpoint's modification time is its last write's, not its close's:
 # A written, B written and closed, A closed last; a restart that picks the
 # newest by time (ls -t) picks B, in the process and at the real paths.
@@ -496,3 +535,4 @@ case_add python/copy2-just-written python_copy2
 case_add python/mtime-last-write python_mtime_last_write
 case_add python/file-as-folder python_file_as_folder
 case_add python/xattr-rewrite python_xattr_rewrite
+case_add python/fsync-beside-fork python_fsync_beside_fork
