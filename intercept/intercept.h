@@ -563,9 +563,11 @@ void ckc_px_fd_make_real(int fd, const char *what);
 /* An open of /proc/self/fd/N (or /dev/fd/N...) of a tagged descriptor N:
  * N becomes a descriptor of the real file first. */
 void ckc_px_procfd_open(const char *path);
-/* After such an open gave fd: it uses the file the numbered descriptor
- * uses (ckc_passed_dup). */
-void ckc_px_procfd_opened(const char *path, int fd);
+/* After the program's real open of path gave fd (or -1): a tagged one
+ * (canon not NULL) is marked as open at its real file (ckc_passed_open);
+ * any other forgets what its number's slot held, and one of the form
+ * /proc/self/fd/N uses the file descriptor N uses (ckc_passed_dup). */
+void ckc_px_real_opened(int fd, const char *path, const char *canon);
 /* fn(key) for each checkpoint under the folder dir that this process has
  * open for writing, one at a time (fn hands it over or retires it, so that
  * it is not found again), until fn fails: 0 or fn's error (dirs.c). */

@@ -694,7 +694,7 @@ int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)
 		     ((flags & O_TRUNC) || (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL));
 	if (whole && !(flags & (O_PATH | O_DIRECTORY)) && ckc_first_write_aside())
 		return CKC_PASS_FIRST;
-	if (!ckc_engine_ready() || ((flags & O_ACCMODE) != O_RDONLY && ckc_node_writer_handed))
+	if (!ckc_engine_ready() || (acc != O_RDONLY && ckc_node_writer_handed))
 		return CKC_PASS;
 	ckc_enter();
 	/* the cache's file creations and renames in the checkpoint folders
@@ -787,11 +787,20 @@ void ckc_px_procfd_open(const char *path)
 		ckc_px_fd_make_real(n, path);
 }
 
-void ckc_px_procfd_opened(const char *path, int fd)
+void ckc_px_real_opened(int fd, const char *path, const char *canon)
 {
+	if (fd < 0)
+		return;
+	/* a tagged path opened at its real file: marked, so that a rewrite
+	 * of it goes in place, as this descriptor sees */
+	if (canon) {
+		ckc_passed_open(fd, canon);
+		return;
+	}
+	(void)ckc_small_take(fd);
 	/* a descriptor open at a real file, opened again by that path, is
 	 * one more of that file */
-	if (fd >= 0 && atomic_load_explicit(&ckc_passed_n, memory_order_relaxed)) {
+	if (atomic_load_explicit(&ckc_passed_n, memory_order_relaxed)) {
 		int n = procfd_number(path);
 		if (n >= 0)
 			ckc_passed_dup(n, fd);
@@ -854,12 +863,8 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 	 * library saw: that sample is dropped (one load when none is timed) */
 	if (timed && fd >= 0)
 		ckc_small_opened(fd, t0);
-	else if (fd >= 0 && tagged && !(flags & (O_PATH | O_DIRECTORY)))
-		ckc_passed_open(fd, canon);
-	else if (fd >= 0) {
-		(void)ckc_small_take(fd);
-		ckc_px_procfd_opened(path, fd);
-	}
+	else
+		ckc_px_real_opened(fd, path, tagged && !(flags & (O_PATH | O_DIRECTORY)) ? canon : NULL);
 opened:
 	if (fd >= 0 && (flags & O_NOFOLLOW) && ckc_tag_dirv_cap)
 		ckc_tag_opened(dirfd, path, flags, fd);

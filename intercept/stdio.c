@@ -415,10 +415,8 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 		errno = saved;
 		f = real(path, mode);
 	}
-	if (f && tagged)
-		ckc_passed_open(f->_fileno, canon);
-	else if (f)
-		ckc_px_procfd_opened(path, f->_fileno);
+	if (f)
+		ckc_px_real_opened(f->_fileno, path, tagged ? canon : NULL);
 	ckc_thread_stream(f);
 	return f;
 }

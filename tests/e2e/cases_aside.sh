@@ -116,17 +116,6 @@ case_add aside/rescue-planted aside_rescue_planted
 case_add aside/untagged-spelling aside_untagged_spelling
 case_add aside/python-numpy-hinted aside_python_numpy
 
-# aside_same_output WHAT PROG: the Python program PROG, given a folder,
-# prints the same run in $T/plainrun without the library as in $T/ck with
-# it (stepping aside on); the caller compares the files.
-aside_same_output() {
-	local what=$1 prog=$2 want got
-	mkdir -p plainrun
-	want=$(plain "$PY" -c "$prog" "$T/plainrun") || fail "$what: the program without the library"
-	got=$(ck CKPTCACHE_STEP_ASIDE=auto -- "$PY" -c "$prog" "$T/ck") || fail "$what: the program with the library$(last_error)"
-	[ "$got" = "$want" ] || fail "$what: '$got' with the library, '$want' without"
-}
-
 # A process's first checkpoint goes to its real path before the cache
 # starts (stepping aside begins on the real path): a tool that writes one
 # file (cp, tee, a converter) starts no cache (its statistics say so), and
@@ -167,7 +156,7 @@ with open(f"{d}/k.bin", "rb") as f:
 print(len(got), got[:3000].count(b"B"), got.count(b"C"), got.count(b"\0"))
 '
 	phase keep
-	aside_same_output "the first file rewritten while open" "$prog"
+	same_output "the first file rewritten while open" "$prog" CKPTCACHE_STEP_ASIDE=auto
 	same plainrun/k.bin ck/k.bin "k.bin at its real path, against the run without the library"
 	same plainrun/other.bin ck/other.bin "other.bin at its real path"
 	stats_ok files==1 step_aside.written_straight\>=1
@@ -209,7 +198,7 @@ got = os.read(again, 5000)
 print(len(got), got[:1], open(f"{d}/a.bin", "rb").read().count(b"Z"), os.path.getsize(f"{d}/a.bin"))
 '
 	phase edges
-	aside_same_output "renamed or reopened first file rewritten" "$prog"
+	same_output "renamed or reopened first file rewritten" "$prog" CKPTCACHE_STEP_ASIDE=auto
 	same plainrun/a.bin ck/a.bin "a.bin at its real path, against the run without the library"
 	same plainrun/b.bin ck/b.bin "b.bin at its real path, against the run without the library"
 }

@@ -123,14 +123,7 @@ t("lstat", lambda: os.lstat(f"{d}/w1/sub/f"))
 t("mkdir", lambda: os.mkdir(f"{d}/w1/d"))
 t("missing", lambda: os.stat(f"{d}/nothing/f"))
 '
-	mkdir -p plainrun
-	local want got
-	want=$(plain "$PY" -c "$prog" "$T/plainrun") || fail "the program without the library"
-	got=$(ck -- "$PY" -c "$prog" "$T/ck") || fail "the program with the library$(last_error)"
-	[ "$got" = "$want" ] || fail "with the library:
-$got
-without:
-$want"
+	same_output "a checkpoint used as a folder" "$prog"
 }
 
 # A checkpoint of an earlier run that carries an extended attribute (a
@@ -161,10 +154,7 @@ print(os.listxattr(f"{d}/c.bin"), os.getxattr(f"{d}/c.bin", "user.k"), os.path.g
 		note "this file system takes no user.* attributes: nothing to check"
 		return 0
 	fi
-	local want got
-	want=$(plain "$PY" -c "$prog2" "$T/plainrun") || fail "the program without the library"
-	got=$(ck -- "$PY" -c "$prog2" "$T/ck") || fail "the rewrite with the library$(last_error)"
-	[ "$got" = "$want" ] || fail "'$got' with the library, '$want' without"
+	same_output "the rewrite of files with an attribute" "$prog2"
 	[ "$(plain "$PY" -c 'import os, sys; print(os.getxattr(sys.argv[1], "user.k"))' "$T/ck/c.bin")" = "b'val'" ] ||
 		fail "c.bin lost its attribute at its real path"
 	same plainrun/c.bin ck/c.bin "c.bin at its real path"
@@ -183,9 +173,7 @@ with open(f"{d}/e.bin", "wb") as f:
     f.write(b"E" * 100)
 print(a, os.listxattr(f"{d}/e.bin"), os.getxattr(f"{d}/e.bin", "user.k"), os.path.getsize(f"{d}/e.bin"))
 '
-	want=$(plain "$PY" -c "$prog3" "$T/plainrun") || fail "the program without the library"
-	got=$(ck -- "$PY" -c "$prog3" "$T/ck") || fail "the attribute on a published checkpoint$(last_error)"
-	[ "$got" = "$want" ] || fail "a published checkpoint given an attribute: '$got' with the library, '$want' without"
+	same_output "a published checkpoint given an attribute" "$prog3"
 	same plainrun/e.bin ck/e.bin "e.bin at its real path"
 }
 
@@ -277,11 +265,7 @@ for p in ("state_11.bin", "latest.bin"):
         print("removexattr", errno.errorcode[e.errno])
 print(sorted(os.listdir(b)) == sorted(f"state_{i}.bin" for i in range(12)))
 '
-	mkdir -p plainrun
-	local want got
-	want=$(plain "$PY" -c "$prog" "$T/plainrun") || fail "the program without the library"
-	got=$(ck -- "$PY" -c "$prog" "$T/ck") || fail "shutil.copy2 of checkpoints just written$(last_error)"
-	[ "$got" = "$want" ] || fail "'$got' with the library, '$want' without"
+	same_output "shutil.copy2 of checkpoints just written" "$prog"
 	local i
 	for i in $(seq 0 11); do
 		same plainrun/state_$i.bin ck/state_$i.bin "state_$i.bin at its real path"

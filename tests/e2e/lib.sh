@@ -51,6 +51,21 @@ ck() {
 		CKPTCACHE_STEP_ASIDE=${E2E_STEP_ASIDE:-off} CKPTCACHE_STATS="$STATS/%p.json" "${envs[@]}" LD_PRELOAD="$preload" "$@"
 }
 
+# same_output WHAT PROG [VAR=VALUE]...: the Python program PROG, given a
+# folder, prints the same in $T/plainrun without the library as in $T/ck
+# with it (and the given variables); the caller compares the files.
+same_output() {
+	local what=$1 prog=$2 want got
+	shift 2
+	mkdir -p "$T/plainrun"
+	want=$(plain "$PY" -c "$prog" "$T/plainrun") || fail "$what: the program without the library"
+	got=$(ck "$@" -- "$PY" -c "$prog" "$T/ck") || fail "$what: the program with the library$(last_error)"
+	[ "$got" = "$want" ] || fail "$what: with the library:
+$got
+without:
+$want"
+}
+
 # plain CMD [ARG]...: runs CMD without the library (the sanitizer runtime,
 # if any, is not needed either).
 plain() {
