@@ -112,10 +112,17 @@ extern _Atomic uint8_t *ckc_tag_dirv;
 extern size_t ckc_tag_dirv_cap;
 /* ckc_tag_dirv's values: nothing below the directory can be tagged, or its
  * path is kept (tag.c); a number whose path is kept that is closed or
- * replaced makes every kept path go (ckc_tag_dpath_gen). */
+ * replaced makes the kept paths of its number's slot go
+ * (ckc_tag_dpath_gen[fd % CKC_TAG_DPATHS]). */
 #define CKC_TAG_DIR_NONE 1
 #define CKC_TAG_DIR_PATH 2
-extern _Atomic unsigned ckc_tag_dpath_gen;
+#define CKC_TAG_DPATHS 4
+extern _Atomic unsigned ckc_tag_dpath_gen[CKC_TAG_DPATHS];
+
+static inline void ckc_tag_dpath_gone(int fd)
+{
+	atomic_fetch_add_explicit(&ckc_tag_dpath_gen[(unsigned)fd % CKC_TAG_DPATHS], 1, memory_order_release);
+}
 
 /* A real open of path (relative to dirfd) with flags returned fd: what is
  * opened below a directory where nothing can be tagged, by one name with
@@ -142,7 +149,7 @@ static inline int ckc_tag_dup(int oldfd, int newfd)
 		if (v != was)
 			atomic_store_explicit(&ckc_tag_dirv[newfd], v, memory_order_relaxed);
 		if (was == CKC_TAG_DIR_PATH)
-			atomic_fetch_add_explicit(&ckc_tag_dpath_gen, 1, memory_order_release);
+			ckc_tag_dpath_gone(newfd);
 	}
 	return newfd;
 }
@@ -156,7 +163,7 @@ static inline void ckc_tag_forget_fd(int fd)
 		if (v) {
 			atomic_store_explicit(&ckc_tag_dirv[fd], 0, memory_order_relaxed);
 			if (v == CKC_TAG_DIR_PATH)
-				atomic_fetch_add_explicit(&ckc_tag_dpath_gen, 1, memory_order_release);
+				ckc_tag_dpath_gone(fd);
 		}
 	}
 }

@@ -69,12 +69,13 @@ static __thread bool free_probe_seen;
  * __tls_get_addr each time). */
 static atomic_int free_probes;
 
-CKC_EXPORT void free(void *p)
+/* free with a probe under way, something owed, or the allocator not
+ * looked up yet. */
+__attribute__((noinline)) static void free_slow(void *p)
 {
 	if (!real_free)
 		mem_resolve();
-	if (__builtin_expect(atomic_load_explicit(&free_probes, memory_order_relaxed) != 0, 0) && p &&
-	    p == free_probe)
+	if (atomic_load_explicit(&free_probes, memory_order_relaxed) != 0 && p && p == free_probe)
 		free_probe_seen = true;
 	if (p && owed_any()) {
 		ckc_enter();
@@ -82,6 +83,20 @@ CKC_EXPORT void free(void *p)
 		ckc_leave();
 	}
 	(real_free ? real_free : __libc_free)(p);
+}
+
+/* A program frees as often as it opens a file several times over (tar:
+ * 19 frees a file): the common case is two loads and a jump. */
+CKC_EXPORT void free(void *p)
+{
+	void (*f)(void *) = real_free;
+	if (__builtin_expect(!f || atomic_load_explicit(&free_probes, memory_order_relaxed) != 0 ||
+				     atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) != 0,
+			     0)) {
+		free_slow(p);
+		return;
+	}
+	f(p);
 }
 
 bool ckc_free_is_ours(void)
@@ -107,6 +122,9 @@ bool ckc_free_is_ours(void)
 
 CKC_EXPORT void *realloc(void *p, size_t n)
 {
+	void *(*f)(void *, size_t) = real_realloc;
+	if (__builtin_expect(f && atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) == 0, 1))
+		return f(p, n);
 	if (!real_realloc)
 		mem_resolve();
 	if (p && owed_any()) {

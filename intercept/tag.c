@@ -26,33 +26,39 @@
 #define TAG_DIR_PATH CKC_TAG_DIR_PATH
 _Atomic uint8_t *ckc_tag_dirv;
 size_t ckc_tag_dirv_cap;
-_Atomic unsigned ckc_tag_dpath_gen;
+_Atomic unsigned ckc_tag_dpath_gen[CKC_TAG_DPATHS];
 
-/* The path of the last directory descriptor looked up, and of the working
- * directory, for a walker's opens of the names in a tagged folder (tar,
- * cp -r, rsync: an openat of each name at the folder's descriptor; a
+/* The paths of the last directory descriptors looked up, and of the
+ * working directory, for a walker's opens of the names in a tagged folder
+ * (tar, cp -r, rsync: an openat of each name at the folder's descriptor; a
  * Python loop: an open of each relative name), which would otherwise read
  * /proc/self/fd/N or call getcwd for each. A descriptor's path is kept
  * while its number is not closed or replaced through the library
- * (ckc_tag_dpath_gen), the working directory's while chdir and fchdir are
- * not called (tag_cwd_gen), and either is used only for an open that the
- * caller passes to the real file whatever the answer (ckc_tag_keep_ok: a
- * read in a process that has not started the cache) and only while
- * nothing on the node holds a checkpoint its real file lacks (the cache's
- * objects, other processes' versions): then the path decides only whether
- * the read is counted as a tagged one, and a number closed or a directory
- * changed behind the library's back (a raw system call), or a folder
- * renamed meanwhile, costs no byte. Each is taken with a try-lock: a
- * thread that finds it busy looks the path up. */
+ * (ckc_tag_dpath_gen of its slot), the working directory's while chdir and
+ * fchdir are not called (tag_cwd_gen), and either is used only for an open
+ * that the caller passes to the real file whatever the answer
+ * (ckc_tag_keep_ok: a read in a process that has not started the cache)
+ * and only while nothing on the node holds a checkpoint its real file
+ * lacks (the cache's objects, other processes' versions): then the path
+ * decides only whether the read is counted as a tagged one, and a number
+ * closed or a directory changed behind the library's back (a raw system
+ * call), or a folder renamed meanwhile, costs no byte. Each is taken with
+ * a try-lock: a thread that finds it busy looks the path up. */
 typedef struct {
 	atomic_flag busy;
 	int fd;
 	unsigned gen;
+	bool none; /* no path below it can be tagged (ckc_tag_dir_holds_none) */
 	size_t len;
 	char path[PATH_MAX];
 } tag_kept_t;
 
-static tag_kept_t tag_dpath = { .busy = ATOMIC_FLAG_INIT, .fd = -1 };
+/* Four descriptors' paths, by number: a walker's folder and the folder
+ * inside it that it reads next (tar, du), each kept while it works in the
+ * other. */
+static tag_kept_t tag_dpath[CKC_TAG_DPATHS] = {
+	[0 ... CKC_TAG_DPATHS - 1] = { .busy = ATOMIC_FLAG_INIT, .fd = -1 },
+};
 static tag_kept_t tag_cwd = { .busy = ATOMIC_FLAG_INIT, .fd = -1 };
 static _Atomic unsigned tag_cwd_gen;
 
@@ -63,46 +69,56 @@ static bool tag_kept_trusted(void)
 	return ckc_tag_keep_ok && !ckc_read_needs_engine() && !ckc_holds_objects() && !ckc_node_holds_any();
 }
 
-/* Copies k's path into out if it is fd's of generation gen. */
-static bool tag_kept_get(tag_kept_t *k, int fd, unsigned gen, char *out)
+/* Copies k's path into out, and its verdict into none, if it is fd's of
+ * generation gen. */
+static bool tag_kept_get(tag_kept_t *k, int fd, unsigned gen, char *out, bool *none)
 {
 	if (atomic_flag_test_and_set_explicit(&k->busy, memory_order_acquire))
 		return false;
 	bool hit = k->fd == fd && k->gen == gen;
-	if (hit)
+	if (hit) {
 		memcpy(out, k->path, k->len + 1);
+		*none = k->none;
+	}
 	atomic_flag_clear_explicit(&k->busy, memory_order_release);
 	return hit;
 }
 
 /* gen: the generation read before the path was looked up. */
-static void tag_kept_put(tag_kept_t *k, int fd, unsigned gen, const char *path, size_t len)
+static void tag_kept_put(tag_kept_t *k, int fd, unsigned gen, const char *path, size_t len, bool none)
 {
 	if (len >= PATH_MAX || atomic_flag_test_and_set_explicit(&k->busy, memory_order_acquire))
 		return;
 	k->fd = fd;
 	k->gen = gen;
+	k->none = none;
 	k->len = len;
 	memcpy(k->path, path, len + 1);
 	atomic_flag_clear_explicit(&k->busy, memory_order_release);
 }
 
 /* The path of directory descriptor dirfd into out (PATH_MAX bytes), kept
- * or looked up; 0 or -1. */
-static int tag_dir_path(int dirfd, char *out)
+ * or looked up, and whether no path below it can be tagged into none
+ * (when not NULL); 0 or -1. */
+static int tag_dir_path(int dirfd, char *out, bool *none)
 {
+	bool kn;
 	bool trusted = tag_kept_trusted() && (size_t)dirfd < ckc_tag_dirv_cap;
 	unsigned gen = 0;
 	if (trusted) {
-		uint8_t v = 0;
 		/* the mark first: a close from now on changes the generation */
-		if (!atomic_compare_exchange_strong_explicit(&ckc_tag_dirv[dirfd], &v, TAG_DIR_PATH,
-							     memory_order_acq_rel, memory_order_relaxed) &&
-		    v != TAG_DIR_PATH)
+		uint8_t v = atomic_load_explicit(&ckc_tag_dirv[dirfd], memory_order_acquire);
+		if (v == 0) /* (v stays 0 if marked, else it is the mark found) */
+			(void)atomic_compare_exchange_strong_explicit(&ckc_tag_dirv[dirfd], &v, TAG_DIR_PATH,
+								      memory_order_acq_rel, memory_order_relaxed);
+		if (v != 0 && v != TAG_DIR_PATH)
 			trusted = false;
-		gen = atomic_load_explicit(&ckc_tag_dpath_gen, memory_order_acquire);
-		if (trusted && tag_kept_get(&tag_dpath, dirfd, gen, out))
+		gen = atomic_load_explicit(&ckc_tag_dpath_gen[(unsigned)dirfd % CKC_TAG_DPATHS], memory_order_acquire);
+		if (trusted && tag_kept_get(&tag_dpath[(unsigned)dirfd % CKC_TAG_DPATHS], dirfd, gen, out, &kn)) {
+			if (none)
+				*none = kn;
 			return 0;
+		}
 	}
 	char link[64];
 	snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", dirfd);
@@ -110,22 +126,31 @@ static int tag_dir_path(int dirfd, char *out)
 	if (n <= 0 || out[0] != '/')
 		return -1;
 	out[n] = '\0';
+	kn = (none || trusted) && ckc_tag_dir_holds_none(out);
+	if (none)
+		*none = kn;
 	if (trusted)
-		tag_kept_put(&tag_dpath, dirfd, gen, out, (size_t)n);
+		tag_kept_put(&tag_dpath[(unsigned)dirfd % CKC_TAG_DPATHS], dirfd, gen, out, (size_t)n, kn);
 	return 0;
 }
 
 /* The same for the working directory. */
-static int tag_cwd_path(char *out)
+static int tag_cwd_path(char *out, bool *none)
 {
-	bool trusted = tag_kept_trusted();
+	bool trusted = tag_kept_trusted(), kn;
 	unsigned gen = atomic_load_explicit(&tag_cwd_gen, memory_order_acquire);
-	if (trusted && tag_kept_get(&tag_cwd, AT_FDCWD, gen, out))
+	if (trusted && tag_kept_get(&tag_cwd, AT_FDCWD, gen, out, &kn)) {
+		if (none)
+			*none = kn;
 		return 0;
+	}
 	if (!getcwd(out, PATH_MAX))
 		return -1;
+	kn = (none || trusted) && ckc_tag_dir_holds_none(out);
+	if (none)
+		*none = kn;
 	if (trusted)
-		tag_kept_put(&tag_cwd, AT_FDCWD, gen, out, strlen(out));
+		tag_kept_put(&tag_cwd, AT_FDCWD, gen, out, strlen(out), kn);
 	return 0;
 }
 
@@ -134,7 +159,7 @@ int ckc_path_at(int dirfd, const char *path, char out[PATH_MAX])
 	char base[PATH_MAX];
 	if (!path || !*path)
 		return -ENOENT;
-	if (path[0] != '/' && (dirfd == AT_FDCWD ? tag_cwd_path(base) : tag_dir_path(dirfd, base)))
+	if (path[0] != '/' && (dirfd == AT_FDCWD ? tag_cwd_path(base, NULL) : tag_dir_path(dirfd, base, NULL)))
 		return -ENOENT;
 	return ckc_path_key(path, path[0] == '/' ? "/" : base, out, PATH_MAX);
 }
@@ -162,8 +187,10 @@ void ckc_tag_free(void)
 /* A relative path that never leaves its directory. */
 static bool tag_stays_below(const char *path)
 {
-	for (const char *p = path; (p = strstr(p, "..")); p += 2)
-		if ((p == path || p[-1] == '/') && (p[2] == '/' || p[2] == '\0'))
+	/* (by its dots: the C library's strstr costs more to set up than a
+	 * walker's short names take to scan) */
+	for (const char *p = path; (p = strchr(p, '.')); p++)
+		if (p[1] == '.' && (p == path || p[-1] == '/') && (p[2] == '/' || p[2] == '\0'))
 			return false;
 	return true;
 }
@@ -192,7 +219,7 @@ static void tag_dir_set(int fd, uint8_t v)
 {
 	if ((size_t)fd < ckc_tag_dirv_cap &&
 	    atomic_exchange_explicit(&ckc_tag_dirv[fd], v, memory_order_relaxed) == TAG_DIR_PATH)
-		atomic_fetch_add_explicit(&ckc_tag_dpath_gen, 1, memory_order_release); /* path kept: it goes */
+		ckc_tag_dpath_gone(fd); /* path kept: it goes */
 }
 
 bool ckc_tag_dir_none(int fd)
@@ -279,10 +306,11 @@ bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 		if (below && atomic_load_explicit(&tag_cwdv, memory_order_relaxed) == TAG_DIR_NONE &&
 		    !ckc_holds_objects())
 			return false;
-		if (tag_cwd_path(base))
+		bool none;
+		if (tag_cwd_path(base, &none))
 			return false;
 		b = base;
-		if (ckc_tag_dir_holds_none(base)) {
+		if (none) {
 			atomic_store_explicit(&tag_cwdv, TAG_DIR_NONE, memory_order_relaxed);
 			if (below)
 				return false;
@@ -293,19 +321,33 @@ bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 			return false;
 		if (ckc_vfd_get(dirfd))
 			return false; /* not a directory: the real call says so */
-		if (tag_dir_path(dirfd, base))
+		bool none;
+		if (tag_dir_path(dirfd, base, &none))
 			return false;
 		b = base;
-		if (ckc_tag_dir_holds_none(base)) {
+		if (none) {
 			tag_dir_set(dirfd, TAG_DIR_NONE);
 			if (below)
 				return false;
 		}
 	}
 	/* resolved as the kernel will: a path it refuses is not tagged, and
-	 * the real call gives the program the kernel's error */
-	if (ckc_path_resolve(path, b, out, PATH_MAX) != 0)
+	 * the real call gives the program the kernel's error (the kernel
+	 * names a folder canonically) */
+	if (b && !strchr(path, '/') && strcmp(path, ".") && strcmp(path, "..")) {
+		/* one name in a folder the kernel named: a walker's open of each
+		 * name at its folder's descriptor */
+		size_t bl = strlen(b), nl = strlen(path);
+		if (bl == 1)
+			bl = 0; /* the root */
+		if (bl + 1 + nl + 1 > PATH_MAX)
+			return false;
+		memcpy(out, b, bl);
+		out[bl] = '/';
+		memcpy(out + bl + 1, path, nl + 1);
+	} else if ((b ? ckc_path_resolve_in(path, b, out, PATH_MAX) : ckc_path_resolve(path, NULL, out, PATH_MAX)) != 0) {
 		return false;
+	}
 	return ckc_tag_match(out);
 }
 

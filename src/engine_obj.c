@@ -81,7 +81,7 @@ void eng_set_base(ckc_obj_t *o, const ckc_fid_t *base)
 
 static uint64_t key_hash(const char *k)
 {
-	return ckc_path_hash(k);
+	return ckc_path_hash_local(k);
 }
 
 ckc_obj_t *ckc_map_find(const char *key)

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,12 +17,12 @@
 /* Symbolic links followed in one resolution, as the kernel allows. */
 #define PATH_MAX_LINKS 40
 
-static int path_walk(const char *path, const char *base, char *out, size_t outlen, int *links);
+static int path_walk(const char *path, const char *base, bool base_canon, char *out, size_t outlen, int *links);
 static int path_follow_last(char *out, size_t *n, size_t outlen, int *links);
 
 int ckc_path_canon(const char *path, const char *base, char *out, size_t outlen)
 {
-	return path_walk(path, base, out, outlen, NULL);
+	return path_walk(path, base, false, out, outlen, NULL);
 }
 
 int ckc_path_dirname(const char *canon, char *out, size_t outlen)
@@ -66,7 +67,7 @@ static int path_follow_last(char *out, size_t *n, size_t outlen, int *links)
 			return -ENOMEM;
 		int rc = ckc_path_dirname(out, dir, *n + 2);
 		if (!rc)
-			rc = path_walk(target, dir, out, outlen, links);
+			rc = path_walk(target, dir, false, out, outlen, links);
 		sys_free(dir);
 		if (rc)
 			return rc;
@@ -75,10 +76,11 @@ static int path_follow_last(char *out, size_t *n, size_t outlen, int *links)
 }
 
 /* The canonical form of path (relative to base, NULL: the working
- * directory) in out: lexical when links is NULL, else with ".." taken from
+ * directory; base_canon: base is canonical already, as the kernel names a
+ * folder) in out: lexical when links is NULL, else with ".." taken from
  * the directory the path so far leads to (links counts the symbolic links
  * followed). */
-static int path_walk(const char *path, const char *base, char *out, size_t outlen, int *links)
+static int path_walk(const char *path, const char *base, bool base_canon, char *out, size_t outlen, int *links)
 {
 	char cwd[PATH_MAX];
 	size_t n = 0;
@@ -93,10 +95,17 @@ static int path_walk(const char *path, const char *base, char *out, size_t outle
 				return -errno;
 			base = cwd;
 		}
-		int rc = path_walk(base, "/", out, outlen, NULL);
-		if (rc)
-			return rc;
-		n = strlen(out);
+		if (base_canon && base[0] == '/') {
+			n = strlen(base);
+			if (n + 1 > outlen)
+				return -ENAMETOOLONG;
+			memcpy(out, base, n + 1);
+		} else {
+			int rc = path_walk(base, "/", false, out, outlen, NULL);
+			if (rc)
+				return rc;
+			n = strlen(out);
+		}
 		if (n == 1)
 			n = 0; /* root: components append after the empty prefix */
 	}
@@ -106,9 +115,7 @@ static int path_walk(const char *path, const char *base, char *out, size_t outle
 			p++;
 		if (!*p)
 			break;
-		const char *e = p;
-		while (*e && *e != '/')
-			e++;
+		const char *e = strchrnul(p, '/');
 		size_t len = (size_t)(e - p);
 		if (len == 2 && p[0] == '.' && p[1] == '.') {
 			int rc = links ? path_follow_last(out, &n, outlen, links) : 0;
@@ -136,7 +143,13 @@ static int path_walk(const char *path, const char *base, char *out, size_t outle
 int ckc_path_resolve(const char *path, const char *base, char *out, size_t outlen)
 {
 	int links = 0;
-	return path_walk(path, base, out, outlen, &links);
+	return path_walk(path, base, false, out, outlen, &links);
+}
+
+int ckc_path_resolve_in(const char *path, const char *canon_base, char *out, size_t outlen)
+{
+	int links = 0;
+	return path_walk(path, canon_base, true, out, outlen, &links);
 }
 
 int ckc_path_key(const char *path, const char *base, char *out, size_t outlen)
@@ -145,6 +158,33 @@ int ckc_path_key(const char *path, const char *base, char *out, size_t outlen)
 	if (rc && rc != -ENAMETOOLONG && rc != -EINVAL)
 		rc = ckc_path_canon(path, base, out, outlen);
 	return rc;
+}
+
+uint64_t ckc_path_hash_local(const char *path)
+{
+	const size_t len = strlen(path);
+	const char *end = path + len;
+	uint64_t h = 0x9e3779b97f4a7c15ull, w = 0;
+	for (; end - path >= 8; path += 8) {
+		memcpy(&w, path, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 29;
+	}
+	if (path != end) {
+		if (len >= 8) {
+			memcpy(&w, end - 8, 8); /* the last eight bytes, some hashed already */
+		} else {
+			w = 0;
+			for (size_t i = 0; i < len; i++)
+				w |= (uint64_t)(unsigned char)path[i] << (8 * i);
+		}
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 29;
+	}
+	/* the length last, after the bytes are mixed: paths that differ in
+	 * length and in a byte do not cancel out */
+	h = (h ^ len) * 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 32);
 }
 
 uint64_t ckc_path_hash(const char *path)

@@ -21,6 +21,11 @@ int ckc_path_canon(const char *path, const char *base, char *out, size_t outlen)
  * (-ENOENT, -ENOTDIR, -ELOOP, -EACCES, ...), or ckc_path_canon's errors. */
 int ckc_path_resolve(const char *path, const char *base, char *out, size_t outlen);
 
+/* ckc_path_resolve of a path relative to canon_base, a folder's path as
+ * the kernel gives it (readlink of /proc/self/fd/N, getcwd): canonical
+ * already, so taken as it is. */
+int ckc_path_resolve_in(const char *path, const char *canon_base, char *out, size_t outlen);
+
 /* The key of a path that need not exist (a hint entry, the API):
  * ckc_path_resolve, else ckc_path_canon when the kernel's walk would fail. */
 int ckc_path_key(const char *path, const char *base, char *out, size_t outlen);
@@ -30,7 +35,12 @@ int ckc_path_key(const char *path, const char *base, char *out, size_t outlen);
 int ckc_path_dirname(const char *canon, char *out, size_t outlen);
 
 /* A 64-bit hash of a path (FNV-1a's step with the project's constant): the
- * object map's buckets, the node table's keys, a stand-in inode number. */
+ * node table's keys, a stand-in inode number. */
 uint64_t ckc_path_hash(const char *path);
+
+/* A 64-bit hash of a path, eight bytes a step: for tables within one
+ * process (the object map, the marks of descriptors). Not for the node
+ * table, which processes of other builds read. */
+uint64_t ckc_path_hash_local(const char *path);
 
 #endif

@@ -160,3 +160,59 @@ Test(resolve, relative_paths_and_keys)
 	snprintf(want, sizeof(want), "%s/ck/deep/x", rdir);
 	cr_assert_str_eq(out, want);
 }
+
+Test(resolve, a_canonical_base_is_taken_as_it_is)
+{
+	char base[PATH_MAX], out[PATH_MAX], want[PATH_MAX];
+	snprintf(base, sizeof(base), "%s/ck", rdir);
+	cr_assert_eq(ckc_path_resolve_in("lnk/../x", base, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "%s/ck/deep/x", rdir);
+	cr_assert_str_eq(out, want);
+	cr_assert_eq(ckc_path_resolve_in("./a//b/", base, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "%s/ck/a/b", rdir);
+	cr_assert_str_eq(out, want);
+	cr_assert_eq(ckc_path_resolve_in("x", "/", out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "/x");
+	cr_assert_eq(ckc_path_resolve_in("..", "/", out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "/");
+	cr_assert_eq(ckc_path_resolve_in("/abs/./y", base, out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "/abs/y");
+	cr_assert_eq(ckc_path_resolve_in("none/../x", base, out, sizeof(out)), -ENOENT);
+	/* too long for out, with the base or with the name */
+	cr_assert_eq(ckc_path_resolve_in("x", base, out, strlen(base)), -ENAMETOOLONG);
+	cr_assert_eq(ckc_path_resolve_in("xy", "/a", out, 4), -ENAMETOOLONG);
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+Test(path, local_hash_tells_paths_apart)
+{
+	/* every length around the eight-byte steps, and paths that differ in
+	 * one byte anywhere, or only in length (a trailing NUL-free tail) */
+	enum { N = 4096 };
+	static uint64_t h[N];
+	char p[160];
+	int n = 0;
+	for (int len = 1; len <= 40; len++) {
+		memset(p, 'a', (size_t)len);
+		p[len] = '\0';
+		h[n++] = ckc_path_hash_local(p);
+		cr_assert_eq(ckc_path_hash_local(p), h[n - 1], "the same path, the same hash");
+		for (int at = 0; at < len && n < N; at++) {
+			p[at] = 'b';
+			h[n++] = ckc_path_hash_local(p);
+			p[at] = 'a';
+		}
+	}
+	for (int i = 0; n < N; i++) {
+		snprintf(p, sizeof(p), "/scratch/run/step_%04d/rank_%04d.bin", i / 100, i % 100);
+		h[n++] = ckc_path_hash_local(p);
+	}
+	qsort(h, N, sizeof(h[0]), u64_cmp);
+	for (int i = 1; i < N; i++)
+		cr_assert_neq(h[i], h[i - 1], "two of %d paths share a hash", N);
+}

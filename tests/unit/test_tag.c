@@ -180,8 +180,13 @@ Test(tag, quick_answers_never_hide_a_tagged_path)
 	cr_assert_eq(atomic_load(&ckc_tag_dirv[900]), 1);
 	ckc_tag_forget_fd(900);
 	cr_assert_eq(atomic_load(&ckc_tag_dirv[900]), 0);
-	/* a way out of the directory is looked at */
+	/* a way out of the directory is looked at; names with dots that are
+	 * not ".." stay below it */
 	cr_assert(ckc_tagged_at(other, "../sub/y", canon));
+	cr_assert(ckc_tagged_at(other, "deep/..//../sub/y", canon));
+	cr_assert_not(ckc_tagged_at(other, "..x", canon));
+	cr_assert_not(ckc_tagged_at(other, "x..", canon));
+	cr_assert_not(ckc_tagged_at(other, "deep/a..b/...", canon));
 	cr_assert(ckc_tagged_at(deep, "../../run/ckpt_3.bin", canon));
 	ckc_tag_opened(deep, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 901);
 	cr_assert_eq(atomic_load(&ckc_tag_dirv[901]), 0);
@@ -335,6 +340,27 @@ Test(tag, kept_folder_paths_follow_the_numbers)
 	cr_assert(ckc_tagged_at(fd, "x.bin", canon));
 	snprintf(want, sizeof(want), "%s/c/x.bin", dir);
 	cr_assert_str_eq(canon, want, "after a dup2");
+	/* a walker's folder and the folder it reads inside it are kept at
+	 * once: the inner one's close leaves the outer one's path */
+	int top = open(".", O_RDONLY | O_DIRECTORY);
+	cr_assert_geq(top, 0);
+	cr_assert_neq((unsigned)top % CKC_TAG_DPATHS, (unsigned)fd % CKC_TAG_DPATHS);
+	cr_assert(ckc_tagged_at(top, "a", canon));
+	cr_assert(ckc_tagged_at(fd, "x.bin", canon));
+	unsigned gen = atomic_load(&ckc_tag_dpath_gen[(unsigned)top % CKC_TAG_DPATHS]);
+	int inner = open("a", O_RDONLY | O_DIRECTORY);
+	cr_assert_geq(inner, 0);
+	cr_assert(ckc_tagged_at(inner, "w.bin", canon));
+	ckc_tag_forget_fd(inner);
+	close(inner);
+	cr_assert(ckc_tagged_at(top, "b", canon));
+	snprintf(want, sizeof(want), "%s/b", dir);
+	cr_assert_str_eq(canon, want);
+	if ((unsigned)inner % CKC_TAG_DPATHS != (unsigned)top % CKC_TAG_DPATHS)
+		cr_assert_eq(atomic_load(&ckc_tag_dpath_gen[(unsigned)top % CKC_TAG_DPATHS]), gen,
+			     "the inner folder's close dropped the outer one's path");
+	ckc_tag_forget_fd(top);
+	close(top);
 	/* a copy of a number whose path is kept does not take the path */
 	cr_assert(ckc_tagged_at(c, "y.bin", canon));
 	int d = dup(c);
