@@ -530,11 +530,16 @@ int ckc_close_fd(int fd);
 static inline void ckc_enter(void)
 {
 	ckc_io_guard++;
+	atomic_signal_fence(memory_order_seq_cst);
 }
 
+/* Leaving the library: the program's signal handlers deferred meanwhile
+ * run (src/sigdefer.h). */
 static inline void ckc_leave(void)
 {
-	ckc_io_guard--;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (--ckc_io_guard == 0 && __builtin_expect(ckc_tl_sigdefer != 0, 0) && ckc_tl_locks == 0)
+		ckc_sig_run_deferred();
 }
 
 /* A wrapper's return: -1 with errno from a -errno result, or rc with the

@@ -2,8 +2,9 @@
  * (device capture): free, realloc, munmap, mremap and madvise drop or fill
  * owed pages first; send/recv and the stdio calls that pass the program's
  * buffer straight to the kernel fill them; sigaction and signal keep the
- * library's SIGSEGV handler in front of the program's. Each costs one load
- * when nothing is owed. */
+ * library's SIGSEGV handler in front of the program's, and put the
+ * program's handlers of asynchronous signals behind the library's
+ * (src/sigdefer.h). Each costs one load when nothing is owed. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -15,6 +16,7 @@
 
 #include "intercept.h"
 #include "owed.h"
+#include "sigdefer.h"
 
 #undef fwrite_unlocked
 #undef fread_unlocked
@@ -300,7 +302,7 @@ CKC_EXPORT size_t fread_unlocked(void *p, size_t size, size_t n, FILE *f)
 	return fn(p, size, n, f);
 }
 
-/* ---- SIGSEGV ------------------------------------------------------------ */
+/* ---- signal handlers (SIGSEGV: owed.c; the others: src/sigdefer.h) ------ */
 
 int ckc_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
@@ -311,19 +313,25 @@ CKC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
 {
 	if (sig == SIGSEGV && !ckc_in_vfork_child() && ckc_owed_sigaction(act, old) == 0)
 		return 0;
-	return REAL(sigaction)(sig, act, old);
+	return ckc_sig_action(sig, act, old, ckc_in_vfork_child(), ckc_real_sigaction);
 }
 
 CKC_EXPORT sighandler_t signal(int sig, sighandler_t h)
 {
+	struct sigaction sa = { 0 }, old;
+	sa.sa_handler = h;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
 	if (sig == SIGSEGV && !ckc_in_vfork_child()) {
-		struct sigaction sa = { 0 }, old;
-		sa.sa_handler = h;
-		sigemptyset(&sa.sa_mask);
-		sa.sa_flags = SA_RESTART;
 		if (ckc_owed_sigaction(&sa, &old) == 0)
 			return (old.sa_flags & SA_SIGINFO) ? (sighandler_t)(void *)old.sa_sigaction :
 							     old.sa_handler;
 	}
-	return REAL(signal)(sig, h);
+	if (!ckc_sig_deferrable(sig) || h == SIG_ERR)
+		return REAL(signal)(sig, h);
+	/* the C library's signal(): BSD's, the signal blocked in its handler */
+	sigaddset(&sa.sa_mask, sig);
+	if (ckc_sig_action(sig, &sa, &old, ckc_in_vfork_child(), ckc_real_sigaction) != 0)
+		return SIG_ERR;
+	return (old.sa_flags & SA_SIGINFO) ? (sighandler_t)(void *)old.sa_sigaction : old.sa_handler;
 }

@@ -21,6 +21,7 @@
 
 #include "intercept.h"
 #include "log.h"
+#include "sigdefer.h"
 #include "thread.h"
 
 static const int term_sigs[] = { SIGTERM, SIGINT,  SIGABRT,   SIGHUP,  SIGQUIT, SIGUSR1,
@@ -41,6 +42,17 @@ static uint64_t term_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Installs the library's handler: in front of the program's (the faults'
+ * handler of device capture stays in front, as it does of the program's),
+ * and never deferred (src/sigdefer.h) behind the library's own. */
+static void term_sigaction(int sig, const struct sigaction *sa)
+{
+	if (ckc_sig_deferrable(sig))
+		ckc_real_sigaction(sig, sa, NULL);
+	else
+		sigaction(sig, sa, NULL);
+}
+
 /* Back to the default disposition: the next delivery ends the process. */
 static void term_default(int sig)
 {
@@ -48,7 +60,7 @@ static void term_default(int sig)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
 	sigemptyset(&sa.sa_mask);
-	sigaction(sig, &sa, NULL);
+	term_sigaction(sig, &sa);
 }
 
 static void term_handler(int sig, siginfo_t *si, void *uc)
@@ -138,6 +150,6 @@ void ckc_term_install(double wait_s)
 		sa.sa_sigaction = term_handler;
 		sigfillset(&sa.sa_mask);
 		sa.sa_flags = SA_RESTART | SA_SIGINFO;
-		sigaction(term_sigs[i], &sa, NULL);
+		term_sigaction(term_sigs[i], &sa);
 	}
 }

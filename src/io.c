@@ -27,7 +27,7 @@
 #define CKC_IO_CHECK(what) ((void)0)
 #endif
 
-__thread int ckc_io_guard;
+__thread int ckc_io_guard __attribute__((tls_model("initial-exec")));
 
 /* ---- resolution ----------------------------------------------------- */
 

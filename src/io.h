@@ -100,7 +100,7 @@ ckc_dlsym_fn ckc_io_real_dlsym(void);
  * wrapper calling into the engine): a wrapper reached meanwhile (by a
  * library the engine calls, such as the CUDA driver or libunwind) goes
  * straight to libc. */
-extern __thread int ckc_io_guard;
+extern __thread int ckc_io_guard __attribute__((tls_model("initial-exec")));
 
 /* Restores every entry to the real function. */
 void ckc_io_reset(void);

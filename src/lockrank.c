@@ -11,6 +11,10 @@
 
 #include "lockrank.h"
 #include "log.h"
+#include "sigdefer.h"
+
+__thread unsigned ckc_tl_locks __attribute__((tls_model("initial-exec")));
+__thread volatile uint64_t ckc_tl_sigdefer __attribute__((tls_model("initial-exec")));
 
 static const char *const rank_name[CKC_RANK_COUNT] = {
 	[CKC_RANK_NONE] = "none",
@@ -155,8 +159,13 @@ static ckc_rank_t ent_rank(uintptr_t v)
 	return v & 1 ? ((ckc_rwlock_t *)(v & ~(uintptr_t)1))->rank : ((ckc_mutex_t *)v)->rank;
 }
 
+/* This thread's count of locks before the fork took them. */
+static unsigned locks_before_fork;
+
 void ckc_locks_prefork(void)
 {
+	locks_before_fork = ckc_tl_locks;
+	ckc_locks_in();
 	pthread_mutex_lock(&fork_mu);
 	ntaken = 0;
 	for (int r = CKC_RANK_NONE + 1; r < CKC_RANK_COUNT; r++)
@@ -184,6 +193,7 @@ void ckc_locks_postfork_parent(void)
 			ckc_mutex_unlock((ckc_mutex_t *)v);
 	}
 	pthread_mutex_unlock(&fork_mu);
+	ckc_locks_out();
 }
 
 /* The child has one thread, the one that forked: the locks it holds are
@@ -203,4 +213,8 @@ void ckc_locks_postfork_child(void)
 		}
 	}
 	pthread_mutex_init(&fork_mu, NULL);
+	/* the locks it held (each counted) and the fork's own are made anew;
+	 * what the parent's thread deferred meanwhile is the parent's */
+	ckc_tl_locks = locks_before_fork;
+	ckc_sig_atfork_child();
 }

@@ -21,7 +21,9 @@
 #define CKC_LOCKRANK_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <time.h>
 
 /* The ranks, outermost (taken first) to innermost, each with the reason its
@@ -147,6 +149,29 @@ static inline void ckc_rank_io_check(const char *what)
 }
 #endif
 
+/* The library's locks this thread holds (or waits for), and the signals
+ * whose handlers it deferred meanwhile (src/sigdefer.h): a handler that
+ * interrupts a thread inside the library (holding a lock, or inside an
+ * engine call: ckc_io_guard, src/io.h) runs as the thread leaves it.
+ * Initial-exec: a handler reads them. */
+extern __thread unsigned ckc_tl_locks __attribute__((tls_model("initial-exec")));
+extern __thread volatile uint64_t ckc_tl_sigdefer __attribute__((tls_model("initial-exec")));
+extern __thread int ckc_io_guard __attribute__((tls_model("initial-exec")));
+void ckc_sig_run_deferred(void);
+
+static inline void ckc_locks_in(void)
+{
+	ckc_tl_locks++;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void ckc_locks_out(void)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	if (--ckc_tl_locks == 0 && __builtin_expect(ckc_tl_sigdefer != 0, 0) && ckc_io_guard == 0)
+		ckc_sig_run_deferred();
+}
+
 static inline void ckc_mutex_init(ckc_mutex_t *m, ckc_rank_t r)
 {
 	pthread_mutex_init(&m->mu, NULL);
@@ -160,6 +185,7 @@ static inline void ckc_mutex_destroy(ckc_mutex_t *m)
 
 static inline void ckc_mutex_lock(ckc_mutex_t *m)
 {
+	ckc_locks_in();
 	ckc_rank_take(m->rank);
 	pthread_mutex_lock(&m->mu);
 }
@@ -168,6 +194,7 @@ static inline void ckc_mutex_unlock(ckc_mutex_t *m)
 {
 	pthread_mutex_unlock(&m->mu);
 	ckc_rank_drop(m->rank);
+	ckc_locks_out();
 }
 
 /* The waits keep the rank recorded: the thread takes nothing while it
@@ -184,12 +211,14 @@ static inline int ckc_cond_timedwait(pthread_cond_t *cv, ckc_mutex_t *m, const s
 
 static inline void ckc_rw_rdlock(ckc_rwlock_t *l)
 {
+	ckc_locks_in();
 	ckc_rank_take(l->rank);
 	pthread_rwlock_rdlock(&l->rw);
 }
 
 static inline void ckc_rw_wrlock(ckc_rwlock_t *l)
 {
+	ckc_locks_in();
 	ckc_rank_take(l->rank);
 	pthread_rwlock_wrlock(&l->rw);
 }
@@ -198,6 +227,7 @@ static inline void ckc_rw_unlock(ckc_rwlock_t *l)
 {
 	pthread_rwlock_unlock(&l->rw);
 	ckc_rank_drop(l->rank);
+	ckc_locks_out();
 }
 
 /* ---- fork -------------------------------------------------------------- */

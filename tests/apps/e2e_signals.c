@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 /* Waits up to 5 s on the signalfd for signal sig; fails if it never comes. */
@@ -186,5 +187,124 @@ int m_spawnrace(int argc, char **argv)
 		pthread_join(t[k], NULL);
 	if (atomic_load(&spawn_rounds) < 4)
 		fail("the writer threads made only %ld rounds", atomic_load(&spawn_rounds));
+	return 0;
+}
+
+/* ---- a signal handler that writes a checkpoint -------------------------- */
+
+#define HW_RECORDS 4096
+#define HW_REC 64
+static int hw_fd = -1;
+static volatile sig_atomic_t hw_next;
+static volatile sig_atomic_t hw_stop;
+static ssize_t hw_rc[HW_RECORDS];
+static int hw_errno[HW_RECORDS];
+
+static void hw_record(unsigned char *r, long k)
+{
+	for (int i = 0; i < HW_REC; i++)
+		r[i] = (unsigned char)(k * 31 + i * 7 + 1);
+}
+
+static void hw_handler(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	long k = hw_next;
+	if (!hw_stop && k < HW_RECORDS) {
+		unsigned char r[HW_REC];
+		hw_record(r, k);
+		hw_rc[k] = pwrite(hw_fd, r, sizeof(r), (off_t)k * HW_REC);
+		hw_errno[k] = errno;
+		hw_next = (sig_atomic_t)(k + 1);
+	}
+	errno = saved;
+}
+
+/* handlerwrites DIR N SIZE SEED: a SIGALRM handler, run every 100 us,
+ * writes a record into a checkpoint open for the whole run (DIR/log.bin)
+ * while the program writes N checkpoints of SIZE (DIR/hw_K.bin) and forks
+ * a child after each: the handler interrupts the program inside the
+ * library's calls and inside its fork. Every record the handler wrote, and
+ * every checkpoint, is read back; the run must end (a handler that waited
+ * for what the thread it interrupted holds would wait for ever). */
+int m_handlerwrites(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "DIR N SIZE SEED");
+	char path[PATH_MAX];
+	/* the cache starts with the second checkpoint: two first */
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/hw_warm%d.bin", arg.path, i);
+		gen_file(path, arg.size, arg.seed + 100 + (uint64_t)i, 0);
+	}
+	snprintf(path, sizeof(path), "%s/log.bin", arg.path);
+	hw_fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (hw_fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = hw_handler;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	if (sigaction(SIGALRM, &sa, NULL) != 0)
+		fail("sigaction: %s", strerror(errno));
+	struct itimerval it = { { 0, 100 }, { 0, 100 } };
+	if (setitimer(ITIMER_REAL, &it, NULL) != 0)
+		fail("setitimer: %s", strerror(errno));
+	for (long i = 0; i < arg.n; i++) {
+		snprintf(path, sizeof(path), "%s/hw_%02ld.bin", arg.path, i);
+		gen_file(path, arg.size, arg.seed + (uint64_t)i, 64 << 10);
+		pid_t c = fork();
+		if (c < 0)
+			fail("fork: %s", strerror(errno));
+		if (c == 0)
+			_exit(0);
+		int st;
+		while (waitpid(c, &st, 0) < 0 && errno == EINTR)
+			;
+	}
+	hw_stop = 1;
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	long n = hw_next;
+	if (n < 10)
+		fail("the handler ran %ld times: the timer did not interrupt the program", n);
+	unsigned char want[HW_REC], got[HW_REC];
+	for (long k = 0; k < n; k++) {
+		if (hw_rc[k] != HW_REC)
+			fail("the handler's write %ld of %ld: %s", k, n,
+			     hw_rc[k] < 0 ? strerror(hw_errno[k]) : "short");
+		hw_record(want, k);
+		if (pread(hw_fd, got, HW_REC, (off_t)k * HW_REC) != HW_REC || memcmp(got, want, HW_REC))
+			fail("record %ld of %ld read back wrong", k, n);
+	}
+	xclose(hw_fd, "log.bin");
+	for (long i = 0; i < arg.n; i++) {
+		snprintf(path, sizeof(path), "%s/hw_%02ld.bin", arg.path, i);
+		check_file(path, arg.size, arg.seed + (uint64_t)i, 0);
+	}
+	printf("records=%ld\n", n);
+	return 0;
+}
+
+/* handlerlog PATH: the handler's records at PATH, each as written (read
+ * without the library). */
+int m_handlerlog(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "PATH");
+	int fd = open(arg.path, O_RDONLY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0)
+		fail("%s: %s", arg.path, strerror(errno));
+	if (st.st_size < 10 * HW_REC || st.st_size % HW_REC)
+		fail("%s: %lld bytes, not ten records or more", arg.path, (long long)st.st_size);
+	long n = (long)(st.st_size / HW_REC);
+	unsigned char want[HW_REC], got[HW_REC];
+	for (long k = 0; k < n; k++) {
+		hw_record(want, k);
+		if (pread(fd, got, HW_REC, (off_t)k * HW_REC) != HW_REC || memcmp(got, want, HW_REC))
+			fail("record %ld of %ld wrong at %s", k, n, arg.path);
+	}
+	close(fd);
 	return 0;
 }

@@ -62,6 +62,21 @@ signals_case() {
 	done
 }
 
+# A SIGALRM handler writes a record into a checkpoint open for the whole
+# run, every 100 us, while the program writes checkpoints and forks a child
+# after each: the handler interrupts the library's calls, and the fork while
+# it holds the library's locks (the handler waited for them for ever, and
+# the process hung). Each record, and each checkpoint, is read back in the
+# process and at its real path.
+handler_writes_case() {
+	helper_ok "a signal handler that writes a checkpoint" CKPTCACHE_STEP_ASIDE=off -- handlerwrites "$T/ck" 40 1M 33
+	run_ok "the handler's records at their real path" plain "$HELPER" handlerlog ck/log.bin
+	local i
+	for ((i = 0; i < 40; i += 13)); do
+		run_ok "checkpoint $i at its real path" plain "$HELPER" check "ck/hw_$(printf %02d $i).bin" 1M $((33 + i))
+	done
+}
+
 threads_case() {
 	helper_ok "4 writer threads + 2 pwrite threads sharing an fd" -- threads "$T/ck" 3M
 	# 4 x 3 MiB, 6 MiB shared, 4 MiB read by four threads through one fd
@@ -826,6 +841,7 @@ case_add persist/unconsumed-unread persist_unconsumed_unread
 case_add paths/patterns paths_case
 case_add exit/unclosed-fd unclosed_case fd
 case_add threads/program-signals signals_case
+case_add threads/handler-writes handler_writes_case
 case_add names/kernel-answers answers_case
 case_add names/c-walkers walkers_case
 case_add threads/children-while-closing spawnrace_case

@@ -16,8 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "lockrank.h"
 #include "log.h"
+#include "sigdefer.h"
 
 static ckc_mutex_t outer = CKC_MUTEX_INIT(FDTAB);
 static ckc_mutex_t inner = CKC_MUTEX_INIT(STATE);
@@ -153,3 +155,160 @@ Test(lockrank, in_order_is_quiet)
 }
 
 #endif
+
+/* ---- the program's signal handlers behind the library's (sigdefer.h) ---- */
+
+static int sd_real(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return sigaction(sig, act, old);
+}
+
+static volatile sig_atomic_t sd_runs, sd_value, sd_locks_seen, sd_blocked_seen;
+
+static void sd_info_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	sd_runs++;
+	sd_value = si ? si->si_value.sival_int : -1;
+	sd_locks_seen = (sig_atomic_t)ckc_tl_locks;
+	sigset_t now;
+	pthread_sigmask(SIG_SETMASK, NULL, &now);
+	sd_blocked_seen = sigismember(&now, sig) == 1 && sigismember(&now, SIGUSR2) == 1;
+}
+
+static void sd_plain_handler(int sig)
+{
+	(void)sig;
+	sd_runs++;
+}
+
+static void sd_reset(int sig)
+{
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	ckc_sig_action(sig, &dfl, NULL, false, sd_real);
+	sd_runs = 0;
+	sd_value = 0;
+}
+
+Test(sigdefer, a_handler_waits_for_the_last_lock)
+{
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = sd_info_handler;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGUSR2);
+	sd_runs = 0;
+	cr_assert_eq(ckc_sig_action(SIGUSR1, &sa, NULL, false, sd_real), 0);
+	/* the program sees its own handler, with its flags and mask */
+	cr_assert_eq(ckc_sig_action(SIGUSR1, NULL, &old, false, sd_real), 0);
+	cr_assert_eq((void *)old.sa_sigaction, (void *)sd_info_handler);
+	cr_assert(old.sa_flags & SA_SIGINFO);
+	cr_assert_eq(sigismember(&old.sa_mask, SIGUSR2), 1);
+	/* not inside the library: at once */
+	union sigval v = { .sival_int = 41 };
+	cr_assert_eq(sigqueue(getpid(), SIGUSR1, v), 0);
+	cr_assert_eq(sd_runs, 1);
+	cr_assert_eq(sd_value, 41);
+	/* holding two locks: after the last is let go, with its value, its
+	 * mask, and no lock held */
+	ckc_mutex_lock(&outer);
+	ckc_mutex_lock(&inner);
+	v.sival_int = 42;
+	cr_assert_eq(sigqueue(getpid(), SIGUSR1, v), 0);
+	cr_assert_eq(sd_runs, 1, "the handler ran while the thread held the library's locks");
+	ckc_mutex_unlock(&inner);
+	cr_assert_eq(sd_runs, 1, "the handler ran while the thread held a lock");
+	ckc_mutex_unlock(&outer);
+	cr_assert_eq(sd_runs, 2, "the deferred handler never ran");
+	cr_assert_eq(sd_value, 42);
+	cr_assert_eq(sd_locks_seen, 0);
+	cr_assert(sd_blocked_seen, "the handler's mask was not applied");
+	/* inside an engine call (no lock): the same */
+	ckc_io_guard++;
+	cr_assert_eq(sigqueue(getpid(), SIGUSR1, v), 0);
+	cr_assert_eq(sd_runs, 2);
+	ckc_io_guard--;
+	ckc_rw_rdlock(&rw);
+	ckc_rw_unlock(&rw); /* (leaving: the next unlock runs it) */
+	cr_assert_eq(sd_runs, 3);
+	sd_reset(SIGUSR1);
+}
+
+Test(sigdefer, a_signal_that_comes_twice_while_deferred_runs_once)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = sd_plain_handler;
+	sigemptyset(&sa.sa_mask);
+	sd_runs = 0;
+	cr_assert_eq(ckc_sig_action(SIGUSR1, &sa, NULL, false, sd_real), 0);
+	ckc_mutex_lock(&outer);
+	raise(SIGUSR1);
+	raise(SIGUSR1);
+	cr_assert_eq(sd_runs, 0);
+	ckc_mutex_unlock(&outer);
+	cr_assert_eq(sd_runs, 1);
+	sd_reset(SIGUSR1);
+}
+
+Test(sigdefer, default_ignored_and_synchronous_signals_are_as_given)
+{
+	struct sigaction sa, got;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	sigemptyset(&sa.sa_mask);
+	cr_assert_eq(ckc_sig_action(SIGUSR2, &sa, NULL, false, sd_real), 0);
+	cr_assert_eq(sigaction(SIGUSR2, NULL, &got), 0);
+	cr_assert_eq(got.sa_handler, SIG_IGN);
+	/* a synchronous signal's handler is installed as it is */
+	cr_assert_not(ckc_sig_deferrable(SIGSEGV));
+	cr_assert_not(ckc_sig_deferrable(SIGBUS));
+	cr_assert_not(ckc_sig_deferrable(SIGABRT));
+	cr_assert(ckc_sig_deferrable(SIGTERM));
+	cr_assert(ckc_sig_deferrable(SIGRTMIN + 1));
+	sa.sa_handler = sd_plain_handler;
+	cr_assert_eq(ckc_sig_action(SIGFPE, &sa, NULL, false, sd_real), 0);
+	cr_assert_eq(sigaction(SIGFPE, NULL, &got), 0);
+	cr_assert_eq(got.sa_handler, sd_plain_handler);
+	/* a handler installed then set back: the kernel's default, and the
+	 * program is told its handler was there */
+	cr_assert_eq(ckc_sig_action(SIGUSR2, &sa, NULL, false, sd_real), 0);
+	cr_assert_eq(sigaction(SIGUSR2, NULL, &got), 0);
+	cr_assert_neq(got.sa_handler, sd_plain_handler, "the library's handler is not in front");
+	memset(&got, 0, sizeof(got));
+	sa.sa_handler = SIG_DFL;
+	cr_assert_eq(ckc_sig_action(SIGUSR2, &sa, &got, false, sd_real), 0);
+	cr_assert_eq(got.sa_handler, sd_plain_handler);
+	cr_assert_eq(sigaction(SIGUSR2, NULL, &got), 0);
+	cr_assert_eq(got.sa_handler, SIG_DFL);
+	sa.sa_handler = SIG_DFL;
+	sigaction(SIGFPE, &sa, NULL);
+}
+
+Test(sigdefer, a_forked_child_does_not_run_the_parents_deferred_handler)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = sd_plain_handler;
+	sigemptyset(&sa.sa_mask);
+	sd_runs = 0;
+	cr_assert_eq(ckc_sig_action(SIGUSR1, &sa, NULL, false, sd_real), 0);
+	ckc_locks_prefork();
+	raise(SIGUSR1); /* comes while the fork holds every lock */
+	cr_assert_eq(sd_runs, 0);
+	pid_t c = fork();
+	cr_assert_geq(c, 0);
+	if (c == 0) {
+		ckc_locks_postfork_child();
+		_exit(sd_runs == 0 && ckc_tl_locks == 0 && ckc_tl_sigdefer == 0 ? 0 : 1);
+	}
+	ckc_locks_postfork_parent();
+	cr_assert_eq(sd_runs, 1, "the parent's handler did not run after the fork");
+	int st;
+	cr_assert_eq(waitpid(c, &st, 0), c);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child ran the parent's handler or kept its locks");
+	sd_reset(SIGUSR1);
+}

@@ -113,7 +113,10 @@ Test(pace, a_flush_keeps_half_the_time_while_the_program_reads)
 	ckc_prog_end();
 	ckc_tl_flushing = false;
 	cr_assert_geq(w, 100000, "a read in progress: a flush piece waited %llu ns", (unsigned long long)w);
-	cr_assert_lt(w, 1000000, "a read in progress: a flush piece waited %llu ns, more than a piece's time",
+	/* (a piece's time, not the longest wait: a busy machine's naps
+	 * overshoot by a millisecond or two) */
+	cr_assert_lt(w, CKC_BG_YIELD_MAX_NS * 4 / 5,
+		     "a read in progress: a flush piece waited %llu ns, as long as a read's longest wait",
 		     (unsigned long long)w);
 }
 
