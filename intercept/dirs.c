@@ -191,7 +191,10 @@ static void dir_removed(const char *dir)
 CKC_EXPORT DIR *opendir(const char *name)
 {
 	owed_first(name);
-	return REAL(opendir)(name);
+	DIR *d = REAL(opendir)(name);
+	if (!d)
+		(void)ckc_enoent_checked(AT_FDCWD, name, -1);
+	return d;
 }
 
 CKC_EXPORT DIR *fdopendir(int fd)
@@ -314,7 +317,7 @@ CKC_EXPORT int rmdir(const char *path)
 	int rc = REAL(rmdir)(path);
 	if (rc == 0 && named)
 		dir_removed(full);
-	return rc;
+	return ckc_enoent_checked(AT_FDCWD, path, rc);
 }
 
 int ckc_dir_remove(int dirfd, const char *path, int flags, int (*real)(int, const char *, int))

@@ -206,6 +206,7 @@ bool ckc_link_held(const char *canon, char target[PATH_MAX]);
  * lacks yet, errno becomes ENOTDIR, as the kernel would say of that file.
  * Returns rc. */
 int ckc_enoent_checked(int dirfd, const char *path, int rc);
+long ckc_enoent_checked_l(int dirfd, const char *path, long rc);
 /* The same without following canon's last component (the name unlink and
  * rename act on): its folder's link, or another spelling of the file. */
 bool ckc_spelling_held(const char *canon, char target[PATH_MAX]);

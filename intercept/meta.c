@@ -74,7 +74,7 @@ CKC_EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
 	ckc_attr_t a = { .mask = CKC_ATTR_MODE, .mode = mode };
 	int saved = errno, rc = meta_path(dirfd, path, &a);
 	if (rc == -ENOENT)
-		return REAL(fchmodat)(dirfd, path, mode, flags);
+		return ckc_enoent_checked(dirfd, path, REAL(fchmodat)(dirfd, path, mode, flags));
 	return (int)ckc_result(rc, saved);
 }
 
@@ -83,7 +83,7 @@ CKC_EXPORT int chmod(const char *path, mode_t mode)
 	ckc_attr_t a = { .mask = CKC_ATTR_MODE, .mode = mode };
 	int saved = errno, rc = meta_path(AT_FDCWD, path, &a);
 	if (rc == -ENOENT)
-		return REAL(chmod)(path, mode);
+		return ckc_enoent_checked(AT_FDCWD, path, REAL(chmod)(path, mode));
 	return (int)ckc_result(rc, saved);
 }
 
@@ -103,7 +103,7 @@ CKC_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int f
 	ckc_attr_t a = { .mask = CKC_ATTR_OWNER, .uid = uid, .gid = gid };
 	int saved = errno, rc = meta_path(dirfd, path, &a);
 	if (rc == -ENOENT)
-		return REAL(fchownat)(dirfd, path, uid, gid, flags);
+		return ckc_enoent_checked(dirfd, path, REAL(fchownat)(dirfd, path, uid, gid, flags));
 	return (int)ckc_result(rc, saved);
 }
 
@@ -112,7 +112,7 @@ CKC_EXPORT int chown(const char *path, uid_t uid, gid_t gid)
 	ckc_attr_t a = { .mask = CKC_ATTR_OWNER, .uid = uid, .gid = gid };
 	int saved = errno, rc = meta_path(AT_FDCWD, path, &a);
 	if (rc == -ENOENT)
-		return REAL(chown)(path, uid, gid);
+		return ckc_enoent_checked(AT_FDCWD, path, REAL(chown)(path, uid, gid));
 	return (int)ckc_result(rc, saved);
 }
 
@@ -122,7 +122,7 @@ CKC_EXPORT int lchown(const char *path, uid_t uid, gid_t gid)
 	ckc_attr_t a = { .mask = CKC_ATTR_OWNER, .uid = uid, .gid = gid };
 	int saved = errno, rc = meta_path(AT_FDCWD, path, &a);
 	if (rc == -ENOENT)
-		return REAL(lchown)(path, uid, gid);
+		return ckc_enoent_checked(AT_FDCWD, path, REAL(lchown)(path, uid, gid));
 	return (int)ckc_result(rc, saved);
 }
 
@@ -185,7 +185,7 @@ CKC_EXPORT int utimensat(int dirfd, const char *path, const struct timespec ts[2
 	}
 	rc = times_path(dirfd, path, ts);
 	if (rc == -ENOENT)
-		return REAL(utimensat)(dirfd, path, ts, flags);
+		return ckc_enoent_checked(dirfd, path, REAL(utimensat)(dirfd, path, ts, flags));
 	return (int)ckc_result(rc, saved);
 }
 
@@ -209,7 +209,7 @@ static int utimes_common(const char *path, const struct timeval tv[2],
 		meta_tv(tv, ts);
 	int rc = times_path(AT_FDCWD, path, tv ? ts : NULL);
 	if (rc == -ENOENT)
-		return real(path, tv);
+		return ckc_enoent_checked(AT_FDCWD, path, real(path, tv));
 	return (int)ckc_result(rc, saved);
 }
 
@@ -234,7 +234,7 @@ CKC_EXPORT int utime(const char *path, const struct utimbuf *b)
 	}
 	int rc = times_path(AT_FDCWD, path, b ? ts : NULL);
 	if (rc == -ENOENT)
-		return REAL(utime)(path, b);
+		return ckc_enoent_checked(AT_FDCWD, path, REAL(utime)(path, b));
 	return (int)ckc_result(rc, saved);
 }
 
@@ -286,7 +286,7 @@ CKC_EXPORT int fremovexattr(int fd, const char *name)
 CKC_EXPORT int setxattr(const char *path, const char *name, const void *value, size_t size, int flags)
 {
 	if (!meta_cached(path, true))
-		return REAL(setxattr)(path, name, value, size, flags);
+		return ckc_enoent_checked(AT_FDCWD, path, REAL(setxattr)(path, name, value, size, flags));
 	errno = ENOTSUP;
 	return -1;
 }
@@ -294,7 +294,7 @@ CKC_EXPORT int setxattr(const char *path, const char *name, const void *value, s
 CKC_EXPORT int lsetxattr(const char *path, const char *name, const void *value, size_t size, int flags)
 {
 	if (!meta_cached(path, false))
-		return REAL(lsetxattr)(path, name, value, size, flags);
+		return ckc_enoent_checked(AT_FDCWD, path, REAL(lsetxattr)(path, name, value, size, flags));
 	errno = ENOTSUP;
 	return -1;
 }
@@ -302,7 +302,7 @@ CKC_EXPORT int lsetxattr(const char *path, const char *name, const void *value, 
 CKC_EXPORT ssize_t getxattr(const char *path, const char *name, void *value, size_t size)
 {
 	if (!meta_cached(path, true))
-		return REAL(getxattr)(path, name, value, size);
+		return ckc_enoent_checked_l(AT_FDCWD, path, REAL(getxattr)(path, name, value, size));
 	errno = ENOTSUP;
 	return -1;
 }
@@ -310,7 +310,7 @@ CKC_EXPORT ssize_t getxattr(const char *path, const char *name, void *value, siz
 CKC_EXPORT ssize_t lgetxattr(const char *path, const char *name, void *value, size_t size)
 {
 	if (!meta_cached(path, false))
-		return REAL(lgetxattr)(path, name, value, size);
+		return ckc_enoent_checked_l(AT_FDCWD, path, REAL(lgetxattr)(path, name, value, size));
 	errno = ENOTSUP;
 	return -1;
 }
@@ -319,21 +319,21 @@ CKC_EXPORT ssize_t lgetxattr(const char *path, const char *name, void *value, si
 CKC_EXPORT ssize_t listxattr(const char *path, char *list, size_t size)
 {
 	if (!meta_cached(path, true))
-		return REAL(listxattr)(path, list, size);
+		return ckc_enoent_checked_l(AT_FDCWD, path, REAL(listxattr)(path, list, size));
 	return 0; /* no attributes */
 }
 
 CKC_EXPORT ssize_t llistxattr(const char *path, char *list, size_t size)
 {
 	if (!meta_cached(path, false))
-		return REAL(llistxattr)(path, list, size);
+		return ckc_enoent_checked_l(AT_FDCWD, path, REAL(llistxattr)(path, list, size));
 	return 0;
 }
 
 CKC_EXPORT int removexattr(const char *path, const char *name)
 {
 	if (!meta_cached(path, true))
-		return REAL(removexattr)(path, name);
+		return ckc_enoent_checked(AT_FDCWD, path, REAL(removexattr)(path, name));
 	errno = ENODATA; /* it has none to remove */
 	return -1;
 }
@@ -341,7 +341,7 @@ CKC_EXPORT int removexattr(const char *path, const char *name)
 CKC_EXPORT int lremovexattr(const char *path, const char *name)
 {
 	if (!meta_cached(path, false))
-		return REAL(lremovexattr)(path, name);
+		return ckc_enoent_checked(AT_FDCWD, path, REAL(lremovexattr)(path, name));
 	errno = ENODATA; /* it has none to remove */
 	return -1;
 }

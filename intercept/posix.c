@@ -979,7 +979,7 @@ CKC_EXPORT int close(int fd)
 CKC_EXPORT int chdir(const char *path)
 {
 	ckc_tag_cwd_changed();
-	return REAL(chdir)(path);
+	return ckc_enoent_checked(AT_FDCWD, path, REAL(chdir)(path));
 }
 
 CKC_EXPORT int fchdir(int fd)

@@ -413,7 +413,7 @@ static int truncate_common(const char *path, off_t len, int (*real)(const char *
 		if (rc)
 			return (int)ckc_result(rc, saved);
 	}
-	return real(path, len);
+	return ckc_enoent_checked(AT_FDCWD, path, real(path, len));
 }
 
 CKC_EXPORT int truncate(const char *path, off_t len)

@@ -198,7 +198,7 @@ CKC_EXPORT int access(const char *path, int mode)
 	char canon[PATH_MAX];
 	if (ckc_cached_follow(AT_FDCWD, path, canon, NULL))
 		return access_cached(mode);
-	return REAL(access)(path, mode);
+	return ckc_enoent_checked(AT_FDCWD, path, REAL(access)(path, mode));
 }
 
 CKC_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
@@ -206,7 +206,7 @@ CKC_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 	char canon[PATH_MAX];
 	if ((flags & AT_SYMLINK_NOFOLLOW ? ckc_cached_at : ckc_cached_follow)(dirfd, path, canon, NULL))
 		return access_cached(mode);
-	return REAL(faccessat)(dirfd, path, mode, flags);
+	return ckc_enoent_checked(dirfd, path, REAL(faccessat)(dirfd, path, mode, flags));
 }
 
 /* A folder's link at canon about to be replaced or removed (ln -sfn, a
@@ -249,18 +249,18 @@ CKC_EXPORT int unlink(const char *path)
 {
 	char canon[PATH_MAX];
 	if (ckc_tagged_asked(AT_FDCWD, path, canon))
-		return unlink_tagged(canon);
-	return REAL(unlink)(path);
+		return ckc_enoent_checked(AT_FDCWD, path, unlink_tagged(canon));
+	return ckc_enoent_checked(AT_FDCWD, path, REAL(unlink)(path));
 }
 
 CKC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
 	char canon[PATH_MAX];
 	if (!(flags & AT_REMOVEDIR) && ckc_tagged_asked(dirfd, path, canon))
-		return unlink_tagged(canon);
+		return ckc_enoent_checked(dirfd, path, unlink_tagged(canon));
 	if (flags & AT_REMOVEDIR)
-		return ckc_dir_remove(dirfd, path, flags, REAL(unlinkat));
-	return REAL(unlinkat)(dirfd, path, flags);
+		return ckc_enoent_checked(dirfd, path, ckc_dir_remove(dirfd, path, flags, REAL(unlinkat)));
+	return ckc_enoent_checked(dirfd, path, REAL(unlinkat)(dirfd, path, flags));
 }
 
 /* Whether the cache holds a version of canon now. */
@@ -321,7 +321,7 @@ CKC_EXPORT int symlink(const char *target, const char *path)
 	if (name_taken(AT_FDCWD, path))
 		return -1;
 	link_target_publish(AT_FDCWD, target, path);
-	return REAL(symlink)(target, path);
+	return ckc_enoent_checked(AT_FDCWD, path, REAL(symlink)(target, path));
 }
 
 CKC_EXPORT int symlinkat(const char *target, int dirfd, const char *path)
@@ -329,27 +329,27 @@ CKC_EXPORT int symlinkat(const char *target, int dirfd, const char *path)
 	if (name_taken(dirfd, path))
 		return -1;
 	link_target_publish(dirfd, target, path);
-	return REAL(symlinkat)(target, dirfd, path);
+	return ckc_enoent_checked(dirfd, path, REAL(symlinkat)(target, dirfd, path));
 }
 
 CKC_EXPORT int mknod(const char *path, mode_t mode, dev_t dev)
 {
-	return name_taken(AT_FDCWD, path) ? -1 : REAL(mknod)(path, mode, dev);
+	return name_taken(AT_FDCWD, path) ? -1 : ckc_enoent_checked(AT_FDCWD, path, REAL(mknod)(path, mode, dev));
 }
 
 CKC_EXPORT int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
 {
-	return name_taken(dirfd, path) ? -1 : REAL(mknodat)(dirfd, path, mode, dev);
+	return name_taken(dirfd, path) ? -1 : ckc_enoent_checked(dirfd, path, REAL(mknodat)(dirfd, path, mode, dev));
 }
 
 CKC_EXPORT int mkfifo(const char *path, mode_t mode)
 {
-	return name_taken(AT_FDCWD, path) ? -1 : REAL(mkfifo)(path, mode);
+	return name_taken(AT_FDCWD, path) ? -1 : ckc_enoent_checked(AT_FDCWD, path, REAL(mkfifo)(path, mode));
 }
 
 CKC_EXPORT int mkfifoat(int dirfd, const char *path, mode_t mode)
 {
-	return name_taken(dirfd, path) ? -1 : REAL(mkfifoat)(dirfd, path, mode);
+	return name_taken(dirfd, path) ? -1 : ckc_enoent_checked(dirfd, path, REAL(mkfifoat)(dirfd, path, mode));
 }
 
 CKC_EXPORT int remove(const char *path)
@@ -357,7 +357,7 @@ CKC_EXPORT int remove(const char *path)
 	char canon[PATH_MAX];
 	if (ckc_tagged_asked(AT_FDCWD, path, canon) && cached_now(canon))
 		return unlink_tagged(canon);
-	return REAL(remove)(path);
+	return ckc_enoent_checked(AT_FDCWD, path, REAL(remove)(path));
 }
 
 /* What the kernel would say about renaming within the cache: both folders
@@ -484,19 +484,28 @@ static int real_rename2(int fd1, const char *from, int fd2, const char *to, unsi
 	return r2(fd1, from, fd2, to, flags);
 }
 
+/* ENOENT of a call on two paths where either uses a checkpoint the cache
+ * holds as a folder: ENOTDIR, as the kernel says. */
+static int two_paths_checked(int fd1, const char *from, int fd2, const char *to, int rc)
+{
+	rc = ckc_enoent_checked(fd1, from, rc);
+	return ckc_enoent_checked(fd2, to, rc);
+}
+
 CKC_EXPORT int rename(const char *from, const char *to)
 {
-	return rename_common(AT_FDCWD, from, AT_FDCWD, to, 0, real_rename2);
+	return two_paths_checked(AT_FDCWD, from, AT_FDCWD, to,
+				 rename_common(AT_FDCWD, from, AT_FDCWD, to, 0, real_rename2));
 }
 
 CKC_EXPORT int renameat(int fd1, const char *from, int fd2, const char *to)
 {
-	return rename_common(fd1, from, fd2, to, 0, real_rename2);
+	return two_paths_checked(fd1, from, fd2, to, rename_common(fd1, from, fd2, to, 0, real_rename2));
 }
 
 CKC_EXPORT int renameat2(int fd1, const char *from, int fd2, const char *to, unsigned int flags)
 {
-	return rename_common(fd1, from, fd2, to, flags, real_rename2);
+	return two_paths_checked(fd1, from, fd2, to, rename_common(fd1, from, fd2, to, flags, real_rename2));
 }
 
 /* A hard link names the real file: a cached checkpoint goes there first
@@ -521,7 +530,8 @@ static int link_common(int fd1, const char *from, int fd2, const char *to, int f
 			return (int)ckc_result(rc, saved);
 	}
 	errno = saved; /* the cache's looks may have set it */
-	return at ? REAL(linkat)(fd1, from, fd2, to, flags) : REAL(link)(from, to);
+	return two_paths_checked(fd1, from, fd2, to,
+				 at ? REAL(linkat)(fd1, from, fd2, to, flags) : REAL(link)(from, to));
 }
 
 CKC_EXPORT int link(const char *from, const char *to)

@@ -629,6 +629,11 @@ static bool held_through(const char *canon, char target[PATH_MAX], bool last)
 
 int ckc_enoent_checked(int dirfd, const char *path, int rc)
 {
+	return (int)ckc_enoent_checked_l(dirfd, path, rc);
+}
+
+long ckc_enoent_checked_l(int dirfd, const char *path, long rc)
+{
 	if (rc >= 0 || errno != ENOENT || !path || !ckc_holds_unpublished())
 		return rc;
 	int saved = errno;

@@ -101,8 +101,9 @@ PYEOF
 }
 
 # A checkpoint the cache holds, not yet at its real path, used as a folder
-# (ck/w1/f): open, stat, lstat and mkdir fail with ENOTDIR, as the kernel
-# says of the file, in the same run as without the library.
+# (ck/w1/f): every call on such a path fails with ENOTDIR, as the kernel
+# says of the file, in the same run as without the library (before, all
+# but open, stat, lstat and mkdir said ENOENT).
 python_file_as_folder() {
 	local prog='
 import errno, os, sys
@@ -122,6 +123,29 @@ t("stat", lambda: os.stat(f"{d}/w1/f"))
 t("lstat", lambda: os.lstat(f"{d}/w1/sub/f"))
 t("mkdir", lambda: os.mkdir(f"{d}/w1/d"))
 t("missing", lambda: os.stat(f"{d}/nothing/f"))
+p = f"{d}/w1/f"
+t("unlink", lambda: os.unlink(p))
+t("rmdir", lambda: os.rmdir(p))
+t("rename-from", lambda: os.rename(p, f"{d}/x"))
+t("rename-to", lambda: os.rename(f"{d}/w0", p))
+t("link", lambda: os.link(f"{d}/w2", p))
+t("symlink", lambda: os.symlink("w2", p))
+t("mkfifo", lambda: os.mkfifo(p))
+t("chmod", lambda: os.chmod(p, 0o600))
+t("chown", lambda: os.chown(p, os.getuid(), -1))
+t("lchown", lambda: os.lchown(p, os.getuid(), -1))
+t("utime", lambda: os.utime(p))
+t("truncate", lambda: os.truncate(p, 0))
+t("access", lambda: print(os.access(p, os.R_OK)) or os.stat(p))
+t("listdir", lambda: os.listdir(p))
+t("chdir", lambda: os.chdir(p))
+t("getxattr", lambda: os.getxattr(p, "user.k"))
+t("setxattr", lambda: os.setxattr(p, "user.k", b"v"))
+t("listxattr", lambda: os.listxattr(p))
+t("removexattr", lambda: os.removexattr(p, "user.k"))
+for n in "012":
+    with open(f"{d}/w{n}", "rb") as f:
+        print(n, f.read() == b"w" * 100)
 '
 	same_output "a checkpoint used as a folder" "$prog"
 }
