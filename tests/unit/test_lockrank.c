@@ -192,6 +192,17 @@ static void sd_reset(int sig)
 	sd_value = 0;
 }
 
+/* sd_plain_handler for sig, through the library, its count at 0. */
+static void sd_install_plain(int sig)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = sd_plain_handler;
+	sigemptyset(&sa.sa_mask);
+	sd_runs = 0;
+	cr_assert_eq(ckc_sig_action(sig, &sa, NULL, false, sd_real), 0);
+}
+
 Test(sigdefer, a_handler_waits_for_the_last_lock)
 {
 	struct sigaction sa, old;
@@ -239,12 +250,7 @@ Test(sigdefer, a_handler_waits_for_the_last_lock)
 
 Test(sigdefer, a_signal_that_comes_twice_while_deferred_runs_once)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = sd_plain_handler;
-	sigemptyset(&sa.sa_mask);
-	sd_runs = 0;
-	cr_assert_eq(ckc_sig_action(SIGUSR1, &sa, NULL, false, sd_real), 0);
+	sd_install_plain(SIGUSR1);
 	ckc_mutex_lock(&outer);
 	raise(SIGUSR1);
 	raise(SIGUSR1);
@@ -290,12 +296,7 @@ Test(sigdefer, default_ignored_and_synchronous_signals_are_as_given)
 
 Test(sigdefer, a_forked_child_does_not_run_the_parents_deferred_handler)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = sd_plain_handler;
-	sigemptyset(&sa.sa_mask);
-	sd_runs = 0;
-	cr_assert_eq(ckc_sig_action(SIGUSR1, &sa, NULL, false, sd_real), 0);
+	sd_install_plain(SIGUSR1);
 	ckc_locks_prefork();
 	raise(SIGUSR1); /* comes while the fork holds every lock */
 	cr_assert_eq(sd_runs, 0);
