@@ -79,6 +79,13 @@ bool ckc_strict(void);
  * their default, so that the cache is drained (for at most wait_s seconds)
  * before the signal ends the program (term.c). Once per process. */
 void ckc_term_install(double wait_s);
+/* _exit called in a signal handler, which may have interrupted the
+ * program inside the allocator: the drain runs on the library's thread for
+ * the end by signal, the caller waiting for it (CKPTCACHE_TERM_WAIT at
+ * most); false where there is no such thread. */
+bool ckc_term_exit_drain(void);
+/* From now on the library's own frees are skipped (the process ends). */
+void ckc_mem_leak_frees(void);
 
 /* Whether the program's free(3) reaches this library's wrapper (memhooks.c):
  * false under an allocator or a sanitizer that comes before it. */

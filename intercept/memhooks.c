@@ -71,10 +71,23 @@ static __thread bool free_probe_seen;
  * __tls_get_addr each time). */
 static atomic_int free_probes;
 
-/* free with a probe under way, something owed, or the allocator not
- * looked up yet. */
+/* The process ends with what the cache owes written by one of the
+ * library's threads, while the thread that called _exit may hold the
+ * allocator's lock (ckc_mem_leak_frees): the library's frees are skipped. */
+static atomic_bool mem_leak;
+
+void ckc_mem_leak_frees(void)
+{
+	atomic_store(&mem_leak, true);
+	atomic_fetch_add(&free_probes, 1); /* (every free takes the slow way) */
+}
+
+/* free with a probe under way, something owed, the allocator not looked up
+ * yet, or the library's frees skipped. */
 __attribute__((noinline)) static void free_slow(void *p)
 {
+	if (atomic_load_explicit(&mem_leak, memory_order_relaxed) && ckc_io_guard > 0)
+		return;
 	if (!real_free)
 		mem_resolve();
 	if (atomic_load_explicit(&free_probes, memory_order_relaxed) != 0 && p && p == free_probe)

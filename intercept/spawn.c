@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "intercept.h"
+#include "sigdefer.h"
 #include "thread.h"
 #include "log.h"
 #include "owed.h"
@@ -290,6 +291,10 @@ static void exit_drain(void)
 		ckc_stats_unstarted();
 		return;
 	}
+	/* a handler's _exit (async-signal-safe) may have interrupted the
+	 * program in malloc, whose lock the drain would wait for */
+	if (ckc_sig_in_handler() && ckc_term_exit_drain())
+		return;
 	ckc_enter();
 	ckc_finish(0);
 	ckc_node_stop();

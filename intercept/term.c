@@ -30,7 +30,9 @@ static const int term_sigs[] = { SIGTERM, SIGINT,  SIGABRT,   SIGHUP,  SIGQUIT, 
 #define TERM_NSIGS (int)(sizeof(term_sigs) / sizeof(term_sigs[0]))
 
 static sem_t term_sem;
-static atomic_int term_sig;      /* the first signal caught, 0 before */
+static atomic_int term_sig;      /* the first signal caught, 0 before; TERM_EXIT */
+/* _exit called in a signal handler (ckc_term_exit_drain) */
+#define TERM_EXIT (-1)
 static atomic_bool term_done;    /* the drain ended (or gave up) */
 static pid_t term_pid;           /* the process the thread runs in */
 static uint64_t term_wait_ns;
@@ -108,6 +110,16 @@ static void *term_main(void *arg)
 	while (sem_wait(&term_sem) != 0)
 		;
 	int sig = atomic_load(&term_sig);
+	if (sig == TERM_EXIT) {
+		ckc_mem_leak_frees();
+		ckc_info("_exit in a signal handler: writing what the cache holds to the real paths "
+			 "(at most %.1f s)", (double)term_wait_ns / 1e9);
+		if (ckc_finish(ckc_now_ns() + term_wait_ns) != 0)
+			ckc_error("_exit in a signal handler: the cache could not write everything to the "
+				  "real paths in %.1f s (CKPTCACHE_TERM_WAIT)", (double)term_wait_ns / 1e9);
+		atomic_store(&term_done, true);
+		return NULL;
+	}
 	ckc_info("signal %d (%s): writing what the cache holds to the real paths (at most %.1f s)",
 		 sig, strsignal(sig), (double)term_wait_ns / 1e9);
 	if (ckc_finish(ckc_now_ns() + term_wait_ns) != 0)
@@ -119,6 +131,32 @@ static void *term_main(void *arg)
 	term_default(sig);
 	kill(getpid(), sig);
 	return NULL;
+}
+
+/* The thread that ends the program's run by a signal is running. */
+static atomic_bool term_running;
+
+bool ckc_term_exit_drain(void)
+{
+	if (!atomic_load(&term_running) || getpid() != term_pid)
+		return false;
+	int none = 0;
+	/* (a signal's drain under way already: the same wait) */
+	if (atomic_compare_exchange_strong(&term_sig, &none, TERM_EXIT))
+		sem_post(&term_sem);
+	uint64_t until = term_now() + term_wait_ns + 200000000ull;
+	while (!atomic_load(&term_done) && term_now() < until) {
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
+	if (!atomic_load(&term_done)) {
+		static const char msg[] = "ckptcache: error: _exit in a signal handler: the cache's "
+					  "checkpoints could not all be written to their real paths in time "
+					  "(the thread the handler interrupted may hold the allocator's lock)\n";
+		ssize_t w = write(2, msg, sizeof(msg) - 1);
+		(void)w;
+	}
+	return true;
 }
 
 void ckc_term_install(double wait_s)
@@ -134,6 +172,7 @@ void ckc_term_install(double wait_s)
 		return;
 	/* the thread never runs a handler itself (thread.h) */
 	int rc = ckc_thread_start(NULL, term_main, NULL, "ckc-term", true);
+	atomic_store(&term_running, rc == 0);
 	if (rc != 0) {
 		ckc_warn("no thread for the end by signal (%s): SIGTERM ends the program without "
 			 "writing the cache's checkpoints", strerror(rc));

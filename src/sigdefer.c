@@ -26,6 +26,14 @@ typedef struct {
 
 static prog_handler_t prog[SIGS];
 
+/* Handlers of the program this thread runs where they interrupted it. */
+static __thread unsigned in_handler __attribute__((tls_model("initial-exec")));
+
+bool ckc_sig_in_handler(void)
+{
+	return in_handler > 0;
+}
+
 /* A delivery deferred: one per signal, as the kernel keeps one standard
  * signal pending (the same signal again before its handler ran merges with
  * it), with the handler installed when it came. */
@@ -77,7 +85,9 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		return; /* set back to the default or ignored as it came */
 	int flags = atomic_load_explicit(&prog[sig].flags, memory_order_relaxed);
 	if (ckc_tl_locks == 0 && ckc_io_guard == 0) {
+		in_handler++;
 		prog_call(fn, flags, sig, si, uc);
+		in_handler--;
 		return;
 	}
 	deferred_t *d = &deferred[sig];

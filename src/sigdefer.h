@@ -33,6 +33,10 @@ int ckc_sig_action(int sig, const struct sigaction *act, struct sigaction *old, 
 /* Whether sig's handler can be deferred (an asynchronous signal). */
 bool ckc_sig_deferrable(int sig);
 
+/* Whether this thread runs a handler of the program that interrupted it
+ * (not one deferred: that runs where the thread left the library). */
+bool ckc_sig_in_handler(void);
+
 /* Runs the handlers deferred in this thread (its last lock let go). */
 void ckc_sig_run_deferred(void);
 

@@ -158,6 +158,7 @@ int m_prefix(int argc, char **argv);
 int m_signals(int argc, char **argv);
 int m_handlerwrites(int argc, char **argv);
 int m_handlerlog(int argc, char **argv);
+int m_handlerexit(int argc, char **argv);
 int m_spawnrace(int argc, char **argv);
 int m_answers(int argc, char **argv);
 int m_fsize_child(int argc, char **argv);

@@ -308,3 +308,54 @@ int m_handlerlog(int argc, char **argv)
 	close(fd);
 	return 0;
 }
+
+/* ---- _exit in a signal handler ------------------------------------------ */
+
+static void hx_handler(int sig)
+{
+	(void)sig;
+	_exit(7);
+}
+
+/* handlerexit DIR N SIZE SEED: writes N checkpoints (the last left open),
+ * then allocates and frees without pause until a SIGALRM handler ends the
+ * program with _exit(7), as a time limit's handler does: it interrupts
+ * malloc most times, whose lock the library's work at _exit must not wait
+ * for. The checkpoints are checked at their real paths afterwards. */
+int m_handlerexit(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "DIR N SIZE SEED");
+	char path[PATH_MAX];
+	int last = -1;
+	for (long i = 0; i < arg.n; i++) {
+		snprintf(path, sizeof(path), "%s/hx_%02ld.bin", arg.path, i);
+		unsigned char *b = pattern_buf(arg.size, arg.seed + (uint64_t)i);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			fail("open %s: %s", path, strerror(errno));
+		write_all(fd, b, arg.size, path);
+		free(b);
+		if (i + 1 < arg.n)
+			xclose(fd, path);
+		else
+			last = fd;
+	}
+	(void)last;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = hx_handler;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGALRM, &sa, NULL) != 0)
+		fail("sigaction: %s", strerror(errno));
+	struct itimerval it = { { 0, 0 }, { 0, 200000 } };
+	if (setitimer(ITIMER_REAL, &it, NULL) != 0)
+		fail("setitimer: %s", strerror(errno));
+	void *keep[64] = { 0 };
+	unsigned r = 1;
+	for (;;) {
+		r = r * 1103515245u + 12345u;
+		unsigned j = (r >> 8) % 64;
+		free(keep[j]);
+		keep[j] = malloc((r >> 4) % 100000 + 1);
+	}
+}

@@ -77,6 +77,26 @@ handler_writes_case() {
 	done
 }
 
+# A SIGALRM handler ends the program with _exit(7) while it allocates and
+# frees without pause (a time limit's handler): the handler interrupts
+# malloc, and the library's work at _exit, which allocates, waited for
+# malloc's lock for ever. The program must end with status 7, each
+# checkpoint at its real path (the last one still open).
+handler_exit_case() {
+	need_helper
+	local i rc
+	for ((i = 0; i < 3; i++)); do
+		rm -f ck/hx_*
+		ck CKPTCACHE_STEP_ASIDE=off -- "$HELPER" handlerexit "$T/ck" 4 1M 61
+		rc=$?
+		[ $rc -eq 7 ] || fail "run $i: $(status_text $rc), expected exit status 7$(last_error)"
+		local k
+		for ((k = 0; k < 4; k++)); do
+			run_ok "run $i: checkpoint $k at its real path" plain "$HELPER" check "ck/hx_0$k.bin" 1M $((61 + k))
+		done
+	done
+}
+
 threads_case() {
 	helper_ok "4 writer threads + 2 pwrite threads sharing an fd" -- threads "$T/ck" 3M
 	# 4 x 3 MiB, 6 MiB shared, 4 MiB read by four threads through one fd
@@ -842,6 +862,7 @@ case_add paths/patterns paths_case
 case_add exit/unclosed-fd unclosed_case fd
 case_add threads/program-signals signals_case
 case_add threads/handler-writes handler_writes_case
+case_add threads/handler-exit handler_exit_case
 case_add names/kernel-answers answers_case
 case_add names/c-walkers walkers_case
 case_add threads/children-while-closing spawnrace_case
