@@ -110,8 +110,10 @@ static void *term_main(void *arg)
 	while (sem_wait(&term_sem) != 0)
 		;
 	int sig = atomic_load(&term_sig);
+	/* the signal may have interrupted the program in malloc: the drain
+	 * gives nothing back to it (the process ends after it) */
+	ckc_mem_leak_frees();
 	if (sig == TERM_EXIT) {
-		ckc_mem_leak_frees();
 		ckc_info("_exit in a signal handler: writing what the cache holds to the real paths "
 			 "(at most %.1f s)", (double)term_wait_ns / 1e9);
 		if (ckc_finish(ckc_now_ns() + term_wait_ns) != 0)
