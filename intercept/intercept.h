@@ -84,6 +84,9 @@ void ckc_term_install(double wait_s);
  * the end by signal, the caller waiting for it (CKPTCACHE_TERM_WAIT at
  * most); false where there is no such thread. */
 bool ckc_term_exit_drain(void);
+/* Whether sa is the library's own end-by-signal handler, which the
+ * program is told is the default (it was, before the library set it). */
+bool ckc_term_handler_is(const struct sigaction *sa);
 /* From now on the library's own frees are skipped (the process ends). */
 void ckc_mem_leak_frees(void);
 

@@ -11,6 +11,7 @@
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 
@@ -322,29 +323,40 @@ int ckc_real_sigaction(int sig, const struct sigaction *act, struct sigaction *o
 	return REAL(sigaction)(sig, act, old);
 }
 
+/* The disposition the program set, as it reads it back: the library's
+ * end-by-signal handler stands where the default was. */
+static void old_as_set(struct sigaction *old)
+{
+	if (old && ckc_term_handler_is(old)) {
+		memset(old, 0, sizeof(*old));
+		old->sa_handler = SIG_DFL;
+		sigemptyset(&old->sa_mask);
+	}
+}
+
 CKC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
+	int rc;
 	if (sig == SIGSEGV && !ckc_in_vfork_child() && ckc_owed_sigaction(act, old) == 0)
-		return 0;
-	return ckc_sig_action(sig, act, old, ckc_in_vfork_child(), ckc_real_sigaction);
+		rc = 0;
+	else
+		rc = ckc_sig_action(sig, act, old, ckc_in_vfork_child(), ckc_real_sigaction);
+	if (rc == 0)
+		old_as_set(old);
+	return rc;
 }
 
 CKC_EXPORT sighandler_t signal(int sig, sighandler_t h)
 {
+	if (h == SIG_ERR)
+		return REAL(signal)(sig, h);
+	/* the C library's signal(): BSD's, the signal blocked in its handler */
 	struct sigaction sa = { 0 }, old;
 	sa.sa_handler = h;
 	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	if (sig == SIGSEGV && !ckc_in_vfork_child()) {
-		if (ckc_owed_sigaction(&sa, &old) == 0)
-			return (old.sa_flags & SA_SIGINFO) ? (sighandler_t)(void *)old.sa_sigaction :
-							     old.sa_handler;
-	}
-	if (!ckc_sig_deferrable(sig) || h == SIG_ERR)
-		return REAL(signal)(sig, h);
-	/* the C library's signal(): BSD's, the signal blocked in its handler */
 	sigaddset(&sa.sa_mask, sig);
-	if (ckc_sig_action(sig, &sa, &old, ckc_in_vfork_child(), ckc_real_sigaction) != 0)
+	sa.sa_flags = SA_RESTART;
+	if (sigaction(sig, &sa, &old) != 0)
 		return SIG_ERR;
 	return (old.sa_flags & SA_SIGINFO) ? (sighandler_t)(void *)old.sa_sigaction : old.sa_handler;
 }

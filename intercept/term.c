@@ -135,6 +135,11 @@ static void *term_main(void *arg)
 	return NULL;
 }
 
+bool ckc_term_handler_is(const struct sigaction *sa)
+{
+	return sa && (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == term_handler;
+}
+
 /* The thread that ends the program's run by a signal is running. */
 static atomic_bool term_running;
 

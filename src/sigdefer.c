@@ -34,12 +34,17 @@ bool ckc_sig_in_handler(void)
 	return in_handler > 0;
 }
 
-/* A delivery deferred: one per signal, as the kernel keeps one standard
- * signal pending (the same signal again before its handler ran merges with
- * it), with the handler installed when it came. */
-enum { DEF_FREE, DEF_FILLING, DEF_HELD };
+/* Deliveries deferred, each with the thread that took it and the handler
+ * installed when it came: a standard signal that comes again to a thread
+ * that defers it already merges with it, as the kernel keeps one pending;
+ * a real-time one takes a slot of its own, as the kernel queues it. */
+enum { DEF_FREE, DEF_FILLING, DEF_HELD, DEF_TAKEN };
+#define DEF_SLOTS 1024
 typedef struct {
 	atomic_int state;
+	pthread_t owner;
+	uint64_t seq;
+	int sig;
 	void *fn;
 	int flags;
 	sigset_t mask;
@@ -47,7 +52,11 @@ typedef struct {
 	ucontext_t uc;
 } deferred_t;
 
-static deferred_t deferred[SIGS];
+static deferred_t deferred[DEF_SLOTS];
+static atomic_uint_fast64_t deferred_seq;
+/* Signals this thread deferred when every slot was taken: run with a
+ * siginfo of their number only. */
+static __thread uint64_t deferred_over __attribute__((tls_model("initial-exec")));
 
 bool ckc_sig_deferrable(int sig)
 {
@@ -90,9 +99,22 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		in_handler--;
 		return;
 	}
-	deferred_t *d = &deferred[sig];
-	int free_ = DEF_FREE;
-	if (atomic_compare_exchange_strong(&d->state, &free_, DEF_FILLING)) {
+	pthread_t me = pthread_self();
+	bool rt = sig >= SIGRTMIN;
+	for (int i = 0; !rt && i < DEF_SLOTS; i++)
+		if (atomic_load(&deferred[i].state) == DEF_HELD && deferred[i].sig == sig &&
+		    pthread_equal(deferred[i].owner, me)) {
+			ckc_tl_sigdefer = 1;
+			return; /* merged with the one pending */
+		}
+	for (int i = 0; i < DEF_SLOTS; i++) {
+		deferred_t *d = &deferred[i];
+		int free_ = DEF_FREE;
+		if (!atomic_compare_exchange_strong(&d->state, &free_, DEF_FILLING))
+			continue;
+		d->owner = me;
+		d->seq = atomic_fetch_add(&deferred_seq, 1);
+		d->sig = sig;
 		d->fn = fn;
 		d->flags = flags;
 		d->mask = prog[sig].mask;
@@ -105,8 +127,53 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		else
 			memset(&d->uc, 0, sizeof(d->uc));
 		atomic_store(&d->state, DEF_HELD);
+		ckc_tl_sigdefer = 1;
+		return;
 	}
-	ckc_tl_sigdefer |= 1ull << (sig - 1);
+	deferred_over |= 1ull << (sig - 1);
+	ckc_tl_sigdefer = 1;
+}
+
+/* This thread's deferred delivery that came first, taken (its slot freed)
+ * into out; false when none is left. */
+static bool deferred_take(deferred_t *out)
+{
+	pthread_t me = pthread_self();
+	int best = -1;
+	for (int i = 0; i < DEF_SLOTS; i++)
+		if (atomic_load(&deferred[i].state) == DEF_HELD && pthread_equal(deferred[i].owner, me) &&
+		    (best < 0 || deferred[i].seq < deferred[best].seq))
+			best = i;
+	if (best >= 0) {
+		deferred_t *d = &deferred[best];
+		int held = DEF_HELD;
+		if (!atomic_compare_exchange_strong(&d->state, &held, DEF_TAKEN))
+			return false;
+		out->sig = d->sig;
+		out->fn = d->fn;
+		out->flags = d->flags;
+		out->mask = d->mask;
+		out->si = d->si;
+		memcpy(&out->uc, &d->uc, sizeof(out->uc));
+		atomic_store(&d->state, DEF_FREE);
+		return true;
+	}
+	if (!deferred_over)
+		return false;
+	int sig = __builtin_ctzll(deferred_over) + 1;
+	deferred_over &= ~(1ull << (sig - 1));
+	void *fn = atomic_load(&prog[sig].fn);
+	if (!fn)
+		return deferred_take(out);
+	out->sig = sig;
+	out->fn = fn;
+	out->flags = atomic_load(&prog[sig].flags);
+	out->mask = prog[sig].mask;
+	memset(&out->si, 0, sizeof(out->si));
+	out->si.si_signo = sig;
+	out->si.si_code = SI_USER;
+	memset(&out->uc, 0, sizeof(out->uc));
+	return true;
 }
 
 void ckc_sig_run_deferred(void)
@@ -116,39 +183,28 @@ void ckc_sig_run_deferred(void)
 	sigfillset(&all);
 	ckc_io_guard = 0; /* the program's code, no lock held */
 	for (;;) {
-		/* the mask read and cleared with signals blocked: a handler of
-		 * this thread sets it */
+		/* taken with signals blocked: a handler of this thread adds */
 		pthread_sigmask(SIG_BLOCK, &all, &before);
-		uint64_t m = ckc_tl_sigdefer;
-		if (!m) {
+		deferred_t d;
+		if (!deferred_take(&d)) {
+			ckc_tl_sigdefer = 0;
 			pthread_sigmask(SIG_SETMASK, &before, NULL);
 			break;
 		}
-		int sig = __builtin_ctzll(m) + 1;
-		ckc_tl_sigdefer = m & ~(1ull << (sig - 1));
-		deferred_t *d = &deferred[sig];
-		int held = DEF_HELD;
-		if (!atomic_compare_exchange_strong(&d->state, &held, DEF_FILLING)) {
-			/* another thread's deferral of it ran it */
-			pthread_sigmask(SIG_SETMASK, &before, NULL);
-			continue;
-		}
-		void *fn = d->fn;
-		int flags = d->flags;
-		siginfo_t si = d->si;
-		ucontext_t uc;
-		memcpy(&uc, &d->uc, sizeof(uc));
 		sigset_t during = before;
 		for (int s = 1; s < SIGS; s++)
-			if (sigismember(&d->mask, s) == 1)
+			if (sigismember(&d.mask, s) == 1)
 				sigaddset(&during, s);
-		if (!(flags & SA_NODEFER))
-			sigaddset(&during, sig);
-		atomic_store(&d->state, DEF_FREE);
+		if (!(d.flags & SA_NODEFER))
+			sigaddset(&during, d.sig);
+		sigset_t uc_was = d.uc.uc_sigmask;
 		/* as the kernel runs a handler: its mask and the signal blocked */
 		pthread_sigmask(SIG_SETMASK, &during, NULL);
-		prog_call(fn, flags, sig, &si, &uc);
-		pthread_sigmask(SIG_SETMASK, &before, NULL);
+		prog_call(d.fn, d.flags, d.sig, &d.si, &d.uc);
+		/* as the kernel returns from one: the mask of its context, which
+		 * the handler may have changed */
+		pthread_sigmask(SIG_SETMASK, memcmp(&uc_was, &d.uc.uc_sigmask, sizeof(uc_was)) ? &d.uc.uc_sigmask : &before,
+				NULL);
 	}
 	ckc_io_guard = guard;
 	errno = saved;
@@ -157,8 +213,9 @@ void ckc_sig_run_deferred(void)
 void ckc_sig_atfork_child(void)
 {
 	ckc_tl_sigdefer = 0;
-	for (int s = 1; s < SIGS; s++)
-		atomic_store(&deferred[s].state, DEF_FREE);
+	deferred_over = 0;
+	for (int i = 0; i < DEF_SLOTS; i++)
+		atomic_store(&deferred[i].state, DEF_FREE);
 }
 
 int ckc_sig_action(int sig, const struct sigaction *act, struct sigaction *old, bool table_ro,

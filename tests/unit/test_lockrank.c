@@ -260,6 +260,39 @@ Test(sigdefer, a_signal_that_comes_twice_while_deferred_runs_once)
 	sd_reset(SIGUSR1);
 }
 
+static volatile sig_atomic_t rt_vals[4], rt_n;
+
+static void sd_rt_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	if (rt_n < 4)
+		rt_vals[rt_n] = si->si_value.sival_int;
+	rt_n++;
+}
+
+Test(sigdefer, real_time_signals_deferred_are_queued_in_order)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = sd_rt_handler;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	rt_n = 0;
+	cr_assert_eq(ckc_sig_action(SIGRTMIN, &sa, NULL, false, sd_real), 0);
+	ckc_mutex_lock(&outer);
+	for (int i = 0; i < 3; i++) {
+		union sigval v = { .sival_int = 100 + i };
+		cr_assert_eq(sigqueue(getpid(), SIGRTMIN, v), 0);
+	}
+	cr_assert_eq(rt_n, 0);
+	ckc_mutex_unlock(&outer);
+	cr_assert_eq(rt_n, 3, "%d of 3 queued signals ran", (int)rt_n);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(rt_vals[i], 100 + i);
+	sd_reset(SIGRTMIN);
+}
+
 Test(sigdefer, default_ignored_and_synchronous_signals_are_as_given)
 {
 	struct sigaction sa, got;
