@@ -540,7 +540,8 @@ int ckc_close_fd(int fd);
 
 static inline void ckc_enter(void)
 {
-	ckc_io_guard++;
+	if (ckc_io_guard++ == 0 && ckc_tl_locks == 0)
+		ckc_cancel_hold();
 	atomic_signal_fence(memory_order_seq_cst);
 }
 
@@ -549,8 +550,11 @@ static inline void ckc_enter(void)
 static inline void ckc_leave(void)
 {
 	atomic_signal_fence(memory_order_seq_cst);
-	if (--ckc_io_guard == 0 && __builtin_expect(ckc_tl_sigdefer != 0, 0) && ckc_tl_locks == 0)
-		ckc_sig_run_deferred();
+	if (--ckc_io_guard == 0 && ckc_tl_locks == 0) {
+		ckc_cancel_release();
+		if (__builtin_expect(ckc_tl_sigdefer != 0, 0))
+			ckc_sig_run_deferred();
+	}
 }
 
 /* A wrapper's return: -1 with errno from a -errno result, or rc with the

@@ -159,6 +159,18 @@ static ckc_rank_t ent_rank(uintptr_t v)
 	return v & 1 ? ((ckc_rwlock_t *)(v & ~(uintptr_t)1))->rank : ((ckc_mutex_t *)v)->rank;
 }
 
+static __thread int cancel_was;
+
+void ckc_cancel_hold(void)
+{
+	(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_was);
+}
+
+void ckc_cancel_release(void)
+{
+	(void)pthread_setcancelstate(cancel_was, NULL);
+}
+
 /* This thread's count of locks before the fork took them. */
 static unsigned locks_before_fork;
 
@@ -216,5 +228,7 @@ void ckc_locks_postfork_child(void)
 	/* the locks it held (each counted) and the fork's own are made anew;
 	 * what the parent's thread deferred meanwhile is the parent's */
 	ckc_tl_locks = locks_before_fork;
+	if (ckc_tl_locks == 0 && ckc_io_guard == 0)
+		ckc_cancel_release();
 	ckc_sig_atfork_child();
 }

@@ -159,17 +159,29 @@ extern __thread volatile uint64_t ckc_tl_sigdefer __attribute__((tls_model("init
 extern __thread int ckc_io_guard __attribute__((tls_model("initial-exec")));
 void ckc_sig_run_deferred(void);
 
+/* The thread's cancellation (pthread_cancel) is held off while it is
+ * inside the library: cancelled at one of the calls the library makes, it
+ * would leave a lock held, or an object half handed over, for the other
+ * threads to wait on for ever. A cancellation asked meanwhile acts at the
+ * program's next cancellation point. */
+void ckc_cancel_hold(void);
+void ckc_cancel_release(void);
+
 static inline void ckc_locks_in(void)
 {
-	ckc_tl_locks++;
+	if (ckc_tl_locks++ == 0 && ckc_io_guard == 0)
+		ckc_cancel_hold();
 	atomic_signal_fence(memory_order_seq_cst);
 }
 
 static inline void ckc_locks_out(void)
 {
 	atomic_signal_fence(memory_order_seq_cst);
-	if (--ckc_tl_locks == 0 && __builtin_expect(ckc_tl_sigdefer != 0, 0) && ckc_io_guard == 0)
-		ckc_sig_run_deferred();
+	if (--ckc_tl_locks == 0 && ckc_io_guard == 0) {
+		ckc_cancel_release();
+		if (__builtin_expect(ckc_tl_sigdefer != 0, 0))
+			ckc_sig_run_deferred();
+	}
 }
 
 static inline void ckc_mutex_init(ckc_mutex_t *m, ckc_rank_t r)

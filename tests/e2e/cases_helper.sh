@@ -97,6 +97,15 @@ handler_exit_case() {
 	done
 }
 
+# Threads that write checkpoints without pause, cancelled with
+# pthread_cancel at their calls (open, write, close are cancellation
+# points), round after round: a thread cancelled inside the library took
+# its lock with it, and the next round hung.
+cancel_write_case() {
+	helper_ok "threads cancelled while they write checkpoints" -- cancelwrite "$T/ck" 40 1M 19
+	run_ok "the last checkpoint at its real path" plain "$HELPER" check ck/cw_final.bin 1M 19
+}
+
 threads_case() {
 	helper_ok "4 writer threads + 2 pwrite threads sharing an fd" -- threads "$T/ck" 3M
 	# 4 x 3 MiB, 6 MiB shared, 4 MiB read by four threads through one fd
@@ -863,6 +872,7 @@ case_add exit/unclosed-fd unclosed_case fd
 case_add threads/program-signals signals_case
 case_add threads/handler-writes handler_writes_case
 case_add threads/handler-exit handler_exit_case
+case_add threads/cancel-while-writing cancel_write_case
 case_add names/kernel-answers answers_case
 case_add names/c-walkers walkers_case
 case_add threads/children-while-closing spawnrace_case
