@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "intercept.h"
+#include "sigdefer.h"
 #include "owed.h"
 #include "log.h"
 #include "path.h"
@@ -668,6 +669,13 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 
 int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)
 {
+	/* a signal handler of the program that interrupted it, perhaps inside
+	 * malloc, whose lock the cache's work would wait for: while the cache
+	 * holds no version that a real file lacks, its checkpoints go to
+	 * their real paths, as when stepping aside (open, write and close
+	 * are async-signal-safe without the library) */
+	if (ckc_sig_in_handler() && !ckc_holds_unpublished())
+		return CKC_PASS;
 	/* only a small checkpoint's open is timed (open_tagged) */
 	bool timeable = (flags & O_ACCMODE) == O_WRONLY && (flags & (O_TRUNC | O_APPEND)) == O_TRUNC;
 	uint64_t start = timeable ? ckc_now_ns() : 0;

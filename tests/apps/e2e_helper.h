@@ -160,6 +160,7 @@ int m_handlerwrites(int argc, char **argv);
 int m_handlerlog(int argc, char **argv);
 int m_handlerexit(int argc, char **argv);
 int m_cancelwrite(int argc, char **argv);
+int m_handlermalloc(int argc, char **argv);
 int m_spawnrace(int argc, char **argv);
 int m_answers(int argc, char **argv);
 int m_fsize_child(int argc, char **argv);

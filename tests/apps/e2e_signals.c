@@ -359,3 +359,64 @@ int m_handlerexit(int argc, char **argv)
 		keep[j] = malloc((r >> 4) % 100000 + 1);
 	}
 }
+
+/* ---- a handler that writes checkpoints while the program allocates ----- */
+
+static char hm_dir[PATH_MAX];
+static volatile sig_atomic_t hm_runs, hm_bad;
+
+static void hm_handler(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	char p[PATH_MAX], b[512], r[600];
+	int k = hm_runs % 4;
+	snprintf(p, sizeof(p), "%s/alarm%d.bin", hm_dir, k);
+	memset(b, 'a' + k, sizeof(b));
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, b, sizeof(b)) != (ssize_t)sizeof(b))
+		hm_bad++;
+	if (fd >= 0)
+		close(fd);
+	fd = open(p, O_RDONLY);
+	ssize_t got = fd >= 0 ? read(fd, r, sizeof(r)) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (got != (ssize_t)sizeof(b) || memcmp(r, b, sizeof(b)))
+		hm_bad++;
+	hm_runs++;
+	errno = saved;
+}
+
+/* handlermalloc DIR N: a SIGALRM handler, every 500 us, writes a small
+ * checkpoint and reads it back (open, write, read and close are
+ * async-signal-safe) while the program only allocates and frees, N
+ * million times: the handler interrupts malloc most times, whose lock the
+ * library's work for the handler's calls waited for, for ever. */
+int m_handlermalloc(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "DIR N");
+	snprintf(hm_dir, sizeof(hm_dir), "%s", arg.path);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = hm_handler;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	if (sigaction(SIGALRM, &sa, NULL) != 0)
+		fail("sigaction: %s", strerror(errno));
+	struct itimerval it = { { 0, 500 }, { 0, 500 } };
+	setitimer(ITIMER_REAL, &it, NULL);
+	void *keep[64] = { 0 };
+	unsigned r = 7;
+	for (long i = 0; i < arg.n * 1000000; i++) {
+		r = r * 1103515245u + 12345u;
+		unsigned j = (r >> 8) % 64;
+		free(keep[j]);
+		keep[j] = (r & 1) ? malloc((r >> 4) % 100000 + 1) : calloc(1, (r >> 4) % 5000 + 1);
+	}
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	if (hm_runs < 10 || hm_bad)
+		fail("the handler ran %d times, %d of its checks failed", (int)hm_runs, (int)hm_bad);
+	return 0;
+}

@@ -106,6 +106,20 @@ cancel_write_case() {
 	run_ok "the last checkpoint at its real path" plain "$HELPER" check ck/cw_final.bin 1M 19
 }
 
+# A SIGALRM handler writes a small checkpoint and reads it back every
+# 500 us while the program only allocates and frees: the handler's calls
+# go to the real files (the cache holds nothing they could miss), and the
+# library's work, which allocates, never waits for the lock of the malloc
+# the handler interrupted (it did, for ever).
+handler_malloc_case() {
+	helper_ok "a signal handler's checkpoints while the program allocates" -- handlermalloc "$T/ck" 3
+	local k
+	for k in 0 1 2 3; do
+		[ "$(tr -d "$(printf "\\$(printf %o $((97 + k)))")" <"ck/alarm$k.bin" | wc -c)" -eq 0 ] &&
+			[ "$(stat -c %s "ck/alarm$k.bin")" -eq 512 ] || fail "alarm$k.bin at its real path"
+	done
+}
+
 threads_case() {
 	helper_ok "4 writer threads + 2 pwrite threads sharing an fd" -- threads "$T/ck" 3M
 	# 4 x 3 MiB, 6 MiB shared, 4 MiB read by four threads through one fd
@@ -873,6 +887,7 @@ case_add threads/program-signals signals_case
 case_add threads/handler-writes handler_writes_case
 case_add threads/handler-exit handler_exit_case
 case_add threads/cancel-while-writing cancel_write_case
+case_add threads/handler-while-allocating handler_malloc_case
 case_add names/kernel-answers answers_case
 case_add names/c-walkers walkers_case
 case_add threads/children-while-closing spawnrace_case
