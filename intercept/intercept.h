@@ -545,16 +545,11 @@ static inline void ckc_enter(void)
 	atomic_signal_fence(memory_order_seq_cst);
 }
 
-/* Leaving the library: the program's signal handlers deferred meanwhile
- * run (src/sigdefer.h). */
 static inline void ckc_leave(void)
 {
 	atomic_signal_fence(memory_order_seq_cst);
-	if (--ckc_io_guard == 0 && ckc_tl_locks == 0) {
-		ckc_cancel_release();
-		if (__builtin_expect(ckc_tl_sigdefer != 0, 0))
-			ckc_sig_run_deferred();
-	}
+	if (--ckc_io_guard == 0 && ckc_tl_locks == 0)
+		ckc_library_left();
 }
 
 /* A wrapper's return: -1 with errno from a -errno result, or rc with the

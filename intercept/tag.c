@@ -334,20 +334,8 @@ bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 	/* resolved as the kernel will: a path it refuses is not tagged, and
 	 * the real call gives the program the kernel's error (the kernel
 	 * names a folder canonically) */
-	if (b && !strchr(path, '/') && strcmp(path, ".") && strcmp(path, "..")) {
-		/* one name in a folder the kernel named: a walker's open of each
-		 * name at its folder's descriptor */
-		size_t bl = strlen(b), nl = strlen(path);
-		if (bl == 1)
-			bl = 0; /* the root */
-		if (bl + 1 + nl + 1 > PATH_MAX)
-			return false;
-		memcpy(out, b, bl);
-		out[bl] = '/';
-		memcpy(out + bl + 1, path, nl + 1);
-	} else if ((b ? ckc_path_resolve_in(path, b, out, PATH_MAX) : ckc_path_resolve(path, NULL, out, PATH_MAX)) != 0) {
+	if ((b ? ckc_path_resolve_in(path, b, out, PATH_MAX) : ckc_path_resolve(path, NULL, out, PATH_MAX)) != 0)
 		return false;
-	}
 	return ckc_tag_match(out);
 }
 

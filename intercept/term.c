@@ -65,6 +65,18 @@ static void term_default(int sig)
 	term_sigaction(sig, &sa);
 }
 
+/* Waits for the drain of term_main, a little longer than its own bound, so
+ * that it can say what it could not do; whether it ended. */
+static bool term_wait_done(void)
+{
+	uint64_t until = term_now() + term_wait_ns + 200000000ull;
+	while (!atomic_load(&term_done) && term_now() < until) {
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
+	return atomic_load(&term_done);
+}
+
 static void term_handler(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
@@ -90,13 +102,8 @@ static void term_handler(int sig, siginfo_t *si, void *uc)
 		errno = saved;
 		return;
 	}
-	/* a little longer than the thread's own bound, so that it can say
-	 * what it could not do */
-	uint64_t until = term_now() + term_wait_ns + 200000000ull;
-	while (here && !atomic_load(&term_done) && term_now() < until) {
-		struct timespec ms = { 0, 1000000 };
-		nanosleep(&ms, NULL);
-	}
+	if (here)
+		(void)term_wait_done();
 	term_default(sig);
 	if (!fault)
 		raise(sig); /* blocked in this handler: delivered as it returns */
@@ -113,22 +120,19 @@ static void *term_main(void *arg)
 	/* the signal may have interrupted the program in malloc: the drain
 	 * gives nothing back to it (the process ends after it) */
 	ckc_mem_leak_frees();
-	if (sig == TERM_EXIT) {
-		ckc_info("_exit in a signal handler: writing what the cache holds to the real paths "
-			 "(at most %.1f s)", (double)term_wait_ns / 1e9);
-		if (ckc_finish(ckc_now_ns() + term_wait_ns) != 0)
-			ckc_error("_exit in a signal handler: the cache could not write everything to the "
-				  "real paths in %.1f s (CKPTCACHE_TERM_WAIT)", (double)term_wait_ns / 1e9);
-		atomic_store(&term_done, true);
-		return NULL;
-	}
-	ckc_info("signal %d (%s): writing what the cache holds to the real paths (at most %.1f s)",
-		 sig, strsignal(sig), (double)term_wait_ns / 1e9);
+	char what[64];
+	if (sig == TERM_EXIT)
+		snprintf(what, sizeof(what), "_exit in a signal handler");
+	else
+		snprintf(what, sizeof(what), "signal %d (%s)", sig, strsignal(sig));
+	ckc_info("%s: writing what the cache holds to the real paths (at most %.1f s)", what,
+		 (double)term_wait_ns / 1e9);
 	if (ckc_finish(ckc_now_ns() + term_wait_ns) != 0)
-		ckc_error("signal %d (%s): the cache could not write everything to the real paths in "
-			  "%.1f s (CKPTCACHE_TERM_WAIT); the program ends now",
-			  sig, strsignal(sig), (double)term_wait_ns / 1e9);
+		ckc_error("%s: the cache could not write everything to the real paths in %.1f s "
+			  "(CKPTCACHE_TERM_WAIT); the program ends now", what, (double)term_wait_ns / 1e9);
 	atomic_store(&term_done, true);
+	if (sig == TERM_EXIT)
+		return NULL; /* the handler's _exit ends it */
 	/* for a handler that could not wait: the signal's own end */
 	term_default(sig);
 	kill(getpid(), sig);
@@ -151,12 +155,7 @@ bool ckc_term_exit_drain(void)
 	/* (a signal's drain under way already: the same wait) */
 	if (atomic_compare_exchange_strong(&term_sig, &none, TERM_EXIT))
 		sem_post(&term_sem);
-	uint64_t until = term_now() + term_wait_ns + 200000000ull;
-	while (!atomic_load(&term_done) && term_now() < until) {
-		struct timespec ms = { 0, 1000000 };
-		nanosleep(&ms, NULL);
-	}
-	if (!atomic_load(&term_done)) {
+	if (!term_wait_done()) {
 		static const char msg[] = "ckptcache: error: _exit in a signal handler: the cache's "
 					  "checkpoints could not all be written to their real paths in time "
 					  "(the thread the handler interrupted may hold the allocator's lock)\n";

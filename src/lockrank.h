@@ -167,6 +167,16 @@ void ckc_sig_run_deferred(void);
 void ckc_cancel_hold(void);
 void ckc_cancel_release(void);
 
+/* The thread's last step out of the library (no lock held, no engine
+ * call): its cancellation back as it was, the handlers deferred meanwhile
+ * run. */
+static inline void ckc_library_left(void)
+{
+	ckc_cancel_release();
+	if (__builtin_expect(ckc_tl_sigdefer != 0, 0))
+		ckc_sig_run_deferred();
+}
+
 static inline void ckc_locks_in(void)
 {
 	if (ckc_tl_locks++ == 0 && ckc_io_guard == 0)
@@ -177,11 +187,8 @@ static inline void ckc_locks_in(void)
 static inline void ckc_locks_out(void)
 {
 	atomic_signal_fence(memory_order_seq_cst);
-	if (--ckc_tl_locks == 0 && ckc_io_guard == 0) {
-		ckc_cancel_release();
-		if (__builtin_expect(ckc_tl_sigdefer != 0, 0))
-			ckc_sig_run_deferred();
-	}
+	if (--ckc_tl_locks == 0 && ckc_io_guard == 0)
+		ckc_library_left();
 }
 
 static inline void ckc_mutex_init(ckc_mutex_t *m, ckc_rank_t r)

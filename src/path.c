@@ -148,6 +148,20 @@ int ckc_path_resolve(const char *path, const char *base, char *out, size_t outle
 
 int ckc_path_resolve_in(const char *path, const char *canon_base, char *out, size_t outlen)
 {
+	/* one name (a walker's open of each name at its folder's descriptor):
+	 * joined to the folder, with nothing to walk */
+	if (path[0] && path[0] != '/' && canon_base[0] == '/' && !strchr(path, '/') && strcmp(path, ".") &&
+	    strcmp(path, "..")) {
+		size_t bl = strlen(canon_base), nl = strlen(path);
+		if (bl == 1)
+			bl = 0; /* the root */
+		if (bl + 1 + nl + 1 > outlen)
+			return -ENAMETOOLONG;
+		memcpy(out, canon_base, bl);
+		out[bl] = '/';
+		memcpy(out + bl + 1, path, nl + 1);
+		return 0;
+	}
 	int links = 0;
 	return path_walk(path, canon_base, true, out, outlen, &links);
 }

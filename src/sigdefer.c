@@ -26,13 +26,7 @@ typedef struct {
 
 static prog_handler_t prog[SIGS];
 
-/* Handlers of the program this thread runs where they interrupted it. */
-static __thread unsigned in_handler __attribute__((tls_model("initial-exec")));
-
-bool ckc_sig_in_handler(void)
-{
-	return in_handler > 0;
-}
+__thread unsigned ckc_tl_in_handler __attribute__((tls_model("initial-exec")));
 
 /* Deliveries deferred, each with the thread that took it and the handler
  * installed when it came: a standard signal that comes again to a thread
@@ -94,9 +88,9 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		return; /* set back to the default or ignored as it came */
 	int flags = atomic_load_explicit(&prog[sig].flags, memory_order_relaxed);
 	if (ckc_tl_locks == 0 && ckc_io_guard == 0) {
-		in_handler++;
+		ckc_tl_in_handler++;
 		prog_call(fn, flags, sig, si, uc);
-		in_handler--;
+		ckc_tl_in_handler--;
 		return;
 	}
 	pthread_t me = pthread_self();
@@ -191,10 +185,8 @@ void ckc_sig_run_deferred(void)
 			pthread_sigmask(SIG_SETMASK, &before, NULL);
 			break;
 		}
-		sigset_t during = before;
-		for (int s = 1; s < SIGS; s++)
-			if (sigismember(&d.mask, s) == 1)
-				sigaddset(&during, s);
+		sigset_t during;
+		sigorset(&during, &before, &d.mask);
 		if (!(d.flags & SA_NODEFER))
 			sigaddset(&during, d.sig);
 		sigset_t uc_was = d.uc.uc_sigmask;

@@ -33,9 +33,14 @@ int ckc_sig_action(int sig, const struct sigaction *act, struct sigaction *old, 
 /* Whether sig's handler can be deferred (an asynchronous signal). */
 bool ckc_sig_deferrable(int sig);
 
-/* Whether this thread runs a handler of the program that interrupted it
- * (not one deferred: that runs where the thread left the library). */
-bool ckc_sig_in_handler(void);
+/* Handlers of the program this thread runs where they interrupted it (not
+ * one deferred: that runs where the thread left the library). */
+extern __thread unsigned ckc_tl_in_handler __attribute__((tls_model("initial-exec")));
+
+static inline bool ckc_sig_in_handler(void)
+{
+	return ckc_tl_in_handler > 0;
+}
 
 /* Runs the handlers deferred in this thread (its last lock let go). */
 void ckc_sig_run_deferred(void);
