@@ -293,6 +293,38 @@ Test(sigdefer, real_time_signals_deferred_are_queued_in_order)
 	sd_reset(SIGRTMIN);
 }
 
+static int sd_real_fails(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	(void)sig;
+	(void)act;
+	(void)old;
+	errno = EINVAL;
+	return -1;
+}
+
+Test(sigdefer, a_sigaction_that_fails_leaves_the_handler_as_it_was)
+{
+	sd_install_plain(SIGUSR1);
+	struct sigaction sa, got;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = sd_info_handler;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	errno = 0;
+	cr_assert_eq(ckc_sig_action(SIGUSR1, &sa, NULL, false, sd_real_fails), -1);
+	cr_assert_eq(errno, EINVAL);
+	/* the program still has its earlier handler, which still runs */
+	cr_assert_eq(ckc_sig_action(SIGUSR1, NULL, &got, false, sd_real), 0);
+	cr_assert_eq(got.sa_handler, sd_plain_handler);
+	raise(SIGUSR1);
+	cr_assert_eq(sd_runs, 1);
+	/* signals that cannot be caught fail as the kernel says */
+	errno = 0;
+	cr_assert_eq(ckc_sig_action(SIGKILL, &sa, NULL, false, sd_real), -1);
+	cr_assert_eq(errno, EINVAL);
+	sd_reset(SIGUSR1);
+}
+
 Test(sigdefer, default_ignored_and_synchronous_signals_are_as_given)
 {
 	struct sigaction sa, got;
