@@ -396,6 +396,10 @@ void ckc_fdtab_atfork_child(void);
 
 /* Whether f is a tagged (cookie) stream. */
 #include <stdio.h>
+/* glibc's stream flags (libio.h, not installed): a stream that is writing,
+ * or reading back bytes pushed with ungetc, is left to glibc. */
+#define STDIO_IN_BACKUP 0x0100
+#define STDIO_PUTTING 0x0800
 bool ckc_stdio_tagged(FILE *f);
 
 /* A tagged stream's orientation as fwide(3) sets and answers it (mode 0:

@@ -284,6 +284,44 @@ __attribute__((noinline)) static size_t stdio_slow(void *p, size_t size, size_t 
 #define STDIO_SLOW(f, fn) __builtin_expect((f)->_fileno < -1 || \
 	atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) != 0 || !(fn), 0)
 
+/* glibc's _IO_FLAGS2_NEED_LOCK: set on every stream once a second thread
+ * has started, and on streams that other threads may share */
+#define STDIO_NEED_LOCK 128
+
+/* A read the stream's buffer holds whole, copied here: what glibc's read
+ * does first, without its lock (none is needed while the program has one
+ * thread, or when it locks the stream itself) and without the hop into
+ * the C library, which a program reading 4 bytes per fread would pay on
+ * every call. Anything else (a partial buffer, pushed-back input, a
+ * stream being written) goes to the C library. */
+static inline bool stdio_buffered(void *p, size_t size, size_t n, FILE *f, bool locked)
+{
+	size_t bytes;
+	if (locked && (f->_flags2 & STDIO_NEED_LOCK) && !(f->_flags & _IO_USER_LOCK))
+		return false;
+	if (__builtin_mul_overflow(size, n, &bytes) || bytes - 1 >= 32 || (f->_flags & (STDIO_IN_BACKUP | STDIO_PUTTING)) ||
+	    f->_IO_read_ptr >= f->_IO_read_end || (size_t)(f->_IO_read_end - f->_IO_read_ptr) < bytes)
+		return false;
+	const char *s = f->_IO_read_ptr;
+	char *d = p;
+	if (bytes >= 16) {
+		memcpy(d, s, 16);
+		memcpy(d + bytes - 16, s + bytes - 16, 16);
+	} else if (bytes >= 8) {
+		memcpy(d, s, 8);
+		memcpy(d + bytes - 8, s + bytes - 8, 8);
+	} else if (bytes >= 4) {
+		memcpy(d, s, 4);
+		memcpy(d + bytes - 4, s + bytes - 4, 4);
+	} else {
+		d[0] = s[0];
+		d[bytes / 2] = s[bytes / 2];
+		d[bytes - 1] = s[bytes - 1];
+	}
+	f->_IO_read_ptr += bytes;
+	return true;
+}
+
 CKC_EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
 {
 	__typeof__(ckc_real.fwrite) fn = __atomic_load_n(&ckc_real.fwrite, __ATOMIC_RELAXED);
@@ -297,6 +335,8 @@ CKC_EXPORT size_t fread(void *p, size_t size, size_t n, FILE *f)
 	__typeof__(ckc_real.fread) fn = __atomic_load_n(&ckc_real.fread, __ATOMIC_RELAXED);
 	if (STDIO_SLOW(f, fn))
 		return stdio_slow(p, size, n, f, false, true);
+	if (stdio_buffered(p, size, n, f, true))
+		return n;
 	return fn(p, size, n, f);
 }
 
@@ -313,6 +353,8 @@ CKC_EXPORT size_t fread_unlocked(void *p, size_t size, size_t n, FILE *f)
 	__typeof__(ckc_real.fread_unlocked) fn = __atomic_load_n(&ckc_real.fread_unlocked, __ATOMIC_RELAXED);
 	if (STDIO_SLOW(f, fn))
 		return stdio_slow(p, size, n, f, false, false);
+	if (stdio_buffered(p, size, n, f, false))
+		return n;
 	return fn(p, size, n, f);
 }
 

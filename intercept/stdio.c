@@ -153,11 +153,6 @@ static ssize_t cookie_write(void *c, const char *buf, size_t n)
 	return r;
 }
 
-/* glibc's stream flags (libio.h, not installed): a stream that is writing,
- * or reading back bytes pushed with ungetc, is left to glibc. */
-#define STDIO_IN_BACKUP 0x0100
-#define STDIO_PUTTING 0x0800
-
 /* The virtual descriptor under tagged stream f, or NULL. */
 static ckc_vfd_t *stdio_vfd(FILE *f)
 {

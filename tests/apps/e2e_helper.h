@@ -139,6 +139,7 @@ int m_stdio_large_writes(int argc, char **argv);
 int m_freopen(int argc, char **argv);
 int m_stdio_threads(int argc, char **argv);
 int m_stdio_seek_cur(int argc, char **argv);
+int m_stdio_records(int argc, char **argv);
 int m_stdio_threads_check(int argc, char **argv);
 int m_noclose(int argc, char **argv);
 int m_renames(int argc, char **argv);

@@ -674,3 +674,101 @@ int m_stdio_seek_cur(int argc, char **argv)
 	printf("stdio-seek-cur: positions and bytes agree\n");
 	return 0;
 }
+
+/* stdio-records PATH [threads|bycaller]: small freads of a file in every
+ * size from 1 to 40 bytes, locked and unlocked, among getc, ungetc, seeks
+ * and short writes, each read checked against the file read with pread;
+ * prints a digest of what each call returned and where the stream stood,
+ * which must be the same with and without the library. "threads" starts
+ * a thread first (glibc then locks every stream), "bycaller" sets
+ * FSETLOCKING_BYCALLER. */
+static void *records_thread(void *arg)
+{
+	return arg;
+}
+
+int m_stdio_records(int argc, char **argv)
+{
+	if (argc < 2)
+		need_args(argc, 2, "PATH [threads|bycaller]");
+	const char *mode = argc > 2 ? argv[2] : "";
+	if (!strcmp(mode, "threads")) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, records_thread, NULL) != 0 || pthread_join(t, NULL) != 0)
+			fail("pthread_create");
+	}
+	FILE *f = xfopen(argv[1], "r+");
+	if (!strcmp(mode, "bycaller"))
+		__fsetlocking(f, FSETLOCKING_BYCALLER);
+	int fd = xopen(argv[1], O_RDONLY);
+	uint64_t digest = 1469598103934665603ULL, x = 42;
+	unsigned char b[128], want[128];
+	long reads = 0, bytes = 0;
+	for (int op = 0; op < 200000; op++) {
+		x = mix64(x + (uint64_t)op);
+		long at = ftell(f);
+		bool pushed = f->_flags & 0x100; /* ungetc bytes stand in front */
+		size_t size = 1 + x % 40, n = 1 + (x >> 8) % 3;
+		if (size * n > sizeof(b))
+			n = 1;
+		size_t got = 0;
+		switch ((x >> 16) % 16) {
+		case 0: {
+			int c = getc(f);
+			digest = mix64(digest ^ (uint64_t)(c + 2));
+			if (c != EOF && (x >> 24) % 2)
+				ungetc((x >> 24) % 3 ? c : (c ^ 0x5a), f);
+			continue;
+		}
+		case 1:
+			if (fseek(f, -(long)((x >> 24) % 100), SEEK_CUR) != 0)
+				rewind(f);
+			continue;
+		case 2:
+			fseek(f, (long)((x >> 24) % 300000), SEEK_SET);
+			continue;
+		case 3:
+			if ((x >> 24) % 8 == 0) {
+				/* a short write, then a seek before the next read */
+				pattern(b, (uint64_t)op, 5, 7);
+				if (fwrite(b, 1, 5, f) != 5)
+					fail("fwrite: %s", strerror(errno));
+				fseek(f, 0, SEEK_CUR);
+				fflush(f);
+				continue;
+			}
+			/* fall through */
+		case 4: case 5: case 6: case 7: case 8: case 9: case 10:
+			got = fread(b, size, n, f);
+			break;
+		case 11:
+			flockfile(f);
+			got = fread(b, size, n, f);
+			funlockfile(f);
+			break;
+		default:
+			got = fread_unlocked(b, size, n, f);
+			break;
+		}
+		reads++;
+		bytes += (long)(got * size);
+		digest = mix64(digest ^ got ^ ((uint64_t)at << 8) ^ ((uint64_t)feof(f) << 62));
+		if (at >= 0 && got && !pushed) {
+			/* the file says what came */
+			ssize_t r = pread(fd, want, got * size, at);
+			if (r != (ssize_t)(got * size))
+				fail("pread at %ld: %zd", at, r);
+			if (memcmp(b, want, got * size) != 0)
+				fail("op %d: fread(%zu, %zu) at %ld returned bytes the file does not hold there", op,
+				     size, n, at);
+		}
+		for (size_t i = 0; i < got * size; i++)
+			digest = (digest ^ b[i]) * 1099511628211ULL;
+		if (feof(f) && (x >> 28) % 2)
+			clearerr(f);
+	}
+	xclose(fd, argv[1]);
+	xfclose(f);
+	printf("stdio-records %s: %ld reads, %ld bytes, digest %016" PRIx64 "\n", mode, reads, bytes, digest);
+	return 0;
+}

@@ -371,6 +371,31 @@ stdio_seek_cur_case() {
 	same u.bin ck/s.bin "the tagged stream's file at its real path"
 }
 
+# Small freads of an untagged stream (which the library copies from the
+# stream's buffer itself while no lock is needed) and of a tagged one, in
+# every size from 1 to 40 bytes among getc, ungetc, seeks and writes:
+# what each call returns, where the stream stands and the file afterwards
+# are those of the same run without the library.
+stdio_records_case() {
+	need_helper
+	local mode want got
+	randfile base.bin 300000
+	for mode in plain threads bycaller; do
+		cp base.bin "u-$mode.ref"
+		cp base.bin "u-$mode.bin"
+		cp base.bin "ck/r-$mode.bin"
+		want=$(plain "$HELPER" stdio-records "u-$mode.ref" "$mode") || fail "$mode: the run without the library"
+		got=$(ck -- "$HELPER" stdio-records "$T/u-$mode.bin" "$mode") ||
+			fail "$mode: untagged, with the library$(last_error)"
+		[ "$got" = "$want" ] || fail "$mode, untagged: with the library '$got', without '$want'"
+		same "u-$mode.ref" "u-$mode.bin" "$mode: the untagged file after the run"
+		got=$(ck -- "$HELPER" stdio-records "$T/ck/r-$mode.bin" "$mode") ||
+			fail "$mode: tagged, with the library$(last_error)"
+		[ "$got" = "$want" ] || fail "$mode, tagged: with the library '$got', without '$want'"
+		same "u-$mode.ref" "ck/r-$mode.bin" "$mode: the tagged file at its real path after the run"
+	done
+}
+
 stdio_large_case() {
 	helper_ok "large freads of tagged streams" -- stdio-large "$T/ck/l.bin" 4M 5
 	stats_ok files==1 host.read_ops\<64
@@ -832,6 +857,7 @@ case_add stdio/large-reads stdio_large_case
 case_add stdio/large-writes stdio_large_writes_case
 case_add stdio/threads-share-streams stdio_threads_case
 case_add stdio/seek-cur-after-write stdio_seek_cur_case
+case_add stdio/small-records stdio_records_case
 case_add fdops/append-positional append_positional_case
 case_add fdops/seek-limits seek_limits_case
 case_add fdops/errno-kept errno_kept_case
