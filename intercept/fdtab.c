@@ -124,6 +124,7 @@ int ckc_fdtab_init(void)
 	if (!ckc_vfd_tab)
 		return -ENOMEM;
 	ckc_small_t0 = calloc(cap, sizeof(*ckc_small_t0));
+	ckc_vfd_seen = calloc(cap, sizeof(*ckc_vfd_seen));
 	ckc_vfd_cap = cap;
 	return 0;
 }
@@ -159,6 +160,8 @@ int ckc_vfd_install(int fd, ckc_vfd_t *v)
 		return -EMFILE;
 	atomic_fetch_add(&v->refs, 1);
 	ckc_mutex_lock(&fdtab_lock);
+	if (ckc_vfd_seen)
+		atomic_store_explicit(&ckc_vfd_seen[fd], atomic_load(&ckc_vfd_epoch), memory_order_relaxed);
 	ckc_vfd_t *old = atomic_exchange(&ckc_vfd_tab[fd], v);
 	if ((size_t)fd > atomic_load(&ckc_vfd_hi))
 		atomic_store(&ckc_vfd_hi, (size_t)fd);
@@ -168,23 +171,51 @@ int ckc_vfd_install(int fd, ckc_vfd_t *v)
 	return 0;
 }
 
+atomic_uint ckc_vfd_epoch = 1;
+atomic_uint *ckc_vfd_seen;
+
+void ckc_vfd_epoch_next(void)
+{
+	atomic_fetch_add_explicit(&ckc_vfd_epoch, 1, memory_order_release);
+}
+
 ckc_vfd_t *ckc_vfd_check(int fd, ckc_vfd_t *v)
 {
 	int (*rf)(int, int, ...) = REAL(fcntl);
 	/* a vfork child has its own numbers but the parent's table */
 	if (ckc_in_vfork_child())
 		return NULL;
+	unsigned epoch = atomic_load_explicit(&ckc_vfd_epoch, memory_order_acquire);
 	int fl = rf ? rf(fd, F_GETFL) : O_PATH;
 
-	if (fl >= 0 && (fl & O_PATH))
+	if (fl >= 0 && (fl & O_PATH)) {
+		if (ckc_vfd_seen)
+			atomic_store_explicit(&ckc_vfd_seen[fd], epoch, memory_order_relaxed);
 		return v;
+	}
 	/* the number no longer holds our placeholder: forget it, once */
 	ckc_mutex_lock(&fdtab_lock);
 	bool mine = atomic_compare_exchange_strong(&ckc_vfd_tab[fd], &v, NULL);
 	ckc_mutex_unlock(&fdtab_lock);
-	if (mine)
+	if (mine) {
+		/* a number went without a call the library saw: the others
+		 * are asked again */
+		ckc_vfd_epoch_next();
 		ckc_vfd_put(v);
+	}
 	return NULL;
+}
+
+void ckc_vfd_stale(int fd)
+{
+	/* a vfork child's numbers are its own, the table its parent's */
+	if (ckc_in_vfork_child())
+		return;
+	ckc_vfd_t *v = ckc_vfd_take(fd);
+	if (v) {
+		ckc_vfd_epoch_next();
+		ckc_vfd_put(v);
+	}
 }
 
 ckc_vfd_t *ckc_vfd_take(int fd)
@@ -225,6 +256,7 @@ int ckc_vfd_put(ckc_vfd_t *v)
 void ckc_fdtab_atfork_child(void)
 {
 	size_t hi = atomic_load(&ckc_vfd_hi);
+	ckc_vfd_epoch_next();
 	for (size_t fd = 0; ckc_vfd_tab && fd <= hi && fd < ckc_vfd_cap; fd++) {
 		ckc_vfd_t *v = atomic_load(&ckc_vfd_tab[fd]);
 		if (v)
@@ -568,7 +600,7 @@ ckc_vfd_t *ckc_vfd_hold(int fd)
 	ckc_vfd_t *v = vfd_ref((size_t)fd);
 	if (!v)
 		return NULL;
-	if (!ckc_vfd_check(fd, v)) {
+	if (!ckc_vfd_confirmed(fd) && !ckc_vfd_check(fd, v)) {
 		ckc_vfd_put(v);
 		return NULL;
 	}

@@ -321,6 +321,30 @@ extern atomic_size_t ckc_vfd_hi;
  * the number for an untagged file); drops v and returns NULL if not. */
 ckc_vfd_t *ckc_vfd_check(int fd, ckc_vfd_t *v);
 
+/* Asking the kernel on every call would cost a system call per read of a
+ * cached checkpoint, so each number remembers the epoch in which it was
+ * installed or last confirmed, and the epoch moves on whenever a number
+ * may have changed what it names without a call the library saw: in a
+ * fork's child, whose C library replaces numbers inside daemon() and
+ * forkpty() by its own calls, and when a number the library did not
+ * watch is confirmed gone. glibc's syscall() with a close or dup number
+ * is the library's own close or dup (posix.c). A number closed by a
+ * system call made without the C library (inline assembly) is not seen
+ * until the epoch moves. NULL ckc_vfd_seen: every call asks. */
+extern atomic_uint ckc_vfd_epoch;
+extern atomic_uint *ckc_vfd_seen;
+void ckc_vfd_epoch_next(void);
+
+/* Whether fd, which holds a virtual descriptor, was confirmed in this
+ * epoch (never in a vfork child, which has its own numbers). */
+static inline bool ckc_vfd_confirmed(int fd)
+{
+	return __builtin_expect(ckc_vfd_seen != NULL, 1) &&
+	       atomic_load_explicit(&ckc_vfd_seen[fd], memory_order_relaxed) ==
+		       atomic_load_explicit(&ckc_vfd_epoch, memory_order_acquire) &&
+	       !ckc_in_vfork_child();
+}
+
 /* Whether fd may be tagged: one table load, no call, so the untagged path
  * of the hottest wrappers needs no stack frame. */
 static inline bool ckc_fd_maybe_tagged(int fd)
@@ -336,7 +360,19 @@ static inline ckc_vfd_t *ckc_vfd_get(int fd)
 	if ((unsigned)fd >= ckc_vfd_cap)
 		return NULL;
 	ckc_vfd_t *v = atomic_load_explicit(&ckc_vfd_tab[fd], memory_order_acquire);
-	return v ? ckc_vfd_check(fd, v) : NULL;
+	if (!v)
+		return NULL;
+	return ckc_vfd_confirmed(fd) ? v : ckc_vfd_check(fd, v);
+}
+
+/* fd (or a failure, < 0) was just given by the kernel to a call the
+ * library passed on: a virtual descriptor still at that number lost its
+ * placeholder without a call the library saw, and goes. */
+void ckc_vfd_stale(int fd);
+static inline void ckc_vfd_fresh(int fd)
+{
+	if (__builtin_expect(fd >= 0 && ckc_fd_maybe_tagged(fd), 0))
+		ckc_vfd_stale(fd);
 }
 
 /* The same with a reference of the caller's (dropped with ckc_vfd_put),

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -874,6 +875,7 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 	else
 		ckc_px_real_opened(fd, path, tagged && !(flags & (O_PATH | O_DIRECTORY)) ? canon : NULL);
 opened:
+	ckc_vfd_fresh(fd);
 	if (fd >= 0 && (flags & O_NOFOLLOW) && ckc_tag_dirv_cap)
 		ckc_tag_opened(dirfd, path, flags, fd);
 	return fd;
@@ -982,6 +984,36 @@ CKC_EXPORT int close(int fd)
 		return rc;
 	}
 	return ckc_close_fd(fd);
+}
+
+/* glibc's syscall() with a number that closes or replaces descriptors is
+ * the call of that name (a checkpoint's number is closed as by close(),
+ * its version published); any other number goes to the C library, with
+ * the six arguments it takes from the registers whatever the number. */
+CKC_EXPORT long syscall(long n, ...)
+{
+	va_list ap;
+	long a[6];
+	va_start(ap, n);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	switch (n) {
+	case SYS_close:
+		return close((int)a[0]);
+#ifdef SYS_close_range
+	case SYS_close_range:
+		return close_range((unsigned)a[0], (unsigned)a[1], (int)a[2]);
+#endif
+#ifdef SYS_dup2
+	case SYS_dup2:
+		return dup2((int)a[0], (int)a[1]);
+#endif
+	case SYS_dup3:
+		return dup3((int)a[0], (int)a[1], (int)a[2]);
+	default:
+		return REAL(syscall)(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+	}
 }
 
 CKC_EXPORT int chdir(const char *path)

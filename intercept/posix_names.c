@@ -65,6 +65,7 @@ CKC_EXPORT int dup(int fd)
 {
 	if (!ckc_vfd_get(fd)) {
 		int r = REAL(dup)(fd);
+		ckc_vfd_fresh(r);
 		(void)ckc_small_take(r);
 		ckc_passed_dup(fd, r);
 		return ckc_tag_dup(fd, r);
@@ -126,6 +127,7 @@ static int fcntl_common(int (*rf)(int, int, ...), int fd, int cmd, unsigned long
 		int r = rf(fd, cmd, arg);
 		if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)
 			return r;
+		ckc_vfd_fresh(r);
 		(void)ckc_small_take(r);
 		ckc_passed_dup(fd, r);
 		return ckc_tag_dup(fd, r);

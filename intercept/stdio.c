@@ -410,8 +410,10 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 		errno = saved;
 		f = real(path, mode);
 	}
-	if (f)
+	if (f) {
+		ckc_vfd_fresh(f->_fileno);
 		ckc_px_real_opened(f->_fileno, path, tagged ? canon : NULL);
+	}
 	ckc_thread_stream(f);
 	return f;
 }

@@ -140,6 +140,7 @@ int m_freopen(int argc, char **argv);
 int m_stdio_threads(int argc, char **argv);
 int m_stdio_seek_cur(int argc, char **argv);
 int m_stdio_records(int argc, char **argv);
+int m_daemonout(int argc, char **argv);
 int m_stdio_threads_check(int argc, char **argv);
 int m_noclose(int argc, char **argv);
 int m_renames(int argc, char **argv);

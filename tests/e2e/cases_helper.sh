@@ -476,6 +476,15 @@ closeby_case() {
 	helper_ok "$1 of a tagged descriptor" -- closeby "$1" "$T/ck/t.bin" "$T/plain/u.txt"
 }
 
+# Standard output on a checkpoint, then a daemon() child, whose C library
+# puts /dev/null on it by calls the library does not see.
+daemonout_case() {
+	mkdir -p plain
+	helper_ok "a daemon's standard output" -- daemonout "$T/ck/out.txt" "$T/plain/word"
+	printf 'the program'"'"'s own line\n' >out.ref
+	same out.ref ck/out.txt "the checkpoint at its real path after exit"
+}
+
 # ---- names ----------------------------------------------------------------------------
 
 # chmod/chown/utimensat and fchmod/fchown/futimens of a checkpoint still in
@@ -850,6 +859,8 @@ case_add fdops/posix-aio posix_aio_case
 case_add locks unsupported_locks
 case_add stdio/tagged-stdout stdout_case
 case_add unsupported/raw-close-reuse closeby_case syscall
+case_add unsupported/raw-close-reuse-asm closeby_case asm
+case_add fdops/daemon-stdout daemonout_case
 case_add fdops fdops_case
 case_add fsync/persist-never fsync_never_case
 case_add stdio stdio_case
