@@ -537,8 +537,8 @@ int hint_reader_open(hint_reader_t *r, const char *path, long rank, size_t max_e
 
 	r->path = strdup(canon);
 	r->dir = strdup(dir);
-	r->partial = malloc(HINT_LINE_MAX);
-	r->chunk = malloc(HINT_CHUNK);
+	r->partial = sys_malloc(HINT_LINE_MAX);
+	r->chunk = sys_malloc(HINT_CHUNK);
 	if (!r->path || !r->dir || !r->partial || !r->chunk) {
 		rc = -ENOMEM;
 		goto fail;

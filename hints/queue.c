@@ -103,7 +103,7 @@ static struct hq_key *hq_lookup(const hint_queue_t *q, const char *key)
 static int hq_tab_grow(hint_queue_t *q)
 {
 	size_t cap = q->tab_cap * 2;
-	struct hq_key **tab = calloc(cap, sizeof(*tab));
+	struct hq_key **tab = sys_calloc(cap, sizeof(*tab));
 
 	if (!tab)
 		return -ENOMEM;
@@ -138,7 +138,7 @@ static struct hq_key *hq_key_get(hint_queue_t *q, const char *key, int *err)
 		i = hq_probe(q, key, hash, &found);
 	}
 	size_t len = strlen(key);
-	struct hq_key *k = malloc(sizeof(*k) + len + 1);
+	struct hq_key *k = sys_malloc(sizeof(*k) + len + 1);
 	if (!k) {
 		*err = -ENOMEM;
 		return NULL;
@@ -181,7 +181,7 @@ static void hq_key_drop(hint_queue_t *q, struct hq_key *k)
 
 static int hq_ring_resize(hint_queue_t *q, size_t cap)
 {
-	struct hq_slot *ring = malloc(cap * sizeof(*ring));
+	struct hq_slot *ring = sys_malloc(cap * sizeof(*ring));
 
 	if (!ring)
 		return -ENOMEM;
@@ -229,12 +229,12 @@ static void hq_take_first(hint_queue_t *q, struct hq_key *k)
 
 hint_queue_t *hq_new(void)
 {
-	hint_queue_t *q = calloc(1, sizeof(*q));
+	hint_queue_t *q = sys_calloc(1, sizeof(*q));
 
 	if (!q)
 		return NULL;
-	q->ring = malloc(HQ_RING_MIN * sizeof(*q->ring));
-	q->tab = calloc(HQ_TAB_MIN, sizeof(*q->tab));
+	q->ring = sys_malloc(HQ_RING_MIN * sizeof(*q->ring));
+	q->tab = sys_calloc(HQ_TAB_MIN, sizeof(*q->tab));
 	if (!q->ring || !q->tab) {
 		sys_free(q->ring);
 		sys_free(q->tab);

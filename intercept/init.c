@@ -172,8 +172,10 @@ static void icpt_engine_start(void)
 	int rc = ckc_init_config(&icpt_cfg);
 	ckc_leave();
 	atomic_store(&icpt_engine_ok, rc == 0);
-	if (rc == 0)
+	if (rc == 0) {
+		ckc_mem_engine_started();
 		icpt_fold_reads();
+	}
 	else
 		atomic_store(&ckc_icpt_on, false); /* everything passes through */
 }

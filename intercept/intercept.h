@@ -31,6 +31,9 @@ bool ckc_engine_ready(void);
 
 /* Whether the engine was started here (without starting it). */
 bool ckc_engine_started(void);
+/* The cache started: the allocator's calls are counted from now on if the
+ * program has a signal handler (memhooks.c). */
+void ckc_mem_engine_started(void);
 /* Whether this write's open, the process's first of a whole checkpoint,
  * goes to its real path without starting the cache (once per process;
  * only where stepping aside is on, in copy mode with PERSIST=always, and

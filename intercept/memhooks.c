@@ -34,13 +34,21 @@ static inline bool owed_any(void)
 
 extern void __libc_free(void *);
 extern void *__libc_realloc(void *, size_t);
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_memalign(size_t, size_t);
 
 static void (*real_free)(void *);
 static void *(*real_realloc)(void *, size_t);
+static void *(*real_malloc)(size_t);
+static void *(*real_calloc)(size_t, size_t);
+static void *(*real_memalign)(size_t, size_t);
+static int (*real_posix_memalign)(void **, size_t, size_t);
+static void *(*real_aligned_alloc)(size_t, size_t);
 static __thread int mem_resolving;
 
-/* The next free/realloc (the C library's, or an allocator preloaded after
- * this library); glibc's own while the lookup itself allocates. */
+/* The next allocator (the C library's, or one preloaded after this
+ * library); glibc's own while the lookup itself allocates. */
 static void mem_resolve(void)
 {
 	if (real_free || mem_resolving)
@@ -49,9 +57,161 @@ static void mem_resolve(void)
 	dlsym_fn rd = ckc_real_dlsym();
 	void *f = rd ? rd(RTLD_NEXT, "free") : NULL;
 	void *r = rd ? rd(RTLD_NEXT, "realloc") : NULL;
+	void *m = rd ? rd(RTLD_NEXT, "malloc") : NULL;
+	void *c = rd ? rd(RTLD_NEXT, "calloc") : NULL;
+	void *ma = rd ? rd(RTLD_NEXT, "memalign") : NULL;
+	void *pm = rd ? rd(RTLD_NEXT, "posix_memalign") : NULL;
+	void *aa = rd ? rd(RTLD_NEXT, "aligned_alloc") : NULL;
+	real_malloc = m ? (void *(*)(size_t))m : __libc_malloc;
+	real_calloc = c ? (void *(*)(size_t, size_t))c : __libc_calloc;
+	real_memalign = ma ? (void *(*)(size_t, size_t))ma : __libc_memalign;
+	real_posix_memalign = (int (*)(void **, size_t, size_t))pm;
+	real_aligned_alloc = (void *(*)(size_t, size_t))aa;
 	real_realloc = r ? (void *(*)(void *, size_t))r : __libc_realloc;
 	real_free = f ? (void (*)(void *))f : __libc_free;
 	mem_resolving = 0;
+}
+
+/* ---- a handler that interrupts the allocator -------------------------- */
+
+static atomic_int free_probes;
+
+/* Set for good once the program has put a handler behind the library's
+ * (src/sigdefer.h) and the cache has started (before, a handler's calls
+ * pass to the real files, which allocates nothing): from then on each call
+ * of the allocator counts in ckc_tl_alloc, and a handler that interrupts
+ * one runs as it returns. Until then, and in a program without a handler
+ * or a checkpoint, the wrappers below are a load and a jump. A handler
+ * that interrupts a call begun just before the watch began is not held
+ * (a window of one call of the allocator at the cache's start). */
+static atomic_bool alloc_watch, alloc_handlers;
+
+static inline void alloc_in(void)
+{
+	ckc_tl_alloc++;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void alloc_out(void)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	if (--ckc_tl_alloc == 0 && __builtin_expect(ckc_tl_sigdefer != 0, 0) && ckc_tl_locks == 0 &&
+	    ckc_io_guard == 0)
+		ckc_sig_run_deferred();
+}
+
+static inline bool alloc_fast(const void *fn)
+{
+	return __builtin_expect(fn != NULL && !atomic_load_explicit(&alloc_watch, memory_order_relaxed), 1);
+}
+
+/* The allocator's call fn(args), counted, with glibc's own (dflt) until
+ * the allocator is looked up. */
+#define ALLOC_SLOW(ret, fn, dflt, args)                 \
+	do {                                            \
+		if (!(fn))                              \
+			mem_resolve();                  \
+		alloc_in();                             \
+		ret = (fn) ? (fn)args : (dflt)args;     \
+		alloc_out();                            \
+	} while (0)
+
+__attribute__((noinline)) static void *malloc_slow(size_t n)
+{
+	void *p;
+	ALLOC_SLOW(p, real_malloc, __libc_malloc, (n));
+	return p;
+}
+
+CKC_EXPORT void *malloc(size_t n)
+{
+	void *(*f)(size_t) = real_malloc;
+	if (alloc_fast(f))
+		return f(n);
+	return malloc_slow(n);
+}
+
+__attribute__((noinline)) static void *calloc_slow(size_t k, size_t n)
+{
+	void *p;
+	ALLOC_SLOW(p, real_calloc, __libc_calloc, (k, n));
+	return p;
+}
+
+CKC_EXPORT void *calloc(size_t k, size_t n)
+{
+	void *(*f)(size_t, size_t) = real_calloc;
+	if (alloc_fast(f))
+		return f(k, n);
+	return calloc_slow(k, n);
+}
+
+CKC_EXPORT void *memalign(size_t a, size_t n)
+{
+	void *(*f)(size_t, size_t) = real_memalign;
+	if (alloc_fast(f))
+		return f(a, n);
+	void *p;
+	ALLOC_SLOW(p, real_memalign, __libc_memalign, (a, n));
+	return p;
+}
+
+/* glibc's rules for the two calls memalign does not check */
+static int memalign_posix(void **pp, size_t a, size_t n)
+{
+	if (a % sizeof(void *) != 0 || (a & (a - 1)) != 0 || a == 0)
+		return EINVAL;
+	int saved = errno;
+	void *p = (real_memalign ? real_memalign : __libc_memalign)(a, n);
+	int e = errno;
+	errno = saved;
+	if (!p)
+		return e ? e : ENOMEM;
+	*pp = p;
+	return 0;
+}
+
+static void *memalign_c11(size_t a, size_t n)
+{
+	if (a == 0 || (a & (a - 1)) != 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return (real_memalign ? real_memalign : __libc_memalign)(a, n);
+}
+
+CKC_EXPORT int posix_memalign(void **pp, size_t a, size_t n)
+{
+	int (*f)(void **, size_t, size_t) = real_posix_memalign;
+	if (alloc_fast(f))
+		return f(pp, a, n);
+	int rc;
+	ALLOC_SLOW(rc, real_posix_memalign, memalign_posix, (pp, a, n));
+	return rc;
+}
+
+CKC_EXPORT void *aligned_alloc(size_t a, size_t n)
+{
+	void *(*f)(size_t, size_t) = real_aligned_alloc;
+	if (alloc_fast(f))
+		return f(a, n);
+	void *p;
+	ALLOC_SLOW(p, real_aligned_alloc, memalign_c11, (a, n));
+	return p;
+}
+
+/* Allocator calls count from now on (free's through its slow path). */
+static void alloc_watch_on(void)
+{
+	bool was = false;
+	if (atomic_compare_exchange_strong(&alloc_watch, &was, true))
+		atomic_fetch_add(&free_probes, 1);
+}
+
+void ckc_mem_engine_started(void)
+{
+	if (atomic_load(&alloc_handlers))
+		alloc_watch_on();
 }
 
 /* Resolved when the library is loaded, before the program runs: the first
@@ -67,10 +227,10 @@ __attribute__((constructor(101))) static void mem_resolve_at_load(void)
  * program's own free, and whether this wrapper saw it. */
 static __thread void *free_probe;
 static __thread bool free_probe_seen;
-/* Probes under way: a free while there is none touches no thread-local
- * variable (a walker's free of every entry would call the loader's
- * __tls_get_addr each time). */
-static atomic_int free_probes;
+/* Probes under way (free_probes, above): a free while there is none
+ * touches no thread-local variable (a walker's free of every entry would
+ * call the loader's __tls_get_addr each time); the allocator watched
+ * counts as one for good. */
 
 /* The process ends with what the cache owes written by one of the
  * library's threads, while the thread that called _exit may hold the
@@ -98,7 +258,13 @@ __attribute__((noinline)) static void free_slow(void *p)
 		ckc_owed_cut(p, malloc_usable_size(p), false);
 		ckc_leave();
 	}
+	if (!atomic_load_explicit(&alloc_watch, memory_order_relaxed)) {
+		(real_free ? real_free : __libc_free)(p);
+		return;
+	}
+	alloc_in();
 	(real_free ? real_free : __libc_free)(p);
+	alloc_out();
 }
 
 /* A program frees as often as it opens a file several times over (tar:
@@ -139,7 +305,7 @@ bool ckc_free_is_ours(void)
 CKC_EXPORT void *realloc(void *p, size_t n)
 {
 	void *(*f)(void *, size_t) = real_realloc;
-	if (__builtin_expect(f && atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) == 0, 1))
+	if (__builtin_expect(alloc_fast(f) && atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) == 0, 1))
 		return f(p, n);
 	if (!real_realloc)
 		mem_resolve();
@@ -149,7 +315,9 @@ CKC_EXPORT void *realloc(void *p, size_t n)
 		ckc_owed_cut(p, malloc_usable_size(p), true);
 		ckc_leave();
 	}
-	return (real_realloc ? real_realloc : __libc_realloc)(p, n);
+	void *q;
+	ALLOC_SLOW(q, real_realloc, __libc_realloc, (p, n));
+	return q;
 }
 
 /* This object's own free and realloc, by names that bind to them: the
@@ -157,10 +325,15 @@ CKC_EXPORT void *realloc(void *p, size_t n)
  * allocator. */
 static __typeof__(free) own_free __attribute__((alias("free"), copy(free)));
 static __typeof__(realloc) own_realloc __attribute__((alias("realloc"), copy(realloc)));
+static __typeof__(malloc) own_malloc __attribute__((alias("malloc"), copy(malloc)));
+static __typeof__(calloc) own_calloc __attribute__((alias("calloc"), copy(calloc)));
+static __typeof__(posix_memalign) own_posix_memalign __attribute__((alias("posix_memalign"), copy(posix_memalign)));
 
 void ckc_mem_own_alloc(void)
 {
-	ckc_io_own_alloc((void *)own_free, (void *)own_realloc);
+	void *const own[] = { (void *)own_free, (void *)own_realloc, (void *)own_malloc, (void *)own_calloc,
+			      (void *)own_posix_memalign };
+	ckc_io_own_alloc(own, sizeof(own) / sizeof(own[0]));
 }
 
 /* ---- mappings ---------------------------------------------------------- */
@@ -383,6 +556,9 @@ CKC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
 		rc = 0;
 	else
 		rc = ckc_sig_action(sig, act, old, ckc_in_vfork_child(), ckc_real_sigaction);
+	if (rc == 0 && act && ckc_sig_deferrable(sig) && act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN &&
+	    !atomic_exchange(&alloc_handlers, true) && ckc_engine_started())
+		alloc_watch_on();
 	if (rc == 0)
 		old_as_set(old);
 	return rc;

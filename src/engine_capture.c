@@ -35,7 +35,7 @@ static ckc_obj_t *anon_new(void)
 
 static ckc_ref_t *ref_new(ckc_obj_t *o, uint64_t base)
 {
-	ckc_ref_t *r = calloc(1, sizeof(*r));
+	ckc_ref_t *r = sys_calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;
 	r->o = o;

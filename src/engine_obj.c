@@ -98,7 +98,7 @@ int eng_map_insert(ckc_obj_t *o)
 {
 	if (ckc_eng.nobj + 1 > ckc_eng.map_cap / 2) {
 		size_t cap = ckc_eng.map_cap ? ckc_eng.map_cap * 2 : 256;
-		ckc_obj_t **m = calloc(cap, sizeof(*m));
+		ckc_obj_t **m = sys_calloc(cap, sizeof(*m));
 		if (!m)
 			return -ENOMEM;
 		for (size_t i = 0; i < ckc_eng.map_cap; i++)
@@ -144,7 +144,7 @@ void eng_map_remove(ckc_obj_t *o)
 /* A new version named key, outside the map. Lock held. */
 ckc_obj_t *eng_obj_alloc(const char *key)
 {
-	ckc_obj_t *o = calloc(1, sizeof(*o));
+	ckc_obj_t *o = sys_calloc(1, sizeof(*o));
 	if (!o || !(o->key = strdup(key))) {
 		sys_free(o);
 		return NULL;

@@ -62,7 +62,7 @@ int eng_open_locked(const char *path, char *key)
 
 ckc_handle_t *eng_handle_new(ckc_obj_t *o, bool writer)
 {
-	ckc_handle_t *h = calloc(1, sizeof(*h));
+	ckc_handle_t *h = sys_calloc(1, sizeof(*h));
 	if (!h)
 		return NULL;
 	h->o = o;
@@ -453,7 +453,7 @@ static int put_from_device(ckc_tier_t *t, uint64_t aoff, uint64_t dsrc, size_t l
 static int device_bounce(uint64_t dsrc, size_t len, ckc_tier_t *t, uint64_t aoff, int fd)
 {
 	size_t chunk = len < (8u << 20) ? len : (8u << 20);
-	char *bounce = malloc(chunk);
+	char *bounce = sys_malloc(chunk);
 	int rc = bounce ? 0 : -ENOMEM;
 
 	while (!rc && len > 0) {

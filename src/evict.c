@@ -90,7 +90,7 @@ int evict_choose(const evict_frag_t *f, size_t n, uint64_t need, evict_policy_t 
 	if (n > EVICT_STACK_FRAGS) {
 		if (n > SIZE_MAX / (2 * sizeof(*buf)))
 			return -ENOMEM;
-		buf = malloc(2 * n * sizeof(*buf));
+		buf = sys_malloc(2 * n * sizeof(*buf));
 		if (!buf)
 			return -ENOMEM;
 	}

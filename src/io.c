@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -37,6 +38,7 @@ static struct {
 	int (*fallocate)(int, int, off_t, off_t);
 	int (*posix_fallocate)(int, off_t, off_t);
 	void (*free)(void *);
+	long (*syscall)(long, ...);
 #define IO_FIELD(name, ret, params, args) ret(*name) params;
 	CKC_IO_LIBC(IO_FIELD)
 #undef IO_FIELD
@@ -101,23 +103,32 @@ static void *io_sym(const char *name)
  * comes from: the first in the global scope (a sanitizer's runtime
  * preloaded before the library, a program's own allocator), unless that is
  * this object's own wrapper, whose job is then the next one's. */
-/* this object's own wrappers of free and realloc, where it has them
+/* this object's own wrappers of the allocator, where it has them
  * (ckc_io_own_alloc) */
-static void *io_own_free, *io_own_realloc;
+#define IO_OWN_MAX 8
+static void *io_own[IO_OWN_MAX];
 
-void ckc_io_own_alloc(void *free_fn, void *realloc_fn)
+void ckc_io_own_alloc(void *const *fns, size_t n)
 {
-	io_own_free = free_fn;
-	io_own_realloc = realloc_fn;
+	for (size_t i = 0; i < n && i < IO_OWN_MAX; i++)
+		io_own[i] = fns[i];
 }
 
 static void *io_alloc_sym(const char *name)
 {
 	ckc_dlsym_fn d = ckc_io_real_dlsym();
 	void *f = d ? d(RTLD_DEFAULT, name) : NULL;
-	if (!f || (io_own_free && f == io_own_free) || (io_own_realloc && f == io_own_realloc))
-		f = io_sym(name);
-	return f;
+	bool own = !f;
+	for (int i = 0; i < IO_OWN_MAX && !own; i++)
+		own = io_own[i] && f == io_own[i];
+	return own ? io_sym(name) : f;
+}
+
+/* Entries that are the allocator's (io_alloc_sym) */
+static bool io_is_alloc(const char *name)
+{
+	return !strcmp(name, "realloc") || !strcmp(name, "malloc") || !strcmp(name, "calloc") ||
+	       !strcmp(name, "posix_memalign");
 }
 
 /* One entry looked up: the allocator's realloc as free's (io_alloc_sym),
@@ -126,7 +137,7 @@ static void *io_alloc_sym(const char *name)
 #define IO_ONE(name, ret, params, args)                                                             \
 	static ret(*io_one_##name(void)) params                                                      \
 	{                                                                                            \
-		ret(*f) params = (ret(*) params)(!strcmp(#name, "realloc") ? io_alloc_sym(#name)      \
+		ret(*f) params = (ret(*) params)(io_is_alloc(#name) ? io_alloc_sym(#name)             \
 					 : !strcmp(#name, "dlsym") ? (void *)ckc_io_real_dlsym()      \
 								     : io_sym(#name));                \
 		if (!f)                                                                              \
@@ -178,6 +189,30 @@ static void io_once_resolve(void)
 	}
 CKC_IO_LIBC(IO_LAZY)
 #undef IO_LAZY
+
+/* The C library's syscall, looked up on first use. */
+static long (*io_syscall_fn(void))(long, ...)
+{
+	long (*f)(long, ...) = __atomic_load_n(&io_real.syscall, __ATOMIC_ACQUIRE);
+	if (!f) {
+		f = (long (*)(long, ...))io_sym("syscall");
+		if (!f)
+			f = (long (*)(long, ...))(void (*)(void))io_stub_neg1;
+		__atomic_store_n(&io_real.syscall, f, __ATOMIC_RELEASE);
+	}
+	return f;
+}
+
+static long io_lazy_syscall(long n, ...)
+{
+	va_list ap;
+	long a[6];
+	va_start(ap, n);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	return io_syscall_fn()(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
 
 static void io_lazy_free(void *p)
 {
@@ -250,7 +285,7 @@ static int64_t io_cached_mincore(int fd, uint64_t off, uint64_t len)
 	void *m = ckc_io.mmap(NULL, (size_t)span, PROT_READ, MAP_SHARED, fd, (off_t)start);
 	if (m == MAP_FAILED)
 		return -1;
-	unsigned char *vec = malloc(npg);
+	unsigned char *vec = ckc_io.malloc(npg);
 	int64_t n = -1;
 	if (vec && mincore(m, (size_t)span, vec) == 0) {
 		n = 0;
@@ -272,7 +307,7 @@ static int64_t io_cached(int fd, uint64_t off, uint64_t len)
 	if (len == 0)
 		return 0;
 	if (!atomic_load_explicit(&no_cachestat, memory_order_relaxed)) {
-		if (syscall(SYS_cachestat, fd, &r, &cs, 0) == 0)
+		if (ckc_io.syscall(SYS_cachestat, fd, &r, &cs, 0) == 0)
 			return (int64_t)(cs.nr_cache * (uint64_t)sysconf(_SC_PAGESIZE));
 		if (errno != ENOSYS)
 			return -1;
@@ -284,7 +319,7 @@ static int64_t io_cached(int fd, uint64_t off, uint64_t len)
 #define IO_LAZY_ENTRY(name, ret, params, args) .name = io_lazy_##name,
 ckc_io_t ckc_io = {
 	.open = io_open, .pread_cached = io_pread_cached, .cached = io_cached,
-	.fallocate = io_fallocate, .free = io_lazy_free,
+	.fallocate = io_fallocate, .free = io_lazy_free, .syscall = io_lazy_syscall,
 	CKC_IO_LIBC(IO_LAZY_ENTRY)
 };
 #undef IO_LAZY_ENTRY
@@ -294,6 +329,8 @@ void ckc_io_resolve(void)
 	io_once_resolve();
 	if (ckc_io.free == io_lazy_free)
 		ckc_io.free = io_real.free;
+	if (ckc_io.syscall == io_lazy_syscall)
+		ckc_io.syscall = io_syscall_fn();
 #define IO_SET(name, ret, params, args)      \
 	if (ckc_io.name == io_lazy_##name)    \
 		ckc_io.name = io_real.name;
@@ -309,6 +346,7 @@ void ckc_io_reset(void)
 	ckc_io.cached = io_cached;
 	ckc_io.fallocate = io_fallocate;
 	ckc_io.free = io_real.free;
+	ckc_io.syscall = io_syscall_fn();
 #define IO_RESET(name, ret, params, args) ckc_io.name = io_real.name;
 	CKC_IO_LIBC(IO_RESET)
 #undef IO_RESET

@@ -58,6 +58,9 @@
 	X(rmdir, int, (const char *path), (path))                                         \
 	X(closedir, int, (DIR *d), (d))                                                   \
 	X(realloc, void *, (void *p, size_t n), (p, n))                                   \
+	X(malloc, void *, (size_t n), (n))                                                \
+	X(calloc, void *, (size_t k, size_t n), (k, n))                                   \
+	X(posix_memalign, int, (void **p, size_t a, size_t n), (p, a, n))                 \
 	X(dlsym, void *, (void *h, const char *name), (h, name))                          \
 	X(pthread_create, int, (pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg), \
 	  (t, a, fn, arg))
@@ -75,6 +78,9 @@ typedef struct ckc_io {
 	int (*fallocate)(int fd, int mode, off_t off, off_t len);
 	/* the free of the allocator malloc comes from (not this library's) */
 	void (*free)(void *p);
+	/* the C library's syscall(2) (not the library's, which makes some
+	 * numbers the calls of their names) */
+	long (*syscall)(long n, ...);
 #define CKC_IO_FIELD(name, ret, params, args) ret(*name) params;
 	CKC_IO_LIBC(CKC_IO_FIELD)
 #undef CKC_IO_FIELD
@@ -87,10 +93,10 @@ extern ckc_io_t ckc_io;
 /* Resolves the entries still at their defaults (the interposer calls it
  * as the engine starts, before any thread of the engine runs). */
 void ckc_io_resolve(void);
-/* Names the preloaded library's own wrappers of free and realloc, which
- * the engine's allocator functions must never be (given before they are
- * first looked up). */
-void ckc_io_own_alloc(void *free_fn, void *realloc_fn);
+/* Names the preloaded library's own wrappers of the allocator's
+ * functions (n of them), which the engine's must never be (given before
+ * they are first looked up). */
+void ckc_io_own_alloc(void *const *fns, size_t n);
 
 /* The real dlsym (dlvsym is never interposed). */
 typedef void *(*ckc_dlsym_fn)(void *, const char *);

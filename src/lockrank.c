@@ -15,6 +15,7 @@
 
 __thread unsigned ckc_tl_locks __attribute__((tls_model("initial-exec")));
 __thread volatile uint64_t ckc_tl_sigdefer __attribute__((tls_model("initial-exec")));
+__thread unsigned ckc_tl_alloc __attribute__((tls_model("initial-exec")));
 
 static const char *const rank_name[CKC_RANK_COUNT] = {
 	[CKC_RANK_NONE] = "none",

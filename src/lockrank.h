@@ -157,6 +157,11 @@ static inline void ckc_rank_io_check(const char *what)
 extern __thread unsigned ckc_tl_locks __attribute__((tls_model("initial-exec")));
 extern __thread volatile uint64_t ckc_tl_sigdefer __attribute__((tls_model("initial-exec")));
 extern __thread int ckc_io_guard __attribute__((tls_model("initial-exec")));
+/* Calls of the allocator under way in this thread, counted once the
+ * program has a handler behind the library's (intercept/memhooks.c): a
+ * handler's call into the library allocates, and the thread it interrupts
+ * may hold the allocator's lock, so it runs as that call returns. */
+extern __thread unsigned ckc_tl_alloc __attribute__((tls_model("initial-exec")));
 void ckc_sig_run_deferred(void);
 
 /* The thread's cancellation (pthread_cancel) is held off while it is
@@ -173,7 +178,7 @@ void ckc_cancel_release(void);
 static inline void ckc_library_left(void)
 {
 	ckc_cancel_release();
-	if (__builtin_expect(ckc_tl_sigdefer != 0, 0))
+	if (__builtin_expect(ckc_tl_sigdefer != 0, 0) && ckc_tl_alloc == 0)
 		ckc_sig_run_deferred();
 }
 

@@ -62,7 +62,7 @@ static int path_follow_last(char *out, size_t *n, size_t outlen, int *links)
 			return k == 0 ? -ENOENT : -errno;
 		target[k] = '\0';
 		/* a relative target is taken from the link's folder */
-		char *dir = malloc(*n + 2);
+		char *dir = sys_malloc(*n + 2);
 		if (!dir)
 			return -ENOMEM;
 		int rc = ckc_path_dirname(out, dir, *n + 2);

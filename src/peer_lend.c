@@ -154,7 +154,7 @@ static void loan_grant(loan_t *l, const lend_msg_t *m)
 	    ckc_gpu_lend_cut((uint64_t)m->n * m->chunk, &cut, &mine) == 0 && cut) {
 		l->chunk = m->chunk;
 		int want = (int)(cut / m->chunk < (uint64_t)m->n ? cut / m->chunk : (uint64_t)m->n);
-		fds = malloc(sizeof(int) * (size_t)(want > 0 ? want : 1));
+		fds = sys_malloc(sizeof(int) * (size_t)(want > 0 ? want : 1));
 		for (; fds && made < want; made++) {
 			uint64_t h;
 			if (ckc_gpu_lend_alloc(m->chunk, &fds[made], &h) != 0)

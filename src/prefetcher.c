@@ -185,7 +185,7 @@ static int promote(ckc_obj_t *o, uint64_t dist)
 	rc = ckc_src_snapshot(o, src, &from);
 	ckc_ext_t *dst = NULL;
 	int ndst = o->place[0].nexts;
-	if (!rc && (dst = malloc((size_t)ndst * sizeof(*dst))) == NULL)
+	if (!rc && (dst = sys_malloc((size_t)ndst * sizeof(*dst))) == NULL)
 		rc = -ENOMEM;
 	if (!rc)
 		memcpy(dst, o->place[0].ext, (size_t)ndst * sizeof(*dst));
@@ -213,7 +213,7 @@ static int promote(ckc_obj_t *o, uint64_t dist)
 		} else {
 			/* no host tier: stage through memory into the top tier */
 			n = n < (4u << 20) ? n : (4u << 20);
-			char *bounce = malloc((size_t)n);
+			char *bounce = sys_malloc((size_t)n);
 			rc = bounce ? ckc_src_read(&from, off, bounce, (size_t)n, &fd) : -ENOMEM;
 			if (!rc)
 				rc = ckc_tier_put(top, aoff, bounce, (size_t)n);

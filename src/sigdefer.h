@@ -10,7 +10,10 @@
  * installed behind one of the library's (ckc_sig_action): when a signal
  * comes while the thread is inside the library (it holds a lock,
  * ckc_tl_locks of src/lockrank.h, or runs an engine call, ckc_io_guard),
- * its handler runs as that thread leaves the library, with the signal's
+ * or, once the cache has started, runs a call of the allocator
+ * (ckc_tl_alloc: the handler's calls need memory, whose lock the thread
+ * may hold), its handler runs as that thread leaves the library or the
+ * allocator, with the signal's
  * siginfo and the handler's mask, microseconds later (the library never
  * blocks without a bound); otherwise at once. The signals the kernel raises for
  * the instruction the thread runs (SIGSEGV, SIGBUS, SIGFPE, SIGILL,

@@ -183,7 +183,7 @@ static long sweep_record(const char *rec, bool drop, ckc_stale_fn fn, void *ctx)
 	struct stat st;
 	char *buf = NULL;
 	if (sys_fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-	    st.st_size < (16 << 20) && (buf = malloc((size_t)st.st_size + 1))) {
+	    st.st_size < (16 << 20) && (buf = sys_malloc((size_t)st.st_size + 1))) {
 		ssize_t n = ckc_io_pread_all(fd, buf, (size_t)st.st_size, 0);
 		buf[n > 0 ? n : 0] = '\0';
 		for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(buf + i) + 1) {
@@ -361,7 +361,7 @@ static void state_write(void)
 	size_t len = 0;
 	for (int i = 0; i < state_ntmp; i++)
 		len += strlen(state_tmp[i]) + 1;
-	char *buf = malloc(len ? len : 1), *p = buf;
+	char *buf = sys_malloc(len ? len : 1), *p = buf;
 	if (!buf)
 		return;
 	for (int i = 0; i < state_ntmp; i++) {

@@ -57,6 +57,10 @@
 #define sys_closedir CKC_SYS_IO(closedir)
 #define sys_free (*ckc_io.free)
 #define sys_realloc (*ckc_io.realloc)
+#define sys_malloc (*ckc_io.malloc)
+#define sys_calloc (*ckc_io.calloc)
+#define sys_posix_memalign (*ckc_io.posix_memalign)
+#define sys_syscall (*ckc_io.syscall)
 #define sys_dlsym (*ckc_io.dlsym)
 #define sys_pthread_create (*ckc_io.pthread_create)
 
@@ -76,6 +80,7 @@
 #pragma GCC poison fopen fopen64 fdopen freopen freopen64 fclose fread
 #pragma GCC poison fwrite fileno popen
 #pragma GCC poison mmap mmap64 munmap mremap madvise free realloc dlsym
+#pragma GCC poison malloc calloc posix_memalign aligned_alloc memalign syscall
 #pragma GCC poison fork vfork system execl execle execlp execv execve execveat execvp execvpe
 #pragma GCC poison fexecve posix_spawn posix_spawnp signal
 #pragma GCC poison recv recvfrom recvmsg send sendto sendmsg

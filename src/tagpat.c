@@ -44,7 +44,7 @@ static void tag_split(tag_pat_t *t)
 	size_t n = 0;
 	for (const char *p = t->glob; *p; p++)
 		n += *p == '/';
-	char **v = calloc(n + 1, sizeof(*v)), *copy = strdup(t->glob), *save = NULL;
+	char **v = sys_calloc(n + 1, sizeof(*v)), *copy = strdup(t->glob), *save = NULL;
 	if (!v || !copy) {
 		sys_free(v);
 		sys_free(copy);
@@ -65,7 +65,7 @@ static char *tag_expand_rank(const char *p, long rank)
 	int k = snprintf(num, sizeof(num), "%ld", rank);
 	for (const char *q = p; (q = strstr(q, "%r")); q += 2)
 		cap += (size_t)k;
-	char *out = malloc(cap);
+	char *out = sys_malloc(cap);
 	if (!out)
 		return NULL;
 	while (*p) {

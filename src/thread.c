@@ -151,7 +151,7 @@ int ckc_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *n
 	sigset_t block, old;
 	pthread_attr_t attr;
 	pthread_t th;
-	struct start *s = calloc(1, sizeof(*s));
+	struct start *s = sys_calloc(1, sizeof(*s));
 
 	if (!s)
 		return ENOMEM;

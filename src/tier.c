@@ -32,7 +32,7 @@ int ckc_tier_copy(ckc_tier_t *from, uint64_t foff, ckc_tier_t *to, uint64_t toff
 	if (to->kind == TIER_HOST)
 		return ckc_tier_get(from, foff, to->base + toff, len);
 	char *bounce;
-	if (posix_memalign((void **)&bounce, CKC_ALIGN, TIER_BOUNCE))
+	if (sys_posix_memalign((void **)&bounce, CKC_ALIGN, TIER_BOUNCE))
 		return -ENOMEM;
 	int rc = 0;
 	while (len > 0 && rc == 0) {

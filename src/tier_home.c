@@ -33,7 +33,7 @@ int ckc_src_snapshot(const ckc_obj_t *o, int level, ckc_src_t *s)
 	s->t = &ckc_eng.tier[level];
 	s->n = p->nexts;
 	if (p->nexts) {
-		s->ext = malloc((size_t)p->nexts * sizeof(*s->ext));
+		s->ext = sys_malloc((size_t)p->nexts * sizeof(*s->ext));
 		if (!s->ext)
 			return -ENOMEM;
 		memcpy(s->ext, p->ext, (size_t)p->nexts * sizeof(*s->ext));
@@ -124,7 +124,7 @@ int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,
 				n = (size_t)avail;
 			rc = ckc_io_pwrite_all(fd, src->t->base + aoff, n, (off_t)off);
 		} else {
-			if (!bounce && posix_memalign((void **)&bounce, CKC_ALIGN, CKC_BG_PIECE)) {
+			if (!bounce && sys_posix_memalign((void **)&bounce, CKC_ALIGN, CKC_BG_PIECE)) {
 				rc = -ENOMEM;
 				break;
 			}
@@ -438,7 +438,7 @@ static void rescue_index(const char *priv, const char *name, const char *key)
 	if (snprintf(idx, sizeof(idx), "%s/rescue.index", priv) >= (int)sizeof(idx))
 		return;
 	size_t n = strlen(name) + 2 * strlen(key) + 3, k = 0;
-	char *line = malloc(n);
+	char *line = sys_malloc(n);
 	if (!line)
 		return;
 	k += (size_t)sprintf(line, "%s\t", name);

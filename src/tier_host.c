@@ -311,7 +311,7 @@ static void host_populate_wanted(ckc_tier_t *t, const uint8_t *want)
 
 static void host_toucher_grow(ckc_tier_t *t)
 {
-	uint8_t *want = calloc(t->npiece, 1);
+	uint8_t *want = sys_calloc(t->npiece, 1);
 	uint64_t seen = 0, last_use = ckc_now_ns();
 	uint64_t small_from = 0, small_to = 0; /* small pages populated last */
 
@@ -456,7 +456,7 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow, bool keep)
 	t->grow = grow;
 	t->keep = keep;
 	t->npiece = (capacity + HOST_PIECE - 1) / HOST_PIECE;
-	t->piece = grow ? calloc(t->npiece, sizeof(*t->piece)) : NULL;
+	t->piece = grow ? sys_calloc(t->npiece, sizeof(*t->piece)) : NULL;
 	if (grow && !t->piece) {
 		sys_munmap(p, capacity);
 		t->base = NULL;

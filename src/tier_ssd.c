@@ -104,7 +104,7 @@ static int ssd_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len)
 	/* O_DIRECT needs aligned memory, offsets and lengths: stage whole
 	 * blocks, reading back the edges another extent may share. */
 	char *bounce;
-	if (posix_memalign((void **)&bounce, CKC_ALIGN, SSD_BOUNCE))
+	if (sys_posix_memalign((void **)&bounce, CKC_ALIGN, SSD_BOUNCE))
 		return -ENOMEM;
 	int rc = 0;
 	const char *src = buf;
@@ -137,7 +137,7 @@ static int ssd_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
 		return r < 0 ? (int)r : (size_t)r == len ? 0 : -EIO;
 	}
 	char *bounce;
-	if (posix_memalign((void **)&bounce, CKC_ALIGN, SSD_BOUNCE))
+	if (sys_posix_memalign((void **)&bounce, CKC_ALIGN, SSD_BOUNCE))
 		return -ENOMEM;
 	int rc = 0;
 	char *dst = buf;

@@ -174,7 +174,7 @@ static ckc_gpu_dev_t *gpu_lent_region(ckc_gpu_t *g, int lender, bool make)
 	memset(r, 0, sizeof(*r));
 	r->off = (uint64_t)g->ndev * g->slot;
 	r->nchunk = (size_t)(g->slot / g->chunk) - 1;
-	r->handle = calloc(r->nchunk, sizeof(*r->handle));
+	r->handle = sys_calloc(r->nchunk, sizeof(*r->handle));
 	if (!r->handle)
 		return NULL;
 	r->lender1 = lender + 1;

@@ -145,7 +145,7 @@ void *ckc_gpu_window_get(void)
 		if (w)
 			return w;
 	}
-	return malloc(CKC_GPU_WINDOW);
+	return sys_malloc(CKC_GPU_WINDOW);
 }
 
 void ckc_gpu_window_put(void *w)

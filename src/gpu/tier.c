@@ -47,7 +47,7 @@ int ckc_gpu_open(ckc_tier_t *t)
 	t->name = "gpu";
 	t->kind = TIER_GPU;
 	t->ops = &ckc_tier_gpu_ops;
-	t->gpu = calloc(1, sizeof(*t->gpu));
+	t->gpu = ckc_io.calloc(1, sizeof(*t->gpu));
 	if (!t->gpu)
 		return -ENOMEM;
 	/* a placeholder until the program's first capture brings a context */
@@ -444,7 +444,7 @@ int ckc_gpu_attach(void *ctx, int device)
 	}
 	r->nchunk = (size_t)(want / g->chunk);
 	r->reserved = r->ceiling = want;
-	r->handle = calloc(r->nchunk, sizeof(*r->handle));
+	r->handle = sys_calloc(r->nchunk, sizeof(*r->handle));
 	if (!r->handle) {
 		rc = -ENOMEM;
 		goto unretain;
@@ -605,7 +605,7 @@ int ckc_gpu_span(const ckc_tier_t *t, const ckc_obj_t *o, uint64_t *lo, uint64_t
 int ckc_gpu_device_of(uint64_t dptr) { (void)dptr; return -1; }
 void ckc_gpu_exit(void) {}
 void *ckc_gpu_pinned_slot(size_t len) { (void)len; return NULL; }
-void *ckc_gpu_window_get(void) { return malloc(CKC_GPU_WINDOW); }
+void *ckc_gpu_window_get(void) { return sys_malloc(CKC_GPU_WINDOW); }
 void ckc_gpu_window_put(void *w) { sys_free(w); }
 void ckc_gpu_stop(ckc_tier_t *t) { (void)t; }
 void ckc_gpu_close(ckc_tier_t *t) { arena_fini(&t->arena); sys_free(t->gpu); t->gpu = NULL; }

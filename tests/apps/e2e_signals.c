@@ -365,6 +365,25 @@ int m_handlerexit(int argc, char **argv)
 static char hm_dir[PATH_MAX];
 static volatile sig_atomic_t hm_runs, hm_bad;
 
+/* handlermalloc's "held" handler: reads back a checkpoint the program
+ * wrote before (which the cache holds, unpublished, under
+ * CKPTCACHE_PERSIST=never: the handler's open and read are the cache's) */
+static void hm_held_handler(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	char p[PATH_MAX], r[600];
+	snprintf(p, sizeof(p), "%s/held.bin", hm_dir);
+	int fd = open(p, O_RDONLY);
+	ssize_t got = fd >= 0 ? read(fd, r, sizeof(r)) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (got != 512 || r[0] != 'h' || r[511] != 'h')
+		hm_bad++;
+	hm_runs++;
+	errno = saved;
+}
+
 static void hm_handler(int sig)
 {
 	(void)sig;
@@ -388,18 +407,29 @@ static void hm_handler(int sig)
 	errno = saved;
 }
 
-/* handlermalloc DIR N: a SIGALRM handler, every 500 us, writes a small
- * checkpoint and reads it back (open, write, read and close are
+/* handlermalloc DIR N [held]: a SIGALRM handler, every 500 us, writes a
+ * small checkpoint and reads it back (open, write, read and close are
  * async-signal-safe) while the program only allocates and frees, N
  * million times: the handler interrupts malloc most times, whose lock the
- * library's work for the handler's calls waited for, for ever. */
+ * library's work for the handler's calls waited for, for ever. With
+ * "held", the program writes DIR/held.bin first and the handler only
+ * reads it back. */
 int m_handlermalloc(int argc, char **argv)
 {
-	struct args arg = parse_args(argc, argv, "DIR N");
+	struct args arg = parse_args(argc, argv, "DIR N [held]");
+	bool held = argc > 3 && !strcmp(argv[3], "held");
 	snprintf(hm_dir, sizeof(hm_dir), "%s", arg.path);
+	if (held) {
+		char p[PATH_MAX], b[512];
+		snprintf(p, sizeof(p), "%s/held.bin", hm_dir);
+		memset(b, 'h', sizeof(b));
+		int fd = xopen(p, O_WRONLY | O_CREAT | O_TRUNC);
+		write_all(fd, (unsigned char *)b, sizeof(b), p);
+		xclose(fd, p);
+	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = hm_handler;
+	sa.sa_handler = held ? hm_held_handler : hm_handler;
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
 	if (sigaction(SIGALRM, &sa, NULL) != 0)

@@ -120,6 +120,16 @@ handler_malloc_case() {
 	done
 }
 
+# The handler only reads back a checkpoint that the cache holds and its
+# real path lacks (persist=never): its calls are the cache's, which
+# allocates, while the thread it interrupts is inside malloc.
+handler_malloc_held_case() {
+	helper_ok "a signal handler's reads of a held checkpoint while the program allocates" \
+		CKPTCACHE_PERSIST=never -- handlermalloc "$T/ck" 3 held
+	stats_ok files==1 host.hits\>10
+	absent ck/held.bin "persist=never: after exit"
+}
+
 threads_case() {
 	helper_ok "4 writer threads + 2 pwrite threads sharing an fd" -- threads "$T/ck" 3M
 	# 4 x 3 MiB, 6 MiB shared, 4 MiB read by four threads through one fd
@@ -925,6 +935,7 @@ case_add threads/handler-writes handler_writes_case
 case_add threads/handler-exit handler_exit_case
 case_add threads/cancel-while-writing cancel_write_case
 case_add threads/handler-while-allocating handler_malloc_case
+case_add threads/handler-reads-held-while-allocating handler_malloc_held_case
 case_add names/kernel-answers answers_case
 case_add names/c-walkers walkers_case
 case_add threads/children-while-closing spawnrace_case
