@@ -466,6 +466,9 @@ bg_writer() {
 		shift
 	done
 	local n=$2
+	# (the last writer's word goes first: the new one's redirection may
+	# come after the first look)
+	rm -f out.txt err.txt
 	ck "${envs[@]}" -- "$PY" -c '
 import os, sys, time
 data, n = open("src.bin", "rb").read(), int(sys.argv[1])
