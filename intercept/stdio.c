@@ -88,7 +88,17 @@ typedef struct stdio_cookie {
 	atomic_int fd;
 	atomic_int orient; /* fwide's: 0 none yet, 1 wide, -1 bytes (wstdio.c) */
 	atomic_bool moved; /* bytes went through it (its read or write ran) */
+	/* where its reads, writes and seeks left the descriptor, and how much
+	 * the next fill of the buffer reads (STDIO_WINDOW_MIN after a seek
+	 * elsewhere, doubling with each fill up to STDIO_BUF): a reader that
+	 * seeks to read a small header, then reads a record past it (a zip
+	 * archive's, torch.load's), gets a small fill, not 256 KiB copied
+	 * for its 30 bytes */
+	_Atomic int64_t pos;
+	atomic_uint window;
 } stdio_cookie_t;
+
+#define STDIO_WINDOW_MIN (16u << 10)
 
 int ckc_stdio_orient(FILE *f, int mode)
 {
@@ -112,13 +122,17 @@ bool ckc_stdio_tagged(FILE *f)
 	return f && f->_fileno == STDIO_COOKIE_FILENO && stdio_n && stdio_find(f, NULL) != NULL;
 }
 
-static ssize_t cookie_read(void *c, char *buf, size_t n)
+static ssize_t cookie_read(void *cv, char *buf, size_t n)
 {
-	atomic_store(&((stdio_cookie_t *)c)->moved, true);
-	int fd = atomic_load(&((stdio_cookie_t *)c)->fd);
+	stdio_cookie_t *c = cv;
+	atomic_store(&c->moved, true);
+	int fd = atomic_load(&c->fd);
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!v)
 		return REAL(read)(fd, buf, n);
+	unsigned w = atomic_load_explicit(&c->window, memory_order_relaxed);
+	if (n > w)
+		n = w;
 	ssize_t r = ckc_vfd_read(v, buf, n);
 	/* handed over to the real file meanwhile: its descriptor names it now */
 	if (r == CKC_HANDED && ckc_vfd_switch(v) == 0)
@@ -127,6 +141,9 @@ static ssize_t cookie_read(void *c, char *buf, size_t n)
 		errno = (int)-r;
 		return -1;
 	}
+	atomic_fetch_add_explicit(&c->pos, r, memory_order_relaxed);
+	if (w < STDIO_BUF)
+		atomic_store_explicit(&c->window, 2 * w < STDIO_BUF ? 2 * w : STDIO_BUF, memory_order_relaxed);
 	return r;
 }
 
@@ -150,6 +167,7 @@ static ssize_t cookie_write(void *c, const char *buf, size_t n)
 		errno = (int)-r;
 		return 0; /* stdio's convention for a failed write */
 	}
+	atomic_fetch_add_explicit(&((stdio_cookie_t *)c)->pos, r, memory_order_relaxed);
 	return r;
 }
 
@@ -257,9 +275,10 @@ size_t ckc_stdio_fread(void *p, size_t size, size_t n, FILE *f, bool locked)
 	return done / size;
 }
 
-static int cookie_seek(void *c, off64_t *off, int whence)
+static int cookie_seek(void *cv, off64_t *off, int whence)
 {
-	int fd = atomic_load(&((stdio_cookie_t *)c)->fd);
+	stdio_cookie_t *c = cv;
+	int fd = atomic_load(&c->fd);
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	off_t r = v ? ckc_vfd_lseek(v, *off, whence) : REAL(lseek)(fd, *off, whence);
 	if (!v && r < 0)
@@ -268,6 +287,8 @@ static int cookie_seek(void *c, off64_t *off, int whence)
 		errno = (int)-r;
 		return -1;
 	}
+	if (atomic_exchange_explicit(&c->pos, r, memory_order_relaxed) != r)
+		atomic_store_explicit(&c->window, STDIO_WINDOW_MIN, memory_order_relaxed);
 	*off = r;
 	return 0;
 }
@@ -316,6 +337,8 @@ static FILE *stdio_stream(int fd, const char *mode)
 	atomic_init(&c->fd, fd);
 	atomic_init(&c->orient, 0);
 	atomic_init(&c->moved, false);
+	atomic_init(&c->pos, -1);
+	atomic_init(&c->window, STDIO_WINDOW_MIN);
 	FILE *f = fopencookie(c, mode, stdio_funcs);
 	if (!f) {
 		free(c);
@@ -493,6 +516,8 @@ static FILE *freopen_cookie(const char *path, const char *mode, FILE *stream,
 	if (fd < 0)
 		return NULL;
 	int old = atomic_exchange(&c->fd, fd);
+	atomic_store(&c->pos, -1);
+	atomic_store(&c->window, STDIO_WINDOW_MIN);
 	ckc_close_fd(old);
 	clearerr(stream);
 	fseeko(stream, 0, (flags & O_APPEND) ? SEEK_END : SEEK_SET);
