@@ -98,7 +98,7 @@ static atomic_bool node_serving;
 
 static pid_t node_getpid(void)
 {
-	return (pid_t)syscall(SYS_getpid);
+	return (pid_t)ckc_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0);
 }
 
 static bool pid_alive(pid_t pid)

@@ -78,7 +78,7 @@ void ckc_real_resolve_early(void)
 	static const unsigned early[] = { CKC_REAL_I_write,  CKC_REAL_I_read,   CKC_REAL_I_close,
 					  CKC_REAL_I_open,   CKC_REAL_I_fsync,  CKC_REAL_I_sigaction,
 					  CKC_REAL_I__exit,  CKC_REAL_I__Exit,  CKC_REAL_I_execve,
-					  CKC_REAL_I_execvp, CKC_REAL_I_dup2,  CKC_REAL_I_syscall };
+					  CKC_REAL_I_execvp, CKC_REAL_I_dup2 };
 	for (size_t i = 0; i < sizeof(early) / sizeof(early[0]); i++)
 		ckc_real_resolve_one(early[i]);
 }

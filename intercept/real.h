@@ -44,7 +44,6 @@ struct utimbuf;
 	X(close, int, (int))                                                               \
 	X(close_range, int, (unsigned int, unsigned int, int))                             \
 	X(closefrom, void, (int))                                                          \
-	X(syscall, long, (long, ...))                                                      \
 	X(closedir, int, (DIR *))                                                          \
 	X(opendir, DIR *, (const char *))                                                  \
 	X(scandir, int, (const char *, struct dirent ***, int (*)(const struct dirent *),  \

@@ -28,7 +28,7 @@ __thread pid_t ckc_tl_vfork_pid __attribute__((tls_model("initial-exec")));
 
 bool ckc_vfork_child_slow(void)
 {
-	pid_t me = (pid_t)syscall(SYS_getpid);
+	pid_t me = (pid_t)ckc_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	if (me != ckc_tl_vfork_pid)
 		return true;
 	/* the parent runs again: its child has gone or replaced itself */
@@ -107,7 +107,7 @@ __attribute__((visibility("hidden"), used)) void ckc_vfork_prepare(void)
 		ckc_enter();
 		ckc_owed_fill_all();
 		ckc_leave();
-		ckc_tl_vfork_pid = (pid_t)syscall(SYS_getpid);
+		ckc_tl_vfork_pid = (pid_t)ckc_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	}
 	errno = saved;
 }
@@ -305,7 +305,7 @@ CKC_EXPORT void _exit(int status)
 {
 	exit_drain();
 	REAL(_exit)(status);
-	syscall(SYS_exit_group, status);
+	ckc_syscall6(SYS_exit_group, status, 0, 0, 0, 0, 0);
 	__builtin_unreachable();
 }
 
@@ -313,6 +313,6 @@ CKC_EXPORT void _Exit(int status)
 {
 	exit_drain();
 	REAL(_Exit)(status);
-	syscall(SYS_exit_group, status);
+	ckc_syscall6(SYS_exit_group, status, 0, 0, 0, 0, 0);
 	__builtin_unreachable();
 }

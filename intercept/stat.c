@@ -329,7 +329,7 @@ CKC_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat *s
  * runtime sets its limits before this library has started. */
 static int rlimit_call(pid_t pid, int resource, const void *l, void *old)
 {
-	int rc = (int)syscall(SYS_prlimit64, pid, resource, l, old);
+	int rc = (int)ckc_syscall6(SYS_prlimit64, pid, resource, (long)l, (long)old, 0, 0);
 	if (rc == 0 && l && resource == RLIMIT_FSIZE && (pid == 0 || pid == getpid()) &&
 	    !ckc_in_vfork_child())
 		ckc_fsize_forget();
@@ -363,7 +363,7 @@ CKC_EXPORT int prlimit64(pid_t pid, __rlimit_resource_t r, const struct rlimit64
 CKC_EXPORT mode_t umask(mode_t m)
 {
 	mode_t (*ru)(mode_t) = REAL(umask);
-	mode_t old = ru ? ru(m) : (mode_t)syscall(SYS_umask, (int)m);
+	mode_t old = ru ? ru(m) : (mode_t)ckc_syscall6(SYS_umask, (int)m, 0, 0, 0, 0, 0);
 	/* a vfork child shares the parent's memory, not its umask */
 	if (!ckc_in_vfork_child())
 		ckc_umask_set(m);
