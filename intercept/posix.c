@@ -57,6 +57,46 @@ bool ckc_px_handed_over(long *r, ckc_vfd_t *v)
 
 /* ---- operations on virtual descriptors ------------------------------ */
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* Reads of this size or more prefault the program's buffer. */
+#define PREFAULT_MIN ((size_t)256 << 10)
+static atomic_bool prefault_off; /* the kernel has no MADV_POPULATE_WRITE */
+
+/* The buffer of a large read, made present in one call when its pages are
+ * not yet there (fresh memory: a large malloc, mmap, a new tensor's
+ * storage): the kernel fills them in one pass, where the copy would fault
+ * on every page (here 256 MiB took 0.6 s so against 0.1 s, and a restore
+ * into new buffers ran 1.3x as fast as without the library). A buffer whose
+ * middle and last pages are there is left as it is (a reused buffer: the
+ * look costs two mincore calls). */
+static void prefault(void *buf, size_t n)
+{
+	if (n < PREFAULT_MIN || atomic_load_explicit(&prefault_off, memory_order_relaxed))
+		return;
+	const uintptr_t pg = 4096;
+	uintptr_t lo = ((uintptr_t)buf + pg - 1) & ~(pg - 1), hi = ((uintptr_t)buf + n) & ~(pg - 1);
+	if (hi < lo + 4 * pg)
+		return;
+	uintptr_t mid = lo + (((hi - lo) / 2) & ~(pg - 1));
+	unsigned char in_mid = 0, in_last = 0;
+	int saved = errno;
+	if (ckc_syscall6(SYS_mincore, (long)mid, (long)pg, (long)&in_mid, 0, 0, 0) == 0 &&
+	    ckc_syscall6(SYS_mincore, (long)(hi - pg), (long)pg, (long)&in_last, 0, 0, 0) == 0 &&
+	    (in_mid & 1) && (in_last & 1)) {
+		errno = saved;
+		return;
+	}
+	/* (a range the kernel cannot fill, one with a page the program
+	 * protected, is filled by the copy as before) */
+	if (ckc_syscall6(SYS_madvise, (long)lo, (long)(hi - lo), MADV_POPULATE_WRITE, 0, 0, 0) != 0 &&
+	    errno == EINVAL)
+		atomic_store(&prefault_off, true);
+	errno = saved;
+}
+
 ssize_t ckc_vfd_pread(ckc_vfd_t *v, void *buf, size_t n, off_t off)
 {
 	int rc = ckc_px_vfd_usable(v);
@@ -72,6 +112,8 @@ ssize_t ckc_vfd_pread(ckc_vfd_t *v, void *buf, size_t n, off_t off)
 		r = ckc_owed_pread(v->h, buf, n, (uint64_t)off, CKC_OWED_SITE_READ);
 	if (r == CKC_OWED_PASS) {
 		ckc_owed_will_write(buf, n);
+		if (!atomic_load_explicit(&ckc_owed_count, memory_order_relaxed))
+			prefault(buf, n);
 		r = ckc_pread(v->h, buf, n, (uint64_t)off);
 	}
 	ckc_leave();

@@ -30,6 +30,7 @@ PROXY = os.path.join(ROOT, "build", "tests", "apps", "rtm_proxy")
 FREAD = os.path.join(ROOT, "build", "tests", "bench", "fread_bench")
 BANDS = os.path.join(ROOT, "build", "tests", "bench", "bands_bench")
 CHARS = os.path.join(ROOT, "build", "tests", "bench", "stdio_chars")
+FRESH = os.path.join(ROOT, "build", "tests", "bench", "fresh_bench")
 PYWORK = os.path.join(ROOT, "tests", "bench", "parity_py.py")
 # the Python rows' interpreter: PARITY_PYTHON, else the system's (where
 # numpy and h5py live on Debian), else this one
@@ -69,7 +70,7 @@ class RunError(Exception):
 # starts (after its files from the run before are removed): see --settle-s.
 SETTLE = {"s": 0.0}
 # the workloads that move hundreds of MiB: they wait --settle-s
-MEMORY_WORK = ("numpy", "pickle", "h5py", "bands", "proxy", "stdio", "miss", "tools")
+MEMORY_WORK = ("numpy", "pickle", "h5py", "bands", "fresh", "proxy", "stdio", "miss", "tools")
 
 
 def run(cmd, env=None):
@@ -254,6 +255,21 @@ class Bench:
             clean(self.ck)
             env = self.env(side, os.path.join(self.ck, "band_*.bin"))
             _, rss, text = run([BANDS, self.ck, str(a.band_count), str(a.band_mib)], env)
+            return keyvals(text), rss
+        self.pair(row, k, m)
+
+    def fresh(self, k):
+        """A restore into memory the program has just mapped (a framework's
+        new tensor storages), from the cache with the library."""
+        a = self.a
+        row = f"restore into new memory ({a.fresh_count} x {a.fresh_mib} MiB, read)"
+        if k == 0:
+            self.add_row(row, [("restore_GBps", True)])
+
+        def m(side):
+            clean(self.ck)
+            env = self.env(side, os.path.join(self.ck, "fresh_*.bin"))
+            _, rss, text = run([FRESH, self.ck, str(a.fresh_count), str(a.fresh_mib)], env)
             return keyvals(text), rss
         self.pair(row, k, m)
 
@@ -611,6 +627,8 @@ def main():
     p.add_argument("--chars-mb", type=int, default=64, help="MB of text put and got a character at a time")
     p.add_argument("--records-mib", type=int, default=128, help="MiB read in 4-byte freads")
     p.add_argument("--small-count", type=int, default=3000, help="small files (default 3000)")
+    p.add_argument("--fresh-count", type=int, default=32, help="files restored into new memory (default 32)")
+    p.add_argument("--fresh-mib", type=int, default=16, help="MiB of each (default 16)")
     p.add_argument("--tagged-dirs", type=int, default=40, help="folders of the tagged tree (default 40)")
     p.add_argument("--tagged-files", type=int, default=250, help="files per folder of the tagged tree "
                    "(default 250)")
@@ -637,6 +655,7 @@ def main():
         a.h5_count, a.h5_mib, a.band_count, a.band_mib = 16, 8, 24, 8
         a.walk_reps, a.tool_reps, a.tool_mib, a.fread_mib = 1, 1, 128, 64
         a.small_count, a.tagged_dirs, a.tagged_files = 1000, 20, 100
+        a.fresh_count = 8
         a.chars_mb, a.records_mib = 16, 32
     if a.pairs < 1:
         p.error("--pairs must be at least 1")
@@ -647,13 +666,13 @@ def main():
             p.error(f"--env {kv!r}: expected CKPTCACHE_NAME=VALUE")
         env[k] = v
     a.env = env
-    work = ["numpy", "pickle", "h5py", "small", "walkers", "tagged_walkers", "proxy", "bands", "stdio", "chars",
-            "miss", "tools", "fread"]
+    work = ["numpy", "pickle", "h5py", "small", "walkers", "tagged_walkers", "proxy", "bands", "fresh", "stdio",
+            "chars", "miss", "tools", "fread"]
     only = [w for w in a.only.split(",") if w] or work
     for w in only:
         if w not in work:
             p.error(f"--only: unknown workload {w!r} (known: {','.join(work)})")
-    for f in (LIB, PROXY, FREAD, BANDS, CHARS):
+    for f in (LIB, PROXY, FREAD, BANDS, CHARS, FRESH):
         if not os.path.exists(f):
             p.error(f"{f} is missing: build first (scripts/bench/parity builds it)")
     cmdline = "scripts/bench/parity " + " ".join(sys.argv[1:])
