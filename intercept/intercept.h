@@ -69,35 +69,6 @@ static inline bool ckc_in_vfork_child(void)
 	return ckc_vfork_child_slow();
 }
 
-/* A system call made here, not through the C library's syscall() (which
- * the library wraps, posix.c): -1 with errno set on failure, as syscall()
- * returns. A sanitizer's runtime reaches it before its shadow memory
- * exists (setrlimit): no instrumentation. */
-__attribute__((no_sanitize_address, no_sanitize("undefined"), no_sanitize("thread")))
-static inline long ckc_syscall6(long n, long a, long b, long c, long d, long e, long f)
-{
-	long r;
-#if defined(__x86_64__)
-	register long r10 __asm__("r10") = d, r8 __asm__("r8") = e, r9 __asm__("r9") = f;
-	__asm__ volatile("syscall"
-			 : "=a"(r)
-			 : "0"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-#elif defined(__aarch64__)
-	register long x8 __asm__("x8") = n, x0 __asm__("x0") = a, x1 __asm__("x1") = b, x2 __asm__("x2") = c,
-		      x3 __asm__("x3") = d, x4 __asm__("x4") = e, x5 __asm__("x5") = f;
-	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
-	r = x0;
-#else
-#error "ckc_syscall6: no system call sequence for this architecture"
-#endif
-	if ((unsigned long)r > -4096ul) {
-		errno = (int)-r;
-		return -1;
-	}
-	return r;
-}
-
 /* CKPTCACHE_CAPTURE as configured (copy until the constructor ran). */
 int ckc_capture_mode(void);
 

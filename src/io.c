@@ -38,7 +38,6 @@ static struct {
 	int (*fallocate)(int, int, off_t, off_t);
 	int (*posix_fallocate)(int, off_t, off_t);
 	void (*free)(void *);
-	long (*syscall)(long, ...);
 #define IO_FIELD(name, ret, params, args) ret(*name) params;
 	CKC_IO_LIBC(IO_FIELD)
 #undef IO_FIELD
@@ -190,30 +189,6 @@ static void io_once_resolve(void)
 CKC_IO_LIBC(IO_LAZY)
 #undef IO_LAZY
 
-/* The C library's syscall, looked up on first use. */
-static long (*io_syscall_fn(void))(long, ...)
-{
-	long (*f)(long, ...) = __atomic_load_n(&io_real.syscall, __ATOMIC_ACQUIRE);
-	if (!f) {
-		f = (long (*)(long, ...))io_sym("syscall");
-		if (!f)
-			f = (long (*)(long, ...))(void (*)(void))io_stub_neg1;
-		__atomic_store_n(&io_real.syscall, f, __ATOMIC_RELEASE);
-	}
-	return f;
-}
-
-static long io_lazy_syscall(long n, ...)
-{
-	va_list ap;
-	long a[6];
-	va_start(ap, n);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
-	va_end(ap);
-	return io_syscall_fn()(n, a[0], a[1], a[2], a[3], a[4], a[5]);
-}
-
 static void io_lazy_free(void *p)
 {
 	void (*f)(void *) = __atomic_load_n(&io_real.free, __ATOMIC_ACQUIRE);
@@ -307,7 +282,7 @@ static int64_t io_cached(int fd, uint64_t off, uint64_t len)
 	if (len == 0)
 		return 0;
 	if (!atomic_load_explicit(&no_cachestat, memory_order_relaxed)) {
-		if (ckc_io.syscall(SYS_cachestat, fd, &r, &cs, 0) == 0)
+		if (ckc_syscall6(SYS_cachestat, fd, (long)&r, (long)&cs, 0, 0, 0) == 0)
 			return (int64_t)(cs.nr_cache * (uint64_t)sysconf(_SC_PAGESIZE));
 		if (errno != ENOSYS)
 			return -1;
@@ -319,7 +294,7 @@ static int64_t io_cached(int fd, uint64_t off, uint64_t len)
 #define IO_LAZY_ENTRY(name, ret, params, args) .name = io_lazy_##name,
 ckc_io_t ckc_io = {
 	.open = io_open, .pread_cached = io_pread_cached, .cached = io_cached,
-	.fallocate = io_fallocate, .free = io_lazy_free, .syscall = io_lazy_syscall,
+	.fallocate = io_fallocate, .free = io_lazy_free,
 	CKC_IO_LIBC(IO_LAZY_ENTRY)
 };
 #undef IO_LAZY_ENTRY
@@ -329,8 +304,6 @@ void ckc_io_resolve(void)
 	io_once_resolve();
 	if (ckc_io.free == io_lazy_free)
 		ckc_io.free = io_real.free;
-	if (ckc_io.syscall == io_lazy_syscall)
-		ckc_io.syscall = io_syscall_fn();
 #define IO_SET(name, ret, params, args)      \
 	if (ckc_io.name == io_lazy_##name)    \
 		ckc_io.name = io_real.name;
@@ -346,7 +319,6 @@ void ckc_io_reset(void)
 	ckc_io.cached = io_cached;
 	ckc_io.fallocate = io_fallocate;
 	ckc_io.free = io_real.free;
-	ckc_io.syscall = io_syscall_fn();
 #define IO_RESET(name, ret, params, args) ckc_io.name = io_real.name;
 	CKC_IO_LIBC(IO_RESET)
 #undef IO_RESET

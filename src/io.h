@@ -78,9 +78,6 @@ typedef struct ckc_io {
 	int (*fallocate)(int fd, int mode, off_t off, off_t len);
 	/* the free of the allocator malloc comes from (not this library's) */
 	void (*free)(void *p);
-	/* the C library's syscall(2) (not the library's, which makes some
-	 * numbers the calls of their names) */
-	long (*syscall)(long n, ...);
 #define CKC_IO_FIELD(name, ret, params, args) ret(*name) params;
 	CKC_IO_LIBC(CKC_IO_FIELD)
 #undef CKC_IO_FIELD
@@ -97,6 +94,35 @@ void ckc_io_resolve(void);
  * functions (n of them), which the engine's must never be (given before
  * they are first looked up). */
 void ckc_io_own_alloc(void *const *fns, size_t n);
+
+/* A system call made here, not through the C library's syscall() (which
+ * the preloaded library wraps, intercept/posix.c): -1 with errno set on
+ * failure, as syscall() returns. A sanitizer's runtime reaches it before
+ * its shadow memory exists (setrlimit): no instrumentation. */
+__attribute__((no_sanitize_address, no_sanitize("undefined"), no_sanitize("thread")))
+static inline long ckc_syscall6(long n, long a, long b, long c, long d, long e, long f)
+{
+	long r;
+#if defined(__x86_64__)
+	register long r10 __asm__("r10") = d, r8 __asm__("r8") = e, r9 __asm__("r9") = f;
+	__asm__ volatile("syscall"
+			 : "=a"(r)
+			 : "0"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+	register long x8 __asm__("x8") = n, x0 __asm__("x0") = a, x1 __asm__("x1") = b, x2 __asm__("x2") = c,
+		      x3 __asm__("x3") = d, x4 __asm__("x4") = e, x5 __asm__("x5") = f;
+	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
+	r = x0;
+#else
+#error "ckc_syscall6: no system call sequence for this architecture"
+#endif
+	if ((unsigned long)r > -4096ul) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
 
 /* The real dlsym (dlvsym is never interposed). */
 typedef void *(*ckc_dlsym_fn)(void *, const char *);

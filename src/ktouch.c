@@ -141,7 +141,7 @@ static long kt_touch(uintptr_t a, uintptr_t b, uint64_t *ns)
 		if (!kt_sink())
 			return -1;
 		uint64_t t0 = ckc_now_ns();
-		long rc = sys_syscall(SYS_pwritev, K.fd, iov, k, 0L, 0L);
+		long rc = ckc_syscall6(SYS_pwritev, K.fd, (long)iov, k, 0, 0, 0);
 		*ns += ckc_now_ns() - t0;
 		if (rc < 0)
 			return done; /* EFAULT: the program let the buffer go */

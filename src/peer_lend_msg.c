@@ -36,7 +36,7 @@ int lend_send(int fd, const lend_msg_t *m, const int *fds, int n)
 		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
 		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
 	}
-	long r = sys_syscall(SYS_sendmsg, fd, &mh, MSG_NOSIGNAL);
+	long r = ckc_syscall6(SYS_sendmsg, fd, (long)&mh, MSG_NOSIGNAL, 0, 0, 0);
 	return r == (long)sizeof(*m) ? 0 : -EPIPE;
 }
 
@@ -51,7 +51,7 @@ int lend_recv(int fd, lend_msg_t *m, int *fds, int *nfd)
 	} u;
 	struct msghdr mh = { .msg_iov = &v, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
 	*nfd = 0;
-	long r = sys_syscall(SYS_recvmsg, fd, &mh, MSG_CMSG_CLOEXEC);
+	long r = ckc_syscall6(SYS_recvmsg, fd, (long)&mh, MSG_CMSG_CLOEXEC, 0, 0, 0);
 	if (r < 0)
 		return -errno;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))

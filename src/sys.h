@@ -60,7 +60,6 @@
 #define sys_malloc (*ckc_io.malloc)
 #define sys_calloc (*ckc_io.calloc)
 #define sys_posix_memalign (*ckc_io.posix_memalign)
-#define sys_syscall (*ckc_io.syscall)
 #define sys_dlsym (*ckc_io.dlsym)
 #define sys_pthread_create (*ckc_io.pthread_create)
 
