@@ -194,6 +194,8 @@ CKC_EXPORT DIR *opendir(const char *name)
 	DIR *d = REAL(opendir)(name);
 	if (!d)
 		(void)ckc_enoent_checked(AT_FDCWD, name, -1);
+	else
+		ckc_vfd_unseen(dirfd(d));
 	return d;
 }
 

@@ -369,10 +369,11 @@ static inline ckc_vfd_t *ckc_vfd_get(int fd)
 }
 
 /* fd (or a failure, < 0) was just given by the kernel to a call the
- * library passed on: a virtual descriptor still at that number lost its
+ * library passed on, or closed inside the C library (fclose, freopen,
+ * closedir): a virtual descriptor still at that number lost its
  * placeholder without a call the library saw, and goes. */
 void ckc_vfd_stale(int fd);
-static inline void ckc_vfd_fresh(int fd)
+static inline void ckc_vfd_unseen(int fd)
 {
 	if (__builtin_expect(fd >= 0 && ckc_fd_maybe_tagged(fd), 0))
 		ckc_vfd_stale(fd);

@@ -426,7 +426,17 @@ CKC_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 {
 	if (m)
 		ckc_owed_touch_iov(m->msg_iov, (int)m->msg_iovlen);
-	return REAL(recvmsg)(fd, m, flags);
+	ssize_t r = REAL(recvmsg)(fd, m, flags);
+	/* descriptors passed in: numbers the table may still hold */
+	if (r >= 0 && m && m->msg_control && m->msg_controllen)
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+				for (size_t i = 0; (i + 1) * sizeof(int) <= c->cmsg_len - CMSG_LEN(0); i++) {
+					int got;
+					memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(got));
+					ckc_vfd_unseen(got);
+				}
+	return r;
 }
 
 /* ---- stdio: large transfers go between the buffer and the kernel ------ */

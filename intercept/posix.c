@@ -917,7 +917,7 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 	else
 		ckc_px_real_opened(fd, path, tagged && !(flags & (O_PATH | O_DIRECTORY)) ? canon : NULL);
 opened:
-	ckc_vfd_fresh(fd);
+	ckc_vfd_unseen(fd);
 	if (fd >= 0 && (flags & O_NOFOLLOW) && ckc_tag_dirv_cap)
 		ckc_tag_opened(dirfd, path, flags, fd);
 	return fd;
@@ -1076,8 +1076,12 @@ CKC_EXPORT int fchdir(int fd)
 /* The directory stream's descriptor is closed inside the C library. */
 CKC_EXPORT int closedir(DIR *d)
 {
-	ckc_tag_forget_fd(dirfd(d));
-	return REAL(closedir)(d);
+	int fd = dirfd(d);
+	ckc_tag_forget_fd(fd);
+	int rc = REAL(closedir)(d);
+	/* a checkpoint's copy put on the folder's number (dup2) goes with it */
+	ckc_vfd_unseen(fd);
+	return rc;
 }
 
 /* Drops the virtual descriptors of [first, last] (the real call closes the

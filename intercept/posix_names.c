@@ -13,6 +13,7 @@
 #include <linux/close_range.h>
 #include <linux/falloc.h>
 #include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "intercept.h"
@@ -65,7 +66,7 @@ CKC_EXPORT int dup(int fd)
 {
 	if (!ckc_vfd_get(fd)) {
 		int r = REAL(dup)(fd);
-		ckc_vfd_fresh(r);
+		ckc_vfd_unseen(r);
 		(void)ckc_small_take(r);
 		ckc_passed_dup(fd, r);
 		return ckc_tag_dup(fd, r);
@@ -103,6 +104,74 @@ CKC_EXPORT int dup3(int oldfd, int newfd, int flags)
 	return dup_fixup(oldfd, REAL(dup3)(oldfd, newfd, flags));
 }
 
+/* Calls that make descriptors, wrapped only to look at the numbers they
+ * give: a number the table still holds lost its checkpoint's placeholder
+ * to a close the library did not see (ckc_vfd_fresh). */
+CKC_EXPORT int pipe(int fds[2])
+{
+	int rc = REAL(pipe)(fds);
+	if (rc == 0) {
+		ckc_vfd_unseen(fds[0]);
+		ckc_vfd_unseen(fds[1]);
+	}
+	return rc;
+}
+
+CKC_EXPORT int pipe2(int fds[2], int flags)
+{
+	int rc = REAL(pipe2)(fds, flags);
+	if (rc == 0) {
+		ckc_vfd_unseen(fds[0]);
+		ckc_vfd_unseen(fds[1]);
+	}
+	return rc;
+}
+
+CKC_EXPORT int socketpair(int domain, int type, int proto, int fds[2])
+{
+	int rc = REAL(socketpair)(domain, type, proto, fds);
+	if (rc == 0) {
+		ckc_vfd_unseen(fds[0]);
+		ckc_vfd_unseen(fds[1]);
+	}
+	return rc;
+}
+
+CKC_EXPORT int socket(int domain, int type, int proto)
+{
+	int fd = REAL(socket)(domain, type, proto);
+	ckc_vfd_unseen(fd);
+	return fd;
+}
+
+CKC_EXPORT int accept(int s, struct sockaddr *a, socklen_t *n)
+{
+	int fd = REAL(accept)(s, a, n);
+	ckc_vfd_unseen(fd);
+	return fd;
+}
+
+CKC_EXPORT int accept4(int s, struct sockaddr *a, socklen_t *n, int flags)
+{
+	int fd = REAL(accept4)(s, a, n, flags);
+	ckc_vfd_unseen(fd);
+	return fd;
+}
+
+CKC_EXPORT int eventfd(unsigned int v, int flags)
+{
+	int fd = REAL(eventfd)(v, flags);
+	ckc_vfd_unseen(fd);
+	return fd;
+}
+
+CKC_EXPORT int memfd_create(const char *name, unsigned int flags)
+{
+	int fd = REAL(memfd_create)(name, flags);
+	ckc_vfd_unseen(fd);
+	return fd;
+}
+
 /* The kernel's O_LARGEFILE, which F_GETFL shows for a 64-bit process's
  * files (glibc's is 0 there). */
 #if defined(__x86_64__)
@@ -127,7 +196,7 @@ static int fcntl_common(int (*rf)(int, int, ...), int fd, int cmd, unsigned long
 		int r = rf(fd, cmd, arg);
 		if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)
 			return r;
-		ckc_vfd_fresh(r);
+		ckc_vfd_unseen(r);
 		(void)ckc_small_take(r);
 		ckc_passed_dup(fd, r);
 		return ckc_tag_dup(fd, r);

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <termios.h>
+#include <sys/ioctl.h>
 #include <wchar.h>
 #include <sys/uio.h>
 
@@ -106,6 +107,14 @@ struct utimbuf;
 	X(dup, int, (int))                                                                 \
 	X(dup2, int, (int, int))                                                           \
 	X(dup3, int, (int, int, int))                                                      \
+	X(pipe, int, (int *))                                                              \
+	X(pipe2, int, (int *, int))                                                        \
+	X(socket, int, (int, int, int))                                                    \
+	X(socketpair, int, (int, int, int, int *))                                         \
+	X(accept, int, (int, struct sockaddr *, socklen_t *))                              \
+	X(accept4, int, (int, struct sockaddr *, socklen_t *, int))                        \
+	X(eventfd, int, (unsigned int, int))                                               \
+	X(memfd_create, int, (const char *, unsigned int))                                 \
 	X(fcntl, int, (int, int, ...))                                                     \
 	X(fcntl64, int, (int, int, ...))                                                   \
 	X(flock, int, (int, int))                                                          \
@@ -223,6 +232,10 @@ struct utimbuf;
 	X(link, int, (const char *, const char *))                                         \
 	X(linkat, int, (int, const char *, int, const char *, int))                        \
 	X(fork, pid_t, (void))                                                             \
+	X(daemon, int, (int, int))                                                         \
+	X(forkpty, pid_t, (int *, char *, const struct termios *, const struct winsize *)) \
+	X(openpty, int, (int *, int *, char *, const struct termios *, const struct winsize *)) \
+	X(login_tty, int, (int))                                                           \
 	X(posix_spawn, int, (pid_t *, const char *, const posix_spawn_file_actions_t *,    \
 			     const posix_spawnattr_t *, char *const[], char *const[]))      \
 	X(posix_spawnp, int, (pid_t *, const char *, const posix_spawn_file_actions_t *,   \

@@ -80,6 +80,71 @@ CKC_EXPORT pid_t fork(void)
 	return REAL(fork)();
 }
 
+/* The C library's daemon() and forkpty() fork by its own call, which the
+ * wrapper above does not see (the child would inherit the placeholders of
+ * the checkpoints open for writing, and fail on them), and daemon()'s
+ * parent ends with its own _exit, which writes nothing of the cache to the
+ * real files: both are made of the wrapped calls once the cache runs. */
+CKC_EXPORT int daemon(int nochdir, int noclose)
+{
+	if (!spawn_applies() || !ckc_engine_started())
+		return REAL(daemon)(nochdir, noclose);
+	pid_t p = fork();
+	if (p < 0)
+		return -1;
+	if (p > 0)
+		_exit(0); /* the cache's checkpoints reach their real paths first */
+	if (setsid() < 0)
+		return -1;
+	if (!nochdir && chdir("/") != 0)
+		return -1;
+	if (!noclose) {
+		int fd = open("/dev/null", O_RDWR);
+		struct stat st;
+		if (fd < 0)
+			return -1;
+		if (fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode)) {
+			close(fd);
+			errno = ENODEV;
+			return -1;
+		}
+		(void)dup2(fd, 0);
+		(void)dup2(fd, 1);
+		(void)dup2(fd, 2);
+		if (fd > 2)
+			close(fd);
+	}
+	return 0;
+}
+
+CKC_EXPORT pid_t forkpty(int *amaster, char *name, const struct termios *tp, const struct winsize *wp)
+{
+	int (*op)(int *, int *, char *, const struct termios *, const struct winsize *) = REAL(openpty);
+	int (*lt)(int) = REAL(login_tty);
+	if (!spawn_applies() || !ckc_engine_started() || !op || !lt)
+		return REAL(forkpty)(amaster, name, tp, wp);
+	int master, slave;
+	if (op(&master, &slave, name, tp, wp) != 0)
+		return -1;
+	pid_t p = fork();
+	if (p < 0) {
+		int e = errno;
+		close(master);
+		close(slave);
+		errno = e;
+		return -1;
+	}
+	if (p == 0) {
+		close(master);
+		if (lt(slave) != 0)
+			_exit(1);
+		return 0;
+	}
+	*amaster = master;
+	close(slave);
+	return p;
+}
+
 /* ---- vfork ---------------------------------------------------------------- */
 
 /* The C library's vfork, jumped to (not called) by the vfork below so that

@@ -434,7 +434,7 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 		f = real(path, mode);
 	}
 	if (f) {
-		ckc_vfd_fresh(f->_fileno);
+		ckc_vfd_unseen(f->_fileno);
 		ckc_px_real_opened(f->_fileno, path, tagged ? canon : NULL);
 	}
 	ckc_thread_stream(f);
@@ -540,7 +540,14 @@ static FILE *freopen_common(const char *path, const char *mode, FILE *stream,
 			return NULL;
 		}
 	}
-	return real(path, mode, stream);
+	int old = stream && !ckc_in_vfork_child() ? stream->_fileno : -1;
+	FILE *f = real(path, mode, stream);
+	/* the C library closed the stream's number (a checkpoint's copy put
+	 * there with dup2 included) and opened the new file itself */
+	ckc_vfd_unseen(old);
+	if (f && f->_fileno != old)
+		ckc_vfd_unseen(f->_fileno);
+	return f;
 }
 
 CKC_EXPORT FILE *freopen(const char *path, const char *mode, FILE *stream)
@@ -631,11 +638,16 @@ CKC_EXPORT int fclose(FILE *f)
 	if (f && f->_fileno == STDIO_COOKIE_FILENO && !vforked)
 		stdio_find(f, &buf);
 	uint64_t t0 = 0;
+	int fd = -1;
 	if (f && f->_fileno != STDIO_COOKIE_FILENO && !vforked) {
-		ckc_tag_forget_fd(f->_fileno);
-		t0 = ckc_small_take(f->_fileno);
+		fd = f->_fileno;
+		ckc_tag_forget_fd(fd);
+		t0 = ckc_small_take(fd);
 	}
 	int rc = REAL(fclose)(f);
+	/* a checkpoint's copy put on the stream's number (dup2 onto fileno)
+	 * is closed inside the C library: its entry goes */
+	ckc_vfd_unseen(fd);
 	if (rc == 0 && t0)
 		ckc_small_done(t0);
 	/* glibc is done with a buffer it did not allocate once the stream is

@@ -12,6 +12,7 @@
 #endif
 
 #include <aio.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -141,6 +142,8 @@ int m_stdio_threads(int argc, char **argv);
 int m_stdio_seek_cur(int argc, char **argv);
 int m_stdio_records(int argc, char **argv);
 int m_daemonout(int argc, char **argv);
+int m_unseenclose(int argc, char **argv);
+int m_daemonkeeps(int argc, char **argv);
 int m_stdio_threads_check(int argc, char **argv);
 int m_noclose(int argc, char **argv);
 int m_renames(int argc, char **argv);

@@ -345,6 +345,104 @@ int m_daemonout(int argc, char **argv)
 	return 0;
 }
 
+/* unseenclose DIR: a checkpoint's descriptor copied (dup2) onto the number
+ * of a stream, a folder stream and standard input, which the C library
+ * then closes by its own calls (fclose, closedir, freopen); a pipe made
+ * next takes the number, and must carry its own bytes, not the
+ * checkpoint's. The checkpoint itself stays whole. */
+static void unseen_pipe_check(const char *how)
+{
+	int p[2];
+	if (pipe(p) != 0)
+		fail("pipe: %s", strerror(errno));
+	struct stat st;
+	if (fstat(p[0], &st) != 0 || !S_ISFIFO(st.st_mode))
+		fail("after %s, fstat of the new pipe (fd %d) reports no pipe", how, p[0]);
+	if (write(p[1], "pipe", 4) != 4)
+		fail("after %s, write to the new pipe (fd %d): %s", how, p[1], strerror(errno));
+	char b[8] = { 0 };
+	if (read(p[0], b, sizeof(b)) != 4 || memcmp(b, "pipe", 4) != 0)
+		fail("after %s, the new pipe (fd %d) reads '%.4s', not its own bytes", how, p[0], b);
+	close(p[0]);
+	close(p[1]);
+}
+
+int m_unseenclose(int argc, char **argv)
+{
+	need_args(argc, 2, "DIR");
+	char ck[PATH_MAX], plain[PATH_MAX];
+	snprintf(ck, sizeof(ck), "%s/u.bin", argv[1]);
+	snprintf(plain, sizeof(plain), "%s.plain", argv[1]);
+	gen_file(ck, 1 << 20, 21, 0);
+	FILE *pf = xfopen(plain, "w");
+	fputs("plain\n", pf);
+	xfclose(pf);
+	int c = xopen(ck, O_RDONLY);
+
+	FILE *f = xfopen(plain, "r");
+	if (dup2(c, fileno(f)) != fileno(f))
+		fail("dup2 onto a stream's number: %s", strerror(errno));
+	fclose(f);
+	unseen_pipe_check("fclose of a stream whose number held a checkpoint's copy");
+
+	DIR *d = opendir(argv[1]);
+	if (!d || dup2(c, dirfd(d)) != dirfd(d))
+		fail("dup2 onto a folder stream's number: %s", strerror(errno));
+	closedir(d);
+	unseen_pipe_check("closedir of a folder stream whose number held a checkpoint's copy");
+
+	int saved = dup(0);
+	if (saved < 0 || dup2(c, 0) != 0)
+		fail("dup2 onto standard input: %s", strerror(errno));
+	if (!freopen(plain, "r", stdin))
+		fail("freopen of standard input: %s", strerror(errno));
+	char b[16] = { 0 };
+	if (read(0, b, sizeof(b) - 1) != 6 || strcmp(b, "plain\n") != 0)
+		fail("after freopen of standard input, read(0) returns '%s', not the new file", b);
+	fclose(stdin);
+	unseen_pipe_check("fclose(stdin) after freopen");
+	check_file(ck, 1 << 20, 21, 0);
+	close(c);
+	if (saved != 0)
+		dup2(saved, 0);
+	printf("unseenclose: numbers closed inside the C library serve their new files\n");
+	return 0;
+}
+
+/* daemonkeeps DIR MARKER: four checkpoints closed and one open for
+ * writing, then daemon(): the parent's end (the C library's _exit inside
+ * daemon) must leave the closed ones at their real paths, and the daemon
+ * writes the second half of the open one through the descriptor it
+ * inherited, closes it, and says so in MARKER (untagged). */
+int m_daemonkeeps(int argc, char **argv)
+{
+	need_args(argc, 3, "DIR MARKER");
+	char p[PATH_MAX], tmp[PATH_MAX];
+	const size_t half = 4 << 20;
+	for (int i = 0; i < 4; i++) {
+		snprintf(p, sizeof(p), "%s/closed%d.bin", argv[1], i);
+		gen_file(p, 16 << 20, 30 + i, 0);
+	}
+	snprintf(p, sizeof(p), "%s/open.bin", argv[1]);
+	unsigned char *b = pattern_buf(2 * half, 40);
+	int w = xopen(p, O_WRONLY | O_CREAT | O_TRUNC);
+	write_all(w, b, half, p);
+	fflush(stdout);
+	if (daemon(1, 1) != 0)
+		fail("daemon: %s", strerror(errno));
+	/* the daemon */
+	ssize_t r = write(w, b + half, half);
+	int e = errno, rc = close(w);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", argv[2]);
+	FILE *m = fopen(tmp, "w");
+	if (m) {
+		fprintf(m, "%zd %s %d\n", r, r < 0 ? strerror(e) : "ok", rc);
+		fclose(m);
+		rename(tmp, argv[2]);
+	}
+	return 0;
+}
+
 /* ---- modes: metadata of cached checkpoints -------------------------------- */
 
 /* chmod/chown/utimensat by path and fchmod/fchown/futimens on the

@@ -498,6 +498,31 @@ daemonout_case() {
 	same out.ref ck/out.txt "the checkpoint at its real path after exit"
 }
 
+# A checkpoint's copy on numbers the C library closes by its own calls.
+unseenclose_case() {
+	helper_ok "numbers closed inside the C library" -- unseenclose "$T/ck"
+	run_ok "the checkpoint at its real path" plain "$HELPER" check ck/u.bin 1M 21
+}
+
+# daemon() with checkpoints closed and one open for writing.
+daemonkeeps_case() {
+	mkdir -p plain
+	helper_ok "daemon() with checkpoints" -- daemonkeeps "$T/ck" "$T/plain/word"
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ -s plain/word ] && break
+		sleep 0.1
+	done
+	[ "$(cat plain/word 2>/dev/null)" = "4194304 ok 0" ] ||
+		fail "the daemon's write and close of its inherited checkpoint: '$(cat plain/word 2>/dev/null)'"
+	for i in 0 1 2 3; do
+		run_ok "closed checkpoint $i at its real path after the parent's end" \
+			plain "$HELPER" check "ck/closed$i.bin" 16M $((30 + i))
+	done
+	plain "$HELPER" gen open.ref 8M 40
+	same open.ref ck/open.bin "the checkpoint the daemon finished"
+}
+
 # ---- names ----------------------------------------------------------------------------
 
 # chmod/chown/utimensat and fchmod/fchown/futimens of a checkpoint still in
@@ -874,6 +899,8 @@ case_add stdio/tagged-stdout stdout_case
 case_add unsupported/raw-close-reuse closeby_case syscall
 case_add unsupported/raw-close-reuse-asm closeby_case asm
 case_add fdops/daemon-stdout daemonout_case
+case_add fdops/closed-inside-libc unseenclose_case
+case_add fdops/daemon-keeps-checkpoints daemonkeeps_case
 case_add fdops fdops_case
 case_add fsync/persist-never fsync_never_case
 case_add stdio stdio_case
