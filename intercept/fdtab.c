@@ -105,6 +105,38 @@ int ckc_fd_above(int fd, int floor)
 	return fd;
 }
 
+/* The engine's own files (opened through icpt_open, init.c) by number: a
+ * program that closes a range of numbers it does not know (closefrom(3),
+ * Python's os.closerange) leaves them open (posix.c). One bit a number,
+ * for the numbers of the table. */
+static _Atomic uint64_t *fd_mine;
+
+void ckc_fd_mine_set(int fd, bool mine)
+{
+	if (!fd_mine || fd < 0 || (size_t)fd >= ckc_vfd_cap)
+		return;
+	uint64_t bit = 1ull << (fd % 64);
+	if (mine)
+		atomic_fetch_or(&fd_mine[fd / 64], bit);
+	else
+		atomic_fetch_and(&fd_mine[fd / 64], ~bit);
+}
+
+int ckc_fd_mine_next(unsigned from, unsigned last)
+{
+	if (!fd_mine)
+		return -1;
+	for (size_t fd = from; fd <= last && fd < ckc_vfd_cap;) {
+		uint64_t w = atomic_load_explicit(&fd_mine[fd / 64], memory_order_relaxed) >> (fd % 64);
+		if (w) {
+			size_t at = fd + (size_t)__builtin_ctzll(w);
+			return at <= last && at < ckc_vfd_cap ? (int)at : -1;
+		}
+		fd = (fd / 64 + 1) * 64;
+	}
+	return -1;
+}
+
 int ckc_fdtab_init(void)
 {
 	struct rlimit rl;
@@ -125,6 +157,7 @@ int ckc_fdtab_init(void)
 		return -ENOMEM;
 	ckc_small_t0 = calloc(cap, sizeof(*ckc_small_t0));
 	ckc_vfd_seen = calloc(cap, sizeof(*ckc_vfd_seen));
+	fd_mine = calloc((cap + 63) / 64, sizeof(*fd_mine));
 	ckc_vfd_cap = cap;
 	return 0;
 }

@@ -30,7 +30,17 @@ atomic_bool ckc_icpt_on;
 static int icpt_open(const char *path, int flags, mode_t mode)
 {
 	int fd = REAL(open)(path, flags | O_CLOEXEC, mode);
-	return fd < 0 ? fd : ckc_fd_above(fd, ENGINE_FD_FLOOR);
+	if (fd < 0)
+		return fd;
+	fd = ckc_fd_above(fd, ENGINE_FD_FLOOR);
+	ckc_fd_mine_set(fd, true);
+	return fd;
+}
+
+static int icpt_close(int fd)
+{
+	ckc_fd_mine_set(fd, false);
+	return REAL(close)(fd);
 }
 
 /* The engine's table of real functions, resolved in full before any of
@@ -43,6 +53,7 @@ static void icpt_route_engine_io(void)
 	ckc_real_resolve_early();
 	ckc_mem_own_alloc();
 	ckc_io.open = icpt_open;
+	ckc_io.close = icpt_close;
 }
 
 /* Whether this fork is made by the process's only thread, which has never

@@ -384,6 +384,10 @@ static inline void ckc_vfd_unseen(int fd)
  * leaves v, and its handle, whole until the put. */
 ckc_vfd_t *ckc_vfd_hold(int fd);
 int ckc_fdtab_init(void);
+/* Marks fd as one of the engine's own files (or no longer); the first
+ * such number in [from, last], or -1. */
+void ckc_fd_mine_set(int fd, bool mine);
+int ckc_fd_mine_next(unsigned from, unsigned last);
 /* fd moved to the lowest free number at or above floor (closing fd), or
  * below floor near the top of the descriptor table where reaching floor
  * would grow the table of a process with more than one thread; fd itself

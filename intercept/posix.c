@@ -1102,6 +1102,29 @@ static void vfd_close_range(unsigned first, unsigned last)
 		}
 }
 
+/* close_range over [first, last] around the engine's own files, which a
+ * program closing numbers it does not know (closefrom(3) before its work,
+ * Python's os.closerange) would take from the cache: the bytes of the
+ * checkpoints they hold were lost. 0, or -1 with the first failure's
+ * errno. */
+static int close_range_around(int (*rc_range)(unsigned, unsigned, int), unsigned first, unsigned last,
+			      int flags)
+{
+	int rc = 0, e = 0;
+	unsigned lo = first;
+	for (int m; lo <= last && (m = ckc_fd_mine_next(lo, last)) >= 0; lo = (unsigned)m + 1) {
+		if ((unsigned)m > lo && rc_range(lo, (unsigned)m - 1, flags) != 0 && !e)
+			e = errno, rc = -1;
+		if ((unsigned)m == last)
+			return rc ? (errno = e, -1) : 0;
+	}
+	if (lo <= last && rc_range(lo, last, flags) != 0 && !e)
+		e = errno, rc = -1;
+	if (rc)
+		errno = e;
+	return rc;
+}
+
 CKC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 {
 	int (*rc_range)(unsigned, unsigned, int) = REAL(close_range);
@@ -1113,7 +1136,9 @@ CKC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 	 * call the kernel refuses at once closes nothing) */
 	if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
 		ckc_small_drop(first, last);
-	int rc = rc_range(first, last, flags);
+	int rc = (flags & CLOSE_RANGE_CLOEXEC) || first > last || ckc_in_vfork_child()
+			 ? rc_range(first, last, flags)
+			 : close_range_around(rc_range, first, last, flags);
 	/* CLOSE_RANGE_CLOEXEC only marks them; the program still has them */
 	if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
 		vfd_close_range(first, last);
@@ -1123,10 +1148,14 @@ CKC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 CKC_EXPORT void closefrom(int lowfd)
 {
 	void (*rc_from)(int) = REAL(closefrom);
+	int (*rc_range)(unsigned, unsigned, int) = REAL(close_range);
 	if (lowfd >= 0)
 		ckc_small_drop((unsigned)lowfd, ~0u);
-	if (rc_from)
+	int saved = errno;
+	/* (as the C library's: close_range, else the numbers one by one) */
+	if (lowfd < 0 || ckc_in_vfork_child() || close_range_around(rc_range, (unsigned)lowfd, ~0u, 0) != 0)
 		rc_from(lowfd);
+	errno = saved;
 	if (lowfd >= 0)
 		vfd_close_range((unsigned)lowfd, ~0u);
 }

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -59,6 +60,9 @@
 	X(closedir, int, (DIR *d), (d))                                                   \
 	X(realloc, void *, (void *p, size_t n), (p, n))                                   \
 	X(malloc, void *, (size_t n), (n))                                                \
+	X(socket, int, (int d, int t, int p), (d, t, p))                                  \
+	X(accept4, int, (int s, struct sockaddr *a, socklen_t *n, int fl), (s, a, n, fl)) \
+	X(eventfd, int, (unsigned int v, int fl), (v, fl))                                \
 	X(calloc, void *, (size_t k, size_t n), (k, n))                                   \
 	X(posix_memalign, int, (void **p, size_t a, size_t n), (p, a, n))                 \
 	X(dlsym, void *, (void *h, const char *name), (h, name))                          \

@@ -237,7 +237,7 @@ static void lend_ask_back(uint64_t take)
 
 static void lend_accept(void)
 {
-	int fd = accept4(L.lfd, NULL, NULL, SOCK_CLOEXEC);
+	int fd = sys_accept4(L.lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
 	if (!lend_same_user(fd)) {
@@ -319,7 +319,7 @@ static int lend_connect(int slot)
 	int len = lend_addr(&a, slot);
 	if (len < 0)
 		return len;
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int fd = sys_socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, (struct sockaddr *)&a, (socklen_t)len) != 0 || !lend_same_user(fd)) {
@@ -501,7 +501,7 @@ int ckc_lend_start(const char *name, int slot)
 		L.loan[i].fd = L.debt[i].fd = -1;
 		L.loan[i].slot = -1;
 	}
-	L.lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	L.lfd = sys_socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (L.lfd < 0)
 		return -errno;
 	if (bind(L.lfd, (struct sockaddr *)&a, (socklen_t)len) != 0 || listen(L.lfd, CKC_PEER_MAX) != 0) {
@@ -510,7 +510,7 @@ int ckc_lend_start(const char *name, int slot)
 		L.lfd = -1;
 		return -e;
 	}
-	L.wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	L.wake = sys_eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (L.wake < 0) {
 		int e = errno;
 		sys_close(L.lfd);

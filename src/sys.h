@@ -60,6 +60,9 @@
 #define sys_malloc (*ckc_io.malloc)
 #define sys_calloc (*ckc_io.calloc)
 #define sys_posix_memalign (*ckc_io.posix_memalign)
+#define sys_socket (*ckc_io.socket)
+#define sys_accept4 (*ckc_io.accept4)
+#define sys_eventfd (*ckc_io.eventfd)
 #define sys_dlsym (*ckc_io.dlsym)
 #define sys_pthread_create (*ckc_io.pthread_create)
 
@@ -80,6 +83,7 @@
 #pragma GCC poison fwrite fileno popen
 #pragma GCC poison mmap mmap64 munmap mremap madvise free realloc dlsym
 #pragma GCC poison malloc calloc posix_memalign aligned_alloc memalign syscall
+#pragma GCC poison pipe pipe2 socket socketpair accept accept4 eventfd memfd_create daemon forkpty
 #pragma GCC poison fork vfork system execl execle execlp execv execve execveat execvp execvpe
 #pragma GCC poison fexecve posix_spawn posix_spawnp signal
 #pragma GCC poison recv recvfrom recvmsg send sendto sendmsg

@@ -144,6 +144,7 @@ int m_stdio_records(int argc, char **argv);
 int m_daemonout(int argc, char **argv);
 int m_unseenclose(int argc, char **argv);
 int m_daemonkeeps(int argc, char **argv);
+int m_closeall(int argc, char **argv);
 int m_stdio_threads_check(int argc, char **argv);
 int m_noclose(int argc, char **argv);
 int m_renames(int argc, char **argv);

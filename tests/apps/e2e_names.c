@@ -443,6 +443,30 @@ int m_daemonkeeps(int argc, char **argv)
 	return 0;
 }
 
+/* closeall DIR close_range|closefrom: four checkpoints open for writing,
+ * 2 MiB each, then every number above 2 closed at once, as a program that
+ * closes what it does not know before its work does: the checkpoints
+ * must reach their real paths (the library's own files, where it keeps
+ * their bytes, are not the program's to close). */
+int m_closeall(int argc, char **argv)
+{
+	need_args(argc, 3, "DIR close_range|closefrom");
+	char p[PATH_MAX];
+	for (int i = 0; i < 4; i++) {
+		snprintf(p, sizeof(p), "%s/all%d.bin", argv[1], i);
+		unsigned char *b = pattern_buf(2 << 20, 50 + i);
+		int fd = xopen(p, O_WRONLY | O_CREAT | O_TRUNC);
+		write_all(fd, b, 2 << 20, p);
+		free(b);
+	}
+	fflush(stdout);
+	if (!strcmp(argv[2], "closefrom"))
+		closefrom(3);
+	else if (close_range(3, ~0u, 0) != 0)
+		fail("close_range: %s", strerror(errno));
+	return 0;
+}
+
 /* ---- modes: metadata of cached checkpoints -------------------------------- */
 
 /* chmod/chown/utimensat by path and fchmod/fchown/futimens on the

@@ -91,6 +91,23 @@ aside_not_for_persist_never() {
 	stats_ok files==1 step_aside.on==0 step_aside.written_straight==0
 }
 
+# Checkpoints open for writing when the program closes every number above
+# 2 at once: stepping aside keeps a written checkpoint's bytes in an unnamed
+# file of the library's, which must stay open.
+aside_closeall() {
+	need_helper
+	local how i
+	for how in close_range closefrom; do
+		rm -f ck/all*.bin
+		ck CKPTCACHE_STEP_ASIDE=auto -- "$HELPER" closeall "$T/ck" $how ||
+			fail "$how: the program failed$(last_error)"
+		for i in 0 1 2 3; do
+			run_ok "$how: checkpoint $i at its real path" plain "$HELPER" check "ck/all$i.bin" 2M $((50 + i))
+		done
+	done
+}
+
+case_add aside/closeall-keeps-writers aside_closeall
 case_add aside/tries-both-sides aside_tries_both_sides
 case_add aside/slow-real-path-takes-the-cache aside_slow_real_path_takes_the_cache
 case_add aside/off aside_off
