@@ -212,6 +212,19 @@ void ckc_vfd_epoch_next(void)
 	atomic_fetch_add_explicit(&ckc_vfd_epoch, 1, memory_order_release);
 }
 
+/* fd no longer holds v's placeholder, and the library did not see it go:
+ * v is forgotten there, once, and the other numbers are asked again. */
+static void vfd_drop_unseen(int fd, ckc_vfd_t *v)
+{
+	ckc_mutex_lock(&fdtab_lock);
+	bool mine = atomic_compare_exchange_strong(&ckc_vfd_tab[fd], &v, NULL);
+	ckc_mutex_unlock(&fdtab_lock);
+	if (mine) {
+		ckc_vfd_epoch_next();
+		ckc_vfd_put(v);
+	}
+}
+
 ckc_vfd_t *ckc_vfd_check(int fd, ckc_vfd_t *v)
 {
 	int (*rf)(int, int, ...) = REAL(fcntl);
@@ -226,29 +239,16 @@ ckc_vfd_t *ckc_vfd_check(int fd, ckc_vfd_t *v)
 			atomic_store_explicit(&ckc_vfd_seen[fd], epoch, memory_order_relaxed);
 		return v;
 	}
-	/* the number no longer holds our placeholder: forget it, once */
-	ckc_mutex_lock(&fdtab_lock);
-	bool mine = atomic_compare_exchange_strong(&ckc_vfd_tab[fd], &v, NULL);
-	ckc_mutex_unlock(&fdtab_lock);
-	if (mine) {
-		/* a number went without a call the library saw: the others
-		 * are asked again */
-		ckc_vfd_epoch_next();
-		ckc_vfd_put(v);
-	}
+	vfd_drop_unseen(fd, v);
 	return NULL;
 }
 
 void ckc_vfd_stale(int fd)
 {
 	/* a vfork child's numbers are its own, the table its parent's */
-	if (ckc_in_vfork_child())
-		return;
-	ckc_vfd_t *v = ckc_vfd_take(fd);
-	if (v) {
-		ckc_vfd_epoch_next();
-		ckc_vfd_put(v);
-	}
+	ckc_vfd_t *v = ckc_in_vfork_child() ? NULL : atomic_load(&ckc_vfd_tab[fd]);
+	if (v)
+		vfd_drop_unseen(fd, v);
 }
 
 ckc_vfd_t *ckc_vfd_take(int fd)

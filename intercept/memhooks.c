@@ -95,8 +95,8 @@ static inline void alloc_in(void)
 static inline void alloc_out(void)
 {
 	atomic_signal_fence(memory_order_seq_cst);
-	if (--ckc_tl_alloc == 0 && __builtin_expect(ckc_tl_sigdefer != 0, 0) && ckc_tl_locks == 0 &&
-	    ckc_io_guard == 0)
+	--ckc_tl_alloc;
+	if (__builtin_expect(ckc_tl_sigdefer != 0, 0) && ckc_tl_outside())
 		ckc_sig_run_deferred();
 }
 

@@ -1110,19 +1110,17 @@ static void vfd_close_range(unsigned first, unsigned last)
 static int close_range_around(int (*rc_range)(unsigned, unsigned, int), unsigned first, unsigned last,
 			      int flags)
 {
-	int rc = 0, e = 0;
+	int e = 0;
 	unsigned lo = first;
-	for (int m; lo <= last && (m = ckc_fd_mine_next(lo, last)) >= 0; lo = (unsigned)m + 1) {
+	/* (the engine's numbers are below the table's size: m + 1 never wraps) */
+	for (int m; lo <= last && (m = ckc_fd_mine_next(lo, last)) >= 0; lo = (unsigned)m + 1)
 		if ((unsigned)m > lo && rc_range(lo, (unsigned)m - 1, flags) != 0 && !e)
-			e = errno, rc = -1;
-		if ((unsigned)m == last)
-			return rc ? (errno = e, -1) : 0;
-	}
+			e = errno;
 	if (lo <= last && rc_range(lo, last, flags) != 0 && !e)
-		e = errno, rc = -1;
-	if (rc)
+		e = errno;
+	if (e)
 		errno = e;
-	return rc;
+	return e ? -1 : 0;
 }
 
 CKC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)

@@ -106,70 +106,60 @@ CKC_EXPORT int dup3(int oldfd, int newfd, int flags)
 
 /* Calls that make descriptors, wrapped only to look at the numbers they
  * give: a number the table still holds lost its checkpoint's placeholder
- * to a close the library did not see (ckc_vfd_fresh). */
-CKC_EXPORT int pipe(int fds[2])
+ * to a close the library did not see (ckc_vfd_unseen). */
+static int made_one(int fd)
 {
-	int rc = REAL(pipe)(fds);
+	ckc_vfd_unseen(fd);
+	return fd;
+}
+
+static int made_two(int rc, const int fds[2])
+{
 	if (rc == 0) {
 		ckc_vfd_unseen(fds[0]);
 		ckc_vfd_unseen(fds[1]);
 	}
 	return rc;
+}
+
+CKC_EXPORT int pipe(int fds[2])
+{
+	return made_two(REAL(pipe)(fds), fds);
 }
 
 CKC_EXPORT int pipe2(int fds[2], int flags)
 {
-	int rc = REAL(pipe2)(fds, flags);
-	if (rc == 0) {
-		ckc_vfd_unseen(fds[0]);
-		ckc_vfd_unseen(fds[1]);
-	}
-	return rc;
+	return made_two(REAL(pipe2)(fds, flags), fds);
 }
 
 CKC_EXPORT int socketpair(int domain, int type, int proto, int fds[2])
 {
-	int rc = REAL(socketpair)(domain, type, proto, fds);
-	if (rc == 0) {
-		ckc_vfd_unseen(fds[0]);
-		ckc_vfd_unseen(fds[1]);
-	}
-	return rc;
+	return made_two(REAL(socketpair)(domain, type, proto, fds), fds);
 }
 
 CKC_EXPORT int socket(int domain, int type, int proto)
 {
-	int fd = REAL(socket)(domain, type, proto);
-	ckc_vfd_unseen(fd);
-	return fd;
+	return made_one(REAL(socket)(domain, type, proto));
 }
 
 CKC_EXPORT int accept(int s, struct sockaddr *a, socklen_t *n)
 {
-	int fd = REAL(accept)(s, a, n);
-	ckc_vfd_unseen(fd);
-	return fd;
+	return made_one(REAL(accept)(s, a, n));
 }
 
 CKC_EXPORT int accept4(int s, struct sockaddr *a, socklen_t *n, int flags)
 {
-	int fd = REAL(accept4)(s, a, n, flags);
-	ckc_vfd_unseen(fd);
-	return fd;
+	return made_one(REAL(accept4)(s, a, n, flags));
 }
 
 CKC_EXPORT int eventfd(unsigned int v, int flags)
 {
-	int fd = REAL(eventfd)(v, flags);
-	ckc_vfd_unseen(fd);
-	return fd;
+	return made_one(REAL(eventfd)(v, flags));
 }
 
 CKC_EXPORT int memfd_create(const char *name, unsigned int flags)
 {
-	int fd = REAL(memfd_create)(name, flags);
-	ckc_vfd_unseen(fd);
-	return fd;
+	return made_one(REAL(memfd_create)(name, flags));
 }
 
 /* The kernel's O_LARGEFILE, which F_GETFL shows for a 64-bit process's

@@ -121,7 +121,7 @@ CKC_EXPORT pid_t forkpty(int *amaster, char *name, const struct termios *tp, con
 {
 	int (*op)(int *, int *, char *, const struct termios *, const struct winsize *) = REAL(openpty);
 	int (*lt)(int) = REAL(login_tty);
-	if (!spawn_applies() || !ckc_engine_started() || !op || !lt)
+	if (!spawn_applies() || !ckc_engine_started())
 		return REAL(forkpty)(amaster, name, tp, wp);
 	int master, slave;
 	if (op(&master, &slave, name, tp, wp) != 0)

@@ -88,13 +88,11 @@ typedef struct stdio_cookie {
 	atomic_int fd;
 	atomic_int orient; /* fwide's: 0 none yet, 1 wide, -1 bytes (wstdio.c) */
 	atomic_bool moved; /* bytes went through it (its read or write ran) */
-	/* where its reads, writes and seeks left the descriptor, and how much
-	 * the next fill of the buffer reads (STDIO_WINDOW_MIN after a seek
-	 * elsewhere, doubling with each fill up to STDIO_BUF): a reader that
-	 * seeks to read a small header, then reads a record past it (a zip
-	 * archive's, torch.load's), gets a small fill, not 256 KiB copied
+	/* how much the next fill of the buffer reads (STDIO_WINDOW_MIN after a
+	 * seek that moved, doubling with each fill up to STDIO_BUF): a reader
+	 * that seeks to read a small header, then reads a record past it (a
+	 * zip archive's, torch.load's), gets a small fill, not 256 KiB copied
 	 * for its 30 bytes */
-	_Atomic int64_t pos;
 	atomic_uint window;
 } stdio_cookie_t;
 
@@ -141,7 +139,6 @@ static ssize_t cookie_read(void *cv, char *buf, size_t n)
 		errno = (int)-r;
 		return -1;
 	}
-	atomic_fetch_add_explicit(&c->pos, r, memory_order_relaxed);
 	if (w < STDIO_BUF)
 		atomic_store_explicit(&c->window, 2 * w < STDIO_BUF ? 2 * w : STDIO_BUF, memory_order_relaxed);
 	return r;
@@ -167,7 +164,6 @@ static ssize_t cookie_write(void *c, const char *buf, size_t n)
 		errno = (int)-r;
 		return 0; /* stdio's convention for a failed write */
 	}
-	atomic_fetch_add_explicit(&((stdio_cookie_t *)c)->pos, r, memory_order_relaxed);
 	return r;
 }
 
@@ -280,6 +276,7 @@ static int cookie_seek(void *cv, off64_t *off, int whence)
 	stdio_cookie_t *c = cv;
 	int fd = atomic_load(&c->fd);
 	ckc_vfd_t *v = ckc_vfd_get(fd);
+	off_t was = v ? ckc_vfd_lseek(v, 0, SEEK_CUR) : -1;
 	off_t r = v ? ckc_vfd_lseek(v, *off, whence) : REAL(lseek)(fd, *off, whence);
 	if (!v && r < 0)
 		return -1;
@@ -287,7 +284,7 @@ static int cookie_seek(void *cv, off64_t *off, int whence)
 		errno = (int)-r;
 		return -1;
 	}
-	if (atomic_exchange_explicit(&c->pos, r, memory_order_relaxed) != r)
+	if (r != was)
 		atomic_store_explicit(&c->window, STDIO_WINDOW_MIN, memory_order_relaxed);
 	*off = r;
 	return 0;
@@ -337,7 +334,6 @@ static FILE *stdio_stream(int fd, const char *mode)
 	atomic_init(&c->fd, fd);
 	atomic_init(&c->orient, 0);
 	atomic_init(&c->moved, false);
-	atomic_init(&c->pos, -1);
 	atomic_init(&c->window, STDIO_WINDOW_MIN);
 	FILE *f = fopencookie(c, mode, stdio_funcs);
 	if (!f) {
@@ -516,7 +512,6 @@ static FILE *freopen_cookie(const char *path, const char *mode, FILE *stream,
 	if (fd < 0)
 		return NULL;
 	int old = atomic_exchange(&c->fd, fd);
-	atomic_store(&c->pos, -1);
 	atomic_store(&c->window, STDIO_WINDOW_MIN);
 	ckc_close_fd(old);
 	clearerr(stream);

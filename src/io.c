@@ -7,7 +7,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -172,6 +172,13 @@ void ckc_sig_run_deferred(void);
 void ckc_cancel_hold(void);
 void ckc_cancel_release(void);
 
+/* Whether this thread runs the program's own code: no lock of the
+ * library held, no engine call, no call of the allocator counted. */
+static inline bool ckc_tl_outside(void)
+{
+	return ckc_tl_locks == 0 && ckc_io_guard == 0 && ckc_tl_alloc == 0;
+}
+
 /* The thread's last step out of the library (no lock held, no engine
  * call): its cancellation back as it was, the handlers deferred meanwhile
  * run. */

@@ -87,7 +87,7 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 	if (!fn)
 		return; /* set back to the default or ignored as it came */
 	int flags = atomic_load_explicit(&prog[sig].flags, memory_order_relaxed);
-	if (ckc_tl_locks == 0 && ckc_io_guard == 0 && ckc_tl_alloc == 0) {
+	if (ckc_tl_outside()) {
 		ckc_tl_in_handler++;
 		prog_call(fn, flags, sig, si, uc);
 		ckc_tl_in_handler--;
