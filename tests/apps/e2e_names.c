@@ -405,6 +405,20 @@ int m_unseenclose(int argc, char **argv)
 	close(c);
 	if (saved != 0)
 		dup2(saved, 0);
+	/* the wrappers' failures are the kernel's, errno and all */
+	errno = 0;
+	if (syscall(SYS_close, 1000000) != -1 || errno != EBADF)
+		fail("syscall(SYS_close) of a number not open: errno %d, not EBADF", errno);
+	errno = 0;
+	if (close_range(10, 5, 0) != -1 || errno != EINVAL)
+		fail("close_range(10, 5): errno %d, not EINVAL", errno);
+	errno = 0;
+	if (socket(-1, SOCK_STREAM, 0) != -1 || errno != EAFNOSUPPORT)
+		fail("socket of no family: errno %d, not EAFNOSUPPORT", errno);
+	int p2[2];
+	errno = 0;
+	if (pipe2(p2, -1) != -1 || errno != EINVAL)
+		fail("pipe2 with bad flags: errno %d, not EINVAL", errno);
 	printf("unseenclose: numbers closed inside the C library serve their new files\n");
 	return 0;
 }
