@@ -1314,7 +1314,7 @@ for i, b in enumerate(data):
     with open(f"{d}/c{i}.bin", "wb") as f:
         f.write(b)
 fds = fill()
-time.sleep(0.4)
+time.sleep(0.8)
 if hold_at_exit:
     # the table stays full: the library frees nothing of the program's
     sys.exit(0)
@@ -1328,8 +1328,8 @@ PYEOF
 	# below the hard one; 2: full at the end, both limits at 256
 	for hold in 0 1 2; do
 		rm -rf "$T/ck" && mkdir -p "$T/ck"
-		# each publication's open waits 150 ms: the table is full by then
-		SLOW_US=150000 ck SLOWFS_OPS=open -- "$PY" tf.py "$T/ck" $hold ||
+		# each publication's open waits 300 ms: the table is full by then, on a loaded machine too
+		SLOW_US=300000 ck SLOWFS_OPS=open -- "$PY" tf.py "$T/ck" $hold ||
 			fail "the program failed (table full at exit: $hold)$(last_error)"
 		if grep -aq 'ckptcache: error' "$T/.log"; then
 			fail "the library reported an error (table full at exit: $hold)$(first_error 'ckptcache: error')"

@@ -935,6 +935,65 @@ Test(engine, shutdown_drains_every_flush)
 	tenv_clean(&e);
 }
 
+/* The flush threads' writes wait while flush_held is set (10 s at most):
+ * a real path that takes the program's own writes at once and the
+ * library's publications slowly, as a file system busy with write-back. */
+static atomic_bool flush_held;
+static ssize_t held_pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+	for (int i = 0; i < 1000 && ckc_tl_flushing && atomic_load(&flush_held); i++)
+		usleep(10000);
+	return pwrite(fd, buf, len, off);
+}
+
+/* Stepping aside (copy mode): checkpoints written one after another faster
+ * than the cache publishes them cost the program what their flush costs,
+ * which it pays later (the tier fills, or its exit drains them), not what
+ * its copy into memory cost. With the flushes behind, the model turns to
+ * the real path, though the copies into the cache ran faster than the
+ * real path's writes; every byte lands. */
+Test(engine, checkpoints_faster_than_their_flush_go_to_the_real_path)
+{
+	tenv_t e;
+	aside_engine(&e, 256 * MiB);
+	atomic_store(&flush_held, true);
+	ckc_io.pwrite = held_pwrite;
+	ckc_mutex_lock(&ckc_eng.lock);
+	/* known: the cache took checkpoints faster than the real path (0.6x) */
+	aside_init(&ckc_eng.aside, true);
+	aside_prior(&ckc_eng.aside, 4e9, 2.4e9, 0, ASIDE_EVERY_MAX);
+	cr_assert_eq(aside_peek(&ckc_eng.aside), ASIDE_CACHE);
+	/* and the flushes to the real path ran at 100 MB/s */
+	ckc_eng.edge[0].bw = 1e8;
+	eng_unlock();
+	char path[PATH_MAX];
+	int cached = 0, straight = -1;
+	for (int i = 0; i < 12; i++) {
+		tpath(&e, path, i);
+		if (twrite_only(path, (uint64_t)i + 40, 4 * MiB)) {
+			straight = i;
+			break;
+		}
+		cached++;
+	}
+	ckc_mutex_lock(&ckc_eng.lock);
+	aside_side_t choice = ckc_eng.aside.choice;
+	double cache_bw = ckc_eng.aside.bw[ASIDE_CACHE];
+	eng_unlock();
+	atomic_store(&flush_held, false);
+	cr_assert_geq(straight, 2, "the first ones went to the cache (%d did)", cached);
+	cr_assert_eq(choice, ASIDE_HOME, "checkpoint %d went to the real path, the model says the cache "
+		     "(%.2f GB/s there)", straight, cache_bw / 1e9);
+	cr_assert_leq(straight, 6, "the real path took checkpoint %d", straight);
+	ckc_shutdown();
+	ckc_io_reset();
+	for (int i = 0; i <= straight; i++) {
+		tpath(&e, path, i);
+		cr_assert(thome_matches(path, (uint64_t)i + 40, 4 * MiB), "the real file %s", path);
+	}
+	tenv_clean(&e);
+}
+
 /* A reservation of space in a checkpoint written straight to its real
  * path is made on its file there (blocks reserved, the size as asked); in
  * the cache it stays the cache's business. */
