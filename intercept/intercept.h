@@ -384,6 +384,9 @@ static inline void ckc_vfd_unseen(int fd)
  * leaves v, and its handle, whole until the put. */
 ckc_vfd_t *ckc_vfd_hold(int fd);
 int ckc_fdtab_init(void);
+/* bytes of zeroed memory of their own pages, which stay unbacked until
+ * used (never freed), or NULL */
+void *ckc_zeroed(size_t bytes);
 /* Marks fd as one of the engine's own files (or no longer); the first
  * such number in [from, last], or -1. */
 void ckc_fd_mine_set(int fd, bool mine);

@@ -433,6 +433,11 @@ static char *host_map(uint64_t len)
 	if (head)
 		sys_munmap(p, head);
 	sys_munmap(p + head + len, HOST_PIECE - head);
+	/* a fork child leaves the cache to its parent (its interception is
+	 * off and it never reads the tier): without this, each fork copied
+	 * the tier's page tables, and the parent's next writes into its
+	 * populated room met copy-on-write faults */
+	(void)sys_madvise(p + head, len, MADV_DONTFORK);
 	return p + head;
 }
 

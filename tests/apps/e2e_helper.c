@@ -18,7 +18,7 @@ struct modedef {
 static const struct modedef modes[] = {
 	{ "gen", m_gen }, { "rss", m_rss },	    { "check", m_check },	{ "wr", m_wr },
 	{ "rawcheck", m_rawcheck }, { "history", m_history },	{ "threads", m_threads },
-	{ "readfd", m_readfd },	    { "fork", m_fork },		{ "rawsys", m_rawsys },
+	{ "readfd", m_readfd },	    { "fork", m_fork }, { "forkcost", m_forkcost },		{ "rawsys", m_rawsys },
 	{ "mmap", m_mmap },	    { "procfd", m_procfd },	{ "uring", m_uring },
 	{ "aio", m_aio }, { "unlink-open", m_unlink_open }, { "append-positional", m_append_positional }, { "append-positional-check", m_append_positional_check }, { "seek-limits", m_seek_limits }, { "errno-kept", m_errno_kept }, { "fsync-replace", m_fsync_replace }, { "umask-modes", m_umask_modes }, { "copy-checks", m_copy_checks }, { "fsize-child", m_fsize_child }, { "main-exits", m_main_exits }, { "emfile-excl", m_emfile_excl }, { "links", m_links }, { "sparse", m_sparse }, { "mtime-order", m_mtime_order }, { "thread-files", m_thread_files },	    { "locks", m_locks },	{ "fdops", m_fdops },
 	{ "fsync-never", m_fsync_never }, { "stdio", m_stdio }, { "stdio-large", m_stdio_large }, { "stdio-large-writes", m_stdio_large_writes }, { "stdio-threads", m_stdio_threads }, { "stdio-seek-cur", m_stdio_seek_cur }, { "stdio-records", m_stdio_records }, { "stdio-threads-check", m_stdio_threads_check }, { "statcached", m_statcached },

@@ -104,6 +104,7 @@ int m_threads(int argc, char **argv);
 int m_churn(int argc, char **argv);
 int m_readfd(int argc, char **argv);
 int m_fork(int argc, char **argv);
+int m_forkcost(int argc, char **argv);
 int m_sharedfd(int argc, char **argv);
 int m_n1part(int argc, char **argv);
 void reader_intact(int fd, unsigned char *b, const unsigned char *e, const struct args *arg,

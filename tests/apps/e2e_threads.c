@@ -7,6 +7,8 @@
 #endif
 #include "e2e_helper.h"
 
+#include <sys/resource.h>
+
 #define NWRITERS 4
 #define NSHARERS 2
 /* odd sizes so that no write lines up with the cache's 4 KiB extents */
@@ -426,6 +428,56 @@ static int run_captured(int in, char *const *av, size_t *printed, char *out, siz
 	close(p[0]);
 	*printed = n;
 	return wait_child(pid, av[0]);
+}
+
+/* The VmSize line of /proc/self/status, KiB. */
+static long vm_kib(void)
+{
+	char line[256];
+	long kib = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		fail("/proc/self/status: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmSize: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+/* "forkcost PATH SIZE SEED": writes and reads back a checkpoint, then
+ * forks a child that exits at once. Prints the page faults the child
+ * took in its fork (the atfork handlers' work) and the address space of
+ * each side: "child_minflt=N child_vm_kib=K parent_vm_kib=K". */
+int m_forkcost(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED");
+	unsigned char *b = xmalloc(arg.size), *e = pattern_buf(arg.size, arg.seed);
+	int fd = gen_open(arg.path, arg.size, arg.seed);
+	if (!reads_back(fd, b, e, arg.size, arg.path))
+		fail("%s read back wrong", arg.path);
+	xclose(fd, arg.path);
+	int p[2];
+	if (pipe(p) != 0)
+		fail("pipe: %s", strerror(errno));
+	pid_t pid = fork();
+	if (pid < 0)
+		fail("fork: %s", strerror(errno));
+	if (pid == 0) {
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		long got[2] = { ru.ru_minflt, vm_kib() };
+		_exit(write(p[1], got, sizeof(got)) == (ssize_t)sizeof(got) ? 0 : 3);
+	}
+	close(p[1]);
+	long got[2];
+	if (read(p[0], got, sizeof(got)) != (ssize_t)sizeof(got))
+		fail("the child said nothing");
+	close(p[0]);
+	if (wait_child(pid, "forked child") != 0)
+		fail("the forked child failed");
+	printf("child_minflt=%ld child_vm_kib=%ld parent_vm_kib=%ld\n", got[0], got[1], vm_kib());
+	return 0;
 }
 
 int m_fork(int argc, char **argv)

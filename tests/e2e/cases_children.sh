@@ -411,7 +411,34 @@ print(os.getpid())
 	done
 }
 
+# A fork after the cache started costs the child no more page faults than
+# without the library (its atfork handlers touch only what they change),
+# and the child does not inherit the cache's host tier (the parent's next
+# writes into it would meet copy-on-write faults, and each fork copied its
+# page tables). The checkpoint is checked at its real path.
+fork_cost() {
+	need_helper
+	local with without
+	without=$(plain "$HELPER" forkcost "$T/plain.bin" 8M 17) || fail "the program without the library"
+	with=$(ck CKPTCACHE_HOST_CACHE=256M -- "$HELPER" forkcost "$T/ck/f.bin" 8M 17) ||
+		fail "the program under the library$(last_error)"
+	echo "without: $without"
+	echo "with:    $with"
+	local wf cf cv pv
+	wf=$(sed -n 's/.*child_minflt=\([0-9]*\).*/\1/p' <<<"$without")
+	cf=$(sed -n 's/.*child_minflt=\([0-9]*\).*/\1/p' <<<"$with")
+	cv=$(sed -n 's/.*child_vm_kib=\([0-9]*\).*/\1/p' <<<"$with")
+	pv=$(sed -n 's/.*parent_vm_kib=\([0-9]*\).*/\1/p' <<<"$with")
+	[ -n "$wf" ] && [ -n "$cf" ] && [ -n "$cv" ] && [ -n "$pv" ] || fail "unreadable output"
+	[ "$cf" -le $((wf + 64)) ] ||
+		fail "the child took $cf page faults in its fork, $wf without the library"
+	[ $((pv - cv)) -ge $((200 * 1024)) ] ||
+		fail "the child's address space is $cv KiB, the parent's $pv KiB: the host tier (256 MiB) was inherited"
+	run_ok "the checkpoint at its real path" plain "$HELPER" check "$T/ck/f.bin" 8M 17
+}
+
 case_add children/exec-after-write exec_after_write
+case_add children/fork-cost fork_cost
 case_add children/bash-redirections shell_redirections bash
 case_add children/dash-redirections shell_redirections dash
 case_add children/bash-here-strings bash_here_strings
