@@ -115,6 +115,18 @@ static void owed_first(const char *dir)
 				 "path (waited %llu s): the listing may miss some",
 				 dir, (unsigned long long)(DIR_WAIT_NS / 1000000000u));
 	}
+	/* a new file still being written: without the library the folder
+	 * holds its name (and its bytes so far), so it is handed over to its
+	 * real file, which it then writes through (bounded: a hand-over that
+	 * fails leaves the rest) */
+	char key[PATH_MAX];
+	for (int i = 0; i < 1000 && ckc_new_writer_under(dir, key) == 0; i++) {
+		ckc_leave();
+		int rc = ckc_hand_over_path(key);
+		ckc_enter();
+		if (rc)
+			break;
+	}
 	ckc_leave();
 	errno = saved;
 }
@@ -163,7 +175,7 @@ static int dir_full_at(int dirfd, const char *path, char *full, bool writers)
 static void owed_first_at(int dirfd, const char *path)
 {
 	char full[PATH_MAX];
-	if (dir_full_at(dirfd, path, full, false) == 0)
+	if (dir_full_at(dirfd, path, full, ckc_writers_open()) == 0)
 		owed_first(full);
 }
 

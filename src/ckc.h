@@ -238,6 +238,11 @@ int ckc_handover_dir(const char *dir);
  * dir that is open for writing and not handed over: 0, or -ENOENT when
  * there is none (-errno for a bad dir). */
 int ckc_writer_under(const char *dir, char *key);
+/* The same for a version of a new file (its real path held nothing when
+ * it began): the one writer whose name a listing of the folder lacks. */
+int ckc_new_writer_under(const char *dir, char *key);
+/* Whether any checkpoint is open for writing now (a load, no lock). */
+bool ckc_writers_open(void);
 
 /* Moves the cached object at from to to (retiring any object at to) and
  * renames the real file if it exists. Returns 0, -ENOENT if from is not

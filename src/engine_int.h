@@ -143,6 +143,8 @@ int ckc_gpu_span(const ckc_tier_t *t, const ckc_obj_t *o, uint64_t *lo, uint64_t
  * program asked (an unlink or a rename of the name, say): no file system
  * call runs under the engine lock. */
 extern __thread int eng_later_n;
+/* Writing handles open now (engine_names.c). */
+extern atomic_size_t ckc_eng_writers;
 /* Leaves fd to close after the lock (with tmp: the temporary file to
  * discard, and tmp to free). Lock held. */
 void eng_close_later(int fd, char *tmp);

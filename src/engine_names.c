@@ -467,7 +467,11 @@ int ckc_handover_dir(const char *dir)
 	return first;
 }
 
-int ckc_writer_under(const char *dir, char *key)
+/* Writing handles open now (eng_handle_new, ckc_close): a folder's
+ * listing looks for new files being written only while there are some. */
+atomic_size_t ckc_eng_writers;
+
+static int writer_under(const char *dir, char *key, bool new_only)
 {
 	char pfx[PATH_MAX];
 	int rc = eng_canon(dir, pfx);
@@ -478,12 +482,30 @@ int ckc_writer_under(const char *dir, char *key)
 	ckc_mutex_lock(&ckc_eng.lock);
 	for (size_t i = 0; ckc_eng.active && i < ckc_eng.map_cap && rc; i++)
 		for (ckc_obj_t *o = ckc_eng.map[i]; o && rc; o = o->hnext)
-			if (!o->complete && !o->retired && !o->handed && !o->capture && under(o->key, pfx, n)) {
+			if (!o->complete && !o->retired && !o->handed && !o->capture && under(o->key, pfx, n) &&
+			    (!new_only || (o->base.known && !o->base.exists))) {
 				snprintf(key, PATH_MAX, "%s", o->key);
 				rc = 0;
 			}
 	eng_unlock();
 	return rc;
+}
+
+int ckc_writer_under(const char *dir, char *key)
+{
+	return writer_under(dir, key, false);
+}
+
+bool ckc_writers_open(void)
+{
+	return atomic_load_explicit(&ckc_eng_writers, memory_order_relaxed) != 0;
+}
+
+int ckc_new_writer_under(const char *dir, char *key)
+{
+	if (!atomic_load_explicit(&ckc_eng_writers, memory_order_relaxed))
+		return -ENOENT;
+	return writer_under(dir, key, true);
 }
 
 int ckc_rename(const char *from, const char *to)

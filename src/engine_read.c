@@ -772,8 +772,10 @@ int ckc_close(ckc_handle_t *h)
 		    (h->nrange == 1 && h->range[0][0] == 0 && h->range[0][1] >= o->size))) {
 		consume_locked(o);
 	}
-	if (h->writer)
+	if (h->writer) {
 		o->writers--;
+		atomic_fetch_sub_explicit(&ckc_eng_writers, 1, memory_order_relaxed);
+	}
 	else
 		o->readers--;
 	ckc_obj_put(o);

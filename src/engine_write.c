@@ -69,8 +69,10 @@ ckc_handle_t *eng_handle_new(ckc_obj_t *o, bool writer)
 	h->writer = writer;
 	h->home_fd = -1;
 	ckc_obj_get(o);
-	if (writer)
+	if (writer) {
 		o->writers++;
+		atomic_fetch_add_explicit(&ckc_eng_writers, 1, memory_order_relaxed);
+	}
 	else
 		o->readers++;
 	return h;

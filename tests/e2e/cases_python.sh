@@ -546,3 +546,44 @@ case_add python/mtime-last-write python_mtime_last_write
 case_add python/file-as-folder python_file_as_folder
 case_add python/xattr-rewrite python_xattr_rewrite
 case_add python/fsync-beside-fork python_fsync_beside_fork
+
+# A folder listed while a new checkpoint in it is still being written
+# (a rotation that keeps the last k, a progress report): without the
+# library the folder holds the new file's name and its bytes so far, so
+# os.listdir, glob and os.scandir see it, with its size, in the cache and
+# written straight (stepping aside), small and large, and after a reopen
+# for appending. The files at their real paths are the program's bytes.
+python_list_while_writing() {
+	local prog='
+import os, sys, glob, hashlib
+d = sys.argv[1]
+for n in os.listdir(d):
+    os.unlink(os.path.join(d, n))
+for i in range(8):
+    p = f"{d}/c{i}.bin"
+    f = open(p, "wb")
+    f.write(bytes([i]) * ((2 << 20) + i if i % 2 else 5000 + i))
+    f.flush()
+    print(i, sorted(os.listdir(d)), sorted(os.path.basename(x) for x in glob.glob(d + "/*.bin")),
+          sorted((e.name, e.stat().st_size) for e in os.scandir(d)))
+    if i == 5:
+        f.close()
+        f = open(p, "ab")
+        f.write(b"z" * 100)
+        f.flush()
+        print("append", sorted((e.name, e.stat().st_size) for e in os.scandir(d)))
+    f.close()
+for n in sorted(os.listdir(d)):
+    print(n, hashlib.sha256(open(os.path.join(d, n), "rb").read()).hexdigest())
+'
+	local aside
+	for aside in off auto; do
+		rm -rf "$T/ck" "$T/plainrun" && mkdir -p "$T/ck"
+		same_output "listings while writing (stepping aside $aside)" "$prog" CKPTCACHE_STEP_ASIDE=$aside
+		local f
+		for f in "$T"/plainrun/c*.bin; do
+			same "$f" "$T/ck/${f##*/}" "${f##*/} at its real path (stepping aside $aside)"
+		done
+	done
+}
+case_add python/list-while-writing python_list_while_writing
