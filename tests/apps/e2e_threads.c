@@ -394,16 +394,23 @@ static int wait_child(pid_t pid, const char *what)
 	return WEXITSTATUS(st);
 }
 
-/* Runs argv in a child with stdin = in (if >= 0) and stdout captured;
- * returns the exit status and the number of bytes it printed. */
-static int run_captured(int in, char *const *av, size_t *printed, char *out, size_t outlen)
+/* A pipe in p, then a fork: the child's 0 or the parent's child pid. */
+static pid_t pipe_fork(int p[2])
 {
-	int p[2];
 	if (pipe(p) != 0)
 		fail("pipe: %s", strerror(errno));
 	pid_t pid = fork();
 	if (pid < 0)
 		fail("fork: %s", strerror(errno));
+	return pid;
+}
+
+/* Runs argv in a child with stdin = in (if >= 0) and stdout captured;
+ * returns the exit status and the number of bytes it printed. */
+static int run_captured(int in, char *const *av, size_t *printed, char *out, size_t outlen)
+{
+	int p[2];
+	pid_t pid = pipe_fork(p);
 	if (pid == 0) {
 		if (in >= 0 && dup2(in, 0) < 0)
 			_exit(120);
@@ -458,11 +465,7 @@ int m_forkcost(int argc, char **argv)
 		fail("%s read back wrong", arg.path);
 	xclose(fd, arg.path);
 	int p[2];
-	if (pipe(p) != 0)
-		fail("pipe: %s", strerror(errno));
-	pid_t pid = fork();
-	if (pid < 0)
-		fail("fork: %s", strerror(errno));
+	pid_t pid = pipe_fork(p);
 	if (pid == 0) {
 		struct rusage ru;
 		getrusage(RUSAGE_SELF, &ru);
