@@ -132,7 +132,20 @@ bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns)
 	aside_ended(a, s);
 	if (bytes < ASIDE_MIN_BYTES || ns == 0)
 		return false;
+	if (s == ASIDE_CACHE) {
+		a->cache_bytes += bytes;
+		a->cache_ns += ns;
+	}
 	return aside_learn(a, s, (double)bytes * 1e9 / (double)ns);
+}
+
+void aside_drained(aside_t *a, uint64_t drain_ns)
+{
+	if (!a->on || !a->cache_bytes || !drain_ns || !a->n[ASIDE_CACHE])
+		return;
+	double eff = (double)a->cache_bytes * 1e9 / (double)(a->cache_ns + drain_ns);
+	if (eff < a->bw[ASIDE_CACHE])
+		a->bw[ASIDE_CACHE] = eff;
 }
 
 bool aside_note_time(aside_t *a, aside_side_t s, uint64_t ns)

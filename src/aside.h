@@ -48,6 +48,8 @@ typedef struct aside {
 	uint32_t measured[2];      /* samples this process took itself */
 	uint32_t picked[2];        /* checkpoints sent to each side */
 	uint32_t noted[2];         /* of those, the ones whose write ended (aside_note) */
+	uint64_t cache_bytes;      /* bytes of this process's samples of the cache */
+	uint64_t cache_ns;         /* ... and the program's time in them */
 } aside_t;
 
 /* A model that begins on the real path; on false: it always answers
@@ -78,6 +80,16 @@ bool aside_try_next(const aside_t *a);
  * its open, writes and close), which aside_pick sent there. Returns true
  * when the choice changed. */
 bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns);
+
+/* The process ends: its exit waited drain_ns for the flushes of what the
+ * cache held. Where checkpoints went to the cache, the cache's speed that
+ * the next processes start from (ckc_aside_save) is that of its samples
+ * with the drain added to their time, if lower: a program that wrote its
+ * checkpoints into the cache faster than they were published, and then
+ * ended, paid the rest at its exit (a Python loop of np.save, then
+ * exit), where one that went on working published them meanwhile (a
+ * stencil that restores its history) and pays nothing. */
+void aside_drained(aside_t *a, uint64_t drain_ns);
 
 /* One small checkpoint that took the program ns on side s, from its open
  * to its close (the model of small checkpoints, whose speed is files per

@@ -641,6 +641,8 @@ int ckc_finish(uint64_t deadline_ns)
 		report_unpublished(deadline_ns);
 	ckc_peer_finish();
 	aside_t aside = ckc_eng.aside;
+	if (done)
+		aside_drained(&aside, (uint64_t)(ckc_eng.st.drain_s * 1e9));
 	eng_unlock();
 	/* the files this process leaves are written, and its own files
 	 * removed, without the engine lock: program threads may still use

@@ -206,6 +206,51 @@ Test(aside, a_prior_starts_where_the_last_process_ended)
 	cr_assert_eq(aside_pick(&e), ASIDE_HOME);
 }
 
+/* A process whose checkpoints went to the cache faster than they were
+ * published, and whose exit then waited for the rest, leaves the next
+ * process the cache's speed with that wait counted: it starts on the real
+ * path. One whose exit waited for nothing, or that cached nothing, leaves
+ * the speeds it measured. */
+Test(aside, an_exit_that_waited_for_the_flushes_counts_against_the_cache)
+{
+	aside_t a;
+	aside_init(&a, true);
+	aside_prior(&a, 6e9, 2e9, 0, ASIDE_EVERY_MAX_CACHE);
+	int sent[2] = { 0, 0 };
+	world(&a, 100, 16 * MiB, 6, 2, sent);
+	cr_assert_eq(a.choice, ASIDE_CACHE);
+	cr_assert_geq(sent[ASIDE_CACHE], 95, "%d of 100 to the cache", sent[ASIDE_CACHE]);
+	double measured = a.bw[ASIDE_CACHE];
+	aside_t quiet = a;
+	aside_drained(&quiet, 0);
+	cr_assert_float_eq(quiet.bw[ASIDE_CACHE], measured, 1.0, "no wait at the exit: the speed measured");
+	aside_t short_wait = a;
+	aside_drained(&short_wait, 10000000); /* 10 ms against 0.27 s of writes */
+	cr_assert_gt(short_wait.bw[ASIDE_CACHE], 5.5e9, "%.2f GB/s", short_wait.bw[ASIDE_CACHE] / 1e9);
+	/* the flushes of 1.6 GB ran at 0.5 GB/s: 2.9 s left for the exit */
+	aside_drained(&a, 2900000000ull);
+	cr_assert_lt(a.bw[ASIDE_CACHE], 0.8 * a.bw[ASIDE_HOME], "%.2f GB/s into the cache with the wait",
+		     a.bw[ASIDE_CACHE] / 1e9);
+	aside_t next;
+	aside_init(&next, true);
+	aside_prior(&next, a.bw[ASIDE_CACHE], a.bw[ASIDE_HOME], a.since, a.every);
+	cr_assert_eq(aside_pick(&next), ASIDE_HOME, "the next process starts on the real path");
+
+	aside_t home;
+	aside_init(&home, true);
+	aside_prior(&home, 2e9, 6e9, 0, ASIDE_EVERY_MAX_CACHE);
+	world(&home, 20, 16 * MiB, 2, 6, sent);
+	double hb = home.bw[ASIDE_CACHE];
+	uint64_t cached = home.cache_bytes;
+	aside_drained(&home, 2900000000ull);
+	cr_assert(cached == 0 || home.bw[ASIDE_CACHE] < hb, "a try of the cache waited for counts too");
+	aside_t none;
+	aside_init(&none, true);
+	aside_prior(&none, 2e9, 6e9, 0, ASIDE_EVERY_MAX_CACHE);
+	aside_drained(&none, 2900000000ull);
+	cr_assert_float_eq(none.bw[ASIDE_CACHE], 2e9, 1.0, "nothing cached: the record's speed stays");
+}
+
 /* One slow sample among fast ones (a write that met the page cache's
  * write-back) changes nothing: a side's speed is a median. */
 Test(aside, one_outlier_does_not_change_the_choice)
