@@ -775,9 +775,9 @@ int ckc_close(ckc_handle_t *h)
 	if (h->writer) {
 		o->writers--;
 		atomic_fetch_sub_explicit(&ckc_eng_writers, 1, memory_order_relaxed);
-	}
-	else
+	} else {
 		o->readers--;
+	}
 	ckc_obj_put(o);
 	eng_unlock();
 	if (h->home_fd >= 0)

@@ -72,9 +72,9 @@ ckc_handle_t *eng_handle_new(ckc_obj_t *o, bool writer)
 	if (writer) {
 		o->writers++;
 		atomic_fetch_add_explicit(&ckc_eng_writers, 1, memory_order_relaxed);
-	}
-	else
+	} else {
 		o->readers++;
+	}
 	return h;
 }
 
