@@ -197,7 +197,10 @@ static size_t stdio_read_direct(FILE *f, char *p, size_t n)
 
 /* Writes [p, p+n) straight to the cache at the descriptor's position (the
  * stream's buffer is empty). Returns the bytes written; an error marks the
- * stream (ferror) with errno set. */
+ * stream (ferror) with errno set. A stream whose checkpoint was handed over
+ * to its real file (before this call or during it) writes no further here:
+ * the caller writes the rest through the stream, whose cookie writes to
+ * the real file. */
 static size_t stdio_write_direct(FILE *f, const char *p, size_t n)
 {
 	ckc_vfd_t *v = stdio_vfd(f);
@@ -207,6 +210,8 @@ static size_t stdio_write_direct(FILE *f, const char *p, size_t n)
 	int saved = errno;
 	while (done < n) {
 		ssize_t r = ckc_vfd_write(v, p + done, n - done);
+		if (r == CKC_HANDED && ckc_vfd_switch(v) == 0)
+			break;
 		if (r <= 0) {
 			errno = r < 0 ? (int)-r : EIO;
 			f->_flags |= _IO_ERR_SEEN;
@@ -236,8 +241,8 @@ size_t ckc_stdio_fwrite(const void *p, size_t size, size_t n, FILE *f, bool lock
 		      fflush_unlocked(f) == 0;
 	if (direct)
 		done = stdio_write_direct(f, p, bytes);
-	else
-		done = REAL(fwrite_unlocked)(p, 1, bytes, f);
+	if (done < bytes && !(f->_flags & _IO_ERR_SEEN))
+		done += REAL(fwrite_unlocked)((const char *)p + done, 1, bytes - done, f);
 	if (locked)
 		funlockfile(f);
 	return done / size;

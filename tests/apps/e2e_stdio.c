@@ -7,6 +7,8 @@
 #endif
 #include "e2e_helper.h"
 
+#include <sys/wait.h>
+
 int m_stdout(int argc, char **argv)
 {
 	need_args(argc, 2, "PATH");
@@ -430,6 +432,80 @@ int m_stdio_large(int argc, char **argv)
  * mixed with small ones, ftell, fseek back over written bytes, append
  * mode, fwrite_unlocked; the file must hold what was written, in order,
  * and the large writes reach the cache whole. */
+/* "stdio-handed PATH SIZE SEED HOW": a checkpoint written through a "w"
+ * (and then a "w+") stream whose descriptor the library hands over to the
+ * real file in the middle (HOW: system, popen or fork: a child must see
+ * the file; ls: ls -l of it, started with system), then written on with
+ * fwrites of a whole stream buffer and more, of an odd size, and small
+ * ones; every fwrite must take all its bytes, and the file, read back in
+ * the process and at its real path, holds them. An earlier checkpoint
+ * starts the cache first. */
+int m_stdio_handed(int argc, char **argv)
+{
+	need_args(argc, 5, "PATH SIZE SEED HOW");
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED HOW");
+	const char *how = argv[4];
+	size_t n = arg.size, quarter = n / 4;
+	unsigned char *e = pattern_buf(n, arg.seed), *b = xmalloc(n + 1);
+	char pre[PATH_MAX], cmd[2 * PATH_MAX];
+
+	snprintf(pre, sizeof(pre), "%s.pre", arg.path);
+	gen_file(pre, 2u << 20, arg.seed + 1, 0);
+	const char *modes[] = { "w", "w+" };
+	for (int m = 0; m < 2; m++) {
+		FILE *f = xfopen(arg.path, modes[m]);
+		if (fwrite(e, 1, quarter, f) != quarter || fflush(f) != 0)
+			fail("%s: the first fwrite: %s", modes[m], strerror(errno));
+		if (!strcmp(how, "system")) {
+			if (system("true") != 0)
+				fail("system");
+		} else if (!strcmp(how, "popen")) {
+			FILE *pp = popen("echo hi", "r");
+			char l[8];
+			if (!pp || !fgets(l, sizeof(l), pp) || pclose(pp) != 0)
+				fail("popen");
+		} else if (!strcmp(how, "fork")) {
+			pid_t pid = fork();
+			if (pid < 0)
+				fail("fork: %s", strerror(errno));
+			if (pid == 0)
+				_exit(0);
+			int st = 0;
+			if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+				fail("the child failed");
+		} else {
+			snprintf(cmd, sizeof(cmd), "ls -l '%s' >/dev/null", arg.path);
+			if (system(cmd) != 0)
+				fail("%s", cmd);
+		}
+		/* a whole buffer and more, an odd size, small ones, a large one */
+		size_t at = quarter, parts[] = { n / 4, 3, 1000, n / 4 + 5 };
+		for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+			errno = 0;
+			size_t k = fwrite(e + at, 1, parts[i], f);
+			if (k != parts[i])
+				fail("%s after %s: fwrite of %zu bytes took %zu (ferror %d, %s)", modes[m], how, parts[i],
+				     k, ferror(f), strerror(errno));
+			at += parts[i];
+		}
+		if (fwrite(e + at, 1, n - at, f) != n - at)
+			fail("%s after %s: the last fwrite: %s", modes[m], how, strerror(errno));
+		if (m == 1) {
+			if (fseek(f, 0, SEEK_SET) != 0 || fread(b, 1, n, f) != n)
+				fail("w+ after %s: reading back: %s", how, strerror(errno));
+			expect_bytes(b, e, 0, n, "a w+ stream read back after its hand-over");
+		}
+		xfclose(f);
+		f = xfopen(arg.path, "rb");
+		if (fread(b, 1, n + 1, f) != n)
+			fail("%s after %s: the file holds the wrong number of bytes", modes[m], how);
+		expect_bytes(b, e, 0, n, "the checkpoint read back");
+		xfclose(f);
+	}
+	printf("stdio-handed: %s: every fwrite took its bytes\n", how);
+	return 0;
+}
+
 int m_stdio_large_writes(int argc, char **argv)
 {
 	struct args arg = parse_args(argc, argv, "PATH SIZE SEED");

@@ -420,6 +420,21 @@ stdio_large_case() {
 # mode: the file holds what was written, and a large fwrite reaches the cache
 # in one write (not through the stream's buffer, which under device capture
 # would read the program's staging memory).
+# A "w" or "w+" checkpoint stream whose descriptor is handed over to the
+# real file while it is open (a child started with system, popen or fork
+# must see the file; ls -l lists it): the fwrites of a whole
+# stream buffer or more that follow take all their bytes, which reach the
+# file (they returned 0 and were lost, with no error).
+stdio_handed_case() {
+	local how
+	for how in system popen fork ls; do
+		rm -f ck/h.bin ck/h.bin.pre
+		helper_ok "stdio stream handed over ($how)" -- stdio-handed "$T/ck/h.bin" 2M 9 $how
+		plain "$HELPER" gen h.ref 2M 9
+		same h.ref ck/h.bin "the checkpoint at its real path after exit ($how)"
+	done
+}
+
 stdio_large_writes_case() {
 	helper_ok "large fwrites of tagged streams" -- stdio-large-writes "$T/ck/w.bin" 4M 6
 	stats_ok files==1 host.put_ops\<40
@@ -906,6 +921,7 @@ case_add fsync/persist-never fsync_never_case
 case_add stdio stdio_case
 case_add stdio/large-reads stdio_large_case
 case_add stdio/large-writes stdio_large_writes_case
+case_add stdio/handed-over stdio_handed_case
 case_add stdio/threads-share-streams stdio_threads_case
 case_add stdio/seek-cur-after-write stdio_seek_cur_case
 case_add stdio/small-records stdio_records_case
