@@ -123,6 +123,19 @@ void ckc_tag_free(void);
 /* The directory descriptors below which nothing can be tagged (tag.c). */
 extern _Atomic uint8_t *ckc_tag_dirv;
 extern size_t ckc_tag_dirv_cap;
+/* One past the highest number whose mark was ever set: a bulk close looks
+ * no further (a close_range(3, ~0) in every child of a spawn walked the
+ * whole table). */
+extern atomic_uint ckc_tag_dirv_hi;
+
+/* Number fd gets a mark. */
+static inline void ckc_tag_dirv_reach(int fd)
+{
+	unsigned h = atomic_load_explicit(&ckc_tag_dirv_hi, memory_order_relaxed);
+	while ((unsigned)fd >= h && !atomic_compare_exchange_weak_explicit(&ckc_tag_dirv_hi, &h, (unsigned)fd + 1,
+									      memory_order_relaxed, memory_order_relaxed))
+		;
+}
 /* ckc_tag_dirv's values: nothing below the directory can be tagged, or its
  * path is kept (tag.c); a number whose path is kept that is closed or
  * replaced makes the kept paths of its number's slot go
@@ -159,8 +172,11 @@ static inline int ckc_tag_dup(int oldfd, int newfd)
 		/* a kept path is oldfd's number's only */
 		if (v == CKC_TAG_DIR_PATH)
 			v = 0;
-		if (v != was)
+		if (v != was) {
+			if (v)
+				ckc_tag_dirv_reach(newfd);
 			atomic_store_explicit(&ckc_tag_dirv[newfd], v, memory_order_relaxed);
+		}
 		if (was == CKC_TAG_DIR_PATH)
 			ckc_tag_dpath_gone(newfd);
 	}

@@ -1088,12 +1088,17 @@ CKC_EXPORT int closedir(DIR *d)
  * placeholders). */
 static void vfd_close_range(unsigned first, unsigned last)
 {
-	for (unsigned fd = first; fd < ckc_tag_dirv_cap && fd <= last; fd++)
+	unsigned dh = atomic_load_explicit(&ckc_tag_dirv_hi, memory_order_relaxed);
+	for (unsigned fd = first; fd < ckc_tag_dirv_cap && fd < dh && fd <= last; fd++)
 		ckc_tag_forget_fd((int)fd);
 	if (ckc_vfd_cap == 0 || first >= ckc_vfd_cap || ckc_in_vfork_child())
 		return;
+	/* (numbers above the highest one ever virtual have no entry) */
+	size_t vh = atomic_load(&ckc_vfd_hi);
 	if (last >= ckc_vfd_cap)
 		last = (unsigned)ckc_vfd_cap - 1;
+	if (last > vh)
+		last = (unsigned)vh;
 	for (unsigned fd = first; fd <= last; fd++)
 		if (atomic_load_explicit(&ckc_vfd_tab[fd], memory_order_relaxed)) {
 			ckc_vfd_t *v = ckc_vfd_take((int)fd);

@@ -26,6 +26,7 @@
 #define TAG_DIR_PATH CKC_TAG_DIR_PATH
 _Atomic uint8_t *ckc_tag_dirv;
 size_t ckc_tag_dirv_cap;
+atomic_uint ckc_tag_dirv_hi;
 _Atomic unsigned ckc_tag_dpath_gen[CKC_TAG_DPATHS];
 
 /* The paths of the last directory descriptors looked up, and of the
@@ -109,6 +110,8 @@ static int tag_dir_path(int dirfd, char *out, bool *none)
 		/* the mark first: a close from now on changes the generation */
 		uint8_t v = atomic_load_explicit(&ckc_tag_dirv[dirfd], memory_order_acquire);
 		if (v == 0) /* (v stays 0 if marked, else it is the mark found) */
+			ckc_tag_dirv_reach(dirfd);
+		if (v == 0)
 			(void)atomic_compare_exchange_strong_explicit(&ckc_tag_dirv[dirfd], &v, TAG_DIR_PATH,
 								      memory_order_acq_rel, memory_order_relaxed);
 		if (v != 0 && v != TAG_DIR_PATH)
@@ -217,6 +220,8 @@ void ckc_tag_cwd_changed(void)
 
 static void tag_dir_set(int fd, uint8_t v)
 {
+	if (v && (size_t)fd < ckc_tag_dirv_cap)
+		ckc_tag_dirv_reach(fd);
 	if ((size_t)fd < ckc_tag_dirv_cap &&
 	    atomic_exchange_explicit(&ckc_tag_dirv[fd], v, memory_order_relaxed) == TAG_DIR_PATH)
 		ckc_tag_dpath_gone(fd); /* path kept: it goes */
