@@ -141,10 +141,15 @@ bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns)
 
 void aside_drained(aside_t *a, uint64_t drain_ns)
 {
-	if (!a->on || !a->cache_bytes || !drain_ns || !a->n[ASIDE_CACHE])
+	if (!a->on || !a->cache_bytes || !a->cache_ns || !a->n[ASIDE_CACHE])
 		return;
+	bool long_wait = (double)drain_ns >= 0.2 * (double)a->cache_ns;
+	if (long_wait)
+		a->ends_behind = true;
+	else if (a->measured[ASIDE_CACHE] >= ASIDE_CLEAR_SAMPLES)
+		a->ends_behind = false;
 	double eff = (double)a->cache_bytes * 1e9 / (double)(a->cache_ns + drain_ns);
-	if (eff < a->bw[ASIDE_CACHE])
+	if (drain_ns && eff < a->bw[ASIDE_CACHE])
 		a->bw[ASIDE_CACHE] = eff;
 }
 

@@ -50,7 +50,15 @@ typedef struct aside {
 	uint32_t noted[2];         /* of those, the ones whose write ended (aside_note) */
 	uint64_t cache_bytes;      /* bytes of this process's samples of the cache */
 	uint64_t cache_ns;         /* ... and the program's time in them */
+	bool ends_behind;          /* the program ended with its flushes behind
+				      it (aside_drained): a checkpoint cached
+				      while they are behind counts for its
+				      flush's time (the engine's part) */
 } aside_t;
+
+/* Samples of the cache a process must have taken for an exit that waited
+ * for nothing to clear ends_behind. */
+#define ASIDE_CLEAR_SAMPLES 8
 
 /* A model that begins on the real path; on false: it always answers
  * ASIDE_CACHE and learns nothing. */
@@ -90,6 +98,13 @@ bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns);
  * exit), where one that went on working published them meanwhile (a
  * stencil that restores its history) and pays nothing. */
 void aside_drained(aside_t *a, uint64_t drain_ns);
+/* It also sets ends_behind where the wait made the cache's time a fifth
+ * longer or more, and clears it where the process took at least
+ * ASIDE_CLEAR_SAMPLES samples of the cache and its exit waited for no
+ * more than that: a program known to end behind its flushes gives the
+ * cache only the checkpoints whose flushes keep up (so it takes too few
+ * for its exit to say otherwise), one that publishes its history while it
+ * works (a stencil restoring it) clears the mark. */
 
 /* One small checkpoint that took the program ns on side s, from its open
  * to its close (the model of small checkpoints, whose speed is files per

@@ -25,6 +25,9 @@
 /* Older records are not taken: the page cache and the file systems the
  * node mounts are not the same an hour later. */
 #define STORE_MAX_AGE_S 3600
+/* The record's every carries ends_behind in its top bit (a record of an
+ * earlier layout has it clear). */
+#define STORE_ENDS_BEHIND (1u << 31)
 
 typedef struct store_rec {
 	uint64_t key;
@@ -126,7 +129,8 @@ void ckc_aside_load(aside_t *a, const char *paths)
 		if (r->key != key || r->check != store_check(r) || r->stamp > now ||
 		    now - r->stamp > STORE_MAX_AGE_S || !(r->bw_cache >= 0) || !(r->bw_home >= 0))
 			continue;
-		aside_prior(a, r->bw_cache, r->bw_home, r->since, r->every);
+		aside_prior(a, r->bw_cache, r->bw_home, r->since, r->every & ~STORE_ENDS_BEHIND);
+		a->ends_behind = (r->every & STORE_ENDS_BEHIND) != 0;
 		ckc_debug("stepping aside: this node's last run wrote %.2f GB/s into the cache, %.2f GB/s to "
 			  "the real paths", r->bw_cache / 1e9, r->bw_home / 1e9);
 		return;
@@ -192,7 +196,7 @@ void ckc_aside_save(const aside_t *a, const char *paths)
 			  .bw_home = a->n[ASIDE_HOME] ? a->bw[ASIDE_HOME] : 0,
 			  .stamp = store_now_s(),
 			  .since = a->since,
-			  .every = a->every };
+			  .every = a->every | (a->ends_behind ? STORE_ENDS_BEHIND : 0u) };
 	if (slot >= 0) {
 		if (!r.bw_cache)
 			r.bw_cache = rec[slot].bw_cache;

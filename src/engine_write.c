@@ -95,6 +95,31 @@ static void aside_place(ckc_obj_t *o)
 	o->wlevel = ckc_eng.ntier - 1;
 }
 
+/* The time a version written to the cache costs the program for the
+ * model: its write time; for a program known to end with its flushes
+ * behind it (aside.ends_behind), where a flush on its way to the real path
+ * was still behind the program when this one closed (an earlier version
+ * in flight or queued on the same way down), the time that flush takes
+ * for its bytes at the edge's measured speed, if longer: such a program
+ * only defers the rest of the publication to its exit (lock held). */
+static uint64_t aside_cost_ns(const ckc_obj_t *o)
+{
+	uint64_t ns = o->write_ns;
+
+	if (o->aside_home || !ckc_eng.aside.ends_behind)
+		return ns;
+	for (int l = o->wlevel; l + 1 < ckc_eng.ntier; l++) {
+		const ckc_edge_t *e = &ckc_eng.edge[l];
+		bool behind = (e->current && e->current != o) || e->queued > (o->flush_edge == l ? 1u : 0u);
+		if (!behind || e->bw <= 0)
+			continue;
+		uint64_t flush_ns = (uint64_t)((double)o->size * 1e9 / e->bw);
+		if (flush_ns > ns)
+			ns = flush_ns;
+	}
+	return ns;
+}
+
 /* A written version's sample for the model, and the message, once, of
  * the first choice of the real paths over a cache that was tried (lock
  * held). */
@@ -105,7 +130,7 @@ void eng_aside_note(ckc_obj_t *o)
 	if (!o->aside_sample)
 		return;
 	o->aside_sample = false;
-	bool changed = aside_note(a, o->aside_home ? ASIDE_HOME : ASIDE_CACHE, o->size, o->write_ns);
+	bool changed = aside_note(a, o->aside_home ? ASIDE_HOME : ASIDE_CACHE, o->size, aside_cost_ns(o));
 	/* the next checkpoint tries the cache: its room is populated first */
 	if (aside_try_next(a) && ckc_eng.tier[0].kind == TIER_HOST)
 		ckc_host_expect(&ckc_eng.tier[0]);

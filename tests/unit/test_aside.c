@@ -410,3 +410,44 @@ Test(aside, a_peek_foretells_the_next_pick)
 		}
 	}
 }
+
+/* ends_behind: set by an exit that waited a fifth of the cache's time or
+ * more, kept by a process that cached too little to say otherwise,
+ * cleared by one that took ASIDE_CLEAR_SAMPLES samples of the cache and
+ * waited for (almost) nothing; it goes from process to process with the
+ * record. */
+Test(aside_store, the_mark_of_a_program_that_ends_behind_its_flushes)
+{
+	char paths[128];
+	a_unique_pattern(paths, sizeof(paths), "behind");
+	aside_t a;
+	aside_init(&a, true);
+	aside_prior(&a, 6e9, 2e9, 0, ASIDE_EVERY_MAX_CACHE);
+	int sent[2] = { 0, 0 };
+	world(&a, 20, 16 * MiB, 6, 2, sent);
+	cr_assert_not(a.ends_behind);
+	aside_t b = a;
+	aside_drained(&b, a.cache_ns / 10);
+	cr_assert_not(b.ends_behind, "a wait of a tenth of the cache's time");
+	aside_drained(&a, a.cache_ns / 4);
+	cr_assert(a.ends_behind, "a wait of a quarter of it");
+	ckc_aside_save(&a, paths);
+	aside_t next;
+	aside_init(&next, true);
+	ckc_aside_load(&next, paths);
+	cr_assert(next.ends_behind, "the mark goes with the record");
+	cr_assert_eq(next.every, a.every, "and the rhythm of the tries is whole");
+	/* a process that cached only its tries, and waited for nothing */
+	world(&next, 3, 16 * MiB, 6, 2, sent);
+	next.measured[ASIDE_CACHE] = ASIDE_CLEAR_SAMPLES - 1;
+	aside_drained(&next, 0);
+	cr_assert(next.ends_behind, "too few samples of the cache to clear it");
+	next.measured[ASIDE_CACHE] = ASIDE_CLEAR_SAMPLES;
+	aside_drained(&next, 0);
+	cr_assert_not(next.ends_behind, "enough samples, no wait: cleared");
+	ckc_aside_save(&next, paths);
+	aside_t third;
+	aside_init(&third, true);
+	ckc_aside_load(&third, paths);
+	cr_assert_not(third.ends_behind);
+}

@@ -946,6 +946,47 @@ static ssize_t held_pwrite(int fd, const void *buf, size_t len, off_t off)
 	return pwrite(fd, buf, len, off);
 }
 
+/* Stepping aside (copy mode), a program known to end with its flushes
+ * behind it (the node's record says so: aside.ends_behind): a checkpoint
+ * cached while the flushes are behind counts for its flush's time, so the
+ * next ones go straight to the real path, though the copies into the cache
+ * ran faster. Without the mark (a program that publishes its history while
+ * it works) the same checkpoints stay in the cache. Every byte lands. */
+Test(engine, a_program_that_ends_behind_its_flushes_writes_straight_while_they_are_behind)
+{
+	for (int mark = 1; mark >= 0; mark--) {
+		tenv_t e;
+		aside_engine(&e, 256 * MiB);
+		atomic_store(&flush_held, true);
+		ckc_io.pwrite = held_pwrite;
+		ckc_mutex_lock(&ckc_eng.lock);
+		aside_init(&ckc_eng.aside, true);
+		aside_prior(&ckc_eng.aside, 4e9, 2.4e9, 0, ASIDE_EVERY_MAX_CACHE);
+		ckc_eng.aside.ends_behind = mark;
+		ckc_eng.edge[0].bw = 1e8; /* the flushes ran at 100 MB/s */
+		eng_unlock();
+		char path[PATH_MAX];
+		int straight = -1;
+		for (int i = 0; i < 12 && straight < 0; i++) {
+			tpath(&e, path, i);
+			if (twrite_only(path, (uint64_t)i + 40, 4 * MiB))
+				straight = i;
+		}
+		atomic_store(&flush_held, false);
+		if (mark)
+			cr_assert(straight >= 2 && straight <= 6, "marked: checkpoint %d went straight", straight);
+		else
+			cr_assert_eq(straight, -1, "not marked: checkpoint %d went straight", straight);
+		ckc_shutdown();
+		ckc_io_reset();
+		for (int i = 0; i < (straight < 0 ? 12 : straight + 1); i++) {
+			tpath(&e, path, i);
+			cr_assert(thome_matches(path, (uint64_t)i + 40, 4 * MiB), "the real file %s", path);
+		}
+		tenv_clean(&e);
+	}
+}
+
 /* Lets the held flushes go after 300 ms (a thread beside the exit). */
 static void *release_flushes(void *arg)
 {
