@@ -111,9 +111,12 @@ static uint64_t aside_cost_ns(const ckc_obj_t *o)
 	for (int l = o->wlevel; l + 1 < ckc_eng.ntier; l++) {
 		const ckc_edge_t *e = &ckc_eng.edge[l];
 		bool behind = (e->current && e->current != o) || e->queued > (o->flush_edge == l ? 1u : 0u);
-		if (!behind || e->bw <= 0)
+		/* before this process's first flush ends, the real path's
+		 * write speed (what the record gave) stands for the flushes' */
+		double bw = e->bw > 0 ? e->bw : ckc_eng.aside.bw[ASIDE_HOME];
+		if (!behind || bw <= 0)
 			continue;
-		uint64_t flush_ns = (uint64_t)((double)o->size * 1e9 / e->bw);
+		uint64_t flush_ns = (uint64_t)((double)o->size * 1e9 / bw);
 		if (flush_ns > ns)
 			ns = flush_ns;
 	}

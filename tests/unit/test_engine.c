@@ -954,7 +954,10 @@ static ssize_t held_pwrite(int fd, const void *buf, size_t len, off_t off)
  * it works) the same checkpoints stay in the cache. Every byte lands. */
 Test(engine, a_program_that_ends_behind_its_flushes_writes_straight_while_they_are_behind)
 {
-	for (int mark = 1; mark >= 0; mark--) {
+	/* marked, flushes measured; marked, no flush ended yet in this process
+	 * (the record's real-path speed stands for the flushes'); not marked */
+	for (int run = 0; run < 3; run++) {
+		bool mark = run < 2;
 		tenv_t e;
 		aside_engine(&e, 256 * MiB);
 		atomic_store(&flush_held, true);
@@ -966,7 +969,7 @@ Test(engine, a_program_that_ends_behind_its_flushes_writes_straight_while_they_a
 		aside_init(&ckc_eng.aside, true);
 		aside_prior(&ckc_eng.aside, 4e9, 1e7, 0, ASIDE_EVERY_MAX_CACHE);
 		ckc_eng.aside.ends_behind = mark;
-		ckc_eng.edge[0].bw = 2e6; /* the flushes ran at 2 MB/s */
+		ckc_eng.edge[0].bw = run == 1 ? 0 : 2e6; /* the flushes ran at 2 MB/s */
 		eng_unlock();
 		char path[PATH_MAX];
 		int straight = -1;
@@ -977,7 +980,8 @@ Test(engine, a_program_that_ends_behind_its_flushes_writes_straight_while_they_a
 		}
 		atomic_store(&flush_held, false);
 		if (mark)
-			cr_assert(straight >= 2 && straight <= 6, "marked: checkpoint %d went straight", straight);
+			cr_assert(straight >= 2 && straight <= 6, "marked (run %d): checkpoint %d went straight", run,
+				  straight);
 		else
 			cr_assert_eq(straight, -1, "not marked: checkpoint %d went straight", straight);
 		ckc_shutdown();
