@@ -146,7 +146,7 @@ void aside_drained(aside_t *a, uint64_t drain_ns)
 	bool long_wait = (double)drain_ns >= 0.2 * (double)a->cache_ns;
 	if (long_wait)
 		a->ends_behind = true;
-	else if (a->measured[ASIDE_CACHE] >= ASIDE_CLEAR_SAMPLES)
+	else if (a->measured[ASIDE_CACHE] >= ASIDE_CLEAR_SAMPLES && !a->capped)
 		a->ends_behind = false;
 	double eff = (double)a->cache_bytes * 1e9 / (double)(a->cache_ns + drain_ns);
 	if (drain_ns && eff < a->bw[ASIDE_CACHE])

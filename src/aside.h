@@ -50,6 +50,8 @@ typedef struct aside {
 	uint32_t noted[2];         /* of those, the ones whose write ended (aside_note) */
 	uint64_t cache_bytes;      /* bytes of this process's samples of the cache */
 	uint64_t cache_ns;         /* ... and the program's time in them */
+	uint32_t capped;           /* this process's samples of the cache that
+				      counted for their flush's time */
 	bool ends_behind;          /* the program ended with its flushes behind
 				      it (aside_drained): a checkpoint cached
 				      while they are behind counts for its
@@ -100,8 +102,9 @@ bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns);
 void aside_drained(aside_t *a, uint64_t drain_ns);
 /* It also sets ends_behind where the wait made the cache's time a fifth
  * longer or more, and clears it where the process took at least
- * ASIDE_CLEAR_SAMPLES samples of the cache and its exit waited for no
- * more than that: a program known to end behind its flushes gives the
+ * ASIDE_CLEAR_SAMPLES samples of the cache, none of them capped at its
+ * flush's time (capped), and its exit waited for no more than that: a
+ * program known to end behind its flushes gives the
  * cache only the checkpoints whose flushes keep up (so it takes too few
  * for its exit to say otherwise), one that publishes its history while it
  * works (a stencil restoring it) clears the mark. */

@@ -120,6 +120,8 @@ static uint64_t aside_cost_ns(const ckc_obj_t *o)
 		if (flush_ns > ns)
 			ns = flush_ns;
 	}
+	if (ns > o->write_ns)
+		ckc_eng.aside.capped++;
 	return ns;
 }
 

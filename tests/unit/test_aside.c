@@ -443,8 +443,12 @@ Test(aside_store, the_mark_of_a_program_that_ends_behind_its_flushes)
 	aside_drained(&next, 0);
 	cr_assert(next.ends_behind, "too few samples of the cache to clear it");
 	next.measured[ASIDE_CACHE] = ASIDE_CLEAR_SAMPLES;
+	next.capped = 1;
 	aside_drained(&next, 0);
-	cr_assert_not(next.ends_behind, "enough samples, no wait: cleared");
+	cr_assert(next.ends_behind, "a sample capped at its flush's time: kept");
+	next.capped = 0;
+	aside_drained(&next, 0);
+	cr_assert_not(next.ends_behind, "enough samples, none capped, no wait: cleared");
 	ckc_aside_save(&next, paths);
 	aside_t third;
 	aside_init(&third, true);
