@@ -209,8 +209,8 @@ static size_t stdio_write_direct(FILE *f, const char *p, size_t n)
 		return 0;
 	int saved = errno;
 	while (done < n) {
-		ssize_t r = ckc_vfd_write(v, p + done, n - done);
-		if (r == CKC_HANDED && ckc_vfd_switch(v) == 0)
+		long r = ckc_vfd_write(v, p + done, n - done);
+		if (ckc_px_handed_over(&r, v))
 			break;
 		if (r <= 0) {
 			errno = r < 0 ? (int)-r : EIO;

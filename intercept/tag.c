@@ -109,11 +109,11 @@ static int tag_dir_path(int dirfd, char *out, bool *none)
 	if (trusted) {
 		/* the mark first: a close from now on changes the generation */
 		uint8_t v = atomic_load_explicit(&ckc_tag_dirv[dirfd], memory_order_acquire);
-		if (v == 0) /* (v stays 0 if marked, else it is the mark found) */
+		if (v == 0) { /* (v stays 0 if marked, else it is the mark found) */
 			ckc_tag_dirv_reach(dirfd);
-		if (v == 0)
 			(void)atomic_compare_exchange_strong_explicit(&ckc_tag_dirv[dirfd], &v, TAG_DIR_PATH,
 								      memory_order_acq_rel, memory_order_relaxed);
+		}
 		if (v != 0 && v != TAG_DIR_PATH)
 			trusted = false;
 		gen = atomic_load_explicit(&ckc_tag_dpath_gen[(unsigned)dirfd % CKC_TAG_DPATHS], memory_order_acquire);
@@ -220,10 +220,11 @@ void ckc_tag_cwd_changed(void)
 
 static void tag_dir_set(int fd, uint8_t v)
 {
-	if (v && (size_t)fd < ckc_tag_dirv_cap)
+	if ((size_t)fd >= ckc_tag_dirv_cap)
+		return;
+	if (v)
 		ckc_tag_dirv_reach(fd);
-	if ((size_t)fd < ckc_tag_dirv_cap &&
-	    atomic_exchange_explicit(&ckc_tag_dirv[fd], v, memory_order_relaxed) == TAG_DIR_PATH)
+	if (atomic_exchange_explicit(&ckc_tag_dirv[fd], v, memory_order_relaxed) == TAG_DIR_PATH)
 		ckc_tag_dpath_gone(fd); /* path kept: it goes */
 }
 

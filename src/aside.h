@@ -98,16 +98,16 @@ bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns);
  * checkpoints into the cache faster than they were published, and then
  * ended, paid the rest at its exit (a Python loop of np.save, then
  * exit), where one that went on working published them meanwhile (a
- * stencil that restores its history) and pays nothing. */
-void aside_drained(aside_t *a, uint64_t drain_ns);
-/* It also sets ends_behind where the wait made the cache's time a fifth
- * longer or more, and clears it where the process took at least
+ * stencil that restores its history) and pays nothing. It also sets
+ * ends_behind where the wait made the cache's time a fifth longer or
+ * more, and clears it where the process took at least
  * ASIDE_CLEAR_SAMPLES samples of the cache, none of them capped at its
  * flush's time (capped), and its exit waited for no more than that: a
- * program known to end behind its flushes gives the
- * cache only the checkpoints whose flushes keep up (so it takes too few
- * for its exit to say otherwise), one that publishes its history while it
- * works (a stencil restoring it) clears the mark. */
+ * program known to end behind its flushes gives the cache only the
+ * checkpoints whose flushes keep up (so it takes too few for its exit to
+ * say otherwise), one that publishes its history while it works clears
+ * the mark. */
+void aside_drained(aside_t *a, uint64_t drain_ns);
 
 /* One small checkpoint that took the program ns on side s, from its open
  * to its close (the model of small checkpoints, whose speed is files per

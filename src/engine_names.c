@@ -503,7 +503,7 @@ bool ckc_writers_open(void)
 
 int ckc_new_writer_under(const char *dir, char *key)
 {
-	if (!atomic_load_explicit(&ckc_eng_writers, memory_order_relaxed))
+	if (!ckc_writers_open())
 		return -ENOENT;
 	return writer_under(dir, key, true);
 }

@@ -120,8 +120,6 @@ static uint64_t aside_cost_ns(const ckc_obj_t *o)
 		if (flush_ns > ns)
 			ns = flush_ns;
 	}
-	if (ns > o->write_ns)
-		ckc_eng.aside.capped++;
 	return ns;
 }
 
@@ -135,7 +133,10 @@ void eng_aside_note(ckc_obj_t *o)
 	if (!o->aside_sample)
 		return;
 	o->aside_sample = false;
-	bool changed = aside_note(a, o->aside_home ? ASIDE_HOME : ASIDE_CACHE, o->size, aside_cost_ns(o));
+	uint64_t ns = aside_cost_ns(o);
+	if (ns > o->write_ns)
+		a->capped++;
+	bool changed = aside_note(a, o->aside_home ? ASIDE_HOME : ASIDE_CACHE, o->size, ns);
 	/* the next checkpoint tries the cache: its room is populated first */
 	if (aside_try_next(a) && ckc_eng.tier[0].kind == TIER_HOST)
 		ckc_host_expect(&ckc_eng.tier[0]);

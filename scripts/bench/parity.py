@@ -251,10 +251,15 @@ class Bench:
         if k == 0:
             self.add_row(row, [("checkpoint_GBps", True), ("restore_GBps", True)])
 
+        self.c_files(row, k, BANDS, "band_*.bin", a.band_count, a.band_mib)
+
+    def c_files(self, row, k, prog, pattern, count, mib):
+        """One pair of a C benchmark that takes a folder, a count and MiB,
+        the files it makes there tagged by pattern."""
         def m(side):
             clean(self.ck)
-            env = self.env(side, os.path.join(self.ck, "band_*.bin"))
-            _, rss, text = run([BANDS, self.ck, str(a.band_count), str(a.band_mib)], env)
+            env = self.env(side, os.path.join(self.ck, pattern))
+            _, rss, text = run([prog, self.ck, str(count), str(mib)], env)
             return keyvals(text), rss
         self.pair(row, k, m)
 
@@ -266,12 +271,7 @@ class Bench:
         if k == 0:
             self.add_row(row, [("restore_GBps", True)])
 
-        def m(side):
-            clean(self.ck)
-            env = self.env(side, os.path.join(self.ck, "fresh_*.bin"))
-            _, rss, text = run([FRESH, self.ck, str(a.fresh_count), str(a.fresh_mib)], env)
-            return keyvals(text), rss
-        self.pair(row, k, m)
+        self.c_files(row, k, FRESH, "fresh_*.bin", a.fresh_count, a.fresh_mib)
 
     def small(self, k):
         """Many small files written in a loop and read back (a script's
