@@ -144,10 +144,10 @@ static ssize_t cookie_read(void *cv, char *buf, size_t n)
 	return r;
 }
 
-static ssize_t cookie_write(void *c, const char *buf, size_t n)
+/* One write of the stream's bytes: the count, or -errno. */
+static ssize_t cookie_write_once(stdio_cookie_t *c, const char *buf, size_t n)
 {
-	atomic_store(&((stdio_cookie_t *)c)->moved, true);
-	int fd = atomic_load(&((stdio_cookie_t *)c)->fd);
+	int fd = atomic_load(&c->fd);
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	ssize_t r;
 	if (v) {
@@ -160,11 +160,29 @@ static ssize_t cookie_write(void *c, const char *buf, size_t n)
 		if (r < 0)
 			r = -errno;
 	}
-	if (r < 0) {
-		errno = (int)-r;
-		return 0; /* stdio's convention for a failed write */
-	}
 	return r;
+}
+
+/* The C library takes a cookie's short write for an error with errno as
+ * it was; its own file streams write the rest, and a write that then
+ * fails says why (a file-size limit reached: EFBIG). So the rest is
+ * written here: what was written, with the failure's errno, or 0 (stdio's
+ * convention for a failed write). */
+static ssize_t cookie_write(void *cv, const char *buf, size_t n)
+{
+	stdio_cookie_t *c = cv;
+	size_t done = 0;
+	atomic_store(&c->moved, true);
+	while (done < n) {
+		ssize_t r = cookie_write_once(c, buf + done, n - done);
+		if (r <= 0) {
+			if (r < 0)
+				errno = (int)-r;
+			break;
+		}
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
 }
 
 /* The virtual descriptor under tagged stream f, or NULL. */

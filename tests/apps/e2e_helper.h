@@ -139,6 +139,7 @@ void expect_bytes(const unsigned char *b, const unsigned char *e, size_t off, si
 int m_stdio_large(int argc, char **argv);
 int m_stdio_large_writes(int argc, char **argv);
 int m_stdio_handed(int argc, char **argv);
+int m_stdio_handed_efbig(int argc, char **argv);
 int m_freopen(int argc, char **argv);
 int m_stdio_threads(int argc, char **argv);
 int m_stdio_seek_cur(int argc, char **argv);

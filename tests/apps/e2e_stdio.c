@@ -8,6 +8,9 @@
 #include "e2e_helper.h"
 
 #include <sys/wait.h>
+#include <sys/stat.h>
+#include <sys/resource.h>
+#include <signal.h>
 
 int m_stdout(int argc, char **argv)
 {
@@ -503,6 +506,46 @@ int m_stdio_handed(int argc, char **argv)
 		xfclose(f);
 	}
 	printf("stdio-handed: %s: every fwrite took its bytes\n", how);
+	return 0;
+}
+
+/* "stdio-handed-efbig PATH SIZE SEED": the error path of a handed-over
+ * stream: after a quarter is written and system() hands the checkpoint
+ * over, its file may grow to SIZE + 100000 bytes (RLIMIT_FSIZE, SIGXFSZ
+ * ignored), and an fwrite of SIZE bytes runs past the limit. Prints what fwrite
+ * took, ferror, errno and the file's size, for a comparison with the same
+ * run without the library. */
+int m_stdio_handed_efbig(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "PATH SIZE SEED");
+	size_t n = arg.size, quarter = n / 4;
+	unsigned char *e = pattern_buf(n, arg.seed);
+	char pre[PATH_MAX];
+
+	snprintf(pre, sizeof(pre), "%s.pre", arg.path);
+	gen_file(pre, 2u << 20, arg.seed + 1, 0);
+	FILE *f = xfopen(arg.path, "w");
+	if (fwrite(e, 1, quarter, f) != quarter || fflush(f) != 0)
+		fail("the first fwrite: %s", strerror(errno));
+	if (system("true") != 0)
+		fail("system");
+	/* the limit once the stream is handed over */
+	signal(SIGXFSZ, SIG_IGN);
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_FSIZE, &rl) != 0)
+		fail("getrlimit: %s", strerror(errno));
+	rl.rlim_cur = n + 100000;
+	if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+		fail("setrlimit: %s", strerror(errno));
+	errno = 0;
+	size_t k = fwrite(e, 1, n, f);
+	int fe = ferror(f), en = errno;
+	fclose(f);
+	struct stat st;
+	if (stat(arg.path, &st) != 0)
+		fail("stat: %s", strerror(errno));
+	printf("fwrite took %zu of %zu, ferror %d, errno %s, file %lld bytes\n", k, n, fe ? 1 : 0,
+	       en == EFBIG ? "EFBIG" : strerror(en), (long long)st.st_size);
 	return 0;
 }
 

@@ -433,6 +433,16 @@ stdio_handed_case() {
 		plain "$HELPER" gen h.ref 2M 9
 		same h.ref ck/h.bin "the checkpoint at its real path after exit ($how)"
 	done
+	# the error path: past the file-size limit after the hand-over, fwrite
+	# takes and reports what it does without the library (EFBIG)
+	local want got
+	mkdir -p plainrun
+	want=$(plain "$HELPER" stdio-handed-efbig "$T/plainrun/e.bin" 2M 9) || fail "efbig without the library"
+	got=$(ck -- "$HELPER" stdio-handed-efbig "$T/ck/e.bin" 2M 9) || fail "efbig with the library$(last_error)"
+	echo "without: $want"
+	echo "with:    $got"
+	[ "$got" = "$want" ] || fail "past the size limit after the hand-over: with the library '$got', without '$want'"
+	cmp -s "$T/plainrun/e.bin" "$T/ck/e.bin" || fail "the file past the size limit differs from the run without the library"
 }
 
 stdio_large_writes_case() {
