@@ -552,7 +552,9 @@ case_add python/fsync-beside-fork python_fsync_beside_fork
 # library the folder holds the new file's name and its bytes so far, so
 # os.listdir, glob and os.scandir see it, with its size, in the cache and
 # written straight (stepping aside), small and large, and after a reopen
-# for appending. The files at their real paths are the program's bytes.
+# for appending; a folder that is not there, and the open checkpoint listed
+# as a folder, fail as without the library. The files at their real paths
+# are the program's bytes.
 python_list_while_writing() {
 	local prog='
 import os, sys, glob, hashlib
@@ -566,6 +568,14 @@ for i in range(8):
     f.flush()
     print(i, sorted(os.listdir(d)), sorted(os.path.basename(x) for x in glob.glob(d + "/*.bin")),
           sorted((e.name, e.stat().st_size) for e in os.scandir(d)))
+    if i == 3:
+        # the error path: a folder that is not there, and a checkpoint
+        # open as a folder, listed while the writer is open
+        for bad in (d + "/nope", p):
+            try:
+                os.listdir(bad)
+            except OSError as e:
+                print("listdir", os.path.basename(bad), e.errno)
     if i == 5:
         f.close()
         f = open(p, "ab")
