@@ -16,13 +16,19 @@ void aside_init(aside_t *a, bool on)
 	a->every = ASIDE_EVERY_MIN;
 }
 
-/* The side the speeds favour, from the current choice. */
-static aside_side_t aside_better(const aside_t *a)
+/* The side that speeds bw favour, from the current choice. */
+static aside_side_t aside_favoured(const aside_t *a, const double bw[2])
 {
-	double r = a->bw[ASIDE_HOME] / a->bw[ASIDE_CACHE];
+	double r = bw[ASIDE_HOME] / bw[ASIDE_CACHE];
 	if (a->choice == ASIDE_HOME)
 		return r >= ASIDE_LEAVE ? ASIDE_HOME : ASIDE_CACHE;
 	return r >= ASIDE_ENTER ? ASIDE_HOME : ASIDE_CACHE;
+}
+
+/* The side the medians favour. */
+static aside_side_t aside_better(const aside_t *a)
+{
+	return aside_favoured(a, a->bw);
 }
 
 static double aside_median(const double *v, uint32_t n)
@@ -97,15 +103,34 @@ bool aside_try_next(const aside_t *a)
 	return a->on && a->choice == ASIDE_HOME && aside_peek(a) == ASIDE_CACHE && !aside_open(a, ASIDE_CACHE);
 }
 
-/* One sample of speed on side s: the choice follows. */
+/* One sample of speed on side s: the choice follows. It changes where
+ * the medians favour the other side and so does that side's last sample,
+ * taken by this process within the chosen side's last ASIDE_KEEP: a
+ * median of the side not chosen may be as old as the record it came from
+ * or the last try, and the chosen side's slowing down is often the
+ * machine's (memory the host has to hand back first, a page-cache
+ * write-back), which the other side meets too. Where that sample is
+ * older, the next checkpoint tries the other side first. */
 static bool aside_learn(aside_t *a, aside_side_t s, double speed)
 {
 	aside_keep(a, s, speed);
 	a->measured[s]++;
+	a->last[s] = speed;
+	a->seq_at[s] = ++a->seq;
 	if (!a->n[ASIDE_CACHE] || !a->n[ASIDE_HOME])
 		return false;
-	aside_side_t was = a->choice;
-	a->choice = aside_better(a);
+	aside_side_t was = a->choice, other = was == ASIDE_CACHE ? ASIDE_HOME : ASIDE_CACHE;
+	if (aside_better(a) == other) {
+		if (!a->measured[other] || a->seq - a->seq_at[other] > ASIDE_KEEP) {
+			if (a->since < a->every)
+				a->since = a->every;
+			return false;
+		}
+		double fresh[2] = { a->bw[ASIDE_CACHE], a->bw[ASIDE_HOME] };
+		fresh[other] = a->last[other];
+		if (aside_favoured(a, fresh) == other)
+			a->choice = other;
+	}
 	if (a->choice != was) {
 		a->switches++;
 		a->every = ASIDE_EVERY_MIN;

@@ -46,6 +46,9 @@ typedef struct aside {
 	uint32_t switches;         /* times the choice changed */
 	uint32_t tries;            /* checkpoints begun on the side not chosen */
 	uint32_t measured[2];      /* samples this process took itself */
+	double last[2];            /* bytes/s: the last of those; 0: none */
+	uint32_t seq;              /* samples this process took, both sides */
+	uint32_t seq_at[2];        /* seq after each side's last sample */
 	uint32_t picked[2];        /* checkpoints sent to each side */
 	uint32_t noted[2];         /* of those, the ones whose write ended (aside_note) */
 	uint64_t cache_bytes;      /* bytes of this process's samples of the cache */

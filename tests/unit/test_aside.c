@@ -206,6 +206,32 @@ Test(aside, a_prior_starts_where_the_last_process_ended)
 	cr_assert_eq(aside_pick(&e), ASIDE_HOME);
 }
 
+/* The real path slows down with the machine (memory the host must hand
+ * back first, a write-back): the cache, known only from the record, is
+ * tried once before it takes the checkpoints, and where it is as slow
+ * the real path keeps them; where it is faster it takes them at once. */
+Test(aside, a_real_path_that_slows_with_the_machine_is_kept_unless_a_try_of_the_cache_beats_it)
+{
+	aside_t a;
+	aside_init(&a, true);
+	aside_prior(&a, 3.4e9, 5.4e9, 0, ASIDE_EVERY_MIN);
+	cr_assert_eq(a.choice, ASIDE_HOME);
+	int sent[2] = { 0, 0 };
+	world(&a, 60, 16 * MiB, 0.6, 0.5, sent);
+	cr_assert_eq(a.choice, ASIDE_HOME);
+	cr_assert_eq(a.switches, 0, "the choice changed %u times", a.switches);
+	cr_assert_leq(sent[ASIDE_CACHE], 1 + 60 / ASIDE_EVERY_MIN, "%d of 60 went to the cache", sent[ASIDE_CACHE]);
+
+	aside_t b;
+	aside_init(&b, true);
+	aside_prior(&b, 6e9, 8e9, 0, ASIDE_EVERY_MIN);
+	int first[2] = { 0, 0 };
+	world(&b, 4, 16 * MiB, 6, 0.5, first);
+	cr_assert_eq(b.choice, ASIDE_CACHE, "a try of a faster cache takes the checkpoints");
+	cr_assert_eq(b.switches, 1);
+	cr_assert_eq(first[ASIDE_CACHE], 1, "one try before the change");
+}
+
 /* A process whose checkpoints went to the cache faster than they were
  * published, and whose exit then waited for the rest, leaves the next
  * process the cache's speed with that wait counted: it starts on the real
