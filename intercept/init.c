@@ -6,7 +6,9 @@
  * cache. */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,10 +113,10 @@ static void icpt_quiet(int level, const char *msg)
 
 /* A digest of every CKPTCACHE_ variable but ICPT_REPORTED: the sum of
  * their FNV-1a hashes, as a shell may pass them on in another order. */
-static unsigned long long icpt_env_digest(void)
+static unsigned long long icpt_env_digest(char *const *env)
 {
 	unsigned long long sum = 0;
-	for (char **e = environ; e && *e; e++) {
+	for (char *const *e = env; e && *e; e++) {
 		if (strncmp(*e, "CKPTCACHE_", 10) != 0 ||
 		    strncmp(*e, ICPT_REPORTED "=", sizeof(ICPT_REPORTED)) == 0)
 			continue;
@@ -141,7 +143,7 @@ static void hex64(char out[17], unsigned long long v)
 static int icpt_config_load(ckc_config_t *c)
 {
 	char digest[24];
-	hex64(digest, icpt_env_digest());
+	hex64(digest, icpt_env_digest(environ));
 	const char *said = getenv(ICPT_REPORTED);
 	bool quiet = said && strcmp(said, digest) == 0;
 	void (*sink)(int, const char *) = ckc_log_sink;
@@ -152,6 +154,41 @@ static int icpt_config_load(ckc_config_t *c)
 	if (errors && !quiet)
 		setenv(ICPT_REPORTED, digest, 1);
 	return errors;
+}
+
+/* The digest of this process's variables, and the name this library was
+ * loaded by, once the constructor found them usable (0 and "": never). */
+static unsigned long long icpt_digest;
+static char icpt_lib_name[PATH_MAX];
+
+static void icpt_note_self(void)
+{
+	Dl_info di;
+	if (!dladdr((void *)icpt_note_self, &di) || !di.dli_fname || di.dli_fname[0] != '/' ||
+	    strlen(di.dli_fname) >= sizeof(icpt_lib_name))
+		return;
+	strcpy(icpt_lib_name, di.dli_fname);
+	icpt_digest = icpt_env_digest(environ) | 1;
+}
+
+bool ckc_env_runs_library(char *const envp[])
+{
+	if (!icpt_digest || !envp || (icpt_env_digest(envp) | 1) != icpt_digest)
+		return false;
+	size_t n = strlen(icpt_lib_name);
+	for (char *const *e = envp; *e; e++) {
+		if (strncmp(*e, "LD_PRELOAD=", 11) != 0)
+			continue;
+		/* the loader splits the list at spaces and colons */
+		for (const char *t = *e + 11; *t;) {
+			size_t k = strcspn(t, " :");
+			if (k == n && !memcmp(t, icpt_lib_name, n))
+				return true;
+			t += k;
+			t += *t != '\0';
+		}
+	}
+	return false;
 }
 
 /* The configuration, read once by the constructor. */
@@ -312,6 +349,7 @@ __attribute__((constructor)) static void icpt_init(void)
 				ckc_warn("CKPTCACHE_CAPTURE=device: this build has no CUDA support; "
 					 "checkpoints are cached as in copy mode");
 #endif
+			icpt_note_self();
 			atomic_store(&ckc_icpt_on, true);
 			/* the engine (its memory, its threads) starts with the
 			 * first tagged file, so a process that never opens one

@@ -279,6 +279,16 @@ bool ckc_node_others(void);
  * unlinked files). Waits for each (bounded). */
 enum { CKC_NODE_DIR_LIST, CKC_NODE_DIR_MOVE, CKC_NODE_DIR_GONE };
 bool ckc_node_ask_dir(const char *dir, int what);
+
+/* Asks every other process of this user on the node that holds
+ * checkpoints to publish all it owes (a new program that will not run
+ * this library is about to start); bounded as a folder's request. */
+void ckc_node_publish_others(void);
+
+/* Whether a new program given envp runs this library with this process's
+ * configuration (LD_PRELOAD names it, the CKPTCACHE_ variables are the
+ * same): it then asks the holders for what it opens, lists or looks at. */
+bool ckc_env_runs_library(char *const envp[]);
 /* (returns whether a process asked to LIST has open writers under dir) */
 /* The last ckc_tagged_asked of this thread found another process writing
  * the file: that writer now writes the real file, so an open that writes

@@ -108,7 +108,7 @@ static bool pid_alive(pid_t pid)
 
 /* Maps this user's table (made on first use), or returns -1. Only a
  * regular file of this user, readable by nobody else, is used. */
-static int node_attach(void)
+static int node_attach(bool create)
 {
 	static const char *const dirs[] = { "/dev/shm", "/tmp" };
 	size_t bytes = sizeof(node_hdr_t) + NODE_SLOTS * sizeof(nodetab_slot_t);
@@ -116,7 +116,8 @@ static int node_attach(void)
 
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		snprintf(path, sizeof(path), "%s/" NODE_FILE, dirs[i], (unsigned)node_uid);
-		int fd = REAL(openat)(AT_FDCWD, path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		int fd = REAL(openat)(AT_FDCWD, path, O_RDWR | (create ? O_CREAT : 0) | O_NOFOLLOW | O_CLOEXEC,
+				      0600);
 		if (fd < 0)
 			continue;
 		struct stat st;
@@ -360,7 +361,7 @@ static void node_start_once(void)
 	node_uid = geteuid();
 	node_pid = node_getpid();
 	atomic_store(&node_me, node_pid);
-	if (!node_tab && node_attach() != 0)
+	if (!node_tab && node_attach(true) != 0)
 		return;
 	/* slots of processes that died without taking theirs back (none
 	 * while no slot is used: the walk would map all of the table's 512
@@ -580,7 +581,7 @@ static bool node_ready(void)
 	if (atomic_exchange(&tried, true))
 		return node_tab != NULL;
 	node_uid = geteuid();
-	return node_attach() == 0;
+	return node_attach(true) == 0;
 }
 
 /* Whether another process may hold something (two loads, no search): a
@@ -588,8 +589,12 @@ static bool node_ready(void)
  * way to the real files, asks nobody. */
 static bool node_others(void)
 {
-	return atomic_load_explicit(&node_hdr->used, memory_order_acquire) >
-	       atomic_load_explicit(&node_mine, memory_order_relaxed);
+	int64_t used = atomic_load_explicit(&node_hdr->used, memory_order_acquire);
+	/* a vfork child's count of its own is its parent's, whose slots are
+	 * another process's to it */
+	if (ckc_in_vfork_child())
+		return used > 0;
+	return used > atomic_load_explicit(&node_mine, memory_order_relaxed);
 }
 
 static bool node_anything(void)
@@ -701,6 +706,14 @@ bool ckc_node_ask_dir(const char *dir, int what)
 	}
 	errno = saved;
 	return writing;
+}
+
+void ckc_node_publish_others(void)
+{
+	/* no table on the node: nothing is held anywhere (not made here) */
+	if (!node_tab && node_attach(false) != 0)
+		return;
+	(void)ckc_node_ask_dir("/", CKC_NODE_DIR_LIST);
 }
 
 void ckc_node_ask_at(int dirfd, const char *path)

@@ -6,9 +6,14 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,6 +28,19 @@
  * not published then is lost, so it waits longer). */
 #define SPAWN_WAIT_NS (60ull * 1000000000u)
 #define EXEC_WAIT_NS (120ull * 1000000000u)
+
+/* The shell system() and popen() run. */
+#define CKC_SHELL "/bin/sh"
+
+#if defined(__x86_64__)
+#define CKC_ELF_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define CKC_ELF_MACHINE EM_AARCH64
+#elif defined(__powerpc64__)
+#define CKC_ELF_MACHINE EM_PPC64
+#else
+#define CKC_ELF_MACHINE EM_NONE /* not known: every new program is taken for one that will not ask */
+#endif
 
 __thread pid_t ckc_tl_vfork_pid __attribute__((tls_model("initial-exec")));
 
@@ -45,12 +63,137 @@ static bool spawn_applies(void)
 
 enum child { CHILD_FORK, CHILD_SPAWN, CHILD_EXEC };
 
+/* ---- whether a new program runs this library ------------------------------ */
+
+/* Whether the program file at path is one the loader would preload this
+ * library into: a dynamically linked executable of this machine's kind,
+ * not set-user-ID, set-group-ID or given capabilities (the loader ignores
+ * LD_PRELOAD's paths for those), or a script whose interpreter is such a
+ * program (depth: the scripts left to follow); or no file at all (the
+ * exec fails and starts nothing: a search of PATH tries each folder).
+ * Raw system calls: this may run in a vfork child. errno is kept. */
+static bool program_preloads(const char *path, int depth)
+{
+	int saved = errno;
+	bool ok = false;
+	errno = ENOENT;
+	long fd = path && *path ? ckc_syscall6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0) : -1;
+	if (fd < 0) {
+		ok = errno == ENOENT || errno == ENOTDIR;
+		errno = saved;
+		return ok;
+	}
+	struct stat st;
+	union {
+		ElfW(Ehdr) h;
+		char b[256];
+	} u;
+	long n = -1;
+	if (ckc_syscall6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 && S_ISREG(st.st_mode) &&
+	    !(st.st_mode & (S_ISUID | S_ISGID)) &&
+	    ckc_syscall6(SYS_fgetxattr, fd, (long)"security.capability", 0, 0, 0, 0) < 0)
+		n = ckc_syscall6(SYS_pread64, fd, (long)u.b, sizeof(u.b) - 1, 0, 0, 0);
+	if (n >= 2 && u.b[0] == '#' && u.b[1] == '!' && depth > 0) {
+		/* #! interpreter [argument] */
+		u.b[n] = '\0';
+		char *i = u.b + 2, interp[sizeof(u.b)];
+		i += strspn(i, " \t");
+		size_t k = strcspn(i, " \t\n");
+		memcpy(interp, i, k);
+		interp[k] = '\0';
+		ckc_syscall6(SYS_close, fd, 0, 0, 0, 0, 0);
+		errno = saved;
+		return k > 0 && program_preloads(interp, depth - 1);
+	}
+	if (n >= (long)sizeof(ElfW(Ehdr)) && !memcmp(u.h.e_ident, ELFMAG, SELFMAG) &&
+	    u.h.e_ident[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) &&
+	    u.h.e_machine == CKC_ELF_MACHINE && u.h.e_phentsize == sizeof(ElfW(Phdr)) &&
+	    u.h.e_phnum > 0 && u.h.e_phnum <= 64) {
+		ElfW(Phdr) ph[64];
+		size_t len = (size_t)u.h.e_phnum * sizeof(ph[0]);
+		if (ckc_syscall6(SYS_pread64, fd, (long)ph, (long)len, (long)u.h.e_phoff, 0, 0) == (long)len)
+			for (size_t i = 0; i < u.h.e_phnum && !ok; i++)
+				ok = ph[i].p_type == PT_INTERP; /* static programs load nothing */
+	}
+	ckc_syscall6(SYS_close, fd, 0, 0, 0, 0, 0);
+	errno = saved;
+	return ok;
+}
+
+/* The program that execvp would run for file, as it searches PATH (the
+ * first executable regular file), into out; false where none is found. */
+static bool program_on_path(const char *file, char *out, size_t len)
+{
+	if (!file || !*file)
+		return false;
+	if (strchr(file, '/')) {
+		size_t k = strlen(file);
+		if (k >= len)
+			return false;
+		memcpy(out, file, k + 1);
+		return true;
+	}
+	const char *p = getenv("PATH");
+	if (!p)
+		p = "/bin:/usr/bin";
+	for (;;) {
+		size_t k = strcspn(p, ":"), f = strlen(file);
+		const char *dir = k ? p : ".";
+		size_t d = k ? k : 1;
+		if (d + 1 + f < len) {
+			memcpy(out, dir, d);
+			out[d] = '/';
+			memcpy(out + d + 1, file, f + 1);
+			struct stat st;
+			if (ckc_syscall6(SYS_faccessat, AT_FDCWD, (long)out, X_OK, 0, 0, 0) == 0 &&
+			    ckc_syscall6(SYS_newfstatat, AT_FDCWD, (long)out, (long)&st, 0, 0, 0) == 0 &&
+			    S_ISREG(st.st_mode))
+				return true;
+		}
+		if (!p[k])
+			return false;
+		p += k + 1;
+	}
+}
+
+/* Whether the new program (path as execve takes it, or searched on PATH)
+ * given envp runs this library with this process's configuration: it then
+ * asks the processes that hold a checkpoint for it, as this process's
+ * fork children do, and nothing need be published before it starts. */
+static bool new_program_asks(const char *path, bool search, char *const envp[])
+{
+	char found[PATH_MAX];
+	if (!ckc_env_runs_library(envp))
+		return false;
+	if (search) {
+		int saved = errno;
+		bool got = program_on_path(path, found, sizeof(found));
+		errno = saved;
+		if (!got)
+			return false;
+		path = found;
+	}
+	return program_preloads(path, 2);
+}
+
+/* Before a new program that will not ask for what it reads: every other
+ * process of the node publishes what it owes (this process's own is
+ * published by before_child). Only where this process runs the cache's
+ * interception: one whose library is off (no patterns) tells nobody. */
+static void before_unasking(const char *path, bool search, char *const envp[])
+{
+	if (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_io_guard)
+		return;
+	if (!new_program_asks(path, search, envp))
+		ckc_node_publish_others();
+}
+
 /* Before a child or a new program: descriptors it inherits become real
  * (every tagged one for a fork, vfork or posix_spawn, whose child may dup2
  * a close-on-exec one onto another number; those without FD_CLOEXEC for
  * an exec, system or popen), and the real files get what the cache owes
  * them, so that the child sees the versions closed before it started. */
-static void before_child(enum child kind, bool inherited_only, const char *who)
+static void before_child(enum child kind, bool inherited_only, const char *who, bool child_asks)
 {
 	static atomic_bool said;
 	int saved = errno;
@@ -58,9 +201,11 @@ static void before_child(enum child kind, bool inherited_only, const char *who)
 	if (!spawn_applies() || !ckc_engine_started())
 		return;
 	ckc_vfd_demote_all(inherited_only, who);
-	/* a forked child asks for what it opens (node.c); a new program does
-	 * too, but it may be one that runs without the library */
-	if (kind != CHILD_FORK || !ckc_node_serving()) {
+	/* a forked child asks for what it opens (node.c); so does a new
+	 * program that runs this library with this configuration (child_asks)
+	 * while this process answers; a new program in place of this one
+	 * takes the cache's memory with it */
+	if (kind == CHILD_EXEC || !child_asks || !ckc_node_serving()) {
 		uint64_t wait = kind == CHILD_EXEC ? EXEC_WAIT_NS : SPAWN_WAIT_NS;
 		ckc_enter();
 		int rc = ckc_publish_all(wait, kind == CHILD_EXEC);
@@ -76,7 +221,7 @@ static void before_child(enum child kind, bool inherited_only, const char *who)
 
 CKC_EXPORT pid_t fork(void)
 {
-	before_child(CHILD_FORK, false, "a forked child");
+	before_child(CHILD_FORK, false, "a forked child", true);
 	return REAL(fork)();
 }
 
@@ -168,7 +313,9 @@ __attribute__((visibility("hidden"), used)) void ckc_vfork_prepare(void)
 		ckc_real_vfork = f ? (pid_t(*)(void))f : vfork_as_fork;
 	}
 	if (spawn_applies()) {
-		before_child(CHILD_SPAWN, false, "a vfork child");
+		/* the program the child runs is not known yet: its exec asks
+		 * the others to publish where it turns out not to ask itself */
+		before_child(CHILD_SPAWN, false, "a vfork child", ckc_env_runs_library(environ));
 		ckc_enter();
 		ckc_owed_fill_all();
 		ckc_leave();
@@ -213,7 +360,11 @@ CKC_EXPORT pid_t vfork(void)
  * thread-specific data is not destroyed first). */
 CKC_EXPORT void pthread_exit(void *ret)
 {
-	if (gettid() == getpid() && atomic_load(&ckc_icpt_on) && ckc_engine_started() && !ckc_in_vfork_child()) {
+	/* (whether or not the cache runs yet: the node's service and the
+	 * signal thread start with the first checkpoint a process writes, a
+	 * program thread's included, even one written straight to its real
+	 * path, and they would keep a process whose main thread had gone) */
+	if (gettid() == getpid() && atomic_load(&ckc_icpt_on) && !ckc_in_vfork_child()) {
 		long ms = 1;
 		for (;;) {
 			long n = ckc_px_threads(0);
@@ -236,68 +387,95 @@ CKC_EXPORT void pthread_exit(void *ret)
 CKC_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 			   const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-	before_child(CHILD_SPAWN, false, "a child of posix_spawn");
+	bool asks = new_program_asks(path, false, envp);
+	before_child(CHILD_SPAWN, false, "a child of posix_spawn", asks);
+	if (!asks)
+		before_unasking(path, false, envp);
 	return REAL(posix_spawn)(pid, path, fa, attr, argv, envp);
 }
 
 CKC_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
 			    const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-	before_child(CHILD_SPAWN, false, "a child of posix_spawnp");
+	bool asks = new_program_asks(file, true, envp);
+	before_child(CHILD_SPAWN, false, "a child of posix_spawnp", asks);
+	if (!asks)
+		before_unasking(file, true, envp);
 	return REAL(posix_spawnp)(pid, file, fa, attr, argv, envp);
 }
 
 CKC_EXPORT int system(const char *cmd)
 {
-	if (cmd)
-		before_child(CHILD_SPAWN, true, "a command run by system()");
+	if (cmd) {
+		bool asks = new_program_asks(CKC_SHELL, false, environ);
+		before_child(CHILD_SPAWN, true, "a command run by system()", asks);
+		if (!asks)
+			before_unasking(CKC_SHELL, false, environ);
+	}
 	return REAL(system)(cmd);
 }
 
 CKC_EXPORT FILE *popen(const char *cmd, const char *mode)
 {
-	before_child(CHILD_SPAWN, true, "a command run by popen()");
+	bool asks = new_program_asks(CKC_SHELL, false, environ);
+	before_child(CHILD_SPAWN, true, "a command run by popen()", asks);
+	if (!asks)
+		before_unasking(CKC_SHELL, false, environ);
 	return REAL(popen)(cmd, mode);
 }
 
 /* ---- the exec family -------------------------------------------------------- */
 
-#define BEFORE_EXEC() before_child(CHILD_EXEC, true, "a new program (exec)")
+/* Before a new program replaces this one: what this process owes is
+ * published (before_child), and, where the new program will not ask for
+ * what it reads (search: path is searched on PATH; NULL: not known), what
+ * the others owe. A vfork child does only the latter, through the node's
+ * service (its parent, suspended, answers from its service thread). */
+static void before_exec(const char *path, bool search, char *const envp[])
+{
+	before_child(CHILD_EXEC, true, "a new program (exec)", false);
+	if (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_io_guard)
+		return;
+	if (!path || !new_program_asks(path, search, envp))
+		ckc_node_publish_others();
+}
+
+#define BEFORE_EXEC(path, search, envp) before_exec(path, search, envp)
 
 CKC_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-	BEFORE_EXEC();
+	BEFORE_EXEC(path, false, envp);
 	return REAL(execve)(path, argv, envp);
 }
 
 CKC_EXPORT int execv(const char *path, char *const argv[])
 {
-	BEFORE_EXEC();
+	BEFORE_EXEC(path, false, environ);
 	return REAL(execv)(path, argv);
 }
 
 CKC_EXPORT int execvp(const char *file, char *const argv[])
 {
-	BEFORE_EXEC();
+	BEFORE_EXEC(file, true, environ);
 	return REAL(execvp)(file, argv);
 }
 
 CKC_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	BEFORE_EXEC();
+	BEFORE_EXEC(file, true, envp);
 	return REAL(execvpe)(file, argv, envp);
 }
 
 CKC_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	BEFORE_EXEC();
+	BEFORE_EXEC(NULL, false, envp);
 	return REAL(fexecve)(fd, argv, envp);
 }
 
 CKC_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
 			int flags)
 {
-	BEFORE_EXEC();
+	BEFORE_EXEC(path[0] == '/' ? path : NULL, false, envp);
 	return REAL(execveat)(dirfd, path, argv, envp, flags);
 }
 
@@ -320,7 +498,7 @@ CKC_EXPORT int execl(const char *path, const char *arg, ...)
 	va_list ap;
 	EXEC_LIST(arg, ap, argv);
 	va_end(ap);
-	BEFORE_EXEC();
+	BEFORE_EXEC(path, false, environ);
 	return REAL(execv)(path, argv);
 }
 
@@ -329,7 +507,7 @@ CKC_EXPORT int execlp(const char *file, const char *arg, ...)
 	va_list ap;
 	EXEC_LIST(arg, ap, argv);
 	va_end(ap);
-	BEFORE_EXEC();
+	BEFORE_EXEC(file, true, environ);
 	return REAL(execvp)(file, argv);
 }
 
@@ -339,7 +517,7 @@ CKC_EXPORT int execle(const char *path, const char *arg, ...)
 	EXEC_LIST(arg, ap, argv);
 	char *const *envp = va_arg(ap, char *const *);
 	va_end(ap);
-	BEFORE_EXEC();
+	BEFORE_EXEC(path, false, envp);
 	return REAL(execve)(path, argv, envp);
 }
 

@@ -457,3 +457,74 @@ case_add children/system-reads-new-version system_reads_new_version
 case_add children/link-current-version link_current_version
 case_add children/other-process-reads other_process_reads
 case_add children/holder-killed holder_killed
+
+# A checkpoint the parent closed but has not published yet (each rename
+# that publishes takes 1.5 s), read by a new program that will not run the
+# library: its environment drops it (env -u, a subprocess given another
+# environment), another configuration (other patterns), a static program,
+# through subprocess (vfork), system(), posix_spawn. The parent publishes
+# it first, whichever way the child starts. A child that runs the library
+# asks for what it reads instead, so a spawn of a program that reads
+# nothing does not wait for the publication.
+unasking_children() {
+	local stat=none
+	if printf '%s\n' '#include <stdio.h>' \
+		'int main(int c, char **v) { FILE *f = fopen(v[1], "rb"); char b[65536]; size_t n;' \
+		'  if (!f) return 3; while ((n = fread(b, 1, sizeof b, f)) > 0) fwrite(b, 1, n, stdout);' \
+		'  return 0; }' >stcat.c && gcc -static -O2 -o stcat stcat.c 2>/dev/null; then
+		stat=$PWD/stcat
+	fi
+	SLOW_US=1500000 SLOWFS_OPS=rename ck -- "$PY" -c '
+import hashlib, os, subprocess, sys, time
+stat = sys.argv[1]
+plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+other = dict(os.environ, CKPTCACHE_PATHS="/nowhere/*.bin")
+def data(name):
+    return hashlib.sha256(name.encode()).digest() * (1 << 16)
+def write(name):
+    with open("ck/" + name, "wb") as f:
+        f.write(data(name))
+def check(name, got, how):
+    assert got == data(name), "%s read %d bytes of another version" % (how, len(got))
+def run(cmd, **kw):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, check=True, **kw).stdout
+names = ["t.bin", "lib.bin", "envu.bin", "plain.bin", "other.bin", "static.bin", "sys.bin",
+         "sysenv.bin", "spawn.bin", "spawnstatic.bin"]
+for n in names:
+    write(n)
+t = time.monotonic()
+subprocess.run(["true"], check=True)
+took = time.monotonic() - t
+assert took < 1.0, "a spawn of true waited %.2f s for the publication" % took
+check("lib.bin", run(["cat", "ck/lib.bin"]), "cat run with the library")
+check("envu.bin", run(["env", "-u", "LD_PRELOAD", "cat", "ck/envu.bin"]), "env -u LD_PRELOAD cat")
+check("plain.bin", run(["cat", "ck/plain.bin"], env=plain), "cat given no LD_PRELOAD")
+check("other.bin", run(["cat", "ck/other.bin"], env=other), "cat given other patterns")
+if stat != "none":
+    check("static.bin", run([stat, "ck/static.bin"]), "a static program")
+os.system("cat ck/sys.bin > sys.out")
+check("sys.bin", open("sys.out", "rb").read(), "system(cat)")
+os.system("env -u LD_PRELOAD cat ck/sysenv.bin > sysenv.out")
+check("sysenv.bin", open("sysenv.out", "rb").read(), "system(env -u LD_PRELOAD cat)")
+fd = os.open("spawn.out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+pid = os.posix_spawn("/bin/cat", ["cat", "ck/spawn.bin"], plain, file_actions=[(os.POSIX_SPAWN_DUP2, fd, 1)])
+assert os.waitpid(pid, 0)[1] == 0
+os.close(fd)
+check("spawn.bin", open("spawn.out", "rb").read(), "posix_spawn of cat given no LD_PRELOAD")
+if stat != "none":
+    fd = os.open("spawnstatic.out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    pid = os.posix_spawn(stat, ["stcat", "ck/spawnstatic.bin"], os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, fd, 1)])
+    assert os.waitpid(pid, 0)[1] == 0
+    os.close(fd)
+    check("spawnstatic.bin", open("spawnstatic.out", "rb").read(), "posix_spawn of a static program")
+' "$stat" || fail "a new program read an unpublished checkpoint$(last_error)"
+	local n
+	for n in t lib envu plain other static sys sysenv spawn spawnstatic; do
+		"$PY" -c 'import hashlib, sys; sys.stdout.buffer.write(hashlib.sha256(sys.argv[1].encode()).digest() * (1 << 16))' \
+			"$n.bin" >"$n.ref"
+		same "$n.ref" "ck/$n.bin" "after exit, $n.bin"
+	done
+	[ "$stat" != none ] || skip "no static C library here: the static programs were not tried"
+	return 0
+}
+case_add children/unasking-children unasking_children

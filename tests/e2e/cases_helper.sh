@@ -956,6 +956,17 @@ main_exits_case() {
 	ck -- timeout 30 "$HELPER" main-exits "$T/ck" raw || fail "main-exits raw: exit status $?"
 	grep -q 'ckptcache: error' "$T/.log" && fail "an error message:$(first_error 'ckptcache: error')"
 	run_ok "worker.bin at its real path (first thread gone)" plain "$HELPER" check ck/worker.bin 100000 12
+	# stepping aside: main.bin goes straight to its real path before the
+	# cache starts, the worker's checkpoint starts the library's threads
+	# after the main thread has gone
+	rm -f ck/main.bin ck/worker.bin
+	t0=$(date +%s%N)
+	ck CKPTCACHE_STEP_ASIDE=auto -- timeout 30 "$HELPER" main-exits "$T/ck" ||
+		fail "main-exits, stepping aside: exit status $? (124: it did not end)"
+	t1=$(date +%s%N)
+	[ $(((t1 - t0) / 1000000)) -lt 10000 ] || fail "main-exits, stepping aside, took $(((t1 - t0) / 1000000)) ms"
+	run_ok "main.bin at its real path (stepping aside)" plain "$HELPER" check ck/main.bin 100000 11
+	run_ok "worker.bin at its real path (stepping aside)" plain "$HELPER" check ck/worker.bin 100000 12
 }
 
 case_add threads/main-exits main_exits_case
