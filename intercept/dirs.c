@@ -179,6 +179,11 @@ static void owed_first_at(int dirfd, const char *path)
 		owed_first(full);
 }
 
+void ckc_dir_guarding(int dirfd, const char *path)
+{
+	owed_first_at(dirfd, path);
+}
+
 /* After the folder dir was removed: the open writers under it, of this
  * process and of the node's others, write on as into unlinked files (and
  * are never published into a folder made again by that name). */

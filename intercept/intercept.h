@@ -316,6 +316,14 @@ int ckc_dir_remove(int dirfd, const char *path, int flags, int (*real)(int, cons
  * versions of the others are published (dirs.c). */
 void ckc_dir_moving(const char *dir);
 
+/* Before the permissions or owner of dirfd/path change (chmod, chown): a
+ * folder may stop taking new files, or its files being read, so what the
+ * cache owes under it, and what the node's other processes owe there, is
+ * published first, and its new files still being written go on in their
+ * real files (the publication would otherwise find the folder closed: an
+ * archiving step's chmod a-w of a results folder). errno kept. */
+void ckc_dir_guarding(int dirfd, const char *path);
+
 /* ---- virtual descriptors (fdtab.c) ---- */
 
 typedef struct ckc_vfd {

@@ -63,8 +63,10 @@ static void meta_tv(const struct timeval tv[2], struct timespec ts[2])
 CKC_EXPORT int fchmod(int fd, mode_t mode)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v)
+	if (!v) {
+		ckc_dir_guarding(fd, "");
 		return REAL(fchmod)(fd, mode);
+	}
 	ckc_attr_t a = { .mask = CKC_ATTR_MODE, .mode = mode };
 	return (int)ckc_result(meta_fd(v, &a), errno);
 }
@@ -73,8 +75,10 @@ CKC_EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
 {
 	ckc_attr_t a = { .mask = CKC_ATTR_MODE, .mode = mode };
 	int saved = errno, rc = meta_path(dirfd, path, &a);
-	if (rc == -ENOENT)
+	if (rc == -ENOENT) {
+		ckc_dir_guarding(dirfd, path);
 		return ckc_enoent_checked(dirfd, path, REAL(fchmodat)(dirfd, path, mode, flags));
+	}
 	return (int)ckc_result(rc, saved);
 }
 
@@ -82,8 +86,10 @@ CKC_EXPORT int chmod(const char *path, mode_t mode)
 {
 	ckc_attr_t a = { .mask = CKC_ATTR_MODE, .mode = mode };
 	int saved = errno, rc = meta_path(AT_FDCWD, path, &a);
-	if (rc == -ENOENT)
+	if (rc == -ENOENT) {
+		ckc_dir_guarding(AT_FDCWD, path);
 		return ckc_enoent_checked(AT_FDCWD, path, REAL(chmod)(path, mode));
+	}
 	return (int)ckc_result(rc, saved);
 }
 
@@ -92,8 +98,10 @@ CKC_EXPORT int chmod(const char *path, mode_t mode)
 CKC_EXPORT int fchown(int fd, uid_t uid, gid_t gid)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v)
+	if (!v) {
+		ckc_dir_guarding(fd, "");
 		return REAL(fchown)(fd, uid, gid);
+	}
 	ckc_attr_t a = { .mask = CKC_ATTR_OWNER, .uid = uid, .gid = gid };
 	return (int)ckc_result(meta_fd(v, &a), errno);
 }
@@ -102,8 +110,10 @@ CKC_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int f
 {
 	ckc_attr_t a = { .mask = CKC_ATTR_OWNER, .uid = uid, .gid = gid };
 	int saved = errno, rc = meta_path(dirfd, path, &a);
-	if (rc == -ENOENT)
+	if (rc == -ENOENT) {
+		ckc_dir_guarding(dirfd, path);
 		return ckc_enoent_checked(dirfd, path, REAL(fchownat)(dirfd, path, uid, gid, flags));
+	}
 	return (int)ckc_result(rc, saved);
 }
 
@@ -111,8 +121,10 @@ CKC_EXPORT int chown(const char *path, uid_t uid, gid_t gid)
 {
 	ckc_attr_t a = { .mask = CKC_ATTR_OWNER, .uid = uid, .gid = gid };
 	int saved = errno, rc = meta_path(AT_FDCWD, path, &a);
-	if (rc == -ENOENT)
+	if (rc == -ENOENT) {
+		ckc_dir_guarding(AT_FDCWD, path);
 		return ckc_enoent_checked(AT_FDCWD, path, REAL(chown)(path, uid, gid));
+	}
 	return (int)ckc_result(rc, saved);
 }
 
@@ -121,8 +133,10 @@ CKC_EXPORT int lchown(const char *path, uid_t uid, gid_t gid)
 {
 	ckc_attr_t a = { .mask = CKC_ATTR_OWNER, .uid = uid, .gid = gid };
 	int saved = errno, rc = meta_path(AT_FDCWD, path, &a);
-	if (rc == -ENOENT)
+	if (rc == -ENOENT) {
+		ckc_dir_guarding(AT_FDCWD, path);
 		return ckc_enoent_checked(AT_FDCWD, path, REAL(lchown)(path, uid, gid));
+	}
 	return (int)ckc_result(rc, saved);
 }
 
