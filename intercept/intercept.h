@@ -324,6 +324,11 @@ void ckc_dir_moving(const char *dir);
  * archiving step's chmod a-w of a results folder). errno kept. */
 void ckc_dir_guarding(int dirfd, const char *path);
 
+/* Whether the version the cache holds (its mode and owner) lets this
+ * process do want (R_OK, W_OK, X_OK bits) as the kernel would judge the
+ * real file: for the effective user and groups, else the real ones. */
+bool ckc_cached_permits(const ckc_stat_t *cst, int want, bool effective);
+
 /* ---- virtual descriptors (fdtab.c) ---- */
 
 typedef struct ckc_vfd {

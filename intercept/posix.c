@@ -502,6 +502,14 @@ static int open_read_tagged(const char *canon, int flags)
 		ckc_close(h);
 		return rc;
 	}
+	/* a version the cache holds: its mode and owner, as the kernel
+	 * would judge the real file's (a file made with mode 0, or chmod
+	 * 000 after it was written) */
+	ckc_stat_t st;
+	if (held && ckc_handle_stat(h, &st) == 0 && !ckc_cached_permits(&st, R_OK, true)) {
+		ckc_close(h);
+		return -EACCES;
+	}
 	return install_new(-1, h, flags, canon, 0);
 }
 
@@ -516,18 +524,32 @@ static void cached_owner(const ckc_stat_t *cst, uid_t *uid, gid_t *gid)
 /* Whether this process may write the version the cache holds (its mode
  * and owner as the kernel would judge the real file's; the process's
  * other groups are not looked at). */
-static bool cached_writable(const ckc_stat_t *cst)
+bool ckc_cached_permits(const ckc_stat_t *cst, int want, bool effective)
 {
-	if (geteuid() == 0)
-		return true;
+	uid_t me = effective ? geteuid() : getuid();
+	gid_t my = effective ? getegid() : getgid();
+	if (me == 0)
+		return !(want & X_OK); /* a checkpoint is never run */
 	uid_t uid;
 	gid_t gid;
 	cached_owner(cst, &uid, &gid);
-	if (uid == geteuid())
-		return cst->mode & S_IWUSR;
-	if (gid == getegid())
-		return cst->mode & S_IWGRP;
-	return cst->mode & S_IWOTH;
+	int bits;
+	if (uid == me) {
+		bits = (cst->mode >> 6) & 7;
+	} else {
+		bool member = gid == my;
+		gid_t g[256];
+		int n = member ? 0 : getgroups(256, g);
+		for (int i = 0; i < n && !member; i++)
+			member = g[i] == gid;
+		bits = member ? (cst->mode >> 3) & 7 : cst->mode & 7;
+	}
+	return (bits & want) == want;
+}
+
+static bool cached_writable(const ckc_stat_t *cst)
+{
+	return ckc_cached_permits(cst, W_OK, true);
 }
 
 /* Whether an existing file in folder dir has the owner and group

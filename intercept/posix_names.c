@@ -244,10 +244,12 @@ CKC_EXPORT int fcntl64(int fd, int cmd, ...)
 
 /* ---- names ------------------------------------------------------------ */
 
-/* A cached checkpoint can be read and written, not executed. */
-static int access_cached(int mode)
+/* A cached checkpoint can be read and written as its mode and owner say
+ * (access: for the real user and group, faccessat's AT_EACCESS: the
+ * effective ones), never executed. */
+static int access_cached(const ckc_stat_t *st, int mode, bool effective)
 {
-	if (mode & X_OK) {
+	if (mode != F_OK && !ckc_cached_permits(st, mode & (R_OK | W_OK | X_OK), effective)) {
 		errno = EACCES;
 		return -1;
 	}
@@ -257,16 +259,18 @@ static int access_cached(int mode)
 CKC_EXPORT int access(const char *path, int mode)
 {
 	char canon[PATH_MAX];
-	if (ckc_cached_follow(AT_FDCWD, path, canon, NULL))
-		return access_cached(mode);
+	ckc_stat_t st;
+	if (ckc_cached_follow(AT_FDCWD, path, canon, &st))
+		return access_cached(&st, mode, false);
 	return ckc_enoent_checked(AT_FDCWD, path, REAL(access)(path, mode));
 }
 
 CKC_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 {
 	char canon[PATH_MAX];
-	if ((flags & AT_SYMLINK_NOFOLLOW ? ckc_cached_at : ckc_cached_follow)(dirfd, path, canon, NULL))
-		return access_cached(mode);
+	ckc_stat_t st;
+	if ((flags & AT_SYMLINK_NOFOLLOW ? ckc_cached_at : ckc_cached_follow)(dirfd, path, canon, &st))
+		return access_cached(&st, mode, (flags & AT_EACCESS) != 0);
 	return ckc_enoent_checked(dirfd, path, REAL(faccessat)(dirfd, path, mode, flags));
 }
 

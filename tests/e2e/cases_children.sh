@@ -588,3 +588,58 @@ PY
 	return 0
 }
 case_add names/folder-made-read-only folder_made_read_only
+
+# The mode of a checkpoint the cache holds is judged as the kernel judges
+# the real file's, for a user other than root: a file made with mode 0 is
+# not opened for reading, access(2) and faccessat(2) answer from the mode
+# and owner, a file made read-only is not opened for writing.
+cached_permissions() {
+	local as=()
+	if [ "$(id -u)" = 0 ]; then
+		command -v setpriv >/dev/null || note "no setpriv to run the program as another user"
+		as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+		chmod 755 "$T"
+		chmod 777 "$T/ck"
+	fi
+	mkdir -m 777 ssd plainrun plainrun/ck
+	cat >perm.py <<'PY'
+import errno, os
+def E(f):
+    try:
+        f()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+for i in range(3):
+    with open("ck/pre%d.bin" % i, "wb") as f:
+        f.write(b"x" * (2 << 20))
+fd = os.open("ck/m0.bin", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0)
+os.write(fd, b"secret" * 1000)
+os.close(fd)
+print("read mode 0:", E(lambda: open("ck/m0.bin", "rb").read()))
+print("access mode 0:", os.access("ck/m0.bin", os.R_OK), os.access("ck/m0.bin", os.W_OK),
+      os.access("ck/m0.bin", os.F_OK), os.access("ck/m0.bin", os.R_OK, effective_ids=True))
+with open("ck/ro.bin", "wb") as f:
+    f.write(b"data" * 100000)
+os.chmod("ck/ro.bin", 0o400)
+print("r+ of 0400:", E(lambda: open("ck/ro.bin", "r+b")))
+print("read of 0400:", E(lambda: open("ck/ro.bin", "rb").read(3)))
+print("access 0400:", os.access("ck/ro.bin", os.R_OK), os.access("ck/ro.bin", os.W_OK),
+      os.access("ck/ro.bin", os.X_OK))
+os.chmod("ck/ro.bin", 0o040)
+print("read of 0040 (group only):", E(lambda: open("ck/ro.bin", "rb").read(3)))
+os.chmod("ck/m0.bin", 0o600)
+print("read after chmod 600:", E(lambda: open("ck/m0.bin", "rb").read()))
+PY
+	(cd plainrun && plain "${as[@]}" "$PY" ../perm.py >../want.txt) || fail "the program without the library"
+	mkdir -p "$T/st.perm" && chmod 777 "$T/st.perm"
+	ck CKPTCACHE_STATS="$T/st.perm/%p.json" CKPTCACHE_SSD_DIR="$T/ssd" -- "${as[@]}" "$PY" perm.py >got.txt ||
+		fail "the program with the library$(last_error)"
+	ls "$T"/st.perm/*.json >/dev/null 2>&1 || fail "the library did not run in the program (no statistics)"
+	cmp -s want.txt got.txt || fail "with the library: $(tr '\n' ' ' <got.txt); without: $(tr '\n' ' ' <want.txt)"
+	chmod 644 ck/ro.bin plainrun/ck/ro.bin
+	same plainrun/ck/m0.bin ck/m0.bin "after exit, m0.bin"
+	same plainrun/ck/ro.bin ck/ro.bin "after exit, ro.bin"
+	return 0
+}
+case_add names/cached-permissions cached_permissions
