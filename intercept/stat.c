@@ -47,8 +47,11 @@ static void stat_base(const char *canon, const ckc_stat_t *c, struct stat *st, b
 /* The cache's version over it: size, mode, owner and times. */
 static void stat_apply(const ckc_stat_t *c, struct stat *st)
 {
+	/* the blocks a file system of 4 KiB blocks gives those bytes (the
+	 * real file's own count where it holds this version's size) */
+	if (st->st_size != (off_t)c->size || !st->st_blocks)
+		st->st_blocks = (blkcnt_t)((c->size + 4095) / 4096 * 8);
 	st->st_size = (off_t)c->size;
-	st->st_blocks = (blkcnt_t)((c->size + 511) / 512);
 	st->st_mode = S_IFREG | (c->mode & 07777);
 	if (c->has_owner) {
 		if (c->uid != (uid_t)-1)

@@ -643,3 +643,22 @@ PY
 	return 0
 }
 case_add names/cached-permissions cached_permissions
+
+# stat(2) of checkpoints the cache holds counts the blocks a file system of
+# 4 KiB blocks gives them, as the real files say (du, a sparse-file check):
+# sizes around a block, compared with the program run without the library.
+cached_blocks() {
+	same_output "st_blocks of cached checkpoints" '
+import os, sys
+d = sys.argv[1]
+for i in range(3):
+    with open(os.path.join(d, "pre%d.bin" % i), "wb") as f:
+        f.write(b"p" * (2 << 20))
+for n in (0, 1, 4095, 4096, 4097, (1 << 20) + 1, 3 << 20):
+    p = os.path.join(d, "b%d.bin" % n)
+    with open(p, "wb") as f:
+        f.write(b"z" * n)
+    print(n, os.stat(p).st_size, os.stat(p).st_blocks)
+'
+}
+case_add names/cached-blocks cached_blocks

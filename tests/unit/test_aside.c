@@ -291,7 +291,12 @@ Test(aside, one_outlier_does_not_change_the_choice)
 	cr_assert_not(aside_note(&a, ASIDE_HOME, 16 * MiB, at(16 * MiB, 0.1)));
 	cr_assert_eq(a.choice, ASIDE_HOME, "two of five samples are still outliers");
 	aside_note(&a, ASIDE_HOME, 16 * MiB, at(16 * MiB, 0.1));
-	cr_assert_eq(a.choice, ASIDE_CACHE, "three of five are the real path's speed now");
+	/* three of five are the real path's speed now: the cache, last
+	 * measured more than five samples ago, is tried first */
+	cr_assert_eq(a.choice, ASIDE_HOME, "the cache was not measured among the last five");
+	cr_assert_eq(aside_pick(&a), ASIDE_CACHE, "the next checkpoint tries the cache");
+	aside_note(&a, ASIDE_CACHE, 16 * MiB, at(16 * MiB, 2));
+	cr_assert_eq(a.choice, ASIDE_CACHE, "the try confirmed it: the cache takes the checkpoints");
 }
 
 /* Between the two thresholds the choice stays as it is. */
