@@ -529,6 +529,20 @@ if stat != "none":
 }
 case_add children/unasking-children unasking_children
 
+# as_unprivileged: under root (which passes every permission check), sets
+# AS_USER to the command prefix that runs a program as uid 65534 and makes
+# the case's folders and the shims reachable for it; empty for another user.
+AS_USER=()
+as_unprivileged() {
+	AS_USER=()
+	[ "$(id -u)" = 0 ] || return 0
+	command -v setpriv >/dev/null || note "no setpriv to run the program as another user"
+	AS_USER=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	chmod 755 "$T"
+	chmod 777 "$T/ck"
+	[ -z "$SLOWFS" ] || chmod 755 "$(dirname "$SLOWFS")" "$SLOWFS"
+}
+
 # A program writes its results into a folder and then makes the folder
 # read-only (an archiving step: chmod a-w, or fchmod of the folder) while
 # checkpoints in it are closed but not published (each publication's rename
@@ -536,14 +550,8 @@ case_add children/unasking-children unasking_children
 # then fails with EACCES as without the library. Run as an unprivileged
 # user (root passes every permission check).
 folder_made_read_only() {
-	local as=()
-	if [ "$(id -u)" = 0 ]; then
-		command -v setpriv >/dev/null || note "no setpriv to run the program as another user"
-		as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-		chmod 755 "$T"
-		chmod 777 "$T/ck"
-		[ -z "$SLOWFS" ] || chmod 755 "$(dirname "$SLOWFS")" "$SLOWFS"
-	fi
+	as_unprivileged
+	local as=("${AS_USER[@]}")
 	mkdir -m 777 ssd
 	cat >ro.py <<'PY'
 import errno, os, sys
@@ -594,13 +602,8 @@ case_add names/folder-made-read-only folder_made_read_only
 # not opened for reading, access(2) and faccessat(2) answer from the mode
 # and owner, a file made read-only is not opened for writing.
 cached_permissions() {
-	local as=()
-	if [ "$(id -u)" = 0 ]; then
-		command -v setpriv >/dev/null || note "no setpriv to run the program as another user"
-		as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-		chmod 755 "$T"
-		chmod 777 "$T/ck"
-	fi
+	as_unprivileged
+	local as=("${AS_USER[@]}")
 	mkdir -m 777 ssd plainrun plainrun/ck
 	cat >perm.py <<'PY'
 import errno, os
