@@ -156,26 +156,34 @@ static int icpt_config_load(ckc_config_t *c)
 	return errors;
 }
 
-/* The digest of this process's variables, and the name this library was
- * loaded by, once the constructor found them usable (0 and "": never). */
+/* The digest of this process's variables once the constructor found them
+ * usable (0: never), and the name this library was loaded by, looked up
+ * at the first child ("": not known; the loader's look walks the
+ * library's symbols, which a process that starts no child need not pay). */
 static unsigned long long icpt_digest;
-static char icpt_lib_name[PATH_MAX];
+static const char *icpt_lib_name = ""; /* the loader's own string */
+static pthread_once_t icpt_name_once = PTHREAD_ONCE_INIT;
 
 static void icpt_note_self(void)
 {
-	Dl_info di;
-	if (!dladdr((void *)icpt_note_self, &di) || !di.dli_fname || di.dli_fname[0] != '/' ||
-	    strlen(di.dli_fname) >= sizeof(icpt_lib_name))
-		return;
-	strcpy(icpt_lib_name, di.dli_fname);
 	icpt_digest = icpt_env_digest(environ) | 1;
+}
+
+static void icpt_lib_name_find(void)
+{
+	Dl_info di;
+	if (dladdr((void *)icpt_lib_name_find, &di) && di.dli_fname && di.dli_fname[0] == '/')
+		icpt_lib_name = di.dli_fname;
 }
 
 bool ckc_env_runs_library(char *const envp[])
 {
 	if (!icpt_digest || !envp || (icpt_env_digest(envp) | 1) != icpt_digest)
 		return false;
+	pthread_once(&icpt_name_once, icpt_lib_name_find);
 	size_t n = strlen(icpt_lib_name);
+	if (!n)
+		return false;
 	for (char *const *e = envp; *e; e++) {
 		if (strncmp(*e, "LD_PRELOAD=", 11) != 0)
 			continue;
