@@ -486,6 +486,9 @@ void ckc_fdtab_atfork_child(void);
  * or reading back bytes pushed with ungetc, is left to glibc. */
 #define STDIO_IN_BACKUP 0x0100
 #define STDIO_PUTTING 0x0800
+#define STDIO_NO_READS 0x0004
+#define STDIO_NO_WRITES 0x0008
+#define STDIO_APPENDING 0x1000
 bool ckc_stdio_tagged(FILE *f);
 
 /* A tagged stream's orientation as fwide(3) sets and answers it (mode 0:

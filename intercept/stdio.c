@@ -502,15 +502,41 @@ CKC_EXPORT FILE *fdopen(int fd, const char *mode)
 static FILE *freopen_cookie(const char *path, const char *mode, FILE *stream,
 			    struct stdio_cookie *c)
 {
-	char canon[PATH_MAX];
+	char canon[PATH_MAX], self[PATH_MAX];
 	int flags = stdio_flags(mode), saved = errno, fd = CKC_PASS;
 
-	if (!path || flags < 0) {
-		/* a change of mode alone cannot be made on a cookie stream */
-		errno = path ? EINVAL : EBADF;
+	if (flags < 0) {
+		errno = EINVAL;
 		return NULL;
 	}
 	fflush(stream);
+	if (!path) {
+		/* a change of mode: the stream's own file, by its name, as the
+		 * C library reopens a file stream (through /proc/self/fd); the
+		 * stream's descriptor is closed first, as freopen closes the
+		 * file before it opens one (a rewrite's "w" truncates it, a
+		 * read sees what the stream wrote), and where the open fails
+		 * the stream is closed, as freopen leaves it */
+		int cur = atomic_exchange(&c->fd, -1);
+		ckc_vfd_t *v = cur >= 0 ? ckc_vfd_get(cur) : NULL;
+		char link[64];
+		ssize_t n = -1;
+		if (v) {
+			n = (ssize_t)snprintf(self, sizeof(self), "%s", v->path);
+		} else if (cur >= 0) {
+			snprintf(link, sizeof(link), "/proc/self/fd/%d", cur);
+			n = readlink(link, self, sizeof(self) - 1);
+			if (n > 0)
+				self[n] = '\0';
+		}
+		ckc_close_fd(cur);
+		if (n <= 0 || (size_t)n >= sizeof(self) || self[0] != '/') {
+			fclose(stream);
+			errno = EBADF;
+			return NULL;
+		}
+		path = self;
+	}
 	if (ckc_tagged_asked(AT_FDCWD, path, canon))
 		fd = ckc_open_tagged(canon, flags, 0666, NULL);
 	bool links = fd == CKC_PASS_LINKS, first = fd == CKC_PASS_FIRST;
@@ -525,18 +551,34 @@ static FILE *freopen_cookie(const char *path, const char *mode, FILE *stream,
 				fd = REAL(openat)(AT_FDCWD, path, flags, 0666);
 			} else if (fd < 0) {
 				errno = -fd;
-				return NULL;
+				fd = -1;
 			}
 		}
 	} else if (fd < 0) {
 		errno = -fd;
+		fd = -1;
+	}
+	if (fd < 0) {
+		if (path == self) {
+			int e = errno;
+			fclose(stream);
+			errno = e;
+		}
 		return NULL;
 	}
-	if (fd < 0)
-		return NULL;
 	int old = atomic_exchange(&c->fd, fd);
 	atomic_store(&c->window, STDIO_WINDOW_MIN);
 	ckc_close_fd(old);
+	/* the stream reads and writes as the new mode says (the C library
+	 * set its flags from the mode the cookie stream was made with) */
+	int acc = flags & O_ACCMODE;
+	stream->_flags &= ~(STDIO_NO_READS | STDIO_NO_WRITES | STDIO_APPENDING);
+	if (acc == O_RDONLY)
+		stream->_flags |= STDIO_NO_WRITES;
+	else if (acc == O_WRONLY)
+		stream->_flags |= STDIO_NO_READS;
+	if (flags & O_APPEND)
+		stream->_flags |= STDIO_APPENDING;
 	clearerr(stream);
 	fseeko(stream, 0, (flags & O_APPEND) ? SEEK_END : SEEK_SET);
 	errno = saved;

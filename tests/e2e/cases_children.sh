@@ -665,3 +665,64 @@ for n in (0, 1, 4095, 4096, 4097, (1 << 20) + 1, 3 << 20):
 '
 }
 case_add names/cached-blocks cached_blocks
+
+# freopen of a tagged stream, as the C library does it for a file stream:
+# a change of mode alone (NULL path: "w" then "r" reads what it wrote, "a"
+# appends, "w" truncates, "r+" reads and writes) and a reopen onto another
+# checkpoint with another mode; the output and the files compared with the
+# program run without the library.
+freopen_modes() {
+	cat >fr.c <<'C'
+#include <stdio.h>
+#include <string.h>
+static void show(const char *what, FILE *f)
+{
+	char buf[256] = { 0 };
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	printf("%s: %s, read %zu [%s]\n", what, f ? "open" : "NULL", n, buf);
+}
+int main(int argc, char **argv)
+{
+	char p[4096], q[4096];
+	static char big[3 << 20];
+	memset(big, 'p', sizeof(big));
+	for (int i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/pre%d.bin", argv[1], i);
+		FILE *f = fopen(p, "w");
+		fwrite(big, 1, sizeof(big), f);
+		fclose(f);
+	}
+	snprintf(p, sizeof(p), "%s/a.bin", argv[1]);
+	FILE *f = fopen(p, "w");
+	fputs("payload", f);
+	f = freopen(NULL, "r", f);
+	show("w then r", f);
+	f = freopen(NULL, "a", f);
+	fputs(" and more", f);
+	f = freopen(NULL, "r+", f);
+	show("a then r+", f);
+	fseek(f, 0, SEEK_SET);
+	fputs("PAY", f);
+	f = freopen(NULL, "r", f);
+	show("r+ write then r", f);
+	snprintf(q, sizeof(q), "%s/b.bin", argv[1]);
+	FILE *g = fopen(q, "w");
+	fputs("other", g);
+	g = freopen(p, "r", g);
+	show("b as w, then a.bin as r", g);
+	fclose(g);
+	f = freopen(NULL, "w", f);
+	fputs("rewritten", f);
+	fclose(f);
+	return argc > 2;
+}
+C
+	gcc -O2 -o fr fr.c || fail "the freopen program did not compile"
+	mkdir -p plainrun
+	plain ./fr "$T/plainrun" >want.txt || fail "the program without the library"
+	ck -- ./fr "$T/ck" >got.txt || fail "the program with the library$(last_error)"
+	cmp -s want.txt got.txt || fail "with the library: $(tr '\n' ' ' <got.txt); without: $(tr '\n' ' ' <want.txt)"
+	same plainrun/a.bin ck/a.bin "after exit, a.bin"
+	same plainrun/b.bin ck/b.bin "after exit, b.bin"
+}
+case_add stdio/freopen-modes freopen_modes
