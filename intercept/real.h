@@ -24,6 +24,9 @@
 #include <sys/types.h>
 #include <termios.h>
 #include <sys/ioctl.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <wchar.h>
 #include <sys/uio.h>
 
@@ -45,6 +48,13 @@ struct utimbuf;
 	X(close, int, (int))                                                               \
 	X(close_range, int, (unsigned int, unsigned int, int))                             \
 	X(closefrom, void, (int))                                                          \
+	X(poll, int, (struct pollfd *, nfds_t, int))                                       \
+	X(__poll_chk, int, (struct pollfd *, nfds_t, int, size_t))                         \
+	X(ppoll, int, (struct pollfd *, nfds_t, const struct timespec *, const sigset_t *)) \
+	X(__ppoll_chk, int, (struct pollfd *, nfds_t, const struct timespec *, const sigset_t *, size_t)) \
+	X(select, int, (int, fd_set *, fd_set *, fd_set *, struct timeval *))              \
+	X(pselect, int, (int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *)) \
+	X(epoll_ctl, int, (int, int, int, struct epoll_event *))                           \
 	X(closedir, int, (DIR *))                                                          \
 	X(opendir, DIR *, (const char *))                                                  \
 	X(scandir, int, (const char *, struct dirent ***, int (*)(const struct dirent *),  \

@@ -726,3 +726,40 @@ C
 	same plainrun/b.bin ck/b.bin "after exit, b.bin"
 }
 case_add stdio/freopen-modes freopen_modes
+
+# poll, select and epoll on checkpoint descriptors answer as for regular
+# files (always ready for reading and writing, never exceptional; epoll
+# refuses them with EPERM), beside a pipe that is and is not ready: the
+# output compared with the program run without the library.
+poll_select_epoll() {
+	same_output "poll, select and epoll of checkpoint descriptors" '
+import os, select, sys
+d = sys.argv[1]
+for i in range(3):
+    with open(os.path.join(d, "pre%d.bin" % i), "wb") as f:
+        f.write(b"p" * (2 << 20))
+f = open(os.path.join(d, "a.bin"), "wb"); f.write(b"x" * 100); f.flush()
+g = open(os.path.join(d, "pre1.bin"), "rb")
+r, w = os.pipe()
+p = select.poll()
+p.register(f.fileno(), select.POLLIN | select.POLLOUT)
+p.register(g.fileno(), select.POLLIN)
+p.register(r, select.POLLIN)
+print("poll:", sorted(p.poll(0)) == sorted([(f.fileno(), select.POLLIN | select.POLLOUT), (g.fileno(), select.POLLIN)]))
+os.write(w, b"z")
+print("poll with pipe:", len(p.poll(1000)))
+print("select:", [len(x) for x in select.select([g, r], [f], [], 0)])
+os.read(r, 1)
+print("select pipe empty:", [len(x) for x in select.select([g, r], [f], [g], 0.01)])
+e = select.epoll()
+try:
+    e.register(f.fileno(), select.EPOLLIN)
+    print("epoll: ok")
+except OSError as x:
+    print("epoll:", x.errno)
+e.register(r, select.EPOLLIN)
+print("epoll pipe:", e.poll(0))
+f.close(); g.close()
+'
+}
+case_add fdops/poll-select-epoll poll_select_epoll
