@@ -161,42 +161,81 @@ static int icpt_config_load(ckc_config_t *c)
  * at the first child ("": not known; the loader's look walks the
  * library's symbols, which a process that starts no child need not pay). */
 static unsigned long long icpt_digest;
-static const char *icpt_lib_name = ""; /* the loader's own string */
-static pthread_once_t icpt_name_once = PTHREAD_ONCE_INIT;
+static _Atomic(const char *) icpt_lib_name; /* the loader's own string */
+/* The user and group the library started as, and its folder where a
+ * pattern is relative (resolved against it): a program started under
+ * another identity or in another folder does not find what this one tags
+ * through the same table and patterns. */
+static uid_t icpt_uid, icpt_euid;
+static gid_t icpt_gid, icpt_egid;
+static char *icpt_cwd;
 
-static void icpt_note_self(void)
+static void icpt_note_self(const char *paths)
 {
+	icpt_uid = getuid();
+	icpt_euid = geteuid();
+	icpt_gid = getgid();
+	icpt_egid = getegid();
+	for (const char *p = paths; p && *p;) {
+		if (*p != '/') {
+			icpt_cwd = getcwd(NULL, 0);
+			if (!icpt_cwd)
+				return; /* (not known: no new program is taken to ask) */
+			break;
+		}
+		p = strchr(p, ':');
+		p = p ? p + 1 : NULL;
+	}
 	icpt_digest = icpt_env_digest(environ) | 1;
 }
 
-static void icpt_lib_name_find(void)
+bool ckc_library_configured(void)
 {
+	return icpt_digest != 0;
+}
+
+/* The name this library was loaded by, looked up at the first child, not
+ * at start: the loader's look walks the library's symbols (a race computes
+ * the same pointer twice). */
+static const char *icpt_lib_name_get(void)
+{
+	const char *n = atomic_load(&icpt_lib_name);
+	if (n)
+		return n;
 	Dl_info di;
-	if (dladdr((void *)icpt_lib_name_find, &di) && di.dli_fname && di.dli_fname[0] == '/')
-		icpt_lib_name = di.dli_fname;
+	n = dladdr((void *)icpt_lib_name_get, &di) && di.dli_fname && di.dli_fname[0] == '/' ? di.dli_fname : "";
+	atomic_store(&icpt_lib_name, n);
+	return n;
 }
 
 bool ckc_env_runs_library(char *const envp[])
 {
 	if (!icpt_digest || !envp || (icpt_env_digest(envp) | 1) != icpt_digest)
 		return false;
-	pthread_once(&icpt_name_once, icpt_lib_name_find);
-	size_t n = strlen(icpt_lib_name);
-	if (!n)
+	if (getuid() != icpt_uid || geteuid() != icpt_euid || getgid() != icpt_gid || getegid() != icpt_egid)
 		return false;
-	for (char *const *e = envp; *e; e++) {
+	if (icpt_cwd) {
+		char here[PATH_MAX];
+		if (!getcwd(here, sizeof(here)) || strcmp(here, icpt_cwd) != 0)
+			return false;
+	}
+	const char *name = icpt_lib_name_get();
+	size_t n = strlen(name);
+	bool found = false;
+	int lists = 0;
+	for (char *const *e = envp; n && *e; e++) {
 		if (strncmp(*e, "LD_PRELOAD=", 11) != 0)
 			continue;
+		lists++; /* the loader takes one of several: none is trusted */
 		/* the loader splits the list at spaces and colons */
 		for (const char *t = *e + 11; *t;) {
 			size_t k = strcspn(t, " :");
-			if (k == n && !memcmp(t, icpt_lib_name, n))
-				return true;
+			found = found || (k == n && !memcmp(t, name, n));
 			t += k;
 			t += *t != '\0';
 		}
 	}
-	return false;
+	return found && lists == 1;
 }
 
 /* The configuration, read once by the constructor. */
@@ -357,7 +396,7 @@ __attribute__((constructor)) static void icpt_init(void)
 				ckc_warn("CKPTCACHE_CAPTURE=device: this build has no CUDA support; "
 					 "checkpoints are cached as in copy mode");
 #endif
-			icpt_note_self();
+			icpt_note_self(paths);
 			atomic_store(&ckc_icpt_on, true);
 			/* the engine (its memory, its threads) starts with the
 			 * first tagged file, so a process that never opens one

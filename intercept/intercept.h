@@ -289,6 +289,10 @@ void ckc_node_publish_others(void);
  * configuration (LD_PRELOAD names it, the CKPTCACHE_ variables are the
  * same): it then asks the holders for what it opens, lists or looks at. */
 bool ckc_env_runs_library(char *const envp[]);
+
+/* Whether this process's image runs the library with a configuration (a
+ * forked child's too, whose interception is off). */
+bool ckc_library_configured(void);
 /* (returns whether a process asked to LIST has open writers under dir) */
 /* The last ckc_tagged_asked of this thread found another process writing
  * the file: that writer now writes the real file, so an open that writes

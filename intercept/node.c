@@ -711,8 +711,11 @@ bool ckc_node_ask_dir(const char *dir, int what)
 void ckc_node_publish_others(void)
 {
 	/* no table on the node: nothing is held anywhere (not made here) */
-	if (!node_tab && node_attach(false) != 0)
-		return;
+	if (!node_tab) {
+		node_uid = geteuid();
+		if (node_attach(false) != 0)
+			return;
+	}
 	(void)ckc_node_ask_dir("/", CKC_NODE_DIR_LIST);
 }
 

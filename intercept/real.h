@@ -55,6 +55,14 @@ struct utimbuf;
 	X(select, int, (int, fd_set *, fd_set *, fd_set *, struct timeval *))              \
 	X(pselect, int, (int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *)) \
 	X(epoll_ctl, int, (int, int, int, struct epoll_event *))                           \
+	X(setuid, int, (uid_t))                                                            \
+	X(seteuid, int, (uid_t))                                                           \
+	X(setreuid, int, (uid_t, uid_t))                                                   \
+	X(setresuid, int, (uid_t, uid_t, uid_t))                                           \
+	X(setgid, int, (gid_t))                                                            \
+	X(setegid, int, (gid_t))                                                           \
+	X(setregid, int, (gid_t, gid_t))                                                   \
+	X(setresgid, int, (gid_t, gid_t, gid_t))                                           \
 	X(closedir, int, (DIR *))                                                          \
 	X(opendir, DIR *, (const char *))                                                  \
 	X(scandir, int, (const char *, struct dirent ***, int (*)(const struct dirent *),  \

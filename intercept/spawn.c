@@ -178,11 +178,12 @@ static bool new_program_asks(const char *path, bool search, char *const envp[])
 
 /* Before a new program that will not ask for what it reads: every other
  * process of the node publishes what it owes (this process's own is
- * published by before_child). Only where this process runs the cache's
- * interception: one whose library is off (no patterns) tells nobody. */
+ * published by before_child). Only where this process's image runs the
+ * library with a configuration: one whose library is off (no patterns)
+ * tells nobody. */
 static void before_unasking(const char *path, bool search, char *const envp[])
 {
-	if (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_io_guard)
+	if (!ckc_library_configured() || ckc_io_guard)
 		return;
 	if (!new_program_asks(path, search, envp))
 		ckc_node_publish_others();
@@ -434,7 +435,9 @@ CKC_EXPORT FILE *popen(const char *cmd, const char *mode)
 static void before_exec(const char *path, bool search, char *const envp[])
 {
 	before_child(CHILD_EXEC, true, "a new program (exec)", false);
-	if (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_io_guard)
+	/* (a forked child's interception is off: its exec still tells the
+	 * node's holders, its parent among them) */
+	if (!ckc_library_configured() || ckc_io_guard)
 		return;
 	if (!path || !new_program_asks(path, search, envp))
 		ckc_node_publish_others();
@@ -519,6 +522,77 @@ CKC_EXPORT int execle(const char *path, const char *arg, ...)
 	va_end(ap);
 	BEFORE_EXEC(path, false, envp);
 	return REAL(execve)(path, argv, envp);
+}
+
+/* ---- a change of user or group ------------------------------------------ */
+
+/* Before this process takes another user or group (setpriv, su, runuser,
+ * a daemon dropping root): the programs it runs then find another user's
+ * table of the node, or none they may read, so they cannot ask this user's
+ * processes for what they hold; what this process and the others of its
+ * user owe is published first, while it still may ask them. */
+static void before_identity(bool change)
+{
+	if (!change || !ckc_library_configured() || ckc_io_guard || ckc_in_vfork_child())
+		return;
+	int saved = errno;
+	if (spawn_applies() && ckc_engine_started()) {
+		ckc_enter();
+		(void)ckc_publish_all(SPAWN_WAIT_NS, true);
+		ckc_leave();
+	}
+	ckc_node_publish_others();
+	errno = saved;
+}
+
+#define ID_CHANGES(v, now) ((v) != (__typeof__(v))-1 && (v) != (now))
+
+CKC_EXPORT int setuid(uid_t u)
+{
+	before_identity(u != getuid() || u != geteuid());
+	return REAL(setuid)(u);
+}
+
+CKC_EXPORT int seteuid(uid_t u)
+{
+	before_identity(ID_CHANGES(u, geteuid()));
+	return REAL(seteuid)(u);
+}
+
+CKC_EXPORT int setreuid(uid_t r, uid_t e)
+{
+	before_identity(ID_CHANGES(r, getuid()) || ID_CHANGES(e, geteuid()));
+	return REAL(setreuid)(r, e);
+}
+
+CKC_EXPORT int setresuid(uid_t r, uid_t e, uid_t s)
+{
+	before_identity(ID_CHANGES(r, getuid()) || ID_CHANGES(e, geteuid()) || s != (uid_t)-1);
+	return REAL(setresuid)(r, e, s);
+}
+
+CKC_EXPORT int setgid(gid_t g)
+{
+	before_identity(g != getgid() || g != getegid());
+	return REAL(setgid)(g);
+}
+
+CKC_EXPORT int setegid(gid_t g)
+{
+	before_identity(ID_CHANGES(g, getegid()));
+	return REAL(setegid)(g);
+}
+
+CKC_EXPORT int setregid(gid_t r, gid_t e)
+{
+	before_identity(ID_CHANGES(r, getgid()) || ID_CHANGES(e, getegid()));
+	return REAL(setregid)(r, e);
+}
+
+CKC_EXPORT int setresgid(gid_t r, gid_t e, gid_t s)
+{
+	before_identity(ID_CHANGES(r, getgid()) || ID_CHANGES(e, getegid()) || s != (gid_t)-1);
+	return REAL(setresgid)(r, e, s);
 }
 
 /* ---- _exit ---------------------------------------------------------------- */

@@ -524,6 +524,45 @@ if stat != "none":
 			"$n.bin" >"$n.ref"
 		same "$n.ref" "ck/$n.bin" "after exit, $n.bin"
 	done
+	# a forked child that execs such a program, a grandchild xargs runs,
+	# a program a reader runs after it took another user, and a pattern
+	# relative to the folder a subprocess does not start in
+	[ "$(id -u)" = 0 ] && chmod 755 "$T" "$T/ck"
+	SLOW_US=1500000 SLOWFS_OPS=rename ck CKPTCACHE_PATHS="ck/**" -- "$PY" -c '
+import hashlib, os, subprocess, sys
+stat = sys.argv[1]
+def data(name):
+    return hashlib.sha256(name.encode()).digest() * (1 << 16)
+names = ["fork.bin", "xargs.bin", "cwd.bin", "user.bin"]
+for n in names:
+    with open("ck/" + n, "wb") as f:
+        f.write(data(n))
+def check(name, got, how):
+    assert got == data(name), "%s read %d bytes of another version" % (how, len(got))
+if stat != "none":
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.dup2(w, 1)
+        os.execv(stat, [stat, "ck/fork.bin"])
+    os.close(w)
+    got = b""
+    while True:
+        b = os.read(r, 1 << 20)
+        if not b:
+            break
+        got += b
+    os.waitpid(pid, 0)
+    check("fork.bin", got, "fork then exec of a static program")
+    os.system("echo ck/xargs.bin | xargs %s > xargs.out" % stat)
+    check("xargs.bin", open("xargs.out", "rb").read(), "a static program xargs ran")
+    check("cwd.bin", subprocess.run(["cat", os.path.abspath("ck/cwd.bin")], cwd="/", stdout=subprocess.PIPE,
+                                    check=True).stdout, "cat started in another folder (relative patterns)")
+if os.getuid() == 0 and subprocess.run(["sh", "-c", "command -v setpriv"], stdout=subprocess.DEVNULL).returncode == 0:
+    os.system("setpriv --reuid=65534 --regid=65534 --clear-groups cat ck/user.bin > user.out")
+    check("user.bin", open("user.out", "rb").read(), "cat run as another user by setpriv")
+' "$stat" || fail "a new program read an unpublished checkpoint (second part)$(last_error)"
 	[ "$stat" != none ] || echo "no static C library here: the static programs were not tried"
 	return 0
 }
