@@ -181,6 +181,20 @@ static void owed_first_at(int dirfd, const char *path)
 
 void ckc_dir_guarding(int dirfd, const char *path)
 {
+	char target[PATH_MAX];
+	/* a descriptor's name (/proc/self/fd/N, /dev/fd/N): the folder it
+	 * names */
+	if (path && (!strncmp(path, "/proc/self/fd/", 14) || !strncmp(path, "/dev/fd/", 8) ||
+		     !strncmp(path, "/proc/thread-self/fd/", 21))) {
+		int saved = errno;
+		ssize_t n = readlink(path, target, sizeof(target) - 1);
+		errno = saved;
+		if (n > 0 && target[0] == '/') {
+			target[n] = '\0';
+			path = target;
+			dirfd = AT_FDCWD;
+		}
+	}
 	owed_first_at(dirfd, path);
 }
 

@@ -605,6 +605,15 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 	eng_wait_idle(o, EB_MOVE);
 	if ((rc = eng_write_room(o, end)) != 0)
 		return rc;
+	/* a write by a process without privilege clears the set-user-ID bit,
+	 * and the set-group-ID bit of a file its group may run, as the kernel
+	 * does on the real file's */
+	if ((o->mode & (S_ISUID | S_ISGID)) && geteuid() != 0) {
+		o->mode &= ~(mode_t)S_ISUID;
+		if (o->mode & S_IXGRP)
+			o->mode &= ~(mode_t)S_ISGID;
+		o->attr.mode = o->mode; /* (a chmod recorded for the publication) */
+	}
 	if (o->wlevel == ckc_eng.ntier - 1) {
 		int fd = o->home_fd;
 		/* the cache's background copies give way to it, as to a

@@ -596,13 +596,17 @@ folder_made_read_only() {
 import errno, os, sys
 def body(d, i):
     return bytes([65 + i]) * (1 << 20)
-for d, how in (("ck/res", "chmod"), ("ck/fres", "fchmod")):
+for d, how in (("ck/res", "chmod"), ("ck/fres", "fchmod"), ("ck/pres", "proc")):
     os.mkdir(d)
     for i in range(4):
         with open("%s/ck%d.bin" % (d, i), "wb") as f:
             f.write(body(d, i))
     if how == "chmod":
         os.chmod(d, 0o555)
+    elif how == "proc":
+        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        os.chmod("/proc/self/fd/%d" % fd, 0o555)
+        os.close(fd)
     else:
         fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
         os.fchmod(fd, 0o555)
@@ -625,7 +629,7 @@ PY
 	cmp -s want.txt got.txt || fail "with the library: $(tr '\n' ' ' <got.txt); without: $(tr '\n' ' ' <want.txt)"
 	grep -q 'ckptcache: error' "$T/.log" && fail "an error:$(first_error 'ckptcache: error')"
 	local d i
-	for d in res fres; do
+	for d in res fres pres; do
 		for i in 0 1 2 3; do
 			"$PY" -c 'import sys; sys.stdout.buffer.write(bytes([65 + int(sys.argv[1])]) * (1 << 20))' $i >ref.$i
 			same ref.$i ck/$d/ck$i.bin "after exit, $d/ck$i.bin"
@@ -672,6 +676,12 @@ os.chmod("ck/ro.bin", 0o040)
 print("read of 0040 (group only):", E(lambda: open("ck/ro.bin", "rb").read(3)))
 os.chmod("ck/m0.bin", 0o600)
 print("read after chmod 600:", E(lambda: open("ck/m0.bin", "rb").read()))
+# a write by an unprivileged user clears the set-user-ID and set-group-ID bits
+fd = os.open("ck/suid.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o755)
+os.fchmod(fd, 0o6755)
+os.write(fd, b"x" * 5000)
+os.close(fd)
+print("set-id bits after a write:", oct(os.stat("ck/suid.bin").st_mode))
 PY
 	(cd plainrun && plain "${as[@]}" "$PY" ../perm.py >../want.txt) || fail "the program without the library"
 	mkdir -p "$T/st.perm" && chmod 777 "$T/st.perm"
@@ -681,6 +691,8 @@ PY
 	cmp -s want.txt got.txt || fail "with the library: $(tr '\n' ' ' <got.txt); without: $(tr '\n' ' ' <want.txt)"
 	chmod 644 ck/ro.bin plainrun/ck/ro.bin
 	same plainrun/ck/m0.bin ck/m0.bin "after exit, m0.bin"
+	[ "$(stat -c %a ck/suid.bin)" = "$(stat -c %a plainrun/ck/suid.bin)" ] ||
+		fail "after exit, suid.bin has mode $(stat -c %a ck/suid.bin), without the library $(stat -c %a plainrun/ck/suid.bin)"
 	same plainrun/ck/ro.bin ck/ro.bin "after exit, ro.bin"
 	return 0
 }
