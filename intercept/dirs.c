@@ -195,6 +195,7 @@ void ckc_dir_guarding(int dirfd, const char *path)
 			dirfd = AT_FDCWD;
 		}
 	}
+	atomic_store_explicit(&ckc_dirs_guarded, true, memory_order_relaxed);
 	owed_first_at(dirfd, path);
 }
 

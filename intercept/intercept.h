@@ -333,6 +333,17 @@ void ckc_dir_guarding(int dirfd, const char *path);
  * real file: for the effective user and groups, else the real ones. */
 bool ckc_cached_permits(const ckc_stat_t *cst, int want, bool effective);
 
+/* Set once this process changed the mode or owner of something that is
+ * not a cached checkpoint (ckc_dir_guarding): from then on a cached
+ * checkpoint's folders are looked at for search permission
+ * (ckc_cached_reachable), which a process that never changes one need not
+ * pay for. */
+extern atomic_bool ckc_dirs_guarded;
+
+/* Whether this process may still search the folder of the cached
+ * checkpoint canon (always, for root or before any ckc_dirs_guarded). */
+bool ckc_cached_reachable(const char *canon);
+
 /* ---- virtual descriptors (fdtab.c) ---- */
 
 typedef struct ckc_vfd {

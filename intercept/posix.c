@@ -506,7 +506,8 @@ static int open_read_tagged(const char *canon, int flags)
 	 * would judge the real file's (a file made with mode 0, or chmod
 	 * 000 after it was written) */
 	ckc_stat_t st;
-	if (held && ckc_handle_stat(h, &st) == 0 && !ckc_cached_permits(&st, R_OK, true)) {
+	if (held && ckc_handle_stat(h, &st) == 0 &&
+	    (!ckc_cached_permits(&st, R_OK, true) || !ckc_cached_reachable(canon))) {
 		ckc_close(h);
 		return -EACCES;
 	}

@@ -690,8 +690,26 @@ static bool cached_at(int dirfd, const char *path, char *canon, ckc_stat_t *out,
 		if (cached)
 			strcpy(canon, target);
 	}
+	/* a folder above it that this process may no longer search: the real
+	 * call answers (EACCES), as the kernel does for the file there */
+	if (cached && !ckc_cached_reachable(canon))
+		cached = false;
 	errno = saved; /* the looks' (the call's own is the caller's) */
 	return cached;
+}
+
+atomic_bool ckc_dirs_guarded;
+
+bool ckc_cached_reachable(const char *canon)
+{
+	char dir[PATH_MAX];
+	if (!atomic_load_explicit(&ckc_dirs_guarded, memory_order_relaxed) || geteuid() == 0)
+		return true;
+	int saved = errno;
+	bool ok = ckc_path_dirname(canon, dir, sizeof(dir)) != 0 ||
+		  REAL(faccessat)(AT_FDCWD, dir, X_OK, AT_EACCESS) == 0 || errno != EACCES;
+	errno = saved;
+	return ok;
 }
 
 bool ckc_cached_at(int dirfd, const char *path, char *canon, ckc_stat_t *out)

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -544,6 +545,23 @@ void eng_stat_fill(const ckc_obj_t *o, ckc_stat_t *st)
 	st->passed_read = o->passed_read;
 }
 
+/* a on the file an O_PATH descriptor fd stands for, through its name in
+ * /proc. 0 or -errno. */
+static int attr_apply_named(int fd, const ckc_attr_t *a)
+{
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/thread-self/fd/%d", fd);
+	if ((a->mask & CKC_ATTR_MODE) && sys_chmod(proc, a->mode & 07777) != 0)
+		return -errno;
+	if ((a->mask & CKC_ATTR_OWNER) &&
+	    ckc_syscall6(SYS_fchownat, AT_FDCWD, (long)proc, (long)a->uid, (long)a->gid, 0, 0) != 0)
+		return -errno;
+	if ((a->mask & CKC_ATTR_TIMES) &&
+	    ckc_syscall6(SYS_utimensat, AT_FDCWD, (long)proc, (long)a->times, 0, 0, 0) != 0)
+		return -errno;
+	return 0;
+}
+
 /* Records a on o and, if o's bytes are at the real path already, applies
  * it there (lock held). */
 static int setattr_locked(ckc_obj_t *o, const ckc_attr_t *a)
@@ -578,8 +596,16 @@ static int setattr_locked(ckc_obj_t *o, const ckc_attr_t *a)
 	if (!key)
 		return -ENOMEM;
 	eng_home_io_begin(o);
-	int fd = sys_open(key, O_RDONLY, 0);
-	int rc = fd < 0 ? -errno : ckc_attr_apply_fd(fd, a);
+	int fd = sys_open(key, O_RDONLY, 0), rc;
+	if (fd < 0 && errno == EACCES) {
+		/* a file its mode keeps this process from opening (mode 0, a
+		 * chmod 600 of it): by the name of a descriptor that opens
+		 * nothing, as chmod(2) takes the file */
+		fd = sys_open(key, O_PATH, 0);
+		rc = fd < 0 ? -errno : attr_apply_named(fd, a);
+	} else {
+		rc = fd < 0 ? -errno : ckc_attr_apply_fd(fd, a);
+	}
 	/* the change time moved: this is still the file the cache published */
 	struct stat st;
 	bool seen = fd >= 0 && sys_fstat(fd, &st) == 0;

@@ -617,6 +617,20 @@ for d, how in (("ck/res", "chmod"), ("ck/fres", "fchmod"), ("ck/pres", "proc")):
     except OSError as e:
         print("%s: unlink %s" % (d, errno.errorcode[e.errno]))
     print(d, sorted(os.listdir(d)))
+# a folder whose search permission is taken away: its checkpoint is not
+# looked at, opened or found accessible, as the kernel says
+d = "ck/sres"
+os.mkdir(d)
+with open(d + "/c.bin", "wb") as f:
+    f.write(b"z" * 300000)
+os.chmod(d, 0o666)
+for what, fn in (("stat", lambda: os.stat(d + "/c.bin").st_size), ("open", lambda: len(open(d + "/c.bin", "rb").read())),
+                 ("access", lambda: os.access(d + "/c.bin", os.R_OK))):
+    try:
+        print(what, fn())
+    except OSError as e:
+        print(what, errno.errorcode[e.errno])
+os.chmod(d, 0o755)
 PY
 	mkdir plainrun && chmod 777 plainrun && cp ro.py plainrun/ &&
 		(cd plainrun && mkdir -m 777 ck && plain "${as[@]}" "$PY" ro.py >../want.txt) ||
