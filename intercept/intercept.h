@@ -333,6 +333,14 @@ void ckc_dir_guarding(int dirfd, const char *path);
  * real file: for the effective user and groups, else the real ones. */
 bool ckc_cached_permits(const ckc_stat_t *cst, int want, bool effective);
 
+/* Set once this process changed its user or group (spawn.c): its cached
+ * checkpoints were published under the old identity first. */
+extern atomic_bool ckc_identity_changed;
+
+/* ckc_cached_permits for the checkpoint canon, judged by its real file
+ * where that holds it and this process has changed its identity. */
+bool ckc_cached_permits_file(const char *canon, const ckc_stat_t *cst, int want, bool effective);
+
 /* Set once this process changed the mode or owner of something that is
  * not a cached checkpoint (ckc_dir_guarding): from then on a cached
  * checkpoint's folders are looked at for search permission

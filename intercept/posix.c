@@ -507,7 +507,7 @@ static int open_read_tagged(const char *canon, int flags)
 	 * 000 after it was written) */
 	ckc_stat_t st;
 	if (held && ckc_handle_stat(h, &st) == 0 &&
-	    (!ckc_cached_permits(&st, R_OK, true) || !ckc_cached_reachable(canon))) {
+	    (!ckc_cached_permits_file(canon, &st, R_OK, true) || !ckc_cached_reachable(canon))) {
 		ckc_close(h);
 		return -EACCES;
 	}
@@ -546,6 +546,22 @@ bool ckc_cached_permits(const ckc_stat_t *cst, int want, bool effective)
 		bits = member ? (cst->mode >> 3) & 7 : cst->mode & 7;
 	}
 	return (bits & want) == want;
+}
+
+atomic_bool ckc_identity_changed;
+
+bool ckc_cached_permits_file(const char *canon, const ckc_stat_t *cst, int want, bool effective)
+{
+	/* after a change of user, a version its real file holds is judged
+	 * by that file's owner (it was published under the old identity) */
+	if (cst->at_home && atomic_load_explicit(&ckc_identity_changed, memory_order_relaxed)) {
+		int saved = errno;
+		bool ok = REAL(faccessat)(AT_FDCWD, canon, want ? want : F_OK, effective ? AT_EACCESS : 0) == 0 ||
+			  errno != EACCES;
+		errno = saved;
+		return ok;
+	}
+	return ckc_cached_permits(cst, want, effective);
 }
 
 static bool cached_writable(const ckc_stat_t *cst)

@@ -247,9 +247,9 @@ CKC_EXPORT int fcntl64(int fd, int cmd, ...)
 /* A cached checkpoint can be read and written as its mode and owner say
  * (access: for the real user and group, faccessat's AT_EACCESS: the
  * effective ones), never executed. */
-static int access_cached(const ckc_stat_t *st, int mode, bool effective)
+static int access_cached(const char *canon, const ckc_stat_t *st, int mode, bool effective)
 {
-	if (mode != F_OK && !ckc_cached_permits(st, mode & (R_OK | W_OK | X_OK), effective)) {
+	if (mode != F_OK && !ckc_cached_permits_file(canon, st, mode & (R_OK | W_OK | X_OK), effective)) {
 		errno = EACCES;
 		return -1;
 	}
@@ -261,7 +261,7 @@ CKC_EXPORT int access(const char *path, int mode)
 	char canon[PATH_MAX];
 	ckc_stat_t st;
 	if (ckc_cached_follow(AT_FDCWD, path, canon, &st))
-		return access_cached(&st, mode, false);
+		return access_cached(canon, &st, mode, false);
 	return ckc_enoent_checked(AT_FDCWD, path, REAL(access)(path, mode));
 }
 
@@ -270,7 +270,7 @@ CKC_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 	char canon[PATH_MAX];
 	ckc_stat_t st;
 	if ((flags & AT_SYMLINK_NOFOLLOW ? ckc_cached_at : ckc_cached_follow)(dirfd, path, canon, &st))
-		return access_cached(&st, mode, (flags & AT_EACCESS) != 0);
+		return access_cached(canon, &st, mode, (flags & AT_EACCESS) != 0);
 	return ckc_enoent_checked(dirfd, path, REAL(faccessat)(dirfd, path, mode, flags));
 }
 

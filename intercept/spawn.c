@@ -542,6 +542,7 @@ static void before_identity(bool change)
 		ckc_leave();
 	}
 	ckc_node_publish_others();
+	atomic_store(&ckc_identity_changed, true);
 	errno = saved;
 }
 

@@ -828,3 +828,31 @@ f.close(); g.close()
 '
 }
 case_add fdops/poll-select-epoll poll_select_epoll
+
+# A process started as root writes a checkpoint only its owner may read,
+# then takes another effective user: the checkpoint is judged as the real
+# file is (the cache published it under the old identity first).
+identity_change() {
+	[ "$(id -u)" = 0 ] || note "not root: no other identity to take"
+	chmod 755 "$T"
+	same_output "a change of effective user after a checkpoint" '
+import errno, os, sys
+d = sys.argv[1]
+for i in range(3):
+    with open(os.path.join(d, "pre%d.bin" % i), "wb") as f:
+        f.write(b"p" * (2 << 20))
+p = os.path.join(d, "secret.bin")
+fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+os.write(fd, b"s" * 6000)
+os.close(fd)
+os.seteuid(65534)
+for what, fn in (("read", lambda: len(open(p, "rb").read())), ("access", lambda: os.access(p, os.R_OK, effective_ids=True))):
+    try:
+        print(what, fn())
+    except OSError as e:
+        print(what, errno.errorcode[e.errno])
+os.seteuid(0)
+print("back", len(open(p, "rb").read()))
+'
+}
+case_add names/identity-change identity_change
