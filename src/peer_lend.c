@@ -28,6 +28,14 @@
 #include "peer_lend.h"
 #include "peer_lend_int.h"
 #include "peer_sched.h"
+
+/* poll(2) made here: the library exports its own poll (for the program's
+ * checkpoint descriptors), which the engine must not call. */
+static int lend_poll(struct pollfd *fds, nfds_t n, int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	return (int)ckc_syscall6(SYS_ppoll, (long)fds, (long)n, ms < 0 ? 0 : (long)&ts, 0, 8, 0);
+}
 #include "thread.h"
 #include "sys.h"
 
@@ -353,7 +361,7 @@ static bool borrow_from(const ckc_lend_part_t *part, uint64_t chunk)
 	bool failed = false;
 	for (;;) {
 		struct pollfd pf = { d->fd, POLLIN, 0 };
-		if (poll(&pf, 1, LEND_REPLY_MS) <= 0) {
+		if (lend_poll(&pf, 1, LEND_REPLY_MS) <= 0) {
 			if (mapped) {
 				/* what it granted is mapped here: it is not the
 				 * lender's to reuse any more, it goes back once flushed */
@@ -445,7 +453,7 @@ static void *lend_main(void *arg)
 				who[n++] = CKC_PEER_MAX + i;
 			}
 		}
-		int r = poll(pf, (nfds_t)n, 100);
+		int r = lend_poll(pf, (nfds_t)n, 100);
 		if (atomic_load(&L.stop))
 			break;
 		for (int k = 0; r > 0 && k < n; k++) {
