@@ -568,6 +568,12 @@ if os.getuid() == 0 and subprocess.run(["sh", "-c", "command -v setpriv"], stdou
 }
 case_add children/unasking-children unasking_children
 
+# outputs_match WANT GOT: the program's output with the library (GOT) is
+# the one without it (WANT), both shown on one line each where not.
+outputs_match() {
+	cmp -s "$1" "$2" || fail "with the library: $(tr '\n' ' ' <"$2"); without: $(tr '\n' ' ' <"$1")"
+}
+
 # as_unprivileged: under root (which passes every permission check), sets
 # AS_USER to the command prefix that runs a program as uid 65534 and makes
 # the case's folders and the shims reachable for it; empty for another user.
@@ -640,7 +646,7 @@ PY
 		"${as[@]}" "$PY" ro.py >got.txt ||
 		fail "the program with the library$(last_error)"
 	ls "$T"/st.ro/*.json >/dev/null 2>&1 || fail "the library did not run in the program (no statistics)"
-	cmp -s want.txt got.txt || fail "with the library: $(tr '\n' ' ' <got.txt); without: $(tr '\n' ' ' <want.txt)"
+	outputs_match want.txt got.txt
 	grep -q 'ckptcache: error' "$T/.log" && fail "an error:$(first_error 'ckptcache: error')"
 	local d i
 	for d in res fres pres; do
@@ -702,7 +708,7 @@ PY
 	ck CKPTCACHE_STATS="$T/st.perm/%p.json" CKPTCACHE_SSD_DIR="$T/ssd" -- "${as[@]}" "$PY" perm.py >got.txt ||
 		fail "the program with the library$(last_error)"
 	ls "$T"/st.perm/*.json >/dev/null 2>&1 || fail "the library did not run in the program (no statistics)"
-	cmp -s want.txt got.txt || fail "with the library: $(tr '\n' ' ' <got.txt); without: $(tr '\n' ' ' <want.txt)"
+	outputs_match want.txt got.txt
 	chmod 644 ck/ro.bin plainrun/ck/ro.bin
 	same plainrun/ck/m0.bin ck/m0.bin "after exit, m0.bin"
 	[ "$(stat -c %a ck/suid.bin)" = "$(stat -c %a plainrun/ck/suid.bin)" ] ||
@@ -786,7 +792,7 @@ C
 	mkdir -p plainrun
 	plain ./fr "$T/plainrun" >want.txt || fail "the program without the library"
 	ck -- ./fr "$T/ck" >got.txt || fail "the program with the library$(last_error)"
-	cmp -s want.txt got.txt || fail "with the library: $(tr '\n' ' ' <got.txt); without: $(tr '\n' ' ' <want.txt)"
+	outputs_match want.txt got.txt
 	same plainrun/a.bin ck/a.bin "after exit, a.bin"
 	same plainrun/b.bin ck/b.bin "after exit, b.bin"
 }
