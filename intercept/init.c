@@ -140,10 +140,14 @@ static void hex64(char out[17], unsigned long long v)
 	out[n] = '\0';
 }
 
+/* The digest of this process's variables, as the constructor read them. */
+static unsigned long long icpt_env_sum;
+
 static int icpt_config_load(ckc_config_t *c)
 {
 	char digest[24];
-	hex64(digest, icpt_env_digest(environ));
+	icpt_env_sum = icpt_env_digest(environ);
+	hex64(digest, icpt_env_sum);
 	const char *said = getenv(ICPT_REPORTED);
 	bool quiet = said && strcmp(said, digest) == 0;
 	void (*sink)(int, const char *) = ckc_log_sink;
@@ -186,7 +190,7 @@ static void icpt_note_self(const char *paths)
 		p = strchr(p, ':');
 		p = p ? p + 1 : NULL;
 	}
-	icpt_digest = icpt_env_digest(environ) | 1;
+	icpt_digest = icpt_env_sum | 1;
 }
 
 bool ckc_library_configured(void)

@@ -176,19 +176,6 @@ static bool new_program_asks(const char *path, bool search, char *const envp[])
 	return program_preloads(path, 2);
 }
 
-/* Before a new program that will not ask for what it reads: every other
- * process of the node publishes what it owes (this process's own is
- * published by before_child). Only where this process's image runs the
- * library with a configuration: one whose library is off (no patterns)
- * tells nobody. */
-static void before_unasking(const char *path, bool search, char *const envp[])
-{
-	if (!ckc_library_configured() || ckc_io_guard)
-		return;
-	if (!new_program_asks(path, search, envp))
-		ckc_node_publish_others();
-}
-
 /* Before a child or a new program: descriptors it inherits become real
  * (every tagged one for a fork, vfork or posix_spawn, whose child may dup2
  * a close-on-exec one onto another number; those without FD_CLOEXEC for
@@ -218,6 +205,22 @@ static void before_child(enum child kind, bool inherited_only, const char *who, 
 						      ": it may read older versions");
 	}
 	errno = saved;
+}
+
+/* Before a new program (posix_spawn, system, popen, exec; path as execve
+ * takes it, searched on PATH where search is set, NULL where not known):
+ * before_child, and, where the new program will not ask for what it
+ * reads, every other process of the node publishes what it owes too. That
+ * is told from wherever the process's image runs the library with a
+ * configuration: a forked child's exec included (its interception is off,
+ * its parent may hold them), not one whose library is off. */
+static void before_new_program(enum child kind, bool inherited_only, const char *who, const char *path,
+			       bool search, char *const envp[])
+{
+	bool asks = path && new_program_asks(path, search, envp);
+	before_child(kind, inherited_only, who, asks);
+	if (!asks && ckc_library_configured() && !ckc_io_guard)
+		ckc_node_publish_others();
 }
 
 CKC_EXPORT pid_t fork(void)
@@ -388,97 +391,77 @@ CKC_EXPORT void pthread_exit(void *ret)
 CKC_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 			   const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-	bool asks = new_program_asks(path, false, envp);
-	before_child(CHILD_SPAWN, false, "a child of posix_spawn", asks);
-	if (!asks)
-		before_unasking(path, false, envp);
+	before_new_program(CHILD_SPAWN, false, "a child of posix_spawn", path, false, envp);
 	return REAL(posix_spawn)(pid, path, fa, attr, argv, envp);
 }
 
 CKC_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
 			    const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-	bool asks = new_program_asks(file, true, envp);
-	before_child(CHILD_SPAWN, false, "a child of posix_spawnp", asks);
-	if (!asks)
-		before_unasking(file, true, envp);
+	before_new_program(CHILD_SPAWN, false, "a child of posix_spawnp", file, true, envp);
 	return REAL(posix_spawnp)(pid, file, fa, attr, argv, envp);
 }
 
 CKC_EXPORT int system(const char *cmd)
 {
-	if (cmd) {
-		bool asks = new_program_asks(CKC_SHELL, false, environ);
-		before_child(CHILD_SPAWN, true, "a command run by system()", asks);
-		if (!asks)
-			before_unasking(CKC_SHELL, false, environ);
-	}
+	if (cmd)
+		before_new_program(CHILD_SPAWN, true, "a command run by system()", CKC_SHELL, false, environ);
 	return REAL(system)(cmd);
 }
 
 CKC_EXPORT FILE *popen(const char *cmd, const char *mode)
 {
-	bool asks = new_program_asks(CKC_SHELL, false, environ);
-	before_child(CHILD_SPAWN, true, "a command run by popen()", asks);
-	if (!asks)
-		before_unasking(CKC_SHELL, false, environ);
+	before_new_program(CHILD_SPAWN, true, "a command run by popen()", CKC_SHELL, false, environ);
 	return REAL(popen)(cmd, mode);
 }
 
 /* ---- the exec family -------------------------------------------------------- */
 
 /* Before a new program replaces this one: what this process owes is
- * published (before_child), and, where the new program will not ask for
- * what it reads (search: path is searched on PATH; NULL: not known), what
- * the others owe. A vfork child does only the latter, through the node's
- * service (its parent, suspended, answers from its service thread). */
+ * published, the bytes so far of its open writers included (the cache's
+ * memory goes with the old program), and what the others owe where the
+ * new program will not ask (before_new_program). A vfork child does only
+ * the latter, through the node's service (its parent, suspended, answers
+ * from its service thread). */
 static void before_exec(const char *path, bool search, char *const envp[])
 {
-	before_child(CHILD_EXEC, true, "a new program (exec)", false);
-	/* (a forked child's interception is off: its exec still tells the
-	 * node's holders, its parent among them) */
-	if (!ckc_library_configured() || ckc_io_guard)
-		return;
-	if (!path || !new_program_asks(path, search, envp))
-		ckc_node_publish_others();
+	before_new_program(CHILD_EXEC, true, "a new program (exec)", path, search, envp);
 }
-
-#define BEFORE_EXEC(path, search, envp) before_exec(path, search, envp)
 
 CKC_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-	BEFORE_EXEC(path, false, envp);
+	before_exec(path, false, envp);
 	return REAL(execve)(path, argv, envp);
 }
 
 CKC_EXPORT int execv(const char *path, char *const argv[])
 {
-	BEFORE_EXEC(path, false, environ);
+	before_exec(path, false, environ);
 	return REAL(execv)(path, argv);
 }
 
 CKC_EXPORT int execvp(const char *file, char *const argv[])
 {
-	BEFORE_EXEC(file, true, environ);
+	before_exec(file, true, environ);
 	return REAL(execvp)(file, argv);
 }
 
 CKC_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	BEFORE_EXEC(file, true, envp);
+	before_exec(file, true, envp);
 	return REAL(execvpe)(file, argv, envp);
 }
 
 CKC_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	BEFORE_EXEC(NULL, false, envp);
+	before_exec(NULL, false, envp);
 	return REAL(fexecve)(fd, argv, envp);
 }
 
 CKC_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
 			int flags)
 {
-	BEFORE_EXEC(path[0] == '/' ? path : NULL, false, envp);
+	before_exec(path[0] == '/' ? path : NULL, false, envp);
 	return REAL(execveat)(dirfd, path, argv, envp, flags);
 }
 
@@ -501,7 +484,7 @@ CKC_EXPORT int execl(const char *path, const char *arg, ...)
 	va_list ap;
 	EXEC_LIST(arg, ap, argv);
 	va_end(ap);
-	BEFORE_EXEC(path, false, environ);
+	before_exec(path, false, environ);
 	return REAL(execv)(path, argv);
 }
 
@@ -510,7 +493,7 @@ CKC_EXPORT int execlp(const char *file, const char *arg, ...)
 	va_list ap;
 	EXEC_LIST(arg, ap, argv);
 	va_end(ap);
-	BEFORE_EXEC(file, true, environ);
+	before_exec(file, true, environ);
 	return REAL(execvp)(file, argv);
 }
 
@@ -520,7 +503,7 @@ CKC_EXPORT int execle(const char *path, const char *arg, ...)
 	EXEC_LIST(arg, ap, argv);
 	char *const *envp = va_arg(ap, char *const *);
 	va_end(ap);
-	BEFORE_EXEC(path, false, envp);
+	before_exec(path, false, envp);
 	return REAL(execve)(path, argv, envp);
 }
 
