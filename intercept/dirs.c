@@ -137,7 +137,6 @@ static void owed_first(const char *dir)
  * writes): 0, or -1 when none of these (or the folder cannot be named). */
 static int dir_full_at(int dirfd, const char *path, char *full, bool writers)
 {
-	char link[64];
 	if (!path || ckc_io_guard)
 		return -1;
 	if (path[0] == '/' || dirfd == AT_FDCWD)
@@ -156,10 +155,8 @@ static int dir_full_at(int dirfd, const char *path, char *full, bool writers)
 	bool others = !owes && !ckc_in_vfork_child() && !(!path[0] && ckc_tag_dir_none(dirfd)) &&
 		      ckc_node_others();
 	if (owes || others) {
-		snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", dirfd);
-		ssize_t n = readlink(link, full, PATH_MAX - 1);
-		if (n > 0 && full[0] == '/') {
-			full[n] = '\0';
+		ssize_t n = ckc_fd_name(dirfd, full, PATH_MAX);
+		if (n > 0) {
 			size_t k = (size_t)n;
 			if (!path[0] && ckc_tag_dir_holds_none(full))
 				ckc_tag_dir_mark_none(dirfd);
@@ -179,7 +176,7 @@ static void owed_first_at(int dirfd, const char *path)
 		owed_first(full);
 }
 
-void ckc_dir_guarding(int dirfd, const char *path)
+void ckc_dir_guarding(int dirfd, const char *path, int mode)
 {
 	char target[PATH_MAX];
 	/* a descriptor's name (/proc/self/fd/N, /dev/fd/N): the folder it
@@ -195,7 +192,10 @@ void ckc_dir_guarding(int dirfd, const char *path)
 			dirfd = AT_FDCWD;
 		}
 	}
-	atomic_store_explicit(&ckc_dirs_guarded, true, memory_order_relaxed);
+	/* a mode with every search bit, or a process that holds nothing, takes
+	 * no search permission from a cached checkpoint's folder */
+	if ((mode < 0 || (mode & 0111) != 0111) && ckc_holds_objects())
+		atomic_store_explicit(&ckc_dirs_guarded, true, memory_order_relaxed);
 	owed_first_at(dirfd, path);
 }
 

@@ -138,6 +138,17 @@ int ckc_fd_mine_next(unsigned from, unsigned last)
 	return -1;
 }
 
+ssize_t ckc_fd_name(int fd, char *out, size_t len)
+{
+	char link[64];
+	snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", fd);
+	ssize_t n = len > 1 ? readlink(link, out, len - 1) : -1;
+	if (n <= 0 || out[0] != '/')
+		return -1;
+	out[n] = '\0';
+	return n;
+}
+
 void *ckc_zeroed(size_t bytes)
 {
 	/* pages of their own, untouched (and unbacked) until used: calloc

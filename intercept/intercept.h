@@ -320,13 +320,19 @@ int ckc_dir_remove(int dirfd, const char *path, int flags, int (*real)(int, cons
  * versions of the others are published (dirs.c). */
 void ckc_dir_moving(const char *dir);
 
-/* Before the permissions or owner of dirfd/path change (chmod, chown): a
+/* Before the permissions (mode) or owner (mode -1) of dirfd/path change
+ * (chmod, chown): a
  * folder may stop taking new files, or its files being read, so what the
  * cache owes under it, and what the node's other processes owe there, is
  * published first, and its new files still being written go on in their
  * real files (the publication would otherwise find the folder closed: an
  * archiving step's chmod a-w of a results folder). errno kept. */
-void ckc_dir_guarding(int dirfd, const char *path);
+void ckc_dir_guarding(int dirfd, const char *path, int mode);
+
+/* The name of what descriptor fd stands for (its link in /proc), into out
+ * (len bytes): its length, or -1 where it has no path name (a pipe, a
+ * socket). */
+ssize_t ckc_fd_name(int fd, char *out, size_t len);
 
 /* Whether the version the cache holds (its mode and owner) lets this
  * process do want (R_OK, W_OK, X_OK bits) as the kernel would judge the
@@ -341,8 +347,9 @@ extern atomic_bool ckc_identity_changed;
  * where that holds it and this process has changed its identity. */
 bool ckc_cached_permits_file(const char *canon, const ckc_stat_t *cst, int want, bool effective);
 
-/* Set once this process changed the mode or owner of something that is
- * not a cached checkpoint (ckc_dir_guarding): from then on a cached
+/* Set once this process, holding cached checkpoints, changed the owner of
+ * something that is not a cached checkpoint, or gave it a mode without
+ * every search bit (ckc_dir_guarding): from then on a cached
  * checkpoint's folders are looked at for search permission
  * (ckc_cached_reachable), which a process that never changes one need not
  * pay for. */

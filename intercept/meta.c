@@ -64,7 +64,7 @@ CKC_EXPORT int fchmod(int fd, mode_t mode)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!v) {
-		ckc_dir_guarding(fd, "");
+		ckc_dir_guarding(fd, "", (int)mode);
 		return REAL(fchmod)(fd, mode);
 	}
 	ckc_attr_t a = { .mask = CKC_ATTR_MODE, .mode = mode };
@@ -76,7 +76,7 @@ CKC_EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
 	ckc_attr_t a = { .mask = CKC_ATTR_MODE, .mode = mode };
 	int saved = errno, rc = meta_path(dirfd, path, &a);
 	if (rc == -ENOENT) {
-		ckc_dir_guarding(dirfd, path);
+		ckc_dir_guarding(dirfd, path, (int)mode);
 		return ckc_enoent_checked(dirfd, path, REAL(fchmodat)(dirfd, path, mode, flags));
 	}
 	return (int)ckc_result(rc, saved);
@@ -87,7 +87,7 @@ CKC_EXPORT int chmod(const char *path, mode_t mode)
 	ckc_attr_t a = { .mask = CKC_ATTR_MODE, .mode = mode };
 	int saved = errno, rc = meta_path(AT_FDCWD, path, &a);
 	if (rc == -ENOENT) {
-		ckc_dir_guarding(AT_FDCWD, path);
+		ckc_dir_guarding(AT_FDCWD, path, (int)mode);
 		return ckc_enoent_checked(AT_FDCWD, path, REAL(chmod)(path, mode));
 	}
 	return (int)ckc_result(rc, saved);
@@ -99,7 +99,7 @@ CKC_EXPORT int fchown(int fd, uid_t uid, gid_t gid)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!v) {
-		ckc_dir_guarding(fd, "");
+		ckc_dir_guarding(fd, "", -1);
 		return REAL(fchown)(fd, uid, gid);
 	}
 	ckc_attr_t a = { .mask = CKC_ATTR_OWNER, .uid = uid, .gid = gid };
@@ -111,7 +111,7 @@ CKC_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int f
 	ckc_attr_t a = { .mask = CKC_ATTR_OWNER, .uid = uid, .gid = gid };
 	int saved = errno, rc = meta_path(dirfd, path, &a);
 	if (rc == -ENOENT) {
-		ckc_dir_guarding(dirfd, path);
+		ckc_dir_guarding(dirfd, path, -1);
 		return ckc_enoent_checked(dirfd, path, REAL(fchownat)(dirfd, path, uid, gid, flags));
 	}
 	return (int)ckc_result(rc, saved);
@@ -122,7 +122,7 @@ CKC_EXPORT int chown(const char *path, uid_t uid, gid_t gid)
 	ckc_attr_t a = { .mask = CKC_ATTR_OWNER, .uid = uid, .gid = gid };
 	int saved = errno, rc = meta_path(AT_FDCWD, path, &a);
 	if (rc == -ENOENT) {
-		ckc_dir_guarding(AT_FDCWD, path);
+		ckc_dir_guarding(AT_FDCWD, path, -1);
 		return ckc_enoent_checked(AT_FDCWD, path, REAL(chown)(path, uid, gid));
 	}
 	return (int)ckc_result(rc, saved);
@@ -134,7 +134,7 @@ CKC_EXPORT int lchown(const char *path, uid_t uid, gid_t gid)
 	ckc_attr_t a = { .mask = CKC_ATTR_OWNER, .uid = uid, .gid = gid };
 	int saved = errno, rc = meta_path(AT_FDCWD, path, &a);
 	if (rc == -ENOENT) {
-		ckc_dir_guarding(AT_FDCWD, path);
+		ckc_dir_guarding(AT_FDCWD, path, -1);
 		return ckc_enoent_checked(AT_FDCWD, path, REAL(lchown)(path, uid, gid));
 	}
 	return (int)ckc_result(rc, saved);

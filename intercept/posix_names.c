@@ -459,13 +459,8 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 	    ckc_path_resolve(from, NULL, cf, sizeof(cf)) == 0) {
 		char base[PATH_MAX];
 		if (fd1 != AT_FDCWD && from[0] != '/') {
-			char link[64];
-			snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", fd1);
-			ssize_t n = readlink(link, base, sizeof(base) - 1);
-			if (n > 0) {
-				base[n] = '\0';
+			if (ckc_fd_name(fd1, base, sizeof(base)) > 0)
 				ckc_path_resolve(from, base, cf, sizeof(cf));
-			}
 		}
 		ckc_dir_moving(cf);
 		ckc_enter();

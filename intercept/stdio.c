@@ -519,16 +519,8 @@ static FILE *freopen_cookie(const char *path, const char *mode, FILE *stream,
 		 * the stream is closed, as freopen leaves it */
 		int cur = atomic_exchange(&c->fd, -1);
 		ckc_vfd_t *v = cur >= 0 ? ckc_vfd_get(cur) : NULL;
-		char link[64];
-		ssize_t n = -1;
-		if (v) {
-			n = (ssize_t)snprintf(self, sizeof(self), "%s", v->path);
-		} else if (cur >= 0) {
-			snprintf(link, sizeof(link), "/proc/self/fd/%d", cur);
-			n = readlink(link, self, sizeof(self) - 1);
-			if (n > 0)
-				self[n] = '\0';
-		}
+		ssize_t n = v ? (ssize_t)snprintf(self, sizeof(self), "%s", v->path) :
+			    cur >= 0 ? ckc_fd_name(cur, self, sizeof(self)) : -1;
 		ckc_close_fd(cur);
 		if (n <= 0 || (size_t)n >= sizeof(self) || self[0] != '/') {
 			fclose(stream);

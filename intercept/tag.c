@@ -123,12 +123,9 @@ static int tag_dir_path(int dirfd, char *out, bool *none)
 			return 0;
 		}
 	}
-	char link[64];
-	snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", dirfd);
-	ssize_t n = readlink(link, out, PATH_MAX - 1);
-	if (n <= 0 || out[0] != '/')
+	ssize_t n = ckc_fd_name(dirfd, out, PATH_MAX);
+	if (n < 0)
 		return -1;
-	out[n] = '\0';
 	kn = (none || trusted) && ckc_tag_dir_holds_none(out);
 	if (none)
 		*none = kn;
