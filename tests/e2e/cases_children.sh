@@ -559,6 +559,19 @@ if stat != "none":
     check("xargs.bin", open("xargs.out", "rb").read(), "a static program xargs ran")
     check("cwd.bin", subprocess.run(["cat", os.path.abspath("ck/cwd.bin")], cwd="/", stdout=subprocess.PIPE,
                                     check=True).stdout, "cat started in another folder (relative patterns)")
+# the error paths: a program that is not there, a file that is not a
+# program (the checks before the exec leave its errno as it is)
+for cmd, err in ((["no-such-program-here"], FileNotFoundError), (["ck/cwd.bin"], PermissionError)):
+    try:
+        subprocess.run(cmd, check=True)
+        raise SystemExit("%s started" % cmd)
+    except err:
+        pass
+try:
+    os.posix_spawn("/no/such/program", ["x"], {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
+    raise SystemExit("posix_spawn of a missing program succeeded")
+except FileNotFoundError:
+    pass
 if os.getuid() == 0 and subprocess.run(["sh", "-c", "command -v setpriv"], stdout=subprocess.DEVNULL).returncode == 0:
     os.system("setpriv --reuid=65534 --regid=65534 --clear-groups cat ck/user.bin > user.out")
     check("user.bin", open("user.out", "rb").read(), "cat run as another user by setpriv")
