@@ -302,13 +302,16 @@ bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 
 	if (!path || !*path || ckc_io_guard || ckc_tagpat_count() == 0)
 		return false;
+	/* a walker's name in a folder already known to hold none is not
+	 * looked at (a pattern's last component may match every file there) */
+	bool below = path[0] != '/' && tag_stays_below(path);
+	if (below && (dirfd == AT_FDCWD ? atomic_load_explicit(&tag_cwdv, memory_order_relaxed) == TAG_DIR_NONE &&
+						  !ckc_holds_objects()
+					: tag_dir_known_empty(dirfd)))
+		return false;
 	if (!ckc_tag_name_may_match(path))
 		return false;
 	if (path[0] != '/' && dirfd == AT_FDCWD) {
-		bool below = tag_stays_below(path);
-		if (below && atomic_load_explicit(&tag_cwdv, memory_order_relaxed) == TAG_DIR_NONE &&
-		    !ckc_holds_objects())
-			return false;
 		bool none;
 		if (tag_cwd_path(base, &none))
 			return false;
@@ -319,9 +322,6 @@ bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 				return false;
 		}
 	} else if (path[0] != '/') {
-		bool below = tag_stays_below(path);
-		if (below && tag_dir_known_empty(dirfd))
-			return false;
 		if (ckc_vfd_get(dirfd))
 			return false; /* not a directory: the real call says so */
 		bool none;
