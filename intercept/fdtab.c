@@ -245,12 +245,42 @@ static void vfd_drop_unseen(int fd, ckc_vfd_t *v)
 	}
 }
 
+/* In a vfork child, before its call on fd, whose number holds a virtual
+ * descriptor of the parent: where the child's fd is still the parent's
+ * placeholder (opened as a path only, of the root), the parent gives the
+ * real file's descriptor for it (ckc_node_claim_fd). The parent left
+ * close-on-exec checkpoints cached (the child's exec closes them); a child
+ * that keeps one (dup2 onto its standard output, a cleared close-on-exec
+ * flag) or uses it takes this way. */
+static void vfork_claim(int fd)
+{
+	static atomic_bool said;
+	struct stat st, root;
+	int saved = errno;
+	int fl = REAL(fcntl)(fd, F_GETFL);
+	if (fl < 0 || !(fl & O_PATH) || REAL(fstat)(fd, &st) != 0 || REAL(stat)("/", &root) != 0 ||
+	    st.st_dev != root.st_dev || st.st_ino != root.st_ino) {
+		errno = saved;
+		return;
+	}
+	int rc = ckc_node_claim_fd(fd);
+	if (rc && !atomic_exchange(&said, true))
+		ckc_error("a vfork child uses descriptor %d, a checkpoint its parent holds, and the parent "
+			  "could not make it a real file's (%s): it fails there with EBADF", fd, strerror(-rc));
+	errno = saved;
+}
+
 ckc_vfd_t *ckc_vfd_check(int fd, ckc_vfd_t *v)
 {
 	int (*rf)(int, int, ...) = REAL(fcntl);
-	/* a vfork child has its own numbers but the parent's table */
-	if (ckc_in_vfork_child())
+	/* a vfork child has its own numbers but the parent's table: a number
+	 * that still holds the parent's placeholder is claimed (the parent
+	 * makes it a descriptor of the real file and the child takes a copy),
+	 * and every call of the child goes to the kernel */
+	if (ckc_in_vfork_child()) {
+		vfork_claim(fd);
 		return NULL;
+	}
 	unsigned epoch = atomic_load_explicit(&ckc_vfd_epoch, memory_order_acquire);
 	int fl = rf ? rf(fd, F_GETFL) : O_PATH;
 

@@ -284,6 +284,11 @@ bool ckc_node_ask_dir(const char *dir, int what);
  * checkpoints to publish all it owes (a new program that will not run
  * this library is about to start); bounded as a folder's request. */
 void ckc_node_publish_others(void);
+/* In a vfork child: descriptor fd of the parent is given to the child
+ * (node.c's NODE_FD_GIVE): the parent hands its checkpoint over to the
+ * real file and sends the descriptor, which takes the place of the
+ * child's placeholder at fd. 0, or -errno. */
+int ckc_node_claim_fd(int fd);
 
 /* Whether a new program given envp runs this library with this process's
  * configuration (LD_PRELOAD names it, the CKPTCACHE_ variables are the

@@ -10,10 +10,12 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -79,6 +81,14 @@ __thread bool ckc_node_writer_handed;
 #define NODE_DIR_LIST (NODE_MAGIC + 1)
 #define NODE_DIR_MOVE (NODE_MAGIC + 2)
 #define NODE_DIR_GONE (NODE_MAGIC + 3)
+/* A request of this process's own vfork child (the path is
+ * "/proc/self/fd/N"): descriptor N of this process is given to a new
+ * program, so its checkpoint is handed over to the real file (N becomes a
+ * descriptor of it) and N is sent along with the answer, for the child to
+ * put in place of its placeholder: one open file, one offset, as a
+ * descriptor a child inherits shares with its parent. */
+#define NODE_FD_GIVE (NODE_MAGIC + 4)
+#define NODE_FD_PATH "/proc/self/fd/"
 /* A folder request's answer: done, and the holder has open writers under
  * the folder. */
 #define NODE_DIR_WRITING 4
@@ -245,9 +255,10 @@ static int node_publish_dir(const char *dir, uint64_t what)
 
 /* Receives one datagram into buf: its length, or -errno. *cr gets the
  * sender's credentials (pid 0 when the kernel gave none); a descriptor
- * passed along is closed at once. */
+ * passed along goes to *fd (unless fd is NULL, or it was set already: -1
+ * before the call), the others are closed at once. */
 static ssize_t node_recv(int s, void *buf, size_t len, struct sockaddr_un *from,
-			 socklen_t *fromlen, int flags, struct ucred *cr)
+			 socklen_t *fromlen, int flags, struct ucred *cr, int *fd)
 {
 	union {
 		struct cmsghdr h;
@@ -270,13 +281,71 @@ static ssize_t node_recv(int s, void *buf, size_t len, struct sockaddr_un *from,
 			int fds[16];
 			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 			memcpy(fds, CMSG_DATA(c), (k < 16 ? k : 16) * sizeof(int));
-			for (size_t i = 0; i < k && i < 16; i++)
-				REAL(close)(fds[i]);
+			for (size_t i = 0; i < k && i < 16; i++) {
+				if (fd && *fd < 0)
+					*fd = fds[i];
+				else
+					REAL(close)(fds[i]);
+			}
 		}
 	}
 	if (fromlen)
 		*fromlen = m.msg_namelen;
 	return n;
+}
+
+/* Whether process pid is a child of this one (/proc/PID/stat's fourth
+ * field). */
+static bool node_my_child(pid_t pid)
+{
+	char path[64], buf[512];
+	int ppid = 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (ckc_px_read_file(path, buf, sizeof(buf)) <= 0)
+		return false;
+	char *p = strrchr(buf, ')');
+	return p && sscanf(p + 1, " %*c %d", &ppid) == 1 && (pid_t)ppid == node_getpid();
+}
+
+/* NODE_FD_GIVE from a vfork child of this process (pid): descriptor N
+ * made a descriptor of its real file, and sent with the answer. */
+static void node_give_fd(int s, const char *path, pid_t pid, const struct sockaddr_un *to, socklen_t tolen)
+{
+	node_rep_t rep = { NODE_MAGIC, NODE_NOT_HELD };
+	char *end = NULL;
+	long n = -1;
+	if (!strncmp(path, NODE_FD_PATH, strlen(NODE_FD_PATH)))
+		n = strtol(path + strlen(NODE_FD_PATH), &end, 10);
+	int fd = -1;
+	if (n >= 0 && n <= INT_MAX && end && !*end && node_my_child(pid) && ckc_active()) {
+		ckc_vfd_t *v = ckc_vfd_hold((int)n);
+		if (v) {
+			rep.rc = v->switched ? 0 : ckc_px_vfd_make_real(v);
+			ckc_vfd_put(v);
+			int fl = rep.rc == 0 ? REAL(fcntl)((int)n, F_GETFL) : -1;
+			if (fl >= 0 && !(fl & O_PATH))
+				fd = (int)n;
+			else if (rep.rc == 0)
+				rep.rc = -EBADF;
+		}
+	}
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { &rep, sizeof(rep) };
+	struct msghdr m = { .msg_name = (void *)to, .msg_namelen = tolen, .msg_iov = &iov, .msg_iovlen = 1 };
+	if (fd >= 0) {
+		memset(&ctl, 0, sizeof(ctl));
+		m.msg_control = ctl.buf;
+		m.msg_controllen = sizeof(ctl.buf);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	(void)sendmsg(s, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 /* Serves one request from the service socket: a datagram from a process
@@ -288,14 +357,18 @@ static void node_serve_one(int s)
 	socklen_t fromlen;
 	struct ucred cr;
 
-	ssize_t n = node_recv(s, &req, sizeof(req), &from, &fromlen, 0, &cr);
+	ssize_t n = node_recv(s, &req, sizeof(req), &from, &fromlen, 0, &cr, NULL);
 	if (n < (ssize_t)offsetof(node_req_t, path) + 2 || !cr.pid || cr.uid != node_uid ||
-	    req.magic < NODE_MAGIC || req.magic > NODE_DIR_GONE ||
+	    req.magic < NODE_MAGIC || req.magic > NODE_FD_GIVE ||
 	    fromlen <= offsetof(struct sockaddr_un, sun_path))
 		return;
 	req.path[(size_t)n - offsetof(node_req_t, path) - 1] = '\0';
 	if (req.path[0] != '/')
 		return;
+	if (req.magic == NODE_FD_GIVE) {
+		node_give_fd(s, req.path, cr.pid, &from, fromlen);
+		return;
+	}
 	node_rep_t rep = { NODE_MAGIC, req.magic == NODE_MAGIC ? node_publish(req.path) :
 							       node_publish_dir(req.path, req.magic) };
 	(void)sendto(s, &rep, sizeof(rep), MSG_NOSIGNAL | MSG_DONTWAIT, (struct sockaddr *)&from,
@@ -476,8 +549,9 @@ static bool node_stopped(pid_t pid)
 }
 
 /* Asks process pid to publish canon. Returns what it answered, NODE_GONE
- * when no process of this user serves that pid, or -errno. */
-static int node_ask_one(pid_t pid, const char *canon, uint64_t what)
+ * when no process of this user serves that pid, or -errno; a descriptor
+ * sent with the answer goes to *fd (fd NULL: closed). */
+static int node_ask_one(pid_t pid, const char *canon, uint64_t what, int *fd)
 {
 	static atomic_bool said;
 	struct sockaddr_un a, self = { .sun_family = AF_UNIX };
@@ -556,15 +630,20 @@ static int node_ask_one(pid_t pid, const char *canon, uint64_t what)
 			goto out;
 		}
 		struct ucred cr;
-		ssize_t got = node_recv(s, &rep, sizeof(rep), NULL, NULL, MSG_DONTWAIT, &cr);
+		int passed = -1;
+		ssize_t got = node_recv(s, &rep, sizeof(rep), NULL, NULL, MSG_DONTWAIT, &cr, fd ? &passed : NULL);
 		if (got < 0)
 			continue;
 		bool from_holder = cr.uid == node_uid && cr.pid == pid;
 		/* anything else (another user's datagram) is not the answer */
 		if (from_holder && got == (ssize_t)sizeof(rep) && rep.magic == NODE_MAGIC) {
 			rc = rep.rc;
+			if (fd)
+				*fd = passed;
 			break;
 		}
+		if (passed >= 0)
+			REAL(close)(passed);
 	}
 out:
 	REAL(close)(s);
@@ -651,7 +730,7 @@ void ckc_node_ask(const char *canon)
 			asked = nodetab_val_pid(vals[j]) == pid;
 		if (asked)
 			continue;
-		int rc = node_ask_one(pid, canon, NODE_MAGIC);
+		int rc = node_ask_one(pid, canon, NODE_MAGIC, NULL);
 		ckc_debug("asked process %d to publish %s: %s", (int)pid, canon,
 			  rc == 0 ? "published" : rc == NODE_HANDED ? "its writer goes on in the real file" :
 			  rc == NODE_NOT_HELD ? "not held" : rc == NODE_GONE ? "gone" : strerror(-rc));
@@ -691,7 +770,7 @@ bool ckc_node_ask_dir(const char *dir, int what)
 	for (size_t i = 0; i < n; i++) {
 		if (pids[i] == me)
 			continue;
-		int rc = node_ask_one(pids[i], dir, magic[what]);
+		int rc = node_ask_one(pids[i], dir, magic[what], NULL);
 		ckc_debug("asked process %d to %s %s: %s", (int)pids[i], said[what], dir,
 			  rc == 0 ? "done" : rc == NODE_DIR_WRITING ? "done; it writes there" :
 			  rc == NODE_NOT_HELD ? "nothing there" : rc == NODE_GONE ? "gone" : strerror(-rc));
@@ -706,6 +785,26 @@ bool ckc_node_ask_dir(const char *dir, int what)
 	}
 	errno = saved;
 	return writing;
+}
+
+int ckc_node_claim_fd(int fd)
+{
+	char path[sizeof(NODE_FD_PATH) + 16];
+	pid_t parent = atomic_load(&node_me);
+	int got = -1, saved = errno;
+
+	if (!parent || !ckc_in_vfork_child() || !ckc_node_serving())
+		return -ENOSYS;
+	snprintf(path, sizeof(path), NODE_FD_PATH "%d", fd);
+	int rc = node_ask_one(parent, path, NODE_FD_GIVE, &got);
+	if (rc == 0 && got < 0)
+		rc = -EBADF;
+	if (rc == 0 && REAL(dup2)(got, fd) < 0)
+		rc = -errno;
+	if (got >= 0)
+		REAL(close)(got);
+	errno = saved;
+	return rc == NODE_GONE || rc == NODE_NOT_HELD ? -EBADF : rc;
 }
 
 void ckc_node_publish_others(void)

@@ -318,8 +318,11 @@ __attribute__((visibility("hidden"), used)) void ckc_vfork_prepare(void)
 	}
 	if (spawn_applies()) {
 		/* the program the child runs is not known yet: its exec asks
-		 * the others to publish where it turns out not to ask itself */
-		before_child(CHILD_SPAWN, false, "a vfork child", ckc_env_runs_library(environ));
+		 * the others to publish where it turns out not to ask itself.
+		 * Only the checkpoints the child inherits become real files:
+		 * while this process serves the node, a close-on-exec one the
+		 * child keeps after all is claimed from here (ckc_vfd_check) */
+		before_child(CHILD_SPAWN, ckc_node_serving(), "a vfork child", ckc_env_runs_library(environ));
 		ckc_enter();
 		ckc_owed_fill_all();
 		ckc_leave();

@@ -581,6 +581,61 @@ if os.getuid() == 0 and subprocess.run(["sh", "-c", "command -v setpriv"], stdou
 }
 case_add children/unasking-children unasking_children
 
+# Children started while checkpoints are open for writing (a thread's
+# checkpoint in progress while the main loop runs a tool; Python's
+# subprocess uses vfork): the open checkpoints stay in the cache, since a
+# new program cannot see a close-on-exec descriptor, and each opening of
+# their real files takes 1.5 s here. A child given one after all (a
+# subprocess's stdout, pass_fds, dup2 or a cleared close-on-exec flag in a
+# vfork child written in C) writes into the same open file as its parent,
+# at the offset they share.
+spawn_keeps_writers() {
+	printf '%s\n' '#define _GNU_SOURCE' '#include <fcntl.h>' '#include <stdio.h>' '#include <stdlib.h>' \
+		'#include <string.h>' '#include <sys/ioctl.h>' '#include <sys/wait.h>' '#include <unistd.h>' \
+		'static void run(int fd, int how) { char cmd[64]; int st; pid_t p = vfork();' \
+		'  if (p == 0) { if (how == 0) { dup2(fd, 1); execlp("echo", "echo", "dup2", (char *)0); }' \
+		'    if (how == 1) fcntl(fd, F_SETFD, 0); else ioctl(fd, FIONCLEX);' \
+		'    snprintf(cmd, sizeof cmd, "echo %s >&%d", how == 1 ? "setfd" : "fionclex", fd);' \
+		'    execlp("sh", "sh", "-c", cmd, (char *)0); _exit(127); }' \
+		'  if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st)) { perror("child"); exit(1); } }' \
+		'int main(int c, char **v) { int fd = open(v[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);' \
+		'  if (fd < 0 || write(fd, "c\n", 2) != 2) return 2;' \
+		'  for (int how = 0; how < 3; how++) { run(fd, how); if (write(fd, "p\n", 2) != 2) return 3; }' \
+		'  return close(fd) ? 4 : 0; }' >vf.c && gcc -O2 -o vf vf.c || fail "the vfork program did not compile"
+	SLOW_US=1500000 SLOWFS_OPS=open ck -- "$PY" -c '
+import subprocess, time
+f = open("ck/w.bin", "wb")
+f.write(b"a" * (1 << 20))
+f.flush()
+t = time.monotonic()
+for i in range(3):
+    subprocess.run(["true"], check=True)
+took = time.monotonic() - t
+assert took < 1.0, "three spawns while a checkpoint was open for writing took %.2f s" % took
+f.write(b"b" * (1 << 20))
+f.close()
+assert open("ck/w.bin", "rb").read() == b"a" * (1 << 20) + b"b" * (1 << 20), "w.bin read back differs"
+with open("ck/out.txt", "wb") as g:
+    g.write(b"parent\n")
+    g.flush()
+    subprocess.run(["sh", "-c", "echo child"], stdout=g, check=True)
+    g.write(b"parent again\n")
+    g.flush()
+    subprocess.run(["sh", "-c", "echo passed >&%d" % g.fileno()], pass_fds=(g.fileno(),), check=True)
+    g.write(b"last\n")
+got = open("ck/out.txt", "rb").read()
+assert got == b"parent\nchild\nparent again\npassed\nlast\n", got
+' || fail "Python: spawns while checkpoints were open$(last_error)"
+	ck -- ./vf ck/vf.txt || fail "vfork children given an open checkpoint$(last_error)"
+	printf 'parent\nchild\nparent again\npassed\nlast\n' >out.ref
+	printf 'c\ndup2\np\nsetfd\np\nfionclex\np\n' >vf.ref
+	"$PY" -c 'import sys; sys.stdout.buffer.write(b"a" * (1 << 20) + b"b" * (1 << 20))' >w.ref
+	same w.ref ck/w.bin "the checkpoint written across the spawns"
+	same out.ref ck/out.txt "a checkpoint written by Python and its children"
+	same vf.ref ck/vf.txt "a checkpoint written by a C program and its vfork children"
+}
+case_add children/spawn-keeps-writers spawn_keeps_writers
+
 # outputs_match WANT GOT: the program's output with the library (GOT) is
 # the one without it (WANT), both shown on one line each where not.
 outputs_match() {
