@@ -35,6 +35,13 @@ void ckc_node_ask(const char *canon)
 	if (node_nasked < 4)
 		snprintf(node_asked[node_nasked++], PATH_MAX, "%s", canon);
 }
+/* a vfork child's claim of its parent's descriptor (node.c is not linked;
+ * no vfork child runs here) */
+int ckc_node_claim_fd(int fd)
+{
+	(void)fd;
+	return -ENOSYS;
+}
 /* a descriptor made the real file's (posix.c is not linked) */
 int ckc_px_vfd_make_real(ckc_vfd_t *v)
 {
