@@ -289,6 +289,11 @@ void ckc_node_publish_others(void);
  * real file and sends the descriptor, which takes the place of the
  * child's placeholder at fd. 0, or -errno. */
 int ckc_node_claim_fd(int fd);
+/* In a vfork child whose new program will not ask for what it reads: the
+ * parent hands its open writers over to their real files (their bytes so
+ * far there, its descriptors real from now on), as it did for every
+ * tagged descriptor before a fork. */
+void ckc_node_parent_hands_over(void);
 
 /* Whether a new program given envp runs this library with this process's
  * configuration (LD_PRELOAD names it, the CKPTCACHE_ variables are the

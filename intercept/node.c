@@ -795,16 +795,31 @@ int ckc_node_claim_fd(int fd)
 
 	if (!parent || !ckc_in_vfork_child() || !ckc_node_serving())
 		return -ENOSYS;
+	/* the placeholder's close-on-exec flag stays with the number */
+	int fdfl = REAL(fcntl)(fd, F_GETFD);
 	snprintf(path, sizeof(path), NODE_FD_PATH "%d", fd);
 	int rc = node_ask_one(parent, path, NODE_FD_GIVE, &got);
 	if (rc == 0 && got < 0)
 		rc = -EBADF;
-	if (rc == 0 && REAL(dup2)(got, fd) < 0)
+	if (rc == 0 && REAL(dup3)(got, fd, fdfl > 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
 		rc = -errno;
 	if (got >= 0)
 		REAL(close)(got);
 	errno = saved;
 	return rc == NODE_GONE || rc == NODE_NOT_HELD ? -EBADF : rc;
+}
+
+void ckc_node_parent_hands_over(void)
+{
+	pid_t parent = atomic_load(&node_me);
+	if (!parent || !ckc_in_vfork_child() || !ckc_node_serving())
+		return;
+	int saved = errno;
+	int rc = node_ask_one(parent, "/", NODE_DIR_MOVE, NULL);
+	ckc_debug("asked the parent %d to hand over its writers: %s", (int)parent,
+		  rc == 0 || rc == NODE_DIR_WRITING ? "done" : rc == NODE_NOT_HELD ? "nothing held" :
+		  rc == NODE_GONE ? "gone" : strerror(-rc));
+	errno = saved;
 }
 
 void ckc_node_publish_others(void)

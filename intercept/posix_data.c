@@ -130,6 +130,73 @@ CKC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
 	return pwrite_tagged(fd, buf, n, off, REAL(pwrite64));
 }
 
+/* dprintf(3) and vdprintf(3) write through the C library's own write(2),
+ * which the wrappers never see: on a tagged descriptor the text is made
+ * here and written with write(). */
+static int dprintf_tagged(int fd, const char *fmt, va_list ap)
+{
+	char *s = NULL;
+	int n = vasprintf(&s, fmt, ap);
+	if (n < 0)
+		return -1;
+	for (size_t done = 0; done < (size_t)n;) {
+		ssize_t w = write(fd, s + done, (size_t)n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int e = w < 0 ? errno : EIO;
+			free(s);
+			errno = e;
+			return -1;
+		}
+		done += (size_t)w;
+	}
+	free(s);
+	return n;
+}
+
+CKC_EXPORT int vdprintf(int fd, const char *fmt, va_list ap)
+{
+	if (!ckc_fd_maybe_tagged(fd)) {
+		if (!REAL(vdprintf)) {
+			errno = ENOSYS;
+			return -1;
+		}
+		return REAL(vdprintf)(fd, fmt, ap);
+	}
+	return dprintf_tagged(fd, fmt, ap);
+}
+
+CKC_EXPORT int dprintf(int fd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vdprintf(fd, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+CKC_EXPORT int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
+{
+	if (!ckc_fd_maybe_tagged(fd)) {
+		if (!REAL(__vdprintf_chk)) {
+			errno = ENOSYS;
+			return -1;
+		}
+		return REAL(__vdprintf_chk)(fd, flag, fmt, ap);
+	}
+	return dprintf_tagged(fd, fmt, ap);
+}
+
+CKC_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = __vdprintf_chk(fd, flag, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
 CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);

@@ -97,6 +97,8 @@ struct utimbuf;
 	X(fchdir, int, (int))                                                              \
 	X(read, ssize_t, (int, void *, size_t))                                            \
 	X(write, ssize_t, (int, const void *, size_t))                                     \
+	X(vdprintf, int, (int, const char *, va_list))                                     \
+	X(__vdprintf_chk, int, (int, int, const char *, va_list))                          \
 	X(pread, ssize_t, (int, void *, size_t, off_t))                                    \
 	X(pread64, ssize_t, (int, void *, size_t, off_t))                                  \
 	X(pwrite, ssize_t, (int, const void *, size_t, off_t))                             \

@@ -219,6 +219,10 @@ static void before_new_program(enum child kind, bool inherited_only, const char 
 {
 	bool asks = path && new_program_asks(path, search, envp);
 	before_child(kind, inherited_only, who, asks);
+	/* a vfork child's parent kept its close-on-exec writers cached: a
+	 * program that will not ask reads their real files */
+	if (!asks && ckc_in_vfork_child() && !ckc_io_guard)
+		ckc_node_parent_hands_over();
 	if (!asks && ckc_library_configured() && !ckc_io_guard)
 		ckc_node_publish_others();
 }

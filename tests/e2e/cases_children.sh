@@ -588,22 +588,81 @@ case_add children/unasking-children unasking_children
 # their real files takes 1.5 s here. A child given one after all (a
 # subprocess's stdout, pass_fds, dup2 or a cleared close-on-exec flag in a
 # vfork child written in C) writes into the same open file as its parent,
-# at the offset they share.
+# at the offset they share, and the number stays close-on-exec; dprintf
+# writes there, in the parent and in a vfork child; a program without the
+# library reads what the parent's open checkpoint holds so far.
 spawn_keeps_writers() {
-	printf '%s\n' '#define _GNU_SOURCE' '#include <fcntl.h>' '#include <stdio.h>' '#include <stdlib.h>' \
-		'#include <string.h>' '#include <sys/ioctl.h>' '#include <sys/wait.h>' '#include <unistd.h>' \
-		'static void run(int fd, int how) { char cmd[64]; int st; pid_t p = vfork();' \
-		'  if (p == 0) { if (how == 0) { dup2(fd, 1); execlp("echo", "echo", "dup2", (char *)0); }' \
-		'    if (how == 1) fcntl(fd, F_SETFD, 0); else ioctl(fd, FIONCLEX);' \
-		'    snprintf(cmd, sizeof cmd, "echo %s >&%d", how == 1 ? "setfd" : "fionclex", fd);' \
-		'    execlp("sh", "sh", "-c", cmd, (char *)0); _exit(127); }' \
-		'  if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st)) { perror("child"); exit(1); } }' \
-		'int main(int c, char **v) { int fd = open(v[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);' \
-		'  if (fd < 0 || write(fd, "c\n", 2) != 2) return 2;' \
-		'  for (int how = 0; how < 3; how++) { run(fd, how); if (write(fd, "p\n", 2) != 2) return 3; }' \
-		'  return close(fd) ? 4 : 0; }' >vf.c && gcc -O2 -o vf vf.c || fail "the vfork program did not compile"
+	cat >vf.c <<'C'
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+/* one vfork child given the open checkpoint fd in one way */
+static void child(int fd, int how)
+{
+	char cmd[160];
+	int st;
+	pid_t p = vfork();
+	if (p == 0) {
+		switch (how) {
+		case 0: /* onto its standard output */
+			dup2(fd, 1);
+			execlp("echo", "echo", "dup2", (char *)0);
+			break;
+		case 1: /* its close-on-exec flag cleared */
+		case 2:
+			if (how == 1)
+				fcntl(fd, F_SETFD, 0);
+			else
+				ioctl(fd, FIONCLEX);
+			snprintf(cmd, sizeof cmd, "echo %s >&%d", how == 1 ? "setfd" : "fionclex", fd);
+			execlp("sh", "sh", "-c", cmd, (char *)0);
+			break;
+		case 3: /* looked at, then onto its standard output: the number
+			 * itself stays close-on-exec */
+			if (fcntl(fd, F_GETFD) != FD_CLOEXEC)
+				_exit(3);
+			dup2(fd, 1);
+			snprintf(cmd, sizeof cmd, "if [ -e /proc/$$/fd/%d ]; then echo inherited; else echo closed; fi", fd);
+			execlp("sh", "sh", "-c", cmd, (char *)0);
+			break;
+		case 4: /* written with dprintf, then _exit */
+			_exit(dprintf(fd, "dprintf %s\n", "child") == 14 ? 0 : 4);
+		}
+		_exit(127);
+	}
+	if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		fprintf(stderr, "child %d: status %d\n", how, st);
+		exit(1);
+	}
+}
+int main(int c, char **v)
+{
+	char path[4096];
+	/* each way on a checkpoint of its own, open and cached, written with
+	 * dprintf before and after its child */
+	for (int how = 0; c == 2 && how < 5; how++) {
+		snprintf(path, sizeof path, "%s%d.txt", v[1], how);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0 || dprintf(fd, "c%d\n", how) != 3) {
+			perror(path);
+			return 2;
+		}
+		child(fd, how);
+		if (dprintf(fd, "p%d\n", how) != 3 || close(fd) != 0) {
+			perror(path);
+			return 3;
+		}
+	}
+	return c == 2 ? 0 : 2;
+}
+C
+	gcc -O2 -o vf vf.c || fail "the vfork program did not compile"
 	SLOW_US=1500000 SLOWFS_OPS=open ck -- "$PY" -c '
-import subprocess, time
+import os, subprocess, time
 f = open("ck/w.bin", "wb")
 f.write(b"a" * (1 << 20))
 f.flush()
@@ -625,14 +684,23 @@ with open("ck/out.txt", "wb") as g:
     g.write(b"last\n")
 got = open("ck/out.txt", "rb").read()
 assert got == b"parent\nchild\nparent again\npassed\nlast\n", got
+# a program without the library reads what the open checkpoint holds so far
+with open("ck/open.txt", "wb") as h:
+    h.write(b"hello\n")
+    h.flush()
+    r = subprocess.run(["cat", "ck/open.txt"], env={"PATH": os.environ["PATH"]}, capture_output=True, check=True)
+    assert r.stdout == b"hello\n", "cat without the library read %r" % r.stdout
 ' || fail "Python: spawns while checkpoints were open$(last_error)"
-	ck -- ./vf ck/vf.txt || fail "vfork children given an open checkpoint$(last_error)"
+	ck -- ./vf ck/vf || fail "vfork children given an open checkpoint$(last_error)"
 	printf 'parent\nchild\nparent again\npassed\nlast\n' >out.ref
-	printf 'c\ndup2\np\nsetfd\np\nfionclex\np\n' >vf.ref
 	"$PY" -c 'import sys; sys.stdout.buffer.write(b"a" * (1 << 20) + b"b" * (1 << 20))' >w.ref
 	same w.ref ck/w.bin "the checkpoint written across the spawns"
 	same out.ref ck/out.txt "a checkpoint written by Python and its children"
-	same vf.ref ck/vf.txt "a checkpoint written by a C program and its vfork children"
+	local how said=(dup2 setfd fionclex closed "dprintf child")
+	for how in 0 1 2 3 4; do
+		printf 'c%d\n%s\np%d\n' "$how" "${said[$how]}" "$how" >"vf$how.ref"
+		same "vf$how.ref" "ck/vf$how.txt" "a checkpoint written by a C program and its vfork child ($how)"
+	done
 }
 case_add children/spawn-keeps-writers spawn_keeps_writers
 
