@@ -199,6 +199,8 @@ ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path)
 	v->lock_real = false;
 	v->lock_flock = 0;
 	v->small_t0 = 0;
+	static atomic_uint_fast64_t ids;
+	v->id = atomic_fetch_add(&ids, 1) + 1;
 	/* the open's own look at the real file answers the first fstat */
 	int seen = ckc_handle_seen(h, &v->stat_real, &v->stat_at_home);
 	v->stat_known = seen == CKC_SEEN_FILE;
@@ -245,6 +247,8 @@ static void vfd_drop_unseen(int fd, ckc_vfd_t *v)
 	}
 }
 
+static uint64_t vfork_snap_id(int fd);
+
 /* In a vfork child, before its call on fd, whose number holds a virtual
  * descriptor of the parent: where the child's fd is still the parent's
  * placeholder (opened as a path only, of the root), the parent gives the
@@ -263,7 +267,12 @@ static void vfork_claim(int fd)
 		errno = saved;
 		return;
 	}
-	int rc = ckc_node_claim_fd(fd);
+	uint64_t id = vfork_snap_id(fd);
+	if (!id) {
+		errno = saved;
+		return;
+	}
+	int rc = ckc_node_claim_fd(fd, id);
 	if (rc && !atomic_exchange(&said, true))
 		ckc_error("a vfork child uses descriptor %d, a checkpoint its parent holds, and the parent "
 			  "could not make it a real file's (%s): it fails there with EBADF", fd, strerror(-rc));
@@ -674,6 +683,74 @@ static ckc_vfd_t *vfd_ref(size_t fd)
 		atomic_fetch_add(&v->refs, 1);
 	ckc_mutex_unlock(&fdtab_lock);
 	return v;
+}
+
+ckc_vfd_t *ckc_vfd_hold_id(int fd, uint64_t id, int *at)
+{
+	ckc_vfd_t *v = ckc_vfd_hold(fd);
+	if (v && v->id == id) {
+		*at = fd;
+		return v;
+	}
+	if (v)
+		ckc_vfd_put(v);
+	size_t hi = atomic_load(&ckc_vfd_hi);
+	for (size_t n = 0; n <= hi && n < ckc_vfd_cap; n++) {
+		ckc_vfd_t *w = atomic_load(&ckc_vfd_tab[n]);
+		if (!w || w->id != id || !(w = ckc_vfd_hold((int)n)))
+			continue;
+		if (w->id == id) {
+			*at = (int)n;
+			return w;
+		}
+		ckc_vfd_put(w);
+	}
+	return NULL;
+}
+
+/* The vfork snapshot of the thread (its child shares this memory and this
+ * thread's variables): numbers and ids. */
+struct vfork_snap {
+	int fd;
+	uint64_t id;
+};
+static __thread struct vfork_snap *vfork_snap;
+static __thread size_t vfork_nsnap, vfork_capsnap;
+
+void ckc_vfork_snapshot(bool take)
+{
+	vfork_nsnap = 0;
+	if (!take || !ckc_vfd_tab)
+		return;
+	size_t hi = atomic_load(&ckc_vfd_hi);
+	for (size_t n = 0; n <= hi && n < ckc_vfd_cap; n++) {
+		ckc_vfd_t *v = atomic_load(&ckc_vfd_tab[n]);
+		if (!v || !(v = vfd_ref(n)))
+			continue;
+		if (!v->switched) {
+			if (vfork_nsnap == vfork_capsnap) {
+				size_t cap = vfork_capsnap ? vfork_capsnap * 2 : 16;
+				struct vfork_snap *s = realloc(vfork_snap, cap * sizeof(*s));
+				if (!s) {
+					ckc_vfd_put(v);
+					return;
+				}
+				vfork_snap = s;
+				vfork_capsnap = cap;
+			}
+			vfork_snap[vfork_nsnap++] = (struct vfork_snap){ (int)n, v->id };
+		}
+		ckc_vfd_put(v);
+	}
+}
+
+/* The id of the checkpoint the vfork child has at fd, or 0. */
+static uint64_t vfork_snap_id(int fd)
+{
+	for (size_t i = 0; i < vfork_nsnap; i++)
+		if (vfork_snap[i].fd == fd)
+			return vfork_snap[i].id;
+	return 0;
 }
 
 ckc_vfd_t *ckc_vfd_hold(int fd)

@@ -284,11 +284,12 @@ bool ckc_node_ask_dir(const char *dir, int what);
  * checkpoints to publish all it owes (a new program that will not run
  * this library is about to start); bounded as a folder's request. */
 void ckc_node_publish_others(void);
-/* In a vfork child: descriptor fd of the parent is given to the child
- * (node.c's NODE_FD_GIVE): the parent hands its checkpoint over to the
- * real file and sends the descriptor, which takes the place of the
- * child's placeholder at fd. 0, or -errno. */
-int ckc_node_claim_fd(int fd);
+/* In a vfork child: descriptor fd of the parent, the virtual descriptor id
+ * at the vfork, is given to the child (node.c's NODE_FD_GIVE): the parent
+ * hands its checkpoint over to the real file and sends the descriptor,
+ * which takes the place of the child's placeholder at fd. 0, or -errno
+ * (-EBADF: the parent no longer has it open). */
+int ckc_node_claim_fd(int fd, uint64_t id);
 /* In a vfork child whose new program will not ask for what it reads: the
  * parent hands its open writers over to their real files (their bytes so
  * far there, its descriptors real from now on), as it did for every
@@ -390,6 +391,7 @@ typedef struct ckc_vfd {
 	/* a small checkpoint the model sent to the cache as a sample: when
 	 * the program's open began (0: not one) */
 	uint64_t small_t0;
+	uint64_t id;          /* this process's number for it, never reused */
 	char path[];          /* canonical */
 } ckc_vfd_t;
 
@@ -462,6 +464,15 @@ static inline void ckc_vfd_unseen(int fd)
  * for a call that may take long: a close of fd by another thread meanwhile
  * leaves v, and its handle, whole until the put. */
 ckc_vfd_t *ckc_vfd_hold(int fd);
+/* The same for the virtual descriptor whose id is id: at fd, or at
+ * another number that holds it (*at gets the number); NULL if no number
+ * holds it any more. */
+ckc_vfd_t *ckc_vfd_hold_id(int fd, uint64_t id, int *at);
+/* In the program's thread before its vfork: the numbers of the cached
+ * checkpoints the child will have (placeholders) and their ids, which the
+ * child's claims name (another thread may close a number and reuse it
+ * while the child runs); take false: none (the child claims nothing). */
+void ckc_vfork_snapshot(bool take);
 int ckc_fdtab_init(void);
 /* bytes of zeroed memory of their own pages, which stay unbacked until
  * used (never freed), or NULL */

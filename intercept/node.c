@@ -314,17 +314,22 @@ static void node_give_fd(int s, const char *path, pid_t pid, const struct sockad
 	node_rep_t rep = { NODE_MAGIC, NODE_NOT_HELD };
 	char *end = NULL;
 	long n = -1;
+	unsigned long long id = 0;
 	if (!strncmp(path, NODE_FD_PATH, strlen(NODE_FD_PATH)))
 		n = strtol(path + strlen(NODE_FD_PATH), &end, 10);
-	int fd = -1;
-	if (n >= 0 && n <= INT_MAX && end && !*end && node_my_child(pid) && ckc_active()) {
-		ckc_vfd_t *v = ckc_vfd_hold((int)n);
+	if (end && *end == ':')
+		id = strtoull(end + 1, &end, 10);
+	int fd = -1, at = -1;
+	if (n >= 0 && n <= INT_MAX && id && end && !*end && node_my_child(pid) && ckc_active()) {
+		/* the checkpoint the child has at n: another thread may have
+		 * closed n since, and opened another file there */
+		ckc_vfd_t *v = ckc_vfd_hold_id((int)n, id, &at);
 		if (v) {
 			rep.rc = v->switched ? 0 : ckc_px_vfd_make_real(v);
 			ckc_vfd_put(v);
-			int fl = rep.rc == 0 ? REAL(fcntl)((int)n, F_GETFL) : -1;
+			int fl = rep.rc == 0 ? REAL(fcntl)(at, F_GETFL) : -1;
 			if (fl >= 0 && !(fl & O_PATH))
-				fd = (int)n;
+				fd = at;
 			else if (rep.rc == 0)
 				rep.rc = -EBADF;
 		}
@@ -787,9 +792,9 @@ bool ckc_node_ask_dir(const char *dir, int what)
 	return writing;
 }
 
-int ckc_node_claim_fd(int fd)
+int ckc_node_claim_fd(int fd, uint64_t id)
 {
-	char path[sizeof(NODE_FD_PATH) + 16];
+	char path[sizeof(NODE_FD_PATH) + 48];
 	pid_t parent = atomic_load(&node_me);
 	int got = -1, saved = errno;
 
@@ -797,7 +802,7 @@ int ckc_node_claim_fd(int fd)
 		return -ENOSYS;
 	/* the placeholder's close-on-exec flag stays with the number */
 	int fdfl = REAL(fcntl)(fd, F_GETFD);
-	snprintf(path, sizeof(path), NODE_FD_PATH "%d", fd);
+	snprintf(path, sizeof(path), NODE_FD_PATH "%d:%llu", fd, (unsigned long long)id);
 	int rc = node_ask_one(parent, path, NODE_FD_GIVE, &got);
 	if (rc == 0 && got < 0)
 		rc = -EBADF;

@@ -132,26 +132,34 @@ CKC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
 
 /* dprintf(3) and vdprintf(3) write through the C library's own write(2),
  * which the wrappers never see: on a tagged descriptor the text is made
- * here and written with write(). */
+ * here (what a conversion that fails leaves before it is written too, as
+ * the C library's stream writes it) and written with write(). */
 static int dprintf_tagged(int fd, const char *fmt, va_list ap)
 {
 	char *s = NULL;
-	int n = vasprintf(&s, fmt, ap);
-	if (n < 0)
+	size_t len = 0;
+	int saved = errno;
+	FILE *m = open_memstream(&s, &len);
+	if (!m)
 		return -1;
-	for (size_t done = 0; done < (size_t)n;) {
-		ssize_t w = write(fd, s + done, (size_t)n - done);
+	int n = vfprintf(m, fmt, ap), e = n < 0 ? errno : saved;
+	if (fclose(m) != 0) {
+		free(s);
+		return -1;
+	}
+	for (size_t done = 0; done < len;) {
+		ssize_t w = write(fd, s + done, len - done);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
-			int e = w < 0 ? errno : EIO;
-			free(s);
-			errno = e;
-			return -1;
+			e = w < 0 ? errno : EIO;
+			n = -1;
+			break;
 		}
 		done += (size_t)w;
 	}
 	free(s);
+	errno = e;
 	return n;
 }
 

@@ -320,6 +320,7 @@ __attribute__((visibility("hidden"), used)) void ckc_vfork_prepare(void)
 		void *f = rd ? rd(RTLD_NEXT, "vfork") : NULL;
 		ckc_real_vfork = f ? (pid_t(*)(void))f : vfork_as_fork;
 	}
+	ckc_vfork_snapshot(false);
 	if (spawn_applies()) {
 		/* the program the child runs is not known yet: its exec asks
 		 * the others to publish where it turns out not to ask itself.
@@ -327,6 +328,7 @@ __attribute__((visibility("hidden"), used)) void ckc_vfork_prepare(void)
 		 * while this process serves the node, a close-on-exec one the
 		 * child keeps after all is claimed from here (ckc_vfd_check) */
 		before_child(CHILD_SPAWN, ckc_node_serving(), "a vfork child", ckc_env_runs_library(environ));
+		ckc_vfork_snapshot(true);
 		ckc_enter();
 		ckc_owed_fill_all();
 		ckc_leave();

@@ -704,6 +704,88 @@ with open("ck/open.txt", "wb") as h:
 }
 case_add children/spawn-keeps-writers spawn_keeps_writers
 
+# While a vfork child that was given a cached checkpoint has not used it
+# yet, another thread of the parent closes that descriptor and opens
+# another checkpoint, which gets the same number: the child's use of its
+# number never reaches the other checkpoint (it writes into the one it was
+# given, or fails); and dprintf of a conversion that fails writes what
+# came before it, as without the library.
+vfork_number_reused() {
+	cat >race.c <<'C'
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static int to_b[2], to_child[2], fd;
+static void *other(void *arg)
+{
+	char c;
+	if (read(to_b[0], &c, 1) != 1)
+		return NULL;
+	close(fd);
+	int b = open(arg, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (b != fd || write(b, "B-parent\n", 9) != 9)
+		fprintf(stderr, "b at %d, not %d\n", b, fd);
+	if (write(to_child[1], "x", 1) != 1)
+		return NULL;
+	return (void *)(long)b;
+}
+int main(int c, char **v)
+{
+	pthread_t t;
+	void *b;
+	int st;
+	if (c != 3 || pipe(to_b) || pipe(to_child))
+		return 2;
+	fd = open(v[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, "A-parent\n", 9) != 9 || pthread_create(&t, NULL, other, v[2]))
+		return 2;
+	pid_t p = vfork();
+	if (p == 0) {
+		char x;
+		if (write(to_b[1], "x", 1) != 1 || read(to_child[0], &x, 1) != 1)
+			_exit(3);
+		dup2(fd, 1);
+		execlp("echo", "echo", "A-child", (char *)0);
+		_exit(127);
+	}
+	if (p < 0 || waitpid(p, &st, 0) != p || pthread_join(t, &b))
+		return 2;
+	fprintf(stderr, "the child: status %d\n", st);
+	return close((int)(long)b) ? 4 : 0;
+}
+C
+	gcc -O2 -pthread -o race race.c || fail "the program did not compile"
+	ck -- ./race ck/a ck/b || fail "the vfork program failed$(last_error)"
+	printf 'B-parent\n' >b.ref
+	same b.ref ck/b "the checkpoint opened at the number the vfork child was given"
+	head -c 9 ck/a | cmp -s - <(printf 'A-parent\n') || fail "the child's checkpoint lost its first bytes"
+	cat >dp.c <<'C'
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <wchar.h>
+int main(int c, char **v)
+{
+	int fd = open(v[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	/* no multibyte conversion in the C locale: EILSEQ after "before " */
+	int n = dprintf(fd, "before %ls after\n", L"\x4e2d\x6587");
+	if (fd < 0 || n != -1 || dprintf(fd, "next\n") != 5)
+		return 1;
+	return close(fd) ? 2 : 0;
+}
+C
+	gcc -O2 -o dp dp.c || fail "the dprintf program did not compile"
+	mkdir -p plainrun
+	plain ./dp plainrun/d.txt || fail "dprintf without the library"
+	LC_ALL=C ck -- ./dp ck/d.txt || fail "dprintf with the library$(last_error)"
+	same plainrun/d.txt ck/d.txt "dprintf of a failing conversion"
+}
+case_add children/vfork-number-reused vfork_number_reused
+
 # outputs_match WANT GOT: the program's output with the library (GOT) is
 # the one without it (WANT), both shown on one line each where not.
 outputs_match() {

@@ -37,9 +37,10 @@ void ckc_node_ask(const char *canon)
 }
 /* a vfork child's claim of its parent's descriptor (node.c is not linked;
  * no vfork child runs here) */
-int ckc_node_claim_fd(int fd)
+int ckc_node_claim_fd(int fd, uint64_t id)
 {
 	(void)fd;
+	(void)id;
 	return -ENOSYS;
 }
 /* a descriptor made the real file's (posix.c is not linked) */
