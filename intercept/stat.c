@@ -16,6 +16,7 @@
 _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "stat64 layout");
 
 #include "intercept.h"
+#include "log.h"
 #include "path.h"
 
 /* What the real file says of canon (its device, inode, owner, links), or
@@ -330,8 +331,28 @@ CKC_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat *s
  * (ckc_fsize_limited). Made with the system call, as the C library makes
  * them (struct rlimit is struct rlimit64 in a 64-bit process): a sanitizer
  * runtime sets its limits before this library has started. */
+/* How long a new file size limit waits for the publications before it. */
+#define FSIZE_PUBLISH_WAIT_NS (60ull * 1000000000u)
+
 static int rlimit_call(pid_t pid, int resource, const void *l, void *old)
 {
+	/* a file size limit binds the library's own writes of this process
+	 * too: what the cache holds is published first (open writers handed
+	 * over, their later writes the kernel's to limit), while the old
+	 * limit lets it */
+	const struct rlimit *nl = l;
+	if (nl && resource == RLIMIT_FSIZE && nl->rlim_cur != RLIM_INFINITY && (pid == 0 || pid == getpid()) &&
+	    atomic_load(&ckc_icpt_on) && !ckc_io_guard && !ckc_in_vfork_child() && ckc_engine_started()) {
+		int saved = errno;
+		ckc_vfd_demote_all(false, "a file size limit");
+		ckc_enter();
+		int r = ckc_publish_all(FSIZE_PUBLISH_WAIT_NS, true);
+		ckc_leave();
+		if (r)
+			ckc_warn("a file size limit comes before every closed checkpoint reached its real path (%s): "
+				 "those larger than the limit may not", strerror(-r));
+		errno = saved;
+	}
 	int rc = (int)ckc_syscall6(SYS_prlimit64, pid, resource, (long)l, (long)old, 0, 0);
 	if (rc == 0 && l && resource == RLIMIT_FSIZE && (pid == 0 || pid == getpid()) &&
 	    !ckc_in_vfork_child())

@@ -1020,6 +1020,55 @@ case_add robust/enospc-until-full enospc_case
 case_add robust/readonly-cached readonly_cached_case
 case_add robust/names-long-path-rescue long_path_rescue
 case_add robust/exit-thread-writing exit_race
+
+# A file size limit set while checkpoints are cached (a closed one of 5000
+# bytes whose publication takes 0.5 s, one open for writing): the limit
+# binds the library's own writes of the process too, so both reach their
+# real paths before it, and the open one's next write is cut at the limit
+# by the kernel, as without the library.
+fsize_after_open() {
+	cat >fsz.c <<'C'
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+int main(int c, char **v)
+{
+	char big[5000], s[3000], p[4096];
+	memset(big, 'b', sizeof big);
+	memset(s, 'z', sizeof s);
+	snprintf(p, sizeof p, "%s/closed.bin", v[1]);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (c != 2 || fd < 0 || write(fd, big, sizeof big) != (ssize_t)sizeof big || close(fd))
+		return 2;
+	snprintf(p, sizeof p, "%s/open.bin", v[1]);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, "head\n", 5) != 5)
+		return 3;
+	signal(SIGXFSZ, SIG_IGN);
+	struct rlimit rl = { 1000, 1000 };
+	if (setrlimit(RLIMIT_FSIZE, &rl))
+		return 4;
+	errno = 0;
+	ssize_t r = write(fd, s, sizeof s);
+	printf("write %zd\n", r);
+	r = write(fd, s, 10);
+	printf("then %zd %s\n", r, r < 0 ? strerror(errno) : "");
+	return close(fd) ? 5 : 0;
+}
+C
+	gcc -O2 -o fsz fsz.c || fail "the program did not compile"
+	mkdir -p plainrun
+	plain ./fsz plainrun >want.txt || fail "the program without the library"
+	SLOW_US=500000 SLOWFS_OPS=rename ck -- ./fsz ck >got.txt || fail "the program with the library$(last_error)"
+	cmp -s want.txt got.txt || fail "with the library: $(tr '\n' ' ' <got.txt); without: $(tr '\n' ' ' <want.txt)"
+	same plainrun/closed.bin ck/closed.bin "a closed checkpoint larger than the limit"
+	same plainrun/open.bin ck/open.bin "the checkpoint open when the limit came"
+}
+case_add robust/fsize-after-open fsize_after_open
 case_add robust/path-symlink-dotdot symlink_dotdot
 case_add robust/symlink-made-meanwhile symlink_made_meanwhile
 case_add robust/links-unpublished links_unpublished
