@@ -19,6 +19,20 @@
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
+CKC_EXPORT ssize_t __readlink_chk(const char *path, char *buf, size_t n, size_t buflen)
+{
+	if (n > buflen)
+		__chk_fail();
+	return readlink(path, buf, n);
+}
+
+CKC_EXPORT ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf, size_t n, size_t buflen)
+{
+	if (n > buflen)
+		__chk_fail();
+	return readlinkat(dirfd, path, buf, n);
+}
+
 CKC_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
 	if (n > buflen)

@@ -1107,8 +1107,56 @@ CKC_EXPORT int chdir(const char *path)
 
 CKC_EXPORT int fchdir(int fd)
 {
+	/* a cached checkpoint's number is a placeholder of the root folder:
+	 * the kernel would go there */
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (v && !v->switched) {
+		errno = ENOTDIR;
+		return -1;
+	}
 	ckc_tag_cwd_changed();
 	return REAL(fchdir)(fd);
+}
+
+/* readlink(2) of /proc/self/fd/N (or /dev/fd/N) where N is a cached
+ * checkpoint's number names the checkpoint, as the kernel names the file
+ * behind a descriptor, not the placeholder's root folder; the length, or
+ * -1 where path is no such name. */
+static ssize_t readlink_vfd(const char *path, char *buf, size_t len)
+{
+	int n = procfd_number(path);
+	ckc_vfd_t *v = n >= 0 ? ckc_vfd_get(n) : NULL;
+	if (!v || v->switched)
+		return -1;
+	size_t k = strlen(v->path);
+	if (k > len)
+		k = len;
+	memcpy(buf, v->path, k);
+	return (ssize_t)k;
+}
+
+CKC_EXPORT ssize_t readlink(const char *path, char *buf, size_t len)
+{
+	ssize_t k = path[0] == '/' ? readlink_vfd(path, buf, len) : -1;
+	if (k >= 0)
+		return k;
+	if (!REAL(readlink)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return REAL(readlink)(path, buf, len);
+}
+
+CKC_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len)
+{
+	ssize_t k = path[0] == '/' ? readlink_vfd(path, buf, len) : -1;
+	if (k >= 0)
+		return k;
+	if (!REAL(readlinkat)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return REAL(readlinkat)(dirfd, path, buf, len);
 }
 
 /* The directory stream's descriptor is closed inside the C library. */

@@ -1080,3 +1080,56 @@ print("back", len(open(p, "rb").read()))
 '
 }
 case_add names/identity-change identity_change
+
+# A program asks the kernel what a descriptor names (readlink of
+# /proc/self/fd/N, as Python's and many tools' "which file is this" do) and
+# changes directory by number: the checkpoint's path, and ENOTDIR for
+# fchdir, as without the library (not the placeholder's root folder).
+fd_names_its_file() {
+	cat >fdname.c <<'C'
+#define _FORTIFY_SOURCE 2
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int c, char **v)
+{
+	char link[64], got[PATH_MAX], want[PATH_MAX];
+	int fd = open(v[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (c != 2 || fd < 0 || write(fd, "x\n", 2) != 2 || !getcwd(want, sizeof want - 64))
+		return 2;
+	strcat(want, "/");
+	strncat(want, v[1], 60);
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, got, sizeof got - 1);
+	got[n < 0 ? 0 : n] = '\0';
+	printf("readlink %s\n", n > 0 && !strcmp(got, want) ? "names the file" : got);
+	snprintf(link, sizeof link, "/dev/fd/%d", fd);
+	n = readlinkat(AT_FDCWD, link, got, sizeof got - 1);
+	got[n < 0 ? 0 : n] = '\0';
+	printf("readlinkat %s\n", n > 0 && !strcmp(got, want) ? "names the file" : got);
+	int r = fchdir(fd);
+	printf("fchdir %d %s\n", r, r ? strerror(errno) : "");
+	char *cwd = getcwd(got, sizeof got);
+	printf("cwd stays %s\n", cwd && strcmp(cwd, "/") ? "yes" : "no");
+	return close(fd) ? 3 : 0;
+}
+C
+	gcc -O2 -o fdname fdname.c || fail "the program did not compile"
+	mkdir -p plainrun
+	plain ./fdname plainrun/n.txt >want.txt || fail "the program without the library"
+	ck -- ./fdname ck/n.txt >got.txt || fail "the program with the library$(last_error)"
+	outputs_match want.txt got.txt
+	same plainrun/n.txt ck/n.txt "the checkpoint"
+	ck -- "$PY" -c '
+import os
+with open("ck/p.bin", "wb") as f:
+    f.write(b"y")
+    got = os.readlink("/proc/self/fd/%d" % f.fileno())
+    assert got == os.path.realpath("ck/p.bin"), got
+' || fail "Python: readlink of a checkpoint's descriptor$(last_error)"
+}
+case_add fdops/fd-names-its-file fd_names_its_file
