@@ -181,16 +181,14 @@ void ckc_dir_guarding(int dirfd, const char *path, int mode)
 	char target[PATH_MAX];
 	/* a descriptor's name (/proc/self/fd/N, /dev/fd/N): the folder it
 	 * names */
-	if (path && (!strncmp(path, "/proc/self/fd/", 14) || !strncmp(path, "/dev/fd/", 8) ||
-		     !strncmp(path, "/proc/thread-self/fd/", 21))) {
+	int n = path ? ckc_px_procfd_number(path) : -1;
+	if (n >= 0) {
 		int saved = errno;
-		ssize_t n = readlink(path, target, sizeof(target) - 1);
-		errno = saved;
-		if (n > 0 && target[0] == '/') {
-			target[n] = '\0';
+		if (ckc_fd_name(n, target, sizeof(target)) > 0) {
 			path = target;
 			dirfd = AT_FDCWD;
 		}
+		errno = saved;
 	}
 	/* a mode with every search bit, or a process that holds nothing, takes
 	 * no search permission from a cached checkpoint's folder */

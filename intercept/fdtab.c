@@ -260,15 +260,13 @@ static void vfork_claim(int fd)
 {
 	static atomic_bool said;
 	struct stat st, root;
+	uint64_t id = vfork_snap_id(fd);
+	if (!id)
+		return;
 	int saved = errno;
 	int fl = REAL(fcntl)(fd, F_GETFL);
 	if (fl < 0 || !(fl & O_PATH) || REAL(fstat)(fd, &st) != 0 || REAL(stat)("/", &root) != 0 ||
 	    st.st_dev != root.st_dev || st.st_ino != root.st_ino) {
-		errno = saved;
-		return;
-	}
-	uint64_t id = vfork_snap_id(fd);
-	if (!id) {
 		errno = saved;
 		return;
 	}

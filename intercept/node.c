@@ -792,13 +792,20 @@ bool ckc_node_ask_dir(const char *dir, int what)
 	return writing;
 }
 
+/* In a vfork child: its parent, which serves the node, or 0. */
+static pid_t vfork_parent(void)
+{
+	pid_t parent = atomic_load(&node_me);
+	return parent && ckc_in_vfork_child() && ckc_node_serving() ? parent : 0;
+}
+
 int ckc_node_claim_fd(int fd, uint64_t id)
 {
 	char path[sizeof(NODE_FD_PATH) + 48];
-	pid_t parent = atomic_load(&node_me);
+	pid_t parent = vfork_parent();
 	int got = -1, saved = errno;
 
-	if (!parent || !ckc_in_vfork_child() || !ckc_node_serving())
+	if (!parent)
 		return -ENOSYS;
 	/* the placeholder's close-on-exec flag stays with the number */
 	int fdfl = REAL(fcntl)(fd, F_GETFD);
@@ -816,8 +823,8 @@ int ckc_node_claim_fd(int fd, uint64_t id)
 
 void ckc_node_parent_hands_over(void)
 {
-	pid_t parent = atomic_load(&node_me);
-	if (!parent || !ckc_in_vfork_child() || !ckc_node_serving())
+	pid_t parent = vfork_parent();
+	if (!parent)
 		return;
 	int saved = errno;
 	int rc = node_ask_one(parent, "/", NODE_DIR_MOVE, NULL);

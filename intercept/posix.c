@@ -813,9 +813,7 @@ int ckc_open_linked(const char *canon, int flags)
 	return fd == CKC_PASS_LINKS ? CKC_PASS : fd;
 }
 
-/* The descriptor number a path of the form /proc/self/fd/N, /dev/fd/N,
- * /proc/thread-self/fd/N or /proc/PID/fd/N (this process) names, or -1. */
-static int procfd_number(const char *path)
+int ckc_px_procfd_number(const char *path)
 {
 	const char *p = NULL;
 	if (!path || path[0] != '/' || (path[1] != 'p' && path[1] != 'd'))
@@ -871,7 +869,7 @@ void ckc_px_procfd_open(const char *path)
 {
 	/* the kernel's open of that path opens the file behind the
 	 * descriptor: it must be the real one */
-	int n = procfd_number(path);
+	int n = ckc_px_procfd_number(path);
 	if (n >= 0)
 		ckc_px_fd_make_real(n, path);
 }
@@ -890,7 +888,7 @@ void ckc_px_real_opened(int fd, const char *path, const char *canon)
 	/* a descriptor open at a real file, opened again by that path, is
 	 * one more of that file */
 	if (atomic_load_explicit(&ckc_passed_n, memory_order_relaxed)) {
-		int n = procfd_number(path);
+		int n = ckc_px_procfd_number(path);
 		if (n >= 0)
 			ckc_passed_dup(n, fd);
 	}
@@ -1124,7 +1122,7 @@ CKC_EXPORT int fchdir(int fd)
  * -1 where path is no such name. */
 static ssize_t readlink_vfd(const char *path, char *buf, size_t len)
 {
-	int n = procfd_number(path);
+	int n = ckc_px_procfd_number(path);
 	ckc_vfd_t *v = n >= 0 ? ckc_vfd_get(n) : NULL;
 	if (!v || v->switched)
 		return -1;
@@ -1133,18 +1131,6 @@ static ssize_t readlink_vfd(const char *path, char *buf, size_t len)
 		k = len;
 	memcpy(buf, v->path, k);
 	return (ssize_t)k;
-}
-
-CKC_EXPORT ssize_t readlink(const char *path, char *buf, size_t len)
-{
-	ssize_t k = path[0] == '/' ? readlink_vfd(path, buf, len) : -1;
-	if (k >= 0)
-		return k;
-	if (!REAL(readlink)) {
-		errno = ENOSYS;
-		return -1;
-	}
-	return REAL(readlink)(path, buf, len);
 }
 
 CKC_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len)
@@ -1157,6 +1143,11 @@ CKC_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len
 		return -1;
 	}
 	return REAL(readlinkat)(dirfd, path, buf, len);
+}
+
+CKC_EXPORT ssize_t readlink(const char *path, char *buf, size_t len)
+{
+	return readlinkat(AT_FDCWD, path, buf, len);
 }
 
 /* The directory stream's descriptor is closed inside the C library. */

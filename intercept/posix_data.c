@@ -163,16 +163,21 @@ static int dprintf_tagged(int fd, const char *fmt, va_list ap)
 	return n;
 }
 
+CKC_EXPORT int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
+{
+	if (ckc_fd_maybe_tagged(fd))
+		return dprintf_tagged(fd, fmt, ap);
+	if (!REAL(__vdprintf_chk)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return REAL(__vdprintf_chk)(fd, flag, fmt, ap);
+}
+
+/* (glibc's vdprintf is its checking one without checks: flag 0) */
 CKC_EXPORT int vdprintf(int fd, const char *fmt, va_list ap)
 {
-	if (!ckc_fd_maybe_tagged(fd)) {
-		if (!REAL(vdprintf)) {
-			errno = ENOSYS;
-			return -1;
-		}
-		return REAL(vdprintf)(fd, fmt, ap);
-	}
-	return dprintf_tagged(fd, fmt, ap);
+	return __vdprintf_chk(fd, 0, fmt, ap);
 }
 
 CKC_EXPORT int dprintf(int fd, const char *fmt, ...)
@@ -182,18 +187,6 @@ CKC_EXPORT int dprintf(int fd, const char *fmt, ...)
 	int n = vdprintf(fd, fmt, ap);
 	va_end(ap);
 	return n;
-}
-
-CKC_EXPORT int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
-{
-	if (!ckc_fd_maybe_tagged(fd)) {
-		if (!REAL(__vdprintf_chk)) {
-			errno = ENOSYS;
-			return -1;
-		}
-		return REAL(__vdprintf_chk)(fd, flag, fmt, ap);
-	}
-	return dprintf_tagged(fd, fmt, ap);
 }
 
 CKC_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)

@@ -95,11 +95,9 @@ struct utimbuf;
 	X(mkfifoat, int, (int, const char *, mode_t))                                      \
 	X(chdir, int, (const char *))                                                      \
 	X(fchdir, int, (int))                                                              \
-	X(readlink, ssize_t, (const char *, char *, size_t))                               \
 	X(readlinkat, ssize_t, (int, const char *, char *, size_t))                        \
 	X(read, ssize_t, (int, void *, size_t))                                            \
 	X(write, ssize_t, (int, const void *, size_t))                                     \
-	X(vdprintf, int, (int, const char *, va_list))                                     \
 	X(__vdprintf_chk, int, (int, int, const char *, va_list))                          \
 	X(pread, ssize_t, (int, void *, size_t, off_t))                                    \
 	X(pread64, ssize_t, (int, void *, size_t, off_t))                                  \

@@ -786,11 +786,6 @@ C
 }
 case_add children/vfork-number-reused vfork_number_reused
 
-# outputs_match WANT GOT: the program's output with the library (GOT) is
-# the one without it (WANT), both shown on one line each where not.
-outputs_match() {
-	cmp -s "$1" "$2" || fail "with the library: $(tr '\n' ' ' <"$2"); without: $(tr '\n' ' ' <"$1")"
-}
 
 # as_unprivileged: under root (which passes every permission check), sets
 # AS_USER to the command prefix that runs a program as uid 65534 and makes
@@ -1007,10 +1002,7 @@ int main(int argc, char **argv)
 }
 C
 	gcc -O2 -o fr fr.c || fail "the freopen program did not compile"
-	mkdir -p plainrun
-	plain ./fr "$T/plainrun" >want.txt || fail "the program without the library"
-	ck -- ./fr "$T/ck" >got.txt || fail "the program with the library$(last_error)"
-	outputs_match want.txt got.txt
+	program_outputs_match ./fr "$T/plainrun" "$T/ck"
 	same plainrun/a.bin ck/a.bin "after exit, a.bin"
 	same plainrun/b.bin ck/b.bin "after exit, b.bin"
 }
@@ -1119,10 +1111,7 @@ int main(int c, char **v)
 }
 C
 	gcc -O2 -o fdname fdname.c || fail "the program did not compile"
-	mkdir -p plainrun
-	plain ./fdname plainrun/n.txt >want.txt || fail "the program without the library"
-	ck -- ./fdname ck/n.txt >got.txt || fail "the program with the library$(last_error)"
-	outputs_match want.txt got.txt
+	program_outputs_match ./fdname plainrun/n.txt ck/n.txt
 	same plainrun/n.txt ck/n.txt "the checkpoint"
 	ck -- "$PY" -c '
 import os

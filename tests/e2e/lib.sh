@@ -66,6 +66,22 @@ without:
 $want"
 }
 
+# outputs_match WANT GOT: the program's output with the library (GOT) is
+# the one without it (WANT), both shown on one line each where not.
+outputs_match() {
+	cmp -s "$1" "$2" || fail "with the library: $(tr '\n' ' ' <"$2"); without: $(tr '\n' ' ' <"$1")"
+}
+
+# program_outputs_match PROG ARG_WITHOUT ARG_WITH: PROG prints the same
+# without the library, given ARG_WITHOUT (under plainrun/), as with it
+# (ck's defaults and SLOW_US and the like from the caller), given ARG_WITH.
+program_outputs_match() {
+	mkdir -p plainrun
+	plain "$1" "$2" >want.txt || fail "the program without the library"
+	ck -- "$1" "$3" >got.txt || fail "the program with the library$(last_error)"
+	outputs_match want.txt got.txt
+}
+
 # plain CMD [ARG]...: runs CMD without the library (the sanitizer runtime,
 # if any, is not needed either).
 plain() {
