@@ -931,6 +931,12 @@ PY
 }
 case_add names/cached-permissions cached_permissions
 
+# Python lines that write three checkpoints of 2 MiB into the folder d
+# first, for the cases below whose program is given that folder.
+PY_PRE='for i in range(3):
+    with open(os.path.join(d, "pre%d.bin" % i), "wb") as f:
+        f.write(b"p" * (2 << 20))'
+
 # stat(2) of checkpoints the cache holds counts the blocks a file system of
 # 4 KiB blocks gives them, as the real files say (du, a sparse-file check):
 # sizes around a block, compared with the program run without the library.
@@ -938,9 +944,7 @@ cached_blocks() {
 	same_output "st_blocks of cached checkpoints" '
 import os, sys
 d = sys.argv[1]
-for i in range(3):
-    with open(os.path.join(d, "pre%d.bin" % i), "wb") as f:
-        f.write(b"p" * (2 << 20))
+'"$PY_PRE"'
 for n in (0, 1, 4095, 4096, 4097, (1 << 20) + 1, 3 << 20):
     p = os.path.join(d, "b%d.bin" % n)
     with open(p, "wb") as f:
@@ -1016,9 +1020,7 @@ poll_select_epoll() {
 	same_output "poll, select and epoll of checkpoint descriptors" '
 import os, select, sys
 d = sys.argv[1]
-for i in range(3):
-    with open(os.path.join(d, "pre%d.bin" % i), "wb") as f:
-        f.write(b"p" * (2 << 20))
+'"$PY_PRE"'
 f = open(os.path.join(d, "a.bin"), "wb"); f.write(b"x" * 100); f.flush()
 g = open(os.path.join(d, "pre1.bin"), "rb")
 r, w = os.pipe()
@@ -1054,9 +1056,7 @@ identity_change() {
 	same_output "a change of effective user after a checkpoint" '
 import errno, os, sys
 d = sys.argv[1]
-for i in range(3):
-    with open(os.path.join(d, "pre%d.bin" % i), "wb") as f:
-        f.write(b"p" * (2 << 20))
+'"$PY_PRE"'
 p = os.path.join(d, "secret.bin")
 fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
 os.write(fd, b"s" * 6000)
