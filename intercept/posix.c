@@ -412,6 +412,11 @@ static int install_new(int fd, ckc_handle_t *h, int flags, const char *canon, ui
 		ckc_close(h);
 		return rc && rc != -ESTALE ? rc : CKC_PASS;
 	}
+	/* a file made exclusively is one whose identity its maker may
+	 * record (a placeholder, a lock, mkstemp's): stat gives it the
+	 * inode its publication will keep */
+	if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
+		ckc_handle_keep_ident(h);
 	ckc_vfd_t *v = ckc_vfd_new(h, flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC), canon);
 	if (v)
 		v->small_t0 = small_t0;

@@ -22,7 +22,8 @@ _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "stat64 layout");
 /* What the real file says of canon (its device, inode, owner, links), or
  * what stands in for it before it is there (absent: known not there, as a
  * look just now found). */
-static void stat_base(const char *canon, const ckc_stat_t *c, struct stat *st, bool absent)
+static void stat_base(const char *canon, const ckc_handle_t *h, const ckc_stat_t *c, struct stat *st,
+		      bool absent)
 {
 	int (*rs)(const char *, struct stat *) = REAL(stat);
 	struct stat real;
@@ -31,11 +32,19 @@ static void stat_base(const char *canon, const ckc_stat_t *c, struct stat *st, b
 		*st = real;
 	} else {
 		char dir[PATH_MAX];
+		dev_t dev;
+		ino_t ino;
 		memset(st, 0, sizeof(*st));
-		if (rs && ckc_path_dirname(canon, dir, sizeof(dir)) == 0 && rs(dir, &real) == 0)
-			st->st_dev = real.st_dev;
-		/* no inode yet: a stable number derived from the path */
-		st->st_ino = (ino_t)(ckc_path_hash(canon) | 1);
+		if ((h ? ckc_handle_ident(h, &dev, &ino) : ckc_ident(canon, &dev, &ino)) == 0) {
+			/* the file its publication names: the inode holds after it */
+			st->st_dev = dev;
+			st->st_ino = ino;
+		} else {
+			if (rs && ckc_path_dirname(canon, dir, sizeof(dir)) == 0 && rs(dir, &real) == 0)
+				st->st_dev = real.st_dev;
+			/* no inode to be had: a stable number derived from the path */
+			st->st_ino = (ino_t)(ckc_path_hash(canon) | 1);
+		}
 		st->st_mode = S_IFREG | (c->mode & 07777);
 		st->st_nlink = 1;
 		st->st_uid = geteuid();
@@ -67,7 +76,7 @@ static void stat_apply(const ckc_stat_t *c, struct stat *st)
 
 static void stat_fill(const char *canon, const ckc_stat_t *c, struct stat *st)
 {
-	stat_base(canon, c, st, false);
+	stat_base(canon, NULL, c, st, false);
 	stat_apply(c, st);
 }
 
@@ -100,7 +109,7 @@ static bool stat_fd(int fd, struct stat *st)
 		/* the open's look found no real file, and none is published since */
 		bool absent = v->stat_absent && !c.at_home && c.at_home == v->stat_at_home;
 		v->stat_absent = false;
-		stat_base(v->path, &c, &v->stat_real, absent);
+		stat_base(v->path, v->h, &c, &v->stat_real, absent);
 		v->stat_known = c.complete;
 		v->stat_at_home = c.at_home;
 	}

@@ -181,6 +181,17 @@ uint64_t ckc_handle_size(const ckc_handle_t *h);
 /* Fills st for the version behind h (which may have been replaced since).
  * Returns 0. */
 int ckc_handle_stat(const ckc_handle_t *h, ckc_stat_t *st);
+/* The device and inode the real file of h's version (ckc_ident: of
+ * path's cached version) will have: where it is a new file not published
+ * yet and created exclusively (ckc_handle_keep_ident), the unnamed file
+ * in its folder that its first publication fills and names, made now if
+ * need be, so that what stat reports before the publication holds after
+ * it. 0, or -errno where there is none (the real file is there, nothing is
+ * to be published, the file was not made exclusively, or too many are
+ * held). */
+void ckc_handle_keep_ident(ckc_handle_t *h);
+int ckc_handle_ident(const ckc_handle_t *h, dev_t *dev, ino_t *ino);
+int ckc_ident(const char *path, dev_t *dev, ino_t *ino);
 
 /* What the open of a reading handle found at its real path when it checked
  * its version against that file: */

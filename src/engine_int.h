@@ -395,6 +395,16 @@ void eng_home_io_end(ckc_obj_t *o);
  * o->home_fd (lock held; dropped while the file is made, o busy at home
  * meanwhile). Returns 0 or -errno. */
 int eng_home_temp(ckc_obj_t *o);
+/* o's unnamed file of its identity (eng_ident, ckc_handle_ident), lock
+ * held: drop closes it; take hands it to a publication of o's first
+ * version that will fill and name it (false: o has none it may use);
+ * return gives back one a publication took and did not name (the lock
+ * dropped while it is emptied), or closes it. */
+void eng_id_drop(ckc_obj_t *o);
+bool eng_id_take(ckc_obj_t *o, int *fd, char **tmp);
+void eng_id_return(ckc_obj_t *o, int fd, char *tmp);
+/* The publication that took o's file ended without giving it back. */
+void eng_id_lent_end(ckc_obj_t *o);
 /* Drops every such note (the engine's stop). Lock held. */
 void eng_owed_clear(void);
 

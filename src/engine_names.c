@@ -546,6 +546,10 @@ int ckc_rename(const char *from, const char *to)
 			hook(false, o->key);
 	}
 	eng_map_remove(o);
+	/* the unnamed file of its identity is named in its folder only */
+	const char *sf = strrchr(kf, '/'), *st = strrchr(kt, '/');
+	if (sf - kf != st - kt || memcmp(kf, kt, (size_t)(sf - kf)) != 0)
+		eng_id_drop(o);
 	sys_free(o->key);
 	o->key = nk;
 	if (eng_map_insert(o) != 0) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -70,6 +71,12 @@ void eng_set_home(ckc_obj_t *o, bool home)
 	unsigned was = unpub_part(o);
 	o->at_home = home;
 	unpub_count(o, was);
+	if (home) {
+		/* the real file's own inode is what stat reports from now */
+		eng_id_drop(o);
+		o->id_known = false;
+		eng_id_lent_end(o);
+	}
 }
 
 void eng_set_base(ckc_obj_t *o, const ckc_fid_t *base)
@@ -152,6 +159,7 @@ ckc_obj_t *eng_obj_alloc(const char *key)
 	o->version = ++ckc_eng.next_version;
 	o->mode = 0644;
 	o->home_fd = -1;
+	o->id_fd = -1;
 	o->keep_fd = -1;
 	o->flush_edge = -1;
 	o->wlevel = ckc_eng.ntier - 1;
@@ -286,6 +294,7 @@ void ckc_obj_put(ckc_obj_t *o)
 		later_add(o->home_fd, NULL, NULL);
 	}
 	sys_free(o->home_tmp);
+	eng_id_drop(o);
 	sys_free(o->rescue);
 	sys_free(o->key);
 	sys_free(o);
@@ -405,19 +414,205 @@ void eng_home_io_end(ckc_obj_t *o)
 	eng_home_end(o);
 }
 
+/* ---- the identity of a real file not there yet --------------------- */
+
+/* Unnamed files held for identities at most: each is a descriptor of the
+ * process's, held until the version's first publication, so a quarter of
+ * its limit on them (64 to 4096). */
+static int id_max(void)
+{
+	static atomic_int max;
+	int m = atomic_load_explicit(&max, memory_order_relaxed);
+	if (!m) {
+		struct rlimit rl;
+		rlim_t n = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur / 4 : 256;
+		m = n < 64 ? 64 : n > 4096 ? 4096 : (int)n;
+		atomic_store_explicit(&max, m, memory_order_relaxed);
+	}
+	return m;
+}
+
+/* Whether o's first publication is still to come, names a new file and
+ * may be the one to name id_fd (lock held); a file is made for it only
+ * where o was created exclusively (id_excl). */
+static bool id_wanted(const ckc_obj_t *o)
+{
+	return !o->retired && !o->at_home && !o->handed && !o->home_live && !o->capture &&
+	       !o->rescue && o->base.known && !o->base.exists &&
+	       ckc_eng.cfg.persist != CKC_PERSIST_NEVER;
+}
+
+void eng_id_drop(ckc_obj_t *o)
+{
+	if (o->id_fd < 0)
+		return;
+	later_add(o->id_fd, o->id_tmp, NULL);
+	o->id_fd = -1;
+	o->id_tmp = NULL;
+	ckc_eng.id_held--;
+}
+
+bool eng_id_take(ckc_obj_t *o, int *fd, char **tmp)
+{
+	if (o->id_fd >= 0 && !id_wanted(o))
+		eng_id_drop(o);
+	if (o->id_fd < 0)
+		return false;
+	*fd = o->id_fd;
+	*tmp = o->id_tmp;
+	o->id_fd = -1;
+	o->id_tmp = NULL;
+	o->id_lent = true;
+	ckc_eng.id_held--;
+	return true;
+}
+
+void eng_id_lent_end(ckc_obj_t *o)
+{
+	if (!o->id_lent)
+		return;
+	o->id_lent = false;
+	eng_signal(EC_HOME);
+	/* not given back: the identity went with the file */
+	if (o->id_fd < 0 && o->home_fd < 0)
+		o->id_known = false;
+}
+
+void eng_id_return(ckc_obj_t *o, int fd, char *tmp)
+{
+	struct stat st;
+	eng_unlock();
+	/* an unnamed file, emptied: whatever a failed fill left goes */
+	bool usable = sys_fstat(fd, &st) == 0 && st.st_nlink == 0 && sys_ftruncate(fd, 0) == 0;
+	ckc_mutex_lock(&ckc_eng.lock);
+	if (usable && o->id_fd < 0 && o->home_fd < 0 && id_wanted(o) && o->id_known &&
+	    st.st_dev == o->id_dev && st.st_ino == o->id_ino) {
+		o->id_fd = fd;
+		o->id_tmp = tmp;
+		o->id_lent = false;
+		ckc_eng.id_held++;
+		eng_signal(EC_HOME);
+		return;
+	}
+	later_add(fd, tmp, NULL);
+	eng_id_lent_end(o);
+}
+
+/* Makes the unnamed file o's first publication will name (lock held;
+ * dropped while it is made). */
+static int id_make(ckc_obj_t *o)
+{
+	char *key = strdup(o->key), *tmp = NULL;
+	int fd = -1;
+	struct stat st;
+	if (!key)
+		return -ENOMEM;
+	mode_t mode = o->mode;
+	ckc_eng.id_held++; /* counted while it is made: the bound holds */
+	eng_home_io_begin(o);
+	int rc = ckc_home_temp(key, mode, &tmp, &fd);
+	if (!rc && sys_fstat(fd, &st) != 0) {
+		rc = -errno;
+		ckc_home_discard(tmp, fd);
+		sys_free(tmp);
+	}
+	eng_home_io_end(o);
+	ckc_eng.id_held--;
+	/* renamed meanwhile, published, or given a file by another thread:
+	 * this one is not needed */
+	if (!rc && (strcmp(key, o->key) != 0 || !id_wanted(o) || o->id_fd >= 0 || o->home_fd >= 0 ||
+		    o->id_lent)) {
+		later_add(fd, tmp, NULL);
+		rc = -EAGAIN;
+	} else if (!rc) {
+		o->id_fd = fd;
+		o->id_tmp = tmp;
+		o->id_known = true;
+		o->id_dev = st.st_dev;
+		o->id_ino = st.st_ino;
+		ckc_eng.id_held++;
+	}
+	sys_free(key);
+	ckc_obj_put(o);
+	return rc;
+}
+
+/* o's identity (lock held; dropped while a file is made). */
+static int eng_ident(ckc_obj_t *o, dev_t *dev, ino_t *ino)
+{
+	int rc = -EAGAIN;
+	ckc_obj_get(o); /* an unlink while the file is made frees nothing */
+	for (int tries = 0; tries < 3 && rc == -EAGAIN; tries++) {
+		if (!id_wanted(o)) {
+			rc = -ENOENT;
+		} else if (o->id_known && (o->id_fd >= 0 || o->home_fd >= 0 || o->id_lent)) {
+			*dev = o->id_dev;
+			*ino = o->id_ino;
+			rc = 0;
+		} else if (!o->id_excl || o->home_fd >= 0 || ckc_eng.id_held >= id_max()) {
+			rc = -ENOSPC;
+		} else if ((rc = id_make(o)) == 0) {
+			rc = -EAGAIN; /* read on the next turn */
+		}
+	}
+	ckc_obj_put(o);
+	return rc;
+}
+
+void ckc_handle_keep_ident(ckc_handle_t *h)
+{
+	ckc_mutex_lock(&ckc_eng.lock);
+	h->o->id_excl = true;
+	eng_unlock();
+}
+
+int ckc_handle_ident(const ckc_handle_t *h, dev_t *dev, ino_t *ino)
+{
+	ckc_mutex_lock(&ckc_eng.lock);
+	int rc = h->o->retired ? -ENOENT : eng_ident(h->o, dev, ino);
+	eng_unlock();
+	return rc;
+}
+
+int ckc_ident(const char *path, dev_t *dev, ino_t *ino)
+{
+	char key[PATH_MAX];
+	ckc_obj_t *o;
+	int rc = eng_lookup_locked(path, key, &o);
+	if (rc)
+		return rc;
+	rc = o ? eng_ident(o, dev, ino) : -ENOENT;
+	eng_unlock();
+	return rc;
+}
+
 int eng_home_temp(ckc_obj_t *o)
 {
 	char *key = strdup(o->key), *tmp = NULL;
 	mode_t mode = o->mode;
 	int fd = -1;
+	struct stat st;
 	if (!key)
 		return -ENOMEM;
+	/* the file whose inode stat reported is the one to name */
+	if (eng_id_take(o, &fd, &tmp)) {
+		o->home_tmp = tmp;
+		o->home_fd = fd;
+		sys_free(key);
+		return 0;
+	}
 	eng_home_io_begin(o);
 	int rc = ckc_home_temp(key, mode, &tmp, &fd);
+	bool known = !rc && sys_fstat(fd, &st) == 0;
 	eng_home_io_end(o);
 	if (!rc) {
 		o->home_tmp = tmp;
 		o->home_fd = fd;
+		o->id_known = known;
+		if (known) {
+			o->id_dev = st.st_dev;
+			o->id_ino = st.st_ino;
+		}
 	}
 	sys_free(key);
 	ckc_obj_put(o);

@@ -113,6 +113,16 @@ struct ckc_obj {
 	int home_fd;         /* write-through at home: the temporary file */
 	char *home_tmp;
 	bool home_live;      /* handed over at the end: home_fd is the real file */
+	bool id_excl;        /* created exclusively: stat may make id_fd */
+	int id_fd;           /* the unnamed file its first publication is to fill
+				and name, made when stat asked for the identity
+				of a real file not there yet (eng_ident), or -1 */
+	char *id_tmp;        /* ... its temporary name, where it has one */
+	bool id_lent;        /* ... taken by a publication under way (eng_id_take) */
+	bool id_known;       /* id_dev/id_ino: id_fd's, or home_fd's before it is
+				named (the inode the real file will have) */
+	dev_t id_dev;
+	ino_t id_ino;
 	bool home_dev_known; /* home_dev is the file system of its real path */
 	dev_t home_dev;
 
@@ -337,6 +347,8 @@ typedef struct ckc_engine {
 	bool prefetcher_running;
 	uint64_t prefetch_gen;  /* bumped when room may have appeared */
 	bool prefetch_wants_room; /* the last pass stopped for want of room */
+
+	int id_held;            /* objects' id_fd files open */
 
 	int trace_fd;
 	uint64_t t0_ns;

@@ -241,6 +241,10 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 
 	if (!key)
 		return -ENOMEM;
+	/* another publication has the file of its identity: it ends first,
+	 * and gives it back unless it named it */
+	while (o->id_lent)
+		eng_wait(EC_HOME);
 	rc = ckc_src_snapshot(o, level, &src);
 	uint64_t size = o->size;
 	mode_t mode = o->mode;
@@ -248,14 +252,24 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 		sys_free(key);
 		return rc;
 	}
+	/* the file whose inode stat reported, where there is one */
+	bool id = eng_id_take(o, &fd, &tmp);
 	eng_unlock();
-	rc = ckc_home_temp(key, mode, &tmp, &fd);
+	if (!id)
+		rc = ckc_home_temp(key, mode, &tmp, &fd);
 	if (!rc) {
 		rc = ckc_home_fill(fd, &src, size, edge_progress, o);
 		if (!rc && fsync_it && sys_fsync(fd) != 0)
 			rc = -errno;
-		if (rc)
+		if (rc && id) {
+			ckc_mutex_lock(&ckc_eng.lock);
+			eng_id_return(o, fd, tmp);
+			eng_unlock();
+			tmp = NULL;
+			fd = -1;
+		} else if (rc) {
 			ckc_home_discard(tmp, fd);
+		}
 	}
 	ckc_mutex_lock(&ckc_eng.lock);
 	/* another publication of this object may be committing: let it end,
@@ -308,7 +322,11 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 		}
 		eng_home_end(o); /* and the commit's */
 	}
-	if (drop_tmp) {
+	if (drop_tmp && id) {
+		/* renamed meanwhile: its next publication names it */
+		eng_id_return(o, fd, tmp);
+		tmp = NULL;
+	} else if (drop_tmp) {
 		eng_unlock();
 		ckc_home_discard(tmp, fd);
 		ckc_mutex_lock(&ckc_eng.lock);
@@ -326,6 +344,8 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 				  "it stays in the cache until the program ends",
 				  key, strerror(-r2));
 	}
+	if (id)
+		eng_id_lent_end(o);
 	ckc_mark_safe(o);
 	ckc_src_release(&src);
 	sys_free(tmp);

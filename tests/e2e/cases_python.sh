@@ -597,3 +597,63 @@ for n in sorted(os.listdir(d)):
 	done
 }
 case_add python/list-while-writing python_list_while_writing
+
+# The inode of a checkpoint created exclusively (open "x", O_EXCL,
+# mkstemp), as fstat and stat report it before its publication, is the
+# inode of its real file after it: a program that records it (GNU tar's
+# placeholders, a samefile check) finds the same file afterwards, through
+# a rename in its folder, an fsync and the close, for one file and for 300
+# at once; the numbers this process saw are those of the real files
+# without the library.
+python_inode_kept() {
+	local prog='
+import os, sys, tempfile
+d = sys.argv[1]
+for n in os.listdir(d):
+    os.unlink(os.path.join(d, n))
+p = f"{d}/a.bin"
+f = open(p, "xb")
+seen = [os.fstat(f.fileno()).st_ino]
+f.write(b"a" * 100000)
+seen.append(os.stat(p).st_ino)
+f.close()
+seen.append(os.lstat(p).st_ino)
+os.rename(p, f"{d}/b.bin")
+seen.append(os.stat(f"{d}/b.bin").st_ino)
+with open(f"{d}/b.bin", "rb+") as g:
+    os.fsync(g.fileno())
+    seen.append(os.fstat(g.fileno()).st_ino)
+print("one file:", len(set(seen)), "inode(s)")
+fd, tp = tempfile.mkstemp(dir=d, suffix=".part")
+t0 = os.fstat(fd).st_ino
+os.write(fd, b"t" * 70000)
+os.close(fd)
+os.replace(tp, f"{d}/t.bin")
+with open(f"{d}/t.bin", "rb") as g:
+    os.fsync(g.fileno())
+print("mkstemp, then a rename:", t0 == os.stat(f"{d}/t.bin").st_ino)
+inos = []
+for k in range(300):
+    with open(f"{d}/m{k:03d}.bin", "xb") as h:
+        inos.append(os.fstat(h.fileno()).st_ino)
+        h.write(bytes([k % 256]) * (k + 1))
+for k in range(300):
+    with open(f"{d}/m{k:03d}.bin", "rb") as h:
+        os.fsync(h.fileno())
+print("300 files:", sum(os.stat(f"{d}/m{k:03d}.bin").st_ino == inos[k] for k in range(300)), "kept theirs")
+with open(f"{sys.argv[1]}.inodes", "w") as out:
+    out.write(f"b.bin {seen[0]}\n")
+    out.write(f"t.bin {t0}\n")
+    for k in range(0, 300, 37):
+        out.write(f"m{k:03d}.bin {inos[k]}\n")
+'
+	same_output "inodes of new checkpoints" "$prog"
+	local name ino
+	while read -r name ino; do
+		[ "$(stat -c %i "ck/$name")" = "$ino" ] ||
+			fail "$name: the process saw inode $ino, its real file has $(stat -c %i "ck/$name")"
+		same "plainrun/$name" "ck/$name" "$name at its real path"
+	done <ck.inodes
+	[ -s ck.inodes ] || fail "the program wrote no inode list"
+}
+case_add python/inode-kept python_inode_kept

@@ -348,6 +348,33 @@ tools_tar_into() {
 		fail "tar -x: the modification time was not restored"
 }
 
+# GNU tar extracts a symbolic link whose target leaves the folder (../..)
+# as an empty placeholder file first, and replaces it with the link at the
+# end only if the placeholder's device and inode are still the ones its
+# fstat gave: the placeholder is a new checkpoint, published meanwhile. The
+# tree extracted into a tagged folder is the one extracted without the
+# library: the same links, files and bytes.
+tools_tar_delayed_links() {
+	local i
+	mkdir -p src/a/b src/x
+	echo target >src/x/t
+	ln -s ../../x/t src/a/b/l1
+	for i in $(seq 1 120); do
+		randfile "src/a/f$i" $((i * 997))
+	done
+	ln -s ../../x src/a/b/l2
+	ln -s f1 src/a/near
+	tar -C src -cf in.tar a x
+	mkdir -p plain ck/tree
+	tar -C plain -xf in.tar || fail "tar -x without the library"
+	ck -- tar -C ck/tree -xf in.tar || fail "tar -x into a tagged folder: exit status $?$(first_error '^tar: ')"
+	local want got
+	want=$(cd plain && find . -printf '%y %m %p %l\n' | sort)
+	got=$(cd ck/tree && find . -printf '%y %m %p %l\n' | sort)
+	[ "$got" = "$want" ] || fail "tar -x into a tagged folder: $(diff <(echo "$want") <(echo "$got") | grep '^[<>]' | head -4 | tr '\n' ' ')"
+	diff -r plain ck/tree >/dev/null || fail "tar -x into a tagged folder: $(diff -r plain ck/tree 2>&1 | head -1)"
+}
+
 tools_tar_out_of() {
 	make_tree tree
 	phase write
@@ -420,5 +447,6 @@ done
 case_add tools/sha256sum tools_sha256sum
 case_add tools/tar-into tools_tar_into
 case_add tools/tar-out-of tools_tar_out_of
+case_add tools/tar-delayed-links tools_tar_delayed_links
 case_add tools/bash-builtins tools_bash_builtins
 case_add tools/write-then-read tools_write_then_read
