@@ -8,7 +8,9 @@
  * or owed host memory, is served as for the plain call. */
 #include "config.h"
 
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -24,6 +26,13 @@ CKC_EXPORT ssize_t __readlink_chk(const char *path, char *buf, size_t n, size_t 
 	if (n > buflen)
 		__chk_fail();
 	return readlink(path, buf, n);
+}
+
+CKC_EXPORT char *__realpath_chk(const char *path, char *resolved, size_t resolvedlen)
+{
+	if (resolvedlen < PATH_MAX)
+		__chk_fail();
+	return realpath(path, resolved);
 }
 
 CKC_EXPORT ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf, size_t n, size_t buflen)

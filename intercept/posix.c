@@ -1155,6 +1155,42 @@ CKC_EXPORT ssize_t readlink(const char *path, char *buf, size_t len)
 	return readlinkat(AT_FDCWD, path, buf, len);
 }
 
+/* realpath(3) looks at the path with the C library's own calls: the file
+ * behind a tagged descriptor's /proc/self/fd/N is its placeholder to it,
+ * and a cached checkpoint its real path lacks is not there (ENOENT). Both
+ * are named here, as the kernel would name them. */
+CKC_EXPORT char *realpath(const char *path, char *resolved)
+{
+	char canon[PATH_MAX];
+	int saved = errno;
+	ssize_t k = path && path[0] == '/' ? readlink_vfd(path, canon, sizeof(canon) - 1) : -1;
+	if (k < 0) {
+		if (!REAL(realpath)) {
+			errno = ENOSYS;
+			return NULL;
+		}
+		char *r = REAL(realpath)(path, resolved);
+		if (r || errno != ENOENT)
+			return r;
+		if (!ckc_cached_follow(AT_FDCWD, path, canon, NULL)) {
+			/* a folder on the way that is a checkpoint: ENOTDIR */
+			(void)ckc_enoent_checked(AT_FDCWD, path, -1);
+			return NULL;
+		}
+	} else {
+		canon[k] = '\0';
+	}
+	char *r = resolved ? strcpy(resolved, canon) : strdup(canon);
+	if (r)
+		errno = saved;
+	return r;
+}
+
+CKC_EXPORT char *canonicalize_file_name(const char *path)
+{
+	return realpath(path, NULL);
+}
+
 /* The directory stream's descriptor is closed inside the C library. */
 CKC_EXPORT int closedir(DIR *d)
 {

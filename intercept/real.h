@@ -96,6 +96,7 @@ struct utimbuf;
 	X(chdir, int, (const char *))                                                      \
 	X(fchdir, int, (int))                                                              \
 	X(readlinkat, ssize_t, (int, const char *, char *, size_t))                        \
+	X(realpath, char *, (const char *, char *))                                        \
 	X(read, ssize_t, (int, void *, size_t))                                            \
 	X(write, ssize_t, (int, const void *, size_t))                                     \
 	X(__vdprintf_chk, int, (int, int, const char *, va_list))                          \

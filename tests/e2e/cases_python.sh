@@ -657,3 +657,44 @@ with open(f"{sys.argv[1]}.inodes", "w") as out:
 	[ -s ck.inodes ] || fail "the program wrote no inode list"
 }
 case_add python/inode-kept python_inode_kept
+
+# glibc's realpath(3) and canonicalize_file_name(3) look at the path with
+# the C library's own calls: of a checkpoint still open for writing, of a
+# closed one not yet published, of its descriptor's /proc/self/fd/N, and
+# by a relative path, they name the file as without the library; a missing
+# name is ENOENT either way. The bytes are the program's at the real path.
+python_realpath() {
+	local prog='
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.realpath.restype = ctypes.c_void_p
+libc.canonicalize_file_name.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+d = os.path.realpath(sys.argv[1])
+os.makedirs(d + "/sub", exist_ok=True)
+os.chdir(d)
+def rp(q, fn):
+    ctypes.set_errno(0)
+    r = fn(q.encode(), None) if fn is libc.realpath else fn(q.encode())
+    if not r:
+        return "errno %d" % ctypes.get_errno()
+    s = ctypes.string_at(r).decode()
+    libc.free(r)
+    return s.replace(d, "D")
+for fn in (libc.realpath, libc.canonicalize_file_name):
+    p = d + "/sub/a.bin"
+    f = open(p, "wb")
+    f.write(b"x" * 5000)
+    f.flush()
+    print("open:", rp(p, fn), rp("/proc/self/fd/%d" % f.fileno(), fn), rp("sub/../sub/a.bin", fn))
+    f.close()
+    print("closed:", rp(p, fn), rp("./sub/a.bin", fn), rp("sub/nope.bin", fn), rp("sub/a.bin/x", fn))
+    os.unlink(p)
+    print("removed:", rp(p, fn))
+with open(d + "/sub/kept.bin", "wb") as f:
+    f.write(b"k" * 70000)
+'
+	same_output "realpath of checkpoints" "$prog"
+	same plainrun/sub/kept.bin ck/sub/kept.bin "kept.bin at its real path"
+}
+case_add python/realpath python_realpath
