@@ -828,9 +828,11 @@ void ckc_vfd_demote_all(bool inherited_only, const char *why)
 
 int ckc_hand_over_path(const char *canon)
 {
+	int saved = errno; /* the publication's calls are not the program's */
 	ckc_enter();
 	int rc = ckc_handoff_path(canon);
 	ckc_leave();
+	errno = saved;
 	if (rc == -ENOENT)
 		return 0;
 	if (!rc)

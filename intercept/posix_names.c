@@ -14,6 +14,8 @@
 #include <linux/falloc.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "intercept.h"
@@ -272,6 +274,91 @@ CKC_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 	if ((flags & AT_SYMLINK_NOFOLLOW ? ckc_cached_at : ckc_cached_follow)(dirfd, path, canon, &st))
 		return access_cached(canon, &st, mode, (flags & AT_EACCESS) != 0);
 	return ckc_enoent_checked(dirfd, path, REAL(faccessat)(dirfd, path, mode, flags));
+}
+
+/* euidaccess and eaccess check with the C library's own calls. */
+CKC_EXPORT int euidaccess(const char *path, int mode)
+{
+	char canon[PATH_MAX];
+	ckc_stat_t st;
+	if (ckc_cached_follow(AT_FDCWD, path, canon, &st))
+		return access_cached(canon, &st, mode, true);
+	return ckc_enoent_checked(AT_FDCWD, path, REAL(euidaccess)(path, mode));
+}
+
+CKC_EXPORT int eaccess(const char *path, int mode)
+{
+	return euidaccess(path, mode);
+}
+
+/* The file system calls (statfs, statvfs, pathconf) on a checkpoint: its
+ * real path may not be there yet, and a tagged descriptor's number holds a
+ * placeholder in another file system; the checkpoint's folder answers for
+ * it, in the same file system. A path's real call answers first: the
+ * cache is asked only where it found nothing (ENOENT). */
+static bool fs_folder_of_path(const char *path, char dir[PATH_MAX])
+{
+	char canon[PATH_MAX];
+	if (errno != ENOENT)
+		return false;
+	if (ckc_cached_follow(AT_FDCWD, path, canon, NULL) && ckc_path_dirname(canon, dir, PATH_MAX) == 0)
+		return true;
+	/* a folder on the way that is a checkpoint: ENOTDIR */
+	(void)ckc_enoent_checked(AT_FDCWD, path, -1);
+	return false;
+}
+
+static bool fs_folder_of_fd(int fd, char dir[PATH_MAX])
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	return v && !v->switched && ckc_path_dirname(v->path, dir, PATH_MAX) == 0;
+}
+
+#define FS_BY_PATH(name, type)                                                   \
+	CKC_EXPORT int name(const char *path, type *buf)                         \
+	{                                                                        \
+		char dir[PATH_MAX];                                              \
+		int saved = errno;                                               \
+		int rc = REAL(name)(path, buf);                                  \
+		if (rc == 0 || !fs_folder_of_path(path, dir))                    \
+			return rc;                                               \
+		errno = saved;                                                   \
+		return REAL(name)(dir, buf);                                     \
+	}
+#define FS_BY_FD(name, by_path, type)                                            \
+	CKC_EXPORT int name(int fd, type *buf)                                   \
+	{                                                                        \
+		char dir[PATH_MAX];                                              \
+		if (fs_folder_of_fd(fd, dir))                                    \
+			return REAL(by_path)(dir, buf);                          \
+		return REAL(name)(fd, buf);                                      \
+	}
+FS_BY_PATH(statfs, struct statfs)
+FS_BY_PATH(statfs64, struct statfs64)
+FS_BY_PATH(statvfs, struct statvfs)
+FS_BY_PATH(statvfs64, struct statvfs64)
+FS_BY_FD(fstatfs, statfs, struct statfs)
+FS_BY_FD(fstatfs64, statfs64, struct statfs64)
+FS_BY_FD(fstatvfs, statvfs, struct statvfs)
+FS_BY_FD(fstatvfs64, statvfs64, struct statvfs64)
+
+CKC_EXPORT long pathconf(const char *path, int name)
+{
+	char dir[PATH_MAX];
+	int saved = errno;
+	long rc = REAL(pathconf)(path, name);
+	if (rc != -1 || !fs_folder_of_path(path, dir))
+		return rc;
+	errno = saved;
+	return REAL(pathconf)(dir, name);
+}
+
+CKC_EXPORT long fpathconf(int fd, int name)
+{
+	char dir[PATH_MAX];
+	if (fs_folder_of_fd(fd, dir))
+		return REAL(pathconf)(dir, name);
+	return REAL(fpathconf)(fd, name);
 }
 
 /* A folder's link at canon about to be replaced or removed (ln -sfn, a

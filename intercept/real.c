@@ -38,9 +38,10 @@ static void *real_stub_null(void)
 }
 
 /* Each function's name, its slot in ckc_real, and whether its stub
- * returns NULL (a FILE *) rather than -1. */
+ * returns NULL (a FILE *, DIR *, FTS *, char * or wchar_t *) rather than
+ * -1 (an int, or mmap's MAP_FAILED). */
 #define CKC_REAL_ENTRY(name, ret, args) \
-	{ #name, offsetof(ckc_real_t, name), _Generic((ret *)0, FILE **: true, default: false) },
+	{ #name, offsetof(ckc_real_t, name), _Generic((ret *)0, FILE **: true, DIR **: true, FTS **: true, char **: true, wchar_t **: true, default: false) },
 static const struct real_entry {
 	const char *name;
 	size_t off;

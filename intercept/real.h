@@ -21,6 +21,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/vfs.h>
 #include <sys/types.h>
 #include <termios.h>
 #include <sys/ioctl.h>
@@ -97,6 +99,17 @@ struct utimbuf;
 	X(fchdir, int, (int))                                                              \
 	X(readlinkat, ssize_t, (int, const char *, char *, size_t))                        \
 	X(realpath, char *, (const char *, char *))                                        \
+	X(euidaccess, int, (const char *, int))                                            \
+	X(statfs, int, (const char *, struct statfs *))                                    \
+	X(statfs64, int, (const char *, struct statfs64 *))                                \
+	X(statvfs, int, (const char *, struct statvfs *))                                  \
+	X(statvfs64, int, (const char *, struct statvfs64 *))                              \
+	X(pathconf, long, (const char *, int))                                             \
+	X(fstatfs, int, (int, struct statfs *))                                            \
+	X(fstatfs64, int, (int, struct statfs64 *))                                        \
+	X(fstatvfs, int, (int, struct statvfs *))                                          \
+	X(fstatvfs64, int, (int, struct statvfs64 *))                                      \
+	X(fpathconf, long, (int, int))                                                     \
 	X(read, ssize_t, (int, void *, size_t))                                            \
 	X(write, ssize_t, (int, const void *, size_t))                                     \
 	X(__vdprintf_chk, int, (int, int, const char *, va_list))                          \

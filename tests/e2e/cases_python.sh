@@ -698,3 +698,41 @@ with open(d + "/sub/kept.bin", "wb") as f:
 	same plainrun/sub/kept.bin ck/sub/kept.bin "kept.bin at its real path"
 }
 case_add python/realpath python_realpath
+
+# The calls about a file's file system (statvfs, fstatvfs, pathconf,
+# fpathconf) and the C library's euidaccess/eaccess, which look with the C
+# library's own calls: on a checkpoint still open for writing (its
+# descriptor a placeholder of the library's), and on a closed one not yet
+# published, they answer as without the library; truncate of a cached
+# checkpoint, which publishes it first, leaves errno alone.
+python_fs_calls() {
+	local prog='
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+d = sys.argv[1]
+def fs(v):
+    return (v.f_bsize, v.f_fsid, v.f_namemax, v.f_flag)
+here = fs(os.statvfs(d))
+p = d + "/a.bin"
+f = open(p, "wb")
+f.write(b"x" * 100000)
+f.flush()
+print("open: statvfs", fs(os.statvfs(p)) == here, "fstatvfs", fs(os.fstatvfs(f.fileno())) == here,
+      "pathconf", os.pathconf(p, "PC_NAME_MAX"), "fpathconf", os.fpathconf(f.fileno(), "PC_NAME_MAX"))
+f.close()
+print("closed: statvfs", fs(os.statvfs(p)) == here, "pathconf", os.pathconf(p, "PC_NAME_MAX"))
+for name in ("euidaccess", "eaccess"):
+    fn = getattr(libc, name)
+    print(name, fn(p.encode(), os.R_OK | os.W_OK), fn((d + "/nope.bin").encode(), os.F_OK), ctypes.get_errno())
+for q in (d + "/nope.bin", p + "/x"):
+    try:
+        os.statvfs(q)
+    except OSError as e:
+        print("statvfs", os.path.basename(q), e.errno)
+ctypes.set_errno(0)
+print("truncate", libc.truncate(p.encode(), ctypes.c_long(70000)), "errno", ctypes.get_errno(), os.stat(p).st_size)
+'
+	same_output "file-system calls on checkpoints" "$prog"
+	same plainrun/a.bin ck/a.bin "a.bin at its real path"
+}
+case_add python/fs-calls python_fs_calls
