@@ -144,8 +144,36 @@ static int path_walk(const char *path, const char *base, bool base_canon, char *
 	return 0;
 }
 
+/* path is absolute, with no "." or ".." component and no repeated or
+ * trailing '/': canonical as it is (*len: its length). */
+static bool path_plain(const char *path, size_t *len)
+{
+	if (path[0] != '/')
+		return false;
+	for (const char *q = path;;) { /* q: a '/' */
+		const char *c = q + 1;
+		if (*c == '/' || (!*c && q != path))
+			return false;
+		if (c[0] == '.' && (!c[1] || c[1] == '/' || (c[1] == '.' && (!c[2] || c[2] == '/'))))
+			return false;
+		const char *e = strchr(c, '/');
+		if (!e) {
+			*len = (size_t)(c - path) + strlen(c);
+			return true;
+		}
+		q = e;
+	}
+}
+
 int ckc_path_resolve(const char *path, const char *base, char *out, size_t outlen)
 {
+	size_t n;
+	if (path && path_plain(path, &n)) {
+		if (n + 1 > outlen)
+			return -ENAMETOOLONG;
+		memcpy(out, path, n + 1);
+		return 0;
+	}
 	int links = 0;
 	return path_walk(path, base, false, out, outlen, &links);
 }

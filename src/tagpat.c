@@ -24,7 +24,32 @@ typedef struct tag_pat {
 	const char *last; /* glob's last component; NULL: any name may match */
 	char **comp;     /* glob's components (NULL-terminated); NULL: split unsure */
 	char *compbuf;   /* the strings comp points into */
+	/* where what follows the literal prefix is one '*' and literal bytes
+	 * ("/run/ckpt_*.bin"): those bytes (a match is a name of the prefix's
+	 * folder that ends with them), else NULL */
+	const char *tail;
+	size_t tail_len;
+	/* the same of the last component ("*.bin"), else NULL */
+	const char *last_tail;
+	size_t last_tail_len;
 } tag_pat_t;
+
+/* pat is '*' followed by literal bytes with no '/': those bytes, else NULL. */
+static const char *star_tail(const char *pat, size_t *len)
+{
+	if (pat[0] != '*' || strpbrk(pat + 1, "*?[\\/"))
+		return NULL;
+	*len = strlen(pat + 1);
+	return pat + 1;
+}
+
+/* s (of n bytes) ends with tail and holds no '/' (pathname) before it:
+ * what "*tail" matches. */
+static bool tail_match(const char *s, size_t n, const char *tail, size_t tail_len, bool pathname)
+{
+	return n >= tail_len && memcmp(s + n - tail_len, tail, tail_len) == 0 &&
+	       (!pathname || !memchr(s, '/', n - tail_len));
+}
 
 static tag_pat_t *tag_pats;
 static int tag_npats;
@@ -114,6 +139,8 @@ static int tag_add(const char *raw, long rank)
 		if (!subtree)
 			t->last = strrchr(t->glob, '/') + 1;
 	}
+	t->tail = star_tail(t->glob + t->lit, &t->tail_len);
+	t->last_tail = t->last ? star_tail(t->last, &t->last_tail_len) : NULL;
 	tag_any_name |= !t->last;
 	tag_npats++;
 	return 0;
@@ -136,11 +163,21 @@ bool ckc_tag_name_may_match(const char *path)
 	size_t len = end - start;
 	if (len == 0 || len > NAME_MAX || (path[start] == '.' && (len == 1 || (len == 2 && path[start + 1] == '.'))))
 		return true;
-	memcpy(name, path + start, len);
-	name[len] = '\0';
-	for (int i = 0; i < tag_npats; i++)
-		if (ckc_glob_match(tag_pats[i].last, name, false))
+	name[0] = '\0';
+	for (int i = 0; i < tag_npats; i++) {
+		const tag_pat_t *t = &tag_pats[i];
+		if (t->last_tail) {
+			if (tail_match(path + start, len, t->last_tail, t->last_tail_len, false))
+				return true;
+			continue;
+		}
+		if (!name[0]) {
+			memcpy(name, path + start, len);
+			name[len] = '\0';
+		}
+		if (ckc_glob_match(t->last, name, false))
 			return true;
+	}
 	return false;
 }
 
@@ -245,7 +282,9 @@ bool ckc_tag_match(const char *canon)
 			}
 			continue;
 		}
-		if (ckc_glob_match(t->glob, canon, true))
+		/* the prefix matched: the rest of the pattern against the rest */
+		if (t->tail ? tail_match(canon + t->lit, strlen(canon + t->lit), t->tail, t->tail_len, true)
+			    : ckc_glob_match(t->glob + t->lit, canon + t->lit, true))
 			return true;
 	}
 	return false;

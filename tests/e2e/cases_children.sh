@@ -1122,3 +1122,59 @@ with open("ck/p.bin", "wb") as f:
 ' || fail "Python: readlink of a checkpoint's descriptor$(last_error)"
 }
 case_add fdops/fd-names-its-file fd_names_its_file
+
+# One process keeps a published checkpoint open for appending while
+# another saves a new version atomically (writes f.tmp, renames it over f):
+# without the library the rename replaces the name at once and the appender
+# writes to the replaced file; with it the new version, published after the
+# append (each publication's open waits 200 ms), must still replace the
+# file, not be taken for older than it (a rescue file and an error), ten
+# times over.
+rename_over_appender() {
+	cat >orch.py <<'PY'
+import os, subprocess, sys
+d = sys.argv[1]
+prog = r"""
+import os, sys
+p = sys.argv[1]
+fd = None
+for line in sys.stdin:
+    c = line.split()
+    if c[0] == "open":
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | int(c[1]), 0o644)
+    elif c[0] == "write":
+        os.write(fd, c[1].encode())
+    elif c[0] == "close":
+        os.close(fd)
+    elif c[0] == "replace":
+        with open(p + ".tmp", "wb") as f:
+            f.write(c[1].encode())
+        os.replace(p + ".tmp", p)
+    print("ok", flush=True)
+"""
+for k in range(10):
+    p = f"{d}/f{k}"
+    procs = [subprocess.Popen([sys.executable, "-c", prog, p], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    for who, step in ((0, f"open {os.O_TRUNC}"), (0, "write aaa"), (0, "close"), (0, f"open {os.O_APPEND}"),
+                      (1, "replace NEW"), (0, "write bbb"), (0, "close")):
+        procs[who].stdin.write(step + "\n")
+        procs[who].stdin.flush()
+        procs[who].stdout.readline()
+    for q in procs:
+        q.stdin.close()
+        q.wait()
+PY
+	mkdir -p plainrun
+	plain "$PY" orch.py "$T/plainrun" || fail "the program without the library"
+	SLOW_US=200000 ck SLOWFS_OPS=open -- "$PY" orch.py "$T/ck" || fail "the program with the library$(last_error)"
+	local k
+	for k in 0 1 2 3 4 5 6 7 8 9; do
+		[ "$(cat "plainrun/f$k")" = NEW ] || fail "without the library f$k holds '$(cat "plainrun/f$k")'"
+		[ "$(cat "ck/f$k")" = NEW ] || fail "f$k holds '$(cat "ck/f$k")', not the version renamed over it$(first_error 'ckptcache: error')"
+	done
+	if grep -aq 'ckptcache: error' "$T/.log"; then
+		fail "the library reported an error$(first_error 'ckptcache: error')"
+	fi
+}
+case_add children/rename-over-appender rename_over_appender

@@ -304,6 +304,55 @@ Test(tag, glob_match_agrees_with_fnmatch_in_a_multibyte_locale)
 	setlocale(LC_ALL, "C");
 }
 
+Test(tag, prefix_and_tail_patterns_agree_with_fnmatch)
+{
+	/* patterns whose rest after the literal prefix is '*' and literal
+	 * bytes ("/r/ckpt_*.bin") are matched by their prefix and their end;
+	 * every pattern, of that form or not, tags what fnmatch(FNM_PATHNAME)
+	 * matches of canonical paths, and the quick look at the last name
+	 * never says no to one of them */
+	const char *pp[] = { "a", "b", ".", "/", "*", "x", "?" };
+	const char *sp[] = { "a", "b", ".", "x", "/", "ab" };
+	unsigned seed = 777;
+	char rest[64], pat[80], s[64], path[80];
+	int matched = 0, tails = 0;
+	for (int i = 0; i < 20000; i++) {
+		rand_text(rest, 1 + (int)(rand_r(&seed) % 4), pp, i % 3 ? 6 : 7, &seed);
+		/* one pattern in two is the prefix, '*', then literal bytes */
+		if (i % 2) {
+			rest[0] = '*';
+			for (char *c = rest + 1; *c; c++)
+				if (*c == '*' || *c == '?' || *c == '/')
+					*c = 'x';
+			tails++;
+		}
+		snprintf(pat, sizeof(pat), "/d/p%s", rest);
+		if (pat[strlen(pat) - 1] == '/' || strstr(pat, "//") || strstr(pat, "/./") || strstr(pat, "/../") ||
+		    !strcmp(pat + strlen(pat) - 2, "/.") || !strcmp(pat + strlen(pat) - 3, "/.."))
+			continue; /* not canonical: the loader canonicalises it first */
+		if (strlen(pat) >= 3 && !strcmp(pat + strlen(pat) - 3, "/**"))
+			continue; /* a subtree (tag.subtree) */
+		ckc_tag_free();
+		load(pat, 0);
+		for (int k = 0; k < 20; k++) {
+			rand_text(s, (int)(rand_r(&seed) % 6), sp, 6, &seed);
+			snprintf(path, sizeof(path), "/d/p%s", s);
+			char canon[PATH_MAX];
+			if (ckc_path_canon(path, "/", canon, sizeof(canon)) != 0 || strcmp(canon, path))
+				continue;
+			bool want = fnmatch(pat, path, FNM_PATHNAME) == 0;
+			cr_assert_eq(ckc_tag_match(path), want, "pattern \"%s\", \"%s\": %d, fnmatch %d", pat, path,
+				     !want, want);
+			if (want)
+				cr_assert(ckc_tag_name_may_match(path), "pattern \"%s\": the name of \"%s\"", pat, path);
+			matched += want;
+		}
+	}
+	ckc_tag_free();
+	cr_assert_gt(matched, 500, "too few matches to say anything");
+	cr_assert_gt(tails, 5000);
+}
+
 /* The kept path of a folder's descriptor and of the working directory (a
  * walker's reads of each name, which go to the real files whatever the
  * path): only such a lookup keeps or uses one; a number closed or replaced
