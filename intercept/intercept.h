@@ -244,6 +244,10 @@ bool ckc_spelling_held(const char *canon, char target[PATH_MAX]);
  * link) go to the real file first, so that the versions land in the order
  * they were written. */
 void ckc_alias_write(const char *canon, bool replacing);
+/* canon (a tagged path) leads through its folder's symbolic links to a
+ * path no pattern tags: what the program later reads there, by that path,
+ * goes to the real file, so a write there is not cached either. */
+bool ckc_spelt_untagged(const char *canon);
 /* Whether the folder of canon has a default ACL (a new file there takes
  * its mode and ACL from it, not from the umask: the real open makes it). */
 bool ckc_folder_default_acl(const char *canon);

@@ -678,6 +678,13 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 		char dir[PATH_MAX];
 		if (!exists && !(flags & O_CREAT))
 			return -ENOENT;
+		/* through a folder's link to a folder no pattern tags: the
+		 * file is read there by its untagged path, from the real file */
+		if (ckc_spelt_untagged(canon)) {
+			if (cached)
+				(void)ckc_hand_over_path(canon);
+			return CKC_PASS;
+		}
 		/* the cache publishes a version by a rename in its folder, as a
 		 * new file of this process: where the real open would write
 		 * the file in place or refuse it, it does (a folder the process

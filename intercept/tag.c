@@ -467,6 +467,12 @@ static bool link_real(const char *canon, char real[PATH_MAX])
 	return snprintf(real, PATH_MAX, "%s/%s", rdir, base) < PATH_MAX;
 }
 
+bool ckc_spelt_untagged(const char *canon)
+{
+	char real[PATH_MAX];
+	return link_real(canon, real) && !ckc_tag_match(real);
+}
+
 void ckc_alias_write(const char *canon, bool replacing)
 {
 	char real[PATH_MAX], *other[ALIAS_SAME], *moved = NULL;

@@ -736,3 +736,30 @@ print("truncate", libc.truncate(p.encode(), ctypes.c_long(70000)), "errno", ctyp
 	same plainrun/a.bin ck/a.bin "a.bin at its real path"
 }
 case_add python/fs-calls python_fs_calls
+
+# A tagged folder's symbolic link to a folder no pattern tags: files
+# written through the link are read back by their untagged real path in
+# the same process (listed, opened, stat'ed) right away, and through the
+# link too, as without the library.
+python_link_to_untagged() {
+	local prog='
+import os, sys
+d = sys.argv[1]
+out = os.path.join(os.path.dirname(d), "outside_" + os.path.basename(d))
+os.makedirs(out, exist_ok=True)
+os.symlink(out, d + "/toplain")
+for i in range(5):
+    with open(d + "/toplain/f%d" % i, "wb") as f:
+        f.write(bytes([65 + i]) * (1000 + i))
+    with open(out + "/f%d" % i, "rb") as f:
+        print(i, len(f.read()), os.stat(out + "/f%d" % i).st_size)
+print(sorted(os.listdir(out)))
+print([len(open(d + "/toplain/f%d" % i, "rb").read()) for i in range(5)])
+'
+	same_output "writes through a link to an untagged folder" "$prog"
+	local i
+	for i in 0 1 2 3 4; do
+		same "outside_plainrun/f$i" "outside_ck/f$i" "f$i in the untagged folder"
+	done
+}
+case_add names/link-to-untagged python_link_to_untagged
