@@ -149,6 +149,8 @@ ssize_t ckc_fd_name(int fd, char *out, size_t len)
 	return n;
 }
 
+_Atomic uint8_t *ckc_fdtab_dirv;
+
 void *ckc_zeroed(size_t bytes)
 {
 	/* pages of their own, untouched (and unbacked) until used: calloc
@@ -172,12 +174,28 @@ int ckc_fdtab_init(void)
 	}
 	if (cap > (1u << 20))
 		cap = 1u << 20;
-	ckc_vfd_tab = ckc_zeroed(cap * sizeof(*ckc_vfd_tab));
-	if (!ckc_vfd_tab)
+	/* the tables by number, and the folder answers' (tag.c), in one
+	 * mapping: one system call and one mapping at start, each table on
+	 * pages of its own */
+	const size_t page = 4096;
+	size_t sz[5] = { cap * sizeof(*ckc_vfd_tab), cap * sizeof(*ckc_small_t0), cap * sizeof(*ckc_vfd_seen),
+			 (cap + 63) / 64 * sizeof(*fd_mine), cap * sizeof(*ckc_tag_dirv) };
+	size_t total = 0;
+	for (int i = 0; i < 5; i++)
+		total += (sz[i] + page - 1) / page * page;
+	char *m = ckc_zeroed(total);
+	if (!m)
 		return -ENOMEM;
-	ckc_small_t0 = ckc_zeroed(cap * sizeof(*ckc_small_t0));
-	ckc_vfd_seen = ckc_zeroed(cap * sizeof(*ckc_vfd_seen));
-	fd_mine = ckc_zeroed((cap + 63) / 64 * sizeof(*fd_mine));
+	void *part[5];
+	for (int i = 0; i < 5; i++) {
+		part[i] = m;
+		m += (sz[i] + page - 1) / page * page;
+	}
+	ckc_small_t0 = part[1];
+	ckc_vfd_seen = part[2];
+	fd_mine = part[3];
+	ckc_fdtab_dirv = part[4];
+	ckc_vfd_tab = part[0];
 	ckc_vfd_cap = cap;
 	return 0;
 }

@@ -122,6 +122,8 @@ void ckc_tag_free(void);
 
 /* The directory descriptors below which nothing can be tagged (tag.c). */
 extern _Atomic uint8_t *ckc_tag_dirv;
+/* Its pages, mapped with the descriptor tables (ckc_fdtab_init). */
+extern _Atomic uint8_t *ckc_fdtab_dirv;
 extern size_t ckc_tag_dirv_cap;
 /* One past the highest number whose mark was ever set: a bulk close looks
  * no further (a close_range(3, ~0) in every child of a spawn walked the

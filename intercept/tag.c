@@ -171,7 +171,7 @@ int ckc_tag_load(const char *paths, long rank)
 	/* as many numbers as the descriptor table (its pages stay unbacked
 	 * until used) */
 	if (n && !ckc_tag_dirv && ckc_vfd_cap) {
-		ckc_tag_dirv = ckc_zeroed(ckc_vfd_cap * sizeof(*ckc_tag_dirv));
+		ckc_tag_dirv = ckc_fdtab_dirv ? ckc_fdtab_dirv : ckc_zeroed(ckc_vfd_cap * sizeof(*ckc_tag_dirv));
 		ckc_tag_dirv_cap = ckc_tag_dirv ? ckc_vfd_cap : 0;
 	}
 	return n;
