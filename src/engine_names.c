@@ -575,7 +575,6 @@ int ckc_rename(const char *from, const char *to)
 	/* what the new name holds now is what this version replaces */
 	ckc_fid_t base;
 	ckc_fid_take(kt, &base);
-	base.by_rename = !at_home;
 	ckc_mutex_lock(&ckc_eng.lock);
 	eng_set_base(o, &base);
 	if (rc) {

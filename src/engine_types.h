@@ -63,9 +63,6 @@ typedef struct ckc_obj ckc_obj_t;
 typedef struct ckc_fid {
 	bool known;          /* false: nothing recorded (no check) */
 	bool exists;
-	bool by_rename;      /* recorded as the program's rename put a version
-				over it: a change in place of that file since went,
-				without the library, to the file the rename replaced */
 	dev_t dev;
 	ino_t ino;
 	off_t size;

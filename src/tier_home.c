@@ -554,11 +554,6 @@ bool ckc_fid_changed(const ckc_fid_t *base, const char *path)
 	if (!base->known)
 		return false;
 	ckc_fid_take(path, &now);
-	/* the file a rename replaced, written in place since (an appender
-	 * that kept it open): that file was no longer at the name */
-	if (base->by_rename && base->exists && now.known && now.exists && now.dev == base->dev &&
-	    now.ino == base->ino)
-		return false;
 	/* a file removed since is not overwritten by publishing */
 	return now.known && now.exists && !ckc_fid_same(base, &now);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "intercept.h"
+#include "path.h"
 
 atomic_bool ckc_icpt_on;
 /* no vfork here (spawn.c is not linked) */
