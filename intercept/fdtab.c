@@ -223,6 +223,7 @@ ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path)
 	int seen = ckc_handle_seen(h, &v->stat_real, &v->stat_at_home);
 	v->stat_known = seen == CKC_SEEN_FILE;
 	v->stat_absent = seen == CKC_SEEN_ABSENT;
+	v->id_known = false;
 	memcpy(v->path, path, n);
 	return v;
 }

@@ -393,6 +393,10 @@ typedef struct ckc_vfd {
 	 * version while the real path holds it or does not, as then */
 	bool stat_known, stat_at_home;
 	bool stat_absent;     /* the open found no real file (not yet published) */
+	bool id_known;        /* id_dev/id_ino: what fstat reported of the file its
+				 publication is to name (an unlink after keeps it) */
+	dev_t id_dev;
+	ino_t id_ino;
 	struct stat stat_real;
 	/* a small checkpoint the model sent to the cache as a sample: when
 	 * the program's open began (0: not one) */

@@ -1180,7 +1180,20 @@ CKC_EXPORT char *realpath(const char *path, char *resolved)
 		if (r || errno != ENOENT)
 			return r;
 		if (!ckc_cached_follow(AT_FDCWD, path, canon, NULL)) {
-			/* a folder on the way that is a checkpoint: ENOTDIR */
+			/* a folder on the way that is a checkpoint, the last
+			 * name one followed by a '/' included: ENOTDIR */
+			size_t n = strlen(path);
+			while (n > 1 && path[n - 1] == '/')
+				n--;
+			if (n < strlen(path) && n < sizeof(canon)) {
+				memcpy(canon, path, n);
+				canon[n] = '\0';
+				char held[PATH_MAX];
+				if (ckc_cached_follow(AT_FDCWD, canon, held, NULL)) {
+					errno = ENOTDIR;
+					return NULL;
+				}
+			}
 			(void)ckc_enoent_checked(AT_FDCWD, path, -1);
 			return NULL;
 		}

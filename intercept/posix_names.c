@@ -258,10 +258,30 @@ static int access_cached(const char *canon, const ckc_stat_t *st, int mode, bool
 	return 0;
 }
 
+/* /proc/self/fd/N or /dev/fd/N of a cached checkpoint's descriptor (the
+ * kernel would judge the file behind it, not the library's placeholder):
+ * true, and *rc the answer. */
+static bool access_vfd(const char *path, int mode, bool effective, int *rc)
+{
+	int n = path && path[0] == '/' ? ckc_px_procfd_number(path) : -1;
+	ckc_vfd_t *v = n >= 0 ? ckc_vfd_get(n) : NULL;
+	if (!v || v->switched)
+		return false;
+	ckc_stat_t st;
+	ckc_enter();
+	ckc_handle_stat(v->h, &st);
+	ckc_leave();
+	*rc = access_cached(v->path, &st, mode, effective);
+	return true;
+}
+
 CKC_EXPORT int access(const char *path, int mode)
 {
 	char canon[PATH_MAX];
 	ckc_stat_t st;
+	int rc;
+	if (access_vfd(path, mode, false, &rc))
+		return rc;
 	if (ckc_cached_follow(AT_FDCWD, path, canon, &st))
 		return access_cached(canon, &st, mode, false);
 	return ckc_enoent_checked(AT_FDCWD, path, REAL(access)(path, mode));
@@ -271,6 +291,9 @@ CKC_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 {
 	char canon[PATH_MAX];
 	ckc_stat_t st;
+	int rc;
+	if (!(flags & AT_SYMLINK_NOFOLLOW) && access_vfd(path, mode, (flags & AT_EACCESS) != 0, &rc))
+		return rc;
 	if ((flags & AT_SYMLINK_NOFOLLOW ? ckc_cached_at : ckc_cached_follow)(dirfd, path, canon, &st))
 		return access_cached(canon, &st, mode, (flags & AT_EACCESS) != 0);
 	return ckc_enoent_checked(dirfd, path, REAL(faccessat)(dirfd, path, mode, flags));
@@ -281,6 +304,9 @@ CKC_EXPORT int euidaccess(const char *path, int mode)
 {
 	char canon[PATH_MAX];
 	ckc_stat_t st;
+	int rc;
+	if (access_vfd(path, mode, true, &rc))
+		return rc;
 	if (ckc_cached_follow(AT_FDCWD, path, canon, &st))
 		return access_cached(canon, &st, mode, true);
 	return ckc_enoent_checked(AT_FDCWD, path, REAL(euidaccess)(path, mode));
@@ -571,7 +597,10 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 		ckc_enter();
 		bool dest_cached = tt && ckc_stat(ct, &st) == 0;
 		int rc = 0;
-		if (cached && tt && !(flags & RENAME_EXCHANGE)) {
+		/* into a folder no pattern tags, through a folder's link: the
+		 * real files take over (below), as for a write's open there */
+		bool dest_untagged = cached && tt && ckc_spelt_untagged(ct);
+		if (cached && tt && !dest_untagged && !(flags & RENAME_EXCHANGE)) {
 			struct stat rst;
 			bool dest_real = !dest_cached && ckc_px_real_stat_path(ct, &rst) == 0;
 			if ((flags & RENAME_NOREPLACE) && (dest_cached || dest_real))

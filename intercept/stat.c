@@ -21,10 +21,13 @@ _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "stat64 layout");
 
 /* What the real file says of canon (its device, inode, owner, links), or
  * what stands in for it before it is there (absent: known not there, as a
- * look just now found). */
-static void stat_base(const char *canon, const ckc_handle_t *h, const ckc_stat_t *c, struct stat *st,
-		      bool absent)
+ * look just now found). Returns STAT_REAL, STAT_IDENT (the file its
+ * publication is to name) or STAT_MADE (a number derived from the path). */
+enum { STAT_REAL, STAT_IDENT, STAT_MADE };
+static int stat_base(const char *canon, const ckc_handle_t *h, const ckc_stat_t *c, struct stat *st,
+		     bool absent)
 {
+	int how = STAT_REAL;
 	int (*rs)(const char *, struct stat *) = REAL(stat);
 	struct stat real;
 
@@ -35,11 +38,17 @@ static void stat_base(const char *canon, const ckc_handle_t *h, const ckc_stat_t
 		dev_t dev;
 		ino_t ino;
 		memset(st, 0, sizeof(*st));
-		if ((h ? ckc_handle_ident(h, &dev, &ino) : ckc_ident(canon, &dev, &ino)) == 0) {
+		int id = h ? ckc_handle_ident(h, &dev, &ino) : ckc_ident(canon, &dev, &ino);
+		if (id == -EEXIST && rs && rs(canon, &real) == 0 && S_ISREG(real.st_mode)) {
+			*st = real; /* published meanwhile */
+			return STAT_REAL;
+		} else if (id == 0) {
 			/* the file its publication names: the inode holds after it */
 			st->st_dev = dev;
 			st->st_ino = ino;
+			how = STAT_IDENT;
 		} else {
+			how = STAT_MADE;
 			if (rs && ckc_path_dirname(canon, dir, sizeof(dir)) == 0 && rs(dir, &real) == 0)
 				st->st_dev = real.st_dev;
 			/* no inode to be had: a stable number derived from the path */
@@ -52,6 +61,7 @@ static void stat_base(const char *canon, const ckc_handle_t *h, const ckc_stat_t
 		st->st_blksize = 4096;
 		st->st_atim = c->mtime;
 	}
+	return how;
 }
 
 /* The cache's version over it: size, mode, owner and times. */
@@ -109,7 +119,16 @@ static bool stat_fd(int fd, struct stat *st)
 		/* the open's look found no real file, and none is published since */
 		bool absent = v->stat_absent && !c.at_home && c.at_home == v->stat_at_home;
 		v->stat_absent = false;
-		stat_base(v->path, v->h, &c, &v->stat_real, absent);
+		int how = stat_base(v->path, v->h, &c, &v->stat_real, absent);
+		if (how == STAT_IDENT) {
+			v->id_known = true;
+			v->id_dev = v->stat_real.st_dev;
+			v->id_ino = v->stat_real.st_ino;
+		} else if (how == STAT_MADE && v->id_known) {
+			/* unlinked since (or replaced): still the file it was */
+			v->stat_real.st_dev = v->id_dev;
+			v->stat_real.st_ino = v->id_ino;
+		}
 		v->stat_known = c.complete;
 		v->stat_at_home = c.at_home;
 	}

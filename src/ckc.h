@@ -188,7 +188,8 @@ int ckc_handle_stat(const ckc_handle_t *h, ckc_stat_t *st);
  * need be, so that what stat reports before the publication holds after
  * it. 0, or -errno where there is none (the real file is there, nothing is
  * to be published, the file was not made exclusively, or too many are
- * held). */
+ * held); -EEXIST where its publication, under way, made the real file
+ * meanwhile (whose inode is the answer). */
 void ckc_handle_keep_ident(ckc_handle_t *h);
 int ckc_handle_ident(const ckc_handle_t *h, dev_t *dev, ino_t *ino);
 int ckc_ident(const char *path, dev_t *dev, ino_t *ino);

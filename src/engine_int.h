@@ -403,6 +403,18 @@ int eng_home_temp(ckc_obj_t *o);
 void eng_id_drop(ckc_obj_t *o);
 bool eng_id_take(ckc_obj_t *o, int *fd, char **tmp);
 void eng_id_return(ckc_obj_t *o, int fd, char *tmp);
+/* A version replaced by another before its publication (a rewrite of
+ * it) gives the next its file: detach takes it from the old one (id->fd
+ * -1 where it has none), attach gives it to the new one (or closes it
+ * where that is NULL). Lock held. */
+typedef struct eng_id {
+	int fd;
+	char *tmp;
+	dev_t dev;
+	ino_t ino;
+} eng_id_t;
+void eng_id_detach(ckc_obj_t *from, eng_id_t *id);
+void eng_id_attach(ckc_obj_t *to, eng_id_t *id);
 /* The publication that took o's file ended without giving it back. */
 void eng_id_lent_end(ckc_obj_t *o);
 /* Drops every such note (the engine's stop). Lock held. */

@@ -467,6 +467,38 @@ bool eng_id_take(ckc_obj_t *o, int *fd, char **tmp)
 	return true;
 }
 
+void eng_id_detach(ckc_obj_t *from, eng_id_t *id)
+{
+	id->fd = -1;
+	if (from->id_fd < 0 || from->at_home)
+		return;
+	id->fd = from->id_fd;
+	id->tmp = from->id_tmp;
+	id->dev = from->id_dev;
+	id->ino = from->id_ino;
+	from->id_fd = -1;
+	from->id_tmp = NULL;
+	from->id_known = false;
+	ckc_eng.id_held--;
+}
+
+void eng_id_attach(ckc_obj_t *to, eng_id_t *id)
+{
+	if (id->fd < 0)
+		return;
+	if (!to || to->id_fd >= 0) {
+		later_add(id->fd, id->tmp, NULL);
+		return;
+	}
+	to->id_fd = id->fd;
+	to->id_tmp = id->tmp;
+	to->id_known = true;
+	to->id_dev = id->dev;
+	to->id_ino = id->ino;
+	to->id_excl = true;
+	ckc_eng.id_held++;
+}
+
 void eng_id_lent_end(ckc_obj_t *o)
 {
 	if (!o->id_lent)
@@ -543,7 +575,14 @@ static int eng_ident(ckc_obj_t *o, dev_t *dev, ino_t *ino)
 	int rc = -EAGAIN;
 	ckc_obj_get(o); /* an unlink while the file is made frees nothing */
 	for (int tries = 0; tries < 3 && rc == -EAGAIN; tries++) {
-		if (!id_wanted(o)) {
+		/* a publication filling a file of its own: the real file it
+		 * makes is the answer (its inode the only one to report) */
+		uint64_t until = ckc_now_ns() + 10000000000ull;
+		while (o->id_excl && o->pub_own_temp && !o->retired && ckc_now_ns() < until)
+			eng_wait_ns(EC_HOME, 100000000);
+		if (o->at_home && !o->retired) {
+			rc = -EEXIST;
+		} else if (!id_wanted(o)) {
 			rc = -ENOENT;
 		} else if (o->id_known && (o->id_fd >= 0 || o->home_fd >= 0 || o->id_lent)) {
 			*dev = o->id_dev;

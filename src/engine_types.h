@@ -119,6 +119,7 @@ struct ckc_obj {
 				of a real file not there yet (eng_ident), or -1 */
 	char *id_tmp;        /* ... its temporary name, where it has one */
 	bool id_lent;        /* ... taken by a publication under way (eng_id_take) */
+	bool pub_own_temp;   /* a publication under way fills a file of its own */
 	bool id_known;       /* id_dev/id_ino: id_fd's, or home_fd's before it is
 				named (the inode the real file will have) */
 	dev_t id_dev;

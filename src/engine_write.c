@@ -286,9 +286,16 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 		eng_unlock();
 		return -ENODEV; /* the program writes the real file */
 	}
-	if (old)
+	/* a rewrite of a version not published yet (O_TRUNC): the kernel
+	 * would truncate that same file, so the file of its identity, with
+	 * the inode stat reported, is this version's to name */
+	eng_id_t id = { .fd = -1 };
+	if (old) {
+		eng_id_detach(old, &id);
 		ckc_obj_retire(old);
+	}
 	ckc_obj_t *o = eng_obj_new(key);
+	eng_id_attach(o, &id);
 	ckc_handle_t *h = o ? eng_handle_new(o, true) : NULL;
 	if (!h) {
 		if (o)

@@ -252,8 +252,12 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 		sys_free(key);
 		return rc;
 	}
-	/* the file whose inode stat reported, where there is one */
+	/* the file whose inode stat reported, where there is one; a stat
+	 * meanwhile waits for the real file this one makes */
 	bool id = eng_id_take(o, &fd, &tmp);
+	bool own = !id && !o->pub_own_temp;
+	if (own)
+		o->pub_own_temp = true;
 	eng_unlock();
 	if (!id)
 		rc = ckc_home_temp(key, mode, &tmp, &fd);
@@ -346,6 +350,10 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 	}
 	if (id)
 		eng_id_lent_end(o);
+	if (own) {
+		o->pub_own_temp = false;
+		eng_signal(EC_HOME);
+	}
 	ckc_mark_safe(o);
 	ckc_src_release(&src);
 	sys_free(tmp);

@@ -1189,3 +1189,31 @@ PY
 	done
 }
 case_add children/rename-over-changed rename_over_changed
+
+# access, faccessat(AT_EACCESS) and euidaccess of /proc/self/fd/N of a
+# cached checkpoint open for writing (mode 0600, its owner an unprivileged
+# user): judged by the checkpoint, as the kernel judges the file behind the
+# number (readable and writable, not executable), not by the library's
+# placeholder there.
+fd_number_access() {
+	as_unprivileged
+	local as=("${AS_USER[@]}")
+	cat >fa.py <<'PY'
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+d = sys.argv[1]
+fd = os.open(d + "/a.bin", os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
+os.write(fd, b"x" * 5000)
+p = "/proc/self/fd/%d" % fd
+for name, m in (("R", os.R_OK), ("W", os.W_OK), ("X", os.X_OK)):
+    print(name, os.access(p, m), os.access(p, m, effective_ids=True), libc.euidaccess(p.encode(), m),
+          libc.eaccess(("/dev/fd/%d" % fd).encode(), m))
+os.close(fd)
+PY
+	mkdir -p plainrun && chmod 777 plainrun
+	plain "${as[@]}" "$PY" fa.py "$T/plainrun" >want.txt || fail "the program without the library"
+	ck -- "${as[@]}" "$PY" fa.py "$T/ck" >got.txt || fail "the program with the library$(last_error)"
+	outputs_match want.txt got.txt
+	same plainrun/a.bin ck/a.bin "a.bin at its real path"
+}
+case_add children/fd-number-access fd_number_access

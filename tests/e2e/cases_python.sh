@@ -641,11 +641,41 @@ for k in range(300):
     with open(f"{d}/m{k:03d}.bin", "rb") as h:
         os.fsync(h.fileno())
 print("300 files:", sum(os.stat(f"{d}/m{k:03d}.bin").st_ino == inos[k] for k in range(300)), "kept theirs")
+# created, written and closed, then looked at (its publication may be under
+# way): the inode of the real file, and no two files with one
+loop = []
+for k in range(200):
+    fd = os.open(f"{d}/l{k:03d}.bin", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    os.write(fd, b"l" * (k + 1))
+    os.close(fd)
+    loop.append(os.stat(f"{d}/l{k:03d}.bin").st_ino)
+print("200 closed, then looked at:", len(set(loop)), "inodes")
+# rewritten (O_TRUNC) before its publication: the same file
+fd = os.open(d + "/r.bin", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+r0 = os.fstat(fd).st_ino
+os.write(fd, b"first")
+os.close(fd)
+fd = os.open(d + "/r.bin", os.O_WRONLY | os.O_TRUNC)
+r1 = os.fstat(fd).st_ino
+os.write(fd, b"second")
+os.close(fd)
+print("rewritten:", r0 == r1 == os.stat(d + "/r.bin").st_ino)
+# unlinked while open: the same file as before
+fd = os.open(d + "/u.bin", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+u0 = os.fstat(fd).st_ino
+os.write(fd, b"data")
+os.unlink(d + "/u.bin")
+u1 = os.fstat(fd)
+print("unlinked:", u0 == u1.st_ino, u1.st_nlink, u1.st_size)
+os.close(fd)
 with open(f"{sys.argv[1]}.inodes", "w") as out:
     out.write(f"b.bin {seen[0]}\n")
     out.write(f"t.bin {t0}\n")
     for k in range(0, 300, 37):
         out.write(f"m{k:03d}.bin {inos[k]}\n")
+    for k in range(0, 200, 23):
+        out.write(f"l{k:03d}.bin {loop[k]}\n")
+    out.write(f"r.bin {r0}\n")
 '
 	same_output "inodes of new checkpoints" "$prog"
 	local name ino
@@ -738,9 +768,9 @@ print("truncate", libc.truncate(p.encode(), ctypes.c_long(70000)), "errno", ctyp
 case_add python/fs-calls python_fs_calls
 
 # A tagged folder's symbolic link to a folder no pattern tags: files
-# written through the link are read back by their untagged real path in
-# the same process (listed, opened, stat'ed) right away, and through the
-# link too, as without the library.
+# written through the link, or renamed into it, are read back by their
+# untagged real path in the same process (listed, opened, looked at) right
+# away, and through the link too, as without the library.
 python_link_to_untagged() {
 	local prog='
 import os, sys
@@ -753,13 +783,17 @@ for i in range(5):
         f.write(bytes([65 + i]) * (1000 + i))
     with open(out + "/f%d" % i, "rb") as f:
         print(i, len(f.read()), os.stat(out + "/f%d" % i).st_size)
+with open(d + "/y.bin", "wb") as f:
+    f.write(b"y" * 3000)
+os.rename(d + "/y.bin", d + "/toplain/y.bin")
+print("renamed into it:", len(open(out + "/y.bin", "rb").read()), os.path.exists(d + "/y.bin"))
 print(sorted(os.listdir(out)))
 print([len(open(d + "/toplain/f%d" % i, "rb").read()) for i in range(5)])
 '
 	same_output "writes through a link to an untagged folder" "$prog"
 	local i
-	for i in 0 1 2 3 4; do
-		same "outside_plainrun/f$i" "outside_ck/f$i" "f$i in the untagged folder"
+	for i in f0 f1 f2 f3 f4 y.bin; do
+		same "outside_plainrun/$i" "outside_ck/$i" "$i in the untagged folder"
 	done
 }
 case_add names/link-to-untagged python_link_to_untagged
