@@ -275,16 +275,23 @@ static bool access_vfd(const char *path, int mode, bool effective, int *rc)
 	return true;
 }
 
-CKC_EXPORT int access(const char *path, int mode)
+/* access and euidaccess (effective): a cached checkpoint, or the file
+ * behind a tagged descriptor's number, judged by the cache. */
+static int access_path(const char *path, int mode, bool effective, int (*real)(const char *, int))
 {
 	char canon[PATH_MAX];
 	ckc_stat_t st;
 	int rc;
-	if (access_vfd(path, mode, false, &rc))
+	if (access_vfd(path, mode, effective, &rc))
 		return rc;
 	if (ckc_cached_follow(AT_FDCWD, path, canon, &st))
-		return access_cached(canon, &st, mode, false);
-	return ckc_enoent_checked(AT_FDCWD, path, REAL(access)(path, mode));
+		return access_cached(canon, &st, mode, effective);
+	return ckc_enoent_checked(AT_FDCWD, path, real(path, mode));
+}
+
+CKC_EXPORT int access(const char *path, int mode)
+{
+	return access_path(path, mode, false, REAL(access));
 }
 
 CKC_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
@@ -302,14 +309,7 @@ CKC_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 /* euidaccess and eaccess check with the C library's own calls. */
 CKC_EXPORT int euidaccess(const char *path, int mode)
 {
-	char canon[PATH_MAX];
-	ckc_stat_t st;
-	int rc;
-	if (access_vfd(path, mode, true, &rc))
-		return rc;
-	if (ckc_cached_follow(AT_FDCWD, path, canon, &st))
-		return access_cached(canon, &st, mode, true);
-	return ckc_enoent_checked(AT_FDCWD, path, REAL(euidaccess)(path, mode));
+	return access_path(path, mode, true, REAL(euidaccess));
 }
 
 CKC_EXPORT int eaccess(const char *path, int mode)
