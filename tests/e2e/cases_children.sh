@@ -727,8 +727,12 @@ static void *other(void *arg)
 		return NULL;
 	close(fd);
 	int b = open(arg, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (b != fd || write(b, "B-parent\n", 9) != 9)
+	/* (a publication of the library's may hold the lowest number an
+	 * instant, ckptcache(7): then the child's number names nothing) */
+	if (b != fd)
 		fprintf(stderr, "b at %d, not %d\n", b, fd);
+	if (b < 0 || write(b, "B-parent\n", 9) != 9)
+		fprintf(stderr, "b not written\n");
 	if (write(to_child[1], "x", 1) != 1)
 		return NULL;
 	return (void *)(long)b;
