@@ -151,7 +151,7 @@ ssize_t ckc_fd_name(int fd, char *out, size_t len)
 
 _Atomic uint8_t *ckc_fdtab_dirv;
 
-void *ckc_zeroed(size_t bytes)
+static void *ckc_zeroed(size_t bytes)
 {
 	/* pages of their own, untouched (and unbacked) until used: calloc
 	 * clears a table it carves from the heap, and a tool started with

@@ -241,15 +241,16 @@ long ckc_enoent_checked_l(int dirfd, const char *path, long rc);
 /* The same without following canon's last component (the name unlink and
  * rename act on): its folder's link, or another spelling of the file. */
 bool ckc_spelling_held(const char *canon, char target[PATH_MAX]);
-/* A write's open of canon (a tagged path): the versions this process holds
- * of the same file under another spelling (through a folder's symbolic
- * link) go to the real file first, so that the versions land in the order
- * they were written. */
-void ckc_alias_write(const char *canon, bool replacing);
-/* canon (a tagged path) leads through its folder's symbolic links to a
- * path no pattern tags: what the program later reads there, by that path,
- * goes to the real file, so a write there is not cached either. */
-bool ckc_spelt_untagged(const char *canon);
+/* The path the kernel reaches for canon through its folder's links, in
+ * real: false if it is canon itself (or cannot be known). One look a
+ * write's open: its result is what ckc_alias_write takes. */
+bool ckc_link_real(const char *canon, char real[PATH_MAX]);
+/* A write's open of canon (a tagged path; spelt_real: ckc_link_real's
+ * answer, NULL where it was false): the versions this process holds of
+ * the same file under another spelling (through a folder's symbolic link)
+ * go to the real file first, so that the versions land in the order they
+ * were written. */
+void ckc_alias_write(const char *canon, const char *spelt_real, bool replacing);
 /* Whether the folder of canon has a default ACL (a new file there takes
  * its mode and ACL from it, not from the umask: the real open makes it). */
 bool ckc_folder_default_acl(const char *canon);
@@ -486,7 +487,6 @@ void ckc_vfork_snapshot(bool take);
 int ckc_fdtab_init(void);
 /* bytes of zeroed memory of their own pages, which stay unbacked until
  * used (never freed), or NULL */
-void *ckc_zeroed(size_t bytes);
 /* Marks fd as one of the engine's own files (or no longer); the first
  * such number in [from, last], or -1. */
 void ckc_fd_mine_set(int fd, bool mine);

@@ -675,12 +675,13 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 	 * processes writing parts of one shared file (MPI-IO, HDF5): the real
 	 * file is used, never replaced (below). */
 	if (acc != O_RDONLY && ((flags & O_TRUNC) || (!exists && (flags & O_EXCL)))) {
-		char dir[PATH_MAX];
+		char dir[PATH_MAX], lreal[PATH_MAX];
 		if (!exists && !(flags & O_CREAT))
 			return -ENOENT;
 		/* through a folder's link to a folder no pattern tags: the
 		 * file is read there by its untagged path, from the real file */
-		if (ckc_spelt_untagged(canon)) {
+		bool spelt = ckc_link_real(canon, lreal);
+		if (spelt && !ckc_tag_match(lreal)) {
 			if (cached)
 				(void)ckc_hand_over_path(canon);
 			return CKC_PASS;
@@ -740,7 +741,7 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 		int ph = ckc_placeholder(flags);
 		if (ph < 0)
 			return ph;
-		ckc_alias_write(canon, true);
+		ckc_alias_write(canon, spelt ? lreal : NULL, true);
 		/* from now on this process can hold bytes others may ask for */
 		ckc_writer_start();
 		int rc = acc == O_WRONLY && !(flags & O_APPEND) ? ckc_open_write_only(canon, m & 07777, &h) :
@@ -756,7 +757,8 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 	if (cached)
 		return hand_over_for(canon, "an in-place update");
 	link_hand_over(canon);
-	ckc_alias_write(canon, false);
+	char lreal[PATH_MAX];
+	ckc_alias_write(canon, ckc_link_real(canon, lreal) ? lreal : NULL, false);
 	return CKC_PASS;
 }
 
@@ -1180,20 +1182,7 @@ CKC_EXPORT char *realpath(const char *path, char *resolved)
 		if (r || errno != ENOENT)
 			return r;
 		if (!ckc_cached_follow(AT_FDCWD, path, canon, NULL)) {
-			/* a folder on the way that is a checkpoint, the last
-			 * name one followed by a '/' included: ENOTDIR */
-			size_t n = strlen(path);
-			while (n > 1 && path[n - 1] == '/')
-				n--;
-			if (n < strlen(path) && n < sizeof(canon)) {
-				memcpy(canon, path, n);
-				canon[n] = '\0';
-				char held[PATH_MAX];
-				if (ckc_cached_follow(AT_FDCWD, canon, held, NULL)) {
-					errno = ENOTDIR;
-					return NULL;
-				}
-			}
+			/* a folder on the way that is a checkpoint: ENOTDIR */
 			(void)ckc_enoent_checked(AT_FDCWD, path, -1);
 			return NULL;
 		}

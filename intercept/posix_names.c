@@ -599,7 +599,8 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 		int rc = 0;
 		/* into a folder no pattern tags, through a folder's link: the
 		 * real files take over (below), as for a write's open there */
-		bool dest_untagged = cached && tt && ckc_spelt_untagged(ct);
+		char lreal[PATH_MAX];
+		bool dest_untagged = cached && tt && ckc_link_real(ct, lreal) && !ckc_tag_match(lreal);
 		if (cached && tt && !dest_untagged && !(flags & RENAME_EXCHANGE)) {
 			struct stat rst;
 			bool dest_real = !dest_cached && ckc_px_real_stat_path(ct, &rst) == 0;

@@ -170,9 +170,9 @@ int ckc_tag_load(const char *paths, long rank)
 	int n = ckc_tagpat_load(paths, rank);
 	/* as many numbers as the descriptor table (its pages stay unbacked
 	 * until used) */
-	if (n && !ckc_tag_dirv && ckc_vfd_cap) {
-		ckc_tag_dirv = ckc_fdtab_dirv ? ckc_fdtab_dirv : ckc_zeroed(ckc_vfd_cap * sizeof(*ckc_tag_dirv));
-		ckc_tag_dirv_cap = ckc_tag_dirv ? ckc_vfd_cap : 0;
+	if (n && !ckc_tag_dirv && ckc_fdtab_dirv) {
+		ckc_tag_dirv = ckc_fdtab_dirv;
+		ckc_tag_dirv_cap = ckc_vfd_cap;
 	}
 	return n;
 }
@@ -456,9 +456,7 @@ static unsigned alias_next;
 static ckc_mutex_t alias_lock = CKC_MUTEX_INIT(ALIAS);
 CKC_LOCKS_AT_START(alias_lock, ckc_locks_add, &alias_lock)
 
-/* The path the kernel reaches for canon through its folder's links, in
- * real: false if it is canon itself (or cannot be known). */
-static bool link_real(const char *canon, char real[PATH_MAX])
+bool ckc_link_real(const char *canon, char real[PATH_MAX])
 {
 	char dir[PATH_MAX], rdir[PATH_MAX];
 	if (ckc_path_dirname(canon, dir, sizeof(dir)) || link_folder(dir, rdir) || !strcmp(dir, rdir))
@@ -467,21 +465,14 @@ static bool link_real(const char *canon, char real[PATH_MAX])
 	return snprintf(real, PATH_MAX, "%s/%s", rdir, base) < PATH_MAX;
 }
 
-bool ckc_spelt_untagged(const char *canon)
-{
-	char real[PATH_MAX];
-	return link_real(canon, real) && !ckc_tag_match(real);
-}
-
-void ckc_alias_write(const char *canon, bool replacing)
+void ckc_alias_write(const char *canon, const char *spelt_real, bool replacing)
 {
 	char real[PATH_MAX], *other[ALIAS_SAME], *moved = NULL;
 	unsigned n = 0;
-	bool spelt = link_real(canon, real);
+	bool spelt = spelt_real != NULL;
 	if (!spelt && !atomic_load_explicit(&alias_n, memory_order_relaxed))
 		return;
-	if (!spelt)
-		strcpy(real, canon);
+	strcpy(real, spelt ? spelt_real : canon);
 	ckc_mutex_lock(&alias_lock);
 	bool known = false;
 	unsigned have = atomic_load(&alias_n);
@@ -605,7 +596,7 @@ static bool held_through(const char *canon, char target[PATH_MAX], bool last)
 		     ckc_path_resolve(t, dir, cur, sizeof(cur)) == 0;
 	}
 	/* a folder on the way that is a link (run -> run_real) */
-	if (ok && link_real(cur, t)) {
+	if (ok && ckc_link_real(cur, t)) {
 		strcpy(cur, t);
 		hops++;
 	}
@@ -636,10 +627,16 @@ long ckc_enoent_checked_l(int dirfd, const char *path, long rc)
 	int saved = errno;
 	char canon[PATH_MAX], dir[PATH_MAX];
 	bool file = false;
+	size_t len = strlen(path);
 	/* the kernel found no folder where the cache holds a checkpoint: a
-	 * file, which the path uses as a folder */
+	 * file, which the path uses as a folder (its last name too, where a
+	 * '/' follows it) */
 	if (ckc_path_at(dirfd, path, canon) == 0) {
 		ckc_enter();
+		if (len > 1 && path[len - 1] == '/') {
+			ckc_stat_t st;
+			file = ckc_stat_held(canon, &st) == 0 && !st.at_home;
+		}
 		while (!file && ckc_path_dirname(canon, dir, sizeof(dir)) == 0 && strcmp(dir, canon) != 0) {
 			ckc_stat_t st;
 			file = ckc_stat_held(dir, &st) == 0 && !st.at_home;
