@@ -776,6 +776,13 @@ with open(d + "/y.bin", "wb") as f:
     f.write(b"y" * 3000)
 os.rename(d + "/y.bin", d + "/toplain/y.bin")
 print("renamed into it:", len(open(out + "/y.bin", "rb").read()), os.path.exists(d + "/y.bin"))
+# a link to a folder that is not there: the open fails as the kernel says
+os.symlink(out + "/missing", d + "/gone")
+try:
+    open(d + "/gone/z.bin", "wb")
+    print("through a dangling link: opened")
+except OSError as e:
+    print("through a dangling link: errno", e.errno)
 print(sorted(os.listdir(out)))
 print([len(open(d + "/toplain/f%d" % i, "rb").read()) for i in range(5)])
 '
@@ -786,3 +793,36 @@ print([len(open(d + "/toplain/f%d" % i, "rb").read()) for i in range(5)])
 	done
 }
 case_add names/link-to-untagged python_link_to_untagged
+
+# Exclusively created checkpoints beyond the number of unnamed files a
+# process holds for their inodes (a quarter of its descriptor limit, at
+# least 64: 256 here, so 64): 300 are made, looked at, written and closed;
+# every one reads back its bytes, in the process and at its real path, and
+# no error is reported.
+python_inode_bound() {
+	local prog='
+import os, sys
+d = sys.argv[1]
+for k in range(300):
+    fd = os.open(f"{d}/b{k:03d}.bin", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    os.fstat(fd)
+    os.write(fd, bytes([k % 251]) * (100 + k))
+    os.close(fd)
+ok = sum(open(f"{d}/b{k:03d}.bin", "rb").read() == bytes([k % 251]) * (100 + k) for k in range(300))
+for k in range(300):
+    os.stat(f"{d}/b{k:03d}.bin")
+print("read back:", ok)
+'
+	local out
+	out=$(ck -- bash -c 'ulimit -n 256 && exec "$@"' sh "$PY" -c "$prog" "$T/ck") ||
+		fail "the program with the library$(last_error)"
+	[ "$out" = "read back: 300" ] || fail "$out"
+	grep -aq 'ckptcache: error' "$T/.log" && fail "an error:$(first_error 'ckptcache: error')"
+	local k
+	for k in 0 63 64 150 299; do
+		k=$(printf %03d $k)
+		"$PY" -c 'import sys; k = int(sys.argv[1]); sys.stdout.buffer.write(bytes([k % 251]) * (100 + k))' "$k" >ref
+		same ref "ck/b$k.bin" "b$k.bin at its real path"
+	done
+}
+case_add python/inode-bound python_inode_bound
