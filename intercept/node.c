@@ -31,11 +31,22 @@
 #include "thread.h"
 
 #define NODE_SLOTS (1u << 16)
-/* "ckptnod2": the layout of the shared file and of the messages (2: the
- * folder requests, which a process of layout 1 would leave unanswered, so
- * the two use files of different names and never ask each other) */
-#define NODE_MAGIC 0x636b70746e6f6432ull
-#define NODE_FILE "ckptcache-%u.nodes2"
+/* The table's first NODE_FRONT slots take every entry that finds room
+ * within NODE_FRONT_PROBE slots of its place there; the others (the back)
+ * take the rest, and are searched only while the header counts entries in
+ * them. Each process that maps the table counts the pages it touched as
+ * its own resident memory: the few thousand checkpoints a node holds at
+ * once touch the front's 32 KiB, not the whole table's 512 KiB. */
+#define NODE_FRONT 4096u
+#define NODE_FRONT_PROBE 256u
+#define NODE_BACK (NODE_SLOTS - NODE_FRONT)
+/* "ckptnod3": the layout of the shared file and of the messages (2: the
+ * folder requests, which a process of layout 1 would leave unanswered; 3:
+ * the front and the back, where a process of layout 2 would look for an
+ * entry in the wrong place), each in a file of its own name, so that two
+ * layouts never ask each other */
+#define NODE_MAGIC 0x636b70746e6f6433ull
+#define NODE_FILE "ckptcache-%u.nodes3"
 /* How long an open waits for a holder to publish (a large checkpoint on a
  * slow file system). */
 #define NODE_ASK_WAIT_MS 60000
@@ -51,7 +62,9 @@ typedef struct node_hdr {
 	 * taken and down after one is freed), so that 0 lets every process
 	 * skip the search */
 	_Atomic int64_t used;
-	char pad[48];
+	/* slots of the back in use, or more (the same way) */
+	_Atomic int64_t back;
+	char pad[40];
 } node_hdr_t;
 
 typedef struct node_req {
@@ -173,10 +186,25 @@ static socklen_t node_addr(struct sockaddr_un *a, pid_t pid)
  * all this process's needs no search for another holder. */
 static _Atomic int64_t node_mine;
 
+static nodetab_slot_t *node_back(void)
+{
+	return node_tab + NODE_FRONT;
+}
+
+static bool node_back_used(void)
+{
+	return atomic_load_explicit(&node_hdr->back, memory_order_acquire) > 0;
+}
+
 static int node_add(uint64_t val)
 {
 	atomic_fetch_add(&node_hdr->used, 1);
-	int rc = nodetab_add(node_tab, NODE_SLOTS, val);
+	int rc = nodetab_add_within(node_tab, NODE_FRONT, val, NODE_FRONT_PROBE);
+	if (rc == -ENOSPC) {
+		atomic_fetch_add(&node_hdr->back, 1);
+		if ((rc = nodetab_add(node_back(), NODE_BACK, val)) != 0)
+			atomic_fetch_sub(&node_hdr->back, 1);
+	}
 	if (rc)
 		atomic_fetch_sub(&node_hdr->used, 1);
 	return rc;
@@ -184,7 +212,9 @@ static int node_add(uint64_t val)
 
 static int node_del(uint64_t val)
 {
-	int rc = nodetab_del(node_tab, NODE_SLOTS, val);
+	int rc = nodetab_del_within(node_tab, NODE_FRONT, val, NODE_FRONT_PROBE);
+	if (rc && node_back_used() && (rc = nodetab_del(node_back(), NODE_BACK, val)) == 0)
+		atomic_fetch_sub(&node_hdr->back, 1);
 	if (!rc)
 		atomic_fetch_sub(&node_hdr->used, 1);
 	return rc;
@@ -417,16 +447,62 @@ static int fd_out_of_the_way(int fd)
 	return ckc_fd_above(fd, (int)(top - (top / 4 < 64 ? top / 4 : 64)));
 }
 
-/* After a walk of the whole table: its pages leave this process (they stay
- * in the shared file), which would otherwise carry 512 KiB more resident
- * memory for the rest of its life (a search touches a few). */
+/* After a walk of the back: its pages leave this process (they stay in the
+ * shared file), which would otherwise carry 480 KiB more resident memory
+ * for the rest of its life (a search touches a few). */
 static void node_walked(void)
 {
 	long pg = sysconf(_SC_PAGESIZE);
-	uintptr_t a = ((uintptr_t)node_tab + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+	uintptr_t a = ((uintptr_t)node_back() + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
 	uintptr_t e = (uintptr_t)(node_tab + NODE_SLOTS) & ~((uintptr_t)pg - 1);
 	if (pg > 0 && e > a)
 		(void)REAL(madvise)((void *)a, e - a, MADV_DONTNEED);
+}
+
+/* Frees the slots of processes that died without taking theirs back;
+ * returns how many. */
+static size_t node_sweep(void)
+{
+	size_t n = nodetab_sweep(node_tab, NODE_FRONT, pid_alive);
+	if (node_back_used()) {
+		size_t b = nodetab_sweep(node_back(), NODE_BACK, pid_alive);
+		atomic_fetch_sub(&node_hdr->back, (int64_t)b);
+		n += b;
+		node_walked();
+	}
+	atomic_fetch_sub(&node_hdr->used, (int64_t)n);
+	return n;
+}
+
+/* Empties the freed slots that searches would walk; returns how many. */
+static size_t node_compact(void)
+{
+	size_t n = nodetab_compact(node_tab, NODE_FRONT);
+	if (node_back_used()) {
+		n += nodetab_compact(node_back(), NODE_BACK);
+		node_walked();
+	}
+	return n;
+}
+
+/* Up to max distinct processes that hold something (a walk of the front,
+ * and of the back while it is used). */
+static size_t node_pids(pid_t *pids, size_t max)
+{
+	size_t k = nodetab_pids(node_tab, NODE_FRONT, pids, max);
+	if (k < max && node_back_used()) {
+		pid_t more[NODE_DIR_PIDS];
+		size_t m = nodetab_pids(node_back(), NODE_BACK, more, NODE_DIR_PIDS);
+		for (size_t i = 0; i < m && k < max; i++) {
+			size_t j = 0;
+			while (j < k && pids[j] != more[i])
+				j++;
+			if (j == k)
+				pids[k++] = more[i];
+		}
+		node_walked();
+	}
+	return k;
 }
 
 /* Starts the service, once: at the first checkpoint this process writes,
@@ -442,12 +518,10 @@ static void node_start_once(void)
 	if (!node_tab && node_attach(true) != 0)
 		return;
 	/* slots of processes that died without taking theirs back (none
-	 * while no slot is used: the walk would map all of the table's 512
-	 * KiB into this process) */
+	 * while no slot is used) */
 	if (atomic_load_explicit(&node_hdr->used, memory_order_acquire) > 0) {
-		atomic_fetch_sub(&node_hdr->used, (int64_t)nodetab_sweep(node_tab, NODE_SLOTS, pid_alive));
-		(void)nodetab_compact(node_tab, NODE_SLOTS);
-		node_walked();
+		(void)node_sweep();
+		(void)node_compact();
 	}
 	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s < 0)
@@ -703,9 +777,8 @@ static void node_compact_if(size_t probed)
 {
 	static atomic_bool done;
 	if (probed > NODE_PROBE_LONG && !atomic_exchange(&done, true)) {
-		size_t n = nodetab_compact(node_tab, NODE_SLOTS);
+		size_t n = node_compact();
 		ckc_debug("node table: %zu freed slots emptied", n);
-		node_walked();
 	}
 }
 
@@ -716,7 +789,13 @@ void ckc_node_ask(const char *canon)
 	if (!node_anything())
 		return;
 	size_t probed = 0;
-	size_t n = nodetab_find(node_tab, NODE_SLOTS, nodetab_key(canon), vals, NODE_ASK_MAX, &probed);
+	uint64_t key = nodetab_key(canon);
+	size_t n = nodetab_find_within(node_tab, NODE_FRONT, key, vals, NODE_ASK_MAX, &probed, NODE_FRONT_PROBE);
+	if (node_back_used()) {
+		size_t k = n < NODE_ASK_MAX ? n : NODE_ASK_MAX, more;
+		n += nodetab_find(node_back(), NODE_BACK, key, vals + k, NODE_ASK_MAX - k, &more);
+		probed += more;
+	}
 	node_compact_if(probed);
 	if (n == 0)
 		return;
@@ -770,7 +849,7 @@ bool ckc_node_ask_dir(const char *dir, int what)
 	pid_t me = atomic_load(&node_me);
 	if (!me || ckc_in_vfork_child())
 		me = node_getpid();
-	size_t n = nodetab_pids(node_tab, NODE_SLOTS, pids, NODE_DIR_PIDS);
+	size_t n = node_pids(pids, NODE_DIR_PIDS);
 	bool swept = false, writing = false;
 	for (size_t i = 0; i < n; i++) {
 		if (pids[i] == me)
@@ -784,8 +863,7 @@ bool ckc_node_ask_dir(const char *dir, int what)
 		 * (once), so that they are not asked again */
 		if (rc == NODE_GONE && !swept) {
 			swept = true;
-			atomic_fetch_sub(&node_hdr->used, (int64_t)nodetab_sweep(node_tab, NODE_SLOTS, pid_alive));
-			node_walked();
+			(void)node_sweep();
 		}
 	}
 	errno = saved;

@@ -32,9 +32,11 @@ pid_t nodetab_val_pid(uint64_t val)
 	return (pid_t)(val & PID_MASK);
 }
 
-static size_t probe_len(size_t n)
+static size_t probe_len(size_t n, size_t within)
 {
-	return n < NODETAB_PROBE ? n : NODETAB_PROBE;
+	if (within > NODETAB_PROBE)
+		within = NODETAB_PROBE;
+	return n < within ? n : within;
 }
 
 /* Whether a search from start reaches slot start + at: no empty slot
@@ -49,7 +51,12 @@ static bool reaches(nodetab_slot_t *t, size_t n, size_t start, size_t at)
 
 int nodetab_add(nodetab_slot_t *t, size_t n, uint64_t val)
 {
-	size_t start = (size_t)(nodetab_val_key(val) % n), len = probe_len(n);
+	return nodetab_add_within(t, n, val, NODETAB_PROBE);
+}
+
+int nodetab_add_within(nodetab_slot_t *t, size_t n, uint64_t val, size_t within)
+{
+	size_t start = (size_t)(nodetab_val_key(val) % n), len = probe_len(n, within);
 	for (;;) {
 		size_t at = len;
 		for (size_t i = 0; i < len && at == len; i++) {
@@ -93,7 +100,12 @@ static size_t reclaim(nodetab_slot_t *t, size_t n, size_t i)
 
 int nodetab_del(nodetab_slot_t *t, size_t n, uint64_t val)
 {
-	size_t start = (size_t)(nodetab_val_key(val) % n), len = probe_len(n);
+	return nodetab_del_within(t, n, val, NODETAB_PROBE);
+}
+
+int nodetab_del_within(nodetab_slot_t *t, size_t n, uint64_t val, size_t within)
+{
+	size_t start = (size_t)(nodetab_val_key(val) % n), len = probe_len(n, within);
 	for (size_t i = 0; i < len; i++) {
 		nodetab_slot_t *s = &t[(start + i) % n];
 		uint64_t v = atomic_load(s);
@@ -126,7 +138,13 @@ size_t nodetab_compact(nodetab_slot_t *t, size_t n)
 
 size_t nodetab_find(nodetab_slot_t *t, size_t n, uint64_t key, uint64_t *vals, size_t max, size_t *probed)
 {
-	size_t start = (size_t)(key % n), len = probe_len(n), found = 0, i;
+	return nodetab_find_within(t, n, key, vals, max, probed, NODETAB_PROBE);
+}
+
+size_t nodetab_find_within(nodetab_slot_t *t, size_t n, uint64_t key, uint64_t *vals, size_t max, size_t *probed,
+			   size_t within)
+{
+	size_t start = (size_t)(key % n), len = probe_len(n, within), found = 0, i;
 	for (i = 0; i < len; i++) {
 		uint64_t v = atomic_load(&t[(start + i) % n]);
 		if (v == NODETAB_EMPTY)

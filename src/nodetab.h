@@ -32,6 +32,7 @@ pid_t nodetab_val_pid(uint64_t val);
  * within NODETAB_PROBE slots of its key's place. */
 int nodetab_add(nodetab_slot_t *t, size_t n, uint64_t val);
 
+
 /* Frees one slot holding val (a value may be there more than once: one per
  * version the process holds). 0, or -ENOENT. A freed slot followed by an
  * empty one becomes empty, and so do the freed ones before it: freed
@@ -42,6 +43,15 @@ int nodetab_del(nodetab_slot_t *t, size_t n, uint64_t val);
  * found (possibly more than max). *probed (unless NULL): the slots
  * looked at. */
 size_t nodetab_find(nodetab_slot_t *t, size_t n, uint64_t key, uint64_t *vals, size_t max, size_t *probed);
+
+/* nodetab_add, nodetab_del and nodetab_find within the first `within`
+ * slots from a key's place (fewer than NODETAB_PROBE): a table whose
+ * every value was added within that many finds them all there, and its
+ * searches stay that short however full it is. */
+int nodetab_add_within(nodetab_slot_t *t, size_t n, uint64_t val, size_t within);
+int nodetab_del_within(nodetab_slot_t *t, size_t n, uint64_t val, size_t within);
+size_t nodetab_find_within(nodetab_slot_t *t, size_t n, uint64_t key, uint64_t *vals, size_t max, size_t *probed,
+			   size_t within);
 
 /* Empties every freed slot that nodetab_del would have (a table left full
  * of freed slots by a version that kept them); returns how many. */

@@ -369,6 +369,55 @@ assert got == b"the new version\n" * 100000, "read %d bytes of another version" 
 	same a.ref ck/a.bin "after exit"
 }
 
+# Many closed checkpoints held at once, none yet published (the first
+# publication takes seconds): the node's table of holders costs the holder
+# no more than its first 32 KiB of resident memory for 1,000 of them; with
+# 5,000, more than the table's front takes, another process still gets
+# each version it opens (the holder publishes it first), first and last.
+many_held() {
+	need_helper
+	local writer='
+import os, sys, time
+n = int(sys.argv[1])
+for i in range(n):
+    with open("ck/s_%05d.dat" % i, "wb") as f:
+        f.write(b"%05d " % i * (1 + i % 300))
+rss = None
+for line in open("/proc/self/smaps"):
+    if "-" in line.split()[0] and not line.split()[0].endswith(":"):
+        here = "ckptcache-" in line and ".nodes" in line
+    elif here and line.startswith("Rss:"):
+        rss = int(line.split()[1])
+        here = False
+print(rss)
+open("closed", "w").close()
+time.sleep(float(sys.argv[2]))
+'
+	local rss
+	rss=$(SLOW_MATCH="$T/ck/s_00000" SLOW_US=3000000 ck CKPTCACHE_HOST_CACHE=64M -- "$PY" -c "$writer" 1000 0) ||
+		fail "the writer of 1,000 files$(last_error)"
+	echo "the table of holders: $rss KiB resident in the holder"
+	[ -n "$rss" ] && [ "$rss" != None ] || fail "the writer did not map the table of holders: '$rss'"
+	[ "$rss" -le 128 ] || fail "the table of holders takes $rss KiB of the holder's resident memory for 1,000 files"
+	rm -f closed ck/*
+	SLOW_MATCH="$T/ck/s_00000" SLOW_US=4000000 ck CKPTCACHE_HOST_CACHE=64M -- "$PY" -c "$writer" 5000 8 >/dev/null &
+	local pid=$! n=0
+	while [ ! -e closed ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n + 1)); done
+	[ -e closed ] || fail "the writer did not close its checkpoints"
+	ck -- "$PY" -c '
+for i in list(range(1, 40)) + list(range(4960, 5000)):
+    got = open("ck/s_%05d.dat" % i, "rb").read()
+    assert got == b"%05d " % i * (1 + i % 300), "s_%05d.dat: %d bytes of another version" % (i, len(got))
+' || fail "another process read an older version$(last_error)"
+	wait $pid || fail "the writer of 5,000 files failed$(last_error)"
+	"$PY" -c '
+import sys
+for i in range(5000):
+    got = open(sys.argv[1] + "/s_%05d.dat" % i, "rb").read()
+    assert got == b"%05d " % i * (1 + i % 300), "s_%05d.dat at its real path: %d bytes" % (i, len(got))
+' "$T/ck" || fail "after exit"
+}
+
 # A process killed while it holds a checkpoint not yet published: the next
 # process that opens that path finds nobody to ask and goes on at once.
 holder_killed() {
@@ -457,6 +506,7 @@ case_add children/system-reads-new-version system_reads_new_version
 case_add children/link-current-version link_current_version
 case_add children/other-process-reads other_process_reads
 case_add children/holder-killed holder_killed
+case_add children/many-held many_held
 
 # A checkpoint the parent closed but has not published yet (each rename
 # that publishes takes 1.5 s), read by a new program that will not run the

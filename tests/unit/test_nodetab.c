@@ -149,6 +149,31 @@ Test(nodetab, wraps_around_and_fills_up)
 	cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, 7)), 0);
 }
 
+/* A window of W slots: an addition goes no further than W slots from its
+ * key's place (-ENOSPC though the table has room), and a search of W
+ * slots finds every value added so, in a table with no empty slot left. */
+Test(nodetab, within_a_window)
+{
+	clear();
+	const size_t w = 4;
+	uint64_t k = key_at(10, 0), vals[N], probed = 0;
+	for (int i = 0; i < (int)w; i++)
+		cr_assert_eq(nodetab_add_within(tab, N, nodetab_val(k, 100 + i), w), 0, "add %d", i);
+	cr_assert_eq(nodetab_add_within(tab, N, nodetab_val(k, 7), w), -ENOSPC);
+	cr_assert_eq(atomic_load(&tab[10 + w]), NODETAB_EMPTY, "added past the window");
+	/* every other slot taken by keys of their own places */
+	for (size_t at = 0; at < N; at++)
+		if (at < 10 || at >= 10 + w)
+			cr_assert_eq(nodetab_add_within(tab, N, nodetab_val(key_at(at, 1), 9), w), 0);
+	size_t got = nodetab_find_within(tab, N, k, vals, N, (size_t *)&probed, w);
+	cr_assert_eq(got, w);
+	cr_assert_eq(probed, w, "a search of a full table went %zu slots", (size_t)probed);
+	cr_assert_eq(nodetab_find_within(tab, N, key_at(63, 5), vals, N, NULL, w), 0);
+	cr_assert_eq(nodetab_del_within(tab, N, nodetab_val(k, 100 + w - 1), w), 0);
+	cr_assert_eq(nodetab_del_within(tab, N, nodetab_val(k, 7), w), -ENOENT);
+	cr_assert_eq(nodetab_find_within(tab, N, k, vals, N, NULL, w), w - 1);
+}
+
 static bool odd_alive(pid_t pid)
 {
 	return pid % 2 == 1;
