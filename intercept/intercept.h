@@ -92,6 +92,9 @@ bool ckc_term_exit_drain(void);
 bool ckc_term_handler_is(const struct sigaction *sa);
 /* From now on the library's own frees are skipped (the process ends). */
 void ckc_mem_leak_frees(void);
+/* free, malloc and realloc take the way (fast or slow) that what they look
+ * at calls for now: after each change of it (memhooks.c, owed.c). */
+void ckc_mem_route(void);
 
 /* Whether the program's free(3) reaches this library's wrapper (memhooks.c):
  * false under an allocator or a sanitizer that comes before it. */
@@ -236,8 +239,16 @@ bool ckc_link_held(const char *canon, char target[PATH_MAX]);
  * folder on the way is a checkpoint the cache holds and its real path
  * lacks yet, errno becomes ENOTDIR, as the kernel would say of that file.
  * Returns rc. */
-int ckc_enoent_checked(int dirfd, const char *path, int rc);
-long ckc_enoent_checked_l(int dirfd, const char *path, long rc);
+long ckc_enoent_look(int dirfd, const char *path, long rc);
+/* (inline: a walker's stat of every name pays one test when it succeeds) */
+static inline long ckc_enoent_checked_l(int dirfd, const char *path, long rc)
+{
+	return rc >= 0 ? rc : ckc_enoent_look(dirfd, path, rc);
+}
+static inline int ckc_enoent_checked(int dirfd, const char *path, int rc)
+{
+	return rc >= 0 ? rc : (int)ckc_enoent_look(dirfd, path, rc);
+}
 /* The same without following canon's last component (the name unlink and
  * rename act on): its folder's link, or another spelling of the file. */
 bool ckc_spelling_held(const char *canon, char target[PATH_MAX]);

@@ -70,11 +70,51 @@ static void mem_resolve(void)
 	real_realloc = r ? (void *(*)(void *, size_t))r : __libc_realloc;
 	real_free = f ? (void (*)(void *))f : __libc_free;
 	mem_resolving = 0;
+	ckc_mem_route();
+}
+
+/* ---- the way each call goes ------------------------------------------- */
+
+/* The function each of free, malloc and realloc calls: the next
+ * allocator's, or the wrapper's slow path while the allocator is not
+ * looked up yet, a probe is under way, the allocator is watched, or
+ * (free, realloc) something is owed. A walker frees as often as it opens
+ * a file several times over (tar: 19 frees a file): one load and a jump. */
+static void free_slow(void *p);
+static void *malloc_slow(size_t n);
+static void *realloc_slow(void *p, size_t n);
+static void (*_Atomic free_fn)(void *) = free_slow;
+static void *(*_Atomic malloc_fn)(size_t) = malloc_slow;
+static void *(*_Atomic realloc_fn)(void *, size_t) = realloc_slow;
+
+static atomic_int free_probes;
+static atomic_bool alloc_watch;
+
+/* 0: both fast; 1: free and realloc slow; 2: all three slow. */
+static int mem_way(void)
+{
+	if (!real_free || !real_malloc || !real_realloc || atomic_load(&alloc_watch))
+		return 2;
+	return atomic_load(&free_probes) != 0 || atomic_load(&ckc_owed_count) != 0;
+}
+
+/* After each change of what mem_way looks at. Whoever stores looks again
+ * after its store, and stores again while what it stored is out of date:
+ * of two changes at once, the later one's way stays. */
+void ckc_mem_route(void)
+{
+	for (int way = mem_way();;) {
+		atomic_store(&free_fn, way ? free_slow : real_free);
+		atomic_store(&realloc_fn, way ? realloc_slow : real_realloc);
+		atomic_store(&malloc_fn, way == 2 ? malloc_slow : real_malloc);
+		int now = mem_way();
+		if (now == way)
+			return;
+		way = now;
+	}
 }
 
 /* ---- a handler that interrupts the allocator -------------------------- */
-
-static atomic_int free_probes;
 
 /* Set for good once the program has put a handler behind the library's
  * (src/sigdefer.h) and the cache has started (before, a handler's calls
@@ -84,7 +124,7 @@ static atomic_int free_probes;
  * or a checkpoint, the wrappers below are a load and a jump. A handler
  * that interrupts a call begun just before the watch began is not held
  * (a window of one call of the allocator at the cache's start). */
-static atomic_bool alloc_watch, alloc_handlers;
+static atomic_bool alloc_handlers;
 
 static inline void alloc_in(void)
 {
@@ -116,7 +156,7 @@ static inline bool alloc_fast(const void *fn)
 		alloc_out();                            \
 	} while (0)
 
-__attribute__((noinline)) static void *malloc_slow(size_t n)
+static void *malloc_slow(size_t n)
 {
 	void *p;
 	ALLOC_SLOW(p, real_malloc, __libc_malloc, (n));
@@ -125,10 +165,7 @@ __attribute__((noinline)) static void *malloc_slow(size_t n)
 
 CKC_EXPORT void *malloc(size_t n)
 {
-	void *(*f)(size_t) = real_malloc;
-	if (alloc_fast(f))
-		return f(n);
-	return malloc_slow(n);
+	return atomic_load_explicit(&malloc_fn, memory_order_relaxed)(n);
 }
 
 __attribute__((noinline)) static void *calloc_slow(size_t k, size_t n)
@@ -204,8 +241,10 @@ CKC_EXPORT void *aligned_alloc(size_t a, size_t n)
 static void alloc_watch_on(void)
 {
 	bool was = false;
-	if (atomic_compare_exchange_strong(&alloc_watch, &was, true))
+	if (atomic_compare_exchange_strong(&alloc_watch, &was, true)) {
 		atomic_fetch_add(&free_probes, 1);
+		ckc_mem_route();
+	}
 }
 
 void ckc_mem_engine_started(void)
@@ -241,11 +280,12 @@ void ckc_mem_leak_frees(void)
 {
 	atomic_store(&mem_leak, true);
 	atomic_fetch_add(&free_probes, 1); /* (every free takes the slow way) */
+	ckc_mem_route();
 }
 
 /* free with a probe under way, something owed, the allocator not looked up
  * yet, or the library's frees skipped. */
-__attribute__((noinline)) static void free_slow(void *p)
+static void free_slow(void *p)
 {
 	if (atomic_load_explicit(&mem_leak, memory_order_relaxed) && ckc_io_guard > 0)
 		return;
@@ -267,18 +307,9 @@ __attribute__((noinline)) static void free_slow(void *p)
 	alloc_out();
 }
 
-/* A program frees as often as it opens a file several times over (tar:
- * 19 frees a file): the common case is two loads and a jump. */
 CKC_EXPORT void free(void *p)
 {
-	void (*f)(void *) = real_free;
-	if (__builtin_expect(!f || atomic_load_explicit(&free_probes, memory_order_relaxed) != 0 ||
-				     atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) != 0,
-			     0)) {
-		free_slow(p);
-		return;
-	}
-	f(p);
+	atomic_load_explicit(&free_fn, memory_order_relaxed)(p);
 }
 
 bool ckc_free_is_ours(void)
@@ -296,17 +327,21 @@ bool ckc_free_is_ours(void)
 	free_probe = p;
 	free_probe_seen = false;
 	atomic_fetch_add(&free_probes, 1);
+	ckc_mem_route();
 	prog_free(p);
 	atomic_fetch_sub(&free_probes, 1);
+	ckc_mem_route();
 	free_probe = NULL;
 	return free_probe_seen;
 }
 
 CKC_EXPORT void *realloc(void *p, size_t n)
 {
-	void *(*f)(void *, size_t) = real_realloc;
-	if (__builtin_expect(alloc_fast(f) && atomic_load_explicit(&ckc_owed_count, memory_order_relaxed) == 0, 1))
-		return f(p, n);
+	return atomic_load_explicit(&realloc_fn, memory_order_relaxed)(p, n);
+}
+
+static void *realloc_slow(void *p, size_t n)
+{
 	if (!real_realloc)
 		mem_resolve();
 	if (p && owed_any()) {

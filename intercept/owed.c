@@ -83,7 +83,10 @@ CKC_LOCKS_AT_START(fill_rw, ckc_locks_add_rw, &fill_rw)
 
 static void count_publish(void)
 {
-	atomic_store(&ckc_owed_count, ckc_owed_tab.n + nclaims);
+	size_t was = atomic_exchange(&ckc_owed_count, ckc_owed_tab.n + nclaims);
+	/* free and realloc go the slow way while something is owed */
+	if (!was != !(ckc_owed_tab.n + nclaims))
+		ckc_mem_route();
 }
 
 static bool claims_overlap(uintptr_t lo, uintptr_t hi)

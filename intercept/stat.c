@@ -90,17 +90,28 @@ static void stat_fill(const char *canon, const ckc_stat_t *c, struct stat *st)
 	stat_apply(c, st);
 }
 
-/* Fills st if path (relative to dirfd) is a cached checkpoint, or (follow)
- * a symbolic link to one. */
-static bool stat_cached(int dirfd, const char *path, struct stat *st, bool follow)
+__attribute__((noinline)) static bool stat_cached_look(int dirfd, const char *path, struct stat *st, bool follow)
 {
 	char canon[PATH_MAX];
 	ckc_stat_t c;
 
+	int saved = errno;
 	if (!(follow ? ckc_cached_follow : ckc_cached_at)(dirfd, path, canon, &c))
 		return false;
 	stat_fill(canon, &c, st);
+	errno = saved;
 	return true;
+}
+
+/* Fills st if path (relative to dirfd) is a cached checkpoint, or (follow)
+ * a symbolic link to one. With nothing cached here or held by another
+ * process of the node, two loads: a walker's stat of each name (du, find,
+ * tar) makes no stack frame for a path. */
+static inline bool stat_cached(int dirfd, const char *path, struct stat *st, bool follow)
+{
+	if (!ckc_holds_objects() && !ckc_node_holds_any())
+		return false;
+	return stat_cached_look(dirfd, path, st, follow);
 }
 
 static bool stat_fd(int fd, struct stat *st)
@@ -110,6 +121,7 @@ static bool stat_fd(int fd, struct stat *st)
 
 	if (!v)
 		return false;
+	int saved = errno;
 	ckc_enter();
 	ckc_handle_stat(v->h, &c);
 	/* a closed version's real file changes only with its publication:
@@ -139,74 +151,57 @@ static bool stat_fd(int fd, struct stat *st)
 	if (!c.linked)
 		st->st_nlink = 0;
 	ckc_leave();
+	errno = saved;
 	return true;
 }
 
 CKC_EXPORT int stat(const char *path, struct stat *st)
 {
-	int saved = errno;
-	if (stat_cached(AT_FDCWD, path, st, true)) {
-		errno = saved;
+	if (stat_cached(AT_FDCWD, path, st, true))
 		return 0;
-	}
 	return ckc_enoent_checked(AT_FDCWD, path, REAL(stat)(path, st));
 }
 
 CKC_EXPORT int stat64(const char *path, struct stat64 *st64)
 {
 	struct stat *st = (struct stat *)st64;
-	int saved = errno;
-	if (stat_cached(AT_FDCWD, path, st, true)) {
-		errno = saved;
+	if (stat_cached(AT_FDCWD, path, st, true))
 		return 0;
-	}
 	return ckc_enoent_checked(AT_FDCWD, path, REAL(stat64)(path, st));
 }
 
 /* A cached checkpoint is never a symbolic link: lstat is stat. */
 CKC_EXPORT int lstat(const char *path, struct stat *st)
 {
-	int saved = errno;
-	if (stat_cached(AT_FDCWD, path, st, false)) {
-		errno = saved;
+	if (stat_cached(AT_FDCWD, path, st, false))
 		return 0;
-	}
 	return ckc_enoent_checked(AT_FDCWD, path, REAL(lstat)(path, st));
 }
 
 CKC_EXPORT int lstat64(const char *path, struct stat64 *st64)
 {
 	struct stat *st = (struct stat *)st64;
-	int saved = errno;
-	if (stat_cached(AT_FDCWD, path, st, false)) {
-		errno = saved;
+	if (stat_cached(AT_FDCWD, path, st, false))
 		return 0;
-	}
 	return ckc_enoent_checked(AT_FDCWD, path, REAL(lstat64)(path, st));
 }
 
 CKC_EXPORT int fstat(int fd, struct stat *st)
 {
-	int saved = errno;
-	if (stat_fd(fd, st)) {
-		errno = saved;
+	if (stat_fd(fd, st))
 		return 0;
-	}
 	return REAL(fstat)(fd, st);
 }
 
 CKC_EXPORT int fstat64(int fd, struct stat64 *st64)
 {
 	struct stat *st = (struct stat *)st64;
-	int saved = errno;
-	if (stat_fd(fd, st)) {
-		errno = saved;
+	if (stat_fd(fd, st))
 		return 0;
-	}
 	return REAL(fstat64)(fd, st);
 }
 
-static bool statat_cached(int dirfd, const char *path, struct stat *st, int flags)
+static inline bool statat_cached(int dirfd, const char *path, struct stat *st, int flags)
 {
 	if ((flags & AT_EMPTY_PATH) && path && !*path)
 		return stat_fd(dirfd, st);
@@ -215,22 +210,16 @@ static bool statat_cached(int dirfd, const char *path, struct stat *st, int flag
 
 CKC_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
-	int saved = errno;
-	if (statat_cached(dirfd, path, st, flags)) {
-		errno = saved;
+	if (statat_cached(dirfd, path, st, flags))
 		return 0;
-	}
 	return ckc_enoent_checked(dirfd, path, REAL(fstatat)(dirfd, path, st, flags));
 }
 
 CKC_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st64, int flags)
 {
 	struct stat *st = (struct stat *)st64;
-	int saved = errno;
-	if (statat_cached(dirfd, path, st, flags)) {
-		errno = saved;
+	if (statat_cached(dirfd, path, st, flags))
 		return 0;
-	}
 	return ckc_enoent_checked(dirfd, path, REAL(fstatat64)(dirfd, path, st, flags));
 }
 
@@ -276,81 +265,57 @@ CKC_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask, 
 /* glibc < 2.33 binaries: stat() and friends were inline calls to these. */
 CKC_EXPORT int __xstat(int ver, const char *path, struct stat *st)
 {
-	int saved = errno;
-	if (stat_cached(AT_FDCWD, path, st, true)) {
-		errno = saved;
+	if (stat_cached(AT_FDCWD, path, st, true))
 		return 0;
-	}
 	return REAL(__xstat)(ver, path, st);
 }
 
 CKC_EXPORT int __xstat64(int ver, const char *path, struct stat *st)
 {
-	int saved = errno;
-	if (stat_cached(AT_FDCWD, path, st, true)) {
-		errno = saved;
+	if (stat_cached(AT_FDCWD, path, st, true))
 		return 0;
-	}
 	return REAL(__xstat64)(ver, path, st);
 }
 
 CKC_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
 {
-	int saved = errno;
-	if (stat_cached(AT_FDCWD, path, st, false)) {
-		errno = saved;
+	if (stat_cached(AT_FDCWD, path, st, false))
 		return 0;
-	}
 	return REAL(__lxstat)(ver, path, st);
 }
 
 CKC_EXPORT int __lxstat64(int ver, const char *path, struct stat *st)
 {
-	int saved = errno;
-	if (stat_cached(AT_FDCWD, path, st, false)) {
-		errno = saved;
+	if (stat_cached(AT_FDCWD, path, st, false))
 		return 0;
-	}
 	return REAL(__lxstat64)(ver, path, st);
 }
 
 CKC_EXPORT int __fxstat(int ver, int fd, struct stat *st)
 {
-	int saved = errno;
-	if (stat_fd(fd, st)) {
-		errno = saved;
+	if (stat_fd(fd, st))
 		return 0;
-	}
 	return REAL(__fxstat)(ver, fd, st);
 }
 
 CKC_EXPORT int __fxstat64(int ver, int fd, struct stat *st)
 {
-	int saved = errno;
-	if (stat_fd(fd, st)) {
-		errno = saved;
+	if (stat_fd(fd, st))
 		return 0;
-	}
 	return REAL(__fxstat64)(ver, fd, st);
 }
 
 CKC_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
 {
-	int saved = errno;
-	if (statat_cached(dirfd, path, st, flags)) {
-		errno = saved;
+	if (statat_cached(dirfd, path, st, flags))
 		return 0;
-	}
 	return REAL(__fxstatat)(ver, dirfd, path, st, flags);
 }
 
 CKC_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat *st, int flags)
 {
-	int saved = errno;
-	if (statat_cached(dirfd, path, st, flags)) {
-		errno = saved;
+	if (statat_cached(dirfd, path, st, flags))
 		return 0;
-	}
 	return REAL(__fxstatat64)(ver, dirfd, path, st, flags);
 }
 

@@ -50,6 +50,7 @@ typedef struct {
 	int fd;
 	unsigned gen;
 	bool none; /* no path below it can be tagged (ckc_tag_dir_holds_none) */
+	bool all;  /* every name in it is tagged (ckc_tag_dir_holds_all) */
 	size_t len;
 	char path[PATH_MAX];
 } tag_kept_t;
@@ -72,7 +73,7 @@ static bool tag_kept_trusted(void)
 
 /* Copies k's path into out, and its verdict into none, if it is fd's of
  * generation gen. */
-static bool tag_kept_get(tag_kept_t *k, int fd, unsigned gen, char *out, bool *none)
+static bool tag_kept_get(tag_kept_t *k, int fd, unsigned gen, char *out, bool *none, bool *all)
 {
 	if (atomic_flag_test_and_set_explicit(&k->busy, memory_order_acquire))
 		return false;
@@ -80,30 +81,32 @@ static bool tag_kept_get(tag_kept_t *k, int fd, unsigned gen, char *out, bool *n
 	if (hit) {
 		memcpy(out, k->path, k->len + 1);
 		*none = k->none;
+		*all = k->all;
 	}
 	atomic_flag_clear_explicit(&k->busy, memory_order_release);
 	return hit;
 }
 
 /* gen: the generation read before the path was looked up. */
-static void tag_kept_put(tag_kept_t *k, int fd, unsigned gen, const char *path, size_t len, bool none)
+static void tag_kept_put(tag_kept_t *k, int fd, unsigned gen, const char *path, size_t len, bool none, bool all)
 {
 	if (len >= PATH_MAX || atomic_flag_test_and_set_explicit(&k->busy, memory_order_acquire))
 		return;
 	k->fd = fd;
 	k->gen = gen;
 	k->none = none;
+	k->all = all;
 	k->len = len;
 	memcpy(k->path, path, len + 1);
 	atomic_flag_clear_explicit(&k->busy, memory_order_release);
 }
 
 /* The path of directory descriptor dirfd into out (PATH_MAX bytes), kept
- * or looked up, and whether no path below it can be tagged into none
- * (when not NULL); 0 or -1. */
-static int tag_dir_path(int dirfd, char *out, bool *none)
+ * or looked up, whether no path below it can be tagged into none, and
+ * whether every name in it is into all (each when not NULL); 0 or -1. */
+static int tag_dir_path(int dirfd, char *out, bool *none, bool *all)
 {
-	bool kn;
+	bool kn, ka;
 	bool trusted = tag_kept_trusted() && (size_t)dirfd < ckc_tag_dirv_cap;
 	unsigned gen = 0;
 	if (trusted) {
@@ -117,9 +120,11 @@ static int tag_dir_path(int dirfd, char *out, bool *none)
 		if (v != 0 && v != TAG_DIR_PATH)
 			trusted = false;
 		gen = atomic_load_explicit(&ckc_tag_dpath_gen[(unsigned)dirfd % CKC_TAG_DPATHS], memory_order_acquire);
-		if (trusted && tag_kept_get(&tag_dpath[(unsigned)dirfd % CKC_TAG_DPATHS], dirfd, gen, out, &kn)) {
+		if (trusted && tag_kept_get(&tag_dpath[(unsigned)dirfd % CKC_TAG_DPATHS], dirfd, gen, out, &kn, &ka)) {
 			if (none)
 				*none = kn;
+			if (all)
+				*all = ka;
 			return 0;
 		}
 	}
@@ -127,30 +132,38 @@ static int tag_dir_path(int dirfd, char *out, bool *none)
 	if (n < 0)
 		return -1;
 	kn = (none || trusted) && ckc_tag_dir_holds_none(out);
+	ka = !kn && (all || trusted) && ckc_tag_dir_holds_all(out);
 	if (none)
 		*none = kn;
+	if (all)
+		*all = ka;
 	if (trusted)
-		tag_kept_put(&tag_dpath[(unsigned)dirfd % CKC_TAG_DPATHS], dirfd, gen, out, (size_t)n, kn);
+		tag_kept_put(&tag_dpath[(unsigned)dirfd % CKC_TAG_DPATHS], dirfd, gen, out, (size_t)n, kn, ka);
 	return 0;
 }
 
 /* The same for the working directory. */
-static int tag_cwd_path(char *out, bool *none)
+static int tag_cwd_path(char *out, bool *none, bool *all)
 {
-	bool trusted = tag_kept_trusted(), kn;
+	bool trusted = tag_kept_trusted(), kn, ka;
 	unsigned gen = atomic_load_explicit(&tag_cwd_gen, memory_order_acquire);
-	if (trusted && tag_kept_get(&tag_cwd, AT_FDCWD, gen, out, &kn)) {
+	if (trusted && tag_kept_get(&tag_cwd, AT_FDCWD, gen, out, &kn, &ka)) {
 		if (none)
 			*none = kn;
+		if (all)
+			*all = ka;
 		return 0;
 	}
 	if (!getcwd(out, PATH_MAX))
 		return -1;
 	kn = (none || trusted) && ckc_tag_dir_holds_none(out);
+	ka = !kn && (all || trusted) && ckc_tag_dir_holds_all(out);
 	if (none)
 		*none = kn;
+	if (all)
+		*all = ka;
 	if (trusted)
-		tag_kept_put(&tag_cwd, AT_FDCWD, gen, out, strlen(out), kn);
+		tag_kept_put(&tag_cwd, AT_FDCWD, gen, out, strlen(out), kn, ka);
 	return 0;
 }
 
@@ -159,7 +172,7 @@ int ckc_path_at(int dirfd, const char *path, char out[PATH_MAX])
 	char base[PATH_MAX];
 	if (!path || !*path)
 		return -ENOENT;
-	if (path[0] != '/' && (dirfd == AT_FDCWD ? tag_cwd_path(base, NULL) : tag_dir_path(dirfd, base, NULL)))
+	if (path[0] != '/' && (dirfd == AT_FDCWD ? tag_cwd_path(base, NULL, NULL) : tag_dir_path(dirfd, base, NULL, NULL)))
 		return -ENOENT;
 	return ckc_path_key(path, path[0] == '/' ? "/" : base, out, PATH_MAX);
 }
@@ -295,6 +308,27 @@ bool ckc_tagged_at(int dirfd, const char *path, char *out)
 	return ckc_tag_path_at(dirfd, path, out);
 }
 
+/* out = dir/name where name is one name (no '/', not "." or "..", at
+ * most NAME_MAX bytes) and the whole fits; else false. */
+static bool tag_name_in(const char *name, const char *dir, char *out)
+{
+	size_t n = 0;
+	for (; name[n]; n++)
+		if (name[n] == '/' || n >= NAME_MAX)
+			return false;
+	if (name[0] == '.' && (n == 1 || (n == 2 && name[1] == '.')))
+		return false;
+	size_t d = strlen(dir);
+	if (d == 1 && dir[0] == '/')
+		d = 0;
+	if (d + 1 + n >= PATH_MAX)
+		return false;
+	memcpy(out, dir, d);
+	out[d] = '/';
+	memcpy(out + d + 1, name, n + 1);
+	return true;
+}
+
 bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 {
 	char base[PATH_MAX];
@@ -311,9 +345,10 @@ bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 		return false;
 	if (!ckc_tag_name_may_match(path))
 		return false;
+	bool all = false;
 	if (path[0] != '/' && dirfd == AT_FDCWD) {
 		bool none;
-		if (tag_cwd_path(base, &none))
+		if (tag_cwd_path(base, &none, &all))
 			return false;
 		b = base;
 		if (none) {
@@ -325,7 +360,7 @@ bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 		if (ckc_vfd_get(dirfd))
 			return false; /* not a directory: the real call says so */
 		bool none;
-		if (tag_dir_path(dirfd, base, &none))
+		if (tag_dir_path(dirfd, base, &none, &all))
 			return false;
 		b = base;
 		if (none) {
@@ -334,6 +369,11 @@ bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 				return false;
 		}
 	}
+	/* one name in a folder every name of which is tagged (a "**" pattern's): the
+	 * folder's path, a slash and the name, as resolving spells it (a
+	 * walker's open of each name at the folder's descriptor: tar, rsync) */
+	if (b && all && tag_name_in(path, b, out))
+		return true;
 	/* resolved as the kernel will: a path it refuses is not tagged, and
 	 * the real call gives the program the kernel's error (the kernel
 	 * names a folder canonically) */
@@ -615,12 +655,7 @@ static bool held_through(const char *canon, char target[PATH_MAX], bool last)
 	return held;
 }
 
-int ckc_enoent_checked(int dirfd, const char *path, int rc)
-{
-	return (int)ckc_enoent_checked_l(dirfd, path, rc);
-}
-
-long ckc_enoent_checked_l(int dirfd, const char *path, long rc)
+long ckc_enoent_look(int dirfd, const char *path, long rc)
 {
 	if (rc >= 0 || errno != ENOENT || !path || !ckc_holds_unpublished())
 		return rc;

@@ -222,6 +222,19 @@ bool ckc_tag_dir_holds_none(const char *dir)
 	return true;
 }
 
+bool ckc_tag_dir_holds_all(const char *dir)
+{
+	for (int i = 0; i < tag_npats; i++) {
+		const tag_pat_t *t = &tag_pats[i];
+		size_t n = strlen(t->glob);
+		/* a subtree of a literal folder: what ckc_tag_match tags at once */
+		if (t->subtree && t->lit == n && strncmp(dir, t->glob, n) == 0 &&
+		    (n == 1 || dir[n] == '/' || dir[n] == '\0'))
+			return true;
+	}
+	return false;
+}
+
 /* fnmatch(pat, s, pathname ? FNM_PATHNAME : 0) == 0. Literal bytes and '*'
  * (the usual "ckpt_*.bin") are matched here byte by byte: in a multibyte
  * locale glibc's fnmatch converts both strings to wide characters, with an

@@ -21,6 +21,10 @@ bool ckc_tag_name_may_match(const char *path);
 
 /* Whether no path below canonical directory dir can be tagged. */
 bool ckc_tag_dir_holds_none(const char *dir);
+/* Every name directly in canonical directory dir is tagged: dir is, or is
+ * below, the folder of a pattern whose last component is "**" and whose
+ * folder has no wildcard. */
+bool ckc_tag_dir_holds_all(const char *dir);
 
 /* fnmatch(pat, s, pathname ? FNM_PATHNAME : 0) == 0, with literal bytes
  * and '*' matched byte by byte. */

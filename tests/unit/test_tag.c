@@ -90,14 +90,25 @@ Test(tag, subtree)
 	cr_assert(ckc_tag_match("/scratch/run/d/e/f.bin"));
 	cr_assert_not(ckc_tag_match("/scratch/run"));
 	cr_assert_not(ckc_tag_match("/scratch/runner/a"));
+	/* every name in the folder and below it is tagged; not beside it */
+	cr_assert(ckc_tag_dir_holds_all("/scratch/run"));
+	cr_assert(ckc_tag_dir_holds_all("/scratch/run/d/e"));
+	cr_assert_not(ckc_tag_dir_holds_all("/scratch"));
+	cr_assert_not(ckc_tag_dir_holds_all("/scratch/runner"));
 	ckc_tag_free();
 	load("/scratch/shot_*/**", 0);
 	cr_assert(ckc_tag_match("/scratch/shot_3/a/b"));
 	cr_assert_not(ckc_tag_match("/scratch/other/a"));
+	cr_assert_not(ckc_tag_dir_holds_all("/scratch/other"));
+	ckc_tag_free();
+	load("/scratch/run/*.bin", 0);
+	cr_assert_not(ckc_tag_dir_holds_all("/scratch/run"));
 	ckc_tag_free();
 	load("/**", 0);
 	cr_assert(ckc_tag_match("/anything"));
 	cr_assert_not(ckc_tag_match("/"));
+	cr_assert(ckc_tag_dir_holds_all("/"));
+	cr_assert(ckc_tag_dir_holds_all("/x"));
 }
 
 Test(tag, rank_and_canonical_patterns)
@@ -383,6 +394,16 @@ Test(tag, kept_folder_paths_follow_the_numbers)
 		cr_assert_str_eq(canon, want);
 	}
 	cr_assert_eq(atomic_load(&ckc_tag_dirv[fd]), 2, "the path is kept");
+	/* the longest name, and a path that leaves the folder */
+	char longname[NAME_MAX + 1];
+	memset(longname, 'n', NAME_MAX);
+	longname[NAME_MAX] = '\0';
+	cr_assert(ckc_tagged_at(fd, longname, canon), "a name of NAME_MAX bytes");
+	snprintf(want, sizeof(want), "%s/a/%s", dir, longname);
+	cr_assert_str_eq(canon, want);
+	cr_assert(ckc_tagged_at(fd, "../b/y.bin", canon));
+	snprintf(want, sizeof(want), "%s/b/y.bin", dir);
+	cr_assert_str_eq(canon, want);
 	/* closed (the close wrapper forgets the number), b opened there */
 	ckc_tag_forget_fd(fd);
 	close(fd);
