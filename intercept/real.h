@@ -274,6 +274,8 @@ struct utimbuf;
 			     const posix_spawnattr_t *, char *const[], char *const[]))      \
 	X(posix_spawnp, int, (pid_t *, const char *, const posix_spawn_file_actions_t *,   \
 			      const posix_spawnattr_t *, char *const[], char *const[]))     \
+	X(posix_spawn_file_actions_addopen, int, (posix_spawn_file_actions_t *, int, const char *, int, \
+						  mode_t))                                   \
 	X(system, int, (const char *))                                                     \
 	X(popen, FILE *, (const char *, const char *))                                     \
 	X(execve, int, (const char *, char *const[], char *const[]))                       \

@@ -397,6 +397,33 @@ CKC_EXPORT void pthread_exit(void *ret)
 
 /* ---- posix_spawn, system, popen --------------------------------------------- */
 
+/* A file action that opens a path is the C library's to carry out in the
+ * child, by calls of its own that this library does not see (the child's
+ * later opens, through the library, ask): a tagged path gets what this
+ * process and the others of the node hold of it when the action is added,
+ * as an open of it here would. A reader of it in the child sees the
+ * version closed before; a writer's bytes are not replaced by an older
+ * version published after it. */
+CKC_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, int fd, const char *path,
+						int oflag, mode_t mode)
+{
+	char canon[PATH_MAX];
+	int saved = errno;
+	if (!ckc_io_guard && ckc_tagged_at(AT_FDCWD, path, canon)) {
+		if (ckc_node_others())
+			ckc_node_ask(canon);
+		(void)ckc_hand_over_path(canon);
+	}
+	errno = saved;
+	int (*real)(posix_spawn_file_actions_t *, int, const char *, int, mode_t) =
+		REAL(posix_spawn_file_actions_addopen);
+	if (!real) {
+		ckc_real_missing("posix_spawn_file_actions_addopen");
+		return ENOSYS;
+	}
+	return real(fa, fd, path, oflag, mode);
+}
+
 CKC_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 			   const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {

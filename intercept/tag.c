@@ -379,6 +379,12 @@ bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 	 * names a folder canonically) */
 	if ((b ? ckc_path_resolve_in(path, b, out, PATH_MAX) : ckc_path_resolve(path, NULL, out, PATH_MAX)) != 0)
 		return false;
+	/* a name the kernel refuses (ENAMETOOLONG) is not tagged: the real
+	 * call gives the program the kernel's error, where the cache would take
+	 * a file that can never reach its real path */
+	const char *last = strrchr(out, '/');
+	if (last && strlen(last + 1) > NAME_MAX)
+		return false;
 	return ckc_tag_match(out);
 }
 

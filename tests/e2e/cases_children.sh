@@ -418,6 +418,36 @@ for i in range(5000):
 ' "$T/ck" || fail "after exit"
 }
 
+# posix_spawn's file actions open paths in the child by the C library's own
+# calls: a child whose standard input is a checkpoint just written reads
+# its last version, and one whose standard output truncates a checkpoint
+# the parent holds keeps what it wrote (Python's os.posix_spawn).
+spawn_file_actions() {
+	local prog='
+import os, sys
+for v in range(1, 10):
+    with open("ck/in.bin", "wb") as f:
+        f.write(b"input version %d\n" % v * 1000)
+with open("ck/out.bin", "wb") as f:
+    f.write(b"an older output, longer than the new one\n" * 5000)
+pid = os.posix_spawnp("cat", ["cat"], os.environ, file_actions=[
+    (os.POSIX_SPAWN_OPEN, 0, "ck/in.bin", os.O_RDONLY, 0),
+    (os.POSIX_SPAWN_OPEN, 1, "ck/out.bin", os.O_WRONLY | os.O_TRUNC | os.O_CREAT, 0o644)])
+_, status = os.waitpid(pid, 0)
+assert status == 0, "cat: status %d" % status
+got = open("ck/out.bin", "rb").read()
+assert got == b"input version 9\n" * 1000, "out.bin: %d bytes, %r" % (len(got), got[:32])
+'
+	local mode
+	for mode in off on; do
+		rm -f ck/*
+		ck CKPTCACHE_STEP_ASIDE=$mode -- "$PY" -c "$prog" || fail "step aside $mode: the program$(last_error)"
+		"$PY" -c 'import sys; sys.stdout.buffer.write(b"input version 9\n" * 1000)' >want.bin
+		same want.bin ck/in.bin "step aside $mode: in.bin after exit"
+		same want.bin ck/out.bin "step aside $mode: out.bin after exit"
+	done
+}
+
 # A process killed while it holds a checkpoint not yet published: the next
 # process that opens that path finds nobody to ask and goes on at once.
 holder_killed() {
@@ -507,6 +537,7 @@ case_add children/link-current-version link_current_version
 case_add children/other-process-reads other_process_reads
 case_add children/holder-killed holder_killed
 case_add children/many-held many_held
+case_add children/spawn-file-actions spawn_file_actions
 
 # A checkpoint the parent closed but has not published yet (each rename
 # that publishes takes 1.5 s), read by a new program that will not run the
@@ -1007,6 +1038,37 @@ for n in (0, 1, 4095, 4096, 4097, (1 << 20) + 1, 3 << 20):
 '
 }
 case_add names/cached-blocks cached_blocks
+
+# A name longer than NAME_MAX in a tagged folder, once the cache runs:
+# ENAMETOOLONG as without the library, by path and at the folder's
+# descriptor, and nothing left in a rescue file (the longest name is taken).
+names_too_long() {
+	same_output "names of 255, 256 and 300 bytes" '
+import os, sys
+d = sys.argv[1]
+'"$PY_PRE"'
+for n in ("y" * 255, "y" * 256, "z" * 300):
+    p = os.path.join(d, n)
+    try:
+        with open(p, "wb") as f:
+            f.write(b"data")
+        print(len(n), "written", os.stat(p).st_size, open(p, "rb").read())
+    except OSError as e:
+        print(len(n), "errno", e.errno)
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        os.close(os.open(n[:-1] + "x", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+        print(len(n), "created at the folder")
+    except OSError as e:
+        print(len(n), "at the folder: errno", e.errno)
+    os.close(fd)
+'
+	[ "$(ls "$T/ck" | wc -l)" = "$(ls "$T/plainrun" | wc -l)" ] ||
+		fail "$(ls "$T/ck" | wc -l) files with the library, $(ls "$T/plainrun" | wc -l) without"
+	grep -q 'rescue' "$T/.log" 2>/dev/null && fail "a rescue file:$(first_error rescue)"
+	return 0
+}
+case_add names/too-long names_too_long
 
 # freopen of a tagged stream, as the C library does it for a file stream:
 # a change of mode alone (NULL path: "w" then "r" reads what it wrote, "a"
