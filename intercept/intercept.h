@@ -496,8 +496,6 @@ ckc_vfd_t *ckc_vfd_hold_id(int fd, uint64_t id, int *at);
  * while the child runs); take false: none (the child claims nothing). */
 void ckc_vfork_snapshot(bool take);
 int ckc_fdtab_init(void);
-/* bytes of zeroed memory of their own pages, which stay unbacked until
- * used (never freed), or NULL */
 /* Marks fd as one of the engine's own files (or no longer); the first
  * such number in [from, last], or -1. */
 void ckc_fd_mine_set(int fd, bool mine);

@@ -409,11 +409,8 @@ CKC_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, 
 {
 	char canon[PATH_MAX];
 	int saved = errno;
-	if (!ckc_io_guard && ckc_tagged_at(AT_FDCWD, path, canon)) {
-		if (ckc_node_others())
-			ckc_node_ask(canon);
+	if (!ckc_io_guard && ckc_tagged_asked(AT_FDCWD, path, canon))
 		(void)ckc_hand_over_path(canon);
-	}
 	errno = saved;
 	int (*real)(posix_spawn_file_actions_t *, int, const char *, int, mode_t) =
 		REAL(posix_spawn_file_actions_addopen);

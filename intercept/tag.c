@@ -308,25 +308,11 @@ bool ckc_tagged_at(int dirfd, const char *path, char *out)
 	return ckc_tag_path_at(dirfd, path, out);
 }
 
-/* out = dir/name where name is one name (no '/', not "." or "..", at
- * most NAME_MAX bytes) and the whole fits; else false. */
-static bool tag_name_in(const char *name, const char *dir, char *out)
+/* canon lies below folder dir (canonical, not the root). */
+static bool tag_below(const char *canon, const char *dir)
 {
-	size_t n = 0;
-	for (; name[n]; n++)
-		if (name[n] == '/' || n >= NAME_MAX)
-			return false;
-	if (name[0] == '.' && (n == 1 || (n == 2 && name[1] == '.')))
-		return false;
-	size_t d = strlen(dir);
-	if (d == 1 && dir[0] == '/')
-		d = 0;
-	if (d + 1 + n >= PATH_MAX)
-		return false;
-	memcpy(out, dir, d);
-	out[d] = '/';
-	memcpy(out + d + 1, name, n + 1);
-	return true;
+	size_t n = strlen(dir);
+	return strncmp(canon, dir, n) == 0 && canon[n] == '/' && canon[n + 1];
 }
 
 bool ckc_tag_path_at(int dirfd, const char *path, char *out)
@@ -369,22 +355,17 @@ bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 				return false;
 		}
 	}
-	/* one name in a folder every name of which is tagged (a "**" pattern's): the
-	 * folder's path, a slash and the name, as resolving spells it (a
-	 * walker's open of each name at the folder's descriptor: tar, rsync) */
-	if (b && all && tag_name_in(path, b, out))
-		return true;
-	/* resolved as the kernel will: a path it refuses is not tagged, and
-	 * the real call gives the program the kernel's error (the kernel
-	 * names a folder canonically) */
+	/* resolved as the kernel will: a path it refuses (a name longer than
+	 * NAME_MAX, which the cache would take and never publish) is not
+	 * tagged, and the real call gives the program the kernel's error (the
+	 * kernel names a folder canonically) */
 	if ((b ? ckc_path_resolve_in(path, b, out, PATH_MAX) : ckc_path_resolve(path, NULL, out, PATH_MAX)) != 0)
 		return false;
-	/* a name the kernel refuses (ENAMETOOLONG) is not tagged: the real
-	 * call gives the program the kernel's error, where the cache would take
-	 * a file that can never reach its real path */
-	const char *last = strrchr(out, '/');
-	if (last && strlen(last + 1) > NAME_MAX)
-		return false;
+	/* below a folder every path under which is tagged (a "**" pattern's):
+	 * no match to make (a walker's open of each name at the folder's
+	 * descriptor: tar, rsync) */
+	if (all && tag_below(out, b))
+		return true;
 	return ckc_tag_match(out);
 }
 

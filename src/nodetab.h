@@ -32,7 +32,6 @@ pid_t nodetab_val_pid(uint64_t val);
  * within NODETAB_PROBE slots of its key's place. */
 int nodetab_add(nodetab_slot_t *t, size_t n, uint64_t val);
 
-
 /* Frees one slot holding val (a value may be there more than once: one per
  * version the process holds). 0, or -ENOENT. A freed slot followed by an
  * empty one becomes empty, and so do the freed ones before it: freed

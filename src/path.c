@@ -130,7 +130,8 @@ static int path_walk(const char *path, const char *base, bool base_canon, char *
 			if (n > 0)
 				n--; /* drop the slash too */
 		} else if (!(len == 1 && p[0] == '.')) {
-			if (n + 1 + len + 1 > outlen)
+			/* as the kernel: no name longer than NAME_MAX */
+			if (len > NAME_MAX || n + 1 + len + 1 > outlen)
 				return -ENAMETOOLONG;
 			out[n++] = '/';
 			memcpy(out + n, p, len);
@@ -144,8 +145,9 @@ static int path_walk(const char *path, const char *base, bool base_canon, char *
 	return 0;
 }
 
-/* path is absolute, with no "." or ".." component and no repeated or
- * trailing '/': canonical as it is (*len: its length). */
+/* path is absolute, with no "." or ".." component, no repeated or trailing
+ * '/' and no name longer than NAME_MAX: canonical as it is (*len: its
+ * length). */
 static bool path_plain(const char *path, size_t *len)
 {
 	if (path[0] != '/')
@@ -156,9 +158,11 @@ static bool path_plain(const char *path, size_t *len)
 			return false;
 		if (c[0] == '.' && (!c[1] || c[1] == '/' || (c[1] == '.' && (!c[2] || c[2] == '/'))))
 			return false;
-		const char *e = strchr(c, '/');
-		if (!e) {
-			*len = (size_t)(c - path) + strlen(c);
+		const char *e = strchrnul(c, '/');
+		if (e - c > NAME_MAX)
+			return false;
+		if (!*e) {
+			*len = (size_t)(e - path);
 			return true;
 		}
 		q = e;
@@ -187,7 +191,7 @@ int ckc_path_resolve_in(const char *path, const char *canon_base, char *out, siz
 		size_t bl = strlen(canon_base), nl = strlen(path);
 		if (bl == 1)
 			bl = 0; /* the root */
-		if (bl + 1 + nl + 1 > outlen)
+		if (nl > NAME_MAX || bl + 1 + nl + 1 > outlen)
 			return -ENAMETOOLONG;
 		memcpy(out, canon_base, bl);
 		out[bl] = '/';

@@ -143,6 +143,17 @@ Test(resolve, what_the_kernel_refuses_fails)
 	resolved("ck/none/../x.bin", NULL, -ENOENT);
 	resolved("ck/file/../x.bin", NULL, -ENOTDIR);
 	resolved("ck/loop1/../x.bin", NULL, -ELOOP);
+	/* a name longer than NAME_MAX, as the last name, inside, or joined to
+	 * a canonical folder */
+	char longp[NAME_MAX + 16], out[PATH_MAX];
+	snprintf(longp, sizeof(longp), "/t/%0*d", NAME_MAX + 1, 0);
+	cr_assert_eq(ckc_path_resolve(longp, NULL, out, sizeof(out)), -ENAMETOOLONG);
+	cr_assert_eq(ckc_path_resolve_in(longp + 3, "/t", out, sizeof(out)), -ENAMETOOLONG);
+	strcat(longp, "/x");
+	cr_assert_eq(ckc_path_resolve(longp, NULL, out, sizeof(out)), -ENAMETOOLONG);
+	snprintf(longp, sizeof(longp), "/t/%0*d", NAME_MAX, 0);
+	cr_assert_eq(ckc_path_resolve(longp, NULL, out, sizeof(out)), 0);
+	cr_assert_eq(ckc_path_resolve_in(longp + 3, "/t", out, sizeof(out)), 0);
 }
 
 Test(resolve, relative_paths_and_keys)
