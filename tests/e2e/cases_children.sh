@@ -439,13 +439,34 @@ got = open("ck/out.bin", "rb").read()
 assert got == b"input version 9\n" * 1000, "out.bin: %d bytes, %r" % (len(got), got[:32])
 '
 	local mode
-	for mode in off on; do
+	for mode in off auto; do
 		rm -f ck/*
 		ck CKPTCACHE_STEP_ASIDE=$mode -- "$PY" -c "$prog" || fail "step aside $mode: the program$(last_error)"
 		"$PY" -c 'import sys; sys.stdout.buffer.write(b"input version 9\n" * 1000)' >want.bin
 		same want.bin ck/in.bin "step aside $mode: in.bin after exit"
 		same want.bin ck/out.bin "step aside $mode: out.bin after exit"
 	done
+	rm -f ck/*
+	# a file action that cannot be carried out fails the spawn as without
+	# the library: a missing checkpoint, a folder that is not there, a
+	# checkpoint the parent still writes opened exclusively
+	same_output "file actions that fail" '
+import os, sys
+d = sys.argv[1]
+w = open(os.path.join(d, "open.bin"), "wb")
+w.write(b"held open\n")
+for name, flags in (("missing.bin", os.O_RDONLY), ("nodir/x.bin", os.O_WRONLY | os.O_CREAT),
+                    ("open.bin", os.O_WRONLY | os.O_CREAT | os.O_EXCL)):
+    try:
+        pid = os.posix_spawnp("cat", ["cat"], os.environ,
+                              file_actions=[(os.POSIX_SPAWN_OPEN, 0, os.path.join(d, name), flags, 0o644)])
+        print(name, "spawned, status", os.waitpid(pid, 0)[1])
+    except OSError as e:
+        print(name, "errno", e.errno)
+w.close()
+print(open(os.path.join(d, "open.bin"), "rb").read())
+print(sorted(os.listdir(d)))
+'
 }
 
 # A process killed while it holds a checkpoint not yet published: the next
