@@ -50,6 +50,33 @@ static void meta_times(const struct timespec in[2], const ckc_stat_t *st, ckc_at
 	}
 }
 
+/* After the program set the times of a real path (rc: the real call's):
+ * a folder's are put back after the publications into it that follow
+ * (ckc_dir_times_note). dirfd and path name it, or fd does (path NULL). */
+static int meta_dir_set(int rc, int dirfd, const char *path, int flags, const struct timespec *ts)
+{
+	if (rc != 0 || !ckc_holds_unpublished())
+		return rc;
+	int saved = errno;
+	struct stat st;
+	char canon[PATH_MAX];
+	bool got = path ? REAL(fstatat)(dirfd, path, &st, flags & AT_SYMLINK_NOFOLLOW) == 0 &&
+				  S_ISDIR(st.st_mode) && ckc_path_at(dirfd, path, canon) == 0
+			: REAL(fstat)(dirfd, &st) == 0 && S_ISDIR(st.st_mode) &&
+				  ckc_fd_name(dirfd, canon, sizeof(canon)) > 0;
+	if (got) {
+		/* the time asked for: a publication may have changed the folder
+		 * between the call and the look */
+		if (ts && ts[1].tv_nsec != UTIME_NOW && ts[1].tv_nsec != UTIME_OMIT)
+			st.st_mtim = ts[1];
+		ckc_enter();
+		ckc_dir_times_note(canon, &st);
+		ckc_leave();
+	}
+	errno = saved;
+	return rc;
+}
+
 static void meta_tv(const struct timeval tv[2], struct timespec ts[2])
 {
 	for (int i = 0; i < 2; i++) {
@@ -171,7 +198,7 @@ CKC_EXPORT int futimens(int fd, const struct timespec ts[2])
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!v)
-		return REAL(futimens)(fd, ts);
+		return meta_dir_set(REAL(futimens)(fd, ts), fd, NULL, 0, ts);
 	return (int)ckc_result(times_fd(v, ts), errno);
 }
 
@@ -199,7 +226,8 @@ CKC_EXPORT int utimensat(int dirfd, const char *path, const struct timespec ts[2
 	}
 	rc = times_path(dirfd, path, ts);
 	if (rc == -ENOENT)
-		return ckc_enoent_checked(dirfd, path, REAL(utimensat)(dirfd, path, ts, flags));
+		return ckc_enoent_checked(dirfd, path,
+					  meta_dir_set(REAL(utimensat)(dirfd, path, ts, flags), dirfd, path, flags, ts));
 	return (int)ckc_result(rc, saved);
 }
 
@@ -223,7 +251,9 @@ static int utimes_common(const char *path, const struct timeval tv[2],
 		meta_tv(tv, ts);
 	int rc = times_path(AT_FDCWD, path, tv ? ts : NULL);
 	if (rc == -ENOENT)
-		return ckc_enoent_checked(AT_FDCWD, path, real(path, tv));
+		return ckc_enoent_checked(AT_FDCWD, path,
+					  meta_dir_set(real(path, tv), AT_FDCWD, path,
+						       real == REAL(lutimes) ? AT_SYMLINK_NOFOLLOW : 0, tv ? ts : NULL));
 	return (int)ckc_result(rc, saved);
 }
 
@@ -248,7 +278,7 @@ CKC_EXPORT int utime(const char *path, const struct utimbuf *b)
 	}
 	int rc = times_path(AT_FDCWD, path, b ? ts : NULL);
 	if (rc == -ENOENT)
-		return ckc_enoent_checked(AT_FDCWD, path, REAL(utime)(path, b));
+		return ckc_enoent_checked(AT_FDCWD, path, meta_dir_set(REAL(utime)(path, b), AT_FDCWD, path, 0, b ? ts : NULL));
 	return (int)ckc_result(rc, saved);
 }
 

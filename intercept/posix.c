@@ -771,6 +771,10 @@ int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)
 	 * are async-signal-safe without the library) */
 	if (ckc_sig_in_handler() && !ckc_holds_unpublished())
 		return CKC_PASS;
+	/* a file made in a folder after the program set its times changes
+	 * it, as without the library: those times are not put back */
+	if ((flags & O_CREAT) && !ckc_sig_in_handler())
+		ckc_dir_times_forget(canon);
 	/* only a small checkpoint's open is timed (open_tagged) */
 	bool timeable = (flags & O_ACCMODE) == O_WRONLY && (flags & (O_TRUNC | O_APPEND)) == O_TRUNC;
 	uint64_t start = timeable ? ckc_now_ns() : 0;

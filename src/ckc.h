@@ -69,6 +69,18 @@ bool ckc_holds_objects(void);
  * kernel, whatever links it goes through. */
 bool ckc_holds_unpublished(void);
 
+/* The program set the times of the folder dir (canonical), which now has
+ * the attributes st: the publications into it that follow, each a link or
+ * rename that sets its modification time, put that time back while
+ * nothing else changed the folder (tar -x, cp -a and rsync -a set a
+ * folder's times after writing its files). */
+void ckc_dir_times_note(const char *dir, const struct stat *st);
+
+/* The program makes or opens to make a file at path (canonical): its
+ * folder changes as the program asked after the times it set, which are
+ * no longer put back. */
+void ckc_dir_times_forget(const char *path);
+
 /* Whether one of those replaces a file its real path held when it began
  * (one load; no lock): where not, a path that reaches a version not yet
  * published through links finds no file there, and the kernel's open of it

@@ -34,6 +34,7 @@ static const char *const rank_name[CKC_RANK_COUNT] = {
 	[CKC_RANK_ENGINE] = "engine",
 	[CKC_RANK_HOST_GROW] = "host tier growth",
 	[CKC_RANK_STATE] = "private-folder record",
+	[CKC_RANK_DIRTIMES] = "folder times",
 	[CKC_RANK_LANES] = "copy lanes",
 	[CKC_RANK_KTOUCH] = "kernel touch queue",
 	[CKC_RANK_TRACE] = "trace buffer",

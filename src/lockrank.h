@@ -77,6 +77,9 @@ typedef enum ckc_rank {
 	/* The record of this process's temporary files: written when the
 	 * engine makes one (the engine lock held). */
 	CKC_RANK_STATE,
+	/* The folders whose times the program set (tier_home.c): taken
+	 * around a copy of an entry only, with no file system call. */
+	CKC_RANK_DIRTIMES,
 	/* The copy lanes' hand-off: taken around a post and its end only. */
 	CKC_RANK_LANES,
 	/* The kernel touch's queue (ktouch.h): taken around a note and the

@@ -334,8 +334,142 @@ static void home_link_new(int fd, const char *key, bool *named, bool *taken)
 }
 
 /* ckc_home_commit and ckc_home_commit_open: fd closed unless keep_open. */
+static int home_publish_in(char *tmp, const char *key, int fd, const ckc_fid_t *base, bool fsync_it,
+			   bool keep_open, const ckc_attr_t *a);
+
+/* ---- folder times the program set ------------------------------------- */
+
+/* Folders whose times the program set while this process held checkpoints
+ * not yet published (ckc_dir_times_note): the most recent few. */
+#define DIR_TIMES_MAX 16
+
+typedef struct dir_times {
+	char dir[PATH_MAX];
+	struct timespec mtime; /* as the program set it */
+	uint64_t seq;                 /* when it was noted (dir_times_seq) */
+} dir_times_t;
+
+static dir_times_t dir_times[DIR_TIMES_MAX];
+static _Atomic int dir_times_n; /* entries kept: 0 lets a publication skip the look */
+static unsigned dir_times_next; /* the entry replaced when all are kept */
+static _Atomic uint64_t dir_times_seq; /* notes so far */
+static ckc_mutex_t dir_times_lock = CKC_MUTEX_INIT(DIRTIMES);
+CKC_LOCKS_AT_START(dir_times_lock, ckc_locks_add, &dir_times_lock)
+
+static bool ts_eq(struct timespec a, struct timespec b);
+static void dir_times_after(const dir_times_t *keep);
+
+/* The entry of dir, or -1 (dir_times_lock held). */
+static int dir_times_find(const char *dir)
+{
+	for (int i = 0; i < DIR_TIMES_MAX; i++)
+		if (dir_times[i].dir[0] && strcmp(dir_times[i].dir, dir) == 0)
+			return i;
+	return -1;
+}
+
+void ckc_dir_times_note(const char *dir, const struct stat *st)
+{
+	if (strlen(dir) >= PATH_MAX)
+		return;
+	ckc_mutex_lock(&dir_times_lock);
+	int i = dir_times_find(dir);
+	if (i < 0) {
+		for (i = 0; i < DIR_TIMES_MAX && dir_times[i].dir[0]; i++)
+			;
+		if (i == DIR_TIMES_MAX)
+			i = (int)(dir_times_next++ % DIR_TIMES_MAX);
+		else
+			atomic_fetch_add(&dir_times_n, 1);
+		strcpy(dir_times[i].dir, dir);
+	}
+	dir_times[i].mtime = st->st_mtim;
+	dir_times[i].seq = atomic_fetch_add(&dir_times_seq, 1) + 1;
+	ckc_mutex_unlock(&dir_times_lock);
+	/* a publication between the program's call and the note changed it:
+	 * put back (those from now on do it themselves) */
+	struct stat now;
+	if (sys_stat(dir, &now) == 0 && !ts_eq(now.st_mtim, st->st_mtim)) {
+		dir_times_t keep;
+		strcpy(keep.dir, dir);
+		keep.mtime = st->st_mtim;
+		dir_times_after(&keep);
+	}
+}
+
+void ckc_dir_times_forget(const char *path)
+{
+	char dir[PATH_MAX];
+	if (!atomic_load_explicit(&dir_times_n, memory_order_relaxed) || ckc_path_dirname(path, dir, sizeof(dir)) != 0)
+		return;
+	ckc_mutex_lock(&dir_times_lock);
+	int i = dir_times_find(dir);
+	if (i >= 0) {
+		dir_times[i].dir[0] = '\0';
+		atomic_fetch_sub(&dir_times_n, 1);
+	}
+	ckc_mutex_unlock(&dir_times_lock);
+}
+
+/* Before a publication into key's folder: whether the program set that
+ * folder's times (*keep gets the entry). Whether something else changed
+ * the folder since is not looked at: another publication of this process
+ * may be under way there. */
+static bool dir_times_before(const char *key, dir_times_t *keep)
+{
+	if (!atomic_load_explicit(&dir_times_n, memory_order_relaxed) ||
+	    ckc_path_dirname(key, keep->dir, sizeof(keep->dir)) != 0)
+		return false;
+	ckc_mutex_lock(&dir_times_lock);
+	int i = dir_times_find(keep->dir);
+	if (i >= 0)
+		*keep = dir_times[i];
+	ckc_mutex_unlock(&dir_times_lock);
+	return i >= 0;
+}
+
+/* After it: the folder's modification time as the program set it. */
+static void dir_times_after(const dir_times_t *keep)
+{
+	int fd = sys_open(keep->dir, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return;
+	struct timespec t[2] = { { .tv_nsec = UTIME_OMIT }, keep->mtime };
+	(void)sys_futimens(fd, t);
+	sys_close(fd);
+}
+
+/* Whether the program set the times of key's folder while it was
+ * published (an entry noted after seq: the publication may have changed
+ * the folder after the program did); *keep gets it. */
+static bool dir_times_during(const char *key, uint64_t seq, dir_times_t *keep)
+{
+	if (!atomic_load_explicit(&dir_times_n, memory_order_relaxed) ||
+	    ckc_path_dirname(key, keep->dir, sizeof(keep->dir)) != 0)
+		return false;
+	ckc_mutex_lock(&dir_times_lock);
+	int i = dir_times_find(keep->dir);
+	bool during = i >= 0 && dir_times[i].seq > seq;
+	if (during)
+		*keep = dir_times[i];
+	ckc_mutex_unlock(&dir_times_lock);
+	return during;
+}
+
 static int home_publish(char *tmp, const char *key, int fd, const ckc_fid_t *base, bool fsync_it,
 			bool keep_open, const ckc_attr_t *a)
+{
+	dir_times_t keep;
+	uint64_t seq = atomic_load(&dir_times_seq);
+	bool keep_times = dir_times_before(key, &keep);
+	int rc = home_publish_in(tmp, key, fd, base, fsync_it, keep_open, a);
+	if (!rc && (keep_times || dir_times_during(key, seq, &keep)))
+		dir_times_after(&keep);
+	return rc;
+}
+
+static int home_publish_in(char *tmp, const char *key, int fd, const ckc_fid_t *base, bool fsync_it,
+			   bool keep_open, const ckc_attr_t *a)
 {
 	int rc = a ? ckc_attr_apply_fd(fd, a) : 0;
 	bool named = false, taken = false;
