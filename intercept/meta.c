@@ -55,7 +55,8 @@ static void meta_times(const struct timespec in[2], const ckc_stat_t *st, ckc_at
  * (ckc_dir_times_note). dirfd and path name it, or fd does (path NULL). */
 static int meta_dir_set(int rc, int dirfd, const char *path, int flags, const struct timespec *ts)
 {
-	if (rc != 0 || !ckc_holds_unpublished())
+	/* (the access time alone: the modification time is not the program's) */
+	if (rc != 0 || !ckc_holds_unpublished() || (ts && ts[1].tv_nsec == UTIME_OMIT))
 		return rc;
 	int saved = errno;
 	struct stat st;

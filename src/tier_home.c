@@ -345,8 +345,11 @@ static int home_publish_in(char *tmp, const char *key, int fd, const ckc_fid_t *
 
 typedef struct dir_times {
 	char dir[PATH_MAX];
+	dev_t dev; /* the folder itself: one made anew at the path is another */
+	ino_t ino;
 	struct timespec mtime; /* as the program set it */
-	uint64_t seq;                 /* when it was noted (dir_times_seq) */
+	uint64_t seq;          /* when it was noted (dir_times_seq) */
+	int busy;              /* publications into it under way */
 } dir_times_t;
 
 static dir_times_t dir_times[DIR_TIMES_MAX];
@@ -357,7 +360,6 @@ static ckc_mutex_t dir_times_lock = CKC_MUTEX_INIT(DIRTIMES);
 CKC_LOCKS_AT_START(dir_times_lock, ckc_locks_add, &dir_times_lock)
 
 static bool ts_eq(struct timespec a, struct timespec b);
-static void dir_times_after(const dir_times_t *keep);
 
 /* The entry of dir, or -1 (dir_times_lock held). */
 static int dir_times_find(const char *dir)
@@ -366,6 +368,30 @@ static int dir_times_find(const char *dir)
 		if (dir_times[i].dir[0] && strcmp(dir_times[i].dir, dir) == 0)
 			return i;
 	return -1;
+}
+
+/* Drops entry i if it is still the one noted at seq (dir_times_lock held). */
+static void dir_times_drop(int i, uint64_t seq)
+{
+	if (i >= 0 && dir_times[i].seq == seq) {
+		dir_times[i].dir[0] = '\0';
+		atomic_fetch_sub(&dir_times_n, 1);
+	}
+}
+
+/* Puts keep's modification time back on its folder, if it is still that
+ * folder. */
+static void dir_times_put_back(const dir_times_t *keep)
+{
+	int fd = sys_open(keep->dir, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return;
+	struct stat st;
+	struct timespec t[2] = { { .tv_nsec = UTIME_OMIT }, keep->mtime };
+	if (sys_fstat(fd, &st) == 0 && st.st_dev == keep->dev && st.st_ino == keep->ino &&
+	    !ts_eq(st.st_mtim, keep->mtime))
+		(void)sys_futimens(fd, t);
+	sys_close(fd);
 }
 
 void ckc_dir_times_note(const char *dir, const struct stat *st)
@@ -382,19 +408,17 @@ void ckc_dir_times_note(const char *dir, const struct stat *st)
 		else
 			atomic_fetch_add(&dir_times_n, 1);
 		strcpy(dir_times[i].dir, dir);
+		dir_times[i].busy = 0;
 	}
+	dir_times[i].dev = st->st_dev;
+	dir_times[i].ino = st->st_ino;
 	dir_times[i].mtime = st->st_mtim;
 	dir_times[i].seq = atomic_fetch_add(&dir_times_seq, 1) + 1;
+	dir_times_t keep = dir_times[i];
 	ckc_mutex_unlock(&dir_times_lock);
 	/* a publication between the program's call and the note changed it:
 	 * put back (those from now on do it themselves) */
-	struct stat now;
-	if (sys_stat(dir, &now) == 0 && !ts_eq(now.st_mtim, st->st_mtim)) {
-		dir_times_t keep;
-		strcpy(keep.dir, dir);
-		keep.mtime = st->st_mtim;
-		dir_times_after(&keep);
-	}
+	dir_times_put_back(&keep);
 }
 
 void ckc_dir_times_forget(const char *path)
@@ -404,67 +428,71 @@ void ckc_dir_times_forget(const char *path)
 		return;
 	ckc_mutex_lock(&dir_times_lock);
 	int i = dir_times_find(dir);
+	if (i >= 0)
+		dir_times_drop(i, dir_times[i].seq);
+	ckc_mutex_unlock(&dir_times_lock);
+}
+
+/* Before a publication into key's folder (dir: its name): whether the
+ * program set that folder's times, and nothing but this process's
+ * publications changed it since; the publication is counted as under way
+ * there. A folder changed otherwise (its time is not the one set while no
+ * other publication of this process is under way there, or it is another
+ * folder now) is forgotten: it changed as without the library. */
+static bool dir_times_before(char *dir)
+{
+	ckc_mutex_lock(&dir_times_lock);
+	int i = dir_times_find(dir);
+	dir_times_t keep;
 	if (i >= 0) {
-		dir_times[i].dir[0] = '\0';
-		atomic_fetch_sub(&dir_times_n, 1);
+		keep = dir_times[i];
+		dir_times[i].busy++;
 	}
 	ckc_mutex_unlock(&dir_times_lock);
-}
-
-/* Before a publication into key's folder: whether the program set that
- * folder's times (*keep gets the entry). Whether something else changed
- * the folder since is not looked at: another publication of this process
- * may be under way there. */
-static bool dir_times_before(const char *key, dir_times_t *keep)
-{
-	if (!atomic_load_explicit(&dir_times_n, memory_order_relaxed) ||
-	    ckc_path_dirname(key, keep->dir, sizeof(keep->dir)) != 0)
+	if (i < 0)
 		return false;
-	ckc_mutex_lock(&dir_times_lock);
-	int i = dir_times_find(keep->dir);
-	if (i >= 0)
-		*keep = dir_times[i];
-	ckc_mutex_unlock(&dir_times_lock);
-	return i >= 0;
+	struct stat st;
+	bool same = sys_stat(dir, &st) == 0 && st.st_dev == keep.dev && st.st_ino == keep.ino &&
+		    (ts_eq(st.st_mtim, keep.mtime) || keep.busy > 0);
+	if (!same) {
+		ckc_mutex_lock(&dir_times_lock);
+		dir_times_drop(dir_times_find(dir), keep.seq);
+		ckc_mutex_unlock(&dir_times_lock);
+	}
+	return same;
 }
 
-/* After it: the folder's modification time as the program set it. */
-static void dir_times_after(const dir_times_t *keep)
+/* After it: the folder's time as the program set it last (counted: the
+ * publication is no longer under way), where the program set it before
+ * the publication or while it went on (noted after seq). */
+static void dir_times_after(const char *dir, bool counted, uint64_t seq, bool published)
 {
-	int fd = sys_open(keep->dir, O_RDONLY | O_DIRECTORY, 0);
-	if (fd < 0)
-		return;
-	struct timespec t[2] = { { .tv_nsec = UTIME_OMIT }, keep->mtime };
-	(void)sys_futimens(fd, t);
-	sys_close(fd);
-}
-
-/* Whether the program set the times of key's folder while it was
- * published (an entry noted after seq: the publication may have changed
- * the folder after the program did); *keep gets it. */
-static bool dir_times_during(const char *key, uint64_t seq, dir_times_t *keep)
-{
-	if (!atomic_load_explicit(&dir_times_n, memory_order_relaxed) ||
-	    ckc_path_dirname(key, keep->dir, sizeof(keep->dir)) != 0)
-		return false;
 	ckc_mutex_lock(&dir_times_lock);
-	int i = dir_times_find(keep->dir);
-	bool during = i >= 0 && dir_times[i].seq > seq;
-	if (during)
-		*keep = dir_times[i];
+	int i = dir_times_find(dir);
+	dir_times_t keep;
+	bool put = false;
+	if (i >= 0) {
+		if (counted && dir_times[i].busy > 0)
+			dir_times[i].busy--;
+		keep = dir_times[i];
+		put = published && (counted || keep.seq > seq);
+	}
 	ckc_mutex_unlock(&dir_times_lock);
-	return during;
+	if (put)
+		dir_times_put_back(&keep);
 }
 
 static int home_publish(char *tmp, const char *key, int fd, const ckc_fid_t *base, bool fsync_it,
 			bool keep_open, const ckc_attr_t *a)
 {
-	dir_times_t keep;
+	/* (the folder's times may be set while it is published) */
+	char dir[PATH_MAX];
 	uint64_t seq = atomic_load(&dir_times_seq);
-	bool keep_times = dir_times_before(key, &keep);
+	bool look = ckc_path_dirname(key, dir, sizeof(dir)) == 0;
+	bool counted = look && atomic_load(&dir_times_n) && dir_times_before(dir);
 	int rc = home_publish_in(tmp, key, fd, base, fsync_it, keep_open, a);
-	if (!rc && (keep_times || dir_times_during(key, seq, &keep)))
-		dir_times_after(&keep);
+	if (look && (counted || atomic_load(&dir_times_n)))
+		dir_times_after(dir, counted, seq, rc == 0);
 	return rc;
 }
 
