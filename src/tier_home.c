@@ -356,6 +356,7 @@ static dir_times_t dir_times[DIR_TIMES_MAX];
 static _Atomic int dir_times_n; /* entries kept: 0 lets a publication skip the look */
 static unsigned dir_times_next; /* the entry replaced when all are kept */
 static _Atomic uint64_t dir_times_seq; /* notes so far */
+static _Atomic int dir_times_pubs;     /* publications under way, into any folder */
 static ckc_mutex_t dir_times_lock = CKC_MUTEX_INIT(DIRTIMES);
 CKC_LOCKS_AT_START(dir_times_lock, ckc_locks_add, &dir_times_lock)
 
@@ -379,8 +380,8 @@ static void dir_times_drop(int i, uint64_t seq)
 	}
 }
 
-/* Puts keep's modification time back on its folder, if it is still that
- * folder. */
+/* Puts the modification time the program set last back on keep's folder,
+ * if it is still that folder. */
 static void dir_times_put_back(const dir_times_t *keep)
 {
 	int fd = sys_open(keep->dir, O_RDONLY | O_DIRECTORY, 0);
@@ -388,9 +389,16 @@ static void dir_times_put_back(const dir_times_t *keep)
 		return;
 	struct stat st;
 	struct timespec t[2] = { { .tv_nsec = UTIME_OMIT }, keep->mtime };
-	if (sys_fstat(fd, &st) == 0 && st.st_dev == keep->dev && st.st_ino == keep->ino &&
-	    !ts_eq(st.st_mtim, keep->mtime))
-		(void)sys_futimens(fd, t);
+	if (sys_fstat(fd, &st) == 0 && st.st_dev == keep->dev && st.st_ino == keep->ino) {
+		/* (set again meanwhile: the newer time) */
+		ckc_mutex_lock(&dir_times_lock);
+		int i = dir_times_find(keep->dir);
+		if (i >= 0 && dir_times[i].dev == keep->dev && dir_times[i].ino == keep->ino)
+			t[1] = dir_times[i].mtime;
+		ckc_mutex_unlock(&dir_times_lock);
+		if (!ts_eq(st.st_mtim, t[1]))
+			(void)sys_futimens(fd, t);
+	}
 	sys_close(fd);
 }
 
@@ -409,6 +417,8 @@ void ckc_dir_times_note(const char *dir, const struct stat *st)
 			atomic_fetch_add(&dir_times_n, 1);
 		strcpy(dir_times[i].dir, dir);
 		dir_times[i].busy = 0;
+	} else if (dir_times[i].dev != st->st_dev || dir_times[i].ino != st->st_ino) {
+		dir_times[i].busy = 0; /* another folder at the path */
 	}
 	dir_times[i].dev = st->st_dev;
 	dir_times[i].ino = st->st_ino;
@@ -451,9 +461,11 @@ static bool dir_times_before(char *dir)
 	ckc_mutex_unlock(&dir_times_lock);
 	if (i < 0)
 		return false;
+	/* (another publication under way may be one into this folder whose
+	 * link changed it: a change is not told from it then) */
 	struct stat st;
 	bool same = sys_stat(dir, &st) == 0 && st.st_dev == keep.dev && st.st_ino == keep.ino &&
-		    (ts_eq(st.st_mtim, keep.mtime) || keep.busy > 0);
+		    (ts_eq(st.st_mtim, keep.mtime) || keep.busy > 0 || atomic_load(&dir_times_pubs) > 1);
 	if (!same) {
 		ckc_mutex_lock(&dir_times_lock);
 		dir_times_drop(dir_times_find(dir), keep.seq);
@@ -472,14 +484,20 @@ static void dir_times_after(const char *dir, bool counted, uint64_t seq, bool pu
 	dir_times_t keep;
 	bool put = false;
 	if (i >= 0) {
-		if (counted && dir_times[i].busy > 0)
-			dir_times[i].busy--;
 		keep = dir_times[i];
 		put = published && (counted || keep.seq > seq);
 	}
 	ckc_mutex_unlock(&dir_times_lock);
 	if (put)
 		dir_times_put_back(&keep);
+	/* no longer under way once the time is back: a publication that
+	 * looks meanwhile finds its link's change counted */
+	if (!counted)
+		return;
+	ckc_mutex_lock(&dir_times_lock);
+	if ((i = dir_times_find(dir)) >= 0 && dir_times[i].busy > 0)
+		dir_times[i].busy--;
+	ckc_mutex_unlock(&dir_times_lock);
 }
 
 static int home_publish(char *tmp, const char *key, int fd, const ckc_fid_t *base, bool fsync_it,
@@ -487,12 +505,18 @@ static int home_publish(char *tmp, const char *key, int fd, const ckc_fid_t *bas
 {
 	/* (the folder's times may be set while it is published) */
 	char dir[PATH_MAX];
+	atomic_fetch_add(&dir_times_pubs, 1);
 	uint64_t seq = atomic_load(&dir_times_seq);
 	bool look = ckc_path_dirname(key, dir, sizeof(dir)) == 0;
+	int saved = errno;
 	bool counted = look && atomic_load(&dir_times_n) && dir_times_before(dir);
+	errno = saved;
 	int rc = home_publish_in(tmp, key, fd, base, fsync_it, keep_open, a);
+	saved = errno;
 	if (look && (counted || atomic_load(&dir_times_n)))
 		dir_times_after(dir, counted, seq, rc == 0);
+	atomic_fetch_sub(&dir_times_pubs, 1);
+	errno = saved;
 	return rc;
 }
 

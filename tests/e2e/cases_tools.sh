@@ -392,10 +392,10 @@ def put(path, n):
     name = os.path.relpath(path, d).encode()
     with open(path, "wb") as f:
         f.write((name * (n // len(name) + 1))[:n])
-for sub in ("kept", "changed", "made"):
+for sub, n in (("kept", 5), ("many", 60), ("changed", 5), ("made", 5)):
     os.makedirs(os.path.join(d, sub))
-    for i in range(5):
-        put(os.path.join(d, sub, "f%d.bin" % i), 50000 + i)
+    for i in range(n):
+        put(os.path.join(d, sub, "f%d.bin" % i), 5000 + 9000 * (i % 7))
     os.utime(os.path.join(d, sub), T)
 put(os.path.join(d, "changed", "late.bin"), 99)
 os.mkdir(os.path.join(d, "made", "sub"))
@@ -424,8 +424,10 @@ os.rename(os.path.join(d, "moved.bin"), os.path.join(d, "again", "moved.bin"))
 	(cd plain && find . -type f -exec sha256sum {} + | sort) >plain.sum
 	(cd ck/tree && find . -type f -exec sha256sum {} + | sort) >ck.sum
 	cmp -s plain.sum ck.sum || fail "not the same files and bytes: $(diff plain.sum ck.sum | head -2 | tr '\n' ' ')"
-	y=$(stat -c %y ck/tree/kept)
-	[ "${y:0:4}" = 2001 ] || fail "a folder whose times were set after its files were written: modified $y, expected 2001 (as without the library: $(stat -c %y plain/kept))"
+	for d in kept many; do
+		y=$(stat -c %y ck/tree/$d)
+		[ "${y:0:4}" = 2001 ] || fail "$d: a folder whose times were set after its files were written: modified $y, expected 2001 (as without the library: $(stat -c %y plain/$d))"
+	done
 	for d in changed made stale again; do
 		[ "$(stat -c %y plain/$d | cut -c1-4)" != 2001 ] || fail "without the library, $d kept 2001"
 		y=$(stat -c %y ck/tree/$d)
