@@ -349,14 +349,15 @@ typedef struct dir_times {
 	ino_t ino;
 	struct timespec mtime; /* as the program set it */
 	uint64_t seq;          /* when it was noted (dir_times_seq) */
-	int busy;              /* publications into it under way */
 } dir_times_t;
 
 static dir_times_t dir_times[DIR_TIMES_MAX];
 static _Atomic int dir_times_n; /* entries kept: 0 lets a publication skip the look */
 static unsigned dir_times_next; /* the entry replaced when all are kept */
 static _Atomic uint64_t dir_times_seq; /* notes so far */
-static _Atomic int dir_times_pubs;     /* publications under way, into any folder */
+/* publications under way, into any folder: while another is, a folder's
+ * changed time may be its link's */
+static _Atomic int dir_times_pubs;
 static ckc_mutex_t dir_times_lock = CKC_MUTEX_INIT(DIRTIMES);
 CKC_LOCKS_AT_START(dir_times_lock, ckc_locks_add, &dir_times_lock)
 
@@ -416,9 +417,6 @@ void ckc_dir_times_note(const char *dir, const struct stat *st)
 		else
 			atomic_fetch_add(&dir_times_n, 1);
 		strcpy(dir_times[i].dir, dir);
-		dir_times[i].busy = 0;
-	} else if (dir_times[i].dev != st->st_dev || dir_times[i].ino != st->st_ino) {
-		dir_times[i].busy = 0; /* another folder at the path */
 	}
 	dir_times[i].dev = st->st_dev;
 	dir_times[i].ino = st->st_ino;
@@ -445,19 +443,17 @@ void ckc_dir_times_forget(const char *path)
 
 /* Before a publication into key's folder (dir: its name): whether the
  * program set that folder's times, and nothing but this process's
- * publications changed it since; the publication is counted as under way
- * there. A folder changed otherwise (its time is not the one set while no
- * other publication of this process is under way there, or it is another
- * folder now) is forgotten: it changed as without the library. */
-static bool dir_times_before(char *dir)
+ * publications changed it since. A folder changed otherwise (its time is
+ * not the one set while no other publication of this process is under
+ * way, or it is another folder now) is forgotten: it changed as without
+ * the library. */
+static bool dir_times_before(const char *dir)
 {
 	ckc_mutex_lock(&dir_times_lock);
 	int i = dir_times_find(dir);
 	dir_times_t keep;
-	if (i >= 0) {
+	if (i >= 0)
 		keep = dir_times[i];
-		dir_times[i].busy++;
-	}
 	ckc_mutex_unlock(&dir_times_lock);
 	if (i < 0)
 		return false;
@@ -465,7 +461,7 @@ static bool dir_times_before(char *dir)
 	 * link changed it: a change is not told from it then) */
 	struct stat st;
 	bool same = sys_stat(dir, &st) == 0 && st.st_dev == keep.dev && st.st_ino == keep.ino &&
-		    (ts_eq(st.st_mtim, keep.mtime) || keep.busy > 0 || atomic_load(&dir_times_pubs) > 1);
+		    (ts_eq(st.st_mtim, keep.mtime) || atomic_load(&dir_times_pubs) > 1);
 	if (!same) {
 		ckc_mutex_lock(&dir_times_lock);
 		dir_times_drop(dir_times_find(dir), keep.seq);
@@ -474,47 +470,42 @@ static bool dir_times_before(char *dir)
 	return same;
 }
 
-/* After it: the folder's time as the program set it last (counted: the
- * publication is no longer under way), where the program set it before
- * the publication or while it went on (noted after seq). */
-static void dir_times_after(const char *dir, bool counted, uint64_t seq, bool published)
+/* After a publication into dir: the folder's time as the program set it
+ * last, where the program set it before the publication (kept: what
+ * dir_times_before said) or while it went on (noted after seq). */
+static void dir_times_after(const char *dir, bool kept, uint64_t seq)
 {
 	ckc_mutex_lock(&dir_times_lock);
 	int i = dir_times_find(dir);
 	dir_times_t keep;
-	bool put = false;
-	if (i >= 0) {
+	bool put = i >= 0 && (kept || dir_times[i].seq > seq);
+	if (put)
 		keep = dir_times[i];
-		put = published && (counted || keep.seq > seq);
-	}
 	ckc_mutex_unlock(&dir_times_lock);
 	if (put)
 		dir_times_put_back(&keep);
-	/* no longer under way once the time is back: a publication that
-	 * looks meanwhile finds its link's change counted */
-	if (!counted)
-		return;
-	ckc_mutex_lock(&dir_times_lock);
-	if ((i = dir_times_find(dir)) >= 0 && dir_times[i].busy > 0)
-		dir_times[i].busy--;
-	ckc_mutex_unlock(&dir_times_lock);
 }
 
 static int home_publish(char *tmp, const char *key, int fd, const ckc_fid_t *base, bool fsync_it,
 			bool keep_open, const ckc_attr_t *a)
 {
-	/* (the folder's times may be set while it is published) */
-	char dir[PATH_MAX];
+	/* counted from before the look to after the time is back: a look
+	 * meanwhile finds a changed time that may be this link's */
 	atomic_fetch_add(&dir_times_pubs, 1);
+	/* (the folder's times may be set while it is published: looked at
+	 * after it as well) */
 	uint64_t seq = atomic_load(&dir_times_seq);
-	bool look = ckc_path_dirname(key, dir, sizeof(dir)) == 0;
+	char dir[PATH_MAX];
+	bool named = false, kept = false;
 	int saved = errno;
-	bool counted = look && atomic_load(&dir_times_n) && dir_times_before(dir);
+	if (atomic_load(&dir_times_n) && (named = ckc_path_dirname(key, dir, sizeof(dir)) == 0))
+		kept = dir_times_before(dir);
 	errno = saved;
 	int rc = home_publish_in(tmp, key, fd, base, fsync_it, keep_open, a);
 	saved = errno;
-	if (look && (counted || atomic_load(&dir_times_n)))
-		dir_times_after(dir, counted, seq, rc == 0);
+	if (!rc && (kept || atomic_load(&dir_times_n)) &&
+	    (named || (named = ckc_path_dirname(key, dir, sizeof(dir)) == 0)))
+		dir_times_after(dir, kept, seq);
 	atomic_fetch_sub(&dir_times_pubs, 1);
 	errno = saved;
 	return rc;

@@ -72,6 +72,8 @@ class RunError(Exception):
 SETTLE = {"s": 0.0}
 # MiB each run of those workloads finds at hand: see --at-hand-mib.
 AT_HAND = {"mib": 0}
+# the workloads that move hundreds of MiB: they wait --settle-s
+MEMORY_WORK = ("numpy", "pickle", "h5py", "bands", "fresh", "proxy", "stdio", "miss", "tools")
 # By default, about what a run of each moves through memory on both sides
 # (its own buffers, the page cache, the library's tiers), in MiB at the
 # default sizes: the filling costs time outside the timed run, so no more.
@@ -85,8 +87,6 @@ def at_hand_for(a, w):
         return 0
     mib = a.at_hand_mib if a.at_hand_mib > 0 else AT_HAND_DEFAULT[w] // (4 if a.quick else 1)
     return min(mib, a.mem_available_mib // 2)
-# the workloads that move hundreds of MiB: they wait --settle-s
-MEMORY_WORK = ("numpy", "pickle", "h5py", "bands", "fresh", "proxy", "stdio", "miss", "tools")
 
 
 def run(cmd, env=None):
