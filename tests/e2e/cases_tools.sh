@@ -416,6 +416,20 @@ os.rename(os.path.join(d, "again"), os.path.join(d, "again.old"))
 os.mkdir(os.path.join(d, "again"))
 put(os.path.join(d, "moved.bin"), 80000)
 os.rename(os.path.join(d, "moved.bin"), os.path.join(d, "again", "moved.bin"))
+# the errors of the calls, as without the library
+try:
+    os.utime(os.path.join(d, "missing"), T)
+    sys.exit("utime of a missing folder succeeded")
+except FileNotFoundError:
+    pass
+fd = os.open(os.path.join(d, "kept"), os.O_RDONLY)
+os.close(fd)
+try:
+    os.utime(fd, T)
+    sys.exit("utime of a closed descriptor succeeded")
+except OSError as e:
+    if e.errno != 9:
+        raise
 '
 	mkdir -p plain ck/tree
 	python3 -c "$prog" plain || fail "without the library"
