@@ -583,7 +583,7 @@ static void *cu_driver_sym(const char *name)
 	return p && !cu_is_ours(p) ? p : NULL;
 }
 
-void ckc_cuda_services(ckc_services_t *svc)
+CKC_START_PATH void ckc_cuda_services(ckc_services_t *svc)
 {
 	svc->gpu_sym = cu_driver_sym;
 	svc->gpu_settle = ckc_cu_settle; /* returns at once while nothing is pending */

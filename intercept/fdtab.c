@@ -160,7 +160,7 @@ static void *ckc_zeroed(size_t bytes)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-int ckc_fdtab_init(void)
+CKC_START_PATH int ckc_fdtab_init(void)
 {
 	struct rlimit rl;
 	size_t cap = 1024;
@@ -362,7 +362,7 @@ int ckc_vfd_put(ckc_vfd_t *v)
  * what they guard (its calls on a tagged descriptor fail with EBADF), but
  * it takes them first. The table itself is among the locks every fork
  * takes (lockrank.h). */
-void ckc_fdtab_atfork_child(void)
+CKC_START_PATH void ckc_fdtab_atfork_child(void)
 {
 	size_t hi = atomic_load(&ckc_vfd_hi);
 	ckc_vfd_epoch_next();

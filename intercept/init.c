@@ -68,7 +68,7 @@ static bool fork_alone;
  * process of one thread has none to take. Each page either side writes
  * after the fork is copied first (a shell's fork of a tool paid 100 us for
  * the locks' pages), so the child writes only what it must change. */
-static void icpt_prepare(void)
+CKC_START_PATH static void icpt_prepare(void)
 {
 	/* a child must not inherit pages that only the parent's cache can fill */
 	ckc_enter();
@@ -80,13 +80,13 @@ static void icpt_prepare(void)
 		ckc_atfork_prepare();
 }
 
-static void icpt_parent(void)
+CKC_START_PATH static void icpt_parent(void)
 {
 	if (!fork_alone)
 		ckc_atfork_parent();
 }
 
-static void icpt_child(void)
+CKC_START_PATH static void icpt_child(void)
 {
 	ckc_aside_firsts_forget();
 	if (!fork_alone) {
@@ -113,7 +113,7 @@ static void icpt_quiet(int level, const char *msg)
 
 /* A digest of every CKPTCACHE_ variable but ICPT_REPORTED: the sum of
  * their FNV-1a hashes, as a shell may pass them on in another order. */
-static unsigned long long icpt_env_digest(char *const *env)
+CKC_START_PATH static unsigned long long icpt_env_digest(char *const *env)
 {
 	unsigned long long sum = 0;
 	for (char *const *e = env; e && *e; e++) {
@@ -193,7 +193,7 @@ static void icpt_note_self(const char *paths)
 	icpt_digest = icpt_env_sum | 1;
 }
 
-bool ckc_library_configured(void)
+CKC_START_PATH bool ckc_library_configured(void)
 {
 	return icpt_digest != 0;
 }
@@ -201,7 +201,7 @@ bool ckc_library_configured(void)
 /* The name this library was loaded by, looked up at the first child, not
  * at start: the loader's look walks the library's symbols (a race computes
  * the same pointer twice). */
-static const char *icpt_lib_name_get(void)
+CKC_START_PATH static const char *icpt_lib_name_get(void)
 {
 	const char *n = atomic_load(&icpt_lib_name);
 	if (n)
@@ -212,7 +212,19 @@ static const char *icpt_lib_name_get(void)
 	return n;
 }
 
-bool ckc_env_runs_library(char *const envp[])
+CKC_START_PATH void ckc_child_ready(void)
+{
+	static atomic_bool done;
+	if (atomic_load_explicit(&done, memory_order_relaxed) || atomic_exchange(&done, true))
+		return;
+	int saved = errno;
+	ckc_real_resolve_for_child();
+	if (icpt_digest)
+		(void)icpt_lib_name_get();
+	errno = saved;
+}
+
+CKC_START_PATH bool ckc_env_runs_library(char *const envp[])
 {
 	if (!icpt_digest || !envp || (icpt_env_digest(envp) | 1) != icpt_digest)
 		return false;
@@ -317,7 +329,7 @@ bool ckc_strict(void)
 	return icpt_cfg.strict;
 }
 
-bool ckc_engine_started(void)
+CKC_START_PATH bool ckc_engine_started(void)
 {
 	return atomic_load(&icpt_engine_ok);
 }
@@ -345,7 +357,7 @@ void ckc_first_write_done(bool opened)
 		atomic_store(&first_taken, false); /* the next one may still go */
 }
 
-void ckc_stats_unstarted(void)
+CKC_START_PATH void ckc_stats_unstarted(void)
 {
 	if (!ckc_aside_firsts())
 		return;

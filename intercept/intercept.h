@@ -318,6 +318,10 @@ void ckc_node_parent_hands_over(void);
  * configuration (LD_PRELOAD names it, the CKPTCACHE_ variables are the
  * same): it then asks the holders for what it opens, lists or looks at. */
 bool ckc_env_runs_library(char *const envp[]);
+/* Before a fork, in the parent: what its children look up before their
+ * new program (the real exec functions, this library's name) is looked up
+ * here, once per process, not in each child. */
+void ckc_child_ready(void);
 
 /* Whether this process's image runs the library with a configuration (a
  * forked child's too, whose interception is off). */

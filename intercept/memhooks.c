@@ -49,7 +49,7 @@ static __thread int mem_resolving;
 
 /* The next allocator (the C library's, or one preloaded after this
  * library); glibc's own while the lookup itself allocates. */
-static void mem_resolve(void)
+CKC_START_PATH static void mem_resolve(void)
 {
 	if (real_free || mem_resolving)
 		return;
@@ -91,7 +91,7 @@ static atomic_int free_probes;
 static atomic_bool alloc_watch;
 
 /* 0: both fast; 1: free and realloc slow; 2: all three slow. */
-static int mem_way(void)
+CKC_START_PATH static int mem_way(void)
 {
 	if (!real_free || !real_malloc || !real_realloc || atomic_load(&alloc_watch))
 		return 2;
@@ -101,7 +101,7 @@ static int mem_way(void)
 /* After each change of what mem_way looks at. Whoever stores looks again
  * after its store, and stores again while what it stored is out of date:
  * of two changes at once, the later one's way stays. */
-void ckc_mem_route(void)
+CKC_START_PATH void ckc_mem_route(void)
 {
 	for (int way = mem_way();;) {
 		atomic_store(&free_fn, way ? free_slow : real_free);
@@ -163,7 +163,7 @@ static void *malloc_slow(size_t n)
 	return p;
 }
 
-CKC_EXPORT void *malloc(size_t n)
+CKC_START_PATH CKC_EXPORT void *malloc(size_t n)
 {
 	return atomic_load_explicit(&malloc_fn, memory_order_relaxed)(n);
 }
@@ -175,7 +175,7 @@ __attribute__((noinline)) static void *calloc_slow(size_t k, size_t n)
 	return p;
 }
 
-CKC_EXPORT void *calloc(size_t k, size_t n)
+CKC_START_PATH CKC_EXPORT void *calloc(size_t k, size_t n)
 {
 	void *(*f)(size_t, size_t) = real_calloc;
 	if (alloc_fast(f))
@@ -307,7 +307,7 @@ static void free_slow(void *p)
 	alloc_out();
 }
 
-CKC_EXPORT void free(void *p)
+CKC_START_PATH CKC_EXPORT void free(void *p)
 {
 	atomic_load_explicit(&free_fn, memory_order_relaxed)(p);
 }
@@ -335,7 +335,7 @@ bool ckc_free_is_ours(void)
 	return free_probe_seen;
 }
 
-CKC_EXPORT void *realloc(void *p, size_t n)
+CKC_START_PATH CKC_EXPORT void *realloc(void *p, size_t n)
 {
 	return atomic_load_explicit(&realloc_fn, memory_order_relaxed)(p, n);
 }
@@ -364,7 +364,7 @@ static __typeof__(malloc) own_malloc __attribute__((alias("malloc"), copy(malloc
 static __typeof__(calloc) own_calloc __attribute__((alias("calloc"), copy(calloc)));
 static __typeof__(posix_memalign) own_posix_memalign __attribute__((alias("posix_memalign"), copy(posix_memalign)));
 
-void ckc_mem_own_alloc(void)
+CKC_START_PATH void ckc_mem_own_alloc(void)
 {
 	void *const own[] = { (void *)own_free, (void *)own_realloc, (void *)own_malloc, (void *)own_calloc,
 			      (void *)own_posix_memalign };
@@ -578,7 +578,7 @@ CKC_EXPORT size_t fread_unlocked(void *p, size_t size, size_t n, FILE *f)
 
 /* ---- signal handlers (SIGSEGV: owed.c; the others: src/sigdefer.h) ------ */
 
-int ckc_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+CKC_START_PATH int ckc_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	return REAL(sigaction)(sig, act, old);
 }
@@ -594,7 +594,7 @@ static void old_as_set(struct sigaction *old)
 	}
 }
 
-CKC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+CKC_START_PATH CKC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	int rc;
 	if (sig == SIGSEGV && !ckc_in_vfork_child() && ckc_owed_sigaction(act, old) == 0)
@@ -602,6 +602,7 @@ CKC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
 	else
 		rc = ckc_sig_action(sig, act, old, ckc_in_vfork_child(), ckc_real_sigaction);
 	if (rc == 0 && act && ckc_sig_deferrable(sig) && act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN &&
+	    !atomic_load_explicit(&alloc_handlers, memory_order_relaxed) &&
 	    !atomic_exchange(&alloc_handlers, true) && ckc_engine_started())
 		alloc_watch_on();
 	if (rc == 0)

@@ -131,7 +131,7 @@ static bool pid_alive(pid_t pid)
 
 /* Maps this user's table (made on first use), or returns -1. Only a
  * regular file of this user, readable by nobody else, is used. */
-static int node_attach(bool create)
+CKC_START_PATH static int node_attach(bool create)
 {
 	static const char *const dirs[] = { "/dev/shm", "/tmp" };
 	size_t bytes = sizeof(node_hdr_t) + NODE_SLOTS * sizeof(nodetab_slot_t);
@@ -575,7 +575,7 @@ bool ckc_node_serving(void)
 	return atomic_load(&node_serving);
 }
 
-void ckc_node_atfork_child(void)
+CKC_START_PATH void ckc_node_atfork_child(void)
 {
 	/* (each store only where it changes something: a page the child
 	 * writes is copied first) */
@@ -745,7 +745,7 @@ static bool node_ready(void)
 /* Whether another process may hold something (two loads, no search): a
  * process reading back what it wrote itself, its versions still on their
  * way to the real files, asks nobody. */
-static bool node_others(void)
+CKC_START_PATH static bool node_others(void)
 {
 	int64_t used = atomic_load_explicit(&node_hdr->used, memory_order_acquire);
 	/* a vfork child's count of its own is its parent's, whose slots are
@@ -755,12 +755,12 @@ static bool node_others(void)
 	return used > atomic_load_explicit(&node_mine, memory_order_relaxed);
 }
 
-static bool node_anything(void)
+CKC_START_PATH static bool node_anything(void)
 {
 	return node_ready() && node_others();
 }
 
-bool ckc_node_holds_any(void)
+CKC_START_PATH bool ckc_node_holds_any(void)
 {
 	/* not attached yet (nothing tagged was asked about): not known, and
 	 * not attached here, which would make the table for a process that
@@ -912,7 +912,7 @@ void ckc_node_parent_hands_over(void)
 	errno = saved;
 }
 
-void ckc_node_publish_others(void)
+CKC_START_PATH void ckc_node_publish_others(void)
 {
 	/* no table on the node: nothing is held anywhere (not made here) */
 	if (!node_tab) {
@@ -932,7 +932,7 @@ void ckc_node_ask_at(int dirfd, const char *path)
 		ckc_node_ask(canon);
 }
 
-bool ckc_tagged_asked(int dirfd, const char *path, char *canon)
+CKC_START_PATH bool ckc_tagged_asked(int dirfd, const char *path, char *canon)
 {
 	if (ckc_tagged_at(dirfd, path, canon)) {
 		ckc_node_writer_handed = false; /* read only after a tagged answer */

@@ -481,7 +481,7 @@ void ckc_owed_cut_addr(uintptr_t p, size_t n, bool fill)
 	ckc_owed_tab_unlock();
 }
 
-void ckc_owed_fill_all(void)
+CKC_START_PATH void ckc_owed_fill_all(void)
 {
 	if (!atomic_load(&ckc_owed_count))
 		return;

@@ -831,7 +831,7 @@ int ckc_open_linked(const char *canon, int flags)
 	return fd == CKC_PASS_LINKS ? CKC_PASS : fd;
 }
 
-int ckc_px_procfd_number(const char *path)
+CKC_START_PATH int ckc_px_procfd_number(const char *path)
 {
 	const char *p = NULL;
 	if (!path || path[0] != '/' || (path[1] != 'p' && path[1] != 'd'))
@@ -892,7 +892,7 @@ void ckc_px_procfd_open(const char *path)
 		ckc_px_fd_make_real(n, path);
 }
 
-void ckc_px_real_opened(int fd, const char *path, const char *canon)
+CKC_START_PATH void ckc_px_real_opened(int fd, const char *path, const char *canon)
 {
 	if (fd < 0)
 		return;
@@ -912,7 +912,7 @@ void ckc_px_real_opened(int fd, const char *path, const char *canon)
 	}
 }
 
-static int open_common(int dirfd, const char *path, int flags, mode_t mode)
+CKC_START_PATH static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 {
 	char canon[PATH_MAX];
 	int saved = errno;
@@ -992,7 +992,7 @@ static inline bool needs_mode(int flags)
 		}                               \
 	} while (0)
 
-CKC_EXPORT int open(const char *path, int flags, ...)
+CKC_START_PATH CKC_EXPORT int open(const char *path, int flags, ...)
 {
 	mode_t mode = 0;
 	OPEN_MODE(flags, mode);

@@ -319,7 +319,7 @@ static ckc_vfd_t *vfd_cached(int fd)
  * the position (negative past the end), and the other requests of its file
  * system as that supports them: those the cache cannot answer get ENOTTY,
  * as from a file system without them. */
-CKC_EXPORT int ioctl(int fd, unsigned long req, ...)
+CKC_START_PATH CKC_EXPORT int ioctl(int fd, unsigned long req, ...)
 {
 	va_list ap;
 	va_start(ap, req);

@@ -261,7 +261,7 @@ static int access_cached(const char *canon, const ckc_stat_t *st, int mode, bool
 /* /proc/self/fd/N or /dev/fd/N of a cached checkpoint's descriptor (the
  * kernel would judge the file behind it, not the library's placeholder):
  * true, and *rc the answer. */
-static bool access_vfd(const char *path, int mode, bool effective, int *rc)
+CKC_START_PATH static bool access_vfd(const char *path, int mode, bool effective, int *rc)
 {
 	int n = path && path[0] == '/' ? ckc_px_procfd_number(path) : -1;
 	ckc_vfd_t *v = n >= 0 ? ckc_vfd_get(n) : NULL;
@@ -277,7 +277,7 @@ static bool access_vfd(const char *path, int mode, bool effective, int *rc)
 
 /* access and euidaccess (effective): a cached checkpoint, or the file
  * behind a tagged descriptor's number, judged by the cache. */
-static int access_path(const char *path, int mode, bool effective, int (*real)(const char *, int))
+CKC_START_PATH static int access_path(const char *path, int mode, bool effective, int (*real)(const char *, int))
 {
 	char canon[PATH_MAX];
 	ckc_stat_t st;
@@ -307,12 +307,12 @@ CKC_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 }
 
 /* euidaccess and eaccess check with the C library's own calls. */
-CKC_EXPORT int euidaccess(const char *path, int mode)
+CKC_START_PATH CKC_EXPORT int euidaccess(const char *path, int mode)
 {
 	return access_path(path, mode, true, REAL(euidaccess));
 }
 
-CKC_EXPORT int eaccess(const char *path, int mode)
+CKC_START_PATH CKC_EXPORT int eaccess(const char *path, int mode)
 {
 	return euidaccess(path, mode);
 }

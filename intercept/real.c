@@ -49,7 +49,7 @@ static const struct real_entry {
 } real_tab[CKC_REAL_N] = { CKC_REAL_FUNCS(CKC_REAL_ENTRY) };
 #undef CKC_REAL_ENTRY
 
-void ckc_real_resolve_one(unsigned i)
+CKC_START_PATH void ckc_real_resolve_one(unsigned i)
 {
 	dlsym_fn dls = ckc_real_dlsym();
 	if (i >= CKC_REAL_N)
@@ -72,22 +72,37 @@ static void real_resolve_all(void)
 		ckc_real_resolve_one(i);
 }
 
-void ckc_real_resolve_early(void)
+CKC_START_PATH void ckc_real_resolve_early(void)
 {
 	/* and those a forked child calls before it runs a program or ends:
 	 * looked up in the parent once, not in each child */
-	static const unsigned early[] = { CKC_REAL_I_write,  CKC_REAL_I_read,   CKC_REAL_I_close,
-					  CKC_REAL_I_open,   CKC_REAL_I_fsync,  CKC_REAL_I_sigaction,
-					  CKC_REAL_I__exit,  CKC_REAL_I__Exit,  CKC_REAL_I_execve,
+	static const unsigned early[] = { CKC_REAL_I_write,  CKC_REAL_I_read,    CKC_REAL_I_close,
+					  CKC_REAL_I_open,   CKC_REAL_I_fsync,   CKC_REAL_I_sigaction,
+					  CKC_REAL_I__exit,  CKC_REAL_I__Exit,   CKC_REAL_I_execve,
 					  CKC_REAL_I_execvp, CKC_REAL_I_dup2 };
 	for (size_t i = 0; i < sizeof(early) / sizeof(early[0]); i++)
 		ckc_real_resolve_one(early[i]);
 }
 
+CKC_START_PATH void ckc_real_resolve_for_child(void)
+{
+	/* what a forked child of a shell or a make calls between its fork and
+	 * its new program: the exec family, and what the exec's ask of the
+	 * node's holders opens; looked up in each child, each lookup walks
+	 * the loader's tables, whose pages the child faults in again */
+	static const unsigned child[] = { CKC_REAL_I_execve,   CKC_REAL_I_execv,  CKC_REAL_I_execvp,
+					  CKC_REAL_I_execvpe,  CKC_REAL_I_fexecve, CKC_REAL_I_execveat,
+					  CKC_REAL_I_openat,   CKC_REAL_I_fstat,  CKC_REAL_I_mmap,
+					  CKC_REAL_I_munmap,   CKC_REAL_I_close,  CKC_REAL_I_ftruncate,
+					  CKC_REAL_I__exit,    CKC_REAL_I_dup2 };
+	for (size_t i = 0; i < sizeof(child) / sizeof(child[0]); i++)
+		ckc_real_resolve_one(child[i]);
+}
+
 /* Called by the interposed dlsym, which a sanitizer's runtime uses before
  * its shadow memory exists: no instrumentation here. */
 __attribute__((no_sanitize_address, no_sanitize("undefined"), no_sanitize("thread")))
-dlsym_fn ckc_real_dlsym(void)
+CKC_START_PATH dlsym_fn ckc_real_dlsym(void)
 {
 	return ckc_io_real_dlsym();
 }

@@ -332,6 +332,9 @@ void ckc_real_resolve_one(unsigned i);
  * the dynamic loader would enter it again; and those a forked child calls
  * (_exit, execve, dup2), which each child would look up again. */
 void ckc_real_resolve_early(void);
+/* Those a forked child calls before its new program (once, in the parent,
+ * at its first fork). */
+void ckc_real_resolve_for_child(void);
 
 /* Reports, once per function, that its real symbol is missing. */
 void ckc_real_missing(const char *name);

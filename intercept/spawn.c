@@ -72,7 +72,7 @@ enum child { CHILD_FORK, CHILD_SPAWN, CHILD_EXEC };
  * program (depth: the scripts left to follow); or no file at all (the
  * exec fails and starts nothing: a search of PATH tries each folder).
  * Raw system calls: this may run in a vfork child. errno is kept. */
-static bool program_preloads(const char *path, int depth)
+CKC_START_PATH static bool program_preloads(const char *path, int depth)
 {
 	int saved = errno;
 	bool ok = false;
@@ -160,7 +160,7 @@ static bool program_on_path(const char *file, char *out, size_t len)
  * given envp runs this library with this process's configuration: it then
  * asks the processes that hold a checkpoint for it, as this process's
  * fork children do, and nothing need be published before it starts. */
-static bool new_program_asks(const char *path, bool search, char *const envp[])
+CKC_START_PATH static bool new_program_asks(const char *path, bool search, char *const envp[])
 {
 	char found[PATH_MAX];
 	if (!ckc_env_runs_library(envp))
@@ -181,7 +181,7 @@ static bool new_program_asks(const char *path, bool search, char *const envp[])
  * a close-on-exec one onto another number; those without FD_CLOEXEC for
  * an exec, system or popen), and the real files get what the cache owes
  * them, so that the child sees the versions closed before it started. */
-static void before_child(enum child kind, bool inherited_only, const char *who, bool child_asks)
+CKC_START_PATH static void before_child(enum child kind, bool inherited_only, const char *who, bool child_asks)
 {
 	static atomic_bool said;
 	int saved = errno;
@@ -214,7 +214,7 @@ static void before_child(enum child kind, bool inherited_only, const char *who, 
  * is told from wherever the process's image runs the library with a
  * configuration: a forked child's exec included (its interception is off,
  * its parent may hold them), not one whose library is off. */
-static void before_new_program(enum child kind, bool inherited_only, const char *who, const char *path,
+CKC_START_PATH static void before_new_program(enum child kind, bool inherited_only, const char *who, const char *path,
 			       bool search, char *const envp[])
 {
 	bool asks = path && new_program_asks(path, search, envp);
@@ -227,8 +227,9 @@ static void before_new_program(enum child kind, bool inherited_only, const char 
 		ckc_node_publish_others();
 }
 
-CKC_EXPORT pid_t fork(void)
+CKC_START_PATH CKC_EXPORT pid_t fork(void)
 {
+	ckc_child_ready();
 	before_child(CHILD_FORK, false, "a forked child", true);
 	return REAL(fork)();
 }
@@ -321,6 +322,7 @@ __attribute__((visibility("hidden"), used)) void ckc_vfork_prepare(void)
 		ckc_real_vfork = f ? (pid_t(*)(void))f : vfork_as_fork;
 	}
 	ckc_vfork_snapshot(false);
+	ckc_child_ready();
 	if (spawn_applies()) {
 		/* the program the child runs is not known yet: its exec asks
 		 * the others to publish where it turns out not to ask itself.
@@ -461,7 +463,7 @@ static void before_exec(const char *path, bool search, char *const envp[])
 	before_new_program(CHILD_EXEC, true, "a new program (exec)", path, search, envp);
 }
 
-CKC_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+CKC_START_PATH CKC_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	before_exec(path, false, envp);
 	return REAL(execve)(path, argv, envp);
@@ -473,7 +475,7 @@ CKC_EXPORT int execv(const char *path, char *const argv[])
 	return REAL(execv)(path, argv);
 }
 
-CKC_EXPORT int execvp(const char *file, char *const argv[])
+CKC_START_PATH CKC_EXPORT int execvp(const char *file, char *const argv[])
 {
 	before_exec(file, true, environ);
 	return REAL(execvp)(file, argv);

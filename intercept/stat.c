@@ -155,7 +155,7 @@ static bool stat_fd(int fd, struct stat *st)
 	return true;
 }
 
-CKC_EXPORT int stat(const char *path, struct stat *st)
+CKC_START_PATH CKC_EXPORT int stat(const char *path, struct stat *st)
 {
 	if (stat_cached(AT_FDCWD, path, st, true))
 		return 0;

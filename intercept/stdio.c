@@ -761,7 +761,7 @@ CKC_EXPORT int fseeko64(FILE *f, off64_t off, int whence)
 	return REAL(fseeko64)(f, off, whence);
 }
 
-CKC_EXPORT int fileno(FILE *f)
+CKC_START_PATH CKC_EXPORT int fileno(FILE *f)
 {
 	struct stdio_cookie *c = f && f->_fileno == STDIO_COOKIE_FILENO ? stdio_find(f, NULL) : NULL;
 	if (c)

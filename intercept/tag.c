@@ -177,7 +177,7 @@ int ckc_path_at(int dirfd, const char *path, char out[PATH_MAX])
 	return ckc_path_key(path, path[0] == '/' ? "/" : base, out, PATH_MAX);
 }
 
-int ckc_tag_load(const char *paths, long rank)
+CKC_START_PATH int ckc_tag_load(const char *paths, long rank)
 {
 	ckc_tag_free();
 	int n = ckc_tagpat_load(paths, rank);
@@ -263,7 +263,7 @@ void ckc_tag_opened(int dirfd, const char *path, int flags, int fd)
 /* Whether path names a folder by its form: a last component "." or "..",
  * or a slash at the end ("ckpt.bin/"), which the kernel refuses for a file
  * (ENOTDIR, EISDIR). */
-static bool tag_dirish(const char *path)
+CKC_START_PATH static bool tag_dirish(const char *path)
 {
 	size_t n = strlen(path);
 	if (n && path[n - 1] == '/')
@@ -276,7 +276,7 @@ static bool tag_dirish(const char *path)
 /* Such a path is the kernel's to answer: a version of the file it spells
  * with its slashes and dots stripped, which the real path lacks, goes
  * there first, so that the kernel finds the file. */
-static void tag_dirish_first(int dirfd, const char *path)
+CKC_START_PATH static void tag_dirish_first(int dirfd, const char *path)
 {
 	char p[PATH_MAX], canon[PATH_MAX];
 	size_t n = strlen(path);
@@ -295,7 +295,7 @@ static void tag_dirish_first(int dirfd, const char *path)
 		(void)ckc_hand_over_path(canon);
 }
 
-bool ckc_tagged_at(int dirfd, const char *path, char *out)
+CKC_START_PATH bool ckc_tagged_at(int dirfd, const char *path, char *out)
 {
 	if (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child())
 		return false;
@@ -315,7 +315,7 @@ static bool tag_below(const char *canon, const char *dir)
 	return strncmp(canon, dir, n) == 0 && canon[n] == '/' && canon[n + 1];
 }
 
-bool ckc_tag_path_at(int dirfd, const char *path, char *out)
+CKC_START_PATH bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 {
 	char base[PATH_MAX];
 	const char *b = NULL;
@@ -642,7 +642,7 @@ static bool held_through(const char *canon, char target[PATH_MAX], bool last)
 	return held;
 }
 
-long ckc_enoent_look(int dirfd, const char *path, long rc)
+CKC_START_PATH long ckc_enoent_look(int dirfd, const char *path, long rc)
 {
 	if (rc >= 0 || errno != ENOENT || !path || !ckc_holds_unpublished())
 		return rc;
@@ -680,7 +680,7 @@ bool ckc_spelling_held(const char *canon, char target[PATH_MAX])
 	return held_through(canon, target, false);
 }
 
-static bool cached_at(int dirfd, const char *path, char *canon, ckc_stat_t *out, bool follow)
+CKC_START_PATH static bool cached_at(int dirfd, const char *path, char *canon, ckc_stat_t *out, bool follow)
 {
 	ckc_stat_t st;
 	int saved = errno;
@@ -739,7 +739,7 @@ bool ckc_cached_at(int dirfd, const char *path, char *canon, ckc_stat_t *out)
 	return cached_at(dirfd, path, canon, out, false);
 }
 
-bool ckc_cached_follow(int dirfd, const char *path, char *canon, ckc_stat_t *out)
+CKC_START_PATH bool ckc_cached_follow(int dirfd, const char *path, char *canon, ckc_stat_t *out)
 {
 	return cached_at(dirfd, path, canon, out, true);
 }

@@ -139,7 +139,7 @@ static void *term_main(void *arg)
 	return NULL;
 }
 
-bool ckc_term_handler_is(const struct sigaction *sa)
+CKC_START_PATH bool ckc_term_handler_is(const struct sigaction *sa)
 {
 	return sa && (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == term_handler;
 }

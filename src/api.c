@@ -12,7 +12,7 @@
 
 ckc_services_t ckc_svc;
 
-void ckc_services_set(const ckc_services_t *h)
+CKC_START_PATH void ckc_services_set(const ckc_services_t *h)
 {
 	ckc_svc = *h;
 }

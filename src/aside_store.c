@@ -153,12 +153,12 @@ void ckc_aside_first_note(void)
 	atomic_fetch_add(&aside_firsts, 1);
 }
 
-unsigned ckc_aside_firsts(void)
+CKC_START_PATH unsigned ckc_aside_firsts(void)
 {
 	return atomic_load(&aside_firsts);
 }
 
-void ckc_aside_firsts_forget(void)
+CKC_START_PATH void ckc_aside_firsts_forget(void)
 {
 	/* (a fork's child writes no page it need not) */
 	if (atomic_load(&aside_firsts))

@@ -40,7 +40,7 @@ typedef struct config_word {
 
 /* Set-but-blank counts as unset, so that `export CKPTCACHE_X=` restores the
  * default instead of being an error. */
-const char *config_value(config_loader_t *ld, const char *name)
+CKC_START_PATH const char *config_value(config_loader_t *ld, const char *name)
 {
 	const char *v = ld->get(name, ld->ctx);
 	if (!v)
@@ -51,7 +51,7 @@ const char *config_value(config_loader_t *ld, const char *name)
 	return NULL;
 }
 
-char *config_strdup(config_loader_t *ld, const char *s)
+CKC_START_PATH char *config_strdup(config_loader_t *ld, const char *s)
 {
 	char *d = strdup(s);
 	if (!d) {
@@ -63,7 +63,7 @@ char *config_strdup(config_loader_t *ld, const char *s)
 
 /* A decimal integer in [min, LONG_MAX]; with leading, only a prefix must be
  * one (Slurm's "4(x2)"). */
-static bool config_long(const char *s, bool leading, long min, long *out)
+CKC_START_PATH static bool config_long(const char *s, bool leading, long min, long *out)
 {
 	const char *p;
 	size_t n;
@@ -89,7 +89,7 @@ static bool config_long(const char *s, bool leading, long min, long *out)
 	return true;
 }
 
-long ckc_config_rank(const char *(*get)(const char *name, void *ctx), void *ctx)
+CKC_START_PATH long ckc_config_rank(const char *(*get)(const char *name, void *ctx), void *ctx)
 {
 	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID",
 					    "PMIX_RANK" };
@@ -125,7 +125,7 @@ static long config_local_rank(config_get_fn get, void *ctx)
 
 /* Copies s into a name of the peer segment: letters, digits, '.', '-'
  * and '_' kept, anything else (a '/' above all) made '_'. */
-static void config_name_part(char *dst, size_t len, const char *s)
+CKC_START_PATH static void config_name_part(char *dst, size_t len, const char *s)
 {
 	size_t i = 0;
 	for (; s && s[i] && i + 1 < len; i++) {
@@ -165,7 +165,7 @@ static void config_job(ckc_config_t *c, config_get_fn get, void *ctx)
 }
 
 /* Reports an unknown word with the list of valid ones, in the given order. */
-static int config_word(config_loader_t *ld, const char *name, const config_word_t *words,
+CKC_START_PATH static int config_word(config_loader_t *ld, const char *name, const config_word_t *words,
 		       size_t nwords, int def)
 {
 	const char *raw = config_value(ld, name);
@@ -329,7 +329,7 @@ static void config_lanes(config_loader_t *ld)
 	ld->errors++;
 }
 
-int ckc_config_load(ckc_config_t *c, const char *(*get)(const char *name, void *ctx),
+CKC_START_PATH int ckc_config_load(ckc_config_t *c, const char *(*get)(const char *name, void *ctx),
 		    void *ctx, const ckc_sysinfo_t *sys)
 {
 	config_loader_t ld = { .c = c, .get = get, .ctx = ctx, .sys = sys, .errors = 0 };
@@ -458,12 +458,12 @@ const char *ckc_config_peer_name(ckc_peer_t p)
 	return (unsigned)p < 4 ? names[p] : "auto";
 }
 
-static const char *config_getenv(const char *name, void *ctx)
+CKC_START_PATH static const char *config_getenv(const char *name, void *ctx)
 {
 	(void)ctx;
 	return getenv(name);
 }
-int ckc_config_from_env(ckc_config_t *c)
+CKC_START_PATH int ckc_config_from_env(ckc_config_t *c)
 {
 	ckc_sysinfo_t sys;
 	ckc_sysinfo_default(&sys);

@@ -63,7 +63,7 @@ static uint64_t config_host_default(uint64_t mem, long local_size)
 	return d;
 }
 
-void config_host(config_loader_t *ld)
+CKC_START_PATH void config_host(config_loader_t *ld)
 {
 	ckc_config_t *c = ld->c;
 	uint64_t mem = ld->sys->mem_total;
@@ -228,7 +228,7 @@ static void config_ssd_dir_error(config_loader_t *ld, const char *dir_raw, const
 	ld->errors++;
 }
 
-void config_ssd(config_loader_t *ld)
+CKC_START_PATH void config_ssd(config_loader_t *ld)
 {
 	ckc_config_t *c = ld->c;
 	const char *dir_raw = config_value(ld, "CKPTCACHE_SSD_DIR");
@@ -326,7 +326,7 @@ static int config_fs_info(const char *dir, uint64_t *avail, bool *in_memory)
 	return 0;
 }
 
-void ckc_sysinfo_default(ckc_sysinfo_t *sys)
+CKC_START_PATH void ckc_sysinfo_default(ckc_sysinfo_t *sys)
 {
 	long pages = sysconf(_SC_PHYS_PAGES);
 	long page = sysconf(_SC_PAGESIZE);

@@ -25,12 +25,12 @@
  * their real paths held (or may have held) when they began. */
 static atomic_size_t eng_nobj, eng_unpublished, eng_replacing;
 
-bool ckc_holds_objects(void)
+CKC_START_PATH bool ckc_holds_objects(void)
 {
 	return atomic_load_explicit(&eng_nobj, memory_order_relaxed) != 0;
 }
 
-bool ckc_holds_unpublished(void)
+CKC_START_PATH bool ckc_holds_unpublished(void)
 {
 	return atomic_load_explicit(&eng_unpublished, memory_order_relaxed) != 0;
 }

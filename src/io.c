@@ -48,7 +48,7 @@ static ckc_dlsym_fn io_dlsym_fn;
 /* Called by the interposed dlsym, which a sanitizer's runtime uses before
  * its shadow memory exists: no instrumentation here. */
 __attribute__((no_sanitize_address, no_sanitize("undefined"), no_sanitize("thread")))
-ckc_dlsym_fn ckc_io_real_dlsym(void)
+CKC_START_PATH ckc_dlsym_fn ckc_io_real_dlsym(void)
 {
 	ckc_dlsym_fn f = __atomic_load_n(&io_dlsym_fn, __ATOMIC_ACQUIRE);
 	if (f)
@@ -88,7 +88,7 @@ static void io_stub_void(void)
 
 /* The next definition of name after the object holding this code: the C
  * library's in the preloaded library, whatever a test program links. */
-static void *io_sym(const char *name)
+CKC_START_PATH static void *io_sym(const char *name)
 {
 	ckc_dlsym_fn d = ckc_io_real_dlsym();
 	void *f = d ? d(RTLD_NEXT, name) : NULL;
@@ -106,13 +106,13 @@ static void *io_sym(const char *name)
 #define IO_OWN_MAX 8
 static void *io_own[IO_OWN_MAX];
 
-void ckc_io_own_alloc(void *const *fns, size_t n)
+CKC_START_PATH void ckc_io_own_alloc(void *const *fns, size_t n)
 {
 	for (size_t i = 0; i < n && i < IO_OWN_MAX; i++)
 		io_own[i] = fns[i];
 }
 
-static void *io_alloc_sym(const char *name)
+CKC_START_PATH static void *io_alloc_sym(const char *name)
 {
 	ckc_dlsym_fn d = ckc_io_real_dlsym();
 	void *f = d ? d(RTLD_DEFAULT, name) : NULL;
@@ -123,7 +123,7 @@ static void *io_alloc_sym(const char *name)
 }
 
 /* Entries that are the allocator's (io_alloc_sym) */
-static bool io_is_alloc(const char *name)
+CKC_START_PATH static bool io_is_alloc(const char *name)
 {
 	return !strcmp(name, "realloc") || !strcmp(name, "malloc") || !strcmp(name, "calloc") ||
 	       !strcmp(name, "posix_memalign");
@@ -133,7 +133,7 @@ static bool io_is_alloc(const char *name)
  * the C library's dlsym, or the next definition; a missing one is a stub
  * that fails. */
 #define IO_ONE(name, ret, params, args)                                                             \
-	static ret(*io_one_##name(void)) params                                                      \
+	CKC_START_PATH static ret(*io_one_##name(void)) params                                                      \
 	{                                                                                            \
 		ret(*f) params = (ret(*) params)(io_is_alloc(#name) ? io_alloc_sym(#name)             \
 					 : !strcmp(#name, "dlsym") ? (void *)ckc_io_real_dlsym()      \
@@ -178,7 +178,7 @@ static void io_once_resolve(void)
 /* The defaults before resolution: each looks up its own entry on its first
  * call (a process that never starts the engine pays for the few it used). */
 #define IO_LAZY(name, ret, params, args)                                            \
-	static ret io_lazy_##name params                                             \
+	CKC_START_PATH static ret io_lazy_##name params                                             \
 	{                                                                            \
 		ret(*io_fn_) params = __atomic_load_n(&io_real.name, __ATOMIC_ACQUIRE);  \
 		if (!io_fn_)                                                         \
@@ -188,7 +188,7 @@ static void io_once_resolve(void)
 CKC_IO_LIBC(IO_LAZY)
 #undef IO_LAZY
 
-static void io_lazy_free(void *p)
+CKC_START_PATH static void io_lazy_free(void *p)
 {
 	void (*f)(void *) = __atomic_load_n(&io_real.free, __ATOMIC_ACQUIRE);
 	if (!f) {

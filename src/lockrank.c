@@ -137,12 +137,12 @@ static void locks_add(uintptr_t v)
 	ckc_warn("more than %d locks to take at fork: one is left out", CKC_LOCKS_MAX);
 }
 
-void ckc_locks_add(ckc_mutex_t *m)
+CKC_START_PATH void ckc_locks_add(ckc_mutex_t *m)
 {
 	locks_add((uintptr_t)m);
 }
 
-void ckc_locks_add_rw(ckc_rwlock_t *l)
+CKC_START_PATH void ckc_locks_add_rw(ckc_rwlock_t *l)
 {
 	locks_add((uintptr_t)l | 1);
 }
@@ -163,12 +163,12 @@ static ckc_rank_t ent_rank(uintptr_t v)
 
 static __thread int cancel_was;
 
-void ckc_cancel_hold(void)
+CKC_START_PATH void ckc_cancel_hold(void)
 {
 	(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_was);
 }
 
-void ckc_cancel_release(void)
+CKC_START_PATH void ckc_cancel_release(void)
 {
 	(void)pthread_setcancelstate(cancel_was, NULL);
 }

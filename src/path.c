@@ -23,7 +23,7 @@
 static int path_walk(const char *path, const char *base, bool base_canon, char *out, size_t outlen, int *links);
 static int path_follow_last(char *out, size_t *n, size_t outlen, int *links);
 
-int ckc_path_canon(const char *path, const char *base, char *out, size_t outlen)
+CKC_START_PATH int ckc_path_canon(const char *path, const char *base, char *out, size_t outlen)
 {
 	return path_walk(path, base, false, out, outlen, NULL);
 }
@@ -84,7 +84,8 @@ static int path_follow_last(char *out, size_t *n, size_t outlen, int *links)
  * folder) in out: lexical when links is NULL, else with ".." taken from
  * the directory the path so far leads to (links counts the symbolic links
  * followed). */
-static int path_walk(const char *path, const char *base, bool base_canon, char *out, size_t outlen, int *links)
+CKC_START_PATH static int path_walk(const char *path, const char *base, bool base_canon, char *out, size_t outlen,
+				    int *links)
 {
 	char cwd[PATH_MAX];
 	size_t n = 0;
@@ -169,7 +170,7 @@ static bool path_plain(const char *path, size_t *len)
 	}
 }
 
-int ckc_path_resolve(const char *path, const char *base, char *out, size_t outlen)
+CKC_START_PATH int ckc_path_resolve(const char *path, const char *base, char *out, size_t outlen)
 {
 	size_t n;
 	if (path && path_plain(path, &n)) {
@@ -237,7 +238,7 @@ uint64_t ckc_path_hash_local(const char *path)
 	return h ^ (h >> 32);
 }
 
-uint64_t ckc_path_hash(const char *path)
+CKC_START_PATH uint64_t ckc_path_hash(const char *path)
 {
 	uint64_t h = 1469598103934665603ull;
 	while (*path)

@@ -58,7 +58,7 @@ static atomic_int deferred_hi;
  * siginfo of their number only. */
 static __thread uint64_t deferred_over __attribute__((tls_model("initial-exec")));
 
-bool ckc_sig_deferrable(int sig)
+CKC_START_PATH bool ckc_sig_deferrable(int sig)
 {
 	switch (sig) {
 	case SIGKILL:
@@ -85,7 +85,7 @@ static void prog_call(void *fn, int flags, int sig, siginfo_t *si, void *uc)
 		((void (*)(int))fn)(sig);
 }
 
-static void trampoline(int sig, siginfo_t *si, void *uc)
+CKC_START_PATH static void trampoline(int sig, siginfo_t *si, void *uc)
 {
 	if (sig <= 0 || sig >= SIGS)
 		return;
@@ -219,7 +219,7 @@ void ckc_sig_atfork_child(void)
 		atomic_store(&deferred[i].state, DEF_FREE);
 }
 
-int ckc_sig_action(int sig, const struct sigaction *act, struct sigaction *old, bool table_ro,
+CKC_START_PATH int ckc_sig_action(int sig, const struct sigaction *act, struct sigaction *old, bool table_ro,
 		   int (*real)(int, const struct sigaction *, struct sigaction *))
 {
 	if (!ckc_sig_deferrable(sig))
@@ -231,9 +231,15 @@ int ckc_sig_action(int sig, const struct sigaction *act, struct sigaction *old, 
 	if (act && act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN && !table_ro) {
 		/* the program's handler first: a signal that comes as ours is
 		 * installed finds it */
-		prog[sig].mask = act->sa_mask;
-		atomic_store(&prog[sig].flags, act->sa_flags);
-		atomic_store_explicit(&prog[sig].fn, (void *)act->sa_sigaction, memory_order_release);
+		/* (each store only where it changes something: a shell sets
+		 * the same handlers around each fork, and a page written
+		 * while a child shares it is copied first) */
+		if (memcmp(&was_mask, &act->sa_mask, sizeof(was_mask)) != 0)
+			prog[sig].mask = act->sa_mask;
+		if (was_flags != act->sa_flags)
+			atomic_store(&prog[sig].flags, act->sa_flags);
+		if (was_fn != (void *)act->sa_sigaction)
+			atomic_store_explicit(&prog[sig].fn, (void *)act->sa_sigaction, memory_order_release);
 		struct sigaction mine = *act;
 		mine.sa_sigaction = trampoline;
 		mine.sa_flags |= SA_SIGINFO;
@@ -248,7 +254,7 @@ int ckc_sig_action(int sig, const struct sigaction *act, struct sigaction *old, 
 		}
 	} else {
 		rc = real(sig, act, old);
-		if (rc == 0 && act && !table_ro)
+		if (rc == 0 && act && !table_ro && was_fn)
 			atomic_store(&prog[sig].fn, NULL);
 	}
 	if (rc == 0 && old && old->sa_sigaction == trampoline) {

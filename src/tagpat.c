@@ -106,7 +106,7 @@ static char *tag_expand_rank(const char *p, long rank)
 	return out;
 }
 
-static int tag_add(const char *raw, long rank)
+CKC_START_PATH static int tag_add(const char *raw, long rank)
 {
 	char canon[PATH_MAX];
 	char *p = tag_expand_rank(raw, rank);
@@ -148,7 +148,7 @@ static int tag_add(const char *raw, long rank)
 
 /* Whether some pattern's last component matches the last component of path
  * (true when that cannot be told from the name: ".", "..", a long name). */
-bool ckc_tag_name_may_match(const char *path)
+CKC_START_PATH bool ckc_tag_name_may_match(const char *path)
 {
 	char name[NAME_MAX + 1];
 	size_t end = strlen(path);
@@ -271,7 +271,7 @@ bool ckc_glob_match(const char *pat, const char *s, bool pathname)
 	}
 }
 
-bool ckc_tag_match(const char *canon)
+CKC_START_PATH bool ckc_tag_match(const char *canon)
 {
 	for (int i = 0; i < tag_npats; i++) {
 		const tag_pat_t *t = &tag_pats[i];
@@ -304,7 +304,7 @@ bool ckc_tag_match(const char *canon)
 }
 
 
-int ckc_tagpat_load(const char *paths, long rank)
+CKC_START_PATH int ckc_tagpat_load(const char *paths, long rank)
 {
 	char *copy = strdup(paths ? paths : ""), *save = NULL;
 
@@ -318,12 +318,12 @@ int ckc_tagpat_load(const char *paths, long rank)
 	return tag_npats;
 }
 
-int ckc_tagpat_count(void)
+CKC_START_PATH int ckc_tagpat_count(void)
 {
 	return tag_npats;
 }
 
-void ckc_tagpat_free(void)
+CKC_START_PATH void ckc_tagpat_free(void)
 {
 	if (!tag_pats)
 		return; /* (the first load: nothing to free) */

@@ -108,7 +108,7 @@ int ckc_thread_live(void)
 /* glibc's __libc_single_threaded (2.32 on), or NULL */
 static _Atomic(char *) single_mark;
 
-void ckc_thread_single_init(void)
+CKC_START_PATH void ckc_thread_single_init(void)
 {
 	static atomic_bool looked;
 	if (atomic_load_explicit(&looked, memory_order_acquire))
@@ -119,7 +119,7 @@ void ckc_thread_single_init(void)
 	atomic_store_explicit(&looked, true, memory_order_release);
 }
 
-bool ckc_thread_single(void)
+CKC_START_PATH bool ckc_thread_single(void)
 {
 	char *single = atomic_load(&single_mark);
 	return single && *single && atomic_load(&thread_live) == 0;

@@ -542,8 +542,58 @@ fork_cost() {
 	run_ok "the checkpoint at its real path" plain "$HELPER" check "$T/ck/f.bin" 8M 17
 }
 
+# A shell preloaded as a job script is (ckptcache run): each child it
+# forks steps through the library's fork and exec wrappers before its new
+# program. Nothing they call is looked up in the child (a lookup walks the
+# loader's symbol tables, whose pages each child faults in again): the
+# parent looks them up once, at its first fork. The loop runs programs
+# that run the library, one that does not (LD_PRELOAD emptied), and cat
+# from a checkpoint the shell's first child wrote; the bytes are compared.
+children_look_up_nothing() {
+	need_shell bash
+	randfile src.bin 70001
+	local script='
+		set -e
+		cat src.bin > ck/a.bin
+		for i in 1 2 3; do
+			/bin/true
+			LD_PRELOAD= /bin/true
+			cat ck/a.bin > out_$i.bin
+		done
+		echo "shell=$$"
+	'
+	local out
+	out=$(ck LD_DEBUG=bindings LD_DEBUG_OUTPUT="$T/ld" -- bash -c "$script") || fail "the script failed$(last_error)"
+	local shell=${out#shell=}
+	[ -s "$T/ld.$shell" ] || fail "no loader output for the shell (pid $shell) in $T/ld.$shell"
+	# the children's lines before their new program: the shell's file, other
+	# pids; of those, lookups made by the library (a sanitizer's runtime
+	# resolves its own)
+	local lib_name
+	lib_name=$(basename "$LIB")
+	awk -v me="$shell" -v lib="$lib_name" '$1 != me":" && index($0, "binding file") && index($0, lib) &&
+		!/__asan|__ubsan|__sanitizer|__tsan/' "$T/ld.$shell" >child-lookups.txt
+	[ ! -s child-lookups.txt ] ||
+		fail "forked children looked up $(wc -l <child-lookups.txt) symbols before their new program:
+$(head -3 child-lookups.txt)"
+	for i in 1 2 3; do
+		same src.bin out_$i.bin "cat from the checkpoint, child $i"
+	done
+	same src.bin ck/a.bin "the checkpoint at its real path"
+	# the same with the library loaded and no pattern (it does nothing then)
+	out=$(ck LD_DEBUG=bindings LD_DEBUG_OUTPUT="$T/ld0" -- env -u CKPTCACHE_PATHS bash -c \
+		'for i in 1 2 3; do /bin/true; done; echo "shell=$$"') || fail "the loop without a pattern failed"
+	shell=${out#shell=}
+	[ -s "$T/ld0.$shell" ] || fail "no loader output for the shell (pid $shell) in $T/ld0.$shell"
+	awk -v me="$shell" -v lib="$lib_name" '$1 != me":" && index($0, "binding file") && index($0, lib) &&
+		!/__asan|__ubsan|__sanitizer|__tsan/' "$T/ld0.$shell" >child-lookups.txt
+	[ ! -s child-lookups.txt ] ||
+		fail "without a pattern, forked children looked up $(wc -l <child-lookups.txt) symbols: $(head -3 child-lookups.txt)"
+}
+
 case_add children/exec-after-write exec_after_write
 case_add children/fork-cost fork_cost
+case_add children/children-look-up-nothing children_look_up_nothing
 case_add children/bash-redirections shell_redirections bash
 case_add children/dash-redirections shell_redirections dash
 case_add children/bash-here-strings bash_here_strings
