@@ -62,6 +62,28 @@ static bool tag_splittable(const char *g)
 	return !strpbrk(g, "[\\");
 }
 
+/* strtok_r with one delimiter: the next non-empty run of s (NULL: go on
+ * from *save) without sep, ended with a NUL; NULL after the last. (The C
+ * library's pulls a page of its code into every process that loads a
+ * pattern, which a short program would not touch.) */
+static char *tag_token(char *s, char sep, char **save)
+{
+	char *p = s ? s : *save;
+	while (*p == sep)
+		p++;
+	if (!*p) {
+		*save = p;
+		return NULL;
+	}
+	char *end = strchr(p, sep);
+	if (end)
+		*end++ = '\0';
+	else
+		end = p + strlen(p);
+	*save = end;
+	return p;
+}
+
 /* Splits t's canonical glob into components (t->comp, NULL-terminated);
  * leaves t->comp NULL when it cannot. */
 static void tag_split(tag_pat_t *t)
@@ -76,7 +98,7 @@ static void tag_split(tag_pat_t *t)
 		return;
 	}
 	n = 0;
-	for (char *tok = strtok_r(copy, "/", &save); tok; tok = strtok_r(NULL, "/", &save))
+	for (char *tok = tag_token(copy, '/', &save); tok; tok = tag_token(NULL, '/', &save))
 		v[n++] = tok;
 	t->comp = v;
 	t->compbuf = copy;
@@ -86,17 +108,29 @@ static void tag_split(tag_pat_t *t)
 static char *tag_expand_rank(const char *p, long rank)
 {
 	char num[24];
-	size_t n = 0, cap = strlen(p) + 1;
-	int k = snprintf(num, sizeof(num), "%ld", rank);
+	size_t n = 0, cap = strlen(p) + 1, k = 0;
+	/* the rank in decimal (not with snprintf, whose code a short program
+	 * that prints nothing would otherwise load for it) */
+	char rev[24];
+	unsigned long long r = rank < 0 ? 0ull - (unsigned long long)rank : (unsigned long long)rank;
+	size_t m = 0;
+	do {
+		rev[m++] = (char)('0' + r % 10);
+		r /= 10;
+	} while (r);
+	if (rank < 0)
+		num[k++] = '-';
+	while (m)
+		num[k++] = rev[--m];
 	for (const char *q = p; (q = strstr(q, "%r")); q += 2)
-		cap += (size_t)k;
+		cap += k;
 	char *out = sys_malloc(cap);
 	if (!out)
 		return NULL;
 	while (*p) {
 		if (p[0] == '%' && p[1] == 'r') {
-			memcpy(out + n, num, (size_t)k);
-			n += (size_t)k;
+			memcpy(out + n, num, k);
+			n += k;
 			p += 2;
 		} else {
 			out[n++] = *p++;
@@ -311,9 +345,8 @@ CKC_START_PATH int ckc_tagpat_load(const char *paths, long rank)
 	ckc_tagpat_free();
 	if (!copy)
 		return 0;
-	for (char *tok = strtok_r(copy, ":", &save); tok; tok = strtok_r(NULL, ":", &save))
-		if (*tok)
-			tag_add(tok, rank);
+	for (char *tok = tag_token(copy, ':', &save); tok; tok = tag_token(NULL, ':', &save))
+		tag_add(tok, rank);
 	sys_free(copy);
 	return tag_npats;
 }

@@ -117,6 +117,16 @@ Test(tag, rank_and_canonical_patterns)
 	cr_assert(ckc_tag_match("/run/r12/x.bin"));
 	cr_assert_not(ckc_tag_match("/run/r1/x.bin"));
 	cr_assert_not(ckc_tag_match("/run/rank12/x.bin"));
+	/* rank 0, a long rank, "%r" twice in a component, empty patterns and
+	 * doubled slashes between the patterns' pieces */
+	load("/run/r%r/%r.bin", 0);
+	cr_assert(ckc_tag_match("/run/r0/0.bin"));
+	cr_assert_not(ckc_tag_match("/run/r/.bin"));
+	load(":/run//r%r_%r//*.bin::/other/%r:", 1234567890123);
+	cr_assert(ckc_tag_match("/run/r1234567890123_1234567890123/a.bin"));
+	cr_assert(ckc_tag_match("/other/1234567890123"));
+	cr_assert_not(ckc_tag_match("/other/123456789012"));
+	cr_assert_not(ckc_tag_match("/run/r1234567890123/a.bin"));
 }
 
 Test(tag, relative_pattern_and_paths)
