@@ -46,7 +46,9 @@
  * entry in the wrong place), each in a file of its own name, so that two
  * layouts never ask each other */
 #define NODE_MAGIC 0x636b70746e6f6433ull
-#define NODE_FILE "ckptcache-%u.nodes3"
+/* The table's file, in /dev/shm or /tmp: ckptcache-UID.nodes3 */
+#define NODE_FILE_PREFIX "ckptcache-"
+#define NODE_FILE_SUFFIX ".nodes3"
 /* How long an open waits for a holder to publish (a large checkpoint on a
  * slow file system). */
 #define NODE_ASK_WAIT_MS 60000
@@ -131,6 +133,27 @@ static bool pid_alive(pid_t pid)
 
 /* Maps this user's table (made on first use), or returns -1. Only a
  * regular file of this user, readable by nobody else, is used. */
+/* dir/ckptcache-UID.nodes3 into out (64 bytes), not with snprintf: a
+ * forked child attaches before its new program, and a call the parent
+ * never made is bound in each child (the loader's tables faulted in
+ * again). */
+CKC_START_PATH static void node_file(char out[64], const char *dir, unsigned uid)
+{
+	char num[12];
+	size_t k = sizeof(num);
+	do {
+		num[--k] = (char)('0' + uid % 10);
+		uid /= 10;
+	} while (uid);
+	size_t n = strlen(dir);
+	memcpy(out, dir, n);
+	memcpy(out + n, "/" NODE_FILE_PREFIX, sizeof(NODE_FILE_PREFIX));
+	n += sizeof(NODE_FILE_PREFIX);
+	memcpy(out + n, num + k, sizeof(num) - k);
+	n += sizeof(num) - k;
+	memcpy(out + n, NODE_FILE_SUFFIX, sizeof(NODE_FILE_SUFFIX));
+}
+
 CKC_START_PATH static int node_attach(bool create)
 {
 	static const char *const dirs[] = { "/dev/shm", "/tmp" };
@@ -138,7 +161,7 @@ CKC_START_PATH static int node_attach(bool create)
 	char path[64];
 
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		snprintf(path, sizeof(path), "%s/" NODE_FILE, dirs[i], (unsigned)node_uid);
+		node_file(path, dirs[i], (unsigned)node_uid);
 		int fd = REAL(openat)(AT_FDCWD, path, O_RDWR | (create ? O_CREAT : 0) | O_NOFOLLOW | O_CLOEXEC,
 				      0600);
 		if (fd < 0)
