@@ -219,8 +219,14 @@ CKC_START_PATH void ckc_child_ready(void)
 		return;
 	int saved = errno;
 	ckc_real_resolve_for_child();
-	if (icpt_digest)
+	if (icpt_digest) {
 		(void)icpt_lib_name_get();
+		/* a child's look at a relative path it opens, while another
+		 * process of the node holds checkpoints, reads the working
+		 * folder: the C library's getcwd is bound here, once */
+		char here[PATH_MAX];
+		(void)!getcwd(here, sizeof(here));
+	}
 	errno = saved;
 }
 

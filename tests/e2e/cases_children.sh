@@ -548,45 +548,69 @@ fork_cost() {
 # loader's symbol tables, whose pages each child faults in again): the
 # parent looks them up once, at its first fork. The loop runs programs
 # that run the library, one that does not (LD_PRELOAD emptied), and cat
-# from a checkpoint the shell's first child wrote; the bytes are compared.
+# from a checkpoint the shell's first child wrote, with redirections,
+# first with no other process holding a checkpoint, then while another
+# holds one (a child then looks in the node's table for what it opens);
+# then with the library loaded and no pattern. The bytes are compared.
+children_lookups() { # LOG SHELLPID: the library's lookups by other pids
+	awk -v me="$2" -v lib="$(basename "$LIB")" '$1 != me":" && index($0, "binding file") && index($0, lib) &&
+		!/__asan|__ubsan|__sanitizer|__tsan/' "$1"
+}
+
 children_look_up_nothing() {
 	need_shell bash
+	need_helper
 	randfile src.bin 70001
-	local script='
-		set -e
-		cat src.bin > ck/a.bin
+	local out shell round script
+	for round in alone held; do
+		# (while another process holds checkpoints, a program that will not
+		# run the library is started only after it asked that process to
+		# publish them: that child talks to it, and looks up what it takes)
+		local unasking='LD_PRELOAD= /bin/true'
+		[ $round = held ] && unasking=
+		script="
+			set -e
+			cat src.bin > ck/a.bin
+			for i in 1 2 3; do
+				/bin/true
+				$unasking
+				cat ck/a.bin > out_\$i.bin
+			done
+			echo \"shell=\$\$\""
+		local writer=
+		if [ $round = held ]; then
+			rm -f closed
+			SLOW_US=1500000 SLOWFS_OPS=rename ck -- "$PY" -c '
+import time
+with open("ck/held.bin", "wb") as f:
+    f.write(b"held by another process\n" * 1000)
+open("closed", "w").close()
+time.sleep(3)
+' &
+			writer=$!
+			local n=0
+			while [ ! -e closed ] && [ $n -lt 500 ]; do sleep 0.01; n=$((n + 1)); done
+			[ -e closed ] || fail "the holder did not close its checkpoint"
+		fi
+		out=$(ck LD_DEBUG=bindings LD_DEBUG_OUTPUT="$T/ld-$round" -- bash -c "$script") ||
+			fail "$round: the script failed$(last_error)"
+		shell=${out#shell=}
+		[ -s "$T/ld-$round.$shell" ] || fail "$round: no loader output for the shell (pid $shell)"
+		children_lookups "$T/ld-$round.$shell" "$shell" >child-lookups.txt
+		[ ! -s child-lookups.txt ] || fail "$round: forked children looked up $(wc -l <child-lookups.txt) symbols" \
+			"before their new program: $(head -3 child-lookups.txt | sed 's/.*normal symbol//' | tr '\n' ' ')"
 		for i in 1 2 3; do
-			/bin/true
-			LD_PRELOAD= /bin/true
-			cat ck/a.bin > out_$i.bin
+			same src.bin out_$i.bin "$round: cat from the checkpoint, child $i"
 		done
-		echo "shell=$$"
-	'
-	local out
-	out=$(ck LD_DEBUG=bindings LD_DEBUG_OUTPUT="$T/ld" -- bash -c "$script") || fail "the script failed$(last_error)"
-	local shell=${out#shell=}
-	[ -s "$T/ld.$shell" ] || fail "no loader output for the shell (pid $shell) in $T/ld.$shell"
-	# the children's lines before their new program: the shell's file, other
-	# pids; of those, lookups made by the library (a sanitizer's runtime
-	# resolves its own)
-	local lib_name
-	lib_name=$(basename "$LIB")
-	awk -v me="$shell" -v lib="$lib_name" '$1 != me":" && index($0, "binding file") && index($0, lib) &&
-		!/__asan|__ubsan|__sanitizer|__tsan/' "$T/ld.$shell" >child-lookups.txt
-	[ ! -s child-lookups.txt ] ||
-		fail "forked children looked up $(wc -l <child-lookups.txt) symbols before their new program:
-$(head -3 child-lookups.txt)"
-	for i in 1 2 3; do
-		same src.bin out_$i.bin "cat from the checkpoint, child $i"
+		same src.bin ck/a.bin "$round: the checkpoint at its real path"
+		[ -z "$writer" ] || wait "$writer" || fail "the holder failed$(last_error)"
 	done
-	same src.bin ck/a.bin "the checkpoint at its real path"
 	# the same with the library loaded and no pattern (it does nothing then)
 	out=$(ck LD_DEBUG=bindings LD_DEBUG_OUTPUT="$T/ld0" -- env -u CKPTCACHE_PATHS bash -c \
 		'for i in 1 2 3; do /bin/true; done; echo "shell=$$"') || fail "the loop without a pattern failed"
 	shell=${out#shell=}
 	[ -s "$T/ld0.$shell" ] || fail "no loader output for the shell (pid $shell) in $T/ld0.$shell"
-	awk -v me="$shell" -v lib="$lib_name" '$1 != me":" && index($0, "binding file") && index($0, lib) &&
-		!/__asan|__ubsan|__sanitizer|__tsan/' "$T/ld0.$shell" >child-lookups.txt
+	children_lookups "$T/ld0.$shell" "$shell" >child-lookups.txt
 	[ ! -s child-lookups.txt ] ||
 		fail "without a pattern, forked children looked up $(wc -l <child-lookups.txt) symbols: $(head -3 child-lookups.txt)"
 }
