@@ -347,19 +347,29 @@ except FileExistsError:
 
 # Two unrelated processes: one writes and closes a checkpoint whose flush is
 # slow; the other, started after the close, reads that version.
-other_process_reads() {
-	need_helper
+# held_by_another FILE TEXT COUNT SECONDS: another process writes TEXT
+# COUNT times into FILE, a checkpoint, closes it and lives SECONDS more;
+# its publication (a rename) takes 1.5 s. HOLDER is its pid, once the file
+# is closed.
+held_by_another() {
+	rm -f closed
 	SLOW_US=1500000 SLOWFS_OPS=rename ck -- "$PY" -c '
-import time
-with open("ck/a.bin", "wb") as f:
-    f.write(b"the new version\n" * 100000)
+import sys, time
+with open(sys.argv[1], "wb") as f:
+    f.write(sys.argv[2].encode() * int(sys.argv[3]))
 open("closed", "w").close()
-time.sleep(4)
-' &
-	local writer=$!
+time.sleep(float(sys.argv[4]))
+' "$@" &
+	HOLDER=$!
 	local n=0
 	while [ ! -e closed ] && [ $n -lt 500 ]; do sleep 0.01; n=$((n + 1)); done
-	[ -e closed ] || fail "the writer did not close its checkpoint"
+	[ -e closed ] || fail "the holder did not close its checkpoint"
+}
+
+other_process_reads() {
+	need_helper
+	held_by_another ck/a.bin $'the new version\n' 100000 4
+	local writer=$HOLDER
 	ck -- "$PY" -c '
 got = open("ck/a.bin", "rb").read()
 assert got == b"the new version\n" * 100000, "read %d bytes of another version" % len(got)
@@ -579,18 +589,8 @@ children_look_up_nothing() {
 			echo \"shell=\$\$\""
 		local writer=
 		if [ $round = held ]; then
-			rm -f closed
-			SLOW_US=1500000 SLOWFS_OPS=rename ck -- "$PY" -c '
-import time
-with open("ck/held.bin", "wb") as f:
-    f.write(b"held by another process\n" * 1000)
-open("closed", "w").close()
-time.sleep(3)
-' &
-			writer=$!
-			local n=0
-			while [ ! -e closed ] && [ $n -lt 500 ]; do sleep 0.01; n=$((n + 1)); done
-			[ -e closed ] || fail "the holder did not close its checkpoint"
+			held_by_another ck/held.bin $'held by another process\n' 1000 3
+			writer=$HOLDER
 		fi
 		out=$(ck LD_DEBUG=bindings LD_DEBUG_OUTPUT="$T/ld-$round" -- bash -c "$script") ||
 			fail "$round: the script failed$(last_error)"
