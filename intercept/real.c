@@ -72,16 +72,24 @@ static void real_resolve_all(void)
 		ckc_real_resolve_one(i);
 }
 
+/* Those of list not looked up yet (each slot set once: a second lookup
+ * would find the same function). */
+CKC_START_PATH static void real_resolve_list(const unsigned *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!__atomic_load_n((void (**)(void))((char *)&ckc_real + real_tab[list[i]].off), __ATOMIC_RELAXED))
+			ckc_real_resolve_one(list[i]);
+}
+
 CKC_START_PATH void ckc_real_resolve_early(void)
 {
 	/* and those a forked child calls before it runs a program or ends:
 	 * looked up in the parent once, not in each child */
-	static const unsigned early[] = { CKC_REAL_I_write,  CKC_REAL_I_read,    CKC_REAL_I_close,
-					  CKC_REAL_I_open,   CKC_REAL_I_fsync,   CKC_REAL_I_sigaction,
-					  CKC_REAL_I__exit,  CKC_REAL_I__Exit,   CKC_REAL_I_execve,
+	static const unsigned early[] = { CKC_REAL_I_write,  CKC_REAL_I_read,   CKC_REAL_I_close,
+					  CKC_REAL_I_open,   CKC_REAL_I_fsync,  CKC_REAL_I_sigaction,
+					  CKC_REAL_I__exit,  CKC_REAL_I__Exit,  CKC_REAL_I_execve,
 					  CKC_REAL_I_execvp, CKC_REAL_I_dup2 };
-	for (size_t i = 0; i < sizeof(early) / sizeof(early[0]); i++)
-		ckc_real_resolve_one(early[i]);
+	real_resolve_list(early, sizeof(early) / sizeof(early[0]));
 }
 
 CKC_START_PATH void ckc_real_resolve_for_child(void)
@@ -95,8 +103,7 @@ CKC_START_PATH void ckc_real_resolve_for_child(void)
 					  CKC_REAL_I_openat,   CKC_REAL_I_fstat,  CKC_REAL_I_mmap,
 					  CKC_REAL_I_munmap,   CKC_REAL_I_close,  CKC_REAL_I_ftruncate,
 					  CKC_REAL_I__exit,    CKC_REAL_I_dup2 };
-	for (size_t i = 0; i < sizeof(child) / sizeof(child[0]); i++)
-		ckc_real_resolve_one(child[i]);
+	real_resolve_list(child, sizeof(child) / sizeof(child[0]));
 }
 
 /* Called by the interposed dlsym, which a sanitizer's runtime uses before
