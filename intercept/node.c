@@ -28,6 +28,7 @@
 #include "intercept.h"
 #include "log.h"
 #include "nodetab.h"
+#include "path.h"
 #include "thread.h"
 
 #define NODE_SLOTS (1u << 16)
@@ -139,18 +140,11 @@ static bool pid_alive(pid_t pid)
  * again). */
 CKC_START_PATH static void node_file(char out[64], const char *dir, unsigned uid)
 {
-	char num[12];
-	size_t k = sizeof(num);
-	do {
-		num[--k] = (char)('0' + uid % 10);
-		uid /= 10;
-	} while (uid);
 	size_t n = strlen(dir);
 	memcpy(out, dir, n);
 	memcpy(out + n, "/" NODE_FILE_PREFIX, sizeof(NODE_FILE_PREFIX));
 	n += sizeof(NODE_FILE_PREFIX);
-	memcpy(out + n, num + k, sizeof(num) - k);
-	n += sizeof(num) - k;
+	n += ckc_path_decimal(out + n, uid);
 	memcpy(out + n, NODE_FILE_SUFFIX, sizeof(NODE_FILE_SUFFIX));
 }
 

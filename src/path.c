@@ -238,6 +238,19 @@ uint64_t ckc_path_hash_local(const char *path)
 	return h ^ (h >> 32);
 }
 
+CKC_START_PATH size_t ckc_path_decimal(char *out, unsigned long long v)
+{
+	char rev[20];
+	size_t m = 0, k = 0;
+	do {
+		rev[m++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (m)
+		out[k++] = rev[--m];
+	return k;
+}
+
 CKC_START_PATH uint64_t ckc_path_hash(const char *path)
 {
 	uint64_t h = 1469598103934665603ull;

@@ -34,6 +34,11 @@ int ckc_path_key(const char *path, const char *base, char *out, size_t outlen);
  * file in the root). Returns 0 or -ENAMETOOLONG. */
 int ckc_path_dirname(const char *canon, char *out, size_t outlen);
 
+/* v in decimal into out (at least 20 bytes; no NUL): its length. A name's
+ * number (a rank, a user id) without the C library's printf, whose code a
+ * short program or a forked child would otherwise fault in for it. */
+size_t ckc_path_decimal(char *out, unsigned long long v);
+
 /* A 64-bit hash of a path (FNV-1a's step with the project's constant): the
  * node table's keys, a stand-in inode number. */
 uint64_t ckc_path_hash(const char *path);

@@ -108,20 +108,9 @@ static void tag_split(tag_pat_t *t)
 static char *tag_expand_rank(const char *p, long rank)
 {
 	char num[24];
-	size_t n = 0, cap = strlen(p) + 1, k = 0;
-	/* the rank in decimal (not with snprintf, whose code a short program
-	 * that prints nothing would otherwise load for it) */
-	char rev[24];
-	unsigned long long r = rank < 0 ? 0ull - (unsigned long long)rank : (unsigned long long)rank;
-	size_t m = 0;
-	do {
-		rev[m++] = (char)('0' + r % 10);
-		r /= 10;
-	} while (r);
-	if (rank < 0)
-		num[k++] = '-';
-	while (m)
-		num[k++] = rev[--m];
+	size_t n = 0, cap = strlen(p) + 1, k = rank < 0;
+	num[0] = '-';
+	k += ckc_path_decimal(num + k, rank < 0 ? 0ull - (unsigned long long)rank : (unsigned long long)rank);
 	for (const char *q = p; (q = strstr(q, "%r")); q += 2)
 		cap += k;
 	char *out = sys_malloc(cap);

@@ -258,3 +258,18 @@ Test(resolve, a_plain_absolute_path_is_its_own_canonical_form)
 	cr_assert_eq(ckc_path_resolve("/abcdef", NULL, small, sizeof(small)), 0);
 	cr_assert_str_eq(small, "/abcdef");
 }
+
+Test(path, decimal_numbers)
+{
+	char b[21];
+	static const struct {
+		unsigned long long v;
+		const char *s;
+	} want[] = { { 0, "0" }, { 7, "7" }, { 10, "10" }, { 4294967295ull, "4294967295" },
+		     { 18446744073709551615ull, "18446744073709551615" } };
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		size_t n = ckc_path_decimal(b, want[i].v);
+		b[n] = '\0';
+		cr_assert_str_eq(b, want[i].s);
+	}
+}

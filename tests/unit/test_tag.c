@@ -127,6 +127,8 @@ Test(tag, rank_and_canonical_patterns)
 	cr_assert(ckc_tag_match("/other/1234567890123"));
 	cr_assert_not(ckc_tag_match("/other/123456789012"));
 	cr_assert_not(ckc_tag_match("/run/r1234567890123/a.bin"));
+	load("/run/r%r/*.bin", -1);
+	cr_assert(ckc_tag_match("/run/r-1/a.bin"));
 }
 
 Test(tag, relative_pattern_and_paths)
