@@ -18,7 +18,6 @@
 #include "state.h"
 #include "sys.h"
 
-
 static atomic_uint home_tmp_counter;
 
 int ckc_src_snapshot(const ckc_obj_t *o, int level, ckc_src_t *s)
@@ -333,9 +332,51 @@ static void home_link_new(int fd, const char *key, bool *named, bool *taken)
 		*taken = errno == EEXIST; /* anything else fails the same way below */
 }
 
-/* ckc_home_commit and ckc_home_commit_open: fd closed unless keep_open. */
+/* A publication (home_publish): fd closed unless keep_open. */
 static int home_publish_in(char *tmp, const char *key, int fd, const ckc_fid_t *base, bool fsync_it,
-			   bool keep_open, const ckc_attr_t *a);
+			   bool keep_open, const ckc_attr_t *a)
+{
+	int rc = a ? ckc_attr_apply_fd(fd, a) : 0;
+	bool named = false, taken = false;
+
+	if (!rc && fsync_it && sys_fsync(fd) != 0)
+		rc = -errno;
+	if (!rc && !keep_open) {
+		ckc_bg_yield();
+		ckc_bg_yield_reads();
+	}
+	if (!rc && base && base->known && !base->exists)
+		home_link_new(fd, key, &named, &taken);
+	/* a file made or changed there since the version began is newer
+	 * than it: never replaced */
+	if (!rc && !named && base && (taken || ckc_fid_changed(base, key)))
+		rc = CKC_CHANGED;
+	if (!rc && !named)
+		rc = home_link(tmp, fd);
+	if (!keep_open && sys_close(fd) != 0 && !rc) {
+		rc = -errno;
+		if (named)
+			(void)sys_unlink(key); /* its bytes may not be there */
+	}
+	if (!rc && !named && sys_rename(tmp, key) != 0)
+		rc = -errno;
+	if (rc && !named) {
+		ckc_home_discard(tmp, -1);
+		return rc;
+	}
+	if (rc)
+		return rc;
+	if (!named)
+		ckc_state_tmp_del(tmp);
+	if (fsync_it)
+		rc = ckc_fsync_dir_of(key);
+	return rc;
+}
+
+static bool ts_eq(struct timespec a, struct timespec b)
+{
+	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
 
 /* ---- folder times the program set ------------------------------------- */
 
@@ -361,8 +402,6 @@ static _Atomic int dir_times_pubs;
 static ckc_mutex_t dir_times_lock = CKC_MUTEX_INIT(DIRTIMES);
 CKC_LOCKS_AT_START(dir_times_lock, ckc_locks_add, &dir_times_lock)
 
-static bool ts_eq(struct timespec a, struct timespec b);
-
 /* The entry of dir, or -1 (dir_times_lock held). */
 static int dir_times_find(const char *dir)
 {
@@ -370,6 +409,17 @@ static int dir_times_find(const char *dir)
 		if (dir_times[i].dir[0] && strcmp(dir_times[i].dir, dir) == 0)
 			return i;
 	return -1;
+}
+
+/* A copy of dir's entry into out: whether there is one. */
+static bool dir_times_get(const char *dir, dir_times_t *out)
+{
+	ckc_mutex_lock(&dir_times_lock);
+	int i = dir_times_find(dir);
+	if (i >= 0)
+		*out = dir_times[i];
+	ckc_mutex_unlock(&dir_times_lock);
+	return i >= 0;
 }
 
 /* Drops entry i if it is still the one noted at seq (dir_times_lock held). */
@@ -392,11 +442,9 @@ static void dir_times_put_back(const dir_times_t *keep)
 	struct timespec t[2] = { { .tv_nsec = UTIME_OMIT }, keep->mtime };
 	if (sys_fstat(fd, &st) == 0 && st.st_dev == keep->dev && st.st_ino == keep->ino) {
 		/* (set again meanwhile: the newer time) */
-		ckc_mutex_lock(&dir_times_lock);
-		int i = dir_times_find(keep->dir);
-		if (i >= 0 && dir_times[i].dev == keep->dev && dir_times[i].ino == keep->ino)
-			t[1] = dir_times[i].mtime;
-		ckc_mutex_unlock(&dir_times_lock);
+		dir_times_t now;
+		if (dir_times_get(keep->dir, &now) && now.dev == keep->dev && now.ino == keep->ino)
+			t[1] = now.mtime;
 		if (!ts_eq(st.st_mtim, t[1]))
 			(void)sys_futimens(fd, t);
 	}
@@ -449,13 +497,8 @@ void ckc_dir_times_forget(const char *path)
  * the library. */
 static bool dir_times_before(const char *dir)
 {
-	ckc_mutex_lock(&dir_times_lock);
-	int i = dir_times_find(dir);
 	dir_times_t keep;
-	if (i >= 0)
-		keep = dir_times[i];
-	ckc_mutex_unlock(&dir_times_lock);
-	if (i < 0)
+	if (!dir_times_get(dir, &keep))
 		return false;
 	/* (another publication under way may be one into this folder whose
 	 * link changed it: a change is not told from it then) */
@@ -475,17 +518,13 @@ static bool dir_times_before(const char *dir)
  * dir_times_before said) or while it went on (noted after seq). */
 static void dir_times_after(const char *dir, bool kept, uint64_t seq)
 {
-	ckc_mutex_lock(&dir_times_lock);
-	int i = dir_times_find(dir);
 	dir_times_t keep;
-	bool put = i >= 0 && (kept || dir_times[i].seq > seq);
-	if (put)
-		keep = dir_times[i];
-	ckc_mutex_unlock(&dir_times_lock);
-	if (put)
+	if (dir_times_get(dir, &keep) && (kept || keep.seq > seq))
 		dir_times_put_back(&keep);
 }
 
+/* ckc_home_commit and ckc_home_commit_open: fd closed unless keep_open;
+ * the folder's times put back where the program set them. */
 static int home_publish(char *tmp, const char *key, int fd, const ckc_fid_t *base, bool fsync_it,
 			bool keep_open, const ckc_attr_t *a)
 {
@@ -508,46 +547,6 @@ static int home_publish(char *tmp, const char *key, int fd, const ckc_fid_t *bas
 		dir_times_after(dir, kept, seq);
 	atomic_fetch_sub(&dir_times_pubs, 1);
 	errno = saved;
-	return rc;
-}
-
-static int home_publish_in(char *tmp, const char *key, int fd, const ckc_fid_t *base, bool fsync_it,
-			   bool keep_open, const ckc_attr_t *a)
-{
-	int rc = a ? ckc_attr_apply_fd(fd, a) : 0;
-	bool named = false, taken = false;
-
-	if (!rc && fsync_it && sys_fsync(fd) != 0)
-		rc = -errno;
-	if (!rc && !keep_open) {
-		ckc_bg_yield();
-		ckc_bg_yield_reads();
-	}
-	if (!rc && base && base->known && !base->exists)
-		home_link_new(fd, key, &named, &taken);
-	/* a file made or changed there since the version began is newer
-	 * than it: never replaced */
-	if (!rc && !named && base && (taken || ckc_fid_changed(base, key)))
-		rc = CKC_CHANGED;
-	if (!rc && !named)
-		rc = home_link(tmp, fd);
-	if (!keep_open && sys_close(fd) != 0 && !rc) {
-		rc = -errno;
-		if (named)
-			(void)sys_unlink(key); /* its bytes may not be there */
-	}
-	if (!rc && !named && sys_rename(tmp, key) != 0)
-		rc = -errno;
-	if (rc && !named) {
-		ckc_home_discard(tmp, -1);
-		return rc;
-	}
-	if (rc)
-		return rc;
-	if (!named)
-		ckc_state_tmp_del(tmp);
-	if (fsync_it)
-		rc = ckc_fsync_dir_of(key);
 	return rc;
 }
 
@@ -707,11 +706,6 @@ void ckc_fid_take(const char *path, ckc_fid_t *id)
 	struct stat st;
 
 	ckc_fid_take_st(path, id, &st);
-}
-
-static bool ts_eq(struct timespec a, struct timespec b)
-{
-	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
 }
 
 bool ckc_fid_same(const ckc_fid_t *a, const ckc_fid_t *b)
