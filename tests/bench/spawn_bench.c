@@ -21,6 +21,12 @@
 
 extern char **environ;
 
+/* Microseconds from a to b. */
+static double tv_us(struct timeval a, struct timeval b)
+{
+	return (double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_usec - a.tv_usec);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3 || atoi(argv[1]) <= 0) {
@@ -71,9 +77,8 @@ int main(int argc, char **argv)
 	double ns = (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
 	printf("us_per_spawn=%.1f\n", ns / 1e3 / count);
 	printf("faults_per_spawn=%.1f\n", (double)(rb.ru_minflt - ra.ru_minflt) / count);
-	double us = (double)(rb.ru_utime.tv_sec - ra.ru_utime.tv_sec) * 1e6 + (double)(rb.ru_utime.tv_usec - ra.ru_utime.tv_usec);
-	double sy = (double)(rb.ru_stime.tv_sec - ra.ru_stime.tv_sec) * 1e6 + (double)(rb.ru_stime.tv_usec - ra.ru_stime.tv_usec);
-	printf("user_us_per_spawn=%.1f\nsys_us_per_spawn=%.1f\n", us / count, sy / count);
+	printf("user_us_per_spawn=%.1f\nsys_us_per_spawn=%.1f\n", tv_us(ra.ru_utime, rb.ru_utime) / count,
+	       tv_us(ra.ru_stime, rb.ru_stime) / count);
 	free(line);
 	free(env);
 	return 0;
