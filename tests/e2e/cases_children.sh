@@ -557,8 +557,9 @@ fork_cost() {
 # program. Nothing they call is looked up in the child (a lookup walks the
 # loader's symbol tables, whose pages each child faults in again): the
 # parent looks them up once, at its first fork. The loop runs programs
-# that run the library, one that does not (LD_PRELOAD emptied), and cat
-# from a checkpoint the shell's first child wrote, with redirections,
+# that run the library, one that does not (LD_PRELOAD emptied), cat from
+# a checkpoint the shell's first child wrote, with redirections, and a
+# program that does not exist (its exec fails: 127, as without it),
 # first with no other process holding a checkpoint, then while another
 # holds one (a child then looks in the node's table for what it opens);
 # then with the library loaded and no pattern. The bytes are compared.
@@ -585,6 +586,8 @@ children_look_up_nothing() {
 				/bin/true
 				$unasking
 				cat ck/a.bin > out_\$i.bin
+				rc=0; /nonexistent/program 2>/dev/null || rc=\$?
+				[ \$rc = 127 ]
 			done
 			echo \"shell=\$\$\""
 		local writer=
