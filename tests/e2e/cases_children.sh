@@ -557,12 +557,15 @@ fork_cost() {
 # program. Nothing they call is looked up in the child (a lookup walks the
 # loader's symbol tables, whose pages each child faults in again): the
 # parent looks them up once, at its first fork. The loop runs programs
-# that run the library, one that does not (LD_PRELOAD emptied), cat from
-# a checkpoint the shell's first child wrote, with redirections, and a
-# program that does not exist (its exec fails: 127, as without it),
-# first with no other process holding a checkpoint, then while another
-# holds one (a child then looks in the node's table for what it opens);
-# then with the library loaded and no pattern. The bytes are compared.
+# that run the library, cat from a checkpoint the shell's first child
+# wrote, with redirections, and a program that does not exist (its exec
+# fails: 127, as without it), first as it comes, then while another
+# process holds a checkpoint (a child then looks in the node's table for
+# what it opens); then with the library loaded and no pattern. The bytes
+# are compared. (A program that will not run the library is not in the
+# loop: while any process of the node holds checkpoints, as other cases'
+# do, its start asks them to publish, and that child looks up the calls
+# that talk to them.)
 children_lookups() { # LOG SHELLPID: the library's lookups by other pids
 	awk -v me="$2" -v lib="$(basename "$LIB")" '$1 != me":" && index($0, "binding file") && index($0, lib) &&
 		!/__asan|__ubsan|__sanitizer|__tsan/' "$1"
@@ -573,18 +576,12 @@ children_look_up_nothing() {
 	need_helper
 	randfile src.bin 70001
 	local out shell round script
-	for round in alone held; do
-		# (while another process holds checkpoints, a program that will not
-		# run the library is started only after it asked that process to
-		# publish them: that child talks to it, and looks up what it takes)
-		local unasking='LD_PRELOAD= /bin/true'
-		[ $round = held ] && unasking=
+	for round in first held; do
 		script="
 			set -e
 			cat src.bin > ck/a.bin
 			for i in 1 2 3; do
 				/bin/true
-				$unasking
 				cat ck/a.bin > out_\$i.bin
 				rc=0; /nonexistent/program 2>/dev/null || rc=\$?
 				[ \$rc = 127 ]
