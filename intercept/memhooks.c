@@ -83,6 +83,9 @@ CKC_START_PATH static void mem_resolve(void)
 static void free_slow(void *p);
 static void *malloc_slow(size_t n);
 static void *realloc_slow(void *p, size_t n);
+static void free_watched(void *p);
+static void *malloc_watched(size_t n);
+static void *realloc_watched(void *p, size_t n);
 static void (*_Atomic free_fn)(void *) = free_slow;
 static void *(*_Atomic malloc_fn)(size_t) = malloc_slow;
 static void *(*_Atomic realloc_fn)(void *, size_t) = realloc_slow;
@@ -90,12 +93,16 @@ static void *(*_Atomic realloc_fn)(void *, size_t) = realloc_slow;
 static atomic_int free_probes;
 static atomic_bool alloc_watch;
 
-/* 0: both fast; 1: free and realloc slow; 2: all three slow. */
+/* 0: all three fast; 1: free and realloc slow; 2: all three slow; 3: all
+ * three counted (the allocator watched, and nothing else to look at). */
 CKC_START_PATH static int mem_way(void)
 {
-	if (!real_free || !real_malloc || !real_realloc || atomic_load(&alloc_watch))
+	if (!real_free || !real_malloc || !real_realloc)
 		return 2;
-	return atomic_load(&free_probes) != 0 || atomic_load(&ckc_owed_count) != 0;
+	bool watch = atomic_load(&alloc_watch);
+	if (atomic_load(&free_probes) != 0 || atomic_load(&ckc_owed_count) != 0)
+		return watch ? 2 : 1;
+	return watch ? 3 : 0;
 }
 
 /* After each change of what mem_way looks at. Whoever stores looks again
@@ -104,9 +111,9 @@ CKC_START_PATH static int mem_way(void)
 CKC_START_PATH void ckc_mem_route(void)
 {
 	for (int way = mem_way();;) {
-		atomic_store(&free_fn, way ? free_slow : real_free);
-		atomic_store(&realloc_fn, way ? realloc_slow : real_realloc);
-		atomic_store(&malloc_fn, way == 2 ? malloc_slow : real_malloc);
+		atomic_store(&free_fn, way == 3 ? free_watched : way ? free_slow : real_free);
+		atomic_store(&realloc_fn, way == 3 ? realloc_watched : way ? realloc_slow : real_realloc);
+		atomic_store(&malloc_fn, way == 3 ? malloc_watched : way == 2 ? malloc_slow : real_malloc);
 		int now = mem_way();
 		if (now == way)
 			return;
@@ -161,6 +168,33 @@ static void *malloc_slow(size_t n)
 	void *p;
 	ALLOC_SLOW(p, real_malloc, __libc_malloc, (n));
 	return p;
+}
+
+/* The watched calls with nothing else to look at (mem_way 3: the
+ * allocator is looked up, no probe, nothing owed): counted, and no more
+ * (a program that allocates on every row it reads pays two thread-local
+ * counts a call, not the slow paths' look at each condition). */
+static void *malloc_watched(size_t n)
+{
+	alloc_in();
+	void *p = real_malloc(n);
+	alloc_out();
+	return p;
+}
+
+static void free_watched(void *p)
+{
+	alloc_in();
+	real_free(p);
+	alloc_out();
+}
+
+static void *realloc_watched(void *p, size_t n)
+{
+	alloc_in();
+	void *q = real_realloc(p, n);
+	alloc_out();
+	return q;
 }
 
 CKC_START_PATH CKC_EXPORT void *malloc(size_t n)
@@ -237,14 +271,13 @@ CKC_EXPORT void *aligned_alloc(size_t a, size_t n)
 	return p;
 }
 
-/* Allocator calls count from now on (free's through its slow path). */
+/* Allocator calls count from now on (through the watched ways, or the slow
+ * ones while a probe or owed memory is looked at as well). */
 static void alloc_watch_on(void)
 {
 	bool was = false;
-	if (atomic_compare_exchange_strong(&alloc_watch, &was, true)) {
-		atomic_fetch_add(&free_probes, 1);
+	if (atomic_compare_exchange_strong(&alloc_watch, &was, true))
 		ckc_mem_route();
-	}
 }
 
 void ckc_mem_engine_started(void)
@@ -268,8 +301,7 @@ static __thread void *free_probe;
 static __thread bool free_probe_seen;
 /* Probes under way (free_probes, above): a free while there is none
  * touches no thread-local variable (a walker's free of every entry would
- * call the loader's __tls_get_addr each time); the allocator watched
- * counts as one for good. */
+ * call the loader's __tls_get_addr each time). */
 
 /* The process ends with what the cache owes written by one of the
  * library's threads, while the thread that called _exit may hold the
