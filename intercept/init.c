@@ -75,6 +75,7 @@ CKC_START_PATH static void icpt_prepare(void)
 	ckc_owed_fill_all();
 	ckc_leave();
 	ckc_thread_single_init(); /* (once: the process's first fork) */
+	ckc_locks_atfork_prepare();
 	fork_alone = ckc_thread_single();
 	if (!fork_alone)
 		ckc_atfork_prepare();

@@ -405,6 +405,7 @@ typedef struct ckc_vfd {
 	atomic_int lock_fd;   /* the file its locks are taken on (locks.c), or -1 */
 	bool lock_real;       /* lock_fd is the real file, opened as v was */
 	int lock_flock;       /* the flock(2) lock it holds: 0, LOCK_SH, LOCK_EX */
+	unsigned lock_forks;  /* the process's forks (locks.c) when lock_fd was opened */
 	/* what fstat took from the real file (under lock): kept for a closed
 	 * version while the real path holds it or does not, as then */
 	bool stat_known, stat_at_home;
@@ -584,6 +585,8 @@ void ckc_stdio_flush_all(void);
  * same for every process of the user on the node; record locks (fcntl(2),
  * lockf(3)) make the descriptor the real file's first. */
 void ckc_lock_release(ckc_vfd_t *v);
+/* Before a fork: the lock files open now are shared with the child. */
+void ckc_locks_atfork_prepare(void);
 /* When v's numbers go to the real file (ckc_vfd_switch, v locked): the
  * descriptor that holds v's locks on the real file, at v's offset, for the
  * caller to put at v's numbers (then -1 stays in v), or -1. */

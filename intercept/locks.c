@@ -12,7 +12,14 @@
  * process of the user that runs with the library. When the descriptor
  * goes to the real file (a child, another process that needs the file),
  * the real file's locked descriptor becomes the program's, so its lock
- * stays with it. */
+ * stays with it.
+ *
+ * A lock file goes when its last user lets it go: the descriptor that
+ * closes it takes it exclusively without waiting, and removes it while it
+ * holds it, if no other process can hold it through the same open file (no
+ * fork since it was opened). Whoever locks a lock file looks, once it has
+ * the lock, whether the path still names the file it locked, and else
+ * opens it anew and locks again: a lock on a removed file excludes nobody. */
 #include "config.h"
 
 #include <fcntl.h>
@@ -67,6 +74,17 @@ static int lock_dir(char *out, size_t len)
 
 static int lockfile_open(const char *canon);
 
+/* Forks made while lock files were open (ckc_locks_atfork_prepare): a
+ * forked child shares their open files, and their locks, with its parent. */
+static atomic_uint lock_forks;
+static atomic_int lockfiles_open;
+
+CKC_START_PATH void ckc_locks_atfork_prepare(void)
+{
+	if (atomic_load_explicit(&lockfiles_open, memory_order_relaxed))
+		atomic_fetch_add(&lock_forks, 1);
+}
+
 /* The descriptor v's locks are taken on, opened once per virtual
  * descriptor: the real file, else the lock file of v's path. */
 static int lock_fd(ckc_vfd_t *v)
@@ -86,27 +104,63 @@ static int lock_fd(ckc_vfd_t *v)
 	if (fd < 0)
 		return fd == -1 ? -errno : fd;
 	int expected = -1;
+	if (!real)
+		atomic_fetch_add(&lockfiles_open, 1);
+	unsigned forks = atomic_load(&lock_forks);
 	if (!atomic_compare_exchange_strong(&v->lock_fd, &expected, fd)) {
+		if (!real)
+			atomic_fetch_sub(&lockfiles_open, 1);
 		REAL(close)(fd);
 		return expected;
 	}
 	v->lock_real = real;
+	v->lock_forks = forks;
 	return fd;
 }
 
-/* The lock file of path: -errno when none can be had. */
-static int lockfile_open(const char *canon)
+/* The path of the lock file of canon: -errno when there is no folder. */
+static int lockfile_path(const char *canon, char *path, size_t len)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 32];
+	char dir[PATH_MAX];
 	int rc = lock_dir(dir, sizeof(dir));
 	if (rc)
 		return rc;
 	uint64_t h = 0xcbf29ce484222325ull;
 	for (const char *c = canon; *c; c++)
 		h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
-	snprintf(path, sizeof(path), "%s/lock.%016llx", dir, (unsigned long long)h);
+	snprintf(path, len, "%s/lock.%016llx", dir, (unsigned long long)h);
+	return 0;
+}
+
+/* The lock file of path: -errno when none can be had. */
+static int lockfile_open(const char *canon)
+{
+	char path[PATH_MAX + 32];
+	int rc = lockfile_path(canon, path, sizeof(path));
+	if (rc)
+		return rc;
 	int fd = REAL(open)(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	return fd < 0 ? -errno : fd;
+}
+
+/* Whether path (the lock file of a checkpoint) names the file fd has open. */
+static bool lockfile_current(int fd, const char *path)
+{
+	struct stat a, b;
+	return REAL(fstat)(fd, &a) == 0 && REAL(lstat)(path, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* fd, v's lock file, is let go: removed first where no other open file
+ * holds a lock on it and no forked child shares this one. */
+static void lockfile_close(ckc_vfd_t *v, int fd)
+{
+	char path[PATH_MAX + 32];
+	if (v->lock_forks == atomic_load(&lock_forks) && lockfile_path(v->path, path, sizeof(path)) == 0 &&
+	    REAL(flock)(fd, LOCK_EX | LOCK_NB) == 0 && lockfile_current(fd, path))
+		(void)REAL(unlink)(path);
+	REAL(close)(fd);
+	atomic_fetch_sub(&lockfiles_open, 1);
 }
 
 /* Whether descriptor fd is of the file at path now (a publication
@@ -144,20 +198,45 @@ void ckc_lock_switched(ckc_vfd_t *v, int real)
 void ckc_lock_release(ckc_vfd_t *v)
 {
 	int fd = atomic_exchange(&v->lock_fd, -1);
-	if (fd >= 0 && REAL(close))
+	if (fd < 0 || !REAL(close))
+		return;
+	if (v->lock_real)
 		REAL(close)(fd);
+	else
+		lockfile_close(v, fd);
 }
+
+/* A lock file locked, then found removed by its last user before this lock
+ * was had, is opened anew: each try follows another process's removal. */
+#define LOCKFILE_TRIES 64
 
 CKC_EXPORT int flock(int fd, int op)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!v || !REAL(flock))
 		return REAL(flock) ? REAL(flock)(fd, op) : (errno = ENOSYS, -1);
-	int saved = errno, lf = lock_fd(v);
-	if (lf < 0)
-		return (int)ckc_result(lf, saved);
-	if (REAL(flock)(lf, op) != 0)
-		return -1;
+	int saved = errno;
+	char path[PATH_MAX + 32];
+	for (int tries = 0;; tries++) {
+		int lf = lock_fd(v);
+		if (lf < 0)
+			return (int)ckc_result(lf, saved);
+		if (REAL(flock)(lf, op) != 0)
+			return -1;
+		if ((op & LOCK_UN) || v->lock_real || lockfile_path(v->path, path, sizeof(path)) != 0 ||
+		    lockfile_current(lf, path))
+			break;
+		if (tries == LOCKFILE_TRIES) {
+			REAL(flock)(lf, LOCK_UN);
+			return (int)ckc_result(-ENOLCK, saved);
+		}
+		/* the lock on the removed file goes with its descriptor */
+		int was = lf;
+		if (atomic_compare_exchange_strong(&v->lock_fd, &was, -1)) {
+			REAL(close)(lf);
+			atomic_fetch_sub(&lockfiles_open, 1);
+		}
+	}
 	v->lock_flock = (op & LOCK_UN) ? 0 : (op & (LOCK_SH | LOCK_EX));
 	return (int)ckc_result(0, saved);
 }

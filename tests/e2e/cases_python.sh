@@ -406,6 +406,118 @@ PYEOF
 }
 case_add python/locks python_locks
 
+# The lock files of flock(2) on checkpoints not yet at their real paths
+# (under /dev/shm) go once their last user closes them, while the locks
+# still exclude: a forked child that shares a locked descriptor still
+# excludes others after its parent closed it, and two processes that lock,
+# count and close in turn, each removing the lock file as it goes, are
+# never inside together and lose no count.
+python_lock_files_go() {
+	cat >lockfiles.py <<'PYEOF'
+import fcntl, os, sys, time
+what, d = sys.argv[1], sys.argv[2]
+def start_cache(tag):
+    # a process's first checkpoint written whole goes to its real path
+    # (the cache starts with the second): the ones below are cached
+    with open(f"{d}/first-{tag}.bin", "wb") as f:
+        f.write(b"first")
+def lockname(path):
+    h = 0xcbf29ce484222325
+    for c in os.path.realpath(path).encode():
+        h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
+    return f"/dev/shm/ckptcache-{os.getuid()}.locks/lock.{h:016x}"
+if what == "names":
+    for p in sys.argv[3:]:
+        print(lockname(p))
+elif what == "write":
+    # new checkpoints, locked and unlocked while written, then closed
+    start_cache("write")
+    for i in range(30):
+        with open(f"{d}/w{i:02d}.h5", "wb") as f:
+            f.write(bytes([i]) * 5000)
+            f.flush()
+            fcntl.flock(f.fileno(), fcntl.LOCK_SH if i % 3 == 0 else fcntl.LOCK_EX)
+            f.write(bytes([i + 1]) * 3000)
+            if i % 2:
+                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+elif what == "fork":
+    # a child shares the locked descriptor after its parent closed it
+    start_cache("fork")
+    f = open(f"{d}/shared.h5", "wb")
+    fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.write(w, b"x")
+        time.sleep(1.5)
+        os._exit(0)
+    os.close(w)
+    os.read(r, 1)
+    f.close()
+    print("closed", flush=True)
+    _, st = os.waitpid(pid, 0)
+    sys.exit(st)
+elif what == "other":
+    # while the child holds it: another process must not get it
+    start_cache("other")
+    with open(f"{d}/shared.h5", "wb") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            sys.exit("the lock a forked child holds was had by another process")
+        except OSError:
+            pass
+elif what == "turns":
+    # lock, count, unlock and close, over and over
+    who, n = sys.argv[3], int(sys.argv[4])
+    inside, count = os.path.join(d, "..", "inside"), os.path.join(d, "..", "count")
+    start_cache(who)
+    for _ in range(n):
+        with open(f"{d}/turn.h5", "wb") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            try:
+                os.close(os.open(inside, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                sys.exit(f"{who}: another process was inside the lock")
+            with open(count) as c:
+                v = int(c.read() or "0")
+            with open(count, "w") as c:
+                c.write(str(v + 1))
+            os.unlink(inside)
+PYEOF
+	local names
+	names=$("$PY" lockfiles.py names "$T/ck" "$T"/ck/w{00..29}.h5 "$T/ck/shared.h5" "$T/ck/turn.h5") ||
+		fail "lock names"
+	ck -- "$PY" lockfiles.py write "$T/ck" || fail "writing locked checkpoints$(last_error)"
+	"$PY" - "$T/ck" <<'PYEOF' || fail "the checkpoints at their real paths differ from what was written"
+import sys
+for i in range(30):
+    if open(f"{sys.argv[1]}/w{i:02d}.h5", "rb").read() != bytes([i]) * 5000 + bytes([i + 1]) * 3000:
+        sys.exit(f"w{i:02d}.h5 differs")
+PYEOF
+	# the fork: the child's lock still excludes once the parent closed
+	ck CKPTCACHE_PERSIST=never -- "$PY" lockfiles.py fork "$T/ck" >fork.out &
+	local parent=$! i
+	for ((i = 0; i < 500; i++)); do grep -q closed fork.out 2>/dev/null && break; sleep 0.01; done
+	grep -q closed fork.out || fail "the forking process never closed its descriptor"
+	ck CKPTCACHE_PERSIST=never -- "$PY" lockfiles.py other "$T/ck" || fail "a child's flock after its parent closed$(last_error)"
+	wait $parent || fail "the forking process failed$(last_error)"
+	echo 0 >count
+	ck CKPTCACHE_PERSIST=never -- "$PY" lockfiles.py turns "$T/ck" a 150 &
+	local a=$!
+	ck CKPTCACHE_PERSIST=never -- "$PY" lockfiles.py turns "$T/ck" b 150 || fail "turns (b)$(last_error)"
+	wait $a || fail "turns (a)$(last_error)"
+	[ "$(cat count)" = 300 ] || fail "the count after 2 x 150 turns under the lock is $(cat count)"
+	# (a fork makes the tagged descriptors real first: the child's lock
+	# is the real file's, which the fork wrote)
+	[ -e ck/shared.h5 ] || fail "the checkpoint a forked child shares is not at its real path"
+	[ ! -e ck/turn.h5 ] || fail "a checkpoint kept from its real path (CKPTCACHE_PERSIST=never) is there"
+	local left=0 n
+	for n in $names; do [ -e "$n" ] && left=$((left + 1)); done
+	[ $left = 0 ] || fail "$left of the lock files of this case's checkpoints are left in /dev/shm"
+}
+case_add python/lock-files-go python_lock_files_go
+
 # The cache's own files (the ssd tier's file, the temporary files of
 # publication) are kept above the descriptor numbers programs pick for
 # themselves: a program that dup2s onto a low number it believes free never
