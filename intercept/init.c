@@ -75,7 +75,6 @@ CKC_START_PATH static void icpt_prepare(void)
 	ckc_owed_fill_all();
 	ckc_leave();
 	ckc_thread_single_init(); /* (once: the process's first fork) */
-	ckc_locks_atfork_prepare();
 	fork_alone = ckc_thread_single();
 	if (!fork_alone)
 		ckc_atfork_prepare();
@@ -83,6 +82,7 @@ CKC_START_PATH static void icpt_prepare(void)
 
 CKC_START_PATH static void icpt_parent(void)
 {
+	ckc_locks_forked();
 	if (!fork_alone)
 		ckc_atfork_parent();
 }
@@ -90,6 +90,7 @@ CKC_START_PATH static void icpt_parent(void)
 CKC_START_PATH static void icpt_child(void)
 {
 	ckc_aside_firsts_forget();
+	ckc_locks_forked();
 	if (!fork_alone) {
 		ckc_atfork_child();
 		ckc_owed_atfork_child();

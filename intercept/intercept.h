@@ -585,8 +585,9 @@ void ckc_stdio_flush_all(void);
  * same for every process of the user on the node; record locks (fcntl(2),
  * lockf(3)) make the descriptor the real file's first. */
 void ckc_lock_release(ckc_vfd_t *v);
-/* Before a fork: the lock files open now are shared with the child. */
-void ckc_locks_atfork_prepare(void);
+/* After a fork, in the parent and the child, before the library's locks
+ * are let go: the lock files open are shared with the other side. */
+void ckc_locks_forked(void);
 /* When v's numbers go to the real file (ckc_vfd_switch, v locked): the
  * descriptor that holds v's locks on the real file, at v's offset, for the
  * caller to put at v's numbers (then -1 stays in v), or -1. */

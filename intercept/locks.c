@@ -38,12 +38,11 @@ static ckc_mutex_t lockdir_mu = CKC_MUTEX_INIT(LOCKDIR);
 CKC_LOCKS_AT_START(lockdir, ckc_locks_add, &lockdir_mu)
 
 /* The folder of the lock files: created 0700, refused when it is not the
- * user's own folder. */
+ * user's own folder. With lockdir_mu held, as every use of a lock file. */
 static int lock_dir(char *out, size_t len)
 {
 	static char dir[PATH_MAX];
 	int rc = 0;
-	ckc_mutex_lock(&lockdir_mu);
 	if (!dir[0]) {
 		char cand[PATH_MAX];
 		struct stat st;
@@ -68,18 +67,19 @@ static int lock_dir(char *out, size_t len)
 	}
 	if (!rc)
 		snprintf(out, len, "%s", dir);
-	ckc_mutex_unlock(&lockdir_mu);
 	return rc;
 }
 
 static int lockfile_open(const char *canon);
 
-/* Forks made while lock files were open (ckc_locks_atfork_prepare): a
- * forked child shares their open files, and their locks, with its parent. */
+/* Forks made while lock files were open (ckc_locks_forked): a forked
+ * child shares their open files, and their locks, with its parent. Both
+ * change with lockdir_mu held, which a fork holds from before it to after
+ * ckc_locks_forked (or the process has one thread). */
 static atomic_uint lock_forks;
 static atomic_int lockfiles_open;
 
-CKC_START_PATH void ckc_locks_atfork_prepare(void)
+CKC_START_PATH void ckc_locks_forked(void)
 {
 	if (atomic_load_explicit(&lockfiles_open, memory_order_relaxed))
 		atomic_fetch_add(&lock_forks, 1);
@@ -97,28 +97,31 @@ static int lock_fd(ckc_vfd_t *v)
 		return -ENOSYS;
 	bool real = true;
 	fd = ro(v->path, (v->flags & O_ACCMODE) | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0 && errno == ENOENT) {
+	fd = fd < 0 ? -errno : fd;
+	ckc_mutex_lock(&lockdir_mu);
+	if (fd == -ENOENT) {
 		real = false;
 		fd = lockfile_open(v->path);
 	}
-	if (fd < 0)
-		return fd == -1 ? -errno : fd;
-	int expected = -1;
-	if (!real)
-		atomic_fetch_add(&lockfiles_open, 1);
-	unsigned forks = atomic_load(&lock_forks);
-	if (!atomic_compare_exchange_strong(&v->lock_fd, &expected, fd)) {
+	int have = atomic_load(&v->lock_fd);
+	if (fd >= 0 && have < 0) {
+		/* (what the descriptor is, before it is there to be seen) */
+		v->lock_real = real;
+		v->lock_forks = atomic_load(&lock_forks);
 		if (!real)
-			atomic_fetch_sub(&lockfiles_open, 1);
-		REAL(close)(fd);
-		return expected;
+			atomic_fetch_add(&lockfiles_open, 1);
+		atomic_store(&v->lock_fd, fd);
 	}
-	v->lock_real = real;
-	v->lock_forks = forks;
+	ckc_mutex_unlock(&lockdir_mu);
+	if (fd >= 0 && have >= 0) {
+		REAL(close)(fd);
+		return have;
+	}
 	return fd;
 }
 
-/* The path of the lock file of canon: -errno when there is no folder. */
+/* The path of the lock file of canon (lockdir_mu held): -errno when there
+ * is no folder. */
 static int lockfile_path(const char *canon, char *path, size_t len)
 {
 	char dir[PATH_MAX];
@@ -132,7 +135,7 @@ static int lockfile_path(const char *canon, char *path, size_t len)
 	return 0;
 }
 
-/* The lock file of path: -errno when none can be had. */
+/* The lock file of path (lockdir_mu held): -errno when none can be had. */
 static int lockfile_open(const char *canon)
 {
 	char path[PATH_MAX + 32];
@@ -151,8 +154,8 @@ static bool lockfile_current(int fd, const char *path)
 	       a.st_ino == b.st_ino;
 }
 
-/* fd, v's lock file, is let go: removed first where no other open file
- * holds a lock on it and no forked child shares this one. */
+/* fd, v's lock file, is let go (lockdir_mu held): removed first where no
+ * other open file holds a lock on it and no forked child shares this one. */
 static void lockfile_close(ckc_vfd_t *v, int fd)
 {
 	char path[PATH_MAX + 32];
@@ -197,13 +200,15 @@ void ckc_lock_switched(ckc_vfd_t *v, int real)
 
 void ckc_lock_release(ckc_vfd_t *v)
 {
-	int fd = atomic_exchange(&v->lock_fd, -1);
-	if (fd < 0 || !REAL(close))
+	if (atomic_load(&v->lock_fd) < 0 || !REAL(close))
 		return;
-	if (v->lock_real)
+	ckc_mutex_lock(&lockdir_mu);
+	int fd = atomic_exchange(&v->lock_fd, -1);
+	if (fd >= 0 && v->lock_real)
 		REAL(close)(fd);
-	else
+	else if (fd >= 0)
 		lockfile_close(v, fd);
+	ckc_mutex_unlock(&lockdir_mu);
 }
 
 /* A lock file locked, then found removed by its last user before this lock
@@ -223,19 +228,25 @@ CKC_EXPORT int flock(int fd, int op)
 			return (int)ckc_result(lf, saved);
 		if (REAL(flock)(lf, op) != 0)
 			return -1;
-		if ((op & LOCK_UN) || v->lock_real || lockfile_path(v->path, path, sizeof(path)) != 0 ||
-		    lockfile_current(lf, path))
+		if ((op & LOCK_UN) || v->lock_real)
+			break;
+		ckc_mutex_lock(&lockdir_mu);
+		bool current = lockfile_path(v->path, path, sizeof(path)) != 0 || lockfile_current(lf, path);
+		ckc_mutex_unlock(&lockdir_mu);
+		if (current)
 			break;
 		if (tries == LOCKFILE_TRIES) {
 			REAL(flock)(lf, LOCK_UN);
 			return (int)ckc_result(-ENOLCK, saved);
 		}
 		/* the lock on the removed file goes with its descriptor */
+		ckc_mutex_lock(&lockdir_mu);
 		int was = lf;
 		if (atomic_compare_exchange_strong(&v->lock_fd, &was, -1)) {
 			REAL(close)(lf);
 			atomic_fetch_sub(&lockfiles_open, 1);
 		}
+		ckc_mutex_unlock(&lockdir_mu);
 	}
 	v->lock_flock = (op & LOCK_UN) ? 0 : (op & (LOCK_SH | LOCK_EX));
 	return (int)ckc_result(0, saved);
