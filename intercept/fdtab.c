@@ -817,6 +817,20 @@ int ckc_vfd_demote(ckc_vfd_t *v)
 	return rc;
 }
 
+void ckc_vfd_locks_release_all(void)
+{
+	size_t hi = atomic_load(&ckc_vfd_hi);
+	for (size_t fd = 0; ckc_vfd_tab && fd <= hi && fd < ckc_vfd_cap; fd++) {
+		if (!atomic_load(&ckc_vfd_tab[fd]))
+			continue;
+		ckc_vfd_t *v = vfd_ref(fd);
+		if (!v)
+			continue;
+		ckc_lock_release(v);
+		ckc_vfd_put(v);
+	}
+}
+
 void ckc_vfd_demote_all(bool inherited_only, const char *why)
 {
 	size_t hi = atomic_load(&ckc_vfd_hi);

@@ -82,7 +82,6 @@ CKC_START_PATH static void icpt_prepare(void)
 
 CKC_START_PATH static void icpt_parent(void)
 {
-	ckc_locks_forked();
 	if (!fork_alone)
 		ckc_atfork_parent();
 }
@@ -90,7 +89,6 @@ CKC_START_PATH static void icpt_parent(void)
 CKC_START_PATH static void icpt_child(void)
 {
 	ckc_aside_firsts_forget();
-	ckc_locks_forked();
 	if (!fork_alone) {
 		ckc_atfork_child();
 		ckc_owed_atfork_child();
@@ -450,4 +448,5 @@ __attribute__((destructor)) static void icpt_fini(void)
 	ckc_finish(0);
 	ckc_node_stop();
 	ckc_leave();
+	ckc_locks_sweep();
 }

@@ -405,7 +405,6 @@ typedef struct ckc_vfd {
 	atomic_int lock_fd;   /* the file its locks are taken on (locks.c), or -1 */
 	bool lock_real;       /* lock_fd is the real file, opened as v was */
 	int lock_flock;       /* the flock(2) lock it holds: 0, LOCK_SH, LOCK_EX */
-	unsigned lock_forks;  /* the process's forks (locks.c) when lock_fd was opened */
 	/* what fstat took from the real file (under lock): kept for a closed
 	 * version while the real path holds it or does not, as then */
 	bool stat_known, stat_at_home;
@@ -549,6 +548,9 @@ int ckc_hand_over_path(const char *canon);
  * inherited_only) before a child or a new program gets them; why names the
  * occasion in messages about those that cannot be. */
 void ckc_vfd_demote_all(bool inherited_only, const char *why);
+/* The process ends without closing its descriptors (_exit): the files
+ * their locks were taken on are let go. */
+void ckc_vfd_locks_release_all(void);
 
 /* fork handlers of the table and of the stdio list: 0 prepare, 1 parent,
  * 2 child. */
@@ -585,9 +587,9 @@ void ckc_stdio_flush_all(void);
  * same for every process of the user on the node; record locks (fcntl(2),
  * lockf(3)) make the descriptor the real file's first. */
 void ckc_lock_release(ckc_vfd_t *v);
-/* After a fork, in the parent and the child, before the library's locks
- * are let go: the lock files open are shared with the other side. */
-void ckc_locks_forked(void);
+/* The process ends: the lock files it used that nobody holds now are
+ * removed (locks.c). */
+void ckc_locks_sweep(void);
 /* When v's numbers go to the real file (ckc_vfd_switch, v locked): the
  * descriptor that holds v's locks on the real file, at v's offset, for the
  * caller to put at v's numbers (then -1 stays in v), or -1. */

@@ -14,12 +14,15 @@
  * the real file's locked descriptor becomes the program's, so its lock
  * stays with it.
  *
- * A lock file goes when its last user lets it go: the descriptor that
- * closes it takes it exclusively without waiting, and removes it while it
- * holds it, if no other process can hold it through the same open file (no
- * fork since it was opened). Whoever locks a lock file looks, once it has
- * the lock, whether the path still names the file it locked, and else
- * opens it anew and locks again: a lock on a removed file excludes nobody. */
+ * A lock file goes when a process that used it ends (exit, _exit): it
+ * opens each lock file it used anew, takes it exclusively without waiting,
+ * and removes it while it holds it; one that another process holds, or
+ * has locked through a descriptor inherited, stays. Whoever locks a lock
+ * file looks, once it has the lock, whether the path still names the file
+ * it locked, and else opens it anew and locks again: a lock on a removed
+ * file excludes nobody. (Removed at each close instead, a process that
+ * locks and closes in a loop took the lock file from a waiting one each
+ * time, which then found its lock on a removed file, over and over.) */
 #include "config.h"
 
 #include <fcntl.h>
@@ -72,18 +75,12 @@ static int lock_dir(char *out, size_t len)
 
 static int lockfile_open(const char *canon);
 
-/* Forks made while lock files were open (ckc_locks_forked): a forked
- * child shares their open files, and their locks, with its parent. Both
- * change with lockdir_mu held, which a fork holds from before it to after
- * ckc_locks_forked (or the process has one thread). */
-static atomic_uint lock_forks;
-static atomic_int lockfiles_open;
-
-CKC_START_PATH void ckc_locks_forked(void)
-{
-	if (atomic_load_explicit(&lockfiles_open, memory_order_relaxed))
-		atomic_fetch_add(&lock_forks, 1);
-}
+/* The lock files this process opened (their names' hashes), removed at
+ * its end where nobody holds them (ckc_locks_sweep); with lockdir_mu held.
+ * One opened past the last slot stays. */
+#define LOCKS_USED 1024
+static uint64_t locks_used[LOCKS_USED];
+static unsigned locks_nused;
 
 /* The descriptor v's locks are taken on, opened once per virtual
  * descriptor: the real file, else the lock file of v's path. */
@@ -105,11 +102,7 @@ static int lock_fd(ckc_vfd_t *v)
 	}
 	int have = atomic_load(&v->lock_fd);
 	if (fd >= 0 && have < 0) {
-		/* (what the descriptor is, before it is there to be seen) */
-		v->lock_real = real;
-		v->lock_forks = atomic_load(&lock_forks);
-		if (!real)
-			atomic_fetch_add(&lockfiles_open, 1);
+		v->lock_real = real; /* (before the descriptor is there to be seen) */
 		atomic_store(&v->lock_fd, fd);
 	}
 	ckc_mutex_unlock(&lockdir_mu);
@@ -120,30 +113,48 @@ static int lock_fd(ckc_vfd_t *v)
 	return fd;
 }
 
-/* The path of the lock file of canon (lockdir_mu held): -errno when there
+static uint64_t lockfile_hash(const char *canon)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (const char *c = canon; *c; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+	return h;
+}
+
+/* The path of the lock file of hash h (lockdir_mu held): -errno when there
  * is no folder. */
-static int lockfile_path(const char *canon, char *path, size_t len)
+static int lockfile_name(uint64_t h, char *path, size_t len)
 {
 	char dir[PATH_MAX];
 	int rc = lock_dir(dir, sizeof(dir));
 	if (rc)
 		return rc;
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (const char *c = canon; *c; c++)
-		h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
 	snprintf(path, len, "%s/lock.%016llx", dir, (unsigned long long)h);
 	return 0;
+}
+
+static int lockfile_path(const char *canon, char *path, size_t len)
+{
+	return lockfile_name(lockfile_hash(canon), path, len);
 }
 
 /* The lock file of path (lockdir_mu held): -errno when none can be had. */
 static int lockfile_open(const char *canon)
 {
 	char path[PATH_MAX + 32];
-	int rc = lockfile_path(canon, path, sizeof(path));
+	uint64_t h = lockfile_hash(canon);
+	int rc = lockfile_name(h, path, sizeof(path));
 	if (rc)
 		return rc;
 	int fd = REAL(open)(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	return fd < 0 ? -errno : fd;
+	if (fd < 0)
+		return -errno;
+	unsigned k = 0;
+	while (k < locks_nused && locks_used[k] != h)
+		k++;
+	if (k == locks_nused && k < LOCKS_USED)
+		locks_used[locks_nused++] = h;
+	return fd;
 }
 
 /* Whether path (the lock file of a checkpoint) names the file fd has open. */
@@ -154,16 +165,24 @@ static bool lockfile_current(int fd, const char *path)
 	       a.st_ino == b.st_ino;
 }
 
-/* fd, v's lock file, is let go (lockdir_mu held): removed first where no
- * other open file holds a lock on it and no forked child shares this one. */
-static void lockfile_close(ckc_vfd_t *v, int fd)
+void ckc_locks_sweep(void)
 {
 	char path[PATH_MAX + 32];
-	if (v->lock_forks == atomic_load(&lock_forks) && lockfile_path(v->path, path, sizeof(path)) == 0 &&
-	    REAL(flock)(fd, LOCK_EX | LOCK_NB) == 0 && lockfile_current(fd, path))
-		(void)REAL(unlink)(path);
-	REAL(close)(fd);
-	atomic_fetch_sub(&lockfiles_open, 1);
+	if (!REAL(open) || !REAL(flock) || !REAL(close))
+		return;
+	ckc_mutex_lock(&lockdir_mu);
+	for (unsigned k = 0; k < locks_nused; k++) {
+		if (lockfile_name(locks_used[k], path, sizeof(path)) != 0)
+			break;
+		int fd = REAL(open)(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		if (REAL(flock)(fd, LOCK_EX | LOCK_NB) == 0 && lockfile_current(fd, path))
+			(void)REAL(unlink)(path);
+		REAL(close)(fd);
+	}
+	locks_nused = 0;
+	ckc_mutex_unlock(&lockdir_mu);
 }
 
 /* Whether descriptor fd is of the file at path now (a publication
@@ -200,19 +219,13 @@ void ckc_lock_switched(ckc_vfd_t *v, int real)
 
 void ckc_lock_release(ckc_vfd_t *v)
 {
-	if (atomic_load(&v->lock_fd) < 0 || !REAL(close))
-		return;
-	ckc_mutex_lock(&lockdir_mu);
 	int fd = atomic_exchange(&v->lock_fd, -1);
-	if (fd >= 0 && v->lock_real)
+	if (fd >= 0 && REAL(close))
 		REAL(close)(fd);
-	else if (fd >= 0)
-		lockfile_close(v, fd);
-	ckc_mutex_unlock(&lockdir_mu);
 }
 
-/* A lock file locked, then found removed by its last user before this lock
- * was had, is opened anew: each try follows another process's removal. */
+/* A lock file locked, then found removed by a process that ended before
+ * this lock was had, is opened anew: each try follows such a removal. */
 #define LOCKFILE_TRIES 64
 
 CKC_EXPORT int flock(int fd, int op)
@@ -240,13 +253,9 @@ CKC_EXPORT int flock(int fd, int op)
 			return (int)ckc_result(-ENOLCK, saved);
 		}
 		/* the lock on the removed file goes with its descriptor */
-		ckc_mutex_lock(&lockdir_mu);
 		int was = lf;
-		if (atomic_compare_exchange_strong(&v->lock_fd, &was, -1)) {
+		if (atomic_compare_exchange_strong(&v->lock_fd, &was, -1))
 			REAL(close)(lf);
-			atomic_fetch_sub(&lockfiles_open, 1);
-		}
-		ckc_mutex_unlock(&lockdir_mu);
 	}
 	v->lock_flock = (op & LOCK_UN) ? 0 : (op & (LOCK_SH | LOCK_EX));
 	return (int)ckc_result(0, saved);

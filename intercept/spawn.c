@@ -635,6 +635,8 @@ static void exit_drain(void)
 	ckc_finish(0);
 	ckc_node_stop();
 	ckc_leave();
+	ckc_vfd_locks_release_all();
+	ckc_locks_sweep();
 }
 
 CKC_EXPORT void _exit(int status)

@@ -407,11 +407,12 @@ PYEOF
 case_add python/locks python_locks
 
 # The lock files of flock(2) on checkpoints not yet at their real paths
-# (under /dev/shm) go once their last user closes them, while the locks
-# still exclude: a forked child that shares a locked descriptor still
-# excludes others after its parent closed it, and two processes that lock,
-# count and close in turn, each removing the lock file as it goes, are
-# never inside together and lose no count.
+# (under /dev/shm) go when the processes that used them end (exit or
+# _exit), while the locks still exclude: a forked child that shares a
+# locked descriptor still excludes others after its parent closed it, and
+# processes that lock, count and close in turn, short ones ending (and
+# removing the lock file) among them, are never inside together and lose
+# no count.
 python_lock_files_go() {
 	cat >lockfiles.py <<'PYEOF'
 import fcntl, os, sys, time
@@ -440,6 +441,47 @@ elif what == "write":
             f.write(bytes([i + 1]) * 3000)
             if i % 2:
                 fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+elif what == "exit":
+    # a process that ends by _exit, its locked checkpoint open
+    start_cache("exit")
+    f = open(f"{d}/exit.h5", "wb")
+    f.write(b"e" * 4000)
+    f.flush()
+    fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+    os._exit(0)
+elif what.startswith("stale-"):
+    # x keeps its lock file open unlocked while y, which used it too,
+    # ends and removes it; x's next lock must still exclude z
+    m = os.path.join(d, "..", "m.")
+    def mark(name):
+        open(m + name, "w").close()
+    def wait(name):
+        t0 = time.time()
+        while not os.path.exists(m + name):
+            if time.time() - t0 > 30:
+                sys.exit(f"{what}: no {name} after 30 s")
+            time.sleep(0.01)
+    start_cache(what)
+    with open(f"{d}/stale.h5", "wb") as f:
+        if what == "stale-x":
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+            mark("x-ready"); wait("y-done")
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            mark("x-locked"); wait("z-tried")
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+        elif what == "stale-y":
+            wait("x-ready")
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+        else:
+            wait("x-locked")
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                sys.exit("z got the lock x holds (x had locked a lock file removed meanwhile)")
+            except OSError:
+                pass
+            mark("z-tried")
 elif what == "fork":
     # a child shares the locked descriptor after its parent closed it
     start_cache("fork")
@@ -474,6 +516,7 @@ elif what == "turns":
     start_cache(who)
     for _ in range(n):
         with open(f"{d}/turn.h5", "wb") as f:
+            time.sleep(0.002)  # (work between the open and the lock)
             fcntl.flock(f.fileno(), fcntl.LOCK_EX)
             try:
                 os.close(os.open(inside, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
@@ -486,7 +529,8 @@ elif what == "turns":
             os.unlink(inside)
 PYEOF
 	local names
-	names=$("$PY" lockfiles.py names "$T/ck" "$T"/ck/w{00..29}.h5 "$T/ck/shared.h5" "$T/ck/turn.h5") ||
+	names=$("$PY" lockfiles.py names "$T/ck" "$T"/ck/w{00..29}.h5 "$T/ck/shared.h5" "$T/ck/turn.h5" "$T/ck/exit.h5" \
+		"$T/ck/stale.h5") ||
 		fail "lock names"
 	ck -- "$PY" lockfiles.py write "$T/ck" || fail "writing locked checkpoints$(last_error)"
 	"$PY" - "$T/ck" <<'PYEOF' || fail "the checkpoints at their real paths differ from what was written"
@@ -495,6 +539,9 @@ for i in range(30):
     if open(f"{sys.argv[1]}/w{i:02d}.h5", "rb").read() != bytes([i]) * 5000 + bytes([i + 1]) * 3000:
         sys.exit(f"w{i:02d}.h5 differs")
 PYEOF
+	ck -- "$PY" lockfiles.py exit "$T/ck" || fail "a process that ends by _exit$(last_error)"
+	[ "$(cat ck/exit.h5)" = "$(head -c 4000 /dev/zero | tr '\0' e)" ] ||
+		fail "the checkpoint of a process that ended by _exit differs at its real path"
 	# the fork: the child's lock still excludes once the parent closed
 	ck CKPTCACHE_PERSIST=never -- "$PY" lockfiles.py fork "$T/ck" >fork.out &
 	local parent=$! i
@@ -502,12 +549,28 @@ PYEOF
 	grep -q closed fork.out || fail "the forking process never closed its descriptor"
 	ck CKPTCACHE_PERSIST=never -- "$PY" lockfiles.py other "$T/ck" || fail "a child's flock after its parent closed$(last_error)"
 	wait $parent || fail "the forking process failed$(last_error)"
+	# a lock file removed by a process that ended, while another has it
+	# open unlocked: that one's next lock is on the file others lock
+	ck CKPTCACHE_PERSIST=never -- "$PY" lockfiles.py stale-x "$T/ck" &
+	local x=$!
+	ck CKPTCACHE_PERSIST=never -- "$PY" lockfiles.py stale-y "$T/ck" || fail "stale-y$(last_error)"
+	[ -e "$(echo "$names" | tail -1)" ] && fail "the lock file a process used is left after it ended"
+	touch m.y-done
+	ck CKPTCACHE_PERSIST=never -- "$PY" lockfiles.py stale-z "$T/ck" || fail "stale-z$(last_error)"
+	wait $x || fail "stale-x$(last_error)"
+	# two processes take 150 turns each while short ones of 5 turns come
+	# and go, each removing at its end the lock file nobody holds then
 	echo 0 >count
 	ck CKPTCACHE_PERSIST=never -- "$PY" lockfiles.py turns "$T/ck" a 150 &
 	local a=$!
+	(for i in $(seq 1 12); do
+		ck CKPTCACHE_PERSIST=never -- "$PY" lockfiles.py turns "$T/ck" "c$i" 5 || exit 1
+	done) &
+	local c=$!
 	ck CKPTCACHE_PERSIST=never -- "$PY" lockfiles.py turns "$T/ck" b 150 || fail "turns (b)$(last_error)"
 	wait $a || fail "turns (a)$(last_error)"
-	[ "$(cat count)" = 300 ] || fail "the count after 2 x 150 turns under the lock is $(cat count)"
+	wait $c || fail "turns of the short processes$(last_error)"
+	[ "$(cat count)" = 360 ] || fail "the count after 2 x 150 + 12 x 5 turns under the lock is $(cat count)"
 	# (a fork makes the tagged descriptors real first: the child's lock
 	# is the real file's, which the fork wrote)
 	[ -e ck/shared.h5 ] || fail "the checkpoint a forked child shares is not at its real path"
