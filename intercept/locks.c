@@ -225,8 +225,11 @@ void ckc_lock_release(ckc_vfd_t *v)
 }
 
 /* A lock file locked, then found removed by a process that ended before
- * this lock was had, is opened anew: each try follows such a removal. */
-#define LOCKFILE_TRIES 64
+ * this lock was had, is opened anew: each try follows such a removal (a
+ * process that ended), and waits for the lock again, so the bound is far
+ * above what a stream of short processes ending one after another takes
+ * from a waiter that loses each race to the next one's sweep. */
+#define LOCKFILE_TRIES 4096
 
 CKC_EXPORT int flock(int fd, int op)
 {
