@@ -610,6 +610,7 @@ def table(b, cmdline, started, load):
                      f"{mib(b.cached[row])} |")
     head = [f"# ckptcache parity: with and without the library", "",
             "Produced by:", "", f"    {cmdline}", "",
+            f"- commit {b.commit}",
             f"- host: {os.uname().nodename}, {os.cpu_count()} CPUs, kernel {os.uname().release}",
             f"- started {started}, load average at start {load}",
             *( [f"- library settings for every row: {' '.join(f'{k}={v}' for k, v in b.a.env.items())}"] if b.a.env else [] ),
@@ -775,6 +776,11 @@ def main():
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     load = " ".join(open("/proc/loadavg").read().split()[:3])
     b = Bench(a)
+    try:
+        b.commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"], capture_output=True,
+                                  text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        b.commit = "unknown (not a git checkout)"
     print(f"ckptcache parity: {a.pairs} pairs of {','.join(only)}; files in {b.work}", flush=True)
     t0 = time.time()
     try:
