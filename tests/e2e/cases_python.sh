@@ -342,18 +342,30 @@ case_add python/h5py python_h5py
 # written, and a read lock (fcntl.lockf) of one read back, exclude a second
 # process (its descriptor tagged or passed through) while held, and let it
 # in once released (the two meet through marker files).
-python_locks() {
-	cat >lockcase.py <<'PYEOF'
-import fcntl, os, sys, time
-role, path, kind, m = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-def wait(name):
+# py_markers: Python functions by which processes meet through marker files
+# (a marker is a file named prefix + name; a wait gives up after 30 s).
+py_markers() {
+	cat <<'PYEOF'
+import os, sys, time
+def wait_mark(m, name, who):
     t0 = time.time()
     while not os.path.exists(m + name):
         if time.time() - t0 > 30:
-            sys.exit(f"{role}: no {name} after 30 s")
+            sys.exit(f"{who}: no {name} after 30 s")
         time.sleep(0.01)
-def mark(name):
+def put_mark(m, name):
     open(m + name, "w").close()
+PYEOF
+}
+
+python_locks() {
+	{ py_markers; cat <<'PYEOF'; } >lockcase.py
+import fcntl, os, sys, time
+role, path, kind, m = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+def wait(name):
+    wait_mark(m, name, role)
+def mark(name):
+    put_mark(m, name)
 def take(fd, block, how=fcntl.LOCK_EX):
     nb = 0 if block else fcntl.LOCK_NB
     if kind == "flock":
@@ -414,7 +426,7 @@ case_add python/locks python_locks
 # removing the lock file) among them, are never inside together and lose
 # no count.
 python_lock_files_go() {
-	cat >lockfiles.py <<'PYEOF'
+	{ py_markers; cat <<'PYEOF'; } >lockfiles.py
 import fcntl, os, sys, time
 what, d = sys.argv[1], sys.argv[2]
 def start_cache(tag):
@@ -454,13 +466,9 @@ elif what.startswith("stale-"):
     # ends and removes it; x's next lock must still exclude z
     m = os.path.join(d, "..", "m.")
     def mark(name):
-        open(m + name, "w").close()
+        put_mark(m, name)
     def wait(name):
-        t0 = time.time()
-        while not os.path.exists(m + name):
-            if time.time() - t0 > 30:
-                sys.exit(f"{what}: no {name} after 30 s")
-            time.sleep(0.01)
+        wait_mark(m, name, what)
     start_cache(what)
     with open(f"{d}/stale.h5", "wb") as f:
         if what == "stale-x":
