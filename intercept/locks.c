@@ -157,11 +157,13 @@ static int lockfile_open(const char *canon)
 	return fd;
 }
 
-/* Whether path (the lock file of a checkpoint) names the file fd has open. */
-static bool lockfile_current(int fd, const char *path)
+/* Whether descriptor fd is of the file at path now (a publication
+ * replaces the file the descriptor was opened on; a process's end removes
+ * a lock file). */
+static bool lock_fd_current(int fd, const char *path)
 {
 	struct stat a, b;
-	return REAL(fstat)(fd, &a) == 0 && REAL(lstat)(path, &b) == 0 && a.st_dev == b.st_dev &&
+	return REAL(fstat)(fd, &a) == 0 && REAL(stat)(path, &b) == 0 && a.st_dev == b.st_dev &&
 	       a.st_ino == b.st_ino;
 }
 
@@ -177,21 +179,12 @@ void ckc_locks_sweep(void)
 		int fd = REAL(open)(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
 			continue;
-		if (REAL(flock)(fd, LOCK_EX | LOCK_NB) == 0 && lockfile_current(fd, path))
+		if (REAL(flock)(fd, LOCK_EX | LOCK_NB) == 0 && lock_fd_current(fd, path))
 			(void)REAL(unlink)(path);
 		REAL(close)(fd);
 	}
 	locks_nused = 0;
 	ckc_mutex_unlock(&lockdir_mu);
-}
-
-/* Whether descriptor fd is of the file at path now (a publication
- * replaces the file the descriptor was opened on). */
-static bool lock_fd_current(int fd, const char *path)
-{
-	struct stat a, b;
-	return REAL(fstat)(fd, &a) == 0 && REAL(stat)(path, &b) == 0 && a.st_dev == b.st_dev &&
-	       a.st_ino == b.st_ino;
 }
 
 int ckc_lock_switch_fd(ckc_vfd_t *v)
@@ -247,7 +240,7 @@ CKC_EXPORT int flock(int fd, int op)
 		if ((op & LOCK_UN) || v->lock_real)
 			break;
 		ckc_mutex_lock(&lockdir_mu);
-		bool current = lockfile_path(v->path, path, sizeof(path)) != 0 || lockfile_current(lf, path);
+		bool current = lockfile_path(v->path, path, sizeof(path)) != 0 || lock_fd_current(lf, path);
 		ckc_mutex_unlock(&lockdir_mu);
 		if (current)
 			break;
