@@ -817,7 +817,9 @@ int ckc_vfd_demote(ckc_vfd_t *v)
 	return rc;
 }
 
-void ckc_vfd_locks_release_all(void)
+/* fn(fd, v, arg) for each virtual descriptor of the table, v referenced
+ * meanwhile. */
+static void vfd_each(void (*fn)(size_t fd, ckc_vfd_t *v, const void *arg), const void *arg)
 {
 	size_t hi = atomic_load(&ckc_vfd_hi);
 	for (size_t fd = 0; ckc_vfd_tab && fd <= hi && fd < ckc_vfd_cap; fd++) {
@@ -826,37 +828,46 @@ void ckc_vfd_locks_release_all(void)
 		ckc_vfd_t *v = vfd_ref(fd);
 		if (!v)
 			continue;
-		ckc_lock_release(v);
+		fn(fd, v, arg);
 		ckc_vfd_put(v);
 	}
 }
 
+static void vfd_lock_release(size_t fd, ckc_vfd_t *v, const void *arg)
+{
+	(void)fd;
+	(void)arg;
+	ckc_lock_release(v);
+}
+
+void ckc_vfd_locks_release_all(void)
+{
+	vfd_each(vfd_lock_release, NULL);
+}
+
+struct demote_why {
+	bool inherited_only;
+	const char *why;
+};
+
+static void vfd_demote_one(size_t fd, ckc_vfd_t *v, const void *arg)
+{
+	const struct demote_why *d = arg;
+	int fdfl = 0;
+	if (!ckc_vfd_check((int)fd, v) ||
+	    (d->inherited_only && ((fdfl = REAL(fcntl)((int)fd, F_GETFD)) < 0 || (fdfl & FD_CLOEXEC))))
+		return;
+	int rc = ckc_vfd_demote(v);
+	if (rc)
+		ckc_error("descriptor %zu of checkpoint %s cannot be given to %s (%s): it "
+			  "fails there with EBADF", fd, v->path, d->why,
+			  rc == -ESTALE ? "it reads a version that a newer one replaced" : strerror(-rc));
+}
+
 void ckc_vfd_demote_all(bool inherited_only, const char *why)
 {
-	size_t hi = atomic_load(&ckc_vfd_hi);
-
-	if (!ckc_vfd_tab)
-		return;
-	for (size_t fd = 0; fd <= hi && fd < ckc_vfd_cap; fd++) {
-		if (!atomic_load(&ckc_vfd_tab[fd]))
-			continue;
-		ckc_vfd_t *v = vfd_ref(fd);
-		if (!v)
-			continue;
-		int fdfl = 0;
-		if (!ckc_vfd_check((int)fd, v) ||
-		    (inherited_only && ((fdfl = REAL(fcntl)((int)fd, F_GETFD)) < 0 || (fdfl & FD_CLOEXEC)))) {
-			ckc_vfd_put(v);
-			continue;
-		}
-		int rc = ckc_vfd_demote(v);
-		if (rc)
-			ckc_error("descriptor %zu of checkpoint %s cannot be given to %s (%s): it "
-				  "fails there with EBADF", fd, v->path, why,
-				  rc == -ESTALE ? "it reads a version that a newer one replaced" :
-						  strerror(-rc));
-		ckc_vfd_put(v);
-	}
+	const struct demote_why d = { inherited_only, why };
+	vfd_each(vfd_demote_one, &d);
 }
 
 int ckc_hand_over_path(const char *canon)
