@@ -589,6 +589,70 @@ PYEOF
 }
 case_add python/lock-files-go python_lock_files_go
 
+# An flock of a checkpoint still excludes the other processes when its
+# real file appears under it: a holder locks a new checkpoint (no real file
+# yet, so a lock file is locked) that a third process had opened before
+# the lock; a program without the library then writes the real file. The
+# third process must not get the lock until the holder lets it go, then
+# must get it.
+python_lock_real_appears() {
+	{ py_markers; cat <<'PYEOF'; } >lockchange.py
+import fcntl, os, sys
+role, path, m = sys.argv[1], sys.argv[2], sys.argv[3]
+def wait(name):
+    wait_mark(m, name, role)
+def mark(name):
+    put_mark(m, name)
+def start_cache():
+    with open(os.path.join(os.path.dirname(path), f"first-{role}.bin"), "wb") as f:
+        f.write(b"first")  # (the cache starts with the second file)
+if role == "holder":
+    start_cache()
+    wait("opened")
+    f = open(path, "ab")
+    f.write(b"h" * 70000)
+    f.flush()
+    fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+    mark("locked"); wait("tried")
+    fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    mark("unlocked"); wait("done")
+    f.close()
+elif role == "writer":
+    wait("locked")
+    with open(path, "ab") as f:
+        f.write(b"w" * 60000)
+    mark("changed")
+else:
+    start_cache()
+    with open(path, "ab") as f:
+        mark("opened"); wait("changed")
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            sys.exit("another process got the lock the holder holds, its real file written meanwhile")
+        except BlockingIOError:
+            pass
+        mark("tried"); wait("unlocked")
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    mark("done")
+PYEOF
+	rm -f "$T"/m.*
+	ck -- "$PY" lockchange.py holder "$T/ck/appears.bin" "$T/m." &
+	local holder=$!
+	plain "$PY" lockchange.py writer "$T/ck/appears.bin" "$T/m." &
+	local writer=$!
+	ck -- "$PY" lockchange.py other "$T/ck/appears.bin" "$T/m." || fail "the third process$(last_error)"
+	wait $writer || fail "the writer failed$(last_error)"
+	wait $holder || fail "the holder failed$(last_error)"
+	"$PY" - ck/appears.bin <<'PYEOF' || fail "the checkpoint at its real path lost bytes"
+import sys
+b = open(sys.argv[1], "rb").read()
+if b.count(b"h") != 70000 and b.count(b"w") != 60000:
+    sys.exit(f"{len(b)} bytes: {b.count(b'h')} of the holder's, {b.count(b'w')} of the writer's")
+PYEOF
+}
+case_add python/lock-real-appears python_lock_real_appears
+
 # The cache's own files (the ssd tier's file, the temporary files of
 # publication) are kept above the descriptor numbers programs pick for
 # themselves: a program that dup2s onto a low number it believes free never
