@@ -228,10 +228,16 @@ ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path)
 	return v;
 }
 
+/* Whether a virtual descriptor was ever installed in this process (or its
+ * parent before the fork): until then a forked child has none to look at. */
+static atomic_bool vfd_ever;
+
 int ckc_vfd_install(int fd, ckc_vfd_t *v)
 {
 	if (fd < 0 || (size_t)fd >= ckc_vfd_cap)
 		return -EMFILE;
+	if (!atomic_load_explicit(&vfd_ever, memory_order_relaxed))
+		atomic_store(&vfd_ever, true);
 	atomic_fetch_add(&v->refs, 1);
 	ckc_mutex_lock(&fdtab_lock);
 	if (ckc_vfd_seen)
@@ -364,6 +370,10 @@ int ckc_vfd_put(ckc_vfd_t *v)
  * takes (lockrank.h). */
 CKC_START_PATH void ckc_fdtab_atfork_child(void)
 {
+	/* (a shell's child that runs a tool writes none of the table's pages,
+	 * each of which it would copy first) */
+	if (!atomic_load(&vfd_ever))
+		return;
 	size_t hi = atomic_load(&ckc_vfd_hi);
 	ckc_vfd_epoch_next();
 	for (size_t fd = 0; ckc_vfd_tab && fd <= hi && fd < ckc_vfd_cap; fd++) {

@@ -71,12 +71,16 @@ static bool fork_alone;
 CKC_START_PATH static void icpt_prepare(void)
 {
 	/* a child must not inherit pages that only the parent's cache can fill */
-	ckc_enter();
-	ckc_owed_fill_all();
-	ckc_leave();
+	if (atomic_load(&ckc_owed_count)) {
+		ckc_enter();
+		ckc_owed_fill_all();
+		ckc_leave();
+	}
 	ckc_thread_single_init(); /* (once: the process's first fork) */
-	fork_alone = ckc_thread_single();
-	if (!fork_alone)
+	bool alone = ckc_thread_single();
+	if (fork_alone != alone)
+		fork_alone = alone;
+	if (!alone)
 		ckc_atfork_prepare();
 }
 
@@ -111,14 +115,25 @@ static void icpt_quiet(int level, const char *msg)
 	(void)msg;
 }
 
+/* Whether s begins with p. (A forked child compares its new program's
+ * environment before the exec: in the library's own code, whose page it
+ * has, rather than in the C library's string functions, whose pages it
+ * would fault in again.) */
+CKC_START_PATH static bool icpt_prefix(const char *s, const char *p)
+{
+	while (*p)
+		if (*s++ != *p++)
+			return false;
+	return true;
+}
+
 /* A digest of every CKPTCACHE_ variable but ICPT_REPORTED: the sum of
  * their FNV-1a hashes, as a shell may pass them on in another order. */
 CKC_START_PATH static unsigned long long icpt_env_digest(char *const *env)
 {
 	unsigned long long sum = 0;
 	for (char *const *e = env; e && *e; e++) {
-		if (strncmp(*e, "CKPTCACHE_", 10) != 0 ||
-		    strncmp(*e, ICPT_REPORTED "=", sizeof(ICPT_REPORTED)) == 0)
+		if (!icpt_prefix(*e, "CKPTCACHE_") || icpt_prefix(*e, ICPT_REPORTED "="))
 			continue;
 		sum += ckc_path_hash(*e);
 	}
@@ -226,8 +241,23 @@ CKC_START_PATH void ckc_child_ready(void)
 		 * folder: the C library's getcwd is bound here, once */
 		char here[PATH_MAX];
 		(void)!getcwd(here, sizeof(here));
+		/* and what a child's exec looks at in its new environment:
+		 * the C library's functions it calls are bound here, in the
+		 * parent, not looked up again in each child (a shell's child
+		 * that runs a tool faulted in the loader's and the C library's
+		 * symbol tables for memcmp: 8 pages) */
+		(void)ckc_env_runs_library(environ);
 	}
 	errno = saved;
+}
+
+/* Whether the working folder is the one the patterns were resolved in
+ * (its buffer on the stack only where there is such a pattern: a forked
+ * child writes each page of stack it reaches before its exec). */
+CKC_START_PATH __attribute__((noinline)) static bool icpt_cwd_same(void)
+{
+	char here[PATH_MAX];
+	return getcwd(here, sizeof(here)) && strcmp(here, icpt_cwd) == 0;
 }
 
 CKC_START_PATH bool ckc_env_runs_library(char *const envp[])
@@ -236,22 +266,21 @@ CKC_START_PATH bool ckc_env_runs_library(char *const envp[])
 		return false;
 	if (getuid() != icpt_uid || geteuid() != icpt_euid || getgid() != icpt_gid || getegid() != icpt_egid)
 		return false;
-	if (icpt_cwd) {
-		char here[PATH_MAX];
-		if (!getcwd(here, sizeof(here)) || strcmp(here, icpt_cwd) != 0)
-			return false;
-	}
+	if (icpt_cwd && !icpt_cwd_same())
+		return false;
 	const char *name = icpt_lib_name_get();
 	size_t n = strlen(name);
 	bool found = false;
 	int lists = 0;
 	for (char *const *e = envp; n && *e; e++) {
-		if (strncmp(*e, "LD_PRELOAD=", 11) != 0)
+		if (!icpt_prefix(*e, "LD_PRELOAD="))
 			continue;
 		lists++; /* the loader takes one of several: none is trusted */
 		/* the loader splits the list at spaces and colons */
 		for (const char *t = *e + 11; *t;) {
-			size_t k = strcspn(t, " :");
+			size_t k = 0;
+			while (t[k] && t[k] != ' ' && t[k] != ':')
+				k++;
 			found = found || (k == n && !memcmp(t, name, n));
 			t += k;
 			t += *t != '\0';

@@ -109,11 +109,17 @@ CKC_START_PATH static bool program_preloads(const char *path, int depth)
 	    u.h.e_ident[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) &&
 	    u.h.e_machine == CKC_ELF_MACHINE && u.h.e_phentsize == sizeof(ElfW(Phdr)) &&
 	    u.h.e_phnum > 0 && u.h.e_phnum <= 64) {
-		ElfW(Phdr) ph[64];
-		size_t len = (size_t)u.h.e_phnum * sizeof(ph[0]);
-		if (ckc_syscall6(SYS_pread64, fd, (long)ph, (long)len, (long)u.h.e_phoff, 0, 0) == (long)len)
-			for (size_t i = 0; i < u.h.e_phnum && !ok; i++)
+		/* the program headers, a few at a time (a forked child writes
+		 * each page of stack it reaches) */
+		ElfW(Phdr) ph[8];
+		for (size_t at = 0; at < u.h.e_phnum && !ok; at += 8) {
+			size_t k = u.h.e_phnum - at < 8 ? u.h.e_phnum - at : 8, len = k * sizeof(ph[0]);
+			if (ckc_syscall6(SYS_pread64, fd, (long)ph, (long)len,
+					 (long)(u.h.e_phoff + at * sizeof(ph[0])), 0, 0) != (long)len)
+				break;
+			for (size_t i = 0; i < k && !ok; i++)
 				ok = ph[i].p_type == PT_INTERP; /* static programs load nothing */
+		}
 	}
 	ckc_syscall6(SYS_close, fd, 0, 0, 0, 0, 0);
 	errno = saved;
@@ -160,20 +166,22 @@ static bool program_on_path(const char *file, char *out, size_t len)
  * given envp runs this library with this process's configuration: it then
  * asks the processes that hold a checkpoint for it, as this process's
  * fork children do, and nothing need be published before it starts. */
-CKC_START_PATH static bool new_program_asks(const char *path, bool search, char *const envp[])
+/* program_preloads of the program execvp would run for file (its path's
+ * buffer on the stack only for a search: see icpt_cwd_same). */
+CKC_START_PATH __attribute__((noinline)) static bool program_on_path_preloads(const char *file)
 {
 	char found[PATH_MAX];
+	int saved = errno;
+	bool got = program_on_path(file, found, sizeof(found));
+	errno = saved;
+	return got && program_preloads(found, 2);
+}
+
+CKC_START_PATH static bool new_program_asks(const char *path, bool search, char *const envp[])
+{
 	if (!ckc_env_runs_library(envp))
 		return false;
-	if (search) {
-		int saved = errno;
-		bool got = program_on_path(path, found, sizeof(found));
-		errno = saved;
-		if (!got)
-			return false;
-		path = found;
-	}
-	return program_preloads(path, 2);
+	return search ? program_on_path_preloads(path) : program_preloads(path, 2);
 }
 
 /* Before a child or a new program: descriptors it inherits become real
