@@ -411,16 +411,26 @@ typedef struct cu_entry {
 	_Atomic(void *) *real;
 } cu_entry_t;
 
-#define CU_ENTRY(kind, name, params, args, after) { #name, (void *)ckc_cu_##name, &cu_real_##name },
+/* The table names each wrapper by a hidden alias of its exported symbol:
+ * the loader fills the table without looking the names up, which every
+ * process that loads the library would pay for at its start. */
+#define CU_LOCAL_FUNC(kind, name, params, args, after) \
+	extern __typeof__(ckc_cu_##name) cu_local_##name __attribute__((alias(#name), visibility("hidden")));
+#define CU_LOCAL_HAND(name, params) \
+	extern __typeof__(ckc_cu_##name) cu_local_##name __attribute__((alias(#name), visibility("hidden")));
+CU_FUNCS(CU_LOCAL_FUNC)
+CU_HAND(CU_LOCAL_HAND)
 
-#define CU_HAND_ENTRY(name, params) { #name, (void *)ckc_cu_##name, &cu_real_##name },
+#define CU_ENTRY(kind, name, params, args, after) { #name, (void *)cu_local_##name, &cu_real_##name },
 
-static cu_entry_t cu_table[] = {
+#define CU_HAND_ENTRY(name, params) { #name, (void *)cu_local_##name, &cu_real_##name },
+
+static const cu_entry_t cu_table[] = {
 	CU_FUNCS(CU_ENTRY)
 	CU_HAND(CU_HAND_ENTRY)
 };
 
-static cu_entry_t *cu_find(const char *name)
+static const cu_entry_t *cu_find(const char *name)
 {
 	for (size_t i = 0; i < sizeof(cu_table) / sizeof(cu_table[0]); i++)
 		if (!strcmp(cu_table[i].name, name))
@@ -432,7 +442,7 @@ static cu_entry_t *cu_find(const char *name)
  * its place (device mode), or p itself. */
 static void *cu_swap(const char *name, void *p, int path)
 {
-	cu_entry_t *e;
+	const cu_entry_t *e;
 
 	if (!p || !cu_device_mode() || !(e = cu_find(name)) || cu_is_ours(p))
 		return p;

@@ -38,13 +38,13 @@ extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_memalign(size_t, size_t);
 
-static void (*real_free)(void *);
-static void *(*real_realloc)(void *, size_t);
-static void *(*real_malloc)(size_t);
-static void *(*real_calloc)(size_t, size_t);
-static void *(*real_memalign)(size_t, size_t);
-static int (*real_posix_memalign)(void **, size_t, size_t);
-static void *(*real_aligned_alloc)(size_t, size_t);
+CKC_START_DATA static void (*real_free)(void *);
+CKC_START_DATA static void *(*real_realloc)(void *, size_t);
+CKC_START_DATA static void *(*real_malloc)(size_t);
+CKC_START_DATA static void *(*real_calloc)(size_t, size_t);
+CKC_START_DATA static void *(*real_memalign)(size_t, size_t);
+CKC_START_DATA static int (*real_posix_memalign)(void **, size_t, size_t);
+CKC_START_DATA static void *(*real_aligned_alloc)(size_t, size_t);
 static __thread int mem_resolving;
 
 /* The next allocator (the C library's, or one preloaded after this
@@ -90,8 +90,8 @@ static void (*_Atomic free_fn)(void *) = free_slow;
 static void *(*_Atomic malloc_fn)(size_t) = malloc_slow;
 static void *(*_Atomic realloc_fn)(void *, size_t) = realloc_slow;
 
-static atomic_int free_probes;
-static atomic_bool alloc_watch;
+CKC_START_DATA static atomic_int free_probes;
+CKC_START_DATA static atomic_bool alloc_watch;
 
 /* 0: all three fast; 1: free and realloc slow; 2: all three slow; 3: all
  * three counted (the allocator watched, and nothing else to look at). */

@@ -43,7 +43,7 @@ static struct {
 } io_real;
 
 static pthread_once_t io_once = PTHREAD_ONCE_INIT;
-static ckc_dlsym_fn io_dlsym_fn;
+CKC_START_DATA static ckc_dlsym_fn io_dlsym_fn;
 
 /* Called by the interposed dlsym, which a sanitizer's runtime uses before
  * its shadow memory exists: no instrumentation here. */
@@ -104,7 +104,7 @@ CKC_START_PATH static void *io_sym(const char *name)
 /* this object's own wrappers of the allocator, where it has them
  * (ckc_io_own_alloc) */
 #define IO_OWN_MAX 8
-static void *io_own[IO_OWN_MAX];
+CKC_START_DATA static void *io_own[IO_OWN_MAX];
 
 CKC_START_PATH void ckc_io_own_alloc(void *const *fns, size_t n)
 {
@@ -291,7 +291,8 @@ static int64_t io_cached(int fd, uint64_t off, uint64_t len)
 }
 
 #define IO_LAZY_ENTRY(name, ret, params, args) .name = io_lazy_##name,
-ckc_io_t ckc_io = {
+/* (on one page: the loader writes each of its pointers in every process) */
+__attribute__((aligned(512))) ckc_io_t ckc_io = {
 	.open = io_open, .pread_cached = io_pread_cached, .cached = io_cached,
 	.fallocate = io_fallocate, .free = io_lazy_free,
 	CKC_IO_LIBC(IO_LAZY_ENTRY)

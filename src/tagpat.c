@@ -51,9 +51,9 @@ static bool tail_match(const char *s, size_t n, const char *tail, size_t tail_le
 	       (!pathname || !memchr(s, '/', n - tail_len));
 }
 
-static tag_pat_t *tag_pats;
-static int tag_npats;
-static bool tag_any_name; /* some pattern may match any last component */
+CKC_START_DATA static tag_pat_t *tag_pats;
+CKC_START_DATA static int tag_npats;
+CKC_START_DATA static bool tag_any_name; /* some pattern may match any last component */
 
 /* A glob whose '/' might sit inside a bracket or be escaped cannot be split
  * into components with certainty. */
@@ -66,7 +66,7 @@ static bool tag_splittable(const char *g)
  * from *save) without sep, ended with a NUL; NULL after the last. (The C
  * library's pulls a page of its code into every process that loads a
  * pattern, which a short program would not touch.) */
-static char *tag_token(char *s, char sep, char **save)
+CKC_START_PATH static char *tag_token(char *s, char sep, char **save)
 {
 	char *p = s ? s : *save;
 	while (*p == sep)
