@@ -31,6 +31,8 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "intercept.h"
@@ -167,12 +169,76 @@ static bool lock_fd_current(int fd, const char *path)
 	       a.st_ino == b.st_ino;
 }
 
+/* Whether the entry name of folder dfd is the file fd has open. */
+static bool lock_fd_current_at(int fd, int dfd, const char *name)
+{
+	struct stat a, b;
+	return REAL(fstat)(fd, &a) == 0 && REAL(fstatat)(dfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Lock files that no process's end removed (its process ended by an
+ * exec, a signal or a crash, or had opened more than LOCKS_USED): a
+ * process that used lock files looks, at its end, at up to
+ * LOCKS_STALE_LOOK of the folder's, and removes each older than
+ * LOCKS_STALE_S that it can take exclusively without waiting (as its own:
+ * one held stays, and one removed under a process that has it open is
+ * opened anew by that process's next lock). The cost stays with the
+ * processes that lock new checkpoints, and is bounded. lockdir_mu held. */
+#define LOCKS_STALE_S 600
+#define LOCKS_STALE_LOOK 256
+
+struct lock_dirent {
+	uint64_t ino;
+	int64_t off;
+	unsigned short reclen;
+	unsigned char type;
+	char name[];
+};
+
+static void locks_sweep_stale(void)
+{
+	char dir[PATH_MAX];
+	if (lock_dir(dir, sizeof(dir)) != 0 || !REAL(fstatat) || !REAL(unlinkat))
+		return;
+	int dfd = REAL(open)(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (dfd < 0)
+		return;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	_Alignas(8) char buf[4096];
+	unsigned looked = 0;
+	long n;
+	while (looked < LOCKS_STALE_LOOK && (n = ckc_syscall6(SYS_getdents64, dfd, (long)buf, sizeof(buf), 0, 0, 0)) > 0) {
+		for (long off = 0; off < n && looked < LOCKS_STALE_LOOK;) {
+			const struct lock_dirent *d = (const void *)(buf + off);
+			off += d->reclen;
+			if (strncmp(d->name, "lock.", 5) != 0)
+				continue;
+			looked++;
+			struct stat st;
+			if (REAL(fstatat)(dfd, d->name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+			    now.tv_sec - st.st_mtime < LOCKS_STALE_S)
+				continue;
+			int fd = REAL(openat)(dfd, d->name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+			if (fd < 0)
+				continue;
+			if (REAL(flock)(fd, LOCK_EX | LOCK_NB) == 0 && lock_fd_current_at(fd, dfd, d->name))
+				(void)REAL(unlinkat)(dfd, d->name, 0);
+			REAL(close)(fd);
+		}
+	}
+	REAL(close)(dfd);
+}
+
 void ckc_locks_sweep(void)
 {
 	char path[PATH_MAX + 32];
 	if (!REAL(open) || !REAL(flock) || !REAL(close))
 		return;
 	ckc_mutex_lock(&lockdir_mu);
+	if (locks_nused)
+		locks_sweep_stale();
 	for (unsigned k = 0; k < locks_nused; k++) {
 		if (lockfile_name(locks_used[k], path, sizeof(path)) != 0)
 			break;

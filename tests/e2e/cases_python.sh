@@ -589,6 +589,86 @@ PYEOF
 }
 case_add python/lock-files-go python_lock_files_go
 
+# Lock files that no process's end removed (one that ended by an exec)
+# go at the end of a later process that used lock files, once they are
+# old; a young one stays, and so does an old one another process holds,
+# whose lock still excludes.
+python_lock_files_stale() {
+	{ py_markers; cat <<'PYEOF'; } >lockstale.py
+import fcntl, os, sys
+what, d, m = sys.argv[1], sys.argv[2], sys.argv[3]
+def lockname(path):
+    h = 0xcbf29ce484222325
+    for c in os.path.realpath(path).encode():
+        h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
+    return f"/dev/shm/ckptcache-{os.getuid()}.locks/lock.{h:016x}"
+def start_cache():
+    with open(f"{d}/first-{what}.bin", "wb") as f:
+        f.write(b"first")  # (the cache starts with the second file)
+if what == "names":
+    for p in sys.argv[4:]:
+        print(lockname(p))
+    sys.exit(0)
+start_cache()
+if what.startswith("exec-"):
+    # a locked checkpoint, then an exec: its lock file is left
+    f = open(f"{d}/{what}.h5", "wb")
+    f.write(what.encode() * 1000)
+    f.flush()
+    fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+    os.execv("/bin/true", ["true"])
+elif what == "holder":
+    with open(f"{d}/held.h5", "wb") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        put_mark(m, "locked"); wait_mark(m, "tried", what)
+        f.write(b"held" * 2000)
+elif what == "sweeper":
+    with open(f"{d}/sweeper.h5", "wb") as f:
+        f.write(b"s" * 3000)
+        f.flush()
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+elif what == "other":
+    with open(f"{d}/held.h5", "wb") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            sys.exit("another process got the lock the holder holds, its lock file old")
+        except BlockingIOError:
+            pass
+    put_mark(m, "tried")
+PYEOF
+	local names old young held
+	names=$("$PY" lockstale.py names "$T/ck" "$T/m." "$T/ck/exec-old.h5" "$T/ck/exec-young.h5" "$T/ck/held.h5") ||
+		fail "lock names"
+	old=$(echo "$names" | sed -n 1p)
+	young=$(echo "$names" | sed -n 2p)
+	held=$(echo "$names" | sed -n 3p)
+	rm -f "$old" "$young" "$held" "$T"/m.*
+	ck -- "$PY" lockstale.py exec-old "$T/ck" "$T/m." || fail "exec-old$(last_error)"
+	ck -- "$PY" lockstale.py exec-young "$T/ck" "$T/m." || fail "exec-young$(last_error)"
+	[ -e "$old" ] && [ -e "$young" ] || fail "the lock files of processes that ended by an exec are not there"
+	touch -d '2 hours ago' "$old"
+	ck CKPTCACHE_PERSIST=never -- "$PY" lockstale.py holder "$T/ck" "$T/m." &
+	local holder=$! i
+	for ((i = 0; i < 3000; i++)); do [ -e m.locked ] && break; sleep 0.01; done
+	[ -e "$held" ] || fail "the holder's lock file is not there"
+	touch -d '2 hours ago' "$held"
+	ck -- "$PY" lockstale.py sweeper "$T/ck" "$T/m." || fail "sweeper$(last_error)"
+	[ -e "$old" ] && fail "an old lock file nobody holds is left after a process that used lock files ended"
+	[ -e "$young" ] || fail "a young lock file nobody holds was removed"
+	[ -e "$held" ] || fail "an old lock file another process holds was removed"
+	ck CKPTCACHE_PERSIST=never -- "$PY" lockstale.py other "$T/ck" "$T/m." || fail "other$(last_error)"
+	wait $holder || fail "holder$(last_error)"
+	rm -f "$young"
+	local w
+	for w in exec-old exec-young; do
+		[ "$(cat "ck/$w.h5")" = "$("$PY" -c "import sys; sys.stdout.write('$w' * 1000)")" ] ||
+			fail "$w.h5 at its real path differs from what was written"
+	done
+	[ "$(cat ck/sweeper.h5)" = "$(head -c 3000 /dev/zero | tr '\0' s)" ] ||
+		fail "sweeper.h5 at its real path differs from what was written"
+}
+case_add python/lock-files-stale python_lock_files_stale
+
 # An flock of a checkpoint still excludes the other processes when its
 # real file appears under it: a holder locks a new checkpoint (no real file
 # yet, so a lock file is locked) that a third process had opened before
