@@ -800,10 +800,91 @@ static ssize_t real_sendfile(int in, off_t *inoff, int out, off_t *outoff, size_
 	return REAL(sendfile64)(out, in, inoff, count);
 }
 
-/* Copies count bytes from in to out through a buffer, with each side's
- * offset pointer (NULL: the descriptor's position), as the wrappers would. */
-static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_t count)
+/* Gives back to in's position (inoff NULL) the n bytes read from it that
+ * did not reach out. */
+static void copy_unread(int in, off_t *inoff, ssize_t n)
 {
+	if (!inoff && n > 0)
+		(void)lseek(in, -(off_t)n, SEEK_CUR);
+}
+
+/* A copy from a checkpoint into a pipe or a socket, as the kernel's: it
+ * waits only until out takes something (none when out, or the call's
+ * flags, say not to wait), moves what out takes, and returns that count;
+ * the input's offset moves by what was moved. The bytes go through a pipe
+ * of the library's own, from which the kernel splices into out: a write()
+ * into a pipe waits until all of it is taken (a program that reads that
+ * pipe later, in the same thread, would wait forever), and whatever out
+ * did not take stays behind in the library's pipe, not lost from the
+ * input. Returns the count, -errno, or CKC_PASS where no pipe can be had. */
+#define COPY_STREAM_PIECE (1u << 20)
+static ssize_t copy_into_stream(int in, off_t *inoff, int out, size_t count, unsigned flags, bool pipe_out)
+{
+	int p[2];
+	if (made_two(REAL(pipe2) ? REAL(pipe2)(p, O_CLOEXEC | O_NONBLOCK) : -1, p) != 0)
+		return CKC_PASS;
+	size_t piece = count < COPY_STREAM_PIECE ? (count ? count : 1) : COPY_STREAM_PIECE;
+	int cap = REAL(fcntl)(p[1], F_SETPIPE_SZ, (int)piece);
+	if (cap <= 0)
+		cap = REAL(fcntl)(p[1], F_GETPIPE_SZ);
+	if (cap > 0 && (size_t)cap < piece)
+		piece = (size_t)cap;
+	char *buf = malloc(piece);
+	ssize_t total = 0;
+	if (!buf) {
+		close(p[0]);
+		close(p[1]);
+		return -ENOMEM;
+	}
+	while ((size_t)total < count) {
+		size_t want = count - (size_t)total < piece ? count - (size_t)total : piece;
+		ssize_t n = inoff ? pread(in, buf, want, *inoff) : read(in, buf, want);
+		if (n <= 0) {
+			if (n < 0 && total == 0)
+				total = -errno;
+			break;
+		}
+		ssize_t in_pipe = REAL(write)(p[1], buf, (size_t)n), moved = 0;
+		if (in_pipe > 0) {
+			/* after the first bytes, a pipe's reader is not waited for
+			 * again: the kernel's sendfile and splice return then */
+			unsigned f = flags | (pipe_out && total > 0 ? SPLICE_F_NONBLOCK : 0);
+			moved = REAL(splice)(p[0], NULL, out, NULL, (size_t)in_pipe, f);
+		}
+		if (moved < 0) {
+			int e = in_pipe < 0 ? EIO : errno;
+			copy_unread(in, inoff, n);
+			if (total == 0)
+				total = -e;
+			break;
+		}
+		copy_unread(in, inoff, n - moved);
+		if (inoff)
+			*inoff += moved;
+		total += moved;
+		if (moved < n || (size_t)n < want)
+			break;
+		/* a pipe's reader took this piece whole: the next one goes only
+		 * where it fits now */
+	}
+	free(buf);
+	close(p[0]);
+	close(p[1]);
+	return total;
+}
+
+/* Copies count bytes from in to out through a buffer, with each side's
+ * offset pointer (NULL: the descriptor's position), as the wrappers would;
+ * into a pipe or a socket, as the kernel copies into one (flags: splice's). */
+static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_t count, unsigned flags)
+{
+	struct stat ost;
+	if (!outoff && ckc_vfd_get(in) && !ckc_vfd_get(out) && REAL(fstat)(out, &ost) == 0 &&
+	    (S_ISFIFO(ost.st_mode) || S_ISSOCK(ost.st_mode))) {
+		ssize_t r = copy_into_stream(in, inoff, out, count, flags, S_ISFIFO(ost.st_mode));
+		if (r != CKC_PASS)
+			return r;
+	}
 	size_t bufsz = count < (1u << 20) ? (count ? count : 1) : (1u << 20);
 	char *buf = malloc(bufsz);
 	ssize_t total = 0;
@@ -825,7 +906,10 @@ static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_
 			ssize_t w = outoff ? pwrite(out, buf + done, (size_t)(n - done), *outoff + done) :
 					     write(out, buf + done, (size_t)(n - done));
 			if (w <= 0) {
+				int e = errno;
 				free(buf);
+				copy_unread(in, inoff, n - done);
+				errno = e;
 				if (inoff)
 					*inoff += done;
 				if (outoff)
@@ -908,7 +992,7 @@ static ssize_t copy_tagged(int in, off_t *inoff, int out, off_t *outoff, size_t 
 	}
 	if (vin && !vout)
 		n = copy_from_home(vin, inoff, out, outoff, count, real);
-	return n == CKC_PASS ? copy_emulated(in, inoff, out, outoff, count) : n;
+	return n == CKC_PASS ? copy_emulated(in, inoff, out, outoff, count, 0) : n;
 }
 
 CKC_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
@@ -947,5 +1031,5 @@ CKC_EXPORT ssize_t splice(int in, off_t *inoff, int out, off_t *outoff, size_t c
 		return REAL(splice)(in, inoff, out, outoff, count, flags);
 	int saved = errno;
 	int rc = copy_check(in, ckc_vfd_get(in), out, ckc_vfd_get(out), COPY_SPLICE);
-	return ckc_result(rc ? rc : copy_emulated(in, inoff, out, outoff, count), saved);
+	return ckc_result(rc ? rc : copy_emulated(in, inoff, out, outoff, count, flags), saved);
 }

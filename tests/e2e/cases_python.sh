@@ -875,6 +875,77 @@ print(" ".join(out))
 }
 case_add python/ioctl python_ioctl
 case_add python/copy2-just-written python_copy2
+
+# sendfile and splice from checkpoints the cache holds into pipes and
+# sockets, as the kernel's: into a pipe nobody reads yet, the call moves
+# what the pipe takes and returns (it does not wait for the rest); an
+# event loop's pump into a non-blocking pipe or socket, which takes part of
+# each call or nothing (EAGAIN), gets every byte once, in order, whether
+# the file's position or an offset of the program's moves.
+python_sendfile_streams() {
+	local prog='
+import os, socket, sys
+d = sys.argv[1]
+data = bytes((i * 131) >> 3 & 255 for i in range(256)) * 4096 * 3 + b"tail"
+for i in range(3):
+    with open(f"{d}/c{i}.bin", "w+b") as f:
+        f.write(data)
+for how in ("sendfile", "splice"):
+    fd = os.open(f"{d}/c2.bin", os.O_RDONLY)
+    os.lseek(fd, 4097, os.SEEK_SET)
+    r, w = os.pipe()
+    n = os.sendfile(w, fd, None, 1 << 20) if how == "sendfile" else os.splice(fd, w, 1 << 20)
+    got = b""
+    while len(got) < n:
+        got += os.read(r, n - len(got))
+    # (what the pipe takes, its 16 pages: the kernel moves whole pages of
+    # the file, so 65535 bytes from this offset)
+    print(how, "into a pipe nobody reads:", 0 < n <= 65536, os.lseek(fd, 0, os.SEEK_CUR) == 4097 + n,
+          got == data[4097:4097 + n])
+    for x in (r, w, fd):
+        os.close(x)
+for kind, call in (("pipe", "sendfile"), ("pipe", "splice"), ("socket", "sendfile")):
+    for where in ("position", "offset"):
+        fd = os.open(f"{d}/c2.bin", os.O_RDONLY)
+        if kind == "pipe":
+            r, w = os.pipe()
+            os.set_blocking(r, False)
+            os.set_blocking(w, False)
+            recv = lambda: os.read(r, 1 << 20)
+        else:
+            a, b = socket.socketpair()
+            a.setblocking(False)
+            b.setblocking(False)
+            w = a.fileno()
+            recv = lambda: b.recv(1 << 20)
+        got, off, calls = bytearray(), 0, 0
+        while True:
+            calls += 1
+            try:
+                if call == "sendfile":
+                    n = os.sendfile(w, fd, None if where == "position" else off, 1 << 20)
+                else:
+                    n = os.splice(fd, w, 1 << 20, offset_src=None if where == "position" else off)
+                if n == 0:
+                    break
+                off += n
+            except BlockingIOError:
+                pass
+            try:
+                while True:
+                    got += recv()
+            except BlockingIOError:
+                pass
+        print(kind, call, where, len(got), bytes(got) == data, off == len(data))
+        os.close(fd)
+'
+	same_output "sendfile and splice into pipes and sockets" "$prog"
+	local i
+	for i in 0 1 2; do
+		same plainrun/c$i.bin ck/c$i.bin "c$i.bin at its real path"
+	done
+}
+case_add python/sendfile-into-streams python_sendfile_streams
 case_add python/mtime-last-write python_mtime_last_write
 case_add python/file-as-folder python_file_as_folder
 case_add python/xattr-rewrite python_xattr_rewrite
