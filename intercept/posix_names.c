@@ -985,6 +985,10 @@ static ssize_t copy_tagged(int in, off_t *inoff, int out, off_t *outoff, size_t 
 	ssize_t n = copy_check(in, vin, out, vout, call);
 	if (n)
 		return n;
+	/* a negative offset: the kernel's answer (copy_file_range's is
+	 * EOVERFLOW; a read at it would say EINVAL) */
+	if ((inoff && *inoff < 0) || (outoff && *outoff < 0))
+		return call == COPY_CFR ? -EOVERFLOW : -EINVAL;
 	n = CKC_PASS;
 	if (vout && !vin && ckc_vfd_demote(vout) == 0 && !ckc_vfd_get(out)) {
 		n = real(in, inoff, out, outoff, count);

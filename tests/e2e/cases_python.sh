@@ -881,7 +881,8 @@ case_add python/copy2-just-written python_copy2
 # what the pipe takes and returns (it does not wait for the rest); an
 # event loop's pump into a non-blocking pipe or socket, which takes part of
 # each call or nothing (EAGAIN), gets every byte once, in order, whether
-# the file's position or an offset of the program's moves.
+# the file's position or an offset of the program's moves. A negative
+# offset gets the kernel's error.
 python_sendfile_streams() {
 	local prog='
 import os, socket, sys
@@ -938,8 +939,21 @@ for kind, call in (("pipe", "sendfile"), ("pipe", "splice"), ("socket", "sendfil
                 pass
         print(kind, call, where, len(got), bytes(got) == data, off == len(data))
         os.close(fd)
+# a negative offset: the kernel says EOVERFLOW (copy_file_range) or EINVAL
+import errno
+src = os.open(f"{d}/c1.bin", os.O_RDONLY)
+dst = os.open(f"{d}/neg.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+r, w = os.pipe()
+for name, f in (("copy_file_range in", lambda: os.copy_file_range(src, dst, 10, -5)),
+                ("copy_file_range out", lambda: os.copy_file_range(src, dst, 10, 0, -5)),
+                ("sendfile", lambda: os.sendfile(w, src, -5, 10)),
+                ("splice", lambda: os.splice(src, w, 10, offset_src=-5))):
+    try:
+        print(name, "at a negative offset:", f())
+    except OSError as e:
+        print(name, "at a negative offset:", errno.errorcode[e.errno])
 '
-	same_output "sendfile and splice into pipes and sockets" "$prog"
+	same_output "sendfile and splice into pipes and sockets; negative offsets" "$prog"
 	local i
 	for i in 0 1 2; do
 		same plainrun/c$i.bin ck/c$i.bin "c$i.bin at its real path"
