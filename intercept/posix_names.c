@@ -821,7 +821,10 @@ static void copy_unread(int in, off_t *inoff, ssize_t n)
 static ssize_t copy_into_stream(int in, off_t *inoff, int out, size_t count, unsigned flags, bool pipe_out)
 {
 	int p[2];
-	if (made_two(REAL(pipe2) ? REAL(pipe2)(p, O_CLOEXEC | O_NONBLOCK) : -1, p) != 0)
+	/* (a blocking one: the kernel's splice between pipes does not wait
+	 * for room in out where either pipe is non-blocking; a piece never
+	 * exceeds what it holds, so writing into it never waits) */
+	if (made_two(REAL(pipe2) ? REAL(pipe2)(p, O_CLOEXEC) : -1, p) != 0)
 		return CKC_PASS;
 	size_t piece = count < COPY_STREAM_PIECE ? (count ? count : 1) : COPY_STREAM_PIECE;
 	int cap = REAL(fcntl)(p[1], F_SETPIPE_SZ, (int)piece);

@@ -881,8 +881,9 @@ case_add python/copy2-just-written python_copy2
 # what the pipe takes and returns (it does not wait for the rest); an
 # event loop's pump into a non-blocking pipe or socket, which takes part of
 # each call or nothing (EAGAIN), gets every byte once, in order, whether
-# the file's position or an offset of the program's moves. A negative
-# offset gets the kernel's error.
+# the file's position or an offset of the program's moves; into a blocking
+# pipe that a slower thread reads, each call waits for room (no EAGAIN). A
+# negative offset gets the kernel's error.
 python_sendfile_streams() {
 	local prog='
 import os, socket, sys
@@ -939,8 +940,35 @@ for kind, call in (("pipe", "sendfile"), ("pipe", "splice"), ("socket", "sendfil
                 pass
         print(kind, call, where, len(got), bytes(got) == data, off == len(data))
         os.close(fd)
+# a blocking pipe that another thread reads, more slowly than the calls
+# fill it: each call waits for room, never fails with EAGAIN
+import errno, threading, time
+for call in ("sendfile", "splice"):
+    fd = os.open(f"{d}/c2.bin", os.O_RDONLY)
+    r, w = os.pipe()
+    got, err = bytearray(), None
+    def reader():
+        while True:
+            x = os.read(r, 65536)
+            if not x:
+                break
+            got.extend(x)
+            time.sleep(0.0002)
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        while True:
+            n = os.splice(fd, w, 1 << 20) if call == "splice" else os.sendfile(w, fd, None, 1 << 20)
+            if n == 0:
+                break
+    except OSError as e:
+        err = errno.errorcode[e.errno]
+    os.close(w)
+    t.join()
+    os.close(r)
+    os.close(fd)
+    print(call, "into a blocking pipe a slower thread reads:", err, bytes(got) == data)
 # a negative offset: the kernel says EOVERFLOW (copy_file_range) or EINVAL
-import errno
 src = os.open(f"{d}/c1.bin", os.O_RDONLY)
 dst = os.open(f"{d}/neg.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
 r, w = os.pipe()
