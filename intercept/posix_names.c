@@ -847,15 +847,18 @@ static ssize_t copy_into_stream(int in, off_t *inoff, int out, size_t count, uns
 				total = -errno;
 			break;
 		}
-		ssize_t in_pipe = REAL(write)(p[1], buf, (size_t)n), moved = 0;
-		if (in_pipe > 0) {
+		ssize_t moved = REAL(write)(p[1], buf, (size_t)n);
+		if (moved > 0) {
 			/* after the first bytes, a pipe's reader is not waited for
 			 * again: the kernel's sendfile and splice return then */
 			unsigned f = flags | (pipe_out && total > 0 ? SPLICE_F_NONBLOCK : 0);
-			moved = REAL(splice)(p[0], NULL, out, NULL, (size_t)in_pipe, f);
+			moved = REAL(splice)(p[0], NULL, out, NULL, (size_t)moved, f);
+		} else if (moved == 0) {
+			moved = -1;
+			errno = EIO;
 		}
 		if (moved < 0) {
-			int e = in_pipe < 0 ? EIO : errno;
+			int e = errno;
 			copy_unread(in, inoff, n);
 			if (total == 0)
 				total = -e;
