@@ -355,6 +355,14 @@ def wait_mark(m, name, who):
         time.sleep(0.01)
 def put_mark(m, name):
     open(m + name, "w").close()
+def lock_refused(f, why):
+    """f's exclusive flock must be refused now (another process holds it)."""
+    import fcntl
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        sys.exit(why)
+    except BlockingIOError:
+        pass
 PYEOF
 }
 
@@ -512,11 +520,7 @@ elif what == "other":
     # while the child holds it: another process must not get it
     start_cache("other")
     with open(f"{d}/shared.h5", "wb") as f:
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            sys.exit("the lock a forked child holds was had by another process")
-        except OSError:
-            pass
+        lock_refused(f, "the lock a forked child holds was had by another process")
 elif what == "turns":
     # lock, count, unlock and close, over and over
     who, n = sys.argv[3], int(sys.argv[4])
@@ -629,11 +633,7 @@ elif what == "sweeper":
         fcntl.flock(f.fileno(), fcntl.LOCK_EX)
 elif what == "other":
     with open(f"{d}/held.h5", "wb") as f:
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            sys.exit("another process got the lock the holder holds, its lock file old")
-        except BlockingIOError:
-            pass
+        lock_refused(f, "another process got the lock the holder holds, its lock file old")
     put_mark(m, "tried")
 PYEOF
 	local names old young held
