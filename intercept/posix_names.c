@@ -800,6 +800,65 @@ static ssize_t real_sendfile(int in, off_t *inoff, int out, off_t *outoff, size_
 	return REAL(sendfile64)(out, in, inoff, count);
 }
 
+/* Where an emulated copy's pieces go: out, written until each is taken
+ * whole (a file), or, into a pipe or a socket, through a pipe of the
+ * library's own from which the kernel splices into out. Through that pipe
+ * the copy is the kernel's: it waits only until out takes something (not
+ * at all where out, or the call's flags, say not to), moves what out
+ * takes, and returns that count; what out did not take stays behind in the
+ * library's pipe, and the input's offset moves by what was moved. (A
+ * write() into a pipe waits until all of it is taken: a program that reads
+ * that pipe later, in the same thread, would wait forever.) */
+struct copy_out {
+	int fd;
+	off_t *off;     /* NULL: out's position */
+	int pipe[2];    /* the library's pipe; -1: none */
+	bool pipe_out;  /* out is a pipe */
+	unsigned flags; /* splice's */
+};
+
+/* The library's pipe for o, which limits the pieces to *piece: 0, or -1
+ * where none can be had. A blocking one: the kernel's splice between pipes
+ * does not wait for room in out where either pipe is non-blocking, and a
+ * piece never exceeds what it holds, so writing into it never waits. */
+static int copy_out_pipe(struct copy_out *o, size_t *piece)
+{
+	if (made_two(REAL(pipe2) ? REAL(pipe2)(o->pipe, O_CLOEXEC) : -1, o->pipe) != 0) {
+		o->pipe[0] = o->pipe[1] = -1;
+		return -1;
+	}
+	int cap = REAL(fcntl)(o->pipe[1], F_SETPIPE_SZ, (int)*piece);
+	if (cap <= 0)
+		cap = REAL(fcntl)(o->pipe[1], F_GETPIPE_SZ);
+	if (cap > 0 && (size_t)cap < *piece)
+		*piece = (size_t)cap;
+	return 0;
+}
+
+/* One piece of n bytes to o: the bytes it took (after the first piece, a
+ * pipe's reader is not waited for again: the kernel's sendfile and splice
+ * return then), or -errno where it took none. */
+static ssize_t copy_put(struct copy_out *o, const char *buf, size_t n, bool first)
+{
+	if (o->pipe[1] >= 0) {
+		ssize_t in = REAL(write)(o->pipe[1], buf, n);
+		if (in <= 0)
+			return in < 0 ? -errno : -EIO;
+		unsigned f = o->flags | (o->pipe_out && !first ? SPLICE_F_NONBLOCK : 0);
+		ssize_t moved = REAL(splice)(o->pipe[0], NULL, o->fd, NULL, (size_t)in, f);
+		return moved < 0 ? -errno : moved;
+	}
+	size_t done = 0;
+	while (done < n) {
+		ssize_t w = o->off ? pwrite(o->fd, buf + done, n - done, *o->off + (off_t)done) :
+				     write(o->fd, buf + done, n - done);
+		if (w <= 0)
+			return done ? (ssize_t)done : (w < 0 ? -errno : -EIO);
+		done += (size_t)w;
+	}
+	return (ssize_t)done;
+}
+
 /* Gives back to in's position (inoff NULL) the n bytes read from it that
  * did not reach out. */
 static void copy_unread(int in, off_t *inoff, ssize_t n)
@@ -808,38 +867,23 @@ static void copy_unread(int in, off_t *inoff, ssize_t n)
 		(void)lseek(in, -(off_t)n, SEEK_CUR);
 }
 
-/* A copy from a checkpoint into a pipe or a socket, as the kernel's: it
- * waits only until out takes something (none when out, or the call's
- * flags, say not to wait), moves what out takes, and returns that count;
- * the input's offset moves by what was moved. The bytes go through a pipe
- * of the library's own, from which the kernel splices into out: a write()
- * into a pipe waits until all of it is taken (a program that reads that
- * pipe later, in the same thread, would wait forever), and whatever out
- * did not take stays behind in the library's pipe, not lost from the
- * input. Returns the count, -errno, or CKC_PASS where no pipe can be had. */
-#define COPY_STREAM_PIECE (1u << 20)
-static ssize_t copy_into_stream(int in, off_t *inoff, int out, size_t count, unsigned flags, bool pipe_out)
+/* Copies count bytes from in to out through a buffer, with each side's
+ * offset pointer (NULL: the descriptor's position), as the wrappers would;
+ * out of a checkpoint into a pipe or a socket, as the kernel copies into
+ * one (flags: splice's). */
+static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_t count, unsigned flags)
 {
-	int p[2];
-	/* (a blocking one: the kernel's splice between pipes does not wait
-	 * for room in out where either pipe is non-blocking; a piece never
-	 * exceeds what it holds, so writing into it never waits) */
-	if (made_two(REAL(pipe2) ? REAL(pipe2)(p, O_CLOEXEC) : -1, p) != 0)
-		return CKC_PASS;
-	size_t piece = count < COPY_STREAM_PIECE ? (count ? count : 1) : COPY_STREAM_PIECE;
-	int cap = REAL(fcntl)(p[1], F_SETPIPE_SZ, (int)piece);
-	if (cap <= 0)
-		cap = REAL(fcntl)(p[1], F_GETPIPE_SZ);
-	if (cap > 0 && (size_t)cap < piece)
-		piece = (size_t)cap;
+	struct copy_out o = { .fd = out, .off = outoff, .pipe = { -1, -1 }, .flags = flags };
+	size_t piece = count < (1u << 20) ? (count ? count : 1) : (1u << 20);
+	struct stat ost;
+	if (!outoff && ckc_vfd_get(in) && !ckc_vfd_get(out) && REAL(fstat)(out, &ost) == 0 &&
+	    (S_ISFIFO(ost.st_mode) || S_ISSOCK(ost.st_mode))) {
+		o.pipe_out = S_ISFIFO(ost.st_mode);
+		(void)copy_out_pipe(&o, &piece); /* (else written, as into a file) */
+	}
 	char *buf = malloc(piece);
 	ssize_t total = 0;
-	if (!buf) {
-		close(p[0]);
-		close(p[1]);
-		return -ENOMEM;
-	}
-	while ((size_t)total < count) {
+	while (buf && (size_t)total < count) {
 		size_t want = count - (size_t)total < piece ? count - (size_t)total : piece;
 		ssize_t n = inoff ? pread(in, buf, want, *inoff) : read(in, buf, want);
 		if (n <= 0) {
@@ -847,92 +891,28 @@ static ssize_t copy_into_stream(int in, off_t *inoff, int out, size_t count, uns
 				total = -errno;
 			break;
 		}
-		ssize_t moved = REAL(write)(p[1], buf, (size_t)n);
-		if (moved > 0) {
-			/* after the first bytes, a pipe's reader is not waited for
-			 * again: the kernel's sendfile and splice return then */
-			unsigned f = flags | (pipe_out && total > 0 ? SPLICE_F_NONBLOCK : 0);
-			moved = REAL(splice)(p[0], NULL, out, NULL, (size_t)moved, f);
-		} else if (moved == 0) {
-			moved = -1;
-			errno = EIO;
-		}
-		if (moved < 0) {
-			int e = errno;
-			copy_unread(in, inoff, n);
+		ssize_t put = copy_put(&o, buf, (size_t)n, total == 0);
+		copy_unread(in, inoff, put < 0 ? n : n - put);
+		if (put < 0) {
 			if (total == 0)
-				total = -e;
+				total = put;
 			break;
-		}
-		copy_unread(in, inoff, n - moved);
-		if (inoff)
-			*inoff += moved;
-		total += moved;
-		if (moved < n || (size_t)n < want)
-			break;
-		/* a pipe's reader took this piece whole: the next one goes only
-		 * where it fits now */
-	}
-	free(buf);
-	close(p[0]);
-	close(p[1]);
-	return total;
-}
-
-/* Copies count bytes from in to out through a buffer, with each side's
- * offset pointer (NULL: the descriptor's position), as the wrappers would;
- * into a pipe or a socket, as the kernel copies into one (flags: splice's). */
-static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_t count, unsigned flags)
-{
-	struct stat ost;
-	if (!outoff && ckc_vfd_get(in) && !ckc_vfd_get(out) && REAL(fstat)(out, &ost) == 0 &&
-	    (S_ISFIFO(ost.st_mode) || S_ISSOCK(ost.st_mode))) {
-		ssize_t r = copy_into_stream(in, inoff, out, count, flags, S_ISFIFO(ost.st_mode));
-		if (r != CKC_PASS)
-			return r;
-	}
-	size_t bufsz = count < (1u << 20) ? (count ? count : 1) : (1u << 20);
-	char *buf = malloc(bufsz);
-	ssize_t total = 0;
-
-	if (!buf)
-		return -ENOMEM;
-	while ((size_t)total < count) {
-		size_t want = count - (size_t)total < bufsz ? count - (size_t)total : bufsz;
-		ssize_t n = inoff ? pread(in, buf, want, *inoff) : read(in, buf, want);
-		if (n < 0) {
-			if (total == 0)
-				total = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		ssize_t done = 0;
-		while (done < n) {
-			ssize_t w = outoff ? pwrite(out, buf + done, (size_t)(n - done), *outoff + done) :
-					     write(out, buf + done, (size_t)(n - done));
-			if (w <= 0) {
-				int e = errno;
-				free(buf);
-				copy_unread(in, inoff, n - done);
-				errno = e;
-				if (inoff)
-					*inoff += done;
-				if (outoff)
-					*outoff += done;
-				return total + done > 0 ? total + done : (w < 0 ? -errno : -EIO);
-			}
-			done += w;
 		}
 		if (inoff)
-			*inoff += n;
+			*inoff += put;
 		if (outoff)
-			*outoff += n;
-		total += n;
-		if ((size_t)n < want)
+			*outoff += put;
+		total += put;
+		if (put < n || (size_t)n < want)
 			break;
 	}
+	if (!buf)
+		total = -ENOMEM;
 	free(buf);
+	if (o.pipe[0] >= 0) {
+		close(o.pipe[0]);
+		close(o.pipe[1]);
+	}
 	return total;
 }
 
