@@ -78,7 +78,7 @@ CKC_START_PATH static void icpt_prepare(void)
 	}
 	ckc_thread_single_init(); /* (once: the process's first fork) */
 	bool alone = ckc_thread_single();
-	if (fork_alone != alone)
+	if (fork_alone != alone) /* (written on a change only: the page stays shared with the child) */
 		fork_alone = alone;
 	if (!alone)
 		ckc_atfork_prepare();

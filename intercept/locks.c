@@ -159,22 +159,19 @@ static int lockfile_open(const char *canon)
 	return fd;
 }
 
-/* Whether descriptor fd is of the file at path now (a publication
- * replaces the file the descriptor was opened on; a process's end removes
- * a lock file). */
-static bool lock_fd_current(int fd, const char *path)
+/* Whether descriptor fd is of the file at path (relative to folder dfd,
+ * fstatat's flags) now: a publication replaces the file the descriptor was
+ * opened on; a process's end removes a lock file. */
+static bool lock_fd_current_at(int fd, int dfd, const char *path, int atflags)
 {
 	struct stat a, b;
-	return REAL(fstat)(fd, &a) == 0 && REAL(stat)(path, &b) == 0 && a.st_dev == b.st_dev &&
-	       a.st_ino == b.st_ino;
+	return REAL(fstatat) && REAL(fstat)(fd, &a) == 0 && REAL(fstatat)(dfd, path, &b, atflags) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-/* Whether the entry name of folder dfd is the file fd has open. */
-static bool lock_fd_current_at(int fd, int dfd, const char *name)
+static bool lock_fd_current(int fd, const char *path)
 {
-	struct stat a, b;
-	return REAL(fstat)(fd, &a) == 0 && REAL(fstatat)(dfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
-	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	return lock_fd_current_at(fd, AT_FDCWD, path, 0);
 }
 
 /* Lock files that no process's end removed (its process ended by an
@@ -184,7 +181,9 @@ static bool lock_fd_current_at(int fd, int dfd, const char *name)
  * LOCKS_STALE_S that it can take exclusively without waiting (as its own:
  * one held stays, and one removed under a process that has it open is
  * opened anew by that process's next lock). The cost stays with the
- * processes that lock new checkpoints, and is bounded. lockdir_mu held. */
+ * processes that lock new checkpoints, and is bounded. The folder is read
+ * with getdents64 into the stack, not readdir: this runs at _exit, which a
+ * signal handler may call, where allocating is not safe. lockdir_mu held. */
 #define LOCKS_STALE_S 600
 #define LOCKS_STALE_LOOK 256
 
@@ -223,7 +222,7 @@ static void locks_sweep_stale(void)
 			int fd = REAL(openat)(dfd, d->name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 			if (fd < 0)
 				continue;
-			if (REAL(flock)(fd, LOCK_EX | LOCK_NB) == 0 && lock_fd_current_at(fd, dfd, d->name))
+			if (REAL(flock)(fd, LOCK_EX | LOCK_NB) == 0 && lock_fd_current_at(fd, dfd, d->name, AT_SYMLINK_NOFOLLOW))
 				(void)REAL(unlinkat)(dfd, d->name, 0);
 			REAL(close)(fd);
 		}
