@@ -355,6 +355,12 @@ def wait_mark(m, name, who):
         time.sleep(0.01)
 def put_mark(m, name):
     open(m + name, "w").close()
+def lockname(path):
+    """The lock file of a checkpoint not yet at its real path."""
+    h = 0xcbf29ce484222325
+    for c in os.path.realpath(path).encode():
+        h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
+    return f"/dev/shm/ckptcache-{os.getuid()}.locks/lock.{h:016x}"
 def lock_refused(f, why):
     """f's exclusive flock must be refused now (another process holds it)."""
     import fcntl
@@ -442,11 +448,6 @@ def start_cache(tag):
     # (the cache starts with the second): the ones below are cached
     with open(f"{d}/first-{tag}.bin", "wb") as f:
         f.write(b"first")
-def lockname(path):
-    h = 0xcbf29ce484222325
-    for c in os.path.realpath(path).encode():
-        h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
-    return f"/dev/shm/ckptcache-{os.getuid()}.locks/lock.{h:016x}"
 if what == "names":
     for p in sys.argv[3:]:
         print(lockname(p))
@@ -601,11 +602,6 @@ python_lock_files_stale() {
 	{ py_markers; cat <<'PYEOF'; } >lockstale.py
 import fcntl, os, sys
 what, d, m = sys.argv[1], sys.argv[2], sys.argv[3]
-def lockname(path):
-    h = 0xcbf29ce484222325
-    for c in os.path.realpath(path).encode():
-        h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
-    return f"/dev/shm/ckptcache-{os.getuid()}.locks/lock.{h:016x}"
 def start_cache():
     with open(f"{d}/first-{what}.bin", "wb") as f:
         f.write(b"first")  # (the cache starts with the second file)
