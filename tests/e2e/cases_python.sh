@@ -878,8 +878,8 @@ case_add python/copy2-just-written python_copy2
 # event loop's pump into a non-blocking pipe or socket, which takes part of
 # each call or nothing (EAGAIN), gets every byte once, in order, whether
 # the file's position or an offset of the program's moves; into a blocking
-# pipe that a slower thread reads, each call waits for room (no EAGAIN). A
-# negative offset gets the kernel's error.
+# pipe that a slower thread reads, each call waits for room (no EAGAIN).
+# A pipe with no reader and a negative offset get the kernel's errors.
 python_sendfile_streams() {
 	local prog='
 import os, socket, sys
@@ -964,6 +964,19 @@ for call in ("sendfile", "splice"):
     os.close(r)
     os.close(fd)
     print(call, "into a blocking pipe a slower thread reads:", err, bytes(got) == data)
+# a pipe whose reader is gone: EPIPE (Python ignores SIGPIPE), and the
+# position of the file where it was
+for call in ("sendfile", "splice"):
+    fd = os.open(f"{d}/c2.bin", os.O_RDONLY)
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        n = os.splice(fd, w, 1 << 20) if call == "splice" else os.sendfile(w, fd, None, 1 << 20)
+        print(call, "into a pipe with no reader:", n)
+    except OSError as e:
+        print(call, "into a pipe with no reader:", errno.errorcode[e.errno], os.lseek(fd, 0, os.SEEK_CUR))
+    os.close(w)
+    os.close(fd)
 # a negative offset: the kernel says EOVERFLOW (copy_file_range) or EINVAL
 src = os.open(f"{d}/c1.bin", os.O_RDONLY)
 dst = os.open(f"{d}/neg.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
