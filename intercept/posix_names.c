@@ -801,19 +801,20 @@ static ssize_t real_sendfile(int in, off_t *inoff, int out, off_t *outoff, size_
 }
 
 /* Where an emulated copy's pieces go: out, written until each is taken
- * whole (a file), or, into a pipe or a socket, through a pipe of the
- * library's own from which the kernel splices into out. Through that pipe
- * the copy is the kernel's: it waits only until out takes something (not
- * at all where out, or the call's flags, say not to), moves what out
- * takes, and returns that count; what out did not take stays behind in the
- * library's pipe, and the input's offset moves by what was moved. (A
- * write() into a pipe waits until all of it is taken: a program that reads
- * that pipe later, in the same thread, would wait forever.) */
+ * whole (a file; a socket, where sendfile too waits until all is sent,
+ * and a non-blocking one takes part or nothing), or, into a pipe, through
+ * a pipe of the library's own from which the kernel splices into out.
+ * Through that pipe the copy is the kernel's: it waits only until out
+ * takes something (not at all where out, or the call's flags, say not
+ * to), moves what out takes, and returns that count; what out did not
+ * take stays behind in the library's pipe. (A write() into a pipe waits
+ * until all of it is taken: a program that reads that pipe later, in the
+ * same thread, would wait forever.) What did not reach out is given back
+ * to the input's offset. */
 struct copy_out {
 	int fd;
 	off_t *off;     /* NULL: out's position */
 	int pipe[2];    /* the library's pipe; -1: none */
-	bool pipe_out;  /* out is a pipe */
 	unsigned flags; /* splice's */
 };
 
@@ -844,7 +845,7 @@ static ssize_t copy_put(struct copy_out *o, const char *buf, size_t n, bool firs
 		ssize_t in = REAL(write)(o->pipe[1], buf, n);
 		if (in <= 0)
 			return in < 0 ? -errno : -EIO;
-		unsigned f = o->flags | (o->pipe_out && !first ? SPLICE_F_NONBLOCK : 0);
+		unsigned f = o->flags | (first ? 0 : SPLICE_F_NONBLOCK);
 		ssize_t moved = REAL(splice)(o->pipe[0], NULL, o->fd, NULL, (size_t)in, f);
 		return moved < 0 ? -errno : moved;
 	}
@@ -869,16 +870,20 @@ static void copy_unread(int in, off_t *inoff, ssize_t n)
 
 /* Copies count bytes from in to out through a buffer, with each side's
  * offset pointer (NULL: the descriptor's position), as the wrappers would;
- * out of a checkpoint into a pipe or a socket, as the kernel copies into
- * one (flags: splice's). */
+ * out of a checkpoint into a pipe, as the kernel copies into one (flags:
+ * splice's). */
 static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_t count, unsigned flags)
 {
 	struct copy_out o = { .fd = out, .off = outoff, .pipe = { -1, -1 }, .flags = flags };
 	size_t piece = count < (1u << 20) ? (count ? count : 1) : (1u << 20);
 	struct stat ost;
 	if (!outoff && ckc_vfd_get(in) && !ckc_vfd_get(out) && REAL(fstat)(out, &ost) == 0 &&
-	    (S_ISFIFO(ost.st_mode) || S_ISSOCK(ost.st_mode))) {
-		o.pipe_out = S_ISFIFO(ost.st_mode);
+	    S_ISFIFO(ost.st_mode)) {
+		/* pieces of what out holds: more would be read from the
+		 * checkpoint to be given back */
+		int cap = REAL(fcntl)(out, F_GETPIPE_SZ);
+		if (cap > 0 && (size_t)cap < piece)
+			piece = (size_t)cap;
 		(void)copy_out_pipe(&o, &piece); /* (else written, as into a file) */
 	}
 	char *buf = malloc(piece);
