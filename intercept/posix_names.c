@@ -756,24 +756,29 @@ CKC_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off
 	return REAL(mmap64)(addr, len, prot, flags, fd, off);
 }
 
-/* A copy out of a tagged checkpoint that only its real file holds, into an
- * untagged descriptor: the kernel's own copy call on the real file (no copy
- * through user memory, as without the library). Returns the bytes copied,
- * -errno, or CKC_PASS when the copy must go through the cache. */
+/* A copy out of a tagged checkpoint whose real file holds it, into an
+ * untagged descriptor, where no tier holds it or the page cache holds the
+ * range: the kernel's own copy call on the real file (no copy through user
+ * memory, as without the library; into a pipe, the page cache's pages
+ * themselves). Returns the bytes copied, -errno, or CKC_PASS when the copy
+ * must go through the cache. */
 static ssize_t copy_from_home(ckc_vfd_t *v, off_t *inoff, int out, off_t *outoff, size_t count,
-			      ssize_t (*real)(int, off_t *, int, off_t *, size_t))
+			      unsigned flags, ssize_t (*real)(int, off_t *, int, off_t *, size_t, unsigned))
 {
 	if (ckc_px_vfd_usable(v) || (v->flags & O_ACCMODE) == O_WRONLY)
-		return CKC_PASS;
-	ckc_enter();
-	int fd = ckc_handle_home_fd(v->h);
-	ckc_leave();
-	if (fd < 0)
 		return CKC_PASS;
 	if (!inoff)
 		ckc_mutex_lock(&v->lock);
 	off_t off = inoff ? *inoff : (off_t)v->pos, start = off;
-	ssize_t n = real(fd, &off, out, outoff, count);
+	ckc_enter();
+	int fd = ckc_handle_home_fd(v->h, (uint64_t)off, count);
+	ckc_leave();
+	if (fd < 0) {
+		if (!inoff)
+			ckc_mutex_unlock(&v->lock);
+		return CKC_PASS;
+	}
+	ssize_t n = real(fd, &off, out, outoff, count, flags);
 	int e = errno;
 	if (n > 0) {
 		if (inoff)
@@ -789,15 +794,21 @@ static ssize_t copy_from_home(ckc_vfd_t *v, off_t *inoff, int out, off_t *outoff
 	return n < 0 ? -e : n;
 }
 
-static ssize_t real_cfr(int in, off_t *inoff, int out, off_t *outoff, size_t count)
+static ssize_t real_cfr(int in, off_t *inoff, int out, off_t *outoff, size_t count, unsigned flags)
 {
-	return REAL(copy_file_range)(in, inoff, out, outoff, count, 0);
+	return REAL(copy_file_range)(in, inoff, out, outoff, count, flags);
 }
 
-static ssize_t real_sendfile(int in, off_t *inoff, int out, off_t *outoff, size_t count)
+static ssize_t real_sendfile(int in, off_t *inoff, int out, off_t *outoff, size_t count, unsigned flags)
 {
 	(void)outoff; /* sendfile writes at out's position */
+	(void)flags;
 	return REAL(sendfile64)(out, in, inoff, count);
+}
+
+static ssize_t real_splice(int in, off_t *inoff, int out, off_t *outoff, size_t count, unsigned flags)
+{
+	return REAL(splice)(in, inoff, out, outoff, count, flags);
 }
 
 /* Where an emulated copy's pieces go: out, written until each is taken
@@ -969,8 +980,8 @@ static int copy_check(int in, ckc_vfd_t *vin, int out, ckc_vfd_t *vout, enum cop
  * bytes so far published) and the real call runs. Out of a checkpoint only
  * its real file holds, into an untagged descriptor: the real call on that
  * file. Anything else goes through the cache. */
-static ssize_t copy_tagged(int in, off_t *inoff, int out, off_t *outoff, size_t count,
-			   ssize_t (*real)(int, off_t *, int, off_t *, size_t), enum copy_call call)
+static ssize_t copy_tagged(int in, off_t *inoff, int out, off_t *outoff, size_t count, unsigned flags,
+			   ssize_t (*real)(int, off_t *, int, off_t *, size_t, unsigned), enum copy_call call)
 {
 	ckc_vfd_t *vin = ckc_vfd_get(in), *vout = ckc_vfd_get(out);
 	ssize_t n = copy_check(in, vin, out, vout, call);
@@ -981,13 +992,13 @@ static ssize_t copy_tagged(int in, off_t *inoff, int out, off_t *outoff, size_t 
 	if ((inoff && *inoff < 0) || (outoff && *outoff < 0))
 		return call == COPY_CFR ? -EOVERFLOW : -EINVAL;
 	n = CKC_PASS;
-	if (vout && !vin && ckc_vfd_demote(vout) == 0 && !ckc_vfd_get(out)) {
-		n = real(in, inoff, out, outoff, count);
+	if (vout && !vin && call != COPY_SPLICE && ckc_vfd_demote(vout) == 0 && !ckc_vfd_get(out)) {
+		n = real(in, inoff, out, outoff, count, flags);
 		return n < 0 ? -errno : n;
 	}
 	if (vin && !vout)
-		n = copy_from_home(vin, inoff, out, outoff, count, real);
-	return n == CKC_PASS ? copy_emulated(in, inoff, out, outoff, count, 0) : n;
+		n = copy_from_home(vin, inoff, out, outoff, count, flags, real);
+	return n == CKC_PASS ? copy_emulated(in, inoff, out, outoff, count, flags) : n;
 }
 
 CKC_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
@@ -995,7 +1006,7 @@ CKC_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))
 		return REAL(sendfile)(out, in, off, count);
 	int saved = errno;
-	return ckc_result(copy_tagged(in, off, out, NULL, count, real_sendfile, COPY_SENDFILE), saved);
+	return ckc_result(copy_tagged(in, off, out, NULL, count, 0, real_sendfile, COPY_SENDFILE), saved);
 }
 
 CKC_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t count)
@@ -1003,7 +1014,7 @@ CKC_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t count)
 	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))
 		return REAL(sendfile64)(out, in, off, count);
 	int saved = errno;
-	return ckc_result(copy_tagged(in, off, out, NULL, count, real_sendfile, COPY_SENDFILE), saved);
+	return ckc_result(copy_tagged(in, off, out, NULL, count, 0, real_sendfile, COPY_SENDFILE), saved);
 }
 
 CKC_EXPORT ssize_t copy_file_range(int in, off_t *inoff, int out, off_t *outoff, size_t count,
@@ -1016,7 +1027,7 @@ CKC_EXPORT ssize_t copy_file_range(int in, off_t *inoff, int out, off_t *outoff,
 		errno = EINVAL;
 		return -1;
 	}
-	return ckc_result(copy_tagged(in, inoff, out, outoff, count, real_cfr, COPY_CFR), saved);
+	return ckc_result(copy_tagged(in, inoff, out, outoff, count, 0, real_cfr, COPY_CFR), saved);
 }
 
 CKC_EXPORT ssize_t splice(int in, off_t *inoff, int out, off_t *outoff, size_t count,
@@ -1025,6 +1036,5 @@ CKC_EXPORT ssize_t splice(int in, off_t *inoff, int out, off_t *outoff, size_t c
 	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))
 		return REAL(splice)(in, inoff, out, outoff, count, flags);
 	int saved = errno;
-	int rc = copy_check(in, ckc_vfd_get(in), out, ckc_vfd_get(out), COPY_SPLICE);
-	return ckc_result(rc ? rc : copy_emulated(in, inoff, out, outoff, count, flags), saved);
+	return ckc_result(copy_tagged(in, inoff, out, outoff, count, flags, real_splice, COPY_SPLICE), saved);
 }

@@ -177,11 +177,13 @@ void ckc_count_passed_reads(uint64_t n);
  * end) or -errno. */
 ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off);
 
-/* For a reading handle whose checkpoint no cache tier holds (its bytes are
- * only in the real file, which may well be in the page cache): a descriptor
- * of that file, owned by h, for the kernel's own copy calls; -ENOENT when a
- * tier holds them (they are read with ckc_pread then). */
-int ckc_handle_home_fd(ckc_handle_t *h);
+/* For a reading handle whose checkpoint the real file holds as it is: a
+ * descriptor of that file, owned by h, for the kernel's own copy calls of
+ * [off, off + len), where no cache tier holds the bytes (they are only in
+ * the real file, which may well be in the page cache) or where the page
+ * cache holds that range; -ENOENT otherwise (the bytes are read with
+ * ckc_pread then). */
+int ckc_handle_home_fd(ckc_handle_t *h, uint64_t off, uint64_t len);
 
 /* Counts [off, off+len) of h as read by the program from the real file
  * (statistics, and whether the checkpoint was read whole). */

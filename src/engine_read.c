@@ -460,7 +460,30 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	return rc;
 }
 
-int ckc_handle_home_fd(ckc_handle_t *h)
+/* Whether the real file holds o's bytes (published, or imported and
+ * never rewritten): what a read of it gets. Where a tier holds them too,
+ * only once no writer can change them (also_held). Lock held. */
+static bool home_holds(const ckc_obj_t *o, bool also_held)
+{
+	return !o->retired && (o->at_home || (o->from_home && !o->rescue)) &&
+	       (!also_held || (o->complete && o->writers == 0));
+}
+
+/* Whether the page cache holds [off, off + len) of the real file fd
+ * (clipped to size): a copy from there runs at memory speed. */
+static bool home_range_cached(int fd, uint64_t off, uint64_t len, uint64_t size)
+{
+	if (off >= size)
+		return true; /* (the kernel's copy ends there) */
+	if (len > size - off)
+		len = size - off;
+	const uint64_t pg = 4096;
+	uint64_t first = off / pg * pg, span = off + len - first;
+	int64_t n = sys_cached(fd, first, span);
+	return n >= 0 && (uint64_t)n >= span;
+}
+
+int ckc_handle_home_fd(ckc_handle_t *h, uint64_t off, uint64_t len)
 {
 	ckc_obj_t *o = h->o;
 	int fd = -ENOENT;
@@ -468,11 +491,12 @@ int ckc_handle_home_fd(ckc_handle_t *h)
 	if (h->writer)
 		return -ENOENT;
 	ckc_mutex_lock(&ckc_eng.lock);
-	bool home_only = ckc_best_level(o) == ckc_eng.ntier - 1 && !o->retired &&
-			 (o->at_home || (o->from_home && !o->rescue));
-	char *key = home_only && h->home_fd < 0 ? strdup(o->key) : NULL;
+	bool home_only = ckc_best_level(o) == ckc_eng.ntier - 1;
+	bool held = home_holds(o, !home_only);
+	uint64_t size = o->size;
+	char *key = held && h->home_fd < 0 ? strdup(o->key) : NULL;
 	eng_unlock();
-	if (!home_only)
+	if (!held)
 		return -ENOENT;
 	if (key) {
 		/* opened like a read from there opens it (ckc_home_read) */
@@ -489,9 +513,14 @@ int ckc_handle_home_fd(ckc_handle_t *h)
 		if (f >= 0)
 			sys_close(f); /* opened by another read meanwhile */
 	}
+	/* a tier holds them too: the real file serves the copy where the page
+	 * cache holds the range (the kernel's copy, as without the library) */
+	if (!home_only && !home_range_cached(h->home_fd, off, len, size))
+		return -ENOENT;
 	ckc_mutex_lock(&ckc_eng.lock);
-	/* a checkpoint promoted or rewritten meanwhile is read through the cache */
-	if (ckc_best_level(o) == ckc_eng.ntier - 1 && !o->retired)
+	/* a checkpoint promoted, rewritten or replaced meanwhile is read
+	 * through the cache */
+	if ((ckc_best_level(o) == ckc_eng.ntier - 1 || !home_only) && home_holds(o, !home_only) && o->size == size)
 		fd = h->home_fd;
 	eng_unlock();
 	return fd;

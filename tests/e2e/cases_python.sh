@@ -997,6 +997,88 @@ for name, f in (("copy_file_range in", lambda: os.copy_file_range(src, dst, 10, 
 	done
 }
 case_add python/sendfile-into-streams python_sendfile_streams
+
+# sendfile, splice and copy_file_range out of checkpoints the cache holds
+# whose real files hold them too (published by fsync, so in the page
+# cache): the kernel's own copy from the real file, as without the library
+# (pipe and socket, by position and by offset, a part from the middle, to
+# the end and past it), not a copy through the library's memory; the same
+# bytes, positions and counts as without the library.
+python_sendfile_published() {
+	local prog='
+import os, socket, sys
+d = sys.argv[1]
+data = [bytes((i * 7 + (i >> 9) + k) & 255 for i in range((3 << 20) + 1000 * k)) for k in range(3)]
+for k in range(3):
+    with open(f"{d}/p{k}.bin", "w+b") as f:
+        f.write(data[k])
+        f.flush()
+        os.fsync(f.fileno())
+def drain(r, n):
+    got = b""
+    while len(got) < n:
+        got += os.read(r, n - len(got))
+    return got
+# into a pipe, by offset and by position, in pieces the pipe holds
+for k, call in ((0, "sendfile"), (1, "splice")):
+    for where in ("offset", "position"):
+        fd = os.open(f"{d}/p{k}.bin", os.O_RDONLY)
+        r, w = os.pipe()
+        got, off = b"", 0
+        while True:
+            at = None if where == "position" else off
+            n = os.sendfile(w, fd, at, 65536) if call == "sendfile" else os.splice(fd, w, 65536, offset_src=at)
+            if not n:
+                break
+            off += n
+            got += drain(r, n)
+        print(call, where, got == data[k], off, os.lseek(fd, 0, os.SEEK_CUR))
+        for x in (r, w, fd):
+            os.close(x)
+# into a socket a thread reads, whole; a part from the middle
+import threading
+a, b = socket.socketpair()
+recv = bytearray()
+def reader():
+    while True:
+        x = b.recv(1 << 20)
+        if not x:
+            break
+        recv.extend(x)
+t = threading.Thread(target=reader)
+t.start()
+with open(f"{d}/p2.bin", "rb") as f:
+    sent = a.sendfile(f)
+    os.lseek(f.fileno(), 12345, os.SEEK_SET)
+    part = os.sendfile(a.fileno(), f.fileno(), None, 100000)
+    pos = f.tell()
+a.shutdown(socket.SHUT_WR)
+t.join()
+print("socket", sent, part, pos, bytes(recv) == data[2] + data[2][12345:12345 + 100000])
+# copy_file_range into a file the library does not hold; past the end
+fd = os.open(f"{d}/p1.bin", os.O_RDONLY)
+out = os.open(f"{d}.copy", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+n1 = os.copy_file_range(fd, out, 1 << 20, 4096, 0)
+n2 = os.copy_file_range(fd, out, 8 << 20, None, None)
+n3 = os.copy_file_range(fd, out, 10, len(data[1]) + 5)
+print("copy_file_range", n1, n2, n3, os.lseek(fd, 0, os.SEEK_CUR))
+os.close(out)
+os.close(fd)
+want = bytearray(data[1][4096:4096 + n1])
+want[0:n2] = data[1][0:n2]
+with open(f"{d}.copy", "rb") as f:
+    print("copied", f.read() == bytes(want))
+'
+	same_output "sendfile, splice and copy_file_range out of published checkpoints" "$prog"
+	# every byte came from the real files (the page cache), none through the host tier
+	stats_ok host.hits==0 home.hits\>0
+	local k
+	for k in 0 1 2; do
+		same plainrun/p$k.bin ck/p$k.bin "p$k.bin at its real path"
+	done
+	same plainrun.copy ck.copy "the copy_file_range copy"
+}
+case_add python/sendfile-published python_sendfile_published
 case_add python/mtime-last-write python_mtime_last_write
 case_add python/file-as-folder python_file_as_folder
 case_add python/xattr-rewrite python_xattr_rewrite
