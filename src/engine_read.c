@@ -469,14 +469,21 @@ static bool home_holds(const ckc_obj_t *o, bool also_held)
 	       (!also_held || (o->complete && o->writers == 0));
 }
 
+/* A copy call's range is looked at up to this far (the look without
+ * cachestat maps the range and takes a byte a page). */
+#define HOME_LOOK_MAX ((uint64_t)256 << 20)
+
 /* Whether the page cache holds [off, off + len) of the real file fd
- * (clipped to size): a copy from there runs at memory speed. */
+ * (clipped to size, and to HOME_LOOK_MAX): a copy from there runs at
+ * memory speed. */
 static bool home_range_cached(int fd, uint64_t off, uint64_t len, uint64_t size)
 {
 	if (off >= size)
 		return true; /* (the kernel's copy ends there) */
 	if (len > size - off)
 		len = size - off;
+	if (len > HOME_LOOK_MAX)
+		len = HOME_LOOK_MAX;
 	const uint64_t pg = 4096;
 	uint64_t first = off / pg * pg, span = off + len - first;
 	int64_t n = sys_cached(fd, first, span);
