@@ -767,30 +767,38 @@ static ssize_t copy_from_home(ckc_vfd_t *v, off_t *inoff, int out, off_t *outoff
 {
 	if (ckc_px_vfd_usable(v) || (v->flags & O_ACCMODE) == O_WRONLY)
 		return CKC_PASS;
-	if (!inoff)
+	/* by the descriptor's position: taken, and set after the call, as
+	 * the kernel's sendfile does; the descriptor is not locked while the
+	 * call waits for the output (another thread's read, lseek or fstat
+	 * of it goes on meanwhile) */
+	off_t off;
+	if (inoff) {
+		off = *inoff;
+	} else {
 		ckc_mutex_lock(&v->lock);
-	off_t off = inoff ? *inoff : (off_t)v->pos, start = off;
+		off = (off_t)v->pos;
+		ckc_mutex_unlock(&v->lock);
+	}
+	off_t start = off;
 	ckc_enter();
 	int fd = ckc_handle_home_fd(v->h, (uint64_t)off, count);
 	ckc_leave();
-	if (fd < 0) {
-		if (!inoff)
-			ckc_mutex_unlock(&v->lock);
+	if (fd < 0)
 		return CKC_PASS;
-	}
 	ssize_t n = real(fd, &off, out, outoff, count, flags);
 	int e = errno;
 	if (n > 0) {
-		if (inoff)
+		if (inoff) {
 			*inoff = off;
-		else
+		} else {
+			ckc_mutex_lock(&v->lock);
 			v->pos = (uint64_t)off;
+			ckc_mutex_unlock(&v->lock);
+		}
 		ckc_enter();
 		ckc_handle_note_read(v->h, (uint64_t)start, (uint64_t)n);
 		ckc_leave();
 	}
-	if (!inoff)
-		ckc_mutex_unlock(&v->lock);
 	return n < 0 ? -e : n;
 }
 

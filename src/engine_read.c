@@ -461,12 +461,14 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 }
 
 /* Whether the real file holds o's bytes (published, or imported and
- * never rewritten): what a read of it gets. Where a tier holds them too,
- * only once no writer can change them (also_held). Lock held. */
+ * never rewritten): what a read of it gets. Where a tier holds them too
+ * (also_held), only once no writer can change them and no publication or
+ * rename is moving a file to its path. Lock held. */
 static bool home_holds(const ckc_obj_t *o, bool also_held)
 {
 	return !o->retired && (o->at_home || (o->from_home && !o->rescue)) &&
-	       (!also_held || (o->complete && o->writers == 0));
+	       (!also_held || (o->complete && o->writers == 0 && !o->home_busy && o->base.known &&
+			       o->base.exists));
 }
 
 /* A copy call's range is looked at up to this far (the look without
@@ -501,6 +503,7 @@ int ckc_handle_home_fd(ckc_handle_t *h, uint64_t off, uint64_t len)
 	bool home_only = ckc_best_level(o) == ckc_eng.ntier - 1;
 	bool held = home_holds(o, !home_only);
 	uint64_t size = o->size;
+	ckc_fid_t base = o->base;
 	char *key = held && h->home_fd < 0 ? strdup(o->key) : NULL;
 	eng_unlock();
 	if (!held)
@@ -520,10 +523,20 @@ int ckc_handle_home_fd(ckc_handle_t *h, uint64_t off, uint64_t len)
 		if (f >= 0)
 			sys_close(f); /* opened by another read meanwhile */
 	}
-	/* a tier holds them too: the real file serves the copy where the page
-	 * cache holds the range (the kernel's copy, as without the library) */
-	if (!home_only && !home_range_cached(h->home_fd, off, len, size))
-		return -ENOENT;
+	if (!home_only) {
+		/* a tier holds them too: the real file serves the copy where it
+		 * is the very file the version was published as (not one a
+		 * rename is replacing, nor another process's), and where the
+		 * page cache holds the range (the kernel's copy, as without
+		 * the library) */
+		struct stat st;
+		ckc_fid_t id;
+		if (sys_fstat(h->home_fd, &st) != 0)
+			return -ENOENT;
+		ckc_fid_of(&st, &id);
+		if (!id.known || !ckc_fid_same(&base, &id) || !home_range_cached(h->home_fd, off, len, size))
+			return -ENOENT;
+	}
 	ckc_mutex_lock(&ckc_eng.lock);
 	/* a checkpoint promoted, rewritten or replaced meanwhile is read
 	 * through the cache */

@@ -1079,6 +1079,112 @@ with open(f"{d}.copy", "rb") as f:
 	same plainrun.copy ck.copy "the copy_file_range copy"
 }
 case_add python/sendfile-published python_sendfile_published
+
+# A thread's sendfile or splice by a descriptor's position, waiting for
+# room in a pipe, out of a published checkpoint and out of a file of an
+# earlier run (the kernel's copy on the real file): another thread's
+# fstat, read and lseek of that descriptor go on meanwhile, as without the
+# library (they waited for the copy, which waited for that thread: a hang).
+python_sendfile_blocked() {
+	local prog='
+import os, subprocess, sys, threading
+d = sys.argv[1]
+data = bytes(range(256)) * 4096
+env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+subprocess.run([sys.executable, "-c", f"open({d!r} + \"/old.bin\", \"wb\").write(bytes(range(256)) * 4096)"],
+               env=env, check=True)
+with open(f"{d}/new.bin", "wb") as f:
+    f.write(data)
+    f.flush()
+    os.fsync(f.fileno())
+for name in ("new.bin", "old.bin"):
+    open(f"{d}/{name}", "rb").read()
+    for call in ("sendfile", "splice"):
+        for other in ("fstat", "read", "lseek"):
+            fd = os.open(f"{d}/{name}", os.O_RDONLY)
+            r, w = os.pipe()
+            filled = threading.Event()
+            def producer():
+                n = os.sendfile(w, fd, None, 65536) if call == "sendfile" else os.splice(fd, w, 65536)
+                filled.set()
+                os.sendfile(w, fd, None, 65536) if call == "sendfile" else os.splice(fd, w, 65536)
+            t = threading.Thread(target=producer, daemon=True)
+            t.start()
+            filled.wait(5)
+            import time
+            time.sleep(0.1)  # (the producer waits for room in the full pipe)
+            res = []
+            def look():
+                if other == "fstat":
+                    res.append(os.fstat(fd).st_size)
+                elif other == "read":
+                    res.append(len(os.read(fd, 10)))
+                else:
+                    res.append(os.lseek(fd, 0, os.SEEK_CUR) >= 0)
+            b = threading.Thread(target=look, daemon=True)
+            b.start()
+            b.join(3)
+            went_on = not b.is_alive()
+            got = b""
+            while len(got) < 65536 * 2 - (10 if other == "read" and res else 0) and t.is_alive():
+                got += os.read(r, 1 << 16)
+            t.join(5)
+            print(name, call, other, "went on while the copy waited:", went_on, res if went_on else "",
+                  "copy done:", not t.is_alive())
+            os.close(r)
+            os.close(w)
+            os.close(fd)
+'
+	same_output "fstat, read and lseek while a sendfile of the descriptor waits" "$prog"
+	same plainrun/new.bin ck/new.bin "new.bin at its real path"
+}
+case_add python/sendfile-blocked-descriptor python_sendfile_blocked
+
+# A version published under another name and open for reading, renamed
+# over a published checkpoint, the rename of its real file slowed (a
+# parallel file system's metadata): a sendfile or splice of that
+# descriptor meanwhile sends its version's bytes, as many as its fstat
+# says (the real path still held the old file, which the copy sent).
+python_sendfile_renamed_over() {
+	local prog='
+import os, sys, threading, time
+d = sys.argv[1]
+p = f"{d}/v.bin"
+def write(path, b):
+    with open(path, "wb") as f:
+        f.write(b)
+        f.flush()
+        os.fsync(f.fileno())
+for call in ("sendfile", "splice"):
+    write(p, b"\x01" * 70000)
+    open(p, "rb").read()
+    write(p + ".tmp", b"\x02" * 50000)
+    open(p + ".tmp", "rb").read()
+    fd = os.open(p + ".tmp", os.O_RDONLY)
+    size = os.fstat(fd).st_size
+    t = threading.Thread(target=os.rename, args=(p + ".tmp", p))
+    t.start()
+    time.sleep(0.005)  # (within the rename)
+    r, w = os.pipe()
+    got = b""
+    while True:
+        n = os.sendfile(w, fd, None, 65536) if call == "sendfile" else os.splice(fd, w, 65536)
+        if not n:
+            break
+        while n > 0:
+            x = os.read(r, n)
+            got += x
+            n -= len(x)
+    t.join()
+    print(call, size, len(got), sorted(set(got)))
+    for x in (r, w, fd):
+        os.close(x)
+    os.unlink(p)
+'
+	SLOW_US=30000 same_output "a sendfile of a version renamed over a checkpoint, during the rename" "$prog" SLOWFS_OPS=rename
+	absent ck/v.bin "v.bin (removed by the program)"
+}
+case_add python/sendfile-renamed-over python_sendfile_renamed_over
 case_add python/mtime-last-write python_mtime_last_write
 case_add python/file-as-folder python_file_as_folder
 case_add python/xattr-rewrite python_xattr_rewrite
