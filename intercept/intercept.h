@@ -617,6 +617,10 @@ int ckc_px_hole_aside(ckc_vfd_t *v, uint64_t to);
  * holds files of a TiB). */
 #define CKC_SEEK_ASK_FROM ((off_t)1 << 40)
 bool ckc_px_seek_fits(const ckc_vfd_t *v, off_t r);
+/* The most bytes one read, write, vector or copy call moves, as the
+ * kernel caps them (MAX_RW_COUNT: INT_MAX rounded down to a page): a
+ * program's call on a tagged descriptor asking for more moves this many. */
+#define CKC_RW_MAX ((size_t)0x7ffff000)
 /* ckc_open_tagged's answer when the path is not for the cache: call the
  * real function. */
 #define CKC_PASS (-4096)

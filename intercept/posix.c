@@ -328,18 +328,20 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 		ckc_mutex_lock(&v->lock);
 		off = append ? (off_t)ckc_handle_size(v->h) : (off_t)v->pos;
 	}
-	for (int i = 0; i < cnt; i++) {
-		if (iov[i].iov_len == 0)
+	for (int i = 0; i < cnt && (size_t)total < CKC_RW_MAX; i++) {
+		/* (all the pieces together move at most CKC_RW_MAX bytes) */
+		size_t len = iov[i].iov_len < CKC_RW_MAX - (size_t)total ? iov[i].iov_len : CKC_RW_MAX - (size_t)total;
+		if (len == 0)
 			continue;
-		ssize_t r = wr ? ckc_vfd_pwrite(v, iov[i].iov_base, iov[i].iov_len, off + total) :
-				 ckc_vfd_pread(v, iov[i].iov_base, iov[i].iov_len, off + total);
+		ssize_t r = wr ? ckc_vfd_pwrite(v, iov[i].iov_base, len, off + total) :
+				 ckc_vfd_pread(v, iov[i].iov_base, len, off + total);
 		if (r < 0) {
 			if (total == 0)
 				total = r;
 			break;
 		}
 		total += r;
-		if ((size_t)r < iov[i].iov_len)
+		if ((size_t)r < len)
 			break;
 	}
 	if (use_pos || append) {

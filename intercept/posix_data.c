@@ -32,7 +32,7 @@ static __attribute__((noinline)) ssize_t read_tagged(int fd, void *buf, size_t n
 	if (!v)
 		return REAL(read)(fd, buf, n);
 	int saved = errno;
-	long r = ckc_vfd_read(v, buf, n);
+	long r = ckc_vfd_read(v, buf, n < CKC_RW_MAX ? n : CKC_RW_MAX);
 	if (ckc_px_handed_over(&r, v))
 		return REAL(read)(fd, buf, n);
 	return ckc_result(r, saved);
@@ -44,7 +44,7 @@ static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, s
 	if (!v)
 		return REAL(write)(fd, buf, n);
 	int saved = errno;
-	long r = ckc_vfd_write(v, buf, n);
+	long r = ckc_vfd_write(v, buf, n < CKC_RW_MAX ? n : CKC_RW_MAX);
 	if (ckc_px_handed_over(&r, v))
 		return REAL(write)(fd, buf, n);
 	return ckc_result(r, saved);
@@ -57,7 +57,7 @@ static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t 
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
-	long r = ckc_vfd_pread(v, buf, n, off);
+	long r = ckc_vfd_pread(v, buf, n < CKC_RW_MAX ? n : CKC_RW_MAX, off);
 	if (ckc_px_handed_over(&r, v))
 		return real(fd, buf, n, off);
 	return ckc_result(r, saved);
@@ -70,7 +70,7 @@ static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, 
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
-	long r = ckc_px_vfd_pwrite(v, buf, n, off);
+	long r = ckc_px_vfd_pwrite(v, buf, n < CKC_RW_MAX ? n : CKC_RW_MAX, off);
 	if (ckc_px_handed_over(&r, v))
 		return real(fd, buf, n, off);
 	return ckc_result(r, saved);

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <linux/close_range.h>
 #include <linux/falloc.h>
+#include <poll.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/statvfs.h>
@@ -905,10 +906,33 @@ static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_
 			piece = (size_t)cap;
 		(void)copy_out_pipe(&o, &piece); /* (else written, as into a file) */
 	}
+	/* out of a pipe or a socket, as the kernel's splice out of one: the
+	 * call waits for the first bytes (not at all with SPLICE_F_NONBLOCK),
+	 * and moves more only while more is there */
+	struct stat ist;
+	bool stream = !inoff && !ckc_vfd_get(in) && REAL(fstat)(in, &ist) == 0 &&
+		      (S_ISFIFO(ist.st_mode) || S_ISSOCK(ist.st_mode));
+	/* into a pipe, out of a file: the kernel's pipe takes a page a slot,
+	 * the first from the offset to the end of its page */
+	size_t skew = 0;
+	if (o.pipe[1] >= 0 && count > piece) {
+		off_t at = inoff ? *inoff : lseek(in, 0, SEEK_CUR);
+		skew = at > 0 ? (size_t)(at % 4096) : 0;
+	}
 	char *buf = malloc(piece);
 	ssize_t total = 0;
 	while (buf && (size_t)total < count) {
 		size_t want = count - (size_t)total < piece ? count - (size_t)total : piece;
+		if (total == 0 && skew && want == piece && piece > skew)
+			want = piece - skew;
+		if (stream && (total > 0 || (flags & SPLICE_F_NONBLOCK))) {
+			struct pollfd pf = { .fd = in, .events = POLLIN };
+			if (poll(&pf, 1, 0) <= 0) {
+				if (total == 0)
+					total = -EAGAIN;
+				break;
+			}
+		}
 		ssize_t n = inoff ? pread(in, buf, want, *inoff) : read(in, buf, want);
 		if (n <= 0) {
 			if (n < 0 && total == 0)
@@ -981,6 +1005,21 @@ static int copy_check(int in, ckc_vfd_t *vin, int out, ckc_vfd_t *vout, enum cop
 	return 0;
 }
 
+/* Whether a copy_file_range of count bytes within one checkpoint has
+ * overlapping ranges (the kernel refuses them with EINVAL): the range read
+ * is what the file holds from the input's offset, at most count. */
+static bool copy_overlaps(ckc_vfd_t *vin, const off_t *inoff, ckc_vfd_t *vout, const off_t *outoff, size_t count)
+{
+	if (strcmp(vin->path, vout->path) != 0)
+		return false;
+	uint64_t at_in = inoff ? (uint64_t)*inoff : vin->pos, at_out = outoff ? (uint64_t)*outoff : vout->pos;
+	uint64_t size = ckc_handle_size(vin->h);
+	if (at_in >= size)
+		return false;
+	uint64_t n = size - at_in < count ? size - at_in : count;
+	return at_out + n > at_in && at_out < at_in + n;
+}
+
 /* A copy call with a tagged side. Into a checkpoint from an untagged file
  * (cp's copy_file_range): the kernel copies into a file in one pass, where
  * the cache would take the bytes through user memory and write them again
@@ -999,6 +1038,10 @@ static ssize_t copy_tagged(int in, off_t *inoff, int out, off_t *outoff, size_t 
 	 * EOVERFLOW; a read at it would say EINVAL) */
 	if ((inoff && *inoff < 0) || (outoff && *outoff < 0))
 		return call == COPY_CFR ? -EOVERFLOW : -EINVAL;
+	if (count > CKC_RW_MAX)
+		count = CKC_RW_MAX;
+	if (call == COPY_CFR && vin && vout && copy_overlaps(vin, inoff, vout, outoff, count))
+		return -EINVAL;
 	n = CKC_PASS;
 	if (vout && !vin && call != COPY_SPLICE && ckc_vfd_demote(vout) == 0 && !ckc_vfd_get(out)) {
 		n = real(in, inoff, out, outoff, count, flags);

@@ -1185,6 +1185,64 @@ for call in ("sendfile", "splice"):
 	absent ck/v.bin "v.bin (removed by the program)"
 }
 case_add python/sendfile-renamed-over python_sendfile_renamed_over
+
+# The kernel's answers to copy calls with a checkpoint on one side, where
+# the library makes the copy: a splice into a checkpoint out of an empty
+# pipe with SPLICE_F_NONBLOCK (EAGAIN: it waited), out of a pipe holding
+# exactly 1 MiB with more asked (that MiB: it waited for more); a
+# copy_file_range within one checkpoint whose ranges overlap (EINVAL: it
+# copied); sendfile and splice into a pipe out of a checkpoint, from an
+# offset within a page (the pipe takes the rest of that page, then whole
+# pages: it counted whole pipe-fuls). Counts, errors, positions and the
+# files compared with the program without the library.
+python_copy_kernel_answers() {
+	local prog='
+import errno, fcntl, os, signal, sys
+d = sys.argv[1]
+signal.alarm(20)  # (a call that waits for nothing ends the program)
+def call(name, f):
+    try:
+        print(name, f())
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+fd = os.open(f"{d}/in.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+r, w = os.pipe()
+call("empty pipe, nonblock, by position", lambda: os.splice(r, fd, 4096, flags=os.SPLICE_F_NONBLOCK))
+call("empty pipe, nonblock, at an offset", lambda: os.splice(r, fd, 4096, offset_dst=0, flags=os.SPLICE_F_NONBLOCK))
+fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 1 << 20)
+os.write(w, bytes(range(256)) * 4096)
+call("a full pipe of 1 MiB, 2 MiB asked", lambda: os.splice(r, fd, 2 << 20))
+print("position", os.lseek(fd, 0, os.SEEK_CUR))
+os.close(w)
+call("a pipe whose writer is gone", lambda: os.splice(r, fd, 4096))
+os.close(r)
+os.close(fd)
+fd = os.open(f"{d}/same.bin", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, bytes(range(200)))
+os.lseek(fd, 0, os.SEEK_SET)
+for n, a, b in ((100, 0, 50), (100, 50, 0), (10, 0, 0), (50, 0, 100), (10, 300, 0)):
+    call(f"copy_file_range within one file {n} {a} {b}", lambda: os.copy_file_range(fd, fd, n, a, b))
+call("copy_file_range within one file by position", lambda: os.copy_file_range(fd, fd, 100))
+print("position", os.lseek(fd, 0, os.SEEK_CUR))
+os.close(fd)
+with open(f"{d}/rw.bin", "w+b") as f:
+    f.write(bytes(range(256)) * 4096)
+    f.flush()
+    for how in ("sendfile", "splice"):
+        for at in (777, 4096, 0):
+            r, w = os.pipe()
+            call(f"{how} into a pipe from {at}", lambda: os.sendfile(w, f.fileno(), at, 1 << 20) if how == "sendfile"
+                 else os.splice(f.fileno(), w, 1 << 20, offset_src=at))
+            os.close(r)
+            os.close(w)
+'
+	same_output "copy calls answered as the kernel answers them" "$prog"
+	local f
+	for f in in same rw; do
+		same plainrun/$f.bin ck/$f.bin "$f.bin at its real path"
+	done
+}
+case_add python/copy-kernel-answers python_copy_kernel_answers
 case_add python/mtime-last-write python_mtime_last_write
 case_add python/file-as-folder python_file_as_folder
 case_add python/xattr-rewrite python_xattr_rewrite
