@@ -87,6 +87,10 @@ void ckc_term_install(double wait_s);
  * the end by signal, the caller waiting for it (CKPTCACHE_TERM_WAIT at
  * most); false where there is no such thread. */
 bool ckc_term_exit_drain(void);
+/* The program set sig's disposition back to the default (sigaction,
+ * signal) after the end by signal was set up: the library's handler takes
+ * its place again, as at the start (the program reads SIG_DFL back). */
+void ckc_term_default_set(int sig);
 /* Whether sa is the library's own end-by-signal handler, which the
  * program is told is the default (it was, before the library set it). */
 bool ckc_term_handler_is(const struct sigaction *sa);

@@ -629,10 +629,15 @@ static void old_as_set(struct sigaction *old)
 CKC_START_PATH CKC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	int rc;
-	if (sig == SIGSEGV && !ckc_in_vfork_child() && ckc_owed_sigaction(act, old) == 0)
+	if (sig == SIGSEGV && !ckc_in_vfork_child() && ckc_owed_sigaction(act, old) == 0) {
 		rc = 0;
-	else
+	} else {
 		rc = ckc_sig_action(sig, act, old, ckc_in_vfork_child(), ckc_real_sigaction);
+		/* the default set again, after the cache began: the end by
+		 * signal drains it first, as where the default was left */
+		if (rc == 0 && act && act->sa_handler == SIG_DFL && !ckc_in_vfork_child())
+			ckc_term_default_set(sig);
+	}
 	if (rc == 0 && act && ckc_sig_deferrable(sig) && act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN &&
 	    !atomic_load_explicit(&alloc_handlers, memory_order_relaxed) &&
 	    !atomic_exchange(&alloc_handlers, true) && ckc_engine_started())

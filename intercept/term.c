@@ -47,12 +47,18 @@ static uint64_t term_now(void)
 /* Installs the library's handler: in front of the program's (the faults'
  * handler of device capture stays in front, as it does of the program's),
  * and never deferred (src/sigdefer.h) behind the library's own. */
+/* Set while the library itself sets a disposition: a default it sets back
+ * (for the signal to end the process) is not the program's. */
+static __thread bool term_setting;
+
 static void term_sigaction(int sig, const struct sigaction *sa)
 {
+	term_setting = true;
 	if (ckc_sig_deferrable(sig))
 		ckc_real_sigaction(sig, sa, NULL);
 	else
 		sigaction(sig, sa, NULL);
+	term_setting = false;
 }
 
 /* Back to the default disposition: the next delivery ends the process. */
@@ -165,6 +171,27 @@ bool ckc_term_exit_drain(void)
 	return true;
 }
 
+static void term_catch(int sig)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = term_handler;
+	sigfillset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART | SA_SIGINFO;
+	term_sigaction(sig, &sa);
+}
+
+void ckc_term_default_set(int sig)
+{
+	/* (not once a signal's end began: the default then ends the process) */
+	if (term_setting || ckc_io_guard || !atomic_load(&term_running) || atomic_load(&term_sig) != 0 ||
+	    getpid() != term_pid)
+		return;
+	for (int i = 0; i < TERM_NSIGS; i++)
+		if (term_sigs[i] == sig)
+			term_catch(sig);
+}
+
 void ckc_term_install(double wait_s)
 {
 	static bool installed;
@@ -185,16 +212,12 @@ void ckc_term_install(double wait_s)
 		return;
 	}
 	for (int i = 0; i < TERM_NSIGS; i++) {
-		struct sigaction cur, sa;
+		struct sigaction cur;
 		/* the program's own handler (or SIG_IGN) is left alone: if it
 		 * ends the program with exit(), the exit drain runs */
 		if (sigaction(term_sigs[i], NULL, &cur) != 0 || cur.sa_handler != SIG_DFL ||
 		    (cur.sa_flags & SA_SIGINFO))
 			continue;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = term_handler;
-		sigfillset(&sa.sa_mask);
-		sa.sa_flags = SA_RESTART | SA_SIGINFO;
-		term_sigaction(term_sigs[i], &sa);
+		term_catch(term_sigs[i]);
 	}
 }
