@@ -23,6 +23,12 @@
 
 /* ---- data ------------------------------------------------------------ */
 
+/* What one call moves at most (CKC_RW_MAX, as the kernel). */
+static inline size_t rw_len(size_t n)
+{
+	return n < CKC_RW_MAX ? n : CKC_RW_MAX;
+}
+
 /* The tagged halves of the hottest calls, out of line: the untagged path,
  * which all of a program's other I/O takes, stays a table load and a jump
  * to libc. A number whose placeholder is gone is passed to libc too. */
@@ -32,7 +38,7 @@ static __attribute__((noinline)) ssize_t read_tagged(int fd, void *buf, size_t n
 	if (!v)
 		return REAL(read)(fd, buf, n);
 	int saved = errno;
-	long r = ckc_vfd_read(v, buf, n < CKC_RW_MAX ? n : CKC_RW_MAX);
+	long r = ckc_vfd_read(v, buf, rw_len(n));
 	if (ckc_px_handed_over(&r, v))
 		return REAL(read)(fd, buf, n);
 	return ckc_result(r, saved);
@@ -44,7 +50,7 @@ static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, s
 	if (!v)
 		return REAL(write)(fd, buf, n);
 	int saved = errno;
-	long r = ckc_vfd_write(v, buf, n < CKC_RW_MAX ? n : CKC_RW_MAX);
+	long r = ckc_vfd_write(v, buf, rw_len(n));
 	if (ckc_px_handed_over(&r, v))
 		return REAL(write)(fd, buf, n);
 	return ckc_result(r, saved);
@@ -57,7 +63,7 @@ static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t 
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
-	long r = ckc_vfd_pread(v, buf, n < CKC_RW_MAX ? n : CKC_RW_MAX, off);
+	long r = ckc_vfd_pread(v, buf, rw_len(n), off);
 	if (ckc_px_handed_over(&r, v))
 		return real(fd, buf, n, off);
 	return ckc_result(r, saved);
@@ -70,7 +76,7 @@ static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, 
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
-	long r = ckc_px_vfd_pwrite(v, buf, n < CKC_RW_MAX ? n : CKC_RW_MAX, off);
+	long r = ckc_px_vfd_pwrite(v, buf, rw_len(n), off);
 	if (ckc_px_handed_over(&r, v))
 		return real(fd, buf, n, off);
 	return ckc_result(r, saved);

@@ -891,14 +891,14 @@ static void copy_unread(int in, off_t *inoff, ssize_t n)
 /* Copies count bytes from in to out through a buffer, with each side's
  * offset pointer (NULL: the descriptor's position), as the wrappers would;
  * out of a checkpoint into a pipe, as the kernel copies into one (flags:
- * splice's). */
-static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_t count, unsigned flags)
+ * splice's; tin, tout: the descriptors' file types, copy_check's). */
+static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_t count, unsigned flags, mode_t tin,
+			     mode_t tout)
 {
 	struct copy_out o = { .fd = out, .off = outoff, .pipe = { -1, -1 }, .flags = flags };
 	size_t piece = count < (1u << 20) ? (count ? count : 1) : (1u << 20);
-	struct stat ost;
-	if (!outoff && ckc_vfd_get(in) && !ckc_vfd_get(out) && REAL(fstat)(out, &ost) == 0 &&
-	    S_ISFIFO(ost.st_mode)) {
+	bool vin = ckc_vfd_get(in) != NULL;
+	if (!outoff && vin && !ckc_vfd_get(out) && S_ISFIFO(tout)) {
 		/* pieces of what out holds: more would be read from the
 		 * checkpoint to be given back */
 		int cap = REAL(fcntl)(out, F_GETPIPE_SZ);
@@ -909,9 +909,7 @@ static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_
 	/* out of a pipe or a socket, as the kernel's splice out of one: the
 	 * call waits for the first bytes (not at all with SPLICE_F_NONBLOCK),
 	 * and moves more only while more is there */
-	struct stat ist;
-	bool stream = !inoff && !ckc_vfd_get(in) && REAL(fstat)(in, &ist) == 0 &&
-		      (S_ISFIFO(ist.st_mode) || S_ISSOCK(ist.st_mode));
+	bool stream = !inoff && !vin && (S_ISFIFO(tin) || S_ISSOCK(tin));
 	/* into a pipe, out of a file: the kernel's pipe takes a page a slot,
 	 * the first from the offset to the end of its page */
 	size_t skew = 0;
@@ -984,10 +982,13 @@ static int copy_fd_flags(int fd, ckc_vfd_t *v, mode_t *type)
 	return fl < 0 ? -EBADF : fl;
 }
 
-static int copy_check(int in, ckc_vfd_t *vin, int out, ckc_vfd_t *vout, enum copy_call call)
+static int copy_check(int in, ckc_vfd_t *vin, int out, ckc_vfd_t *vout, enum copy_call call, mode_t *tinp,
+		      mode_t *toutp)
 {
 	mode_t tin, tout;
 	int fin = copy_fd_flags(in, vin, &tin), fout = copy_fd_flags(out, vout, &tout);
+	*tinp = tin;
+	*toutp = tout;
 	if (fin < 0 || fout < 0)
 		return -EBADF;
 	/* copy_file_range copies between files only */
@@ -1031,7 +1032,8 @@ static ssize_t copy_tagged(int in, off_t *inoff, int out, off_t *outoff, size_t 
 			   ssize_t (*real)(int, off_t *, int, off_t *, size_t, unsigned), enum copy_call call)
 {
 	ckc_vfd_t *vin = ckc_vfd_get(in), *vout = ckc_vfd_get(out);
-	ssize_t n = copy_check(in, vin, out, vout, call);
+	mode_t tin, tout;
+	ssize_t n = copy_check(in, vin, out, vout, call, &tin, &tout);
 	if (n)
 		return n;
 	/* a negative offset: the kernel's answer (copy_file_range's is
@@ -1049,7 +1051,7 @@ static ssize_t copy_tagged(int in, off_t *inoff, int out, off_t *outoff, size_t 
 	}
 	if (vin && !vout)
 		n = copy_from_home(vin, inoff, out, outoff, count, flags, real);
-	return n == CKC_PASS ? copy_emulated(in, inoff, out, outoff, count, flags) : n;
+	return n == CKC_PASS ? copy_emulated(in, inoff, out, outoff, count, flags, tin, tout) : n;
 }
 
 CKC_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)

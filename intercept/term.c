@@ -44,13 +44,13 @@ static uint64_t term_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Installs the library's handler: in front of the program's (the faults'
- * handler of device capture stays in front, as it does of the program's),
- * and never deferred (src/sigdefer.h) behind the library's own. */
 /* Set while the library itself sets a disposition: a default it sets back
  * (for the signal to end the process) is not the program's. */
 static __thread bool term_setting;
 
+/* Installs the library's handler: in front of the program's (the faults'
+ * handler of device capture stays in front, as it does of the program's),
+ * and never deferred (src/sigdefer.h) behind the library's own. */
 static void term_sigaction(int sig, const struct sigaction *sa)
 {
 	term_setting = true;

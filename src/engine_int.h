@@ -300,6 +300,8 @@ bool ckc_home_dev(const char *key, const ckc_fid_t *id, dev_t *dev);
 /* Whether the page cache holds every page of the file at path, which is
  * size bytes long (reading it then costs what a read of memory does). */
 bool ckc_home_in_memory(const char *path, uint64_t size);
+/* The same for the pages of [off, off + len) of the file fd. */
+bool ckc_home_range_cached(int fd, uint64_t off, uint64_t len);
 /* Records in *id what the real path holds now (known = false if it could
  * not be looked at). */
 void ckc_fid_take(const char *path, ckc_fid_t *id);
@@ -383,6 +385,12 @@ void eng_touch_mtime(ckc_obj_t *o);
 static inline bool eng_home_snap(const ckc_obj_t *o)
 {
 	return o->home_snap && !o->complete && !o->retired && o->writes == o->home_writes;
+}
+/* Whether o's real file holds its bytes (published, or imported and never
+ * rewritten): what a read of that file gets (engine lock held). */
+static inline bool eng_home_holds(const ckc_obj_t *o)
+{
+	return !o->retired && (o->at_home || (o->from_home && !o->rescue));
 }
 /* I/O on o's real file without the engine lock: begin marks the file busy
  * (home_busy: publications, closes and readers of it wait), takes a

@@ -466,9 +466,8 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
  * rename is moving a file to its path. Lock held. */
 static bool home_holds(const ckc_obj_t *o, bool also_held)
 {
-	return !o->retired && (o->at_home || (o->from_home && !o->rescue)) &&
-	       (!also_held || (o->complete && o->writers == 0 && !o->home_busy && o->base.known &&
-			       o->base.exists));
+	return eng_home_holds(o) &&
+	       (!also_held || (o->complete && o->writers == 0 && !o->home_busy && o->base.known && o->base.exists));
 }
 
 /* A copy call's range is looked at up to this far (the look without
@@ -484,12 +483,7 @@ static bool home_range_cached(int fd, uint64_t off, uint64_t len, uint64_t size)
 		return true; /* (the kernel's copy ends there) */
 	if (len > size - off)
 		len = size - off;
-	if (len > HOME_LOOK_MAX)
-		len = HOME_LOOK_MAX;
-	const uint64_t pg = 4096;
-	uint64_t first = off / pg * pg, span = off + len - first;
-	int64_t n = sys_cached(fd, first, span);
-	return n >= 0 && (uint64_t)n >= span;
+	return ckc_home_range_cached(fd, off, len < HOME_LOOK_MAX ? len : HOME_LOOK_MAX);
 }
 
 int ckc_handle_home_fd(ckc_handle_t *h, uint64_t off, uint64_t len)
@@ -534,7 +528,7 @@ int ckc_handle_home_fd(ckc_handle_t *h, uint64_t off, uint64_t len)
 		if (sys_fstat(h->home_fd, &st) != 0)
 			return -ENOENT;
 		ckc_fid_of(&st, &id);
-		if (!id.known || !ckc_fid_same(&base, &id) || !home_range_cached(h->home_fd, off, len, size))
+		if (!ckc_fid_same(&base, &id) || !home_range_cached(h->home_fd, off, len, size))
 			return -ENOENT;
 	}
 	ckc_mutex_lock(&ckc_eng.lock);

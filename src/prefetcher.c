@@ -261,7 +261,7 @@ static bool left_in_page_cache(ckc_obj_t *o)
 {
 	int src = ckc_best_level(o), home = ckc_eng.ntier - 1;
 	/* the real file must hold this version: what a read of it gets */
-	bool published = (o->at_home || (o->from_home && !o->rescue)) && !o->retired;
+	bool published = eng_home_holds(o);
 
 	if (src <= 0 || !published || ckc_eng.tier[src].kind == TIER_GPU)
 		return false;

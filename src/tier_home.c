@@ -600,10 +600,17 @@ bool ckc_home_in_memory(const char *path, uint64_t size)
 		return false;
 	struct stat st;
 	/* the file that is there now, whole, and every page of it */
-	int64_t n = sys_fstat(fd, &st) == 0 && (uint64_t)st.st_size == size ?
-			    sys_cached(fd, 0, size) : -1;
+	bool held = sys_fstat(fd, &st) == 0 && (uint64_t)st.st_size == size && ckc_home_range_cached(fd, 0, size);
 	sys_close(fd);
-	return n >= 0 && (uint64_t)n >= size;
+	return held;
+}
+
+bool ckc_home_range_cached(int fd, uint64_t off, uint64_t len)
+{
+	const uint64_t pg = 4096;
+	uint64_t first = off / pg * pg, span = off + len - first;
+	int64_t n = sys_cached(fd, first, span);
+	return n >= 0 && (uint64_t)n >= span;
 }
 
 /* One line of the rescue index: the rescue file's name, a tab, the real

@@ -39,14 +39,14 @@ PY = os.environ.get("PARITY_PYTHON") or (
     "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable)
 
 
-def same_size_preload():
+def same_size_preload(lib=LIB):
     """The C library's path, with as many slashes added as make it as long
-    as LIB's (the baseline's LD_PRELOAD: loaded anyway, it changes nothing
+    as lib's (the baseline's LD_PRELOAD: loaded anyway, it changes nothing
     but the environment's size)."""
     with open("/proc/self/maps") as f:
         libc = next(l.split()[-1] for l in f if re.search(r"/libc[.-][^/]*so", l))
     head, tail = os.path.split(libc)
-    return head + "/" * max(1, len(LIB) - len(libc) + 1) + tail
+    return head + "/" * max(1, len(lib) - len(libc) + 1) + tail
 
 
 SAME_SIZE_PRELOAD = same_size_preload()
