@@ -803,6 +803,16 @@ int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)
 		     ((flags & O_TRUNC) || (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL));
 	if (whole && !(flags & (O_PATH | O_DIRECTORY)) && ckc_first_write_aside())
 		return CKC_PASS_FIRST;
+	/* a write that makes no new version (an update in place, a shared
+	 * file's O_CREAT, an append, HDF5's look for a file before it makes
+	 * it) works on the real file, of which a cache that has not started
+	 * holds nothing: the real open answers, and the process's first
+	 * whole checkpoint still goes to its real path as above */
+	if (acc != O_RDONLY && !(flags & (O_TRUNC | O_EXCL)) && !ckc_engine_started()) {
+		char lreal[PATH_MAX];
+		ckc_alias_write(canon, ckc_link_real(canon, lreal) ? lreal : NULL, false);
+		return CKC_PASS;
+	}
 	if (!ckc_engine_ready() || (acc != O_RDONLY && ckc_node_writer_handed))
 		return CKC_PASS;
 	ckc_enter();

@@ -221,6 +221,62 @@ print(len(got), got[:1], open(f"{d}/a.bin", "rb").read().count(b"Z"), os.path.ge
 }
 case_add aside/first-checkpoint-edges aside_first_edges
 
+# Opens for writing that make no new version before the first checkpoint
+# (HDF5 looks for its file with O_RDWR before it makes it; a part of a
+# shared file, opened with O_CREAT alone) work on the real files and start
+# no cache: the first checkpoint written whole, opened for both reading and
+# writing as HDF5 does, still goes to its real path. The program reads and
+# leaves the same bytes as without the library; h5py's file holds what was
+# written, read back in the process and again without the library.
+aside_first_after_probe() {
+	local prog='
+import os, sys
+d = sys.argv[1]
+p = f"{d}/state.h5"
+try:
+    os.close(os.open(p, os.O_RDWR))
+    print("opened a missing file")
+except FileNotFoundError:
+    print("missing")
+s = os.open(f"{d}/shared.bin", os.O_WRONLY | os.O_CREAT, 0o644)
+os.pwrite(s, b"S" * 4096, 8192)
+os.close(s)
+fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+data = bytes(range(256)) * 8192
+os.write(fd, data)
+os.pwrite(fd, b"HDR", 0)
+back = os.pread(fd, 16, 0)
+os.close(fd)
+print(back, open(p, "rb").read() == b"HDR" + data[3:], os.path.getsize(f"{d}/shared.bin"))
+'
+	phase probe
+	same_output "a look for the file, a shared part, then the checkpoint" "$prog" CKPTCACHE_STEP_ASIDE=auto
+	same plainrun/state.h5 ck/state.h5 "state.h5 at its real path, against the run without the library"
+	same plainrun/shared.bin ck/shared.bin "shared.bin at its real path, against the run without the library"
+	stats_ok files==1 step_aside.written_straight==1 objects.written==0
+	"$PY" -c 'import h5py' 2>/dev/null || fail "h5py cannot be imported by $PY"
+	rm -f ck/*
+	phase h5py
+	ck CKPTCACHE_STEP_ASIDE=auto -- "$PY" -c '
+import sys, numpy as np, h5py
+p = sys.argv[1] + "/run.h5"
+with h5py.File(p, "w") as f:
+    for i in range(3):
+        f.create_dataset(f"a{i}", data=np.arange(300000, dtype=np.float64) * (i + 1))
+with h5py.File(p, "r") as f:
+    ok = all(np.array_equal(f[f"a{i}"][...], np.arange(300000, dtype=np.float64) * (i + 1)) for i in range(3))
+sys.exit(0 if ok else 3)
+' "$T/ck" || fail "h5py write and read back under the library$(last_error)"
+	plain "$PY" -c '
+import sys, numpy as np, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    sys.exit(0 if all(np.array_equal(f[f"a{i}"][...], np.arange(300000, dtype=np.float64) * (i + 1))
+                      for i in range(3)) else 3)
+' ck/run.h5 || fail "ck/run.h5 read without the library does not hold what was written"
+	stats_ok files==1 step_aside.written_straight==1 objects.written==0
+}
+case_add aside/first-checkpoint-after-probe aside_first_after_probe
+
 # The real path's folder takes no new file when a checkpoint would go
 # straight there (an O_TMPFILE open fails with EIO): the checkpoint stays
 # in the cache instead, the program's open and writes succeed and it reads
