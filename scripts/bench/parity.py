@@ -152,6 +152,7 @@ class Bench:
         self.samples = {} # (row, metric) -> {"without": [...], "with": [...], "ratio": [...]}
         self.rss = {}     # row -> {"without": [...], "with": [...]}
         self.cached = {}  # row -> [KiB the library's memory tiers held at most, per run with it]
+        self.steal = {}   # row -> {"without": [...], "with": [...]}: ms the host took from the CPUs, per run
         self.unpaired = set()  # rows measured in one process, with no order
         self.raw = []     # csv rows
         self.warming = False  # an untimed run: measured, not recorded
@@ -256,8 +257,11 @@ class Bench:
             return
         sides = ("without", "with") if k % 2 == 0 else ("with", "without")
         got = {}
+        steal = self.steal.setdefault(row, {"without": [], "with": []})
         for side in sides:
+            s0 = steal_ms()
             got[side] = measure(side)
+            steal[side].append(steal_ms() - s0)
         for side in ("without", "with"):
             self.record(row, k, side, *got[side])
         for (r, m, higher, _t) in self.rows:
@@ -301,13 +305,15 @@ class Bench:
         on the real files, and the files are cached)."""
         row = f"h5py write/read ({self.a.h5_count} x {self.a.h5_mib} MiB)"
         if k == 0:
-            self.add_row(row, [("save_s", False), ("load_s", False)])
+            self.add_row(row, [("save_s", False), ("load_s", False), ("job_s", False)])
 
         def m(side):
             clean(self.ck)
             env = self.env(side, os.path.join(self.ck, "*.h5"), **PY_MALLOC)
-            _, rss, text = run([PY, PYWORK, "h5py", self.ck, str(self.a.h5_count), str(self.a.h5_mib)], env)
-            return keyvals(text), rss
+            wall, rss, text = run([PY, PYWORK, "h5py", self.ck, str(self.a.h5_count), str(self.a.h5_mib)], env)
+            v = keyvals(text)
+            v["job_s"] = wall
+            return v, rss
         self.pair(row, k, m)
 
     def bands(self, k):
@@ -579,6 +585,17 @@ def mib(kib_list):
     return f"{med(kib_list) / 1024:.0f}" if kib_list else "-"
 
 
+def steal_ms():
+    """The CPU time the hypervisor took from this machine's CPUs so far
+    (the steal column of /proc/stat, all CPUs), in ms; 0 where not told."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) * 1000 // os.sysconf("SC_CLK_TCK") if fields[0] == "cpu" and len(fields) > 8 else 0
+    except (OSError, ValueError):
+        return 0
+
+
 def by_order(ratios):
     """The median ratio of the pairs run without the library first (even
     pairs) and of those run with it first (odd pairs)."""
@@ -588,9 +605,17 @@ def by_order(ratios):
     return f"{med(first_without):.2f} / {med(first_with):.2f}"
 
 
+def steal_cell(b, row, side):
+    """The median ms of steal per run of the row on one side, and how many
+    of its runs had any."""
+    v = b.steal.get(row, {}).get(side, [])
+    return f"{med(v):.0f} ({sum(1 for x in v if x > 0)}/{len(v)})" if v else "-"
+
+
 def table(b, cmdline, started, load):
     lines = ["| workload | measure | pairs | without | with | ratio (median) | ratio min..max | by order | target | "
-             "peak RSS MiB without | with | cached MiB |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "peak RSS MiB without | with | cached MiB | steal ms without | with |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     fails = []
     # memory: the peak with the library within MEM_SLACK of the peak without
     # it plus what the library held in memory, pair by pair (a run's peak
@@ -622,7 +647,7 @@ def table(b, cmdline, started, load):
                      f"{r:.2f}{verdict} | {min(s['ratio']):.2f}..{max(s['ratio']):.2f} | {'-' if row in b.unpaired else by_order(s['ratio'])} | {target} | "
                      f"{mib(b.rss[row]['without'])} | {mib(b.rss[row]['with'])}"
                      f"{' **FAIL**' if row in mem_fails else ''} | "
-                     f"{mib(b.cached[row])} |")
+                     f"{mib(b.cached[row])} | {steal_cell(b, row, 'without')} | {steal_cell(b, row, 'with')} |")
     head = [f"# ckptcache parity: with and without the library", "",
             "Produced by:", "", f"    {cmdline}", "",
             f"- commit {b.commit}",
@@ -678,6 +703,13 @@ def table(b, cmdline, started, load):
             "- fread row: fread of a tagged file (served by the cache) against memcpy of the same "
             "bytes in the same process; its target is 0.8",
             "- peak RSS: of the measured process (its largest child for the shell rows), median over the pairs, measured from a small process that starts it (tests/bench/peak_rss): a process started by the benchmark's own Python process counted that one's memory as its own peak",
+            "- steal ms: the CPU time the host took from this machine's CPUs during a run (/proc/stat, all "
+            "CPUs), median per run, and the runs that had any: on the 2-core build machine two busy loops "
+            "of 1.5 s lost 0 to 120 ms this way (the whole machine stops for 10 to 40 ms at a time), one "
+            "busy loop nothing; so a copy of the library's in the background (a flush) beside a program that "
+            "keeps one CPU busy stops the program too there (h5py's load of 512 MiB cached: a read of 16 MiB "
+            "that takes 3-4 ms took 20-45 ms in 9 of 16 runs with the library, 0 of 16 without), where a "
+            "node whose cores are the job's own would not",
             "- cached MiB: the most checkpoint bytes one process held in the library's memory tiers at once "
             "(peak_used_bytes of its statistics), median over the pairs; a row fails on memory when the median "
             f"over the pairs of (its peak RSS with the library / (its peak without it + its cached MiB + the "
