@@ -888,6 +888,53 @@ static void copy_unread(int in, off_t *inoff, ssize_t n)
 		(void)lseek(in, -(off_t)n, SEEK_CUR);
 }
 
+/* A send of lent tier memory into a socket: what it takes without waiting
+ * (0 where it is full), or -errno. */
+static ssize_t lend_send(void *ctx, const void *p, size_t n)
+{
+	int fd = *(const int *)ctx;
+	ssize_t k = REAL(send) ? REAL(send)(fd, p, n, MSG_DONTWAIT) : (errno = ENOSYS, -1);
+	if (k >= 0)
+		return k;
+	return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : (errno == ENOENT ? -EIO : -errno);
+}
+
+/* Into a socket out of a checkpoint a host tier holds (sendfile): up to
+ * want bytes go from the tier's memory to the socket, where a read would
+ * first copy them into a buffer; without waiting, so that no tier memory
+ * stays held while the socket is full (the piece then goes through the
+ * buffer, which waits as the kernel's sendfile does). The input's offset
+ * moves by what was sent, as after a read. Returns the bytes sent, 0 where
+ * none went this way, or -errno. */
+static ssize_t copy_lent(ckc_vfd_t *v, off_t *inoff, int out, size_t want)
+{
+	if (ckc_px_vfd_usable(v) || (v->flags & O_ACCMODE) == O_WRONLY || !v->h)
+		return 0;
+	off_t off;
+	if (inoff) {
+		off = *inoff;
+	} else {
+		ckc_mutex_lock(&v->lock);
+		off = (off_t)v->pos;
+		ckc_mutex_unlock(&v->lock);
+	}
+	ckc_enter();
+	ssize_t k = ckc_handle_lend(v->h, (uint64_t)off, want, lend_send, &out);
+	ckc_leave();
+	if (k == -ENOENT)
+		return 0;
+	if (k > 0) {
+		if (inoff) {
+			*inoff = off + k;
+		} else {
+			ckc_mutex_lock(&v->lock);
+			v->pos = (uint64_t)(off + k);
+			ckc_mutex_unlock(&v->lock);
+		}
+	}
+	return k;
+}
+
 /* Copies count bytes from in to out through a buffer, with each side's
  * offset pointer (NULL: the descriptor's position), as the wrappers would;
  * out of a checkpoint into a pipe, as the kernel copies into one (flags:
@@ -917,12 +964,25 @@ static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_
 		off_t at = inoff ? *inoff : lseek(in, 0, SEEK_CUR);
 		skew = at > 0 ? (size_t)(at % 4096) : 0;
 	}
+	/* into a socket: from a host tier's memory where it holds the bytes */
+	ckc_vfd_t *lend = vin && !outoff && o.pipe[1] < 0 && S_ISSOCK(tout) ? ckc_vfd_get(in) : NULL;
 	char *buf = malloc(piece);
 	ssize_t total = 0;
 	while (buf && (size_t)total < count) {
 		size_t want = count - (size_t)total < piece ? count - (size_t)total : piece;
 		if (total == 0 && skew && want == piece && piece > skew)
 			want = piece - skew;
+		if (lend) {
+			ssize_t k = copy_lent(lend, inoff, out, want);
+			if (k < 0) {
+				if (total == 0)
+					total = k;
+				break;
+			}
+			total += k;
+			if (k > 0)
+				continue;
+		}
 		if (stream && (total > 0 || (flags & SPLICE_F_NONBLOCK))) {
 			struct pollfd pf = { .fd = in, .events = POLLIN };
 			if (poll(&pf, 1, 0) <= 0) {

@@ -540,6 +540,61 @@ int ckc_handle_home_fd(ckc_handle_t *h, uint64_t off, uint64_t len)
 	return fd;
 }
 
+ssize_t ckc_handle_lend(ckc_handle_t *h, uint64_t off, size_t len,
+			ssize_t (*fn)(void *ctx, const void *p, size_t n), void *ctx)
+{
+	ckc_obj_t *o = h->o;
+	uint64_t t0 = ckc_now_ns();
+
+	if (h->writer || len == 0)
+		return -ENOENT;
+	ckc_mutex_lock(&ckc_eng.lock);
+	int level = ckc_best_level(o);
+	/* what ckc_pread would wait for, fill or look up is its own to do */
+	if (o->handed || o->migrating || o->retired || !o->complete || off >= o->size || level < 0 ||
+	    level >= ckc_eng.ntier - 1 || ckc_eng.tier[level].kind != TIER_HOST ||
+	    o->place[0].state == LC_READ_IN_PROGRESS) {
+		eng_unlock();
+		return -ENOENT;
+	}
+	ckc_src_t src;
+	uint64_t aoff, avail;
+	if (ckc_src_snapshot(o, level, &src) != 0) {
+		eng_unlock();
+		return -ENOENT;
+	}
+	if (!ckc_ext_run(src.ext, src.n, off, &aoff, &avail)) {
+		ckc_src_release(&src);
+		eng_unlock();
+		return -ENOENT;
+	}
+	if (len > o->size - off)
+		len = (size_t)(o->size - off);
+	if (len > avail)
+		len = (size_t)avail;
+	o->place[level].pins++;
+	o->place[level].seq_use = ++ckc_eng.seq;
+	const char *p = src.t->base + aoff;
+	eng_unlock();
+	bool big = len >= CKC_PROG_COPY_MIN;
+	if (big) {
+		ckc_prog_begin();
+		ckc_pace_reading(1);
+	}
+	ssize_t n = fn(ctx, p, len);
+	if (big) {
+		ckc_pace_reading(-1);
+		ckc_prog_end();
+	}
+	ckc_mutex_lock(&ckc_eng.lock);
+	ckc_src_release(&src);
+	ckc_unpin(o, level);
+	if (n > 0)
+		read_account(h, level, off, (uint64_t)n, t0);
+	eng_unlock();
+	return n;
+}
+
 void ckc_handle_note_read(ckc_handle_t *h, uint64_t off, uint64_t len)
 {
 	if (len == 0)

@@ -964,6 +964,47 @@ for call in ("sendfile", "splice"):
     os.close(r)
     os.close(fd)
     print(call, "into a blocking pipe a slower thread reads:", err, bytes(got) == data)
+# a blocking socket that another thread reads, more slowly than the calls
+# fill it (the cache sends from its memory what the socket takes at once,
+# and waits through its buffer for the rest), by position and by offset,
+# from the middle of a page to past the end
+for where in ("position", "offset"):
+    fd = os.open(f"{d}/c2.bin", os.O_RDONLY)
+    a, b = socket.socketpair()
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)
+    got = bytearray()
+    def reader():
+        while True:
+            x = b.recv(50000)
+            if not x:
+                break
+            got.extend(x)
+            time.sleep(0.0002)
+    t = threading.Thread(target=reader)
+    t.start()
+    off, sent = 123457, 0
+    os.lseek(fd, off, os.SEEK_SET)
+    while True:
+        n = os.sendfile(a.fileno(), fd, None if where == "position" else off + sent, 700000)
+        if n == 0:
+            break
+        sent += n
+    a.close()
+    t.join()
+    b.close()
+    print("socket a slower thread reads,", where, sent, bytes(got) == data[off:],
+          os.lseek(fd, 0, os.SEEK_CUR) == (len(data) if where == "position" else off))
+    os.close(fd)
+# a socket whose peer is gone: EPIPE, the position where it was
+fd = os.open(f"{d}/c2.bin", os.O_RDONLY)
+a, b = socket.socketpair()
+b.close()
+try:
+    print("socket with no peer:", os.sendfile(a.fileno(), fd, None, 1 << 20))
+except OSError as e:
+    print("socket with no peer:", errno.errorcode[e.errno], os.lseek(fd, 0, os.SEEK_CUR))
+a.close()
+os.close(fd)
 # a pipe whose reader is gone: EPIPE (Python ignores SIGPIPE), and the
 # position of the file where it was
 for call in ("sendfile", "splice"):
@@ -995,6 +1036,11 @@ for name, f in (("copy_file_range in", lambda: os.copy_file_range(src, dst, 10, 
 	for i in 0 1 2; do
 		same plainrun/c$i.bin ck/c$i.bin "c$i.bin at its real path"
 	done
+	# the same, every checkpoint kept in memory only (never published
+	# while the program runs): every copy comes out of the host tier
+	phase memory
+	same_output "the same, out of the cache's memory" "$prog" CKPTCACHE_PERSIST=never
+	stats_ok files==1 host.hits\>0 home.hits==0
 }
 case_add python/sendfile-into-streams python_sendfile_streams
 
