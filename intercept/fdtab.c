@@ -70,6 +70,22 @@ static bool fd_table(long *slots, long *threads)
 	       sscanf(th, "\nThreads: %ld", threads) == 1;
 }
 
+/* Held for reading while the library opens a file of its own and moves it
+ * above the program's numbers (ckc_fd_own_begin); fork takes it for writing
+ * (src/lockrank.h). */
+static ckc_rwlock_t own_open_rw = CKC_RWLOCK_INIT(FD_OPEN);
+CKC_LOCKS_AT_START(own_open, ckc_locks_add_rw, &own_open_rw)
+
+void ckc_fd_own_begin(void)
+{
+	ckc_rw_rdlock(&own_open_rw);
+}
+
+void ckc_fd_own_end(void)
+{
+	ckc_rw_unlock(&own_open_rw);
+}
+
 int ckc_fd_above(int fd, int floor)
 {
 	long slots = atomic_load(&fd_slots), threads = atomic_load(&fd_threads);

@@ -31,11 +31,17 @@ atomic_bool ckc_icpt_on;
 
 static int icpt_open(const char *path, int flags, mode_t mode)
 {
+	/* (a fork meanwhile waits: its child must not find this file at
+	 * the low number it has until it is moved) */
+	ckc_fd_own_begin();
 	int fd = REAL(open)(path, flags | O_CLOEXEC, mode);
-	if (fd < 0)
-		return fd;
-	fd = ckc_fd_above(fd, ENGINE_FD_FLOOR);
-	ckc_fd_mine_set(fd, true);
+	if (fd >= 0) {
+		fd = ckc_fd_above(fd, ENGINE_FD_FLOOR);
+		ckc_fd_mine_set(fd, true);
+	}
+	int e = errno;
+	ckc_fd_own_end();
+	errno = e;
 	return fd;
 }
 

@@ -513,6 +513,10 @@ int ckc_fd_mine_next(unsigned from, unsigned last);
  * would grow the table of a process with more than one thread; fd itself
  * if it cannot be moved. errno is kept. */
 int ckc_fd_above(int fd, int floor);
+/* Around the library's opening of a file of its own and its move above
+ * the program's numbers: a fork waits until the file is where it goes. */
+void ckc_fd_own_begin(void);
+void ckc_fd_own_end(void);
 /* The times ckc_fd_above read the process's descriptor table's size. */
 extern atomic_ulong ckc_fd_table_reads;
 ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path);

@@ -540,10 +540,13 @@ static void node_start_once(void)
 		(void)node_sweep();
 		(void)node_compact();
 	}
+	ckc_fd_own_begin();
 	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s >= 0)
+		s = fd_out_of_the_way(s);
+	ckc_fd_own_end();
 	if (s < 0)
 		return;
-	s = fd_out_of_the_way(s);
 	int one = 1;
 	socklen_t len = node_addr(&a, node_pid);
 	if (setsockopt(s, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) != 0 ||

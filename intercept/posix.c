@@ -271,13 +271,14 @@ bool ckc_px_seek_fits(const ckc_vfd_t *v, off_t r)
 	char dir[PATH_MAX];
 	if (ckc_path_dirname(v->path, dir, sizeof(dir)))
 		return true;
+	ckc_fd_own_begin();
 	int fd = REAL(open)(dir, O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
 	if (fd < 0)
 		fd = REAL(open)(v->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return true;
-	bool fits = REAL(lseek)(fd, r, SEEK_SET) == r || errno != EINVAL;
-	REAL(close)(fd);
+	bool fits = fd < 0 || REAL(lseek)(fd, r, SEEK_SET) == r || errno != EINVAL;
+	if (fd >= 0)
+		REAL(close)(fd);
+	ckc_fd_own_end();
 	return fits;
 }
 

@@ -99,6 +99,12 @@ typedef enum ckc_rank {
 	 * lists, taken around the lists only, also by captures the engine
 	 * makes (the engine lock held). */
 	CKC_RANK_CU_EVENTS,
+	/* The library's opening of a file of its own (readable, or a socket)
+	 * and its move above the program's numbers: held for reading around
+	 * those calls only, taking nothing inside; fork takes it for writing,
+	 * last, so that a child never has such a file at a number the program
+	 * closed (where it would read or write the cache's file). */
+	CKC_RANK_FD_OPEN,
 	/* The program's own SIGSEGV handler: read by the library's handler,
 	 * which may run on a thread that holds any other lock. */
 	CKC_RANK_SEGV,

@@ -259,6 +259,43 @@ assert open("ck/a.bin", "rb").read() == src, "the checkpoint read back differs"
 	same src.bin ck/a.bin "the checkpoint"
 }
 
+# A child forked while the cache opens one of its own files (a
+# publication's anonymous file in the checkpoint's folder, moved above the
+# program's numbers by a dup that slowfs slows to 100 ms): a number the
+# program closed refers in the child to nothing, as without the library,
+# never to the cache's file (which the child could read, or write into
+# before it is published).
+fork_while_the_cache_opens() {
+	SLOW_US=100000 SLOWFS_OPS=dupfd ck -- "$PY" -c '
+import os, time
+data = os.urandom(200000)
+open("src.bin", "wb").write(data)
+for i in range(12):
+    fd = os.open(f"ck/c{i}.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, data)
+    os.close(fd)
+    time.sleep(0.03)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.read(fd, 10)
+            os._exit(3)
+        except OSError as e:
+            os._exit(0 if e.errno == 9 else 4)
+    _, st = os.waitpid(pid, 0)
+    assert os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0, \
+        "child %d: number %d %s" % (i, fd, "read a file" if os.WEXITSTATUS(st) == 3 else "status %r" % st)
+for i in range(12):
+    assert open(f"ck/c{i}.bin", "rb").read() == data, f"c{i}.bin read back differs"
+print("ok")
+' >out.txt 2>err.txt || fail "forks while the cache opens its files: $(tail -1 err.txt)"
+	[ "$(cat out.txt)" = ok ] || fail "the program printed $(head -c 200 out.txt)"
+	local i
+	for i in 0 5 11; do
+		same src.bin ck/c$i.bin "c$i.bin at its real path"
+	done
+}
+
 # The checkpoint's folder through a symbolic link (an untagged spelling):
 # a write there is newer than the version the cache holds, before and
 # after that version was published, and is never overwritten.
@@ -625,6 +662,7 @@ case_add children/dash-vfork dash_vfork
 case_add children/python-subprocess python_subprocess
 case_add children/fork-while-a-thread-reads fork_while_a_thread_reads
 case_add children/fork-while-a-thread-writes fork_while_a_thread_writes
+case_add children/fork-while-the-cache-opens fork_while_the_cache_opens
 case_add children/forked-child-rewrites forked_child_rewrites 1
 # the child's ask is answered by a publication while the flusher is still
 # filling its own copy of the same version; a slow rename(2) (named

@@ -5,12 +5,14 @@
  * overlap.
  *   SLOWFS_MATCH  only paths containing this string are slowed
  *   SLOWFS_US     microseconds added before each such call
- *   SLOWFS_OPS    which calls: any of "unlink", "rename", "open", "pwrite"
- *                 (default all but pwrite; rename: a file given its name,
- *                 by rename(2) or by linkat(2) of an anonymous file, the
- *                 two ways the library publishes; pwrite: a write to a
- *                 descriptor of such a path, as a slow file system's data
- *                 path)
+ *   SLOWFS_OPS    which calls: any of "unlink", "rename", "open", "pwrite",
+ *                 "dupfd" (default all but pwrite and dupfd; rename: a
+ *                 file given its name, by rename(2) or by linkat(2) of an
+ *                 anonymous file, the two ways the library publishes;
+ *                 pwrite: a write to a descriptor of such a path, as a slow
+ *                 file system's data path; dupfd: fcntl's F_DUPFD and
+ *                 F_DUPFD_CLOEXEC of a descriptor of such a path, the
+ *                 library's move of its files above the program's numbers)
  *   SLOWFS_ERRNO  instead of a delay, such a call fails with this errno
  *                 (a real path that cannot be written: the rescue path)
  *   SLOWFS_NOTMPFILE  open(O_TMPFILE) fails with EOPNOTSUPP, as on file
@@ -125,4 +127,51 @@ int open(const char *path, int flags, ...)
 	if (ops && strstr(ops, "open") && slow("open", path))
 		return -1;
 	return real(path, flags, mode);
+}
+
+/* The descriptor's path (for an anonymous file, its folder's, with the
+ * kernel's " (deleted)" name): false if unknown. */
+static int fd_path(int fd, char *path, size_t size)
+{
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	ssize_t len = readlink(self, path, size - 1);
+	if (len <= 0)
+		return 0;
+	path[len] = '\0';
+	return 1;
+}
+
+/* SLOWFS_OPS must name dupfd: a dup of a descriptor of a matching path to a
+ * number above a floor waits before it. */
+static long dupfd(const char *name, int fd, int cmd, long arg)
+{
+	static long (*real[2])(int, int, long);
+	int k = name[5] == '6'; /* fcntl64 */
+	if (!real[k])
+		real[k] = (long (*)(int, int, long))dlsym(RTLD_NEXT, name);
+	const char *ops = getenv("SLOWFS_OPS");
+	char path[4096];
+	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && ops && strstr(ops, "dupfd") && fd_path(fd, path, sizeof(path)) &&
+	    slow("dupfd", path))
+		return -1;
+	return real[k](fd, cmd, arg);
+}
+
+int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	long arg = va_arg(ap, long);
+	va_end(ap);
+	return (int)dupfd("fcntl", fd, cmd, arg);
+}
+
+int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	long arg = va_arg(ap, long);
+	va_end(ap);
+	return (int)dupfd("fcntl64", fd, cmd, arg);
 }
