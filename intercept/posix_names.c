@@ -757,6 +757,32 @@ CKC_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off
 	return REAL(mmap64)(addr, len, prot, flags, fd, off);
 }
 
+/* Where a copy out of v begins: *inoff, or the descriptor's position
+ * (taken, and set after the copy, as the kernel's sendfile does: the
+ * descriptor is not locked while the copy waits for its output, so another
+ * thread's read, lseek or fstat of it goes on meanwhile). */
+static off_t copy_at(ckc_vfd_t *v, const off_t *inoff)
+{
+	if (inoff)
+		return *inoff;
+	ckc_mutex_lock(&v->lock);
+	off_t off = (off_t)v->pos;
+	ckc_mutex_unlock(&v->lock);
+	return off;
+}
+
+/* After a copy out of v: *inoff, or the descriptor's position, at off. */
+static void copy_at_set(ckc_vfd_t *v, off_t *inoff, off_t off)
+{
+	if (inoff) {
+		*inoff = off;
+		return;
+	}
+	ckc_mutex_lock(&v->lock);
+	v->pos = (uint64_t)off;
+	ckc_mutex_unlock(&v->lock);
+}
+
 /* A copy out of a tagged checkpoint whose real file holds it, into an
  * untagged descriptor, where no tier holds it or the page cache holds the
  * range: the kernel's own copy call on the real file (no copy through user
@@ -768,19 +794,7 @@ static ssize_t copy_from_home(ckc_vfd_t *v, off_t *inoff, int out, off_t *outoff
 {
 	if (ckc_px_vfd_usable(v) || (v->flags & O_ACCMODE) == O_WRONLY)
 		return CKC_PASS;
-	/* by the descriptor's position: taken, and set after the call, as
-	 * the kernel's sendfile does; the descriptor is not locked while the
-	 * call waits for the output (another thread's read, lseek or fstat
-	 * of it goes on meanwhile) */
-	off_t off;
-	if (inoff) {
-		off = *inoff;
-	} else {
-		ckc_mutex_lock(&v->lock);
-		off = (off_t)v->pos;
-		ckc_mutex_unlock(&v->lock);
-	}
-	off_t start = off;
+	off_t off = copy_at(v, inoff), start = off;
 	ckc_enter();
 	int fd = ckc_handle_home_fd(v->h, (uint64_t)off, count);
 	ckc_leave();
@@ -789,13 +803,7 @@ static ssize_t copy_from_home(ckc_vfd_t *v, off_t *inoff, int out, off_t *outoff
 	ssize_t n = real(fd, &off, out, outoff, count, flags);
 	int e = errno;
 	if (n > 0) {
-		if (inoff) {
-			*inoff = off;
-		} else {
-			ckc_mutex_lock(&v->lock);
-			v->pos = (uint64_t)off;
-			ckc_mutex_unlock(&v->lock);
-		}
+		copy_at_set(v, inoff, off);
 		ckc_enter();
 		ckc_handle_note_read(v->h, (uint64_t)start, (uint64_t)n);
 		ckc_leave();
@@ -910,28 +918,14 @@ static ssize_t copy_lent(ckc_vfd_t *v, off_t *inoff, int out, size_t want)
 {
 	if (ckc_px_vfd_usable(v) || (v->flags & O_ACCMODE) == O_WRONLY || !v->h)
 		return 0;
-	off_t off;
-	if (inoff) {
-		off = *inoff;
-	} else {
-		ckc_mutex_lock(&v->lock);
-		off = (off_t)v->pos;
-		ckc_mutex_unlock(&v->lock);
-	}
+	off_t off = copy_at(v, inoff);
 	ckc_enter();
 	ssize_t k = ckc_handle_lend(v->h, (uint64_t)off, want, lend_send, &out);
 	ckc_leave();
 	if (k == -ENOENT)
 		return 0;
-	if (k > 0) {
-		if (inoff) {
-			*inoff = off + k;
-		} else {
-			ckc_mutex_lock(&v->lock);
-			v->pos = (uint64_t)(off + k);
-			ckc_mutex_unlock(&v->lock);
-		}
-	}
+	if (k > 0)
+		copy_at_set(v, inoff, off + k);
 	return k;
 }
 
