@@ -5,8 +5,11 @@
  * overlap.
  *   SLOWFS_MATCH  only paths containing this string are slowed
  *   SLOWFS_US     microseconds added before each such call
- *   SLOWFS_OPS    which calls: any of "unlink", "rename", "open", "pwrite",
- *                 "dupfd" (default all but pwrite and dupfd; rename: a
+ *   SLOWFS_OPS    which calls: any of "unlink", "rename", "open", "openat",
+ *                 "pwrite", "dupfd" (default all but openat, pwrite and
+ *                 dupfd; open: the library's own opens; openat: the
+ *                 program's opens of real files, which the library makes
+ *                 with openat(2); rename: a
  *                 file given its name, by rename(2) or by linkat(2) of an
  *                 anonymous file, the two ways the library publishes;
  *                 pwrite: a write to a descriptor of such a path, as a slow
@@ -174,4 +177,24 @@ int fcntl64(int fd, int cmd, ...)
 	long arg = va_arg(ap, long);
 	va_end(ap);
 	return (int)dupfd("fcntl64", fd, cmd, arg);
+}
+
+/* SLOWFS_OPS must name openat: a real open the library makes for the
+ * program (a checkpoint written straight to its real path). */
+int openat(int dirfd, const char *path, int flags, ...)
+{
+	static int (*real)(int, const char *, int, ...);
+	mode_t mode = 0;
+	if (!real)
+		real = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
+	if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = (mode_t)va_arg(ap, int);
+		va_end(ap);
+	}
+	const char *ops = getenv("SLOWFS_OPS");
+	if (ops && strstr(ops, "openat") && slow("openat", path))
+		return -1;
+	return real(dirfd, path, flags, mode);
 }
