@@ -470,6 +470,14 @@ static int open_while_written(const char *canon)
 /* A write through a symbolic link (the real file's) to a checkpoint this
  * process holds: that checkpoint goes to its real file first, which the
  * write then changes. */
+/* A write of canon at its real file, in place: its spelling through a
+ * folder's link, if it has one, is noted (ckc_alias_write). */
+static void alias_in_place(const char *canon)
+{
+	char lreal[PATH_MAX];
+	ckc_alias_write(canon, ckc_link_real(canon, lreal) ? lreal : NULL, false);
+}
+
 static void link_hand_over(const char *canon)
 {
 	char target[PATH_MAX];
@@ -760,8 +768,7 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 	if (cached)
 		return hand_over_for(canon, "an in-place update");
 	link_hand_over(canon);
-	char lreal[PATH_MAX];
-	ckc_alias_write(canon, ckc_link_real(canon, lreal) ? lreal : NULL, false);
+	alias_in_place(canon);
 	return CKC_PASS;
 }
 
@@ -810,8 +817,7 @@ int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)
 	 * holds nothing: the real open answers, and the process's first
 	 * whole checkpoint still goes to its real path as above */
 	if (acc != O_RDONLY && !(flags & (O_TRUNC | O_EXCL)) && !ckc_engine_started()) {
-		char lreal[PATH_MAX];
-		ckc_alias_write(canon, ckc_link_real(canon, lreal) ? lreal : NULL, false);
+		alias_in_place(canon);
 		return CKC_PASS;
 	}
 	if (!ckc_engine_ready() || (acc != O_RDONLY && ckc_node_writer_handed))

@@ -904,7 +904,7 @@ static ssize_t lend_send(void *ctx, const void *p, size_t n)
 	ssize_t k = REAL(send) ? REAL(send)(fd, p, n, MSG_DONTWAIT) : (errno = ENOSYS, -1);
 	if (k >= 0)
 		return k;
-	return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : (errno == ENOENT ? -EIO : -errno);
+	return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
 }
 
 /* Into a socket out of a checkpoint a host tier holds (sendfile): up to
@@ -916,29 +916,27 @@ static ssize_t lend_send(void *ctx, const void *p, size_t n)
  * none went this way, or -errno. */
 static ssize_t copy_lent(ckc_vfd_t *v, off_t *inoff, int out, size_t want)
 {
-	if (ckc_px_vfd_usable(v) || (v->flags & O_ACCMODE) == O_WRONLY || !v->h)
+	if (ckc_px_vfd_usable(v))
 		return 0;
 	off_t off = copy_at(v, inoff);
 	ckc_enter();
 	ssize_t k = ckc_handle_lend(v->h, (uint64_t)off, want, lend_send, &out);
 	ckc_leave();
-	if (k == -ENOENT)
-		return 0;
 	if (k > 0)
 		copy_at_set(v, inoff, off + k);
 	return k;
 }
 
-/* Copies count bytes from in to out through a buffer, with each side's
- * offset pointer (NULL: the descriptor's position), as the wrappers would;
- * out of a checkpoint into a pipe, as the kernel copies into one (flags:
- * splice's; tin, tout: the descriptors' file types, copy_check's). */
-static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_t count, unsigned flags, mode_t tin,
-			     mode_t tout)
+/* Copies count bytes from in (vin: its checkpoint's descriptor, or NULL)
+ * to out through a buffer, with each side's offset pointer (NULL: the
+ * descriptor's position), as the wrappers would; out of a checkpoint into
+ * a pipe, as the kernel copies into one (flags: splice's; tin, tout: the
+ * descriptors' file types, copy_check's). */
+static ssize_t copy_emulated(int in, ckc_vfd_t *vin, off_t *inoff, int out, off_t *outoff, size_t count,
+			     unsigned flags, mode_t tin, mode_t tout)
 {
 	struct copy_out o = { .fd = out, .off = outoff, .pipe = { -1, -1 }, .flags = flags };
 	size_t piece = count < (1u << 20) ? (count ? count : 1) : (1u << 20);
-	bool vin = ckc_vfd_get(in) != NULL;
 	if (!outoff && vin && !ckc_vfd_get(out) && S_ISFIFO(tout)) {
 		/* pieces of what out holds: more would be read from the
 		 * checkpoint to be given back */
@@ -959,7 +957,7 @@ static ssize_t copy_emulated(int in, off_t *inoff, int out, off_t *outoff, size_
 		skew = at > 0 ? (size_t)(at % 4096) : 0;
 	}
 	/* into a socket: from a host tier's memory where it holds the bytes */
-	ckc_vfd_t *lend = vin && !outoff && o.pipe[1] < 0 && S_ISSOCK(tout) ? ckc_vfd_get(in) : NULL;
+	ckc_vfd_t *lend = !outoff && o.pipe[1] < 0 && S_ISSOCK(tout) ? vin : NULL;
 	char *buf = malloc(piece);
 	ssize_t total = 0;
 	while (buf && (size_t)total < count) {
@@ -1105,7 +1103,7 @@ static ssize_t copy_tagged(int in, off_t *inoff, int out, off_t *outoff, size_t 
 	}
 	if (vin && !vout)
 		n = copy_from_home(vin, inoff, out, outoff, count, flags, real);
-	return n == CKC_PASS ? copy_emulated(in, inoff, out, outoff, count, flags, tin, tout) : n;
+	return n == CKC_PASS ? copy_emulated(in, vin, inoff, out, outoff, count, flags, tin, tout) : n;
 }
 
 CKC_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)

@@ -188,10 +188,10 @@ int ckc_handle_home_fd(ckc_handle_t *h, uint64_t off, uint64_t len);
 /* For a reading handle whose checkpoint a host tier holds: fn(ctx, p, n)
  * runs on the bytes of [off, off + n) where they lie in that tier's memory
  * (n <= len: as far as they run unbroken there), pinned there and with the
- * engine's lock not held, and its result is returned (bytes it took > 0
- * count as read; fn returns no -ENOENT); -ENOENT where no host tier holds
- * off (the bytes are read with ckc_pread). A copy out of a checkpoint into a socket takes them
- * from there, where a read would copy them first. */
+ * engine's lock not held; returns fn's result (bytes it took > 0 count as
+ * read), or 0 where no host tier holds off (the bytes are read with
+ * ckc_pread then). A copy out of a checkpoint into a socket takes them from
+ * there, where a read would copy them first. */
 ssize_t ckc_handle_lend(ckc_handle_t *h, uint64_t off, size_t len,
 			ssize_t (*fn)(void *ctx, const void *p, size_t n), void *ctx);
 

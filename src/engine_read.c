@@ -20,6 +20,34 @@
 
 /* ---- reading ------------------------------------------------------- */
 
+/* A read of the program from level's copy of o begins (lock held): the
+ * copy is pinned there and counted as used now. */
+static void pin_read(ckc_obj_t *o, int level)
+{
+	o->place[level].pins++;
+	o->place[level].seq_use = ++ckc_eng.seq;
+}
+
+/* A copy of the program's of len bytes out of the cache begins (lock not
+ * held): the background copies give way to one of CKC_PROG_COPY_MIN or
+ * more. Returns whether it counts, for prog_read_end. */
+static bool prog_read_begin(size_t len)
+{
+	if (len < CKC_PROG_COPY_MIN)
+		return false;
+	ckc_prog_begin();
+	ckc_pace_reading(1);
+	return true;
+}
+
+static void prog_read_end(bool counted)
+{
+	if (counted) {
+		ckc_pace_reading(-1);
+		ckc_prog_end();
+	}
+}
+
 /* A closed version not yet published whose real file was made or changed
  * by someone else since it began: that file is newer, so the version goes
  * to a rescue file and the cache forgets it (lock held; dropped while the
@@ -412,10 +440,8 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 		return rc;
 	}
 	bool bounded = level < ckc_eng.ntier - 1;
-	if (bounded) {
-		o->place[level].pins++;
-		o->place[level].seq_use = ++ckc_eng.seq;
-	}
+	if (bounded)
+		pin_read(o, level);
 	/* a copy in the ssd tier of a checkpoint already published: what the
 	 * page cache still holds of the real file comes faster from there */
 	char *home = !h->writer && ckc_eng.tier[level].kind == TIER_SSD && o->at_home && !o->retired ?
@@ -425,19 +451,12 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	int keep = o->retired && h->home_fd < 0 ? o->keep_fd : -1;
 	int *hfd = keep >= 0 ? &keep : &h->home_fd;
 	eng_unlock();
-	bool big = len >= CKC_PROG_COPY_MIN;
-	if (big) {
-		ckc_prog_begin();
-		ckc_pace_reading(1);
-	}
+	bool big = prog_read_begin(len);
 	size_t got = home ? ckc_home_read_cached(home, buf, len, off, &h->home_fd) : 0;
 	ckc_tl_program_read = true;
 	rc = got < len ? ckc_src_read(&src, off + got, (char *)buf + got, len - got, hfd) : 0;
 	ckc_tl_program_read = false;
-	if (big) {
-		ckc_pace_reading(-1);
-		ckc_prog_end();
-	}
+	prog_read_end(big);
 	sys_free(home);
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (got && o->retired) {
@@ -547,45 +566,33 @@ ssize_t ckc_handle_lend(ckc_handle_t *h, uint64_t off, size_t len,
 	uint64_t t0 = ckc_now_ns();
 
 	if (h->writer || len == 0)
-		return -ENOENT;
+		return 0;
 	ckc_mutex_lock(&ckc_eng.lock);
 	int level = ckc_best_level(o);
+	ckc_src_t src;
+	uint64_t aoff, avail;
 	/* what ckc_pread would wait for, fill or look up is its own to do */
 	if (o->handed || o->migrating || o->retired || !o->complete || off >= o->size || level < 0 ||
 	    level >= ckc_eng.ntier - 1 || ckc_eng.tier[level].kind != TIER_HOST ||
-	    o->place[0].state == LC_READ_IN_PROGRESS) {
+	    o->place[0].state == LC_READ_IN_PROGRESS || ckc_src_snapshot(o, level, &src) != 0) {
 		eng_unlock();
-		return -ENOENT;
-	}
-	ckc_src_t src;
-	uint64_t aoff, avail;
-	if (ckc_src_snapshot(o, level, &src) != 0) {
-		eng_unlock();
-		return -ENOENT;
+		return 0;
 	}
 	if (!ckc_ext_run(src.ext, src.n, off, &aoff, &avail)) {
 		ckc_src_release(&src);
 		eng_unlock();
-		return -ENOENT;
+		return 0;
 	}
 	if (len > o->size - off)
 		len = (size_t)(o->size - off);
 	if (len > avail)
 		len = (size_t)avail;
-	o->place[level].pins++;
-	o->place[level].seq_use = ++ckc_eng.seq;
+	pin_read(o, level);
 	const char *p = src.t->base + aoff;
 	eng_unlock();
-	bool big = len >= CKC_PROG_COPY_MIN;
-	if (big) {
-		ckc_prog_begin();
-		ckc_pace_reading(1);
-	}
+	bool big = prog_read_begin(len);
 	ssize_t n = fn(ctx, p, len);
-	if (big) {
-		ckc_pace_reading(-1);
-		ckc_prog_end();
-	}
+	prog_read_end(big);
 	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_src_release(&src);
 	ckc_unpin(o, level);

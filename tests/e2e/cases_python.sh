@@ -939,19 +939,24 @@ for kind, call in (("pipe", "sendfile"), ("pipe", "splice"), ("socket", "sendfil
 # a blocking pipe that another thread reads, more slowly than the calls
 # fill it: each call waits for room, never fails with EAGAIN
 import errno, threading, time
-for call in ("sendfile", "splice"):
-    fd = os.open(f"{d}/c2.bin", os.O_RDONLY)
-    r, w = os.pipe()
-    got, err = bytearray(), None
-    def reader():
+def slow_reader(recv, got):
+    """A thread that takes what recv() gives into got until it gives
+    nothing, pausing after each piece."""
+    def run():
         while True:
-            x = os.read(r, 65536)
+            x = recv()
             if not x:
                 break
             got.extend(x)
             time.sleep(0.0002)
-    t = threading.Thread(target=reader)
+    t = threading.Thread(target=run)
     t.start()
+    return t
+for call in ("sendfile", "splice"):
+    fd = os.open(f"{d}/c2.bin", os.O_RDONLY)
+    r, w = os.pipe()
+    got, err = bytearray(), None
+    t = slow_reader(lambda: os.read(r, 65536), got)
     try:
         while True:
             n = os.splice(fd, w, 1 << 20) if call == "splice" else os.sendfile(w, fd, None, 1 << 20)
@@ -973,15 +978,7 @@ for where in ("position", "offset"):
     a, b = socket.socketpair()
     a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)
     got = bytearray()
-    def reader():
-        while True:
-            x = b.recv(50000)
-            if not x:
-                break
-            got.extend(x)
-            time.sleep(0.0002)
-    t = threading.Thread(target=reader)
-    t.start()
+    t = slow_reader(lambda: b.recv(50000), got)
     off, sent = 123457, 0
     os.lseek(fd, off, os.SEEK_SET)
     while True:

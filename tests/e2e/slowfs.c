@@ -85,6 +85,19 @@ int linkat(int olddirfd, const char *from, int newdirfd, const char *to, int fla
 	return real(olddirfd, from, newdirfd, to, flags);
 }
 
+/* The descriptor's path (for an anonymous file, its folder's, with the
+ * kernel's " (deleted)" name): false if unknown. */
+static int fd_path(int fd, char *path, size_t size)
+{
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	ssize_t len = readlink(self, path, size - 1);
+	if (len <= 0)
+		return 0;
+	path[len] = '\0';
+	return 1;
+}
+
 /* SLOWFS_OPS must name pwrite: data writes are slowed only when asked. */
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
@@ -92,16 +105,9 @@ ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 	const char *ops = getenv("SLOWFS_OPS");
 	if (!real)
 		real = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
-	if (ops && strstr(ops, "pwrite")) {
-		char self[64], path[4096];
-		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-		ssize_t len = readlink(self, path, sizeof(path) - 1);
-		if (len > 0) {
-			path[len] = '\0';
-			if (slow("pwrite", path))
-				return -1;
-		}
-	}
+	char path[4096];
+	if (ops && strstr(ops, "pwrite") && fd_path(fd, path, sizeof(path)) && slow("pwrite", path))
+		return -1;
 	return real(fd, buf, n, off);
 }
 
@@ -132,52 +138,25 @@ int open(const char *path, int flags, ...)
 	return real(path, flags, mode);
 }
 
-/* The descriptor's path (for an anonymous file, its folder's, with the
- * kernel's " (deleted)" name): false if unknown. */
-static int fd_path(int fd, char *path, size_t size)
-{
-	char self[64];
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	ssize_t len = readlink(self, path, size - 1);
-	if (len <= 0)
-		return 0;
-	path[len] = '\0';
-	return 1;
-}
-
 /* SLOWFS_OPS must name dupfd: a dup of a descriptor of a matching path to a
- * number above a floor waits before it. */
-static long dupfd(const char *name, int fd, int cmd, long arg)
+ * number above a floor waits before it (fcntl64 is the same call). */
+int fcntl(int fd, int cmd, ...)
 {
-	static long (*real[2])(int, int, long);
-	int k = name[5] == '6'; /* fcntl64 */
-	if (!real[k])
-		real[k] = (long (*)(int, int, long))dlsym(RTLD_NEXT, name);
+	static int (*real)(int, int, ...);
+	va_list ap;
+	va_start(ap, cmd);
+	long arg = va_arg(ap, long);
+	va_end(ap);
+	if (!real)
+		real = (int (*)(int, int, ...))dlsym(RTLD_NEXT, "fcntl");
 	const char *ops = getenv("SLOWFS_OPS");
 	char path[4096];
 	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && ops && strstr(ops, "dupfd") && fd_path(fd, path, sizeof(path)) &&
 	    slow("dupfd", path))
 		return -1;
-	return real[k](fd, cmd, arg);
+	return real(fd, cmd, arg);
 }
-
-int fcntl(int fd, int cmd, ...)
-{
-	va_list ap;
-	va_start(ap, cmd);
-	long arg = va_arg(ap, long);
-	va_end(ap);
-	return (int)dupfd("fcntl", fd, cmd, arg);
-}
-
-int fcntl64(int fd, int cmd, ...)
-{
-	va_list ap;
-	va_start(ap, cmd);
-	long arg = va_arg(ap, long);
-	va_end(ap);
-	return (int)dupfd("fcntl64", fd, cmd, arg);
-}
+int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
 /* SLOWFS_OPS must name openat: a real open the library makes for the
  * program (a checkpoint written straight to its real path). */
