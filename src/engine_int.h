@@ -177,14 +177,20 @@ extern __thread bool ckc_tl_program_write;
  * the program is in progress. */
 #define CKC_BG_YIELD_MAX_NS 5000000ull
 void ckc_bg_yield(void);
-/* On a background thread, before a name is made or replaced in a
- * checkpoint folder: waits (CKC_BG_YIELD_MAX_NS at most) until the
- * program has opened no checkpoint for reading for CKC_BG_READ_QUIET_NS.
- * The link holds the folder's lock, which the program's lookups there
- * wait for: a Python loop reading back 3,000 small files, some being
- * published meanwhile, waited for it 1,700 times (a wake-up each) and
- * took 10-15% longer. */
+/* On a background thread, before a file is made in a checkpoint folder
+ * and before its name is linked there: waits (CKC_BG_READ_YIELD_MAX_NS at
+ * most) until the program has opened no checkpoint for reading for
+ * CKC_BG_READ_QUIET_NS. The link holds the folder's lock, which the
+ * program's lookups there wait for: a Python loop reading back 3,000
+ * small files, some being published meanwhile, waited for it 1,700 times
+ * (a wake-up each) and took 10-15% longer. Making the file costs the
+ * kernel up to a millisecond beside the program (ext4 looks through its
+ * inode table for one not deleted recently): with a wait of 5 ms at most
+ * the flush still took 20-40 ms of CPU time during that loop's 60 ms, with
+ * 50 ms at most, 0-10 ms. A program that reads without a pause still
+ * leaves a publication its turn every 50 ms. */
 #define CKC_BG_READ_QUIET_NS 300000ull
+#define CKC_BG_READ_YIELD_MAX_NS 50000000ull
 void ckc_bg_yield_reads(void);
 /* The program's copies in progress now (ckc_prog_begin). */
 int ckc_prog_copies(void);

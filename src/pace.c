@@ -50,13 +50,21 @@ void ckc_prog_read_opened(void)
 			      memory_order_release);
 }
 
+/* Whether stamp, a time another thread took, is at most window before now.
+ * A stamp taken on another CPU an instant ago can read a little later than
+ * now (the CPUs' clocks of a virtual machine agree only so closely): it
+ * is recent, not 584 years old. */
+static bool stamp_recent(uint64_t stamp, uint64_t now, uint64_t window)
+{
+	return stamp >= now || now - stamp < window;
+}
+
 /* Whether the program opened a checkpoint for reading within the last
  * CKC_BG_READ_QUIET_NS. */
 static bool prog_reading(void)
 {
-	/* the stamp first: it is never later than the clock read after */
-	uint64_t r = atomic_load_explicit(&prog_read_open, memory_order_acquire), now = ckc_now_ns();
-	return now >= r && now - r < CKC_BG_READ_QUIET_NS;
+	uint64_t r = atomic_load_explicit(&prog_read_open, memory_order_acquire);
+	return stamp_recent(r, ckc_now_ns(), CKC_BG_READ_QUIET_NS);
 }
 
 static bool prog_copying(void)
@@ -66,12 +74,12 @@ static bool prog_copying(void)
 
 /* On a background thread: naps of nap_ns while busy() says so, for
  * CKC_BG_YIELD_MAX_NS at most. */
-static void bg_wait(bool (*busy)(void), long nap_ns)
+static void bg_wait(bool (*busy)(void), long nap_ns, uint64_t max_ns)
 {
 	if (!ckc_tl_background || !busy())
 		return;
 	uint64_t t0 = ckc_now_ns();
-	while (busy() && ckc_now_ns() - t0 < CKC_BG_YIELD_MAX_NS) {
+	while (busy() && ckc_now_ns() - t0 < max_ns) {
 		struct timespec ts = { 0, nap_ns };
 		nanosleep(&ts, NULL);
 	}
@@ -79,7 +87,7 @@ static void bg_wait(bool (*busy)(void), long nap_ns)
 
 void ckc_bg_yield_reads(void)
 {
-	bg_wait(prog_reading, 50000);
+	bg_wait(prog_reading, 50000, CKC_BG_READ_YIELD_MAX_NS);
 }
 
 int ckc_prog_copies(void)
@@ -97,7 +105,7 @@ uint64_t ckc_prog_quiet_ns(void)
 
 void ckc_bg_yield(void)
 {
-	bg_wait(prog_copying, 20000);
+	bg_wait(prog_copying, 20000, CKC_BG_YIELD_MAX_NS);
 }
 
 /* Reads of the program in progress (a restore: what the background work
@@ -119,7 +127,7 @@ void ckc_pace_reading(int delta)
 static bool pace_program_reads(uint64_t now)
 {
 	return atomic_load_explicit(&pace_reads, memory_order_acquire) > 0 ||
-	       now - atomic_load_explicit(&pace_read_end, memory_order_acquire) < CKC_BG_READ_GAP_NS;
+	       stamp_recent(atomic_load_explicit(&pace_read_end, memory_order_acquire), now, CKC_BG_READ_GAP_NS);
 }
 
 /* Waits while the program copies (lock not held): while it reads, as

@@ -215,6 +215,7 @@ int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd)
 		return rc;
 	ckc_state_publishing();
 	ckc_bg_yield();
+	ckc_bg_yield_reads();
 	if (atomic_load(&home_tmpfile_ok)) {
 		/* an anonymous file: nothing to clean up if the process dies
 		 * before it is published */
