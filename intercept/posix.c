@@ -104,7 +104,9 @@ ssize_t ckc_vfd_pread(ckc_vfd_t *v, void *buf, size_t n, off_t off)
 		return rc;
 	if ((v->flags & O_ACCMODE) == O_WRONLY)
 		return -EBADF;
-	if (off < 0)
+	/* refused as by the kernel: a negative offset, or one whose end
+	 * (offset + count) is past the largest offset */
+	if (off < 0 || n > (uint64_t)INT64_MAX - (uint64_t)off)
 		return -EINVAL;
 	ckc_enter();
 	ssize_t r = CKC_OWED_PASS;
@@ -321,9 +323,16 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 	 * SSIZE_MAX, a negative offset */
 	if (cnt < 0 || cnt > IOV_MAX || (!use_pos && off < 0))
 		return -EINVAL;
-	for (int i = 0; i < cnt; i++)
-		if (iov[i].iov_len > (size_t)SSIZE_MAX)
+	size_t all = 0;
+	for (int i = 0; i < cnt; i++) {
+		if (iov[i].iov_len > (size_t)SSIZE_MAX - all)
 			return -EINVAL;
+		all += iov[i].iov_len;
+	}
+	/* a read's end past the largest offset, as the kernel judges the
+	 * whole vector (a write's is the engine's: EFBIG) */
+	if (!wr && !use_pos && all > (uint64_t)INT64_MAX - (uint64_t)off)
+		return -EINVAL;
 	bool append = wr == CKC_PX_APPEND || (wr && wr != CKC_PX_AT_OFFSET && (v->flags & O_APPEND));
 	if (use_pos || append) {
 		ckc_mutex_lock(&v->lock);

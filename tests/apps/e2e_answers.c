@@ -128,6 +128,9 @@ static long fd_answer(const char *dir, int how)
 	case 5: r = fcntl(fd, F_GETOWN); break;
 	case 6: r = fcntl(fd, F_GET_SEALS); break;
 	case 7: r = fcntl(fd, 9999); break;
+	/* an end past the largest offset: EINVAL, not an end of file */
+	case 9: r = pread(fd, big, 8, INT64_MAX - 5); break;
+	case 10: r = preadv(fd, v, 8, INT64_MAX - 5); break;
 	default: r = lseek(fd, 0, SEEK_CUR); break;
 	}
 	int e = errno;
@@ -438,6 +441,8 @@ int m_answers(int argc, char **argv)
 	BOTH("fcntl(F_GETOWN)", fd_answer(dir, 5));
 	BOTH("fcntl(F_GET_SEALS)", fd_answer(dir, 6));
 	BOTH("fcntl of an unknown command", fd_answer(dir, 7));
+	BOTH("pread of 8 bytes at INT64_MAX - 5", fd_answer(dir, 9));
+	BOTH("preadv of 8 bytes at INT64_MAX - 5", fd_answer(dir, 10));
 	BOTH("the position after those", fd_answer(dir, 8));
 	if (kernel_takes(0x20))
 		BOTH("pwritev2(RWF_NOAPPEND) at 0 of an O_APPEND descriptor", rwf_answer(dir, 0x20));
