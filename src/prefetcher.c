@@ -232,8 +232,18 @@ static int promote(ckc_obj_t *o, uint64_t dist)
 	o->place[0].pins--;
 	eng_signal(EC_PINS);
 	if (rc || o->retired) {
-		if (rc)
+		/* a published version whose real file is gone (renamed or
+		 * removed by the program, or by another: a temporary file
+		 * renamed into place, old checkpoints cleaned up) is a file
+		 * the cache holds nothing of: forgotten, not looked for again
+		 * (a prefetch is advice, and nothing is lost) */
+		bool gone = rc == -ENOENT && !bounded && o->at_home;
+		if (gone && !o->retired) {
+			ckc_trace("prefetch-gone", o, 0, size, -1, t0);
+			ckc_obj_retire(o);
+		} else if (rc && !o->retired) {
 			ckc_warn("could not prefetch %s (%s)", o->key, strerror(-rc));
+		}
 		if (o->place[0].state != LC_INIT) {
 			ckc_place_free(o, 0);
 			ckc_set_state(o, 0, LC_EV_DROP);

@@ -1471,3 +1471,46 @@ assert open(f"{sys.argv[1]}/ck/run2/a.bin", "rb").read() == random.Random(1).ran
 ' "$T" || fail "the checkpoints at their real paths$(last_error)"
 }
 case_add robust/dirfd-after-rename dirfd_after_rename
+
+# A published checkpoint that only its real file holds is moved away by
+# another program (a clean-up of old checkpoints) while the program reads
+# the others back in the order the prefetcher follows: the prefetch of it
+# finds no file. Nothing is lost and nothing is said; the cache forgets it
+# (it looked for the file again and again, and warned each time), and never
+# makes it again at its old path.
+prefetch_of_a_moved_file() {
+	cat >mv.py <<'PYEOF'
+import os, subprocess, sys, time
+top = sys.argv[1]
+d = f"{top}/ck"
+blobs = [bytes([i + 1]) * (3 << 20) for i in range(6)]
+for i, b in enumerate(blobs):
+    with open(f"{d}/c{i}.bin", "wb") as f:
+        f.write(b)
+for _ in range(500):
+    if os.path.exists(f"{d}/c0.bin"):
+        break
+    time.sleep(0.01)
+time.sleep(0.3)
+env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+subprocess.run(["mv", f"{d}/c0.bin", f"{top}/moved.bin"], env=env, check=True)
+for i in reversed(range(1, 6)):
+    with open(f"{d}/c{i}.bin", "rb") as f:
+        assert f.read() == blobs[i], f"c{i}.bin read back"
+time.sleep(0.3)
+assert not os.path.exists(f"{d}/c0.bin"), "c0.bin is back at its old path"
+PYEOF
+	ck CKPTCACHE_HOST_CACHE=8M CKPTCACHE_ORDER=reverse -- "$PY" mv.py "$T" || fail "the program failed$(last_error)"
+	if grep -aq 'ckptcache: \(warning\|error\)' "$T/.log"; then
+		fail "the library said something$(first_error 'ckptcache: (warning|error)')"
+	fi
+	plain "$PY" -c '
+import os, sys
+t = sys.argv[1]
+assert open(f"{t}/moved.bin", "rb").read() == bytes([1]) * (3 << 20), "moved.bin"
+for i in range(1, 6):
+    assert open(f"{t}/ck/c{i}.bin", "rb").read() == bytes([i + 1]) * (3 << 20), f"c{i}.bin"
+assert not os.path.exists(f"{t}/ck/c0.bin"), "c0.bin at its old path"
+' "$T" || fail "the files at their real paths$(last_error)"
+}
+case_add robust/prefetch-of-a-moved-file prefetch_of_a_moved_file
