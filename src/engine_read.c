@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "copy.h"
@@ -611,18 +612,44 @@ void ckc_handle_note_read(ckc_handle_t *h, uint64_t off, uint64_t len)
 	eng_unlock();
 }
 
+static bool ts_before(struct timespec a, struct timespec b)
+{
+	return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
+}
+
+/* Whether the kernel stamps a file whose times were looked at since its
+ * last change with its fine clock (multigrain timestamps: Linux 6.13 and
+ * later, on ext4, xfs, btrfs and tmpfs): Python and stdio look at every
+ * file they open, so a checkpoint written straight to its real path gets
+ * a fine stamp there, and one the cache held must too, or a checkpoint
+ * the cache held looks older than the one written straight before it. */
+static bool kernel_multigrain(void)
+{
+	static int known = -1;
+	if (known < 0) {
+		struct utsname u;
+		int major = 0, minor = 0;
+		known = uname(&u) == 0 && sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
+			(major > 6 || (major == 6 && minor >= 13));
+	}
+	return known;
+}
+
 void eng_touch_mtime(ckc_obj_t *o)
 {
 	struct timespec t;
 	ckc_file_now(&t);
-	/* times looked at since their last change, and no tick later: the
-	 * kernel's fine clock, as the kernel stamps such a file (glibc's stdio
-	 * looks before its first write), so that it is newer than what came
-	 * before in that tick */
-	if (o->mtime_seen && (t.tv_sec < o->mtime.tv_sec ||
-			      (t.tv_sec == o->mtime.tv_sec && t.tv_nsec <= o->mtime.tv_nsec)))
+	/* times looked at since their last change: the kernel's fine clock,
+	 * as a kernel with multigrain timestamps stamps such a file; before
+	 * those, only where no tick has passed since its last stamp, so that
+	 * it is newer than what came before in that tick */
+	if (o->mtime_seen && (kernel_multigrain() || !ts_before(o->mtime, t)))
 		clock_gettime(CLOCK_REALTIME, &t);
-	o->mtime = t;
+	/* and never before the fine stamp a write before it got (a write of
+	 * the program the cache takes in pieces, the first one looked at) */
+	if (ts_before(t, o->stamped))
+		t = o->stamped;
+	o->mtime = o->stamped = t;
 	o->mtime_seen = false;
 }
 

@@ -100,6 +100,7 @@ struct ckc_obj {
 	bool consumed;       /* read back whole at least once */
 	bool from_home;      /* imported from a file of an earlier run */
 	struct timespec mtime;
+	struct timespec stamped; /* the cache's last stamp of it (eng_touch_mtime) */
 	bool mtime_seen;     /* stat looked at it since it last changed */
 	ckc_attr_t attr;     /* set by the program; given to the real file */
 

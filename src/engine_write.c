@@ -746,6 +746,11 @@ int eng_close_home_writer(ckc_obj_t *o)
 	} else if (!rc) {
 		eng_set_home(o, true);
 		eng_set_base(o, &now);
+		/* the time the kernel put on the file it wrote (the times the
+		 * program set, where it set them), which a look at the
+		 * checkpoint now reports, as its real file does */
+		if (now.exists)
+			o->mtime = now.mtime;
 		ckc_node_note(o);
 	} else {
 		ckc_error("checkpoint %s could not be written to its real path (%s)", o->key,

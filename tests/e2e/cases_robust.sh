@@ -1514,3 +1514,41 @@ assert not os.path.exists(f"{t}/ck/c0.bin"), "c0.bin at its old path"
 ' "$T" || fail "the files at their real paths$(last_error)"
 }
 case_add robust/prefetch-of-a-moved-file prefetch_of_a_moved_file
+
+# Checkpoints written one after another, each looked at (stat) after its
+# close, as a program that keeps the newest does: a later one is never
+# older than an earlier one, and each real file keeps the time the program
+# saw, whether the cache held the checkpoint or wrote it straight to its
+# real path (kernel-stamped), large and small.
+mtimes_in_order() {
+	cat >mt.py <<'PYEOF'
+import os, sys
+d, size, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+prev = None
+for i in range(n):
+    p = f"{d}/f{size}_{i:02d}.bin"
+    with open(p, "wb") as f:
+        f.write(b"a" * size)
+    m = os.stat(p).st_mtime_ns
+    print(p, m)
+    assert prev is None or m >= prev, f"{p}: mtime {m} is older than the one written before it ({prev})"
+    prev = m
+PYEOF
+	local side size
+	for side in auto off; do
+		phase "$side"
+		for size in 2097152 3000; do
+			ck CKPTCACHE_STEP_ASIDE=$side -- "$PY" mt.py "$T/ck" $size 20 >"seen.$side.$size" ||
+				fail "STEP_ASIDE=$side, files of $size bytes: the program failed$(last_error)"
+			plain "$PY" -c '
+import os, sys
+for line in open(sys.argv[1]):
+    p, m = line.split()
+    r = os.stat(p).st_mtime_ns
+    assert r == int(m), f"{p}: the program saw mtime {m}, its real file has {r}"
+' "seen.$side.$size" || fail "STEP_ASIDE=$side, files of $size bytes: the real files' times$(last_error)"
+			rm -f "$T"/ck/*.bin
+		done
+	done
+}
+case_add robust/mtimes-in-order mtimes_in_order
