@@ -185,12 +185,13 @@ void ckc_bg_yield(void);
  * small files, some being published meanwhile, waited for it 1,700 times
  * (a wake-up each) and took 10-15% longer. Making the file costs the
  * kernel up to a millisecond beside the program (ext4 looks through its
- * inode table for one not deleted recently): with a wait of 5 ms at most
- * the flush still took 20-40 ms of CPU time during that loop's 60 ms, with
- * 50 ms at most, 0-10 ms. A program that reads without a pause still
- * leaves a publication its turn every 50 ms. */
+ * inode table for one not deleted recently). Longer waits (50 ms) kept the
+ * flush off the CPUs during such a loop, but held the publications a
+ * restore needs for room (a checkpoint is evicted once published): the
+ * RTM proxy's restores ran 2-5% slower, and a program's exit waited for
+ * what had not been published. */
 #define CKC_BG_READ_QUIET_NS 300000ull
-#define CKC_BG_READ_YIELD_MAX_NS 50000000ull
+#define CKC_BG_READ_YIELD_MAX_NS CKC_BG_YIELD_MAX_NS
 void ckc_bg_yield_reads(void);
 /* The program's copies in progress now (ckc_prog_begin). */
 int ckc_prog_copies(void);
