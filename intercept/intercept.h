@@ -793,9 +793,8 @@ long ckc_px_threads(pid_t pid);
 int ckc_px_real_access(const char *p, int mode);
 /* Whether this process has a file size limit (RLIMIT_FSIZE): a file
  * written then goes to its real path, whose writes the kernel limits
- * (EFBIG, SIGXFSZ). Asked of the kernel once after each change
- * (ckc_fsize_forget, from the setrlimit and prlimit wrappers). */
+ * (EFBIG, SIGXFSZ). Asked of the kernel at each tagged open for writing
+ * (a limit set by another process is seen at the next open). */
 bool ckc_fsize_limited(void);
-void ckc_fsize_forget(void);
 
 #endif

@@ -384,25 +384,15 @@ int ckc_px_real_access(const char *p, int mode)
 	return ra ? ra(p, mode) : 0;
 }
 
-/* -1 unknown, else whether RLIMIT_FSIZE is finite. */
-static atomic_int fsize_state = -1;
-
 bool ckc_fsize_limited(void)
 {
-	int st = atomic_load_explicit(&fsize_state, memory_order_relaxed);
-	if (st < 0) {
-		struct rlimit rl;
-		int saved = errno;
-		st = getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
-		errno = saved;
-		atomic_store_explicit(&fsize_state, st, memory_order_relaxed);
-	}
-	return st == 1;
-}
-
-void ckc_fsize_forget(void)
-{
-	atomic_store(&fsize_state, -1);
+	/* asked of the kernel each time: another process may set it
+	 * (prlimit --pid), which no wrapper of this one sees */
+	struct rlimit rl;
+	int saved = errno;
+	bool limited = getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
+	errno = saved;
+	return limited;
 }
 
 /* fd: a placeholder taken before the version was made (a write's open:

@@ -346,11 +346,7 @@ static int rlimit_call(pid_t pid, int resource, const void *l, void *old)
 				 "those larger than the limit may not", strerror(-r));
 		errno = saved;
 	}
-	int rc = (int)ckc_syscall6(SYS_prlimit64, pid, resource, (long)l, (long)old, 0, 0);
-	if (rc == 0 && l && resource == RLIMIT_FSIZE && (pid == 0 || pid == getpid()) &&
-	    !ckc_in_vfork_child())
-		ckc_fsize_forget();
-	return rc;
+	return (int)ckc_syscall6(SYS_prlimit64, pid, resource, (long)l, (long)old, 0, 0);
 }
 
 _Static_assert(sizeof(struct rlimit) == sizeof(struct rlimit64), "a 64-bit struct rlimit");

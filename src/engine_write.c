@@ -629,8 +629,19 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 		eng_unlock();
 		if (big)
 			ckc_prog_begin();
-		rc = buf ? ckc_io_pwrite_all(fd, buf, len, (off_t)off) :
-			   device_bounce(dsrc, len, NULL, off, fd);
+		if (buf) {
+			/* a write the real file takes in part (a file size
+			 * limit reached, perhaps set from outside the program):
+			 * a short write, as the kernel's */
+			ssize_t n = ckc_io_pwrite_most(fd, buf, len, (off_t)off);
+			rc = n < 0 ? (int)n : 0;
+			if (n > 0 && (size_t)n < len) {
+				len = (size_t)n;
+				end = off + len;
+			}
+		} else {
+			rc = device_bounce(dsrc, len, NULL, off, fd);
+		}
 		if (big)
 			ckc_prog_end();
 		ckc_mutex_lock(&ckc_eng.lock);

@@ -346,6 +346,26 @@ int ckc_io_pwrite_all(int fd, const void *buf, size_t len, off_t off)
 	return 0;
 }
 
+ssize_t ckc_io_pwrite_most(int fd, const void *buf, size_t len, off_t off)
+{
+	const char *p = buf;
+	size_t done = 0;
+
+	CKC_IO_CHECK("pwrite");
+	while (done < len) {
+		ssize_t n = ckc_io.pwrite(fd, p + done, len - done, off + (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (done > 0)
+				return (ssize_t)done;
+			return n < 0 ? -errno : -EIO;
+		}
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
 size_t ckc_io_pread_cached_all(int fd, void *buf, size_t len, off_t off)
 {
 	char *p = buf;

@@ -1552,3 +1552,64 @@ for line in open(sys.argv[1]):
 	done
 }
 case_add robust/mtimes-in-order mtimes_in_order
+
+# Another process lowers the program's file size limit (prlimit --pid)
+# after the cache has started: each new checkpoint's write then stops at
+# the limit as the kernel's does (a short write, EFBIG after, the offset
+# where the bytes end), with the cache stepping aside or not; before, the
+# written-straight one answered EFBIG with half of it in the file and its
+# offset at 0, and the next write overwrote the file's first bytes.
+fsize_set_from_outside() {
+	cat >fw.py <<'PYEOF'
+import os, sys
+d = sys.argv[1]
+b = bytes(range(256)) * (12 << 12)  # 3 MiB
+for i in range(4):
+    with open(f"{d}/pre_{i}.bin", "wb") as f:
+        f.write(b[: (3 << 20) - i])
+print("ready", flush=True)
+sys.stdin.readline()
+for i in range(3):
+    fd = os.open(f"{d}/after_{i}.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        r = os.write(fd, b[: 2 << 20])
+    except OSError as e:
+        r = f"error {e.errno}"
+    print(f"after_{i}: write of 2 MiB -> {r}, offset {os.lseek(fd, 0, os.SEEK_CUR)}")
+    try:
+        r = os.write(fd, b"ABCDEFGHIJ")
+    except OSError as e:
+        r = f"error {e.errno}"
+    print(f"after_{i}: then 10 bytes -> {r}, offset {os.lseek(fd, 0, os.SEEK_CUR)}")
+    os.close(fd)
+PYEOF
+	cat >drive.py <<'PYEOF'
+import os, resource, subprocess, sys
+d, out = sys.argv[1], sys.argv[2]
+p = subprocess.Popen([sys.executable, "fw.py", d], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+assert p.stdout.readline().strip() == "ready"
+hard = resource.prlimit(p.pid, resource.RLIMIT_FSIZE)[1]
+resource.prlimit(p.pid, resource.RLIMIT_FSIZE, (1 << 20, hard))
+p.stdin.write("go\n")
+p.stdin.close()
+text = p.stdout.read()
+assert p.wait() == 0, f"the program ended with {p.returncode}"
+env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+sizes = subprocess.run(["sh", "-c", f"cd {d} && for f in after_*.bin; do echo $f $(wc -c < $f) $(head -c 16 $f | od -An -tx1 | tr -d ' '); done"],
+                       env=env, capture_output=True, text=True, check=True).stdout
+open(out, "w").write(text + sizes)
+PYEOF
+	mkdir -p plainrun
+	plain "$PY" drive.py "$T/plainrun" want.txt || fail "the program without the library"
+	local side
+	for side in auto off; do
+		rm -rf "$T/ck"/*
+		ck CKPTCACHE_STEP_ASIDE=$side -- "$PY" drive.py "$T/ck" got.txt ||
+			fail "STEP_ASIDE=$side: the program failed$(last_error)"
+		diff want.txt got.txt >/dev/null || fail "STEP_ASIDE=$side: with the library:
+$(cat got.txt)
+without:
+$(cat want.txt)"
+	done
+}
+case_add robust/fsize-set-from-outside fsize_set_from_outside
