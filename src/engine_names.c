@@ -608,7 +608,7 @@ static int stat_of(const char *path, ckc_stat_t *st, bool current)
 		o = eng_current_locked(key);
 	if (o) {
 		eng_stat_fill(o, st);
-		o->mtime_seen = true;
+		eng_mtime_looked(o);
 	}
 	eng_unlock();
 	return o ? 0 : -ENOENT;

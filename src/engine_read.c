@@ -774,11 +774,26 @@ int ckc_handle_setattr(ckc_handle_t *h, const ckc_attr_t *a)
 	return rc;
 }
 
+void eng_mtime_looked(ckc_obj_t *o)
+{
+	o->mtime_seen = true;
+	/* a checkpoint written straight to its real path gets the kernel's
+	 * stamps: the kernel must know it was looked at too, or it stamps
+	 * the next write with its coarse clock, older than a fine stamp the
+	 * cache gave a checkpoint before it */
+	if (o->home_fd >= 0) {
+		struct stat rst;
+		int saved = errno;
+		(void)sys_fstat(o->home_fd, &rst);
+		errno = saved;
+	}
+}
+
 int ckc_handle_stat(const ckc_handle_t *h, ckc_stat_t *st)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	eng_stat_fill(h->o, st);
-	h->o->mtime_seen = true;
+	eng_mtime_looked(h->o);
 	eng_unlock();
 	return 0;
 }
