@@ -387,8 +387,11 @@ void eng_note_owed(const ckc_obj_t *o);
 /* Sets o's modification time to now, as the kernel would stamp its file
  * (engine lock held). */
 /* The program looked at o's times (stat; lock held): its next change gets
- * the fine clock where the kernel's would (eng_touch_mtime). */
-void eng_mtime_looked(ckc_obj_t *o);
+ * the fine clock where the kernel's would (eng_touch_mtime). Returns the
+ * descriptor of its real file being written straight, or -1, for
+ * eng_kernel_look once the lock is dropped. */
+int eng_mtime_looked(ckc_obj_t *o);
+void eng_kernel_look(int fd);
 void eng_touch_mtime(ckc_obj_t *o);
 /* Whether o, still open, was published (an fsync) with no write since:
  * the real file holds its bytes (engine lock held). */

@@ -606,11 +606,13 @@ static int stat_of(const char *path, ckc_stat_t *st, bool current)
 		return rc;
 	if (o && current)
 		o = eng_current_locked(key);
+	int look = -1;
 	if (o) {
 		eng_stat_fill(o, st);
-		eng_mtime_looked(o);
+		look = eng_mtime_looked(o);
 	}
 	eng_unlock();
+	eng_kernel_look(look);
 	return o ? 0 : -ENOENT;
 }
 

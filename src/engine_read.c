@@ -774,17 +774,24 @@ int ckc_handle_setattr(ckc_handle_t *h, const ckc_attr_t *a)
 	return rc;
 }
 
-void eng_mtime_looked(ckc_obj_t *o)
+int eng_mtime_looked(ckc_obj_t *o)
 {
 	o->mtime_seen = true;
+	return o->home_fd;
+}
+
+void eng_kernel_look(int fd)
+{
 	/* a checkpoint written straight to its real path gets the kernel's
 	 * stamps: the kernel must know it was looked at too, or it stamps
 	 * the next write with its coarse clock, older than a fine stamp the
-	 * cache gave a checkpoint before it */
-	if (o->home_fd >= 0) {
+	 * cache gave a checkpoint before it (the number is the file's while
+	 * its writer has not closed it; a look at another file changes
+	 * nothing of it) */
+	if (fd >= 0) {
 		struct stat rst;
 		int saved = errno;
-		(void)sys_fstat(o->home_fd, &rst);
+		(void)sys_fstat(fd, &rst);
 		errno = saved;
 	}
 }
@@ -793,8 +800,9 @@ int ckc_handle_stat(const ckc_handle_t *h, ckc_stat_t *st)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	eng_stat_fill(h->o, st);
-	eng_mtime_looked(h->o);
+	int look = eng_mtime_looked(h->o);
 	eng_unlock();
+	eng_kernel_look(look);
 	return 0;
 }
 
