@@ -466,9 +466,6 @@ static int open_while_written(const char *canon)
 	return CKC_PASS;
 }
 
-/* A write through a symbolic link (the real file's) to a checkpoint this
- * process holds: that checkpoint goes to its real file first, which the
- * write then changes. */
 /* A write of canon at its real file, in place: its spelling through a
  * folder's link, if it has one, is noted (ckc_alias_write). */
 static void alias_in_place(const char *canon)
@@ -477,6 +474,9 @@ static void alias_in_place(const char *canon)
 	ckc_alias_write(canon, ckc_link_real(canon, lreal) ? lreal : NULL, false);
 }
 
+/* A write through a symbolic link (the real file's) to a checkpoint this
+ * process holds: that checkpoint goes to its real file first, which the
+ * write then changes. */
 static void link_hand_over(const char *canon)
 {
 	char target[PATH_MAX];

@@ -178,7 +178,7 @@ extern __thread bool ckc_tl_program_write;
 #define CKC_BG_YIELD_MAX_NS 5000000ull
 void ckc_bg_yield(void);
 /* On a background thread, before a file is made in a checkpoint folder
- * and before its name is linked there: waits (CKC_BG_READ_YIELD_MAX_NS at
+ * and before its name is linked there: waits (CKC_BG_YIELD_MAX_NS at
  * most) until the program has opened no checkpoint for reading for
  * CKC_BG_READ_QUIET_NS. The link holds the folder's lock, which the
  * program's lookups there wait for: a Python loop reading back 3,000
@@ -191,7 +191,6 @@ void ckc_bg_yield(void);
  * RTM proxy's restores ran 2-5% slower, and a program's exit waited for
  * what had not been published. */
 #define CKC_BG_READ_QUIET_NS 300000ull
-#define CKC_BG_READ_YIELD_MAX_NS CKC_BG_YIELD_MAX_NS
 void ckc_bg_yield_reads(void);
 /* The program's copies in progress now (ckc_prog_begin). */
 int ckc_prog_copies(void);
@@ -384,14 +383,14 @@ void eng_abstime(uint64_t ns, struct timespec *ts);
 /* Notes o, just closed or renamed, among the versions that may be owed to
  * their real paths (ckc_owes_under). Lock held. */
 void eng_note_owed(const ckc_obj_t *o);
-/* Sets o's modification time to now, as the kernel would stamp its file
- * (engine lock held). */
 /* The program looked at o's times (stat; lock held): its next change gets
  * the fine clock where the kernel's would (eng_touch_mtime). Returns the
  * descriptor of its real file being written straight, or -1, for
  * eng_kernel_look once the lock is dropped. */
 int eng_mtime_looked(ckc_obj_t *o);
 void eng_kernel_look(int fd);
+/* Sets o's modification time to now, as the kernel would stamp its file
+ * (engine lock held). */
 void eng_touch_mtime(ckc_obj_t *o);
 /* Whether o, still open, was published (an fsync) with no write since:
  * the real file holds its bytes (engine lock held). */

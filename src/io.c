@@ -325,27 +325,6 @@ void ckc_io_reset(void)
 #undef IO_RESET
 }
 
-int ckc_io_pwrite_all(int fd, const void *buf, size_t len, off_t off)
-{
-	const char *p = buf;
-
-	CKC_IO_CHECK("pwrite");
-	while (len > 0) {
-		ssize_t n = ckc_io.pwrite(fd, p, len, off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += n;
-	}
-	return 0;
-}
-
 ssize_t ckc_io_pwrite_most(int fd, const void *buf, size_t len, off_t off)
 {
 	const char *p = buf;
@@ -357,13 +336,19 @@ ssize_t ckc_io_pwrite_most(int fd, const void *buf, size_t len, off_t off)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			if (done > 0)
-				return (ssize_t)done;
-			return n < 0 ? -errno : -EIO;
+			if (n == 0)
+				errno = EIO; /* (what ckc_io_pwrite_all says then) */
+			return done > 0 ? (ssize_t)done : -errno;
 		}
 		done += (size_t)n;
 	}
 	return (ssize_t)done;
+}
+
+int ckc_io_pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
+	ssize_t n = ckc_io_pwrite_most(fd, buf, len, off);
+	return n < 0 ? (int)n : (size_t)n < len ? -errno : 0;
 }
 
 size_t ckc_io_pread_cached_all(int fd, void *buf, size_t len, off_t off)

@@ -146,8 +146,8 @@ void ckc_io_reset(void);
 int ckc_io_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 /* As much of [buf, buf+len) written at off as the file takes: the bytes
  * written where a write failed after some (a file size limit reached:
- * the kernel's short write, the next write failing), or -errno where the
- * first did. */
+ * the kernel's short write, the next write failing; errno says why), or
+ * -errno where the first did. */
 ssize_t ckc_io_pwrite_most(int fd, const void *buf, size_t len, off_t off);
 
 /* Whether a call failed (-errno rc) for want of a descriptor or of memory

@@ -74,12 +74,12 @@ static bool prog_copying(void)
 
 /* On a background thread: naps of nap_ns while busy() says so, for
  * CKC_BG_YIELD_MAX_NS at most. */
-static void bg_wait(bool (*busy)(void), long nap_ns, uint64_t max_ns)
+static void bg_wait(bool (*busy)(void), long nap_ns)
 {
 	if (!ckc_tl_background || !busy())
 		return;
 	uint64_t t0 = ckc_now_ns();
-	while (busy() && ckc_now_ns() - t0 < max_ns) {
+	while (busy() && ckc_now_ns() - t0 < CKC_BG_YIELD_MAX_NS) {
 		struct timespec ts = { 0, nap_ns };
 		nanosleep(&ts, NULL);
 	}
@@ -87,7 +87,7 @@ static void bg_wait(bool (*busy)(void), long nap_ns, uint64_t max_ns)
 
 void ckc_bg_yield_reads(void)
 {
-	bg_wait(prog_reading, 50000, CKC_BG_READ_YIELD_MAX_NS);
+	bg_wait(prog_reading, 50000);
 }
 
 int ckc_prog_copies(void)
@@ -105,7 +105,7 @@ uint64_t ckc_prog_quiet_ns(void)
 
 void ckc_bg_yield(void)
 {
-	bg_wait(prog_copying, 20000, CKC_BG_YIELD_MAX_NS);
+	bg_wait(prog_copying, 20000);
 }
 
 /* Reads of the program in progress (a restore: what the background work

@@ -197,20 +197,20 @@ static uint64_t held_by_a_reader(void)
 }
 
 /* A program that never stops reading checkpoints back holds a publication
- * for CKC_BG_READ_YIELD_MAX_NS, and not much longer: it is never held up
+ * for CKC_BG_YIELD_MAX_NS, and not much longer: it is never held up
  * for good. A reader descheduled for longer than CKC_BG_READ_QUIET_NS (a
  * loaded machine) ends the wait early, so the longest of a few tries
  * counts. */
 Test(pace, a_publication_is_never_held_for_good)
 {
 	uint64_t most = 0;
-	for (int i = 0; i < 8 && most < CKC_BG_READ_YIELD_MAX_NS * 9 / 10; i++) {
+	for (int i = 0; i < 8 && most < CKC_BG_YIELD_MAX_NS * 9 / 10; i++) {
 		uint64_t w = held_by_a_reader();
 		/* (bounded: naps of a loaded machine overshoot, so 10 x) */
-		cr_assert_lt(w, 10 * CKC_BG_READ_YIELD_MAX_NS, "waited %llu ns", (unsigned long long)w);
+		cr_assert_lt(w, 10 * CKC_BG_YIELD_MAX_NS, "waited %llu ns", (unsigned long long)w);
 		most = w > most ? w : most;
 	}
-	cr_assert_geq(most, CKC_BG_READ_YIELD_MAX_NS * 9 / 10, "waited %llu ns at most", (unsigned long long)most);
+	cr_assert_geq(most, CKC_BG_YIELD_MAX_NS * 9 / 10, "waited %llu ns at most", (unsigned long long)most);
 }
 
 static void *reader_for_a_while(void *arg)
@@ -234,9 +234,9 @@ Test(pace, a_flush_makes_its_file_once_the_program_has_read_back)
 	char dir[] = "/tmp/ckc-pace-XXXXXX", key[64];
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(key, sizeof(key), "%s/ckpt.bin", dir);
-	uint64_t reading = 4 * CKC_BG_READ_YIELD_MAX_NS, most = 0;
+	uint64_t reading = 4 * CKC_BG_YIELD_MAX_NS, most = 0;
 	/* (the longest of a few tries: see a_publication_is_never_held_for_good) */
-	for (int i = 0; i < 8 && most < CKC_BG_READ_YIELD_MAX_NS * 9 / 10; i++) {
+	for (int i = 0; i < 8 && most < CKC_BG_YIELD_MAX_NS * 9 / 10; i++) {
 		pthread_t t[READERS];
 		for (int r = 0; r < READERS; r++)
 			cr_assert_eq(pthread_create(&t[r], NULL, reader_for_a_while, &reading), 0);
@@ -258,11 +258,11 @@ Test(pace, a_flush_makes_its_file_once_the_program_has_read_back)
 			unlink(tmp);
 		free(tmp);
 		/* (a wait for the program's copies first, ckc_bg_yield's) */
-		cr_assert_lt(w, 10 * (CKC_BG_READ_YIELD_MAX_NS + CKC_BG_YIELD_MAX_NS), "waited %llu ns",
+		cr_assert_lt(w, 10 * (CKC_BG_YIELD_MAX_NS + CKC_BG_YIELD_MAX_NS), "waited %llu ns",
 			     (unsigned long long)w);
 		most = w > most ? w : most;
 	}
 	rmdir(dir);
-	cr_assert_geq(most, CKC_BG_READ_YIELD_MAX_NS * 9 / 10,
+	cr_assert_geq(most, CKC_BG_YIELD_MAX_NS * 9 / 10,
 		      "the file was made %llu ns after the call at most, while the program read", (unsigned long long)most);
 }
