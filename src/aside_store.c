@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,9 +54,11 @@ static uint64_t store_check(const store_rec_t *r)
 	return store_hash(r, offsetof(store_rec_t, check), 14695981039346656037ull) | 1;
 }
 
+const char *ckc_aside_store_dir = CKC_ASIDE_STORE_DIR;
+
 int ckc_aside_store_path(char *out, size_t len)
 {
-	int n = snprintf(out, len, "%s/" CKC_ASIDE_STORE_PREFIX "%u", CKC_ASIDE_STORE_DIR,
+	int n = snprintf(out, len, "%s/" CKC_ASIDE_STORE_PREFIX "%u", ckc_aside_store_dir,
 			 (unsigned)geteuid());
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
@@ -64,7 +67,7 @@ int ckc_aside_store_path(char *out, size_t len)
  * refused when it is not a regular file of this user. -1 on any failure. */
 static int store_open(bool create)
 {
-	char path[128];
+	char path[256];
 	if (ckc_aside_store_path(path, sizeof(path)))
 		return -1;
 	int fd = sys_open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600);
@@ -165,6 +168,24 @@ CKC_START_PATH void ckc_aside_firsts_forget(void)
 		atomic_store(&aside_firsts, 0);
 }
 
+/* Processes that end at once each read the records, pick a slot and write
+ * it: without the lock two of them can pick the same free slot, and one
+ * record is lost. Waits STORE_LOCK_WAIT_MS at most; a record not saved is
+ * advice not given. (The lock goes with the close.) */
+#define STORE_LOCK_WAIT_MS 50
+static bool store_lock(int fd)
+{
+	for (int i = 0; i < STORE_LOCK_WAIT_MS * 10; i++) {
+		if (sys_flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return true;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return false;
+		struct timespec ts = { 0, 100 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	return false;
+}
+
 void ckc_aside_save(const aside_t *a, const char *paths)
 {
 	store_rec_t rec[STORE_RECS];
@@ -173,6 +194,10 @@ void ckc_aside_save(const aside_t *a, const char *paths)
 	int fd = store_open(true);
 	if (fd < 0)
 		return;
+	if (!store_lock(fd)) {
+		sys_close(fd);
+		return;
+	}
 	memset(rec, 0, sizeof(rec));
 	ssize_t n = sys_pread(fd, rec, sizeof(rec), 0);
 	uint64_t key = store_key(paths);

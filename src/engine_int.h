@@ -548,6 +548,9 @@ void eng_aside_note(ckc_obj_t *o);
  * program. */
 #define CKC_ASIDE_STORE_DIR "/dev/shm"
 #define CKC_ASIDE_STORE_PREFIX "ckptcache-aside-"
+/* where the record lives: CKC_ASIDE_STORE_DIR (the unit tests point
+ * their processes at a folder of their own) */
+extern const char *ckc_aside_store_dir;
 int ckc_aside_store_path(char *out, size_t len);
 /* Starts a from this node's last record for paths, if a recent one. */
 void ckc_aside_load(aside_t *a, const char *paths);

@@ -338,6 +338,7 @@ Test(aside, the_slower_side_gets_a_bounded_share)
 #include <fcntl.h>
 #include <stdio.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "engine_int.h"
@@ -347,7 +348,26 @@ static void a_unique_pattern(char *out, size_t len, const char *what)
 	snprintf(out, len, "/test-aside-%s-%ld-%ld/*.bin", what, (long)getpid(), (long)time(NULL));
 }
 
-Test(aside_store, what_a_process_learnt_is_the_next_ones_prior)
+/* Each test keeps its records in a folder of its own: the tests of this
+ * file run at once, and one of them damages every record it finds. */
+static char store_dir[64];
+
+static void private_store(void)
+{
+	snprintf(store_dir, sizeof(store_dir), "/tmp/test-aside-store-XXXXXX");
+	cr_assert_not_null(mkdtemp(store_dir));
+	ckc_aside_store_dir = store_dir;
+}
+
+static void private_store_gone(void)
+{
+	char file[256];
+	if (ckc_aside_store_path(file, sizeof(file)) == 0)
+		unlink(file);
+	rmdir(store_dir);
+}
+
+Test(aside_store, what_a_process_learnt_is_the_next_ones_prior, .init = private_store, .fini = private_store_gone)
 {
 	char paths[128], other[128];
 	a_unique_pattern(paths, sizeof(paths), "prior");
@@ -381,9 +401,9 @@ Test(aside_store, what_a_process_learnt_is_the_next_ones_prior)
 
 /* A record whose bytes were torn (two processes wrote it at once) or
  * damaged is ignored, never read as speeds. */
-Test(aside_store, a_damaged_record_is_ignored)
+Test(aside_store, a_damaged_record_is_ignored, .init = private_store, .fini = private_store_gone)
 {
-	char paths[128], file[128];
+	char paths[128], file[256];
 	a_unique_pattern(paths, sizeof(paths), "torn");
 	aside_t a;
 	aside_init(&a, true);
@@ -447,7 +467,7 @@ Test(aside, a_peek_foretells_the_next_pick)
  * cleared by one that took ASIDE_CLEAR_SAMPLES samples of the cache and
  * waited for (almost) nothing; it goes from process to process with the
  * record. */
-Test(aside_store, the_mark_of_a_program_that_ends_behind_its_flushes)
+Test(aside_store, the_mark_of_a_program_that_ends_behind_its_flushes, .init = private_store, .fini = private_store_gone)
 {
 	char paths[128];
 	a_unique_pattern(paths, sizeof(paths), "behind");
@@ -485,4 +505,53 @@ Test(aside_store, the_mark_of_a_program_that_ends_behind_its_flushes)
 	aside_init(&third, true);
 	ckc_aside_load(&third, paths);
 	cr_assert_not(third.ends_behind);
+}
+
+/* Processes that end at once (the ranks of a job on one node, with
+ * programs or patterns of their own) each keep their record: none takes
+ * the slot another is writing. */
+Test(aside_store, records_saved_at_once_are_all_kept, .init = private_store, .fini = private_store_gone)
+{
+	enum { PROCS = 24, ROUNDS = 8 };
+	for (int round = 0; round < ROUNDS; round++) {
+		char file[256];
+		cr_assert_eq(ckc_aside_store_path(file, sizeof(file)), 0);
+		unlink(file);
+		int go[2];
+		cr_assert_eq(pipe(go), 0);
+		pid_t kids[PROCS];
+		for (int k = 0; k < PROCS; k++) {
+			kids[k] = fork();
+			cr_assert_geq(kids[k], 0);
+			if (kids[k] == 0) {
+				char paths[128], c;
+				snprintf(paths, sizeof(paths), "/at-once-%d-%d/*.bin", round, k);
+				aside_t a;
+				aside_init(&a, true);
+				int sent[2] = { 0, 0 };
+				world(&a, 40, 16 * MiB, 2, 6, sent);
+				close(go[1]);
+				(void)!read(go[0], &c, 1);
+				ckc_aside_save(&a, paths);
+				_exit(0);
+			}
+		}
+		close(go[0]);
+		close(go[1]);
+		for (int k = 0; k < PROCS; k++) {
+			int st;
+			cr_assert_eq(waitpid(kids[k], &st, 0), kids[k]);
+			cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		}
+		int kept = 0;
+		for (int k = 0; k < PROCS; k++) {
+			char paths[128];
+			snprintf(paths, sizeof(paths), "/at-once-%d-%d/*.bin", round, k);
+			aside_t b;
+			aside_init(&b, true);
+			ckc_aside_load(&b, paths);
+			kept += b.n[ASIDE_CACHE] == ASIDE_WARM;
+		}
+		cr_assert_eq(kept, PROCS, "round %d: %d of %d records kept", round, kept, PROCS);
+	}
 }
