@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "intercept.h"
+#include "io.h"
 #include "path.h"
 #include "log.h"
 
@@ -601,7 +602,16 @@ bool ckc_ph_spare(void)
 		if (setrlimit(RLIMIT_NOFILE, &more) == 0)
 			return true;
 	}
-	/* else the base's number, if the limit lets a new descriptor take it */
+	return ckc_ph_spare_base();
+}
+
+bool ckc_ph_spare_base(void)
+{
+	/* the base's number, if the limit lets a new descriptor take it (a
+	 * later placeholder opens the base again, where there is room) */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return false;
 	int b = atomic_load(&ph_base);
 	if (b < 0 || (rlim_t)b >= rl.rlim_cur || !atomic_compare_exchange_strong(&ph_base, &b, -1))
 		return false;
@@ -884,6 +894,10 @@ static void vfd_demote_one(size_t fd, ckc_vfd_t *v, const void *arg)
 	    (d->inherited_only && ((fdfl = REAL(fcntl)((int)fd, F_GETFD)) < 0 || (fdfl & FD_CLOEXEC))))
 		return;
 	int rc = ckc_vfd_demote(v);
+	/* the program filled its table: the library's own number is given
+	 * up for the hand-over, whose descriptors last only while it runs */
+	if (ckc_io_short(rc) && ckc_ph_spare_base())
+		rc = ckc_vfd_demote(v);
 	if (rc)
 		ckc_error("descriptor %zu of checkpoint %s cannot be given to %s (%s): it "
 			  "fails there with EBADF", fd, v->path, d->why,

@@ -697,6 +697,9 @@ extern atomic_uint ckc_passed_n;
  * the limit (the next placeholder opens another). Returns whether it made
  * room. */
 bool ckc_ph_spare(void);
+/* Its second half alone: the base's number given up (a program still
+ * running keeps its limit as it set it). */
+bool ckc_ph_spare_base(void);
 /* Opens the placeholders' base now if none is open: a process that
  * writes checkpoints keeps it, also as the descriptor ckc_ph_spare gives
  * back when the program ends with its table full. */

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "intercept.h"
+#include "io.h"
 #include "log.h"
 #include "nodetab.h"
 #include "path.h"
@@ -53,6 +54,9 @@
 /* How long an open waits for a holder to publish (a large checkpoint on a
  * slow file system). */
 #define NODE_ASK_WAIT_MS 60000
+/* How long a holder whose program filled its descriptor table tries to
+ * publish what another process asks for. */
+#define NODE_SHORT_WAIT_NS (5000ull * 1000000u)
 /* How often a wait for a holder looks whether it is stopped. */
 #define NODE_ASK_SLICE_NS (200ull * 1000000u)
 /* Slots of one path looked at (one per version a process holds: more
@@ -274,6 +278,18 @@ static int node_publish(const char *canon)
 	} else {
 		uint64_t t0 = ckc_now_ns();
 		rc = ckc_materialize(canon);
+		/* the program filled its descriptor table: another process
+		 * waits to open this file. The library's own number is given
+		 * up for it; the cache's publications take turns with it, each
+		 * giving the number back as it ends. */
+		uint64_t wait_ns = 1000000u;
+		while (ckc_io_short(rc) && ckc_now_ns() - t0 < NODE_SHORT_WAIT_NS) {
+			(void)ckc_ph_spare_base();
+			struct timespec ts = { 0, (long)wait_ns };
+			nanosleep(&ts, NULL);
+			wait_ns = wait_ns * 2 < 50000000u ? wait_ns * 2 : 50000000u;
+			rc = ckc_materialize(canon);
+		}
 		if (rc == 0 && !st.at_home)
 			ckc_small_asked(st.size, ckc_now_ns() - t0);
 	}

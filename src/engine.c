@@ -522,8 +522,8 @@ static ckc_obj_t *open_writer(void)
 /* Hands o, still open for writing, over to its real file: its bytes so far
  * go to a temporary file at home, which is renamed into place and stays
  * open, so that the program's later writes land in the real file. Lock
- * held; dropped while bytes move. */
-static void handover(ckc_obj_t *o)
+ * held; dropped while bytes move. Returns 0 or -errno. */
+static int handover_keep(ckc_obj_t *o)
 {
 	int rc = 0;
 
@@ -531,7 +531,7 @@ static void handover(ckc_obj_t *o)
 	 * first */
 	eng_wait_idle(o, EB_MOVE | EB_HOME);
 	if (o->complete || o->retired || o->home_live)
-		return;
+		return 0;
 	if (o->wlevel < ckc_eng.ntier - 1)
 		rc = eng_migrate_to(o, true);
 	if (!rc && !o->complete && !o->retired) {
@@ -550,6 +550,37 @@ static void handover(ckc_obj_t *o)
 		}
 		eng_home_end(o);
 	}
+	return rc;
+}
+
+/* A descriptor for the library as the program ends with its table full
+ * (the soft limit raised, or the library's own spare number given up). */
+static bool spare_fd(void)
+{
+	bool (*spare)(void) = __atomic_load_n(&ckc_spare_fd_hook, __ATOMIC_ACQUIRE);
+	return spare && spare();
+}
+
+/* Hands o over to its real file as the program ends. A descriptor kept
+ * per open checkpoint may not fit a full table: once one did not, the
+ * bytes so far of this one and of those after it are published through a
+ * descriptor of the moment (ckc_handoff), and the program's later calls on
+ * them go to the real file. Lock held; dropped while bytes move. */
+static void handover(ckc_obj_t *o)
+{
+	static bool table_full;
+	int rc = table_full ? -EMFILE : handover_keep(o);
+	if (ckc_io_short(rc) && !table_full) {
+		table_full = true;
+		ckc_warn("the descriptor table is full as the program ends: checkpoints still open are "
+			 "written to their real paths and closed there");
+		spare_fd();
+	}
+	for (int tries = 0; ckc_io_short(rc) && tries < 8; tries++) {
+		rc = eng_handoff_locked(o);
+		if (ckc_io_short(rc) && !spare_fd())
+			break;
+	}
 	if (rc) {
 		ckc_error("checkpoint %s, still open as the program ends, could not be written to its "
 			  "real path (%s)", o->key, strerror(-rc));
@@ -558,8 +589,6 @@ static void handover(ckc_obj_t *o)
 	}
 }
 
-/* Every required flush done and every open checkpoint handed over, or the
- * deadline passed (false). Lock held. */
 static bool drain_locked(uint64_t deadline_ns)
 {
 	for (;;) {
@@ -628,7 +657,6 @@ int ckc_finish(uint64_t deadline_ns)
 	ckc_eng.draining = true;
 	eng_wake_all();
 	uint64_t drain0 = ckc_eng.drain_t0 = ckc_now_ns();
-	ckc_state_ending();
 	ckc_flush_short_again();
 	bool done = drain_locked(deadline_ns);
 	ckc_eng.st.drain_s = (double)(ckc_now_ns() - drain0) / 1e9;

@@ -182,7 +182,7 @@ int ckc_forget(const char *path)
 
 /* Publishes o's bytes so far and lets the cache forget it; its handles
  * answer CKC_HANDED from then on (lock held). */
-static int handoff_locked(ckc_obj_t *o)
+int eng_handoff_locked(ckc_obj_t *o)
 {
 	int rc = 0;
 
@@ -223,7 +223,7 @@ static int handoff_locked(ckc_obj_t *o)
 int ckc_handoff(ckc_handle_t *h)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
-	int rc = ckc_eng.active || h->o->handed ? handoff_locked(h->o) : -ENODEV;
+	int rc = ckc_eng.active || h->o->handed ? eng_handoff_locked(h->o) : -ENODEV;
 	eng_unlock();
 	return rc;
 }
@@ -235,7 +235,7 @@ int ckc_handoff_path(const char *path)
 	int rc = eng_lookup_locked(path, key, &o);
 	if (rc)
 		return rc;
-	rc = o ? handoff_locked(o) : -ENOENT;
+	rc = o ? eng_handoff_locked(o) : -ENOENT;
 	eng_unlock();
 	return rc;
 }

@@ -36,9 +36,9 @@ static char *state_tmp[STATE_MAX_TMP];
 static int state_ntmp;
 /* ckc_state_later: where ckc_state_open is to run with the first record */
 static char *state_later_base, *state_later_var;
-/* A deferred record found no descriptor (state_open_due); once the
- * program ends (ckc_state_ending) it is not tried again. */
-static bool state_short, state_ending;
+/* A deferred record found no descriptor (state_open_due): not tried
+ * again. */
+static bool state_short;
 
 static void owner_name(uid_t uid, char *out, size_t len)
 {
@@ -351,7 +351,7 @@ void ckc_state_close(void)
 	sys_free(state_later_base);
 	sys_free(state_later_var);
 	state_later_base = state_later_var = NULL;
-	state_short = state_ending = false;
+	state_short = false;
 	ckc_mutex_unlock(&state_lock);
 }
 
@@ -395,28 +395,17 @@ static void state_open_due(void)
 		ckc_mutex_unlock(&state_lock);
 		int rc = state_open(base, var ? var : "CKPTCACHE_SSD_DIR", true);
 		ckc_mutex_lock(&state_lock);
-		if (ckc_io_short(rc) && !state_later_base && !state_ending) {
+		if (ckc_io_short(rc) && !state_short) {
+			/* the record would keep the number a publication needs
+			 * (another process may be waiting to open that file):
+			 * this process keeps none from now on */
 			state_short = true;
-			state_later_base = base;
-			state_later_var = var;
-			return;
+			ckc_info("the descriptor table is full: this process keeps no record of its "
+				 "temporary files from now on (a crash may leave one behind)");
 		}
 		sys_free(base);
 		sys_free(var);
 	}
-}
-
-void ckc_state_ending(void)
-{
-	ckc_mutex_lock(&state_lock);
-	state_ending = true;
-	if (state_short && state_fd < 0) {
-		/* the descriptor it would take is the publications' */
-		sys_free(state_later_base);
-		sys_free(state_later_var);
-		state_later_base = state_later_var = NULL;
-	}
-	ckc_mutex_unlock(&state_lock);
 }
 
 void ckc_state_publishing(void)

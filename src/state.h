@@ -37,14 +37,10 @@ int ckc_state_open(const char *base, const char *var);
 void ckc_state_later(const char *base, const char *var);
 
 /* A file is about to be published: the record deferred by ckc_state_later
- * starts now (its sweep included), if it has not. */
+ * starts now (its sweep included), if it has not. One that finds the
+ * descriptor table full is not tried again: the publications need the
+ * descriptors. */
 void ckc_state_publishing(void);
-
-/* The program ends: a deferred record that found the process's descriptor
- * table full before is not tried again, and one that finds it full now
- * gives up at once (the publications need the descriptors). Before the
- * end, it is tried again with the next file published. */
-void ckc_state_ending(void);
 
 /* The private folder of ckc_state_open, or NULL before it. */
 const char *ckc_state_dir(void);

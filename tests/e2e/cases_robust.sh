@@ -1431,6 +1431,175 @@ for i in range(12):
 }
 case_add robust/flush-table-full flush_table_full
 
+# A program that ends with its descriptor table full and checkpoints still
+# open for writing (small ones and ones of several MiB, some written in
+# pieces): each reaches its real path whole, with the soft limit below the
+# hard one or not, whichever side step-aside chose; the library says once
+# why it closed them there, and reports no error.
+open_at_exit_table_full() {
+	fulltable_helper
+	cat >ox.py <<'PYEOF'
+import os, random, sys
+from fulltable import limit, fill
+d, both = sys.argv[1], sys.argv[2] == "both"
+limit(hard_too=both)
+for i in range(3):
+    with open(f"{d}/warm{i}.bin", "wb") as f:
+        f.write(random.Random(100 + i).randbytes(4000))
+sizes = [2000, 1 << 20, 3 * (1 << 20) + 17, 5000, 65536 + 3]
+keep = []
+for i, n in enumerate(sizes):
+    b = random.Random(i).randbytes(n)
+    fd = os.open(f"{d}/open{i}.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    for at in range(0, n, 777777 if i % 2 else n):
+        os.write(fd, b[at:at + (777777 if i % 2 else n)])
+    keep.append(fd)
+f = open(f"{d}/stdio.bin", "wb")
+f.write(random.Random(9).randbytes(300000))
+f.flush()
+fds = fill()
+os._exit(0) if sys.argv[3] == "_exit" else sys.exit(0)
+PYEOF
+	local both side how
+	for both in soft both; do
+		for side in auto off; do
+			for how in exit _exit; do
+				rm -rf "$T/ck" && mkdir -p "$T/ck"
+				: >"$T/.log"
+				ck CKPTCACHE_STEP_ASIDE=$side -- "$PY" ox.py "$T/ck" $both $how ||
+					fail "the program failed ($both limits, step aside $side, $how)$(last_error)"
+				if grep -aq 'ckptcache: error' "$T/.log"; then
+					fail "the library reported an error ($both limits, step aside $side, $how)$(first_error 'ckptcache: error')"
+				fi
+				[ "$(grep -ac 'descriptor table is full as the program ends' "$T/.log")" = 1 ] ||
+					fail "not said once why the open checkpoints were closed at their real paths ($both limits, step aside $side, $how)"
+				plain "$PY" -c '
+import random, sys
+d = sys.argv[1]
+for i, n in enumerate([2000, 1 << 20, 3 * (1 << 20) + 17, 5000, 65536 + 3]):
+    got = open(f"{d}/open{i}.bin", "rb").read()
+    assert got == random.Random(i).randbytes(n), f"open{i}.bin: {len(got)} of {n} bytes, or other bytes"
+for i in range(3):
+    assert open(f"{d}/warm{i}.bin", "rb").read() == random.Random(100 + i).randbytes(4000), f"warm{i}.bin"
+assert open(f"{d}/stdio.bin", "rb").read() == random.Random(9).randbytes(300000), "stdio.bin"
+' "$T/ck" || fail "the checkpoints at their real paths ($both limits, step aside $side, $how)$(last_error)"
+			done
+		done
+	done
+}
+case_add robust/open-at-exit-table-full open_at_exit_table_full
+
+# Close-to-open while the writer's descriptor table is full: a program
+# started with both descriptor limits at 256 (none can be raised) writes
+# and closes 6 checkpoints and fills its table before the cache has
+# published them, and waits; another process of the node reads each one
+# whole meanwhile, as it would without the library.
+c2o_writer_table_full() {
+	fulltable_helper
+	cat >w.py <<'PYEOF'
+import os, random, sys
+from fulltable import limit, fill
+d = sys.argv[1]
+N = 6
+for i in range(4):
+    with open(f"{d}/warm{i}.bin", "wb") as f:
+        f.write(random.Random(50 + i).randbytes(4000))
+for i in range(N):
+    with open(f"{d}/closed{i}.bin", "wb") as f:
+        f.write(random.Random(i).randbytes(3000 + 7000 * i))
+fds = fill()
+print("ready", flush=True)
+sys.stdin.readline()
+for fd in fds:
+    os.close(fd)
+PYEOF
+	cat >drive.py <<'PYEOF'
+import os, random, resource, subprocess, sys
+d = sys.argv[1]
+# both limits at 256 from the start, as a job script's ulimit -n sets them
+w = subprocess.Popen([sys.executable, "w.py", d], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                     preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256)))
+assert w.stdout.readline().strip() == "ready"
+# the writer's table is full (the library's numbers included)
+assert len(os.listdir(f"/proc/{w.pid}/fd")) == 256, os.listdir(f"/proc/{w.pid}/fd")
+bad = []
+for i in range(6):
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.stdout.buffer.write(open(sys.argv[1], 'rb').read())",
+                        f"{d}/closed{i}.bin"], capture_output=True)
+    if r.returncode != 0 or r.stdout != random.Random(i).randbytes(3000 + 7000 * i):
+        bad.append(f"closed{i}.bin: rc {r.returncode}, {len(r.stdout)} bytes {r.stderr.decode()[-200:]}")
+w.stdin.write("go\n")
+w.stdin.close()
+assert w.wait() == 0, "the writer failed"
+assert not bad, bad
+PYEOF
+	local k
+	for k in 1 2 3 4 5; do
+		rm -rf "$T/ck" && mkdir -p "$T/ck"
+		# each publication's open waits 200 ms: the table is full by then
+		SLOW_US=200000 ck SLOWFS_OPS=open -- "$PY" drive.py "$T/ck" || fail "run $k: a reader did not read what the writer closed$(last_error)"
+		plain "$PY" -c '
+import random, sys
+for i in range(6):
+    assert open(f"{sys.argv[1]}/closed{i}.bin", "rb").read() == random.Random(i).randbytes(3000 + 7000 * i), f"closed{i}.bin"
+' "$T/ck" || fail "run $k: the checkpoints at their real paths$(last_error)"
+	done
+}
+case_add robust/close-to-open-writer-table-full c2o_writer_table_full
+
+# A program with checkpoints open for writing fills its descriptor table
+# (both limits alike) and forks; the child writes to the descriptors it
+# inherited, then the parent, after freeing a few: every write lands, in
+# order, as without the library.
+fork_table_full() {
+	fulltable_helper
+	cat >fk.py <<'PYEOF'
+import os, random, sys
+from fulltable import limit, fill
+d = sys.argv[1]
+limit(hard_too=True)
+head = [random.Random(i).randbytes(2000 + 3000 * i) for i in range(5)]
+fds = []
+for i, b in enumerate(head):
+    fd = os.open(f"{d}/open{i}.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, b)
+    fds.append(fd)
+nul = fill()
+pid = os.fork()
+if pid == 0:
+    code = 0
+    for i, fd in enumerate(fds):
+        try:
+            assert os.write(fd, b"child%d" % i) == 6
+        except (OSError, AssertionError) as e:
+            print(f"child: open{i}.bin: {e!r}", file=sys.stderr)
+            code = 1
+    os._exit(code)
+_, st = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(st) == 0, "the child's writes failed"
+for fd in nul[:10]:
+    os.close(fd)
+for i, fd in enumerate(fds):
+    assert os.write(fd, b"parent%d" % i) == 7
+    os.close(fd)
+PYEOF
+	local side
+	for side in auto off; do
+		rm -rf "$T/ck" && mkdir -p "$T/ck"
+		plain "$PY" fk.py "$T/ck" || fail "the program without the library$(last_error)"
+		rm -rf "$T/ck" && mkdir -p "$T/ck"
+		ck CKPTCACHE_STEP_ASIDE=$side -- "$PY" fk.py "$T/ck" || fail "step aside $side: the program failed$(last_error)"
+		plain "$PY" -c '
+import random, sys
+for i in range(5):
+    want = random.Random(i).randbytes(2000 + 3000 * i) + b"child%d" % i + b"parent%d" % i
+    got = open(f"{sys.argv[1]}/open{i}.bin", "rb").read()
+    assert got == want, f"open{i}.bin: {len(got)} bytes, {len(want)} wanted: {got[-16:]!r}"
+' "$T/ck" || fail "step aside $side: the checkpoints at their real paths$(last_error)"
+	done
+}
+case_add robust/fork-table-full fork_table_full
+
 # A folder's descriptor whose path was looked up for a read, the folder
 # then renamed, then a checkpoint written and read at that descriptor: the
 # write lands in the folder as it is named now, and every byte reads back,

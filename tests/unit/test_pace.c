@@ -90,15 +90,20 @@ Test(pace, a_piece_waits_a_little_after_a_read_of_the_program)
 {
 	/* a program that reads one checkpoint after another leaves short
 	 * gaps: a piece begun in one would run into the next read */
-	uint64_t t0;
+	uint64_t t0, w = UINT64_MAX;
 	ckc_tl_background = true;
-	ckc_prog_begin();
-	ckc_pace_reading(1);
-	ckc_pace_reading(-1);
-	ckc_prog_end();
-	uint64_t a = ckc_now_ns();
-	ckc_pace_begin(64u << 20, &t0);
-	uint64_t w = t0 - a;
+	/* (the shortest of a few tries: a thread the scheduler leaves out
+	 * on a loaded machine oversleeps) */
+	for (int k = 0; k < 5; k++) {
+		ckc_prog_begin();
+		ckc_pace_reading(1);
+		ckc_pace_reading(-1);
+		ckc_prog_end();
+		uint64_t a = ckc_now_ns();
+		ckc_pace_begin(64u << 20, &t0);
+		if (t0 - a < w)
+			w = t0 - a;
+	}
 	cr_assert_geq(w, CKC_BG_READ_GAP_NS * 9 / 10, "waited %llu ns after a read", (unsigned long long)w);
 	cr_assert_lt(w, CKC_BG_YIELD_MAX_NS, "waited %llu ns after a read", (unsigned long long)w);
 	cr_assert_lt(waited(), CKC_BG_READ_GAP_NS / 2, "a while after the read: no wait");
