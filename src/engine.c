@@ -625,18 +625,26 @@ static bool closing_home(void)
 	return false;
 }
 
-static void report_unpublished(uint64_t deadline_ns)
+/* Names each checkpoint owed to its real path that is not there; those
+ * not in a rescue file either are counted lost (the cache ends with the
+ * process). drained: the drain ended in time (else the deadline passed,
+ * and nothing more is waited for). */
+static void report_unpublished(uint64_t deadline_ns, bool drained)
 {
 	/* program threads still run during exit(): a close that is giving
 	 * its file its name ends first (it is not lost) */
-	while (closing_home() && eng_wait_until(EC_HOME, deadline_ns))
+	while (drained && closing_home() && eng_wait_until(EC_HOME, deadline_ns))
 		;
 	for (size_t i = 0; i < ckc_eng.map_cap; i++)
-		for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext)
-			if (ckc_persist_wanted(o) && !o->at_home && !o->retired && !o->capture)
-				ckc_error("checkpoint %s did not reach its real path%s%s", o->key,
-					  o->rescue ? "; its bytes are in " : "",
-					  o->rescue ? o->rescue : "");
+		for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext) {
+			if (!ckc_persist_wanted(o) || o->at_home || o->retired || o->capture)
+				continue;
+			ckc_error("checkpoint %s did not reach its real path%s%s", o->key,
+				  o->rescue ? "; its bytes are in " : drained ? "" : " in time: it is lost",
+				  o->rescue ? o->rescue : "");
+			if (!o->rescue)
+				ckc_eng.st.lost++;
+		}
 }
 
 int ckc_finish(uint64_t deadline_ns)
@@ -665,8 +673,7 @@ int ckc_finish(uint64_t deadline_ns)
 	if (done)
 		threads_stop();
 	ckc_mutex_lock(&ckc_eng.lock);
-	if (done)
-		report_unpublished(deadline_ns);
+	report_unpublished(deadline_ns, done);
 	ckc_peer_finish();
 	aside_t aside = ckc_eng.aside;
 	if (done)

@@ -779,6 +779,22 @@ sigterm_bounded() {
 	[ $rc -eq 143 ] || fail "bounded SIGTERM: $(status_text $rc), expected killed by SIGTERM"
 	[ $(((t1 - t0) / 1000000)) -lt 2500 ] || fail "bounded SIGTERM: the program took $(((t1 - t0) / 1000000)) ms to end (bound 500 ms)"
 	grep -q 'CKPTCACHE_TERM_WAIT' err.txt || fail "bounded SIGTERM: no message about what was not written"
+	# each checkpoint not whole at its real path is named, and counted lost
+	local missing=0
+	for ((i = 0; i < 4; i++)); do
+		env -u LD_PRELOAD cmp -s src.bin ck/k$i.bin && continue
+		missing=$((missing + 1))
+		grep -q "ck/k$i.bin did not reach its real path" err.txt ||
+			fail "bounded SIGTERM: ck/k$i.bin is not at its real path and no message names it"
+	done
+	[ $missing -gt 0 ] || fail "bounded SIGTERM: every publication ended within the bound (the case tests nothing)"
+	"$PY" - "$STATS" $missing <<'PYEOF' || fail "bounded SIGTERM: the statistics do not count the lost checkpoints"
+import glob, json, sys
+files = glob.glob(sys.argv[1] + "/*.json")
+assert len(files) == 1, files
+lost = json.load(open(files[0]))["objects"]["lost"]
+assert lost == int(sys.argv[2]), f"lost: {lost}, {sys.argv[2]} not at their real paths"
+PYEOF
 }
 
 # ---- settings -------------------------------------------------------------------------
