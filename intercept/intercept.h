@@ -570,6 +570,7 @@ void ckc_fdtab_atfork_child(void);
 /* glibc's stream flags (libio.h, not installed): a stream that is writing,
  * or reading back bytes pushed with ungetc, is left to glibc. */
 #define STDIO_IN_BACKUP 0x0100
+#define STDIO_LINE_BUF 0x0200
 #define STDIO_PUTTING 0x0800
 #define STDIO_NO_READS 0x0004
 #define STDIO_NO_WRITES 0x0008

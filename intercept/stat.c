@@ -49,8 +49,14 @@ static int stat_base(const char *canon, const ckc_handle_t *h, const ckc_stat_t 
 			how = STAT_IDENT;
 		} else {
 			how = STAT_MADE;
-			if (rs && ckc_path_dirname(canon, dir, sizeof(dir)) == 0 && rs(dir, &real) == 0)
+			st->st_blksize = 4096;
+			/* its folder's file system, and the transfer size it
+			 * gives (stdio sizes its buffers by it) */
+			if (rs && ckc_path_dirname(canon, dir, sizeof(dir)) == 0 && rs(dir, &real) == 0) {
 				st->st_dev = real.st_dev;
+				if (real.st_blksize > 0)
+					st->st_blksize = real.st_blksize;
+			}
 			/* no inode to be had: a stable number derived from the path */
 			st->st_ino = (ino_t)(ckc_path_hash(canon) | 1);
 		}
@@ -58,7 +64,8 @@ static int stat_base(const char *canon, const ckc_handle_t *h, const ckc_stat_t 
 		st->st_nlink = 1;
 		st->st_uid = geteuid();
 		st->st_gid = getegid();
-		st->st_blksize = 4096;
+		if (how != STAT_MADE)
+			st->st_blksize = 4096;
 		st->st_atim = c->mtime;
 	}
 	return how;

@@ -11,16 +11,20 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "intercept.h"
 #include "thread.h"
 
 
-/* The buffer of a tagged stream. glibc writes whole multiples of it
- * straight through and buffers the rest; a read of a whole buffer or more
- * bypasses it (ckc_stdio_fread). glibc's own choice for a cookie stream
- * would be 8 KiB, and every read of a cookie stream goes through the
- * buffer: a large fread would reach the cache in 8 KiB pieces. */
+/* The buffer of a tagged stream that only reads; a read of a whole buffer
+ * or more bypasses it (ckc_stdio_fread). glibc's own choice for a cookie
+ * stream would be 8 KiB, and every read of a cookie stream goes through the
+ * buffer: a large fread would reach the cache in 8 KiB pieces. A stream
+ * that writes gets the buffer glibc gives a file stream (the file's
+ * st_blksize): glibc writes whole multiples of it straight through and
+ * keeps the rest, so what the file holds after each fwrite (what a crash
+ * or an _exit leaves) is what it holds without the library. */
 #define STDIO_BUF (256u << 10)
 
 /* Reads smaller than this always go through glibc (a stream the program
@@ -245,20 +249,27 @@ static size_t stdio_write_direct(FILE *f, const char *p, size_t n)
  * more goes straight from the caller's memory to the cache, after what the
  * buffer holds; glibc would copy the first part through the buffer, which
  * reads (and, under device capture, fills) the caller's staging memory.
- * Streams holding unread input or ungetc bytes are left to glibc. */
+ * What stays in the buffer is what glibc keeps there: the bytes past the
+ * last whole buffer's worth of what it held and the new ones. Streams
+ * holding unread input or ungetc bytes, and line-buffered ones, are left
+ * to glibc. */
 size_t ckc_stdio_fwrite(const void *p, size_t size, size_t n, FILE *f, bool locked)
 {
 	size_t (*wr)(const void *, size_t, size_t, FILE *) = locked ? REAL(fwrite) : REAL(fwrite_unlocked);
-	size_t bytes;
-	if (__builtin_mul_overflow(size, n, &bytes) || bytes < STDIO_BUF || !ckc_stdio_tagged(f))
+	size_t bytes, bs = f->_IO_buf_base ? (size_t)(f->_IO_buf_end - f->_IO_buf_base) : 0;
+	if (__builtin_mul_overflow(size, n, &bytes) || !bs || bytes < bs || (f->_flags & STDIO_LINE_BUF) ||
+	    !ckc_stdio_tagged(f))
 		return wr(p, size, n, f);
 	if (locked)
 		flockfile(f);
-	size_t done = 0;
+	size_t done = 0, held = 0;
+	if ((f->_flags & STDIO_PUTTING) && f->_IO_write_ptr > f->_IO_write_base)
+		held = (size_t)(f->_IO_write_ptr - f->_IO_write_base);
+	size_t straight = bytes - (held + bytes) % bs;
 	bool direct = !(f->_flags & (STDIO_IN_BACKUP | _IO_ERR_SEEN)) && f->_IO_read_ptr >= f->_IO_read_end &&
 		      fflush_unlocked(f) == 0;
 	if (direct)
-		done = stdio_write_direct(f, p, bytes);
+		done = stdio_write_direct(f, p, straight);
 	if (done < bytes && !(f->_flags & _IO_ERR_SEEN))
 		done += REAL(fwrite_unlocked)((const char *)p + done, 1, bytes - done, f);
 	if (locked)
@@ -368,20 +379,28 @@ static FILE *stdio_stream(int fd, const char *mode)
 	 * orientation stays that of bytes (a wide one would crash glibc),
 	 * and the wide functions work through the byte ones (wstdio.c) */
 	REAL(fwide)(f, -1);
-	/* without a buffer of its own the stream keeps glibc's 8 KiB one */
-	char *buf = malloc(STDIO_BUF);
-	if (buf)
-		setvbuf(f, buf, _IOFBF, STDIO_BUF);
 	/* glibc sizes a file stream's buffer by an fstat of its file before
 	 * the first transfer, which the file's times then show (a stamp of
 	 * the kernel's fine clock at its next change): the same look here */
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (v) {
-		ckc_stat_t st;
-		ckc_enter();
-		ckc_handle_stat(v->h, &st);
-		ckc_leave();
+	size_t size = STDIO_BUF;
+	if (mode[0] != 'r' || strchr(mode, '+')) {
+		struct stat st;
+		int saved = errno;
+		size = fstat(fd, &st) == 0 && st.st_blksize > 0 ? (size_t)st.st_blksize : BUFSIZ;
+		errno = saved;
+	} else {
+		ckc_vfd_t *v = ckc_vfd_get(fd);
+		if (v) {
+			ckc_stat_t st;
+			ckc_enter();
+			ckc_handle_stat(v->h, &st);
+			ckc_leave();
+		}
 	}
+	/* without a buffer of its own the stream keeps glibc's 8 KiB one */
+	char *buf = malloc(size);
+	if (buf)
+		setvbuf(f, buf, _IOFBF, size);
 	if (stdio_add(f, c, buf) != 0) {
 		atomic_store(&c->fd, -1); /* the caller still owns fd */
 		REAL(fclose)(f);

@@ -138,6 +138,7 @@ void expect_bytes(const unsigned char *b, const unsigned char *e, size_t off, si
 			 const char *what);
 int m_stdio_large(int argc, char **argv);
 int m_stdio_large_writes(int argc, char **argv);
+int m_stdio_exit(int argc, char **argv);
 int m_stdio_handed(int argc, char **argv);
 int m_stdio_handed_efbig(int argc, char **argv);
 int m_freopen(int argc, char **argv);

@@ -891,3 +891,48 @@ int m_stdio_records(int argc, char **argv)
 	printf("stdio-records %s: %ld reads, %ld bytes, digest %016" PRIx64 "\n", mode, reads, bytes, digest);
 	return 0;
 }
+
+/* stdio-exit PATH MODE BUFFERING SIZES: fopen(PATH, MODE), the stream's
+ * buffering set (default, none, line, own:N: a buffer of N bytes of the
+ * program's), fwrites of the comma-separated SIZES of a pattern, then
+ * _exit without an fflush: the file holds what the C library wrote by then,
+ * which the case compares with a run without the library. */
+int m_stdio_exit(int argc, char **argv)
+{
+	need_args(argc, 5, "PATH MODE BUFFERING SIZES");
+	const char *path = argv[1], *mode = argv[2], *how = argv[3];
+	size_t sizes[64], nsizes = 0, total = 0;
+	for (const char *s = argv[4]; *s && nsizes < 64;) {
+		char *end;
+		sizes[nsizes] = strtoull(s, &end, 10);
+		if (end == s || (*end && *end != ','))
+			fail("bad SIZES '%s'", argv[4]);
+		total += sizes[nsizes++];
+		s = *end ? end + 1 : end;
+	}
+	unsigned char *e = pattern_buf(total + 1, 17);
+	for (size_t i = 0; i < total; i += 61)
+		e[i] = '\n'; /* lines, for a line-buffered stream */
+	FILE *f = fopen(path, mode);
+	if (!f)
+		fail("fopen %s %s: %s", path, mode, strerror(errno));
+	int rc = 0;
+	if (!strcmp(how, "none"))
+		rc = setvbuf(f, NULL, _IONBF, 0);
+	else if (!strcmp(how, "line"))
+		rc = setvbuf(f, NULL, _IOLBF, BUFSIZ);
+	else if (!strncmp(how, "own:", 4)) {
+		size_t n = strtoull(how + 4, NULL, 10);
+		rc = setvbuf(f, xmalloc(n), _IOFBF, n);
+	} else if (strcmp(how, "default"))
+		fail("bad BUFFERING '%s'", how);
+	if (rc)
+		fail("setvbuf %s: %s", how, strerror(errno));
+	size_t off = 0;
+	for (size_t i = 0; i < nsizes; i++) {
+		if (fwrite(e + off, 1, sizes[i], f) != sizes[i])
+			fail("fwrite of %zu bytes at %zu: %s", sizes[i], off, strerror(errno));
+		off += sizes[i];
+	}
+	_exit(0);
+}

@@ -452,6 +452,31 @@ stdio_large_writes_case() {
 	same w.ref ck/w.bin "stdio: the checkpoint at its real path after exit"
 }
 
+# fwrite then _exit, no fflush: what the file holds at its real path is
+# what it holds without the library (the C library writes whole buffers'
+# worth straight through and keeps the rest), for writes of a buffer and
+# around it, after bytes already held, unbuffered, line-buffered and with
+# a buffer of the program's, in w, w+ and a streams.
+stdio_exit_case() {
+	need_helper
+	mkdir -p "$T/plainrun"
+	local spec mode how sizes k=0
+	for spec in "w default 4096" "w default 262145" "w default 100,4096" "w default 1,1,8191,3" \
+		"w default 4095,4097,12288" "w+ default 5000,70000" "a default 9000" "w none 10,5000" \
+		"w line 300,5000" "w own:10000 9999,10001,25000" "w own:100 250,7"; do
+		read -r mode how sizes <<<"$spec"
+		k=$((k + 1))
+		rm -f "$T/plainrun/x$k.bin" "$T/ck/x$k.bin"
+		[ "$mode" = a ] && printf 'held before' >"$T/plainrun/x$k.bin" && printf 'held before' >"$T/ck/x$k.bin"
+		plain "$HELPER" stdio-exit "$T/plainrun/x$k.bin" "$mode" "$how" "$sizes" ||
+			fail "$spec: without the library"
+		ck -- "$HELPER" stdio-exit "$T/ck/x$k.bin" "$mode" "$how" "$sizes" ||
+			fail "$spec: with the library$(last_error)"
+		plain cmp "$T/plainrun/x$k.bin" "$T/ck/x$k.bin" ||
+			fail "$spec: after _exit the file holds $(plain stat -c %s "$T/ck/x$k.bin" 2>&1) bytes with the library, $(stat -c %s "$T/plainrun/x$k.bin") without"
+	done
+}
+
 # The host tier takes memory as it is used, not all at start, and gives the
 # room of removed checkpoints back once idle (a 2 GiB tier, four 16 MiB
 # checkpoints: their 64 MiB plus 32 MiB ahead, not the tier's size; once
@@ -931,6 +956,7 @@ case_add fsync/persist-never fsync_never_case
 case_add stdio stdio_case
 case_add stdio/large-reads stdio_large_case
 case_add stdio/large-writes stdio_large_writes_case
+case_add stdio/exit-without-fflush stdio_exit_case
 case_add stdio/handed-over stdio_handed_case
 case_add stdio/threads-share-streams stdio_threads_case
 case_add stdio/seek-cur-after-write stdio_seek_cur_case
