@@ -249,8 +249,10 @@ static size_t stdio_write_direct(FILE *f, const char *p, size_t n)
  * more goes straight from the caller's memory to the cache, after what the
  * buffer holds; glibc would copy the first part through the buffer, which
  * reads (and, under device capture, fills) the caller's staging memory.
- * What stays in the buffer is what glibc keeps there: the bytes past the
- * last whole buffer's worth of what it held and the new ones. Streams
+ * Below STDIO_BUF what stays in the buffer is what glibc keeps there: the
+ * bytes past the last whole buffer's worth of what it held and the new
+ * ones (a larger write reaches the file whole: never less than glibc
+ * writes). Streams
  * holding unread input or ungetc bytes, and line-buffered ones, are left
  * to glibc. */
 size_t ckc_stdio_fwrite(const void *p, size_t size, size_t n, FILE *f, bool locked)
@@ -265,7 +267,11 @@ size_t ckc_stdio_fwrite(const void *p, size_t size, size_t n, FILE *f, bool lock
 	size_t done = 0, held = 0;
 	if ((f->_flags & STDIO_PUTTING) && f->_IO_write_ptr > f->_IO_write_base)
 		held = (size_t)(f->_IO_write_ptr - f->_IO_write_base);
-	size_t straight = bytes - (held + bytes) % bs;
+	/* (a write of STDIO_BUF or more goes through whole: under device
+	 * capture the checkpoint is the whole of the staging buffer, and a
+	 * tail copied through the stream's buffer would keep it from being
+	 * attached) */
+	size_t straight = bytes >= STDIO_BUF ? bytes : bytes - (held + bytes) % bs;
 	bool direct = !(f->_flags & (STDIO_IN_BACKUP | _IO_ERR_SEEN)) && f->_IO_read_ptr >= f->_IO_read_end &&
 		      fflush_unlocked(f) == 0;
 	if (direct)

@@ -454,7 +454,8 @@ stdio_large_writes_case() {
 
 # fwrite then _exit, no fflush: what the file holds at its real path is
 # what it holds without the library (the C library writes whole buffers'
-# worth straight through and keeps the rest), for writes of a buffer and
+# worth straight through and keeps the rest; a write of 256 KiB or more
+# reaches the file whole with the library), for writes of a buffer and
 # around it, after bytes already held, unbuffered, line-buffered and with
 # a buffer of the program's, in w, w+ and a streams.
 stdio_exit_case() {
@@ -472,8 +473,15 @@ stdio_exit_case() {
 			fail "$spec: without the library"
 		ck -- "$HELPER" stdio-exit "$T/ck/x$k.bin" "$mode" "$how" "$sizes" ||
 			fail "$spec: with the library$(last_error)"
-		plain cmp "$T/plainrun/x$k.bin" "$T/ck/x$k.bin" ||
-			fail "$spec: after _exit the file holds $(plain stat -c %s "$T/ck/x$k.bin" 2>&1) bytes with the library, $(stat -c %s "$T/plainrun/x$k.bin") without"
+		local want got
+		want=$(stat -c %s "$T/plainrun/x$k.bin")
+		got=$(plain stat -c %s "$T/ck/x$k.bin")
+		# (a write of 256 KiB or more reaches the file whole: what glibc
+		# keeps of it in the buffer is there too)
+		case $sizes in
+		*262145*) [ "$got" -ge "$want" ] && plain cmp -n "$want" "$T/plainrun/x$k.bin" "$T/ck/x$k.bin" ;;
+		*) plain cmp "$T/plainrun/x$k.bin" "$T/ck/x$k.bin" ;;
+		esac || fail "$spec: after _exit the file holds $got bytes with the library, $want without, or other bytes"
 	done
 }
 
