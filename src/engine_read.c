@@ -683,10 +683,11 @@ static int attr_apply_named(int fd, const ckc_attr_t *a)
 {
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/thread-self/fd/%d", fd);
-	if ((a->mask & CKC_ATTR_MODE) && sys_chmod(proc, a->mode & 07777) != 0)
-		return -errno;
+	/* the owner first, as ckc_attr_apply_fd */
 	if ((a->mask & CKC_ATTR_OWNER) &&
 	    ckc_syscall6(SYS_fchownat, AT_FDCWD, (long)proc, (long)a->uid, (long)a->gid, 0, 0) != 0)
+		return -errno;
+	if ((a->mask & CKC_ATTR_MODE) && sys_chmod(proc, a->mode & 07777) != 0)
 		return -errno;
 	if ((a->mask & CKC_ATTR_TIMES) &&
 	    ckc_syscall6(SYS_utimensat, AT_FDCWD, (long)proc, (long)a->times, 0, 0, 0) != 0)
@@ -704,6 +705,17 @@ static int setattr_locked(ckc_obj_t *o, const ckc_attr_t *a)
 		o->attr.mode = o->mode;
 	}
 	if (a->mask & CKC_ATTR_OWNER) {
+		/* a chown of a regular file clears its set-user-ID bit, and
+		 * the set-group-ID bit of one its group may run (the kernel
+		 * does so for root too, and for a chown that changes nothing) */
+		mode_t m = o->mode & ~(mode_t)S_ISUID;
+		if ((m & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+			m &= ~(mode_t)S_ISGID;
+		if (m != o->mode) {
+			o->mode = m;
+			o->attr.mode = m;
+			o->attr.mask |= CKC_ATTR_MODE;
+		}
 		if (a->uid != (uid_t)-1)
 			o->attr.uid = a->uid;
 		else if (!(o->attr.mask & CKC_ATTR_OWNER))

@@ -302,9 +302,11 @@ int ckc_fsync_dir_of(const char *path)
 
 int ckc_attr_apply_fd(int fd, const ckc_attr_t *a)
 {
-	if ((a->mask & CKC_ATTR_MODE) && sys_fchmod(fd, a->mode & 07777) != 0)
-		return -errno;
+	/* the owner first: a chown clears the set-user-ID bit that the
+	 * recorded mode holds only if the program set it after its chown */
 	if ((a->mask & CKC_ATTR_OWNER) && sys_fchown(fd, a->uid, a->gid) != 0)
+		return -errno;
+	if ((a->mask & CKC_ATTR_MODE) && sys_fchmod(fd, a->mode & 07777) != 0)
 		return -errno;
 	if ((a->mask & CKC_ATTR_TIMES) && sys_futimens(fd, a->times) != 0)
 		return -errno;

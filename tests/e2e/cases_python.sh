@@ -1570,3 +1570,48 @@ print("read back:", ok)
 	done
 }
 case_add python/inode-bound python_inode_bound
+
+# A chown clears a regular file's set-user-ID bit, and its set-group-ID bit
+# where its group may run it (for root too, and for a chown that changes
+# nothing); a chmod after it sets them again. The modes the program sees,
+# and those of the real files after it ends, are those without the library,
+# whatever the order of the calls (tar xpf as root makes a chown then a
+# chmod for each file it extracts) and whichever side stepping aside chose.
+python_chown_setid() {
+	local prog='
+import os, stat, sys
+d = sys.argv[1]
+me, grp = os.getuid(), os.getgid()
+seqs = {
+    "chown-chmod4755": [("chown",), ("chmod", 0o4755)],
+    "chmod4755-chown": [("chmod", 0o4755), ("chown",)],
+    "chmod2775-chown": [("chmod", 0o2775), ("chown",)],
+    "chmod2745-chown": [("chmod", 0o2745), ("chown",)],
+    "chmod6755-fchown-open": [("chmod", 0o6755), ("fchown",)],
+    "chown-chmod6711-chown": [("chown",), ("chmod", 0o6711), ("chown",)],
+}
+for k, (name, seq) in enumerate(sorted(seqs.items())):
+    for size in (100, 3 << 20):
+        p = f"{d}/{name}-{size}.bin"
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, bytes([k]) * size)
+        for step in seq:
+            if step[0] == "chown":
+                os.chown(p, me, grp)
+            elif step[0] == "fchown":
+                os.fchown(fd, -1, -1)
+            else:
+                os.chmod(p, step[1])
+        print(name, size, oct(stat.S_IMODE(os.fstat(fd).st_mode)), oct(stat.S_IMODE(os.stat(p).st_mode)))
+        os.close(fd)
+'
+	local side
+	for side in off auto; do
+		rm -rf "$T/ck"/* "$T/plainrun"
+		same_output "chown and chmod (step aside $side)" "$prog" CKPTCACHE_STEP_ASIDE=$side
+		(cd "$T/plainrun" && plain stat -c '%n %a' *.bin) >want.txt
+		(cd "$T/ck" && plain stat -c '%n %a' *.bin) >got.txt
+		outputs_match want.txt got.txt
+	done
+}
+case_add python/chown-setid python_chown_setid
