@@ -140,6 +140,7 @@ struct ckc_obj {
 	bool announced;      /* in the node registry (ckc_node_hook) */
 	bool home_busy;      /* a transfer to the real path is running */
 	char *rescue;        /* file holding the bytes after a failed flush */
+	bool rescuing;       /* its rescue file is being written (rescue_file) */
 
 	int flush_edge;      /* edge whose queue holds it, or -1 */
 	bool flushing;       /* its flush is running */

@@ -181,19 +181,28 @@ bool ckc_committing(const char *key)
 }
 
 /* Saves o's bytes in a rescue file, once (lock held, dropped for the
- * copy). 0 (saved now or before) or -errno. */
-static int rescue_file(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
+ * copy): a second caller meanwhile (the program's open finding the real
+ * file changed while a flush saves the version) waits for the first one's
+ * file. 0 (saved now or before) or -errno; *made: saved by this call. */
+static int rescue_file(ckc_obj_t *o, const ckc_src_t *src, uint64_t size, bool *made)
 {
 	char *key = strdup(o->key), *where = NULL;
 	int rc = key ? 0 : -ENOMEM;
 
+	*made = false;
+	while (o->rescuing)
+		eng_wait(EC_HOME);
 	if (!o->rescue && !rc) {
+		o->rescuing = true;
 		eng_unlock();
 		rc = ckc_home_rescue(key, src, size, &where);
 		ckc_mutex_lock(&ckc_eng.lock);
+		o->rescuing = false;
+		eng_signal(EC_HOME);
 		if (!rc) {
 			o->rescue = where;
 			ckc_eng.st.rescued++;
+			*made = true;
 		}
 	}
 	sys_free(key);
@@ -202,9 +211,9 @@ static int rescue_file(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 
 int ckc_rescue_save(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 {
-	bool before = o->rescue != NULL;
-	int rc = rescue_file(o, src, size);
-	if (!rc && !before)
+	bool made;
+	int rc = rescue_file(o, src, size, &made);
+	if (made)
 		ckc_error("checkpoint %s: its %llu bytes are saved in %s", o->key, (unsigned long long)size,
 			  o->rescue);
 	return rc;
@@ -212,11 +221,14 @@ int ckc_rescue_save(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 
 void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 {
-	int rc = rescue_file(o, src, size);
+	bool made;
+	int rc = rescue_file(o, src, size, &made);
 	if (o->rescue) {
-		ckc_error("checkpoint %s was changed at its real path by another program after this "
-			  "one began its version: that file is kept, and this program's version "
-			  "(%llu bytes) is saved in %s", o->key, (unsigned long long)size, o->rescue);
+		if (made)
+			ckc_error("checkpoint %s was changed at its real path by another program after "
+				  "this one began its version: that file is kept, and this program's "
+				  "version (%llu bytes) is saved in %s", o->key, (unsigned long long)size,
+				  o->rescue);
 		if (!o->retired) {
 			ckc_trace("changed", o, 0, size, -1, 0);
 			ckc_obj_retire(o);

@@ -1798,3 +1798,50 @@ $(cat want.txt)"
 	done
 }
 case_add robust/fsize-set-from-outside fsize_set_from_outside
+
+# A large checkpoint whose real file another program (without the library)
+# replaces right after the close, the writer opening it again at once: the
+# other program's file is kept and read, and this program's version is
+# saved in one rescue file, said once (the flush and the open that both
+# found the real file changed made two copies of 96 MiB, each said).
+changed_rescued_once() {
+	cat >a.py <<'PYEOF'
+import hashlib, os, sys, time
+d = sys.argv[1]
+ck = d + "/ck"
+for i in range(3):
+    with open(f"{ck}/w{i}.bin", "wb") as f:
+        f.write(b"w" * (2 << 20))
+with open(f"{ck}/big.bin", "wb") as f:
+    for k in range(96):
+        f.write(bytes([k]) * (1 << 20))
+open(d + "/go", "w").close()
+while not os.path.exists(d + "/done"):
+    time.sleep(0.002)
+assert open(f"{ck}/big.bin", "rb").read() == b"new contents " * 1000, "the other program's file is not what is read"
+PYEOF
+	local k rescues
+	for k in 1 2 3; do
+		rm -rf "$T/ck" "$T/rescue" "$T/go" "$T/done" && mkdir -p "$T/ck" "$T/rescue"
+		(
+			for i in $(seq 3000); do [ -e "$T/go" ] && break; sleep 0.002; done
+			plain "$PY" -c 'import os, sys; t = sys.argv[1]; open(t + ".tmp", "wb").write(b"new contents " * 1000); os.rename(t + ".tmp", t)' "$T/ck/big.bin"
+			touch "$T/done"
+		) &
+		: >"$T/.log"
+		ck CKPTCACHE_HOST_CACHE=256M CKPTCACHE_RESCUE_DIR="$T/rescue" -- "$PY" a.py "$T" ||
+			fail "run $k: the program failed$(last_error)"
+		wait
+		[ "$(grep -ac 'was changed at its real path by another program' "$T/.log")" = 1 ] ||
+			fail "run $k: said $(grep -ac 'was changed at its real path' "$T/.log") times that the real file was changed"
+		rescues=$(find "$T/rescue" -name 'rescue.*-big.bin' | wc -l)
+		[ "$rescues" = 1 ] || fail "run $k: $rescues rescue files of big.bin"
+		plain "$PY" -c '
+import sys
+want = b"".join(bytes([k]) * (1 << 20) for k in range(96))
+assert open(sys.argv[1], "rb").read() == want, "the rescue file is not the version"
+assert open(sys.argv[2], "rb").read() == b"new contents " * 1000, "the real file is not the other program'"'"'s"
+' "$(find "$T/rescue" -name 'rescue.*-big.bin')" "$T/ck/big.bin" || fail "run $k: the files$(last_error)"
+	done
+}
+case_add robust/changed-rescued-once changed_rescued_once
