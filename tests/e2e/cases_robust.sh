@@ -1803,7 +1803,7 @@ case_add robust/fsize-set-from-outside fsize_set_from_outside
 # replaces right after the close, the writer opening it again at once: the
 # other program's file is kept and read, and this program's version is
 # saved in one rescue file, said once (the flush and the open that both
-# found the real file changed made two copies of 96 MiB, each said).
+# found the real file changed made two copies of 192 MiB, each said).
 changed_rescued_once() {
 	cat >a.py <<'PYEOF'
 import hashlib, os, sys, time
@@ -1813,7 +1813,7 @@ for i in range(3):
     with open(f"{ck}/w{i}.bin", "wb") as f:
         f.write(b"w" * (2 << 20))
 with open(f"{ck}/big.bin", "wb") as f:
-    for k in range(96):
+    for k in range(192):
         f.write(bytes([k]) * (1 << 20))
 open(d + "/go", "w").close()
 while not os.path.exists(d + "/done"):
@@ -1829,7 +1829,10 @@ PYEOF
 			touch "$T/done"
 		) &
 		: >"$T/.log"
-		ck CKPTCACHE_HOST_CACHE=256M CKPTCACHE_RESCUE_DIR="$T/rescue" -- "$PY" a.py "$T" ||
+		# a rescue file's open waits a second: the first copy is still
+		# being made when the second finder comes
+		SLOW_US=1000000 SLOW_MATCH="$T/rescue" ck SLOWFS_OPS=open CKPTCACHE_HOST_CACHE=512M \
+			CKPTCACHE_RESCUE_DIR="$T/rescue" -- "$PY" a.py "$T" ||
 			fail "run $k: the program failed$(last_error)"
 		wait
 		[ "$(grep -ac 'was changed at its real path by another program' "$T/.log")" = 1 ] ||
@@ -1838,7 +1841,7 @@ PYEOF
 		[ "$rescues" = 1 ] || fail "run $k: $rescues rescue files of big.bin"
 		plain "$PY" -c '
 import sys
-want = b"".join(bytes([k]) * (1 << 20) for k in range(96))
+want = b"".join(bytes([k]) * (1 << 20) for k in range(192))
 assert open(sys.argv[1], "rb").read() == want, "the rescue file is not the version"
 assert open(sys.argv[2], "rb").read() == b"new contents " * 1000, "the real file is not the other program'"'"'s"
 ' "$(find "$T/rescue" -name 'rescue.*-big.bin')" "$T/ck/big.bin" || fail "run $k: the files$(last_error)"
