@@ -553,14 +553,6 @@ static int handover_keep(ckc_obj_t *o)
 	return rc;
 }
 
-/* A descriptor for the library as the program ends with its table full
- * (the soft limit raised, or the library's own spare number given up). */
-static bool spare_fd(void)
-{
-	bool (*spare)(void) = __atomic_load_n(&ckc_spare_fd_hook, __ATOMIC_ACQUIRE);
-	return spare && spare();
-}
-
 /* Hands o over to its real file as the program ends. A descriptor kept
  * per open checkpoint may not fit a full table: once one did not, the
  * bytes so far of this one and of those after it are published through a
@@ -574,11 +566,11 @@ static void handover(ckc_obj_t *o)
 		table_full = true;
 		ckc_warn("the descriptor table is full as the program ends: checkpoints still open are "
 			 "written to their real paths and closed there");
-		spare_fd();
+		eng_spare_fd();
 	}
 	for (int tries = 0; ckc_io_short(rc) && tries < 8; tries++) {
 		rc = eng_handoff_locked(o);
-		if (ckc_io_short(rc) && !spare_fd())
+		if (ckc_io_short(rc) && !eng_spare_fd())
 			break;
 	}
 	if (rc) {
@@ -589,6 +581,8 @@ static void handover(ckc_obj_t *o)
 	}
 }
 
+/* Every required flush done and every open checkpoint handed over, or the
+ * deadline passed (false). Lock held. */
 static bool drain_locked(uint64_t deadline_ns)
 {
 	for (;;) {

@@ -540,6 +540,14 @@ int eng_write_room(ckc_obj_t *o, uint64_t end);
 int eng_zero_fill(ckc_obj_t *o, uint64_t from, uint64_t to);
 ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t len, uint64_t off);
 int eng_close_home_writer(ckc_obj_t *o);
+/* A descriptor for the library as the program ends with its table full
+ * (ckc_spare_fd_hook: the soft limit raised, or the library's own spare
+ * number given up). */
+bool eng_spare_fd(void);
+/* Clears o's set-user-ID bit, and its set-group-ID bit where its group
+ * may run it, as the kernel does on a chown, and on a write by a process
+ * without privilege (lock held). */
+void eng_clear_setid(ckc_obj_t *o);
 /* ckc_handoff of o (lock held; dropped while bytes move). */
 int eng_handoff_locked(ckc_obj_t *o);
 void eng_close_writer_locked(ckc_obj_t *o);

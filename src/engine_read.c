@@ -705,17 +705,13 @@ static int setattr_locked(ckc_obj_t *o, const ckc_attr_t *a)
 		o->attr.mode = o->mode;
 	}
 	if (a->mask & CKC_ATTR_OWNER) {
-		/* a chown of a regular file clears its set-user-ID bit, and
-		 * the set-group-ID bit of one its group may run (the kernel
-		 * does so for root too, and for a chown that changes nothing) */
-		mode_t m = o->mode & ~(mode_t)S_ISUID;
-		if ((m & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
-			m &= ~(mode_t)S_ISGID;
-		if (m != o->mode) {
-			o->mode = m;
-			o->attr.mode = m;
+		/* a chown of a regular file clears its set-ID bits (the
+		 * kernel does so for root too, and for a chown that changes
+		 * nothing) */
+		mode_t was = o->mode;
+		eng_clear_setid(o);
+		if (o->mode != was)
 			o->attr.mask |= CKC_ATTR_MODE;
-		}
 		if (a->uid != (uid_t)-1)
 			o->attr.uid = a->uid;
 		else if (!(o->attr.mask & CKC_ATTR_OWNER))

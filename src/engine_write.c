@@ -618,12 +618,8 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 	/* a write by a process without privilege clears the set-user-ID bit,
 	 * and the set-group-ID bit of a file its group may run, as the kernel
 	 * does on the real file's */
-	if ((o->mode & (S_ISUID | S_ISGID)) && geteuid() != 0) {
-		o->mode &= ~(mode_t)S_ISUID;
-		if (o->mode & S_IXGRP)
-			o->mode &= ~(mode_t)S_ISGID;
-		o->attr.mode = o->mode; /* (a chmod recorded for the publication) */
-	}
+	if ((o->mode & (S_ISUID | S_ISGID)) && geteuid() != 0)
+		eng_clear_setid(o);
 	if (o->wlevel == ckc_eng.ntier - 1) {
 		int fd = o->home_fd;
 		/* the cache's background copies give way to it, as to a
@@ -712,6 +708,14 @@ ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t l
 	}
 	eng_unlock();
 	return rc;
+}
+
+void eng_clear_setid(ckc_obj_t *o)
+{
+	o->mode &= ~(mode_t)S_ISUID;
+	if (o->mode & S_IXGRP)
+		o->mode &= ~(mode_t)S_ISGID;
+	o->attr.mode = o->mode; /* (a chmod recorded for the publication) */
 }
 
 int eng_close_home_writer(ckc_obj_t *o)

@@ -459,13 +459,18 @@ static void flush_later(ckc_edge_t *e, ckc_obj_t *o)
 	e->retry_ns = e->retry_ns ? e->retry_ns * 2 : FLUSH_RETRY_MIN_NS;
 	if (e->retry_ns > FLUSH_RETRY_MAX_NS)
 		e->retry_ns = FLUSH_RETRY_MAX_NS;
-	bool (*spare)(void) = __atomic_load_n(&ckc_spare_fd_hook, __ATOMIC_ACQUIRE);
-	if (ckc_eng.draining && spare && spare())
+	if (ckc_eng.draining && eng_spare_fd())
 		return;
 	struct timespec ts = { (time_t)(e->retry_ns / 1000000000ull), (long)(e->retry_ns % 1000000000ull) };
 	eng_unlock();
 	nanosleep(&ts, NULL);
 	ckc_mutex_lock(&ckc_eng.lock);
+}
+
+bool eng_spare_fd(void)
+{
+	bool (*spare)(void) = __atomic_load_n(&ckc_spare_fd_hook, __ATOMIC_ACQUIRE);
+	return spare && spare();
 }
 
 /* One flush of o from level (lock held), by the edge's thread, or by
