@@ -41,8 +41,11 @@ static int lend_poll(struct pollfd *fds, nfds_t n, int ms)
 
 /* How long a borrower waits for each message of a grant. */
 #define LEND_REPLY_MS 2000
-/* After a round that got nothing, captures do not wait for another for
- * this long. */
+/* After a round that asked lenders and got nothing, captures do not wait
+ * for another for this long. (A round that found no lender with room on
+ * the node's board asked nobody: the next miss looks again, so that room
+ * a lender publishes later, its tier mapped in the background, is used
+ * at once.) */
 #define LEND_QUIET_NS 100000000ull
 
 /* The lender's side of one borrower's connection. */
@@ -418,12 +421,15 @@ static bool borrow_from(const ckc_lend_part_t *part, uint64_t chunk)
 	return mapped > 0;
 }
 
-static bool borrow_round(uint64_t len)
+/* A round: asks the lenders the plan names for len bytes. *asked: some
+ * lender was asked. */
+static bool borrow_round(uint64_t len, bool *asked)
 {
 	ckc_lend_part_t parts[CKC_PEER_MAX];
 	uint64_t chunk = ckc_gpu_chunk();
 	int n = chunk ? ckc_peer_plan_parts(len, parts, CKC_PEER_MAX) : 0;
 	bool got = false;
+	*asked = n > 0;
 	for (int i = 0; i < n; i++)
 		got |= borrow_from(&parts[i], chunk);
 	return got;
@@ -482,12 +488,15 @@ static void *lend_main(void *arg)
 		if (take)
 			lend_ask_back(take);
 		if (want) {
-			bool got = borrow_round(want);
+			bool asked;
+			bool got = borrow_round(want, &asked);
 			ckc_mutex_lock(&L.mx);
 			L.done = ticket;
 			L.last_got = got;
-			L.last_round_ns = ckc_now_ns();
-			L.st.borrow_rounds++;
+			if (asked) {
+				L.last_round_ns = ckc_now_ns();
+				L.st.borrow_rounds++;
+			}
 			pthread_cond_broadcast(&L.round_cv);
 			ckc_mutex_unlock(&L.mx);
 		}

@@ -251,6 +251,9 @@ void *gpu_mapper(void *arg)
 	if (rc < 0)
 		ckc_info("gpu tier: %llu bytes mapped on device %d; the rest stays unmapped (%s)",
 			 (unsigned long long)r->nmapped * g->chunk, r->device, strerror(-rc));
+	else if (!r->lender1 && !g->stop)
+		ckc_info("gpu tier: %llu bytes mapped on device %d, all it may take now",
+			 (unsigned long long)r->nmapped * g->chunk, r->device);
 	if (first)
 		gpu_pin_host(g);
 	return NULL;

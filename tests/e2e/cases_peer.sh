@@ -269,15 +269,17 @@ case_add peer-stale case_peer_stale
 # small, then borrows from them: its captures that do not fit its own
 # device go to memory they lent, and are restored from there, every byte
 # verified. When rank 0 ends, everything lent comes back. (Started while
-# the lenders still wrote, rank 0 could find no room spare yet and, its
-# captures a few milliseconds apart, not ask again: on a loaded machine it
-# sometimes borrowed nothing.)
+# the lenders still wrote, or while their tiers were still being mapped in
+# the background, rank 0 could find no room spare yet and, its 12
+# captures done within about 100 ms, not find any before its end: on a
+# loaded machine it sometimes borrowed nothing.)
 peer_lenders_first() { # N [VAR=VALUE]...: ranks 1..N-1, then rank 0 with a 2 MiB tier
 	local n=$1 r
 	shift
 	for ((r = 1; r < n; r++)); do peer_start $r $n "$@"; done
 	for ((r = 1; r < n; r++)); do peer_wait_for $r 'lending and borrowing'; done
 	for ((r = 1; r < n; r++)); do peer_wait_for $r holding; done
+	for ((r = 1; r < n; r++)); do peer_wait_for $r 'bytes mapped on device .*, all it may take now'; done
 	peer_start 0 $n CKPTCACHE_GPU_CACHE=2M "$@"
 }
 
@@ -359,6 +361,7 @@ case_peer_lend_taken_back() {
 	PEER_ARGS="--grab-beyond 6" peer_start 1 2 CKPTCACHE_PERSIST=always
 	peer_wait_for 1 'lending and borrowing'
 	peer_wait_for 1 holding
+	peer_wait_for 1 'bytes mapped on device .*, all it may take now'
 	peer_start 0 2 CKPTCACHE_GPU_CACHE=2M CKPTCACHE_PERSIST=always
 	peer_wait_for 0 holding
 	peer_wait_for 1 holding

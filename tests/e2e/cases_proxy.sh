@@ -167,12 +167,22 @@ proxy_ssd() {
 # under load a few may find a page the kernel has let go, or is still
 # writing back, and read the rest of it from the device: 2 of 12 were seen
 # once with the suite's other jobs running, 4 once with other programs
-# beside the suite; of 12 runs of this case alone, 3 read more than 3 at
-# ded3caa and 1 at cfee291)
+# beside the suite, 6 once in the suite on a loaded 2-core machine; of 12
+# runs of this case alone, 3 read more than 3 at ded3caa and 1 at
+# cfee291. What the kernel keeps is its own: a run that reads more than 5
+# from the device runs again, up to 3 runs, each checked in full)
 proxy_ssd_published() {
-	ssd_elsewhere
-	proxy_config ssd.flush_ops\>0 ssd.read_ops\<=5 home.hits\>0 -- CKPTCACHE_HOST_CACHE=4M \
-		CKPTCACHE_SSD_DIR="$SSD" CKPTCACHE_SSD_CACHE=32M CKPTCACHE_ORDER=none --
+	local k out
+	for k in 1 2 3; do
+		ssd_elsewhere
+		proxy_config ssd.flush_ops\>0 home.hits\>0 -- CKPTCACHE_HOST_CACHE=4M \
+			CKPTCACHE_SSD_DIR="$SSD" CKPTCACHE_SSD_CACHE=32M CKPTCACHE_ORDER=none --
+		out=$("$PY" "$E2E/stats.py" "$STATS"/*.json -- ssd.read_ops\<=5 2>&1) && return 0
+		echo "run $k: $out"
+		[ $k -lt 3 ] || fail "$(basename "$STATS"): $out (3 runs)"
+		rm -rf "$T/ck"
+		phase "again$k"
+	done
 }
 
 # checkpoints fsync'd before their close are at their real paths when they
