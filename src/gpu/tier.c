@@ -247,13 +247,15 @@ void *gpu_mapper(void *arg)
 	while ((rc = gpu_grow_one(t, r)) == 0);
 	ckc_mutex_lock(&ckc_eng.lock);
 	r->mapper_idle = true;
+	/* (a loan's cut changes them under the lock) */
+	unsigned long long mapped = (unsigned long long)r->nmapped * g->chunk;
+	bool stop = g->stop;
 	eng_unlock();
 	if (rc < 0)
-		ckc_info("gpu tier: %llu bytes mapped on device %d; the rest stays unmapped (%s)",
-			 (unsigned long long)r->nmapped * g->chunk, r->device, strerror(-rc));
-	else if (!r->lender1 && !g->stop)
-		ckc_info("gpu tier: %llu bytes mapped on device %d, all it may take now",
-			 (unsigned long long)r->nmapped * g->chunk, r->device);
+		ckc_info("gpu tier: %llu bytes mapped on device %d; the rest stays unmapped (%s)", mapped,
+			 r->device, strerror(-rc));
+	else if (!r->lender1 && !stop)
+		ckc_info("gpu tier: %llu bytes mapped on device %d, all it may take now", mapped, r->device);
 	if (first)
 		gpu_pin_host(g);
 	return NULL;
