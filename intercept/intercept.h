@@ -480,14 +480,29 @@ static inline ckc_vfd_t *ckc_vfd_get(int fd)
 }
 
 /* fd (or a failure, < 0) was just given by the kernel to a call the
- * library passed on, or closed inside the C library (fclose, freopen,
- * closedir): a virtual descriptor still at that number lost its
- * placeholder without a call the library saw, and goes. */
+ * library passed on: a virtual descriptor still at that number lost its
+ * placeholder without a call the library saw, and goes. (Only a number
+ * the caller now holds: one closed meanwhile may be another thread's new
+ * checkpoint's already; see ckc_vfd_take_closing.) */
 void ckc_vfd_stale(int fd);
 static inline void ckc_vfd_unseen(int fd)
 {
 	if (__builtin_expect(fd >= 0 && ckc_fd_maybe_tagged(fd), 0))
 		ckc_vfd_stale(fd);
+}
+
+ckc_vfd_t *ckc_vfd_take(int fd);
+/* Before a call that closes fd inside the C library (fclose, freopen,
+ * closedir): the virtual descriptor at fd (a checkpoint's copy put on
+ * that number with dup2), taken off the table while the number is still
+ * the caller's; the caller drops it (ckc_vfd_put) after the call. Taken
+ * after it, the number could already be another thread's new checkpoint's,
+ * whose descriptor would go in its stead. NULL: none. */
+static inline ckc_vfd_t *ckc_vfd_take_closing(int fd)
+{
+	if (__builtin_expect(fd >= 0 && ckc_fd_maybe_tagged(fd), 0) && !ckc_in_vfork_child())
+		return ckc_vfd_take(fd);
+	return NULL;
 }
 
 /* The same with a reference of the caller's (dropped with ckc_vfd_put),
@@ -522,8 +537,7 @@ extern atomic_ulong ckc_fd_table_reads;
 ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path);
 /* Puts v at fd (taking a reference). Returns 0, or -EMFILE past the table. */
 int ckc_vfd_install(int fd, ckc_vfd_t *v);
-/* Takes v off fd; the caller owns the reference it held. */
-ckc_vfd_t *ckc_vfd_take(int fd);
+/* Takes v off fd; the caller owns the reference it held. (Declared above.) */
 /* Drops a reference; the last one closes the engine handle. Returns 0 or
  * -errno from that close. */
 int ckc_vfd_put(ckc_vfd_t *v);

@@ -1227,14 +1227,17 @@ CKC_EXPORT int closedir(DIR *d)
 {
 	int fd = dirfd(d);
 	ckc_tag_forget_fd(fd);
-	int rc = REAL(closedir)(d);
 	/* a checkpoint's copy put on the folder's number (dup2) goes with it */
-	ckc_vfd_unseen(fd);
+	ckc_vfd_t *v = ckc_vfd_take_closing(fd);
+	int rc = REAL(closedir)(d);
+	if (v)
+		ckc_vfd_put(v);
 	return rc;
 }
 
-/* Drops the virtual descriptors of [first, last] (the real call closes the
- * placeholders). */
+/* Drops the virtual descriptors of [first, last], before the real call
+ * closes the placeholders (after it, a number could already be another
+ * thread's new checkpoint's). */
 static void vfd_close_range(unsigned first, unsigned last)
 {
 	unsigned dh = atomic_load_explicit(&ckc_tag_dirv_hi, memory_order_relaxed);
@@ -1284,30 +1287,31 @@ CKC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 		errno = ENOSYS;
 		return -1;
 	}
-	/* the placeholders' base is forgotten before its number is free (a
-	 * call the kernel refuses at once closes nothing) */
-	if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
+	/* the placeholders' base and the checkpoints are forgotten before
+	 * their numbers are free; a call the kernel refuses at once (flags
+	 * it does not know) closes nothing, and CLOSE_RANGE_CLOEXEC only
+	 * marks them: the program still has them */
+	bool closes = !(flags & ~(unsigned)CLOSE_RANGE_UNSHARE) && first <= last;
+	if (closes) {
 		ckc_small_drop(first, last);
-	int rc = (flags & CLOSE_RANGE_CLOEXEC) || first > last || ckc_in_vfork_child()
-			 ? rc_range(first, last, flags)
-			 : close_range_around(rc_range, first, last, flags);
-	/* CLOSE_RANGE_CLOEXEC only marks them; the program still has them */
-	if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
 		vfd_close_range(first, last);
-	return rc;
+	}
+	return (flags & CLOSE_RANGE_CLOEXEC) || first > last || ckc_in_vfork_child()
+		       ? rc_range(first, last, flags)
+		       : close_range_around(rc_range, first, last, flags);
 }
 
 CKC_EXPORT void closefrom(int lowfd)
 {
 	void (*rc_from)(int) = REAL(closefrom);
 	int (*rc_range)(unsigned, unsigned, int) = REAL(close_range);
-	if (lowfd >= 0)
+	if (lowfd >= 0) {
 		ckc_small_drop((unsigned)lowfd, ~0u);
+		vfd_close_range((unsigned)lowfd, ~0u);
+	}
 	int saved = errno;
 	/* (as the C library's: close_range, else the numbers one by one) */
 	if (lowfd < 0 || ckc_in_vfork_child() || close_range_around(rc_range, (unsigned)lowfd, ~0u, 0) != 0)
 		rc_from(lowfd);
 	errno = saved;
-	if (lowfd >= 0)
-		vfd_close_range((unsigned)lowfd, ~0u);
 }

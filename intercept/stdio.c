@@ -618,10 +618,12 @@ static FILE *freopen_common(const char *path, const char *mode, FILE *stream,
 		}
 	}
 	int old = stream && !ckc_in_vfork_child() ? stream->_fileno : -1;
+	/* the C library closes the stream's number (a checkpoint's copy put
+	 * there with dup2 included) and opens the new file itself */
+	ckc_vfd_t *v = ckc_vfd_take_closing(old);
 	FILE *f = real(path, mode, stream);
-	/* the C library closed the stream's number (a checkpoint's copy put
-	 * there with dup2 included) and opened the new file itself */
-	ckc_vfd_unseen(old);
+	if (v)
+		ckc_vfd_put(v);
 	if (f && f->_fileno != old)
 		ckc_vfd_unseen(f->_fileno);
 	return f;
@@ -721,10 +723,12 @@ CKC_EXPORT int fclose(FILE *f)
 		ckc_tag_forget_fd(fd);
 		t0 = ckc_small_take(fd);
 	}
-	int rc = REAL(fclose)(f);
 	/* a checkpoint's copy put on the stream's number (dup2 onto fileno)
 	 * is closed inside the C library: its entry goes */
-	ckc_vfd_unseen(fd);
+	ckc_vfd_t *v = ckc_vfd_take_closing(fd);
+	int rc = REAL(fclose)(f);
+	if (v)
+		ckc_vfd_put(v);
 	if (rc == 0 && t0)
 		ckc_small_done(t0);
 	/* glibc is done with a buffer it did not allocate once the stream is

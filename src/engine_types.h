@@ -147,6 +147,7 @@ struct ckc_obj {
 	bool flush_cancel;   /* the running flush must be discarded */
 	uint64_t flush_done; /* bytes of the running flush so far */
 	uint64_t short_t0;   /* since when its publications fail short (flusher.c), or 0 */
+	bool short_said;     /* that failure was reported (once: other processes' asks try again) */
 	double flush_eta;    /* estimated seconds until its flush completes */
 	ckc_obj_t *fq_next;  /* edge queue link */
 

@@ -48,10 +48,12 @@ static void flush_note_short(ckc_obj_t *o, int rc)
 {
 	if (!rc)
 		ckc_eng.flush_ok_ns = ckc_now_ns();
-	if (!ckc_io_short(rc))
+	if (!ckc_io_short(rc)) {
 		o->short_t0 = 0;
-	else if (!o->short_t0)
+		o->short_said = false;
+	} else if (!o->short_t0) {
 		o->short_t0 = ckc_now_ns();
+	}
 }
 
 void ckc_flush_short_again(void)
@@ -350,7 +352,8 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 	if (rc == CKC_CHANGED && !o->retired) {
 		ckc_keep_newer(o, &src, size);
 	} else if (rc && rc != CKC_CHANGED && rc != -ECANCELED && rc != -EAGAIN && !o->retired &&
-		   !(retry && ckc_io_short(rc))) {
+		   !(retry && ckc_io_short(rc)) && !(ckc_io_short(rc) && o->short_said)) {
+		o->short_said = ckc_io_short(rc);
 		ckc_error("could not write checkpoint %s (%s)", key, strerror(-rc));
 		if (level < ckc_eng.ntier - 1)
 			ckc_eng.tier[level].st.flush_errors++;

@@ -129,6 +129,7 @@ int m_links(int argc, char **argv);
 int m_sparse(int argc, char **argv);
 int m_mtime_order(int argc, char **argv);
 int m_thread_files(int argc, char **argv);
+int m_closerace(int argc, char **argv);
 int m_locks(int argc, char **argv);
 int m_stdout(int argc, char **argv);
 int m_fdops(int argc, char **argv);

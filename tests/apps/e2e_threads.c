@@ -797,3 +797,102 @@ int m_cancelwrite(int argc, char **argv)
 	check_file(path, arg.size, arg.seed, 0);
 	return 0;
 }
+
+/* closerace: one thread writes checkpoints under DIR and reads each back
+ * (open, write, close; open, read, close: the numbers come and go), while
+ * another closes numbers inside the C library or in a range, HOW times
+ * over: closedir of DIR's listing, fclose of an untagged file, freopen of
+ * an untagged stream, close_range of a number it just opened. The number
+ * such a call closes is free the moment it returns, and the writer's next
+ * open may get it: the checkpoint there must stay the writer's. */
+struct closerace {
+	const char *dir, *how, *plain;
+	atomic_bool stop;
+	long rounds;
+};
+
+static void *closerace_closer(void *arg)
+{
+	struct closerace *c = arg;
+	FILE *keep = NULL;
+	if (!strcmp(c->how, "freopen") && !(keep = fopen(c->plain, "r")))
+		fail("fopen %s: %s", c->plain, strerror(errno));
+	while (!atomic_load(&c->stop)) {
+		if (!strcmp(c->how, "closedir")) {
+			DIR *d = opendir(c->dir);
+			if (!d)
+				fail("opendir %s: %s", c->dir, strerror(errno));
+			while (readdir(d))
+				;
+			closedir(d);
+		} else if (!strcmp(c->how, "fclose")) {
+			FILE *f = fopen(c->plain, "r");
+			if (!f)
+				fail("fopen %s: %s", c->plain, strerror(errno));
+			fclose(f);
+		} else if (!strcmp(c->how, "freopen")) {
+			if (!(keep = freopen(c->plain, "r", keep)))
+				fail("freopen %s: %s", c->plain, strerror(errno));
+		} else {
+			int fd = open(c->plain, O_RDONLY);
+			if (fd < 0)
+				fail("open %s: %s", c->plain, strerror(errno));
+			if (close_range((unsigned)fd, (unsigned)fd, 0) != 0)
+				fail("close_range: %s", strerror(errno));
+		}
+		c->rounds++;
+	}
+	if (keep)
+		fclose(keep);
+	return NULL;
+}
+
+int m_closerace(int argc, char **argv)
+{
+	struct args arg = parse_args(argc, argv, "DIR N HOW PLAINFILE");
+	if (argc < 5)
+		fail("usage: closerace DIR N HOW PLAINFILE");
+	struct closerace c = { .dir = arg.path, .how = argv[3], .plain = argv[4] };
+	atomic_init(&c.stop, false);
+	pthread_t t;
+	if (pthread_create(&t, NULL, closerace_closer, &c) != 0)
+		fail("pthread_create");
+	size_t sizes[] = { 1, 4097, 65536, 1 << 20 };
+	long bad = 0;
+	for (long i = 0; i < arg.n && !bad; i++) {
+		char p[PATH_MAX];
+		size_t n = sizes[i % 4];
+		snprintf(p, sizeof(p), "%s/c%ld.bin", arg.path, i % 4);
+		unsigned char *b = pattern_buf(n, (uint64_t)i + 1);
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			fail("round %ld: open %s for writing: %s", i, p, strerror(errno));
+		write_all(fd, b, n, p);
+		if (close(fd) != 0)
+			fail("round %ld: close %s: %s", i, p, strerror(errno));
+		fd = open(p, O_RDONLY);
+		if (fd < 0)
+			fail("round %ld: open %s for reading: %s", i, p, strerror(errno));
+		struct stat st;
+		if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size != n)
+			fail("round %ld: fstat of %s: %s, mode %o, size %lld of %zu", i, p, strerror(errno),
+			     (unsigned)st.st_mode, (long long)st.st_size, n);
+		unsigned char *r = xmalloc(n + 1);
+		ssize_t got = read(fd, r, n + 1);
+		if (got != (ssize_t)n || memcmp(r, b, n) != 0) {
+			fprintf(stderr, "round %ld: %s read back %zd of %zu bytes (%s), or other bytes\n", i, p, got, n,
+				got < 0 ? strerror(errno) : "ok");
+			bad++;
+		}
+		if (close(fd) != 0)
+			fail("round %ld: close %s after reading: %s", i, p, strerror(errno));
+		free(r);
+		free(b);
+	}
+	atomic_store(&c.stop, true);
+	pthread_join(t, NULL);
+	if (bad)
+		fail("%ld round(s) read back wrong", bad);
+	printf("closerace %s: %ld rounds, %ld closes beside them\n", c.how, arg.n, c.rounds);
+	return 0;
+}

@@ -351,6 +351,26 @@ mtime_order_case() {
 # A program that saves from a new thread each time: what the library keeps
 # for a thread goes with it (the heap does not grow with the threads), in
 # a folder reached through a link too.
+# A thread closes numbers inside the C library (closedir, fclose,
+# freopen) or in a range (close_range) while another writes checkpoints
+# and reads each back: a number the call frees is the writer's next open's
+# at once, and that checkpoint stays the writer's (the table entry went
+# with the closed number after the call: another thread's new checkpoint
+# lost its descriptor, read EBADF or a folder's fstat, or its freed memory).
+closerace_case() {
+	local how
+	echo "plain" >plain.txt
+	for how in closedir fclose freopen close_range; do
+		rm -rf ck && mkdir -p ck
+		helper_ok "checkpoints beside a thread's $how" CKPTCACHE_STEP_ASIDE=off -- closerace "$T/ck" 2000 $how \
+			"$T/plain.txt"
+		run_ok "the last checkpoints at their real paths ($how)" plain "$HELPER" check ck/c0.bin 1 1997
+		run_ok "the last checkpoints at their real paths ($how)" plain "$HELPER" check ck/c1.bin 4097 1998
+		run_ok "the last checkpoints at their real paths ($how)" plain "$HELPER" check ck/c2.bin 65536 1999
+		run_ok "the last checkpoints at their real paths ($how)" plain "$HELPER" check ck/c3.bin 1048576 2000
+	done
+}
+
 thread_files_case() {
 	helper_ok "a checkpoint saved from 2,000 threads" CKPTCACHE_STEP_ASIDE=off -- thread-files "$T/ck/t.bin" 2000
 	mkdir -p ck/real && ln -s real ck/via
@@ -1010,6 +1030,7 @@ case_add names/links links_case
 case_add fdops/sparse sparse_case
 case_add names/mtime-order mtime_order_case
 case_add threads/thread-files thread_files_case
+case_add threads/closes-beside-checkpoints closerace_case
 case_add names/unlink-while-open unlink_open_case
 case_add memory/grows-with-use memory_grows_case
 case_add memory/cgroup-default memory_cgroup_case
