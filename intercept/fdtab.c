@@ -700,6 +700,10 @@ int ckc_vfd_switch(ckc_vfd_t *v)
 	}
 	/* never freed: see intercept.h */
 	atomic_fetch_add(&v->refs, 1);
+	/* a writer writes on at the real file, as one opened there: another
+	 * process's new version of it is written there too */
+	uint64_t inplace = (v->flags & O_ACCMODE) != O_RDONLY ? ckc_node_inplace_begin(v->path) : 0;
+	int first_fd = -1;
 	/* under the table lock, so that no close or dup2 of these numbers
 	 * slips in between the look and the dup */
 	ckc_mutex_lock(&fdtab_lock);
@@ -714,8 +718,12 @@ int ckc_vfd_switch(ckc_vfd_t *v)
 		}
 		atomic_store(&ckc_vfd_tab[fd], NULL);
 		atomic_fetch_sub(&v->refs, 1);
+		if (first_fd < 0)
+			first_fd = (int)fd;
 	}
 	ckc_mutex_unlock(&fdtab_lock);
+	if (inplace)
+		ckc_node_inplace_end(inplace, first_fd);
 	ckc_lock_switched(v, real);
 	REAL(close)(real);
 	v->switched = rc == 0;

@@ -288,6 +288,17 @@ bool ckc_node_serving(void);
  * canon lacks to publish them, and waits (bounded) until they did. One
  * load when nothing is held anywhere. */
 void ckc_node_ask(const char *canon);
+/* A tagged file opened for writing at its real file (an update in place, a
+ * shared file's open without O_TRUNC): registered in the node's table
+ * before the open (the value to end it with, 0: none), then at the number
+ * the open gave (fd < 0: it failed). Another process's open of the path to
+ * write a new version then writes in place too. The number's close ends
+ * it (ckc_node_inplace_close). */
+uint64_t ckc_node_inplace_begin(const char *canon);
+void ckc_node_inplace_end(uint64_t val, int fd);
+void ckc_node_inplace_close(int fd);
+/* Registrations held (0: a close need not look). */
+unsigned ckc_node_inplace_count(void);
 /* The same for path relative to dirfd, if the patterns tag it. */
 void ckc_node_ask_at(int dirfd, const char *path);
 /* Another process of the node may hold checkpoints (two loads once the

@@ -259,6 +259,127 @@ static void node_hook(bool holds, const char *key)
 	}
 }
 
+/* ---- writers in place ---------------------------------------------------- */
+
+/* A tagged file this process opened for writing at its real file (a shared
+ * file's open without O_TRUNC, an update in place): another process that
+ * opens it to write a new version would otherwise cache that version and
+ * publish it by rename, and this one's writes would go on in a file no name
+ * leads to. Such a descriptor is in the node's table for as long as it is
+ * open, and the service answers for its path as for a writer handed over
+ * (the asker writes in place too). By descriptor number; a path being
+ * opened is in the table before its open, and held in inplace_pending
+ * until its number is known. */
+#define INPLACE_PENDING 16
+static _Atomic uint64_t *inplace_val;
+static _Atomic uint64_t inplace_pending[INPLACE_PENDING];
+static atomic_uint inplace_n; /* entries in inplace_val and inplace_pending */
+static ckc_mutex_t inplace_lock = CKC_MUTEX_INIT(INPLACE);
+CKC_LOCKS_AT_START(inplace_lock, ckc_locks_add, &inplace_lock)
+
+uint64_t ckc_node_inplace_begin(const char *canon)
+{
+	ckc_node_start();
+	if (!atomic_load(&node_serving) || !node_tab)
+		return 0;
+	if (!inplace_val) {
+		ckc_mutex_lock(&inplace_lock);
+		if (!inplace_val && ckc_vfd_cap) {
+			void *m = REAL(mmap)(NULL, ckc_vfd_cap * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+					     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (m != MAP_FAILED)
+				inplace_val = m;
+		}
+		ckc_mutex_unlock(&inplace_lock);
+		if (!inplace_val)
+			return 0;
+	}
+	uint64_t val = nodetab_val(nodetab_key(canon), node_pid);
+	for (int i = 0; i < INPLACE_PENDING; i++) {
+		uint64_t none = 0;
+		if (atomic_compare_exchange_strong(&inplace_pending[i], &none, val)) {
+			atomic_fetch_add(&inplace_n, 1);
+			if (node_add(val) != 0) {
+				atomic_store(&inplace_pending[i], 0);
+				atomic_fetch_sub(&inplace_n, 1);
+				return 0;
+			}
+			atomic_fetch_add(&node_mine, 1);
+			return val;
+		}
+	}
+	return 0;
+}
+
+/* Drops one registration val (its slot in the node's table). */
+static void inplace_drop(uint64_t val)
+{
+	if (node_del(val) == 0)
+		atomic_fetch_sub(&node_mine, 1);
+	atomic_fetch_sub(&inplace_n, 1);
+}
+
+void ckc_node_inplace_end(uint64_t val, int fd)
+{
+	if (!val)
+		return;
+	for (int i = 0; i < INPLACE_PENDING; i++) {
+		uint64_t v = val;
+		if (atomic_compare_exchange_strong(&inplace_pending[i], &v, 0)) {
+			if (fd >= 0 && (size_t)fd < ckc_vfd_cap) {
+				uint64_t old = atomic_exchange(&inplace_val[fd], val);
+				if (old)
+					inplace_drop(old); /* a number closed unseen */
+			} else {
+				inplace_drop(val); /* the open failed */
+			}
+			return;
+		}
+	}
+}
+
+void ckc_node_inplace_close(int fd)
+{
+	/* a vfork child's numbers are its own, this table its parent's */
+	if (fd < 0 || (size_t)fd >= ckc_vfd_cap || !inplace_val || ckc_in_vfork_child())
+		return;
+	uint64_t old = atomic_exchange(&inplace_val[fd], 0);
+	if (!old)
+		return;
+	if (node_getpid() == node_pid) {
+		inplace_drop(old);
+	} else {
+		/* a forked child's copy: the slot is its parent's, which may
+		 * still write there */
+		atomic_fetch_sub(&inplace_n, 1);
+	}
+}
+
+unsigned ckc_node_inplace_count(void)
+{
+	return atomic_load_explicit(&inplace_n, memory_order_relaxed);
+}
+
+/* Whether this process writes canon in place (registered, or being
+ * opened). */
+static bool inplace_writes(const char *canon)
+{
+	if (!atomic_load(&inplace_n))
+		return false;
+	uint64_t val = nodetab_val(nodetab_key(canon), node_pid);
+	for (int i = 0; i < INPLACE_PENDING; i++)
+		if (atomic_load(&inplace_pending[i]) == val)
+			return true;
+	size_t hi = atomic_load(&ckc_vfd_hi);
+	for (size_t fd = 0; inplace_val && fd < ckc_vfd_cap; fd++) {
+		if (atomic_load_explicit(&inplace_val[fd], memory_order_relaxed) == val)
+			return true;
+		if (fd > hi && fd > 4096)
+			break;
+	}
+	return false;
+}
+
 /* ---- the service ----------------------------------------------------------- */
 
 /* Publishes what this process holds of canon: an open writer's bytes so
@@ -270,7 +391,7 @@ static int node_publish(const char *canon)
 	int rc;
 
 	if (!ckc_active() || ckc_stat(canon, &st) != 0)
-		return NODE_NOT_HELD;
+		return inplace_writes(canon) ? NODE_HANDED : NODE_NOT_HELD;
 	if (!st.complete) {
 		rc = ckc_hand_over_path(canon);
 		if (rc == 0)

@@ -969,8 +969,21 @@ CKC_START_PATH static int open_common(int dirfd, const char *path, int flags, mo
 	}
 	if (!tagged)
 		ckc_px_procfd_open(path);
+	/* a checkpoint written at its real file (an update in place, a shared
+	 * file's open without O_TRUNC): another process's new version of it
+	 * is written there too (a process's first checkpoint, written whole
+	 * at its real path before the cache starts, is not announced: it
+	 * starts nothing) */
+	uint64_t inplace = tagged && !first && (flags & O_ACCMODE) != O_RDONLY && !(flags & (O_PATH | O_DIRECTORY))
+				   ? ckc_node_inplace_begin(canon)
+				   : 0;
 	errno = saved; /* the cache's looks may have set it */
 	fd = ro(dirfd, path, flags, mode);
+	if (inplace) {
+		int e = errno;
+		ckc_node_inplace_end(inplace, fd);
+		errno = e;
+	}
 	if (first)
 		ckc_first_write_done(fd >= 0);
 	if (links && fd < 0 && errno == ENOENT) {
@@ -1090,6 +1103,8 @@ int ckc_close_fd(int fd)
 CKC_EXPORT int close(int fd)
 {
 	ckc_tag_forget_fd(fd);
+	if (__builtin_expect(ckc_node_inplace_count() != 0, 0))
+		ckc_node_inplace_close(fd);
 	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1)) {
 		uint64_t t0 = ckc_small_take(fd);
 		int rc = REAL(close)(fd);
@@ -1243,6 +1258,8 @@ static void vfd_close_range(unsigned first, unsigned last)
 	unsigned dh = atomic_load_explicit(&ckc_tag_dirv_hi, memory_order_relaxed);
 	for (unsigned fd = first; fd < ckc_tag_dirv_cap && fd < dh && fd <= last; fd++)
 		ckc_tag_forget_fd((int)fd);
+	for (unsigned fd = first; ckc_node_inplace_count() && fd < ckc_vfd_cap && fd <= last; fd++)
+		ckc_node_inplace_close((int)fd);
 	if (ckc_vfd_cap == 0 || first >= ckc_vfd_cap || ckc_in_vfork_child())
 		return;
 	/* (numbers above the highest one ever virtual have no entry) */

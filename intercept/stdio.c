@@ -457,7 +457,14 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 		tagged = true;
 	}
 	ckc_px_procfd_open(path);
+	/* written at its real file: announced as open_common's are */
+	uint64_t inplace = tagged && !first && (flags & O_ACCMODE) != O_RDONLY ? ckc_node_inplace_begin(canon) : 0;
 	FILE *f = real(path, mode);
+	if (inplace) {
+		int e = errno;
+		ckc_node_inplace_end(inplace, f ? f->_fileno : -1);
+		errno = e;
+	}
 	if (first)
 		ckc_first_write_done(f != NULL);
 	if (!f && links && errno == ENOENT) {
@@ -722,6 +729,8 @@ CKC_EXPORT int fclose(FILE *f)
 		fd = f->_fileno;
 		ckc_tag_forget_fd(fd);
 		t0 = ckc_small_take(fd);
+		if (ckc_node_inplace_count())
+			ckc_node_inplace_close(fd);
 	}
 	/* a checkpoint's copy put on the stream's number (dup2 onto fileno)
 	 * is closed inside the C library: its entry goes */

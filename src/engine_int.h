@@ -353,6 +353,16 @@ void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size);
  * 0 (also when o has one already) or -errno. */
 int ckc_rescue_save(ckc_obj_t *o, const ckc_src_t *src, uint64_t size);
 int ckc_flush_home_now(ckc_obj_t *o, bool fsync_it); /* lock held; drops it while writing */
+/* A hand-over's publication in place: o's real file is written where it is
+ * rather than replaced by a new one (another process of the node may have
+ * it open, as the writers of one shared file do: a rename would leave
+ * their writes in a file no name leads to) when it is the very file o's
+ * version began over and unchanged since, or when o holds no byte yet
+ * (its open's truncation came before another process's open made or
+ * wrote it: both write that file, as without the library). Lock held;
+ * dropped while the bytes move. 0, 1 where neither holds (a publication
+ * as any other then), or -errno. */
+int ckc_flush_home_in_place(ckc_obj_t *o);
 /* Queues again, as the program ends, the checkpoints whose publications
  * failed for want of a descriptor or of memory and were given up (lock
  * held). */

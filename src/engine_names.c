@@ -204,7 +204,7 @@ int eng_handoff_locked(ckc_obj_t *o)
 	} else if (!o->complete && o->wlevel == ckc_eng.ntier - 1 && o->home_fd >= 0) {
 		/* written through: the temporary file becomes the real file */
 		rc = eng_close_home_writer(o);
-	} else if (!o->at_home) {
+	} else if (!o->at_home && (rc = ckc_flush_home_in_place(o)) == 1) {
 		rc = ckc_flush_home_now(o, false);
 	}
 	if (!rc || rc == CKC_CHANGED) {

@@ -6,8 +6,10 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "engine_int.h"
@@ -372,6 +374,67 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 	ckc_mark_safe(o);
 	ckc_src_release(&src);
 	sys_free(tmp);
+	sys_free(key);
+	return rc;
+}
+
+int ckc_flush_home_in_place(ckc_obj_t *o)
+{
+	char *key = strdup(o->key);
+	ckc_fid_t base = o->base;
+	uint64_t size = o->size;
+	int level = size ? ckc_best_level(o) : -1;
+	if (!key || !base.known || (size && (level < 0 || level >= ckc_eng.ntier - 1))) {
+		sys_free(key);
+		return 1;
+	}
+	while (o->home_busy || ckc_committing(key))
+		eng_wait(EC_HOME);
+	ckc_src_t src = { 0 };
+	if (size && ckc_src_snapshot(o, level, &src) != 0) {
+		sys_free(key);
+		return 1;
+	}
+	o->home_busy = true;
+	if (size)
+		o->place[level].pins++;
+	eng_unlock();
+	int rc = 1;
+	int fd = sys_open(key, O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+	struct stat st;
+	if (fd >= 0 && sys_fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		ckc_fid_t now;
+		ckc_fid_of(&st, &now);
+		if (base.exists && ckc_fid_same(&base, &now)) {
+			/* the file the version began over, unchanged since: its
+			 * bytes become the version's where it is */
+			rc = size ? ckc_home_fill(fd, &src, size, NULL, NULL) : 0;
+			if (!rc && sys_ftruncate(fd, (off_t)size) != 0)
+				rc = -errno;
+		} else if (!size) {
+			/* made or written since by another process (its open of
+			 * the shared file): the version has no byte of its own
+			 * yet, and writes on in that file */
+			rc = 0;
+		}
+	}
+	if (fd >= 0)
+		sys_close(fd);
+	ckc_fid_t after;
+	if (!rc)
+		ckc_fid_take(key, &after);
+	ckc_mutex_lock(&ckc_eng.lock);
+	if (size) {
+		ckc_src_release(&src);
+		ckc_unpin(o, level);
+	}
+	if (!rc) {
+		eng_set_home(o, true);
+		o->durable = false;
+		eng_set_base(o, &after);
+		ckc_node_note(o);
+	}
+	eng_home_end(o);
 	sys_free(key);
 	return rc;
 }

@@ -38,6 +38,7 @@ static const char *const rank_name[CKC_RANK_COUNT] = {
 	[CKC_RANK_LANES] = "copy lanes",
 	[CKC_RANK_KTOUCH] = "kernel touch queue",
 	[CKC_RANK_TRACE] = "trace buffer",
+	[CKC_RANK_INPLACE] = "writers in place",
 	[CKC_RANK_LEND] = "peer lending",
 	[CKC_RANK_CU_RANGES] = "cuda memory map",
 	[CKC_RANK_FD_OPEN] = "own file opening",

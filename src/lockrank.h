@@ -88,6 +88,9 @@ typedef enum ckc_rank {
 	/* The trace's buffer (trace.h): a line appended (the engine lock
 	 * held), the writer's take of the buffer. */
 	CKC_RANK_TRACE,
+	/* The node registry's table of writers in place (its first
+	 * allocation): nothing is taken inside. */
+	CKC_RANK_INPLACE,
 	/* Lending between the ranks of a node: the borrowing round's
 	 * hand-off and the counts, read for the statistics (the engine lock
 	 * held). Its thread takes nothing else while holding it. */

@@ -681,10 +681,18 @@ static void wait_for(const char *path)
  * [N*SIZE, (N+1)*SIZE) of stream SEED with pwrite, fsyncs, closes. */
 int m_n1part(int argc, char **argv)
 {
-	struct args arg = parse_args(argc, argv, "PATH N SIZE SEED w|t|r MARKS");
+	struct args arg = parse_args(argc, argv, "PATH N SIZE SEED w|t|r MARKS [warm]");
 	int flags = !strcmp(argv[5], "t") ? O_WRONLY | O_CREAT | O_TRUNC :
 		    !strcmp(argv[5], "r") ? O_RDWR : O_WRONLY | O_CREAT;
 	char mark[PATH_MAX + 32];
+	if (argc > 7 && !strcmp(argv[7], "warm")) {
+		/* checkpoints of its own first, as a step before wrote them:
+		 * its cache has started when it opens the shared file */
+		for (int k = 0; k < 3; k++) {
+			snprintf(mark, sizeof(mark), "%s.rank%ld", arg.path, arg.n);
+			gen_file(mark, 2 << 20, (uint64_t)k + 1000, 0);
+		}
+	}
 	unsigned char *b = xmalloc(arg.size);
 	pattern(b, (uint64_t)arg.n * arg.size, arg.size, arg.seed);
 	int fd = xopen(arg.path, flags);

@@ -16,40 +16,48 @@ shared_descriptors() {
 	run_ok "two-opens.bin read back with the library" ck -- "$HELPER" check ck/two-opens.bin 3M 21
 }
 
-# n1_writers HOW: four processes write 4 MiB each into ck/shared.bin, with
-# pwrite at their own offsets, fsync and close (HOW: existing: the file is
-# there; new: it is not; trunc-first: the first opens it with O_TRUNC and
-# the others open it after that; shell: the launching shell creates it
-# empty with ": >" and starts the writers).
+# n1_writers HOW [warm]: four processes write 4 MiB each into ck/shared.bin,
+# with pwrite at their own offsets, fsync and close (HOW: existing: the
+# file is there; new: it is not; trunc-first: the first opens it with
+# O_TRUNC and the others open it after that; trunc-one: the first opens
+# it with O_TRUNC at the same time as the others open it, and all write
+# once all have opened it; shell: the launching shell creates it empty
+# with ": >" and starts the writers). warm: each writes checkpoints of its
+# own first (its cache has started: a version it opens with O_TRUNC is
+# cached unless another process writes the file in place, and the others
+# are asked to write in place once it is), three rounds.
 n1_writers() {
 	need_helper
-	local how=$1 f=$T/ck/shared.bin seed=31 r rc pids=()
-	mkdir -p marks
-	[ "$how" = existing ] && plain "$HELPER" gen "$f" 5M 77
-	local script='
-		f=$1 how=$2 helper=$3 seed=$4
-		[ "$how" = shell ] && : >"$f"
-		for r in 0 1 2 3; do
-			fl=w
-			[ "$how" = trunc-first ] && [ $r = 0 ] && fl=t
-			"$helper" n1part "$f" $r 4M "$seed" $fl marks &
-			# the first rank opens first, as an MPI program creates a
-			# file on one rank and opens it on the others after a barrier
-			if [ "$how" = trunc-first ] && [ $r = 0 ]; then
-				while [ ! -e marks/opened.0 ]; do sleep 0.01; done
-			fi
-		done
-		n=0
-		while [ $(ls marks | grep -c opened) -lt 4 ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n + 1)); done
-		touch marks/go
-		rc=0
-		for p in $(jobs -p); do wait $p || rc=1; done
-		exit $rc
-	'
-	ck -- bash -c "$script" _ "$f" "$how" "$HELPER" $seed || fail "a writer of the shared file failed$(last_error)"
-	run_ok "the shared file read back with the library" ck -- "$HELPER" check "$f" 16M $seed
-	run_ok "the shared file at its real path" plain "$HELPER" check "$f" 16M $seed
-	grep -q 'ckptcache: error' "$T/.log" && fail "the library reported an error$(first_error 'ckptcache: error')"
+	local how=$1 warm=${2:-} f=$T/ck/shared.bin seed=31 r rc pids=() round
+	for round in 1 $([ -n "$warm" ] && echo 2 3); do
+		rm -rf marks "$f" "$f".rank*
+		mkdir -p marks
+		[ "$how" = existing ] && plain "$HELPER" gen "$f" 5M 77
+		local script='
+			f=$1 how=$2 helper=$3 seed=$4 warm=$5
+			[ "$how" = shell ] && : >"$f"
+			for r in 0 1 2 3; do
+				fl=w
+				[ "$how" = trunc-first ] || [ "$how" = trunc-one ] && [ $r = 0 ] && fl=t
+				"$helper" n1part "$f" $r 4M "$seed" $fl marks $warm &
+				# the first rank opens first, as an MPI program creates a
+				# file on one rank and opens it on the others after a barrier
+				if [ "$how" = trunc-first ] && [ $r = 0 ]; then
+					while [ ! -e marks/opened.0 ]; do sleep 0.01; done
+				fi
+			done
+			n=0
+			while [ $(ls marks | grep -c opened) -lt 4 ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n + 1)); done
+			touch marks/go
+			rc=0
+			for p in $(jobs -p); do wait $p || rc=1; done
+			exit $rc
+		'
+		ck -- bash -c "$script" _ "$f" "$how" "$HELPER" $seed $warm || fail "a writer of the shared file failed$(last_error)"
+		run_ok "the shared file at its real path (round $round)" plain "$HELPER" check "$f" 16M $seed
+		run_ok "the shared file read back with the library (round $round)" ck -- "$HELPER" check "$f" 16M $seed
+		grep -q 'ckptcache: error' "$T/.log" && fail "the library reported an error$(first_error 'ckptcache: error')"
+	done
 	return 0
 }
 
@@ -58,6 +66,10 @@ case_add shared/n1-existing-file n1_writers existing
 case_add shared/n1-new-file n1_writers new
 case_add shared/n1-first-truncates n1_writers trunc-first
 case_add shared/n1-shell-creates n1_writers shell
+case_add shared/n1-warm-existing-file n1_writers existing warm
+case_add shared/n1-warm-new-file n1_writers new warm
+case_add shared/n1-warm-first-truncates n1_writers trunc-first warm
+case_add shared/n1-warm-one-truncates n1_writers trunc-one warm
 
 # rewritten_while_written HOW RUN: process A opens ck/a.bin for writing,
 # writes 3 MB and keeps it open; another process B rewrites the path with

@@ -59,16 +59,21 @@ Test(pace, a_read_of_the_program_holds_the_pieces_a_write_only_a_few)
 {
 	ckc_tl_background = true;
 	cr_assert_lt(waited(), 1000000, "nothing of the program's in progress: no wait");
-	/* a checkpoint being restored: the background gives way in full */
-	ckc_prog_begin();
-	ckc_pace_reading(1);
-	uint64_t r = waited();
-	ckc_pace_reading(-1);
-	struct timespec gap = { 0, 2 * CKC_BG_READ_GAP_NS };
-	nanosleep(&gap, NULL);
-	/* one being written: the flushes keep a share (four pieces' time at most) */
-	uint64_t w = waited();
-	ckc_prog_end();
+	uint64_t r = 0, w = UINT64_MAX;
+	/* (the shortest of five tries: a loaded machine's sleeps overshoot by
+	 * milliseconds, 5.5 ms once against the bound of 3) */
+	for (int k = 0; k < 5 && w >= 3000000; k++) {
+		/* a checkpoint being restored: the background gives way in full */
+		ckc_prog_begin();
+		ckc_pace_reading(1);
+		r = waited();
+		ckc_pace_reading(-1);
+		struct timespec gap = { 0, 2 * CKC_BG_READ_GAP_NS };
+		nanosleep(&gap, NULL);
+		/* one being written: the flushes keep a share (four pieces' time at most) */
+		w = waited();
+		ckc_prog_end();
+	}
 	cr_assert_geq(r, CKC_BG_YIELD_MAX_NS, "a read in progress: waited %llu ns", (unsigned long long)r);
 	cr_assert_lt(w, 3000000, "a write in progress: waited %llu ns", (unsigned long long)w);
 	cr_assert_geq(w, CKC_BG_WRITE_WAITS * 100000ull, "a write in progress: waited %llu ns", (unsigned long long)w);
@@ -115,11 +120,18 @@ Test(pace, a_flush_keeps_half_the_time_while_the_program_reads)
 	 * its reads is paid at the exit */
 	ckc_tl_background = true;
 	ckc_tl_flushing = true;
-	ckc_prog_begin();
-	ckc_pace_reading(1);
-	uint64_t w = waited();
-	ckc_pace_reading(-1);
-	ckc_prog_end();
+	uint64_t w = UINT64_MAX;
+	/* (the shortest of five tries, as above: 4.0 ms once on a loaded
+	 * machine) */
+	for (int k = 0; k < 5 && w >= CKC_BG_YIELD_MAX_NS * 4 / 5; k++) {
+		ckc_prog_begin();
+		ckc_pace_reading(1);
+		uint64_t t = waited();
+		ckc_pace_reading(-1);
+		ckc_prog_end();
+		if (t < w)
+			w = t;
+	}
 	ckc_tl_flushing = false;
 	cr_assert_geq(w, 100000, "a read in progress: a flush piece waited %llu ns", (unsigned long long)w);
 	/* (a piece's time, not the longest wait: a busy machine's naps

@@ -36,6 +36,17 @@ void ckc_node_ask(const char *canon)
 	if (node_nasked < 4)
 		snprintf(node_asked[node_nasked++], PATH_MAX, "%s", canon);
 }
+/* a writer in place announced to the node (node.c is not linked: none) */
+uint64_t ckc_node_inplace_begin(const char *canon)
+{
+	(void)canon;
+	return 0;
+}
+void ckc_node_inplace_end(uint64_t val, int fd)
+{
+	(void)val;
+	(void)fd;
+}
 /* a vfork child's claim of its parent's descriptor (node.c is not linked;
  * no vfork child runs here) */
 int ckc_node_claim_fd(int fd, uint64_t id)
