@@ -274,6 +274,7 @@ static void node_hook(bool holds, const char *key)
 static _Atomic uint64_t *inplace_val;
 static _Atomic uint64_t inplace_pending[INPLACE_PENDING];
 static atomic_uint inplace_n; /* entries in inplace_val and inplace_pending */
+static atomic_size_t inplace_hi; /* the highest number inplace_val has held */
 static ckc_mutex_t inplace_lock = CKC_MUTEX_INIT(INPLACE);
 CKC_LOCKS_AT_START(inplace_lock, ckc_locks_add, &inplace_lock)
 
@@ -324,17 +325,23 @@ void ckc_node_inplace_end(uint64_t val, int fd)
 	if (!val)
 		return;
 	for (int i = 0; i < INPLACE_PENDING; i++) {
-		uint64_t v = val;
-		if (atomic_compare_exchange_strong(&inplace_pending[i], &v, 0)) {
-			if (fd >= 0 && (size_t)fd < ckc_vfd_cap) {
-				uint64_t old = atomic_exchange(&inplace_val[fd], val);
-				if (old)
-					inplace_drop(old); /* a number closed unseen */
-			} else {
-				inplace_drop(val); /* the open failed */
-			}
-			return;
+		if (atomic_load(&inplace_pending[i]) != val)
+			continue;
+		if (fd >= 0 && (size_t)fd < ckc_vfd_cap) {
+			/* at its number first, then out of the pending ones: a
+			 * look meanwhile finds it in one or the other */
+			size_t hi = atomic_load(&inplace_hi);
+			while ((size_t)fd > hi && !atomic_compare_exchange_weak(&inplace_hi, &hi, (size_t)fd))
+				;
+			uint64_t old = atomic_exchange(&inplace_val[fd], val);
+			atomic_store(&inplace_pending[i], 0);
+			if (old)
+				inplace_drop(old); /* a number closed unseen */
+		} else {
+			atomic_store(&inplace_pending[i], 0);
+			inplace_drop(val); /* the open failed */
 		}
+		return;
 	}
 }
 
@@ -370,13 +377,10 @@ static bool inplace_writes(const char *canon)
 	for (int i = 0; i < INPLACE_PENDING; i++)
 		if (atomic_load(&inplace_pending[i]) == val)
 			return true;
-	size_t hi = atomic_load(&ckc_vfd_hi);
-	for (size_t fd = 0; inplace_val && fd < ckc_vfd_cap; fd++) {
+	size_t hi = atomic_load(&inplace_hi);
+	for (size_t fd = 0; inplace_val && fd <= hi && fd < ckc_vfd_cap; fd++)
 		if (atomic_load_explicit(&inplace_val[fd], memory_order_relaxed) == val)
 			return true;
-		if (fd > hi && fd > 4096)
-			break;
-	}
 	return false;
 }
 
