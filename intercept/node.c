@@ -30,6 +30,7 @@
 #include "log.h"
 #include "nodetab.h"
 #include "path.h"
+#include "sigdefer.h"
 #include "thread.h"
 
 #define NODE_SLOTS (1u << 16)
@@ -280,6 +281,10 @@ CKC_LOCKS_AT_START(inplace_lock, ckc_locks_add, &inplace_lock)
 
 uint64_t ckc_node_inplace_begin(const char *canon)
 {
+	/* (not from a signal handler, which may have interrupted malloc: the
+	 * service's start allocates; such a write is not announced) */
+	if (ckc_sig_in_handler() || ckc_in_vfork_child())
+		return 0;
 	ckc_node_start();
 	if (!atomic_load(&node_serving) || !node_tab)
 		return 0;
