@@ -292,13 +292,16 @@ void ckc_node_ask(const char *canon);
  * shared file's open without O_TRUNC): registered in the node's table
  * before the open (the value to end it with, 0: none), then at the number
  * the open gave (fd < 0: it failed). Another process's open of the path to
- * write a new version then writes in place too. The number's close ends
- * it (ckc_node_inplace_close). */
+ * write a new version then writes in place too (ckc_node_inplace_other).
+ * The number's close ends it (ckc_node_inplace_close). */
 uint64_t ckc_node_inplace_begin(const char *canon);
 void ckc_node_inplace_end(uint64_t val, int fd);
 void ckc_node_inplace_close(int fd);
 /* Registrations held (0: a close need not look). */
 unsigned ckc_node_inplace_count(void);
+/* Whether another live process of the node writes canon at its real file
+ * (slots of dead ones are freed on the way). errno kept. */
+bool ckc_node_inplace_other(const char *canon);
 /* The same for path relative to dirfd, if the patterns tag it. */
 void ckc_node_ask_at(int dirfd, const char *path);
 /* Another process of the node may hold checkpoints (two loads once the

@@ -263,21 +263,27 @@ static void node_hook(bool holds, const char *key)
 /* ---- writers in place ---------------------------------------------------- */
 
 /* A tagged file this process opened for writing at its real file (a shared
- * file's open without O_TRUNC, an update in place): another process that
- * opens it to write a new version would otherwise cache that version and
- * publish it by rename, and this one's writes would go on in a file no name
- * leads to. Such a descriptor is in the node's table for as long as it is
- * open, and the service answers for its path as for a writer handed over
- * (the asker writes in place too). By descriptor number; a path being
- * opened is in the table before its open, and held in inplace_pending
- * until its number is known. */
-#define INPLACE_PENDING 16
+ * file's open without O_TRUNC, an update in place, a writer handed over):
+ * another process that opens it with O_TRUNC would otherwise cache a new
+ * version and publish it by rename, and this one's writes would go on in a
+ * file no name leads to. Such a descriptor has a slot in the node's table,
+ * under a key of its own (an open that is not a new version never looks
+ * there, and asks nobody about it), for as long as it is open; an O_TRUNC
+ * open that finds one of another live process writes in place too. By
+ * descriptor number, to free it at the close. */
 static _Atomic uint64_t *inplace_val;
-static _Atomic uint64_t inplace_pending[INPLACE_PENDING];
-static atomic_uint inplace_n; /* entries in inplace_val and inplace_pending */
-static atomic_size_t inplace_hi; /* the highest number inplace_val has held */
+static atomic_uint inplace_n; /* entries in inplace_val, and slots being taken */
 static ckc_mutex_t inplace_lock = CKC_MUTEX_INIT(INPLACE);
 CKC_LOCKS_AT_START(inplace_lock, ckc_locks_add, &inplace_lock)
+
+CKC_START_PATH static bool node_anything(void);
+
+/* The key of canon's writers in place (40 bits, never 0, not its own). */
+static uint64_t inplace_key(const char *canon)
+{
+	uint64_t k = (nodetab_key(canon) ^ 0xa5a5a5a5a5ull) & ((1ull << 40) - 1);
+	return k ? k : 1;
+}
 
 uint64_t ckc_node_inplace_begin(const char *canon)
 {
@@ -300,24 +306,15 @@ uint64_t ckc_node_inplace_begin(const char *canon)
 		if (!inplace_val)
 			return 0;
 	}
-	uint64_t val = nodetab_val(nodetab_key(canon), node_pid);
-	for (int i = 0; i < INPLACE_PENDING; i++) {
-		uint64_t none = 0;
-		if (atomic_compare_exchange_strong(&inplace_pending[i], &none, val)) {
-			atomic_fetch_add(&inplace_n, 1);
-			if (node_add(val) != 0) {
-				atomic_store(&inplace_pending[i], 0);
-				atomic_fetch_sub(&inplace_n, 1);
-				return 0;
-			}
-			atomic_fetch_add(&node_mine, 1);
-			return val;
-		}
-	}
-	return 0;
+	uint64_t val = nodetab_val(inplace_key(canon), node_pid);
+	if (node_add(val) != 0)
+		return 0;
+	atomic_fetch_add(&node_mine, 1);
+	atomic_fetch_add(&inplace_n, 1);
+	return val;
 }
 
-/* Drops one registration val (its slot in the node's table). */
+/* Frees one slot val. */
 static void inplace_drop(uint64_t val)
 {
 	if (node_del(val) == 0)
@@ -329,25 +326,13 @@ void ckc_node_inplace_end(uint64_t val, int fd)
 {
 	if (!val)
 		return;
-	for (int i = 0; i < INPLACE_PENDING; i++) {
-		if (atomic_load(&inplace_pending[i]) != val)
-			continue;
-		if (fd >= 0 && (size_t)fd < ckc_vfd_cap) {
-			/* at its number first, then out of the pending ones: a
-			 * look meanwhile finds it in one or the other */
-			size_t hi = atomic_load(&inplace_hi);
-			while ((size_t)fd > hi && !atomic_compare_exchange_weak(&inplace_hi, &hi, (size_t)fd))
-				;
-			uint64_t old = atomic_exchange(&inplace_val[fd], val);
-			atomic_store(&inplace_pending[i], 0);
-			if (old)
-				inplace_drop(old); /* a number closed unseen */
-		} else {
-			atomic_store(&inplace_pending[i], 0);
-			inplace_drop(val); /* the open failed */
-		}
+	if (fd < 0 || (size_t)fd >= ckc_vfd_cap) {
+		inplace_drop(val); /* the open failed */
 		return;
 	}
+	uint64_t old = atomic_exchange(&inplace_val[fd], val);
+	if (old)
+		inplace_drop(old); /* a number closed unseen */
 }
 
 void ckc_node_inplace_close(int fd)
@@ -358,7 +343,7 @@ void ckc_node_inplace_close(int fd)
 	uint64_t old = atomic_exchange(&inplace_val[fd], 0);
 	if (!old)
 		return;
-	if (node_getpid() == node_pid) {
+	if (nodetab_val_pid(old) == nodetab_val_pid(nodetab_val(1, atomic_load(&node_me)))) {
 		inplace_drop(old);
 	} else {
 		/* a forked child's copy: the slot is its parent's, which may
@@ -372,21 +357,37 @@ unsigned ckc_node_inplace_count(void)
 	return atomic_load_explicit(&inplace_n, memory_order_relaxed);
 }
 
-/* Whether this process writes canon in place (registered, or being
- * opened). */
-static bool inplace_writes(const char *canon)
+bool ckc_node_inplace_other(const char *canon)
 {
-	if (!atomic_load(&inplace_n))
+	uint64_t vals[NODE_ASK_MAX];
+	if (!node_anything())
 		return false;
-	uint64_t val = nodetab_val(nodetab_key(canon), node_pid);
-	for (int i = 0; i < INPLACE_PENDING; i++)
-		if (atomic_load(&inplace_pending[i]) == val)
-			return true;
-	size_t hi = atomic_load(&inplace_hi);
-	for (size_t fd = 0; inplace_val && fd <= hi && fd < ckc_vfd_cap; fd++)
-		if (atomic_load_explicit(&inplace_val[fd], memory_order_relaxed) == val)
-			return true;
-	return false;
+	size_t probed = 0;
+	uint64_t key = inplace_key(canon);
+	size_t n = nodetab_find_within(node_tab, NODE_FRONT, key, vals, NODE_ASK_MAX, &probed, NODE_FRONT_PROBE);
+	if (node_back_used()) {
+		size_t k = n < NODE_ASK_MAX ? n : NODE_ASK_MAX, more;
+		n += nodetab_find(node_back(), NODE_BACK, key, vals + k, NODE_ASK_MAX - k, &more);
+	}
+	if (n > NODE_ASK_MAX)
+		n = NODE_ASK_MAX;
+	pid_t me = atomic_load(&node_me);
+	if (!me || ckc_in_vfork_child())
+		me = node_getpid();
+	bool other = false;
+	int saved = errno;
+	for (size_t i = 0; i < n && !other; i++) {
+		pid_t pid = nodetab_val_pid(vals[i]);
+		if (pid == nodetab_val_pid(nodetab_val(1, me)))
+			continue;
+		if (pid_alive(pid))
+			other = true;
+		else
+			while (node_del(vals[i]) == 0) /* a writer that died */
+				;
+	}
+	errno = saved;
+	return other;
 }
 
 /* ---- the service ----------------------------------------------------------- */
@@ -400,7 +401,7 @@ static int node_publish(const char *canon)
 	int rc;
 
 	if (!ckc_active() || ckc_stat(canon, &st) != 0)
-		return inplace_writes(canon) ? NODE_HANDED : NODE_NOT_HELD;
+		return NODE_NOT_HELD;
 	if (!st.complete) {
 		rc = ckc_hand_over_path(canon);
 		if (rc == 0)

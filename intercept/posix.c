@@ -819,7 +819,10 @@ int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)
 		alias_in_place(canon);
 		return CKC_PASS;
 	}
-	if (!ckc_engine_ready() || (acc != O_RDONLY && ckc_node_writer_handed))
+	/* another process writes the file at its real path (handed over to
+	 * it, or opened there): so does this open, as without the library */
+	if (!ckc_engine_ready() || (acc != O_RDONLY && ckc_node_writer_handed) ||
+	    (acc != O_RDONLY && (flags & O_TRUNC) && ckc_node_inplace_other(canon)))
 		return CKC_PASS;
 	ckc_enter();
 	/* the cache's file creations and renames in the checkpoint folders
