@@ -702,7 +702,7 @@ int ckc_vfd_switch(ckc_vfd_t *v)
 	atomic_fetch_add(&v->refs, 1);
 	/* a writer writes on at the real file, as one opened there: another
 	 * process's new version of it is written there too */
-	uint64_t inplace = (v->flags & O_ACCMODE) != O_RDONLY ? ckc_node_inplace_begin(v->path) : 0;
+	uint64_t inplace = (v->flags & O_ACCMODE) != O_RDONLY ? ckc_node_inplace_begin(v->path, false) : 0;
 	int first_fd = -1;
 	/* under the table lock, so that no close or dup2 of these numbers
 	 * slips in between the look and the dup */

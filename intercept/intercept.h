@@ -294,7 +294,10 @@ void ckc_node_ask(const char *canon);
  * the open gave (fd < 0: it failed). Another process's open of the path to
  * write a new version then writes in place too (ckc_node_inplace_other).
  * The number's close ends it (ckc_node_inplace_close). */
-uint64_t ckc_node_inplace_begin(const char *canon);
+/* start: the node's table is mapped first where it is not (else nothing is
+ * announced: a hand-over as the program ends, whose descriptors may be the
+ * last ones) */
+uint64_t ckc_node_inplace_begin(const char *canon, bool start);
 void ckc_node_inplace_end(uint64_t val, int fd);
 void ckc_node_inplace_close(int fd);
 /* Registrations held (0: a close need not look). */

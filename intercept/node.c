@@ -277,6 +277,7 @@ static ckc_mutex_t inplace_lock = CKC_MUTEX_INIT(INPLACE);
 CKC_LOCKS_AT_START(inplace_lock, ckc_locks_add, &inplace_lock)
 
 CKC_START_PATH static bool node_anything(void);
+static bool node_ready(void);
 
 /* The key of canon's writers in place (40 bits, never 0, not its own). */
 static uint64_t inplace_key(const char *canon)
@@ -285,14 +286,15 @@ static uint64_t inplace_key(const char *canon)
 	return k ? k : 1;
 }
 
-uint64_t ckc_node_inplace_begin(const char *canon)
+uint64_t ckc_node_inplace_begin(const char *canon, bool start)
 {
 	/* (not from a signal handler, which may have interrupted malloc: the
 	 * service's start allocates; such a write is not announced) */
 	if (ckc_sig_in_handler() || ckc_in_vfork_child())
 		return 0;
-	ckc_node_start();
-	if (!atomic_load(&node_serving) || !node_tab)
+	/* a slot in the table is all it takes: nobody asks this process
+	 * about it (its service need not run) */
+	if (!(start ? node_ready() : node_tab != NULL))
 		return 0;
 	if (!inplace_val) {
 		ckc_mutex_lock(&inplace_lock);
@@ -306,7 +308,7 @@ uint64_t ckc_node_inplace_begin(const char *canon)
 		if (!inplace_val)
 			return 0;
 	}
-	uint64_t val = nodetab_val(inplace_key(canon), node_pid);
+	uint64_t val = nodetab_val(inplace_key(canon), node_getpid());
 	if (node_add(val) != 0)
 		return 0;
 	atomic_fetch_add(&node_mine, 1);
@@ -343,7 +345,7 @@ void ckc_node_inplace_close(int fd)
 	uint64_t old = atomic_exchange(&inplace_val[fd], 0);
 	if (!old)
 		return;
-	if (nodetab_val_pid(old) == nodetab_val_pid(nodetab_val(1, atomic_load(&node_me)))) {
+	if (nodetab_val_pid(old) == nodetab_val_pid(nodetab_val(1, node_getpid()))) {
 		inplace_drop(old);
 	} else {
 		/* a forked child's copy: the slot is its parent's, which may
@@ -371,9 +373,7 @@ bool ckc_node_inplace_other(const char *canon)
 	}
 	if (n > NODE_ASK_MAX)
 		n = NODE_ASK_MAX;
-	pid_t me = atomic_load(&node_me);
-	if (!me || ckc_in_vfork_child())
-		me = node_getpid();
+	pid_t me = node_getpid();
 	bool other = false;
 	int saved = errno;
 	for (size_t i = 0; i < n && !other; i++) {

@@ -978,7 +978,7 @@ CKC_START_PATH static int open_common(int dirfd, const char *path, int flags, mo
 	 * at its real path before the cache starts, is not announced: it
 	 * starts nothing) */
 	uint64_t inplace = tagged && !first && (flags & O_ACCMODE) != O_RDONLY && !(flags & (O_PATH | O_DIRECTORY))
-				   ? ckc_node_inplace_begin(canon)
+				   ? ckc_node_inplace_begin(canon, true)
 				   : 0;
 	errno = saved; /* the cache's looks may have set it */
 	fd = ro(dirfd, path, flags, mode);

@@ -458,7 +458,7 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 	}
 	ckc_px_procfd_open(path);
 	/* written at its real file: announced as open_common's are */
-	uint64_t inplace = tagged && !first && (flags & O_ACCMODE) != O_RDONLY ? ckc_node_inplace_begin(canon) : 0;
+	uint64_t inplace = tagged && !first && (flags & O_ACCMODE) != O_RDONLY ? ckc_node_inplace_begin(canon, true) : 0;
 	FILE *f = real(path, mode);
 	if (inplace) {
 		int e = errno;

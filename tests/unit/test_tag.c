@@ -37,9 +37,10 @@ void ckc_node_ask(const char *canon)
 		snprintf(node_asked[node_nasked++], PATH_MAX, "%s", canon);
 }
 /* a writer in place announced to the node (node.c is not linked: none) */
-uint64_t ckc_node_inplace_begin(const char *canon)
+uint64_t ckc_node_inplace_begin(const char *canon, bool start)
 {
 	(void)canon;
+	(void)start;
 	return 0;
 }
 void ckc_node_inplace_end(uint64_t val, int fd)
