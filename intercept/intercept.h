@@ -300,6 +300,9 @@ void ckc_node_ask(const char *canon);
 uint64_t ckc_node_inplace_begin(const char *canon, bool start);
 void ckc_node_inplace_end(uint64_t val, int fd);
 void ckc_node_inplace_close(int fd);
+/* The process ends: its registrations go (those copied from a parent at
+ * fork stay the parent's). Async-signal-safe. */
+void ckc_node_inplace_end_all(void);
 /* Registrations held (0: a close need not look). */
 unsigned ckc_node_inplace_count(void);
 /* Whether another live process of the node writes canon at its real file

@@ -273,6 +273,7 @@ static void node_hook(bool holds, const char *key)
  * descriptor number, to free it at the close. */
 static _Atomic uint64_t *inplace_val;
 static atomic_uint inplace_n; /* entries in inplace_val, and slots being taken */
+static atomic_size_t inplace_hi; /* the highest number inplace_val has held */
 static ckc_mutex_t inplace_lock = CKC_MUTEX_INIT(INPLACE);
 CKC_LOCKS_AT_START(inplace_lock, ckc_locks_add, &inplace_lock)
 
@@ -332,9 +333,27 @@ void ckc_node_inplace_end(uint64_t val, int fd)
 		inplace_drop(val); /* the open failed */
 		return;
 	}
+	size_t hi = atomic_load(&inplace_hi);
+	while ((size_t)fd > hi && !atomic_compare_exchange_weak(&inplace_hi, &hi, (size_t)fd))
+		;
 	uint64_t old = atomic_exchange(&inplace_val[fd], val);
 	if (old)
 		inplace_drop(old); /* a number closed unseen */
+}
+
+void ckc_node_inplace_end_all(void)
+{
+	if (!inplace_val || !atomic_load(&inplace_n) || ckc_in_vfork_child())
+		return;
+	pid_t me = nodetab_val_pid(nodetab_val(1, node_getpid()));
+	size_t hi = atomic_load(&inplace_hi);
+	for (size_t fd = 0; fd <= hi && fd < ckc_vfd_cap; fd++) {
+		uint64_t old = atomic_exchange(&inplace_val[fd], 0);
+		if (old && nodetab_val_pid(old) == me)
+			inplace_drop(old);
+		else if (old)
+			atomic_fetch_sub(&inplace_n, 1); /* a parent's, copied at fork */
+	}
 }
 
 void ckc_node_inplace_close(int fd)

@@ -629,6 +629,7 @@ CKC_EXPORT int setresgid(gid_t r, gid_t e, gid_t s)
  * is written now, as at exit. */
 static void exit_drain(void)
 {
+	ckc_node_inplace_end_all();
 	if (!spawn_applies())
 		return;
 	if (!ckc_engine_started()) {
@@ -643,6 +644,7 @@ static void exit_drain(void)
 	ckc_finish(0);
 	ckc_node_stop();
 	ckc_leave();
+	ckc_node_inplace_end_all(); /* (the writers the end handed over) */
 	ckc_vfd_locks_release_all();
 	ckc_locks_sweep();
 }
