@@ -242,6 +242,20 @@ static int node_del(uint64_t val)
 	return rc;
 }
 
+/* The values held for key, front then back, into vals (NODE_ASK_MAX): how
+ * many there are (more than fit, maybe); *probed: the slots looked at. */
+static size_t node_find(uint64_t key, uint64_t *vals, size_t *probed)
+{
+	*probed = 0;
+	size_t n = nodetab_find_within(node_tab, NODE_FRONT, key, vals, NODE_ASK_MAX, probed, NODE_FRONT_PROBE);
+	if (node_back_used()) {
+		size_t k = n < NODE_ASK_MAX ? n : NODE_ASK_MAX, more;
+		n += nodetab_find(node_back(), NODE_BACK, key, vals + k, NODE_ASK_MAX - k, &more);
+		*probed += more;
+	}
+	return n;
+}
+
 /* The engine tells: this process holds (or no longer holds) bytes that the
  * real file key lacks. Engine lock held: one compare-and-swap. */
 static void node_hook(bool holds, const char *key)
@@ -383,13 +397,8 @@ bool ckc_node_inplace_other(const char *canon)
 	uint64_t vals[NODE_ASK_MAX];
 	if (!node_anything())
 		return false;
-	size_t probed = 0;
-	uint64_t key = inplace_key(canon);
-	size_t n = nodetab_find_within(node_tab, NODE_FRONT, key, vals, NODE_ASK_MAX, &probed, NODE_FRONT_PROBE);
-	if (node_back_used()) {
-		size_t k = n < NODE_ASK_MAX ? n : NODE_ASK_MAX, more;
-		n += nodetab_find(node_back(), NODE_BACK, key, vals + k, NODE_ASK_MAX - k, &more);
-	}
+	size_t probed;
+	size_t n = node_find(inplace_key(canon), vals, &probed);
 	if (n > NODE_ASK_MAX)
 		n = NODE_ASK_MAX;
 	pid_t me = node_getpid();
@@ -974,14 +983,8 @@ void ckc_node_ask(const char *canon)
 
 	if (!node_anything())
 		return;
-	size_t probed = 0;
-	uint64_t key = nodetab_key(canon);
-	size_t n = nodetab_find_within(node_tab, NODE_FRONT, key, vals, NODE_ASK_MAX, &probed, NODE_FRONT_PROBE);
-	if (node_back_used()) {
-		size_t k = n < NODE_ASK_MAX ? n : NODE_ASK_MAX, more;
-		n += nodetab_find(node_back(), NODE_BACK, key, vals + k, NODE_ASK_MAX - k, &more);
-		probed += more;
-	}
+	size_t probed;
+	size_t n = node_find(nodetab_key(canon), vals, &probed);
 	node_compact_if(probed);
 	if (n == 0)
 		return;
