@@ -143,24 +143,27 @@ static bool pid_alive(pid_t pid)
  * forked child attaches before its new program, and a call the parent
  * never made is bound in each child (the loader's tables faulted in
  * again). */
-CKC_START_PATH static void node_file(char out[64], const char *dir, unsigned uid)
+CKC_START_PATH static void node_file(char out[64], const char *dir, unsigned uid, const char *suffix)
 {
 	size_t n = strlen(dir);
 	memcpy(out, dir, n);
 	memcpy(out + n, "/" NODE_FILE_PREFIX, sizeof(NODE_FILE_PREFIX));
 	n += sizeof(NODE_FILE_PREFIX);
 	n += ckc_path_decimal(out + n, uid);
-	memcpy(out + n, NODE_FILE_SUFFIX, sizeof(NODE_FILE_SUFFIX));
+	memcpy(out + n, suffix, strlen(suffix) + 1);
 }
 
-CKC_START_PATH static int node_attach(bool create)
+/* Maps this user's table of slots slots named by suffix, whose header
+ * says magic, into *hdr and *tab: 0, or -1. */
+CKC_START_PATH static int node_map(const char *suffix, size_t slots, uint64_t want, bool create, node_hdr_t **hdr,
+				   nodetab_slot_t **tab)
 {
 	static const char *const dirs[] = { "/dev/shm", "/tmp" };
-	size_t bytes = sizeof(node_hdr_t) + NODE_SLOTS * sizeof(nodetab_slot_t);
+	size_t bytes = sizeof(node_hdr_t) + slots * sizeof(nodetab_slot_t);
 	char path[64];
 
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		node_file(path, dirs[i], (unsigned)node_uid);
+		node_file(path, dirs[i], (unsigned)node_uid, suffix);
 		int fd = REAL(openat)(AT_FDCWD, path, O_RDWR | (create ? O_CREAT : 0) | O_NOFOLLOW | O_CLOEXEC,
 				      0600);
 		if (fd < 0)
@@ -183,16 +186,20 @@ CKC_START_PATH static int node_attach(bool create)
 			continue;
 		node_hdr_t *h = m;
 		uint64_t magic = 0;
-		if (!atomic_compare_exchange_strong(&h->magic, &magic, NODE_MAGIC) &&
-		    magic != NODE_MAGIC) {
+		if (!atomic_compare_exchange_strong(&h->magic, &magic, want) && magic != want) {
 			REAL(munmap)(m, bytes);
 			continue; /* another layout: a different version of the library */
 		}
-		node_hdr = h;
-		node_tab = (nodetab_slot_t *)(h + 1);
+		*hdr = h;
+		*tab = (nodetab_slot_t *)(h + 1);
 		return 0;
 	}
 	return -1;
+}
+
+CKC_START_PATH static int node_attach(bool create)
+{
+	return node_map(NODE_FILE_SUFFIX, NODE_SLOTS, NODE_MAGIC, create, &node_hdr, &node_tab);
 }
 
 static socklen_t node_addr(struct sockaddr_un *a, pid_t pid)
@@ -280,62 +287,84 @@ static void node_hook(bool holds, const char *key)
  * file's open without O_TRUNC, an update in place, a writer handed over):
  * another process that opens it with O_TRUNC would otherwise cache a new
  * version and publish it by rename, and this one's writes would go on in a
- * file no name leads to. Such a descriptor has a slot in the node's table,
- * under a key of its own (an open that is not a new version never looks
- * there, and asks nobody about it), for as long as it is open; an O_TRUNC
- * open that finds one of another live process writes in place too. By
- * descriptor number, to free it at the close. */
+ * file no name leads to. Such a descriptor has a slot in a table of its own
+ * (ckptcache-UID.inplace1 beside the node's, searched only by an open with
+ * O_TRUNC: nobody is asked about it, and a process that holds nothing
+ * unpublished counts for nothing in the node's table) for as long as it is
+ * open; an O_TRUNC open that finds one of another live process writes in
+ * place too. By descriptor number, to free it at the close. */
+#define INPLACE_SLOTS 4096u
+#define INPLACE_FILE_SUFFIX ".inplace1"
+/* "ckptinp1" */
+#define INPLACE_MAGIC 0x636b7074696e7031ull
+static node_hdr_t *inplace_hdr;
+static nodetab_slot_t *inplace_tab;
 static _Atomic uint64_t *inplace_val;
-static atomic_uint inplace_n; /* entries in inplace_val, and slots being taken */
+static atomic_uint inplace_n; /* entries in inplace_val */
 static atomic_size_t inplace_hi; /* the highest number inplace_val has held */
 static ckc_mutex_t inplace_lock = CKC_MUTEX_INIT(INPLACE);
 CKC_LOCKS_AT_START(inplace_lock, ckc_locks_add, &inplace_lock)
 
-CKC_START_PATH static bool node_anything(void);
-static bool node_ready(void);
+/* The table and this process's numbers, mapped once (made if need be):
+ * whether they are. */
+static bool inplace_ready(void)
+{
+	static atomic_bool tried;
+	if (inplace_tab && inplace_val)
+		return true;
+	if (atomic_exchange(&tried, true))
+		return inplace_tab && inplace_val;
+	ckc_mutex_lock(&inplace_lock);
+	node_uid = geteuid();
+	node_hdr_t *h;
+	nodetab_slot_t *t;
+	void *m = ckc_vfd_cap ? REAL(mmap)(NULL, ckc_vfd_cap * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+					   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+			      : MAP_FAILED;
+	if (m != MAP_FAILED && node_map(INPLACE_FILE_SUFFIX, INPLACE_SLOTS, INPLACE_MAGIC, true, &h, &t) == 0) {
+		inplace_val = m;
+		inplace_hdr = h;
+		inplace_tab = t;
+	} else if (m != MAP_FAILED) {
+		REAL(munmap)(m, ckc_vfd_cap * sizeof(uint64_t));
+	}
+	ckc_mutex_unlock(&inplace_lock);
+	return inplace_tab && inplace_val;
+}
 
-/* The key of canon's writers in place (40 bits, never 0, not its own). */
+/* The key of canon's writers in place (40 bits, never 0). */
 static uint64_t inplace_key(const char *canon)
 {
-	uint64_t k = (nodetab_key(canon) ^ 0xa5a5a5a5a5ull) & ((1ull << 40) - 1);
-	return k ? k : 1;
+	return nodetab_key(canon);
+}
+
+static pid_t inplace_me(void)
+{
+	return nodetab_val_pid(nodetab_val(1, node_getpid()));
 }
 
 uint64_t ckc_node_inplace_begin(const char *canon, bool start)
 {
-	/* (not from a signal handler, which may have interrupted malloc: the
-	 * service's start allocates; such a write is not announced) */
-	if (ckc_sig_in_handler() || ckc_in_vfork_child())
+	/* (not from a signal handler, which may have interrupted malloc, nor
+	 * while the program ends, whose descriptors may be the last ones:
+	 * such a write is not announced) */
+	if (ckc_sig_in_handler() || ckc_in_vfork_child() || !(start ? inplace_ready() : inplace_tab && inplace_val))
 		return 0;
-	/* a slot in the table is all it takes: nobody asks this process
-	 * about it (its service need not run) */
-	if (!(start ? node_ready() : node_tab != NULL))
-		return 0;
-	if (!inplace_val) {
-		ckc_mutex_lock(&inplace_lock);
-		if (!inplace_val && ckc_vfd_cap) {
-			void *m = REAL(mmap)(NULL, ckc_vfd_cap * sizeof(uint64_t), PROT_READ | PROT_WRITE,
-					     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-			if (m != MAP_FAILED)
-				inplace_val = m;
-		}
-		ckc_mutex_unlock(&inplace_lock);
-		if (!inplace_val)
-			return 0;
-	}
 	uint64_t val = nodetab_val(inplace_key(canon), node_getpid());
-	if (node_add(val) != 0)
+	atomic_fetch_add(&inplace_hdr->used, 1);
+	if (nodetab_add(inplace_tab, INPLACE_SLOTS, val) != 0) {
+		atomic_fetch_sub(&inplace_hdr->used, 1);
 		return 0;
-	atomic_fetch_add(&node_mine, 1);
+	}
 	atomic_fetch_add(&inplace_n, 1);
 	return val;
 }
 
-/* Frees one slot val. */
-static void inplace_drop(uint64_t val)
+/* Frees one slot val (the count of this process's too, where mine). */
+static void inplace_drop(uint64_t val, bool mine)
 {
-	if (node_del(val) == 0)
-		atomic_fetch_sub(&node_mine, 1);
+	if (mine && nodetab_del(inplace_tab, INPLACE_SLOTS, val) == 0)
+		atomic_fetch_sub(&inplace_hdr->used, 1);
 	atomic_fetch_sub(&inplace_n, 1);
 }
 
@@ -344,7 +373,7 @@ void ckc_node_inplace_end(uint64_t val, int fd)
 	if (!val)
 		return;
 	if (fd < 0 || (size_t)fd >= ckc_vfd_cap) {
-		inplace_drop(val); /* the open failed */
+		inplace_drop(val, true); /* the open failed */
 		return;
 	}
 	size_t hi = atomic_load(&inplace_hi);
@@ -352,21 +381,19 @@ void ckc_node_inplace_end(uint64_t val, int fd)
 		;
 	uint64_t old = atomic_exchange(&inplace_val[fd], val);
 	if (old)
-		inplace_drop(old); /* a number closed unseen */
+		inplace_drop(old, nodetab_val_pid(old) == inplace_me()); /* a number closed unseen */
 }
 
 void ckc_node_inplace_end_all(void)
 {
 	if (!inplace_val || !atomic_load(&inplace_n) || ckc_in_vfork_child())
 		return;
-	pid_t me = nodetab_val_pid(nodetab_val(1, node_getpid()));
+	pid_t me = inplace_me();
 	size_t hi = atomic_load(&inplace_hi);
 	for (size_t fd = 0; fd <= hi && fd < ckc_vfd_cap; fd++) {
 		uint64_t old = atomic_exchange(&inplace_val[fd], 0);
-		if (old && nodetab_val_pid(old) == me)
-			inplace_drop(old);
-		else if (old)
-			atomic_fetch_sub(&inplace_n, 1); /* a parent's, copied at fork */
+		if (old) /* (a slot copied from a parent at fork stays the parent's) */
+			inplace_drop(old, nodetab_val_pid(old) == me);
 	}
 }
 
@@ -376,15 +403,8 @@ void ckc_node_inplace_close(int fd)
 	if (fd < 0 || (size_t)fd >= ckc_vfd_cap || !inplace_val || ckc_in_vfork_child())
 		return;
 	uint64_t old = atomic_exchange(&inplace_val[fd], 0);
-	if (!old)
-		return;
-	if (nodetab_val_pid(old) == nodetab_val_pid(nodetab_val(1, node_getpid()))) {
-		inplace_drop(old);
-	} else {
-		/* a forked child's copy: the slot is its parent's, which may
-		 * still write there */
-		atomic_fetch_sub(&inplace_n, 1);
-	}
+	if (old) /* (a forked child's copy: the slot is its parent's, which may still write there) */
+		inplace_drop(old, nodetab_val_pid(old) == inplace_me());
 }
 
 unsigned ckc_node_inplace_count(void)
@@ -395,24 +415,26 @@ unsigned ckc_node_inplace_count(void)
 bool ckc_node_inplace_other(const char *canon)
 {
 	uint64_t vals[NODE_ASK_MAX];
-	if (!node_anything())
+	/* (none at all, or only this process's: no search) */
+	if (!inplace_ready() ||
+	    atomic_load_explicit(&inplace_hdr->used, memory_order_acquire) <= (int64_t)atomic_load(&inplace_n))
 		return false;
 	size_t probed;
-	size_t n = node_find(inplace_key(canon), vals, &probed);
+	size_t n = nodetab_find(inplace_tab, INPLACE_SLOTS, inplace_key(canon), vals, NODE_ASK_MAX, &probed);
 	if (n > NODE_ASK_MAX)
 		n = NODE_ASK_MAX;
-	pid_t me = node_getpid();
+	pid_t me = inplace_me();
 	bool other = false;
 	int saved = errno;
 	for (size_t i = 0; i < n && !other; i++) {
 		pid_t pid = nodetab_val_pid(vals[i]);
-		if (pid == nodetab_val_pid(nodetab_val(1, me)))
+		if (pid == me)
 			continue;
 		if (pid_alive(pid))
 			other = true;
 		else
-			while (node_del(vals[i]) == 0) /* a writer that died */
-				;
+			while (nodetab_del(inplace_tab, INPLACE_SLOTS, vals[i]) == 0) /* a writer that died */
+				atomic_fetch_sub(&inplace_hdr->used, 1);
 	}
 	errno = saved;
 	return other;
