@@ -1425,24 +1425,30 @@ for fd in fds:
 for i, b in enumerate(data):
     assert open(f"{d}/c{i}.bin", "rb").read() == b, f"c{i}.bin read back"
 PYEOF
-	local hold
+	local hold k before
 	# 0: room again before the end; 1: full at the end, the soft limit
 	# below the hard one; 2: full at the end, both limits at 256
 	for hold in 0 1 2; do
-		rm -rf "$T/ck" && mkdir -p "$T/ck"
-		# each publication's open waits 300 ms: the table is full by then, on a loaded machine too
-		SLOW_US=300000 ck SLOWFS_OPS=open -- "$PY" tf.py "$T/ck" $hold ||
-			fail "the program failed (table full at exit: $hold)$(last_error)"
-		if grep -aq 'ckptcache: error' "$T/.log"; then
-			fail "the library reported an error (table full at exit: $hold)$(first_error 'ckptcache: error')"
-		fi
-		grep -aq 'no descriptor or memory to publish' "$T/.log" ||
-			fail "no publication found the table full (table full at exit: $hold)"
-		plain "$PY" -c '
+		# (a run whose fill ended after the publications had their numbers, on
+		# a machine loaded past the 300 ms below, found no table full: it is
+		# not this case's, and runs again, 4 runs at most; each is checked)
+		for k in 1 2 3 4; do
+			rm -rf "$T/ck" && mkdir -p "$T/ck"
+			before=$(grep -ac 'no descriptor or memory to publish' "$T/.log" 2>/dev/null)
+			# each publication's open waits 300 ms: the table is full by then, on a loaded machine too
+			SLOW_US=300000 ck SLOWFS_OPS=open -- "$PY" tf.py "$T/ck" $hold ||
+				fail "the program failed (table full at exit: $hold)$(last_error)"
+			if grep -aq 'ckptcache: error' "$T/.log"; then
+				fail "the library reported an error (table full at exit: $hold)$(first_error 'ckptcache: error')"
+			fi
+			plain "$PY" -c '
 import random, sys
 for i in range(12):
     assert open(f"{sys.argv[1]}/c{i}.bin", "rb").read() == random.Random(i).randbytes(3000 + 977 * i), f"c{i}.bin"
 ' "$T/ck" || fail "the checkpoints at their real paths (table full at exit: $hold)$(last_error)"
+			[ "$(grep -ac 'no descriptor or memory to publish' "$T/.log")" -gt "${before:-0}" ] && break
+			[ $k -lt 4 ] || fail "no publication found the table full (table full at exit: $hold, 4 runs)"
+		done
 	done
 }
 case_add robust/flush-table-full flush_table_full
