@@ -473,9 +473,9 @@ __attribute__((constructor)) static void icpt_init(void)
  * paths), and none of them fails because the drain runs. */
 __attribute__((destructor)) static void icpt_fini(void)
 {
-	/* the files it writes at their real paths are no longer written */
-	ckc_node_inplace_end_all();
 	if (!atomic_load(&icpt_engine_ok)) {
+		/* the files it writes at their real paths are no longer written */
+		ckc_node_inplace_end_all();
 		atomic_store(&ckc_icpt_on, false);
 		ckc_stats_unstarted();
 		return;
@@ -485,6 +485,6 @@ __attribute__((destructor)) static void icpt_fini(void)
 	ckc_finish(0);
 	ckc_node_stop();
 	ckc_leave();
-	ckc_node_inplace_end_all(); /* (the writers the end handed over) */
+	ckc_node_inplace_end_all(); /* (and the writers the end handed over) */
 	ckc_locks_sweep();
 }

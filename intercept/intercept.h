@@ -299,6 +299,8 @@ void ckc_node_ask(const char *canon);
  * last ones) */
 uint64_t ckc_node_inplace_begin(const char *canon, bool start);
 void ckc_node_inplace_end(uint64_t val, int fd);
+/* The same after the open, errno kept; returns fd. */
+int ckc_node_inplace_opened(uint64_t val, int fd);
 void ckc_node_inplace_close(int fd);
 /* The process ends: its registrations go (those copied from a parent at
  * fork stay the parent's). Async-signal-safe. */

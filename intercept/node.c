@@ -332,12 +332,6 @@ static bool inplace_ready(void)
 	return inplace_tab && inplace_val;
 }
 
-/* The key of canon's writers in place (40 bits, never 0). */
-static uint64_t inplace_key(const char *canon)
-{
-	return nodetab_key(canon);
-}
-
 static pid_t inplace_me(void)
 {
 	return nodetab_val_pid(nodetab_val(1, node_getpid()));
@@ -350,7 +344,7 @@ uint64_t ckc_node_inplace_begin(const char *canon, bool start)
 	 * such a write is not announced) */
 	if (ckc_sig_in_handler() || ckc_in_vfork_child() || !(start ? inplace_ready() : inplace_tab && inplace_val))
 		return 0;
-	uint64_t val = nodetab_val(inplace_key(canon), node_getpid());
+	uint64_t val = nodetab_val(nodetab_key(canon), node_getpid());
 	atomic_fetch_add(&inplace_hdr->used, 1);
 	if (nodetab_add(inplace_tab, INPLACE_SLOTS, val) != 0) {
 		atomic_fetch_sub(&inplace_hdr->used, 1);
@@ -366,6 +360,14 @@ static void inplace_drop(uint64_t val, bool mine)
 	if (mine && nodetab_del(inplace_tab, INPLACE_SLOTS, val) == 0)
 		atomic_fetch_sub(&inplace_hdr->used, 1);
 	atomic_fetch_sub(&inplace_n, 1);
+}
+
+int ckc_node_inplace_opened(uint64_t val, int fd)
+{
+	int e = errno;
+	ckc_node_inplace_end(val, fd);
+	errno = e;
+	return fd;
 }
 
 void ckc_node_inplace_end(uint64_t val, int fd)
@@ -420,7 +422,7 @@ bool ckc_node_inplace_other(const char *canon)
 	    atomic_load_explicit(&inplace_hdr->used, memory_order_acquire) <= (int64_t)atomic_load(&inplace_n))
 		return false;
 	size_t probed;
-	size_t n = nodetab_find(inplace_tab, INPLACE_SLOTS, inplace_key(canon), vals, NODE_ASK_MAX, &probed);
+	size_t n = nodetab_find(inplace_tab, INPLACE_SLOTS, nodetab_key(canon), vals, NODE_ASK_MAX, &probed);
 	if (n > NODE_ASK_MAX)
 		n = NODE_ASK_MAX;
 	pid_t me = inplace_me();

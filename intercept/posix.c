@@ -982,11 +982,8 @@ CKC_START_PATH static int open_common(int dirfd, const char *path, int flags, mo
 				   : 0;
 	errno = saved; /* the cache's looks may have set it */
 	fd = ro(dirfd, path, flags, mode);
-	if (inplace) {
-		int e = errno;
-		ckc_node_inplace_end(inplace, fd);
-		errno = e;
-	}
+	if (inplace)
+		ckc_node_inplace_opened(inplace, fd);
 	if (first)
 		ckc_first_write_done(fd >= 0);
 	if (links && fd < 0 && errno == ENOENT) {

@@ -460,11 +460,8 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 	/* written at its real file: announced as open_common's are */
 	uint64_t inplace = tagged && !first && (flags & O_ACCMODE) != O_RDONLY ? ckc_node_inplace_begin(canon, true) : 0;
 	FILE *f = real(path, mode);
-	if (inplace) {
-		int e = errno;
-		ckc_node_inplace_end(inplace, f ? f->_fileno : -1);
-		errno = e;
-	}
+	if (inplace)
+		ckc_node_inplace_opened(inplace, f ? f->_fileno : -1);
 	if (first)
 		ckc_first_write_done(f != NULL);
 	if (!f && links && errno == ENOENT) {
