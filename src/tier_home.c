@@ -458,6 +458,11 @@ void ckc_dir_times_note(const char *dir, const struct stat *st)
 {
 	if (strlen(dir) >= PATH_MAX)
 		return;
+	/* counted as a publication under way until the time is back: one
+	 * that begins meanwhile may find the folder changed by one that
+	 * linked a file there after the program's call, and must not take it
+	 * for a change of someone else's */
+	atomic_fetch_add(&dir_times_pubs, 1);
 	ckc_mutex_lock(&dir_times_lock);
 	int i = dir_times_find(dir);
 	if (i < 0) {
@@ -478,6 +483,7 @@ void ckc_dir_times_note(const char *dir, const struct stat *st)
 	/* a publication between the program's call and the note changed it:
 	 * put back (those from now on do it themselves) */
 	dir_times_put_back(&keep);
+	atomic_fetch_sub(&dir_times_pubs, 1);
 }
 
 void ckc_dir_times_forget(const char *path)

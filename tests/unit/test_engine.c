@@ -2103,3 +2103,105 @@ Test(handoff, a_closed_version_is_published_and_forgotten)
 	ckc_shutdown();
 	tenv_clean(&e);
 }
+
+/* ---- a folder's times the program set, beside publications into it -- */
+
+#define DIRTIMES_ROUNDS 400
+
+typedef struct pub_loop {
+	char root[2048];
+	atomic_int round; /* the folder published into: root/rN */
+	atomic_int made;  /* publications into it so far */
+	atomic_bool stop;
+	atomic_bool failed;
+} pub_loop_t;
+
+/* Publishes small files into the folder of the round, one after another
+ * (a flusher's lane), until told to stop. */
+static void *publish_in_a_loop(void *arg)
+{
+	pub_loop_t *l = arg;
+	char key[PATH_MAX];
+	for (int i = 0; !atomic_load(&l->stop); i++) {
+		int r = atomic_load(&l->round);
+		snprintf(key, sizeof(key), "%s/r%d/f%d.bin", l->root, r, i % 8);
+		char *tmp = NULL;
+		int fd = -1;
+		if (ckc_home_temp(key, 0644, &tmp, &fd) != 0 || write(fd, key, 16) != 16 ||
+		    ckc_home_commit(tmp, key, fd, false, NULL, NULL) != 0) {
+			atomic_store(&l->failed, true);
+			free(tmp);
+			break;
+		}
+		free(tmp);
+		if (atomic_load(&l->round) == r)
+			atomic_fetch_add(&l->made, 1);
+	}
+	return NULL;
+}
+
+static void wait_made(pub_loop_t *l, int n)
+{
+	while (atomic_load(&l->made) < n && !atomic_load(&l->failed))
+		sched_yield();
+}
+
+/* The program sets a folder's times while this process publishes into
+ * it (os.utime after its files are written): once the publications end,
+ * the folder has the time the program set, as without the library,
+ * wherever the call falls among them (its note may come just after a
+ * publication linked a file there, as another begins). */
+Test(engine, a_folder_time_set_among_publications_is_kept)
+{
+	pub_loop_t l = { 0 };
+	char top[] = "/tmp/ckc-dirtimes-XXXXXX";
+	cr_assert_not_null(mkdtemp(top));
+	/* deep: each look at a folder by its path takes a while (a slow file
+	 * system's), and the calls overlap as on a loaded node */
+	size_t n = (size_t)snprintf(l.root, sizeof(l.root), "%s", top);
+	while (n + 2 < 1800) {
+		l.root[n++] = '/';
+		l.root[n++] = 'd';
+		l.root[n] = '\0';
+		cr_assert_eq(mkdir(l.root, 0755), 0);
+	}
+	const struct timespec set[2] = { { 978310861, 0 }, { 978310861, 0 } };
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/r0", l.root);
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, publish_in_a_loop, &l), 0);
+	for (int r = 0; r < DIRTIMES_ROUNDS && !atomic_load(&l.failed); r++) {
+		snprintf(dir, sizeof(dir), "%s/r%d", l.root, r);
+		wait_made(&l, 2);
+		cr_assert_eq(utimensat(AT_FDCWD, dir, set, 0), 0);
+		/* the wrapper's look at the folder between the call and the
+		 * note, as long as a thread taken off its core there makes it */
+		uint64_t until = ckc_now_ns() + (uint64_t)(r % 40) * 25000;
+		while (ckc_now_ns() < until)
+			;
+		struct stat st;
+		cr_assert_eq(stat(dir, &st), 0);
+		st.st_mtim = set[1];
+		ckc_dir_times_note(dir, &st);
+		wait_made(&l, 4);
+		/* the next round's folder; this one's note stays (16 are kept) */
+		snprintf(dir, sizeof(dir), "%s/r%d", l.root, r + 1);
+		cr_assert_eq(mkdir(dir, 0755), 0);
+		atomic_store(&l.made, 0);
+		atomic_store(&l.round, r + 1);
+	}
+	atomic_store(&l.stop, true);
+	pthread_join(t, NULL);
+	cr_assert_not(atomic_load(&l.failed), "a publication failed");
+	int missed = 0;
+	for (int r = 0; r < DIRTIMES_ROUNDS; r++) {
+		struct stat st;
+		snprintf(dir, sizeof(dir), "%s/r%d", l.root, r);
+		cr_assert_eq(stat(dir, &st), 0);
+		missed += st.st_mtim.tv_sec != set[1].tv_sec;
+	}
+	tenv_rm(top);
+	cr_assert_eq(missed, 0, "%d of %d folders kept a publication's time, not the one set", missed,
+		     DIRTIMES_ROUNDS);
+}
