@@ -295,17 +295,31 @@ CKC_START_PATH static void tag_dirish_first(int dirfd, const char *path)
 		(void)ckc_hand_over_path(canon);
 }
 
+static bool tag_path_at(int dirfd, const char *path, size_t one, char *out);
+
+/* A walker's name (tar, cp -r, a Python loop over os.listdir): one
+ * component, not "." or "..": its length, else 0 (looked at in one pass:
+ * a walker opens thousands). */
+CKC_START_PATH static size_t tag_one_name(const char *path)
+{
+	const char *e = strchrnul(path, '/');
+	if (*e || (path[0] == '.' && (!path[1] || (path[1] == '.' && !path[2]))))
+		return 0;
+	return (size_t)(e - path);
+}
+
 CKC_START_PATH bool ckc_tagged_at(int dirfd, const char *path, char *out)
 {
 	if (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child())
 		return false;
-	if (path && *path && tag_dirish(path)) {
+	size_t one = path && *path ? tag_one_name(path) : 0;
+	if (!one && path && *path && tag_dirish(path)) {
 		int saved = errno;
 		tag_dirish_first(dirfd, path);
 		errno = saved;
 		return false;
 	}
-	return ckc_tag_path_at(dirfd, path, out);
+	return tag_path_at(dirfd, path, one, out);
 }
 
 /* canon lies below folder dir (canonical, not the root). */
@@ -317,6 +331,13 @@ static bool tag_below(const char *canon, const char *dir)
 
 CKC_START_PATH bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 {
+	return tag_path_at(dirfd, path, path && *path ? tag_one_name(path) : 0, out);
+}
+
+/* ckc_tag_path_at; one: path's length if it is one name (tag_one_name),
+ * else 0. */
+CKC_START_PATH static bool tag_path_at(int dirfd, const char *path, size_t one, char *out)
+{
 	char base[PATH_MAX];
 	const char *b = NULL;
 
@@ -324,7 +345,7 @@ CKC_START_PATH bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 		return false;
 	/* a walker's name in a folder already known to hold none is not
 	 * looked at (a pattern's last component may match every file there) */
-	bool below = path[0] != '/' && tag_stays_below(path);
+	bool below = one || (path[0] != '/' && tag_stays_below(path));
 	if (below && (dirfd == AT_FDCWD ? atomic_load_explicit(&tag_cwdv, memory_order_relaxed) == TAG_DIR_NONE &&
 						  !ckc_holds_objects()
 					: tag_dir_known_empty(dirfd)))
@@ -332,11 +353,13 @@ CKC_START_PATH bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 	if (!ckc_tag_name_may_match(path))
 		return false;
 	bool all = false;
+	/* (one name: its folder's path goes where the name is joined to it) */
+	char *bb = one ? out : base;
 	if (path[0] != '/' && dirfd == AT_FDCWD) {
 		bool none;
-		if (tag_cwd_path(base, &none, &all))
+		if (tag_cwd_path(bb, &none, &all))
 			return false;
-		b = base;
+		b = bb;
 		if (none) {
 			atomic_store_explicit(&tag_cwdv, TAG_DIR_NONE, memory_order_relaxed);
 			if (below)
@@ -346,9 +369,9 @@ CKC_START_PATH bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 		if (ckc_vfd_get(dirfd))
 			return false; /* not a directory: the real call says so */
 		bool none;
-		if (tag_dir_path(dirfd, base, &none, &all))
+		if (tag_dir_path(dirfd, bb, &none, &all))
 			return false;
-		b = base;
+		b = bb;
 		if (none) {
 			tag_dir_set(dirfd, TAG_DIR_NONE);
 			if (below)
@@ -358,7 +381,22 @@ CKC_START_PATH bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 	/* resolved as the kernel will: a path it refuses (a name longer than
 	 * NAME_MAX, which the cache would take and never publish) is not
 	 * tagged, and the real call gives the program the kernel's error (the
-	 * kernel names a folder canonically) */
+	 * kernel names a folder canonically); one name is joined to its
+	 * folder, with nothing to walk */
+	if (one && b == out && out[0] == '/') {
+		size_t bl = strlen(out);
+		if (bl == 1)
+			bl = 0; /* the root */
+		if (one > NAME_MAX || bl + 1 + one + 1 > PATH_MAX)
+			return false;
+		out[bl] = '/';
+		memcpy(out + bl + 1, path, one + 1);
+		if (all && bl)
+			return true; /* below a folder all of whose names are tagged */
+		return ckc_tag_match(out);
+	}
+	if (b == out) /* (a folder's path of another form: walked) */
+		b = memcpy(base, out, strlen(out) + 1);
 	if ((b ? ckc_path_resolve_in(path, b, out, PATH_MAX) : ckc_path_resolve(path, NULL, out, PATH_MAX)) != 0)
 		return false;
 	/* below a folder every path under which is tagged (a "**" pattern's):

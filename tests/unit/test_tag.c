@@ -539,3 +539,53 @@ Test(tag, a_path_spelt_as_a_folder_is_not_tagged)
 	cr_assert_not(ckc_tagged_at(AT_FDCWD, "/r/sub/..", out));
 	ckc_tag_free();
 }
+
+/* One name at a folder's descriptor (a walker's open) is joined to the
+ * folder's path without a walk: the answer and the path are the ones the
+ * same name gets spelt another way (./name, walked), at the root and in a
+ * folder whose every name is tagged, kept or not; "." and ".." are the
+ * kernel's, and a name longer than NAME_MAX is not tagged. */
+Test(tag, one_name_is_joined_as_it_would_be_walked)
+{
+	char dir[] = "/tmp/ckc-tag-XXXXXX", canon[PATH_MAX], walked[PATH_MAX], want[PATH_MAX + 32];
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(ckc_fdtab_init(), 0);
+	snprintf(want, sizeof(want), "/ckc_root_*.bin:%s/**:/tmp/ckc-one-*.bin", dir);
+	load(want, 0);
+	int d = open(dir, O_RDONLY | O_DIRECTORY), root = open("/", O_RDONLY | O_DIRECTORY),
+	    tmp = open("/tmp", O_RDONLY | O_DIRECTORY);
+	cr_assert(d >= 0 && root >= 0 && tmp >= 0);
+	char longname[NAME_MAX + 2];
+	memset(longname, 'n', NAME_MAX + 1);
+	longname[NAME_MAX + 1] = '\0';
+	for (int keep = 0; keep < 2; keep++) {
+		ckc_tag_keep_ok = keep;
+		const struct {
+			int fd;
+			const char *name;
+			bool tagged;
+		} c[] = {
+			{ d, "x.bin", true },          { d, "any", true },
+			{ root, "ckc_root_1.bin", true }, { root, "ckc_root_1.txt", false },
+			{ tmp, "ckc-one-2.bin", true }, { tmp, "ckc-one-2.txt", false },
+			{ d, ".", false },              { d, "..", false },
+			{ d, "...", true },             { d, ".x", true },
+		};
+		for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+			bool one = ckc_tagged_at(c[i].fd, c[i].name, canon);
+			cr_assert_eq(one, c[i].tagged, "%s (fd %d, kept %d)", c[i].name, c[i].fd, keep);
+			char spelt[NAME_MAX + 8];
+			snprintf(spelt, sizeof(spelt), "./%s", c[i].name);
+			cr_assert_eq(ckc_tagged_at(c[i].fd, spelt, walked), one, "%s walked", spelt);
+			if (one)
+				cr_assert_str_eq(canon, walked, "%s joined, walked", c[i].name);
+		}
+		cr_assert_not(ckc_tagged_at(d, longname, canon), "a name longer than NAME_MAX");
+		cr_assert(ckc_tagged_at(d, longname + 1, canon), "a name of NAME_MAX bytes");
+	}
+	ckc_tag_keep_ok = false;
+	close(d);
+	close(root);
+	close(tmp);
+	rmdir(dir);
+}
