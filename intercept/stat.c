@@ -97,11 +97,42 @@ static void stat_fill(const char *canon, const ckc_stat_t *c, struct stat *st)
 	stat_apply(c, st);
 }
 
+static bool stat_fd(int fd, struct stat *st);
+
+/* A look at a cached checkpoint's descriptor by its name in /proc/self/fd
+ * or /dev/fd (os.path.getsize of it, a shell's test -s /dev/fd/3): its
+ * number names the library's placeholder, a folder, for the kernel. The
+ * checkpoint's stat, as fstat gives it; the link's own (lstat), as the
+ * kernel makes it for a descriptor opened as the checkpoint was: the
+ * owner's read and search bits for one open for reading, write and search
+ * for writing. */
+static bool stat_procfd(const char *path, struct stat *st, bool follow)
+{
+	if (path[0] != '/' || (path[1] != 'p' && path[1] != 'd'))
+		return false;
+	int n = ckc_px_procfd_number(path);
+	ckc_vfd_t *v = n >= 0 ? ckc_vfd_get(n) : NULL;
+	if (!v)
+		return false;
+	if (follow)
+		return stat_fd(n, st);
+	int saved = errno;
+	if (REAL(lstat)(path, st) != 0 || !S_ISLNK(st->st_mode)) {
+		errno = saved;
+		return false;
+	}
+	int acc = v->flags & O_ACCMODE;
+	st->st_mode = S_IFLNK | (acc != O_WRONLY ? S_IRUSR | S_IXUSR : 0) | (acc != O_RDONLY ? S_IWUSR | S_IXUSR : 0);
+	return true;
+}
+
 __attribute__((noinline)) static bool stat_cached_look(int dirfd, const char *path, struct stat *st, bool follow)
 {
 	char canon[PATH_MAX];
 	ckc_stat_t c;
 
+	if (path && stat_procfd(path, st, follow))
+		return true;
 	int saved = errno;
 	if (!(follow ? ckc_cached_follow : ckc_cached_at)(dirfd, path, canon, &c))
 		return false;

@@ -229,8 +229,9 @@ void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 	int rc = rescue_file(o, src, size, &made);
 	if (o->rescue) {
 		if (made)
-			ckc_error("checkpoint %s was changed at its real path by another program after "
-				  "this one began its version: that file is kept, and this program's "
+			ckc_error("checkpoint %s was changed at its real path by another program (or by "
+				  "a call of this one that the library does not see, a raw system call) "
+				  "after this one began its version: that file is kept, and this program's "
 				  "version (%llu bytes) is saved in %s", o->key, (unsigned long long)size,
 				  o->rescue);
 		if (!o->retired) {
@@ -238,8 +239,9 @@ void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 			ckc_obj_retire(o);
 		}
 	} else {
-		ckc_error("checkpoint %s was changed at its real path by another program after this "
-			  "one began its version: that file is kept, and this program's version stays "
+		ckc_error("checkpoint %s was changed at its real path by another program (or by a "
+			  "call of this one that the library does not see, a raw system call) after "
+			  "this one began its version: that file is kept, and this program's version stays "
 			  "in the cache (no rescue file: %s)", o->key, strerror(-rc));
 	}
 }

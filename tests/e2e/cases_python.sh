@@ -1500,6 +1500,42 @@ print("truncate", libc.truncate(p.encode(), ctypes.c_long(70000)), "errno", ctyp
 }
 case_add python/fs-calls python_fs_calls
 
+# A checkpoint's descriptor looked at by its name in /proc/self/fd or
+# /dev/fd (a program that sizes its restore with os.path.getsize of it):
+# stat, lstat and the os.path tests answer for the checkpoint, as without
+# the library, while it is written, once closed and read, and for a
+# rewritten one; fstat agrees.
+python_procfd_stat() {
+	local prog='
+import os, stat, sys
+d = sys.argv[1]
+def look(fd, what):
+    out = []
+    for where in ("/proc/self/fd/%d" % fd, "/dev/fd/%d" % fd, "/proc/%d/fd/%d" % (os.getpid(), fd)):
+        st, lst = os.stat(where), os.lstat(where)
+        out.append("%s %o %d isfile=%s isdir=%s getsize=%d link=%o" % (
+            where.split("/")[1], st.st_mode, st.st_size, os.path.isfile(where), os.path.isdir(where),
+            os.path.getsize(where), lst.st_mode))
+    fs = os.fstat(fd)
+    print(what, "fstat %o %d" % (fs.st_mode, fs.st_size), "|", " | ".join(out))
+p = d + "/c.bin"
+for n in (5000007, 4096, 0):
+    with open(p, "wb") as f:
+        f.write(b"y" * n)
+        f.flush()
+        look(f.fileno(), "writing %d" % n)
+    with open(p, "rb") as f:
+        look(f.fileno(), "reading %d" % n)
+        if len(f.read(os.path.getsize("/dev/fd/%d" % f.fileno()))) != n:
+            sys.exit("short restore")
+    with open(p, "r+b") as f:
+        look(f.fileno(), "updating %d" % n)
+'
+	same_output "stat of a checkpoint by its descriptor's name" "$prog"
+	same plainrun/c.bin ck/c.bin "c.bin at its real path"
+}
+case_add python/procfd-stat python_procfd_stat
+
 # A tagged folder's symbolic link to a folder no pattern tags: files
 # written through the link, or renamed into it, are read back by their
 # untagged real path in the same process (listed, opened, looked at) right
