@@ -21,6 +21,7 @@
 #include "thread.h"
 
 atomic_bool ckc_icpt_on;
+atomic_bool ckc_inplace_ever;
 
 /* The engine's files are kept above the numbers programs pick themselves
  * (a program that dup2s onto a number it believes free must not replace a

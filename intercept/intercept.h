@@ -304,7 +304,15 @@ int ckc_node_inplace_opened(uint64_t val, int fd);
 void ckc_node_inplace_close(int fd);
 /* The process ends: its registrations go (those copied from a parent at
  * fork stay the parent's). Async-signal-safe. */
-void ckc_node_inplace_end_all(void);
+void ckc_node_inplace_end_now(void);
+/* Set once this process has written a tagged file in place (kept beside
+ * ckc_icpt_on: a process that never did touches nothing more at its end). */
+extern atomic_bool ckc_inplace_ever;
+static inline void ckc_node_inplace_end_all(void)
+{
+	if (atomic_load_explicit(&ckc_inplace_ever, memory_order_acquire))
+		ckc_node_inplace_end_now();
+}
 /* Registrations held (0: a close need not look). */
 unsigned ckc_node_inplace_count(void);
 /* Whether another live process of the node writes canon at its real file

@@ -351,6 +351,7 @@ uint64_t ckc_node_inplace_begin(const char *canon, bool start)
 		return 0;
 	}
 	atomic_fetch_add(&inplace_n, 1);
+	atomic_store_explicit(&ckc_inplace_ever, true, memory_order_release);
 	return val;
 }
 
@@ -386,7 +387,7 @@ void ckc_node_inplace_end(uint64_t val, int fd)
 		inplace_drop(old, nodetab_val_pid(old) == inplace_me()); /* a number closed unseen */
 }
 
-void ckc_node_inplace_end_all(void)
+void ckc_node_inplace_end_now(void)
 {
 	if (!inplace_val || !atomic_load(&inplace_n) || ckc_in_vfork_child())
 		return;
