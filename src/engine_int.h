@@ -63,6 +63,10 @@ bool ckc_persist_wanted(const ckc_obj_t *o);  /* must it reach the real path? */
  * bytes in the gpu tier). Lock held. */
 uint64_t ckc_place_limit(const ckc_obj_t *o, int level);
 int ckc_place_reserve(ckc_obj_t *o, int level, uint64_t need, int mode, uint64_t dist_limit); /* may wait */
+/* The same for a prefetch promoting o from level src (CKC_ALLOC_PREFETCH,
+ * never waits): in the gpu tier it evicts no checkpoint the queue still
+ * names that would then be read from a level no faster than src. */
+int ckc_place_reserve_promote(ckc_obj_t *o, int level, uint64_t need, uint64_t dist, int src);
 void ckc_unpin(ckc_obj_t *o, int level);
 #define CKC_ALLOC_WRITE 0
 #define CKC_ALLOC_FLUSH 1
@@ -163,6 +167,17 @@ extern __thread bool ckc_tl_background;
 /* Set on the flush threads: their pieces give way to the program's reads
  * for half the time at most (pace.c). */
 extern __thread bool ckc_tl_flushing;
+/* Set on the prefetch thread. While a read of the program waits for the
+ * prefetch in flight (eng_prefetch_wait: ckc_prefetch_awaited(+1), then
+ * -1), that prefetch gives way to nothing: the waiting read is counted as
+ * a copy of the program (ckc_owed_pread holds ckc_prog_begin across it),
+ * and a prefetch that yielded to it, up to CKC_BG_YIELD_MAX_NS before each
+ * piece, kept the program's read of a 64 MiB checkpoint waiting 0.28-0.32 s
+ * for a copy from the host tier into the gpu tier that takes about 10 ms
+ * (an H200: restores with hints at 1.5-2.3 GB/s, 3.4-4.7 without the
+ * library). */
+extern __thread bool ckc_tl_prefetcher;
+void ckc_prefetch_awaited(int delta);
 /* Set by the read path around a read the program asked for: only such a
  * copy into pageable memory runs in lanes (gpu/xfer.c). A fill of owed
  * memory may run inside a fault the program took holding a lock (its own,

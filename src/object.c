@@ -255,6 +255,46 @@ typedef struct frag_buf {
 
 static frag_buf_t frag_bufs[CKC_MAX_TIERS];
 
+/* The level the checkpoint this thread's prefetch promotes comes from
+ * (ckc_place_reserve_promote), -1 outside one. */
+static __thread int promote_src = -1;
+
+/* The fastest level below level that holds o's bytes (the real path where
+ * no tier does): where a read of o goes once level's copy is gone. */
+static int level_below(const ckc_obj_t *o, int level)
+{
+	for (int l = level + 1; l < ckc_eng.ntier - 1; l++)
+		if (lc_readable(o->place[l].state))
+			return l;
+	return ckc_eng.ntier - 1;
+}
+
+/* Whether a promotion into the gpu tier leaves o there although the queue
+ * needs o only after the checkpoint promoted: evicted, o would be read
+ * from a level no faster than the one the promoted checkpoint comes from.
+ * Such a swap trades a read from the gpu tier later for one now, and wins
+ * only where the copy lands before the program gets there; a prefetch
+ * gives way to the program's copies, so during a restore it does not (a
+ * restore under CKPTCACHE_ORDER=reverse with half the history in the gpu
+ * tier evicted the oldest captures, which it reads last, for the newest,
+ * in the host tier: the copy landed after the restore had ended, and the
+ * oldest were read from the host tier and the real files instead; on an
+ * H200 the restore took 1.2x as long as without hints, 4.5x before the
+ * prefetch stopped giving way to reads waiting for it). */
+static bool promote_keeps(const ckc_obj_t *o, int level, uint64_t d)
+{
+	return promote_src >= 0 && d < HQ_FAR && ckc_eng.tier[level].kind == TIER_GPU &&
+	       level_below(o, level) >= promote_src;
+}
+
+int ckc_place_reserve_promote(ckc_obj_t *o, int level, uint64_t need, uint64_t dist, int src)
+{
+	promote_src = src;
+	int rc = ckc_place_reserve(o, level, need, CKC_ALLOC_PREFETCH, dist);
+	promote_src = -1;
+	return rc;
+}
+
 /* Scores of every fragment of tier level's arena for a placement. */
 static evict_frag_t *build_frags(int level, int mode, uint64_t dist_limit)
 {
@@ -296,7 +336,7 @@ static evict_frag_t *build_frags(int level, int mode, uint64_t dist_limit)
 		f->s = d >= HQ_FAR ? EVICT_FAR : d;
 		f->age = lru ? p->seq_use : p->seq_in;
 		/* the prefetcher never evicts what the queue needs sooner */
-		if (mode == CKC_ALLOC_PREFETCH && d <= dist_limit)
+		if (mode == CKC_ALLOC_PREFETCH && (d <= dist_limit || promote_keeps(o, level, d)))
 			f->p = INFINITY;
 	}
 	return b->f;

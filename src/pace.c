@@ -17,6 +17,24 @@ static __thread size_t pace_piece;
 static __thread uint64_t pace_last_ns;
 
 __thread bool ckc_tl_flushing;
+__thread bool ckc_tl_prefetcher;
+
+/* The program's reads waiting for the prefetch in flight now (there is one
+ * prefetch thread: the prefetch they wait for is its current one). */
+static atomic_int prefetch_awaited;
+
+void ckc_prefetch_awaited(int delta)
+{
+	atomic_fetch_add_explicit(&prefetch_awaited, delta, memory_order_acq_rel);
+}
+
+/* Whether this thread's work is what a read of the program waits for: it
+ * then gives way to nothing (the read it would give way to is the one
+ * waiting for it). */
+static bool awaited_here(void)
+{
+	return ckc_tl_prefetcher && atomic_load_explicit(&prefetch_awaited, memory_order_acquire) > 0;
+}
 
 /* The program's copies and captures in progress (ckc_prog_begin), and
  * when the last one ended. The driver serialises more than the hardware
@@ -76,10 +94,10 @@ static bool prog_copying(void)
  * CKC_BG_YIELD_MAX_NS at most. */
 static void bg_wait(bool (*busy)(void), long nap_ns)
 {
-	if (!ckc_tl_background || !busy())
+	if (!ckc_tl_background || awaited_here() || !busy())
 		return;
 	uint64_t t0 = ckc_now_ns();
-	while (busy() && ckc_now_ns() - t0 < CKC_BG_YIELD_MAX_NS) {
+	while (busy() && !awaited_here() && ckc_now_ns() - t0 < CKC_BG_YIELD_MAX_NS) {
 		struct timespec ts = { 0, nap_ns };
 		nanosleep(&ts, NULL);
 	}
@@ -146,6 +164,8 @@ static void pace_wait(void)
 	if (!ckc_tl_background)
 		return;
 	for (;;) {
+		if (awaited_here())
+			break;
 		uint64_t now = ckc_now_ns();
 		bool reading = pace_program_reads(now);
 		if (!reading && ckc_prog_copies() <= 0)

@@ -172,7 +172,7 @@ static int promote(ckc_obj_t *o, uint64_t dist)
 
 	if (src <= 0)
 		return 0;
-	int rc = ckc_place_reserve(o, 0, o->size ? o->size : 1, CKC_ALLOC_PREFETCH, dist);
+	int rc = ckc_place_reserve_promote(o, 0, o->size ? o->size : 1, dist, src);
 	if (rc)
 		return rc;
 	ckc_obj_get(o);
@@ -344,6 +344,7 @@ static void *prefetcher_main(void *arg)
 	(void)arg;
 	ckc_io_guard = 1; /* never re-enter the wrappers */
 	ckc_tl_background = true;
+	ckc_tl_prefetcher = true;
 	ckc_mutex_lock(&ckc_eng.lock);
 	while (!ckc_eng.stopping) {
 		ckc_hints_poll(false);
