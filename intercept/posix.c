@@ -208,6 +208,13 @@ static int room_aside(ckc_vfd_t *v, uint64_t end)
 		return 0;
 	}
 	int rc = vfd_to_real(v);
+	if (rc == -ENOSPC || rc == -EDQUOT) {
+		/* the bytes so far do not fit there: the write fails as the
+		 * program's own would without the library (its bytes so far
+		 * stay in the cache, published or rescued whole once closed);
+		 * the next write looks again */
+		return rc;
+	}
 	if (rc) {
 		atomic_store(&v->room_next, UINT64_MAX);
 		ckc_warn("checkpoint %s is larger than half the free space of its file system: it stays in "

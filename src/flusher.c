@@ -361,7 +361,12 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 		ckc_error("could not write checkpoint %s (%s)", key, strerror(-rc));
 		if (level < ckc_eng.ntier - 1)
 			ckc_eng.tier[level].st.flush_errors++;
-		int r2 = ckc_rescue_save(o, &src, size);
+		/* a version still written (a hand-over while the program writes
+		 * it: one grown past half the free space) has more bytes to come:
+		 * the cache keeps it whole, and its publication once closed, or
+		 * its rescue, takes them all (a rescue file of the bytes so far
+		 * stood for the whole version) */
+		int r2 = o->complete ? ckc_rescue_save(o, &src, size) : 0;
 		if (r2)
 			ckc_error("checkpoint %s could not be saved to a rescue file either (%s): "
 				  "it stays in the cache until the program ends",
@@ -413,6 +418,12 @@ int ckc_flush_home_in_place(ckc_obj_t *o)
 			rc = size ? ckc_home_fill(fd, &src, size, NULL, NULL) : 0;
 			if (!rc && sys_ftruncate(fd, (off_t)size) != 0)
 				rc = -errno;
+			/* a fill cut short (ENOSPC) leaves no mix of the two
+			 * versions there: the file is empty, as the program's
+			 * O_TRUNC open made it without the library, and the
+			 * version's bytes stay in the cache */
+			if (rc && rc != 1)
+				(void)sys_ftruncate(fd, 0);
 		} else if (!size) {
 			/* made or written since by another process (its open of
 			 * the shared file): the version has no byte of its own

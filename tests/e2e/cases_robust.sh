@@ -1073,6 +1073,62 @@ open("ref.b.bin", "wb").write(data)
 
 case_add robust/names-255-bytes long_names
 case_add robust/enospc-until-full enospc_case
+
+# A checkpoint written in 4 KiB pieces while the program fills the rest of
+# its file system (a tmpfs) with a file of its own between them: the
+# cache's look at the free space hands the version to its real file, which
+# cannot take the bytes so far. The program is told (ENOSPC, at a write or
+# at close), and every byte it was told it wrote is at the real path or in
+# the rescue file the library names, none of them missing.
+enospc_filled_between() {
+	command -v unshare >/dev/null || note "no unshare here"
+	mkdir -p small rescue
+	plain unshare -m sh -c 'mount -t tmpfs -o size=8M tmpfs small' 2>/dev/null ||
+		note "cannot mount a tmpfs in a mount namespace here"
+	plain unshare -m sh -c 'mount -t tmpfs -o size=8M tmpfs small || exit 9
+		export CKPTCACHE_PATHS="$1/small/*.bin" CKPTCACHE_RESCUE_DIR="$1/rescue" LD_PRELOAD="$2"
+		"$3" -c "
+import errno, os
+piece = bytes(range(256)) * 16
+n, err = 0, None
+f = open(\"small/ck.bin\", \"wb\", buffering=0)
+try:
+    for i in range(64):
+        n += f.write(piece)
+    with open(\"small/filler\", \"wb\", buffering=0) as g:
+        try:
+            while True:
+                g.write(b\"f\" * 65536)
+        except OSError:
+            pass
+    for i in range(64, 2048):
+        n += f.write(piece)
+except OSError as e:
+    err = errno.errorcode[e.errno]
+try:
+    f.close()
+except OSError as e:
+    err = err or errno.errorcode[e.errno]
+print(\"written\", n, \"error\", err)
+" || exit 8
+		env -u LD_PRELOAD cp small/ck.bin real.bin 2>/dev/null; exit 0' sh "$T" "$PRELOAD" "$PY" >out.txt 2>err.txt
+	local rc=$? n err where
+	[ $rc = 0 ] || fail "the program (rc $rc):$(tr '\n' ' ' <out.txt)$(first_error 'ckptcache')"
+	read -r _ n _ err <out.txt
+	[ "$err" != None ] || fail "the program was told of no error; it wrote $n bytes into a full file system"
+	where=$(grep -ao 'its bytes are in [^ ]*\|are saved in [^ ]*' err.txt | tail -1 | awk '{print $NF}')
+	local got=real.bin
+	[ -n "$where" ] && got=$where
+	[ "$(stat -c %s "$got")" = "$n" ] ||
+		fail "told $n bytes written ($err), $(stat -c %s "$got") in $got$(first_error 'ckptcache')"
+	"$PY" -c "
+import sys
+piece = bytes(range(256)) * 16
+d = open(sys.argv[1], 'rb').read()
+sys.exit(d != (piece * (len(d) // len(piece) + 1))[:len(d)])" "$got" || fail "the bytes in $got differ"
+	return 0
+}
+case_add robust/enospc-filled-between enospc_filled_between
 case_add robust/readonly-cached readonly_cached_case
 case_add robust/names-long-path-rescue long_path_rescue
 case_add robust/exit-thread-writing exit_race
