@@ -253,18 +253,35 @@ int ckc_open_read_held(const char *path, ckc_handle_t **hp, bool *held)
 	return open_read(path, hp, held);
 }
 
+/* The disjoint ranges a handle keeps of what it read, at most: a read
+ * that would make one more is not kept. The ranges serve only to tell
+ * whether the handle read all of its checkpoint (consume_locked at its
+ * close): one not kept makes that answer no, never a wrong yes, and a
+ * program's random reads of small pieces (4 KiB preads all over 256 MiB)
+ * no longer shift tens of thousands of ranges at each read (it read at a
+ * sixth of its speed without the library). */
+#define RANGES_KEPT 64
+
 void eng_range_add(ckc_handle_t *h, uint64_t a, uint64_t b)
 {
-	int i = 0, j;
+	int i = 0, j, hi = h->nrange;
 
-	while (i < h->nrange && h->range[i][1] < a)
-		i++;
+	/* the first range that ends at a or after it */
+	while (i < hi) {
+		int m = i + (hi - i) / 2;
+		if (h->range[m][1] < a)
+			i = m + 1;
+		else
+			hi = m;
+	}
 	for (j = i; j < h->nrange && h->range[j][0] <= b; j++) {
 		a = h->range[j][0] < a ? h->range[j][0] : a;
 		b = h->range[j][1] > b ? h->range[j][1] : b;
 	}
 	/* ranges [i, j) merge into [a, b) */
 	if (i == j) {
+		if (h->nrange >= RANGES_KEPT)
+			return;
 		if (h->nrange == h->caprange) {
 			int cap = h->caprange ? 2 * h->caprange : 4;
 			void *r = sys_realloc(h->range, (size_t)cap * sizeof(*h->range));

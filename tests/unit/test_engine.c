@@ -2205,3 +2205,45 @@ Test(engine, a_folder_time_set_among_publications_is_kept)
 	cr_assert_eq(missed, 0, "%d of %d folders kept a publication's time, not the one set", missed,
 		     DIRTIMES_ROUNDS);
 }
+
+/* A checkpoint read in small pieces scattered over it (more apart at once
+ * than a handle keeps) counts as consumed only once every byte was read,
+ * never before: one page left unread keeps it (CKPTCACHE_PERSIST=never
+ * would drop a consumed one), and a whole read after consumes it. */
+Test(engine, scattered_reads_consume_only_what_they_read)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 8 * MiB, 0);
+	c.persist = CKC_PERSIST_NEVER;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[PATH_MAX];
+	tpath(&e, path, 1);
+	const uint64_t size = 1 * MiB, page = 4096, pages = size / page;
+	twrite(path, 1, size, size);
+	ckc_handle_t *h;
+	unsigned char buf[4096], want[4096];
+	for (int round = 0; round < 2; round++) {
+		cr_assert_eq(ckc_open_read(path, &h), 0, "round %d: still held", round);
+		/* every page but one, in an order 101 pages apart: 256 ranges
+		 * apart before they meet; the unread page another each round */
+		for (uint64_t k = 0; k < pages; k++) {
+			uint64_t p = (k * 101) % pages;
+			if (p == (round ? pages - 1 : pages / 2))
+				continue;
+			cr_assert_eq(ckc_pread(h, buf, page, p * page), (ssize_t)page);
+			tfill(want, page, 1, p * page);
+			cr_assert(memcmp(buf, want, page) == 0, "page %llu", (unsigned long long)p);
+		}
+		cr_assert_eq(ckc_close(h), 0);
+		ckc_stats_t st;
+		ckc_stats_get(&st);
+		cr_assert_eq(st.objects_consumed, 0, "round %d: consumed with a page unread", round);
+	}
+	tverify(path, 1, size, 64 * 1024);
+	ckc_stats_t st;
+	ckc_stats_get(&st);
+	cr_assert_eq(st.objects_consumed, 1, "a whole read consumes it");
+	ckc_shutdown();
+	tenv_clean(&e);
+}
