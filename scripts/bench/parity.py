@@ -31,6 +31,7 @@ FREAD = os.path.join(ROOT, "build", "tests", "bench", "fread_bench")
 BANDS = os.path.join(ROOT, "build", "tests", "bench", "bands_bench")
 CHARS = os.path.join(ROOT, "build", "tests", "bench", "stdio_chars")
 FRESH = os.path.join(ROOT, "build", "tests", "bench", "fresh_bench")
+RANDOM = os.path.join(ROOT, "build", "tests", "bench", "random_bench")
 PEAK_RSS = os.path.join(ROOT, "build", "tests", "bench", "peak_rss")
 PYWORK = os.path.join(ROOT, "tests", "bench", "parity_py.py")
 # the Python rows' interpreter: PARITY_PYTHON, else the system's (where
@@ -345,6 +346,22 @@ class Bench:
             self.add_row(row, [("restore_GBps", True)])
 
         self.c_files(row, k, FRESH, "fresh_*.bin", a.fresh_count, a.fresh_mib)
+
+    def random(self, k):
+        """A restore that gathers pieces: 4 KiB preads at random places of
+        checkpoints the process wrote, served by the cache (the library's
+        step-aside model off, so that the cache takes them)."""
+        a = self.a
+        row = f"random 4 KiB preads ({a.random_count} x {a.random_mib} MiB, same process)"
+        if k == 0:
+            self.add_row(row, [("random_read_s", False)])
+
+        def m(side):
+            clean(self.ck)
+            env = self.env(side, os.path.join(self.ck, "random_*.bin"), CKPTCACHE_STEP_ASIDE="off")
+            _, rss, text = run([RANDOM, self.ck, str(a.random_count), str(a.random_mib)], env)
+            return keyvals(text), rss
+        self.pair(row, k, m)
 
     def small(self, k):
         """Many small files written in a loop and read back (a script's
@@ -763,6 +780,8 @@ def main():
     p.add_argument("--small-count", type=int, default=3000, help="small files (default 3000)")
     p.add_argument("--fresh-count", type=int, default=32, help="files restored into new memory (default 32)")
     p.add_argument("--fresh-mib", type=int, default=16, help="MiB of each (default 16)")
+    p.add_argument("--random-count", type=int, default=4, help="files read by random preads (default 4)")
+    p.add_argument("--random-mib", type=int, default=64, help="MiB of each (default 64)")
     p.add_argument("--tagged-dirs", type=int, default=40, help="folders of the tagged tree (default 40)")
     p.add_argument("--tagged-files", type=int, default=250, help="files per folder of the tagged tree "
                    "(default 250)")
@@ -796,7 +815,7 @@ def main():
         a.h5_count, a.h5_mib, a.band_count, a.band_mib = 16, 8, 24, 8
         a.walk_reps, a.tool_reps, a.tool_mib, a.fread_mib = 1, 1, 128, 64
         a.small_count, a.tagged_dirs, a.tagged_files = 1000, 20, 100
-        a.fresh_count = 8
+        a.fresh_count, a.random_mib = 8, 16
         a.chars_mb, a.records_mib = 16, 32
     if a.pairs < 1:
         p.error("--pairs must be at least 1")
@@ -814,13 +833,14 @@ def main():
             p.error(f"--env {kv!r}: expected CKPTCACHE_NAME=VALUE")
         env[k] = v
     a.env = env
-    work = ["numpy", "pickle", "h5py", "small", "walkers", "tagged_walkers", "proxy", "bands", "fresh", "stdio",
+    work = ["numpy", "pickle", "h5py", "small", "walkers", "tagged_walkers", "proxy", "bands", "fresh", "random",
+            "stdio",
             "chars", "miss", "tools", "fread"]
     only = [w for w in a.only.split(",") if w] or work
     for w in only:
         if w not in work:
             p.error(f"--only: unknown workload {w!r} (known: {','.join(work)})")
-    for f in (LIB, PROXY, FREAD, BANDS, CHARS, FRESH, PEAK_RSS):
+    for f in (LIB, PROXY, FREAD, BANDS, CHARS, FRESH, RANDOM, PEAK_RSS):
         if not os.path.exists(f):
             p.error(f"{f} is missing: build first (scripts/bench/parity builds it)")
     cmdline = "scripts/bench/parity " + " ".join(sys.argv[1:])
