@@ -289,14 +289,13 @@ bool ckc_node_serving(void);
  * load when nothing is held anywhere. */
 void ckc_node_ask(const char *canon);
 /* A tagged file opened for writing at its real file (an update in place, a
- * shared file's open without O_TRUNC): registered in the node's table
- * before the open (the value to end it with, 0: none), then at the number
- * the open gave (fd < 0: it failed). Another process's open of the path to
- * write a new version then writes in place too (ckc_node_inplace_other).
- * The number's close ends it (ckc_node_inplace_close). */
-/* start: the node's table is mapped first where it is not (else nothing is
- * announced: a hand-over as the program ends, whose descriptors may be the
- * last ones) */
+ * shared file's open without O_TRUNC): given a slot in the in-place
+ * table before the open (the value to end it with, 0: none), then at the
+ * number the open gave (fd < 0: it failed). Another process's open of the
+ * path with O_TRUNC then writes in place too (ckc_node_inplace_other). The
+ * number's close ends it (ckc_node_inplace_close). start: the table is
+ * mapped first where it is not (else nothing is announced: a hand-over as
+ * the program ends, whose descriptors may be the last ones). */
 uint64_t ckc_node_inplace_begin(const char *canon, bool start);
 void ckc_node_inplace_end(uint64_t val, int fd);
 /* The same after the open, errno kept; returns fd. */

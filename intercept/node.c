@@ -302,6 +302,7 @@ static nodetab_slot_t *inplace_tab;
 static _Atomic uint64_t *inplace_val;
 static atomic_uint inplace_n; /* entries in inplace_val */
 static atomic_size_t inplace_hi; /* the highest number inplace_val has held */
+static atomic_bool inplace_ready_now; /* the three above are mapped */
 static ckc_mutex_t inplace_lock = CKC_MUTEX_INIT(INPLACE);
 CKC_LOCKS_AT_START(inplace_lock, ckc_locks_add, &inplace_lock)
 
@@ -309,12 +310,16 @@ CKC_LOCKS_AT_START(inplace_lock, ckc_locks_add, &inplace_lock)
  * whether they are. */
 static bool inplace_ready(void)
 {
-	static atomic_bool tried;
-	if (inplace_tab && inplace_val)
+	static bool tried; /* (under inplace_lock: a thread that comes while
+			     * another maps them waits for its answer) */
+	if (atomic_load_explicit(&inplace_ready_now, memory_order_acquire))
 		return true;
-	if (atomic_exchange(&tried, true))
-		return inplace_tab && inplace_val;
 	ckc_mutex_lock(&inplace_lock);
+	if (tried) {
+		ckc_mutex_unlock(&inplace_lock);
+		return atomic_load(&inplace_ready_now);
+	}
+	tried = true;
 	node_uid = geteuid();
 	node_hdr_t *h;
 	nodetab_slot_t *t;
@@ -325,11 +330,12 @@ static bool inplace_ready(void)
 		inplace_val = m;
 		inplace_hdr = h;
 		inplace_tab = t;
+		atomic_store_explicit(&inplace_ready_now, true, memory_order_release);
 	} else if (m != MAP_FAILED) {
 		REAL(munmap)(m, ckc_vfd_cap * sizeof(uint64_t));
 	}
 	ckc_mutex_unlock(&inplace_lock);
-	return inplace_tab && inplace_val;
+	return atomic_load(&inplace_ready_now);
 }
 
 static pid_t inplace_me(void)
@@ -342,7 +348,7 @@ uint64_t ckc_node_inplace_begin(const char *canon, bool start)
 	/* (not from a signal handler, which may have interrupted malloc, nor
 	 * while the program ends, whose descriptors may be the last ones:
 	 * such a write is not announced) */
-	if (ckc_sig_in_handler() || ckc_in_vfork_child() || !(start ? inplace_ready() : inplace_tab && inplace_val))
+	if (ckc_sig_in_handler() || ckc_in_vfork_child() || !(start ? inplace_ready() : atomic_load(&inplace_ready_now)))
 		return 0;
 	uint64_t val = nodetab_val(nodetab_key(canon), node_getpid());
 	atomic_fetch_add(&inplace_hdr->used, 1);

@@ -828,8 +828,8 @@ int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)
 	}
 	/* another process writes the file at its real path (handed over to
 	 * it, or opened there): so does this open, as without the library */
-	if (!ckc_engine_ready() || (acc != O_RDONLY && ckc_node_writer_handed) ||
-	    (acc != O_RDONLY && (flags & O_TRUNC) && ckc_node_inplace_other(canon)))
+	if (!ckc_engine_ready() ||
+	    (acc != O_RDONLY && (ckc_node_writer_handed || ((flags & O_TRUNC) && ckc_node_inplace_other(canon)))))
 		return CKC_PASS;
 	ckc_enter();
 	/* the cache's file creations and renames in the checkpoint folders

@@ -384,16 +384,11 @@ CKC_START_PATH static bool tag_path_at(int dirfd, const char *path, size_t one, 
 	 * kernel names a folder canonically); one name is joined to its
 	 * folder, with nothing to walk */
 	if (one && b == out && out[0] == '/') {
-		size_t bl = strlen(out);
-		if (bl == 1)
-			bl = 0; /* the root */
-		if (one > NAME_MAX || bl + 1 + one + 1 > PATH_MAX)
+		bool root = !out[1];
+		if (ckc_path_join_name(out, strlen(out), path, one, PATH_MAX) != 0)
 			return false;
-		out[bl] = '/';
-		memcpy(out + bl + 1, path, one + 1);
-		if (all && bl)
-			return true; /* below a folder all of whose names are tagged */
-		return ckc_tag_match(out);
+		/* (below a folder all of whose names are tagged: no match) */
+		return (all && !root) || ckc_tag_match(out);
 	}
 	if (b == out) /* (a folder's path of another form: walked) */
 		b = memcpy(base, out, strlen(out) + 1);

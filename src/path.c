@@ -183,21 +183,28 @@ CKC_START_PATH int ckc_path_resolve(const char *path, const char *base, char *ou
 	return path_walk(path, base, false, out, outlen, &links);
 }
 
+int ckc_path_join_name(char *out, size_t dirlen, const char *name, size_t namelen, size_t outlen)
+{
+	if (dirlen == 1)
+		dirlen = 0; /* the root */
+	if (namelen > NAME_MAX || dirlen + 1 + namelen + 1 > outlen)
+		return -ENAMETOOLONG;
+	out[dirlen] = '/';
+	memcpy(out + dirlen + 1, name, namelen + 1);
+	return 0;
+}
+
 int ckc_path_resolve_in(const char *path, const char *canon_base, char *out, size_t outlen)
 {
 	/* one name (a walker's open of each name at its folder's descriptor):
 	 * joined to the folder, with nothing to walk */
 	if (path[0] && path[0] != '/' && canon_base[0] == '/' && !strchr(path, '/') && strcmp(path, ".") &&
 	    strcmp(path, "..")) {
-		size_t bl = strlen(canon_base), nl = strlen(path);
-		if (bl == 1)
-			bl = 0; /* the root */
-		if (nl > NAME_MAX || bl + 1 + nl + 1 > outlen)
+		size_t bl = strlen(canon_base);
+		if (bl >= outlen)
 			return -ENAMETOOLONG;
 		memcpy(out, canon_base, bl);
-		out[bl] = '/';
-		memcpy(out + bl + 1, path, nl + 1);
-		return 0;
+		return ckc_path_join_name(out, bl, path, strlen(path), outlen);
 	}
 	int links = 0;
 	return path_walk(path, canon_base, true, out, outlen, &links);

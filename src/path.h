@@ -25,6 +25,10 @@ int ckc_path_resolve(const char *path, const char *base, char *out, size_t outle
  * the kernel gives it (readlink of /proc/self/fd/N, getcwd): canonical
  * already, so taken as it is. */
 int ckc_path_resolve_in(const char *path, const char *canon_base, char *out, size_t outlen);
+/* One name (no slash, not "." or "..", namelen bytes) joined to the
+ * canonical folder path that out's first dirlen bytes hold: 0, or
+ * -ENAMETOOLONG (a name over NAME_MAX, or more than outlen bytes in all). */
+int ckc_path_join_name(char *out, size_t dirlen, const char *name, size_t namelen, size_t outlen);
 
 /* The key of a path that need not exist (a hint entry, the API):
  * ckc_path_resolve, else ckc_path_canon when the kernel's walk would fail. */
