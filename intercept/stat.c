@@ -193,11 +193,20 @@ static bool stat_fd(int fd, struct stat *st)
 	return true;
 }
 
+/* A real file's answer: its change time, a stamp of the kernel's clock,
+ * is one the cache's next stamps must not be older than (ckc_file_now). */
+static inline int stat_seen(int rc, const struct stat *st)
+{
+	if (rc == 0)
+		ckc_stamp_seen(&st->st_ctim);
+	return rc;
+}
+
 CKC_START_PATH CKC_EXPORT int stat(const char *path, struct stat *st)
 {
 	if (stat_cached(AT_FDCWD, path, st, true))
 		return 0;
-	return ckc_enoent_checked(AT_FDCWD, path, REAL(stat)(path, st));
+	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(REAL(stat)(path, st), st));
 }
 
 CKC_EXPORT int stat64(const char *path, struct stat64 *st64)
@@ -205,7 +214,7 @@ CKC_EXPORT int stat64(const char *path, struct stat64 *st64)
 	struct stat *st = (struct stat *)st64;
 	if (stat_cached(AT_FDCWD, path, st, true))
 		return 0;
-	return ckc_enoent_checked(AT_FDCWD, path, REAL(stat64)(path, st));
+	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(REAL(stat64)(path, st), st));
 }
 
 /* A cached checkpoint is never a symbolic link: lstat is stat. */
@@ -213,7 +222,7 @@ CKC_EXPORT int lstat(const char *path, struct stat *st)
 {
 	if (stat_cached(AT_FDCWD, path, st, false))
 		return 0;
-	return ckc_enoent_checked(AT_FDCWD, path, REAL(lstat)(path, st));
+	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(REAL(lstat)(path, st), st));
 }
 
 CKC_EXPORT int lstat64(const char *path, struct stat64 *st64)
@@ -221,14 +230,14 @@ CKC_EXPORT int lstat64(const char *path, struct stat64 *st64)
 	struct stat *st = (struct stat *)st64;
 	if (stat_cached(AT_FDCWD, path, st, false))
 		return 0;
-	return ckc_enoent_checked(AT_FDCWD, path, REAL(lstat64)(path, st));
+	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(REAL(lstat64)(path, st), st));
 }
 
 CKC_EXPORT int fstat(int fd, struct stat *st)
 {
 	if (stat_fd(fd, st))
 		return 0;
-	return REAL(fstat)(fd, st);
+	return stat_seen(REAL(fstat)(fd, st), st);
 }
 
 CKC_EXPORT int fstat64(int fd, struct stat64 *st64)
@@ -236,7 +245,7 @@ CKC_EXPORT int fstat64(int fd, struct stat64 *st64)
 	struct stat *st = (struct stat *)st64;
 	if (stat_fd(fd, st))
 		return 0;
-	return REAL(fstat64)(fd, st);
+	return stat_seen(REAL(fstat64)(fd, st), st);
 }
 
 static inline bool statat_cached(int dirfd, const char *path, struct stat *st, int flags)
@@ -250,7 +259,7 @@ CKC_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
 	if (statat_cached(dirfd, path, st, flags))
 		return 0;
-	return ckc_enoent_checked(dirfd, path, REAL(fstatat)(dirfd, path, st, flags));
+	return ckc_enoent_checked(dirfd, path, stat_seen(REAL(fstatat)(dirfd, path, st, flags), st));
 }
 
 CKC_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st64, int flags)
@@ -258,7 +267,7 @@ CKC_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st64, int f
 	struct stat *st = (struct stat *)st64;
 	if (statat_cached(dirfd, path, st, flags))
 		return 0;
-	return ckc_enoent_checked(dirfd, path, REAL(fstatat64)(dirfd, path, st, flags));
+	return ckc_enoent_checked(dirfd, path, stat_seen(REAL(fstatat64)(dirfd, path, st, flags), st));
 }
 
 static void statx_from_stat(const struct stat *st, unsigned mask, struct statx *sx)
@@ -297,7 +306,12 @@ CKC_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask, 
 		errno = ENOSYS;
 		return -1;
 	}
-	return ckc_enoent_checked(dirfd, path, rs(dirfd, path, flags, mask, sx));
+	int rc = rs(dirfd, path, flags, mask, sx);
+	if (rc == 0 && (sx->stx_mask & STATX_CTIME)) {
+		struct timespec c = { .tv_sec = (time_t)sx->stx_ctime.tv_sec, .tv_nsec = (long)sx->stx_ctime.tv_nsec };
+		ckc_stamp_seen(&c);
+	}
+	return ckc_enoent_checked(dirfd, path, rc);
 }
 
 /* glibc < 2.33 binaries: stat() and friends were inline calls to these. */
@@ -305,56 +319,56 @@ CKC_EXPORT int __xstat(int ver, const char *path, struct stat *st)
 {
 	if (stat_cached(AT_FDCWD, path, st, true))
 		return 0;
-	return REAL(__xstat)(ver, path, st);
+	return stat_seen(REAL(__xstat)(ver, path, st), st);
 }
 
 CKC_EXPORT int __xstat64(int ver, const char *path, struct stat *st)
 {
 	if (stat_cached(AT_FDCWD, path, st, true))
 		return 0;
-	return REAL(__xstat64)(ver, path, st);
+	return stat_seen(REAL(__xstat64)(ver, path, st), st);
 }
 
 CKC_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
 {
 	if (stat_cached(AT_FDCWD, path, st, false))
 		return 0;
-	return REAL(__lxstat)(ver, path, st);
+	return stat_seen(REAL(__lxstat)(ver, path, st), st);
 }
 
 CKC_EXPORT int __lxstat64(int ver, const char *path, struct stat *st)
 {
 	if (stat_cached(AT_FDCWD, path, st, false))
 		return 0;
-	return REAL(__lxstat64)(ver, path, st);
+	return stat_seen(REAL(__lxstat64)(ver, path, st), st);
 }
 
 CKC_EXPORT int __fxstat(int ver, int fd, struct stat *st)
 {
 	if (stat_fd(fd, st))
 		return 0;
-	return REAL(__fxstat)(ver, fd, st);
+	return stat_seen(REAL(__fxstat)(ver, fd, st), st);
 }
 
 CKC_EXPORT int __fxstat64(int ver, int fd, struct stat *st)
 {
 	if (stat_fd(fd, st))
 		return 0;
-	return REAL(__fxstat64)(ver, fd, st);
+	return stat_seen(REAL(__fxstat64)(ver, fd, st), st);
 }
 
 CKC_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
 {
 	if (statat_cached(dirfd, path, st, flags))
 		return 0;
-	return REAL(__fxstatat)(ver, dirfd, path, st, flags);
+	return stat_seen(REAL(__fxstatat)(ver, dirfd, path, st, flags), st);
 }
 
 CKC_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat *st, int flags)
 {
 	if (statat_cached(dirfd, path, st, flags))
 		return 0;
-	return REAL(__fxstatat64)(ver, dirfd, path, st, flags);
+	return stat_seen(REAL(__fxstatat64)(ver, dirfd, path, st, flags), st);
 }
 
 /* setrlimit(2) and prlimit(2) of this process: a file size limit makes the

@@ -291,13 +291,44 @@ int ckc_rename(const char *from, const char *to);
 mode_t ckc_umask(void);
 void ckc_umask_set(mode_t m);
 
+/* The newest time stamp the process has seen the kernel give a file (a
+ * change time a stat returned, a checkpoint written straight to its real
+ * path), in nanoseconds since the epoch. The kernel stamps a file with its
+ * coarse clock or, where another stamp of the node since the last tick
+ * was fine (multigrain timestamps, Linux 6.13 and later), with the newest
+ * of those: later than the coarse clock the library reads, so a
+ * checkpoint the cache stamped with that clock looked older than a file
+ * written before it. (The cache's own fine stamps are not the kernel's:
+ * its next stamps of files no one looked at stay with the coarse clock, as
+ * the kernel's would.) */
+extern _Atomic int64_t ckc_stamp_floor_ns;
+
+static inline int64_t ckc_ts_ns(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+/* Raises ckc_stamp_floor_ns to t where t is later and not in the future
+ * (a time the program set on a file is not a stamp of the clock). */
+void ckc_stamp_seen_slow(const struct timespec *t);
+static inline void ckc_stamp_seen(const struct timespec *t)
+{
+	if (ckc_ts_ns(t) > __atomic_load_n(&ckc_stamp_floor_ns, __ATOMIC_RELAXED))
+		ckc_stamp_seen_slow(t);
+}
+
 /* Now, as the kernel stamps a file it writes: its coarse clock (a tick's
  * granularity), so that a file the program writes right after a checkpoint
  * is never older than it (the fine clock put a checkpoint up to a tick
- * after a later file). */
+ * after a later file), and never before a stamp seen already. */
 static inline void ckc_file_now(struct timespec *ts)
 {
 	clock_gettime(CLOCK_REALTIME_COARSE, ts);
+	int64_t floor = __atomic_load_n(&ckc_stamp_floor_ns, __ATOMIC_RELAXED);
+	if (floor > ckc_ts_ns(ts)) {
+		ts->tv_sec = (time_t)(floor / 1000000000);
+		ts->tv_nsec = (long)(floor % 1000000000);
+	}
 }
 
 /* Writes the current version of path to its real path now, whatever

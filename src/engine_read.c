@@ -667,6 +667,53 @@ static bool kernel_multigrain(void)
 	return known;
 }
 
+_Atomic int64_t ckc_stamp_floor_ns;
+
+void ckc_stamp_seen_slow(const struct timespec *t)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	int64_t v = ckc_ts_ns(t), cur = __atomic_load_n(&ckc_stamp_floor_ns, __ATOMIC_RELAXED);
+	if (v > ckc_ts_ns(&now))
+		return;
+	while (v > cur && !__atomic_compare_exchange_n(&ckc_stamp_floor_ns, &cur, v, true, __ATOMIC_RELAXED,
+						      __ATOMIC_RELAXED))
+		;
+}
+
+/* A fine stamp the kernel hands out now, where it can: the times of a
+ * small file of this user's in /dev/shm, set to now and read back. The
+ * kernel then knows of it, as of a checkpoint written straight to its
+ * real path, and stamps every later file no older (its coarse stamps are
+ * never before its last fine one); the fine clock read here was up to a
+ * tick after a file the program wrote next. False where there is no such
+ * file (*t untouched). */
+static bool kernel_fine_now(struct timespec *t)
+{
+	static char path[64];
+	static int broken;
+	if (broken > 2)
+		return false;
+	if (!path[0])
+		snprintf(path, sizeof(path), "/dev/shm/ckptcache-stamp-%u", (unsigned)geteuid());
+	int saved = errno;
+	long rc = ckc_syscall6(SYS_utimensat, AT_FDCWD, (long)path, 0, AT_SYMLINK_NOFOLLOW, 0, 0);
+	if (rc != 0 && errno == ENOENT) {
+		int fd = sys_open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd >= 0)
+			sys_close(fd);
+		rc = ckc_syscall6(SYS_utimensat, AT_FDCWD, (long)path, 0, AT_SYMLINK_NOFOLLOW, 0, 0);
+	}
+	struct stat st;
+	bool ok = rc == 0 && sys_lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+	if (ok)
+		*t = st.st_mtim;
+	else
+		broken++;
+	errno = saved;
+	return ok;
+}
+
 void eng_touch_mtime(ckc_obj_t *o)
 {
 	struct timespec t;
@@ -675,7 +722,8 @@ void eng_touch_mtime(ckc_obj_t *o)
 	 * as a kernel with multigrain timestamps stamps such a file; before
 	 * those, only where no tick has passed since its last stamp, so that
 	 * it is newer than what came before in that tick */
-	if (o->mtime_seen && (kernel_multigrain() || !ts_before(o->mtime, t)))
+	if (o->mtime_seen && (kernel_multigrain() || !ts_before(o->mtime, t)) &&
+	    !(kernel_multigrain() && kernel_fine_now(&t)))
 		clock_gettime(CLOCK_REALTIME, &t);
 	/* and never before the fine stamp a write before it got (a write of
 	 * the program the cache takes in pieces, the first one looked at) */
@@ -831,7 +879,8 @@ void eng_kernel_look(int fd)
 	if (fd >= 0) {
 		struct stat rst;
 		int saved = errno;
-		(void)sys_fstat(fd, &rst);
+		if (sys_fstat(fd, &rst) == 0)
+			ckc_stamp_seen(&rst.st_ctim);
 		errno = saved;
 	}
 }

@@ -769,6 +769,10 @@ int eng_close_home_writer(ckc_obj_t *o)
 		 * checkpoint now reports, as its real file does */
 		if (now.exists)
 			o->mtime = now.mtime;
+		/* a stamp of the kernel's, which the cache's next ones must not
+		 * be older than (ckc_file_now) */
+		if (now.exists && !(attr.mask & CKC_ATTR_TIMES))
+			ckc_stamp_seen(&now.mtime);
 		ckc_node_note(o);
 	} else {
 		ckc_error("checkpoint %s could not be written to its real path (%s)", o->key,

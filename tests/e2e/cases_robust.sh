@@ -1816,6 +1816,72 @@ for line in open(sys.argv[1]):
 }
 case_add robust/mtimes-in-order mtimes_in_order
 
+# Files the kernel stamps and checkpoints the cache stamps, one after the
+# other, while another process of the node keeps getting fine stamps (a
+# file it writes and looks at, again and again): the kernel then stamps a
+# file no one looked at with the newest of those, past the coarse clock's
+# last tick. A checkpoint written after such a file (opened, written and
+# closed with no look at it, as a C program or os.open does) is never
+# older than it, nor is one written straight to its real path older than
+# the checkpoint the cache stamped before it; without the library the
+# kernel's stamps are in order. Before, the cache's stamp was the coarse
+# clock's, up to a tick older than the file before it.
+mtimes_after_kernel_stamps() {
+	cat >stamper.py <<'PYEOF'
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+end = time.time() + float(sys.argv[2])
+while time.time() < end and not os.path.exists(sys.argv[3]):
+    os.write(fd, b"x")
+    os.fstat(fd)
+PYEOF
+	cat >ks.py <<'PYEOF'
+import os, sys
+d, u, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+W = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+def put(p, size):
+    fd = os.open(p, W, 0o644)
+    os.write(fd, b"k" * size)
+    os.close(fd)
+    m = os.stat(p).st_mtime_ns
+    with open(p, "rb") as f:
+        assert f.read() == b"k" * size, f"{p}: read back other bytes"
+    return m
+prev, prev_p, out = 0, None, []
+for i in range(n):
+    for p, size in ((f"{u}/plain{i}", 100), (f"{d}/ck{i}.bin", 4096 + i),
+                    (f"{d}/big{i}.bin", (1 << 20) + i)):
+        m = put(p, size)
+        out.append(f"{p} {m}")
+        assert m >= prev, f"{p}: mtime {m} is older than {prev_p}'s ({prev}), written before it"
+        prev, prev_p = m, p
+print("\n".join(out))
+PYEOF
+	mkdir -p "$T/u"
+	local side
+	for side in off auto; do
+		phase "$side"
+		rm -f "$T/stop"
+		plain "$PY" stamper.py "$T/u/stamp" 60 "$T/stop" &
+		local sp=$!
+		ck CKPTCACHE_STEP_ASIDE=$side CKPTCACHE_HOST_CACHE=256M -- "$PY" ks.py "$T/ck" "$T/u" 40 >"seen.$side"
+		local rc=$?
+		: >"$T/stop"
+		wait "$sp"
+		[ $rc = 0 ] || fail "STEP_ASIDE=$side: $(grep -a AssertionError "$T/.log" | tail -1)$(last_error)"
+		plain "$PY" -c '
+import os, sys
+for line in open(sys.argv[1]):
+    p, m = line.split()
+    assert os.stat(p).st_mtime_ns == int(m), f"{p}: the program saw mtime {m}, its real file has {os.stat(p).st_mtime_ns}"
+    want = b"k" * os.path.getsize(p)
+    assert open(p, "rb").read() == want, f"{p}: other bytes"
+' "seen.$side" || fail "STEP_ASIDE=$side: the real files$(last_error)"
+		rm -f "$T"/ck/*.bin "$T"/u/plain*
+	done
+}
+case_add robust/mtimes-after-kernel-stamps mtimes_after_kernel_stamps
+
 # Another process lowers the program's file size limit (prlimit --pid)
 # after the cache has started: each new checkpoint's write then stops at
 # the limit as the kernel's does (a short write, EFBIG after, the offset
