@@ -553,6 +553,10 @@ static int handover_keep(ckc_obj_t *o)
 	return rc;
 }
 
+/* How long a hand-over at the end waits for a descriptor another thread
+ * of the library holds, per try (8 tries). */
+#define HANDOVER_WAIT_NS 50000000ull
+
 /* Hands o over to its real file as the program ends. A descriptor kept
  * per open checkpoint may not fit a full table: once one did not, the
  * bytes so far of this one and of those after it are published through a
@@ -561,7 +565,10 @@ static int handover_keep(ckc_obj_t *o)
 static void handover(ckc_obj_t *o)
 {
 	static bool table_full;
-	int rc = table_full ? -EMFILE : handover_keep(o);
+	/* a publication found it full already (flush_later): a descriptor
+	 * kept now would take the number given up for the publications, and
+	 * those after it would find none */
+	int rc = table_full || atomic_load(&ckc_eng.fds_short) ? -EMFILE : handover_keep(o);
 	if (ckc_io_short(rc) && !table_full) {
 		table_full = true;
 		ckc_warn("the descriptor table is full as the program ends: checkpoints still open are "
@@ -570,8 +577,11 @@ static void handover(ckc_obj_t *o)
 	}
 	for (int tries = 0; ckc_io_short(rc) && tries < 8; tries++) {
 		rc = eng_handoff_locked(o);
+		/* no room made: the number given up went to a publication
+		 * another thread retried (flush_later takes the spare too), which
+		 * gives it back when done */
 		if (ckc_io_short(rc) && !eng_spare_fd())
-			break;
+			eng_wait_ns(EC_FLUSHED, HANDOVER_WAIT_NS);
 	}
 	if (rc) {
 		ckc_error("checkpoint %s, still open as the program ends, could not be written to its "
@@ -657,6 +667,7 @@ int ckc_finish(uint64_t deadline_ns)
 	}
 	ckc_eng.finish_state = 1;
 	ckc_eng.draining = true;
+	ckc_ktouch_end();
 	eng_wake_all();
 	uint64_t drain0 = ckc_eng.drain_t0 = ckc_now_ns();
 	ckc_flush_short_again();

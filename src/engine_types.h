@@ -303,6 +303,7 @@ typedef struct ckc_engine {
 	bool active;
 	bool stopping;
 	bool draining;          /* the program ends: flushes go home, new files pass through */
+	atomic_bool fds_short;  /* a descriptor was given up for a publication (eng_spare_fd) */
 	uint64_t drain_t0;      /* when draining began */
 	uint64_t flush_ok_ns;   /* when a publication last succeeded */
 	int finish_state;       /* ckc_finish: 0 not yet, 1 running, 2 done */

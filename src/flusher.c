@@ -548,6 +548,7 @@ static void flush_later(ckc_edge_t *e, ckc_obj_t *o)
 
 bool eng_spare_fd(void)
 {
+	atomic_store(&ckc_eng.fds_short, true);
 	bool (*spare)(void) = __atomic_load_n(&ckc_spare_fd_hook, __ATOMIC_ACQUIRE);
 	return spare && spare();
 }

@@ -54,6 +54,8 @@ static struct {
 
 /* Read without the lock by the note's early return. */
 static atomic_int kt_live = 1;
+/* the program ends (ckc_ktouch_end) */
+static atomic_bool kt_ending;
 /* Set by the stop for a thread waiting for the program to pause. */
 static atomic_bool kt_halt;
 
@@ -89,6 +91,7 @@ void ckc_ktouch_configure(int mode)
 {
 	ckc_mutex_lock(&K.mu);
 	K.mode = mode;
+	atomic_store(&kt_ending, false);
 	atomic_store(&kt_live, mode != CKC_KTOUCH_OFF && K.state != KT_STOPPED && K.state != KT_FAILED);
 	ckc_mutex_unlock(&K.mu);
 }
@@ -100,6 +103,8 @@ static bool kt_sink(void)
 
 	if (K.fd >= 0 && sys_fstat(K.fd, &st) == 0 && st.st_dev == K.dev && st.st_ino == K.ino)
 		return true;
+	if (atomic_load(&kt_ending))
+		return false;
 	/* gone: the program closed the number (and may use it for its own
 	 * file now), so it is not ours to close. An unnamed file (the
 	 * engine's open keeps it above the program's numbers), in memory
@@ -169,6 +174,10 @@ static void *kt_main(void *unused)
 		uint64_t ns;
 		long n = kt_touch(a, b, &ns);
 		ckc_mutex_lock(&K.mu);
+		if (n < 0 && atomic_load(&kt_ending)) {
+			K.qlen = 0;
+			continue;
+		}
 		if (n < 0) {
 			K.state = KT_FAILED;
 			atomic_store(&kt_live, 0);
@@ -235,6 +244,15 @@ static void kt_start(void)
 	K.thread = t;
 	K.running = true;
 	K.state = KT_TOUCHING;
+}
+
+void ckc_ktouch_end(void)
+{
+	atomic_store(&kt_ending, true);
+	atomic_store(&kt_live, 0);
+	ckc_mutex_lock(&K.mu);
+	K.qlen = 0;
+	ckc_mutex_unlock(&K.mu);
 }
 
 void ckc_ktouch_note(const void *p, size_t n)

@@ -49,6 +49,11 @@ void ckc_ktouch_configure(int mode);
  * thread. */
 void ckc_ktouch_note(const void *p, size_t n);
 
+/* The program ends: nothing more is touched, and the file is not opened
+ * again (a number given up for a publication as the program ends with its
+ * table full is not taken). */
+void ckc_ktouch_end(void);
+
 /* Ends the thread and closes its file (at the engine's stop: the thread
  * uses the engine's table of real functions); the next note starts them
  * again. What was measured is kept. */

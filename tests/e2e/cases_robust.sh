@@ -1513,7 +1513,10 @@ case_add robust/flush-table-full flush_table_full
 # open for writing (small ones and ones of several MiB, some written in
 # pieces): each reaches its real path whole, with the soft limit below the
 # hard one or not, whichever side step-aside chose; the library says once
-# why it closed them there, and reports no error.
+# why it closed them there, and reports no error. (A publication retried
+# as the program ends takes the one descriptor the library gives up too:
+# the hand-over waits for it to come back, where it used to report the
+# checkpoints it could not write, 1 run in 8 on a loaded machine.)
 open_at_exit_table_full() {
 	fulltable_helper
 	cat >ox.py <<'PYEOF'
@@ -1549,7 +1552,12 @@ PYEOF
 				if grep -aq 'ckptcache: error' "$T/.log"; then
 					fail "the library reported an error ($both limits, step aside $side, $how)$(first_error 'ckptcache: error')"
 				fi
-				[ "$(grep -ac 'descriptor table is full as the program ends' "$T/.log")" = 1 ] ||
+				# (with the soft limit below the hard one, a publication retried
+				# as the program ends may raise it first: then there is room
+				# for every hand-over, and nothing to say)
+				local said
+				said=$(grep -ac 'descriptor table is full as the program ends' "$T/.log")
+				[ "$said" = 1 ] || { [ "$both" = soft ] && [ "$said" = 0 ]; } ||
 					fail "not said once why the open checkpoints were closed at their real paths ($both limits, step aside $side, $how)"
 				plain "$PY" -c '
 import random, sys
