@@ -298,9 +298,8 @@ void ckc_umask_set(mode_t m);
  * was fine (multigrain timestamps, Linux 6.13 and later), with the newest
  * of those: later than the coarse clock the library reads, so a
  * checkpoint the cache stamped with that clock looked older than a file
- * written before it. (The cache's own fine stamps are not the kernel's:
- * its next stamps of files no one looked at stay with the coarse clock, as
- * the kernel's would.) */
+ * written before it. (The cache's fine stamps are the kernel's too:
+ * eng_touch_mtime.) */
 extern _Atomic int64_t ckc_stamp_floor_ns;
 
 static inline int64_t ckc_ts_ns(const struct timespec *ts)

@@ -417,6 +417,11 @@ void eng_kernel_look(int fd);
 /* Sets o's modification time to now, as the kernel would stamp its file
  * (engine lock held). */
 void eng_touch_mtime(ckc_obj_t *o);
+/* Where o's last stamp (fine, taken under the lock) is still the one
+ * eng_touch_mtime gave, replaces it with a fine stamp the kernel hands out
+ * now (the times of /dev/shm/ckptcache-stamp-UID set and read back), so
+ * that the kernel's later stamps are no older. Lock not held. */
+void eng_stamp_kernel(ckc_obj_t *o, struct timespec fine);
 /* Whether o, still open, was published (an fsync) with no write since:
  * the real file holds its bytes (engine lock held). */
 static inline bool eng_home_snap(const ckc_obj_t *o)

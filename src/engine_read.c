@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -690,12 +691,11 @@ void ckc_stamp_seen_slow(const struct timespec *t)
  * file (*t untouched). */
 static bool kernel_fine_now(struct timespec *t)
 {
-	static char path[64];
-	static int broken;
-	if (broken > 2)
+	static atomic_int broken;
+	char path[64];
+	if (atomic_load(&broken) > 2)
 		return false;
-	if (!path[0])
-		snprintf(path, sizeof(path), "/dev/shm/ckptcache-stamp-%u", (unsigned)geteuid());
+	snprintf(path, sizeof(path), "/dev/shm/ckptcache-stamp-%u", (unsigned)geteuid());
 	int saved = errno;
 	long rc = ckc_syscall6(SYS_utimensat, AT_FDCWD, (long)path, 0, AT_SYMLINK_NOFOLLOW, 0, 0);
 	if (rc != 0 && errno == ENOENT) {
@@ -706,12 +706,27 @@ static bool kernel_fine_now(struct timespec *t)
 	}
 	struct stat st;
 	bool ok = rc == 0 && sys_lstat(path, &st) == 0 && S_ISREG(st.st_mode);
-	if (ok)
+	if (ok) {
 		*t = st.st_mtim;
-	else
-		broken++;
+		ckc_stamp_seen(t);
+	} else {
+		atomic_fetch_add(&broken, 1);
+	}
 	errno = saved;
 	return ok;
+}
+
+void eng_stamp_kernel(ckc_obj_t *o, struct timespec fine)
+{
+	struct timespec k;
+	bool got = kernel_fine_now(&k);
+	ckc_mutex_lock(&ckc_eng.lock);
+	if (o->stamp_kernel && !ts_before(o->stamped, fine) && !ts_before(fine, o->stamped)) {
+		if (got && !ts_before(k, fine))
+			o->mtime = o->stamped = k;
+		o->stamp_kernel = false;
+	}
+	eng_unlock();
 }
 
 void eng_touch_mtime(ckc_obj_t *o)
@@ -722,14 +737,16 @@ void eng_touch_mtime(ckc_obj_t *o)
 	 * as a kernel with multigrain timestamps stamps such a file; before
 	 * those, only where no tick has passed since its last stamp, so that
 	 * it is newer than what came before in that tick */
-	if (o->mtime_seen && (kernel_multigrain() || !ts_before(o->mtime, t)) &&
-	    !(kernel_multigrain() && kernel_fine_now(&t)))
+	bool fine = o->mtime_seen && (kernel_multigrain() || !ts_before(o->mtime, t));
+	if (fine)
 		clock_gettime(CLOCK_REALTIME, &t);
 	/* and never before the fine stamp a write before it got (a write of
 	 * the program the cache takes in pieces, the first one looked at) */
 	if (ts_before(t, o->stamped))
 		t = o->stamped;
 	o->mtime = o->stamped = t;
+	/* the kernel's own fine stamp replaces it once the lock is dropped */
+	o->stamp_kernel = fine && kernel_multigrain();
 	o->mtime_seen = false;
 }
 

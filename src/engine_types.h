@@ -101,6 +101,7 @@ struct ckc_obj {
 	bool from_home;      /* imported from a file of an earlier run */
 	struct timespec mtime;
 	struct timespec stamped; /* the cache's last stamp of it (eng_touch_mtime) */
+	bool stamp_kernel;       /* that stamp is the fine clock's, for the kernel's (eng_stamp_kernel) */
 	bool mtime_seen;     /* stat looked at it since it last changed */
 	ckc_attr_t attr;     /* set by the program; given to the real file */
 

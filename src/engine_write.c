@@ -706,7 +706,11 @@ ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t l
 		o->write_ns += ckc_now_ns() - t0;
 		eng_write_end(o);
 	}
+	bool kstamp = o->stamp_kernel;
+	struct timespec fine = o->stamped;
 	eng_unlock();
+	if (kstamp)
+		eng_stamp_kernel(o, fine);
 	return rc;
 }
 
