@@ -721,7 +721,7 @@ void eng_stamp_kernel(ckc_obj_t *o, struct timespec fine)
 	struct timespec k;
 	bool got = kernel_fine_now(&k);
 	ckc_mutex_lock(&ckc_eng.lock);
-	if (o->stamp_kernel && !ts_before(o->stamped, fine) && !ts_before(fine, o->stamped)) {
+	if (o->stamp_kernel && ckc_ts_ns(&o->stamped) == ckc_ts_ns(&fine)) {
 		if (got && !ts_before(k, fine))
 			o->mtime = o->stamped = k;
 		o->stamp_kernel = false;
