@@ -1,6 +1,6 @@
 /* Readiness of tagged descriptors: poll, ppoll, select, pselect and
  * epoll_ctl. A tagged descriptor the cache serves is, to the kernel, an
- * O_PATH descriptor of "/" (poll answers POLLNVAL, select and epoll_ctl
+ * O_PATH descriptor of a socket (poll answers POLLNVAL, select and epoll_ctl
  * EBADF); the program's file is a regular file, which the kernel always
  * reports ready for reading and writing, and which epoll refuses (EPERM).
  * These calls answer so for the tagged descriptors and ask the kernel about

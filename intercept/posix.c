@@ -885,7 +885,9 @@ CKC_START_PATH int ckc_px_procfd_number(const char *path)
 		return -1;
 	}
 	long n = 0;
-	if (*p < '0' || *p > '9')
+	/* the kernel's numbers there have no leading zero: /dev/fd/05 is
+	 * no name of descriptor 5 */
+	if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] != '\0'))
 		return -1;
 	for (; *p >= '0' && *p <= '9' && n < INT_MAX / 10; p++)
 		n = n * 10 + (*p - '0');
@@ -1163,8 +1165,8 @@ CKC_EXPORT int chdir(const char *path)
 
 CKC_EXPORT int fchdir(int fd)
 {
-	/* a cached checkpoint's number is a placeholder of the root folder:
-	 * the kernel would go there */
+	/* a cached checkpoint's number is a placeholder (no folder): as for
+	 * the file it stands for */
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (v && !v->switched) {
 		errno = ENOTDIR;
@@ -1176,7 +1178,7 @@ CKC_EXPORT int fchdir(int fd)
 
 /* readlink(2) of /proc/self/fd/N (or /dev/fd/N) where N is a cached
  * checkpoint's number names the checkpoint, as the kernel names the file
- * behind a descriptor, not the placeholder's root folder; the length, or
+ * behind a descriptor, not the placeholder's inode; the length, or
  * -1 where path is no such name. */
 static ssize_t readlink_vfd(const char *path, char *buf, size_t len)
 {

@@ -101,7 +101,7 @@ static bool stat_fd(int fd, struct stat *st);
 
 /* A look at a cached checkpoint's descriptor by its name in /proc/self/fd
  * or /dev/fd (os.path.getsize of it, a shell's test -s /dev/fd/3): its
- * number names the library's placeholder, a folder, for the kernel. The
+ * number names the library's placeholder, a socket, for the kernel. The
  * checkpoint's stat, as fstat gives it; the link's own (lstat), as the
  * kernel makes it for a descriptor opened as the checkpoint was: the
  * owner's read and search bits for one open for reading, write and search

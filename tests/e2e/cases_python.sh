@@ -1533,6 +1533,46 @@ for n in (5000007, 4096, 0):
 '
 	same_output "stat of a checkpoint by its descriptor's name" "$prog"
 	same plainrun/c.bin ck/c.bin "c.bin at its real path"
+	# names the kernel refuses for a checkpoint's descriptor (a leading
+	# zero, a slash or more after the number, a closed number, another
+	# process's number) are refused as without the library; the
+	# placeholder behind the number is a folder for the kernel
+	prog='
+import os, subprocess, sys
+d = sys.argv[1]
+def tried(what, f, *a):
+    try:
+        r = f(*a)
+        if isinstance(r, os.stat_result):
+            r = "%o %d" % (r.st_mode, r.st_size)
+        elif isinstance(r, int) and f is os.open:
+            os.close(r)
+            r = "opened"
+        print(what, "->", r)
+    except OSError as e:
+        print(what, "-> errno", e.errno)
+with open(d + "/e.bin", "wb") as f:
+    f.write(b"e" * 70000)
+    f.flush()
+    fd = f.fileno()
+    other = subprocess.Popen(["sleep", "5"])
+    for name in ("/dev/fd/0%d" % fd, "/proc/self/fd/00%d" % fd, "/dev/fd/%d/" % fd, "/dev/fd/%d/." % fd,
+                 "/proc/self/fd/%d/x" % fd, "/proc/%d/fd/%d" % (other.pid, fd), "/dev/fd/%d" % (fd + 40)):
+        shown = name.replace("/%d/" % other.pid, "/PID/")
+        tried("stat " + shown, os.stat, name)
+        tried("lstat " + shown, os.lstat, name)
+        tried("access " + shown, os.access, name, os.R_OK)
+        tried("isdir " + shown, os.path.isdir, name)
+        tried("open " + shown, os.open, name, os.O_RDONLY)
+    tried("create", os.open, "/dev/fd/%d/new.bin" % fd, os.O_WRONLY | os.O_CREAT, 0o644)
+    tried("mkdir", os.mkdir, "/dev/fd/%d/sub" % fd)
+    tried("listdir", os.listdir, "/dev/fd/%d" % fd)
+    other.kill()
+    other.wait()
+print(os.listdir(d), os.path.getsize(d + "/e.bin"))
+'
+	same_output "refused names of a checkpoint's descriptor" "$prog"
+	same plainrun/e.bin ck/e.bin "e.bin at its real path"
 }
 case_add python/procfd-stat python_procfd_stat
 

@@ -1236,7 +1236,7 @@ PYEOF
 }
 case_add robust/rdwr-through-home rdwr_through_home
 
-# The two cases of the library's kept descriptor of "/" (the descriptors of
+# The two cases of the library's kept placeholders' descriptor (the descriptors of
 # cached files it reads are copies of it): ph.py writes N checkpoints of
 # random bytes, reads one back (its fstat agreeing with stat of its path)
 # and finds the kept descriptors; placeholder_run runs a program of the
@@ -1262,7 +1262,9 @@ def check(d, data, i):
         f"c{i}.bin: fstat {fs} against stat {st}"
 
 def bases():
-    """The descriptors of / opened as a path only (O_PATH in fdinfo)."""
+    """The library's placeholders' descriptors: of its socket, its name
+    removed, opened as a path only (O_PATH in fdinfo), or of / where none
+    could be made."""
     out = []
     for n in os.listdir("/proc/self/fd"):
         try:
@@ -1270,7 +1272,8 @@ def bases():
             flags = int(open(f"/proc/self/fdinfo/{n}").read().split("flags:")[1].split()[0], 8)
         except OSError:
             continue
-        if link == "/" and flags & 0o10000000:
+        ours = link == "/" or ("/ckptcache-ph." in link and link.endswith(" (deleted)"))
+        if ours and flags & 0o10000000:
             out.append(int(n))
     return out
 PYEOF
@@ -1303,7 +1306,7 @@ d = sys.argv[1]
 data = make(d, 6, 1000, 17)
 check(d, data, 0)
 base = bases()
-assert base, "no descriptor of / opened as a path"
+assert base, "no placeholders' descriptor opened as a path"
 mine = os.open(f"{d}/../junk.txt", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
 os.write(mine, b"JUNK" * 400)
 for n in base:
@@ -1349,7 +1352,7 @@ k = 0
 for way, close in ways.items():
     check(d, data, k % 8)
     base = bases()
-    assert len(base) == 1, f"{way}: descriptors of / opened as a path: {base}"
+    assert len(base) == 1, f"{way}: placeholders' descriptors opened as a path: {base}"
     n = base[0]
     close(n)
     took = fcntl.fcntl(mine, fcntl.F_DUPFD, n)
@@ -1364,7 +1367,7 @@ for _ in range(10):
     check(d, data, k % 8)
     k += 1
 after = len(bases())
-assert after <= before, f"descriptors of / before 10 children: {before}, after: {after}"
+assert after <= before, f"placeholders' descriptors before 10 children: {before}, after: {after}"
 print("ok", k)
 PYEOF
 	placeholder_run pc.py 8 900 31
@@ -1889,6 +1892,69 @@ for line in open(sys.argv[1]):
 	done
 }
 case_add robust/mtimes-after-kernel-stamps mtimes_after_kernel_stamps
+
+# The file in /dev/shm the cache sets and reads back for the kernel's fine
+# stamp (ckptcache-stamp-UID) cannot be used: /dev/shm is read-only, or
+# the name is a symbolic link someone else made. A program that rewrites a
+# checkpoint it looked at, and writes an untagged file after each, gets
+# its bytes back in the process and at the real path, each checkpoint no
+# older than the untagged file written before it, the time it saw on the
+# real file, and the link's target untouched. In a mount namespace.
+stamp_file_unusable() {
+	command -v unshare >/dev/null || note "no unshare here"
+	plain unshare -m sh -c 'mount -t tmpfs -o ro tmpfs /dev/shm' 2>/dev/null ||
+		note "cannot mount a tmpfs over /dev/shm in a mount namespace here"
+	cat >rw.py <<'PYEOF'
+import os, sys
+d, u, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+p, prev, out = f"{d}/a.bin", 0, []
+for i in range(n):
+    data = bytes([i % 251]) * (4096 + 17 * i)
+    with open(p, "wb") as f:
+        f.write(data)
+    m = os.stat(p).st_mtime_ns
+    assert m >= prev, f"{p}, rewrite {i}: mtime {m} is older than {prev}, of the file written before it"
+    with open(p, "rb") as f:
+        assert f.read() == data, f"{p}, rewrite {i}: read back other bytes"
+    q = f"{u}/plain{i}"
+    with open(q, "wb") as f:
+        f.write(b"u" * 100)
+    prev = os.stat(q).st_mtime_ns
+out.append(f"{p} {m} {len(data)} {(n - 1) % 251}")
+print("\n".join(out))
+PYEOF
+	mkdir -p "$T/u"
+	printf 'target\n' >target
+	touch -d '2001-01-01 00:00:00' target
+	local want_t how
+	want_t=$(stat -c %Y.%y target)
+	for how in read-only symlink; do
+		rm -f "$T"/ck/* "$T"/u/*
+		plain unshare -m sh -c '
+if [ "$1" = read-only ]; then
+	mount -t tmpfs -o ro tmpfs /dev/shm || exit 9
+else
+	mount -t tmpfs tmpfs /dev/shm && ln -s "$2/target" "/dev/shm/ckptcache-stamp-$(id -u)" || exit 9
+fi
+shift 2
+exec "$@"' sh "$how" "$T" env CKPTCACHE_PATHS="$T/ck/**" CKPTCACHE_HOST_CACHE=32M CKPTCACHE_STEP_ASIDE=off \
+			LD_PRELOAD="$PRELOAD" timeout -k 5 "$CASE_TIMEOUT" "$PY" rw.py "$T/ck" "$T/u" 60 >"seen.$how" 2>"err.$how"
+		local rc=$?
+		[ $rc = 9 ] && note "cannot set /dev/shm up in a mount namespace here"
+		[ $rc = 0 ] || fail "/dev/shm $how: the program ended with $rc: $(grep -a -e AssertionError -e ckptcache "err.$how" | tail -1)"
+		grep -q 'ckptcache: error' "err.$how" && fail "/dev/shm $how: $(grep 'ckptcache: error' "err.$how" | head -1)"
+		plain "$PY" -c '
+import os, sys
+p, m, size, b = open(sys.argv[1]).read().split()
+assert open(p, "rb").read() == bytes([int(b)]) * int(size), f"{p}: other bytes at the real path"
+r = os.stat(p).st_mtime_ns
+assert r == int(m), f"{p}: the program saw mtime {m}, its real file has {r}"
+' "seen.$how" || fail "/dev/shm $how: the real file$(last_error)"
+		[ "$(cat target)" = target ] || fail "/dev/shm $how: the link's target was written"
+		[ "$(stat -c %Y.%y target)" = "$want_t" ] || fail "/dev/shm $how: the link's target's time changed: $(stat -c %y target)"
+	done
+}
+case_add robust/stamp-file-unusable stamp_file_unusable
 
 # Another process lowers the program's file size limit (prlimit --pid)
 # after the cache has started: each new checkpoint's write then stops at
