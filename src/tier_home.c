@@ -206,6 +206,18 @@ static void home_mode(int fd, mode_t mode)
 	(void)sys_fchmod(fd, mode & 07777);
 }
 
+/* A change this process makes to the folder of a path (a publication, a
+ * named temporary file made or removed there): counted as under way from
+ * before it to after it, and the folder's times put back afterwards where
+ * the program set them (ckc_dir_times_note). */
+typedef struct dir_change {
+	char dir[PATH_MAX];
+	uint64_t seq;
+	bool named, kept;
+} dir_change_t;
+static void dir_change_begin(const char *path, dir_change_t *c);
+static void dir_change_end(const char *path, dir_change_t *c, bool changed);
+
 int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd)
 {
 	char dir[PATH_MAX];
@@ -239,7 +251,14 @@ int ckc_home_temp(const char *key, mode_t mode, char **tmp, int *fd)
 			return -ENOMEM;
 		ckc_state_tmp_add(name);
 		ckc_bg_yield();
+		/* (a new name in the folder changes its times, as the
+		 * publication's link or rename does) */
+		dir_change_t c;
+		dir_change_begin(name, &c);
 		int f = sys_open(name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+		int e = errno;
+		dir_change_end(name, &c, f >= 0);
+		errno = e;
 		if (f >= 0) {
 			home_mode(f, mode);
 			*tmp = name;
@@ -260,7 +279,11 @@ void ckc_home_discard(const char *tmp, int fd)
 	if (fd >= 0)
 		sys_close(fd);
 	if (tmp) {
-		(void)sys_unlink(tmp); /* an anonymous file has no name yet */
+		/* an anonymous file has no name yet: nothing is removed */
+		dir_change_t c;
+		dir_change_begin(tmp, &c);
+		int rc = sys_unlink(tmp);
+		dir_change_end(tmp, &c, rc == 0);
 		ckc_state_tmp_del(tmp);
 	}
 }
@@ -532,30 +555,40 @@ static void dir_times_after(const char *dir, bool kept, uint64_t seq)
 		dir_times_put_back(&keep);
 }
 
+static void dir_change_begin(const char *path, dir_change_t *c)
+{
+	/* counted from before the look to after the time is back: a look
+	 * meanwhile finds a changed time that may be this change's */
+	atomic_fetch_add(&dir_times_pubs, 1);
+	/* (the folder's times may be set while it changes: looked at after
+	 * it as well) */
+	c->seq = atomic_load(&dir_times_seq);
+	c->named = c->kept = false;
+	int saved = errno;
+	if (atomic_load(&dir_times_n) && (c->named = ckc_path_dirname(path, c->dir, sizeof(c->dir)) == 0))
+		c->kept = dir_times_before(c->dir);
+	errno = saved;
+}
+
+static void dir_change_end(const char *path, dir_change_t *c, bool changed)
+{
+	int saved = errno;
+	if (changed && (c->kept || atomic_load(&dir_times_n)) &&
+	    (c->named || (c->named = ckc_path_dirname(path, c->dir, sizeof(c->dir)) == 0)))
+		dir_times_after(c->dir, c->kept, c->seq);
+	atomic_fetch_sub(&dir_times_pubs, 1);
+	errno = saved;
+}
+
 /* ckc_home_commit and ckc_home_commit_open: fd closed unless keep_open;
  * the folder's times put back where the program set them. */
 static int home_publish(char *tmp, const char *key, int fd, const ckc_fid_t *base, bool fsync_it,
 			bool keep_open, const ckc_attr_t *a)
 {
-	/* counted from before the look to after the time is back: a look
-	 * meanwhile finds a changed time that may be this link's */
-	atomic_fetch_add(&dir_times_pubs, 1);
-	/* (the folder's times may be set while it is published: looked at
-	 * after it as well) */
-	uint64_t seq = atomic_load(&dir_times_seq);
-	char dir[PATH_MAX];
-	bool named = false, kept = false;
-	int saved = errno;
-	if (atomic_load(&dir_times_n) && (named = ckc_path_dirname(key, dir, sizeof(dir)) == 0))
-		kept = dir_times_before(dir);
-	errno = saved;
+	dir_change_t c;
+	dir_change_begin(key, &c);
 	int rc = home_publish_in(tmp, key, fd, base, fsync_it, keep_open, a);
-	saved = errno;
-	if (!rc && (kept || atomic_load(&dir_times_n)) &&
-	    (named || (named = ckc_path_dirname(key, dir, sizeof(dir)) == 0)))
-		dir_times_after(dir, kept, seq);
-	atomic_fetch_sub(&dir_times_pubs, 1);
-	errno = saved;
+	dir_change_end(key, &c, rc == 0);
 	return rc;
 }
 
