@@ -428,9 +428,19 @@ static int ph_inode_open(int oflags)
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	for (size_t d = 0, tries = 0; d < sizeof(dirs) / sizeof(dirs[0]) && tries < 8; tries++) {
+		/* (no snprintf: a signal handler's open or a forked child's may
+		 * make it) */
 		char name[80];
-		snprintf(name, sizeof(name), "%s/ckptcache-ph.%d.%lx.%u", dirs[d], (int)getpid(),
-			 (unsigned long)now.tv_nsec, atomic_fetch_add(&made, 1));
+		size_t n = strlen(dirs[d]);
+		memcpy(name, dirs[d], n);
+		memcpy(name + n, "/ckptcache-ph.", 14);
+		n += 14;
+		n += ckc_path_decimal(name + n, (unsigned long long)getpid());
+		name[n++] = '.';
+		n += ckc_path_decimal(name + n, (unsigned long long)now.tv_nsec);
+		name[n++] = '.';
+		n += ckc_path_decimal(name + n, atomic_fetch_add(&made, 1));
+		name[n] = '\0';
 		/* (a name taken, by anything: another) */
 		if (ckc_syscall6(SYS_mknodat, AT_FDCWD, (long)name, S_IFSOCK | 0600, 0, 0, 0) != 0) {
 			d += errno != EEXIST;
