@@ -1555,7 +1555,10 @@ with open(d + "/e.bin", "wb") as f:
     f.write(b"e" * 70000)
     f.flush()
     fd = f.fileno()
-    other = subprocess.Popen(["sleep", "5"])
+    # another process at rest: started, settled (its start-up files closed)
+    other = subprocess.Popen([sys.executable, "-c", "import sys; print(1, flush=True); sys.stdin.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    other.stdout.readline()
     for name in ("/dev/fd/0%d" % fd, "/proc/self/fd/00%d" % fd, "/dev/fd/%d/" % fd, "/dev/fd/%d/." % fd,
                  "/proc/self/fd/%d/x" % fd, "/proc/%d/fd/%d" % (other.pid, fd), "/dev/fd/%d" % (fd + 40)):
         shown = name.replace("/%d/" % other.pid, "/PID/")
@@ -1567,7 +1570,7 @@ with open(d + "/e.bin", "wb") as f:
     tried("create", os.open, "/dev/fd/%d/new.bin" % fd, os.O_WRONLY | os.O_CREAT, 0o644)
     tried("mkdir", os.mkdir, "/dev/fd/%d/sub" % fd)
     tried("listdir", os.listdir, "/dev/fd/%d" % fd)
-    other.kill()
+    other.stdin.close()
     other.wait()
 print(os.listdir(d), os.path.getsize(d + "/e.bin"))
 '
