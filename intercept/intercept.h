@@ -823,7 +823,8 @@ void ckc_px_procfd_open(const char *path);
  * /proc/self/fd/N uses the file descriptor N uses (ckc_passed_dup). */
 void ckc_px_real_opened(int fd, const char *path, const char *canon);
 /* The descriptor number a path of the form /proc/self/fd/N, /dev/fd/N,
- * /proc/thread-self/fd/N or /proc/PID/fd/N (this process) names, or -1. */
+ * /proc/thread-self/fd/N, /proc/ID/fd/N or /proc/self/task/ID/fd/N (ID:
+ * this process's or one of its threads') names, or -1. */
 int ckc_px_procfd_number(const char *path);
 /* fn(key) for each checkpoint under the folder dir that this process has
  * open for writing, one at a time (fn hands it over or retires it, so that

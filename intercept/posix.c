@@ -859,6 +859,28 @@ int ckc_open_linked(const char *canon, int flags)
 	return fd == CKC_PASS_LINKS ? CKC_PASS : fd;
 }
 
+/* The number at the start of *q ("123/"), past it and its slash, where it
+ * names a thread of this process (its id or one of its threads' ids: the
+ * kernel's /proc/<tid>/ and /proc/<pid>/task/<tid>/ show this process's
+ * descriptors); NULL otherwise. */
+static const char *procfd_own_id(const char *q)
+{
+	long id = 0;
+	const char *p = q;
+	if (*p < '1' || *p > '9')
+		return NULL;
+	for (; *p >= '0' && *p <= '9' && id < INT_MAX / 10; p++)
+		id = id * 10 + (*p - '0');
+	if (*p != '/')
+		return NULL;
+	pid_t me = getpid();
+	/* (another id: one of this process's threads when a signal 0 to it,
+	 * within this process, reaches one) */
+	if (id != me && syscall(SYS_tgkill, (long)me, id, 0L) != 0)
+		return NULL;
+	return p + 1;
+}
+
 CKC_START_PATH int ckc_px_procfd_number(const char *path)
 {
 	const char *p = NULL;
@@ -868,17 +890,18 @@ CKC_START_PATH int ckc_px_procfd_number(const char *path)
 		p = path + 8;
 	} else if (!strncmp(path, "/proc/", 6)) {
 		const char *q = path + 6, *fd;
-		char pid[24];
-		snprintf(pid, sizeof(pid), "%d/", (int)getpid());
+		int saved = errno;
 		if (!strncmp(q, "self/", 5))
 			fd = q + 5;
 		else if (!strncmp(q, "thread-self/", 12))
 			fd = q + 12;
-		else if (!strncmp(q, pid, strlen(pid)))
-			fd = q + strlen(pid);
 		else
-			return -1;
-		if (strncmp(fd, "fd/", 3) != 0)
+			fd = procfd_own_id(q);
+		/* /proc/self/task/<tid>/fd/ and the like */
+		if (fd && !strncmp(fd, "task/", 5))
+			fd = procfd_own_id(fd + 5);
+		errno = saved;
+		if (!fd || strncmp(fd, "fd/", 3) != 0)
 			return -1;
 		p = fd + 3;
 	} else {

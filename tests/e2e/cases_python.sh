@@ -1501,21 +1501,35 @@ print("truncate", libc.truncate(p.encode(), ctypes.c_long(70000)), "errno", ctyp
 case_add python/fs-calls python_fs_calls
 
 # A checkpoint's descriptor looked at by its name in /proc/self/fd or
-# /dev/fd (a program that sizes its restore with os.path.getsize of it):
+# /dev/fd, or a thread's (/proc/TID/fd, /proc/self/task/TID/fd) (a program
+# that sizes its restore with os.path.getsize of it):
 # stat, lstat and the os.path tests answer for the checkpoint, as without
 # the library, while it is written, once closed and read, and for a
 # rewritten one; fstat agrees.
 python_procfd_stat() {
 	local prog='
-import os, stat, sys
+import os, stat, sys, threading
 d = sys.argv[1]
 def look(fd, what):
+    # names through another thread of the process: its id, its task entry
+    ready, done, tid = threading.Event(), threading.Event(), []
+    def park():
+        tid.append(threading.get_native_id())
+        ready.set()
+        done.wait()
+    t = threading.Thread(target=park)
+    t.start()
+    ready.wait()
     out = []
-    for where in ("/proc/self/fd/%d" % fd, "/dev/fd/%d" % fd, "/proc/%d/fd/%d" % (os.getpid(), fd)):
+    for where in ("/proc/self/fd/%d" % fd, "/dev/fd/%d" % fd, "/proc/%d/fd/%d" % (os.getpid(), fd),
+                  "/proc/thread-self/fd/%d" % fd, "/proc/%d/fd/%d" % (tid[0], fd),
+                  "/proc/self/task/%d/fd/%d" % (tid[0], fd), "/proc/%d/task/%d/fd/%d" % (os.getpid(), tid[0], fd)):
         st, lst = os.stat(where), os.lstat(where)
         out.append("%s %o %d isfile=%s isdir=%s getsize=%d link=%o" % (
             where.split("/")[1], st.st_mode, st.st_size, os.path.isfile(where), os.path.isdir(where),
             os.path.getsize(where), lst.st_mode))
+    done.set()
+    t.join()
     fs = os.fstat(fd)
     print(what, "fstat %o %d" % (fs.st_mode, fs.st_size), "|", " | ".join(out))
 p = d + "/c.bin"
