@@ -336,7 +336,7 @@ static bool dir_has_writer(const char *dir)
 	return has;
 }
 
-CKC_EXPORT int rmdir(const char *path)
+static int rmdir_common(const char *path)
 {
 	char full[PATH_MAX];
 	bool named = dir_full_at(AT_FDCWD, path, full, true) == 0;
@@ -350,6 +350,13 @@ CKC_EXPORT int rmdir(const char *path)
 	if (rc == 0 && named)
 		dir_removed(full);
 	return ckc_enoent_checked(AT_FDCWD, path, rc);
+}
+
+CKC_EXPORT int rmdir(const char *path)
+{
+	ckc_px_change_t c;
+	ckc_px_change_begin(&c, AT_FDCWD, path);
+	return ckc_px_change_end(&c, rmdir_common(path));
 }
 
 int ckc_dir_remove(int dirfd, const char *path, int flags, int (*real)(int, const char *, int))

@@ -822,6 +822,17 @@ void ckc_px_procfd_open(const char *path);
  * any other forgets what its number's slot held, and one of the form
  * /proc/self/fd/N uses the file descriptor N uses (ckc_passed_dup). */
 void ckc_px_real_opened(int fd, const char *path, const char *canon);
+/* A call of the program's that changes the folder of dirfd/path (a name
+ * made, removed or renamed there), around it: the times the program set on
+ * that folder are not put back over its change (ckc_dir_times_changing). */
+typedef struct ckc_px_change {
+	uint64_t tok;
+	char canon[PATH_MAX];
+} ckc_px_change_t;
+void ckc_px_change_begin(ckc_px_change_t *c, int dirfd, const char *path);
+/* rc, the call's result (0: it changed the folder), errno kept */
+int ckc_px_change_end(ckc_px_change_t *c, int rc);
+
 /* The descriptor number a path of the form /proc/self/fd/N, /dev/fd/N,
  * /proc/thread-self/fd/N, /proc/ID/fd/N or /proc/self/task/ID/fd/N (ID:
  * this process's or one of its threads') names, or -1. */

@@ -388,6 +388,43 @@ CKC_EXPORT long fpathconf(int fd, int name)
 	return REAL(fpathconf)(fd, name);
 }
 
+/* ---- the program's own changes of a folder ---------------------------- */
+
+void ckc_px_change_begin(ckc_px_change_t *c, int dirfd, const char *path)
+{
+	c->tok = 0;
+	if (!ckc_dir_times_any() || !path || !*path)
+		return;
+	int saved = errno;
+	if (ckc_path_at(dirfd, path, c->canon) == 0) {
+		ckc_enter();
+		c->tok = ckc_dir_times_changing(c->canon);
+		ckc_leave();
+	}
+	errno = saved;
+}
+
+int ckc_px_change_end(ckc_px_change_t *c, int rc)
+{
+	if (c->tok) {
+		int saved = errno;
+		ckc_enter();
+		ckc_dir_times_changed(c->canon, c->tok, rc == 0);
+		ckc_leave();
+		errno = saved;
+	}
+	return rc;
+}
+
+/* rc of a call that changes the folder of dirfd/path (mkdir, symlink, a
+ * name removed), made by the expression call between the two */
+#define CHANGING(dirfd, path, call)                       \
+	({                                                \
+		ckc_px_change_t chg_;                     \
+		ckc_px_change_begin(&chg_, dirfd, path);  \
+		ckc_px_change_end(&chg_, (call));         \
+	})
+
 /* A folder's link at canon about to be replaced or removed (ln -sfn, a
  * job's "current" link retargeted): what the cache holds under the link's
  * spelling belongs to the folder it leads to now, and goes there first
@@ -424,7 +461,7 @@ static int unlink_tagged(const char *canon)
 	return (int)ckc_result(rc, saved);
 }
 
-CKC_EXPORT int unlink(const char *path)
+static int unlink_common(const char *path)
 {
 	char canon[PATH_MAX];
 	if (ckc_tagged_asked(AT_FDCWD, path, canon))
@@ -432,7 +469,12 @@ CKC_EXPORT int unlink(const char *path)
 	return ckc_enoent_checked(AT_FDCWD, path, REAL(unlink)(path));
 }
 
-CKC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
+CKC_EXPORT int unlink(const char *path)
+{
+	return CHANGING(AT_FDCWD, path, unlink_common(path));
+}
+
+static int unlinkat_common(int dirfd, const char *path, int flags)
 {
 	char canon[PATH_MAX];
 	if (!(flags & AT_REMOVEDIR) && ckc_tagged_asked(dirfd, path, canon))
@@ -440,6 +482,11 @@ CKC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 	if (flags & AT_REMOVEDIR)
 		return ckc_enoent_checked(dirfd, path, ckc_dir_remove(dirfd, path, flags, REAL(unlinkat)));
 	return ckc_enoent_checked(dirfd, path, REAL(unlinkat)(dirfd, path, flags));
+}
+
+CKC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
+{
+	return CHANGING(dirfd, path, unlinkat_common(dirfd, path, flags));
 }
 
 /* Whether the cache holds a version of canon now. */
@@ -466,12 +513,14 @@ static bool name_taken(int dirfd, const char *path)
 
 CKC_EXPORT int mkdir(const char *path, mode_t mode)
 {
-	return name_taken(AT_FDCWD, path) ? -1 : ckc_enoent_checked(AT_FDCWD, path, REAL(mkdir)(path, mode));
+	return CHANGING(AT_FDCWD, path,
+			name_taken(AT_FDCWD, path) ? -1 : ckc_enoent_checked(AT_FDCWD, path, REAL(mkdir)(path, mode)));
 }
 
 CKC_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
 {
-	return name_taken(dirfd, path) ? -1 : ckc_enoent_checked(dirfd, path, REAL(mkdirat)(dirfd, path, mode));
+	return CHANGING(dirfd, path,
+			name_taken(dirfd, path) ? -1 : ckc_enoent_checked(dirfd, path, REAL(mkdirat)(dirfd, path, mode)));
 }
 
 /* A symbolic link made to a checkpoint this process holds: the checkpoint
@@ -495,48 +544,61 @@ static void link_target_publish(int dirfd, const char *target, const char *path)
 	errno = saved;
 }
 
-CKC_EXPORT int symlink(const char *target, const char *path)
-{
-	if (name_taken(AT_FDCWD, path))
-		return -1;
-	link_target_publish(AT_FDCWD, target, path);
-	return ckc_enoent_checked(AT_FDCWD, path, REAL(symlink)(target, path));
-}
-
-CKC_EXPORT int symlinkat(const char *target, int dirfd, const char *path)
+static int symlink_common(const char *target, int dirfd, const char *path)
 {
 	if (name_taken(dirfd, path))
 		return -1;
 	link_target_publish(dirfd, target, path);
-	return ckc_enoent_checked(dirfd, path, REAL(symlinkat)(target, dirfd, path));
+	return ckc_enoent_checked(dirfd, path,
+				  dirfd == AT_FDCWD ? REAL(symlink)(target, path) : REAL(symlinkat)(target, dirfd, path));
+}
+
+CKC_EXPORT int symlink(const char *target, const char *path)
+{
+	return CHANGING(AT_FDCWD, path, symlink_common(target, AT_FDCWD, path));
+}
+
+CKC_EXPORT int symlinkat(const char *target, int dirfd, const char *path)
+{
+	return CHANGING(dirfd, path, symlink_common(target, dirfd, path));
 }
 
 CKC_EXPORT int mknod(const char *path, mode_t mode, dev_t dev)
 {
-	return name_taken(AT_FDCWD, path) ? -1 : ckc_enoent_checked(AT_FDCWD, path, REAL(mknod)(path, mode, dev));
+	return CHANGING(AT_FDCWD, path,
+			name_taken(AT_FDCWD, path) ? -1 : ckc_enoent_checked(AT_FDCWD, path, REAL(mknod)(path, mode, dev)));
 }
 
 CKC_EXPORT int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
 {
-	return name_taken(dirfd, path) ? -1 : ckc_enoent_checked(dirfd, path, REAL(mknodat)(dirfd, path, mode, dev));
+	return CHANGING(dirfd, path,
+			name_taken(dirfd, path) ? -1 :
+						  ckc_enoent_checked(dirfd, path, REAL(mknodat)(dirfd, path, mode, dev)));
 }
 
 CKC_EXPORT int mkfifo(const char *path, mode_t mode)
 {
-	return name_taken(AT_FDCWD, path) ? -1 : ckc_enoent_checked(AT_FDCWD, path, REAL(mkfifo)(path, mode));
+	return CHANGING(AT_FDCWD, path,
+			name_taken(AT_FDCWD, path) ? -1 : ckc_enoent_checked(AT_FDCWD, path, REAL(mkfifo)(path, mode)));
 }
 
 CKC_EXPORT int mkfifoat(int dirfd, const char *path, mode_t mode)
 {
-	return name_taken(dirfd, path) ? -1 : ckc_enoent_checked(dirfd, path, REAL(mkfifoat)(dirfd, path, mode));
+	return CHANGING(dirfd, path,
+			name_taken(dirfd, path) ? -1 : ckc_enoent_checked(dirfd, path, REAL(mkfifoat)(dirfd, path, mode)));
 }
 
-CKC_EXPORT int remove(const char *path)
+static int remove_common(const char *path)
 {
 	char canon[PATH_MAX];
 	if (ckc_tagged_asked(AT_FDCWD, path, canon) && cached_now(canon))
 		return unlink_tagged(canon);
 	return ckc_enoent_checked(AT_FDCWD, path, REAL(remove)(path));
+}
+
+CKC_EXPORT int remove(const char *path)
+{
+	return CHANGING(AT_FDCWD, path, remove_common(path));
 }
 
 /* What the kernel would say about renaming within the cache: both folders
@@ -670,20 +732,30 @@ static int two_paths_checked(int fd1, const char *from, int fd2, const char *to,
 	return ckc_enoent_checked(fd2, to, rc);
 }
 
+/* rename_common, a change of both folders */
+static int rename_changing(int fd1, const char *from, int fd2, const char *to, unsigned flags)
+{
+	ckc_px_change_t c1, c2;
+	ckc_px_change_begin(&c1, fd1, from);
+	ckc_px_change_begin(&c2, fd2, to);
+	int rc = two_paths_checked(fd1, from, fd2, to, rename_common(fd1, from, fd2, to, flags, real_rename2));
+	ckc_px_change_end(&c2, rc);
+	return ckc_px_change_end(&c1, rc);
+}
+
 CKC_EXPORT int rename(const char *from, const char *to)
 {
-	return two_paths_checked(AT_FDCWD, from, AT_FDCWD, to,
-				 rename_common(AT_FDCWD, from, AT_FDCWD, to, 0, real_rename2));
+	return rename_changing(AT_FDCWD, from, AT_FDCWD, to, 0);
 }
 
 CKC_EXPORT int renameat(int fd1, const char *from, int fd2, const char *to)
 {
-	return two_paths_checked(fd1, from, fd2, to, rename_common(fd1, from, fd2, to, 0, real_rename2));
+	return rename_changing(fd1, from, fd2, to, 0);
 }
 
 CKC_EXPORT int renameat2(int fd1, const char *from, int fd2, const char *to, unsigned int flags)
 {
-	return two_paths_checked(fd1, from, fd2, to, rename_common(fd1, from, fd2, to, flags, real_rename2));
+	return rename_changing(fd1, from, fd2, to, flags);
 }
 
 /* A hard link names the real file: a cached checkpoint goes there first
@@ -714,12 +786,12 @@ static int link_common(int fd1, const char *from, int fd2, const char *to, int f
 
 CKC_EXPORT int link(const char *from, const char *to)
 {
-	return link_common(AT_FDCWD, from, AT_FDCWD, to, 0, false);
+	return CHANGING(AT_FDCWD, to, link_common(AT_FDCWD, from, AT_FDCWD, to, 0, false));
 }
 
 CKC_EXPORT int linkat(int fd1, const char *from, int fd2, const char *to, int flags)
 {
-	return link_common(fd1, from, fd2, to, flags, true);
+	return CHANGING(fd2, to, link_common(fd1, from, fd2, to, flags, true));
 }
 
 /* ---- mapping and copying --------------------------------------------- */

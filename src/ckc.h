@@ -81,6 +81,20 @@ void ckc_dir_times_note(const char *dir, const struct stat *st);
  * no longer put back. */
 void ckc_dir_times_forget(const char *path);
 
+/* Whether the program set the times of a folder whose publications are
+ * to come (one load, no lock). */
+bool ckc_dir_times_any(void);
+
+/* The program is about to change the folder of path (canonical) by a call
+ * of its own (a folder, link or node made, a name removed or renamed):
+ * until ckc_dir_times_changed, nothing puts that folder's times back. A
+ * token for it, 0 where they were not set. */
+uint64_t ckc_dir_times_changing(const char *path);
+
+/* That call ended (done: it changed the folder): the times the program had
+ * set are no longer put back; or the call failed and they are, again. */
+void ckc_dir_times_changed(const char *path, uint64_t tok, bool done);
+
 /* Whether one of those replaces a file its real path held when it began
  * (one load; no lock): where not, a path that reaches a version not yet
  * published through links finds no file there, and the kernel's open of it

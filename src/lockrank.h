@@ -78,7 +78,8 @@ typedef enum ckc_rank {
 	 * engine makes one (the engine lock held). */
 	CKC_RANK_STATE,
 	/* The folders whose times the program set (tier_home.c): taken
-	 * around a copy of an entry only, with no file system call. */
+	 * around a copy of an entry, and around the fstat and futimens of a
+	 * folder's descriptor that put its time back. */
 	CKC_RANK_DIRTIMES,
 	/* The copy lanes' hand-off: taken around a post and its end only. */
 	CKC_RANK_LANES,

@@ -416,6 +416,7 @@ typedef struct dir_times {
 	ino_t ino;
 	struct timespec mtime; /* as the program set it */
 	uint64_t seq;          /* when it was noted (dir_times_seq) */
+	int changing;          /* the program's own changes of it under way */
 } dir_times_t;
 
 static dir_times_t dir_times[DIR_TIMES_MAX];
@@ -458,7 +459,10 @@ static void dir_times_drop(int i, uint64_t seq)
 }
 
 /* Puts the modification time the program set last back on keep's folder,
- * if it is still that folder. */
+ * if it is still that folder and still noted. The look and the setting
+ * are made with the entry's lock held: a change of the program's to the
+ * folder (ckc_dir_times_changing, before its call) then comes after the
+ * time is back, or finds it not put back. */
 static void dir_times_put_back(const dir_times_t *keep)
 {
 	int fd = sys_open(keep->dir, O_RDONLY | O_DIRECTORY, 0);
@@ -466,14 +470,16 @@ static void dir_times_put_back(const dir_times_t *keep)
 		return;
 	struct stat st;
 	struct timespec t[2] = { { .tv_nsec = UTIME_OMIT }, keep->mtime };
-	if (sys_fstat(fd, &st) == 0 && st.st_dev == keep->dev && st.st_ino == keep->ino) {
-		/* (set again meanwhile: the newer time) */
-		dir_times_t now;
-		if (dir_times_get(keep->dir, &now) && now.dev == keep->dev && now.ino == keep->ino)
-			t[1] = now.mtime;
+	ckc_mutex_lock(&dir_times_lock);
+	int i = dir_times_find(keep->dir);
+	/* (set again meanwhile: the newer time) */
+	if (i >= 0 && !dir_times[i].changing && dir_times[i].dev == keep->dev && dir_times[i].ino == keep->ino &&
+	    sys_fstat(fd, &st) == 0 && st.st_dev == keep->dev && st.st_ino == keep->ino) {
+		t[1] = dir_times[i].mtime;
 		if (!ts_eq(st.st_mtim, t[1]))
 			(void)sys_futimens(fd, t);
 	}
+	ckc_mutex_unlock(&dir_times_lock);
 	sys_close(fd);
 }
 
@@ -496,6 +502,7 @@ void ckc_dir_times_note(const char *dir, const struct stat *st)
 		else
 			atomic_fetch_add(&dir_times_n, 1);
 		strcpy(dir_times[i].dir, dir);
+		dir_times[i].changing = 0;
 	}
 	dir_times[i].dev = st->st_dev;
 	dir_times[i].ino = st->st_ino;
@@ -507,6 +514,50 @@ void ckc_dir_times_note(const char *dir, const struct stat *st)
 	 * put back (those from now on do it themselves) */
 	dir_times_put_back(&keep);
 	atomic_fetch_sub(&dir_times_pubs, 1);
+}
+
+bool ckc_dir_times_any(void)
+{
+	return atomic_load_explicit(&dir_times_n, memory_order_relaxed) > 0;
+}
+
+uint64_t ckc_dir_times_changing(const char *path)
+{
+	char dir[PATH_MAX];
+	if (!ckc_dir_times_any() || ckc_path_dirname(path, dir, sizeof(dir)) != 0)
+		return 0;
+	ckc_mutex_lock(&dir_times_lock);
+	int i = dir_times_find(dir);
+	uint64_t tok = i >= 0 ? dir_times[i].seq : 0;
+	if (i >= 0)
+		dir_times[i].changing++;
+	ckc_mutex_unlock(&dir_times_lock);
+	return tok;
+}
+
+void ckc_dir_times_changed(const char *path, uint64_t tok, bool done)
+{
+	char dir[PATH_MAX];
+	if (!tok || ckc_path_dirname(path, dir, sizeof(dir)) != 0)
+		return;
+	dir_times_t keep;
+	ckc_mutex_lock(&dir_times_lock);
+	int i = dir_times_find(dir);
+	bool found = i >= 0 && dir_times[i].changing > 0;
+	if (found) {
+		dir_times[i].changing--;
+		keep = dir_times[i];
+		/* changed after its times were set: as without the library
+		 * (unless they were set again meanwhile) */
+		if (done && keep.seq == tok) {
+			dir_times_drop(i, tok);
+			found = false;
+		}
+	}
+	ckc_mutex_unlock(&dir_times_lock);
+	/* the call failed: the publications meanwhile put nothing back */
+	if (found && !keep.changing)
+		dir_times_put_back(&keep);
 }
 
 void ckc_dir_times_forget(const char *path)
@@ -534,6 +585,9 @@ static bool dir_times_before(const char *dir)
 		return false;
 	/* (another publication under way may be one into this folder whose
 	 * link changed it: a change is not told from it then) */
+	/* (one the program is changing: its call decides, as it ends) */
+	if (keep.changing)
+		return true;
 	struct stat st;
 	bool same = sys_stat(dir, &st) == 0 && st.st_dev == keep.dev && st.st_ino == keep.ino &&
 		    (ts_eq(st.st_mtim, keep.mtime) || atomic_load(&dir_times_pubs) > 1);

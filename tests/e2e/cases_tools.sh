@@ -458,6 +458,61 @@ except OSError as e:
 	stats_ok 'objects.written>=10'
 }
 
+# A folder whose times the program set, then changed by a call of its own
+# (a folder, a link or a hard link made in it, a name removed or renamed
+# into or out of it) while the publications of the files written in it
+# just before are under way, on two lanes: the folder has the time of that
+# change, as without the library, not the one set (it was put back over
+# the change now and then: a publication that began before it, or two at
+# once, did not tell it from theirs).
+tools_py_folder_changes() {
+	local prog='
+import os, sys
+d = sys.argv[1]
+T = (978310861, 978310861)
+for r in range(3):
+    for case in ("mkdir", "symlink", "unlink", "rename-in", "rename-out", "rmdir", "link"):
+        sub = os.path.join(d, "r%d-%s" % (r, case))
+        os.makedirs(sub)
+        os.mkdir(os.path.join(sub, "gone"))
+        side = os.path.join(d, "side-r%d-%s" % (r, case))
+        with open(side, "wb") as f:
+            f.write(b"s" * 100)
+        for i in range(120):
+            with open(os.path.join(sub, "f%d.bin" % i), "wb") as f:
+                f.write(bytes([i % 251]) * (40000 + i))
+        os.utime(sub, T)
+        if case == "mkdir":
+            os.mkdir(os.path.join(sub, "new"))
+        elif case == "symlink":
+            os.symlink("f0.bin", os.path.join(sub, "l"))
+        elif case == "unlink":
+            os.unlink(os.path.join(sub, "f3.bin"))
+        elif case == "rename-in":
+            os.rename(side, os.path.join(sub, "side"))
+        elif case == "rename-out":
+            os.rename(os.path.join(sub, "f5.bin"), side + ".out")
+        elif case == "rmdir":
+            os.rmdir(os.path.join(sub, "gone"))
+        else:
+            os.link(side, os.path.join(sub, "hard"))
+'
+	mkdir -p plain ck/tree
+	python3 -c "$prog" plain || fail "without the library"
+	ck -- python3 -c "$prog" ck/tree || fail "with the library: exit status $?"
+	(cd plain && find . -type f -exec sha256sum {} + | sort) >plain.sum
+	(cd ck/tree && find . -type f -exec sha256sum {} + | sort) >ck.sum
+	cmp -s plain.sum ck.sum || fail "not the same files and bytes: $(diff plain.sum ck.sum | head -2 | tr '\n' ' ')"
+	local d y kept=
+	for d in plain/r*; do
+		[ "$(stat -c %y "$d" | cut -c1-4)" != 2001 ] || fail "without the library, $d kept 2001"
+		y=$(stat -c %y "ck/tree/${d#plain/}")
+		[ "${y:0:4}" != 2001 ] || kept="$kept ${d#plain/}"
+	done
+	[ -z "$kept" ] || fail "folders changed after their times were set kept them:$kept"
+	stats_ok 'objects.written>=2000'
+}
+
 # GNU tar extracts a symbolic link whose target leaves the folder (../..)
 # as an empty placeholder file first, and replaces it with the link at the
 # end only if the placeholder's device and inode are still the ones its
@@ -560,6 +615,7 @@ case_add tools/tar-folder-times tools_tar_folder_times
 case_add tools/py-folder-times tools_py_folder_times
 tools_py_folder_times_named() { NOTMPFILE=1 tools_py_folder_times; }
 case_add tools/py-folder-times-named-temps tools_py_folder_times_named
+case_add tools/py-folder-changes tools_py_folder_changes
 case_add tools/tar-out-of tools_tar_out_of
 case_add tools/tar-delayed-links tools_tar_delayed_links
 case_add tools/bash-builtins tools_bash_builtins
