@@ -497,7 +497,7 @@ static int node_publish_dir(const char *dir, uint64_t what)
 	if (what != NODE_DIR_LIST)
 		rc = ckc_dir_each_writer(dir, what == NODE_DIR_MOVE ? ckc_hand_over_path : ckc_forget);
 	if (what != NODE_DIR_GONE) {
-		int r = ckc_publish_under(dir, NODE_DIR_WAIT_NS, false);
+		int r = ckc_publish_under_asked(dir, NODE_DIR_WAIT_NS);
 		if (!rc)
 			rc = r;
 	}

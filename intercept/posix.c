@@ -761,7 +761,7 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 		ckc_alias_write(canon, spelt ? lreal : NULL, true);
 		/* from now on this process can hold bytes others may ask for */
 		ckc_writer_start();
-		int rc = acc == O_WRONLY && !(flags & O_APPEND) ? ckc_open_write_only(canon, m & 07777, &h) :
+		int rc = !(flags & O_APPEND) ? ckc_open_write_only(canon, m & 07777, &h) :
 								 ckc_open_write(canon, m & 07777, &h);
 		if (rc) {
 			REAL(close)(ph);

@@ -111,32 +111,41 @@ bool aside_try_next(const aside_t *a)
  * machine's (memory the host has to hand back first, a page-cache
  * write-back), which the other side meets too. Where that sample is
  * older, the next checkpoint tries the other side first. */
-static bool aside_learn(aside_t *a, aside_side_t s, double speed)
+/* The choice after the medians changed: 1 where it changed, 0 where it
+ * stands, -1 where the other side is to be tried first. */
+static int aside_follow(aside_t *a)
 {
-	aside_keep(a, s, speed);
-	a->measured[s]++;
-	a->last[s] = speed;
-	a->seq_at[s] = ++a->seq;
 	if (!a->n[ASIDE_CACHE] || !a->n[ASIDE_HOME])
-		return false;
+		return -1;
 	aside_side_t was = a->choice, other = was == ASIDE_CACHE ? ASIDE_HOME : ASIDE_CACHE;
 	if (aside_better(a) == other) {
 		if (!a->measured[other] || a->seq - a->seq_at[other] > ASIDE_KEEP) {
 			if (a->since < a->every)
 				a->since = a->every;
-			return false;
+			return -1;
 		}
 		double fresh[2] = { a->bw[ASIDE_CACHE], a->bw[ASIDE_HOME] };
 		fresh[other] = a->last[other];
 		if (aside_favoured(a, fresh) == other)
 			a->choice = other;
 	}
-	if (a->choice != was) {
-		a->switches++;
-		a->every = ASIDE_EVERY_MIN;
-		a->since = 0;
-		return true;
-	}
+	if (a->choice == was)
+		return 0;
+	a->switches++;
+	a->every = ASIDE_EVERY_MIN;
+	a->since = 0;
+	return 1;
+}
+
+static bool aside_learn(aside_t *a, aside_side_t s, double speed)
+{
+	aside_keep(a, s, speed);
+	a->measured[s]++;
+	a->last[s] = speed;
+	a->seq_at[s] = ++a->seq;
+	int f = aside_follow(a);
+	if (f)
+		return f > 0;
 	uint32_t most = a->choice == ASIDE_HOME ? ASIDE_EVERY_MAX_CACHE : ASIDE_EVERY_MAX;
 	if (s != a->choice && a->every < most)
 		a->every *= 2; /* a try that confirmed the choice */
@@ -162,6 +171,23 @@ bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns)
 		a->cache_ns += ns;
 	}
 	return aside_learn(a, s, (double)bytes * 1e9 / (double)ns);
+}
+
+bool aside_charge(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns)
+{
+	if (!a->on || !a->measured[s] || bytes < ASIDE_MIN_BYTES || ns == 0)
+		return false;
+	uint32_t i = (a->n[s] - 1) % ASIDE_KEEP;
+	double was = a->keep[s][i];
+	if (was <= 0)
+		return false;
+	double speed = (double)bytes / ((double)bytes / was + (double)ns / 1e9);
+	a->keep[s][i] = speed;
+	a->last[s] = speed;
+	a->bw[s] = aside_median(a->keep[s], a->n[s] < ASIDE_KEEP ? a->n[s] : ASIDE_KEEP);
+	if (s == ASIDE_CACHE)
+		a->cache_ns += ns;
+	return aside_follow(a) > 0;
 }
 
 void aside_drained(aside_t *a, uint64_t drain_ns)

@@ -112,6 +112,13 @@ bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns);
  * the mark. */
 void aside_drained(aside_t *a, uint64_t drain_ns);
 
+/* The program waited ns for the publication of a checkpoint of bytes that
+ * went to side s and was sampled there (a listing of its folder that
+ * published it, a sync of it after its close): that time is added to the
+ * side's last sample, as the program paid it for that checkpoint, and the
+ * choice follows. Whether it changed. */
+bool aside_charge(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns);
+
 /* One small checkpoint that took the program ns on side s, from its open
  * to its close (the model of small checkpoints, whose speed is files per
  * second: their time is metadata operations, not bytes). Returns true

@@ -136,10 +136,10 @@ void ckc_shutdown(void);
 /* Starts a new version of path for writing (the previous version is
  * retired). mode is used when the real file is created. Returns 0 or -errno. */
 int ckc_open_write(const char *path, mode_t mode, ckc_handle_t **h);
-/* The same for a descriptor that is only written, from its start, never
- * read (O_WRONLY without O_APPEND): the version may go straight to its
- * real path where that writes as fast as the cache (stepping aside,
- * aside.h). */
+/* The same for a descriptor that writes the version from its start (no
+ * O_APPEND; read too or not): the version may go straight to its real path
+ * where that writes as fast as the cache (stepping aside, aside.h), and
+ * the descriptor reads it back from there. */
 int ckc_open_write_only(const char *path, mode_t mode, ckc_handle_t **h);
 /* Where a new version of path, opened write-only (O_TRUNC, no O_APPEND),
  * goes when the checkpoints are small (aside.h): */
@@ -389,6 +389,9 @@ int ckc_publish_all(uint64_t timeout_ns, bool writers);
 /* ckc_publish_all for the files under the folder dir (at any depth), NULL
  * for all. Returns -errno for a bad dir too. */
 int ckc_publish_under(const char *dir, uint64_t timeout_ns, bool writers);
+/* The same for closed versions, asked by another process of the node: its
+ * wait is not this program's (stepping aside does not count it). */
+int ckc_publish_under_asked(const char *dir, uint64_t timeout_ns);
 
 /* Whether a closed version under the folder dir (NULL: anywhere) is owed to
  * its real path: what ckc_publish_under(dir, ...) would publish, writers

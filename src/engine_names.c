@@ -106,8 +106,14 @@ static int sync_locked(ckc_obj_t *o)
 
 int ckc_sync(ckc_handle_t *h)
 {
+	uint64_t t0 = ckc_now_ns();
 	ckc_mutex_lock(&ckc_eng.lock);
 	int rc = h->o->handed ? CKC_HANDED : h->o->retired ? 0 : sync_locked(h->o);
+	/* the program's time in a sync of a version it still writes is part
+	 * of that version's cost (stepping aside weighs it: a cached one
+	 * that the program syncs pays its publication there) */
+	if (h->writer && !h->o->complete)
+		h->o->write_ns += ckc_now_ns() - t0;
 	/* handed over to its real file meanwhile (another thread's fork makes
 	 * every tagged descriptor real first), or removed: the publication
 	 * stood down, and the real file is the caller's to sync */
@@ -338,7 +344,21 @@ bool ckc_owes_under(const char *dir)
 	return owed;
 }
 
+static int publish_under(const char *dir, uint64_t timeout_ns, bool writers, bool programs);
+
 int ckc_publish_under(const char *dir, uint64_t timeout_ns, bool writers)
+{
+	return publish_under(dir, timeout_ns, writers, true);
+}
+
+int ckc_publish_under_asked(const char *dir, uint64_t timeout_ns)
+{
+	return publish_under(dir, timeout_ns, false, false);
+}
+
+/* programs: the program waits for it (a sample of the cache among the
+ * versions published counts that wait) */
+static int publish_under(const char *dir, uint64_t timeout_ns, bool writers, bool programs)
 {
 	struct timespec end;
 	int rc = 0;
@@ -391,6 +411,9 @@ int ckc_publish_under(const char *dir, uint64_t timeout_ns, bool writers)
 	 * one that fails (and said so) is not tried again */
 	uint64_t failed[32];
 	int nfailed = 0;
+	/* the cache's samples among them: the caller's wait is added to
+	 * them (stepping aside), once */
+	uint64_t t0 = ckc_now_ns(), sampled = 0;
 	for (;;) {
 		ckc_obj_t *due = NULL;
 		bool busy = false;
@@ -402,6 +425,10 @@ int ckc_publish_under(const char *dir, uint64_t timeout_ns, bool writers)
 					skip |= failed[k] == o->version;
 				if (skip || o->version > last || !owed_home(o) || !under(o->key, pfx, n))
 					continue;
+				if (programs && o->aside_cached) {
+					o->aside_cached = false;
+					sampled += o->size;
+				}
 				if (o->flushing || o->home_busy || o->migrating) {
 					if (!busy)
 						wait_on = o->flushing ? EC_FLUSHED : o->home_busy ? EC_HOME : EC_MOVED;
@@ -430,6 +457,8 @@ int ckc_publish_under(const char *dir, uint64_t timeout_ns, bool writers)
 			break;
 		}
 	}
+	if (sampled)
+		(void)aside_charge(&ckc_eng.aside, ASIDE_CACHE, sampled, ckc_now_ns() - t0);
 	eng_unlock();
 	return rc;
 }

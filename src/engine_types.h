@@ -109,6 +109,8 @@ struct ckc_obj {
 	bool aside_home;     /* written straight to its real path by the choice of
 				ckc_eng.aside (a sample of the real path's speed) */
 	bool aside_sample;   /* its write time is a sample for ckc_eng.aside */
+	bool aside_cached;   /* ...of the cache, taken: a wait of the program's
+				for its publication is added to it */
 	uint64_t write_ns;   /* the program's time in its open, writes and close */
 	bool passed_read;    /* opened for reading at its real path (aside_home) */
 	bool migrating;      /* its bytes are moving to a lower tier */

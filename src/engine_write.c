@@ -137,6 +137,7 @@ void eng_aside_note(ckc_obj_t *o)
 	if (ns > o->write_ns)
 		a->capped++;
 	bool changed = aside_note(a, o->aside_home ? ASIDE_HOME : ASIDE_CACHE, o->size, ns);
+	o->aside_cached = !o->aside_home;
 	/* the next checkpoint tries the cache: its room is populated first */
 	if (aside_try_next(a) && ckc_eng.tier[0].kind == TIER_HOST)
 		ckc_host_expect(&ckc_eng.tier[0]);

@@ -71,6 +71,43 @@ Test(aside, a_faster_cache_takes_the_checkpoints_and_the_real_path_is_still_trie
 		      sent[ASIDE_HOME]);
 }
 
+/* A cache whose copies are fast but whose checkpoints the program then
+ * waits for (a listing of their folder that publishes them, a rotation's
+ * glob after each one): the wait is added to each one's sample, and the
+ * checkpoints go to the real path, which the same program writes faster
+ * than the copy and the wait together; a charge of nothing, or of a side
+ * never sampled, changes nothing. */
+Test(aside, a_wait_for_the_cached_checkpoints_counts_against_the_cache)
+{
+	aside_t a;
+	aside_init(&a, true);
+	cr_assert_not(aside_charge(&a, ASIDE_CACHE, 16 * MiB, 1000000), "no sample of the cache yet");
+	int sent[2] = { 0, 0 };
+	/* the cache copies at 10 GB/s, the real path takes 5 GB/s, and the
+	 * program waits for each cached one at the real path's speed */
+	for (int i = 0; i < 200; i++) {
+		aside_side_t s = aside_pick(&a);
+		sent[s]++;
+		aside_note(&a, s, 16 * MiB, at(16 * MiB, s == ASIDE_HOME ? 5 : 10));
+		if (s == ASIDE_CACHE)
+			aside_charge(&a, ASIDE_CACHE, 16 * MiB, at(16 * MiB, 5));
+	}
+	cr_assert_eq(a.choice, ASIDE_HOME, "the real path: %.2f GB/s against the cache's %.2f", a.bw[ASIDE_HOME] / 1e9,
+		     a.bw[ASIDE_CACHE] / 1e9);
+	cr_assert_leq(sent[ASIDE_CACHE], 10, "%d of 200 cached", sent[ASIDE_CACHE]);
+	cr_assert_lt(a.bw[ASIDE_CACHE], 3.5e9, "the cache's samples carry the waits: %.2f GB/s", a.bw[ASIDE_CACHE] / 1e9);
+	/* without the waits the same world keeps the cache */
+	aside_t b;
+	aside_init(&b, true);
+	int kept[2] = { 0, 0 };
+	world(&b, 200, 16 * MiB, 10, 5, kept);
+	cr_assert_eq(b.choice, ASIDE_CACHE);
+	double before = b.bw[ASIDE_CACHE];
+	cr_assert_not(aside_charge(&b, ASIDE_CACHE, 16 * MiB, 0));
+	cr_assert_not(aside_charge(&b, ASIDE_CACHE, 1000, 1000000), "a small checkpoint teaches nothing");
+	cr_assert_eq(b.bw[ASIDE_CACHE], before);
+}
+
 Test(aside, the_real_path_is_kept_down_to_a_fraction_of_the_cache_speed)
 {
 	/* from the real path, where a process begins: it is left below ASIDE_LEAVE */
