@@ -554,9 +554,13 @@ print(sorted(os.listdir(d)))
 		ck CKPTCACHE_PATHS="$T/ck/$how/*" CKPTCACHE_STEP_ASIDE=auto -- "$PY" -c "$prog" "$T/ck/$how" 24 "$how" >"got.$how" ||
 			fail "$how: the program with the library$(last_error)"
 		outputs_match "want.$how" "got.$how"
-		# (fsync: the cache pays each publication in the program's
-		# time; without, a listing pays it where its flush is behind)
-		stats_ok files==1 step_aside.on==1 step_aside.written_straight\>="$([ $how = fsync ] && echo 16 || echo 3)"
+		# the first one, and the two the real path is measured with
+		# before the cache is tried, whatever the speeds (before: the
+		# first one only, a descriptor that reads too was cached); where
+		# the rest go is the machine's speeds' business (on a 2-core
+		# machine, 20 or more of the 24 with the fsync; under a sanitizer
+		# beside other tests, as few as 4)
+		stats_ok files==1 step_aside.on==1 step_aside.written_straight\>=3
 		local i
 		for i in 021 022 023; do
 			cmp "plainrun/$how/ck$i.bin" "ck/$how/ck$i.bin" || fail "$how: ck$i.bin at its real path"
