@@ -354,9 +354,7 @@ static int rmdir_common(const char *path)
 
 CKC_EXPORT int rmdir(const char *path)
 {
-	ckc_px_change_t c;
-	ckc_px_change_begin(&c, AT_FDCWD, path);
-	return ckc_px_change_end(&c, rmdir_common(path));
+	return CKC_CHANGING(AT_FDCWD, path, rmdir_common(path));
 }
 
 int ckc_dir_remove(int dirfd, const char *path, int flags, int (*real)(int, const char *, int))

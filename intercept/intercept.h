@@ -832,6 +832,14 @@ typedef struct ckc_px_change {
 void ckc_px_change_begin(ckc_px_change_t *c, int dirfd, const char *path);
 /* rc, the call's result (0: it changed the folder), errno kept */
 int ckc_px_change_end(ckc_px_change_t *c, int rc);
+/* rc of a call that changes the folder of dirfd/path (mkdir, symlink, a
+ * name removed), made by the expression call between the two */
+#define CKC_CHANGING(dirfd, path, call)                   \
+	({                                                \
+		ckc_px_change_t chg_;                     \
+		ckc_px_change_begin(&chg_, dirfd, path);  \
+		ckc_px_change_end(&chg_, (call));         \
+	})
 
 /* The descriptor number a path of the form /proc/self/fd/N, /dev/fd/N,
  * /proc/thread-self/fd/N, /proc/ID/fd/N or /proc/self/task/ID/fd/N (ID:

@@ -862,8 +862,10 @@ int ckc_open_linked(const char *canon, int flags)
 /* The number at the start of *q ("123/"), past it and its slash, where it
  * names a thread of this process (its id or one of its threads' ids: the
  * kernel's /proc/<tid>/ and /proc/<pid>/task/<tid>/ show this process's
- * descriptors); NULL otherwise. */
-static const char *procfd_own_id(const char *q)
+ * descriptors) and what follows is "fd/" (or "task/", with task); NULL
+ * otherwise. The id is asked about last, and only then: a look at another
+ * process's /proc entry (ps, top, psutil) costs no system call. */
+static const char *procfd_own_id(const char *q, bool task)
 {
 	long id = 0;
 	const char *p = q;
@@ -871,14 +873,14 @@ static const char *procfd_own_id(const char *q)
 		return NULL;
 	for (; *p >= '0' && *p <= '9' && id < INT_MAX / 10; p++)
 		id = id * 10 + (*p - '0');
-	if (*p != '/')
+	if (*p++ != '/' || (strncmp(p, "fd/", 3) != 0 && !(task && strncmp(p, "task/", 5) == 0)))
 		return NULL;
 	pid_t me = getpid();
 	/* (another id: one of this process's threads when a signal 0 to it,
 	 * within this process, reaches one) */
 	if (id != me && syscall(SYS_tgkill, (long)me, id, 0L) != 0)
 		return NULL;
-	return p + 1;
+	return p;
 }
 
 CKC_START_PATH int ckc_px_procfd_number(const char *path)
@@ -896,10 +898,10 @@ CKC_START_PATH int ckc_px_procfd_number(const char *path)
 		else if (!strncmp(q, "thread-self/", 12))
 			fd = q + 12;
 		else
-			fd = procfd_own_id(q);
+			fd = procfd_own_id(q, true);
 		/* /proc/self/task/<tid>/fd/ and the like */
 		if (fd && !strncmp(fd, "task/", 5))
-			fd = procfd_own_id(fd + 5);
+			fd = procfd_own_id(fd + 5, false);
 		errno = saved;
 		if (!fd || strncmp(fd, "fd/", 3) != 0)
 			return -1;

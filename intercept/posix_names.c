@@ -416,15 +416,6 @@ int ckc_px_change_end(ckc_px_change_t *c, int rc)
 	return rc;
 }
 
-/* rc of a call that changes the folder of dirfd/path (mkdir, symlink, a
- * name removed), made by the expression call between the two */
-#define CHANGING(dirfd, path, call)                       \
-	({                                                \
-		ckc_px_change_t chg_;                     \
-		ckc_px_change_begin(&chg_, dirfd, path);  \
-		ckc_px_change_end(&chg_, (call));         \
-	})
-
 /* A folder's link at canon about to be replaced or removed (ln -sfn, a
  * job's "current" link retargeted): what the cache holds under the link's
  * spelling belongs to the folder it leads to now, and goes there first
@@ -471,7 +462,7 @@ static int unlink_common(const char *path)
 
 CKC_EXPORT int unlink(const char *path)
 {
-	return CHANGING(AT_FDCWD, path, unlink_common(path));
+	return CKC_CHANGING(AT_FDCWD, path, unlink_common(path));
 }
 
 static int unlinkat_common(int dirfd, const char *path, int flags)
@@ -486,7 +477,7 @@ static int unlinkat_common(int dirfd, const char *path, int flags)
 
 CKC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
-	return CHANGING(dirfd, path, unlinkat_common(dirfd, path, flags));
+	return CKC_CHANGING(dirfd, path, unlinkat_common(dirfd, path, flags));
 }
 
 /* Whether the cache holds a version of canon now. */
@@ -513,13 +504,13 @@ static bool name_taken(int dirfd, const char *path)
 
 CKC_EXPORT int mkdir(const char *path, mode_t mode)
 {
-	return CHANGING(AT_FDCWD, path,
+	return CKC_CHANGING(AT_FDCWD, path,
 			name_taken(AT_FDCWD, path) ? -1 : ckc_enoent_checked(AT_FDCWD, path, REAL(mkdir)(path, mode)));
 }
 
 CKC_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
 {
-	return CHANGING(dirfd, path,
+	return CKC_CHANGING(dirfd, path,
 			name_taken(dirfd, path) ? -1 : ckc_enoent_checked(dirfd, path, REAL(mkdirat)(dirfd, path, mode)));
 }
 
@@ -555,36 +546,36 @@ static int symlink_common(const char *target, int dirfd, const char *path)
 
 CKC_EXPORT int symlink(const char *target, const char *path)
 {
-	return CHANGING(AT_FDCWD, path, symlink_common(target, AT_FDCWD, path));
+	return CKC_CHANGING(AT_FDCWD, path, symlink_common(target, AT_FDCWD, path));
 }
 
 CKC_EXPORT int symlinkat(const char *target, int dirfd, const char *path)
 {
-	return CHANGING(dirfd, path, symlink_common(target, dirfd, path));
+	return CKC_CHANGING(dirfd, path, symlink_common(target, dirfd, path));
 }
 
 CKC_EXPORT int mknod(const char *path, mode_t mode, dev_t dev)
 {
-	return CHANGING(AT_FDCWD, path,
+	return CKC_CHANGING(AT_FDCWD, path,
 			name_taken(AT_FDCWD, path) ? -1 : ckc_enoent_checked(AT_FDCWD, path, REAL(mknod)(path, mode, dev)));
 }
 
 CKC_EXPORT int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
 {
-	return CHANGING(dirfd, path,
+	return CKC_CHANGING(dirfd, path,
 			name_taken(dirfd, path) ? -1 :
 						  ckc_enoent_checked(dirfd, path, REAL(mknodat)(dirfd, path, mode, dev)));
 }
 
 CKC_EXPORT int mkfifo(const char *path, mode_t mode)
 {
-	return CHANGING(AT_FDCWD, path,
+	return CKC_CHANGING(AT_FDCWD, path,
 			name_taken(AT_FDCWD, path) ? -1 : ckc_enoent_checked(AT_FDCWD, path, REAL(mkfifo)(path, mode)));
 }
 
 CKC_EXPORT int mkfifoat(int dirfd, const char *path, mode_t mode)
 {
-	return CHANGING(dirfd, path,
+	return CKC_CHANGING(dirfd, path,
 			name_taken(dirfd, path) ? -1 : ckc_enoent_checked(dirfd, path, REAL(mkfifoat)(dirfd, path, mode)));
 }
 
@@ -598,7 +589,7 @@ static int remove_common(const char *path)
 
 CKC_EXPORT int remove(const char *path)
 {
-	return CHANGING(AT_FDCWD, path, remove_common(path));
+	return CKC_CHANGING(AT_FDCWD, path, remove_common(path));
 }
 
 /* What the kernel would say about renaming within the cache: both folders
@@ -786,12 +777,12 @@ static int link_common(int fd1, const char *from, int fd2, const char *to, int f
 
 CKC_EXPORT int link(const char *from, const char *to)
 {
-	return CHANGING(AT_FDCWD, to, link_common(AT_FDCWD, from, AT_FDCWD, to, 0, false));
+	return CKC_CHANGING(AT_FDCWD, to, link_common(AT_FDCWD, from, AT_FDCWD, to, 0, false));
 }
 
 CKC_EXPORT int linkat(int fd1, const char *from, int fd2, const char *to, int flags)
 {
-	return CHANGING(fd2, to, link_common(fd1, from, fd2, to, flags, true));
+	return CKC_CHANGING(fd2, to, link_common(fd1, from, fd2, to, flags, true));
 }
 
 /* ---- mapping and copying --------------------------------------------- */

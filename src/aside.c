@@ -44,11 +44,17 @@ static double aside_median(const double *v, uint32_t n)
 	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
+/* Side s's sample i (of the ring) is bw now; its median follows. */
+static void aside_set(aside_t *a, aside_side_t s, uint32_t i, double bw)
+{
+	a->keep[s][i % ASIDE_KEEP] = bw;
+	a->bw[s] = aside_median(a->keep[s], a->n[s] < ASIDE_KEEP ? a->n[s] : ASIDE_KEEP);
+}
+
 static void aside_keep(aside_t *a, aside_side_t s, double bw)
 {
-	a->keep[s][a->n[s] % ASIDE_KEEP] = bw;
 	a->n[s]++;
-	a->bw[s] = aside_median(a->keep[s], a->n[s] < ASIDE_KEEP ? a->n[s] : ASIDE_KEEP);
+	aside_set(a, s, a->n[s] - 1, bw);
 }
 
 void aside_prior(aside_t *a, double bw_cache, double bw_home, uint32_t since, uint32_t every)
@@ -110,9 +116,9 @@ bool aside_try_next(const aside_t *a)
  * or the last try, and the chosen side's slowing down is often the
  * machine's (memory the host has to hand back first, a page-cache
  * write-back), which the other side meets too. Where that sample is
- * older, the next checkpoint tries the other side first. */
-/* The choice after the medians changed: 1 where it changed, 0 where it
- * stands, -1 where the other side is to be tried first. */
+ * older, the next checkpoint tries the other side first. aside_follow
+ * gives the choice after the medians changed: 1 where it changed, 0 where
+ * it stands, -1 where the other side is to be tried first. */
 static int aside_follow(aside_t *a)
 {
 	if (!a->n[ASIDE_CACHE] || !a->n[ASIDE_HOME])
@@ -177,14 +183,13 @@ bool aside_charge(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns)
 {
 	if (!a->on || !a->measured[s] || bytes < ASIDE_MIN_BYTES || ns == 0)
 		return false;
-	uint32_t i = (a->n[s] - 1) % ASIDE_KEEP;
-	double was = a->keep[s][i];
+	uint32_t i = a->n[s] - 1;
+	double was = a->keep[s][i % ASIDE_KEEP];
 	if (was <= 0)
 		return false;
 	double speed = (double)bytes / ((double)bytes / was + (double)ns / 1e9);
-	a->keep[s][i] = speed;
+	aside_set(a, s, i, speed);
 	a->last[s] = speed;
-	a->bw[s] = aside_median(a->keep[s], a->n[s] < ASIDE_KEEP ? a->n[s] : ASIDE_KEEP);
 	if (s == ASIDE_CACHE)
 		a->cache_ns += ns;
 	return aside_follow(a) > 0;
