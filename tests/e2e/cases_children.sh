@@ -654,7 +654,7 @@ children_look_up_nothing() {
 
 case_add children/exec-after-write exec_after_write
 case_add children/fork-cost fork_cost
-case_add children/children-look-up-nothing children_look_up_nothing
+case_add_waits children/children-look-up-nothing children_look_up_nothing
 case_add children/bash-redirections shell_redirections bash
 case_add children/dash-redirections shell_redirections dash
 case_add children/bash-here-strings bash_here_strings
@@ -671,9 +671,9 @@ case_add children/forked-child-rewrites-during-flush forked_child_rewrites 128 3
 case_add children/untagged-spelling untagged_spelling
 case_add children/system-reads-new-version system_reads_new_version
 case_add children/link-current-version link_current_version
-case_add children/other-process-reads other_process_reads
+case_add_waits children/other-process-reads other_process_reads
 case_add children/holder-killed holder_killed
-case_add children/many-held many_held
+case_add_waits children/many-held many_held
 case_add children/spawn-file-actions spawn_file_actions
 
 # A checkpoint the parent closed but has not published yet (each rename
@@ -797,7 +797,7 @@ if os.getuid() == 0 and subprocess.run(["sh", "-c", "command -v setpriv"], stdou
 	[ "$stat" != none ] || echo "no static C library here: the static programs were not tried"
 	return 0
 }
-case_add children/unasking-children unasking_children
+case_add_waits children/unasking-children unasking_children
 
 # Children started while checkpoints are open for writing (a thread's
 # checkpoint in progress while the main loop runs a tool; Python's
@@ -920,7 +920,7 @@ with open("ck/open.txt", "wb") as h:
 		same "vf$how.ref" "ck/vf$how.txt" "a checkpoint written by a C program and its vfork child ($how)"
 	done
 }
-case_add children/spawn-keeps-writers spawn_keeps_writers
+case_add_waits children/spawn-keeps-writers spawn_keeps_writers
 
 # While a vfork child that was given a cached checkpoint has not used it
 # yet, another thread of the parent closes that descriptor and opens
@@ -1093,7 +1093,7 @@ PY
 	chmod -R u+w ck plainrun 2>/dev/null
 	return 0
 }
-case_add names/folder-made-read-only folder_made_read_only
+case_add_waits names/folder-made-read-only folder_made_read_only
 
 # The mode of a checkpoint the cache holds is judged as the kernel judges
 # the real file's, for a user other than root: a file made with mode 0 is
@@ -1441,7 +1441,7 @@ PY
 		grep -aq "saved in .*${r##*/}" "$T/.log" || fail "no error names the rescue file of $v ($r)"
 	done
 }
-case_add children/rename-over-changed rename_over_changed
+case_add_waits children/rename-over-changed rename_over_changed
 
 # access, faccessat(AT_EACCESS) and euidaccess of /proc/self/fd/N of a
 # cached checkpoint open for writing (mode 0600, its owner an unprivileged

@@ -115,8 +115,9 @@ handler_malloc_case() {
 	# three million allocations under a sanitizer's allocator take 30 s
 	# alone on 2 CPUs (5 s without it), past the case's limit beside
 	# another case and a loaded host: one million there
-	local n=3
-	under_sanitizer && n=1
+	local n
+	n=$(rounds 3M 1M 512K)
+	under_sanitizer && [ "${QUICK:-0}" -eq 0 ] && n=1M
 	helper_ok "a signal handler's checkpoints while the program allocates" -- handlermalloc "$T/ck" $n
 	local k
 	for k in 0 1 2 3; do
@@ -133,7 +134,7 @@ handler_malloc_held_case() {
 	# not see its calls (ckptcache(7))
 	under_sanitizer && note "the allocator is the sanitizer's, which the library does not see"
 	helper_ok "a signal handler's reads of a held checkpoint while the program allocates" \
-		CKPTCACHE_PERSIST=never -- handlermalloc "$T/ck" 3 held
+		CKPTCACHE_PERSIST=never -- handlermalloc "$T/ck" "$(rounds 3M 1M)" held
 	stats_ok files==1 host.hits\>10
 	absent ck/held.bin "persist=never: after exit"
 }
@@ -363,16 +364,17 @@ mtime_order_case() {
 # with the closed number after the call: another thread's new checkpoint
 # lost its descriptor, read EBADF or a folder's fstat, or its freed memory).
 closerace_case() {
-	local how
+	local how n
+	n=$(rounds 2000 600 400)
 	echo "plain" >plain.txt
 	for how in closedir fclose freopen close_range; do
 		rm -rf ck && mkdir -p ck
-		helper_ok "checkpoints beside a thread's $how" CKPTCACHE_STEP_ASIDE=off -- closerace "$T/ck" 2000 $how \
+		helper_ok "checkpoints beside a thread's $how" CKPTCACHE_STEP_ASIDE=off -- closerace "$T/ck" "$n" $how \
 			"$T/plain.txt"
-		run_ok "the last checkpoints at their real paths ($how)" plain "$HELPER" check ck/c0.bin 1 1997
-		run_ok "the last checkpoints at their real paths ($how)" plain "$HELPER" check ck/c1.bin 4097 1998
-		run_ok "the last checkpoints at their real paths ($how)" plain "$HELPER" check ck/c2.bin 65536 1999
-		run_ok "the last checkpoints at their real paths ($how)" plain "$HELPER" check ck/c3.bin 1048576 2000
+		run_ok "the last checkpoints at their real paths ($how)" plain "$HELPER" check ck/c0.bin 1 $((n - 3))
+		run_ok "the last checkpoints at their real paths ($how)" plain "$HELPER" check ck/c1.bin 4097 $((n - 2))
+		run_ok "the last checkpoints at their real paths ($how)" plain "$HELPER" check ck/c2.bin 65536 $((n - 1))
+		run_ok "the last checkpoints at their real paths ($how)" plain "$HELPER" check ck/c3.bin 1048576 "$n"
 	done
 }
 

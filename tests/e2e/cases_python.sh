@@ -1181,7 +1181,7 @@ for name in ("new.bin", "old.bin"):
 	same_output "fstat, read and lseek while a sendfile of the descriptor waits" "$prog"
 	same plainrun/new.bin ck/new.bin "new.bin at its real path"
 }
-case_add python/sendfile-blocked-descriptor python_sendfile_blocked
+case_add_waits python/sendfile-blocked-descriptor python_sendfile_blocked
 
 # A version published under another name and open for reading, renamed
 # over a published checkpoint, the rename of its real file slowed (a

@@ -1180,7 +1180,7 @@ C
 case_add robust/fsize-after-open fsize_after_open
 case_add robust/path-symlink-dotdot symlink_dotdot
 case_add robust/symlink-made-meanwhile symlink_made_meanwhile
-case_add robust/links-unpublished links_unpublished
+case_add_waits robust/links-unpublished links_unpublished
 case_add robust/fsync-beside-close fsync_beside_close
 case_add robust/utime-then-write utime_then_write
 case_add robust/times-order times_order
@@ -1188,7 +1188,7 @@ case_add robust/security-rescue-planted rescue_planted
 case_add robust/security-stats-planted stats_planted
 case_add robust/security-foreign-folder foreign_folder
 case_add robust/cleanup-after-sigkill killed_leftovers
-case_add robust/sigterm-drains sigterm_drains
+case_add_waits robust/sigterm-drains sigterm_drains
 case_add robust/other-signals-drain other_signals_drain
 case_add robust/holder-stopped holder_stopped
 case_add robust/holder-killed holder_killed
@@ -1510,7 +1510,7 @@ for i in range(12):
 		done
 	done
 }
-case_add robust/flush-table-full flush_table_full
+case_add_waits robust/flush-table-full flush_table_full
 
 # A program that ends with its descriptor table full and checkpoints still
 # open for writing (small ones and ones of several MiB, some written in
@@ -1650,7 +1650,7 @@ for i in range(6):
 	done
 	[ $full -gt 0 ] || fail "in none of $k runs was the writer's table full before its publications"
 }
-case_add robust/close-to-open-writer-table-full c2o_writer_table_full
+case_add_waits robust/close-to-open-writer-table-full c2o_writer_table_full
 
 # A program with checkpoints open for writing fills its descriptor table
 # (both limits alike) and forks; the child writes to the descriptors it

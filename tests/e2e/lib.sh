@@ -214,6 +214,17 @@ under_sanitizer() {
 	[ "$PRELOAD" != "$LIB" ]
 }
 
+# rounds FULL QUICK [SANITIZER]: how many rounds a case that repeats a race
+# runs: FULL, or under --quick QUICK (SANITIZER under a sanitizer's
+# runtime, whose allocator and checks make each round several times dearer).
+rounds() {
+	if [ "${QUICK:-0}" -eq 1 ]; then
+		if [ -n "${3:-}" ] && under_sanitizer; then echo "$3"; else echo "$2"; fi
+	else
+		echo "$1"
+	fi
+}
+
 # cgroup_make LIMIT: makes a child of this process's memory control group
 # (cgroup v2, else v1) limited to LIMIT bytes and prints its folder; fails
 # where that is not allowed.

@@ -118,18 +118,37 @@ static inline void tpath(const tenv_t *e, char *out, int i)
 }
 
 /* Byte off of checkpoint `seed`: a cheap mix that differs per seed/offset. */
+static inline uint64_t tword(uint64_t seed, uint64_t word);
 static inline unsigned char tbyte(uint64_t seed, uint64_t off)
 {
-	uint64_t x = (seed + 1) * 0x9E3779B97F4A7C15ull ^ (off / 8) * 0xBF58476D1CE4E5B9ull;
+	return (unsigned char)(tword(seed, off / 8) >> (8 * (off % 8)));
+}
+
+/* The 8 bytes of word off / 8 of checkpoint seed, least significant first:
+ * tbyte's mix, computed once per word. */
+static inline uint64_t tword(uint64_t seed, uint64_t word)
+{
+	uint64_t x = (seed + 1) * 0x9E3779B97F4A7C15ull ^ word * 0xBF58476D1CE4E5B9ull;
 	x ^= x >> 31;
 	x *= 0x94D049BB133111EBull;
 	x ^= x >> 29;
-	return (unsigned char)(x >> (8 * (off % 8)));
+	return x;
 }
 
 static inline void tfill(unsigned char *buf, size_t len, uint64_t seed, uint64_t off)
 {
-	for (size_t i = 0; i < len; i++)
+	size_t i = 0;
+	/* bytes up to the next word, whole words, the bytes after the last */
+	for (; i < len && (off + i) % 8; i++)
+		buf[i] = tbyte(seed, off + i);
+	for (; i + 8 <= len; i += 8) {
+		uint64_t x = tword(seed, (off + i) / 8);
+		unsigned char b[8];
+		for (int k = 0; k < 8; k++)
+			b[k] = (unsigned char)(x >> (8 * k));
+		memcpy(buf + i, b, 8);
+	}
+	for (; i < len; i++)
 		buf[i] = tbyte(seed, off + i);
 }
 
