@@ -143,10 +143,12 @@ static inline void tfill(unsigned char *buf, size_t len, uint64_t seed, uint64_t
 		buf[i] = tbyte(seed, off + i);
 	for (; i + 8 <= len; i += 8) {
 		uint64_t x = tword(seed, (off + i) / 8);
-		unsigned char b[8];
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		memcpy(buf + i, &x, 8); /* one store */
+#else
 		for (int k = 0; k < 8; k++)
-			b[k] = (unsigned char)(x >> (8 * k));
-		memcpy(buf + i, b, 8);
+			buf[i + k] = (unsigned char)(x >> (8 * k));
+#endif
 	}
 	for (; i < len; i++)
 		buf[i] = tbyte(seed, off + i);
