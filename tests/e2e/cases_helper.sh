@@ -48,7 +48,7 @@ answers_case() {
 # write, read and close their checkpoints without pause: each start hands
 # the program's tagged descriptors over while the threads close them.
 spawnrace_case() {
-	helper_ok "children started while threads close checkpoints" -- spawnrace "$T/ck" 150 60K 5
+	helper_ok "children started while threads close checkpoints" -- spawnrace "$T/ck" "$(rounds 150 150 60)" 60K 5
 }
 
 # A program that takes its own signals through a signalfd and sigtimedwait,
@@ -116,7 +116,7 @@ handler_malloc_case() {
 	# alone on 2 CPUs (5 s without it), past the case's limit beside
 	# another case and a loaded host: one million there
 	local n
-	n=$(rounds 3M 1M 512K)
+	n=$(rounds 3M 1M 256K)
 	under_sanitizer && [ "${QUICK:-0}" -eq 0 ] && n=1M
 	helper_ok "a signal handler's checkpoints while the program allocates" -- handlermalloc "$T/ck" $n
 	local k
@@ -379,9 +379,11 @@ closerace_case() {
 }
 
 thread_files_case() {
-	helper_ok "a checkpoint saved from 2,000 threads" CKPTCACHE_STEP_ASIDE=off -- thread-files "$T/ck/t.bin" 2000
+	local n
+	n=$(rounds 2000 2000 600)
+	helper_ok "a checkpoint saved from $n threads" CKPTCACHE_STEP_ASIDE=off -- thread-files "$T/ck/t.bin" "$n"
 	mkdir -p ck/real && ln -s real ck/via
-	helper_ok "the same through a folder link" CKPTCACHE_STEP_ASIDE=off -- thread-files "$T/ck/via/t.bin" 2000
+	helper_ok "the same through a folder link" CKPTCACHE_STEP_ASIDE=off -- thread-files "$T/ck/via/t.bin" "$n"
 }
 
 # A file unlinked, or renamed over, while its writer still uses it: the
