@@ -117,15 +117,8 @@ static inline void tpath(const tenv_t *e, char *out, int i)
 	snprintf(out, PATH_MAX, "%s/ckpt_%04d.bin", e->home, i);
 }
 
-/* Byte off of checkpoint `seed`: a cheap mix that differs per seed/offset. */
-static inline uint64_t tword(uint64_t seed, uint64_t word);
-static inline unsigned char tbyte(uint64_t seed, uint64_t off)
-{
-	return (unsigned char)(tword(seed, off / 8) >> (8 * (off % 8)));
-}
-
 /* The 8 bytes of word off / 8 of checkpoint seed, least significant first:
- * tbyte's mix, computed once per word. */
+ * a cheap mix that differs per seed and word. */
 static inline uint64_t tword(uint64_t seed, uint64_t word)
 {
 	uint64_t x = (seed + 1) * 0x9E3779B97F4A7C15ull ^ word * 0xBF58476D1CE4E5B9ull;
@@ -133,6 +126,12 @@ static inline uint64_t tword(uint64_t seed, uint64_t word)
 	x *= 0x94D049BB133111EBull;
 	x ^= x >> 29;
 	return x;
+}
+
+/* Byte off of checkpoint `seed`. */
+static inline unsigned char tbyte(uint64_t seed, uint64_t off)
+{
+	return (unsigned char)(tword(seed, off / 8) >> (8 * (off % 8)));
 }
 
 static inline void tfill(unsigned char *buf, size_t len, uint64_t seed, uint64_t off)
