@@ -426,6 +426,25 @@ static _Atomic uint64_t dir_times_seq; /* notes so far */
 /* publications under way, into any folder: while another is, a folder's
  * changed time may be its link's */
 static _Atomic int dir_times_pubs;
+/* one more as each of them begins and as each ends: a look that saw it
+ * change met one that began or ended meanwhile (the count alone, read
+ * after the look, misses one that ended between the two, its time put
+ * back after the look saw its link's) */
+static _Atomic uint64_t dir_times_gen;
+
+/* A publication (or a note, which puts a time back) begins, and ends
+ * (after its time is back). */
+static void dir_pub_begin(void)
+{
+	atomic_fetch_add(&dir_times_pubs, 1);
+	atomic_fetch_add(&dir_times_gen, 1);
+}
+
+static void dir_pub_end(void)
+{
+	atomic_fetch_add(&dir_times_gen, 1);
+	atomic_fetch_sub(&dir_times_pubs, 1);
+}
 static ckc_mutex_t dir_times_lock = CKC_MUTEX_INIT(DIRTIMES);
 CKC_LOCKS_AT_START(dir_times_lock, ckc_locks_add, &dir_times_lock)
 
@@ -491,7 +510,7 @@ void ckc_dir_times_note(const char *dir, const struct stat *st)
 	 * that begins meanwhile may find the folder changed by one that
 	 * linked a file there after the program's call, and must not take it
 	 * for a change of someone else's */
-	atomic_fetch_add(&dir_times_pubs, 1);
+	dir_pub_begin();
 	ckc_mutex_lock(&dir_times_lock);
 	int i = dir_times_find(dir);
 	if (i < 0) {
@@ -513,7 +532,7 @@ void ckc_dir_times_note(const char *dir, const struct stat *st)
 	/* a publication between the program's call and the note changed it:
 	 * put back (those from now on do it themselves) */
 	dir_times_put_back(&keep);
-	atomic_fetch_sub(&dir_times_pubs, 1);
+	dir_pub_end();
 }
 
 bool ckc_dir_times_any(void)
@@ -588,9 +607,13 @@ static bool dir_times_before(const char *dir)
 	/* (one the program is changing: its call decides, as it ends) */
 	if (keep.changing)
 		return true;
+	/* another under way when the look began, or one that began or
+	 * ended while it went on */
+	uint64_t gen = atomic_load(&dir_times_gen);
+	bool others = atomic_load(&dir_times_pubs) > 1;
 	struct stat st;
 	bool same = sys_stat(dir, &st) == 0 && st.st_dev == keep.dev && st.st_ino == keep.ino &&
-		    (ts_eq(st.st_mtim, keep.mtime) || atomic_load(&dir_times_pubs) > 1);
+		    (ts_eq(st.st_mtim, keep.mtime) || others || atomic_load(&dir_times_gen) != gen);
 	if (!same) {
 		ckc_mutex_lock(&dir_times_lock);
 		dir_times_drop(dir_times_find(dir), keep.seq);
@@ -613,7 +636,7 @@ static void dir_change_begin(const char *path, dir_change_t *c)
 {
 	/* counted from before the look to after the time is back: a look
 	 * meanwhile finds a changed time that may be this change's */
-	atomic_fetch_add(&dir_times_pubs, 1);
+	dir_pub_begin();
 	/* (the folder's times may be set while it changes: looked at after
 	 * it as well) */
 	c->seq = atomic_load(&dir_times_seq);
@@ -630,7 +653,7 @@ static void dir_change_end(const char *path, dir_change_t *c, bool changed)
 	if (changed && (c->kept || atomic_load(&dir_times_n)) &&
 	    (c->named || (c->named = ckc_path_dirname(path, c->dir, sizeof(c->dir)) == 0)))
 		dir_times_after(c->dir, c->kept, c->seq);
-	atomic_fetch_sub(&dir_times_pubs, 1);
+	dir_pub_end();
 	errno = saved;
 }
 
