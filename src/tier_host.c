@@ -9,9 +9,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "copy.h"
 #include "engine_int.h"
@@ -48,6 +51,23 @@
 #define HOST_AHEAD_FIRST (8ull << 20)
 #define HOST_AHEAD_MAX (256ull << 20)
 #define HOST_AHEAD_AFTER 2
+
+/* The room ahead is at most this share of what the process holds besides
+ * it (its own memory, the checkpoints the tier holds), or one checkpoint's
+ * size up to HOST_AHEAD_FLOOR where the share is less: a job's peak stays
+ * within a tenth of what it takes without the library plus what the cache
+ * holds (4 checkpoints of 64 MiB read back by a process of 65 MiB peaked
+ * at 450 MiB with two of them ahead, 346 MiB now; 1.1 x (65 + 256) is
+ * 353), and a small program's checkpoints still find the next one's room
+ * at hand (the RTM proxy's 16 MiB beside 17 MiB of its own went into the
+ * tier at 2-3 GB/s with a twelfth ahead, faulting their pages in, and at
+ * 8-13 GB/s with one checkpoint ahead). A large job keeps two checkpoints
+ * ahead (numpy's 16 MiB arrays beside 1.6 GiB). */
+#define HOST_AHEAD_SHARE 12
+#define HOST_AHEAD_FLOOR (16ull << 20)
+
+/* How often the process's resident size is read again (statm). */
+#define HOST_RSS_EVERY_NS 50000000ull
 
 /* Before its first checkpoint of more than CKC_HOST_HUGE_FROM bytes, a
  * growing tier has small pages, and this much room populated ahead of the
@@ -191,7 +211,7 @@ static void host_go_huge(ckc_tier_t *t)
  * all. Marks their pieces in want[]; *next_off and *next_len (when not
  * NULL) get the start of the first gap and what of it small pages
  * populate (0: none). Returns the pieces marked. */
-static size_t host_plan(ckc_tier_t *t, uint8_t *want, uint64_t *next_off, uint64_t *next_len)
+static size_t host_plan(ckc_tier_t *t, uint8_t *want, uint64_t *next_off, uint64_t *next_len, uint64_t rss)
 {
 	const arena_t *a = &t->arena;
 	uint64_t p = ckc_predict_size(), ahead;
@@ -201,8 +221,10 @@ static size_t host_plan(ckc_tier_t *t, uint8_t *want, uint64_t *next_off, uint64
 		host_go_huge(t);
 	uint64_t first_off = 0, first_len = 0;
 
-	if (host_aside_ahead(p, &ahead)) {
-		/* stepping aside: its own rule */
+	bool aside = host_aside_ahead(p, &ahead);
+	if (aside) {
+		/* stepping aside: its own rule (a try of the cache measures
+		 * copies into memory at hand, whatever the share) */
 	} else if (ckc_eng.nrecent >= HOST_AHEAD_AFTER) {
 		ahead = 2 * p;
 	} else {
@@ -211,6 +233,15 @@ static size_t host_plan(ckc_tier_t *t, uint8_t *want, uint64_t *next_off, uint64
 		uint64_t u = a->used > p ? a->used : p;
 		ahead = 2 * u < HOST_AHEAD_FIRST ? 2 * u : HOST_AHEAD_FIRST;
 	}
+	/* rss: the process's resident bytes (0: not known), the room
+	 * populated and free among them */
+	uint64_t room = atomic_load(&t->populated) > a->used ? atomic_load(&t->populated) - a->used : 0;
+	uint64_t held = rss > room ? rss - room : a->used;
+	uint64_t share = held / HOST_AHEAD_SHARE;
+	if (share < p && share < HOST_AHEAD_FLOOR)
+		share = p < HOST_AHEAD_FLOOR ? p : HOST_AHEAD_FLOOR;
+	if (!aside && ahead > share)
+		ahead = share;
 	if (ahead < HOST_AHEAD_MIN && ahead >= HOST_AHEAD_SMALL)
 		ahead = HOST_AHEAD_MIN;
 	if (ahead > HOST_AHEAD_MAX)
@@ -309,11 +340,36 @@ static void host_populate_wanted(ckc_tier_t *t, const uint8_t *want)
 	}
 }
 
+/* The process's resident bytes, read again at most every
+ * HOST_RSS_EVERY_NS (*at: when last read; *rss: 0 where unknown). */
+static uint64_t host_rss(uint64_t *at, uint64_t *rss)
+{
+	uint64_t now = ckc_now_ns();
+	if (*at && now - *at < HOST_RSS_EVERY_NS)
+		return *rss;
+	*at = now;
+	char buf[128];
+	int fd = sys_open("/proc/self/statm", O_RDONLY | O_CLOEXEC, 0);
+	ssize_t n = fd >= 0 ? sys_pread(fd, buf, sizeof(buf) - 1, 0) : -1;
+	if (fd >= 0)
+		sys_close(fd);
+	unsigned long long size, res;
+	long page = sysconf(_SC_PAGESIZE);
+	*rss = 0;
+	if (n > 0) {
+		buf[n] = '\0';
+		if (sscanf(buf, "%llu %llu", &size, &res) == 2)
+			*rss = (uint64_t)res * (uint64_t)(page > 0 ? page : 4096);
+	}
+	return *rss;
+}
+
 static void host_toucher_grow(ckc_tier_t *t)
 {
 	uint8_t *want = sys_calloc(t->npiece, 1);
 	uint64_t seen = 0, last_use = ckc_now_ns();
 	uint64_t small_from = 0, small_to = 0; /* small pages populated last */
+	uint64_t rss_at = 0, rss = 0;
 
 	if (!want)
 		return;
@@ -321,9 +377,10 @@ static void host_toucher_grow(ckc_tier_t *t)
 		/* nothing ahead of a tier that was never used: a process that
 		 * only reads checkpoints from their real files needs no room */
 		uint64_t small_off = 0, small_len = 0;
+		uint64_t r = host_rss(&rss_at, &rss);
 		ckc_mutex_lock(&ckc_eng.lock);
 		if (atomic_load(&t->use_seq) || atomic_load(&t->expected))
-			host_plan(t, want, &small_off, &small_len);
+			host_plan(t, want, &small_off, &small_len, r);
 		bool small = !atomic_load(&t->huge);
 		eng_unlock();
 		/* small pages: the room just ahead of the next allocation; huge
@@ -354,8 +411,9 @@ static void host_toucher_grow(ckc_tier_t *t)
 			continue;
 		/* idle: free room beyond what the next checkpoints take goes
 		 * back to the system (room freed since the last look included) */
+		uint64_t r2 = host_rss(&rss_at, &rss);
 		ckc_mutex_lock(&ckc_eng.lock);
-		host_plan(t, want, NULL, NULL);
+		host_plan(t, want, NULL, NULL, r2);
 		uint64_t b = host_give_back(t, want);
 		t->st.given_back_bytes += b;
 		eng_unlock();
