@@ -179,20 +179,28 @@ uint64_t ckc_memlimit_job(void)
 	return m && m != phys ? m : 0;
 }
 
+bool ckc_memlimit_statm(const char *statm, uint64_t *mapped, uint64_t *resident)
+{
+	unsigned long long m = 0, r = 0;
+	FILE *f = sys_fopen(statm, "re");
+	if (!f)
+		return false;
+	bool ok = fscanf(f, "%llu %llu", &m, &r) == 2;
+	sys_fclose(f);
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t p = (uint64_t)(page > 0 ? page : 4096);
+	*mapped = ok ? (uint64_t)m * p : 0;
+	*resident = ok ? (uint64_t)r * p : 0;
+	return ok;
+}
+
 uint64_t ckc_memlimit_as_room(const char *statm)
 {
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
 		return 0;
-	unsigned long long pages = 0;
-	FILE *f = sys_fopen(statm, "re");
-	if (f) {
-		if (fscanf(f, "%llu", &pages) != 1)
-			pages = 0;
-		sys_fclose(f);
-	}
-	long page = sysconf(_SC_PAGESIZE);
-	uint64_t used = (uint64_t)pages * (uint64_t)(page > 0 ? page : 4096);
+	uint64_t used = 0, resident;
+	(void)ckc_memlimit_statm(statm, &used, &resident);
 	uint64_t lim = (uint64_t)rl.rlim_cur;
 	return lim > used ? lim - used : 1;
 }

@@ -27,4 +27,8 @@ uint64_t ckc_memlimit_job(void);
  * 1; 0 when no limit applies. */
 uint64_t ckc_memlimit_as_room(const char *statm);
 
+/* The bytes mapped and resident (the first two fields of statm, a file in
+ * the format of /proc/self/statm). False where it cannot be read. */
+bool ckc_memlimit_statm(const char *statm, uint64_t *mapped, uint64_t *resident);
+
 #endif

@@ -9,17 +9,15 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "copy.h"
 #include "engine_int.h"
 #include "lanes.h"
 #include "log.h"
+#include "memlimit.h"
 #include "thread.h"
 #include "sys.h"
 
@@ -340,28 +338,15 @@ static void host_populate_wanted(ckc_tier_t *t, const uint8_t *want)
 	}
 }
 
-/* The process's resident bytes, read again at most every
- * HOST_RSS_EVERY_NS (*at: when last read; *rss: 0 where unknown). */
-static uint64_t host_rss(uint64_t *at, uint64_t *rss)
+/* The process's resident bytes in *rss (0 where unknown), read again at
+ * most every HOST_RSS_EVERY_NS (*at: when last read). */
+static void host_rss(uint64_t *at, uint64_t *rss)
 {
-	uint64_t now = ckc_now_ns();
+	uint64_t now = ckc_now_ns(), mapped;
 	if (*at && now - *at < HOST_RSS_EVERY_NS)
-		return *rss;
+		return;
 	*at = now;
-	char buf[128];
-	int fd = sys_open("/proc/self/statm", O_RDONLY | O_CLOEXEC, 0);
-	ssize_t n = fd >= 0 ? sys_pread(fd, buf, sizeof(buf) - 1, 0) : -1;
-	if (fd >= 0)
-		sys_close(fd);
-	unsigned long long size, res;
-	long page = sysconf(_SC_PAGESIZE);
-	*rss = 0;
-	if (n > 0) {
-		buf[n] = '\0';
-		if (sscanf(buf, "%llu %llu", &size, &res) == 2)
-			*rss = (uint64_t)res * (uint64_t)(page > 0 ? page : 4096);
-	}
-	return *rss;
+	(void)ckc_memlimit_statm("/proc/self/statm", &mapped, rss);
 }
 
 static void host_toucher_grow(ckc_tier_t *t)
@@ -377,10 +362,10 @@ static void host_toucher_grow(ckc_tier_t *t)
 		/* nothing ahead of a tier that was never used: a process that
 		 * only reads checkpoints from their real files needs no room */
 		uint64_t small_off = 0, small_len = 0;
-		uint64_t r = host_rss(&rss_at, &rss);
+		host_rss(&rss_at, &rss);
 		ckc_mutex_lock(&ckc_eng.lock);
 		if (atomic_load(&t->use_seq) || atomic_load(&t->expected))
-			host_plan(t, want, &small_off, &small_len, r);
+			host_plan(t, want, &small_off, &small_len, rss);
 		bool small = !atomic_load(&t->huge);
 		eng_unlock();
 		/* small pages: the room just ahead of the next allocation; huge
@@ -411,9 +396,9 @@ static void host_toucher_grow(ckc_tier_t *t)
 			continue;
 		/* idle: free room beyond what the next checkpoints take goes
 		 * back to the system (room freed since the last look included) */
-		uint64_t r2 = host_rss(&rss_at, &rss);
+		host_rss(&rss_at, &rss);
 		ckc_mutex_lock(&ckc_eng.lock);
-		host_plan(t, want, NULL, NULL, r2);
+		host_plan(t, want, NULL, NULL, rss);
 		uint64_t b = host_give_back(t, want);
 		t->st.given_back_bytes += b;
 		eng_unlock();
