@@ -182,6 +182,7 @@ uint64_t ckc_memlimit_job(void)
 bool ckc_memlimit_statm(const char *statm, uint64_t *mapped, uint64_t *resident)
 {
 	unsigned long long m = 0, r = 0;
+	*mapped = *resident = 0;
 	FILE *f = sys_fopen(statm, "re");
 	if (!f)
 		return false;

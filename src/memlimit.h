@@ -28,7 +28,8 @@ uint64_t ckc_memlimit_job(void);
 uint64_t ckc_memlimit_as_room(const char *statm);
 
 /* The bytes mapped and resident (the first two fields of statm, a file in
- * the format of /proc/self/statm). False where it cannot be read. */
+ * the format of /proc/self/statm). False, and zeros, where it cannot be
+ * read. */
 bool ckc_memlimit_statm(const char *statm, uint64_t *mapped, uint64_t *resident);
 
 #endif

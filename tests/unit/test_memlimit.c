@@ -153,3 +153,29 @@ Test(memlimit, address_space_room_under_ulimit_v)
 	unlink(statm);
 	free(statm);
 }
+
+/* The sizes the host tier bounds its room ahead by: the mapped and the
+ * resident bytes of statm; a file that cannot be read (or one cut short)
+ * gives false and zeros, and the tier then counts what it holds alone. */
+Test(memlimit, statm_gives_mapped_and_resident_bytes_or_says_it_cannot)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), mapped = 1, resident = 1;
+	char *statm = statm_of(1000);
+	cr_assert(ckc_memlimit_statm(statm, &mapped, &resident));
+	cr_expect_eq(mapped, 1000 * page);
+	cr_expect_eq(resident, 100 * page);
+	unlink(statm);
+	cr_assert_not(ckc_memlimit_statm(statm, &mapped, &resident), "a file that is gone");
+	cr_expect_eq(mapped, 0);
+	cr_expect_eq(resident, 0);
+	mapped = resident = 1;
+	FILE *f = fopen(statm, "w");
+	cr_assert_not_null(f);
+	fputs("1000\n", f);
+	fclose(f);
+	cr_assert_not(ckc_memlimit_statm(statm, &mapped, &resident), "one field only");
+	cr_expect_eq(mapped, 0);
+	cr_expect_eq(resident, 0);
+	unlink(statm);
+	free(statm);
+}
