@@ -17,7 +17,6 @@
 #include "engine_int.h"
 #include "lanes.h"
 #include "log.h"
-#include "memlimit.h"
 #include "thread.h"
 #include "sys.h"
 
@@ -49,23 +48,6 @@
 #define HOST_AHEAD_FIRST (8ull << 20)
 #define HOST_AHEAD_MAX (256ull << 20)
 #define HOST_AHEAD_AFTER 2
-
-/* The room ahead is at most this share of what the process holds besides
- * it (its own memory, the checkpoints the tier holds), or one checkpoint's
- * size up to HOST_AHEAD_FLOOR where the share is less: a job's peak stays
- * within a tenth of what it takes without the library plus what the cache
- * holds (4 checkpoints of 64 MiB read back by a process of 65 MiB peaked
- * at 450 MiB with two of them ahead, 346 MiB now; 1.1 x (65 + 256) is
- * 353), and a small program's checkpoints still find the next one's room
- * at hand (the RTM proxy's 16 MiB beside 17 MiB of its own went into the
- * tier at 2-3 GB/s with a twelfth ahead, faulting their pages in, and at
- * 8-13 GB/s with one checkpoint ahead). A large job keeps two checkpoints
- * ahead (numpy's 16 MiB arrays beside 1.6 GiB). */
-#define HOST_AHEAD_SHARE 12
-#define HOST_AHEAD_FLOOR (16ull << 20)
-
-/* How often the process's resident size is read again (statm). */
-#define HOST_RSS_EVERY_NS 50000000ull
 
 /* Before its first checkpoint of more than CKC_HOST_HUGE_FROM bytes, a
  * growing tier has small pages, and this much room populated ahead of the
@@ -209,7 +191,7 @@ static void host_go_huge(ckc_tier_t *t)
  * all. Marks their pieces in want[]; *next_off and *next_len (when not
  * NULL) get the start of the first gap and what of it small pages
  * populate (0: none). Returns the pieces marked. */
-static size_t host_plan(ckc_tier_t *t, uint8_t *want, uint64_t *next_off, uint64_t *next_len, uint64_t rss)
+static size_t host_plan(ckc_tier_t *t, uint8_t *want, uint64_t *next_off, uint64_t *next_len)
 {
 	const arena_t *a = &t->arena;
 	uint64_t p = ckc_predict_size(), ahead;
@@ -219,10 +201,8 @@ static size_t host_plan(ckc_tier_t *t, uint8_t *want, uint64_t *next_off, uint64
 		host_go_huge(t);
 	uint64_t first_off = 0, first_len = 0;
 
-	bool aside = host_aside_ahead(p, &ahead);
-	if (aside) {
-		/* stepping aside: its own rule (a try of the cache measures
-		 * copies into memory at hand, whatever the share) */
+	if (host_aside_ahead(p, &ahead)) {
+		/* stepping aside: its own rule */
 	} else if (ckc_eng.nrecent >= HOST_AHEAD_AFTER) {
 		ahead = 2 * p;
 	} else {
@@ -231,15 +211,6 @@ static size_t host_plan(ckc_tier_t *t, uint8_t *want, uint64_t *next_off, uint64
 		uint64_t u = a->used > p ? a->used : p;
 		ahead = 2 * u < HOST_AHEAD_FIRST ? 2 * u : HOST_AHEAD_FIRST;
 	}
-	/* rss: the process's resident bytes (0: not known), the room
-	 * populated and free among them */
-	uint64_t room = atomic_load(&t->populated) > a->used ? atomic_load(&t->populated) - a->used : 0;
-	uint64_t held = rss > room ? rss - room : a->used;
-	uint64_t share = held / HOST_AHEAD_SHARE;
-	if (share < p && share < HOST_AHEAD_FLOOR)
-		share = p < HOST_AHEAD_FLOOR ? p : HOST_AHEAD_FLOOR;
-	if (!aside && ahead > share)
-		ahead = share;
 	if (ahead < HOST_AHEAD_MIN && ahead >= HOST_AHEAD_SMALL)
 		ahead = HOST_AHEAD_MIN;
 	if (ahead > HOST_AHEAD_MAX)
@@ -338,23 +309,11 @@ static void host_populate_wanted(ckc_tier_t *t, const uint8_t *want)
 	}
 }
 
-/* The process's resident bytes in *rss (0 where unknown), read again at
- * most every HOST_RSS_EVERY_NS (*at: when last read). */
-static void host_rss(uint64_t *at, uint64_t *rss)
-{
-	uint64_t now = ckc_now_ns(), mapped;
-	if (*at && now - *at < HOST_RSS_EVERY_NS)
-		return;
-	*at = now;
-	(void)ckc_memlimit_statm("/proc/self/statm", &mapped, rss);
-}
-
 static void host_toucher_grow(ckc_tier_t *t)
 {
 	uint8_t *want = sys_calloc(t->npiece, 1);
 	uint64_t seen = 0, last_use = ckc_now_ns();
 	uint64_t small_from = 0, small_to = 0; /* small pages populated last */
-	uint64_t rss_at = 0, rss = 0;
 
 	if (!want)
 		return;
@@ -362,10 +321,9 @@ static void host_toucher_grow(ckc_tier_t *t)
 		/* nothing ahead of a tier that was never used: a process that
 		 * only reads checkpoints from their real files needs no room */
 		uint64_t small_off = 0, small_len = 0;
-		host_rss(&rss_at, &rss);
 		ckc_mutex_lock(&ckc_eng.lock);
 		if (atomic_load(&t->use_seq) || atomic_load(&t->expected))
-			host_plan(t, want, &small_off, &small_len, rss);
+			host_plan(t, want, &small_off, &small_len);
 		bool small = !atomic_load(&t->huge);
 		eng_unlock();
 		/* small pages: the room just ahead of the next allocation; huge
@@ -396,9 +354,8 @@ static void host_toucher_grow(ckc_tier_t *t)
 			continue;
 		/* idle: free room beyond what the next checkpoints take goes
 		 * back to the system (room freed since the last look included) */
-		host_rss(&rss_at, &rss);
 		ckc_mutex_lock(&ckc_eng.lock);
-		host_plan(t, want, NULL, NULL, rss);
+		host_plan(t, want, NULL, NULL);
 		uint64_t b = host_give_back(t, want);
 		t->st.given_back_bytes += b;
 		eng_unlock();

@@ -531,9 +531,7 @@ Test(host_tier, a_large_write_runs_in_lanes_and_keeps_every_byte)
 
 /* After one checkpoint no room of its size is populated ahead, even once
  * the tier has idled (a process that writes one large checkpoint would
- * hold the memory for nothing); after more there is room ahead, a twelfth
- * of what the process holds (the checkpoints, 288 MiB, and the test's own
- * memory) rather than the next two checkpoints' 192 MiB. */
+ * hold the memory for nothing); after more it is. */
 Test(host_tier, one_checkpoint_populates_nothing_ahead)
 {
 	tenv_t e;
@@ -555,18 +553,8 @@ Test(host_tier, one_checkpoint_populates_nothing_ahead)
 	nanosleep(&idle, NULL);
 	ckc_wait_ready();
 	uint64_t r3 = host_resident(h);
-	cr_assert_geq(r3, (3 * 96 + 20) * MiB, "three checkpoints: room ahead of the next: %llu MiB",
+	cr_assert_geq(r3, (3 * 96 + 96) * MiB, "three checkpoints: room ahead of the next: %llu MiB",
 		      (unsigned long long)(r3 / MiB));
-	/* (a sanitizer's shadow memory counts in what the process holds) */
-	unsigned long long vsz = 0, res = 0;
-	FILE *sf = fopen("/proc/self/statm", "r");
-	cr_assert_not_null(sf);
-	cr_assert_eq(fscanf(sf, "%llu %llu", &vsz, &res), 2);
-	fclose(sf);
-	uint64_t rss = (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
-	cr_assert_leq(r3, 3 * 96 * MiB + rss / 12 + 8 * MiB,
-		      "three checkpoints: at most a twelfth of the process (%llu MiB) ahead: %llu MiB",
-		      (unsigned long long)(rss / MiB), (unsigned long long)(r3 / MiB));
 	for (int i = 0; i < 3; i++) {
 		tpath(&e, path, i);
 		tverify(path, (uint64_t)i, 96 * MiB, 5 * MiB);
