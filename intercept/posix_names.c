@@ -593,17 +593,25 @@ CKC_EXPORT int remove(const char *path)
 }
 
 /* What the kernel would say about renaming within the cache: both folders
- * must exist and be writable, or the rename fails as the real one would
- * (and no flush is left to fail later into a rescue file). */
+ * must exist, be folders (a file there is ENOTDIR, found on the way, before
+ * any permission) and be writable, or the rename fails as the real one
+ * would (and no flush is left to fail later into a rescue file). */
 static int rename_dirs_ok(const char *cf, const char *ct)
 {
 	char dir[PATH_MAX];
 	const char *ends[] = { cf, ct };
+	struct stat st;
 
-	for (int i = 0; i < 2; i++)
-		if (ckc_path_dirname(ends[i], dir, sizeof(dir)) == 0 &&
-		    ckc_px_real_access(dir, W_OK | X_OK) != 0)
+	for (int i = 0; i < 2; i++) {
+		if (ckc_path_dirname(ends[i], dir, sizeof(dir)) != 0)
+			continue;
+		if (ckc_px_real_stat_path(dir, &st) != 0)
 			return -errno;
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+		if (ckc_px_real_access(dir, W_OK | X_OK) != 0)
+			return -errno;
+	}
 	return 0;
 }
 

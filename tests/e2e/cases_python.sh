@@ -111,6 +111,9 @@ d = sys.argv[1]
 for i in range(3):
     with open(f"{d}/w{i}", "wb") as f:
         f.write(b"w" * 100)
+        if os.environ.get("FSYNC_FIRST"):
+            f.flush()
+            os.fsync(f.fileno())
 def t(name, fn):
     try:
         fn()
@@ -150,6 +153,10 @@ for n in "012":
 	# publications held back (each rename 0.3 s): the calls meet the
 	# checkpoints while they are the cache's only
 	SLOW_US=300000 SLOWFS_OPS=rename same_output "a checkpoint used as a folder" "$prog"
+	# each checkpoint at its real file first (fsync before close): the
+	# calls meet real files that the cache also holds
+	rm -rf "$T/ck" "$T/plainrun" && mkdir -p "$T/ck"
+	FSYNC_FIRST=1 same_output "a published checkpoint used as a folder" "$prog"
 }
 
 # A checkpoint of an earlier run that carries an extended attribute (a
