@@ -682,14 +682,18 @@ void ckc_stamp_seen_slow(const struct timespec *t)
 		;
 }
 
-/* A fine stamp the kernel hands out now, where it can: the times of a
- * small file of this user's in /dev/shm, set to now and read back. The
- * kernel then knows of it, as of a checkpoint written straight to its
- * real path, and stamps every later file no older (its coarse stamps are
- * never before its last fine one); the fine clock read here was up to a
- * tick after a file the program wrote next. False where there is no such
- * file (*t untouched). */
-static bool kernel_fine_now(struct timespec *t)
+/* A fine stamp the kernel hands out now, no earlier than *after, where it
+ * can: the times of a small file of this user's in /dev/shm, set to now and
+ * read back. The kernel then knows of it, as of a checkpoint written
+ * straight to its real path, and stamps every later file no older (its
+ * coarse stamps are never before its last fine one); the fine clock read
+ * here was up to a tick after a file the program wrote next. Another
+ * process or thread of this user's setting the same file's times between
+ * this one's set and look (every process under the library stamps there)
+ * leaves a coarse stamp, perhaps before *after: the look marks the file
+ * looked at, so the next set is fine, and a few tries get one. False where
+ * there is no such file, or no stamp came (*t untouched). */
+static bool kernel_fine_now(struct timespec *t, const struct timespec *after)
 {
 	static atomic_int broken;
 	char path[64];
@@ -697,21 +701,27 @@ static bool kernel_fine_now(struct timespec *t)
 		return false;
 	snprintf(path, sizeof(path), "/dev/shm/ckptcache-stamp-%u", (unsigned)geteuid());
 	int saved = errno;
-	long rc = ckc_syscall6(SYS_utimensat, AT_FDCWD, (long)path, 0, AT_SYMLINK_NOFOLLOW, 0, 0);
-	if (rc != 0 && errno == ENOENT) {
-		int fd = sys_open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (fd >= 0)
-			sys_close(fd);
-		rc = ckc_syscall6(SYS_utimensat, AT_FDCWD, (long)path, 0, AT_SYMLINK_NOFOLLOW, 0, 0);
+	bool ok = false, there = false;
+	for (int tries = 0; tries < 4 && !ok; tries++) {
+		long rc = ckc_syscall6(SYS_utimensat, AT_FDCWD, (long)path, 0, AT_SYMLINK_NOFOLLOW, 0, 0);
+		if (rc != 0 && errno == ENOENT) {
+			int fd = sys_open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+			if (fd >= 0)
+				sys_close(fd);
+			rc = ckc_syscall6(SYS_utimensat, AT_FDCWD, (long)path, 0, AT_SYMLINK_NOFOLLOW, 0, 0);
+		}
+		struct stat st;
+		if (rc != 0 || sys_lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+			break;
+		there = true;
+		ckc_stamp_seen(&st.st_mtim);
+		if (!ts_before(st.st_mtim, *after)) {
+			*t = st.st_mtim;
+			ok = true;
+		}
 	}
-	struct stat st;
-	bool ok = rc == 0 && sys_lstat(path, &st) == 0 && S_ISREG(st.st_mode);
-	if (ok) {
-		*t = st.st_mtim;
-		ckc_stamp_seen(t);
-	} else {
+	if (!there)
 		atomic_fetch_add(&broken, 1);
-	}
 	errno = saved;
 	return ok;
 }
@@ -719,10 +729,10 @@ static bool kernel_fine_now(struct timespec *t)
 void eng_stamp_kernel(ckc_obj_t *o, struct timespec fine)
 {
 	struct timespec k;
-	bool got = kernel_fine_now(&k);
+	bool got = kernel_fine_now(&k, &fine);
 	ckc_mutex_lock(&ckc_eng.lock);
 	if (o->stamp_kernel && ckc_ts_ns(&o->stamped) == ckc_ts_ns(&fine)) {
-		if (got && !ts_before(k, fine))
+		if (got)
 			o->mtime = o->stamped = k;
 		o->stamp_kernel = false;
 	}

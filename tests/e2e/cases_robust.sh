@@ -1824,6 +1824,47 @@ for line in open(sys.argv[1]):
 			rm -f "$T"/ck/*.bin
 		done
 	done
+	# checkpoints (opened by Python, which looks at each) and untagged
+	# files (written with no look: the kernel's coarse stamp) in turn,
+	# beside another process that keeps setting the times of the file in
+	# /dev/shm the cache takes the kernel's fine stamps from, as every
+	# program under the library does at each checkpoint's close: no file
+	# is older than the one before it
+	phase "beside another stamper"
+	cat >alt.py <<'PYEOF'
+import os, sys
+d, u, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+prev, prev_p = 0, None
+for i in range(n):
+    p = f"{d}/c{i}.bin"
+    with open(p, "wb") as f:
+        f.write(b"c" * 5000)
+    q = f"{u}/u{i}"
+    fd = os.open(q, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, b"u" * 100)
+    os.close(fd)
+    for x in (p, q):
+        m = os.stat(x).st_mtime_ns
+        assert m >= prev, f"{x}: mtime {m} is older than {prev_p}'s ({prev}), written before it"
+        prev, prev_p = m, x
+PYEOF
+	local stamp=/dev/shm/ckptcache-stamp-$(id -u)
+	mkdir -p "$T/u"
+	rm -f "$T/stop"
+	plain "$PY" -c '
+import os, sys, time
+end = time.time() + 60
+while time.time() < end and not os.path.exists(sys.argv[2]):
+    try:
+        os.utime(sys.argv[1])
+    except FileNotFoundError:
+        open(sys.argv[1], "a").close()
+' "$stamp" "$T/stop" &
+	local hammer=$! rc=0
+	ck -- "$PY" alt.py "$T/ck" "$T/u" 200 || rc=$?
+	: >"$T/stop"
+	wait $hammer
+	[ $rc = 0 ] || fail "beside another stamper: $(grep -a AssertionError "$T/.log" | tail -1)$(last_error)"
 }
 case_add robust/mtimes-in-order mtimes_in_order
 
