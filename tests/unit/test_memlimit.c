@@ -158,9 +158,9 @@ Test(memlimit, address_space_room_under_ulimit_v)
 	cr_assert_eq(setrlimit(RLIMIT_AS, &before), 0);
 }
 
-/* The sizes the host tier bounds its room ahead by: the mapped and the
- * resident bytes of statm; a file that cannot be read (or one cut short)
- * gives false and zeros, and the tier then counts what it holds alone. */
+/* The mapped and the resident bytes of statm (ckc_memlimit_as_room counts
+ * the mapped ones); a file that cannot be read (or one cut short) gives
+ * false and zeros. */
 Test(memlimit, statm_gives_mapped_and_resident_bytes_or_says_it_cannot)
 {
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), mapped = 1, resident = 1;
