@@ -157,6 +157,14 @@ for n in "012":
 	# calls meet real files that the cache also holds
 	rm -rf "$T/ck" "$T/plainrun" && mkdir -p "$T/ck"
 	FSYNC_FIRST=1 same_output "a published checkpoint used as a folder" "$prog"
+	# the checkpoints at their real paths: the program's bytes, and no
+	# file below any of them
+	local i
+	for i in 0 1 2; do
+		same "$T/plainrun/w$i" "$T/ck/w$i" "w$i at its real path"
+	done
+	[ "$(ls -A "$T/ck")" = "$(ls -A "$T/plainrun")" ] ||
+		fail "the folder holds $(ls -A "$T/ck" | tr '\n' ' '), without the library $(ls -A "$T/plainrun" | tr '\n' ' ')"
 }
 
 # A checkpoint of an earlier run that carries an extended attribute (a

@@ -1865,6 +1865,14 @@ while time.time() < end and not os.path.exists(sys.argv[2]):
 	: >"$T/stop"
 	wait $hammer
 	[ $rc = 0 ] || fail "beside another stamper: $(grep -a AssertionError "$T/.log" | tail -1)$(last_error)"
+	# and every file at its real path holds the program's bytes
+	plain "$PY" -c '
+import sys
+d, u = sys.argv[1], sys.argv[2]
+for i in range(200):
+    assert open(f"{d}/c{i}.bin", "rb").read() == b"c" * 5000, f"c{i}.bin"
+    assert open(f"{u}/u{i}", "rb").read() == b"u" * 100, f"u{i}"
+' "$T/ck" "$T/u" || fail "beside another stamper: the files at their real paths$(last_error)"
 }
 case_add robust/mtimes-in-order mtimes_in_order
 
