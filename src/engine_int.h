@@ -265,6 +265,10 @@ void ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len, uint64_t whole);
  * stepping aside), though the tier may not have been used yet: its toucher
  * starts, or wakes, and populates the room planned for it (lock held). */
 void ckc_host_expect(ckc_tier_t *t);
+/* Whether a growing tier's room for the next checkpoint is populated (a
+ * tier populated whole: true); where nothing was expected yet, expects
+ * one (ckc_host_expect) and answers false. */
+bool ckc_host_room_ready(ckc_tier_t *t);
 int ckc_ssd_open(ckc_tier_t *t, uint64_t capacity, const char *dir);
 void ckc_ssd_close(ckc_tier_t *t);
 /* Removes the tier's file name; its descriptor still works. */

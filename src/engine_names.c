@@ -537,10 +537,25 @@ int ckc_new_writer_under(const char *dir, char *key)
 	return writer_under(dir, key, true);
 }
 
+/* A rename of the version that was a side's last sample of the model
+ * (lock held): the program's time in it is that checkpoint's too. Saving
+ * by writing a temporary name and renaming it over the last one pays, on
+ * the real path, the kernel's release of the replaced file's pages in the
+ * rename, where the cache defers that to its publication. */
+static void rename_charge(const ckc_obj_t *o, uint64_t t0)
+{
+	for (int s = 0; s < 2; s++)
+		if (o->version == ckc_eng.aside_last[s]) {
+			ckc_eng.aside_last[s] = 0;
+			(void)aside_charge(&ckc_eng.aside, (aside_side_t)s, o->size, ckc_now_ns() - t0);
+		}
+}
+
 int ckc_rename(const char *from, const char *to)
 {
 	char kf[PATH_MAX], kt[PATH_MAX];
 	ckc_obj_t *o;
+	uint64_t t0 = ckc_now_ns();
 	int rc = eng_canon(to, kt);
 	if (!rc)
 		rc = eng_lookup_locked(from, kf, &o);
@@ -614,6 +629,7 @@ int ckc_rename(const char *from, const char *to)
 	}
 	ckc_node_note(o);
 	eng_home_end(o);
+	rename_charge(o, t0);
 	if (rc && !o->retired && o->complete && ckc_persist_wanted(o)) {
 		/* the cache still has the bytes: publish them under the new name */
 		int lvl = ckc_best_level(o);

@@ -326,6 +326,9 @@ typedef struct ckc_engine {
 
 	aside_t aside;          /* copy mode: the cache or the real path for new checkpoints */
 	bool aside_said;        /* the first step aside was reported */
+	/* the version whose write was each side's last sample: a rename of
+	 * it (the atomic-replace idiom) adds its time to that sample */
+	uint64_t aside_last[2];
 	bool small_said;        /* the first small checkpoint stepped aside was reported */
 	/* copy mode: the cache or the real path for small checkpoints, from
 	 * the program's time per file through each (ckc_small_note) */

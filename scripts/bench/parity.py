@@ -381,6 +381,23 @@ class Bench:
             return v, rss
         self.pair(row, k, m)
 
+    def replace(self, k):
+        """Python's atomic save: each checkpoint written to a temporary
+        name and os.replace()d onto the last version of its name; the job's
+        time includes the end of the process."""
+        row = f"atomic replace ({self.a.replace_count} x 1 MiB over 20 names, Python)"
+        if k == 0:
+            self.add_row(row, [("save_s", False), ("job_s", False)])
+
+        def m(side):
+            clean(self.ck)
+            env = self.env(side, os.path.join(self.ck, "ck_*"))
+            wall, rss, text = run([PY, PYWORK, "replace", self.ck, str(self.a.replace_count), "20", "1024"], env)
+            v = keyvals(text)
+            v["job_s"] = wall
+            return v, rss
+        self.pair(row, k, m)
+
     def tagged_walkers(self, k):
         """du, tar and find over a tree of checkpoints the patterns tag
         (made once, without the library): a user's look at what a job left."""
@@ -778,6 +795,8 @@ def main():
     p.add_argument("--chars-mb", type=int, default=64, help="MB of text put and got a character at a time")
     p.add_argument("--records-mib", type=int, default=128, help="MiB read in 4-byte freads")
     p.add_argument("--small-count", type=int, default=3000, help="small files (default 3000)")
+    p.add_argument("--replace-count", type=int, default=400,
+                   help="checkpoints of the atomic replace row (default 400)")
     p.add_argument("--fresh-count", type=int, default=32, help="files restored into new memory (default 32)")
     p.add_argument("--fresh-mib", type=int, default=16, help="MiB of each (default 16)")
     p.add_argument("--random-count", type=int, default=4, help="files read by random preads (default 4)")
@@ -814,7 +833,7 @@ def main():
         a.np_count, a.np_mib, a.pickle_entries = 32, 8, 500000
         a.h5_count, a.h5_mib, a.band_count, a.band_mib = 16, 8, 24, 8
         a.walk_reps, a.tool_reps, a.tool_mib, a.fread_mib = 1, 1, 128, 64
-        a.small_count, a.tagged_dirs, a.tagged_files = 1000, 20, 100
+        a.small_count, a.tagged_dirs, a.tagged_files, a.replace_count = 1000, 20, 100, 200
         a.fresh_count, a.random_mib = 8, 16
         a.chars_mb, a.records_mib = 16, 32
     if a.pairs < 1:
@@ -833,7 +852,7 @@ def main():
             p.error(f"--env {kv!r}: expected CKPTCACHE_NAME=VALUE")
         env[k] = v
     a.env = env
-    work = ["numpy", "pickle", "h5py", "small", "walkers", "tagged_walkers", "proxy", "bands", "fresh", "random",
+    work = ["numpy", "pickle", "h5py", "small", "replace", "walkers", "tagged_walkers", "proxy", "bands", "fresh", "random",
             "stdio",
             "chars", "miss", "tools", "fread"]
     only = [w for w in a.only.split(",") if w] or work

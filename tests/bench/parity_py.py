@@ -10,6 +10,12 @@
   parity_py.py small DIR COUNT       writes COUNT small files (JSON, pickles
                                      and bytes of 1 B to 4 KiB) to
                                      DIR/s_NNNNN.dat, then reads them back
+  parity_py.py replace DIR COUNT NAMES KIB
+                                     saves COUNT checkpoints of KIB KiB over
+                                     NAMES names the atomic way (open a
+                                     temporary name, write, os.replace it
+                                     onto DIR/ck_NN.bin), then reads each
+                                     name's last version back
 
 Prints one line "key=value ..." with the seconds each phase took (save_s and
 load_s), and checks what was read back: exit 1 on a mismatch.
@@ -108,6 +114,27 @@ def small_case(d, count):
     print(f"save_s={save:.6f} load_s={load:.6f}")
 
 
+def replace_case(d, count, names, kib):
+    # 23 bodies over the names: each version of a name differs from the last
+    bodies = [bytes([(7 * k + 1) % 256]) * (kib * 1024) for k in range(23)]
+    t0 = time.perf_counter()
+    for i in range(count):
+        final = os.path.join(d, f"ck_{i % names:02d}.bin")
+        with open(final + ".tmp", "wb") as f:
+            f.write(bodies[i % 23])
+        os.replace(final + ".tmp", final)
+    save = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for j in range(min(names, count)):
+        last = max(i for i in range(count) if i % names == j)
+        with open(os.path.join(d, f"ck_{j:02d}.bin"), "rb") as f:
+            if f.read() != bodies[last % 23]:
+                print(f"ck_{j:02d}.bin: read back differs", file=sys.stderr)
+                sys.exit(1)
+    load = time.perf_counter() - t0
+    print(f"save_s={save:.6f} load_s={load:.6f}")
+
+
 def main(argv):
     if len(argv) == 5 and argv[1] == "numpy":
         numpy_case(argv[2], int(argv[3]), int(argv[4]))
@@ -117,6 +144,8 @@ def main(argv):
         h5py_case(argv[2], int(argv[3]), int(argv[4]))
     elif len(argv) == 4 and argv[1] == "small":
         small_case(argv[2], int(argv[3]))
+    elif len(argv) == 6 and argv[1] == "replace":
+        replace_case(argv[2], int(argv[3]), int(argv[4]), int(argv[5]))
     else:
         print(__doc__, file=sys.stderr)
         return 2

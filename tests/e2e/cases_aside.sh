@@ -568,3 +568,49 @@ print(sorted(os.listdir(d)))
 	done
 }
 case_add aside/atomic-replace aside_atomic_replace
+
+# Python's atomic save, as scripts write it: each checkpoint to a
+# temporary name, then os.replace() onto the last version of its name
+# (300 over 20 names, sizes of 1 MiB give or take a few bytes), a name
+# read back now and then in between; with stepping aside as a user gets it
+# and with it off. The program's reads see the last version, the folder
+# holds the names a run without the library leaves (no temporary left) and
+# the real files hold the last versions, read without the library.
+aside_atomic_replace() {
+	local prog='
+import hashlib, os, sys
+d = sys.argv[1]
+def body(i):
+    n = (1 << 20) + (i * 37) % 4099 - 2000
+    return (i.to_bytes(4, "little") * (n // 4 + 1))[:n]
+last = {}
+for i in range(300):
+    name = f"{d}/ck_{i % 20:02d}.bin"
+    with open(name + ".tmp", "wb") as f:
+        f.write(body(i))
+    os.replace(name + ".tmp", name)
+    last[name] = i
+    if i % 7 == 3:
+        back = f"{d}/ck_{(i * 11) % 20:02d}.bin"
+        if back in last:
+            with open(back, "rb") as f:
+                if f.read() != body(last[back]):
+                    print("stale read of", os.path.basename(back), "after", i)
+for name in sorted(last):
+    print(os.path.basename(name), hashlib.sha256(body(last[name])).hexdigest())
+'
+	local how
+	for how in auto off; do
+		phase "$how"
+		rm -rf "$T/ck" "$T/plainrun" && mkdir -p "$T/ck"
+		same_output "atomic replaces (CKPTCACHE_STEP_ASIDE=$how)" "$prog" CKPTCACHE_STEP_ASIDE=$how \
+			CKPTCACHE_PATHS="$T/ck/ck_*"
+		[ "$(ls -A "$T/ck")" = "$(ls -A "$T/plainrun")" ] ||
+			fail "the folder holds $(ls -A "$T/ck" | tr '\n' ' '), without the library $(ls -A "$T/plainrun" | tr '\n' ' ')"
+		local f
+		for f in "$T"/plainrun/ck_*.bin; do
+			same "$f" "$T/ck/${f##*/}" "${f##*/} at its real path"
+		done
+	done
+}
+case_add aside/atomic-replace aside_atomic_replace

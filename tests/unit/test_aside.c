@@ -500,7 +500,8 @@ Test(aside, a_peek_foretells_the_next_pick)
 }
 
 /* ends_behind: set by an exit that waited a fifth of the cache's time or
- * more, kept by a process that cached too little to say otherwise,
+ * more, unless the cache with that wait still beat the real path by the
+ * margin the choice asks, kept by a process that cached too little to say otherwise,
  * cleared by one that took ASIDE_CLEAR_SAMPLES samples of the cache and
  * waited for (almost) nothing; it goes from process to process with the
  * record. */
@@ -517,8 +518,11 @@ Test(aside_store, the_mark_of_a_program_that_ends_behind_its_flushes, .init = pr
 	aside_t b = a;
 	aside_drained(&b, a.cache_ns / 10);
 	cr_assert_not(b.ends_behind, "a wait of a tenth of the cache's time");
-	aside_drained(&a, a.cache_ns / 4);
-	cr_assert(a.ends_behind, "a wait of a quarter of it");
+	aside_t c = a;
+	aside_drained(&c, a.cache_ns / 4);
+	cr_assert_not(c.ends_behind, "a wait of a quarter of it, the cache still ahead of the real path with it");
+	aside_drained(&a, 3 * a.cache_ns);
+	cr_assert(a.ends_behind, "a wait of three times it: with it, the cache is slower than the real path");
 	ckc_aside_save(&a, paths);
 	aside_t next;
 	aside_init(&next, true);
@@ -526,7 +530,8 @@ Test(aside_store, the_mark_of_a_program_that_ends_behind_its_flushes, .init = pr
 	cr_assert(next.ends_behind, "the mark goes with the record");
 	cr_assert_eq(next.every, a.every, "and the rhythm of the tries is whole");
 	/* a process that cached only its tries, and waited for nothing */
-	world(&next, 3, 16 * MiB, 6, 2, sent);
+	for (int i = 0; i < 3; i++)
+		aside_note(&next, ASIDE_CACHE, 16 * MiB, at(16 * MiB, 6));
 	next.measured[ASIDE_CACHE] = ASIDE_CLEAR_SAMPLES - 1;
 	aside_drained(&next, 0);
 	cr_assert(next.ends_behind, "too few samples of the cache to clear it");
@@ -591,4 +596,106 @@ Test(aside_store, records_saved_at_once_are_all_kept, .init = private_store, .fi
 		}
 		cr_assert_eq(kept, PROCS, "round %d: %d of %d records kept", round, kept, PROCS);
 	}
+}
+
+/* A record that says the real path is the faster (a try of the cache
+ * that met its first touch, in an earlier process) and has spaced the
+ * tries to the most: a try that beats the real path is followed by
+ * another at once, and the cache takes the checkpoints after a few, not
+ * after hundreds. */
+Test(aside, a_try_faster_than_the_record_is_tried_again_at_once)
+{
+	aside_t a;
+	aside_init(&a, true);
+	aside_prior(&a, 0.3e9, 1.5e9, 0, ASIDE_EVERY_MAX_CACHE);
+	cr_assert_eq(a.choice, ASIDE_HOME);
+	int sent[2] = { 0, 0 }, first = -1;
+	for (int i = 0; i < 2 * ASIDE_EVERY_MAX_CACHE && a.choice == ASIDE_HOME; i++) {
+		aside_side_t s = aside_pick(&a);
+		sent[s]++;
+		if (s == ASIDE_CACHE && first < 0)
+			first = i;
+		aside_note(&a, s, MiB, at(MiB, s == ASIDE_HOME ? 1.5 : 10));
+	}
+	cr_assert_eq(a.choice, ASIDE_CACHE, "the cache, after %d tries", sent[ASIDE_CACHE]);
+	cr_assert_leq(sent[ASIDE_CACHE], 3, "%d tries of the cache", sent[ASIDE_CACHE]);
+	cr_assert_geq(first, 0);
+	/* a try that confirms the choice waits its turn */
+	aside_t b;
+	aside_init(&b, true);
+	aside_prior(&b, 0.3e9, 1.5e9, 0, ASIDE_EVERY_MIN);
+	int tried[2] = { 0, 0 };
+	world(&b, 200, MiB, 0.3, 1.5, tried);
+	cr_assert_eq(b.choice, ASIDE_HOME);
+	cr_assert_leq(tried[ASIDE_CACHE], 6, "%d tries of the slower cache", tried[ASIDE_CACHE]);
+}
+
+/* Samples of the cache taken while it grows into memory new to the
+ * process (aside_note_growing) do not send the checkpoints away from it;
+ * the same slow samples noted as usual do; a try from the real path that
+ * met the growth counts as usual. */
+Test(aside, samples_of_a_growing_cache_do_not_send_it_away)
+{
+	aside_t a;
+	aside_init(&a, true);
+	aside_prior(&a, 10e9, 1.5e9, 0, ASIDE_EVERY_MIN);
+	cr_assert_eq(a.choice, ASIDE_CACHE);
+	aside_t b = a;
+	for (int i = 0; i < 2 * ASIDE_KEEP; i++) {
+		aside_side_t s = aside_pick(&a);
+		if (s == ASIDE_HOME)
+			cr_assert_not(aside_note(&a, s, MiB, at(MiB, 1.5)), "a try of the real path");
+		else
+			cr_assert_not(aside_note_growing(&a, MiB, at(MiB, 0.4)));
+	}
+	cr_assert_eq(a.choice, ASIDE_CACHE, "growing: kept");
+	for (int i = 0; i < ASIDE_KEEP; i++) {
+		aside_side_t s = aside_pick(&a);
+		aside_note(&a, s, MiB, at(MiB, s == ASIDE_HOME ? 1.5 : 10));
+	}
+	cr_assert_eq(a.choice, ASIDE_CACHE);
+	cr_assert_gt(a.bw[ASIDE_CACHE], 5e9, "the samples at hand take over: %.2f GB/s", a.bw[ASIDE_CACHE] / 1e9);
+	for (int i = 0; i < 2 * ASIDE_KEEP && b.choice == ASIDE_CACHE; i++) {
+		aside_side_t s = aside_pick(&b);
+		aside_note(&b, s, MiB, at(MiB, s == ASIDE_HOME ? 1.5 : 0.4));
+	}
+	cr_assert_eq(b.choice, ASIDE_HOME, "the same speeds at hand: the real path");
+	aside_t c;
+	aside_init(&c, true);
+	aside_prior(&c, 0.3e9, 1.5e9, 0, ASIDE_EVERY_MIN);
+	for (int i = 0; i < 100; i++) {
+		aside_side_t s = aside_pick(&c);
+		if (s == ASIDE_CACHE)
+			aside_note_growing(&c, MiB, at(MiB, 0.4));
+		else
+			aside_note(&c, s, MiB, at(MiB, 1.5));
+	}
+	cr_assert_eq(c.choice, ASIDE_HOME, "tries from the real path count as usual");
+}
+
+/* A try put off (its room not at hand) leaves the next checkpoint the
+ * try; at most ASIDE_DEFER_MAX are put off in a row. */
+Test(aside, a_try_is_put_off_a_bounded_number_of_times)
+{
+	aside_t a;
+	aside_init(&a, true);
+	for (int i = 0; i < ASIDE_WARM; i++) {
+		cr_assert_eq(aside_pick(&a), ASIDE_HOME);
+		aside_note(&a, ASIDE_HOME, MiB, at(MiB, 1.5));
+	}
+	cr_assert_eq(aside_peek(&a), ASIDE_CACHE);
+	for (int i = 0; i < ASIDE_DEFER_MAX; i++) {
+		cr_assert(aside_defer(&a), "put off %d", i);
+		aside_note(&a, ASIDE_HOME, MiB, at(MiB, 1.5));
+		cr_assert_eq(aside_peek(&a), ASIDE_CACHE, "still the try next");
+	}
+	cr_assert_not(aside_defer(&a), "no more than ASIDE_DEFER_MAX in a row");
+	cr_assert_eq(aside_pick(&a), ASIDE_CACHE);
+	cr_assert_eq(a.tries, 1);
+	cr_assert_eq(a.deferred, 0);
+	aside_note(&a, ASIDE_CACHE, MiB, at(MiB, 0.5));
+	cr_assert_not(aside_defer(&a), "nothing to put off: the choice is next");
+	aside_t off;
+	aside_init(&off, false);
+	cr_assert_not(aside_defer(&off));
 }

@@ -502,6 +502,100 @@ Test(host_tier, a_try_of_the_cache_finds_its_room_populated)
 	tenv_clean(&e);
 }
 
+/* Stepping aside with checkpoints of 1 MiB (small pages in the tier): the
+ * room of the cache's first try is populated whole before it, not the 64
+ * KiB that small pages keep ahead of a tier of small files, and the try
+ * waits for it: a checkpoint opened while it is being populated goes to
+ * its real path. Every byte reaches its real file. */
+Test(host_tier, a_try_of_one_mib_waits_for_its_room)
+{
+	tenv_t e;
+	aside_engine(&e, 256 * MiB);
+	ckc_tier_t *h = &ckc_eng.tier[0];
+	char path[PATH_MAX];
+	int next = 0;
+	for (int i = 0; i < ASIDE_WARM; i++) {
+		tpath(&e, path, next);
+		cr_assert(twrite_only_made(path, (uint64_t)next, MiB), "a process begins on the real path");
+		next++;
+	}
+	uint64_t r = host_resident(h);
+	for (int i = 0; i < 300 && r < MiB; i++) {
+		usleep(10000);
+		r = host_resident(h);
+	}
+	cr_assert_geq(r, MiB, "the try's room is populated: %llu KiB", (unsigned long long)(r >> 10));
+	ckc_wait_ready();
+	tpath(&e, path, next);
+	cr_assert_not(twrite_only_made(path, (uint64_t)next, MiB), "the try goes into the cache once its room is");
+	next++;
+	/* a try whose room is not populated yet waits (at most
+	 * ASIDE_DEFER_MAX checkpoints) */
+	ckc_mutex_lock(&ckc_eng.lock);
+	aside_init(&ckc_eng.aside, true);
+	aside_prior(&ckc_eng.aside, 1e9, 2e9, ASIDE_EVERY_MIN, ASIDE_EVERY_MIN);
+	atomic_store(&h->caught_up, false);
+	bool tries = aside_peek(&ckc_eng.aside) == ASIDE_CACHE;
+	eng_unlock();
+	cr_assert(tries, "the next checkpoint would try the cache");
+	ckc_mutex_lock(&h->grow_mx);
+	tpath(&e, path, next);
+	ckc_handle_t *hd;
+	cr_assert_eq(ckc_open_write_only(path, 0644, &hd), 0);
+	bool straight = hd->o->aside_home;
+	ckc_mutex_unlock(&h->grow_mx);
+	unsigned char *buf = malloc(MiB);
+	tfill(buf, MiB, (uint64_t)next, 0);
+	cr_assert_eq(ckc_pwrite(hd, buf, MiB, 0), (ssize_t)MiB);
+	free(buf);
+	cr_assert_eq(ckc_close(hd), 0);
+	cr_assert(straight, "the toucher behind: the checkpoint goes to its real path and the try waits");
+	cr_assert_eq(ckc_eng.aside.tries, 0, "no try counted");
+	next++;
+	ckc_shutdown();
+	for (int i = 0; i < next; i++) {
+		tpath(&e, path, i);
+		cr_assert(thome_matches(path, (uint64_t)i, MiB), "the real file %s", path);
+	}
+	tenv_clean(&e);
+}
+
+/* A checkpoint written to a temporary name and renamed over the last
+ * version (an atomic replace): the rename's time is that checkpoint's
+ * too, on either side (on the real path it frees the replaced file's
+ * pages, which the cache leaves to its publication). */
+Test(engine, a_rename_of_a_sampled_checkpoint_counts_for_its_side)
+{
+	tenv_t e;
+	aside_engine(&e, 256 * MiB);
+	char tmp[PATH_MAX], fin[PATH_MAX];
+	for (int i = 0; i < ASIDE_WARM; i++) {
+		tpath(&e, tmp, 100 + i);
+		tpath(&e, fin, 200);
+		cr_assert(twrite_only_made(tmp, (uint64_t)i, 2 * MiB), "on the real path");
+		ckc_mutex_lock(&ckc_eng.lock);
+		double before = ckc_eng.aside.last[ASIDE_HOME];
+		eng_unlock();
+		cr_assert_eq(ckc_rename(tmp, fin), 0);
+		ckc_mutex_lock(&ckc_eng.lock);
+		double after = ckc_eng.aside.last[ASIDE_HOME];
+		eng_unlock();
+		cr_assert_gt(before, 0);
+		cr_assert_lt(after, before, "the rename counts: %.3f GB/s before it, %.3f after", before / 1e9, after / 1e9);
+		/* a second rename of it is not the checkpoint's */
+		tpath(&e, tmp, 300 + i);
+		cr_assert_eq(ckc_rename(fin, tmp), 0);
+		ckc_mutex_lock(&ckc_eng.lock);
+		double again = ckc_eng.aside.last[ASIDE_HOME];
+		eng_unlock();
+		cr_assert_eq(again, after, "charged once");
+		cr_assert_eq(ckc_rename(tmp, fin), 0);
+	}
+	ckc_shutdown();
+	cr_assert(thome_matches(fin, 1, 2 * MiB), "the real file %s", fin);
+	tenv_clean(&e);
+}
+
 /* A program's large write goes into the host tier in lanes (several
  * threads fault in and fill its pages), every byte where it belongs. */
 Test(host_tier, a_large_write_runs_in_lanes_and_keeps_every_byte)
