@@ -530,20 +530,20 @@ Test(host_tier, a_try_of_one_mib_waits_for_its_room)
 	cr_assert_not(twrite_only_made(path, (uint64_t)next, MiB), "the try goes into the cache once its room is");
 	next++;
 	/* a try whose room is not populated yet waits (at most
-	 * ASIDE_DEFER_MAX checkpoints) */
+	 * ASIDE_DEFER_MAX checkpoints): the populating thread stopped with
+	 * work left */
+	ckc_host_stop(h);
+	atomic_store(&h->caught_up, false);
 	ckc_mutex_lock(&ckc_eng.lock);
 	aside_init(&ckc_eng.aside, true);
 	aside_prior(&ckc_eng.aside, 1e9, 2e9, ASIDE_EVERY_MIN, ASIDE_EVERY_MIN);
-	atomic_store(&h->caught_up, false);
 	bool tries = aside_peek(&ckc_eng.aside) == ASIDE_CACHE;
 	eng_unlock();
 	cr_assert(tries, "the next checkpoint would try the cache");
-	ckc_mutex_lock(&h->grow_mx);
 	tpath(&e, path, next);
 	ckc_handle_t *hd;
 	cr_assert_eq(ckc_open_write_only(path, 0644, &hd), 0);
 	bool straight = hd->o->aside_home;
-	ckc_mutex_unlock(&h->grow_mx);
 	unsigned char *buf = malloc(MiB);
 	tfill(buf, MiB, (uint64_t)next, 0);
 	cr_assert_eq(ckc_pwrite(hd, buf, MiB, 0), (ssize_t)MiB);
