@@ -119,6 +119,12 @@ bool aside_try_next(const aside_t *a)
 	return a->on && a->choice == ASIDE_HOME && aside_peek(a) == ASIDE_CACHE && !aside_open(a, ASIDE_CACHE);
 }
 
+bool aside_try_soon(const aside_t *a)
+{
+	return aside_try_next(a) || (a->on && a->choice == ASIDE_HOME && a->n[ASIDE_CACHE] == 0 &&
+				     a->picked[ASIDE_HOME] >= ASIDE_WARM && !aside_open(a, ASIDE_CACHE));
+}
+
 /* One sample of speed on side s: the choice follows. It changes where
  * the medians favour the other side and so does that side's last sample,
  * taken by this process within the chosen side's last ASIDE_KEEP: a

@@ -101,6 +101,12 @@ uint32_t aside_open(const aside_t *a, aside_side_t s);
  * to the real path, and no try is under way. */
 bool aside_try_next(const aside_t *a);
 
+/* aside_try_next, or a process on the real path that has sent its warm-up
+ * checkpoints there and never tried the cache (its first try comes with
+ * the next noted sample): the cache's room for a try is made ready now,
+ * while those are written. */
+bool aside_try_soon(const aside_t *a);
+
 /* One checkpoint of bytes written in ns on side s (the program's time in
  * its open, writes and close), which aside_pick sent there. Returns true
  * when the choice changed. */

@@ -236,6 +236,7 @@ typedef struct ckc_tier {
 	atomic_bool huge;              /* grow: huge pages advised (from the first checkpoint
 					  of more than CKC_HOST_HUGE_FROM bytes) */
 	atomic_uint_fast64_t use_seq;  /* grow: allocations in the tier so far */
+	atomic_uint_fast64_t planned_seq; /* grow: use_seq when the toucher last caught up */
 	atomic_bool expected;          /* grow: a checkpoint comes, though none came yet
 					  (ckc_host_expect) */
 	atomic_bool caught_up;         /* grow: the toucher has nothing left to populate */

@@ -100,6 +100,10 @@ static void aside_place(ckc_obj_t *o)
 	if (!defer && aside_pick(&ckc_eng.aside) != ASIDE_HOME)
 		return;
 	o->aside_home = true;
+	/* the last of the warm-up: the first try's room is populated while
+	 * this one is written */
+	if (t->kind == TIER_HOST && aside_try_soon(&ckc_eng.aside))
+		ckc_host_expect(t);
 	o->wlevel = ckc_eng.ntier - 1;
 }
 
@@ -155,7 +159,7 @@ void eng_aside_note(ckc_obj_t *o)
 		ckc_eng.aside_last[side] = o->version;
 	o->aside_cached = !o->aside_home;
 	/* the next checkpoint tries the cache: its room is populated first */
-	if (aside_try_next(a) && ckc_eng.tier[0].kind == TIER_HOST)
+	if (aside_try_soon(a) && ckc_eng.tier[0].kind == TIER_HOST)
 		ckc_host_expect(&ckc_eng.tier[0]);
 	if (a->choice != ASIDE_HOME || !a->n[ASIDE_CACHE] || !a->n[ASIDE_HOME])
 		return;

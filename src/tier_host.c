@@ -197,7 +197,7 @@ static bool host_aside_ahead(uint64_t p, uint64_t *ahead)
 	if (!a->on || a->choice != ASIDE_HOME || ckc_eng.nrecent == 0 || p < ASIDE_MIN_BYTES)
 		return false;
 	/* a try under way has its room: none for the one after it */
-	*ahead = aside_try_next(a) ? p : 0;
+	*ahead = aside_try_soon(a) ? p : 0;
 	return true;
 }
 
@@ -351,7 +351,8 @@ static void host_toucher_grow(ckc_tier_t *t)
 		 * only reads checkpoints from their real files needs no room */
 		uint64_t small_off = 0, small_len = 0;
 		ckc_mutex_lock(&ckc_eng.lock);
-		if (atomic_load(&t->use_seq) || atomic_load(&t->expected))
+		uint64_t planned = atomic_load(&t->use_seq);
+		if (planned || atomic_load(&t->expected))
 			host_plan(t, want, &small_off, &small_len);
 		bool small = !atomic_load(&t->huge);
 		eng_unlock();
@@ -364,6 +365,7 @@ static void host_toucher_grow(ckc_tier_t *t)
 			host_populate_wanted(t, want);
 		}
 		ckc_mutex_lock(&t->grow_mx);
+		atomic_store(&t->planned_seq, planned);
 		atomic_store(&t->caught_up, true);
 		pthread_cond_broadcast(&t->caught_cv);
 		if (!atomic_load(&t->toucher_stop) && atomic_load(&t->use_seq) == seen) {
@@ -414,7 +416,12 @@ void ckc_host_expect(ckc_tier_t *t)
 {
 	if (!t->grow)
 		return;
-	atomic_store(&t->expected, true);
+	/* asked again with no allocation since the toucher last caught up:
+	 * the room it populated is still free (a wake would only have the
+	 * next checkpoint find the tier not ready) */
+	if (atomic_exchange(&t->expected, true) && atomic_load(&t->caught_up) &&
+	    atomic_load(&t->planned_seq) == atomic_load(&t->use_seq))
+		return;
 	host_wake(t);
 }
 
@@ -513,6 +520,7 @@ int ckc_host_open(ckc_tier_t *t, uint64_t capacity, bool grow, bool keep)
 	pthread_cond_init(&t->grow_cv, NULL);
 	pthread_cond_init(&t->caught_cv, NULL);
 	atomic_store(&t->use_seq, 0);
+	atomic_store(&t->planned_seq, 0);
 	atomic_store(&t->caught_up, false);
 	atomic_store(&t->populated, 0);
 	atomic_store(&t->populated_peak, 0);
