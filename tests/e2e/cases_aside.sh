@@ -571,12 +571,12 @@ case_add aside/atomic-replace aside_atomic_replace
 
 # Python's atomic save, as scripts write it: each checkpoint to a
 # temporary name, then os.replace() onto the last version of its name
-# (300 over 20 names, sizes of 1 MiB give or take a few bytes), a name
+# (120 over 20 names, sizes of 1 MiB give or take a few bytes), a name
 # read back now and then in between; with stepping aside as a user gets it
 # and with it off. The program's reads see the last version, the folder
 # holds the names a run without the library leaves (no temporary left) and
 # the real files hold the last versions, read without the library.
-aside_atomic_replace() {
+aside_replace_over_names() {
 	local prog='
 import hashlib, os, sys
 d = sys.argv[1]
@@ -584,7 +584,7 @@ def body(i):
     n = (1 << 20) + (i * 37) % 4099 - 2000
     return (i.to_bytes(4, "little") * (n // 4 + 1))[:n]
 last = {}
-for i in range(300):
+for i in range(120):
     name = f"{d}/ck_{i % 20:02d}.bin"
     with open(name + ".tmp", "wb") as f:
         f.write(body(i))
@@ -613,4 +613,4 @@ for name in sorted(last):
 		done
 	done
 }
-case_add aside/atomic-replace aside_atomic_replace
+case_add aside/replace-over-names aside_replace_over_names
