@@ -90,7 +90,10 @@ static int host_populate(ckc_tier_t *t, uint64_t off, uint64_t len)
 {
 	if (sys_madvise(t->base + off, len, MADV_POPULATE_WRITE) != 0)
 		return -errno;
-	host_read_touch(t->base + off, len);
+	/* a tier populated whole is the one registered with CUDA (pinned),
+	 * whose copies are the GPU's transfers, not the program's memcpy */
+	if (t->grow)
+		host_read_touch(t->base + off, len);
 	return 0;
 }
 

@@ -670,6 +670,16 @@ except OSError:
 print(int((time.perf_counter() - t) * 1000))
 ' 2>/dev/null)
 	[ -n "$ms" ] && [ "$ms" -lt 150 ] || fail "an open of a file a stopped process holds took ${ms:-?} ms"
+	# the same 13 processes reading an untagged file, timed beside them:
+	# what starting them costs on this machine now (under a sanitizer
+	# beside other cases, 13 took 2 s)
+	echo "epoch 1" >untagged.log
+	local b0 b1
+	b0=$(date +%s%N)
+	for ((i = 0; i < 13; i++)); do
+		ck -- timeout 20 cat untagged.log >/dev/null 2>&1
+	done
+	b1=$(date +%s%N)
 	t0=$(date +%s%N)
 	for ((i = 0; i < 13; i++)); do
 		ck -- timeout 20 cat ck/train.log >/dev/null 2>&1
@@ -678,8 +688,10 @@ print(int((time.perf_counter() - t) * 1000))
 	kill -CONT "$pid"
 	kill "$pid" 2>/dev/null
 	wait $job 2>/dev/null
-	# each is a new process (a few ms); a wait for the holder is 200 ms
-	[ $(((t1 - t0) / 1000000)) -lt 2000 ] || fail "13 reads of a file a stopped process holds took $(((t1 - t0) / 1000000)) ms"
+	# a wait for the holder is 200 ms a reader: 13 of them, 2.6 s more
+	local more=$(((t1 - t0 - (b1 - b0)) / 1000000))
+	[ "$more" -lt 1000 ] ||
+		fail "13 reads of a file a stopped process holds took $(((t1 - t0) / 1000000)) ms, of an untagged file $(((b1 - b0) / 1000000)) ms"
 }
 
 # A process that holds a checkpoint open for writing is killed (SIGKILL)
