@@ -258,11 +258,14 @@ static size_t host_plan(ckc_tier_t *t, uint8_t *want, uint64_t *next_off, uint64
 		const arena_frag_t *g = &a->frag[best];
 		uint64_t take = g->len < ahead ? g->len : ahead;
 		if (!first_len) {
-			/* small pages: at least HOST_SMALL_AHEAD, and what the
-			 * plan takes of the gap (a checkpoint of 1 MiB written
-			 * into room 64 KiB of which was populated took 3 ms
-			 * here, against 0.1 ms into populated room) */
-			uint64_t want_len = take > HOST_SMALL_AHEAD ? take : HOST_SMALL_AHEAD;
+			/* small pages: HOST_SMALL_AHEAD, or what the plan takes
+			 * of the gap once checkpoints are known to be that
+			 * large (a checkpoint of 1 MiB written into room 64
+			 * KiB of which was populated took 3 ms here, against
+			 * 0.1 ms into populated room); before any is known the
+			 * plan's guess (1 MiB) would hold room a script of
+			 * small files never uses */
+			uint64_t want_len = ckc_eng.nrecent > 0 && take > HOST_SMALL_AHEAD ? take : HOST_SMALL_AHEAD;
 			first_off = g->off;
 			first_len = g->len < want_len ? g->len : want_len;
 		}
