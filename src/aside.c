@@ -159,6 +159,23 @@ static int aside_follow(aside_t *a)
 	return 1;
 }
 
+/* Whether a sample of speed on side s, set against the other side's
+ * median, favours s. */
+static bool aside_sample_favours(const aside_t *a, aside_side_t s, double speed)
+{
+	double fresh[2] = { a->bw[ASIDE_CACHE], a->bw[ASIDE_HOME] };
+	fresh[s] = speed;
+	return aside_favoured(a, fresh) == s;
+}
+
+/* A try confirmed the choice: the next comes after twice as many. */
+static void aside_space_tries(aside_t *a)
+{
+	uint32_t most = a->choice == ASIDE_HOME ? ASIDE_EVERY_MAX_CACHE : ASIDE_EVERY_MAX;
+	if (a->every < most)
+		a->every *= 2;
+}
+
 static bool aside_learn(aside_t *a, aside_side_t s, double speed)
 {
 	aside_keep(a, s, speed);
@@ -174,15 +191,10 @@ static bool aside_learn(aside_t *a, aside_side_t s, double speed)
 	 * (an earlier process's record among them) outvote: the next
 	 * checkpoint tries again, until the median follows or a try confirms
 	 * the choice */
-	double fresh[2] = { a->bw[ASIDE_CACHE], a->bw[ASIDE_HOME] };
-	fresh[s] = speed;
-	if (aside_favoured(a, fresh) == s) {
+	if (aside_sample_favours(a, s, speed))
 		a->since = a->every;
-		return false;
-	}
-	uint32_t most = a->choice == ASIDE_HOME ? ASIDE_EVERY_MAX_CACHE : ASIDE_EVERY_MAX;
-	if (a->every < most)
-		a->every *= 2; /* a try that confirmed the choice */
+	else
+		aside_space_tries(a);
 	return false;
 }
 
@@ -236,14 +248,10 @@ bool aside_charge(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns)
 	if (f)
 		return f > 0;
 	/* a try whose sample, with the wait, no longer beats the choice:
-	 * the next try waits its turn again (aside_learn_held) */
-	double fresh[2] = { a->bw[ASIDE_CACHE], a->bw[ASIDE_HOME] };
-	fresh[s] = speed;
-	if (s != a->choice && a->since >= a->every && aside_favoured(a, fresh) != s) {
+	 * the next try waits its turn again (aside_learn) */
+	if (s != a->choice && a->since >= a->every && !aside_sample_favours(a, s, speed)) {
 		a->since = 0;
-		uint32_t most = a->choice == ASIDE_HOME ? ASIDE_EVERY_MAX_CACHE : ASIDE_EVERY_MAX;
-		if (a->every < most)
-			a->every *= 2;
+		aside_space_tries(a);
 	}
 	return false;
 }
@@ -258,9 +266,7 @@ void aside_drained(aside_t *a, uint64_t drain_ns)
 	 * flushes) does not mark it: a loop of atomic replaces of 1 MiB
 	 * waited 5 ms at its exit for 20 ms in its writes, at 8 GB/s with
 	 * the wait against 1.5 for the real path */
-	double with_wait[2] = { eff, a->bw[ASIDE_HOME] };
-	bool still_ahead = a->bw[ASIDE_HOME] > 0 && aside_favoured(a, with_wait) == ASIDE_CACHE &&
-			   with_wait[ASIDE_HOME] / eff < ASIDE_ENTER;
+	bool still_ahead = a->bw[ASIDE_HOME] > 0 && aside_sample_favours(a, ASIDE_CACHE, eff);
 	bool long_wait = (double)drain_ns >= 0.2 * (double)a->cache_ns && !still_ahead;
 	if (long_wait)
 		a->ends_behind = true;
