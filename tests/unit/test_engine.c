@@ -590,6 +590,12 @@ Test(engine, a_rename_of_a_sampled_checkpoint_counts_for_its_side)
 		eng_unlock();
 		cr_assert_eq(again, after, "charged once");
 		cr_assert_eq(ckc_rename(tmp, fin), 0);
+		/* a rename that fails charges nothing */
+		cr_assert_eq(ckc_rename("/nonexistent/a", fin), -ENOENT);
+		ckc_mutex_lock(&ckc_eng.lock);
+		double failed = ckc_eng.aside.last[ASIDE_HOME];
+		eng_unlock();
+		cr_assert_eq(failed, after, "a failed rename counts for nothing");
 	}
 	ckc_shutdown();
 	cr_assert(thome_matches(fin, 1, 2 * MiB), "the real file %s", fin);
