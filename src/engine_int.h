@@ -259,8 +259,9 @@ void ckc_host_close(ckc_tier_t *t);
 /* Bytes [aoff, aoff+len) of host tier t were allocated for a checkpoint
  * that holds whole bytes there now (lock held): the toucher populates
  * ahead of the next allocations, and gives these back once they are free
- * again and the tier idle. */
-void ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len, uint64_t whole);
+ * again and the tier idle. True where some of them were not populated (the
+ * copy into them faults pages new to the process in). */
+bool ckc_host_used(ckc_tier_t *t, uint64_t aoff, uint64_t len, uint64_t whole);
 /* A checkpoint is coming into a growing host tier (a try of the cache by
  * stepping aside), though the tier may not have been used yet: its toucher
  * starts, or wakes, and populates the room planned for it (lock held). */

@@ -471,7 +471,7 @@ int ckc_place_reserve(ckc_obj_t *o, int level, uint64_t need, int mode, uint64_t
 		ssize_t idx = arena_index_of(&t->arena, last->aoff);
 		if (idx >= 0 && arena_extend(&t->arena, (size_t)idx, last->alen + want) == 0) {
 			if (t->kind == TIER_HOST)
-				ckc_host_used(t, last->aoff + last->alen, want, have + want);
+				o->grew |= ckc_host_used(t, last->aoff + last->alen, want, have + want);
 			else if (t->kind == TIER_GPU)
 				ckc_peer_room();
 			last->alen += want;
@@ -494,7 +494,7 @@ int ckc_place_reserve(ckc_obj_t *o, int level, uint64_t need, int mode, uint64_t
 	if (p->nexts == 1)
 		p->seq_in = p->seq_use = ++ckc_eng.seq;
 	if (t->kind == TIER_HOST)
-		ckc_host_used(t, aoff, want, have + want);
+		o->grew |= ckc_host_used(t, aoff, want, have + want);
 	else if (t->kind == TIER_GPU)
 		ckc_peer_room();
 	return 0;
