@@ -266,7 +266,27 @@ Test(aside, a_real_path_that_slows_with_the_machine_is_kept_unless_a_try_of_the_
 	world(&b, 4, 16 * MiB, 6, 0.5, first);
 	cr_assert_eq(b.choice, ASIDE_CACHE, "a try of a faster cache takes the checkpoints");
 	cr_assert_eq(b.switches, 1);
-	cr_assert_eq(first[ASIDE_CACHE], 1, "one try before the change");
+	cr_assert_eq(b.tries, 1, "one try before the change");
+	cr_assert_eq(first[ASIDE_HOME], 1, "the record's speed of the real path gave way to its first sample: %d "
+		     "checkpoints went there", first[ASIDE_HOME]);
+}
+
+/* A record whose cache figure came from a slow try (pages new to the
+ * process) long ago, with the real path chosen and tries spaced far apart:
+ * the real path turns as slow as that figure. Once a try comes, its sample
+ * stands for the record's, and the checkpoints go to the cache; before,
+ * the record's two samples outvoted it. */
+Test(aside, a_try_replaces_the_records_figure_of_the_cache)
+{
+	aside_t a;
+	aside_init(&a, true);
+	aside_prior(&a, 0.41e9, 0.45e9, ASIDE_EVERY_MAX_CACHE - 3, ASIDE_EVERY_MAX_CACHE);
+	cr_assert_eq(a.choice, ASIDE_HOME);
+	int sent[2] = { 0, 0 };
+	world(&a, 8, 16 * MiB, 12, 0.45, sent);
+	cr_assert_eq(a.choice, ASIDE_CACHE, "the cache, 12 GB/s, against a real path of 0.45");
+	cr_assert_eq(a.tries, 1, "%u tries", a.tries);
+	cr_assert_geq(sent[ASIDE_CACHE], 4, "%d of 8 went to the cache", sent[ASIDE_CACHE]);
 }
 
 /* A process whose checkpoints went to the cache faster than they were
