@@ -154,9 +154,36 @@ ssd_elsewhere() {
 		note "/dev/shm is on the file system of $T: no other file system for an ssd tier"
 }
 
-# page_cache_bytes FILE...: the bytes of FILEs the page cache holds.
+# page_cache_bytes FILE...: the bytes of FILEs the page cache holds
+# (fincore, of util-linux; where a machine lacks it, mincore(2) on a
+# private mapping of each file, which touches none of its pages).
 page_cache_bytes() {
-	fincore -nb -o RES "$@" | awk '{ n += $1 } END { print n + 0 }'
+	if command -v fincore >/dev/null; then
+		fincore -nb -o RES "$@" | awk '{ n += $1 } END { print n + 0 }'
+		return
+	fi
+	plain "$PY" -c '
+import ctypes, mmap, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+page = os.sysconf("SC_PAGE_SIZE")
+total = 0
+for name in sys.argv[1:]:
+    size = os.path.getsize(name)
+    if size == 0:
+        continue
+    with open(name, "rb") as f:
+        m = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY)
+    pages = (size + page - 1) // page
+    vec = (ctypes.c_ubyte * pages)()
+    buf = ctypes.c_char.from_buffer(m)
+    if libc.mincore(ctypes.addressof(buf), size, vec) != 0:
+        sys.exit("mincore: " + os.strerror(ctypes.get_errno()))
+    total += sum(v & 1 for v in vec) * page
+    del buf
+    m.close()
+print(total)
+' "$@"
 }
 
 # drop_from_memory FILE...: the page cache forgets FILEs (written back
