@@ -15,6 +15,7 @@
 #include "engine_int.h"
 #include "aside.h"
 #include "engine_util.h"
+#include "memlimit.h"
 #include "ckptcache.h"
 
 enum order { SEQ, REV, RND };
@@ -675,12 +676,9 @@ Test(host_tier, a_large_write_runs_in_lanes_and_keeps_every_byte)
 /* The process's resident bytes (/proc/self/statm). */
 static uint64_t self_resident(void)
 {
-	unsigned long long m = 0, r = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-	cr_assert_not_null(f);
-	cr_assert_eq(fscanf(f, "%llu %llu", &m, &r), 2);
-	fclose(f);
-	return (uint64_t)r * (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t mapped, resident;
+	cr_assert(ckc_memlimit_statm("/proc/self/statm", &mapped, &resident));
+	return resident;
 }
 
 /* After one checkpoint no room of its size is populated ahead, even once
