@@ -252,8 +252,9 @@ typedef struct ckc_tier {
 	/* gpu: spare device memory */
 	ckc_gpu_t *gpu;
 
-	/* ssd: one preallocated file of this process, on file system dev */
+	/* ssd: one sparse file of this process, on file system dev */
 	int fd;
+	atomic_bool full; /* a write found its file system full: no new copies */
 	bool direct;
 	dev_t dev;
 	char path[PATH_MAX];

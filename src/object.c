@@ -464,6 +464,8 @@ int ckc_place_reserve(ckc_obj_t *o, int level, uint64_t need, int mode, uint64_t
 		return 0;
 	if (t->kind == TIER_GPU && !ckc_gpu_usable(t))
 		return mode == CKC_ALLOC_PREFETCH ? -EAGAIN : -ENOSPC;
+	if (t->kind == TIER_SSD && atomic_load(&t->full))
+		return -ENOSPC;
 	uint64_t want = arena_round(&t->arena, need - have);
 	uint64_t mask = t->arena.align - 1;
 	if (p->nexts > 0 && !(p->ext[p->nexts - 1].aoff & mask) && !(p->ext[p->nexts - 1].alen & mask)) {

@@ -1,7 +1,8 @@
-/* The ssd tier: one preallocated file per process in the private (0700)
- * folder under CKPTCACHE_SSD_DIR (state.c), opened with O_DIRECT where the file
+/* The ssd tier: one sparse file per process in the private (0700) folder
+ * under CKPTCACHE_SSD_DIR (state.c), opened with O_DIRECT where the file
  * system allows it, removed when the engine stops. Unaligned transfers go
- * through an aligned bounce buffer. */
+ * through an aligned bounce buffer. A write the file system has no room
+ * for (ENOSPC, EDQUOT) closes the tier to new copies (ckc_ssd_full). */
 #include "config.h"
 
 #include <errno.h>
@@ -50,13 +51,14 @@ int ckc_ssd_open(ckc_tier_t *t, uint64_t capacity, const char *dir)
 	rc = arena_init(&t->arena, capacity, CKC_ALIGN);
 	if (rc)
 		goto fail;
-	if (sys_fallocate(fd, 0, 0, (off_t)t->arena.capacity) != 0) {
+	/* sparse: the file takes space on its file system as the tier holds
+	 * checkpoints, not its whole size at start (the processes of a node
+	 * each took a quarter of what was left, and a few of them filled the
+	 * disk that the program's real files needed) */
+	if (sys_ftruncate(fd, (off_t)t->arena.capacity) != 0) {
 		rc = -errno;
-		if (rc != -EOPNOTSUPP || sys_ftruncate(fd, (off_t)t->arena.capacity) != 0) {
-			arena_fini(&t->arena);
-			goto fail;
-		}
-		rc = 0;
+		arena_fini(&t->arena);
+		goto fail;
 	}
 	struct stat st;
 	if (sys_fstat(fd, &st) != 0) {
@@ -97,7 +99,29 @@ static bool aligned(const void *buf, uint64_t off, size_t len)
 	return ((uintptr_t)buf % CKC_ALIGN) == 0 && off % CKC_ALIGN == 0 && len % CKC_ALIGN == 0;
 }
 
+static int ssd_put_bytes(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len);
+
+/* The file system had no room for a write into the tier's file: the tier
+ * takes no new copy from now on (ckc_place_reserve), and says so once; the
+ * write's caller moves its bytes to the next tier. The copies it holds stay. */
+static void ssd_full(ckc_tier_t *t, int err)
+{
+	if (!atomic_exchange(&t->full, true)) {
+		ckc_warn("ssd tier: the file system of %s has no room for more (%s): the tier keeps "
+			 "the copies it holds and takes no new ones",
+			 t->path, strerror(-err));
+	}
+}
+
 static int ssd_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len)
+{
+	int rc = ssd_put_bytes(t, aoff, buf, len);
+	if (rc == -ENOSPC || rc == -EDQUOT)
+		ssd_full(t, rc);
+	return rc;
+}
+
+static int ssd_put_bytes(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len)
 {
 	if (!t->direct || aligned(buf, aoff, len))
 		return ckc_io_pwrite_all(t->fd, buf, len, (off_t)aoff);

@@ -1141,6 +1141,60 @@ sys.exit(d != (piece * (len(d) // len(piece) + 1))[:len(d)])" "$got" || fail "th
 	return 0
 }
 case_add robust/enospc-filled-between enospc_filled_between
+
+# Four processes of a node start at once with an ssd tier each, sized (25%)
+# from the space of the file system their checkpoints also go to (a tmpfs
+# of 64 MiB), then each writes a checkpoint of 8 MiB. Their 32 MiB fit
+# without the library, so they fit with it: a tier takes space as it holds
+# copies (here none: the real path is on its file system), not its size at
+# start. Each file is compared at its real path without the library.
+ssd_tiers_share_a_disk() {
+	command -v unshare >/dev/null || note "no unshare here"
+	mkdir -p small rescue
+	plain unshare -m sh -c 'mount -t tmpfs -o size=8M tmpfs small' 2>/dev/null ||
+		note "cannot mount a tmpfs in a mount namespace here"
+	cat >writer.py <<'PYEOF'
+import os, random, sys, time
+i = int(sys.argv[1])
+open("small/hdr%d.bin" % i, "wb").write(b"h" * 4096)
+open("small/ready%d" % i, "w").close()
+t = time.time()
+while sum(os.path.exists("small/ready%d" % j) for j in range(4)) < 4 and time.time() - t < 30:
+    time.sleep(0.01)
+data = random.Random(i).randbytes(8 << 20)
+try:
+    with open("small/ck%d.bin" % i, "wb") as f:
+        f.write(data)
+    print(i, "written", open("small/ck%d.bin" % i, "rb").read() == data)
+except OSError as e:
+    print(i, "error", e.errno)
+PYEOF
+	local side
+	for side in plain lib; do
+		plain unshare -m sh -c 'mount -t tmpfs -o size=64M tmpfs small || exit 9
+			mkdir small/ssd
+			[ "$4" = lib ] && export CKPTCACHE_PATHS="$1/small/*.bin" LD_PRELOAD="$2" \
+				CKPTCACHE_SSD_DIR="$1/small/ssd" CKPTCACHE_SSD_CACHE=25% CKPTCACHE_RESCUE_DIR="$1/rescue"
+			for i in 0 1 2 3; do "$3" writer.py $i & done
+			wait
+			for i in 0 1 2 3; do
+				env -u LD_PRELOAD "$3" -c "
+import random, sys
+i = int(sys.argv[1])
+d = open(\"small/ck%d.bin\" % i, \"rb\").read()
+print(i, \"at the real path\", d == random.Random(i).randbytes(8 << 20))" $i
+			done' sh "$T" "$PRELOAD" "$PY" $side >out_$side.txt 2>err_$side.txt
+		echo "rc $?" >>out_$side.txt
+		sort -o out_$side.txt out_$side.txt
+	done
+	grep -q '^0 at the real path True' out_plain.txt || note "the 4 checkpoints do not fit here without the library:$(tr '\n' ' ' <out_plain.txt)"
+	cmp -s out_plain.txt out_lib.txt ||
+		fail "4 processes with an ssd tier each:$(tr '\n' ' ' <out_plain.txt) without the library,$(tr '\n' ' ' <out_lib.txt) with it ($(grep -a -m1 ckptcache err_lib.txt))"
+	grep -a 'ckptcache: \(error\|warning\)' err_lib.txt && fail "a message: $(grep -a -m1 'ckptcache: ' err_lib.txt)"
+	[ -z "$(ls rescue)" ] || fail "rescue files were made: $(ls rescue)"
+	return 0
+}
+case_add robust/ssd-tiers-share-a-disk ssd_tiers_share_a_disk
 case_add robust/readonly-cached readonly_cached_case
 case_add robust/names-long-path-rescue long_path_rescue
 case_add robust/exit-thread-writing exit_race

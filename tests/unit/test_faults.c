@@ -15,6 +15,7 @@ static char ssd_prefix[128], home_prefix[128];
 static _Atomic int fd_kind[4096]; /* 1 ssd, 2 home */
 static _Atomic int fail_ssd_errno, fail_home_errno, home_delay_us, ssd_fail_after;
 static _Atomic int home_writers; /* pwrite(2)s to home in progress */
+static _Atomic int ssd_failed;   /* pwrite(2)s to the ssd file failed */
 static _Atomic int errors_logged;
 static char last_error[1024], all_errors[8192];
 static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -66,6 +67,7 @@ static ssize_t f_pwrite(int fd, const void *buf, size_t len, off_t off)
 		if (atomic_load(&ssd_fail_after) > 0)
 			atomic_fetch_sub(&ssd_fail_after, 1);
 		else {
+			atomic_fetch_add(&ssd_failed, 1);
 			errno = atomic_load(&fail_ssd_errno);
 			return -1;
 		}
@@ -85,16 +87,14 @@ static ssize_t f_pwrite(int fd, const void *buf, size_t len, off_t off)
 	return pwrite(fd, buf, len, off);
 }
 
-static _Atomic int fallocate_errno;
+static _Atomic int ftruncate_errno;
 
-/* The ssd file cannot be allocated: fails with fallocate_errno. */
-static int f_fallocate_fail(int fd, int mode, off_t off, off_t len)
+/* The ssd file cannot be sized: fails with ftruncate_errno. */
+static int f_ftruncate_fail(int fd, off_t len)
 {
 	(void)fd;
-	(void)mode;
-	(void)off;
 	(void)len;
-	errno = atomic_load(&fallocate_errno);
+	errno = atomic_load(&ftruncate_errno);
 	return -1;
 }
 
@@ -107,6 +107,7 @@ static void faults_setup(tenv_t *e)
 	ckc_io.pwrite = f_pwrite;
 	ckc_log_sink = sink;
 	atomic_store(&errors_logged, 0);
+	atomic_store(&ssd_failed, 0);
 }
 
 static void faults_teardown(tenv_t *e)
@@ -164,6 +165,78 @@ static void ssd_failure(int err)
 }
 
 Test(faults, ssd_enospc) { ssd_failure(ENOSPC); }
+
+/* The ssd tier's file takes space as the tier holds checkpoints, not its
+ * whole size at start: the processes of a node each sized theirs from what
+ * was free, and a few of them filled the disk the real files needed. */
+Test(faults, ssd_file_takes_space_as_it_is_used)
+{
+	tenv_t e;
+	faults_setup(&e);
+	ckc_config_t c = tcfg(&e, 2 * MiB, 64 * MiB);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	struct stat st;
+	cr_assert_eq(stat(ckc_eng.tier[1].path, &st), 0, "%s", ckc_eng.tier[1].path);
+	cr_assert_eq((uint64_t)st.st_size, 64 * MiB, "the file spans the tier");
+	cr_assert_lt((uint64_t)st.st_blocks * 512, 1 * MiB, "%llu bytes taken at start",
+		     (unsigned long long)st.st_blocks * 512);
+	char path[PATH_MAX];
+	for (int i = 0; i < 10; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 700 * 1024, 100000);
+	}
+	ckc_stats_t s;
+	ckc_stats_get(&s);
+	cr_assert_geq(s.tier[1].peak_used_bytes, 700 * 1024, "the history went through the ssd tier");
+	cr_assert_eq(stat(ckc_eng.tier[1].path, &st), 0);
+	cr_assert_geq((uint64_t)st.st_blocks * 512, 700 * 1024, "%llu bytes taken once used",
+		      (unsigned long long)st.st_blocks * 512);
+	for (int i = 9; i >= 0; i--) {
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i, 700 * 1024, 100000);
+	}
+	faults_teardown(&e);
+}
+
+/* A write into the ssd tier that finds its file system full closes the
+ * tier to new copies: later checkpoints go to the next tier without trying
+ * it again (each try wrote bytes only to move them), and the log says so
+ * once. Nothing is lost. */
+Test(faults, ssd_full_closes_the_tier_to_new_copies)
+{
+	tenv_t e;
+	faults_setup(&e);
+	ckc_config_t c = tcfg(&e, 2 * MiB, 16 * MiB);
+	c.log_level = CKC_LOG_WARN;
+	cr_assert_eq(ckc_init_config(&c), 0);
+	atomic_store(&ssd_fail_after, 2);
+	atomic_store(&fail_ssd_errno, ENOSPC);
+	char path[PATH_MAX];
+	for (int i = 0; i < 10; i++) {
+		tpath(&e, path, i);
+		twrite(path, (uint64_t)i, 700 * 1024, 100000);
+	}
+	cr_assert_eq(ckc_wait_flushed(), 0);
+	/* (a program's write and the host tier's flush may both be under
+	 * way when the first finds the file system full) */
+	cr_assert_leq(atomic_load(&ssd_failed), 2, "the full ssd tier was written %d times: %s",
+		      atomic_load(&ssd_failed), all_errors);
+	pthread_mutex_lock(&err_lock);
+	const char *say = strstr(all_errors, "takes no new ones");
+	cr_assert_not_null(say, "%s", all_errors);
+	cr_assert_null(strstr(say + 1, "takes no new ones"), "said more than once: %s", all_errors);
+	pthread_mutex_unlock(&err_lock);
+	for (int i = 9; i >= 0; i--) {
+		tpath(&e, path, i);
+		tverify(path, (uint64_t)i, 700 * 1024, 100000);
+	}
+	ckc_shutdown();
+	for (int i = 0; i < 10; i++) {
+		tpath(&e, path, i);
+		cr_assert(thome_matches(path, (uint64_t)i, 700 * 1024), "%s lost", path);
+	}
+	faults_teardown(&e);
+}
 Test(faults, ssd_eio) { ssd_failure(EIO); }
 
 Test(faults, home_eio_leaves_a_rescue_file)
@@ -286,13 +359,13 @@ Test(faults, the_newer_version_of_a_checkpoint_lands_last)
 }
 
 /* Starts the engine (host 2 MiB, ssd 64 MiB) with the ssd file's
- * allocation failing with err; the log must name CKPTCACHE_SSD_DIR. Returns
+ * sizing failing with err; the log must name CKPTCACHE_SSD_DIR. Returns
  * ckc_init_config's result. */
 static int start_with_ssd_failing(tenv_t *e, int err)
 {
 	faults_setup(e);
-	atomic_store(&fallocate_errno, err);
-	ckc_io.fallocate = f_fallocate_fail;
+	atomic_store(&ftruncate_errno, err);
+	ckc_io.ftruncate = f_ftruncate_fail;
 	ckc_config_t c = tcfg(e, 2 * MiB, 64 * MiB);
 	c.log_level = CKC_LOG_WARN;
 	int rc = ckc_init_config(&c);
