@@ -133,38 +133,54 @@ static void slow_home_start(tenv_t *e, uint64_t host, int delay_us)
 	atomic_store(&home_delay_us, delay_us);
 }
 
-static void ssd_failure(int err)
+/* Starts the engine (host 2 MiB, ssd 16 MiB: the history has to go
+ * through the ssd tier) with every write into the ssd file after the
+ * first 2 failing with err, and writes a history of 10 checkpoints. */
+static void ssd_failing_history(tenv_t *e, int err)
 {
-	tenv_t e;
-	faults_setup(&e);
-	/* host 2 MiB, ssd 16 MiB: the history has to go through the ssd tier */
-	ckc_config_t c = tcfg(&e, 2 * MiB, 16 * MiB);
+	faults_setup(e);
+	ckc_config_t c = tcfg(e, 2 * MiB, 16 * MiB);
 	c.log_level = CKC_LOG_WARN;
 	cr_assert_eq(ckc_init_config(&c), 0);
 	atomic_store(&ssd_fail_after, 2);
 	atomic_store(&fail_ssd_errno, err);
 	char path[PATH_MAX];
 	for (int i = 0; i < 10; i++) {
-		tpath(&e, path, i);
+		tpath(e, path, i);
 		twrite(path, (uint64_t)i, 700 * 1024, 100000);
 	}
+}
+
+/* The history read back in reverse, then, once the engine has stopped, at
+ * the real paths. */
+static void ssd_history_check(tenv_t *e)
+{
+	char path[PATH_MAX];
 	for (int i = 9; i >= 0; i--) {
-		tpath(&e, path, i);
+		tpath(e, path, i);
 		tverify(path, (uint64_t)i, 700 * 1024, 100000);
 	}
+	ckc_shutdown();
+	for (int i = 0; i < 10; i++) {
+		tpath(e, path, i);
+		cr_assert(thome_matches(path, (uint64_t)i, 700 * 1024), "%s lost", path);
+	}
+}
+
+static void ssd_failure(int err)
+{
+	tenv_t e;
+	ssd_failing_history(&e, err);
 	ckc_stats_t st;
 	ckc_stats_get(&st);
 	cr_assert_gt(st.tier[1].flush_errors, 0, "ssd failures must be counted");
 	cr_assert_gt(atomic_load(&errors_logged), 0, "ssd failures must be logged");
-	ckc_shutdown();
-	for (int i = 0; i < 10; i++) {
-		tpath(&e, path, i);
-		cr_assert(thome_matches(path, (uint64_t)i, 700 * 1024), "%s lost", path);
-	}
+	ssd_history_check(&e);
 	faults_teardown(&e);
 }
 
 Test(faults, ssd_enospc) { ssd_failure(ENOSPC); }
+Test(faults, ssd_eio) { ssd_failure(EIO); }
 
 /* The ssd tier's file takes space as the tier holds checkpoints, not its
  * whole size at start: the processes of a node each sized theirs from what
@@ -191,10 +207,7 @@ Test(faults, ssd_file_takes_space_as_it_is_used)
 	cr_assert_eq(stat(ckc_eng.tier[1].path, &st), 0);
 	cr_assert_geq((uint64_t)st.st_blocks * 512, 700 * 1024, "%llu bytes taken once used",
 		      (unsigned long long)st.st_blocks * 512);
-	for (int i = 9; i >= 0; i--) {
-		tpath(&e, path, i);
-		tverify(path, (uint64_t)i, 700 * 1024, 100000);
-	}
+	ssd_history_check(&e);
 	faults_teardown(&e);
 }
 
@@ -205,39 +218,20 @@ Test(faults, ssd_file_takes_space_as_it_is_used)
 Test(faults, ssd_full_closes_the_tier_to_new_copies)
 {
 	tenv_t e;
-	faults_setup(&e);
-	ckc_config_t c = tcfg(&e, 2 * MiB, 16 * MiB);
-	c.log_level = CKC_LOG_WARN;
-	cr_assert_eq(ckc_init_config(&c), 0);
-	atomic_store(&ssd_fail_after, 2);
-	atomic_store(&fail_ssd_errno, ENOSPC);
-	char path[PATH_MAX];
-	for (int i = 0; i < 10; i++) {
-		tpath(&e, path, i);
-		twrite(path, (uint64_t)i, 700 * 1024, 100000);
-	}
+	ssd_failing_history(&e, ENOSPC);
 	cr_assert_eq(ckc_wait_flushed(), 0);
 	/* (a program's write and the host tier's flush may both be under
 	 * way when the first finds the file system full) */
-	cr_assert_leq(atomic_load(&ssd_failed), 2, "the full ssd tier was written %d times: %s",
-		      atomic_load(&ssd_failed), all_errors);
+	cr_assert_leq(atomic_load(&ssd_failed), 2, "the full ssd tier was written %d times",
+		      atomic_load(&ssd_failed));
 	pthread_mutex_lock(&err_lock);
 	const char *say = strstr(all_errors, "takes no new ones");
 	cr_assert_not_null(say, "%s", all_errors);
 	cr_assert_null(strstr(say + 1, "takes no new ones"), "said more than once: %s", all_errors);
 	pthread_mutex_unlock(&err_lock);
-	for (int i = 9; i >= 0; i--) {
-		tpath(&e, path, i);
-		tverify(path, (uint64_t)i, 700 * 1024, 100000);
-	}
-	ckc_shutdown();
-	for (int i = 0; i < 10; i++) {
-		tpath(&e, path, i);
-		cr_assert(thome_matches(path, (uint64_t)i, 700 * 1024), "%s lost", path);
-	}
+	ssd_history_check(&e);
 	faults_teardown(&e);
 }
-Test(faults, ssd_eio) { ssd_failure(EIO); }
 
 Test(faults, home_eio_leaves_a_rescue_file)
 {
