@@ -2188,4 +2188,4 @@ assert open(sys.argv[2], "rb").read() == b"new contents " * 1000, "the real file
 	[ $exercised -gt 0 ] ||
 		note "in each run the cache had published the checkpoint before the other program replaced it: nothing to rescue"
 }
-case_add robust/changed-rescued-once changed_rescued_once
+case_add_waits robust/changed-rescued-once changed_rescued_once

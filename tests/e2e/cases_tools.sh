@@ -612,11 +612,11 @@ done
 case_add tools/sha256sum tools_sha256sum
 case_add tools/tar-into tools_tar_into
 case_add tools/tar-folder-times tools_tar_folder_times
-case_add tools/py-folder-times tools_py_folder_times
+case_add_waits tools/py-folder-times tools_py_folder_times
 tools_py_folder_times_named() { NOTMPFILE=1 tools_py_folder_times; }
-case_add tools/py-folder-times-named-temps tools_py_folder_times_named
+case_add_waits tools/py-folder-times-named-temps tools_py_folder_times_named
 case_add tools/py-folder-changes tools_py_folder_changes
 case_add tools/tar-out-of tools_tar_out_of
-case_add tools/tar-delayed-links tools_tar_delayed_links
+case_add_waits tools/tar-delayed-links tools_tar_delayed_links
 case_add tools/bash-builtins tools_bash_builtins
 case_add tools/write-then-read tools_write_then_read
