@@ -298,7 +298,10 @@ off_t ckc_vfd_lseek(ckc_vfd_t *v, off_t off, int whence)
 		return err;
 	int saved = errno;
 	ckc_mutex_lock(&v->lock);
-	off_t size = (off_t)ckc_handle_size(v->h), r = 0;
+	/* the size only where the answer depends on it: a position asked
+	 * (SEEK_CUR by 0, Python's tell() after each open) costs no look at
+	 * the version under the engine's lock */
+	off_t size = whence >= SEEK_END && whence <= SEEK_HOLE ? (off_t)ckc_handle_size(v->h) : 0, r = 0;
 	bool over = false;
 	switch (whence) {
 	case SEEK_SET: r = off; break;
