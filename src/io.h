@@ -35,6 +35,8 @@
 	X(fsync, int, (int fd), (fd))                                                     \
 	X(ftruncate, int, (int fd, off_t len), (fd, len))                                 \
 	X(rename, int, (const char *from, const char *to), (from, to))                    \
+	X(renameat2, int, (int ofd, const char *op, int nfd, const char *np, unsigned fl), \
+	  (ofd, op, nfd, np, fl))                                                         \
 	X(unlink, int, (const char *path), (path))                                        \
 	X(stat, int, (const char *path, struct stat *st), (path, st))                     \
 	X(lstat, int, (const char *path, struct stat *st), (path, st))                    \

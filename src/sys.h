@@ -34,6 +34,7 @@
 #define sys_ftruncate CKC_SYS_IO(ftruncate)
 #define sys_fallocate CKC_SYS_IO(fallocate)
 #define sys_rename CKC_SYS_IO(rename)
+#define sys_renameat2 CKC_SYS_IO(renameat2)
 #define sys_unlink CKC_SYS_IO(unlink)
 #define sys_stat CKC_SYS_IO(stat)
 #define sys_lstat CKC_SYS_IO(lstat)

@@ -358,6 +358,47 @@ static void home_link_new(int fd, const char *key, bool *named, bool *taken)
 		*taken = errno == EEXIST; /* anything else fails the same way below */
 }
 
+static bool ts_eq(struct timespec a, struct timespec b);
+
+/* Whether the file at path is base's: the same file, of its size and
+ * modification time (its change time is left out: a rename sets it). */
+static bool home_is_base(const ckc_fid_t *base, const char *path)
+{
+	struct stat st;
+	return sys_stat(path, &st) == 0 && st.st_dev == base->dev && st.st_ino == base->ino &&
+	       st.st_size == base->size && ts_eq(st.st_mtim, base->mtime);
+}
+
+/* The file named tmp takes the name key. Where the version began over a
+ * file there (base), the two names are exchanged and the file key named
+ * is looked at: one another program put there after the look before (a
+ * rename of its own onto key meanwhile, which a rename of tmp would
+ * replace for good) gets its name back, and the version is CKC_CHANGED
+ * (it goes to a rescue file) with tmp removed by the caller. A file system
+ * that cannot exchange names gets a rename. 0 or -errno. */
+static int home_replace(const char *tmp, const char *key, const ckc_fid_t *base)
+{
+	if (base && base->known && base->exists) {
+		if (sys_renameat2(AT_FDCWD, tmp, AT_FDCWD, key, RENAME_EXCHANGE) == 0) {
+			if (home_is_base(base, tmp)) {
+				(void)sys_unlink(tmp); /* the replaced file */
+				return 0;
+			}
+			if (sys_renameat2(AT_FDCWD, tmp, AT_FDCWD, key, RENAME_EXCHANGE) == 0)
+				return CKC_CHANGED;
+			/* the other program's file keeps the temporary name */
+			ckc_warn("checkpoint %s: the file another program put there meanwhile could not be given its "
+				 "name back (%s); it is kept as %s",
+				 key, strerror(errno), tmp);
+			return 0;
+		}
+		if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP && errno != ENOENT)
+			return -errno;
+		/* no exchange here, or no file at key any more: a rename */
+	}
+	return sys_rename(tmp, key) == 0 ? 0 : -errno;
+}
+
 /* A publication (home_publish): fd closed unless keep_open. */
 static int home_publish_in(char *tmp, const char *key, int fd, const ckc_fid_t *base, bool fsync_it,
 			   bool keep_open, const ckc_attr_t *a)
@@ -384,8 +425,8 @@ static int home_publish_in(char *tmp, const char *key, int fd, const ckc_fid_t *
 		if (named)
 			(void)sys_unlink(key); /* its bytes may not be there */
 	}
-	if (!rc && !named && sys_rename(tmp, key) != 0)
-		rc = -errno;
+	if (!rc && !named)
+		rc = home_replace(tmp, key, base);
 	if (rc && !named) {
 		ckc_home_discard(tmp, -1);
 		return rc;

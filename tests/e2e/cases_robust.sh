@@ -264,6 +264,37 @@ time.sleep(1.5)
 	[ "$(cat "$r")" = "cached version" ] || fail "the rescue file holds '$(cat "$r")'"
 }
 
+# A checkpoint that replaces a file is published by a rename that takes a
+# second (a parallel file system's metadata); another program replaces
+# the file with a rename of its own after the library last looked at it,
+# while that rename waits. The other program's file is newer: it keeps
+# the name, and the version goes to a rescue file, said where (a rename of
+# the version would have replaced it for good).
+replaced_while_publishing() {
+	mkdir -p rescue
+	printf 'first version\n' >ck/r.bin
+	printf 'the other program\n' >other.tmp
+	SLOW_US=1000000 SLOW_MATCH="$T/ck/r.bin" SLOWFS_OPS=rename ck CKPTCACHE_RESCUE_DIR="$T/rescue" \
+		CKPTCACHE_STEP_ASIDE=off -- "$PY" -c '
+import time
+with open("ck/r.bin", "wb") as f:
+    f.write(b"cached version\n")
+print("closed", flush=True)
+time.sleep(3)
+assert open("ck/r.bin", "rb").read() == b"the other program\n", "the program reads another version"
+' 2>err.txt | { read -r l; [ "$l" = closed ] && sleep 0.3 && mv other.tmp ck/r.bin; cat >/dev/null; }
+	cat err.txt
+	[ "$(cat ck/r.bin)" = "the other program" ] ||
+		fail "the other program's file was replaced by the version it replaced: r.bin holds '$(cat ck/r.bin)'"
+	grep -q 'was changed at its real path by another program' err.txt ||
+		fail "no message that the file was replaced by another program"
+	local r
+	r=$(find rescue -type f -name 'rescue.*r.bin' | head -1)
+	[ -n "$r" ] || fail "no rescue file of the cached version"
+	[ "$(cat "$r")" = "cached version" ] || fail "the rescue file holds '$(cat "$r")'"
+	[ -z "$(find ck -name '.ckc.*')" ] || fail "temporary files left: $(find ck -name '.ckc.*')"
+}
+
 # One thread fsyncs a checkpoint in a loop while another closes it (a
 # logger's flush beside the main thread's close): every file is complete at
 # its real path, and no false report of a checkpoint that did not reach it.
@@ -1246,6 +1277,7 @@ C
 case_add robust/fsize-after-open fsize_after_open
 case_add robust/path-symlink-dotdot symlink_dotdot
 case_add robust/symlink-made-meanwhile symlink_made_meanwhile
+case_add_waits robust/replaced-while-publishing replaced_while_publishing
 case_add_waits robust/links-unpublished links_unpublished
 case_add robust/fsync-beside-close fsync_beside_close
 case_add robust/utime-then-write utime_then_write

@@ -10,8 +10,9 @@
  *                 dupfd; open: the library's own opens; openat: the
  *                 program's opens of real files, which the library makes
  *                 with openat(2); rename: a
- *                 file given its name, by rename(2) or by linkat(2) of an
- *                 anonymous file, the two ways the library publishes;
+ *                 file given its name, by rename(2), renameat2(2) (an
+ *                 exchange of names) or linkat(2) of an anonymous file,
+ *                 the ways the library publishes;
  *                 pwrite: a write to a descriptor of such a path, as a slow
  *                 file system's data path; dupfd: fcntl's F_DUPFD and
  *                 F_DUPFD_CLOEXEC of a descriptor of such a path, the
@@ -73,6 +74,16 @@ int rename(const char *from, const char *to)
 	if (slow("rename", to))
 		return -1;
 	return real(from, to);
+}
+
+int renameat2(int olddirfd, const char *from, int newdirfd, const char *to, unsigned int flags)
+{
+	static int (*real)(int, const char *, int, const char *, unsigned int);
+	if (!real)
+		real = (int (*)(int, const char *, int, const char *, unsigned int))dlsym(RTLD_NEXT, "renameat2");
+	if (slow("rename", to))
+		return -1;
+	return real(olddirfd, from, newdirfd, to, flags);
 }
 
 int linkat(int olddirfd, const char *from, int newdirfd, const char *to, int flags)

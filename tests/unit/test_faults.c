@@ -650,3 +650,94 @@ Test(faults, a_table_full_for_good_ends_in_bounded_time_and_says_so)
 	cr_assert(logged("did not reach its real path"), "%s", all_errors);
 	faults_teardown(&e);
 }
+
+/* The exchange that publishes a version over an existing file: refused
+ * (a file system without it), or met by another program's file, renamed
+ * onto the name just before it (after the publication's look). */
+static _Atomic int exchange_errno;
+static char exchange_other[PATH_MAX];
+static _Atomic int exchanges;
+
+static int f_renameat2(int ofd, const char *from, int nfd, const char *to, unsigned fl)
+{
+	atomic_fetch_add(&exchanges, 1);
+	if (atomic_load(&exchange_errno)) {
+		errno = atomic_load(&exchange_errno);
+		return -1;
+	}
+	/* the other program's rename comes first, once */
+	if (exchange_other[0] && rename(exchange_other, to) == 0)
+		exchange_other[0] = '\0';
+	return renameat2(ofd, from, nfd, to, fl);
+}
+
+/* A version of path written over a file of 100 bytes, published. */
+static void publish_over_file(tenv_t *e, const char *path)
+{
+	FILE *f = fopen(path, "wb");
+	cr_assert(f);
+	for (int i = 0; i < 100; i++)
+		fputc('o', f);
+	fclose(f);
+	ckc_config_t c = tcfg(e, 16 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	twrite(path, 7, 1 * MiB + 5, 1 * MiB);
+	cr_assert_eq(ckc_publish_all(5000 * 1000000ull, false), 0);
+}
+
+static int count_temps(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+	while (d && (de = readdir(d)))
+		n += strncmp(de->d_name, ".ckc.", 5) == 0;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+Test(faults, publication_over_a_file_without_exchange_renames)
+{
+	tenv_t e;
+	faults_setup(&e);
+	ckc_io.renameat2 = f_renameat2;
+	atomic_store(&exchange_errno, EINVAL);
+	atomic_store(&exchanges, 0);
+	char path[PATH_MAX];
+	tpath(&e, path, 1);
+	publish_over_file(&e, path);
+	cr_assert_gt(atomic_load(&exchanges), 0, "the publication never tried the exchange");
+	cr_assert(thome_matches(path, 7, 1 * MiB + 5), "the version is not at its real path");
+	cr_assert_eq(count_temps(e.home), 0, "temporary files are left");
+	atomic_store(&exchange_errno, 0);
+	faults_teardown(&e);
+}
+
+Test(faults, publication_keeps_a_file_renamed_onto_the_name_meanwhile)
+{
+	tenv_t e;
+	faults_setup(&e);
+	ckc_io.renameat2 = f_renameat2;
+	atomic_store(&exchanges, 0);
+	char path[PATH_MAX];
+	tpath(&e, path, 2);
+	snprintf(exchange_other, sizeof(exchange_other), "%s/other.tmp", e.home);
+	FILE *f = fopen(exchange_other, "wb");
+	cr_assert(f);
+	fputs("the other program\n", f);
+	fclose(f);
+	publish_over_file(&e, path);
+	cr_assert_gt(atomic_load(&exchanges), 0, "the publication never tried the exchange");
+	cr_assert_eq(exchange_other[0], '\0', "the other program's rename did not happen");
+	char got[64] = { 0 };
+	f = fopen(path, "rb");
+	cr_assert(f);
+	size_t n = fread(got, 1, sizeof(got) - 1, f);
+	fclose(f);
+	cr_assert_eq(n, strlen("the other program\n"), "the real path holds %zu bytes, not the other file", n);
+	cr_assert_str_eq(got, "the other program\n");
+	cr_assert_gt(atomic_load(&errors_logged), 0, "the change was not reported");
+	cr_assert_eq(count_temps(e.home), 0, "temporary files are left");
+	faults_teardown(&e);
+}
