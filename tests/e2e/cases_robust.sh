@@ -240,6 +240,17 @@ print("ok")
 	absent ck/r2/c.bin "the retargeted link's new folder"
 }
 
+# err.txt says that a checkpoint was changed at its real path by another
+# program, and the folder rescue holds the version "cached version" of $1.
+rescued_said() {
+	grep -q 'was changed at its real path by another program' err.txt ||
+		fail "no message that $1 was changed by another program"
+	local r
+	r=$(find rescue -type f -name "rescue.*$1" | head -1)
+	[ -n "$r" ] || fail "no rescue file of the cached version of $1"
+	[ "$(cat "$r")" = "cached version" ] || fail "the rescue file of $1 holds '$(cat "$r")'"
+}
+
 # A new checkpoint closed and waiting to be published (its publication
 # slowed); another program makes a symbolic link at its name meanwhile (no
 # target). That link is newer than the cached version: it is kept, and the
@@ -256,12 +267,7 @@ time.sleep(1.5)
 	cat err.txt
 	[ -L ck/sub/x.bin ] || fail "the symbolic link made at the name while the version waited was replaced"
 	absent nowhere "the link's target (nothing wrote through the link)"
-	grep -q 'was changed at its real path by another program' err.txt ||
-		fail "no message that the name was taken by another program"
-	local r
-	r=$(find rescue -type f -name 'rescue.*x.bin' | head -1)
-	[ -n "$r" ] || fail "no rescue file of the cached version"
-	[ "$(cat "$r")" = "cached version" ] || fail "the rescue file holds '$(cat "$r")'"
+	rescued_said x.bin
 }
 
 # A checkpoint that replaces a file is published by a rename that takes a
@@ -286,12 +292,7 @@ assert open("ck/r.bin", "rb").read() == b"the other program\n", "the program rea
 	cat err.txt
 	[ "$(cat ck/r.bin)" = "the other program" ] ||
 		fail "the other program's file was replaced by the version it replaced: r.bin holds '$(cat ck/r.bin)'"
-	grep -q 'was changed at its real path by another program' err.txt ||
-		fail "no message that the file was replaced by another program"
-	local r
-	r=$(find rescue -type f -name 'rescue.*r.bin' | head -1)
-	[ -n "$r" ] || fail "no rescue file of the cached version"
-	[ "$(cat "$r")" = "cached version" ] || fail "the rescue file holds '$(cat "$r")'"
+	rescued_said r.bin
 	[ -z "$(find ck -name '.ckc.*')" ] || fail "temporary files left: $(find ck -name '.ckc.*')"
 }
 
