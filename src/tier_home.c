@@ -358,15 +358,16 @@ static void home_link_new(int fd, const char *key, bool *named, bool *taken)
 		*taken = errno == EEXIST; /* anything else fails the same way below */
 }
 
-static bool ts_eq(struct timespec a, struct timespec b);
-
-/* Whether the file at path is base's: the same file, of its size and
- * modification time (its change time is left out: a rename sets it). */
+/* Whether the file at path is base's (ckc_fid_same), its change time left
+ * out: a rename sets it. A file that cannot be looked at is not. */
 static bool home_is_base(const ckc_fid_t *base, const char *path)
 {
-	struct stat st;
-	return sys_stat(path, &st) == 0 && st.st_dev == base->dev && st.st_ino == base->ino &&
-	       st.st_size == base->size && ts_eq(st.st_mtim, base->mtime);
+	ckc_fid_t now;
+	ckc_fid_take(path, &now);
+	if (!now.known || !now.exists)
+		return false;
+	now.ctime = base->ctime;
+	return ckc_fid_same(base, &now);
 }
 
 /* The file named tmp takes the name key. Where the version began over a
