@@ -657,10 +657,17 @@ Test(faults, a_table_full_for_good_ends_in_bounded_time_and_says_so)
 static _Atomic int exchange_errno;
 static char exchange_other[PATH_MAX];
 static _Atomic int exchanges;
+/* from this exchange on (1: the first), each fails with EIO; 0: none */
+static _Atomic int exchange_fail_from;
 
 static int f_renameat2(int ofd, const char *from, int nfd, const char *to, unsigned fl)
 {
-	atomic_fetch_add(&exchanges, 1);
+	int n = atomic_fetch_add(&exchanges, 1) + 1;
+	int from_n = atomic_load(&exchange_fail_from);
+	if (from_n && n >= from_n) {
+		errno = EIO;
+		return -1;
+	}
 	if (atomic_load(&exchange_errno)) {
 		errno = atomic_load(&exchange_errno);
 		return -1;
@@ -680,18 +687,25 @@ static void publish_over_file(tenv_t *e, const char *path)
 		fputc('o', f);
 	fclose(f);
 	ckc_config_t c = tcfg(e, 16 * MiB, 0);
+	c.log_level = CKC_LOG_WARN;
 	cr_assert_eq(ckc_init_config(&c), 0);
 	twrite(path, 7, 1 * MiB + 5, 1 * MiB);
 	cr_assert_eq(ckc_publish_all(5000 * 1000000ull, false), 0);
 }
 
-static int count_temps(const char *dir)
+/* The temporary files (".ckc.*") in dir: their number, and the path of
+ * the last one found in *last (when last is not NULL). */
+static int count_temps(const char *dir, char (*last)[PATH_MAX])
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	int n = 0;
 	while (d && (de = readdir(d)))
-		n += strncmp(de->d_name, ".ckc.", 5) == 0;
+		if (strncmp(de->d_name, ".ckc.", 5) == 0) {
+			n++;
+			if (last)
+				snprintf(*last, sizeof(*last), "%s/%s", dir, de->d_name);
+		}
 	if (d)
 		closedir(d);
 	return n;
@@ -709,7 +723,7 @@ Test(faults, publication_over_a_file_without_exchange_renames)
 	publish_over_file(&e, path);
 	cr_assert_gt(atomic_load(&exchanges), 0, "the publication never tried the exchange");
 	cr_assert(thome_matches(path, 7, 1 * MiB + 5), "the version is not at its real path");
-	cr_assert_eq(count_temps(e.home), 0, "temporary files are left");
+	cr_assert_eq(count_temps(e.home, NULL), 0, "temporary files are left");
 	atomic_store(&exchange_errno, 0);
 	faults_teardown(&e);
 }
@@ -738,6 +752,50 @@ Test(faults, publication_keeps_a_file_renamed_onto_the_name_meanwhile)
 	cr_assert_eq(n, strlen("the other program\n"), "the real path holds %zu bytes, not the other file", n);
 	cr_assert_str_eq(got, "the other program\n");
 	cr_assert_gt(atomic_load(&errors_logged), 0, "the change was not reported");
-	cr_assert_eq(count_temps(e.home), 0, "temporary files are left");
+	/* the version, whole, in the rescue file the message names last */
+	const char *at = strstr(all_errors, "is saved in ");
+	cr_assert_not_null(at, "no rescue file said: %s", all_errors);
+	char rescue[PATH_MAX];
+	snprintf(rescue, sizeof(rescue), "%s", at + strlen("is saved in "));
+	rescue[strcspn(rescue, "\n")] = '\0';
+	cr_assert(thome_matches(rescue, 7, 1 * MiB + 5), "rescue file %s", rescue);
+	cr_assert_eq(count_temps(e.home, NULL), 0, "temporary files are left");
+	faults_teardown(&e);
+}
+
+/* The other program's file cannot be given its name back (the second
+ * exchange fails): the version stays published at its name, whole, the
+ * other file is kept whole under the temporary name, and a warning says
+ * where. */
+Test(faults, publication_keeps_the_other_file_aside_when_it_cannot_give_the_name_back)
+{
+	tenv_t e;
+	faults_setup(&e);
+	ckc_io.renameat2 = f_renameat2;
+	atomic_store(&exchanges, 0);
+	atomic_store(&exchange_fail_from, 2);
+	char path[PATH_MAX];
+	tpath(&e, path, 3);
+	snprintf(exchange_other, sizeof(exchange_other), "%s/other.tmp", e.home);
+	FILE *f = fopen(exchange_other, "wb");
+	cr_assert(f);
+	fputs("the other program\n", f);
+	fclose(f);
+	publish_over_file(&e, path);
+	atomic_store(&exchange_fail_from, 0);
+	cr_assert_eq(atomic_load(&exchanges), 2, "%d exchanges", atomic_load(&exchanges));
+	cr_assert(thome_matches(path, 7, 1 * MiB + 5), "the version is not whole at its real path");
+	cr_assert(logged("could not be given its name back"), "%s", all_errors);
+	/* the other program's file, under the temporary name the warning gives */
+	char kept[PATH_MAX] = "";
+	cr_assert_eq(count_temps(e.home, &kept), 1, "the other program's file is not kept once");
+	cr_assert(logged(kept), "the warning does not name %s: %s", kept, all_errors);
+	char got[64] = { 0 };
+	f = fopen(kept, "rb");
+	cr_assert(f);
+	size_t n = fread(got, 1, sizeof(got) - 1, f);
+	fclose(f);
+	cr_assert_eq(n, strlen("the other program\n"));
+	cr_assert_str_eq(got, "the other program\n");
 	faults_teardown(&e);
 }
