@@ -1258,7 +1258,9 @@ CKC_EXPORT char *realpath(const char *path, char *resolved)
 		if (!ckc_cached_follow(AT_FDCWD, path, canon, NULL)) {
 			/* a folder on the way that is a checkpoint: ENOTDIR */
 			(void)ckc_enoent_checked(AT_FDCWD, path, -1);
-			return NULL;
+			/* none held any more: one published since the first
+			 * look is at its real path now, which answers */
+			return errno == ENOENT ? REAL(realpath)(path, resolved) : NULL;
 		}
 	} else {
 		canon[k] = '\0';
