@@ -243,6 +243,10 @@ ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path)
 	int seen = ckc_handle_seen(h, &v->stat_real, &v->stat_at_home);
 	v->stat_known = seen == CKC_SEEN_FILE;
 	v->stat_absent = seen == CKC_SEEN_ABSENT;
+	atomic_init(&v->stat_snap, NULL);
+	v->stat_snaps = NULL;
+	v->stat_first_used = false;
+	ckc_vfd_stat_keep(v);
 	v->id_known = false;
 	memcpy(v->path, path, n);
 	return v;
@@ -379,8 +383,32 @@ int ckc_vfd_put(ckc_vfd_t *v)
 	}
 	ckc_lock_release(v);
 	ckc_mutex_destroy(&v->lock);
+	for (ckc_vfd_stat_t *k = v->stat_snaps, *n; k; k = n) {
+		n = k->next;
+		free(k);
+	}
 	free(v);
 	return rc;
+}
+
+void ckc_vfd_stat_keep(ckc_vfd_t *v)
+{
+	ckc_vfd_stat_t *k = NULL;
+	if (v->stat_known) {
+		/* (the first in the descriptor itself, the next ones apart) */
+		if (!v->stat_first_used) {
+			v->stat_first_used = true;
+			k = &v->stat_first;
+		} else if ((k = malloc(sizeof(*k)))) {
+			k->next = v->stat_snaps;
+			v->stat_snaps = k;
+		}
+	}
+	if (k) {
+		k->at_home = v->stat_at_home;
+		k->st = v->stat_real;
+	}
+	atomic_store_explicit(&v->stat_snap, k, memory_order_release);
 }
 
 /* A descriptor's lock is held across a whole read or write of the cache,

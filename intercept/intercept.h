@@ -405,6 +405,16 @@ ssize_t ckc_fd_name(int fd, char *out, size_t len);
  * real file: for the effective user and groups, else the real ones. */
 bool ckc_cached_permits(const ckc_stat_t *cst, int want, bool effective);
 
+/* getuid, geteuid, getgid and getegid, asked of the kernel once until the
+ * process changes its user or group through the C library (spawn.c). */
+uid_t ckc_getuid(void);
+uid_t ckc_geteuid(void);
+gid_t ckc_getgid(void);
+gid_t ckc_getegid(void);
+/* The process is about to change its user or group: the kernel is asked
+ * each time from then on. */
+void ckc_ids_changing(void);
+
 /* Set once this process changed its user or group (spawn.c): its cached
  * checkpoints were published under the old identity first. */
 extern atomic_bool ckc_identity_changed;
@@ -427,8 +437,19 @@ bool ckc_cached_reachable(const char *canon);
 
 /* ---- virtual descriptors (fdtab.c) ---- */
 
+typedef struct ckc_vfd_stat {
+	struct ckc_vfd_stat *next;
+	bool at_home;
+	struct stat st;
+} ckc_vfd_stat_t;
+
+/* v's fstat answer of the real file, kept (stat_known) for an fstat
+ * without v's lock (fdtab.c; v's lock held, or v not yet installed). */
+struct ckc_vfd;
+void ckc_vfd_stat_keep(struct ckc_vfd *v);
+
 typedef struct ckc_vfd {
-	ckc_mutex_t lock;     /* guards pos and switched */
+	ckc_mutex_t lock;     /* guards pos (ckc_vfd_pos_set) and switched */
 	atomic_int refs;      /* descriptor numbers sharing it (dup) */
 	ckc_handle_t *h;
 	uint64_t pos;
@@ -447,12 +468,31 @@ typedef struct ckc_vfd {
 	dev_t id_dev;
 	ino_t id_ino;
 	struct stat stat_real;
+	/* stat_real as last taken while stat_known, with stat_at_home, for
+	 * an fstat without the lock (NULL: take the lock); each one stays
+	 * until the descriptor goes (stat_snaps) */
+	_Atomic(struct ckc_vfd_stat *) stat_snap;
+	struct ckc_vfd_stat *stat_snaps;
+	struct ckc_vfd_stat stat_first; /* the first one kept */
+	bool stat_first_used;
 	/* a small checkpoint the model sent to the cache as a sample: when
 	 * the program's open began (0: not one) */
 	uint64_t small_t0;
 	uint64_t id;          /* this process's number for it, never reused */
 	char path[];          /* canonical */
 } ckc_vfd_t;
+
+/* v's position: written under v->lock, read with or without it (a
+ * position asked costs no lock). */
+static inline uint64_t ckc_vfd_pos(const ckc_vfd_t *v)
+{
+	return __atomic_load_n(&v->pos, __ATOMIC_RELAXED);
+}
+
+static inline void ckc_vfd_pos_set(ckc_vfd_t *v, uint64_t pos)
+{
+	__atomic_store_n(&v->pos, pos, __ATOMIC_RELAXED);
+}
 
 extern _Atomic(ckc_vfd_t *) *ckc_vfd_tab;
 extern size_t ckc_vfd_cap;

@@ -184,7 +184,7 @@ static uint64_t room_free(const char *dir, bool first)
 		return UINT64_MAX;
 	}
 	uint64_t unit = fs.f_frsize ? fs.f_frsize : fs.f_bsize;
-	uint64_t room = (uint64_t)(geteuid() == 0 ? fs.f_bfree : fs.f_bavail) * unit;
+	uint64_t room = (uint64_t)(ckc_geteuid() == 0 ? fs.f_bfree : fs.f_bavail) * unit;
 	room_dir_hash = h;
 	room_bytes = room;
 	room_at = now ? now : ckc_now_ns();
@@ -252,7 +252,7 @@ ssize_t ckc_vfd_read(ckc_vfd_t *v, void *buf, size_t n)
 	ckc_mutex_lock(&v->lock);
 	ssize_t r = ckc_vfd_pread(v, buf, n, (off_t)v->pos);
 	if (r > 0)
-		v->pos += (uint64_t)r;
+		ckc_vfd_pos_set(v, v->pos + (uint64_t)r);
 	ckc_mutex_unlock(&v->lock);
 	return r;
 }
@@ -261,10 +261,10 @@ ssize_t ckc_vfd_write(ckc_vfd_t *v, const void *buf, size_t n)
 {
 	ckc_mutex_lock(&v->lock);
 	if (v->flags & O_APPEND)
-		v->pos = ckc_handle_size(v->h);
+		ckc_vfd_pos_set(v, ckc_handle_size(v->h));
 	ssize_t r = ckc_vfd_pwrite(v, buf, n, (off_t)v->pos);
 	if (r > 0)
-		v->pos += (uint64_t)r;
+		ckc_vfd_pos_set(v, v->pos + (uint64_t)r);
 	ckc_mutex_unlock(&v->lock);
 	return r;
 }
@@ -296,6 +296,10 @@ off_t ckc_vfd_lseek(ckc_vfd_t *v, off_t off, int whence)
 	int err = ckc_px_vfd_usable(v);
 	if (err)
 		return err;
+	/* the position asked (SEEK_CUR by 0: Python's tell() twice after
+	 * each open), whatever it is, as the kernel answers it */
+	if (whence == SEEK_CUR && off == 0)
+		return (off_t)ckc_vfd_pos(v);
 	int saved = errno;
 	ckc_mutex_lock(&v->lock);
 	/* the size only where the answer depends on it: a position asked
@@ -318,7 +322,7 @@ off_t ckc_vfd_lseek(ckc_vfd_t *v, off_t off, int whence)
 	if (!err && !(whence == SEEK_CUR && off == 0) && whence <= SEEK_END && !ckc_px_seek_fits(v, r))
 		err = -EINVAL;
 	if (!err)
-		v->pos = (uint64_t)r;
+		ckc_vfd_pos_set(v, (uint64_t)r);
 	ckc_mutex_unlock(&v->lock);
 	errno = saved;
 	return err ? err : r;
@@ -366,7 +370,7 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 	}
 	if (use_pos || append) {
 		if (use_pos && total > 0)
-			v->pos = (uint64_t)(off + total);
+			ckc_vfd_pos_set(v, (uint64_t)(off + total));
 		ckc_mutex_unlock(&v->lock);
 	}
 	return total;
@@ -531,7 +535,7 @@ static int open_read_tagged(const char *canon, int flags)
 	 * would judge the real file's (a file made with mode 0, or chmod
 	 * 000 after it was written); root reads every one */
 	ckc_stat_t st;
-	if (held && geteuid() != 0 && ckc_handle_stat(h, &st) == 0 &&
+	if (held && ckc_geteuid() != 0 && ckc_handle_stat(h, &st) == 0 &&
 	    (!ckc_cached_permits_file(canon, &st, R_OK, true) || !ckc_cached_reachable(canon))) {
 		ckc_close(h);
 		return -EACCES;
@@ -543,16 +547,16 @@ static int open_read_tagged(const char *canon, int flags)
  * process's), or as chown set them. */
 static void cached_owner(const ckc_stat_t *cst, uid_t *uid, gid_t *gid)
 {
-	*uid = cst->has_owner && cst->uid != (uid_t)-1 ? cst->uid : geteuid();
-	*gid = cst->has_owner && cst->gid != (gid_t)-1 ? cst->gid : getegid();
+	*uid = cst->has_owner && cst->uid != (uid_t)-1 ? cst->uid : ckc_geteuid();
+	*gid = cst->has_owner && cst->gid != (gid_t)-1 ? cst->gid : ckc_getegid();
 }
 
 /* Whether this process may do want with the version the cache holds
  * (its mode and owner as the kernel would judge the real file's). */
 bool ckc_cached_permits(const ckc_stat_t *cst, int want, bool effective)
 {
-	uid_t me = effective ? geteuid() : getuid();
-	gid_t my = effective ? getegid() : getgid();
+	uid_t me = effective ? ckc_geteuid() : ckc_getuid();
+	gid_t my = effective ? ckc_getegid() : ckc_getgid();
 	if (me == 0)
 		return !(want & X_OK); /* a checkpoint is never run */
 	uid_t uid;
@@ -599,13 +603,13 @@ static bool cached_writable(const ckc_stat_t *cst)
  * folder's where the folder is setgid. */
 static bool owned_as_new(const char *dir, const struct stat *rst, const ckc_stat_t *cst)
 {
-	uid_t uid = rst ? rst->st_uid : geteuid();
-	gid_t gid = rst ? rst->st_gid : getegid();
+	uid_t uid = rst ? rst->st_uid : ckc_geteuid();
+	gid_t gid = rst ? rst->st_gid : ckc_getegid();
 	if (cst)
 		cached_owner(cst, &uid, &gid);
-	if (uid != geteuid())
+	if (uid != ckc_geteuid())
 		return false;
-	if (gid == getegid())
+	if (gid == ckc_getegid())
 		return true;
 	struct stat dst;
 	return ckc_px_real_stat_path(dir, &dst) == 0 && (dst.st_mode & S_ISGID) && dst.st_gid == gid;

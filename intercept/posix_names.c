@@ -850,7 +850,7 @@ static void copy_at_set(ckc_vfd_t *v, off_t *inoff, off_t off)
 		return;
 	}
 	ckc_mutex_lock(&v->lock);
-	v->pos = (uint64_t)off;
+	ckc_vfd_pos_set(v, (uint64_t)off);
 	ckc_mutex_unlock(&v->lock);
 }
 
@@ -1136,7 +1136,8 @@ static bool copy_overlaps(ckc_vfd_t *vin, const off_t *inoff, ckc_vfd_t *vout, c
 {
 	if (strcmp(vin->path, vout->path) != 0)
 		return false;
-	uint64_t at_in = inoff ? (uint64_t)*inoff : vin->pos, at_out = outoff ? (uint64_t)*outoff : vout->pos;
+	uint64_t at_in = inoff ? (uint64_t)*inoff : ckc_vfd_pos(vin),
+		 at_out = outoff ? (uint64_t)*outoff : ckc_vfd_pos(vout);
 	uint64_t size = ckc_handle_size(vin->h);
 	if (at_in >= size)
 		return false;

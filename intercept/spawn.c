@@ -559,6 +559,8 @@ CKC_EXPORT int execle(const char *path, const char *arg, ...)
  * user owe is published first, while it still may ask them. */
 static void before_identity(bool change)
 {
+	if (change)
+		ckc_ids_changing();
 	if (!change || !ckc_library_configured() || ckc_io_guard || ckc_in_vfork_child())
 		return;
 	int saved = errno;

@@ -62,8 +62,8 @@ static int stat_base(const char *canon, const ckc_handle_t *h, const ckc_stat_t 
 		}
 		st->st_mode = S_IFREG | (c->mode & 07777);
 		st->st_nlink = 1;
-		st->st_uid = geteuid();
-		st->st_gid = getegid();
+		st->st_uid = ckc_geteuid();
+		st->st_gid = ckc_getegid();
 		if (how != STAT_MADE)
 			st->st_blksize = 4096;
 		st->st_atim = c->mtime;
@@ -152,6 +152,15 @@ static inline bool stat_cached(int dirfd, const char *path, struct stat *st, boo
 	return stat_cached_look(dirfd, path, st, follow);
 }
 
+/* The cache's version over a descriptor's answer of the real file. */
+static void stat_done(const ckc_stat_t *c, struct stat *st)
+{
+	stat_apply(c, st);
+	/* unlinked, or replaced by a rename since: no name is left */
+	if (!c->linked)
+		st->st_nlink = 0;
+}
+
 static bool stat_fd(int fd, struct stat *st)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
@@ -163,7 +172,16 @@ static bool stat_fd(int fd, struct stat *st)
 	ckc_enter();
 	ckc_handle_stat(v->h, &c);
 	/* a closed version's real file changes only with its publication:
-	 * an fstat in a loop (Python's reads ask twice) looks at it once */
+	 * an fstat in a loop (Python's reads ask twice) looks at it once,
+	 * and then takes no lock of the descriptor */
+	const ckc_vfd_stat_t *k = atomic_load_explicit(&v->stat_snap, memory_order_acquire);
+	if (k && c.complete && k->at_home == c.at_home) {
+		*st = k->st;
+		stat_done(&c, st);
+		ckc_leave();
+		errno = saved;
+		return true;
+	}
 	ckc_mutex_lock(&v->lock);
 	if (!c.complete || !v->stat_known || v->stat_at_home != c.at_home) {
 		/* the open's look found no real file, and none is published since */
@@ -181,13 +199,11 @@ static bool stat_fd(int fd, struct stat *st)
 		}
 		v->stat_known = c.complete;
 		v->stat_at_home = c.at_home;
+		ckc_vfd_stat_keep(v);
 	}
 	*st = v->stat_real;
 	ckc_mutex_unlock(&v->lock);
-	stat_apply(&c, st);
-	/* unlinked, or replaced by a rename since: no name is left */
-	if (!c.linked)
-		st->st_nlink = 0;
+	stat_done(&c, st);
 	ckc_leave();
 	errno = saved;
 	return true;

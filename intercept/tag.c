@@ -758,7 +758,7 @@ atomic_bool ckc_dirs_guarded;
 bool ckc_cached_reachable(const char *canon)
 {
 	char dir[PATH_MAX];
-	if (!atomic_load_explicit(&ckc_dirs_guarded, memory_order_relaxed) || geteuid() == 0)
+	if (!atomic_load_explicit(&ckc_dirs_guarded, memory_order_relaxed) || ckc_geteuid() == 0)
 		return true;
 	int saved = errno;
 	bool ok = ckc_path_dirname(canon, dir, sizeof(dir)) != 0 ||

@@ -589,3 +589,25 @@ Test(tag, one_name_is_joined_as_it_would_be_walked)
 	close(tmp);
 	rmdir(dir);
 }
+
+/* The ids the library keeps (ckc_geteuid) are the kernel's, and follow a
+ * change of user or group announced as the set*id wrappers announce it. */
+Test(tag, kept_ids_follow_a_change_of_identity)
+{
+	cr_assert_eq(ckc_geteuid(), geteuid());
+	cr_assert_eq(ckc_getegid(), getegid());
+	cr_assert_eq(ckc_getuid(), getuid());
+	cr_assert_eq(ckc_getgid(), getgid());
+	if (geteuid() != 0)
+		cr_skip_test("a change of the effective ids needs root");
+	ckc_ids_changing();
+	cr_assert_eq(setegid(65534), 0);
+	cr_assert_eq(seteuid(65534), 0);
+	uid_t u = ckc_geteuid();
+	gid_t g = ckc_getegid();
+	cr_assert_eq(seteuid(0), 0);
+	cr_assert_eq(setegid(0), 0);
+	cr_assert_eq(u, 65534);
+	cr_assert_eq(g, 65534);
+	cr_assert_eq(ckc_geteuid(), 0);
+}
