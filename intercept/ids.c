@@ -9,9 +9,8 @@
 /* The process's user and group ids as the kernel gave them first: the
  * library judges a cached checkpoint's mode and owner at each open, and a
  * question to the kernel each time cost a system call there. Once the
- * process changes either (the set*id calls of spawn.c), the kernel is
- * asked each time. A change made with syscall() past the C library is not
- * seen. */
+ * process changes either (the set*id calls of spawn.c, or syscall() with
+ * one of their numbers), the kernel is asked each time. */
 static atomic_bool ids_moved;
 static _Atomic long long id_kept[4] = { -1, -1, -1, -1 };
 

@@ -414,6 +414,9 @@ gid_t ckc_getegid(void);
 /* The process is about to change its user or group: the kernel is asked
  * each time from then on. */
 void ckc_ids_changing(void);
+/* The same, and what it owes is published first, as before a set*id call
+ * (spawn.c): a syscall() with one of their numbers. */
+void ckc_identity_changing(void);
 
 /* Set once this process changed its user or group (spawn.c): its cached
  * checkpoints were published under the old identity first. */

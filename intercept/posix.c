@@ -1184,6 +1184,17 @@ CKC_EXPORT long syscall(long n, ...)
 #endif
 	case SYS_dup3:
 		return dup3((int)a[0], (int)a[1], (int)a[2]);
+	/* a change of the calling thread's ids past the C library, as one
+	 * through it: what the process owes is published first, and the ids
+	 * the library keeps (ckc_geteuid) are asked of the kernel from then on */
+	case SYS_setuid:
+	case SYS_setgid:
+	case SYS_setreuid:
+	case SYS_setregid:
+	case SYS_setresuid:
+	case SYS_setresgid:
+		ckc_identity_changing();
+		return ckc_syscall6(n, a[0], a[1], a[2], a[3], a[4], a[5]);
 	default:
 		return ckc_syscall6(n, a[0], a[1], a[2], a[3], a[4], a[5]);
 	}

@@ -574,6 +574,11 @@ static void before_identity(bool change)
 	errno = saved;
 }
 
+void ckc_identity_changing(void)
+{
+	before_identity(true);
+}
+
 #define ID_CHANGES(v, now) ((v) != (__typeof__(v))-1 && (v) != (now))
 
 CKC_EXPORT int setuid(uid_t u)

@@ -1153,6 +1153,52 @@ PY
 }
 case_add names/cached-permissions cached_permissions
 
+# A root process that writes a checkpoint of mode 0600 and then takes
+# another effective user (seteuid, and a raw setresuid system call through
+# syscall(), which changes the calling thread alone) is refused its read,
+# as by the kernel: the library asks the kernel for its ids again after
+# either change.
+ids_changed_in_process() {
+	[ "$(id -u)" = 0 ] || { note "not root: no other user to take"; return 0; }
+	local nr
+	case $(uname -m) in
+	x86_64) nr=117 ;;
+	aarch64) nr=147 ;;
+	*) note "no setresuid number known for $(uname -m)"; return 0 ;;
+	esac
+	mkdir -p plainrun/ck
+	cat >ids.py <<PY
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+def E(f):
+    try:
+        return "ok %d" % len(f())
+    except OSError as e:
+        return errno.errorcode[e.errno]
+def rd():
+    with open("ck/a.bin", "rb") as f:
+        return f.read()
+fd = os.open("ck/a.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+os.write(fd, b"s" * 3000)
+os.close(fd)
+print("as root:", E(rd))
+libc.syscall(ctypes.c_long($nr), ctypes.c_long(-1), ctypes.c_long(65534), ctypes.c_long(-1))
+print("after a raw setresuid:", os.geteuid(), E(rd))
+libc.syscall(ctypes.c_long($nr), ctypes.c_long(-1), ctypes.c_long(0), ctypes.c_long(-1))
+print("back to root:", os.geteuid(), E(rd))
+os.seteuid(65534)
+print("after seteuid:", E(rd))
+os.seteuid(0)
+print("back again:", E(rd))
+PY
+	(cd plainrun && plain "$PY" ../ids.py >../want.txt) || fail "the program without the library"
+	ck -- "$PY" ids.py >got.txt || fail "the program with the library$(last_error)"
+	grep -q "after a raw setresuid: 65534 EACCES" want.txt || fail "without the library: $(tr '\n' ' ' <want.txt)"
+	outputs_match want.txt got.txt
+	same plainrun/ck/a.bin ck/a.bin "after exit, a.bin"
+}
+case_add names/ids-changed-in-process ids_changed_in_process
+
 # Python lines that write three checkpoints of 2 MiB into the folder d
 # first, for the cases below whose program is given that folder.
 PY_PRE='for i in range(3):
