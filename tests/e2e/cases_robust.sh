@@ -1207,8 +1207,9 @@ PYEOF
 			mkdir small/ssd
 			[ "$4" = lib ] && export CKPTCACHE_PATHS="$1/small/*.bin" LD_PRELOAD="$2" \
 				CKPTCACHE_SSD_DIR="$1/small/ssd" CKPTCACHE_SSD_CACHE=25% CKPTCACHE_RESCUE_DIR="$1/rescue"
-			for i in 0 1 2 3; do "$3" writer.py $i & done
+			for i in 0 1 2 3; do "$3" writer.py $i >written$i.txt & done
 			wait
+			cat written0.txt written1.txt written2.txt written3.txt
 			for i in 0 1 2 3; do
 				env -u LD_PRELOAD "$3" -c "
 import random, sys
