@@ -238,9 +238,13 @@ static int engine_start(void)
 	 * read (or eager prefetching), else with a restore queue */
 	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
 		ckc_flusher_init(l);
-	if ((c->hints || c->prefetch == CKC_PREFETCH_EAGER) && (rc = ckc_prefetcher_start()) != 0)
+	/* under the lock: the prefetch thread reads both at once */
+	ckc_mutex_lock(&ckc_eng.lock);
+	rc = c->hints || c->prefetch == CKC_PREFETCH_EAGER ? ckc_prefetcher_start() : 0;
+	ckc_eng.active = rc == 0;
+	eng_unlock();
+	if (rc)
 		return rc;
-	ckc_eng.active = true;
 	ckc_info("cache active: %d tier(s) above home, persist=%d, eviction=%d",
 		 ckc_eng.ntier - 1, (int)c->persist, (int)c->eviction);
 	return 0;

@@ -60,10 +60,8 @@ static __thread TLS_IE unsigned char held[CKC_RANK_COUNT];
 
 /* A violation: said through the log; aborts where the build or
  * CKPTCACHE_STRICT=1 asks for it. */
-static void rank_violation(const char *what, const char *held_name)
+static void rank_stop(void)
 {
-	ckc_error("lock order: %s while this thread holds the %s lock "
-		  "(the order is in src/lockrank.h)", what, held_name);
 #ifdef CKC_LOCK_CHECK_ABORT
 	abort();
 #else
@@ -71,6 +69,13 @@ static void rank_violation(const char *what, const char *held_name)
 	if (s && strcmp(s, "1") == 0)
 		abort();
 #endif
+}
+
+static void rank_violation(const char *what, const char *held_name)
+{
+	ckc_error("lock order: %s while this thread holds the %s lock "
+		  "(the order is in src/lockrank.h)", what, held_name);
+	rank_stop();
 }
 
 /* The highest rank this thread holds, or CKC_RANK_NONE. */
@@ -102,6 +107,14 @@ void ckc_rank_drop(ckc_rank_t r)
 bool ckc_rank_held(ckc_rank_t r)
 {
 	return held[r] != 0;
+}
+
+void ckc_rank_need(ckc_rank_t r, const char *what)
+{
+	if (held[r])
+		return;
+	ckc_error("lock rule: %s without the %s lock, which guards it", what, ckc_rank_name(r));
+	rank_stop();
 }
 
 void ckc_rank_io_check(const char *what)

@@ -139,6 +139,10 @@ void ckc_rank_take(ckc_rank_t r);
 void ckc_rank_drop(ckc_rank_t r);
 /* Whether this thread holds a lock of rank r. */
 bool ckc_rank_held(ckc_rank_t r);
+/* Reports what (a write of a field the lock of rank r guards) where this
+ * thread does not hold that lock; reported and stopped as an order
+ * violation is. */
+void ckc_rank_need(ckc_rank_t r, const char *what);
 /* Reports a file system call (what) made under the engine lock or the
  * owed-range table's. */
 void ckc_rank_io_check(const char *what);
@@ -155,6 +159,11 @@ static inline bool ckc_rank_held(ckc_rank_t r)
 {
 	(void)r;
 	return false;
+}
+static inline void ckc_rank_need(ckc_rank_t r, const char *what)
+{
+	(void)r;
+	(void)what;
 }
 static inline void ckc_rank_io_check(const char *what)
 {

@@ -369,6 +369,8 @@ static void *prefetcher_main(void *arg)
 
 int ckc_prefetcher_start(void)
 {
+	/* the new thread reads prefetcher_running under the lock at once */
+	ckc_rank_need(CKC_RANK_ENGINE, "the prefetch thread is started");
 	if (ckc_eng.prefetcher_running || ckc_eng.stopping || ckc_eng.cfg.prefetch == CKC_PREFETCH_OFF)
 		return 0;
 	int rc = ckc_thread_start(&ckc_eng.prefetcher, prefetcher_main, NULL, "ckc-prefetch", false);
@@ -394,10 +396,16 @@ void ckc_prefetcher_need(void)
 	}
 }
 
+/* After stopping is set (no thread starts it again): joins the thread. */
 void ckc_prefetcher_stop(void)
 {
-	if (!ckc_eng.prefetcher_running)
+	ckc_mutex_lock(&ckc_eng.lock);
+	bool running = ckc_eng.prefetcher_running;
+	eng_unlock();
+	if (!running)
 		return;
 	pthread_join(ckc_eng.prefetcher, NULL);
+	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_eng.prefetcher_running = false;
+	eng_unlock();
 }
