@@ -19,8 +19,9 @@
 #include "path.h"
 #include "log.h"
 
-_Atomic(ckc_vfd_t *) *ckc_vfd_tab;
-size_t ckc_vfd_cap;
+CKC_HOT_DATA _Atomic(ckc_vfd_t *) *ckc_vfd_tab;
+CKC_HOT_DATA size_t ckc_vfd_cap;
+CKC_HOT_DATA atomic_bool ckc_vfd_ever;
 atomic_size_t ckc_vfd_hi;
 
 /* Serialises install and take, so dup2 onto a tagged number is atomic. */
@@ -252,16 +253,13 @@ ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path)
 	return v;
 }
 
-/* Whether a virtual descriptor was ever installed in this process (or its
- * parent before the fork): until then a forked child has none to look at. */
-static atomic_bool vfd_ever;
 
 int ckc_vfd_install(int fd, ckc_vfd_t *v)
 {
 	if (fd < 0 || (size_t)fd >= ckc_vfd_cap)
 		return -EMFILE;
-	if (!atomic_load_explicit(&vfd_ever, memory_order_relaxed))
-		atomic_store(&vfd_ever, true);
+	if (!atomic_load_explicit(&ckc_vfd_ever, memory_order_relaxed))
+		atomic_store(&ckc_vfd_ever, true);
 	atomic_fetch_add(&v->refs, 1);
 	ckc_mutex_lock(&fdtab_lock);
 	if (ckc_vfd_seen)
@@ -420,7 +418,7 @@ CKC_START_PATH void ckc_fdtab_atfork_child(void)
 {
 	/* (a shell's child that runs a tool writes none of the table's pages,
 	 * each of which it would copy first) */
-	if (!atomic_load(&vfd_ever))
+	if (!atomic_load(&ckc_vfd_ever))
 		return;
 	size_t hi = atomic_load(&ckc_vfd_hi);
 	ckc_vfd_epoch_next();
@@ -509,7 +507,7 @@ static void ph_forget(int b)
 
 /* ---- small checkpoints written straight, timed (ckc_small_opened) ---- */
 
-_Atomic uint64_t *ckc_small_t0;
+CKC_HOT_DATA _Atomic uint64_t *ckc_small_t0;
 /* The highest number ever timed (ckc_small_drop looks no further). */
 static atomic_uint small_hi;
 

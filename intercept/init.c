@@ -20,7 +20,7 @@
 #include "log.h"
 #include "thread.h"
 
-atomic_bool ckc_icpt_on;
+CKC_HOT_DATA atomic_bool ckc_icpt_on;
 atomic_bool ckc_inplace_ever;
 
 /* The engine's files are kept above the numbers programs pick themselves

@@ -499,6 +499,10 @@ static inline void ckc_vfd_pos_set(ckc_vfd_t *v, uint64_t pos)
 
 extern _Atomic(ckc_vfd_t *) *ckc_vfd_tab;
 extern size_t ckc_vfd_cap;
+/* Whether a virtual descriptor was ever installed in this process (or its
+ * parent before the fork): until then no descriptor is looked up, and the
+ * table's pages are not touched (a walker's fstat, close and read). */
+extern atomic_bool ckc_vfd_ever;
 /* The highest number a virtual descriptor was ever installed at. */
 extern atomic_size_t ckc_vfd_hi;
 
@@ -535,7 +539,7 @@ static inline bool ckc_vfd_confirmed(int fd)
  * of the hottest wrappers needs no stack frame. */
 static inline bool ckc_fd_maybe_tagged(int fd)
 {
-	return (unsigned)fd < ckc_vfd_cap &&
+	return (unsigned)fd < ckc_vfd_cap && atomic_load_explicit(&ckc_vfd_ever, memory_order_relaxed) &&
 	       atomic_load_explicit(&ckc_vfd_tab[fd], memory_order_relaxed) != NULL;
 }
 
@@ -543,7 +547,7 @@ static inline bool ckc_fd_maybe_tagged(int fd)
  * call is the table load; only a tagged-looking fd pays the check. */
 static inline ckc_vfd_t *ckc_vfd_get(int fd)
 {
-	if ((unsigned)fd >= ckc_vfd_cap)
+	if ((unsigned)fd >= ckc_vfd_cap || !atomic_load_explicit(&ckc_vfd_ever, memory_order_relaxed))
 		return NULL;
 	ckc_vfd_t *v = atomic_load_explicit(&ckc_vfd_tab[fd], memory_order_acquire);
 	if (!v)

@@ -38,10 +38,10 @@ extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_memalign(size_t, size_t);
 
-CKC_START_DATA static void (*real_free)(void *);
-CKC_START_DATA static void *(*real_realloc)(void *, size_t);
-CKC_START_DATA static void *(*real_malloc)(size_t);
-CKC_START_DATA static void *(*real_calloc)(size_t, size_t);
+CKC_HOT_DATA static void (*real_free)(void *);
+CKC_HOT_DATA static void *(*real_realloc)(void *, size_t);
+CKC_HOT_DATA static void *(*real_malloc)(size_t);
+CKC_HOT_DATA static void *(*real_calloc)(size_t, size_t);
 CKC_START_DATA static void *(*real_memalign)(size_t, size_t);
 CKC_START_DATA static int (*real_posix_memalign)(void **, size_t, size_t);
 CKC_START_DATA static void *(*real_aligned_alloc)(size_t, size_t);
@@ -86,12 +86,12 @@ static void *realloc_slow(void *p, size_t n);
 static void free_watched(void *p);
 static void *malloc_watched(size_t n);
 static void *realloc_watched(void *p, size_t n);
-static void (*_Atomic free_fn)(void *) = free_slow;
-static void *(*_Atomic malloc_fn)(size_t) = malloc_slow;
-static void *(*_Atomic realloc_fn)(void *, size_t) = realloc_slow;
+CKC_HOT_DATA static void (*_Atomic free_fn)(void *) = free_slow;
+CKC_HOT_DATA static void *(*_Atomic malloc_fn)(size_t) = malloc_slow;
+CKC_HOT_DATA static void *(*_Atomic realloc_fn)(void *, size_t) = realloc_slow;
 
 CKC_START_DATA static atomic_int free_probes;
-CKC_START_DATA static atomic_bool alloc_watch;
+CKC_HOT_DATA static atomic_bool alloc_watch;
 
 /* 0: all three fast; 1: free and realloc slow; 2: all three slow; 3: all
  * three counted (the allocator watched, and nothing else to look at). */
@@ -197,7 +197,7 @@ static void *realloc_watched(void *p, size_t n)
 	return q;
 }
 
-CKC_START_PATH CKC_EXPORT void *malloc(size_t n)
+CKC_HOT_PATH CKC_EXPORT void *malloc(size_t n)
 {
 	return atomic_load_explicit(&malloc_fn, memory_order_relaxed)(n);
 }
@@ -209,7 +209,7 @@ __attribute__((noinline)) static void *calloc_slow(size_t k, size_t n)
 	return p;
 }
 
-CKC_START_PATH CKC_EXPORT void *calloc(size_t k, size_t n)
+CKC_HOT_PATH CKC_EXPORT void *calloc(size_t k, size_t n)
 {
 	void *(*f)(size_t, size_t) = real_calloc;
 	if (alloc_fast(f))
@@ -339,7 +339,7 @@ static void free_slow(void *p)
 	alloc_out();
 }
 
-CKC_START_PATH CKC_EXPORT void free(void *p)
+CKC_HOT_PATH CKC_EXPORT void free(void *p)
 {
 	atomic_load_explicit(&free_fn, memory_order_relaxed)(p);
 }
@@ -367,7 +367,7 @@ bool ckc_free_is_ours(void)
 	return free_probe_seen;
 }
 
-CKC_START_PATH CKC_EXPORT void *realloc(void *p, size_t n)
+CKC_HOT_PATH CKC_EXPORT void *realloc(void *p, size_t n)
 {
 	return atomic_load_explicit(&realloc_fn, memory_order_relaxed)(p, n);
 }

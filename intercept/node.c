@@ -118,8 +118,8 @@ __thread bool ckc_node_writer_handed;
 /* How long a holder waits for flushes under way before it answers. */
 #define NODE_DIR_WAIT_NS (50ull * 1000000000u)
 
-static node_hdr_t *node_hdr;
-static nodetab_slot_t *node_tab; /* NULL: no registry here */
+CKC_HOT_DATA static node_hdr_t *node_hdr;
+CKC_HOT_DATA static nodetab_slot_t *node_tab; /* NULL: no registry here */
 static uid_t node_uid;
 static pid_t node_pid;           /* whose slots this process's engine writes */
 static _Atomic pid_t node_me;    /* this process (set again in a forked child) */
@@ -213,7 +213,7 @@ static socklen_t node_addr(struct sockaddr_un *a, pid_t pid)
 
 /* The slots this process holds (node_hook): a table whose used slots are
  * all this process's needs no search for another holder. */
-static _Atomic int64_t node_mine;
+CKC_HOT_DATA static _Atomic int64_t node_mine;
 
 static nodetab_slot_t *node_back(void)
 {
@@ -300,7 +300,7 @@ static void node_hook(bool holds, const char *key)
 static node_hdr_t *inplace_hdr;
 static nodetab_slot_t *inplace_tab;
 static _Atomic uint64_t *inplace_val;
-static atomic_uint inplace_n; /* entries in inplace_val */
+CKC_HOT_DATA static atomic_uint inplace_n; /* entries in inplace_val */
 static atomic_size_t inplace_hi; /* the highest number inplace_val has held */
 static atomic_bool inplace_ready_now; /* the three above are mapped */
 static ckc_mutex_t inplace_lock = CKC_MUTEX_INIT(INPLACE);
@@ -971,9 +971,11 @@ static bool node_ready(void)
 /* Whether another process may hold something (two loads, no search): a
  * process reading back what it wrote itself, its versions still on their
  * way to the real files, asks nobody. */
-CKC_START_PATH static bool node_others(void)
+CKC_HOT_PATH static bool node_others(void)
 {
 	int64_t used = atomic_load_explicit(&node_hdr->used, memory_order_acquire);
+	if (used <= 0) /* nobody holds anything: no look at this thread */
+		return false;
 	/* a vfork child's count of its own is its parent's, whose slots are
 	 * another process's to it */
 	if (ckc_in_vfork_child())
@@ -986,7 +988,7 @@ CKC_START_PATH static bool node_anything(void)
 	return node_ready() && node_others();
 }
 
-CKC_START_PATH bool ckc_node_holds_any(void)
+CKC_HOT_PATH bool ckc_node_holds_any(void)
 {
 	/* not attached yet (nothing tagged was asked about): not known, and
 	 * not attached here, which would make the table for a process that

@@ -42,7 +42,7 @@
 #include "owedtab.h"
 #include "ranges.h"
 
-CKC_START_DATA atomic_size_t ckc_owed_count;
+CKC_HOT_DATA atomic_size_t ckc_owed_count;
 ckc_owed_stats_t ckc_owed_st;
 
 ckc_owedtab_t ckc_owed_tab;

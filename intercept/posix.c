@@ -1141,7 +1141,7 @@ int ckc_close_fd(int fd)
 	return (int)ckc_result(e < 0 ? e : rc < 0 ? -errno : 0, saved);
 }
 
-CKC_EXPORT int close(int fd)
+CKC_HOT_PATH CKC_EXPORT int close(int fd)
 {
 	ckc_tag_forget_fd(fd);
 	if (__builtin_expect(ckc_node_inplace_count() != 0, 0))

@@ -82,7 +82,7 @@ static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, 
 	return ckc_result(r, saved);
 }
 
-CKC_EXPORT ssize_t read(int fd, void *buf, size_t n)
+CKC_HOT_PATH CKC_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
 	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1)) {
 		ckc_owed_touch(buf, n);
@@ -91,7 +91,7 @@ CKC_EXPORT ssize_t read(int fd, void *buf, size_t n)
 	return read_tagged(fd, buf, n);
 }
 
-CKC_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+CKC_HOT_PATH CKC_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
 	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1)) {
 		ckc_owed_touch(buf, n);

@@ -15,7 +15,7 @@
 #include "log.h"
 #include "real.h"
 
-ckc_real_t ckc_real;
+CKC_HOT_DATA ckc_real_t ckc_real;
 
 static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 

@@ -97,7 +97,7 @@ static void stat_fill(const char *canon, const ckc_stat_t *c, struct stat *st)
 	stat_apply(c, st);
 }
 
-static bool stat_fd(int fd, struct stat *st);
+static inline bool stat_fd(int fd, struct stat *st);
 
 /* A look at a cached checkpoint's descriptor by its name in /proc/self/fd
  * or /dev/fd (os.path.getsize of it, a shell's test -s /dev/fd/3): its
@@ -161,13 +161,20 @@ static void stat_done(const ckc_stat_t *c, struct stat *st)
 		st->st_nlink = 0;
 }
 
-static bool stat_fd(int fd, struct stat *st)
+/* A tagged descriptor's stat (out of line: fstat of an untagged one is
+ * a table load and the real call). */
+__attribute__((noinline)) static bool stat_fd_look(ckc_vfd_t *v, struct stat *st);
+
+static inline bool stat_fd(int fd, struct stat *st)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
-	ckc_stat_t c;
 
-	if (!v)
-		return false;
+	return v && stat_fd_look(v, st);
+}
+
+__attribute__((noinline)) static bool stat_fd_look(ckc_vfd_t *v, struct stat *st)
+{
+	ckc_stat_t c;
 	int saved = errno;
 	ckc_enter();
 	ckc_handle_stat(v->h, &c);
@@ -218,14 +225,14 @@ static inline int stat_seen(int rc, const struct stat *st)
 	return rc;
 }
 
-CKC_START_PATH CKC_EXPORT int stat(const char *path, struct stat *st)
+CKC_HOT_PATH CKC_EXPORT int stat(const char *path, struct stat *st)
 {
 	if (stat_cached(AT_FDCWD, path, st, true))
 		return 0;
 	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(REAL(stat)(path, st), st));
 }
 
-CKC_EXPORT int stat64(const char *path, struct stat64 *st64)
+CKC_HOT_PATH CKC_EXPORT int stat64(const char *path, struct stat64 *st64)
 {
 	struct stat *st = (struct stat *)st64;
 	if (stat_cached(AT_FDCWD, path, st, true))
@@ -234,14 +241,14 @@ CKC_EXPORT int stat64(const char *path, struct stat64 *st64)
 }
 
 /* A cached checkpoint is never a symbolic link: lstat is stat. */
-CKC_EXPORT int lstat(const char *path, struct stat *st)
+CKC_HOT_PATH CKC_EXPORT int lstat(const char *path, struct stat *st)
 {
 	if (stat_cached(AT_FDCWD, path, st, false))
 		return 0;
 	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(REAL(lstat)(path, st), st));
 }
 
-CKC_EXPORT int lstat64(const char *path, struct stat64 *st64)
+CKC_HOT_PATH CKC_EXPORT int lstat64(const char *path, struct stat64 *st64)
 {
 	struct stat *st = (struct stat *)st64;
 	if (stat_cached(AT_FDCWD, path, st, false))
@@ -249,14 +256,14 @@ CKC_EXPORT int lstat64(const char *path, struct stat64 *st64)
 	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(REAL(lstat64)(path, st), st));
 }
 
-CKC_EXPORT int fstat(int fd, struct stat *st)
+CKC_HOT_PATH CKC_EXPORT int fstat(int fd, struct stat *st)
 {
 	if (stat_fd(fd, st))
 		return 0;
 	return stat_seen(REAL(fstat)(fd, st), st);
 }
 
-CKC_EXPORT int fstat64(int fd, struct stat64 *st64)
+CKC_HOT_PATH CKC_EXPORT int fstat64(int fd, struct stat64 *st64)
 {
 	struct stat *st = (struct stat *)st64;
 	if (stat_fd(fd, st))
@@ -271,14 +278,14 @@ static inline bool statat_cached(int dirfd, const char *path, struct stat *st, i
 	return stat_cached(dirfd, path, st, !(flags & AT_SYMLINK_NOFOLLOW));
 }
 
-CKC_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
+CKC_HOT_PATH CKC_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
 	if (statat_cached(dirfd, path, st, flags))
 		return 0;
 	return ckc_enoent_checked(dirfd, path, stat_seen(REAL(fstatat)(dirfd, path, st, flags), st));
 }
 
-CKC_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st64, int flags)
+CKC_HOT_PATH CKC_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st64, int flags)
 {
 	struct stat *st = (struct stat *)st64;
 	if (statat_cached(dirfd, path, st, flags))

@@ -24,8 +24,8 @@
  * when the number is closed or replaced. */
 #define TAG_DIR_NONE CKC_TAG_DIR_NONE
 #define TAG_DIR_PATH CKC_TAG_DIR_PATH
-_Atomic uint8_t *ckc_tag_dirv;
-size_t ckc_tag_dirv_cap;
+CKC_HOT_DATA _Atomic uint8_t *ckc_tag_dirv;
+CKC_HOT_DATA size_t ckc_tag_dirv_cap;
 atomic_uint ckc_tag_dirv_hi;
 _Atomic unsigned ckc_tag_dpath_gen[CKC_TAG_DPATHS];
 
@@ -220,7 +220,7 @@ static bool tag_dir_known_empty(int dirfd)
 }
 
 /* The same for the working directory (cleared by chdir and fchdir). */
-static _Atomic uint8_t tag_cwdv;
+CKC_HOT_DATA static _Atomic uint8_t tag_cwdv;
 
 void ckc_tag_cwd_changed(void)
 {

@@ -23,9 +23,11 @@
 /* ckc_eng.nobj for readers without the lock; the versions of the map
  * that their real paths do not hold; those of them that replace a file
  * their real paths held (or may have held) when they began. */
-static atomic_size_t eng_nobj, eng_unpublished, eng_replacing;
+CKC_HOT_DATA static atomic_size_t eng_nobj;
+CKC_HOT_DATA static atomic_size_t eng_unpublished;
+CKC_HOT_DATA static atomic_size_t eng_replacing;
 
-CKC_START_PATH bool ckc_holds_objects(void)
+CKC_HOT_PATH bool ckc_holds_objects(void)
 {
 	return atomic_load_explicit(&eng_nobj, memory_order_relaxed) != 0;
 }

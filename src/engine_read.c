@@ -694,7 +694,7 @@ static bool kernel_multigrain(void)
 	return known;
 }
 
-_Atomic int64_t ckc_stamp_floor_ns;
+CKC_HOT_DATA _Atomic int64_t ckc_stamp_floor_ns;
 
 void ckc_stamp_seen_slow(const struct timespec *t)
 {
