@@ -530,7 +530,7 @@ static bool slot_passed(uint64_t s)
  * been given: what the slot held goes (the base's number, closed by a way
  * the library does not see; a mark), and a mark is counted. Not in a vfork
  * child, whose numbers are its own while the slots are the parent's. */
-static void slot_put(int fd, uint64_t s)
+CKC_TAGGED_PATH static void slot_put(int fd, uint64_t s)
 {
 	if (fd < 0 || (size_t)fd >= ckc_vfd_cap || !ckc_small_t0 || ckc_in_vfork_child())
 		return;
@@ -553,7 +553,7 @@ static uint64_t passed_hash(const char *canon)
 	return CKC_SMALL_PASSED | (ckc_path_hash_local(canon) >> 1);
 }
 
-void ckc_passed_open(int fd, const char *canon)
+CKC_TAGGED_PATH void ckc_passed_open(int fd, const char *canon)
 {
 	slot_put(fd, passed_hash(canon));
 }

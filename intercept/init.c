@@ -408,7 +408,7 @@ CKC_START_PATH void ckc_stats_unstarted(void)
 	ckc_leave();
 }
 
-void ckc_read_passed(void)
+CKC_TAGGED_PATH void ckc_read_passed(void)
 {
 	atomic_fetch_add(&icpt_reads_before, 1);
 	/* the engine may have started meanwhile (another thread's write) */
@@ -416,7 +416,7 @@ void ckc_read_passed(void)
 		icpt_fold_reads();
 }
 
-bool ckc_read_needs_engine(void)
+CKC_TAGGED_PATH bool ckc_read_needs_engine(void)
 {
 	/* a hint file, an order or an eager prefetch may name a checkpoint
 	 * ahead of its read: the engine brings it through the cache */

@@ -983,7 +983,7 @@ CKC_HOT_PATH static bool node_others(void)
 	return used > atomic_load_explicit(&node_mine, memory_order_relaxed);
 }
 
-CKC_START_PATH static bool node_anything(void)
+CKC_TAGGED_PATH static bool node_anything(void)
 {
 	return node_ready() && node_others();
 }
@@ -1010,7 +1010,7 @@ static void node_compact_if(size_t probed)
 	}
 }
 
-void ckc_node_ask(const char *canon)
+CKC_TAGGED_PATH void ckc_node_ask(const char *canon)
 {
 	uint64_t vals[NODE_ASK_MAX];
 
@@ -1154,7 +1154,7 @@ void ckc_node_ask_at(int dirfd, const char *path)
 		ckc_node_ask(canon);
 }
 
-CKC_START_PATH bool ckc_tagged_asked(int dirfd, const char *path, char *canon)
+CKC_TAGGED_PATH bool ckc_tagged_asked(int dirfd, const char *path, char *canon)
 {
 	if (ckc_tagged_at(dirfd, path, canon)) {
 		ckc_node_writer_handed = false; /* read only after a tagged answer */

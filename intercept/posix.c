@@ -785,7 +785,7 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 	return CKC_PASS;
 }
 
-int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)
+CKC_TAGGED_PATH int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)
 {
 	/* a signal handler of the program that interrupted it, perhaps inside
 	 * malloc, whose lock the cache's work would wait for: while the cache
@@ -954,7 +954,7 @@ void ckc_px_procfd_open(const char *path)
 		ckc_px_fd_make_real(n, path);
 }
 
-CKC_START_PATH void ckc_px_real_opened(int fd, const char *path, const char *canon)
+CKC_TAGGED_PATH void ckc_px_real_opened(int fd, const char *path, const char *canon)
 {
 	if (fd < 0)
 		return;
@@ -974,7 +974,7 @@ CKC_START_PATH void ckc_px_real_opened(int fd, const char *path, const char *can
 	}
 }
 
-CKC_START_PATH static int open_common(int dirfd, const char *path, int flags, mode_t mode)
+CKC_TAGGED_PATH static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 {
 	char canon[PATH_MAX];
 	int saved = errno;
@@ -1064,7 +1064,7 @@ static inline bool needs_mode(int flags)
 		}                               \
 	} while (0)
 
-CKC_START_PATH CKC_EXPORT int open(const char *path, int flags, ...)
+CKC_TAGGED_PATH CKC_EXPORT int open(const char *path, int flags, ...)
 {
 	mode_t mode = 0;
 	OPEN_MODE(flags, mode);
@@ -1078,7 +1078,7 @@ CKC_EXPORT int open64(const char *path, int flags, ...)
 	return open_common(AT_FDCWD, path, flags, mode);
 }
 
-CKC_EXPORT int openat(int dirfd, const char *path, int flags, ...)
+CKC_TAGGED_PATH CKC_EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
 	mode_t mode = 0;
 	OPEN_MODE(flags, mode);
@@ -1113,7 +1113,7 @@ CKC_EXPORT int __open64_2(const char *path, int flags)
 	return open_common(AT_FDCWD, path, flags, 0);
 }
 
-CKC_EXPORT int __openat_2(int dirfd, const char *path, int flags)
+CKC_TAGGED_PATH CKC_EXPORT int __openat_2(int dirfd, const char *path, int flags)
 {
 	return open_common(dirfd, path, flags, 0);
 }

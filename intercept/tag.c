@@ -104,7 +104,7 @@ static void tag_kept_put(tag_kept_t *k, int fd, unsigned gen, const char *path, 
 /* The path of directory descriptor dirfd into out (PATH_MAX bytes), kept
  * or looked up, whether no path below it can be tagged into none, and
  * whether every name in it is into all (each when not NULL); 0 or -1. */
-static int tag_dir_path(int dirfd, char *out, bool *none, bool *all)
+CKC_TAGGED_PATH static int tag_dir_path(int dirfd, char *out, bool *none, bool *all)
 {
 	bool kn, ka;
 	bool trusted = tag_kept_trusted() && (size_t)dirfd < ckc_tag_dirv_cap;
@@ -249,7 +249,7 @@ void ckc_tag_dir_mark_none(int fd)
 	tag_dir_set(fd, TAG_DIR_NONE);
 }
 
-void ckc_tag_opened(int dirfd, const char *path, int flags, int fd)
+CKC_TAGGED_PATH void ckc_tag_opened(int dirfd, const char *path, int flags, int fd)
 {
 	/* one name, not followed if it is a symbolic link: what is opened is
 	 * surely below dirfd (a walker's way: tar, du, find) */
@@ -300,7 +300,7 @@ static bool tag_path_at(int dirfd, const char *path, size_t one, char *out);
 /* A walker's name (tar, cp -r, a Python loop over os.listdir): one
  * component, not "." or "..": its length, else 0 (looked at in one pass:
  * a walker opens thousands). */
-CKC_START_PATH static size_t tag_one_name(const char *path)
+CKC_TAGGED_PATH static size_t tag_one_name(const char *path)
 {
 	const char *e = strchrnul(path, '/');
 	if (*e || (path[0] == '.' && (!path[1] || (path[1] == '.' && !path[2]))))
@@ -308,7 +308,7 @@ CKC_START_PATH static size_t tag_one_name(const char *path)
 	return (size_t)(e - path);
 }
 
-CKC_START_PATH bool ckc_tagged_at(int dirfd, const char *path, char *out)
+CKC_TAGGED_PATH bool ckc_tagged_at(int dirfd, const char *path, char *out)
 {
 	if (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child())
 		return false;
@@ -336,7 +336,7 @@ CKC_START_PATH bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 
 /* ckc_tag_path_at; one: path's length if it is one name (tag_one_name),
  * else 0. */
-CKC_START_PATH static bool tag_path_at(int dirfd, const char *path, size_t one, char *out)
+CKC_TAGGED_PATH static bool tag_path_at(int dirfd, const char *path, size_t one, char *out)
 {
 	char base[PATH_MAX];
 	const char *b = NULL;

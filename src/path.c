@@ -183,7 +183,7 @@ CKC_START_PATH int ckc_path_resolve(const char *path, const char *base, char *ou
 	return path_walk(path, base, false, out, outlen, &links);
 }
 
-int ckc_path_join_name(char *out, size_t dirlen, const char *name, size_t namelen, size_t outlen)
+CKC_TAGGED_PATH int ckc_path_join_name(char *out, size_t dirlen, const char *name, size_t namelen, size_t outlen)
 {
 	if (dirlen == 1)
 		dirlen = 0; /* the root */
@@ -218,7 +218,7 @@ int ckc_path_key(const char *path, const char *base, char *out, size_t outlen)
 	return rc;
 }
 
-uint64_t ckc_path_hash_local(const char *path)
+CKC_TAGGED_PATH uint64_t ckc_path_hash_local(const char *path)
 {
 	const size_t len = strlen(path);
 	const char *end = path + len;

@@ -171,7 +171,7 @@ CKC_START_PATH static int tag_add(const char *raw, long rank)
 
 /* Whether some pattern's last component matches the last component of path
  * (true when that cannot be told from the name: ".", "..", a long name). */
-CKC_START_PATH bool ckc_tag_name_may_match(const char *path)
+CKC_TAGGED_PATH bool ckc_tag_name_may_match(const char *path)
 {
 	char name[NAME_MAX + 1];
 	size_t end = strlen(path);
@@ -265,7 +265,7 @@ bool ckc_tag_dir_holds_all(const char *dir)
  * bytes is a run of characters in UTF-8, and '/' is never part of another
  * character. A pattern with '?', brackets or escapes goes to fnmatch once
  * the match reaches one. */
-bool ckc_glob_match(const char *pat, const char *s, bool pathname)
+CKC_TAGGED_PATH bool ckc_glob_match(const char *pat, const char *s, bool pathname)
 {
 	const char *p0 = pat, *s0 = s;
 	const char *bp = NULL, *bs = NULL; /* after the last '*', and where it began */
@@ -294,7 +294,7 @@ bool ckc_glob_match(const char *pat, const char *s, bool pathname)
 	}
 }
 
-CKC_START_PATH bool ckc_tag_match(const char *canon)
+CKC_TAGGED_PATH bool ckc_tag_match(const char *canon)
 {
 	for (int i = 0; i < tag_npats; i++) {
 		const tag_pat_t *t = &tag_pats[i];
