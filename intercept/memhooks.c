@@ -42,9 +42,9 @@ CKC_HOT_DATA static void (*real_free)(void *);
 CKC_HOT_DATA static void *(*real_realloc)(void *, size_t);
 CKC_HOT_DATA static void *(*real_malloc)(size_t);
 CKC_HOT_DATA static void *(*real_calloc)(size_t, size_t);
-CKC_START_DATA static void *(*real_memalign)(size_t, size_t);
-CKC_START_DATA static int (*real_posix_memalign)(void **, size_t, size_t);
-CKC_START_DATA static void *(*real_aligned_alloc)(size_t, size_t);
+CKC_HOT_DATA static void *(*real_memalign)(size_t, size_t);
+CKC_HOT_DATA static int (*real_posix_memalign)(void **, size_t, size_t);
+CKC_HOT_DATA static void *(*real_aligned_alloc)(size_t, size_t);
 static __thread int mem_resolving;
 
 /* The next allocator (the C library's, or one preloaded after this
@@ -163,7 +163,7 @@ static inline bool alloc_fast(const void *fn)
 		alloc_out();                            \
 	} while (0)
 
-static void *malloc_slow(size_t n)
+CKC_START_PATH static void *malloc_slow(size_t n)
 {
 	void *p;
 	ALLOC_SLOW(p, real_malloc, __libc_malloc, (n));

@@ -1145,7 +1145,7 @@ CKC_START_PATH void ckc_node_publish_others(void)
 	(void)ckc_node_ask_dir("/", CKC_NODE_DIR_LIST);
 }
 
-void ckc_node_ask_at(int dirfd, const char *path)
+CKC_TAGGED_PATH void ckc_node_ask_at(int dirfd, const char *path)
 {
 	char canon[PATH_MAX];
 

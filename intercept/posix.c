@@ -945,7 +945,7 @@ void ckc_px_fd_make_real(int fd, const char *what)
 	errno = saved;
 }
 
-void ckc_px_procfd_open(const char *path)
+CKC_TAGGED_PATH void ckc_px_procfd_open(const char *path)
 {
 	/* the kernel's open of that path opens the file behind the
 	 * descriptor: it must be the real one */

@@ -525,7 +525,7 @@ int ckc_writer_under(const char *dir, char *key)
 	return writer_under(dir, key, false);
 }
 
-bool ckc_writers_open(void)
+CKC_TAGGED_PATH bool ckc_writers_open(void)
 {
 	return atomic_load_explicit(&ckc_eng_writers, memory_order_relaxed) != 0;
 }

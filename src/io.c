@@ -31,8 +31,9 @@ __thread int ckc_io_guard __attribute__((tls_model("initial-exec")));
 
 /* ---- resolution ----------------------------------------------------- */
 
-/* The real functions, once resolved. */
-static struct {
+/* The real functions, once resolved (with the wrappers' data: the first
+ * use writes them in every process). */
+CKC_HOT_DATA static struct {
 	int (*open)(const char *, int, ...);
 	int (*fallocate)(int, int, off_t, off_t);
 	int (*posix_fallocate)(int, off_t, off_t);

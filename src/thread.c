@@ -82,7 +82,7 @@ void ckc_thread_program_creates(void)
 		stdio_locks(&l, true);
 }
 
-void ckc_thread_stream(FILE *f)
+CKC_START_PATH void ckc_thread_stream(FILE *f)
 {
 	if (f && atomic_load_explicit(&thread_stdio, memory_order_relaxed) == STDIO_SOLO)
 		f->_flags2 &= ~THREAD_STDIO_NEED_LOCK;
