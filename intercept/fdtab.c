@@ -253,7 +253,6 @@ ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path)
 	return v;
 }
 
-
 int ckc_vfd_install(int fd, ckc_vfd_t *v)
 {
 	if (fd < 0 || (size_t)fd >= ckc_vfd_cap)

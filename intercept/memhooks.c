@@ -90,7 +90,7 @@ CKC_HOT_DATA static void (*_Atomic free_fn)(void *) = free_slow;
 CKC_HOT_DATA static void *(*_Atomic malloc_fn)(size_t) = malloc_slow;
 CKC_HOT_DATA static void *(*_Atomic realloc_fn)(void *, size_t) = realloc_slow;
 
-CKC_START_DATA static atomic_int free_probes;
+CKC_HOT_DATA static atomic_int free_probes;
 CKC_HOT_DATA static atomic_bool alloc_watch;
 
 /* 0: all three fast; 1: free and realloc slow; 2: all three slow; 3: all

@@ -10,7 +10,7 @@
 
 #define CKC_PUBLIC __attribute__((visibility("default")))
 
-CKC_START_DATA ckc_services_t ckc_svc;
+CKC_HOT_DATA ckc_services_t ckc_svc;
 
 CKC_START_PATH void ckc_services_set(const ckc_services_t *h)
 {

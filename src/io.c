@@ -44,7 +44,7 @@ CKC_HOT_DATA static struct {
 } io_real;
 
 static pthread_once_t io_once = PTHREAD_ONCE_INIT;
-CKC_START_DATA static ckc_dlsym_fn io_dlsym_fn;
+CKC_HOT_DATA static ckc_dlsym_fn io_dlsym_fn;
 
 /* Called by the interposed dlsym, which a sanitizer's runtime uses before
  * its shadow memory exists: no instrumentation here. */
@@ -105,7 +105,7 @@ CKC_START_PATH static void *io_sym(const char *name)
 /* this object's own wrappers of the allocator, where it has them
  * (ckc_io_own_alloc) */
 #define IO_OWN_MAX 8
-CKC_START_DATA static void *io_own[IO_OWN_MAX];
+CKC_HOT_DATA static void *io_own[IO_OWN_MAX];
 
 CKC_START_PATH void ckc_io_own_alloc(void *const *fns, size_t n)
 {

@@ -11,7 +11,7 @@
 #include "sys.h"
 
 int ckc_log_threshold = CKC_LOG_WARN;
-CKC_START_DATA void (*ckc_log_sink)(int level, const char *msg);
+CKC_HOT_DATA void (*ckc_log_sink)(int level, const char *msg);
 
 static const char *const level_name[] = { "error", "warning", "info", "debug" };
 

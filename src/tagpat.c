@@ -51,9 +51,9 @@ static bool tail_match(const char *s, size_t n, const char *tail, size_t tail_le
 	       (!pathname || !memchr(s, '/', n - tail_len));
 }
 
-CKC_START_DATA static tag_pat_t *tag_pats;
-CKC_START_DATA static int tag_npats;
-CKC_START_DATA static bool tag_any_name; /* some pattern may match any last component */
+CKC_HOT_DATA static tag_pat_t *tag_pats;
+CKC_HOT_DATA static int tag_npats;
+CKC_HOT_DATA static bool tag_any_name; /* some pattern may match any last component */
 
 /* A glob whose '/' might sit inside a bracket or be escaped cannot be split
  * into components with certainty. */
