@@ -138,6 +138,29 @@ Test(lockrank, io_under_the_engine_lock_is_reported, .exit_code = 42)
 	ckc_mutex_unlock(&engine);
 }
 
+static void need_sink(int level, const char *msg)
+{
+	sink(level, msg);
+	if (strstr(msg, "lock rule: the prefetch thread is started without the engine lock"))
+		_exit(42);
+}
+
+Test(lockrank, a_guarded_write_without_its_lock_is_reported, .exit_code = 42)
+{
+	ckc_log_sink = need_sink;
+	ckc_rank_need(CKC_RANK_ENGINE, "the prefetch thread is started");
+}
+
+Test(lockrank, a_guarded_write_under_its_lock_is_quiet)
+{
+	ckc_log_sink = sink;
+	ckc_mutex_t engine = CKC_MUTEX_INIT(ENGINE);
+	ckc_mutex_lock(&engine);
+	ckc_rank_need(CKC_RANK_ENGINE, "the prefetch thread is started");
+	ckc_mutex_unlock(&engine);
+	cr_assert_str_eq(said, "", "said: %s", said);
+}
+
 Test(lockrank, in_order_is_quiet)
 {
 	ckc_log_sink = sink;
