@@ -132,6 +132,25 @@ static pid_t node_getpid(void)
 	return (pid_t)ckc_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0);
 }
 
+/* This process's id, asked of the kernel once: an open and a close of a
+ * file written in place name their writer, and a system call each (three
+ * per file) cost a script writing small files more than the rest of the
+ * library's work. A forked child forgets it (ckc_node_atfork_child); a
+ * vfork child, which shares this memory, asks each time. */
+static _Atomic pid_t node_self;
+
+CKC_TAGGED_PATH static pid_t node_self_pid(void)
+{
+	if (ckc_in_vfork_child())
+		return node_getpid();
+	pid_t p = atomic_load_explicit(&node_self, memory_order_relaxed);
+	if (__builtin_expect(p == 0, 0)) {
+		p = node_getpid();
+		atomic_store_explicit(&node_self, p, memory_order_relaxed);
+	}
+	return p;
+}
+
 static bool pid_alive(pid_t pid)
 {
 	return kill(pid, 0) == 0 || errno == EPERM;
@@ -306,6 +325,26 @@ static atomic_bool inplace_ready_now; /* the three above are mapped */
 static ckc_mutex_t inplace_lock = CKC_MUTEX_INIT(INPLACE);
 CKC_LOCKS_AT_START(inplace_lock, ckc_locks_add, &inplace_lock)
 
+/* The slots of writers that died without taking theirs back (a job
+ * killed mid-write) are freed, and the freed slots that searches would
+ * walk emptied: left there, they kept the count of slots above this
+ * process's own, so that every open for writing searched the table, and
+ * the freed slots before them piled up until a search walked nearly all
+ * of it (3,985 of 4,096 slots on a machine that had run many killed
+ * jobs: 2 us more per small file written). Once per process, at its
+ * first write in place, while another process's slots are there. */
+static void inplace_tidy(void)
+{
+	if (atomic_load_explicit(&inplace_hdr->used, memory_order_acquire) <= 0)
+		return;
+	int saved = errno;
+	size_t gone = nodetab_sweep(inplace_tab, INPLACE_SLOTS, pid_alive);
+	if (gone)
+		atomic_fetch_sub(&inplace_hdr->used, (int64_t)gone);
+	(void)nodetab_compact(inplace_tab, INPLACE_SLOTS);
+	errno = saved;
+}
+
 /* The table and this process's numbers, mapped once (made if need be):
  * whether they are. */
 static bool inplace_ready(void)
@@ -330,6 +369,7 @@ static bool inplace_ready(void)
 		inplace_val = m;
 		inplace_hdr = h;
 		inplace_tab = t;
+		inplace_tidy();
 		atomic_store_explicit(&inplace_ready_now, true, memory_order_release);
 	} else if (m != MAP_FAILED) {
 		REAL(munmap)(m, ckc_vfd_cap * sizeof(uint64_t));
@@ -338,19 +378,19 @@ static bool inplace_ready(void)
 	return atomic_load(&inplace_ready_now);
 }
 
-static pid_t inplace_me(void)
+CKC_TAGGED_PATH static pid_t inplace_me(void)
 {
-	return nodetab_val_pid(nodetab_val(1, node_getpid()));
+	return nodetab_val_pid(nodetab_val(1, node_self_pid()));
 }
 
-uint64_t ckc_node_inplace_begin(const char *canon, bool start)
+CKC_TAGGED_PATH uint64_t ckc_node_inplace_begin(const char *canon, bool start)
 {
 	/* (not from a signal handler, which may have interrupted malloc, nor
 	 * while the program ends, whose descriptors may be the last ones:
 	 * such a write is not announced) */
 	if (ckc_sig_in_handler() || ckc_in_vfork_child() || !(start ? inplace_ready() : atomic_load(&inplace_ready_now)))
 		return 0;
-	uint64_t val = nodetab_val(nodetab_key(canon), node_getpid());
+	uint64_t val = nodetab_val(nodetab_key(canon), node_self_pid());
 	atomic_fetch_add(&inplace_hdr->used, 1);
 	if (nodetab_add(inplace_tab, INPLACE_SLOTS, val) != 0) {
 		atomic_fetch_sub(&inplace_hdr->used, 1);
@@ -362,14 +402,14 @@ uint64_t ckc_node_inplace_begin(const char *canon, bool start)
 }
 
 /* Frees one slot val (the count of this process's too, where mine). */
-static void inplace_drop(uint64_t val, bool mine)
+CKC_TAGGED_PATH static void inplace_drop(uint64_t val, bool mine)
 {
 	if (mine && nodetab_del(inplace_tab, INPLACE_SLOTS, val) == 0)
 		atomic_fetch_sub(&inplace_hdr->used, 1);
 	atomic_fetch_sub(&inplace_n, 1);
 }
 
-int ckc_node_inplace_opened(uint64_t val, int fd)
+CKC_TAGGED_PATH int ckc_node_inplace_opened(uint64_t val, int fd)
 {
 	int e = errno;
 	ckc_node_inplace_end(val, fd);
@@ -377,7 +417,7 @@ int ckc_node_inplace_opened(uint64_t val, int fd)
 	return fd;
 }
 
-void ckc_node_inplace_end(uint64_t val, int fd)
+CKC_TAGGED_PATH void ckc_node_inplace_end(uint64_t val, int fd)
 {
 	if (!val)
 		return;
@@ -406,7 +446,7 @@ void ckc_node_inplace_end_now(void)
 	}
 }
 
-void ckc_node_inplace_close(int fd)
+CKC_TAGGED_PATH void ckc_node_inplace_close(int fd)
 {
 	/* a vfork child's numbers are its own, this table its parent's */
 	if (fd < 0 || (size_t)fd >= ckc_vfd_cap || !inplace_val || ckc_in_vfork_child())
@@ -416,12 +456,12 @@ void ckc_node_inplace_close(int fd)
 		inplace_drop(old, nodetab_val_pid(old) == inplace_me());
 }
 
-unsigned ckc_node_inplace_count(void)
+CKC_TAGGED_PATH unsigned ckc_node_inplace_count(void)
 {
 	return atomic_load_explicit(&inplace_n, memory_order_relaxed);
 }
 
-bool ckc_node_inplace_other(const char *canon)
+CKC_TAGGED_PATH bool ckc_node_inplace_other(const char *canon)
 {
 	uint64_t vals[NODE_ASK_MAX];
 	/* (none at all, or only this process's: no search) */
@@ -807,6 +847,8 @@ CKC_START_PATH void ckc_node_atfork_child(void)
 	 * writes is copied first) */
 	if (atomic_load(&node_me))
 		atomic_store(&node_me, node_getpid());
+	if (atomic_load_explicit(&node_self, memory_order_relaxed))
+		atomic_store_explicit(&node_self, 0, memory_order_relaxed);
 	if (atomic_load(&node_mine))
 		atomic_store(&node_mine, 0); /* the parent's slots are the parent's */
 	/* the service thread stayed in the parent; the child must not keep

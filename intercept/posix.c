@@ -398,7 +398,7 @@ int ckc_px_real_access(const char *p, int mode)
 	return ra ? ra(p, mode) : 0;
 }
 
-bool ckc_fsize_limited(void)
+CKC_TAGGED_PATH bool ckc_fsize_limited(void)
 {
 	/* asked of the kernel each time: another process may set it
 	 * (prlimit --pid), which no wrapper of this one sees */
@@ -503,7 +503,7 @@ static void link_hand_over(const char *canon)
  * cache held no version as the open began, the engine may bring the real
  * file in, which the program must be allowed to read; a version this
  * process still writes is opened as open_while_written says. */
-static int open_read_tagged(const char *canon, int flags)
+CKC_TAGGED_PATH static int open_read_tagged(const char *canon, int flags)
 {
 	ckc_handle_t *h;
 	bool held;
@@ -635,7 +635,7 @@ static bool has_attributes(const char *canon)
 
 /* The open logic for a tagged path: returns an fd, -errno, CKC_PASS or
  * CKC_PASS_TIMED. t0: when the program's open began. */
-static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
+CKC_TAGGED_PATH static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 {
 	int acc = flags & O_ACCMODE;
 	ckc_stat_t cst;
@@ -656,19 +656,12 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 	 * through the cache; O_EXCL is the real file's to judge below */
 	if (rd && !(flags & O_EXCL))
 		return open_read_tagged(canon, flags);
-	/* a file size limit is the kernel's to apply, write by write (a
-	 * short write, EFBIG, SIGXFSZ): the real file is used */
-	if (ckc_fsize_limited()) {
-		static atomic_bool said;
-		if (!atomic_exchange(&said, true))
-			ckc_warn("this process has a file size limit (ulimit -f): the checkpoints it writes go "
-				 "to their real paths, not through the cache");
-		return hand_over_for(canon, "a write under a file size limit");
-	}
 	/* a small checkpoint written while many wait to be published, or
 	 * where the program's last ones took less time, goes straight to the
 	 * real file: the real open decides everything, with no look at
-	 * the file first (a version this process writes stays in the cache) */
+	 * the file first (a version this process writes stays in the cache;
+	 * one the cache held and the real file does not is never sent there,
+	 * so a file size limit, the kernel's to apply there, changes nothing) */
 	int small = CKC_ASIDE_NO;
 	if (acc == O_WRONLY && (flags & (O_TRUNC | O_APPEND)) == O_TRUNC) {
 		small = ckc_write_aside(canon);
@@ -676,6 +669,18 @@ static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
 			return CKC_PASS;
 		if (small == CKC_ASIDE_HOME)
 			return CKC_PASS_TIMED;
+	}
+	/* a file size limit is the kernel's to apply, write by write (a
+	 * short write, EFBIG, SIGXFSZ): the real file is used (asked of the
+	 * kernel only here, where the file would be cached: one more system
+	 * call per small file went straight made a script's save of many
+	 * small files measurably slower) */
+	if (ckc_fsize_limited()) {
+		static atomic_bool said;
+		if (!atomic_exchange(&said, true))
+			ckc_warn("this process has a file size limit (ulimit -f): the checkpoints it writes go "
+				 "to their real paths, not through the cache");
+		return hand_over_for(canon, "a write under a file size limit");
 	}
 	bool cached = (rd ? ckc_stat_held(canon, &cst) : ckc_stat(canon, &cst)) == 0;
 	if (cached && !cst.complete)

@@ -2223,3 +2223,65 @@ assert open(sys.argv[2], "rb").read() == b"new contents " * 1000, "the real file
 		note "in each run the cache had published the checkpoint before the other program replaced it: nothing to rescue"
 }
 case_add_waits robust/changed-rescued-once changed_rescued_once
+
+# Writers in place killed with SIGKILL leave their slots in the node's
+# table of writes in place (ckptcache-UID.inplace1). The next process that
+# writes in place frees them: before, they stayed for good, every later
+# open for writing of every job searched the table, and the freed slots
+# piled up before them until a search walked nearly all of it.
+inplace_slots_of_killed_writers() {
+	local table
+	for table in /dev/shm/ckptcache-$(id -u).inplace1 /tmp/ckptcache-$(id -u).inplace1; do
+		[ -f "$table" ] && break
+	done
+	cat >slots.py <<'PYEOF'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+pids = {int(p) & 0xFFFFFF for p in sys.argv[2:]}
+vals = struct.unpack_from("<%dQ" % ((len(data) - 64) // 8), data, 64)
+print(sum(1 for v in vals if v > 1 and (v & 0xFFFFFF) in pids))
+PYEOF
+	cat >hold.py <<'PYEOF'
+import os, sys, time
+d = sys.argv[1]
+fds = []
+for i in range(8):
+    p = f"{d}/shared_{os.getpid()}_{i}.bin"
+    with open(p, "wb") as f:
+        f.write(b"x" * 4096)
+    fds.append(open(p, "r+b"))  # a write in place: announced in the table
+print("ready", os.getpid(), flush=True)
+time.sleep(60)
+PYEOF
+	local pids=() i pid
+	for i in 1 2 3; do
+		ck -- "$PY" hold.py "$T/ck" >"hold$i.out" 2>&1 &
+		for _ in $(seq 1 100); do grep -q ready "hold$i.out" 2>/dev/null && break; sleep 0.1; done
+		grep -q ready "hold$i.out" || fail "writer $i never got ready$(last_error)"
+		pids+=("$(awk '/^ready/ {print $2}' "hold$i.out")")
+	done
+	for pid in "${pids[@]}"; do
+		[ -n "$pid" ] || fail "a writer's process id was not found"
+	done
+	[ -f "$table" ] || for table in /dev/shm/ckptcache-$(id -u).inplace1 /tmp/ckptcache-$(id -u).inplace1; do
+		[ -f "$table" ] && break
+	done
+	[ -f "$table" ] || fail "no table of writes in place after three writers"
+	local before after
+	before=$("$PY" slots.py "$table" "${pids[@]}")
+	[ "$before" -ge 3 ] || fail "the writers' slots are not in $table ($before of 24)"
+	kill -9 "${pids[@]}"
+	wait 2>/dev/null
+	# a new process writes in place
+	ck -- "$PY" -c 'import sys
+p = sys.argv[1] + "/later.bin"
+open(p, "wb").write(b"y" * 100)
+with open(p, "r+b") as f:
+    f.write(b"z")
+print(open(p, "rb").read(3))' "$T/ck" >later.out || fail "the later writer failed$(last_error)"
+	grep -q "b'zyy'" later.out || fail "the later writer read back $(cat later.out)"
+	after=$("$PY" slots.py "$table" "${pids[@]}")
+	[ "$after" -eq 0 ] || fail "$after slots of the killed writers are still in $table (they held $before)"
+	[ "$(plain head -c 3 "$T/ck/later.bin")" = zyy ] || fail "later.bin at its real path: $(plain head -c 3 "$T/ck/later.bin")"
+}
+case_add robust/inplace-slots-of-killed-writers inplace_slots_of_killed_writers
