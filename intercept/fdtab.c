@@ -541,7 +541,7 @@ CKC_TAGGED_PATH static void slot_put(int fd, uint64_t s)
 		atomic_fetch_add(&ckc_passed_n, slot_passed(s) ? 1u : (unsigned)-1);
 }
 
-void ckc_small_opened(int fd, uint64_t t0)
+CKC_TAGGED_PATH void ckc_small_opened(int fd, uint64_t t0)
 {
 	if (t0)
 		slot_put(fd, t0);
@@ -557,7 +557,7 @@ CKC_TAGGED_PATH void ckc_passed_open(int fd, const char *canon)
 	slot_put(fd, passed_hash(canon));
 }
 
-void ckc_passed_gone(int fd, uint64_t mark)
+CKC_TAGGED_PATH void ckc_passed_gone(int fd, uint64_t mark)
 {
 	if (ckc_in_vfork_child())
 		atomic_store(&ckc_small_t0[fd], mark);
@@ -603,7 +603,7 @@ void ckc_passed_renamed(const char *from, const char *to, bool exchange)
 	}
 }
 
-void ckc_small_done(uint64_t t0)
+CKC_TAGGED_PATH void ckc_small_done(uint64_t t0)
 {
 	/* in a forked child the engine is not this process's */
 	if (t0 && atomic_load(&ckc_icpt_on) && !ckc_in_vfork_child()) {

@@ -378,7 +378,7 @@ CKC_START_PATH bool ckc_engine_started(void)
 
 static atomic_bool first_taken;
 
-bool ckc_first_write_aside(void)
+CKC_TAGGED_PATH bool ckc_first_write_aside(void)
 {
 	/* as stepping aside begins a process (engine.c): in copy mode, where
 	 * every checkpoint goes to its real path anyway, on the real path

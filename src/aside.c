@@ -31,7 +31,7 @@ static aside_side_t aside_better(const aside_t *a)
 	return aside_favoured(a, a->bw);
 }
 
-static double aside_median(const double *v, uint32_t n)
+CKC_TAGGED_PATH static double aside_median(const double *v, uint32_t n)
 {
 	double s[ASIDE_KEEP];
 	memcpy(s, v, n * sizeof(*v));
@@ -93,7 +93,7 @@ bool aside_defer(aside_t *a)
 	return true;
 }
 
-aside_side_t aside_pick(aside_t *a)
+CKC_TAGGED_PATH aside_side_t aside_pick(aside_t *a)
 {
 	if (!a->on)
 		return ASIDE_CACHE;
@@ -135,7 +135,7 @@ bool aside_try_soon(const aside_t *a)
  * older, the next checkpoint tries the other side first. aside_follow
  * gives the choice after the medians changed: 1 where it changed, 0 where
  * it stands, -1 where the other side is to be tried first. */
-static int aside_follow(aside_t *a)
+CKC_TAGGED_PATH static int aside_follow(aside_t *a)
 {
 	if (!a->n[ASIDE_CACHE] || !a->n[ASIDE_HOME])
 		return -1;
@@ -176,7 +176,7 @@ static void aside_space_tries(aside_t *a)
 		a->every *= 2;
 }
 
-static bool aside_learn(aside_t *a, aside_side_t s, double speed)
+CKC_TAGGED_PATH static bool aside_learn(aside_t *a, aside_side_t s, double speed)
 {
 	/* this process's first sample of s stands for the record's: a record
 	 * is rewritten at each exit from the medians it gave, so a side the
@@ -285,7 +285,7 @@ void aside_drained(aside_t *a, uint64_t drain_ns)
 		a->bw[ASIDE_CACHE] = eff;
 }
 
-bool aside_note_time(aside_t *a, aside_side_t s, uint64_t ns)
+CKC_TAGGED_PATH bool aside_note_time(aside_t *a, aside_side_t s, uint64_t ns)
 {
 	if (!a->on)
 		return false;

@@ -37,7 +37,7 @@ ckc_mutex_t eng_life = CKC_MUTEX_INIT(ENG_LIFE);
 CKC_LOCKS_AT_START(eng_life, ckc_locks_add, &eng_life)
 CKC_LOCKS_AT_START(engine, ckc_locks_add, &ckc_eng.lock)
 
-uint64_t ckc_now_ns(void)
+CKC_TAGGED_PATH uint64_t ckc_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -93,7 +93,7 @@ static uint64_t key_hash(const char *k)
 	return ckc_path_hash_local(k);
 }
 
-ckc_obj_t *ckc_map_find(const char *key)
+CKC_TAGGED_PATH ckc_obj_t *ckc_map_find(const char *key)
 {
 	if (!ckc_eng.map_cap)
 		return NULL;

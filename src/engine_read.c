@@ -87,7 +87,7 @@ ckc_obj_t *eng_current_locked(const char *key)
 	return eng_current_seen_locked(key, &st, &what);
 }
 
-ckc_obj_t *eng_current_seen_locked(const char *key, struct stat *seen, int *what)
+CKC_TAGGED_PATH ckc_obj_t *eng_current_seen_locked(const char *key, struct stat *seen, int *what)
 {
 	ckc_obj_t *o;
 	*what = CKC_SEEN_NONE;
@@ -142,7 +142,7 @@ static void start_prefetch_locked(void)
 
 /* n checkpoints opened for reading at their real paths, the cache holding
  * nothing of them and no hint naming them (lock held). */
-static void count_passed_locked(uint64_t n)
+CKC_TAGGED_PATH static void count_passed_locked(uint64_t n)
 {
 	ckc_eng.tier[ckc_eng.ntier - 1].st.ckpt_reads += n;
 	ckc_eng.st.objects_opened_read += n;
@@ -169,7 +169,7 @@ static bool aside_home_only(const ckc_obj_t *o)
 }
 
 /* ckc_open_read, and ckc_open_read_held where held is not NULL. */
-static int open_read(const char *path, ckc_handle_t **hp, bool *held)
+CKC_TAGGED_PATH static int open_read(const char *path, ckc_handle_t **hp, bool *held)
 {
 	char key[PATH_MAX];
 	int rc = eng_open_locked(path, key);
@@ -248,7 +248,7 @@ int ckc_open_read(const char *path, ckc_handle_t **hp)
 	return open_read(path, hp, NULL);
 }
 
-int ckc_open_read_held(const char *path, ckc_handle_t **hp, bool *held)
+CKC_TAGGED_PATH int ckc_open_read_held(const char *path, ckc_handle_t **hp, bool *held)
 {
 	*held = false;
 	return open_read(path, hp, held);
@@ -696,7 +696,7 @@ static bool kernel_multigrain(void)
 
 CKC_HOT_DATA _Atomic int64_t ckc_stamp_floor_ns;
 
-void ckc_stamp_seen_slow(const struct timespec *t)
+CKC_TAGGED_PATH void ckc_stamp_seen_slow(const struct timespec *t)
 {
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);

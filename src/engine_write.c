@@ -35,7 +35,7 @@ int eng_canon(const char *path, char *out)
 /* Canonicalises path into key (PATH_MAX bytes) and takes the engine lock.
  * Returns 0 with the lock held, and *op the current version of key (NULL if
  * none, or if the engine is stopped); or -errno for a bad path, unlocked. */
-int eng_lookup_locked(const char *path, char *key, ckc_obj_t **op)
+CKC_TAGGED_PATH int eng_lookup_locked(const char *path, char *key, ckc_obj_t **op)
 {
 	int rc = eng_canon(path, key);
 	if (rc)
@@ -47,7 +47,7 @@ int eng_lookup_locked(const char *path, char *key, ckc_obj_t **op)
 
 /* key, the canonical form of path, with the lock held and the engine
  * running: 0; else -errno (-ENODEV: stopped), unlocked. */
-int eng_open_locked(const char *path, char *key)
+CKC_TAGGED_PATH int eng_open_locked(const char *path, char *key)
 {
 	int rc = eng_canon(path, key);
 	if (rc)
@@ -214,12 +214,12 @@ static int small_aside_locked(bool pick)
 	return CKC_ASIDE_HOME;
 }
 
-static bool aside_straight(int how)
+CKC_TAGGED_PATH static bool aside_straight(int how)
 {
 	return how == CKC_ASIDE_BACKLOG || how == CKC_ASIDE_HOME;
 }
 
-void ckc_small_note(int side, uint64_t ns)
+CKC_TAGGED_PATH void ckc_small_note(int side, uint64_t ns)
 {
 	if (side != CKC_ASIDE_HOME && side != CKC_ASIDE_CACHE)
 		return;
@@ -235,7 +235,7 @@ void ckc_small_note(int side, uint64_t ns)
 	eng_unlock();
 }
 
-void ckc_small_asked(uint64_t size, uint64_t ns)
+CKC_TAGGED_PATH void ckc_small_asked(uint64_t size, uint64_t ns)
 {
 	if (size < ASIDE_MIN_BYTES)
 		ckc_small_note(CKC_ASIDE_CACHE, ns);
@@ -249,7 +249,7 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
  * only where the real file holds it (its name, mode and existence are
  * what the program's open meets there) and nobody reads it; old is then
  * forgotten (its flush stands down). */
-static int small_aside_takes(ckc_obj_t *old, bool pick)
+CKC_TAGGED_PATH static int small_aside_takes(ckc_obj_t *old, bool pick)
 {
 	if (old && !(old->complete && old->at_home && !old->retired && old->readers == 0 &&
 		     !old->passed_read))
@@ -260,7 +260,7 @@ static int small_aside_takes(ckc_obj_t *old, bool pick)
 	return how;
 }
 
-int ckc_write_aside(const char *path)
+CKC_TAGGED_PATH int ckc_write_aside(const char *path)
 {
 	char key[PATH_MAX];
 	if (eng_open_locked(path, key))

@@ -11,13 +11,13 @@
 #define PID_BITS 24u
 #define PID_MASK ((1ull << PID_BITS) - 1)
 
-uint64_t nodetab_key(const char *path)
+CKC_TAGGED_PATH uint64_t nodetab_key(const char *path)
 {
 	uint64_t k = ckc_path_hash(path) >> PID_BITS;
 	return k ? k : 1;
 }
 
-uint64_t nodetab_val(uint64_t key, pid_t pid)
+CKC_TAGGED_PATH uint64_t nodetab_val(uint64_t key, pid_t pid)
 {
 	return key << PID_BITS | ((uint64_t)pid & PID_MASK);
 }
@@ -27,7 +27,7 @@ uint64_t nodetab_val_key(uint64_t val)
 	return val >> PID_BITS;
 }
 
-pid_t nodetab_val_pid(uint64_t val)
+CKC_TAGGED_PATH pid_t nodetab_val_pid(uint64_t val)
 {
 	return (pid_t)(val & PID_MASK);
 }
@@ -41,7 +41,7 @@ static size_t probe_len(size_t n, size_t within)
 
 /* Whether a search from start reaches slot start + at: no empty slot
  * before it. */
-static bool reaches(nodetab_slot_t *t, size_t n, size_t start, size_t at)
+CKC_TAGGED_PATH static bool reaches(nodetab_slot_t *t, size_t n, size_t start, size_t at)
 {
 	for (size_t i = 0; i < at; i++)
 		if (atomic_load(&t[(start + i) % n]) == NODETAB_EMPTY)
@@ -49,12 +49,12 @@ static bool reaches(nodetab_slot_t *t, size_t n, size_t start, size_t at)
 	return true;
 }
 
-int nodetab_add(nodetab_slot_t *t, size_t n, uint64_t val)
+CKC_TAGGED_PATH int nodetab_add(nodetab_slot_t *t, size_t n, uint64_t val)
 {
 	return nodetab_add_within(t, n, val, NODETAB_PROBE);
 }
 
-int nodetab_add_within(nodetab_slot_t *t, size_t n, uint64_t val, size_t within)
+CKC_TAGGED_PATH int nodetab_add_within(nodetab_slot_t *t, size_t n, uint64_t val, size_t within)
 {
 	size_t start = (size_t)(nodetab_val_key(val) % n), len = probe_len(n, within);
 	for (;;) {
@@ -85,7 +85,7 @@ int nodetab_add_within(nodetab_slot_t *t, size_t n, uint64_t val, size_t within)
  * it, while the slot after is empty. A search that reached such a slot
  * would stop at the next one anyway, and an addition whose search passed
  * it checks that it is still reachable (nodetab_add). Returns how many. */
-static size_t reclaim(nodetab_slot_t *t, size_t n, size_t i)
+CKC_TAGGED_PATH static size_t reclaim(nodetab_slot_t *t, size_t n, size_t i)
 {
 	size_t done = 0;
 	for (; done < n; done++, i = (i + n - 1) % n) {
@@ -98,12 +98,12 @@ static size_t reclaim(nodetab_slot_t *t, size_t n, size_t i)
 	return done;
 }
 
-int nodetab_del(nodetab_slot_t *t, size_t n, uint64_t val)
+CKC_TAGGED_PATH int nodetab_del(nodetab_slot_t *t, size_t n, uint64_t val)
 {
 	return nodetab_del_within(t, n, val, NODETAB_PROBE);
 }
 
-int nodetab_del_within(nodetab_slot_t *t, size_t n, uint64_t val, size_t within)
+CKC_TAGGED_PATH int nodetab_del_within(nodetab_slot_t *t, size_t n, uint64_t val, size_t within)
 {
 	size_t start = (size_t)(nodetab_val_key(val) % n), len = probe_len(n, within);
 	for (size_t i = 0; i < len; i++) {
@@ -136,12 +136,12 @@ size_t nodetab_compact(nodetab_slot_t *t, size_t n)
 	return done;
 }
 
-size_t nodetab_find(nodetab_slot_t *t, size_t n, uint64_t key, uint64_t *vals, size_t max, size_t *probed)
+CKC_TAGGED_PATH size_t nodetab_find(nodetab_slot_t *t, size_t n, uint64_t key, uint64_t *vals, size_t max, size_t *probed)
 {
 	return nodetab_find_within(t, n, key, vals, max, probed, NODETAB_PROBE);
 }
 
-size_t nodetab_find_within(nodetab_slot_t *t, size_t n, uint64_t key, uint64_t *vals, size_t max, size_t *probed,
+CKC_TAGGED_PATH size_t nodetab_find_within(nodetab_slot_t *t, size_t n, uint64_t key, uint64_t *vals, size_t max, size_t *probed,
 			   size_t within)
 {
 	size_t start = (size_t)(key % n), len = probe_len(n, within), found = 0, i;

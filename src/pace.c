@@ -51,18 +51,18 @@ static atomic_uint_fast64_t prog_end;
 /* when the program last opened a checkpoint for reading */
 static atomic_uint_fast64_t prog_read_open;
 
-void ckc_prog_begin(void)
+CKC_TAGGED_PATH void ckc_prog_begin(void)
 {
 	atomic_fetch_add_explicit(&prog_busy, 1, memory_order_acq_rel);
 }
 
-void ckc_prog_end(void)
+CKC_TAGGED_PATH void ckc_prog_end(void)
 {
 	atomic_store_explicit(&prog_end, ckc_now_ns(), memory_order_release);
 	atomic_fetch_sub_explicit(&prog_busy, 1, memory_order_acq_rel);
 }
 
-void ckc_prog_read_opened(void)
+CKC_TAGGED_PATH void ckc_prog_read_opened(void)
 {
 	atomic_store_explicit(&prog_read_open, atomic_load_explicit(&prog_end, memory_order_relaxed),
 			      memory_order_release);

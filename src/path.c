@@ -28,7 +28,7 @@ CKC_START_PATH int ckc_path_canon(const char *path, const char *base, char *out,
 	return path_walk(path, base, false, out, outlen, NULL);
 }
 
-int ckc_path_dirname(const char *canon, char *out, size_t outlen)
+CKC_TAGGED_PATH int ckc_path_dirname(const char *canon, char *out, size_t outlen)
 {
 	const char *slash = strrchr(canon, '/');
 	size_t len = slash ? (size_t)(slash - canon) : 0;
@@ -210,7 +210,7 @@ int ckc_path_resolve_in(const char *path, const char *canon_base, char *out, siz
 	return path_walk(path, canon_base, true, out, outlen, &links);
 }
 
-int ckc_path_key(const char *path, const char *base, char *out, size_t outlen)
+CKC_TAGGED_PATH int ckc_path_key(const char *path, const char *base, char *out, size_t outlen)
 {
 	int rc = ckc_path_resolve(path, base, out, outlen);
 	if (rc && rc != -ENAMETOOLONG && rc != -EINVAL)
