@@ -15,6 +15,7 @@ below its target (0.95 unless the row says otherwise), 2 on a usage error,
 import argparse
 import csv
 import json
+import math
 import os
 import re
 import shutil
@@ -84,7 +85,7 @@ AT_HAND_DEFAULT = {"numpy": 4096, "pickle": 2048, "h5py": 2048, "bands": 3072, "
 
 def at_hand_for(a, w):
     """MiB of memory a run of workload w finds at hand (--at-hand-mib)."""
-    if w not in MEMORY_WORK or a.at_hand_mib == 0 or a.settle_s > 0:
+    if w not in MEMORY_WORK or a.at_hand_mib == 0:
         return 0
     mib = a.at_hand_mib if a.at_hand_mib > 0 else AT_HAND_DEFAULT[w] // (4 if a.quick else 1)
     return min(mib, a.mem_available_mib // 2)
@@ -160,6 +161,7 @@ class Bench:
         self.fixed = []   # KiB the library adds to /bin/true's peak, per pair
         self.fixed_started = []  # KiB it adds to cp's peak once its cache started, per pair
         self.extended = {}  # (row, metric) -> median ratio of its first pairs, for rows given more pairs
+        self.small_runs = 0  # the runs of the small files' row so far (each writes a directory of its own)
 
     def undecided(self, rows):
         """The (row, metric) of rows whose median ratio is below the target
@@ -168,7 +170,7 @@ class Bench:
         out = []
         for (row, m, _higher, target) in rows:
             r = self.samples[(row, m)]["ratio"]
-            if row not in self.unpaired and r and med(r) < target <= max(r):
+            if row not in self.unpaired and r and balanced(r) < target <= max(r):
                 out.append((row, m))
         return out
 
@@ -372,10 +374,21 @@ class Bench:
         if k == 0:
             self.add_row(row, [("save_s", False), ("load_s", False), ("job_s", False)])
 
-        def m(side):
+        # Each run writes into a directory of its own, and the files stay
+        # until the row is done: ext4 does not hand out an inode freed in
+        # the last few seconds again, and skipping the 3,000 a removal
+        # just freed made each create 10x slower (openat 123 us against
+        # 21 us, in ext4's recently_deleted()), a cost that grew and
+        # shrank from run to run on both sides.
+        if k == 0 and self.warming:
             clean(self.ck)
-            env = self.env(side, os.path.join(self.ck, "*.dat"))
-            wall, rss, text = run([PY, PYWORK, "small", self.ck, str(self.a.small_count)], env)
+
+        def m(side):
+            self.small_runs += 1
+            d = os.path.join(self.ck, f"run{self.small_runs:03d}")
+            os.makedirs(d)
+            env = self.env(side, os.path.join(d, "*.dat"))
+            wall, rss, text = run([PY, PYWORK, "small", d, str(self.a.small_count)], env)
             v = keyvals(text)
             v["job_s"] = wall
             return v, rss
@@ -630,6 +643,28 @@ def steal_ms():
         return 0
 
 
+def balanced(ratios):
+    """The row's ratio: the median, over each two consecutive pairs (one
+    run in each order: without-with then with-without, or the reverse),
+    of the geometric mean of their two ratios. On this machine a run's
+    place in its pair, or which side ran just before it, moved a row's
+    runs 10-40% either way with no library involved (the by-order
+    column); an odd number of pairs has one order more than the other,
+    and the plain median of the pairs then took the majority order's
+    value (small files' save: pairs at 0.89 and 1.43 by order, median
+    0.89). A two-pair unit has each side once first and once second, so
+    such an effect cancels out of it."""
+    if len(ratios) < 2:
+        return med(ratios)
+    return med([math.sqrt(max(0.0, a) * max(0.0, b)) for a, b in zip(ratios, ratios[1:])])
+
+
+def row_ratio(b, row, ratios):
+    """balanced() for a row measured in pairs of runs; the plain median for
+    one measured in a single process (no order to balance)."""
+    return med(ratios) if row in b.unpaired else balanced(ratios)
+
+
 def by_order(ratios):
     """The median ratio of the pairs run without the library first (even
     pairs) and of those run with it first (odd pairs)."""
@@ -647,9 +682,9 @@ def steal_cell(b, row, side):
 
 
 def table(b, cmdline, started, load):
-    lines = ["| workload | measure | pairs | without | with | ratio (median) | ratio min..max | by order | target | "
-             "peak RSS MiB without | with | cached MiB | steal ms without | with |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| workload | measure | pairs | without | with | ratio | pairs' median | ratio min..max | by order | "
+             "target | peak RSS MiB without | with | cached MiB | steal ms without | with |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     fails = []
     # memory: the peak with the library within MEM_SLACK of the peak without
     # it plus what the library held in memory, pair by pair (a run's peak
@@ -670,7 +705,7 @@ def table(b, cmdline, started, load):
                              f"without, {med(c) / 1024:.0f} MiB cached")
     for (row, m, higher, target) in b.rows:
         s = b.samples[(row, m)]
-        r = med(s["ratio"])
+        r = row_ratio(b, row, s["ratio"])
         verdict = "" if r >= target else " **FAIL**"
         if r < target:
             fails.append(f"FAIL {row}: {m} ratio {r:.2f} < {target} (pairs: "
@@ -678,7 +713,7 @@ def table(b, cmdline, started, load):
         unit = m.replace("_s", " (s)").replace("_GBps", " (GB/s)").replace("GBps", "GB/s")
         n = f"{len(s['ratio'])}" + (f" ({b.extended[(row, m)]:.2f} after {b.a.pairs})" if (row, m) in b.extended else "")
         lines.append(f"| {row} | {unit} | {n} | {fmt(med(s['without']), m)} | {fmt(med(s['with']), m)} | "
-                     f"{r:.2f}{verdict} | {min(s['ratio']):.2f}..{max(s['ratio']):.2f} | {'-' if row in b.unpaired else by_order(s['ratio'])} | {target} | "
+                     f"{r:.2f}{verdict} | {med(s['ratio']):.2f} | {min(s['ratio']):.2f}..{max(s['ratio']):.2f} | {'-' if row in b.unpaired else by_order(s['ratio'])} | {target} | "
                      f"{mib(b.rss[row]['without'])} | {mib(b.rss[row]['with'])}"
                      f"{' **FAIL**' if row in mem_fails else ''} | "
                      f"{mib(b.cached[row])} | {steal_cell(b, row, 'without')} | {steal_cell(b, row, 'with')} |")
@@ -688,7 +723,12 @@ def table(b, cmdline, started, load):
             f"- host: {os.uname().nodename}, {os.cpu_count()} CPUs, kernel {os.uname().release}",
             f"- started {started}, load average at start {load}",
             *( [f"- library settings for every row: {' '.join(f'{k}={v}' for k, v in b.a.env.items())}"] if b.a.env else [] ),
-            f"- {b.a.pairs} pairs per row (the order alternating), median and spread of the per-pair ratios; "
+            f"- {b.a.pairs} pairs per row (the order alternating); ratio: the median, over each two consecutive "
+            "pairs (one run in each order), of the geometric mean of their two ratios: each side ran once first "
+            "and once second in such a unit, and on this machine a run's place in its pair moved it 10-40% "
+            "either way with no library at all (the by-order column), which the plain median of an odd number "
+            "of pairs passed on whole (one order has one pair more); pairs' median and min..max: of the "
+            "per-pair ratios as they were measured; "
             f"a workload one of whose rows was undecided after them (its median ratio below the target while "
             f"some of its pairs reached it) ran {b.a.more_pairs} more pairs, once, and every pair counts: the "
             f"pairs column gives their number and, for the undecided row, its median after the first "
@@ -705,25 +745,23 @@ def table(b, cmdline, started, load):
             "this machine hands freed memory back to its host, and the first touch of a page costs 0.5 to 2 GB/s "
             "(26 GB/s touched again), so a run that followed another workload paid for memory that the run after it "
             "found at hand (the first run of a pair was up to 9x slower, whichever side it was)",
-            (f"- every run of {', '.join(MEMORY_WORK)} started just after "
-             f"{', '.join(f'{at_hand_for(b.a, w)} ({w})' for w in MEMORY_WORK)} MiB of memory were "
-             "filled and freed (--at-hand-mib, on both sides, by tests/bench/peak_rss before it starts the "
-             "program): this machine hands freed memory back to its host about 2 s after it is freed, and a "
-             "run whose memory had been handed back paid the host for every page (numpy's save of 1.6 GiB "
-             "without the library took 0.34 to 4.7 s in runs one after another; 0.34 to 0.86 s with 4 GiB at "
-             "hand); the filling runs outside the timed run and its peak RSS"
+            (f"- every run of {', '.join(MEMORY_WORK)} waited {b.a.settle_s:g} s (--settle-s) and then "
+             f"started just after {', '.join(f'{at_hand_for(b.a, w)} ({w})' for w in MEMORY_WORK)} MiB of "
+             "memory were filled and freed (--at-hand-mib, on both sides, by tests/bench/peak_rss before it "
+             "starts the program): this machine hands freed memory back to its host, and a run whose memory "
+             "had been handed back paid the host for every page it touched (0.5 to 2 GB/s against 26 GB/s); "
+             "the wait lets the host take back what the run before freed before the filling brings memory "
+             "back, so that a run does not find its memory handed back while it runs (without the wait, "
+             "without the library, dd of 512 MiB into a new file took 0.12 or 0.46 s, and h5py's save 0.16 "
+             "or 0.39 s, from one run to the next; with it, 0.11 to 0.14 s and 0.16 to 0.20 s), and the "
+             "filling runs outside the timed run and its peak RSS"
              if any(at_hand_for(b.a, w) for w in MEMORY_WORK) else
-             "- runs start without memory put at hand for them (--at-hand-mib 0, or --settle-s)"),
-            (f"- every run of {', '.join(MEMORY_WORK)} waited {b.a.settle_s:g} s before it started "
-             "(--settle-s): long enough for this machine to hand the memory freed by the run before back "
-             "to its host, so that every run paid the first touch of all its memory"
-             if b.a.settle_s > 0 else
-             "- runs of a workload follow each other at once (--settle-s 0): whether a run finds the memory "
-             "the run before freed at hand, or handed back to the host, changes from run to run (without the "
-             "library, h5py's save of 512 MiB took 0.11 to 1.35 s in runs one after another, mostly "
-             "alternating fast and slow; with 3 s between runs it took 0.77 to 1.35 s each time), and a run "
-             "with the library, which holds its checkpoints in memory beside the page cache, finds less of "
-             "its memory at hand after a run without it than after one with it"),
+             f"- runs start without memory put at hand for them (--at-hand-mib 0); every run of "
+             f"{', '.join(MEMORY_WORK)} waited {b.a.settle_s:g} s before it started (--settle-s)"),
+            "- the small files' row writes each run's files into a directory of its own and removes them "
+            "when the row is done: ext4 does not hand out an inode it freed a few seconds before, and "
+            "creating files just after 3,000 were removed took 10x as long per file (openat in "
+            "recently_deleted()), a cost that grew from run to run on both sides",
             "- the side without the library runs with the same environment: the same CKPTCACHE_ variables "
             "(inert without the library) and an LD_PRELOAD of the same length naming the C library (which "
             "every program loads): a program's heap layout follows its environment's size",
@@ -816,19 +854,18 @@ def main():
     p.add_argument("--env", action="append", default=[], metavar="CKPTCACHE_NAME=VALUE",
                    help="a library setting for every row (both sides, as the others), e.g. "
                    "CKPTCACHE_KERNEL_TOUCH=off; repeatable")
-    p.add_argument("--settle-s", type=float, default=0.0,
+    p.add_argument("--settle-s", type=float, default=1.0,
                    help="seconds each run of the workloads that move hundreds of MiB (%s) waits "
-                        "before it starts (after the files of the run before are removed), long enough "
-                        "for a virtual machine to "
-                        "hand the freed memory back to its host (3 here): every run then pays the "
-                        "first touch of its memory (default 0)" % ",".join(MEMORY_WORK))
+                        "before it starts (after the files of the run before are removed and before its "
+                        "memory is put at hand): a virtual machine that hands freed memory back to its "
+                        "host does so meanwhile, not while the run runs (default 1)" % ",".join(MEMORY_WORK))
     p.add_argument("--at-hand-mib", type=int, default=-1,
                    help="MiB of memory filled and freed just before each run of %s starts (on both "
                         "sides), so that it finds that much at hand: on a virtual machine that hands "
                         "freed memory back to its host, whether a run found its memory at hand or paid "
                         "the host for it swung a run 2-10x, on either side (default: about what a run "
                         "of the workload moves through memory, 1 to 4 GiB; at most half of the memory "
-                        "available; none with --settle-s; 0: none)" % ",".join(MEMORY_WORK))
+                        "available; 0: none)" % ",".join(MEMORY_WORK))
     p.add_argument("--dir", default=os.environ.get("TMPDIR", "/tmp"), help="where the files go")
     p.add_argument("--results", default=os.path.join(ROOT, "docs", "results"),
                    help="folder of parity.md and parity.csv (default docs/results)")
@@ -898,7 +935,7 @@ def main():
             undecided = b.undecided(b.rows[first:])
             if undecided and a.more_pairs:
                 for row, m in undecided:
-                    b.extended[(row, m)] = med(b.samples[(row, m)]["ratio"])
+                    b.extended[(row, m)] = row_ratio(b, row, b.samples[(row, m)]["ratio"])
                 for k in range(a.pairs, a.pairs + a.more_pairs):
                     getattr(b, w)(k)
             print(f"  {w}: {a.pairs + (a.more_pairs if undecided else 0)} pairs done "
