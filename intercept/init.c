@@ -19,6 +19,7 @@
 #include "owed.h"
 #include "log.h"
 #include "thread.h"
+#include "aside.h"
 
 CKC_HOT_DATA atomic_bool ckc_icpt_on;
 atomic_bool ckc_inplace_ever;
@@ -378,6 +379,29 @@ CKC_START_PATH bool ckc_engine_started(void)
 
 static atomic_bool first_taken;
 
+/* A process whose first checkpoint went to its real path, and whose node's
+ * last run with the same CKPTCACHE_PATHS wrote its small checkpoints
+ * faster there than into the cache (the record of the step-aside model),
+ * writes the next ones there too, without starting the cache, for its
+ * first CKC_START_DEFER_NS of checkpoints, while the first was under
+ * 1 MiB: the cache's start and its end (its threads, its files, its tries
+ * of the cache for the model, its drain) cost 2-3 ms, which a script that
+ * writes a few thousand small files in 70 ms paid in full (0.5-1 us per
+ * file), to send them where they went anyway. Once that time has gone by,
+ * the next checkpoint starts the cache as the second did before: the start
+ * is then at most a few per cent of what the program spent writing, and
+ * the model measures both sides again. Without such a record the cache
+ * starts with the second checkpoint. */
+#define CKC_START_DEFER_NS (200ull * 1000000u)
+static _Atomic uint64_t defer_from; /* when the first went (0: no deferring) */
+/* The first checkpoint's real path, and whether its size allows deferring
+ * (0: not looked at yet, 1: small, 2: large): a first checkpoint of 1 MiB
+ * or more (an RTM proxy's 16 MiB) says that the cache is worth starting
+ * at once, as before; its model then measures both sides. */
+static char defer_first[PATH_MAX];
+static atomic_int defer_size;
+static atomic_bool defer_small; /* the record's small checkpoints went home */
+
 CKC_TAGGED_PATH bool ckc_first_write_aside(void)
 {
 	/* as stepping aside begins a process (engine.c): in copy mode, where
@@ -386,9 +410,41 @@ CKC_TAGGED_PATH bool ckc_first_write_aside(void)
 	if (!icpt_cfg.step_aside || icpt_cfg.capture != CKC_CAPTURE_COPY || icpt_cfg.persist != CKC_PERSIST_ALWAYS ||
 	    atomic_load(&icpt_engine_ok) || atomic_load(&first_taken) || atomic_exchange(&first_taken, true))
 		return false;
-	if (ckc_aside_first_home(icpt_cfg.paths))
-		return true;
-	return false;
+	bool small_home = false;
+	bool home = ckc_aside_first_home(icpt_cfg.paths, &small_home);
+	if (home && small_home)
+		atomic_store(&defer_small, true);
+	return home;
+}
+
+void ckc_first_write_path(const char *canon)
+{
+	uint64_t none = 0;
+	size_t n = strlen(canon);
+	if (!atomic_load(&defer_small) || n >= sizeof(defer_first) || atomic_load(&defer_from))
+		return;
+	memcpy(defer_first, canon, n + 1);
+	(void)atomic_compare_exchange_strong(&defer_from, &none, ckc_now_ns());
+}
+
+CKC_TAGGED_PATH bool ckc_write_deferred(void)
+{
+	uint64_t from = atomic_load_explicit(&defer_from, memory_order_acquire);
+	if (!from || atomic_load(&icpt_engine_ok) || ckc_now_ns() - from > CKC_START_DEFER_NS)
+		return false;
+	int size = atomic_load(&defer_size);
+	if (!size) {
+		struct stat st;
+		int saved = errno;
+		int (*rs)(const char *, struct stat *) = REAL(stat);
+		size = rs && rs(defer_first, &st) == 0 && st.st_size < ASIDE_MIN_BYTES ? 1 : 2;
+		errno = saved;
+		atomic_store(&defer_size, size);
+	}
+	if (size != 1)
+		return false;
+	ckc_aside_first_note();
+	return true;
 }
 
 void ckc_first_write_done(bool opened)

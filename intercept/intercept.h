@@ -42,6 +42,13 @@ bool ckc_first_write_aside(void);
 /* Its real open ended: counted where it opened the file, and the next
  * checkpoint may go so where it did not. */
 void ckc_first_write_done(bool opened);
+/* The real path of the first checkpoint, which ckc_first_write_aside sent
+ * there (its open is about to be made). */
+void ckc_first_write_path(const char *canon);
+/* Whether a later whole checkpoint's open goes to its real path too
+ * without starting the cache: after a first that went so and was smaller
+ * than 1 MiB, for the first 200 ms from it (counted as written straight). */
+bool ckc_write_deferred(void);
 /* At the end of a process that started no cache: its statistics, where it
  * wrote checkpoints straight to their real paths (ckc_first_write_aside). */
 void ckc_stats_unstarted(void);

@@ -827,8 +827,16 @@ CKC_TAGGED_PATH int ckc_open_tagged(const char *canon, int flags, mode_t mode, u
 	int acc = flags & O_ACCMODE;
 	bool whole = acc != O_RDONLY && !(flags & O_APPEND) &&
 		     ((flags & O_TRUNC) || (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL));
-	if (whole && !(flags & (O_PATH | O_DIRECTORY)) && ckc_first_write_aside())
-		return CKC_PASS_FIRST;
+	if (whole && !(flags & (O_PATH | O_DIRECTORY))) {
+		if (ckc_first_write_aside()) {
+			ckc_first_write_path(canon);
+			return CKC_PASS_FIRST;
+		}
+		/* the next ones too, for a while (init.c): a plain pass, so
+		 * that the write is announced as one at its real file */
+		if (ckc_write_deferred())
+			return CKC_PASS;
+	}
 	/* a write that makes no new version (an update in place, a shared
 	 * file's O_CREAT, an append, HDF5's look for a file before it makes
 	 * it) works on the real file, of which a cache that has not started

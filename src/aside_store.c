@@ -36,7 +36,10 @@ typedef struct store_rec {
 	uint64_t stamp; /* seconds, CLOCK_REALTIME */
 	uint32_t since, every;
 	uint64_t check;
-	uint64_t pad[2];
+	/* the small checkpoints' model (files a second on each side: ASIDE_CACHE,
+	 * ASIDE_HOME), 0 where not measured; outside the check, so that a
+	 * record of a version that left them 0 stays valid */
+	double small_bw[2];
 } store_rec_t;
 
 _Static_assert(sizeof(store_rec_t) == 64, "a record is 64 bytes");
@@ -143,11 +146,38 @@ void ckc_aside_load(aside_t *a, const char *paths)
 /* checkpoints sent to their real paths before the cache started */
 static atomic_uint aside_firsts;
 
-bool ckc_aside_first_home(const char *paths)
+/* The small checkpoints' speeds of this node's last run with paths into
+ * bw (0 where none), one read of the records. */
+static void small_load(const char *paths, double bw[2])
+{
+	store_rec_t rec[STORE_RECS];
+	bw[0] = bw[1] = 0;
+	int fd = store_open(false);
+	if (fd < 0)
+		return;
+	ssize_t n = sys_pread(fd, rec, sizeof(rec), 0);
+	sys_close(fd);
+	uint64_t key = store_key(paths), now = store_now_s();
+	for (ssize_t i = 0; n > 0 && i < n / (ssize_t)sizeof(rec[0]); i++) {
+		store_rec_t *r = &rec[i];
+		if (r->key != key || r->check != store_check(r) || r->stamp > now || now - r->stamp > STORE_MAX_AGE_S)
+			continue;
+		for (int k = 0; k < 2; k++)
+			bw[k] = r->small_bw[k] > 0 && r->small_bw[k] < 1e12 ? r->small_bw[k] : 0;
+		return;
+	}
+}
+
+bool ckc_aside_first_home(const char *paths, bool *small_home)
 {
 	aside_t a;
 	aside_init(&a, true);
 	ckc_aside_load(&a, paths);
+	double bw[2];
+	small_load(paths, bw);
+	/* the small ones went faster to their real paths, as the model takes
+	 * them there (aside.h: ASIDE_ENTER) */
+	*small_home = bw[ASIDE_CACHE] > 0 && bw[ASIDE_HOME] >= ASIDE_ENTER * bw[ASIDE_CACHE];
 	return aside_peek(&a) == ASIDE_HOME;
 }
 
@@ -186,10 +216,11 @@ static bool store_lock(int fd)
 	return false;
 }
 
-void ckc_aside_save(const aside_t *a, const char *paths)
+void ckc_aside_save(const aside_t *a, const aside_t *small, const char *paths)
 {
 	store_rec_t rec[STORE_RECS];
-	if (!a->on || !paths || (!a->measured[ASIDE_CACHE] && !a->measured[ASIDE_HOME]))
+	bool small_measured = small && small->on && (small->measured[ASIDE_CACHE] || small->measured[ASIDE_HOME]);
+	if (!a->on || !paths || (!a->measured[ASIDE_CACHE] && !a->measured[ASIDE_HOME] && !small_measured))
 		return;
 	int fd = store_open(true);
 	if (fd < 0)
@@ -222,11 +253,16 @@ void ckc_aside_save(const aside_t *a, const char *paths)
 			  .stamp = store_now_s(),
 			  .since = a->since,
 			  .every = a->every | (a->ends_behind ? STORE_ENDS_BEHIND : 0u) };
+	for (int k = 0; k < 2; k++)
+		r.small_bw[k] = small_measured && small->measured[k] ? small->bw[k] : 0;
 	if (slot >= 0) {
 		if (!r.bw_cache)
 			r.bw_cache = rec[slot].bw_cache;
 		if (!r.bw_home)
 			r.bw_home = rec[slot].bw_home;
+		for (int k = 0; k < 2; k++)
+			if (!r.small_bw[k] && rec[slot].small_bw[k] > 0)
+				r.small_bw[k] = rec[slot].small_bw[k];
 	} else {
 		slot = free_slot >= 0 ? free_slot : oldest;
 	}

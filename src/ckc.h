@@ -106,8 +106,10 @@ bool ckc_holds_replacements(void);
  * this node learnt about paths, the CKPTCACHE_PATHS value, may say the
  * cache; one read of a small file). Each such checkpoint opened is noted
  * (ckc_aside_first_note) and counted in the statistics'
- * step_aside.written_straight (ckc_aside_firsts). */
-bool ckc_aside_first_home(const char *paths);
+ * step_aside.written_straight (ckc_aside_firsts). *small_home: whether that
+ * process's small checkpoints (under 1 MiB) went faster to their real
+ * paths than into the cache, by the model's own rule. */
+bool ckc_aside_first_home(const char *paths, bool *small_home);
 void ckc_aside_first_note(void);
 unsigned ckc_aside_firsts(void);
 /* A forked child's count starts again (its parent's are its parent's). */

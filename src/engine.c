@@ -684,7 +684,7 @@ int ckc_finish(uint64_t deadline_ns)
 	ckc_mutex_lock(&ckc_eng.lock);
 	report_unpublished(deadline_ns, done);
 	ckc_peer_finish();
-	aside_t aside = ckc_eng.aside;
+	aside_t aside = ckc_eng.aside, small = ckc_eng.aside_small;
 	if (done)
 		aside_drained(&aside, (uint64_t)(ckc_eng.st.drain_s * 1e9));
 	eng_unlock();
@@ -693,7 +693,7 @@ int ckc_finish(uint64_t deadline_ns)
 	 * the cache */
 	ckc_peer_release();
 	ckc_hints_summary();
-	ckc_aside_save(&aside, ckc_eng.cfg.paths);
+	ckc_aside_save(&aside, &small, ckc_eng.cfg.paths);
 	if (ckc_eng.cfg.stats)
 		stats_write();
 	/* the tier's file goes now (this process's threads may still read it

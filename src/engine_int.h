@@ -600,7 +600,7 @@ int ckc_aside_store_path(char *out, size_t len);
 /* Starts a from this node's last record for paths, if a recent one. */
 void ckc_aside_load(aside_t *a, const char *paths);
 /* Records what a learnt (both sides measured), at exit. */
-void ckc_aside_save(const aside_t *a, const char *paths);
+void ckc_aside_save(const aside_t *a, const aside_t *small, const char *paths);
 ckc_obj_t *eng_current_locked(const char *key);
 /* eng_current_locked, telling in *what what its look at the real file
  * found (CKC_SEEN_): a regular file (what stat said is in *seen), no file,

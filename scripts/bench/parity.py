@@ -387,7 +387,8 @@ class Bench:
             self.small_runs += 1
             d = os.path.join(self.ck, f"run{self.small_runs:03d}")
             os.makedirs(d)
-            env = self.env(side, os.path.join(d, "*.dat"))
+            # one pattern for every run, as a job script sets it
+            env = self.env(side, os.path.join(self.ck, "*", "*.dat"))
             wall, rss, text = run([PY, PYWORK, "small", d, str(self.a.small_count)], env)
             v = keyvals(text)
             v["job_s"] = wall

@@ -434,7 +434,7 @@ Test(aside_store, what_a_process_learnt_is_the_next_ones_prior, .init = private_
 	int sent[2] = { 0, 0 };
 	world(&a, 40, 16 * MiB, 2, 6, sent);
 	cr_assert_eq(a.choice, ASIDE_HOME);
-	ckc_aside_save(&a, paths);
+	ckc_aside_save(&a, NULL, paths);
 
 	aside_t b;
 	aside_init(&b, true);
@@ -466,7 +466,7 @@ Test(aside_store, a_damaged_record_is_ignored, .init = private_store, .fini = pr
 	aside_init(&a, true);
 	int sent[2] = { 0, 0 };
 	world(&a, 40, 16 * MiB, 2, 6, sent);
-	ckc_aside_save(&a, paths);
+	ckc_aside_save(&a, NULL, paths);
 	cr_assert_eq(ckc_aside_store_path(file, sizeof(file)), 0);
 	int fd = open(file, O_RDWR);
 	cr_assert_geq(fd, 0);
@@ -543,7 +543,7 @@ Test(aside_store, the_mark_of_a_program_that_ends_behind_its_flushes, .init = pr
 	cr_assert_not(c.ends_behind, "a wait of a quarter of it, the cache still ahead of the real path with it");
 	aside_drained(&a, 3 * a.cache_ns);
 	cr_assert(a.ends_behind, "a wait of three times it: with it, the cache is slower than the real path");
-	ckc_aside_save(&a, paths);
+	ckc_aside_save(&a, NULL, paths);
 	aside_t next;
 	aside_init(&next, true);
 	ckc_aside_load(&next, paths);
@@ -562,7 +562,7 @@ Test(aside_store, the_mark_of_a_program_that_ends_behind_its_flushes, .init = pr
 	next.capped = 0;
 	aside_drained(&next, 0);
 	cr_assert_not(next.ends_behind, "enough samples, none capped, no wait: cleared");
-	ckc_aside_save(&next, paths);
+	ckc_aside_save(&next, NULL, paths);
 	aside_t third;
 	aside_init(&third, true);
 	ckc_aside_load(&third, paths);
@@ -594,7 +594,7 @@ Test(aside_store, records_saved_at_once_are_all_kept, .init = private_store, .fi
 				world(&a, 40, 16 * MiB, 2, 6, sent);
 				close(go[1]);
 				(void)!read(go[0], &c, 1);
-				ckc_aside_save(&a, paths);
+				ckc_aside_save(&a, NULL, paths);
 				_exit(0);
 			}
 		}
@@ -718,4 +718,49 @@ Test(aside, a_try_is_put_off_a_bounded_number_of_times)
 	aside_t off;
 	aside_init(&off, false);
 	cr_assert_not(aside_defer(&off));
+}
+
+/* The small checkpoints' model goes into the record with the large ones':
+ * a next process of the same paths learns whether they went faster to
+ * their real paths (by the model's rule, ASIDE_ENTER), and a record
+ * without them (an older one, or no small checkpoint measured) says no. */
+Test(aside_store, the_small_checkpoints_side_is_kept, .init = private_store, .fini = private_store_gone)
+{
+	char home[128], cache[128], none[128];
+	a_unique_pattern(home, sizeof(home), "small-home");
+	a_unique_pattern(cache, sizeof(cache), "small-cache");
+	a_unique_pattern(none, sizeof(none), "small-none");
+	aside_t big, small;
+	aside_init(&big, true);
+	aside_init(&small, true);
+	/* files a second: the real path 30,000, the cache 10,000 */
+	for (int i = 0; i < 4; i++) {
+		aside_note_time(&small, ASIDE_HOME, 33333);
+		aside_note_time(&small, ASIDE_CACHE, 100000);
+	}
+	ckc_aside_save(&big, &small, home);
+	bool small_home = false;
+	(void)ckc_aside_first_home(home, &small_home);
+	cr_assert(small_home, "small checkpoints 3x faster at their real paths: the record says so");
+
+	aside_t slow;
+	aside_init(&slow, true);
+	for (int i = 0; i < 4; i++) {
+		aside_note_time(&slow, ASIDE_HOME, 100000);
+		aside_note_time(&slow, ASIDE_CACHE, 33333);
+	}
+	ckc_aside_save(&big, &slow, cache);
+	small_home = true;
+	(void)ckc_aside_first_home(cache, &small_home);
+	cr_assert(!small_home, "small checkpoints 3x faster in the cache: the record says so");
+
+	int sent[2] = { 0, 0 };
+	world(&big, 40, 16 * MiB, 2, 6, sent);
+	ckc_aside_save(&big, NULL, none);
+	small_home = true;
+	(void)ckc_aside_first_home(none, &small_home);
+	cr_assert(!small_home, "a record without small checkpoints says nothing of them");
+	small_home = true;
+	(void)ckc_aside_first_home("/no/record/for/*.these", &small_home);
+	cr_assert(!small_home, "no record: nothing");
 }
