@@ -119,14 +119,14 @@ static uint64_t store_now_s(void)
 	return (uint64_t)ts.tv_sec;
 }
 
-void ckc_aside_load(aside_t *a, const char *paths)
+/* This node's record for paths (and this program), valid and not too old,
+ * into *out: whether there is one. */
+static bool store_find(const char *paths, store_rec_t *out)
 {
 	store_rec_t rec[STORE_RECS];
-	if (!a->on || !paths)
-		return;
 	int fd = store_open(false);
 	if (fd < 0)
-		return;
+		return false;
 	ssize_t n = sys_pread(fd, rec, sizeof(rec), 0);
 	sys_close(fd);
 	uint64_t key = store_key(paths), now = store_now_s();
@@ -135,46 +135,42 @@ void ckc_aside_load(aside_t *a, const char *paths)
 		if (r->key != key || r->check != store_check(r) || r->stamp > now ||
 		    now - r->stamp > STORE_MAX_AGE_S || !(r->bw_cache >= 0) || !(r->bw_home >= 0))
 			continue;
-		aside_prior(a, r->bw_cache, r->bw_home, r->since, r->every & ~STORE_ENDS_BEHIND);
-		a->ends_behind = (r->every & STORE_ENDS_BEHIND) != 0;
-		ckc_debug("stepping aside: this node's last run wrote %.2f GB/s into the cache, %.2f GB/s to "
-			  "the real paths", r->bw_cache / 1e9, r->bw_home / 1e9);
-		return;
+		*out = *r;
+		return true;
 	}
+	return false;
+}
+
+static void store_apply(aside_t *a, const store_rec_t *r)
+{
+	aside_prior(a, r->bw_cache, r->bw_home, r->since, r->every & ~STORE_ENDS_BEHIND);
+	a->ends_behind = (r->every & STORE_ENDS_BEHIND) != 0;
+	ckc_debug("stepping aside: this node's last run wrote %.2f GB/s into the cache, %.2f GB/s to "
+		  "the real paths", r->bw_cache / 1e9, r->bw_home / 1e9);
+}
+
+void ckc_aside_load(aside_t *a, const char *paths)
+{
+	store_rec_t r;
+	if (a->on && paths && store_find(paths, &r))
+		store_apply(a, &r);
 }
 
 /* checkpoints sent to their real paths before the cache started */
 static atomic_uint aside_firsts;
 
-/* The small checkpoints' speeds of this node's last run with paths into
- * bw (0 where none), one read of the records. */
-static void small_load(const char *paths, double bw[2])
-{
-	store_rec_t rec[STORE_RECS];
-	bw[0] = bw[1] = 0;
-	int fd = store_open(false);
-	if (fd < 0)
-		return;
-	ssize_t n = sys_pread(fd, rec, sizeof(rec), 0);
-	sys_close(fd);
-	uint64_t key = store_key(paths), now = store_now_s();
-	for (ssize_t i = 0; n > 0 && i < n / (ssize_t)sizeof(rec[0]); i++) {
-		store_rec_t *r = &rec[i];
-		if (r->key != key || r->check != store_check(r) || r->stamp > now || now - r->stamp > STORE_MAX_AGE_S)
-			continue;
-		for (int k = 0; k < 2; k++)
-			bw[k] = r->small_bw[k] > 0 && r->small_bw[k] < 1e12 ? r->small_bw[k] : 0;
-		return;
-	}
-}
-
 bool ckc_aside_first_home(const char *paths, bool *small_home)
 {
 	aside_t a;
 	aside_init(&a, true);
-	ckc_aside_load(&a, paths);
-	double bw[2];
-	small_load(paths, bw);
+	store_rec_t r;
+	double bw[2] = { 0, 0 };
+	if (paths && store_find(paths, &r)) {
+		store_apply(&a, &r);
+		/* the small checkpoints' speeds, 0 where not measured */
+		for (int k = 0; k < 2; k++)
+			bw[k] = r.small_bw[k] > 0 && r.small_bw[k] < 1e12 ? r.small_bw[k] : 0;
+	}
 	/* the small ones went faster to their real paths, as the model takes
 	 * them there (aside.h: ASIDE_ENTER) */
 	*small_home = bw[ASIDE_CACHE] > 0 && bw[ASIDE_HOME] >= ASIDE_ENTER * bw[ASIDE_CACHE];

@@ -15,7 +15,6 @@ below its target (0.95 unless the row says otherwise), 2 on a usage error,
 import argparse
 import csv
 import json
-import math
 import os
 import re
 import shutil
@@ -170,7 +169,7 @@ class Bench:
         out = []
         for (row, m, _higher, target) in rows:
             r = self.samples[(row, m)]["ratio"]
-            if row not in self.unpaired and r and balanced(r) < target <= max(r):
+            if row not in self.unpaired and r and med(r) < target <= max(r):
                 out.append((row, m))
         return out
 
@@ -644,28 +643,6 @@ def steal_ms():
         return 0
 
 
-def balanced(ratios):
-    """The row's ratio: the median, over each two consecutive pairs (one
-    run in each order: without-with then with-without, or the reverse),
-    of the geometric mean of their two ratios. On this machine a run's
-    place in its pair, or which side ran just before it, moved a row's
-    runs 10-40% either way with no library involved (the by-order
-    column); an odd number of pairs has one order more than the other,
-    and the plain median of the pairs then took the majority order's
-    value (small files' save: pairs at 0.89 and 1.43 by order, median
-    0.89). A two-pair unit has each side once first and once second, so
-    such an effect cancels out of it."""
-    if len(ratios) < 2:
-        return med(ratios)
-    return med([math.sqrt(max(0.0, a) * max(0.0, b)) for a, b in zip(ratios, ratios[1:])])
-
-
-def row_ratio(b, row, ratios):
-    """balanced() for a row measured in pairs of runs; the plain median for
-    one measured in a single process (no order to balance)."""
-    return med(ratios) if row in b.unpaired else balanced(ratios)
-
-
 def by_order(ratios):
     """The median ratio of the pairs run without the library first (even
     pairs) and of those run with it first (odd pairs)."""
@@ -683,9 +660,9 @@ def steal_cell(b, row, side):
 
 
 def table(b, cmdline, started, load):
-    lines = ["| workload | measure | pairs | without | with | ratio | pairs' median | ratio min..max | by order | "
-             "target | peak RSS MiB without | with | cached MiB | steal ms without | with |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| workload | measure | pairs | without | with | ratio (median) | ratio min..max | by order | target | "
+             "peak RSS MiB without | with | cached MiB | steal ms without | with |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     fails = []
     # memory: the peak with the library within MEM_SLACK of the peak without
     # it plus what the library held in memory, pair by pair (a run's peak
@@ -706,7 +683,7 @@ def table(b, cmdline, started, load):
                              f"without, {med(c) / 1024:.0f} MiB cached")
     for (row, m, higher, target) in b.rows:
         s = b.samples[(row, m)]
-        r = row_ratio(b, row, s["ratio"])
+        r = med(s["ratio"])
         verdict = "" if r >= target else " **FAIL**"
         if r < target:
             fails.append(f"FAIL {row}: {m} ratio {r:.2f} < {target} (pairs: "
@@ -714,7 +691,7 @@ def table(b, cmdline, started, load):
         unit = m.replace("_s", " (s)").replace("_GBps", " (GB/s)").replace("GBps", "GB/s")
         n = f"{len(s['ratio'])}" + (f" ({b.extended[(row, m)]:.2f} after {b.a.pairs})" if (row, m) in b.extended else "")
         lines.append(f"| {row} | {unit} | {n} | {fmt(med(s['without']), m)} | {fmt(med(s['with']), m)} | "
-                     f"{r:.2f}{verdict} | {med(s['ratio']):.2f} | {min(s['ratio']):.2f}..{max(s['ratio']):.2f} | {'-' if row in b.unpaired else by_order(s['ratio'])} | {target} | "
+                     f"{r:.2f}{verdict} | {min(s['ratio']):.2f}..{max(s['ratio']):.2f} | {'-' if row in b.unpaired else by_order(s['ratio'])} | {target} | "
                      f"{mib(b.rss[row]['without'])} | {mib(b.rss[row]['with'])}"
                      f"{' **FAIL**' if row in mem_fails else ''} | "
                      f"{mib(b.cached[row])} | {steal_cell(b, row, 'without')} | {steal_cell(b, row, 'with')} |")
@@ -724,12 +701,7 @@ def table(b, cmdline, started, load):
             f"- host: {os.uname().nodename}, {os.cpu_count()} CPUs, kernel {os.uname().release}",
             f"- started {started}, load average at start {load}",
             *( [f"- library settings for every row: {' '.join(f'{k}={v}' for k, v in b.a.env.items())}"] if b.a.env else [] ),
-            f"- {b.a.pairs} pairs per row (the order alternating); ratio: the median, over each two consecutive "
-            "pairs (one run in each order), of the geometric mean of their two ratios: each side ran once first "
-            "and once second in such a unit, and on this machine a run's place in its pair moved it 10-40% "
-            "either way with no library at all (the by-order column), which the plain median of an odd number "
-            "of pairs passed on whole (one order has one pair more); pairs' median and min..max: of the "
-            "per-pair ratios as they were measured; "
+            f"- {b.a.pairs} pairs per row (the order alternating), median and spread of the per-pair ratios; "
             f"a workload one of whose rows was undecided after them (its median ratio below the target while "
             f"some of its pairs reached it) ran {b.a.more_pairs} more pairs, once, and every pair counts: the "
             f"pairs column gives their number and, for the undecided row, its median after the first "
@@ -936,7 +908,7 @@ def main():
             undecided = b.undecided(b.rows[first:])
             if undecided and a.more_pairs:
                 for row, m in undecided:
-                    b.extended[(row, m)] = row_ratio(b, row, b.samples[(row, m)]["ratio"])
+                    b.extended[(row, m)] = med(b.samples[(row, m)]["ratio"])
                 for k in range(a.pairs, a.pairs + a.more_pairs):
                     getattr(b, w)(k)
             print(f"  {w}: {a.pairs + (a.more_pairs if undecided else 0)} pairs done "
