@@ -400,9 +400,8 @@ static _Atomic uint64_t defer_from; /* when the first went (0: no deferring) */
  * at once, as before; its model then measures both sides. */
 static char defer_first[PATH_MAX];
 static atomic_int defer_size;
-static atomic_bool defer_small; /* the record's small checkpoints went home */
 
-CKC_TAGGED_PATH bool ckc_first_write_aside(void)
+CKC_TAGGED_PATH bool ckc_first_write_aside(const char *canon)
 {
 	/* as stepping aside begins a process (engine.c): in copy mode, where
 	 * every checkpoint goes to its real path anyway, on the real path
@@ -411,20 +410,15 @@ CKC_TAGGED_PATH bool ckc_first_write_aside(void)
 	    atomic_load(&icpt_engine_ok) || atomic_load(&first_taken) || atomic_exchange(&first_taken, true))
 		return false;
 	bool small_home = false;
-	bool home = ckc_aside_first_home(icpt_cfg.paths, &small_home);
-	if (home && small_home)
-		atomic_store(&defer_small, true);
-	return home;
-}
-
-void ckc_first_write_path(const char *canon)
-{
-	uint64_t none = 0;
+	if (!ckc_aside_first_home(icpt_cfg.paths, &small_home))
+		return false;
+	/* (one first at a time: first_taken) */
 	size_t n = strlen(canon);
-	if (!atomic_load(&defer_small) || n >= sizeof(defer_first) || atomic_load(&defer_from))
-		return;
-	memcpy(defer_first, canon, n + 1);
-	(void)atomic_compare_exchange_strong(&defer_from, &none, ckc_now_ns());
+	if (small_home && n < sizeof(defer_first) && !atomic_load(&defer_from)) {
+		memcpy(defer_first, canon, n + 1);
+		atomic_store_explicit(&defer_from, ckc_now_ns(), memory_order_release);
+	}
+	return true;
 }
 
 CKC_TAGGED_PATH bool ckc_write_deferred(void)

@@ -37,14 +37,12 @@ void ckc_mem_engine_started(void);
 /* Whether this write's open, the process's first of a whole checkpoint,
  * goes to its real path without starting the cache (once per process;
  * only where stepping aside is on, in copy mode with PERSIST=always, and
- * an earlier process's choice of the cache is not in force). */
-bool ckc_first_write_aside(void);
+ * an earlier process's choice of the cache is not in force). canon: its
+ * real path, kept where the later ones may follow it (ckc_write_deferred). */
+bool ckc_first_write_aside(const char *canon);
 /* Its real open ended: counted where it opened the file, and the next
  * checkpoint may go so where it did not. */
 void ckc_first_write_done(bool opened);
-/* The real path of the first checkpoint, which ckc_first_write_aside sent
- * there (its open is about to be made). */
-void ckc_first_write_path(const char *canon);
 /* Whether a later whole checkpoint's open goes to its real path too
  * without starting the cache: after a first that went so and was smaller
  * than 1 MiB, for the first 200 ms from it (counted as written straight). */

@@ -828,10 +828,8 @@ CKC_TAGGED_PATH int ckc_open_tagged(const char *canon, int flags, mode_t mode, u
 	bool whole = acc != O_RDONLY && !(flags & O_APPEND) &&
 		     ((flags & O_TRUNC) || (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL));
 	if (whole && !(flags & (O_PATH | O_DIRECTORY))) {
-		if (ckc_first_write_aside()) {
-			ckc_first_write_path(canon);
+		if (ckc_first_write_aside(canon))
 			return CKC_PASS_FIRST;
-		}
 		/* the next ones too, for a while (init.c): a plain pass, so
 		 * that the write is announced as one at its real file */
 		if (ckc_write_deferred())
