@@ -665,8 +665,23 @@ PYEOF
 	ck CKPTCACHE_STEP_ASIDE=auto CKPTCACHE_PATHS="$paths" -- "$PY" small.py "$d/large" 50 0 2097152 ||
 		fail "large: the program failed$(last_error)"
 	stats_ok files==1 host.put_ops\>=0
+	# a first open that fails (a missing folder): its error is the
+	# program's, and the deferring does not follow a file that is not there
+	phase failfirst
+	ck CKPTCACHE_STEP_ASIDE=auto CKPTCACHE_PATHS="$paths" -- "$PY" -c '
+import errno, runpy, sys
+d = sys.argv[1]
+try:
+    open(f"{d}/nodir/s_00000.dat", "wb")
+    sys.exit("the open into a missing folder succeeded")
+except OSError as e:
+    assert e.errno == errno.ENOENT, f"open into a missing folder: {e}"
+sys.argv = ["small.py", f"{d}/failfirst", "40", "0", "0"]
+runpy.run_path("small.py", run_name="__main__")
+' "$d" || fail "failfirst: the program failed$(last_error)"
+	stats_ok host.put_ops\>=0
 	# every file at its real path, read without the library
-	for run in learn defer slow large; do
+	for run in learn defer slow large failfirst; do
 		plain "$PY" - "$d/$run" <<'PYEOF' || fail "$run: the files at their real paths differ"
 import os, sys
 d = sys.argv[1]
