@@ -507,17 +507,23 @@ static void ph_forget(int b)
 /* ---- small checkpoints written straight, timed (ckc_small_opened) ---- */
 
 CKC_HOT_DATA _Atomic uint64_t *ckc_small_t0;
-/* The highest number ever timed (ckc_small_drop looks no further). */
+/* The highest number ever timed (ckc_small_drop looks no further), and
+ * one past it (0: none ever was), which a close of a higher number (each
+ * of a walker's) reads instead of the table's page. */
 static atomic_uint small_hi;
+CKC_HOT_DATA atomic_uint ckc_small_end;
 
 static void small_reach(int fd)
 {
 	unsigned hi = atomic_load(&small_hi);
 	while ((unsigned)fd > hi && !atomic_compare_exchange_weak(&small_hi, &hi, (unsigned)fd))
 		;
+	unsigned end = atomic_load(&ckc_small_end);
+	while ((unsigned)fd >= end && !atomic_compare_exchange_weak(&ckc_small_end, &end, (unsigned)fd + 1))
+		;
 }
 
-atomic_uint ckc_passed_n;
+CKC_HOT_DATA atomic_uint ckc_passed_n;
 
 /* Whether slot value s marks a descriptor passed for reading. */
 static bool slot_passed(uint64_t s)

@@ -318,7 +318,11 @@ static inline void ckc_node_inplace_end_all(void)
 		ckc_node_inplace_end_now();
 }
 /* Registrations held (0: a close need not look). */
-unsigned ckc_node_inplace_count(void);
+extern atomic_uint ckc_node_inplace_n;
+static inline unsigned ckc_node_inplace_count(void)
+{
+	return atomic_load_explicit(&ckc_node_inplace_n, memory_order_relaxed);
+}
 /* Whether another live process of the node writes canon at its real file
  * (slots of dead ones are freed on the way). errno kept. */
 bool ckc_node_inplace_other(const char *canon);
@@ -763,6 +767,8 @@ void ckc_small_opened(int fd, uint64_t t0);
 void ckc_small_done(uint64_t t0);
 void ckc_small_drop(unsigned first, unsigned last);
 extern _Atomic uint64_t *ckc_small_t0;
+/* One past the highest number whose slot was ever set (0: none). */
+extern atomic_uint ckc_small_end;
 /* The slot of the number of the placeholders' base (ckc_placeholder): the
  * program closing or replacing that number takes it, and the base is
  * forgotten (ckc_ph_base_lost). */
@@ -802,7 +808,7 @@ bool ckc_ph_spare_base(void);
 void ckc_ph_keep(void);
 static inline uint64_t ckc_small_take(int fd)
 {
-	if ((unsigned)fd < ckc_vfd_cap && ckc_small_t0 &&
+	if ((unsigned)fd < atomic_load_explicit(&ckc_small_end, memory_order_relaxed) &&
 	    __builtin_expect(atomic_load_explicit(&ckc_small_t0[fd], memory_order_relaxed) != 0, 0)) {
 		uint64_t t0 = atomic_exchange(&ckc_small_t0[fd], 0);
 		if (__builtin_expect(t0 == CKC_SMALL_BASE, 0)) {

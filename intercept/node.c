@@ -319,7 +319,7 @@ static void node_hook(bool holds, const char *key)
 static node_hdr_t *inplace_hdr;
 static nodetab_slot_t *inplace_tab;
 static _Atomic uint64_t *inplace_val;
-CKC_HOT_DATA static atomic_uint inplace_n; /* entries in inplace_val */
+CKC_HOT_DATA atomic_uint ckc_node_inplace_n; /* entries in inplace_val */
 static atomic_size_t inplace_hi; /* the highest number inplace_val has held */
 static atomic_bool inplace_ready_now; /* the three above are mapped */
 static ckc_mutex_t inplace_lock = CKC_MUTEX_INIT(INPLACE);
@@ -396,7 +396,7 @@ CKC_TAGGED_PATH uint64_t ckc_node_inplace_begin(const char *canon, bool start)
 		atomic_fetch_sub(&inplace_hdr->used, 1);
 		return 0;
 	}
-	atomic_fetch_add(&inplace_n, 1);
+	atomic_fetch_add(&ckc_node_inplace_n, 1);
 	atomic_store_explicit(&ckc_inplace_ever, true, memory_order_release);
 	return val;
 }
@@ -406,7 +406,7 @@ CKC_TAGGED_PATH static void inplace_drop(uint64_t val, bool mine)
 {
 	if (mine && nodetab_del(inplace_tab, INPLACE_SLOTS, val) == 0)
 		atomic_fetch_sub(&inplace_hdr->used, 1);
-	atomic_fetch_sub(&inplace_n, 1);
+	atomic_fetch_sub(&ckc_node_inplace_n, 1);
 }
 
 CKC_TAGGED_PATH int ckc_node_inplace_opened(uint64_t val, int fd)
@@ -435,7 +435,7 @@ CKC_TAGGED_PATH void ckc_node_inplace_end(uint64_t val, int fd)
 
 void ckc_node_inplace_end_now(void)
 {
-	if (!inplace_val || !atomic_load(&inplace_n) || ckc_in_vfork_child())
+	if (!inplace_val || !atomic_load(&ckc_node_inplace_n) || ckc_in_vfork_child())
 		return;
 	pid_t me = inplace_me();
 	size_t hi = atomic_load(&inplace_hi);
@@ -456,17 +456,13 @@ CKC_TAGGED_PATH void ckc_node_inplace_close(int fd)
 		inplace_drop(old, nodetab_val_pid(old) == inplace_me());
 }
 
-CKC_TAGGED_PATH unsigned ckc_node_inplace_count(void)
-{
-	return atomic_load_explicit(&inplace_n, memory_order_relaxed);
-}
 
 CKC_TAGGED_PATH bool ckc_node_inplace_other(const char *canon)
 {
 	uint64_t vals[NODE_ASK_MAX];
 	/* (none at all, or only this process's: no search) */
 	if (!inplace_ready() ||
-	    atomic_load_explicit(&inplace_hdr->used, memory_order_acquire) <= (int64_t)atomic_load(&inplace_n))
+	    atomic_load_explicit(&inplace_hdr->used, memory_order_acquire) <= (int64_t)atomic_load(&ckc_node_inplace_n))
 		return false;
 	size_t probed;
 	size_t n = nodetab_find(inplace_tab, INPLACE_SLOTS, nodetab_key(canon), vals, NODE_ASK_MAX, &probed);

@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -177,7 +178,16 @@ CKC_EXPORT int memfd_create(const char *name, unsigned int flags)
 
 static int degrade(int fd);
 
-static int fcntl_common(int (*rf)(int, int, ...), int fd, int cmd, unsigned long arg)
+/* Whether cmd is one the C library passes to the kernel as it is, and
+ * which is no cancellation point (REAL_KERNEL): a walker's dup, F_GETFL and
+ * F_SETFD of each folder. */
+static inline bool fcntl_plain(int cmd)
+{
+	return cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC || cmd == F_GETFD || cmd == F_SETFD || cmd == F_GETFL ||
+	       cmd == F_SETFL;
+}
+
+static int fcntl_common(int (*rf)(int, int, ...), bool kernel, int fd, int cmd, unsigned long arg)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 
@@ -186,7 +196,8 @@ static int fcntl_common(int (*rf)(int, int, ...), int fd, int cmd, unsigned long
 		return -1;
 	}
 	if (!v) {
-		int r = rf(fd, cmd, arg);
+		int r = CKC_REAL_KERNEL && kernel && fcntl_plain(cmd) ? (int)ckc_syscall6(SYS_fcntl, fd, cmd, (long)arg, 0, 0, 0)
+								    : rf(fd, cmd, arg);
 		if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)
 			return r;
 		ckc_vfd_unseen(r);
@@ -233,7 +244,8 @@ CKC_EXPORT int fcntl(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	unsigned long arg = va_arg(ap, unsigned long);
 	va_end(ap);
-	return fcntl_common(REAL(fcntl), fd, cmd, arg);
+	int (*rf)(int, int, ...) = REAL(fcntl);
+	return fcntl_common(rf, REAL_KERNEL(fcntl), fd, cmd, arg);
 }
 
 CKC_EXPORT int fcntl64(int fd, int cmd, ...)
@@ -242,7 +254,8 @@ CKC_EXPORT int fcntl64(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	unsigned long arg = va_arg(ap, unsigned long);
 	va_end(ap);
-	return fcntl_common(REAL(fcntl64), fd, cmd, arg);
+	int (*rf)(int, int, ...) = REAL(fcntl64);
+	return fcntl_common(rf, REAL_KERNEL(fcntl64), fd, cmd, arg);
 }
 
 /* ---- names ------------------------------------------------------------ */

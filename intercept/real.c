@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <gnu/libc-version.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -16,6 +17,7 @@
 #include "real.h"
 
 CKC_HOT_DATA ckc_real_t ckc_real;
+CKC_HOT_DATA uint32_t ckc_real_kernel;
 
 static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 
@@ -49,6 +51,22 @@ static const struct real_entry {
 } real_tab[CKC_REAL_N] = { CKC_REAL_FUNCS(CKC_REAL_ENTRY) };
 #undef CKC_REAL_ENTRY
 
+/* Whether f is a function of the C library itself (its object is the one
+ * that defines gnu_get_libc_version, which nothing interposes). */
+CKC_START_PATH static bool real_in_libc(void *f)
+{
+	static void *_Atomic libc_base;
+	Dl_info d;
+	void *base = atomic_load(&libc_base);
+	if (!base) {
+		if (!dladdr((void *)gnu_get_libc_version, &d) || !d.dli_fbase)
+			return false;
+		base = d.dli_fbase;
+		atomic_store(&libc_base, base);
+	}
+	return dladdr(f, &d) && d.dli_fbase == base;
+}
+
 CKC_START_PATH void ckc_real_resolve_one(unsigned i)
 {
 	dlsym_fn dls = ckc_real_dlsym();
@@ -64,6 +82,9 @@ CKC_START_PATH void ckc_real_resolve_one(unsigned i)
 			     : e->null_stub ? (void (*)(void))real_stub_null : (void (*)(void))real_stub_neg1;
 	/* every thread that looks it up finds the same function */
 	__atomic_store_n((void (**)(void))((char *)&ckc_real + e->off), fn, __ATOMIC_RELAXED);
+	uint32_t bit = ckc_real_kernel_bit(i);
+	if (CKC_REAL_KERNEL && bit && f && real_in_libc(f))
+		__atomic_fetch_or(&ckc_real_kernel, bit, __ATOMIC_RELAXED);
 }
 
 static void real_resolve_all(void)

@@ -5,6 +5,7 @@
 #define CKC_REAL_H
 
 #include <aio.h>
+#include <stdint.h>
 #include <dirent.h>
 #include <mqueue.h>
 #include <netdb.h>
@@ -338,6 +339,41 @@ void ckc_real_resolve_for_child(void);
 
 /* Reports, once per function, that its real symbol is missing. */
 void ckc_real_missing(const char *name);
+
+/* The stat family, whose C library functions are its one system call
+ * each (glibc >= 2.33 on x86_64 and aarch64), and fcntl's commands that
+ * neither wait nor need the C library's translation (descriptor flags,
+ * status flags, dup): where the function found
+ * for one of them is the C library's own (no other interposer between),
+ * its wrapper makes the call itself, and a walker's stat of each name
+ * (du, tar: 100,000 and more) runs no second function after the kernel
+ * returns. A bit of ckc_real_kernel per function, set as it resolves. */
+#if (defined(__x86_64__) || defined(__aarch64__)) && defined(__GLIBC__) && \
+	(__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#define CKC_REAL_KERNEL 1
+#else
+#define CKC_REAL_KERNEL 0
+#endif
+extern uint32_t ckc_real_kernel;
+static inline uint32_t ckc_real_kernel_bit(unsigned i)
+{
+	switch (i) {
+	case CKC_REAL_I_stat: return 1u << 0;
+	case CKC_REAL_I_stat64: return 1u << 1;
+	case CKC_REAL_I_lstat: return 1u << 2;
+	case CKC_REAL_I_lstat64: return 1u << 3;
+	case CKC_REAL_I_fstat: return 1u << 4;
+	case CKC_REAL_I_fstat64: return 1u << 5;
+	case CKC_REAL_I_fstatat: return 1u << 6;
+	case CKC_REAL_I_fstatat64: return 1u << 7;
+	case CKC_REAL_I_fcntl: return 1u << 8;
+	case CKC_REAL_I_fcntl64: return 1u << 9;
+	default: return 0;
+	}
+}
+/* Whether name's wrapper may make its system call itself. */
+#define REAL_KERNEL(name) \
+	(CKC_REAL_KERNEL && (__atomic_load_n(&ckc_real_kernel, __ATOMIC_RELAXED) & ckc_real_kernel_bit(CKC_REAL_I_##name)))
 
 /* The real function `name`, resolving on first use; never NULL once
  * resolved (a missing one is a stub that fails with ENOSYS). */

@@ -216,6 +216,26 @@ __attribute__((noinline)) static bool stat_fd_look(ckc_vfd_t *v, struct stat *st
 	return true;
 }
 
+/* The system calls of the C library's stat family, made here where the
+ * function found for the wrapper is the C library's own (REAL_KERNEL):
+ * the kernel's struct stat is the C library's on these machines. */
+#if CKC_REAL_KERNEL
+_Static_assert(sizeof(struct stat) == sizeof(struct stat64), "one struct stat");
+static inline int stat_kernel_at(int dirfd, const char *path, struct stat *st, int flags)
+{
+	return (int)ckc_syscall6(SYS_newfstatat, dirfd, (long)path, (long)st, flags, 0, 0);
+}
+static inline int stat_kernel_fd(int fd, struct stat *st)
+{
+	return (int)ckc_syscall6(SYS_fstat, fd, (long)st, 0, 0, 0, 0);
+}
+#else
+#define stat_kernel_at(dirfd, path, st, flags) (errno = ENOSYS, -1)
+#define stat_kernel_fd(fd, st) (errno = ENOSYS, -1)
+#endif
+/* name's real answer: kcall where the C library's function is next */
+#define STAT_NEXT(name, kcall, ...) (REAL_KERNEL(name) ? (kcall) : REAL(name)(__VA_ARGS__))
+
 /* A real file's answer: its change time, a stamp of the kernel's clock,
  * is one the cache's next stamps must not be older than (ckc_file_now). */
 static inline int stat_seen(int rc, const struct stat *st)
@@ -229,7 +249,7 @@ CKC_HOT_PATH CKC_EXPORT int stat(const char *path, struct stat *st)
 {
 	if (stat_cached(AT_FDCWD, path, st, true))
 		return 0;
-	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(REAL(stat)(path, st), st));
+	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(STAT_NEXT(stat, stat_kernel_at(AT_FDCWD, path, st, 0), path, st), st));
 }
 
 CKC_HOT_PATH CKC_EXPORT int stat64(const char *path, struct stat64 *st64)
@@ -237,7 +257,7 @@ CKC_HOT_PATH CKC_EXPORT int stat64(const char *path, struct stat64 *st64)
 	struct stat *st = (struct stat *)st64;
 	if (stat_cached(AT_FDCWD, path, st, true))
 		return 0;
-	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(REAL(stat64)(path, st), st));
+	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(STAT_NEXT(stat64, stat_kernel_at(AT_FDCWD, path, st, 0), path, st), st));
 }
 
 /* A cached checkpoint is never a symbolic link: lstat is stat. */
@@ -245,7 +265,7 @@ CKC_HOT_PATH CKC_EXPORT int lstat(const char *path, struct stat *st)
 {
 	if (stat_cached(AT_FDCWD, path, st, false))
 		return 0;
-	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(REAL(lstat)(path, st), st));
+	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(STAT_NEXT(lstat, stat_kernel_at(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW), path, st), st));
 }
 
 CKC_HOT_PATH CKC_EXPORT int lstat64(const char *path, struct stat64 *st64)
@@ -253,14 +273,14 @@ CKC_HOT_PATH CKC_EXPORT int lstat64(const char *path, struct stat64 *st64)
 	struct stat *st = (struct stat *)st64;
 	if (stat_cached(AT_FDCWD, path, st, false))
 		return 0;
-	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(REAL(lstat64)(path, st), st));
+	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(STAT_NEXT(lstat64, stat_kernel_at(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW), path, st), st));
 }
 
 CKC_HOT_PATH CKC_EXPORT int fstat(int fd, struct stat *st)
 {
 	if (stat_fd(fd, st))
 		return 0;
-	return stat_seen(REAL(fstat)(fd, st), st);
+	return stat_seen(STAT_NEXT(fstat, stat_kernel_fd(fd, st), fd, st), st);
 }
 
 CKC_HOT_PATH CKC_EXPORT int fstat64(int fd, struct stat64 *st64)
@@ -268,7 +288,7 @@ CKC_HOT_PATH CKC_EXPORT int fstat64(int fd, struct stat64 *st64)
 	struct stat *st = (struct stat *)st64;
 	if (stat_fd(fd, st))
 		return 0;
-	return stat_seen(REAL(fstat64)(fd, st), st);
+	return stat_seen(STAT_NEXT(fstat64, stat_kernel_fd(fd, st), fd, st), st);
 }
 
 static inline bool statat_cached(int dirfd, const char *path, struct stat *st, int flags)
@@ -282,7 +302,7 @@ CKC_HOT_PATH CKC_EXPORT int fstatat(int dirfd, const char *path, struct stat *st
 {
 	if (statat_cached(dirfd, path, st, flags))
 		return 0;
-	return ckc_enoent_checked(dirfd, path, stat_seen(REAL(fstatat)(dirfd, path, st, flags), st));
+	return ckc_enoent_checked(dirfd, path, stat_seen(STAT_NEXT(fstatat, stat_kernel_at(dirfd, path, st, flags), dirfd, path, st, flags), st));
 }
 
 CKC_HOT_PATH CKC_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st64, int flags)
@@ -290,7 +310,7 @@ CKC_HOT_PATH CKC_EXPORT int fstatat64(int dirfd, const char *path, struct stat64
 	struct stat *st = (struct stat *)st64;
 	if (statat_cached(dirfd, path, st, flags))
 		return 0;
-	return ckc_enoent_checked(dirfd, path, stat_seen(REAL(fstatat64)(dirfd, path, st, flags), st));
+	return ckc_enoent_checked(dirfd, path, stat_seen(STAT_NEXT(fstatat64, stat_kernel_at(dirfd, path, st, flags), dirfd, path, st, flags), st));
 }
 
 static void statx_from_stat(const struct stat *st, unsigned mask, struct statx *sx)

@@ -599,6 +599,69 @@ tools_write_then_read() {
 	done
 }
 
+# The stat family and fcntl, which the library makes as system calls of
+# its own where the C library's functions come next: a library preloaded
+# after it (a profiler, a tracer; tests/e2e/countstat.c) still sees every
+# call, and the answers are those without the library, for untagged files
+# and for a checkpoint the program has just written.
+tools_stat_next_interposer() {
+	[ -n "$COUNTSTAT" ] || fail "the counting shim (tests/e2e/countstat.c) did not compile"
+	local d f cmd plain lib
+	for d in $(seq 1 20); do
+		mkdir -p "tree/d$d"
+		for f in 1 2 3; do head -c $((d * 100 + f)) /dev/zero >"tree/d$d/f$f.bin"; done
+		ln -s "f1.bin" "tree/d$d/link"
+	done
+	cat >st.py <<'PYEOF'
+import fcntl, os, sys
+tree, ck = sys.argv[1], sys.argv[2]
+def show(tag, st):
+    print(tag, st.st_size, oct(st.st_mode), st.st_ino, st.st_nlink)
+for d in sorted(os.listdir(tree)):
+    p = os.path.join(tree, d)
+    show("stat", os.stat(os.path.join(p, "link")))
+    show("lstat", os.lstat(os.path.join(p, "link")))
+    dfd = os.open(p, os.O_RDONLY | os.O_DIRECTORY)
+    show("at", os.stat("f2.bin", dir_fd=dfd))
+    show("at-nofollow", os.stat("link", dir_fd=dfd, follow_symlinks=False))
+    dup = fcntl.fcntl(dfd, fcntl.F_DUPFD_CLOEXEC, 3)
+    print("flags", fcntl.fcntl(dup, fcntl.F_GETFL) & ~0o100000, fcntl.fcntl(dup, fcntl.F_GETFD))
+    show("fstat", os.fstat(dup))
+    os.close(dup)
+    os.close(dfd)
+try:
+    os.stat(os.path.join(tree, "missing"))
+except FileNotFoundError:
+    print("missing ENOENT")
+data = bytes(range(256)) * 4096
+with open(os.path.join(ck, "x.bin"), "wb") as f:
+    f.write(data)
+    st = os.fstat(f.fileno())
+    print("checkpoint open", st.st_size, oct(st.st_mode))
+st = os.stat(os.path.join(ck, "x.bin"))
+print("checkpoint", st.st_size, oct(st.st_mode))
+with open(os.path.join(ck, "x.bin"), "rb") as f:
+    print("read back", f.read() == data)
+PYEOF
+	"$PY" -c 'import sys; sys.stdout.buffer.write(bytes(range(256)) * 4096)' >want.bin
+	for cmd in "du -s tree" "find tree -printf %p:%s:%m:%i:%n:%y\n" "$PY st.py $T/tree $T/ck"; do
+		rm -f plain.n lib.n "$T/ck/x.bin"
+		# shellcheck disable=SC2086
+		plain env COUNTSTAT_OUT=plain.n LD_PRELOAD="$COUNTSTAT" $cmd >want.txt ||
+			fail "$cmd with the shim alone: exit status $?"
+		rm -f "$T/ck/x.bin"
+		# shellcheck disable=SC2086
+		run_ok "$cmd with the library and the shim" ck COUNTSTAT_OUT=lib.n -- env LD_PRELOAD="$PRELOAD $COUNTSTAT" $cmd >got.txt
+		outputs_match want.txt got.txt
+		plain=$(awk '{ n += $1 } END { print n + 0 }' plain.n)
+		lib=$(awk '{ n += $1 } END { print n + 0 }' lib.n)
+		echo "$cmd: $plain calls reached the shim without the library, $lib with it"
+		[ "$plain" -gt 0 ] || fail "$cmd: the shim counted no call without the library"
+		[ "$lib" -ge "$plain" ] || fail "$cmd: $lib calls reached the shim preloaded after the library, $plain without it"
+	done
+	same "$T/ck/x.bin" want.bin "the checkpoint at its real path"
+}
+
 case_add tools/cp tools_cp
 case_add tools/cp-preserve tools_cp_preserve
 case_add_alone tools/walk-untagged tools_walk_untagged
@@ -620,3 +683,4 @@ case_add tools/tar-out-of tools_tar_out_of
 case_add_waits tools/tar-delayed-links tools_tar_delayed_links
 case_add tools/bash-builtins tools_bash_builtins
 case_add tools/write-then-read tools_write_then_read
+case_add tools/stat-next-interposer tools_stat_next_interposer
