@@ -4,7 +4,7 @@
 #include "config.h"
 
 #include <dlfcn.h>
-#include <gnu/libc-version.h>
+#include <gnu/lib-names.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -51,20 +51,19 @@ static const struct real_entry {
 } real_tab[CKC_REAL_N] = { CKC_REAL_FUNCS(CKC_REAL_ENTRY) };
 #undef CKC_REAL_ENTRY
 
-/* Whether f is a function of the C library itself (its object is the one
- * that defines gnu_get_libc_version, which nothing interposes). */
-CKC_START_PATH static bool real_in_libc(void *f)
+/* Whether f, found for name, is the C library's own function of that name
+ * (a look-up in its table, by its handle: no other interposer between). */
+CKC_START_PATH static bool real_in_libc(dlsym_fn dls, const char *name, void *f)
 {
-	static void *_Atomic libc_base;
-	Dl_info d;
-	void *base = atomic_load(&libc_base);
-	if (!base) {
-		if (!dladdr((void *)gnu_get_libc_version, &d) || !d.dli_fbase)
+	static void *_Atomic libc;
+	void *h = atomic_load(&libc);
+	if (!h) {
+		h = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
+		if (!h)
 			return false;
-		base = d.dli_fbase;
-		atomic_store(&libc_base, base);
+		atomic_store(&libc, h);
 	}
-	return dladdr(f, &d) && d.dli_fbase == base;
+	return dls(h, name) == f;
 }
 
 CKC_START_PATH void ckc_real_resolve_one(unsigned i)
@@ -83,7 +82,7 @@ CKC_START_PATH void ckc_real_resolve_one(unsigned i)
 	/* every thread that looks it up finds the same function */
 	__atomic_store_n((void (**)(void))((char *)&ckc_real + e->off), fn, __ATOMIC_RELAXED);
 	uint32_t bit = ckc_real_kernel_bit(i);
-	if (CKC_REAL_KERNEL && bit && f && real_in_libc(f))
+	if (CKC_REAL_KERNEL && bit && f && dls && real_in_libc(dls, e->name, f))
 		__atomic_fetch_or(&ckc_real_kernel, bit, __ATOMIC_RELAXED);
 }
 
