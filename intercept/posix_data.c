@@ -14,6 +14,7 @@
 #include <linux/close_range.h>
 #include <linux/falloc.h>
 #include <sys/sendfile.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "intercept.h"
@@ -297,7 +298,8 @@ CKC_EXPORT off_t lseek(int fd, off_t off, int whence)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!v)
-		return REAL(lseek)(fd, off, whence);
+		return REAL_KERNEL(lseek) ? ckc_syscall6(SYS_lseek, fd, off, whence, 0, 0, 0)
+					  : REAL(lseek)(fd, off, whence);
 	int saved = errno;
 	return ckc_result(ckc_vfd_lseek(v, off, whence), saved);
 }
@@ -306,7 +308,8 @@ CKC_EXPORT off_t lseek64(int fd, off_t off, int whence)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!v)
-		return REAL(lseek64)(fd, off, whence);
+		return REAL_KERNEL(lseek64) ? ckc_syscall6(SYS_lseek, fd, off, whence, 0, 0, 0)
+					    : REAL(lseek64)(fd, off, whence);
 	int saved = errno;
 	return ckc_result(ckc_vfd_lseek(v, off, whence), saved);
 }
@@ -337,7 +340,8 @@ CKC_START_PATH CKC_EXPORT int ioctl(int fd, unsigned long req, ...)
 	}
 	ckc_vfd_t *v = vfd_cached(fd);
 	if (!v)
-		return REAL(ioctl)(fd, req, arg);
+		return REAL_KERNEL(ioctl) ? (int)ckc_syscall6(SYS_ioctl, fd, (long)req, (long)arg, 0, 0, 0)
+					  : REAL(ioctl)(fd, req, arg);
 	int saved = errno, rc = ckc_px_vfd_usable(v);
 	if (!rc && req == FIONREAD) {
 		if (!arg)

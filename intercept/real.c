@@ -4,7 +4,7 @@
 #include "config.h"
 
 #include <dlfcn.h>
-#include <gnu/lib-names.h>
+#include <gnu/libc-version.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -51,19 +51,34 @@ static const struct real_entry {
 } real_tab[CKC_REAL_N] = { CKC_REAL_FUNCS(CKC_REAL_ENTRY) };
 #undef CKC_REAL_ENTRY
 
-/* Whether f, found for name, is the C library's own function of that name
- * (a look-up in its table, by its handle: no other interposer between). */
-CKC_START_PATH static bool real_in_libc(dlsym_fn dls, const char *name, void *f)
+/* The loaded object f lies in (NULL: none). _dl_find_object (glibc 2.35)
+ * is async-signal-safe and allocates nothing: the first stat of a process
+ * may be a signal handler's, which interrupted malloc. dladdr, before it,
+ * searches the object's symbols (some 30,000 instructions each). */
+CKC_START_PATH static const void *real_object(void *f)
 {
-	static void *_Atomic libc;
-	void *h = atomic_load(&libc);
-	if (!h) {
-		h = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
-		if (!h)
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+	struct dl_find_object o;
+	return _dl_find_object(f, &o) == 0 ? (const void *)o.dlfo_link_map : NULL;
+#else
+	Dl_info d;
+	return dladdr(f, &d) ? d.dli_fbase : NULL;
+#endif
+}
+
+/* Whether f is a function of the C library itself (of the object that
+ * defines gnu_get_libc_version, which nothing interposes). */
+CKC_START_PATH static bool real_in_libc(void *f)
+{
+	static const void *_Atomic libc;
+	const void *c = atomic_load(&libc);
+	if (!c) {
+		c = real_object((void *)gnu_get_libc_version);
+		if (!c)
 			return false;
-		atomic_store(&libc, h);
+		atomic_store(&libc, c);
 	}
-	return dls(h, name) == f;
+	return real_object(f) == c;
 }
 
 CKC_START_PATH void ckc_real_resolve_one(unsigned i)
@@ -82,7 +97,7 @@ CKC_START_PATH void ckc_real_resolve_one(unsigned i)
 	/* every thread that looks it up finds the same function */
 	__atomic_store_n((void (**)(void))((char *)&ckc_real + e->off), fn, __ATOMIC_RELAXED);
 	uint32_t bit = ckc_real_kernel_bit(i);
-	if (CKC_REAL_KERNEL && bit && f && dls && real_in_libc(dls, e->name, f))
+	if (CKC_REAL_KERNEL && bit && f && real_in_libc(f))
 		__atomic_fetch_or(&ckc_real_kernel, bit, __ATOMIC_RELAXED);
 }
 

@@ -341,9 +341,10 @@ void ckc_real_resolve_for_child(void);
 void ckc_real_missing(const char *name);
 
 /* The stat family, whose C library functions are its one system call
- * each (glibc >= 2.33 on x86_64 and aarch64), and fcntl's commands that
- * neither wait nor need the C library's translation (descriptor flags,
- * status flags, dup): where the function found
+ * each (glibc >= 2.33 on x86_64 and aarch64), lseek and ioctl (the same
+ * there, with a 64-bit time), and fcntl's commands that neither wait nor
+ * need the C library's translation (descriptor flags, status flags, dup):
+ * where the function found
  * for one of them is the C library's own (no other interposer between),
  * its wrapper makes the call itself, and a walker's stat of each name
  * (du, tar: 100,000 and more) runs no second function after the kernel
@@ -368,6 +369,9 @@ static inline uint32_t ckc_real_kernel_bit(unsigned i)
 	case CKC_REAL_I_fstatat64: return 1u << 7;
 	case CKC_REAL_I_fcntl: return 1u << 8;
 	case CKC_REAL_I_fcntl64: return 1u << 9;
+	case CKC_REAL_I_lseek: return 1u << 10;
+	case CKC_REAL_I_lseek64: return 1u << 11;
+	case CKC_REAL_I_ioctl: return 1u << 12;
 	default: return 0;
 	}
 }
