@@ -344,11 +344,11 @@ void ckc_real_missing(const char *name);
  * each (glibc >= 2.33 on x86_64 and aarch64), lseek and ioctl (the same
  * there, with a 64-bit time), and fcntl's commands that neither wait nor
  * need the C library's translation (descriptor flags, status flags, dup):
- * where the function found
- * for one of them is the C library's own (no other interposer between),
- * its wrapper makes the call itself, and a walker's stat of each name
- * (du, tar: 100,000 and more) runs no second function after the kernel
- * returns. A bit of ckc_real_kernel per function, set as it resolves. */
+ * where the function found for one of them is the C library's own (no
+ * other interposer between), its wrapper makes the call itself, and a
+ * walker's stat of each name (du, tar: 100,000 and more) runs no second
+ * function after the kernel returns. A bit of ckc_real_kernel per
+ * function, set as it resolves. */
 #if (defined(__x86_64__) || defined(__aarch64__)) && defined(__GLIBC__) && \
 	(__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
 #define CKC_REAL_KERNEL 1
@@ -356,24 +356,24 @@ void ckc_real_missing(const char *name);
 #define CKC_REAL_KERNEL 0
 #endif
 extern uint32_t ckc_real_kernel;
+#define CKC_REAL_KERNEL_FUNCS(X)                                                                   \
+	X(stat) X(stat64) X(lstat) X(lstat64) X(fstat) X(fstat64) X(fstatat) X(fstatat64) X(fcntl) \
+	X(fcntl64) X(lseek) X(lseek64) X(ioctl)
+#define CKC_REAL_KERNEL_NUMBER(name) CKC_REAL_K_##name,
+enum { CKC_REAL_KERNEL_FUNCS(CKC_REAL_KERNEL_NUMBER) CKC_REAL_K_N };
+#undef CKC_REAL_KERNEL_NUMBER
+/* Function i's bit in ckc_real_kernel (0: none of these). */
 static inline uint32_t ckc_real_kernel_bit(unsigned i)
 {
+#define CKC_REAL_KERNEL_CASE(name) \
+	case CKC_REAL_I_##name:    \
+		return 1u << CKC_REAL_K_##name;
 	switch (i) {
-	case CKC_REAL_I_stat: return 1u << 0;
-	case CKC_REAL_I_stat64: return 1u << 1;
-	case CKC_REAL_I_lstat: return 1u << 2;
-	case CKC_REAL_I_lstat64: return 1u << 3;
-	case CKC_REAL_I_fstat: return 1u << 4;
-	case CKC_REAL_I_fstat64: return 1u << 5;
-	case CKC_REAL_I_fstatat: return 1u << 6;
-	case CKC_REAL_I_fstatat64: return 1u << 7;
-	case CKC_REAL_I_fcntl: return 1u << 8;
-	case CKC_REAL_I_fcntl64: return 1u << 9;
-	case CKC_REAL_I_lseek: return 1u << 10;
-	case CKC_REAL_I_lseek64: return 1u << 11;
-	case CKC_REAL_I_ioctl: return 1u << 12;
-	default: return 0;
+		CKC_REAL_KERNEL_FUNCS(CKC_REAL_KERNEL_CASE)
+	default:
+		return 0;
 	}
+#undef CKC_REAL_KERNEL_CASE
 }
 /* Whether name's wrapper may make its system call itself. */
 #define REAL_KERNEL(name) \
