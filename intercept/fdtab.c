@@ -507,17 +507,13 @@ static void ph_forget(int b)
 /* ---- small checkpoints written straight, timed (ckc_small_opened) ---- */
 
 CKC_HOT_DATA _Atomic uint64_t *ckc_small_t0;
-/* The highest number ever timed (ckc_small_drop looks no further), and
- * one past it (0: none ever was), which a close of a higher number (each
- * of a walker's) reads instead of the table's page. */
-static atomic_uint small_hi;
+/* One past the highest number whose slot was ever set (0: none was):
+ * the searches of the slots look no further, and a close of a higher
+ * number (each of a walker's) reads it instead of the table's page. */
 CKC_HOT_DATA atomic_uint ckc_small_end;
 
 static void small_reach(int fd)
 {
-	unsigned hi = atomic_load(&small_hi);
-	while ((unsigned)fd > hi && !atomic_compare_exchange_weak(&small_hi, &hi, (unsigned)fd))
-		;
 	unsigned end = atomic_load(&ckc_small_end);
 	while ((unsigned)fd >= end && !atomic_compare_exchange_weak(&ckc_small_end, &end, (unsigned)fd + 1))
 		;
@@ -586,8 +582,8 @@ bool ckc_passed_using(const char *canon)
 	if (!atomic_load_explicit(&ckc_passed_n, memory_order_relaxed) || !ckc_small_t0)
 		return false;
 	uint64_t h = passed_hash(canon);
-	unsigned hi = atomic_load(&small_hi);
-	for (unsigned fd = 0; fd <= hi && fd < ckc_vfd_cap; fd++)
+	unsigned end = atomic_load(&ckc_small_end);
+	for (unsigned fd = 0; fd < end; fd++)
 		if (atomic_load_explicit(&ckc_small_t0[fd], memory_order_relaxed) == h)
 			return true;
 	return false;
@@ -598,8 +594,8 @@ void ckc_passed_renamed(const char *from, const char *to, bool exchange)
 	if (!atomic_load_explicit(&ckc_passed_n, memory_order_relaxed) || !ckc_small_t0 || ckc_in_vfork_child())
 		return;
 	uint64_t hf = passed_hash(from), ht = passed_hash(to);
-	unsigned hi = atomic_load(&small_hi);
-	for (unsigned fd = 0; fd <= hi && fd < ckc_vfd_cap; fd++) {
+	unsigned end = atomic_load(&ckc_small_end);
+	for (unsigned fd = 0; fd < end; fd++) {
 		uint64_t m = atomic_load_explicit(&ckc_small_t0[fd], memory_order_relaxed);
 		/* (a mark that left meanwhile stays gone) */
 		if (m == hf)
@@ -623,11 +619,11 @@ CKC_TAGGED_PATH void ckc_small_done(uint64_t t0)
 
 void ckc_small_drop(unsigned first, unsigned last)
 {
-	unsigned hi = atomic_load(&small_hi);
-	if (!ckc_small_t0 || first > hi)
+	unsigned end = atomic_load(&ckc_small_end);
+	if (first >= end)
 		return;
-	if (last > hi)
-		last = hi;
+	if (last >= end)
+		last = end - 1;
 	for (unsigned fd = first; fd <= last; fd++)
 		(void)ckc_small_take((int)fd);
 }

@@ -456,7 +456,6 @@ CKC_TAGGED_PATH void ckc_node_inplace_close(int fd)
 		inplace_drop(old, nodetab_val_pid(old) == inplace_me());
 }
 
-
 CKC_TAGGED_PATH bool ckc_node_inplace_other(const char *canon)
 {
 	uint64_t vals[NODE_ASK_MAX];

@@ -187,6 +187,7 @@ static inline bool fcntl_plain(int cmd)
 	       cmd == F_SETFL;
 }
 
+/* rf: the real fcntl or fcntl64; kernel: its REAL_KERNEL */
 static int fcntl_common(int (*rf)(int, int, ...), bool kernel, int fd, int cmd, unsigned long arg)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
@@ -196,8 +197,8 @@ static int fcntl_common(int (*rf)(int, int, ...), bool kernel, int fd, int cmd, 
 		return -1;
 	}
 	if (!v) {
-		int r = CKC_REAL_KERNEL && kernel && fcntl_plain(cmd) ? (int)ckc_syscall6(SYS_fcntl, fd, cmd, (long)arg, 0, 0, 0)
-								    : rf(fd, cmd, arg);
+		int r = kernel && fcntl_plain(cmd) ? (int)ckc_syscall6(SYS_fcntl, fd, cmd, (long)arg, 0, 0, 0)
+						   : rf(fd, cmd, arg);
 		if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)
 			return r;
 		ckc_vfd_unseen(r);

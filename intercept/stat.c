@@ -249,7 +249,8 @@ CKC_HOT_PATH CKC_EXPORT int stat(const char *path, struct stat *st)
 {
 	if (stat_cached(AT_FDCWD, path, st, true))
 		return 0;
-	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(STAT_NEXT(stat, stat_kernel_at(AT_FDCWD, path, st, 0), path, st), st));
+	return ckc_enoent_checked(AT_FDCWD, path,
+				  stat_seen(STAT_NEXT(stat, stat_kernel_at(AT_FDCWD, path, st, 0), path, st), st));
 }
 
 CKC_HOT_PATH CKC_EXPORT int stat64(const char *path, struct stat64 *st64)
@@ -257,7 +258,8 @@ CKC_HOT_PATH CKC_EXPORT int stat64(const char *path, struct stat64 *st64)
 	struct stat *st = (struct stat *)st64;
 	if (stat_cached(AT_FDCWD, path, st, true))
 		return 0;
-	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(STAT_NEXT(stat64, stat_kernel_at(AT_FDCWD, path, st, 0), path, st), st));
+	return ckc_enoent_checked(AT_FDCWD, path,
+				  stat_seen(STAT_NEXT(stat64, stat_kernel_at(AT_FDCWD, path, st, 0), path, st), st));
 }
 
 /* A cached checkpoint is never a symbolic link: lstat is stat. */
@@ -265,7 +267,8 @@ CKC_HOT_PATH CKC_EXPORT int lstat(const char *path, struct stat *st)
 {
 	if (stat_cached(AT_FDCWD, path, st, false))
 		return 0;
-	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(STAT_NEXT(lstat, stat_kernel_at(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW), path, st), st));
+	return ckc_enoent_checked(AT_FDCWD, path,
+				  stat_seen(STAT_NEXT(lstat, stat_kernel_at(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW), path, st), st));
 }
 
 CKC_HOT_PATH CKC_EXPORT int lstat64(const char *path, struct stat64 *st64)
@@ -273,7 +276,8 @@ CKC_HOT_PATH CKC_EXPORT int lstat64(const char *path, struct stat64 *st64)
 	struct stat *st = (struct stat *)st64;
 	if (stat_cached(AT_FDCWD, path, st, false))
 		return 0;
-	return ckc_enoent_checked(AT_FDCWD, path, stat_seen(STAT_NEXT(lstat64, stat_kernel_at(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW), path, st), st));
+	return ckc_enoent_checked(AT_FDCWD, path,
+				  stat_seen(STAT_NEXT(lstat64, stat_kernel_at(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW), path, st), st));
 }
 
 CKC_HOT_PATH CKC_EXPORT int fstat(int fd, struct stat *st)
@@ -302,7 +306,8 @@ CKC_HOT_PATH CKC_EXPORT int fstatat(int dirfd, const char *path, struct stat *st
 {
 	if (statat_cached(dirfd, path, st, flags))
 		return 0;
-	return ckc_enoent_checked(dirfd, path, stat_seen(STAT_NEXT(fstatat, stat_kernel_at(dirfd, path, st, flags), dirfd, path, st, flags), st));
+	return ckc_enoent_checked(dirfd, path,
+				  stat_seen(STAT_NEXT(fstatat, stat_kernel_at(dirfd, path, st, flags), dirfd, path, st, flags), st));
 }
 
 CKC_HOT_PATH CKC_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st64, int flags)
@@ -310,7 +315,8 @@ CKC_HOT_PATH CKC_EXPORT int fstatat64(int dirfd, const char *path, struct stat64
 	struct stat *st = (struct stat *)st64;
 	if (statat_cached(dirfd, path, st, flags))
 		return 0;
-	return ckc_enoent_checked(dirfd, path, stat_seen(STAT_NEXT(fstatat64, stat_kernel_at(dirfd, path, st, flags), dirfd, path, st, flags), st));
+	return ckc_enoent_checked(dirfd, path,
+				  stat_seen(STAT_NEXT(fstatat64, stat_kernel_at(dirfd, path, st, flags), dirfd, path, st, flags), st));
 }
 
 static void statx_from_stat(const struct stat *st, unsigned mask, struct statx *sx)
