@@ -604,7 +604,8 @@ tools_write_then_read() {
 # library preloaded after it (a profiler, a tracer; tests/e2e/countstat.c)
 # still sees every call of each, and the answers are those without the
 # library, for untagged files and for a checkpoint the program has just
-# written.
+# written, and so are their failures (EBADF, ENOTDIR, ESPIPE, EINVAL,
+# ENOTTY).
 tools_stat_next_interposer() {
 	[ -n "$COUNTSTAT" ] || fail "the counting shim (tests/e2e/countstat.c) did not compile"
 	local d f cmd plain lib
@@ -630,10 +631,23 @@ for d in sorted(os.listdir(tree)):
     show("fstat", os.fstat(dup))
     os.close(dup)
     os.close(dfd)
-try:
-    os.stat(os.path.join(tree, "missing"))
-except FileNotFoundError:
-    print("missing ENOENT")
+# the calls' failures, as the kernel gives them
+import errno, termios
+r, w = os.pipe()
+for what, call in (("stat", lambda: os.stat(os.path.join(tree, "missing"))),
+                   ("stat-notdir", lambda: os.stat(os.path.join(tree, "d1", "f1.bin", "x"))),
+                   ("lstat-loop", lambda: os.lstat(os.path.join(tree, "d1", "link", "x"))),
+                   ("fstatat-badfd", lambda: os.stat("x", dir_fd=9999)),
+                   ("fstat-badfd", lambda: os.fstat(9999)),
+                   ("lseek-pipe", lambda: os.lseek(r, 0, os.SEEK_SET)),
+                   ("lseek-einval", lambda: os.lseek(os.open(os.path.join(tree, "d1", "f1.bin"), os.O_RDONLY), -5, os.SEEK_SET)),
+                   ("fcntl-badfd", lambda: fcntl.fcntl(9999, fcntl.F_GETFL)),
+                   ("ioctl-notty", lambda: fcntl.ioctl(w, termios.TCGETS, bytes(64)))):
+    try:
+        call()
+        print(what, "no error")
+    except OSError as e:
+        print(what, errno.errorcode[e.errno])
 if ck is None:
     sys.exit(0)
 data = bytes(range(256)) * 4096
@@ -656,6 +670,11 @@ PYEOF
 		rm -f "$T/ck/x.bin"
 		# shellcheck disable=SC2086
 		run_ok "$cmd with the library and the shim" ck COUNTSTAT_OUT=lib.n -- env LD_PRELOAD="$PRELOAD $COUNTSTAT" $cmd >got.txt
+		outputs_match want.txt got.txt
+		# the library alone, which makes these calls itself
+		rm -f "$T/ck/x.bin"
+		# shellcheck disable=SC2086
+		run_ok "$cmd with the library alone" ck -- $cmd >got.txt
 		outputs_match want.txt got.txt
 		[ "$cmd" = "$PY st.py $T/tree $T/ck" ] && continue
 		# each function's calls, summed over the processes: without the
