@@ -73,7 +73,7 @@ static void dir_asked_note(const char *canon, uint64_t t_ns, bool writing)
 /* Other processes of the node that hold checkpoints are asked about the
  * folder dir (ckc_node_ask_dir), where the patterns may tag a file under
  * it. errno kept. */
-static void others_first(const char *dir, int what)
+CKC_WARM_PATH static void others_first(const char *dir, int what)
 {
 	char canon[PATH_MAX];
 	if (!dir || ckc_io_guard || ckc_in_vfork_child() || !ckc_node_others())
@@ -100,7 +100,7 @@ static void others_first(const char *dir, int what)
 /* Publishes what the cache owes under the folder dir before the caller
  * lists or removes it (and has the node's other processes publish what
  * they owe there). errno kept. */
-static void owed_first(const char *dir)
+CKC_WARM_PATH static void owed_first(const char *dir)
 {
 	static atomic_bool said;
 	others_first(dir, CKC_NODE_DIR_LIST);
@@ -135,7 +135,7 @@ static void owed_first(const char *dir)
  * this process owes something, or another one may hold something, or
  * (writers) this process holds a version its real path lacks (one it
  * writes): 0, or -1 when none of these (or the folder cannot be named). */
-static int dir_full_at(int dirfd, const char *path, char *full, bool writers)
+CKC_WARM_PATH static int dir_full_at(int dirfd, const char *path, char *full, bool writers)
 {
 	if (!path || ckc_io_guard)
 		return -1;
@@ -169,7 +169,7 @@ static int dir_full_at(int dirfd, const char *path, char *full, bool writers)
 }
 
 /* owed_first for the folder path names relative to dirfd. */
-static void owed_first_at(int dirfd, const char *path)
+CKC_WARM_PATH static void owed_first_at(int dirfd, const char *path)
 {
 	char full[PATH_MAX];
 	if (dir_full_at(dirfd, path, full, ckc_writers_open()) == 0)
@@ -218,7 +218,7 @@ static void dir_removed(const char *dir)
 	errno = saved;
 }
 
-CKC_EXPORT DIR *opendir(const char *name)
+CKC_WARM_PATH CKC_EXPORT DIR *opendir(const char *name)
 {
 	owed_first(name);
 	DIR *d = REAL(opendir)(name);
@@ -229,7 +229,7 @@ CKC_EXPORT DIR *opendir(const char *name)
 	return d;
 }
 
-CKC_EXPORT DIR *fdopendir(int fd)
+CKC_WARM_PATH CKC_EXPORT DIR *fdopendir(int fd)
 {
 	owed_first_at(fd, "");
 	return REAL(fdopendir)(fd);

@@ -131,7 +131,7 @@ int ckc_fd_above(int fd, int floor)
  * program that closes a range of numbers it does not know (closefrom(3),
  * Python's os.closerange) leaves them open (posix.c). One bit a number,
  * for the numbers of the table. */
-static _Atomic uint64_t *fd_mine;
+CKC_HOT_DATA static _Atomic uint64_t *fd_mine;
 
 void ckc_fd_mine_set(int fd, bool mine)
 {
@@ -159,7 +159,7 @@ int ckc_fd_mine_next(unsigned from, unsigned last)
 	return -1;
 }
 
-ssize_t ckc_fd_name(int fd, char *out, size_t len)
+CKC_WARM_PATH ssize_t ckc_fd_name(int fd, char *out, size_t len)
 {
 	char link[64];
 	snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", fd);
@@ -170,7 +170,7 @@ ssize_t ckc_fd_name(int fd, char *out, size_t len)
 	return n;
 }
 
-_Atomic uint8_t *ckc_fdtab_dirv;
+CKC_HOT_DATA _Atomic uint8_t *ckc_fdtab_dirv;
 
 static void *ckc_zeroed(size_t bytes)
 {
@@ -273,7 +273,7 @@ int ckc_vfd_install(int fd, ckc_vfd_t *v)
 }
 
 atomic_uint ckc_vfd_epoch = 1;
-atomic_uint *ckc_vfd_seen;
+CKC_HOT_DATA atomic_uint *ckc_vfd_seen;
 
 void ckc_vfd_epoch_next(void)
 {
@@ -567,7 +567,7 @@ CKC_TAGGED_PATH void ckc_passed_gone(int fd, uint64_t mark)
 		atomic_fetch_sub(&ckc_passed_n, 1);
 }
 
-void ckc_passed_dup(int oldfd, int newfd)
+CKC_WARM_PATH void ckc_passed_dup(int oldfd, int newfd)
 {
 	if (oldfd < 0 || (size_t)oldfd >= ckc_vfd_cap || !ckc_small_t0 ||
 	    !atomic_load_explicit(&ckc_passed_n, memory_order_relaxed))
@@ -868,7 +868,7 @@ struct vfork_snap {
 static __thread struct vfork_snap *vfork_snap;
 static __thread size_t vfork_nsnap, vfork_capsnap;
 
-void ckc_vfork_snapshot(bool take)
+CKC_WARM_PATH void ckc_vfork_snapshot(bool take)
 {
 	vfork_nsnap = 0;
 	if (!take || !ckc_vfd_tab)

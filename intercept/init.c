@@ -164,7 +164,7 @@ static void hex64(char out[17], unsigned long long v)
 }
 
 /* The digest of this process's variables, as the constructor read them. */
-static unsigned long long icpt_env_sum;
+CKC_HOT_DATA static unsigned long long icpt_env_sum;
 
 static int icpt_config_load(ckc_config_t *c)
 {
@@ -187,15 +187,15 @@ static int icpt_config_load(ckc_config_t *c)
  * usable (0: never), and the name this library was loaded by, looked up
  * at the first child ("": not known; the loader's look walks the
  * library's symbols, which a process that starts no child need not pay). */
-static unsigned long long icpt_digest;
+CKC_HOT_DATA static unsigned long long icpt_digest;
 static _Atomic(const char *) icpt_lib_name; /* the loader's own string */
 /* The user and group the library started as, and its folder where a
  * pattern is relative (resolved against it): a program started under
  * another identity or in another folder does not find what this one tags
  * through the same table and patterns. */
-static uid_t icpt_uid, icpt_euid;
-static gid_t icpt_gid, icpt_egid;
-static char *icpt_cwd;
+CKC_HOT_DATA static uid_t icpt_uid, icpt_euid;
+CKC_HOT_DATA static gid_t icpt_gid, icpt_egid;
+CKC_HOT_DATA static char *icpt_cwd;
 
 static void icpt_note_self(const char *paths)
 {
@@ -298,9 +298,9 @@ CKC_START_PATH bool ckc_env_runs_library(char *const envp[])
 }
 
 /* The configuration, read once by the constructor. */
-static ckc_config_t icpt_cfg;
+CKC_HOT_DATA static ckc_config_t icpt_cfg;
 static pthread_once_t icpt_engine_once = PTHREAD_ONCE_INIT;
-static atomic_bool icpt_engine_ok;
+CKC_HOT_DATA static atomic_bool icpt_engine_ok;
 
 /* Reads passed to their real paths before the engine started: counted in
  * its statistics once it starts (a process that never starts it writes
@@ -480,6 +480,25 @@ bool ckc_engine_ready(void)
 	return atomic_load(&icpt_engine_ok);
 }
 
+/* pthread_atfork is a stub of libc_nonshared.a linked at the end of the
+ * library's code, a page of its own that every process with a pattern
+ * faulted in at its start for that one call: glibc's own entry instead. */
+#ifdef __GLIBC__
+extern void *__dso_handle;
+extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void), void *);
+#define icpt_atfork(prepare, parent, child) __register_atfork(prepare, parent, child, __dso_handle)
+#else
+#define icpt_atfork pthread_atfork
+#endif
+
+/* What the loader calls at the process's exit in place of the C runtime's
+ * empty _fini, which lies past the end of the library's code, on a page
+ * no other call of a short program touches (-fini in Makefile.am). */
+CKC_START_PATH void ckc_fini_stub(void);
+CKC_START_PATH void ckc_fini_stub(void)
+{
+}
+
 __attribute__((constructor)) static void icpt_init(void)
 {
 	const char *paths = getenv("CKPTCACHE_PATHS");
@@ -493,7 +512,7 @@ __attribute__((constructor)) static void icpt_init(void)
 		abort(); /* CKPTCACHE_STRICT=1 asked for it; the loader said why */
 	if (!errors && icpt_cfg.enabled && ckc_fdtab_init() == 0) {
 		if (ckc_tag_load(paths, icpt_cfg.rank) > 0) {
-			pthread_atfork(icpt_prepare, icpt_parent, icpt_child);
+			icpt_atfork(icpt_prepare, icpt_parent, icpt_child);
 			ckc_services_t svc = { .start = ckc_engine_ready };
 #ifdef HAVE_CUDA_H
 			ckc_cuda_services(&svc);

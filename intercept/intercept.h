@@ -828,14 +828,14 @@ int ckc_close_fd(int fd);
 
 /* ---- the per-thread guard ---- */
 
-static inline void ckc_enter(void)
+CKC_WARM_PATH static inline void ckc_enter(void)
 {
 	if (ckc_io_guard++ == 0 && ckc_tl_locks == 0)
 		ckc_cancel_hold();
 	atomic_signal_fence(memory_order_seq_cst);
 }
 
-static inline void ckc_leave(void)
+CKC_WARM_PATH static inline void ckc_leave(void)
 {
 	atomic_signal_fence(memory_order_seq_cst);
 	if (--ckc_io_guard == 0 && ckc_tl_locks == 0)

@@ -261,7 +261,7 @@ CKC_EXPORT int posix_memalign(void **pp, size_t a, size_t n)
 	return rc;
 }
 
-CKC_EXPORT void *aligned_alloc(size_t a, size_t n)
+CKC_WARM_PATH CKC_EXPORT void *aligned_alloc(size_t a, size_t n)
 {
 	void *(*f)(size_t, size_t) = real_aligned_alloc;
 	if (alloc_fast(f))
@@ -517,7 +517,7 @@ CKC_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
  * which knows). Out of line, so that the common case is a compare, a load
  * and a jump into the C library, with no frame of its own: a program
  * reading 4 bytes per fread pays about 9 ns a call. */
-__attribute__((noinline)) static size_t stdio_slow(void *p, size_t size, size_t n, FILE *f, bool wr,
+CKC_WARM_PATH __attribute__((noinline)) static size_t stdio_slow(void *p, size_t size, size_t n, FILE *f, bool wr,
 						   bool locked)
 {
 	if (f->_fileno < -1)
@@ -590,7 +590,7 @@ CKC_EXPORT size_t fread(void *p, size_t size, size_t n, FILE *f)
 	return fn(p, size, n, f);
 }
 
-CKC_EXPORT size_t fwrite_unlocked(const void *p, size_t size, size_t n, FILE *f)
+CKC_WARM_PATH CKC_EXPORT size_t fwrite_unlocked(const void *p, size_t size, size_t n, FILE *f)
 {
 	__typeof__(ckc_real.fwrite_unlocked) fn = __atomic_load_n(&ckc_real.fwrite_unlocked, __ATOMIC_RELAXED);
 	if (STDIO_SLOW(f, fn))
@@ -647,7 +647,7 @@ CKC_START_PATH CKC_EXPORT int sigaction(int sig, const struct sigaction *act, st
 	return rc;
 }
 
-CKC_EXPORT sighandler_t signal(int sig, sighandler_t h)
+CKC_WARM_PATH CKC_EXPORT sighandler_t signal(int sig, sighandler_t h)
 {
 	if (h == SIG_ERR)
 		return REAL(signal)(sig, h);

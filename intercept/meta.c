@@ -288,7 +288,7 @@ CKC_EXPORT int utime(const char *path, const struct utimbuf *b)
 /* A cached checkpoint has none and takes none: ENOTSUP, which tools such as
  * cp -p and tar treat as "this file system has no ACLs" and fall back to
  * the mode bits. */
-static bool meta_cached(const char *path, bool follow)
+CKC_WARM_PATH static bool meta_cached(const char *path, bool follow)
 {
 	char canon[PATH_MAX];
 	ckc_stat_t st;
@@ -344,7 +344,7 @@ CKC_EXPORT int lsetxattr(const char *path, const char *name, const void *value, 
 	return -1;
 }
 
-CKC_EXPORT ssize_t getxattr(const char *path, const char *name, void *value, size_t size)
+CKC_WARM_PATH CKC_EXPORT ssize_t getxattr(const char *path, const char *name, void *value, size_t size)
 {
 	if (!meta_cached(path, true))
 		return ckc_enoent_checked_l(AT_FDCWD, path, REAL(getxattr)(path, name, value, size));
@@ -352,7 +352,7 @@ CKC_EXPORT ssize_t getxattr(const char *path, const char *name, void *value, siz
 	return -1;
 }
 
-CKC_EXPORT ssize_t lgetxattr(const char *path, const char *name, void *value, size_t size)
+CKC_WARM_PATH CKC_EXPORT ssize_t lgetxattr(const char *path, const char *name, void *value, size_t size)
 {
 	if (!meta_cached(path, false))
 		return ckc_enoent_checked_l(AT_FDCWD, path, REAL(lgetxattr)(path, name, value, size));

@@ -120,7 +120,7 @@ __thread bool ckc_node_writer_handed;
 
 CKC_HOT_DATA static node_hdr_t *node_hdr;
 CKC_HOT_DATA static nodetab_slot_t *node_tab; /* NULL: no registry here */
-static uid_t node_uid;
+CKC_HOT_DATA static uid_t node_uid;
 static pid_t node_pid;           /* whose slots this process's engine writes */
 static _Atomic pid_t node_me;    /* this process (set again in a forked child) */
 static int node_listen = -1;
@@ -831,7 +831,7 @@ void ckc_node_stop(void)
 	node_listen = -1;
 }
 
-bool ckc_node_serving(void)
+CKC_WARM_PATH bool ckc_node_serving(void)
 {
 	return atomic_load(&node_serving);
 }
@@ -996,7 +996,7 @@ out:
  * (a forked child of one that did not, a tool that only reads). */
 static bool node_ready(void)
 {
-	static atomic_bool tried;
+	CKC_HOT_DATA static atomic_bool tried;
 	if (node_tab)
 		return true;
 	if (atomic_exchange(&tried, true))
@@ -1087,7 +1087,7 @@ CKC_TAGGED_PATH void ckc_node_ask(const char *canon)
 	errno = saved;
 }
 
-bool ckc_node_others(void)
+CKC_WARM_PATH bool ckc_node_others(void)
 {
 	return node_anything();
 }

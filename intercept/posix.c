@@ -883,7 +883,7 @@ int ckc_open_linked(const char *canon, int flags)
  * descriptors) and what follows is "fd/" (or "task/", with task); NULL
  * otherwise. The id is asked about last, and only then: a look at another
  * process's /proc entry (ps, top, psutil) costs no system call. */
-static const char *procfd_own_id(const char *q, bool task)
+CKC_WARM_PATH static const char *procfd_own_id(const char *q, bool task)
 {
 	long id = 0;
 	const char *p = q;
@@ -1082,7 +1082,7 @@ CKC_TAGGED_PATH CKC_EXPORT int open(const char *path, int flags, ...)
 	return open_common(AT_FDCWD, path, flags, mode);
 }
 
-CKC_EXPORT int open64(const char *path, int flags, ...)
+CKC_WARM_PATH CKC_EXPORT int open64(const char *path, int flags, ...)
 {
 	mode_t mode = 0;
 	OPEN_MODE(flags, mode);
@@ -1103,7 +1103,7 @@ CKC_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 	return open_common(dirfd, path, flags, mode);
 }
 
-CKC_EXPORT int creat(const char *path, mode_t mode)
+CKC_WARM_PATH CKC_EXPORT int creat(const char *path, mode_t mode)
 {
 	return open_common(AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC, mode);
 }
@@ -1217,7 +1217,7 @@ CKC_EXPORT int chdir(const char *path)
 	return ckc_enoent_checked(AT_FDCWD, path, REAL(chdir)(path));
 }
 
-CKC_EXPORT int fchdir(int fd)
+CKC_WARM_PATH CKC_EXPORT int fchdir(int fd)
 {
 	/* a cached checkpoint's number is a placeholder (no folder): as for
 	 * the file it stands for */
@@ -1234,7 +1234,7 @@ CKC_EXPORT int fchdir(int fd)
  * checkpoint's number names the checkpoint, as the kernel names the file
  * behind a descriptor, not the placeholder's inode; the length, or
  * -1 where path is no such name. */
-static ssize_t readlink_vfd(const char *path, char *buf, size_t len)
+CKC_WARM_PATH static ssize_t readlink_vfd(const char *path, char *buf, size_t len)
 {
 	int n = ckc_px_procfd_number(path);
 	ckc_vfd_t *v = n >= 0 ? ckc_vfd_get(n) : NULL;
@@ -1247,7 +1247,7 @@ static ssize_t readlink_vfd(const char *path, char *buf, size_t len)
 	return (ssize_t)k;
 }
 
-CKC_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len)
+CKC_WARM_PATH CKC_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len)
 {
 	ssize_t k = path[0] == '/' ? readlink_vfd(path, buf, len) : -1;
 	if (k >= 0)
@@ -1259,7 +1259,7 @@ CKC_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len
 	return REAL(readlinkat)(dirfd, path, buf, len);
 }
 
-CKC_EXPORT ssize_t readlink(const char *path, char *buf, size_t len)
+CKC_WARM_PATH CKC_EXPORT ssize_t readlink(const char *path, char *buf, size_t len)
 {
 	return readlinkat(AT_FDCWD, path, buf, len);
 }
@@ -1303,7 +1303,7 @@ CKC_EXPORT char *canonicalize_file_name(const char *path)
 }
 
 /* The directory stream's descriptor is closed inside the C library. */
-CKC_EXPORT int closedir(DIR *d)
+CKC_WARM_PATH CKC_EXPORT int closedir(DIR *d)
 {
 	int fd = dirfd(d);
 	ckc_tag_forget_fd(fd);

@@ -294,7 +294,7 @@ VFD_IOV2_WRAPPER(preadv64v2, false)
 VFD_IOV2_WRAPPER(pwritev2, true)
 VFD_IOV2_WRAPPER(pwritev64v2, true)
 
-CKC_EXPORT off_t lseek(int fd, off_t off, int whence)
+CKC_WARM_PATH CKC_EXPORT off_t lseek(int fd, off_t off, int whence)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!v)
@@ -358,7 +358,7 @@ CKC_START_PATH CKC_EXPORT int ioctl(int fd, unsigned long req, ...)
 
 /* isatty(3) and tcgetattr(3) ask the kernel from inside the C library,
  * past the ioctl above: a tagged descriptor is no terminal. */
-CKC_EXPORT int isatty(int fd)
+CKC_WARM_PATH CKC_EXPORT int isatty(int fd)
 {
 	if (vfd_cached(fd)) {
 		errno = ENOTTY;
@@ -506,7 +506,7 @@ CKC_EXPORT int truncate64(const char *path, off_t len)
 
 /* Advice and readahead: the cache follows its own restore order, so they
  * are accepted and ignored on tagged descriptors. */
-CKC_EXPORT int posix_fadvise(int fd, off_t off, off_t len, int advice)
+CKC_WARM_PATH CKC_EXPORT int posix_fadvise(int fd, off_t off, off_t len, int advice)
 {
 	if (!ckc_vfd_get(fd))
 		return REAL(posix_fadvise)(fd, off, len, advice);

@@ -78,7 +78,7 @@ CKC_EXPORT int dup(int fd)
 	return dup_fixup(fd, REAL(dup)(fd));
 }
 
-CKC_EXPORT int dup2(int oldfd, int newfd)
+CKC_WARM_PATH CKC_EXPORT int dup2(int oldfd, int newfd)
 {
 	if (oldfd != newfd) {
 		ckc_tag_forget_fd(newfd);
@@ -188,7 +188,7 @@ static inline bool fcntl_plain(int cmd)
 }
 
 /* rf: the real fcntl or fcntl64; kernel: its REAL_KERNEL */
-static int fcntl_common(int (*rf)(int, int, ...), bool kernel, int fd, int cmd, unsigned long arg)
+CKC_WARM_PATH static int fcntl_common(int (*rf)(int, int, ...), bool kernel, int fd, int cmd, unsigned long arg)
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 
@@ -239,7 +239,7 @@ static int fcntl_common(int (*rf)(int, int, ...), bool kernel, int fd, int cmd, 
 	}
 }
 
-CKC_EXPORT int fcntl(int fd, int cmd, ...)
+CKC_WARM_PATH CKC_EXPORT int fcntl(int fd, int cmd, ...)
 {
 	va_list ap;
 	va_start(ap, cmd);
@@ -304,7 +304,7 @@ CKC_START_PATH static int access_path(const char *path, int mode, bool effective
 	return ckc_enoent_checked(AT_FDCWD, path, real(path, mode));
 }
 
-CKC_EXPORT int access(const char *path, int mode)
+CKC_WARM_PATH CKC_EXPORT int access(const char *path, int mode)
 {
 	return access_path(path, mode, false, REAL(access));
 }
@@ -337,7 +337,7 @@ CKC_START_PATH CKC_EXPORT int eaccess(const char *path, int mode)
  * placeholder in another file system; the checkpoint's folder answers for
  * it, in the same file system. A path's real call answers first: the
  * cache is asked only where it found nothing (ENOENT). */
-static bool fs_folder_of_path(const char *path, char dir[PATH_MAX])
+CKC_WARM_PATH static bool fs_folder_of_path(const char *path, char dir[PATH_MAX])
 {
 	char canon[PATH_MAX];
 	if (errno != ENOENT)
@@ -349,14 +349,14 @@ static bool fs_folder_of_path(const char *path, char dir[PATH_MAX])
 	return false;
 }
 
-static bool fs_folder_of_fd(int fd, char dir[PATH_MAX])
+CKC_WARM_PATH static bool fs_folder_of_fd(int fd, char dir[PATH_MAX])
 {
 	ckc_vfd_t *v = ckc_vfd_get(fd);
 	return v && !v->switched && ckc_path_dirname(v->path, dir, PATH_MAX) == 0;
 }
 
 #define FS_BY_PATH(name, type)                                                   \
-	CKC_EXPORT int name(const char *path, type *buf)                         \
+	CKC_WARM_PATH CKC_EXPORT int name(const char *path, type *buf)           \
 	{                                                                        \
 		char dir[PATH_MAX];                                              \
 		int saved = errno;                                               \
@@ -367,7 +367,7 @@ static bool fs_folder_of_fd(int fd, char dir[PATH_MAX])
 		return REAL(name)(dir, buf);                                     \
 	}
 #define FS_BY_FD(name, by_path, type)                                            \
-	CKC_EXPORT int name(int fd, type *buf)                                   \
+	CKC_WARM_PATH CKC_EXPORT int name(int fd, type *buf)                     \
 	{                                                                        \
 		char dir[PATH_MAX];                                              \
 		if (fs_folder_of_fd(fd, dir))                                    \
@@ -1208,7 +1208,7 @@ CKC_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t count)
 	return ckc_result(copy_tagged(in, off, out, NULL, count, 0, real_sendfile, COPY_SENDFILE), saved);
 }
 
-CKC_EXPORT ssize_t copy_file_range(int in, off_t *inoff, int out, off_t *outoff, size_t count,
+CKC_WARM_PATH CKC_EXPORT ssize_t copy_file_range(int in, off_t *inoff, int out, off_t *outoff, size_t count,
 				   unsigned int flags)
 {
 	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))

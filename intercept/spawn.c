@@ -321,7 +321,7 @@ static pid_t vfork_as_fork(void)
 /* Runs in the program's thread before its vfork: the child will share this
  * memory, so everything it could need from the cache is done here, and the
  * thread is marked so that the child's calls pass the cache by. */
-__attribute__((visibility("hidden"), used)) void ckc_vfork_prepare(void)
+CKC_WARM_PATH __attribute__((visibility("hidden"), used)) void ckc_vfork_prepare(void)
 {
 	int saved = errno;
 	if (!ckc_real_vfork) {
@@ -352,7 +352,7 @@ __attribute__((visibility("hidden"), used)) void ckc_vfork_prepare(void)
  * program's return address still on the stack (a call would leave this
  * function's frame for the child to return through, and the parent's
  * stack would be clobbered). */
-__asm__(".text\n"
+__asm__(".pushsection .text.sorted.ckc.2,\"ax\",@progbits\n"
 	".globl vfork\n"
 	".type vfork, @function\n"
 	"vfork:\n"
@@ -365,10 +365,11 @@ __asm__(".text\n"
 	"	.cfi_adjust_cfa_offset -8\n"
 	"	jmp *ckc_real_vfork(%rip)\n"
 	"	.cfi_endproc\n"
-	".size vfork, .-vfork\n");
+	".size vfork, .-vfork\n"
+	".popsection\n");
 #else
 /* Elsewhere vfork is a fork (which POSIX allows). */
-CKC_EXPORT pid_t vfork(void)
+CKC_WARM_PATH CKC_EXPORT pid_t vfork(void)
 {
 	return fork();
 }
@@ -634,7 +635,7 @@ CKC_EXPORT int setresgid(gid_t r, gid_t e, gid_t s)
 /* A program that ends with _exit (dash always does) skips exit's handlers,
  * the library's destructor among them: what the cache owes the real files
  * is written now, as at exit. */
-static void exit_drain(void)
+CKC_WARM_PATH static void exit_drain(void)
 {
 	ckc_node_inplace_end_all();
 	if (!spawn_applies())
@@ -656,7 +657,7 @@ static void exit_drain(void)
 	ckc_locks_sweep();
 }
 
-CKC_EXPORT void _exit(int status)
+CKC_WARM_PATH CKC_EXPORT void _exit(int status)
 {
 	exit_drain();
 	REAL(_exit)(status);

@@ -126,7 +126,8 @@ static bool stat_procfd(const char *path, struct stat *st, bool follow)
 	return true;
 }
 
-__attribute__((noinline)) static bool stat_cached_look(int dirfd, const char *path, struct stat *st, bool follow)
+CKC_WARM_PATH __attribute__((noinline)) static bool stat_cached_look(int dirfd, const char *path, struct stat *st,
+									 bool follow)
 {
 	char canon[PATH_MAX];
 	ckc_stat_t c;
@@ -341,7 +342,7 @@ static void statx_from_stat(const struct stat *st, unsigned mask, struct statx *
 	sx->stx_dev_minor = minor(st->st_dev);
 }
 
-CKC_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *sx)
+CKC_WARM_PATH CKC_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *sx)
 {
 	struct stat st;
 	int saved = errno;

@@ -417,7 +417,7 @@ static FILE *stdio_stream(int fd, const char *mode)
 	return f;
 }
 
-static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(const char *, const char *))
+CKC_WARM_PATH static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(const char *, const char *))
 {
 	char canon[PATH_MAX];
 	int saved = errno, flags = 0;
@@ -489,7 +489,7 @@ static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(cons
 	return f;
 }
 
-CKC_EXPORT FILE *fopen(const char *path, const char *mode)
+CKC_WARM_PATH CKC_EXPORT FILE *fopen(const char *path, const char *mode)
 {
 	return fopen_common(path, mode, REAL(fopen));
 }
@@ -714,7 +714,7 @@ void ckc_stdio_flush_all(void)
 	free(fs);
 }
 
-CKC_EXPORT int fclose(FILE *f)
+CKC_WARM_PATH CKC_EXPORT int fclose(FILE *f)
 {
 	char *buf = NULL;
 	bool vforked = ckc_in_vfork_child();

@@ -62,7 +62,7 @@ static tag_kept_t tag_dpath[CKC_TAG_DPATHS] = {
 	[0 ... CKC_TAG_DPATHS - 1] = { .busy = ATOMIC_FLAG_INIT, .fd = -1 },
 };
 static tag_kept_t tag_cwd = { .busy = ATOMIC_FLAG_INIT, .fd = -1 };
-static _Atomic unsigned tag_cwd_gen;
+CKC_HOT_DATA static _Atomic unsigned tag_cwd_gen;
 
 __thread bool ckc_tag_keep_ok;
 
@@ -222,7 +222,7 @@ static bool tag_dir_known_empty(int dirfd)
 /* The same for the working directory (cleared by chdir and fchdir). */
 CKC_HOT_DATA static _Atomic uint8_t tag_cwdv;
 
-void ckc_tag_cwd_changed(void)
+CKC_WARM_PATH void ckc_tag_cwd_changed(void)
 {
 	atomic_store_explicit(&tag_cwdv, 0, memory_order_relaxed);
 	atomic_fetch_add_explicit(&tag_cwd_gen, 1, memory_order_release);
@@ -238,7 +238,7 @@ static void tag_dir_set(int fd, uint8_t v)
 		ckc_tag_dpath_gone(fd); /* path kept: it goes */
 }
 
-bool ckc_tag_dir_none(int fd)
+CKC_WARM_PATH bool ckc_tag_dir_none(int fd)
 {
 	return (size_t)fd < ckc_tag_dirv_cap &&
 	       atomic_load_explicit(&ckc_tag_dirv[fd], memory_order_relaxed) == TAG_DIR_NONE;
@@ -767,7 +767,7 @@ bool ckc_cached_reachable(const char *canon)
 	return ok;
 }
 
-bool ckc_cached_at(int dirfd, const char *path, char *canon, ckc_stat_t *out)
+CKC_WARM_PATH bool ckc_cached_at(int dirfd, const char *path, char *canon, ckc_stat_t *out)
 {
 	return cached_at(dirfd, path, canon, out, false);
 }

@@ -181,7 +181,7 @@ static void term_catch(int sig)
 	term_sigaction(sig, &sa);
 }
 
-void ckc_term_default_set(int sig)
+CKC_WARM_PATH void ckc_term_default_set(int sig)
 {
 	/* (not once a signal's end began: the default then ends the process) */
 	if (term_setting || ckc_io_guard || !atomic_load(&term_running) || atomic_load(&term_sig) != 0 ||

@@ -57,7 +57,7 @@ static uint64_t store_check(const store_rec_t *r)
 	return store_hash(r, offsetof(store_rec_t, check), 14695981039346656037ull) | 1;
 }
 
-const char *ckc_aside_store_dir = CKC_ASIDE_STORE_DIR;
+CKC_HOT_DATA const char *ckc_aside_store_dir = CKC_ASIDE_STORE_DIR;
 
 int ckc_aside_store_path(char *out, size_t len)
 {
@@ -157,7 +157,7 @@ void ckc_aside_load(aside_t *a, const char *paths)
 }
 
 /* checkpoints sent to their real paths before the cache started */
-static atomic_uint aside_firsts;
+CKC_HOT_DATA static atomic_uint aside_firsts;
 
 bool ckc_aside_first_home(const char *paths, bool *small_home)
 {

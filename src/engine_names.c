@@ -498,7 +498,7 @@ int ckc_handover_dir(const char *dir)
 
 /* Writing handles open now (eng_handle_new, ckc_close): a folder's
  * listing looks for new files being written only while there are some. */
-atomic_size_t ckc_eng_writers;
+CKC_HOT_DATA atomic_size_t ckc_eng_writers;
 
 static int writer_under(const char *dir, char *key, bool new_only)
 {

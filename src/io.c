@@ -292,9 +292,9 @@ static int64_t io_cached(int fd, uint64_t off, uint64_t len)
 }
 
 #define IO_LAZY_ENTRY(name, ret, params, args) .name = io_lazy_##name,
-/* (on one page: the loader writes each of its pointers in every process) */
-_Static_assert(sizeof(ckc_io_t) <= 512, "ckc_io no longer fits its alignment");
-CKC_ONE_PAGE ckc_io_t ckc_io = {
+/* (with the fast paths' data: the loader writes each of its pointers in
+ * every process) */
+CKC_HOT_DATA ckc_io_t ckc_io = {
 	.open = io_open, .pread_cached = io_pread_cached, .cached = io_cached,
 	.fallocate = io_fallocate, .free = io_lazy_free,
 	CKC_IO_LIBC(IO_LAZY_ENTRY)

@@ -133,7 +133,7 @@ void ckc_rank_io_check(const char *what)
 
 /* The registered locks: the address, with its low bit set for a
  * read-write lock; 0 is a free slot. */
-static _Atomic uintptr_t reg[CKC_LOCKS_MAX];
+CKC_HOT_DATA static _Atomic uintptr_t reg[CKC_LOCKS_MAX];
 /* The locks the last prefork took, in the order it took them. */
 static uintptr_t taken[CKC_LOCKS_MAX];
 static int ntaken;

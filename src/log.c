@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include "sys.h"
 
-int ckc_log_threshold = CKC_LOG_WARN;
+CKC_HOT_DATA int ckc_log_threshold = CKC_LOG_WARN;
 CKC_HOT_DATA void (*ckc_log_sink)(int level, const char *msg);
 
 static const char *const level_name[] = { "error", "warning", "info", "debug" };

@@ -194,7 +194,7 @@ CKC_TAGGED_PATH int ckc_path_join_name(char *out, size_t dirlen, const char *nam
 	return 0;
 }
 
-int ckc_path_resolve_in(const char *path, const char *canon_base, char *out, size_t outlen)
+CKC_WARM_PATH int ckc_path_resolve_in(const char *path, const char *canon_base, char *out, size_t outlen)
 {
 	/* one name (a walker's open of each name at its folder's descriptor):
 	 * joined to the folder, with nothing to walk */

@@ -237,7 +237,7 @@ static bool tag_dir_may_hold(const tag_pat_t *t, const char *dir)
 }
 
 /* No path below canonical directory dir can be tagged. */
-bool ckc_tag_dir_holds_none(const char *dir)
+CKC_WARM_PATH bool ckc_tag_dir_holds_none(const char *dir)
 {
 	for (int i = 0; i < tag_npats; i++)
 		if (tag_dir_may_hold(&tag_pats[i], dir))
@@ -245,7 +245,7 @@ bool ckc_tag_dir_holds_none(const char *dir)
 	return true;
 }
 
-bool ckc_tag_dir_holds_all(const char *dir)
+CKC_WARM_PATH bool ckc_tag_dir_holds_all(const char *dir)
 {
 	for (int i = 0; i < tag_npats; i++) {
 		const tag_pat_t *t = &tag_pats[i];

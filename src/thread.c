@@ -27,7 +27,7 @@
 #define THREAD_STDIO_NEED_LOCK 0x80
 
 enum { STDIO_UNKNOWN, STDIO_SOLO, STDIO_SHARED };
-static atomic_int thread_stdio;
+CKC_HOT_DATA static atomic_int thread_stdio;
 
 struct stdio_list {
 	void (*lock)(void), (*unlock)(void);
