@@ -484,7 +484,7 @@ bool ckc_engine_ready(void)
  * library's code, a page of its own that every process with a pattern
  * faulted in at its start for that one call: glibc's own entry instead. */
 #ifdef __GLIBC__
-extern void *__dso_handle;
+extern void *__dso_handle __attribute__((visibility("hidden")));
 extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void), void *);
 #define icpt_atfork(prepare, parent, child) __register_atfork(prepare, parent, child, __dso_handle)
 #else
@@ -493,7 +493,7 @@ extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void), voi
 
 /* What the loader calls at the process's exit in place of the C runtime's
  * empty _fini, which lies past the end of the library's code, on a page
- * no other call of a short program touches (-fini in Makefile.am). */
+ * no other call of a short program touches (-fini, configure.ac). */
 CKC_START_PATH void ckc_fini_stub(void);
 CKC_START_PATH void ckc_fini_stub(void)
 {
