@@ -518,7 +518,7 @@ CKC_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
  * and a jump into the C library, with no frame of its own: a program
  * reading 4 bytes per fread pays about 9 ns a call. */
 CKC_WARM_PATH __attribute__((noinline)) static size_t stdio_slow(void *p, size_t size, size_t n, FILE *f, bool wr,
-						   bool locked)
+									  bool locked)
 {
 	if (f->_fileno < -1)
 		return wr ? ckc_stdio_fwrite(p, size, n, f, locked) : ckc_stdio_fread(p, size, n, f, locked);

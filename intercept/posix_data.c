@@ -294,25 +294,19 @@ VFD_IOV2_WRAPPER(preadv64v2, false)
 VFD_IOV2_WRAPPER(pwritev2, true)
 VFD_IOV2_WRAPPER(pwritev64v2, true)
 
-CKC_WARM_PATH CKC_EXPORT off_t lseek(int fd, off_t off, int whence)
-{
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v)
-		return REAL_KERNEL(lseek) ? ckc_syscall6(SYS_lseek, fd, off, whence, 0, 0, 0)
-					  : REAL(lseek)(fd, off, whence);
-	int saved = errno;
-	return ckc_result(ckc_vfd_lseek(v, off, whence), saved);
-}
-
-CKC_EXPORT off_t lseek64(int fd, off_t off, int whence)
-{
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v)
-		return REAL_KERNEL(lseek64) ? ckc_syscall6(SYS_lseek, fd, off, whence, 0, 0, 0)
-					    : REAL(lseek64)(fd, off, whence);
-	int saved = errno;
-	return ckc_result(ckc_vfd_lseek(v, off, whence), saved);
-}
+/* lseek and lseek64 (one function on 64-bit targets, two names). */
+#define LSEEK_WRAPPER(name)                                                                      \
+	CKC_WARM_PATH CKC_EXPORT off_t name(int fd, off_t off, int whence)                       \
+	{                                                                                        \
+		ckc_vfd_t *v = ckc_vfd_get(fd);                                                  \
+		if (!v)                                                                          \
+			return REAL_KERNEL(name) ? ckc_syscall6(SYS_lseek, fd, off, whence, 0, 0, 0) \
+						 : REAL(name)(fd, off, whence);                  \
+		int saved = errno;                                                               \
+		return ckc_result(ckc_vfd_lseek(v, off, whence), saved);                         \
+	}
+LSEEK_WRAPPER(lseek)
+LSEEK_WRAPPER(lseek64)
 
 /* The virtual descriptor behind fd while the cache answers for it (not
  * handed over to its real file), or NULL. */

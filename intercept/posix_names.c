@@ -1209,7 +1209,7 @@ CKC_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t count)
 }
 
 CKC_WARM_PATH CKC_EXPORT ssize_t copy_file_range(int in, off_t *inoff, int out, off_t *outoff, size_t count,
-				   unsigned int flags)
+						 unsigned int flags)
 {
 	if (!ckc_vfd_get(in) && !ckc_vfd_get(out))
 		return REAL(copy_file_range)(in, inoff, out, outoff, count, flags);
