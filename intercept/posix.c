@@ -1001,6 +1001,18 @@ CKC_TAGGED_PATH static int open_common(int dirfd, const char *path, int flags, m
 			goto opened;
 		errno = saved;
 	}
+	/* one name in a folder below which nothing can be tagged (tar, cp
+	 * -r, rsync over an untagged tree): what the look below would find,
+	 * without a path built; the folder's verdict goes to what is opened */
+	if (ro && (flags & O_TMPFILE) != O_TMPFILE && ckc_tag_name_none(dirfd, path)) {
+		fd = ro(dirfd, path, flags, mode);
+		if (fd < 0)
+			return ckc_enoent_checked(dirfd, path, fd);
+		(void)ckc_small_take(fd);
+		ckc_vfd_unseen(fd);
+		ckc_tag_opened_none(fd, flags);
+		return fd;
+	}
 	uint64_t t0 = 0;
 	bool timed = false, links = false, first = false;
 	/* a read passes to the real file whatever the path while the cache

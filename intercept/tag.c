@@ -249,15 +249,34 @@ void ckc_tag_dir_mark_none(int fd)
 	tag_dir_set(fd, TAG_DIR_NONE);
 }
 
+/* One name, not "." or "..". */
+static inline bool tag_plain_name(const char *p)
+{
+	return !(p[0] == '.' && (!p[1] || (p[1] == '.' && !p[2]))) && !strchr(p, '/');
+}
+
+CKC_TAGGED_PATH bool ckc_tag_name_none(int dirfd, const char *path)
+{
+	return dirfd >= 0 && path && path[0] && tag_dir_known_empty(dirfd) &&
+	       atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) && !ckc_in_vfork_child() &&
+	       tag_plain_name(path);
+}
+
+CKC_TAGGED_PATH void ckc_tag_opened_none(int fd, int flags)
+{
+	if ((flags & O_NOFOLLOW) && (size_t)fd < ckc_tag_dirv_cap)
+		tag_dir_set(fd, TAG_DIR_NONE);
+}
+
 CKC_TAGGED_PATH void ckc_tag_opened(int dirfd, const char *path, int flags, int fd)
 {
 	/* one name, not followed if it is a symbolic link: what is opened is
 	 * surely below dirfd (a walker's way: tar, du, find) */
-	if ((size_t)fd >= ckc_tag_dirv_cap || (size_t)dirfd >= ckc_tag_dirv_cap || !path || !*path ||
-	    !(flags & O_NOFOLLOW) || strchr(path, '/') || !strcmp(path, ".."))
+	if ((size_t)fd >= ckc_tag_dirv_cap || (size_t)dirfd >= ckc_tag_dirv_cap || !(flags & O_NOFOLLOW) ||
+	    atomic_load_explicit(&ckc_tag_dirv[dirfd], memory_order_relaxed) != TAG_DIR_NONE || !path || !*path ||
+	    strchr(path, '/') || !strcmp(path, ".."))
 		return;
-	if (atomic_load_explicit(&ckc_tag_dirv[dirfd], memory_order_relaxed) == TAG_DIR_NONE)
-		tag_dir_set(fd, TAG_DIR_NONE);
+	tag_dir_set(fd, TAG_DIR_NONE);
 }
 
 /* Whether path names a folder by its form: a last component "." or "..",
