@@ -32,7 +32,25 @@ typedef struct tag_pat {
 	/* the same of the last component ("*.bin"), else NULL */
 	const char *last_tail;
 	size_t last_tail_len;
+	/* comp's components as matched one by one (NULL: the whole glob is
+	 * matched): a path of as many components matches where each of its
+	 * components matches the pattern's (FNM_PATHNAME: no '*' or '?'
+	 * crosses a '/'), a component "*tail" by its end, a literal one by
+	 * its bytes */
+	struct tag_comp *comps;
+	int ncomps;
+	/* the components wholly inside the literal prefix (which a path
+	 * matched first), and the offset of the '/' after them */
+	int lit_comps;
+	size_t lit_off;
 } tag_pat_t;
+
+enum { COMP_LIT, COMP_TAIL, COMP_GLOB };
+typedef struct tag_comp {
+	const char *s; /* the component ("ckpt_*"), or its tail for COMP_TAIL */
+	size_t len;
+	int kind;
+} tag_comp_t;
 
 /* pat is '*' followed by literal bytes with no '/': those bytes, else NULL. */
 static const char *star_tail(const char *pat, size_t *len)
@@ -102,6 +120,32 @@ static void tag_split(tag_pat_t *t)
 		v[n++] = tok;
 	t->comp = v;
 	t->compbuf = copy;
+	tag_comp_t *c = n ? sys_calloc(n, sizeof(*c)) : NULL;
+	if (!c)
+		return; /* (the root alone: matched whole) */
+	for (size_t i = 0; i < n; i++) {
+		size_t tl;
+		const char *tail = star_tail(v[i], &tl);
+		if (tail)
+			c[i] = (tag_comp_t){ tail, tl, COMP_TAIL };
+		else if (!strpbrk(v[i], "*?"))
+			c[i] = (tag_comp_t){ v[i], strlen(v[i]), COMP_LIT };
+		else
+			c[i] = (tag_comp_t){ v[i], strlen(v[i]), COMP_GLOB };
+	}
+	t->comps = c;
+	t->ncomps = (int)n;
+	/* ("/run/ckpt_*": "run" lies before the prefix's last '/') */
+	t->lit_comps = 0;
+	t->lit_off = 0;
+	for (size_t off = 0; off < t->lit && t->glob[off] == '/';) {
+		const char *e = strchrnul(t->glob + off + 1, '/');
+		size_t end = (size_t)(e - t->glob);
+		if (end >= t->lit || !*e)
+			break;
+		t->lit_comps++;
+		off = t->lit_off = end;
+	}
 }
 
 /* Replaces every "%r" with the rank. */
@@ -157,6 +201,8 @@ CKC_START_PATH static int tag_add(const char *raw, long rank)
 	t->last = NULL;
 	t->comp = NULL;
 	t->compbuf = NULL;
+	t->comps = NULL;
+	t->ncomps = 0;
 	if (tag_splittable(t->glob)) {
 		tag_split(t);
 		if (!subtree)
@@ -180,9 +226,8 @@ CKC_TAGGED_PATH bool ckc_tag_name_may_match(const char *path)
 		return true;
 	while (end > 1 && path[end - 1] == '/')
 		end--;
-	size_t start = end;
-	while (start > 0 && path[start - 1] != '/')
-		start--;
+	const char *slash = memrchr(path, '/', end);
+	size_t start = slash ? (size_t)(slash - path) + 1 : 0;
 	size_t len = end - start;
 	if (len == 0 || len > NAME_MAX || (path[start] == '.' && (len == 1 || (len == 2 && path[start + 1] == '.'))))
 		return true;
@@ -294,6 +339,39 @@ CKC_TAGGED_PATH bool ckc_glob_match(const char *pat, const char *s, bool pathnam
 	}
 }
 
+/* Canonical absolute path canon against t's components (t->comps): what
+ * ckc_glob_match(t->glob, canon, true) answers, as both have single
+ * slashes between their components; -1 where it cannot be told so. */
+CKC_TAGGED_PATH static int tag_comps_match(const tag_pat_t *t, const char *canon)
+{
+	const char *p = canon + t->lit_off;
+	for (int i = t->lit_comps; i < t->ncomps; i++) {
+		if (*p != '/')
+			return 0; /* fewer components than the pattern */
+		p++;
+		const char *e = strchrnul(p, '/');
+		size_t n = (size_t)(e - p);
+		const tag_comp_t *c = &t->comps[i];
+		if (c->kind == COMP_LIT) {
+			if (n != c->len || memcmp(p, c->s, n) != 0)
+				return 0;
+		} else if (c->kind == COMP_TAIL) {
+			if (!tail_match(p, n, c->s, c->len, false))
+				return 0;
+		} else {
+			char comp[NAME_MAX + 1];
+			if (n > NAME_MAX)
+				return -1;
+			memcpy(comp, p, n);
+			comp[n] = '\0';
+			if (!ckc_glob_match(c->s, comp, false))
+				return 0;
+		}
+		p = e;
+	}
+	return *p == '\0';
+}
+
 CKC_TAGGED_PATH bool ckc_tag_match(const char *canon)
 {
 	for (int i = 0; i < tag_npats; i++) {
@@ -318,9 +396,17 @@ CKC_TAGGED_PATH bool ckc_tag_match(const char *canon)
 			}
 			continue;
 		}
-		/* the prefix matched: the rest of the pattern against the rest */
-		if (t->tail ? tail_match(canon + t->lit, strlen(canon + t->lit), t->tail, t->tail_len, true)
-			    : ckc_glob_match(t->glob + t->lit, canon + t->lit, true))
+		/* the prefix matched: the rest of the pattern against the rest
+		 * (by components where the rest has more than one) */
+		if (t->tail) {
+			if (tail_match(canon + t->lit, strlen(canon + t->lit), t->tail, t->tail_len, true))
+				return true;
+			continue;
+		}
+		int m = t->comps ? tag_comps_match(t, canon) : -1;
+		if (m < 0)
+			m = ckc_glob_match(t->glob + t->lit, canon + t->lit, true);
+		if (m)
 			return true;
 	}
 	return false;
@@ -353,6 +439,7 @@ CKC_START_PATH void ckc_tagpat_free(void)
 		sys_free(tag_pats[i].glob);
 		sys_free(tag_pats[i].comp);
 		sys_free(tag_pats[i].compbuf);
+		sys_free(tag_pats[i].comps);
 	}
 	sys_free(tag_pats);
 	tag_pats = NULL;

@@ -389,6 +389,47 @@ Test(tag, prefix_and_tail_patterns_agree_with_fnmatch)
 	cr_assert_gt(tails, 5000);
 }
 
+Test(tag, component_patterns_agree_with_fnmatch)
+{
+	/* patterns of several components with wildcards (files "ckpt_*.bin"
+	 * in folders "run*", "/d/run?/a*b/x"): matched component by component
+	 * (literal, '*' and a tail, others), tagging what fnmatch(FNM_PATHNAME)
+	 * matches of canonical paths of as many components and of others */
+	const char *pc[] = { "a", "ab", "*", "*b", "a*", "*.bin", "a*b", "?", "a?", "*a*", "b" };
+	const char *sc[] = { "a", "b", "ab", "ba", "x.bin", "a.bin", "aab", ".bin", "abab" };
+	unsigned seed = 4242;
+	char pat[128], path[128];
+	int matched = 0, tried = 0;
+	for (int i = 0; i < 4000; i++) {
+		int np = 1 + (int)(rand_r(&seed) % 4);
+		strcpy(pat, "/d");
+		for (int k = 0; k < np; k++) {
+			strcat(pat, "/");
+			strcat(pat, pc[rand_r(&seed) % (sizeof(pc) / sizeof(pc[0]))]);
+		}
+		ckc_tag_free();
+		load(pat, 0);
+		for (int j = 0; j < 30; j++) {
+			/* as many components as the pattern mostly, else one less or more */
+			int ns = np + (j % 5 == 0 ? (int)(rand_r(&seed) % 3) - 1 : 0);
+			strcpy(path, "/d");
+			for (int k = 0; k < ns; k++) {
+				strcat(path, "/");
+				strcat(path, sc[rand_r(&seed) % (sizeof(sc) / sizeof(sc[0]))]);
+			}
+			bool want = fnmatch(pat, path, FNM_PATHNAME) == 0;
+			cr_assert_eq(ckc_tag_match(path), want, "pattern \"%s\", \"%s\": %d, fnmatch %d", pat, path, !want,
+				     want);
+			if (want)
+				cr_assert(ckc_tag_name_may_match(path), "pattern \"%s\": the name of \"%s\"", pat, path);
+			matched += want;
+			tried++;
+		}
+	}
+	ckc_tag_free();
+	cr_assert_gt(matched, tried / 20, "too few matches to say anything: %d of %d", matched, tried);
+}
+
 /* The kept path of a folder's descriptor and of the working directory (a
  * walker's reads of each name, which go to the real files whatever the
  * path): only such a lookup keeps or uses one; a number closed or replaced
