@@ -707,7 +707,10 @@ static int home_publish(char *tmp, const char *key, int fd, const ckc_fid_t *bas
 	dir_change_t c;
 	dir_change_begin(key, &c);
 	int rc = home_publish_in(tmp, key, fd, base, fsync_it, keep_open, a);
-	dir_change_end(key, &c, rc == 0);
+	/* (one that failed may have changed the folder all the same: its
+	 * temporary name linked there and removed, a close that failed after
+	 * the file was linked, a folder sync that failed) */
+	dir_change_end(key, &c, true);
 	return rc;
 }
 
