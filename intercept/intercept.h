@@ -170,8 +170,8 @@ static inline void ckc_tag_dpath_gone(int fd)
 void ckc_tag_opened(int dirfd, const char *path, int flags, int fd);
 /* Whether path is one name (not "." or "..") at directory descriptor dirfd,
  * below which nothing can be tagged while nothing is cached here: a
- * walker's open, stat or link look over an untagged tree, which then needs
- * no path built. The interception on, not in a vfork child. */
+ * walker's open over an untagged tree, which then needs no path built.
+ * The interception on, not in a vfork child. */
 bool ckc_tag_name_none(int dirfd, const char *path);
 /* ckc_tag_opened after ckc_tag_name_none held: fd opened by that name. */
 void ckc_tag_opened_none(int fd, int flags);

@@ -249,17 +249,13 @@ void ckc_tag_dir_mark_none(int fd)
 	tag_dir_set(fd, TAG_DIR_NONE);
 }
 
-/* One name, not "." or "..". */
-static inline bool tag_plain_name(const char *p)
-{
-	return !(p[0] == '.' && (!p[1] || (p[1] == '.' && !p[2]))) && !strchr(p, '/');
-}
+static size_t tag_one_name(const char *path);
 
 CKC_TAGGED_PATH bool ckc_tag_name_none(int dirfd, const char *path)
 {
 	return dirfd >= 0 && path && path[0] && tag_dir_known_empty(dirfd) &&
 	       atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) && !ckc_in_vfork_child() &&
-	       tag_plain_name(path);
+	       tag_one_name(path) != 0;
 }
 
 CKC_TAGGED_PATH void ckc_tag_opened_none(int fd, int flags)

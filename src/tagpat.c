@@ -397,7 +397,7 @@ CKC_TAGGED_PATH bool ckc_tag_match(const char *canon)
 			continue;
 		}
 		/* the prefix matched: the rest of the pattern against the rest
-		 * (by components where the rest has more than one) */
+		 * (component by component where the pattern could be split) */
 		if (t->tail) {
 			if (tail_match(canon + t->lit, strlen(canon + t->lit), t->tail, t->tail_len, true))
 				return true;
