@@ -22,8 +22,7 @@ typedef struct tag_pat {
 	size_t lit;      /* length of its literal prefix (no wildcard before) */
 	bool subtree;    /* last component "**": everything below glob */
 	const char *last; /* glob's last component; NULL: any name may match */
-	char **comp;     /* glob's components (NULL-terminated); NULL: split unsure */
-	char *compbuf;   /* the strings comp points into */
+	char *compbuf;   /* the strings comps point into */
 	/* where what follows the literal prefix is one '*' and literal bytes
 	 * ("/run/ckpt_*.bin"): those bytes (a match is a name of the prefix's
 	 * folder that ends with them), else NULL */
@@ -32,11 +31,12 @@ typedef struct tag_pat {
 	/* the same of the last component ("*.bin"), else NULL */
 	const char *last_tail;
 	size_t last_tail_len;
-	/* comp's components as matched one by one (NULL: the whole glob is
-	 * matched): a path of as many components matches where each of its
-	 * components matches the pattern's (FNM_PATHNAME: no '*' or '?'
-	 * crosses a '/'), a component "*tail" by its end, a literal one by
-	 * its bytes */
+	/* glob's components (split: false where a '/' might sit in a
+	 * bracket or be escaped), matched one by one: a path of as many
+	 * components matches where each of its components matches the
+	 * pattern's (FNM_PATHNAME: no '*' or '?' crosses a '/'), a component
+	 * "*tail" by its end, a literal one by its bytes */
+	bool split;
 	struct tag_comp *comps;
 	int ncomps;
 	/* the components wholly inside the literal prefix (which a path
@@ -47,7 +47,7 @@ typedef struct tag_pat {
 
 enum { COMP_LIT, COMP_TAIL, COMP_GLOB };
 typedef struct tag_comp {
-	const char *s; /* the component ("ckpt_*"), or its tail for COMP_TAIL */
+	const char *s; /* the component ("ckpt_*", "*.bin": its tail follows the '*') */
 	size_t len;
 	int kind;
 } tag_comp_t;
@@ -102,39 +102,30 @@ CKC_START_PATH static char *tag_token(char *s, char sep, char **save)
 	return p;
 }
 
-/* Splits t's canonical glob into components (t->comp, NULL-terminated);
- * leaves t->comp NULL when it cannot. */
+/* Splits t's canonical glob into components (t->comps); leaves t->split
+ * false when it cannot. */
 static void tag_split(tag_pat_t *t)
 {
 	size_t n = 0;
 	for (const char *p = t->glob; *p; p++)
 		n += *p == '/';
-	char **v = sys_calloc(n + 1, sizeof(*v)), *copy = strdup(t->glob), *save = NULL;
-	if (!v || !copy) {
-		sys_free(v);
+	tag_comp_t *c = sys_calloc(n + 1, sizeof(*c));
+	char *copy = strdup(t->glob), *save = NULL;
+	if (!c || !copy) {
+		sys_free(c);
 		sys_free(copy);
 		return;
 	}
 	n = 0;
-	for (char *tok = tag_token(copy, '/', &save); tok; tok = tag_token(NULL, '/', &save))
-		v[n++] = tok;
-	t->comp = v;
-	t->compbuf = copy;
-	tag_comp_t *c = n ? sys_calloc(n, sizeof(*c)) : NULL;
-	if (!c)
-		return; /* (the root alone: matched whole) */
-	for (size_t i = 0; i < n; i++) {
+	for (char *tok = tag_token(copy, '/', &save); tok; tok = tag_token(NULL, '/', &save)) {
 		size_t tl;
-		const char *tail = star_tail(v[i], &tl);
-		if (tail)
-			c[i] = (tag_comp_t){ tail, tl, COMP_TAIL };
-		else if (!strpbrk(v[i], "*?"))
-			c[i] = (tag_comp_t){ v[i], strlen(v[i]), COMP_LIT };
-		else
-			c[i] = (tag_comp_t){ v[i], strlen(v[i]), COMP_GLOB };
+		int kind = star_tail(tok, &tl) ? COMP_TAIL : strpbrk(tok, "*?") ? COMP_GLOB : COMP_LIT;
+		c[n++] = (tag_comp_t){ tok, strlen(tok), kind };
 	}
 	t->comps = c;
 	t->ncomps = (int)n;
+	t->compbuf = copy;
+	t->split = true;
 	/* ("/run/ckpt_*": "run" lies before the prefix's last '/') */
 	t->lit_comps = 0;
 	t->lit_off = 0;
@@ -199,8 +190,8 @@ CKC_START_PATH static int tag_add(const char *raw, long rank)
 	t->lit = strcspn(canon, "*?[\\");
 	t->subtree = subtree;
 	t->last = NULL;
-	t->comp = NULL;
 	t->compbuf = NULL;
+	t->split = false;
 	t->comps = NULL;
 	t->ncomps = 0;
 	if (tag_splittable(t->glob)) {
@@ -257,7 +248,7 @@ static bool tag_dir_may_hold(const tag_pat_t *t, const char *dir)
 	char comp[NAME_MAX + 1];
 	size_t i = 0;
 
-	if (!t->comp)
+	if (!t->split)
 		return true;
 	for (const char *p = dir; *p;) {
 		while (*p == '/')
@@ -265,20 +256,20 @@ static bool tag_dir_may_hold(const tag_pat_t *t, const char *dir)
 		if (!*p)
 			break;
 		size_t len = strcspn(p, "/");
-		if (!t->comp[i])
+		if (i == (size_t)t->ncomps)
 			return t->subtree; /* deeper than the pattern */
 		if (len > NAME_MAX)
 			return true;
 		memcpy(comp, p, len);
 		comp[len] = '\0';
-		if (!ckc_glob_match(t->comp[i], comp, false))
+		if (!ckc_glob_match(t->comps[i].s, comp, false))
 			return false;
 		i++;
 		p += len;
 	}
 	/* an ancestor of what t names, or (subtree) its root: what is below it
 	 * may match; a non-subtree pattern needs at least one component more */
-	return t->subtree || t->comp[i] != NULL;
+	return t->subtree || i < (size_t)t->ncomps;
 }
 
 /* No path below canonical directory dir can be tagged. */
@@ -356,7 +347,7 @@ CKC_TAGGED_PATH static int tag_comps_match(const tag_pat_t *t, const char *canon
 			if (n != c->len || memcmp(p, c->s, n) != 0)
 				return 0;
 		} else if (c->kind == COMP_TAIL) {
-			if (!tail_match(p, n, c->s, c->len, false))
+			if (!tail_match(p, n, c->s + 1, c->len - 1, false))
 				return 0;
 		} else {
 			char comp[NAME_MAX + 1];
@@ -403,7 +394,7 @@ CKC_TAGGED_PATH bool ckc_tag_match(const char *canon)
 				return true;
 			continue;
 		}
-		int m = t->comps ? tag_comps_match(t, canon) : -1;
+		int m = t->split && t->ncomps ? tag_comps_match(t, canon) : -1;
 		if (m < 0)
 			m = ckc_glob_match(t->glob + t->lit, canon + t->lit, true);
 		if (m)
@@ -437,7 +428,6 @@ CKC_START_PATH void ckc_tagpat_free(void)
 		return; /* (the first load: nothing to free) */
 	for (int i = 0; i < tag_npats; i++) {
 		sys_free(tag_pats[i].glob);
-		sys_free(tag_pats[i].comp);
 		sys_free(tag_pats[i].compbuf);
 		sys_free(tag_pats[i].comps);
 	}
