@@ -117,6 +117,35 @@ tools_walk_untagged() {
 	done
 }
 
+# tar, cp -r and cat over an untagged tree beside a tagged one (the opens
+# of each name at its folder's descriptor, which skip the tagged look): the
+# archive and the copy hold the bytes of every file, and a missing name, a
+# folder opened as a file and a file opened as a folder fail as without the
+# library, with the same messages.
+tools_untagged_tree_bytes() {
+	local d f i want got
+	mkdir -p ck
+	for d in $(seq 1 12); do
+		mkdir -p "tree/d$d/e"
+		for f in 1 2 3; do
+			randfile "tree/d$d/f$f.bin" $((d * 1000 + f * 37))
+			randfile "tree/d$d/e/g$f.dat" $((f * 4096 + d))
+		done
+	done
+	ck -- tar -C "$T" -cf "$T/with.tar" tree || fail "tar of the untagged tree: exit status $?"
+	mkdir -p out && tar -C out -xf "$T/with.tar" || fail "tar -x without the library"
+	diff -r tree out/tree >/dev/null || fail "tar of the untagged tree: $(diff -r tree out/tree 2>&1 | head -1)"
+	ck -- cp -r tree copy || fail "cp -r of the untagged tree: exit status $?"
+	diff -r tree copy >/dev/null || fail "cp -r of the untagged tree: $(diff -r tree copy 2>&1 | head -1)"
+	for i in "cat tree/d1/missing.bin" "cat tree/d1/e" "ls tree/d1/f1.bin/" "tar -C $T -cf $T/bad.tar tree/d2/none"; do
+		# shellcheck disable=SC2086
+		want=$(cd "$T" && $i 2>&1 >/dev/null; echo "status $?")
+		# shellcheck disable=SC2086
+		got=$(cd "$T" && ck -- $i 2>&1 >/dev/null | grep -v '^ckptcache'; echo "status ${PIPESTATUS[0]}")
+		[ "$got" = "$want" ] || fail "$i: with the library '$got', without '$want'"
+	done
+}
+
 # walk_compare SLACK PATTERN CMD...: CMD makes at most SLACK path look-ups
 # (readlink, getcwd) more with the library than without it.
 walk_compare() {
@@ -696,6 +725,7 @@ PYEOF
 case_add tools/cp tools_cp
 case_add tools/cp-preserve tools_cp_preserve
 case_add_alone tools/walk-untagged tools_walk_untagged
+case_add tools/untagged-tree-bytes tools_untagged_tree_bytes
 case_add_alone tools/walk-tagged tools_walk_tagged
 case_add tools/cat tools_cat
 case_add_alone tools/read-looks-once tools_read_looks_once
