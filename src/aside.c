@@ -57,11 +57,27 @@ static void aside_keep(aside_t *a, aside_side_t s, double bw)
 	aside_set(a, s, a->n[s] - 1, bw);
 }
 
+/* The largest gap between tries of the cache while the real path is
+ * chosen: ASIDE_EVERY_MAX_CACHE, or more where a try costs more than
+ * ASIDE_TRY_SHARE of the checkpoints between two (a try costs what the
+ * cache takes over the real path: bw_home / bw_cache - 1 checkpoints of
+ * the real path's time). */
+static uint32_t aside_most_cache(const aside_t *a)
+{
+	if (!(a->bw[ASIDE_CACHE] > 0) || !(a->bw[ASIDE_HOME] > 0))
+		return ASIDE_EVERY_MAX_CACHE;
+	double cost = a->bw[ASIDE_HOME] / a->bw[ASIDE_CACHE] - 1.0;
+	double want = cost / ASIDE_TRY_SHARE;
+	if (want <= ASIDE_EVERY_MAX_CACHE)
+		return ASIDE_EVERY_MAX_CACHE;
+	return want >= ASIDE_EVERY_MAX_SLOW ? ASIDE_EVERY_MAX_SLOW : (uint32_t)want;
+}
+
 void aside_prior(aside_t *a, double bw_cache, double bw_home, uint32_t since, uint32_t every)
 {
 	if (!a->on)
 		return;
-	if (every >= ASIDE_EVERY_MIN && every <= ASIDE_EVERY_MAX_CACHE) {
+	if (every >= ASIDE_EVERY_MIN && every <= ASIDE_EVERY_MAX_SLOW) {
 		a->every = every;
 		a->since = since < every ? since : every;
 	}
@@ -71,6 +87,15 @@ void aside_prior(aside_t *a, double bw_cache, double bw_home, uint32_t since, ui
 			aside_keep(a, (aside_side_t)s, bw[s]);
 	if (bw_cache > 0 && bw_home > 0)
 		a->choice = aside_better(a);
+}
+
+void aside_prior_settled(aside_t *a, double bw_cache, double bw_home)
+{
+	if (!a->on || !(bw_cache > 0) || !(bw_home > 0))
+		return;
+	aside_prior(a, bw_cache, bw_home, 0, 0);
+	a->every = a->choice == ASIDE_HOME ? aside_most_cache(a) : ASIDE_EVERY_MAX;
+	a->since = 0;
 }
 
 aside_side_t aside_peek(const aside_t *a)
@@ -171,9 +196,9 @@ static bool aside_sample_favours(const aside_t *a, aside_side_t s, double speed)
 /* A try confirmed the choice: the next comes after twice as many. */
 static void aside_space_tries(aside_t *a)
 {
-	uint32_t most = a->choice == ASIDE_HOME ? ASIDE_EVERY_MAX_CACHE : ASIDE_EVERY_MAX;
+	uint32_t most = a->choice == ASIDE_HOME ? aside_most_cache(a) : ASIDE_EVERY_MAX;
 	if (a->every < most)
-		a->every *= 2;
+		a->every = a->every * 2 < ASIDE_EVERY_MAX_SLOW ? a->every * 2 : ASIDE_EVERY_MAX_SLOW;
 }
 
 CKC_TAGGED_PATH static bool aside_learn(aside_t *a, aside_side_t s, double speed)

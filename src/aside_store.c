@@ -149,11 +149,20 @@ static void store_apply(aside_t *a, const store_rec_t *r)
 		  "the real paths", r->bw_cache / 1e9, r->bw_home / 1e9);
 }
 
-void ckc_aside_load(aside_t *a, const char *paths)
+/* the small checkpoints' speeds of record r, 0 where not measured */
+static double store_small_bw(const store_rec_t *r, int k)
+{
+	return r->small_bw[k] > 0 && r->small_bw[k] < 1e12 ? r->small_bw[k] : 0;
+}
+
+void ckc_aside_load(aside_t *a, aside_t *small, const char *paths)
 {
 	store_rec_t r;
-	if (a->on && paths && store_find(paths, &r))
-		store_apply(a, &r);
+	if (!a->on || !paths || !store_find(paths, &r))
+		return;
+	store_apply(a, &r);
+	if (small)
+		aside_prior_settled(small, store_small_bw(&r, ASIDE_CACHE), store_small_bw(&r, ASIDE_HOME));
 }
 
 /* checkpoints sent to their real paths before the cache started */
@@ -167,9 +176,8 @@ bool ckc_aside_first_home(const char *paths, bool *small_home)
 	double bw[2] = { 0, 0 };
 	if (paths && store_find(paths, &r)) {
 		store_apply(&a, &r);
-		/* the small checkpoints' speeds, 0 where not measured */
 		for (int k = 0; k < 2; k++)
-			bw[k] = r.small_bw[k] > 0 && r.small_bw[k] < 1e12 ? r.small_bw[k] : 0;
+			bw[k] = store_small_bw(&r, k);
 	}
 	/* the small ones went faster to their real paths, as the model takes
 	 * them there (aside.h: ASIDE_ENTER) */

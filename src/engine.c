@@ -227,8 +227,8 @@ static int engine_start(void)
 	aside_init(&ckc_eng.aside, c->step_aside && c->capture == CKC_CAPTURE_COPY &&
 					   c->persist == CKC_PERSIST_ALWAYS && ckc_eng.ntier > 1 &&
 					   ckc_eng.tier[0].kind != TIER_GPU);
-	ckc_aside_load(&ckc_eng.aside, c->paths);
 	aside_init(&ckc_eng.aside_small, ckc_eng.aside.on);
+	ckc_aside_load(&ckc_eng.aside, &ckc_eng.aside_small, c->paths);
 	/* the hint file as it is now, before the first read is counted */
 	ckc_mutex_lock(&ckc_eng.lock);
 	ckc_hints_poll(false);

@@ -597,8 +597,9 @@ void eng_aside_note(ckc_obj_t *o);
  * their processes at a folder of their own) */
 extern const char *ckc_aside_store_dir;
 int ckc_aside_store_path(char *out, size_t len);
-/* Starts a from this node's last record for paths, if a recent one. */
-void ckc_aside_load(aside_t *a, const char *paths);
+/* Starts a from this node's last record for paths, if a recent one, and
+ * small (if not NULL) from the small checkpoints' speeds it holds. */
+void ckc_aside_load(aside_t *a, aside_t *small, const char *paths);
 /* Records what a learnt (both sides measured), at exit. */
 void ckc_aside_save(const aside_t *a, const aside_t *small, const char *paths);
 ckc_obj_t *eng_current_locked(const char *key);

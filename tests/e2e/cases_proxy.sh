@@ -169,15 +169,20 @@ proxy_ssd() {
 # once with the suite's other jobs running, 4 once with other programs
 # beside the suite, 6 once in the suite on a loaded 2-core machine; of 12
 # runs of this case alone, 3 read more than 3 at ded3caa and 1 at
-# cfee291. What the kernel keeps is its own: a run that reads more than 5
-# from the device runs again, up to 3 runs, each checked in full)
+# cfee291; under AddressSanitizer in a clean clone's CI, 6 in each of 3
+# runs, the sanitizer's shadow memory beside the suite's other jobs. What
+# the kernel keeps is its own: a run that reads more than 5 from the
+# device (8 under a sanitizer) runs again, up to 3 runs, each checked in
+# full. A read path that never asks the page cache fails home.hits>0
+# first)
 proxy_ssd_published() {
-	local k out
+	local k out most=5
+	under_sanitizer && most=8
 	for k in 1 2 3; do
 		ssd_elsewhere
 		proxy_config ssd.flush_ops\>0 home.hits\>0 -- CKPTCACHE_HOST_CACHE=4M \
 			CKPTCACHE_SSD_DIR="$SSD" CKPTCACHE_SSD_CACHE=32M CKPTCACHE_ORDER=none --
-		out=$("$PY" "$E2E/stats.py" "$STATS"/*.json -- ssd.read_ops\<=5 2>&1) && return 0
+		out=$("$PY" "$E2E/stats.py" "$STATS"/*.json -- ssd.read_ops\<=$most 2>&1) && return 0
 		echo "run $k: $out"
 		[ $k -lt 3 ] || fail "$(basename "$STATS"): $out (3 runs)"
 		rm -rf "$T/ck"

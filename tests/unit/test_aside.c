@@ -183,6 +183,29 @@ Test(aside, small_files_go_to_the_cache_where_the_file_system_is_slow_to_make_th
 	cr_assert_geq(later[ASIDE_HOME], 2800, "only %d of 3000 went straight", later[ASIDE_HOME]);
 }
 
+Test(aside, tries_of_a_much_slower_cache_cost_the_program_half_a_percent)
+{
+	/* a small file through the cache 150 us, 30 us straight (the build
+	 * machine's Python loop of 3,000: 153 against 33): tries every
+	 * ASIDE_EVERY_MAX_CACHE files cost the program 1.7% of its time */
+	int sent[2];
+	aside_t a = small_fresh(10000, 150, 30, sent);
+	cr_assert_eq(a.choice, ASIDE_HOME);
+	double spent = sent[ASIDE_HOME] * 30.0 + sent[ASIDE_CACHE] * 150.0, straight = 10000 * 30.0;
+	cr_assert_leq(spent / straight - 1.0, 0.01, "%d tries of the cache cost %.2f%%", sent[ASIDE_CACHE],
+		      100.0 * (spent / straight - 1.0));
+	cr_assert_geq(sent[ASIDE_CACHE], 5, "tries go on: %d", sent[ASIDE_CACHE]);
+	cr_assert_leq(a.every, ASIDE_EVERY_MAX_SLOW);
+	/* a cache only a little slower keeps the usual gap */
+	aside_t b = small_fresh(10000, 40, 30, sent);
+	cr_assert_eq(b.every, ASIDE_EVERY_MAX_CACHE);
+	/* and a real path that slows down is tried against the cache at once,
+	 * whatever the gap */
+	int later[2] = { 0, 0 };
+	small_world(&a, 40, 150, 900, later);
+	cr_assert_eq(a.choice, ASIDE_CACHE, "the cache was not tried again in 40 files");
+}
+
 Test(aside, a_time_sample_counts_a_pick_as_ended)
 {
 	aside_t a;
@@ -238,7 +261,7 @@ Test(aside, a_prior_starts_where_the_last_process_ended)
 	cr_assert_eq(aside_pick(&d), ASIDE_CACHE, "the try that was due");
 	aside_t e;
 	aside_init(&e, true);
-	aside_prior(&e, 2e9, 6e9, 3, 1000);
+	aside_prior(&e, 2e9, 6e9, 3, 2 * ASIDE_EVERY_MAX_SLOW);
 	cr_assert_eq(e.every, ASIDE_EVERY_MIN, "a rhythm out of range is not taken");
 	cr_assert_eq(aside_pick(&e), ASIDE_HOME);
 }
@@ -438,7 +461,7 @@ Test(aside_store, what_a_process_learnt_is_the_next_ones_prior, .init = private_
 
 	aside_t b;
 	aside_init(&b, true);
-	ckc_aside_load(&b, paths);
+	ckc_aside_load(&b, NULL, paths);
 	cr_assert_eq(b.n[ASIDE_CACHE], ASIDE_WARM, "the record's cache speed is a warm side");
 	cr_assert_float_eq(b.bw[ASIDE_CACHE], a.bw[ASIDE_CACHE], 1.0);
 	cr_assert_float_eq(b.bw[ASIDE_HOME], a.bw[ASIDE_HOME], 1.0);
@@ -447,12 +470,12 @@ Test(aside_store, what_a_process_learnt_is_the_next_ones_prior, .init = private_
 
 	aside_t c;
 	aside_init(&c, true);
-	ckc_aside_load(&c, other);
+	ckc_aside_load(&c, NULL, other);
 	cr_assert_eq(c.n[ASIDE_CACHE] + c.n[ASIDE_HOME], 0, "another pattern has no record");
 
 	aside_t off;
 	aside_init(&off, false);
-	ckc_aside_load(&off, paths);
+	ckc_aside_load(&off, NULL, paths);
 	cr_assert_eq(off.n[ASIDE_CACHE] + off.n[ASIDE_HOME], 0, "a model that is off takes nothing");
 }
 
@@ -481,7 +504,7 @@ Test(aside_store, a_damaged_record_is_ignored, .init = private_store, .fini = pr
 	cr_assert_gt(damaged, 0);
 	aside_t b;
 	aside_init(&b, true);
-	ckc_aside_load(&b, paths);
+	ckc_aside_load(&b, NULL, paths);
 	cr_assert_eq(b.n[ASIDE_CACHE] + b.n[ASIDE_HOME], 0, "the damaged record was taken");
 	/* undo, so that the other records of this user stay good */
 	for (off_t off = 0; pread(fd, rec, sizeof(rec), off) == (ssize_t)sizeof(rec); off += 64) {
@@ -491,7 +514,7 @@ Test(aside_store, a_damaged_record_is_ignored, .init = private_store, .fini = pr
 	close(fd);
 	aside_t c;
 	aside_init(&c, true);
-	ckc_aside_load(&c, paths);
+	ckc_aside_load(&c, NULL, paths);
 	cr_assert_eq(c.n[ASIDE_CACHE], ASIDE_WARM, "restored, the record is taken again");
 }
 
@@ -546,7 +569,7 @@ Test(aside_store, the_mark_of_a_program_that_ends_behind_its_flushes, .init = pr
 	ckc_aside_save(&a, NULL, paths);
 	aside_t next;
 	aside_init(&next, true);
-	ckc_aside_load(&next, paths);
+	ckc_aside_load(&next, NULL, paths);
 	cr_assert(next.ends_behind, "the mark goes with the record");
 	cr_assert_eq(next.every, a.every, "and the rhythm of the tries is whole");
 	/* a process that cached only its tries, and waited for nothing */
@@ -565,8 +588,63 @@ Test(aside_store, the_mark_of_a_program_that_ends_behind_its_flushes, .init = pr
 	ckc_aside_save(&next, NULL, paths);
 	aside_t third;
 	aside_init(&third, true);
-	ckc_aside_load(&third, paths);
+	ckc_aside_load(&third, NULL, paths);
 	cr_assert_not(third.ends_behind);
+}
+
+/* The small checkpoints' record carries their speeds, not the rhythm of
+ * their tries: the next process's small model starts from those speeds
+ * at the gap they settle at, not from ASIDE_EVERY_MIN (a Python loop of
+ * 3,000 small files made 18 tries of a cache 4.6 times slower, each
+ * 120 us of the program's time). */
+Test(aside_store, the_small_checkpoints_record_spaces_the_next_process_tries, .init = private_store,
+     .fini = private_store_gone)
+{
+	char paths[128];
+	a_unique_pattern(paths, sizeof(paths), "small");
+	aside_t big, small;
+	aside_init(&big, true);
+	int sent[2];
+	small = small_fresh(3000, 150, 30, sent);
+	cr_assert_eq(small.choice, ASIDE_HOME);
+	ckc_aside_save(&big, &small, paths);
+
+	aside_t big2, small2;
+	aside_init(&big2, true);
+	aside_init(&small2, true);
+	ckc_aside_load(&big2, &small2, paths);
+	cr_assert_eq(small2.choice, ASIDE_HOME);
+	cr_assert_float_eq(small2.bw[ASIDE_CACHE], small.bw[ASIDE_CACHE], 1.0);
+	cr_assert_geq(small2.every, ASIDE_EVERY_MAX_CACHE, "the first try after %u files", small2.every);
+	int next[2] = { 0, 0 };
+	small_world(&small2, 3000, 150, 30, next);
+	cr_assert_leq(next[ASIDE_CACHE], 5, "%d of the next process's 3000 tried the cache", next[ASIDE_CACHE]);
+	cr_assert_geq(next[ASIDE_CACHE], 1, "it still tries it");
+
+	/* a record whose small checkpoints went faster through the cache */
+	aside_t quick = small_fresh(3000, 20, 400, sent);
+	cr_assert_eq(quick.choice, ASIDE_CACHE);
+	ckc_aside_save(&big, &quick, paths);
+	aside_t big3, small3;
+	aside_init(&big3, true);
+	aside_init(&small3, true);
+	ckc_aside_load(&big3, &small3, paths);
+	cr_assert_eq(small3.choice, ASIDE_CACHE, "the next process sends them to the cache from the first");
+	cr_assert_eq(small3.every, ASIDE_EVERY_MAX);
+
+	/* no record of small checkpoints: the model starts as a new one */
+	char bare[128];
+	a_unique_pattern(bare, sizeof(bare), "bare");
+	aside_t only;
+	aside_init(&only, true);
+	world(&only, 40, 16 * MiB, 2, 6, sent);
+	ckc_aside_save(&only, NULL, bare);
+	aside_t big4, small4;
+	aside_init(&big4, true);
+	aside_init(&small4, true);
+	ckc_aside_load(&big4, &small4, bare);
+	cr_assert_eq(small4.n[ASIDE_CACHE] + small4.n[ASIDE_HOME], 0);
+	cr_assert_eq(small4.every, ASIDE_EVERY_MIN);
 }
 
 /* Processes that end at once (the ranks of a job on one node, with
@@ -611,7 +689,7 @@ Test(aside_store, records_saved_at_once_are_all_kept, .init = private_store, .fi
 			snprintf(paths, sizeof(paths), "/at-once-%d-%d/*.bin", round, k);
 			aside_t b;
 			aside_init(&b, true);
-			ckc_aside_load(&b, paths);
+			ckc_aside_load(&b, NULL, paths);
 			kept += b.n[ASIDE_CACHE] == ASIDE_WARM;
 		}
 		cr_assert_eq(kept, PROCS, "round %d: %d of %d records kept", round, kept, PROCS);

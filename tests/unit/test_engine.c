@@ -1231,7 +1231,7 @@ Test(engine, an_exit_that_waited_for_the_flushes_sends_the_next_process_to_the_r
 	ckc_io_reset();
 	aside_t next;
 	aside_init(&next, true);
-	ckc_aside_load(&next, paths);
+	ckc_aside_load(&next, NULL, paths);
 	cr_assert_eq(aside_pick(&next), ASIDE_HOME, "the next process starts on the real path "
 		     "(%.2f GB/s into the cache, %.2f GB/s to the real path)", next.bw[ASIDE_CACHE] / 1e9,
 		     next.bw[ASIDE_HOME] / 1e9);
