@@ -173,6 +173,12 @@ void ckc_tag_opened(int dirfd, const char *path, int flags, int fd);
  * walker's open over an untagged tree, which then needs no path built.
  * The interception on, not in a vfork child. */
 bool ckc_tag_name_none(int dirfd, const char *path);
+/* Whether no pattern's last component matches path's last name (a
+ * script's JSON, a module an import opens, a tool's configuration), so
+ * that ckc_tagged_at would answer false without resolving it; not a name
+ * under /proc or /dev/fd (whose open opens the file behind a descriptor,
+ * posix.c). The interception on, not in a vfork child. */
+bool ckc_tag_name_untagged(const char *path);
 /* ckc_tag_opened after ckc_tag_name_none held: fd opened by that name. */
 void ckc_tag_opened_none(int fd, int flags);
 /* Directory descriptor fd is known to have nothing below it that can be

@@ -1013,6 +1013,16 @@ CKC_TAGGED_PATH static int open_common(int dirfd, const char *path, int flags, m
 		ckc_tag_opened_none(fd, flags);
 		return fd;
 	}
+	/* a name no pattern can match (a Python script's JSON, a module its
+	 * imports open): what the look below would answer, without the path
+	 * resolved */
+	if (ro && (flags & O_TMPFILE) != O_TMPFILE && ckc_tag_name_untagged(path)) {
+		fd = ro(dirfd, path, flags, mode);
+		if (fd < 0)
+			return ckc_enoent_checked(dirfd, path, fd);
+		(void)ckc_small_take(fd);
+		goto opened;
+	}
 	uint64_t t0 = 0;
 	bool timed = false, links = false, first = false;
 	/* a read passes to the real file whatever the path while the cache

@@ -258,6 +258,13 @@ CKC_TAGGED_PATH bool ckc_tag_name_none(int dirfd, const char *path)
 	       tag_one_name(path) != 0;
 }
 
+CKC_TAGGED_PATH bool ckc_tag_name_untagged(const char *path)
+{
+	return path && path[0] && atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) && !ckc_in_vfork_child() &&
+	       !(path[0] == '/' && (!strncmp(path, "/proc/", 6) || !strncmp(path, "/dev/fd/", 8))) &&
+	       !ckc_tag_name_may_match(path);
+}
+
 CKC_TAGGED_PATH void ckc_tag_opened_none(int fd, int flags)
 {
 	if ((flags & O_NOFOLLOW) && (size_t)fd < ckc_tag_dirv_cap)

@@ -184,6 +184,14 @@ procfd_case() {
 	run_ok "p at its real path" plain "$HELPER" check ck/p.bin 100K 8
 }
 
+# The same where the pattern names the checkpoints by their ending, which
+# /proc/self/fd/N and /dev/fd/N do not have (the open of an untagged name
+# skips the look at its path; those names are not untagged)
+procfd_named_case() {
+	helper_ok "reopen through /proc/self/fd" CKPTCACHE_PATHS="$T/ck/*.bin" -- procfd "$T/ck/p.bin" 100K 8
+	run_ok "p at its real path" plain "$HELPER" check ck/p.bin 100K 8
+}
+
 unsupported_uring() {
 	helper_ok "io_uring on tagged descriptors" -- uring "$T/ck/u1.bin" "$T/ck/u2.bin" 256K 9
 	run_ok "u2 at its real path" plain "$HELPER" check ck/u2.bin 256K 9
@@ -979,6 +987,7 @@ case_add fork-exec fork_exec_case
 case_add unsupported/raw-syscalls unsupported_raw
 case_add unsupported/mmap unsupported_mmap
 case_add fdops/proc-reopen procfd_case
+case_add fdops/proc-reopen-named procfd_named_case
 case_add unsupported/io_uring unsupported_uring
 case_add fdops/posix-aio posix_aio_case
 case_add locks unsupported_locks
