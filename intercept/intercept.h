@@ -173,12 +173,16 @@ void ckc_tag_opened(int dirfd, const char *path, int flags, int fd);
  * walker's open over an untagged tree, which then needs no path built.
  * The interception on, not in a vfork child. */
 bool ckc_tag_name_none(int dirfd, const char *path);
-/* Whether no pattern's last component matches path's last name (a
- * script's JSON, a module an import opens, a tool's configuration), so
- * that ckc_tagged_at would answer false without resolving it; not a name
- * under /proc or /dev/fd (whose open opens the file behind a descriptor,
- * posix.c). The interception on, not in a vfork child. */
-bool ckc_tag_name_untagged(const char *path);
+/* What path's last name tells of it, for an open (ckc_tag_name_look):
+ * CKC_NAME_UNTAGGED, no pattern's last component matches it (a script's
+ * JSON, a module an import opens), so that ckc_tagged_at would answer
+ * false without resolving it (the interception on, not in a vfork child,
+ * not a name under /proc or /dev/fd, whose open opens the file behind a
+ * descriptor, posix.c); CKC_NAME_MAY, some pattern's last component may
+ * match it (ckc_tagged_asked_named then skips that test); CKC_NAME_ASK,
+ * not looked at. */
+enum { CKC_NAME_ASK, CKC_NAME_UNTAGGED, CKC_NAME_MAY };
+int ckc_tag_name_look(const char *path);
 /* ckc_tag_opened after ckc_tag_name_none held: fd opened by that name. */
 void ckc_tag_opened_none(int fd, int flags);
 /* Directory descriptor fd is known to have nothing below it that can be
@@ -234,6 +238,9 @@ extern __thread bool ckc_tag_keep_ok;
  * (PATH_MAX bytes) and tells whether it is tagged. False for anything that
  * is not a tagged path (or while the thread is inside the engine). */
 bool ckc_tagged_at(int dirfd, const char *path, char *out);
+/* ckc_tagged_at for a path whose last name ckc_tag_name_look found may
+ * match (CKC_NAME_MAY): that test is not made again. */
+bool ckc_tagged_at_named(int dirfd, const char *path, char *out);
 
 /* ckc_tagged_at where the cache is off (a forked or a vfork child): only
  * whether the patterns tag path. */
@@ -395,6 +402,8 @@ bool ckc_node_holds_any(void);
  * processes holding it were asked to publish it: in a process whose cache
  * is off too, where the answer is false. */
 bool ckc_tagged_asked(int dirfd, const char *path, char *canon);
+/* The same through ckc_tagged_at_named. */
+bool ckc_tagged_asked_named(int dirfd, const char *path, char *canon);
 
 /* unlinkat(AT_REMOVEDIR) of the folder path (relative to dirfd), done by
  * real: what the cache (and the node's other processes) owe under it is

@@ -1191,9 +1191,9 @@ CKC_TAGGED_PATH void ckc_node_ask_at(int dirfd, const char *path)
 		ckc_node_ask(canon);
 }
 
-CKC_TAGGED_PATH bool ckc_tagged_asked(int dirfd, const char *path, char *canon)
+CKC_TAGGED_PATH static bool tagged_asked(int dirfd, const char *path, char *canon, bool named)
 {
-	if (ckc_tagged_at(dirfd, path, canon)) {
+	if (named ? ckc_tagged_at_named(dirfd, path, canon) : ckc_tagged_at(dirfd, path, canon)) {
 		ckc_node_writer_handed = false; /* read only after a tagged answer */
 		ckc_node_ask(canon);
 		return true;
@@ -1201,4 +1201,14 @@ CKC_TAGGED_PATH bool ckc_tagged_asked(int dirfd, const char *path, char *canon)
 	if (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child())
 		ckc_node_ask_at(dirfd, path);
 	return false;
+}
+
+CKC_TAGGED_PATH bool ckc_tagged_asked(int dirfd, const char *path, char *canon)
+{
+	return tagged_asked(dirfd, path, canon, false);
+}
+
+CKC_TAGGED_PATH bool ckc_tagged_asked_named(int dirfd, const char *path, char *canon)
+{
+	return tagged_asked(dirfd, path, canon, true);
 }

@@ -1016,7 +1016,8 @@ CKC_TAGGED_PATH static int open_common(int dirfd, const char *path, int flags, m
 	/* a name no pattern can match (a Python script's JSON, a module its
 	 * imports open): what the look below would answer, without the path
 	 * resolved */
-	if (ro && (flags & O_TMPFILE) != O_TMPFILE && ckc_tag_name_untagged(path)) {
+	int look = ro && (flags & O_TMPFILE) != O_TMPFILE ? ckc_tag_name_look(path) : CKC_NAME_ASK;
+	if (look == CKC_NAME_UNTAGGED) {
 		fd = ro(dirfd, path, flags, mode);
 		if (fd < 0)
 			return ckc_enoent_checked(dirfd, path, fd);
@@ -1029,7 +1030,7 @@ CKC_TAGGED_PATH static int open_common(int dirfd, const char *path, int flags, m
 	 * has not started (tag.c checks that): a folder's kept path may be
 	 * used for it */
 	ckc_tag_keep_ok = (flags & O_ACCMODE) == O_RDONLY && !(flags & (O_TRUNC | O_CREAT));
-	bool tagged = ckc_tagged_asked(dirfd, path, canon);
+	bool tagged = look == CKC_NAME_MAY ? ckc_tagged_asked_named(dirfd, path, canon) : ckc_tagged_asked(dirfd, path, canon);
 	ckc_tag_keep_ok = false;
 	if (tagged) {
 		fd = ckc_open_tagged(canon, flags, mode, &t0);

@@ -258,11 +258,23 @@ CKC_TAGGED_PATH bool ckc_tag_name_none(int dirfd, const char *path)
 	       tag_one_name(path) != 0;
 }
 
-CKC_TAGGED_PATH bool ckc_tag_name_untagged(const char *path)
+/* Whether path begins "/proc/" or "/dev/fd/" (byte by byte: no read
+ * past a shorter path's end). */
+static inline bool tag_fd_dir(const char *p)
 {
-	return path && path[0] && atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) && !ckc_in_vfork_child() &&
-	       !(path[0] == '/' && (!strncmp(path, "/proc/", 6) || !strncmp(path, "/dev/fd/", 8))) &&
-	       !ckc_tag_name_may_match(path);
+	if (p[0] != '/')
+		return false;
+	if (p[1] == 'p')
+		return p[2] == 'r' && p[3] == 'o' && p[4] == 'c' && p[5] == '/';
+	return p[1] == 'd' && p[2] == 'e' && p[3] == 'v' && p[4] == '/' && p[5] == 'f' && p[6] == 'd' && p[7] == '/';
+}
+
+CKC_TAGGED_PATH int ckc_tag_name_look(const char *path)
+{
+	if (!path || !path[0] || !atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child() ||
+	    tag_fd_dir(path))
+		return CKC_NAME_ASK;
+	return ckc_tag_name_may_match(path) ? CKC_NAME_MAY : CKC_NAME_UNTAGGED;
 }
 
 CKC_TAGGED_PATH void ckc_tag_opened_none(int fd, int flags)
@@ -288,11 +300,12 @@ CKC_TAGGED_PATH void ckc_tag_opened(int dirfd, const char *path, int flags, int 
 CKC_START_PATH static bool tag_dirish(const char *path)
 {
 	size_t n = strlen(path);
-	if (n && path[n - 1] == '/')
-		return true;
-	const char *last = strrchr(path, '/');
-	last = last ? last + 1 : path;
-	return !strcmp(last, ".") || !strcmp(last, "..");
+	if (!n || path[n - 1] == '/')
+		return n != 0;
+	if (path[n - 1] != '.')
+		return false;
+	/* a last component "." or ".." */
+	return n == 1 || path[n - 2] == '/' || (path[n - 2] == '.' && (n == 2 || path[n - 3] == '/'));
 }
 
 /* Such a path is the kernel's to answer: a version of the file it spells
@@ -317,7 +330,7 @@ CKC_START_PATH static void tag_dirish_first(int dirfd, const char *path)
 		(void)ckc_hand_over_path(canon);
 }
 
-static bool tag_path_at(int dirfd, const char *path, size_t one, char *out);
+static bool tag_path_at(int dirfd, const char *path, size_t one, char *out, bool named);
 
 /* A walker's name (tar, cp -r, a Python loop over os.listdir): one
  * component, not "." or "..": its length, else 0 (looked at in one pass:
@@ -330,7 +343,7 @@ CKC_TAGGED_PATH static size_t tag_one_name(const char *path)
 	return (size_t)(e - path);
 }
 
-CKC_TAGGED_PATH bool ckc_tagged_at(int dirfd, const char *path, char *out)
+CKC_TAGGED_PATH static bool tagged_at(int dirfd, const char *path, char *out, bool named)
 {
 	if (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child())
 		return false;
@@ -341,7 +354,17 @@ CKC_TAGGED_PATH bool ckc_tagged_at(int dirfd, const char *path, char *out)
 		errno = saved;
 		return false;
 	}
-	return tag_path_at(dirfd, path, one, out);
+	return tag_path_at(dirfd, path, one, out, named);
+}
+
+CKC_TAGGED_PATH bool ckc_tagged_at(int dirfd, const char *path, char *out)
+{
+	return tagged_at(dirfd, path, out, false);
+}
+
+CKC_TAGGED_PATH bool ckc_tagged_at_named(int dirfd, const char *path, char *out)
+{
+	return tagged_at(dirfd, path, out, true);
 }
 
 /* canon lies below folder dir (canonical, not the root). */
@@ -353,12 +376,12 @@ static bool tag_below(const char *canon, const char *dir)
 
 CKC_START_PATH bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 {
-	return tag_path_at(dirfd, path, path && *path ? tag_one_name(path) : 0, out);
+	return tag_path_at(dirfd, path, path && *path ? tag_one_name(path) : 0, out, false);
 }
 
 /* ckc_tag_path_at; one: path's length if it is one name (tag_one_name),
- * else 0. */
-CKC_TAGGED_PATH static bool tag_path_at(int dirfd, const char *path, size_t one, char *out)
+ * else 0; named: ckc_tag_name_may_match(path) held already. */
+CKC_TAGGED_PATH static bool tag_path_at(int dirfd, const char *path, size_t one, char *out, bool named)
 {
 	char base[PATH_MAX];
 	const char *b = NULL;
@@ -372,7 +395,7 @@ CKC_TAGGED_PATH static bool tag_path_at(int dirfd, const char *path, size_t one,
 						  !ckc_holds_objects()
 					: tag_dir_known_empty(dirfd)))
 		return false;
-	if (!ckc_tag_name_may_match(path))
+	if (!named && !ckc_tag_name_may_match(path))
 		return false;
 	bool all = false;
 	/* (one name: its folder's path goes where the name is joined to it) */

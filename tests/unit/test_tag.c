@@ -578,6 +578,45 @@ Test(tag, a_path_spelt_as_a_folder_is_not_tagged)
 	cr_assert_not(ckc_tagged_at(AT_FDCWD, "/r/a.bin//", out));
 	cr_assert_not(ckc_tagged_at(AT_FDCWD, "/r/a.bin/.", out));
 	cr_assert_not(ckc_tagged_at(AT_FDCWD, "/r/sub/..", out));
+	/* names that end in dots without being "." or ".." are files */
+	cr_assert(ckc_tagged_at(AT_FDCWD, "/r/a.b.", out));
+	cr_assert(ckc_tagged_at(AT_FDCWD, "/r/..a", out));
+	cr_assert(ckc_tagged_at(AT_FDCWD, "/r/a..", out));
+	cr_assert_not(ckc_tagged_at(AT_FDCWD, "/r/sub/.", out));
+	ckc_tag_free();
+}
+
+/* An open's first look at a path's last name: a name no pattern's last
+ * component matches is untagged at once; a name under /proc or /dev/fd is
+ * left to the full look (its open opens the file behind a descriptor),
+ * read byte by byte; the answer agrees with ckc_tagged_at's. */
+Test(tag, an_open_looks_at_the_last_name_first)
+{
+	char out[PATH_MAX];
+	load("/r/*.bin:/t/ckpt_*", 0);
+	cr_assert_eq(ckc_tag_name_look("/r/a.bin"), CKC_NAME_MAY);
+	cr_assert_eq(ckc_tag_name_look("ckpt_1"), CKC_NAME_MAY);
+	cr_assert_eq(ckc_tag_name_look("/r/a.json"), CKC_NAME_UNTAGGED);
+	cr_assert_not(ckc_tagged_at(AT_FDCWD, "/r/a.json", out));
+	cr_assert_eq(ckc_tag_name_look("/q/a.bin"), CKC_NAME_MAY, "by its name alone");
+	cr_assert_not(ckc_tagged_at_named(AT_FDCWD, "/q/a.bin", out), "the path decides");
+	cr_assert(ckc_tagged_at_named(AT_FDCWD, "/r/a.bin", out));
+	cr_assert_str_eq(out, "/r/a.bin");
+	cr_assert_eq(ckc_tag_name_look("/proc/self/fd/3"), CKC_NAME_ASK);
+	cr_assert_eq(ckc_tag_name_look("/dev/fd/3"), CKC_NAME_ASK);
+	cr_assert_eq(ckc_tag_name_look("/dev/fdx"), CKC_NAME_UNTAGGED);
+	cr_assert_eq(ckc_tag_name_look("/pr"), CKC_NAME_UNTAGGED);
+	cr_assert_eq(ckc_tag_name_look("/d"), CKC_NAME_UNTAGGED);
+	cr_assert_eq(ckc_tag_name_look(""), CKC_NAME_ASK);
+	cr_assert_eq(ckc_tag_name_look("/r/."), CKC_NAME_MAY, "a folder's form is the full look's");
+	atomic_store(&ckc_icpt_on, false);
+	cr_assert_eq(ckc_tag_name_look("/r/a.json"), CKC_NAME_ASK, "the interception off");
+	atomic_store(&ckc_icpt_on, true);
+	ckc_tag_free();
+	/* a folder whose every name is tagged: any last name may match */
+	load("/r/*.bin:/s/**", 0);
+	cr_assert_eq(ckc_tag_name_look("/s/x/anything"), CKC_NAME_MAY);
+	cr_assert_eq(ckc_tag_name_look("/r/a.json"), CKC_NAME_MAY);
 	ckc_tag_free();
 }
 
