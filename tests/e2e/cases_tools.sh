@@ -117,6 +117,26 @@ tools_walk_untagged() {
 	done
 }
 
+# dd of a file into a tagged path (its first checkpoint, written straight
+# to the real path, reads the node's record of the program): a process that
+# never had a second thread places the library's descriptors above its own
+# without reading /proc/self/status; the copy holds the bytes.
+tools_dd_no_table_read() {
+	command -v strace >/dev/null || note "strace is not installed"
+	under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
+	mkdir -p ck
+	randfile src.bin 70000
+	timeout -k 5 "$CASE_TIMEOUT" strace -f -qq -e trace=openat -o strace.out \
+		env LD_PRELOAD="$PRELOAD" CKPTCACHE_PATHS="$T/ck/**" CKPTCACHE_STEP_ASIDE=auto CKPTCACHE_HOST_CACHE=32M \
+		dd if=src.bin of=ck/a.bin bs=64K status=none ||
+		fail "dd into a tagged path under strace: exit status $?"
+	cmp -s src.bin ck/a.bin || fail "dd into a tagged path: the copy differs"
+	local n
+	n=$(grep -c '"/proc/self/status"' strace.out)
+	[ "$n" -eq 0 ] || fail "dd into a tagged path read /proc/self/status $n time(s)"
+	grep -q 'ckptcache-aside' strace.out || fail "dd did not read the node's record (the case measures nothing)"
+}
+
 # tar, cp -r and cat over an untagged tree beside a tagged one (the opens
 # of each name at its folder's descriptor, which skip the tagged look): the
 # archive and the copy hold the bytes of every file, and a missing name, a
@@ -726,6 +746,7 @@ case_add tools/cp tools_cp
 case_add tools/cp-preserve tools_cp_preserve
 case_add_alone tools/walk-untagged tools_walk_untagged
 case_add tools/untagged-tree-bytes tools_untagged_tree_bytes
+case_add tools/dd-no-table-read tools_dd_no_table_read
 case_add_alone tools/walk-tagged tools_walk_tagged
 case_add tools/cat tools_cat
 case_add_alone tools/read-looks-once tools_read_looks_once
