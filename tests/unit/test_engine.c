@@ -1814,11 +1814,20 @@ Test(ssd, history_through_ssd_only_with_reverse_prefetch)
 		twrite(path, (uint64_t)i + 5, 1 * MiB + 1000, 65536 + 3);
 	}
 	cr_assert_eq(ckc_wait_flushed(), 0);
+	ckc_stats_t st;
 	for (int i = 9; i >= 0; i--) {
+		/* once the reads reach what the tier let go, the prefetcher
+		 * has up to 0.5 s to bring a checkpoint back before each read
+		 * (a reader that outruns it on a busy machine reads home
+		 * instead, and nothing is promoted) */
+		ckc_stats_get(&st);
+		for (int k = 0; i < 6 && st.tier[0].prefetch_ops == 0 && k < 500; k++) {
+			usleep(1000);
+			ckc_stats_get(&st);
+		}
 		tpath(&e, path, i);
 		tverify(path, (uint64_t)i + 5, 1 * MiB + 1000, 1 * MiB);
 	}
-	ckc_stats_t st;
 	ckc_stats_get(&st);
 	cr_assert_gt(st.tier[0].prefetch_ops, 0, "promoted from home into the ssd tier");
 	ckc_shutdown();
