@@ -97,6 +97,17 @@ void ckc_fd_own_end(void)
 	ckc_rw_unlock(&own_open_rw);
 }
 
+/* Whether the process never had a second thread (the C library's own
+ * mark): its table grows without waiting, so its size need not be read. */
+static inline bool fd_never_threaded(void)
+{
+#ifdef HAVE_SINGLE_THREADED
+	return __libc_single_threaded;
+#else
+	return false;
+#endif
+}
+
 int ckc_fd_above(int fd, int floor)
 {
 	long slots = atomic_load(&fd_slots), threads = atomic_load(&fd_threads);
@@ -109,13 +120,7 @@ int ckc_fd_above(int fd, int floor)
 	 * table's size is read again at most every FD_TABLE_NS: the engine
 	 * opens a file for each checkpoint it publishes, and reading
 	 * /proc/self/status for each cost 3,000 small files 60 ms. */
-#ifdef HAVE_SINGLE_THREADED
-	/* a process that never had a second thread grows its table without
-	 * waiting (the C library's own mark): nothing to read */
-	if (__libc_single_threaded)
-		slots = floor + 1;
-#endif
-	if (floor >= slots) {
+	if (floor >= slots && !fd_never_threaded()) {
 		uint64_t now = ckc_now_ns(), last = atomic_load(&fd_table_ns);
 		/* one thread then: maybe more now (no wait for those) */
 		if ((threads <= 1 || now - last >= FD_TABLE_NS) && fd_table(&slots, &threads)) {

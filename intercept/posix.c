@@ -1001,28 +1001,27 @@ CKC_TAGGED_PATH static int open_common(int dirfd, const char *path, int flags, m
 			goto opened;
 		errno = saved;
 	}
-	/* one name in a folder below which nothing can be tagged (tar, cp
-	 * -r, rsync over an untagged tree): what the look below would find,
-	 * without a path built; the folder's verdict goes to what is opened */
-	if (ro && (flags & O_TMPFILE) != O_TMPFILE && ckc_tag_name_none(dirfd, path)) {
-		fd = ro(dirfd, path, flags, mode);
-		if (fd < 0)
-			return ckc_enoent_checked(dirfd, path, fd);
-		(void)ckc_small_take(fd);
-		ckc_vfd_unseen(fd);
-		ckc_tag_opened_none(fd, flags);
-		return fd;
+	/* what the look below would answer untagged, without a path built:
+	 * one name in a folder below which nothing can be tagged (tar, cp -r,
+	 * rsync over an untagged tree), whose verdict goes to what is opened,
+	 * or a name no pattern can match (a Python script's JSON, a module
+	 * its imports open) */
+	bool none = false;
+	int look = CKC_NAME_ASK;
+	if (ro && (flags & O_TMPFILE) != O_TMPFILE) {
+		none = ckc_tag_name_none(dirfd, path);
+		look = none ? CKC_NAME_UNTAGGED : ckc_tag_name_look(path);
 	}
-	/* a name no pattern can match (a Python script's JSON, a module its
-	 * imports open): what the look below would answer, without the path
-	 * resolved */
-	int look = ro && (flags & O_TMPFILE) != O_TMPFILE ? ckc_tag_name_look(path) : CKC_NAME_ASK;
 	if (look == CKC_NAME_UNTAGGED) {
 		fd = ro(dirfd, path, flags, mode);
 		if (fd < 0)
 			return ckc_enoent_checked(dirfd, path, fd);
 		(void)ckc_small_take(fd);
-		goto opened;
+		if (!none)
+			goto opened;
+		ckc_vfd_unseen(fd);
+		ckc_tag_opened_none(fd, flags);
+		return fd;
 	}
 	uint64_t t0 = 0;
 	bool timed = false, links = false, first = false;

@@ -258,8 +258,9 @@ CKC_TAGGED_PATH bool ckc_tag_name_none(int dirfd, const char *path)
 	       tag_one_name(path) != 0;
 }
 
-/* Whether path begins "/proc/" or "/dev/fd/" (byte by byte: no read
- * past a shorter path's end). */
+/* Whether path begins "/proc/" or "/dev/fd/", the two forms whose
+ * descriptor number ckc_px_procfd_number (posix.c) then reads (byte by
+ * byte: no read past a shorter path's end). */
 static inline bool tag_fd_dir(const char *p)
 {
 	if (p[0] != '/')

@@ -592,6 +592,16 @@ Test(aside_store, the_mark_of_a_program_that_ends_behind_its_flushes, .init = pr
 	cr_assert_not(third.ends_behind);
 }
 
+/* What a new process takes from paths' record: its model of checkpoints
+ * into *small. */
+static void next_process_small(const char *paths, aside_t *small)
+{
+	aside_t big;
+	aside_init(&big, true);
+	aside_init(small, true);
+	ckc_aside_load(&big, small, paths);
+}
+
 /* The small checkpoints' record carries their speeds, not the rhythm of
  * their tries: the next process's small model starts from those speeds
  * at the gap they settle at, not from ASIDE_EVERY_MIN (a Python loop of
@@ -609,10 +619,8 @@ Test(aside_store, the_small_checkpoints_record_spaces_the_next_process_tries, .i
 	cr_assert_eq(small.choice, ASIDE_HOME);
 	ckc_aside_save(&big, &small, paths);
 
-	aside_t big2, small2;
-	aside_init(&big2, true);
-	aside_init(&small2, true);
-	ckc_aside_load(&big2, &small2, paths);
+	aside_t small2;
+	next_process_small(paths, &small2);
 	cr_assert_eq(small2.choice, ASIDE_HOME);
 	cr_assert_float_eq(small2.bw[ASIDE_CACHE], small.bw[ASIDE_CACHE], 1.0);
 	cr_assert_geq(small2.every, ASIDE_EVERY_MAX_CACHE, "the first try after %u files", small2.every);
@@ -625,10 +633,8 @@ Test(aside_store, the_small_checkpoints_record_spaces_the_next_process_tries, .i
 	aside_t quick = small_fresh(3000, 20, 400, sent);
 	cr_assert_eq(quick.choice, ASIDE_CACHE);
 	ckc_aside_save(&big, &quick, paths);
-	aside_t big3, small3;
-	aside_init(&big3, true);
-	aside_init(&small3, true);
-	ckc_aside_load(&big3, &small3, paths);
+	aside_t small3;
+	next_process_small(paths, &small3);
 	cr_assert_eq(small3.choice, ASIDE_CACHE, "the next process sends them to the cache from the first");
 	cr_assert_eq(small3.every, ASIDE_EVERY_MAX);
 
@@ -639,10 +645,8 @@ Test(aside_store, the_small_checkpoints_record_spaces_the_next_process_tries, .i
 	aside_init(&only, true);
 	world(&only, 40, 16 * MiB, 2, 6, sent);
 	ckc_aside_save(&only, NULL, bare);
-	aside_t big4, small4;
-	aside_init(&big4, true);
-	aside_init(&small4, true);
-	ckc_aside_load(&big4, &small4, bare);
+	aside_t small4;
+	next_process_small(bare, &small4);
 	cr_assert_eq(small4.n[ASIDE_CACHE] + small4.n[ASIDE_HOME], 0);
 	cr_assert_eq(small4.every, ASIDE_EVERY_MIN);
 }
