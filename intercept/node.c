@@ -43,15 +43,17 @@
 #define NODE_FRONT 4096u
 #define NODE_FRONT_PROBE 256u
 #define NODE_BACK (NODE_SLOTS - NODE_FRONT)
-/* "ckptnod3": the layout of the shared file and of the messages (2: the
+/* "ckptnod4": the layout of the shared file and of the messages (2: the
  * folder requests, which a process of layout 1 would leave unanswered; 3:
  * the front and the back, where a process of layout 2 would look for an
- * entry in the wrong place), each in a file of its own name, so that two
- * layouts never ask each other */
-#define NODE_MAGIC 0x636b70746e6f6433ull
-/* The table's file, in /dev/shm or /tmp: ckptcache-UID.nodes3 */
+ * entry in the wrong place; 4: the last slot of each part kept empty, so
+ * that a front whose every slot was once taken empties again, where
+ * layout 3 left it all freed slots that every search walked), each in a
+ * file of its own name, so that two layouts never ask each other */
+#define NODE_MAGIC 0x636b70746e6f6434ull
+/* The table's file, in /dev/shm or /tmp: ckptcache-UID.nodes4 */
 #define NODE_FILE_PREFIX "ckptcache-"
-#define NODE_FILE_SUFFIX ".nodes3"
+#define NODE_FILE_SUFFIX ".nodes4"
 /* How long an open waits for a holder to publish (a large checkpoint on a
  * slow file system). */
 #define NODE_ASK_WAIT_MS 60000
@@ -158,7 +160,7 @@ static bool pid_alive(pid_t pid)
 
 /* Maps this user's table (made on first use), or returns -1. Only a
  * regular file of this user, readable by nobody else, is used. */
-/* dir/ckptcache-UID.nodes3 into out (64 bytes), not with snprintf: a
+/* dir/ckptcache-UID.nodes4 into out (64 bytes), not with snprintf: a
  * forked child attaches before its new program, and a call the parent
  * never made is bound in each child (the loader's tables faulted in
  * again). */
@@ -307,15 +309,15 @@ static void node_hook(bool holds, const char *key)
  * another process that opens it with O_TRUNC would otherwise cache a new
  * version and publish it by rename, and this one's writes would go on in a
  * file no name leads to. Such a descriptor has a slot in a table of its own
- * (ckptcache-UID.inplace1 beside the node's, searched only by an open with
+ * (ckptcache-UID.inplace2 beside the node's, searched only by an open with
  * O_TRUNC: nobody is asked about it, and a process that holds nothing
  * unpublished counts for nothing in the node's table) for as long as it is
  * open; an O_TRUNC open that finds one of another live process writes in
  * place too. By descriptor number, to free it at the close. */
 #define INPLACE_SLOTS 4096u
-#define INPLACE_FILE_SUFFIX ".inplace1"
-/* "ckptinp1" */
-#define INPLACE_MAGIC 0x636b7074696e7031ull
+#define INPLACE_FILE_SUFFIX ".inplace2"
+/* "ckptinp2" (1: before the table's last slot was kept empty) */
+#define INPLACE_MAGIC 0x636b7074696e7032ull
 static node_hdr_t *inplace_hdr;
 static nodetab_slot_t *inplace_tab;
 static _Atomic uint64_t *inplace_val;

@@ -1,5 +1,9 @@
 /* The node registry's table: open addressing with linear probing over
- * shared slots, one compare-and-swap per change (see nodetab.h). */
+ * shared slots, one compare-and-swap per change (see nodetab.h). The last
+ * slot is no key's place and is never taken, and a search never goes past
+ * it: it stays empty, so that freed slots always have an empty one after
+ * them to be emptied from (reclaim, nodetab_compact), however full the
+ * table once was. */
 #include "config.h"
 
 #include <errno.h>
@@ -32,19 +36,28 @@ CKC_TAGGED_PATH pid_t nodetab_val_pid(uint64_t val)
 	return (pid_t)(val & PID_MASK);
 }
 
-static size_t probe_len(size_t n, size_t within)
+/* A key's place: one of the first n - 1 slots. */
+CKC_TAGGED_PATH static size_t place(uint64_t key, size_t n)
+{
+	return n > 1 ? (size_t)(key % (n - 1)) : 0;
+}
+
+/* The slots a search from start looks at: up to within, and not the last
+ * slot (nor past it). */
+CKC_TAGGED_PATH static size_t probe_len(size_t n, size_t start, size_t within)
 {
 	if (within > NODETAB_PROBE)
 		within = NODETAB_PROBE;
-	return n < within ? n : within;
+	size_t room = n > start + 1 ? n - 1 - start : 0;
+	return room < within ? room : within;
 }
 
 /* Whether a search from start reaches slot start + at: no empty slot
  * before it. */
-CKC_TAGGED_PATH static bool reaches(nodetab_slot_t *t, size_t n, size_t start, size_t at)
+CKC_TAGGED_PATH static bool reaches(nodetab_slot_t *t, size_t start, size_t at)
 {
 	for (size_t i = 0; i < at; i++)
-		if (atomic_load(&t[(start + i) % n]) == NODETAB_EMPTY)
+		if (atomic_load(&t[start + i]) == NODETAB_EMPTY)
 			return false;
 	return true;
 }
@@ -56,11 +69,11 @@ CKC_TAGGED_PATH int nodetab_add(nodetab_slot_t *t, size_t n, uint64_t val)
 
 CKC_TAGGED_PATH int nodetab_add_within(nodetab_slot_t *t, size_t n, uint64_t val, size_t within)
 {
-	size_t start = (size_t)(nodetab_val_key(val) % n), len = probe_len(n, within);
+	size_t start = place(nodetab_val_key(val), n), len = probe_len(n, start, within);
 	for (;;) {
 		size_t at = len;
 		for (size_t i = 0; i < len && at == len; i++) {
-			nodetab_slot_t *s = &t[(start + i) % n];
+			nodetab_slot_t *s = &t[start + i];
 			uint64_t v = atomic_load(s);
 			/* a slot another process takes meanwhile is skipped */
 			while (v == NODETAB_EMPTY || v == NODETAB_FREED)
@@ -74,25 +87,29 @@ CKC_TAGGED_PATH int nodetab_add_within(nodetab_slot_t *t, size_t n, uint64_t val
 		/* a freed slot before it that a removal emptied meanwhile
 		 * (nodetab_del) would stop a search short of it: placed again,
 		 * there or before */
-		if (reaches(t, n, start, at))
+		if (reaches(t, start, at))
 			return 0;
 		uint64_t v = val;
-		atomic_compare_exchange_strong(&t[(start + at) % n], &v, (uint64_t)NODETAB_FREED);
+		atomic_compare_exchange_strong(&t[start + at], &v, (uint64_t)NODETAB_FREED);
 	}
 }
 
-/* Slot i is freed: it becomes empty, and so does each freed slot before
- * it, while the slot after is empty. A search that reached such a slot
- * would stop at the next one anyway, and an addition whose search passed
- * it checks that it is still reachable (nodetab_add). Returns how many. */
-CKC_TAGGED_PATH static size_t reclaim(nodetab_slot_t *t, size_t n, size_t i)
+/* Slot i (before the last) is freed: it becomes empty, and so does each
+ * freed slot before it, while the slot after is empty. A search that
+ * reached such a slot would stop at the next one anyway, and an addition
+ * whose search passed it checks that it is still reachable (nodetab_add).
+ * Returns how many. */
+CKC_TAGGED_PATH static size_t reclaim(nodetab_slot_t *t, size_t i)
 {
 	size_t done = 0;
-	for (; done < n; done++, i = (i + n - 1) % n) {
-		if (atomic_load(&t[(i + 1) % n]) != NODETAB_EMPTY)
+	for (;; i--) {
+		if (atomic_load(&t[i + 1]) != NODETAB_EMPTY)
 			break;
 		uint64_t v = NODETAB_FREED;
 		if (!atomic_compare_exchange_strong(&t[i], &v, (uint64_t)NODETAB_EMPTY))
+			break;
+		done++;
+		if (i == 0)
 			break;
 	}
 	return done;
@@ -105,14 +122,14 @@ CKC_TAGGED_PATH int nodetab_del(nodetab_slot_t *t, size_t n, uint64_t val)
 
 CKC_TAGGED_PATH int nodetab_del_within(nodetab_slot_t *t, size_t n, uint64_t val, size_t within)
 {
-	size_t start = (size_t)(nodetab_val_key(val) % n), len = probe_len(n, within);
+	size_t start = place(nodetab_val_key(val), n), len = probe_len(n, start, within);
 	for (size_t i = 0; i < len; i++) {
-		nodetab_slot_t *s = &t[(start + i) % n];
+		nodetab_slot_t *s = &t[start + i];
 		uint64_t v = atomic_load(s);
 		if (v == NODETAB_EMPTY)
 			break;
 		if (v == val && atomic_compare_exchange_strong(s, &v, (uint64_t)NODETAB_FREED)) {
-			reclaim(t, n, (start + i) % n);
+			reclaim(t, start + i);
 			return 0;
 		}
 	}
@@ -121,18 +138,11 @@ CKC_TAGGED_PATH int nodetab_del_within(nodetab_slot_t *t, size_t n, uint64_t val
 
 size_t nodetab_compact(nodetab_slot_t *t, size_t n)
 {
-	size_t e = n, done = 0;
-	for (size_t i = 0; i < n && e == n; i++)
-		if (atomic_load(&t[i]) == NODETAB_EMPTY)
-			e = i;
-	if (e == n)
-		return 0; /* no empty slot to start from */
-	/* backwards from the slot before an empty one, once around */
-	for (size_t k = 1; k <= n; k++) {
-		size_t i = (e + n - k) % n;
+	size_t done = 0;
+	/* backwards from the slot before the last, which is always empty */
+	for (size_t i = n > 1 ? n - 1 : 0; i-- > 0;)
 		if (atomic_load(&t[i]) == NODETAB_FREED)
-			done += reclaim(t, n, i);
-	}
+			done += reclaim(t, i);
 	return done;
 }
 
@@ -144,9 +154,9 @@ CKC_TAGGED_PATH size_t nodetab_find(nodetab_slot_t *t, size_t n, uint64_t key, u
 CKC_TAGGED_PATH size_t nodetab_find_within(nodetab_slot_t *t, size_t n, uint64_t key, uint64_t *vals, size_t max, size_t *probed,
 			   size_t within)
 {
-	size_t start = (size_t)(key % n), len = probe_len(n, within), found = 0, i;
+	size_t start = place(key, n), len = probe_len(n, start, within), found = 0, i;
 	for (i = 0; i < len; i++) {
-		uint64_t v = atomic_load(&t[(start + i) % n]);
+		uint64_t v = atomic_load(&t[start + i]);
 		if (v == NODETAB_EMPTY)
 			break;
 		if (v != NODETAB_FREED && nodetab_val_key(v) == key) {

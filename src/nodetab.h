@@ -3,7 +3,10 @@
  * process holds bytes a real file lacks: 40 bits of the hash of the file's
  * canonical path, then 24 bits of the process id. Lock-free: every change
  * is one compare-and-swap of one slot, so a process killed at any moment
- * leaves the table whole (its slots stay until found dead). */
+ * leaves the table whole (its slots stay until found dead). A key's place
+ * is one of the first n - 1 slots, and its values lie from there on, never
+ * in the last slot and never past it: that slot stays empty, and freed
+ * slots empty again from it backwards however full the table once was. */
 #ifndef CKC_NODETAB_H
 #define CKC_NODETAB_H
 
@@ -29,7 +32,7 @@ uint64_t nodetab_val_key(uint64_t val);
 pid_t nodetab_val_pid(uint64_t val);
 
 /* Puts val in a free slot of t (n slots). 0, or -ENOSPC when none is free
- * within NODETAB_PROBE slots of its key's place. */
+ * within NODETAB_PROBE slots of its key's place and before the last. */
 int nodetab_add(nodetab_slot_t *t, size_t n, uint64_t val);
 
 /* Frees one slot holding val (a value may be there more than once: one per

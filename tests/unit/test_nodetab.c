@@ -1,8 +1,8 @@
 /* The node registry's table: keys and values, several holders of one path
  * and several versions held by one process, freed slots that searches go
- * past and additions reuse, a full neighbourhood, wrap-around at the end,
- * the sweep of dead processes, and additions and removals racing in
- * threads. */
+ * past and additions reuse, a full neighbourhood, the last slot kept empty,
+ * a table once full that empties again, the sweep of dead processes, and
+ * additions and removals racing in threads. */
 #include "config.h"
 
 #include <criterion/criterion.h>
@@ -23,10 +23,11 @@ static void clear(void)
 		atomic_store(&tab[i], 0);
 }
 
-/* A key whose first slot is at. */
+/* A key whose first slot is at (before the last: no key's place is
+ * there). */
 static uint64_t key_at(size_t at, uint64_t salt)
 {
-	return (salt + 1) * N + at;
+	return (salt + 1) * (N - 1) + at;
 }
 
 Test(nodetab, keys_and_values)
@@ -136,17 +137,51 @@ Test(nodetab, compact_empties_freed_slots_and_keeps_every_value)
 	cr_assert_eq(atomic_load(&tab[5]), NODETAB_EMPTY, "emptied with the value after it");
 }
 
-Test(nodetab, wraps_around_and_fills_up)
+Test(nodetab, fills_up_to_the_last_slot_which_stays_empty)
 {
 	clear();
-	uint64_t k = key_at(N - 1, 0), vals[N];
-	for (int i = 0; i < N; i++)
+	uint64_t k = key_at(N - 3, 0), vals[N];
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, 1000)), 0);
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, 1001)), 0);
+	cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, 1002)), -ENOSPC, "placed in the last slot or past it");
+	cr_assert_eq(atomic_load(&tab[N - 1]), NODETAB_EMPTY);
+	cr_assert_eq(atomic_load(&tab[0]), NODETAB_EMPTY, "wrapped around");
+	clear();
+	k = key_at(0, 0);
+	for (int i = 0; i < N - 1; i++)
 		cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, 1000 + i)), 0, "add %d", i);
-	cr_assert_eq(atomic_load(&tab[0]), nodetab_val(k, 1001), "no wrap-around");
 	cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, 7)), -ENOSPC);
-	cr_assert_eq(nodetab_find(tab, N, k, vals, N, NULL), N);
-	cr_assert_eq(nodetab_del(tab, N, nodetab_val(k, 1000 + N - 1)), 0);
+	cr_assert_eq(atomic_load(&tab[N - 1]), NODETAB_EMPTY);
+	cr_assert_eq(nodetab_find(tab, N, k, vals, N, NULL), N - 1);
+	cr_assert_eq(nodetab_del(tab, N, nodetab_val(k, 1000 + N - 2)), 0);
 	cr_assert_eq(nodetab_add(tab, N, nodetab_val(k, 7)), 0);
+}
+
+/* A table whose every slot was taken at once (more checkpoints held on
+ * the node than it has slots near their places), then emptied in any
+ * order: a search stops at once again, by the removals themselves or by
+ * one compaction. In a table with no slot left empty, every freed slot
+ * stayed freed and every search walked its whole window. */
+Test(nodetab, a_table_once_full_empties_again)
+{
+	uint64_t vals[4];
+	size_t probed;
+	for (int order = 0; order < 3; order++) {
+		clear();
+		for (size_t at = 0; at < N; at++)
+			(void)nodetab_add(tab, N, nodetab_val(key_at(at % (N - 1), at / (N - 1)), 500 + (pid_t)at));
+		for (size_t i = 0; i < N; i++) {
+			/* first to last, last to first, and a scattered order */
+			size_t at = order == 0 ? i : order == 1 ? N - 1 - i : (i * 37) % N;
+			(void)nodetab_del(tab, N, nodetab_val(key_at(at % (N - 1), at / (N - 1)), 500 + (pid_t)at));
+		}
+		(void)nodetab_compact(tab, N);
+		for (size_t i = 0; i < N; i++)
+			cr_assert_eq(atomic_load(&tab[i]), NODETAB_EMPTY, "order %d: slot %zu still %#llx", order, i,
+				     (unsigned long long)atomic_load(&tab[i]));
+		cr_assert_eq(nodetab_find(tab, N, key_at(20, 3), vals, 4, &probed), 0);
+		cr_assert_eq(probed, 0, "order %d: a search walked %zu slots", order, probed);
+	}
 }
 
 /* A window of W slots: an addition goes no further than W slots from its
@@ -162,7 +197,7 @@ Test(nodetab, within_a_window)
 	cr_assert_eq(nodetab_add_within(tab, N, nodetab_val(k, 7), w), -ENOSPC);
 	cr_assert_eq(atomic_load(&tab[10 + w]), NODETAB_EMPTY, "added past the window");
 	/* every other slot taken by keys of their own places */
-	for (size_t at = 0; at < N; at++)
+	for (size_t at = 0; at < N - 1; at++)
 		if (at < 10 || at >= 10 + w)
 			cr_assert_eq(nodetab_add_within(tab, N, nodetab_val(key_at(at, 1), 9), w), 0);
 	size_t got = nodetab_find_within(tab, N, k, vals, N, (size_t *)&probed, w);
