@@ -179,9 +179,12 @@ bool ckc_tag_name_none(int dirfd, const char *path);
  * false without resolving it (the interception on, not in a vfork child,
  * not a name under /proc or /dev/fd, whose open opens the file behind a
  * descriptor, posix.c); CKC_NAME_MAY, some pattern's last component may
- * match it (ckc_tagged_asked_named then skips that test); CKC_NAME_ASK,
- * not looked at. */
-enum { CKC_NAME_ASK, CKC_NAME_UNTAGGED, CKC_NAME_MAY };
+ * match it (ckc_tagged_asked_named then skips that test); CKC_NAME_TAGGED,
+ * an absolute path in the folder of the last tagged path this thread
+ * looked at, canonical as it is, and tagged (ckc_tagged_asked_canonical);
+ * CKC_NAME_ASK, not looked at. An absolute path in that folder that is
+ * not tagged is CKC_NAME_UNTAGGED whatever its name. */
+enum { CKC_NAME_ASK, CKC_NAME_UNTAGGED, CKC_NAME_MAY, CKC_NAME_TAGGED };
 int ckc_tag_name_look(const char *path);
 /* ckc_tag_opened after ckc_tag_name_none held: fd opened by that name. */
 void ckc_tag_opened_none(int fd, int flags);
@@ -404,6 +407,9 @@ bool ckc_node_holds_any(void);
 bool ckc_tagged_asked(int dirfd, const char *path, char *canon);
 /* The same through ckc_tagged_at_named. */
 bool ckc_tagged_asked_named(int dirfd, const char *path, char *canon);
+/* The same for a path ckc_tag_name_look found tagged (CKC_NAME_TAGGED):
+ * canonical already, copied into canon. True. */
+bool ckc_tagged_asked_canonical(const char *path, char *canon);
 
 /* unlinkat(AT_REMOVEDIR) of the folder path (relative to dirfd), done by
  * real: what the cache (and the node's other processes) owe under it is

@@ -1214,3 +1214,11 @@ CKC_TAGGED_PATH bool ckc_tagged_asked_named(int dirfd, const char *path, char *c
 {
 	return tagged_asked(dirfd, path, canon, true);
 }
+
+CKC_TAGGED_PATH bool ckc_tagged_asked_canonical(const char *path, char *canon)
+{
+	memcpy(canon, path, strlen(path) + 1);
+	ckc_node_writer_handed = false;
+	ckc_node_ask(canon);
+	return true;
+}

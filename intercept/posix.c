@@ -1029,7 +1029,9 @@ CKC_TAGGED_PATH static int open_common(int dirfd, const char *path, int flags, m
 	 * has not started (tag.c checks that): a folder's kept path may be
 	 * used for it */
 	ckc_tag_keep_ok = (flags & O_ACCMODE) == O_RDONLY && !(flags & (O_TRUNC | O_CREAT));
-	bool tagged = look == CKC_NAME_MAY ? ckc_tagged_asked_named(dirfd, path, canon) : ckc_tagged_asked(dirfd, path, canon);
+	bool tagged = look == CKC_NAME_TAGGED ? ckc_tagged_asked_canonical(path, canon)
+		      : look == CKC_NAME_MAY  ? ckc_tagged_asked_named(dirfd, path, canon)
+					      : ckc_tagged_asked(dirfd, path, canon);
 	ckc_tag_keep_ok = false;
 	if (tagged) {
 		fd = ckc_open_tagged(canon, flags, mode, &t0);

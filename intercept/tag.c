@@ -275,6 +275,10 @@ CKC_TAGGED_PATH int ckc_tag_name_look(const char *path)
 	if (!path || !path[0] || !atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child() ||
 	    tag_fd_dir(path))
 		return CKC_NAME_ASK;
+	/* (inside the engine nothing is tagged: the full look says so) */
+	int known = path[0] == '/' && !ckc_io_guard ? ckc_tag_match_known_folder(path) : -1;
+	if (known >= 0)
+		return known ? CKC_NAME_TAGGED : CKC_NAME_UNTAGGED;
 	return ckc_tag_name_may_match(path) ? CKC_NAME_MAY : CKC_NAME_UNTAGGED;
 }
 

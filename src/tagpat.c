@@ -7,7 +7,9 @@
 
 #include <fnmatch.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -363,7 +365,8 @@ CKC_TAGGED_PATH static int tag_comps_match(const tag_pat_t *t, const char *canon
 	return *p == '\0';
 }
 
-CKC_TAGGED_PATH bool ckc_tag_match(const char *canon)
+/* ckc_tag_match, pattern by pattern against the whole path. */
+CKC_TAGGED_PATH static bool tag_match_whole(const char *canon)
 {
 	for (int i = 0; i < tag_npats; i++) {
 		const tag_pat_t *t = &tag_pats[i];
@@ -403,6 +406,164 @@ CKC_TAGGED_PATH bool ckc_tag_match(const char *canon)
 	return false;
 }
 
+/* What the patterns say of the names directly in one folder: the patterns
+ * a name there may match (each of their components but the last matches
+ * the folder's), whether every name there is tagged (a subtree pattern's),
+ * or that some pattern must be matched against the whole path. */
+#define TAG_PLAN_PATS 64
+typedef struct tag_plan {
+	uint64_t maybe;
+	bool all;
+	bool whole;
+} tag_plan_t;
+
+/* One component c against the n bytes at s: 1, 0, or -1 (not told so). */
+CKC_TAGGED_PATH static int tag_comp_match(const tag_comp_t *c, const char *s, size_t n)
+{
+	if (c->kind == COMP_LIT)
+		return n == c->len && memcmp(s, c->s, n) == 0;
+	if (c->kind == COMP_TAIL)
+		return tail_match(s, n, c->s + 1, c->len - 1, false);
+	char comp[NAME_MAX + 1];
+	if (n > NAME_MAX)
+		return -1;
+	memcpy(comp, s, n);
+	comp[n] = '\0';
+	return ckc_glob_match(c->s, comp, false);
+}
+
+/* The plan of canonical folder dir (dl bytes, NUL after them; 0: the
+ * root). */
+static void tag_plan_make(const char *dir, size_t dl, tag_plan_t *pl)
+{
+	pl->maybe = 0;
+	pl->all = false;
+	pl->whole = tag_npats > TAG_PLAN_PATS;
+	for (int i = 0; i < tag_npats && !pl->whole; i++) {
+		const tag_pat_t *t = &tag_pats[i];
+		if (t->subtree) {
+			size_t n = strlen(t->glob);
+			if (t->lit == n) {
+				/* a literal folder: every name at it or below it */
+				if (n == 1 || (dl >= n && memcmp(dir, t->glob, n) == 0 && (dl == n || dir[n] == '/')))
+					pl->all = true;
+			} else if (t->lit > dl) {
+				pl->whole = true; /* its prefix reaches into the name */
+			} else if (strncmp(dir, t->glob, t->lit) == 0) {
+				/* the folder or one of its ancestors (the root aside)
+				 * matches the pattern's folder */
+				char tmp[PATH_MAX];
+				memcpy(tmp, dir, dl + 1);
+				for (size_t end = dl; end > 0 && !pl->all;) {
+					tmp[end] = '\0';
+					pl->all = ckc_glob_match(t->glob, tmp, true);
+					while (end > 0 && tmp[--end] != '/')
+						;
+				}
+			}
+			continue;
+		}
+		if (!t->split || t->ncomps == 0) {
+			pl->whole = true;
+			continue;
+		}
+		/* the folder has one component fewer than the pattern, and
+		 * each matches */
+		const char *p = dir;
+		int k = 0, m = 1;
+		while (m > 0 && *p == '/' && k < t->ncomps - 1) {
+			const char *e = strchrnul(p + 1, '/');
+			m = tag_comp_match(&t->comps[k++], p + 1, (size_t)(e - p - 1));
+			p = e;
+		}
+		if (m < 0)
+			pl->whole = true;
+		else if (m > 0 && *p == '\0' && k == t->ncomps - 1)
+			pl->maybe |= 1ull << i;
+	}
+}
+
+/* The plan of this thread's last folder: each open of a loop over a
+ * folder's files matches its name alone. seq is odd while the plan is
+ * made: a signal handler that looks meanwhile matches whole paths, and
+ * one that made another plan while this thread read it (seq moved on)
+ * has this thread match whole paths too. */
+#define TAG_MEMO_DIR 256
+static unsigned tag_gen = 1; /* moves on with each load of the patterns (0: no plan) */
+static __thread struct tag_memo {
+	unsigned seq, gen;
+	size_t len;
+	tag_plan_t plan;
+	char dir[TAG_MEMO_DIR];
+} tag_memo;
+
+/* ckc_tag_match of canonical canon whose last '/' is at slash, by the
+ * plan of its folder: made where it is another folder than this thread's
+ * last (known: -1 instead, not told). */
+CKC_TAGGED_PATH static int tag_plan_match(const char *canon, const char *slash, bool known)
+{
+	if (!slash[1] || tag_npats == 0 || (size_t)(slash - canon) >= TAG_MEMO_DIR)
+		return known ? -1 : tag_match_whole(canon);
+	struct tag_memo *m = &tag_memo;
+	size_t dl = (size_t)(slash - canon);
+	unsigned seq = m->seq;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (seq & 1)
+		return known ? -1 : tag_match_whole(canon);
+	tag_plan_t plan;
+	if (m->gen == tag_gen && m->len == dl && memcmp(m->dir, canon, dl) == 0) {
+		plan = m->plan;
+		atomic_signal_fence(memory_order_seq_cst);
+		if (m->seq != seq)
+			return known ? -1 : tag_match_whole(canon);
+	} else if (known) {
+		return -1;
+	} else {
+		m->seq = seq + 1;
+		atomic_signal_fence(memory_order_seq_cst);
+		memcpy(m->dir, canon, dl);
+		m->dir[dl] = '\0';
+		m->len = dl;
+		m->gen = tag_gen;
+		tag_plan_make(m->dir, dl, &m->plan);
+		plan = m->plan;
+		atomic_signal_fence(memory_order_seq_cst);
+		m->seq = seq + 2;
+	}
+	if (plan.whole)
+		return tag_match_whole(canon);
+	if (plan.all)
+		return 1;
+	const char *name = slash + 1;
+	size_t nl = strlen(name);
+	for (uint64_t b = plan.maybe; b; b &= b - 1) {
+		const tag_pat_t *t = &tag_pats[__builtin_ctzll(b)];
+		int r = tag_comp_match(&t->comps[t->ncomps - 1], name, nl);
+		if (r < 0)
+			return tag_match_whole(canon);
+		if (r)
+			return 1;
+	}
+	return 0;
+}
+
+CKC_TAGGED_PATH bool ckc_tag_match(const char *canon)
+{
+	const char *slash = strrchr(canon, '/');
+	return slash ? tag_plan_match(canon, slash, false) : tag_match_whole(canon);
+}
+
+CKC_TAGGED_PATH int ckc_tag_match_known_folder(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	/* a name the kernel takes as a file's, in a folder whose canonical
+	 * path path's is (the last one looked at): path is canonical */
+	if (!slash || slash == path || (slash[1] == '.' && (!slash[2] || (slash[2] == '.' && !slash[3]))) ||
+	    strlen(slash + 1) > NAME_MAX)
+		return -1;
+	return tag_plan_match(path, slash, true);
+}
+
 
 CKC_START_PATH int ckc_tagpat_load(const char *paths, long rank)
 {
@@ -414,6 +575,7 @@ CKC_START_PATH int ckc_tagpat_load(const char *paths, long rank)
 	for (char *tok = tag_token(copy, ':', &save); tok; tok = tag_token(NULL, ':', &save))
 		tag_add(tok, rank);
 	sys_free(copy);
+	tag_gen++;
 	return tag_npats;
 }
 
@@ -435,4 +597,5 @@ CKC_START_PATH void ckc_tagpat_free(void)
 	tag_pats = NULL;
 	tag_npats = 0;
 	tag_any_name = false;
+	tag_gen++;
 }

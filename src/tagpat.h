@@ -15,6 +15,12 @@ void ckc_tagpat_free(void);
 /* Whether canonical absolute path canon is tagged. */
 bool ckc_tag_match(const char *canon);
 
+/* Absolute path whose folder is, byte for byte, that of the last canonical
+ * path this thread matched (a loop over one folder's files), and whose
+ * last name is a file's (not "." or "..", not too long): path is
+ * canonical, and 1 or 0 says whether it is tagged; -1: not told so. */
+int ckc_tag_match_known_folder(const char *path);
+
 /* Whether some pattern's last component matches the last component of
  * path (true when that cannot be told from the name). */
 bool ckc_tag_name_may_match(const char *path);

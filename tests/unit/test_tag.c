@@ -430,6 +430,83 @@ Test(tag, component_patterns_agree_with_fnmatch)
 	cr_assert_gt(matched, tried / 20, "too few matches to say anything: %d of %d", matched, tried);
 }
 
+/* Several patterns at once (literal, '*', a tail, classes, a subtree of a
+ * literal folder and of a folder with wildcards): the answers for paths
+ * visited folder after folder, back and forth (each folder's plan made
+ * once and used for its names), agree with fnmatch(FNM_PATHNAME) of each
+ * pattern, a subtree pattern tagging what lies below a folder that
+ * matches it. A new set of patterns makes new plans. */
+static bool oracle(const char *const *pats, int n, const char *path)
+{
+	char anc[128];
+	for (int i = 0; i < n; i++) {
+		size_t l = strlen(pats[i]);
+		if (l > 3 && strcmp(pats[i] + l - 3, "/**") == 0) {
+			char dir[128];
+			memcpy(dir, pats[i], l - 3);
+			dir[l - 3] = '\0';
+			/* a proper ancestor of path, not the root, matches dir */
+			strcpy(anc, path);
+			for (char *sl = strrchr(anc, '/'); sl && sl > anc; sl = strrchr(anc, '/')) {
+				*sl = '\0';
+				if (fnmatch(dir, anc, FNM_PATHNAME) == 0)
+					return true;
+			}
+		} else if (fnmatch(pats[i], path, FNM_PATHNAME) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+Test(tag, a_folders_plan_agrees_with_whole_paths)
+{
+	const char *sets[][4] = {
+		{ "/d/run*/ckpt_*.bin", "/d/a/b", "/d/x?/[ab]*", "/d/lit/**" },
+		{ "/d/*/*", "/d/s_*/**", "/d/a*b/x.bin", "/d/*.dat" },
+		{ "/d/a/*/c", "/d/*/b/**", "/d/run1/*b", "/d/r?n*/ck*_*.bin" },
+	};
+	const char *dirs[] = { "/d", "/d/run1", "/d/runx", "/d/a", "/d/a/b", "/d/a/b/c", "/d/xa", "/d/xyz",
+			       "/d/lit", "/d/lit/deep", "/d/s_1", "/d/s_1/q", "/d/ab", "/d/a1b", "/d/q/b",
+			       "/d/q/b/r", "/d/rin7", "/" };
+	const char *names[] = { "ckpt_1.bin", "ckpt_.bin", "b", "a", "ab", "x.bin", "c", "f.dat", "bb", "ck_2.bin",
+				".bin", "zz" };
+	unsigned seed = 777;
+	int tagged = 0, tried = 0;
+	for (size_t k = 0; k < sizeof(sets) / sizeof(sets[0]); k++) {
+		char list[256];
+		snprintf(list, sizeof(list), "%s:%s:%s:%s", sets[k][0], sets[k][1], sets[k][2], sets[k][3]);
+		ckc_tag_free();
+		load(list, 0);
+		for (int i = 0; i < 3000; i++) {
+			/* mostly the folder of the path before, as a loop over one
+			 * folder's files goes */
+			static size_t d;
+			if (i == 0 || rand_r(&seed) % 8 == 0)
+				d = rand_r(&seed) % (sizeof(dirs) / sizeof(dirs[0]));
+			char path[128];
+			snprintf(path, sizeof(path), "%s/%s", strcmp(dirs[d], "/") ? dirs[d] : "",
+				 names[rand_r(&seed) % (sizeof(names) / sizeof(names[0]))]);
+			bool want = oracle(sets[k], 4, path);
+			cr_assert_eq(ckc_tag_match(path), want, "patterns %s, \"%s\": %d, fnmatch %d", list, path,
+				     !want, want);
+			tagged += want;
+			tried++;
+		}
+	}
+	cr_assert_gt(tagged, tried / 10, "too few tagged paths to say anything: %d of %d", tagged, tried);
+	cr_assert_lt(tagged, tried - tried / 10, "too few untagged paths to say anything: %d of %d", tagged, tried);
+	/* the same folder under new patterns */
+	ckc_tag_free();
+	load("/d/run1/*.bin", 0);
+	cr_assert(ckc_tag_match("/d/run1/ckpt_1.bin"));
+	ckc_tag_free();
+	load("/d/run1/*.dat", 0);
+	cr_assert_not(ckc_tag_match("/d/run1/ckpt_1.bin"), "an answer of the patterns before");
+	cr_assert(ckc_tag_match("/d/run1/f.dat"));
+	ckc_tag_free();
+}
+
 /* The kept path of a folder's descriptor and of the working directory (a
  * walker's reads of each name, which go to the real files whatever the
  * path): only such a lookup keeps or uses one; a number closed or replaced
@@ -602,6 +679,22 @@ Test(tag, an_open_looks_at_the_last_name_first)
 	cr_assert_not(ckc_tagged_at_named(AT_FDCWD, "/q/a.bin", out), "the path decides");
 	cr_assert(ckc_tagged_at_named(AT_FDCWD, "/r/a.bin", out));
 	cr_assert_str_eq(out, "/r/a.bin");
+	/* the folder of the last tagged path: the answer at once, for a name
+	 * of a file there spelt canonically */
+	cr_assert_eq(ckc_tag_name_look("/r/b.bin"), CKC_NAME_TAGGED);
+	cr_assert_eq(ckc_tag_name_look("/r/b.json"), CKC_NAME_UNTAGGED);
+	cr_assert_eq(ckc_tag_name_look("/r/sub/b.bin"), CKC_NAME_MAY, "another folder");
+	cr_assert_eq(ckc_tag_name_look("/r//b.bin"), CKC_NAME_MAY, "not canonical");
+	cr_assert_eq(ckc_tag_name_look("/r/.."), CKC_NAME_MAY);
+	cr_assert_neq(ckc_tag_name_look("/r/"), CKC_NAME_TAGGED, "a folder's form");
+	cr_assert_eq(ckc_tag_name_look("r/b.bin"), CKC_NAME_MAY, "relative");
+	char longname[NAME_MAX + 16] = "/r/";
+	memset(longname + 3, 'x', NAME_MAX + 1);
+	strcpy(longname + 3 + NAME_MAX + 1, ".bin");
+	cr_assert_eq(ckc_tag_name_look(longname), CKC_NAME_MAY, "a name the kernel refuses");
+	ckc_io_guard++;
+	cr_assert_eq(ckc_tag_name_look("/r/b.bin"), CKC_NAME_MAY, "inside the engine");
+	ckc_io_guard--;
 	cr_assert_eq(ckc_tag_name_look("/proc/self/fd/3"), CKC_NAME_ASK);
 	cr_assert_eq(ckc_tag_name_look("/dev/fd/3"), CKC_NAME_ASK);
 	cr_assert_eq(ckc_tag_name_look("/dev/fdx"), CKC_NAME_UNTAGGED);
