@@ -397,9 +397,28 @@ bool ckc_library_configured(void);
  * must use the real file too (both write one file, as without the
  * library: a cached version would replace the file the other writes). */
 extern __thread bool ckc_node_writer_handed;
-/* Whether a process of the node may hold a checkpoint its real file lacks
- * (true while this process has not looked at the node's table yet). */
-bool ckc_node_holds_any(void);
+/* The count of the node table's slots in use (NULL until this process
+ * attached the table), and of this process's own. */
+extern _Atomic int64_t *_Atomic ckc_node_used;
+extern _Atomic int64_t ckc_node_mine;
+/* Whether a process of the node may hold a checkpoint its real file lacks:
+ * some slot of the node's table is in use and not all are this process's
+ * (a vfork child's count of its own is its parent's, whose slots are
+ * another process's to it); true while this process has not attached the
+ * table (not attached here, which would make the table for a process that
+ * never touches a checkpoint). Inline: every stat of a walker asks it. */
+static inline bool ckc_node_holds_any(void)
+{
+	_Atomic int64_t *u = atomic_load_explicit(&ckc_node_used, memory_order_acquire);
+	if (!u)
+		return true;
+	int64_t used = atomic_load_explicit(u, memory_order_acquire);
+	if (used <= 0) /* nobody holds anything: no look at this thread */
+		return false;
+	if (ckc_in_vfork_child())
+		return true;
+	return used > atomic_load_explicit(&ckc_node_mine, memory_order_relaxed);
+}
 
 /* Whether path is tagged (canon receives its canonical form), after the
  * processes holding it were asked to publish it: in a process whose cache

@@ -220,7 +220,10 @@ CKC_START_PATH static int node_map(const char *suffix, size_t slots, uint64_t wa
 
 CKC_START_PATH static int node_attach(bool create)
 {
-	return node_map(NODE_FILE_SUFFIX, NODE_SLOTS, NODE_MAGIC, create, &node_hdr, &node_tab);
+	int rc = node_map(NODE_FILE_SUFFIX, NODE_SLOTS, NODE_MAGIC, create, &node_hdr, &node_tab);
+	if (rc == 0)
+		atomic_store_explicit(&ckc_node_used, &node_hdr->used, memory_order_release);
+	return rc;
 }
 
 static socklen_t node_addr(struct sockaddr_un *a, pid_t pid)
@@ -234,7 +237,8 @@ static socklen_t node_addr(struct sockaddr_un *a, pid_t pid)
 
 /* The slots this process holds (node_hook): a table whose used slots are
  * all this process's needs no search for another holder. */
-CKC_HOT_DATA static _Atomic int64_t node_mine;
+CKC_HOT_DATA _Atomic int64_t ckc_node_mine;
+CKC_HOT_DATA _Atomic int64_t *_Atomic ckc_node_used;
 
 static nodetab_slot_t *node_back(void)
 {
@@ -293,9 +297,9 @@ static void node_hook(bool holds, const char *key)
 
 	if (!holds) {
 		if (node_del(val) == 0)
-			atomic_fetch_sub(&node_mine, 1);
+			atomic_fetch_sub(&ckc_node_mine, 1);
 	} else if (node_add(val) == 0) {
-		atomic_fetch_add(&node_mine, 1);
+		atomic_fetch_add(&ckc_node_mine, 1);
 	} else if (!atomic_exchange(&said, true)) {
 		ckc_warn("the table of cached checkpoints of this node is full: other processes may "
 			 "open %s before it reaches its real path and read an older version", key);
@@ -846,8 +850,8 @@ CKC_START_PATH void ckc_node_atfork_child(void)
 		atomic_store(&node_me, node_getpid());
 	if (atomic_load_explicit(&node_self, memory_order_relaxed))
 		atomic_store_explicit(&node_self, 0, memory_order_relaxed);
-	if (atomic_load(&node_mine))
-		atomic_store(&node_mine, 0); /* the parent's slots are the parent's */
+	if (atomic_load(&ckc_node_mine))
+		atomic_store(&ckc_node_mine, 0); /* the parent's slots are the parent's */
 	/* the service thread stayed in the parent; the child must not keep
 	 * the parent's name bound once the parent is gone */
 	if (atomic_load(&node_serving) && atomic_exchange(&node_serving, false)) {
@@ -1010,16 +1014,10 @@ static bool node_ready(void)
 /* Whether another process may hold something (two loads, no search): a
  * process reading back what it wrote itself, its versions still on their
  * way to the real files, asks nobody. */
+/* (called with the table attached) */
 CKC_HOT_PATH static bool node_others(void)
 {
-	int64_t used = atomic_load_explicit(&node_hdr->used, memory_order_acquire);
-	if (used <= 0) /* nobody holds anything: no look at this thread */
-		return false;
-	/* a vfork child's count of its own is its parent's, whose slots are
-	 * another process's to it */
-	if (ckc_in_vfork_child())
-		return used > 0;
-	return used > atomic_load_explicit(&node_mine, memory_order_relaxed);
+	return ckc_node_holds_any();
 }
 
 CKC_TAGGED_PATH static bool node_anything(void)
@@ -1027,13 +1025,6 @@ CKC_TAGGED_PATH static bool node_anything(void)
 	return node_ready() && node_others();
 }
 
-CKC_HOT_PATH bool ckc_node_holds_any(void)
-{
-	/* not attached yet (nothing tagged was asked about): not known, and
-	 * not attached here, which would make the table for a process that
-	 * never touches a checkpoint */
-	return !node_tab || node_others();
-}
 
 /* A search that walked this many slots found a table full of freed slots
  * (left by a version of the library that never emptied them): this

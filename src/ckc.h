@@ -61,8 +61,13 @@ int ckc_init_config(const ckc_config_t *c);
 /* Whether the engine is started and caching. */
 bool ckc_active(void);
 
-/* Whether the engine holds any checkpoint now (one load; no lock). */
-bool ckc_holds_objects(void);
+/* Whether the engine holds any checkpoint now (one load; no lock): inline,
+ * as every stat of a walker asks it. */
+extern _Atomic size_t ckc_eng_nobj_now;
+static inline bool ckc_holds_objects(void)
+{
+	return __atomic_load_n(&ckc_eng_nobj_now, __ATOMIC_RELAXED) != 0;
+}
 
 /* Whether it holds a checkpoint that its real path does not (one load; no
  * lock): where not, a path reaches the bytes the cache holds through the

@@ -23,14 +23,9 @@
 /* ckc_eng.nobj for readers without the lock; the versions of the map
  * that their real paths do not hold; those of them that replace a file
  * their real paths held (or may have held) when they began. */
-CKC_HOT_DATA static atomic_size_t eng_nobj;
+CKC_HOT_DATA atomic_size_t ckc_eng_nobj_now;
 CKC_HOT_DATA static atomic_size_t eng_unpublished;
 CKC_HOT_DATA static atomic_size_t eng_replacing;
-
-CKC_HOT_PATH bool ckc_holds_objects(void)
-{
-	return atomic_load_explicit(&eng_nobj, memory_order_relaxed) != 0;
-}
 
 CKC_START_PATH bool ckc_holds_unpublished(void)
 {
@@ -125,7 +120,7 @@ int eng_map_insert(ckc_obj_t *o)
 	o->hnext = ckc_eng.map[b];
 	ckc_eng.map[b] = o;
 	ckc_eng.nobj++;
-	atomic_store_explicit(&eng_nobj, ckc_eng.nobj, memory_order_relaxed);
+	atomic_store_explicit(&ckc_eng_nobj_now, ckc_eng.nobj, memory_order_relaxed);
 	unsigned was = unpub_part(o);
 	o->mapped = true;
 	unpub_count(o, was);
@@ -140,7 +135,7 @@ void eng_map_remove(ckc_obj_t *o)
 	if (*pp) {
 		*pp = o->hnext;
 		ckc_eng.nobj--;
-		atomic_store_explicit(&eng_nobj, ckc_eng.nobj, memory_order_relaxed);
+		atomic_store_explicit(&ckc_eng_nobj_now, ckc_eng.nobj, memory_order_relaxed);
 		unsigned was = unpub_part(o);
 		o->mapped = false;
 		unpub_count(o, was);

@@ -22,12 +22,11 @@ bool ckc_vfork_child_slow(void)
 	return false;
 }
 /* whether another process of the node holds a checkpoint (node.c is not
- * linked) */
-static bool node_holds;
-bool ckc_node_holds_any(void)
-{
-	return node_holds;
-}
+ * linked): the count of the node table's slots in use, none of them this
+ * process's */
+static _Atomic int64_t node_used_now;
+_Atomic int64_t *_Atomic ckc_node_used = &node_used_now;
+_Atomic int64_t ckc_node_mine;
 /* the paths another process was asked to publish (node.c is not linked) */
 static char node_asked[4][PATH_MAX];
 static int node_nasked;
@@ -601,11 +600,11 @@ Test(tag, kept_folder_paths_follow_the_numbers)
 	int a = open("a", O_RDONLY | O_DIRECTORY);
 	cr_assert_geq(a, 0);
 	cr_assert_eq(dup2(a, fd), fd);
-	node_holds = true;
+	atomic_store(&node_used_now, 1);
 	cr_assert(ckc_tagged_at(fd, "x.bin", canon));
 	snprintf(want, sizeof(want), "%s/a/x.bin", dir);
 	cr_assert_str_eq(canon, want, "a raw dup2 while another process holds a checkpoint");
-	node_holds = false;
+	atomic_store(&node_used_now, 0);
 	/* the working directory: kept until chdir through the library */
 	cr_assert(ckc_tagged_at(AT_FDCWD, "a/z.bin", canon));
 	snprintf(want, sizeof(want), "%s/a/z.bin", dir);
@@ -633,13 +632,13 @@ Test(tag, stat_asks_the_holders)
 {
 	char canon[PATH_MAX];
 	load("/lustre/u/run42/*.bin", 0);
-	node_holds = true;
+	atomic_store(&node_used_now, 1);
 	node_nasked = 0;
 	cr_assert_not(ckc_cached_at(AT_FDCWD, "/lustre/u/run42/a.bin", canon, NULL));
 	cr_assert_not(ckc_cached_at(AT_FDCWD, "/lustre/u/run42/a.txt", canon, NULL));
 	cr_assert_eq(node_nasked, 1);
 	cr_assert_str_eq(node_asked[0], "/lustre/u/run42/a.bin");
-	node_holds = false;
+	atomic_store(&node_used_now, 0);
 	cr_assert_not(ckc_cached_at(AT_FDCWD, "/lustre/u/run42/b.bin", canon, NULL));
 	cr_assert_eq(node_nasked, 1);
 	ckc_tag_free();
