@@ -1014,17 +1014,10 @@ static bool node_ready(void)
 /* Whether another process may hold something (two loads, no search): a
  * process reading back what it wrote itself, its versions still on their
  * way to the real files, asks nobody. */
-/* (called with the table attached) */
-CKC_HOT_PATH static bool node_others(void)
-{
-	return ckc_node_holds_any();
-}
-
 CKC_TAGGED_PATH static bool node_anything(void)
 {
-	return node_ready() && node_others();
+	return node_ready() && ckc_node_holds_any();
 }
-
 
 /* A search that walked this many slots found a table full of freed slots
  * (left by a version of the library that never emptied them): this
@@ -1184,13 +1177,18 @@ CKC_TAGGED_PATH void ckc_node_ask_at(int dirfd, const char *path)
 		ckc_node_ask(canon);
 }
 
+/* canon is tagged: its holders are asked to publish it. True. */
+CKC_TAGGED_PATH static bool asked_tagged(const char *canon)
+{
+	ckc_node_writer_handed = false; /* read only after a tagged answer */
+	ckc_node_ask(canon);
+	return true;
+}
+
 CKC_TAGGED_PATH static bool tagged_asked(int dirfd, const char *path, char *canon, bool named)
 {
-	if (named ? ckc_tagged_at_named(dirfd, path, canon) : ckc_tagged_at(dirfd, path, canon)) {
-		ckc_node_writer_handed = false; /* read only after a tagged answer */
-		ckc_node_ask(canon);
-		return true;
-	}
+	if (named ? ckc_tagged_at_named(dirfd, path, canon) : ckc_tagged_at(dirfd, path, canon))
+		return asked_tagged(canon);
 	if (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child())
 		ckc_node_ask_at(dirfd, path);
 	return false;
@@ -1209,7 +1207,5 @@ CKC_TAGGED_PATH bool ckc_tagged_asked_named(int dirfd, const char *path, char *c
 CKC_TAGGED_PATH bool ckc_tagged_asked_canonical(const char *path, char *canon)
 {
 	memcpy(canon, path, strlen(path) + 1);
-	ckc_node_writer_handed = false;
-	ckc_node_ask(canon);
-	return true;
+	return asked_tagged(canon);
 }

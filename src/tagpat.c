@@ -332,6 +332,21 @@ CKC_TAGGED_PATH bool ckc_glob_match(const char *pat, const char *s, bool pathnam
 	}
 }
 
+/* One component c against the n bytes at s: 1, 0, or -1 (not told so). */
+CKC_TAGGED_PATH static int tag_comp_match(const tag_comp_t *c, const char *s, size_t n)
+{
+	if (c->kind == COMP_LIT)
+		return n == c->len && memcmp(s, c->s, n) == 0;
+	if (c->kind == COMP_TAIL)
+		return tail_match(s, n, c->s + 1, c->len - 1, false);
+	char comp[NAME_MAX + 1];
+	if (n > NAME_MAX)
+		return -1;
+	memcpy(comp, s, n);
+	comp[n] = '\0';
+	return ckc_glob_match(c->s, comp, false);
+}
+
 /* Canonical absolute path canon against t's components (t->comps): what
  * ckc_glob_match(t->glob, canon, true) answers, as both have single
  * slashes between their components; -1 where it cannot be told so. */
@@ -344,22 +359,9 @@ CKC_TAGGED_PATH static int tag_comps_match(const tag_pat_t *t, const char *canon
 		p++;
 		const char *e = strchrnul(p, '/');
 		size_t n = (size_t)(e - p);
-		const tag_comp_t *c = &t->comps[i];
-		if (c->kind == COMP_LIT) {
-			if (n != c->len || memcmp(p, c->s, n) != 0)
-				return 0;
-		} else if (c->kind == COMP_TAIL) {
-			if (!tail_match(p, n, c->s + 1, c->len - 1, false))
-				return 0;
-		} else {
-			char comp[NAME_MAX + 1];
-			if (n > NAME_MAX)
-				return -1;
-			memcpy(comp, p, n);
-			comp[n] = '\0';
-			if (!ckc_glob_match(c->s, comp, false))
-				return 0;
-		}
+		int m = tag_comp_match(&t->comps[i], p, n);
+		if (m <= 0)
+			return m;
 		p = e;
 	}
 	return *p == '\0';
@@ -416,21 +418,6 @@ typedef struct tag_plan {
 	bool all;
 	bool whole;
 } tag_plan_t;
-
-/* One component c against the n bytes at s: 1, 0, or -1 (not told so). */
-CKC_TAGGED_PATH static int tag_comp_match(const tag_comp_t *c, const char *s, size_t n)
-{
-	if (c->kind == COMP_LIT)
-		return n == c->len && memcmp(s, c->s, n) == 0;
-	if (c->kind == COMP_TAIL)
-		return tail_match(s, n, c->s + 1, c->len - 1, false);
-	char comp[NAME_MAX + 1];
-	if (n > NAME_MAX)
-		return -1;
-	memcpy(comp, s, n);
-	comp[n] = '\0';
-	return ckc_glob_match(c->s, comp, false);
-}
 
 /* The plan of canonical folder dir (dl bytes, NUL after them; 0: the
  * root). */
@@ -497,12 +484,12 @@ static __thread struct tag_memo {
 	char dir[TAG_MEMO_DIR];
 } tag_memo;
 
-/* ckc_tag_match of canonical canon whose last '/' is at slash, by the
- * plan of its folder: made where it is another folder than this thread's
- * last (known: -1 instead, not told). */
-CKC_TAGGED_PATH static int tag_plan_match(const char *canon, const char *slash, bool known)
+/* ckc_tag_match of canonical canon whose last '/' is at slash, followed by
+ * a name of nl bytes, by the plan of its folder: made where it is another
+ * folder than this thread's last (known: -1 instead, not told). */
+CKC_TAGGED_PATH static int tag_plan_match(const char *canon, const char *slash, size_t nl, bool known)
 {
-	if (!slash[1] || tag_npats == 0 || (size_t)(slash - canon) >= TAG_MEMO_DIR)
+	if (nl == 0 || tag_npats == 0 || (size_t)(slash - canon) >= TAG_MEMO_DIR)
 		return known ? -1 : tag_match_whole(canon);
 	struct tag_memo *m = &tag_memo;
 	size_t dl = (size_t)(slash - canon);
@@ -535,7 +522,6 @@ CKC_TAGGED_PATH static int tag_plan_match(const char *canon, const char *slash, 
 	if (plan.all)
 		return 1;
 	const char *name = slash + 1;
-	size_t nl = strlen(name);
 	for (uint64_t b = plan.maybe; b; b &= b - 1) {
 		const tag_pat_t *t = &tag_pats[__builtin_ctzll(b)];
 		int r = tag_comp_match(&t->comps[t->ncomps - 1], name, nl);
@@ -550,7 +536,7 @@ CKC_TAGGED_PATH static int tag_plan_match(const char *canon, const char *slash, 
 CKC_TAGGED_PATH bool ckc_tag_match(const char *canon)
 {
 	const char *slash = strrchr(canon, '/');
-	return slash ? tag_plan_match(canon, slash, false) : tag_match_whole(canon);
+	return slash ? tag_plan_match(canon, slash, strlen(slash + 1), false) : tag_match_whole(canon);
 }
 
 CKC_TAGGED_PATH int ckc_tag_match_known_folder(const char *path)
@@ -558,10 +544,10 @@ CKC_TAGGED_PATH int ckc_tag_match_known_folder(const char *path)
 	const char *slash = strrchr(path, '/');
 	/* a name the kernel takes as a file's, in a folder whose canonical
 	 * path path's is (the last one looked at): path is canonical */
-	if (!slash || slash == path || (slash[1] == '.' && (!slash[2] || (slash[2] == '.' && !slash[3]))) ||
-	    strlen(slash + 1) > NAME_MAX)
+	if (!slash || slash == path || (slash[1] == '.' && (!slash[2] || (slash[2] == '.' && !slash[3]))))
 		return -1;
-	return tag_plan_match(path, slash, true);
+	size_t nl = strlen(slash + 1);
+	return nl > NAME_MAX ? -1 : tag_plan_match(path, slash, nl, true);
 }
 
 
