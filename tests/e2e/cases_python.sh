@@ -1723,3 +1723,51 @@ for k, (name, seq) in enumerate(sorted(seqs.items())):
 	done
 }
 case_add python/chown-setid python_chown_setid
+
+# A script's loop over one folder by absolute paths (the open answered from
+# the folder's plan once the first tagged path there was looked at): tagged
+# checkpoints and untagged logs side by side, of many sizes, written and
+# read back; the bytes read in the process and those at the real paths
+# without the library are the ones written, and the opens the kernel
+# refuses (a missing checkpoint, a name longer than NAME_MAX, a file's
+# name spelt as a folder, a checkpoint in a folder that is missing) fail
+# with the same errors as without the library.
+python_folder_loop() {
+	cat >loop.py <<'PYEOF'
+import errno, hashlib, os, sys
+d = os.path.join(sys.argv[1], "run")
+os.makedirs(d, exist_ok=True)
+names = [f"ckpt_{i:03d}.bin" if i % 2 == 0 else f"log_{i:03d}.json" for i in range(120)]
+def body(i):
+    return bytes((i * 7 + k) % 251 for k in range((i * 997) % 20000 + 1))
+if sys.argv[2] == "write":
+    for i, n in enumerate(names):
+        with open(os.path.join(d, n), "wb") as f:
+            f.write(body(i))
+    for i, n in enumerate(names):
+        with open(os.path.join(d, n), "rb") as f:
+            if f.read() != body(i):
+                print("differs in the process:", n)
+    for p in (os.path.join(d, "ckpt_999.bin"), os.path.join(d, "x" * 300 + ".bin"),
+              os.path.join(d, "ckpt_000.bin") + "/", os.path.join(d, "gone", "ckpt_0.bin")):
+        try:
+            open(p, "rb").close()
+            print("opened", os.path.basename(p.rstrip("/")))
+        except OSError as e:
+            print(errno.errorcode[e.errno])
+print(hashlib.sha256(b"".join(open(os.path.join(d, n), "rb").read() for n in names)).hexdigest())
+PYEOF
+	local want got real
+	mkdir -p plainrun
+	want=$(plain "$PY" loop.py "$T/plainrun" write) || fail "the loop without the library"
+	got=$(ck CKPTCACHE_PATHS="$T/ck/*/ckpt_*.bin" -- "$PY" loop.py "$T/ck" write) ||
+		fail "the loop with the library$(last_error)"
+	[ "$got" = "$want" ] || fail "with the library: $(echo "$got" | tr '\n' ' '); without: $(echo "$want" | tr '\n' ' ')"
+	# the 60 checkpoints were tagged (the first maybe written at its real
+	# path while the cache starts), the logs not
+	stats_ok files==1 objects.written\>=59 objects.written\<=60 objects.opened_for_read\>=120
+	real=$(plain "$PY" loop.py "$T/ck" check) || fail "the check without the library"
+	[ "$real" = "$(echo "$want" | tail -1)" ] || fail "the real files hold other bytes: $real"
+	ls "$T/ck/run" | grep -q '^ckpt_' || fail "no checkpoint at its real path"
+}
+case_add python/folder-loop python_folder_loop
