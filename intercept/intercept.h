@@ -420,6 +420,22 @@ static inline bool ckc_node_holds_any(void)
 	return used > atomic_load_explicit(&ckc_node_mine, memory_order_relaxed);
 }
 
+/* Maps the node's table, making it if it is not there, once per process
+ * (not in a vfork child, nor where nothing is tagged): false where it is
+ * not mapped. */
+bool ckc_node_map_once(void);
+
+/* ckc_node_holds_any for the stat family, which maps the table first: a
+ * program that asks stat of names and lists no folder (a script's
+ * os.path.exists, make, test -e) would otherwise look at every name, as a
+ * process does while the table is not mapped. */
+static inline bool ckc_node_holds_any_mapping(void)
+{
+	if (__builtin_expect(!atomic_load_explicit(&ckc_node_used, memory_order_relaxed), 0) && !ckc_node_map_once())
+		return true;
+	return ckc_node_holds_any();
+}
+
 /* Whether path is tagged (canon receives its canonical form), after the
  * processes holding it were asked to publish it: in a process whose cache
  * is off too, where the answer is false. */

@@ -1000,15 +1000,28 @@ out:
 
 /* The table, mapped on first use in a process whose engine never started
  * (a forked child of one that did not, a tool that only reads). */
+CKC_HOT_DATA static atomic_bool node_tried;
 static bool node_ready(void)
 {
-	CKC_HOT_DATA static atomic_bool tried;
 	if (node_tab)
 		return true;
-	if (atomic_exchange(&tried, true))
+	if (atomic_load_explicit(&node_tried, memory_order_relaxed) || atomic_exchange(&node_tried, true))
 		return node_tab != NULL;
 	node_uid = geteuid();
 	return node_attach(true) == 0;
+}
+
+CKC_START_PATH bool ckc_node_map_once(void)
+{
+	if (node_tab)
+		return true;
+	if (atomic_load_explicit(&node_tried, memory_order_relaxed) || !atomic_load(&ckc_icpt_on) ||
+	    ckc_in_vfork_child())
+		return false;
+	int saved = errno;
+	bool ok = node_ready();
+	errno = saved;
+	return ok;
 }
 
 /* Whether another process may hold something (two loads, no search): a

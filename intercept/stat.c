@@ -148,7 +148,7 @@ CKC_WARM_PATH __attribute__((noinline)) static bool stat_cached_look(int dirfd, 
  * tar) makes no stack frame for a path. */
 static inline bool stat_cached(int dirfd, const char *path, struct stat *st, bool follow)
 {
-	if (!ckc_holds_objects() && !ckc_node_holds_any())
+	if (!ckc_holds_objects() && !ckc_node_holds_any_mapping())
 		return false;
 	return stat_cached_look(dirfd, path, st, follow);
 }

@@ -771,7 +771,7 @@ CKC_START_PATH static bool cached_at(int dirfd, const char *path, char *canon, c
 	/* nothing cached here or elsewhere on the node: every answer is the
 	 * real file's, and the path need not be looked at (a walker's stat of
 	 * each name: du, find, tar) */
-	bool held = ckc_holds_objects(), others = ckc_node_holds_any();
+	bool held = ckc_holds_objects(), others = ckc_node_holds_any_mapping();
 	if ((!held && !others) || !ckc_tagged_at(dirfd, path, canon)) {
 		errno = saved;
 		return false;

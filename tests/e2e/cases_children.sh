@@ -416,6 +416,31 @@ assert got == b"the new version\n" * 100000, "read %d bytes of another version" 
 	same a.ref ck/a.bin "after exit"
 }
 
+# A program that asks stat of names and lists no folder (coreutils stat,
+# ls -l of a file): its first stat maps the node's table, and a checkpoint
+# another process holds, whose real file is still the older version, has
+# the held version's size.
+stat_only_sees_held() {
+	need_helper
+	printf 'old\n' >ck/a.bin
+	printf 'old\n' >ck/b.bin
+	held_by_another ck/a.bin $'the new version\n' 100000 4
+	local writer_a=$HOLDER
+	held_by_another ck/b.bin $'another version\n' 50000 4
+	local writer_b=$HOLDER got
+	got=$(ck -- stat -c %s ck/a.bin) || fail "stat of a.bin failed$(last_error)"
+	[ "$got" = 1600000 ] || fail "stat gave a.bin $got bytes, expected 1600000 (the held version)"
+	got=$(ck -- ls -ln ck/b.bin) || fail "ls -l of b.bin failed$(last_error)"
+	[ "$(echo "$got" | awk '{print $5}')" = 800000 ] ||
+		fail "ls -l gave b.bin '$got', expected 800000 bytes (the held version)"
+	wait $writer_a || fail "the writer of a.bin failed$(last_error)"
+	wait $writer_b || fail "the writer of b.bin failed$(last_error)"
+	"$PY" -c 'import sys; sys.stdout.buffer.write(b"the new version\n" * 100000)' >a.ref
+	"$PY" -c 'import sys; sys.stdout.buffer.write(b"another version\n" * 50000)' >b.ref
+	same a.ref ck/a.bin "after exit"
+	same b.ref ck/b.bin "after exit"
+}
+
 # Many closed checkpoints held at once, none yet published (the first
 # publication takes seconds): the node's table of holders costs the holder
 # no more than its first 32 KiB of resident memory for 1,000 of them; with
@@ -672,6 +697,7 @@ case_add children/untagged-spelling untagged_spelling
 case_add children/system-reads-new-version system_reads_new_version
 case_add children/link-current-version link_current_version
 case_add_waits children/other-process-reads other_process_reads
+case_add_waits children/stat-only-sees-held stat_only_sees_held
 case_add children/holder-killed holder_killed
 case_add_waits children/many-held many_held
 case_add children/spawn-file-actions spawn_file_actions

@@ -27,6 +27,11 @@ bool ckc_vfork_child_slow(void)
 static _Atomic int64_t node_used_now;
 _Atomic int64_t *_Atomic ckc_node_used = &node_used_now;
 _Atomic int64_t ckc_node_mine;
+/* the table is mapped already (ckc_node_used is set) */
+bool ckc_node_map_once(void)
+{
+	return true;
+}
 /* the paths another process was asked to publish (node.c is not linked) */
 static char node_asked[4][PATH_MAX];
 static int node_nasked;
