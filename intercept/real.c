@@ -41,15 +41,26 @@ static void *real_stub_null(void)
 
 /* Each function's name, its slot in ckc_real, and whether its stub
  * returns NULL (a FILE *, DIR *, FTS *, char * or wchar_t *) rather than
- * -1 (an int, or mmap's MAP_FAILED). */
-#define CKC_REAL_ENTRY(name, ret, args) \
-	{ #name, offsetof(ckc_real_t, name), _Generic((ret *)0, FILE **: true, DIR **: true, FTS **: true, char **: true, wchar_t **: true, default: false) },
+ * -1 (an int, or mmap's MAP_FAILED). The names are one block of bytes and
+ * the table holds offsets into it: a table of pointers would be relocated
+ * by the loader at every start, a page copied for each process. */
+#define CKC_REAL_NAME_FIELD(name, ret, args) char name[sizeof(#name)];
+#define CKC_REAL_NAME_INIT(name, ret, args) #name,
+static const struct real_names {
+	CKC_REAL_FUNCS(CKC_REAL_NAME_FIELD)
+} real_names = { CKC_REAL_FUNCS(CKC_REAL_NAME_INIT) };
+#define CKC_REAL_ENTRY(name, ret, args)                                                 \
+	{ offsetof(struct real_names, name), offsetof(ckc_real_t, name),                \
+	  _Generic((ret *)0, FILE **: true, DIR **: true, FTS **: true, char **: true, wchar_t **: true, default: false) },
 static const struct real_entry {
-	const char *name;
-	size_t off;
+	uint16_t name;
+	uint16_t off;
 	bool null_stub;
 } real_tab[CKC_REAL_N] = { CKC_REAL_FUNCS(CKC_REAL_ENTRY) };
+_Static_assert(sizeof(struct real_names) <= UINT16_MAX && sizeof(ckc_real_t) <= UINT16_MAX, "real_tab's offsets");
 #undef CKC_REAL_ENTRY
+#undef CKC_REAL_NAME_INIT
+#undef CKC_REAL_NAME_FIELD
 
 /* The loaded object f lies in (NULL: none). _dl_find_object (glibc 2.35)
  * is async-signal-safe and allocates nothing: the first stat of a process
@@ -87,11 +98,12 @@ CKC_START_PATH void ckc_real_resolve_one(unsigned i)
 	if (i >= CKC_REAL_N)
 		return;
 	const struct real_entry *e = &real_tab[i];
+	const char *name = (const char *)&real_names + e->name;
 	/* the __xstat family is only a compatibility symbol on glibc >= 2.33,
 	 * which plain dlsym does not return */
-	void *f = dls ? dls(RTLD_NEXT, e->name) : NULL;
+	void *f = dls ? dls(RTLD_NEXT, name) : NULL;
 	if (!f)
-		f = dlvsym(RTLD_NEXT, e->name, "GLIBC_2.2.5");
+		f = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
 	void (*fn)(void) = f ? (void (*)(void))f
 			     : e->null_stub ? (void (*)(void))real_stub_null : (void (*)(void))real_stub_neg1;
 	/* every thread that looks it up finds the same function */

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <linux/magic.h>
@@ -328,9 +329,13 @@ static int config_fs_info(const char *dir, uint64_t *avail, bool *in_memory)
 
 CKC_START_PATH void ckc_sysinfo_default(ckc_sysinfo_t *sys)
 {
-	long pages = sysconf(_SC_PHYS_PAGES);
-	long page = sysconf(_SC_PAGESIZE);
-	sys->mem_total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+	/* the kernel's count, as sysconf(_SC_PHYS_PAGES) reads it: the system
+	 * call itself, since sysconf's code is on pages of the C library a
+	 * short program never touches otherwise (each a fault at its start) */
+	struct sysinfo si;
+	sys->mem_total = ckc_syscall6(SYS_sysinfo, (long)&si, 0, 0, 0, 0, 0) == 0
+				 ? (uint64_t)si.totalram * (si.mem_unit ? si.mem_unit : 1)
+				 : 0;
 	sys->fs_info = config_fs_info;
 	sys->no_mkdir = false;
 	sys->tier_files = ckc_ssd_files_bytes;

@@ -696,13 +696,30 @@ static bool kernel_multigrain(void)
 
 CKC_HOT_DATA _Atomic int64_t ckc_stamp_floor_ns;
 
+/* The latest reading of the clock ckc_stamp_seen_slow took: a stamp no
+ * later than it is not in the future, and needs no other. */
+CKC_HOT_DATA static _Atomic int64_t stamp_clock_ns;
+
 CKC_TAGGED_PATH void ckc_stamp_seen_slow(const struct timespec *t)
 {
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
 	int64_t v = ckc_ts_ns(t), cur = __atomic_load_n(&ckc_stamp_floor_ns, __ATOMIC_RELAXED);
-	if (v > ckc_ts_ns(&now))
-		return;
+	int64_t clock = __atomic_load_n(&stamp_clock_ns, __ATOMIC_RELAXED);
+	if (v > clock) {
+		/* the first reading by the system call: the vDSO's reads the
+		 * kernel's clock pages, faults in a short program (a tool's
+		 * fstat of its output) that touches them nowhere else */
+		struct timespec now;
+		if (clock == 0 ? ckc_syscall6(SYS_clock_gettime, CLOCK_REALTIME, (long)&now, 0, 0, 0, 0) != 0
+			       : clock_gettime(CLOCK_REALTIME, &now) != 0)
+			return;
+		clock = ckc_ts_ns(&now);
+		int64_t was = __atomic_load_n(&stamp_clock_ns, __ATOMIC_RELAXED);
+		while (clock > was && !__atomic_compare_exchange_n(&stamp_clock_ns, &was, clock, true, __ATOMIC_RELAXED,
+								    __ATOMIC_RELAXED))
+			;
+		if (v > clock)
+			return;
+	}
 	while (v > cur && !__atomic_compare_exchange_n(&ckc_stamp_floor_ns, &cur, v, true, __ATOMIC_RELAXED,
 						      __ATOMIC_RELAXED))
 		;

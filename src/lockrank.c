@@ -17,7 +17,9 @@ __thread unsigned ckc_tl_locks __attribute__((tls_model("initial-exec")));
 __thread volatile uint64_t ckc_tl_sigdefer __attribute__((tls_model("initial-exec")));
 __thread unsigned ckc_tl_alloc __attribute__((tls_model("initial-exec")));
 
-static const char *const rank_name[CKC_RANK_COUNT] = {
+/* (an array of names, not of pointers: pointers are relocated by the
+ * loader at every start, on pages it copies for each process) */
+static const char rank_name[CKC_RANK_COUNT][24] = {
 	[CKC_RANK_NONE] = "none",
 	[CKC_RANK_STDIO] = "stdio stream list",
 	[CKC_RANK_ALIAS] = "checkpoint spellings",
@@ -47,7 +49,7 @@ static const char *const rank_name[CKC_RANK_COUNT] = {
 
 const char *ckc_rank_name(ckc_rank_t r)
 {
-	return (unsigned)r < CKC_RANK_COUNT && rank_name[r] ? rank_name[r] : "?";
+	return (unsigned)r < CKC_RANK_COUNT && rank_name[r][0] ? rank_name[r] : "?";
 }
 
 #ifdef CKC_LOCK_CHECK

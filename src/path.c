@@ -149,7 +149,7 @@ CKC_START_PATH static int path_walk(const char *path, const char *base, bool bas
 /* path is absolute, with no "." or ".." component, no repeated or trailing
  * '/' and no name longer than NAME_MAX: canonical as it is (*len: its
  * length). */
-static bool path_plain(const char *path, size_t *len)
+CKC_START_PATH static bool path_plain(const char *path, size_t *len)
 {
 	if (path[0] != '/')
 		return false;
@@ -168,6 +168,12 @@ static bool path_plain(const char *path, size_t *len)
 		}
 		q = e;
 	}
+}
+
+CKC_START_PATH bool ckc_path_plain(const char *path)
+{
+	size_t n;
+	return path_plain(path, &n);
 }
 
 CKC_START_PATH int ckc_path_resolve(const char *path, const char *base, char *out, size_t outlen)

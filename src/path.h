@@ -2,6 +2,7 @@
 #ifndef CKC_PATH_H
 #define CKC_PATH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -12,6 +13,11 @@
  * Returns 0, -ENAMETOOLONG when out is too small, -EINVAL for an empty path,
  * or -errno from getcwd. */
 int ckc_path_canon(const char *path, const char *base, char *out, size_t outlen);
+
+/* Whether path is canonical as it is: absolute, with no "." or ".."
+ * component, no repeated or trailing '/', no name longer than NAME_MAX
+ * (ckc_path_canon would return it unchanged). */
+bool ckc_path_plain(const char *path);
 
 /* As ckc_path_canon, but ".." is taken as the kernel takes it: from the
  * directory the path so far leads to, so a symbolic link before ".." is

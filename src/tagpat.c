@@ -54,10 +54,26 @@ typedef struct tag_comp {
 	int kind;
 } tag_comp_t;
 
-/* pat is '*' followed by literal bytes with no '/': those bytes, else NULL. */
-static const char *star_tail(const char *pat, size_t *len)
+/* strcspn and strpbrk, here: the C library's are on pages of its code
+ * that a short program never touches otherwise, and the patterns are read
+ * at every process's start (each such page a fault there) */
+static size_t tag_span(const char *s, const char *reject)
 {
-	if (pat[0] != '*' || strpbrk(pat + 1, "*?[\\/"))
+	size_t n = 0;
+	while (s[n] && !strchr(reject, s[n]))
+		n++;
+	return n;
+}
+
+static bool tag_has_any(const char *s, const char *set)
+{
+	return s[tag_span(s, set)] != '\0';
+}
+
+/* pat is '*' followed by literal bytes with no '/': those bytes, else NULL. */
+CKC_START_PATH static const char *star_tail(const char *pat, size_t *len)
+{
+	if (pat[0] != '*' || tag_has_any(pat + 1, "*?[\\/"))
 		return NULL;
 	*len = strlen(pat + 1);
 	return pat + 1;
@@ -79,7 +95,7 @@ CKC_HOT_DATA static bool tag_any_name; /* some pattern may match any last compon
  * into components with certainty. */
 static bool tag_splittable(const char *g)
 {
-	return !strpbrk(g, "[\\");
+	return !tag_has_any(g, "[\\");
 }
 
 /* strtok_r with one delimiter: the next non-empty run of s (NULL: go on
@@ -121,7 +137,7 @@ static void tag_split(tag_pat_t *t)
 	n = 0;
 	for (char *tok = tag_token(copy, '/', &save); tok; tok = tag_token(NULL, '/', &save)) {
 		size_t tl;
-		int kind = star_tail(tok, &tl) ? COMP_TAIL : strpbrk(tok, "*?") ? COMP_GLOB : COMP_LIT;
+		int kind = star_tail(tok, &tl) ? COMP_TAIL : tag_has_any(tok, "*?") ? COMP_GLOB : COMP_LIT;
 		c[n++] = (tag_comp_t){ tok, strlen(tok), kind };
 	}
 	t->comps = c;
@@ -141,6 +157,7 @@ static void tag_split(tag_pat_t *t)
 	}
 }
 
+
 /* Replaces every "%r" with the rank. */
 static char *tag_expand_rank(const char *p, long rank)
 {
@@ -148,8 +165,9 @@ static char *tag_expand_rank(const char *p, long rank)
 	size_t n = 0, cap = strlen(p) + 1, k = rank < 0;
 	num[0] = '-';
 	k += ckc_path_decimal(num + k, rank < 0 ? 0ull - (unsigned long long)rank : (unsigned long long)rank);
-	for (const char *q = p; (q = strstr(q, "%r")); q += 2)
-		cap += k;
+	for (const char *q = p; *q; q++)
+		if (q[0] == '%' && q[1] == 'r')
+			cap += k, q++;
 	char *out = sys_malloc(cap);
 	if (!out)
 		return NULL;
@@ -166,9 +184,29 @@ static char *tag_expand_rank(const char *p, long rank)
 	return out;
 }
 
-CKC_START_PATH static int tag_add(const char *raw, long rank)
+/* The canonical form of the pattern p, allocated: NULL with *bad set where
+ * it is not a usable path, NULL alone where there was no memory. */
+__attribute__((noinline)) CKC_START_PATH static char *tag_canon_walked(const char *p, bool *bad)
 {
 	char canon[PATH_MAX];
+	if (ckc_path_canon(p, NULL, canon, sizeof(canon)) != 0) {
+		*bad = true;
+		return NULL;
+	}
+	return strdup(canon);
+}
+
+CKC_START_PATH static char *tag_canon(const char *p, bool *bad)
+{
+	/* an absolute pattern canonical as written, the usual one, is copied:
+	 * the walk's buffers (and the calls made below them) reach pages of
+	 * the stack that a short program never touches, each a fault at every
+	 * process's start */
+	return ckc_path_plain(p) ? strdup(p) : tag_canon_walked(p, bad);
+}
+
+CKC_START_PATH static int tag_add(const char *raw, long rank)
+{
 	char *p = tag_expand_rank(raw, rank);
 	if (!p)
 		return -1;
@@ -176,20 +214,23 @@ CKC_START_PATH static int tag_add(const char *raw, long rank)
 	bool subtree = len >= 3 && !strcmp(p + len - 3, "/**");
 	if (subtree)
 		p[len - 3] = '\0';
-	int rc = ckc_path_canon(*p ? p : "/", NULL, canon, sizeof(canon));
+	bool bad = false;
+	char *glob = tag_canon(*p ? p : "/", &bad);
 	sys_free(p);
-	if (rc) {
-		ckc_error("CKPTCACHE_PATHS: pattern '%s' is not a usable path", raw);
+	if (!glob) {
+		if (bad)
+			ckc_error("CKPTCACHE_PATHS: pattern '%s' is not a usable path", raw);
 		return -1;
 	}
 	tag_pat_t *t = sys_realloc(tag_pats, (size_t)(tag_npats + 1) * sizeof(*t));
-	if (!t)
+	if (!t) {
+		sys_free(glob);
 		return -1;
+	}
 	tag_pats = t;
 	t = &tag_pats[tag_npats];
-	if (!(t->glob = strdup(canon)))
-		return -1;
-	t->lit = strcspn(canon, "*?[\\");
+	t->glob = glob;
+	t->lit = tag_span(glob, "*?[\\");
 	t->subtree = subtree;
 	t->last = NULL;
 	t->compbuf = NULL;
@@ -257,7 +298,9 @@ static bool tag_dir_may_hold(const tag_pat_t *t, const char *dir)
 			p++;
 		if (!*p)
 			break;
-		size_t len = strcspn(p, "/");
+		size_t len = 0;
+		while (p[len] && p[len] != '/')
+			len++;
 		if (i == (size_t)t->ncomps)
 			return t->subtree; /* deeper than the pattern */
 		if (len > NAME_MAX)
@@ -476,7 +519,7 @@ static void tag_plan_make(const char *dir, size_t dl, tag_plan_t *pl)
  * one that made another plan while this thread read it (seq moved on)
  * has this thread match whole paths too. */
 #define TAG_MEMO_DIR 256
-static unsigned tag_gen = 1; /* moves on with each load of the patterns (0: no plan) */
+CKC_HOT_DATA static unsigned tag_gen = 1; /* moves on with each load of the patterns (0: no plan) */
 static __thread struct tag_memo {
 	unsigned seq, gen;
 	size_t len;

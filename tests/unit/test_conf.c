@@ -1620,6 +1620,11 @@ Test(conf, the_job_and_local_rank_name_the_peer_segment)
 	cr_expect_str_eq(cfg.job, "ompi1234_5", "no '/' in a file name");
 	cr_expect_eq(cfg.local_rank, 1);
 	cr_expect(cfg.node[0], "the host name when Slurm gives no node number");
+	char host[256] = "";
+	cr_assert_eq(gethostname(host, sizeof(host) - 1), 0);
+	if (strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") == strlen(host) &&
+	    strlen(host) < sizeof(cfg.node))
+		cr_expect_str_eq(cfg.node, host, "the node's name is the host's");
 
 	conf_reset();
 	env("SLURM_JOB_ID", "x12");

@@ -3,6 +3,7 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,6 +258,38 @@ Test(resolve, a_plain_absolute_path_is_its_own_canonical_form)
 	cr_assert_eq(ckc_path_resolve("/abcdefgh", NULL, small, sizeof(small)), -ENAMETOOLONG);
 	cr_assert_eq(ckc_path_resolve("/abcdef", NULL, small, sizeof(small)), 0);
 	cr_assert_str_eq(small, "/abcdef");
+}
+
+/* ckc_path_plain: true exactly where the lexical canonical form is the
+ * path itself (a pattern of CKPTCACHE_PATHS is then taken as written). */
+Test(path, plain_is_exactly_its_own_canonical_form)
+{
+	const char *pieces[] = { "/", "a", "b*", ".", "..", "//", "/.", "./", "x.bin", "/..", "...", ".x" };
+	unsigned seed = 77;
+	char path[128], canon[PATH_MAX];
+	int plain = 0, not_plain = 0;
+	for (int i = 0; i < 50000; i++) {
+		strcpy(path, i % 3 ? "/tmp" : "");
+		int n = 1 + (int)(rand_r(&seed) % 6);
+		for (int k = 0; k < n; k++)
+			strcat(path, pieces[rand_r(&seed) % 12u]);
+		if (!path[0])
+			continue;
+		bool same = ckc_path_canon(path, "/base", canon, sizeof(canon)) == 0 && !strcmp(canon, path);
+		cr_assert_eq(ckc_path_plain(path), same, "plain(%s) is %d, its canonical form %s", path,
+			     ckc_path_plain(path), canon);
+		plain += same;
+		not_plain += !same;
+	}
+	cr_assert_gt(plain, 1000, "too few plain paths to say anything");
+	cr_assert_gt(not_plain, 1000, "too few other paths to say anything");
+	/* a name longer than NAME_MAX is not taken as written */
+	char longp[NAME_MAX + 8] = "/";
+	memset(longp + 1, 'n', NAME_MAX + 1);
+	longp[NAME_MAX + 2] = '\0';
+	cr_assert(!ckc_path_plain(longp));
+	longp[NAME_MAX + 1] = '\0';
+	cr_assert(ckc_path_plain(longp));
 }
 
 Test(path, decimal_numbers)
