@@ -6,7 +6,9 @@
 #include <errno.h>
 #include "sys.h"
 
-static const char *const dist_label[CKC_DIST_BUCKETS] = {
+/* (names, not pointers to them: the loader relocates pointers at every
+ * start, and the pages it writes before .data are to fit in one) */
+static const char dist_label[CKC_DIST_BUCKETS][9] = {
 	"0", "1", "2", "3", "4", "5", "6", "7", "8-15", "16-31", "32-63", "64+", "unhinted",
 };
 
