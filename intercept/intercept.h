@@ -404,14 +404,19 @@ extern _Atomic int64_t ckc_node_mine;
 /* Whether a process of the node may hold a checkpoint its real file lacks:
  * some slot of the node's table is in use and not all are this process's
  * (a vfork child's count of its own is its parent's, whose slots are
- * another process's to it); true while this process has not attached the
- * table (not attached here, which would make the table for a process that
- * never touches a checkpoint). Inline: every stat of a walker asks it. */
-static inline bool ckc_node_holds_any(void)
+ * another process's to it); true while this process has not mapped the
+ * table. map: map it first (once per process, making it if it is missing;
+ * not in a vfork child, nor where nothing is tagged), as the stat family
+ * does: a program that asks stat of names and lists no folder (a script's
+ * os.path.exists, make, test -e) would otherwise look at every name. Not
+ * mapped otherwise, which would make the table for a process that never
+ * touches a checkpoint. Inline: every stat of a walker asks it. */
+bool ckc_node_holds_any_unmapped(bool map);
+static inline bool ckc_node_holds_any_at(bool map)
 {
 	_Atomic int64_t *u = atomic_load_explicit(&ckc_node_used, memory_order_acquire);
-	if (!u)
-		return true;
+	if (__builtin_expect(!u, 0))
+		return ckc_node_holds_any_unmapped(map);
 	int64_t used = atomic_load_explicit(u, memory_order_acquire);
 	if (used <= 0) /* nobody holds anything: no look at this thread */
 		return false;
@@ -419,21 +424,13 @@ static inline bool ckc_node_holds_any(void)
 		return true;
 	return used > atomic_load_explicit(&ckc_node_mine, memory_order_relaxed);
 }
-
-/* Maps the node's table, making it if it is not there, once per process
- * (not in a vfork child, nor where nothing is tagged): false where it is
- * not mapped. */
-bool ckc_node_map_once(void);
-
-/* ckc_node_holds_any for the stat family, which maps the table first: a
- * program that asks stat of names and lists no folder (a script's
- * os.path.exists, make, test -e) would otherwise look at every name, as a
- * process does while the table is not mapped. */
+static inline bool ckc_node_holds_any(void)
+{
+	return ckc_node_holds_any_at(false);
+}
 static inline bool ckc_node_holds_any_mapping(void)
 {
-	if (__builtin_expect(!atomic_load_explicit(&ckc_node_used, memory_order_relaxed), 0) && !ckc_node_map_once())
-		return true;
-	return ckc_node_holds_any();
+	return ckc_node_holds_any_at(true);
 }
 
 /* Whether path is tagged (canon receives its canonical form), after the

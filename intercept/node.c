@@ -1011,17 +1011,14 @@ static bool node_ready(void)
 	return node_attach(true) == 0;
 }
 
-CKC_START_PATH bool ckc_node_map_once(void)
+CKC_START_PATH bool ckc_node_holds_any_unmapped(bool map)
 {
-	if (node_tab)
+	if (!map || !atomic_load(&ckc_icpt_on) || ckc_in_vfork_child())
 		return true;
-	if (atomic_load_explicit(&node_tried, memory_order_relaxed) || !atomic_load(&ckc_icpt_on) ||
-	    ckc_in_vfork_child())
-		return false;
 	int saved = errno;
-	bool ok = node_ready();
+	bool mapped = node_ready();
 	errno = saved;
-	return ok;
+	return !mapped || ckc_node_holds_any();
 }
 
 /* Whether another process may hold something (two loads, no search): a

@@ -164,14 +164,11 @@ CKC_START_PATH static void config_job(ckc_config_t *c, config_get_fn get, void *
 		/* the node's name (gethostname's, by the system call: its code
 		 * is on a page of the C library a short program never touches) */
 		struct utsname u;
-		size_t n = ckc_syscall6(SYS_uname, (long)&u, 0, 0, 0, 0, 0) == 0 ? strnlen(u.nodename, sizeof(u.nodename)) : 0;
-		if (n >= sizeof(buf))
-			n = sizeof(buf) - 1;
-		if (n)
-			memcpy(buf, u.nodename, n);
+		_Static_assert(sizeof(u.nodename) <= sizeof(buf), "the node's name fits");
+		if (ckc_syscall6(SYS_uname, (long)&u, 0, 0, 0, 0, 0) == 0)
+			memcpy(buf, u.nodename, sizeof(u.nodename));
 		else
-			n = strlen(strcpy(buf, "host"));
-		buf[n] = '\0';
+			strcpy(buf, "host");
 	}
 	buf[sizeof(buf) - 1] = '\0';
 	config_name_part(c->node, sizeof(c->node), buf);

@@ -700,10 +700,17 @@ CKC_HOT_DATA _Atomic int64_t ckc_stamp_floor_ns;
  * later than it is not in the future, and needs no other. */
 CKC_HOT_DATA static _Atomic int64_t stamp_clock_ns;
 
+/* *at = max(*at, v). */
+static void stamp_raise(_Atomic int64_t *at, int64_t v)
+{
+	int64_t cur = __atomic_load_n(at, __ATOMIC_RELAXED);
+	while (v > cur && !__atomic_compare_exchange_n(at, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 CKC_TAGGED_PATH void ckc_stamp_seen_slow(const struct timespec *t)
 {
-	int64_t v = ckc_ts_ns(t), cur = __atomic_load_n(&ckc_stamp_floor_ns, __ATOMIC_RELAXED);
-	int64_t clock = __atomic_load_n(&stamp_clock_ns, __ATOMIC_RELAXED);
+	int64_t v = ckc_ts_ns(t), clock = __atomic_load_n(&stamp_clock_ns, __ATOMIC_RELAXED);
 	if (v > clock) {
 		/* the first reading by the system call: the vDSO's reads the
 		 * kernel's clock pages, faults in a short program (a tool's
@@ -713,16 +720,11 @@ CKC_TAGGED_PATH void ckc_stamp_seen_slow(const struct timespec *t)
 			       : clock_gettime(CLOCK_REALTIME, &now) != 0)
 			return;
 		clock = ckc_ts_ns(&now);
-		int64_t was = __atomic_load_n(&stamp_clock_ns, __ATOMIC_RELAXED);
-		while (clock > was && !__atomic_compare_exchange_n(&stamp_clock_ns, &was, clock, true, __ATOMIC_RELAXED,
-								    __ATOMIC_RELAXED))
-			;
+		stamp_raise(&stamp_clock_ns, clock);
 		if (v > clock)
 			return;
 	}
-	while (v > cur && !__atomic_compare_exchange_n(&ckc_stamp_floor_ns, &cur, v, true, __ATOMIC_RELAXED,
-						      __ATOMIC_RELAXED))
-		;
+	stamp_raise(&ckc_stamp_floor_ns, v);
 }
 
 /* A fine stamp the kernel hands out now, no earlier than *after, where it

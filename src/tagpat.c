@@ -157,7 +157,6 @@ static void tag_split(tag_pat_t *t)
 	}
 }
 
-
 /* Replaces every "%r" with the rank. */
 static char *tag_expand_rank(const char *p, long rank)
 {
@@ -298,9 +297,7 @@ static bool tag_dir_may_hold(const tag_pat_t *t, const char *dir)
 			p++;
 		if (!*p)
 			break;
-		size_t len = 0;
-		while (p[len] && p[len] != '/')
-			len++;
+		size_t len = (size_t)(strchrnul(p, '/') - p);
 		if (i == (size_t)t->ncomps)
 			return t->subtree; /* deeper than the pattern */
 		if (len > NAME_MAX)
