@@ -419,7 +419,7 @@ assert got == b"the new version\n" * 100000, "read %d bytes of another version" 
 # A program that asks stat of names and lists no folder (coreutils stat,
 # ls -l of a file): its first stat maps the node's table, and a checkpoint
 # another process holds, whose real file is still the older version, has
-# the held version's size.
+# the held version's size; a missing one gives the kernel's error.
 stat_only_sees_held() {
 	need_helper
 	printf 'old\n' >ck/a.bin
@@ -430,6 +430,11 @@ stat_only_sees_held() {
 	local writer_b=$HOLDER got
 	got=$(ck -- stat -c %s ck/a.bin) || fail "stat of a.bin failed$(last_error)"
 	[ "$got" = 1600000 ] || fail "stat gave a.bin $got bytes, expected 1600000 (the held version)"
+	# a name nobody holds and no file has: the same error as without the library
+	local want
+	want=$(stat -c %s ck/none.bin 2>&1; echo "exit $?")
+	got=$(ck -- stat -c %s ck/none.bin 2>&1; echo "exit $?")
+	[ "$got" = "$want" ] || fail "stat of a missing checkpoint gave '$got', without the library '$want'"
 	got=$(ck -- ls -ln ck/b.bin) || fail "ls -l of b.bin failed$(last_error)"
 	[ "$(echo "$got" | awk '{print $5}')" = 800000 ] ||
 		fail "ls -l gave b.bin '$got', expected 800000 bytes (the held version)"
