@@ -73,11 +73,9 @@ static void dir_asked_note(const char *canon, uint64_t t_ns, bool writing)
 /* Other processes of the node that hold checkpoints are asked about the
  * folder dir (ckc_node_ask_dir), where the patterns may tag a file under
  * it. errno kept. */
-CKC_WARM_PATH static void others_first(const char *dir, int what)
+__attribute__((noinline)) static void others_ask(const char *dir, int what)
 {
 	char canon[PATH_MAX];
-	if (!dir || ckc_io_guard || ckc_in_vfork_child() || !ckc_node_others())
-		return;
 	int saved = errno;
 	ckc_enter();
 	if (ckc_path_resolve(dir, NULL, canon, sizeof(canon)) == 0 && !ckc_tag_dir_holds_none(canon)) {
@@ -97,15 +95,21 @@ CKC_WARM_PATH static void others_first(const char *dir, int what)
 	errno = saved;
 }
 
+/* (the gate: a folder's path is on the stack only where another process
+ * of the node may hold something) */
+CKC_WARM_PATH static void others_first(const char *dir, int what)
+{
+	if (!dir || ckc_io_guard || ckc_in_vfork_child() || !ckc_node_others())
+		return;
+	others_ask(dir, what);
+}
+
 /* Publishes what the cache owes under the folder dir before the caller
  * lists or removes it (and has the node's other processes publish what
  * they owe there). errno kept. */
-CKC_WARM_PATH static void owed_first(const char *dir)
+__attribute__((noinline)) static void owed_publish(const char *dir)
 {
 	static atomic_bool said;
-	others_first(dir, CKC_NODE_DIR_LIST);
-	if (!dir || ckc_io_guard || !ckc_engine_started())
-		return;
 	int saved = errno;
 	ckc_enter();
 	if (ckc_owes_under(NULL) && ckc_owes_under(dir)) {
@@ -131,6 +135,15 @@ CKC_WARM_PATH static void owed_first(const char *dir)
 	errno = saved;
 }
 
+/* (the gate: this process's cache is asked only where it started) */
+CKC_WARM_PATH static void owed_first(const char *dir)
+{
+	others_first(dir, CKC_NODE_DIR_LIST);
+	if (!dir || ckc_io_guard || !ckc_engine_started())
+		return;
+	owed_publish(dir);
+}
+
 /* The folder path names relative to dirfd, in full (PATH_MAX bytes), when
  * this process owes something, or another one may hold something, or
  * (writers) this process holds a version its real path lacks (one it
@@ -139,8 +152,13 @@ CKC_WARM_PATH static int dir_full_at(int dirfd, const char *path, char *full, bo
 {
 	if (!path || ckc_io_guard)
 		return -1;
-	if (path[0] == '/' || dirfd == AT_FDCWD)
-		return snprintf(full, PATH_MAX, "%s", path) < PATH_MAX ? 0 : -1;
+	if (path[0] == '/' || dirfd == AT_FDCWD) {
+		size_t n = strlen(path);
+		if (n >= PATH_MAX)
+			return -1;
+		memcpy(full, path, n + 1);
+		return 0;
+	}
 	int saved = errno;
 	bool owes = false;
 	if (ckc_engine_started()) {
@@ -323,10 +341,8 @@ CKC_EXPORT int glob64(const char *pattern, int flags, int (*err)(const char *, i
 /* Whether this process still writes a new checkpoint under the folder
  * dir: the kernel finds the file the program made there, which the real
  * folder lacks until its close publishes it. */
-static bool dir_has_writer(const char *dir)
+__attribute__((noinline)) static bool dir_writer_look(const char *dir)
 {
-	if (ckc_io_guard || !ckc_engine_started())
-		return false;
 	char key[PATH_MAX];
 	int saved = errno;
 	ckc_enter();
@@ -334,6 +350,11 @@ static bool dir_has_writer(const char *dir)
 	ckc_leave();
 	errno = saved;
 	return has;
+}
+
+static bool dir_has_writer(const char *dir)
+{
+	return !ckc_io_guard && ckc_engine_started() && dir_writer_look(dir);
 }
 
 static int rmdir_common(const char *path)

@@ -945,8 +945,13 @@ void ckc_px_real_opened(int fd, const char *path, const char *canon);
  * that folder are not put back over its change (ckc_dir_times_changing). */
 typedef struct ckc_px_change {
 	uint64_t tok;
-	char canon[PATH_MAX];
+	char *canon; /* PATH_MAX bytes, or NULL where no folder's times are set */
 } ckc_px_change_t;
+/* A change's start: its path's room is taken from the caller's stack
+ * (alloca, freed as the wrapper returns) only where the program set some
+ * folder's times, which is rare: a program's unlink, mkdir or rename
+ * otherwise reaches no deeper into its stack for it. */
+#define CKC_CHANGE_INIT { 0, ckc_dir_times_any() ? __builtin_alloca(PATH_MAX) : NULL }
 void ckc_px_change_begin(ckc_px_change_t *c, int dirfd, const char *path);
 /* rc, the call's result (0: it changed the folder), errno kept */
 int ckc_px_change_end(ckc_px_change_t *c, int rc);
@@ -954,7 +959,7 @@ int ckc_px_change_end(ckc_px_change_t *c, int rc);
  * name removed), made by the expression call between the two */
 #define CKC_CHANGING(dirfd, path, call)                   \
 	({                                                \
-		ckc_px_change_t chg_;                     \
+		ckc_px_change_t chg_ = CKC_CHANGE_INIT;   \
 		ckc_px_change_begin(&chg_, dirfd, path);  \
 		ckc_px_change_end(&chg_, (call));         \
 	})

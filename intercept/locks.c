@@ -289,11 +289,10 @@ void ckc_lock_release(ckc_vfd_t *v)
  * from a waiter that loses each race to the next one's sweep. */
 #define LOCKFILE_TRIES 4096
 
-CKC_EXPORT int flock(int fd, int op)
+/* flock of a tagged descriptor (out of line: the lock file's path is on
+ * the stack only here) */
+__attribute__((noinline)) static int flock_tagged(ckc_vfd_t *v, int op)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v || !REAL(flock))
-		return REAL(flock) ? REAL(flock)(fd, op) : (errno = ENOSYS, -1);
 	int saved = errno;
 	char path[PATH_MAX + 32];
 	for (int tries = 0;; tries++) {
@@ -320,6 +319,14 @@ CKC_EXPORT int flock(int fd, int op)
 	}
 	v->lock_flock = (op & LOCK_UN) ? 0 : (op & (LOCK_SH | LOCK_EX));
 	return (int)ckc_result(0, saved);
+}
+
+CKC_EXPORT int flock(int fd, int op)
+{
+	ckc_vfd_t *v = ckc_vfd_get(fd);
+	if (!v || !REAL(flock))
+		return REAL(flock) ? REAL(flock)(fd, op) : (errno = ENOSYS, -1);
+	return flock_tagged(v, op);
 }
 
 /* lockf(3) is fcntl(2) record locking: taken on the real file, which

@@ -985,9 +985,20 @@ CKC_TAGGED_PATH void ckc_px_real_opened(int fd, const char *path, const char *ca
 	}
 }
 
+static int open_look(int dirfd, const char *path, int flags, mode_t mode, int look, int saved);
+
+/* fd, which the real open gave: its number's past is forgotten, and a
+ * folder opened without following a link is noted for the walk below it */
+static inline int open_seen(int dirfd, const char *path, int flags, int fd)
+{
+	ckc_vfd_unseen(fd);
+	if (fd >= 0 && (flags & O_NOFOLLOW) && ckc_tag_dirv_cap)
+		ckc_tag_opened(dirfd, path, flags, fd);
+	return fd;
+}
+
 CKC_TAGGED_PATH static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 {
-	char canon[PATH_MAX];
 	int saved = errno;
 	int (*ro)(int, const char *, int, ...) = REAL(openat);
 	int fd;
@@ -1023,6 +1034,21 @@ CKC_TAGGED_PATH static int open_common(int dirfd, const char *path, int flags, m
 		ckc_tag_opened_none(fd, flags);
 		return fd;
 	}
+	return open_look(dirfd, path, flags, mode, look, saved);
+opened:
+	return open_seen(dirfd, path, flags, fd);
+}
+
+/* open_common's look at a path that may be tagged (look: what
+ * ckc_tag_name_look said of it) and its open: the descriptor, or -1 with
+ * errno. Out of line, as the canonical path is made only here: an open of
+ * a name no pattern can match reaches no deeper into the program's stack
+ * than the C library's. */
+CKC_TAGGED_PATH __attribute__((noinline)) static int open_look(int dirfd, const char *path, int flags, mode_t mode, int look, int saved)
+{
+	char canon[PATH_MAX];
+	int (*ro)(int, const char *, int, ...) = REAL(openat);
+	int fd;
 	uint64_t t0 = 0;
 	bool timed = false, links = false, first = false;
 	/* a read passes to the real file whatever the path while the cache
@@ -1077,11 +1103,7 @@ CKC_TAGGED_PATH static int open_common(int dirfd, const char *path, int flags, m
 		ckc_small_opened(fd, t0);
 	else
 		ckc_px_real_opened(fd, path, tagged && !(flags & (O_PATH | O_DIRECTORY)) ? canon : NULL);
-opened:
-	ckc_vfd_unseen(fd);
-	if (fd >= 0 && (flags & O_NOFOLLOW) && ckc_tag_dirv_cap)
-		ckc_tag_opened(dirfd, path, flags, fd);
-	return fd;
+	return open_seen(dirfd, path, flags, fd);
 }
 
 static inline bool needs_mode(int flags)

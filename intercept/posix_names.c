@@ -292,15 +292,36 @@ CKC_START_PATH static bool access_vfd(const char *path, int mode, bool effective
 
 /* access and euidaccess (effective): a cached checkpoint, or the file
  * behind a tagged descriptor's number, judged by the cache. */
-CKC_START_PATH static int access_path(const char *path, int mode, bool effective, int (*real)(const char *, int))
+/* dirfd/path (follow: or the file a link there leads to) is a cached
+ * checkpoint: true, and *rc the answer. Out of line: the path is on the
+ * stack only where something is held (access_held). */
+__attribute__((noinline)) static bool access_look(int dirfd, const char *path, int mode, bool effective, bool follow,
+						  int *rc)
 {
 	char canon[PATH_MAX];
 	ckc_stat_t st;
+	if (!(follow ? ckc_cached_follow : ckc_cached_at)(dirfd, path, canon, &st))
+		return false;
+	*rc = access_cached(canon, &st, mode, effective);
+	return true;
+}
+
+/* access_look, where this process's cache or another process of the node
+ * holds anything (as the stat family asks) */
+static inline bool access_held(int dirfd, const char *path, int mode, bool effective, bool follow, int *rc)
+{
+	if (!ckc_holds_objects() && !ckc_node_holds_any_mapping())
+		return false;
+	return access_look(dirfd, path, mode, effective, follow, rc);
+}
+
+CKC_START_PATH static int access_path(const char *path, int mode, bool effective, int (*real)(const char *, int))
+{
 	int rc;
 	if (access_vfd(path, mode, effective, &rc))
 		return rc;
-	if (ckc_cached_follow(AT_FDCWD, path, canon, &st))
-		return access_cached(canon, &st, mode, effective);
+	if (access_held(AT_FDCWD, path, mode, effective, true, &rc))
+		return rc;
 	return ckc_enoent_checked(AT_FDCWD, path, real(path, mode));
 }
 
@@ -311,13 +332,11 @@ CKC_WARM_PATH CKC_EXPORT int access(const char *path, int mode)
 
 CKC_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 {
-	char canon[PATH_MAX];
-	ckc_stat_t st;
 	int rc;
 	if (!(flags & AT_SYMLINK_NOFOLLOW) && access_vfd(path, mode, (flags & AT_EACCESS) != 0, &rc))
 		return rc;
-	if ((flags & AT_SYMLINK_NOFOLLOW ? ckc_cached_at : ckc_cached_follow)(dirfd, path, canon, &st))
-		return access_cached(canon, &st, mode, (flags & AT_EACCESS) != 0);
+	if (access_held(dirfd, path, mode, (flags & AT_EACCESS) != 0, !(flags & AT_SYMLINK_NOFOLLOW), &rc))
+		return rc;
 	return ckc_enoent_checked(dirfd, path, REAL(faccessat)(dirfd, path, mode, flags));
 }
 
@@ -339,11 +358,17 @@ CKC_START_PATH CKC_EXPORT int eaccess(const char *path, int mode)
  * cache is asked only where it found nothing (ENOENT). */
 CKC_WARM_PATH static bool fs_folder_of_path(const char *path, char dir[PATH_MAX])
 {
-	char canon[PATH_MAX];
 	if (errno != ENOENT)
 		return false;
-	if (ckc_cached_follow(AT_FDCWD, path, canon, NULL) && ckc_path_dirname(canon, dir, PATH_MAX) == 0)
+	/* (the checkpoint's canonical path, cut at its last '/' in place) */
+	if (ckc_cached_follow(AT_FDCWD, path, dir, NULL)) {
+		char *slash = strrchr(dir, '/');
+		if (!slash || slash == dir)
+			strcpy(dir, "/");
+		else
+			*slash = '\0';
 		return true;
+	}
 	/* a folder on the way that is a checkpoint: ENOTDIR */
 	(void)ckc_enoent_checked(AT_FDCWD, path, -1);
 	return false;
@@ -355,23 +380,37 @@ CKC_WARM_PATH static bool fs_folder_of_fd(int fd, char dir[PATH_MAX])
 	return v && !v->switched && ckc_path_dirname(v->path, dir, PATH_MAX) == 0;
 }
 
+/* (each with its folder's path out of line, on the stack only where the
+ * real call found nothing, or the descriptor is tagged) */
 #define FS_BY_PATH(name, type)                                                   \
-	CKC_WARM_PATH CKC_EXPORT int name(const char *path, type *buf)           \
+	__attribute__((noinline)) static int name##_folder(const char *path, type *buf, int saved) \
 	{                                                                        \
 		char dir[PATH_MAX];                                              \
-		int saved = errno;                                               \
-		int rc = REAL(name)(path, buf);                                  \
-		if (rc == 0 || !fs_folder_of_path(path, dir))                    \
-			return rc;                                               \
+		if (!fs_folder_of_path(path, dir))                               \
+			return -1;                                               \
 		errno = saved;                                                   \
 		return REAL(name)(dir, buf);                                     \
+	}                                                                        \
+	CKC_WARM_PATH CKC_EXPORT int name(const char *path, type *buf)           \
+	{                                                                        \
+		int saved = errno;                                               \
+		int rc = REAL(name)(path, buf);                                  \
+		if (rc == 0 || errno != ENOENT)                                  \
+			return rc;                                               \
+		return name##_folder(path, buf, saved);                          \
 	}
 #define FS_BY_FD(name, by_path, type)                                            \
-	CKC_WARM_PATH CKC_EXPORT int name(int fd, type *buf)                     \
+	__attribute__((noinline)) static int name##_tagged(int fd, type *buf)  \
 	{                                                                        \
 		char dir[PATH_MAX];                                              \
 		if (fs_folder_of_fd(fd, dir))                                    \
 			return REAL(by_path)(dir, buf);                          \
+		return REAL(name)(fd, buf);                                      \
+	}                                                                        \
+	CKC_WARM_PATH CKC_EXPORT int name(int fd, type *buf)                     \
+	{                                                                        \
+		if (ckc_vfd_get(fd))                                             \
+			return name##_tagged(fd, buf);                           \
 		return REAL(name)(fd, buf);                                      \
 	}
 FS_BY_PATH(statfs, struct statfs)
@@ -383,22 +422,36 @@ FS_BY_FD(fstatfs64, statfs64, struct statfs64)
 FS_BY_FD(fstatvfs, statvfs, struct statvfs)
 FS_BY_FD(fstatvfs64, statvfs64, struct statvfs64)
 
-CKC_EXPORT long pathconf(const char *path, int name)
+__attribute__((noinline)) static long pathconf_folder(const char *path, int name, int saved)
 {
 	char dir[PATH_MAX];
-	int saved = errno;
-	long rc = REAL(pathconf)(path, name);
-	if (rc != -1 || !fs_folder_of_path(path, dir))
-		return rc;
+	if (!fs_folder_of_path(path, dir))
+		return -1;
 	errno = saved;
 	return REAL(pathconf)(dir, name);
 }
 
-CKC_EXPORT long fpathconf(int fd, int name)
+CKC_EXPORT long pathconf(const char *path, int name)
+{
+	int saved = errno;
+	long rc = REAL(pathconf)(path, name);
+	if (rc != -1 || errno != ENOENT)
+		return rc;
+	return pathconf_folder(path, name, saved);
+}
+
+__attribute__((noinline)) static long fpathconf_tagged(int fd, int name)
 {
 	char dir[PATH_MAX];
 	if (fs_folder_of_fd(fd, dir))
 		return REAL(pathconf)(dir, name);
+	return REAL(fpathconf)(fd, name);
+}
+
+CKC_EXPORT long fpathconf(int fd, int name)
+{
+	if (ckc_vfd_get(fd))
+		return fpathconf_tagged(fd, name);
 	return REAL(fpathconf)(fd, name);
 }
 
@@ -407,7 +460,7 @@ CKC_EXPORT long fpathconf(int fd, int name)
 void ckc_px_change_begin(ckc_px_change_t *c, int dirfd, const char *path)
 {
 	c->tok = 0;
-	if (!ckc_dir_times_any() || !path || !*path)
+	if (!c->canon || !path || !*path)
 		return;
 	int saved = errno;
 	if (ckc_path_at(dirfd, path, c->canon) == 0) {
@@ -629,12 +682,93 @@ static int rename_dirs_ok(const char *cf, const char *ct)
 	return 0;
 }
 
+/* rename of a folder, which may hold cached checkpoints (cf: its path,
+ * resolved from the working folder): they go to their real files before
+ * the folder moves. Out of line, as the branches below: their paths are
+ * on the stack only where they are needed. */
+__attribute__((noinline)) static int rename_dir_first(int fd1, const char *from, int fd2, const char *to, unsigned flags,
+						      int (*real)(int, const char *, int, const char *, unsigned),
+						      char *cf, int saved)
+{
+	char base[PATH_MAX];
+	if (fd1 != AT_FDCWD && from[0] != '/') {
+		if (ckc_fd_name(fd1, base, sizeof(base)) > 0)
+			ckc_path_resolve(from, base, cf, PATH_MAX);
+	}
+	ckc_dir_moving(cf);
+	ckc_enter();
+	int rc = ckc_handover_dir(cf);
+	ckc_leave();
+	if (rc)
+		return (int)ckc_result(rc, saved);
+	return real(fd1, from, fd2, to, flags);
+}
+
+/* rename where either name is tagged (tf, tt; canonical cf, ct): true
+ * with *out the answer where the cache renamed (or refused); false where
+ * the real call is to be made, what the cache held of either name having
+ * gone to its real file (cf becomes the spelling the cache held it by). */
+__attribute__((noinline)) static bool rename_held(char *cf, const char *ct, bool tf, bool tt, unsigned flags,
+						  int saved, int *out)
+{
+	ckc_stat_t st;
+	ckc_enter();
+	bool cached = tf && ckc_stat(cf, &st) == 0;
+	ckc_leave();
+	/* written through its folder's other spelling: that version moves */
+	char other[PATH_MAX];
+	if (tf && !cached && ckc_spelling_held(cf, other)) {
+		strcpy(cf, other);
+		cached = true;
+	}
+	ckc_enter();
+	bool dest_cached = tt && ckc_stat(ct, &st) == 0;
+	int rc = 0;
+	/* into a folder no pattern tags, through a folder's link: the
+	 * real files take over (below), as for a write's open there */
+	char lreal[PATH_MAX];
+	bool dest_untagged = cached && tt && ckc_link_real(ct, lreal) && !ckc_tag_match(lreal);
+	if (cached && tt && !dest_untagged && !(flags & RENAME_EXCHANGE)) {
+		struct stat rst;
+		bool dest_real = !dest_cached && ckc_px_real_stat_path(ct, &rst) == 0;
+		if ((flags & RENAME_NOREPLACE) && (dest_cached || dest_real))
+			rc = -EEXIST;
+		else if (dest_real && S_ISDIR(rst.st_mode))
+			rc = -EISDIR; /* a file never replaces a directory */
+		else if ((rc = rename_dirs_ok(cf, ct)) == 0)
+			rc = ckc_rename(cf, ct);
+		ckc_leave();
+		*out = (int)ckc_result(rc, saved);
+		return true;
+	}
+	/* the real files take over: what the cache holds of either
+	 * name goes to its real file first (a writer's descriptors
+	 * follow it there), so that the kernel's rename, whether it
+	 * succeeds, fails (a missing source, NOREPLACE) or exchanges,
+	 * finds what the program wrote */
+	ckc_leave();
+	if (cached)
+		rc = ckc_hand_over_path(cf);
+	if (!rc && dest_cached)
+		rc = ckc_hand_over_path(ct);
+	ckc_enter();
+	if (!rc && dest_cached)
+		ckc_forget(ct);
+	if (!rc && cached && (flags & RENAME_EXCHANGE))
+		ckc_forget(cf);
+	ckc_leave();
+	if (rc) {
+		*out = (int)ckc_result(rc, saved);
+		return true;
+	}
+	return false;
+}
+
 /* rename for any pair of directory descriptors; real() does the real call */
 static int rename_common(int fd1, const char *from, int fd2, const char *to, unsigned flags,
 			 int (*real)(int, const char *, int, const char *, unsigned))
 {
 	char cf[PATH_MAX], ct[PATH_MAX];
-	ckc_stat_t st;
 	int saved = errno;
 	bool tf = ckc_tagged_asked(fd1, from, cf);
 	bool tt = ckc_tagged_asked(fd2, to, ct);
@@ -645,69 +779,12 @@ static int rename_common(int fd1, const char *from, int fd2, const char *to, uns
 	if (atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) && !ckc_io_guard &&
 	    !ckc_in_vfork_child() &&
 	    REAL(fstatat)(fd1, from, &ds, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(ds.st_mode) &&
-	    ckc_path_resolve(from, NULL, cf, sizeof(cf)) == 0) {
-		char base[PATH_MAX];
-		if (fd1 != AT_FDCWD && from[0] != '/') {
-			if (ckc_fd_name(fd1, base, sizeof(base)) > 0)
-				ckc_path_resolve(from, base, cf, sizeof(cf));
-		}
-		ckc_dir_moving(cf);
-		ckc_enter();
-		int rc = ckc_handover_dir(cf);
-		ckc_leave();
-		if (rc)
-			return (int)ckc_result(rc, saved);
-		return real(fd1, from, fd2, to, flags);
-	}
+	    ckc_path_resolve(from, NULL, cf, sizeof(cf)) == 0)
+		return rename_dir_first(fd1, from, fd2, to, flags, real, cf, saved);
 
-	if (tf || tt) {
-		ckc_enter();
-		bool cached = tf && ckc_stat(cf, &st) == 0;
-		ckc_leave();
-		/* written through its folder's other spelling: that version moves */
-		char other[PATH_MAX];
-		if (tf && !cached && ckc_spelling_held(cf, other)) {
-			strcpy(cf, other);
-			cached = true;
-		}
-		ckc_enter();
-		bool dest_cached = tt && ckc_stat(ct, &st) == 0;
-		int rc = 0;
-		/* into a folder no pattern tags, through a folder's link: the
-		 * real files take over (below), as for a write's open there */
-		char lreal[PATH_MAX];
-		bool dest_untagged = cached && tt && ckc_link_real(ct, lreal) && !ckc_tag_match(lreal);
-		if (cached && tt && !dest_untagged && !(flags & RENAME_EXCHANGE)) {
-			struct stat rst;
-			bool dest_real = !dest_cached && ckc_px_real_stat_path(ct, &rst) == 0;
-			if ((flags & RENAME_NOREPLACE) && (dest_cached || dest_real))
-				rc = -EEXIST;
-			else if (dest_real && S_ISDIR(rst.st_mode))
-				rc = -EISDIR; /* a file never replaces a directory */
-			else if ((rc = rename_dirs_ok(cf, ct)) == 0)
-				rc = ckc_rename(cf, ct);
-			ckc_leave();
-			return (int)ckc_result(rc, saved);
-		}
-		/* the real files take over: what the cache holds of either
-		 * name goes to its real file first (a writer's descriptors
-		 * follow it there), so that the kernel's rename, whether it
-		 * succeeds, fails (a missing source, NOREPLACE) or exchanges,
-		 * finds what the program wrote */
-		ckc_leave();
-		if (cached)
-			rc = ckc_hand_over_path(cf);
-		if (!rc && dest_cached)
-			rc = ckc_hand_over_path(ct);
-		ckc_enter();
-		if (!rc && dest_cached)
-			ckc_forget(ct);
-		if (!rc && cached && (flags & RENAME_EXCHANGE))
-			ckc_forget(cf);
-		ckc_leave();
-		if (rc)
-			return (int)ckc_result(rc, saved);
-	}
+	int out;
+	if ((tf || tt) && rename_held(cf, ct, tf, tt, flags, saved, &out))
+		return out;
 	if (tt) {
 		int lrc = link_dir_hand_over(ct);
 		if (lrc == 0 && (flags & RENAME_EXCHANGE) && tf)
@@ -748,7 +825,7 @@ static int two_paths_checked(int fd1, const char *from, int fd2, const char *to,
 /* rename_common, a change of both folders */
 static int rename_changing(int fd1, const char *from, int fd2, const char *to, unsigned flags)
 {
-	ckc_px_change_t c1, c2;
+	ckc_px_change_t c1 = CKC_CHANGE_INIT, c2 = CKC_CHANGE_INIT;
 	ckc_px_change_begin(&c1, fd1, from);
 	ckc_px_change_begin(&c2, fd2, to);
 	int rc = two_paths_checked(fd1, from, fd2, to, rename_common(fd1, from, fd2, to, flags, real_rename2));

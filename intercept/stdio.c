@@ -417,7 +417,21 @@ static FILE *stdio_stream(int fd, const char *mode)
 	return f;
 }
 
-CKC_WARM_PATH static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(const char *, const char *))
+/* A stream the C library opened on a file the library does not cache. */
+static FILE *stdio_opened_real(FILE *f, const char *path, const char *canon)
+{
+	if (f) {
+		ckc_vfd_unseen(f->_fileno);
+		ckc_px_real_opened(f->_fileno, path, canon);
+	}
+	ckc_thread_stream(f);
+	return f;
+}
+
+/* fopen of a path that may be tagged (out of line: its canonical path is
+ * on the stack only here) */
+__attribute__((noinline)) static FILE *fopen_look(const char *path, const char *mode,
+						  FILE *(*real)(const char *, const char *))
 {
 	char canon[PATH_MAX];
 	int saved = errno, flags = 0;
@@ -481,12 +495,17 @@ CKC_WARM_PATH static FILE *fopen_common(const char *path, const char *mode, FILE
 		errno = saved;
 		f = real(path, mode);
 	}
-	if (f) {
-		ckc_vfd_unseen(f->_fileno);
-		ckc_px_real_opened(f->_fileno, path, tagged ? canon : NULL);
-	}
-	ckc_thread_stream(f);
-	return f;
+	return stdio_opened_real(f, path, tagged ? canon : NULL);
+}
+
+/* fopen and fopen64: a name no pattern can match (ckc_tag_name_look) is
+ * opened by the C library with no canonical path made */
+CKC_WARM_PATH static FILE *fopen_common(const char *path, const char *mode, FILE *(*real)(const char *, const char *))
+{
+	if (!mode || ckc_tag_name_look(path) != CKC_NAME_UNTAGGED)
+		return fopen_look(path, mode, real);
+	ckc_px_procfd_open(path);
+	return stdio_opened_real(real(path, mode), path, NULL);
 }
 
 CKC_WARM_PATH CKC_EXPORT FILE *fopen(const char *path, const char *mode)

@@ -316,11 +316,11 @@ CKC_START_PATH static bool tag_dirish(const char *path)
 /* Such a path is the kernel's to answer: a version of the file it spells
  * with its slashes and dots stripped, which the real path lacks, goes
  * there first, so that the kernel finds the file. */
-CKC_START_PATH static void tag_dirish_first(int dirfd, const char *path)
+CKC_START_PATH __attribute__((noinline)) static void tag_dirish_first(int dirfd, const char *path)
 {
 	char p[PATH_MAX], canon[PATH_MAX];
 	size_t n = strlen(path);
-	if (!ckc_holds_unpublished() || n >= sizeof(p))
+	if (n >= sizeof(p))
 		return;
 	memcpy(p, path, n + 1);
 	for (;;) {
@@ -354,8 +354,11 @@ CKC_TAGGED_PATH static bool tagged_at(int dirfd, const char *path, char *out, bo
 		return false;
 	size_t one = path && *path ? tag_one_name(path) : 0;
 	if (!one && path && *path && tag_dirish(path)) {
+		/* (its two paths are on the stack only where something is
+		 * unpublished) */
 		int saved = errno;
-		tag_dirish_first(dirfd, path);
+		if (ckc_holds_unpublished())
+			tag_dirish_first(dirfd, path);
 		errno = saved;
 		return false;
 	}
@@ -384,15 +387,35 @@ CKC_START_PATH bool ckc_tag_path_at(int dirfd, const char *path, char *out)
 	return tag_path_at(dirfd, path, path && *path ? tag_one_name(path) : 0, out, false);
 }
 
-/* ckc_tag_path_at; one: path's length if it is one name (tag_one_name),
- * else 0; named: ckc_tag_name_may_match(path) held already. */
-CKC_TAGGED_PATH static bool tag_path_at(int dirfd, const char *path, size_t one, char *out, bool named)
+static bool tag_path_in(int dirfd, const char *path, size_t one, char *out, bool named, char *base);
+
+/* tag_path_in with a folder's path of its own (out of line: only a
+ * relative path of several names needs it). */
+CKC_TAGGED_PATH __attribute__((noinline)) static bool tag_path_based(int dirfd, const char *path, size_t one, char *out, bool named)
 {
 	char base[PATH_MAX];
-	const char *b = NULL;
+	return tag_path_in(dirfd, path, one, out, named, base);
+}
 
+/* ckc_tag_path_at; one: path's length if it is one name (tag_one_name),
+ * else 0; named: ckc_tag_name_may_match(path) held already. An absolute
+ * path, and one name joined to its folder in out, are looked at with no
+ * second path on the stack. */
+CKC_TAGGED_PATH static bool tag_path_at(int dirfd, const char *path, size_t one, char *out, bool named)
+{
 	if (!path || !*path || ckc_io_guard || ckc_tagpat_count() == 0)
 		return false;
+	if (path[0] == '/' || one)
+		return tag_path_in(dirfd, path, one, out, named, NULL);
+	return tag_path_based(dirfd, path, one, out, named);
+}
+
+/* tag_path_at's look; base: PATH_MAX bytes for the folder's path, or NULL
+ * where path is absolute or one name. */
+CKC_TAGGED_PATH static bool tag_path_in(int dirfd, const char *path, size_t one, char *out, bool named, char *base)
+{
+	const char *b = NULL;
+
 	/* a walker's name in a folder already known to hold none is not
 	 * looked at (a pattern's last component may match every file there) */
 	bool below = one || (path[0] != '/' && tag_stays_below(path));
@@ -440,8 +463,11 @@ CKC_TAGGED_PATH static bool tag_path_at(int dirfd, const char *path, size_t one,
 		/* (below a folder all of whose names are tagged: no match) */
 		return (all && !root) || ckc_tag_match(out);
 	}
-	if (b == out) /* (a folder's path of another form: walked) */
+	if (b == out) { /* (a folder's path of another form: walked) */
+		if (!base)
+			return tag_path_based(dirfd, path, one, out, named);
 		b = memcpy(base, out, strlen(out) + 1);
+	}
 	if ((b ? ckc_path_resolve_in(path, b, out, PATH_MAX) : ckc_path_resolve(path, NULL, out, PATH_MAX)) != 0)
 		return false;
 	/* below a folder every path under which is tagged (a "**" pattern's):
@@ -725,10 +751,12 @@ static bool held_through(const char *canon, char target[PATH_MAX], bool last)
 	return held;
 }
 
-CKC_START_PATH long ckc_enoent_look(int dirfd, const char *path, long rc)
+/* ckc_enoent_look's walk up path's folders (out of line: its two paths'
+ * worth of stack is made only where the cache holds something unpublished;
+ * a program's ENOENT otherwise reaches no deeper into its stack than the
+ * real call did). */
+__attribute__((noinline)) static void enoent_walk(int dirfd, const char *path)
 {
-	if (rc >= 0 || errno != ENOENT || !path || !ckc_holds_unpublished())
-		return rc;
 	int saved = errno;
 	char canon[PATH_MAX], dir[PATH_MAX];
 	bool file = false;
@@ -750,6 +778,12 @@ CKC_START_PATH long ckc_enoent_look(int dirfd, const char *path, long rc)
 		ckc_leave();
 	}
 	errno = file ? ENOTDIR : saved;
+}
+
+CKC_START_PATH long ckc_enoent_look(int dirfd, const char *path, long rc)
+{
+	if (rc < 0 && errno == ENOENT && path && ckc_holds_unpublished())
+		enoent_walk(dirfd, path);
 	return rc;
 }
 
@@ -761,6 +795,22 @@ bool ckc_link_held(const char *canon, char target[PATH_MAX])
 bool ckc_spelling_held(const char *canon, char target[PATH_MAX])
 {
 	return held_through(canon, target, false);
+}
+
+/* canon is a link to a checkpoint the cache holds: out receives its
+ * version and canon its path. Out of line, as the link's path is made only
+ * here: a walker's stat reaches no deeper into its stack for it. */
+__attribute__((noinline)) static bool cached_link(char *canon, ckc_stat_t *out)
+{
+	char target[PATH_MAX];
+	if (!ckc_link_held(canon, target))
+		return false;
+	ckc_enter();
+	bool cached = ckc_stat(target, out) == 0;
+	ckc_leave();
+	if (cached)
+		strcpy(canon, target);
+	return cached;
 }
 
 CKC_START_PATH static bool cached_at(int dirfd, const char *path, char *canon, ckc_stat_t *out, bool follow)
@@ -787,14 +837,8 @@ CKC_START_PATH static bool cached_at(int dirfd, const char *path, char *canon, c
 	ckc_enter();
 	bool cached = ckc_stat(canon, out ? out : &st) == 0;
 	ckc_leave();
-	char target[PATH_MAX];
-	if (!cached && follow && ckc_link_held(canon, target)) {
-		ckc_enter();
-		cached = ckc_stat(target, out ? out : &st) == 0;
-		ckc_leave();
-		if (cached)
-			strcpy(canon, target);
-	}
+	if (!cached && follow)
+		cached = cached_link(canon, out ? out : &st);
 	/* a folder above it that this process may no longer search: the real
 	 * call answers (EACCES), as the kernel does for the file there */
 	if (cached && !ckc_cached_reachable(canon))

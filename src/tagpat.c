@@ -459,6 +459,23 @@ typedef struct tag_plan {
 	bool whole;
 } tag_plan_t;
 
+/* Whether canonical folder dir (dl bytes) or one of its ancestors (the
+ * root aside) matches subtree pattern t's folder. Out of line: the copy
+ * of dir is on the stack only for such a pattern. */
+__attribute__((noinline)) static bool tag_subtree_holds(const tag_pat_t *t, const char *dir, size_t dl)
+{
+	char tmp[PATH_MAX];
+	bool all = false;
+	memcpy(tmp, dir, dl + 1);
+	for (size_t end = dl; end > 0 && !all;) {
+		tmp[end] = '\0';
+		all = ckc_glob_match(t->glob, tmp, true);
+		while (end > 0 && tmp[--end] != '/')
+			;
+	}
+	return all;
+}
+
 /* The plan of canonical folder dir (dl bytes, NUL after them; 0: the
  * root). */
 static void tag_plan_make(const char *dir, size_t dl, tag_plan_t *pl)
@@ -477,16 +494,7 @@ static void tag_plan_make(const char *dir, size_t dl, tag_plan_t *pl)
 			} else if (t->lit > dl) {
 				pl->whole = true; /* its prefix reaches into the name */
 			} else if (strncmp(dir, t->glob, t->lit) == 0) {
-				/* the folder or one of its ancestors (the root aside)
-				 * matches the pattern's folder */
-				char tmp[PATH_MAX];
-				memcpy(tmp, dir, dl + 1);
-				for (size_t end = dl; end > 0 && !pl->all;) {
-					tmp[end] = '\0';
-					pl->all = ckc_glob_match(t->glob, tmp, true);
-					while (end > 0 && tmp[--end] != '/')
-						;
-				}
+				pl->all = tag_subtree_holds(t, dir, dl);
 			}
 			continue;
 		}
