@@ -150,33 +150,53 @@ static uint64_t held_for_reads(void)
 	return ckc_now_ns() - a;
 }
 
+/* The least of three held_for_reads where no wait is due: a call that
+ * waits does so every time, while the host's stop of the whole machine
+ * (10 to 40 ms at a time on the build machine) lands in one at most. */
+static uint64_t held_least(void)
+{
+	uint64_t least = UINT64_MAX;
+	for (int i = 0; i < 3; i++) {
+		uint64_t w = held_for_reads();
+		if (w < least)
+			least = w;
+	}
+	return least;
+}
+
 /* A name made in a checkpoint folder waits until the program has read
  * nothing back there for a while (CKC_BG_READ_QUIET_NS); the program's own
  * threads never wait. */
 Test(pace, a_publication_gives_way_to_the_program_reading_back)
 {
-	cr_assert_lt(held_for_reads(), CKC_BG_READ_QUIET_NS / 2, "no read yet: no wait");
+	cr_assert_lt(held_least(), CKC_BG_READ_QUIET_NS / 2, "no read yet: no wait");
 	ckc_prog_begin();
 	ckc_prog_end();
 	ckc_prog_read_opened();
 	uint64_t w = held_for_reads();
 	cr_assert_geq(w, CKC_BG_READ_QUIET_NS * 9 / 10, "waited %llu ns after a read", (unsigned long long)w);
 	cr_assert_lt(w, 2 * CKC_BG_YIELD_MAX_NS, "waited %llu ns after a read", (unsigned long long)w);
-	cr_assert_lt(held_for_reads(), CKC_BG_READ_QUIET_NS / 2, "quiet since: no wait");
-	/* a program that keeps reading holds it for the longest wait */
-	ckc_prog_begin();
-	ckc_prog_end();
-	ckc_prog_read_opened();
-	ckc_tl_background = false;
-	uint64_t a = ckc_now_ns();
-	ckc_bg_yield_reads();
-	cr_assert_lt(ckc_now_ns() - a, CKC_BG_READ_QUIET_NS / 2, "the program's own thread waited");
+	cr_assert_lt(held_least(), CKC_BG_READ_QUIET_NS / 2, "quiet since: no wait");
+	/* the program's own thread never waits, even just after a read
+	 * (the least of three tries, as held_least) */
+	uint64_t own = UINT64_MAX;
+	for (int i = 0; i < 3; i++) {
+		ckc_prog_begin();
+		ckc_prog_end();
+		ckc_prog_read_opened();
+		ckc_tl_background = false;
+		uint64_t a = ckc_now_ns();
+		ckc_bg_yield_reads();
+		uint64_t w = ckc_now_ns() - a;
+		own = w < own ? w : own;
+	}
+	cr_assert_lt(own, CKC_BG_READ_QUIET_NS / 2, "the program's own thread waited");
 	/* and a write's open (no read) holds nothing */
 	struct timespec gap = { 0, 2 * CKC_BG_READ_QUIET_NS };
 	nanosleep(&gap, NULL);
 	ckc_prog_begin();
 	ckc_prog_end();
-	cr_assert_lt(held_for_reads(), CKC_BG_READ_QUIET_NS / 2, "after a write's open: no wait");
+	cr_assert_lt(held_least(), CKC_BG_READ_QUIET_NS / 2, "after a write's open: no wait");
 }
 
 static atomic_bool reader_stop;
