@@ -32,27 +32,34 @@ static inline size_t rw_len(size_t n)
 
 /* The tagged halves of the hottest calls, out of line: the untagged path,
  * which all of a program's other I/O takes, stays a table load and a jump
- * to libc. A number whose placeholder is gone is passed to libc too. */
+ * to libc. A number whose placeholder is gone is passed to libc too. Each
+ * holds the descriptor for its transfer (ckc_vfd_hold), so that another
+ * thread's close of the number meanwhile leaves it, and its handle, whole
+ * until the call ends, as the kernel leaves a read in progress its file. */
 static __attribute__((noinline)) ssize_t read_tagged(int fd, void *buf, size_t n)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_hold(fd);
 	if (!v)
 		return REAL(read)(fd, buf, n);
 	int saved = errno;
 	long r = ckc_vfd_read(v, buf, rw_len(n));
-	if (ckc_px_handed_over(&r, v))
+	bool handed = ckc_px_handed_over(&r, v);
+	ckc_vfd_put(v);
+	if (handed)
 		return REAL(read)(fd, buf, n);
 	return ckc_result(r, saved);
 }
 
 static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, size_t n)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_hold(fd);
 	if (!v)
 		return REAL(write)(fd, buf, n);
 	int saved = errno;
 	long r = ckc_vfd_write(v, buf, rw_len(n));
-	if (ckc_px_handed_over(&r, v))
+	bool handed = ckc_px_handed_over(&r, v);
+	ckc_vfd_put(v);
+	if (handed)
 		return REAL(write)(fd, buf, n);
 	return ckc_result(r, saved);
 }
@@ -60,12 +67,14 @@ static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, s
 static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t n, off_t off,
 						      ssize_t (*real)(int, void *, size_t, off_t))
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_hold(fd);
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
 	long r = ckc_vfd_pread(v, buf, rw_len(n), off);
-	if (ckc_px_handed_over(&r, v))
+	bool handed = ckc_px_handed_over(&r, v);
+	ckc_vfd_put(v);
+	if (handed)
 		return real(fd, buf, n, off);
 	return ckc_result(r, saved);
 }
@@ -73,12 +82,14 @@ static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t 
 static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, size_t n, off_t off,
 						       ssize_t (*real)(int, const void *, size_t, off_t))
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_hold(fd);
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
 	long r = ckc_px_vfd_pwrite(v, buf, rw_len(n), off);
-	if (ckc_px_handed_over(&r, v))
+	bool handed = ckc_px_handed_over(&r, v);
+	ckc_vfd_put(v);
+	if (handed)
 		return real(fd, buf, n, off);
 	return ckc_result(r, saved);
 }
@@ -207,28 +218,32 @@ CKC_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)
 
 CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_hold(fd);
 	if (!v) {
 		ckc_owed_touch_iov(iov, cnt);
 		return REAL(readv)(fd, iov, cnt);
 	}
 	int saved = errno;
 	long r = ckc_px_vfd_iov(v, iov, cnt, 0, true, false);
-	if (ckc_px_handed_over(&r, v))
+	bool handed = ckc_px_handed_over(&r, v);
+	ckc_vfd_put(v);
+	if (handed)
 		return REAL(readv)(fd, iov, cnt);
 	return ckc_result(r, saved);
 }
 
 CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_hold(fd);
 	if (!v) {
 		ckc_owed_touch_iov(iov, cnt);
 		return REAL(writev)(fd, iov, cnt);
 	}
 	int saved = errno;
 	long r = ckc_px_vfd_iov(v, iov, cnt, 0, true, true);
-	if (ckc_px_handed_over(&r, v))
+	bool handed = ckc_px_handed_over(&r, v);
+	ckc_vfd_put(v);
+	if (handed)
 		return REAL(writev)(fd, iov, cnt);
 	return ckc_result(r, saved);
 }
@@ -236,14 +251,16 @@ CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 #define VFD_IOV_WRAPPER(name, wr)                                                          \
 	CKC_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt, off_t off)      \
 	{                                                                                  \
-		ckc_vfd_t *v = ckc_vfd_get(fd);                                            \
+		ckc_vfd_t *v = ckc_vfd_hold(fd);                                           \
 		if (!v) {                                                                  \
 			ckc_owed_touch_iov(iov, cnt);                                      \
 			return REAL(name)(fd, iov, cnt, off);                              \
 		}                                                                          \
 		int saved = errno;                                                         \
-		long r = ckc_px_vfd_iov(v, iov, cnt, off, false, wr);                             \
-		if (ckc_px_handed_over(&r, v))                                                    \
+		long r = ckc_px_vfd_iov(v, iov, cnt, off, false, wr);                      \
+		bool handed = ckc_px_handed_over(&r, v);                                   \
+		ckc_vfd_put(v);                                                            \
+		if (handed)                                                                \
 			return REAL(name)(fd, iov, cnt, off);                              \
 		return ckc_result(r, saved);                                               \
 	}
@@ -266,27 +283,30 @@ VFD_IOV_WRAPPER(pwritev64, true)
 	CKC_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt, off_t off,      \
 				int flags)                                                 \
 	{                                                                                  \
-		ckc_vfd_t *v = ckc_vfd_get(fd);                                            \
+		ckc_vfd_t *v = ckc_vfd_hold(fd);                                           \
 		if (!v)                                                                    \
 			return REAL(name)(fd, iov, cnt, off, flags);                       \
 		int saved = errno;                                                         \
 		if (flags & ~RWF_KNOWN) {                                                  \
+			ckc_vfd_put(v);                                                    \
 			errno = EOPNOTSUPP;                                                \
 			return -1;                                                         \
 		}                                                                          \
-		long r = ckc_px_vfd_iov(v, iov, cnt, off, off == -1,                               \
-					wr ? ((flags & RWF_APPEND) ? CKC_PX_APPEND :                       \
-					      (flags & RWF_NOAPPEND_FLAG) ? CKC_PX_AT_OFFSET : 1) : 0);          \
-		if (ckc_px_handed_over(&r, v))                                                    \
-			return REAL(name)(fd, iov, cnt, off, flags);                       \
-		if (r > 0 && wr && (flags & (RWF_DSYNC | RWF_SYNC))) {                     \
+		long r = ckc_px_vfd_iov(v, iov, cnt, off, off == -1,                       \
+					wr ? ((flags & RWF_APPEND) ? CKC_PX_APPEND :               \
+					      (flags & RWF_NOAPPEND_FLAG) ? CKC_PX_AT_OFFSET : 1) : 0); \
+		bool handed = ckc_px_handed_over(&r, v);                                   \
+		if (!handed && r > 0 && wr && (flags & (RWF_DSYNC | RWF_SYNC))) {          \
 			ckc_enter();                                                       \
 			int s = ckc_sync(v->h);                                            \
 			ckc_leave();                                                       \
 			if (s < 0)                                                         \
 				r = s;                                                     \
 		}                                                                          \
-		return ckc_result(r, saved);                                                   \
+		ckc_vfd_put(v);                                                            \
+		if (handed)                                                                \
+			return REAL(name)(fd, iov, cnt, off, flags);                       \
+		return ckc_result(r, saved);                                               \
 	}
 
 VFD_IOV2_WRAPPER(preadv2, false)

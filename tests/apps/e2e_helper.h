@@ -179,5 +179,6 @@ int m_main_exits(int argc, char **argv);
 int m_crash(int argc, char **argv);
 int m_walkers(int argc, char **argv);
 int m_exitthreads(int argc, char **argv);
+int m_closeread(int argc, char **argv);
 
 #endif

@@ -904,3 +904,73 @@ int m_closerace(int argc, char **argv)
 	printf("closerace %s: %ld rounds, %ld closes beside them\n", c.how, arg.n, c.rounds);
 	return 0;
 }
+
+/* closeread PATH: a cached checkpoint of 4 MiB and 77 bytes is read by a
+ * thread in pieces of 64 KiB with pread, read and readv while the main
+ * thread closes its descriptor, 20 times: each piece is the file's bytes
+ * or EBADF, as without the library (under it the reader used the
+ * descriptor's freed handle: heap corruption, an abort). */
+#define CR_SIZE (4u * 1024 * 1024 + 77)
+#define CR_PIECE 65536u
+static atomic_int cr_fd;
+static atomic_bool cr_stop, cr_closing;
+static atomic_long cr_wrong;
+static unsigned char *cr_expect;
+
+static void *cr_reader(void *arg)
+{
+	(void)arg;
+	unsigned char *b = xmalloc(CR_PIECE);
+	for (long k = 0; !atomic_load(&cr_stop); k++) {
+		uint64_t off = (uint64_t)(k * 4099) % (CR_SIZE - CR_PIECE);
+		int fd = atomic_load(&cr_fd);
+		ssize_t got;
+		if (k % 3 == 0) {
+			got = pread(fd, b, CR_PIECE, (off_t)off);
+		} else if (lseek(fd, (off_t)off, SEEK_SET) != (off_t)off) {
+			got = -1;
+		} else if (k % 3 == 1) {
+			got = read(fd, b, CR_PIECE);
+		} else {
+			struct iovec iov[2] = { { b, 1000 }, { b + 1000, CR_PIECE - 1000 } };
+			got = readv(fd, iov, 2);
+		}
+		if (got < 0 && errno == EBADF)
+			break;
+		/* (the bytes of a read that ended before the close began: one
+		 * after it may have read another file given the number) */
+		if (got > 0 && !atomic_load(&cr_closing) && memcmp(b, cr_expect + off, (size_t)got) != 0)
+			atomic_fetch_add(&cr_wrong, 1);
+	}
+	free(b);
+	return NULL;
+}
+
+int m_closeread(int argc, char **argv)
+{
+	need_args(argc, 2, "PATH");
+	const char *path = argv[1];
+	gen_file(path, CR_SIZE, 31, 1u << 20);
+	cr_expect = pattern_buf(CR_SIZE, 31);
+	for (int rep = 0; rep < 20; rep++) {
+		atomic_store(&cr_fd, xopen(path, O_RDONLY));
+		atomic_store(&cr_stop, false);
+		atomic_store(&cr_closing, false);
+		pthread_t t;
+		if (pthread_create(&t, NULL, cr_reader, NULL) != 0)
+			fail("pthread_create");
+		sleep_ms(2 + rep % 4);
+		atomic_store(&cr_closing, true);
+		if (close(atomic_load(&cr_fd)) != 0)
+			fail("close: %s", strerror(errno));
+		sleep_ms(1);
+		atomic_store(&cr_stop, true);
+		pthread_join(t, NULL);
+	}
+	if (atomic_load(&cr_wrong))
+		fail("%ld pieces read with wrong bytes", atomic_load(&cr_wrong));
+	check_file(path, CR_SIZE, 31, 1u << 20);
+	free(cr_expect);
+	printf("closeread: 20 closes during reads\n");
+	return 0;
+}

@@ -641,6 +641,28 @@ exit_beside_writers() {
 	done
 }
 
+# A thread closes a cached checkpoint's descriptor while another reads it
+# (pread, read, readv): the reader gets the file's bytes or EBADF, as
+# without the library; under it the reader went on with the descriptor's
+# freed handle (malloc_consolidate(): unaligned fastbin chunk detected, an
+# abort, every run; ASan: a heap use after free in read_account).
+close_during_read() {
+	need_helper
+	local i rc
+	for ((i = 0; i < 3; i++)); do
+		rm -rf ck
+		mkdir ck
+		ck CKPTCACHE_STEP_ASIDE=off -- "$HELPER" closeread "$T/ck/c.bin"
+		rc=$?
+		[ $rc -eq 0 ] || fail "run $i: $(status_text $rc)$(last_error)"
+		if grep -aq 'ckptcache: error\|AddressSanitizer\|malloc_\|double free\|corrupted' "$T/.log"; then
+			fail "run $i: $(first_error 'ckptcache: error|AddressSanitizer|malloc_|double free|corrupted')"
+		fi
+		plain "$HELPER" rawcheck "$T/ck/c.bin" 4194381 31 || fail "run $i: the real file differs"
+	done
+}
+case_add robust/close-during-read close_during_read
+
 # A program that crashes (a store through a null pointer, a read past the end
 # of a mapped file, a division by zero) after closing its checkpoints: they
 # are at their real paths, and the program ends by the fault's signal.
