@@ -790,6 +790,20 @@ CKC_TAGGED_PATH static int open_tagged(const char *canon, int flags, mode_t mode
 	return CKC_PASS;
 }
 
+/* A tagged open failed with EMFILE: the library's own descriptors (its
+ * files; a checkpoint written at its real path while the cache is on may
+ * hold one more) take part of the program's limit, so the open may fail
+ * where it would not without the library. Said once. */
+static void emfile_said(const char *canon)
+{
+	static atomic_bool said;
+	if (!atomic_exchange(&said, true))
+		ckc_warn("the open of %s failed with EMFILE: the library holds descriptors of its own (its "
+			 "files, and up to one for each checkpoint the program keeps open), which count against "
+			 "the limit (ulimit -n): raise it",
+			 canon);
+}
+
 CKC_TAGGED_PATH int ckc_open_tagged(const char *canon, int flags, mode_t mode, uint64_t *t0)
 {
 	/* a signal handler of the program that interrupted it, perhaps inside
@@ -858,6 +872,8 @@ CKC_TAGGED_PATH int ckc_open_tagged(const char *canon, int flags, mode_t mode, u
 	if ((flags & O_ACCMODE) == O_RDONLY)
 		ckc_prog_read_opened();
 	ckc_leave();
+	if (fd == -EMFILE)
+		emfile_said(canon);
 	return fd;
 }
 

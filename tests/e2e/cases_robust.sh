@@ -1580,6 +1580,38 @@ for i in range(3):
 }
 case_add robust/placeholder-emfile placeholder_emfile
 
+# A program that keeps as many checkpoints open under ulimit -n 64 as it
+# can without the library: with it, where its own descriptors take the last
+# numbers and an open fails with EMFILE, the library says so once (the
+# program gets EMFILE, as it would with a lower limit). Before, nothing
+# was said.
+emfile_said_once() {
+	local script='
+import os, sys
+fds = []
+for i in range(1, int(sys.argv[2]) + 1):
+    try:
+        fds.append(os.open(f"{sys.argv[1]}/m{i}.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+    except OSError:
+        print(f"stopped at {i}")
+        sys.exit(0)
+print("all open")'
+	local without with n k
+	mkdir -p plainck
+	without=$( (ulimit -n 64 && plain "$PY" -c "$script" "$T/plainck" 100) 2>/dev/null)
+	k=${without#stopped at }
+	[[ $k =~ ^[0-9]+$ ]] && [ "$k" -gt 20 ] || fail "without the library: '$without'"
+	k=$((k - 1))
+	with=$(ulimit -n 64 && ck -- "$PY" -c "$script" "$T/ck" $k)
+	n=$(grep -c 'failed with EMFILE' "$T/.log")
+	case $with in
+	"all open") [ "$n" -eq 0 ] || fail "all $k opened, yet the library said $n times that one failed" ;;
+	"stopped at"*) [ "$n" -eq 1 ] || fail "$with of $k under the library, said $n times (expected once)$(last_error)" ;;
+	*) fail "the program under the library: '$with'$(last_error)" ;;
+	esac
+}
+case_add robust/emfile-said-once emfile_said_once
+
 # A program whose descriptor table is full while the cache publishes what
 # it wrote (its files opened for publication get EMFILE): the publication
 # waits for room and nothing is lost, even when the table is still full
