@@ -36,30 +36,43 @@ static inline size_t rw_len(size_t n)
  * holds the descriptor for its transfer (ckc_vfd_hold), so that another
  * thread's close of the number meanwhile leaves it, and its handle, whole
  * until the call ends, as the kernel leaves a read in progress its file. */
+/* The virtual descriptor behind fd with a reference of the call's own
+ * (ckc_vfd_hold), or NULL: an untagged number costs the inline table
+ * test, not a call. */
+static inline ckc_vfd_t *vfd_held(int fd)
+{
+	return ckc_fd_maybe_tagged(fd) ? ckc_vfd_hold(fd) : NULL;
+}
+
+/* The end of a held call: whether it was handed over to the real file
+ * (ckc_px_handed_over, *r), the reference dropped either way. */
+static bool vfd_done(long *r, ckc_vfd_t *v)
+{
+	bool handed = ckc_px_handed_over(r, v);
+	ckc_vfd_put(v);
+	return handed;
+}
+
 static __attribute__((noinline)) ssize_t read_tagged(int fd, void *buf, size_t n)
 {
-	ckc_vfd_t *v = ckc_vfd_hold(fd);
+	ckc_vfd_t *v = vfd_held(fd);
 	if (!v)
 		return REAL(read)(fd, buf, n);
 	int saved = errno;
 	long r = ckc_vfd_read(v, buf, rw_len(n));
-	bool handed = ckc_px_handed_over(&r, v);
-	ckc_vfd_put(v);
-	if (handed)
+	if (vfd_done(&r, v))
 		return REAL(read)(fd, buf, n);
 	return ckc_result(r, saved);
 }
 
 static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, size_t n)
 {
-	ckc_vfd_t *v = ckc_vfd_hold(fd);
+	ckc_vfd_t *v = vfd_held(fd);
 	if (!v)
 		return REAL(write)(fd, buf, n);
 	int saved = errno;
 	long r = ckc_vfd_write(v, buf, rw_len(n));
-	bool handed = ckc_px_handed_over(&r, v);
-	ckc_vfd_put(v);
-	if (handed)
+	if (vfd_done(&r, v))
 		return REAL(write)(fd, buf, n);
 	return ckc_result(r, saved);
 }
@@ -67,14 +80,12 @@ static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, s
 static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t n, off_t off,
 						      ssize_t (*real)(int, void *, size_t, off_t))
 {
-	ckc_vfd_t *v = ckc_vfd_hold(fd);
+	ckc_vfd_t *v = vfd_held(fd);
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
 	long r = ckc_vfd_pread(v, buf, rw_len(n), off);
-	bool handed = ckc_px_handed_over(&r, v);
-	ckc_vfd_put(v);
-	if (handed)
+	if (vfd_done(&r, v))
 		return real(fd, buf, n, off);
 	return ckc_result(r, saved);
 }
@@ -82,14 +93,12 @@ static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t 
 static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, size_t n, off_t off,
 						       ssize_t (*real)(int, const void *, size_t, off_t))
 {
-	ckc_vfd_t *v = ckc_vfd_hold(fd);
+	ckc_vfd_t *v = vfd_held(fd);
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
 	long r = ckc_px_vfd_pwrite(v, buf, rw_len(n), off);
-	bool handed = ckc_px_handed_over(&r, v);
-	ckc_vfd_put(v);
-	if (handed)
+	if (vfd_done(&r, v))
 		return real(fd, buf, n, off);
 	return ckc_result(r, saved);
 }
@@ -218,32 +227,28 @@ CKC_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)
 
 CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
-	ckc_vfd_t *v = ckc_vfd_hold(fd);
+	ckc_vfd_t *v = vfd_held(fd);
 	if (!v) {
 		ckc_owed_touch_iov(iov, cnt);
 		return REAL(readv)(fd, iov, cnt);
 	}
 	int saved = errno;
 	long r = ckc_px_vfd_iov(v, iov, cnt, 0, true, false);
-	bool handed = ckc_px_handed_over(&r, v);
-	ckc_vfd_put(v);
-	if (handed)
+	if (vfd_done(&r, v))
 		return REAL(readv)(fd, iov, cnt);
 	return ckc_result(r, saved);
 }
 
 CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
-	ckc_vfd_t *v = ckc_vfd_hold(fd);
+	ckc_vfd_t *v = vfd_held(fd);
 	if (!v) {
 		ckc_owed_touch_iov(iov, cnt);
 		return REAL(writev)(fd, iov, cnt);
 	}
 	int saved = errno;
 	long r = ckc_px_vfd_iov(v, iov, cnt, 0, true, true);
-	bool handed = ckc_px_handed_over(&r, v);
-	ckc_vfd_put(v);
-	if (handed)
+	if (vfd_done(&r, v))
 		return REAL(writev)(fd, iov, cnt);
 	return ckc_result(r, saved);
 }
@@ -251,16 +256,14 @@ CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 #define VFD_IOV_WRAPPER(name, wr)                                                          \
 	CKC_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt, off_t off)      \
 	{                                                                                  \
-		ckc_vfd_t *v = ckc_vfd_hold(fd);                                           \
+		ckc_vfd_t *v = vfd_held(fd);                                           \
 		if (!v) {                                                                  \
 			ckc_owed_touch_iov(iov, cnt);                                      \
 			return REAL(name)(fd, iov, cnt, off);                              \
 		}                                                                          \
 		int saved = errno;                                                         \
 		long r = ckc_px_vfd_iov(v, iov, cnt, off, false, wr);                      \
-		bool handed = ckc_px_handed_over(&r, v);                                   \
-		ckc_vfd_put(v);                                                            \
-		if (handed)                                                                \
+		if (vfd_done(&r, v))                                                       \
 			return REAL(name)(fd, iov, cnt, off);                              \
 		return ckc_result(r, saved);                                               \
 	}
@@ -283,7 +286,7 @@ VFD_IOV_WRAPPER(pwritev64, true)
 	CKC_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt, off_t off,      \
 				int flags)                                                 \
 	{                                                                                  \
-		ckc_vfd_t *v = ckc_vfd_hold(fd);                                           \
+		ckc_vfd_t *v = vfd_held(fd);                                           \
 		if (!v)                                                                    \
 			return REAL(name)(fd, iov, cnt, off, flags);                       \
 		int saved = errno;                                                         \
@@ -412,14 +415,12 @@ static int vfd_sync(ckc_vfd_t *v)
  * thread meanwhile leaves it, and its handle, whole until the sync ends. */
 static long vfd_sync_held(int fd, int (*real)(int))
 {
-	ckc_vfd_t *v = ckc_vfd_hold(fd);
+	ckc_vfd_t *v = vfd_held(fd);
 	if (!v)
 		return real(fd);
 	int saved = errno;
 	long r = vfd_sync(v);
-	bool handed = ckc_px_handed_over(&r, v);
-	ckc_vfd_put(v);
-	if (handed)
+	if (vfd_done(&r, v))
 		return real(fd);
 	return ckc_result(r, saved);
 }
