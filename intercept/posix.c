@@ -162,21 +162,34 @@ int ckc_px_hole_aside(ckc_vfd_t *v, uint64_t to)
  * a version that would not fit in the free space of that file system goes
  * to its real file while half of that space is still free, so that the
  * program's own writes there meet ENOSPC (or EDQUOT) where they would
- * without the library, not its publication later. The free space is looked
- * at by a version's first write (a thread's answer for the same folder is
- * kept ROOM_KEEP_NS for that one), then each time the version has grown by
- * half of what was left, at least ROOM_STEP. */
+ * without the library, not its publication later. The space is the free
+ * space less the bytes of closed versions still owed to that file system
+ * (which take their room first, as the program's earlier writes would
+ * have); one that does not fit waits for those to land (ROOM_WAIT_NS at
+ * most) before it is looked at again, and before it goes to its real
+ * file. The free space is looked at by a version's first write (a
+ * thread's answer for the same folder, less what the library wrote since,
+ * is kept ROOM_KEEP_NS for that one), then each time the version has grown
+ * by half of what was left, at least ROOM_STEP. */
 #define ROOM_KEEP_NS 100000000ull
+/* ... where that answer was this much at least: nearer a full file system,
+ * what the program wrote itself since (a file at its real path) counts */
+#define ROOM_KEEP_MIN ((uint64_t)4 << 30)
+#define ROOM_WAIT_NS (60ull * 1000000000u)
 #define ROOM_STEP ((uint64_t)64 << 10)
-static __thread uint64_t room_dir_hash, room_bytes, room_at;
+static __thread uint64_t room_dir_hash, room_bytes, room_at, room_written;
 
 /* The bytes free to this process in the file system of folder dir, or
- * UINT64_MAX where it cannot be known. */
+ * UINT64_MAX where it cannot be known (a kept answer less what the
+ * library wrote there since). */
 static uint64_t room_free(const char *dir, bool first)
 {
 	uint64_t h = ckc_path_hash(dir), now = first ? ckc_now_ns() : 0;
-	if (first && h == room_dir_hash && now - room_at < ROOM_KEEP_NS)
-		return room_bytes;
+	if (first && h == room_dir_hash && now - room_at < ROOM_KEEP_NS && room_bytes >= ROOM_KEEP_MIN) {
+		uint64_t since = ckc_home_written() - room_written;
+		return room_bytes > since ? room_bytes - since : 0;
+	}
+	uint64_t written = ckc_home_written();
 	struct statvfs fs;
 	int saved = errno;
 	if (statvfs(dir, &fs) != 0) {
@@ -187,6 +200,7 @@ static uint64_t room_free(const char *dir, bool first)
 	uint64_t room = (uint64_t)(ckc_geteuid() == 0 ? fs.f_bfree : fs.f_bavail) * unit;
 	room_dir_hash = h;
 	room_bytes = room;
+	room_written = written;
 	room_at = now ? now : ckc_now_ns();
 	return room;
 }
@@ -202,10 +216,31 @@ static int room_aside(ckc_vfd_t *v, uint64_t end)
 		atomic_store(&v->room_next, UINT64_MAX); /* not known: not looked at again */
 		return 0;
 	}
-	if (end < room / 2) {
-		uint64_t step = (room - end) / 2;
-		atomic_store(&v->room_next, end + (step > ROOM_STEP ? step : ROOM_STEP));
-		return 0;
+	for (int look = 0;; look++) {
+		/* what the versions owed there may take and leave this one
+		 * its half */
+		uint64_t need = end < room / 2 ? room - 2 * end : 0;
+		ckc_enter();
+		uint64_t owed = ckc_owed_bytes_beside(v->h, need ? need : 1);
+		ckc_leave();
+		if (owed < need) {
+			uint64_t step = (room - owed - end) / 2;
+			atomic_store(&v->room_next, end + (step > ROOM_STEP ? step : ROOM_STEP));
+			return 0;
+		}
+		if (look > 0 || owed == 0)
+			break;
+		/* the versions owed there land first, as the program's
+		 * earlier writes would have; then a fresh look */
+		ckc_enter();
+		int prc = ckc_publish_all(ROOM_WAIT_NS, false);
+		ckc_leave();
+		if (prc)
+			ckc_debug("checkpoint %s: the checkpoints before it did not all reach their real paths (%s)",
+				  v->path, strerror(-prc));
+		room = room_free(dir, false);
+		if (room == UINT64_MAX)
+			return 0;
 	}
 	int rc = vfd_to_real(v);
 	if (rc == -ENOSPC || rc == -EDQUOT) {

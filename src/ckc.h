@@ -220,8 +220,21 @@ ssize_t ckc_handle_lend(ckc_handle_t *h, uint64_t off, size_t len,
  * (statistics, and whether the checkpoint was read whole). */
 void ckc_handle_note_read(ckc_handle_t *h, uint64_t off, uint64_t len);
 
+/* The bytes the library has written into files of the real paths' file
+ * systems so far (publications, checkpoints written through), which a
+ * look at their free space taken earlier does not count; ckc_home_wrote
+ * counts n more. */
+uint64_t ckc_home_written(void);
+void ckc_home_wrote(uint64_t n);
+
 /* Current size of the object behind h. */
 uint64_t ckc_handle_size(const ckc_handle_t *h);
+
+/* The bytes of closed versions the cache still owes to real files on the
+ * file system of h's (where that is known; else on any), other than h's
+ * own: at least `enough` where there are that many (the count may then
+ * stop there; a look at the tiers' bytes alone answers most calls). */
+uint64_t ckc_owed_bytes_beside(const ckc_handle_t *h, uint64_t enough);
 
 /* Fills st for the version behind h (which may have been replaced since).
  * Returns 0. */

@@ -326,6 +326,34 @@ void eng_owed_clear(void)
 	__atomic_store_n(&ckc_eng.nowed, 0, __ATOMIC_RELAXED);
 }
 
+uint64_t ckc_owed_bytes_beside(const ckc_handle_t *h, uint64_t enough)
+{
+	ckc_mutex_lock(&ckc_eng.lock);
+	const ckc_obj_t *me = h->o;
+	/* every owed byte is in a tier of the cache: where those hold fewer
+	 * than enough besides h's, that is the answer, with no walk */
+	uint64_t held = 0, mine = me->size;
+	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
+		held += ckc_eng.tier[l].arena.used;
+	held = held > mine ? held - mine : 0;
+	uint64_t sum = 0;
+	if (held < enough || !ckc_eng.active || ckc_eng.cfg.persist == CKC_PERSIST_NEVER) {
+		sum = held;
+	} else {
+		for (size_t i = 0; i < ckc_eng.nowed && sum < enough; i++) {
+			const struct eng_owed *e = &ckc_eng.owed[i];
+			ckc_obj_t *o = ckc_map_find(e->key);
+			if (!o || o == me || o->version != e->version || !owed_home(o))
+				continue;
+			if (o->home_dev_known && me->home_dev_known && o->home_dev != me->home_dev)
+				continue;
+			sum += o->size;
+		}
+	}
+	eng_unlock();
+	return sum;
+}
+
 bool ckc_owes_under(const char *dir)
 {
 	char key[PATH_MAX];
@@ -621,6 +649,9 @@ int ckc_rename(const char *from, const char *to)
 	ckc_fid_take(kt, &base);
 	ckc_mutex_lock(&ckc_eng.lock);
 	eng_set_base(o, &base);
+	/* unless the real file followed, that file is another one, which
+	 * the rename replaces: a hand-over publishes a new file over it */
+	o->base_by_name = !at_home || rc != 0;
 	if (rc) {
 		eng_set_home(o, false);
 		o->home_snap = false;

@@ -80,6 +80,7 @@ void eng_set_base(ckc_obj_t *o, const ckc_fid_t *base)
 {
 	unsigned was = unpub_part(o);
 	o->base = *base;
+	o->base_by_name = false;
 	unpub_count(o, was);
 }
 

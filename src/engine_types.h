@@ -138,6 +138,10 @@ struct ckc_obj {
 	bool mapped;         /* in the object map (eng_map_insert) */
 	bool durable;        /* ... and it was fsync'ed */
 	ckc_fid_t base;      /* the real file this version replaces, or published */
+	/* base is a file this version replaces by name (the program renamed
+	 * the version onto it): never written in place, since a descriptor
+	 * another program keeps of it must go on reading its own bytes */
+	bool base_by_name;
 	bool handed;         /* handed over to the real file (ckc_handoff) */
 	bool handing;        /* a hand-over is publishing its bytes: writes wait */
 	int writing;         /* writes through its handles in progress */

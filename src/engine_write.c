@@ -657,6 +657,8 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 			 * a short write, as the kernel's */
 			ssize_t n = ckc_io_pwrite_most(fd, buf, len, (off_t)off);
 			rc = n < 0 ? (int)n : 0;
+			if (n > 0)
+				ckc_home_wrote((uint64_t)n);
 			if (n > 0 && (size_t)n < len) {
 				len = (size_t)n;
 				end = off + len;

@@ -259,10 +259,17 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 
 	if (!key)
 		return -ENOMEM;
-	/* another publication has the file of its identity: it ends first,
-	 * and gives it back unless it named it */
-	while (o->id_lent)
+	/* another publication has the file of its identity, or fills a file
+	 * of its own: it ends first (two copies side by side would take the
+	 * room of the file system twice, and the second could fail for want
+	 * of it), and where it published the version there is nothing left
+	 * to do */
+	while (o->id_lent || o->pub_own_temp)
 		eng_wait(EC_HOME);
+	if (o->at_home && (!fsync_it || o->durable)) {
+		sys_free(key);
+		return 0;
+	}
 	rc = ckc_src_snapshot(o, level, &src);
 	uint64_t size = o->size;
 	mode_t mode = o->mode;
@@ -304,12 +311,13 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 		 * folder may have been renamed) */
 		drop_tmp = !rc;
 		rc = o->retired || o->flush_cancel ? -ECANCELED : -EAGAIN;
-	} else if (!rc && o->at_home && (!fsync_it || o->durable)) {
+	} else if (o->at_home && (!fsync_it || o->durable)) {
 		/* published meanwhile by a publication that began while this
 		 * copy was being filled (another process's ask, an fsync): the
 		 * real file holds these bytes already, and that process may be
 		 * writing it now that it was told so */
-		drop_tmp = true;
+		drop_tmp = !rc; /* a fill that failed discarded its file */
+		rc = 0;
 	} else if (!rc) {
 		o->home_busy = true;
 		commit_t me = { key, commits };
@@ -391,12 +399,17 @@ int ckc_flush_home_in_place(ckc_obj_t *o)
 	ckc_fid_t base = o->base;
 	uint64_t size = o->size;
 	int level = size ? ckc_best_level(o) : -1;
-	if (!key || !base.known || (size && (level < 0 || level >= ckc_eng.ntier - 1))) {
+	if (!key || !base.known || o->base_by_name || (size && (level < 0 || level >= ckc_eng.ntier - 1))) {
 		sys_free(key);
 		return 1;
 	}
 	while (o->home_busy || ckc_committing(key))
 		eng_wait(EC_HOME);
+	/* renamed meanwhile: base is another file's, or the key another */
+	if (o->base_by_name || strcmp(key, o->key) != 0) {
+		sys_free(key);
+		return 1;
+	}
 	ckc_src_t src = { 0 };
 	if (size && ckc_src_snapshot(o, level, &src) != 0) {
 		sys_free(key);

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,18 @@ int ckc_src_copy(const ckc_src_t *from, const ckc_src_t *to, uint64_t size,
 	return rc;
 }
 
+static _Atomic uint64_t home_written;
+
+uint64_t ckc_home_written(void)
+{
+	return atomic_load_explicit(&home_written, memory_order_relaxed);
+}
+
+void ckc_home_wrote(uint64_t n)
+{
+	atomic_fetch_add_explicit(&home_written, n, memory_order_relaxed);
+}
+
 int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,
 		  void (*progress)(uint64_t done, void *ctx), void *ctx)
 {
@@ -132,6 +145,8 @@ int ckc_home_fill(int fd, const ckc_src_t *src, uint64_t size,
 				rc = ckc_io_pwrite_all(fd, bounce, n, (off_t)off);
 		}
 		ckc_pace_end(n, t0);
+		if (!rc)
+			ckc_home_wrote(n);
 		off += n;
 		/* the progress takes the engine lock: not for every small piece */
 		if (progress && (off - told >= CKC_BG_PIECE || off == size)) {

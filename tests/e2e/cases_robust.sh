@@ -1196,6 +1196,66 @@ sys.exit(d != (piece * (len(d) // len(piece) + 1))[:len(d)])" "$got" || fail "th
 }
 case_add robust/enospc-filled-between enospc_filled_between
 
+# Many checkpoints, none synced, written one after another until their
+# file system (a tmpfs of 16 MiB) is full, faster than the cache publishes
+# them: the closed ones still owed take their room first, so a later one
+# goes to its real file in time and its own writes meet ENOSPC at the
+# byte they meet it without the library; every file at its real path is
+# the one the program left there without the library, and no checkpoint
+# goes to a rescue file (HOW: os.write, or a buffered file object).
+enospc_many_owed() {
+	local how=$1
+	command -v unshare >/dev/null || note "no unshare here"
+	mkdir -p small
+	plain unshare -m sh -c 'mount -t tmpfs -o size=16M tmpfs small' 2>/dev/null ||
+		note "cannot mount a tmpfs in a mount namespace here"
+	local side
+	for side in plain lib; do
+		plain unshare -m sh -c 'mount -t tmpfs -o size=16M tmpfs small || exit 9
+			[ "$4" = lib ] && export CKPTCACHE_PATHS="$1/small/*.bin" LD_PRELOAD="$2"
+			"$3" -c "
+import errno, os, sys
+how = sys.argv[1]
+sizes = [3 << 20, (1 << 20) + 4097, 2500000, 700001]
+for k in range(24):
+    size = sizes[k % 4]
+    data = bytes((k + i) % 251 for i in range(256)) * (size // 256 + 1)
+    n, err = 0, None
+    if how == \"os\":
+        fd = os.open(\"small/c%02d.bin\" % k, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            while n < size:
+                n += os.write(fd, data[n:min(size, n + 262144)])
+        except OSError as e:
+            err = errno.errorcode[e.errno]
+        os.close(fd)
+    else:
+        f = open(\"small/c%02d.bin\" % k, \"wb\")
+        try:
+            for off in range(0, size, 100000):
+                f.write(data[off:min(size, off + 100000)])
+            f.close()
+        except OSError as e:
+            err = errno.errorcode[e.errno]
+            try:
+                f.close()
+            except OSError:
+                pass
+    print(k, n if how == \"os\" else \"-\", err)
+" "$5" || exit 8
+			cd small && for f in *.bin; do env -u LD_PRELOAD cksum "$f"; done' sh "$T" "$PRELOAD" "$PY" $side "$how" \
+			>out_$side.txt 2>err_$side.txt
+		echo "rc $?" >>out_$side.txt
+	done
+	cat out_plain.txt err_lib.txt
+	grep -q ENOSPC out_plain.txt || note "no ENOSPC without the library here"
+	cmp -s out_plain.txt out_lib.txt || fail "many checkpoints until the file system is full: $(diff out_plain.txt out_lib.txt | head -6 | tr '\n' ' ')"
+	grep -q 'ckptcache: error' err_lib.txt && fail "an error message:$(grep -a 'ckptcache: error' err_lib.txt | head -2 | tr '\n' ' ')"
+	return 0
+}
+case_add robust/enospc-many-owed-os enospc_many_owed os
+case_add robust/enospc-many-owed-stdio enospc_many_owed stdio
+
 # Four processes of a node start at once with an ssd tier each, sized (25%)
 # from the space of the file system their checkpoints also go to (a tmpfs
 # of 64 MiB), then each writes a checkpoint of 8 MiB. Their 32 MiB fit

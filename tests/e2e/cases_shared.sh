@@ -110,6 +110,80 @@ rewrite_while_written() {
 	return 0
 }
 
+# replaced_kept_open HOW PERSIST: a process without the library keeps the
+# real state.bin open (an earlier run's); the program saves a new version
+# by an atomic replace (write tmp.part, os.replace over state.bin), then
+# (HOW) updates it in place with "r+b", or replaces it again by a file it
+# made with O_CREAT alone (which the library leaves at its real path).
+# Without the library the rename gives state.bin a new file: the kept
+# descriptor reads the earlier run's bytes to the end. The same program
+# runs without the library in ref, and the real files are compared.
+replaced_kept_open_run() {
+	local how=$1 d=$2 run=$3
+	shift 3
+	rm -rf "$d/marks"
+	mkdir -p "$d/marks"
+	"$PY" -c 'import sys; open(sys.argv[1], "wb").write(b"the earlier run\n" * 40000)' "$d/state.bin"
+	plain "$PY" -c '
+import os, sys, time
+d = sys.argv[1]
+fd = os.open(d + "/state.bin", os.O_RDONLY)
+old = os.pread(fd, 1 << 20, 0)
+open(d + "/marks/kept", "w").close()
+t0 = time.time()
+while not os.path.exists(d + "/marks/done") and time.time() - t0 < 30:
+    time.sleep(0.01)
+got = os.pread(fd, 1 << 20, 0)
+if got != old:
+    print("the kept descriptor reads %d bytes beginning %r, not the %d it read first" % (len(got), got[:20], len(old)))
+    sys.exit(1)
+' "$d" >"$d/marks/reader.out" 2>&1 &
+	local reader=$! n=0
+	while [ ! -e "$d/marks/kept" ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n + 1)); done
+	[ -e "$d/marks/kept" ] || fail "the reader did not open state.bin"
+	"$run" "$@" -- "$PY" -c '
+import os, sys
+d, how = sys.argv[1], sys.argv[2]
+with open(d + "/tmp.part", "wb") as f:
+    f.write(b"the new version\n" * 30000)
+os.replace(d + "/tmp.part", d + "/state.bin")
+if how == "update":
+    with open(d + "/state.bin", "r+b") as f:
+        f.seek(100)
+        f.write(b"UPDATED")
+else:
+    fd = os.open(d + "/side.part", os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, b"made in place\n" * 20000)
+    os.close(fd)
+    os.replace(d + "/side.part", d + "/state.bin")
+got = open(d + "/state.bin", "rb").read()
+want = b"made in place\n" * 20000
+if how == "update":
+    want = bytearray(b"the new version\n" * 30000)
+    want[100:107] = b"UPDATED"
+assert got == want, "state.bin read back: %d bytes beginning %r" % (len(got), got[:20])
+open(d + "/marks/done", "w").close()
+' "$d" "$how" || { touch "$d/marks/done"; fail "the program ($run)$(last_error)"; }
+	wait $reader || fail "$run: $(cat "$d/marks/reader.out")"
+}
+
+replaced_kept_open() {
+	local how=$1 persist=$2
+	mkdir -p ref
+	plain_ck() { shift; plain "$@"; }
+	replaced_kept_open_run "$how" "$T/ref" plain_ck
+	replaced_kept_open_run "$how" "$T/ck" ck CKPTCACHE_PERSIST="$persist"
+	same ref/state.bin ck/state.bin "state.bin at its real path"
+	absent ck/tmp.part "the saved temporary file"
+	absent ck/side.part "the file renamed over state.bin"
+	grep -q 'ckptcache: error' "$T/.log" && fail "the library reported an error$(first_error 'ckptcache: error')"
+	return 0
+}
+
+case_add shared/replaced-kept-open-update replaced_kept_open update unconsumed
+case_add shared/replaced-kept-open-replace replaced_kept_open replace unconsumed
+case_add shared/replaced-kept-open-update-always replaced_kept_open update always
+case_add shared/replaced-kept-open-replace-always replaced_kept_open replace always
 case_add shared/rewritten-while-written-wb rewrite_while_written wb
 case_add shared/rewritten-while-written-wplus rewrite_while_written w+b
 case_add shared/rewritten-while-written-dash rewrite_while_written dash
