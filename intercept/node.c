@@ -674,6 +674,39 @@ static void node_serve_one(int s)
 		     fromlen);
 }
 
+/* An open checkpoint of at most NODE_IDLE_SMALL bytes that its program
+ * left unwritten for NODE_IDLE_NS goes to its real file, its descriptors
+ * with it: a status or progress file that a program without the library
+ * watches (a monitor, tail -f, a handshake that waits for a line) sees
+ * what the program flushed, as without the library, where the cache would
+ * show it only at the close. Looked at every NODE_IDLE_LOOK_MS while
+ * checkpoints are open for writing. */
+#define NODE_IDLE_NS (500ull * 1000000u)
+#define NODE_IDLE_SMALL ((uint64_t)1 << 20)
+#define NODE_IDLE_LOOK_MS 200
+#define NODE_IDLE_MAX 8
+
+static void node_idle_publish(void)
+{
+	static char keys[NODE_IDLE_MAX][PATH_MAX];
+	static bool said;
+	size_t n = ckc_idle_writers(keys, NODE_IDLE_MAX, NODE_IDLE_NS, NODE_IDLE_SMALL);
+	for (size_t i = 0; i < n && i < NODE_IDLE_MAX; i++) {
+		int rc = ckc_hand_over_path(keys[i]);
+		if (rc) {
+			ckc_debug("checkpoint %s, open and unwritten, could not go to its real path (%s)", keys[i],
+				  strerror(-rc));
+		} else if (!said) {
+			said = true;
+			ckc_info("checkpoint %s was left open and unwritten for %llu ms: it is written at its real "
+				 "path from now on, where another program may be reading it",
+				 keys[i], NODE_IDLE_NS / 1000000ull);
+		} else {
+			ckc_debug("checkpoint %s, open and unwritten, goes to its real path", keys[i]);
+		}
+	}
+}
+
 static void *node_main(void *arg)
 {
 	(void)arg;
@@ -684,15 +717,21 @@ static void *node_main(void *arg)
 	/* a datagram socket: no accept(2), which would hold the lowest free
 	 * descriptor number while it waits and make a program's dup2 onto
 	 * that number fail */
+	uint64_t looked = 0;
 	while (atomic_load(&node_serving)) {
 		struct pollfd p = { node_listen, POLLIN, 0 };
-		int r = poll(&p, 1, -1);
+		int r = poll(&p, 1, NODE_IDLE_LOOK_MS);
 		if (r < 0 && errno != EINTR)
 			break;
 		if (r > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL)))
 			break;
 		if (r > 0)
 			node_serve_one(node_listen);
+		uint64_t now = ckc_now_ns();
+		if (now - looked >= NODE_IDLE_LOOK_MS * 1000000ull && ckc_writers_open() && ckc_active()) {
+			looked = now;
+			node_idle_publish();
+		}
 	}
 	return NULL;
 }

@@ -558,6 +558,25 @@ CKC_TAGGED_PATH bool ckc_writers_open(void)
 	return atomic_load_explicit(&ckc_eng_writers, memory_order_relaxed) != 0;
 }
 
+size_t ckc_idle_writers(char (*keys)[PATH_MAX], size_t max, uint64_t idle_ns, uint64_t small)
+{
+	size_t n = 0;
+	uint64_t now = ckc_now_ns();
+	ckc_mutex_lock(&ckc_eng.lock);
+	for (size_t i = 0; ckc_eng.active && ckc_eng.cfg.persist != CKC_PERSIST_NEVER && i < ckc_eng.map_cap; i++)
+		for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext) {
+			if (o->complete || o->retired || o->handed || o->handing || o->capture || o->rescue ||
+			    o->writers == 0 || o->size == 0 || o->size > small || o->home_live ||
+			    eng_home_snap(o) || now - o->wrote_at < idle_ns)
+				continue;
+			if (n < max)
+				snprintf(keys[n], PATH_MAX, "%s", o->key);
+			n++;
+		}
+	eng_unlock();
+	return n;
+}
+
 int ckc_new_writer_under(const char *dir, char *key)
 {
 	if (!ckc_writers_open())

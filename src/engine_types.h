@@ -113,6 +113,7 @@ struct ckc_obj {
 	bool aside_cached;   /* ...of the cache, taken: a wait of the program's
 				for its publication is added to it */
 	uint64_t write_ns;   /* the program's time in its open, writes and close */
+	uint64_t wrote_at;   /* when it was opened or last written (ckc_now_ns) */
 	bool passed_read;    /* opened for reading at its real path (aside_home) */
 	bool migrating;      /* its bytes are moving to a lower tier */
 	int home_fd;         /* write-through at home: the temporary file */

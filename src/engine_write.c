@@ -328,6 +328,7 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 	}
 	o->mode = mode & 07777;
 	eng_touch_mtime(o);
+	o->wrote_at = t0;
 	o->wlevel = ckc_eng.ntier > 1 ? 0 : ckc_eng.ntier - 1;
 	/* a gpu tier without device memory yet (no capture so far) */
 	if (o->wlevel == 0 && ckc_eng.tier[0].kind == TIER_GPU && !ckc_gpu_usable(&ckc_eng.tier[0]))
@@ -695,6 +696,7 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 		if (end > o->size)
 			o->size = end;
 		o->writes++;
+		o->wrote_at = t0;
 		/* each write sets the modification time, as on a real file
 		 * (also after utimes): a checkpoint closed after another was
 		 * written is still the older */

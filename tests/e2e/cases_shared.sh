@@ -243,3 +243,82 @@ folder_ops() {
 case_add shared/folder-removed-rm folder_ops rm
 case_add shared/folder-removed-rmtree folder_ops rmtree
 case_add shared/folder-moved folder_ops mv
+
+# watched_status HOW: the program has written a checkpoint (its cache has
+# started), then keeps a status file open in the same folder and flushes a
+# line into it; a process without the library waits for that line, and
+# the program waits for the watcher's answer (a file) before it writes the
+# next line; three rounds. HOW: python (a text file object's flush), or
+# shell (printf into a descriptor bash keeps open with exec 3>). Without
+# the library each handshake takes a poll; with it the status file is left
+# unwritten, open, and must reach its real path (at most 10 s a round
+# before the case fails, where it would wait for ever).
+watched_status() {
+	local how=$1
+	rm -rf marks
+	mkdir -p marks
+	plain "$PY" -c '
+import os, sys, time
+d = sys.argv[1]
+for r in range(1, 4):
+    t0 = time.time()
+    seen = b""
+    while b"round %d ready" % r not in seen and time.time() - t0 < 10:
+        try:
+            seen = open(d + "/ck/status.txt", "rb").read()
+        except FileNotFoundError:
+            pass
+        time.sleep(0.01)
+    if b"round %d ready" % r not in seen:
+        print("the watcher did not see round %d in 10 s: %r" % (r, seen[-60:]))
+        sys.exit(1)
+    print("round %d seen after %.2f s" % (r, time.time() - t0))
+    open(d + "/marks/ack.%d" % r, "w").close()
+' "$T" >marks/watcher.out 2>&1 &
+	local watcher=$!
+	case $how in
+	python)
+		ck -- "$PY" -c '
+import os, sys, time
+d = sys.argv[1]
+open(d + "/ck/first.bin", "wb").write(os.urandom(3 << 20))
+with open(d + "/ck/status.txt", "w") as f:
+    for r in range(1, 4):
+        f.write("round %d ready\n" % r)
+        f.flush()
+        t0 = time.time()
+        while not os.path.exists(d + "/marks/ack.%d" % r) and time.time() - t0 < 12:
+            time.sleep(0.01)
+        if not os.path.exists(d + "/marks/ack.%d" % r):
+            sys.exit("no answer to round %d" % r)
+    f.write("finished\n")
+' "$T" || { kill $watcher 2>/dev/null; fail "the program$(last_error): $(cat marks/watcher.out)"; } ;;
+	shell)
+		ck -- bash -c '
+d=$1
+head -c 3145728 /dev/urandom >"$d/ck/first.bin"
+# the shell waits with its own read, not sleep: a child given the open
+# status file would take it to its real path
+mkfifo "$d/marks/tick"
+exec 5<>"$d/marks/tick"
+exec 3>"$d/ck/status.txt"
+for r in 1 2 3; do
+	printf "round %d ready\n" $r >&3
+	n=0
+	while [ ! -e "$d/marks/ack.$r" ] && [ $n -lt 1200 ]; do read -r -t 0.01 -u 5; n=$((n + 1)); done
+	[ -e "$d/marks/ack.$r" ] || { echo "no answer to round $r" >&2; exit 1; }
+done
+echo finished >&3
+exec 3>&-
+' _ "$T" || { kill $watcher 2>/dev/null; fail "the program$(last_error): $(cat marks/watcher.out)"; } ;;
+	esac
+	wait $watcher || fail "$(cat marks/watcher.out)"
+	cat marks/watcher.out
+	printf 'round %d ready\n' 1 2 3 >want.txt
+	echo finished >>want.txt
+	same want.txt ck/status.txt "status.txt at its real path"
+	[ "$(plain wc -c <ck/first.bin)" = 3145728 ] || fail "first.bin at its real path: $(plain wc -c <ck/first.bin) bytes"
+	return 0
+}
+case_add_waits shared/watched-status-python watched_status python
+case_add_waits shared/watched-status-shell watched_status shell
