@@ -233,8 +233,9 @@ uint64_t ckc_handle_size(const ckc_handle_t *h);
 
 /* The bytes of closed versions the cache still owes to real files on the
  * file system of h's (where that is known; else on any), other than h's
- * own: at least `enough` where there are that many (the count may then
- * stop there; a look at the tiers' bytes alone answers most calls). */
+ * own, counted until they reach `enough`; where the cache's tiers hold
+ * fewer bytes than that besides h's, those bytes (no fewer than the owed
+ * ones) answer with no count. */
 uint64_t ckc_owed_bytes_beside(const ckc_handle_t *h, uint64_t enough);
 
 /* Fills st for the version behind h (which may have been replaced since).

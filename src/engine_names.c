@@ -563,16 +563,16 @@ size_t ckc_idle_writers(char (*keys)[PATH_MAX], size_t max, uint64_t idle_ns, ui
 	size_t n = 0;
 	uint64_t now = ckc_now_ns();
 	ckc_mutex_lock(&ckc_eng.lock);
-	for (size_t i = 0; ckc_eng.active && ckc_eng.cfg.persist != CKC_PERSIST_NEVER && i < ckc_eng.map_cap; i++)
-		for (ckc_obj_t *o = ckc_eng.map[i]; o; o = o->hnext) {
-			if (o->complete || o->retired || o->handed || o->handing || o->capture || o->rescue ||
-			    o->writers == 0 || o->size == 0 || o->size > small || o->home_live ||
-			    eng_home_snap(o) || now - o->wrote_at < idle_ns)
-				continue;
-			if (n < max)
-				snprintf(keys[n], PATH_MAX, "%s", o->key);
-			n++;
-		}
+	bool on = ckc_eng.active && ckc_eng.cfg.persist != CKC_PERSIST_NEVER;
+	for (ckc_obj_t *o = on ? ckc_eng.writing : NULL; o; o = o->wnext) {
+		if (o->complete || o->retired || o->handed || o->handing || o->capture || o->rescue ||
+		    !o->mapped || o->size == 0 || o->size > small || o->home_live || eng_home_snap(o) ||
+		    now - o->wrote_at < idle_ns)
+			continue;
+		if (n < max)
+			snprintf(keys[n], PATH_MAX, "%s", o->key);
+		n++;
+	}
 	eng_unlock();
 	return n;
 }

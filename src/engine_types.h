@@ -82,6 +82,7 @@ struct ckc_obj {
 				copies for them, as an unlinked file its blocks */
 	int writers;         /* writing handles open: the same for them (a file
 				unlinked while its writer still uses it) */
+	ckc_obj_t *wnext, *wprev; /* in ckc_eng.writing while writers > 0 */
 	int keep_fd;         /* retired with readers while its real file held it:
 				that file, for them, or -1 */
 	mode_t mode;
@@ -324,6 +325,7 @@ typedef struct ckc_engine {
 	ckc_tier_t tier[CKC_MAX_TIERS];
 	ckc_edge_t edge[CKC_MAX_TIERS];
 
+	ckc_obj_t *writing;     /* the objects with writing handles open (wnext) */
 	ckc_obj_t **map;        /* key -> current version */
 	size_t map_cap, nobj;
 	uint64_t next_version;

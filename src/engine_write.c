@@ -70,7 +70,13 @@ ckc_handle_t *eng_handle_new(ckc_obj_t *o, bool writer)
 	h->home_fd = -1;
 	ckc_obj_get(o);
 	if (writer) {
-		o->writers++;
+		if (o->writers++ == 0) {
+			o->wprev = NULL;
+			o->wnext = ckc_eng.writing;
+			if (o->wnext)
+				o->wnext->wprev = o;
+			ckc_eng.writing = o;
+		}
 		atomic_fetch_add_explicit(&ckc_eng_writers, 1, memory_order_relaxed);
 	} else {
 		o->readers++;

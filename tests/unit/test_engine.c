@@ -2614,3 +2614,93 @@ Test(engine, scattered_reads_consume_only_what_they_read)
 	ckc_shutdown();
 	tenv_clean(&e);
 }
+
+#define IDLE_NS (300ull * 1000000u)
+/* The versions open for writing that another program may be watching: of
+ * 1 byte to the bound, unwritten for the time asked, not yet published;
+ * a larger one, an empty one, one written since, a closed one and one
+ * published by an fsync are not among them. */
+Test(engine, idle_writers_are_small_open_and_unwritten)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 16 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	char path[5][PATH_MAX];
+	ckc_handle_t *h[5];
+	static char buf[3 * MiB];
+	memset(buf, 's', sizeof(buf));
+	for (int i = 0; i < 5; i++) {
+		tpath(&e, path[i], 700 + i);
+		cr_assert_eq(ckc_open_write(path[i], 0644, &h[i]), 0);
+	}
+	cr_assert_eq(ckc_pwrite(h[0], buf, 100, 0), 100);       /* small */
+	cr_assert_eq(ckc_pwrite(h[1], buf, 3 * MiB, 0), 3 * MiB); /* large */
+	/* h[2] empty */
+	cr_assert_eq(ckc_pwrite(h[3], buf, 100, 0), 100); /* closed below */
+	cr_assert_eq(ckc_pwrite(h[4], buf, 100, 0), 100); /* synced below */
+	cr_assert_eq(ckc_close(h[3]), 0);
+	cr_assert_eq(ckc_sync(h[4]), 0);
+	char keys[4][PATH_MAX];
+	cr_assert_eq(ckc_idle_writers(keys, 4, IDLE_NS, MiB), 0, "none idle yet");
+	usleep(IDLE_NS / 1000 + 100 * 1000);
+	size_t n = ckc_idle_writers(keys, 4, IDLE_NS, MiB);
+	cr_assert_eq(n, 1, "%zu idle writers", n);
+	cr_assert_str_eq(keys[0], path[0]);
+	/* a write makes it busy again */
+	cr_assert_eq(ckc_pwrite(h[0], buf, 10, 100), 10);
+	cr_assert_eq(ckc_idle_writers(keys, 4, IDLE_NS, MiB), 0, "written again");
+	/* written after the fsync: idle again once unwritten */
+	cr_assert_eq(ckc_pwrite(h[4], buf, 10, 100), 10);
+	usleep(IDLE_NS / 1000 + 100 * 1000);
+	n = ckc_idle_writers(keys, 4, IDLE_NS, MiB);
+	cr_assert_eq(n, 2, "%zu idle writers", n);
+	/* handed over, it leaves the list */
+	cr_assert_eq(ckc_handoff(h[0]), 0);
+	n = ckc_idle_writers(keys, 4, IDLE_NS, MiB);
+	cr_assert_eq(n, 1, "%zu idle writers after a hand-over", n);
+	cr_assert_str_eq(keys[0], path[4]);
+	for (int i = 0; i < 5; i++)
+		if (i != 3)
+			(void)ckc_close(h[i]);
+	cr_assert_eq(ckc_idle_writers(keys, 4, 0, MiB), 0, "none open");
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
+/* The bytes owed to the real paths beside a version: the closed versions
+ * not yet published (their publications held), not the version itself;
+ * none once they are published. */
+Test(engine, owed_bytes_count_closed_unpublished_versions)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 32 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	/* the publications wait until let go */
+	atomic_store(&flush_held, true);
+	ckc_io.pwrite = held_pwrite;
+	char path[PATH_MAX];
+	for (int i = 0; i < 3; i++) {
+		tpath(&e, path, 800 + i);
+		twrite(path, (uint64_t)i, 2 * MiB, 256 * 1024);
+	}
+	ckc_handle_t *h;
+	tpath(&e, path, 810);
+	cr_assert_eq(ckc_open_write(path, 0644, &h), 0);
+	static char buf[MiB];
+	cr_assert_eq(ckc_pwrite(h, buf, MiB, 0), MiB);
+	uint64_t owed = ckc_owed_bytes_beside(h, 6 * MiB);
+	cr_assert_eq(owed, 6 * MiB, "owed %llu", (unsigned long long)owed);
+	/* more than the tiers hold: their bytes answer, never fewer */
+	owed = ckc_owed_bytes_beside(h, 64 * MiB);
+	cr_assert(owed >= 6 * MiB && owed < 64 * MiB, "owed %llu at most", (unsigned long long)owed);
+	atomic_store(&flush_held, false);
+	cr_assert_eq(ckc_publish_all(10ull * 1000000000u, false), 0);
+	owed = ckc_owed_bytes_beside(h, 1);
+	cr_assert_eq(owed, 0, "owed %llu once published", (unsigned long long)owed);
+	cr_assert_eq(ckc_close(h), 0);
+	ckc_shutdown();
+	ckc_io_reset();
+	tenv_clean(&e);
+}
