@@ -228,8 +228,20 @@ int eng_handoff_locked(ckc_obj_t *o)
 
 int ckc_handoff(ckc_handle_t *h)
 {
+	uint64_t t0 = ckc_now_ns();
 	ckc_mutex_lock(&ckc_eng.lock);
-	int rc = ckc_eng.active || h->o->handed ? eng_handoff_locked(h->o) : -ENODEV;
+	ckc_obj_t *o = h->o;
+	/* the cache's last sample of its speed, closed and not yet at its
+	 * real path, which the program now waits to find there (a map of
+	 * it, a sendfile from it): that wait is the cache's time too, as a
+	 * wait for a folder's publications is */
+	bool sample = o->complete && !o->at_home && o->version == ckc_eng.aside_last[ASIDE_CACHE];
+	int rc = ckc_eng.active || o->handed ? eng_handoff_locked(o) : -ENODEV;
+	if (!rc && sample && o->version == ckc_eng.aside_last[ASIDE_CACHE]) {
+		ckc_eng.aside_last[ASIDE_CACHE] = 0;
+		o->aside_cached = false;
+		(void)aside_charge(&ckc_eng.aside, ASIDE_CACHE, o->size, ckc_now_ns() - t0);
+	}
 	eng_unlock();
 	return rc;
 }

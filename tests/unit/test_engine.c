@@ -2704,3 +2704,52 @@ Test(engine, owed_bytes_count_closed_unpublished_versions)
 	ckc_io_reset();
 	tenv_clean(&e);
 }
+
+/* The cache's last sample, handed to its real file while the program
+ * waits (a map of the checkpoint it just wrote): the wait counts for the
+ * cache's side, once; a hand-over of an older one counts for nothing. */
+Test(engine, a_hand_over_of_the_last_cached_sample_counts_for_the_cache)
+{
+	tenv_t e;
+	aside_engine(&e, 256 * MiB);
+	/* the flush threads' publications wait: the first cached checkpoint's
+	 * holds its queue, and the last one is still owed when handed over */
+	atomic_store(&flush_held, true);
+	ckc_io.pwrite = held_pwrite;
+	char path[PATH_MAX], older[PATH_MAX] = "";
+	int i = 0;
+	for (; i < 8; i++) {
+		tpath(&e, path, 400 + i);
+		if (!twrite_only(path, (uint64_t)i, 2 * MiB)) {
+			if (older[0])
+				break;
+			snprintf(older, sizeof(older), "%s", path);
+		}
+	}
+	cr_assert_lt(i, 8, "two checkpoints went to the cache");
+	ckc_mutex_lock(&ckc_eng.lock);
+	double before = ckc_eng.aside.last[ASIDE_CACHE];
+	eng_unlock();
+	cr_assert_gt(before, 0);
+	ckc_handle_t *h;
+	cr_assert_eq(ckc_open_read(path, &h), 0);
+	cr_assert_eq(ckc_handoff(h), 0);
+	(void)ckc_close(h);
+	ckc_mutex_lock(&ckc_eng.lock);
+	double after = ckc_eng.aside.last[ASIDE_CACHE];
+	eng_unlock();
+	cr_assert_lt(after, before, "the wait counts: %.3f GB/s before, %.3f after", before / 1e9, after / 1e9);
+	/* the older one, handed over once its publication may go on */
+	atomic_store(&flush_held, false);
+	cr_assert_eq(ckc_open_read(older, &h), 0);
+	cr_assert_eq(ckc_handoff(h), 0);
+	(void)ckc_close(h);
+	ckc_mutex_lock(&ckc_eng.lock);
+	double again = ckc_eng.aside.last[ASIDE_CACHE];
+	eng_unlock();
+	cr_assert_eq(again, after, "an older sample counts for nothing");
+	ckc_shutdown();
+	ckc_io_reset();
+	cr_assert(thome_matches(path, (uint64_t)i, 2 * MiB), "the real file %s", path);
+	tenv_clean(&e);
+}
