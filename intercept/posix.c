@@ -175,9 +175,10 @@ int ckc_px_hole_aside(ckc_vfd_t *v, uint64_t to)
 /* ... where that answer was this much at least: nearer a full file system,
  * what the program wrote itself since (a file at its real path) counts */
 #define ROOM_KEEP_MIN ((uint64_t)4 << 30)
-#define ROOM_WAIT_NS (60ull * 1000000000u)
+#define ROOM_WAIT_NS (10ull * 1000000000u)
+#define ROOM_RETRY_NS 1000000000ull
 #define ROOM_STEP ((uint64_t)64 << 10)
-static __thread uint64_t room_dir_hash, room_bytes, room_at, room_written;
+static __thread uint64_t room_dir_hash, room_bytes, room_at, room_written, room_failed_at;
 
 /* The bytes free to this process in the file system of folder dir, or
  * UINT64_MAX where it cannot be known (a kept answer less what the
@@ -228,13 +229,20 @@ static int room_aside(ckc_vfd_t *v, uint64_t end)
 			atomic_store(&v->room_next, end + (step > ROOM_STEP ? step : ROOM_STEP));
 			return 0;
 		}
-		if (look > 0 || owed == 0)
+		/* (a wait that found publications failing is not tried again
+		 * for a second by this thread: they stay owed, and each try
+		 * would copy them again) */
+		uint64_t now = ckc_now_ns();
+		if (look > 0 || owed == 0 || (room_failed_at && now - room_failed_at < ROOM_RETRY_NS))
 			break;
 		/* the versions owed there land first, as the program's
 		 * earlier writes would have; then a fresh look */
 		ckc_enter();
+		ckc_handle_room_wait(v->h, true);
 		int prc = ckc_publish_all(ROOM_WAIT_NS, false);
+		ckc_handle_room_wait(v->h, false);
 		ckc_leave();
+		room_failed_at = prc ? ckc_now_ns() : 0;
 		if (prc)
 			ckc_debug("checkpoint %s: the checkpoints before it did not all reach their real paths (%s)",
 				  v->path, strerror(-prc));

@@ -228,6 +228,11 @@ void ckc_handle_note_read(ckc_handle_t *h, uint64_t off, uint64_t len);
 uint64_t ckc_home_written(void);
 void ckc_home_wrote(uint64_t n);
 
+/* A write of h's waits (waiting) or no longer waits for the checkpoints
+ * owed to its file system: meanwhile the version is not one left
+ * unwritten (ckc_idle_writers). */
+void ckc_handle_room_wait(ckc_handle_t *h, bool waiting);
+
 /* Current size of the object behind h. */
 uint64_t ckc_handle_size(const ckc_handle_t *h);
 

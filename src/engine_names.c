@@ -342,14 +342,19 @@ uint64_t ckc_owed_bytes_beside(const ckc_handle_t *h, uint64_t enough)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	const ckc_obj_t *me = h->o;
+	uint64_t sum = 0;
+	if (!ckc_eng.active || ckc_eng.cfg.persist == CKC_PERSIST_NEVER) {
+		eng_unlock();
+		return 0; /* nothing is owed to a real path */
+	}
 	/* every owed byte is in a tier of the cache: where those hold fewer
-	 * than enough besides h's, that is the answer, with no walk */
-	uint64_t held = 0, mine = me->size;
+	 * than enough besides h's (where its own are there too), that is
+	 * the answer, with no walk */
+	uint64_t held = 0, mine = me->wlevel < ckc_eng.ntier - 1 ? me->size : 0;
 	for (int l = 0; l + 1 < ckc_eng.ntier; l++)
 		held += ckc_eng.tier[l].arena.used;
 	held = held > mine ? held - mine : 0;
-	uint64_t sum = 0;
-	if (held < enough || !ckc_eng.active || ckc_eng.cfg.persist == CKC_PERSIST_NEVER) {
+	if (held < enough) {
 		sum = held;
 	} else {
 		for (size_t i = 0; i < ckc_eng.nowed && sum < enough; i++) {
@@ -364,6 +369,13 @@ uint64_t ckc_owed_bytes_beside(const ckc_handle_t *h, uint64_t enough)
 	}
 	eng_unlock();
 	return sum;
+}
+
+void ckc_handle_room_wait(ckc_handle_t *h, bool waiting)
+{
+	ckc_mutex_lock(&ckc_eng.lock);
+	h->o->room_waits += waiting ? 1 : -1;
+	eng_unlock();
 }
 
 bool ckc_owes_under(const char *dir)
@@ -579,7 +591,7 @@ size_t ckc_idle_writers(char (*keys)[PATH_MAX], size_t max, uint64_t idle_ns, ui
 	for (ckc_obj_t *o = on ? ckc_eng.writing : NULL; o; o = o->wnext) {
 		if (o->complete || o->retired || o->handed || o->handing || o->capture || o->rescue ||
 		    !o->mapped || o->size == 0 || o->size > small || o->home_live || eng_home_snap(o) ||
-		    now - o->wrote_at < idle_ns)
+		    o->writing > 0 || o->room_waits > 0 || now - o->wrote_at < idle_ns)
 			continue;
 		if (n < max)
 			snprintf(keys[n], PATH_MAX, "%s", o->key);

@@ -115,6 +115,8 @@ struct ckc_obj {
 				for its publication is added to it */
 	uint64_t write_ns;   /* the program's time in its open, writes and close */
 	uint64_t wrote_at;   /* when it was opened or last written (ckc_now_ns) */
+	int room_waits;      /* writes of it waiting for room at its real path
+				(ckc_handle_room_wait): not left unwritten */
 	bool passed_read;    /* opened for reading at its real path (aside_home) */
 	bool migrating;      /* its bytes are moving to a lower tier */
 	int home_fd;         /* write-through at home: the temporary file */

@@ -60,6 +60,28 @@ CKC_TAGGED_PATH int eng_open_locked(const char *path, char *key)
 	return 0;
 }
 
+/* Undoes eng_handle_new for a handle never given out (lock held). */
+static void eng_handle_drop(ckc_handle_t *h)
+{
+	ckc_obj_t *o = h->o;
+	if (h->writer) {
+		if (--o->writers == 0) {
+			if (o->wprev)
+				o->wprev->wnext = o->wnext;
+			else
+				ckc_eng.writing = o->wnext;
+			if (o->wnext)
+				o->wnext->wprev = o->wprev;
+			o->wnext = o->wprev = NULL;
+		}
+		atomic_fetch_sub_explicit(&ckc_eng_writers, 1, memory_order_relaxed);
+	} else {
+		o->readers--;
+	}
+	ckc_obj_put(o);
+	sys_free(h);
+}
+
 ckc_handle_t *eng_handle_new(ckc_obj_t *o, bool writer)
 {
 	ckc_handle_t *h = sys_calloc(1, sizeof(*h));
@@ -346,8 +368,8 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 	    (rc = eng_home_temp(o)) != 0) {
 		if (!o->aside_home) {
 			ckc_obj_retire(o);
+			eng_handle_drop(h);
 			eng_unlock();
-			sys_free(h);
 			return rc;
 		}
 		/* the real path's folder takes no new file now: the cache
