@@ -321,12 +321,14 @@ VFD_IOV2_WRAPPER(pwritev64v2, true)
 #define LSEEK_WRAPPER(name)                                                                      \
 	CKC_WARM_PATH CKC_EXPORT off_t name(int fd, off_t off, int whence)                       \
 	{                                                                                        \
-		ckc_vfd_t *v = ckc_vfd_get(fd);                                                  \
+		ckc_vfd_t *v = vfd_held(fd);                                                     \
 		if (!v)                                                                          \
 			return REAL_KERNEL(name) ? ckc_syscall6(SYS_lseek, fd, off, whence, 0, 0, 0) \
 						 : REAL(name)(fd, off, whence);                  \
 		int saved = errno;                                                               \
-		return ckc_result(ckc_vfd_lseek(v, off, whence), saved);                         \
+		off_t r = ckc_vfd_lseek(v, off, whence);                                         \
+		ckc_vfd_put(v);                                                                  \
+		return ckc_result(r, saved);                                                     \
 	}
 LSEEK_WRAPPER(lseek)
 LSEEK_WRAPPER(lseek64)

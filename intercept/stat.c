@@ -168,9 +168,16 @@ __attribute__((noinline)) static bool stat_fd_look(ckc_vfd_t *v, struct stat *st
 
 static inline bool stat_fd(int fd, struct stat *st)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-
-	return v && stat_fd_look(v, st);
+	/* held for the look: another thread's close of the number meanwhile
+	 * leaves the descriptor and its handle whole until it ends */
+	ckc_vfd_t *v = ckc_fd_maybe_tagged(fd) ? ckc_vfd_hold(fd) : NULL;
+	if (!v)
+		return false;
+	bool done = stat_fd_look(v, st);
+	int saved = errno;
+	ckc_vfd_put(v);
+	errno = saved;
+	return done;
 }
 
 __attribute__((noinline)) static bool stat_fd_look(ckc_vfd_t *v, struct stat *st)

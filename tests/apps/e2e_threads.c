@@ -906,7 +906,8 @@ int m_closerace(int argc, char **argv)
 }
 
 /* closeread PATH: a cached checkpoint of 4 MiB and 77 bytes is read by a
- * thread in pieces of 64 KiB with pread, read and readv while the main
+ * thread in pieces of 64 KiB with pread, read and readv (and an fstat and
+ * an lseek before them) while the main
  * thread closes its descriptor, 20 times: each piece is the file's bytes
  * or EBADF, as without the library (under it the reader used the
  * descriptor's freed handle: heap corruption, an abort). */
@@ -925,6 +926,9 @@ static void *cr_reader(void *arg)
 		uint64_t off = (uint64_t)(k * 4099) % (CR_SIZE - CR_PIECE);
 		int fd = atomic_load(&cr_fd);
 		ssize_t got;
+		struct stat st;
+		if (fstat(fd, &st) == 0 && !atomic_load(&cr_closing) && st.st_size != (off_t)CR_SIZE)
+			atomic_fetch_add(&cr_wrong, 1);
 		if (k % 3 == 0) {
 			got = pread(fd, b, CR_PIECE, (off_t)off);
 		} else if (lseek(fd, (off_t)off, SEEK_SET) != (off_t)off) {
