@@ -569,6 +569,9 @@ int eng_canon(const char *path, char *out);
 int eng_lookup_locked(const char *path, char *key, ckc_obj_t **op);
 int eng_open_locked(const char *path, char *key);
 ckc_handle_t *eng_handle_new(ckc_obj_t *o, bool writer);
+/* A writing handle of o is gone: o leaves ckc_eng.writing with its last
+ * one (lock held). */
+void eng_writer_leave(ckc_obj_t *o);
 int eng_migrate_to(ckc_obj_t *o, bool home_only);
 int eng_migrate_down(ckc_obj_t *o);
 int eng_write_room(ckc_obj_t *o, uint64_t end);

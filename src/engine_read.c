@@ -1115,16 +1115,7 @@ int ckc_close(ckc_handle_t *h)
 		consume_locked(o);
 	}
 	if (h->writer) {
-		if (--o->writers == 0) {
-			if (o->wprev)
-				o->wprev->wnext = o->wnext;
-			else
-				ckc_eng.writing = o->wnext;
-			if (o->wnext)
-				o->wnext->wprev = o->wprev;
-			o->wnext = o->wprev = NULL;
-		}
-		atomic_fetch_sub_explicit(&ckc_eng_writers, 1, memory_order_relaxed);
+		eng_writer_leave(o);
 	} else {
 		o->readers--;
 	}

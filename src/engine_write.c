@@ -64,22 +64,26 @@ CKC_TAGGED_PATH int eng_open_locked(const char *path, char *key)
 static void eng_handle_drop(ckc_handle_t *h)
 {
 	ckc_obj_t *o = h->o;
-	if (h->writer) {
-		if (--o->writers == 0) {
-			if (o->wprev)
-				o->wprev->wnext = o->wnext;
-			else
-				ckc_eng.writing = o->wnext;
-			if (o->wnext)
-				o->wnext->wprev = o->wprev;
-			o->wnext = o->wprev = NULL;
-		}
-		atomic_fetch_sub_explicit(&ckc_eng_writers, 1, memory_order_relaxed);
-	} else {
+	if (h->writer)
+		eng_writer_leave(o);
+	else
 		o->readers--;
-	}
 	ckc_obj_put(o);
 	sys_free(h);
+}
+
+void eng_writer_leave(ckc_obj_t *o)
+{
+	if (--o->writers == 0) {
+		if (o->wprev)
+			o->wprev->wnext = o->wnext;
+		else
+			ckc_eng.writing = o->wnext;
+		if (o->wnext)
+			o->wnext->wprev = o->wprev;
+		o->wnext = o->wprev = NULL;
+	}
+	atomic_fetch_sub_explicit(&ckc_eng_writers, 1, memory_order_relaxed);
 }
 
 ckc_handle_t *eng_handle_new(ckc_obj_t *o, bool writer)
