@@ -235,7 +235,7 @@ int ckc_handoff(ckc_handle_t *h)
 	 * real path, which the program now waits to find there (a map of
 	 * it, a sendfile from it): that wait is the cache's time too, as a
 	 * wait for a folder's publications is */
-	bool sample = o->complete && !o->at_home && o->version == ckc_eng.aside_last[ASIDE_CACHE];
+	bool sample = o->complete && !o->at_home;
 	int rc = ckc_eng.active || o->handed ? eng_handoff_locked(o) : -ENODEV;
 	if (!rc && sample && o->version == ckc_eng.aside_last[ASIDE_CACHE]) {
 		ckc_eng.aside_last[ASIDE_CACHE] = 0;

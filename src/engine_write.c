@@ -97,11 +97,10 @@ ckc_handle_t *eng_handle_new(ckc_obj_t *o, bool writer)
 	ckc_obj_get(o);
 	if (writer) {
 		if (o->writers++ == 0) {
-			o->wprev = NULL;
 			o->wnext = ckc_eng.writing;
 			if (o->wnext)
 				o->wnext->wprev = o;
-			ckc_eng.writing = o;
+			ckc_eng.writing = o; /* (wprev NULL: eng_writer_leave) */
 		}
 		atomic_fetch_add_explicit(&ckc_eng_writers, 1, memory_order_relaxed);
 	} else {

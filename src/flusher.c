@@ -399,13 +399,14 @@ int ckc_flush_home_in_place(ckc_obj_t *o)
 	ckc_fid_t base = o->base;
 	uint64_t size = o->size;
 	int level = size ? ckc_best_level(o) : -1;
-	if (!key || !base.known || o->base_by_name || (size && (level < 0 || level >= ckc_eng.ntier - 1))) {
+	if (!key || !base.known || (size && (level < 0 || level >= ckc_eng.ntier - 1))) {
 		sys_free(key);
 		return 1;
 	}
 	while (o->home_busy || ckc_committing(key))
 		eng_wait(EC_HOME);
-	/* renamed meanwhile: base is another file's, or the key another */
+	/* a file it replaces by name (renamed onto it, before or meanwhile),
+	 * or another key: never written in place */
 	if (o->base_by_name || strcmp(key, o->key) != 0) {
 		sys_free(key);
 		return 1;
