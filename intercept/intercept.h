@@ -654,6 +654,15 @@ static inline ckc_vfd_t *ckc_vfd_take_closing(int fd)
  * for a call that may take long: a close of fd by another thread meanwhile
  * leaves v, and its handle, whole until the put. */
 ckc_vfd_t *ckc_vfd_hold(int fd);
+/* ckc_vfd_hold for a wrapper: an untagged number costs the inline table
+ * test, not a call. Every call that uses a tagged descriptor's fields or
+ * handle takes it so, and ends with ckc_vfd_drop: a close of the number by
+ * another thread meanwhile leaves the descriptor whole until then, as the
+ * kernel leaves a call in progress its file. */
+static inline ckc_vfd_t *ckc_vfd_held(int fd)
+{
+	return ckc_fd_maybe_tagged(fd) ? ckc_vfd_hold(fd) : NULL;
+}
 /* The same for the virtual descriptor whose id is id: at fd, or at
  * another number that holds it (*at gets the number); NULL if no number
  * holds it any more. */
@@ -686,6 +695,17 @@ int ckc_vfd_install(int fd, ckc_vfd_t *v);
 /* Drops a reference; the last one closes the engine handle. Returns 0 or
  * -errno from that close. */
 int ckc_vfd_put(ckc_vfd_t *v);
+/* The end of a held call (ckc_vfd_held): the reference dropped, errno
+ * kept (the last reference's close of the handle is the closer's, whose
+ * close already answered); NULL: nothing. */
+static inline void ckc_vfd_drop(ckc_vfd_t *v)
+{
+	if (v) {
+		int saved = errno;
+		ckc_vfd_put(v);
+		errno = saved;
+	}
+}
 
 /* Makes every descriptor number holding v a descriptor of the real file
  * v->path (the caller handed v's version over: ckc_handoff), opened with

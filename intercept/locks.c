@@ -323,25 +323,34 @@ __attribute__((noinline)) static int flock_tagged(ckc_vfd_t *v, int op)
 
 CKC_EXPORT int flock(int fd, int op)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v || !REAL(flock))
-		return REAL(flock) ? REAL(flock)(fd, op) : (errno = ENOSYS, -1);
-	return flock_tagged(v, op);
+	if (!REAL(flock)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	/* (held: a close of fd meanwhile leaves v whole until the lock is had) */
+	ckc_vfd_t *v = ckc_vfd_held(fd);
+	if (!v)
+		return REAL(flock)(fd, op);
+	int r = flock_tagged(v, op);
+	ckc_vfd_drop(v);
+	return r;
 }
 
 /* lockf(3) is fcntl(2) record locking: taken on the real file, which
  * the descriptor becomes first (as fcntl's lock commands do). */
 static int lockf_common(int (*real)(int, int, off_t), int fd, int cmd, off_t len)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
 	if (!real) {
 		errno = ENOSYS;
 		return -1;
 	}
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (v) {
 		int saved = errno, rc = ckc_px_vfd_make_real(v);
+		ckc_vfd_put(v);
 		if (rc)
 			return (int)ckc_result(rc, saved);
+		errno = saved;
 	}
 	return real(fd, cmd, len);
 }

@@ -50,13 +50,17 @@ static void meta_times(const struct timespec in[2], const ckc_stat_t *st, ckc_at
 	}
 }
 
-/* After the program set the times of a real path (rc: the real call's):
+/* After the program set the times of a real path (rc: the real call's;
+ * held: whether the cache held unpublished checkpoints before that call):
  * a folder's are put back after the publications into it that follow
- * (ckc_dir_times_note). dirfd and path name it, or fd does (path NULL). */
-static int meta_dir_set(int rc, int dirfd, const char *path, int flags, const struct timespec *ts)
+ * (ckc_dir_times_note). dirfd and path name it, or fd does (path NULL).
+ * (The look before the call: the last checkpoint owed to the folder may be
+ * published between the call and this look, changing the folder's time,
+ * and then none is held any more.) */
+static int meta_dir_set(int rc, bool held, int dirfd, const char *path, int flags, const struct timespec *ts)
 {
 	/* (the access time alone: the modification time is not the program's) */
-	if (rc != 0 || !ckc_holds_unpublished() || (ts && ts[1].tv_nsec == UTIME_OMIT))
+	if (rc != 0 || !(held || ckc_holds_unpublished()) || (ts && ts[1].tv_nsec == UTIME_OMIT))
 		return rc;
 	int saved = errno;
 	struct stat st;
@@ -90,13 +94,15 @@ static void meta_tv(const struct timeval tv[2], struct timespec ts[2])
 
 CKC_EXPORT int fchmod(int fd, mode_t mode)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v) {
 		ckc_dir_guarding(fd, "", (int)mode);
 		return REAL(fchmod)(fd, mode);
 	}
 	ckc_attr_t a = { .mask = CKC_ATTR_MODE, .mode = mode };
-	return (int)ckc_result(meta_fd(v, &a), errno);
+	int saved = errno, rc = meta_fd(v, &a);
+	ckc_vfd_put(v);
+	return (int)ckc_result(rc, saved);
 }
 
 CKC_EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
@@ -125,13 +131,15 @@ CKC_EXPORT int chmod(const char *path, mode_t mode)
 
 CKC_EXPORT int fchown(int fd, uid_t uid, gid_t gid)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v) {
 		ckc_dir_guarding(fd, "", -1);
 		return REAL(fchown)(fd, uid, gid);
 	}
 	ckc_attr_t a = { .mask = CKC_ATTR_OWNER, .uid = uid, .gid = gid };
-	return (int)ckc_result(meta_fd(v, &a), errno);
+	int saved = errno, rc = meta_fd(v, &a);
+	ckc_vfd_put(v);
+	return (int)ckc_result(rc, saved);
 }
 
 CKC_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags)
@@ -197,10 +205,14 @@ static int times_path(int dirfd, const char *path, const struct timespec ts[2])
 
 CKC_EXPORT int futimens(int fd, const struct timespec ts[2])
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (!v)
-		return meta_dir_set(REAL(futimens)(fd, ts), fd, NULL, 0, ts);
-	return (int)ckc_result(times_fd(v, ts), errno);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
+	if (!v) {
+		bool held = ckc_holds_unpublished();
+		return meta_dir_set(REAL(futimens)(fd, ts), held, fd, NULL, 0, ts);
+	}
+	int saved = errno, rc = times_fd(v, ts);
+	ckc_vfd_put(v);
+	return (int)ckc_result(rc, saved);
 }
 
 CKC_EXPORT int utimensat(int dirfd, const char *path, const struct timespec ts[2], int flags)
@@ -214,8 +226,7 @@ CKC_EXPORT int utimensat(int dirfd, const char *path, const struct timespec ts[2
 		 * passes a null path on (recent glibc refuses it with EINVAL:
 		 * a call on a descriptor that cannot exist tells which) */
 		static int null_path = -1; /* 0: refused, 1: passed on */
-		ckc_vfd_t *v = ckc_vfd_get(dirfd);
-		if (!v)
+		if (!ckc_vfd_get(dirfd))
 			return REAL(utimensat)(dirfd, path, ts, flags);
 		if (null_path < 0) {
 			int r = REAL(utimensat)(-1, laundered, NULL, 0);
@@ -223,24 +234,32 @@ CKC_EXPORT int utimensat(int dirfd, const char *path, const struct timespec ts[2
 		}
 		if (!null_path)
 			return (int)ckc_result(-EINVAL, saved);
-		return (int)ckc_result(times_fd(v, ts), saved);
+		ckc_vfd_t *v = ckc_vfd_held(dirfd);
+		if (!v)
+			return (int)ckc_result(-EBADF, saved);
+		rc = times_fd(v, ts);
+		ckc_vfd_put(v);
+		return (int)ckc_result(rc, saved);
 	}
+	bool held = ckc_holds_unpublished();
 	rc = times_path(dirfd, path, ts);
 	if (rc == -ENOENT)
-		return ckc_enoent_checked(dirfd, path,
-					  meta_dir_set(REAL(utimensat)(dirfd, path, ts, flags), dirfd, path, flags, ts));
+		return ckc_enoent_checked(dirfd, path, meta_dir_set(REAL(utimensat)(dirfd, path, ts, flags), held,
+								 dirfd, path, flags, ts));
 	return (int)ckc_result(rc, saved);
 }
 
 CKC_EXPORT int futimes(int fd, const struct timeval tv[2])
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return REAL(futimes)(fd, tv);
 	struct timespec ts[2];
 	if (tv)
 		meta_tv(tv, ts);
-	return (int)ckc_result(times_fd(v, tv ? ts : NULL), errno);
+	int saved = errno, rc = times_fd(v, tv ? ts : NULL);
+	ckc_vfd_put(v);
+	return (int)ckc_result(rc, saved);
 }
 
 static int utimes_common(const char *path, const struct timeval tv[2],
@@ -250,10 +269,11 @@ static int utimes_common(const char *path, const struct timeval tv[2],
 	int saved = errno;
 	if (tv)
 		meta_tv(tv, ts);
+	bool held = ckc_holds_unpublished();
 	int rc = times_path(AT_FDCWD, path, tv ? ts : NULL);
 	if (rc == -ENOENT)
 		return ckc_enoent_checked(AT_FDCWD, path,
-					  meta_dir_set(real(path, tv), AT_FDCWD, path,
+					  meta_dir_set(real(path, tv), held, AT_FDCWD, path,
 						       real == REAL(lutimes) ? AT_SYMLINK_NOFOLLOW : 0, tv ? ts : NULL));
 	return (int)ckc_result(rc, saved);
 }
@@ -277,9 +297,11 @@ CKC_EXPORT int utime(const char *path, const struct utimbuf *b)
 		ts[1].tv_sec = b->modtime;
 		ts[0].tv_nsec = ts[1].tv_nsec = 0;
 	}
+	bool held = ckc_holds_unpublished();
 	int rc = times_path(AT_FDCWD, path, b ? ts : NULL);
 	if (rc == -ENOENT)
-		return ckc_enoent_checked(AT_FDCWD, path, meta_dir_set(REAL(utime)(path, b), AT_FDCWD, path, 0, b ? ts : NULL));
+		return ckc_enoent_checked(AT_FDCWD, path,
+					  meta_dir_set(REAL(utime)(path, b), held, AT_FDCWD, path, 0, b ? ts : NULL));
 	return (int)ckc_result(rc, saved);
 }
 

@@ -31,8 +31,10 @@ static bool poll_cached(int fd)
 {
 	if (fd < 0 || (size_t)fd > atomic_load_explicit(&ckc_vfd_hi, memory_order_relaxed))
 		return false;
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-	return v && !v->switched;
+	ckc_vfd_t *v = ckc_vfd_held(fd);
+	bool cached = v && !v->switched;
+	ckc_vfd_drop(v);
+	return cached;
 }
 
 /* Whether any of the n entries is one. */

@@ -1004,7 +1004,7 @@ int ckc_px_vfd_make_real(ckc_vfd_t *v)
 
 void ckc_px_fd_make_real(int fd, const char *what)
 {
-	ckc_vfd_t *v = fd >= 0 ? ckc_vfd_get(fd) : NULL;
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return;
 	int saved = errno;
@@ -1012,6 +1012,7 @@ void ckc_px_fd_make_real(int fd, const char *what)
 	if (rc)
 		ckc_error("checkpoint %s given to %s: it cannot be made a real file (%s); the call gets "
 			  "another file", v->path, what, strerror(-rc));
+	ckc_vfd_put(v);
 	errno = saved;
 }
 
@@ -1326,8 +1327,10 @@ CKC_WARM_PATH CKC_EXPORT int fchdir(int fd)
 {
 	/* a cached checkpoint's number is a placeholder (no folder): as for
 	 * the file it stands for */
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-	if (v && !v->switched) {
+	ckc_vfd_t *v = ckc_vfd_held(fd);
+	bool cached = v && !v->switched;
+	ckc_vfd_drop(v);
+	if (cached) {
 		errno = ENOTDIR;
 		return -1;
 	}
@@ -1342,14 +1345,16 @@ CKC_WARM_PATH CKC_EXPORT int fchdir(int fd)
 CKC_WARM_PATH static ssize_t readlink_vfd(const char *path, char *buf, size_t len)
 {
 	int n = ckc_px_procfd_number(path);
-	ckc_vfd_t *v = n >= 0 ? ckc_vfd_get(n) : NULL;
-	if (!v || v->switched)
-		return -1;
-	size_t k = strlen(v->path);
-	if (k > len)
-		k = len;
-	memcpy(buf, v->path, k);
-	return (ssize_t)k;
+	ckc_vfd_t *v = ckc_vfd_held(n);
+	ssize_t k = -1;
+	if (v && !v->switched) {
+		k = (ssize_t)strlen(v->path);
+		if ((size_t)k > len)
+			k = (ssize_t)len;
+		memcpy(buf, v->path, (size_t)k);
+	}
+	ckc_vfd_drop(v);
+	return k;
 }
 
 CKC_WARM_PATH CKC_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len)

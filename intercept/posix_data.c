@@ -36,14 +36,6 @@ static inline size_t rw_len(size_t n)
  * holds the descriptor for its transfer (ckc_vfd_hold), so that another
  * thread's close of the number meanwhile leaves it, and its handle, whole
  * until the call ends, as the kernel leaves a read in progress its file. */
-/* The virtual descriptor behind fd with a reference of the call's own
- * (ckc_vfd_hold), or NULL: an untagged number costs the inline table
- * test, not a call. */
-static inline ckc_vfd_t *vfd_held(int fd)
-{
-	return ckc_fd_maybe_tagged(fd) ? ckc_vfd_hold(fd) : NULL;
-}
-
 /* The end of a held call: whether it was handed over to the real file
  * (ckc_px_handed_over, *r), the reference dropped either way. */
 static bool vfd_done(long *r, ckc_vfd_t *v)
@@ -55,7 +47,7 @@ static bool vfd_done(long *r, ckc_vfd_t *v)
 
 static __attribute__((noinline)) ssize_t read_tagged(int fd, void *buf, size_t n)
 {
-	ckc_vfd_t *v = vfd_held(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return REAL(read)(fd, buf, n);
 	int saved = errno;
@@ -67,7 +59,7 @@ static __attribute__((noinline)) ssize_t read_tagged(int fd, void *buf, size_t n
 
 static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, size_t n)
 {
-	ckc_vfd_t *v = vfd_held(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return REAL(write)(fd, buf, n);
 	int saved = errno;
@@ -80,7 +72,7 @@ static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, s
 static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t n, off_t off,
 						      ssize_t (*real)(int, void *, size_t, off_t))
 {
-	ckc_vfd_t *v = vfd_held(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
@@ -93,7 +85,7 @@ static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t 
 static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, size_t n, off_t off,
 						       ssize_t (*real)(int, const void *, size_t, off_t))
 {
-	ckc_vfd_t *v = vfd_held(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return real(fd, buf, n, off);
 	int saved = errno;
@@ -227,7 +219,7 @@ CKC_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)
 
 CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
-	ckc_vfd_t *v = vfd_held(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v) {
 		ckc_owed_touch_iov(iov, cnt);
 		return REAL(readv)(fd, iov, cnt);
@@ -241,7 +233,7 @@ CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 
 CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
-	ckc_vfd_t *v = vfd_held(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v) {
 		ckc_owed_touch_iov(iov, cnt);
 		return REAL(writev)(fd, iov, cnt);
@@ -256,7 +248,7 @@ CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 #define VFD_IOV_WRAPPER(name, wr)                                                          \
 	CKC_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt, off_t off)      \
 	{                                                                                  \
-		ckc_vfd_t *v = vfd_held(fd);                                           \
+		ckc_vfd_t *v = ckc_vfd_held(fd);                                           \
 		if (!v) {                                                                  \
 			ckc_owed_touch_iov(iov, cnt);                                      \
 			return REAL(name)(fd, iov, cnt, off);                              \
@@ -286,7 +278,7 @@ VFD_IOV_WRAPPER(pwritev64, true)
 	CKC_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt, off_t off,      \
 				int flags)                                                 \
 	{                                                                                  \
-		ckc_vfd_t *v = vfd_held(fd);                                           \
+		ckc_vfd_t *v = ckc_vfd_held(fd);                                           \
 		if (!v)                                                                    \
 			return REAL(name)(fd, iov, cnt, off, flags);                       \
 		int saved = errno;                                                         \
@@ -321,7 +313,7 @@ VFD_IOV2_WRAPPER(pwritev64v2, true)
 #define LSEEK_WRAPPER(name)                                                                      \
 	CKC_WARM_PATH CKC_EXPORT off_t name(int fd, off_t off, int whence)                       \
 	{                                                                                        \
-		ckc_vfd_t *v = vfd_held(fd);                                                     \
+		ckc_vfd_t *v = ckc_vfd_held(fd);                                                     \
 		if (!v)                                                                          \
 			return REAL_KERNEL(name) ? ckc_syscall6(SYS_lseek, fd, off, whence, 0, 0, 0) \
 						 : REAL(name)(fd, off, whence);                  \
@@ -333,12 +325,24 @@ VFD_IOV2_WRAPPER(pwritev64v2, true)
 LSEEK_WRAPPER(lseek)
 LSEEK_WRAPPER(lseek64)
 
-/* The virtual descriptor behind fd while the cache answers for it (not
- * handed over to its real file), or NULL. */
+/* The virtual descriptor behind fd, held (ckc_vfd_held), while the cache
+ * answers for it (not handed over to its real file), or NULL. */
 static ckc_vfd_t *vfd_cached(int fd)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-	return v && !v->switched ? v : NULL;
+	ckc_vfd_t *v = ckc_vfd_held(fd);
+	if (v && v->switched) {
+		ckc_vfd_drop(v);
+		v = NULL;
+	}
+	return v;
+}
+
+/* Whether fd is a descriptor the cache answers for. */
+static bool fd_cached(int fd)
+{
+	ckc_vfd_t *v = vfd_cached(fd);
+	ckc_vfd_drop(v);
+	return v != NULL;
 }
 
 /* ioctl(2) on a tagged descriptor. Its placeholder answers every request
@@ -363,23 +367,27 @@ CKC_START_PATH CKC_EXPORT int ioctl(int fd, unsigned long req, ...)
 					  : REAL(ioctl)(fd, req, arg);
 	int saved = errno, rc = ckc_px_vfd_usable(v);
 	if (!rc && req == FIONREAD) {
-		if (!arg)
-			return (int)ckc_result(-EFAULT, saved);
-		ckc_mutex_lock(&v->lock);
-		/* as the kernel puts it: the difference, cut to an int */
-		int left = (int)((int64_t)ckc_handle_size(v->h) - (int64_t)v->pos);
-		ckc_mutex_unlock(&v->lock);
-		memcpy(arg, &left, sizeof(left)); /* the caller's int need not be aligned */
-		return (int)ckc_result(0, saved);
+		rc = -EFAULT;
+		if (arg) {
+			ckc_mutex_lock(&v->lock);
+			/* as the kernel puts it: the difference, cut to an int */
+			int left = (int)((int64_t)ckc_handle_size(v->h) - (int64_t)v->pos);
+			ckc_mutex_unlock(&v->lock);
+			memcpy(arg, &left, sizeof(left)); /* the caller's int need not be aligned */
+			rc = 0;
+		}
+	} else if (!rc) {
+		rc = -ENOTTY;
 	}
-	return (int)ckc_result(rc ? rc : -ENOTTY, saved);
+	ckc_vfd_put(v);
+	return (int)ckc_result(rc, saved);
 }
 
 /* isatty(3) and tcgetattr(3) ask the kernel from inside the C library,
  * past the ioctl above: a tagged descriptor is no terminal. */
 CKC_WARM_PATH CKC_EXPORT int isatty(int fd)
 {
-	if (vfd_cached(fd)) {
+	if (fd_cached(fd)) {
 		errno = ENOTTY;
 		return 0;
 	}
@@ -388,7 +396,7 @@ CKC_WARM_PATH CKC_EXPORT int isatty(int fd)
 
 CKC_EXPORT int tcgetattr(int fd, struct termios *t)
 {
-	if (vfd_cached(fd)) {
+	if (fd_cached(fd)) {
 		errno = ENOTTY;
 		return -1;
 	}
@@ -417,7 +425,7 @@ static int vfd_sync(ckc_vfd_t *v)
  * thread meanwhile leaves it, and its handle, whole until the sync ends. */
 static long vfd_sync_held(int fd, int (*real)(int))
 {
-	ckc_vfd_t *v = vfd_held(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return real(fd);
 	int saved = errno;
@@ -441,12 +449,12 @@ CKC_EXPORT int fdatasync(int fd)
  * the real file by its own flush, so there is nothing to start. */
 CKC_EXPORT int sync_file_range(int fd, off_t off, off_t len, unsigned int flags)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return REAL(sync_file_range)(fd, off, len, flags);
 	int saved = errno;
 	long r = off < 0 || len < 0 ? -EINVAL : ckc_px_vfd_usable(v);
-	if (ckc_px_handed_over(&r, v))
+	if (vfd_done(&r, v))
 		return REAL(sync_file_range)(fd, off, len, flags);
 	return (int)ckc_result(r, saved);
 }
@@ -477,24 +485,24 @@ static int vfd_truncate(ckc_vfd_t *v, off_t len)
 
 CKC_EXPORT int ftruncate(int fd, off_t len)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return REAL(ftruncate)(fd, len);
 	int saved = errno;
 	long r = vfd_truncate(v, len);
-	if (ckc_px_handed_over(&r, v))
+	if (vfd_done(&r, v))
 		return REAL(ftruncate)(fd, len);
 	return (int)ckc_result(r, saved);
 }
 
 CKC_EXPORT int ftruncate64(int fd, off_t len)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return REAL(ftruncate64)(fd, len);
 	int saved = errno;
 	long r = vfd_truncate(v, len);
-	if (ckc_px_handed_over(&r, v))
+	if (vfd_done(&r, v))
 		return REAL(ftruncate64)(fd, len);
 	return (int)ckc_result(r, saved);
 }
@@ -569,24 +577,24 @@ static int vfd_allocate(ckc_vfd_t *v, int mode, off_t off, off_t len, bool emula
 
 CKC_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return REAL(fallocate)(fd, mode, off, len);
 	int saved = errno;
 	long r = vfd_allocate(v, mode, off, len, false);
-	if (ckc_px_handed_over(&r, v))
+	if (vfd_done(&r, v))
 		return REAL(fallocate)(fd, mode, off, len);
 	return (int)ckc_result(r, saved);
 }
 
 CKC_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return REAL(fallocate64)(fd, mode, off, len);
 	int saved = errno;
 	long r = vfd_allocate(v, mode, off, len, false);
-	if (ckc_px_handed_over(&r, v))
+	if (vfd_done(&r, v))
 		return REAL(fallocate64)(fd, mode, off, len);
 	return (int)ckc_result(r, saved);
 }
@@ -594,22 +602,22 @@ CKC_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
 /* posix_fallocate returns the error number instead of setting errno. */
 CKC_EXPORT int posix_fallocate(int fd, off_t off, off_t len)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return REAL(posix_fallocate)(fd, off, len);
 	long r = vfd_allocate(v, 0, off, len, true);
-	if (ckc_px_handed_over(&r, v))
+	if (vfd_done(&r, v))
 		return REAL(posix_fallocate)(fd, off, len);
 	return (int)-r;
 }
 
 CKC_EXPORT int posix_fallocate64(int fd, off_t off, off_t len)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return REAL(posix_fallocate64)(fd, off, len);
 	long r = vfd_allocate(v, 0, off, len, true);
-	if (ckc_px_handed_over(&r, v))
+	if (vfd_done(&r, v))
 		return REAL(posix_fallocate64)(fd, off, len);
 	return (int)-r;
 }

@@ -27,12 +27,11 @@
 
 /* ---- descriptors ------------------------------------------------------ */
 
-/* After a real dup onto newfd: newfd shares oldfd's virtual descriptor (or
- * loses the one it had: dup2 closed it). */
-static int dup_fixup(int oldfd, int newfd)
+/* After a real dup onto newfd: newfd shares oldfd's virtual descriptor v (or
+ * loses the one it had: dup2 closed it). v is held from before the dup:
+ * a close of oldfd meanwhile leaves it whole for the copy. */
+static int dup_fixup(ckc_vfd_t *v, int oldfd, int newfd)
 {
-	ckc_vfd_t *v = ckc_vfd_get(oldfd);
-
 	if (newfd < 0)
 		return newfd;
 	if (oldfd == newfd)
@@ -75,7 +74,10 @@ CKC_EXPORT int dup(int fd)
 		ckc_passed_dup(fd, r);
 		return ckc_tag_dup(fd, r);
 	}
-	return dup_fixup(fd, REAL(dup)(fd));
+	ckc_vfd_t *v = ckc_vfd_held(fd);
+	int r = dup_fixup(v, fd, REAL(dup)(fd));
+	ckc_vfd_drop(v);
+	return r;
 }
 
 CKC_WARM_PATH CKC_EXPORT int dup2(int oldfd, int newfd)
@@ -90,7 +92,10 @@ CKC_WARM_PATH CKC_EXPORT int dup2(int oldfd, int newfd)
 			ckc_passed_dup(oldfd, r);
 		return ckc_tag_dup(oldfd, r);
 	}
-	return dup_fixup(oldfd, REAL(dup2)(oldfd, newfd));
+	ckc_vfd_t *v = ckc_vfd_held(oldfd);
+	int r = dup_fixup(v, oldfd, REAL(dup2)(oldfd, newfd));
+	ckc_vfd_drop(v);
+	return r;
 }
 
 CKC_EXPORT int dup3(int oldfd, int newfd, int flags)
@@ -105,7 +110,10 @@ CKC_EXPORT int dup3(int oldfd, int newfd, int flags)
 			ckc_passed_dup(oldfd, r);
 		return ckc_tag_dup(oldfd, r);
 	}
-	return dup_fixup(oldfd, REAL(dup3)(oldfd, newfd, flags));
+	ckc_vfd_t *v = ckc_vfd_held(oldfd);
+	int r = dup_fixup(v, oldfd, REAL(dup3)(oldfd, newfd, flags));
+	ckc_vfd_drop(v);
+	return r;
 }
 
 /* Calls that make descriptors, wrapped only to look at the numbers they
@@ -176,7 +184,7 @@ CKC_EXPORT int memfd_create(const char *name, unsigned int flags)
 #define KERNEL_O_LARGEFILE 0
 #endif
 
-static int degrade(int fd);
+static int degrade_vfd(ckc_vfd_t *v);
 
 /* Whether cmd is one the C library passes to the kernel as it is, and
  * which is no cancellation point (REAL_KERNEL): a walker's dup, F_GETFL and
@@ -188,14 +196,15 @@ static inline bool fcntl_plain(int cmd)
 }
 
 /* rf: the real fcntl or fcntl64; kernel: its REAL_KERNEL */
+static int fcntl_tagged(ckc_vfd_t *v, int (*rf)(int, int, ...), int fd, int cmd, unsigned long arg);
+
 CKC_WARM_PATH static int fcntl_common(int (*rf)(int, int, ...), bool kernel, int fd, int cmd, unsigned long arg)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-
 	if (!rf) {
 		errno = ENOSYS;
 		return -1;
 	}
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v) {
 		int r = kernel && fcntl_plain(cmd) ? (int)ckc_syscall6(SYS_fcntl, fd, cmd, (long)arg, 0, 0, 0)
 						   : rf(fd, cmd, arg);
@@ -206,10 +215,18 @@ CKC_WARM_PATH static int fcntl_common(int (*rf)(int, int, ...), bool kernel, int
 		ckc_passed_dup(fd, r);
 		return ckc_tag_dup(fd, r);
 	}
+	int r = fcntl_tagged(v, rf, fd, cmd, arg);
+	ckc_vfd_drop(v);
+	return r;
+}
+
+/* fcntl on tagged fd, whose virtual descriptor v the caller holds */
+static int fcntl_tagged(ckc_vfd_t *v, int (*rf)(int, int, ...), int fd, int cmd, unsigned long arg)
+{
 	switch (cmd) {
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC:
-		return dup_fixup(fd, rf(fd, cmd, arg));
+		return dup_fixup(v, fd, rf(fd, cmd, arg));
 	case F_GETFL:
 		/* as the kernel answers: the open's creation flags are gone, a
 		 * 64-bit process's file is large */
@@ -233,7 +250,7 @@ CKC_WARM_PATH static int fcntl_common(int (*rf)(int, int, ...), bool kernel, int
 		 * other processes, with the library or not, take on the real
 		 * file), owners, signals, seals, hints, commands the kernel
 		 * refuses */
-		if (cmd != F_GETFD && cmd != F_SETFD && degrade(fd) != 0)
+		if (cmd != F_GETFD && cmd != F_SETFD && degrade_vfd(v) != 0)
 			return -1;
 		return rf(fd, cmd, arg);
 	}
@@ -279,15 +296,17 @@ static int access_cached(const char *canon, const ckc_stat_t *st, int mode, bool
 CKC_START_PATH static bool access_vfd(const char *path, int mode, bool effective, int *rc)
 {
 	int n = path && path[0] == '/' ? ckc_px_procfd_number(path) : -1;
-	ckc_vfd_t *v = n >= 0 ? ckc_vfd_get(n) : NULL;
-	if (!v || v->switched)
-		return false;
-	ckc_stat_t st;
-	ckc_enter();
-	ckc_handle_stat(v->h, &st);
-	ckc_leave();
-	*rc = access_cached(v->path, &st, mode, effective);
-	return true;
+	ckc_vfd_t *v = ckc_vfd_held(n);
+	bool cached = v && !v->switched;
+	if (cached) {
+		ckc_stat_t st;
+		ckc_enter();
+		ckc_handle_stat(v->h, &st);
+		ckc_leave();
+		*rc = access_cached(v->path, &st, mode, effective);
+	}
+	ckc_vfd_drop(v);
+	return cached;
 }
 
 /* access and euidaccess (effective): a cached checkpoint, or the file
@@ -376,8 +395,10 @@ CKC_WARM_PATH static bool fs_folder_of_path(const char *path, char dir[PATH_MAX]
 
 CKC_WARM_PATH static bool fs_folder_of_fd(int fd, char dir[PATH_MAX])
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
-	return v && !v->switched && ckc_path_dirname(v->path, dir, PATH_MAX) == 0;
+	ckc_vfd_t *v = ckc_vfd_held(fd);
+	bool got = v && !v->switched && ckc_path_dirname(v->path, dir, PATH_MAX) == 0;
+	ckc_vfd_drop(v);
+	return got;
 }
 
 /* (each with its folder's path out of line, on the stack only where the
@@ -886,15 +907,12 @@ CKC_EXPORT int linkat(int fd1, const char *from, int fd2, const char *to, int fl
 
 /* ---- mapping and copying --------------------------------------------- */
 
-/* Turns tagged fd, and every other descriptor of its file, into a real
- * descriptor of the real file, which gets the bytes first: for calls the
+/* Turns v's numbers, and every other descriptor of its file, into
+ * descriptors of the real file, which gets the bytes first: for calls the
  * cache cannot serve (mmap). */
-static int degrade(int fd)
+static int degrade_vfd(ckc_vfd_t *v)
 {
-	ckc_vfd_t *v = ckc_vfd_get(fd);
 	int saved = errno;
-	if (!v)
-		return 0;
 	int rc = ckc_px_vfd_make_real(v);
 	if (rc == -ESTALE) {
 		/* the real file holds a newer version than this descriptor reads */
@@ -903,6 +921,14 @@ static int degrade(int fd)
 		rc = -ENODEV;
 	}
 	return (int)ckc_result(rc, saved);
+}
+
+static int degrade(int fd)
+{
+	ckc_vfd_t *v = ckc_vfd_held(fd);
+	int rc = v ? degrade_vfd(v) : 0;
+	ckc_vfd_drop(v);
+	return rc;
 }
 
 CKC_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -1243,10 +1269,10 @@ static bool copy_overlaps(ckc_vfd_t *vin, const off_t *inoff, ckc_vfd_t *vout, c
  * bytes so far published) and the real call runs. Out of a checkpoint only
  * its real file holds, into an untagged descriptor: the real call on that
  * file. Anything else goes through the cache. */
-static ssize_t copy_tagged(int in, off_t *inoff, int out, off_t *outoff, size_t count, unsigned flags,
-			   ssize_t (*real)(int, off_t *, int, off_t *, size_t, unsigned), enum copy_call call)
+static ssize_t copy_held(int in, ckc_vfd_t *vin, off_t *inoff, int out, ckc_vfd_t *vout, off_t *outoff,
+			 size_t count, unsigned flags, ssize_t (*real)(int, off_t *, int, off_t *, size_t, unsigned),
+			 enum copy_call call)
 {
-	ckc_vfd_t *vin = ckc_vfd_get(in), *vout = ckc_vfd_get(out);
 	mode_t tin, tout;
 	ssize_t n = copy_check(in, vin, out, vout, call, &tin, &tout);
 	if (n)
@@ -1267,6 +1293,17 @@ static ssize_t copy_tagged(int in, off_t *inoff, int out, off_t *outoff, size_t 
 	if (vin && !vout)
 		n = copy_from_home(vin, inoff, out, outoff, count, flags, real);
 	return n == CKC_PASS ? copy_emulated(in, vin, inoff, out, outoff, count, flags, tin, tout) : n;
+}
+
+/* copy_held with each side's descriptor held for the copy. */
+static ssize_t copy_tagged(int in, off_t *inoff, int out, off_t *outoff, size_t count, unsigned flags,
+			   ssize_t (*real)(int, off_t *, int, off_t *, size_t, unsigned), enum copy_call call)
+{
+	ckc_vfd_t *vin = ckc_vfd_held(in), *vout = ckc_vfd_held(out);
+	ssize_t n = copy_held(in, vin, inoff, out, vout, outoff, count, flags, real, call);
+	ckc_vfd_drop(vin);
+	ckc_vfd_drop(vout);
+	return n;
 }
 
 CKC_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)

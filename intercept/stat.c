@@ -111,17 +111,20 @@ static bool stat_procfd(const char *path, struct stat *st, bool follow)
 	if (path[0] != '/' || (path[1] != 'p' && path[1] != 'd'))
 		return false;
 	int n = ckc_px_procfd_number(path);
-	ckc_vfd_t *v = n >= 0 ? ckc_vfd_get(n) : NULL;
-	if (!v)
+	if (!ckc_vfd_get(n))
 		return false;
 	if (follow)
 		return stat_fd(n, st);
 	int saved = errno;
-	if (REAL(lstat)(path, st) != 0 || !S_ISLNK(st->st_mode)) {
+	ckc_vfd_t *v = ckc_vfd_held(n);
+	if (!v || REAL(lstat)(path, st) != 0 || !S_ISLNK(st->st_mode)) {
+		ckc_vfd_drop(v);
 		errno = saved;
 		return false;
 	}
 	int acc = v->flags & O_ACCMODE;
+	ckc_vfd_put(v);
+	errno = saved;
 	st->st_mode = S_IFLNK | (acc != O_WRONLY ? S_IRUSR | S_IXUSR : 0) | (acc != O_RDONLY ? S_IWUSR | S_IXUSR : 0);
 	return true;
 }

@@ -129,7 +129,7 @@ static ssize_t cookie_read(void *cv, char *buf, size_t n)
 	stdio_cookie_t *c = cv;
 	atomic_store(&c->moved, true);
 	int fd = atomic_load(&c->fd);
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return REAL(read)(fd, buf, n);
 	unsigned w = atomic_load_explicit(&c->window, memory_order_relaxed);
@@ -137,7 +137,9 @@ static ssize_t cookie_read(void *cv, char *buf, size_t n)
 		n = w;
 	ssize_t r = ckc_vfd_read(v, buf, n);
 	/* handed over to the real file meanwhile: its descriptor names it now */
-	if (r == CKC_HANDED && ckc_vfd_switch(v) == 0)
+	bool handed = r == CKC_HANDED && ckc_vfd_switch(v) == 0;
+	ckc_vfd_drop(v);
+	if (handed)
 		return REAL(read)(fd, buf, n);
 	if (r < 0) {
 		errno = (int)-r;
@@ -152,11 +154,13 @@ static ssize_t cookie_read(void *cv, char *buf, size_t n)
 static ssize_t cookie_write_once(stdio_cookie_t *c, const char *buf, size_t n)
 {
 	int fd = atomic_load(&c->fd);
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	ssize_t r;
 	if (v) {
 		r = ckc_vfd_write(v, buf, n);
-		if (r == CKC_HANDED && ckc_vfd_switch(v) == 0)
+		bool handed = r == CKC_HANDED && ckc_vfd_switch(v) == 0;
+		ckc_vfd_drop(v);
+		if (handed)
 			v = NULL;
 	}
 	if (!v) {
@@ -189,11 +193,12 @@ static ssize_t cookie_write(void *cv, const char *buf, size_t n)
 	return (ssize_t)done;
 }
 
-/* The virtual descriptor under tagged stream f, or NULL. */
+/* The virtual descriptor under tagged stream f, held (ckc_vfd_held), or
+ * NULL. */
 static ckc_vfd_t *stdio_vfd(FILE *f)
 {
 	stdio_cookie_t *c = stdio_find(f, NULL);
-	return c ? ckc_vfd_get(atomic_load(&c->fd)) : NULL;
+	return c ? ckc_vfd_held(atomic_load(&c->fd)) : NULL;
 }
 
 /* Reads into p straight from the cache, bypassing the stream's buffer;
@@ -213,6 +218,7 @@ static size_t stdio_read_direct(FILE *f, char *p, size_t n)
 			break;
 		got += (size_t)r;
 	}
+	ckc_vfd_put(v);
 	errno = saved;
 	return got;
 }
@@ -235,12 +241,14 @@ static size_t stdio_write_direct(FILE *f, const char *p, size_t n)
 		if (ckc_px_handed_over(&r, v))
 			break;
 		if (r <= 0) {
+			ckc_vfd_drop(v);
 			errno = r < 0 ? (int)-r : EIO;
 			f->_flags |= _IO_ERR_SEEN;
 			return done;
 		}
 		done += (size_t)r;
 	}
+	ckc_vfd_put(v);
 	errno = saved;
 	return done;
 }
@@ -315,9 +323,10 @@ static int cookie_seek(void *cv, off64_t *off, int whence)
 {
 	stdio_cookie_t *c = cv;
 	int fd = atomic_load(&c->fd);
-	ckc_vfd_t *v = ckc_vfd_get(fd);
+	ckc_vfd_t *v = ckc_vfd_held(fd);
 	off_t was = v ? ckc_vfd_lseek(v, 0, SEEK_CUR) : -1;
 	off_t r = v ? ckc_vfd_lseek(v, *off, whence) : REAL(lseek)(fd, *off, whence);
+	ckc_vfd_drop(v);
 	if (!v && r < 0)
 		return -1;
 	if (r < 0) {
@@ -395,12 +404,13 @@ static FILE *stdio_stream(int fd, const char *mode)
 		size = fstat(fd, &st) == 0 && st.st_blksize > 0 ? (size_t)st.st_blksize : BUFSIZ;
 		errno = saved;
 	} else {
-		ckc_vfd_t *v = ckc_vfd_get(fd);
+		ckc_vfd_t *v = ckc_vfd_held(fd);
 		if (v) {
 			ckc_stat_t st;
 			ckc_enter();
 			ckc_handle_stat(v->h, &st);
 			ckc_leave();
+			ckc_vfd_drop(v);
 		}
 	}
 	/* without a buffer of its own the stream keeps glibc's 8 KiB one */
@@ -780,8 +790,9 @@ static bool stdio_seek_cur(FILE *f, off64_t *off, int *whence)
 	bool fits = !__builtin_add_overflow(cur, *off, off) && *off >= 0;
 	if (fits && *off > CKC_SEEK_ASK_FROM) {
 		struct stdio_cookie *c = stdio_find(f, NULL);
-		ckc_vfd_t *v = c ? ckc_vfd_get(atomic_load(&c->fd)) : NULL;
+		ckc_vfd_t *v = c ? ckc_vfd_held(atomic_load(&c->fd)) : NULL;
 		fits = !v || ckc_px_seek_fits(v, *off);
+		ckc_vfd_drop(v);
 	}
 	if (!fits) {
 		errno = EINVAL;

@@ -180,5 +180,7 @@ int m_crash(int argc, char **argv);
 int m_walkers(int argc, char **argv);
 int m_exitthreads(int argc, char **argv);
 int m_closeread(int argc, char **argv);
+int m_closemeta(int argc, char **argv);
+int m_closeflock(int argc, char **argv);
 
 #endif

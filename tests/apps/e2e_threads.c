@@ -7,7 +7,10 @@
 #endif
 #include "e2e_helper.h"
 
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 
 #define NWRITERS 4
 #define NSHARERS 2
@@ -976,5 +979,160 @@ int m_closeread(int argc, char **argv)
 	check_file(path, CR_SIZE, 31, 1u << 20);
 	free(cr_expect);
 	printf("closeread: 20 closes during reads\n");
+	return 0;
+}
+
+/* closemeta PATH: the same file, opened for update, gets the calls that
+ * neither read nor write it (ftruncate and fallocate to its own size,
+ * fchmod, futimens, fstatvfs, ioctl FIONREAD, sync_file_range, flock,
+ * fcntl, isatty, fchdir, poll, dup, access and readlink of its
+ * /proc/self/fd name) from three threads while the main thread closes the
+ * descriptor, 300 times: each call succeeds, or fails with EBADF (ENOENT
+ * for the /proc name) as without the library. Under the library a call
+ * that took the descriptor without holding it used freed memory when the
+ * close came between its look-up and its use. */
+#define CM_REPS 300
+static atomic_long cm_calls;
+
+/* Whether the answer r (errno e) of call k is one the file allows: the
+ * call's success, or the closed number's failure. */
+static bool cm_ok(int k, long r, int e)
+{
+	if (r >= 0)
+		return !(k == 9) || r == 0; /* fchdir never succeeds on a file */
+	if (e == EBADF)
+		return true;
+	if ((k == 13 || k == 14) && e == ENOENT) /* the /proc name is gone */
+		return true;
+	return k == 9 && e == ENOTDIR;
+}
+
+static void *cm_caller(void *arg)
+{
+	char proc[64], link[PATH_MAX];
+	for (long k = (long)(intptr_t)arg * 5; !atomic_load(&cr_stop); k++) {
+		int fd = atomic_load(&cr_fd), op = (int)(k % 16), e = 0;
+		long r = 0;
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		errno = 0;
+		switch (op) {
+		case 0: r = ftruncate(fd, (off_t)CR_SIZE); break;
+		case 1: r = fchmod(fd, 0644); break;
+		case 2: r = futimens(fd, NULL); break;
+		case 3: { int n = 0; r = ioctl(fd, FIONREAD, &n); break; }
+		case 4: r = sync_file_range(fd, 0, 0, 0); break;
+		case 5: r = fcntl(fd, F_GETFL); break;
+		case 6: { int pe = posix_fallocate(fd, 0, 4096); r = pe ? -1 : 0; errno = pe; break; }
+		case 7: r = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 4096); if (r < 0 && errno == EOPNOTSUPP) r = 0; break;
+		case 8: r = isatty(fd) ? -1 : (errno == EBADF ? -1 : 0); if (r == 0) errno = 0; break;
+		case 9: r = fchdir(fd); break;
+		case 10: { struct statvfs sv; r = fstatvfs(fd, &sv); break; }
+		case 11: { struct pollfd p = { fd, POLLIN, 0 }; r = poll(&p, 1, 0);
+			   if (r == 1 && (p.revents & POLLNVAL)) { r = -1; errno = EBADF; } break; }
+		case 12: { int d = dup(fd); r = d; if (d >= 0) close(d); break; }
+		case 13: r = access(proc, R_OK); break;
+		case 14: { ssize_t n = readlink(proc, link, sizeof(link)); r = n; break; }
+		case 15: r = flock(fd, LOCK_SH); if (r == 0) r = flock(fd, LOCK_UN); break;
+		}
+		e = errno;
+		atomic_fetch_add(&cm_calls, 1);
+		if (!cm_ok(op, r, e) && !atomic_load(&cr_closing)) {
+			fprintf(stderr, "closemeta: call %d answered %ld (%s)\n", op, r, strerror(e));
+			atomic_fetch_add(&cr_wrong, 1);
+		}
+		if (r < 0 && e == EBADF && atomic_load(&cr_closing))
+			break;
+	}
+	return NULL;
+}
+
+int m_closemeta(int argc, char **argv)
+{
+	need_args(argc, 2, "PATH");
+	const char *path = argv[1];
+	gen_file(path, CR_SIZE, 31, 1u << 20);
+	for (int rep = 0; rep < CM_REPS; rep++) {
+		atomic_store(&cr_fd, xopen(path, O_RDWR));
+		atomic_store(&cr_stop, false);
+		atomic_store(&cr_closing, false);
+		pthread_t t[3];
+		for (intptr_t i = 0; i < 3; i++)
+			if (pthread_create(&t[i], NULL, cm_caller, (void *)i) != 0)
+				fail("pthread_create");
+		sleep_ms(rep % 3);
+		atomic_store(&cr_closing, true);
+		if (close(atomic_load(&cr_fd)) != 0)
+			fail("close: %s", strerror(errno));
+		sleep_ms(1);
+		atomic_store(&cr_stop, true);
+		for (int i = 0; i < 3; i++)
+			pthread_join(t[i], NULL);
+	}
+	if (atomic_load(&cr_wrong))
+		fail("%ld calls answered wrongly", atomic_load(&cr_wrong));
+	check_file(path, CR_SIZE, 31, 1u << 20);
+	printf("closemeta: %d closes during %ld calls\n", CM_REPS, atomic_load(&cm_calls));
+	return 0;
+}
+
+/* closeflock PATH: a thread's flock(LOCK_EX) on a cached checkpoint's
+ * descriptor waits for another descriptor's lock on the file; meanwhile
+ * the main thread closes the waiting descriptor, then unlocks the other,
+ * 5 times. As without the library, the wait ends with the lock (0) or
+ * EBADF, and nothing else: under the library the waiting call had taken
+ * the descriptor without holding it, and wrote into its freed memory. */
+static atomic_int cf_rc, cf_errno;
+static atomic_bool cf_done;
+
+static void *cf_waiter(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	errno = 0;
+	int r = flock(fd, LOCK_EX);
+	atomic_store(&cf_errno, r ? errno : 0);
+	atomic_store(&cf_rc, r);
+	atomic_store(&cf_done, true);
+	return NULL;
+}
+
+int m_closeflock(int argc, char **argv)
+{
+	need_args(argc, 2, "PATH");
+	const char *path = argv[1];
+	gen_file(path, CR_SIZE, 31, 1u << 20);
+	/* (at its real path, where both descriptors' locks are taken) */
+	int pub = xopen(path, O_RDONLY);
+	if (fsync(pub) != 0)
+		fail("fsync: %s", strerror(errno));
+	close(pub);
+	for (int rep = 0; rep < 5; rep++) {
+		int holder = xopen(path, O_RDONLY), waiting = xopen(path, O_RDONLY);
+		if (flock(holder, LOCK_EX) != 0)
+			fail("flock: %s", strerror(errno));
+		atomic_store(&cf_done, false);
+		pthread_t t;
+		if (pthread_create(&t, NULL, cf_waiter, (void *)(intptr_t)waiting) != 0)
+			fail("pthread_create");
+		sleep_ms(30);
+		if (atomic_load(&cf_done))
+			fail("run %d: flock did not wait for the other descriptor's lock (%d, %s)", rep,
+			     atomic_load(&cf_rc), strerror(atomic_load(&cf_errno)));
+		if (close(waiting) != 0)
+			fail("close: %s", strerror(errno));
+		sleep_ms(30);
+		if (flock(holder, LOCK_UN) != 0)
+			fail("flock(LOCK_UN): %s", strerror(errno));
+		pthread_join(t, NULL);
+		int r = atomic_load(&cf_rc), e = atomic_load(&cf_errno);
+		if (r != 0 && e != EBADF)
+			fail("run %d: the waiting flock answered %d (%s)", rep, r, strerror(e));
+		/* the lock went with the closed descriptor: the file is free */
+		if (flock(holder, LOCK_EX | LOCK_NB) != 0)
+			fail("run %d: the file stays locked after the waiting descriptor closed (%s)", rep,
+			     strerror(errno));
+		close(holder);
+	}
+	check_file(path, CR_SIZE, 31, 1u << 20);
+	printf("closeflock: 5 closes during a waiting flock\n");
 	return 0;
 }

@@ -648,11 +648,11 @@ exit_beside_writers() {
 # abort, every run; ASan: a heap use after free in read_account).
 close_during_read() {
 	need_helper
-	local i rc
+	local i rc mode=${1:-closeread}
 	for ((i = 0; i < 3; i++)); do
 		rm -rf ck
 		mkdir ck
-		ck CKPTCACHE_STEP_ASIDE=off -- "$HELPER" closeread "$T/ck/c.bin"
+		ck CKPTCACHE_STEP_ASIDE=off -- "$HELPER" "$mode" "$T/ck/c.bin"
 		rc=$?
 		[ $rc -eq 0 ] || fail "run $i: $(status_text $rc)$(last_error)"
 		if grep -aq 'ckptcache: error\|AddressSanitizer\|malloc_\|double free\|corrupted' "$T/.log"; then
@@ -662,6 +662,12 @@ close_during_read() {
 	done
 }
 case_add robust/close-during-read close_during_read
+# The same for the calls that neither read nor write (ftruncate, fchmod,
+# ioctl, fcntl, flock, poll, dup, the /proc name...): each took the
+# descriptor without holding it.
+case_add robust/close-during-meta close_during_read closemeta
+# A close while flock waits for another descriptor's lock on the file.
+case_add robust/close-during-flock close_during_read closeflock
 
 # A program that crashes (a store through a null pointer, a read past the end
 # of a mapped file, a division by zero) after closing its checkpoints: they
