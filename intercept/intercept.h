@@ -922,6 +922,14 @@ CKC_WARM_PATH static inline void ckc_leave(void)
 		ckc_library_left();
 }
 
+/* The stat of v's version, as the engine keeps it. */
+static inline void ckc_vfd_stat_of(ckc_vfd_t *v, ckc_stat_t *st)
+{
+	ckc_enter();
+	ckc_handle_stat(v->h, st);
+	ckc_leave();
+}
+
 /* A wrapper's return: -1 with errno from a -errno result, or rc with the
  * caller's errno (saved) put back. */
 static inline long ckc_result(long rc, int saved)

@@ -182,9 +182,7 @@ static int times_fd(ckc_vfd_t *v, const struct timespec ts[2])
 {
 	ckc_stat_t st;
 	ckc_attr_t a;
-	ckc_enter();
-	ckc_handle_stat(v->h, &st);
-	ckc_leave();
+	ckc_vfd_stat_of(v, &st);
 	meta_times(ts, &st, &a);
 	return meta_fd(v, &a);
 }

@@ -300,9 +300,7 @@ CKC_START_PATH static bool access_vfd(const char *path, int mode, bool effective
 	bool cached = v && !v->switched;
 	if (cached) {
 		ckc_stat_t st;
-		ckc_enter();
-		ckc_handle_stat(v->h, &st);
-		ckc_leave();
+		ckc_vfd_stat_of(v, &st);
 		*rc = access_cached(v->path, &st, mode, effective);
 	}
 	ckc_vfd_drop(v);

@@ -407,9 +407,7 @@ static FILE *stdio_stream(int fd, const char *mode)
 		ckc_vfd_t *v = ckc_vfd_held(fd);
 		if (v) {
 			ckc_stat_t st;
-			ckc_enter();
-			ckc_handle_stat(v->h, &st);
-			ckc_leave();
+			ckc_vfd_stat_of(v, &st);
 			ckc_vfd_drop(v);
 		}
 	}
