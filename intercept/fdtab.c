@@ -252,6 +252,7 @@ ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path)
 	v->flags = flags;
 	v->switched = false;
 	atomic_init(&v->lock_fd, -1);
+	atomic_init(&v->lock_file_fd, -1);
 	v->lock_real = false;
 	v->lock_flock = 0;
 	v->small_t0 = 0;

@@ -530,6 +530,7 @@ typedef struct ckc_vfd {
 	bool switched;        /* its numbers name the real file now */
 	atomic_int lock_fd;   /* the file its locks are taken on (locks.c), or -1 */
 	bool lock_real;       /* lock_fd is the real file, opened as v was */
+	atomic_int lock_file_fd; /* beside a real lock_fd: its path's lock file, locked first, or -1 */
 	int lock_flock;       /* the flock(2) lock it holds: 0, LOCK_SH, LOCK_EX */
 	/* what fstat took from the real file (under lock): kept for a closed
 	 * version while the real path holds it or does not, as then */

@@ -252,6 +252,14 @@ void ckc_locks_sweep(void)
 	ckc_mutex_unlock(&lockdir_mu);
 }
 
+/* Closes v's lock file beside its real lock_fd (and its lock with it). */
+static void lock_file_release(ckc_vfd_t *v)
+{
+	int fd = atomic_exchange(&v->lock_file_fd, -1);
+	if (fd >= 0 && REAL(close))
+		REAL(close)(fd);
+}
+
 int ckc_lock_switch_fd(ckc_vfd_t *v)
 {
 	int fd = atomic_load(&v->lock_fd);
@@ -259,6 +267,8 @@ int ckc_lock_switch_fd(ckc_vfd_t *v)
 	    REAL(lseek)(fd, (off_t)v->pos, SEEK_SET) < 0)
 		return -1;
 	atomic_store(&v->lock_fd, -1);
+	/* the program's number holds the real file's lock from now on */
+	lock_file_release(v);
 	return fd;
 }
 
@@ -280,6 +290,7 @@ void ckc_lock_release(ckc_vfd_t *v)
 	int fd = atomic_exchange(&v->lock_fd, -1);
 	if (fd >= 0 && REAL(close))
 		REAL(close)(fd);
+	lock_file_release(v);
 }
 
 /* A lock file locked, then found removed by a process that ended before
@@ -289,34 +300,76 @@ void ckc_lock_release(ckc_vfd_t *v)
  * from a waiter that loses each race to the next one's sweep. */
 #define LOCKFILE_TRIES 4096
 
-/* flock of a tagged descriptor (out of line: the lock file's path is on
- * the stack only here) */
-__attribute__((noinline)) static int flock_tagged(ckc_vfd_t *v, int op)
+/* The lock file of v's path, opened once per virtual descriptor into
+ * v->lock_file_fd: locked first, beside a real lock_fd. */
+static int lock_file_fd(ckc_vfd_t *v)
 {
-	int saved = errno;
+	int fd = atomic_load(&v->lock_file_fd);
+	if (fd >= 0)
+		return fd;
+	ckc_mutex_lock(&lockdir_mu);
+	fd = lockfile_open(v->path);
+	int have = -1;
+	bool mine = fd >= 0 && atomic_compare_exchange_strong(&v->lock_file_fd, &have, fd);
+	ckc_mutex_unlock(&lockdir_mu);
+	if (fd >= 0 && !mine) {
+		REAL(close)(fd);
+		return have;
+	}
+	return fd;
+}
+
+/* Takes op on the descriptor opener gives, which v keeps in *slot: 0 or
+ * -errno. A lock file locked is looked at once had, and one removed
+ * meanwhile (by a process's end) is opened anew and locked again (out of
+ * line: the lock file's path is on the stack only here). */
+__attribute__((noinline)) static int lock_taken(ckc_vfd_t *v, atomic_int *slot, int (*opener)(ckc_vfd_t *),
+						 int op)
+{
 	char path[PATH_MAX + 32];
 	for (int tries = 0;; tries++) {
-		int lf = lock_fd(v);
+		int lf = opener(v);
 		if (lf < 0)
-			return (int)ckc_result(lf, saved);
+			return lf;
 		if (REAL(flock)(lf, op) != 0)
-			return -1;
-		if ((op & LOCK_UN) || v->lock_real)
-			break;
+			return -errno;
+		if ((op & LOCK_UN) || (slot == &v->lock_fd && v->lock_real))
+			return 0;
 		ckc_mutex_lock(&lockdir_mu);
 		bool current = lockfile_path(v->path, path, sizeof(path)) != 0 || lock_fd_current(lf, path);
 		ckc_mutex_unlock(&lockdir_mu);
 		if (current)
-			break;
+			return 0;
 		if (tries == LOCKFILE_TRIES) {
 			REAL(flock)(lf, LOCK_UN);
-			return (int)ckc_result(-ENOLCK, saved);
+			return -ENOLCK;
 		}
 		/* the lock on the removed file goes with its descriptor */
 		int was = lf;
-		if (atomic_compare_exchange_strong(&v->lock_fd, &was, -1))
+		if (atomic_compare_exchange_strong(slot, &was, -1))
 			REAL(close)(lf);
 	}
+}
+
+/* flock of a tagged descriptor. Where its real file exists the lock is
+ * taken there (a process without the library locks that file), after the
+ * path's lock file: a descriptor locked before the checkpoint's first
+ * publication holds only the lock file, and one locked after it must wait
+ * for that one too. */
+static int flock_tagged(ckc_vfd_t *v, int op)
+{
+	int saved = errno, rc = lock_fd(v);
+	if (rc < 0)
+		return (int)ckc_result(rc, saved);
+	if (!v->lock_real) {
+		rc = lock_taken(v, &v->lock_fd, lock_fd, op);
+	} else if ((rc = lock_taken(v, &v->lock_file_fd, lock_file_fd, op)) == 0 &&
+		   (rc = lock_taken(v, &v->lock_fd, lock_fd, op)) != 0 && !(op & LOCK_UN)) {
+		/* the real file refused: the lock file as v held it before */
+		REAL(flock)(atomic_load(&v->lock_file_fd), v->lock_flock ? v->lock_flock : LOCK_UN);
+	}
+	if (rc)
+		return (int)ckc_result(rc, saved);
 	v->lock_flock = (op & LOCK_UN) ? 0 : (op & (LOCK_SH | LOCK_EX));
 	return (int)ckc_result(0, saved);
 }

@@ -25,7 +25,7 @@ static const struct modedef modes[] = {
 	{ "closeby", m_closeby }, { "daemonout", m_daemonout }, { "unseenclose", m_unseenclose }, { "daemonkeeps", m_daemonkeeps }, { "closeall", m_closeall },   { "meta", m_meta },	    { "copycalls", m_copycalls },
 	{ "misc", m_misc },	    { "histcheck", m_histcheck }, { "rewrite", m_rewrite },
 	{ "growhints", m_growhints }, { "unlinkrace", m_unlinkrace }, { "handover", m_handover }, { "pingpong", m_pingpong }, { "renames", m_renames }, { "churn", m_churn }, { "noclose", m_noclose },	    { "freopen", m_freopen },	    { "stdout", m_stdout },	    { "sharedfd", m_sharedfd },	{ "n1part", m_n1part },	    { "rename", m_rename },	    { "unlink", m_unlink },	{ "plainops", m_plainops },
-	{ "exitrace", m_exitrace }, { "prefix", m_prefix }, { "signals", m_signals }, { "handlerwrites", m_handlerwrites }, { "handlerlog", m_handlerlog }, { "handlerexit", m_handlerexit }, { "cancelwrite", m_cancelwrite }, { "handlermalloc", m_handlermalloc }, { "spawnrace", m_spawnrace }, { "answers", m_answers }, { "crash", m_crash }, { "walkers", m_walkers }, { "exitthreads", m_exitthreads }, { "closeread", m_closeread }, { "closemeta", m_closemeta }, { "closeflock", m_closeflock },
+	{ "exitrace", m_exitrace }, { "prefix", m_prefix }, { "signals", m_signals }, { "handlerwrites", m_handlerwrites }, { "handlerlog", m_handlerlog }, { "handlerexit", m_handlerexit }, { "cancelwrite", m_cancelwrite }, { "handlermalloc", m_handlermalloc }, { "spawnrace", m_spawnrace }, { "answers", m_answers }, { "crash", m_crash }, { "walkers", m_walkers }, { "exitthreads", m_exitthreads }, { "closeread", m_closeread }, { "closemeta", m_closemeta }, { "closeflock", m_closeflock }, { "flockpub", m_flockpub },
 };
 
 int main(int argc, char **argv)

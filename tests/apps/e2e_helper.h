@@ -182,5 +182,6 @@ int m_exitthreads(int argc, char **argv);
 int m_closeread(int argc, char **argv);
 int m_closemeta(int argc, char **argv);
 int m_closeflock(int argc, char **argv);
+int m_flockpub(int argc, char **argv);
 
 #endif

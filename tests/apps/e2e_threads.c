@@ -1136,3 +1136,42 @@ int m_closeflock(int argc, char **argv)
 	printf("closeflock: 5 closes during a waiting flock\n");
 	return 0;
 }
+
+/* flockpub PATH: a closed checkpoint (not yet at its real path) is locked
+ * through one descriptor, then published (fsync); a second descriptor of
+ * the file must not get the lock while the first holds it, and gets it
+ * once that one lets go, as two descriptors of one file without the
+ * library. Under the library the first lock was taken on the path's lock
+ * file, the second on the real file that the publication made, and both
+ * held it. */
+int m_flockpub(int argc, char **argv)
+{
+	need_args(argc, 2, "PATH");
+	const char *path = argv[1];
+	gen_file(path, CR_SIZE, 31, 1u << 20);
+	int a = xopen(path, O_RDONLY);
+	if (flock(a, LOCK_EX) != 0)
+		fail("flock: %s", strerror(errno));
+	if (fsync(a) != 0)
+		fail("fsync: %s", strerror(errno));
+	int b = xopen(path, O_RDONLY);
+	if (flock(b, LOCK_EX | LOCK_NB) == 0)
+		fail("a second descriptor got the lock the first holds, after the file was published");
+	if (errno != EWOULDBLOCK)
+		fail("flock(LOCK_NB) of the second descriptor: %s, not EWOULDBLOCK", strerror(errno));
+	if (flock(b, LOCK_SH | LOCK_NB) == 0)
+		fail("a second descriptor got a shared lock beside the first's exclusive one");
+	if (flock(a, LOCK_UN) != 0)
+		fail("flock(LOCK_UN): %s", strerror(errno));
+	if (flock(b, LOCK_EX | LOCK_NB) != 0)
+		fail("the second descriptor cannot lock the file after the first let go: %s", strerror(errno));
+	if (flock(a, LOCK_SH | LOCK_NB) == 0)
+		fail("the first descriptor got a shared lock beside the second's exclusive one");
+	close(b);
+	if (flock(a, LOCK_SH | LOCK_NB) != 0)
+		fail("the lock did not go with the second descriptor: %s", strerror(errno));
+	close(a);
+	check_file(path, CR_SIZE, 31, 1u << 20);
+	printf("flockpub: the locks of two descriptors exclude each other across the publication\n");
+	return 0;
+}

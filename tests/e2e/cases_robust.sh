@@ -669,6 +669,17 @@ case_add robust/close-during-meta close_during_read closemeta
 # A close while flock waits for another descriptor's lock on the file.
 case_add robust/close-during-flock close_during_read closeflock
 
+# Two descriptors' flocks of one checkpoint, the first taken before its
+# publication (an fsync; the checkpoint is kept in the cache until then),
+# the second after it, exclude each other.
+flock_across_publication() {
+	need_helper
+	ck CKPTCACHE_STEP_ASIDE=off CKPTCACHE_PERSIST=unconsumed -- "$HELPER" flockpub "$T/ck/c.bin" ||
+		fail "$(status_text $?)$(last_error)"
+	plain "$HELPER" rawcheck "$T/ck/c.bin" 4194381 31 || fail "the real file differs"
+}
+case_add robust/flock-across-publication flock_across_publication
+
 # A program that crashes (a store through a null pointer, a read past the end
 # of a mapped file, a division by zero) after closing its checkpoints: they
 # are at their real paths, and the program ends by the fault's signal.
