@@ -926,11 +926,20 @@ ckc_vfd_t *ckc_vfd_hold(int fd)
 {
 	if (!ckc_fd_maybe_tagged(fd))
 		return NULL;
+	/* a vfork child's numbers are its own: it claims the number (the
+	 * parent's memory, whose references it must not take), and its call
+	 * goes to the kernel */
+	if (ckc_in_vfork_child()) {
+		ckc_vfd_t *pv = atomic_load(&ckc_vfd_tab[fd]);
+		if (pv)
+			(void)ckc_vfd_check(fd, pv);
+		return NULL;
+	}
 	ckc_vfd_t *v = vfd_ref((size_t)fd);
 	if (!v)
 		return NULL;
 	if (!ckc_vfd_confirmed(fd) && !ckc_vfd_check(fd, v)) {
-		ckc_vfd_put(v);
+		ckc_vfd_drop(v);
 		return NULL;
 	}
 	return v;

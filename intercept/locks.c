@@ -91,6 +91,9 @@ static int lock_fd(ckc_vfd_t *v)
 	int fd = atomic_load(&v->lock_fd);
 	if (fd >= 0)
 		return fd;
+	/* its numbers name the real file now: the lock is theirs to take */
+	if (__atomic_load_n(&v->switched, __ATOMIC_ACQUIRE))
+		return CKC_HANDED;
 	int (*ro)(const char *, int, ...) = REAL(open);
 	if (!ro)
 		return -ENOSYS;
@@ -307,6 +310,8 @@ static int lock_file_fd(ckc_vfd_t *v)
 	int fd = atomic_load(&v->lock_file_fd);
 	if (fd >= 0)
 		return fd;
+	if (__atomic_load_n(&v->switched, __ATOMIC_ACQUIRE))
+		return CKC_HANDED;
 	ckc_mutex_lock(&lockdir_mu);
 	fd = lockfile_open(v->path);
 	int have = -1;
@@ -351,27 +356,59 @@ __attribute__((noinline)) static int lock_taken(ckc_vfd_t *v, atomic_int *slot, 
 	}
 }
 
-/* flock of a tagged descriptor. Where its real file exists the lock is
- * taken there (a process without the library locks that file), after the
- * path's lock file: a descriptor locked before the checkpoint's first
- * publication holds only the lock file, and one locked after it must wait
- * for that one too. */
+/* flock of a tagged descriptor: 0, -errno, or CKC_HANDED where its
+ * numbers became the real file's meanwhile (the call is theirs). Where
+ * its real file exists the lock is taken there (a process without the
+ * library locks that file), after the path's lock file: a descriptor
+ * locked before the checkpoint's first publication holds only the lock
+ * file, and one locked after it must wait for that one too. */
 static int flock_tagged(ckc_vfd_t *v, int op)
 {
-	int saved = errno, rc = lock_fd(v);
-	if (rc < 0)
-		return (int)ckc_result(rc, saved);
+	int rc = 0, real = lock_fd(v);
+	if (real < 0)
+		return real;
+	int was = v->lock_flock, mode = op & (LOCK_SH | LOCK_EX);
 	if (!v->lock_real) {
 		rc = lock_taken(v, &v->lock_fd, lock_fd, op);
-	} else if ((rc = lock_taken(v, &v->lock_file_fd, lock_file_fd, op)) == 0 &&
-		   (rc = lock_taken(v, &v->lock_fd, lock_fd, op)) != 0 && !(op & LOCK_UN)) {
-		/* the real file refused: the lock file as v held it before */
-		REAL(flock)(atomic_load(&v->lock_file_fd), v->lock_flock ? v->lock_flock : LOCK_UN);
+	} else if (op & LOCK_UN) {
+		/* the real file's first; the lock file's, where there is one,
+		 * whatever becomes of it */
+		rc = lock_taken(v, &v->lock_fd, lock_fd, op);
+		int lf = atomic_load(&v->lock_file_fd);
+		if (lf >= 0)
+			REAL(flock)(lf, LOCK_UN);
+	} else {
+		/* a change of mode lets the real file's lock go first, as the
+		 * kernel's conversion lets the old lock go: two descriptors
+		 * converting at once would each hold what the other waits for */
+		if (was && was != mode)
+			REAL(flock)(real, LOCK_UN);
+		/* (no lock file to be had, no private folder: the real file's
+		 * lock alone, as for a process without the library) */
+		bool files = lock_file_fd(v) >= 0;
+		if ((!files || (rc = lock_taken(v, &v->lock_file_fd, lock_file_fd, op)) == 0) &&
+		    (rc = lock_taken(v, &v->lock_fd, lock_fd, op)) != 0 && files) {
+			int lf = atomic_load(&v->lock_file_fd);
+			/* the real file refused: the lock file's goes back to
+			 * what v held, or goes (as a failed conversion of the
+			 * kernel's leaves no lock) */
+			if (lf >= 0)
+				REAL(flock)(lf, was && was == mode ? was : LOCK_UN);
+		}
+		if (rc && was && was != mode) {
+			/* a conversion that failed holds nothing, as the kernel's */
+			int lf = atomic_load(&v->lock_file_fd);
+			if (lf >= 0)
+				REAL(flock)(lf, LOCK_UN);
+			if ((real = atomic_load(&v->lock_fd)) >= 0)
+				REAL(flock)(real, LOCK_UN);
+			v->lock_flock = 0;
+		}
 	}
 	if (rc)
-		return (int)ckc_result(rc, saved);
-	v->lock_flock = (op & LOCK_UN) ? 0 : (op & (LOCK_SH | LOCK_EX));
-	return (int)ckc_result(0, saved);
+		return rc;
+	v->lock_flock = (op & LOCK_UN) ? 0 : mode;
+	return 0;
 }
 
 CKC_EXPORT int flock(int fd, int op)
@@ -384,9 +421,11 @@ CKC_EXPORT int flock(int fd, int op)
 	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return REAL(flock)(fd, op);
-	int r = flock_tagged(v, op);
+	int saved = errno, rc = flock_tagged(v, op);
 	ckc_vfd_drop(v);
-	return r;
+	if (rc == CKC_HANDED)
+		return REAL(flock)(fd, op);
+	return (int)ckc_result(rc, saved);
 }
 
 /* lockf(3) is fcntl(2) record locking: taken on the real file, which

@@ -28,8 +28,8 @@
 /* ---- descriptors ------------------------------------------------------ */
 
 /* After a real dup onto newfd: newfd shares oldfd's virtual descriptor v (or
- * loses the one it had: dup2 closed it). v is held from before the dup:
- * a close of oldfd meanwhile leaves it whole for the copy. */
+ * loses the one it had: dup2 closed it). v is oldfd's after the dup, held
+ * by the caller: a close of oldfd meanwhile leaves it whole for the copy. */
 static int dup_fixup(ckc_vfd_t *v, int oldfd, int newfd)
 {
 	if (newfd < 0)
@@ -74,8 +74,9 @@ CKC_EXPORT int dup(int fd)
 		ckc_passed_dup(fd, r);
 		return ckc_tag_dup(fd, r);
 	}
+	int r = REAL(dup)(fd);
 	ckc_vfd_t *v = ckc_vfd_held(fd);
-	int r = dup_fixup(v, fd, REAL(dup)(fd));
+	r = dup_fixup(v, fd, r);
 	ckc_vfd_drop(v);
 	return r;
 }
@@ -92,8 +93,9 @@ CKC_WARM_PATH CKC_EXPORT int dup2(int oldfd, int newfd)
 			ckc_passed_dup(oldfd, r);
 		return ckc_tag_dup(oldfd, r);
 	}
+	int r = REAL(dup2)(oldfd, newfd);
 	ckc_vfd_t *v = ckc_vfd_held(oldfd);
-	int r = dup_fixup(v, oldfd, REAL(dup2)(oldfd, newfd));
+	r = dup_fixup(v, oldfd, r);
 	ckc_vfd_drop(v);
 	return r;
 }
@@ -110,8 +112,9 @@ CKC_EXPORT int dup3(int oldfd, int newfd, int flags)
 			ckc_passed_dup(oldfd, r);
 		return ckc_tag_dup(oldfd, r);
 	}
+	int r = REAL(dup3)(oldfd, newfd, flags);
 	ckc_vfd_t *v = ckc_vfd_held(oldfd);
-	int r = dup_fixup(v, oldfd, REAL(dup3)(oldfd, newfd, flags));
+	r = dup_fixup(v, oldfd, r);
 	ckc_vfd_drop(v);
 	return r;
 }
@@ -225,8 +228,14 @@ static int fcntl_tagged(ckc_vfd_t *v, int (*rf)(int, int, ...), int fd, int cmd,
 {
 	switch (cmd) {
 	case F_DUPFD:
-	case F_DUPFD_CLOEXEC:
-		return dup_fixup(v, fd, rf(fd, cmd, arg));
+	case F_DUPFD_CLOEXEC: {
+		/* (the number's descriptor after the dup, as dup takes it) */
+		int r = rf(fd, cmd, arg);
+		ckc_vfd_t *now = ckc_vfd_held(fd);
+		r = dup_fixup(now, fd, r);
+		ckc_vfd_drop(now);
+		return r;
+	}
 	case F_GETFL:
 		/* as the kernel answers: the open's creation flags are gone, a
 		 * 64-bit process's file is large */

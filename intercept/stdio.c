@@ -574,9 +574,10 @@ static FILE *freopen_cookie(const char *path, const char *mode, FILE *stream,
 		 * read sees what the stream wrote), and where the open fails
 		 * the stream is closed, as freopen leaves it */
 		int cur = atomic_exchange(&c->fd, -1);
-		ckc_vfd_t *v = cur >= 0 ? ckc_vfd_get(cur) : NULL;
+		ckc_vfd_t *v = ckc_vfd_held(cur);
 		ssize_t n = v ? (ssize_t)snprintf(self, sizeof(self), "%s", v->path) :
 			    cur >= 0 ? ckc_fd_name(cur, self, sizeof(self)) : -1;
+		ckc_vfd_drop(v);
 		ckc_close_fd(cur);
 		if (n <= 0 || (size_t)n >= sizeof(self) || self[0] != '/') {
 			fclose(stream);

@@ -183,5 +183,6 @@ int m_closeread(int argc, char **argv);
 int m_closemeta(int argc, char **argv);
 int m_closeflock(int argc, char **argv);
 int m_flockpub(int argc, char **argv);
+int m_flockupgrade(int argc, char **argv);
 
 #endif

@@ -1175,3 +1175,64 @@ int m_flockpub(int argc, char **argv)
 	printf("flockpub: the locks of two descriptors exclude each other across the publication\n");
 	return 0;
 }
+
+/* flockupgrade PATH: two descriptors of a published checkpoint hold shared
+ * flocks, and two threads convert them to exclusive at once, 20 times:
+ * as without the library, one gets its lock, lets it go, and then the
+ * other (the kernel's conversion lets the shared lock go first). Under the
+ * library each descriptor locked the path's lock file, then the real
+ * file, and the two conversions could each hold what the other waited for
+ * (for ever). A conversion left waiting 10 s fails the run. */
+static pthread_barrier_t fu_go;
+
+static void *fu_convert(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	pthread_barrier_wait(&fu_go);
+	if (flock(fd, LOCK_EX) != 0)
+		return (void *)(intptr_t)errno;
+	sleep_ms(2);
+	if (flock(fd, LOCK_UN) != 0)
+		return (void *)(intptr_t)errno;
+	return NULL;
+}
+
+int m_flockupgrade(int argc, char **argv)
+{
+	need_args(argc, 2, "PATH");
+	const char *path = argv[1];
+	gen_file(path, CR_SIZE, 31, 1u << 20);
+	int pub = xopen(path, O_RDONLY);
+	if (fsync(pub) != 0)
+		fail("fsync: %s", strerror(errno));
+	close(pub);
+	for (int rep = 0; rep < 20; rep++) {
+		int fd[2] = { xopen(path, O_RDONLY), xopen(path, O_RDONLY) };
+		pthread_t t[2];
+		pthread_barrier_init(&fu_go, NULL, 2);
+		for (int i = 0; i < 2; i++) {
+			if (flock(fd[i], LOCK_SH) != 0)
+				fail("flock(LOCK_SH): %s", strerror(errno));
+		}
+		for (int i = 0; i < 2; i++)
+			if (pthread_create(&t[i], NULL, fu_convert, (void *)(intptr_t)fd[i]) != 0)
+				fail("pthread_create");
+		for (int i = 0; i < 2; i++) {
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 10;
+			void *r;
+			int e = pthread_timedjoin_np(t[i], &r, &until);
+			if (e == ETIMEDOUT)
+				fail("run %d: two conversions of shared flocks to exclusive waited for each other 10 s", rep);
+			if (e || r)
+				fail("run %d: flock: %s", rep, strerror(e ? e : (int)(intptr_t)r));
+		}
+		pthread_barrier_destroy(&fu_go);
+		close(fd[0]);
+		close(fd[1]);
+	}
+	check_file(path, CR_SIZE, 31, 1u << 20);
+	printf("flockupgrade: 20 conversions at once\n");
+	return 0;
+}

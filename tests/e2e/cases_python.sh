@@ -447,6 +447,37 @@ PYEOF
 }
 case_add python/locks python_locks
 
+# flock's conversions on a published checkpoint, from Python: a refused
+# conversion of a shared lock to exclusive (LOCK_NB) leaves the descriptor
+# no lock, as the kernel's does, so a third descriptor gets one once the
+# first lets go; the lock goes with an unlock, and comes back. The output
+# is compared with the program's without the library.
+python_lock_conversions() {
+	same_output "flock conversions" '
+import fcntl, os, sys
+p = os.path.join(sys.argv[1], "conv.bin")
+with open(p, "wb") as f:
+    f.write(b"x" * 100000); f.flush(); os.fsync(f.fileno())
+a, b, c = (os.open(p, os.O_RDONLY) for _ in range(3))
+def nb(fd, how):
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB); return "got"
+    except BlockingIOError:
+        return "refused"
+fcntl.flock(a, fcntl.LOCK_SH); fcntl.flock(b, fcntl.LOCK_SH)
+print("b to EX beside a SH:", nb(b, fcntl.LOCK_EX))
+fcntl.flock(a, fcntl.LOCK_UN)
+print("c EX after a let go:", nb(c, fcntl.LOCK_EX))
+print("a SH beside c EX:", nb(a, fcntl.LOCK_SH))
+fcntl.flock(c, fcntl.LOCK_UN)
+print("b EX:", nb(b, fcntl.LOCK_EX))
+print("b to SH:", nb(b, fcntl.LOCK_SH))
+print("a SH beside b SH:", nb(a, fcntl.LOCK_SH))
+print("c EX beside two SH:", nb(c, fcntl.LOCK_EX))
+'
+}
+case_add python/lock-conversions python_lock_conversions
+
 # The lock files of flock(2) on checkpoints not yet at their real paths
 # (under /dev/shm) go when the processes that used them end (exit or
 # _exit), while the locks still exclude: a forked child that shares a

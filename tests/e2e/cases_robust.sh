@@ -680,6 +680,16 @@ flock_across_publication() {
 }
 case_add robust/flock-across-publication flock_across_publication
 
+# Two descriptors' shared flocks converted to exclusive at once: one after
+# the other, as without the library, not each waiting for the other.
+flock_upgrade_at_once() {
+	need_helper
+	ck CKPTCACHE_STEP_ASIDE=off -- timeout 120 "$HELPER" flockupgrade "$T/ck/c.bin" ||
+		fail "$(status_text $?)$(last_error)"
+	plain "$HELPER" rawcheck "$T/ck/c.bin" 4194381 31 || fail "the real file differs"
+}
+case_add robust/flock-upgrade-at-once flock_upgrade_at_once
+
 # A program that crashes (a store through a null pointer, a read past the end
 # of a mapped file, a division by zero) after closing its checkpoints: they
 # are at their real paths, and the program ends by the fault's signal.
