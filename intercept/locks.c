@@ -84,16 +84,24 @@ static int lockfile_open(const char *canon);
 static uint64_t locks_used[LOCKS_USED];
 static unsigned locks_nused;
 
+/* v's lock descriptor kept in slot; CKC_HANDED where v's numbers name
+ * the real file now (the lock is theirs to take, no descriptor of v's is
+ * opened for it); -1: none opened yet. */
+static int lock_slot(ckc_vfd_t *v, atomic_int *slot)
+{
+	int fd = atomic_load(slot);
+	if (fd >= 0)
+		return fd;
+	return __atomic_load_n(&v->switched, __ATOMIC_ACQUIRE) ? CKC_HANDED : -1;
+}
+
 /* The descriptor v's locks are taken on, opened once per virtual
  * descriptor: the real file, else the lock file of v's path. */
 static int lock_fd(ckc_vfd_t *v)
 {
-	int fd = atomic_load(&v->lock_fd);
-	if (fd >= 0)
+	int fd = lock_slot(v, &v->lock_fd);
+	if (fd != -1)
 		return fd;
-	/* its numbers name the real file now: the lock is theirs to take */
-	if (__atomic_load_n(&v->switched, __ATOMIC_ACQUIRE))
-		return CKC_HANDED;
 	int (*ro)(const char *, int, ...) = REAL(open);
 	if (!ro)
 		return -ENOSYS;
@@ -307,11 +315,9 @@ void ckc_lock_release(ckc_vfd_t *v)
  * v->lock_file_fd: locked first, beside a real lock_fd. */
 static int lock_file_fd(ckc_vfd_t *v)
 {
-	int fd = atomic_load(&v->lock_file_fd);
-	if (fd >= 0)
+	int fd = lock_slot(v, &v->lock_file_fd);
+	if (fd != -1)
 		return fd;
-	if (__atomic_load_n(&v->switched, __ATOMIC_ACQUIRE))
-		return CKC_HANDED;
 	ckc_mutex_lock(&lockdir_mu);
 	fd = lockfile_open(v->path);
 	int have = -1;

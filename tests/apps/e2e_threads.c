@@ -1081,6 +1081,16 @@ int m_closemeta(int argc, char **argv)
  * 5 times. As without the library, the wait ends with the lock (0) or
  * EBADF, and nothing else: under the library the waiting call had taken
  * the descriptor without holding it, and wrote into its freed memory. */
+/* The closeread file at path, published (fsync) to its real path. */
+static void gen_published(const char *path)
+{
+	gen_file(path, CR_SIZE, 31, 1u << 20);
+	int pub = xopen(path, O_RDONLY);
+	if (fsync(pub) != 0)
+		fail("fsync: %s", strerror(errno));
+	close(pub);
+}
+
 static atomic_int cf_rc, cf_errno;
 static atomic_bool cf_done;
 
@@ -1099,12 +1109,8 @@ int m_closeflock(int argc, char **argv)
 {
 	need_args(argc, 2, "PATH");
 	const char *path = argv[1];
-	gen_file(path, CR_SIZE, 31, 1u << 20);
 	/* (at its real path, where both descriptors' locks are taken) */
-	int pub = xopen(path, O_RDONLY);
-	if (fsync(pub) != 0)
-		fail("fsync: %s", strerror(errno));
-	close(pub);
+	gen_published(path);
 	for (int rep = 0; rep < 5; rep++) {
 		int holder = xopen(path, O_RDONLY), waiting = xopen(path, O_RDONLY);
 		if (flock(holder, LOCK_EX) != 0)
@@ -1201,11 +1207,7 @@ int m_flockupgrade(int argc, char **argv)
 {
 	need_args(argc, 2, "PATH");
 	const char *path = argv[1];
-	gen_file(path, CR_SIZE, 31, 1u << 20);
-	int pub = xopen(path, O_RDONLY);
-	if (fsync(pub) != 0)
-		fail("fsync: %s", strerror(errno));
-	close(pub);
+	gen_published(path);
 	for (int rep = 0; rep < 20; rep++) {
 		int fd[2] = { xopen(path, O_RDONLY), xopen(path, O_RDONLY) };
 		pthread_t t[2];
