@@ -362,6 +362,37 @@ __attribute__((noinline)) static int lock_taken(ckc_vfd_t *v, atomic_int *slot, 
 	}
 }
 
+/* The lock file's lock, then the real file's, taken with op (no LOCK_UN),
+ * never waiting for one while holding the other: where the real file is
+ * another's, the lock file's goes, the wait is for the real file alone,
+ * and both are asked again (a waiter that held the lock file would keep
+ * out every descriptor of the library's, shared ones the kernel lets in
+ * beside a waiting exclusive one, and a process without the library that
+ * holds the real file and waits for one of those would wait for ever).
+ * held: v holds op's mode already (a repeat). 0 or -errno; on an error
+ * nothing of op's is held (a repeat keeps what it held). */
+static int flock_both(ckc_vfd_t *v, int op, bool held)
+{
+	int rc;
+	for (;;) {
+		if ((rc = lock_taken(v, &v->lock_file_fd, lock_file_fd, op)) != 0)
+			return rc;
+		rc = lock_taken(v, &v->lock_fd, lock_fd, op | LOCK_NB);
+		if (rc == 0)
+			return 0;
+		int lf = atomic_load(&v->lock_file_fd);
+		if (lf >= 0 && !held)
+			REAL(flock)(lf, LOCK_UN);
+		if (rc != -EWOULDBLOCK || (op & LOCK_NB) || held)
+			return rc;
+		if ((rc = lock_taken(v, &v->lock_fd, lock_fd, op)) != 0)
+			return rc;
+		int real = atomic_load(&v->lock_fd);
+		if (real >= 0)
+			REAL(flock)(real, LOCK_UN);
+	}
+}
+
 /* flock of a tagged descriptor: 0, -errno, or CKC_HANDED where its
  * numbers became the real file's meanwhile (the call is theirs). Where
  * its real file exists the lock is taken there (a process without the
@@ -391,25 +422,19 @@ static int flock_tagged(ckc_vfd_t *v, int op)
 			REAL(flock)(real, LOCK_UN);
 		/* (no lock file to be had, no private folder: the real file's
 		 * lock alone, as for a process without the library) */
-		bool files = lock_file_fd(v) >= 0;
-		if ((!files || (rc = lock_taken(v, &v->lock_file_fd, lock_file_fd, op)) == 0) &&
-		    (rc = lock_taken(v, &v->lock_fd, lock_fd, op)) != 0 && files) {
-			int lf = atomic_load(&v->lock_file_fd);
-			/* the real file refused: the lock file's goes back to
-			 * what v held, or goes (as a failed conversion of the
-			 * kernel's leaves no lock) */
-			if (lf >= 0)
-				REAL(flock)(lf, was && was == mode ? was : LOCK_UN);
-		}
-		if (rc && was && was != mode) {
-			/* a conversion that failed holds nothing, as the kernel's */
-			int lf = atomic_load(&v->lock_file_fd);
-			if (lf >= 0)
-				REAL(flock)(lf, LOCK_UN);
-			if ((real = atomic_load(&v->lock_fd)) >= 0)
-				REAL(flock)(real, LOCK_UN);
-			v->lock_flock = 0;
-		}
+		if (lock_file_fd(v) < 0)
+			rc = lock_taken(v, &v->lock_fd, lock_fd, op);
+		else
+			rc = flock_both(v, op, was == mode);
+	}
+	if (rc && was && was != mode) {
+		/* a conversion that failed holds nothing, as the kernel's */
+		int lf = atomic_load(&v->lock_file_fd);
+		if (lf >= 0)
+			REAL(flock)(lf, LOCK_UN);
+		if ((real = atomic_load(&v->lock_fd)) >= 0)
+			REAL(flock)(real, LOCK_UN);
+		v->lock_flock = 0;
 	}
 	if (rc)
 		return rc;

@@ -478,6 +478,59 @@ print("c EX beside two SH:", nb(c, fcntl.LOCK_EX))
 }
 case_add python/lock-conversions python_lock_conversions
 
+# A process without the library holds a shared flock of a published
+# checkpoint and waits for a thread of the program that wrote it (with the
+# library; its descriptors are the cache's) to take a shared lock too,
+# while another thread of that program waits for an exclusive one: as
+# without the library (the kernel lets a shared lock in beside a waiting
+# exclusive one), the shared one is had and all finish. Before, the
+# waiting exclusive lock held the path's lock file and kept the shared one
+# out: the three waited for each other (until the process without the
+# library gave up after 10 s).
+python_lock_waiting_writer() {
+	{ py_markers; cat <<'PYEOF'; } >lockwait.py
+import fcntl, os, sys, threading, time
+role, path, m = sys.argv[1], sys.argv[2], sys.argv[3]
+if role == "plain":
+    wait_mark(m, "written", role)
+    f = open(path, "rb")
+    fcntl.flock(f.fileno(), fcntl.LOCK_SH)
+    put_mark(m, "plain-locked")
+    t0 = time.time()
+    while not os.path.exists(m + "reader-locked"):
+        if time.time() - t0 > 10:
+            sys.exit("the reader got no shared lock in 10 s beside this one and a waiting exclusive one")
+        time.sleep(0.01)
+    fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    sys.exit(0)
+with open(path, "wb") as f:
+    f.write(b"x" * 100000); f.flush(); os.fsync(f.fileno())
+put_mark(m, "written")
+wait_mark(m, "plain-locked", role)
+def take(how, mark):
+    with open(path, "rb") as g:
+        fcntl.flock(g.fileno(), how)
+        put_mark(m, mark)
+        fcntl.flock(g.fileno(), fcntl.LOCK_UN)
+w = threading.Thread(target=take, args=(fcntl.LOCK_EX, "writer-locked"), daemon=True)
+w.start()
+time.sleep(0.5)  # (the writer waits by now)
+r = threading.Thread(target=take, args=(fcntl.LOCK_SH, "reader-locked"), daemon=True)
+r.start()
+r.join(30); w.join(30)
+if r.is_alive() or w.is_alive():
+    sys.exit("a lock was not had in 30 s")
+print("done")
+PYEOF
+	rm -f "$T"/m.*
+	plain "$PY" lockwait.py plain "$T/ck/w.bin" "$T/m." &
+	local p=$!
+	ck -- "$PY" lockwait.py lib "$T/ck/w.bin" "$T/m." || fail "the program with the library$(last_error)"
+	wait $p || fail "the process without the library failed"
+	[ "$(head -c 100000 /dev/zero | tr '\0' x | cmp - ck/w.bin 2>&1)" = "" ] || fail "the checkpoint at its real path differs"
+}
+case_add python/lock-waiting-writer python_lock_waiting_writer
+
 # The lock files of flock(2) on checkpoints not yet at their real paths
 # (under /dev/shm) go when the processes that used them end (exit or
 # _exit), while the locks still exclude: a forked child that shares a
