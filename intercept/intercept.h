@@ -923,6 +923,17 @@ CKC_WARM_PATH static inline void ckc_leave(void)
 		ckc_library_left();
 }
 
+/* Whether fd is a descriptor the cache answers for (tagged, not handed
+ * over to its real file, whose number names that file now); an untagged
+ * number costs the inline table test. */
+static inline bool ckc_fd_cached(int fd)
+{
+	ckc_vfd_t *v = ckc_vfd_held(fd);
+	bool cached = v && !v->switched;
+	ckc_vfd_drop(v);
+	return cached;
+}
+
 /* The stat of v's version, as the engine keeps it. */
 static inline void ckc_vfd_stat_of(ckc_vfd_t *v, ckc_stat_t *st)
 {

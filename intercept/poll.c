@@ -31,10 +31,7 @@ static bool poll_cached(int fd)
 {
 	if (fd < 0 || (size_t)fd > atomic_load_explicit(&ckc_vfd_hi, memory_order_relaxed))
 		return false;
-	ckc_vfd_t *v = ckc_vfd_held(fd);
-	bool cached = v && !v->switched;
-	ckc_vfd_drop(v);
-	return cached;
+	return ckc_fd_cached(fd);
 }
 
 /* Whether any of the n entries is one. */

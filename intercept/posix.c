@@ -1327,10 +1327,7 @@ CKC_WARM_PATH CKC_EXPORT int fchdir(int fd)
 {
 	/* a cached checkpoint's number is a placeholder (no folder): as for
 	 * the file it stands for */
-	ckc_vfd_t *v = ckc_vfd_held(fd);
-	bool cached = v && !v->switched;
-	ckc_vfd_drop(v);
-	if (cached) {
+	if (ckc_fd_cached(fd)) {
 		errno = ENOTDIR;
 		return -1;
 	}

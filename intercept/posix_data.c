@@ -337,14 +337,6 @@ static ckc_vfd_t *vfd_cached(int fd)
 	return v;
 }
 
-/* Whether fd is a descriptor the cache answers for. */
-static bool fd_cached(int fd)
-{
-	ckc_vfd_t *v = vfd_cached(fd);
-	ckc_vfd_drop(v);
-	return v != NULL;
-}
-
 /* ioctl(2) on a tagged descriptor. Its placeholder answers every request
  * with EBADF, where a regular file answers a terminal's (isatty(3), as
  * Python's open() and stdio ask) with ENOTTY, FIONREAD with the size less
@@ -387,7 +379,7 @@ CKC_START_PATH CKC_EXPORT int ioctl(int fd, unsigned long req, ...)
  * past the ioctl above: a tagged descriptor is no terminal. */
 CKC_WARM_PATH CKC_EXPORT int isatty(int fd)
 {
-	if (fd_cached(fd)) {
+	if (ckc_fd_cached(fd)) {
 		errno = ENOTTY;
 		return 0;
 	}
@@ -396,7 +388,7 @@ CKC_WARM_PATH CKC_EXPORT int isatty(int fd)
 
 CKC_EXPORT int tcgetattr(int fd, struct termios *t)
 {
-	if (fd_cached(fd)) {
+	if (ckc_fd_cached(fd)) {
 		errno = ENOTTY;
 		return -1;
 	}
