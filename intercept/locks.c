@@ -422,7 +422,16 @@ static int flock_tagged(ckc_vfd_t *v, int op)
 			REAL(flock)(real, LOCK_UN);
 		/* (no lock file to be had, no private folder: the real file's
 		 * lock alone, as for a process without the library) */
-		if (lock_file_fd(v) < 0)
+		int lf = lock_file_fd(v);
+		if (lf < 0 && lf != CKC_HANDED) {
+			static atomic_bool said;
+			if (!atomic_exchange(&said, true))
+				ckc_warn("checkpoint %s: no lock file for its flock (%s): the real file is locked "
+					 "alone, and a descriptor that locked it before its first publication does "
+					 "not exclude this one",
+					 v->path, strerror(-lf));
+		}
+		if (lf < 0)
 			rc = lock_taken(v, &v->lock_fd, lock_fd, op);
 		else
 			rc = flock_both(v, op, was == mode);

@@ -184,5 +184,6 @@ int m_closemeta(int argc, char **argv);
 int m_closeflock(int argc, char **argv);
 int m_flockpub(int argc, char **argv);
 int m_flockupgrade(int argc, char **argv);
+int m_vforkflock(int argc, char **argv);
 
 #endif

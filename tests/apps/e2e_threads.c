@@ -1238,3 +1238,63 @@ int m_flockupgrade(int argc, char **argv)
 	printf("flockupgrade: 20 conversions at once\n");
 	return 0;
 }
+
+/* vforkflock DIR: a vfork child flocks a descriptor its parent holds
+ * locked exclusively (the same open file, so the kernel lets it: a
+ * repeat, a conversion to shared and back), for a checkpoint not yet
+ * published (its lock is the path's lock file) and for a published one
+ * (the real file's). The parent, resumed, still excludes another
+ * descriptor until it unlocks; the bytes are whole. */
+int m_vforkflock(int argc, char **argv)
+{
+	need_args(argc, 2, "DIR");
+	char path[4096], first[4096];
+	snprintf(first, sizeof(first), "%s/vf-first.bin", argv[1]);
+	gen_file(first, 4096, 7, 4096);
+	static unsigned char page[4096];
+	for (size_t i = 0; i < sizeof(page); i++)
+		page[i] = (unsigned char)(i * 13 + 5);
+	for (int published = 0; published < 2; published++) {
+		snprintf(path, sizeof(path), "%s/vf%d.bin", argv[1], published);
+		int fd;
+		if (published) {
+			gen_published(path);
+			fd = xopen(path, O_RDWR);
+		} else {
+			fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+			if (fd < 0 || write(fd, page, sizeof(page)) != (ssize_t)sizeof(page))
+				fail("%s: %s", path, strerror(errno));
+		}
+		if (flock(fd, LOCK_EX) != 0)
+			fail("flock(LOCK_EX): %s", strerror(errno));
+		pid_t pid = vfork();
+		if (pid == 0) {
+			int r1 = flock(fd, LOCK_EX | LOCK_NB), r2 = flock(fd, LOCK_SH), r3 = flock(fd, LOCK_EX);
+			_exit((r1 == 0) | (r2 == 0) << 1 | (r3 == 0) << 2);
+		}
+		if (pid < 0)
+			fail("vfork: %s", strerror(errno));
+		int st;
+		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 7)
+			fail("%s: the vfork child's flocks of its parent's descriptor answered %#x", path,
+			     WIFEXITED(st) ? WEXITSTATUS(st) : 0x100);
+		int other = xopen(path, O_RDONLY);
+		if (flock(other, LOCK_SH | LOCK_NB) == 0 || errno != EWOULDBLOCK)
+			fail("%s: another descriptor got a shared lock beside the exclusive one", path);
+		if (flock(fd, LOCK_UN) != 0 || flock(other, LOCK_SH | LOCK_NB) != 0)
+			fail("%s: no shared lock after the unlock: %s", path, strerror(errno));
+		close(other);
+		close(fd);
+		if (published) {
+			check_file(path, CR_SIZE, 31, 1u << 20);
+		} else {
+			unsigned char got[sizeof(page) + 1];
+			int rd = xopen(path, O_RDONLY);
+			if (read(rd, got, sizeof(got)) != (ssize_t)sizeof(page) || memcmp(got, page, sizeof(page)))
+				fail("%s: the bytes read back differ", path);
+			close(rd);
+		}
+	}
+	printf("vforkflock: both checkpoints\n");
+	return 0;
+}

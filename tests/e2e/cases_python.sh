@@ -531,6 +531,48 @@ PYEOF
 }
 case_add python/lock-waiting-writer python_lock_waiting_writer
 
+# A checkpoint whose lock file cannot be opened (here a folder stands at
+# its name): flock takes the real file's lock alone, which still excludes
+# the program's other descriptors as without the library, and the library
+# says once that it did so.
+python_lock_file_refused() {
+	{ py_markers; cat <<'PYEOF'; } >lockrefused.py
+import fcntl, os, sys
+p = os.path.join(sys.argv[1], "nolockfile.h5")
+with open(p, "wb") as f:
+    f.write(b"y" * 70000); f.flush(); os.fsync(f.fileno())
+name = lockname(p)
+os.makedirs(os.path.dirname(name), mode=0o700, exist_ok=True)
+os.makedirs(name, exist_ok=True)
+def nb(fd, how):
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB); return "got"
+    except BlockingIOError:
+        return "refused"
+try:
+    for rep in range(3):
+        a, b = os.open(p, os.O_RDONLY), os.open(p, os.O_RDONLY)
+        fcntl.flock(a, fcntl.LOCK_EX)
+        print("b beside a EX:", nb(b, fcntl.LOCK_SH))
+        fcntl.flock(a, fcntl.LOCK_UN)
+        print("b after a let go:", nb(b, fcntl.LOCK_EX))
+        print("a beside b EX:", nb(a, fcntl.LOCK_SH))
+        print("bytes:", os.pread(a, 70000, 0) == b"y" * 70000)
+        os.close(a); os.close(b)
+finally:
+    os.rmdir(name)
+PYEOF
+	mkdir -p plainrun
+	plain "$PY" lockrefused.py "$T/plainrun" >want.txt || fail "the program without the library"
+	ck -- "$PY" lockrefused.py "$T/ck" >got.txt 2>err.txt || fail "the program with the library$(cat err.txt)"
+	outputs_match want.txt got.txt
+	[ "$(grep -c 'no lock file for its flock' err.txt)" = 1 ] ||
+		fail "the library did not say once that the lock file could not be had: $(head -c 600 err.txt)"
+	[ "$(head -c 70000 /dev/zero | tr '\0' y | cmp - ck/nolockfile.h5 2>&1)" = "" ] ||
+		fail "the checkpoint at its real path differs"
+}
+case_add python/lock-file-refused python_lock_file_refused
+
 # The lock files of flock(2) on checkpoints not yet at their real paths
 # (under /dev/shm) go when the processes that used them end (exit or
 # _exit), while the locks still exclude: a forked child that shares a

@@ -690,6 +690,17 @@ flock_upgrade_at_once() {
 }
 case_add robust/flock-upgrade-at-once flock_upgrade_at_once
 
+# A vfork child's flocks of a descriptor its parent holds locked (the same
+# open file): answered at once, for a checkpoint not yet published and for
+# a published one, and the parent's lock still excludes others after.
+vfork_flock() {
+	need_helper
+	ck CKPTCACHE_STEP_ASIDE=off -- timeout 60 "$HELPER" vforkflock "$T/ck" ||
+		fail "$(status_text $?)$(last_error)"
+	plain "$HELPER" rawcheck "$T/ck/vf1.bin" 4194381 31 || fail "the real file differs"
+}
+case_add robust/vfork-flock vfork_flock
+
 # A program that crashes (a store through a null pointer, a read past the end
 # of a mapped file, a division by zero) after closing its checkpoints: they
 # are at their real paths, and the program ends by the fault's signal.
