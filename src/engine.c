@@ -525,9 +525,11 @@ static ckc_obj_t *open_writer(void)
 
 /* Hands o, still open for writing, over to its real file: its bytes so far
  * go to a temporary file at home, which is renamed into place and stays
- * open, so that the program's later writes land in the real file. Lock
- * held; dropped while bytes move. Returns 0 or -errno. */
-static int handover_keep(ckc_obj_t *o)
+ * open, so that the program's later writes land in the real file. base:
+ * the real file o began over (a file put there since is newer, kept, and
+ * the answer CKC_CHANGED), NULL to replace whatever is there. Lock held;
+ * dropped while bytes move. Returns 0 or -errno. */
+int eng_keep_open_commit(ckc_obj_t *o, const ckc_fid_t *base)
 {
 	int rc = 0;
 
@@ -542,9 +544,10 @@ static int handover_keep(ckc_obj_t *o)
 		char *tmp = o->home_tmp;
 		int fd = o->home_fd;
 		ckc_attr_t attr = o->attr;
+		ckc_fid_t was = base ? *base : (ckc_fid_t){ 0 };
 		o->home_busy = true;
 		eng_unlock();
-		rc = ckc_home_commit_open(tmp, o->key, fd, &attr, NULL);
+		rc = ckc_home_commit_open(tmp, o->key, fd, &attr, base ? &was : NULL);
 		ckc_mutex_lock(&ckc_eng.lock);
 		if (!rc) {
 			sys_free(o->home_tmp);
@@ -572,7 +575,7 @@ static void handover(ckc_obj_t *o)
 	/* a publication found it full already (flush_later): a descriptor
 	 * kept now would take the number given up for the publications, and
 	 * those after it would find none */
-	int rc = table_full || atomic_load(&ckc_eng.fds_short) ? -EMFILE : handover_keep(o);
+	int rc = table_full || atomic_load(&ckc_eng.fds_short) ? -EMFILE : eng_keep_open_commit(o, NULL);
 	if (ckc_io_short(rc) && !table_full) {
 		table_full = true;
 		ckc_warn("the descriptor table is full as the program ends: checkpoints still open are "

@@ -578,6 +578,7 @@ int eng_write_room(ckc_obj_t *o, uint64_t end);
 int eng_zero_fill(ckc_obj_t *o, uint64_t from, uint64_t to);
 ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t len, uint64_t off);
 int eng_close_home_writer(ckc_obj_t *o);
+int eng_keep_open_commit(ckc_obj_t *o, const ckc_fid_t *base);
 /* A descriptor for the library as the program ends with its table full
  * (ckc_spare_fd_hook: the soft limit raised, or the library's own spare
  * number given up). */

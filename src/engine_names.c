@@ -20,8 +20,10 @@
 
 /* Makes the real path hold o's bytes (lock held): fsync'ed if durable,
  * whatever CKPTCACHE_PERSIST says otherwise. CKC_CHANGED: the real file
- * was changed by someone else meanwhile; it was kept and o forgotten. */
-static int publish_locked(ckc_obj_t *o, bool durable)
+ * was changed by someone else meanwhile; it was kept and o forgotten.
+ * again: the second look, after another thread changed o's state under
+ * the first. */
+static int publish_locked(ckc_obj_t *o, bool durable, bool again)
 {
 	/* a flush under way ends first: its publication is this one (a
 	 * second one beside it would copy the bytes again, and its rename
@@ -54,16 +56,33 @@ static int publish_locked(ckc_obj_t *o, bool durable)
 		return rc;
 	}
 	if (o->wlevel == ckc_eng.ntier - 1 && o->home_fd >= 0) {
-		/* written through: the bytes are in the temporary file, which
-		 * becomes the real file at close */
+		/* written through: the bytes are in a temporary file, which
+		 * the sync puts at the real path first, where it stays open
+		 * (the program's later writes land in the real file): what
+		 * the program synced is at its real path, whatever becomes of
+		 * the process, and one journal commit makes the bytes and the
+		 * name durable, as for the file made by the program's own open */
 		if (!durable)
 			return -ENOTSUP;
+		int rc = o->home_live ? 0 : eng_keep_open_commit(o, &o->base);
+		if (rc)
+			return rc;
+		/* closed or handed over by another thread meanwhile: its state
+		 * says what the sync still owes */
+		if (o->complete || o->retired || o->home_fd < 0 || !o->home_live)
+			return again ? -ECANCELED : publish_locked(o, durable, true);
 		/* the fsync (seconds, on a busy file system) runs without the
 		 * engine lock; the close waits for it (home_busy), and with it
 		 * the descriptor's end */
 		int fd = o->home_fd;
+		char *key = strdup(o->key);
+		if (!key)
+			return -ENOMEM;
 		eng_home_io_begin(o);
-		int rc = sys_fsync(fd) ? -errno : 0;
+		rc = sys_fsync(fd) ? -errno : 0;
+		if (!rc)
+			rc = ckc_fsync_dir_of(key);
+		sys_free(key);
 		eng_home_io_end(o);
 		ckc_obj_put(o);
 		return rc;
@@ -99,7 +118,7 @@ static int sync_locked(ckc_obj_t *o)
 {
 	if (ckc_eng.cfg.persist == CKC_PERSIST_NEVER)
 		return 0;
-	int rc = publish_locked(o, true);
+	int rc = publish_locked(o, true, false);
 	/* the program's bytes are in a rescue file, not at the real path */
 	return rc == CKC_CHANGED ? -EIO : rc;
 }
@@ -162,7 +181,7 @@ int ckc_materialize(const char *path)
 	int rc = eng_lookup_locked(path, key, &o);
 	if (rc)
 		return rc;
-	rc = o ? publish_locked(o, false) : -ENOENT;
+	rc = o ? publish_locked(o, false, false) : -ENOENT;
 	eng_unlock();
 	/* a newer real file was kept: it is what the caller will use */
 	return rc == CKC_CHANGED ? 0 : rc;
@@ -453,7 +472,7 @@ static int publish_under(const char *dir, uint64_t timeout_ns, bool writers, boo
 		seen = w->version;
 		if (w->wlevel < ckc_eng.ntier - 1) {
 			ckc_obj_get(w);
-			int r = publish_locked(w, false);
+			int r = publish_locked(w, false, false);
 			if (r && r != CKC_CHANGED && !rc)
 				rc = r;
 			ckc_obj_put(w);
@@ -491,7 +510,7 @@ static int publish_under(const char *dir, uint64_t timeout_ns, bool writers, boo
 			}
 		if (due) {
 			ckc_obj_get(due);
-			int r = publish_locked(due, false);
+			int r = publish_locked(due, false, false);
 			if (r && r != CKC_CHANGED && !rc)
 				rc = r;
 			bool stuck = owed_home(due);
@@ -534,7 +553,7 @@ int ckc_handover_dir(const char *dir)
 		if (!o)
 			break;
 		ckc_obj_get(o);
-		rc = publish_locked(o, false);
+		rc = publish_locked(o, false, false);
 		if (rc && rc != CKC_CHANGED && !first)
 			first = rc;
 		eng_wait_idle(o, EB_HOME | EB_FLUSH);

@@ -1413,6 +1413,57 @@ case_add robust/other-signals-drain other_signals_drain
 case_add robust/holder-stopped holder_stopped
 case_add robust/holder-killed holder_killed
 case_add robust/crash-keeps-closed crash_keeps_closed
+
+# A program killed (SIGKILL: the OOM killer, a batch system's time limit)
+# after it fsync'd its checkpoints and before it closed them: each synced
+# checkpoint is at its real path with the bytes synced, new names and
+# files replaced alike, small and large, as without the library; one
+# written on after its fsync holds at least its synced bytes. Before, a
+# checkpoint written through to an unnamed file got its name only at its
+# close: after the kill there was no file at all.
+fsync_then_killed() {
+	cat >killed.py <<'PYEOF'
+import os, signal, sys
+d = sys.argv[1]
+sizes = [65537, 3000, 5 << 20, 1, (24 << 20) + 11]
+with open(os.path.join(d, "first.bin"), "wb") as f:
+    f.write(b"first")
+for i, n in enumerate(sizes):
+    if i % 2:
+        with open(os.path.join(d, f"k{i}.bin"), "wb") as f:
+            f.write(b"old" * 1000)
+keep = []
+for i, n in enumerate(sizes):
+    data = bytes((i * 7 + j) % 251 for j in range(min(n, 4096))) * (n // 4096 + 1)
+    fd = os.open(os.path.join(d, f"k{i}.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, data[:n])
+    os.fsync(fd)
+    with open(os.path.join(sys.argv[2], f"want{i}"), "wb") as w:
+        w.write(data[:n])
+    if i == 2:
+        os.write(fd, b"written after the fsync")
+    keep.append(fd)
+# killed at once after the last fsync
+os.kill(os.getpid(), signal.SIGKILL)
+PYEOF
+	local sa i
+	for sa in off auto; do
+		rm -rf ck/* w && mkdir w
+		ck CKPTCACHE_STEP_ASIDE=$sa -- "$PY" killed.py "$T/ck" "$T/w"
+		local rc=$?
+		[ $rc -eq 137 ] || fail "step-aside $sa: $(status_text $rc), expected killed by SIGKILL$(last_error)"
+		for i in 0 1 2 3 4; do
+			[ -f "ck/k$i.bin" ] || fail "step-aside $sa: checkpoint k$i.bin, synced, is not at its real path"
+			if [ $i = 2 ]; then
+				plain cmp -n "$(stat -c %s "w/want$i")" "w/want$i" "ck/k$i.bin" ||
+					fail "step-aside $sa: k$i.bin does not begin with its synced bytes"
+			else
+				plain cmp "w/want$i" "ck/k$i.bin" || fail "step-aside $sa: k$i.bin differs from its synced bytes"
+			fi
+		done
+	done
+}
+case_add robust/fsync-then-killed fsync_then_killed
 case_add robust/exit-beside-writers exit_beside_writers
 case_add robust/sigterm-bounded sigterm_bounded
 case_add robust/config-rescue-dir-missing rescue_dir_missing
