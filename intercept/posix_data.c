@@ -451,10 +451,39 @@ CKC_EXPORT int sync_file_range(int fd, off_t off, off_t len, unsigned int flags)
 	return (int)ckc_result(r, saved);
 }
 
+/* How long sync(2) waits for the cache's publications (each bounded by the
+ * real file system's speed; a program's sync waits for its disk anyway). */
+#define SYNC_PUBLISH_WAIT_NS (60ull * 1000000000u)
+
+/* Before a sync of everything: without the library the kernel's sync puts
+ * every byte the program wrote on disk, so the checkpoints not yet at
+ * their real paths (closed, or still open: they go on at their real
+ * files) are published first, for the kernel's sync to take them. */
+static void publish_for_sync(void)
+{
+	if (ckc_io_guard || ckc_in_vfork_child() || !ckc_library_configured() || !ckc_engine_started())
+		return;
+	int saved = errno;
+	ckc_enter();
+	(void)ckc_publish_all(SYNC_PUBLISH_WAIT_NS, true);
+	ckc_leave();
+	errno = saved;
+}
+
+CKC_EXPORT void sync(void)
+{
+	publish_for_sync();
+	if (REAL(sync))
+		REAL(sync)();
+}
+
 /* The file system of a tagged descriptor: the file is synced as by fsync
- * (the real file system holds nothing of it before that). */
+ * (the real file system holds nothing of it before that). Of another
+ * descriptor: as sync(2), the cache's checkpoints published first. */
 CKC_EXPORT int syncfs(int fd)
 {
+	if (!ckc_fd_cached(fd))
+		publish_for_sync();
 	return (int)vfd_sync_held(fd, REAL(syncfs));
 }
 

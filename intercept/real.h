@@ -88,6 +88,7 @@ struct utimbuf;
 	X(rmdir, int, (const char *))                                                      \
 	X(sync_file_range, int, (int, off_t, off_t, unsigned int))                         \
 	X(syncfs, int, (int))                                                              \
+	X(sync, void, (void))                                                              \
 	X(mkdir, int, (const char *, mode_t))                                              \
 	X(mkdirat, int, (int, const char *, mode_t))                                       \
 	X(symlink, int, (const char *, const char *))                                      \

@@ -1464,6 +1464,46 @@ PYEOF
 	done
 }
 case_add robust/fsync-then-killed fsync_then_killed
+
+# The same with sync(2) (os.sync) in place of each file's fsync, and
+# syncfs of a folder's descriptor: checkpoints closed and one still open
+# are at their real paths after the kill, as the kernel's sync puts every
+# byte written on disk without the library.
+sync_then_killed() {
+	cat >synckilled.py <<'PYEOF'
+import os, signal, sys
+d, w, how = sys.argv[1], sys.argv[2], sys.argv[3]
+with open(os.path.join(d, "first.bin"), "wb") as f:
+    f.write(b"first")
+sizes = [4097, 3 << 20, 1 << 20, (2 << 20) + 5]
+for i, n in enumerate(sizes):
+    data = bytes((i * 11 + j) % 253 for j in range(4096)) * (n // 4096 + 1)
+    with open(os.path.join(w, f"want{i}"), "wb") as f:
+        f.write(data[:n])
+    f = open(os.path.join(d, f"s{i}.bin"), "wb")
+    f.write(data[:n])
+    f.flush()
+    if i < len(sizes) - 1:
+        f.close()
+if how == "sync":
+    os.sync()
+else:
+    fd = os.open(d, os.O_RDONLY)
+    os.syncfs(fd) if hasattr(os, "syncfs") else __import__("ctypes").CDLL(None).syncfs(fd)
+os.kill(os.getpid(), signal.SIGKILL)
+PYEOF
+	local how i rc
+	for how in sync syncfs; do
+		rm -rf ck/* w && mkdir w
+		ck -- "$PY" synckilled.py "$T/ck" "$T/w" $how
+		rc=$?
+		[ $rc -eq 137 ] || fail "$how: $(status_text $rc), expected killed by SIGKILL$(last_error)"
+		for i in 0 1 2 3; do
+			plain cmp "w/want$i" "ck/s$i.bin" || fail "$how: s$i.bin is not at its real path with its bytes"
+		done
+	done
+}
+case_add robust/sync-then-killed sync_then_killed
 case_add robust/exit-beside-writers exit_beside_writers
 case_add robust/sigterm-bounded sigterm_bounded
 case_add robust/config-rescue-dir-missing rescue_dir_missing
