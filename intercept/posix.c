@@ -725,6 +725,11 @@ CKC_TAGGED_PATH static int open_tagged(const char *canon, int flags, mode_t mode
 				 "to their real paths, not through the cache");
 		return hand_over_for(canon, "a write under a file size limit");
 	}
+	/* a write the program asks to be on disk when each call returns
+	 * (O_SYNC, O_DSYNC) goes to the real file, as without the library:
+	 * the cache would hold bytes the kernel's answer says are there */
+	if (acc != O_RDONLY && (flags & O_DSYNC))
+		return hand_over_for(canon, "a synchronous write (O_SYNC, O_DSYNC)");
 	bool cached = (rd ? ckc_stat_held(canon, &cst) : ckc_stat(canon, &cst)) == 0;
 	if (cached && !cst.complete)
 		return open_while_written(canon);

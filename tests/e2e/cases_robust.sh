@@ -1504,6 +1504,40 @@ PYEOF
 	done
 }
 case_add robust/sync-then-killed sync_then_killed
+
+# Checkpoints opened with O_SYNC or O_DSYNC (each write on disk when it
+# returns), new ones and one over a checkpoint the cache holds, then a
+# kill: every byte written is at the real paths, as without the library.
+osync_then_killed() {
+	cat >osynckilled.py <<'PYEOF'
+import os, signal, sys
+d, w = sys.argv[1], sys.argv[2]
+with open(os.path.join(d, "first.bin"), "wb") as f:
+    f.write(b"first")
+# one the cache holds, closed, rewritten below with O_SYNC
+with open(os.path.join(d, "o2.bin"), "wb") as f:
+    f.write(b"cached" * 100000)
+for i, (n, fl) in enumerate([(70001, os.O_SYNC), (3 << 20, os.O_DSYNC), ((1 << 20) + 3, os.O_SYNC)]):
+    data = bytes((i * 5 + j) % 249 for j in range(4096)) * (n // 4096 + 1)
+    with open(os.path.join(w, f"want{i}"), "wb") as f:
+        f.write(data[:n])
+    fd = os.open(os.path.join(d, f"o{i}.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | fl, 0o644)
+    for k in range(0, n, 65536):
+        os.write(fd, data[k:min(n, k + 65536)])
+os.kill(os.getpid(), signal.SIGKILL)
+PYEOF
+	local sa i rc
+	for sa in off auto; do
+		rm -rf ck/* w && mkdir w
+		ck CKPTCACHE_STEP_ASIDE=$sa -- "$PY" osynckilled.py "$T/ck" "$T/w"
+		rc=$?
+		[ $rc -eq 137 ] || fail "step-aside $sa: $(status_text $rc), expected killed by SIGKILL$(last_error)"
+		for i in 0 1 2; do
+			plain cmp "w/want$i" "ck/o$i.bin" || fail "step-aside $sa: o$i.bin is not at its real path with its bytes"
+		done
+	done
+}
+case_add robust/osync-then-killed osync_then_killed
 case_add robust/exit-beside-writers exit_beside_writers
 case_add robust/sigterm-bounded sigterm_bounded
 case_add robust/config-rescue-dir-missing rescue_dir_missing
