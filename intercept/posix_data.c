@@ -596,12 +596,28 @@ static int vfd_allocate(ckc_vfd_t *v, int mode, off_t off, off_t len, bool emula
 	return vfd_truncate(v, (off_t)end);
 }
 
+/* Punching a hole, zeroing, collapsing or inserting a range: the kernel's
+ * work on the real file, which the descriptor becomes first (as for
+ * fcntl's record locks); the file system answers as without the library
+ * (EOPNOTSUPP where it has no such mode). 0, 1 or -errno. */
+static int allocate_real(ckc_vfd_t *v, int mode)
+{
+	/* (1: a reservation, the cache's to answer) */
+	if (!(mode & ~FALLOC_FL_KEEP_SIZE))
+		return 1;
+	return ckc_px_vfd_make_real(v);
+}
+
 CKC_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
 {
 	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return REAL(fallocate)(fd, mode, off, len);
-	int saved = errno;
+	int saved = errno, real = allocate_real(v, mode);
+	if (real <= 0) {
+		ckc_vfd_put(v);
+		return real ? (int)ckc_result(real, saved) : REAL(fallocate)(fd, mode, off, len);
+	}
 	long r = vfd_allocate(v, mode, off, len, false);
 	if (vfd_done(&r, v))
 		return REAL(fallocate)(fd, mode, off, len);
@@ -613,7 +629,11 @@ CKC_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
 	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return REAL(fallocate64)(fd, mode, off, len);
-	int saved = errno;
+	int saved = errno, real = allocate_real(v, mode);
+	if (real <= 0) {
+		ckc_vfd_put(v);
+		return real ? (int)ckc_result(real, saved) : REAL(fallocate64)(fd, mode, off, len);
+	}
 	long r = vfd_allocate(v, mode, off, len, false);
 	if (vfd_done(&r, v))
 		return REAL(fallocate64)(fd, mode, off, len);

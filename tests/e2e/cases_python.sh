@@ -531,6 +531,36 @@ PYEOF
 }
 case_add python/lock-waiting-writer python_lock_waiting_writer
 
+# fallocate's modes that change a file's bytes (punch a hole, zero,
+# collapse and insert a range) on a checkpoint being written: the kernel's
+# answers and bytes, as without the library, in the process and at the
+# real path (before, each answered EOPNOTSUPP and changed nothing).
+python_fallocate_modes() {
+	local prog='
+import ctypes, os, sys
+d = sys.argv[1]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+with open(os.path.join(d, "first.bin"), "wb") as f:
+    f.write(b"first")
+p = os.path.join(d, "model.bin")
+fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, bytes(range(256)) * 400)
+for name, mode, off in (("punch", 3, 8192), ("zero", 0x10, 16384), ("collapse", 0x08, 24576),
+                        ("insert", 0x20, 32768), ("keep", 1, 200000)):
+    r = libc.fallocate(fd, mode, off, 4096)
+    e = ctypes.get_errno() if r else 0
+    print(name, r, os.strerror(e) if r else "", os.fstat(fd).st_size, os.pread(fd, 8, off + 10).hex())
+os.close(fd)
+with open(p, "rb") as f:
+    b = f.read()
+print(len(b), sum(b) % 1000003)
+'
+	same_output "fallocate modes" "$prog"
+	plain cmp plainrun/model.bin ck/model.bin || fail "the checkpoint at its real path differs from the one without the library"
+}
+case_add python/fallocate-modes python_fallocate_modes
+
 # A checkpoint whose lock file cannot be opened (here a folder stands at
 # its name): flock takes the real file's lock alone, which still excludes
 # the program's other descriptors as without the library, and the library
