@@ -1414,6 +1414,28 @@ case_add robust/holder-stopped holder_stopped
 case_add robust/holder-killed holder_killed
 case_add robust/crash-keeps-closed crash_keeps_closed
 
+# killed_run WHAT VAR=VALUE... -- ARG...: in an emptied ck/ and a new w/,
+# the Python program ARG... runs with the library (and the variables) and
+# must end killed by SIGKILL.
+killed_run() {
+	local what=$1 rc
+	shift
+	rm -rf ck/* w && mkdir w
+	ck "$@"
+	rc=$?
+	[ $rc -eq 137 ] || fail "$what: $(status_text $rc), expected killed by SIGKILL$(last_error)"
+}
+
+# killed_kept WHAT PREFIX I...: ck/PREFIX<i>.bin holds w/want<i>, for
+# each I.
+killed_kept() {
+	local what=$1 prefix=$2 i
+	shift 2
+	for i in "$@"; do
+		plain cmp "w/want$i" "ck/$prefix$i.bin" || fail "$what: $prefix$i.bin is not at its real path with its bytes"
+	done
+}
+
 # A program killed (SIGKILL: the OOM killer, a batch system's time limit)
 # after it fsync'd its checkpoints and before it closed them: each synced
 # checkpoint is at its real path with the bytes synced, new names and
@@ -1446,21 +1468,12 @@ for i, n in enumerate(sizes):
 # killed at once after the last fsync
 os.kill(os.getpid(), signal.SIGKILL)
 PYEOF
-	local sa i
+	local sa
 	for sa in off auto; do
-		rm -rf ck/* w && mkdir w
-		ck CKPTCACHE_STEP_ASIDE=$sa -- "$PY" killed.py "$T/ck" "$T/w"
-		local rc=$?
-		[ $rc -eq 137 ] || fail "step-aside $sa: $(status_text $rc), expected killed by SIGKILL$(last_error)"
-		for i in 0 1 2 3 4; do
-			[ -f "ck/k$i.bin" ] || fail "step-aside $sa: checkpoint k$i.bin, synced, is not at its real path"
-			if [ $i = 2 ]; then
-				plain cmp -n "$(stat -c %s "w/want$i")" "w/want$i" "ck/k$i.bin" ||
-					fail "step-aside $sa: k$i.bin does not begin with its synced bytes"
-			else
-				plain cmp "w/want$i" "ck/k$i.bin" || fail "step-aside $sa: k$i.bin differs from its synced bytes"
-			fi
-		done
+		killed_run "step-aside $sa" CKPTCACHE_STEP_ASIDE=$sa -- "$PY" killed.py "$T/ck" "$T/w"
+		killed_kept "step-aside $sa" k 0 1 3 4
+		plain cmp -n "$(stat -c %s w/want2)" w/want2 ck/k2.bin ||
+			fail "step-aside $sa: k2.bin is not at its real path beginning with its synced bytes"
 	done
 }
 case_add robust/fsync-then-killed fsync_then_killed
@@ -1492,15 +1505,10 @@ else:
     os.syncfs(fd) if hasattr(os, "syncfs") else __import__("ctypes").CDLL(None).syncfs(fd)
 os.kill(os.getpid(), signal.SIGKILL)
 PYEOF
-	local how i rc
+	local how
 	for how in sync syncfs; do
-		rm -rf ck/* w && mkdir w
-		ck -- "$PY" synckilled.py "$T/ck" "$T/w" $how
-		rc=$?
-		[ $rc -eq 137 ] || fail "$how: $(status_text $rc), expected killed by SIGKILL$(last_error)"
-		for i in 0 1 2 3; do
-			plain cmp "w/want$i" "ck/s$i.bin" || fail "$how: s$i.bin is not at its real path with its bytes"
-		done
+		killed_run "$how" -- "$PY" synckilled.py "$T/ck" "$T/w" $how
+		killed_kept "$how" s 0 1 2 3
 	done
 }
 case_add robust/sync-then-killed sync_then_killed
@@ -1526,15 +1534,10 @@ for i, (n, fl) in enumerate([(70001, os.O_SYNC), (3 << 20, os.O_DSYNC), ((1 << 2
         os.write(fd, data[k:min(n, k + 65536)])
 os.kill(os.getpid(), signal.SIGKILL)
 PYEOF
-	local sa i rc
+	local sa
 	for sa in off auto; do
-		rm -rf ck/* w && mkdir w
-		ck CKPTCACHE_STEP_ASIDE=$sa -- "$PY" osynckilled.py "$T/ck" "$T/w"
-		rc=$?
-		[ $rc -eq 137 ] || fail "step-aside $sa: $(status_text $rc), expected killed by SIGKILL$(last_error)"
-		for i in 0 1 2; do
-			plain cmp "w/want$i" "ck/o$i.bin" || fail "step-aside $sa: o$i.bin is not at its real path with its bytes"
-		done
+		killed_run "step-aside $sa" CKPTCACHE_STEP_ASIDE=$sa -- "$PY" osynckilled.py "$T/ck" "$T/w"
+		killed_kept "step-aside $sa" o 0 1 2
 	done
 }
 case_add robust/osync-then-killed osync_then_killed
