@@ -605,6 +605,10 @@ static int allocate_real(ckc_vfd_t *v, int mode)
 	/* (1: a reservation, the cache's to answer) */
 	if (!(mode & ~FALLOC_FL_KEEP_SIZE))
 		return 1;
+	/* (a descriptor that cannot write gets the kernel's answer without
+	 * the publication) */
+	if ((v->flags & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
 	return ckc_px_vfd_make_real(v);
 }
 

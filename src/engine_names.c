@@ -29,6 +29,40 @@ static int publish_locked(ckc_obj_t *o, bool durable, bool again)
 	 * second one beside it would copy the bytes again, and its rename
 	 * could land on what another process writes there once told) */
 	eng_wait_idle(o, EB_HOME | EB_MOVE | EB_FLUSH | EB_HAND);
+	if (o->wlevel == ckc_eng.ntier - 1 && o->home_fd >= 0) {
+		/* written through, still open: the bytes are in a temporary
+		 * file, which the first sync puts at the real path, where it
+		 * stays open (the program's later writes land in the real
+		 * file): what the program synced is at its real path, whatever
+		 * becomes of the process. Each sync then syncs that descriptor,
+		 * as the program's own would (writes after one leave no mark
+		 * that a second could look at instead). */
+		if (!durable)
+			return -ENOTSUP;
+		bool named = !o->home_live;
+		int rc = named ? eng_keep_open_commit(o, &o->base) : 0;
+		if (rc)
+			return rc;
+		/* closed or handed over by another thread meanwhile: its state
+		 * says what the sync still owes */
+		if (o->complete || o->retired || o->home_fd < 0 || !o->home_live)
+			return again ? -ECANCELED : publish_locked(o, durable, true);
+		/* the fsync (seconds, on a busy file system) runs without the
+		 * engine lock; the close waits for it (home_busy), and with it
+		 * the descriptor's end; the folder's, once its name is new */
+		int fd = o->home_fd;
+		char *key = named ? strdup(o->key) : NULL;
+		if (named && !key)
+			return -ENOMEM;
+		eng_home_io_begin(o);
+		rc = sys_fsync(fd) ? -errno : 0;
+		if (!rc && key)
+			rc = ckc_fsync_dir_of(key);
+		sys_free(key);
+		eng_home_io_end(o);
+		ckc_obj_put(o);
+		return rc;
+	}
 	if (o->at_home && (!durable || o->durable))
 		return 0;
 	/* an open version published with no write since (a second fsync) */
@@ -52,38 +86,6 @@ static int publish_locked(ckc_obj_t *o, bool durable, bool again)
 		eng_home_io_end(o);
 		if (!rc && o->at_home)
 			o->durable = true;
-		ckc_obj_put(o);
-		return rc;
-	}
-	if (o->wlevel == ckc_eng.ntier - 1 && o->home_fd >= 0) {
-		/* written through: the bytes are in a temporary file, which
-		 * the sync puts at the real path first, where it stays open
-		 * (the program's later writes land in the real file): what
-		 * the program synced is at its real path, whatever becomes of
-		 * the process, and one journal commit makes the bytes and the
-		 * name durable, as for the file made by the program's own open */
-		if (!durable)
-			return -ENOTSUP;
-		int rc = o->home_live ? 0 : eng_keep_open_commit(o, &o->base);
-		if (rc)
-			return rc;
-		/* closed or handed over by another thread meanwhile: its state
-		 * says what the sync still owes */
-		if (o->complete || o->retired || o->home_fd < 0 || !o->home_live)
-			return again ? -ECANCELED : publish_locked(o, durable, true);
-		/* the fsync (seconds, on a busy file system) runs without the
-		 * engine lock; the close waits for it (home_busy), and with it
-		 * the descriptor's end */
-		int fd = o->home_fd;
-		char *key = strdup(o->key);
-		if (!key)
-			return -ENOMEM;
-		eng_home_io_begin(o);
-		rc = sys_fsync(fd) ? -errno : 0;
-		if (!rc)
-			rc = ckc_fsync_dir_of(key);
-		sys_free(key);
-		eng_home_io_end(o);
 		ckc_obj_put(o);
 		return rc;
 	}
@@ -470,9 +472,12 @@ static int publish_under(const char *dir, uint64_t timeout_ns, bool writers, boo
 				    o->version < w->version && !o->capture && under(o->key, pfx, n))
 					w = o;
 		seen = w->version;
-		if (w->wlevel < ckc_eng.ntier - 1) {
+		/* (one written through to an unnamed file is named at its real
+		 * path, where it goes on) */
+		bool through = w->wlevel == ckc_eng.ntier - 1 && w->home_fd >= 0 && !w->home_live;
+		if (w->wlevel < ckc_eng.ntier - 1 || through) {
 			ckc_obj_get(w);
-			int r = publish_locked(w, false, false);
+			int r = through ? eng_keep_open_commit(w, &w->base) : publish_locked(w, false, false);
 			if (r && r != CKC_CHANGED && !rc)
 				rc = r;
 			ckc_obj_put(w);

@@ -287,8 +287,8 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 	if (!id)
 		rc = ckc_home_temp(key, mode, &tmp, &fd);
 	if (!rc) {
-		/* (a durable one is synced by its commit, once, with its times
-		 * and its name: one journal commit, not three) */
+		/* (a durable one is synced by its commit, once, with its
+		 * times, before its name) */
 		rc = ckc_home_fill(fd, &src, size, edge_progress, o);
 		if (rc && id) {
 			ckc_mutex_lock(&ckc_eng.lock);

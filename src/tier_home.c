@@ -422,20 +422,17 @@ static int home_publish_in(char *tmp, const char *key, int fd, const ckc_fid_t *
 	int rc = a ? ckc_attr_apply_fd(fd, a) : 0;
 	bool named = false, taken = false;
 
+	/* the sync before the name (once: its bytes and its times), so that
+	 * a failed sync leaves nothing named, and a name is never on a file
+	 * whose bytes may not be on disk */
+	if (!rc && fsync_it && sys_fsync(fd) != 0)
+		rc = -errno;
 	if (!rc && !keep_open) {
 		ckc_bg_yield();
 		ckc_bg_yield_reads();
 	}
-	/* a new name first, then the sync: the file's sync then makes its
-	 * bytes, its times and its name durable at once (the bytes are all
-	 * there before the name is: a process that opens it reads them) */
 	if (!rc && base && base->known && !base->exists)
 		home_link_new(fd, key, &named, &taken);
-	if (!rc && fsync_it && sys_fsync(fd) != 0) {
-		rc = -errno;
-		if (named)
-			(void)sys_unlink(key); /* its bytes may not be on disk */
-	}
 	/* a file made or changed there since the version began is newer
 	 * than it: never replaced */
 	if (!rc && !named && base && (taken || ckc_fid_changed(base, key)))

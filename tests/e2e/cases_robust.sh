@@ -1478,17 +1478,55 @@ PYEOF
 }
 case_add robust/fsync-then-killed fsync_then_killed
 
+# A checkpoint larger than the cache, written through, synced after each of
+# five pieces: every sync reaches the file (a system call each, as the
+# program's own would make), and so does the sync of a second descriptor
+# after the close; the bytes are whole at the real path. Before, the
+# third sync on made no system call (the version was marked durable by
+# the second and never unmarked by the writes after it).
+fsync_each_reaches_file() {
+	command -v strace >/dev/null || note "strace is not installed"
+	under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
+	cat >pieces.py <<'PYEOF'
+import os, sys
+d = sys.argv[1]
+with open(os.path.join(d, "first.bin"), "wb") as f:
+    f.write(b"first")
+piece = bytes(range(251)) * (6 * 4177)
+fd = os.open(os.path.join(d, "big.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for i in range(5):
+    os.write(fd, piece)
+    os.fsync(fd)
+os.close(fd)
+fd = os.open(os.path.join(d, "big.bin"), os.O_RDONLY)
+os.fsync(fd)
+os.close(fd)
+with open(os.path.join(sys.argv[2], "want.bin"), "wb") as f:
+    f.write(piece * 5)
+PYEOF
+	mkdir -p w
+	timeout -k 5 "$CASE_TIMEOUT" strace -f -qq -c -o strace.out -e trace=fsync,fdatasync \
+		env LD_PRELOAD="$PRELOAD" CKPTCACHE_PATHS="$T/ck/**" CKPTCACHE_HOST_CACHE=4M CKPTCACHE_STEP_ASIDE=off \
+		"$PY" pieces.py "$T/ck" "$T/w" || fail "the program under strace: exit status $?"
+	local n
+	n=$(awk '$NF == "fsync" || $NF == "fdatasync" { n += $4 } END { print n + 0 }' strace.out)
+	[ "$n" -ge 6 ] || fail "the program's six syncs made $n sync system calls"
+	plain cmp w/want.bin ck/big.bin || fail "big.bin at its real path differs from the bytes written"
+}
+case_add robust/fsync-each-reaches-file fsync_each_reaches_file
+
 # The same with sync(2) (os.sync) in place of each file's fsync, and
 # syncfs of a folder's descriptor: checkpoints closed and one still open
-# are at their real paths after the kill, as the kernel's sync puts every
-# byte written on disk without the library.
+# (in the cache, or larger than the cache and written through) are at
+# their real paths after the kill, as the kernel's sync puts every byte
+# written on disk without the library.
 sync_then_killed() {
 	cat >synckilled.py <<'PYEOF'
 import os, signal, sys
 d, w, how = sys.argv[1], sys.argv[2], sys.argv[3]
 with open(os.path.join(d, "first.bin"), "wb") as f:
     f.write(b"first")
-sizes = [4097, 3 << 20, 1 << 20, (2 << 20) + 5]
+sizes = [4097, 3 << 20, 1 << 20, (12 << 20) + 5]
 for i, n in enumerate(sizes):
     data = bytes((i * 11 + j) % 253 for j in range(4096)) * (n // 4096 + 1)
     with open(os.path.join(w, f"want{i}"), "wb") as f:
@@ -1505,10 +1543,12 @@ else:
     os.syncfs(fd) if hasattr(os, "syncfs") else __import__("ctypes").CDLL(None).syncfs(fd)
 os.kill(os.getpid(), signal.SIGKILL)
 PYEOF
-	local how
-	for how in sync syncfs; do
-		killed_run "$how" -- "$PY" synckilled.py "$T/ck" "$T/w" $how
-		killed_kept "$how" s 0 1 2 3
+	local how cache
+	for cache in 32M 4M; do
+		for how in sync syncfs; do
+			killed_run "$how, cache $cache" CKPTCACHE_HOST_CACHE=$cache -- "$PY" synckilled.py "$T/ck" "$T/w" $how
+			killed_kept "$how, cache $cache" s 0 1 2 3
+		done
 	done
 }
 case_add robust/sync-then-killed sync_then_killed
