@@ -38,7 +38,7 @@ static int publish_locked(ckc_obj_t *o, bool durable, bool again)
 		 * as the program's own would (writes after one leave no mark
 		 * that a second could look at instead). */
 		if (!durable)
-			return -ENOTSUP;
+			return o->home_live ? 0 : -ENOTSUP; /* (at its real path: published) */
 		bool named = !o->home_live;
 		int rc = named ? eng_keep_open_commit(o, &o->base) : 0;
 		if (rc)
