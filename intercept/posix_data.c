@@ -600,13 +600,18 @@ static int vfd_allocate(ckc_vfd_t *v, int mode, off_t off, off_t len, bool emula
  * work on the real file, which the descriptor becomes first (as for
  * fcntl's record locks); the file system answers as without the library
  * (EOPNOTSUPP where it has no such mode). 0, 1 or -errno. */
-static int allocate_real(ckc_vfd_t *v, int mode)
+static int allocate_real(ckc_vfd_t *v, int mode, off_t off, off_t len)
 {
 	/* (1: a reservation, the cache's to answer) */
 	if (!(mode & ~FALLOC_FL_KEEP_SIZE))
 		return 1;
-	/* (a descriptor that cannot write gets the kernel's answer without
-	 * the publication) */
+	/* (the kernel's answers that need no file, in its order, without
+	 * the publication: the range, a hole that would change the size, a
+	 * descriptor that cannot write) */
+	if (off < 0 || len <= 0)
+		return -EINVAL;
+	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
+		return -EOPNOTSUPP;
 	if ((v->flags & O_ACCMODE) == O_RDONLY)
 		return -EBADF;
 	return ckc_px_vfd_make_real(v);
@@ -617,7 +622,7 @@ CKC_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
 	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return REAL(fallocate)(fd, mode, off, len);
-	int saved = errno, real = allocate_real(v, mode);
+	int saved = errno, real = allocate_real(v, mode, off, len);
 	if (real <= 0) {
 		ckc_vfd_put(v);
 		return real ? (int)ckc_result(real, saved) : REAL(fallocate)(fd, mode, off, len);
@@ -633,7 +638,7 @@ CKC_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
 	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return REAL(fallocate64)(fd, mode, off, len);
-	int saved = errno, real = allocate_real(v, mode);
+	int saved = errno, real = allocate_real(v, mode, off, len);
 	if (real <= 0) {
 		ckc_vfd_put(v);
 		return real ? (int)ckc_result(real, saved) : REAL(fallocate64)(fd, mode, off, len);

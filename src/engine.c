@@ -553,6 +553,7 @@ int eng_keep_open_commit(ckc_obj_t *o, const ckc_fid_t *base)
 			sys_free(o->home_tmp);
 			o->home_tmp = NULL;
 			o->home_live = true;
+			o->home_dir_synced = false;
 			eng_set_home(o, true);
 		}
 		eng_home_end(o);

@@ -49,10 +49,11 @@ static int publish_locked(ckc_obj_t *o, bool durable, bool again)
 			return again ? -ECANCELED : publish_locked(o, durable, true);
 		/* the fsync (seconds, on a busy file system) runs without the
 		 * engine lock; the close waits for it (home_busy), and with it
-		 * the descriptor's end; the folder's, once its name is new */
+		 * the descriptor's end; the folder's, until it is synced once
+		 * since the name was made (here, or by a sync(2)'s naming) */
 		int fd = o->home_fd;
-		char *key = named ? strdup(o->key) : NULL;
-		if (named && !key)
+		char *key = o->home_dir_synced ? NULL : strdup(o->key);
+		if (!o->home_dir_synced && !key)
 			return -ENOMEM;
 		eng_home_io_begin(o);
 		rc = sys_fsync(fd) ? -errno : 0;
@@ -60,6 +61,8 @@ static int publish_locked(ckc_obj_t *o, bool durable, bool again)
 			rc = ckc_fsync_dir_of(key);
 		sys_free(key);
 		eng_home_io_end(o);
+		if (!rc && key && o->home_live)
+			o->home_dir_synced = true;
 		ckc_obj_put(o);
 		return rc;
 	}

@@ -122,6 +122,7 @@ struct ckc_obj {
 	int home_fd;         /* write-through at home: the temporary file */
 	char *home_tmp;
 	bool home_live;      /* handed over at the end: home_fd is the real file */
+	bool home_dir_synced; /* home_live: its folder synced since it was named there */
 	bool id_excl;        /* created exclusively: stat may make id_fd */
 	int id_fd;           /* the unnamed file its first publication is to fill
 				and name, made when stat asked for the identity
