@@ -1512,6 +1512,25 @@ PYEOF
 	n=$(awk '$NF == "fsync" || $NF == "fdatasync" { n += $4 } END { print n + 0 }' strace.out)
 	[ "$n" -ge 6 ] || fail "the program's six syncs made $n sync system calls"
 	plain cmp w/want.bin ck/big.bin || fail "big.bin at its real path differs from the bytes written"
+	# named at its real path by a sync(2), then synced by the program:
+	# its folder is synced too (the name is new)
+	cat >named.py <<'PYEOF'
+import os, sys
+d = sys.argv[1]
+with open(os.path.join(d, "first.bin"), "wb") as f:
+    f.write(b"first")
+fd = os.open(os.path.join(d, "named.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, bytes(range(256)) * 40000)
+os.sync()
+os.fsync(fd)
+os.close(fd)
+PYEOF
+	rm -rf ck/*
+	timeout -k 5 "$CASE_TIMEOUT" strace -f -qq -y -o strace2.out -e trace=fsync \
+		env LD_PRELOAD="$PRELOAD" CKPTCACHE_PATHS="$T/ck/**" CKPTCACHE_HOST_CACHE=4M CKPTCACHE_STEP_ASIDE=off \
+		"$PY" named.py "$T/ck" || fail "named.py under strace: exit status $?"
+	grep -q "fsync([0-9]*<$(realpath "$T/ck")>)" strace2.out ||
+		fail "the folder of a checkpoint named by sync(2) was not synced at the program's fsync: $(head -c 400 strace2.out)"
 }
 case_add robust/fsync-each-reaches-file fsync_each_reaches_file
 
