@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "intercept.h"
+#include "sigdefer.h"
 #include "owed.h"
 #include "log.h"
 #include "path.h"
@@ -461,7 +462,10 @@ CKC_EXPORT int sync_file_range(int fd, off_t off, off_t len, unsigned int flags)
  * files) are published first, for the kernel's sync to take them. */
 static void publish_for_sync(void)
 {
-	if (ckc_io_guard || ckc_in_vfork_child() || !ckc_library_configured() || !ckc_engine_started())
+	/* (not from a signal handler of the program's, which may have
+	 * interrupted it inside malloc: the kernel's sync alone there) */
+	if (ckc_io_guard || ckc_in_vfork_child() || ckc_sig_in_handler() || !ckc_library_configured() ||
+	    !ckc_engine_started())
 		return;
 	int saved = errno;
 	ckc_enter();
