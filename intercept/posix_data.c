@@ -587,8 +587,7 @@ static int vfd_allocate(ckc_vfd_t *v, int mode, off_t off, off_t len, bool emula
 {
 	if (off < 0 || len <= 0)
 		return -EINVAL;
-	if (mode & ~FALLOC_FL_KEEP_SIZE)
-		return -EOPNOTSUPP;
+	/* (the other modes are the real file's: allocate_real) */
 	if ((v->flags & O_ACCMODE) == O_RDONLY)
 		return -EBADF;
 	int home = ckc_fallocate_home(v->h, mode, (uint64_t)off, (uint64_t)len);
@@ -621,36 +620,30 @@ static int allocate_real(ckc_vfd_t *v, int mode, off_t off, off_t len)
 	return ckc_px_vfd_make_real(v);
 }
 
-CKC_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
+static int fallocate_common(int (*real)(int, int, off_t, off_t), int fd, int mode, off_t off, off_t len)
 {
 	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
-		return REAL(fallocate)(fd, mode, off, len);
-	int saved = errno, real = allocate_real(v, mode, off, len);
-	if (real <= 0) {
+		return real(fd, mode, off, len);
+	int saved = errno, rc = allocate_real(v, mode, off, len);
+	if (rc <= 0) {
 		ckc_vfd_put(v);
-		return real ? (int)ckc_result(real, saved) : REAL(fallocate)(fd, mode, off, len);
+		return rc ? (int)ckc_result(rc, saved) : real(fd, mode, off, len);
 	}
 	long r = vfd_allocate(v, mode, off, len, false);
 	if (vfd_done(&r, v))
-		return REAL(fallocate)(fd, mode, off, len);
+		return real(fd, mode, off, len);
 	return (int)ckc_result(r, saved);
+}
+
+CKC_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
+{
+	return fallocate_common(REAL(fallocate), fd, mode, off, len);
 }
 
 CKC_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
 {
-	ckc_vfd_t *v = ckc_vfd_held(fd);
-	if (!v)
-		return REAL(fallocate64)(fd, mode, off, len);
-	int saved = errno, real = allocate_real(v, mode, off, len);
-	if (real <= 0) {
-		ckc_vfd_put(v);
-		return real ? (int)ckc_result(real, saved) : REAL(fallocate64)(fd, mode, off, len);
-	}
-	long r = vfd_allocate(v, mode, off, len, false);
-	if (vfd_done(&r, v))
-		return REAL(fallocate64)(fd, mode, off, len);
-	return (int)ckc_result(r, saved);
+	return fallocate_common(REAL(fallocate64), fd, mode, off, len);
 }
 
 /* posix_fallocate returns the error number instead of setting errno. */

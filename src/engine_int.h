@@ -531,6 +531,13 @@ static inline void eng_move_end(ckc_obj_t *o)
 	eng_signal(EC_ROOM);
 }
 
+/* Whether o is written through to its file at home and open there (the
+ * temporary file, or its real file once named). */
+static inline bool eng_through_open(const ckc_obj_t *o)
+{
+	return o->wlevel == ckc_eng.ntier - 1 && o->home_fd >= 0;
+}
+
 static inline void eng_home_end(ckc_obj_t *o)
 {
 	o->home_busy = false;

@@ -29,7 +29,7 @@ static int publish_locked(ckc_obj_t *o, bool durable, bool again)
 	 * second one beside it would copy the bytes again, and its rename
 	 * could land on what another process writes there once told) */
 	eng_wait_idle(o, EB_HOME | EB_MOVE | EB_FLUSH | EB_HAND);
-	if (o->wlevel == ckc_eng.ntier - 1 && o->home_fd >= 0) {
+	if (eng_through_open(o)) {
 		/* written through, still open: the bytes are in a temporary
 		 * file, which the first sync puts at the real path, where it
 		 * stays open (the program's later writes land in the real
@@ -231,7 +231,7 @@ int eng_handoff_locked(ckc_obj_t *o)
 	eng_wait_idle(o, EB_WRITE | EB_MOVE | EB_HOME);
 	if (o->retired) {
 		rc = 0; /* forgotten meanwhile (its real file was kept) */
-	} else if (!o->complete && o->wlevel == ckc_eng.ntier - 1 && o->home_fd >= 0) {
+	} else if (!o->complete && eng_through_open(o)) {
 		/* written through: the temporary file becomes the real file */
 		rc = eng_close_home_writer(o);
 	} else if (!o->at_home && (rc = ckc_flush_home_in_place(o)) == 1) {
@@ -477,7 +477,7 @@ static int publish_under(const char *dir, uint64_t timeout_ns, bool writers, boo
 		seen = w->version;
 		/* (one written through to an unnamed file is named at its real
 		 * path, where it goes on) */
-		bool through = w->wlevel == ckc_eng.ntier - 1 && w->home_fd >= 0 && !w->home_live;
+		bool through = eng_through_open(w) && !w->home_live;
 		if (w->wlevel < ckc_eng.ntier - 1 || through) {
 			ckc_obj_get(w);
 			int r = through ? eng_keep_open_commit(w, &w->base) : publish_locked(w, false, false);
