@@ -551,6 +551,14 @@ for name, mode, off in (("punch", 3, 8192), ("zero", 0x10, 16384), ("collapse", 
     r = libc.fallocate(fd, mode, off, 4096)
     e = ctypes.get_errno() if r else 0
     print(name, r, os.strerror(e) if r else "", os.fstat(fd).st_size, os.pread(fd, 8, off + 10).hex())
+# the errors: a bad range, and a descriptor that cannot write
+for name, mode, off, n in (("punch-empty", 3, 0, 0), ("zero-negative", 0x10, -1, 4096)):
+    r = libc.fallocate(fd, mode, off, n)
+    print(name, r, os.strerror(ctypes.get_errno()) if r else "")
+ro = os.open(p, os.O_RDONLY)
+r = libc.fallocate(ro, 3, 0, 4096)
+print("punch-read-only", r, os.strerror(ctypes.get_errno()) if r else "")
+os.close(ro)
 os.close(fd)
 with open(p, "rb") as f:
     b = f.read()

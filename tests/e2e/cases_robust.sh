@@ -1555,6 +1555,11 @@ for i, n in enumerate(sizes):
     f.flush()
     if i < len(sizes) - 1:
         f.close()
+# an error first: syncfs of a number that names nothing
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.syncfs(987) != -1 or ctypes.get_errno() != 9:
+    sys.exit("syncfs of a closed number: no EBADF")
 if how == "sync":
     os.sync()
 else:
@@ -1588,6 +1593,13 @@ for i, (n, fl) in enumerate([(70001, os.O_SYNC), (3 << 20, os.O_DSYNC), ((1 << 2
     data = bytes((i * 5 + j) % 249 for j in range(4096)) * (n // 4096 + 1)
     with open(os.path.join(w, f"want{i}"), "wb") as f:
         f.write(data[:n])
+    if i == 2:
+        # an error first: O_EXCL over the checkpoint the cache holds
+        try:
+            os.open(os.path.join(d, "o2.bin"), os.O_WRONLY | os.O_CREAT | os.O_EXCL | fl, 0o644)
+            sys.exit("O_SYNC|O_EXCL over an existing checkpoint succeeded")
+        except FileExistsError:
+            pass
     fd = os.open(os.path.join(d, f"o{i}.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | fl, 0o644)
     for k in range(0, n, 65536):
         os.write(fd, data[k:min(n, k + 65536)])
