@@ -846,11 +846,11 @@ out:
  * threads close meanwhile, and their last put frees v. */
 static ckc_vfd_t *vfd_ref(size_t fd)
 {
-	ckc_mutex_lock(&fdtab_lock);
+	ckc_mutex_lock_brief(&fdtab_lock);
 	ckc_vfd_t *v = atomic_load(&ckc_vfd_tab[fd]);
 	if (v)
 		atomic_fetch_add(&v->refs, 1);
-	ckc_mutex_unlock(&fdtab_lock);
+	ckc_mutex_unlock_brief(&fdtab_lock);
 	return v;
 }
 

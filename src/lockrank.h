@@ -250,6 +250,28 @@ static inline void ckc_mutex_unlock(ckc_mutex_t *m)
 	ckc_locks_out();
 }
 
+/* A lock held around a few loads and stores only: no cancellation point
+ * and no other lock inside, so the thread's cancellation is left as it is
+ * (two calls to the C library saved on each tagged read and write); the
+ * program's signal handlers still wait until it is let go. */
+static inline void ckc_mutex_lock_brief(ckc_mutex_t *m)
+{
+	ckc_tl_locks++;
+	atomic_signal_fence(memory_order_seq_cst);
+	ckc_rank_take(m->rank);
+	pthread_mutex_lock(&m->mu);
+}
+
+static inline void ckc_mutex_unlock_brief(ckc_mutex_t *m)
+{
+	pthread_mutex_unlock(&m->mu);
+	ckc_rank_drop(m->rank);
+	atomic_signal_fence(memory_order_seq_cst);
+	if (--ckc_tl_locks == 0 && ckc_io_guard == 0 && __builtin_expect(ckc_tl_sigdefer != 0, 0) &&
+	    ckc_tl_alloc == 0)
+		ckc_sig_run_deferred();
+}
+
 /* The waits keep the rank recorded: the thread takes nothing while it
  * waits, and holds the lock again when they return. */
 static inline int ckc_cond_wait(pthread_cond_t *cv, ckc_mutex_t *m)
