@@ -371,6 +371,34 @@ off_t ckc_vfd_lseek(ckc_vfd_t *v, off_t off, int whence)
 	return err ? err : r;
 }
 
+/* Pieces of a vector under IOV_GATHER_MAX go together: a run of them is
+ * one transfer through a buffer of the library's, where each piece would
+ * cost its own (a system call for a checkpoint written straight to its
+ * real path, the engine's work in the cache): a writev of 100 pieces of
+ * 100 bytes took 2.5 to 5 times as long as without the library. Larger
+ * pieces go alone, with no copy. */
+#define IOV_GATHER_MAX ((size_t)16 << 10)
+#define IOV_GATHER_BUF ((size_t)256 << 10)
+
+/* The bytes pieces [i, cnt) of a run may take, at most cap in all and
+ * left bytes of the call; *end: the first piece after the run. */
+static size_t iov_run(const struct iovec *iov, int i, int cnt, size_t cap, size_t left, int *end)
+{
+	size_t run = 0;
+	for (; i < cnt; i++) {
+		size_t l = iov[i].iov_len < left - run ? iov[i].iov_len : left - run;
+		if (l >= IOV_GATHER_MAX || run + l > cap)
+			break;
+		run += l;
+		if (run == left) {
+			i++;
+			break;
+		}
+	}
+	*end = i;
+	return run;
+}
+
 /* Scatter/gather over pread/pwrite; stops at the first short transfer. */
 ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos, int wr)
 {
@@ -380,28 +408,65 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 	 * SSIZE_MAX, a negative offset */
 	if (cnt < 0 || cnt > IOV_MAX || (!use_pos && off < 0))
 		return -EINVAL;
-	size_t all = 0;
+	size_t all = 0, small = 0;
 	for (int i = 0; i < cnt; i++) {
 		if (iov[i].iov_len > (size_t)SSIZE_MAX - all)
 			return -EINVAL;
 		all += iov[i].iov_len;
+		if (iov[i].iov_len < IOV_GATHER_MAX)
+			small += iov[i].iov_len;
 	}
 	/* a read's end past the largest offset, as the kernel judges the
 	 * whole vector (a write's is the engine's: EFBIG) */
 	if (!wr && !use_pos && all > (uint64_t)INT64_MAX - (uint64_t)off)
 		return -EINVAL;
+	/* (a buffer only where two pieces or more would share it) */
+	char *gbuf = NULL;
+	size_t gcap = small < IOV_GATHER_BUF ? small : IOV_GATHER_BUF;
+	if (cnt > 1 && small > iov[0].iov_len && small > iov[cnt - 1].iov_len && !ckc_sig_in_handler()) {
+		int saved = errno;
+		gbuf = malloc(gcap);
+		errno = saved;
+	}
 	bool append = wr == CKC_PX_APPEND || (wr && wr != CKC_PX_AT_OFFSET && (v->flags & O_APPEND));
 	if (use_pos || append) {
 		ckc_mutex_lock(&v->lock);
 		off = append ? (off_t)ckc_handle_size(v->h) : (off_t)v->pos;
 	}
-	for (int i = 0; i < cnt && (size_t)total < CKC_RW_MAX; i++) {
+	for (int i = 0; i < cnt && (size_t)total < CKC_RW_MAX;) {
 		/* (all the pieces together move at most CKC_RW_MAX bytes) */
-		size_t len = iov[i].iov_len < CKC_RW_MAX - (size_t)total ? iov[i].iov_len : CKC_RW_MAX - (size_t)total;
-		if (len == 0)
+		size_t left = CKC_RW_MAX - (size_t)total;
+		size_t len = iov[i].iov_len < left ? iov[i].iov_len : left;
+		int end = i + 1;
+		if (len == 0) {
+			i++;
 			continue;
-		ssize_t r = wr ? ckc_vfd_pwrite(v, iov[i].iov_base, len, off + total) :
+		}
+		ssize_t r;
+		if (gbuf && len < IOV_GATHER_MAX && (len = iov_run(iov, i, cnt, gcap, left, &end)) > iov[i].iov_len) {
+			if (wr) {
+				size_t at = 0;
+				for (int k = i; k < end; k++) {
+					size_t l = iov[k].iov_len < len - at ? iov[k].iov_len : len - at;
+					memcpy(gbuf + at, iov[k].iov_base, l);
+					at += l;
+				}
+				r = ckc_vfd_pwrite(v, gbuf, len, off + total);
+			} else {
+				r = ckc_vfd_pread(v, gbuf, len, off + total);
+				size_t at = 0;
+				for (int k = i; k < end && r > 0 && at < (size_t)r; k++) {
+					size_t l = iov[k].iov_len < (size_t)r - at ? iov[k].iov_len : (size_t)r - at;
+					memcpy(iov[k].iov_base, gbuf + at, l);
+					at += l;
+				}
+			}
+		} else {
+			len = iov[i].iov_len < left ? iov[i].iov_len : left;
+			end = i + 1;
+			r = wr ? ckc_vfd_pwrite(v, iov[i].iov_base, len, off + total) :
 				 ckc_vfd_pread(v, iov[i].iov_base, len, off + total);
+		}
 		if (r < 0) {
 			if (total == 0)
 				total = r;
@@ -410,11 +475,17 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 		total += r;
 		if ((size_t)r < len)
 			break;
+		i = end;
 	}
 	if (use_pos || append) {
 		if (use_pos && total > 0)
 			ckc_vfd_pos_set(v, (uint64_t)(off + total));
 		ckc_mutex_unlock(&v->lock);
+	}
+	if (gbuf) {
+		int saved = errno;
+		free(gbuf);
+		errno = saved;
 	}
 	return total;
 }

@@ -1935,3 +1935,69 @@ PYEOF
 	ls "$T/ck/run" | grep -q '^ckpt_' || fail "no checkpoint at its real path"
 }
 case_add python/folder-loop python_folder_loop
+
+# readv/writev/preadv/pwritev with pieces of every size (empty ones, runs
+# of small ones gathered together, ones too large to gather, a vector
+# longer than the gathering buffer), at the position, at offsets, on an
+# O_APPEND descriptor and past the end of the file: the answers, the
+# bytes read into each piece and the files are those of the program
+# without the library, in the cache and written straight to the real path.
+python_vectors() {
+	local prog='
+import hashlib, os, sys
+d = sys.argv[1]
+def pieces(seed, n):
+    out = []
+    for i in range(n):
+        s = (seed * 7919 + i * 104729) % 997
+        ln = 0 if s % 11 == 0 else (s * 53 if s % 13 == 0 else s % 300)
+        out.append(bytes([(seed + i + j) % 251 for j in range(ln)]))
+    return out
+with open(f"{d}/v0.bin", "wb") as f:
+    f.write(b"first" * 300000)
+for k in (1, 2):
+    fd = os.open(f"{d}/v{k}.bin", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    total = 0
+    for r in range(60):
+        p = pieces(r + k, 1 + (r * 37) % 900)
+        total += os.writev(fd, p)
+    print("wrote", total, os.lseek(fd, 0, os.SEEK_CUR))
+    print("pwritev", os.pwritev(fd, pieces(99, 50), 1000), os.pwritev(fd, [b"a" * 70000, b"b" * 3, b"", b"c" * 20000], total - 5))
+    size = os.fstat(fd).st_size
+    for off in (0, 1, 4095, size - 100, size + 10):
+        bufs = [bytearray(n) for n in (0, 1, 17, 300, 0, 5000, 20000, 64, 3)]
+        n = os.preadv(fd, bufs, max(off, 0))
+        print("preadv", off, n, hashlib.sha256(b"".join(bytes(b) for b in bufs)).hexdigest()[:16])
+    os.lseek(fd, 0, os.SEEK_SET)
+    got = 0
+    h = hashlib.sha256()
+    while True:
+        bufs = [bytearray(n) for n in (7, 300, 0, 4096, 100, 1)]
+        n = os.readv(fd, bufs)
+        if n == 0:
+            break
+        h.update(b"".join(bytes(b) for b in bufs)[:n])
+        got += n
+    print("readv", got, size, h.hexdigest()[:16])
+    os.close(fd)
+fd = os.open(f"{d}/v3.bin", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+for r in range(20):
+    os.writev(fd, pieces(r, 40))
+    os.pwrite(fd, b"P" * 10, 0)
+os.close(fd)
+for k in range(4):
+    print(k, hashlib.sha256(open(f"{d}/v{k}.bin", "rb").read()).hexdigest())
+'
+	local mode
+	for mode in off auto; do
+		rm -rf plainrun ck
+		mkdir -p ck
+		phase $mode
+		same_output "vectors ($mode)" "$prog" CKPTCACHE_STEP_ASIDE=$mode
+		local k
+		for k in 0 1 2 3; do
+			same plainrun/v$k.bin ck/v$k.bin "v$k.bin at its real path ($mode)"
+		done
+	done
+}
+case_add python/vectors python_vectors
