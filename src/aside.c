@@ -239,12 +239,12 @@ static void aside_ended(aside_t *a, aside_side_t s)
 		a->noted[s]++;
 }
 
-static bool aside_note_held(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns, bool hold)
+static bool aside_note_held(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns, bool hold, uint64_t min)
 {
 	if (!a->on)
 		return false;
 	aside_ended(a, s);
-	if (bytes < ASIDE_MIN_BYTES || ns == 0)
+	if (bytes < min || ns == 0)
 		return false;
 	if (s == ASIDE_CACHE) {
 		a->cache_bytes += bytes;
@@ -257,12 +257,17 @@ static bool aside_note_held(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t
 
 bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns)
 {
-	return aside_note_held(a, s, bytes, ns, false);
+	return aside_note_held(a, s, bytes, ns, false, ASIDE_MIN_BYTES);
+}
+
+bool aside_note_rate(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns)
+{
+	return aside_note_held(a, s, bytes, ns, false, 1);
 }
 
 bool aside_note_growing(aside_t *a, uint64_t bytes, uint64_t ns)
 {
-	return aside_note_held(a, ASIDE_CACHE, bytes, ns, true);
+	return aside_note_held(a, ASIDE_CACHE, bytes, ns, true, ASIDE_MIN_BYTES);
 }
 
 bool aside_charge(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns)

@@ -126,6 +126,10 @@ bool aside_try_soon(const aside_t *a);
  * its open, writes and close), which aside_pick sent there. Returns true
  * when the choice changed. */
 bool aside_note(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns);
+/* The same for the first bytes of a checkpoint, of any size, whose speed
+ * is the sample (many small writes: the rate, not the file's metadata
+ * operations, makes it). */
+bool aside_note_rate(aside_t *a, aside_side_t s, uint64_t bytes, uint64_t ns);
 
 /* A checkpoint written into the cache (as aside_note) that met it
  * growing into memory new to the process, before its room was populated

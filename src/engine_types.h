@@ -110,6 +110,7 @@ struct ckc_obj {
 	bool aside_home;     /* written straight to its real path by the choice of
 				ckc_eng.aside (a sample of the real path's speed) */
 	bool aside_sample;   /* its write time is a sample for ckc_eng.aside */
+	int aside_level;     /* aside_home: the cache tier it was taken from */
 	bool grew;           /* its write took host tier room not populated before */
 	bool aside_cached;   /* ...of the cache, taken: a wait of the program's
 				for its publication is added to it */

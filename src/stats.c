@@ -73,11 +73,12 @@ int ckc_stats_write_json(const ckc_stats_t *s, FILE *f)
 	fprintf(f, "  \"drain_s\": %.6f,\n", s->drain_s);
 	fprintf(f,
 		"  \"step_aside\": {\"on\": %s, \"choice\": \"%s\", \"written_straight\": %llu,"
+		" \"moved_to_cache\": %llu,"
 		" \"tries\": %u, \"switches\": %u, \"cache_bw\": %.0f, \"real_path_bw\": %.0f,"
 		" \"small\": {\"choice\": \"%s\", \"cache_samples\": %u, \"real_path_samples\": %u,"
 		" \"cache_us\": %.1f, \"real_path_us\": %.1f}},\n",
 		s->aside_on ? "true" : "false", s->aside_home ? "real_path" : "cache",
-		(unsigned long long)s->aside_objects, s->aside_tries, s->aside_switches, s->aside_bw_cache,
+		(unsigned long long)s->aside_objects, (unsigned long long)s->aside_moved, s->aside_tries, s->aside_switches, s->aside_bw_cache,
 		s->aside_bw_home, s->small_home ? "real_path" : "cache", s->small_samples[0], s->small_samples[1],
 		s->small_us[0], s->small_us[1]);
 	fprintf(f, "  \"copy\": \"%s\",\n", s->copy_movsb ? "movsb" : "libc");

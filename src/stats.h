@@ -56,6 +56,7 @@ typedef struct ckc_stats {
 	/* copy mode's choice between the cache and the real paths (aside.h) */
 	bool aside_on;
 	uint64_t aside_objects;                /* checkpoints written straight to their real paths */
+	uint64_t aside_moved;                  /* ...of those, moved into the cache for their small writes */
 	uint32_t aside_tries, aside_switches;
 	double aside_bw_cache, aside_bw_home;  /* bytes/s the program saw; 0: not measured */
 	bool aside_home;                       /* the choice at the end */

@@ -698,3 +698,52 @@ PYEOF
 	rm -rf "$d"
 }
 case_add aside/small-start-deferred aside_small_start_deferred
+
+# A checkpoint the model sends straight to its real path whose writes are
+# small (records written one by one, without a buffer) moves into the
+# cache after its first writes: the bytes written so far, the records
+# after them, a header patched with pwrite, a writev, and what the program
+# reads back through its own descriptor are those of the program without
+# the library, in the process and at the real paths; with a 4 MiB cache
+# the second one (6 MB) outgrows it once moved, and goes back to its real
+# path. (Each phase names its files its own way: a record of the node's
+# from the first would start the second in the cache.)
+aside_small_writes_move() {
+	local prog='
+import hashlib, os, sys
+d = sys.argv[1]
+with open(f"{d}/c0.bin", "wb") as f:
+    f.write(b"0" * 2000000)
+for k in (1, 2, 3):
+    fd = os.open(f"{d}/c{k}.bin", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    for i in range(30000 * k):
+        os.write(fd, (b"%07d|" % (i * k)) * (1 + i % 24))
+    os.pwrite(fd, b"HEADER%d" % k, 0)
+    os.writev(fd, [b"x" * j for j in range(0, 300)])
+    size = os.fstat(fd).st_size
+    os.lseek(fd, 0, os.SEEK_SET)
+    got = b""
+    while len(got) < size:
+        b = os.read(fd, 1 << 20)
+        if not b:
+            break
+        got += b
+    print(k, size, len(got), hashlib.sha256(got).hexdigest())
+    os.close(fd)
+for k in range(4):
+    print(k, hashlib.sha256(open(f"{d}/c{k}.bin", "rb").read()).hexdigest())
+'
+	local k cache
+	for cache in 32M 4M; do
+		rm -rf plainrun ck
+		mkdir -p ck
+		phase auto$cache
+		same_output "small writes moved into the cache ($cache)" "$prog" CKPTCACHE_STEP_ASIDE=auto \
+			CKPTCACHE_HOST_CACHE=$cache CKPTCACHE_PATHS="$T/ck/c*.bin:$T/ck/$cache/*"
+		for k in 0 1 2 3; do
+			same plainrun/c$k.bin ck/c$k.bin "c$k.bin at its real path ($cache), against the run without the library"
+		done
+		stats_ok files==1 step_aside.moved_to_cache\>=1
+	done
+}
+case_add aside/small-writes-move aside_small_writes_move
