@@ -531,6 +531,27 @@ class Bench:
             return keyvals(text), rss
         self.pair(row, k, m2)
 
+    def records(self, k):
+        """A program that writes its checkpoints a record at a time, without
+        a buffer of its own: write(2) of each 100-byte record, then writev(2)
+        of 64 such records per call; 3 files, each checked afterwards."""
+        a = self.a
+        for pieces in (1, 64):
+            how = "write() of 100-byte records" if pieces == 1 else "writev() of 64 x 100-byte records"
+            row = f"C {how} (3 x {a.records_write_mb} MB)"
+            if k == 0:
+                self.add_row(row, [("write_s", False), ("job_s", False)])
+
+            def m(side, pieces=pieces):
+                clean(self.ck)
+                env = self.env(side, os.path.join(self.ck, "w_*.bin"))
+                wall, rss, text = run([CHARS, "writes", self.ck, "3", str(a.records_write_mb), "100", str(pieces)],
+                                      env)
+                v = keyvals(text)
+                v["job_s"] = wall
+                return v, rss
+            self.pair(row, k, m)
+
     def miss(self, k):
         row = "unhinted miss (restore of files the cache does not hold)"
         d = os.path.join(self.work, "miss")
@@ -789,7 +810,7 @@ def main():
                         "counts in the row's median (default 6, 0: none)")
     p.add_argument("--quick", action="store_true", help="smaller workloads (about a minute in all)")
     p.add_argument("--only", default="", help="comma-separated workloads: numpy,pickle,h5py,small,walkers,"
-                                              "tagged_walkers,proxy,bands,stdio,chars,miss,tools,fread (default: all)")
+                                              "tagged_walkers,proxy,bands,stdio,chars,records,miss,tools,fread (default: all)")
     p.add_argument("--count", type=int, default=48, help="RTM proxy checkpoints (default 48)")
     p.add_argument("--size", default="16M", help="RTM proxy checkpoint size (default 16M)")
     p.add_argument("--host-cache", default="256M", help="RTM proxy host tier (default 256M)")
@@ -805,6 +826,8 @@ def main():
     p.add_argument("--tree", default="/usr/share", help="the untagged tree tar, du and find walk")
     p.add_argument("--chars-mb", type=int, default=64, help="MB of text put and got a character at a time")
     p.add_argument("--records-mib", type=int, default=128, help="MiB read in 4-byte freads")
+    p.add_argument("--records-write-mb", type=int, default=16,
+                   help="MB of each of the 3 files written a 100-byte record at a time (default 16)")
     p.add_argument("--small-count", type=int, default=3000, help="small files (default 3000)")
     p.add_argument("--replace-count", type=int, default=400,
                    help="checkpoints of the atomic replace row (default 400)")
@@ -850,7 +873,7 @@ def main():
         a.walk_reps, a.tool_reps, a.tool_mib, a.fread_mib = 1, 1, 128, 64
         a.small_count, a.tagged_dirs, a.tagged_files, a.replace_count = 1000, 20, 100, 200
         a.fresh_count, a.random_mib = 8, 16
-        a.chars_mb, a.records_mib = 16, 32
+        a.chars_mb, a.records_mib, a.records_write_mb = 16, 32, 8
     if a.pairs < 1:
         p.error("--pairs must be at least 1")
     if a.more_pairs < 0:
@@ -869,7 +892,7 @@ def main():
     a.env = env
     work = ["numpy", "pickle", "h5py", "small", "replace", "walkers", "tagged_walkers", "proxy", "bands", "fresh", "random",
             "stdio",
-            "chars", "miss", "tools", "fread"]
+            "chars", "records", "miss", "tools", "fread"]
     only = [w for w in a.only.split(",") if w] or work
     for w in only:
         if w not in work:

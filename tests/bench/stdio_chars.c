@@ -5,12 +5,22 @@
  *                                write_s= read_s= and checks the bytes
  *   stdio_chars records FILE     read FILE with fread of 4-byte records;
  *                                prints read_s= records= sum=
+ *   stdio_chars writes DIR FILES MB RECORD PIECES
+ *                                write FILES files of MB megabytes into DIR
+ *                                (w_N.bin) a RECORD-byte record at a time,
+ *                                with write(2), or PIECES records per
+ *                                writev(2) where PIECES > 1, as a program
+ *                                without a buffer of its own does; prints
+ *                                write_s= and checks the files' bytes
  * scripts/bench/parity runs it with and without the preloaded library. */
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now(void)
 {
@@ -76,12 +86,83 @@ static int records(const char *path)
 	return 0;
 }
 
+/* Record i of file f: its bytes a function of both. */
+static void record_fill(unsigned char *r, long rec, int f, long i)
+{
+	for (long j = 0; j < rec; j++)
+		r[j] = (unsigned char)(f * 31 + i * 7 + j);
+}
+
+static int writes(const char *dir, int files, long mb, long rec, int pieces)
+{
+	if (files < 1 || mb < 1 || rec < 1 || pieces < 1 || pieces > 1024) {
+		fprintf(stderr, "stdio_chars writes: bad arguments\n");
+		return 2;
+	}
+	long n = mb * 1000000L / rec;
+	unsigned char *buf = malloc((size_t)(rec * pieces));
+	struct iovec *iov = calloc((size_t)pieces, sizeof(*iov));
+	char path[4096];
+	if (!buf || !iov)
+		return 1;
+	for (int k = 0; k < pieces; k++)
+		iov[k] = (struct iovec){ buf + k * rec, (size_t)rec };
+	double t0 = now();
+	for (int f = 0; f < files; f++) {
+		snprintf(path, sizeof(path), "%s/w_%d.bin", dir, f);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0) {
+			perror(path);
+			return 1;
+		}
+		for (long i = 0; i < n; i += pieces) {
+			int m = n - i < pieces ? (int)(n - i) : pieces;
+			for (int k = 0; k < m; k++)
+				record_fill(buf + k * rec, rec, f, i + k);
+			ssize_t w = m > 1 ? writev(fd, iov, m) : write(fd, buf, (size_t)rec);
+			if (w != m * rec) {
+				perror("write");
+				return 1;
+			}
+		}
+		if (close(fd) != 0) {
+			perror("close");
+			return 1;
+		}
+	}
+	double t1 = now();
+	unsigned char *want = malloc((size_t)rec), *got = malloc((size_t)rec);
+	if (!want || !got)
+		return 1;
+	for (int f = 0; f < files; f++) {
+		snprintf(path, sizeof(path), "%s/w_%d.bin", dir, f);
+		FILE *in = fopen(path, "rb");
+		long i = 0, bad = 0;
+		while (in && fread(got, 1, (size_t)rec, in) == (size_t)rec) {
+			record_fill(want, rec, f, i);
+			bad += memcmp(want, got, (size_t)rec) != 0;
+			i++;
+		}
+		bad += in && fgetc(in) != EOF;
+		if (in)
+			fclose(in);
+		if (i != n || bad) {
+			fprintf(stderr, "stdio_chars: %s: %ld records of %ld read back, %ld wrong\n", path, i, n, bad);
+			return 1;
+		}
+	}
+	printf("write_s=%.6f records=%ld\n", t1 - t0, n * files);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 7 && !strcmp(argv[1], "writes"))
+		return writes(argv[2], atoi(argv[3]), atol(argv[4]), atol(argv[5]), atoi(argv[6]));
 	if (argc == 4 && !strcmp(argv[1], "text"))
 		return text(argv[2], atol(argv[3]));
 	if (argc == 3 && !strcmp(argv[1], "records"))
 		return records(argv[2]);
-	fprintf(stderr, "usage: stdio_chars text FILE MB | records FILE\n");
+	fprintf(stderr, "usage: stdio_chars text FILE MB | records FILE | writes DIR FILES MB RECORD PIECES\n");
 	return 2;
 }
