@@ -371,32 +371,60 @@ off_t ckc_vfd_lseek(ckc_vfd_t *v, off_t off, int whence)
 	return err ? err : r;
 }
 
-/* Pieces of a vector under IOV_GATHER_MAX go together: a run of them is
- * one transfer through a buffer of the library's, where each piece would
- * cost its own (a system call for a checkpoint written straight to its
- * real path, the engine's work in the cache): a writev of 100 pieces of
- * 100 bytes took 2.5 to 5 times as long as without the library. Larger
- * pieces go alone, with no copy. */
+/* Pieces of a vector under IOV_GATHER_MAX go together: a run of
+ * IOV_GATHER_MIN of them or more is one transfer through a buffer of the
+ * library's, where each piece would cost its own (a system call for a
+ * checkpoint written straight to its real path, the engine's work in the
+ * cache): a writev of 100 pieces of 100 bytes took 2.5 to 5 times as long
+ * as without the library. Larger pieces, and shorter runs, go alone. The
+ * kernel copies the pieces (process_vm_readv and process_vm_writev of the
+ * process itself), so that one the program cannot read or write is
+ * answered as the kernel answers it (the pieces before it, or EFAULT),
+ * not with a fault in the library; where those calls are refused (a
+ * seccomp filter), nothing is gathered. */
 #define IOV_GATHER_MAX ((size_t)16 << 10)
 #define IOV_GATHER_BUF ((size_t)256 << 10)
+#define IOV_GATHER_MIN 8
+static atomic_bool gather_off;
 
-/* The bytes pieces [i, cnt) of a run may take, at most cap in all and
- * left bytes of the call; *end: the first piece after the run. */
-static size_t iov_run(const struct iovec *iov, int i, int cnt, size_t cap, size_t left, int *end)
+/* The bytes of the run of pieces from i, at most cap in all and left
+ * bytes of the call, their pieces in run[] (the last one cut where left
+ * ends); *end: the first piece after the run. */
+static size_t iov_run(const struct iovec *iov, int i, int cnt, size_t cap, size_t left, struct iovec *run,
+		      int *end)
 {
-	size_t run = 0;
-	for (; i < cnt; i++) {
-		size_t l = iov[i].iov_len < left - run ? iov[i].iov_len : left - run;
-		if (l >= IOV_GATHER_MAX || run + l > cap)
+	size_t bytes = 0;
+	int k = 0;
+	for (; i < cnt && bytes < left; i++) {
+		size_t l = iov[i].iov_len < left - bytes ? iov[i].iov_len : left - bytes;
+		if (l >= IOV_GATHER_MAX || bytes + l > cap)
 			break;
-		run += l;
-		if (run == left) {
-			i++;
-			break;
-		}
+		run[k++] = (struct iovec){ iov[i].iov_base, l };
+		bytes += l;
 	}
 	*end = i;
-	return run;
+	return k >= IOV_GATHER_MIN ? bytes : 0;
+}
+
+/* The kernel's copy between the buffer and the program's pieces (into
+ * the buffer when in): the bytes copied (whole pieces: it stops before a
+ * piece it cannot reach), or -errno. */
+static ssize_t iov_copy(bool in, char *buf, size_t len, const struct iovec *run, int n)
+{
+	struct iovec local = { buf, len };
+	int saved = errno;
+	long r = syscall(in ? SYS_process_vm_readv : SYS_process_vm_writev, (long)getpid(), &local, 1UL, run,
+			 (unsigned long)n, 0UL);
+	if (r < 0) {
+		r = -errno;
+		if (r == -ENOSYS || r == -EPERM) {
+			if (!atomic_exchange(&gather_off, true))
+				ckc_debug("readv/writev of tagged files: the kernel's copy of a process's own memory "
+					  "is refused (%s): pieces move one by one", strerror(errno));
+		}
+	}
+	errno = saved;
+	return r;
 }
 
 /* Scatter/gather over pread/pwrite; stops at the first short transfer. */
@@ -409,23 +437,29 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 	if (cnt < 0 || cnt > IOV_MAX || (!use_pos && off < 0))
 		return -EINVAL;
 	size_t all = 0, small = 0;
+	int nsmall = 0;
 	for (int i = 0; i < cnt; i++) {
 		if (iov[i].iov_len > (size_t)SSIZE_MAX - all)
 			return -EINVAL;
 		all += iov[i].iov_len;
-		if (iov[i].iov_len < IOV_GATHER_MAX)
+		if (iov[i].iov_len < IOV_GATHER_MAX) {
 			small += iov[i].iov_len;
+			nsmall++;
+		}
 	}
 	/* a read's end past the largest offset, as the kernel judges the
 	 * whole vector (a write's is the engine's: EFBIG) */
 	if (!wr && !use_pos && all > (uint64_t)INT64_MAX - (uint64_t)off)
 		return -EINVAL;
-	/* (a buffer only where two pieces or more would share it) */
+	/* the buffer and a run's pieces, where a run may be long enough */
 	char *gbuf = NULL;
+	struct iovec *run = NULL;
 	size_t gcap = small < IOV_GATHER_BUF ? small : IOV_GATHER_BUF;
-	if (cnt > 1 && small > iov[0].iov_len && small > iov[cnt - 1].iov_len && !ckc_sig_in_handler()) {
+	if (nsmall >= IOV_GATHER_MIN && gcap > 0 && !atomic_load_explicit(&gather_off, memory_order_relaxed) &&
+	    !ckc_sig_in_handler()) {
 		int saved = errno;
-		gbuf = malloc(gcap);
+		run = malloc((size_t)nsmall * sizeof(*run) + gcap);
+		gbuf = run ? (char *)(run + nsmall) : NULL;
 		errno = saved;
 	}
 	bool append = wr == CKC_PX_APPEND || (wr && wr != CKC_PX_AT_OFFSET && (v->flags & O_APPEND));
@@ -437,31 +471,37 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 		/* (all the pieces together move at most CKC_RW_MAX bytes) */
 		size_t left = CKC_RW_MAX - (size_t)total;
 		size_t len = iov[i].iov_len < left ? iov[i].iov_len : left;
-		int end = i + 1;
+		int end = i + 1, n = 0;
 		if (len == 0) {
 			i++;
 			continue;
 		}
-		ssize_t r;
-		if (gbuf && len < IOV_GATHER_MAX && (len = iov_run(iov, i, cnt, gcap, left, &end)) > iov[i].iov_len) {
+		ssize_t r = 0;
+		bool moved = false;
+		if (gbuf && len < IOV_GATHER_MAX && (len = iov_run(iov, i, cnt, gcap, left, run, &end)) > 0) {
+			/* (the run's pieces: run[0..n), empty ones included) */
+			n = end - i;
 			if (wr) {
-				size_t at = 0;
-				for (int k = i; k < end; k++) {
-					size_t l = iov[k].iov_len < len - at ? iov[k].iov_len : len - at;
-					memcpy(gbuf + at, iov[k].iov_base, l);
-					at += l;
+				ssize_t c = iov_copy(true, gbuf, len, run, n);
+				if (c >= 0 || c == -EFAULT) {
+					moved = true;
+					r = c > 0 ? ckc_vfd_pwrite(v, gbuf, (size_t)c, off + total) : -EFAULT;
 				}
-				r = ckc_vfd_pwrite(v, gbuf, len, off + total);
 			} else {
 				r = ckc_vfd_pread(v, gbuf, len, off + total);
-				size_t at = 0;
-				for (int k = i; k < end && r > 0 && at < (size_t)r; k++) {
-					size_t l = iov[k].iov_len < (size_t)r - at ? iov[k].iov_len : (size_t)r - at;
-					memcpy(iov[k].iov_base, gbuf + at, l);
-					at += l;
+				moved = true;
+				if (r > 0) {
+					/* a piece the program cannot write: what
+					 * reached the pieces before it */
+					ssize_t c = iov_copy(false, gbuf, (size_t)r, run, n);
+					if (c >= 0 || c == -EFAULT)
+						r = c > 0 ? c : -EFAULT;
+					else
+						moved = false; /* (read again, piece by piece) */
 				}
 			}
-		} else {
+		}
+		if (!moved) {
 			len = iov[i].iov_len < left ? iov[i].iov_len : left;
 			end = i + 1;
 			r = wr ? ckc_vfd_pwrite(v, iov[i].iov_base, len, off + total) :
@@ -482,9 +522,9 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 			ckc_vfd_pos_set(v, (uint64_t)(off + total));
 		ckc_mutex_unlock(&v->lock);
 	}
-	if (gbuf) {
+	if (run) {
 		int saved = errno;
-		free(gbuf);
+		free(run);
 		errno = saved;
 	}
 	return total;

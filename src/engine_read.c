@@ -469,10 +469,15 @@ ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)
 	if (len > o->size - off)
 		len = (size_t)(o->size - off);
 	if (h->writer && o->home_fd >= 0) {
-		/* written through at home: the bytes are in the temporary file */
+		/* written through at home: the bytes are in the temporary file
+		 * (counted: a move into the cache leaves it alone meanwhile) */
 		int fd = o->home_fd;
+		o->home_reads++;
 		eng_unlock();
 		ssize_t n = ckc_io_pread_all(fd, buf, len, (off_t)off);
+		ckc_mutex_lock(&ckc_eng.lock);
+		o->home_reads--;
+		eng_unlock();
 		return n;
 	}
 	int level = ckc_best_level(o);
@@ -1046,19 +1051,21 @@ int ckc_fallocate_home(ckc_handle_t *h, int mode, uint64_t off, uint64_t len)
 		eng_unlock();
 		return -ENOENT;
 	}
-	/* the writer's own file, as its writes use it: without the lock */
+	/* the writer's own file, as its writes use it: without the lock,
+	 * counted as a write (a hand-over or a move into the cache waits) */
 	int fd = o->home_fd;
+	o->writing++;
 	eng_unlock();
-	if (sys_fallocate(fd, mode, (off_t)off, (off_t)len) != 0)
-		return -errno;
-	if (!(mode & FALLOC_FL_KEEP_SIZE)) {
-		ckc_mutex_lock(&ckc_eng.lock);
+	int rc = sys_fallocate(fd, mode, (off_t)off, (off_t)len) != 0 ? -errno : 0;
+	ckc_mutex_lock(&ckc_eng.lock);
+	if (!rc && !(mode & FALLOC_FL_KEEP_SIZE)) {
 		if (off + len > o->size)
 			o->size = off + len;
 		eng_touch_mtime(o);
-		eng_unlock();
 	}
-	return 0;
+	eng_write_end(o);
+	eng_unlock();
+	return rc;
 }
 
 uint64_t ckc_handle_size(const ckc_handle_t *h)

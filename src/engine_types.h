@@ -121,6 +121,7 @@ struct ckc_obj {
 	bool passed_read;    /* opened for reading at its real path (aside_home) */
 	bool migrating;      /* its bytes are moving to a lower tier */
 	int home_fd;         /* write-through at home: the temporary file */
+	int home_reads;      /* ...reads of it by its writers under way */
 	char *home_tmp;
 	bool home_live;      /* handed over at the end: home_fd is the real file */
 	bool home_dir_synced; /* home_live: its folder synced since it was named there */

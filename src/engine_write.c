@@ -671,7 +671,7 @@ ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off)
 #define PROMOTE_EVERY 4096u
 #define PROMOTE_MEAN 1024u                 /* mean bytes of a write, at most */
 #define PROMOTE_MAX ((uint64_t)64 << 20)   /* bytes so far, copied back, at most */
-#define PROMOTE_CHUNK ((size_t)1 << 20)
+#define PROMOTE_CHUNK ((size_t)CKC_PROG_COPY_MIN / 2) /* (a copy of the library's, not the program's) */
 
 static bool promote_due(const ckc_obj_t *o)
 {
@@ -686,7 +686,8 @@ static int eng_promote(ckc_obj_t *o)
 	int to = o->aside_level, home = ckc_eng.ntier - 1;
 	ckc_tier_t *t = &ckc_eng.tier[to];
 
-	if (to >= home || t->kind != TIER_HOST || o->writing != 1 || o->readers > 0 || o->home_fd < 0 ||
+	if (to >= home || t->kind != TIER_HOST || o->writing != 1 || o->readers > 0 || o->home_reads > 0 ||
+	    o->home_fd < 0 ||
 	    o->home_live || o->home_busy || o->handing || o->handed || o->retired || o->passed_read ||
 	    o->migrating || !ckc_tier_takes(o, to) || !ckc_host_room_ready(t))
 		return -EAGAIN;

@@ -1939,9 +1939,10 @@ case_add python/folder-loop python_folder_loop
 # readv/writev/preadv/pwritev with pieces of every size (empty ones, runs
 # of small ones gathered together, ones too large to gather, a vector
 # longer than the gathering buffer), at the position, at offsets, on an
-# O_APPEND descriptor and past the end of the file: the answers, the
-# bytes read into each piece and the files are those of the program
-# without the library, in the cache and written straight to the real path.
+# O_APPEND descriptor and past the end of the file, pieces the program
+# cannot read or write: the answers, the bytes read into each piece and
+# the files are those of the program without the library, in the cache
+# and written straight to the real path.
 python_vectors() {
 	local prog='
 import hashlib, os, sys
@@ -1985,8 +1986,36 @@ for r in range(20):
     os.writev(fd, pieces(r, 40))
     os.pwrite(fd, b"P" * 10, 0)
 os.close(fd)
+# a piece the program cannot read (writev) or write (readv), first or in
+# the middle of a run: the pieces before it, or EFAULT, as the kernel
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+class IOV(ctypes.Structure):
+    _fields_ = [("b", ctypes.c_void_p), ("n", ctypes.c_size_t)]
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+for f in (libc.writev, libc.readv):
+    f.restype = ctypes.c_ssize_t
+    f.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+ro = libc.mmap(None, 4096, 1, 0x22, -1, 0)
+for bad in (0, 10):
+    bufs = [ctypes.create_string_buffer(bytes([65 + i]) * 100, 100) for i in range(20)]
+    v = (IOV * 20)(*[IOV(ctypes.addressof(b), 100) for b in bufs])
+    fd = os.open(f"{d}/e{bad}.bin", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, b"z" * 1000000)
+    v[bad].b = 16
+    r = libc.writev(fd, v, 20)
+    print("writev bad", bad, r, ctypes.get_errno() if r < 0 else 0, os.lseek(fd, 0, os.SEEK_CUR))
+    v[bad].b = ro
+    os.lseek(fd, 999990, os.SEEK_SET)
+    r = libc.readv(fd, v, 20)
+    print("readv bad", bad, r, ctypes.get_errno() if r < 0 else 0, os.lseek(fd, 0, os.SEEK_CUR),
+          hashlib.sha256(b"".join(b.raw for b in bufs)).hexdigest()[:16])
+    os.close(fd)
 for k in range(4):
     print(k, hashlib.sha256(open(f"{d}/v{k}.bin", "rb").read()).hexdigest())
+for bad in (0, 10):
+    print("e", bad, hashlib.sha256(open(f"{d}/e{bad}.bin", "rb").read()).hexdigest())
 '
 	local mode
 	for mode in off auto; do
