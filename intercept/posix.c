@@ -371,60 +371,37 @@ off_t ckc_vfd_lseek(ckc_vfd_t *v, off_t off, int whence)
 	return err ? err : r;
 }
 
-/* Pieces of a vector under IOV_GATHER_MAX go together: a run of
- * IOV_GATHER_MIN of them or more is one transfer through a buffer of the
- * library's, where each piece would cost its own (a system call for a
- * checkpoint written straight to its real path, the engine's work in the
- * cache): a writev of 100 pieces of 100 bytes took 2.5 to 5 times as long
- * as without the library. Larger pieces, and shorter runs, go alone. The
- * kernel copies the pieces (process_vm_readv and process_vm_writev of the
- * process itself), so that one the program cannot read or write is
- * answered as the kernel answers it (the pieces before it, or EFAULT),
- * not with a fault in the library; where those calls are refused (a
- * seccomp filter), nothing is gathered. */
+/* Pieces of a vector under IOV_GATHER_MAX go together where the cache
+ * holds the checkpoint in host memory: a run of IOV_GATHER_MIN of them
+ * or more is one transfer through a buffer of the library's, where each
+ * piece would cost the engine's work (a writev of 100 pieces of 100 bytes
+ * took 2.5 to 5 times as long as without the library). There the copies
+ * of the library's meet a piece the program cannot read or write as its
+ * copy of a single piece does (SIGSEGV, ckptcache(7)); on a checkpoint
+ * written through to its real path (or read from it, or from an ssd),
+ * each piece is a call of the kernel's, which answers such a piece with
+ * EFAULT, and a checkpoint written so with small pieces moves into the
+ * cache after its first writes (engine_write.c). Larger pieces, and
+ * shorter runs, go alone. */
 #define IOV_GATHER_MAX ((size_t)16 << 10)
 #define IOV_GATHER_BUF ((size_t)256 << 10)
 #define IOV_GATHER_MIN 8
-static atomic_bool gather_off;
 
 /* The bytes of the run of pieces from i, at most cap in all and left
- * bytes of the call, their pieces in run[] (the last one cut where left
- * ends); *end: the first piece after the run. */
-static size_t iov_run(const struct iovec *iov, int i, int cnt, size_t cap, size_t left, struct iovec *run,
-		      int *end)
+ * bytes of the call (0 where it has fewer than IOV_GATHER_MIN pieces);
+ * *end: the first piece after the run. */
+static size_t iov_run(const struct iovec *iov, int i, int cnt, size_t cap, size_t left, int *end)
 {
 	size_t bytes = 0;
 	int k = 0;
-	for (; i < cnt && bytes < left; i++) {
+	for (; i < cnt && bytes < left; i++, k++) {
 		size_t l = iov[i].iov_len < left - bytes ? iov[i].iov_len : left - bytes;
 		if (l >= IOV_GATHER_MAX || bytes + l > cap)
 			break;
-		run[k++] = (struct iovec){ iov[i].iov_base, l };
 		bytes += l;
 	}
 	*end = i;
 	return k >= IOV_GATHER_MIN ? bytes : 0;
-}
-
-/* The kernel's copy between the buffer and the program's pieces (into
- * the buffer when in): the bytes copied (whole pieces: it stops before a
- * piece it cannot reach), or -errno. */
-static ssize_t iov_copy(bool in, char *buf, size_t len, const struct iovec *run, int n)
-{
-	struct iovec local = { buf, len };
-	int saved = errno;
-	long r = syscall(in ? SYS_process_vm_readv : SYS_process_vm_writev, (long)getpid(), &local, 1UL, run,
-			 (unsigned long)n, 0UL);
-	if (r < 0) {
-		r = -errno;
-		if (r == -ENOSYS || r == -EPERM) {
-			if (!atomic_exchange(&gather_off, true))
-				ckc_debug("readv/writev of tagged files: the kernel's copy of a process's own memory "
-					  "is refused (%s): pieces move one by one", strerror(errno));
-		}
-	}
-	errno = saved;
-	return r;
 }
 
 /* Scatter/gather over pread/pwrite; stops at the first short transfer. */
@@ -451,15 +428,16 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 	 * whole vector (a write's is the engine's: EFBIG) */
 	if (!wr && !use_pos && all > (uint64_t)INT64_MAX - (uint64_t)off)
 		return -EINVAL;
-	/* the buffer and a run's pieces, where a run may be long enough */
+	/* the buffer, where a run may be long enough and the cache holds the
+	 * checkpoint in memory */
 	char *gbuf = NULL;
-	struct iovec *run = NULL;
 	size_t gcap = small < IOV_GATHER_BUF ? small : IOV_GATHER_BUF;
-	if (nsmall >= IOV_GATHER_MIN && gcap > 0 && !atomic_load_explicit(&gather_off, memory_order_relaxed) &&
-	    !ckc_sig_in_handler()) {
+	if (nsmall >= IOV_GATHER_MIN && gcap > 0 && !ckc_sig_in_handler() && ckc_px_vfd_usable(v) == 0) {
+		ckc_enter();
+		bool mem = ckc_handle_in_memory(v->h, wr != 0);
+		ckc_leave();
 		int saved = errno;
-		run = malloc((size_t)nsmall * sizeof(*run) + gcap);
-		gbuf = run ? (char *)(run + nsmall) : NULL;
+		gbuf = mem ? malloc(gcap) : NULL;
 		errno = saved;
 	}
 	bool append = wr == CKC_PX_APPEND || (wr && wr != CKC_PX_AT_OFFSET && (v->flags & O_APPEND));
@@ -471,33 +449,30 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 		/* (all the pieces together move at most CKC_RW_MAX bytes) */
 		size_t left = CKC_RW_MAX - (size_t)total;
 		size_t len = iov[i].iov_len < left ? iov[i].iov_len : left;
-		int end = i + 1, n = 0;
+		int end = i + 1;
 		if (len == 0) {
 			i++;
 			continue;
 		}
 		ssize_t r = 0;
 		bool moved = false;
-		if (gbuf && len < IOV_GATHER_MAX && (len = iov_run(iov, i, cnt, gcap, left, run, &end)) > 0) {
-			/* (the run's pieces: run[0..n), empty ones included) */
-			n = end - i;
+		if (gbuf && len < IOV_GATHER_MAX && (len = iov_run(iov, i, cnt, gcap, left, &end)) > 0) {
+			moved = true;
 			if (wr) {
-				ssize_t c = iov_copy(true, gbuf, len, run, n);
-				if (c >= 0 || c == -EFAULT) {
-					moved = true;
-					r = c > 0 ? ckc_vfd_pwrite(v, gbuf, (size_t)c, off + total) : -EFAULT;
+				size_t at = 0;
+				for (int k = i; k < end; k++) {
+					size_t l = iov[k].iov_len < len - at ? iov[k].iov_len : len - at;
+					memcpy(gbuf + at, iov[k].iov_base, l);
+					at += l;
 				}
+				r = ckc_vfd_pwrite(v, gbuf, len, off + total);
 			} else {
 				r = ckc_vfd_pread(v, gbuf, len, off + total);
-				moved = true;
-				if (r > 0) {
-					/* a piece the program cannot write: what
-					 * reached the pieces before it */
-					ssize_t c = iov_copy(false, gbuf, (size_t)r, run, n);
-					if (c >= 0 || c == -EFAULT)
-						r = c > 0 ? c : -EFAULT;
-					else
-						moved = false; /* (read again, piece by piece) */
+				size_t at = 0;
+				for (int k = i; k < end && r > 0 && at < (size_t)r; k++) {
+					size_t l = iov[k].iov_len < (size_t)r - at ? iov[k].iov_len : (size_t)r - at;
+					memcpy(iov[k].iov_base, gbuf + at, l);
+					at += l;
 				}
 			}
 		}
@@ -522,9 +497,9 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 			ckc_vfd_pos_set(v, (uint64_t)(off + total));
 		ckc_mutex_unlock(&v->lock);
 	}
-	if (run) {
+	if (gbuf) {
 		int saved = errno;
-		free(run);
+		free(gbuf);
 		errno = saved;
 	}
 	return total;

@@ -235,6 +235,10 @@ void ckc_handle_room_wait(ckc_handle_t *h, bool waiting);
 
 /* Current size of the object behind h. */
 uint64_t ckc_handle_size(const ckc_handle_t *h);
+/* Whether h's writes (wr) or reads are served by a tier in host memory
+ * now (not written through to the real path, nor on an ssd): a hint, for
+ * the gathering of a vector's pieces (intercept/posix.c). */
+bool ckc_handle_in_memory(const ckc_handle_t *h, bool wr);
 
 /* The bytes of closed versions the cache still owes to real files on the
  * file system of h's (where that is known; else on any), other than h's

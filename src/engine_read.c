@@ -1068,6 +1068,17 @@ int ckc_fallocate_home(ckc_handle_t *h, int mode, uint64_t off, uint64_t len)
 	return rc;
 }
 
+bool ckc_handle_in_memory(const ckc_handle_t *h, bool wr)
+{
+	const ckc_obj_t *o = h->o;
+	ckc_mutex_lock(&ckc_eng.lock);
+	int level = o->handed ? -1 : wr ? (h->writer ? o->wlevel : -1) : ckc_best_level(o);
+	bool mem = level >= 0 && level < ckc_eng.ntier - 1 && ckc_eng.tier[level].kind == TIER_HOST &&
+		   !(wr ? o->migrating : false);
+	eng_unlock();
+	return mem;
+}
+
 uint64_t ckc_handle_size(const ckc_handle_t *h)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
