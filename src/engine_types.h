@@ -111,6 +111,7 @@ struct ckc_obj {
 				ckc_eng.aside (a sample of the real path's speed) */
 	bool aside_sample;   /* its write time is a sample for ckc_eng.aside */
 	int aside_level;     /* aside_home: the cache tier it was taken from */
+	uint64_t promote_at; /* ...its writes when its move into it is looked at next (0: PROMOTE_EVERY) */
 	bool grew;           /* its write took host tier room not populated before */
 	bool aside_cached;   /* ...of the cache, taken: a wait of the program's
 				for its publication is added to it */

@@ -664,10 +664,11 @@ ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off)
  * the real path a system call (100-byte writes: 0.2 us against 1.5 us on
  * a 2-core machine), and the library's own work on each call made the
  * sample slower than the program without the library. What it wrote so
- * far is the model's sample of the real path. Looked at every
- * PROMOTE_EVERY writes; where the cache's room is not populated yet (a
- * first touch of its pages costs more than the writes save) the next
- * look may find it so. */
+ * far is the model's sample of the real path. Looked at after
+ * PROMOTE_EVERY writes, and again PROMOTE_EVERY later, or PROMOTE_SOON
+ * where the cache's room is not populated yet (a first touch of its pages
+ * costs more than the writes save) or another write or read of it is
+ * under way. */
 #define PROMOTE_EVERY 4096u
 #define PROMOTE_MEAN 1024u                 /* mean bytes of a write, at most */
 #define PROMOTE_MAX ((uint64_t)64 << 20)   /* bytes so far, copied back, at most */
@@ -675,9 +676,14 @@ ssize_t ckc_pwrite(ckc_handle_t *h, const void *buf, size_t len, uint64_t off)
 
 static bool promote_due(const ckc_obj_t *o)
 {
-	return o->aside_home && o->aside_sample && o->writes >= PROMOTE_EVERY && o->writes % PROMOTE_EVERY == 0 &&
+	return o->aside_home && o->aside_sample && o->writes >= (o->promote_at ? o->promote_at : PROMOTE_EVERY) &&
 	       o->size <= o->writes * PROMOTE_MEAN && o->size <= PROMOTE_MAX;
 }
+
+/* Writes before the next look after one that could not move o: soon where
+ * what stood in the way passes (another thread's write or read of it
+ * under way: threads writing records side by side), else PROMOTE_EVERY. */
+#define PROMOTE_SOON 64u
 
 /* Lock held (dropped while the bytes move); the caller's write is the only
  * one under way. Returns 0 where o now writes into the cache. */
@@ -686,11 +692,14 @@ static int eng_promote(ckc_obj_t *o)
 	int to = o->aside_level, home = ckc_eng.ntier - 1;
 	ckc_tier_t *t = &ckc_eng.tier[to];
 
-	if (to >= home || t->kind != TIER_HOST || o->writing != 1 || o->readers > 0 || o->home_reads > 0 ||
-	    o->home_fd < 0 ||
-	    o->home_live || o->home_busy || o->handing || o->handed || o->retired || o->passed_read ||
-	    o->migrating || !ckc_tier_takes(o, to) || !ckc_host_room_ready(t))
+	o->promote_at = o->writes + PROMOTE_EVERY;
+	if (to >= home || t->kind != TIER_HOST || o->readers > 0 || o->home_fd < 0 || o->home_live ||
+	    o->handing || o->handed || o->retired || o->passed_read || !ckc_tier_takes(o, to))
 		return -EAGAIN;
+	if (o->writing != 1 || o->home_reads > 0 || o->home_busy || o->migrating || !ckc_host_room_ready(t)) {
+		o->promote_at = o->writes + PROMOTE_SOON;
+		return -EAGAIN;
+	}
 	uint64_t size = o->size, guess = ckc_predict_size(), need = size > guess ? size : guess;
 	uint64_t cap = ckc_place_limit(o, to);
 	if (need > cap)
