@@ -404,6 +404,8 @@ static size_t iov_run(const struct iovec *iov, int i, int cnt, size_t cap, size_
 	return k >= IOV_GATHER_MIN ? bytes : 0;
 }
 
+__thread size_t ckc_px_iov_done __attribute__((tls_model("initial-exec")));
+
 /* Scatter/gather over pread/pwrite; stops at the first short transfer. */
 ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos, int wr)
 {
@@ -441,6 +443,8 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 		errno = saved;
 	}
 	bool append = wr == CKC_PX_APPEND || (wr && wr != CKC_PX_AT_OFFSET && (v->flags & O_APPEND));
+	bool handed = false;
+	ckc_px_iov_done = 0;
 	if (use_pos || append) {
 		ckc_mutex_lock(&v->lock);
 		off = append ? (off_t)ckc_handle_size(v->h) : (off_t)v->pos;
@@ -483,6 +487,9 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 				 ckc_vfd_pread(v, iov[i].iov_base, len, off + total);
 		}
 		if (r < 0) {
+			/* gone to its real file after some pieces: the caller
+			 * moves the rest there (ckc_px_iov_done) */
+			handed = r == CKC_HANDED && total > 0;
 			if (total == 0)
 				total = r;
 			break;
@@ -496,6 +503,10 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 		if (use_pos && total > 0)
 			ckc_vfd_pos_set(v, (uint64_t)(off + total));
 		ckc_mutex_unlock(&v->lock);
+	}
+	if (handed) {
+		ckc_px_iov_done = (size_t)total;
+		total = CKC_HANDED;
 	}
 	if (gbuf) {
 		int saved = errno;

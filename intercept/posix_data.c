@@ -218,6 +218,38 @@ CKC_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)
 	return n;
 }
 
+/* After a vector's checkpoint went to its real file in its middle
+ * (ckc_px_iov_done bytes moved before): the pieces past those bytes, in
+ * a new array *rest, and their count; -1 where no memory is left. */
+static int iov_past(const struct iovec *iov, int cnt, size_t done, struct iovec **rest)
+{
+	int i = 0;
+	while (i < cnt && done >= iov[i].iov_len) {
+		done -= iov[i].iov_len;
+		i++;
+	}
+	int saved = errno;
+	struct iovec *r = malloc((size_t)(cnt - i + 1) * sizeof(*r));
+	errno = saved;
+	if (!r)
+		return -1;
+	int n = 0;
+	for (; i < cnt; i++, n++) {
+		r[n] = iov[i];
+		r[n].iov_base = (char *)r[n].iov_base + done;
+		r[n].iov_len -= done;
+		done = 0;
+	}
+	*rest = r;
+	return n;
+}
+
+/* The call CALL (on rest, n pieces) for the rest of a vector after such a
+ * hand-over, or the whole call ALL where none happened mid-vector; the
+ * answer counts the bytes moved before it (a failure of the rest leaves
+ * those, as the kernel answers a vector it moved in part). */
+#define IOV_AFTER_HAND(ALL, CALL)                                                         	do {                                                                              		size_t done = ckc_px_iov_done;                                            		ckc_px_iov_done = 0;                                                      		if (!done)                                                                			return ALL;                                                       		struct iovec *rest = NULL;                                                		int n = iov_past(iov, cnt, done, &rest);                                  		ssize_t more = n > 0 ? CALL : 0;                                          		free(rest);                                                               		errno = saved;                                                            		return (ssize_t)done + (more > 0 ? more : 0);                             	} while (0)
+
 CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
 	ckc_vfd_t *v = ckc_vfd_held(fd);
@@ -228,7 +260,7 @@ CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 	int saved = errno;
 	long r = ckc_px_vfd_iov(v, iov, cnt, 0, true, false);
 	if (vfd_done(&r, v))
-		return REAL(readv)(fd, iov, cnt);
+		IOV_AFTER_HAND(REAL(readv)(fd, iov, cnt), REAL(readv)(fd, rest, n));
 	return ckc_result(r, saved);
 }
 
@@ -242,7 +274,7 @@ CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 	int saved = errno;
 	long r = ckc_px_vfd_iov(v, iov, cnt, 0, true, true);
 	if (vfd_done(&r, v))
-		return REAL(writev)(fd, iov, cnt);
+		IOV_AFTER_HAND(REAL(writev)(fd, iov, cnt), REAL(writev)(fd, rest, n));
 	return ckc_result(r, saved);
 }
 
@@ -257,7 +289,8 @@ CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 		int saved = errno;                                                         \
 		long r = ckc_px_vfd_iov(v, iov, cnt, off, false, wr);                      \
 		if (vfd_done(&r, v))                                                       \
-			return REAL(name)(fd, iov, cnt, off);                              \
+			IOV_AFTER_HAND(REAL(name)(fd, iov, cnt, off),                      \
+				       REAL(name)(fd, rest, n, off + (off_t)done));        \
 		return ckc_result(r, saved);                                               \
 	}
 
@@ -301,7 +334,8 @@ VFD_IOV_WRAPPER(pwritev64, true)
 		}                                                                          \
 		ckc_vfd_put(v);                                                            \
 		if (handed)                                                                \
-			return REAL(name)(fd, iov, cnt, off, flags);                       \
+			IOV_AFTER_HAND(REAL(name)(fd, iov, cnt, off, flags),               \
+				       REAL(name)(fd, rest, n, off == -1 ? -1 : off + (off_t)done, flags)); \
 		return ckc_result(r, saved);                                               \
 	}
 

@@ -2636,3 +2636,49 @@ print(open(p, "rb").read(3))' "$T/ck" >later.out || fail "the later writer faile
 	[ "$(plain head -c 3 "$T/ck/later.bin")" = zyy ] || fail "later.bin at its real path: $(plain head -c 3 "$T/ck/later.bin")"
 }
 case_add robust/inplace-slots-of-killed-writers inplace_slots_of_killed_writers
+
+# A writev whose checkpoint goes to its real file in the middle of the
+# vector (the cache's copy grew past half the free space of a 60 MiB
+# tmpfs: the library hands it over there) moves the rest of the vector
+# there in the same call: every writev answers its whole length and the
+# files are the program's, as without the library (the call answered the
+# pieces before the hand-over alone, and a program that does not retry a
+# short writev lost the rest).
+writev_handed_mid_vector() {
+	command -v unshare >/dev/null || note "no unshare here"
+	mkdir -p small
+	plain unshare -m sh -c 'mount -t tmpfs -o size=60M tmpfs small' 2>/dev/null ||
+		note "cannot mount a tmpfs in a mount namespace here"
+	local side
+	for side in plain lib; do
+		plain unshare -m sh -c 'mount -t tmpfs -o size=60M tmpfs small || exit 9
+			[ "$4" = lib ] && export CKPTCACHE_PATHS="$1/small/*.bin" CKPTCACHE_STEP_ASIDE=off \
+				CKPTCACHE_TRACE="$1/trace.txt" LD_PRELOAD="$2"
+			"$3" -c "
+import hashlib, os
+short = 0
+for k, mb in enumerate((6, 6, 40)):
+    fd = os.open(f\"small/v{k}.bin\", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    n = 0
+    i = 0
+    while n < mb * 1000000:
+        pieces = [bytes([(k + i + j) % 251]) * (20000 if j % 9 == 8 else 700 + (i * 7 + j * 13) % 1200) for j in range(64)]
+        want = sum(len(p) for p in pieces)
+        got = os.writev(fd, pieces)
+        short += got != want
+        n += got
+        i += 1
+    os.close(fd)
+    print(k, n, hashlib.sha256(open(f\"small/v{k}.bin\", \"rb\").read()).hexdigest())
+print(\"short\", short)
+" || exit 8' sh "$T" "$PRELOAD" "$PY" $side >out_$side.txt 2>err_$side.txt
+		echo "rc $?" >>out_$side.txt
+	done
+	cat out_plain.txt out_lib.txt err_lib.txt
+	grep -q handoff trace.txt || note "no hand-over in the middle of the writes here (the tmpfs had room)"
+	cmp -s out_plain.txt out_lib.txt ||
+		fail "writev with a hand-over:$(tr '\n' ' ' <out_plain.txt) without the library,$(tr '\n' ' ' <out_lib.txt) with it"
+	grep -q 'ckptcache: error' err_lib.txt && fail "an error message:$(first_error 'ckptcache: error')"
+	return 0
+}
+case_add robust/writev-handed-mid-vector writev_handed_mid_vector
