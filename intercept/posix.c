@@ -290,6 +290,30 @@ ssize_t ckc_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off)
 	return r;
 }
 
+/* The pieces of a vector (len bytes) in one write of the real file, where
+ * v's checkpoint is written through to it: -EAGAIN where it is not (or a
+ * device capture's owed ranges are about: ckc_vfd_pwrite for each piece). */
+static ssize_t vfd_pwritev(ckc_vfd_t *v, const struct iovec *iov, int cnt, size_t len, off_t off)
+{
+	int rc = ckc_px_vfd_usable(v);
+	if (rc)
+		return rc;
+	if ((v->flags & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
+	if (off < 0)
+		return -EINVAL;
+	if (atomic_load_explicit(&ckc_owed_count, memory_order_relaxed))
+		return -EAGAIN;
+	if ((rc = ckc_px_hole_aside(v, (uint64_t)off)) != 0)
+		return rc;
+	if ((rc = room_aside(v, (uint64_t)off + len)) != 0)
+		return rc;
+	ckc_enter();
+	ssize_t r = ckc_pwritev_home(v->h, iov, cnt, len, (uint64_t)off);
+	ckc_leave();
+	return r;
+}
+
 ssize_t ckc_vfd_read(ckc_vfd_t *v, void *buf, size_t n)
 {
 	ckc_mutex_lock(&v->lock);
@@ -448,6 +472,18 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 	if (use_pos || append) {
 		ckc_mutex_lock(&v->lock);
 		off = append ? (off_t)ckc_handle_size(v->h) : (off_t)v->pos;
+	}
+	/* a vector written through to the real file: one call of the kernel's
+	 * for all of it */
+	if (wr && !gbuf && cnt > 1 && all > 0 && all <= CKC_RW_MAX) {
+		ssize_t r = vfd_pwritev(v, iov, cnt, all, off);
+		if (r != -EAGAIN) {
+			if (r > 0 && use_pos)
+				ckc_vfd_pos_set(v, (uint64_t)(off + r));
+			if (use_pos || append)
+				ckc_mutex_unlock(&v->lock);
+			return r;
+		}
 	}
 	for (int i = 0; i < cnt && (size_t)total < CKC_RW_MAX;) {
 		/* (all the pieces together move at most CKC_RW_MAX bytes) */

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "conf.h"
@@ -239,6 +240,12 @@ uint64_t ckc_handle_size(const ckc_handle_t *h);
  * now (not written through to the real path, nor on an ssd): a hint, for
  * the gathering of a vector's pieces (intercept/posix.c). */
 bool ckc_handle_in_memory(const ckc_handle_t *h, bool wr);
+/* The cnt pieces of iov (len bytes in all) written at off in one
+ * pwritev(2) of the real file where h's version is written through to it
+ * now (the kernel's answers: a short count, EFAULT); -EAGAIN where it is
+ * not (the caller writes the pieces as usual), CKC_HANDED where it went to
+ * its real file. */
+ssize_t ckc_pwritev_home(ckc_handle_t *h, const struct iovec *iov, int cnt, size_t len, uint64_t off);
 
 /* The bytes of closed versions the cache still owes to real files on the
  * file system of h's (where that is known; else on any), other than h's

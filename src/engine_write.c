@@ -752,6 +752,24 @@ static int eng_promote(ckc_obj_t *o)
 	return rc;
 }
 
+/* A write of len bytes at off landed (lock held). */
+static void write_noted(ckc_obj_t *o, uint64_t off, size_t len, uint64_t t0)
+{
+	if (off + len > o->size)
+		o->size = off + len;
+	o->writes++;
+	o->wrote_at = t0;
+	/* each write sets the modification time, as on a real file (also
+	 * after utimes): a checkpoint closed after another was written is
+	 * still the older */
+	o->attr.mask &= ~CKC_ATTR_TIMES;
+	eng_touch_mtime(o);
+	ckc_tier_stats_t *st = &ckc_eng.tier[o->wlevel].st;
+	st->put_ops++;
+	st->put_bytes += len;
+	ckc_trace("write", o, off, len, o->wlevel, t0);
+}
+
 /* One attempt at a write (lock held throughout, dropped while bytes move). */
 static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len, uint64_t off,
 			     uint64_t t0)
@@ -820,21 +838,8 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 				return PW_AGAIN;
 		}
 	}
-	if (!rc) {
-		if (end > o->size)
-			o->size = end;
-		o->writes++;
-		o->wrote_at = t0;
-		/* each write sets the modification time, as on a real file
-		 * (also after utimes): a checkpoint closed after another was
-		 * written is still the older */
-		o->attr.mask &= ~CKC_ATTR_TIMES;
-		eng_touch_mtime(o);
-		ckc_tier_stats_t *st = &ckc_eng.tier[o->wlevel].st;
-		st->put_ops++;
-		st->put_bytes += len;
-		ckc_trace("write", o, off, len, o->wlevel, t0);
-	}
+	if (!rc)
+		write_noted(o, off, len, t0);
 	return rc ? rc : (ssize_t)len;
 }
 
@@ -865,6 +870,55 @@ ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t l
 	struct timespec fine = o->stamped;
 	eng_unlock();
 	if (kstamp)
+		eng_stamp_kernel(o, fine);
+	return rc;
+}
+
+ssize_t ckc_pwritev_home(ckc_handle_t *h, const struct iovec *iov, int cnt, size_t len, uint64_t off)
+{
+	ckc_obj_t *o = h->o;
+	uint64_t t0 = ckc_now_ns();
+	ssize_t rc = CKC_HANDED;
+
+	if (!h->writer)
+		return -EBADF;
+	if (len == 0)
+		return 0;
+	if (off + len < off)
+		return -EFBIG;
+	ckc_mutex_lock(&ckc_eng.lock);
+	eng_wait_idle(o, EB_HAND); /* its bytes so far are being published */
+	if (!o->handed) {
+		o->writing++;
+		eng_wait_idle(o, EB_MOVE);
+		/* (one moving into the cache for its small writes takes the
+		 * writes one by one: pwrite_locked) */
+		if (o->wlevel != ckc_eng.ntier - 1 || promote_due(o)) {
+			rc = -EAGAIN;
+		} else {
+			if ((o->mode & (S_ISUID | S_ISGID)) && geteuid() != 0)
+				eng_clear_setid(o);
+			int fd = o->home_fd;
+			bool big = len >= CKC_PROG_COPY_MIN;
+			eng_unlock();
+			if (big)
+				ckc_prog_begin();
+			rc = ckc_io_pwritev_most(fd, iov, cnt, (off_t)off);
+			if (big)
+				ckc_prog_end();
+			if (rc > 0)
+				ckc_home_wrote((uint64_t)rc);
+			ckc_mutex_lock(&ckc_eng.lock);
+			if (rc > 0)
+				write_noted(o, off, (size_t)rc, t0);
+			o->write_ns += ckc_now_ns() - t0;
+		}
+		eng_write_end(o);
+	}
+	bool kstamp = o->stamp_kernel;
+	struct timespec fine = o->stamped;
+	eng_unlock();
+	if (kstamp && rc > 0)
 		eng_stamp_kernel(o, fine);
 	return rc;
 }

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdatomic.h>
@@ -342,6 +343,41 @@ ssize_t ckc_io_pwrite_most(int fd, const void *buf, size_t len, off_t off)
 			return done > 0 ? (ssize_t)done : -errno;
 		}
 		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+ssize_t ckc_io_pwritev_most(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	struct iovec rest[IOV_MAX];
+	size_t done = 0, want = 0;
+	int at = 0;
+
+	CKC_IO_CHECK("pwritev");
+	if (cnt < 0 || cnt > IOV_MAX)
+		return -EINVAL;
+	for (int i = 0; i < cnt; i++)
+		want += iov[i].iov_len;
+	memcpy(rest, iov, (size_t)cnt * sizeof(*iov));
+	while (done < want) {
+		ssize_t n = ckc_io.pwritev(fd, rest + at, cnt - at, off + (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO;
+			return done > 0 ? (ssize_t)done : -errno;
+		}
+		done += (size_t)n;
+		/* past the pieces written whole, into the one written in part */
+		while (at < cnt && (size_t)n >= rest[at].iov_len) {
+			n -= (ssize_t)rest[at].iov_len;
+			at++;
+		}
+		if (at < cnt) {
+			rest[at].iov_base = (char *)rest[at].iov_base + n;
+			rest[at].iov_len -= (size_t)n;
+		}
 	}
 	return (ssize_t)done;
 }

@@ -31,6 +31,7 @@
 	  (fd, buf, len, off))                                                            \
 	X(preadv2, ssize_t, (int fd, const struct iovec *v, int n, off_t off, int fl),    \
 	  (fd, v, n, off, fl))                                                            \
+	X(pwritev, ssize_t, (int fd, const struct iovec *v, int n, off_t off), (fd, v, n, off)) \
 	X(write, ssize_t, (int fd, const void *buf, size_t len), (fd, buf, len))          \
 	X(fsync, int, (int fd), (fd))                                                     \
 	X(ftruncate, int, (int fd, off_t len), (fd, len))                                 \
@@ -151,6 +152,10 @@ int ckc_io_pwrite_all(int fd, const void *buf, size_t len, off_t off);
  * the kernel's short write, the next write failing; errno says why), or
  * -errno where the first did. */
 ssize_t ckc_io_pwrite_most(int fd, const void *buf, size_t len, off_t off);
+/* The same for the cnt pieces of iov (at most IOV_MAX), one pwritev(2) at a
+ * time: the bytes written (short where the file takes no more, or at a
+ * piece the kernel cannot read: EFAULT), or -errno where none was. */
+ssize_t ckc_io_pwritev_most(int fd, const struct iovec *iov, int cnt, off_t off);
 
 /* Whether a call failed (-errno rc) for want of a descriptor or of memory
  * (the process's descriptor table full, say): that passes, and the call
