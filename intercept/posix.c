@@ -267,7 +267,9 @@ static int room_aside(ckc_vfd_t *v, uint64_t end)
 	return CKC_HANDED;
 }
 
-ssize_t ckc_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off)
+/* What a write of n bytes at off meets first: 0, or its answer (an error,
+ * or CKC_HANDED where its checkpoint went to the real file for it). */
+static int vfd_write_first(ckc_vfd_t *v, size_t n, off_t off)
 {
 	int rc = ckc_px_vfd_usable(v);
 	if (rc)
@@ -278,7 +280,13 @@ ssize_t ckc_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off)
 		return -EINVAL;
 	if ((rc = ckc_px_hole_aside(v, (uint64_t)off)) != 0)
 		return rc;
-	if ((rc = room_aside(v, (uint64_t)off + n)) != 0)
+	return room_aside(v, (uint64_t)off + n);
+}
+
+ssize_t ckc_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off)
+{
+	int rc = vfd_write_first(v, n, off);
+	if (rc)
 		return rc;
 	ckc_enter();
 	ssize_t r = CKC_OWED_PASS;
@@ -295,18 +303,10 @@ ssize_t ckc_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off)
  * device capture's owed ranges are about: ckc_vfd_pwrite for each piece). */
 static ssize_t vfd_pwritev(ckc_vfd_t *v, const struct iovec *iov, int cnt, size_t len, off_t off)
 {
-	int rc = ckc_px_vfd_usable(v);
-	if (rc)
-		return rc;
-	if ((v->flags & O_ACCMODE) == O_RDONLY)
-		return -EBADF;
-	if (off < 0)
-		return -EINVAL;
 	if (atomic_load_explicit(&ckc_owed_count, memory_order_relaxed))
 		return -EAGAIN;
-	if ((rc = ckc_px_hole_aside(v, (uint64_t)off)) != 0)
-		return rc;
-	if ((rc = room_aside(v, (uint64_t)off + len)) != 0)
+	int rc = vfd_write_first(v, len, off);
+	if (rc)
 		return rc;
 	ckc_enter();
 	ssize_t r = ckc_pwritev_home(v->h, iov, cnt, len, (uint64_t)off);

@@ -771,8 +771,8 @@ static void write_noted(ckc_obj_t *o, uint64_t off, size_t len, uint64_t t0)
 }
 
 /* One attempt at a write (lock held throughout, dropped while bytes move). */
-static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len, uint64_t off,
-			     uint64_t t0)
+static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, const struct iovec *iov, int cnt,
+			     size_t len, uint64_t off, uint64_t t0)
 {
 	uint64_t end = off + len;
 	int rc;
@@ -781,6 +781,10 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 	 * copies while a handle is open (ckc_obj_gone): its writer writes on,
 	 * and reads back what it wrote, as into an unlinked file */
 	eng_wait_idle(o, EB_MOVE);
+	/* a vector goes whole to the real file only (one moving into the
+	 * cache for its small writes takes the pieces one by one) */
+	if (iov && (o->wlevel != ckc_eng.ntier - 1 || promote_due(o)))
+		return -EAGAIN;
 	if ((rc = eng_write_room(o, end)) != 0)
 		return rc;
 	/* a write by a process without privilege clears the set-user-ID bit,
@@ -794,15 +798,17 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 		int fd = o->home_fd;
 		/* the cache's background copies give way to it, as to a
 		 * write into the cache */
-		bool big = buf && len >= CKC_PROG_COPY_MIN;
+		bool big = (buf || iov) && len >= CKC_PROG_COPY_MIN;
 		eng_unlock();
 		if (big)
 			ckc_prog_begin();
-		if (buf) {
+		if (buf || iov) {
 			/* a write the real file takes in part (a file size
-			 * limit reached, perhaps set from outside the program):
-			 * a short write, as the kernel's */
-			ssize_t n = ckc_io_pwrite_most(fd, buf, len, (off_t)off);
+			 * limit reached, perhaps set from outside the program;
+			 * a piece of a vector the kernel cannot read): a short
+			 * write, as the kernel's */
+			ssize_t n = iov ? ckc_io_pwritev_most(fd, iov, cnt, (off_t)off) :
+					  ckc_io_pwrite_most(fd, buf, len, (off_t)off);
 			rc = n < 0 ? (int)n : 0;
 			if (n > 0)
 				ckc_home_wrote((uint64_t)n);
@@ -843,7 +849,11 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_
 	return rc ? rc : (ssize_t)len;
 }
 
-ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t len, uint64_t off)
+/* A write of buf, of the device bytes at dsrc (buf NULL), or of the cnt
+ * pieces of iov (only where o is written through to its real path:
+ * -EAGAIN otherwise), len bytes at off. */
+static ssize_t eng_write(ckc_handle_t *h, const void *buf, uint64_t dsrc, const struct iovec *iov, int cnt,
+			 size_t len, uint64_t off)
 {
 	ckc_obj_t *o = h->o;
 	uint64_t t0 = ckc_now_ns();
@@ -861,7 +871,7 @@ ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t l
 		/* a hand-over waits for the writes under way (ckc_handoff) */
 		o->writing++;
 		do
-			rc = pwrite_locked(o, buf, dsrc, len, off, t0);
+			rc = pwrite_locked(o, buf, dsrc, iov, cnt, len, off, t0);
 		while (rc == PW_AGAIN);
 		o->write_ns += ckc_now_ns() - t0;
 		eng_write_end(o);
@@ -874,53 +884,14 @@ ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t l
 	return rc;
 }
 
+ssize_t eng_pwrite_src(ckc_handle_t *h, const void *buf, uint64_t dsrc, size_t len, uint64_t off)
+{
+	return eng_write(h, buf, dsrc, NULL, 0, len, off);
+}
+
 ssize_t ckc_pwritev_home(ckc_handle_t *h, const struct iovec *iov, int cnt, size_t len, uint64_t off)
 {
-	ckc_obj_t *o = h->o;
-	uint64_t t0 = ckc_now_ns();
-	ssize_t rc = CKC_HANDED;
-
-	if (!h->writer)
-		return -EBADF;
-	if (len == 0)
-		return 0;
-	if (off + len < off)
-		return -EFBIG;
-	ckc_mutex_lock(&ckc_eng.lock);
-	eng_wait_idle(o, EB_HAND); /* its bytes so far are being published */
-	if (!o->handed) {
-		o->writing++;
-		eng_wait_idle(o, EB_MOVE);
-		/* (one moving into the cache for its small writes takes the
-		 * writes one by one: pwrite_locked) */
-		if (o->wlevel != ckc_eng.ntier - 1 || promote_due(o)) {
-			rc = -EAGAIN;
-		} else {
-			if ((o->mode & (S_ISUID | S_ISGID)) && geteuid() != 0)
-				eng_clear_setid(o);
-			int fd = o->home_fd;
-			bool big = len >= CKC_PROG_COPY_MIN;
-			eng_unlock();
-			if (big)
-				ckc_prog_begin();
-			rc = ckc_io_pwritev_most(fd, iov, cnt, (off_t)off);
-			if (big)
-				ckc_prog_end();
-			if (rc > 0)
-				ckc_home_wrote((uint64_t)rc);
-			ckc_mutex_lock(&ckc_eng.lock);
-			if (rc > 0)
-				write_noted(o, off, (size_t)rc, t0);
-			o->write_ns += ckc_now_ns() - t0;
-		}
-		eng_write_end(o);
-	}
-	bool kstamp = o->stamp_kernel;
-	struct timespec fine = o->stamped;
-	eng_unlock();
-	if (kstamp && rc > 0)
-		eng_stamp_kernel(o, fine);
-	return rc;
+	return eng_write(h, NULL, 0, iov, cnt, len, off);
 }
 
 void eng_clear_setid(ckc_obj_t *o)
