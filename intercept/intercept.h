@@ -964,12 +964,12 @@ bool ckc_px_handed_over(long *r, ckc_vfd_t *v);
 #define CKC_PX_APPEND 2
 /* CKC_PX_AT_OFFSET writes at off even on an O_APPEND descriptor (RWF_NOAPPEND). */
 #define CKC_PX_AT_OFFSET 3
-ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos, int wr);
-/* The bytes the last ckc_px_vfd_iov of the thread moved before its
- * checkpoint went to its real file in the middle of the vector (it then
- * answered CKC_HANDED, its position past them): the caller moves the rest
+/* *done (where not NULL): the bytes moved before the checkpoint went to its
+ * real file in the middle of the vector (the call then answers
+ * CKC_HANDED, its position past them), for the caller to move the rest
  * there; 0 otherwise. */
-extern __thread size_t ckc_px_iov_done __attribute__((tls_model("initial-exec")));
+ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos, int wr,
+		       size_t *done);
 /* The checkpoint behind v goes to its real path and every descriptor of
  * it becomes a descriptor of the real file (a call the library cannot see
  * is about to use one): 0 or -errno. */

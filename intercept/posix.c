@@ -428,10 +428,9 @@ static size_t iov_run(const struct iovec *iov, int i, int cnt, size_t cap, size_
 	return k >= IOV_GATHER_MIN ? bytes : 0;
 }
 
-__thread size_t ckc_px_iov_done __attribute__((tls_model("initial-exec")));
-
 /* Scatter/gather over pread/pwrite; stops at the first short transfer. */
-ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos, int wr)
+ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos, int wr,
+		       size_t *done)
 {
 	ssize_t total = 0;
 
@@ -454,28 +453,32 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 	 * whole vector (a write's is the engine's: EFBIG) */
 	if (!wr && !use_pos && all > (uint64_t)INT64_MAX - (uint64_t)off)
 		return -EINVAL;
-	/* the buffer, where a run may be long enough and the cache holds the
-	 * checkpoint in memory */
+	/* where the cache holds the checkpoint in memory, the buffer of the
+	 * runs of small pieces; where it is written through, one call */
 	char *gbuf = NULL;
 	size_t gcap = small < IOV_GATHER_BUF ? small : IOV_GATHER_BUF;
-	if (nsmall >= IOV_GATHER_MIN && gcap > 0 && !ckc_sig_in_handler() && ckc_px_vfd_usable(v) == 0) {
+	bool mem = false;
+	if (cnt > 1 && ckc_px_vfd_usable(v) == 0) {
 		ckc_enter();
-		bool mem = ckc_handle_in_memory(v->h, wr != 0);
+		mem = ckc_handle_in_memory(v->h, wr != 0);
 		ckc_leave();
+	}
+	if (mem && nsmall >= IOV_GATHER_MIN && gcap > 0 && !ckc_sig_in_handler()) {
 		int saved = errno;
-		gbuf = mem ? malloc(gcap) : NULL;
+		gbuf = malloc(gcap);
 		errno = saved;
 	}
 	bool append = wr == CKC_PX_APPEND || (wr && wr != CKC_PX_AT_OFFSET && (v->flags & O_APPEND));
 	bool handed = false;
-	ckc_px_iov_done = 0;
+	if (done)
+		*done = 0;
 	if (use_pos || append) {
 		ckc_mutex_lock(&v->lock);
 		off = append ? (off_t)ckc_handle_size(v->h) : (off_t)v->pos;
 	}
 	/* a vector written through to the real file: one call of the kernel's
 	 * for all of it */
-	if (wr && !gbuf && cnt > 1 && all > 0 && all <= CKC_RW_MAX) {
+	if (wr && !mem && cnt > 1 && all > 0 && all <= CKC_RW_MAX) {
 		ssize_t r = vfd_pwritev(v, iov, cnt, all, off);
 		if (r != -EAGAIN) {
 			if (r > 0 && use_pos)
@@ -541,7 +544,8 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 		ckc_mutex_unlock(&v->lock);
 	}
 	if (handed) {
-		ckc_px_iov_done = (size_t)total;
+		if (done)
+			*done = (size_t)total;
 		total = CKC_HANDED;
 	}
 	if (gbuf) {
@@ -557,7 +561,7 @@ ssize_t ckc_px_vfd_pwrite(ckc_vfd_t *v, const void *buf, size_t n, off_t off)
 	if (!(v->flags & O_APPEND))
 		return ckc_vfd_pwrite(v, buf, n, off);
 	struct iovec one = { (void *)buf, n };
-	return ckc_px_vfd_iov(v, &one, 1, off, false, 1);
+	return ckc_px_vfd_iov(v, &one, 1, off, false, 1, NULL);
 }
 
 /* ---- open and close ------------------------------------------------- */

@@ -219,7 +219,7 @@ CKC_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)
 }
 
 /* After a vector's checkpoint went to its real file in its middle
- * (ckc_px_iov_done bytes moved before): the pieces past those bytes, in
+ * (done bytes moved before): the pieces past those bytes, in
  * a new array *rest, and their count; -1 where no memory is left. */
 static int iov_past(const struct iovec *iov, int cnt, size_t done, struct iovec **rest)
 {
@@ -248,7 +248,17 @@ static int iov_past(const struct iovec *iov, int cnt, size_t done, struct iovec 
  * hand-over, or the whole call ALL where none happened mid-vector; the
  * answer counts the bytes moved before it (a failure of the rest leaves
  * those, as the kernel answers a vector it moved in part). */
-#define IOV_AFTER_HAND(ALL, CALL)                                                         	do {                                                                              		size_t done = ckc_px_iov_done;                                            		ckc_px_iov_done = 0;                                                      		if (!done)                                                                			return ALL;                                                       		struct iovec *rest = NULL;                                                		int n = iov_past(iov, cnt, done, &rest);                                  		ssize_t more = n > 0 ? CALL : 0;                                          		free(rest);                                                               		errno = saved;                                                            		return (ssize_t)done + (more > 0 ? more : 0);                             	} while (0)
+#define IOV_AFTER_HAND(ALL, CALL)                                                         \
+	do {                                                                              \
+		if (!done)                                                                \
+			return ALL;                                                       \
+		struct iovec *rest = NULL;                                                \
+		int n = iov_past(iov, cnt, done, &rest);                                  \
+		ssize_t more = n > 0 ? CALL : 0;                                          \
+		free(rest);                                                               \
+		errno = saved;                                                            \
+		return (ssize_t)done + (more > 0 ? more : 0);                             \
+	} while (0)
 
 CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
@@ -258,7 +268,8 @@ CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 		return REAL(readv)(fd, iov, cnt);
 	}
 	int saved = errno;
-	long r = ckc_px_vfd_iov(v, iov, cnt, 0, true, false);
+	size_t done;
+	long r = ckc_px_vfd_iov(v, iov, cnt, 0, true, false, &done);
 	if (vfd_done(&r, v))
 		IOV_AFTER_HAND(REAL(readv)(fd, iov, cnt), REAL(readv)(fd, rest, n));
 	return ckc_result(r, saved);
@@ -272,7 +283,8 @@ CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 		return REAL(writev)(fd, iov, cnt);
 	}
 	int saved = errno;
-	long r = ckc_px_vfd_iov(v, iov, cnt, 0, true, true);
+	size_t done;
+	long r = ckc_px_vfd_iov(v, iov, cnt, 0, true, true, &done);
 	if (vfd_done(&r, v))
 		IOV_AFTER_HAND(REAL(writev)(fd, iov, cnt), REAL(writev)(fd, rest, n));
 	return ckc_result(r, saved);
@@ -287,7 +299,8 @@ CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 			return REAL(name)(fd, iov, cnt, off);                              \
 		}                                                                          \
 		int saved = errno;                                                         \
-		long r = ckc_px_vfd_iov(v, iov, cnt, off, false, wr);                      \
+		size_t done;                                                               \
+		long r = ckc_px_vfd_iov(v, iov, cnt, off, false, wr, &done);               \
 		if (vfd_done(&r, v))                                                       \
 			IOV_AFTER_HAND(REAL(name)(fd, iov, cnt, off),                      \
 				       REAL(name)(fd, rest, n, off + (off_t)done));        \
@@ -321,9 +334,11 @@ VFD_IOV_WRAPPER(pwritev64, true)
 			errno = EOPNOTSUPP;                                                \
 			return -1;                                                         \
 		}                                                                          \
+		size_t done;                                                               \
 		long r = ckc_px_vfd_iov(v, iov, cnt, off, off == -1,                       \
 					wr ? ((flags & RWF_APPEND) ? CKC_PX_APPEND :               \
-					      (flags & RWF_NOAPPEND_FLAG) ? CKC_PX_AT_OFFSET : 1) : 0); \
+					      (flags & RWF_NOAPPEND_FLAG) ? CKC_PX_AT_OFFSET : 1) : 0, \
+					&done);                                                    \
 		bool handed = ckc_px_handed_over(&r, v);                                   \
 		if (!handed && r > 0 && wr && (flags & (RWF_DSYNC | RWF_SYNC))) {          \
 			ckc_enter();                                                       \

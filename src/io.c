@@ -349,34 +349,32 @@ ssize_t ckc_io_pwrite_most(int fd, const void *buf, size_t len, off_t off)
 
 ssize_t ckc_io_pwritev_most(int fd, const struct iovec *iov, int cnt, off_t off)
 {
-	struct iovec rest[IOV_MAX];
-	size_t done = 0, want = 0;
+	size_t done = 0;
 	int at = 0;
 
 	CKC_IO_CHECK("pwritev");
 	if (cnt < 0 || cnt > IOV_MAX)
 		return -EINVAL;
-	for (int i = 0; i < cnt; i++)
-		want += iov[i].iov_len;
-	memcpy(rest, iov, (size_t)cnt * sizeof(*iov));
-	while (done < want) {
-		ssize_t n = ckc_io.pwritev(fd, rest + at, cnt - at, off + (off_t)done);
+	while (at < cnt) {
+		ssize_t n = ckc_io.pwritev(fd, iov + at, cnt - at, off + (off_t)done);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
-			if (n == 0)
-				errno = EIO;
-			return done > 0 ? (ssize_t)done : -errno;
-		}
+		if (n < 0 || (n == 0 && iov[at].iov_len > 0))
+			return done > 0 ? (ssize_t)done : n < 0 ? -errno : -EIO;
 		done += (size_t)n;
-		/* past the pieces written whole, into the one written in part */
-		while (at < cnt && (size_t)n >= rest[at].iov_len) {
-			n -= (ssize_t)rest[at].iov_len;
+		/* past the pieces written whole; the rest of one written in
+		 * part on its own, then on with the next */
+		while (at < cnt && (size_t)n >= iov[at].iov_len)
+			n -= (ssize_t)iov[at++].iov_len;
+		if (at < cnt && n > 0) {
+			size_t left = iov[at].iov_len - (size_t)n;
+			ssize_t m = ckc_io_pwrite_most(fd, (const char *)iov[at].iov_base + n, left, off + (off_t)done);
+			if (m < 0)
+				return (ssize_t)done;
+			done += (size_t)m;
+			if ((size_t)m < left)
+				return (ssize_t)done;
 			at++;
-		}
-		if (at < cnt) {
-			rest[at].iov_base = (char *)rest[at].iov_base + n;
-			rest[at].iov_len -= (size_t)n;
 		}
 	}
 	return (ssize_t)done;
