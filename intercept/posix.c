@@ -527,7 +527,7 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 		}
 		if (r < 0) {
 			/* gone to its real file after some pieces: the caller
-			 * moves the rest there (ckc_px_iov_done) */
+			 * moves the rest there (*done) */
 			handed = r == CKC_HANDED && total > 0;
 			if (total == 0)
 				total = r;

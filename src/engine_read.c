@@ -1074,7 +1074,7 @@ bool ckc_handle_in_memory(const ckc_handle_t *h, bool wr)
 	ckc_mutex_lock(&ckc_eng.lock);
 	int level = o->handed ? -1 : wr ? (h->writer ? o->wlevel : -1) : ckc_best_level(o);
 	bool mem = level >= 0 && level < ckc_eng.ntier - 1 && ckc_eng.tier[level].kind == TIER_HOST &&
-		   !(wr ? o->migrating : false);
+		   !(wr && o->migrating);
 	eng_unlock();
 	return mem;
 }

@@ -783,7 +783,8 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, const
 	eng_wait_idle(o, EB_MOVE);
 	/* a vector goes whole to the real file only (one moving into the
 	 * cache for its small writes takes the pieces one by one) */
-	if (iov && (o->wlevel != ckc_eng.ntier - 1 || promote_due(o)))
+	bool home = o->wlevel == ckc_eng.ntier - 1, due = home && promote_due(o);
+	if (iov && (!home || due))
 		return -EAGAIN;
 	if ((rc = eng_write_room(o, end)) != 0)
 		return rc;
@@ -792,7 +793,7 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, const
 	 * does on the real file's */
 	if ((o->mode & (S_ISUID | S_ISGID)) && geteuid() != 0)
 		eng_clear_setid(o);
-	if (o->wlevel == ckc_eng.ntier - 1 && promote_due(o) && eng_promote(o) == 0)
+	if (due && eng_promote(o) == 0)
 		return PW_AGAIN;
 	if (o->wlevel == ckc_eng.ntier - 1) {
 		int fd = o->home_fd;
