@@ -248,7 +248,13 @@ static int iov_past(const struct iovec *iov, int cnt, size_t done, struct iovec 
  * hand-over, or the whole call ALL where none happened mid-vector; the
  * answer counts the bytes moved before it (a failure of the rest leaves
  * those, as the kernel answers a vector it moved in part). */
-#define IOV_AFTER_HAND(ALL, CALL)                                                         \
+#define IOV_AFTER_HAND(ALL, CALL) IOV_AFTER_HAND_SYNC(ALL, CALL, NULL)
+
+/* The same, where the call asked for its bytes on disk (RWF_DSYNC,
+ * RWF_SYNC): the bytes the hand-over moved before the rest reached the real
+ * file without it, so sync (the real fdatasync or fsync) makes them so; its
+ * failure fails the call, as the kernel's own sync after a write does. */
+#define IOV_AFTER_HAND_SYNC(ALL, CALL, SYNC)                                              \
 	do {                                                                              \
 		if (!done)                                                                \
 			return ALL;                                                       \
@@ -256,6 +262,9 @@ static int iov_past(const struct iovec *iov, int cnt, size_t done, struct iovec 
 		int n = iov_past(iov, cnt, done, &rest);                                  \
 		ssize_t more = n > 0 ? CALL : 0;                                          \
 		free(rest);                                                               \
+		int (*sync_fn)(int) = (SYNC);                                             \
+		if (sync_fn && sync_fn(fd) != 0)                                          \
+			return -1;                                                        \
 		errno = saved;                                                            \
 		return (ssize_t)done + (more > 0 ? more : 0);                             \
 	} while (0)
@@ -349,8 +358,10 @@ VFD_IOV_WRAPPER(pwritev64, true)
 		}                                                                          \
 		ckc_vfd_put(v);                                                            \
 		if (handed)                                                                \
-			IOV_AFTER_HAND(REAL(name)(fd, iov, cnt, off, flags),               \
-				       REAL(name)(fd, rest, n, off == -1 ? -1 : off + (off_t)done, flags)); \
+			IOV_AFTER_HAND_SYNC(REAL(name)(fd, iov, cnt, off, flags),          \
+					    REAL(name)(fd, rest, n, off == -1 ? -1 : off + (off_t)done, flags), \
+					    !wr ? NULL : (flags & RWF_SYNC) ? REAL(fsync) :        \
+					    (flags & RWF_DSYNC) ? REAL(fdatasync) : NULL);         \
 		return ckc_result(r, saved);                                               \
 	}
 

@@ -2644,18 +2644,29 @@ case_add robust/inplace-slots-of-killed-writers inplace_slots_of_killed_writers
 # files are the program's, as without the library (the call answered the
 # pieces before the hand-over alone, and a program that does not retry a
 # short writev lost the rest).
+# $1: writev, or dsync (pwritev2 with RWF_DSYNC, under strace: the bytes
+# the hand-over moved before the rest are synced too)
 writev_handed_mid_vector() {
+	local mode=${1:-writev}
 	command -v unshare >/dev/null || note "no unshare here"
+	if [ "$mode" = dsync ]; then
+		command -v strace >/dev/null || note "strace is not installed"
+		under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
+	fi
 	mkdir -p small
 	plain unshare -m sh -c 'mount -t tmpfs -o size=60M tmpfs small' 2>/dev/null ||
 		note "cannot mount a tmpfs in a mount namespace here"
 	local side
 	for side in plain lib; do
 		plain unshare -m sh -c 'mount -t tmpfs -o size=60M tmpfs small || exit 9
-			[ "$4" = lib ] && export CKPTCACHE_PATHS="$1/small/*.bin" CKPTCACHE_STEP_ASIDE=off \
-				CKPTCACHE_TRACE="$1/trace.txt" LD_PRELOAD="$2"
-			"$3" -c "
-import hashlib, os
+			t=$1 py=$3 side=$4 mode=$5
+			[ "$side" = lib ] && export CKPTCACHE_PATHS="$t/small/*.bin" CKPTCACHE_STEP_ASIDE=off \
+				CKPTCACHE_TRACE="$t/trace.txt" LD_PRELOAD="$2"
+			shift 5
+			[ "$mode" = dsync ] && set -- strace -f -qq -o "$t/syncs_$side.txt" -e trace=pwritev2,fsync,fdatasync
+			"$@" "$py" -c "
+import hashlib, os, sys
+dsync = sys.argv[1] == \"dsync\"
 short = 0
 for k, mb in enumerate((6, 6, 40)):
     fd = os.open(f\"small/v{k}.bin\", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -2664,14 +2675,14 @@ for k, mb in enumerate((6, 6, 40)):
     while n < mb * 1000000:
         pieces = [bytes([(k + i + j) % 251]) * (20000 if j % 9 == 8 else 700 + (i * 7 + j * 13) % 1200) for j in range(64)]
         want = sum(len(p) for p in pieces)
-        got = os.writev(fd, pieces)
+        got = os.pwritev(fd, pieces, n, os.RWF_DSYNC) if dsync else os.writev(fd, pieces)
         short += got != want
         n += got
         i += 1
     os.close(fd)
     print(k, n, hashlib.sha256(open(f\"small/v{k}.bin\", \"rb\").read()).hexdigest())
 print(\"short\", short)
-" || exit 8' sh "$T" "$PRELOAD" "$PY" $side >out_$side.txt 2>err_$side.txt
+" "$mode" || exit 8' sh "$T" "$PRELOAD" "$PY" $side "$mode" >out_$side.txt 2>err_$side.txt
 		echo "rc $?" >>out_$side.txt
 	done
 	cat out_plain.txt out_lib.txt err_lib.txt
@@ -2679,6 +2690,18 @@ print(\"short\", short)
 	cmp -s out_plain.txt out_lib.txt ||
 		fail "writev with a hand-over:$(tr '\n' ' ' <out_plain.txt) without the library,$(tr '\n' ' ' <out_lib.txt) with it"
 	grep -q 'ckptcache: error' err_lib.txt && fail "an error message:$(first_error 'ckptcache: error')"
+	if [ "$mode" = dsync ]; then
+		# the checkpoint handed over in the middle of a vector: the
+		# bytes before it reached the real file without RWF_DSYNC
+		local handed
+		handed=$(grep -c handoff trace.txt)
+		# (a sync by the thread that wrote: the library's own threads
+		# sync the files they flush)
+		awk '$2 ~ /^pwritev2\(/ { w[$1] = 1 } $2 ~ /^f(data)?sync\(/ && w[$1] { s = 1 } END { exit !s }' \
+			syncs_lib.txt ||
+			fail "$handed hand-overs in the middle of pwritev2(RWF_DSYNC) calls and no sync of the bytes moved before them"
+	fi
 	return 0
 }
 case_add robust/writev-handed-mid-vector writev_handed_mid_vector
+case_add robust/pwritev2-dsync-handed-mid-vector writev_handed_mid_vector dsync
