@@ -152,7 +152,7 @@ static int seg_claim(ckc_peerseg_t *s, int slot)
 static int seg_try(ckc_peerseg_t *s, const char *job, int slot, uint64_t deadline)
 {
 	int rc;
-	s->fd = sys_open(s->path, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
+	s->fd = sys_open(s->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (s->fd < 0)
 		return -errno;
 	if (!seg_private(s->fd)) {
@@ -208,6 +208,39 @@ int ckc_peerseg_open(ckc_peerseg_t *s, const char *path, const char *job, int sl
 	}
 }
 
+static bool seg_file_has_live_owner(int fd);
+
+/* How long the last one out waits for a lock that no process on the board
+ * holds: a leaver that let its entry go just before and has not closed yet
+ * (two processes leaving at once each saw the other's lock), another job's
+ * sweep looking at it. */
+#define SEG_LAST_WAIT_NS 50000000ull
+
+/* The last one out (its own descriptor closed): removes path once no other
+ * descriptor locks it, unless a live process is on its board again (a
+ * joiner); 1 where it removed it. */
+static int seg_remove_when_free(const char *path)
+{
+	uint64_t deadline = ckc_now_ns() + SEG_LAST_WAIT_NS;
+	for (;;) {
+		int fd = sys_open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+		if (fd < 0)
+			return 0; /* removed meanwhile, by whoever held it */
+		int rc = -1;
+		if (!seg_private(fd) || seg_file_has_live_owner(fd))
+			rc = 0;
+		else if (sys_flock(fd, LOCK_EX | LOCK_NB) == 0)
+			rc = seg_same(path, fd) && !seg_file_has_live_owner(fd) && sys_unlink(path) == 0;
+		else if (errno != EWOULDBLOCK || ckc_now_ns() > deadline)
+			rc = 0;
+		sys_close(fd);
+		if (rc >= 0)
+			return rc;
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
 int ckc_peerseg_close(ckc_peerseg_t *s)
 {
 	int removed = 0;
@@ -215,12 +248,18 @@ int ckc_peerseg_close(ckc_peerseg_t *s)
 		return 0;
 	if (s->board && s->slot >= 0)
 		peerboard_release(s->board, s->slot, s->pid);
+	bool others = s->board && seg_has_live_owner(s->board);
 	seg_unmap(s);
 	/* alone: nobody else holds it, nobody can be joining it unseen (a
 	 * joiner that opened it checks the path after its lock) */
-	if (sys_flock(s->fd, LOCK_EX | LOCK_NB) == 0 && seg_same(s->path, s->fd))
+	bool alone = sys_flock(s->fd, LOCK_EX | LOCK_NB) == 0;
+	if (alone && seg_same(s->path, s->fd))
 		removed = sys_unlink(s->path) == 0;
 	sys_close(s->fd);
+	/* the board names nobody else, yet a lock was held: the last one
+	 * out waits (a bounded while) for that holder to go */
+	if (!alone && !others)
+		removed = seg_remove_when_free(s->path);
 	s->fd = -1;
 	s->slot = -1;
 	return removed;

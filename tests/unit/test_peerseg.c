@@ -7,6 +7,7 @@
  * that nobody holds. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -244,5 +245,40 @@ Test(peerseg, the_sweep_keeps_a_segment_whose_joiner_is_between_locks, .init = s
 	cr_expect(exists(path), "a segment a live process is joining was removed");
 	cr_assert_eq(flock(s.fd, LOCK_SH), 0);
 	cr_expect_eq(ckc_peerseg_close(&s), 1);
+	cr_expect(!exists(path));
+}
+
+/* The last one out meets a lock that nobody on the board holds: a leaver
+ * that let its entry go and has not closed its descriptor yet (two
+ * processes leaving at once), or a sweep's look. It removes the segment
+ * once that lock goes, and leaves it to a process that is on the board. */
+static void *close_later(void *arg)
+{
+	usleep(20000);
+	close(*(int *)arg);
+	return NULL;
+}
+
+Test(peerseg, the_last_out_removes_it_after_a_lock_nobody_on_the_board_holds, .init = setup,
+     .fini = teardown)
+{
+	ckc_peerseg_t s, other;
+
+	cr_assert_eq(ckc_peerseg_open(&s, path, "slurm7.0", 0, 1.0), 0);
+	int fd = open(path, O_RDWR);
+	cr_assert(fd >= 0);
+	cr_assert_eq(flock(fd, LOCK_SH), 0);
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, close_later, &fd), 0);
+	cr_expect_eq(ckc_peerseg_close(&s), 1, "the last out did not remove it");
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_expect(!exists(path), "left after the last one out");
+
+	/* a process on the board keeps it, whatever the leaver waits for */
+	cr_assert_eq(ckc_peerseg_open(&s, path, "slurm7.0", 0, 1.0), 0);
+	cr_assert_eq(ckc_peerseg_open(&other, path, "slurm7.0", 1, 1.0), 0);
+	cr_expect_eq(ckc_peerseg_close(&s), 0);
+	cr_expect(exists(path), "removed while another process is on its board");
+	cr_expect_eq(ckc_peerseg_close(&other), 1);
 	cr_expect(!exists(path));
 }
