@@ -239,7 +239,7 @@ static void dir_removed(const char *dir)
 CKC_WARM_PATH CKC_EXPORT DIR *opendir(const char *name)
 {
 	owed_first(name);
-	DIR *d = REAL(opendir)(name);
+	DIR *d = CKC_FD_NUM(REAL(opendir)(name));
 	if (!d)
 		(void)ckc_enoent_checked(AT_FDCWD, name, -1);
 	else

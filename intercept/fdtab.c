@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -43,11 +44,18 @@ static _Atomic uint64_t fd_table_ns;
 
 ssize_t ckc_px_read_file(const char *path, char *buf, size_t size)
 {
+	ckc_fd_quiet_begin();
 	int fd = REAL(openat)(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	ssize_t n = -1;
+	if (fd >= 0) {
+		n = REAL(read)(fd, buf, size - 1);
+		REAL(close)(fd);
+	}
+	int e = errno;
+	ckc_fd_quiet_end();
+	errno = e;
 	if (fd < 0)
 		return -1;
-	ssize_t n = REAL(read)(fd, buf, size - 1);
-	REAL(close)(fd);
 	buf[n > 0 ? n : 0] = '\0';
 	return n;
 }
@@ -87,13 +95,55 @@ static bool fd_table(long *slots, long *threads)
 static ckc_rwlock_t own_open_rw = CKC_RWLOCK_INIT(FD_OPEN);
 CKC_LOCKS_AT_START(own_open, ckc_locks_add_rw, &own_open_rw)
 
+_Atomic int ckc_fd_prog_taking, ckc_fd_own_taking;
+
+/* The bounds of the waits (intercept.h): the program's for a file of the
+ * library's (an open and a move take microseconds on a file system that
+ * answers), the library's for the program's calls under way. */
+#define FD_NUM_PROG_WAIT_NS 100000000ull
+#define FD_NUM_OWN_WAIT_NS 2000000ull
+
+void ckc_fd_num_wait(void)
+{
+	int saved = errno;
+	uint64_t deadline = ckc_now_ns() + FD_NUM_PROG_WAIT_NS;
+	while (atomic_load(&ckc_fd_own_taking) != 0) {
+		atomic_fetch_sub(&ckc_fd_prog_taking, 1);
+		while (atomic_load(&ckc_fd_own_taking) != 0 && ckc_now_ns() < deadline)
+			sched_yield();
+		atomic_fetch_add(&ckc_fd_prog_taking, 1);
+		if (ckc_now_ns() >= deadline)
+			break;
+	}
+	errno = saved;
+}
+
+void ckc_fd_quiet_begin(void)
+{
+	atomic_fetch_add(&ckc_fd_own_taking, 1);
+	if (atomic_load(&ckc_fd_prog_taking) == 0)
+		return;
+	int saved = errno;
+	uint64_t deadline = ckc_now_ns() + FD_NUM_OWN_WAIT_NS;
+	while (atomic_load(&ckc_fd_prog_taking) != 0 && ckc_now_ns() < deadline)
+		sched_yield();
+	errno = saved;
+}
+
+void ckc_fd_quiet_end(void)
+{
+	atomic_fetch_sub(&ckc_fd_own_taking, 1);
+}
+
 void ckc_fd_own_begin(void)
 {
 	ckc_rw_rdlock(&own_open_rw);
+	ckc_fd_quiet_begin();
 }
 
 void ckc_fd_own_end(void)
 {
+	ckc_fd_quiet_end();
 	ckc_rw_unlock(&own_open_rw);
 }
 
@@ -677,10 +727,13 @@ static int ph_base_get(void)
 	int b = atomic_load(&ph_base);
 	if (b >= 0)
 		return b;
+	ckc_fd_quiet_begin();
 	int nb = ph_inode_open(O_CLOEXEC);
+	if (nb >= 0)
+		nb = ckc_fd_above(nb, PH_BASE_FLOOR);
+	ckc_fd_quiet_end();
 	if (nb < 0)
 		return -1;
-	nb = ckc_fd_above(nb, PH_BASE_FLOOR);
 	if (atomic_compare_exchange_strong(&ph_base, &b, nb)) {
 		if (ckc_small_t0 && (size_t)nb < ckc_vfd_cap) {
 			small_reach(nb);
@@ -747,7 +800,7 @@ int ckc_placeholder(int oflags)
 		return -ENOSYS;
 	int b = ph_base_get();
 	if (b >= 0) {
-		int fd = rf(b, (oflags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+		int fd = CKC_FD_NUM(rf(b, (oflags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0));
 		if (fd < 0 && errno != EBADF)
 			return -errno; /* EMFILE: the table is full, the base stays */
 		if (fd >= 0) {
@@ -763,7 +816,7 @@ int ckc_placeholder(int oflags)
 		}
 		ph_forget(b);
 	}
-	return ph_inode_open(oflags);
+	return CKC_FD_NUM(ph_inode_open(oflags));
 }
 
 /* ---- switching to the real file ---------------------------------------- */
@@ -798,8 +851,14 @@ int ckc_vfd_switch(ckc_vfd_t *v)
 	/* the real file's descriptor that holds v's locks, if any, becomes
 	 * the program's: its locks stay with its numbers */
 	int real = ckc_lock_switch_fd(v);
-	if (real < 0)
+	if (real < 0) {
+		/* (above the program's numbers until it is dup'd onto them) */
+		ckc_fd_quiet_begin();
 		real = vfd_open_real(v);
+		if (real >= 0)
+			real = ckc_fd_above(real, PH_BASE_FLOOR);
+		ckc_fd_quiet_end();
+	}
 	if (real < 0) {
 		rc = real;
 		ckc_error("checkpoint %s went to its real file, which cannot be opened again for its "

@@ -6,12 +6,15 @@
  * cache. */
 #include "config.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "intercept.h"
@@ -29,7 +32,7 @@ atomic_bool ckc_inplace_ever;
  * file the cache's threads opened meanwhile), when the limit allows and,
  * in a process with more than one thread, the descriptor table is that
  * large already (ckc_fd_above). */
-#define ENGINE_FD_FLOOR 512
+#define ENGINE_FD_FLOOR CKC_FD_OWN_FLOOR
 
 static int icpt_open(const char *path, int flags, mode_t mode)
 {
@@ -53,6 +56,92 @@ static int icpt_close(int fd)
 	return REAL(close)(fd);
 }
 
+/* The engine's other descriptors, as its files: above the program's
+ * numbers, never for a moment at one of them (intercept.h). */
+static int icpt_own_fd(int fd)
+{
+	if (fd >= 0) {
+		fd = ckc_fd_above(fd, ENGINE_FD_FLOOR);
+		ckc_fd_mine_set(fd, true);
+	}
+	int e = errno;
+	ckc_fd_own_end();
+	errno = e;
+	return fd;
+}
+
+static int icpt_socket(int d, int t, int p)
+{
+	ckc_fd_own_begin();
+	return icpt_own_fd(REAL(socket)(d, t | SOCK_CLOEXEC, p));
+}
+
+static int icpt_accept4(int s, struct sockaddr *a, socklen_t *n, int fl)
+{
+	ckc_fd_own_begin();
+	return icpt_own_fd(REAL(accept4)(s, a, n, fl | SOCK_CLOEXEC));
+}
+
+static int icpt_eventfd(unsigned int v, int fl)
+{
+	ckc_fd_own_begin();
+	return icpt_own_fd(REAL(eventfd)(v, fl | EFD_CLOEXEC));
+}
+
+static DIR *icpt_opendir(const char *path)
+{
+	int fd = icpt_open(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK, 0);
+	if (fd < 0)
+		return NULL;
+	DIR *d = REAL(fdopendir)(fd);
+	if (!d) {
+		int e = errno;
+		icpt_close(fd);
+		errno = e;
+	}
+	return d;
+}
+
+/* The engine's streams (/proc files, its state files), on its files. */
+static FILE *icpt_fopen(const char *path, const char *mode)
+{
+	int flags;
+	switch (mode[0]) {
+	case 'r': flags = O_RDONLY; break;
+	case 'w': flags = O_WRONLY | O_CREAT | O_TRUNC; break;
+	case 'a': flags = O_WRONLY | O_CREAT | O_APPEND; break;
+	default: errno = EINVAL; return NULL;
+	}
+	for (const char *m = mode + 1; *m; m++) {
+		if (*m == '+')
+			flags = (flags & ~O_ACCMODE) | O_RDWR;
+		else if (*m == 'x')
+			flags |= O_EXCL;
+	}
+	int fd = icpt_open(path, flags, 0666);
+	if (fd < 0)
+		return NULL;
+	FILE *f = REAL(fdopen)(fd, mode);
+	if (!f) {
+		int e = errno;
+		icpt_close(fd);
+		errno = e;
+	}
+	return f;
+}
+
+static int icpt_fclose(FILE *f)
+{
+	ckc_fd_mine_set(fileno(f), false);
+	return REAL(fclose)(f);
+}
+
+static int icpt_closedir(DIR *d)
+{
+	ckc_fd_mine_set(dirfd(d), false);
+	return REAL(closedir)(d);
+}
+
 /* The engine's table of real functions, resolved in full before any of
  * its threads runs (a missing function is a stub that fails with ENOSYS);
  * its files are opened above the program's numbers. */
@@ -64,6 +153,13 @@ static void icpt_route_engine_io(void)
 	ckc_mem_own_alloc();
 	ckc_io.open = icpt_open;
 	ckc_io.close = icpt_close;
+	ckc_io.fopen = icpt_fopen;
+	ckc_io.fclose = icpt_fclose;
+	ckc_io.opendir = icpt_opendir;
+	ckc_io.closedir = icpt_closedir;
+	ckc_io.socket = icpt_socket;
+	ckc_io.accept4 = icpt_accept4;
+	ckc_io.eventfd = icpt_eventfd;
 }
 
 /* Whether this fork is made by the process's only thread, which has never

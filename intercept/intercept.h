@@ -683,10 +683,52 @@ int ckc_fd_mine_next(unsigned from, unsigned last);
  * would grow the table of a process with more than one thread; fd itself
  * if it cannot be moved. errno is kept. */
 int ckc_fd_above(int fd, int floor);
+/* The floor of the library's own files (programs, shells above all, pick
+ * the numbers below as they please). */
+#define CKC_FD_OWN_FLOOR 512
 /* Around the library's opening of a file of its own and its move above
- * the program's numbers: a fork waits until the file is where it goes. */
+ * the program's numbers: a fork waits until the file is where it goes,
+ * and so does a call of the program's that takes the lowest free number
+ * (ckc_fd_quiet_begin). */
 void ckc_fd_own_begin(void);
 void ckc_fd_own_end(void);
+/* The kernel gives a new descriptor the lowest free number, and programs
+ * count on it (close(1) then open: the new file is the standard output;
+ * the next open after a close of 3 gets 3). A file of the library's that
+ * has its low number for a moment (opened, then moved above the program's
+ * numbers; a folder looked at and closed), in one of its threads or while
+ * another thread of the program is in the library, would take the number
+ * the program's call was given without the library, and the program's
+ * bytes would go to the library's file or the library's to the program's.
+ * So the two never overlap: the program's calls that take a number
+ * (ckc_fd_num_begin/end: open, dup, opendir, pipe, socket...) wait while
+ * the library has such a file (ckc_fd_quiet_begin/end), and the library
+ * waits for those under way. Each wait is bounded (a program's open of a
+ * FIFO blocks until a writer comes, a dead file server blocks the
+ * library's), after which it goes on: the kernel gives the number as the
+ * call starts, so one that blocks that long has its number already. */
+extern _Atomic int ckc_fd_prog_taking, ckc_fd_own_taking;
+void ckc_fd_num_wait(void);
+static inline void ckc_fd_num_begin(void)
+{
+	atomic_fetch_add(&ckc_fd_prog_taking, 1);
+	if (__builtin_expect(atomic_load(&ckc_fd_own_taking) != 0, 0))
+		ckc_fd_num_wait();
+}
+static inline void ckc_fd_num_end(void)
+{
+	atomic_fetch_sub(&ckc_fd_prog_taking, 1);
+}
+/* The program's call expr, which takes the lowest free number. */
+#define CKC_FD_NUM(expr)                                         \
+	({                                                       \
+		ckc_fd_num_begin();                              \
+		__typeof__(expr) ckc_fd_num_r_ = (expr);         \
+		ckc_fd_num_end();                                \
+		ckc_fd_num_r_;                                   \
+	})
+void ckc_fd_quiet_begin(void);
+void ckc_fd_quiet_end(void);
 /* The times ckc_fd_above read the process's descriptor table's size. */
 extern atomic_ulong ckc_fd_table_reads;
 ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path);

@@ -106,13 +106,18 @@ static int lock_fd(ckc_vfd_t *v)
 	if (!ro)
 		return -ENOSYS;
 	bool real = true;
+	/* (kept above the program's numbers while v holds locks) */
+	ckc_fd_quiet_begin();
 	fd = ro(v->path, (v->flags & O_ACCMODE) | O_CLOEXEC | O_NOCTTY);
-	fd = fd < 0 ? -errno : fd;
+	fd = fd < 0 ? -errno : ckc_fd_above(fd, CKC_FD_OWN_FLOOR);
 	ckc_mutex_lock(&lockdir_mu);
 	if (fd == -ENOENT) {
 		real = false;
 		fd = lockfile_open(v->path);
+		if (fd >= 0)
+			fd = ckc_fd_above(fd, CKC_FD_OWN_FLOOR);
 	}
+	ckc_fd_quiet_end();
 	int have = atomic_load(&v->lock_fd);
 	if (fd >= 0 && have < 0) {
 		v->lock_real = real; /* (before the descriptor is there to be seen) */
@@ -211,7 +216,11 @@ static void locks_sweep_stale(void)
 	char dir[PATH_MAX];
 	if (lock_dir(dir, sizeof(dir)) != 0 || !REAL(fstatat) || !REAL(unlinkat))
 		return;
+	ckc_fd_quiet_begin();
 	int dfd = REAL(open)(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (dfd >= 0)
+		dfd = ckc_fd_above(dfd, CKC_FD_OWN_FLOOR);
+	ckc_fd_quiet_end();
 	if (dfd < 0)
 		return;
 	struct timespec now;
@@ -230,12 +239,15 @@ static void locks_sweep_stale(void)
 			if (REAL(fstatat)(dfd, d->name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
 			    now.tv_sec - st.st_mtime < LOCKS_STALE_S)
 				continue;
+			ckc_fd_quiet_begin();
 			int fd = REAL(openat)(dfd, d->name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-			if (fd < 0)
-				continue;
-			if (REAL(flock)(fd, LOCK_EX | LOCK_NB) == 0 && lock_fd_current_at(fd, dfd, d->name, AT_SYMLINK_NOFOLLOW))
-				(void)REAL(unlinkat)(dfd, d->name, 0);
-			REAL(close)(fd);
+			if (fd >= 0) {
+				if (REAL(flock)(fd, LOCK_EX | LOCK_NB) == 0 &&
+				    lock_fd_current_at(fd, dfd, d->name, AT_SYMLINK_NOFOLLOW))
+					(void)REAL(unlinkat)(dfd, d->name, 0);
+				REAL(close)(fd);
+			}
+			ckc_fd_quiet_end();
 		}
 	}
 	REAL(close)(dfd);
@@ -252,12 +264,14 @@ void ckc_locks_sweep(void)
 	for (unsigned k = 0; k < locks_nused; k++) {
 		if (lockfile_name(locks_used[k], path, sizeof(path)) != 0)
 			break;
+		ckc_fd_quiet_begin();
 		int fd = REAL(open)(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0)
-			continue;
-		if (REAL(flock)(fd, LOCK_EX | LOCK_NB) == 0 && lock_fd_current(fd, path))
-			(void)REAL(unlink)(path);
-		REAL(close)(fd);
+		if (fd >= 0) {
+			if (REAL(flock)(fd, LOCK_EX | LOCK_NB) == 0 && lock_fd_current(fd, path))
+				(void)REAL(unlink)(path);
+			REAL(close)(fd);
+		}
+		ckc_fd_quiet_end();
 	}
 	locks_nused = 0;
 	ckc_mutex_unlock(&lockdir_mu);

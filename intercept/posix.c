@@ -1199,10 +1199,21 @@ static inline int open_seen(int dirfd, const char *path, int flags, int fd)
 	return fd;
 }
 
+/* The real openat, as a call of the program's that takes the lowest free
+ * number (intercept.h); mode is always given. */
+static int num_openat(int dirfd, const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = (mode_t)va_arg(ap, int);
+	va_end(ap);
+	return CKC_FD_NUM(REAL(openat)(dirfd, path, flags, mode));
+}
+
 CKC_TAGGED_PATH static int open_common(int dirfd, const char *path, int flags, mode_t mode)
 {
 	int saved = errno;
-	int (*ro)(int, const char *, int, ...) = REAL(openat);
+	int (*ro)(int, const char *, int, ...) = REAL(openat) ? num_openat : NULL;
 	int fd;
 	/* a folder (a walker's open: find, du, tar, os.walk): no checkpoint is
 	 * one, so the real open answers first, without a look at the path;
@@ -1249,7 +1260,7 @@ opened:
 CKC_TAGGED_PATH __attribute__((noinline)) static int open_look(int dirfd, const char *path, int flags, mode_t mode, int look, int saved)
 {
 	char canon[PATH_MAX];
-	int (*ro)(int, const char *, int, ...) = REAL(openat);
+	int (*ro)(int, const char *, int, ...) = REAL(openat) ? num_openat : NULL;
 	int fd;
 	uint64_t t0 = 0;
 	bool timed = false, links = false, first = false;

@@ -68,13 +68,13 @@ static int dup_fixup(ckc_vfd_t *v, int oldfd, int newfd)
 CKC_EXPORT int dup(int fd)
 {
 	if (!ckc_vfd_get(fd)) {
-		int r = REAL(dup)(fd);
+		int r = CKC_FD_NUM(REAL(dup)(fd));
 		ckc_vfd_unseen(r);
 		(void)ckc_small_take(r);
 		ckc_passed_dup(fd, r);
 		return ckc_tag_dup(fd, r);
 	}
-	int r = REAL(dup)(fd);
+	int r = CKC_FD_NUM(REAL(dup)(fd));
 	ckc_vfd_t *v = ckc_vfd_held(fd);
 	r = dup_fixup(v, fd, r);
 	ckc_vfd_drop(v);
@@ -139,22 +139,22 @@ static int made_two(int rc, const int fds[2])
 
 CKC_EXPORT int pipe(int fds[2])
 {
-	return made_two(REAL(pipe)(fds), fds);
+	return made_two(CKC_FD_NUM(REAL(pipe)(fds)), fds);
 }
 
 CKC_EXPORT int pipe2(int fds[2], int flags)
 {
-	return made_two(REAL(pipe2)(fds, flags), fds);
+	return made_two(CKC_FD_NUM(REAL(pipe2)(fds, flags)), fds);
 }
 
 CKC_EXPORT int socketpair(int domain, int type, int proto, int fds[2])
 {
-	return made_two(REAL(socketpair)(domain, type, proto, fds), fds);
+	return made_two(CKC_FD_NUM(REAL(socketpair)(domain, type, proto, fds)), fds);
 }
 
 CKC_EXPORT int socket(int domain, int type, int proto)
 {
-	return made_one(REAL(socket)(domain, type, proto));
+	return made_one(CKC_FD_NUM(REAL(socket)(domain, type, proto)));
 }
 
 CKC_EXPORT int accept(int s, struct sockaddr *a, socklen_t *n)
@@ -169,12 +169,12 @@ CKC_EXPORT int accept4(int s, struct sockaddr *a, socklen_t *n, int flags)
 
 CKC_EXPORT int eventfd(unsigned int v, int flags)
 {
-	return made_one(REAL(eventfd)(v, flags));
+	return made_one(CKC_FD_NUM(REAL(eventfd)(v, flags)));
 }
 
 CKC_EXPORT int memfd_create(const char *name, unsigned int flags)
 {
-	return made_one(REAL(memfd_create)(name, flags));
+	return made_one(CKC_FD_NUM(REAL(memfd_create)(name, flags)));
 }
 
 /* The kernel's O_LARGEFILE, which F_GETFL shows for a 64-bit process's
@@ -209,8 +209,13 @@ CKC_WARM_PATH static int fcntl_common(int (*rf)(int, int, ...), bool kernel, int
 	}
 	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v) {
+		bool num = cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC;
+		if (num)
+			ckc_fd_num_begin();
 		int r = kernel && fcntl_plain(cmd) ? (int)ckc_syscall6(SYS_fcntl, fd, cmd, (long)arg, 0, 0, 0)
 						   : rf(fd, cmd, arg);
+		if (num)
+			ckc_fd_num_end();
 		if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)
 			return r;
 		ckc_vfd_unseen(r);
@@ -230,7 +235,7 @@ static int fcntl_tagged(ckc_vfd_t *v, int (*rf)(int, int, ...), int fd, int cmd,
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC: {
 		/* (the number's descriptor after the dup, as dup takes it) */
-		int r = rf(fd, cmd, arg);
+		int r = CKC_FD_NUM(rf(fd, cmd, arg));
 		ckc_vfd_t *now = ckc_vfd_held(fd);
 		r = dup_fixup(now, fd, r);
 		ckc_vfd_drop(now);
@@ -1047,7 +1052,15 @@ struct copy_out {
  * piece never exceeds what it holds, so writing into it never waits. */
 static int copy_out_pipe(struct copy_out *o, size_t *piece)
 {
-	if (made_two(REAL(pipe2) ? REAL(pipe2)(o->pipe, O_CLOEXEC) : -1, o->pipe) != 0) {
+	/* the library's, above the program's numbers (intercept.h) */
+	ckc_fd_quiet_begin();
+	int rc = made_two(REAL(pipe2) ? REAL(pipe2)(o->pipe, O_CLOEXEC) : -1, o->pipe);
+	if (rc == 0) {
+		o->pipe[0] = ckc_fd_above(o->pipe[0], CKC_FD_OWN_FLOOR);
+		o->pipe[1] = ckc_fd_above(o->pipe[1], CKC_FD_OWN_FLOOR);
+	}
+	ckc_fd_quiet_end();
+	if (rc != 0) {
 		o->pipe[0] = o->pipe[1] = -1;
 		return -1;
 	}

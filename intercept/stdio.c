@@ -464,7 +464,7 @@ __attribute__((noinline)) static FILE *fopen_look(const char *path, const char *
 		errno = saved; /* the cache's looks may have set it */
 		if (fd == CKC_PASS_TIMED) {
 			/* timed to its fclose */
-			FILE *f = real(path, mode);
+			FILE *f = CKC_FD_NUM(real(path, mode));
 			if (f)
 				ckc_small_opened(f->_fileno, t0);
 			ckc_thread_stream(f);
@@ -481,7 +481,7 @@ __attribute__((noinline)) static FILE *fopen_look(const char *path, const char *
 	ckc_px_procfd_open(path);
 	/* written at its real file: announced as open_common's are */
 	uint64_t inplace = tagged && !first && (flags & O_ACCMODE) != O_RDONLY ? ckc_node_inplace_begin(canon, true) : 0;
-	FILE *f = real(path, mode);
+	FILE *f = CKC_FD_NUM(real(path, mode));
 	if (inplace)
 		ckc_node_inplace_opened(inplace, f ? f->_fileno : -1);
 	if (first)
@@ -501,7 +501,7 @@ __attribute__((noinline)) static FILE *fopen_look(const char *path, const char *
 			return NULL;
 		}
 		errno = saved;
-		f = real(path, mode);
+		f = CKC_FD_NUM(real(path, mode));
 	}
 	return stdio_opened_real(f, path, tagged ? canon : NULL);
 }
@@ -513,7 +513,7 @@ CKC_WARM_PATH static FILE *fopen_common(const char *path, const char *mode, FILE
 	if (!mode || ckc_tag_name_look(path) != CKC_NAME_UNTAGGED)
 		return fopen_look(path, mode, real);
 	ckc_px_procfd_open(path);
-	return stdio_opened_real(real(path, mode), path, NULL);
+	return stdio_opened_real(CKC_FD_NUM(real(path, mode)), path, NULL);
 }
 
 CKC_WARM_PATH CKC_EXPORT FILE *fopen(const char *path, const char *mode)
@@ -590,14 +590,14 @@ static FILE *freopen_cookie(const char *path, const char *mode, FILE *stream,
 		fd = ckc_open_tagged(canon, flags, 0666, NULL);
 	bool links = fd == CKC_PASS_LINKS, first = fd == CKC_PASS_FIRST;
 	if (fd == CKC_PASS || fd == CKC_PASS_TIMED || links || first) {
-		fd = REAL(openat)(AT_FDCWD, path, flags, 0666);
+		fd = CKC_FD_NUM(REAL(openat)(AT_FDCWD, path, flags, 0666));
 		if (first)
 			ckc_first_write_done(fd >= 0);
 		if (fd < 0 && links && errno == ENOENT) {
 			fd = ckc_open_linked(canon, flags);
 			if (fd == CKC_PASS) {
 				errno = saved;
-				fd = REAL(openat)(AT_FDCWD, path, flags, 0666);
+				fd = CKC_FD_NUM(REAL(openat)(AT_FDCWD, path, flags, 0666));
 			} else if (fd < 0) {
 				errno = -fd;
 				fd = -1;

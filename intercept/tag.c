@@ -530,14 +530,19 @@ static int link_folder(const char *dir, char real[PATH_MAX])
 		strcpy(real, c->real);
 		return 0;
 	}
+	ckc_fd_quiet_begin();
 	int fd = REAL(open)(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		int e = errno;
+		ckc_fd_quiet_end();
+		return -e;
+	}
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/thread-self/fd/%d", fd);
 	ssize_t k = readlink(proc, real, PATH_MAX - 1);
 	int rc = k > 0 && real[0] == '/' ? 0 : -ENOENT;
 	REAL(close)(fd);
+	ckc_fd_quiet_end();
 	if (rc)
 		return rc;
 	real[k] = '\0';

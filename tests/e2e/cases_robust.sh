@@ -2705,3 +2705,67 @@ print(\"short\", short)
 }
 case_add robust/writev-handed-mid-vector writev_handed_mid_vector
 case_add robust/pwritev2-dsync-handed-mid-vector writev_handed_mid_vector dsync
+
+# The kernel gives a new descriptor the lowest free number, and programs
+# count on it: close(1) then open of a log makes the log the standard
+# output; an open after the close of 3 gets 3. The program writes
+# checkpoints (the cache's threads open files of their own meanwhile:
+# temporary files, /proc looks) and between them redirects its output so a
+# few hundred times and opens /dev/null; every number is the one it has
+# without the library, every line reaches the log, every checkpoint holds
+# its last version at its real path.
+fd_lowest_number() {
+	cat >low.c <<'C'
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+int main(int c, char **v)
+{
+	static char buf[1 << 20];
+	char p[4096], log[4096];
+	int other = 0, notone = 0, lines = 0;
+	snprintf(log, sizeof(log), "%s", v[2]);
+	for (int k = 0; k < 120; k++) {
+		snprintf(p, sizeof(p), "%s/ckpt_%d.bin", v[1], k % 8);
+		memset(buf, k, sizeof(buf));
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf) || close(fd))
+			return 3;
+		for (int i = 0; i < 150; i++) {
+			close(1);
+			int n = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+			notone += n != 1;
+			if (write(1, "line\n", 5) == 5)
+				lines++;
+			if (n != 1 && n >= 0)
+				close(n);
+			int z = open("/dev/null", O_RDONLY);
+			other += z != 3;
+			if (z >= 0)
+				close(z);
+		}
+	}
+	close(1);
+	fprintf(stderr, "open after close(1) not 1: %d; /dev/null not at 3: %d; lines written: %d\n", notone, other,
+		lines);
+	return 0;
+}
+C
+	gcc -O2 -o low low.c || fail "the program did not compile"
+	mkdir -p plainrun
+	# (standard input, output and error open, 3 free: as the program expects)
+	plain ./low plainrun plainrun.log 2>want.txt </dev/null || fail "the program without the library"
+	ck -- ./low ck ck.log 2>got.txt </dev/null || fail "the program with the library$(last_error)"
+	grep -v ckptcache: got.txt >got_prog.txt
+	outputs_match want.txt got_prog.txt
+	grep -q 'ckptcache: error' got.txt && fail "an error message:$(grep -m1 'ckptcache: error' got.txt)"
+	[ "$(wc -l <ck.log)" = "$(wc -l <plainrun.log)" ] ||
+		fail "the log holds $(wc -l <ck.log) lines with the library, $(wc -l <plainrun.log) without"
+	local f
+	for f in plainrun/ckpt_*.bin; do
+		same "$f" "ck/${f##*/}" "${f##*/}"
+	done
+	return 0
+}
+case_add robust/fd-lowest-number fd_lowest_number
