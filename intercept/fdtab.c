@@ -103,8 +103,15 @@ _Atomic int ckc_fd_prog_taking, ckc_fd_own_taking;
 #define FD_NUM_PROG_WAIT_NS 100000000ull
 #define FD_NUM_OWN_WAIT_NS 2000000ull
 
+/* The library's sections of this thread: a call of the program's that it
+ * makes in one (a signal handler's, a wrapper the library calls) does not
+ * wait for it. */
+static __thread unsigned fd_own_depth;
+
 void ckc_fd_num_wait(void)
 {
+	if (fd_own_depth)
+		return;
 	int saved = errno;
 	uint64_t deadline = ckc_now_ns() + FD_NUM_PROG_WAIT_NS;
 	while (atomic_load(&ckc_fd_own_taking) != 0) {
@@ -120,6 +127,7 @@ void ckc_fd_num_wait(void)
 
 void ckc_fd_quiet_begin(void)
 {
+	fd_own_depth++;
 	atomic_fetch_add(&ckc_fd_own_taking, 1);
 	if (atomic_load(&ckc_fd_prog_taking) == 0)
 		return;
@@ -133,6 +141,7 @@ void ckc_fd_quiet_begin(void)
 void ckc_fd_quiet_end(void)
 {
 	atomic_fetch_sub(&ckc_fd_own_taking, 1);
+	fd_own_depth--;
 }
 
 void ckc_fd_own_begin(void)
@@ -483,6 +492,12 @@ void ckc_vfd_stat_keep(ckc_vfd_t *v)
  * takes (lockrank.h). */
 CKC_START_PATH void ckc_fdtab_atfork_child(void)
 {
+	/* the other threads' calls under way (intercept.h) are not the
+	 * child's (and only a change is written: the page stays shared) */
+	if (atomic_load(&ckc_fd_prog_taking) != 0)
+		atomic_store(&ckc_fd_prog_taking, 0);
+	if (atomic_load(&ckc_fd_own_taking) != (int)fd_own_depth)
+		atomic_store(&ckc_fd_own_taking, (int)fd_own_depth);
 	/* (a shell's child that runs a tool writes none of the table's pages,
 	 * each of which it would copy first) */
 	if (!atomic_load(&ckc_vfd_ever))

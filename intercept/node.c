@@ -742,6 +742,20 @@ static void *node_main(void *arg)
 	return NULL;
 }
 
+/* A datagram socket of the library's for one exchange, above the
+ * program's numbers (intercept.h). */
+static int node_socket(void)
+{
+	ckc_fd_quiet_begin();
+	int s = REAL(socket)(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s >= 0)
+		s = ckc_fd_above(s, CKC_FD_OWN_FLOOR);
+	int e = errno;
+	ckc_fd_quiet_end();
+	errno = e;
+	return s;
+}
+
 /* fd again at a number near the top of the descriptor limit (or 4096, so
  * that a huge limit does not grow the descriptor table much): programs,
  * shells above all, use the low numbers as they please, with dup2 over
@@ -833,7 +847,7 @@ static void node_start_once(void)
 		(void)node_compact();
 	}
 	ckc_fd_own_begin();
-	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int s = REAL(socket)(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s >= 0)
 		s = fd_out_of_the_way(s);
 	ckc_fd_own_end();
@@ -872,7 +886,7 @@ void ckc_node_stop(void)
 	/* wakes the service's poll: a datagram to itself */
 	struct sockaddr_un a;
 	socklen_t len = node_addr(&a, node_pid);
-	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int s = node_socket();
 	if (s >= 0) {
 		(void)sendto(s, "", 1, MSG_DONTWAIT, (struct sockaddr *)&a, len);
 		REAL(close)(s);
@@ -952,7 +966,7 @@ static int node_ask_one(pid_t pid, const char *canon, uint64_t what, int *fd)
 	node_rep_t rep;
 	int rc, one = 1;
 
-	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int s = node_socket();
 	if (s < 0)
 		return -errno;
 	/* an address of its own (chosen by the kernel) for the answer, and
