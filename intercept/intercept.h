@@ -325,6 +325,10 @@ void ckc_node_ask(const char *canon);
  * mapped first where it is not (else nothing is announced: a hand-over as
  * the program ends, whose descriptors may be the last ones). */
 uint64_t ckc_node_inplace_begin(const char *canon, bool start);
+/* Maps the in-place table where it is not yet (before a switch of a
+ * writer's descriptors to the real file, which announces them only where
+ * it is mapped). */
+void ckc_node_inplace_map(void);
 void ckc_node_inplace_end(uint64_t val, int fd);
 /* The same after the open, errno kept; returns fd. */
 int ckc_node_inplace_opened(uint64_t val, int fd);
@@ -349,6 +353,9 @@ static inline unsigned ckc_node_inplace_count(void)
 /* Whether another live process of the node writes canon at its real file
  * (slots of dead ones are freed on the way). errno kept. */
 bool ckc_node_inplace_other(const char *canon);
+/* The same, this process's other descriptors included (another thread's
+ * open of the path written at its real file). */
+bool ckc_node_inplace_any(const char *canon);
 /* The same for path relative to dirfd, if the patterns tag it. */
 void ckc_node_ask_at(int dirfd, const char *path);
 /* Another process of the node may hold checkpoints (two loads once the

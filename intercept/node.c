@@ -390,6 +390,11 @@ static bool inplace_ready(void)
 	return atomic_load(&inplace_ready_now);
 }
 
+void ckc_node_inplace_map(void)
+{
+	(void)inplace_ready();
+}
+
 CKC_TAGGED_PATH static pid_t inplace_me(void)
 {
 	return nodetab_val_pid(nodetab_val(1, node_self_pid()));
@@ -468,32 +473,46 @@ CKC_TAGGED_PATH void ckc_node_inplace_close(int fd)
 		inplace_drop(old, nodetab_val_pid(old) == inplace_me());
 }
 
-CKC_TAGGED_PATH bool ckc_node_inplace_other(const char *canon)
+/* Whether a live process of the node writes canon at its real file, this
+ * one included where mine. */
+CKC_TAGGED_PATH static bool inplace_by(const char *canon, bool mine)
 {
 	uint64_t vals[NODE_ASK_MAX];
 	/* (none at all, or only this process's: no search) */
-	if (!inplace_ready() ||
-	    atomic_load_explicit(&inplace_hdr->used, memory_order_acquire) <= (int64_t)atomic_load(&ckc_node_inplace_n))
+	if (!inplace_ready())
+		return false;
+	int64_t used = atomic_load_explicit(&inplace_hdr->used, memory_order_acquire);
+	if (used <= 0 || (!mine && used <= (int64_t)atomic_load(&ckc_node_inplace_n)))
 		return false;
 	size_t probed;
 	size_t n = nodetab_find(inplace_tab, INPLACE_SLOTS, nodetab_key(canon), vals, NODE_ASK_MAX, &probed);
 	if (n > NODE_ASK_MAX)
 		n = NODE_ASK_MAX;
 	pid_t me = inplace_me();
-	bool other = false;
+	bool found = false;
 	int saved = errno;
-	for (size_t i = 0; i < n && !other; i++) {
+	for (size_t i = 0; i < n && !found; i++) {
 		pid_t pid = nodetab_val_pid(vals[i]);
 		if (pid == me)
-			continue;
-		if (pid_alive(pid))
-			other = true;
+			found = mine;
+		else if (pid_alive(pid))
+			found = true;
 		else
 			while (nodetab_del(inplace_tab, INPLACE_SLOTS, vals[i]) == 0) /* a writer that died */
 				atomic_fetch_sub(&inplace_hdr->used, 1);
 	}
 	errno = saved;
-	return other;
+	return found;
+}
+
+CKC_TAGGED_PATH bool ckc_node_inplace_other(const char *canon)
+{
+	return inplace_by(canon, false);
+}
+
+CKC_TAGGED_PATH bool ckc_node_inplace_any(const char *canon)
+{
+	return inplace_by(canon, true);
 }
 
 /* ---- the service ----------------------------------------------------------- */

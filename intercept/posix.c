@@ -650,6 +650,9 @@ static int hand_over_for(const char *canon, const char *why)
  * -errno (said). */
 static int open_while_written(const char *canon)
 {
+	/* (the writers' descriptors, switched below, are announced: another
+	 * open of the path with O_TRUNC writes there too) */
+	ckc_node_inplace_map();
 	int rc = ckc_handoff_path(canon);
 	if (rc && rc != -ENOENT) {
 		ckc_error("checkpoint %s is open for writing and opened again: its bytes so far "
@@ -1043,10 +1046,12 @@ CKC_TAGGED_PATH int ckc_open_tagged(const char *canon, int flags, mode_t mode, u
 		alias_in_place(canon);
 		return CKC_PASS;
 	}
-	/* another process writes the file at its real path (handed over to
-	 * it, or opened there): so does this open, as without the library */
+	/* another process, or another descriptor of this one, writes the
+	 * file at its real path (handed over to it, or opened there): so does
+	 * this open, as without the library (a version cached meanwhile would
+	 * find at its publication a file changed after it began) */
 	if (!ckc_engine_ready() ||
-	    (acc != O_RDONLY && (ckc_node_writer_handed || ((flags & O_TRUNC) && ckc_node_inplace_other(canon)))))
+	    (acc != O_RDONLY && (ckc_node_writer_handed || ((flags & O_TRUNC) && ckc_node_inplace_any(canon)))))
 		return CKC_PASS;
 	ckc_enter();
 	/* the cache's file creations and renames in the checkpoint folders

@@ -350,6 +350,11 @@ typedef struct ckc_engine {
 	 * the program's time per file through each (ckc_small_note) */
 	aside_t aside_small;
 	bool small_model_said;  /* its first choice of the real paths was reported */
+	/* the paths (by hash) whose last open went straight to the real file,
+	 * and until when another open of them does too (engine_write.c) */
+	struct {
+		uint64_t hash, until_ns;
+	} straight[16];
 
 	/* The names (and versions) of checkpoints that may be owed to their
 	 * real paths (closed, or renamed, and not published yet): what a

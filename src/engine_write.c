@@ -281,14 +281,58 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
  * only where the real file holds it (its name, mode and existence are
  * what the program's open meets there) and nobody reads it; old is then
  * forgotten (its flush stands down). */
-CKC_TAGGED_PATH static int small_aside_takes(ckc_obj_t *old, bool pick)
+/* Another thread's open of a path that one open just sent straight to the
+ * real file: between that decision and its open of the real file (which
+ * then announces it, ckc_node_inplace_any), a version cached now would
+ * find at its publication the file truncated and written after it began,
+ * as if by another program. So for a while after the decision (the open
+ * that follows takes microseconds) the path's other opens go there too,
+ * as every open of a file shares the file without the library. */
+#define STRAIGHT_NS 100000000ull
+
+static void straight_note(const char *key)
+{
+	uint64_t h = ckc_path_hash_local(key), now = ckc_now_ns();
+	int pick = 0;
+	for (int i = 0; i < (int)(sizeof(ckc_eng.straight) / sizeof(ckc_eng.straight[0])); i++) {
+		if (ckc_eng.straight[i].hash == h) {
+			pick = i;
+			break;
+		}
+		if (ckc_eng.straight[i].until_ns < ckc_eng.straight[pick].until_ns)
+			pick = i;
+	}
+	ckc_eng.straight[pick].hash = h;
+	ckc_eng.straight[pick].until_ns = now + STRAIGHT_NS;
+}
+
+CKC_TAGGED_PATH static bool straight_now(const char *key)
+{
+	uint64_t h = 0, now = 0;
+	for (int i = 0; i < (int)(sizeof(ckc_eng.straight) / sizeof(ckc_eng.straight[0])); i++) {
+		if (!ckc_eng.straight[i].until_ns)
+			continue;
+		if (!now) {
+			now = ckc_now_ns();
+			h = ckc_path_hash_local(key);
+		}
+		if (ckc_eng.straight[i].hash == h && ckc_eng.straight[i].until_ns > now)
+			return true;
+	}
+	return false;
+}
+
+CKC_TAGGED_PATH static int small_aside_takes(const char *key, ckc_obj_t *old, bool pick)
 {
 	if (old && !(old->complete && old->at_home && !old->retired && old->readers == 0 &&
 		     !old->passed_read))
 		return CKC_ASIDE_NO;
-	int how = small_aside_locked(pick);
-	if (aside_straight(how) && old)
-		ckc_obj_retire(old);
+	int how = straight_now(key) ? CKC_ASIDE_HOME : small_aside_locked(pick);
+	if (aside_straight(how)) {
+		if (old)
+			ckc_obj_retire(old);
+		straight_note(key);
+	}
 	return how;
 }
 
@@ -300,7 +344,7 @@ CKC_TAGGED_PATH int ckc_write_aside(const char *path)
 	ckc_obj_t *old = ckc_map_find(key);
 	/* a publication of it under way: open_write waits for it, then decides */
 	int how = ckc_eng.draining || (old && old->home_busy) || ckc_committing(key) ? CKC_ASIDE_NO :
-										       small_aside_takes(old, true);
+										       small_aside_takes(key, old, true);
 	eng_unlock();
 	return how;
 }
@@ -337,7 +381,7 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 		eng_unlock();
 		return -ENODEV;
 	}
-	if (aside_ok && aside_straight(small_aside_takes(old, false))) {
+	if (aside_ok && aside_straight(small_aside_takes(key, old, false))) {
 		eng_unlock();
 		return -ENODEV; /* the program writes the real file */
 	}

@@ -2050,3 +2050,43 @@ for n in ("e", "e0", "e10"):
 	stats_ok files==1 step_aside.written_straight\>=3
 }
 case_add python/vectors-bad-pieces python_vectors_bad_pieces
+
+# Two threads of one process rewrite the same 20 files in turn (open "wb",
+# write, close): one thread's open may go straight to the real file (the
+# stepping-aside model, or a second open of a file open for writing) while
+# the other's is cached. No file is "changed by another program", no
+# rescue file is made, and each file holds one whole write of one thread,
+# as without the library. Three runs (the overlap is a matter of timing).
+python_threads_rewrite_one_file() {
+	local prog='
+import os, sys, threading
+d = sys.argv[1]
+def writer(t):
+    for i in range(400):
+        with open(f"{d}/t{i % 20}.bin", "wb") as f:
+            f.write(bytes([t]) * 50000)
+ths = [threading.Thread(target=writer, args=(t,)) for t in (1, 2)]
+[t.start() for t in ths]
+[t.join() for t in ths]
+bad = [j for j in range(20)
+       if (lambda c: len(c) != 50000 or c.count(c[:1]) != 50000)(open(f"{d}/t{j}.bin", "rb").read())]
+print("files not one whole write:", bad)
+'
+	local k
+	for k in 1 2 3; do
+		rm -rf ck plainrun rescue
+		mkdir -p ck plainrun rescue
+		plain "$PY" -c "$prog" plainrun >want.txt || fail "the program without the library"
+		ck CKPTCACHE_STEP_ASIDE=auto CKPTCACHE_RESCUE_DIR="$T/rescue" -- "$PY" -c "$prog" ck \
+			>got.txt 2>err.txt || fail "the program with the library$(last_error)"
+		cat err.txt
+		outputs_match want.txt got.txt
+		grep -q 'ckptcache: error' err.txt && fail "run $k: $(grep -c 'ckptcache: error' err.txt) error(s):$(grep -m1 'ckptcache: error' err.txt | cut -c1-200)"
+		[ -z "$(find rescue -type f)" ] || fail "run $k: rescue files made: $(find rescue -type f | head -3 | tr '\n' ' ')"
+		# the bytes at the real paths, read without the library
+		plain "$PY" -c 'import sys; d = sys.argv[1]; print(sum(1 for j in range(20) if len(set(open(f"{d}/t{j}.bin", "rb").read())) == 1))' ck >n.txt
+		[ "$(cat n.txt)" = 20 ] || fail "run $k: $(cat n.txt) of 20 files hold one write at their real paths"
+	done
+	return 0
+}
+case_add python/threads-rewrite-one-file python_threads_rewrite_one_file
