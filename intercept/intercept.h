@@ -333,6 +333,8 @@ void ckc_node_inplace_end(uint64_t val, int fd);
 /* The same after the open, errno kept; returns fd. */
 int ckc_node_inplace_opened(uint64_t val, int fd);
 void ckc_node_inplace_close(int fd);
+/* The highest number the in-place table has held (a bound for a walk). */
+size_t ckc_node_inplace_top(void);
 /* The process ends: its registrations go (those copied from a parent at
  * fork stay the parent's). Async-signal-safe. */
 void ckc_node_inplace_end_now(void);

@@ -390,6 +390,11 @@ static bool inplace_ready(void)
 	return atomic_load(&inplace_ready_now);
 }
 
+size_t ckc_node_inplace_top(void)
+{
+	return atomic_load(&inplace_hi);
+}
+
 void ckc_node_inplace_map(void)
 {
 	(void)inplace_ready();

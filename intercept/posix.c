@@ -1585,12 +1585,20 @@ CKC_WARM_PATH CKC_EXPORT int closedir(DIR *d)
  * thread's new checkpoint's). */
 static void vfd_close_range(unsigned first, unsigned last)
 {
+	/* (asked once: in a vfork child each look is a system call, and a
+	 * child closing up to the limit looked at each of 20,000 numbers) */
+	bool vfork_child = ckc_in_vfork_child();
 	unsigned dh = atomic_load_explicit(&ckc_tag_dirv_hi, memory_order_relaxed);
 	for (unsigned fd = first; fd < ckc_tag_dirv_cap && fd < dh && fd <= last; fd++)
 		ckc_tag_forget_fd((int)fd);
-	for (unsigned fd = first; ckc_node_inplace_count() && fd < ckc_vfd_cap && fd <= last; fd++)
-		ckc_node_inplace_close((int)fd);
-	if (ckc_vfd_cap == 0 || first >= ckc_vfd_cap || ckc_in_vfork_child())
+	/* (a vfork child's numbers are its own, the in-place table its
+	 * parent's) */
+	if (!vfork_child && ckc_node_inplace_count()) {
+		size_t top = ckc_node_inplace_top();
+		for (unsigned fd = first; fd < ckc_vfd_cap && fd <= last && fd <= top; fd++)
+			ckc_node_inplace_close((int)fd);
+	}
+	if (ckc_vfd_cap == 0 || first >= ckc_vfd_cap || vfork_child)
 		return;
 	/* (numbers above the highest one ever virtual have no entry) */
 	size_t vh = atomic_load(&ckc_vfd_hi);

@@ -1555,3 +1555,46 @@ PY
 	same plainrun/a.bin ck/a.bin "a.bin at its real path"
 }
 case_add children/fd-number-access fd_number_access
+
+# A program that keeps a checkpoint open for writing after another process
+# read it (its descriptors now at the real file, announced in the in-place
+# table) starts children with subprocess (vfork, then close_range of every
+# number up to the limit in the child): the child's close_range looks at the
+# in-place table's numbers only, not at each number up to the limit with a
+# system call each (20,000 getpid calls, 20 ms a child here). Counted with
+# strace: the system calls of the children, and every byte at its path.
+children_vfork_close_range_after_hand_over() {
+	command -v strace >/dev/null || note "strace is not installed"
+	under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
+	local prog='
+import os, subprocess, sys
+d = sys.argv[1]
+for n in ("a", "b", "c"):
+    with open(f"{d}/{n}.bin", "wb") as f:
+        f.write(n.encode() * 100000)
+f = open(f"{d}/live.bin", "wb")
+f.write(b"h" * 100000)
+f.flush()
+subprocess.run(["cat", f"{d}/live.bin"], stdout=subprocess.DEVNULL, check=True)
+for i in range(5):
+    subprocess.run(["true"], check=True)
+f.write(b"t" * 1000)
+f.close()
+print(len(open(f"{d}/live.bin", "rb").read()))
+'
+	mkdir -p plainrun
+	plain "$PY" -c "$prog" plainrun >want.txt || fail "the program without the library"
+	ck CKPTCACHE_STEP_ASIDE=off -- strace -f -qq -c -o calls.txt -e trace=getpid "$PY" -c "$prog" ck >got.txt ||
+		fail "the program with the library$(last_error)"
+	outputs_match want.txt got.txt
+	local n
+	n=$(awk '$NF == "getpid" { print $4 }' calls.txt)
+	cat calls.txt
+	[ "${n:-0}" -lt 2000 ] || fail "$n getpid calls for 6 children"
+	local f
+	for f in a b c live; do
+		same "plainrun/$f.bin" "ck/$f.bin" "$f.bin"
+	done
+	return 0
+}
+case_add children/vfork-close-range-after-hand-over children_vfork_close_range_after_hand_over
