@@ -108,9 +108,18 @@ _Atomic int ckc_fd_prog_taking, ckc_fd_own_taking;
  * wait for it. */
 static __thread unsigned fd_own_depth;
 
+/* The library's sections begun so far, and the last one the program's calls
+ * gave up waiting for: a file system that holds the library's open for
+ * long (a stalled metadata server) makes the program's first call wait its
+ * bound, not each of those that follow. */
+static _Atomic uint64_t fd_own_seq, fd_gave_up_seq;
+
 void ckc_fd_num_wait(void)
 {
 	if (fd_own_depth)
+		return;
+	uint64_t seq = atomic_load(&fd_own_seq);
+	if (seq == atomic_load(&fd_gave_up_seq))
 		return;
 	int saved = errno;
 	uint64_t deadline = ckc_now_ns() + FD_NUM_PROG_WAIT_NS;
@@ -119,8 +128,10 @@ void ckc_fd_num_wait(void)
 		while (atomic_load(&ckc_fd_own_taking) != 0 && ckc_now_ns() < deadline)
 			sched_yield();
 		atomic_fetch_add(&ckc_fd_prog_taking, 1);
-		if (ckc_now_ns() >= deadline)
+		if (ckc_now_ns() >= deadline) {
+			atomic_store(&fd_gave_up_seq, atomic_load(&fd_own_seq));
 			break;
+		}
 	}
 	errno = saved;
 }
@@ -128,6 +139,7 @@ void ckc_fd_num_wait(void)
 void ckc_fd_quiet_begin(void)
 {
 	fd_own_depth++;
+	atomic_fetch_add(&fd_own_seq, 1);
 	atomic_fetch_add(&ckc_fd_own_taking, 1);
 	if (atomic_load(&ckc_fd_prog_taking) == 0)
 		return;
