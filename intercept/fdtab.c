@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #endif
 
 #include "intercept.h"
+#include "sigdefer.h"
 #include "io.h"
 #include "path.h"
 #include "log.h"
@@ -99,14 +101,60 @@ _Atomic int ckc_fd_prog_taking, ckc_fd_own_taking;
 
 /* The bounds of the waits (intercept.h): the program's for a file of the
  * library's (an open and a move take microseconds on a file system that
- * answers), the library's for the program's calls under way. */
+ * answers), the library's for the program's calls under way (the kernel
+ * gives a call its number as it starts: one under way longer, an open of a
+ * FIFO that waits for a writer, a blocked accept, has it). */
 #define FD_NUM_PROG_WAIT_NS 100000000ull
-#define FD_NUM_OWN_WAIT_NS 2000000ull
+#define FD_NUM_OWN_WAIT_NS 500000ull
 
-/* The library's sections of this thread: a call of the program's that it
- * makes in one (a signal handler's, a wrapper the library calls) does not
- * wait for it. */
+__thread int ckc_tl_fd_prog;
+
+/* The library's sections of this thread (ckc_fd_quiet_begin), and the
+ * cancellation state they set aside. */
 static __thread unsigned fd_own_depth;
+static __thread int fd_own_cancel;
+
+/* A thread that ends inside calls counted (cancelled in a blocked open, a
+ * cancellation point) gives its counts back. */
+static pthread_key_t fd_key;
+static pthread_once_t fd_key_once = PTHREAD_ONCE_INIT;
+
+static void fd_thread_end(void *unused)
+{
+	(void)unused;
+	if (ckc_tl_fd_prog > 1)
+		atomic_fetch_sub(&ckc_fd_prog_taking, ckc_tl_fd_prog - 1);
+	ckc_tl_fd_prog = 0;
+	if (fd_own_depth)
+		atomic_fetch_sub(&ckc_fd_own_taking, (int)fd_own_depth);
+	fd_own_depth = 0;
+}
+
+static void fd_key_make(void)
+{
+	(void)pthread_key_create(&fd_key, fd_thread_end);
+}
+
+void ckc_fd_num_first(void)
+{
+	int saved = errno;
+	if (ckc_tl_fd_prog == 0) {
+		/* the thread's first: its end is watched (once a thread; not
+		 * in a signal handler, where the key's functions may not run) */
+		if (ckc_sig_in_handler())
+			goto out;
+		pthread_once(&fd_key_once, fd_key_make);
+		(void)pthread_setspecific(fd_key, (void *)1);
+		ckc_tl_fd_prog = 1;
+	} else if (ckc_tl_fd_prog > 1 && !ckc_sig_in_handler()) {
+		/* a call left without its end (a signal handler's longjmp out
+		 * of a blocked open): not a call under way any more */
+		atomic_fetch_sub(&ckc_fd_prog_taking, ckc_tl_fd_prog - 1);
+		ckc_tl_fd_prog = 1;
+	}
+out:
+	errno = saved;
+}
 
 /* The library's sections begun so far, and the last one the program's calls
  * gave up waiting for: a file system that holds the library's open for
@@ -136,24 +184,37 @@ void ckc_fd_num_wait(void)
 	errno = saved;
 }
 
+/* (a call of the program's that a library section makes, a signal
+ * handler's or a wrapper the library calls, does not wait for it: the
+ * thread's depth says so; no library section is a cancellation point, as
+ * none is in the program's own call without the library, a flock's look
+ * at its lock file) */
 void ckc_fd_quiet_begin(void)
 {
-	fd_own_depth++;
+	int saved = errno;
+	if (fd_own_depth++ == 0 && !ckc_sig_in_handler())
+		(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &fd_own_cancel);
 	atomic_fetch_add(&fd_own_seq, 1);
 	atomic_fetch_add(&ckc_fd_own_taking, 1);
-	if (atomic_load(&ckc_fd_prog_taking) == 0)
-		return;
-	int saved = errno;
-	uint64_t deadline = ckc_now_ns() + FD_NUM_OWN_WAIT_NS;
-	while (atomic_load(&ckc_fd_prog_taking) != 0 && ckc_now_ns() < deadline)
-		sched_yield();
+	/* the program's calls under way, this thread's own aside */
+	int mine = ckc_tl_fd_prog > 1 ? ckc_tl_fd_prog - 1 : 0;
+	if (atomic_load(&ckc_fd_prog_taking) > mine) {
+		uint64_t deadline = ckc_now_ns() + FD_NUM_OWN_WAIT_NS;
+		while (atomic_load(&ckc_fd_prog_taking) > mine && ckc_now_ns() < deadline) {
+			struct timespec ts = { 0, 20000 };
+			nanosleep(&ts, NULL);
+		}
+	}
 	errno = saved;
 }
 
 void ckc_fd_quiet_end(void)
 {
 	atomic_fetch_sub(&ckc_fd_own_taking, 1);
-	fd_own_depth--;
+	if (--fd_own_depth == 0 && !ckc_sig_in_handler()) {
+		int ignored;
+		(void)pthread_setcancelstate(fd_own_cancel, &ignored);
+	}
 }
 
 void ckc_fd_own_begin(void)
@@ -506,8 +567,9 @@ CKC_START_PATH void ckc_fdtab_atfork_child(void)
 {
 	/* the other threads' calls under way (intercept.h) are not the
 	 * child's (and only a change is written: the page stays shared) */
-	if (atomic_load(&ckc_fd_prog_taking) != 0)
-		atomic_store(&ckc_fd_prog_taking, 0);
+	int mine = ckc_tl_fd_prog > 1 ? ckc_tl_fd_prog - 1 : 0;
+	if (atomic_load(&ckc_fd_prog_taking) != mine)
+		atomic_store(&ckc_fd_prog_taking, mine);
 	if (atomic_load(&ckc_fd_own_taking) != (int)fd_own_depth)
 		atomic_store(&ckc_fd_own_taking, (int)fd_own_depth);
 	/* (a shell's child that runs a tool writes none of the table's pages,

@@ -717,9 +717,16 @@ void ckc_fd_own_end(void);
  * library's), after which it goes on: the kernel gives the number as the
  * call starts, so one that blocks that long has its number already. */
 extern _Atomic int ckc_fd_prog_taking, ckc_fd_own_taking;
+/* This thread's calls under way, plus one once the thread is known (its
+ * count goes back at its end, a cancellation's included): 1 between calls. */
+extern __thread int ckc_tl_fd_prog __attribute__((tls_model("initial-exec")));
 void ckc_fd_num_wait(void);
+void ckc_fd_num_first(void);
 static inline void ckc_fd_num_begin(void)
 {
+	if (__builtin_expect(ckc_tl_fd_prog != 1, 0))
+		ckc_fd_num_first();
+	ckc_tl_fd_prog++;
 	atomic_fetch_add(&ckc_fd_prog_taking, 1);
 	if (__builtin_expect(atomic_load(&ckc_fd_own_taking) != 0, 0))
 		ckc_fd_num_wait();
@@ -727,6 +734,7 @@ static inline void ckc_fd_num_begin(void)
 static inline void ckc_fd_num_end(void)
 {
 	atomic_fetch_sub(&ckc_fd_prog_taking, 1);
+	ckc_tl_fd_prog--;
 }
 /* The program's call expr, which takes the lowest free number. */
 #define CKC_FD_NUM(expr)                                         \

@@ -164,9 +164,15 @@ static int lockfile_open(const char *canon)
 	int rc = lockfile_name(h, path, sizeof(path));
 	if (rc)
 		return rc;
+	/* (the library's file, above the program's numbers: intercept.h) */
+	ckc_fd_quiet_begin();
 	int fd = REAL(open)(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0)
+		fd = ckc_fd_above(fd, CKC_FD_OWN_FLOOR);
+	int e = errno;
+	ckc_fd_quiet_end();
 	if (fd < 0)
-		return -errno;
+		return -e;
 	unsigned k = 0;
 	while (k < locks_nused && locks_used[k] != h)
 		k++;

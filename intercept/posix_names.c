@@ -15,6 +15,10 @@
 #include <poll.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <sys/inotify.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <sys/statvfs.h>
 #include <sys/vfs.h>
@@ -157,14 +161,16 @@ CKC_EXPORT int socket(int domain, int type, int proto)
 	return made_one(CKC_FD_NUM(REAL(socket)(domain, type, proto)));
 }
 
+/* (the kernel gives the number before the wait for a connection: counted
+ * while it waits, which the library's waits bound, intercept.h) */
 CKC_EXPORT int accept(int s, struct sockaddr *a, socklen_t *n)
 {
-	return made_one(REAL(accept)(s, a, n));
+	return made_one(CKC_FD_NUM(REAL(accept)(s, a, n)));
 }
 
 CKC_EXPORT int accept4(int s, struct sockaddr *a, socklen_t *n, int flags)
 {
-	return made_one(REAL(accept4)(s, a, n, flags));
+	return made_one(CKC_FD_NUM(REAL(accept4)(s, a, n, flags)));
 }
 
 CKC_EXPORT int eventfd(unsigned int v, int flags)
@@ -176,6 +182,30 @@ CKC_EXPORT int memfd_create(const char *name, unsigned int flags)
 {
 	return made_one(CKC_FD_NUM(REAL(memfd_create)(name, flags)));
 }
+
+/* Other calls that take the lowest free number (a missing one in this C
+ * library: ENOSYS). */
+#define NUM_WRAPPER(name, params, args)                                   \
+	CKC_EXPORT int name params                                        \
+	{                                                                 \
+		if (!REAL(name)) {                                        \
+			errno = ENOSYS;                                   \
+			return -1;                                        \
+		}                                                         \
+		return made_one(CKC_FD_NUM(REAL(name) args));             \
+	}
+NUM_WRAPPER(epoll_create, (int size), (size))
+NUM_WRAPPER(epoll_create1, (int flags), (flags))
+NUM_WRAPPER(inotify_init, (void), ())
+NUM_WRAPPER(inotify_init1, (int flags), (flags))
+NUM_WRAPPER(timerfd_create, (int clock, int flags), (clock, flags))
+NUM_WRAPPER(signalfd, (int fd, const sigset_t *mask, int flags), (fd, mask, flags))
+NUM_WRAPPER(mkstemp, (char *tmpl), (tmpl))
+NUM_WRAPPER(mkostemp, (char *tmpl, int flags), (tmpl, flags))
+NUM_WRAPPER(mkstemps, (char *tmpl, int suffix), (tmpl, suffix))
+NUM_WRAPPER(mkostemps, (char *tmpl, int suffix, int flags), (tmpl, suffix, flags))
+NUM_WRAPPER(mkstemp64, (char *tmpl), (tmpl))
+NUM_WRAPPER(mkostemp64, (char *tmpl, int flags), (tmpl, flags))
 
 /* The kernel's O_LARGEFILE, which F_GETFL shows for a 64-bit process's
  * files (glibc's is 0 there). */

@@ -151,6 +151,18 @@ struct utimbuf;
 	X(accept4, int, (int, struct sockaddr *, socklen_t *, int))                        \
 	X(eventfd, int, (unsigned int, int))                                               \
 	X(memfd_create, int, (const char *, unsigned int))                                 \
+	X(epoll_create, int, (int))                                                        \
+	X(epoll_create1, int, (int))                                                       \
+	X(inotify_init, int, (void))                                                       \
+	X(inotify_init1, int, (int))                                                       \
+	X(timerfd_create, int, (int, int))                                                 \
+	X(signalfd, int, (int, const sigset_t *, int))                                     \
+	X(mkstemp, int, (char *))                                                          \
+	X(mkostemp, int, (char *, int))                                                    \
+	X(mkstemps, int, (char *, int))                                                    \
+	X(mkostemps, int, (char *, int, int))                                              \
+	X(mkstemp64, int, (char *))                                                        \
+	X(mkostemp64, int, (char *, int))                                                  \
 	X(fcntl, int, (int, int, ...))                                                     \
 	X(fcntl64, int, (int, int, ...))                                                   \
 	X(flock, int, (int, int))                                                          \

@@ -288,7 +288,7 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
  * as if by another program. So for a while after the decision (the open
  * that follows takes microseconds) the path's other opens go there too,
  * as every open of a file shares the file without the library. */
-#define STRAIGHT_NS 100000000ull
+#define STRAIGHT_NS 10000000ull
 
 static void straight_note(const char *key)
 {
@@ -327,11 +327,15 @@ CKC_TAGGED_PATH static int small_aside_takes(const char *key, ckc_obj_t *old, bo
 	if (old && !(old->complete && old->at_home && !old->retired && old->readers == 0 &&
 		     !old->passed_read))
 		return CKC_ASIDE_NO;
-	int how = straight_now(key) ? CKC_ASIDE_HOME : small_aside_locked(pick);
+	/* (such an open goes there untimed, and leaves the window where it
+	 * is: the model decides again once it ends) */
+	bool forced = straight_now(key);
+	int how = forced ? CKC_ASIDE_BACKLOG : small_aside_locked(pick);
 	if (aside_straight(how)) {
 		if (old)
 			ckc_obj_retire(old);
-		straight_note(key);
+		if (!forced)
+			straight_note(key);
 	}
 	return how;
 }
