@@ -353,7 +353,7 @@ typedef struct ckc_engine {
 	/* the paths (by hash) whose last open went straight to the real file,
 	 * and until when another open of them does too (engine_write.c) */
 	struct {
-		uint64_t hash, until_ns;
+		uint64_t hash, until_ns, since_ns;
 	} straight[16];
 
 	/* The names (and versions) of checkpoints that may be owed to their

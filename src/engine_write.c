@@ -288,22 +288,31 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
  * as if by another program. So for a while after the decision (the open
  * that follows takes microseconds) the path's other opens go there too,
  * as every open of a file shares the file without the library. */
-#define STRAIGHT_NS 10000000ull
+#define STRAIGHT_NS 100000000ull
+/* (renewed by the opens it sends there, a second at most from the model's
+ * decision: a path rewritten every few milliseconds by one thread goes
+ * back to the model's choice) */
+#define STRAIGHT_MAX_NS 1000000000ull
 
-static void straight_note(const char *key)
+static void straight_note(const char *key, bool forced)
 {
 	uint64_t h = ckc_path_hash_local(key), now = ckc_now_ns();
 	int pick = 0;
+	bool found = false;
 	for (int i = 0; i < (int)(sizeof(ckc_eng.straight) / sizeof(ckc_eng.straight[0])); i++) {
 		if (ckc_eng.straight[i].hash == h) {
 			pick = i;
+			found = true;
 			break;
 		}
 		if (ckc_eng.straight[i].until_ns < ckc_eng.straight[pick].until_ns)
 			pick = i;
 	}
+	if (!found || !forced || ckc_eng.straight[pick].until_ns <= now)
+		ckc_eng.straight[pick].since_ns = now;
 	ckc_eng.straight[pick].hash = h;
-	ckc_eng.straight[pick].until_ns = now + STRAIGHT_NS;
+	uint64_t until = now + STRAIGHT_NS, most = ckc_eng.straight[pick].since_ns + STRAIGHT_MAX_NS;
+	ckc_eng.straight[pick].until_ns = until < most ? until : most;
 }
 
 CKC_TAGGED_PATH static bool straight_now(const char *key)
@@ -334,8 +343,7 @@ CKC_TAGGED_PATH static int small_aside_takes(const char *key, ckc_obj_t *old, bo
 	if (aside_straight(how)) {
 		if (old)
 			ckc_obj_retire(old);
-		if (!forced)
-			straight_note(key);
+		straight_note(key, forced);
 	}
 	return how;
 }
