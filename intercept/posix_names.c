@@ -449,8 +449,14 @@ CKC_WARM_PATH static bool fs_folder_of_fd(int fd, char dir[PATH_MAX])
 	__attribute__((noinline)) static int name##_folder(const char *path, type *buf, int saved) \
 	{                                                                        \
 		char dir[PATH_MAX];                                              \
-		if (!fs_folder_of_path(path, dir))                               \
-			return -1;                                               \
+		if (!fs_folder_of_path(path, dir)) {                             \
+			/* nothing cached there (any more): a publication  \
+			 * that landed meanwhile is the kernel's to answer */ \
+			if (errno != ENOENT)                                     \
+				return -1;                                       \
+			errno = saved;                                           \
+			return REAL(name)(path, buf);                            \
+		}                                                                \
 		errno = saved;                                                   \
 		return REAL(name)(dir, buf);                                     \
 	}                                                                        \
