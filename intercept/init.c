@@ -34,30 +34,11 @@ atomic_bool ckc_inplace_ever;
  * large already (ckc_fd_above). */
 #define ENGINE_FD_FLOOR CKC_FD_OWN_FLOOR
 
-static int icpt_open(const char *path, int flags, mode_t mode)
-{
-	/* (a fork meanwhile waits: its child must not find this file at
-	 * the low number it has until it is moved) */
-	ckc_fd_own_begin();
-	int fd = REAL(open)(path, flags | O_CLOEXEC, mode);
-	if (fd >= 0) {
-		fd = ckc_fd_above(fd, ENGINE_FD_FLOOR);
-		ckc_fd_mine_set(fd, true);
-	}
-	int e = errno;
-	ckc_fd_own_end();
-	errno = e;
-	return fd;
-}
-
-static int icpt_close(int fd)
-{
-	ckc_fd_mine_set(fd, false);
-	return REAL(close)(fd);
-}
-
-/* The engine's other descriptors, as its files: above the program's
- * numbers, never for a moment at one of them (intercept.h). */
+/* A descriptor the engine just made (in ckc_fd_own_begin's section, which
+ * this ends): moved above the program's numbers, marked as the engine's
+ * (a fork meanwhile waits: its child must not find it at the low number
+ * it had until it is moved; nor does a program's call that takes the
+ * lowest number find it there, intercept.h). */
 static int icpt_own_fd(int fd)
 {
 	if (fd >= 0) {
@@ -68,6 +49,18 @@ static int icpt_own_fd(int fd)
 	ckc_fd_own_end();
 	errno = e;
 	return fd;
+}
+
+static int icpt_open(const char *path, int flags, mode_t mode)
+{
+	ckc_fd_own_begin();
+	return icpt_own_fd(REAL(open)(path, flags | O_CLOEXEC, mode));
+}
+
+static int icpt_close(int fd)
+{
+	ckc_fd_mine_set(fd, false);
+	return REAL(close)(fd);
 }
 
 static int icpt_socket(int d, int t, int p)
