@@ -293,13 +293,14 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
  * decision: a path rewritten every few milliseconds by one thread goes
  * back to the model's choice) */
 #define STRAIGHT_MAX_NS 1000000000ull
+#define STRAIGHT_SLOTS ((int)(sizeof(ckc_eng.straight) / sizeof(ckc_eng.straight[0])))
 
 static void straight_note(const char *key, bool forced)
 {
 	uint64_t h = ckc_path_hash_local(key), now = ckc_now_ns();
 	int pick = 0;
 	bool found = false;
-	for (int i = 0; i < (int)(sizeof(ckc_eng.straight) / sizeof(ckc_eng.straight[0])); i++) {
+	for (int i = 0; i < STRAIGHT_SLOTS; i++) {
 		if (ckc_eng.straight[i].hash == h) {
 			pick = i;
 			found = true;
@@ -318,7 +319,7 @@ static void straight_note(const char *key, bool forced)
 CKC_TAGGED_PATH static bool straight_now(const char *key)
 {
 	uint64_t h = 0, now = 0;
-	for (int i = 0; i < (int)(sizeof(ckc_eng.straight) / sizeof(ckc_eng.straight[0])); i++) {
+	for (int i = 0; i < STRAIGHT_SLOTS; i++) {
 		if (!ckc_eng.straight[i].until_ns)
 			continue;
 		if (!now) {
@@ -336,8 +337,8 @@ CKC_TAGGED_PATH static int small_aside_takes(const char *key, ckc_obj_t *old, bo
 	if (old && !(old->complete && old->at_home && !old->retired && old->readers == 0 &&
 		     !old->passed_read))
 		return CKC_ASIDE_NO;
-	/* (such an open goes there untimed, and leaves the window where it
-	 * is: the model decides again once it ends) */
+	/* (such an open goes there untimed, and renews the window within its
+	 * bound: the model decides again once it ends) */
 	bool forced = straight_now(key);
 	int how = forced ? CKC_ASIDE_BACKLOG : small_aside_locked(pick);
 	if (aside_straight(how)) {
