@@ -217,6 +217,16 @@ void ckc_fd_quiet_end(void)
 	}
 }
 
+int ckc_fd_quiet_made(int fd, int floor)
+{
+	int e = errno;
+	if (fd >= 0)
+		fd = ckc_fd_above(fd, floor);
+	ckc_fd_quiet_end();
+	errno = e;
+	return fd;
+}
+
 void ckc_fd_own_begin(void)
 {
 	ckc_rw_rdlock(&own_open_rw);
@@ -817,10 +827,7 @@ static int ph_base_get(void)
 	if (b >= 0)
 		return b;
 	ckc_fd_quiet_begin();
-	int nb = ph_inode_open(O_CLOEXEC);
-	if (nb >= 0)
-		nb = ckc_fd_above(nb, PH_BASE_FLOOR);
-	ckc_fd_quiet_end();
+	int nb = ckc_fd_quiet_made(ph_inode_open(O_CLOEXEC), PH_BASE_FLOOR);
 	if (nb < 0)
 		return -1;
 	if (atomic_compare_exchange_strong(&ph_base, &b, nb)) {
@@ -943,10 +950,7 @@ int ckc_vfd_switch(ckc_vfd_t *v)
 	if (real < 0) {
 		/* (above the program's numbers until it is dup'd onto them) */
 		ckc_fd_quiet_begin();
-		real = vfd_open_real(v);
-		if (real >= 0)
-			real = ckc_fd_above(real, PH_BASE_FLOOR);
-		ckc_fd_quiet_end();
+		real = ckc_fd_quiet_made(vfd_open_real(v), PH_BASE_FLOOR);
 	}
 	if (real < 0) {
 		rc = real;

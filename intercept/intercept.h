@@ -746,6 +746,11 @@ static inline void ckc_fd_num_end(void)
 	})
 void ckc_fd_quiet_begin(void);
 void ckc_fd_quiet_end(void);
+/* The end of the section ckc_fd_quiet_begin opened for a file of the
+ * library's: fd (a new descriptor, or a failure's negative value, passed
+ * on) moved above floor (ckc_fd_above) before the section ends; errno
+ * kept. */
+int ckc_fd_quiet_made(int fd, int floor);
 /* The times ckc_fd_above read the process's descriptor table's size. */
 extern atomic_ulong ckc_fd_table_reads;
 ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path);

@@ -108,16 +108,14 @@ static int lock_fd(ckc_vfd_t *v)
 	bool real = true;
 	/* (kept above the program's numbers while v holds locks) */
 	ckc_fd_quiet_begin();
-	fd = ro(v->path, (v->flags & O_ACCMODE) | O_CLOEXEC | O_NOCTTY);
-	fd = fd < 0 ? -errno : ckc_fd_above(fd, CKC_FD_OWN_FLOOR);
+	fd = ckc_fd_quiet_made(ro(v->path, (v->flags & O_ACCMODE) | O_CLOEXEC | O_NOCTTY), CKC_FD_OWN_FLOOR);
+	if (fd < 0)
+		fd = -errno;
 	ckc_mutex_lock(&lockdir_mu);
 	if (fd == -ENOENT) {
 		real = false;
-		fd = lockfile_open(v->path);
-		if (fd >= 0)
-			fd = ckc_fd_above(fd, CKC_FD_OWN_FLOOR);
+		fd = lockfile_open(v->path); /* (above the program's numbers too) */
 	}
-	ckc_fd_quiet_end();
 	int have = atomic_load(&v->lock_fd);
 	if (fd >= 0 && have < 0) {
 		v->lock_real = real; /* (before the descriptor is there to be seen) */
@@ -166,13 +164,9 @@ static int lockfile_open(const char *canon)
 		return rc;
 	/* (the library's file, above the program's numbers: intercept.h) */
 	ckc_fd_quiet_begin();
-	int fd = REAL(open)(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd >= 0)
-		fd = ckc_fd_above(fd, CKC_FD_OWN_FLOOR);
-	int e = errno;
-	ckc_fd_quiet_end();
+	int fd = ckc_fd_quiet_made(REAL(open)(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600), CKC_FD_OWN_FLOOR);
 	if (fd < 0)
-		return -e;
+		return -errno;
 	unsigned k = 0;
 	while (k < locks_nused && locks_used[k] != h)
 		k++;
@@ -223,10 +217,7 @@ static void locks_sweep_stale(void)
 	if (lock_dir(dir, sizeof(dir)) != 0 || !REAL(fstatat) || !REAL(unlinkat))
 		return;
 	ckc_fd_quiet_begin();
-	int dfd = REAL(open)(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (dfd >= 0)
-		dfd = ckc_fd_above(dfd, CKC_FD_OWN_FLOOR);
-	ckc_fd_quiet_end();
+	int dfd = ckc_fd_quiet_made(REAL(open)(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW), CKC_FD_OWN_FLOOR);
 	if (dfd < 0)
 		return;
 	struct timespec now;

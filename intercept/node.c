@@ -188,11 +188,9 @@ CKC_START_PATH static int node_map(const char *suffix, size_t slots, uint64_t wa
 		/* (a file of its own, above the program's numbers for its
 		 * moment: intercept.h) */
 		ckc_fd_quiet_begin();
-		int fd = REAL(openat)(AT_FDCWD, path, O_RDWR | (create ? O_CREAT : 0) | O_NOFOLLOW | O_CLOEXEC,
-				      0600);
-		if (fd >= 0)
-			fd = ckc_fd_above(fd, CKC_FD_OWN_FLOOR);
-		ckc_fd_quiet_end();
+		int fd = ckc_fd_quiet_made(REAL(openat)(AT_FDCWD, path, O_RDWR | (create ? O_CREAT : 0) | O_NOFOLLOW |
+									    O_CLOEXEC, 0600),
+					   CKC_FD_OWN_FLOOR);
 		if (fd < 0)
 			continue;
 		struct stat st;
@@ -771,13 +769,7 @@ static void *node_main(void *arg)
 static int node_socket(void)
 {
 	ckc_fd_quiet_begin();
-	int s = REAL(socket)(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (s >= 0)
-		s = ckc_fd_above(s, CKC_FD_OWN_FLOOR);
-	int e = errno;
-	ckc_fd_quiet_end();
-	errno = e;
-	return s;
+	return ckc_fd_quiet_made(REAL(socket)(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), CKC_FD_OWN_FLOOR);
 }
 
 /* fd again at a number near the top of the descriptor limit (or 4096, so
