@@ -653,7 +653,7 @@ static int open_while_written(const char *canon)
 	/* (the writers' descriptors, switched below, are announced: another
 	 * open of the path with O_TRUNC writes there too) */
 	ckc_node_inplace_map();
-	int rc = ckc_handoff_path(canon);
+	int rc = ckc_handoff_reopened(canon);
 	if (rc && rc != -ENOENT) {
 		ckc_error("checkpoint %s is open for writing and opened again: its bytes so far "
 			  "could not be written to its real path (%s)", canon, strerror(-rc));

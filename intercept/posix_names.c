@@ -54,7 +54,10 @@ static int dup_fixup(ckc_vfd_t *v, int oldfd, int newfd)
 		 * with calls the library never sees, so the file goes to its
 		 * real path and every descriptor of it is a real one from now on */
 		if (newfd == 1 || newfd == 2) {
+			bool fresh = (v->flags & O_ACCMODE) == O_WRONLY && v->pos == 0 && !v->switched;
 			int rc = ckc_px_vfd_make_real(v);
+			if (fresh && rc == 0)
+				ckc_redirect_noted();
 			if (rc)
 				ckc_error("checkpoint %s on standard descriptor %d: it cannot be made a "
 					  "real file (%s); the C library's stdio fails there", v->path,

@@ -164,6 +164,13 @@ enum {
  * this process holds (nobody reads it) is forgotten, and the program
  * writes the real file itself, with no look at it first. */
 int ckc_write_aside(const char *path);
+/* A new version that the program made its standard output or error before
+ * writing a byte (a shell's "echo ... >file"), handed over to its real
+ * file there. After a few in a row, with no version closed by the program
+ * in between, the process's new versions go to their real files from the
+ * start (ckc_write_aside: CKC_ASIDE_BACKLOG), as each would be handed
+ * over there anyway. */
+void ckc_redirect_noted(void);
 
 /* A small checkpoint of size bytes that another process asked for soon
  * after its close took ns to publish, which that process waited: the
@@ -418,6 +425,11 @@ int ckc_handoff(ckc_handle_t *h);
 
 /* ckc_handoff for the current version of path; -ENOENT if none is cached. */
 int ckc_handoff_path(const char *path);
+/* The same for a second open of path while it is written, which goes to
+ * the real file: so do the path's other opens for a while (the writer's
+ * descriptors follow it there at their next call, which may come later
+ * than another thread's next open). */
+int ckc_handoff_reopened(const char *path);
 
 /* Whether the version behind h was handed over. */
 bool ckc_handle_handed(const ckc_handle_t *h);

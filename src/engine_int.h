@@ -596,6 +596,10 @@ bool eng_spare_fd(void);
 void eng_clear_setid(ckc_obj_t *o);
 /* ckc_handoff of o (lock held; dropped while bytes move). */
 int eng_handoff_locked(ckc_obj_t *o);
+/* The opens of key that follow go to its real file for a while (lock
+ * held): a descriptor of this process is about to write it there
+ * (engine_write.c). */
+void eng_straight_note(const char *key);
 void eng_close_writer_locked(ckc_obj_t *o);
 void eng_aside_note(ckc_obj_t *o);
 

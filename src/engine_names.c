@@ -270,7 +270,7 @@ int ckc_handoff(ckc_handle_t *h)
 	return rc;
 }
 
-int ckc_handoff_path(const char *path)
+static int handoff_path(const char *path, bool reopened)
 {
 	char key[PATH_MAX];
 	ckc_obj_t *o;
@@ -278,8 +278,20 @@ int ckc_handoff_path(const char *path)
 	if (rc)
 		return rc;
 	rc = o ? eng_handoff_locked(o) : -ENOENT;
+	if (!rc && reopened)
+		eng_straight_note(key);
 	eng_unlock();
 	return rc;
+}
+
+int ckc_handoff_path(const char *path)
+{
+	return handoff_path(path, false);
+}
+
+int ckc_handoff_reopened(const char *path)
+{
+	return handoff_path(path, true);
 }
 
 bool ckc_handle_handed(const ckc_handle_t *h)

@@ -2859,3 +2859,85 @@ assert b == bytes([97 + int(sys.argv[2])]) * 300000, (len(b), b[:4])
 	return 0
 }
 case_add robust/fd-guard-gives-up fd_guard_gives_up
+
+# A checkpoint open for writing is opened again by another thread: its
+# writer is handed over to the real file, where the second open goes too,
+# and the writer's descriptor follows at its next call. Before either
+# gets there (the second open held 200 ms by a slow file system: slowfs),
+# the first thread closes and rewrites the path: that version goes to the
+# real file as well, as the other writes to it are under way. No version is
+# reported as changed by another program, no rescue file is made, and the
+# file holds one whole write, in the program and at its real path.
+handed_writer_reopened() {
+	cat >ho.c <<'C'
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+static char path[4096];
+static char half[25000], a2[50000], bb[50000], back[60000];
+static volatile int stage;
+static void nap(long ms)
+{
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&t, NULL);
+}
+static void *second(void *x)
+{
+	(void)x;
+	while (stage < 1)
+		nap(1);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, bb, sizeof(bb)) != (ssize_t)sizeof(bb) || close(fd))
+		perror("second");
+	return NULL;
+}
+int main(int c, char **v)
+{
+	(void)c;
+	memset(half, 'h', sizeof(half));
+	memset(a2, 'a', sizeof(a2));
+	memset(bb, 'b', sizeof(bb));
+	snprintf(path, sizeof(path), "%s/ckpt.bin", v[1]);
+	pthread_t t;
+	pthread_create(&t, NULL, second, NULL);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, half, sizeof(half)) != (ssize_t)sizeof(half))
+		return 3;
+	stage = 1;
+	nap(60); /* the other thread is in its open by now */
+	if (close(fd))
+		return 4;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, a2, sizeof(a2)) != (ssize_t)sizeof(a2) || close(fd))
+		return 5;
+	pthread_join(t, NULL);
+	fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, back, sizeof(back));
+	if (n != 50000 || (memcmp(back, a2, 50000) && memcmp(back, bb, 50000)))
+		return 6;
+	printf("%c\n", back[0]);
+	return 0;
+}
+C
+	gcc -O2 -pthread -o ho ho.c || fail "the program did not compile"
+	local k got
+	for k in 1 2 3; do
+		rm -rf "$T/ck" rescue
+		mkdir -p "$T/ck" rescue
+		got=$(SLOW_US=200000 ck SLOWFS_OPS=openat CKPTCACHE_RESCUE_DIR="$T/rescue" -- ./ho "$T/ck" 2>err.txt) ||
+			fail "run $k: the program (exit $?: 6 = not one whole write read back)$(last_error)"
+		grep -q 'ckptcache: error' err.txt &&
+			fail "run $k: $(grep -c 'ckptcache: error' err.txt) error(s):$(grep -m1 'ckptcache: error' err.txt | cut -c1-200)"
+		[ -z "$(find rescue -type f)" ] || fail "run $k: rescue files made: $(find rescue -type f | head -3 | tr '\n' ' ')"
+		plain "$PY" -c '
+import sys
+b = open(sys.argv[1], "rb").read()
+assert len(b) == 50000 and b == b[:1] * 50000 and b[:1].decode() == sys.argv[2], (len(b), b[:1], sys.argv[2])
+' "$T/ck/ckpt.bin" "$got" || fail "run $k: ckpt.bin at its real path is not the write read back ($got)$(last_error)"
+	done
+	return 0
+}
+case_add robust/handed-writer-reopened handed_writer_reopened

@@ -754,6 +754,38 @@ PYEOF
 	same "$T/ck/x.bin" want.bin "the checkpoint at its real path"
 }
 
+# A shell script's builtin redirections into a tagged folder (bash and
+# dash: "echo ... >file", each file then the shell's standard output): the
+# first few are versions in the cache that the redirection hands over to
+# their real files; after three in a row the shell's next files go to their
+# real paths from the start, bar one in sixteen that the cache tries (a
+# program that closes such a version itself goes back to the cache). Every
+# file holds its line, read by the shell and at its real path.
+tools_shell_redirects() {
+	local sh n
+	for sh in bash dash; do
+		command -v $sh >/dev/null || continue
+		rm -rf "$T/ck" && mkdir -p "$T/ck"
+		ck CKPTCACHE_TRACE="$T/trace.txt" -- $sh -c '
+cd "$1" || exit 2
+i=1
+while [ $i -le 64 ]; do echo "value $i" > f_$i; i=$((i + 1)); done
+read -r got < f_64
+[ "$got" = "value 64" ] || exit 3
+' sh "$T/ck" || fail "$sh: the script (exit $?: 3 = f_64 read back wrong)$(last_error)"
+		grep -q 'ckptcache: error' "$T/.log" && fail "$sh: an error message:$(first_error 'ckptcache: error')"
+		n=$(grep -c ' open-write ' "$T/trace.txt")
+		[ "$n" -le 10 ] || fail "$sh: $n of 64 redirected files were made in the cache (at most 3 + 64/16 expected)"
+		plain "$PY" -c '
+import sys
+for i in range(1, 65):
+    b = open(f"{sys.argv[1]}/f_{i}", "rb").read()
+    assert b == f"value {i}\n".encode(), (i, b)
+' "$T/ck" || fail "$sh: the files at their real paths$(last_error)"
+	done
+	return 0
+}
+case_add tools/shell-redirects tools_shell_redirects
 case_add tools/cp tools_cp
 case_add tools/cp-preserve tools_cp_preserve
 case_add_alone tools/walk-untagged tools_walk_untagged
