@@ -703,13 +703,16 @@ static void node_serve_one(int s)
 }
 
 /* An open checkpoint of at most NODE_IDLE_SMALL bytes that its program
- * left unwritten for NODE_IDLE_NS goes to its real file, its descriptors
- * with it: a status or progress file that a program without the library
- * watches (a monitor, tail -f, a handshake that waits for a line) sees
- * what the program flushed, as without the library, where the cache would
- * show it only at the close. Looked at every NODE_IDLE_LOOK_MS while
- * checkpoints are open for writing. */
+ * left unwritten for NODE_IDLE_NS, or has kept open for NODE_OPEN_NS (a
+ * status line flushed every 0.2 s never leaves it unwritten that long),
+ * goes to its real file, its descriptors with it: a status or progress
+ * file that a program without the library watches (a monitor, tail -f, a
+ * handshake that waits for a line) sees what the program flushed, as
+ * without the library, where the cache would show it only at the close.
+ * Looked at every NODE_IDLE_LOOK_MS while checkpoints are open for
+ * writing. */
 #define NODE_IDLE_NS (500ull * 1000000u)
+#define NODE_OPEN_NS (500ull * 1000000u)
 #define NODE_IDLE_SMALL ((uint64_t)1 << 20)
 #define NODE_IDLE_LOOK_MS 200
 #define NODE_IDLE_MAX 8
@@ -718,7 +721,7 @@ static void node_idle_publish(void)
 {
 	static char keys[NODE_IDLE_MAX][PATH_MAX];
 	static bool said;
-	size_t n = ckc_idle_writers(keys, NODE_IDLE_MAX, NODE_IDLE_NS, NODE_IDLE_SMALL);
+	size_t n = ckc_idle_writers(keys, NODE_IDLE_MAX, NODE_IDLE_NS, NODE_OPEN_NS, NODE_IDLE_SMALL);
 	for (size_t i = 0; i < n && i < NODE_IDLE_MAX; i++) {
 		int rc = ckc_hand_over_path(keys[i]);
 		if (rc) {

@@ -322,3 +322,50 @@ exec 3>&-
 }
 case_add_waits shared/watched-status-python watched_status python
 case_add_waits shared/watched-status-shell watched_status shell
+
+# A status log the program keeps open and flushes every 0.2 s for 2.4 s
+# (never unwritten for the half second after which a small open
+# checkpoint goes to its real file): a monitor without the library (a
+# tail -f) sees each line within 1.5 s of its flush (without the library
+# it sees it at once; before the bound on how long such a file stays in
+# the cache while open, it saw every line at the close, 2.4 s after the
+# first), and the log holds every line at its real path.
+status_log_flushed_often() {
+	plain "$PY" -c '
+import sys, time
+f, seen, t0, worst = sys.argv[1], 0, time.time(), 0.0
+while time.time() - t0 < 5:
+    try:
+        lines = open(f).read().splitlines()
+    except FileNotFoundError:
+        lines = []
+    for l in lines[seen:]:
+        p = l.split()
+        if len(p) == 3:
+            worst = max(worst, time.time() - float(p[2]))
+    seen = max(seen, len(lines))
+    if seen >= 12:
+        break
+    time.sleep(0.02)
+print(seen, "%.2f" % worst)
+' "$T/ck/status.log" >monitor.out 2>&1 &
+	local mon=$! lines worst
+	ck -- "$PY" -c '
+import os, sys, time
+d = sys.argv[1]
+open(d + "/first.bin", "wb").write(os.urandom(3 << 20))
+with open(d + "/status.log", "w") as f:
+    for i in range(12):
+        f.write("step %d %.3f\n" % (i, time.time()))
+        f.flush()
+        time.sleep(0.2)
+' "$T/ck" || { kill $mon 2>/dev/null; fail "the program$(last_error)"; }
+	wait $mon || fail "the monitor: $(cat monitor.out)"
+	read -r lines worst <monitor.out
+	[ "$lines" = 12 ] || fail "the monitor saw $lines of 12 lines: $(cat monitor.out)"
+	awk -v w="$worst" 'BEGIN { exit !(w < 1.5) }' || fail "a line reached the monitor $worst s after its flush (bound 1.5 s)"
+	[ "$(plain wc -l <ck/status.log)" = 12 ] || fail "status.log at its real path: $(plain wc -l <ck/status.log) lines"
+	echo "monitor: $lines lines, worst $worst s" >&2
+	return 0
+}
+case_add_waits shared/status-log-flushed-often status_log_flushed_often
