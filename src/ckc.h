@@ -167,9 +167,9 @@ int ckc_write_aside(const char *path);
 /* A new version that the program made its standard output or error before
  * writing a byte (a shell's "echo ... >file"), handed over to its real
  * file there. After a few in a row, with no version closed by the program
- * in between, the process's new versions go to their real files from the
- * start (ckc_write_aside: CKC_ASIDE_BACKLOG), as each would be handed
- * over there anyway. */
+ * in between, the process's new write-only versions go to their real
+ * files from the start (ckc_write_aside: CKC_ASIDE_BACKLOG), as each
+ * would be handed over there anyway; not with CKPTCACHE_STEP_ASIDE=off. */
 void ckc_redirect_noted(void);
 
 /* A small checkpoint of size bytes that another process asked for soon

@@ -352,7 +352,6 @@ CKC_TAGGED_PATH static bool straight_now(const char *key)
  * the streak (lock held). */
 static atomic_uint redirect_streak;
 static unsigned redirect_sent;
-static bool redirect_last; /* (the open's second look, ckc_open_write_only's, keeps its first's answer) */
 #define REDIRECT_STREAK 3
 #define REDIRECT_TRY 16
 
@@ -361,12 +360,10 @@ void ckc_redirect_noted(void)
 	atomic_fetch_add_explicit(&redirect_streak, 1, memory_order_relaxed);
 }
 
-CKC_TAGGED_PATH static bool redirect_straight(bool first)
+CKC_TAGGED_PATH static bool redirect_straight(void)
 {
-	if (first)
-		redirect_last = atomic_load_explicit(&redirect_streak, memory_order_relaxed) >= REDIRECT_STREAK &&
-				++redirect_sent % REDIRECT_TRY != 0;
-	return redirect_last;
+	return ckc_eng.aside.on && atomic_load_explicit(&redirect_streak, memory_order_relaxed) >= REDIRECT_STREAK &&
+	       ++redirect_sent % REDIRECT_TRY != 0;
 }
 
 CKC_TAGGED_PATH static int small_aside_takes(const char *key, ckc_obj_t *old, bool pick)
@@ -376,7 +373,12 @@ CKC_TAGGED_PATH static int small_aside_takes(const char *key, ckc_obj_t *old, bo
 		return CKC_ASIDE_NO;
 	/* (such an open goes there untimed, and renews the window within its
 	 * bound: the model decides again once it ends) */
-	bool forced = straight_now(key) || redirect_straight(pick);
+	/* (a redirection's streak is looked at by the first look of a
+	 * write-only O_TRUNC open only, ckc_write_aside's: the second one,
+	 * ckc_open_write_only's, follows a first that kept it in the cache,
+	 * and an O_RDWR or O_EXCL open, which only has that one, is no
+	 * shell's redirection) */
+	bool forced = straight_now(key) || (pick && redirect_straight());
 	int how = forced ? CKC_ASIDE_BACKLOG : small_aside_locked(pick);
 	if (aside_straight(how)) {
 		if (old)

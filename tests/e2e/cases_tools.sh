@@ -760,13 +760,16 @@ PYEOF
 # their real files; after three in a row the shell's next files go to their
 # real paths from the start, bar one in sixteen that the cache tries (a
 # program that closes such a version itself goes back to the cache). Every
-# file holds its line, read by the shell and at its real path.
+# file holds its line, read by the shell and at its real path. A program
+# that redirects three new logs so, then writes a file with "wb" and its
+# checkpoints with O_RDWR|O_TRUNC (HDF5's create): each checkpoint is a
+# version in the cache; with CKPTCACHE_STEP_ASIDE=off its "wb" ones too.
 tools_shell_redirects() {
-	local sh n
+	local sh n aside
 	for sh in bash dash; do
 		command -v $sh >/dev/null || continue
 		rm -rf "$T/ck" && mkdir -p "$T/ck"
-		ck CKPTCACHE_TRACE="$T/trace.txt" -- $sh -c '
+		ck CKPTCACHE_STEP_ASIDE=auto CKPTCACHE_TRACE="$T/trace.txt" -- $sh -c '
 cd "$1" || exit 2
 i=1
 while [ $i -le 64 ]; do echo "value $i" > f_$i; i=$((i + 1)); done
@@ -782,6 +785,41 @@ for i in range(1, 65):
     b = open(f"{sys.argv[1]}/f_{i}", "rb").read()
     assert b == f"value {i}\n".encode(), (i, b)
 ' "$T/ck" || fail "$sh: the files at their real paths$(last_error)"
+	done
+	for aside in auto off; do
+		rm -rf "$T/ck" && mkdir -p "$T/ck"
+		ck CKPTCACHE_STEP_ASIDE=$aside CKPTCACHE_TRACE="$T/trace.txt" -- "$PY" -c '
+import os, sys
+d, aside = sys.argv[1], sys.argv[2]
+for k in range(3):
+    fd = os.open(f"{d}/log_{k}.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.close(fd)
+    os.write(1, b"log line\n")
+with open(f"{d}/note.txt", "wb") as f:
+    f.write(b"note\n")
+for k in range(4):
+    fd = os.open(f"{d}/rw_{k}.bin", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, bytes([k]) * (1 << 20))
+    os.close(fd)
+if aside == "off":
+    for k in range(4):
+        with open(f"{d}/wb_{k}.bin", "wb") as f:
+            f.write(bytes([k]) * (1 << 20))
+for k in range(4):
+    assert open(f"{d}/rw_{k}.bin", "rb").read() == bytes([k]) * (1 << 20), k
+' "$T/ck" $aside || fail "the log rotating program (CKPTCACHE_STEP_ASIDE=$aside)$(last_error)"
+		n=$(grep -c ' open-write .*/rw_' "$T/trace.txt")
+		[ "$n" = 4 ] || fail "CKPTCACHE_STEP_ASIDE=$aside: $n of 4 O_RDWR checkpoints after three redirections were versions in the cache"
+		if [ $aside = off ]; then
+			n=$(grep -c ' open-write .*/wb_' "$T/trace.txt")
+			[ "$n" = 4 ] || fail "CKPTCACHE_STEP_ASIDE=off: $n of 4 \"wb\" checkpoints after three redirections were versions in the cache"
+		fi
+		plain "$PY" -c '
+import sys
+for k in range(4):
+    assert open(f"{sys.argv[1]}/rw_{k}.bin", "rb").read() == bytes([k]) * (1 << 20), k
+' "$T/ck" || fail "CKPTCACHE_STEP_ASIDE=$aside: the checkpoints at their real paths$(last_error)"
 	done
 	return 0
 }
