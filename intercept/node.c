@@ -731,7 +731,8 @@ static void node_idle_publish(void)
 			said = true;
 			ckc_info("checkpoint %s, of at most %llu KiB, was left open and unwritten for %llu ms, or "
 				 "kept open for %llu ms: it is written at its real path from now on, where another "
-				 "program may be reading it", keys[i], (unsigned long long)(NODE_IDLE_SMALL >> 10), NODE_IDLE_NS / 1000000ull,
+				 "program may be reading it",
+				 keys[i], (unsigned long long)(NODE_IDLE_SMALL >> 10), NODE_IDLE_NS / 1000000ull,
 				 NODE_OPEN_NS / 1000000ull);
 		} else {
 			ckc_debug("checkpoint %s, open and unwritten, goes to its real path", keys[i]);

@@ -631,7 +631,7 @@ size_t ckc_idle_writers(char (*keys)[PATH_MAX], size_t max, uint64_t idle_ns, ui
 		if (o->complete || o->retired || o->handed || o->handing || o->capture || o->rescue ||
 		    !o->mapped || o->size == 0 || o->size > small || o->home_live || eng_home_snap(o) ||
 		    o->writing > 0 || o->room_waits > 0 ||
-		    (now - o->wrote_at < idle_ns && (!o->opened_at || now - o->opened_at < open_ns)))
+		    (now - o->wrote_at < idle_ns && now - o->opened_at < open_ns))
 			continue;
 		if (n < max)
 			snprintf(keys[n], PATH_MAX, "%s", o->key);

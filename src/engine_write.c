@@ -299,13 +299,6 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 #define STRAIGHT_MAX_NS 1000000000ull
 #define STRAIGHT_SLOTS ((int)(sizeof(ckc_eng.straight) / sizeof(ckc_eng.straight[0])))
 
-static void straight_note(const char *key, bool forced);
-
-void eng_straight_note(const char *key)
-{
-	straight_note(key, false);
-}
-
 static void straight_note(const char *key, bool forced)
 {
 	uint64_t h = ckc_path_hash_local(key), now = ckc_now_ns();
@@ -325,6 +318,11 @@ static void straight_note(const char *key, bool forced)
 	ckc_eng.straight[pick].hash = h;
 	uint64_t until = now + STRAIGHT_NS, most = ckc_eng.straight[pick].since_ns + STRAIGHT_MAX_NS;
 	ckc_eng.straight[pick].until_ns = until < most ? until : most;
+}
+
+void eng_straight_note(const char *key)
+{
+	straight_note(key, false);
 }
 
 CKC_TAGGED_PATH static bool straight_now(const char *key)
@@ -372,12 +370,11 @@ CKC_TAGGED_PATH static int small_aside_takes(const char *key, ckc_obj_t *old, bo
 		     !old->passed_read))
 		return CKC_ASIDE_NO;
 	/* (such an open goes there untimed, and renews the window within its
-	 * bound: the model decides again once it ends) */
-	/* (a redirection's streak is looked at by the first look of a
-	 * write-only O_TRUNC open only, ckc_write_aside's: the second one,
-	 * ckc_open_write_only's, follows a first that kept it in the cache,
-	 * and an O_RDWR or O_EXCL open, which only has that one, is no
-	 * shell's redirection) */
+	 * bound: the model decides again once it ends; a redirection's streak
+	 * counts at the first look of a write-only O_TRUNC open only,
+	 * ckc_write_aside's: the second, ckc_open_write_only's, follows a first
+	 * that kept it in the cache, and an O_RDWR or O_EXCL open, which has
+	 * only that one, is no shell's redirection) */
 	bool forced = straight_now(key) || (pick && redirect_straight());
 	int how = forced ? CKC_ASIDE_BACKLOG : small_aside_locked(pick);
 	if (aside_straight(how)) {
