@@ -721,10 +721,23 @@ static void node_idle_publish(void)
 {
 	static char keys[NODE_IDLE_MAX][PATH_MAX];
 	static bool said;
+	/* paths whose hand-over failed (a folder that takes no new file):
+	 * not tried again at each look, each try said as an error, while the
+	 * program keeps them open; their versions stay in the cache (the node
+	 * thread's own) */
+	static uint64_t failed[NODE_IDLE_MAX];
+	static unsigned nfailed;
 	size_t n = ckc_idle_writers(keys, NODE_IDLE_MAX, NODE_IDLE_NS, NODE_OPEN_NS, NODE_IDLE_SMALL);
 	for (size_t i = 0; i < n && i < NODE_IDLE_MAX; i++) {
+		uint64_t h = ckc_path_hash_local(keys[i]);
+		bool before = false;
+		for (unsigned k = 0; k < NODE_IDLE_MAX && !before; k++)
+			before = failed[k] == h;
+		if (before)
+			continue;
 		int rc = ckc_hand_over_path(keys[i]);
 		if (rc) {
+			failed[nfailed++ % NODE_IDLE_MAX] = h;
 			ckc_debug("checkpoint %s, open and unwritten, could not go to its real path (%s)", keys[i],
 				  strerror(-rc));
 		} else if (!said) {

@@ -366,6 +366,29 @@ with open(d + "/status.log", "w") as f:
 	awk -v w="$worst" 'BEGIN { exit !(w < 1.5) }' || fail "a line reached the monitor $worst s after its flush (bound 1.5 s)"
 	[ "$(plain wc -l <ck/status.log)" = 12 ] || fail "status.log at its real path: $(plain wc -l <ck/status.log) lines"
 	echo "monitor: $lines lines, worst $worst s" >&2
+	# the folder takes no new file (ENOSPC for the library's files and
+	# renames): the hand-over fails once and is not tried at each look
+	# after it (each try an error), the program reads its 12 lines, and
+	# they are in the rescue file the end makes
+	rm -rf "$T/ck" rescue && mkdir -p "$T/ck" rescue
+	FAIL_ERRNO=28 ck SLOWFS_OPS=rename,open CKPTCACHE_RESCUE_DIR="$T/rescue" -- "$PY" -c '
+import sys, time
+d = sys.argv[1]
+with open(d + "/status.log", "w") as f:
+    for i in range(12):
+        f.write("step %d\n" % i)
+        f.flush()
+        time.sleep(0.2)
+assert open(d + "/status.log").read().count("step") == 12
+' "$T/ck" 2>err.txt || fail "the program, its folder full$(last_error)"
+	local tries
+	tries=$(grep -c 'could not write checkpoint .*status.log' err.txt)
+	[ "$tries" -le 2 ] || fail "$tries errors for one checkpoint whose folder is full (the hand-over tried at each look)"
+	plain "$PY" -c '
+import glob, sys
+r = glob.glob(sys.argv[1] + "/*/rescue.*-status.log")
+assert len(r) == 1 and open(r[0]).read() == "".join("step %d\n" % i for i in range(12)), r
+' "$T/rescue" || fail "the rescue file of status.log$(last_error): $(head -c 300 err.txt)"
 	return 0
 }
 case_add_waits shared/status-log-flushed-often status_log_flushed_often
