@@ -106,6 +106,12 @@ void ckc_gpu_stop(ckc_tier_t *t);    /* stops the mapping thread; lock not held 
 bool ckc_gpu_usable(const ckc_tier_t *t);
 int ckc_gpu_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len);
 int ckc_gpu_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len);
+/* len bytes into the gpu tier at aoff, which fill(ctx, off, buf, n) writes
+ * piece by piece (off from 0) into a pinned buffer of the calling thread:
+ * a background copy from a file without a pageable bounce. 0 or -errno
+ * (fill's own included). */
+int ckc_gpu_put_filled(ckc_tier_t *t, uint64_t aoff, size_t len,
+		       int (*fill)(void *ctx, uint64_t off, void *buf, size_t n), void *ctx);
 /* ckc_gpu_get straight into buf (pinned memory), never through a CPU copy. */
 int ckc_gpu_get_direct(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len);
 int ckc_gpu_dtod(ckc_tier_t *t, uint64_t dst, uint64_t src, size_t len);

@@ -616,6 +616,8 @@ void ckc_gpu_stop(ckc_tier_t *t) { (void)t; }
 void ckc_gpu_close(ckc_tier_t *t) { arena_fini(&t->arena); sys_free(t->gpu); t->gpu = NULL; }
 int ckc_gpu_put(ckc_tier_t *t, uint64_t a, const void *b, size_t n) { (void)t; (void)a; (void)b; (void)n; return -ENODEV; }
 int ckc_gpu_get(ckc_tier_t *t, uint64_t a, void *b, size_t n) { (void)t; (void)a; (void)b; (void)n; return -ENODEV; }
+int ckc_gpu_put_filled(ckc_tier_t *t, uint64_t a, size_t n, int (*f)(void *, uint64_t, void *, size_t), void *c)
+{ (void)t; (void)a; (void)n; (void)f; (void)c; return -ENODEV; }
 int ckc_gpu_get_direct(ckc_tier_t *t, uint64_t a, void *b, size_t n) { (void)t; (void)a; (void)b; (void)n; return -ENODEV; }
 int ckc_gpu_dtod(ckc_tier_t *t, uint64_t d, uint64_t s, size_t n) { (void)t; (void)d; (void)s; (void)n; return -ENODEV; }
 int ckc_gpu_dtoh(ckc_tier_t *t, void *d, uint64_t s, size_t n) { (void)t; (void)d; (void)s; (void)n; return -ENODEV; }

@@ -291,6 +291,39 @@ int ckc_gpu_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len)
 	return gpu_copy(t->gpu, 'd', (void *)buf, t->gpu->base + aoff, 0, len);
 }
 
+int ckc_gpu_put_filled(ckc_tier_t *t, uint64_t aoff, size_t len,
+		       int (*fill)(void *ctx, uint64_t off, void *buf, size_t n), void *ctx)
+{
+	const ckc_gpu_t *g = t->gpu;
+	uint64_t dst = g->base + aoff;
+	const ckc_gpu_dev_t *reg = gpu_region_of(g, dst);
+	CUstream s;
+	if (!reg || gpu_region_of(g, dst + (len ? len - 1 : 0)) != reg)
+		return -EFAULT;
+	int rc = gpu_enter(g, reg, &s);
+	if (rc)
+		return rc;
+	char *stage = pinned_buf(&tl_stage, GPU_XFER);
+	if (!stage)
+		return -ENOMEM;
+	for (size_t done = 0, k; !rc && done < len; done += k) {
+		k = len - done < GPU_XFER ? len - done : GPU_XFER;
+		rc = fill(ctx, done, stage, k);
+		if (rc)
+			break;
+		if (ckc_svc.gpu_settle)
+			ckc_svc.gpu_settle();
+		ckc_bg_yield();
+		CUresult r = gpu_drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)(dst + done), stage, k, s);
+		if (r == CUDA_SUCCESS)
+			r = gpu_drv.cuStreamSynchronize(s);
+		if (r != CUDA_SUCCESS)
+			ckc_error("gpu tier: a copy of %zu bytes failed (CUDA error %d)", k, (int)r);
+		rc = gpu_err(r);
+	}
+	return rc;
+}
+
 int ckc_gpu_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
 {
 	return gpu_copy(t->gpu, 'h', buf, 0, t->gpu->base + aoff, len);

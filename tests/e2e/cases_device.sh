@@ -80,6 +80,10 @@ device_stencil() {
 		# stream's buffer, a second read whose copy fills the
 		# destination's last page)
 		[ "$gpu" != 1G ] || stats_ok gpu.read_ops=="$count"
+		# below a gpu tier a hinted checkpoint is brought back into it,
+		# not left in the page cache (whose read is the staged copy the
+		# program makes without the library)
+		stats_ok gpu.prefetch_cached==0
 	fi
 	# a large pinned staging buffer is made of huge pages
 	if [ "$staging" = pinned ]; then
