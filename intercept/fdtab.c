@@ -937,6 +937,38 @@ static int vfd_open_real(const ckc_vfd_t *v)
 	return fd;
 }
 
+/* The numbers the last switches gave to real files, with the virtual
+ * descriptor's id and the file (under fdtab_lock). */
+#define SWITCHED_KEEP 32
+static struct {
+	uint64_t id;
+	int fd;
+	dev_t dev;
+	ino_t ino;
+} switched[SWITCHED_KEEP];
+static unsigned switched_next;
+
+int ckc_vfd_switched_at(int fd, uint64_t id)
+{
+	int at = -1;
+	dev_t dev = 0;
+	ino_t ino = 0;
+	ckc_mutex_lock(&fdtab_lock);
+	for (unsigned i = 0; i < SWITCHED_KEEP; i++)
+		if (switched[i].id == id && (at < 0 || switched[i].fd == fd)) {
+			at = switched[i].fd;
+			dev = switched[i].dev;
+			ino = switched[i].ino;
+		}
+	bool virt = at >= 0 && (size_t)at < ckc_vfd_cap && atomic_load(&ckc_vfd_tab[at]);
+	ckc_mutex_unlock(&fdtab_lock);
+	struct stat st;
+	int saved = errno, fl = at >= 0 && !virt ? REAL(fcntl)(at, F_GETFL) : -1;
+	bool same = fl >= 0 && !(fl & O_PATH) && REAL(fstat)(at, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+	errno = saved;
+	return same ? at : -1;
+}
+
 int ckc_vfd_switch(ckc_vfd_t *v)
 {
 	int rc = 0, saved = errno;
@@ -964,6 +996,9 @@ int ckc_vfd_switch(ckc_vfd_t *v)
 	 * process's new version of it is written there too */
 	uint64_t inplace = (v->flags & O_ACCMODE) != O_RDONLY ? ckc_node_inplace_begin(v->path, false) : 0;
 	int first_fd = -1;
+	struct stat rst;
+	if (REAL(fstat)(real, &rst) != 0)
+		rst.st_ino = 0;
 	/* under the table lock, so that no close or dup2 of these numbers
 	 * slips in between the look and the dup */
 	ckc_mutex_lock(&fdtab_lock);
@@ -980,6 +1015,13 @@ int ckc_vfd_switch(ckc_vfd_t *v)
 		atomic_fetch_sub(&v->refs, 1);
 		if (first_fd < 0)
 			first_fd = (int)fd;
+		if (rst.st_ino) {
+			unsigned i = switched_next++ % SWITCHED_KEEP;
+			switched[i].id = v->id;
+			switched[i].fd = (int)fd;
+			switched[i].dev = rst.st_dev;
+			switched[i].ino = rst.st_ino;
+		}
 	}
 	ckc_mutex_unlock(&fdtab_lock);
 	if (inplace)
@@ -1074,6 +1116,13 @@ static uint64_t vfork_snap_id(int fd)
 	return 0;
 }
 
+ckc_vfd_t *ckc_vfd_vfork_unheld(int fd)
+{
+	if (ckc_in_vfork_child())
+		vfork_claim(fd);
+	return NULL;
+}
+
 ckc_vfd_t *ckc_vfd_hold(int fd)
 {
 	if (!ckc_fd_maybe_tagged(fd))
@@ -1082,9 +1131,7 @@ ckc_vfd_t *ckc_vfd_hold(int fd)
 	 * parent's memory, whose references it must not take), and its call
 	 * goes to the kernel */
 	if (ckc_in_vfork_child()) {
-		ckc_vfd_t *pv = atomic_load(&ckc_vfd_tab[fd]);
-		if (pv)
-			(void)ckc_vfd_check(fd, pv);
+		vfork_claim(fd);
 		return NULL;
 	}
 	ckc_vfd_t *v = vfd_ref((size_t)fd);

@@ -615,12 +615,21 @@ static inline bool ckc_vfd_confirmed(int fd)
 }
 
 /* Whether fd may be tagged: one table load, no call, so the untagged path
- * of the hottest wrappers needs no stack frame. */
+ * of the hottest wrappers needs no stack frame. In the thread that made a
+ * vfork child (until it asks, ckc_in_vfork_child), every number may be:
+ * the child's number may hold a placeholder whose checkpoint another
+ * thread of the parent sent to its real file meanwhile, taking it off the
+ * table, and the child claims it (ckc_vfd_hold). */
 static inline bool ckc_fd_maybe_tagged(int fd)
 {
 	return (unsigned)fd < ckc_vfd_cap && atomic_load_explicit(&ckc_vfd_ever, memory_order_relaxed) &&
-	       atomic_load_explicit(&ckc_vfd_tab[fd], memory_order_relaxed) != NULL;
+	       (atomic_load_explicit(&ckc_vfd_tab[fd], memory_order_relaxed) != NULL ||
+		__builtin_expect(ckc_tl_vfork_pid != 0, 0));
 }
+
+/* A vfork child's call on fd, which the parent's table no longer holds:
+ * fd is claimed if the child has the parent's placeholder there. NULL. */
+ckc_vfd_t *ckc_vfd_vfork_unheld(int fd);
 
 /* The virtual descriptor behind fd, or NULL: the fast path of every fd
  * call is the table load; only a tagged-looking fd pays the check. */
@@ -630,7 +639,7 @@ static inline ckc_vfd_t *ckc_vfd_get(int fd)
 		return NULL;
 	ckc_vfd_t *v = atomic_load_explicit(&ckc_vfd_tab[fd], memory_order_acquire);
 	if (!v)
-		return NULL;
+		return __builtin_expect(ckc_tl_vfork_pid != 0, 0) ? ckc_vfd_vfork_unheld(fd) : NULL;
 	return ckc_vfd_confirmed(fd) ? v : ckc_vfd_check(fd, v);
 }
 
@@ -677,6 +686,11 @@ static inline ckc_vfd_t *ckc_vfd_held(int fd)
  * another number that holds it (*at gets the number); NULL if no number
  * holds it any more. */
 ckc_vfd_t *ckc_vfd_hold_id(int fd, uint64_t id, int *at);
+/* After a switch of the virtual descriptor id to its real file: the number
+ * that now holds the real file for the program's number fd (fd itself when
+ * it was one of id's), while it still does; -1 if none. For a vfork child
+ * whose number still holds the placeholder (node_give_fd). */
+int ckc_vfd_switched_at(int fd, uint64_t id);
 /* In the program's thread before its vfork: the numbers of the cached
  * checkpoints the child will have (placeholders) and their ids, which the
  * child's claims name (another thread may close a number and reuse it

@@ -654,6 +654,11 @@ static void node_give_fd(int s, const char *path, pid_t pid, const struct sockad
 				fd = at;
 			else if (rep.rc == 0)
 				rep.rc = -EBADF;
+		} else if ((at = ckc_vfd_switched_at((int)n, id)) >= 0) {
+			/* sent to its real file since the child was made (a
+			 * hand-over of this thread's, another thread's) */
+			rep.rc = 0;
+			fd = at;
 		}
 	}
 	union {

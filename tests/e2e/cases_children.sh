@@ -1598,3 +1598,46 @@ print(len(open(f"{d}/live.bin", "rb").read()))
 	return 0
 }
 case_add children/vfork-close-range-after-hand-over children_vfork_close_range_after_hand_over
+
+# A vfork child uses a checkpoint its parent holds open after the parent's
+# node thread sent that checkpoint to its real file (open and unwritten for
+# half a second: a status file): the child's number still holds the
+# parent's placeholder, and the parent gives the real file's descriptor for
+# it, as for one still cached. The child writes its line, then the parent,
+# and no error is reported.
+vfork_child_after_idle_hand_over() {
+	cat >vi.c <<'C'
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int c, char **v)
+{
+	int st, fd = c == 2 ? open(v[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+	if (fd < 0 || dprintf(fd, "first\n") != 6)
+		return 2;
+	pid_t p = vfork();
+	if (p == 0) {
+		/* the parent's node thread looks every 0.2 s for writers left
+		 * unwritten for 0.5 s */
+		usleep(1500000);
+		_exit(dprintf(fd, "child\n") == 6 ? 0 : 4);
+	}
+	if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		fprintf(stderr, "the child: status %d\n", st);
+		return 3;
+	}
+	return dprintf(fd, "parent\n") == 7 && close(fd) == 0 ? 0 : 5;
+}
+C
+	gcc -O2 -o vi vi.c || fail "the vfork program did not compile"
+	mkdir -p plainrun
+	plain ./vi plainrun/s.txt || fail "the program without the library"
+	ck -- ./vi ck/s.txt 2>err.txt || fail "the program with the library$(cat err.txt | head -3 | tr '\n' ' ')"
+	cat err.txt
+	grep -q 'ckptcache: error' err.txt && fail "$(grep -m1 'ckptcache: error' err.txt | cut -c1-200)"
+	same plainrun/s.txt ck/s.txt "the checkpoint written by the parent and its vfork child"
+	return 0
+}
+case_add children/vfork-child-after-idle-hand-over vfork_child_after_idle_hand_over
