@@ -708,13 +708,16 @@ static void node_serve_one(int s)
 }
 
 /* An open checkpoint of at most NODE_IDLE_SMALL bytes that its program
- * left unwritten for NODE_IDLE_NS goes to its real file, its descriptors
- * with it: a status or progress file that a program without the library
- * watches (a monitor, tail -f, a handshake that waits for a line) sees
- * what the program flushed, as without the library, where the cache would
- * show it only at the close. Looked at every NODE_IDLE_LOOK_MS while
- * checkpoints are open for writing. */
+ * left unwritten for NODE_IDLE_NS, or has kept open for NODE_OPEN_NS (a
+ * status line flushed every 0.2 s never leaves it unwritten that long),
+ * goes to its real file, its descriptors with it: a status or progress
+ * file that a program without the library watches (a monitor, tail -f, a
+ * handshake that waits for a line) sees what the program flushed, as
+ * without the library, where the cache would show it only at the close.
+ * Looked at every NODE_IDLE_LOOK_MS while checkpoints are open for
+ * writing. */
 #define NODE_IDLE_NS (500ull * 1000000u)
+#define NODE_OPEN_NS (500ull * 1000000u)
 #define NODE_IDLE_SMALL ((uint64_t)1 << 20)
 #define NODE_IDLE_LOOK_MS 200
 #define NODE_IDLE_MAX 8
@@ -723,17 +726,32 @@ static void node_idle_publish(void)
 {
 	static char keys[NODE_IDLE_MAX][PATH_MAX];
 	static bool said;
-	size_t n = ckc_idle_writers(keys, NODE_IDLE_MAX, NODE_IDLE_NS, NODE_IDLE_SMALL);
+	/* paths whose hand-over failed (a folder that takes no new file):
+	 * not tried again at each look, each try said as an error, while the
+	 * program keeps them open; their versions stay in the cache (the node
+	 * thread's own) */
+	static uint64_t failed[NODE_IDLE_MAX];
+	static unsigned nfailed;
+	size_t n = ckc_idle_writers(keys, NODE_IDLE_MAX, NODE_IDLE_NS, NODE_OPEN_NS, NODE_IDLE_SMALL);
 	for (size_t i = 0; i < n && i < NODE_IDLE_MAX; i++) {
+		uint64_t h = ckc_path_hash_local(keys[i]);
+		bool before = false;
+		for (unsigned k = 0; k < NODE_IDLE_MAX && !before; k++)
+			before = failed[k] == h;
+		if (before)
+			continue;
 		int rc = ckc_hand_over_path(keys[i]);
 		if (rc) {
+			failed[nfailed++ % NODE_IDLE_MAX] = h;
 			ckc_debug("checkpoint %s, open and unwritten, could not go to its real path (%s)", keys[i],
 				  strerror(-rc));
 		} else if (!said) {
 			said = true;
-			ckc_info("checkpoint %s was left open and unwritten for %llu ms: it is written at its real "
-				 "path from now on, where another program may be reading it",
-				 keys[i], NODE_IDLE_NS / 1000000ull);
+			ckc_info("checkpoint %s, of at most %llu KiB, was left open and unwritten for %llu ms, or "
+				 "kept open for %llu ms: it is written at its real path from now on, where another "
+				 "program may be reading it",
+				 keys[i], (unsigned long long)(NODE_IDLE_SMALL >> 10), NODE_IDLE_NS / 1000000ull,
+				 NODE_OPEN_NS / 1000000ull);
 		} else {
 			ckc_debug("checkpoint %s, open and unwritten, goes to its real path", keys[i]);
 		}

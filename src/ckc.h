@@ -340,8 +340,9 @@ int ckc_new_writer_under(const char *dir, char *key);
 bool ckc_writers_open(void);
 /* The names (PATH_MAX each, up to max) of the versions open for writing
  * whose real files lack their bytes, of 1 to small bytes, none written for
- * idle_ns or more: how many there are (possibly more than max). */
-size_t ckc_idle_writers(char (*keys)[PATH_MAX], size_t max, uint64_t idle_ns, uint64_t small);
+ * idle_ns or more, or open for open_ns or more (a log written every few
+ * tenths of a second): how many there are (possibly more than max). */
+size_t ckc_idle_writers(char (*keys)[PATH_MAX], size_t max, uint64_t idle_ns, uint64_t open_ns, uint64_t small);
 
 /* Moves the cached object at from to to (retiring any object at to) and
  * renames the real file if it exists. Returns 0, -ENOENT if from is not

@@ -621,7 +621,7 @@ CKC_TAGGED_PATH bool ckc_writers_open(void)
 	return atomic_load_explicit(&ckc_eng_writers, memory_order_relaxed) != 0;
 }
 
-size_t ckc_idle_writers(char (*keys)[PATH_MAX], size_t max, uint64_t idle_ns, uint64_t small)
+size_t ckc_idle_writers(char (*keys)[PATH_MAX], size_t max, uint64_t idle_ns, uint64_t open_ns, uint64_t small)
 {
 	size_t n = 0;
 	uint64_t now = ckc_now_ns();
@@ -630,7 +630,8 @@ size_t ckc_idle_writers(char (*keys)[PATH_MAX], size_t max, uint64_t idle_ns, ui
 	for (ckc_obj_t *o = on ? ckc_eng.writing : NULL; o; o = o->wnext) {
 		if (o->complete || o->retired || o->handed || o->handing || o->capture || o->rescue ||
 		    !o->mapped || o->size == 0 || o->size > small || o->home_live || eng_home_snap(o) ||
-		    o->writing > 0 || o->room_waits > 0 || now - o->wrote_at < idle_ns)
+		    o->writing > 0 || o->room_waits > 0 ||
+		    (now - o->wrote_at < idle_ns && now - o->opened_at < open_ns))
 			continue;
 		if (n < max)
 			snprintf(keys[n], PATH_MAX, "%s", o->key);

@@ -117,6 +117,7 @@ struct ckc_obj {
 				for its publication is added to it */
 	uint64_t write_ns;   /* the program's time in its open, writes and close */
 	uint64_t wrote_at;   /* when it was opened or last written (ckc_now_ns) */
+	uint64_t opened_at;  /* when this version was opened for writing (its only writer handle's open) */
 	int room_waits;      /* writes of it waiting for room at its real path
 				(ckc_handle_room_wait): not left unwritten */
 	bool passed_read;    /* opened for reading at its real path (aside_home) */

@@ -453,7 +453,7 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 	}
 	o->mode = mode & 07777;
 	eng_touch_mtime(o);
-	o->wrote_at = t0;
+	o->wrote_at = o->opened_at = t0;
 	o->wlevel = ckc_eng.ntier > 1 ? 0 : ckc_eng.ntier - 1;
 	/* a gpu tier without device memory yet (no capture so far) */
 	if (o->wlevel == 0 && ckc_eng.tier[0].kind == TIER_GPU && !ckc_gpu_usable(&ckc_eng.tier[0]))

@@ -322,3 +322,73 @@ exec 3>&-
 }
 case_add_waits shared/watched-status-python watched_status python
 case_add_waits shared/watched-status-shell watched_status shell
+
+# A status log the program keeps open and flushes every 0.2 s for 2.4 s
+# (never unwritten for the half second after which a small open
+# checkpoint goes to its real file): a monitor without the library (a
+# tail -f) sees each line within 1.5 s of its flush (without the library
+# it sees it at once; before the bound on how long such a file stays in
+# the cache while open, it saw every line at the close, 2.4 s after the
+# first), and the log holds every line at its real path.
+status_log_flushed_often() {
+	plain "$PY" -c '
+import sys, time
+f, seen, t0, worst = sys.argv[1], 0, time.time(), 0.0
+while time.time() - t0 < 5:
+    try:
+        lines = open(f).read().splitlines()
+    except FileNotFoundError:
+        lines = []
+    for l in lines[seen:]:
+        p = l.split()
+        if len(p) == 3:
+            worst = max(worst, time.time() - float(p[2]))
+    seen = max(seen, len(lines))
+    if seen >= 12:
+        break
+    time.sleep(0.02)
+print(seen, "%.2f" % worst)
+' "$T/ck/status.log" >monitor.out 2>&1 &
+	local mon=$! lines worst
+	ck -- "$PY" -c '
+import os, sys, time
+d = sys.argv[1]
+open(d + "/first.bin", "wb").write(os.urandom(3 << 20))
+with open(d + "/status.log", "w") as f:
+    for i in range(12):
+        f.write("step %d %.3f\n" % (i, time.time()))
+        f.flush()
+        time.sleep(0.2)
+' "$T/ck" || { kill $mon 2>/dev/null; fail "the program$(last_error)"; }
+	wait $mon || fail "the monitor: $(cat monitor.out)"
+	read -r lines worst <monitor.out
+	[ "$lines" = 12 ] || fail "the monitor saw $lines of 12 lines: $(cat monitor.out)"
+	awk -v w="$worst" 'BEGIN { exit !(w < 1.5) }' || fail "a line reached the monitor $worst s after its flush (bound 1.5 s)"
+	[ "$(plain wc -l <ck/status.log)" = 12 ] || fail "status.log at its real path: $(plain wc -l <ck/status.log) lines"
+	echo "monitor: $lines lines, worst $worst s" >&2
+	# the folder takes no new file (ENOSPC for the library's files and
+	# renames): the hand-over fails once and is not tried at each look
+	# after it (each try an error), the program reads its 12 lines, and
+	# they are in the rescue file the end makes
+	rm -rf "$T/ck" rescue && mkdir -p "$T/ck" rescue
+	FAIL_ERRNO=28 ck SLOWFS_OPS=rename,open CKPTCACHE_RESCUE_DIR="$T/rescue" -- "$PY" -c '
+import sys, time
+d = sys.argv[1]
+with open(d + "/status.log", "w") as f:
+    for i in range(12):
+        f.write("step %d\n" % i)
+        f.flush()
+        time.sleep(0.2)
+assert open(d + "/status.log").read().count("step") == 12
+' "$T/ck" 2>err.txt || fail "the program, its folder full$(last_error)"
+	local tries
+	tries=$(grep -c 'could not write checkpoint .*status.log' err.txt)
+	[ "$tries" -le 2 ] || fail "$tries errors for one checkpoint whose folder is full (the hand-over tried at each look)"
+	plain "$PY" -c '
+import glob, sys
+r = glob.glob(sys.argv[1] + "/*/rescue.*-status.log")
+assert len(r) == 1 and open(r[0]).read() == "".join("step %d\n" % i for i in range(12)), r
+' "$T/rescue" || fail "the rescue file of status.log$(last_error): $(head -c 300 err.txt)"
+	return 0
+}
+case_add_waits shared/status-log-flushed-often status_log_flushed_often

@@ -2620,6 +2620,41 @@ Test(engine, scattered_reads_consume_only_what_they_read)
  * 1 byte to the bound, unwritten for the time asked, not yet published;
  * a larger one, an empty one, one written since, a closed one and one
  * published by an fsync are not among them. */
+/* A small version written every 50 ms (a status line flushed often) is
+ * never unwritten for IDLE_NS: once open for longer than the bound asked,
+ * it is among them all the same; one opened since is not. */
+Test(engine, idle_writers_include_small_ones_open_long)
+{
+	tenv_t e;
+	tenv_make(&e);
+	ckc_config_t c = tcfg(&e, 16 * MiB, 0);
+	cr_assert_eq(ckc_init_config(&c), 0);
+	const uint64_t open_ns = 1000ull * 1000000u;
+	char path[2][PATH_MAX], keys[4][PATH_MAX];
+	ckc_handle_t *h[2];
+	tpath(&e, path[0], 750);
+	tpath(&e, path[1], 751);
+	cr_assert_eq(ckc_open_write(path[0], 0644, &h[0]), 0);
+	uint64_t off = 0;
+	for (int i = 0; i < 8; i++) {
+		cr_assert_eq(ckc_pwrite(h[0], "status line\n", 12, off), 12);
+		off += 12;
+		cr_assert_eq(ckc_idle_writers(keys, 4, IDLE_NS, open_ns, MiB), 0, "listed after %d writes", i + 1);
+		usleep(30 * 1000);
+	}
+	usleep(open_ns / 1000);
+	cr_assert_eq(ckc_open_write(path[1], 0644, &h[1]), 0);
+	cr_assert_eq(ckc_pwrite(h[1], "x", 1, 0), 1);
+	cr_assert_eq(ckc_pwrite(h[0], "status line\n", 12, off), 12);
+	size_t n = ckc_idle_writers(keys, 4, IDLE_NS, open_ns, MiB);
+	cr_assert_eq(n, 1, "%zu writers listed", n);
+	cr_assert_str_eq(keys[0], path[0]);
+	(void)ckc_close(h[0]);
+	(void)ckc_close(h[1]);
+	ckc_shutdown();
+	tenv_clean(&e);
+}
+
 Test(engine, idle_writers_are_small_open_and_unwritten)
 {
 	tenv_t e;
@@ -2642,33 +2677,33 @@ Test(engine, idle_writers_are_small_open_and_unwritten)
 	cr_assert_eq(ckc_close(h[3]), 0);
 	cr_assert_eq(ckc_sync(h[4]), 0);
 	char keys[4][PATH_MAX];
-	cr_assert_eq(ckc_idle_writers(keys, 4, IDLE_NS, MiB), 0, "none idle yet");
+	cr_assert_eq(ckc_idle_writers(keys, 4, IDLE_NS, UINT64_MAX, MiB), 0, "none idle yet");
 	usleep(IDLE_NS / 1000 + 100 * 1000);
-	size_t n = ckc_idle_writers(keys, 4, IDLE_NS, MiB);
+	size_t n = ckc_idle_writers(keys, 4, IDLE_NS, UINT64_MAX, MiB);
 	cr_assert_eq(n, 1, "%zu idle writers", n);
 	cr_assert_str_eq(keys[0], path[0]);
 	/* a write of it waiting for room at its real path: not unwritten */
 	ckc_handle_room_wait(h[0], true);
-	cr_assert_eq(ckc_idle_writers(keys, 4, IDLE_NS, MiB), 0, "waiting for room");
+	cr_assert_eq(ckc_idle_writers(keys, 4, IDLE_NS, UINT64_MAX, MiB), 0, "waiting for room");
 	ckc_handle_room_wait(h[0], false);
-	cr_assert_eq(ckc_idle_writers(keys, 4, IDLE_NS, MiB), 1, "no longer waiting");
+	cr_assert_eq(ckc_idle_writers(keys, 4, IDLE_NS, UINT64_MAX, MiB), 1, "no longer waiting");
 	/* a write makes it busy again */
 	cr_assert_eq(ckc_pwrite(h[0], buf, 10, 100), 10);
-	cr_assert_eq(ckc_idle_writers(keys, 4, IDLE_NS, MiB), 0, "written again");
+	cr_assert_eq(ckc_idle_writers(keys, 4, IDLE_NS, UINT64_MAX, MiB), 0, "written again");
 	/* written after the fsync: idle again once unwritten */
 	cr_assert_eq(ckc_pwrite(h[4], buf, 10, 100), 10);
 	usleep(IDLE_NS / 1000 + 100 * 1000);
-	n = ckc_idle_writers(keys, 4, IDLE_NS, MiB);
+	n = ckc_idle_writers(keys, 4, IDLE_NS, UINT64_MAX, MiB);
 	cr_assert_eq(n, 2, "%zu idle writers", n);
 	/* handed over, it leaves the list */
 	cr_assert_eq(ckc_handoff(h[0]), 0);
-	n = ckc_idle_writers(keys, 4, IDLE_NS, MiB);
+	n = ckc_idle_writers(keys, 4, IDLE_NS, UINT64_MAX, MiB);
 	cr_assert_eq(n, 1, "%zu idle writers after a hand-over", n);
 	cr_assert_str_eq(keys[0], path[4]);
 	for (int i = 0; i < 5; i++)
 		if (i != 3)
 			(void)ckc_close(h[i]);
-	cr_assert_eq(ckc_idle_writers(keys, 4, 0, MiB), 0, "none open");
+	cr_assert_eq(ckc_idle_writers(keys, 4, 0, UINT64_MAX, MiB), 0, "none open");
 	ckc_shutdown();
 	tenv_clean(&e);
 }
