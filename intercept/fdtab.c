@@ -744,6 +744,100 @@ CKC_WARM_PATH void ckc_passed_dup(int oldfd, int newfd)
 		slot_put(newfd, m);
 }
 
+/* ---- mappings of tagged files ---------------------------------------
+ * A mapping shows its file as a descriptor does: a rewrite of a path this
+ * process has mapped goes to the real file in place (truncated and written
+ * there, as without the library), where a new version published by a
+ * rename would leave the mapping on the old file, the program reading the
+ * old bytes through it. The mappings' ranges with their paths' marks (as a
+ * passed descriptor's, passed_hash), under fdtab_lock; past MAPPED_MAX at
+ * once, every rewrite of a tagged path that has a real file goes there. */
+#define MAPPED_MAX 256
+static struct {
+	uint64_t mark;
+	uintptr_t a, b;
+} mapped[MAPPED_MAX];
+static atomic_uint mapped_n;
+static atomic_bool mapped_lost;
+
+void ckc_mapped_add(int fd, const char *canon, const void *p, size_t len)
+{
+	uint64_t m = canon ? passed_hash(canon) : 0;
+	if (!m && fd >= 0 && (size_t)fd < ckc_vfd_cap && ckc_small_t0) {
+		uint64_t s = atomic_load_explicit(&ckc_small_t0[fd], memory_order_relaxed);
+		if (slot_passed(s))
+			m = s;
+	}
+	if (!m || !len)
+		return;
+	ckc_mutex_lock_brief(&fdtab_lock);
+	unsigned n = atomic_load_explicit(&mapped_n, memory_order_relaxed);
+	if (n < MAPPED_MAX) {
+		mapped[n].mark = m;
+		mapped[n].a = (uintptr_t)p;
+		mapped[n].b = (uintptr_t)p + len;
+		atomic_store(&mapped_n, n + 1);
+	} else {
+		atomic_store(&mapped_lost, true);
+	}
+	ckc_mutex_unlock_brief(&fdtab_lock);
+}
+
+void ckc_mapped_cut_slow(const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p, b = a + len;
+	ckc_mutex_lock_brief(&fdtab_lock);
+	unsigned n = atomic_load_explicit(&mapped_n, memory_order_relaxed);
+	for (unsigned i = 0; i < n;) {
+		/* gone whole; cut at one end; a hole in the middle keeps
+		 * the range whole (it still maps the file) */
+		if (mapped[i].a >= a && mapped[i].b <= b) {
+			mapped[i] = mapped[--n];
+			continue;
+		}
+		if (mapped[i].a >= a && mapped[i].a < b)
+			mapped[i].a = b;
+		else if (mapped[i].b > a && mapped[i].b <= b)
+			mapped[i].b = a;
+		i++;
+	}
+	atomic_store(&mapped_n, n);
+	ckc_mutex_unlock_brief(&fdtab_lock);
+}
+
+void ckc_mapped_moved(const void *old, const void *to, size_t len)
+{
+	ckc_mutex_lock_brief(&fdtab_lock);
+	unsigned n = atomic_load_explicit(&mapped_n, memory_order_relaxed);
+	for (unsigned i = 0; i < n; i++)
+		if (mapped[i].a == (uintptr_t)old) {
+			mapped[i].a = (uintptr_t)to;
+			mapped[i].b = (uintptr_t)to + len;
+		}
+	ckc_mutex_unlock_brief(&fdtab_lock);
+}
+
+bool ckc_mapped_using(const char *canon)
+{
+	if (atomic_load_explicit(&mapped_lost, memory_order_relaxed))
+		return true;
+	if (!atomic_load_explicit(&mapped_n, memory_order_relaxed))
+		return false;
+	uint64_t h = passed_hash(canon);
+	bool using = false;
+	ckc_mutex_lock_brief(&fdtab_lock);
+	unsigned n = atomic_load_explicit(&mapped_n, memory_order_relaxed);
+	for (unsigned i = 0; i < n && !using; i++)
+		using = mapped[i].mark == h;
+	ckc_mutex_unlock_brief(&fdtab_lock);
+	return using;
+}
+
+unsigned ckc_mapped_count(void)
+{
+	return atomic_load_explicit(&mapped_n, memory_order_relaxed);
+}
+
 bool ckc_passed_using(const char *canon)
 {
 	if (!atomic_load_explicit(&ckc_passed_n, memory_order_relaxed) || !ckc_small_t0)

@@ -948,6 +948,21 @@ void ckc_passed_gone(int fd, uint64_t mark);
 /* newfd, a copy of oldfd (dup), uses the file oldfd uses. */
 void ckc_passed_dup(int oldfd, int newfd);
 bool ckc_passed_using(const char *canon);
+/* Mappings of tagged files (fdtab.c): the mapping [p, p + len) of fd,
+ * a checkpoint's real file (canon: its path, or NULL for a descriptor
+ * opened at its real file, which is marked); its unmapping and move; and
+ * whether this process maps the real file of canon now. A rewrite of a
+ * mapped path goes to the real file in place, as the mapping shows it. */
+void ckc_mapped_add(int fd, const char *canon, const void *p, size_t len);
+void ckc_mapped_cut_slow(const void *p, size_t len);
+void ckc_mapped_moved(const void *old, const void *to, size_t len);
+bool ckc_mapped_using(const char *canon);
+unsigned ckc_mapped_count(void);
+static inline void ckc_mapped_cut(const void *p, size_t len)
+{
+	if (__builtin_expect(ckc_mapped_count() != 0, 0))
+		ckc_mapped_cut_slow(p, len);
+}
 /* The file at from was renamed to to (or the two exchanged): the marks of
  * its descriptors follow it. */
 void ckc_passed_renamed(const char *from, const char *to, bool exchange);

@@ -412,6 +412,7 @@ CKC_EXPORT int munmap(void *p, size_t n)
 		ckc_owed_cut(p, n, false);
 		ckc_leave();
 	}
+	ckc_mapped_cut(p, n);
 	return REAL(munmap)(p, n);
 }
 
@@ -431,7 +432,13 @@ CKC_EXPORT void *mremap(void *old, size_t oldn, size_t n, int flags, ...)
 			ckc_owed_cut(to, n, false);
 		ckc_leave();
 	}
-	return REAL(mremap)(old, oldn, n, flags, to);
+	void *p = REAL(mremap)(old, oldn, n, flags, to);
+	if (p != MAP_FAILED && ckc_mapped_count()) {
+		int saved = errno;
+		ckc_mapped_moved(old, p, n);
+		errno = saved;
+	}
+	return p;
 }
 
 CKC_EXPORT int madvise(void *p, size_t n, int advice)

@@ -946,6 +946,10 @@ CKC_TAGGED_PATH static int open_tagged(const char *canon, int flags, mode_t mode
 		 * place there, as that descriptor sees */
 		if (real && ckc_passed_using(canon))
 			return hand_over_for(canon, "a truncation while it is open at its real path");
+		/* one this process maps (a mapping shows its file, as a
+		 * descriptor does): rewritten in place there */
+		if (real && ckc_mapped_using(canon))
+			return hand_over_for(canon, "a truncation while it is mapped");
 		/* an existing file keeps its mode when it is truncated; a new
 		 * one's is the open's with the umask of now applied, except
 		 * in a folder with a default ACL, which the real open applies

@@ -974,26 +974,46 @@ static int degrade_vfd(ckc_vfd_t *v)
 	return (int)ckc_result(rc, saved);
 }
 
-static int degrade(int fd)
+/* fd's checkpoint to its real file before a mapping of it; its path in
+ * canon (empty: fd is not a checkpoint's). 0 or -1 (errno set). */
+static int degrade(int fd, char *canon)
 {
 	ckc_vfd_t *v = ckc_vfd_held(fd);
-	int rc = v ? degrade_vfd(v) : 0;
+	canon[0] = '\0';
+	if (!v)
+		return 0;
+	snprintf(canon, PATH_MAX, "%s", v->path);
+	int rc = degrade_vfd(v);
 	ckc_vfd_drop(v);
 	return rc;
 }
 
+/* A file's mapping: a checkpoint's goes to its real file first, and a
+ * mapping of a tagged path's real file is noted (ckc_mapped_add). */
+static void *map_file(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, size_t len, int prot,
+		      int flags, int fd, off_t off)
+{
+	char canon[PATH_MAX];
+	canon[0] = '\0';
+	if (!(flags & MAP_ANONYMOUS) && ckc_vfd_get(fd) && degrade(fd, canon) != 0)
+		return MAP_FAILED;
+	void *p = real(addr, len, prot, flags, fd, off);
+	if (p != MAP_FAILED && !(flags & MAP_ANONYMOUS)) {
+		int saved = errno;
+		ckc_mapped_add(fd, canon[0] ? canon : NULL, p, len);
+		errno = saved;
+	}
+	return p;
+}
+
 CKC_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	if (!(flags & MAP_ANONYMOUS) && ckc_vfd_get(fd) && degrade(fd) != 0)
-		return MAP_FAILED;
-	return REAL(mmap)(addr, len, prot, flags, fd, off);
+	return map_file(REAL(mmap), addr, len, prot, flags, fd, off);
 }
 
 CKC_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	if (!(flags & MAP_ANONYMOUS) && ckc_vfd_get(fd) && degrade(fd) != 0)
-		return MAP_FAILED;
-	return REAL(mmap64)(addr, len, prot, flags, fd, off);
+	return map_file(REAL(mmap64), addr, len, prot, flags, fd, off);
 }
 
 /* Where a copy out of v begins: *inoff, or the descriptor's position

@@ -2097,3 +2097,73 @@ print("files not one whole write:", bad)
 	return 0
 }
 case_add_alone python/threads-rewrite-one-file python_threads_rewrite_one_file
+
+# A checkpoint the program maps (numpy's mmap_mode, a C program's
+# MAP_SHARED, the descriptor closed or kept), then rewrites at the same
+# size (np.save over it, open O_TRUNC + write): the mapping shows the new
+# bytes, as without the library, where the kernel truncates and writes
+# the one file. (A new version published by a rename left the mapping on
+# the old file: the program read the old bytes through it.) The files at
+# their real paths are the same as without the library.
+python_mapped_rewrite() {
+	"$PY" -c 'import numpy' 2>/dev/null || fail "numpy cannot be imported by $PY (install python3-numpy)"
+	cat >mr.c <<'C'
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+int main(int c, char **v)
+{
+	size_t n = (1 << 20) + 3;
+	char *b = malloc(n), p[4096];
+	int keep = c == 3 && v[2][0] == '1';
+	snprintf(p, sizeof p, "%s/state.bin", v[1]);
+	for (int k = 0; b && k < 4; k++) {
+		memset(b, 'A' + k, n);
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || write(fd, b, n) != (ssize_t)n || close(fd))
+			return 2;
+		int rfd = open(p, O_RDONLY);
+		char *m = rfd < 0 ? MAP_FAILED : mmap(0, n, PROT_READ, MAP_SHARED, rfd, 0);
+		if (m == MAP_FAILED)
+			return 3;
+		if (!keep)
+			close(rfd);
+		memset(b, 'a' + k, n);
+		fd = open(p, O_WRONLY | O_TRUNC);
+		if (fd < 0 || write(fd, b, n) != (ssize_t)n || close(fd))
+			return 4;
+		printf("%d: %c%c\n", k, m[0], m[n - 1]);
+		munmap(m, n);
+		if (keep)
+			close(rfd);
+	}
+	return 0;
+}
+C
+	gcc -O2 -o mr mr.c || fail "the C program did not compile"
+	local prog='
+import numpy as np, sys
+d = sys.argv[1]
+for k in range(4):
+    np.save(f"{d}/s.npy", np.full(300000, k, dtype=np.float64))
+    x = np.load(f"{d}/s.npy", mmap_mode="r")
+    np.save(f"{d}/s.npy", np.full(300000, 100 + k, dtype=np.float64))
+    print(k, x[0], x[-1])
+    del x
+'
+	local keep
+	for keep in 0 1; do
+		rm -rf plainrun ck && mkdir -p plainrun ck
+		plain ./mr plainrun $keep >want.txt || fail "the C program without the library"
+		ck -- ./mr ck $keep >got.txt || fail "the C program with the library$(last_error)"
+		outputs_match want.txt got.txt
+		same plainrun/state.bin ck/state.bin "state.bin at its real path (descriptor kept: $keep)"
+	done
+	rm -rf plainrun ck && mkdir -p plainrun ck
+	same_output "numpy's mapping" "$prog"
+	same plainrun/s.npy ck/s.npy "s.npy at its real path"
+}
+case_add python/mapped-rewrite python_mapped_rewrite
