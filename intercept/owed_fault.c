@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "backtrace.h"
+#include "copy.h"
 #include "intercept.h"
 #include "log.h"
 #include "owed.h"
@@ -124,6 +125,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 	}
 chain:
 	fault_page = 0;
+	ckc_copy_fault(sig, si, uc);
 	segv_chain(sig, si, uc);
 	errno = saved;
 }

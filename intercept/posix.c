@@ -20,6 +20,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "copy.h"
 #include "intercept.h"
 #include "sigdefer.h"
 #include "owed.h"
@@ -501,20 +502,31 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 		bool moved = false;
 		if (gbuf && len < IOV_GATHER_MAX && (len = iov_run(iov, i, cnt, gcap, left, &end)) > 0) {
 			moved = true;
+			/* a piece the program cannot read or write ends the
+			 * call there, as the kernel's does: EFAULT where it is
+			 * the first */
 			if (wr) {
 				size_t at = 0;
 				for (int k = i; k < end; k++) {
 					size_t l = iov[k].iov_len < len - at ? iov[k].iov_len : len - at;
-					memcpy(gbuf + at, iov[k].iov_base, l);
+					if (ckc_copy_checked(gbuf + at, iov[k].iov_base, l) != 0) {
+						len = at;
+						end = -1;
+						break;
+					}
 					at += l;
 				}
-				r = ckc_vfd_pwrite(v, gbuf, len, off + total);
+				r = len ? ckc_vfd_pwrite(v, gbuf, len, off + total) : -EFAULT;
 			} else {
 				r = ckc_vfd_pread(v, gbuf, len, off + total);
 				size_t at = 0;
 				for (int k = i; k < end && r > 0 && at < (size_t)r; k++) {
 					size_t l = iov[k].iov_len < (size_t)r - at ? iov[k].iov_len : (size_t)r - at;
-					memcpy(iov[k].iov_base, gbuf + at, l);
+					if (ckc_copy_checked(iov[k].iov_base, gbuf + at, l) != 0) {
+						r = at ? (ssize_t)at : -EFAULT;
+						end = -1;
+						break;
+					}
 					at += l;
 				}
 			}
@@ -534,7 +546,7 @@ ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off
 			break;
 		}
 		total += r;
-		if ((size_t)r < len)
+		if ((size_t)r < len || end < 0)
 			break;
 		i = end;
 	}

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "copy.h"
 #include "intercept.h"
 #include "log.h"
 #include "sigdefer.h"
@@ -85,7 +86,9 @@ static bool term_wait_done(void)
 
 static void term_handler(int sig, siginfo_t *si, void *uc)
 {
-	(void)uc;
+	/* a copy of the library's from or to a buffer the program cannot
+	 * use: EFAULT for the program's call */
+	ckc_copy_fault(sig, si, uc);
 	int saved = errno;
 	bool here = getpid() == term_pid; /* not a forked child */
 	/* raised by the kernel for the instruction this thread ran (not sent

@@ -35,6 +35,7 @@
 #define CKC_COPY_H
 
 #include <stdbool.h>
+#include <signal.h>
 #include <stddef.h>
 
 /* Below this a string move's start-up costs more than it saves. */
@@ -68,5 +69,16 @@ int ckc_copy_way(const void *dst, const void *src, size_t n);
 /* memcpy(dst, src, n), for copies of checkpoint bytes; the ranges do not
  * overlap. */
 void ckc_copy(void *dst, const void *src, size_t n);
+
+/* ckc_copy of memory the program named (its buffer of a write or a read):
+ * where the program cannot read src or write dst, the fault ends the copy
+ * with -EFAULT, as the kernel answers such a buffer, where it would end
+ * the program. The library's handlers of SIGSEGV and SIGBUS call
+ * ckc_copy_fault first. 0 or -EFAULT (the bytes copied before the fault
+ * are left where they went). */
+int ckc_copy_checked(void *dst, const void *src, size_t n);
+/* In a handler of SIGSEGV or SIGBUS (uc: its third argument): returns only
+ * where the fault is not one of a checked copy of this thread's. */
+void ckc_copy_fault(int sig, const siginfo_t *si, void *uc);
 
 #endif

@@ -433,10 +433,9 @@ static ssize_t small_read(ckc_handle_t *h, int level, void *buf, size_t len, uin
 	if (rc == 0)
 		read_account(h, level, off, len, t0);
 	eng_unlock();
-	if (rc)
-		return rc;
-	memcpy(buf, tmp, len);
-	return (ssize_t)len;
+	if (!rc)
+		rc = ckc_copy_checked(buf, tmp, len);
+	return rc ? rc : (ssize_t)len;
 }
 
 ssize_t ckc_pread(ckc_handle_t *h, void *buf, size_t len, uint64_t off)

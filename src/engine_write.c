@@ -929,8 +929,9 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, const
 		if (off > o->size)
 			o->size = off;
 		rc = write_bytes(o, buf, dsrc, len, off);
-		if (rc && rc != -ENOMEM && !o->retired) {
-			/* the tier failed: move what is written down and retry */
+		if (rc && rc != -ENOMEM && rc != -EFAULT && !o->retired) {
+			/* the tier failed: move what is written down and retry
+			 * (EFAULT: the program's buffer could not be read) */
 			ckc_warn("%s tier: write of %s failed (%s)", ckc_eng.tier[o->wlevel].name,
 				 o->key, strerror(-rc));
 			ckc_eng.tier[o->wlevel].st.flush_errors++;

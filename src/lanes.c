@@ -217,7 +217,7 @@ static int memcpy_piece(void *arg, uintptr_t a, uintptr_t b, uint64_t at)
 {
 	int rc = ckc_lanes_populate(a, b);
 	if (!rc)
-		ckc_copy((void *)a, (const char *)arg + at, b - a);
+		rc = ckc_copy_checked((void *)a, (const char *)arg + at, b - a);
 	return rc;
 }
 

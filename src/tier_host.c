@@ -647,7 +647,7 @@ static int host_put(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t len)
 	 * in are faulted in and filled by several threads (lanes.h), as the
 	 * kernel's page cache would take it no slower */
 	if (!ckc_tl_program_write || len < CKC_LANE_MIN || ckc_lanes_memcpy(t->base + aoff, buf, len))
-		ckc_copy(t->base + aoff, buf, len);
+		return ckc_copy_checked(t->base + aoff, buf, len);
 	return 0;
 }
 
@@ -656,7 +656,7 @@ static int host_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
 	/* a program's read into memory it may never have touched: faulted in
 	 * and copied by several threads (lanes.h) */
 	if (!ckc_tl_program_read || len < CKC_LANE_MIN || ckc_lanes_memcpy(buf, t->base + aoff, len))
-		ckc_copy(buf, t->base + aoff, len);
+		return ckc_copy_checked(buf, t->base + aoff, len);
 	return 0;
 }
 

@@ -144,7 +144,9 @@ static int ssd_put_bytes(ckc_tier_t *t, uint64_t aoff, const void *buf, size_t l
 				break;
 			}
 		}
-		ckc_copy(bounce + head, src, n);
+		rc = ckc_copy_checked(bounce + head, src, n);
+		if (rc)
+			break;
 		rc = ckc_io_pwrite_all(t->fd, bounce, span, (off_t)start);
 		src += n;
 		aoff += n;
@@ -175,7 +177,9 @@ static int ssd_get(ckc_tier_t *t, uint64_t aoff, void *buf, size_t len)
 			rc = r < 0 ? (int)r : -EIO;
 			break;
 		}
-		ckc_copy(dst, bounce + head, n);
+		rc = ckc_copy_checked(dst, bounce + head, n);
+		if (rc)
+			break;
 		dst += n;
 		aoff += n;
 		len -= n;
