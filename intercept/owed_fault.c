@@ -54,9 +54,11 @@ static void segv_chain(int sig, siginfo_t *si, void *uc)
 /* The page of this thread's last fault that the handler let through as
  * its own, how many times in a row, and the table's generation then (a
  * page owed anew since faults anew). */
-static __thread CKC_TLS_IE uintptr_t fault_page;
-static __thread CKC_TLS_IE unsigned fault_again;
-static __thread CKC_TLS_IE uint64_t fault_gen;
+static __thread CKC_TLS_IE struct {
+	uintptr_t page;
+	unsigned again;
+	uint64_t gen;
+} fault_last; /* one variable: each takes a slot the loader relocates */
 atomic_uint_fast64_t ckc_owed_gen;
 
 /* Makes the page of a accessible as it is: the way out of a fault that
@@ -87,12 +89,12 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 		goto chain;
 	}
 	uint64_t gen = atomic_load(&ckc_owed_gen);
-	fault_again = page == fault_page && gen == fault_gen ? fault_again + 1 : 0;
-	fault_page = page;
-	fault_gen = gen;
-	if (fault_again >= 2) {
+	fault_last.again = page == fault_last.page && gen == fault_last.gen ? fault_last.again + 1 : 0;
+	fault_last.page = page;
+	fault_last.gen = gen;
+	if (fault_last.again >= 2) {
 		/* ours, filled or let through twice already, still faulting */
-		fault_page = 0;
+		fault_last.page = 0;
 		page_release(a, uc, "a page faulted again after its fill");
 		errno = saved;
 		return;
@@ -119,12 +121,12 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 		ckc_leave();
 	}
 	/* another thread may have filled it just before: retried once */
-	if (ours || (fault_again == 0 && ckc_owed_recent_has(a))) {
+	if (ours || (fault_last.again == 0 && ckc_owed_recent_has(a))) {
 		errno = saved;
 		return;
 	}
 chain:
-	fault_page = 0;
+	fault_last.page = 0;
 	ckc_copy_fault(sig, si, uc);
 	segv_chain(sig, si, uc);
 	errno = saved;

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <setjmp.h>
 #include <ucontext.h>
 
 #include <stdatomic.h>
@@ -151,19 +150,20 @@ void ckc_copy(void *dst, const void *src, size_t n)
 	memcpy(dst, src, n);
 }
 
-/* The checked copy under way on this thread: where to go back to. */
-static __thread sigjmp_buf *tl_copy_back;
+/* The checked copy under way on this thread: where to go back to (the
+ * compiler's own setjmp: no symbol of the C library's to bind, and the
+ * signal mask is not saved, a system call per copy; the handler sets the
+ * one the fault interrupted before it jumps). */
+static __thread void **tl_copy_back;
 
 int ckc_copy_checked(void *dst, const void *src, size_t n)
 {
-	sigjmp_buf back;
-	/* the signal mask is not saved here (a system call per copy): the
-	 * handler sets the one the fault interrupted before it jumps */
-	if (sigsetjmp(back, 0)) {
+	void *back[5];
+	if (__builtin_setjmp(back)) {
 		tl_copy_back = NULL;
 		return -EFAULT;
 	}
-	tl_copy_back = &back;
+	tl_copy_back = back;
 	atomic_signal_fence(memory_order_seq_cst);
 	ckc_copy(dst, src, n);
 	atomic_signal_fence(memory_order_seq_cst);
@@ -173,12 +173,12 @@ int ckc_copy_checked(void *dst, const void *src, size_t n)
 
 void ckc_copy_fault(int sig, const siginfo_t *si, void *uc)
 {
-	sigjmp_buf *back = tl_copy_back;
+	void **back = tl_copy_back;
 	/* raised by the kernel for this thread's access (not sent) */
 	if (!back || !si || si->si_code <= 0 || (sig != SIGSEGV && sig != SIGBUS))
 		return;
 	tl_copy_back = NULL;
 	if (uc)
 		pthread_sigmask(SIG_SETMASK, &((ucontext_t *)uc)->uc_sigmask, NULL);
-	siglongjmp(*back, 1);
+	__builtin_longjmp(back, 1);
 }

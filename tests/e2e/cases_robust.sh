@@ -2989,6 +2989,7 @@ int main(int c, char **v)
 		said("writev", writev(fd, iov, 20));
 		if (faults) {
 			said("write from address 16", write(fd, (void *)16, 100));
+			said("pwrite past the end from address 16", pwrite(fd, (void *)16, 100, 20000));
 			said("pread into a page it cannot write", pread(fd, m + 4096, 100, 0));
 			iov[10].iov_base = (void *)16;
 			said("writev, piece 10 bad", writev(fd, iov, 20));
