@@ -757,7 +757,7 @@ static struct {
 	uint64_t mark;
 	uintptr_t a, b;
 } mapped[MAPPED_MAX];
-static atomic_uint mapped_n;
+atomic_uint ckc_mapped_n;
 static atomic_bool mapped_lost;
 
 void ckc_mapped_add(int fd, const char *canon, const void *p, size_t len)
@@ -771,12 +771,12 @@ void ckc_mapped_add(int fd, const char *canon, const void *p, size_t len)
 	if (!m || !len)
 		return;
 	ckc_mutex_lock_brief(&fdtab_lock);
-	unsigned n = atomic_load_explicit(&mapped_n, memory_order_relaxed);
+	unsigned n = atomic_load_explicit(&ckc_mapped_n, memory_order_relaxed);
 	if (n < MAPPED_MAX) {
 		mapped[n].mark = m;
 		mapped[n].a = (uintptr_t)p;
 		mapped[n].b = (uintptr_t)p + len;
-		atomic_store(&mapped_n, n + 1);
+		atomic_store(&ckc_mapped_n, n + 1);
 	} else {
 		atomic_store(&mapped_lost, true);
 	}
@@ -787,7 +787,7 @@ void ckc_mapped_cut_slow(const void *p, size_t len)
 {
 	uintptr_t a = (uintptr_t)p, b = a + len;
 	ckc_mutex_lock_brief(&fdtab_lock);
-	unsigned n = atomic_load_explicit(&mapped_n, memory_order_relaxed);
+	unsigned n = atomic_load_explicit(&ckc_mapped_n, memory_order_relaxed);
 	for (unsigned i = 0; i < n;) {
 		/* gone whole; cut at one end; a hole in the middle keeps
 		 * the range whole (it still maps the file) */
@@ -801,14 +801,14 @@ void ckc_mapped_cut_slow(const void *p, size_t len)
 			mapped[i].b = a;
 		i++;
 	}
-	atomic_store(&mapped_n, n);
+	atomic_store(&ckc_mapped_n, n);
 	ckc_mutex_unlock_brief(&fdtab_lock);
 }
 
 void ckc_mapped_moved(const void *old, const void *to, size_t len)
 {
 	ckc_mutex_lock_brief(&fdtab_lock);
-	unsigned n = atomic_load_explicit(&mapped_n, memory_order_relaxed);
+	unsigned n = atomic_load_explicit(&ckc_mapped_n, memory_order_relaxed);
 	for (unsigned i = 0; i < n; i++)
 		if (mapped[i].a == (uintptr_t)old) {
 			mapped[i].a = (uintptr_t)to;
@@ -817,29 +817,26 @@ void ckc_mapped_moved(const void *old, const void *to, size_t len)
 	ckc_mutex_unlock_brief(&fdtab_lock);
 }
 
-bool ckc_mapped_using(const char *canon)
+static bool mapped_using(const char *canon)
 {
 	if (atomic_load_explicit(&mapped_lost, memory_order_relaxed))
 		return true;
-	if (!atomic_load_explicit(&mapped_n, memory_order_relaxed))
+	if (!atomic_load_explicit(&ckc_mapped_n, memory_order_relaxed))
 		return false;
 	uint64_t h = passed_hash(canon);
 	bool using = false;
 	ckc_mutex_lock_brief(&fdtab_lock);
-	unsigned n = atomic_load_explicit(&mapped_n, memory_order_relaxed);
+	unsigned n = atomic_load_explicit(&ckc_mapped_n, memory_order_relaxed);
 	for (unsigned i = 0; i < n && !using; i++)
 		using = mapped[i].mark == h;
 	ckc_mutex_unlock_brief(&fdtab_lock);
 	return using;
 }
 
-unsigned ckc_mapped_count(void)
-{
-	return atomic_load_explicit(&mapped_n, memory_order_relaxed);
-}
-
 bool ckc_passed_using(const char *canon)
 {
+	if (mapped_using(canon))
+		return true;
 	if (!atomic_load_explicit(&ckc_passed_n, memory_order_relaxed) || !ckc_small_t0)
 		return false;
 	uint64_t h = passed_hash(canon);

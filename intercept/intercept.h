@@ -951,16 +951,16 @@ bool ckc_passed_using(const char *canon);
 /* Mappings of tagged files (fdtab.c): the mapping [p, p + len) of fd,
  * a checkpoint's real file (canon: its path, or NULL for a descriptor
  * opened at its real file, which is marked); its unmapping and move; and
- * whether this process maps the real file of canon now. A rewrite of a
- * mapped path goes to the real file in place, as the mapping shows it. */
+ * ckc_passed_using counts these mappings as it counts descriptors: a
+ * rewrite of a mapped path goes to the real file in place, as the mapping
+ * shows it. */
 void ckc_mapped_add(int fd, const char *canon, const void *p, size_t len);
 void ckc_mapped_cut_slow(const void *p, size_t len);
 void ckc_mapped_moved(const void *old, const void *to, size_t len);
-bool ckc_mapped_using(const char *canon);
-unsigned ckc_mapped_count(void);
+extern atomic_uint ckc_mapped_n;
 static inline void ckc_mapped_cut(const void *p, size_t len)
 {
-	if (__builtin_expect(ckc_mapped_count() != 0, 0))
+	if (__builtin_expect(atomic_load_explicit(&ckc_mapped_n, memory_order_relaxed) != 0, 0))
 		ckc_mapped_cut_slow(p, len);
 }
 /* The file at from was renamed to to (or the two exchanged): the marks of

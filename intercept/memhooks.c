@@ -433,7 +433,7 @@ CKC_EXPORT void *mremap(void *old, size_t oldn, size_t n, int flags, ...)
 		ckc_leave();
 	}
 	void *p = REAL(mremap)(old, oldn, n, flags, to);
-	if (p != MAP_FAILED && ckc_mapped_count()) {
+	if (p != MAP_FAILED && atomic_load_explicit(&ckc_mapped_n, memory_order_relaxed)) {
 		int saved = errno;
 		ckc_mapped_moved(old, p, n);
 		errno = saved;

@@ -953,15 +953,12 @@ CKC_TAGGED_PATH static int open_tagged(const char *canon, int flags, mode_t mode
 		 * real file, the descriptors with it, and so does this open */
 		if (cached && (cst.readers > 0 || cst.passed_read) && (flags & O_TRUNC))
 			return hand_over_for(canon, "a truncation while it is open for reading");
-		/* one this process has open at its real file (a file of an
-		 * earlier run it reads, its first checkpoint): rewritten in
-		 * place there, as that descriptor sees */
+		/* one this process has open or mapped at its real file (a
+		 * file of an earlier run it reads, its first checkpoint, an
+		 * np.load with mmap_mode): rewritten in place there, as that
+		 * descriptor or mapping sees */
 		if (real && ckc_passed_using(canon))
-			return hand_over_for(canon, "a truncation while it is open at its real path");
-		/* one this process maps (a mapping shows its file, as a
-		 * descriptor does): rewritten in place there */
-		if (real && ckc_mapped_using(canon))
-			return hand_over_for(canon, "a truncation while it is mapped");
+			return hand_over_for(canon, "a truncation while it is open or mapped at its real path");
 		/* an existing file keeps its mode when it is truncated; a new
 		 * one's is the open's with the umask of now applied, except
 		 * in a folder with a default ACL, which the real open applies
