@@ -314,9 +314,7 @@ int ckc_gpu_put_filled(ckc_tier_t *t, uint64_t aoff, size_t len,
 		if (ckc_svc.gpu_settle)
 			ckc_svc.gpu_settle();
 		ckc_bg_yield();
-		CUresult r = gpu_drv.cuMemcpyHtoDAsync_v2((CUdeviceptr)(dst + done), stage, k, s);
-		if (r == CUDA_SUCCESS)
-			r = gpu_drv.cuStreamSynchronize(s);
+		CUresult r = copy_via('d', stage, stage, dst + done, k, s);
 		if (r != CUDA_SUCCESS)
 			ckc_error("gpu tier: a copy of %zu bytes failed (CUDA error %d)", k, (int)r);
 		rc = gpu_err(r);
