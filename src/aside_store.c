@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -85,31 +86,49 @@ static int store_open(bool create)
 	return fd;
 }
 
-/* The program and its first argument (python3 and its script), from
+/* The program, and its first argument where that names a regular file
+ * (python3 and its script, bash and its job script), from
  * /proc/self/cmdline: two programs that write under one pattern write in
- * their own ways. Empty where it cannot be read. */
-static size_t store_program(char *out, size_t len)
+ * their own ways. Any other first argument is left out: a program given
+ * its run's folder (./sim /scratch/run42) or an option is the same
+ * program from one run to the next. Empty where it cannot be read. */
+static size_t store_program_read(char *out, size_t len)
 {
 	int fd = sys_open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return 0;
-	ssize_t n = sys_pread(fd, out, len, 0);
+	ssize_t n = sys_pread(fd, out, len - 1, 0);
 	sys_close(fd);
 	if (n <= 0)
 		return 0;
-	size_t words = 0, i;
-	for (i = 0; i < (size_t)n && words < 2; i++)
-		if (out[i] == '\0')
-			words++;
-	return i;
+	out[n] = '\0';
+	size_t first = strnlen(out, (size_t)n) + 1; /* the program, its '\0' included */
+	if (first >= (size_t)n)
+		return first > (size_t)n ? (size_t)n : first;
+	size_t second = first + strnlen(out + first, (size_t)n - first);
+	struct stat st;
+	if (second < (size_t)n && out[first] && sys_stat(out + first, &st) == 0 && S_ISREG(st.st_mode))
+		return second + 1;
+	return first;
+}
+
+/* Read once, at the process's first look (its first checkpoint or its
+ * cache's start): the record it saves at its end is the one it read,
+ * whatever it made or left meanwhile. */
+static char store_prog[512];
+static size_t store_prog_n;
+static pthread_once_t store_prog_once = PTHREAD_ONCE_INIT;
+
+static void store_program_once(void)
+{
+	store_prog_n = store_program_read(store_prog, sizeof(store_prog));
 }
 
 static uint64_t store_key(const char *paths)
 {
-	char prog[512];
-	size_t n = store_program(prog, sizeof(prog));
+	(void)pthread_once(&store_prog_once, store_program_once);
 	uint64_t h = store_hash(paths, strlen(paths) + 1, 14695981039346656037ull);
-	return store_hash(prog, n, h) | 1;
+	return store_hash(store_prog, store_prog_n, h) | 1;
 }
 
 static uint64_t store_now_s(void)

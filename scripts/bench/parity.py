@@ -31,6 +31,7 @@ FREAD = os.path.join(ROOT, "build", "tests", "bench", "fread_bench")
 BANDS = os.path.join(ROOT, "build", "tests", "bench", "bands_bench")
 CHARS = os.path.join(ROOT, "build", "tests", "bench", "stdio_chars")
 FRESH = os.path.join(ROOT, "build", "tests", "bench", "fresh_bench")
+SMALL_C = os.path.join(ROOT, "build", "tests", "bench", "small_files")
 RANDOM = os.path.join(ROOT, "build", "tests", "bench", "random_bench")
 PEAK_RSS = os.path.join(ROOT, "build", "tests", "bench", "peak_rss")
 PYWORK = os.path.join(ROOT, "tests", "bench", "parity_py.py")
@@ -389,6 +390,25 @@ class Bench:
             # one pattern for every run, as a job script sets it
             env = self.env(side, os.path.join(self.ck, "*", "*.dat"))
             wall, rss, text = run([PY, PYWORK, "small", d, str(self.a.small_count)], env)
+            v = keyvals(text)
+            v["job_s"] = wall
+            return v, rss
+        self.pair(row, k, m)
+
+    def small_c(self, k):
+        """The same from a compiled program given its run's folder as its
+        first argument (./sim /scratch/run42): each run names another."""
+        row = f"small files ({self.a.small_count} x 1 B-4 KiB, C, its folder as argument)"
+        if k == 0:
+            self.add_row(row, [("save_s", False), ("load_s", False), ("job_s", False)])
+        if k == 0 and self.warming:
+            clean(self.ck)
+
+        def m(side):
+            self.small_runs += 1
+            d = os.path.join(self.ck, f"crun{self.small_runs:03d}")
+            env = self.env(side, os.path.join(self.ck, "*", "*.dat"))
+            wall, rss, text = run([SMALL_C, d, str(self.a.small_count)], env)
             v = keyvals(text)
             v["job_s"] = wall
             return v, rss
@@ -809,7 +829,7 @@ def main():
                         "its median ratio below the target while some of its pairs reached it; every pair "
                         "counts in the row's median (default 6, 0: none)")
     p.add_argument("--quick", action="store_true", help="smaller workloads (about a minute in all)")
-    p.add_argument("--only", default="", help="comma-separated workloads: numpy,pickle,h5py,small,walkers,"
+    p.add_argument("--only", default="", help="comma-separated workloads: numpy,pickle,h5py,small,small_c,replace,walkers,"
                                               "tagged_walkers,proxy,bands,stdio,chars,records,miss,tools,fread (default: all)")
     p.add_argument("--count", type=int, default=48, help="RTM proxy checkpoints (default 48)")
     p.add_argument("--size", default="16M", help="RTM proxy checkpoint size (default 16M)")
@@ -890,14 +910,14 @@ def main():
             p.error(f"--env {kv!r}: expected CKPTCACHE_NAME=VALUE")
         env[k] = v
     a.env = env
-    work = ["numpy", "pickle", "h5py", "small", "replace", "walkers", "tagged_walkers", "proxy", "bands", "fresh", "random",
+    work = ["numpy", "pickle", "h5py", "small", "small_c", "replace", "walkers", "tagged_walkers", "proxy", "bands", "fresh", "random",
             "stdio",
             "chars", "records", "miss", "tools", "fread"]
     only = [w for w in a.only.split(",") if w] or work
     for w in only:
         if w not in work:
             p.error(f"--only: unknown workload {w!r} (known: {','.join(work)})")
-    for f in (LIB, PROXY, FREAD, BANDS, CHARS, FRESH, RANDOM, PEAK_RSS):
+    for f in (LIB, PROXY, FREAD, BANDS, CHARS, FRESH, RANDOM, PEAK_RSS, SMALL_C):
         if not os.path.exists(f):
             p.error(f"{f} is missing: build first (scripts/bench/parity builds it)")
     cmdline = "scripts/bench/parity " + " ".join(sys.argv[1:])

@@ -702,6 +702,68 @@ PYEOF
 }
 case_add aside/small-start-deferred aside_small_start_deferred
 
+# The record of the step-aside model is kept for the program and its first
+# argument where that names a file (python3 and its script); a compiled
+# program given its run's folder (./sim /scratch/run42) is the same program
+# from run to run. A second run of one, in a folder of its own, writes its
+# small files straight to their real paths without starting the cache, as
+# a second run of a script does. Its files read back in the process and,
+# without the library, at their real paths. On a tmpfs, where the real
+# path is the faster one for small files.
+aside_small_record_by_program() {
+	local d
+	d=$(mktemp -d /dev/shm/ckc-e2e-rundir.XXXXXX) || fail "no folder under /dev/shm"
+	echo "$d" >>"$T/.elsewhere"
+	cat >sim.c <<'CEOF'
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+/* ./sim DIR COUNT [check]: COUNT small files into DIR (made), each read
+ * back; with check, only the reading */
+static void body(char *b, int i, int n) { for (int j = 0; j < n; j++) b[j] = (char)(i * 7 + j); }
+int main(int argc, char **argv) {
+	if (argc < 3) return 2;
+	int count = atoi(argv[2]), check = argc > 3;
+	char p[4096], b[4096], r[4097];
+	if (!check) mkdir(argv[1], 0755);
+	for (int i = 0; i < count && !check; i++) {
+		snprintf(p, sizeof p, "%s/out_%05d.dat", argv[1], i);
+		int n = 1 + (i * 37) % 4000, fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		body(b, i, n);
+		if (fd < 0 || write(fd, b, n) != n || close(fd) != 0) { perror(p); return 1; }
+	}
+	for (int i = 0; i < count; i++) {
+		snprintf(p, sizeof p, "%s/out_%05d.dat", argv[1], i);
+		int n = 1 + (i * 37) % 4000, fd = open(p, O_RDONLY);
+		body(b, i, n);
+		if (fd < 0 || read(fd, r, sizeof r) != n || memcmp(r, b, n) != 0) { fprintf(stderr, "%s read back wrong\n", p); return 1; }
+		close(fd);
+	}
+	return 0;
+}
+CEOF
+	gcc -O2 -o sim sim.c || fail "the program did not compile"
+	local paths="$d/*/*.dat" choice
+	phase learn
+	ck CKPTCACHE_STEP_ASIDE=auto CKPTCACHE_PATHS="$paths" -- ./sim "$d/run1" 400 || fail "learn: the program failed$(last_error)"
+	choice=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["step_aside"]["small"]["choice"])' "$STATS"/*.json)
+	phase again
+	ck CKPTCACHE_STEP_ASIDE=auto CKPTCACHE_PATHS="$paths" -- ./sim "$d/run2" 400 || fail "again: the program failed$(last_error)"
+	plain ./sim "$d/run1" 400 check || fail "run1: the files at their real paths differ"
+	plain ./sim "$d/run2" 400 check || fail "run2: the files at their real paths differ"
+	if [ "$choice" = real_path ]; then
+		stats_ok files==1 step_aside.written_straight==400 objects.written==0
+		grep -q '"name": "host"' "$STATS"/*.json && fail "again: the cache started (its statistics name a tier): the first run's record was not found"
+	else
+		echo "the learning run chose the cache for small files ($choice): the record's use was not exercised"
+	fi
+	rm -rf "$d"
+}
+case_add aside/small-record-by-program aside_small_record_by_program
+
 # A checkpoint the model sends straight to its real path whose writes are
 # small (records written one by one, without a buffer) moves into the
 # cache after its first writes: the bytes written so far, the records
