@@ -461,6 +461,11 @@ bool ckc_strict(void)
 	return icpt_cfg.strict;
 }
 
+bool ckc_step_aside_on(void)
+{
+	return icpt_cfg.step_aside;
+}
+
 CKC_START_PATH bool ckc_engine_started(void)
 {
 	return atomic_load(&icpt_engine_ok);

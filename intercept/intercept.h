@@ -82,6 +82,8 @@ int ckc_capture_mode(void);
 uint64_t ckc_capture_min(void);
 bool ckc_capture_pageable_only(void);
 bool ckc_strict(void);
+/* CKPTCACHE_STEP_ASIDE is on (auto) */
+bool ckc_step_aside_on(void);
 
 /* Catches SIGTERM, SIGINT and SIGABRT where the program left them at
  * their default, so that the cache is drained (for at most wait_s seconds)

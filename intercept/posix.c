@@ -601,6 +601,35 @@ CKC_TAGGED_PATH bool ckc_fsize_limited(void)
 	return limited;
 }
 
+/* Whether a new version's placeholder ph says the descriptor table is a
+ * sixteenth full or more (every number below it is taken) while stepping
+ * aside is on: a version written through to its real path holds a file of
+ * the library's beside the placeholder while it is open, so a program
+ * that keeps many checkpoints open at once ran out of descriptors at half
+ * its limit (ulimit -n 64: its 29th open failed with EMFILE, its 58th
+ * without the library). From there on its new versions are written at
+ * their real files by the program's own open, as without the library,
+ * which takes one descriptor. (Asked of the kernel only past 15: a
+ * program with few files open makes no system call for it.) */
+CKC_TAGGED_PATH static bool table_crowded(int ph)
+{
+	if (ph < 16 || !ckc_step_aside_on())
+		return false;
+	struct rlimit rl;
+	int saved = errno;
+	bool crowded = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		       (rlim_t)ph >= rl.rlim_cur / 16;
+	errno = saved;
+	if (crowded) {
+		static atomic_bool said;
+		if (!atomic_exchange(&said, true))
+			ckc_info("a sixteenth of the descriptor table (ulimit -n %llu) is in use: new checkpoints "
+				 "are written at their real files while it is, as without the library",
+				 (unsigned long long)rl.rlim_cur);
+	}
+	return crowded;
+}
+
 /* fd: a placeholder taken before the version was made (a write's open:
  * a full descriptor table then fails it with nothing made), or -1. */
 static int install_new(int fd, ckc_handle_t *h, int flags, const char *canon, uint64_t small_t0)
@@ -971,6 +1000,10 @@ CKC_TAGGED_PATH static int open_tagged(const char *canon, int flags, mode_t mode
 		int ph = ckc_placeholder(flags);
 		if (ph < 0)
 			return ph;
+		if (table_crowded(ph)) {
+			REAL(close)(ph);
+			return cached ? hand_over_for(canon, "a rewrite with a crowded descriptor table") : CKC_PASS;
+		}
 		ckc_alias_write(canon, spelt ? lreal : NULL, true);
 		/* from now on this process can hold bytes others may ask for */
 		ckc_writer_start();

@@ -764,6 +764,43 @@ CEOF
 }
 case_add aside/small-record-by-program aside_small_record_by_program
 
+# A program that keeps many checkpoints open at once under a low
+# descriptor limit (ulimit -n 64): 48 files opened for writing, each
+# written, all closed, read back. Stepping aside writes a version through
+# a file of the library's beside the program's descriptor; once a
+# sixteenth of the table is in use the program's own open writes the real
+# file, as without the library, so the 48 opens succeed where the 29th
+# failed with EMFILE. The same program without the library is the control;
+# every file is compared at its real path without the library.
+aside_many_open_low_limit() {
+	local prog='
+import os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+files = []
+for i in range(n):
+    files.append(open(f"{d}/m{i:03d}.bin", "wb"))
+for i, f in enumerate(files):
+    f.write(bytes([i % 251]) * (1000 + 4099 * i))
+for f in files:
+    f.close()
+for i in range(n):
+    with open(f"{d}/m{i:03d}.bin", "rb") as f:
+        assert f.read() == bytes([i % 251]) * (1000 + 4099 * i), f"m{i:03d}.bin read back wrong"
+print("ok", n)
+'
+	mkdir -p plainrun
+	(ulimit -n 64 && plain "$PY" -c "$prog" "$T/plainrun" 48) >want.txt || fail "without the library, under ulimit -n 64, the program failed"
+	phase many
+	(ulimit -n 64 && ck CKPTCACHE_STEP_ASIDE=auto -- "$PY" -c "$prog" "$T/ck" 48) >got.txt ||
+		fail "with the library, under ulimit -n 64, the program failed$(last_error)"
+	outputs_match want.txt got.txt
+	local i
+	for i in $(seq 0 47); do
+		same "plainrun/m$(printf %03d "$i").bin" "ck/m$(printf %03d "$i").bin" "m$(printf %03d "$i").bin at its real path"
+	done
+}
+case_add aside/many-open-low-limit aside_many_open_low_limit
+
 # A checkpoint the model sends straight to its real path whose writes are
 # small (records written one by one, without a buffer) moves into the
 # cache after its first writes: the bytes written so far, the records
