@@ -380,6 +380,9 @@ CKC_START_PATH int ckc_fdtab_init(void)
 	return 0;
 }
 
+/* Tagged descriptors open for writing (posix.c: table_crowded). */
+atomic_int ckc_vfd_writers;
+
 ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path)
 {
 	size_t n = strlen(path) + 1;
@@ -392,6 +395,8 @@ ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path)
 	v->pos = 0;
 	atomic_init(&v->room_next, 0); /* looked at by the first write */
 	v->flags = flags;
+	if ((flags & O_ACCMODE) != O_RDONLY)
+		atomic_fetch_add_explicit(&ckc_vfd_writers, 1, memory_order_relaxed);
 	v->switched = false;
 	atomic_init(&v->lock_fd, -1);
 	atomic_init(&v->lock_file_fd, -1);
@@ -540,6 +545,8 @@ int ckc_vfd_put(ckc_vfd_t *v)
 	}
 	ckc_lock_release(v);
 	ckc_mutex_destroy(&v->lock);
+	if ((v->flags & O_ACCMODE) != O_RDONLY)
+		atomic_fetch_sub_explicit(&ckc_vfd_writers, 1, memory_order_relaxed);
 	for (ckc_vfd_stat_t *k = v->stat_snaps, *n; k; k = n) {
 		n = k->next;
 		free(k);

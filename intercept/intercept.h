@@ -737,6 +737,8 @@ extern _Atomic int ckc_fd_prog_taking, ckc_fd_own_taking;
  * count goes back at its end, a cancellation's included): 1 between calls. */
 extern __thread int ckc_tl_fd_prog __attribute__((tls_model("initial-exec")));
 void ckc_fd_num_wait(void);
+/* tagged descriptors open for writing */
+extern atomic_int ckc_vfd_writers;
 void ckc_fd_num_first(void);
 static inline void ckc_fd_num_begin(void)
 {

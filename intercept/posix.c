@@ -601,31 +601,34 @@ CKC_TAGGED_PATH bool ckc_fsize_limited(void)
 	return limited;
 }
 
-/* Whether a new version's placeholder ph says the descriptor table is a
- * sixteenth full or more (every number below it is taken) while stepping
- * aside is on: a version written through to its real path holds a file of
- * the library's beside the placeholder while it is open, so a program
- * that keeps many checkpoints open at once ran out of descriptors at half
- * its limit (ulimit -n 64: its 29th open failed with EMFILE, its 58th
- * without the library). From there on its new versions are written at
- * their real files by the program's own open, as without the library,
- * which takes one descriptor. (Asked of the kernel only past 15: a
- * program with few files open makes no system call for it.) */
+/* Whether the descriptor table is crowded for a new version whose
+ * placeholder is ph, while stepping aside is on: a version written through
+ * to its real path holds a file of the library's beside the placeholder
+ * while it is open, so a program that keeps many checkpoints open at once
+ * ran out of descriptors at half its limit (ulimit -n 64: its 29th open
+ * failed with EMFILE; ulimit -n 1024: near its 510th). Crowded: a
+ * sixteenth of the limit in checkpoints open for writing, or half of it
+ * in use below ph (every number below it is taken). A new version then is
+ * written at its real file by the program's own open, as without the
+ * library, which takes one descriptor. (Asked of the kernel only past 4
+ * open for writing or a placeholder past 31: a program with few files open
+ * makes no system call for it.) */
 CKC_TAGGED_PATH static bool table_crowded(int ph)
 {
-	if (ph < 16 || !ckc_step_aside_on())
+	int writers = atomic_load_explicit(&ckc_vfd_writers, memory_order_relaxed);
+	if ((ph < 32 && writers < 4) || !ckc_step_aside_on())
 		return false;
 	struct rlimit rl;
 	int saved = errno;
 	bool crowded = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-		       (rlim_t)ph >= rl.rlim_cur / 16;
+		       ((rlim_t)writers >= rl.rlim_cur / 16 || (rlim_t)ph >= rl.rlim_cur / 2);
 	errno = saved;
 	if (crowded) {
 		static atomic_bool said;
 		if (!atomic_exchange(&said, true))
-			ckc_info("a sixteenth of the descriptor table (ulimit -n %llu) is in use: new checkpoints "
-				 "are written at their real files while it is, as without the library",
-				 (unsigned long long)rl.rlim_cur);
+			ckc_info("%d checkpoints open for writing, descriptor %d (ulimit -n %llu): new checkpoints "
+				 "are written at their real files while the table is this full, as without the library",
+				 writers, ph, (unsigned long long)rl.rlim_cur);
 	}
 	return crowded;
 }

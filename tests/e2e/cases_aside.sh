@@ -768,9 +768,9 @@ case_add aside/small-record-by-program aside_small_record_by_program
 # descriptor limit (ulimit -n 64): 48 files opened for writing, each
 # written, all closed, read back. Stepping aside writes a version through
 # a file of the library's beside the program's descriptor; once a
-# sixteenth of the table is in use the program's own open writes the real
-# file, as without the library, so the 48 opens succeed where the 29th
-# failed with EMFILE. The same program without the library is the control;
+# sixteenth of the limit is open for writing the program's own open writes
+# the real file, as without the library, so the 48 opens succeed where the
+# 29th failed with EMFILE. The same program without the library is the control;
 # every file is compared at its real path without the library.
 aside_many_open_low_limit() {
 	local prog='
