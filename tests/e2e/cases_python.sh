@@ -2167,3 +2167,30 @@ for k in range(4):
 	same plainrun/s.npy ck/s.npy "s.npy at its real path"
 }
 case_add python/mapped-rewrite python_mapped_rewrite
+
+# More mappings of checkpoints than the library keeps a record of (256):
+# numpy maps 300 files, then rewrites the first, the 257th and the last
+# while they are all mapped. Every mapping shows its file's new bytes, as
+# without the library (past the record, every rewrite goes in place, as
+# the kernel's does); the files at their real paths are the same too.
+python_mapped_rewrite_many() {
+	"$PY" -c 'import numpy' 2>/dev/null || fail "numpy cannot be imported by $PY (install python3-numpy)"
+	local prog='
+import numpy as np, sys
+d = sys.argv[1]
+n = 300
+for i in range(n):
+    np.save(f"{d}/m{i:03d}.npy", np.full(1000 + i, i, dtype=np.int32))
+maps = [np.load(f"{d}/m{i:03d}.npy", mmap_mode="r") for i in range(n)]
+for i in (0, 256, n - 1):
+    np.save(f"{d}/m{i:03d}.npy", np.full(1000 + i, 10000 + i, dtype=np.int32))
+print([(i, int(maps[i][0]), int(maps[i][-1])) for i in (0, 1, 255, 256, 257, n - 1)])
+print(sum(int(m.sum()) for m in maps))
+'
+	same_output "300 mappings, three files rewritten" "$prog"
+	local i
+	for i in 000 001 255 256 257 299; do
+		same "plainrun/m$i.npy" "ck/m$i.npy" "m$i.npy at its real path"
+	done
+}
+case_add python/mapped-rewrite-many python_mapped_rewrite_many
