@@ -370,7 +370,15 @@ class Bench:
         logs, JSON metadata and pickles beside its checkpoints); the job's
         time includes the end of the process, which waits for what the
         library has not yet published."""
-        row = f"small files ({self.a.small_count} x 1 B-4 KiB, Python)"
+        self.small_files(k, "Python", lambda d: [PY, PYWORK, "small", d, str(self.a.small_count)])
+
+    def small_c(self, k):
+        """The same from a compiled program given its run's folder as its
+        first argument (./sim /scratch/run42): each run names another."""
+        self.small_files(k, "C, its folder as argument", lambda d: [SMALL_C, d, str(self.a.small_count)])
+
+    def small_files(self, k, what, cmd):
+        row = f"small files ({self.a.small_count} x 1 B-4 KiB, {what})"
         if k == 0:
             self.add_row(row, [("save_s", False), ("load_s", False), ("job_s", False)])
 
@@ -389,26 +397,7 @@ class Bench:
             os.makedirs(d)
             # one pattern for every run, as a job script sets it
             env = self.env(side, os.path.join(self.ck, "*", "*.dat"))
-            wall, rss, text = run([PY, PYWORK, "small", d, str(self.a.small_count)], env)
-            v = keyvals(text)
-            v["job_s"] = wall
-            return v, rss
-        self.pair(row, k, m)
-
-    def small_c(self, k):
-        """The same from a compiled program given its run's folder as its
-        first argument (./sim /scratch/run42): each run names another."""
-        row = f"small files ({self.a.small_count} x 1 B-4 KiB, C, its folder as argument)"
-        if k == 0:
-            self.add_row(row, [("save_s", False), ("load_s", False), ("job_s", False)])
-        if k == 0 and self.warming:
-            clean(self.ck)
-
-        def m(side):
-            self.small_runs += 1
-            d = os.path.join(self.ck, f"crun{self.small_runs:03d}")
-            env = self.env(side, os.path.join(self.ck, "*", "*.dat"))
-            wall, rss, text = run([SMALL_C, d, str(self.a.small_count)], env)
+            wall, rss, text = run(cmd(d), env)
             v = keyvals(text)
             v["job_s"] = wall
             return v, rss
