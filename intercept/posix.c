@@ -1016,7 +1016,17 @@ CKC_TAGGED_PATH static int open_tagged(const char *canon, int flags, mode_t mode
 			REAL(close)(ph);
 			return rc == -ENODEV ? CKC_PASS : rc;
 		}
-		return install_new(ph, h, flags, canon, small == CKC_ASIDE_CACHE ? t0 : 0);
+		int fd = install_new(ph, h, flags, canon, small == CKC_ASIDE_CACHE ? t0 : 0);
+		/* the node's table names the new version now: a writer in place
+		 * announced since the look before it (ckc_open_tagged) did not
+		 * find it when it asked the holders, so it is looked for again,
+		 * and the version, empty still, goes to the real file (in place,
+		 * or kept as the other process made it), as the kernel's
+		 * truncation would (open_look asks again after announcing: of
+		 * two such opens at once, one sees the other) */
+		if (fd >= 0 && ckc_node_inplace_other(canon))
+			(void)ckc_hand_over_path(canon);
+		return fd;
 	}
 	/* Any other write to an existing checkpoint works on the real file:
 	 * make it current there, forget the cached copy, pass through. */
@@ -1349,6 +1359,14 @@ CKC_TAGGED_PATH __attribute__((noinline)) static int open_look(int dirfd, const 
 	uint64_t inplace = tagged && !first && (flags & O_ACCMODE) != O_RDONLY && !(flags & (O_PATH | O_DIRECTORY))
 				   ? ckc_node_inplace_begin(canon, true)
 				   : 0;
+	/* announced, the holders are asked again: another process whose
+	 * O_TRUNC open looked for writers in place before this one was
+	 * announced, and made its version after this path's first ask
+	 * (tag.c), holds it now (four ranks opening one shared file at once,
+	 * rank 0 with O_TRUNC: its version replaced the file the others had
+	 * written, which the library kept, saying so, in 1 of 20 runs) */
+	if (inplace)
+		ckc_node_ask(canon);
 	errno = saved; /* the cache's looks may have set it */
 	fd = ro(dirfd, path, flags, mode);
 	if (inplace)

@@ -71,6 +71,40 @@ case_add shared/n1-warm-new-file n1_writers new warm
 case_add shared/n1-warm-first-truncates n1_writers trunc-first warm
 case_add shared/n1-warm-one-truncates n1_writers trunc-one warm
 
+# Many rounds of the race in trunc-one, each writer a new process (its
+# cache cold): four ranks open one shared file at once, rank 0 with
+# O_TRUNC, and write their own 1 MiB once all have opened it. Rank 0's
+# look for writers in place and its version's entry in the node's table
+# came apart from the others' announcement and ask, so that in some rounds
+# neither saw the other: its version, published at its close, found the
+# file the others had written and was kept in a rescue file instead, with
+# an error (1 of 20 rounds of a program written that way).
+n1_truncating_storm() {
+	need_helper
+	local f=$T/ck/shared.bin seed=43 round
+	for round in $(seq 1 40); do
+		rm -rf marks "$f"
+		mkdir -p marks
+		ck -- bash -c '
+			for r in 0 1 2 3; do
+				fl=w
+				[ $r = 0 ] && fl=t
+				"$3" n1part "$1" $r 1M "$2" $fl marks &
+			done
+			n=0
+			while [ $(ls marks | grep -c opened) -lt 4 ] && [ $n -lt 3000 ]; do sleep 0.005; n=$((n + 1)); done
+			touch marks/go
+			rc=0
+			for p in $(jobs -p); do wait $p || rc=1; done
+			exit $rc
+		' _ "$f" $seed "$HELPER" || fail "round $round: a writer of the shared file failed$(last_error)"
+		run_ok "round $round: the shared file at its real path" plain "$HELPER" check "$f" 4M $seed
+		grep -q 'ckptcache: error' "$T/.log" && fail "round $round: the library reported an error$(first_error 'ckptcache: error')"
+	done
+	return 0
+}
+case_add shared/n1-one-truncates-storm n1_truncating_storm
+
 # rewritten_while_written HOW RUN: process A opens ck/a.bin for writing,
 # writes 3 MB and keeps it open; another process B rewrites the path with
 # O_TRUNC (HOW: python's "wb" or "w+b", or a dash redirection) and closes;
