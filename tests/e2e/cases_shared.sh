@@ -16,7 +16,7 @@ shared_descriptors() {
 	run_ok "two-opens.bin read back with the library" ck -- "$HELPER" check ck/two-opens.bin 3M 21
 }
 
-# n1_writers HOW [warm]: four processes write 4 MiB each into ck/shared.bin,
+# n1_writers HOW [warm] [ROUNDS SIZE]: four processes write 4 MiB (SIZE) each into ck/shared.bin,
 # with pwrite at their own offsets, fsync and close (HOW: existing: the
 # file is there; new: it is not; trunc-first: the first opens it with
 # O_TRUNC and the others open it after that; trunc-one: the first opens
@@ -28,18 +28,19 @@ shared_descriptors() {
 # are asked to write in place once it is), three rounds.
 n1_writers() {
 	need_helper
-	local how=$1 warm=${2:-} f=$T/ck/shared.bin seed=31 r rc pids=() round
-	for round in 1 $([ -n "$warm" ] && echo 2 3); do
+	local how=$1 warm=${2:-} rounds=${3:-} size=${4:-4M} f=$T/ck/shared.bin seed=31 r rc pids=() round
+	[ -n "$rounds" ] || rounds=$([ -n "$warm" ] && echo 3 || echo 1)
+	for round in $(seq 1 "$rounds"); do
 		rm -rf marks "$f" "$f".rank*
 		mkdir -p marks
 		[ "$how" = existing ] && plain "$HELPER" gen "$f" 5M 77
 		local script='
-			f=$1 how=$2 helper=$3 seed=$4 warm=$5
+			f=$1 how=$2 helper=$3 seed=$4 warm=$5 size=$6
 			[ "$how" = shell ] && : >"$f"
 			for r in 0 1 2 3; do
 				fl=w
 				[ "$how" = trunc-first ] || [ "$how" = trunc-one ] && [ $r = 0 ] && fl=t
-				"$helper" n1part "$f" $r 4M "$seed" $fl marks $warm &
+				"$helper" n1part "$f" $r "$size" "$seed" $fl marks $warm &
 				# the first rank opens first, as an MPI program creates a
 				# file on one rank and opens it on the others after a barrier
 				if [ "$how" = trunc-first ] && [ $r = 0 ]; then
@@ -53,9 +54,10 @@ n1_writers() {
 			for p in $(jobs -p); do wait $p || rc=1; done
 			exit $rc
 		'
-		ck -- bash -c "$script" _ "$f" "$how" "$HELPER" $seed $warm || fail "a writer of the shared file failed$(last_error)"
-		run_ok "the shared file at its real path (round $round)" plain "$HELPER" check "$f" 16M $seed
-		run_ok "the shared file read back with the library (round $round)" ck -- "$HELPER" check "$f" 16M $seed
+		ck -- bash -c "$script" _ "$f" "$how" "$HELPER" $seed "$warm" "$size" ||
+			fail "round $round: a writer of the shared file failed$(last_error)"
+		run_ok "the shared file at its real path (round $round)" plain "$HELPER" check "$f" $((4 * ${size%M}))M $seed
+		run_ok "the shared file read back with the library (round $round)" ck -- "$HELPER" check "$f" $((4 * ${size%M}))M $seed
 		grep -q 'ckptcache: error' "$T/.log" && fail "the library reported an error$(first_error 'ckptcache: error')"
 	done
 	return 0
@@ -80,31 +82,10 @@ case_add shared/n1-warm-one-truncates n1_writers trunc-one warm
 # file the others had written and was kept in a rescue file instead, with
 # an error (1 of 20 rounds of a program written that way).
 n1_truncating_storm() {
-	need_helper
 	# (a race of processes, not of memory: the plain build runs it; under
 	# the sanitizers the single rounds of trunc-one above run)
 	under_sanitizer && note "a race between processes: the plain build runs its rounds"
-	local f=$T/ck/shared.bin seed=43 round
-	for round in $(seq 1 40); do
-		rm -rf marks "$f"
-		mkdir -p marks
-		ck -- bash -c '
-			for r in 0 1 2 3; do
-				fl=w
-				[ $r = 0 ] && fl=t
-				"$3" n1part "$1" $r 1M "$2" $fl marks &
-			done
-			n=0
-			while [ $(ls marks | grep -c opened) -lt 4 ] && [ $n -lt 3000 ]; do sleep 0.005; n=$((n + 1)); done
-			touch marks/go
-			rc=0
-			for p in $(jobs -p); do wait $p || rc=1; done
-			exit $rc
-		' _ "$f" $seed "$HELPER" || fail "round $round: a writer of the shared file failed$(last_error)"
-		run_ok "round $round: the shared file at its real path" plain "$HELPER" check "$f" 4M $seed
-		grep -q 'ckptcache: error' "$T/.log" && fail "round $round: the library reported an error$(first_error 'ckptcache: error')"
-	done
-	return 0
+	n1_writers trunc-one "" 40 1M
 }
 case_add shared/n1-one-truncates-storm n1_truncating_storm
 
