@@ -1,11 +1,13 @@
-/* small_files DIR COUNT: a compiled program that keeps its run's small
- * files in the folder it is given as its first argument (as a simulation
- * is run: ./sim /scratch/run42): COUNT files of 1 B to 4 KiB written with
- * open, write and close, then read back and checked, each in the order
- * written. Prints save_s= and load_s=; exits 1 on a wrong byte. Knows
- * nothing of the library. */
+/* small_files DIR COUNT [check]: a compiled program that keeps its run's
+ * small files in the folder it is given as its first argument (as a
+ * simulation is run: ./sim /scratch/run42): COUNT files of 1 B to 4 KiB
+ * written with open, write and close, then read back and checked, each in
+ * the order written; with check, only read and checked (the files of an
+ * earlier run, at their real paths). Prints save_s= and load_s=; exits 1
+ * on a wrong byte. Knows nothing of the library. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,20 +33,21 @@ static size_t body(unsigned char *b, long i)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3 || atol(argv[2]) < 1) {
-		fprintf(stderr, "usage: small_files DIR COUNT\n");
+	if (argc < 3 || argc > 4 || atol(argv[2]) < 1 || (argc == 4 && strcmp(argv[3], "check") != 0)) {
+		fprintf(stderr, "usage: small_files DIR COUNT [check]\n");
 		return 2;
 	}
 	const char *dir = argv[1];
 	long count = atol(argv[2]);
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+	bool check = argc == 4;
+	if (!check && mkdir(dir, 0755) != 0 && errno != EEXIST) {
 		perror(dir);
 		return 1;
 	}
 	char path[4096];
 	unsigned char want[4096], got[4097];
 	double t0 = now();
-	for (long i = 0; i < count; i++) {
+	for (long i = 0; i < count && !check; i++) {
 		snprintf(path, sizeof(path), "%s/f_%05ld.dat", dir, i);
 		size_t n = body(want, i);
 		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -714,38 +714,9 @@ aside_small_record_by_program() {
 	local d
 	d=$(mktemp -d /dev/shm/ckc-e2e-rundir.XXXXXX) || fail "no folder under /dev/shm"
 	echo "$d" >>"$T/.elsewhere"
-	cat >sim.c <<'CEOF'
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-/* ./sim DIR COUNT [check]: COUNT small files into DIR (made), each read
- * back; with check, only the reading */
-static void body(char *b, int i, int n) { for (int j = 0; j < n; j++) b[j] = (char)(i * 7 + j); }
-int main(int argc, char **argv) {
-	if (argc < 3) return 2;
-	int count = atoi(argv[2]), check = argc > 3;
-	char p[4096], b[4096], r[4097];
-	if (!check) mkdir(argv[1], 0755);
-	for (int i = 0; i < count && !check; i++) {
-		snprintf(p, sizeof p, "%s/out_%05d.dat", argv[1], i);
-		int n = 1 + (i * 37) % 4000, fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		body(b, i, n);
-		if (fd < 0 || write(fd, b, n) != n || close(fd) != 0) { perror(p); return 1; }
-	}
-	for (int i = 0; i < count; i++) {
-		snprintf(p, sizeof p, "%s/out_%05d.dat", argv[1], i);
-		int n = 1 + (i * 37) % 4000, fd = open(p, O_RDONLY);
-		body(b, i, n);
-		if (fd < 0 || read(fd, r, sizeof r) != n || memcmp(r, b, n) != 0) { fprintf(stderr, "%s read back wrong\n", p); return 1; }
-		close(fd);
-	}
-	return 0;
-}
-CEOF
-	gcc -O2 -o sim sim.c || fail "the program did not compile"
+	# the benchmark's compiled program (tests/bench/small_files.c): its
+	# folder first, COUNT files written and read back, or only checked
+	gcc -O2 -o sim "$ROOT/tests/bench/small_files.c" || fail "the program did not compile"
 	local paths="$d/*/*.dat" choice
 	phase learn
 	ck CKPTCACHE_STEP_ASIDE=auto CKPTCACHE_PATHS="$paths" -- ./sim "$d/run1" 400 || fail "learn: the program failed$(last_error)"
