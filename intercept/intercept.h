@@ -423,6 +423,11 @@ extern _Atomic int64_t ckc_node_mine;
  * mapped otherwise, which would make the table for a process that never
  * touches a checkpoint. Inline: every stat of a walker asks it. */
 bool ckc_node_holds_any_unmapped(bool map);
+/* How many times a process of the node noted a folder renamed (before the
+ * rename and after it): 0 while this process has not mapped the table. */
+uint64_t ckc_node_moves(void);
+/* A folder is renamed (called before the real call and after it). */
+void ckc_node_moves_note(void);
 static inline bool ckc_node_holds_any_at(bool map)
 {
 	_Atomic int64_t *u = atomic_load_explicit(&ckc_node_used, memory_order_acquire);

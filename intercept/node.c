@@ -74,7 +74,12 @@ typedef struct node_hdr {
 	_Atomic int64_t used;
 	/* slots of the back in use, or more (the same way) */
 	_Atomic int64_t back;
-	char pad[40];
+	/* folders renamed by a process of the node, counted before and after
+	 * each: the paths of directory descriptors a process keeps (tag.c)
+	 * hold while it does not change (a field of what was padding: a
+	 * library without it leaves it 0) */
+	_Atomic uint64_t moves;
+	char pad[32];
 } node_hdr_t;
 
 typedef struct node_req {
@@ -1117,6 +1122,27 @@ CKC_START_PATH bool ckc_node_holds_any_unmapped(bool map)
 	bool mapped = node_ready();
 	errno = saved;
 	return !mapped || ckc_node_holds_any();
+}
+
+/* The node's header, once this process mapped the table, else NULL. */
+static node_hdr_t *node_hdr_mapped(void)
+{
+	_Atomic int64_t *u = atomic_load_explicit(&ckc_node_used, memory_order_acquire);
+	return u ? (node_hdr_t *)(void *)((char *)u - offsetof(node_hdr_t, used)) : NULL;
+}
+
+uint64_t ckc_node_moves(void)
+{
+	node_hdr_t *h = node_hdr_mapped();
+	return h ? atomic_load_explicit(&h->moves, memory_order_acquire) : 0;
+}
+
+void ckc_node_moves_note(void)
+{
+	int saved = errno;
+	if (atomic_load(&ckc_icpt_on) && !ckc_in_vfork_child() && node_ready())
+		atomic_fetch_add_explicit(&node_hdr_mapped()->moves, 1, memory_order_acq_rel);
+	errno = saved;
 }
 
 /* Whether another process may hold something (two loads, no search): a

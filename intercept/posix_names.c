@@ -773,7 +773,14 @@ __attribute__((noinline)) static int rename_dir_first(int fd1, const char *from,
 	ckc_leave();
 	if (rc)
 		return (int)ckc_result(rc, saved);
-	return real(fd1, from, fd2, to, flags);
+	/* the paths the node's processes keep of directories go, before the
+	 * move and after it (one looked up meanwhile may be the old one) */
+	ckc_node_moves_note();
+	rc = real(fd1, from, fd2, to, flags);
+	int e = errno;
+	ckc_node_moves_note();
+	errno = e;
+	return rc;
 }
 
 /* rename where either name is tagged (tf, tt; canonical cf, ct): true

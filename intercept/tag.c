@@ -38,17 +38,22 @@ _Atomic unsigned ckc_tag_dpath_gen[CKC_TAG_DPATHS];
  * (ckc_tag_dpath_gen of its slot), the working directory's while chdir and
  * fchdir are not called (tag_cwd_gen), and either is used only for an open
  * that the caller passes to the real file whatever the answer
- * (ckc_tag_keep_ok: a read in a process that has not started the cache)
- * and only while nothing on the node holds a checkpoint its real file
- * lacks (the cache's objects, other processes' versions): then the path
- * decides only whether the read is counted as a tagged one, and a number
- * closed or a directory changed behind the library's back (a raw system
- * call), or a folder renamed meanwhile, costs no byte. Each is taken with
- * a try-lock: a thread that finds it busy looks the path up. */
+ * (ckc_tag_keep_ok: a read, or a stat, in a process that has not started
+ * the cache) and only while this process holds no checkpoint: then the
+ * path decides whether the read is counted as a tagged one and which path
+ * the node's other processes are asked to publish first. A folder renamed
+ * on the node by a process of the library makes every kept path go (the
+ * node's count of moves, ckc_node_moves); where the node's table is not
+ * mapped, a path is kept only while nothing on the node is held. A number
+ * closed and reused behind the library's back (a raw system call) while
+ * another process holds a checkpoint below it could ask that process about
+ * the wrong path: raw system calls are not seen (ckptcache(7)). Each is
+ * taken with a try-lock: a thread that finds it busy looks the path up. */
 typedef struct {
 	atomic_flag busy;
 	int fd;
 	unsigned gen;
+	uint64_t moves; /* the node's count of moves when it was looked up */
 	bool none; /* no path below it can be tagged (ckc_tag_dir_holds_none) */
 	bool all;  /* every name in it is tagged (ckc_tag_dir_holds_all) */
 	size_t len;
@@ -68,16 +73,17 @@ __thread bool ckc_tag_keep_ok;
 
 static bool tag_kept_trusted(void)
 {
-	return ckc_tag_keep_ok && !ckc_read_needs_engine() && !ckc_holds_objects() && !ckc_node_holds_any();
+	return ckc_tag_keep_ok && !ckc_read_needs_engine() && !ckc_holds_objects() &&
+	       (atomic_load_explicit(&ckc_node_used, memory_order_relaxed) || !ckc_node_holds_any());
 }
 
 /* Copies k's path into out, and its verdict into none, if it is fd's of
- * generation gen. */
-static bool tag_kept_get(tag_kept_t *k, int fd, unsigned gen, char *out, bool *none, bool *all)
+ * generation gen, looked up at the node's count of moves mv. */
+static bool tag_kept_get(tag_kept_t *k, int fd, unsigned gen, uint64_t mv, char *out, bool *none, bool *all)
 {
 	if (atomic_flag_test_and_set_explicit(&k->busy, memory_order_acquire))
 		return false;
-	bool hit = k->fd == fd && k->gen == gen;
+	bool hit = k->fd == fd && k->gen == gen && k->moves == mv;
 	if (hit) {
 		memcpy(out, k->path, k->len + 1);
 		*none = k->none;
@@ -87,13 +93,16 @@ static bool tag_kept_get(tag_kept_t *k, int fd, unsigned gen, char *out, bool *n
 	return hit;
 }
 
-/* gen: the generation read before the path was looked up. */
-static void tag_kept_put(tag_kept_t *k, int fd, unsigned gen, const char *path, size_t len, bool none, bool all)
+/* gen, mv: the generation and the count of moves read before the path
+ * was looked up. */
+static void tag_kept_put(tag_kept_t *k, int fd, unsigned gen, uint64_t mv, const char *path, size_t len, bool none,
+			 bool all)
 {
 	if (len >= PATH_MAX || atomic_flag_test_and_set_explicit(&k->busy, memory_order_acquire))
 		return;
 	k->fd = fd;
 	k->gen = gen;
+	k->moves = mv;
 	k->none = none;
 	k->all = all;
 	k->len = len;
@@ -109,6 +118,7 @@ CKC_TAGGED_PATH static int tag_dir_path(int dirfd, char *out, bool *none, bool *
 	bool kn, ka;
 	bool trusted = tag_kept_trusted() && (size_t)dirfd < ckc_tag_dirv_cap;
 	unsigned gen = 0;
+	uint64_t mv = 0;
 	if (trusted) {
 		/* the mark first: a close from now on changes the generation */
 		uint8_t v = atomic_load_explicit(&ckc_tag_dirv[dirfd], memory_order_acquire);
@@ -120,7 +130,8 @@ CKC_TAGGED_PATH static int tag_dir_path(int dirfd, char *out, bool *none, bool *
 		if (v != 0 && v != TAG_DIR_PATH)
 			trusted = false;
 		gen = atomic_load_explicit(&ckc_tag_dpath_gen[(unsigned)dirfd % CKC_TAG_DPATHS], memory_order_acquire);
-		if (trusted && tag_kept_get(&tag_dpath[(unsigned)dirfd % CKC_TAG_DPATHS], dirfd, gen, out, &kn, &ka)) {
+		mv = ckc_node_moves();
+		if (trusted && tag_kept_get(&tag_dpath[(unsigned)dirfd % CKC_TAG_DPATHS], dirfd, gen, mv, out, &kn, &ka)) {
 			if (none)
 				*none = kn;
 			if (all)
@@ -138,7 +149,7 @@ CKC_TAGGED_PATH static int tag_dir_path(int dirfd, char *out, bool *none, bool *
 	if (all)
 		*all = ka;
 	if (trusted)
-		tag_kept_put(&tag_dpath[(unsigned)dirfd % CKC_TAG_DPATHS], dirfd, gen, out, (size_t)n, kn, ka);
+		tag_kept_put(&tag_dpath[(unsigned)dirfd % CKC_TAG_DPATHS], dirfd, gen, mv, out, (size_t)n, kn, ka);
 	return 0;
 }
 
@@ -147,7 +158,8 @@ static int tag_cwd_path(char *out, bool *none, bool *all)
 {
 	bool trusted = tag_kept_trusted(), kn, ka;
 	unsigned gen = atomic_load_explicit(&tag_cwd_gen, memory_order_acquire);
-	if (trusted && tag_kept_get(&tag_cwd, AT_FDCWD, gen, out, &kn, &ka)) {
+	uint64_t mv = trusted ? ckc_node_moves() : 0;
+	if (trusted && tag_kept_get(&tag_cwd, AT_FDCWD, gen, mv, out, &kn, &ka)) {
 		if (none)
 			*none = kn;
 		if (all)
@@ -163,7 +175,7 @@ static int tag_cwd_path(char *out, bool *none, bool *all)
 	if (all)
 		*all = ka;
 	if (trusted)
-		tag_kept_put(&tag_cwd, AT_FDCWD, gen, out, strlen(out), kn, ka);
+		tag_kept_put(&tag_cwd, AT_FDCWD, gen, mv, out, strlen(out), kn, ka);
 	return 0;
 }
 
@@ -827,7 +839,17 @@ CKC_START_PATH static bool cached_at(int dirfd, const char *path, char *canon, c
 	 * real file's, and the path need not be looked at (a walker's stat of
 	 * each name: du, find, tar) */
 	bool held = ckc_holds_objects(), others = ckc_node_holds_any_mapping();
-	if ((!held && !others) || !ckc_tagged_at(dirfd, path, canon)) {
+	if (!held && !others) {
+		errno = saved;
+		return false;
+	}
+	/* the real call answers unless this process holds it: a folder's
+	 * kept path may name what the others are asked to publish */
+	bool keep = ckc_tag_keep_ok;
+	ckc_tag_keep_ok = true;
+	bool tagged = ckc_tagged_at(dirfd, path, canon);
+	ckc_tag_keep_ok = keep;
+	if (!tagged) {
 		errno = saved;
 		return false;
 	}

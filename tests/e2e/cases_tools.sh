@@ -229,6 +229,112 @@ PYEOF
 
 # The file look-ups (stat, access) of cat reading COUNT tagged files the
 # cache does not hold (written by an earlier run).
+# The same walkers over a tagged tree while another process holds a
+# checkpoint its real file lacks (its publication slowed by 4 s): a walker
+# that holds nothing looks up each folder's path once, not each name's
+# (each readlink of /proc/self/fd/N made du and tar 2-2.5x slower then);
+# the checkpoint held reaches its real path.
+tools_walk_tagged_beside_holder() {
+	command -v strace >/dev/null || note "strace is not installed"
+	under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
+	local d f cmd plain lib dirs=20
+	for d in $(seq 1 $dirs); do
+		mkdir -p "ck/tree/step$d"
+		for f in $(seq 1 20); do echo "$d $f" >"ck/tree/step$d/r$f.bin"; done
+	done
+	mkdir -p ck/hold
+	randfile held.ref 100003
+	rm -f held.txt
+	SLOW_US=4000000 ck SLOWFS_OPS=rename -- "$PY" -c '
+import sys
+data = open(sys.argv[1], "rb").read()
+with open(sys.argv[2], "wb") as f:
+    f.write(data)
+open(sys.argv[3], "w").write("held")
+' held.ref ck/hold/c.bin held.txt >holder.log 2>&1 &
+	local holder=$! i
+	for ((i = 0; i < 100; i++)); do
+		[ -s held.txt ] && break
+		sleep 0.05
+	done
+	[ -s held.txt ] || fail "the holder did not write its checkpoint in 5 s"
+	for cmd in "du -s ck/tree" "find $T/ck/tree -type f" "tar cf /dev/null ck/tree"; do
+		# shellcheck disable=SC2086
+		plain=$(walk_syscalls "" "$T/ck/**" $cmd)
+		# shellcheck disable=SC2086
+		lib=$(walk_syscalls lib "$T/ck/**" $cmd)
+		echo "$cmd beside a holder: $plain path lookups without the library, $lib with it"
+		[ "$lib" -le $((plain + 3 * dirs)) ] ||
+			fail "$cmd over 400 tagged names beside a holder: $lib path lookups (readlink/getcwd), $plain without the library"
+	done
+	! cmp -s held.ref ck/hold/c.bin ||
+		note "the holder published before the walks ended (a loaded machine): the counts above are a walk's beside nobody"
+	wait $holder || fail "the holder: exit status $? ($(tr '\n' ' ' <holder.log))"
+	same held.ref ck/hold/c.bin "the checkpoint held during the walks, at its real path"
+}
+
+# A walker keeps the path of a folder descriptor while another process
+# holds a checkpoint; the folder is then renamed (mv, under the library)
+# and another process writes a new checkpoint into it by its new name: the
+# walker's stat and open of that name at its old descriptor find it, as
+# without the library (the kept path went with the rename).
+tools_walk_folder_renamed() {
+	mkdir -p ck/a ck/other
+	echo x >ck/a/x.bin
+	randfile new.ref 100003
+	rm -f h1.txt h2.txt m.txt go.txt
+	cat >hold.py <<'PYEOF'
+import sys
+data = open(sys.argv[1], "rb").read()
+with open(sys.argv[2], "wb") as f:
+    f.write(data)
+open(sys.argv[3], "w").write("held")
+PYEOF
+	cat >walker.py <<'PYEOF'
+import os, sys, time
+d, ready, go, ref = sys.argv[1:5]
+fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+os.stat("x.bin", dir_fd=fd)
+open(ready, "w").write("ready")
+for _ in range(400):
+    if os.path.exists(go):
+        break
+    time.sleep(0.025)
+st = os.stat("new.bin", dir_fd=fd)
+f = os.open("new.bin", os.O_RDONLY, dir_fd=fd)
+data = b""
+while True:
+    b = os.read(f, 1 << 20)
+    if not b:
+        break
+    data += b
+print("new.bin", st.st_size, data == open(ref, "rb").read())
+PYEOF
+	local h1 m h2 i
+	SLOW_US=3000000 SLOW_MATCH="$T/ck/other" ck SLOWFS_OPS=rename -- "$PY" hold.py new.ref ck/other/h1.bin h1.txt \
+		>h1.log 2>&1 &
+	h1=$!
+	for ((i = 0; i < 100; i++)); do [ -s h1.txt ] && break; sleep 0.05; done
+	ck -- "$PY" walker.py "$T/ck/a" m.txt go.txt new.ref >walker.out 2>&1 &
+	m=$!
+	for ((i = 0; i < 100; i++)); do [ -s m.txt ] && break; sleep 0.05; done
+	[ -s m.txt ] || fail "the walker did not start in 5 s: $(tr '\n' ' ' <walker.out)"
+	run_ok "mv of the walker's folder" ck -- mv ck/a ck/b
+	SLOW_US=3000000 SLOW_MATCH="$T/ck/b" ck SLOWFS_OPS=rename -- "$PY" hold.py new.ref ck/b/new.bin h2.txt \
+		>h2.log 2>&1 &
+	h2=$!
+	for ((i = 0; i < 100; i++)); do [ -s h2.txt ] && break; sleep 0.05; done
+	[ -s h2.txt ] || fail "the second holder did not write in 5 s: $(tr '\n' ' ' <h2.log)"
+	: >go.txt
+	wait $m || fail "the walker: exit status $? ($(tr '\n' ' ' <walker.out))"
+	wait $h1 || fail "the first holder: exit status $?"
+	wait $h2 || fail "the second holder: exit status $?"
+	[ "$(grep -v '^ckptcache' walker.out)" = "new.bin 100003 True" ] ||
+		fail "the walker's stat and read of the new name at its descriptor: '$(tr '\n' ' ' <walker.out)' (want 'new.bin 100003 True')"
+	same new.ref ck/b/new.bin "the new checkpoint at its real path"
+	same new.ref ck/other/h1.bin "the first holder's checkpoint at its real path"
+}
+
 read_lookups() {
 	local lib=$1
 	timeout -k 5 "$CASE_TIMEOUT" strace -f -qq -c -o strace.out \
@@ -830,6 +936,8 @@ case_add_alone tools/walk-untagged tools_walk_untagged
 case_add tools/untagged-tree-bytes tools_untagged_tree_bytes
 case_add tools/dd-no-table-read tools_dd_no_table_read
 case_add_alone tools/walk-tagged tools_walk_tagged
+case_add_alone tools/walk-tagged-beside-holder tools_walk_tagged_beside_holder
+case_add_waits tools/walk-folder-renamed tools_walk_folder_renamed
 case_add tools/cat tools_cat
 case_add_alone tools/read-looks-once tools_read_looks_once
 case_add tools/read-open-errors tools_read_open_errors

@@ -33,6 +33,12 @@ bool ckc_node_holds_any_unmapped(bool map)
 	(void)map;
 	return true;
 }
+/* the node's count of folders renamed (node.c is not linked) */
+static uint64_t node_moves_now;
+uint64_t ckc_node_moves(void)
+{
+	return node_moves_now;
+}
 /* the paths another process was asked to publish (node.c is not linked) */
 static char node_asked[4][PATH_MAX];
 static int node_nasked;
@@ -600,16 +606,29 @@ Test(tag, kept_folder_paths_follow_the_numbers)
 	int d = dup(c);
 	cr_assert_eq(ckc_tag_dup(c, d), d);
 	cr_assert_neq(atomic_load(&ckc_tag_dirv[d]), 2);
-	/* another process holds a checkpoint: a number changed behind the
-	 * library's back (a raw dup2) is still looked up */
+	/* another process holds a checkpoint: the kept path still answers
+	 * (a number changed behind the library's back, a raw dup2, is not
+	 * seen), until a folder of the node is renamed */
 	cr_assert(ckc_tagged_at(fd, "x.bin", canon));
 	int a = open("a", O_RDONLY | O_DIRECTORY);
 	cr_assert_geq(a, 0);
 	cr_assert_eq(dup2(a, fd), fd);
 	atomic_store(&node_used_now, 1);
 	cr_assert(ckc_tagged_at(fd, "x.bin", canon));
+	snprintf(want, sizeof(want), "%s/c/x.bin", dir);
+	cr_assert_str_eq(canon, want, "kept while another process holds a checkpoint");
+	node_moves_now++;
+	cr_assert(ckc_tagged_at(fd, "x.bin", canon));
 	snprintf(want, sizeof(want), "%s/a/x.bin", dir);
-	cr_assert_str_eq(canon, want, "a raw dup2 while another process holds a checkpoint");
+	cr_assert_str_eq(canon, want, "looked up again after a folder's rename on the node");
+	/* the node's table not mapped (nothing tells of renames): while
+	 * another process may hold one, the path is looked up */
+	cr_assert_eq(dup2(c, fd), fd);
+	atomic_store(&ckc_node_used, NULL);
+	cr_assert(ckc_tagged_at(fd, "x.bin", canon));
+	snprintf(want, sizeof(want), "%s/c/x.bin", dir);
+	cr_assert_str_eq(canon, want, "a raw dup2 with the node's table not mapped");
+	atomic_store(&ckc_node_used, &node_used_now);
 	atomic_store(&node_used_now, 0);
 	/* the working directory: kept until chdir through the library */
 	cr_assert(ckc_tagged_at(AT_FDCWD, "a/z.bin", canon));
