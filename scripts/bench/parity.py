@@ -438,6 +438,43 @@ class Bench:
             (f"du over a tagged tree ({self.a.tagged_dirs} x {self.a.tagged_files} files)", ["du", "-s", tree]),
             (f"find over a tagged tree ({self.a.tagged_dirs} x {self.a.tagged_files} files)",
              ["find", tree, "-name", "*.bin"])))
+        self.walk_beside_job(k, tree)
+
+    def walk_beside_job(self, k, tree):
+        """du over the tagged tree while a job under the library writes
+        checkpoints beside it (each version held by the job until it is
+        published), on both sides: a user's look at the folder while the
+        job runs."""
+        row = f"du over a tagged tree while a job writes checkpoints ({self.a.tagged_dirs} x {self.a.tagged_files} files)"
+        if k == 0:
+            self.add_row(row, [("time_s", False)])
+        job = os.path.join(self.ck, "job")
+        os.makedirs(job, exist_ok=True)
+        paths = os.path.join(tree, "**") + ":" + os.path.join(job, "*")
+        stop = os.path.join(self.work, "job.stop")
+
+        def m(side):
+            if os.path.exists(stop):
+                os.unlink(stop)
+            env = {k: v for k, v in os.environ.items() if not k.startswith("CKPTCACHE_")}
+            env.update(self.env("with", paths))
+            env.pop("CKPTCACHE_STATS")
+            w = subprocess.Popen([PY, PYWORK, "job", job, "4", stop], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT)
+            try:
+                time.sleep(0.3)
+                total, rss = 0.0, 0
+                for _ in range(self.a.walk_reps):
+                    wall, r, _ = run(["du", "-s", tree], self.env(side, paths))
+                    total += wall
+                    rss = max(rss, r)
+            finally:
+                open(stop, "w").close()
+                out = w.communicate(timeout=120)[0].decode(errors="replace")
+            if w.returncode != 0:
+                raise SystemExit(f"parity: the job beside the walker failed: {out}")
+            return {"time_s": total}, rss
+        self.pair(row, k, m)
 
     def walk_rows(self, k, paths, rows):
         """Rows of short walks: each sample is walk_reps runs of the command."""

@@ -16,6 +16,10 @@
                                      temporary name, write, os.replace it
                                      onto DIR/ck_NN.bin), then reads each
                                      name's last version back
+  parity_py.py job DIR MIB STOP      a job checkpointing beside a walker:
+                                     writes DIR/job_N.bin (4 names, MIB MiB
+                                     each) every 10 ms until the file STOP
+                                     exists, then checks the last versions
 
 Prints one line "key=value ..." with the seconds each phase took (save_s and
 load_s), and checks what was read back: exit 1 on a mismatch.
@@ -135,6 +139,22 @@ def replace_case(d, count, names, kib):
     print(f"save_s={save:.6f} load_s={load:.6f}")
 
 
+def job_case(d, mib, stop):
+    n = 0
+    while not os.path.exists(stop):
+        with open(os.path.join(d, f"job_{n % 4}.bin"), "wb") as f:
+            f.write(bytes([n % 251]) * (mib << 20))
+        n += 1
+        time.sleep(0.01)
+    for j in range(min(n, 4)):
+        last = max(i for i in range(n) if i % 4 == j)
+        with open(os.path.join(d, f"job_{j}.bin"), "rb") as f:
+            if f.read() != bytes([last % 251]) * (mib << 20):
+                print(f"job_{j}.bin: read back differs", file=sys.stderr)
+                sys.exit(1)
+    print(f"checkpoints={n}")
+
+
 def main(argv):
     if len(argv) == 5 and argv[1] == "numpy":
         numpy_case(argv[2], int(argv[3]), int(argv[4]))
@@ -146,6 +166,8 @@ def main(argv):
         small_case(argv[2], int(argv[3]))
     elif len(argv) == 6 and argv[1] == "replace":
         replace_case(argv[2], int(argv[3]), int(argv[4]), int(argv[5]))
+    elif len(argv) == 5 and argv[1] == "job":
+        job_case(argv[2], int(argv[3]), argv[4])
     else:
         print(__doc__, file=sys.stderr)
         return 2
