@@ -850,6 +850,11 @@ CKC_START_PATH static bool cached_at(int dirfd, const char *path, char *canon, c
 	bool tagged = ckc_tagged_at(dirfd, path, canon);
 	ckc_tag_keep_ok = keep;
 	if (!tagged) {
+		/* a forked child, whose cache is off, asks the holders all
+		 * the same, as its opens do: a stat after its parent's close
+		 * sees the version closed */
+		if (others && (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child()))
+			ckc_node_ask_at(dirfd, path);
 		errno = saved;
 		return false;
 	}

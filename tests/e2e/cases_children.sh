@@ -169,6 +169,50 @@ assert got == new, "the parent reads %d bytes, not the child version" % len(got)
 	done
 }
 
+# The parent writes a checkpoint (4 names in turn, each version of another
+# size) and forks right after its close; the child (its cache off) stats the
+# name, then reads it: both see the version just closed, as without the
+# library. The child's stat asks the parent to publish it, as its open
+# does. 40 generations, 3 runs (a stat that did not ask found the previous
+# size, or ENOENT, in 6 to 12 of 40, in 2 of 3 runs).
+forked_child_stats() {
+	cat >fs.py <<'PYEOF'
+import os, sys
+d = sys.argv[1]
+bad = []
+for g in range(40):
+    n = 3000000 + g * 1000
+    p = f"{d}/c{g % 4}.bin"
+    data = bytes([97 + g % 26]) * n
+    with open(p, "wb") as f:
+        f.write(data)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            st = os.stat(p)
+            ok = st.st_size == n and open(p, "rb").read() == data
+        except OSError:
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    if status:
+        bad.append(g)
+if bad:
+    sys.exit(f"the child's stat or read of the version just closed failed in generations {bad}")
+for g in range(36, 40):
+    assert open(f"{d}/c{g % 4}.bin", "rb").read() == bytes([97 + g % 26]) * (3000000 + g * 1000)
+PYEOF
+	local round g
+	for round in 1 2 3; do
+		rm -f ck/c*.bin
+		ck CKPTCACHE_HOST_CACHE=64M -- "$PY" fs.py "$T/ck" || fail "round $round$(last_error)"
+		for g in 36 37 38 39; do
+			plain "$PY" -c 'import sys; g = int(sys.argv[1]); sys.stdout.buffer.write(bytes([97 + g % 26]) * (3000000 + g * 1000))' $g >c.ref
+			same c.ref "ck/c$((g % 4)).bin" "generation $g at its real path after exit (round $round)"
+		done
+	done
+}
+
 # A thread reads a checkpoint the cache holds through its descriptor (the
 # descriptor's lock held for each read) while the main thread forks, 40
 # times; each child uses the inherited descriptor at once. The cache does
@@ -699,6 +743,7 @@ case_add children/fork-while-a-thread-reads fork_while_a_thread_reads
 case_add children/fork-while-a-thread-writes fork_while_a_thread_writes
 case_add children/fork-while-the-cache-opens fork_while_the_cache_opens
 case_add children/forked-child-rewrites forked_child_rewrites 1
+case_add children/forked-child-stats forked_child_stats
 # the child's ask is answered by a publication while the flusher is still
 # filling its own copy of the same version; a slow rename(2) (named
 # temporary files) holds that copy's commit open while the child writes
