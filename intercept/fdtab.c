@@ -1111,6 +1111,10 @@ int ckc_vfd_switch(ckc_vfd_t *v)
 		}
 		atomic_store(&ckc_vfd_tab[fd], NULL);
 		atomic_fetch_sub(&v->refs, 1);
+		/* a descriptor of the real file now: a rewrite of the path
+		 * while it is open goes there in place, as this number (and a
+		 * mapping made through it later) sees (ckc_passed_using) */
+		slot_put((int)fd, passed_hash(v->path));
 		if (first_fd < 0)
 			first_fd = (int)fd;
 		if (rst.st_ino) {

@@ -2168,6 +2168,49 @@ for k in range(4):
 }
 case_add python/mapped-rewrite python_mapped_rewrite
 
+# A checkpoint mapped a second time after its first mapping is gone (a
+# restart that peeks at the header, unmaps, then maps the whole file),
+# mapped through two descriptors, or twice through one, the first mapping
+# gone: a rewrite with O_TRUNC shows in the live mapping, as without the
+# library (the second mapping is of a descriptor already made the real
+# file's).
+python_mapped_again() {
+	local prog='
+import mmap, os, sys
+d = sys.argv[1]
+p = f"{d}/mm.bin"
+n = 100003
+def write(b):
+    with open(p, "wb") as f:
+        f.write(b * n)
+for case in ("peek then map", "two descriptors", "two alive, one gone"):
+    write(b"A")
+    fd = os.open(p, os.O_RDONLY)
+    if case == "two descriptors":
+        fd2 = os.open(p, os.O_RDONLY)
+        first = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        m = mmap.mmap(fd2, 0, access=mmap.ACCESS_READ)
+        first.close()
+    elif case == "two alive, one gone":
+        first = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        m = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        first.close()
+    else:
+        first = mmap.mmap(fd, 4096, access=mmap.ACCESS_READ)
+        first.close()
+        m = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    write(b"B")
+    print(case, m[:1], m[-1:], m[:] == b"B" * n)
+    m.close()
+    os.close(fd)
+    if case == "two descriptors":
+        os.close(fd2)
+'
+	same_output "a checkpoint mapped again, then rewritten" "$prog" CKPTCACHE_STEP_ASIDE=off
+	same plainrun/mm.bin ck/mm.bin "mm.bin at its real path"
+}
+case_add python/mapped-again python_mapped_again
+
 # More mappings of checkpoints than the library keeps a record of (256):
 # numpy maps 300 files, then rewrites the first, the 257th and the last
 # while they are all mapped. Every mapping shows its file's new bytes, as
