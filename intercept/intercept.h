@@ -1072,6 +1072,10 @@ bool ckc_px_handed_over(long *r, ckc_vfd_t *v);
  * there; 0 otherwise. */
 ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos, int wr,
 		       size_t *done);
+/* The answers ckc_px_vfd_iov gives before it moves anything (the kernel's,
+ * in its order): 0 or -errno, and *all the bytes the pieces hold. */
+long ckc_px_iov_check(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos, int wr,
+		      size_t *all);
 /* The checkpoint behind v goes to its real path and every descriptor of
  * it becomes a descriptor of the real file (a call the library cannot see
  * is about to use one): 0 or -errno. */

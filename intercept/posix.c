@@ -103,11 +103,14 @@ ssize_t ckc_vfd_pread(ckc_vfd_t *v, void *buf, size_t n, off_t off)
 	int rc = ckc_px_vfd_usable(v);
 	if (rc)
 		return rc;
+	/* refused as by the kernel, in its order: a negative offset, a
+	 * descriptor not open for reading, an end (offset + count) past the
+	 * largest offset */
+	if (off < 0)
+		return -EINVAL;
 	if ((v->flags & O_ACCMODE) == O_WRONLY)
 		return -EBADF;
-	/* refused as by the kernel: a negative offset, or one whose end
-	 * (offset + count) is past the largest offset */
-	if (off < 0 || n > (uint64_t)INT64_MAX - (uint64_t)off)
+	if (n > (uint64_t)INT64_MAX - (uint64_t)off)
 		return -EINVAL;
 	ckc_enter();
 	ssize_t r = CKC_OWED_PASS;
@@ -275,10 +278,11 @@ static int vfd_write_first(ckc_vfd_t *v, size_t n, off_t off)
 	int rc = ckc_px_vfd_usable(v);
 	if (rc)
 		return rc;
-	if ((v->flags & O_ACCMODE) == O_RDONLY)
-		return -EBADF;
+	/* (the kernel's order: the offset, then the descriptor's mode) */
 	if (off < 0)
 		return -EINVAL;
+	if ((v->flags & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
 	if ((rc = ckc_px_hole_aside(v, (uint64_t)off)) != 0)
 		return rc;
 	return room_aside(v, (uint64_t)off + n);
@@ -429,31 +433,47 @@ static size_t iov_run(const struct iovec *iov, int i, int cnt, size_t cap, size_
 	return k >= IOV_GATHER_MIN ? bytes : 0;
 }
 
+long ckc_px_iov_check(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos, int wr,
+		      size_t *all)
+{
+	/* refused as by the kernel, in its order: a negative offset, a
+	 * descriptor not open for the transfer, too many pieces, pieces
+	 * longer than SSIZE_MAX together */
+	*all = 0;
+	if (!use_pos && off < 0)
+		return -EINVAL;
+	if ((v->flags & O_ACCMODE) == (wr ? O_RDONLY : O_WRONLY))
+		return -EBADF;
+	if (cnt < 0 || cnt > IOV_MAX)
+		return -EINVAL;
+	for (int i = 0; i < cnt; i++) {
+		if (iov[i].iov_len > (size_t)SSIZE_MAX - *all)
+			return -EINVAL;
+		*all += iov[i].iov_len;
+	}
+	/* a read's end past the largest offset, as the kernel judges the
+	 * whole vector (a write's is the engine's: EFBIG) */
+	if (!wr && !use_pos && *all > (uint64_t)INT64_MAX - (uint64_t)off)
+		return -EINVAL;
+	return 0;
+}
+
 /* Scatter/gather over pread/pwrite; stops at the first short transfer. */
 ssize_t ckc_px_vfd_iov(ckc_vfd_t *v, const struct iovec *iov, int cnt, off_t off, bool use_pos, int wr,
 		       size_t *done)
 {
 	ssize_t total = 0;
-
-	/* refused as by the kernel: too many pieces, a piece longer than
-	 * SSIZE_MAX, a negative offset */
-	if (cnt < 0 || cnt > IOV_MAX || (!use_pos && off < 0))
-		return -EINVAL;
-	size_t all = 0, small = 0;
+	size_t all, small = 0;
+	long bad = ckc_px_iov_check(v, iov, cnt, off, use_pos, wr, &all);
+	if (bad)
+		return bad;
 	int nsmall = 0;
 	for (int i = 0; i < cnt; i++) {
-		if (iov[i].iov_len > (size_t)SSIZE_MAX - all)
-			return -EINVAL;
-		all += iov[i].iov_len;
 		if (iov[i].iov_len < IOV_GATHER_MAX) {
 			small += iov[i].iov_len;
 			nsmall++;
 		}
 	}
-	/* a read's end past the largest offset, as the kernel judges the
-	 * whole vector (a write's is the engine's: EFBIG) */
-	if (!wr && !use_pos && all > (uint64_t)INT64_MAX - (uint64_t)off)
-		return -EINVAL;
 	/* where the cache holds the checkpoint in memory, the buffer of the
 	 * runs of small pieces; where it is written through, one call */
 	char *gbuf = NULL;

@@ -339,8 +339,14 @@ VFD_IOV_WRAPPER(pwritev64, true)
 			return REAL(name)(fd, iov, cnt, off, flags);                       \
 		int saved = errno;                                                         \
 		if (flags & ~RWF_KNOWN) {                                                  \
+			/* (the kernel's other answers first: an empty vector     \
+			 * moves nothing, whatever the flags) */                   \
+			size_t all;                                                        \
+			long c = ckc_px_iov_check(v, iov, cnt, off, off == -1, wr, &all);  \
 			ckc_vfd_put(v);                                                    \
-			errno = EOPNOTSUPP;                                                \
+			if (c == 0 && all == 0)                                            \
+				return 0;                                                  \
+			errno = c ? (int)-c : EOPNOTSUPP;                                  \
 			return -1;                                                         \
 		}                                                                          \
 		size_t done;                                                               \
@@ -506,7 +512,13 @@ CKC_EXPORT int sync_file_range(int fd, off_t off, off_t len, unsigned int flags)
 	if (!v)
 		return REAL(sync_file_range)(fd, off, len, flags);
 	int saved = errno;
-	long r = off < 0 || len < 0 ? -EINVAL : ckc_px_vfd_usable(v);
+	/* refused as by the kernel: an unknown flag, a negative offset or
+	 * length, a range whose end is past the largest offset */
+	long r = (flags & ~(unsigned)(SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+				      SYNC_FILE_RANGE_WAIT_AFTER)) ||
+			 off < 0 || len < 0 || len > INT64_MAX - off
+		 ? -EINVAL
+		 : ckc_px_vfd_usable(v);
 	if (vfd_done(&r, v))
 		return REAL(sync_file_range)(fd, off, len, flags);
 	return (int)ckc_result(r, saved);

@@ -265,6 +265,65 @@ seek_limits_case() {
 
 # Successful calls on tagged files leave the program's errno alone, in the
 # cache and stepped aside.
+# Calls on a cached checkpoint's descriptor that the kernel refuses, each
+# answered as the kernel answers them on the real file (its order of
+# checks): vectors and positional calls on a descriptor of the other mode
+# (empty ones too), a negative offset there, an unknown preadv2 flag with
+# nothing to move, sync_file_range's unknown flags and overflowing range.
+wrong_mode_errors_case() {
+	cat >wm.c <<'C'
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#define E(x) do { errno = 0; long r_ = (long)(x); printf("%-40s %ld %d\n", #x, r_, r_ < 0 ? errno : 0); } while (0)
+int main(int c, char **v)
+{
+	char p[4096], b[16];
+	struct iovec one = { b, 10 };
+	static struct iovec many[1025];
+	snprintf(p, sizeof p, "%s/wm.bin", v[1]);
+	int w = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (w < 0 || write(w, "0123456789abcdef", 16) != 16)
+		return 2;
+	E(readv(w, &one, 0));
+	E(readv(w, &one, 1));
+	E(readv(w, &one, -1));
+	E(preadv(w, &one, 0, 0));
+	E(preadv2(w, &one, 0, 0, 0));
+	E(pread(w, b, 3, -1));
+	E(pread(w, b, 3, 0));
+	E(sync_file_range(w, 0, 0, 0xff));
+	E(sync_file_range(w, 0x7fffffffffffffffLL, 10, SYNC_FILE_RANGE_WRITE));
+	E(sync_file_range(w, 0, -1, SYNC_FILE_RANGE_WRITE));
+	E(sync_file_range(w, 0, 0, SYNC_FILE_RANGE_WRITE));
+	close(w);
+	int r = open(p, O_RDONLY);
+	if (r < 0)
+		return 3;
+	E(writev(r, &one, 0));
+	E(writev(r, many, 1025));
+	E(pwritev(r, &one, 0, 0));
+	E(pwrite(r, b, 3, -1));
+	E(pwrite(r, b, 3, 0));
+	E(preadv2(r, &one, 0, 0, 0x12345));
+	E(preadv2(r, &one, 1, 0, 0x12345));
+	E(preadv(r, &one, 1, -2));
+	E(pread(r, b, 10, 2));
+	close(r);
+	return 0;
+}
+C
+	gcc -O2 -Wall -o wm wm.c || fail "the C program did not compile"
+	mkdir -p plainrun
+	plain ./wm plainrun >want.txt || fail "the C program without the library"
+	ck -- ./wm "$T/ck" >got.txt || fail "the C program with the library$(last_error)"
+	outputs_match want.txt got.txt
+	same plainrun/wm.bin ck/wm.bin "wm.bin at its real path"
+}
+
 errno_kept_case() {
 	helper_ok "errno after successful calls (cached)" CKPTCACHE_STEP_ASIDE=off -- errno-kept "$T/ck"
 	rm -f "$T"/ck/*
@@ -1010,6 +1069,7 @@ case_add stdio/small-records stdio_records_case
 case_add fdops/append-positional append_positional_case
 case_add fdops/seek-limits seek_limits_case
 case_add fdops/errno-kept errno_kept_case
+case_add fdops/wrong-mode-errors wrong_mode_errors_case
 case_add names/fsync-replace fsync_replace_case
 case_add names/umask-modes umask_modes_case
 # The main thread ends with pthread_exit while another thread of the
