@@ -910,8 +910,9 @@ CKC_TAGGED_PATH static int open_tagged(const char *canon, int flags, mode_t mode
 	 * one the cache held and the real file does not is never sent there,
 	 * so a file size limit, the kernel's to apply there, changes nothing) */
 	int small = CKC_ASIDE_NO;
-	if (acc == O_WRONLY && (flags & (O_TRUNC | O_APPEND)) == O_TRUNC) {
-		small = ckc_write_aside(canon);
+	bool excl = (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL);
+	if (acc == O_WRONLY && !(flags & O_APPEND) && ((flags & O_TRUNC) || excl)) {
+		small = ckc_write_aside(canon, (flags & O_TRUNC) != 0);
 		if (small == CKC_ASIDE_BACKLOG)
 			return CKC_PASS;
 		if (small == CKC_ASIDE_HOME)
@@ -1085,7 +1086,8 @@ CKC_TAGGED_PATH int ckc_open_tagged(const char *canon, int flags, mode_t mode, u
 	if ((flags & O_CREAT) && !ckc_sig_in_handler())
 		ckc_dir_times_forget(canon);
 	/* only a small checkpoint's open is timed (open_tagged) */
-	bool timeable = (flags & O_ACCMODE) == O_WRONLY && (flags & (O_TRUNC | O_APPEND)) == O_TRUNC;
+	bool timeable = (flags & O_ACCMODE) == O_WRONLY && !(flags & O_APPEND) &&
+			((flags & O_TRUNC) || (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL));
 	uint64_t start = timeable ? ckc_now_ns() : 0;
 	if (t0)
 		*t0 = start;

@@ -163,7 +163,7 @@ enum {
 /* Where such a version goes now. For the two straight answers the version
  * this process holds (nobody reads it) is forgotten, and the program
  * writes the real file itself, with no look at it first. */
-int ckc_write_aside(const char *path);
+int ckc_write_aside(const char *path, bool trunc);
 /* A new version that the program made its standard output or error before
  * writing a byte (a shell's "echo ... >file"), handed over to its real
  * file there. After a few in a row, with no version closed by the program

@@ -364,7 +364,7 @@ CKC_TAGGED_PATH static bool redirect_straight(void)
 	       ++redirect_sent % REDIRECT_TRY != 0;
 }
 
-CKC_TAGGED_PATH static int small_aside_takes(const char *key, ckc_obj_t *old, bool pick)
+CKC_TAGGED_PATH static int small_aside_takes(const char *key, ckc_obj_t *old, bool pick, bool redirect)
 {
 	if (old && !(old->complete && old->at_home && !old->retired && old->readers == 0 &&
 		     !old->passed_read))
@@ -375,7 +375,7 @@ CKC_TAGGED_PATH static int small_aside_takes(const char *key, ckc_obj_t *old, bo
 	 * ckc_write_aside's: the second, ckc_open_write_only's, follows a first
 	 * that kept it in the cache, and an O_RDWR or O_EXCL open, which has
 	 * only that one, is no shell's redirection) */
-	bool forced = straight_now(key) || (pick && redirect_straight());
+	bool forced = straight_now(key) || (redirect && redirect_straight());
 	int how = forced ? CKC_ASIDE_BACKLOG : small_aside_locked(pick);
 	if (aside_straight(how)) {
 		if (old)
@@ -385,7 +385,7 @@ CKC_TAGGED_PATH static int small_aside_takes(const char *key, ckc_obj_t *old, bo
 	return how;
 }
 
-CKC_TAGGED_PATH int ckc_write_aside(const char *path)
+CKC_TAGGED_PATH int ckc_write_aside(const char *path, bool trunc)
 {
 	char key[PATH_MAX];
 	if (eng_open_locked(path, key))
@@ -393,7 +393,7 @@ CKC_TAGGED_PATH int ckc_write_aside(const char *path)
 	ckc_obj_t *old = ckc_map_find(key);
 	/* a publication of it under way: open_write waits for it, then decides */
 	int how = ckc_eng.draining || (old && old->home_busy) || ckc_committing(key) ? CKC_ASIDE_NO :
-										       small_aside_takes(key, old, true);
+										       small_aside_takes(key, old, true, trunc);
 	eng_unlock();
 	return how;
 }
@@ -430,7 +430,7 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 		eng_unlock();
 		return -ENODEV;
 	}
-	if (aside_ok && aside_straight(small_aside_takes(key, old, false))) {
+	if (aside_ok && aside_straight(small_aside_takes(key, old, false, false))) {
 		eng_unlock();
 		return -ENODEV; /* the program writes the real file */
 	}

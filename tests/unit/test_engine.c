@@ -419,17 +419,17 @@ Test(engine, small_checkpoints_go_where_the_program_took_less_time_for_them)
 	/* a process begins on the real path, as without the library */
 	for (int i = 0; i < ASIDE_WARM; i++) {
 		tpath(&e, path, next++);
-		cr_assert_eq(ckc_write_aside(path), CKC_ASIDE_HOME, "small checkpoint %d goes straight", i);
+		cr_assert_eq(ckc_write_aside(path, true), CKC_ASIDE_HOME, "small checkpoint %d goes straight", i);
 		ckc_small_note(CKC_ASIDE_HOME, 15000);
 	}
 	tpath(&e, path, next++);
-	cr_assert_eq(ckc_write_aside(path), CKC_ASIDE_CACHE, "then the cache is tried");
+	cr_assert_eq(ckc_write_aside(path, true), CKC_ASIDE_CACHE, "then the cache is tried");
 	ckc_small_note(CKC_ASIDE_CACHE, 50000);
 	cr_assert_eq(ckc_eng.aside_small.choice, ASIDE_HOME, "15 us straight against 50 in the cache");
 	int sent[2] = { 0, 0 };
 	for (int i = 0; i < 200; i++) {
 		tpath(&e, path, next++);
-		int how = ckc_write_aside(path);
+		int how = ckc_write_aside(path, true);
 		cr_assert(how == CKC_ASIDE_HOME || how == CKC_ASIDE_CACHE, "a sample: %d", how);
 		sent[how == CKC_ASIDE_CACHE]++;
 		/* the file system slows down (a purge): 400 us a file */
@@ -445,7 +445,7 @@ Test(engine, small_checkpoints_go_where_the_program_took_less_time_for_them)
 		twrite_only(path, (uint64_t)i, 2 * MiB);
 	}
 	tpath(&e, path, next++);
-	cr_assert_eq(ckc_write_aside(path), CKC_ASIDE_NO);
+	cr_assert_eq(ckc_write_aside(path, true), CKC_ASIDE_NO);
 	ckc_shutdown();
 	for (int i = 0; i < CKC_PREDICT_SLOTS; i++) {
 		tpath(&e, path, i);
