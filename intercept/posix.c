@@ -1037,7 +1037,12 @@ CKC_TAGGED_PATH static int open_tagged(const char *canon, int flags, mode_t mode
 			REAL(close)(ph);
 			return rc == -ENODEV ? CKC_PASS : rc;
 		}
-		int fd = install_new(ph, h, flags, canon, small == CKC_ASIDE_CACHE ? t0 : 0);
+		/* a new file made for reading and writing (HDF5's "w") has the
+		 * identity of a file made exclusively: a second open of it in
+		 * this process (HDF5's own look for a file it has open, by
+		 * device and inode) meets the inode the first one reported */
+		int iflags = !exists && acc == O_RDWR && (flags & O_CREAT) ? flags | O_EXCL : flags;
+		int fd = install_new(ph, h, iflags, canon, small == CKC_ASIDE_CACHE ? t0 : 0);
 		/* the node's table names the new version now: a writer in place
 		 * announced since the look before it (ckc_open_tagged) did not
 		 * find it when it asked the holders, so it is looked for again,

@@ -2211,6 +2211,45 @@ for case in ("peek then map", "two descriptors", "two alive, one gone"):
 }
 case_add python/mapped-again python_mapped_again
 
+# An HDF5 file made with h5py's "w" mode and opened again by the same
+# process while it is open for writing (HDF5 looks for a file it has open
+# by device and inode, and shares it): the second open reads it, as
+# without the library; a new file opened for reading and writing reports
+# one inode to both its descriptors, before the second open and after.
+# (The first descriptor reported a number derived from the path, the
+# second the real file's: HDF5 took them for two files and failed to lock
+# its own.)
+python_h5py_opened_twice() {
+	"$PY" -c 'import h5py' 2>/dev/null || fail "h5py cannot be imported by $PY (install python3-h5py)"
+	local prog='
+import os, sys, h5py, numpy as np
+d = sys.argv[1]
+for i in range(3):
+    p = f"{d}/f{i}.h5"
+    f1 = h5py.File(p, "w")
+    f1["x"] = np.arange(300000) + i
+    f1.flush()
+    with h5py.File(p, "r") as f2:
+        print(i, "second open reads", int(f2["x"][5]))
+    f1.close()
+    fd = os.open(f"{d}/g{i}.bin", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, b"x" * 3000000)
+    a = os.fstat(fd).st_ino
+    fd2 = os.open(f"{d}/g{i}.bin", os.O_RDONLY)
+    print(i, "one inode", a == os.fstat(fd2).st_ino == os.fstat(fd).st_ino, len(os.read(fd2, 1 << 22)))
+    os.close(fd2)
+    os.close(fd)
+'
+	same_output "an HDF5 file opened twice" "$prog" CKPTCACHE_STEP_ASIDE=off
+	local i
+	for i in 0 1 2; do
+		same "plainrun/g$i.bin" "ck/g$i.bin" "g$i.bin at its real path"
+		h5dump -d x "ck/f$i.h5" >/dev/null 2>&1 || "$PY" -c 'import h5py, sys; h5py.File(sys.argv[1], "r")["x"][:]' "ck/f$i.h5" ||
+			fail "f$i.h5 at its real path cannot be read"
+	done
+}
+case_add python/h5py-opened-twice python_h5py_opened_twice
+
 # More mappings of checkpoints than the library keeps a record of (256):
 # numpy maps 300 files, then rewrites the first, the 257th and the last
 # while they are all mapped. Every mapping shows its file's new bytes, as
