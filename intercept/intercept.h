@@ -362,6 +362,12 @@ bool ckc_node_inplace_other(const char *canon);
 bool ckc_node_inplace_any(const char *canon);
 /* The same for path relative to dirfd, if the patterns tag it. */
 void ckc_node_ask_at(int dirfd, const char *path);
+/* path (relative to dirfd), not tagged here, may be a checkpoint of
+ * another rank of the job (a pattern with "%r", any rank in its place):
+ * where another process of the node holds checkpoints, the holders of its
+ * canonical path are asked to publish it (rank 0 reading what the others
+ * wrote and closed). */
+void ckc_node_ask_other_rank(int dirfd, const char *path);
 /* Another process of the node may hold checkpoints (two loads once the
  * node's table is mapped). */
 bool ckc_node_others(void);

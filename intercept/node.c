@@ -31,6 +31,7 @@
 #include "nodetab.h"
 #include "path.h"
 #include "sigdefer.h"
+#include "tagpat.h"
 #include "thread.h"
 
 #define NODE_SLOTS (1u << 16)
@@ -1311,6 +1312,17 @@ CKC_TAGGED_PATH void ckc_node_ask_at(int dirfd, const char *path)
 		ckc_node_ask(canon);
 }
 
+CKC_TAGGED_PATH void ckc_node_ask_other_rank(int dirfd, const char *path)
+{
+	char canon[PATH_MAX];
+	if (!path || !*path || ckc_io_guard || !ckc_tag_other_ranks() || !node_anything())
+		return;
+	int saved = errno;
+	if (ckc_path_at(dirfd, path, canon) == 0 && ckc_tag_match_other_rank(canon))
+		ckc_node_ask(canon);
+	errno = saved;
+}
+
 /* canon is tagged: its holders are asked to publish it. True. */
 CKC_TAGGED_PATH static bool asked_tagged(const char *canon)
 {
@@ -1325,6 +1337,8 @@ CKC_TAGGED_PATH static bool tagged_asked(int dirfd, const char *path, char *cano
 		return asked_tagged(canon);
 	if (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child())
 		ckc_node_ask_at(dirfd, path);
+	else
+		ckc_node_ask_other_rank(dirfd, path);
 	return false;
 }
 

@@ -22,6 +22,7 @@
 
 #include "copy.h"
 #include "intercept.h"
+#include "tagpat.h"
 #include "sigdefer.h"
 #include "owed.h"
 #include "log.h"
@@ -1328,6 +1329,8 @@ CKC_TAGGED_PATH static int open_common(int dirfd, const char *path, int flags, m
 		look = none ? CKC_NAME_UNTAGGED : ckc_tag_name_look(path);
 	}
 	if (look == CKC_NAME_UNTAGGED) {
+		if (__builtin_expect(ckc_tag_other_ranks(), 0) && !none && ckc_node_holds_any())
+			ckc_node_ask_other_rank(dirfd, path);
 		fd = ro(dirfd, path, flags, mode);
 		if (fd < 0)
 			return ckc_enoent_checked(dirfd, path, fd);

@@ -91,6 +91,16 @@ CKC_HOT_DATA static tag_pat_t *tag_pats;
 CKC_HOT_DATA static int tag_npats;
 CKC_HOT_DATA static bool tag_any_name; /* some pattern may match any last component */
 
+/* The patterns that name a rank ("%r"), any rank in its place: the files
+ * of the job's other ranks (ckc_tag_match_other_rank). */
+typedef struct {
+	char *glob;   /* canonical, without its final subtree part */
+	bool subtree; /* it ended in "/" and two stars */
+	int comps;    /* its components */
+} tag_other_t;
+static tag_other_t *tag_others;
+CKC_HOT_DATA static int tag_nothers;
+
 /* A glob whose '/' might sit inside a bracket or be escaped cannot be split
  * into components with certainty. */
 static bool tag_splittable(const char *g)
@@ -204,8 +214,79 @@ CKC_START_PATH static char *tag_canon(const char *p, bool *bad)
 	return ckc_path_plain(p) ? strdup(p) : tag_canon_walked(p, bad);
 }
 
+/* raw, a pattern with "%r", with every "%r" made "*", kept among the
+ * other ranks' patterns. */
+CKC_START_PATH static void tag_add_other(const char *raw)
+{
+	size_t n = strlen(raw), k = 0;
+	char *p = sys_malloc(n + 1);
+	if (!p)
+		return;
+	for (const char *q = raw; *q; q++) {
+		if (q[0] == '%' && q[1] == 'r') {
+			p[k++] = '*';
+			q++;
+		} else {
+			p[k++] = *q;
+		}
+	}
+	p[k] = '\0';
+	bool subtree = k >= 3 && !strcmp(p + k - 3, "/**");
+	if (subtree)
+		p[k - 3] = '\0';
+	bool bad = false;
+	char *glob = tag_canon(*p ? p : "/", &bad);
+	sys_free(p);
+	tag_other_t *t = glob ? sys_realloc(tag_others, (size_t)(tag_nothers + 1) * sizeof(*t)) : NULL;
+	if (!t) {
+		sys_free(glob);
+		return;
+	}
+	tag_others = t;
+	t = &tag_others[tag_nothers++];
+	t->glob = glob;
+	t->subtree = subtree;
+	t->comps = 0;
+	for (const char *q = glob; *q; q++)
+		t->comps += *q == '/';
+}
+
+CKC_TAGGED_PATH bool ckc_tag_other_ranks(void)
+{
+	return tag_nothers > 0;
+}
+
+CKC_TAGGED_PATH bool ckc_tag_match_other_rank(const char *canon)
+{
+	for (int i = 0; i < tag_nothers; i++) {
+		const tag_other_t *t = &tag_others[i];
+		if (!t->subtree) {
+			if (ckc_glob_match(t->glob, canon, true))
+				return true;
+			continue;
+		}
+		/* below the folder: its components of canon, then more */
+		int c = 0;
+		const char *q = canon;
+		for (; *q; q++)
+			if (*q == '/' && ++c > t->comps)
+				break;
+		size_t len = (size_t)(q - canon);
+		char prefix[PATH_MAX];
+		if (*q != '/' || !q[1] || len >= sizeof(prefix))
+			continue;
+		memcpy(prefix, canon, len);
+		prefix[len] = '\0';
+		if (ckc_glob_match(t->glob, prefix, true))
+			return true;
+	}
+	return false;
+}
+
 CKC_START_PATH static int tag_add(const char *raw, long rank)
 {
+	if (strstr(raw, "%r"))
+		tag_add_other(raw);
 	char *p = tag_expand_rank(raw, rank);
 	if (!p)
 		return -1;
@@ -620,7 +701,7 @@ CKC_START_PATH int ckc_tagpat_count(void)
 
 CKC_START_PATH void ckc_tagpat_free(void)
 {
-	if (!tag_pats)
+	if (!tag_pats && !tag_others)
 		return; /* (the first load: nothing to free) */
 	for (int i = 0; i < tag_npats; i++) {
 		sys_free(tag_pats[i].glob);
@@ -630,6 +711,11 @@ CKC_START_PATH void ckc_tagpat_free(void)
 	sys_free(tag_pats);
 	tag_pats = NULL;
 	tag_npats = 0;
+	for (int i = 0; i < tag_nothers; i++)
+		sys_free(tag_others[i].glob);
+	sys_free(tag_others);
+	tag_others = NULL;
+	tag_nothers = 0;
 	tag_any_name = false;
 	tag_gen++;
 }

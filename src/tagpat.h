@@ -15,6 +15,13 @@ void ckc_tagpat_free(void);
 /* Whether canonical absolute path canon is tagged. */
 bool ckc_tag_match(const char *canon);
 
+/* Whether some pattern names the rank ("%r"), and whether canonical path
+ * canon matches such a pattern with any rank in its place (a file of
+ * another rank of the job, which this process does not cache but whose
+ * holder it asks to publish before it opens or stats it). */
+bool ckc_tag_other_ranks(void);
+bool ckc_tag_match_other_rank(const char *canon);
+
 /* Absolute path whose folder is, byte for byte, that of the last canonical
  * path this thread matched (a loop over one folder's files), and whose
  * last name is a file's (not "." or "..", not too long): path is

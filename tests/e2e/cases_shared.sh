@@ -410,3 +410,62 @@ assert len(r) == 1 and open(r[0]).read() == "".join("step %d\n" % i for i in ran
 	return 0
 }
 case_add_waits shared/status-log-flushed-often status_log_flushed_often
+
+# Patterns with the rank ("%r"): rank 1 writes and closes its checkpoints,
+# tells rank 0 through a pipe and stays; rank 0, which holds checkpoints of
+# its own, opens and stats rank 1's (untagged for it): it reads them whole,
+# as without the library (their holder is asked to publish them first; its
+# publications take 0.7 s each here, as on a slow file system). Before,
+# rank 0's open met ENOENT.
+other_rank_reads() {
+	[ -n "$SLOWFS" ] || fail "the slow-metadata shim (tests/e2e/slowfs.c) did not compile"
+	cat >ranks.py <<'PYEOF'
+import os, sys, time
+d, role = sys.argv[1], sys.argv[2]
+size = 1 << 20
+if role == "w":
+    for k in range(3):
+        with open(f"{d}/ckpt{k}.1", "wb") as f:
+            f.write(bytes([65 + k]) * size)
+    print("done", flush=True)
+    time.sleep(1.5)
+    sys.exit(0)
+for k in range(2):
+    with open(f"{d}/ckpt{k}.0", "wb") as f:
+        f.write(bytes([97 + k]) * size)
+sys.stdin.readline()
+bad = []
+for k in range(3):
+    p = f"{d}/ckpt{k}.1"
+    try:
+        st = os.stat(p).st_size
+        data = open(p, "rb").read()
+    except OSError as e:
+        bad.append(f"{p}: {e}")
+        continue
+    if st != size or data != bytes([65 + k]) * size:
+        bad.append(f"{p}: stat {st}, read {len(data)} bytes")
+if bad:
+    sys.exit("rank 0: " + "; ".join(bad))
+PYEOF
+	local round
+	for round in 1 2; do
+		rm -rf ck && mkdir ck
+		timeout -k 5 "$CASE_TIMEOUT" bash -c '
+			w() { OMPI_COMM_WORLD_RANK=1 "$@"; }
+			r() { OMPI_COMM_WORLD_RANK=0 "$@"; }
+			set -o pipefail
+			w env CKPTCACHE_PATHS="$1/*.%r" CKPTCACHE_STEP_ASIDE=off LD_PRELOAD="$2 $4" SLOWFS_MATCH="$1" \
+				SLOWFS_OPS=rename SLOWFS_US=700000 "$3" ranks.py "$1" w |
+				r env CKPTCACHE_PATHS="$1/*.%r" CKPTCACHE_STEP_ASIDE=off LD_PRELOAD="$2" "$3" ranks.py "$1" r
+		' _ "$T/ck" "$PRELOAD" "$PY" "$SLOWFS" || fail "round $round: rank 0 did not read rank 1's checkpoints$(last_error)"
+		plain "$PY" -c '
+import sys
+for k in range(3):
+    assert open(f"{sys.argv[1]}/ckpt{k}.1", "rb").read() == bytes([65 + k]) * (1 << 20), k
+for k in range(2):
+    assert open(f"{sys.argv[1]}/ckpt{k}.0", "rb").read() == bytes([97 + k]) * (1 << 20), k
+' "$T/ck" || fail "round $round: the checkpoints at their real paths"
+	done
+}
+case_add_waits shared/other-rank-reads other_rank_reads

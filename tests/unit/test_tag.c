@@ -55,6 +55,14 @@ void ckc_node_ask_at(int dirfd, const char *path)
 	(void)path;
 	cr_assert_fail("asked as a forked child");
 }
+/* an ask about another rank's file (node.c is not linked): counted */
+static int other_rank_asks;
+void ckc_node_ask_other_rank(int dirfd, const char *path)
+{
+	(void)dirfd;
+	(void)path;
+	other_rank_asks++;
+}
 /* a writer in place announced to the node (node.c is not linked: none) */
 uint64_t ckc_node_inplace_begin(const char *canon, bool start)
 {
@@ -674,6 +682,29 @@ Test(tag, stat_asks_the_holders)
 	atomic_store(&node_used_now, 0);
 	cr_assert_not(ckc_cached_at(AT_FDCWD, "/lustre/u/run42/b.bin", canon, NULL));
 	cr_assert_eq(node_nasked, 1);
+	ckc_tag_free();
+}
+
+/* Patterns with the rank: the other ranks' files are told apart (any rank
+ * in its place), a subtree's folder needing something below it; a pattern
+ * without "%r" names no other rank's file. */
+Test(tag, other_ranks_patterns)
+{
+	load("/scratch/run/ck.%r:/scratch/rank%r/**:/x/*.bin", 3);
+	cr_assert(ckc_tag_other_ranks());
+	cr_assert(ckc_tag_match("/scratch/run/ck.3"));
+	cr_assert_not(ckc_tag_match("/scratch/run/ck.1"));
+	cr_assert(ckc_tag_match_other_rank("/scratch/run/ck.1"));
+	cr_assert(ckc_tag_match_other_rank("/scratch/run/ck.12"));
+	cr_assert_not(ckc_tag_match_other_rank("/scratch/run/sub/ck.1"));
+	cr_assert(ckc_tag_match_other_rank("/scratch/rank7/a/b.dat"));
+	cr_assert(ckc_tag_match_other_rank("/scratch/rank7/a"));
+	cr_assert_not(ckc_tag_match_other_rank("/scratch/rank7"));
+	cr_assert_not(ckc_tag_match_other_rank("/scratch/tank7/a"));
+	cr_assert_not(ckc_tag_match_other_rank("/x/a.bin"));
+	load("/x/*.bin", 3);
+	cr_assert_not(ckc_tag_other_ranks());
+	cr_assert_not(ckc_tag_match_other_rank("/scratch/run/ck.1"));
 	ckc_tag_free();
 }
 
