@@ -167,13 +167,10 @@ static void tag_split(tag_pat_t *t)
 	}
 }
 
-/* Replaces every "%r" with the rank. */
-static char *tag_expand_rank(const char *p, long rank)
+/* Replaces every "%r" with the k bytes of num. */
+static char *tag_expand(const char *p, const char *num, size_t k)
 {
-	char num[24];
-	size_t n = 0, cap = strlen(p) + 1, k = rank < 0;
-	num[0] = '-';
-	k += ckc_path_decimal(num + k, rank < 0 ? 0ull - (unsigned long long)rank : (unsigned long long)rank);
+	size_t n = 0, cap = strlen(p) + 1;
 	for (const char *q = p; *q; q++)
 		if (q[0] == '%' && q[1] == 'r')
 			cap += k, q++;
@@ -191,6 +188,16 @@ static char *tag_expand_rank(const char *p, long rank)
 	}
 	out[n] = '\0';
 	return out;
+}
+
+/* Replaces every "%r" with the rank. */
+static char *tag_expand_rank(const char *p, long rank)
+{
+	char num[24];
+	size_t k = rank < 0;
+	num[0] = '-';
+	k += ckc_path_decimal(num + k, rank < 0 ? 0ull - (unsigned long long)rank : (unsigned long long)rank);
+	return tag_expand(p, num, k);
 }
 
 /* The canonical form of the pattern p, allocated: NULL with *bad set where
@@ -214,29 +221,27 @@ CKC_START_PATH static char *tag_canon(const char *p, bool *bad)
 	return ckc_path_plain(p) ? strdup(p) : tag_canon_walked(p, bad);
 }
 
+/* The canonical form of pattern p (allocated, freed here) without a final
+ * "/" and two stars, which *subtree tells of: allocated, or NULL (*bad set
+ * where p is not a usable path). */
+CKC_START_PATH static char *tag_glob_of(char *p, bool *subtree, bool *bad)
+{
+	size_t len = strlen(p);
+	*subtree = len >= 3 && !strcmp(p + len - 3, "/**");
+	if (*subtree)
+		p[len - 3] = '\0';
+	char *glob = tag_canon(*p ? p : "/", bad);
+	sys_free(p);
+	return glob;
+}
+
 /* raw, a pattern with "%r", with every "%r" made "*", kept among the
  * other ranks' patterns. */
 CKC_START_PATH static void tag_add_other(const char *raw)
 {
-	size_t n = strlen(raw), k = 0;
-	char *p = sys_malloc(n + 1);
-	if (!p)
-		return;
-	for (const char *q = raw; *q; q++) {
-		if (q[0] == '%' && q[1] == 'r') {
-			p[k++] = '*';
-			q++;
-		} else {
-			p[k++] = *q;
-		}
-	}
-	p[k] = '\0';
-	bool subtree = k >= 3 && !strcmp(p + k - 3, "/**");
-	if (subtree)
-		p[k - 3] = '\0';
-	bool bad = false;
-	char *glob = tag_canon(*p ? p : "/", &bad);
-	sys_free(p);
+	char *p = tag_expand(raw, "*", 1);
+	bool subtree, bad = false;
+	char *glob = p ? tag_glob_of(p, &subtree, &bad) : NULL;
 	tag_other_t *t = glob ? sys_realloc(tag_others, (size_t)(tag_nothers + 1) * sizeof(*t)) : NULL;
 	if (!t) {
 		sys_free(glob);
@@ -290,13 +295,8 @@ CKC_START_PATH static int tag_add(const char *raw, long rank)
 	char *p = tag_expand_rank(raw, rank);
 	if (!p)
 		return -1;
-	size_t len = strlen(p);
-	bool subtree = len >= 3 && !strcmp(p + len - 3, "/**");
-	if (subtree)
-		p[len - 3] = '\0';
-	bool bad = false;
-	char *glob = tag_canon(*p ? p : "/", &bad);
-	sys_free(p);
+	bool subtree, bad = false;
+	char *glob = tag_glob_of(p, &subtree, &bad);
 	if (!glob) {
 		if (bad)
 			ckc_error("CKPTCACHE_PATHS: pattern '%s' is not a usable path", raw);

@@ -366,10 +366,18 @@ case_add_alone aside/small-files aside_small_files
 # ctypes), and every file reads back in the process and at its real path.
 # Which side wins is the machine's to say (a benchmark's matter): here both
 # must have been timed, and every file must have gone to one of them.
+# shm_dir NAME: a new folder under /dev/shm (a tmpfs: files made fast),
+# removed with the case's; its path on standard output.
+shm_dir() {
+	local d
+	d=$(mktemp -d "/dev/shm/ckpt-e2e-$1.XXXXXX") || fail "no folder under /dev/shm"
+	echo "$d" >>"$T/.elsewhere"
+	echo "$d"
+}
+
 aside_small_files_timed() {
 	local d
-	d=$(mktemp -d /dev/shm/ckpt-e2e-small.XXXXXX) || fail "no folder under /dev/shm"
-	echo "$d" >>"$T/.elsewhere"
+	d=$(shm_dir small) || exit 1
 	phase timed
 	ck CKPTCACHE_PATHS="$d/*.dat" CKPTCACHE_STEP_ASIDE=auto -- "$PY" -c '
 import ctypes, sys
@@ -421,8 +429,7 @@ case_add aside/small-files-timed aside_small_files_timed
 # of 1 B-4 KiB on ext4 took 0.14 s under the library, 0.05 s without.)
 aside_small_files_excl() {
 	local d
-	d=$(mktemp -d /dev/shm/ckpt-e2e-excl.XXXXXX) || fail "no folder under /dev/shm"
-	echo "$d" >>"$T/.elsewhere"
+	d=$(shm_dir excl) || exit 1
 	phase excl
 	ck CKPTCACHE_PATHS="$d/**" CKPTCACHE_STEP_ASIDE=auto -- "$PY" -c '
 import sys

@@ -301,13 +301,8 @@ for _ in range(400):
         break
     time.sleep(0.025)
 st = os.stat("new.bin", dir_fd=fd)
-f = os.open("new.bin", os.O_RDONLY, dir_fd=fd)
-data = b""
-while True:
-    b = os.read(f, 1 << 20)
-    if not b:
-        break
-    data += b
+with os.fdopen(os.open("new.bin", os.O_RDONLY, dir_fd=fd), "rb") as f:
+    data = f.read()
 print("new.bin", st.st_size, data == open(ref, "rb").read())
 PYEOF
 	local h1 m h2 i
