@@ -1312,7 +1312,9 @@ CKC_TAGGED_PATH void ckc_node_ask_at(int dirfd, const char *path)
 		ckc_node_ask(canon);
 }
 
-CKC_TAGGED_PATH void ckc_node_ask_other_rank(int dirfd, const char *path)
+/* (out of line: its path is on the stack only where a pattern names the
+ * rank) */
+CKC_TAGGED_PATH __attribute__((noinline)) void ckc_node_ask_other_rank(int dirfd, const char *path)
 {
 	char canon[PATH_MAX];
 	if (!path || !*path || ckc_io_guard || !ckc_tag_other_ranks() || !node_anything())
@@ -1337,7 +1339,7 @@ CKC_TAGGED_PATH static bool tagged_asked(int dirfd, const char *path, char *cano
 		return asked_tagged(canon);
 	if (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child())
 		ckc_node_ask_at(dirfd, path);
-	else
+	else if (ckc_tag_other_ranks())
 		ckc_node_ask_other_rank(dirfd, path);
 	return false;
 }

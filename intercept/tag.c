@@ -855,7 +855,7 @@ CKC_START_PATH static bool cached_at(int dirfd, const char *path, char *canon, c
 		 * sees the version closed */
 		if (others && (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child()))
 			ckc_node_ask_at(dirfd, path);
-		else if (others)
+		else if (others && ckc_tag_other_ranks())
 			ckc_node_ask_other_rank(dirfd, path);
 		errno = saved;
 		return false;
