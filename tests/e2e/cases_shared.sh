@@ -449,7 +449,7 @@ if bad:
     sys.exit("rank 0: " + "; ".join(bad))
 PYEOF
 	local round
-	for round in 1 2; do
+	for round in $(seq "$(rounds 2 2 1)"); do
 		rm -rf ck && mkdir ck
 		timeout -k 5 "$CASE_TIMEOUT" bash -c '
 			w() { OMPI_COMM_WORLD_RANK=1 "$@"; }
