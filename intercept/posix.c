@@ -881,6 +881,15 @@ static bool has_attributes(const char *canon)
 	return has;
 }
 
+/* A write-only open that makes a new version whole (O_TRUNC, or a new file
+ * with O_CREAT|O_EXCL), no append: a small checkpoint's, which the small
+ * checkpoints' model times and sends to a side (open_tagged). */
+static inline bool small_whole_write(int flags)
+{
+	return (flags & O_ACCMODE) == O_WRONLY && !(flags & O_APPEND) &&
+	       ((flags & O_TRUNC) || (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL));
+}
+
 /* The open logic for a tagged path: returns an fd, -errno, CKC_PASS or
  * CKC_PASS_TIMED. t0: when the program's open began. */
 CKC_TAGGED_PATH static int open_tagged(const char *canon, int flags, mode_t mode, uint64_t t0)
@@ -911,8 +920,7 @@ CKC_TAGGED_PATH static int open_tagged(const char *canon, int flags, mode_t mode
 	 * one the cache held and the real file does not is never sent there,
 	 * so a file size limit, the kernel's to apply there, changes nothing) */
 	int small = CKC_ASIDE_NO;
-	bool excl = (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL);
-	if (acc == O_WRONLY && !(flags & O_APPEND) && ((flags & O_TRUNC) || excl)) {
+	if (small_whole_write(flags)) {
 		small = ckc_write_aside(canon, (flags & O_TRUNC) != 0);
 		if (small == CKC_ASIDE_BACKLOG)
 			return CKC_PASS;
@@ -1092,9 +1100,7 @@ CKC_TAGGED_PATH int ckc_open_tagged(const char *canon, int flags, mode_t mode, u
 	if ((flags & O_CREAT) && !ckc_sig_in_handler())
 		ckc_dir_times_forget(canon);
 	/* only a small checkpoint's open is timed (open_tagged) */
-	bool timeable = (flags & O_ACCMODE) == O_WRONLY && !(flags & O_APPEND) &&
-			((flags & O_TRUNC) || (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL));
-	uint64_t start = timeable ? ckc_now_ns() : 0;
+	uint64_t start = small_whole_write(flags) ? ckc_now_ns() : 0;
 	if (t0)
 		*t0 = start;
 	/* a process that has only read checkpoints so far, none of them named

@@ -99,7 +99,7 @@ typedef struct {
 	int comps;    /* its components */
 } tag_other_t;
 static tag_other_t *tag_others;
-CKC_HOT_DATA static int tag_nothers;
+CKC_HOT_DATA int ckc_tag_nothers;
 
 /* A glob whose '/' might sit inside a bracket or be escaped cannot be split
  * into components with certainty. */
@@ -242,13 +242,13 @@ CKC_START_PATH static void tag_add_other(const char *raw)
 	char *p = tag_expand(raw, "*", 1);
 	bool subtree, bad = false;
 	char *glob = p ? tag_glob_of(p, &subtree, &bad) : NULL;
-	tag_other_t *t = glob ? sys_realloc(tag_others, (size_t)(tag_nothers + 1) * sizeof(*t)) : NULL;
+	tag_other_t *t = glob ? sys_realloc(tag_others, (size_t)(ckc_tag_nothers + 1) * sizeof(*t)) : NULL;
 	if (!t) {
 		sys_free(glob);
 		return;
 	}
 	tag_others = t;
-	t = &tag_others[tag_nothers++];
+	t = &tag_others[ckc_tag_nothers++];
 	t->glob = glob;
 	t->subtree = subtree;
 	t->comps = 0;
@@ -256,14 +256,9 @@ CKC_START_PATH static void tag_add_other(const char *raw)
 		t->comps += *q == '/';
 }
 
-CKC_TAGGED_PATH bool ckc_tag_other_ranks(void)
-{
-	return tag_nothers > 0;
-}
-
 CKC_TAGGED_PATH bool ckc_tag_match_other_rank(const char *canon)
 {
-	for (int i = 0; i < tag_nothers; i++) {
+	for (int i = 0; i < ckc_tag_nothers; i++) {
 		const tag_other_t *t = &tag_others[i];
 		if (!t->subtree) {
 			if (ckc_glob_match(t->glob, canon, true))
@@ -711,11 +706,11 @@ CKC_START_PATH void ckc_tagpat_free(void)
 	sys_free(tag_pats);
 	tag_pats = NULL;
 	tag_npats = 0;
-	for (int i = 0; i < tag_nothers; i++)
+	for (int i = 0; i < ckc_tag_nothers; i++)
 		sys_free(tag_others[i].glob);
 	sys_free(tag_others);
 	tag_others = NULL;
-	tag_nothers = 0;
+	ckc_tag_nothers = 0;
 	tag_any_name = false;
 	tag_gen++;
 }

@@ -19,7 +19,11 @@ bool ckc_tag_match(const char *canon);
  * canon matches such a pattern with any rank in its place (a file of
  * another rank of the job, which this process does not cache but whose
  * holder it asks to publish before it opens or stats it). */
-bool ckc_tag_other_ranks(void);
+extern int ckc_tag_nothers;
+static inline bool ckc_tag_other_ranks(void)
+{
+	return ckc_tag_nothers > 0; /* (one load: every untagged open asks) */
+}
 bool ckc_tag_match_other_rank(const char *canon);
 
 /* Absolute path whose folder is, byte for byte, that of the last canonical
