@@ -368,10 +368,6 @@ void ckc_node_ask_at(int dirfd, const char *path);
  * canonical path are asked to publish it (rank 0 reading what the others
  * wrote and closed). */
 void ckc_node_ask_other_rank(int dirfd, const char *path);
-/* path (relative to dirfd) is not tagged in this process: a forked child
- * (its cache off) asks the holders of what its patterns tag, any other
- * process those of another rank's file (the opens' and the stats' way). */
-void ckc_node_ask_untagged(int dirfd, const char *path);
 /* Another process of the node may hold checkpoints (two loads once the
  * node's table is mapped). */
 bool ckc_node_others(void);

@@ -1325,14 +1325,6 @@ CKC_TAGGED_PATH __attribute__((noinline)) void ckc_node_ask_other_rank(int dirfd
 	errno = saved;
 }
 
-CKC_TAGGED_PATH void ckc_node_ask_untagged(int dirfd, const char *path)
-{
-	if (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child())
-		ckc_node_ask_at(dirfd, path);
-	else if (ckc_tag_other_ranks())
-		ckc_node_ask_other_rank(dirfd, path);
-}
-
 /* canon is tagged: its holders are asked to publish it. True. */
 CKC_TAGGED_PATH static bool asked_tagged(const char *canon)
 {
@@ -1345,7 +1337,10 @@ CKC_TAGGED_PATH static bool tagged_asked(int dirfd, const char *path, char *cano
 {
 	if (named ? ckc_tagged_at_named(dirfd, path, canon) : ckc_tagged_at(dirfd, path, canon))
 		return asked_tagged(canon);
-	ckc_node_ask_untagged(dirfd, path);
+	if (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child())
+		ckc_node_ask_at(dirfd, path);
+	else if (ckc_tag_other_ranks())
+		ckc_node_ask_other_rank(dirfd, path);
 	return false;
 }
 

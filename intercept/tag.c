@@ -853,8 +853,10 @@ CKC_START_PATH static bool cached_at(int dirfd, const char *path, char *canon, c
 		/* a forked child, whose cache is off, asks the holders all
 		 * the same, as its opens do: a stat after its parent's close
 		 * sees the version closed */
-		if (others)
-			ckc_node_ask_untagged(dirfd, path);
+		if (others && (!atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) || ckc_in_vfork_child()))
+			ckc_node_ask_at(dirfd, path);
+		else if (others && ckc_tag_other_ranks())
+			ckc_node_ask_other_rank(dirfd, path);
 		errno = saved;
 		return false;
 	}
