@@ -70,15 +70,22 @@ static void dir_asked_note(const char *canon, uint64_t t_ns, bool writing)
 	atomic_flag_clear_explicit(&dir_asked.busy, memory_order_release);
 }
 
+/* Whether the patterns may tag a file under the folder canon, or where one
+ * (a listing of that folder alone), a file in it. */
+static bool dir_may_hold(const char *canon, bool one)
+{
+	return one ? !ckc_tag_dir_names_none(canon) : !ckc_tag_dir_holds_none(canon);
+}
+
 /* Other processes of the node that hold checkpoints are asked about the
  * folder dir (ckc_node_ask_dir), where the patterns may tag a file under
- * it. errno kept. */
-__attribute__((noinline)) static void others_ask(const char *dir, int what)
+ * it (one: in it). errno kept. */
+__attribute__((noinline)) static void others_ask(const char *dir, int what, bool one)
 {
 	char canon[PATH_MAX];
 	int saved = errno;
 	ckc_enter();
-	if (ckc_path_resolve(dir, NULL, canon, sizeof(canon)) == 0 && !ckc_tag_dir_holds_none(canon)) {
+	if (ckc_path_resolve(dir, NULL, canon, sizeof(canon)) == 0 && dir_may_hold(canon, one)) {
 		bool writing = true;
 		bool recent = what != CKC_NODE_DIR_MOVE && dir_recently_asked(canon, &writing);
 		if (what == CKC_NODE_DIR_MOVE) {
@@ -97,22 +104,29 @@ __attribute__((noinline)) static void others_ask(const char *dir, int what)
 
 /* (the gate: a folder's path is on the stack only where another process
  * of the node may hold something) */
-CKC_WARM_PATH static void others_first(const char *dir, int what)
+CKC_WARM_PATH static void others_first(const char *dir, int what, bool one)
 {
 	if (!dir || ckc_io_guard || ckc_in_vfork_child() || !ckc_node_others())
 		return;
-	others_ask(dir, what);
+	others_ask(dir, what, one);
 }
 
 /* Publishes what the cache owes under the folder dir before the caller
  * lists or removes it (and has the node's other processes publish what
- * they owe there). errno kept. */
-__attribute__((noinline)) static void owed_publish(const char *dir)
+ * they owe there); one: dir alone is listed, and where no file in it can
+ * be tagged (a working folder above the checkpoints' own: Python lists
+ * its own at its start) nothing of the cache's is there. errno kept. */
+__attribute__((noinline)) static void owed_publish(const char *dir, bool one)
 {
 	static atomic_bool said;
+	char canon[PATH_MAX];
 	int saved = errno;
 	ckc_enter();
-	if (ckc_owes_under(NULL) && ckc_owes_under(dir)) {
+	bool owes = ckc_owes_under(NULL), writers = ckc_writers_open();
+	if ((owes || writers) && one && ckc_path_resolve(dir, NULL, canon, sizeof(canon)) == 0 &&
+	    !dir_may_hold(canon, true))
+		owes = writers = false;
+	if (owes && ckc_owes_under(dir)) {
 		int rc = ckc_publish_under(dir, DIR_WAIT_NS, false);
 		if (rc == -ETIMEDOUT && !atomic_exchange(&said, true))
 			ckc_warn("%s is listed before every closed checkpoint in it reached its real "
@@ -124,7 +138,7 @@ __attribute__((noinline)) static void owed_publish(const char *dir)
 	 * real file, which it then writes through (bounded: a hand-over that
 	 * fails leaves the rest) */
 	char key[PATH_MAX];
-	for (int i = 0; i < 1000 && ckc_new_writer_under(dir, key) == 0; i++) {
+	for (int i = 0; writers && i < 1000 && ckc_new_writer_under(dir, key) == 0; i++) {
 		ckc_leave();
 		int rc = ckc_hand_over_path(key);
 		ckc_enter();
@@ -135,13 +149,15 @@ __attribute__((noinline)) static void owed_publish(const char *dir)
 	errno = saved;
 }
 
-/* (the gate: this process's cache is asked only where it started) */
-CKC_WARM_PATH static void owed_first(const char *dir)
+/* (the gate: this process's cache is asked only where it started); one:
+ * the folder alone is listed (or removed), not the tree below it (a
+ * walker of the C library's own, glob, a folder's new mode) */
+CKC_WARM_PATH static void owed_first(const char *dir, bool one)
 {
-	others_first(dir, CKC_NODE_DIR_LIST);
+	others_first(dir, CKC_NODE_DIR_LIST, one);
 	if (!dir || ckc_io_guard || !ckc_engine_started())
 		return;
-	owed_publish(dir);
+	owed_publish(dir, one);
 }
 
 /* The folder path names relative to dirfd, in full (PATH_MAX bytes), when
@@ -191,7 +207,18 @@ CKC_WARM_PATH static void owed_first_at(int dirfd, const char *path)
 {
 	char full[PATH_MAX];
 	if (dir_full_at(dirfd, path, full, ckc_writers_open()) == 0)
-		owed_first(full);
+		owed_first(full, true);
+}
+
+/* Whether dirfd and path (empty: dirfd itself) name a folder, or may: a
+ * name the kernel does not answer for is taken for one. errno kept. */
+static bool names_folder(int dirfd, const char *path)
+{
+	struct stat st;
+	int saved = errno;
+	int rc = !REAL(fstatat) || !REAL(fstat) ? -1 : path[0] ? REAL(fstatat)(dirfd, path, &st, 0) : REAL(fstat)(dirfd, &st);
+	errno = saved;
+	return rc != 0 || S_ISDIR(st.st_mode);
 }
 
 void ckc_dir_guarding(int dirfd, const char *path, int mode)
@@ -210,9 +237,21 @@ void ckc_dir_guarding(int dirfd, const char *path, int mode)
 	}
 	/* a mode with every search bit, or a process that holds nothing, takes
 	 * no search permission from a cached checkpoint's folder */
-	if ((mode < 0 || (mode & 0111) != 0111) && ckc_holds_objects())
+	bool guards = (mode < 0 || (mode & 0111) != 0111) && ckc_holds_objects();
+	char full[PATH_MAX];
+	bool named = dir_full_at(dirfd, path, full, ckc_writers_open()) == 0;
+	bool asks = named && !ckc_io_guard &&
+		    ((!ckc_in_vfork_child() && ckc_node_others()) || ckc_engine_started());
+	/* only a folder's owner or mode guards what is under it: a file's
+	 * (tar -x, cp -p, rsync and Python's copystat set one for each file
+	 * they make) asks no other process, each of which would answer in
+	 * turn, and a busy one after its work */
+	if ((!guards && !asks) || !path || !names_folder(dirfd, path))
+		return;
+	if (guards)
 		atomic_store_explicit(&ckc_dirs_guarded, true, memory_order_relaxed);
-	owed_first_at(dirfd, path);
+	if (asks)
+		owed_first(full, false);
 }
 
 /* After the folder dir was removed: the open writers under it, of this
@@ -228,7 +267,7 @@ static int forget_writer(const char *key)
 
 static void dir_removed(const char *dir)
 {
-	others_first(dir, CKC_NODE_DIR_GONE);
+	others_first(dir, CKC_NODE_DIR_GONE, false);
 	if (!dir || ckc_io_guard || !ckc_engine_started())
 		return;
 	int saved = errno;
@@ -238,7 +277,7 @@ static void dir_removed(const char *dir)
 
 CKC_WARM_PATH CKC_EXPORT DIR *opendir(const char *name)
 {
-	owed_first(name);
+	owed_first(name, true);
 	DIR *d = CKC_FD_NUM(REAL(opendir)(name));
 	if (!d)
 		(void)ckc_enoent_checked(AT_FDCWD, name, -1);
@@ -258,14 +297,14 @@ CKC_WARM_PATH CKC_EXPORT DIR *fdopendir(int fd)
 CKC_EXPORT int scandir(const char *dir, struct dirent ***list, int (*sel)(const struct dirent *),
 		       int (*cmp)(const struct dirent **, const struct dirent **))
 {
-	owed_first(dir);
+	owed_first(dir, true);
 	return REAL(scandir)(dir, list, sel, cmp);
 }
 
 CKC_EXPORT int scandir64(const char *dir, struct dirent64 ***list, int (*sel)(const struct dirent64 *),
 			 int (*cmp)(const struct dirent64 **, const struct dirent64 **))
 {
-	owed_first(dir);
+	owed_first(dir, true);
 	return REAL(scandir64)(dir, list, sel, cmp);
 }
 
@@ -287,13 +326,13 @@ CKC_EXPORT int scandirat64(int dirfd, const char *dir, struct dirent64 ***list,
 
 CKC_EXPORT int nftw(const char *dir, __nftw_func_t fn, int nfd, int flags)
 {
-	owed_first(dir);
+	owed_first(dir, false);
 	return REAL(nftw)(dir, fn, nfd, flags);
 }
 
 CKC_EXPORT int nftw64(const char *dir, __nftw64_func_t fn, int nfd, int flags)
 {
-	owed_first(dir);
+	owed_first(dir, false);
 	return REAL(nftw64)(dir, fn, nfd, flags);
 }
 
@@ -301,7 +340,7 @@ CKC_EXPORT FTS *fts_open(char *const *paths, int options,
 			 int (*cmp)(const FTSENT **, const FTSENT **))
 {
 	for (size_t i = 0; paths && paths[i]; i++)
-		owed_first(paths[i]);
+		owed_first(paths[i], false);
 	return REAL(fts_open)(paths, options, cmp);
 }
 
@@ -318,12 +357,12 @@ static void glob_first(const char *pattern)
 		if (pattern[i] == '/')
 			cut = i;
 	if (w == 0 || cut == 0 || cut >= sizeof(dir)) {
-		owed_first(cut == 0 && pattern[0] == '/' ? "/" : ".");
+		owed_first(cut == 0 && pattern[0] == '/' ? "/" : ".", false);
 		return;
 	}
 	memcpy(dir, pattern, cut);
 	dir[cut] = '\0';
-	owed_first(dir);
+	owed_first(dir, false);
 }
 
 CKC_EXPORT int glob(const char *pattern, int flags, int (*err)(const char *, int), glob_t *g)
@@ -362,7 +401,7 @@ static int rmdir_common(const char *path)
 	char full[PATH_MAX];
 	bool named = dir_full_at(AT_FDCWD, path, full, true) == 0;
 	if (named)
-		owed_first(full);
+		owed_first(full, true);
 	if (named && dir_has_writer(full)) {
 		errno = ENOTEMPTY;
 		return -1;
@@ -383,7 +422,7 @@ int ckc_dir_remove(int dirfd, const char *path, int flags, int (*real)(int, cons
 	char full[PATH_MAX];
 	bool named = dir_full_at(dirfd, path, full, true) == 0;
 	if (named)
-		owed_first(full);
+		owed_first(full, true);
 	if (named && dir_has_writer(full)) {
 		errno = ENOTEMPTY;
 		return -1;
@@ -412,7 +451,7 @@ int ckc_dir_each_writer(const char *dir, int (*fn)(const char *key))
 
 void ckc_dir_moving(const char *dir)
 {
-	others_first(dir, CKC_NODE_DIR_MOVE);
+	others_first(dir, CKC_NODE_DIR_MOVE, false);
 	if (ckc_io_guard || !ckc_engine_started())
 		return;
 	/* this process's own writers under it: their descriptors follow the

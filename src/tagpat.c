@@ -399,6 +399,43 @@ CKC_WARM_PATH bool ckc_tag_dir_holds_none(const char *dir)
 	return true;
 }
 
+/* Whether a name directly in canonical directory dir could match pattern
+ * t: dir is the folder of t's last component, or lies in t's subtree. */
+static bool tag_dir_may_name(const tag_pat_t *t, const char *dir)
+{
+	size_t i = 0;
+
+	if (!t->split)
+		return true;
+	for (const char *p = dir; *p;) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		size_t len = (size_t)(strchrnul(p, '/') - p);
+		if (i == (size_t)t->ncomps)
+			return t->subtree; /* deeper than the pattern */
+		if (len > NAME_MAX)
+			return true;
+		char comp[NAME_MAX + 1];
+		memcpy(comp, p, len);
+		comp[len] = '\0';
+		if (!ckc_glob_match(t->comps[i].s, comp, false))
+			return false;
+		i++;
+		p += len;
+	}
+	return t->subtree ? i == (size_t)t->ncomps : i + 1 == (size_t)t->ncomps;
+}
+
+CKC_WARM_PATH bool ckc_tag_dir_names_none(const char *dir)
+{
+	for (int i = 0; i < tag_npats; i++)
+		if (tag_dir_may_name(&tag_pats[i], dir))
+			return false;
+	return true;
+}
+
 CKC_WARM_PATH bool ckc_tag_dir_holds_all(const char *dir)
 {
 	for (int i = 0; i < tag_npats; i++) {

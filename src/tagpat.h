@@ -38,6 +38,9 @@ bool ckc_tag_name_may_match(const char *path);
 
 /* Whether no path below canonical directory dir can be tagged. */
 bool ckc_tag_dir_holds_none(const char *dir);
+/* Whether no name directly in canonical directory dir can be tagged (what
+ * a listing of dir alone shows). */
+bool ckc_tag_dir_names_none(const char *dir);
 /* Every name directly in canonical directory dir is tagged: dir is, or is
  * below, the folder of a pattern whose last component is "**" and whose
  * folder has no wildcard. */

@@ -227,8 +227,38 @@ PYEOF
 	same ck/fresh.bin ref/fresh.bin "the checkpoint written beside them"
 }
 
-# The file look-ups (stat, access) of cat reading COUNT tagged files the
-# cache does not hold (written by an earlier run).
+# slow_holder_start [US]: another process under the library holds
+# ck/hold/c.bin (its publication's rename slowed by US, 4 s unless
+# given) when it returns; its pid is
+# $holder. slow_holder_end WHAT: the holder ends, its checkpoint whole at
+# its real path; a note where it published before WHAT ended.
+slow_holder_start() {
+	mkdir -p ck/hold
+	randfile held.ref 100003
+	rm -f held.txt
+	SLOW_US=${1:-4000000} ck SLOWFS_OPS=rename -- "$PY" -c '
+import sys
+data = open(sys.argv[1], "rb").read()
+with open(sys.argv[2], "wb") as f:
+    f.write(data)
+open(sys.argv[3], "w").write("held")
+' held.ref ck/hold/c.bin held.txt >holder.log 2>&1 &
+	holder=$!
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ -s held.txt ] && break
+		sleep 0.05
+	done
+	[ -s held.txt ] || fail "the holder did not write its checkpoint in 5 s"
+}
+
+slow_holder_end() {
+	! cmp -s held.ref ck/hold/c.bin ||
+		note "the holder published before $1 ended (a loaded machine): the counts above are taken beside nobody"
+	wait "$holder" || fail "the holder: exit status $? ($(tr '\n' ' ' <holder.log))"
+	same held.ref ck/hold/c.bin "the checkpoint held during $1, at its real path"
+}
+
 # The same walkers over a tagged tree while another process holds a
 # checkpoint its real file lacks (its publication slowed by 4 s): a walker
 # that holds nothing looks up each folder's path once, not each name's
@@ -242,22 +272,7 @@ tools_walk_tagged_beside_holder() {
 		mkdir -p "ck/tree/step$d"
 		for f in $(seq 1 20); do echo "$d $f" >"ck/tree/step$d/r$f.bin"; done
 	done
-	mkdir -p ck/hold
-	randfile held.ref 100003
-	rm -f held.txt
-	SLOW_US=4000000 ck SLOWFS_OPS=rename -- "$PY" -c '
-import sys
-data = open(sys.argv[1], "rb").read()
-with open(sys.argv[2], "wb") as f:
-    f.write(data)
-open(sys.argv[3], "w").write("held")
-' held.ref ck/hold/c.bin held.txt >holder.log 2>&1 &
-	local holder=$! i
-	for ((i = 0; i < 100; i++)); do
-		[ -s held.txt ] && break
-		sleep 0.05
-	done
-	[ -s held.txt ] || fail "the holder did not write its checkpoint in 5 s"
+	slow_holder_start
 	for cmd in "du -s ck/tree" "find $T/ck/tree -type f" "tar cf /dev/null ck/tree"; do
 		# shellcheck disable=SC2086
 		plain=$(walk_syscalls "" "$T/ck/**" $cmd)
@@ -267,10 +282,7 @@ open(sys.argv[3], "w").write("held")
 		[ "$lib" -le $((plain + 3 * dirs)) ] ||
 			fail "$cmd over 400 tagged names beside a holder: $lib path lookups (readlink/getcwd), $plain without the library"
 	done
-	! cmp -s held.ref ck/hold/c.bin ||
-		note "the holder published before the walks ended (a loaded machine): the counts above are a walk's beside nobody"
-	wait $holder || fail "the holder: exit status $? ($(tr '\n' ' ' <holder.log))"
-	same held.ref ck/hold/c.bin "the checkpoint held during the walks, at its real path"
+	slow_holder_end "the walks"
 }
 
 # A walker keeps the path of a folder descriptor while another process
@@ -328,6 +340,70 @@ PYEOF
 		fail "the walker's stat and read of the new name at its descriptor: '$(tr '\n' ' ' <walker.out)' (want 'new.bin 100003 True')"
 	same new.ref ck/b/new.bin "the new checkpoint at its real path"
 	same new.ref ck/other/h1.bin "the first holder's checkpoint at its real path"
+}
+
+# node_asks DIR CMD...: the requests that CMD, run with the library in
+# the folder DIR, sends to the node's other processes under the library
+# (each names a path; the one byte that wakes its own serving thread at
+# its end is none).
+node_asks() {
+	local dir=$1
+	shift
+	(cd "$dir" && timeout -k 5 "$CASE_TIMEOUT" strace -f -qq -s 512 -e trace=sendto,sendmsg -o "$T/asks.out" \
+		env LD_PRELOAD="$PRELOAD" CKPTCACHE_PATHS="$T/ck/**" CKPTCACHE_HOST_CACHE=32M "$@" >/dev/null) ||
+		fail "$* under strace: exit status $?"
+	grep 'ckptcache-nodes-' asks.out | grep -c -v '"\\0", 1,'
+}
+
+# A file's mode or owner set while another process holds a checkpoint
+# (chmod of each file, Python's copy2, tar -x, which sets both for every
+# file it makes): only a folder's guards what lies under it, so no other
+# process is asked to publish first (each was asked in turn, for each
+# file, and tar -x into a folder of 5 files waited 4-8 s for a holder busy
+# with its own work). Nor is one asked, and waited for, where a program
+# lists a folder in which no file can be tagged (Python lists its working
+# folder as it starts: one above the checkpoints had every holder publish
+# all it held below it first). A folder's mode still asks the holder; the
+# modes and bytes are as without the library.
+tools_file_modes_beside_holder() {
+	command -v strace >/dev/null || note "strace is not installed"
+	under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
+	local f n
+	mkdir -p ck/tree plain
+	for f in $(seq 1 30); do
+		randfile "ck/tree/r$f.bin" $((f * 1009))
+		cp "ck/tree/r$f.bin" "plain/r$f.bin"
+	done
+	tar -C ck -cf in.tar tree
+	slow_holder_start
+	n=$(node_asks / chmod 600 "$T"/ck/tree/r*.bin)
+	echo "chmod of 30 files beside a holder: $n requests to other processes"
+	[ "$n" -eq 0 ] || fail "chmod of 30 tagged files beside a holder asked other processes $n times (0 without the library)"
+	n=$(node_asks "$T" "$PY" -c '
+import os, shutil, sys
+d = sys.argv[1]
+os.makedirs(d + "/copy")
+for i in range(1, 31):
+    shutil.copy2(f"{d}/tree/r{i}.bin", f"{d}/copy/r{i}.bin")
+    os.chmod(f"{d}/copy/r{i}.bin", 0o640)
+print(len(os.listdir(".")), len(os.listdir("/")))
+' "$T/ck")
+	echo "Python copy2 and chmod of 30 files beside a holder, listing its folder and /: $n requests"
+	[ "$n" -eq 0 ] || fail "Python's copy2 and chmod of 30 tagged files, and listings of $T and /, beside a holder asked other processes $n times"
+	n=$(node_asks "$T" tar -C ck -xf in.tar --transform s/^tree/untar/)
+	echo "tar -x of 30 files and their folder beside a holder: $n requests"
+	[ "$n" -le 1 ] || fail "tar -x of 30 tagged files and their folder beside a holder asked other processes $n times (once: the folder's mode)"
+	n=$(node_asks / chmod 750 "$T/ck/tree")
+	cmp -s held.ref ck/hold/c.bin || [ "$n" -ge 1 ] ||
+		fail "chmod of a folder beside a holder asked no other process to publish what it owes there first"
+	slow_holder_end "the mode changes"
+	for f in $(seq 1 30); do
+		same "plain/r$f.bin" "ck/tree/r$f.bin" "r$f.bin after its chmod"
+		same "plain/r$f.bin" "ck/copy/r$f.bin" "r$f.bin copied by Python"
+		same "plain/r$f.bin" "ck/untar/r$f.bin" "r$f.bin extracted by tar"
+	done
+	[ "$(stat -c %a ck/tree/r7.bin ck/copy/r7.bin ck/tree | tr '\n' ' ')" = "600 640 750 " ] ||
+		fail "modes after chmod: $(stat -c '%n %a' ck/tree/r7.bin ck/copy/r7.bin ck/tree | tr '\n' ' ')"
 }
 
 read_lookups() {
@@ -933,6 +1009,7 @@ case_add tools/dd-no-table-read tools_dd_no_table_read
 case_add_alone tools/walk-tagged tools_walk_tagged
 case_add_alone tools/walk-tagged-beside-holder tools_walk_tagged_beside_holder
 case_add_waits tools/walk-folder-renamed tools_walk_folder_renamed
+case_add_waits tools/file-modes-beside-holder tools_file_modes_beside_holder
 case_add tools/cat tools_cat
 case_add_alone tools/read-looks-once tools_read_looks_once
 case_add tools/read-open-errors tools_read_open_errors

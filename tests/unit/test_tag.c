@@ -150,6 +150,47 @@ Test(tag, subtree)
 	cr_assert(ckc_tag_dir_holds_all("/x"));
 }
 
+/* A listing of a folder alone needs the holders only where a name in it
+ * can be tagged: never above the checkpoints' folder (a program's working
+ * folder), always in it, and in a subtree's folders at any depth. */
+Test(tag, names_in_a_folder_alone)
+{
+	static const char *const names[] = { "ckpt_1.bin", "x", "ckpt_.bin", "run", "sub" };
+	static const struct {
+		const char *paths, *dir;
+		bool may;
+	} cases[] = {
+		{ "/s/u/run/ckpt_*.bin", "/", false },
+		{ "/s/u/run/ckpt_*.bin", "/s/u", false },
+		{ "/s/u/run/ckpt_*.bin", "/s/u/run", true },
+		{ "/s/u/run/ckpt_*.bin", "/s/u/run/sub", false },
+		{ "/s/u/run/ckpt_*.bin", "/s/u/other", false },
+		{ "/s/u/r*/ckpt_*.bin", "/s/u/run", true },
+		{ "/s/u/r*/ckpt_*.bin", "/s/u/x", false },
+		{ "/s/run/**", "/s", false },
+		{ "/s/run/**", "/s/run", true },
+		{ "/s/run/**", "/s/run/a/b", true },
+		{ "/s/run/**", "/s/runner", false },
+		{ "/**", "/", true },
+		{ "/a/b/*.bin:/s/run/**", "/a", false },
+		{ "/a/b/*.bin:/s/run/**", "/a/b", true },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		load(cases[i].paths, 0);
+		cr_assert_eq(!ckc_tag_dir_names_none(cases[i].dir), cases[i].may, "%s in %s", cases[i].dir,
+			     cases[i].paths);
+		/* never "none" where a name in it is tagged */
+		for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+			char p[256];
+			snprintf(p, sizeof(p), "%s/%s", strcmp(cases[i].dir, "/") ? cases[i].dir : "", names[k]);
+			if (ckc_tag_match(p))
+				cr_assert_not(ckc_tag_dir_names_none(cases[i].dir), "%s is tagged by %s", p,
+					      cases[i].paths);
+		}
+		ckc_tag_free();
+	}
+}
+
 Test(tag, rank_and_canonical_patterns)
 {
 	load("/run/rank%r/../r%r/*.bin", 12);
