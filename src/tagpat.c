@@ -358,36 +358,48 @@ CKC_TAGGED_PATH bool ckc_tag_name_may_match(const char *path)
 	return false;
 }
 
-/* Whether a path below canonical directory dir could match pattern t: dir
- * is an ancestor of what t names (each of its components matches), or lies
- * inside t's subtree. */
-static bool tag_dir_may_hold(const tag_pat_t *t, const char *dir)
+/* How far canonical directory dir goes along pattern t's components: how
+ * many it has (each matching t's), TAG_DEEPER where it has more than t
+ * (its first ones matching t's), TAG_OFF where one does not match, or
+ * TAG_ANY where that cannot be told (anything below it may match). */
+enum { TAG_ANY = -3, TAG_OFF = -2, TAG_DEEPER = -1 };
+static int tag_dir_depth(const tag_pat_t *t, const char *dir)
 {
 	char comp[NAME_MAX + 1];
-	size_t i = 0;
+	int i = 0;
 
 	if (!t->split)
-		return true;
+		return TAG_ANY;
 	for (const char *p = dir; *p;) {
 		while (*p == '/')
 			p++;
 		if (!*p)
 			break;
 		size_t len = (size_t)(strchrnul(p, '/') - p);
-		if (i == (size_t)t->ncomps)
-			return t->subtree; /* deeper than the pattern */
+		if (i == t->ncomps)
+			return TAG_DEEPER;
 		if (len > NAME_MAX)
-			return true;
+			return TAG_ANY;
 		memcpy(comp, p, len);
 		comp[len] = '\0';
 		if (!ckc_glob_match(t->comps[i].s, comp, false))
-			return false;
+			return TAG_OFF;
 		i++;
 		p += len;
 	}
-	/* an ancestor of what t names, or (subtree) its root: what is below it
-	 * may match; a non-subtree pattern needs at least one component more */
-	return t->subtree || i < (size_t)t->ncomps;
+	return i;
+}
+
+/* Whether a path below canonical directory dir could match pattern t: dir
+ * is an ancestor of what t names (each of its components matches), or lies
+ * inside t's subtree. */
+static bool tag_dir_may_hold(const tag_pat_t *t, const char *dir)
+{
+	int d = tag_dir_depth(t, dir);
+	/* an ancestor of what t names, or (subtree) its root or below: what
+	 * is below it may match; a non-subtree pattern needs at least one
+	 * component more */
+	return d == TAG_ANY || (d == TAG_DEEPER ? t->subtree : d >= 0 && (t->subtree || d < t->ncomps));
 }
 
 /* No path below canonical directory dir can be tagged. */
@@ -403,29 +415,8 @@ CKC_WARM_PATH bool ckc_tag_dir_holds_none(const char *dir)
  * t: dir is the folder of t's last component, or lies in t's subtree. */
 static bool tag_dir_may_name(const tag_pat_t *t, const char *dir)
 {
-	size_t i = 0;
-
-	if (!t->split)
-		return true;
-	for (const char *p = dir; *p;) {
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		size_t len = (size_t)(strchrnul(p, '/') - p);
-		if (i == (size_t)t->ncomps)
-			return t->subtree; /* deeper than the pattern */
-		if (len > NAME_MAX)
-			return true;
-		char comp[NAME_MAX + 1];
-		memcpy(comp, p, len);
-		comp[len] = '\0';
-		if (!ckc_glob_match(t->comps[i].s, comp, false))
-			return false;
-		i++;
-		p += len;
-	}
-	return t->subtree ? i == (size_t)t->ncomps : i + 1 == (size_t)t->ncomps;
+	int d = tag_dir_depth(t, dir);
+	return d == TAG_ANY || (d == TAG_DEEPER ? t->subtree : d >= 0 && (t->subtree ? d == t->ncomps : d + 1 == t->ncomps));
 }
 
 CKC_WARM_PATH bool ckc_tag_dir_names_none(const char *dir)
