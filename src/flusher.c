@@ -213,6 +213,11 @@ static int rescue_file(ckc_obj_t *o, const ckc_src_t *src, uint64_t size, bool *
 	return rc;
 }
 
+bool ckc_handed_empty(const ckc_obj_t *o, uint64_t size)
+{
+	return o->handing && !o->complete && size == 0;
+}
+
 int ckc_rescue_save(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 {
 	bool made;
@@ -361,7 +366,7 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 		ckc_home_discard(tmp, fd);
 		ckc_mutex_lock(&ckc_eng.lock);
 	}
-	if (rc == CKC_CHANGED && !o->retired) {
+	if (rc == CKC_CHANGED && !o->retired && !ckc_handed_empty(o, size)) {
 		ckc_keep_newer(o, &src, size);
 	} else if (rc && rc != CKC_CHANGED && rc != -ECANCELED && rc != -EAGAIN && !o->retired &&
 		   !(retry && ckc_io_short(rc)) && !(ckc_io_short(rc) && o->short_said)) {

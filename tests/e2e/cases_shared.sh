@@ -40,6 +40,8 @@ n1_writers() {
 			for r in 0 1 2 3; do
 				fl=w
 				[ "$how" = trunc-first ] || [ "$how" = trunc-one ] && [ $r = 0 ] && fl=t
+				# (the others a moment after the first, where asked)
+				[ $r = 1 ] && [ -n "${N1_LATER:-}" ] && sleep "$N1_LATER"
 				"$helper" n1part "$f" $r "$size" "$seed" $fl marks $warm &
 				# the first rank opens first, as an MPI program creates a
 				# file on one rank and opens it on the others after a barrier
@@ -88,6 +90,82 @@ n1_truncating_storm() {
 	n1_writers trunc-one "" 40 1M
 }
 case_add shared/n1-one-truncates-storm n1_truncating_storm
+
+# The same four opens with their windows made wide (a shim preloaded after
+# the library delays a writer's real open that makes the file, the
+# truncating rank's start of its node service, and a publication onto the
+# file): rank 0's truncating open caches an empty version, a writer in
+# place makes the file before rank 0 finds it and hands its version over,
+# and the hand-over's publication finds a file made after its version
+# began. Its truncation comes first, as the kernel may order the two
+# opens: the file is kept, silently (the library said it was "changed by
+# another program" and saved 0 bytes in a rescue file, 1 round in 1,000
+# under load, 2 of 3 with the windows wide).
+n1_truncating_wide() {
+	under_sanitizer && note "a race between processes: the plain build runs its rounds"
+	cat >wide.c <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+static int shared(const char *p)
+{
+	return p && strstr(p, "/ck/shared.bin");
+}
+static void wait_ms(long ms)
+{
+	struct timespec t = { 0, ms * 1000000 };
+	while (nanosleep(&t, &t) != 0)
+		;
+}
+int openat(int d, const char *p, int fl, ...)
+{
+	static int (*real)(int, const char *, int, ...);
+	if (!real)
+		real = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
+	va_list ap;
+	va_start(ap, fl);
+	mode_t mode = (mode_t)va_arg(ap, int);
+	va_end(ap);
+	if (shared(p) && (fl & O_CREAT) && !(fl & O_TRUNC) && (fl & O_TMPFILE) != O_TMPFILE)
+		wait_ms(20);
+	return real(d, p, fl, mode);
+}
+int socket(int a, int t, int pr)
+{
+	static int (*real)(int, int, int);
+	if (!real)
+		real = (int (*)(int, int, int))dlsym(RTLD_NEXT, "socket");
+	if (t & SOCK_NONBLOCK)
+		wait_ms(50);
+	return real(a, t, pr);
+}
+int linkat(int a, const char *o, int b, const char *n, int f)
+{
+	static int (*real)(int, const char *, int, const char *, int);
+	if (!real)
+		real = (int (*)(int, const char *, int, const char *, int))dlsym(RTLD_NEXT, "linkat");
+	if (shared(n))
+		wait_ms(100);
+	return real(a, o, b, n, f);
+}
+int renameat2(int a, const char *o, int b, const char *n, unsigned f)
+{
+	static int (*real)(int, const char *, int, const char *, unsigned);
+	if (!real)
+		real = (int (*)(int, const char *, int, const char *, unsigned))dlsym(RTLD_NEXT, "renameat2");
+	if (shared(n))
+		wait_ms(100);
+	return real(a, o, b, n, f);
+}
+C
+	gcc -O2 -shared -fPIC -o wide.so wide.c -ldl || fail "the shim that widens the windows did not compile"
+	N1_LATER=0.02 PRELOAD="$PRELOAD $T/wide.so" n1_writers trunc-one "" 8 1M
+}
+case_add_waits shared/n1-one-truncates-wide n1_truncating_wide
 
 # rewritten_while_written HOW RUN: process A opens ck/a.bin for writing,
 # writes 3 MB and keeps it open; another process B rewrites the path with
