@@ -229,19 +229,21 @@ PYEOF
 
 # slow_holder_start [US]: another process under the library holds
 # ck/hold/c.bin (its publication's rename slowed by US, 4 s unless
-# given) when it returns; its pid is
-# $holder. slow_holder_end WHAT: the holder ends, its checkpoint whole at
-# its real path; a note where it published before WHAT ended.
+# given) when it returns; $holder is the job that runs it, $holder_pid
+# the process that holds. slow_holder_end WHAT: the holder ends, its
+# checkpoint whole at its real path; a note where it published before WHAT
+# ended.
 slow_holder_start() {
 	mkdir -p ck/hold
 	randfile held.ref 100003
 	rm -f held.txt
 	SLOW_US=${1:-4000000} ck SLOWFS_OPS=rename -- "$PY" -c '
-import sys
+import os, sys
 data = open(sys.argv[1], "rb").read()
 with open(sys.argv[2], "wb") as f:
     f.write(data)
-open(sys.argv[3], "w").write("held")
+open(sys.argv[3] + ".new", "w").write(str(os.getpid()))
+os.rename(sys.argv[3] + ".new", sys.argv[3])
 ' held.ref ck/hold/c.bin held.txt >holder.log 2>&1 &
 	holder=$!
 	local i
@@ -250,6 +252,7 @@ open(sys.argv[3], "w").write("held")
 		sleep 0.05
 	done
 	[ -s held.txt ] || fail "the holder did not write its checkpoint in 5 s"
+	holder_pid=$(cat held.txt)
 }
 
 slow_holder_end() {
@@ -345,7 +348,7 @@ PYEOF
 # node_asks DIR CMD...: the requests that CMD, run with the library in
 # the folder DIR, sends to the node's other processes under the library
 # (each names a path; the one byte that wakes its own serving thread at
-# its end is none).
+# its end is none); node_asks_of PID: those of the last CMD sent to PID.
 node_asks() {
 	local dir=$1
 	shift
@@ -353,6 +356,10 @@ node_asks() {
 		env LD_PRELOAD="$PRELOAD" CKPTCACHE_PATHS="$T/ck/**" CKPTCACHE_HOST_CACHE=32M "$@" >/dev/null) ||
 		fail "$* under strace: exit status $?"
 	grep 'ckptcache-nodes-' asks.out | grep -c -v '"\\0", 1,'
+}
+
+node_asks_of() {
+	grep -E "ckptcache-nodes-[0-9]+-$1\"" asks.out | grep -c -v '"\\0", 1,'
 }
 
 # A file's mode or owner set while another process holds a checkpoint
@@ -390,12 +397,17 @@ print(len(os.listdir(".")), len(os.listdir("/")))
 ' "$T/ck")
 	echo "Python copy2 and chmod of 30 files beside a holder, listing its folder and /: $n requests"
 	[ "$n" -eq 0 ] || fail "Python's copy2 and chmod of 30 tagged files, and listings of $T and /, beside a holder asked other processes $n times"
-	n=$(node_asks "$T" tar -C ck -xf in.tar --transform s/^tree/untar/)
-	echo "tar -x of 30 files and their folder beside a holder: $n requests"
-	[ "$n" -le 1 ] || fail "tar -x of 30 tagged files and their folder beside a holder asked other processes $n times (once: the folder's mode)"
-	n=$(node_asks / chmod 750 "$T/ck/tree")
+	# (the folder's mode asks every holder of the node: the holder's
+	# requests are counted)
+	node_asks "$T" tar -C ck -xf in.tar --transform s/^tree/untar/ >/dev/null
+	n=$(node_asks_of "$holder_pid")
+	echo "tar -x of 30 files and their folder beside a holder: $n requests to it"
+	[ "$n" -le 1 ] || fail "tar -x of 30 tagged files and their folder beside a holder asked it $n times (once: the folder's mode)"
+	node_asks / chmod 750 "$T/ck/tree" >/dev/null
+	n=$(node_asks_of "$holder_pid")
+	echo "chmod of their folder beside a holder: $n requests to it"
 	cmp -s held.ref ck/hold/c.bin || [ "$n" -ge 1 ] ||
-		fail "chmod of a folder beside a holder asked no other process to publish what it owes there first"
+		fail "chmod of a folder beside a holder did not ask the holder to publish what it owes there first"
 	slow_holder_end "the mode changes"
 	for f in $(seq 1 30); do
 		same "plain/r$f.bin" "ck/tree/r$f.bin" "r$f.bin after its chmod"
