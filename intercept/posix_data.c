@@ -327,9 +327,20 @@ VFD_IOV_WRAPPER(pwritev64, true)
 /* The flags Linux has defined (HIPRI, DSYNC, SYNC, NOWAIT, APPEND, NOAPPEND,
  * ATOMIC, DONTCACHE, NOSIGNAL): any other bit is refused, as the kernel
  * refuses it; of these, a kernel older than the flag refuses it too, which
- * the cache does not. */
+ * the cache does not. APPEND with NOAPPEND is refused (EINVAL), and so is
+ * ATOMIC (EOPNOTSUPP): the cache makes no write atomic, and the kernel
+ * takes it only for a write through a file system that does (a program
+ * that asks falls back, as on such a file system), never for a read. */
 #define RWF_KNOWN 0x1ffu
 #define RWF_NOAPPEND_FLAG 0x20u
+#define RWF_ATOMIC_FLAG 0x40u
+static inline int rwf_refused(int flags)
+{
+	unsigned f = (unsigned)flags;
+	if ((f & ~RWF_KNOWN) || (f & RWF_ATOMIC_FLAG))
+		return EOPNOTSUPP;
+	return (f & RWF_APPEND) && (f & RWF_NOAPPEND_FLAG) ? EINVAL : 0;
+}
 #define VFD_IOV2_WRAPPER(name, wr)                                                         \
 	CKC_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt, off_t off,      \
 				int flags)                                                 \
@@ -337,8 +348,8 @@ VFD_IOV_WRAPPER(pwritev64, true)
 		ckc_vfd_t *v = ckc_vfd_held(fd);                                           \
 		if (!v)                                                                    \
 			return REAL(name)(fd, iov, cnt, off, flags);                       \
-		int saved = errno;                                                         \
-		if (flags & ~RWF_KNOWN) {                                                  \
+		int saved = errno, refused = rwf_refused(flags);                          \
+		if (refused) {                                                             \
 			/* (the kernel's other answers first: an empty vector     \
 			 * moves nothing, whatever the flags) */                   \
 			size_t all;                                                        \
@@ -346,7 +357,7 @@ VFD_IOV_WRAPPER(pwritev64, true)
 			ckc_vfd_put(v);                                                    \
 			if (c == 0 && all == 0)                                            \
 				return 0;                                                  \
-			errno = c ? (int)-c : EOPNOTSUPP;                                  \
+			errno = c ? (int)-c : refused;                                     \
 			return -1;                                                         \
 		}                                                                          \
 		size_t done;                                                               \

@@ -131,6 +131,8 @@ static long fd_answer(const char *dir, int how)
 	/* an end past the largest offset: EINVAL, not an end of file */
 	case 9: r = pread(fd, big, 8, INT64_MAX - 5); break;
 	case 10: r = preadv(fd, v, 8, INT64_MAX - 5); break;
+	/* RWF_ATOMIC on a read: never taken */
+	case 11: r = preadv2(fd, v, 1, 0, 0x40); break;
 	default: r = lseek(fd, 0, SEEK_CUR); break;
 	}
 	int e = errno;
@@ -448,6 +450,12 @@ int m_answers(int argc, char **argv)
 		BOTH("pwritev2(RWF_NOAPPEND) at 0 of an O_APPEND descriptor", rwf_answer(dir, 0x20));
 	if (kernel_takes(0x80))
 		BOTH("pwritev2(RWF_DONTCACHE)", rwf_answer(dir, 0x80));
+	BOTH("pwritev2(RWF_APPEND|RWF_NOAPPEND)", rwf_answer(dir, 0x30));
+	BOTH("preadv2(RWF_ATOMIC)", fd_answer(dir, 11));
+	/* (a write through a file system that makes it atomic is taken by
+	 * the kernel, not by the cache) */
+	if (!kernel_takes(0x40))
+		BOTH("pwritev2(RWF_ATOMIC)", rwf_answer(dir, 0x40));
 	BOTH("fdopen(\"w\") of a read-only descriptor", fdopen_answer(dir, false));
 	BOTH("fdopen(\"a\") of a writer, then fputs", fdopen_answer(dir, true));
 	BOTH("rmdir of a folder with a file open for writing", rmdir_answer(dir));
