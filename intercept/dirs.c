@@ -149,6 +149,13 @@ __attribute__((noinline)) static void owed_publish(const char *dir, bool one)
 	errno = saved;
 }
 
+/* Whether owed_first would look at anything: another process of the node
+ * may hold something (others_first's gate), or this one's cache started. */
+static inline bool owed_looks(void)
+{
+	return !ckc_io_guard && ((!ckc_in_vfork_child() && ckc_node_others()) || ckc_engine_started());
+}
+
 /* (the gate: this process's cache is asked only where it started); one:
  * the folder alone is listed (or removed), not the tree below it (a
  * walker of the C library's own, glob, a folder's new mode) */
@@ -240,8 +247,7 @@ void ckc_dir_guarding(int dirfd, const char *path, int mode)
 	bool guards = (mode < 0 || (mode & 0111) != 0111) && ckc_holds_objects();
 	char full[PATH_MAX];
 	bool named = dir_full_at(dirfd, path, full, ckc_writers_open()) == 0;
-	bool asks = named && !ckc_io_guard &&
-		    ((!ckc_in_vfork_child() && ckc_node_others()) || ckc_engine_started());
+	bool asks = named && owed_looks();
 	/* only a folder's owner or mode guards what is under it: a file's
 	 * (tar -x, cp -p, rsync and Python's copystat set one for each file
 	 * they make) asks no other process, each of which would answer in

@@ -372,15 +372,9 @@ bool ckc_flush_wanted(const ckc_obj_t *o, int level);
 bool ckc_committing(const char *key);
 /* A version whose real file changed behind the cache's back: its bytes go
  * to a rescue file (the newer file is kept), it says so, and the cache
- * forgets it. Lock held; dropped while the bytes move. */
+ * forgets it; an empty one still open that a hand-over publishes, nothing
+ * (the file is kept). Lock held; dropped while the bytes move. */
 void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size);
-/* Whether o, whose real file another process made after o began, is a
- * version still open and empty that a hand-over publishes (the other
- * process's writer in place made the file between o's open and its
- * hand-over, as four ranks open one shared file at once, one of them with
- * O_TRUNC): its truncation comes first, as the kernel may order the two
- * opens, and the file is kept with nothing to rescue and nothing to say. */
-bool ckc_handed_empty(const ckc_obj_t *o, uint64_t size);
 /* Saves size bytes of src, o's bytes its real path could not take, in a
  * rescue file and says where (lock held; dropped while the bytes move).
  * 0 (also when o has one already) or -errno. */

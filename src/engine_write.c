@@ -1037,8 +1037,7 @@ int eng_close_home_writer(ckc_obj_t *o)
 	snprintf(self, sizeof(self), "/proc/thread-self/fd/%d", fd);
 	ckc_src_t held = { .path = self };
 	if (rc == CKC_CHANGED) {
-		if (!ckc_handed_empty(o, o->size))
-			ckc_keep_newer(o, &held, o->size);
+		ckc_keep_newer(o, &held, o->size);
 		eng_close_later(fd, tmp);
 		tmp = NULL;
 	} else if (!rc) {

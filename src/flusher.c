@@ -213,11 +213,6 @@ static int rescue_file(ckc_obj_t *o, const ckc_src_t *src, uint64_t size, bool *
 	return rc;
 }
 
-bool ckc_handed_empty(const ckc_obj_t *o, uint64_t size)
-{
-	return o->handing && !o->complete && size == 0;
-}
-
 int ckc_rescue_save(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 {
 	bool made;
@@ -231,6 +226,14 @@ int ckc_rescue_save(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 void ckc_keep_newer(ckc_obj_t *o, const ckc_src_t *src, uint64_t size)
 {
 	bool made;
+	/* a version still open and empty that a hand-over publishes: the
+	 * other process's writer in place made the file between its open and
+	 * the hand-over (four ranks open one shared file at once, one with
+	 * O_TRUNC); its truncation comes first, as the kernel may order the
+	 * two opens, and the file is kept with nothing to rescue or say (the
+	 * hand-over retires it) */
+	if (o->handing && !o->complete && size == 0)
+		return;
 	int rc = rescue_file(o, src, size, &made);
 	if (o->rescue) {
 		if (made)
@@ -366,7 +369,7 @@ static int flush_to_home(ckc_obj_t *o, int level, bool fsync_it, bool retry)
 		ckc_home_discard(tmp, fd);
 		ckc_mutex_lock(&ckc_eng.lock);
 	}
-	if (rc == CKC_CHANGED && !o->retired && !ckc_handed_empty(o, size)) {
+	if (rc == CKC_CHANGED && !o->retired) {
 		ckc_keep_newer(o, &src, size);
 	} else if (rc && rc != CKC_CHANGED && rc != -ECANCELED && rc != -EAGAIN && !o->retired &&
 		   !(retry && ckc_io_short(rc)) && !(ckc_io_short(rc) && o->short_said)) {

@@ -402,14 +402,6 @@ static bool tag_dir_may_hold(const tag_pat_t *t, const char *dir)
 	return d == TAG_ANY || (d == TAG_DEEPER ? t->subtree : d >= 0 && (t->subtree || d < t->ncomps));
 }
 
-/* No path below canonical directory dir can be tagged. */
-CKC_WARM_PATH bool ckc_tag_dir_holds_none(const char *dir)
-{
-	for (int i = 0; i < tag_npats; i++)
-		if (tag_dir_may_hold(&tag_pats[i], dir))
-			return false;
-	return true;
-}
 
 /* Whether a name directly in canonical directory dir could match pattern
  * t: dir is the folder of t's last component, or lies in t's subtree. */
@@ -419,12 +411,24 @@ static bool tag_dir_may_name(const tag_pat_t *t, const char *dir)
 	return d == TAG_ANY || (d == TAG_DEEPER ? t->subtree : d >= 0 && (t->subtree ? d == t->ncomps : d + 1 == t->ncomps));
 }
 
-CKC_WARM_PATH bool ckc_tag_dir_names_none(const char *dir)
+/* Whether no pattern may tag a path below canonical directory dir (names:
+ * a name directly in it). */
+static bool tag_dir_none(const char *dir, bool names)
 {
 	for (int i = 0; i < tag_npats; i++)
-		if (tag_dir_may_name(&tag_pats[i], dir))
+		if (names ? tag_dir_may_name(&tag_pats[i], dir) : tag_dir_may_hold(&tag_pats[i], dir))
 			return false;
 	return true;
+}
+
+CKC_WARM_PATH bool ckc_tag_dir_holds_none(const char *dir)
+{
+	return tag_dir_none(dir, false);
+}
+
+CKC_WARM_PATH bool ckc_tag_dir_names_none(const char *dir)
+{
+	return tag_dir_none(dir, true);
 }
 
 CKC_WARM_PATH bool ckc_tag_dir_holds_all(const char *dir)

@@ -152,15 +152,6 @@ int linkat(int a, const char *o, int b, const char *n, int f)
 		wait_ms(100);
 	return real(a, o, b, n, f);
 }
-int renameat2(int a, const char *o, int b, const char *n, unsigned f)
-{
-	static int (*real)(int, const char *, int, const char *, unsigned);
-	if (!real)
-		real = (int (*)(int, const char *, int, const char *, unsigned))dlsym(RTLD_NEXT, "renameat2");
-	if (shared(n))
-		wait_ms(100);
-	return real(a, o, b, n, f);
-}
 C
 	gcc -O2 -shared -fPIC -o wide.so wide.c -ldl || fail "the shim that widens the windows did not compile"
 	N1_LATER=0.02 PRELOAD="$PRELOAD $T/wide.so" n1_writers trunc-one "" 8 1M
