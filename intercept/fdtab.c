@@ -97,7 +97,7 @@ static bool fd_table(long *slots, long *threads)
 static ckc_rwlock_t own_open_rw = CKC_RWLOCK_INIT(FD_OPEN);
 CKC_LOCKS_AT_START(own_open, ckc_locks_add_rw, &own_open_rw)
 
-_Atomic int ckc_fd_prog_taking, ckc_fd_own_taking;
+ckc_fd_taking_t ckc_fd_taking;
 
 /* The bounds of the waits (intercept.h): the program's for a file of the
  * library's (an open and a move take microseconds on a file system that
@@ -123,10 +123,10 @@ static void fd_thread_end(void *unused)
 {
 	(void)unused;
 	if (ckc_tl_fd_prog > 1)
-		atomic_fetch_sub(&ckc_fd_prog_taking, ckc_tl_fd_prog - 1);
+		atomic_fetch_sub(&ckc_fd_taking.prog, ckc_tl_fd_prog - 1);
 	ckc_tl_fd_prog = 0;
 	if (fd_own_depth)
-		atomic_fetch_sub(&ckc_fd_own_taking, (int)fd_own_depth);
+		atomic_fetch_sub(&ckc_fd_taking.own, (int)fd_own_depth);
 	fd_own_depth = 0;
 }
 
@@ -149,35 +149,33 @@ void ckc_fd_num_first(void)
 	} else if (ckc_tl_fd_prog > 1 && !ckc_sig_in_handler()) {
 		/* a call left without its end (a signal handler's longjmp out
 		 * of a blocked open): not a call under way any more */
-		atomic_fetch_sub(&ckc_fd_prog_taking, ckc_tl_fd_prog - 1);
+		atomic_fetch_sub(&ckc_fd_taking.prog, ckc_tl_fd_prog - 1);
 		ckc_tl_fd_prog = 1;
 	}
 out:
 	errno = saved;
 }
 
-/* The library's sections begun so far, and the last one the program's calls
- * gave up waiting for: a file system that holds the library's open for
- * long (a stalled metadata server) makes the program's first call wait its
- * bound, not each of those that follow. */
-static _Atomic uint64_t fd_own_seq, fd_gave_up_seq;
+/* (ckc_fd_taking.own_seq and .gave_up_seq: a file system that holds the
+ * library's open for long, a stalled metadata server, makes the program's
+ * first call wait its bound, not each of those that follow) */
 
 void ckc_fd_num_wait(void)
 {
 	if (fd_own_depth)
 		return;
-	uint64_t seq = atomic_load(&fd_own_seq);
-	if (seq == atomic_load(&fd_gave_up_seq))
+	uint64_t seq = atomic_load(&ckc_fd_taking.own_seq);
+	if (seq == atomic_load(&ckc_fd_taking.gave_up_seq))
 		return;
 	int saved = errno;
 	uint64_t deadline = ckc_now_ns() + FD_NUM_PROG_WAIT_NS;
-	while (atomic_load(&ckc_fd_own_taking) != 0) {
-		atomic_fetch_sub(&ckc_fd_prog_taking, 1);
-		while (atomic_load(&ckc_fd_own_taking) != 0 && ckc_now_ns() < deadline)
+	while (atomic_load(&ckc_fd_taking.own) != 0) {
+		atomic_fetch_sub(&ckc_fd_taking.prog, 1);
+		while (atomic_load(&ckc_fd_taking.own) != 0 && ckc_now_ns() < deadline)
 			sched_yield();
-		atomic_fetch_add(&ckc_fd_prog_taking, 1);
+		atomic_fetch_add(&ckc_fd_taking.prog, 1);
 		if (ckc_now_ns() >= deadline) {
-			atomic_store(&fd_gave_up_seq, atomic_load(&fd_own_seq));
+			atomic_store(&ckc_fd_taking.gave_up_seq, atomic_load(&ckc_fd_taking.own_seq));
 			break;
 		}
 	}
@@ -194,13 +192,13 @@ void ckc_fd_quiet_begin(void)
 	int saved = errno;
 	if (fd_own_depth++ == 0 && !ckc_sig_in_handler())
 		(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &fd_own_cancel);
-	atomic_fetch_add(&fd_own_seq, 1);
-	atomic_fetch_add(&ckc_fd_own_taking, 1);
+	atomic_fetch_add(&ckc_fd_taking.own_seq, 1);
+	atomic_fetch_add(&ckc_fd_taking.own, 1);
 	/* the program's calls under way, this thread's own aside */
 	int mine = ckc_tl_fd_prog > 1 ? ckc_tl_fd_prog - 1 : 0;
-	if (atomic_load(&ckc_fd_prog_taking) > mine) {
+	if (atomic_load(&ckc_fd_taking.prog) > mine) {
 		uint64_t deadline = ckc_now_ns() + FD_NUM_OWN_WAIT_NS;
-		while (atomic_load(&ckc_fd_prog_taking) > mine && ckc_now_ns() < deadline) {
+		while (atomic_load(&ckc_fd_taking.prog) > mine && ckc_now_ns() < deadline) {
 			struct timespec ts = { 0, 20000 };
 			nanosleep(&ts, NULL);
 		}
@@ -210,7 +208,7 @@ void ckc_fd_quiet_begin(void)
 
 void ckc_fd_quiet_end(void)
 {
-	atomic_fetch_sub(&ckc_fd_own_taking, 1);
+	atomic_fetch_sub(&ckc_fd_taking.own, 1);
 	if (--fd_own_depth == 0 && !ckc_sig_in_handler()) {
 		int ignored;
 		(void)pthread_setcancelstate(fd_own_cancel, &ignored);
@@ -585,10 +583,10 @@ CKC_START_PATH void ckc_fdtab_atfork_child(void)
 	/* the other threads' calls under way (intercept.h) are not the
 	 * child's (and only a change is written: the page stays shared) */
 	int mine = ckc_tl_fd_prog > 1 ? ckc_tl_fd_prog - 1 : 0;
-	if (atomic_load(&ckc_fd_prog_taking) != mine)
-		atomic_store(&ckc_fd_prog_taking, mine);
-	if (atomic_load(&ckc_fd_own_taking) != (int)fd_own_depth)
-		atomic_store(&ckc_fd_own_taking, (int)fd_own_depth);
+	if (atomic_load(&ckc_fd_taking.prog) != mine)
+		atomic_store(&ckc_fd_taking.prog, mine);
+	if (atomic_load(&ckc_fd_taking.own) != (int)fd_own_depth)
+		atomic_store(&ckc_fd_taking.own, (int)fd_own_depth);
 	/* (a shell's child that runs a tool writes none of the table's pages,
 	 * each of which it would copy first) */
 	if (!atomic_load(&ckc_vfd_ever))

@@ -743,7 +743,15 @@ void ckc_fd_own_end(void);
  * FIFO blocks until a writer comes, a dead file server blocks the
  * library's), after which it goes on: the kernel gives the number as the
  * call starts, so one that blocks that long has its number already. */
-extern _Atomic int ckc_fd_prog_taking, ckc_fd_own_taking;
+/* (the program's calls under way, the library's sections under way, the
+ * sections begun so far and the last one the program's calls gave up
+ * waiting for: together, so that a short tool's first open and the
+ * library's first file of its own touch one page between them) */
+typedef struct {
+	_Atomic int prog, own;
+	_Atomic uint64_t own_seq, gave_up_seq;
+} ckc_fd_taking_t;
+extern ckc_fd_taking_t ckc_fd_taking;
 /* This thread's calls under way, plus one once the thread is known (its
  * count goes back at its end, a cancellation's included): 1 between calls. */
 extern __thread int ckc_tl_fd_prog __attribute__((tls_model("initial-exec")));
@@ -756,13 +764,13 @@ static inline void ckc_fd_num_begin(void)
 	if (__builtin_expect(ckc_tl_fd_prog != 1, 0))
 		ckc_fd_num_first();
 	ckc_tl_fd_prog++;
-	atomic_fetch_add(&ckc_fd_prog_taking, 1);
-	if (__builtin_expect(atomic_load(&ckc_fd_own_taking) != 0, 0))
+	atomic_fetch_add(&ckc_fd_taking.prog, 1);
+	if (__builtin_expect(atomic_load(&ckc_fd_taking.own) != 0, 0))
 		ckc_fd_num_wait();
 }
 static inline void ckc_fd_num_end(void)
 {
-	atomic_fetch_sub(&ckc_fd_prog_taking, 1);
+	atomic_fetch_sub(&ckc_fd_taking.prog, 1);
 	ckc_tl_fd_prog--;
 }
 /* The program's call expr, which takes the lowest free number. */

@@ -1105,7 +1105,7 @@ out:
 /* The table, mapped on first use in a process whose engine never started
  * (a forked child of one that did not, a tool that only reads). */
 CKC_HOT_DATA static atomic_bool node_tried;
-static bool node_ready(void)
+CKC_START_PATH static bool node_ready(void)
 {
 	if (node_tab)
 		return true;

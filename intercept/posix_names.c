@@ -449,7 +449,7 @@ CKC_WARM_PATH static bool fs_folder_of_fd(int fd, char dir[PATH_MAX])
 /* (each with its folder's path out of line, on the stack only where the
  * real call found nothing, or the descriptor is tagged) */
 #define FS_BY_PATH(name, type)                                                   \
-	__attribute__((noinline)) static int name##_folder(const char *path, type *buf, int saved) \
+	__attribute__((noinline)) CKC_WARM_PATH static int name##_folder(const char *path, type *buf, int saved) \
 	{                                                                        \
 		char dir[PATH_MAX];                                              \
 		if (!fs_folder_of_path(path, dir)) {                             \

@@ -438,8 +438,8 @@ static FILE *stdio_opened_real(FILE *f, const char *path, const char *canon)
 
 /* fopen of a path that may be tagged (out of line: its canonical path is
  * on the stack only here) */
-__attribute__((noinline)) static FILE *fopen_look(const char *path, const char *mode,
-						  FILE *(*real)(const char *, const char *))
+__attribute__((noinline)) CKC_TAGGED_PATH static FILE *fopen_look(const char *path, const char *mode,
+								  FILE *(*real)(const char *, const char *))
 {
 	char canon[PATH_MAX];
 	int saved = errno, flags = 0;

@@ -168,7 +168,7 @@ static void tag_split(tag_pat_t *t)
 }
 
 /* Replaces every "%r" with the k bytes of num. */
-static char *tag_expand(const char *p, const char *num, size_t k)
+CKC_START_PATH static char *tag_expand(const char *p, const char *num, size_t k)
 {
 	size_t n = 0, cap = strlen(p) + 1;
 	for (const char *q = p; *q; q++)
@@ -728,8 +728,9 @@ CKC_START_PATH int ckc_tagpat_count(void)
 
 CKC_START_PATH void ckc_tagpat_free(void)
 {
-	if (!tag_pats && !tag_others)
-		return; /* (the first load: nothing to free) */
+	if (!tag_pats && !ckc_tag_nothers)
+		return; /* (the first load: nothing to free; the counts are on the
+			  * wrappers' page, tag_others is not) */
 	for (int i = 0; i < tag_npats; i++) {
 		sys_free(tag_pats[i].glob);
 		sys_free(tag_pats[i].compbuf);
