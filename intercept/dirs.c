@@ -79,7 +79,10 @@ static bool dir_may_hold(const char *canon, bool one)
 
 /* Other processes of the node that hold checkpoints are asked about the
  * folder dir (ckc_node_ask_dir), where the patterns may tag a file under
- * it (one: in it). errno kept. */
+ * it (one: in it; then only those that hold something in it, by their
+ * entry for the folder in the node's table, each time: a walker's look at
+ * a folder nobody holds anything in is a search of the table). errno
+ * kept. */
 __attribute__((noinline)) static void others_ask(const char *dir, int what, bool one)
 {
 	char canon[PATH_MAX];
@@ -88,7 +91,9 @@ __attribute__((noinline)) static void others_ask(const char *dir, int what, bool
 	if (ckc_path_resolve(dir, NULL, canon, sizeof(canon)) == 0 && dir_may_hold(canon, one)) {
 		bool writing = true;
 		bool recent = what != CKC_NODE_DIR_MOVE && dir_recently_asked(canon, &writing);
-		if (what == CKC_NODE_DIR_MOVE) {
+		if (what == CKC_NODE_DIR_LIST && one) {
+			(void)ckc_node_ask_dir_one(canon);
+		} else if (what == CKC_NODE_DIR_MOVE) {
 			dir_asked_note("", 0, true); /* files move: nothing known holds */
 			ckc_node_ask_dir(canon, what);
 		} else if (what == CKC_NODE_DIR_LIST && !recent) {

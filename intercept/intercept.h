@@ -379,6 +379,10 @@ bool ckc_node_others(void);
  * unlinked files). Waits for each (bounded). */
 enum { CKC_NODE_DIR_LIST, CKC_NODE_DIR_MOVE, CKC_NODE_DIR_GONE };
 bool ckc_node_ask_dir(const char *dir, int what);
+/* The same for a listing of the folder dir alone (canonical): only the
+ * processes that hold something in it (their entry for the folder) are
+ * asked, and the answer says whether one writes there. */
+bool ckc_node_ask_dir_one(const char *dir);
 
 /* Asks every other process of this user on the node that holds
  * checkpoints to publish all it owes (a new program that will not run

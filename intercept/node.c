@@ -44,17 +44,19 @@
 #define NODE_FRONT 4096u
 #define NODE_FRONT_PROBE 256u
 #define NODE_BACK (NODE_SLOTS - NODE_FRONT)
-/* "ckptnod4": the layout of the shared file and of the messages (2: the
+/* "ckptnod5": the layout of the shared file and of the messages (2: the
  * folder requests, which a process of layout 1 would leave unanswered; 3:
  * the front and the back, where a process of layout 2 would look for an
  * entry in the wrong place; 4: the last slot of each part kept empty, so
  * that a front whose every slot was once taken empties again, where
- * layout 3 left it all freed slots that every search walked), each in a
- * file of its own name, so that two layouts never ask each other */
-#define NODE_MAGIC 0x636b70746e6f6434ull
-/* The table's file, in /dev/shm or /tmp: ckptcache-UID.nodes4 */
+ * layout 3 left it all freed slots that every search walked; 5: an entry
+ * for each folder a process holds something in, which a listing of that
+ * folder looks for, and which a process of layout 4 would not make), each
+ * in a file of its own name, so that two layouts never ask each other */
+#define NODE_MAGIC 0x636b70746e6f6435ull
+/* The table's file, in /dev/shm or /tmp: ckptcache-UID.nodes5 */
 #define NODE_FILE_PREFIX "ckptcache-"
-#define NODE_FILE_SUFFIX ".nodes4"
+#define NODE_FILE_SUFFIX ".nodes5"
 /* How long an open waits for a holder to publish (a large checkpoint on a
  * slow file system). */
 #define NODE_ASK_WAIT_MS 60000
@@ -166,7 +168,7 @@ static bool pid_alive(pid_t pid)
 
 /* Maps this user's table (made on first use), or returns -1. Only a
  * regular file of this user, readable by nobody else, is used. */
-/* dir/ckptcache-UID.nodes4 into out (64 bytes), not with snprintf: a
+/* dir/ckptcache-UID.nodes5 into out (64 bytes), not with snprintf: a
  * forked child attaches before its new program, and a call the parent
  * never made is bound in each child (the loader's tables faulted in
  * again). */
@@ -298,8 +300,79 @@ static size_t node_find(uint64_t key, uint64_t *vals, size_t *probed)
 	return n;
 }
 
+/* The key of the folder of path: its path up to its last '/', with it
+ * ("/a/b/" for "/a/b/c", "/" for "/c"); a file's path never ends in '/',
+ * so no file has the key of a folder (but by a collision of the hash,
+ * which costs a question). 0 where the path has no '/' or is too long. */
+static uint64_t node_folder_key(const char *path, size_t len)
+{
+	char buf[PATH_MAX];
+	if (len == 0 || len >= sizeof(buf) - 1)
+		return 0;
+	memcpy(buf, path, len);
+	if (buf[len - 1] != '/')
+		buf[len++] = '/';
+	buf[len] = '\0';
+	return nodetab_key(buf);
+}
+
+/* The folders this process holds something in, each with how many of its
+ * checkpoints there hold bytes their real files lack, and whether the
+ * folder's entry is in the table (it was not where the table was full):
+ * a listing of one folder asks only the processes whose entry names it.
+ * Under the engine's lock (node_hook); a forked child starts with none. */
+typedef struct {
+	uint64_t key;
+	uint32_t n;
+	bool entered;
+} node_folder_t;
+static node_folder_t *node_folders;
+static size_t node_nfolders, node_folders_cap;
+
+/* One more (holds) or one fewer checkpoint of this process in key's
+ * folder: its entry is made before the file's own and taken away after
+ * it, so that a process that finds a file's entry finds its folder's.
+ * False where the entry could not be made. */
+static bool node_folder_note(const char *key, bool holds)
+{
+	const char *slash = strrchr(key, '/');
+	uint64_t k = slash ? node_folder_key(key, (size_t)(slash - key) + 1) : 0;
+	if (!k)
+		return true;
+	size_t i = 0;
+	while (i < node_nfolders && node_folders[i].key != k)
+		i++;
+	if (!holds) {
+		if (i == node_nfolders || --node_folders[i].n > 0)
+			return true;
+		if (node_folders[i].entered && node_del(nodetab_val(k, node_pid)) == 0)
+			atomic_fetch_sub(&ckc_node_mine, 1);
+		node_folders[i] = node_folders[--node_nfolders];
+		return true;
+	}
+	if (i == node_nfolders) {
+		if (node_nfolders == node_folders_cap) {
+			size_t cap = node_folders_cap ? 2 * node_folders_cap : 16;
+			node_folder_t *f = realloc(node_folders, cap * sizeof(*f));
+			if (!f)
+				return false;
+			node_folders = f;
+			node_folders_cap = cap;
+		}
+		node_folders[node_nfolders++] = (node_folder_t){ .key = k };
+	}
+	node_folder_t *f = &node_folders[i];
+	if (f->n++ == 0 || !f->entered) {
+		f->entered = node_add(nodetab_val(k, node_pid)) == 0;
+		if (f->entered)
+			atomic_fetch_add(&ckc_node_mine, 1);
+	}
+	return f->entered;
+}
+
 /* The engine tells: this process holds (or no longer holds) bytes that the
- * real file key lacks. Engine lock held: one compare-and-swap. */
+ * real file key lacks. Engine lock held: a compare-and-swap for the file,
+ * and one for its folder where it is the first of this process there. */
 static void node_hook(bool holds, const char *key)
 {
 	static atomic_bool said;
@@ -308,12 +381,19 @@ static void node_hook(bool holds, const char *key)
 	if (!holds) {
 		if (node_del(val) == 0)
 			atomic_fetch_sub(&ckc_node_mine, 1);
-	} else if (node_add(val) == 0) {
-		atomic_fetch_add(&ckc_node_mine, 1);
-	} else if (!atomic_exchange(&said, true)) {
-		ckc_warn("the table of cached checkpoints of this node is full: other processes may "
-			 "open %s before it reaches its real path and read an older version", key);
+		(void)node_folder_note(key, false);
+		return;
 	}
+	bool folder = node_folder_note(key, true);
+	if (node_add(val) == 0)
+		atomic_fetch_add(&ckc_node_mine, 1);
+	else
+		folder = false;
+	if (!folder && !atomic_exchange(&said, true))
+		ckc_warn("the table of cached checkpoints of this node is full: other processes may "
+			 "open or list %s before it reaches its real path and read an older version, "
+			 "or miss its name",
+			 key);
 }
 
 /* ---- writers in place ---------------------------------------------------- */
@@ -956,6 +1036,8 @@ CKC_START_PATH void ckc_node_atfork_child(void)
 		atomic_store_explicit(&node_self, 0, memory_order_relaxed);
 	if (atomic_load(&ckc_node_mine))
 		atomic_store(&ckc_node_mine, 0); /* the parent's slots are the parent's */
+	if (node_nfolders)
+		node_nfolders = 0; /* and so are its folders' */
 	/* the service thread stayed in the parent; the child must not keep
 	 * the parent's name bound once the parent is gone */
 	if (atomic_load(&node_serving) && atomic_exchange(&node_serving, false)) {
@@ -1213,7 +1295,9 @@ CKC_WARM_PATH bool ckc_node_others(void)
 	return node_anything();
 }
 
-bool ckc_node_ask_dir(const char *dir, int what)
+/* Asks the processes pids (n of them, this one's left out) about the
+ * folder dir: whether one writes under it. errno kept. */
+static bool node_ask_dir_of(const pid_t *pids, size_t n, const char *dir, int what)
 {
 	static const uint64_t magic[] = { [CKC_NODE_DIR_LIST] = NODE_DIR_LIST,
 					  [CKC_NODE_DIR_MOVE] = NODE_DIR_MOVE,
@@ -1221,15 +1305,10 @@ bool ckc_node_ask_dir(const char *dir, int what)
 	static const char *const said[] = { [CKC_NODE_DIR_LIST] = "publish what it owes under",
 					    [CKC_NODE_DIR_MOVE] = "hand over what it holds under",
 					    [CKC_NODE_DIR_GONE] = "retire its writers under" };
-	pid_t pids[NODE_DIR_PIDS];
-
-	if (!node_anything())
-		return false;
 	int saved = errno;
 	pid_t me = atomic_load(&node_me);
 	if (!me || ckc_in_vfork_child())
 		me = node_getpid();
-	size_t n = node_pids(pids, NODE_DIR_PIDS);
 	bool swept = false, writing = false;
 	for (size_t i = 0; i < n; i++) {
 		if (pids[i] == me)
@@ -1248,6 +1327,38 @@ bool ckc_node_ask_dir(const char *dir, int what)
 	}
 	errno = saved;
 	return writing;
+}
+
+bool ckc_node_ask_dir(const char *dir, int what)
+{
+	pid_t pids[NODE_DIR_PIDS];
+
+	if (!node_anything())
+		return false;
+	return node_ask_dir_of(pids, node_pids(pids, NODE_DIR_PIDS), dir, what);
+}
+
+bool ckc_node_ask_dir_one(const char *dir)
+{
+	uint64_t vals[NODE_ASK_MAX];
+	pid_t pids[NODE_ASK_MAX];
+	size_t probed, k = 0;
+
+	if (!node_anything())
+		return false;
+	uint64_t key = node_folder_key(dir, strlen(dir));
+	size_t n = key ? node_find(key, vals, &probed) : NODE_ASK_MAX + 1;
+	if (n > NODE_ASK_MAX)
+		return ckc_node_ask_dir(dir, CKC_NODE_DIR_LIST); /* more than fit: everyone */
+	for (size_t i = 0; i < n; i++) {
+		pid_t pid = nodetab_val_pid(vals[i]);
+		size_t j = 0;
+		while (j < k && pids[j] != pid)
+			j++;
+		if (j == k)
+			pids[k++] = pid;
+	}
+	return k ? node_ask_dir_of(pids, k, dir, CKC_NODE_DIR_LIST) : false;
 }
 
 /* In a vfork child: its parent, which serves the node, or 0. */
