@@ -438,6 +438,16 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 	 * would truncate that same file, so the file of its identity, with
 	 * the inode stat reported, is this version's to name */
 	eng_id_t id = { .fd = -1 };
+	/* the mode and owner the program gave the version it replaces, where
+	 * they have not reached the real file (the publication that was to
+	 * bring them is cancelled with it): the kernel's truncation keeps the
+	 * file's, so the new version has them */
+	ckc_attr_t kept = { .mask = 0 };
+	if (old && !old->at_home) {
+		kept = old->attr;
+		kept.mode = old->mode;
+		kept.mask &= CKC_ATTR_MODE | CKC_ATTR_OWNER;
+	}
 	if (old) {
 		eng_id_detach(old, &id);
 		ckc_obj_retire(old);
@@ -451,7 +461,13 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 		eng_unlock();
 		return -ENOMEM;
 	}
-	o->mode = mode & 07777;
+	o->mode = (kept.mask & CKC_ATTR_MODE) ? kept.mode & 07777 : mode & 07777;
+	if (kept.mask) {
+		o->attr.mask |= kept.mask;
+		o->attr.mode = o->mode;
+		o->attr.uid = kept.uid;
+		o->attr.gid = kept.gid;
+	}
 	eng_touch_mtime(o);
 	o->wrote_at = o->opened_at = t0;
 	o->wlevel = ckc_eng.ntier > 1 ? 0 : ckc_eng.ntier - 1;

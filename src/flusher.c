@@ -405,6 +405,7 @@ int ckc_flush_home_in_place(ckc_obj_t *o)
 {
 	char *key = strdup(o->key);
 	ckc_fid_t base = o->base;
+	ckc_attr_t attr = o->attr;
 	uint64_t size = o->size;
 	int level = size ? ckc_best_level(o) : -1;
 	if (!key || !base.known || (size && (level < 0 || level >= ckc_eng.ntier - 1))) {
@@ -446,6 +447,13 @@ int ckc_flush_home_in_place(ckc_obj_t *o)
 			 * version's bytes stay in the cache */
 			if (rc && rc != 1)
 				(void)sys_ftruncate(fd, 0);
+			/* the owner, mode and times the program gave the version
+			 * (a publication by a new file applies them to it) */
+			int arc = !rc && attr.mask ? ckc_attr_apply_fd(fd, &attr) : 0;
+			if (arc)
+				ckc_error("checkpoint %s: its owner, mode or times could not be given to its "
+					  "real file (%s)",
+					  key, strerror(-arc));
 		} else if (!size) {
 			/* made or written since by another process (its open of
 			 * the shared file): the version has no byte of its own

@@ -1237,6 +1237,59 @@ PY
 }
 case_add names/cached-permissions cached_permissions
 
+# A checkpoint's mode or owner set after an fsync (which published the
+# version) and before its close, then the file rewritten with O_TRUNC: the
+# kernel's truncation keeps the file's mode and owner, and so must the
+# rewrite (the publication that was to bring them was cancelled by the
+# rewrite, or the version handed to its real file in place, without them:
+# a file made private with 0600 became 0644 again, 19 runs in 20).
+names_mode_after_fsync_rewrite() {
+	local aside
+	cat >mf.py <<'PY'
+import os, sys
+root = os.geteuid() == 0
+for i in range(3):
+    with open(f"ck/warm{i}.bin", "wb") as f:
+        f.write(b"w" * (2 << 20))
+for k in range(8):
+    for how in ("mode", "owner") if root else ("mode",):
+        p = f"ck/{how}{k}.bin"
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, b"abc" * (k + 1))
+        if k % 4 != 3:
+            os.fsync(fd)
+        if how == "mode":
+            os.fchmod(fd, 0o600 if k % 2 else 0o640)
+        else:
+            os.fchown(fd, 1234 + k, 4321 + k)
+        os.close(fd)
+        st = os.stat(p)
+        before = (oct(st.st_mode), st.st_uid, st.st_gid)
+        fd = os.open(p, os.O_WRONLY | os.O_TRUNC)
+        st = os.fstat(fd)
+        opened = (oct(st.st_mode), st.st_uid, st.st_gid, st.st_size)
+        os.write(fd, b"new" * (k + 2))
+        os.close(fd)
+        st = os.stat(p)
+        print(p, before, opened, (oct(st.st_mode), st.st_uid, st.st_gid, st.st_size))
+PY
+	mkdir -p plainrun/ck
+	(cd plainrun && plain "$PY" ../mf.py >../want.txt) || fail "the program without the library"
+	for aside in off auto; do
+		rm -rf ck && mkdir ck
+		ck CKPTCACHE_STEP_ASIDE=$aside -- "$PY" mf.py >got.txt || fail "the program with the library (step aside $aside)$(last_error)"
+		outputs_match want.txt got.txt
+		(cd plainrun/ck && stat -c '%n %a %u %g %s' ./*.bin) >want.stat
+		(cd ck && stat -c '%n %a %u %g %s' ./*.bin) >got.stat
+		cmp -s want.stat got.stat ||
+			fail "after exit (step aside $aside), the real files' modes, owners or sizes differ from the program's without the library: $(diff want.stat got.stat | grep '^>' | head -4 | tr '\n' ' ')"
+		for f in plainrun/ck/*.bin; do
+			same "$f" "ck/$(basename "$f")" "after exit (step aside $aside), $(basename "$f")"
+		done
+	done
+}
+case_add names/mode-after-fsync-rewrite names_mode_after_fsync_rewrite
+
 # A root process that writes a checkpoint of mode 0600 and then takes
 # another effective user (seteuid, and a raw setresuid system call through
 # syscall(), which changes the calling thread alone) is refused its read,
