@@ -1662,8 +1662,7 @@ case_add children/fd-number-access fd_number_access
 # system call each (20,000 getpid calls, 20 ms a child here). Counted with
 # strace: the system calls of the children, and every byte at its path.
 children_vfork_close_range_after_hand_over() {
-	command -v strace >/dev/null || note "strace is not installed"
-	under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
+	needs_strace
 	local prog='
 import os, subprocess, sys
 d = sys.argv[1]

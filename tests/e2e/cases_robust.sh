@@ -1485,8 +1485,7 @@ case_add robust/fsync-then-killed fsync_then_killed
 # third sync on made no system call (the version was marked durable by
 # the second and never unmarked by the writes after it).
 fsync_each_reaches_file() {
-	command -v strace >/dev/null || note "strace is not installed"
-	under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
+	needs_strace
 	cat >pieces.py <<'PYEOF'
 import os, sys
 d = sys.argv[1]
@@ -2655,10 +2654,7 @@ case_add robust/inplace-slots-of-killed-writers inplace_slots_of_killed_writers
 writev_handed_mid_vector() {
 	local mode=${1:-writev}
 	command -v unshare >/dev/null || note "no unshare here"
-	if [ "$mode" = dsync ]; then
-		command -v strace >/dev/null || note "strace is not installed"
-		under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
-	fi
+	[ "$mode" != dsync ] || needs_strace
 	mkdir -p small
 	plain unshare -m sh -c 'mount -t tmpfs -o size=60M tmpfs small' 2>/dev/null ||
 		note "cannot mount a tmpfs in a mount namespace here"

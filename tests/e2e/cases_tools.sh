@@ -102,8 +102,7 @@ walk_syscalls() { # LIB-OR-EMPTY PATTERN CMD...: the readlink/getcwd calls CMD m
 }
 
 tools_walk_untagged() {
-	command -v strace >/dev/null || note "strace is not installed"
-	under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
+	needs_strace
 	local d f pat cmd
 	for d in $(seq 1 40); do
 		mkdir -p "tree/d$d/e"
@@ -122,8 +121,7 @@ tools_walk_untagged() {
 # never had a second thread places the library's descriptors above its own
 # without reading /proc/self/status; the copy holds the bytes.
 tools_dd_no_table_read() {
-	command -v strace >/dev/null || note "strace is not installed"
-	under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
+	needs_strace
 	mkdir -p ck
 	randfile src.bin 70000
 	timeout -k 5 "$CASE_TIMEOUT" strace -f -qq -e trace=openat -o strace.out \
@@ -195,13 +193,9 @@ walk_compare() {
 # and a folder open of a name whose checkpoint this process has just
 # written answers ENOTDIR, as without it.
 tools_walk_tagged() {
-	command -v strace >/dev/null || note "strace is not installed"
-	under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
-	local d f cmd
-	for d in $(seq 1 40); do
-		mkdir -p "ck/step$d"
-		for f in 1 2 3; do echo "$d $f" >"ck/step$d/r$f.bin"; done
-	done
+	needs_strace
+	local cmd
+	step_tree ck/step 40 3
 	for cmd in "find ck -type f" "du -s ck" "find $T/ck -type d"; do
 		# shellcheck disable=SC2086
 		walk_compare 4 "$T/ck/**" $cmd
@@ -268,13 +262,9 @@ slow_holder_end() {
 # (each readlink of /proc/self/fd/N made du and tar 2-2.5x slower then);
 # the checkpoint held reaches its real path.
 tools_walk_tagged_beside_holder() {
-	command -v strace >/dev/null || note "strace is not installed"
-	under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
-	local d f cmd plain lib dirs=20
-	for d in $(seq 1 $dirs); do
-		mkdir -p "ck/tree/step$d"
-		for f in $(seq 1 20); do echo "$d $f" >"ck/tree/step$d/r$f.bin"; done
-	done
+	needs_strace
+	local cmd plain lib dirs=20
+	step_tree ck/tree/step $dirs 20
 	slow_holder_start
 	for cmd in "du -s ck/tree" "find $T/ck/tree -type f" "tar cf /dev/null ck/tree"; do
 		# shellcheck disable=SC2086
@@ -297,13 +287,9 @@ tools_walk_tagged_beside_holder() {
 # A listing of the folder the holder holds its checkpoint in asks it, and
 # shows the checkpoint whole.
 tools_list_beside_holder() {
-	command -v strace >/dev/null || note "strace is not installed"
-	under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
-	local d f n
-	for d in $(seq 1 20); do
-		mkdir -p "ck/tree/step$d"
-		for f in $(seq 1 5); do echo "$d $f" >"ck/tree/step$d/r$f.bin"; done
-	done
+	needs_strace
+	local d n
+	step_tree ck/tree/step 20 5
 	slow_holder_start
 	n=$(node_asks "$T" du -s ck/tree)
 	echo "du over 20 tagged folders beside a holder of another folder: $n requests to other processes"
@@ -423,8 +409,7 @@ node_asks_of() {
 # all it held below it first). A folder's mode still asks the holder; the
 # modes and bytes are as without the library.
 tools_file_modes_beside_holder() {
-	command -v strace >/dev/null || note "strace is not installed"
-	under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
+	needs_strace
 	local f n
 	mkdir -p ck/tree plain
 	for f in $(seq 1 30); do
@@ -478,8 +463,7 @@ read_lookups() {
 }
 
 tools_read_looks_once() {
-	command -v strace >/dev/null || note "strace is not installed"
-	under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
+	needs_strace
 	local i plain lib
 	for i in $(seq 10 49); do randfile "ck/r$i.bin" $((i * 977)); done
 	cat ck/r*.bin >expect.bin

@@ -237,6 +237,24 @@ only_names() {
 
 # under_sanitizer: the library runs with a sanitizer runtime preloaded
 # before it (its memory and system calls are not the library's own then).
+# needs_strace: a case that counts system calls under strace runs only
+# where strace is installed and no sanitizer runtime is preloaded (a NOTE
+# says so otherwise; the plain build checks the system calls).
+needs_strace() {
+	command -v strace >/dev/null || note "strace is not installed"
+	under_sanitizer && note "the sanitizer runtime does not run under strace; the plain build checks the system calls"
+}
+
+# step_tree PREFIX DIRS FILES: folders PREFIX1..PREFIXDIRS, each with files
+# r1.bin..rFILES.bin holding "D F".
+step_tree() {
+	local d f
+	for d in $(seq 1 "$2"); do
+		mkdir -p "$1$d"
+		for f in $(seq 1 "$3"); do echo "$d $f" >"$1$d/r$f.bin"; done
+	done
+}
+
 under_sanitizer() {
 	[ "$PRELOAD" != "$LIB" ]
 }
