@@ -1027,7 +1027,11 @@ CKC_TAGGED_PATH static int open_tagged(const char *canon, int flags, mode_t mode
 		 * (a mode from it, and an ACL the cache's file would lack) */
 		if (!exists && ckc_folder_default_acl(canon))
 			return CKC_PASS;
-		mode_t m = real ? rst.st_mode : cached ? cst.mode : mode & ~ckc_umask();
+		/* (a cached version not yet at its real path: its mode, which
+		 * the program may have changed since and its publication is to
+		 * bring, is the file's; one published since this look may have
+		 * left the real file's older) */
+		mode_t m = cached && !cst.at_home ? cst.mode : real ? rst.st_mode : cached ? cst.mode : mode & ~ckc_umask();
 		/* the descriptor first: an open that fails for the want of one
 		 * (EMFILE) makes no version, which its close would publish */
 		int ph = ckc_placeholder(flags);
