@@ -438,16 +438,14 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 	 * would truncate that same file, so the file of its identity, with
 	 * the inode stat reported, is this version's to name */
 	eng_id_t id = { .fd = -1 };
-	/* the mode and owner the program gave the version it replaces, where
-	 * they have not reached the real file (the publication that was to
-	 * bring them is cancelled with it): the kernel's truncation keeps the
-	 * file's, so the new version has them */
-	ckc_attr_t kept = { .mask = 0 };
-	if (old && !old->at_home) {
-		kept = old->attr;
-		kept.mode = old->mode;
-		kept.mask &= CKC_ATTR_MODE | CKC_ATTR_OWNER;
-	}
+	/* the owner the program gave the version it replaces, where it has
+	 * not reached the real file (the publication that was to bring it is
+	 * cancelled with it): the kernel's truncation keeps the file's, so
+	 * the new version has it (its mode comes with the caller's mode,
+	 * open_tagged's look at that version) */
+	bool kept_owner = old && !old->at_home && (old->attr.mask & CKC_ATTR_OWNER);
+	uid_t kept_uid = kept_owner ? old->attr.uid : (uid_t)-1;
+	gid_t kept_gid = kept_owner ? old->attr.gid : (gid_t)-1;
 	if (old) {
 		eng_id_detach(old, &id);
 		ckc_obj_retire(old);
@@ -461,12 +459,11 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 		eng_unlock();
 		return -ENOMEM;
 	}
-	o->mode = (kept.mask & CKC_ATTR_MODE) ? kept.mode & 07777 : mode & 07777;
-	if (kept.mask) {
-		o->attr.mask |= kept.mask;
-		o->attr.mode = o->mode;
-		o->attr.uid = kept.uid;
-		o->attr.gid = kept.gid;
+	o->mode = mode & 07777;
+	if (kept_owner) {
+		o->attr.mask |= CKC_ATTR_OWNER;
+		o->attr.uid = kept_uid;
+		o->attr.gid = kept_gid;
 	}
 	eng_touch_mtime(o);
 	o->wrote_at = o->opened_at = t0;
