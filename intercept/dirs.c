@@ -90,7 +90,8 @@ __attribute__((noinline)) static void others_ask(const char *dir, int what, bool
 	ckc_enter();
 	if (ckc_path_resolve(dir, NULL, canon, sizeof(canon)) == 0 && dir_may_hold(canon, one)) {
 		bool writing = true;
-		bool recent = what != CKC_NODE_DIR_MOVE && dir_recently_asked(canon, &writing);
+		bool recent = what != CKC_NODE_DIR_MOVE && !(what == CKC_NODE_DIR_LIST && one) &&
+			      dir_recently_asked(canon, &writing);
 		if (what == CKC_NODE_DIR_LIST && one) {
 			(void)ckc_node_ask_dir_one(canon);
 		} else if (what == CKC_NODE_DIR_MOVE) {
