@@ -89,19 +89,20 @@ __attribute__((noinline)) static void others_ask(const char *dir, int what, bool
 	int saved = errno;
 	ckc_enter();
 	if (ckc_path_resolve(dir, NULL, canon, sizeof(canon)) == 0 && dir_may_hold(canon, one)) {
-		bool writing = true;
-		bool recent = what != CKC_NODE_DIR_MOVE && !(what == CKC_NODE_DIR_LIST && one) &&
-			      dir_recently_asked(canon, &writing);
 		if (what == CKC_NODE_DIR_LIST && one) {
 			(void)ckc_node_ask_dir_one(canon);
 		} else if (what == CKC_NODE_DIR_MOVE) {
 			dir_asked_note("", 0, true); /* files move: nothing known holds */
 			ckc_node_ask_dir(canon, what);
-		} else if (what == CKC_NODE_DIR_LIST && !recent) {
-			uint64_t t0 = ckc_now_ns();
-			dir_asked_note(canon, t0, ckc_node_ask_dir(canon, what));
-		} else if (what == CKC_NODE_DIR_GONE && (!recent || writing)) {
-			ckc_node_ask_dir(canon, what);
+		} else {
+			bool writing = true;
+			bool recent = dir_recently_asked(canon, &writing);
+			if (what == CKC_NODE_DIR_LIST && !recent) {
+				uint64_t t0 = ckc_now_ns();
+				dir_asked_note(canon, t0, ckc_node_ask_dir(canon, what));
+			} else if (what == CKC_NODE_DIR_GONE && (!recent || writing)) {
+				ckc_node_ask_dir(canon, what);
+			}
 		}
 	}
 	ckc_leave();

@@ -1031,7 +1031,7 @@ CKC_TAGGED_PATH static int open_tagged(const char *canon, int flags, mode_t mode
 		 * the program may have changed since and its publication is to
 		 * bring, is the file's; one published since this look may have
 		 * left the real file's older) */
-		mode_t m = cached && !cst.at_home ? cst.mode : real ? rst.st_mode : cached ? cst.mode : mode & ~ckc_umask();
+		mode_t m = cached && (!cst.at_home || !real) ? cst.mode : real ? rst.st_mode : mode & ~ckc_umask();
 		/* the descriptor first: an open that fails for the want of one
 		 * (EMFILE) makes no version, which its close would publish */
 		int ph = ckc_placeholder(flags);

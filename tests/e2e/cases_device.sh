@@ -111,11 +111,9 @@ case_add "device/stencil-write-malloc-reverse-touch-write" device_stencil write 
 # not fit, evictions, flushes and prefetches back (under a sanitizer's
 # runtime, a field of 1024 and a tier of a quarter the size: the same
 # ratio, a quarter of the bytes)
-if [ $QUICK_SAN -eq 1 ]; then
-	case_add "device/stencil-write-offset-reverse-2048" device_stencil write offset reverse none 1024 60 64M
-else
-	case_add "device/stencil-write-offset-reverse-2048" device_stencil write offset reverse none 2048 60 256M
-fi
+big="2048 60 256M"
+[ $QUICK_SAN -eq 1 ] && big="1024 60 64M"
+case_add "device/stencil-write-offset-reverse-2048" device_stencil write offset reverse none $big
 
 # A program's own fault on its own protected page, under device capture
 # with owed pages about: the default action (death by SIGSEGV), never a
