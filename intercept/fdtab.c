@@ -723,7 +723,7 @@ CKC_TAGGED_PATH void ckc_small_opened(int fd, uint64_t t0)
 
 static uint64_t passed_hash(const char *canon)
 {
-	return CKC_SMALL_PASSED | (ckc_path_hash_local(canon) >> 1);
+	return CKC_SMALL_PASSED | (ckc_path_hash(canon) >> 1);
 }
 
 CKC_TAGGED_PATH void ckc_passed_open(int fd, const char *canon)

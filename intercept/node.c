@@ -44,19 +44,21 @@
 #define NODE_FRONT 4096u
 #define NODE_FRONT_PROBE 256u
 #define NODE_BACK (NODE_SLOTS - NODE_FRONT)
-/* "ckptnod5": the layout of the shared file and of the messages (2: the
+/* "ckptnod6": the layout of the shared file and of the messages (2: the
  * folder requests, which a process of layout 1 would leave unanswered; 3:
  * the front and the back, where a process of layout 2 would look for an
  * entry in the wrong place; 4: the last slot of each part kept empty, so
  * that a front whose every slot was once taken empties again, where
  * layout 3 left it all freed slots that every search walked; 5: an entry
  * for each folder a process holds something in, which a listing of that
- * folder looks for, and which a process of layout 4 would not make), each
- * in a file of its own name, so that two layouts never ask each other */
-#define NODE_MAGIC 0x636b70746e6f6435ull
-/* The table's file, in /dev/shm or /tmp: ckptcache-UID.nodes5 */
+ * folder looks for, and which a process of layout 4 would not make; 6:
+ * keys of a hash that reads a path eight bytes a step, ckc_path_hash,
+ * where layout 5's read it a byte a step, in 4 times as long), each in a
+ * file of its own name, so that two layouts never ask each other */
+#define NODE_MAGIC 0x636b70746e6f6436ull
+/* The table's file, in /dev/shm or /tmp: ckptcache-UID.nodes6 */
 #define NODE_FILE_PREFIX "ckptcache-"
-#define NODE_FILE_SUFFIX ".nodes5"
+#define NODE_FILE_SUFFIX ".nodes6"
 /* How long an open waits for a holder to publish (a large checkpoint on a
  * slow file system). */
 #define NODE_ASK_WAIT_MS 60000
@@ -168,7 +170,7 @@ static bool pid_alive(pid_t pid)
 
 /* Maps this user's table (made on first use), or returns -1. Only a
  * regular file of this user, readable by nobody else, is used. */
-/* dir/ckptcache-UID.nodes5 into out (64 bytes), not with snprintf: a
+/* dir/ckptcache-UID.nodes6 into out (64 bytes), not with snprintf: a
  * forked child attaches before its new program, and a call the parent
  * never made is bound in each child (the loader's tables faulted in
  * again). */
@@ -403,15 +405,16 @@ static void node_hook(bool holds, const char *key)
  * another process that opens it with O_TRUNC would otherwise cache a new
  * version and publish it by rename, and this one's writes would go on in a
  * file no name leads to. Such a descriptor has a slot in a table of its own
- * (ckptcache-UID.inplace2 beside the node's, searched only by an open with
+ * (ckptcache-UID.inplace3 beside the node's, searched only by an open with
  * O_TRUNC: nobody is asked about it, and a process that holds nothing
  * unpublished counts for nothing in the node's table) for as long as it is
  * open; an O_TRUNC open that finds one of another live process writes in
  * place too. By descriptor number, to free it at the close. */
 #define INPLACE_SLOTS 4096u
-#define INPLACE_FILE_SUFFIX ".inplace2"
-/* "ckptinp2" (1: before the table's last slot was kept empty) */
-#define INPLACE_MAGIC 0x636b7074696e7032ull
+#define INPLACE_FILE_SUFFIX ".inplace3"
+/* "ckptinp3" (1: before the table's last slot was kept empty; 2: the keys
+ * of the node table's layout 5) */
+#define INPLACE_MAGIC 0x636b7074696e7033ull
 static node_hdr_t *inplace_hdr;
 static nodetab_slot_t *inplace_tab;
 static _Atomic uint64_t *inplace_val;
@@ -820,7 +823,7 @@ static void node_idle_publish(void)
 	static unsigned nfailed;
 	size_t n = ckc_idle_writers(keys, NODE_IDLE_MAX, NODE_IDLE_NS, NODE_OPEN_NS, NODE_IDLE_SMALL);
 	for (size_t i = 0; i < n && i < NODE_IDLE_MAX; i++) {
-		uint64_t h = ckc_path_hash_local(keys[i]);
+		uint64_t h = ckc_path_hash(keys[i]);
 		bool before = false;
 		for (unsigned k = 0; k < NODE_IDLE_MAX && !before; k++)
 			before = failed[k] == h;

@@ -86,7 +86,7 @@ void eng_set_base(ckc_obj_t *o, const ckc_fid_t *base)
 
 static uint64_t key_hash(const char *k)
 {
-	return ckc_path_hash_local(k);
+	return ckc_path_hash(k);
 }
 
 CKC_TAGGED_PATH ckc_obj_t *ckc_map_find(const char *key)

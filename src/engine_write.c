@@ -301,7 +301,7 @@ static int open_write(const char *path, mode_t mode, bool aside_ok, ckc_handle_t
 
 static void straight_note(const char *key, bool forced)
 {
-	uint64_t h = ckc_path_hash_local(key), now = ckc_now_ns();
+	uint64_t h = ckc_path_hash(key), now = ckc_now_ns();
 	int pick = 0;
 	bool found = false;
 	for (int i = 0; i < STRAIGHT_SLOTS; i++) {
@@ -333,7 +333,7 @@ CKC_TAGGED_PATH static bool straight_now(const char *key)
 			continue;
 		if (!now) {
 			now = ckc_now_ns();
-			h = ckc_path_hash_local(key);
+			h = ckc_path_hash(key);
 		}
 		if (ckc_eng.straight[i].hash == h && ckc_eng.straight[i].until_ns > now)
 			return true;

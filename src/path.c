@@ -224,7 +224,21 @@ CKC_TAGGED_PATH int ckc_path_key(const char *path, const char *base, char *out, 
 	return rc;
 }
 
-CKC_TAGGED_PATH uint64_t ckc_path_hash_local(const char *path)
+
+CKC_START_PATH size_t ckc_path_decimal(char *out, unsigned long long v)
+{
+	char rev[20];
+	size_t m = 0, k = 0;
+	do {
+		rev[m++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (m)
+		out[k++] = rev[--m];
+	return k;
+}
+
+CKC_TAGGED_PATH uint64_t ckc_path_hash(const char *path)
 {
 	const size_t len = strlen(path);
 	const char *end = path + len;
@@ -249,25 +263,4 @@ CKC_TAGGED_PATH uint64_t ckc_path_hash_local(const char *path)
 	 * length and in a byte do not cancel out */
 	h = (h ^ len) * 0xc4ceb9fe1a85ec53ull;
 	return h ^ (h >> 32);
-}
-
-CKC_START_PATH size_t ckc_path_decimal(char *out, unsigned long long v)
-{
-	char rev[20];
-	size_t m = 0, k = 0;
-	do {
-		rev[m++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (m)
-		out[k++] = rev[--m];
-	return k;
-}
-
-CKC_START_PATH uint64_t ckc_path_hash(const char *path)
-{
-	uint64_t h = 1469598103934665603ull;
-	while (*path)
-		h = (h ^ (unsigned char)*path++) * 1099511628211ull;
-	return h;
 }

@@ -49,13 +49,11 @@ int ckc_path_dirname(const char *canon, char *out, size_t outlen);
  * short program or a forked child would otherwise fault in for it. */
 size_t ckc_path_decimal(char *out, unsigned long long v);
 
-/* A 64-bit hash of a path (FNV-1a's step with the project's constant): the
- * node table's keys, a stand-in inode number. */
+/* A 64-bit hash of a path, eight bytes a step: the keys of the node's
+ * tables (which processes of other builds read: its values are part of
+ * their layout, and a change to them comes with new table names), the
+ * process's own tables (the object map, the marks of descriptors), a
+ * stand-in inode number. */
 uint64_t ckc_path_hash(const char *path);
-
-/* A 64-bit hash of a path, eight bytes a step: for tables within one
- * process (the object map, the marks of descriptors). Not for the node
- * table, which processes of other builds read. */
-uint64_t ckc_path_hash_local(const char *path);
 
 #endif

@@ -2593,13 +2593,13 @@ assert open(sys.argv[2], "rb").read() == b"new contents " * 1000, "the real file
 case_add_waits robust/changed-rescued-once changed_rescued_once
 
 # Writers in place killed with SIGKILL leave their slots in the node's
-# table of writes in place (ckptcache-UID.inplace2). The next process that
+# table of writes in place (ckptcache-UID.inplace3). The next process that
 # writes in place frees them: before, they stayed for good, every later
 # open for writing of every job searched the table, and the freed slots
 # piled up before them until a search walked nearly all of it.
 inplace_slots_of_killed_writers() {
 	local table
-	for table in /dev/shm/ckptcache-$(id -u).inplace2 /tmp/ckptcache-$(id -u).inplace2; do
+	for table in /dev/shm/ckptcache-$(id -u).inplace3 /tmp/ckptcache-$(id -u).inplace3; do
 		[ -f "$table" ] && break
 	done
 	cat >slots.py <<'PYEOF'
@@ -2631,7 +2631,7 @@ PYEOF
 	for pid in "${pids[@]}"; do
 		[ -n "$pid" ] || fail "a writer's process id was not found"
 	done
-	[ -f "$table" ] || for table in /dev/shm/ckptcache-$(id -u).inplace2 /tmp/ckptcache-$(id -u).inplace2; do
+	[ -f "$table" ] || for table in /dev/shm/ckptcache-$(id -u).inplace3 /tmp/ckptcache-$(id -u).inplace3; do
 		[ -f "$table" ] && break
 	done
 	[ -f "$table" ] || fail "no table of writes in place after three writers"

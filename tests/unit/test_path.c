@@ -201,7 +201,7 @@ static int u64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-Test(path, local_hash_tells_paths_apart)
+Test(path, hash_tells_paths_apart)
 {
 	/* every length around the eight-byte steps, and paths that differ in
 	 * one byte anywhere, or only in length (a trailing NUL-free tail) */
@@ -212,21 +212,31 @@ Test(path, local_hash_tells_paths_apart)
 	for (int len = 1; len <= 40; len++) {
 		memset(p, 'a', (size_t)len);
 		p[len] = '\0';
-		h[n++] = ckc_path_hash_local(p);
-		cr_assert_eq(ckc_path_hash_local(p), h[n - 1], "the same path, the same hash");
+		h[n++] = ckc_path_hash(p);
+		cr_assert_eq(ckc_path_hash(p), h[n - 1], "the same path, the same hash");
 		for (int at = 0; at < len && n < N; at++) {
 			p[at] = 'b';
-			h[n++] = ckc_path_hash_local(p);
+			h[n++] = ckc_path_hash(p);
 			p[at] = 'a';
 		}
 	}
 	for (int i = 0; n < N; i++) {
 		snprintf(p, sizeof(p), "/scratch/run/step_%04d/rank_%04d.bin", i / 100, i % 100);
-		h[n++] = ckc_path_hash_local(p);
+		h[n++] = ckc_path_hash(p);
 	}
 	qsort(h, N, sizeof(h[0]), u64_cmp);
 	for (int i = 1; i < N; i++)
 		cr_assert_neq(h[i], h[i - 1], "two of %d paths share a hash", N);
+}
+
+Test(path, hash_values_are_the_node_tables_layout)
+{
+	/* the node's tables are keyed by these values in every process of
+	 * the node, whatever its build: a change to them needs new table
+	 * names (node.c), which this catches */
+	cr_assert_eq(ckc_path_hash("/"), 0x64777e19c505223cull);
+	cr_assert_eq(ckc_path_hash("/dev/shm/a"), 0x23e048aab5c03b62ull);
+	cr_assert_eq(ckc_path_hash("/scratch/run/ckpt_0001.bin"), 0xd38a4ca023b8694cull);
 }
 
 Test(resolve, a_plain_absolute_path_is_its_own_canonical_form)
