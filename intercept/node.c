@@ -44,7 +44,7 @@
 #define NODE_FRONT 4096u
 #define NODE_FRONT_PROBE 256u
 #define NODE_BACK (NODE_SLOTS - NODE_FRONT)
-/* "ckptnod6": the layout of the shared file and of the messages (2: the
+/* "ckptnod7": the layout of the shared file and of the messages (2: the
  * folder requests, which a process of layout 1 would leave unanswered; 3:
  * the front and the back, where a process of layout 2 would look for an
  * entry in the wrong place; 4: the last slot of each part kept empty, so
@@ -53,12 +53,15 @@
  * for each folder a process holds something in, which a listing of that
  * folder looks for, and which a process of layout 4 would not make; 6:
  * keys of a hash that reads a path eight bytes a step, ckc_path_hash,
- * where layout 5's read it a byte a step, in 4 times as long), each in a
- * file of its own name, so that two layouts never ask each other */
-#define NODE_MAGIC 0x636b70746e6f6436ull
-/* The table's file, in /dev/shm or /tmp: ckptcache-UID.nodes6 */
+ * where layout 5's read it a byte a step, in 4 times as long; 7: the
+ * header's count of folder entries made, which a process of layout 6
+ * would not keep, so that a process of layout 7 that found a folder
+ * empty of holders would never look again), each in a file of its own
+ * name, so that two layouts never ask each other */
+#define NODE_MAGIC 0x636b70746e6f6437ull
+/* The table's file, in /dev/shm or /tmp: ckptcache-UID.nodes7 */
 #define NODE_FILE_PREFIX "ckptcache-"
-#define NODE_FILE_SUFFIX ".nodes6"
+#define NODE_FILE_SUFFIX ".nodes7"
 /* How long an open waits for a holder to publish (a large checkpoint on a
  * slow file system). */
 #define NODE_ASK_WAIT_MS 60000
@@ -84,7 +87,13 @@ typedef struct node_hdr {
 	 * hold while it does not change (a field of what was padding: a
 	 * library without it leaves it 0) */
 	_Atomic uint64_t moves;
-	char pad[32];
+	/* folder entries made, counted after each is in the table, and
+	 * whether one could not be made (the table was full): a process that
+	 * found no entry of a folder asks nobody about the files in it while
+	 * the count stays the same (node_none_dir) */
+	_Atomic uint64_t folders;
+	_Atomic uint64_t folders_lost;
+	char pad[16];
 } node_hdr_t;
 
 typedef struct node_req {
@@ -170,7 +179,7 @@ static bool pid_alive(pid_t pid)
 
 /* Maps this user's table (made on first use), or returns -1. Only a
  * regular file of this user, readable by nobody else, is used. */
-/* dir/ckptcache-UID.nodes6 into out (64 bytes), not with snprintf: a
+/* dir/ckptcache-UID.nodes7 into out (64 bytes), not with snprintf: a
  * forked child attaches before its new program, and a call the parent
  * never made is bound in each child (the loader's tables faulted in
  * again). */
@@ -366,8 +375,14 @@ static bool node_folder_note(const char *key, bool holds)
 	node_folder_t *f = &node_folders[i];
 	if (f->n++ == 0 || !f->entered) {
 		f->entered = node_add(nodetab_val(k, node_pid)) == 0;
-		if (f->entered)
+		if (f->entered) {
 			atomic_fetch_add(&ckc_node_mine, 1);
+			/* after the entry: a process that reads the new count
+			 * finds the entry too */
+			atomic_fetch_add(&node_hdr->folders, 1);
+		} else {
+			atomic_store(&node_hdr->folders_lost, 1);
+		}
 	}
 	return f->entered;
 }
@@ -1253,17 +1268,60 @@ static void node_compact_if(size_t probed)
 	}
 }
 
+/* The folder in which this thread last found that no process of the node
+ * holds anything (no entry of the folder in the table; its path, with
+ * its last '/'), and the count of folder entries made then, plus 1 (0:
+ * none kept). While the count stays the same, no process has begun to
+ * hold something in a folder since, and a look at a file in that folder
+ * asks nobody: a walker's stat of each name (du, ls -l, find -newer) in
+ * a folder beside the ones a running job holds checkpoints in costs a
+ * comparison, where it was a search of the table. A folder whose path is
+ * longer is looked at each time. */
+#define NODE_NONE_DIR_MAX 256
+static __thread struct {
+	uint64_t made;
+	size_t len;
+	char dir[NODE_NONE_DIR_MAX];
+} node_none_dir;
+
+/* canon's folder (its first len bytes) has no entry in the table: kept,
+ * with made, the count of folder entries read before the search of
+ * canon's own entry. */
+static void node_none_dir_note(const char *canon, size_t len, uint64_t made)
+{
+	uint64_t vals[NODE_ASK_MAX];
+	uint64_t k = node_folder_key(canon, len);
+	size_t probed;
+	if (!k || node_find(k, vals, &probed) != 0)
+		return;
+	memcpy(node_none_dir.dir, canon, len);
+	node_none_dir.len = len;
+	node_none_dir.made = made + 1;
+}
+
 CKC_TAGGED_PATH void ckc_node_ask(const char *canon)
 {
 	uint64_t vals[NODE_ASK_MAX];
 
 	if (!node_anything())
 		return;
+	/* (the count read before any search: an entry made after the
+	 * searches below is counted after it, and the count read at the next
+	 * look differs) */
+	const char *slash = strrchr(canon, '/');
+	size_t dl = slash ? (size_t)(slash - canon) + 1 : 0;
+	uint64_t made = atomic_load_explicit(&node_hdr->folders, memory_order_acquire);
+	bool memo = dl > 0 && dl < NODE_NONE_DIR_MAX && !atomic_load_explicit(&node_hdr->folders_lost, memory_order_acquire);
+	if (memo && node_none_dir.made == made + 1 && node_none_dir.len == dl && !memcmp(node_none_dir.dir, canon, dl))
+		return;
 	size_t probed;
 	size_t n = node_find(nodetab_key(canon), vals, &probed);
 	node_compact_if(probed);
-	if (n == 0)
+	if (n == 0) {
+		if (memo)
+			node_none_dir_note(canon, dl, made);
 		return;
+	}
 	int saved = errno;
 	/* a vfork child shares the parent's memory, and a process whose
 	 * engine never started has no node_me */

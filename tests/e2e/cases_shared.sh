@@ -538,3 +538,93 @@ for k in range(2):
 	done
 }
 case_add_waits shared/other-rank-reads other_rank_reads
+
+# A reader that looked at a folder in which no process held anything
+# (while another job held checkpoints in a folder beside it), then, after
+# a new holder closed new versions of that folder's files, reads them:
+# it gets the new versions, as without the library. The reader keeps the
+# folder it found empty of holders only while no process has begun to
+# hold something in a folder since; a reader that kept it longer read the
+# old bytes here. The holders' publications take 3 s each, as on a
+# slow file system, so that the versions are still theirs when the
+# reader looks.
+stat_after_folder_held() {
+	[ -n "$SLOWFS" ] || fail "the slow-metadata shim (tests/e2e/slowfs.c) did not compile"
+	cat >roles.py <<'PYEOF'
+import os, sys, time
+d, role = sys.argv[1], sys.argv[2]
+def body(tag, k, n):
+    return bytes([tag + k]) * n
+if role == "hold":  # checkpoints in a folder of their own, kept
+    for k in range(3):
+        with open(f"{d}/a/x{k}.bin", "wb") as f:
+            f.write(body(97, k, 300000))
+    print("ready", flush=True)
+    sys.stdin.readline()
+elif role == "new":  # new versions of b's files
+    for k in range(3):
+        with open(f"{d}/b/c{k}.bin", "wb") as f:
+            f.write(body(75, k, 200000 + k))
+    print("ready", flush=True)
+    sys.stdin.readline()
+else:  # the reader: b's files, before and after the new holder's
+    def look(want):
+        bad = []
+        for k in range(3):
+            p = f"{d}/b/c{k}.bin"
+            st = os.stat(p).st_size
+            data = open(p, "rb").read()
+            if (st, data) != (len(want(k)), want(k)):
+                bad.append(f"c{k}.bin: stat {st}, read {len(data)} bytes starting {data[:1]!r}")
+        return bad
+    bad = look(lambda k: body(65, k, 100000))
+    print("looked", flush=True)
+    sys.stdin.readline()
+    bad += look(lambda k: body(75, k, 200000 + k))
+    print("bad: " + "; ".join(bad) if bad else "ok", flush=True)
+PYEOF
+	cat >drive.py <<'PYEOF'
+import subprocess, sys
+d, lib, slow, py = sys.argv[1:5]
+env = dict(__import__("os").environ, CKPTCACHE_PATHS=f"{d}/*/*.bin", CKPTCACHE_STEP_ASIDE="off")
+slowenv = dict(env, LD_PRELOAD=f"{lib} {slow}", SLOWFS_MATCH=d, SLOWFS_OPS="rename", SLOWFS_US="3000000")
+def start(role, e):
+    return subprocess.Popen([py, "roles.py", d, role], env=e, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def line(p, want):
+    got = p.stdout.readline().strip()
+    if got != want:
+        sys.exit(f"expected {want!r}, got {got!r}")
+hold = start("hold", slowenv)
+line(hold, "ready")
+reader = start("read", dict(env, LD_PRELOAD=lib))
+line(reader, "looked")
+new = start("new", slowenv)
+line(new, "ready")
+reader.stdin.write("go\n")
+reader.stdin.flush()
+out = reader.stdout.readline().strip()
+for p in (hold, new):
+    p.stdin.write("end\n")
+    p.stdin.flush()
+rc = [p.wait(timeout=60) for p in (reader, hold, new)]
+print(out)
+sys.exit(0 if out == "ok" and rc == [0, 0, 0] else f"reader: {out}; exits {rc}")
+PYEOF
+	local round k
+	for round in $(seq "$(rounds 2 1)"); do
+		rm -rf ck && mkdir -p ck/a ck/b
+		plain "$PY" -c '
+import sys
+for k in range(3):
+    open(f"{sys.argv[1]}/b/c{k}.bin", "wb").write(bytes([65 + k]) * 100000)' "$T/ck"
+		plain "$PY" drive.py "$T/ck" "$PRELOAD" "$SLOWFS" "$PY" >drive.out 2>&1 ||
+			fail "round $round: $(tail -3 drive.out)$(last_error)"
+		plain "$PY" -c '
+import sys
+for k in range(3):
+    assert open(f"{sys.argv[1]}/b/c{k}.bin", "rb").read() == bytes([75 + k]) * (200000 + k), k
+    assert open(f"{sys.argv[1]}/a/x{k}.bin", "rb").read() == bytes([97 + k]) * 300000, k
+' "$T/ck" || fail "round $round: the checkpoints at their real paths"
+	done
+}
+case_add_waits shared/stat-after-a-folder-is-held stat_after_folder_held
