@@ -53,14 +53,21 @@ CKC_TAGGED_PATH static size_t probe_len(size_t n, size_t start, size_t within)
 }
 
 /* Whether a search from start reaches slot start + at: no empty slot
- * before it. */
+ * before it, nor one being emptied. */
 CKC_TAGGED_PATH static bool reaches(nodetab_slot_t *t, size_t start, size_t at)
 {
-	for (size_t i = 0; i < at; i++)
-		if (atomic_load(&t[start + i]) == NODETAB_EMPTY)
+	for (size_t i = 0; i < at; i++) {
+		uint64_t v = atomic_load(&t[start + i]);
+		if (v == NODETAB_EMPTY || v == NODETAB_EMPTYING)
 			return false;
+	}
 	return true;
 }
+
+void (*nodetab_add_pause)(size_t slot);
+void (*nodetab_reclaim_pause)(void);
+
+static size_t reclaim(nodetab_slot_t *t, size_t i);
 
 CKC_TAGGED_PATH int nodetab_add(nodetab_slot_t *t, size_t n, uint64_t val)
 {
@@ -75,8 +82,10 @@ CKC_TAGGED_PATH int nodetab_add_within(nodetab_slot_t *t, size_t n, uint64_t val
 		for (size_t i = 0; i < len && at == len; i++) {
 			nodetab_slot_t *s = &t[start + i];
 			uint64_t v = atomic_load(s);
+			if (__builtin_expect(nodetab_add_pause != NULL, 0))
+				nodetab_add_pause(start + i);
 			/* a slot another process takes meanwhile is skipped */
-			while (v == NODETAB_EMPTY || v == NODETAB_FREED)
+			while (v == NODETAB_EMPTY || v == NODETAB_FREED || v == NODETAB_EMPTYING)
 				if (atomic_compare_exchange_weak(s, &v, val)) {
 					at = i;
 					break;
@@ -90,22 +99,41 @@ CKC_TAGGED_PATH int nodetab_add_within(nodetab_slot_t *t, size_t n, uint64_t val
 		if (reaches(t, start, at))
 			return 0;
 		uint64_t v = val;
-		atomic_compare_exchange_strong(&t[start + at], &v, (uint64_t)NODETAB_FREED);
+		if (atomic_compare_exchange_strong(&t[start + at], &v, (uint64_t)NODETAB_FREED))
+			(void)reclaim(t, start + at);
 	}
 }
 
 /* Slot i (before the last) is freed: it becomes empty, and so does each
  * freed slot before it, while the slot after is empty. A search that
- * reached such a slot would stop at the next one anyway, and an addition
- * whose search passed it checks that it is still reachable (nodetab_add).
- * Returns how many. */
+ * reached such a slot would stop at the next one anyway. An addition may
+ * take the slot after it meanwhile, its search having passed slot i while
+ * that still held a value: the slot is marked (NODETAB_EMPTYING) before
+ * the slot after it is looked at, and the addition looks at the slots
+ * before its own after taking it (reaches), so that one of the two sees
+ * the other's change. Where the removal saw the slot after taken it puts
+ * the mark back to freed; where the addition saw the mark it places its
+ * value again. Before, a removal that looked between the addition's look
+ * and its taking of the slot emptied the slot before it: the value was
+ * there for good and no search found it (1 in 10 million races of a
+ * removal and an addition in one neighbourhood). Returns how many. */
 CKC_TAGGED_PATH static size_t reclaim(nodetab_slot_t *t, size_t i)
 {
 	size_t done = 0;
 	for (;; i--) {
-		if (atomic_load(&t[i + 1]) != NODETAB_EMPTY)
-			break;
 		uint64_t v = NODETAB_FREED;
+		if (!atomic_compare_exchange_strong(&t[i], &v, (uint64_t)NODETAB_EMPTYING))
+			break;
+		bool after_empty = atomic_load(&t[i + 1]) == NODETAB_EMPTY;
+		if (__builtin_expect(nodetab_reclaim_pause != NULL, 0))
+			nodetab_reclaim_pause();
+		/* (an addition may have taken the marked slot itself: then it
+		 * is its, and both exchanges below leave it) */
+		v = NODETAB_EMPTYING;
+		if (!after_empty) {
+			atomic_compare_exchange_strong(&t[i], &v, (uint64_t)NODETAB_FREED);
+			break;
+		}
 		if (!atomic_compare_exchange_strong(&t[i], &v, (uint64_t)NODETAB_EMPTY))
 			break;
 		done++;
@@ -175,7 +203,7 @@ size_t nodetab_pids(nodetab_slot_t *t, size_t n, pid_t *pids, size_t max)
 	size_t k = 0;
 	for (size_t i = 0; i < n && k < max; i++) {
 		uint64_t v = atomic_load_explicit(&t[i], memory_order_relaxed);
-		if (v == NODETAB_EMPTY || v == NODETAB_FREED)
+		if (v == NODETAB_EMPTY || v == NODETAB_FREED || v == NODETAB_EMPTYING)
 			continue;
 		pid_t pid = nodetab_val_pid(v);
 		size_t j = 0;
@@ -192,7 +220,7 @@ size_t nodetab_sweep(nodetab_slot_t *t, size_t n, bool (*alive)(pid_t pid))
 	size_t freed = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t v = atomic_load(&t[i]);
-		if (v == NODETAB_EMPTY || v == NODETAB_FREED || alive(nodetab_val_pid(v)))
+		if (v == NODETAB_EMPTY || v == NODETAB_FREED || v == NODETAB_EMPTYING || alive(nodetab_val_pid(v)))
 			continue;
 		if (atomic_compare_exchange_strong(&t[i], &v, (uint64_t)NODETAB_FREED))
 			freed++;

@@ -18,6 +18,9 @@
 
 #define NODETAB_EMPTY 0u /* never used: a search stops here */
 #define NODETAB_FREED 1u /* used before: a search goes on */
+/* freed, and being emptied (nodetab_del): a search goes on, an addition
+ * may take it, and one placed after it is not reachable through it */
+#define NODETAB_EMPTYING 2u
 /* A search looks at most this many slots from a key's first one. */
 #define NODETAB_PROBE 4096u
 
@@ -65,5 +68,11 @@ size_t nodetab_pids(nodetab_slot_t *t, size_t n, pid_t *pids, size_t max);
 
 /* Frees every slot whose process alive() says is gone; returns how many. */
 size_t nodetab_sweep(nodetab_slot_t *t, size_t n, bool (*alive)(pid_t pid));
+
+/* For tests, called where set: by an addition after its look at a slot
+ * and before it tries to take it; by a removal between its look at the
+ * slot after a freed one and the freed one's emptying. */
+extern void (*nodetab_add_pause)(size_t slot);
+extern void (*nodetab_reclaim_pause)(void);
 
 #endif

@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -281,6 +282,74 @@ Test(nodetab, concurrent_adds_and_removes)
 			cr_assert_eq(per[t], want, "key %d thread %d: %zu kept, %zu expected", k, t, per[t], want);
 		}
 	}
+}
+
+/* An addition whose search passed slot 5 while X was there takes slot 6;
+ * X's removal looks at slot 6 before that and empties slot 5 after the
+ * addition looked back at it (the two pauses make that order): the value
+ * added must still be found, and removed. */
+static atomic_int order; /* 0, 1: the removal may start, 2: it looked, 3: it may go on */
+static uint64_t order_x;
+
+static bool order_wait(int want)
+{
+	for (long i = 0; i < 5000000L; i++) {
+		if (atomic_load(&order) == want)
+			return true;
+		sched_yield();
+	}
+	return false;
+}
+
+static void order_add_pause(size_t slot)
+{
+	int zero = 0;
+	if (slot == 6 && atomic_compare_exchange_strong(&order, &zero, 1))
+		(void)order_wait(2);
+}
+
+static void order_reclaim_pause(void)
+{
+	int one = 1;
+	if (atomic_compare_exchange_strong(&order, &one, 2))
+		(void)order_wait(3);
+}
+
+static void *order_remover(void *arg)
+{
+	(void)arg;
+	if (!order_wait(1))
+		return (void *)(intptr_t)-100;
+	return (void *)(intptr_t)nodetab_del_within(tab, N, order_x, 8);
+}
+
+Test(nodetab, an_addition_beside_a_removal_is_found)
+{
+	clear();
+	uint64_t kx = key_at(5, 0), ky = key_at(5, 1), vals[4];
+	order_x = nodetab_val(kx, 100);
+	uint64_t y = nodetab_val(ky, 200);
+	cr_assert_eq(nodetab_add_within(tab, N, order_x, 8), 0);
+	atomic_store(&order, 0);
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, order_remover, NULL), 0);
+	nodetab_add_pause = order_add_pause;
+	nodetab_reclaim_pause = order_reclaim_pause;
+	int rc = nodetab_add_within(tab, N, y, 8);
+	nodetab_add_pause = NULL;
+	bool looked = atomic_load(&order) == 2;
+	atomic_store(&order, 3);
+	void *del;
+	pthread_join(th, &del);
+	nodetab_reclaim_pause = NULL;
+	cr_assert(looked, "the removal did not reach its look at slot 6 while the addition waited");
+	cr_assert_eq(rc, 0);
+	cr_assert_eq((intptr_t)del, 0, "X's removal: %d", (int)(intptr_t)del);
+	cr_assert_eq(nodetab_find_within(tab, N, kx, vals, 4, NULL, 8), 0);
+	cr_assert_eq(nodetab_find_within(tab, N, ky, vals, 4, NULL, 8), 1, "the value added is in the table but no search finds it");
+	cr_assert_eq(nodetab_del_within(tab, N, y, 8), 0);
+	for (size_t i = 0; i < N; i++)
+		cr_assert_eq(atomic_load(&tab[i]), NODETAB_EMPTY, "slot %zu", i);
 }
 
 Test(nodetab, pids_lists_each_holder_once)
