@@ -1044,6 +1044,26 @@ CKC_WARM_PATH bool ckc_node_serving(void)
 	return atomic_load(&node_serving);
 }
 
+/* The folder in which this process last found that no process of the
+ * node holds anything (no entry of the folder in the table; its path,
+ * with its last '/'), and the count of folder entries made then, plus 1
+ * (0: none kept). While the count stays the same, no process has begun
+ * to hold something in a folder since, and a look at a file in that
+ * folder asks nobody: a walker's stat of each name (du, ls -l, find
+ * -newer) in a folder beside the ones a running job holds checkpoints in
+ * costs a comparison, where it was a search of the table. A folder whose
+ * path is longer is looked at each time, and so is every folder while
+ * another thread looks at this one (busy; a process's thread-local
+ * storage stays small: a dlopen() of the library takes it from a small
+ * static reserve). */
+#define NODE_NONE_DIR_MAX 256
+static struct {
+	atomic_bool busy;
+	uint64_t made;
+	size_t len;
+	char dir[NODE_NONE_DIR_MAX];
+} node_none_dir;
+
 CKC_START_PATH void ckc_node_atfork_child(void)
 {
 	/* (each store only where it changes something: a page the child
@@ -1056,6 +1076,8 @@ CKC_START_PATH void ckc_node_atfork_child(void)
 		atomic_store(&ckc_node_mine, 0); /* the parent's slots are the parent's */
 	if (node_nfolders)
 		node_nfolders = 0; /* and so are its folders' */
+	if (atomic_load_explicit(&node_none_dir.busy, memory_order_relaxed))
+		atomic_store(&node_none_dir.busy, false); /* another thread's look at fork */
 	/* the service thread stayed in the parent; the child must not keep
 	 * the parent's name bound once the parent is gone */
 	if (atomic_load(&node_serving) && atomic_exchange(&node_serving, false)) {
@@ -1268,21 +1290,16 @@ static void node_compact_if(size_t probed)
 	}
 }
 
-/* The folder in which this thread last found that no process of the node
- * holds anything (no entry of the folder in the table; its path, with
- * its last '/'), and the count of folder entries made then, plus 1 (0:
- * none kept). While the count stays the same, no process has begun to
- * hold something in a folder since, and a look at a file in that folder
- * asks nobody: a walker's stat of each name (du, ls -l, find -newer) in
- * a folder beside the ones a running job holds checkpoints in costs a
- * comparison, where it was a search of the table. A folder whose path is
- * longer is looked at each time. */
-#define NODE_NONE_DIR_MAX 256
-static __thread struct {
-	uint64_t made;
-	size_t len;
-	char dir[NODE_NONE_DIR_MAX];
-} node_none_dir;
+/* Whether canon's folder (its first len bytes) is the one kept, with
+ * made the count of folder entries now. */
+CKC_TAGGED_PATH static bool node_none_dir_is(const char *canon, size_t len, uint64_t made)
+{
+	if (atomic_exchange_explicit(&node_none_dir.busy, true, memory_order_acquire))
+		return false;
+	bool is = node_none_dir.made == made + 1 && node_none_dir.len == len && !memcmp(node_none_dir.dir, canon, len);
+	atomic_store_explicit(&node_none_dir.busy, false, memory_order_release);
+	return is;
+}
 
 /* canon's folder (its first len bytes) has no entry in the table: kept,
  * with made, the count of folder entries read before the search of
@@ -1292,11 +1309,13 @@ static void node_none_dir_note(const char *canon, size_t len, uint64_t made)
 	uint64_t vals[NODE_ASK_MAX];
 	uint64_t k = node_folder_key(canon, len);
 	size_t probed;
-	if (!k || node_find(k, vals, &probed) != 0)
+	if (!k || node_find(k, vals, &probed) != 0 ||
+	    atomic_exchange_explicit(&node_none_dir.busy, true, memory_order_acquire))
 		return;
 	memcpy(node_none_dir.dir, canon, len);
 	node_none_dir.len = len;
 	node_none_dir.made = made + 1;
+	atomic_store_explicit(&node_none_dir.busy, false, memory_order_release);
 }
 
 CKC_TAGGED_PATH void ckc_node_ask(const char *canon)
@@ -1312,7 +1331,7 @@ CKC_TAGGED_PATH void ckc_node_ask(const char *canon)
 	size_t dl = slash ? (size_t)(slash - canon) + 1 : 0;
 	uint64_t made = atomic_load_explicit(&node_hdr->folders, memory_order_acquire);
 	bool memo = dl > 0 && dl < NODE_NONE_DIR_MAX && !atomic_load_explicit(&node_hdr->folders_lost, memory_order_acquire);
-	if (memo && node_none_dir.made == made + 1 && node_none_dir.len == dl && !memcmp(node_none_dir.dir, canon, dl))
+	if (memo && node_none_dir_is(canon, dl, made))
 		return;
 	size_t probed;
 	size_t n = node_find(nodetab_key(canon), vals, &probed);
