@@ -545,7 +545,7 @@ case_add_waits shared/other-rank-reads other_rank_reads
 # it gets the new versions, as without the library. The reader keeps the
 # folder it found empty of holders only while no process has begun to
 # hold something in a folder since; a reader that kept it longer read the
-# old bytes here. The holders' publications take 3 s each, as on a
+# old bytes here. The holders' publications take 2 s each, as on a
 # slow file system, so that the versions are still theirs when the
 # reader looks.
 stat_after_folder_held() {
@@ -556,13 +556,13 @@ d, role = sys.argv[1], sys.argv[2]
 def body(tag, k, n):
     return bytes([tag + k]) * n
 if role == "hold":  # checkpoints in a folder of their own, kept
-    for k in range(3):
+    for k in range(2):
         with open(f"{d}/a/x{k}.bin", "wb") as f:
             f.write(body(97, k, 300000))
     print("ready", flush=True)
     sys.stdin.readline()
 elif role == "new":  # new versions of b's files
-    for k in range(3):
+    for k in range(2):
         with open(f"{d}/b/c{k}.bin", "wb") as f:
             f.write(body(75, k, 200000 + k))
     print("ready", flush=True)
@@ -570,7 +570,7 @@ elif role == "new":  # new versions of b's files
 else:  # the reader: b's files, before and after the new holder's
     def look(want):
         bad = []
-        for k in range(3):
+        for k in range(2):
             p = f"{d}/b/c{k}.bin"
             st = os.stat(p).st_size
             data = open(p, "rb").read()
@@ -587,7 +587,7 @@ PYEOF
 import subprocess, sys
 d, lib, slow, py = sys.argv[1:5]
 env = dict(__import__("os").environ, CKPTCACHE_PATHS=f"{d}/*/*.bin", CKPTCACHE_STEP_ASIDE="off")
-slowenv = dict(env, LD_PRELOAD=f"{lib} {slow}", SLOWFS_MATCH=d, SLOWFS_OPS="rename", SLOWFS_US="3000000")
+slowenv = dict(env, LD_PRELOAD=f"{lib} {slow}", SLOWFS_MATCH=d, SLOWFS_OPS="rename", SLOWFS_US="2000000")
 def start(role, e):
     return subprocess.Popen([py, "roles.py", d, role], env=e, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 def line(p, want):
@@ -615,13 +615,13 @@ PYEOF
 		rm -rf ck && mkdir -p ck/a ck/b
 		plain "$PY" -c '
 import sys
-for k in range(3):
+for k in range(2):
     open(f"{sys.argv[1]}/b/c{k}.bin", "wb").write(bytes([65 + k]) * 100000)' "$T/ck"
 		plain "$PY" drive.py "$T/ck" "$PRELOAD" "$SLOWFS" "$PY" >drive.out 2>&1 ||
 			fail "round $round: $(tail -3 drive.out)$(last_error)"
 		plain "$PY" -c '
 import sys
-for k in range(3):
+for k in range(2):
     assert open(f"{sys.argv[1]}/b/c{k}.bin", "rb").read() == bytes([75 + k]) * (200000 + k), k
     assert open(f"{sys.argv[1]}/a/x{k}.bin", "rb").read() == bytes([97 + k]) * 300000, k
 ' "$T/ck" || fail "round $round: the checkpoints at their real paths"
