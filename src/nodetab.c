@@ -64,6 +64,13 @@ CKC_TAGGED_PATH static bool reaches(nodetab_slot_t *t, size_t start, size_t at)
 	return true;
 }
 
+/* Whether a slot's value is none of a holder's (empty, freed, or being
+ * emptied: the sentinels are the smallest values). */
+CKC_TAGGED_PATH static inline bool slot_free(uint64_t v)
+{
+	return v <= NODETAB_EMPTYING;
+}
+
 void (*nodetab_add_pause)(size_t slot);
 void (*nodetab_reclaim_pause)(void);
 
@@ -85,7 +92,7 @@ CKC_TAGGED_PATH int nodetab_add_within(nodetab_slot_t *t, size_t n, uint64_t val
 			if (__builtin_expect(nodetab_add_pause != NULL, 0))
 				nodetab_add_pause(start + i);
 			/* a slot another process takes meanwhile is skipped */
-			while (v == NODETAB_EMPTY || v == NODETAB_FREED || v == NODETAB_EMPTYING)
+			while (slot_free(v))
 				if (atomic_compare_exchange_weak(s, &v, val)) {
 					at = i;
 					break;
@@ -111,12 +118,10 @@ CKC_TAGGED_PATH int nodetab_add_within(nodetab_slot_t *t, size_t n, uint64_t val
  * that still held a value: the slot is marked (NODETAB_EMPTYING) before
  * the slot after it is looked at, and the addition looks at the slots
  * before its own after taking it (reaches), so that one of the two sees
- * the other's change. Where the removal saw the slot after taken it puts
- * the mark back to freed; where the addition saw the mark it places its
- * value again. Before, a removal that looked between the addition's look
- * and its taking of the slot emptied the slot before it: the value was
- * there for good and no search found it (1 in 10 million races of a
- * removal and an addition in one neighbourhood). Returns how many. */
+ * the other's change (else the value would be in a slot no search
+ * reaches). Where the removal saw the slot after taken it puts the mark
+ * back to freed; where the addition saw the mark it places its value
+ * again. Returns how many. */
 CKC_TAGGED_PATH static size_t reclaim(nodetab_slot_t *t, size_t i)
 {
 	size_t done = 0;
@@ -203,7 +208,7 @@ size_t nodetab_pids(nodetab_slot_t *t, size_t n, pid_t *pids, size_t max)
 	size_t k = 0;
 	for (size_t i = 0; i < n && k < max; i++) {
 		uint64_t v = atomic_load_explicit(&t[i], memory_order_relaxed);
-		if (v == NODETAB_EMPTY || v == NODETAB_FREED || v == NODETAB_EMPTYING)
+		if (slot_free(v))
 			continue;
 		pid_t pid = nodetab_val_pid(v);
 		size_t j = 0;
@@ -220,7 +225,7 @@ size_t nodetab_sweep(nodetab_slot_t *t, size_t n, bool (*alive)(pid_t pid))
 	size_t freed = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t v = atomic_load(&t[i]);
-		if (v == NODETAB_EMPTY || v == NODETAB_FREED || v == NODETAB_EMPTYING || alive(nodetab_val_pid(v)))
+		if (slot_free(v) || alive(nodetab_val_pid(v)))
 			continue;
 		if (atomic_compare_exchange_strong(&t[i], &v, (uint64_t)NODETAB_FREED))
 			freed++;
