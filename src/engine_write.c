@@ -971,6 +971,11 @@ static ssize_t eng_write(ckc_handle_t *h, const void *buf, uint64_t dsrc, const 
 		return -EBADF;
 	if (len == 0)
 		return 0;
+	/* no buffer, no device address, no vector: the program's NULL, which
+	 * the kernel answers with EFAULT (read as a device address, it was
+	 * copied from on a machine with no GPU) */
+	if (!buf && !dsrc && !iov)
+		return -EFAULT;
 	if (off + len < off)
 		return -EFBIG;
 	ckc_mutex_lock(&ckc_eng.lock);

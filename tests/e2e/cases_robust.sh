@@ -2960,7 +2960,9 @@ case_add robust/handed-writer-reopened handed_writer_reopened
 # checkpoint: the call fails with EFAULT (or, for a vector, stops at the
 # first bad piece with the bytes before it), as the kernel answers, and the
 # program goes on. (The library's copy faulted in the program's stead: the
-# program died of SIGSEGV and the cached checkpoints were lost.) A buffer
+# program died of SIGSEGV and the cached checkpoints were lost; a NULL
+# buffer was taken for a device address and copied from, on a machine with
+# no GPU, with the same end.) A buffer
 # that is bad only in part fails whole (the kernel may move the part
 # before the fault: ckptcache(7)). Under a sanitizer's runtime, whose
 # handler of SIGSEGV comes before the library's, the faults are skipped.
@@ -3001,6 +3003,12 @@ int main(int c, char **v)
 			return 3;
 		said("write", write(fd, m, 4096));
 		said("writev", writev(fd, iov, 20));
+		/* no buffer at all (a NULL the kernel answers with EFAULT) */
+		said("write from NULL", write(fd, NULL, 100));
+		said("pwrite from NULL", pwrite(fd, NULL, 100, 20000));
+		iov[5].iov_base = NULL;
+		said("writev, piece 5 NULL", writev(fd, iov, 20));
+		iov[5].iov_base = pieces[5];
 		if (faults) {
 			said("write from address 16", write(fd, (void *)16, 100));
 			said("pwrite past the end from address 16", pwrite(fd, (void *)16, 100, 20000));
@@ -3032,5 +3040,6 @@ C
 		same plainrun/ck$i.bin ck/ck$i.bin "ck$i.bin at its real path"
 	done
 	[ $faults -eq 0 ] || grep -q "write from address 16 = -1" got.txt || fail "no EFAULT answered"
+	grep -q "write from NULL = -1" got.txt || fail "no EFAULT answered for a NULL buffer"
 }
 case_add robust/bad-buffer-efault bad_buffer_efault
