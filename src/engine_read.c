@@ -1002,9 +1002,12 @@ int ckc_ftruncate(ckc_handle_t *h, uint64_t size)
 		return -EBADF;
 	ckc_mutex_lock(&ckc_eng.lock);
 	eng_wait_idle(o, EB_MOVE | EB_HAND);
-	if (o->handed || o->retired || o->complete) {
+	/* (a version retired, unlinked or renamed over, is truncated as its
+	 * writes land: in its copies, as an unlinked file through its
+	 * descriptor) */
+	if (o->handed || o->complete) {
 		eng_unlock();
-		return o->handed ? CKC_HANDED : o->retired ? 0 : -EBADF;
+		return o->handed ? CKC_HANDED : -EBADF;
 	}
 	if (o->wlevel == ckc_eng.ntier - 1) {
 		rc = home_truncate(o, size);

@@ -194,8 +194,9 @@ int m_growhints(int argc, char **argv)
 /* unlink-open DIR: the scratch-file idiom: a file opened read-write,
  * unlinked, and used on through its descriptor (sizes 0 B to 3 MiB, a
  * write before and after the unlink): every byte written reads back, fstat
- * counts them, and no file is left at the path. The same for a file
- * renamed over while its writer still writes. */
+ * counts them, ftruncate shortens and grows it, and no file is left at
+ * the path. The same for a file renamed over while its writer still
+ * writes. */
 int m_unlink_open(int argc, char **argv)
 {
 	need_args(argc, 2, "DIR");
@@ -225,12 +226,30 @@ int m_unlink_open(int argc, char **argv)
 			struct stat st;
 			if (fstat(fd, &st) != 0 || st.st_size != (off_t)(n + m))
 				fail("fstat of a file %s: %lld bytes, expected %zu", what, (long long)st.st_size, n + m);
-			unsigned char *b = xmalloc(n + m + 1);
+			unsigned char *b = xmalloc(n + m + 4100);
 			ssize_t r = pread(fd, b, n + m + 1, 0);
 			if (r != (ssize_t)(n + m))
 				fail("pread of a file %s after %zu+%zu bytes: %zd (%s)", what, n, m, r,
 				     r < 0 ? strerror(errno) : "short");
 			expect_bytes(b, e, 0, n + m, what);
+			/* truncated through the descriptor, shorter and then
+			 * longer: the new size, and zeros past the bytes kept */
+			size_t half = (n + m) / 2, grown = n + m + 4099;
+			if (ftruncate(fd, (off_t)half) != 0 || fstat(fd, &st) != 0 || st.st_size != (off_t)half ||
+			    lseek(fd, 0, SEEK_END) != (off_t)half)
+				fail("ftruncate of a file %s to %zu bytes: %lld (%s)", what, half, (long long)st.st_size,
+				     strerror(errno));
+			if (ftruncate(fd, (off_t)grown) != 0 || fstat(fd, &st) != 0 || st.st_size != (off_t)grown)
+				fail("ftruncate of a file %s to %zu bytes: %lld (%s)", what, grown, (long long)st.st_size,
+				     strerror(errno));
+			r = pread(fd, b, grown + 1, 0);
+			if (r != (ssize_t)grown)
+				fail("pread of a file %s truncated to %zu bytes: %zd", what, grown, r);
+			expect_bytes(b, e, 0, half, what);
+			for (size_t i = half; i < grown; i++)
+				if (b[i])
+					fail("a file %s, shortened to %zu bytes and grown to %zu: byte %zu is %d", what, half,
+					     grown, i, b[i]);
 			close(fd);
 			if (how == 0 && access(path, F_OK) == 0)
 				fail("%s is back after its unlink", path);
