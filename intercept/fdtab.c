@@ -1013,16 +1013,27 @@ int ckc_placeholder(int oflags)
 
 /* ---- switching to the real file ---------------------------------------- */
 
-/* The real file of v, opened as v was (no O_CREAT, O_TRUNC or O_EXCL:
- * it exists and holds v's bytes) and placed at v's offset. */
-static int vfd_open_real(const ckc_vfd_t *v)
+/* The path v's version has now, in now, or the one it was opened at
+ * (v->path) where it has none: a rename while v is open moves it. */
+static const char *vfd_name(const ckc_vfd_t *v, char now[PATH_MAX])
+{
+	ckc_enter();
+	bool named = ckc_handle_name(v->h, now);
+	ckc_leave();
+	return named ? now : v->path;
+}
+
+/* The real file of v at path (vfd_name), opened as v was (no O_CREAT,
+ * O_TRUNC or O_EXCL: it exists and holds v's bytes) and placed at v's
+ * offset. */
+static int vfd_open_real(const ckc_vfd_t *v, const char *path)
 {
 	int keep = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_SYNC | O_DSYNC;
 	int fl = (v->flags & O_ACCMODE) | (v->flags & keep) | O_CLOEXEC;
-	int fd = REAL(openat)(AT_FDCWD, v->path, fl);
+	int fd = REAL(openat)(AT_FDCWD, path, fl);
 	/* flags the file system or the owner refuses are only hints here */
 	if (fd < 0 && (errno == EPERM || errno == EINVAL) && (fl & (O_NOATIME | O_DIRECT)))
-		fd = REAL(openat)(AT_FDCWD, v->path, fl & ~(O_NOATIME | O_DIRECT));
+		fd = REAL(openat)(AT_FDCWD, path, fl & ~(O_NOATIME | O_DIRECT));
 	if (fd < 0)
 		return -errno;
 	if (REAL(lseek)(fd, (off_t)v->pos, SEEK_SET) < 0) {
@@ -1068,6 +1079,8 @@ int ckc_vfd_switched_at(int fd, uint64_t id)
 int ckc_vfd_switch(ckc_vfd_t *v)
 {
 	int rc = 0, saved = errno;
+	char now[PATH_MAX];
+	const char *path = vfd_name(v, now);
 
 	ckc_mutex_lock(&v->lock);
 	if (v->switched)
@@ -1078,19 +1091,19 @@ int ckc_vfd_switch(ckc_vfd_t *v)
 	if (real < 0) {
 		/* (above the program's numbers until it is dup'd onto them) */
 		ckc_fd_quiet_begin();
-		real = ckc_fd_quiet_made(vfd_open_real(v), PH_BASE_FLOOR);
+		real = ckc_fd_quiet_made(vfd_open_real(v, path), PH_BASE_FLOOR);
 	}
 	if (real < 0) {
 		rc = real;
 		ckc_error("checkpoint %s went to its real file, which cannot be opened again for its "
-			  "descriptors (%s): they fail from now on", v->path, strerror(-rc));
+			  "descriptors (%s): they fail from now on", path, strerror(-rc));
 		goto out;
 	}
 	/* never freed: see intercept.h */
 	atomic_fetch_add(&v->refs, 1);
 	/* a writer writes on at the real file, as one opened there: another
 	 * process's new version of it is written there too */
-	uint64_t inplace = (v->flags & O_ACCMODE) != O_RDONLY ? ckc_node_inplace_begin(v->path, false) : 0;
+	uint64_t inplace = (v->flags & O_ACCMODE) != O_RDONLY ? ckc_node_inplace_begin(path, false) : 0;
 	int first_fd = -1;
 	struct stat rst;
 	if (REAL(fstat)(real, &rst) != 0)
@@ -1112,7 +1125,7 @@ int ckc_vfd_switch(ckc_vfd_t *v)
 		/* a descriptor of the real file now: a rewrite of the path
 		 * while it is open goes there in place, as this number (and a
 		 * mapping made through it later) sees (ckc_passed_using) */
-		slot_put((int)fd, passed_hash(v->path));
+		slot_put((int)fd, passed_hash(path));
 		if (first_fd < 0)
 			first_fd = (int)fd;
 		if (rst.st_ino) {
@@ -1253,7 +1266,8 @@ void ckc_vfd_switch_path(const char *canon)
 		ckc_vfd_t *v = vfd_ref(fd);
 		if (!v)
 			continue;
-		if (strcmp(v->path, canon) == 0) {
+		char now[PATH_MAX];
+		if (strcmp(vfd_name(v, now), canon) == 0) {
 			ckc_enter();
 			bool handed = ckc_handle_handed(v->h);
 			ckc_leave();
@@ -1273,7 +1287,8 @@ int ckc_vfd_demote(ckc_vfd_t *v)
 		return rc;
 	/* v's own numbers first: the caller is about to use one of them */
 	rc = ckc_vfd_switch(v);
-	ckc_vfd_switch_path(v->path);
+	char now[PATH_MAX];
+	ckc_vfd_switch_path(vfd_name(v, now));
 	return rc;
 }
 

@@ -435,6 +435,11 @@ int ckc_handoff_reopened(const char *path);
 /* Whether the version behind h was handed over. */
 bool ckc_handle_handed(const ckc_handle_t *h);
 
+/* The name the version behind h has now (a rename while it is open moves
+ * it; a hand-over leaves it at its real file's), into out; false where it
+ * has none (unlinked, renamed over). */
+bool ckc_handle_name(const ckc_handle_t *h, char out[PATH_MAX]);
+
 /* Publishes every closed version that CKPTCACHE_PERSIST says must reach its
  * real path and is not there yet (and, with writers, the bytes so far of
  * every open writer), waiting at most timeout_ns for flushes already under

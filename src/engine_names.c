@@ -302,6 +302,19 @@ bool ckc_handle_handed(const ckc_handle_t *h)
 	return handed;
 }
 
+bool ckc_handle_name(const ckc_handle_t *h, char out[PATH_MAX])
+{
+	ckc_mutex_lock(&ckc_eng.lock);
+	const ckc_obj_t *o = h->o;
+	/* (a version handed over is retired, its name the real file's) */
+	size_t n = (o->retired && !o->handed) || !o->key ? 0 : strlen(o->key);
+	bool named = n > 0 && n < PATH_MAX;
+	if (named)
+		memcpy(out, o->key, n + 1);
+	eng_unlock();
+	return named;
+}
+
 /* Whether o is a closed version whose publication is still owed. */
 static bool owed_home(const ckc_obj_t *o)
 {

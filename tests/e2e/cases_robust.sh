@@ -3043,3 +3043,91 @@ C
 	grep -q "write from NULL = -1" got.txt || fail "no EFAULT answered for a NULL buffer"
 }
 case_add robust/bad-buffer-efault bad_buffer_efault
+
+# A checkpoint renamed while its writer is open, then handed over to its
+# real file (an open of its new name in the same process, a fork, a
+# command run by system(), a hard link, a lock, a second rename): its
+# descriptors go on at the file of its new name, and every byte written
+# before and after reaches it. (The hand-over reopened the name the
+# descriptor was opened at, which no longer exists: the writes after it
+# failed with EIO, and the file lacked them.)
+renamed_writer_handed() {
+	cat >rw.c <<'C'
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int c, char **v)
+{
+	char a[4096], b[4096], l[4096], buf[8192];
+	if (c != 3 || chdir(v[1]) != 0)
+		return 2;
+	const char *how = v[2];
+	for (int i = 0; i < (int)sizeof(buf); i++)
+		buf[i] = (char)(i * 7 + 3);
+	snprintf(a, sizeof a, "c-%s.bin", how);
+	snprintf(b, sizeof b, "a-%s.bin", how);
+	snprintf(l, sizeof l, "l-%s.bin", how);
+	int fd = open(a, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, buf, 3000) != 3000 || rename(a, b) != 0)
+		return 3;
+	if (!strcmp(how, "open")) {
+		int r = open(b, O_RDONLY);
+		if (r < 0 || read(r, buf + 5000, 3000) != 3000 || memcmp(buf, buf + 5000, 3000))
+			return 4;
+		close(r);
+	} else if (!strcmp(how, "fork")) {
+		pid_t p = fork();
+		if (p == 0)
+			_exit(write(fd, buf + 3000, 100) == 100 ? 0 : 1);
+		int st;
+		if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st))
+			return 5;
+	} else if (!strcmp(how, "system")) {
+		char cmd[8192];
+		snprintf(cmd, sizeof cmd, "test -s %s", b);
+		if (system(cmd) != 0)
+			return 6;
+	} else if (!strcmp(how, "link")) {
+		if (link(b, l) != 0)
+			return 7;
+	} else if (!strcmp(how, "lock")) {
+		struct flock fl = { .l_type = F_WRLCK };
+		if (fcntl(fd, F_SETLK, &fl) != 0)
+			return 8;
+	} else if (!strcmp(how, "rename")) {
+		snprintf(l, sizeof l, "r-%s.bin", how);
+		int r;
+		if (rename(b, l) != 0 || (r = open(l, O_RDONLY)) < 0)
+			return 9;
+		close(r);
+		strcpy(b, l);
+	}
+	if (write(fd, "hello", 5) != 5) {
+		perror("write after the hand-over");
+		return 10;
+	}
+	if (close(fd) != 0)
+		return 11;
+	printf("%s done\n", b);
+	return 0;
+}
+C
+	gcc -O2 -o rw rw.c || fail "the program did not compile"
+	local how f
+	mkdir -p plainrun
+	for how in open fork system link lock rename; do
+		plain ./rw plainrun $how >>want.txt || fail "$how: the program without the library"
+		ck -- ./rw ck $how >>got.txt 2>err.txt || fail "$how: the program with the library: $(status_text $?)$(last_error)"
+	done
+	outputs_match want.txt got.txt
+	for f in plainrun/*.bin; do
+		same "$f" "ck/${f#plainrun/}" "${f#plainrun/} at its real path"
+	done
+	[ "$(ls ck)" = "$(ls plainrun)" ] || fail "ck holds $(ls ck | tr '\n' ' '), without the library: $(ls plainrun | tr '\n' ' ')"
+}
+case_add robust/renamed-writer-handed renamed_writer_handed
