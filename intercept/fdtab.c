@@ -852,6 +852,27 @@ bool ckc_passed_using(const char *canon)
 	return false;
 }
 
+bool ckc_straight_open(const char *canon)
+{
+	unsigned end = ckc_small_t0 ? atomic_load(&ckc_small_end) : 0;
+	struct stat st, fst;
+	bool known = false;
+	int saved = errno;
+	for (unsigned fd = 0; fd < end; fd++) {
+		uint64_t s = atomic_load_explicit(&ckc_small_t0[fd], memory_order_relaxed);
+		if (!s || (s & CKC_SMALL_PASSED))
+			continue;
+		if (!known && !(known = REAL(stat)(canon, &st) == 0))
+			break;
+		if (REAL(fstat)(fd, &fst) == 0 && fst.st_dev == st.st_dev && fst.st_ino == st.st_ino) {
+			errno = saved;
+			return true;
+		}
+	}
+	errno = saved;
+	return false;
+}
+
 void ckc_passed_renamed(const char *from, const char *to, bool exchange)
 {
 	if (!atomic_load_explicit(&ckc_passed_n, memory_order_relaxed) || !ckc_small_t0 || ckc_in_vfork_child())

@@ -972,6 +972,10 @@ void ckc_passed_open(int fd, const char *canon);
 /* The mark left fd's slot (mark: what was there): forgotten, except in a
  * vfork child, whose numbers are its own while the slots are the parent's. */
 void ckc_passed_gone(int fd, uint64_t mark);
+/* Whether a descriptor of this process opened for a small checkpoint
+ * written straight to its real path (ckc_small_opened) is open on the
+ * real file at canon now. */
+bool ckc_straight_open(const char *canon);
 /* newfd, a copy of oldfd (dup), uses the file oldfd uses. */
 void ckc_passed_dup(int oldfd, int newfd);
 bool ckc_passed_using(const char *canon);

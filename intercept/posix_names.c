@@ -800,6 +800,13 @@ __attribute__((noinline)) static bool rename_held(char *cf, const char *ct, bool
 		strcpy(cf, other);
 		cached = true;
 	}
+	/* over a file written in place (a descriptor of its real file open
+	 * for writing, here or in another process of the node): the real
+	 * files take over, so that the kernel's rename leaves that
+	 * descriptor the file it replaced, as its writes expect (the cache's
+	 * rename left the name the file's until the new version was
+	 * published, which found the writes there and kept them) */
+	bool dest_inplace = cached && tt && (ckc_node_inplace_any(ct) || ckc_passed_using(ct) || ckc_straight_open(ct));
 	ckc_enter();
 	bool dest_cached = tt && ckc_stat(ct, &st) == 0;
 	int rc = 0;
@@ -807,7 +814,7 @@ __attribute__((noinline)) static bool rename_held(char *cf, const char *ct, bool
 	 * real files take over (below), as for a write's open there */
 	char lreal[PATH_MAX];
 	bool dest_untagged = cached && tt && ckc_link_real(ct, lreal) && !ckc_tag_match(lreal);
-	if (cached && tt && !dest_untagged && !(flags & RENAME_EXCHANGE)) {
+	if (cached && tt && !dest_untagged && !dest_inplace && !(flags & RENAME_EXCHANGE)) {
 		struct stat rst;
 		bool dest_real = !dest_cached && ckc_px_real_stat_path(ct, &rst) == 0;
 		if ((flags & RENAME_NOREPLACE) && (dest_cached || dest_real))

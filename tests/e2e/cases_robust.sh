@@ -3131,3 +3131,65 @@ C
 	[ "$(ls ck)" = "$(ls plainrun)" ] || fail "ck holds $(ls ck | tr '\n' ' '), without the library: $(ls plainrun | tr '\n' ' ')"
 }
 case_add robust/renamed-writer-handed renamed_writer_handed
+
+# A new version renamed over a file the program still writes through a
+# descriptor of its real file (a process's first checkpoint, written
+# straight; a checkpoint opened for writing twice): that descriptor keeps
+# the file it opened, as the kernel's rename leaves it, and the name holds
+# the new version, whole. (The cache's rename left the name to the old
+# file until the new version was published; the writes through the old
+# descriptor landed there, and the publication took them for another
+# program's: the new version went to a rescue file and the name kept the
+# old bytes.)
+rename_over_real_writer() {
+	cat >ro.c <<'C'
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(int c, char **v)
+{
+	char b[64] = { 0 };
+	struct stat st;
+	if (c != 3 || chdir(v[1]) != 0)
+		return 2;
+	int old = open("b.bin", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (old < 0 || write(old, "old-old-old-old", 15) != 15)
+		return 3;
+	if (v[2][0] == '1') {
+		int again = open("b.bin", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (again < 0 || close(again) != 0)
+			return 4;
+	}
+	int nw = open("c.bin", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (nw < 0 || write(nw, "NEWNEWNEWNEWNEWNEWNEW", 21) != 21 || rename("c.bin", "b.bin") != 0)
+		return 5;
+	if (pwrite(old, "XX", 2, 0) != 2 || fstat(old, &st) != 0)
+		return 6;
+	printf("old descriptor: links %ld\n", (long)st.st_nlink);
+	if (write(nw, "tail", 4) != 4 || close(nw) != 0 || close(old) != 0)
+		return 7;
+	int r = open("b.bin", O_RDONLY);
+	if (r < 0 || read(r, b, sizeof b - 1) < 0)
+		return 8;
+	printf("b.bin: %s\n", b);
+	return 0;
+}
+C
+	gcc -O2 -o ro ro.c || fail "the program did not compile"
+	local k aside
+	for k in 0 1; do
+		aside=auto
+		[ $k = 1 ] && aside=off
+		rm -rf plainrun ck/*
+		mkdir -p plainrun
+		plain ./ro plainrun $k >want$k.txt || fail "$k: the program without the library"
+		ck CKPTCACHE_STEP_ASIDE=$aside -- ./ro ck $k >got$k.txt 2>err$k.txt ||
+			fail "$k: the program with the library: $(status_text $?)$(last_error)"
+		outputs_match want$k.txt got$k.txt
+		same plainrun/b.bin ck/b.bin "b.bin at its real path ($k)"
+		! grep -q 'rescue' err$k.txt || fail "$k: a rescue file: $(cat err$k.txt)"
+	done
+}
+case_add robust/rename-over-real-writer rename_over_real_writer
