@@ -1034,9 +1034,7 @@ int ckc_placeholder(int oflags)
 
 /* ---- switching to the real file ---------------------------------------- */
 
-/* The path v's version has now, in now, or the one it was opened at
- * (v->path) where it has none: a rename while v is open moves it. */
-static const char *vfd_name(const ckc_vfd_t *v, char now[PATH_MAX])
+const char *ckc_vfd_name(const ckc_vfd_t *v, char now[PATH_MAX])
 {
 	ckc_enter();
 	bool named = ckc_handle_name(v->h, now);
@@ -1044,7 +1042,7 @@ static const char *vfd_name(const ckc_vfd_t *v, char now[PATH_MAX])
 	return named ? now : v->path;
 }
 
-/* The real file of v at path (vfd_name), opened as v was (no O_CREAT,
+/* The real file of v at path (ckc_vfd_name), opened as v was (no O_CREAT,
  * O_TRUNC or O_EXCL: it exists and holds v's bytes) and placed at v's
  * offset. */
 static int vfd_open_real(const ckc_vfd_t *v, const char *path)
@@ -1101,7 +1099,7 @@ int ckc_vfd_switch(ckc_vfd_t *v)
 {
 	int rc = 0, saved = errno;
 	char now[PATH_MAX];
-	const char *path = vfd_name(v, now);
+	const char *path = ckc_vfd_name(v, now);
 
 	ckc_mutex_lock(&v->lock);
 	if (v->switched)
@@ -1288,7 +1286,7 @@ void ckc_vfd_switch_path(const char *canon)
 		if (!v)
 			continue;
 		char now[PATH_MAX];
-		if (strcmp(vfd_name(v, now), canon) == 0) {
+		if (strcmp(ckc_vfd_name(v, now), canon) == 0) {
 			ckc_enter();
 			bool handed = ckc_handle_handed(v->h);
 			ckc_leave();
@@ -1309,7 +1307,7 @@ int ckc_vfd_demote(ckc_vfd_t *v)
 	/* v's own numbers first: the caller is about to use one of them */
 	rc = ckc_vfd_switch(v);
 	char now[PATH_MAX];
-	ckc_vfd_switch_path(vfd_name(v, now));
+	ckc_vfd_switch_path(ckc_vfd_name(v, now));
 	return rc;
 }
 

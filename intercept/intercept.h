@@ -821,6 +821,9 @@ static inline void ckc_vfd_drop(ckc_vfd_t *v)
  * call on the real file). Returns 0 (also if switched before), or -errno
  * (said; the numbers keep v). */
 int ckc_vfd_switch(ckc_vfd_t *v);
+/* The path v's version has now, in now, or the one v was opened at
+ * (v->path) where it has none: a rename while v is open moves it. */
+const char *ckc_vfd_name(const ckc_vfd_t *v, char now[PATH_MAX]);
 
 /* Hands v's version over to its real file and switches every descriptor of
  * that version (v's numbers and those of other opens of it). Returns 0 or

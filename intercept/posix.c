@@ -1613,10 +1613,13 @@ CKC_WARM_PATH static ssize_t readlink_vfd(const char *path, char *buf, size_t le
 	ckc_vfd_t *v = ckc_vfd_held(n);
 	ssize_t k = -1;
 	if (v && !v->switched) {
-		k = (ssize_t)strlen(v->path);
+		/* (by its name of now: a rename moves it) */
+		char now[PATH_MAX];
+		const char *name = ckc_vfd_name(v, now);
+		k = (ssize_t)strlen(name);
 		if ((size_t)k > len)
 			k = (ssize_t)len;
-		memcpy(buf, v->path, (size_t)k);
+		memcpy(buf, name, (size_t)k);
 	}
 	ckc_vfd_drop(v);
 	return k;

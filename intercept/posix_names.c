@@ -996,7 +996,8 @@ static int degrade(int fd, char *canon)
 	canon[0] = '\0';
 	if (!v)
 		return 0;
-	snprintf(canon, PATH_MAX, "%s", v->path);
+	char now[PATH_MAX];
+	snprintf(canon, PATH_MAX, "%s", ckc_vfd_name(v, now));
 	int rc = degrade_vfd(v);
 	ckc_vfd_drop(v);
 	return rc;

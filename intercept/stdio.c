@@ -575,7 +575,8 @@ static FILE *freopen_cookie(const char *path, const char *mode, FILE *stream,
 		 * the stream is closed, as freopen leaves it */
 		int cur = atomic_exchange(&c->fd, -1);
 		ckc_vfd_t *v = ckc_vfd_held(cur);
-		ssize_t n = v ? (ssize_t)snprintf(self, sizeof(self), "%s", v->path) :
+		char now[PATH_MAX];
+		ssize_t n = v ? (ssize_t)snprintf(self, sizeof(self), "%s", ckc_vfd_name(v, now)) :
 			    cur >= 0 ? ckc_fd_name(cur, self, sizeof(self)) : -1;
 		ckc_vfd_drop(v);
 		ckc_close_fd(cur);

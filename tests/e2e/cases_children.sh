@@ -1555,18 +1555,23 @@ with open("ck/p.bin", "wb") as f:
     f.write(b"y")
     got = os.readlink("/proc/self/fd/%d" % f.fileno())
     assert got == os.path.realpath("ck/p.bin"), got
+    os.rename("ck/p.bin", "ck/q.bin")
+    got = os.readlink("/proc/self/fd/%d" % f.fileno())
+    assert got == os.path.realpath("ck/q.bin"), "after a rename: " + got
 ' || fail "Python: readlink of a checkpoint's descriptor$(last_error)"
 }
 case_add fdops/fd-names-its-file fd_names_its_file
 
 # A version renamed over a file (write f.tmp, rename it over f) that
-# another process changes before the version is published (each
-# publication's open waits 200 ms): one under the library appending through
-# a descriptor it kept open, one without the library appending by name
-# (>>). Without the library the rename replaced the name at once; here the
-# library cannot tell either change from a newer file: the real file keeps
-# what the other process wrote, and the version's bytes are in the rescue
-# file that the error names, nothing lost silently.
+# another process changes (each publication's open waits 200 ms). One under
+# the library keeps a descriptor of the file open for appending: the
+# rename is the kernel's, as the file is written in place, and the name
+# holds the new version while that descriptor appends to the file it
+# replaced, as without the library. One without the library appends by
+# name (>>) before the version is published: the library cannot tell that
+# change from a newer file, the real file keeps what it wrote, and the
+# version's bytes are in the rescue file that the error names, nothing lost
+# silently.
 rename_over_changed() {
 	cat >orch.py <<'PY'
 import os, subprocess, sys
@@ -1615,10 +1620,11 @@ PY
 	SLOW_US=200000 ck SLOWFS_OPS=open CKPTCACHE_RESCUE_DIR="$T/rescue" -- \
 		sh -c 'CKC_PRELOAD=$LD_PRELOAD exec env -u LD_PRELOAD "$@"' sh "$PY" orch.py "$T/ck" ||
 		fail "the program with the library$(last_error)"
-	[ "$(cat ck/fa)" = aaabbb ] || fail "fa holds '$(cat ck/fa)', not what the appender wrote"
+	[ "$(cat ck/fa)" = NEWA ] || fail "fa holds '$(cat ck/fa)', not the version renamed over it"
+	! grep -l -x -q NEWA rescue/*/rescue.* 2>/dev/null || fail "the version renamed over fa went to a rescue file"
 	[ "$(cat ck/fb)" = oldQQ ] || fail "fb holds '$(cat ck/fb)', not what the other program appended"
 	local v r
-	for v in NEWA NEWB; do
+	for v in NEWB; do
 		r=$(grep -l -x "$v" rescue/*/rescue.* 2>/dev/null | head -1)
 		[ -n "$r" ] || fail "no rescue file holds the renamed version $v$(first_error 'ckptcache: error')"
 		grep -aq "saved in .*${r##*/}" "$T/.log" || fail "no error names the rescue file of $v ($r)"
