@@ -159,6 +159,9 @@ static __thread void **tl_copy_back;
 int ckc_copy_checked(void *dst, const void *src, size_t n)
 {
 	void *back[5];
+	/* a NULL buffer faults at once (and is no pointer memcpy may take) */
+	if (n && (!dst || !src))
+		return -EFAULT;
 	if (__builtin_setjmp(back)) {
 		tl_copy_back = NULL;
 		return -EFAULT;

@@ -684,6 +684,11 @@ static int write_bytes(ckc_obj_t *o, const void *buf, uint64_t dsrc, size_t len,
 	ckc_ext_t seg[8];
 	const char *src = buf;
 
+	/* no buffer and no device address: the program's NULL, which the
+	 * kernel answers with EFAULT (taken for a device address, it was
+	 * copied from, on a machine with no GPU too) */
+	if (!buf && !dsrc)
+		return -EFAULT;
 	while (len > 0) {
 		int n = ckc_place_segments(p, off, len, seg, 8);
 		if (n == -E2BIG)
@@ -909,11 +914,12 @@ static ssize_t pwrite_locked(ckc_obj_t *o, const void *buf, uint64_t dsrc, const
 		eng_unlock();
 		if (big)
 			ckc_prog_begin();
-		if (buf || iov) {
+		if (buf || iov || !dsrc) {
 			/* a write the real file takes in part (a file size
 			 * limit reached, perhaps set from outside the program;
 			 * a piece of a vector the kernel cannot read): a short
-			 * write, as the kernel's */
+			 * write, as the kernel's (a NULL buffer is the
+			 * kernel's to refuse) */
 			ssize_t n = iov ? ckc_io_pwritev_most(fd, iov, cnt, (off_t)off) :
 					  ckc_io_pwrite_most(fd, buf, len, (off_t)off);
 			rc = n < 0 ? (int)n : 0;
@@ -971,11 +977,6 @@ static ssize_t eng_write(ckc_handle_t *h, const void *buf, uint64_t dsrc, const 
 		return -EBADF;
 	if (len == 0)
 		return 0;
-	/* no buffer, no device address, no vector: the program's NULL, which
-	 * the kernel answers with EFAULT (read as a device address, it was
-	 * copied from on a machine with no GPU) */
-	if (!buf && !dsrc && !iov)
-		return -EFAULT;
 	if (off + len < off)
 		return -EFBIG;
 	ckc_mutex_lock(&ckc_eng.lock);
