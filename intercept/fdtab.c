@@ -852,25 +852,30 @@ bool ckc_passed_using(const char *canon)
 	return false;
 }
 
-bool ckc_straight_open(const char *canon)
+bool ckc_real_writer_open(const char *canon)
 {
 	unsigned end = ckc_small_t0 ? atomic_load(&ckc_small_end) : 0;
+	uint64_t h = end && atomic_load_explicit(&ckc_passed_n, memory_order_relaxed) ? passed_hash(canon) : 0;
 	struct stat st, fst;
-	bool known = false;
+	bool known = false, found = false;
 	int saved = errno;
-	for (unsigned fd = 0; fd < end; fd++) {
+	for (unsigned fd = 0; fd < end && !found; fd++) {
 		uint64_t s = atomic_load_explicit(&ckc_small_t0[fd], memory_order_relaxed);
-		if (!s || (s & CKC_SMALL_PASSED))
+		if (!s || s == CKC_SMALL_BASE)
 			continue;
+		if (slot_passed(s)) {
+			/* (a reader's descriptor, or a mapping, keeps the file it
+			 * has without the kernel's rename too) */
+			int fl = s == h ? REAL(fcntl)((int)fd, F_GETFL) : -1;
+			found = fl >= 0 && (fl & O_ACCMODE) != O_RDONLY;
+			continue;
+		}
 		if (!known && !(known = REAL(stat)(canon, &st) == 0))
 			break;
-		if (REAL(fstat)(fd, &fst) == 0 && fst.st_dev == st.st_dev && fst.st_ino == st.st_ino) {
-			errno = saved;
-			return true;
-		}
+		found = REAL(fstat)((int)fd, &fst) == 0 && fst.st_dev == st.st_dev && fst.st_ino == st.st_ino;
 	}
 	errno = saved;
-	return false;
+	return found;
 }
 
 void ckc_passed_renamed(const char *from, const char *to, bool exchange)
@@ -1036,10 +1041,11 @@ int ckc_placeholder(int oflags)
 
 const char *ckc_vfd_name(const ckc_vfd_t *v, char now[PATH_MAX])
 {
+	bool gone;
 	ckc_enter();
-	bool named = ckc_handle_name(v->h, now);
+	bool named = ckc_handle_name(v->h, now, &gone);
 	ckc_leave();
-	return named ? now : v->path;
+	return named && !gone ? now : NULL;
 }
 
 /* The real file of v at path (ckc_vfd_name), opened as v was (no O_CREAT,
@@ -1104,6 +1110,14 @@ int ckc_vfd_switch(ckc_vfd_t *v)
 	ckc_mutex_lock(&v->lock);
 	if (v->switched)
 		goto out;
+	if (!path) {
+		/* unlinked or renamed over, and never handed over: no real
+		 * file is its (the one at its old name is another file) */
+		rc = -ESTALE;
+		ckc_error("checkpoint %s was unlinked or renamed over while open, and cannot go to a real file: "
+			  "its descriptors fail from now on", v->path);
+		goto out;
+	}
 	/* the real file's descriptor that holds v's locks, if any, becomes
 	 * the program's: its locks stay with its numbers */
 	int real = ckc_lock_switch_fd(v);
@@ -1286,7 +1300,8 @@ void ckc_vfd_switch_path(const char *canon)
 		if (!v)
 			continue;
 		char now[PATH_MAX];
-		if (strcmp(ckc_vfd_name(v, now), canon) == 0) {
+		const char *name = ckc_vfd_name(v, now);
+		if (name && strcmp(name, canon) == 0) {
 			ckc_enter();
 			bool handed = ckc_handle_handed(v->h);
 			ckc_leave();
@@ -1307,7 +1322,9 @@ int ckc_vfd_demote(ckc_vfd_t *v)
 	/* v's own numbers first: the caller is about to use one of them */
 	rc = ckc_vfd_switch(v);
 	char now[PATH_MAX];
-	ckc_vfd_switch_path(ckc_vfd_name(v, now));
+	const char *name = ckc_vfd_name(v, now);
+	if (name)
+		ckc_vfd_switch_path(name);
 	return rc;
 }
 

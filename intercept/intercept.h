@@ -821,8 +821,9 @@ static inline void ckc_vfd_drop(ckc_vfd_t *v)
  * call on the real file). Returns 0 (also if switched before), or -errno
  * (said; the numbers keep v). */
 int ckc_vfd_switch(ckc_vfd_t *v);
-/* The path v's version has now, in now, or the one v was opened at
- * (v->path) where it has none: a rename while v is open moves it. */
+/* The path v's version has now (a rename while v is open moves it), in
+ * now; NULL where it has none (unlinked, renamed over: the file at the
+ * name v was opened at is another one). */
 const char *ckc_vfd_name(const ckc_vfd_t *v, char now[PATH_MAX]);
 
 /* Hands v's version over to its real file and switches every descriptor of
@@ -975,10 +976,10 @@ void ckc_passed_open(int fd, const char *canon);
 /* The mark left fd's slot (mark: what was there): forgotten, except in a
  * vfork child, whose numbers are its own while the slots are the parent's. */
 void ckc_passed_gone(int fd, uint64_t mark);
-/* Whether a descriptor of this process opened for a small checkpoint
- * written straight to its real path (ckc_small_opened) is open on the
- * real file at canon now. */
-bool ckc_straight_open(const char *canon);
+/* Whether a descriptor of this process open for writing on the real file
+ * at canon is one the library saw opened there (ckc_passed_open, or a
+ * small checkpoint written straight, ckc_small_opened). */
+bool ckc_real_writer_open(const char *canon);
 /* newfd, a copy of oldfd (dup), uses the file oldfd uses. */
 void ckc_passed_dup(int oldfd, int newfd);
 bool ckc_passed_using(const char *canon);

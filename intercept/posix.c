@@ -134,15 +134,16 @@ ssize_t ckc_vfd_pread(ckc_vfd_t *v, void *buf, size_t n, off_t off)
  * 2 GiB hole took 2 GiB of memory and 1.3 s, and its real file 2 GiB). */
 #define HOLE_ASIDE ((uint64_t)64 << 20)
 
-/* v's version goes to its real file now, where a write is to go instead
- * (a descriptor of a version replaced since is the real file's already):
- * 0, or -errno when the real file could not take it. */
+/* v's version goes to its real file now, where a write is to go instead:
+ * 0, or -errno when the real file could not take it (-ESTALE: the
+ * version was unlinked or renamed over, and has no real file; the file
+ * now at its name is another one). */
 static int vfd_to_real(ckc_vfd_t *v)
 {
 	ckc_enter();
 	int rc = ckc_handoff(v->h);
 	ckc_leave();
-	return rc == -ESTALE ? 0 : rc;
+	return rc;
 }
 
 int ckc_px_hole_aside(ckc_vfd_t *v, uint64_t to)
@@ -155,12 +156,12 @@ int ckc_px_hole_aside(ckc_vfd_t *v, uint64_t to)
 	if (to <= size + HOLE_ASIDE || to - size <= size)
 		return 0;
 	int rc = vfd_to_real(v);
-	if (rc) {
+	/* (unlinked or renamed over: the cache keeps the file's bytes, as the
+	 * kernel keeps an unlinked file's) */
+	if (rc && rc != -ESTALE)
 		ckc_warn("checkpoint %s: a hole of %llu bytes is kept in the cache (the real file could not "
 			 "take it: %s)", v->path, (unsigned long long)(to - size), strerror(-rc));
-		return 0;
-	}
-	return CKC_HANDED;
+	return rc ? 0 : CKC_HANDED;
 }
 
 /* The cache publishes a version by writing a new file beside the real one:
@@ -265,8 +266,9 @@ static int room_aside(ckc_vfd_t *v, uint64_t end)
 	}
 	if (rc) {
 		atomic_store(&v->room_next, UINT64_MAX);
-		ckc_warn("checkpoint %s is larger than half the free space of its file system: it stays in "
-			 "the cache (the real file could not take it: %s)", v->path, strerror(-rc));
+		if (rc != -ESTALE)
+			ckc_warn("checkpoint %s is larger than half the free space of its file system: it stays "
+				 "in the cache (the real file could not take it: %s)", v->path, strerror(-rc));
 		return 0;
 	}
 	return CKC_HANDED;
@@ -1607,15 +1609,25 @@ CKC_WARM_PATH CKC_EXPORT int fchdir(int fd)
  * checkpoint's number names the checkpoint, as the kernel names the file
  * behind a descriptor, not the placeholder's inode; the length, or
  * -1 where path is no such name. */
-CKC_WARM_PATH static ssize_t readlink_vfd(const char *path, char *buf, size_t len)
+CKC_WARM_PATH static ssize_t readlink_vfd(const char *path, char *buf, size_t len, bool *gone)
 {
 	int n = ckc_px_procfd_number(path);
 	ckc_vfd_t *v = ckc_vfd_held(n);
 	ssize_t k = -1;
+	*gone = false;
 	if (v && !v->switched) {
-		/* (by its name of now: a rename moves it) */
-		char now[PATH_MAX];
-		const char *name = ckc_vfd_name(v, now);
+		/* (by its name of now, which a rename moves; unlinked or
+		 * renamed over, by the one it had last, as the kernel names
+		 * such a file) */
+		char now[PATH_MAX], del[PATH_MAX + 16];
+		ckc_enter();
+		bool named = ckc_handle_name(v->h, now, gone);
+		ckc_leave();
+		const char *name = named ? now : v->path;
+		if (*gone) {
+			snprintf(del, sizeof(del), "%s (deleted)", name);
+			name = del;
+		}
 		k = (ssize_t)strlen(name);
 		if ((size_t)k > len)
 			k = (ssize_t)len;
@@ -1627,7 +1639,8 @@ CKC_WARM_PATH static ssize_t readlink_vfd(const char *path, char *buf, size_t le
 
 CKC_WARM_PATH CKC_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len)
 {
-	ssize_t k = path[0] == '/' ? readlink_vfd(path, buf, len) : -1;
+	bool gone;
+	ssize_t k = path[0] == '/' ? readlink_vfd(path, buf, len, &gone) : -1;
 	if (k >= 0)
 		return k;
 	if (!REAL(readlinkat)) {
@@ -1650,7 +1663,13 @@ CKC_EXPORT char *realpath(const char *path, char *resolved)
 {
 	char canon[PATH_MAX];
 	int saved = errno;
-	ssize_t k = path && path[0] == '/' ? readlink_vfd(path, canon, sizeof(canon) - 1) : -1;
+	bool gone = false;
+	ssize_t k = path && path[0] == '/' ? readlink_vfd(path, canon, sizeof(canon) - 1, &gone) : -1;
+	if (gone) {
+		/* (the kernel's name of an unlinked file leads nowhere) */
+		errno = ENOENT;
+		return NULL;
+	}
 	if (k < 0) {
 		if (!REAL(realpath)) {
 			errno = ENOSYS;

@@ -806,7 +806,7 @@ __attribute__((noinline)) static bool rename_held(char *cf, const char *ct, bool
 	 * descriptor the file it replaced, as its writes expect (the cache's
 	 * rename left the name the file's until the new version was
 	 * published, which found the writes there and kept them) */
-	bool dest_inplace = cached && tt && (ckc_node_inplace_any(ct) || ckc_passed_using(ct) || ckc_straight_open(ct));
+	bool dest_inplace = cached && tt && (ckc_node_inplace_any(ct) || ckc_real_writer_open(ct));
 	ckc_enter();
 	bool dest_cached = tt && ckc_stat(ct, &st) == 0;
 	int rc = 0;
@@ -997,7 +997,9 @@ static int degrade(int fd, char *canon)
 	if (!v)
 		return 0;
 	char now[PATH_MAX];
-	snprintf(canon, PATH_MAX, "%s", ckc_vfd_name(v, now));
+	const char *name = ckc_vfd_name(v, now);
+	if (name)
+		snprintf(canon, PATH_MAX, "%s", name);
 	int rc = degrade_vfd(v);
 	ckc_vfd_drop(v);
 	return rc;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "intercept.h"
+#include "log.h"
 #include "thread.h"
 
 
@@ -575,8 +576,14 @@ static FILE *freopen_cookie(const char *path, const char *mode, FILE *stream,
 		 * the stream is closed, as freopen leaves it */
 		int cur = atomic_exchange(&c->fd, -1);
 		ckc_vfd_t *v = ckc_vfd_held(cur);
+		/* (a version unlinked or renamed over has no name: the
+		 * file at the one it had is another, and it is not reopened) */
 		char now[PATH_MAX];
-		ssize_t n = v ? (ssize_t)snprintf(self, sizeof(self), "%s", ckc_vfd_name(v, now)) :
+		const char *name = v ? ckc_vfd_name(v, now) : NULL;
+		if (v && !name)
+			ckc_warn("freopen of checkpoint %s, unlinked or renamed over while open: the library cannot "
+				 "reopen it (EBADF)", v->path);
+		ssize_t n = v ? (name ? (ssize_t)snprintf(self, sizeof(self), "%s", name) : -1) :
 			    cur >= 0 ? ckc_fd_name(cur, self, sizeof(self)) : -1;
 		ckc_vfd_drop(v);
 		ckc_close_fd(cur);

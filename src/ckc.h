@@ -436,9 +436,10 @@ int ckc_handoff_reopened(const char *path);
 bool ckc_handle_handed(const ckc_handle_t *h);
 
 /* The name the version behind h has now (a rename while it is open moves
- * it; a hand-over leaves it at its real file's), into out; false where it
- * has none (unlinked, renamed over). */
-bool ckc_handle_name(const ckc_handle_t *h, char out[PATH_MAX]);
+ * it; a hand-over leaves it at its real file's), into out; *gone where
+ * that name is no longer its (unlinked, renamed over: the name it had
+ * last). False where there is none to give. */
+bool ckc_handle_name(const ckc_handle_t *h, char out[PATH_MAX], bool *gone);
 
 /* Publishes every closed version that CKPTCACHE_PERSIST says must reach its
  * real path and is not there yet (and, with writers, the bytes so far of

@@ -302,15 +302,16 @@ bool ckc_handle_handed(const ckc_handle_t *h)
 	return handed;
 }
 
-bool ckc_handle_name(const ckc_handle_t *h, char out[PATH_MAX])
+bool ckc_handle_name(const ckc_handle_t *h, char out[PATH_MAX], bool *gone)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	const ckc_obj_t *o = h->o;
-	/* (a version handed over is retired, its name the real file's) */
-	size_t n = (o->retired && !o->handed) || !o->key ? 0 : strlen(o->key);
+	size_t n = o->key ? strlen(o->key) : 0;
 	bool named = n > 0 && n < PATH_MAX;
 	if (named)
 		memcpy(out, o->key, n + 1);
+	/* (a version handed over is retired, its name the real file's) */
+	*gone = o->retired && !o->handed;
 	eng_unlock();
 	return named;
 }

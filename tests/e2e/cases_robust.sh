@@ -3193,3 +3193,112 @@ C
 	done
 }
 case_add robust/rename-over-real-writer rename_over_real_writer
+
+# The descriptor of a cached checkpoint unlinked (another file made at its
+# name since) or renamed over grows it by a hole larger than the cache sends
+# to the real file (64 MiB: ftruncate, or a pwrite far past the end), and
+# names it: the growth stays with the file it has, the file now at the
+# name keeps its bytes, readlink of /proc/self/fd/N says "(deleted)" and
+# realpath of it fails with ENOENT, as the kernel's. (The growth handed the
+# version to "its real file", the descriptors reopened the name, and the
+# writes landed in the other file.)
+replaced_writer_grows() {
+	cat >rg.c <<'C'
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(int c, char **v)
+{
+	char p[4096], q[4096], self[64], link[PATH_MAX];
+	if (c != 3 || chdir(v[1]) != 0)
+		return 2;
+	const char *how = v[2];
+	snprintf(p, sizeof p, "u-%s.bin", how);
+	snprintf(q, sizeof q, "u-%s.tmp", how);
+	long big = 100L << 20;
+	int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, "0123456789", 10) != 10)
+		return 3;
+	if (how[0] == 'u') {
+		int z;
+		if (unlink(p) != 0 || (z = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644)) < 0 ||
+		    write(z, "OTHER-FILE", 10) != 10 || fsync(z) != 0 || close(z) != 0)
+			return 4;
+	} else {
+		int z = open(q, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (z < 0 || write(z, "NEW-VERSION", 11) != 11 || fsync(z) != 0 || close(z) != 0 || rename(q, p) != 0)
+			return 5;
+	}
+	int r = how[1] == 'w' ? (pwrite(fd, "SCRATCH", 7, big - 7) == 7 ? 0 : -1) : ftruncate(fd, big);
+	printf("grow %d %s\n", r, r ? strerror(errno) : "");
+	printf("pwrite at 0: %zd\n", pwrite(fd, "XYZ", 3, 0));
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return 6;
+	printf("size %lld links %ld\n", (long long)st.st_size, (long)st.st_nlink);
+	char end[8] = { 0 };
+	printf("end: %zd '%s'\n", pread(fd, end, 7, big - 7), how[1] == 'w' ? end : "");
+	snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+	ssize_t k = readlink(self, link, sizeof link - 1);
+	link[k > 0 ? k : 0] = '\0';
+	char *tail = strrchr(link, '/');
+	printf("readlink: %s\n", tail ? tail + 1 : link);
+	char *rp = realpath(self, NULL);
+	printf("realpath: %s\n", rp ? "found" : strerror(errno));
+	free(rp);
+	return close(fd) ? 7 : 0;
+}
+C
+	gcc -O2 -o rg rg.c || fail "the program did not compile"
+	local how
+	mkdir -p plainrun
+	for how in ut uw rt rw; do
+		plain ./rg plainrun $how >>want.txt || fail "$how: the program without the library"
+		ck -- ./rg ck $how >>got.txt 2>err.txt || fail "$how: the program with the library: $(status_text $?)$(last_error)"
+		same plainrun/u-$how.bin ck/u-$how.bin "u-$how.bin at its real path"
+	done
+	outputs_match want.txt got.txt
+}
+case_add robust/replaced-writer-grows replaced_writer_grows
+
+# freopen(NULL, mode, stream) of a cached checkpoint unlinked or renamed
+# over while its stream is open: the library cannot reopen a file that has
+# no name, so the call fails (EBADF, the stream closed) with a warning that
+# says so, and the file now at the name is left as it is. (It reopened the
+# name, and "w" truncated the new version there.)
+freopen_replaced() {
+	cat >fr.c <<'C'
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+int main(int c, char **v)
+{
+	if (c != 2 || chdir(v[1]) != 0)
+		return 2;
+	FILE *f = fopen("x.bin", "w");
+	if (!f || fputs("OLD-STREAM", f) < 0 || fflush(f) != 0)
+		return 3;
+	FILE *n = fopen("x.tmp", "w");
+	if (!n || fputs("NEW-VERSION", n) < 0 || fclose(n) != 0 || rename("x.tmp", "x.bin") != 0)
+		return 4;
+	FILE *g = freopen(NULL, "w", f);
+	printf("freopen: %s\n", g ? "reopened" : strerror(errno));
+	if (g)
+		fclose(g);
+	return 0;
+}
+C
+	gcc -O2 -o fr fr.c || fail "the program did not compile"
+	ck -- ./fr ck >got.txt 2>err.txt || fail "the program with the library: $(status_text $?)$(last_error)"
+	[ "$(cat ck/x.bin)" = NEW-VERSION ] || fail "x.bin holds '$(cat ck/x.bin)', not the version renamed over it"
+	grep -q 'freopen: Bad file descriptor' got.txt || fail "freopen: $(cat got.txt)"
+	grep -q 'cannot reopen' err.txt || fail "no warning says why freopen failed: $(cat err.txt)"
+}
+case_add robust/freopen-replaced freopen_replaced
