@@ -39,10 +39,14 @@ static inline size_t rw_len(size_t n)
  * until the call ends, as the kernel leaves a read in progress its file. */
 /* The end of a held call: whether it was handed over to the real file
  * (ckc_px_handed_over, *r), the reference dropped either way. */
-static bool vfd_done(long *r, ckc_vfd_t *v)
+static bool vfd_done(long *r, ckc_vfd_t *v, int saved)
 {
 	bool handed = ckc_px_handed_over(r, v);
 	ckc_vfd_put(v);
+	/* (the real call that follows leaves errno as it finds it where it
+	 * succeeds: the program's, not what the hand-over met) */
+	if (handed)
+		errno = saved;
 	return handed;
 }
 
@@ -53,7 +57,7 @@ static __attribute__((noinline)) ssize_t read_tagged(int fd, void *buf, size_t n
 		return REAL(read)(fd, buf, n);
 	int saved = errno;
 	long r = ckc_vfd_read(v, buf, rw_len(n));
-	if (vfd_done(&r, v))
+	if (vfd_done(&r, v, saved))
 		return REAL(read)(fd, buf, n);
 	return ckc_result(r, saved);
 }
@@ -65,7 +69,7 @@ static __attribute__((noinline)) ssize_t write_tagged(int fd, const void *buf, s
 		return REAL(write)(fd, buf, n);
 	int saved = errno;
 	long r = ckc_vfd_write(v, buf, rw_len(n));
-	if (vfd_done(&r, v))
+	if (vfd_done(&r, v, saved))
 		return REAL(write)(fd, buf, n);
 	return ckc_result(r, saved);
 }
@@ -78,7 +82,7 @@ static __attribute__((noinline)) ssize_t pread_tagged(int fd, void *buf, size_t 
 		return real(fd, buf, n, off);
 	int saved = errno;
 	long r = ckc_vfd_pread(v, buf, rw_len(n), off);
-	if (vfd_done(&r, v))
+	if (vfd_done(&r, v, saved))
 		return real(fd, buf, n, off);
 	return ckc_result(r, saved);
 }
@@ -91,7 +95,7 @@ static __attribute__((noinline)) ssize_t pwrite_tagged(int fd, const void *buf, 
 		return real(fd, buf, n, off);
 	int saved = errno;
 	long r = ckc_px_vfd_pwrite(v, buf, rw_len(n), off);
-	if (vfd_done(&r, v))
+	if (vfd_done(&r, v, saved))
 		return real(fd, buf, n, off);
 	return ckc_result(r, saved);
 }
@@ -256,8 +260,10 @@ static int iov_past(const struct iovec *iov, int cnt, size_t done, struct iovec 
  * failure fails the call, as the kernel's own sync after a write does. */
 #define IOV_AFTER_HAND_SYNC(ALL, CALL, SYNC)                                              \
 	do {                                                                              \
-		if (!done)                                                                \
+		if (!done) {                                                              \
+			errno = saved;                                                    \
 			return ALL;                                                       \
+		}                                                                         \
 		struct iovec *rest = NULL;                                                \
 		int n = iov_past(iov, cnt, done, &rest);                                  \
 		ssize_t more = n > 0 ? CALL : 0;                                          \
@@ -279,7 +285,7 @@ CKC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 	int saved = errno;
 	size_t done;
 	long r = ckc_px_vfd_iov(v, iov, cnt, 0, true, false, &done);
-	if (vfd_done(&r, v))
+	if (vfd_done(&r, v, saved))
 		IOV_AFTER_HAND(REAL(readv)(fd, iov, cnt), REAL(readv)(fd, rest, n));
 	return ckc_result(r, saved);
 }
@@ -294,7 +300,7 @@ CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 	int saved = errno;
 	size_t done;
 	long r = ckc_px_vfd_iov(v, iov, cnt, 0, true, true, &done);
-	if (vfd_done(&r, v))
+	if (vfd_done(&r, v, saved))
 		IOV_AFTER_HAND(REAL(writev)(fd, iov, cnt), REAL(writev)(fd, rest, n));
 	return ckc_result(r, saved);
 }
@@ -310,7 +316,7 @@ CKC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 		int saved = errno;                                                         \
 		size_t done;                                                               \
 		long r = ckc_px_vfd_iov(v, iov, cnt, off, false, wr, &done);               \
-		if (vfd_done(&r, v))                                                       \
+		if (vfd_done(&r, v, saved))                                                       \
 			IOV_AFTER_HAND(REAL(name)(fd, iov, cnt, off),                      \
 				       REAL(name)(fd, rest, n, off + (off_t)done));        \
 		return ckc_result(r, saved);                                               \
@@ -500,7 +506,7 @@ static long vfd_sync_held(int fd, int (*real)(int))
 		return real(fd);
 	int saved = errno;
 	long r = vfd_sync(v);
-	if (vfd_done(&r, v))
+	if (vfd_done(&r, v, saved))
 		return real(fd);
 	return ckc_result(r, saved);
 }
@@ -530,7 +536,7 @@ CKC_EXPORT int sync_file_range(int fd, off_t off, off_t len, unsigned int flags)
 			 off < 0 || len < 0 || len > INT64_MAX - off
 		 ? -EINVAL
 		 : ckc_px_vfd_usable(v);
-	if (vfd_done(&r, v))
+	if (vfd_done(&r, v, saved))
 		return REAL(sync_file_range)(fd, off, len, flags);
 	return (int)ckc_result(r, saved);
 }
@@ -598,7 +604,7 @@ CKC_EXPORT int ftruncate(int fd, off_t len)
 		return REAL(ftruncate)(fd, len);
 	int saved = errno;
 	long r = vfd_truncate(v, len);
-	if (vfd_done(&r, v))
+	if (vfd_done(&r, v, saved))
 		return REAL(ftruncate)(fd, len);
 	return (int)ckc_result(r, saved);
 }
@@ -610,7 +616,7 @@ CKC_EXPORT int ftruncate64(int fd, off_t len)
 		return REAL(ftruncate64)(fd, len);
 	int saved = errno;
 	long r = vfd_truncate(v, len);
-	if (vfd_done(&r, v))
+	if (vfd_done(&r, v, saved))
 		return REAL(ftruncate64)(fd, len);
 	return (int)ckc_result(r, saved);
 }
@@ -714,7 +720,7 @@ static int fallocate_common(int (*real)(int, int, off_t, off_t), int fd, int mod
 		return rc ? (int)ckc_result(rc, saved) : real(fd, mode, off, len);
 	}
 	long r = vfd_allocate(v, mode, off, len, false);
-	if (vfd_done(&r, v))
+	if (vfd_done(&r, v, saved))
 		return real(fd, mode, off, len);
 	return (int)ckc_result(r, saved);
 }
@@ -735,8 +741,9 @@ CKC_EXPORT int posix_fallocate(int fd, off_t off, off_t len)
 	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return REAL(posix_fallocate)(fd, off, len);
+	int saved = errno;
 	long r = vfd_allocate(v, 0, off, len, true);
-	if (vfd_done(&r, v))
+	if (vfd_done(&r, v, saved))
 		return REAL(posix_fallocate)(fd, off, len);
 	return (int)-r;
 }
@@ -746,8 +753,9 @@ CKC_EXPORT int posix_fallocate64(int fd, off_t off, off_t len)
 	ckc_vfd_t *v = ckc_vfd_held(fd);
 	if (!v)
 		return REAL(posix_fallocate64)(fd, off, len);
+	int saved = errno;
 	long r = vfd_allocate(v, 0, off, len, true);
-	if (vfd_done(&r, v))
+	if (vfd_done(&r, v, saved))
 		return REAL(posix_fallocate64)(fd, off, len);
 	return (int)-r;
 }

@@ -617,6 +617,19 @@ int m_errno_kept(int argc, char **argv)
 	errno_check("rename", rename(p, q) == 0);
 	errno = EDOM;
 	errno_check("unlink", unlink(q) == 0);
+	/* a growth that sends a cached checkpoint to its real file (a hole of
+	 * more than 64 MiB), and a write after it, at the real file */
+	snprintf(p, sizeof(p), "%s/grown.bin", argv[1]);
+	int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, "0123456789", 10) != 10)
+		fail("writing %s: %s", p, strerror(errno));
+	errno = EDOM;
+	errno_check("ftruncate by a hole of 100 MiB", ftruncate(fd, 100L << 20) == 0);
+	errno = EDOM;
+	errno_check("write after it", write(fd, "x", 1) == 1);
+	errno = EDOM;
+	errno_check("close", close(fd) == 0);
+	unlink(p);
 	printf("errno-kept: successful calls left errno alone\n");
 	return 0;
 }
