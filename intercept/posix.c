@@ -1609,30 +1609,36 @@ CKC_WARM_PATH CKC_EXPORT int fchdir(int fd)
  * checkpoint's number names the checkpoint, as the kernel names the file
  * behind a descriptor, not the placeholder's inode; the length, or
  * -1 where path is no such name. */
+/* v's file's name into buf (len bytes at most): by its name of now, which
+ * a rename moves; unlinked or renamed over, by the one it had last, as the
+ * kernel names such a file (out of line: its two paths are on the stack
+ * only for a checkpoint's number). */
+__attribute__((noinline)) static ssize_t vfd_link_name(const ckc_vfd_t *v, char *buf, size_t len, bool *gone)
+{
+	char now[PATH_MAX], del[PATH_MAX + 16];
+	ckc_enter();
+	bool named = ckc_handle_name(v->h, now, gone);
+	ckc_leave();
+	const char *name = named ? now : v->path;
+	if (*gone) {
+		snprintf(del, sizeof(del), "%s (deleted)", name);
+		name = del;
+	}
+	size_t k = strlen(name);
+	if (k > len)
+		k = len;
+	memcpy(buf, name, k);
+	return (ssize_t)k;
+}
+
 CKC_WARM_PATH static ssize_t readlink_vfd(const char *path, char *buf, size_t len, bool *gone)
 {
 	int n = ckc_px_procfd_number(path);
 	ckc_vfd_t *v = ckc_vfd_held(n);
 	ssize_t k = -1;
 	*gone = false;
-	if (v && !v->switched) {
-		/* (by its name of now, which a rename moves; unlinked or
-		 * renamed over, by the one it had last, as the kernel names
-		 * such a file) */
-		char now[PATH_MAX], del[PATH_MAX + 16];
-		ckc_enter();
-		bool named = ckc_handle_name(v->h, now, gone);
-		ckc_leave();
-		const char *name = named ? now : v->path;
-		if (*gone) {
-			snprintf(del, sizeof(del), "%s (deleted)", name);
-			name = del;
-		}
-		k = (ssize_t)strlen(name);
-		if ((size_t)k > len)
-			k = (ssize_t)len;
-		memcpy(buf, name, (size_t)k);
-	}
+	if (v && !v->switched)
+		k = vfd_link_name(v, buf, len, gone);
 	ckc_vfd_drop(v);
 	return k;
 }
