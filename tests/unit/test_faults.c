@@ -135,13 +135,17 @@ static void slow_home_start(tenv_t *e, uint64_t host, int delay_us)
 
 /* Starts the engine (host 2 MiB, ssd 16 MiB: the history has to go
  * through the ssd tier) with every write into the ssd file after the
- * first 2 failing with err, and writes a history of 10 checkpoints. */
+ * first 2 failing with err, and writes a history of 10 checkpoints. The
+ * real path's writes take 20 ms each: where its publications kept up with
+ * the program, the host tier dropped published checkpoints instead, and no
+ * copy went to the ssd tier at all (a clean clone's run, once). */
 static void ssd_failing_history(tenv_t *e, int err)
 {
 	faults_setup(e);
 	ckc_config_t c = tcfg(e, 2 * MiB, 16 * MiB);
 	c.log_level = CKC_LOG_WARN;
 	cr_assert_eq(ckc_init_config(&c), 0);
+	atomic_store(&home_delay_us, 20000);
 	atomic_store(&ssd_fail_after, 2);
 	atomic_store(&fail_ssd_errno, err);
 	char path[PATH_MAX];
