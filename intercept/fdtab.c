@@ -838,44 +838,56 @@ static bool mapped_using(const char *canon)
 	return using;
 }
 
-bool ckc_passed_using(const char *canon)
+/* Whether a descriptor passed at canon's real file is open (writing: one
+ * open for writing). */
+static bool passed_open(const char *canon, bool writing)
 {
-	if (mapped_using(canon))
-		return true;
 	if (!atomic_load_explicit(&ckc_passed_n, memory_order_relaxed) || !ckc_small_t0)
 		return false;
 	uint64_t h = passed_hash(canon);
 	unsigned end = atomic_load(&ckc_small_end);
-	for (unsigned fd = 0; fd < end; fd++)
-		if (atomic_load_explicit(&ckc_small_t0[fd], memory_order_relaxed) == h)
-			return true;
-	return false;
+	int saved = errno;
+	bool found = false;
+	for (unsigned fd = 0; fd < end && !found; fd++) {
+		if (atomic_load_explicit(&ckc_small_t0[fd], memory_order_relaxed) != h)
+			continue;
+		int fl = writing ? REAL(fcntl)((int)fd, F_GETFL) : O_WRONLY;
+		found = fl >= 0 && (fl & O_ACCMODE) != O_RDONLY;
+	}
+	errno = saved;
+	return found;
 }
 
-bool ckc_real_writer_open(const char *canon)
+bool ckc_passed_using(const char *canon)
+{
+	return mapped_using(canon) || passed_open(canon, false);
+}
+
+/* Whether a small checkpoint written straight (its slot a start time) is
+ * open at canon's real file: by its inode, the slot holding no path. */
+static bool straight_open(const char *canon)
 {
 	unsigned end = ckc_small_t0 ? atomic_load(&ckc_small_end) : 0;
-	uint64_t h = end && atomic_load_explicit(&ckc_passed_n, memory_order_relaxed) ? passed_hash(canon) : 0;
 	struct stat st, fst;
 	bool known = false, found = false;
 	int saved = errno;
 	for (unsigned fd = 0; fd < end && !found; fd++) {
 		uint64_t s = atomic_load_explicit(&ckc_small_t0[fd], memory_order_relaxed);
-		if (!s || s == CKC_SMALL_BASE)
+		if (!s || (s & CKC_SMALL_PASSED))
 			continue;
-		if (slot_passed(s)) {
-			/* (a reader's descriptor, or a mapping, keeps the file it
-			 * has without the kernel's rename too) */
-			int fl = s == h ? REAL(fcntl)((int)fd, F_GETFL) : -1;
-			found = fl >= 0 && (fl & O_ACCMODE) != O_RDONLY;
-			continue;
-		}
 		if (!known && !(known = REAL(stat)(canon, &st) == 0))
 			break;
 		found = REAL(fstat)((int)fd, &fst) == 0 && fst.st_dev == st.st_dev && fst.st_ino == st.st_ino;
 	}
 	errno = saved;
 	return found;
+}
+
+bool ckc_real_writer_open(const char *canon)
+{
+	/* (a reader's descriptor, or a mapping, keeps the file it has
+	 * without the kernel's rename too) */
+	return passed_open(canon, true) || straight_open(canon);
 }
 
 void ckc_passed_renamed(const char *from, const char *to, bool exchange)
@@ -1299,15 +1311,15 @@ void ckc_vfd_switch_path(const char *canon)
 		ckc_vfd_t *v = vfd_ref(fd);
 		if (!v)
 			continue;
+		/* (a version not handed over stays; one handed over is
+		 * looked for by its name of now) */
+		ckc_enter();
+		bool handed = ckc_handle_handed(v->h);
+		ckc_leave();
 		char now[PATH_MAX];
-		const char *name = ckc_vfd_name(v, now);
-		if (name && strcmp(name, canon) == 0) {
-			ckc_enter();
-			bool handed = ckc_handle_handed(v->h);
-			ckc_leave();
-			if (handed)
-				ckc_vfd_switch(v);
-		}
+		const char *name = handed ? ckc_vfd_name(v, now) : NULL;
+		if (name && strcmp(name, canon) == 0)
+			ckc_vfd_switch(v);
 		ckc_vfd_put(v);
 	}
 }

@@ -580,7 +580,8 @@ static FILE *freopen_cookie(const char *path, const char *mode, FILE *stream,
 		 * file at the one it had is another, and it is not reopened) */
 		char now[PATH_MAX];
 		const char *name = v ? ckc_vfd_name(v, now) : NULL;
-		if (v && !name)
+		static atomic_bool said;
+		if (v && !name && !atomic_exchange(&said, true))
 			ckc_warn("freopen of checkpoint %s, unlinked or renamed over while open: the library cannot "
 				 "reopen it (EBADF)", v->path);
 		ssize_t n = v ? (name ? (ssize_t)snprintf(self, sizeof(self), "%s", name) : -1) :
