@@ -77,6 +77,9 @@ static int lock_dir(char *out, size_t len)
 
 static int lockfile_open(const char *canon);
 
+/* a lock file's key: a path, or an unnamed version's (lock_name) */
+#define LOCK_KEY_MAX (PATH_MAX + 64)
+
 /* The lock files this process opened (their names' hashes), removed at
  * its end where nobody holds them (ckc_locks_sweep); with lockdir_mu held.
  * One opened past the last slot stays. */
@@ -95,8 +98,26 @@ static int lock_slot(ckc_vfd_t *v, atomic_int *slot)
 	return __atomic_load_n(&v->switched, __ATOMIC_ACQUIRE) ? CKC_HANDED : -1;
 }
 
+/* The name v's locks go by, in key: its version's name now (renamed
+ * since it was opened, the new one). A version unlinked or renamed over
+ * has no name, and no real file: NULL, and key holds a name of that
+ * version's alone, in this process, for its lock file (the file now at
+ * its old name is another one, whose lockers it must not exclude). */
+static const char *lock_name(const ckc_vfd_t *v, char key[LOCK_KEY_MAX])
+{
+	if (!v->h) {
+		snprintf(key, LOCK_KEY_MAX, "%s", v->path);
+		return key;
+	}
+	const char *name = ckc_vfd_name(v, key);
+	if (!name)
+		snprintf(key, LOCK_KEY_MAX, "%s\n(unnamed %ld %#llx)", v->path, (long)getpid(),
+			 (unsigned long long)ckc_handle_version(v->h));
+	return name;
+}
+
 /* The descriptor v's locks are taken on, opened once per virtual
- * descriptor: the real file, else the lock file of v's path. */
+ * descriptor: the real file at its name, else the lock file of the name. */
 static int lock_fd(ckc_vfd_t *v)
 {
 	int fd = lock_slot(v, &v->lock_fd);
@@ -106,15 +127,21 @@ static int lock_fd(ckc_vfd_t *v)
 	if (!ro)
 		return -ENOSYS;
 	bool real = true;
+	char key[LOCK_KEY_MAX];
+	const char *name = lock_name(v, key);
 	/* (kept above the program's numbers while v holds locks) */
-	ckc_fd_quiet_begin();
-	fd = ckc_fd_quiet_made(ro(v->path, (v->flags & O_ACCMODE) | O_CLOEXEC | O_NOCTTY), CKC_FD_OWN_FLOOR);
-	if (fd < 0)
-		fd = -errno;
+	if (name) {
+		ckc_fd_quiet_begin();
+		fd = ckc_fd_quiet_made(ro(name, (v->flags & O_ACCMODE) | O_CLOEXEC | O_NOCTTY), CKC_FD_OWN_FLOOR);
+		if (fd < 0)
+			fd = -errno;
+	} else {
+		fd = -ENOENT;
+	}
 	ckc_mutex_lock(&lockdir_mu);
 	if (fd == -ENOENT) {
 		real = false;
-		fd = lockfile_open(v->path); /* (above the program's numbers too) */
+		fd = lockfile_open(key); /* (above the program's numbers too) */
 	}
 	int have = atomic_load(&v->lock_fd);
 	if (fd >= 0 && have < 0) {
@@ -285,8 +312,12 @@ static void lock_file_release(ckc_vfd_t *v)
 int ckc_lock_switch_fd(ckc_vfd_t *v)
 {
 	int fd = atomic_load(&v->lock_fd);
-	if (fd < 0 || !v->lock_real || !lock_fd_current(fd, v->path) ||
-	    REAL(lseek)(fd, (off_t)v->pos, SEEK_SET) < 0)
+	char key[LOCK_KEY_MAX];
+	if (fd < 0 || !v->lock_real)
+		return -1;
+	/* (the file at the version's name now: its real file) */
+	const char *name = lock_name(v, key);
+	if (!name || !lock_fd_current(fd, name) || REAL(lseek)(fd, (off_t)v->pos, SEEK_SET) < 0)
 		return -1;
 	atomic_store(&v->lock_fd, -1);
 	/* the program's number holds the real file's lock from now on */
@@ -329,8 +360,10 @@ static int lock_file_fd(ckc_vfd_t *v)
 	int fd = lock_slot(v, &v->lock_file_fd);
 	if (fd != -1)
 		return fd;
+	char key[LOCK_KEY_MAX];
+	(void)lock_name(v, key);
 	ckc_mutex_lock(&lockdir_mu);
-	fd = lockfile_open(v->path);
+	fd = lockfile_open(key);
 	int have = -1;
 	bool mine = fd >= 0 && atomic_compare_exchange_strong(&v->lock_file_fd, &have, fd);
 	ckc_mutex_unlock(&lockdir_mu);
@@ -348,7 +381,7 @@ static int lock_file_fd(ckc_vfd_t *v)
 __attribute__((noinline)) static int lock_taken(ckc_vfd_t *v, atomic_int *slot, int (*opener)(ckc_vfd_t *),
 						 int op)
 {
-	char path[PATH_MAX + 32];
+	char path[PATH_MAX + 32], key[LOCK_KEY_MAX];
 	for (int tries = 0;; tries++) {
 		int lf = opener(v);
 		if (lf < 0)
@@ -357,8 +390,9 @@ __attribute__((noinline)) static int lock_taken(ckc_vfd_t *v, atomic_int *slot, 
 			return -errno;
 		if ((op & LOCK_UN) || (slot == &v->lock_fd && v->lock_real))
 			return 0;
+		(void)lock_name(v, key);
 		ckc_mutex_lock(&lockdir_mu);
-		bool current = lockfile_path(v->path, path, sizeof(path)) != 0 || lock_fd_current(lf, path);
+		bool current = lockfile_path(key, path, sizeof(path)) != 0 || lock_fd_current(lf, path);
 		ckc_mutex_unlock(&lockdir_mu);
 		if (current)
 			return 0;

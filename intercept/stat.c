@@ -21,11 +21,12 @@ _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "stat64 layout");
 
 /* What the real file says of canon (its device, inode, owner, links), or
  * what stands in for it before it is there (absent: known not there, as a
- * look just now found). Returns STAT_REAL, STAT_IDENT (the file its
+ * look just now found; gone: the version has no name, unlinked or renamed
+ * over, and the file at canon is another one). Returns STAT_REAL, STAT_IDENT (the file its
  * publication is to name) or STAT_MADE (a number derived from the path). */
 enum { STAT_REAL, STAT_IDENT, STAT_MADE };
 static int stat_base(const char *canon, const ckc_handle_t *h, const ckc_stat_t *c, struct stat *st,
-		     bool absent)
+		     bool absent, bool gone)
 {
 	int how = STAT_REAL;
 	int (*rs)(const char *, struct stat *) = REAL(stat);
@@ -39,7 +40,7 @@ static int stat_base(const char *canon, const ckc_handle_t *h, const ckc_stat_t 
 		ino_t ino;
 		memset(st, 0, sizeof(*st));
 		int id = h ? ckc_handle_ident(h, &dev, &ino) : ckc_ident(canon, &dev, &ino);
-		if (id == -EEXIST && rs && rs(canon, &real) == 0 && S_ISREG(real.st_mode)) {
+		if (id == -EEXIST && !gone && rs && rs(canon, &real) == 0 && S_ISREG(real.st_mode)) {
 			*st = real; /* published meanwhile */
 			return STAT_REAL;
 		} else if (id == 0) {
@@ -57,8 +58,12 @@ static int stat_base(const char *canon, const ckc_handle_t *h, const ckc_stat_t 
 				if (real.st_blksize > 0)
 					st->st_blksize = real.st_blksize;
 			}
-			/* no inode to be had: a stable number derived from the path */
-			st->st_ino = (ino_t)(ckc_path_hash(canon) | 1);
+			/* no inode to be had: a stable number derived from the path
+			 * (and from the version, where the path names another) */
+			uint64_t made = ckc_path_hash(canon);
+			if (gone && h)
+				made ^= (uint64_t)ckc_handle_version(h) * 0x9e3779b97f4a7c15ull;
+			st->st_ino = (ino_t)(made | 1);
 		}
 		st->st_mode = S_IFREG | (c->mode & 07777);
 		st->st_nlink = 1;
@@ -93,7 +98,7 @@ static void stat_apply(const ckc_stat_t *c, struct stat *st)
 
 static void stat_fill(const char *canon, const ckc_stat_t *c, struct stat *st)
 {
-	stat_base(canon, NULL, c, st, false);
+	stat_base(canon, NULL, c, st, false, false);
 	stat_apply(c, st);
 }
 
@@ -205,7 +210,12 @@ __attribute__((noinline)) static bool stat_fd_look(ckc_vfd_t *v, struct stat *st
 		/* the open's look found no real file, and none is published since */
 		bool absent = v->stat_absent && !c.at_home && c.at_home == v->stat_at_home;
 		v->stat_absent = false;
-		int how = stat_base(v->path, v->h, &c, &v->stat_real, absent);
+		/* the real file at the version's name now (renamed since it
+		 * was opened: the new one); unlinked or renamed over, none is
+		 * its (the file at its old name is another one) */
+		char now[PATH_MAX];
+		const char *name = v->h ? ckc_vfd_name(v, now) : v->path;
+		int how = stat_base(name ? name : v->path, v->h, &c, &v->stat_real, absent || !name, !name);
 		if (how == STAT_IDENT) {
 			v->id_known = true;
 			v->id_dev = v->stat_real.st_dev;

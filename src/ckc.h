@@ -440,6 +440,9 @@ bool ckc_handle_handed(const ckc_handle_t *h);
  * that name is no longer its (unlinked, renamed over: the name it had
  * last). False where there is none to give. */
 bool ckc_handle_name(const ckc_handle_t *h, char out[PATH_MAX], bool *gone);
+/* A number that names h's version among the process's live ones (its
+ * file locks' key where it has no name). */
+uintptr_t ckc_handle_version(const ckc_handle_t *h);
 
 /* Publishes every closed version that CKPTCACHE_PERSIST says must reach its
  * real path and is not there yet (and, with writers, the bytes so far of

@@ -316,6 +316,11 @@ bool ckc_handle_name(const ckc_handle_t *h, char out[PATH_MAX], bool *gone)
 	return named;
 }
 
+uintptr_t ckc_handle_version(const ckc_handle_t *h)
+{
+	return (uintptr_t)h->o;
+}
+
 /* Whether o is a closed version whose publication is still owed. */
 static bool owed_home(const ckc_obj_t *o)
 {

@@ -3194,6 +3194,96 @@ C
 }
 case_add robust/rename-over-real-writer rename_over_real_writer
 
+# flock and fstat through the descriptor of a cached checkpoint renamed
+# while open (k=0; another file made at its old name since) or renamed over
+# (k=1): the lock is the version's at its new name, and a child's lock of
+# that name waits for it while one of the other file does not; fstat gives
+# the version's inode, not the other file's; a child's open makes the
+# version go to its real file, and the writes after it land there. (The
+# lock was taken on the file at the name the descriptor was opened by:
+# the other file; when the version went to its real file, that descriptor
+# became the program's, and its last write went into the other file.)
+renamed_locked_writer() {
+	cat >rl.c <<'C'
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static char buf[1 << 20];
+static void child_lock(const char *name)
+{
+	int r = open(name, O_RDONLY);
+	int rc = r < 0 ? -2 : flock(r, LOCK_EX | LOCK_NB);
+	printf("child's flock of %s: %d\n", name, rc);
+}
+int main(int c, char **v)
+{
+	if (c != 3 || chdir(v[1]) != 0)
+		return 2;
+	int over = v[2][0] == '1';
+	memset(buf, 'a', sizeof buf);
+	for (int i = 0; i < 3; i++) {
+		char n[32];
+		snprintf(n, sizeof n, "w%d.ck", i);
+		int f = open(n, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (f < 0 || write(f, buf, sizeof buf) != sizeof buf || close(f))
+			return 3;
+	}
+	int fd = open("a.ck", O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, buf, sizeof buf) != sizeof buf)
+		return 4;
+	if (!over && rename("a.ck", "b.ck") != 0)
+		return 5;
+	int o = open(over ? "n.ck" : "a.ck", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (o < 0 || write(o, "other", 5) != 5 || close(o) || (over && rename("n.ck", "a.ck")))
+		return 6;
+	struct stat s1, s2, s3;
+	if (fstat(fd, &s1) || stat("a.ck", &s2) || (!over && stat("b.ck", &s3)))
+		return 7;
+	printf("fstat: size %lld mode %o links %ld, the other file's inode %d", (long long)s1.st_size,
+	       s1.st_mode & 0777, (long)s1.st_nlink, s1.st_ino == s2.st_ino && s1.st_dev == s2.st_dev);
+	if (!over)
+		printf(", b.ck's %d", s1.st_ino == s3.st_ino && s1.st_dev == s3.st_dev);
+	printf("\n");
+	if (flock(fd, LOCK_EX) != 0)
+		return 8;
+	fflush(stdout);
+	pid_t p = fork();
+	if (p == 0) {
+		if (!over)
+			child_lock("b.ck");
+		child_lock("a.ck");
+		fflush(stdout);
+		_exit(0);
+	}
+	if (p < 0 || waitpid(p, NULL, 0) != p)
+		return 9;
+	if (write(fd, "tail", 4) != 4 || close(fd))
+		return 10;
+	return 0;
+}
+C
+	gcc -O2 -o rl rl.c || fail "the program did not compile"
+	local k aside
+	# (stepping aside, the other file is written at its real path)
+	for k in 0 1; do
+		for aside in off auto; do
+			rm -rf plainrun ck/*
+			mkdir -p plainrun
+			plain ./rl plainrun $k >want$k.txt || fail "$k: the program without the library"
+			ck CKPTCACHE_STEP_ASIDE=$aside -- ./rl ck $k >got$k$aside.txt 2>err$k$aside.txt ||
+				fail "$k $aside: the program with the library: $(status_text $?)$(last_error)"
+			outputs_match want$k.txt got$k$aside.txt
+			same plainrun/a.ck ck/a.ck "a.ck at its real path ($k $aside)"
+			[ $k = 1 ] || same plainrun/b.ck ck/b.ck "b.ck at its real path ($aside)"
+		done
+	done
+}
+case_add robust/renamed-locked-writer renamed_locked_writer
+
 # The descriptor of a cached checkpoint unlinked (another file made at its
 # name since) or renamed over grows it by a hole larger than the cache sends
 # to the real file (64 MiB: ftruncate, or a pwrite far past the end), and
