@@ -1347,7 +1347,10 @@ static int copy_check(int in, ckc_vfd_t *vin, int out, ckc_vfd_t *vout, enum cop
  * is what the file holds from the input's offset, at most count. */
 static bool copy_overlaps(ckc_vfd_t *vin, const off_t *inoff, ckc_vfd_t *vout, const off_t *outoff, size_t count)
 {
-	if (strcmp(vin->path, vout->path) != 0)
+	/* (one version, whatever names its descriptors were opened by: a
+	 * rename moves it; a file made at its name after an unlink is another) */
+	if (!vin->h || !vout->h ? strcmp(vin->path, vout->path) != 0
+				: ckc_handle_version(vin->h) != ckc_handle_version(vout->h))
 		return false;
 	uint64_t at_in = inoff ? (uint64_t)*inoff : ckc_vfd_pos(vin),
 		 at_out = outoff ? (uint64_t)*outoff : ckc_vfd_pos(vout);

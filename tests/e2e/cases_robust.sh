@@ -3284,6 +3284,69 @@ C
 }
 case_add robust/renamed-locked-writer renamed_locked_writer
 
+# copy_file_range from the descriptor of a cached checkpoint unlinked into
+# the file made at its name since: two files, as without the library, and
+# the copy is made. Within one version opened by two names (renamed
+# between the opens), overlapping ranges fail with EINVAL as the kernel's.
+# (The library took two descriptors of one path for one file, and refused
+# the copy with EINVAL.)
+copy_range_unlinked() {
+	cat >cfr.c <<'C'
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+static char buf[1 << 20];
+int main(int c, char **v)
+{
+	if (c != 2 || chdir(v[1]) != 0)
+		return 2;
+	memset(buf, 'a', sizeof buf);
+	for (int i = 0; i < 3; i++) {
+		char n[32];
+		snprintf(n, sizeof n, "w%d.ck", i);
+		int f = open(n, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (f < 0 || write(f, buf, sizeof buf) != sizeof buf || close(f))
+			return 3;
+	}
+	int fd = open("a.ck", O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, buf, sizeof buf) != sizeof buf || unlink("a.ck"))
+		return 4;
+	int o = open("a.ck", O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (o < 0 || write(o, "other", 5) != 5)
+		return 5;
+	off_t i0 = 0, o0 = 0;
+	ssize_t r = copy_file_range(fd, &i0, o, &o0, 8192, 0);
+	printf("copy_file_range: %zd %s\n", r, r < 0 ? strerror(errno) : "");
+	/* one version by two names */
+	int p = open("b.ck", O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (p < 0 || write(p, buf, 100000) != 100000 || rename("b.ck", "c.ck"))
+		return 6;
+	int q = open("c.ck", O_RDWR);
+	i0 = 0, o0 = 50;
+	r = copy_file_range(p, &i0, q, &o0, 1000, 0);
+	printf("copy_file_range overlapping: %zd %s\n", r, r < 0 ? strerror(errno) : "");
+	close(fd); close(o); close(p); close(q);
+	return 0;
+}
+C
+	gcc -O2 -o cfr cfr.c || fail "the program did not compile"
+	local aside
+	for aside in off auto; do
+		rm -rf plainrun ck/*
+		mkdir -p plainrun
+		plain ./cfr plainrun >want.txt || fail "the program without the library"
+		ck CKPTCACHE_STEP_ASIDE=$aside -- ./cfr ck >got$aside.txt 2>err$aside.txt ||
+			fail "$aside: the program with the library: $(status_text $?)$(last_error)"
+		outputs_match want.txt got$aside.txt
+		same plainrun/a.ck ck/a.ck "a.ck at its real path ($aside)"
+		same plainrun/c.ck ck/c.ck "c.ck at its real path ($aside)"
+	done
+}
+case_add robust/copy-range-unlinked copy_range_unlinked
+
 # The descriptor of a cached checkpoint unlinked (another file made at its
 # name since) or renamed over grows it by a hole larger than the cache sends
 # to the real file (64 MiB: ftruncate, or a pwrite far past the end), and
