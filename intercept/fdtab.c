@@ -318,9 +318,16 @@ int ckc_fd_mine_next(unsigned from, unsigned last)
 
 CKC_WARM_PATH ssize_t ckc_fd_name(int fd, char *out, size_t len)
 {
+	static const char pre[] = "/proc/thread-self/fd/";
 	char link[64];
-	snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", fd);
-	ssize_t n = len > 1 ? readlink(link, out, len - 1) : -1;
+	if (fd < 0 || len <= 1)
+		return -1;
+	memcpy(link, pre, sizeof(pre) - 1);
+	link[sizeof(pre) - 1 + ckc_path_decimal(link + sizeof(pre) - 1, (unsigned long long)fd)] = '\0';
+	/* a tagged descriptor is named by the library's readlink; any other
+	 * (a folder's, where a tool writes a tree at it) by the kernel */
+	ssize_t n = ckc_fd_maybe_tagged(fd) || !REAL(readlinkat) ? readlink(link, out, len - 1)
+								   : REAL(readlinkat)(AT_FDCWD, link, out, len - 1);
 	if (n <= 0 || out[0] != '/')
 		return -1;
 	out[n] = '\0';

@@ -290,6 +290,9 @@ bool ckc_spelling_held(const char *canon, char target[PATH_MAX]);
  * real: false if it is canon itself (or cannot be known). One look a
  * write's open: its result is what ckc_alias_write takes. */
 bool ckc_link_real(const char *canon, char real[PATH_MAX]);
+/* The same, where an answer of this thread's from the last 100 ms stands
+ * without a look at the folder (the alias list of in-place writes). */
+bool ckc_link_real_recent(const char *canon, char real[PATH_MAX]);
 /* A write's open of canon (a tagged path; spelt_real: ckc_link_real's
  * answer, NULL where it was false): the versions this process holds of
  * the same file under another spelling (through a folder's symbolic link)

@@ -735,7 +735,7 @@ static int open_while_written(const char *canon)
 static void alias_in_place(const char *canon)
 {
 	char lreal[PATH_MAX];
-	ckc_alias_write(canon, ckc_link_real(canon, lreal) ? lreal : NULL, false);
+	ckc_alias_write(canon, ckc_link_real_recent(canon, lreal) ? lreal : NULL, false);
 }
 
 /* A write through a symbolic link (the real file's) to a checkpoint this

@@ -113,6 +113,30 @@ static void tag_kept_put(tag_kept_t *k, int fd, unsigned gen, uint64_t mv, const
 /* The path of directory descriptor dirfd into out (PATH_MAX bytes), kept
  * or looked up, whether no path below it can be tagged into none, and
  * whether every name in it is into all (each when not NULL); 0 or -1. */
+/* The last folder's verdicts this thread worked out (the patterns never
+ * change once loaded): its path's hash with the low two bits the verdicts,
+ * one word, so that a signal handler that interrupts its store reads an
+ * old answer or the new one whole. A tool that writes a tree at a folder's
+ * descriptor (tar x, cp -r, rsync) asks of one folder file after file. */
+static __thread uint64_t tag_verdict_memo;
+
+/* Whether nothing below folder dir (canonical) can be tagged (*none), and
+ * whether everything is (*all): what ckc_tag_dir_holds_none and
+ * ckc_tag_dir_holds_all answer. */
+CKC_TAGGED_PATH static void tag_dir_verdicts(const char *dir, bool *none, bool *all)
+{
+	uint64_t h = ckc_path_hash(dir) & ~(uint64_t)3;
+	uint64_t m = tag_verdict_memo;
+	if ((m & ~(uint64_t)3) == h && h) {
+		*none = m & 1;
+		*all = m & 2;
+		return;
+	}
+	*none = ckc_tag_dir_holds_none(dir);
+	*all = !*none && ckc_tag_dir_holds_all(dir);
+	tag_verdict_memo = h | (uint64_t)*none | ((uint64_t)*all << 1);
+}
+
 CKC_TAGGED_PATH static int tag_dir_path(int dirfd, char *out, bool *none, bool *all)
 {
 	bool kn, ka;
@@ -142,8 +166,9 @@ CKC_TAGGED_PATH static int tag_dir_path(int dirfd, char *out, bool *none, bool *
 	ssize_t n = ckc_fd_name(dirfd, out, PATH_MAX);
 	if (n < 0)
 		return -1;
-	kn = (none || trusted) && ckc_tag_dir_holds_none(out);
-	ka = !kn && (all || trusted) && ckc_tag_dir_holds_all(out);
+	kn = ka = false;
+	if (none || all || trusted)
+		tag_dir_verdicts(out, &kn, &ka);
 	if (none)
 		*none = kn;
 	if (all)
@@ -168,8 +193,9 @@ static int tag_cwd_path(char *out, bool *none, bool *all)
 	}
 	if (!getcwd(out, PATH_MAX))
 		return -1;
-	kn = (none || trusted) && ckc_tag_dir_holds_none(out);
-	ka = !kn && (all || trusted) && ckc_tag_dir_holds_all(out);
+	kn = ka = false;
+	if (none || all || trusted)
+		tag_dir_verdicts(out, &kn, &ka);
 	if (none)
 		*none = kn;
 	if (all)
@@ -502,6 +528,7 @@ struct tag_cache {
 	char dir[PATH_MAX], real[PATH_MAX];
 	dev_t dev;
 	ino_t ino;
+	uint64_t at; /* when dir was last found to be that folder */
 	bool known;
 	char acl_dir[PATH_MAX];
 	uint64_t acl_at;
@@ -531,15 +558,24 @@ static struct tag_cache *tag_cache(void)
 
 /* The folder the kernel reaches through dir (its symbolic links followed),
  * in real: 0, or -errno. One stat of dir when the thread's last answer was
- * about it; the kernel's name of it otherwise (O_PATH, /proc/self/fd). */
-static int link_folder(const char *dir, char real[PATH_MAX])
+ * about it (none where that answer is younger than keep_ns); the kernel's
+ * name of it otherwise (O_PATH, /proc/self/fd). */
+static int link_folder(const char *dir, char real[PATH_MAX], uint64_t keep_ns)
 {
 	struct stat st;
+	struct tag_cache *c = tag_cache();
+	uint64_t now = keep_ns ? ckc_now_ns() : 0;
+	if (keep_ns && c && c->known && now - c->at < keep_ns && !strcmp(c->dir, dir)) {
+		strcpy(real, c->real);
+		return 0;
+	}
 	if (REAL(stat)(dir, &st) != 0)
 		return -errno;
-	struct tag_cache *c = tag_cache();
+	if (!now)
+		now = ckc_now_ns();
 	if (c && c->known && c->dev == st.st_dev && c->ino == st.st_ino && !strcmp(c->dir, dir)) {
 		strcpy(real, c->real);
+		c->at = now;
 		return 0;
 	}
 	ckc_fd_quiet_begin();
@@ -563,6 +599,7 @@ static int link_folder(const char *dir, char real[PATH_MAX])
 		strcpy(c->real, real);
 		c->dev = st.st_dev;
 		c->ino = st.st_ino;
+		c->at = now;
 		c->known = true;
 	}
 	return 0;
@@ -609,13 +646,28 @@ static unsigned alias_next;
 static ckc_mutex_t alias_lock = CKC_MUTEX_INIT(ALIAS);
 CKC_LOCKS_AT_START(alias_lock, ckc_locks_add, &alias_lock)
 
-bool ckc_link_real(const char *canon, char real[PATH_MAX])
+/* An in-place write's look at its folder, for the alias list alone, trusts
+ * the thread's answer of the last LINK_KEEP_NS: a shell's loop of appends
+ * (echo >> log) paid one stat of the folder for each. */
+#define LINK_KEEP_NS 100000000ull
+
+static bool link_real(const char *canon, char real[PATH_MAX], uint64_t keep_ns)
 {
 	char dir[PATH_MAX], rdir[PATH_MAX];
-	if (ckc_path_dirname(canon, dir, sizeof(dir)) || link_folder(dir, rdir) || !strcmp(dir, rdir))
+	if (ckc_path_dirname(canon, dir, sizeof(dir)) || link_folder(dir, rdir, keep_ns) || !strcmp(dir, rdir))
 		return false;
 	const char *base = canon + strlen(dir) + (strcmp(dir, "/") != 0);
 	return snprintf(real, PATH_MAX, "%s/%s", rdir, base) < PATH_MAX;
+}
+
+bool ckc_link_real(const char *canon, char real[PATH_MAX])
+{
+	return link_real(canon, real, 0);
+}
+
+bool ckc_link_real_recent(const char *canon, char real[PATH_MAX])
+{
+	return link_real(canon, real, LINK_KEEP_NS);
 }
 
 void ckc_alias_write(const char *canon, const char *spelt_real, bool replacing)
