@@ -284,11 +284,13 @@ int ckc_fd_above(int fd, int floor)
 	return fd;
 }
 
-/* The engine's own files (opened through icpt_open, init.c) by number: a
- * program that closes a range of numbers it does not know (closefrom(3),
- * Python's os.closerange) leaves them open (posix.c). One bit a number,
- * for the numbers of the table. */
-CKC_HOT_DATA static _Atomic uint64_t *fd_mine;
+/* The library's own files by number (the engine's, opened through
+ * icpt_open, init.c; the lock files and the node's socket): a program that
+ * closes numbers it does not know (a loop of close from 3 up, closefrom(3),
+ * Python's os.closerange) leaves them open, as they are not the program's
+ * (posix.c). One bit a number, for the numbers of the table. */
+CKC_HOT_DATA _Atomic uint64_t *ckc_fd_mine_bits;
+#define fd_mine ckc_fd_mine_bits
 
 void ckc_fd_mine_set(int fd, bool mine)
 {
@@ -299,6 +301,12 @@ void ckc_fd_mine_set(int fd, bool mine)
 		atomic_fetch_or(&fd_mine[fd / 64], bit);
 	else
 		atomic_fetch_and(&fd_mine[fd / 64], ~bit);
+}
+
+int ckc_fd_mine_close(int fd)
+{
+	ckc_fd_mine_set(fd, false);
+	return REAL(close)(fd);
 }
 
 int ckc_fd_mine_next(unsigned from, unsigned last)

@@ -721,6 +721,16 @@ int ckc_fdtab_init(void);
  * such number in [from, last], or -1. */
 void ckc_fd_mine_set(int fd, bool mine);
 int ckc_fd_mine_next(unsigned from, unsigned last);
+/* Closes the library's own fd, its mark taken first. */
+int ckc_fd_mine_close(int fd);
+extern _Atomic uint64_t *ckc_fd_mine_bits;
+/* Whether fd is one of the library's own files (ckc_fd_mine_set). */
+static inline bool ckc_fd_mine(int fd)
+{
+	_Atomic uint64_t *m = ckc_fd_mine_bits;
+	return m && fd >= 0 && (size_t)fd < ckc_vfd_cap &&
+	       (atomic_load_explicit(&m[fd / 64], memory_order_relaxed) >> (fd % 64) & 1);
+}
 /* fd moved to the lowest free number at or above floor (closing fd), or
  * below floor near the top of the descriptor table where reaching floor
  * would grow the table of a process with more than one thread; fd itself

@@ -135,6 +135,8 @@ static int lock_fd(ckc_vfd_t *v)
 		fd = ckc_fd_quiet_made(ro(name, (v->flags & O_ACCMODE) | O_CLOEXEC | O_NOCTTY), CKC_FD_OWN_FLOOR);
 		if (fd < 0)
 			fd = -errno;
+		else
+			ckc_fd_mine_set(fd, true);
 	} else {
 		fd = -ENOENT;
 	}
@@ -150,7 +152,7 @@ static int lock_fd(ckc_vfd_t *v)
 	}
 	ckc_mutex_unlock(&lockdir_mu);
 	if (fd >= 0 && have >= 0) {
-		REAL(close)(fd);
+		ckc_fd_mine_close(fd);
 		return have;
 	}
 	return fd;
@@ -194,6 +196,7 @@ static int lockfile_open(const char *canon)
 	int fd = ckc_fd_quiet_made(REAL(open)(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600), CKC_FD_OWN_FLOOR);
 	if (fd < 0)
 		return -errno;
+	ckc_fd_mine_set(fd, true);
 	unsigned k = 0;
 	while (k < locks_nused && locks_used[k] != h)
 		k++;
@@ -306,7 +309,7 @@ static void lock_file_release(ckc_vfd_t *v)
 {
 	int fd = atomic_exchange(&v->lock_file_fd, -1);
 	if (fd >= 0 && REAL(close))
-		REAL(close)(fd);
+		ckc_fd_mine_close(fd);
 }
 
 int ckc_lock_switch_fd(ckc_vfd_t *v)
@@ -322,6 +325,7 @@ int ckc_lock_switch_fd(ckc_vfd_t *v)
 	atomic_store(&v->lock_fd, -1);
 	/* the program's number holds the real file's lock from now on */
 	lock_file_release(v);
+	ckc_fd_mine_set(fd, false);
 	return fd;
 }
 
@@ -342,7 +346,7 @@ void ckc_lock_release(ckc_vfd_t *v)
 {
 	int fd = atomic_exchange(&v->lock_fd, -1);
 	if (fd >= 0 && REAL(close))
-		REAL(close)(fd);
+		ckc_fd_mine_close(fd);
 	lock_file_release(v);
 }
 
@@ -368,7 +372,7 @@ static int lock_file_fd(ckc_vfd_t *v)
 	bool mine = fd >= 0 && atomic_compare_exchange_strong(&v->lock_file_fd, &have, fd);
 	ckc_mutex_unlock(&lockdir_mu);
 	if (fd >= 0 && !mine) {
-		REAL(close)(fd);
+		ckc_fd_mine_close(fd);
 		return have;
 	}
 	return fd;
@@ -403,7 +407,7 @@ __attribute__((noinline)) static int lock_taken(ckc_vfd_t *v, atomic_int *slot, 
 		/* the lock on the removed file goes with its descriptor */
 		int was = lf;
 		if (atomic_compare_exchange_strong(slot, &was, -1))
-			REAL(close)(lf);
+			ckc_fd_mine_close(lf);
 	}
 }
 

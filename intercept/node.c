@@ -1004,10 +1004,11 @@ static void node_start_once(void)
 		return;
 	}
 	node_listen = s;
+	ckc_fd_mine_set(s, true);
 	atomic_store(&node_serving, true);
 	if (ckc_thread_start(&node_thread, node_main, NULL, "ckc-node", false) != 0) {
 		atomic_store(&node_serving, false);
-		REAL(close)(s);
+		ckc_fd_mine_close(s);
 		node_listen = -1;
 		return;
 	}
@@ -1035,7 +1036,7 @@ void ckc_node_stop(void)
 		REAL(close)(s);
 	}
 	pthread_join(node_thread, NULL);
-	REAL(close)(node_listen);
+	ckc_fd_mine_close(node_listen);
 	node_listen = -1;
 }
 
@@ -1081,7 +1082,7 @@ CKC_START_PATH void ckc_node_atfork_child(void)
 	/* the service thread stayed in the parent; the child must not keep
 	 * the parent's name bound once the parent is gone */
 	if (atomic_load(&node_serving) && atomic_exchange(&node_serving, false)) {
-		REAL(close)(node_listen);
+		ckc_fd_mine_close(node_listen);
 		node_listen = -1;
 	}
 	if (__atomic_load_n(&ckc_node_hook, __ATOMIC_ACQUIRE))

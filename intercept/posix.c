@@ -1534,6 +1534,13 @@ CKC_HOT_PATH __attribute__((aligned(4096))) CKC_EXPORT int close(int fd)
 	if (__builtin_expect(ckc_node_inplace_count() != 0, 0))
 		ckc_node_inplace_close(fd);
 	if (__builtin_expect(!ckc_fd_maybe_tagged(fd), 1)) {
+		/* one of the library's files: not the program's (a loop that
+		 * closes every number from 3 up took a checkpoint's file from
+		 * its publication), as without the library, EBADF */
+		if (__builtin_expect(ckc_fd_mine(fd), 0) && !ckc_in_vfork_child()) {
+			errno = EBADF;
+			return -1;
+		}
 		uint64_t t0 = ckc_small_take(fd);
 		int rc = REAL(close)(fd);
 		if (rc == 0 && t0)

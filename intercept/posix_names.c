@@ -88,6 +88,43 @@ CKC_EXPORT int dup(int fd)
 	return r;
 }
 
+/* A dup2 or dup3 onto one of the library's own files (a program that
+ * keeps its own files at fixed high numbers it believes free): the
+ * library's file there (a checkpoint's publication under way, a lock, the
+ * cache's tier) cannot move, and replacing it would send the cache's
+ * writes into the program's file. The call fails with EBUSY, said once.
+ * As a call that takes a number (intercept.h), it waits for the library's
+ * file being made to be marked, and the library for it. */
+static bool dup_onto_mine(int oldfd, int newfd)
+{
+	if (oldfd == newfd || !ckc_fd_mine(newfd) || ckc_in_vfork_child())
+		return false;
+	static atomic_bool said;
+	if (!atomic_exchange(&said, true))
+		ckc_warn("the program's dup2 or dup3 of descriptor %d onto %d failed with EBUSY: the library "
+			 "holds a file of its own at %d; a program that puts its files at fixed numbers must "
+			 "keep them below %d",
+			 oldfd, newfd, newfd, CKC_FD_OWN_FLOOR);
+	errno = EBUSY;
+	return true;
+}
+
+static int dup2_real(int oldfd, int newfd)
+{
+	ckc_fd_num_begin();
+	int r = dup_onto_mine(oldfd, newfd) ? -1 : REAL(dup2)(oldfd, newfd);
+	ckc_fd_num_end();
+	return r;
+}
+
+static int dup3_real(int oldfd, int newfd, int flags)
+{
+	ckc_fd_num_begin();
+	int r = dup_onto_mine(oldfd, newfd) ? -1 : REAL(dup3)(oldfd, newfd, flags);
+	ckc_fd_num_end();
+	return r;
+}
+
 CKC_WARM_PATH CKC_EXPORT int dup2(int oldfd, int newfd)
 {
 	if (oldfd != newfd) {
@@ -95,12 +132,12 @@ CKC_WARM_PATH CKC_EXPORT int dup2(int oldfd, int newfd)
 		(void)ckc_small_take(newfd);
 	}
 	if (!ckc_vfd_get(oldfd) && !ckc_vfd_get(newfd)) {
-		int r = REAL(dup2)(oldfd, newfd);
+		int r = dup2_real(oldfd, newfd);
 		if (oldfd != newfd)
 			ckc_passed_dup(oldfd, r);
 		return ckc_tag_dup(oldfd, r);
 	}
-	int r = REAL(dup2)(oldfd, newfd);
+	int r = dup2_real(oldfd, newfd);
 	ckc_vfd_t *v = ckc_vfd_held(oldfd);
 	r = dup_fixup(v, oldfd, r);
 	ckc_vfd_drop(v);
@@ -114,12 +151,12 @@ CKC_EXPORT int dup3(int oldfd, int newfd, int flags)
 		(void)ckc_small_take(newfd);
 	}
 	if (!ckc_vfd_get(oldfd) && !ckc_vfd_get(newfd)) {
-		int r = REAL(dup3)(oldfd, newfd, flags);
+		int r = dup3_real(oldfd, newfd, flags);
 		if (oldfd != newfd)
 			ckc_passed_dup(oldfd, r);
 		return ckc_tag_dup(oldfd, r);
 	}
-	int r = REAL(dup3)(oldfd, newfd, flags);
+	int r = dup3_real(oldfd, newfd, flags);
 	ckc_vfd_t *v = ckc_vfd_held(oldfd);
 	r = dup_fixup(v, oldfd, r);
 	ckc_vfd_drop(v);

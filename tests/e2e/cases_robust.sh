@@ -1135,18 +1135,29 @@ def target(f):
 import re
 mem = [int(f) for f in os.listdir("/proc/self/fd") if re.fullmatch(r"/(dev/shm|tmp)/#[0-9]+ \(deleted\)", target(f))]
 assert len(mem) == 1, f"the library holds one unnamed file (found {mem})"
-os.close(mem[0])
+# (the file of the library is not the file of the program: its close
+# fails with EBADF, as a number the program never opened, and a dup2 onto
+# it with EBUSY; the library never writes the file of the program)
+try:
+    os.close(mem[0])
+except OSError as e:
+    assert e.errno == 9, e
 mine = b"the program\x27s own file\n" * 200
 vfd = os.open("victim.txt", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
 os.write(vfd, mine)
+num = vfd
 if vfd != mem[0]:
-    os.dup2(vfd, mem[0])
-    os.close(vfd)
+    try:
+        os.dup2(vfd, mem[0])
+        os.close(vfd)
+        num = mem[0]
+    except OSError as e:
+        assert e.errno == 16, e
 for i in range(3, 6):
     ckpt(f"ck/a{i}.bin")
     time.sleep(0.2)
-os.lseek(mem[0], 0, 0)
-got = os.read(mem[0], len(mine) + 1)
+os.lseek(num, 0, 0)
+got = os.read(num, len(mine) + 1)
 assert got == mine, "the program\x27s file on the library file\x27s old number was written to"
 for name, data in datas:
     with open(name, "rb") as f:
@@ -3346,6 +3357,146 @@ C
 	done
 }
 case_add robust/copy-range-unlinked copy_range_unlinked
+
+# A program that closes descriptor numbers it does not know, just after
+# its checkpoints: every number from 3 to 4095 (k=0), or, with two
+# checkpoints still open, every number above them once its table was
+# full (k=1). The library's own files (a publication under way) are not
+# the program's: the checkpoints reach their real paths whole. (The loop
+# closed the file a publication was writing: the checkpoint went to a
+# rescue file, or was left empty at its real path with nothing said.)
+close_loop_checkpoints() {
+	cat >cl.c <<'C'
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+static char b[100000];
+static void put(const char *n, int c)
+{
+	memset(b, c, sizeof b);
+	int fd = open(n, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, b, sizeof b) != sizeof b || close(fd) != 0)
+		_exit(3);
+}
+int main(int c, char **v)
+{
+	if (c != 3 || chdir(v[1]) != 0)
+		return 2;
+	for (int i = 0; i < 4; i++) {
+		char n[16];
+		snprintf(n, sizeof n, "c%d.ck", i);
+		put(n, 'a' + i);
+	}
+	if (v[2][0] == '0') {
+		for (int i = 3; i < 4096; i++)
+			close(i);
+		return 0;
+	}
+	memset(b, 'k', sizeof b);
+	int a = open("a.ck", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int k = open("k.ck", O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (a < 0 || k < 0 || write(a, b, 100000) != 100000 || write(k, b, 5000) != 5000)
+		return 4;
+	while (open("/dev/null", O_RDONLY) >= 0)
+		;
+	printf("full: %s\n", errno == EMFILE ? "EMFILE" : strerror(errno));
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return 5;
+	for (int i = (a > k ? a : k) + 1; i < (int)rl.rlim_cur; i++)
+		close(i);
+	return 0; /* a.ck and k.ck left open */
+}
+C
+	gcc -O2 -o cl cl.c || fail "the program did not compile"
+	local k f
+	for k in 0 1; do
+		rm -rf plainrun ck/*
+		mkdir -p plainrun
+		(ulimit -n 2048 && plain ./cl plainrun $k) >want$k.txt || fail "$k: the program without the library"
+		(ulimit -n 2048 && ck -- ./cl ck $k) >got$k.txt 2>err$k.txt ||
+			fail "$k: the program with the library: $(status_text $?)$(last_error)"
+		outputs_match want$k.txt got$k.txt
+		for f in plainrun/*.ck; do
+			same "$f" "ck/${f#plainrun/}" "${f#plainrun/} at its real path ($k)"
+		done
+		! grep -q 'rescue' err$k.txt || fail "$k: a rescue file: $(cat err$k.txt)"
+	done
+}
+case_add robust/close-loop-checkpoints close_loop_checkpoints
+
+# A program that puts a file of its own at fixed numbers it believes free
+# (dup2 onto 40 to 63 and 512 to 540) just after its checkpoints: where the
+# library holds a file of its own at such a number the dup2 fails with
+# EBUSY, said once; elsewhere the number is the program's file. Nothing of
+# the cache's lands in the program's file, and the checkpoints reach their
+# real paths whole. (The dup2 replaced the file a publication was writing:
+# the checkpoint went to a rescue file, and the program's descriptor failed
+# or the cache wrote into the program's file.)
+dup2_onto_library() {
+	cat >dh.c <<'C'
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+static char b[100000];
+int main(int c, char **v)
+{
+	if (c != 2 || chdir(v[1]) != 0)
+		return 2;
+	for (int i = 0; i < 4; i++) {
+		char n[16];
+		snprintf(n, sizeof n, "c%d.ck", i);
+		memset(b, 'a' + i, sizeof b);
+		int fd = open(n, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || write(fd, b, sizeof b) != sizeof b || close(fd) != 0)
+			return 3;
+	}
+	int src = open("../src.dat", O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (src < 0 || write(src, "SRC", 3) != 3)
+		return 4;
+	int bad = 0, made[541] = { 0 };
+	for (int n = 40; n <= 540; n++) {
+		if (n == 64)
+			n = 512;
+		int r = dup2(src, n);
+		made[n] = r == n;
+		if (r < 0 && errno != EBUSY) {
+			printf("dup2 onto %d: %s\n", n, strerror(errno));
+			bad = 1;
+		}
+	}
+	/* (the cache's publications go on meanwhile) */
+	usleep(50000);
+	for (int n = 40; n <= 540; n++) {
+		char l[4] = { 0 };
+		if (made[n] && (pread(n, l, 3, 0) != 3 || memcmp(l, "SRC", 3) != 0)) {
+			printf("descriptor %d: not the program's file\n", n);
+			bad = 1;
+		}
+	}
+	return bad;
+}
+C
+	gcc -O2 -o dh dh.c || fail "the program did not compile"
+	local t i
+	for t in 1 2 3 4 5; do
+		rm -rf ck/* src.dat
+		ck -- ./dh ck >got$t.txt 2>err$t.txt || fail "try $t: $(status_text $?): $(cat got$t.txt)$(last_error)"
+		[ "$(cat src.dat)" = SRC ] || fail "try $t: the program's file holds $(stat -c %s src.dat) bytes, not its 3"
+		for i in 0 1 2 3; do
+			[ "$(stat -c %s ck/c$i.ck 2>/dev/null)" = 100000 ] && [ "$(tr -d "$(printf "\\x$(printf %x $((97 + i)))")" <ck/c$i.ck | wc -c)" = 0 ] ||
+				fail "try $t: c$i.ck is not whole at its real path$(last_error)"
+		done
+		! grep -q 'rescue' err$t.txt || fail "try $t: a rescue file: $(cat err$t.txt)"
+		[ "$(grep -c 'failed with EBUSY' err$t.txt)" -le 1 ] || fail "try $t: the EBUSY said more than once"
+	done
+}
+case_add robust/dup2-onto-library dup2_onto_library
 
 # The descriptor of a cached checkpoint unlinked (another file made at its
 # name since) or renamed over grows it by a hole larger than the cache sends
