@@ -20,6 +20,7 @@
 #include "copy.h"
 #include "log.h"
 #include "memlimit.h"
+#include "thread.h"
 #include "path.h"
 #include "peer.h"
 #include "state.h"
@@ -84,12 +85,18 @@ static int tiers_open(void)
 			ckc_info("host tier: %llu bytes, from the memory limit of this job's control group "
 				 "(%llu bytes)", (unsigned long long)c->host_cache, (unsigned long long)lim);
 		/* under an address-space limit the tier's mapping counts as
-		 * much as the program's own: a quarter of what is left */
+		 * much as the program's own: a quarter of what is left once
+		 * the library's threads have reserved theirs (their stacks,
+		 * their malloc arenas) */
 		uint64_t room = ckc_memlimit_as_room("/proc/self/statm");
+		uint64_t threads = (uint64_t)CKC_THREADS_AS * CKC_THREAD_AS;
+		if (room)
+			room = room > threads + (2u << 20) ? room - threads : (2u << 20);
 		if (room && c->host_cache > room / CKC_AS_SHARE) {
 			c->host_cache = room / CKC_AS_SHARE / (2u << 20) * (2u << 20);
 			ckc_info("host tier: %llu bytes, a quarter of the address space left under this "
-				 "process's limit (ulimit -v)", (unsigned long long)c->host_cache);
+				 "process's limit (ulimit -v) once the library's threads have theirs",
+				 (unsigned long long)c->host_cache);
 		}
 	}
 

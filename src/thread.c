@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "io.h"
 #include "sys.h"
@@ -169,6 +170,12 @@ int ckc_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *n
 	}
 	if (detached)
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* under an address-space limit (ulimit -v) each stack counts whole:
+	 * the library's threads take CKC_THREAD_STACK_AS, not the 8 MiB of
+	 * the stack limit */
+	struct rlimit as;
+	if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+		(void)pthread_attr_setstacksize(&attr, CKC_THREAD_STACK_AS);
 	/* the new thread inherits the creator's mask: block for the creation
 	 * only, then give the creator its own back */
 	/* the process's first thread: the program has had one thread only */

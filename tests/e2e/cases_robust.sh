@@ -3498,6 +3498,54 @@ C
 }
 case_add robust/dup2-onto-library dup2_onto_library
 
+# Under an address-space limit (ulimit -v 800000), a program that wrote
+# four checkpoints of 64 MiB allocates 200 MiB at once, as without the
+# library (714 MiB there): the host tier takes a quarter of what is left
+# once the library's threads have reserved theirs, and their stacks are
+# 2 MiB. (The tier took a quarter before the threads began, whose stacks of
+# 8 MiB and malloc arenas took the rest: 111 MiB could be had.)
+as_limit_room() {
+	cat >asl.c <<'C'
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int c, char **v)
+{
+	if (c != 2 || chdir(v[1]) != 0)
+		return 2;
+	size_t n = 64 << 20;
+	char *b = malloc(n);
+	if (!b)
+		return 3;
+	memset(b, 7, n);
+	for (int i = 0; i < 4; i++) {
+		char name[20];
+		snprintf(name, sizeof name, "big%d.ck", i);
+		int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || write(fd, b, n) != (ssize_t)n || close(fd) != 0)
+			return 4;
+	}
+	void *p = malloc(200u << 20);
+	printf("malloc of 200 MiB: %s\n", p ? "ok" : "failed");
+	return 0;
+}
+C
+	gcc -O2 -o asl asl.c || fail "the program did not compile"
+	rm -rf plainrun ck/*
+	mkdir -p plainrun
+	(ulimit -v 800000 && plain ./asl plainrun) >want.txt || fail "the program without the library"
+	# (the default size: a percentage of memory)
+	(ulimit -v 800000 && ck CKPTCACHE_HOST_CACHE=10% -- ./asl ck) >got.txt 2>err.txt || fail "the program with the library$(last_error)"
+	outputs_match want.txt got.txt
+	local i
+	for i in 0 1 2 3; do
+		same plainrun/big$i.ck ck/big$i.ck "big$i.ck at its real path"
+	done
+}
+case_add robust/as-limit-room as_limit_room
+
 # The descriptor of a cached checkpoint unlinked (another file made at its
 # name since) or renamed over grows it by a hole larger than the cache sends
 # to the real file (64 MiB: ftruncate, or a pwrite far past the end), and
