@@ -4,12 +4,15 @@
  * functions of the same stream, in the locale's multibyte encoding, as
  * glibc's own conversion does for a file stream: fwide, fputwc, putwc,
  * fputws, fwprintf, vfwprintf, fgetwc, getwc, fgetws, ungetwc (and the
- * _unlocked and _FORTIFY_SOURCE forms). The wide scanf family cannot be served so: on a tagged
+ * _unlocked and _FORTIFY_SOURCE forms); a character the encoding lacks is
+ * transliterated as glibc's conversion does it. The wide scanf family cannot be served so: on a tagged
  * stream it fails (EINVAL) and says so once. Any other stream goes to the
  * C library's functions. */
 #include "config.h"
 
 #include <errno.h>
+#include <iconv.h>
+#include <langinfo.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,14 +43,39 @@ static wint_t w_failed(FILE *f, int err)
 	return WEOF;
 }
 
+/* The bytes of a character the locale's encoding lacks, as glibc's own
+ * conversion for a file stream writes them: transliterated by the
+ * locale's tables ("EUR" for the euro sign in the C locale), else "?".
+ * (size_t)-1 where none can be had. */
+#define W_TRANSLIT_MAX 32
+static size_t w_translit(wchar_t wc, char out[W_TRANSLIT_MAX])
+{
+	char cs[96];
+	snprintf(cs, sizeof(cs), "%s//TRANSLIT", nl_langinfo(CODESET));
+	iconv_t cd = iconv_open(cs, "WCHAR_T");
+	if (cd == (iconv_t)-1)
+		return (size_t)-1;
+	char *in = (char *)&wc, *o = out;
+	size_t il = sizeof(wc), ol = W_TRANSLIT_MAX;
+	size_t r = iconv(cd, &in, &il, &o, &ol);
+	if (r != (size_t)-1)
+		r = iconv(cd, NULL, NULL, &o, &ol); /* (the shift back, if any) */
+	iconv_close(cd);
+	return r == (size_t)-1 || il ? (size_t)-1 : (size_t)(o - out);
+}
+
 static wint_t w_put(wchar_t wc, FILE *f)
 {
-	char b[MB_LEN_MAX];
+	char b[W_TRANSLIT_MAX > MB_LEN_MAX ? W_TRANSLIT_MAX : MB_LEN_MAX];
 	mbstate_t st;
 	memset(&st, 0, sizeof(st));
+	int e = errno;
 	size_t n = wcrtomb(b, wc, &st);
-	if (n == (size_t)-1)
-		return w_failed(f, EILSEQ);
+	if (n == (size_t)-1) {
+		if ((n = w_translit(wc, b)) == (size_t)-1)
+			return w_failed(f, EILSEQ);
+		errno = e;
+	}
 	return fwrite(b, 1, n, f) == n ? (wint_t)wc : WEOF;
 }
 
@@ -208,15 +236,25 @@ static int w_vprintf(FILE *f, const wchar_t *fmt, va_list ap)
 		const wchar_t *src = w;
 		mbstate_t st;
 		memset(&st, 0, sizeof(st));
+		int e = errno;
 		size_t len = wcsrtombs(NULL, &src, 0, &st);
-		char *b = len == (size_t)-1 ? NULL : malloc(len + 1);
+		if (len == (size_t)-1) {
+			errno = e;
+			/* a character the encoding lacks: each on its own,
+			 * transliterated as glibc's file streams do */
+			for (int i = 0; i < n; i++)
+				if (w_put(w[i], f) == WEOF) {
+					n = -1;
+					break;
+				}
+			free(w);
+			return n;
+		}
+		char *b = malloc(len + 1);
 		memset(&st, 0, sizeof(st));
 		src = w;
-		if (!b || wcsrtombs(b, &src, len + 1, &st) != len || fwrite(b, 1, len, f) != len) {
-			if (len == (size_t)-1)
-				w_failed(f, EILSEQ);
+		if (!b || wcsrtombs(b, &src, len + 1, &st) != len || fwrite(b, 1, len, f) != len)
 			n = -1;
-		}
 		free(b);
 	}
 	free(w);

@@ -327,6 +327,31 @@ static long wide_answer(const char *dir)
 	return r * 1000 + (long)c;
 }
 
+/* Wide characters the locale's encoding lacks (the C locale: none past
+ * ASCII), written with fputws, fputwc and fwprintf: glibc's file streams
+ * transliterate them ("EUR", "<<", else "?"). The calls' answers and a
+ * digest of the bytes written, in one. */
+static long wide_translit_answer(const char *dir)
+{
+	char p[PATH_MAX];
+	in(p, dir, "wt.txt");
+	FILE *f = fopen(p, "w");
+	if (!f)
+		fail("fopen %s: %s", p, strerror(errno));
+	long r = fputws(L"h\u00e9llo \u20ac\n", f) * 100;
+	r += (fputwc(L'\u00ab', f) == L'\u00ab') * 10;
+	r += fwprintf(f, L"%lc|%ls|%d\n", (wint_t)0x20ac, L"\u00e9t\u00e9", 7);
+	if (fclose(f) != 0)
+		r = -1;
+	if (!(f = fopen(p, "r")))
+		fail("fopen %s: %s", p, strerror(errno));
+	long digest = 0, n = 0;
+	for (int c; (c = getc(f)) != EOF; n++)
+		digest = (digest * 31 + c) % 1000003;
+	fclose(f);
+	return (r * 1000 + n) * 1000003 + digest;
+}
+
 /* Renames onto a new checkpoint still open for writing (its writer then
  * writes more and closes): how 0 from a missing file (fails), 1 with
  * RENAME_NOREPLACE from an existing file (fails), 2 with RENAME_EXCHANGE
@@ -477,6 +502,7 @@ int m_answers(int argc, char **argv)
 		BOTH("owner and group of a rewritten file", owner_answer(dir));
 	BOTH("fwide and fputwc after fputs", bytes_first_answer(dir));
 	BOTH("fwprintf, fgetwc, fgetws", wide_answer(dir));
+	BOTH("wide characters transliterated", wide_translit_answer(dir));
 	if (ans_differ)
 		fail("%d calls answered otherwise than on untagged files (above)", ans_differ);
 	/* the files themselves are still what was written */
