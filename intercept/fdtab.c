@@ -225,6 +225,18 @@ int ckc_fd_quiet_made(int fd, int floor)
 	return fd;
 }
 
+int ckc_fd_quiet_made_mine(int fd, int floor)
+{
+	int e = errno;
+	if (fd >= 0) {
+		fd = ckc_fd_above(fd, floor);
+		ckc_fd_mine_set(fd, true);
+	}
+	ckc_fd_quiet_end();
+	errno = e;
+	return fd;
+}
+
 void ckc_fd_own_begin(void)
 {
 	ckc_rw_rdlock(&own_open_rw);
@@ -1075,6 +1087,19 @@ const char *ckc_vfd_name(const ckc_vfd_t *v, char now[PATH_MAX])
 	return named && !gone ? now : NULL;
 }
 
+const char *ckc_vfd_file_name(const ckc_vfd_t *v, char now[PATH_MAX])
+{
+	if (!v->h) {
+		snprintf(now, PATH_MAX, "%s", v->path);
+		return now;
+	}
+	bool gone;
+	ckc_enter();
+	bool named = ckc_handle_name(v->h, now, &gone) && !ckc_handle_unnamed(v->h);
+	ckc_leave();
+	return named ? now : NULL;
+}
+
 /* The real file of v at path (ckc_vfd_name), opened as v was (no O_CREAT,
  * O_TRUNC or O_EXCL: it exists and holds v's bytes) and placed at v's
  * offset. */
@@ -1200,7 +1225,7 @@ int ckc_vfd_switch(ckc_vfd_t *v)
 	if (inplace)
 		ckc_node_inplace_end(inplace, first_fd);
 	ckc_lock_switched(v, real);
-	REAL(close)(real);
+	ckc_fd_mine_close(real); /* (the lock's descriptor is the library's till here) */
 	v->switched = rc == 0;
 out:
 	ckc_mutex_unlock(&v->lock);

@@ -560,6 +560,9 @@ typedef struct ckc_vfd {
 	atomic_int lock_fd;   /* the file its locks are taken on (locks.c), or -1 */
 	bool lock_real;       /* lock_fd is the real file, opened as v was */
 	atomic_int lock_file_fd; /* beside a real lock_fd: its path's lock file, locked first, or -1 */
+	uint64_t lock_fd_key, lock_file_key; /* the keys (hashed) of the lock files opened at
+						lock_fd (not lock_real) and lock_file_fd: a lock taken
+						stays on its file when the version is renamed */
 	int lock_flock;       /* the flock(2) lock it holds: 0, LOCK_SH, LOCK_EX */
 	/* what fstat took from the real file (under lock): kept for a closed
 	 * version while the real path holds it or does not, as then */
@@ -724,6 +727,13 @@ int ckc_fd_mine_next(unsigned from, unsigned last);
 /* Closes the library's own fd, its mark taken first. */
 int ckc_fd_mine_close(int fd);
 extern _Atomic uint64_t *ckc_fd_mine_bits;
+/* Whether the marks of the library's own files stand: not in a vfork
+ * child (its own table), nor in a forked child, where the library is off
+ * and nothing uses the files it inherited. */
+static inline bool ckc_fd_mine_live(void)
+{
+	return atomic_load_explicit(&ckc_icpt_on, memory_order_relaxed) && !ckc_in_vfork_child();
+}
 /* Whether fd is one of the library's own files (ckc_fd_mine_set). */
 static inline bool ckc_fd_mine(int fd)
 {
@@ -805,6 +815,9 @@ void ckc_fd_quiet_end(void);
  * on) moved above floor (ckc_fd_above) before the section ends; errno
  * kept. */
 int ckc_fd_quiet_made(int fd, int floor);
+/* The same for a file the library keeps (ckc_fd_mine_set), marked before
+ * the section ends: a program's dup2 onto its number waits for the mark. */
+int ckc_fd_quiet_made_mine(int fd, int floor);
 /* The times ckc_fd_above read the process's descriptor table's size. */
 extern atomic_ulong ckc_fd_table_reads;
 ckc_vfd_t *ckc_vfd_new(ckc_handle_t *h, int flags, const char *path);
@@ -838,6 +851,12 @@ int ckc_vfd_switch(ckc_vfd_t *v);
  * now; NULL where it has none (unlinked, renamed over: the file at the
  * name v was opened at is another one). */
 const char *ckc_vfd_name(const ckc_vfd_t *v, char now[PATH_MAX]);
+/* The name of the file v is in the kernel's terms, into now: its version's
+ * name now (renamed since it was opened: the new one; superseded by a
+ * newer version of that name, or changed by another program: that name
+ * still); NULL where it was unlinked or renamed over (the file at its
+ * old name is another one). For its locks, fstat and copies. */
+const char *ckc_vfd_file_name(const ckc_vfd_t *v, char now[PATH_MAX]);
 
 /* Hands v's version over to its real file and switches every descriptor of
  * that version (v's numbers and those of other opens of it). Returns 0 or

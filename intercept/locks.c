@@ -75,7 +75,7 @@ static int lock_dir(char *out, size_t len)
 	return rc;
 }
 
-static int lockfile_open(const char *canon);
+static int lockfile_open(const char *canon, uint64_t *hash);
 
 /* a lock file's key: a path, or an unnamed version's (lock_name) */
 #define LOCK_KEY_MAX (PATH_MAX + 64)
@@ -98,20 +98,19 @@ static int lock_slot(ckc_vfd_t *v, atomic_int *slot)
 	return __atomic_load_n(&v->switched, __ATOMIC_ACQUIRE) ? CKC_HANDED : -1;
 }
 
-/* The name v's locks go by, in key: its version's name now (renamed
- * since it was opened, the new one). A version unlinked or renamed over
- * has no name, and no real file: NULL, and key holds a name of that
- * version's alone, in this process, for its lock file (the file now at
- * its old name is another one, whose lockers it must not exclude). */
+/* The name v's locks go by, in key: the name of its file in the kernel's
+ * terms (ckc_vfd_file_name: renamed since it was opened, the new one). A
+ * version unlinked or renamed over has none, and no real file: NULL, and
+ * key holds a name of that version's alone, in this process, for its lock
+ * file (the file now at its old name is another one, whose lockers it
+ * must not exclude). A lock file once opened stays the descriptor's (its
+ * key kept beside it) until a process's end removes it: a lock taken
+ * before a rename stays on the file it was taken on. */
 static const char *lock_name(const ckc_vfd_t *v, char key[LOCK_KEY_MAX])
 {
-	if (!v->h) {
-		snprintf(key, LOCK_KEY_MAX, "%s", v->path);
-		return key;
-	}
-	const char *name = ckc_vfd_name(v, key);
+	const char *name = ckc_vfd_file_name(v, key);
 	if (!name)
-		snprintf(key, LOCK_KEY_MAX, "%s\n(unnamed %ld %#llx)", v->path, (long)getpid(),
+		snprintf(key, LOCK_KEY_MAX, "(unnamed %ld %#llx)", (long)getpid(),
 			 (unsigned long long)ckc_handle_version(v->h));
 	return name;
 }
@@ -132,22 +131,23 @@ static int lock_fd(ckc_vfd_t *v)
 	/* (kept above the program's numbers while v holds locks) */
 	if (name) {
 		ckc_fd_quiet_begin();
-		fd = ckc_fd_quiet_made(ro(name, (v->flags & O_ACCMODE) | O_CLOEXEC | O_NOCTTY), CKC_FD_OWN_FLOOR);
+		fd = ckc_fd_quiet_made_mine(ro(name, (v->flags & O_ACCMODE) | O_CLOEXEC | O_NOCTTY),
+					    CKC_FD_OWN_FLOOR);
 		if (fd < 0)
 			fd = -errno;
-		else
-			ckc_fd_mine_set(fd, true);
 	} else {
 		fd = -ENOENT;
 	}
+	uint64_t h = 0;
 	ckc_mutex_lock(&lockdir_mu);
 	if (fd == -ENOENT) {
 		real = false;
-		fd = lockfile_open(key); /* (above the program's numbers too) */
+		fd = lockfile_open(key, &h); /* (above the program's numbers too) */
 	}
 	int have = atomic_load(&v->lock_fd);
 	if (fd >= 0 && have < 0) {
 		v->lock_real = real; /* (before the descriptor is there to be seen) */
+		v->lock_fd_key = h;
 		atomic_store(&v->lock_fd, fd);
 	}
 	ckc_mutex_unlock(&lockdir_mu);
@@ -178,25 +178,22 @@ static int lockfile_name(uint64_t h, char *path, size_t len)
 	return 0;
 }
 
-static int lockfile_path(const char *canon, char *path, size_t len)
-{
-	return lockfile_name(lockfile_hash(canon), path, len);
-}
-
-/* The lock file of path (lockdir_mu held): -errno when none can be had. */
-static int lockfile_open(const char *canon)
+/* The lock file of path (lockdir_mu held), its key's hash in *hash:
+ * -errno when none can be had. */
+static int lockfile_open(const char *canon, uint64_t *hash)
 {
 	char path[PATH_MAX + 32];
 	uint64_t h = lockfile_hash(canon);
+	*hash = h;
 	int rc = lockfile_name(h, path, sizeof(path));
 	if (rc)
 		return rc;
 	/* (the library's file, above the program's numbers: intercept.h) */
 	ckc_fd_quiet_begin();
-	int fd = ckc_fd_quiet_made(REAL(open)(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600), CKC_FD_OWN_FLOOR);
+	int fd = ckc_fd_quiet_made_mine(REAL(open)(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600),
+					CKC_FD_OWN_FLOOR);
 	if (fd < 0)
 		return -errno;
-	ckc_fd_mine_set(fd, true);
 	unsigned k = 0;
 	while (k < locks_nused && locks_used[k] != h)
 		k++;
@@ -323,9 +320,10 @@ int ckc_lock_switch_fd(ckc_vfd_t *v)
 	if (!name || !lock_fd_current(fd, name) || REAL(lseek)(fd, (off_t)v->pos, SEEK_SET) < 0)
 		return -1;
 	atomic_store(&v->lock_fd, -1);
-	/* the program's number holds the real file's lock from now on */
+	/* the program's number holds the real file's lock from now on (the
+	 * descriptor stays the library's until its copies are made: the
+	 * switch closes it, ckc_fd_mine_close) */
 	lock_file_release(v);
-	ckc_fd_mine_set(fd, false);
 	return fd;
 }
 
@@ -365,11 +363,14 @@ static int lock_file_fd(ckc_vfd_t *v)
 	if (fd != -1)
 		return fd;
 	char key[LOCK_KEY_MAX];
+	uint64_t h = 0;
 	(void)lock_name(v, key);
 	ckc_mutex_lock(&lockdir_mu);
-	fd = lockfile_open(key);
+	fd = lockfile_open(key, &h);
 	int have = -1;
 	bool mine = fd >= 0 && atomic_compare_exchange_strong(&v->lock_file_fd, &have, fd);
+	if (mine)
+		v->lock_file_key = h; /* (lockdir_mu held: read under it) */
 	ckc_mutex_unlock(&lockdir_mu);
 	if (fd >= 0 && !mine) {
 		ckc_fd_mine_close(fd);
@@ -385,7 +386,7 @@ static int lock_file_fd(ckc_vfd_t *v)
 __attribute__((noinline)) static int lock_taken(ckc_vfd_t *v, atomic_int *slot, int (*opener)(ckc_vfd_t *),
 						 int op)
 {
-	char path[PATH_MAX + 32], key[LOCK_KEY_MAX];
+	char path[PATH_MAX + 32];
 	for (int tries = 0;; tries++) {
 		int lf = opener(v);
 		if (lf < 0)
@@ -394,9 +395,11 @@ __attribute__((noinline)) static int lock_taken(ckc_vfd_t *v, atomic_int *slot, 
 			return -errno;
 		if ((op & LOCK_UN) || (slot == &v->lock_fd && v->lock_real))
 			return 0;
-		(void)lock_name(v, key);
+		/* (the lock file of the key it was opened by, which a rename
+		 * since does not change: only its removal does) */
 		ckc_mutex_lock(&lockdir_mu);
-		bool current = lockfile_path(key, path, sizeof(path)) != 0 || lock_fd_current(lf, path);
+		uint64_t h = slot == &v->lock_fd ? v->lock_fd_key : v->lock_file_key;
+		bool current = lockfile_name(h, path, sizeof(path)) != 0 || lock_fd_current(lf, path);
 		ckc_mutex_unlock(&lockdir_mu);
 		if (current)
 			return 0;

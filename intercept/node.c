@@ -991,8 +991,10 @@ static void node_start_once(void)
 	}
 	ckc_fd_own_begin();
 	int s = REAL(socket)(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (s >= 0)
+	if (s >= 0) {
 		s = fd_out_of_the_way(s);
+		ckc_fd_mine_set(s, true); /* (before the section ends: intercept.h) */
+	}
 	ckc_fd_own_end();
 	if (s < 0)
 		return;
@@ -1000,11 +1002,10 @@ static void node_start_once(void)
 	socklen_t len = node_addr(&a, node_pid);
 	if (setsockopt(s, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) != 0 ||
 	    bind(s, (struct sockaddr *)&a, len) != 0) {
-		REAL(close)(s);
+		ckc_fd_mine_close(s);
 		return;
 	}
 	node_listen = s;
-	ckc_fd_mine_set(s, true);
 	atomic_store(&node_serving, true);
 	if (ckc_thread_start(&node_thread, node_main, NULL, "ckc-node", false) != 0) {
 		atomic_store(&node_serving, false);

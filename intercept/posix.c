@@ -1537,7 +1537,7 @@ CKC_HOT_PATH __attribute__((aligned(4096))) CKC_EXPORT int close(int fd)
 		/* one of the library's files: not the program's (a loop that
 		 * closes every number from 3 up took a checkpoint's file from
 		 * its publication), as without the library, EBADF */
-		if (__builtin_expect(ckc_fd_mine(fd), 0) && !ckc_in_vfork_child()) {
+		if (__builtin_expect(ckc_fd_mine(fd), 0) && ckc_fd_mine_live()) {
 			errno = EBADF;
 			return -1;
 		}

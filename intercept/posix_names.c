@@ -97,13 +97,20 @@ CKC_EXPORT int dup(int fd)
  * file being made to be marked, and the library for it. */
 static bool dup_onto_mine(int oldfd, int newfd)
 {
-	if (oldfd == newfd || !ckc_fd_mine(newfd) || ckc_in_vfork_child())
+	if (oldfd == newfd || !ckc_fd_mine(newfd) || !ckc_fd_mine_live())
 		return false;
+	/* (a bad oldfd is the kernel's to refuse, as it would: EBADF) */
+	int saved = errno;
+	if (REAL(fcntl)(oldfd, F_GETFD) < 0) {
+		errno = saved;
+		return false;
+	}
 	static atomic_bool said;
 	if (!atomic_exchange(&said, true))
 		ckc_warn("the program's dup2 or dup3 of descriptor %d onto %d failed with EBUSY: the library "
-			 "holds a file of its own at %d; a program that puts its files at fixed numbers must "
-			 "keep them below %d",
+			 "holds a file of its own at %d (it keeps its files at %d and above where the "
+			 "descriptor table allows, else near its top); a program that puts its files at "
+			 "fixed numbers must keep them clear of the library's",
 			 oldfd, newfd, newfd, CKC_FD_OWN_FLOOR);
 	errno = EBUSY;
 	return true;
@@ -1384,11 +1391,15 @@ static int copy_check(int in, ckc_vfd_t *vin, int out, ckc_vfd_t *vout, enum cop
  * is what the file holds from the input's offset, at most count. */
 static bool copy_overlaps(ckc_vfd_t *vin, const off_t *inoff, ckc_vfd_t *vout, const off_t *outoff, size_t count)
 {
-	/* (one version, whatever names its descriptors were opened by: a
-	 * rename moves it; a file made at its name after an unlink is another) */
-	if (!vin->h || !vout->h ? strcmp(vin->path, vout->path) != 0
-				: ckc_handle_version(vin->h) != ckc_handle_version(vout->h))
-		return false;
+	/* (one file in the kernel's terms: one version, whatever names its
+	 * descriptors were opened by, or the versions of one name; a file
+	 * made at a name after an unlink is another) */
+	if (!vin->h || !vout->h || ckc_handle_version(vin->h) != ckc_handle_version(vout->h)) {
+		char a[PATH_MAX], b[PATH_MAX];
+		const char *na = ckc_vfd_file_name(vin, a), *nb = ckc_vfd_file_name(vout, b);
+		if (!na || !nb || strcmp(na, nb) != 0)
+			return false;
+	}
 	uint64_t at_in = inoff ? (uint64_t)*inoff : ckc_vfd_pos(vin),
 		 at_out = outoff ? (uint64_t)*outoff : ckc_vfd_pos(vout);
 	uint64_t size = ckc_handle_size(vin->h);

@@ -60,9 +60,8 @@ static int stat_base(const char *canon, const ckc_handle_t *h, const ckc_stat_t 
 			}
 			/* no inode to be had: a stable number derived from the path
 			 * (and from the version, where the path names another) */
-			uint64_t made = ckc_path_hash(canon);
-			if (gone && h)
-				made ^= (uint64_t)ckc_handle_version(h) * 0x9e3779b97f4a7c15ull;
+			uint64_t made = gone && h ? (uint64_t)ckc_handle_version(h) * 0x9e3779b97f4a7c15ull
+						  : ckc_path_hash(canon);
 			st->st_ino = (ino_t)(made | 1);
 		}
 		st->st_mode = S_IFREG | (c->mode & 07777);
@@ -214,7 +213,7 @@ __attribute__((noinline)) static bool stat_fd_look(ckc_vfd_t *v, struct stat *st
 		 * was opened: the new one); unlinked or renamed over, none is
 		 * its (the file at its old name is another one) */
 		char now[PATH_MAX];
-		const char *name = v->h ? ckc_vfd_name(v, now) : v->path;
+		const char *name = ckc_vfd_file_name(v, now);
 		int how = stat_base(name ? name : v->path, v->h, &c, &v->stat_real, absent || !name, !name);
 		if (how == STAT_IDENT) {
 			v->id_known = true;

@@ -443,6 +443,11 @@ bool ckc_handle_name(const ckc_handle_t *h, char out[PATH_MAX], bool *gone);
 /* A number that names h's version among the process's live ones (its
  * file locks' key where it has no name). */
 uintptr_t ckc_handle_version(const ckc_handle_t *h);
+/* Whether the version behind h was unlinked or renamed over (and not
+ * handed over before): the file at its name is another one. A version
+ * only superseded (a newer one of its path, another program's change) is
+ * still the file at its name in the kernel's terms. */
+bool ckc_handle_unnamed(const ckc_handle_t *h);
 
 /* Publishes every closed version that CKPTCACHE_PERSIST says must reach its
  * real path and is not there yet (and, with writers, the bytes so far of

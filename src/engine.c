@@ -90,10 +90,14 @@ static int tiers_open(void)
 		 * their malloc arenas) */
 		uint64_t room = ckc_memlimit_as_room("/proc/self/statm");
 		uint64_t threads = (uint64_t)CKC_THREADS_AS * CKC_THREAD_AS;
+		/* (threads started already are counted twice: a smaller tier;
+		 * little room: half of it, and a tier of 2 MiB at least) */
 		if (room)
-			room = room > threads + (2u << 20) ? room - threads : (2u << 20);
+			room = room > 2 * threads ? room - threads : room / 2;
 		if (room && c->host_cache > room / CKC_AS_SHARE) {
 			c->host_cache = room / CKC_AS_SHARE / (2u << 20) * (2u << 20);
+			if (c->host_cache < (2u << 20))
+				c->host_cache = 2u << 20;
 			ckc_info("host tier: %llu bytes, a quarter of the address space left under this "
 				 "process's limit (ulimit -v) once the library's threads have theirs",
 				 (unsigned long long)c->host_cache);

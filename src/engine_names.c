@@ -170,6 +170,7 @@ int ckc_unlink(const char *path)
 	if (o) {
 		eng_wait_idle(o, EB_HOME | EB_FLUSH);
 		ckc_trace("unlink", o, 0, o->size, -1, 0);
+		o->unnamed = true;
 		ckc_obj_retire(o);
 	}
 	if (ckc_eng.hq)
@@ -314,6 +315,14 @@ bool ckc_handle_name(const ckc_handle_t *h, char out[PATH_MAX], bool *gone)
 	*gone = o->retired && !o->handed;
 	eng_unlock();
 	return named;
+}
+
+bool ckc_handle_unnamed(const ckc_handle_t *h)
+{
+	ckc_mutex_lock(&ckc_eng.lock);
+	bool unnamed = h->o->unnamed && !h->o->handed;
+	eng_unlock();
+	return unnamed;
 }
 
 uintptr_t ckc_handle_version(const ckc_handle_t *h)
@@ -701,8 +710,10 @@ int ckc_rename(const char *from, const char *to)
 	}
 	eng_wait_idle(o, EB_HOME);
 	ckc_obj_t *victim = ckc_map_find(kt);
-	if (victim)
+	if (victim) {
+		victim->unnamed = true;
 		ckc_obj_retire(victim);
+	}
 	/* a publication to the new name under way lands before the look at
 	 * what that name holds (below) */
 	while (ckc_committing(kt))

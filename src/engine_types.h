@@ -98,6 +98,9 @@ struct ckc_obj {
 	bool home_snap_durable;
 	uint64_t home_writes;
 	bool retired;        /* a newer version or an unlink replaced it */
+	bool unnamed;        /* unlinked, or renamed over: no name is its (a
+				newer version of its path, or another
+				program's change, left it the file there) */
 	bool consumed;       /* read back whole at least once */
 	bool from_home;      /* imported from a file of an earlier run */
 	struct timespec mtime;

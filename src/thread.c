@@ -173,9 +173,14 @@ int ckc_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *n
 	/* under an address-space limit (ulimit -v) each stack counts whole:
 	 * the library's threads take CKC_THREAD_STACK_AS, not the 8 MiB of
 	 * the stack limit */
-	struct rlimit as;
-	if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
-		(void)pthread_attr_setstacksize(&attr, CKC_THREAD_STACK_AS);
+	struct rlimit as, st;
+	bool small = false;
+	if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+		size_t want = CKC_THREAD_STACK_AS;
+		if (getrlimit(RLIMIT_STACK, &st) == 0 && st.rlim_cur != RLIM_INFINITY && st.rlim_cur < want)
+			want = (size_t)st.rlim_cur;
+		small = pthread_attr_setstacksize(&attr, want) == 0;
+	}
 	/* the new thread inherits the creator's mask: block for the creation
 	 * only, then give the creator its own back */
 	/* the process's first thread: the program has had one thread only */
@@ -190,6 +195,17 @@ int ckc_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *n
 	pthread_sigmask(SIG_SETMASK, &block, &old);
 	atomic_fetch_add(&thread_live, 1);
 	rc = sys_pthread_create(&th, &attr, thread_main, s);
+	if (rc == EINVAL && small) {
+		/* (a program's static TLS is carved from each stack: one too
+		 * large for the small stack gets the default one) */
+		pthread_attr_t dflt;
+		if (pthread_attr_init(&dflt) == 0) {
+			if (detached)
+				pthread_attr_setdetachstate(&dflt, PTHREAD_CREATE_DETACHED);
+			rc = sys_pthread_create(&th, &dflt, thread_main, s);
+			pthread_attr_destroy(&dflt);
+		}
+	}
 	if (rc)
 		atomic_fetch_sub(&thread_live, 1);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

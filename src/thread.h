@@ -20,13 +20,14 @@
 /* Starts fn(arg) in a new thread named name, detached when asked. Returns 0
  * or the error pthread_create gave (t untouched then). */
 /* Under an address-space limit (ulimit -v): the stack each of the
- * library's threads gets, and what each may reserve of the address space
- * in all (that stack, and the 64 MiB glibc's malloc reserves for a
- * thread's own arena), for as many threads as a cache runs at most
- * (flush, prefetch, populate, node, kernel touch, a lane). */
+ * library's threads gets (at most the stack limit), and what each may
+ * reserve of the address space in all (that stack, and the 64 MiB glibc's
+ * malloc reserves for a thread's own arena), for as many threads as a
+ * cache runs (flush, prefetch, populate, node, end of job, kernel touch,
+ * three copy lanes). */
 #define CKC_THREAD_STACK_AS (2u << 20)
 #define CKC_THREAD_AS (CKC_THREAD_STACK_AS + (64u << 20))
-#define CKC_THREADS_AS 6
+#define CKC_THREADS_AS 9
 int ckc_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *name, bool detached);
 
 /* The signals a library thread keeps open: the set blocked in it is every

@@ -3505,6 +3505,7 @@ case_add robust/dup2-onto-library dup2_onto_library
 # 2 MiB. (The tier took a quarter before the threads began, whose stacks of
 # 8 MiB and malloc arenas took the rest: 111 MiB could be had.)
 as_limit_room() {
+	under_sanitizer && note "the sanitizer runtime reserves more address space than the limit; the plain build checks it"
 	cat >asl.c <<'C'
 #include <fcntl.h>
 #include <stdio.h>
