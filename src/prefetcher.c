@@ -254,12 +254,18 @@ static int promote(ckc_obj_t *o, uint64_t dist)
 		 * renamed into place, old checkpoints cleaned up) is a file
 		 * the cache holds nothing of: forgotten, not looked for again
 		 * (a prefetch is advice, and nothing is lost) */
-		bool gone = rc == -ENOENT && !bounded && o->at_home;
+		/* (the same where the real file came up short or failed: it
+		 * was truncated or replaced meanwhile, and what a read gets
+		 * now is the real file's own answer; otherwise said once) */
+		bool gone = (rc == -ENOENT || rc == -EIO) && !bounded && o->at_home;
+		static bool said;
 		if (gone && !o->retired) {
 			ckc_trace("prefetch-gone", o, 0, size, -1, t0);
 			ckc_obj_retire(o);
-		} else if (rc && !o->retired) {
-			ckc_warn("could not prefetch %s (%s)", o->key, strerror(-rc));
+		} else if (rc && !o->retired && !said) {
+			said = true; /* (the engine lock held) */
+			ckc_warn("could not prefetch %s (%s); further failures of prefetches are not said",
+				 o->key, strerror(-rc));
 		}
 		if (o->place[0].state != LC_INIT) {
 			ckc_place_free(o, 0);

@@ -3547,6 +3547,38 @@ C
 }
 case_add robust/as-limit-room as_limit_room
 
+# A hinted checkpoint replaced by another program (a new file renamed over
+# it) while the cache prefetches it: the program reads the new file, and
+# the failed prefetch is not tried again and again. (The short read of the
+# replaced file failed with EIO, and the prefetcher warned about it some
+# ten times a second for as long as the program ran.)
+prefetch_file_replaced() {
+	rm -rf ck/* plainrun
+	mkdir -p plainrun
+	local d
+	for d in ck plainrun; do
+		head -c 100000 /dev/zero >$d/a.bin
+		head -c 100000000 /dev/zero >$d/big.bin
+	done
+	printf '%s\n' "$T/ck/a.bin" "$T/ck/big.bin" >hints.txt
+	local prog='
+import os, subprocess, sys, time
+d = sys.argv[1]
+open(d + "/a.bin", "rb").read()
+subprocess.run(["env", "-u", "LD_PRELOAD", "sh", "-c", "echo new > $0/n.tmp && mv $0/n.tmp $0/big.bin", d], check=True)
+time.sleep(1.5)
+print(len(open(d + "/big.bin", "rb").read()))
+'
+	plain "$PY" -c "$prog" plainrun >want.txt || fail "the program without the library"
+	ck CKPTCACHE_HINTS="$T/hints.txt" CKPTCACHE_HOST_CACHE=256M -- "$PY" -c "$prog" ck >got.txt 2>err.txt ||
+		fail "the program with the library$(last_error)"
+	outputs_match want.txt got.txt
+	same plainrun/big.bin ck/big.bin "big.bin at its real path"
+	[ "$(grep -c 'could not prefetch' err.txt)" -le 1 ] ||
+		fail "the failed prefetch was said $(grep -c 'could not prefetch' err.txt) times"
+}
+case_add robust/prefetch-file-replaced prefetch_file_replaced
+
 # The descriptor of a cached checkpoint unlinked (another file made at its
 # name since) or renamed over grows it by a hole larger than the cache sends
 # to the real file (64 MiB: ftruncate, or a pwrite far past the end), and
