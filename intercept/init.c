@@ -438,7 +438,9 @@ static void icpt_writer_start(void)
 void ckc_writer_start(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	ckc_enter(); /* (as ckc_engine_ready's) */
 	pthread_once(&once, icpt_writer_start);
+	ckc_leave();
 }
 
 int ckc_capture_mode(void)
@@ -570,7 +572,12 @@ CKC_TAGGED_PATH bool ckc_read_needs_engine(void)
 
 bool ckc_engine_ready(void)
 {
+	/* (inside the library for the once: a signal handler of the
+	 * program's that the start deferred runs after it, not within it,
+	 * where its own tagged open would wait for this once for ever) */
+	ckc_enter();
 	pthread_once(&icpt_engine_once, icpt_engine_start);
+	ckc_leave();
 	return atomic_load(&icpt_engine_ok);
 }
 

@@ -3579,6 +3579,79 @@ print(len(open(d + "/big.bin", "rb").read()))
 }
 case_add robust/prefetch-file-replaced prefetch_file_replaced
 
+# A signal handler of the program's that writes a checkpoint, called every
+# 500 us while the program writes its first ones: a handler the cache's
+# start deferred runs after it. (It ran inside the start, whose one-time
+# section its own tagged open waited for: the program hung.)
+handler_during_start() {
+	cat >hs.c <<'C'
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+static char D[4096];
+static volatile int cnt;
+static void h(int s)
+{
+	(void)s;
+	char p[4200];
+	int e = errno;
+	snprintf(p, sizeof p, "%s/sig%d.bin", D, cnt % 3);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0) {
+		if (write(fd, "x", 1) != 1)
+			_exit(5);
+		close(fd);
+	}
+	cnt++;
+	errno = e;
+}
+int main(int c, char **v)
+{
+	if (c != 2)
+		return 2;
+	snprintf(D, sizeof D, "%s", v[1]);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = h;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, 0);
+	struct itimerval it = { { 0, 500 }, { 0, 500 } };
+	setitimer(ITIMER_REAL, &it, 0);
+	size_t n = 1 << 20;
+	char p[4200], *b = calloc(1, n);
+	for (int k = 0; k < 20; k++) {
+		snprintf(p, sizeof p, "%s/m%02d.bin", D, k);
+		memset(b, 'a' + k, n);
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || write(fd, b, n) != (ssize_t)n || close(fd) != 0)
+			return 3;
+	}
+	memset(&it, 0, sizeof it);
+	setitimer(ITIMER_REAL, &it, 0);
+	printf("done\n");
+	return 0;
+}
+C
+	gcc -O2 -o hs hs.c || fail "the program did not compile"
+	rm -rf plainrun && mkdir -p plainrun
+	plain ./hs plainrun >want.txt || fail "the program without the library"
+	local i k
+	for i in 1 2 3 4 5; do
+		rm -rf ck/*
+		CASE_TIMEOUT=30 ck -- ./hs "$T/ck" >got.txt 2>err.txt || fail "run $i: $(status_text $?)$(last_error)"
+		outputs_match want.txt got.txt
+		for k in $(seq -w 0 19); do
+			same plainrun/m$k.bin ck/m$k.bin "m$k.bin at its real path (run $i)"
+		done
+	done
+}
+case_add robust/handler-during-start handler_during_start
+
 # The descriptor of a cached checkpoint unlinked (another file made at its
 # name since) or renamed over grows it by a hole larger than the cache sends
 # to the real file (64 MiB: ftruncate, or a pwrite far past the end), and
