@@ -1078,26 +1078,28 @@ int ckc_placeholder(int oflags)
 
 /* ---- switching to the real file ---------------------------------------- */
 
-const char *ckc_vfd_name(const ckc_vfd_t *v, char now[PATH_MAX])
-{
-	bool gone;
-	ckc_enter();
-	bool named = ckc_handle_name(v->h, now, &gone);
-	ckc_leave();
-	return named && !gone ? now : NULL;
-}
-
-const char *ckc_vfd_file_name(const ckc_vfd_t *v, char now[PATH_MAX])
+/* v's name: kernel, as ckc_vfd_file_name; else as ckc_vfd_name. */
+static const char *vfd_name_as(const ckc_vfd_t *v, char now[PATH_MAX], bool kernel)
 {
 	if (!v->h) {
 		snprintf(now, PATH_MAX, "%s", v->path);
 		return now;
 	}
-	bool gone;
+	bool gone, unnamed;
 	ckc_enter();
-	bool named = ckc_handle_name(v->h, now, &gone) && !ckc_handle_unnamed(v->h);
+	bool named = ckc_handle_name(v->h, now, &gone, &unnamed);
 	ckc_leave();
-	return named ? now : NULL;
+	return named && !(kernel ? unnamed : gone) ? now : NULL;
+}
+
+const char *ckc_vfd_name(const ckc_vfd_t *v, char now[PATH_MAX])
+{
+	return vfd_name_as(v, now, false);
+}
+
+const char *ckc_vfd_file_name(const ckc_vfd_t *v, char now[PATH_MAX])
+{
+	return vfd_name_as(v, now, true);
 }
 
 /* The real file of v at path (ckc_vfd_name), opened as v was (no O_CREAT,

@@ -1624,7 +1624,7 @@ __attribute__((noinline)) static ssize_t vfd_link_name(const ckc_vfd_t *v, char 
 {
 	char now[PATH_MAX], del[PATH_MAX + 16];
 	ckc_enter();
-	bool named = ckc_handle_name(v->h, now, gone);
+	bool named = ckc_handle_name(v->h, now, gone, NULL);
 	ckc_leave();
 	const char *name = named ? now : v->path;
 	if (*gone) {

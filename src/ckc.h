@@ -438,16 +438,14 @@ bool ckc_handle_handed(const ckc_handle_t *h);
 /* The name the version behind h has now (a rename while it is open moves
  * it; a hand-over leaves it at its real file's), into out; *gone where
  * that name is no longer its (unlinked, renamed over: the name it had
- * last). False where there is none to give. */
-bool ckc_handle_name(const ckc_handle_t *h, char out[PATH_MAX], bool *gone);
+ * last). *unnamed (where given): whether it was unlinked or renamed over,
+ * the file at its name another one (a version only superseded, by a newer
+ * one of its name or another program's change, is still the file there in
+ * the kernel's terms). False where there is none to give. */
+bool ckc_handle_name(const ckc_handle_t *h, char out[PATH_MAX], bool *gone, bool *unnamed);
 /* A number that names h's version among the process's live ones (its
  * file locks' key where it has no name). */
 uintptr_t ckc_handle_version(const ckc_handle_t *h);
-/* Whether the version behind h was unlinked or renamed over (and not
- * handed over before): the file at its name is another one. A version
- * only superseded (a newer one of its path, another program's change) is
- * still the file at its name in the kernel's terms. */
-bool ckc_handle_unnamed(const ckc_handle_t *h);
 
 /* Publishes every closed version that CKPTCACHE_PERSIST says must reach its
  * real path and is not there yet (and, with writers, the bytes so far of

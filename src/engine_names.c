@@ -303,7 +303,7 @@ bool ckc_handle_handed(const ckc_handle_t *h)
 	return handed;
 }
 
-bool ckc_handle_name(const ckc_handle_t *h, char out[PATH_MAX], bool *gone)
+bool ckc_handle_name(const ckc_handle_t *h, char out[PATH_MAX], bool *gone, bool *unnamed)
 {
 	ckc_mutex_lock(&ckc_eng.lock);
 	const ckc_obj_t *o = h->o;
@@ -313,16 +313,10 @@ bool ckc_handle_name(const ckc_handle_t *h, char out[PATH_MAX], bool *gone)
 		memcpy(out, o->key, n + 1);
 	/* (a version handed over is retired, its name the real file's) */
 	*gone = o->retired && !o->handed;
+	if (unnamed)
+		*unnamed = o->unnamed && !o->handed;
 	eng_unlock();
 	return named;
-}
-
-bool ckc_handle_unnamed(const ckc_handle_t *h)
-{
-	ckc_mutex_lock(&ckc_eng.lock);
-	bool unnamed = h->o->unnamed && !h->o->handed;
-	eng_unlock();
-	return unnamed;
 }
 
 uintptr_t ckc_handle_version(const ckc_handle_t *h)
